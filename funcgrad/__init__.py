@@ -1,0 +1,29 @@
+"""funcgrad: composable automatic differentiation of NumPy code.
+
+Example::
+
+    import funcgrad as fg
+    import funcgrad.numpy as fnp
+
+    f = lambda x: fnp.sum(fnp.tanh(x) ** 2)
+    fg.grad(f)(fnp.ones(3))
+    fg.hessian(f)(fnp.ones(3))
+"""
+
+from __future__ import annotations
+
+from . import tree_util  # noqa: F401
+from . import numpy  # noqa: F401  (registers array behaviour on traced values)
+from .core import LeakedTraceError, defjvp, defvjp, def_linear, nondiff_primitive, primitive  # noqa: F401
+from .transforms import (  # noqa: F401
+    grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp,
+)
+from . import testing  # noqa: F401
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "jacobian", "hessian",
+    "hvp", "stop_gradient", "primitive", "nondiff_primitive", "defvjp", "defjvp", "def_linear",
+    "LeakedTraceError", "tree_util", "numpy", "testing",
+]

@@ -1,0 +1,83 @@
+"""The tape engine: traces, boxes, nodes, the reverse pass and forward mode.
+
+Knows nothing of NumPy. Read ``trace.py`` (how a value becomes traced),
+``reverse.py`` (the tape and the backward pass) and ``forward.py`` (tangents).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .forward import ForwardTrace, JVPBox
+from .reverse import ReverseTrace, VJPBox, VJPNode, backward_pass
+from .trace import (
+    Box,
+    LeakedTraceError,
+    Primitive,
+    Trace,
+    current_traces,
+    is_traced,
+    nondiff_primitive,
+    primitive,
+    unbox_all,
+)
+
+__all__ = [
+    "Box", "Trace", "Primitive", "LeakedTraceError", "primitive", "nondiff_primitive",
+    "unbox_all", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
+    "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive",
+]
+
+
+def get_primitive(fn: Callable) -> Primitive:
+    """The :class:`Primitive` behind a function made by :func:`primitive`."""
+    prim = getattr(fn, "primitive", None)
+    if not isinstance(prim, Primitive):
+        raise TypeError(
+            f"{getattr(fn, '__name__', fn)!r} is not a funcgrad primitive; wrap the raw "
+            f"function with fg.primitive first"
+        )
+    return prim
+
+
+def defvjp(fn: Callable, *rules: Callable | None, argnums: tuple[int, ...] | None = None) -> None:
+    """Define the VJP of each positional argument of primitive ``fn``.
+
+    ``rules[k]`` handles argument ``argnums[k]`` (default 0, 1, ...) and is called
+    as ``rule(g, ans, *args, **kwargs)``; it returns the cotangent of that
+    argument, shaped like it. ``None`` leaves an argument without a rule.
+
+    Example::
+
+        fg.defvjp(fnp.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
+    """
+    prim = get_primitive(fn)
+    for argnum, rule in zip(argnums or range(len(rules)), rules):
+        if rule is not None:
+            prim.vjps[argnum] = rule
+
+
+def defjvp(fn: Callable, *rules: Callable | None, argnums: tuple[int, ...] | None = None) -> None:
+    """Define the JVP of each positional argument of primitive ``fn``.
+
+    ``rules[k]`` handles argument ``argnums[k]`` and is called as
+    ``rule(t, ans, *args, **kwargs)``, returning the output tangent that a
+    tangent ``t`` of that argument contributes.
+
+    Example::
+
+        fg.defjvp(fnp.sin, lambda t, ans, x: t * fnp.cos(x))
+    """
+    prim = get_primitive(fn)
+    for argnum, rule in zip(argnums or range(len(rules)), rules):
+        if rule is not None:
+            prim.jvps[argnum] = rule
+
+
+def def_linear(fn: Callable) -> None:
+    """Declare ``fn`` linear in its first argument: its JVP is ``fn`` of the tangent."""
+
+    def jvp(t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(t, *args, **kwargs)
+
+    get_primitive(fn).jvps[0] = jvp

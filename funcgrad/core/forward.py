@@ -1,0 +1,62 @@
+"""Forward mode: tangents carried beside primal values (true forward mode).
+
+Under a :class:`ForwardTrace` every primitive call computes its result and,
+at once, the result's tangent from the arguments' tangents with the
+primitive's JVP rules. Nothing is kept for later.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .trace import Box, Primitive, Trace
+
+__all__ = ["JVPBox", "ForwardTrace", "add_tangents"]
+
+
+class JVPBox(Box):
+    """A value traced by forward mode: the primal value and its tangent."""
+
+    __slots__ = ("_tangent",)
+
+    def __init__(self, value: Any, trace: Trace, tangent: Any):
+        self._value = value
+        self._trace = trace
+        self._tangent = tangent
+
+
+def add_tangents(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if isinstance(a, tuple):
+        return tuple(x + y for x, y in zip(a, b))
+    return a + b
+
+
+class ForwardTrace(Trace):
+    """Pushes tangents through each primitive call as it happens."""
+
+    __slots__ = ()
+
+    def new_input(self, value: Any, tangent: Any) -> JVPBox:
+        return JVPBox(value, self, tangent)
+
+    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+        tangents = []
+        for i in argnums:
+            box = args[i]
+            tangents.append(box._tangent)
+            args[i] = box._value
+        ans = prim.call(*args, **kwargs)
+        if not prim.differentiable:
+            return ans
+        jvps = prim.jvps
+        out = None
+        for argnum, t in zip(argnums, tangents):
+            rule = jvps.get(argnum)
+            if rule is None:
+                raise prim.missing_rule("JVP", argnum)
+            out = add_tangents(out, rule(t, ans, *args, **kwargs))
+        if prim.multiple_results:
+            return tuple(JVPBox(a, self, ta) for a, ta in zip(ans, out))
+        return JVPBox(ans, self, out)

@@ -1,0 +1,166 @@
+"""Reverse mode: a tape of nodes and the backward pass that walks it.
+
+Each primitive call under a :class:`ReverseTrace` makes a :class:`VJPNode`
+that saves what the primitive's VJP rules need (its unboxed arguments and its
+result) and points at its parents' nodes. The backward pass visits the nodes
+reachable from the outputs once, in reverse topological order, sums
+cotangents where a value fans out, and releases each cotangent (and, for
+one-shot passes, each node's saved values) as soon as it is consumed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from .trace import Box, Primitive, Trace
+
+__all__ = ["VJPNode", "VJPBox", "ReverseTrace", "backward_pass", "tape_order"]
+
+
+class VJPNode:
+    """The tape's record of one primitive call (or of an input, when ``prim`` is None).
+
+    ``parents[k]`` is the node of positional argument ``argnums[k]``. A node of a
+    primitive with several results is followed by one ``out_index`` node per
+    result that is used, each with the multi-result node as its only parent.
+    """
+
+    __slots__ = ("prim", "parents", "argnums", "args", "kwargs", "ans", "out_index", "__weakref__")
+
+    def __init__(self, prim, parents, argnums, args, kwargs, ans, out_index=None):
+        self.prim: Primitive | None = prim
+        self.parents: tuple = parents
+        self.argnums: tuple = argnums
+        self.args = args
+        self.kwargs = kwargs
+        self.ans = ans
+        self.out_index: int | None = out_index
+
+    def release(self) -> None:
+        """Drop the saved values: the node cannot run again."""
+        self.args = self.kwargs = self.ans = None
+
+    def __repr__(self) -> str:
+        what = "input" if self.prim is None else self.prim.name
+        return f"<VJPNode {what}>"
+
+
+class VJPBox(Box):
+    """A value traced by reverse mode: the value and the node that made it."""
+
+    __slots__ = ("_node",)
+
+    def __init__(self, value: Any, trace: Trace, node: VJPNode):
+        self._value = value
+        self._trace = trace
+        self._node = node
+
+
+class ReverseTrace(Trace):
+    """Records primitive calls on a tape for a later backward pass."""
+
+    __slots__ = ()
+
+    def new_input(self, value: Any) -> VJPBox:
+        return VJPBox(value, self, VJPNode(None, (), (), None, None, value))
+
+    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+        parents = []
+        for i in argnums:
+            box = args[i]
+            parents.append(box._node)
+            args[i] = box._value
+        ans = prim.call(*args, **kwargs)
+        if not prim.differentiable:
+            return ans
+        node = VJPNode(prim, tuple(parents), tuple(argnums), args, kwargs, ans)
+        if prim.multiple_results:
+            return tuple(
+                VJPBox(a, self, VJPNode(None, (node,), (0,), None, None, a, k)) for k, a in enumerate(ans)
+            )
+        return VJPBox(ans, self, node)
+
+
+def _add(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def tape_order(out_nodes: Iterable[VJPNode]) -> dict[VJPNode, int]:
+    """Count, for each node reachable from ``out_nodes``, its uses by other reachable nodes."""
+    counts: dict[VJPNode, int] = {}
+    stack = []
+    for n in out_nodes:
+        if n not in counts:
+            counts[n] = 0
+            stack.append(n)
+    while stack:
+        node = stack.pop()
+        for p in node.parents:
+            c = counts.get(p)
+            if c is None:
+                counts[p] = 1
+                stack.append(p)
+            else:
+                counts[p] = c + 1
+    return counts
+
+
+# Set by funcgrad.numpy: builds a zero cotangent for an unused result of a
+# multi-result primitive. The core itself knows nothing of arrays.
+zeros_like: Callable[[Any], Any] = lambda x: x * 0  # noqa: E731
+
+
+def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> dict[VJPNode, Any]:
+    """Propagate output cotangents to the input nodes; returns {input node: cotangent}.
+
+    ``outputs`` pairs each output's node with its cotangent. With ``release``,
+    each node's saved values are dropped once it has run (one-shot passes such
+    as ``grad``), so memory falls as the pass proceeds.
+    """
+    counts = tape_order(n for n, _ in outputs)
+    grads: dict[VJPNode, Any] = {}
+    for node, g in outputs:
+        grads[node] = _add(grads.get(node), g)
+    ready = [n for n in grads if counts[n] == 0]
+    inputs: dict[VJPNode, Any] = {}
+    while ready:
+        node = ready.pop()
+        g = grads.pop(node, None)
+        prim = node.prim
+        parents = node.parents
+        if prim is None:
+            if node.out_index is None:
+                inputs[node] = g
+            else:
+                # One result of a multi-result primitive: file its cotangent in the
+                # parent's tuple.
+                parent = parents[0]
+                slot = grads.get(parent)
+                if slot is None:
+                    slot = grads[parent] = [None] * len(parent.ans)
+                slot[node.out_index] = _add(slot[node.out_index], g)
+                counts[parent] -= 1
+                if counts[parent] == 0:
+                    ready.append(parent)
+            continue
+        if g is not None:
+            if prim.multiple_results:
+                g = tuple(zeros_like(a) if gk is None else gk for gk, a in zip(g, node.ans))
+            args, kwargs, ans = node.args, node.kwargs, node.ans
+            vjps = prim.vjps
+            for parent, argnum in zip(parents, node.argnums):
+                rule = vjps.get(argnum)
+                if rule is None:
+                    raise prim.missing_rule("VJP", argnum)
+                grads[parent] = _add(grads.get(parent), rule(g, ans, *args, **kwargs))
+        for parent in parents:
+            counts[parent] -= 1
+            if counts[parent] == 0:
+                ready.append(parent)
+        if release:
+            node.release()
+    return inputs

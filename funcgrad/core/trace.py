@@ -1,0 +1,216 @@
+"""Traces, boxes and primitives: how a value becomes traced.
+
+A *trace* is one activation of a transform (one call of ``grad``, ``jvp``,
+``vmap`` ...). Each trace has a ``level``; a later (inner) trace has a higher
+level. A value traced by a trace is wrapped in a :class:`Box` subclass that
+belongs to that trace: ``VJPBox`` carries a tape node, ``JVPBox`` a tangent.
+
+A *primitive* is a raw function (say ``numpy.sin``) wrapped so that when any
+argument is boxed, the wrapper
+
+1. picks the boxed arguments of the highest-level trace,
+2. unboxes them (lower-level boxes stay boxed: the recursive call handles
+   them, so nested transforms never confuse their perturbations), and
+3. asks that trace to record the call (``Trace.process``).
+
+With nothing boxed, the wrapper costs one scan of the positional arguments
+before the raw call: the fast path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Callable
+
+__all__ = [
+    "Box",
+    "Trace",
+    "Primitive",
+    "primitive",
+    "nondiff_primitive",
+    "unbox_all",
+    "is_traced",
+    "LeakedTraceError",
+    "current_traces",
+]
+
+_levels = itertools.count(1)
+_local = threading.local()
+
+
+def current_traces() -> list["Trace"]:
+    """The traces open in this thread, innermost last."""
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+class LeakedTraceError(RuntimeError):
+    """A traced value was used after the transform that traced it returned."""
+
+
+class Trace:
+    """One activation of a transform. Subclasses implement ``process``.
+
+    Used as a context manager: entering opens the trace (it becomes the
+    innermost in this thread), leaving closes it for good.
+    """
+
+    __slots__ = ("level", "name", "active")
+
+    def __init__(self, name: str):
+        self.level = next(_levels)
+        self.name = name
+        self.active = False
+
+    def __enter__(self) -> "Trace":
+        self.active = True
+        current_traces().append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.active = False
+        stack = current_traces()
+        # Traces normally close innermost-first; tolerate odd orders.
+        if stack and stack[-1] is self:
+            stack.pop()
+        elif self in stack:
+            stack.remove(self)
+
+    def process(self, prim: "Primitive", args: list, kwargs: dict, argnums: list) -> Any:
+        """Record ``prim(*args, **kwargs)``; ``args[i]`` for i in argnums are our boxes."""
+        raise NotImplementedError
+
+    def leaked(self) -> LeakedTraceError:
+        return LeakedTraceError(
+            f"a value traced by {self.name} (trace level {self.level}) was used after "
+            f"{self.name} returned. Traced values must not escape the function being "
+            f"transformed: return them as outputs (or has_aux=True auxiliary data) instead "
+            f"of storing them in globals, closures or object attributes."
+        )
+
+    def __repr__(self) -> str:
+        state = "open" if self.active else "closed"
+        return f"<{type(self).__name__} {self.name} level={self.level} {state}>"
+
+
+class Box:
+    """A value traced by one trace. Array behaviour is added by funcgrad.numpy."""
+
+    __slots__ = ("_value", "_trace", "__weakref__")
+    # Let NumPy defer to our reflected operators (ndarray + Box -> Box.__radd__).
+    __array_priority__ = 1000.0
+
+    def __init__(self, value: Any, trace: Trace):
+        self._value = value
+        self._trace = trace
+
+    def _shape(self) -> tuple:
+        """The shape user code sees (a batching box hides its batch axis)."""
+        v = self._value
+        return v._shape() if isinstance(v, Box) else tuple(getattr(v, "shape", ()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._value!r}, trace={self._trace.name})"
+
+
+class Primitive:
+    """A raw function plus its derivative rules; calling it traces.
+
+    ``vjps[i](g, ans, *args, **kwargs)`` returns the cotangent of positional
+    argument ``i`` given the output cotangent ``g``; ``jvps[i](t, ans, *args,
+    **kwargs)`` returns the output tangent contributed by a tangent ``t`` of
+    argument ``i``. Rules are written with differentiable operations, so they
+    can be traced again for higher derivatives.
+    """
+
+    __slots__ = ("raw", "name", "vjps", "jvps", "batch_rule", "multiple_results", "differentiable", "call")
+
+    def __init__(self, raw: Callable, name: str | None = None, multiple_results: bool = False):
+        self.raw = raw
+        self.multiple_results = multiple_results
+        self.differentiable = True
+        self.name = name or getattr(raw, "__name__", repr(raw))
+        self.vjps: dict[int, Callable] = {}
+        self.jvps: dict[int, Callable] = {}
+        self.batch_rule: Callable | None = None
+        self.call: Callable = raw  # replaced by the traced entry point
+
+    def __repr__(self) -> str:
+        return f"<primitive {self.name}>"
+
+    def missing_rule(self, kind: str, argnum: int) -> NotImplementedError:
+        return NotImplementedError(
+            f"{kind} of argument {argnum} of primitive '{self.name}' is not defined: "
+            f"register it with fg.def{kind.lower()}({self.name}, ...) or wrap the call in "
+            f"fg.stop_gradient if no derivative is wanted"
+        )
+
+
+def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool = False) -> Callable:
+    """Wrap ``raw`` as a differentiable primitive; add rules with defvjp/defjvp.
+
+    Example::
+
+        @fg.primitive
+        def cube(x):
+            return x ** 3
+        fg.defvjp(cube, lambda g, ans, x: g * 3 * x ** 2)
+        fg.defjvp(cube, lambda t, ans, x: t * 3 * x ** 2)
+
+    With ``multiple_results=True`` the raw function returns a tuple of arrays;
+    rules then take and return tuples (a cotangent tuple has zeros filled in
+    for outputs that were not used).
+    """
+    prim = Primitive(raw, name, multiple_results)
+
+    def traced_call(*args: Any, **kwargs: Any) -> Any:
+        top = None
+        for a in args:
+            if isinstance(a, Box):
+                t = a._trace
+                if top is None or t.level > top.level:
+                    top = t
+        if top is None:
+            return raw(*args, **kwargs)
+        if not top.active:
+            raise top.leaked()
+        argvals = list(args)
+        argnums = []
+        for i, a in enumerate(args):
+            if isinstance(a, Box) and a._trace is top:
+                argnums.append(i)
+        return top.process(prim, argvals, kwargs, argnums)
+
+    traced_call.__name__ = prim.name
+    traced_call.__qualname__ = prim.name
+    traced_call.__doc__ = getattr(raw, "__doc__", None)
+    traced_call.__wrapped__ = raw  # type: ignore[attr-defined]
+    traced_call.primitive = prim  # type: ignore[attr-defined]
+    prim.call = traced_call  # the traced entry point, used by traces to recurse
+    return traced_call
+
+
+def unbox_all(x: Any) -> Any:
+    """Strip every level of boxing from ``x``."""
+    while isinstance(x, Box):
+        x = x._value
+    return x
+
+
+def is_traced(x: Any) -> bool:
+    """True when ``x`` is a value traced by some transform."""
+    return isinstance(x, Box)
+
+
+def nondiff_primitive(raw: Callable, name: str | None = None) -> Callable:
+    """Wrap ``raw`` as a primitive with no derivative (argmax, comparisons, floor ...).
+
+    Differentiating traces pass it through: the result is not traced, so it
+    carries a zero derivative. Other traces (batching) still see the call.
+    """
+    fn = primitive(raw, name)
+    fn.primitive.differentiable = False  # type: ignore[attr-defined]
+    return fn

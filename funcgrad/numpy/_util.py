@@ -1,0 +1,101 @@
+"""Shared helpers for primitives and their rules.
+
+``backend_function`` builds the raw (untraced) forward function of a
+primitive: it calls the same-named function of the arguments' own array
+namespace (numpy, cupy, ...). ``unbroadcast`` undoes NumPy broadcasting on a
+cotangent: the one place where that is done.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import funcgrad.numpy as fnp  # rules call the namespace lazily, at run time
+
+from ..backend import _NAMESPACE_BY_TYPE, namespace_of
+from ..core import Box
+
+__all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex"]
+
+
+def resolve(namespace: Any, dotted: str) -> Callable:
+    obj = namespace
+    for part in dotted.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise NotImplementedError(
+                f"{getattr(namespace, '__name__', namespace)} has no function '{dotted}', "
+                f"which funcgrad.numpy.{dotted} needs"
+            ) from None
+    return obj
+
+
+def backend_function(dotted: str, n_arrays: int = 1) -> Callable:
+    """The raw function ``namespace.<dotted>``, namespace picked from the first ``n_arrays`` args."""
+    np_fn = resolve(np, dotted)
+
+    if n_arrays == 1:
+
+        def raw(x: Any, *args: Any, **kwargs: Any) -> Any:
+            if _NAMESPACE_BY_TYPE.get(type(x)) is np:
+                return np_fn(x, *args, **kwargs)
+            ns = namespace_of(x)
+            return (np_fn if ns is np else resolve(ns, dotted))(x, *args, **kwargs)
+
+    else:
+
+        def raw(*args: Any, **kwargs: Any) -> Any:
+            ns = namespace_of(*args[:n_arrays])
+            return (np_fn if ns is np else resolve(ns, dotted))(*args, **kwargs)
+
+    raw.__name__ = dotted.rsplit(".", 1)[-1]
+    raw.__qualname__ = raw.__name__
+    raw.__doc__ = f"Differentiable ``numpy.{dotted}`` (runs on the arrays' own backend)."
+    return raw
+
+
+def _value(x: Any) -> Any:
+    while isinstance(x, Box):
+        x = x._value
+    return x
+
+
+def shape(x: Any) -> tuple[int, ...]:
+    """Shape of an array, box or scalar (scalars have shape ())."""
+    if isinstance(x, Box):
+        return x._shape()
+    return getattr(x, "shape", ())
+
+
+def ndim(x: Any) -> int:
+    return len(shape(x))
+
+
+def dtype(x: Any) -> np.dtype:
+    v = _value(x)
+    d = getattr(v, "dtype", None)
+    return np.dtype(d) if d is not None else np.result_type(v)
+
+
+def is_complex(x: Any) -> bool:
+    return dtype(x).kind == "c"
+
+
+def unbroadcast(g: Any, x: Any) -> Any:
+    """Sum ``g`` down to the shape of ``x`` (undoing broadcasting) and drop an
+    imaginary part that ``x`` cannot have. Differentiable."""
+    target = shape(x)
+    gshape = shape(g)
+    if gshape != target:
+        extra = len(gshape) - len(target)
+        if extra > 0:
+            g = fnp.sum(g, axis=tuple(range(extra)))
+        axes = tuple(i for i, n in enumerate(target) if n == 1 and shape(g)[i] != 1)
+        if axes:
+            g = fnp.sum(g, axis=axes, keepdims=True)
+    if is_complex(g) and not is_complex(x):
+        g = fnp.real(g)
+    return g

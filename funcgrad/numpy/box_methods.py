@@ -1,0 +1,329 @@
+"""Array behaviour for traced values: operators, attributes and methods.
+
+A traced value (a :class:`funcgrad.core.Box`) acts like the array it wraps:
+Python operators and the common ndarray methods call the differentiable
+functions of funcgrad.numpy. Plain NumPy functions called on a box dispatch
+there too (``__array_function__`` / ``__array_ufunc__``); a NumPy function
+that funcgrad does not support raises an error that names it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from ..core import Box
+
+
+def _value(x: Any) -> Any:
+    while isinstance(x, Box):
+        x = x._value
+    return x
+
+
+class ArrayMethods:
+    """Methods copied onto :class:`Box`; kept as a class for readability."""
+
+    # --- attributes -------------------------------------------------------
+    @property
+    def shape(self):
+        return fnp.shape(self)
+
+    @property
+    def ndim(self):
+        return fnp.ndim(self)
+
+    @property
+    def size(self):
+        return fnp.size(self)
+
+    @property
+    def dtype(self):
+        return fnp.result_type(self)
+
+    @property
+    def T(self):
+        return fnp.transpose(self)
+
+    @property
+    def mT(self):
+        return fnp.swapaxes(self, -1, -2)
+
+    @property
+    def real(self):
+        return fnp.real(self)
+
+    @property
+    def imag(self):
+        return fnp.imag(self)
+
+    @property
+    def at(self):
+        return fnp.indexing._IndexUpdateHelper(self)
+
+    def __len__(self):
+        return len(_value(self))
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    # --- conversions ------------------------------------------------------
+    def __bool__(self):
+        return bool(_value(self))
+
+    def __index__(self):
+        return _value(self).__index__()
+
+    def __int__(self):
+        return int(_value(self))
+
+    def __float__(self):
+        raise TypeError(
+            "float() of a traced value would drop its derivative. Keep it an array "
+            "(e.g. x.sum() or x[0]), or use fg.stop_gradient(x) first if no derivative is wanted"
+        )
+
+    def __complex__(self):
+        raise TypeError(
+            "complex() of a traced value would drop its derivative. Keep it an array, "
+            "or use fg.stop_gradient(x) first if no derivative is wanted"
+        )
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            f"a traced value (from {self._trace.name}) cannot be converted to a NumPy array: "
+            f"that would drop its derivative. Use funcgrad.numpy functions on it, or "
+            f"fg.stop_gradient(x) if no derivative is wanted"
+        )
+
+    def item(self):
+        raise TypeError(
+            "item() of a traced value would drop its derivative; index it instead (x[()]), "
+            "or use fg.stop_gradient(x).item()"
+        )
+
+    def tolist(self):
+        raise TypeError("tolist() of a traced value would drop its derivative; iterate over it instead")
+
+    # --- NumPy protocol dispatch -----------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__":
+            return _unsupported(f"numpy.{ufunc.__name__}.{method}")
+        fn = getattr(fnp, ufunc.__name__, None)
+        if fn is None or kwargs.get("out") is not None:
+            return _unsupported(f"numpy.{ufunc.__name__}")
+        return fn(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        fn = _dispatch_target(func)
+        if fn is None:
+            return _unsupported(f"{func.__module__}.{func.__name__}")
+        return fn(*args, **kwargs)
+
+    # --- operators --------------------------------------------------------
+    def __neg__(self):
+        return fnp.negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return fnp.abs(self)
+
+    def __add__(self, other):
+        return fnp.add(self, other)
+
+    def __radd__(self, other):
+        return fnp.add(other, self)
+
+    def __sub__(self, other):
+        return fnp.subtract(self, other)
+
+    def __rsub__(self, other):
+        return fnp.subtract(other, self)
+
+    def __mul__(self, other):
+        return fnp.multiply(self, other)
+
+    def __rmul__(self, other):
+        return fnp.multiply(other, self)
+
+    def __truediv__(self, other):
+        return fnp.divide(self, other)
+
+    def __rtruediv__(self, other):
+        return fnp.divide(other, self)
+
+    def __floordiv__(self, other):
+        return fnp.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return fnp.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return fnp.mod(self, other)
+
+    def __rmod__(self, other):
+        return fnp.mod(other, self)
+
+    def __pow__(self, other):
+        return fnp.power(self, other)
+
+    def __rpow__(self, other):
+        return fnp.power(other, self)
+
+    def __matmul__(self, other):
+        return fnp.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return fnp.matmul(other, self)
+
+    # comparisons carry no derivative: they return plain boolean arrays
+    def __lt__(self, other):
+        return fnp.less(self, other)
+
+    def __le__(self, other):
+        return fnp.less_equal(self, other)
+
+    def __gt__(self, other):
+        return fnp.greater(self, other)
+
+    def __ge__(self, other):
+        return fnp.greater_equal(self, other)
+
+    def __eq__(self, other):
+        return fnp.equal(self, other)
+
+    def __ne__(self, other):
+        return fnp.not_equal(self, other)
+
+    __hash__ = object.__hash__
+
+    # --- indexing ---------------------------------------------------------
+    def __getitem__(self, idx):
+        return fnp.indexing.getitem(self, idx)
+
+    # --- methods ----------------------------------------------------------
+    def sum(self, axis=None, dtype=None, keepdims=False):
+        return fnp.sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def mean(self, axis=None, dtype=None, keepdims=False):
+        return fnp.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def prod(self, axis=None, dtype=None, keepdims=False):
+        return fnp.prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return fnp.max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return fnp.min(self, axis=axis, keepdims=keepdims)
+
+    def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
+        return fnp.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
+        return fnp.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+
+    def cumsum(self, axis=None):
+        return fnp.cumsum(self, axis=axis)
+
+    def cumprod(self, axis=None):
+        return fnp.cumprod(self, axis=axis)
+
+    def argmax(self, axis=None):
+        return fnp.argmax(self, axis=axis)
+
+    def argmin(self, axis=None):
+        return fnp.argmin(self, axis=axis)
+
+    def argsort(self, axis=-1):
+        return fnp.argsort(self, axis=axis)
+
+    def any(self, axis=None, keepdims=False):
+        return fnp.any(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        return fnp.all(self, axis=axis, keepdims=keepdims)
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return fnp.reshape(self, shape, order=order)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = axes[0]
+        return fnp.transpose(self, axes or None)
+
+    def swapaxes(self, a, b):
+        return fnp.swapaxes(self, a, b)
+
+    def ravel(self, order="C"):
+        return fnp.ravel(self, order=order)
+
+    def flatten(self, order="C"):
+        return fnp.ravel(self, order=order)
+
+    def squeeze(self, axis=None):
+        return fnp.squeeze(self, axis=axis)
+
+    def repeat(self, repeats, axis=None):
+        return fnp.repeat(self, repeats, axis=axis)
+
+    def clip(self, min=None, max=None):  # noqa: A002 - mirrors numpy
+        return fnp.clip(self, min, max)
+
+    def dot(self, other):
+        return fnp.dot(self, other)
+
+    def conj(self):
+        return fnp.conj(self)
+
+    def conjugate(self):
+        return fnp.conj(self)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return fnp.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1):
+        return fnp.trace(self, offset, axis1, axis2)
+
+    def astype(self, dtype, copy=True):
+        return fnp.astype(self, dtype)
+
+    def copy(self):
+        return fnp.copy(self)
+
+
+def _dispatch_target(func):
+    module = func.__module__ or ""
+    name = func.__name__
+    if module.startswith("numpy.linalg"):
+        return getattr(fnp.linalg, name, None)
+    return getattr(fnp, name, None)
+
+
+def _unsupported(what: str):
+    raise TypeError(
+        f"{what} is not supported on traced values by funcgrad. Use the function of the same "
+        f"name from funcgrad.numpy if there is one, build it from supported functions, or make "
+        f"it a primitive with fg.primitive(...) and give it rules with fg.defvjp / fg.defjvp"
+    )
+
+
+def install() -> None:
+    """Copy the array methods onto :class:`Box` (done once, on import)."""
+    for name, member in vars(ArrayMethods).items():
+        if name.startswith("__") and name not in _DUNDERS:
+            continue
+        setattr(Box, name, member)
+
+
+_DUNDERS = {
+    name for name in vars(ArrayMethods)
+    if name.startswith("__") and name not in ("__module__", "__doc__", "__dict__", "__weakref__", "__qualname__")
+}

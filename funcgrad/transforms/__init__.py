@@ -1,0 +1,10 @@
+"""The user-facing transforms: pytree-aware combinators over the core engine."""
+
+from .autodiff import (  # noqa: F401
+    grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp,
+)
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "jacobian",
+    "hessian", "hvp", "stop_gradient",
+]

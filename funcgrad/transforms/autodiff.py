@@ -1,0 +1,663 @@
+"""Differentiation transforms: grad, value_and_grad, vjp, jvp, linearize,
+jacrev, jacfwd, hessian, hvp, stop_gradient.
+
+Each call opens a fresh trace (so nested transforms never confuse their
+perturbations), boxes the leaves of the differentiated arguments, runs the
+function, and reads the derivative off the boxes it returns.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import tree_util
+from ..backend import namespace_of
+from ..core import Box, ForwardTrace, JVPBox, ReverseTrace, VJPBox, backward_pass, nondiff_primitive
+from ..core.reverse import VJPNode, tape_order
+from ..core.forward import add_tangents
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "jacobian",
+    "hessian", "hvp", "stop_gradient",
+]
+
+
+# --------------------------------------------------------------------------
+# shared helpers
+
+def _raw(x: Any) -> Any:
+    while isinstance(x, Box):
+        x = x._value
+    return x
+
+
+def _shape(x: Any) -> tuple:
+    if isinstance(x, Box):
+        return x._shape()
+    return tuple(getattr(x, "shape", ()))
+
+
+def _dtype(x: Any) -> np.dtype:
+    v = _raw(x)
+    d = getattr(v, "dtype", None)
+    return np.dtype(d) if d is not None else np.result_type(v)
+
+
+def _fname(fun: Callable) -> str:
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _check_differentiable(leaves: list, paths: list[str], transform: str, holomorphic: bool = False) -> None:
+    for leaf, path in zip(leaves, paths):
+        kind = _dtype(leaf).kind
+        if kind not in "fc":
+            raise TypeError(
+                f"{transform}: input {path} has dtype {_dtype(leaf)}; only floating-point or "
+                f"complex inputs can be differentiated (integer and boolean values have no "
+                f"derivative). Convert it with x.astype(float), or leave it out of argnums"
+            )
+        if holomorphic and kind != "c":
+            raise TypeError(
+                f"{transform} with holomorphic=True requires complex inputs, but input {path} "
+                f"has dtype {_dtype(leaf)}; convert it with x.astype(complex)"
+            )
+
+
+def _normalize_argnums(argnums: int | Sequence[int], nargs: int, transform: str, fun: Callable) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise ValueError(f"{transform}: argnums must name at least one argument, got {argnums!r}")
+    for n in nums:
+        if not isinstance(n, (int, np.integer)):
+            raise TypeError(f"{transform}: argnums must be ints, got {n!r}")
+        if not -nargs <= n < nargs:
+            raise ValueError(
+                f"{transform}: argnums={argnums!r} is out of range: {_fname(fun)} was called with "
+                f"{nargs} positional argument{'s' if nargs != 1 else ''}"
+            )
+    return tuple(n % nargs for n in nums)
+
+
+def _leaf_paths(tree: Any, prefix: str) -> tuple[list, Any, list[str]]:
+    pairs, treedef = tree_util.tree_flatten_with_path(tree)
+    leaves = [leaf for _, leaf in pairs]
+    paths = [prefix + tree_util.keystr(path) for path, _ in pairs]
+    return leaves, treedef, paths
+
+
+def _strip(trace: Any, x: Any) -> Any:
+    """Remove ``trace``'s boxing from ``x`` (lower traces' boxes stay)."""
+    if isinstance(x, Box) and x._trace is trace:
+        return x._value
+    return x
+
+
+def _zeros_like(x: Any) -> Any:
+    v = _raw(x)
+    return namespace_of(v).zeros_like(v)
+
+
+def _ones_like(x: Any) -> Any:
+    v = _raw(x)
+    return namespace_of(v).ones_like(v)
+
+
+def _match_dtype(g: Any, like: Any) -> Any:
+    """Cotangents and tangents keep the dtype of the value they belong to."""
+    from .. import numpy as fnp
+
+    want = _dtype(like)
+    have = _dtype(g)
+    if have == want:
+        return g
+    if have.kind == "c" and want.kind != "c":
+        g = fnp.real(g)
+    return fnp.astype(g, want)
+
+
+# --------------------------------------------------------------------------
+# reverse mode
+
+class _Tape:
+    """What a reverse-mode call leaves behind: input and output nodes."""
+
+    __slots__ = ("input_nodes", "inputs", "outputs", "out_nodes")
+
+    def __init__(self, input_nodes, inputs, outputs, out_nodes):
+        self.input_nodes = input_nodes
+        self.inputs = inputs
+        self.outputs = outputs
+        self.out_nodes = out_nodes
+
+    def pullback(self, cts: list, release: bool = False) -> list:
+        seeds = [(n, ct) for n, ct in zip(self.out_nodes, cts) if n is not None and ct is not None]
+        got = backward_pass(seeds, release=release) if seeds else {}
+        result = []
+        for node, x in zip(self.input_nodes, self.inputs):
+            g = got.get(node)
+            result.append(_zeros_like(x) if g is None else _match_dtype(g, x))
+        return result
+
+
+def _record(fun: Callable, leaves: list, rebuild: Callable, name: str, has_aux: bool):
+    """Run ``fun`` on boxed ``leaves`` under a new reverse trace."""
+    trace = ReverseTrace(name)
+    with trace:
+        boxes = [trace.new_input(x) for x in leaves]
+        out = rebuild(boxes)
+        if has_aux:
+            out, aux = _split_aux(out, name)
+        else:
+            aux = None
+    out_leaves, out_def = tree_util.tree_flatten(out)
+    out_nodes = []
+    values = []
+    for leaf in out_leaves:
+        if isinstance(leaf, VJPBox) and leaf._trace is trace:
+            out_nodes.append(leaf._node)
+            values.append(leaf._value)
+        else:
+            out_nodes.append(None)
+            values.append(leaf)
+    if aux is not None:
+        aux = tree_util.tree_map(lambda a: _strip(trace, a), aux)
+    tape = _Tape([b._node for b in boxes], leaves, values, out_nodes)
+    return tape, values, out_def, aux
+
+
+def _split_aux(out: Any, name: str) -> tuple[Any, Any]:
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(
+            f"{name} with has_aux=True expects the function to return a pair (output, aux), "
+            f"got {type(out).__name__}"
+            + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else "")
+        )
+    return out[0], out[1]
+
+
+def _dyn_args(fun: Callable, args: tuple, argnums: tuple[int, ...], transform: str, holomorphic: bool = False):
+    """Flatten the differentiated arguments; return leaves and a rebuild function."""
+    leaves, treedefs, counts = [], [], []
+    for n in argnums:
+        lv, td, paths = _leaf_paths(args[n], f"argument {n}")
+        _check_differentiable(lv, paths, transform, holomorphic)
+        leaves.extend(lv)
+        treedefs.append(td)
+        counts.append(len(lv))
+
+    def split(flat: list) -> list:
+        parts, i = [], 0
+        for td, c in zip(treedefs, counts):
+            parts.append(tree_util.tree_unflatten(td, flat[i:i + c]))
+            i += c
+        return parts
+
+    def call_with(kwargs: dict) -> Callable:
+        def rebuild(flat: list) -> Any:
+            full = list(args)
+            for n, part in zip(argnums, split(flat)):
+                full[n] = part
+            return fun(*full, **kwargs)
+        return rebuild
+
+    return leaves, split, call_with
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """Evaluate ``fun(*primals)`` and return ``(out, f_vjp)`` (plus ``aux``).
+
+    ``f_vjp(ct)`` maps an output cotangent (same structure, shapes and dtypes
+    as ``out``) to a tuple with one cotangent per primal. It may be called
+    many times.
+
+    Example::
+
+        out, f_vjp = fg.vjp(fnp.sin, x)
+        (ct_x,) = f_vjp(fnp.ones_like(out))      # = cos(x)
+    """
+    if not primals:
+        raise TypeError("vjp: give at least one primal argument: vjp(fun, *primals)")
+    argnums = tuple(range(len(primals)))
+    leaves, split, call_with = _dyn_args(fun, primals, argnums, "vjp")
+    tape, values, out_def, aux = _record(fun, leaves, call_with({}), "vjp", has_aux)
+    out = tree_util.tree_unflatten(out_def, values)
+
+    def f_vjp(ct: Any) -> tuple:
+        ct_leaves = _check_cotangent(ct, out_def, values)
+        return tuple(split(tape.pullback(ct_leaves)))
+
+    f_vjp.__name__ = f"vjp_of_{_fname(fun)}"
+    return (out, f_vjp, aux) if has_aux else (out, f_vjp)
+
+
+def _check_cotangent(ct: Any, out_def: Any, values: list) -> list:
+    ct_leaves, ct_def = tree_util.tree_flatten(ct)
+    if ct_def != out_def:
+        raise ValueError(
+            f"vjp: the cotangent's structure {ct_def} does not match the output's structure {out_def}"
+        )
+    for i, (c, v) in enumerate(zip(ct_leaves, values)):
+        if _shape(c) != _shape(v):
+            raise ValueError(
+                f"vjp: cotangent leaf {i} has shape {_shape(c)} but the output it belongs to has "
+                f"shape {_shape(v)}"
+            )
+    return ct_leaves
+
+
+def value_and_grad(
+    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable:
+    """Like :func:`grad`, but the new function returns ``(value, gradient)``.
+
+    With ``has_aux=True`` it returns ``((value, aux), gradient)``.
+
+    Example::
+
+        loss, g = fg.value_and_grad(lambda w: fnp.sum(w ** 2))(fnp.ones(3))
+    """
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
+        nums = _normalize_argnums(argnums, len(args), "grad", fun)
+        leaves, split, call_with = _dyn_args(fun, args, nums, "grad", holomorphic)
+        tape, values, out_def, aux = _record(fun, leaves, call_with(kwargs), "grad", has_aux)
+        if len(values) != 1 or _shape(values[0]) != ():
+            shape = _shape(values[0]) if len(values) == 1 else f"a pytree with {len(values)} leaves"
+            raise TypeError(
+                f"grad requires a scalar output, but {_fname(fun)} returned an array of shape "
+                f"{shape}; use jacrev, or vjp with a cotangent"
+            )
+        (value,) = values
+        kind = _dtype(value).kind
+        if kind == "c" and not holomorphic:
+            raise TypeError(
+                f"grad requires a real-valued output, but {_fname(fun)} returned dtype "
+                f"{_dtype(value)}; take .real or abs(...), or pass holomorphic=True for a "
+                f"holomorphic function"
+            )
+        if kind not in "fc":
+            raise TypeError(
+                f"grad requires a floating-point output, but {_fname(fun)} returned dtype "
+                f"{_dtype(value)}"
+            )
+        grads = split(tape.pullback([_ones_like(value)], release=True))
+        g = grads[0] if isinstance(argnums, int) else tuple(grads)
+        return ((value, aux), g) if has_aux else (value, g)
+
+    return value_and_grad_f
+
+
+def grad(
+    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable:
+    """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``.
+
+    The gradient has the structure (pytree), shapes and dtypes of the
+    differentiated arguments; a tuple of them when ``argnums`` is a tuple.
+    With ``has_aux=True``, ``fun`` returns ``(output, aux)`` and the new
+    function returns ``(gradient, aux)``.
+
+    Example::
+
+        df = fg.grad(lambda x: fnp.sin(x) * x)
+        df(1.0)                       # cos(1) + sin(1)
+        fg.grad(fg.grad(fnp.tanh))(0.5)   # second derivative
+    """
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
+
+    @functools.wraps(fun)
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
+        (value_aux, g) = vg(*args, **kwargs)
+        return (g, value_aux[1]) if has_aux else g
+
+    return grad_f
+
+
+# --------------------------------------------------------------------------
+# forward mode
+
+def _check_tangents(primals: tuple, tangents: tuple, transform: str) -> tuple[list, list, Any]:
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(
+            f"{transform}: primals and tangents must be tuples (or lists) of arguments, got "
+            f"{type(primals).__name__} and {type(tangents).__name__}; e.g. {transform}(f, (x,), (v,))"
+        )
+    if len(primals) != len(tangents):
+        raise ValueError(
+            f"{transform}: got {len(primals)} primals but {len(tangents)} tangents; give one tangent per primal"
+        )
+    p_leaves, p_def, paths = _leaf_paths(tuple(primals), "primals")
+    t_leaves, t_def = tree_util.tree_flatten(tuple(tangents))
+    if p_def != t_def:
+        raise ValueError(
+            f"{transform}: the tangents' structure {t_def} does not match the primals' structure {p_def}"
+        )
+    _check_differentiable(p_leaves, paths, transform)
+    fixed = []
+    for p, t, path in zip(p_leaves, t_leaves, paths):
+        if _shape(p) != _shape(t):
+            raise ValueError(
+                f"{transform}: the tangent for {path} has shape {_shape(t)} but the primal has "
+                f"shape {_shape(p)}; they must match"
+            )
+        if isinstance(t, (int, float, complex)) and not isinstance(t, bool):
+            t = np.asarray(t, dtype=_dtype(p))
+        elif _dtype(t) != _dtype(p):
+            raise TypeError(
+                f"{transform}: the tangent for {path} has dtype {_dtype(t)} but the primal has "
+                f"dtype {_dtype(p)}; they must match"
+            )
+        fixed.append(t)
+    return p_leaves, fixed, p_def
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> tuple:
+    """Forward mode: ``(fun(*primals), J @ tangents)`` in one pass.
+
+    Example::
+
+        y, dy = fg.jvp(fnp.sin, (x,), (v,))     # dy = cos(x) * v
+    """
+    p_leaves, t_leaves, p_def = _check_tangents(primals, tangents, "jvp")
+    trace = ForwardTrace("jvp")
+    with trace:
+        boxes = [trace.new_input(p, t) for p, t in zip(p_leaves, t_leaves)]
+        out = fun(*tree_util.tree_unflatten(p_def, boxes))
+        if has_aux:
+            out, aux = _split_aux(out, "jvp")
+    out_leaves, out_def = tree_util.tree_flatten(out)
+    values, t_out = [], []
+    for leaf in out_leaves:
+        if isinstance(leaf, JVPBox) and leaf._trace is trace:
+            values.append(leaf._value)
+            t_out.append(_match_dtype(leaf._tangent, leaf._value))
+        else:
+            values.append(leaf)
+            t_out.append(_zeros_like(leaf))
+    result = (tree_util.tree_unflatten(out_def, values), tree_util.tree_unflatten(out_def, t_out))
+    if has_aux:
+        return result + (tree_util.tree_map(lambda a: _strip(trace, a), aux),)
+    return result
+
+
+def linearize(fun: Callable, *primals: Any) -> tuple:
+    """Evaluate ``fun`` once and return ``(out, f_jvp)``; ``f_jvp(*tangents)``
+    pushes tangents through the recorded computation without re-running ``fun``.
+
+    Example::
+
+        y, f_jvp = fg.linearize(fnp.sin, x)
+        f_jvp(v)                                  # = cos(x) * v
+    """
+    if not primals:
+        raise TypeError("linearize: give at least one primal argument")
+    argnums = tuple(range(len(primals)))
+    leaves, split, call_with = _dyn_args(fun, primals, argnums, "linearize")
+    tape, values, out_def, _ = _record(fun, leaves, call_with({}), "linearize", False)
+    out = tree_util.tree_unflatten(out_def, values)
+    order = _forward_order(tape)
+
+    def f_jvp(*tangents: Any) -> Any:
+        _, t_leaves, _ = _check_tangents(primals, tangents, "linearize")
+        known = dict(zip(tape.input_nodes, t_leaves))
+        for node in order:
+            if node in known:
+                continue
+            if node.prim is None:  # one result of a multi-result primitive
+                parent_t = known.get(node.parents[0])
+                known[node] = None if parent_t is None else parent_t[node.out_index]
+                continue
+            if not node.prim.differentiable:
+                known[node] = None
+                continue
+            t_out = None
+            for parent, argnum in zip(node.parents, node.argnums):
+                t = known.get(parent)
+                if t is not None:
+                    rule = node.prim.jvps.get(argnum)
+                    if rule is None:
+                        raise node.prim.missing_rule("JVP", argnum)
+                    t_out = add_tangents(t_out, rule(t, node.ans, *node.args, **node.kwargs))
+            known[node] = t_out
+        t_vals = []
+        for node, v in zip(tape.out_nodes, values):
+            t = None if node is None else known.get(node)
+            t_vals.append(_zeros_like(v) if t is None else _match_dtype(t, v))
+        return tree_util.tree_unflatten(out_def, t_vals)
+
+    return out, f_jvp
+
+
+def _forward_order(tape: _Tape) -> list[VJPNode]:
+    """The tape's nodes with every node after its parents."""
+    roots = [n for n in tape.out_nodes if n is not None]
+    seen: set = set()
+    order: list = []
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((p, False) for p in node.parents if p not in seen)
+    return order
+
+
+# --------------------------------------------------------------------------
+# Jacobians and Hessians
+
+def _std_basis(leaves: list) -> tuple[list, int]:
+    """Rows of the identity over all leaves, split per leaf: one list entry per basis vector."""
+    sizes = [int(np.prod(_shape(x), dtype=int)) for x in leaves]
+    total = sum(sizes)
+    return sizes, total
+
+
+def _basis_vector(leaves: list, sizes: list, k: int) -> list:
+    out, offset = [], 0
+    for x, n in zip(leaves, sizes):
+        v = _raw(x)
+        e = namespace_of(v).zeros(n, dtype=_dtype(x))
+        if offset <= k < offset + n:
+            e[k - offset] = 1
+        out.append(e.reshape(_shape(x)))
+        offset += n
+    return out
+
+
+def jacrev(
+    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable:
+    """The Jacobian of ``fun`` by reverse mode: one forward pass, one VJP per output element.
+
+    For an output of shape ``S`` and an input of shape ``T`` the Jacobian has
+    shape ``S + T``; pytrees nest as (output structure, then input structure).
+
+    Example::
+
+        fg.jacrev(lambda x: fnp.sin(x) * x)(fnp.arange(3.0))   # a 3x3 diagonal matrix
+    """
+
+    @functools.wraps(fun)
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        from .. import numpy as fnp
+
+        nums = _normalize_argnums(argnums, len(args), "jacrev", fun)
+        leaves, split, call_with = _dyn_args(fun, args, nums, "jacrev", holomorphic)
+        _check_real_for_jacobian(leaves, holomorphic, "jacrev")
+        tape, values, out_def, aux = _record(fun, leaves, call_with(kwargs), "jacrev", has_aux)
+        if not holomorphic:
+            for v in values:
+                if _dtype(v).kind == "c":
+                    raise TypeError(
+                        "jacrev of a complex-valued output requires holomorphic=True (or split the "
+                        "output into real and imaginary parts)"
+                    )
+        sizes, total = _std_basis(values)
+        rows: list[list] = []  # rows[k] = input cotangent leaves for output basis vector k
+        for k in range(total):
+            cts = _basis_vector(values, sizes, k)
+            rows.append(tape.pullback(cts))
+        # jac[out_leaf][in_leaf] has shape out_shape + in_shape
+        per_out = []
+        offset = 0
+        for v, n in zip(values, sizes):
+            per_in = []
+            for j, x in enumerate(leaves):
+                block = [rows[offset + r][j] for r in range(n)]
+                stacked = fnp.stack(block) if block else _empty_jac(v, x)
+                per_in.append(fnp.reshape(stacked, _shape(v) + _shape(x)))
+            per_out.append(_arrange_inputs(split(per_in), argnums))
+            offset += n
+        jac = tree_util.tree_unflatten(out_def, per_out)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def _empty_jac(out: Any, x: Any) -> Any:
+    v = _raw(x)
+    return namespace_of(v).zeros(_shape(out) + _shape(x), dtype=_dtype(x))
+
+
+def _arrange_inputs(parts: list, argnums: int | Sequence[int]) -> Any:
+    return parts[0] if isinstance(argnums, int) else tuple(parts)
+
+
+def _check_real_for_jacobian(leaves: list, holomorphic: bool, name: str) -> None:
+    if holomorphic:
+        return
+    for x in leaves:
+        if _dtype(x).kind == "c":
+            raise TypeError(
+                f"{name} of a function of complex inputs requires holomorphic=True (JAX's "
+                f"convention); for a non-holomorphic function, differentiate real and "
+                f"imaginary parts separately"
+            )
+
+
+def jacfwd(
+    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable:
+    """The Jacobian of ``fun`` by forward mode: one JVP per input element.
+
+    Same layout as :func:`jacrev`: output shape followed by input shape.
+
+    Example::
+
+        fg.jacfwd(lambda x: fnp.sin(x) * x)(fnp.arange(3.0))
+    """
+
+    @functools.wraps(fun)
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        from .. import numpy as fnp
+
+        nums = _normalize_argnums(argnums, len(args), "jacfwd", fun)
+        leaves, split, call_with = _dyn_args(fun, args, nums, "jacfwd", holomorphic)
+        _check_real_for_jacobian(leaves, holomorphic, "jacfwd")
+        rebuild = call_with(kwargs)
+        sizes, total = _std_basis(leaves)
+        cols: list[list] = []
+        values = out_def = aux = None
+        for k in range(total):
+            basis = _basis_vector(leaves, sizes, k)
+            out_vals, out_tans, out_def, aux = _jvp_flat(rebuild, leaves, basis, has_aux)
+            values = out_vals
+            cols.append(out_tans)
+        if values is None:  # no input elements: evaluate once for the output's shape
+            out_vals, out_tans, out_def, aux = _jvp_flat(rebuild, leaves, [_zeros_like(x) for x in leaves], has_aux)
+            values = out_vals
+        per_out = []
+        for i, v in enumerate(values):
+            per_in = []
+            offset = 0
+            for x, n in zip(leaves, sizes):
+                block = [cols[offset + c][i] for c in range(n)]
+                if block:
+                    stacked = fnp.stack(block, axis=-1)
+                    per_in.append(fnp.reshape(stacked, _shape(v) + _shape(x)))
+                else:
+                    per_in.append(_empty_jac(v, x))
+                offset += n
+            per_out.append(_arrange_inputs(split(per_in), argnums))
+        jac = tree_util.tree_unflatten(out_def, per_out)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def _jvp_flat(rebuild: Callable, leaves: list, tangents: list, has_aux: bool):
+    trace = ForwardTrace("jacfwd")
+    with trace:
+        boxes = [trace.new_input(p, t) for p, t in zip(leaves, tangents)]
+        out = rebuild(boxes)
+        aux = None
+        if has_aux:
+            out, aux = _split_aux(out, "jacfwd")
+    out_leaves, out_def = tree_util.tree_flatten(out)
+    values, t_out = [], []
+    for leaf in out_leaves:
+        if isinstance(leaf, JVPBox) and leaf._trace is trace:
+            values.append(leaf._value)
+            t_out.append(_match_dtype(leaf._tangent, leaf._value))
+        else:
+            values.append(leaf)
+            t_out.append(_zeros_like(leaf))
+    if aux is not None:
+        aux = tree_util.tree_map(lambda a: _strip(trace, a), aux)
+    return values, t_out, out_def, aux
+
+
+jacobian = jacrev
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+    """The Hessian of scalar ``fun``, forward-over-reverse (``jacfwd(jacrev(fun))``).
+
+    Example::
+
+        fg.hessian(lambda x: fnp.sum(x ** 3))(fnp.ones(2))   # diag(6, 6)
+    """
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+    """Hessian-vector product without forming the Hessian: forward-over-reverse.
+
+    Returns ``(grad(fun)(*primals), H @ tangents)``, both shaped like the
+    primals (tuples when ``fun`` takes several arguments).
+
+    Example::
+
+        g, Hv = fg.hvp(lambda x: fnp.sum(x ** 3), (x,), (v,))   # Hv = 6 x v
+    """
+    primals = tuple(primals)
+    argnums = tuple(range(len(primals)))
+    g = grad(fun, argnums=argnums if len(primals) > 1 else 0)
+    return jvp(g, primals, tuple(tangents))
+
+
+def _stop_raw(x: Any) -> Any:
+    return x
+
+
+_stop_gradient = nondiff_primitive(_stop_raw, "stop_gradient")
+
+
+def stop_gradient(x: Any) -> Any:
+    """The value of ``x`` (any pytree) with no derivative flowing through it.
+
+    Example::
+
+        fg.grad(lambda x: x * fg.stop_gradient(x))(3.0)   # 3.0, not 6.0
+    """
+    return tree_util.tree_map(_stop_gradient, x)
