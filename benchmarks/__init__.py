@@ -1,0 +1,1 @@
+"""Benchmarks: funcgrad against plain NumPy and the peers (HIPS autograd, JAX, PyTorch)."""
