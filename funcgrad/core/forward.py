@@ -17,7 +17,7 @@ __all__ = ["JVPBox", "ForwardTrace", "add_tangents"]
 class JVPBox(Box):
     """A value traced by forward mode: the primal value and its tangent."""
 
-    __slots__ = ("_tangent",)
+    __slots__ = ()
 
     def __init__(self, value: Any, trace: Trace, tangent: Any):
         self._value = value
@@ -50,6 +50,14 @@ class ForwardTrace(Trace):
         ans = prim.call(*args, **kwargs)
         if not prim.differentiable:
             return ans
+        if prim.jvp_all is not None:
+            full: list = [None] * len(args)
+            for argnum, t in zip(argnums, tangents):
+                full[argnum] = t
+            out = prim.jvp_all(full, ans, *args, **kwargs)
+            if prim.multiple_results:
+                return tuple(JVPBox(a, self, ta) for a, ta in zip(ans, out))
+            return JVPBox(ans, self, out)
         jvps = prim.jvps
         out = None
         for argnum, t in zip(argnums, tangents):

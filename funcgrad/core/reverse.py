@@ -48,7 +48,7 @@ class VJPNode:
 class VJPBox(Box):
     """A value traced by reverse mode: the value and the node that made it."""
 
-    __slots__ = ("_node",)
+    __slots__ = ()
 
     def __init__(self, value: Any, trace: Trace, node: VJPNode):
         self._value = value
@@ -148,15 +148,22 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> 
                     ready.append(parent)
             continue
         if g is not None:
-            if prim.multiple_results:
-                g = tuple(zeros_like(a) if gk is None else gk for gk, a in zip(g, node.ans))
             args, kwargs, ans = node.args, node.kwargs, node.ans
-            vjps = prim.vjps
-            for parent, argnum in zip(parents, node.argnums):
-                rule = vjps.get(argnum)
-                if rule is None:
-                    raise prim.missing_rule("VJP", argnum)
-                grads[parent] = _add(grads.get(parent), rule(g, ans, *args, **kwargs))
+            if prim.vjp_all is not None:
+                # sees None for unused results of a multi-result primitive
+                cts = prim.vjp_all(tuple(g) if prim.multiple_results else g, ans, node.argnums, *args, **kwargs)
+                for parent, ct in zip(parents, cts):
+                    if ct is not None:
+                        grads[parent] = _add(grads.get(parent), ct)
+            else:
+                if prim.multiple_results:
+                    g = tuple(zeros_like(a) if gk is None else gk for gk, a in zip(g, ans))
+                vjps = prim.vjps
+                for parent, argnum in zip(parents, node.argnums):
+                    rule = vjps.get(argnum)
+                    if rule is None:
+                        raise prim.missing_rule("VJP", argnum)
+                    grads[parent] = _add(grads.get(parent), rule(g, ans, *args, **kwargs))
         for parent in parents:
             counts[parent] -= 1
             if counts[parent] == 0:

@@ -99,7 +99,10 @@ class Trace:
 class Box:
     """A value traced by one trace. Array behaviour is added by funcgrad.numpy."""
 
-    __slots__ = ("_value", "_trace", "__weakref__")
+    # Every kind of box shares one layout (subclasses add no slots), so a box can
+    # be rebound in place to a value of another trace: that is how ``a[i] = v``
+    # works on traced arrays. Each trace uses the slots it needs.
+    __slots__ = ("_value", "_trace", "_node", "_tangent", "_bdim", "__weakref__")
     # Let NumPy defer to our reflected operators (ndarray + Box -> Box.__radd__).
     __array_priority__ = 1000.0
 
@@ -123,10 +126,14 @@ class Primitive:
     argument ``i`` given the output cotangent ``g``; ``jvps[i](t, ans, *args,
     **kwargs)`` returns the output tangent contributed by a tangent ``t`` of
     argument ``i``. Rules are written with differentiable operations, so they
-    can be traced again for higher derivatives.
+    can be traced again for higher derivatives. ``vjp_all``/``jvp_all``, when
+    set, take precedence and see all arguments at once.
     """
 
-    __slots__ = ("raw", "name", "vjps", "jvps", "batch_rule", "multiple_results", "differentiable", "call")
+    __slots__ = (
+        "raw", "name", "vjps", "jvps", "vjp_all", "jvp_all", "batch_rule", "multiple_results",
+        "differentiable", "call",
+    )
 
     def __init__(self, raw: Callable, name: str | None = None, multiple_results: bool = False):
         self.raw = raw
@@ -135,6 +142,12 @@ class Primitive:
         self.name = name or getattr(raw, "__name__", repr(raw))
         self.vjps: dict[int, Callable] = {}
         self.jvps: dict[int, Callable] = {}
+        # Optional rules that handle every argument in one call (custom rules,
+        # or where sharing work between arguments pays):
+        # vjp_all(g, ans, argnums, *args, **kwargs) -> one cotangent per argnum (None = zero);
+        # jvp_all(tangents, ans, *args, **kwargs), tangents[i] None where args[i] is not traced.
+        self.vjp_all: Callable | None = None
+        self.jvp_all: Callable | None = None
         self.batch_rule: Callable | None = None
         self.call: Callable = raw  # replaced by the traced entry point
 
@@ -167,14 +180,15 @@ def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool 
     prim = Primitive(raw, name, multiple_results)
 
     def traced_call(*args: Any, **kwargs: Any) -> Any:
-        top = None
         for a in args:
             if isinstance(a, Box):
-                t = a._trace
-                if top is None or t.level > top.level:
-                    top = t
-        if top is None:
+                break
+        else:  # the fast path: nothing traced
             return raw(*args, **kwargs)
+        top = a._trace
+        for a in args:
+            if isinstance(a, Box) and a._trace.level > top.level:
+                top = a._trace
         if not top.active:
             raise top.leaked()
         argvals = list(args)

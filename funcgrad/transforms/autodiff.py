@@ -415,6 +415,14 @@ def linearize(fun: Callable, *primals: Any) -> tuple:
                 known[node] = None
                 continue
             t_out = None
+            if node.prim.jvp_all is not None:
+                full: list = [None] * len(node.args)
+                for parent, argnum in zip(node.parents, node.argnums):
+                    full[argnum] = known.get(parent)
+                if any(t is not None for t in full):
+                    t_out = node.prim.jvp_all(full, node.ans, *node.args, **node.kwargs)
+                known[node] = t_out
+                continue
             for parent, argnum in zip(node.parents, node.argnums):
                 t = known.get(parent)
                 if t is not None:
@@ -455,37 +463,58 @@ def _forward_order(tape: _Tape) -> list[VJPNode]:
 # --------------------------------------------------------------------------
 # Jacobians and Hessians
 
-def _std_basis(leaves: list) -> tuple[list, int]:
-    """Rows of the identity over all leaves, split per leaf: one list entry per basis vector."""
-    sizes = [int(np.prod(_shape(x), dtype=int)) for x in leaves]
+def _sizes(leaves: list) -> list[int]:
+    return [int(np.prod(_shape(x), dtype=int)) for x in leaves]
+
+
+def _basis_rows(leaves: list, sizes: list[int], start: int, stop: int) -> list:
+    """Rows ``start:stop`` of the identity over all leaves' elements, one batch per leaf.
+
+    Leaf ``j`` gets an array of shape ``(stop - start,) + leaf_j.shape``.
+    """
     total = sum(sizes)
-    return sizes, total
-
-
-def _basis_vector(leaves: list, sizes: list, k: int) -> list:
     out, offset = [], 0
     for x, n in zip(leaves, sizes):
         v = _raw(x)
-        e = namespace_of(v).zeros(n, dtype=_dtype(x))
-        if offset <= k < offset + n:
-            e[k - offset] = 1
-        out.append(e.reshape(_shape(x)))
+        xp = namespace_of(v)
+        eye = xp.eye(total, dtype=_dtype(x))[start:stop, offset:offset + n]
+        out.append(eye.reshape((stop - start,) + _shape(x)))
         offset += n
     return out
 
 
+def _chunks(total: int, chunk_size: int | None) -> list[tuple[int, int]]:
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive int or None, got {chunk_size!r}")
+    step = total if not chunk_size else chunk_size
+    return [(a, min(a + step, total)) for a in range(0, total, max(step, 1))]
+
+
+def _concat_rows(parts: list) -> Any:
+    from .. import numpy as fnp
+
+    return parts[0] if len(parts) == 1 else fnp.concatenate(parts, axis=0)
+
+
 def jacrev(
-    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    chunk_size: int | None = None,
 ) -> Callable:
-    """The Jacobian of ``fun`` by reverse mode: one forward pass, one VJP per output element.
+    """The Jacobian of ``fun`` by reverse mode: one forward pass, then all VJPs
+    at once (the basis cotangents pushed through one batched backward pass).
 
     For an output of shape ``S`` and an input of shape ``T`` the Jacobian has
     shape ``S + T``; pytrees nest as (output structure, then input structure).
+    ``chunk_size`` caps how many basis vectors go through one pass (memory).
 
     Example::
 
         fg.jacrev(lambda x: fnp.sin(x) * x)(fnp.arange(3.0))   # a 3x3 diagonal matrix
     """
+    from .batching import vmap
 
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
@@ -502,20 +531,22 @@ def jacrev(
                         "jacrev of a complex-valued output requires holomorphic=True (or split the "
                         "output into real and imaginary parts)"
                     )
-        sizes, total = _std_basis(values)
-        rows: list[list] = []  # rows[k] = input cotangent leaves for output basis vector k
-        for k in range(total):
-            cts = _basis_vector(values, sizes, k)
-            rows.append(tape.pullback(cts))
-        # jac[out_leaf][in_leaf] has shape out_shape + in_shape
-        per_out = []
-        offset = 0
+        sizes = _sizes(values)
+        total = sum(sizes)
+        pull = vmap(lambda *cts: tuple(tape.pullback(list(cts))))
+        # rows[j]: cotangents of input leaf j for every output element, shape (total,) + in_shape
+        if total:
+            parts = [pull(*_basis_rows(values, sizes, a, b)) for a, b in _chunks(total, chunk_size)]
+            rows = [_concat_rows([p[j] for p in parts]) for j in range(len(leaves))]
+        per_out, offset = [], 0
         for v, n in zip(values, sizes):
             per_in = []
             for j, x in enumerate(leaves):
-                block = [rows[offset + r][j] for r in range(n)]
-                stacked = fnp.stack(block) if block else _empty_jac(v, x)
-                per_in.append(fnp.reshape(stacked, _shape(v) + _shape(x)))
+                if total:
+                    block = rows[j][offset:offset + n]
+                    per_in.append(fnp.reshape(block, _shape(v) + _shape(x)))
+                else:
+                    per_in.append(_empty_jac(v, x))
             per_out.append(_arrange_inputs(split(per_in), argnums))
             offset += n
         jac = tree_util.tree_unflatten(out_def, per_out)
@@ -546,16 +577,23 @@ def _check_real_for_jacobian(leaves: list, holomorphic: bool, name: str) -> None
 
 
 def jacfwd(
-    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    chunk_size: int | None = None,
 ) -> Callable:
-    """The Jacobian of ``fun`` by forward mode: one JVP per input element.
+    """The Jacobian of ``fun`` by forward mode: all basis tangents pushed
+    through one batched forward pass (``vmap`` of ``jvp``).
 
     Same layout as :func:`jacrev`: output shape followed by input shape.
+    ``chunk_size`` caps how many basis vectors go through one pass.
 
     Example::
 
         fg.jacfwd(lambda x: fnp.sin(x) * x)(fnp.arange(3.0))
     """
+    from .batching import vmap
 
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
@@ -565,26 +603,28 @@ def jacfwd(
         leaves, split, call_with = _dyn_args(fun, args, nums, "jacfwd", holomorphic)
         _check_real_for_jacobian(leaves, holomorphic, "jacfwd")
         rebuild = call_with(kwargs)
-        sizes, total = _std_basis(leaves)
-        cols: list[list] = []
-        values = out_def = aux = None
-        for k in range(total):
-            basis = _basis_vector(leaves, sizes, k)
-            out_vals, out_tans, out_def, aux = _jvp_flat(rebuild, leaves, basis, has_aux)
-            values = out_vals
-            cols.append(out_tans)
-        if values is None:  # no input elements: evaluate once for the output's shape
-            out_vals, out_tans, out_def, aux = _jvp_flat(rebuild, leaves, [_zeros_like(x) for x in leaves], has_aux)
-            values = out_vals
+        sizes = _sizes(leaves)
+        total = sum(sizes)
+        primal: dict = {}
+
+        def push(*tangents: Any) -> tuple:
+            values, t_out, out_def, aux = _jvp_flat(rebuild, leaves, list(tangents), has_aux)
+            primal.update(values=values, out_def=out_def, aux=aux)  # unbatched: safe to keep
+            return tuple(t_out)
+
+        if total:
+            parts = [vmap(push)(*_basis_rows(leaves, sizes, a, b)) for a, b in _chunks(total, chunk_size)]
+            cols = [_concat_rows([p[i] for p in parts]) for i in range(len(parts[0]))]
+        else:  # no input elements: evaluate once for the outputs' shapes
+            push(*[_zeros_like(x) for x in leaves])
+        values, out_def, aux = primal["values"], primal["out_def"], primal["aux"]
         per_out = []
         for i, v in enumerate(values):
-            per_in = []
-            offset = 0
+            per_in, offset = [], 0
             for x, n in zip(leaves, sizes):
-                block = [cols[offset + c][i] for c in range(n)]
-                if block:
-                    stacked = fnp.stack(block, axis=-1)
-                    per_in.append(fnp.reshape(stacked, _shape(v) + _shape(x)))
+                if total:
+                    block = fnp.moveaxis(cols[i][offset:offset + n], 0, -1)  # out_shape + (n,)
+                    per_in.append(fnp.reshape(block, _shape(v) + _shape(x)))
                 else:
                     per_in.append(_empty_jac(v, x))
                 offset += n
@@ -620,14 +660,20 @@ def _jvp_flat(rebuild: Callable, leaves: list, tangents: list, has_aux: bool):
 jacobian = jacrev
 
 
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+def hessian(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    chunk_size: int | None = None,
+) -> Callable:
     """The Hessian of scalar ``fun``, forward-over-reverse (``jacfwd(jacrev(fun))``).
 
     Example::
 
         fg.hessian(lambda x: fnp.sum(x ** 3))(fnp.ones(2))   # diag(6, 6)
     """
-    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic, chunk_size)
 
 
 def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:

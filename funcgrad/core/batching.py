@@ -1,0 +1,88 @@
+"""Batching: a trace whose boxes carry one extra (batch) axis.
+
+Under a :class:`BatchTrace` a box's value holds a whole batch of per-example
+values stacked along axis ``_bdim``; user code sees the per-example shape. A
+primitive with a batching rule handles the batch in one call; one without
+falls back to a loop over the batch (correct, slower) and warns once.
+
+A batching rule is ``rule(args, dims, **kwargs) -> (out, out_dim)``: ``args``
+are the primitive's positional arguments with this trace's boxes removed,
+``dims[i]`` the batch axis of ``args[i]`` (None where it is not batched). It
+is written with differentiable operations, so batching composes with the
+differentiation traces in both nesting orders.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+from .trace import Box, Primitive, Trace
+
+__all__ = ["BatchBox", "BatchTrace", "defbatch"]
+
+
+class BatchBox(Box):
+    """A batch of values stacked along axis ``_bdim`` of ``_value``."""
+
+    __slots__ = ()
+
+    def __init__(self, value: Any, trace: Trace, bdim: int):
+        self._value = value
+        self._trace = trace
+        self._bdim = bdim
+
+    def _shape(self) -> tuple:
+        v = self._value
+        full = v._shape() if isinstance(v, Box) else tuple(getattr(v, "shape", ()))
+        return full[: self._bdim] + full[self._bdim + 1:]
+
+
+# Set by funcgrad.numpy: the loop fallback for primitives without a rule,
+# ``fallback(prim, args, dims, size, kwargs) -> (out, out_dim)``.
+fallback: Callable[..., tuple[Any, Any]] | None = None
+_warned: set[str] = set()
+
+
+class BatchTrace(Trace):
+    """Runs each primitive once on a whole batch (vmap)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, name: str, size: int):
+        super().__init__(name)
+        self.size = size
+
+    def new_input(self, value: Any, bdim: int) -> BatchBox:
+        return BatchBox(value, self, bdim)
+
+    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+        dims: list = [None] * len(args)
+        for i in argnums:
+            box = args[i]
+            dims[i] = box._bdim
+            args[i] = box._value
+        rule = prim.batch_rule
+        if rule is None:
+            if prim.name not in _warned:
+                _warned.add(prim.name)
+                warnings.warn(
+                    f"vmap: primitive '{prim.name}' has no batching rule; falling back to a "
+                    f"Python loop over the batch (correct but slow). Register one with "
+                    f"fg.core.defbatch.",
+                    stacklevel=4,
+                )
+            out, out_dim = fallback(prim, args, dims, self.size, kwargs)
+        else:
+            out, out_dim = rule(args, dims, **kwargs)
+        if prim.multiple_results:
+            return tuple(o if d is None else BatchBox(o, self, d) for o, d in zip(out, out_dim))
+        return out if out_dim is None else BatchBox(out, self, out_dim)
+
+
+def defbatch(fn: Callable, rule: Callable) -> None:
+    """Give primitive ``fn`` a batching rule ``rule(args, dims, **kwargs) -> (out, out_dim)``."""
+    prim = getattr(fn, "primitive", None)
+    if not isinstance(prim, Primitive):
+        raise TypeError(f"{fn!r} is not a funcgrad primitive")
+    prim.batch_rule = rule

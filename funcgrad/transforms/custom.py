@@ -1,0 +1,339 @@
+"""User-defined derivative rules (custom_jvp, custom_vjp) and checkpointing.
+
+Each decorated function becomes one primitive of the engine whose arguments
+are the leaves of the function's (non-static) arguments and whose results are
+the leaves of its output. The engine then treats it like any other
+primitive: its rules run at every trace level, so custom rules hold under
+nesting, and are themselves differentiated for higher orders.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from .. import tree_util
+from ..core import Box, get_primitive, primitive
+from ..numpy._batching import fallback
+
+__all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
+
+
+class _Spec:
+    """Static description of one call: how leaves become arguments and back."""
+
+    __slots__ = ("in_def", "static", "nargs", "out_def", "res_def", "n_out")
+
+    def __init__(self, in_def: Any, static: dict, nargs: int):
+        self.in_def = in_def
+        self.static = static
+        self.nargs = nargs
+        self.out_def = None
+        self.res_def = None
+        self.n_out = 0
+
+    def args(self, leaves: Sequence[Any]) -> list:
+        """The full positional argument list from dynamic leaves and static args."""
+        dyn = list(tree_util.tree_unflatten(self.in_def, list(leaves)))
+        full = []
+        for i in range(self.nargs):
+            full.append(self.static[i] if i in self.static else dyn.pop(0))
+        return full
+
+    def dyn(self, leaves: Sequence[Any]) -> tuple:
+        return tuple(tree_util.tree_unflatten(self.in_def, list(leaves)))
+
+
+def _split(args: tuple, nondiff_argnums: tuple[int, ...]) -> tuple[list, _Spec]:
+    static = {i % len(args): args[i] for i in nondiff_argnums}
+    dyn = [a for i, a in enumerate(args) if i not in static]
+    leaves, in_def = tree_util.tree_flatten(tuple(dyn))
+    return leaves, _Spec(in_def, static, len(args))
+
+
+def _traced(leaves: list) -> bool:
+    return any(isinstance(x, Box) for x in leaves)
+
+
+def _zeros_like(x: Any) -> Any:
+    import funcgrad.numpy as fnp
+
+    return fnp.zeros_like(x)
+
+
+def _fill(cts: Sequence[Any], likes: Sequence[Any]) -> tuple:
+    return tuple(_zeros_like(a) if c is None else c for c, a in zip(cts, likes))
+
+
+def _partial_vjp(fn: Callable, leaves: Sequence[Any], argnums: Sequence[int], cts: tuple) -> list:
+    """Cotangents of ``leaves[argnums]`` for ``fn(*leaves) -> tuple`` at cotangent ``cts``."""
+    from .autodiff import vjp
+
+    def of_dyn(*dyn: Any) -> tuple:
+        full = list(leaves)
+        for i, d in zip(argnums, dyn):
+            full[i] = d
+        return tuple(fn(*full))
+
+    _, f_vjp = vjp(of_dyn, *[leaves[i] for i in argnums])
+    return list(f_vjp(cts))
+
+
+def _partial_jvp(fn: Callable, leaves: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+    """Output tangents of ``fn(*leaves) -> tuple`` for the given tangents (None = zero)."""
+    from .autodiff import jvp
+
+    idx = [i for i, t in enumerate(tangents) if t is not None]
+
+    def of_dyn(*dyn: Any) -> tuple:
+        full = list(leaves)
+        for i, d in zip(idx, dyn):
+            full[i] = d
+        return tuple(fn(*full))
+
+    return jvp(of_dyn, tuple(leaves[i] for i in idx), tuple(tangents[i] for i in idx))[1]
+
+
+def _check_out_structure(kind: str, name: str, got: Any, want: Any) -> None:
+    if got != want:
+        raise TypeError(
+            f"{kind} rule of {name} must return a value with the structure of the function's "
+            f"output, {want}, but returned {got}"
+        )
+
+
+# --------------------------------------------------------------------------
+
+class custom_jvp:
+    """A function with a user-defined JVP rule (JAX semantics).
+
+    Reverse mode transposes the (linear) tangent computation of the rule, so
+    one rule serves both modes.
+
+    Example::
+
+        @fg.custom_jvp
+        def log1pexp(x):
+            return fnp.log1p(fnp.exp(x))
+
+        @log1pexp.defjvp
+        def _(primals, tangents):
+            (x,), (t,) = primals, tangents
+            return log1pexp(x), t * fg.scipy.special.expit(x)
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp_rule: Callable | None = None
+        name = getattr(fun, "__name__", "fun")
+        self._call = primitive(self._raw, f"custom_jvp[{name}]", multiple_results=True)
+        prim = get_primitive(self._call)
+        prim.jvp_all = self._jvp_all
+        prim.vjp_all = self._vjp_all
+        prim.batch_rule = self._batch
+
+    def defjvp(self, rule: Callable) -> Callable:
+        """Set the rule ``rule(primals, tangents) -> (primal_out, tangent_out)``;
+        with ``nondiff_argnums``, ``rule(*static_args, primals, tangents)``."""
+        self.jvp_rule = rule
+        return rule
+
+    def __call__(self, *args: Any) -> Any:
+        if self.jvp_rule is None:
+            raise AttributeError(f"no JVP rule defined for custom_jvp function {self.__name__}; use .defjvp")
+        leaves, spec = _split(args, self.nondiff_argnums)
+        if not _traced(leaves):
+            return self.fun(*args)
+        outs = self._call(*leaves, spec=spec)
+        return tree_util.tree_unflatten(spec.out_def, list(outs))
+
+    def _raw(self, *leaves: Any, spec: _Spec) -> tuple:
+        out_leaves, spec.out_def = tree_util.tree_flatten(self.fun(*spec.args(leaves)))
+        return tuple(out_leaves)
+
+    def _tangent_out(self, leaves: Sequence[Any], tangents: Sequence[Any], spec: _Spec) -> tuple:
+        primals = spec.dyn(leaves)
+        t_full = spec.dyn(_fill(tangents, leaves))
+        static = [spec.static[i] for i in sorted(spec.static)]
+        _, t_out = self.jvp_rule(*static, primals, t_full)
+        t_leaves, t_def = tree_util.tree_flatten(t_out)
+        _check_out_structure("the custom JVP", self.__name__, t_def, spec.out_def)
+        return tuple(t_leaves)
+
+    def _jvp_all(self, tangents: list, ans: tuple, *leaves: Any, spec: _Spec) -> tuple:
+        return self._tangent_out(leaves, tangents, spec)
+
+    def _vjp_all(self, g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _Spec) -> list:
+        # The tangent map is linear: its VJP is the transpose the rule implies.
+        zero_t = [_zeros_like(x) for x in leaves]
+
+        def tangent_map(*ts: Any) -> tuple:
+            return self._tangent_out(leaves, ts, spec)
+
+        return _partial_vjp(tangent_map, zero_t, argnums, _fill(g, ans))
+
+    def _batch(self, args: list, dims: list, spec: _Spec) -> tuple:
+        size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
+        return fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
+
+
+class custom_vjp:
+    """A function with a user-defined VJP (JAX semantics): ``f.defvjp(fwd, bwd)``.
+
+    ``fwd(*args) -> (out, residuals)``; ``bwd(residuals, g) -> tuple`` with one
+    cotangent (or None) per argument not in ``nondiff_argnums``. Forward mode
+    differentiates ``fwd`` itself (JAX refuses here; funcgrad makes
+    ``jacfwd(jacrev(f))`` and Hessians of such functions work).
+
+    Example::
+
+        @fg.custom_vjp
+        def clip_gradient(x):
+            return x
+
+        clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (fnp.clip(g, -1, 1),))
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+        name = getattr(fun, "__name__", "fun")
+        self._call = primitive(self._raw, f"custom_vjp[{name}]", multiple_results=True)
+        prim = get_primitive(self._call)
+        prim.jvp_all = self._jvp_all
+        prim.vjp_all = self._vjp_all
+        prim.batch_rule = self._batch
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        """Set the forward ``fwd(*args) -> (out, res)`` and backward ``bwd(res, g)`` rules."""
+        self.fwd = fwd
+        self.bwd = bwd
+
+    def __call__(self, *args: Any) -> Any:
+        if self.fwd is None:
+            raise AttributeError(f"no VJP rules defined for custom_vjp function {self.__name__}; use .defvjp")
+        leaves, spec = _split(args, self.nondiff_argnums)
+        if not _traced(leaves):
+            return self.fun(*args)
+        outs = self._call(*leaves, spec=spec)
+        return tree_util.tree_unflatten(spec.out_def, list(outs[: spec.n_out]))
+
+    def _fwd_leaves(self, leaves: Sequence[Any], spec: _Spec) -> tuple:
+        result = self.fwd(*spec.args(leaves))
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise TypeError(f"the fwd rule of custom_vjp function {self.__name__} must return a pair (out, residuals)")
+        out, res = result
+        out_leaves, spec.out_def = tree_util.tree_flatten(out)
+        res_leaves, spec.res_def = tree_util.tree_flatten(res)
+        spec.n_out = len(out_leaves)
+        return tuple(out_leaves) + tuple(res_leaves)
+
+    def _raw(self, *leaves: Any, spec: _Spec) -> tuple:
+        return self._fwd_leaves(leaves, spec)
+
+    def _jvp_all(self, tangents: list, ans: tuple, *leaves: Any, spec: _Spec) -> tuple:
+        return _partial_jvp(lambda *ls: self._fwd_leaves(ls, spec), leaves, tangents)
+
+    def _vjp_all(self, g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _Spec) -> list:
+        n = spec.n_out
+        res = tree_util.tree_unflatten(spec.res_def, list(ans[n:]))
+        g_out = tree_util.tree_unflatten(spec.out_def, list(_fill(g[:n], ans[:n])))
+        static = [spec.static[i] for i in sorted(spec.static)]
+        cts = self.bwd(*static, res, g_out)
+        ndyn = spec.nargs - len(spec.static)
+        if not isinstance(cts, (tuple, list)) or len(cts) != ndyn:
+            raise TypeError(
+                f"the bwd rule of custom_vjp function {self.__name__} must return a tuple with one "
+                f"cotangent per differentiable argument ({ndyn}), got {type(cts).__name__}"
+                + (f" of length {len(cts)}" if isinstance(cts, (tuple, list)) else "")
+            )
+        dyn = spec.dyn(leaves)
+        ct_leaves: list = []
+        for k, (c, a) in enumerate(zip(cts, dyn)):
+            a_leaves, a_def = tree_util.tree_flatten(a)
+            if c is None:
+                ct_leaves.extend([None] * len(a_leaves))
+                continue
+            c_leaves, c_def = tree_util.tree_flatten(c)
+            if c_def != a_def:
+                raise TypeError(
+                    f"the bwd rule of custom_vjp function {self.__name__} returned a cotangent for "
+                    f"argument {k} with structure {c_def}, but the argument has structure {a_def}"
+                )
+            ct_leaves.extend(c_leaves)
+        result = [ct_leaves[i] for i in argnums]
+        if any(gk is not None for gk in g[n:]):
+            # Residuals were used by an inner derivative: differentiate fwd for them.
+            res_cts = _partial_vjp(lambda *ls: self._fwd_leaves(ls, spec)[n:], leaves, argnums,
+                                   _fill(g[n:], ans[n:]))
+            result = [r if c is None else (c if r is None else r + c) for r, c in zip(result, res_cts)]
+        return result
+
+    def _batch(self, args: list, dims: list, spec: _Spec) -> tuple:
+        size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
+        return fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
+
+
+def _shape(x: Any) -> tuple:
+    if isinstance(x, Box):
+        return x._shape()
+    return tuple(getattr(x, "shape", ()))
+
+
+# --------------------------------------------------------------------------
+
+def checkpoint(fun: Callable, static_argnums: Sequence[int] = ()) -> Callable:
+    """Rematerialization: ``fun``'s intermediate values are not stored for the
+    backward pass; they are recomputed from its inputs when needed.
+
+    Trades compute for memory: only the inputs of each checkpointed call are
+    kept on the tape.
+
+    Example::
+
+        layer = fg.checkpoint(lambda w, x: fnp.tanh(x @ w))
+        fg.grad(lambda w: fnp.sum(layer(w, x)))(w)
+    """
+    name = getattr(fun, "__name__", "fun")
+
+    def raw(*leaves: Any, spec: _Spec) -> tuple:
+        out_leaves, spec.out_def = tree_util.tree_flatten(fun(*spec.args(leaves)))
+        return tuple(out_leaves)
+
+    def call_leaves(leaves: Sequence[Any], spec: _Spec) -> tuple:
+        return tuple(tree_util.tree_leaves(fun(*spec.args(leaves))))
+
+    def vjp_all(g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _Spec) -> list:
+        return _partial_vjp(lambda *ls: call_leaves(ls, spec), leaves, argnums, _fill(g, ans))
+
+    def jvp_all(tangents: list, ans: tuple, *leaves: Any, spec: _Spec) -> tuple:
+        return _partial_jvp(lambda *ls: call_leaves(ls, spec), leaves, tangents)
+
+    call = primitive(raw, f"checkpoint[{name}]", multiple_results=True)
+    prim = get_primitive(call)
+    prim.vjp_all = vjp_all
+    prim.jvp_all = jvp_all
+
+    def batch(args: list, dims: list, spec: _Spec) -> tuple:
+        size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
+        return fallback(prim, args, dims, size, {"spec": spec})
+
+    prim.batch_rule = batch
+
+    @functools.wraps(fun)
+    def checkpointed(*args: Any) -> Any:
+        leaves, spec = _split(args, tuple(static_argnums))
+        if not _traced(leaves):
+            return fun(*args)
+        outs = call(*leaves, spec=spec)
+        return tree_util.tree_unflatten(spec.out_def, list(outs))
+
+    return checkpointed
+
+
+remat = checkpoint
