@@ -96,13 +96,12 @@ def _strip(trace: Any, x: Any) -> Any:
 
 
 def _zeros_like(x: Any) -> Any:
-    v = _raw(x)
-    return namespace_of(v).zeros_like(v)
+    """Zeros of ``x``'s (per-example) shape and dtype, untraced, on ``x``'s device."""
+    return namespace_of(_raw(x)).zeros(_shape(x), dtype=_dtype(x))
 
 
 def _ones_like(x: Any) -> Any:
-    v = _raw(x)
-    return namespace_of(v).ones_like(v)
+    return namespace_of(_raw(x)).ones(_shape(x), dtype=_dtype(x))
 
 
 def _match_dtype(g: Any, like: Any) -> Any:

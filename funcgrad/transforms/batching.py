@@ -21,7 +21,7 @@ def _shape(x: Any) -> tuple:
 def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> tuple[list, list[str]]:
     """One axis spec per leaf of ``tree``, from a pytree prefix of specs (None is a spec)."""
     prefix_def = tree_util.tree_structure(prefix, is_leaf=lambda x: x is None)
-    specs = tree_util.tree_leaves(prefix, is_leaf=lambda x: x is None)
+    spec_pairs, _ = tree_util.tree_flatten_with_path(prefix, is_leaf=lambda x: x is None)
     try:
         subtrees = prefix_def.flatten_up_to(tree)
     except ValueError as err:
@@ -29,11 +29,11 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> tuple[list, list[str
             f"vmap: {what} must be an int, None, or a pytree prefix of the arguments; {err}"
         ) from None
     axes, paths = [], []
-    for spec, sub in zip(specs, subtrees):
+    for (spec_path, spec), sub in zip(spec_pairs, subtrees):
         pairs, _ = tree_util.tree_flatten_with_path(sub)
         for path, _leaf in pairs:
             axes.append(spec)
-            paths.append(tree_util.keystr(path))
+            paths.append(tree_util.keystr(tuple(spec_path) + tuple(path)))
     return axes, paths
 
 
@@ -93,7 +93,7 @@ def _batch_size(leaves: list, axes: list, paths: list[str], axis_size: int | Non
             )
         found.setdefault(shape[axis], path)
     if len(found) > 1:
-        detail = ", ".join(f"argument{p} has size {n}" for n, p in found.items())
+        detail = ", ".join(f"in_axes{p} maps an axis of size {n}" for n, p in found.items())
         raise ValueError(f"vmap got inconsistent sizes for the mapped axis: {detail}")
     if found:
         (size,) = found
