@@ -22,7 +22,7 @@ __all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
 class _Spec:
     """Static description of one call: how leaves become arguments and back."""
 
-    __slots__ = ("in_def", "static", "nargs", "out_def", "res_def", "n_out")
+    __slots__ = ("in_def", "static", "nargs", "out_def", "res_def", "n_out", "min_level", "what")
 
     def __init__(self, in_def: Any, static: dict, nargs: int):
         self.in_def = in_def
@@ -31,6 +31,19 @@ class _Spec:
         self.out_def = None
         self.res_def = None
         self.n_out = 0
+        self.min_level = 0
+        self.what = ""
+
+    def check_closure(self, leaves: Sequence[Any]) -> None:
+        """Refuse results traced at the level of our own arguments: the function
+        closed over a traced value that the engine cannot see as an input."""
+        for x in leaves:
+            if isinstance(x, Box) and x._trace.level >= self.min_level:
+                raise TypeError(
+                    f"{self.what} closes over a value traced by {x._trace.name}; such values must "
+                    f"be passed to it as arguments (e.g. fg.checkpoint(lambda w, x: ...)(w, x), or in "
+                    f"the carry or xs of fg.scan) so that their derivative can be taken"
+                )
 
     def args(self, leaves: Sequence[Any]) -> list:
         """The full positional argument list from dynamic leaves and static args."""
@@ -44,11 +57,15 @@ class _Spec:
         return tuple(tree_util.tree_unflatten(self.in_def, list(leaves)))
 
 
-def _split(args: tuple, nondiff_argnums: tuple[int, ...]) -> tuple[list, _Spec]:
+def _split(args: tuple, nondiff_argnums: tuple[int, ...], what: str = "") -> tuple[list, _Spec]:
     static = {i % len(args): args[i] for i in nondiff_argnums}
     dyn = [a for i, a in enumerate(args) if i not in static]
     leaves, in_def = tree_util.tree_flatten(tuple(dyn))
-    return leaves, _Spec(in_def, static, len(args))
+    spec = _Spec(in_def, static, len(args))
+    levels = [x._trace.level for x in leaves if isinstance(x, Box)]
+    spec.min_level = min(levels) if levels else 0
+    spec.what = what
+    return leaves, spec
 
 
 def _traced(leaves: list) -> bool:
@@ -143,7 +160,7 @@ class custom_jvp:
     def __call__(self, *args: Any) -> Any:
         if self.jvp_rule is None:
             raise AttributeError(f"no JVP rule defined for custom_jvp function {self.__name__}; use .defjvp")
-        leaves, spec = _split(args, self.nondiff_argnums)
+        leaves, spec = _split(args, self.nondiff_argnums, f"custom_jvp function {self.__name__}")
         if not _traced(leaves):
             return self.fun(*args)
         outs = self._call(*leaves, spec=spec)
@@ -151,6 +168,7 @@ class custom_jvp:
 
     def _raw(self, *leaves: Any, spec: _Spec) -> tuple:
         out_leaves, spec.out_def = tree_util.tree_flatten(self.fun(*spec.args(leaves)))
+        spec.check_closure(out_leaves)
         return tuple(out_leaves)
 
     def _tangent_out(self, leaves: Sequence[Any], tangents: Sequence[Any], spec: _Spec) -> tuple:
@@ -217,7 +235,7 @@ class custom_vjp:
     def __call__(self, *args: Any) -> Any:
         if self.fwd is None:
             raise AttributeError(f"no VJP rules defined for custom_vjp function {self.__name__}; use .defvjp")
-        leaves, spec = _split(args, self.nondiff_argnums)
+        leaves, spec = _split(args, self.nondiff_argnums, f"custom_vjp function {self.__name__}")
         if not _traced(leaves):
             return self.fun(*args)
         outs = self._call(*leaves, spec=spec)
@@ -234,7 +252,9 @@ class custom_vjp:
         return tuple(out_leaves) + tuple(res_leaves)
 
     def _raw(self, *leaves: Any, spec: _Spec) -> tuple:
-        return self._fwd_leaves(leaves, spec)
+        out = self._fwd_leaves(leaves, spec)
+        spec.check_closure(out)
+        return out
 
     def _jvp_all(self, tangents: list, ans: tuple, *leaves: Any, spec: _Spec) -> tuple:
         return _partial_jvp(lambda *ls: self._fwd_leaves(ls, spec), leaves, tangents)
@@ -303,6 +323,7 @@ def checkpoint(fun: Callable, static_argnums: Sequence[int] = ()) -> Callable:
 
     def raw(*leaves: Any, spec: _Spec) -> tuple:
         out_leaves, spec.out_def = tree_util.tree_flatten(fun(*spec.args(leaves)))
+        spec.check_closure(out_leaves)
         return tuple(out_leaves)
 
     def call_leaves(leaves: Sequence[Any], spec: _Spec) -> tuple:
@@ -327,7 +348,7 @@ def checkpoint(fun: Callable, static_argnums: Sequence[int] = ()) -> Callable:
 
     @functools.wraps(fun)
     def checkpointed(*args: Any) -> Any:
-        leaves, spec = _split(args, tuple(static_argnums))
+        leaves, spec = _split(args, tuple(static_argnums), f"checkpointed function {name}")
         if not _traced(leaves):
             return fun(*args)
         outs = call(*leaves, spec=spec)

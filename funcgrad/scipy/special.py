@@ -1,0 +1,627 @@
+"""Differentiable ``scipy.special``: logsumexp, expit, erf, gammaln, digamma, softmax, ...
+
+Each function mirrors the SciPy function of the same name and signature and
+is a primitive with a VJP and a JVP rule written in funcgrad.numpy (and in
+this module), so derivatives of any order come for free: the derivative of
+``gammaln`` is ``digamma``, whose derivative is ``polygamma(1, x)``, and so on.
+
+Two kinds of raw (untraced) functions:
+
+* ``logsumexp``, ``softmax``, ``log_softmax``, ``expit``, ``logit`` and
+  ``log_expit`` are written with the arrays' own namespace (numpy, cupy, ...)
+  and need no SciPy. They are numerically stable for large ``|x|`` in float32
+  and float64 alike.
+* The others (``erf``, ``gammaln``, ``digamma``, ``polygamma``, ...) call the
+  special-function module that matches the arrays' namespace, chosen by
+  :func:`_special_namespace`: ``scipy.special`` for NumPy arrays (SciPy is the
+  optional ``scipy`` extra: ``pip install funcgrad[scipy]``; without it these
+  functions raise ImportError, importing this module still works),
+  ``cupyx.scipy.special`` for CuPy arrays, and for any other namespace the
+  module found in its ``scipy_special`` attribute.
+
+Example::
+
+    import funcgrad as fg
+    import funcgrad.numpy as fnp
+    from funcgrad.scipy.special import logsumexp, gammaln
+
+    fg.grad(logsumexp)(fnp.array([1.0, 2.0, 3.0]))   # softmax([1, 2, 3])
+    fg.grad(fg.grad(gammaln))(2.5)                    # polygamma(1, 2.5)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from ..backend import namespace_of
+from ..core import defjvp, defvjp, primitive
+from ..core.batching import defbatch
+from ..numpy._batching import elementwise_rule, move_to_front, reduction_rule
+from ..numpy._util import ndim, shape, unbroadcast
+
+__all__ = [
+    "logsumexp", "softmax", "log_softmax", "expit", "logit", "log_expit",
+    "erf", "erfc", "erfinv", "erfcinv", "gammaln", "gamma", "digamma", "psi", "polygamma",
+    "xlogy", "xlog1py", "i0", "i1",
+]
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
+
+
+# --------------------------------------------------------------------------
+# special-function module per array namespace
+
+_SPECIAL_BY_NAMESPACE: dict[int, Any] = {}
+
+
+def _special_namespace(xp: Any, fn_name: str = "special functions") -> Any:
+    """The ``scipy.special``-like module for arrays of namespace ``xp``.
+
+    numpy -> ``scipy.special`` (needs the ``scipy`` extra); a namespace with a
+    ``scipy_special`` attribute -> that attribute; cupy -> ``cupyx.scipy.special``.
+    Imports happen on first use, so importing funcgrad never needs SciPy or CuPy.
+    """
+    mod = _SPECIAL_BY_NAMESPACE.get(id(xp))
+    if mod is not None:
+        return mod
+    ns_name = getattr(xp, "__name__", None) or type(xp).__name__
+    if xp is np:
+        try:
+            import scipy.special as mod
+        except ImportError as e:
+            raise ImportError(
+                f"funcgrad.scipy.special.{fn_name} on NumPy arrays needs SciPy, which could not be "
+                f"imported ({e}); install it with: pip install funcgrad[scipy]"
+            ) from e
+    elif getattr(xp, "scipy_special", None) is not None:
+        mod = xp.scipy_special
+    elif ns_name == "cupy" or ns_name.startswith("cupy."):
+        try:
+            import cupyx.scipy.special as mod
+        except ImportError as e:
+            raise ImportError(
+                f"funcgrad.scipy.special.{fn_name} on CuPy arrays needs cupyx.scipy.special, which "
+                f"could not be imported ({e}); install CuPy with: pip install funcgrad[cuda]"
+            ) from e
+    else:
+        raise NotImplementedError(
+            f"funcgrad.scipy.special.{fn_name}: no special-function module is known for arrays of "
+            f"namespace {ns_name!r}; it is neither numpy nor cupy and has no 'scipy_special' "
+            f"attribute (a module like scipy.special holding the functions for its arrays)"
+        )
+    _SPECIAL_BY_NAMESPACE[id(xp)] = mod
+    return mod
+
+
+def _special_function(xp: Any, name: str) -> Callable:
+    mod = _special_namespace(xp, name)
+    fn = getattr(mod, name, None)
+    if fn is None:
+        raise NotImplementedError(
+            f"{getattr(mod, '__name__', mod)} has no function '{name}', which "
+            f"funcgrad.scipy.special.{name} needs for arrays of namespace "
+            f"{getattr(xp, '__name__', xp)!r}"
+        )
+    return fn
+
+
+def _special_raw(name: str) -> Callable:
+    """Raw function calling ``<special module of the arguments>.<name>``."""
+
+    def raw(*args: Any) -> Any:
+        return _special_function(namespace_of(*args), name)(*args)
+
+    raw.__name__ = raw.__qualname__ = name
+    return raw
+
+
+def _special_primitive(name: str, doc: str) -> Callable:
+    fn = primitive(_special_raw(name), name)
+    fn.__doc__ = doc
+    return fn
+
+
+# --------------------------------------------------------------------------
+# helpers for the namespace-only functions
+
+def _as_float(xp: Any, x: Any) -> Any:
+    """``x`` as an array of its namespace; integer and boolean input becomes float64 (as in SciPy)."""
+    x = xp.asarray(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(xp.float64)
+    return x
+
+
+def _reduced_axes(ndim: int, axis: Any) -> tuple[int, ...]:
+    """``axis`` (None, int or tuple of ints) as a tuple of non-negative axes of an ndim-array."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else axis
+    if not isinstance(axes, (tuple, list)):
+        raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
+    out = []
+    for a in axes:
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise TypeError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(int(a), ndim)
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"axis {axis!r} names an axis more than once")
+    return tuple(out)
+
+
+def _keepdims_shape(full: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if i in axes else n for i, n in enumerate(full))
+
+
+# --------------------------------------------------------------------------
+# logsumexp
+
+def _logsumexp_raw(a: Any, b: Any = None, axis: Any = None, keepdims: bool = False,
+                   return_sign: bool = False) -> Any:
+    xp = namespace_of(a) if b is None else namespace_of(a, b)
+    a = _as_float(xp, a)
+    if b is not None:
+        b = xp.asarray(b)
+        full = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+        if tuple(a.shape) != full:
+            a = xp.broadcast_to(a, full)
+        # Terms with zero weight are left out, even where a is +-inf.
+        a = xp.where(b != 0, a, xp.asarray(-math.inf, dtype=a.dtype))
+    full = tuple(a.shape)
+    axes = _reduced_axes(len(full), axis)
+    if a.size == 0:
+        m = xp.zeros(_keepdims_shape(full, axes), dtype=a.dtype)
+    else:
+        m = xp.max(a, axis=axes, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    e = xp.exp(a - m)
+    if b is not None:
+        e = e * b
+    s = xp.sum(e, axis=axes, keepdims=True)
+    if return_sign:
+        sgn = xp.sign(s)
+        s = xp.abs(s)
+    if xp is np:
+        with np.errstate(divide="ignore"):  # log(0) = -inf is the answer, not an accident
+            out = np.log(s) + m
+    else:
+        out = xp.log(s) + m
+    if not keepdims:
+        reduced = tuple(n for i, n in enumerate(full) if i not in axes)
+        out = xp.reshape(out, reduced)
+        if return_sign:
+            sgn = xp.reshape(sgn, reduced)
+    return (out, sgn) if return_sign else out
+
+
+def _logsumexp_signed_raw(a: Any, b: Any = None, axis: Any = None, keepdims: bool = False) -> tuple:
+    return _logsumexp_raw(a, b, axis, keepdims, True)
+
+
+_logsumexp = primitive(_logsumexp_raw, "logsumexp")
+_logsumexp_signed = primitive(_logsumexp_signed_raw, "logsumexp_signed", multiple_results=True)
+
+
+def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any = None):
+    """d lse / d(b * exp(a)) scaled back: exp(a - lse) (times the sign), keepdims-shaped."""
+    full = shape(a) if b is None else np.broadcast_shapes(shape(a), shape(b))
+    axes = _reduced_axes(len(full), axis)
+    kd = _keepdims_shape(full, axes)
+    if not keepdims:
+        lse = fnp.reshape(lse, kd)
+    w = fnp.exp(a - lse)
+    if sgn is not None:
+        w = w * (sgn if keepdims else fnp.reshape(sgn, kd))
+    return w, full, axes, kd
+
+
+def _lse_vjp_a(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
+    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
+    ct = (g if keepdims else fnp.reshape(g, kd)) * w
+    if b is not None:
+        ct = ct * b
+    return unbroadcast(ct, a)
+
+
+def _lse_vjp_b(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
+    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
+    ct = (g if keepdims else fnp.reshape(g, kd)) * w
+    if shape(ct) != full:
+        ct = fnp.broadcast_to(ct, full)
+    return unbroadcast(ct, b)
+
+
+def _lse_jvp_a(t, lse, a, b=None, axis=None, keepdims=False, sgn=None):
+    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
+    tw = t * w if b is None else t * w * b
+    return fnp.sum(tw, axis=axes, keepdims=keepdims)
+
+
+def _lse_jvp_b(t, lse, a, b=None, axis=None, keepdims=False, sgn=None):
+    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
+    return fnp.sum(t * w, axis=axes, keepdims=keepdims)
+
+
+defvjp(_logsumexp, _lse_vjp_a, _lse_vjp_b)
+defjvp(_logsumexp, _lse_jvp_a, _lse_jvp_b)
+
+# With return_sign, the result is (log|s|, sign(s)); the sign is piecewise
+# constant (zero derivative) and scales the weights.
+defvjp(
+    _logsumexp_signed,
+    lambda g, ans, a, b=None, axis=None, keepdims=False: _lse_vjp_a(g[0], ans[0], a, b, axis, keepdims, ans[1]),
+    lambda g, ans, a, b=None, axis=None, keepdims=False: _lse_vjp_b(g[0], ans[0], a, b, axis, keepdims, ans[1]),
+)
+defjvp(
+    _logsumexp_signed,
+    lambda t, ans, a, b=None, axis=None, keepdims=False: (
+        _lse_jvp_a(t, ans[0], a, b, axis, keepdims, ans[1]), fnp.zeros_like(ans[1])),
+    lambda t, ans, a, b=None, axis=None, keepdims=False: (
+        _lse_jvp_b(t, ans[0], a, b, axis, keepdims, ans[1]), fnp.zeros_like(ans[1])),
+)
+
+
+def _batch_front(x: Any, d: Any, per: int) -> Any:
+    """Batched ``x``: batch axis first, unit axes added so its example part has rank ``per``."""
+    if d is None:
+        return x  # broadcasts from the right against the batched arguments
+    x = move_to_front(x, d)
+    s = shape(x)
+    if len(s) - 1 < per:
+        x = fnp.reshape(x, s[:1] + (1,) * (per - len(s) + 1) + s[1:])
+    return x
+
+
+def _lse_batch_rule(fn: Callable, n_out: int) -> Callable:
+    """Batching rule for fn(a, b, axis, keepdims): batch axes to the front, reduce the axes after it."""
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+        a, b, axis, keepdims = args
+        da, db = dims[0], dims[1]
+        per = ndim(a) - (da is not None)
+        if b is not None:
+            per = max(per, ndim(b) - (db is not None))
+        a, b = _batch_front(a, da, per), _batch_front(b, db, per)
+        axes = tuple(i + 1 for i in _reduced_axes(per, axis))
+        return fn(a, b, axes, keepdims), (0 if n_out == 1 else (0,) * n_out)
+
+    return rule
+
+
+defbatch(_logsumexp, _lse_batch_rule(_logsumexp, 1))
+defbatch(_logsumexp_signed, _lse_batch_rule(_logsumexp_signed, 2))
+
+
+def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
+    """log(sum(b * exp(a), axis)), computed stably. Differentiable ``scipy.special.logsumexp``.
+
+    ``axis`` is None (all axes), an int or a tuple of ints; ``b`` are optional
+    weights broadcastable against ``a`` (differentiable too); with
+    ``return_sign=True`` the result is ``(log|s|, sign(s))`` so negative
+    weights are allowed. Needs no SciPy. The gradient with respect to ``a`` is
+    the softmax weights ``b * exp(a - logsumexp(a))``. Unlike SciPy, a 0-d
+    result is a 0-d array rather than a NumPy scalar. Real input only.
+
+    Example::
+
+        logsumexp(fnp.array([1000.0, 1000.0]))             # 1000 + log(2), no overflow
+        fg.grad(logsumexp)(fnp.array([0.0, 1.0]))          # softmax([0, 1])
+    """
+    if return_sign:
+        return _logsumexp_signed(a, b, axis, keepdims)
+    return _logsumexp(a, b, axis, keepdims)
+
+
+# --------------------------------------------------------------------------
+# softmax, log_softmax
+
+def _softmax_raw(x: Any, axis: Any = None) -> Any:
+    xp = namespace_of(x)
+    x = _as_float(xp, x)
+    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax_raw(x: Any, axis: Any = None) -> Any:
+    xp = namespace_of(x)
+    x = _as_float(xp, x)
+    shifted = x - xp.max(x, axis=axis, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+
+
+_softmax = primitive(_softmax_raw, "softmax")
+
+
+def softmax(x: Any, axis: Any = None) -> Any:
+    """exp(x) / sum(exp(x), axis), computed stably. Differentiable ``scipy.special.softmax``.
+
+    ``axis`` defaults to None (all axes), as in SciPy (JAX's nn.softmax uses -1).
+    Needs no SciPy.
+
+    Example::
+
+        softmax(fnp.array([[1.0, 2.0], [3.0, 1000.0]]), axis=1)
+    """
+    return _softmax(x, axis=axis)
+
+
+
+def _softmax_rule(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
+    # The Jacobian diag(s) - s s^T is symmetric: one formula for VJP and JVP.
+    return ans * (g - fnp.sum(g * ans, axis=axis, keepdims=True))
+
+
+defvjp(_softmax, _softmax_rule)
+defjvp(_softmax, _softmax_rule)
+defbatch(_softmax, reduction_rule(_softmax))
+
+_log_softmax = primitive(_log_softmax_raw, "log_softmax")
+
+
+def log_softmax(x: Any, axis: Any = None) -> Any:
+    """x - logsumexp(x, axis, keepdims=True), computed stably. Differentiable ``scipy.special.log_softmax``.
+
+    ``axis`` defaults to None (all axes), as in SciPy. Needs no SciPy.
+
+    Example::
+
+        log_softmax(fnp.array([1.0, 2.0, 3.0]))
+    """
+    return _log_softmax(x, axis=axis)
+
+
+defbatch(_log_softmax, reduction_rule(_log_softmax))
+defvjp(_log_softmax, lambda g, ans, x, axis=None: g - fnp.exp(ans) * fnp.sum(g, axis=axis, keepdims=True))
+defjvp(_log_softmax, lambda t, ans, x, axis=None: t - fnp.sum(fnp.exp(ans) * t, axis=axis, keepdims=True))
+
+
+# --------------------------------------------------------------------------
+# logistic functions
+
+def _expit_raw(x: Any) -> Any:
+    xp = namespace_of(x)
+    x = _as_float(xp, x)
+    e = xp.exp(-xp.abs(x))  # in (0, 1]: never overflows
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _logit_raw(x: Any) -> Any:
+    xp = namespace_of(x)
+    x = _as_float(xp, x)
+    return xp.log(x) - xp.log1p(-x)
+
+
+def _log_expit_raw(x: Any) -> Any:
+    xp = namespace_of(x)
+    x = _as_float(xp, x)
+    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+expit = primitive(_expit_raw, "expit")
+expit.__doc__ = """The logistic sigmoid 1 / (1 + exp(-x)). Differentiable ``scipy.special.expit``.
+
+    Stable for large ``|x|`` in float32 and float64 (exp is only taken of
+    -|x|). Needs no SciPy.
+
+    Example::
+
+        expit(fnp.array([-1000.0, 0.0, 1000.0]))   # [0, 0.5, 1]
+    """
+defvjp(expit, lambda g, ans, x: g * ans * (1 - ans))
+defjvp(expit, lambda t, ans, x: t * ans * (1 - ans))
+
+logit = primitive(_logit_raw, "logit")
+logit.__doc__ = """log(p / (1 - p)), the inverse of expit. Differentiable ``scipy.special.logit``.
+
+    Computed as log(p) - log1p(-p). Needs no SciPy.
+
+    Example::
+
+        logit(fnp.array([0.25, 0.5]))   # [-log(3), 0]
+    """
+defvjp(logit, lambda g, ans, x: g / (x * (1 - x)))
+defjvp(logit, lambda t, ans, x: t / (x * (1 - x)))
+
+log_expit = primitive(_log_expit_raw, "log_expit")
+log_expit.__doc__ = """log(expit(x)), stable for large ``|x|``. Differentiable ``scipy.special.log_expit``.
+
+    Computed as min(x, 0) - log1p(exp(-|x|)). Needs no SciPy.
+
+    Example::
+
+        log_expit(fnp.array([-1000.0, 0.0]))   # [-1000, -log(2)]
+    """
+defvjp(log_expit, lambda g, ans, x: g * expit(-x))
+defjvp(log_expit, lambda t, ans, x: t * expit(-x))
+
+
+# --------------------------------------------------------------------------
+# error functions
+
+erf = _special_primitive("erf", """The error function. Differentiable ``scipy.special.erf``; d/dx = 2/sqrt(pi) exp(-x^2).
+
+    Example::
+
+        erf(fnp.array([0.0, 1.0]))
+    """)
+defvjp(erf, lambda g, ans, x: g * _TWO_OVER_SQRT_PI * fnp.exp(-x * x))
+defjvp(erf, lambda t, ans, x: t * _TWO_OVER_SQRT_PI * fnp.exp(-x * x))
+
+erfc = _special_primitive("erfc", """1 - erf(x), accurate for large x. Differentiable ``scipy.special.erfc``.
+
+    Example::
+
+        erfc(fnp.array([0.0, 5.0]))
+    """)
+defvjp(erfc, lambda g, ans, x: g * -_TWO_OVER_SQRT_PI * fnp.exp(-x * x))
+defjvp(erfc, lambda t, ans, x: t * -_TWO_OVER_SQRT_PI * fnp.exp(-x * x))
+
+erfinv = _special_primitive("erfinv", """Inverse of erf on (-1, 1). Differentiable ``scipy.special.erfinv``; d/dy = sqrt(pi)/2 exp(erfinv(y)^2).
+
+    Example::
+
+        erfinv(fnp.array([0.0, 0.5]))
+    """)
+defvjp(erfinv, lambda g, ans, y: g * _SQRT_PI_OVER_TWO * fnp.exp(ans * ans))
+defjvp(erfinv, lambda t, ans, y: t * _SQRT_PI_OVER_TWO * fnp.exp(ans * ans))
+
+erfcinv = _special_primitive("erfcinv", """Inverse of erfc on (0, 2). Differentiable ``scipy.special.erfcinv``; d/dy = -sqrt(pi)/2 exp(erfcinv(y)^2).
+
+    Example::
+
+        erfcinv(fnp.array([0.5, 1.0]))
+    """)
+defvjp(erfcinv, lambda g, ans, y: g * -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans))
+defjvp(erfcinv, lambda t, ans, y: t * -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans))
+
+
+# --------------------------------------------------------------------------
+# gamma family
+
+def _polygamma_raw(n: Any, x: Any) -> Any:
+    out = _special_function(namespace_of(n, x), "polygamma")(n, x)
+    # scipy.special.polygamma computes in float64; keep the dtype of x.
+    want = getattr(x, "dtype", None)
+    if want is not None and want.kind == "f" and out.dtype != want:
+        out = out.astype(want)
+    return out
+
+
+polygamma = primitive(_polygamma_raw, "polygamma")
+polygamma.__doc__ = """The n-th derivative of digamma. Differentiable ``scipy.special.polygamma`` (in x).
+
+    d/dx polygamma(n, x) = polygamma(n + 1, x). The order ``n`` (a non-negative
+    integer, or an array of them) is not differentiable. Unlike SciPy the
+    result keeps the dtype of a floating ``x`` (SciPy returns float64).
+
+    Example::
+
+        polygamma(1, fnp.array([1.0, 2.0]))   # [pi^2/6, pi^2/6 - 1]
+    """
+
+
+def _polygamma_order_rule(*_: Any, **__: Any) -> Any:
+    raise TypeError(
+        "polygamma(n, x) is not differentiable with respect to the order n; pass n as a "
+        "constant (an int or integer array), not a traced value"
+    )
+
+
+defvjp(polygamma, _polygamma_order_rule, lambda g, ans, n, x: unbroadcast(g * polygamma(n + 1, x), x))
+defjvp(polygamma, _polygamma_order_rule, lambda t, ans, n, x: t * polygamma(n + 1, x))
+
+digamma = _special_primitive("digamma", """The logarithmic derivative of the gamma function. Differentiable ``scipy.special.digamma``.
+
+    d/dx digamma(x) = polygamma(1, x).
+
+    Example::
+
+        digamma(fnp.array([1.0]))   # [-euler_gamma]
+    """)
+defvjp(digamma, lambda g, ans, x: g * polygamma(1, x))
+defjvp(digamma, lambda t, ans, x: t * polygamma(1, x))
+psi = digamma
+
+gammaln = _special_primitive("gammaln", """log|Gamma(x)|. Differentiable ``scipy.special.gammaln``; d/dx = digamma(x).
+
+    Example::
+
+        gammaln(fnp.array([1.0, 5.0]))   # [0, log(24)]
+    """)
+defvjp(gammaln, lambda g, ans, x: g * digamma(x))
+defjvp(gammaln, lambda t, ans, x: t * digamma(x))
+
+gamma = _special_primitive("gamma", """The gamma function. Differentiable ``scipy.special.gamma``; d/dx = gamma(x) digamma(x).
+
+    Example::
+
+        gamma(fnp.array([5.0]))   # [24]
+    """)
+defvjp(gamma, lambda g, ans, x: g * ans * digamma(x))
+defjvp(gamma, lambda t, ans, x: t * ans * digamma(x))
+
+
+# --------------------------------------------------------------------------
+# x log y
+
+xlogy = _special_primitive("xlogy", """x * log(y), 0 where x == 0. Differentiable ``scipy.special.xlogy``.
+
+    Derivatives as in JAX: d/dx = log(y), d/dy = x / y.
+
+    Example::
+
+        xlogy(fnp.array([0.0, 2.0]), fnp.array([0.0, 3.0]))   # [0, 2 log 3]
+    """)
+defvjp(
+    xlogy,
+    lambda g, ans, x, y: unbroadcast(g * fnp.log(y), x),
+    lambda g, ans, x, y: unbroadcast(g * x / y, y),
+)
+defjvp(xlogy, lambda t, ans, x, y: t * fnp.log(y), lambda t, ans, x, y: t * x / y)
+
+xlog1py = _special_primitive("xlog1py", """x * log1p(y), 0 where x == 0. Differentiable ``scipy.special.xlog1py``.
+
+    Derivatives as in JAX: d/dx = log1p(y), d/dy = x / (1 + y).
+
+    Example::
+
+        xlog1py(fnp.array([0.0, 2.0]), fnp.array([-1.0, 1e-10]))
+    """)
+
+
+defvjp(
+    xlog1py,
+    lambda g, ans, x, y: unbroadcast(g * fnp.log1p(y), x),
+    lambda g, ans, x, y: unbroadcast(g * x / (1 + y), y),
+)
+defjvp(xlog1py, lambda t, ans, x, y: t * fnp.log1p(y), lambda t, ans, x, y: t * x / (1 + y))
+
+
+# --------------------------------------------------------------------------
+# modified Bessel functions
+
+i0 = _special_primitive("i0", """Modified Bessel function of the first kind, order 0. Differentiable ``scipy.special.i0``; d/dx = i1(x).
+
+    Example::
+
+        i0(fnp.array([0.0, 1.0]))
+    """)
+defvjp(i0, lambda g, ans, x: g * i1(x))
+defjvp(i0, lambda t, ans, x: t * i1(x))
+
+i1 = _special_primitive("i1", """Modified Bessel function of the first kind, order 1. Differentiable ``scipy.special.i1``.
+
+    d/dx = i0(x) - i1(x) / x, with its limit 1/2 at x = 0. At exactly x = 0
+    derivatives are exact to second order (third and higher read 0 there).
+
+    Example::
+
+        i1(fnp.array([0.0, 1.0]))
+    """)
+
+
+def _i1_prime(ans: Any, x: Any) -> Any:
+    at_zero = x == 0
+    safe_x = fnp.where(at_zero, 1.0, x)
+    return fnp.where(at_zero, 0.5, i0(x) - ans / safe_x)
+
+
+defvjp(i1, lambda g, ans, x: g * _i1_prime(ans, x))
+defjvp(i1, lambda t, ans, x: t * _i1_prime(ans, x))
+
+
+# --------------------------------------------------------------------------
+# batching (vmap, vectorized jacobians): the elementwise functions broadcast
+
+for _fn in (expit, logit, log_expit, erf, erfc, erfinv, erfcinv, polygamma, digamma, gammaln, gamma,
+            xlogy, xlog1py, i0, i1):
+    defbatch(_fn, elementwise_rule(_fn))
+del _fn
