@@ -169,3 +169,20 @@ def test_checkpoint_recomputes_in_backward():
     ck = fg.checkpoint(f)
     fg.grad(lambda x: ck(x) * 2.0)(0.3)
     assert len(calls) == 2  # forward once, recomputed once for the backward pass
+
+
+def test_checkpoint_closing_over_a_traced_value_is_a_clear_error():
+    def f(w):
+        return fnp.sum(fg.checkpoint(lambda x: x * w)(np.ones(2) * w))
+
+    with pytest.raises(TypeError, match="closes over a value traced by grad.*as arguments"):
+        fg.grad(f)(2.0)
+
+
+def test_checkpoint_closing_over_an_outer_traced_value_is_fine():
+    def outer(a):
+        inner = fg.checkpoint(lambda x: fnp.sin(a * x))
+        return fg.grad(lambda x: inner(x))(0.5)  # a cos(a x)
+
+    a = 0.8
+    np.testing.assert_allclose(fg.grad(outer)(a), np.cos(a * 0.5) - a * 0.5 * np.sin(a * 0.5))

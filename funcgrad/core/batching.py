@@ -31,6 +31,8 @@ class BatchBox(Box):
         self._value = value
         self._trace = trace
         self._bdim = bdim
+        self._view = None
+        self._version = 0
 
     def _shape(self) -> tuple:
         v = self._value

@@ -23,6 +23,8 @@ class JVPBox(Box):
         self._value = value
         self._trace = trace
         self._tangent = tangent
+        self._view = None
+        self._version = 0
 
 
 def add_tangents(a: Any, b: Any) -> Any:

@@ -54,6 +54,8 @@ class VJPBox(Box):
         self._value = value
         self._trace = trace
         self._node = node
+        self._view = None
+        self._version = 0
 
 
 class ReverseTrace(Trace):

@@ -60,8 +60,8 @@ class Trace:
 
     __slots__ = ("level", "name", "active")
 
-    def __init__(self, name: str):
-        self.level = next(_levels)
+    def __init__(self, name: str, level: int | None = None):
+        self.level = next(_levels) if level is None else level
         self.name = name
         self.active = False
 
@@ -102,13 +102,17 @@ class Box:
     # Every kind of box shares one layout (subclasses add no slots), so a box can
     # be rebound in place to a value of another trace: that is how ``a[i] = v``
     # works on traced arrays. Each trace uses the slots it needs.
-    __slots__ = ("_value", "_trace", "_node", "_tangent", "_bdim", "__weakref__")
+    # ``_view`` (None, or how this box views another, see funcgrad.numpy.inplace)
+    # and ``_version`` (bumped by each in-place write) serve in-place updates.
+    __slots__ = ("_value", "_trace", "_node", "_tangent", "_bdim", "_view", "_version", "__weakref__")
     # Let NumPy defer to our reflected operators (ndarray + Box -> Box.__radd__).
     __array_priority__ = 1000.0
 
     def __init__(self, value: Any, trace: Trace):
         self._value = value
         self._trace = trace
+        self._view = None
+        self._version = 0
 
     def _shape(self) -> tuple:
         """The shape user code sees (a batching box hides its batch axis)."""
@@ -180,6 +184,8 @@ def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool 
     prim = Primitive(raw, name, multiple_results)
 
     def traced_call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and kwargs.get("out") is not None:
+            return call_with_out(traced_call, raw, args, kwargs)
         for a in args:
             if isinstance(a, Box):
                 break
@@ -187,8 +193,11 @@ def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool 
             return raw(*args, **kwargs)
         top = a._trace
         for a in args:
-            if isinstance(a, Box) and a._trace.level > top.level:
-                top = a._trace
+            if isinstance(a, Box):
+                if a._view is not None:
+                    a._view.sync(a)  # a view whose base was written in place
+                if a._trace.level > top.level:
+                    top = a._trace
         if not top.active:
             raise top.leaked()
         argvals = list(args)
@@ -205,6 +214,28 @@ def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool 
     traced_call.primitive = prim  # type: ignore[attr-defined]
     prim.call = traced_call  # the traced entry point, used by traces to recurse
     return traced_call
+
+
+def call_with_out(traced: Callable, raw: Callable, args: tuple, kwargs: dict) -> Any:
+    """``f(..., out=o)``: NumPy's own call when nothing is traced; otherwise the
+    result is computed functionally and written into ``o`` (which must then be
+    an array that can hold traced values, see funcgrad.numpy.inplace)."""
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out")
+    if isinstance(out, tuple) and len(out) == 1:
+        out = out[0]
+    if not isinstance(out, Box) and not any(isinstance(a, Box) for a in args):
+        return raw(*args, out=out, **kwargs)
+    result = traced(*args, **kwargs)
+    write = getattr(out, "_write_all", None)
+    if write is None:
+        raise TypeError(
+            "out= is a plain array but the result is traced: it cannot hold a derivative. Create "
+            "the output array with funcgrad.numpy (fnp.zeros, fnp.empty ...) inside the "
+            "transformed function, or use the return value instead of out="
+        )
+    write(result)
+    return out
 
 
 def unbox_all(x: Any) -> Any:

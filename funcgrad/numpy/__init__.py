@@ -36,6 +36,12 @@ from .indexing import *  # noqa: F401,F403
 
 _box_methods.install()
 
+from . import inplace as _inplace  # noqa: E402
+
+_inplace.install()
+
+from . import _batching  # noqa: E402,F401  (installs the loop fallback for vmap)
+
 from ..core import reverse as _reverse  # noqa: E402
 
 _reverse.zeros_like = zeros_like  # noqa: F405  cotangents of unused results

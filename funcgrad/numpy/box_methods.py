@@ -16,10 +16,24 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..core import Box
+from ..core.batching import BatchBox
 
 
 def _value(x: Any) -> Any:
     while isinstance(x, Box):
+        x = x._value
+    return x
+
+
+def _concrete(x: Any, what: str) -> Any:
+    """The plain value behind ``x`` for Python control flow; refused under vmap,
+    where one Python value cannot stand for a whole batch."""
+    while isinstance(x, Box):
+        if isinstance(x, BatchBox):
+            raise TypeError(
+                f"{what} of a value batched by vmap: Python control flow cannot depend on "
+                f"per-example values. Use fnp.where / fnp.select instead"
+            )
         x = x._value
     return x
 
@@ -65,20 +79,23 @@ class ArrayMethods:
         return fnp.indexing._IndexUpdateHelper(self)
 
     def __len__(self):
-        return len(_value(self))
+        s = fnp.shape(self)
+        if not s:
+            raise TypeError("len() of a 0-d array")
+        return s[0]
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
     # --- conversions ------------------------------------------------------
     def __bool__(self):
-        return bool(_value(self))
+        return bool(_concrete(self, "bool()"))
 
     def __index__(self):
-        return _value(self).__index__()
+        return _concrete(self, "use as an index").__index__()
 
     def __int__(self):
-        return int(_value(self))
+        return int(_concrete(self, "int()"))
 
     def __float__(self):
         raise TypeError(

@@ -1,41 +1,127 @@
 """Elementwise primitives and their rules: a table of derivatives.
 
 Each primitive is defined once, with its VJP per argument and its JVP next to
-it, all written in funcgrad.numpy so they differentiate again.
+it, all written in funcgrad.numpy so they differentiate again. Unary
+functions whose derivative is ``f'(x)`` (holomorphic ones included: complex
+rules are linear, JAX's convention) are declared in one line with
+:func:`_deriv`; the others spell out both rules.
+
+Conventions at non-smooth points (as in JAX): ties of ``maximum``/``minimum``
+(``fmax``, ``fmin``, ``clip``) split the derivative half/half; ``abs`` has
+derivative 0 at 0; the singular points of ``arctan2``, ``hypot`` and
+``angle`` (the origin) get derivative 0 instead of nan.
 """
 
 from __future__ import annotations
+
+import cmath
+import math
+from typing import Any, Callable
 
 import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..backend import _NAMESPACE_BY_TYPE, namespace_of
 from ..core import def_linear, defjvp, defvjp, primitive
-from ._util import backend_function, unbroadcast
+from ._util import backend_function, is_complex, resolve, shape, unbroadcast
 
 __all__ = [
-    "add", "subtract", "multiply", "divide", "true_divide", "negative", "positive",
-    "sin", "cos", "tan", "exp", "log", "tanh", "sqrt", "square", "real", "imag", "conj", "conjugate",
+    # arithmetic
+    "add", "subtract", "multiply", "divide", "true_divide", "negative", "positive", "reciprocal",
+    "power", "float_power", "mod", "remainder", "fmod",
+    # exponentials, logarithms, roots
+    "exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "cbrt", "square",
+    "logaddexp", "logaddexp2",
+    # trigonometric and hyperbolic
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh", "tanh",
+    "arcsinh", "arccosh", "arctanh", "sinc", "deg2rad", "rad2deg", "radians", "degrees",
+    # absolute value, sign, complex parts
+    "abs", "absolute", "fabs", "copysign", "real", "imag", "conj", "conjugate", "angle",
+    # selection
+    "maximum", "minimum", "fmax", "fmin", "where", "clip", "nan_to_num",
 ]
 
-
-def _unary(name: str):
-    return primitive(backend_function(name), name)
-
-
-def _binary(name: str):
-    return primitive(backend_function(name, 2), name)
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
 
 
-# --- arithmetic -----------------------------------------------------------
+# --- building blocks --------------------------------------------------------
+
+def _no_kwargs(name: str, kwargs: dict) -> TypeError:
+    return TypeError(
+        f"funcgrad.numpy.{name} takes no keyword arguments (got {', '.join(map(repr, kwargs))}): "
+        f"ufunc options such as out=, where= and dtype= are not supported; use fnp.where or "
+        f"fnp.astype on the result instead"
+    )
+
+
+def _ufunc_raw(name: str, nin: int) -> Callable:
+    """The raw forward of ufunc ``name``: the arrays' own namespace, positional arrays only."""
+    np_fn = getattr(np, name)
+    if nin == 1:
+
+        def raw(x: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                raise _no_kwargs(name, kwargs)
+            if _NAMESPACE_BY_TYPE.get(type(x)) is np:
+                return np_fn(x)
+            ns = namespace_of(x)
+            return (np_fn if ns is np else resolve(ns, name))(x)
+
+    else:
+
+        def raw(x: Any, y: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                raise _no_kwargs(name, kwargs)
+            if _NAMESPACE_BY_TYPE.get(type(x)) is np and _NAMESPACE_BY_TYPE.get(type(y)) is np:
+                return np_fn(x, y)
+            ns = namespace_of(x, y)
+            return (np_fn if ns is np else resolve(ns, name))(x, y)
+
+    raw.__name__ = raw.__qualname__ = name
+    raw.__doc__ = f"Differentiable ``numpy.{name}`` (runs on the arrays' own backend)."
+    return raw
+
+
+def _unary(name: str) -> Callable:
+    return primitive(_ufunc_raw(name, 1), name)
+
+
+def _binary(name: str) -> Callable:
+    return primitive(_ufunc_raw(name, 2), name)
+
+
+def _deriv(fn: Callable, dfdx: Callable) -> None:
+    """Rules of a unary ``fn`` with derivative ``dfdx(ans, x)``: VJP ``g * f'``, JVP ``t * f'``."""
+    defvjp(fn, lambda g, ans, x: g * dfdx(ans, x))
+    defjvp(fn, lambda t, ans, x: t * dfdx(ans, x))
+
+
+def _bt(t: Any, ans: Any) -> Any:
+    """Broadcast tangent ``t`` to the shape of ``ans`` (no work when it already has it)."""
+    s = shape(ans)
+    return t if shape(t) == s else fnp.broadcast_to(t, s)
+
+
+def _is_pyscalar(v: Any) -> bool:
+    return type(v) in (int, float, complex)
+
+
+def _safe(d: Any) -> Any:
+    """``d`` with zeros replaced by ones: a denominator that cannot make nan."""
+    return fnp.where(d == 0, 1, d)
+
+
+# --- arithmetic -------------------------------------------------------------
 
 add = _binary("add")
 defvjp(add, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: unbroadcast(g, y))
-defjvp(add, lambda t, ans, x, y: fnp.broadcast_to(t, fnp.shape(ans)), lambda t, ans, x, y: fnp.broadcast_to(t, fnp.shape(ans)))
+defjvp(add, lambda t, ans, x, y: _bt(t, ans), lambda t, ans, x, y: _bt(t, ans))
 
 subtract = _binary("subtract")
 defvjp(subtract, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: -unbroadcast(g, y))
-defjvp(subtract, lambda t, ans, x, y: fnp.broadcast_to(t, fnp.shape(ans)), lambda t, ans, x, y: fnp.broadcast_to(-t, fnp.shape(ans)))
+defjvp(subtract, lambda t, ans, x, y: _bt(t, ans), lambda t, ans, x, y: _bt(-t, ans))
 
 multiply = _binary("multiply")
 defvjp(multiply, lambda g, ans, x, y: unbroadcast(g * y, x), lambda g, ans, x, y: unbroadcast(x * g, y))
@@ -54,41 +140,341 @@ positive = _unary("positive")
 defvjp(positive, lambda g, ans, x: g)
 def_linear(positive)
 
-# --- unary math -----------------------------------------------------------
+reciprocal = _unary("reciprocal")
+_deriv(reciprocal, lambda ans, x: -(ans * ans))
 
-sin = _unary("sin")
-defvjp(sin, lambda g, ans, x: g * fnp.cos(x))
-defjvp(sin, lambda t, ans, x: t * fnp.cos(x))
 
-cos = _unary("cos")
-defvjp(cos, lambda g, ans, x: -g * fnp.sin(x))
-defjvp(cos, lambda t, ans, x: -t * fnp.sin(x))
+# power(x, y) = x ** y.
+#   d/dx = y * x ** (y - 1): finite for negative x with integer-valued y (no
+#          division by x, no log), and 0 where y == 0 (also at x == 0).
+#   d/dy = x ** y * log(x), with log(x) replaced by log|x| for real results (the
+#          real part of the principal log: exact for x > 0, and the derivative of
+#          the real part of the principal (-a) ** y at integer y), and by 0 where
+#          x == 0. No nan reaches the gradient from a zero or negative base.
 
-tan = _unary("tan")
-defvjp(tan, lambda g, ans, x: g * (1 + ans * ans))
-defjvp(tan, lambda t, ans, x: t * (1 + ans * ans))
+_ZERO, _ONE = object(), object()  # markers: d(x ** y)/dx is identically 0 or 1 (Python y)
+
+
+def _power_dx(x: Any, y: Any, pow_fn: Callable) -> Any:
+    """d(x ** y)/dx, or the marker _ZERO / _ONE for a Python exponent 0 / 1."""
+    if _is_pyscalar(y):
+        if y == 0:
+            return _ZERO
+        if y == 1:
+            return _ONE
+        if y == 2:
+            return 2 * x
+        return y * pow_fn(x, y - 1)
+    # where x == y == 0, 0 * 0 ** -1 would be nan: take the base 1 there.
+    xs = fnp.where(fnp.logical_and(y == 0, x == 0), 1, x)
+    return y * pow_fn(xs, y - 1)
+
+
+def _log_base(x: Any, ans: Any) -> Any:
+    """The log(x) factor of d(x ** y)/dy (see above)."""
+    if _is_pyscalar(x):
+        if x == 0:
+            return 0.0
+        if is_complex(ans):
+            return cmath.log(x)
+        return math.log(math.fabs(x))
+    xs = _safe(x)
+    if is_complex(ans):
+        return fnp.log(xs if is_complex(xs) else xs + 0j)
+    return fnp.log(fnp.abs(xs))
+
+
+def _power_rules(fn: Callable, pow_fn: Callable, cast: bool) -> None:
+    def cast_like(c, x):
+        # float_power computes in float64: hand back cotangents in x's dtype.
+        if cast and fnp.result_type(c) != fnp.result_type(x):
+            return fnp.astype(c, fnp.result_type(x))
+        return c
+
+    def vjp_x(g, ans, x, y):
+        d = _power_dx(x, y, pow_fn)
+        if d is _ZERO:
+            return fnp.zeros_like(x)
+        return cast_like(unbroadcast(g if d is _ONE else g * d, x), x)
+
+    def vjp_y(g, ans, x, y):
+        return cast_like(unbroadcast(g * ans * _log_base(x, ans), y), y)
+
+    def jvp_x(t, ans, x, y):
+        d = _power_dx(x, y, pow_fn)
+        if d is _ZERO:
+            return fnp.zeros_like(ans)
+        return _bt(t, ans) if d is _ONE else t * d
+
+    def jvp_y(t, ans, x, y):
+        return t * ans * _log_base(x, ans)
+
+    defvjp(fn, vjp_x, vjp_y)
+    defjvp(fn, jvp_x, jvp_y)
+
+
+power = _binary("power")
+_power_rules(power, power, cast=False)
+
+float_power = _binary("float_power")
+_power_rules(float_power, float_power, cast=True)
+
+
+# mod(x, y) = x - floor(x / y) * y and fmod(x, y) = x - trunc(x / y) * y: slope 1 in x,
+# minus the (piecewise constant) quotient in y. The quotient is read off the result
+# itself so that it matches what numpy computed.
+
+def _mod_quotient(x, y, ans):
+    return fnp.floor_divide(x, y)
+
+
+def _fmod_quotient(x, y, ans):
+    return fnp.rint((x - ans) / y)
+
+
+def _mod_rules(fn: Callable, quotient: Callable) -> None:
+    defvjp(
+        fn,
+        lambda g, ans, x, y: unbroadcast(g, x),
+        lambda g, ans, x, y: unbroadcast(-g * quotient(x, y, ans), y),
+    )
+    defjvp(
+        fn,
+        lambda t, ans, x, y: _bt(t, ans),
+        lambda t, ans, x, y: -t * quotient(x, y, ans),
+    )
+
+
+mod = _binary("remainder")
+_mod_rules(mod, _mod_quotient)
+remainder = mod
+
+fmod = _binary("fmod")
+_mod_rules(fmod, _fmod_quotient)
+
+
+# --- exponentials, logarithms, roots ----------------------------------------
 
 exp = _unary("exp")
-defvjp(exp, lambda g, ans, x: g * ans)
-defjvp(exp, lambda t, ans, x: t * ans)
+_deriv(exp, lambda ans, x: ans)
+
+expm1 = _unary("expm1")
+_deriv(expm1, lambda ans, x: ans + 1)
+
+exp2 = _unary("exp2")
+_deriv(exp2, lambda ans, x: ans * _LN2)
 
 log = _unary("log")
-defvjp(log, lambda g, ans, x: g / x)
-defjvp(log, lambda t, ans, x: t / x)
+_deriv(log, lambda ans, x: 1 / x)
 
-tanh = _unary("tanh")
-defvjp(tanh, lambda g, ans, x: g * (1 - ans * ans))
-defjvp(tanh, lambda t, ans, x: t * (1 - ans * ans))
+log1p = _unary("log1p")
+_deriv(log1p, lambda ans, x: 1 / (x + 1))
+
+log2 = _unary("log2")
+_deriv(log2, lambda ans, x: 1 / (x * _LN2))
+
+log10 = _unary("log10")
+_deriv(log10, lambda ans, x: 1 / (x * _LN10))
 
 sqrt = _unary("sqrt")
-defvjp(sqrt, lambda g, ans, x: g * 0.5 / ans)
-defjvp(sqrt, lambda t, ans, x: t * 0.5 / ans)
+_deriv(sqrt, lambda ans, x: 0.5 / ans)
+
+cbrt = _unary("cbrt")
+_deriv(cbrt, lambda ans, x: 1 / (3 * (ans * ans)))
 
 square = _unary("square")
-defvjp(square, lambda g, ans, x: g * 2 * x)
-defjvp(square, lambda t, ans, x: t * 2 * x)
+_deriv(square, lambda ans, x: 2 * x)
 
-# --- complex parts --------------------------------------------------------
+
+# logaddexp(x, y) = log(exp(x) + exp(y)); d/dx = exp(x - ans). Where x equals the
+# result (x = +inf, or y = -inf) the weight is 1, or 1/2 if y equals it too (both
+# +inf or both -inf: a tie); x - ans is never formed there, so inf - inf cannot
+# make a nan or a warning.
+
+def _logaddexp_weight(x, y, ans, log_half, exp_fn):
+    at_x = x == ans
+    d = fnp.where(at_x, 0, x) - fnp.where(at_x, 0, ans)
+    return exp_fn(fnp.where(fnp.logical_and(at_x, y == ans), log_half, d))
+
+
+def _logaddexp_rules(fn: Callable, log_half: float, exp_fn: Callable) -> None:
+    defvjp(
+        fn,
+        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(x, y, ans, log_half, exp_fn), x),
+        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(y, x, ans, log_half, exp_fn), y),
+    )
+    defjvp(
+        fn,
+        lambda t, ans, x, y: t * _logaddexp_weight(x, y, ans, log_half, exp_fn),
+        lambda t, ans, x, y: t * _logaddexp_weight(y, x, ans, log_half, exp_fn),
+    )
+
+
+logaddexp = _binary("logaddexp")
+_logaddexp_rules(logaddexp, -_LN2, exp)
+
+logaddexp2 = _binary("logaddexp2")
+_logaddexp_rules(logaddexp2, -1.0, exp2)
+
+
+# --- trigonometric and hyperbolic -------------------------------------------
+
+sin = _unary("sin")
+_deriv(sin, lambda ans, x: fnp.cos(x))
+
+cos = _unary("cos")
+_deriv(cos, lambda ans, x: -fnp.sin(x))
+
+tan = _unary("tan")
+_deriv(tan, lambda ans, x: 1 + ans * ans)
+
+arcsin = _unary("arcsin")
+_deriv(arcsin, lambda ans, x: 1 / fnp.sqrt(1 - x * x))
+
+arccos = _unary("arccos")
+_deriv(arccos, lambda ans, x: -1 / fnp.sqrt(1 - x * x))
+
+arctan = _unary("arctan")
+_deriv(arctan, lambda ans, x: 1 / (1 + x * x))
+
+sinh = _unary("sinh")
+_deriv(sinh, lambda ans, x: fnp.cosh(x))
+
+cosh = _unary("cosh")
+_deriv(cosh, lambda ans, x: fnp.sinh(x))
+
+tanh = _unary("tanh")
+_deriv(tanh, lambda ans, x: 1 - ans * ans)
+
+arcsinh = _unary("arcsinh")
+_deriv(arcsinh, lambda ans, x: 1 / fnp.sqrt(x * x + 1))
+
+arccosh = _unary("arccosh")
+# sqrt(x - 1) * sqrt(x + 1) is the principal branch for complex x; equal to sqrt(x^2 - 1) for real x > 1.
+_deriv(arccosh, lambda ans, x: 1 / (fnp.sqrt(x - 1) * fnp.sqrt(x + 1) if is_complex(x) else fnp.sqrt(x * x - 1)))
+
+arctanh = _unary("arctanh")
+_deriv(arctanh, lambda ans, x: 1 / (1 - x * x))
+
+
+def _arctan2_denominator(x1, x2):
+    return _safe(x1 * x1 + x2 * x2)
+
+
+arctan2 = _binary("arctan2")  # arctan2(x1, x2) = angle of the point (x2, x1)
+defvjp(
+    arctan2,
+    lambda g, ans, x1, x2: unbroadcast(g * x2 / _arctan2_denominator(x1, x2), x1),
+    lambda g, ans, x1, x2: unbroadcast(-g * x1 / _arctan2_denominator(x1, x2), x2),
+)
+defjvp(
+    arctan2,
+    lambda t, ans, x1, x2: t * x2 / _arctan2_denominator(x1, x2),
+    lambda t, ans, x1, x2: -t * x1 / _arctan2_denominator(x1, x2),
+)
+
+hypot = _binary("hypot")
+defvjp(
+    hypot,
+    lambda g, ans, x1, x2: unbroadcast(g * x1 / _safe(ans), x1),
+    lambda g, ans, x1, x2: unbroadcast(g * x2 / _safe(ans), x2),
+)
+defjvp(
+    hypot,
+    lambda t, ans, x1, x2: t * x1 / _safe(ans),
+    lambda t, ans, x1, x2: t * x2 / _safe(ans),
+)
+
+
+# sinc(x) = sin(pi x) / (pi x). Its derivatives come from a primitive that computes
+# the n-th derivative directly (a Taylor series near 0, where the closed form
+# cancels), each differentiable by the next: correct at 0 to any order.
+
+def _sinc_derivative_raw(x: Any, n: int) -> Any:
+    """The ``n``-th derivative of numpy's (normalized) sinc at ``x``, ``n >= 1``."""
+    xp = namespace_of(x)
+    u = x * math.pi
+    small = xp.abs(u) < 1.0
+    us = xp.where(small, 1.0, u)
+    # f(u) = sin(u) / u obeys u f^(k) + k f^(k-1) = sin^(k)(u) = sin(u + k pi / 2).
+    s, c = xp.sin(us), xp.cos(us)
+    cycle = (s, c, -s, -c)
+    f = s / us
+    for k in range(1, n + 1):
+        f = (cycle[k % 4] - k * f) / us
+    # Near 0: f(u) = sum_k (-1)^k u^(2k) / (2k+1)!, differentiated n times (Horner in u^2).
+    k0 = (n + 1) // 2
+    u2 = u * u
+    series = 0.0
+    for k in range(k0 + 12, k0 - 1, -1):
+        coef = (-1) ** k * math.factorial(2 * k) / (math.factorial(2 * k - n) * math.factorial(2 * k + 1))
+        series = series * u2 + coef
+    if n % 2:
+        series = series * u
+    return xp.where(small, series, f) * math.pi ** n
+
+
+_sinc_derivative = primitive(_sinc_derivative_raw, "sinc_derivative")
+defvjp(_sinc_derivative, lambda g, ans, x, n: g * _sinc_derivative(x, n + 1))
+defjvp(_sinc_derivative, lambda t, ans, x, n: t * _sinc_derivative(x, n + 1))
+
+sinc = primitive(backend_function("sinc"), "sinc")
+sinc.__doc__ = "Differentiable ``numpy.sinc`` (normalized: sin(pi x) / (pi x)); exact derivatives at 0 too."
+_deriv(sinc, lambda ans, x: _sinc_derivative(x, 1))
+
+deg2rad = _unary("deg2rad")
+defvjp(deg2rad, lambda g, ans, x: fnp.deg2rad(g))
+def_linear(deg2rad)
+radians = deg2rad
+
+rad2deg = _unary("rad2deg")
+defvjp(rad2deg, lambda g, ans, x: fnp.rad2deg(g))
+def_linear(rad2deg)
+degrees = rad2deg
+
+
+# --- absolute value, sign, complex parts ------------------------------------
+# For a complex x, abs(x) is real: d|x| = real(conj(x) dx) / |x|, so the VJP is
+# g * conj(x) / |x| (JAX's convention: grad(abs)(3+4j) = 0.6-0.8j); 0 at x == 0.
+
+def _abs_vjp(g, ans, x):
+    if is_complex(x):
+        return g * fnp.conj(x) / _safe(ans)
+    return g * fnp.sign(x)
+
+
+def _abs_jvp(t, ans, x):
+    if is_complex(x):
+        return fnp.real(fnp.conj(x) * t) / _safe(ans)
+    return t * fnp.sign(x)
+
+
+absolute = _unary("absolute")
+defvjp(absolute, _abs_vjp)
+defjvp(absolute, _abs_jvp)
+abs = absolute  # noqa: A001 - mirrors numpy
+
+fabs = _unary("fabs")
+defvjp(fabs, _abs_vjp)
+defjvp(fabs, _abs_jvp)
+
+copysign = _binary("copysign")  # |x| with the sign of y: slope +-1 in x, 0 in y
+
+
+def _copysign_flip(x, y):
+    return fnp.not_equal(fnp.signbit(x), fnp.signbit(y))
+
+
+defvjp(
+    copysign,
+    lambda g, ans, x, y: unbroadcast(fnp.where(_copysign_flip(x, y), -g, g), x),
+    lambda g, ans, x, y: fnp.zeros_like(y),
+)
+defjvp(
+    copysign,
+    lambda t, ans, x, y: _bt(fnp.where(_copysign_flip(x, y), -t, t), ans),
+    lambda t, ans, x, y: fnp.zeros_like(ans),
+)
 
 real = _unary("real")
 defvjp(real, lambda g, ans, x: fnp.real(g) if not fnp.iscomplexobj(x) else fnp.real(g) + 0j)
@@ -102,3 +488,184 @@ conj = _unary("conjugate")
 defvjp(conj, lambda g, ans, x: fnp.conj(g))
 def_linear(conj)
 conjugate = conj
+
+
+# angle(z) = arg z: d angle = imag(conj(z) dz) / |z|^2, so the VJP is -1j * g * conj(z) / |z|^2
+# (= -1j * g / z). Real inputs have a piecewise constant angle (0 or pi): derivative 0.
+
+def _angle_vjp(g, ans, z, deg=False):
+    if not is_complex(z):
+        return fnp.zeros_like(z)
+    zc = fnp.conj(z)
+    out = (-1j * g) * zc / _safe(fnp.real(z * zc))
+    return out * (180 / math.pi) if deg else out
+
+
+def _angle_jvp(t, ans, z, deg=False):
+    if not is_complex(z):
+        return fnp.zeros_like(ans)
+    zc = fnp.conj(z)
+    out = fnp.imag(zc * t) / _safe(fnp.real(z * zc))
+    return out * (180 / math.pi) if deg else out
+
+
+angle = primitive(backend_function("angle"), "angle")
+angle.__doc__ = "Differentiable ``numpy.angle(z, deg=False)``; derivative 0 for real input and at 0."
+defvjp(angle, _angle_vjp)
+defjvp(angle, _angle_jvp)
+
+
+# --- selection: maximum/minimum, where, clip ---------------------------------
+# The derivative goes to the argument the result came from; at a tie it is split
+# half/half (as in JAX), so that e.g. maximum(x, x) has derivative 1 in x.
+
+def _share(g, mine, other):
+    """``g`` where ``mine`` alone equals the result, ``g / 2`` where ``other`` does too, else 0."""
+    return fnp.where(mine, fnp.where(other, g * 0.5, g), 0)
+
+
+def _select_rules(fn: Callable) -> None:
+    defvjp(
+        fn,
+        lambda g, ans, x, y: unbroadcast(_share(g, x == ans, y == ans), x),
+        lambda g, ans, x, y: unbroadcast(_share(g, y == ans, x == ans), y),
+    )
+    defjvp(
+        fn,
+        lambda t, ans, x, y: _bt(_share(t, x == ans, y == ans), ans),
+        lambda t, ans, x, y: _bt(_share(t, y == ans, x == ans), ans),
+    )
+
+
+maximum = _binary("maximum")
+_select_rules(maximum)
+
+minimum = _binary("minimum")
+_select_rules(minimum)
+
+fmax = _binary("fmax")  # like maximum, but a nan loses: its derivative then goes to the other
+_select_rules(fmax)
+
+fmin = _binary("fmin")
+_select_rules(fmin)
+
+
+_where = primitive(backend_function("where", 3), "where")
+defvjp(
+    _where,
+    lambda g, ans, c, x, y: fnp.zeros_like(c),
+    lambda g, ans, c, x, y: unbroadcast(fnp.where(c, g, 0), x),
+    lambda g, ans, c, x, y: unbroadcast(fnp.where(c, 0, g), y),
+)
+defjvp(
+    _where,
+    lambda t, ans, c, x, y: fnp.zeros_like(ans),
+    lambda t, ans, c, x, y: _bt(fnp.where(c, t, 0), ans),
+    lambda t, ans, c, x, y: _bt(fnp.where(c, 0, t), ans),
+)
+
+
+def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast together).
+
+    Differentiable ``numpy.where`` in ``x`` and ``y`` (the condition carries no
+    derivative). With only ``condition`` it is ``nonzero(condition)``, which has
+    no derivative.
+
+    Example::
+
+        fg.grad(lambda x: fnp.sum(fnp.where(x > 0, x, 0.1 * x)))(fnp.array([-1.0, 2.0]))   # [0.1, 1.]
+    """
+    if x is None and y is None:
+        return fnp.nonzero(condition)
+    if x is None or y is None:
+        raise ValueError(
+            "where: give both x and y (elements to choose from), or neither (which means "
+            "nonzero(condition)); got only " + ("y" if x is None else "x")
+        )
+    return _where(condition, x, y)
+
+
+def _clip_raw(a: Any, a_min: Any, a_max: Any) -> Any:
+    xp = namespace_of(*[v for v in (a, a_min, a_max) if v is not None])
+    return xp.clip(a, a_min, a_max)
+
+
+_clip = primitive(_clip_raw, "clip")
+
+
+def _clip_others(ans, *others):
+    """Where any of the other (non-None) arguments also equals the result."""
+    eqs = [o == ans for o in others if o is not None]
+    if not eqs:
+        return False
+    return eqs[0] if len(eqs) == 1 else fnp.logical_or(eqs[0], eqs[1])
+
+
+def _clip_rule(k: int, reverse: bool) -> Callable:
+    def rule(g, ans, a, a_min, a_max):
+        args = (a, a_min, a_max)
+        share = _share(g, args[k] == ans, _clip_others(ans, *args[:k], *args[k + 1:]))
+        return unbroadcast(share, args[k]) if reverse else _bt(share, ans)
+
+    return rule
+
+
+defvjp(_clip, *[_clip_rule(k, True) for k in range(3)])
+defjvp(_clip, *[_clip_rule(k, False) for k in range(3)])
+
+
+def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    """Limit ``a`` to ``[a_min, a_max]``; either bound may be None or an array.
+
+    Differentiable ``numpy.clip`` in ``a`` and in both bounds: the derivative goes
+    to whichever of them the result equals (half/half at a tie, as in JAX).
+    ``min``/``max`` are NumPy 2's aliases of ``a_min``/``a_max``.
+
+    Example::
+
+        fg.grad(lambda x: fnp.sum(fnp.clip(x, 0.0, 1.0)))(fnp.array([-1.0, 0.5, 2.0]))   # [0., 1., 0.]
+    """
+    if min is not None:
+        if a_min is not None:
+            raise TypeError("clip: give the lower bound once, as a_min or as min, not both")
+        a_min = min
+    if max is not None:
+        if a_max is not None:
+            raise TypeError("clip: give the upper bound once, as a_max or as max, not both")
+        a_max = max
+    return _clip(a, a_min, a_max)
+
+
+def _finite_part(g, x):
+    """``g`` where ``x`` is finite, 0 elsewhere (per real and imaginary part for complex x)."""
+    if is_complex(x):
+        re = fnp.where(fnp.isfinite(fnp.real(x)), fnp.real(g), 0)
+        im = fnp.where(fnp.isfinite(fnp.imag(x)), fnp.imag(g), 0)
+        return re + 1j * im
+    return fnp.where(fnp.isfinite(x), g, 0)
+
+
+def _nan_to_num_raw(x: Any, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
+    xp = np if _NAMESPACE_BY_TYPE.get(type(x)) is np else namespace_of(x)
+    return xp.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+
+
+_nan_to_num = primitive(_nan_to_num_raw, "nan_to_num")
+defvjp(_nan_to_num, lambda g, ans, x, **kw: _finite_part(g, x))
+defjvp(_nan_to_num, lambda t, ans, x, **kw: _finite_part(t, x))
+
+
+def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Any:
+    """Replace nan and infinities by finite numbers.
+
+    Differentiable ``numpy.nan_to_num``: slope 1 where ``x`` is finite, 0 where it
+    was replaced. Always returns a new array (``copy=False`` is accepted and ignored:
+    the input is never changed in place).
+
+    Example::
+
+        fg.grad(lambda x: fnp.sum(fnp.nan_to_num(x * x)))(fnp.array([1.0, 2.0]))   # [2., 4.]
+    """
+    return _nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)

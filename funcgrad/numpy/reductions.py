@@ -1,39 +1,792 @@
-"""Reductions (sum, mean, prod, max, ...) and their rules."""
+"""Reductions and scans (sum, mean, prod, max, var, cumsum, sort, ...) and their rules.
+
+Every public function mirrors the NumPy function of the same name (``axis`` as
+None, an int, a negative int or a tuple; ``keepdims``; ``dtype`` where NumPy
+has it) and is a primitive whose VJP and JVP sit next to it. Rules are written
+in funcgrad.numpy, so they differentiate again, to any order.
+
+Semantics at the points where a reduction is not differentiable follow JAX
+and are chosen so that no rule divides by an input:
+
+* ``prod`` / ``cumprod``: the derivative is the product of the *other*
+  factors, computed with exclusive scans, never ``prod / x``; exact with one
+  or several zeros, and to any order.
+* ``max`` / ``min`` / ``amax`` / ``amin`` / ``ptp``: tied extrema share the
+  derivative equally (each of ``k`` ties gets ``1/k``).
+* ``std``: at a constant slice the derivative is 0 (the smallest
+  subgradient), also when rounding makes the computed std tiny but non-zero;
+  never nan (a ``sqrt(var)`` rule, as in JAX, gives nan there).
+* ``sort``: the cotangent is scattered back through the sorting permutation;
+  tied values each take the cotangent of the slot they were sorted into.
+
+``out=`` is not supported (functional code returns new arrays); ``where=`` is
+supported by ``sum`` and ``mean``, ``initial=`` by ``sum``, ``prod``, ``max``
+and ``min``.
+"""
 
 from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any
 
 import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..core import def_linear, defvjp, primitive
-from ._util import backend_function, shape
+from ..backend import _NAMESPACE_BY_TYPE, namespace_of
+from ..core import def_linear, defjvp, defvjp, primitive
+from ._util import _value, dtype as _dtype, is_complex, shape
 
-__all__ = ["sum"]
+try:  # NumPy >= 2
+    from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
+except ImportError:  # pragma: no cover - NumPy 1.x
+    from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple
+
+__all__ = [
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "ptp", "var", "std", "average",
+    "cumsum", "cumprod", "sort", "nansum", "nanmean",
+]
+
+_bmax = builtins.max
 
 
-def _normalize_axis(axis, nd: int) -> tuple[int, ...]:
+# --------------------------------------------------------------------------
+# helpers (static shape logic only; everything on arrays goes through fnp)
+
+
+def _axes(axis: Any, nd: int) -> tuple[int, ...]:
+    """``axis`` as a sorted tuple of non-negative ints (None: every axis)."""
     if axis is None:
         return tuple(range(nd))
-    if isinstance(axis, int):
-        axis = (axis,)
-    return tuple(a % nd if nd else a for a in axis)
+    if not isinstance(axis, (tuple, list)):
+        axis = (operator.index(axis),)
+    return tuple(sorted(_normalize_axis_tuple(axis, nd, "axis")))
 
 
-def _expand_reduced(g, x, axis, keepdims):
-    """Give a reduced cotangent back the reduced axes so it broadcasts against ``x``."""
-    if keepdims or axis is None and fnp.ndim(g) == 0:
-        return g if keepdims else fnp.reshape(g, (1,) * len(shape(x)))
-    axes = _normalize_axis(axis, len(shape(x)))
-    return fnp.expand_dims(g, axes) if axes else g
+def _count(x: Any, axes: tuple[int, ...]) -> int:
+    s = shape(x)
+    n = 1
+    for a in axes:
+        n *= s[a]
+    return n
 
 
-sum = primitive(backend_function("sum"), "sum")  # noqa: A001 - mirrors numpy
+def _expand(g: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """Give a reduced value back its reduced axes (as length 1) so it broadcasts."""
+    if keepdims or not axes:
+        return g
+    return fnp.expand_dims(g, axes)
 
 
-def _sum_vjp(g, ans, x, axis=None, dtype=None, keepdims=False, **_):
-    return fnp.broadcast_to(_expand_reduced(g, x, axis, keepdims), shape(x))
+def _like(ct: Any, x: Any) -> Any:
+    """Cast a cotangent to the dtype of ``x`` (when a ``dtype=`` argument changed it)."""
+    target = _dtype(x)
+    if fnp.result_type(ct) == target:
+        return ct
+    if is_complex(ct) and target.kind != "c":
+        ct = fnp.real(ct)
+    return fnp.astype(ct, target)
+
+
+def _to(t: Any, dt: Any) -> Any:
+    """Cast a tangent to the dtype ``dt`` of the primitive's output."""
+    if fnp.result_type(t) == dt:
+        return t
+    return fnp.astype(t, dt)
+
+
+def _no_out(out: Any, name: str) -> None:
+    if out is not None:
+        raise TypeError(
+            f"funcgrad.numpy.{name} does not support out=: funcgrad functions return new "
+            f"arrays (write `y = fnp.{name}(...)` instead)"
+        )
+
+
+def _ns(a: Any) -> Any:
+    """The array namespace of ``a`` (one dict lookup for NumPy arrays)."""
+    return _NAMESPACE_BY_TYPE.get(type(a)) or namespace_of(a)
+
+
+def _opt(**kwargs: Any) -> dict:
+    """The optional keyword arguments that were given (NumPy's own defaults otherwise)."""
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+def _mask(b: Any, like: Any) -> Any:
+    """A boolean array as 0/1 in the dtype of ``like`` (a constant: no derivative)."""
+    return fnp.astype(b, _dtype(like))
+
+
+# --------------------------------------------------------------------------
+# sum, mean (linear)
+
+
+def _sum_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    if out is not None:
+        _no_out(out, "sum")
+    if initial is None and where is None:
+        return _ns(a).sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    return _ns(a).sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **_opt(initial=initial, where=where))
+
+
+_sum_raw.__doc__ = """Sum of array elements over the given axes. Differentiable ``numpy.sum``.
+
+    Example::
+
+        fg.grad(lambda x: fnp.sum(x ** 2, axis=0).sum())(fnp.ones(3))   # [2., 2., 2.]
+    """
+sum = primitive(_sum_raw, "sum")  # noqa: A001 - mirrors numpy
+
+
+def _sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    axes = _axes(axis, len(shape(a)))
+    ct = _expand(g, axes, keepdims)
+    if shape(ct) != shape(a):
+        ct = fnp.broadcast_to(ct, shape(a))
+    if where is not None:
+        ct = ct * _mask(where, ct)
+    return _like(ct, a) if dtype is not None else ct
+
+
+def _sum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    return sum(t, axis, dtype, None, keepdims, None, where)  # ``initial`` is a constant
 
 
 defvjp(sum, _sum_vjp)
-def_linear(sum)
+defjvp(sum, _sum_jvp)
+
+
+def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    if out is not None:
+        _no_out(out, "mean")
+    if where is None:
+        return _ns(a).mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    return _ns(a).mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+
+
+_mean_raw.__doc__ = """Arithmetic mean over the given axes. Differentiable ``numpy.mean``.
+
+    Example::
+
+        fg.grad(lambda x: fnp.mean(x))(fnp.ones(4))   # [0.25, 0.25, 0.25, 0.25]
+    """
+mean = primitive(_mean_raw, "mean")
+
+
+def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    axes = _axes(axis, len(shape(a)))
+    ct = _expand(g, axes, keepdims)
+    if where is None:
+        ct = fnp.broadcast_to(ct, shape(a)) if shape(ct) != shape(a) else ct
+        ct = ct / _count(a, axes) if axes else ct
+    else:
+        w = fnp.broadcast_to(_mask(where, ct), shape(a))
+        ct = ct * w / sum(w, axis=axes, keepdims=True)
+    return _like(ct, a) if dtype is not None else ct
+
+
+defvjp(mean, _mean_vjp)
+def_linear(mean)
+
+
+# --------------------------------------------------------------------------
+# private scan primitives used by the rules of prod / cumprod / cumsum / sort
+
+
+def _along(nd: int, axis: int, sl: slice) -> tuple:
+    idx = [slice(None)] * nd
+    idx[axis] = sl
+    return tuple(idx)
+
+
+def _shift_raw(x, offset, axis, fill=0.0):
+    """``y[i] = x[i - offset]`` along ``axis``; positions with no source get ``fill``."""
+    xp = namespace_of(x)
+    out = xp.full_like(x, fill)
+    n = x.shape[axis]
+    if abs(offset) < n:
+        if offset >= 0:
+            out[_along(x.ndim, axis, slice(offset, None))] = x[_along(x.ndim, axis, slice(None, n - offset))]
+        else:
+            out[_along(x.ndim, axis, slice(None, n + offset))] = x[_along(x.ndim, axis, slice(-offset, None))]
+    return out
+
+
+_shift = primitive(_shift_raw, "shift")
+defvjp(_shift, lambda g, ans, x, offset, axis, fill=0.0: _shift(g, -offset, axis, 0.0))
+defjvp(_shift, lambda t, ans, x, offset, axis, fill=0.0: _shift(t, offset, axis, 0.0))
+
+
+def _linrec_raw(a, b, axis, reverse=False):
+    """The linear recurrence ``h[i] = a[i] * h[i-1] + b[i]`` along ``axis`` (``h[-1] = 0``).
+
+    With ``reverse`` it runs the other way: ``h[i] = a[i] * h[i+1] + b[i]``.
+    A log-depth (Hillis-Steele) scan: O(n log n) multiplies, no division.
+    """
+    xp = namespace_of(a, b)
+    dt = np.result_type(a.dtype, b.dtype)
+    if reverse:
+        a, b = xp.flip(a, axis), xp.flip(b, axis)
+    A = a.astype(dt, copy=True)
+    B = b.astype(dt, copy=True)
+    n, nd, d = A.shape[axis], A.ndim, 1
+    while d < n:
+        hi, lo = _along(nd, axis, slice(d, None)), _along(nd, axis, slice(None, n - d))
+        B[hi] = B[hi] + A[hi] * B[lo]
+        if 2 * d < n:
+            A[hi] = A[hi] * A[lo]
+        d *= 2
+    return xp.flip(B, axis) if reverse else B
+
+
+_linrec = primitive(_linrec_raw, "linrec")
+
+
+# h = L b with L[i, k] = prod(a[k+1 .. i]) (forward); the transpose runs the
+# recurrence the other way with the coefficients shifted by one.
+def _linrec_vjp_b(g, ans, a, b, axis, reverse=False):
+    return _linrec(_shift(a, 1 if reverse else -1, axis), g, axis, not reverse)
+
+
+def _linrec_vjp_a(g, ans, a, b, axis, reverse=False):
+    step = -1 if reverse else 1
+    return _shift(ans, step, axis) * _linrec(_shift(a, -step, axis), g, axis, not reverse)
+
+
+def _linrec_jvp_a(t, ans, a, b, axis, reverse=False):
+    return _linrec(a, t * _shift(ans, -1 if reverse else 1, axis), axis, reverse)
+
+
+defvjp(_linrec, _linrec_vjp_a, _linrec_vjp_b)
+defjvp(_linrec, _linrec_jvp_a, lambda t, ans, a, b, axis, reverse=False: _linrec(a, t, axis, reverse))
+
+
+def _rcumprod_raw(x, axis):
+    """``y[i] = prod(x[i:])`` along ``axis``."""
+    xp = namespace_of(x)
+    return xp.flip(xp.cumprod(xp.flip(x, axis), axis=axis), axis)
+
+
+_rcumprod = primitive(_rcumprod_raw, "rcumprod")
+
+
+def _rcumprod_vjp(g, ans, x, axis):
+    # d y[k] / d x[i] = prod(x[j] for j >= k, j != i) for i >= k
+    return _shift(ans, -1, axis, 1.0) * _linrec(_shift(x, 1, axis), g, axis, False)
+
+
+defvjp(_rcumprod, _rcumprod_vjp)
+defjvp(_rcumprod, lambda t, ans, x, axis: _linrec(x, t * _shift(ans, -1, axis, 1.0), axis, True))
+
+
+def _rcumsum_raw(x, axis):
+    """``y[i] = sum(x[i:])`` along ``axis``."""
+    xp = namespace_of(x)
+    return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis), axis)
+
+
+_rcumsum = primitive(_rcumsum_raw, "rcumsum")
+
+
+def _permute_raw(x, idx, axis):
+    """``take_along_axis(x, idx, axis)`` for ``idx`` a permutation along ``axis``."""
+    return namespace_of(x).take_along_axis(x, idx, axis=axis)
+
+
+_permute = primitive(_permute_raw, "permute")
+defvjp(_permute, lambda g, ans, x, idx, axis: _permute(g, fnp.argsort(idx, axis=axis), axis))
+def_linear(_permute)
+
+
+def _others(x: Any, axes: tuple[int, ...]) -> Any:
+    """``prod`` over ``axes`` of every element but the one in each position (no division).
+
+    This is the derivative of ``prod(x, axes)`` w.r.t. each ``x[i]``. Along one
+    axis it is (exclusive product from the left) * (exclusive product from the
+    right); over several axes the chain rule through ``prod`` one axis at a
+    time gives ``others_a(x) * others_rest(prod(x, a))``.
+    """
+    if not axes:
+        return fnp.ones_like(x)
+    a, rest = axes[0], axes[1:]
+    left = _shift(cumprod(x, axis=a), 1, a, 1.0)
+    right = _shift(_rcumprod(x, a), -1, a, 1.0)
+    out = left * right
+    if rest:
+        out = out * _others(prod(x, axis=a, keepdims=True), rest)
+    return out
+
+
+# --------------------------------------------------------------------------
+# prod
+
+
+def _prod_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    if out is not None:
+        _no_out(out, "prod")
+    if initial is None:
+        return _ns(a).prod(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    return _ns(a).prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
+
+
+_prod_raw.__doc__ = """Product of array elements over the given axes. Differentiable ``numpy.prod``.
+
+    The derivative is the product of the other factors, computed without
+    dividing by ``a``: exact when ``a`` has zeros, and to any order.
+
+    Example::
+
+        fg.grad(fnp.prod)(fnp.array([0., 2., 3.]))   # [6., 0., 0.]
+    """
+prod = primitive(_prod_raw, "prod")
+
+
+def _prod_factor(a, axes, initial):
+    f = _others(a, axes)
+    return f if initial is None else f * initial
+
+
+def _prod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    axes = _axes(axis, len(shape(a)))
+    return _like(_expand(g, axes, keepdims) * _prod_factor(a, axes, initial), a)
+
+
+def _prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    axes = _axes(axis, len(shape(a)))
+    return _to(sum(t * _prod_factor(a, axes, initial), axis=axes, dtype=dtype, keepdims=keepdims), _dtype(ans))
+
+
+defvjp(prod, _prod_vjp)
+defjvp(prod, _prod_jvp)
+
+
+# --------------------------------------------------------------------------
+# max, min: ties share the derivative equally
+
+
+def _chooser(name: str, doc: str):
+    def raw(a, axis=None, out=None, keepdims=False, initial=None):
+        if out is not None:
+            _no_out(out, name)
+        fn = getattr(_ns(a), name)
+        if initial is None:
+            return fn(a, axis=axis, keepdims=keepdims)
+        return fn(a, axis=axis, keepdims=keepdims, initial=initial)
+
+    raw.__doc__ = doc
+    prim = primitive(raw, name)
+
+    def locations(ans, a, axis, keepdims):
+        """0/1 at the positions of the extremum, and their count per output (at least 1)."""
+        axes = _axes(axis, len(shape(a)))
+        where = _mask(fnp.equal(a, _expand(ans, axes, keepdims)), a)
+        count = sum(where, axis=axes, keepdims=True)
+        # ``initial`` may beat every element: no location, zero derivative.
+        return axes, where, count + _mask(fnp.equal(count, 0), count)
+
+    def vjp(g, ans, a, axis=None, out=None, keepdims=False, initial=None):
+        axes, where, count = locations(ans, a, axis, keepdims)
+        return _expand(g, axes, keepdims) * (where / count)
+
+    def jvp(t, ans, a, axis=None, out=None, keepdims=False, initial=None):
+        axes, where, count = locations(ans, a, axis, keepdims)
+        tt = sum(t * where, axis=axes, keepdims=True) / count
+        return tt if keepdims or not axes else fnp.reshape(tt, shape(ans))
+
+    defvjp(prim, vjp)
+    defjvp(prim, jvp)
+    return prim
+
+
+max = _chooser("max", """Maximum over the given axes. Differentiable ``numpy.max``.
+
+    Tied maxima share the derivative equally (as in JAX): each of ``k`` tied
+    elements gets ``1/k`` of the cotangent.
+
+    Example::
+
+        fg.grad(fnp.max)(fnp.array([1., 3., 3.]))   # [0., 0.5, 0.5]
+    """)  # noqa: A001 - mirrors numpy
+min = _chooser("min", """Minimum over the given axes. Differentiable ``numpy.min``.
+
+    Tied minima share the derivative equally (as in JAX).
+
+    Example::
+
+        fg.grad(fnp.min)(fnp.array([1., 3., 1.]))   # [0.5, 0., 0.5]
+    """)  # noqa: A001 - mirrors numpy
+amax = max
+amin = min
+
+
+def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """Range (maximum - minimum) over the given axes. Differentiable ``numpy.ptp``.
+
+    Example::
+
+        fg.grad(fnp.ptp)(fnp.array([1., 4., 2.]))   # [-1., 1., 0.]
+    """
+    _no_out(out, "ptp")
+    return max(a, axis, keepdims=keepdims) - min(a, axis, keepdims=keepdims)
+
+
+# --------------------------------------------------------------------------
+# var, std
+
+
+def _ddof(ddof, correction):
+    return ddof if correction is None else correction
+
+
+def _moment_raw(name):
+    def raw(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+        if out is not None:
+            _no_out(out, name)
+        fn = getattr(_ns(a), name)
+        if correction is None:
+            return fn(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+        return fn(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, correction=correction)
+
+    return raw
+
+
+def _deviation(a, axes, recenter=False):
+    """``a - mean(a)`` over ``axes``, conjugated for complex ``a``.
+
+    With ``recenter`` the deviation is centred a second time (the corrected
+    two-pass algorithm), so that it sums to zero to rounding even when ``a`` is
+    constant but its computed mean is not exactly that constant. ``std``
+    divides by a value that is itself at rounding level then.
+    """
+    d = a - mean(a, axis=axes, keepdims=True)
+    if recenter:
+        d = d - mean(d, axis=axes, keepdims=True)
+    return fnp.conj(d) if is_complex(d) else d
+
+
+def _inv_dof(a, axes, ddof):
+    n = _count(a, axes) - ddof
+    return 1.0 / n if n > 0 else float("nan")
+
+
+_var_raw = _moment_raw("var")
+_var_raw.__doc__ = """Variance over the given axes. Differentiable ``numpy.var``.
+
+    ``ddof`` (or ``correction``) as in NumPy: the divisor is ``N - ddof``. For
+    complex input the variance is real, and the derivative follows JAX's
+    convention (``grad`` gives ``2 * conj(a - mean) / (N - ddof)``).
+
+    Example::
+
+        fg.grad(fnp.var)(fnp.array([1., 2., 3.]))   # [-2/3, 0., 2/3]
+    """
+var = primitive(_var_raw, "var")
+
+
+def _var_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    axes = _axes(axis, len(shape(a)))
+    scale = 2.0 * _inv_dof(a, axes, _ddof(ddof, correction))
+    return _like(_expand(g, axes, keepdims) * _deviation(a, axes) * scale, a)
+
+
+def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    axes = _axes(axis, len(shape(a)))
+    s = sum(_deviation(a, axes) * t, axis=axes, keepdims=keepdims)
+    if is_complex(s):
+        s = fnp.real(s)
+    return _to(s * (2.0 * _inv_dof(a, axes, _ddof(ddof, correction))), _dtype(ans))
+
+
+defvjp(var, _var_vjp)
+defjvp(var, _var_jvp)
+
+_std_raw = _moment_raw("std")
+_std_raw.__doc__ = """Standard deviation over the given axes. Differentiable ``numpy.std``.
+
+    ``ddof`` (or ``correction``) as in NumPy. ``std`` is not differentiable
+    where its value is zero (a constant slice); there the derivative is 0, the
+    smallest subgradient (JAX's ``sqrt(var)`` rule gives nan). Elsewhere it is
+    ``(a - mean) / ((N - ddof) * std)``. A slice that is constant up to
+    rounding has a tiny non-zero std; there the rule centres ``a - mean`` a
+    second time, so the derivative is still (close to) 0 rather than a
+    spurious ``-1/N`` per element that ``sqrt(var)`` rules give.
+
+    Example::
+
+        fg.grad(fnp.std)(fnp.array([1., 3.]))   # [-0.5, 0.5]
+    """
+std = primitive(_std_raw, "std")
+
+
+def _std_scale(ans, a, axes, ddof):
+    """``1 / ((N - ddof) * std)`` where std != 0, else 0 (no nan, no inf)."""
+    zero = fnp.equal(ans, 0)
+    safe = ans + _mask(zero, ans)
+    return _mask(fnp.logical_not(zero), ans) * (_inv_dof(a, axes, ddof) / safe)
+
+
+def _std_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    axes = _axes(axis, len(shape(a)))
+    scale = _std_scale(ans, a, axes, _ddof(ddof, correction))
+    return _like(_expand(g * scale, axes, keepdims) * _deviation(a, axes, True), a)
+
+
+def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+    axes = _axes(axis, len(shape(a)))
+    s = sum(_deviation(a, axes, True) * t, axis=axes, keepdims=keepdims)
+    if is_complex(s):
+        s = fnp.real(s)
+    return _to(s, _dtype(ans)) * _std_scale(ans, a, axes, _ddof(ddof, correction))
+
+
+defvjp(std, _std_vjp)
+defjvp(std, _std_jvp)
+
+
+# --------------------------------------------------------------------------
+# average (composite: derivatives w.r.t. both ``a`` and ``weights`` come for free)
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False) -> Any:
+    """Weighted average over the given axes. Differentiable ``numpy.average``.
+
+    Differentiable in both ``a`` and ``weights``. Weights that sum to zero raise
+    ZeroDivisionError as in NumPy for NumPy arrays; on a device backend (where
+    that check would copy to the host) the result is inf/nan instead.
+
+    Example::
+
+        fg.grad(lambda w: fnp.average(fnp.array([1., 3.]), weights=w))(fnp.array([1., 1.]))  # [-0.5, 0.5]
+    """
+    a = fnp.asarray(a)
+    nd = len(shape(a))
+    axes = None if axis is None else tuple(_normalize_axis_tuple(axis, nd, "axis"))
+    if weights is None:
+        avg = mean(a, axes, keepdims=keepdims)
+        if not returned:
+            return avg
+        n = fnp.size(a) / _bmax(fnp.size(avg), 1)
+        return avg, fnp.full_like(avg, n)
+    w = fnp.asarray(weights)
+    if shape(w) != shape(a):
+        if axes is None:
+            raise TypeError(
+                "average: axis must be specified when shapes of a and weights differ "
+                f"(a has shape {shape(a)}, weights {shape(w)})"
+            )
+        want = tuple(shape(a)[ax] for ax in axes)
+        if shape(w) != want:
+            raise ValueError(
+                f"average: shape of weights {shape(w)} must be consistent with shape of a "
+                f"{shape(a)} along axis {axis} (expected {want})"
+            )
+        order = tuple(int(i) for i in np.argsort(axes))
+        if order != tuple(range(len(axes))):
+            w = fnp.transpose(w, order)
+        w = fnp.reshape(w, tuple(s if ax in axes else 1 for ax, s in enumerate(shape(a))))
+    if _dtype(a).kind in "biu":
+        result = np.result_type(_dtype(a), _dtype(w), "f8")
+    else:
+        result = np.result_type(_dtype(a), _dtype(w))
+    a = _to(a, result)
+    w = _to(w, result)
+    scl = sum(w, axes, keepdims=keepdims)
+    raw_scl = _value(scl)
+    if namespace_of(raw_scl) is np and np.any(raw_scl == 0.0):
+        raise ZeroDivisionError("average: weights sum to zero, can't be normalized")
+    avg = sum(a * w, axes, keepdims=keepdims) / scl
+    if not returned:
+        return avg
+    if shape(scl) != shape(avg):
+        scl = fnp.broadcast_to(scl, shape(avg))
+    return avg, scl
+
+
+# --------------------------------------------------------------------------
+# cumsum, cumprod
+
+
+def _flat(x, axis):
+    """(x, axis) with ``axis=None`` meaning: flatten first, as NumPy's scans do."""
+    if axis is None:
+        return fnp.reshape(x, (-1,)), 0
+    return x, operator.index(axis) % _bmax(len(shape(x)), 1)
+
+
+def _cumsum_raw(a, axis=None, dtype=None, out=None):
+    if out is not None:
+        _no_out(out, "cumsum")
+    return _ns(a).cumsum(a, axis=axis, dtype=dtype)
+
+
+_cumsum_raw.__doc__ = """Cumulative sum along an axis (flattened when ``axis`` is None).
+    Differentiable ``numpy.cumsum``.
+
+    Example::
+
+        fg.grad(lambda x: fnp.cumsum(x).sum())(fnp.ones(3))   # [3., 2., 1.]
+    """
+cumsum = primitive(_cumsum_raw, "cumsum")
+
+
+def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
+    ct = _rcumsum(g, 0 if axis is None else axis)
+    if axis is None:
+        ct = fnp.reshape(ct, shape(a))
+    return _like(ct, a)
+
+
+defvjp(cumsum, _cumsum_vjp)
+def_linear(cumsum)
+defvjp(_rcumsum, lambda g, ans, x, axis: cumsum(g, axis))
+def_linear(_rcumsum)
+
+
+def _cumprod_raw(a, axis=None, dtype=None, out=None):
+    if out is not None:
+        _no_out(out, "cumprod")
+    return _ns(a).cumprod(a, axis=axis, dtype=dtype)
+
+
+_cumprod_raw.__doc__ = """Cumulative product along an axis (flattened when ``axis`` is None).
+    Differentiable ``numpy.cumprod``.
+
+    The derivative uses exclusive scans, never a division by ``a``: exact when
+    ``a`` has zeros, and to any order.
+
+    Example::
+
+        fg.grad(lambda x: fnp.cumprod(x)[-1])(fnp.array([2., 0., 3.]))   # [0., 6., 0.]
+    """
+cumprod = primitive(_cumprod_raw, "cumprod")
+
+
+def _cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
+    # d ans[k] / d a[i] = prod(a[j] for j <= k, j != i) for i <= k:
+    # (exclusive product before i) * sum_k g[k] * prod(a[i+1 .. k]).
+    x, ax = _flat(a if dtype is None else _to(a, _dtype(ans)), axis)
+    ct = _shift(ans, 1, ax, 1.0) * _linrec(_shift(x, -1, ax), g, ax, True)
+    if axis is None:
+        ct = fnp.reshape(ct, shape(a))
+    return _like(ct, a)
+
+
+def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
+    x, ax = _flat(a if dtype is None else _to(a, _dtype(ans)), axis)
+    t, _ = _flat(_to(t, _dtype(ans)), axis)
+    return _linrec(x, t * _shift(ans, 1, ax, 1.0), ax, False)
+
+
+defvjp(cumprod, _cumprod_vjp)
+defjvp(cumprod, _cumprod_jvp)
+
+
+# --------------------------------------------------------------------------
+# sort
+
+
+def _sort_raw(a, axis=-1, kind=None, order=None, *, stable=None):
+    if kind is None and order is None and stable is None:
+        return _ns(a).sort(a, axis=axis)
+    return _ns(a).sort(a, axis=axis, **_opt(kind=kind, order=order, stable=stable))
+
+
+_sort_raw.__doc__ = """Sorted copy of an array along an axis (flattened when ``axis`` is None).
+    Differentiable ``numpy.sort``.
+
+    The cotangent goes back through the sorting permutation; tied values each
+    take the cotangent of the slot they were sorted into.
+
+    Example::
+
+        fg.grad(lambda x: fnp.sort(x)[0])(fnp.array([3., 1., 2.]))   # [0., 1., 0.]
+    """
+sort = primitive(_sort_raw, "sort")
+
+
+def _sort_vjp(g, ans, a, axis=-1, kind=None, order=None, *, stable=None):
+    x, ax = _flat(a, axis)
+    inverse = fnp.argsort(fnp.argsort(x, axis=ax), axis=ax)
+    ct = _permute(g, inverse, ax)
+    return fnp.reshape(ct, shape(a)) if axis is None else ct
+
+
+def _sort_jvp(t, ans, a, axis=-1, kind=None, order=None, *, stable=None):
+    x, ax = _flat(a, axis)
+    t, _ = _flat(t, axis)
+    return _permute(t, fnp.argsort(x, axis=ax), ax)
+
+
+defvjp(sort, _sort_vjp)
+defjvp(sort, _sort_jvp)
+
+
+# --------------------------------------------------------------------------
+# nansum, nanmean: NaNs count as absent (zero derivative there)
+
+
+def _nansum_raw(a, axis=None, dtype=None, out=None, keepdims=False):
+    _no_out(out, "nansum")
+    return namespace_of(a).nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+_nansum_raw.__doc__ = """Sum treating NaNs as zero. Differentiable ``numpy.nansum``.
+
+    The derivative w.r.t. a NaN element is 0.
+
+    Example::
+
+        fg.grad(fnp.nansum)(fnp.array([1., fnp.nan]))   # [1., 0.]
+    """
+nansum = primitive(_nansum_raw, "nansum")
+
+
+def _present(a):
+    return _mask(fnp.logical_not(fnp.isnan(a)), a)
+
+
+def _nansum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    axes = _axes(axis, len(shape(a)))
+    return _like(_expand(g, axes, keepdims) * _present(a), a)
+
+
+def _nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    return sum(t * _present(a), axis, dtype, None, keepdims)
+
+
+defvjp(nansum, _nansum_vjp)
+defjvp(nansum, _nansum_jvp)
+
+
+def _nanmean_raw(a, axis=None, dtype=None, out=None, keepdims=False):
+    _no_out(out, "nanmean")
+    return namespace_of(a).nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+_nanmean_raw.__doc__ = """Mean ignoring NaNs. Differentiable ``numpy.nanmean``.
+
+    The derivative w.r.t. a NaN element is 0; an all-NaN slice gives nan.
+
+    Example::
+
+        fg.grad(fnp.nanmean)(fnp.array([1., fnp.nan, 3.]))   # [0.5, 0., 0.5]
+    """
+nanmean = primitive(_nanmean_raw, "nanmean")
+
+
+def _nanmean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    axes = _axes(axis, len(shape(a)))
+    w = _present(a)
+    return _like(_expand(g, axes, keepdims) * (w / sum(w, axis=axes, keepdims=True)), a)
+
+
+def _nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    axes = _axes(axis, len(shape(a)))
+    w = _present(a)
+    return _to(sum(t * w, axis=axes, keepdims=keepdims) / sum(w, axis=axes, keepdims=keepdims), _dtype(ans))
+
+
+defvjp(nanmean, _nanmean_vjp)
+defjvp(nanmean, _nanmean_jvp)

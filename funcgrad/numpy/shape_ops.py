@@ -1,32 +1,1062 @@
-"""Shape and layout primitives (reshape, transpose, concatenate, ...) and their rules."""
+"""Shape and layout primitives (reshape, transpose, concatenate, split, pad, ...) and their rules.
+
+Almost everything here is linear in its array argument: the JVP is the
+function applied to the tangent (``def_linear``) and the VJP is the inverse
+layout operation (reshape back, transpose by the inverse permutation, slice
+the cotangent of a concatenation, sum the cotangent of a tile ...).
+
+Functions that take a list of arrays (``concatenate``, ``stack``) are thin
+wrappers around a primitive that takes the arrays as varargs; their rules
+are ``vjp_all``/``jvp_all`` rules that handle every argument in one call, so
+any number of arguments works and a call costs O(output size) in every mode.
+
+Private helpers with their own rules: ``_take_slice``/``_embed_slice`` (a
+basic slice and its adjoint, used by the rules of concatenate, stack, split
+and pad), ``_take_axis``/``_scatter_axis`` (a static gather along an axis and
+its scatter-add adjoint: per-element ``repeat`` and the non-constant ``pad``
+modes) and ``_diag_embed`` (the adjoint of ``diagonal``).
+"""
 
 from __future__ import annotations
+
+import numbers
+import operator
+from typing import Any, Sequence
 
 import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..core import def_linear, defvjp, primitive
-from ._util import backend_function, shape
+from ..backend import namespace_of, to_numpy
+from ..core import Box, def_linear, defjvp, defvjp, get_primitive, primitive, unbox_all
+from ._util import backend_function, dtype as _dtype, ndim as _ndim, shape as _shape, unbroadcast
 
-__all__ = ["reshape", "broadcast_to", "expand_dims"]
+__all__ = [
+    "reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",
+    "expand_dims", "squeeze", "broadcast_to", "broadcast_arrays", "broadcast_shapes",
+    "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "concat", "stack", "hstack", "vstack",
+    "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit", "dsplit", "unstack",
+    "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90", "pad", "diag", "diagflat",
+    "diagonal", "trace", "triu", "tril", "meshgrid",
+]
+
+broadcast_shapes = np.broadcast_shapes  # shapes only: nothing to differentiate
+_AxisError = getattr(np, "exceptions", np).AxisError  # numpy.exceptions is NumPy >= 1.25
+
+
+# --------------------------------------------------------------------------
+# small helpers
+
+def _any_box(items: Sequence[Any]) -> bool:
+    for a in items:
+        if isinstance(a, Box):
+            return True
+    return False
+
+
+def _contains_box(obj: Any) -> bool:
+    if isinstance(obj, Box):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_contains_box(o) for o in obj)
+    return False
+
+
+def _norm_axis(axis: Any, nd: int) -> int:
+    try:
+        a = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"axis must be an integer, got {axis!r}") from None
+    if not -nd <= a < nd:
+        raise _AxisError(a, nd)
+    return a % nd
+
+
+def _as_arrays(items: Sequence[Any]) -> list:
+    """Arrays and boxes as they are; lists and scalars made arrays of the others' namespace."""
+    xp = namespace_of(*[a for a in items if isinstance(a, Box) or hasattr(a, "shape")])
+    return [a if isinstance(a, Box) or hasattr(a, "shape") else xp.asarray(a) for a in items]
+
+
+def _unpack(arrays: Any) -> list:
+    """The sequence argument of concatenate/stack as a list (a traced array iterates over axis 0)."""
+    if isinstance(arrays, Box):
+        return list(unstack(arrays))
+    return list(arrays)
+
+
+def _ct_for(g: Any, x: Any) -> Any:
+    """Cotangent ``g`` in the dtype of the argument ``x`` it belongs to (mixed-dtype inputs)."""
+    gd, xd = _dtype(g), _dtype(x)
+    if gd == xd or xd.kind not in "fc":
+        return g
+    if gd.kind == "c" and xd.kind != "c":
+        g = fnp.real(g)
+    return g if _dtype(g) == xd else fnp.astype(g, xd)
+
+
+def _tangent_for(t: Any, ans: Any) -> Any:
+    """Tangent ``t`` in the dtype of the output ``ans`` (mixed-dtype inputs)."""
+    ad = _dtype(ans)
+    return t if _dtype(t) == ad else fnp.astype(t, ad)
+
+
+def _axis_index(axis: int, index: Any) -> tuple:
+    return (slice(None),) * axis + (index,)
+
+
+# --------------------------------------------------------------------------
+# private linear pairs used by the rules
+
+def _take_slice_raw(x: Any, index: tuple) -> Any:
+    # The trailing Ellipsis makes integer indexing return a 0-d array, never a scalar.
+    return x[index + (Ellipsis,)]
+
+
+def _embed_slice_raw(g: Any, index: tuple, shape: tuple) -> Any:
+    xp = namespace_of(g)
+    out = xp.zeros(shape, dtype=_dtype(g))
+    out[index] = g
+    return out
+
+
+_take_slice = primitive(_take_slice_raw, "take_slice")
+_embed_slice = primitive(_embed_slice_raw, "embed_slice")
+defvjp(_take_slice, lambda g, ans, x, index: _embed_slice(g, index, _shape(x)))
+def_linear(_take_slice)
+defvjp(_embed_slice, lambda g, ans, x, index, shape: _take_slice(g, index))
+def_linear(_embed_slice)
+
+
+def _take_axis_raw(x: Any, idx: np.ndarray, axis: int) -> Any:
+    xp = namespace_of(x)
+    return xp.take(x, xp.asarray(idx), axis=axis)
+
+
+def _scatter_axis_raw(g: Any, idx: np.ndarray, n: int, axis: int) -> Any:
+    """out[..., idx[j], ...] += g[..., j, ...] along ``axis`` (out has length n there)."""
+    xp = namespace_of(g)
+    shp = list(g.shape)
+    shp[axis] = n
+    out = xp.zeros(tuple(shp), dtype=g.dtype)
+    xp.add.at(out, _axis_index(axis, xp.asarray(idx)), g)
+    return out
+
+
+_take_axis = primitive(_take_axis_raw, "take_axis")
+_scatter_axis = primitive(_scatter_axis_raw, "scatter_axis")
+defvjp(_take_axis, lambda g, ans, x, idx, axis: _scatter_axis(g, idx, _shape(x)[axis], axis))
+def_linear(_take_axis)
+defvjp(_scatter_axis, lambda g, ans, x, idx, n, axis: _take_axis(g, idx, axis))
+def_linear(_scatter_axis)
+
+
+def _diag_embed_raw(g: Any, offset: int, axis1: int, axis2: int, shape: tuple) -> Any:
+    """Zeros of ``shape`` with ``g`` on the diagonal: the adjoint of ``diagonal``."""
+    xp = namespace_of(g)
+    out = xp.zeros(shape, dtype=_dtype(g))
+    view = xp.moveaxis(out, (axis1, axis2), (-2, -1))
+    n = g.shape[-1]
+    i = xp.arange(n) + max(-offset, 0)
+    view[..., i, i + offset] = g
+    return out
+
+
+_diag_embed = primitive(_diag_embed_raw, "diag_embed")
+
+
+# --------------------------------------------------------------------------
+# reshaping
+
+def _resolve_order(order: str, a: Any) -> str:
+    """'A' means 'F' for a Fortran-ordered (not C-ordered) array, else 'C'."""
+    if order in ("A", "a"):
+        flags = getattr(unbox_all(a), "flags", None)
+        if flags is not None and flags.f_contiguous and not flags.c_contiguous:
+            return "F"
+        return "C"
+    return order
+
 
 reshape = primitive(backend_function("reshape"), "reshape")
-defvjp(reshape, lambda g, ans, x, *args, **kwargs: fnp.reshape(g, shape(x)))
-def_linear(reshape)
+reshape.__doc__ = """Differentiable ``numpy.reshape`` (``shape`` a tuple or an int, ``-1`` allowed; order 'C', 'F' or 'A').
 
-broadcast_to = primitive(backend_function("broadcast_to"), "broadcast_to")
+Example::
 
-
-def _broadcast_to_vjp(g, ans, x, shape_):
-    from ._util import unbroadcast
-
-    return unbroadcast(g, x)
+    fnp.reshape(x, (2, -1), order="F")
+"""
 
 
-defvjp(broadcast_to, _broadcast_to_vjp)
-def_linear(broadcast_to)
+def _reshape_vjp(g, ans, a, shape=None, order="C", copy=None):
+    return reshape(g, _shape(a), order=_resolve_order(order, a))
+
+
+def _reshape_jvp(t, ans, a, shape=None, order="C", copy=None):
+    return reshape(t, shape, order=_resolve_order(order, a))
+
+
+defvjp(reshape, _reshape_vjp)
+defjvp(reshape, _reshape_jvp)
+
+
+def ravel(a: Any, order: str = "C") -> Any:
+    """Differentiable ``numpy.ravel``.
+
+    On traced values order 'K' is treated like 'A' (memory layouts other than C
+    or Fortran order are not tracked).
+
+    Example::
+
+        fnp.ravel(x)              # == fnp.reshape(x, -1)
+    """
+    if not isinstance(a, Box):
+        return namespace_of(a).ravel(a, order=order)
+    if order in ("K", "k"):
+        order = "A"
+    return reshape(a, (-1,), order=order)
+
+
+transpose = primitive(backend_function("transpose"), "transpose")
+transpose.__doc__ = """Differentiable ``numpy.transpose`` (axes None or a permutation, negative axes allowed).
+
+Example::
+
+    fnp.transpose(x, (1, 0, 2))
+"""
+
+
+def _transpose_vjp(g, ans, a, axes=None):
+    if axes is None:
+        return transpose(g)
+    nd = len(axes)
+    inverse = [0] * nd
+    for i, ax in enumerate(axes):
+        inverse[operator.index(ax) % nd] = i
+    return transpose(g, tuple(inverse))
+
+
+defvjp(transpose, _transpose_vjp)
+def_linear(transpose)
+permute_dims = transpose
+
+
+swapaxes = primitive(backend_function("swapaxes"), "swapaxes")
+swapaxes.__doc__ = """Differentiable ``numpy.swapaxes``.
+
+Example::
+
+    fnp.swapaxes(x, 0, -1)
+"""
+defvjp(swapaxes, lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2))
+def_linear(swapaxes)
+
+
+def matrix_transpose(x: Any) -> Any:
+    """Differentiable ``numpy.matrix_transpose``: swap the last two axes.
+
+    Example::
+
+        fnp.matrix_transpose(x)   # shape (..., n, m) for x of shape (..., m, n)
+    """
+    if _ndim(x) < 2:
+        raise ValueError(f"matrix_transpose: input must be at least 2-dimensional, got shape {_shape(x)}")
+    return swapaxes(x, -1, -2)
+
+
+moveaxis = primitive(backend_function("moveaxis"), "moveaxis")
+moveaxis.__doc__ = """Differentiable ``numpy.moveaxis`` (source/destination ints or sequences).
+
+Example::
+
+    fnp.moveaxis(x, 0, -1)
+"""
+defvjp(moveaxis, lambda g, ans, a, source, destination: moveaxis(g, destination, source))
+def_linear(moveaxis)
+
 
 expand_dims = primitive(backend_function("expand_dims"), "expand_dims")
-defvjp(expand_dims, lambda g, ans, x, axis: fnp.reshape(g, shape(x)))
+expand_dims.__doc__ = """Differentiable ``numpy.expand_dims`` (axis an int or a tuple).
+
+Example::
+
+    fnp.expand_dims(x, (0, -1))
+"""
+defvjp(expand_dims, lambda g, ans, a, axis: reshape(g, _shape(a)))
 def_linear(expand_dims)
+
+squeeze = primitive(backend_function("squeeze"), "squeeze")
+squeeze.__doc__ = """Differentiable ``numpy.squeeze`` (axis None, an int or a tuple).
+
+Example::
+
+    fnp.squeeze(x, axis=0)
+"""
+defvjp(squeeze, lambda g, ans, a, axis=None: reshape(g, _shape(a)))
+def_linear(squeeze)
+
+
+# --------------------------------------------------------------------------
+# broadcasting
+
+_broadcast_to = primitive(backend_function("broadcast_to"), "broadcast_to")
+defvjp(_broadcast_to, lambda g, ans, array, shape, subok=False: unbroadcast(g, array))
+def_linear(_broadcast_to)
+
+
+def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
+    """Differentiable ``numpy.broadcast_to``; its VJP sums over the broadcast axes.
+
+    A traced value that already has the shape is returned as it is.
+
+    Example::
+
+        fnp.broadcast_to(x, (4,) + x.shape)
+    """
+    if isinstance(array, Box):
+        target = (operator.index(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
+        if _shape(array) == target:
+            return array
+    return _broadcast_to(array, shape)
+
+
+def broadcast_arrays(*args: Any, subok: bool = False) -> tuple:
+    """Differentiable ``numpy.broadcast_arrays``; returns a tuple.
+
+    Example::
+
+        a, b = fnp.broadcast_arrays(x[:, None], y)
+    """
+    if not _any_box(args):
+        return tuple(namespace_of(*args).broadcast_arrays(*args))
+    arrays = _as_arrays(args)
+    target = np.broadcast_shapes(*[_shape(a) for a in arrays])
+    return tuple(broadcast_to(a, target) for a in arrays)
+
+
+def _atleast(a: Any, n: int) -> Any:
+    if not isinstance(a, Box):
+        return getattr(namespace_of(a), f"atleast_{n}d")(a)
+    s = _shape(a)
+    if len(s) >= n:
+        return a
+    if n == 1:
+        new = (1,)
+    elif n == 2:
+        new = (1,) + s + (1,) * (1 - len(s))
+    else:
+        new = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)]
+    return reshape(a, new)
+
+
+def _atleast_nd(arys: tuple, n: int) -> Any:
+    res = tuple(_atleast(a, n) for a in arys)
+    return res[0] if len(res) == 1 else res
+
+
+def atleast_1d(*arys: Any) -> Any:
+    """Differentiable ``numpy.atleast_1d`` (a tuple for several arguments).
+
+    Example::
+
+        fnp.atleast_1d(x)
+    """
+    return _atleast_nd(arys, 1)
+
+
+def atleast_2d(*arys: Any) -> Any:
+    """Differentiable ``numpy.atleast_2d`` (a tuple for several arguments).
+
+    Example::
+
+        fnp.atleast_2d(x)   # (n,) -> (1, n)
+    """
+    return _atleast_nd(arys, 2)
+
+
+def atleast_3d(*arys: Any) -> Any:
+    """Differentiable ``numpy.atleast_3d`` (a tuple for several arguments).
+
+    Example::
+
+        fnp.atleast_3d(x)   # (n,) -> (1, n, 1); (m, n) -> (m, n, 1)
+    """
+    return _atleast_nd(arys, 3)
+
+
+# --------------------------------------------------------------------------
+# joining: varargs primitives behind list-taking wrappers
+
+def _join_kwargs(dtype: Any, casting: str) -> dict:
+    kw = {}
+    if dtype is not None:
+        kw["dtype"] = dtype
+    if casting != "same_kind":
+        kw["casting"] = casting
+    return kw
+
+
+def _concatenate_raw(axis: int, *arrays: Any, **kwargs: Any) -> Any:
+    return namespace_of(*arrays).concatenate(arrays, axis=axis, **kwargs)
+
+
+def _stack_raw(axis: int, *arrays: Any, **kwargs: Any) -> Any:
+    return namespace_of(*arrays).stack(arrays, axis=axis, **kwargs)
+
+
+_concatenate = primitive(_concatenate_raw, "concatenate")
+_stack = primitive(_stack_raw, "stack")
+
+# The rules see all arguments at once (``vjp_all``/``jvp_all``): one split of the
+# cotangent serves every traced argument, and one join of the tangents (zeros for
+# constant arguments) makes the output tangent, so a call with k traced arguments
+# costs O(size), not O(k * size), in forward mode and in the reverse-of-reverse pass.
+
+
+def _zeros_for(a: Any, ans: Any) -> Any:
+    v = unbox_all(ans)
+    return namespace_of(v).zeros(_shape(a), dtype=_dtype(v))
+
+
+def _concatenate_vjp_all(g, ans, argnums, axis, *arrays, **kwargs):
+    if len(argnums) == 1:
+        i = argnums[0] - 1
+        start = 0
+        for a in arrays[:i]:
+            start += _shape(a)[axis]
+        piece = _take_slice(g, _axis_index(axis, slice(start, start + _shape(arrays[i])[axis])))
+        return [_ct_for(piece, arrays[i])]
+    bounds, total = [], 0
+    for a in arrays[:-1]:
+        total += _shape(a)[axis]
+        bounds.append(total)
+    pieces = _split(g, tuple(bounds), axis)
+    return [_ct_for(pieces[n - 1], arrays[n - 1]) for n in argnums]
+
+
+def _stack_vjp_all(g, ans, argnums, axis, *arrays, **kwargs):
+    if len(argnums) == 1:
+        i = argnums[0] - 1
+        return [_ct_for(_take_slice(g, _axis_index(axis, i)), arrays[i])]
+    pieces = _split(g, tuple(range(1, len(arrays))), axis)
+    return [_ct_for(reshape(pieces[n - 1], _shape(arrays[n - 1])), arrays[n - 1]) for n in argnums]
+
+
+def _join_tangents(tangents, ans, arrays):
+    return [_zeros_for(a, ans) if t is None else _tangent_for(t, ans) for t, a in zip(tangents[1:], arrays)]
+
+
+def _concatenate_jvp_all(tangents, ans, axis, *arrays, **kwargs):
+    return _concatenate(axis, *_join_tangents(tangents, ans, arrays))
+
+
+def _stack_jvp_all(tangents, ans, axis, *arrays, **kwargs):
+    return _stack(axis, *_join_tangents(tangents, ans, arrays))
+
+
+get_primitive(_concatenate).vjp_all = _concatenate_vjp_all
+get_primitive(_concatenate).jvp_all = _concatenate_jvp_all
+get_primitive(_stack).vjp_all = _stack_vjp_all
+get_primitive(_stack).jvp_all = _stack_jvp_all
+
+
+def concatenate(arrays: Any, axis: int | None = 0, out: Any = None, *, dtype: Any = None,
+                casting: str = "same_kind") -> Any:
+    """Differentiable ``numpy.concatenate`` (``axis=None`` flattens first).
+
+    The list may mix traced values, arrays and nested Python lists. ``out=``
+    works only when nothing is traced.
+
+    Example::
+
+        fnp.concatenate([x, fnp.zeros(2), [1.0, 2.0]])
+    """
+    arrays = _unpack(arrays)
+    if not _any_box(arrays):
+        kw = _join_kwargs(dtype, casting)
+        if out is not None:
+            kw["out"] = out
+        return namespace_of(*arrays).concatenate(arrays, axis=axis, **kw)
+    if out is not None:
+        raise TypeError("concatenate: out= is not supported on traced values; use the returned array")
+    arrays = _as_arrays(arrays)
+    if axis is None:
+        arrays = [reshape(a, (-1,)) for a in arrays]
+        axis = 0
+    nd = _ndim(arrays[0])
+    if nd == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    return _concatenate(_norm_axis(axis, nd), *arrays, **_join_kwargs(dtype, casting))
+
+
+concat = concatenate
+
+
+def stack(arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None,
+          casting: str = "same_kind") -> Any:
+    """Differentiable ``numpy.stack``; works for traced scalars (``fnp.array`` and ``jacrev`` use it).
+
+    Example::
+
+        fnp.stack([x, y], axis=-1)
+    """
+    arrays = _unpack(arrays)
+    if not _any_box(arrays):
+        kw = _join_kwargs(dtype, casting)
+        if out is not None:
+            kw["out"] = out
+        return namespace_of(*arrays).stack(arrays, axis=axis, **kw)
+    if out is not None:
+        raise TypeError("stack: out= is not supported on traced values; use the returned array")
+    arrays = _as_arrays(arrays)
+    shapes = {_shape(a) for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"stack: all input arrays must have the same shape, got shapes {sorted(shapes)}")
+    return _stack(_norm_axis(axis, _ndim(arrays[0]) + 1), *arrays, **_join_kwargs(dtype, casting))
+
+
+def hstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind") -> Any:
+    """Differentiable ``numpy.hstack``.
+
+    Example::
+
+        fnp.hstack([x, y])
+    """
+    items = _unpack(tup)
+    if not _any_box(items):
+        return namespace_of(*items).hstack(items, **_join_kwargs(dtype, casting))
+    arrs = [_atleast(a, 1) for a in _as_arrays(items)]
+    axis = 0 if _ndim(arrs[0]) == 1 else 1
+    return concatenate(arrs, axis, dtype=dtype, casting=casting)
+
+
+def vstack(tup: Sequence[Any], *, dtype: Any = None, casting: str = "same_kind") -> Any:
+    """Differentiable ``numpy.vstack``.
+
+    Example::
+
+        fnp.vstack([x, y])   # rows
+    """
+    items = _unpack(tup)
+    if not _any_box(items):
+        return namespace_of(*items).vstack(items, **_join_kwargs(dtype, casting))
+    return concatenate([_atleast(a, 2) for a in _as_arrays(items)], 0, dtype=dtype, casting=casting)
+
+
+def dstack(tup: Sequence[Any]) -> Any:
+    """Differentiable ``numpy.dstack``.
+
+    Example::
+
+        fnp.dstack([x, y])   # along a third axis
+    """
+    items = _unpack(tup)
+    if not _any_box(items):
+        return namespace_of(*items).dstack(items)
+    return concatenate([_atleast(a, 3) for a in _as_arrays(items)], 2)
+
+
+def column_stack(tup: Sequence[Any]) -> Any:
+    """Differentiable ``numpy.column_stack``: 1-D arrays become columns.
+
+    Example::
+
+        fnp.column_stack([x, y])   # shape (n, 2) for 1-D x, y of length n
+    """
+    items = _unpack(tup)
+    if not _any_box(items):
+        return namespace_of(*items).column_stack(items)
+    cols = [reshape(a, (-1, 1)) if _ndim(a) < 2 else a for a in _as_arrays(items)]
+    return concatenate(cols, 1)
+
+
+# --------------------------------------------------------------------------
+# splitting: one multi-result primitive; its VJP concatenates (zeros for unused pieces)
+
+def _split_raw(x: Any, indices: tuple, axis: int) -> tuple:
+    return tuple(namespace_of(x).split(x, list(indices), axis=axis))
+
+
+_split = primitive(_split_raw, "split", multiple_results=True)
+defvjp(_split, lambda g, ans, x, indices, axis: concatenate(list(g), axis=axis))
+defjvp(_split, lambda t, ans, x, indices, axis: _split(t, indices, axis))
+
+
+def _split_at(x: Any, div_points: list, axis: int) -> list:
+    """Pieces ``x[div[i]:div[i+1]]`` along ``axis``, with Python slice semantics."""
+    n = _shape(x)[axis]
+    spans = []
+    for st, end in zip(div_points[:-1], div_points[1:]):
+        start, stop, _ = slice(st, end).indices(n)
+        spans.append((start, max(start, stop)))
+    tiles = spans[0][0] == 0 and spans[-1][1] == n and all(
+        a[1] == b[0] for a, b in zip(spans[:-1], spans[1:])
+    )
+    if tiles:
+        return list(_split(x, tuple(s for s, _ in spans[1:]), axis))
+    # Overlapping or out-of-order indices: pieces do not tile the input, slice each.
+    return [_take_slice(x, _axis_index(axis, slice(st, end))) for st, end in zip(div_points[:-1], div_points[1:])]
+
+
+def _sections(indices_or_sections: Any, n: int, equal: bool) -> list:
+    if isinstance(indices_or_sections, numbers.Integral) or (
+        hasattr(indices_or_sections, "ndim") and indices_or_sections.ndim == 0
+    ):
+        sections = operator.index(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if equal and n % sections:
+            raise ValueError("array split does not result in an equal division")
+        each, extras = divmod(n, sections)
+        sizes = [0] + extras * [each + 1] + (sections - extras) * [each]
+        return [int(v) for v in np.cumsum(sizes)]
+    return [0] + [operator.index(i) for i in indices_or_sections] + [n]
+
+
+def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    """Differentiable ``numpy.array_split`` (sections need not divide the axis evenly).
+
+    Example::
+
+        a, b, c = fnp.array_split(x, 3)
+    """
+    if not isinstance(ary, Box):
+        return namespace_of(ary).array_split(ary, indices_or_sections, axis=axis)
+    ax = _norm_axis(axis, _ndim(ary))
+    return _split_at(ary, _sections(indices_or_sections, _shape(ary)[ax], False), ax)
+
+
+def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    """Differentiable ``numpy.split``; unused pieces get zero cotangents.
+
+    Example::
+
+        first, rest = fnp.split(x, [1])
+    """
+    if not isinstance(ary, Box):
+        return namespace_of(ary).split(ary, indices_or_sections, axis=axis)
+    ax = _norm_axis(axis, _ndim(ary))
+    return _split_at(ary, _sections(indices_or_sections, _shape(ary)[ax], True), ax)
+
+
+def hsplit(ary: Any, indices_or_sections: Any) -> list:
+    """Differentiable ``numpy.hsplit`` (axis 1, or 0 for 1-D input).
+
+    Example::
+
+        left, right = fnp.hsplit(x, 2)
+    """
+    if _ndim(ary) == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return split(ary, indices_or_sections, 1 if _ndim(ary) > 1 else 0)
+
+
+def vsplit(ary: Any, indices_or_sections: Any) -> list:
+    """Differentiable ``numpy.vsplit`` (axis 0, input at least 2-D).
+
+    Example::
+
+        top, bottom = fnp.vsplit(x, 2)
+    """
+    if _ndim(ary) < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(ary, indices_or_sections, 0)
+
+
+def dsplit(ary: Any, indices_or_sections: Any) -> list:
+    """Differentiable ``numpy.dsplit`` (axis 2, input at least 3-D).
+
+    Example::
+
+        a, b = fnp.dsplit(x, 2)
+    """
+    if _ndim(ary) < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return split(ary, indices_or_sections, 2)
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple:
+    """Differentiable ``numpy.unstack``: the slices along ``axis``, as a tuple.
+
+    Example::
+
+        rows = fnp.unstack(x)
+    """
+    if not isinstance(x, Box):
+        xp = namespace_of(x)
+        if hasattr(xp, "unstack"):
+            return tuple(xp.unstack(x, axis=axis))
+        return tuple(xp.moveaxis(x, axis, 0))  # NumPy < 2.1
+    ax = _norm_axis(axis, _ndim(x))
+    n = _shape(x)[ax]
+    if n == 0:
+        return ()
+    return tuple(squeeze(p, axis=ax) for p in _split(x, tuple(range(1, n)), ax))
+
+
+# --------------------------------------------------------------------------
+# repetition
+
+tile = primitive(backend_function("tile"), "tile")
+tile.__doc__ = """Differentiable ``numpy.tile``; its VJP sums the tiles.
+
+Example::
+
+    fnp.tile(x, (2, 1))
+"""
+
+
+def _tile_vjp(g, ans, A, reps):
+    xs = _shape(A)
+    reps = (operator.index(reps),) if isinstance(reps, numbers.Integral) else tuple(reps)
+    d = max(len(xs), len(reps))
+    xs_p = (1,) * (d - len(xs)) + xs
+    reps_p = (1,) * (d - len(reps)) + reps
+    split_shape = []
+    for r, s in zip(reps_p, xs_p):
+        split_shape += [r, s]
+    g = fnp.sum(reshape(g, tuple(split_shape)), axis=tuple(range(0, 2 * d, 2)))
+    return reshape(g, xs)
+
+
+defvjp(tile, _tile_vjp)
+def_linear(tile)
+
+
+def _repeat_raw(a: Any, repeats: Any, axis: Any) -> Any:
+    return namespace_of(a).repeat(a, repeats, axis=axis)
+
+
+_repeat = primitive(_repeat_raw, "repeat")
+
+
+def _repeat_vjp(g, ans, a, repeats, axis):
+    xs = _shape(a)
+    if axis is None:
+        n = int(np.prod(xs, dtype=np.int64))
+        ax = 0
+    else:
+        ax = axis
+        n = xs[ax]
+    if isinstance(repeats, tuple) and len(repeats) == 1:
+        repeats = repeats[0]
+    if isinstance(repeats, int):
+        gs = _shape(g)
+        out = fnp.sum(reshape(g, gs[:ax] + (n, repeats) + gs[ax + 1:]), axis=ax + 1)
+    else:
+        idx = np.repeat(np.arange(n), np.asarray(repeats, dtype=np.intp))
+        out = _scatter_axis(g, idx, n, ax)
+    return reshape(out, xs) if axis is None else out
+
+
+defvjp(_repeat, _repeat_vjp)
+def_linear(_repeat)
+
+
+def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
+    """Differentiable ``numpy.repeat`` (repeats a scalar or one count per element).
+
+    Example::
+
+        fnp.repeat(x, [1, 0, 2], axis=0)
+    """
+    if not isinstance(a, Box):
+        return namespace_of(a).repeat(a, repeats, axis=axis)
+    if axis is not None:
+        axis = _norm_axis(axis, _ndim(a))
+    reps = np.asarray(to_numpy(repeats))
+    if reps.dtype.kind not in "iub":
+        raise TypeError(f"repeat: repeats must be integers, got dtype {reps.dtype}")
+    reps = int(reps) if reps.ndim == 0 else tuple(int(r) for r in reps.ravel())
+    return _repeat(a, reps, axis)
+
+
+# --------------------------------------------------------------------------
+# reordering
+
+flip = primitive(backend_function("flip"), "flip")
+flip.__doc__ = """Differentiable ``numpy.flip`` (axis None, an int or a tuple).
+
+Example::
+
+    fnp.flip(x, axis=0)
+"""
+defvjp(flip, lambda g, ans, m, axis=None: flip(g, axis))
+def_linear(flip)
+
+
+def fliplr(m: Any) -> Any:
+    """Differentiable ``numpy.fliplr``.
+
+    Example::
+
+        fnp.fliplr(x)   # == fnp.flip(x, 1)
+    """
+    if _ndim(m) < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return flip(m, 1)
+
+
+def flipud(m: Any) -> Any:
+    """Differentiable ``numpy.flipud``.
+
+    Example::
+
+        fnp.flipud(x)   # == fnp.flip(x, 0)
+    """
+    if _ndim(m) < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return flip(m, 0)
+
+
+roll = primitive(backend_function("roll"), "roll")
+roll.__doc__ = """Differentiable ``numpy.roll`` (shift an int or tuple, axis None, an int or a tuple).
+
+Example::
+
+    fnp.roll(x, (1, -2), axis=(0, 1))
+"""
+
+
+def _negate_shift(shift):
+    s = np.negative(np.asarray(shift))  # shift is static host data (ints), not an array argument
+    return int(s) if s.ndim == 0 else tuple(int(v) for v in s)
+
+
+defvjp(roll, lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis))
+def_linear(roll)
+
+rot90 = primitive(backend_function("rot90"), "rot90")
+rot90.__doc__ = """Differentiable ``numpy.rot90``.
+
+Example::
+
+    fnp.rot90(x, k=2)
+"""
+defvjp(rot90, lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes))
+def_linear(rot90)
+
+
+# --------------------------------------------------------------------------
+# padding
+
+_GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
+_NUMPY_MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", "minimum", "reflect",
+                "symmetric", "wrap", "empty")
+
+
+def _pad_raw(x: Any, widths: tuple, mode: str, kw: tuple) -> Any:
+    return namespace_of(x).pad(x, widths, mode=mode, **dict(kw))
+
+
+_pad = primitive(_pad_raw, "pad")
+
+
+def _pad_vjp(g, ans, x, widths, mode, kw):
+    xs = _shape(x)
+    if mode == "constant":
+        return _take_slice(g, tuple(slice(b, b + n) for (b, _), n in zip(widths, xs)))
+    for axis, ((b, a), n) in enumerate(zip(widths, xs)):
+        if b or a:
+            idx = np.pad(np.arange(n), (b, a), mode=mode)
+            g = _scatter_axis(g, idx, n, axis)
+    return g
+
+
+def _pad_jvp(t, ans, x, widths, mode, kw):
+    return _pad(t, widths, mode, () if mode == "constant" else kw)
+
+
+defvjp(_pad, _pad_vjp)
+defjvp(_pad, _pad_jvp)
+
+
+def _pad_widths(pad_width: Any, nd: int) -> tuple:
+    pw = np.asarray(to_numpy(pad_width))
+    if pw.dtype.kind not in "iu":
+        raise TypeError("`pad_width` must be of integral type.")
+    try:
+        pw = np.broadcast_to(pw, (nd, 2))
+    except ValueError:
+        raise ValueError(
+            f"pad: pad_width of shape {pw.shape} cannot be broadcast to ({nd}, 2) for an array of "
+            f"{nd} dimensions"
+        ) from None
+    if (pw < 0).any():
+        raise ValueError("index can't contain negative values")
+    return tuple((int(b), int(a)) for b, a in pw)
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    """Differentiable ``numpy.pad`` for modes 'constant', 'edge', 'reflect', 'symmetric' and 'wrap'.
+
+    ``constant_values`` may be traced: its derivative is the sum of the
+    cotangent over the region each value fills. On traced values the other
+    NumPy modes (and ``reflect_type='odd'``) raise NotImplementedError; on
+    untraced arrays every NumPy mode works.
+
+    Example::
+
+        fnp.pad(x, ((1, 1), (0, 2)), mode="reflect")
+    """
+    cv = kwargs.get("constant_values", 0)
+    cv_traced = _contains_box(cv)
+    if not isinstance(array, Box) and not cv_traced:
+        return namespace_of(array).pad(array, pad_width, mode=mode, **kwargs)
+    if not isinstance(mode, str) or mode not in ("constant",) + _GATHER_MODES:
+        if isinstance(mode, str) and mode not in _NUMPY_MODES:
+            raise ValueError(f"mode '{mode}' is not supported")
+        raise NotImplementedError(
+            f"pad: mode={mode!r} is not differentiable in funcgrad; the supported modes are "
+            f"'constant', 'edge', 'reflect', 'symmetric' and 'wrap' (wrap the input in "
+            f"fg.stop_gradient if no derivative is wanted)"
+        )
+    allowed = {"constant": {"constant_values"}, "edge": set(), "wrap": set(),
+               "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}[mode]
+    extra = set(kwargs) - allowed
+    if extra:
+        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {extra}")
+    if kwargs.get("reflect_type", "even") != "even":
+        if kwargs["reflect_type"] != "odd":
+            raise ValueError(f"pad: reflect_type must be 'even' or 'odd', got {kwargs['reflect_type']!r}")
+        raise NotImplementedError("pad: reflect_type='odd' is not differentiable in funcgrad; use 'even'")
+    x = array if isinstance(array, Box) or hasattr(array, "shape") else np.asarray(array)
+    nd = _ndim(x)
+    widths = _pad_widths(pad_width, nd)
+    if mode != "constant":
+        return _pad(x, widths, mode, tuple(sorted(kwargs.items())))
+    if not cv_traced:
+        return _pad(x, widths, "constant", (("constant_values", cv),))
+    return _pad_traced_constant(x, widths, cv)
+
+
+def _pad_traced_constant(x: Any, widths: tuple, cv: Any) -> Any:
+    """Constant padding with traced constant_values: x padded with zeros plus one
+    constant times an indicator mask per padded region (NumPy fills the regions
+    axis by axis, later axes over the corners)."""
+    xp = namespace_of(x, cv)
+    out = _pad(x, widths, "constant", ())
+    codes_pw = tuple((2 * k + 1, 2 * k + 2) for k in range(len(widths)))
+    codes = xp.pad(xp.zeros(_shape(x), dtype=np.int32), widths, mode="constant", constant_values=codes_pw)
+    cvb = broadcast_to(fnp.asarray(cv), (len(widths), 2))
+    out_dtype = _dtype(out)
+    for k, (b, a) in enumerate(widths):
+        for side, width in ((0, b), (1, a)):
+            if width:
+                mask = xp.asarray(codes == 2 * k + 1 + side, dtype=out_dtype)
+                value = _take_slice(cvb, (k, side))
+                if _dtype(value) != out_dtype:
+                    value = fnp.astype(value, out_dtype)
+                out = out + value * mask
+    return out
+
+
+# --------------------------------------------------------------------------
+# diagonals and triangles
+
+diagonal = primitive(backend_function("diagonal"), "diagonal")
+diagonal.__doc__ = """Differentiable ``numpy.diagonal`` (offset, axis1, axis2).
+
+Example::
+
+    fnp.diagonal(x, offset=1)
+"""
+
+
+def _diagonal_vjp(g, ans, a, offset=0, axis1=0, axis2=1):
+    return _diag_embed(g, offset, axis1, axis2, _shape(a))
+
+
+defvjp(diagonal, _diagonal_vjp)
+def_linear(diagonal)
+defvjp(_diag_embed, lambda g, ans, x, offset, axis1, axis2, shape: diagonal(g, offset, axis1, axis2))
+def_linear(_diag_embed)
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """Differentiable ``numpy.diag``: 1-D -> 2-D matrix with ``v`` on diagonal ``k``; 2-D -> its diagonal ``k``.
+
+    Example::
+
+        fnp.diag(fnp.diag(x))    # keeps only the diagonal of a square x
+    """
+    if not isinstance(v, Box):
+        return namespace_of(v).diag(v, k)
+    nd = _ndim(v)
+    if nd == 1:
+        n = _shape(v)[0] + abs(k)
+        return _diag_embed(v, k, 0, 1, (n, n))
+    if nd == 2:
+        return diagonal(v, k)
+    raise ValueError("Input must be 1- or 2-d.")
+
+
+def diagflat(v: Any, k: int = 0) -> Any:
+    """Differentiable ``numpy.diagflat``: the flattened input on diagonal ``k`` of a 2-D array.
+
+    Example::
+
+        fnp.diagflat(x)
+    """
+    if not isinstance(v, Box):
+        return namespace_of(v).diagflat(v, k)
+    return diag(reshape(v, (-1,)), k)
+
+
+def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
+    """Differentiable ``numpy.trace``: the sum along a diagonal.
+
+    Example::
+
+        fnp.trace(x)       # == fnp.sum(fnp.diagonal(x))
+    """
+    if not isinstance(a, Box):
+        return namespace_of(a).trace(a, offset, axis1, axis2, dtype=dtype, out=out)
+    if out is not None:
+        raise TypeError("trace: out= is not supported on traced values; use the returned array")
+    return fnp.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+triu = primitive(backend_function("triu"), "triu")
+triu.__doc__ = """Differentiable ``numpy.triu`` (zero below diagonal ``k``).
+
+Example::
+
+    fnp.triu(x, k=1)
+"""
+defvjp(triu, lambda g, ans, m, k=0: unbroadcast(triu(g, k), m))
+def_linear(triu)
+
+tril = primitive(backend_function("tril"), "tril")
+tril.__doc__ = """Differentiable ``numpy.tril`` (zero above diagonal ``k``).
+
+Example::
+
+    fnp.tril(x, k=-1)
+"""
+defvjp(tril, lambda g, ans, m, k=0: unbroadcast(tril(g, k), m))
+def_linear(tril)
+
+
+# --------------------------------------------------------------------------
+# grids
+
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple:
+    """Differentiable ``numpy.meshgrid`` (indexing 'xy' or 'ij'); returns a tuple.
+
+    Example::
+
+        X, Y = fnp.meshgrid(x, y, indexing="ij")
+    """
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    if not _any_box(xi):
+        return tuple(namespace_of(*xi).meshgrid(*xi, copy=copy, sparse=sparse, indexing=indexing))
+    nd = len(xi)
+    s0 = (1,) * nd
+    out = [reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(_as_arrays(xi))]
+    if indexing == "xy" and nd > 1:
+        out[0] = reshape(out[0], (1, -1) + s0[2:])
+        out[1] = reshape(out[1], (-1, 1) + s0[2:])
+    if not sparse:
+        out = broadcast_arrays(*out)
+    return tuple(out)

@@ -17,6 +17,7 @@ from .. import tree_util
 from ..backend import namespace_of
 from ..core import Box, ForwardTrace, JVPBox, ReverseTrace, VJPBox, backward_pass, nondiff_primitive
 from ..core.reverse import VJPNode, tape_order
+from ..core.constant import ConstBox
 from ..core.forward import add_tangents
 
 __all__ = [
@@ -89,10 +90,15 @@ def _leaf_paths(tree: Any, prefix: str) -> tuple[list, Any, list[str]]:
 
 
 def _strip(trace: Any, x: Any) -> Any:
-    """Remove ``trace``'s boxing from ``x`` (lower traces' boxes stay)."""
+    """Remove ``trace``'s boxing (and constant boxes) from ``x``; lower traces' boxes stay."""
     if isinstance(x, Box) and x._trace is trace:
-        return x._value
-    return x
+        x = x._value
+    return _unconst(x)
+
+
+def _unconst(x: Any) -> Any:
+    """A constant box (an array made inside a transform) becomes its plain array."""
+    return x._value if type(x) is ConstBox else x
 
 
 def _zeros_like(x: Any) -> Any:
@@ -108,6 +114,7 @@ def _match_dtype(g: Any, like: Any) -> Any:
     """Cotangents and tangents keep the dtype of the value they belong to."""
     from .. import numpy as fnp
 
+    g = _unconst(g)
     want = _dtype(like)
     have = _dtype(g)
     if have == want:
@@ -157,10 +164,10 @@ def _record(fun: Callable, leaves: list, rebuild: Callable, name: str, has_aux: 
     for leaf in out_leaves:
         if isinstance(leaf, VJPBox) and leaf._trace is trace:
             out_nodes.append(leaf._node)
-            values.append(leaf._value)
+            values.append(_unconst(leaf._value))
         else:
             out_nodes.append(None)
-            values.append(leaf)
+            values.append(_unconst(leaf))
     if aux is not None:
         aux = tree_util.tree_map(lambda a: _strip(trace, a), aux)
     tape = _Tape([b._node for b in boxes], leaves, values, out_nodes)
@@ -372,10 +379,10 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     values, t_out = [], []
     for leaf in out_leaves:
         if isinstance(leaf, JVPBox) and leaf._trace is trace:
-            values.append(leaf._value)
+            values.append(_unconst(leaf._value))
             t_out.append(_match_dtype(leaf._tangent, leaf._value))
         else:
-            values.append(leaf)
+            values.append(_unconst(leaf))
             t_out.append(_zeros_like(leaf))
     result = (tree_util.tree_unflatten(out_def, values), tree_util.tree_unflatten(out_def, t_out))
     if has_aux:
@@ -646,10 +653,10 @@ def _jvp_flat(rebuild: Callable, leaves: list, tangents: list, has_aux: bool):
     values, t_out = [], []
     for leaf in out_leaves:
         if isinstance(leaf, JVPBox) and leaf._trace is trace:
-            values.append(leaf._value)
+            values.append(_unconst(leaf._value))
             t_out.append(_match_dtype(leaf._tangent, leaf._value))
         else:
-            values.append(leaf)
+            values.append(_unconst(leaf))
             t_out.append(_zeros_like(leaf))
     if aux is not None:
         aux = tree_util.tree_map(lambda a: _strip(trace, a), aux)

@@ -8,6 +8,7 @@ from typing import Any, Callable
 from .. import tree_util
 from ..core import Box
 from ..core.batching import BatchBox, BatchTrace
+from ..core.constant import ConstBox
 
 __all__ = ["vmap"]
 
@@ -122,11 +123,13 @@ def _place_outputs(out: Any, trace: BatchTrace, size: int, out_axes: Any) -> Any
                     f"vmap: out_axes{path} is None but that output depends on the mapped inputs; "
                     f"give it an axis"
                 )
-            placed.append(leaf)
+            placed.append(leaf._value if type(leaf) is ConstBox else leaf)
             continue
         if batched:
             value, d = leaf._value, leaf._bdim
         else:  # does not depend on the batch: repeat it
+            if type(leaf) is ConstBox:
+                leaf = leaf._value
             value = fnp.broadcast_to(fnp.asarray(leaf), (size,) + _shape(leaf))
             d = 0
         nd = len(_shape(value))
