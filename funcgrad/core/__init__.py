@@ -26,6 +26,7 @@ __all__ = [
     "Box", "Trace", "Primitive", "LeakedTraceError", "primitive", "nondiff_primitive",
     "unbox_all", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
     "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive",
+    "defvjp_all", "defjvp_all",
 ]
 
 
@@ -72,6 +73,22 @@ def defjvp(fn: Callable, *rules: Callable | None, argnums: tuple[int, ...] | Non
     for argnum, rule in zip(argnums or range(len(rules)), rules):
         if rule is not None:
             prim.jvps[argnum] = rule
+
+
+def defvjp_all(fn: Callable, rule: Callable) -> None:
+    """One VJP rule for all arguments of primitive ``fn``, used instead of per-argument rules.
+
+    Called as ``rule(g, ans, argnums, *args, **kwargs)``; returns one cotangent
+    per entry of ``argnums`` (None for a zero cotangent). For a primitive with
+    several results ``g`` is a tuple holding None for unused results.
+    """
+    get_primitive(fn).vjp_all = rule
+
+
+def defjvp_all(fn: Callable, rule: Callable) -> None:
+    """One JVP rule for all arguments of primitive ``fn``: ``rule(tangents, ans, *args, **kwargs)``,
+    where ``tangents[i]`` is None for arguments that are not traced."""
+    get_primitive(fn).jvp_all = rule
 
 
 def def_linear(fn: Callable) -> None:

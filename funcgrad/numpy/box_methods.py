@@ -25,6 +25,13 @@ def _value(x: Any) -> Any:
     return x
 
 
+_PLAIN_ARRAY_HINT = (
+    "If you are writing it into a plain NumPy array (a[i] = x, or out=a), create that array "
+    "with funcgrad.numpy inside the function (fnp.zeros, fnp.empty, fnp.zeros_like, fnp.array "
+    "...): such arrays can hold traced values."
+)
+
+
 def _concrete(x: Any, what: str) -> Any:
     """The plain value behind ``x`` for Python control flow; refused under vmap,
     where one Python value cannot stand for a whole batch."""
@@ -100,7 +107,8 @@ class ArrayMethods:
     def __float__(self):
         raise TypeError(
             "float() of a traced value would drop its derivative. Keep it an array "
-            "(e.g. x.sum() or x[0]), or use fg.stop_gradient(x) first if no derivative is wanted"
+            "(e.g. x.sum() or x[0]), or use fg.stop_gradient(x) first if no derivative is wanted. "
+            + _PLAIN_ARRAY_HINT
         )
 
     def __complex__(self):
@@ -113,7 +121,7 @@ class ArrayMethods:
         raise TypeError(
             f"a traced value (from {self._trace.name}) cannot be converted to a NumPy array: "
             f"that would drop its derivative. Use funcgrad.numpy functions on it, or "
-            f"fg.stop_gradient(x) if no derivative is wanted"
+            f"fg.stop_gradient(x) if no derivative is wanted. " + _PLAIN_ARRAY_HINT
         )
 
     def item(self):
@@ -130,9 +138,19 @@ class ArrayMethods:
         if method != "__call__":
             return _unsupported(f"numpy.{ufunc.__name__}.{method}")
         fn = getattr(fnp, ufunc.__name__, None)
-        if fn is None or kwargs.get("out") is not None:
+        if fn is None:
             return _unsupported(f"numpy.{ufunc.__name__}")
-        return fn(*inputs, **kwargs)
+        out = kwargs.pop("out", None)
+        if isinstance(out, tuple):
+            out = out[0] if len(out) == 1 else out
+        result = fn(*inputs, **kwargs)
+        if out is None:
+            return result
+        write = getattr(out, "_write_all", None)
+        if write is None:
+            raise TypeError(_PLAIN_ARRAY_HINT)
+        write(result)
+        return out
 
     def __array_function__(self, func, types, args, kwargs):
         fn = _dispatch_target(func)

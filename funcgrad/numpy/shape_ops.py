@@ -179,7 +179,7 @@ def _resolve_order(order: str, a: Any) -> str:
 
 
 reshape = primitive(backend_function("reshape"), "reshape")
-reshape.__doc__ = """Differentiable ``numpy.reshape`` (``shape`` a tuple or an int, ``-1`` allowed; order 'C', 'F' or 'A').
+reshape.__doc__ = """Differentiable ``numpy.reshape`` (shape a tuple or an int, -1 allowed; order 'C', 'F' or 'A').
 
 Example::
 
