@@ -27,6 +27,13 @@ _NAMESPACE_BY_TYPE: dict[type, Any] = {
 }
 _registered: list[tuple[type, Any]] = []
 
+# Types that a plain NumPy call accepts as-is: host arrays, Python and NumPy scalars.
+NUMPY_FAST_TYPES: frozenset = frozenset(
+    [np.ndarray, float, int, bool, complex, type(None)]
+    + [getattr(np, n) for n in ("float16", "float32", "float64", "longdouble", "complex64", "complex128",
+                                "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_")]
+)
+
 
 def register_namespace(array_type: type, namespace: Any) -> None:
     """Route arrays of ``array_type`` (and subclasses) to ``namespace``."""

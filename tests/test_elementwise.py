@@ -575,9 +575,94 @@ def test_other_functions_keep_float32_inside_the_graph(name):
 
 # --- errors -----------------------------------------------------------------------------
 
-def test_ufunc_keyword_arguments_are_refused_clearly():
+def test_ufunc_options_on_traced_values_are_refused_clearly():
     x = np.ones(3)
-    with pytest.raises(TypeError, match=r"funcgrad.numpy.exp takes no keyword arguments.*'out'"):
-        fnp.exp(x, out=np.empty(3))
-    with pytest.raises(TypeError, match="no keyword arguments"):
+    with pytest.raises(TypeError, match=r"funcgrad.numpy.add takes no keyword arguments other than out=.*'dtype'"):
         fg.grad(lambda v: fnp.sum(fnp.add(v, 1.0, dtype=np.float32)))(x)
+    with pytest.raises(TypeError, match=r"funcgrad.numpy.exp takes no keyword arguments.*'where'"):
+        fg.jvp(lambda v: fnp.exp(v, where=v > 0), (x,), (x,))
+    with pytest.raises(TypeError, match=r"funcgrad.numpy.sin takes no keyword.*'casting'"):
+        fg.vmap(lambda v: fnp.sin(v, casting="unsafe"))(x)
+    with pytest.raises(TypeError, match=r"funcgrad.numpy.clip takes no keyword.*'dtype'"):
+        fg.grad(lambda v: fnp.sum(fnp.clip(v, 0.0, 1.0, dtype=np.float64)))(x)
+    with pytest.raises(TypeError, match="give out= as a keyword argument"):
+        fg.grad(lambda v: fnp.sum(fnp.multiply(v, 2.0, np.empty(3))))(x)
+    with pytest.raises(TypeError, match="where= is supported on plain arrays only"):
+        fg.grad(lambda v: fnp.sum(v * fnp.less(v, 2.0, where=v > 0)))(x)
+    with pytest.raises(TypeError, match="where= is supported on plain arrays only"):
+        fg.vmap(lambda v: fnp.less(v, 2.0, where=True))(x)
+
+
+# --- ufunc options (out=, where=, dtype= ...) ------------------------------------------
+
+@pytest.mark.parametrize("name", ["add", "multiply", "power", "arctan2", "maximum", "logaddexp"])
+def test_binary_out_on_plain_arrays_is_numpy(name):
+    a = np.array([0.5, 1.5, 2.5])
+    b = np.array([[1.0], [2.0]])
+    out_f, out_n = np.full((2, 3), 7.0), np.full((2, 3), 7.0)
+    assert getattr(fnp, name)(a, b, out=out_f) is out_f
+    getattr(np, name)(a, b, out=out_n)
+    np.testing.assert_array_equal(out_f, out_n)
+    assert not np.any(out_f == 7.0)
+    out = np.zeros((2, 3))
+    assert fnp.add(a, b, out) is out  # positional out, as in NumPy
+    np.testing.assert_array_equal(out, a + b)
+    out_tuple = np.zeros((2, 3))
+    assert fnp.add(a, b, out=(out_tuple,)) is out_tuple
+
+
+def test_unary_and_clip_out_where_dtype_on_plain_arrays_are_numpy():
+    x = np.array([-1.0, 0.5, 2.0])
+    for name in ("exp", "sin", "sqrt", "negative", "abs", "conj"):
+        out_f, out_n = np.full(3, 9.0), np.full(3, 9.0)
+        with np.errstate(invalid="ignore"):
+            assert getattr(fnp, name)(x, out=out_f) is out_f
+            getattr(np, name)(x, out=out_n)
+        np.testing.assert_array_equal(out_f, out_n)
+    # where= leaves the other entries of out alone; dtype= computes in that dtype
+    out_f, out_n = np.full(3, 9.0), np.full(3, 9.0)
+    fnp.exp(x, out=out_f, where=x > 0)
+    np.exp(x, out=out_n, where=x > 0)
+    np.testing.assert_array_equal(out_f, out_n)
+    assert out_f[0] == 9.0
+    assert fnp.add(x, 1.0, dtype=np.float32).dtype == np.float32
+    assert fnp.sin(x.astype(np.float32), dtype=np.float64).dtype == np.float64
+    with pytest.raises(TypeError):  # NumPy's own casting error, as in NumPy
+        fnp.add(x, 1.0, out=np.zeros(3, dtype=np.int64))
+    out = np.zeros(3)
+    assert fnp.clip(x, 0.0, 1.0, out=out) is out
+    np.testing.assert_array_equal(out, [0.0, 0.5, 1.0])
+    out32 = np.zeros(3, dtype=np.float32)
+    fnp.clip(x, 0.0, 1.0, out=out32, casting="unsafe")
+    np.testing.assert_array_equal(out32, np.float32([0.0, 0.5, 1.0]))
+    # nondiff ufuncs too
+    mask = np.zeros(3, dtype=bool)
+    assert fnp.greater(x, 0.0, out=mask) is mask
+    np.testing.assert_array_equal(mask, [False, True, True])
+
+
+def test_out_on_traced_values_writes_into_an_fnp_array():
+    x = np.array([0.3, 1.2, 2.0])
+
+    def f(v):
+        c = fnp.zeros(3)
+        r = fnp.add(v, v * v, out=c)
+        assert r is c
+        fnp.multiply(c, 2.0, out=c)
+        fnp.clip(c, 0.0, 5.0, out=c)
+        fnp.sin(c, out=c)
+        return fnp.sum(c)
+
+    u = 2 * (x + x * x)
+    expected_value = np.sum(np.sin(np.clip(u, 0.0, 5.0)))
+    expected_grad = np.cos(np.clip(u, 0, 5)) * (u < 5) * 2 * (1 + 2 * x)
+    np.testing.assert_allclose(f(x), expected_value)
+    np.testing.assert_allclose(fg.grad(f)(x), expected_grad)
+    _, t = fg.jvp(f, (x,), (np.ones(3),))
+    np.testing.assert_allclose(t, np.sum(expected_grad))
+    check_grads(f, (x,), order=2)
+    # under vmap the fnp array holds a batch
+    out = fg.vmap(lambda v: fnp.add(v, 1.0, out=fnp.zeros(3)))(np.stack([x, 2 * x]))
+    np.testing.assert_allclose(out, np.stack([x + 1, 2 * x + 1]))
+    with pytest.raises(TypeError, match="out= is a plain array"):
+        fg.grad(lambda v: fnp.sum(fnp.add(v, 1.0, out=np.zeros(3))))(x)

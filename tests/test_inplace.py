@@ -140,8 +140,10 @@ def test_setitem_index_kinds(idx, traced_value):
 @pytest.mark.parametrize("op", ["+=", "-=", "*=", "/=", "**="])
 def test_augmented_operators(op):
     def f(x, y):
-        a = x * 1.0
-        exec(f"a {op} y", {}, {"a": a, "y": y})  # the same box object is updated in place
+        a = fnp.array(x)
+        ns = {"a": a, "y": y}
+        exec(f"a {op} y", {}, ns)
+        assert ns["a"] is a  # the same box, updated in place
         return a
 
     def g(x, y):
@@ -254,8 +256,33 @@ def test_error_traced_value_into_plain_numpy_array():
         c[0] = x[0]
         return fnp.sum(c)
 
-    with pytest.raises(TypeError, match="funcgrad.numpy"):
+    def g(x):
+        c = np.zeros(3)
+        c[0:2] = x[:2]
+        return fnp.sum(c)
+
+    def h(x):
+        c = np.zeros(4)
+        alias = c
+        c += x  # NumPy would update alias too: a plain array cannot hold x
+        return fnp.sum(alias)
+
+    for fn in (g, h):
+        with pytest.raises(TypeError, match="create that array with funcgrad.numpy"):
+            fg.grad(fn)(X)
+    # A single element of a plain array: NumPy itself raises before funcgrad can speak.
+    with pytest.raises(ValueError):
         fg.grad(f)(X)
+
+
+def test_augmented_assignment_on_a_plain_array_owned_by_one_variable():
+    def f(x):
+        total = np.zeros(4)  # plain NumPy, referenced by this variable only
+        for k in range(3):
+            total += x * k
+        return fnp.sum(total * total)
+
+    np.testing.assert_allclose(fg.grad(f)(X), 2 * 9 * X)
 
 
 def test_inplace_dtype_and_shape_rules_follow_numpy():

@@ -633,3 +633,257 @@ def test_private_pairs(name, f, shape, dtype):
     lhs = sum(float(np.sum(np.asarray(a, np.float64) * b)) for a, b in pairs)
     rhs = float(np.sum(x.astype(np.float64) * f_vjp(ct)[0]))
     np.testing.assert_allclose(lhs, rhs, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# batching (vmap): every primitive has a rule; vmap equals a loop over the batch
+
+import contextlib  # noqa: E402
+import warnings  # noqa: E402
+
+from funcgrad.core import Primitive  # noqa: E402
+from funcgrad.core import batching as _core_batching  # noqa: E402
+
+SHAPE_PRIMS = {
+    getattr(_so, n).primitive.name
+    for n in dir(_so)
+    if isinstance(getattr(getattr(_so, n), "primitive", None), Primitive)
+}
+
+
+def test_every_shape_primitive_has_a_batching_rule():
+    prims = [getattr(_so, n).primitive for n in dir(_so)
+             if isinstance(getattr(getattr(_so, n), "primitive", None), Primitive)]
+    assert len(SHAPE_PRIMS) >= 24
+    assert [p.name for p in prims if p.batch_rule is None] == []
+
+
+@contextlib.contextmanager
+def no_shape_fallback():
+    """Fail if a primitive of this family takes vmap's loop fallback (no batching rule)
+    inside the block; yields the names of every primitive that did."""
+    seen: list = []
+    orig = _core_batching.fallback
+
+    def record(prim, *args):
+        seen.append(prim.name)
+        return orig(prim, *args)
+
+    _core_batching.fallback = record
+    try:
+        yield seen
+    finally:
+        _core_batching.fallback = orig
+    assert not set(seen) & SHAPE_PRIMS, f"loop fallback for {sorted(set(seen) & SHAPE_PRIMS)}"
+
+
+def batched(per_shape, size, axis, dtype=np.float64, seed=0):
+    """A batch of ``size`` examples of ``per_shape`` stacked along ``axis`` (None: one example)."""
+    if axis is None:
+        return rand(per_shape, dtype, seed)
+    return np.moveaxis(rand((size,) + tuple(per_shape), dtype, seed), 0, axis)
+
+
+def example(a, axis, b):
+    return a if axis is None else a[(slice(None),) * (axis % a.ndim) + (b,)]
+
+
+def loop(f, axes, args, size):
+    """Reference: f on each example (a basic-index view), stacked along axis 0."""
+    outs = [f(*[example(a, ax, b) for a, ax in zip(args, axes)]) for b in range(size)]
+    if isinstance(outs[0], (list, tuple)):
+        return type(outs[0])(np.stack([o[k] for o in outs]) for k in range(len(outs[0])))
+    return np.stack(outs)
+
+
+def _axes_strategy(shapes):
+    return st.tuples(*[st.one_of(st.none(), st.integers(-len(s) - 1, len(s))) for s in shapes])
+
+
+@pytest.mark.parametrize("name,f,shapes", CASES, ids=IDS)
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_vmap_matches_loop(name, f, shapes, data):
+    size = data.draw(st.integers(1, 3), label="size")
+    axes = list(data.draw(_axes_strategy(shapes), label="in_axes"))
+    if all(a is None for a in axes):
+        axes[data.draw(st.integers(0, len(shapes) - 1))] = 0
+    dtype = data.draw(st.sampled_from(DTYPES), label="dtype")
+    args = [batched(s, size, ax, dtype, seed=i) for i, (s, ax) in enumerate(zip(shapes, axes))]
+    with no_shape_fallback():
+        out = fg.vmap(lambda *a: f(fnp, *a), in_axes=tuple(axes))(*args)
+    assert_tree_equal(out, loop(lambda *a: f(np, *a), axes, args, size))
+
+
+@pytest.mark.parametrize("name,f,shapes", CASES, ids=IDS)
+def test_vmap_composes_with_differentiation(name, f, shapes):
+    """jacrev/jacfwd (vmap over the VJP/JVP rules), hessian, vmap(grad) and grad(vmap)."""
+
+    def g(*a):
+        return _first(f(fnp, *a))
+
+    def s(*a):
+        y = g(*a)
+        return fnp.sum(fnp.sin(y) * y)
+
+    args = _args(shapes, np.float64)
+    argnums = tuple(range(len(args)))
+    rest = (None,) * (len(args) - 1)
+    xs = np.stack([args[0] * (1.0 + 0.25 * k) for k in range(3)], axis=-1)
+    with no_shape_fallback():
+        jr = fg.jacrev(g, argnums=argnums)(*args)
+        jf = fg.jacfwd(g, argnums=argnums)(*args)
+        hess = fg.hessian(s)(*args)
+        per_ex = fg.vmap(fg.grad(s), in_axes=(-1,) + rest)(xs, *args[1:])
+        total = fg.grad(lambda x: fnp.sum(fnp.sin(fg.vmap(g, in_axes=(-1,) + rest)(x, *args[1:]))))(xs)
+    for a, b in zip(jr, jf):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    # references without vmap: one jvp per basis direction, one grad per example
+    x0 = args[0]
+    cols = []
+    for i in range(x0.size):
+        e = np.zeros(x0.size)
+        e[i] = 1.0
+        _, t = fg.jvp(lambda x: g(x, *args[1:]), (x0,), (e.reshape(x0.shape),))
+        cols.append(np.asarray(t))
+    want_j = np.stack(cols, axis=-1).reshape(np.shape(cols[0]) + x0.shape) if cols else np.zeros(jr[0].shape)
+    np.testing.assert_allclose(jr[0], want_j, atol=1e-12)
+    rows = []
+    for i in range(x0.size):
+        e = np.zeros(x0.size)
+        e[i] = 1.0
+        _, t = fg.jvp(lambda x: fg.grad(s)(x, *args[1:]), (x0,), (e.reshape(x0.shape),))
+        rows.append(np.asarray(t))
+    np.testing.assert_allclose(np.reshape(hess, (x0.size, x0.size)), np.reshape(rows, (x0.size, x0.size)).T,
+                               atol=1e-10)
+    want = np.stack([fg.grad(s)(xs[..., k], *args[1:]) for k in range(3)])
+    np.testing.assert_allclose(per_ex, want, atol=1e-12)
+    want_total = np.stack(
+        [fg.grad(lambda x: fnp.sum(fnp.sin(g(x, *args[1:]))))(xs[..., k]) for k in range(3)], axis=-1)
+    np.testing.assert_allclose(total, want_total, atol=1e-12)
+
+
+def test_no_fallback_warning_for_jacobians_of_shape_functions(monkeypatch):
+    monkeypatch.setattr(_core_batching, "_warned", set())  # warn again for names warned earlier
+
+    def f(x, y):
+        z = fnp.concatenate([fnp.reshape(fnp.transpose(x), (-1,), order="F"), fnp.ravel(fnp.flip(y, 0))])
+        parts = fnp.split(fnp.pad(z, (2, 1), mode="reflect"), [3, 11])
+        w = fnp.stack([parts[1], fnp.roll(parts[1], 1)], axis=-1)
+        t = fnp.tile(w, (1, 2))
+        return fnp.concatenate([fnp.ravel(fnp.tril(t)), fnp.diagonal(t, -1)])
+
+    x, y = rand((2, 3)), rand((2, 2), seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jr = fg.jacrev(f, argnums=(0, 1))(x, y)
+        jf = fg.jacfwd(f, argnums=(0, 1))(x, y)
+        fg.vmap(f, in_axes=(1, None))(np.stack([x, x], 1), y)
+        fg.jacfwd(fg.jacrev(f))(x, y)
+    for a, b in zip(jr, jf):
+        np.testing.assert_allclose(a, b)
+        assert np.count_nonzero(a) > 0
+
+
+# the private primitives, called directly: (id, f(x), per-example shape)
+PRIVATE_BATCH = PRIVATE + [
+    ("take_slice_int", lambda x: _so._take_slice(x, (1,)), (3, 2)),
+    ("take_slice_none", lambda x: _so._take_slice(x, (None, slice(0, 2))), (3, 2)),
+    ("embed_slice_bcast", lambda x: _so._embed_slice(x, (slice(None), 1), (2, 5)), ()),
+    ("embed_slice_int", lambda x: _so._embed_slice(x, (1, slice(0, 2)), (3, 4)), (2,)),
+    ("take_axis_neg", lambda x: _so._take_axis(x, np.array([1, 1, 0]), -1), (2, 2)),
+    ("scatter_axis_0", lambda x: _so._scatter_axis(x, np.array([0, 2, 2]), 4, 0), (3,)),
+    ("diag_embed_plain", lambda x: _so._diag_embed(x, 1, 0, 1, (3, 3)), (2,)),
+    ("diag_embed_neg", lambda x: _so._diag_embed(x, 0, -1, -3, (2, 3, 2)), (3, 2)),
+    ("split_neg", lambda x: _so._split(x, (2,), -1), (2, 3)),
+    ("repeat_none", lambda x: _so._repeat(x, (1, 0, 2, 1), None), (2, 2)),
+    ("pad_kw", lambda x: _so._pad(x, ((1, 0), (0, 2)), "constant", (("constant_values", ((1.0, 2.0), (3.0, 4.0))),)),
+     (2, 2)),
+    ("pad_kw_pair", lambda x: _so._pad(x, ((1, 1),), "constant", (("constant_values", (5.0, 6.0)),)), (2,)),
+    ("pad_symmetric", lambda x: _so._pad(x, ((2, 1),), "symmetric", ()), (3,)),
+]
+
+
+@pytest.mark.parametrize("name,f,shape", PRIVATE_BATCH, ids=[p[0] for p in PRIVATE_BATCH])
+@pytest.mark.parametrize("axis", [0, -1, 1])
+def test_vmap_private_primitives(name, f, shape, axis):
+    if axis == 1 and len(shape) == 0:
+        axis = 0
+    x = batched(shape, 3, axis, seed=2)
+    with no_shape_fallback():
+        out = fg.vmap(f, in_axes=axis)(x)
+        if not name.endswith("bcast"):  # (embed_slice's VJP expects g shaped like its slot)
+            jf = fg.jacfwd(f)(rand(shape))  # the rules' own primitives, batched
+            jr = fg.jacrev(f)(rand(shape))
+            for a, b in zip(fg.tree_util.tree_leaves(jf), fg.tree_util.tree_leaves(jr)):
+                np.testing.assert_array_equal(a, b)
+    assert_tree_equal(out, loop(f, (axis,), (x,), 3))
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A"])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("fortran", [False, True])
+def test_vmap_reshape_orders(order, axis, fortran):
+    x = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4)
+    if fortran:
+        x = np.asfortranarray(x)
+    f = lambda a: fnp.reshape(a, (-1, 2), order=order)
+    out = fg.vmap(f, in_axes=axis)(x)
+    np.testing.assert_array_equal(out, loop(lambda a: np.reshape(a, (-1, 2), order=order), (axis,), (x,), x.shape[axis]))
+    # ravel/flatten and the view wrapper go through the same rule
+    out = fg.vmap(lambda a: fnp.ravel(a, order="F"), in_axes=axis)(x)
+    np.testing.assert_array_equal(out, loop(lambda a: np.ravel(a, order="F"), (axis,), (x,), x.shape[axis]))
+
+
+def test_vmap_semantics_that_the_batch_axis_must_not_change():
+    one = rand((1, 3, 1))
+    # the batch (size 1) is never squeezed; only the example's unit axes are
+    np.testing.assert_array_equal(fg.vmap(fnp.squeeze)(one), one.reshape(1, 3))
+    np.testing.assert_array_equal(fg.vmap(fnp.squeeze, in_axes=1)(one), one.reshape(3))
+    # broadcast_to adds axes in front of the example, not in front of the batch
+    x = rand((4, 3))
+    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.broadcast_to(a, (2, 3)))(x), np.broadcast_to(x[:, None], (4, 2, 3)))
+    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.broadcast_to(a, (2, 1, 3)), in_axes=1)(x.T),
+                                  np.broadcast_to(x[:, None, None], (4, 2, 1, 3)))
+    # axis=None means "flatten the example" for roll and repeat
+    y = rand((3, 2, 2))
+    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.roll(a, (1, 2)))(y), loop(lambda a: np.roll(a, (1, 2)), (0,), (y,), 3))
+    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.repeat(a, 2))(y), np.repeat(y.reshape(3, 4), 2, axis=1))
+    # tile and transpose with defaults
+    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.tile(a, 2), in_axes=2)(y), loop(lambda a: np.tile(a, 2), (2,), (y,), 2))
+    np.testing.assert_array_equal(fg.vmap(fnp.transpose, in_axes=1)(rand((2, 3, 4))),
+                                  np.transpose(rand((2, 3, 4)), (1, 2, 0)))
+    # triu of a 1-D example is a square, as in numpy
+    v = rand((2, 3))
+    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.triu(a, 1))(v), np.stack([np.triu(r, 1) for r in v]))
+
+
+def test_vmap_join_mixes_batched_unbatched_and_outer_traced():
+    xs = rand((4, 2))
+    c = rand((3,), seed=1)
+
+    def f(x, w):
+        return fnp.concatenate([x, w * c, c]), fnp.stack([x[:1], w[:1] * 2.0, c[:1]], axis=-1)
+
+    w = rand((3,), seed=2)
+    cat, st_ = fg.vmap(f, in_axes=(0, None))(xs, w)
+    np.testing.assert_array_equal(cat, np.stack([np.concatenate([x, w * c, c]) for x in xs]))
+    np.testing.assert_array_equal(st_, np.stack([np.stack([x[:1], w[:1] * 2.0, c[:1]], axis=-1) for x in xs]))
+    # the unbatched member is traced by an outer grad: its cotangent sums over the batch
+    g = fg.grad(lambda w: fnp.sum(fg.vmap(f, in_axes=(0, None))(xs, w)[0] ** 2))(w)
+    np.testing.assert_allclose(g, 4 * 2 * w * c * c)
+    # nested vmap over both
+    out = fg.vmap(fg.vmap(lambda x, w: fnp.concatenate([x, w]), in_axes=(0, None)), in_axes=(None, 0))(xs, rand((5, 3)))
+    assert out.shape == (5, 4, 5)
+
+
+def test_vmap_error_messages():
+    x = rand((2, 6))
+    with pytest.raises(ValueError, match=r"cannot reshape array of size 6 into shape \(4,\)"):
+        fg.vmap(lambda a: fnp.reshape(a, (4,)))(x)
+    with pytest.raises(ValueError, match="one unknown dimension"):
+        fg.vmap(lambda a: fnp.reshape(a, (-1, -1)))(x)
+    with pytest.raises(np.exceptions.AxisError):
+        fg.vmap(lambda a: fnp.swapaxes(a, 0, 1))(x)
+    with pytest.raises(ValueError, match="axes don't match"):
+        fg.vmap(lambda a: fnp.transpose(a, (0, 1)))(x)

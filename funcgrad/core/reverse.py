@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from .constant import ConstBox
 from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "backward_pass", "tape_order"]
@@ -25,9 +26,9 @@ class VJPNode:
     result that is used, each with the multi-result node as its only parent.
     """
 
-    __slots__ = ("prim", "parents", "argnums", "args", "kwargs", "ans", "out_index", "__weakref__")
+    __slots__ = ("prim", "parents", "argnums", "args", "kwargs", "ans", "out_index", "versions", "__weakref__")
 
-    def __init__(self, prim, parents, argnums, args, kwargs, ans, out_index=None):
+    def __init__(self, prim, parents, argnums, args, kwargs, ans, out_index=None, versions=None):
         self.prim: Primitive | None = prim
         self.parents: tuple = parents
         self.argnums: tuple = argnums
@@ -35,6 +36,27 @@ class VJPNode:
         self.kwargs = kwargs
         self.ans = ans
         self.out_index: int | None = out_index
+        # (position, version) of saved arguments that are boxes of enclosing traces:
+        # an in-place write to one of them before this node runs is an error.
+        self.versions: list | None = versions
+
+    def check_versions(self) -> None:
+        """Swap in the state each saved box had when this node used it, if it was
+        written in place since (the write kept that state in ``box._history``)."""
+        for i, version in self.versions:
+            box = self.args[i]
+            if box._version == version:
+                continue
+            old = (getattr(box, "_history", None) or {}).get(version)
+            if old is not None:
+                self.args[i] = old
+                continue
+            raise RuntimeError(
+                    f"a value saved for the backward pass of '{self.prim.name}' (argument {i}) was "
+                    f"modified in place after it was used (version {version}, now {box._version}). "
+                    f"Write into a copy instead (b = fnp.copy(a); b[i] = v), or use the functional "
+                    f"form a.at[i].set(v)"
+                )
 
     def release(self) -> None:
         """Drop the saved values: the node cannot run again."""
@@ -68,14 +90,27 @@ class ReverseTrace(Trace):
 
     def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
         parents = []
-        for i in argnums:
-            box = args[i]
-            parents.append(box._node)
-            args[i] = box._value
+        versions = None
+        for i, a in enumerate(args):
+            if not isinstance(a, Box):
+                continue
+            if a._trace is self:
+                parents.append(a._node)
+                a = args[i] = a._value
+                if not isinstance(a, Box):
+                    continue
+            # A box of an enclosing trace (or a constant box) is saved by reference:
+            # a later in-place write to it must not change what this node saved.
+            if type(a) is ConstBox:
+                args[i] = a._value
+            else:
+                if versions is None:
+                    versions = []
+                versions.append((i, a._version))
         ans = prim.call(*args, **kwargs)
         if not prim.differentiable:
             return ans
-        node = VJPNode(prim, tuple(parents), tuple(argnums), args, kwargs, ans)
+        node = VJPNode(prim, tuple(parents), tuple(argnums), args, kwargs, ans, None, versions)
         if prim.multiple_results:
             return tuple(
                 VJPBox(a, self, VJPNode(None, (node,), (0,), None, None, a, k)) for k, a in enumerate(ans)
@@ -150,6 +185,8 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> 
                     ready.append(parent)
             continue
         if g is not None:
+            if node.versions:
+                node.check_versions()
             args, kwargs, ans = node.args, node.kwargs, node.ans
             if prim.vjp_all is not None:
                 # sees None for unused results of a multi-result primitive

@@ -104,7 +104,9 @@ class Box:
     # works on traced arrays. Each trace uses the slots it needs.
     # ``_view`` (None, or how this box views another, see funcgrad.numpy.inplace)
     # and ``_version`` (bumped by each in-place write) serve in-place updates.
-    __slots__ = ("_value", "_trace", "_node", "_tangent", "_bdim", "_view", "_version", "__weakref__")
+    # ``_history`` keeps the states a box had before in-place writes, by version, for
+    # tape nodes that saved it earlier (set only by a write; see reverse.VJPNode).
+    __slots__ = ("_value", "_trace", "_node", "_tangent", "_bdim", "_view", "_version", "_history", "__weakref__")
     # Let NumPy defer to our reflected operators (ndarray + Box -> Box.__radd__).
     __array_priority__ = 1000.0
 
@@ -183,29 +185,50 @@ def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool 
     """
     prim = Primitive(raw, name, multiple_results)
 
-    def traced_call(*args: Any, **kwargs: Any) -> Any:
+    def traced(args: tuple, kwargs: dict) -> Any:
         if kwargs and kwargs.get("out") is not None:
             return call_with_out(traced_call, raw, args, kwargs)
-        for a in args:
-            if isinstance(a, Box):
-                break
-        else:  # the fast path: nothing traced
-            return raw(*args, **kwargs)
-        top = a._trace
+        top = None
         for a in args:
             if isinstance(a, Box):
                 if a._view is not None:
                     a._view.sync(a)  # a view whose base was written in place
-                if a._trace.level > top.level:
-                    top = a._trace
+                t = a._trace
+                if top is None or t.level > top.level:
+                    top = t
+        if top is None:
+            return raw(*args, **kwargs)
         if not top.active:
             raise top.leaked()
-        argvals = list(args)
-        argnums = []
-        for i, a in enumerate(args):
-            if isinstance(a, Box) and a._trace is top:
-                argnums.append(i)
-        return top.process(prim, argvals, kwargs, argnums)
+        argnums = [i for i, a in enumerate(args) if isinstance(a, Box) and a._trace is top]
+        return top.process(prim, list(args), kwargs, argnums)
+
+    # ``raw.fast_path = (types, fn)``: when every positional argument's type is
+    # one of ``types`` (plain host arrays and scalars), call ``fn`` at once.
+    fast = getattr(raw, "fast_path", None)
+    if fast is not None:
+        fast_types, fast_fn = fast
+        out_ok = frozenset(fast_types) | {type(None)}
+
+        def traced_call(*args: Any, **kwargs: Any) -> Any:
+            for a in args:
+                if type(a) not in fast_types:
+                    break
+            else:  # the fast path: one type check per argument, then the raw call
+                if not kwargs or type(kwargs.get("out")) in out_ok:
+                    return fast_fn(*args, **kwargs)
+            return traced(args, kwargs)
+
+    else:
+
+        def traced_call(*args: Any, **kwargs: Any) -> Any:
+            for a in args:
+                if isinstance(a, Box):
+                    break
+            else:  # the fast path: nothing traced
+                if not kwargs or kwargs.get("out") is None:
+                    return raw(*args, **kwargs)
+            return traced(args, kwargs)
 
     traced_call.__name__ = prim.name
     traced_call.__qualname__ = prim.name

@@ -14,7 +14,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp  # rules call the namespace lazily, at run time
 
-from ..backend import _NAMESPACE_BY_TYPE, namespace_of
+from ..backend import _NAMESPACE_BY_TYPE, NUMPY_FAST_TYPES, namespace_of
 from ..core import Box
 
 __all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex"]
@@ -51,6 +51,7 @@ def backend_function(dotted: str, n_arrays: int = 1) -> Callable:
             ns = namespace_of(*args[:n_arrays])
             return (np_fn if ns is np else resolve(ns, dotted))(*args, **kwargs)
 
+    raw.fast_path = (NUMPY_FAST_TYPES, np_fn)  # type: ignore[attr-defined]
     raw.__name__ = dotted.rsplit(".", 1)[-1]
     raw.__qualname__ = raw.__name__
     raw.__doc__ = f"Differentiable ``numpy.{dotted}`` (runs on the arrays' own backend)."

@@ -9,6 +9,7 @@ that funcgrad does not support raises an error that names it.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,46 @@ def _value(x: Any) -> Any:
         x = x._value
     return x
 
+
+class ConversionError(ValueError):
+    """A traced value was converted to a Python number, which would drop its derivative."""
+
+
+def _owner_refcount(out: Any) -> int:
+    arr = out[0] if isinstance(out, tuple) and len(out) == 1 else None
+    if type(arr) is not np.ndarray or arr.base is not None:
+        return -1
+    return sys.getrefcount(arr)
+
+
+def _sole_owner(out: Any) -> bool:
+    """Is ``out`` (an ``out=`` tuple) a plain array that owns its memory and is held
+    only by the variable of an augmented assignment (``a += x``)? Each alias or
+    view adds a reference, so the count tells (calibrated once, below)."""
+    return _owner_refcount(out) == _SOLE_OWNER_REFCOUNT
+
+
+def _calibrate() -> int:
+    """The count _owner_refcount gives for ``a += x`` with ``a`` held by one variable."""
+    seen = []
+
+    class Probe:
+        __array_priority__ = 1000.0
+
+        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+            out = kwargs.pop("out", None)
+            seen.append(_owner_refcount(out))
+            return 0
+
+    def run() -> None:
+        a = np.zeros(1)
+        a += Probe()
+
+    run()
+    return seen[0]
+
+
+_SOLE_OWNER_REFCOUNT = _calibrate()
 
 _PLAIN_ARRAY_HINT = (
     "If you are writing it into a plain NumPy array (a[i] = x, or out=a), create that array "
@@ -105,14 +146,16 @@ class ArrayMethods:
         return int(_concrete(self, "int()"))
 
     def __float__(self):
-        raise TypeError(
+        # A ValueError, not a TypeError: NumPy swallows TypeErrors from float() when a
+        # box is written into a plain array (c[0] = x) and reports a confusing error instead.
+        raise ConversionError(
             "float() of a traced value would drop its derivative. Keep it an array "
             "(e.g. x.sum() or x[0]), or use fg.stop_gradient(x) first if no derivative is wanted. "
             + _PLAIN_ARRAY_HINT
         )
 
     def __complex__(self):
-        raise TypeError(
+        raise ConversionError(
             "complex() of a traced value would drop its derivative. Keep it an array, "
             "or use fg.stop_gradient(x) first if no derivative is wanted"
         )
@@ -141,16 +184,22 @@ class ArrayMethods:
         if fn is None:
             return _unsupported(f"numpy.{ufunc.__name__}")
         out = kwargs.pop("out", None)
+        rebindable = out is not None and _sole_owner(out)
         if isinstance(out, tuple):
             out = out[0] if len(out) == 1 else out
         result = fn(*inputs, **kwargs)
         if out is None:
             return result
         write = getattr(out, "_write_all", None)
-        if write is None:
-            raise TypeError(_PLAIN_ARRAY_HINT)
-        write(result)
-        return out
+        if write is not None:
+            write(result)
+            return out
+        if rebindable:
+            # ``a += traced`` on a plain array that nothing else refers to (no alias,
+            # no view): Python stores what __iadd__ returns back into ``a``, so the
+            # traced result can take its place without any stale copy being visible.
+            return result
+        raise TypeError(_PLAIN_ARRAY_HINT)
 
     def __array_function__(self, func, types, args, kwargs):
         fn = _dispatch_target(func)

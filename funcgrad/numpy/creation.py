@@ -67,6 +67,8 @@ def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", n
     """
     if _contains_box(obj):
         out = _stack_nested(obj, dtype)
+        if out is obj and copy:
+            out = fnp.copy(out)  # NumPy copies: an in-place write must not reach obj
         while fnp.ndim(out) < ndmin:
             out = fnp.expand_dims(out, 0)
         return out
@@ -76,21 +78,23 @@ def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", n
     return np.array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin)
 
 
-def asarray(obj: Any, dtype: Any = None, order: str | None = None) -> Any:
+def asarray(obj: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None) -> Any:
     """``numpy.asarray`` that passes traced values (and device arrays) through.
 
     Example::
 
         fnp.asarray([x, 2 * x])   # traced when x is
     """
-    if isinstance(obj, Box):
+    if isinstance(obj, Box):  # traced values are never written in place: no copy needed
         return obj if dtype is None or np.dtype(dtype) == fnp.result_type(obj) else astype(obj, dtype)
     if _contains_box(obj):
         return array(obj, dtype=dtype)
     xp = namespace_of(obj)
     if xp is not np:
+        if copy:
+            return xp.array(obj, dtype=dtype, copy=True)
         return obj if dtype is None else obj.astype(dtype, copy=False)
-    return np.asarray(obj, dtype=dtype, order=order)
+    return np.asarray(obj, dtype=dtype, order=order, copy=copy)
 
 
 # --------------------------------------------------------------------------

@@ -6,6 +6,13 @@ functions whose derivative is ``f'(x)`` (holomorphic ones included: complex
 rules are linear, JAX's convention) are declared in one line with
 :func:`_deriv`; the others spell out both rules.
 
+Every primitive here broadcasts, so its batching (vmap) rule is
+``elementwise_rule``: the ufunc primitives made by ``_unary``/``_binary`` get it
+where they are made, the others have a ``defbatch`` line beside their rules.
+On plain arrays the ufuncs take NumPy's options (``out=``, ``where=``,
+``dtype=`` ...) exactly as NumPy does; on traced values only ``out=`` (see
+funcgrad.numpy.inplace).
+
 Conventions at non-smooth points (as in JAX): ties of ``maximum``/``minimum``
 (``fmax``, ``fmin``, ``clip``) split the derivative half/half; ``abs`` has
 derivative 0 at 0; the singular points of ``arctan2``, ``hypot`` and
@@ -22,8 +29,10 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..backend import _NAMESPACE_BY_TYPE, namespace_of
+from ..backend import NUMPY_FAST_TYPES, _NAMESPACE_BY_TYPE, namespace_of
 from ..core import def_linear, defjvp, defvjp, primitive
+from ..core.batching import defbatch
+from ._batching import elementwise_rule
 from ._util import backend_function, is_complex, resolve, shape, unbroadcast
 
 __all__ = [
@@ -48,48 +57,102 @@ _LN10 = math.log(10.0)
 
 # --- building blocks --------------------------------------------------------
 
-def _no_kwargs(name: str, kwargs: dict) -> TypeError:
+def _traced_kwargs(name: str, extra: tuple, kwargs: dict) -> TypeError:
+    if extra:
+        return TypeError(
+            f"funcgrad.numpy.{name} on traced values: give out= as a keyword argument, not as a "
+            f"positional one ({len(extra)} extra positional argument{'s' if len(extra) != 1 else ''} given)"
+        )
     return TypeError(
-        f"funcgrad.numpy.{name} takes no keyword arguments (got {', '.join(map(repr, kwargs))}): "
-        f"ufunc options such as out=, where= and dtype= are not supported; use fnp.where or "
-        f"fnp.astype on the result instead"
+        f"funcgrad.numpy.{name} takes no keyword arguments other than out= on traced values (got "
+        f"{', '.join(map(repr, kwargs))}): ufunc options such as where=, dtype= and casting= work "
+        f"on plain arrays only; use fnp.where or fnp.astype on the result instead"
     )
 
 
+def _refuse_traced_options(fn: Callable, name: str) -> None:
+    """Make traced calls of ufunc primitive ``fn`` refuse ufunc options.
+
+    On plain arrays the raw forward passes ``out=``, ``where=``, ``dtype=`` ... to
+    the backend's ufunc, exactly as NumPy would (``out=`` on traced values is
+    handled by the engine before the call, see ``core.trace.call_with_out``). The
+    derivative rules know none of these options, so a traced call with one is
+    refused here, before anything is recorded: traces reach the raw function
+    through ``prim.call``, which this wraps; the untraced fast path does not.
+    """
+    prim = fn.primitive  # type: ignore[attr-defined]
+    traced_call = prim.call
+    nin = _UFUNC_NIN[name]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != nin:
+            if len(args) < nin:
+                return traced_call(*args)  # the raw function raises NumPy's own error
+            raise _traced_kwargs(name, args[nin:], kwargs)
+        return traced_call(*args)
+
+    call.__name__ = call.__qualname__ = name
+    prim.call = call
+
+
+_UFUNC_NIN: dict[str, int] = {}
+
+
 def _ufunc_raw(name: str, nin: int) -> Callable:
-    """The raw forward of ufunc ``name``: the arrays' own namespace, positional arrays only."""
+    """The raw forward of ufunc ``name``: the arrays' own namespace.
+
+    Ufunc options (``out=``, ``where=``, ``dtype=`` ...) go to the backend's ufunc
+    unchanged, so that plain calls behave exactly as NumPy's.
+    """
     np_fn = getattr(np, name)
+    _UFUNC_NIN[name] = nin
     if nin == 1:
 
-        def raw(x: Any, **kwargs: Any) -> Any:
-            if kwargs:
-                raise _no_kwargs(name, kwargs)
+        def raw(x: Any, *out: Any, **kwargs: Any) -> Any:
             if _NAMESPACE_BY_TYPE.get(type(x)) is np:
-                return np_fn(x)
+                return np_fn(x, *out, **kwargs) if out or kwargs else np_fn(x)
             ns = namespace_of(x)
-            return (np_fn if ns is np else resolve(ns, name))(x)
+            return (np_fn if ns is np else resolve(ns, name))(x, *out, **kwargs)
 
     else:
 
-        def raw(x: Any, y: Any, **kwargs: Any) -> Any:
-            if kwargs:
-                raise _no_kwargs(name, kwargs)
+        def raw(x: Any, y: Any, *out: Any, **kwargs: Any) -> Any:
             if _NAMESPACE_BY_TYPE.get(type(x)) is np and _NAMESPACE_BY_TYPE.get(type(y)) is np:
-                return np_fn(x, y)
+                return np_fn(x, y, *out, **kwargs) if out or kwargs else np_fn(x, y)
             ns = namespace_of(x, y)
-            return (np_fn if ns is np else resolve(ns, name))(x, y)
+            return (np_fn if ns is np else resolve(ns, name))(x, y, *out, **kwargs)
 
     raw.__name__ = raw.__qualname__ = name
     raw.__doc__ = f"Differentiable ``numpy.{name}`` (runs on the arrays' own backend)."
     return raw
 
 
+def _ufunc_batch_rule(fn: Callable, name: str) -> Callable:
+    """vmap rule of a broadcasting ufunc primitive (ufunc options refused, as in any trace)."""
+    rule = elementwise_rule(fn)
+    nin = _UFUNC_NIN[name]
+
+    def batch(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+        if kwargs or len(args) != nin:
+            raise _traced_kwargs(name, tuple(args[nin:]), kwargs)
+        return rule(args, dims)
+
+    return batch
+
+
+def _ufunc(name: str, nin: int) -> Callable:
+    fn = primitive(_ufunc_raw(name, nin), name)
+    _refuse_traced_options(fn, name)
+    defbatch(fn, _ufunc_batch_rule(fn, name))
+    return fn
+
+
 def _unary(name: str) -> Callable:
-    return primitive(_ufunc_raw(name, 1), name)
+    return _ufunc(name, 1)
 
 
 def _binary(name: str) -> Callable:
-    return primitive(_ufunc_raw(name, 2), name)
+    return _ufunc(name, 2)
 
 
 def _deriv(fn: Callable, dfdx: Callable) -> None:
@@ -417,10 +480,12 @@ def _sinc_derivative_raw(x: Any, n: int) -> Any:
 _sinc_derivative = primitive(_sinc_derivative_raw, "sinc_derivative")
 defvjp(_sinc_derivative, lambda g, ans, x, n: g * _sinc_derivative(x, n + 1))
 defjvp(_sinc_derivative, lambda t, ans, x, n: t * _sinc_derivative(x, n + 1))
+defbatch(_sinc_derivative, elementwise_rule(_sinc_derivative))
 
 sinc = primitive(backend_function("sinc"), "sinc")
 sinc.__doc__ = "Differentiable ``numpy.sinc`` (normalized: sin(pi x) / (pi x)); exact derivatives at 0 too."
 _deriv(sinc, lambda ans, x: _sinc_derivative(x, 1))
+defbatch(sinc, elementwise_rule(sinc))
 
 deg2rad = _unary("deg2rad")
 defvjp(deg2rad, lambda g, ans, x: fnp.deg2rad(g))
@@ -513,6 +578,7 @@ angle = primitive(backend_function("angle"), "angle")
 angle.__doc__ = "Differentiable ``numpy.angle(z, deg=False)``; derivative 0 for real input and at 0."
 defvjp(angle, _angle_vjp)
 defjvp(angle, _angle_jvp)
+defbatch(angle, elementwise_rule(angle))
 
 
 # --- selection: maximum/minimum, where, clip ---------------------------------
@@ -563,6 +629,7 @@ defjvp(
     lambda t, ans, c, x, y: _bt(fnp.where(c, t, 0), ans),
     lambda t, ans, c, x, y: _bt(fnp.where(c, 0, t), ans),
 )
+defbatch(_where, elementwise_rule(_where))
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
@@ -586,9 +653,9 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     return _where(condition, x, y)
 
 
-def _clip_raw(a: Any, a_min: Any, a_max: Any) -> Any:
+def _clip_raw(a: Any, a_min: Any, a_max: Any, **kwargs: Any) -> Any:
     xp = namespace_of(*[v for v in (a, a_min, a_max) if v is not None])
-    return xp.clip(a, a_min, a_max)
+    return xp.clip(a, a_min, a_max, **kwargs)  # kwargs (out=, dtype= ...) only on plain arrays
 
 
 _clip = primitive(_clip_raw, "clip")
@@ -613,14 +680,20 @@ def _clip_rule(k: int, reverse: bool) -> Callable:
 
 defvjp(_clip, *[_clip_rule(k, True) for k in range(3)])
 defjvp(_clip, *[_clip_rule(k, False) for k in range(3)])
+_UFUNC_NIN["clip"] = 3
+_refuse_traced_options(_clip, "clip")
+defbatch(_clip, _ufunc_batch_rule(_clip, "clip"))
 
 
-def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, *, min: Any = None,  # noqa: A002
+         max: Any = None, **kwargs: Any) -> Any:  # noqa: A002
     """Limit ``a`` to ``[a_min, a_max]``; either bound may be None or an array.
 
     Differentiable ``numpy.clip`` in ``a`` and in both bounds: the derivative goes
     to whichever of them the result equals (half/half at a tie, as in JAX).
-    ``min``/``max`` are NumPy 2's aliases of ``a_min``/``a_max``.
+    ``min``/``max`` are NumPy 2's aliases of ``a_min``/``a_max``. ``out=`` works as
+    in NumPy (on traced values too, see funcgrad.numpy.inplace); other ufunc options
+    (``dtype=``, ``casting=`` ...) only on plain arrays.
 
     Example::
 
@@ -634,7 +707,9 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None, max: 
         if a_max is not None:
             raise TypeError("clip: give the upper bound once, as a_max or as max, not both")
         a_max = max
-    return _clip(a, a_min, a_max)
+    if out is not None:
+        return _clip(a, a_min, a_max, out=out, **kwargs)
+    return _clip(a, a_min, a_max, **kwargs)
 
 
 def _finite_part(g, x):
@@ -654,6 +729,7 @@ def _nan_to_num_raw(x: Any, nan: Any = 0.0, posinf: Any = None, neginf: Any = No
 _nan_to_num = primitive(_nan_to_num_raw, "nan_to_num")
 defvjp(_nan_to_num, lambda g, ans, x, **kw: _finite_part(g, x))
 defjvp(_nan_to_num, lambda t, ans, x, **kw: _finite_part(t, x))
+defbatch(_nan_to_num, elementwise_rule(_nan_to_num))
 
 
 def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None,

@@ -1,23 +1,26 @@
 """Indexing: ``x[idx]``, take, take_along_axis, and ``x.at[idx].set/add/...``.
 
-Three primitives carry every derivative here, each the transpose of another,
-so higher orders come for free:
+Four primitives carry every derivative here, each linear, each rule another
+of them, so higher orders come for free:
 
-* ``getitem(x, idx)``            gather: ``x[idx]``                 (VJP: ``_unindex``)
-* ``_unindex(g, idx, shape)``    scatter-add of ``g`` into zeros    (VJP: ``getitem``)
-* ``_index_add(x, idx, v)``      ``x`` with ``v`` added at ``idx``   (linear in x and v)
-* ``_index_set(x, idx, v)``      ``x`` with ``v`` written at ``idx`` (linear in x and v)
+* ``_getitem(x, idx)``            gather ``x[idx]``                  (VJP: ``_unindex``)
+* ``_unindex(g, idx, shape)``     zeros with ``g`` added at ``idx``   (VJP: ``_getitem``)
+* ``_index_add(x, idx, v)``       ``x`` with ``v`` added at ``idx``
+* ``_index_set(x, idx, v)``       ``x`` with ``v`` written at ``idx`` (last write wins)
 
 Repeated integer indices accumulate in every scatter-add (``numpy.add.at`` on
 the CPU, ``cupyx.scatter_add`` on CuPy), so the VJP of ``x[[0, 0]]`` puts both
 cotangents on ``x[0]``.
 
-The index is normalized once per call into a tuple holding no traced values
-(indices are never differentiable; a traced index contributes its value), so
-a tape node stores it as plain data. NumPy's own indexing does the rest:
-basic and advanced indices, boolean masks and NumPy's rules for where the
-advanced dimensions go are NumPy's, and a bad index raises NumPy's
-``IndexError`` unchanged.
+The user's index is normalized once per call (:func:`normalize_index`) into a
+tuple holding no traced values: indices carry no derivative, so a traced
+index contributes its value and a tape node stores plain data. The one
+exception is an index batched by ``vmap`` (one index per example): it is
+passed to the primitive as an extra positional argument, where the batching
+trace sees it, and the template tuple marks its place. NumPy's own indexing
+does the rest: basic and advanced indices, boolean masks and NumPy's rules
+for where the advanced dimensions go are NumPy's, and a bad index raises
+NumPy's ``IndexError`` unchanged.
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of, to_numpy
-from ..core import Box, defjvp, defvjp, primitive, unbox_all
+from ..core import Box, defjvp, defvjp, nondiff_primitive, primitive, unbox_all
 from ..core.batching import BatchBox, defbatch
-from ._batching import move_to_front
+from ._batching import fallback, move_to_front
 from ._util import dtype, shape, unbroadcast
 from .nondiff import zeros_like as _zeros_like  # plain zeros (fnp.zeros_like may give a ConstBox)
 
@@ -43,57 +46,97 @@ __all__ = [
 # --------------------------------------------------------------------------
 # the index: normalization and classification
 
-def _index_value(item: Box) -> Any:
-    """The value of a traced index: differentiation boxes hold the same value, a
-    vmap box does not (it holds the whole batch), so that one is refused."""
-    while isinstance(item, Box):
-        if isinstance(item, BatchBox):
-            raise NotImplementedError(
-                "indexing with a value batched by vmap (a per-example index) is not supported "
-                "yet; index with unbatched values, or vmap over the indexed array only"
-            )
+class _Slot:
+    """Placeholder in an index template for the ``k``-th dynamic (vmap-batched) entry."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k: int):
+        self.k = k
+
+    def __repr__(self) -> str:
+        return f"<index entry {self.k}>"
+
+
+def _strip(item: Any) -> Any:
+    """Drop the differentiation boxes (and constant boxes) around an index entry.
+
+    They hold the index's own value, which carries no derivative. A vmap box
+    holds a whole batch of per-example indices, so it is kept: it travels as a
+    positional argument of the primitive, where the batching trace sees it.
+    """
+    while isinstance(item, Box) and not isinstance(item, BatchBox):
         item = item._value
     return item
 
 
-def _plain_index_item(item: Any, x: Any) -> Any:
-    """One entry of an index tuple with traced values stripped (lists become arrays)."""
+def _static_item(item: Any, x: Any) -> Any:
+    """One index entry, stripped (lists become arrays of ``x``'s namespace)."""
     if isinstance(item, Box):
-        return _index_value(item)
+        return _strip(item)
     if isinstance(item, list):
         if any(isinstance(i, (Box, list)) for i in item):
-            item = [_plain_index_item(i, x) for i in item]
+            item = [_static_item(i, x) for i in item]
+            if _contains_box(item):
+                return _strip(fnp.array(item))  # per-example entries: stacked, still batched
         xp = namespace_of(x)
         try:
-            arr = xp.asarray(item) if item else xp.asarray(item, dtype=np.intp)
+            return xp.asarray(item) if item else xp.asarray(item, dtype=np.intp)
         except (ValueError, TypeError):
             return item  # ragged or odd: let the backend's indexing raise its own error
-        return arr
     return item
 
 
-def normalize_index(idx: Any, x: Any = None) -> tuple:
-    """``idx`` as an index tuple holding no traced values.
+def _contains_box(obj: Any) -> bool:
+    if isinstance(obj, Box):
+        return True
+    return isinstance(obj, list) and any(_contains_box(o) for o in obj)
 
-    ``x[i]`` and ``x[(i,)]`` mean the same in NumPy for every non-tuple ``i``, so
-    the result is always a tuple. Lists become arrays of ``x``'s namespace.
+
+def normalize_index(idx: Any, x: Any = None) -> tuple[tuple, tuple]:
+    """``idx`` as ``(template, dyn)``: an index tuple holding no traced values,
+    plus the vmap-batched entries, which the template marks with slots.
+
+    ``x[i]`` and ``x[(i,)]`` mean the same in NumPy for every non-tuple ``i``,
+    so the template is always a tuple. Lists become arrays of ``x``'s
+    namespace. Outside vmap, ``dyn`` is empty and the template is the index.
     """
-    if type(idx) is tuple:
-        for item in idx:
-            if isinstance(item, (Box, list)):
-                return tuple(_plain_index_item(i, x) for i in idx)
-        return idx
-    return (_plain_index_item(idx, x),)
+    if type(idx) is not tuple:
+        idx = (idx,)
+    for item in idx:
+        if isinstance(item, (Box, list)):
+            break
+    else:
+        return idx, ()
+    template: list = []
+    dyn: list = []
+    for item in idx:
+        item = _static_item(item, x)
+        if isinstance(item, Box):
+            template.append(_Slot(len(dyn)))
+            dyn.append(item)
+        else:
+            template.append(item)
+    return tuple(template), tuple(dyn)
+
+
+def _fill(template: tuple, dyn: tuple) -> tuple:
+    """The index with the dynamic entries put back in their slots."""
+    if not dyn:
+        return template
+    return tuple(dyn[i.k] if isinstance(i, _Slot) else i for i in template)
 
 
 def _is_int_array(item: Any) -> bool:
     """An integer index array of rank >= 1 (the only kind that can repeat a position)."""
     if isinstance(item, (int, slice, type(None), type(Ellipsis), np.integer, bool, np.bool_)):
         return False
+    if isinstance(item, (list, tuple)):
+        return True
+    if isinstance(item, Box):
+        return dtype(item).kind in "iu" and len(shape(item)) > 0
     d = getattr(item, "dtype", None)
-    if d is None:
-        return isinstance(item, (list, tuple))
-    return np.dtype(d).kind in "iu" and getattr(item, "ndim", 0) > 0
+    return d is not None and np.dtype(d).kind in "iu" and getattr(item, "ndim", 0) > 0
 
 
 def may_repeat(idx: tuple) -> bool:
@@ -125,21 +168,13 @@ def _scatter_ufunc_at(out: Any, idx: tuple, v: Any, ufunc: str = "add") -> None:
         if fn is not None:
             getattr(cupyx, fn)(out, idx, v)
             return
-    at = getattr(getattr(xp, ufunc, None), "at", None)
-    if at is None:
+    at_ = getattr(getattr(xp, ufunc, None), "at", None)
+    if at_ is None:
         raise NotImplementedError(
             f"{getattr(xp, '__name__', xp)} has no {ufunc}.at (scatter with repeated indices), "
             f"which funcgrad.numpy indexing needs here"
         )
-    at(out, idx, v)
-
-
-def _scatter_add(out: Any, idx: tuple, v: Any) -> None:
-    """``out[idx] += v`` with repeated positions accumulating (in place)."""
-    if may_repeat(idx):
-        _scatter_ufunc_at(out, idx, v, "add")
-    else:
-        out[idx] += v
+    at_(out, idx, v)
 
 
 def _copy(x: Any) -> Any:
@@ -183,10 +218,10 @@ def _occurrences(xshape: tuple, idx: tuple, xp: Any) -> tuple:
 
 
 # --------------------------------------------------------------------------
-# the primitives
+# the primitives: (array, index template, ..., *dynamic index entries)
 
-def _getitem_raw(x: Any, idx: tuple) -> Any:
-    return x[idx]
+def _getitem_raw(x: Any, idx: tuple, *dyn: Any) -> Any:
+    return x[_fill(idx, dyn)]
 
 
 _getitem = primitive(_getitem_raw, "getitem")
@@ -204,11 +239,13 @@ def getitem(x: Any, idx: Any) -> Any:
 
         fg.grad(lambda x: (x[[0, 0, 2]] ** 2).sum())(fnp.ones(3))  # [4., 0., 2.]
     """
-    return _getitem(x, normalize_index(idx, x))
+    template, dyn = normalize_index(idx, x)
+    return _getitem(x, template, *dyn)
 
 
-def _unindex_raw(g: Any, idx: tuple, shape_: tuple) -> Any:
+def _unindex_raw(g: Any, idx: tuple, shape_: tuple, *dyn: Any) -> Any:
     out = namespace_of(g).zeros(shape_, dtype=dtype(g))
+    idx = _fill(idx, dyn)
     if may_repeat(idx):
         _scatter_ufunc_at(out, idx, g, "add")
     else:
@@ -219,23 +256,23 @@ def _unindex_raw(g: Any, idx: tuple, shape_: tuple) -> Any:
 # The transpose of getitem: zeros of ``shape_`` with ``g`` added at ``idx``.
 _unindex = primitive(_unindex_raw, "unindex")
 
-defvjp(_getitem, lambda g, ans, x, idx: _unindex(g, idx, shape(x)))
-defjvp(_getitem, lambda t, ans, x, idx: _getitem(t, idx))
-defvjp(_unindex, lambda g, ans, x, idx, shape_: _getitem(g, idx))
-defjvp(_unindex, lambda t, ans, x, idx, shape_: _unindex(t, idx, shape_))
 
-
-def _index_add_raw(x: Any, idx: tuple, v: Any) -> Any:
+def _index_add_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     out = _copy(x)
-    _scatter_add(out, idx, v)
+    idx = _fill(idx, dyn)
+    if may_repeat(idx):
+        _scatter_ufunc_at(out, idx, v, "add")
+    else:
+        out[idx] += v
     return out
 
 
 _index_add = primitive(_index_add_raw, "index_add")
 
 
-def _index_set_raw(x: Any, idx: tuple, v: Any) -> Any:
+def _index_set_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     out = _copy(x)
+    idx = _fill(idx, dyn)
     xp = namespace_of(out)
     if xp is np or not may_repeat(idx) or not shape(v):
         out[idx] = v  # NumPy: with repeated positions the last write wins
@@ -255,6 +292,17 @@ def _index_set_raw(x: Any, idx: tuple, v: Any) -> Any:
 _index_set = primitive(_index_set_raw, "index_set")
 
 
+def _winner_mask_raw(like: Any, idx: tuple, *dyn: Any) -> Any:
+    """0/1 mask in ``like``'s dtype over ``like[idx]``: 1 where that write is the
+    last to its position (the one ``_index_set`` keeps)."""
+    xp = namespace_of(like)
+    _, _, is_last, ishape = _occurrences(tuple(shape(like)), _fill(idx, dyn), xp)
+    return xp.reshape(is_last, ishape).astype(dtype(like))
+
+
+_winner_mask = nondiff_primitive(_winner_mask_raw, "winner_mask")
+
+
 def _cotangent_of_values(g_sel: Any, v: Any) -> Any:
     """Sum a cotangent shaped like ``x[idx]`` down to ``v`` (which was broadcast to it)."""
     vs = shape(v)
@@ -268,44 +316,49 @@ def _cotangent_of_values(g_sel: Any, v: Any) -> Any:
     return g_v
 
 
-def _winners(x: Any, idx: tuple) -> Any:
-    """0/1 mask (in ``x``'s dtype) over ``x[idx]``: 1 where that write is the last to its position."""
-    xp = namespace_of(x)
-    _, _, is_last, ishape = _occurrences(tuple(shape(x)), idx, xp)
-    return xp.reshape(is_last, ishape).astype(dtype(x))  # x's visible shape, raw namespace
-
-
-def _index_set_vjp_v(g: Any, ans: Any, x: Any, idx: tuple, v: Any) -> Any:
-    g_sel = _getitem(g, idx)
-    if may_repeat(idx):  # only the last write to a position reaches the output
-        g_sel = g_sel * _winners(g, idx)
+def _index_set_vjp_v(g: Any, ans: Any, x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
+    g_sel = _getitem(g, idx, *dyn)
+    if may_repeat(_fill(idx, dyn)):  # only the last write to a position reaches the output
+        g_sel = g_sel * _winner_mask(g, idx, *dyn)
     return _cotangent_of_values(g_sel, v)
 
 
+defvjp(_getitem, lambda g, ans, x, idx, *dyn: _unindex(g, idx, shape(x), *dyn))
+defjvp(_getitem, lambda t, ans, x, idx, *dyn: _getitem(t, idx, *dyn))
+defvjp(_unindex, lambda g, ans, x, idx, shape_, *dyn: _getitem(g, idx, *dyn))
+defjvp(_unindex, lambda t, ans, x, idx, shape_, *dyn: _unindex(t, idx, shape_, *dyn))
 defvjp(
     _index_add,
-    lambda g, ans, x, idx, v: g,
-    lambda g, ans, x, idx, v: _cotangent_of_values(_getitem(g, idx), v),
+    lambda g, ans, x, idx, v, *dyn: g,
+    lambda g, ans, x, idx, v, *dyn: _cotangent_of_values(_getitem(g, idx, *dyn), v),
     argnums=(0, 2),
 )
 defjvp(
     _index_add,
-    lambda t, ans, x, idx, v: t,
-    lambda t, ans, x, idx, v: _index_add(_zeros_like(ans), idx, t),
+    lambda t, ans, x, idx, v, *dyn: t,
+    lambda t, ans, x, idx, v, *dyn: _index_add(_zeros_like(ans), idx, t, *dyn),
     argnums=(0, 2),
 )
 defvjp(
     _index_set,
-    lambda g, ans, x, idx, v: _index_set(g, idx, 0),
+    lambda g, ans, x, idx, v, *dyn: _index_set(g, idx, 0, *dyn),
     _index_set_vjp_v,
     argnums=(0, 2),
 )
 defjvp(
     _index_set,
-    lambda t, ans, x, idx, v: _index_set(t, idx, 0),
-    lambda t, ans, x, idx, v: _index_set(_zeros_like(ans), idx, t),
+    lambda t, ans, x, idx, v, *dyn: _index_set(t, idx, 0, *dyn),
+    lambda t, ans, x, idx, v, *dyn: _index_set(_zeros_like(ans), idx, t, *dyn),
     argnums=(0, 2),
 )
+
+# Index entries carry no derivative (they are integers or booleans); should one
+# be traced by a differentiating transform below a vmap, it contributes nothing.
+_MAX_DYN = 32
+for _prim, _first in ((_getitem, 2), (_unindex, 3), (_index_add, 3), (_index_set, 3)):
+    _nums = tuple(range(_first, _first + _MAX_DYN))
+    defvjp(_prim, *[lambda g, ans, *a, **k: None] * _MAX_DYN, argnums=_nums)
+    defjvp(_prim, *[lambda t, ans, *a, **k: _zeros_like(ans)] * _MAX_DYN, argnums=_nums)
 
 
 # --------------------------------------------------------------------------
@@ -317,20 +370,32 @@ def _as_array(x: Any) -> Any:
     return np.asarray(x)
 
 
-def _apply_at(x: Any, idx: tuple, v: Any, fn: Callable, ufunc: str | None) -> Any:
+def _update(prim: Callable, x: Any, index: Any, v: Any) -> Any:
+    """``prim(x, template, v, *dyn)`` for a user index (``_index_set`` or ``_index_add``)."""
+    template, dyn = normalize_index(index, x)
+    return prim(x, template, v, *dyn)
+
+
+def _apply_at(x: Any, index: Any, v: Any, fn: Callable, ufunc: str | None) -> Any:
     """``x`` with ``fn(x[idx], v)`` applied at ``idx``, repeated positions in turn (``ufunc.at``)."""
-    traced = isinstance(x, Box) or isinstance(v, Box)
+    template, dyn = normalize_index(index, x)
     xp = namespace_of(x)
-    if not traced and ufunc is not None and xp is np:
+    if not dyn and ufunc is not None and xp is np and not isinstance(x, Box) and not isinstance(v, Box):
         out = _copy(x)
         if v is None:
-            getattr(np, ufunc).at(out, idx, )
+            getattr(np, ufunc).at(out, template)
         else:
-            getattr(np, ufunc).at(out, idx, v)
+            getattr(np, ufunc).at(out, template, v)
         return out
-    if not may_repeat(idx):
-        cur = _getitem(x, idx)
-        return _index_set(x, idx, fn(cur) if v is None else fn(cur, v))
+    if not may_repeat(_fill(template, dyn)):
+        cur = _getitem(x, template, *dyn)
+        return _index_set(x, template, fn(cur) if v is None else fn(cur, v), *dyn)
+    if dyn:
+        raise NotImplementedError(
+            "x.at[idx] with integer-array indices batched by vmap supports get, set, add and "
+            "subtract; for other updates index with unbatched values"
+        )
+    idx = template
     targets, rank, _, ishape = _occurrences(tuple(shape(x)), idx, xp)
     n_rounds = int(to_numpy(rank.max())) + 1 if rank.shape[0] else 0
     if n_rounds <= 1:  # no position repeats: one gather, one write
@@ -385,8 +450,6 @@ class IndexUpdateRef:
         self.array = array
         self.index = index
 
-    def _idx(self) -> tuple:
-        return normalize_index(self.index, self.array)
 
     def get(self, mode: str | None = None, fill_value: Any = None) -> Any:
         """``x[idx]`` (``mode`` other than None/'raise' is not supported)."""
@@ -395,41 +458,41 @@ class IndexUpdateRef:
                 f"x.at[idx].get(mode={mode!r}, fill_value={fill_value!r}): only NumPy's indexing "
                 f"(mode=None, out-of-bounds raises IndexError) is supported"
             )
-        return _getitem(self.array, self._idx())
+        return getitem(self.array, self.index)
 
     def set(self, values: Any) -> Any:
         """A copy of ``x`` with ``x[idx] = values`` (last write wins on repeated positions)."""
-        return _index_set(self.array, self._idx(), values)
+        return _update(_index_set, self.array, self.index, values)
 
     def add(self, values: Any) -> Any:
         """A copy of ``x`` with ``values`` added at ``idx``; repeated positions accumulate."""
-        return _index_add(self.array, self._idx(), values)
+        return _update(_index_add, self.array, self.index, values)
 
     def subtract(self, values: Any) -> Any:
         """A copy of ``x`` with ``values`` subtracted at ``idx``; repeated positions accumulate."""
-        return _index_add(self.array, self._idx(), -_as_array(values))
+        return _update(_index_add, self.array, self.index, -_as_array(values))
 
     def multiply(self, values: Any) -> Any:
         """A copy of ``x`` with ``x[idx] *= values``; repeated positions multiply in turn."""
-        return _apply_at(self.array, self._idx(), values, fnp.multiply, "multiply")
+        return _apply_at(self.array, self.index, values, fnp.multiply, "multiply")
 
     mul = multiply
 
     def divide(self, values: Any) -> Any:
         """A copy of ``x`` with ``x[idx] /= values``; repeated positions divide in turn."""
-        return _apply_at(self.array, self._idx(), values, fnp.divide, "divide")
+        return _apply_at(self.array, self.index, values, fnp.divide, "divide")
 
     def power(self, values: Any) -> Any:
         """A copy of ``x`` with ``x[idx] **= values``; repeated positions apply in turn."""
-        return _apply_at(self.array, self._idx(), values, fnp.power, "power")
+        return _apply_at(self.array, self.index, values, fnp.power, "power")
 
     def min(self, values: Any) -> Any:  # noqa: A003 - JAX's name
         """A copy of ``x`` with ``x[idx] = minimum(x[idx], values)`` (``numpy.minimum.at``)."""
-        return _apply_at(self.array, self._idx(), values, _minimum, "minimum")
+        return _apply_at(self.array, self.index, values, _minimum, "minimum")
 
     def max(self, values: Any) -> Any:  # noqa: A003 - JAX's name
         """A copy of ``x`` with ``x[idx] = maximum(x[idx], values)`` (``numpy.maximum.at``)."""
-        return _apply_at(self.array, self._idx(), values, _maximum, "maximum")
+        return _apply_at(self.array, self.index, values, _maximum, "maximum")
 
     def apply(self, func: Callable) -> Any:
         """A copy of ``x`` with ``func`` applied elementwise at ``idx``, once per occurrence.
@@ -438,7 +501,7 @@ class IndexUpdateRef:
         """
         ufunc = func.__name__ if isinstance(func, np.ufunc) else None
         fn = getattr(fnp, func.__name__) if isinstance(func, np.ufunc) else func
-        return _apply_at(self.array, self._idx(), None, fn, ufunc)
+        return _apply_at(self.array, self.index, None, fn, ufunc)
 
     def __repr__(self) -> str:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
@@ -479,6 +542,17 @@ def at(x: Any) -> IndexUpdateHelper:
 # --------------------------------------------------------------------------
 # take, take_along_axis, put_along_axis, compress, extract, choose
 
+def _concrete_index(item: Any, fn: str) -> Any:
+    """An index argument whose values decide the result's shape: vmap-batched is refused."""
+    item = _static_item(item, None) if isinstance(item, (Box, list)) else item
+    if isinstance(item, Box):
+        raise NotImplementedError(
+            f"{fn} with a value batched by vmap as its index/condition is not supported: the "
+            f"result's shape would differ between examples"
+        )
+    return item
+
+
 def _axis_index(axis: int, nd: int, arg: str, fn: str) -> int:
     if not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{fn}: {arg} must be an int or None, got {axis!r}")
@@ -490,13 +564,15 @@ def _axis_index(axis: int, nd: int, arg: str, fn: str) -> int:
 def _mode_indices(indices: Any, n: int, mode: str, fn: str) -> Any:
     if mode == "raise":
         return indices
+    if mode not in ("wrap", "clip"):
+        raise ValueError(f"{fn}: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    if isinstance(indices, Box):  # per-example indices under vmap
+        return (indices % n if n else indices) if mode == "wrap" else fnp.clip(indices, 0, max(n - 1, 0))
     xp = namespace_of(indices)
     ind = xp.asarray(indices)
     if mode == "wrap":
         return ind % n if n else ind
-    if mode == "clip":
-        return xp.clip(ind, 0, max(n - 1, 0))
-    raise ValueError(f"{fn}: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    return xp.clip(ind, 0, max(n - 1, 0))
 
 
 def take(a: Any, indices: Any, axis: int | None = None, out: None = None, mode: str = "raise") -> Any:
@@ -511,25 +587,23 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None, mode: 
     if out is not None:
         raise TypeError("take: out= is not supported (funcgrad arrays are never written in place)")
     a = _as_array(a)
-    indices = _plain_index_item(indices, unbox_all(a))
+    indices = _static_item(indices, unbox_all(a))
     if axis is None:
         flat = fnp.reshape(a, (-1,))
-        return _getitem(flat, (_mode_indices(indices, shape(flat)[0], mode, "take"),))
-    nd = len(shape(a))
-    ax = _axis_index(axis, nd, "axis", "take")
+        return getitem(flat, (_mode_indices(indices, shape(flat)[0], mode, "take"),))
+    ax = _axis_index(axis, len(shape(a)), "axis", "take")
     ind = _mode_indices(indices, shape(a)[ax], mode, "take")
-    return _getitem(a, (slice(None),) * ax + (ind,))
+    return getitem(a, (slice(None),) * ax + (ind,))
 
 
 def _along_axis_index(arr_shape: tuple, indices: Any, axis: int, fn: str) -> tuple:
     nd = len(arr_shape)
-    ind_nd = getattr(indices, "ndim", None)
-    if ind_nd is None or np.dtype(indices.dtype).kind not in "iu":
+    if not (isinstance(indices, Box) or hasattr(indices, "dtype")) or dtype(indices).kind not in "iu":
         raise IndexError(f"{fn}: indices must be an integer array, got {type(indices).__name__}")
+    ind_nd = len(shape(indices))
     if ind_nd != nd:
         raise ValueError(
-            f"{fn}: indices and arr must have the same number of dimensions, got "
-            f"{ind_nd} and {nd}"
+            f"{fn}: indices and arr must have the same number of dimensions, got {ind_nd} and {nd}"
         )
     xp = namespace_of(indices)
     idx = []
@@ -551,25 +625,24 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Any:
         fnp.take_along_axis(x, fnp.argsort(x, axis=1), axis=1)   # a differentiable sort
     """
     arr = _as_array(arr)
-    indices = _plain_index_item(indices, unbox_all(arr))
+    indices = _static_item(indices, unbox_all(arr))
     if axis is None:
-        if getattr(indices, "ndim", None) != 1:
+        if len(shape(indices)) != 1:
             raise ValueError("take_along_axis: when axis=None, indices must be one-dimensional")
         arr = fnp.reshape(arr, (-1,))
         axis = 0
-    nd = len(shape(arr))
-    ax = _axis_index(axis, nd, "axis", "take_along_axis")
-    return _getitem(arr, _along_axis_index(tuple(shape(arr)), indices, ax, "take_along_axis"))
+    ax = _axis_index(axis, len(shape(arr)), "axis", "take_along_axis")
+    return getitem(arr, _along_axis_index(tuple(shape(arr)), indices, ax, "take_along_axis"))
 
 
 def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplace: bool = True) -> Any:
-    """``numpy.put_along_axis``; pass ``inplace=False`` for the differentiable, functional form.
+    """``numpy.put_along_axis``; pass ``inplace=False`` for the functional form.
 
     With ``inplace=True`` (NumPy's behaviour, the default) ``arr`` is written
     in place and None is returned; a traced ``arr`` is rebound to the updated
     value, as ``arr[...] = values`` would be. With ``inplace=False`` a new
-    array is returned and ``arr`` is left alone (as in JAX); repeated
-    positions keep the last write.
+    array is returned and ``arr`` is left alone (as in JAX). Differentiable in
+    ``arr`` and ``values``; repeated positions keep the last write.
 
     Example::
 
@@ -584,29 +657,33 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplac
             )
         return namespace_of(arr).put_along_axis(arr, indices, values, axis)
     arr = _as_array(arr)
-    indices = _plain_index_item(indices, unbox_all(arr))
+    indices = _static_item(indices, unbox_all(arr))
     xshape = tuple(shape(arr))
-    if inplace:  # a traced array: the write rebinds it (see funcgrad.numpy.inplace)
-        if axis is None:
-            raise ValueError("put_along_axis: axis=None needs inplace=False on a traced array")
-        ax = _axis_index(axis, len(xshape), "axis", "put_along_axis")
-        arr[_along_axis_index(xshape, indices, ax, "put_along_axis")] = values
-        return None
     if axis is None:
-        if getattr(indices, "ndim", None) != 1:
+        if len(shape(indices)) != 1:
             raise ValueError("put_along_axis: when axis=None, indices must be one-dimensional")
-        flat = fnp.reshape(arr, (-1,))
-        return fnp.reshape(_index_set(flat, (indices,), values), xshape)
+        if inplace:
+            raise ValueError("put_along_axis: axis=None needs inplace=False on a traced array")
+        return fnp.reshape(_update(_index_set, fnp.reshape(arr, (-1,)), (indices,), values), xshape)
     ax = _axis_index(axis, len(xshape), "axis", "put_along_axis")
-    return _index_set(arr, _along_axis_index(xshape, indices, ax, "put_along_axis"), values)
+    idx = _along_axis_index(xshape, indices, ax, "put_along_axis")
+    if inplace:  # a traced array: the write rebinds it (see funcgrad.numpy.inplace)
+        arr[idx] = values
+        return None
+    return _update(_index_set, arr, idx, values)
 
 
 def compress(condition: Any, a: Any, axis: int | None = None, out: None = None) -> Any:
-    """Differentiable ``numpy.compress`` (``out=`` is not supported)."""
+    """Differentiable ``numpy.compress`` (``out=`` is not supported).
+
+    Example::
+
+        fnp.compress([True, False, True], x, axis=0)
+    """
     if out is not None:
         raise TypeError("compress: out= is not supported (funcgrad arrays are never written in place)")
     a = _as_array(a)
-    cond = _plain_index_item(condition, unbox_all(a))
+    cond = _concrete_index(condition, "compress")
     xp = namespace_of(cond) if hasattr(cond, "shape") else namespace_of(a)
     cond = xp.asarray(cond)
     if cond.ndim != 1:
@@ -617,23 +694,27 @@ def compress(condition: Any, a: Any, axis: int | None = None, out: None = None) 
         axis = 0
     ax = _axis_index(axis, len(shape(a)), "axis", "compress")
     n = shape(a)[ax]
-    if cond.shape[0] > n:
+    if cond.shape[0] > n and keep.shape[0] and int(to_numpy(keep[-1])) >= n:
         # NumPy raises only when a True lies past the end; match that.
-        if keep.shape[0] and int(to_numpy(keep[-1])) >= n:
-            raise IndexError(
-                f"compress: condition has a True at position {int(to_numpy(keep[-1]))}, past the "
-                f"length {n} of axis {ax}"
-            )
-    return _getitem(a, (slice(None),) * ax + (keep,))
+        raise IndexError(
+            f"compress: condition has a True at position {int(to_numpy(keep[-1]))}, past the "
+            f"length {n} of axis {ax}"
+        )
+    return getitem(a, (slice(None),) * ax + (keep,))
 
 
 def extract(condition: Any, arr: Any) -> Any:
-    """Differentiable ``numpy.extract``: ``ravel(arr)[ravel(condition) != 0]``."""
+    """Differentiable ``numpy.extract``: ``ravel(arr)[ravel(condition) != 0]``.
+
+    Example::
+
+        fnp.extract(x > 0, x)
+    """
     arr = _as_array(arr)
-    cond = _plain_index_item(condition, unbox_all(arr))
+    cond = _concrete_index(condition, "extract")
     xp = namespace_of(arr)
     cond = xp.reshape(xp.asarray(cond) != 0, (-1,))
-    return _getitem(fnp.reshape(arr, (-1,)), (xp.nonzero(cond)[0],))
+    return getitem(fnp.reshape(arr, (-1,)), (xp.nonzero(cond)[0],))
 
 
 def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
@@ -645,7 +726,7 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
     """
     if out is not None:
         raise TypeError("choose: out= is not supported (funcgrad arrays are never written in place)")
-    a = _plain_index_item(a, None)
+    a = _concrete_index(a, "choose")
     if isinstance(choices, Box) or hasattr(choices, "shape"):
         choices = [choices[i] for i in range(shape(choices)[0])]
     choices = [_as_array(c) for c in choices]
@@ -665,15 +746,11 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
         xp.reshape(xp.arange(m, dtype=np.intp), tuple(m if k == d else 1 for k in range(len(bshape))))
         for d, m in enumerate(bshape)
     )
-    return _getitem(stacked, (xp.broadcast_to(a, bshape),) + grid)
+    return getitem(stacked, (xp.broadcast_to(a, bshape),) + grid)
 
 
 # --------------------------------------------------------------------------
 # functions whose values are gathered from (or scattered out of) the input
-
-_unique_raw = primitive(lambda ar, **kwargs: namespace_of(ar).unique(ar, **kwargs), "unique")
-_unique_raw.primitive.differentiable = False  # type: ignore[attr-defined]
-
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
            axis: int | None = None, *, equal_nan: bool = True, sorted: bool = True) -> Any:  # noqa: A002
@@ -695,7 +772,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
     if not isinstance(ar, Box):
         return namespace_of(ar).unique(ar, return_index=return_index, return_inverse=return_inverse,
                                        return_counts=return_counts, **kwargs)
-    raw = _index_value(ar)
+    raw = _concrete_index(ar, "unique")
     res = namespace_of(raw).unique(raw, return_index=True, return_inverse=return_inverse,
                                    return_counts=return_counts, **kwargs)
     first = res[1]
@@ -704,8 +781,8 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
     return (values,) + extra if extra else values
 
 
-_bincount_nondiff = primitive(lambda x, *args, **kwargs: namespace_of(x).bincount(x, *args, **kwargs), "bincount")
-_bincount_nondiff.primitive.differentiable = False  # type: ignore[attr-defined]
+_bincount_nondiff = nondiff_primitive(lambda x, *args, **kwargs: namespace_of(x).bincount(x, *args, **kwargs),
+                                      "bincount")
 
 
 def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
@@ -720,7 +797,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
     """
     if not isinstance(weights, Box):
         return _bincount_nondiff(x, weights, minlength=minlength)
-    xv = _plain_index_item(x, None)
+    xv = _concrete_index(x, "bincount")
     xp = namespace_of(xv)
     xv = xp.asarray(xv)
     if xv.ndim != 1:
@@ -735,102 +812,194 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
 
 
 # --------------------------------------------------------------------------
-# batching (vmap) rules: prepend a full slice for the batch axis
+# batching (vmap) rules
+#
+# The batch axis goes in front of the indexed array. Unbatched index entries:
+# a full slice is prepended for it. Batched (per-example) index arrays: an
+# ``arange`` over the batch joins them as one more advanced index. Either way
+# NumPy may place the batch axis away from the front (its rule for where
+# advanced dimensions go), so each rule carries a permutation ``perm`` from the
+# batched result's layout to (batch, per-example layout).
 
-def _advanced_layout(idx: tuple) -> tuple[bool, int]:
-    """(NumPy moves the advanced dimensions to the front, their broadcast rank).
+def _describe(item: Any, batched: bool = False) -> tuple[str, int, int]:
+    """(kind, advanced rank, dimensions consumed) of one index entry."""
+    if item is None:
+        return "new", 0, 0
+    if item is Ellipsis:
+        return "ellipsis", 0, 0
+    if isinstance(item, slice):
+        return "slice", 0, 1
+    if isinstance(item, (bool, np.bool_)):
+        return "bool", 1, 0
+    if isinstance(item, (int, np.integer)):
+        return "int", 0, 1
+    nd = len(shape(item)) - (1 if batched else 0)
+    if dtype(item).kind == "b":
+        return "bool", 1, nd
+    if nd == 0:
+        return "int", 0, 1
+    return "array", nd, 1
 
-    Integer and boolean arrays are advanced indices; so are boolean scalars,
-    and integers once any array is present. When the advanced entries are not
-    next to each other NumPy puts their dimensions first.
+
+def _layout(descs: list, per_ndim: int) -> tuple[bool, bool, int, int, int]:
+    """NumPy's placement of advanced dimensions for an index described by ``descs``.
+
+    Returns (fancy, moved, R, P, n): any advanced index at all, whether the
+    advanced dimensions go first (non-adjacent advanced entries), their
+    broadcast rank, how many result dimensions come before them when they stay
+    in place, and the result's rank.
     """
-    positions = []
-    rank = 0
-    fancy = False
-    for k, item in enumerate(idx):
+    fancy = any(k in ("bool", "array") for k, _, _ in descs)
+    spare = per_ndim - sum(c for _, _, c in descs)  # dimensions an Ellipsis (or the end) takes
+    n_basic = sum(1 for k, _, _ in descs if k in ("slice", "new")) + max(spare, 0)
+    if not fancy:
+        return False, False, 0, 0, n_basic
+    adv = [i for i, (k, _, _) in enumerate(descs) if k in ("bool", "array", "int")]
+    R = max(r for _, r, _ in descs)
+    moved = adv[-1] - adv[0] + 1 != len(adv)
+    P = 0
+    for k, _, _ in descs[: adv[0]]:
+        P += max(spare, 0) if k == "ellipsis" else (1 if k in ("slice", "new") else 0)
+    return True, moved, R, P, R + n_basic
+
+
+def _vmapped_index(idx: tuple, dyn: tuple, ddims: list, size: int, per_ndim: int, xp: Any) -> Any:
+    """``(bidx, perm, n)``: an index for the batched array (batch axis in front)
+    doing the per-example ``idx``, the permutation (or None) taking its result
+    to (batch, per-example layout), and the per-example result's rank. None
+    where the index cannot be vectorized (a batched boolean mask)."""
+    if all(d is None for d in ddims):
+        full = _fill(idx, dyn)
+        fancy, moved, R, _, n = _layout([_describe(i) for i in full], per_ndim)
+        perm = [R] + list(range(R)) + list(range(R + 1, n + 1)) if moved and R else None
+        return (slice(None),) + full, perm, n
+    items: list = []
+    batched: list = []
+    for p, item in enumerate(idx):
+        if isinstance(item, _Slot):
+            k = item.k
+            if ddims[k] is None:
+                item = dyn[k]
+            else:
+                item = move_to_front(dyn[k], ddims[k])
+                if dtype(item).kind == "b":
+                    return None
+                items.append(item)
+                batched.append(True)
+                continue
         if isinstance(item, (bool, np.bool_)):
-            positions.append(k)
-            rank = max(rank, 1)
-            fancy = True
+            return None
+        if not isinstance(item, (slice, int, np.integer)) and item is not None and item is not Ellipsis \
+                and dtype(item).kind == "b":
+            if not shape(item):
+                return None
+            for part in fnp.nonzero(item):  # a mask is the integer arrays of its True positions
+                items.append(part)
+                batched.append(False)
             continue
-        if isinstance(item, (int, np.integer)):
-            positions.append(k)
-            continue
-        d = getattr(item, "dtype", None)
-        if d is None or item is None or isinstance(item, slice):
-            continue
-        nd = item.ndim
-        if np.dtype(d).kind == "b":
-            rank = max(rank, 1)
-            fancy = True
-            positions.append(k)
-        elif nd > 0:
-            rank = max(rank, nd)
-            fancy = True
-            positions.append(k)
-        else:
-            positions.append(k)  # a 0-d integer array counts as an integer
-    if not fancy or not positions:
-        return False, 0
-    return positions[-1] - positions[0] + 1 != len(positions), rank
+        items.append(item)
+        batched.append(False)
+    # Per-example semantics: a batched entry that is a scalar per example is an integer.
+    fancy, moved, R, P, n = _layout([_describe(i, b) for i, b in zip(items, batched)], per_ndim)
+    for p, (item, b) in enumerate(zip(items, batched)):
+        if b:
+            s = tuple(shape(item)[1:])
+            if len(s) < R:
+                items[p] = fnp.reshape(item, (size,) + (1,) * (R - len(s)) + s)
+    batch_index = xp.reshape(xp.arange(size, dtype=np.intp), (size,) + (1,) * R)
+    bidx = (batch_index,) + tuple(items)
+    # In the batched index every entry but the basic ones is advanced, and the
+    # batch arange comes first: NumPy gives [batch, advanced..., basic...]. That
+    # is the per-example layout unless its advanced dims stay in place after P others.
+    perm = None
+    if fancy and not moved and P:
+        perm = [0] + list(range(1 + R, 1 + R + P)) + list(range(1, 1 + R)) + list(range(1 + R + P, n + 1))
+    return bidx, perm, n
 
 
-def _batch_out_dim(idx: tuple) -> int:
-    """Where the batch axis lands in ``x[(slice(None),) + idx]`` (x batched in front)."""
-    moved, rank = _advanced_layout(idx)
-    return rank if moved else 0
+def _from_layout(out: Any, perm: Any) -> Any:
+    return out if perm is None else fnp.transpose(out, perm)
+
+
+def _to_layout(a: Any, perm: Any) -> Any:
+    """Inverse of ``_from_layout``: (batch, per-example layout) to the batched layout."""
+    return a if perm is None else fnp.transpose(a, tuple(int(i) for i in np.argsort(perm)))
+
+
+def _batch_size(args: list, dims: list) -> int:
+    for a, d in zip(args, dims):
+        if d is not None:
+            return shape(a)[d]
+    raise ValueError("no batched argument")
+
+
+def _front(a: Any, d: Any, size: int) -> Any:
+    """``a`` with its batch axis in front (an unbatched ``a`` is broadcast)."""
+    if d is None:
+        return fnp.broadcast_to(a, (size,) + tuple(shape(a)))
+    return move_to_front(a, d)
 
 
 def _getitem_batch(args: list, dims: list) -> tuple:
-    x, idx = args
-    x = move_to_front(x, dims[0])
-    return _getitem(x, (slice(None),) + idx), _batch_out_dim(idx)
+    x, idx, *dyn = args
+    size = _batch_size(args, dims)
+    x = _front(x, dims[0], size)
+    plan = _vmapped_index(idx, tuple(dyn), dims[2:], size, len(shape(x)) - 1, namespace_of(x))
+    if plan is None:
+        return fallback(_getitem.primitive, list(args), list(dims), size, {})
+    bidx, perm, _ = plan
+    return _from_layout(getitem(x, bidx), perm), 0
 
 
 def _unindex_batch(args: list, dims: list) -> tuple:
-    g, idx, shape_ = args
-    k = _batch_out_dim(idx)
-    if dims[0] != k:
-        g = fnp.moveaxis(g, dims[0], k)
-    return _unindex(g, (slice(None),) + idx, (shape(g)[k],) + tuple(shape_)), 0
+    g, idx, shape_, *dyn = args
+    size = _batch_size(args, dims)
+    g = _front(g, dims[0], size)
+    plan = _vmapped_index(idx, tuple(dyn), dims[3:], size, len(shape_), namespace_of(g))
+    if plan is None:
+        return fallback(_unindex.primitive, list(args), list(dims), size, {})
+    bidx, perm, _ = plan
+    template, bdyn = normalize_index(bidx, g)
+    return _unindex(_to_layout(g, perm), template, (size,) + tuple(shape_), *bdyn), 0
 
 
 def _update_batch(prim: Callable) -> Callable:
     def rule(args: list, dims: list) -> tuple:
-        x, idx, v = args
-        dx, _, dv = dims
-        size = shape(x)[dx] if dx is not None else shape(v)[dv]
-        if dx is None:
-            x = fnp.broadcast_to(x, (size,) + tuple(shape(x)))
-        else:
-            x = move_to_front(x, dx)
-        per_shape = tuple(shape(x)[1:])
-        xp = namespace_of(x)
-        ishape = tuple(xp.broadcast_to(xp.zeros((), dtype=np.int8), per_shape)[idx].shape)
-        k = _batch_out_dim(idx)
-        n = len(ishape)
+        x, idx, v, *dyn = args
+        size = _batch_size(args, dims)
+        x = _front(x, dims[0], size)
+        plan = _vmapped_index(idx, tuple(dyn), dims[3:], size, len(shape(x)) - 1, namespace_of(x))
+        if plan is None:
+            return fallback(prim.primitive, list(args), list(dims), size, {})
+        bidx, perm, n = plan
+        # v broadcasts to the per-example indexed shape (rank n): give it exactly
+        # n dimensions after a batch axis (of length 1 when v is not batched).
+        dv = dims[2]
         if dv is None:
             vs = tuple(shape(v))
-            if len(vs) > n:
-                v = fnp.reshape(v, vs[len(vs) - n:])
-            elif k and len(vs) < n:
-                v = fnp.reshape(v, (1,) * (n - len(vs)) + vs)
-            if k:
-                v = fnp.expand_dims(v, k)
+            v_front = v
         else:
-            v = move_to_front(v, dv)
-            vs = tuple(shape(v)[1:])
-            if len(vs) != n:
-                vs = vs[len(vs) - n:] if len(vs) > n else (1,) * (n - len(vs)) + vs
-                v = fnp.reshape(v, (size,) + vs)
-            if k:
-                v = fnp.moveaxis(v, 0, k)
-        return prim(x, (slice(None),) + idx, v), 0
+            v_front = move_to_front(v, dv)
+            vs = tuple(shape(v_front)[1:])
+        vs = vs[len(vs) - n:] if len(vs) > n else (1,) * (n - len(vs)) + vs
+        v_front = fnp.reshape(v_front, ((1,) if dv is None else (size,)) + vs)
+        template, bdyn = normalize_index(bidx, x)
+        return prim(x, template, _to_layout(v_front, perm), *bdyn), 0
 
     return rule
+
+
+def _winner_mask_batch(args: list, dims: list) -> tuple:
+    like, idx, *dyn = args
+    if all(d is None for d in dims[2:]):  # the same positions for every example
+        d = dims[0]
+        one = getitem(like, (slice(None),) * d + (0,)) if d is not None else like
+        return _winner_mask(one, idx, *dyn), None
+    return fallback(_winner_mask.primitive, list(args), list(dims), _batch_size(args, dims), {})
 
 
 defbatch(_getitem, _getitem_batch)
 defbatch(_unindex, _unindex_batch)
 defbatch(_index_add, _update_batch(_index_add))
 defbatch(_index_set, _update_batch(_index_set))
+defbatch(_winner_mask, _winner_mask_batch)

@@ -79,9 +79,33 @@ def _rebind(box: Box, new: Any) -> None:
         box._trace = CONSTANT
 
 
+def _snapshot(box: Box) -> Box:
+    """A frozen copy of ``box``'s current state (same trace, value and node)."""
+    old = object.__new__(type(box))
+    old._value = box._value
+    old._trace = box._trace
+    for slot in _OPTIONAL_SLOTS:
+        try:
+            setattr(old, slot, getattr(box, slot))
+        except AttributeError:
+            pass
+    old._view = None
+    old._version = box._version
+    return old
+
+
 def _write(box: Box, new: Any) -> None:
-    """Replace the whole value of ``box`` and write it through to any base it views."""
+    """Replace the whole value of ``box`` and write it through to any base it views.
+
+    Tape nodes of enclosing traces may have saved ``box`` itself; its state
+    before the write is kept in ``box._history`` for them (see VJPNode.check_versions).
+    """
     view = box._view
+    if type(box) is not ConstBox:  # nodes save a constant box's array, never the box
+        history = getattr(box, "_history", None)
+        if history is None:
+            history = box._history = {}
+        history[box._version] = _snapshot(box)
     _rebind(box, new)
     box._version += 1
     if view is not None:

@@ -12,8 +12,9 @@ matrices (leading batch axes) as NumPy's do.
 Conventions worth knowing:
 
 * Complex numbers follow JAX: VJPs are linear (transposes, not conjugate
-  transposes), so ``grad`` of a real function of a complex matrix is
-  ``conj(df/dA)``-style, exactly as in JAX.
+  transposes); the gradient of a real-valued f of a complex matrix is the c
+  with ``df = real(sum(c * dA))`` (``grad`` of ``log|det A|`` is
+  ``inv(A)^T``, of ``norm(z)`` is ``conj(z) / norm(z)``), as in JAX.
 * ``eigh``, ``eigvalsh``, ``cholesky`` (and ``svd``/``pinv`` with
   ``hermitian=True``) read only one triangle of their input, as NumPy's do
   (the lower one by default; the imaginary part of the diagonal is ignored).
@@ -69,6 +70,14 @@ QRResult = namedtuple("QRResult", ["Q", "R"])
 
 # --------------------------------------------------------------------------
 # small helpers (used by rules: all differentiable)
+
+def _untraced(*xs: Any) -> bool:
+    """True when no argument is traced: the wrappers then call the backend directly."""
+    for x in xs:
+        if isinstance(x, Box):
+            return False
+    return True
+
 
 def _arr(x: Any) -> Any:
     """Lists/tuples given as operands become arrays (their shape matters to rules)."""
@@ -317,6 +326,8 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
 
         fnp.tensordot(A, B, axes=([1, 0], [0, 1]))
     """
+    if _untraced(a, b):
+        return namespace_of(a, b).tensordot(a, b, axes)
     a, b = _arr(a), _arr(b)
     return _tensordot(a, b, _tensordot_axes(axes, ndim(a), ndim(b)))
 
@@ -414,6 +425,8 @@ def outer(a: Any, b: Any, out: None = None) -> Any:
     """
     if out is not None:
         raise TypeError("outer: out= is not supported (funcgrad arrays are not written in place)")
+    if _untraced(a, b):
+        return namespace_of(a, b).outer(a, b)
     return fnp.multiply(fnp.reshape(_arr(a), (-1, 1)), fnp.reshape(_arr(b), (1, -1)))
 
 
@@ -535,19 +548,24 @@ def einsum(*operands: Any, optimize: Any = False, **kwargs: Any) -> Any:
 
     Subscripts may use '...' (broadcast dimensions), implicit output and
     repeated labels (diagonals, traces); the interleaved form
-    ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` works too. ``out``, ``dtype``,
-    ``order`` and ``casting`` are not supported. The derivative with
-    respect to each operand is another einsum.
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` works too. On traced values
+    ``out``, ``dtype``, ``order`` and ``casting`` are not supported. The
+    derivative with respect to each operand is another einsum.
 
     Example::
 
         fnp.einsum("bij,bjk->bik", A, B)
         fnp.einsum("ii->i", A)        # diagonal
     """
-    if kwargs:
-        raise TypeError(f"einsum: unsupported keyword argument(s) {sorted(kwargs)}; only optimize= is supported")
     if not operands:
         raise TypeError("einsum: no subscripts and operands given")
+    if _untraced(*operands):
+        return namespace_of(*operands).einsum(*operands, optimize=optimize, **kwargs)
+    if kwargs:
+        raise TypeError(
+            f"einsum: keyword argument(s) {sorted(kwargs)} are not supported on traced values; "
+            f"only optimize= is (cast with .astype instead of dtype=)"
+        )
     if isinstance(operands[0], str):
         subscripts, ops = operands[0], list(operands[1:])
     else:  # interleaved: op0, sub0, op1, sub1, ..., [sub_out]
@@ -660,6 +678,8 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axi
 
         fnp.cross(fnp.array([1.0, 0, 0]), fnp.array([0.0, 1, 0]))   # [0, 0, 1]
     """
+    if _untraced(a, b):
+        return namespace_of(a, b).cross(a, b, axisa, axisb, axisc, axis)
     a, b = _arr(a), _arr(b)
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -1488,7 +1508,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
         fg.grad(fnp.linalg.norm)(x)   # x / norm(x)
     """
-    x = _arr(x) if isinstance(x, (list, tuple)) else x
+    if not isinstance(x, Box):
+        return namespace_of(x).linalg.norm(x, ord, axis, keepdims)
     if dtype(x).kind not in "fc":
         x = fnp.astype(x, np.float64)
     nd = ndim(x)

@@ -10,15 +10,19 @@ in ``creation``.
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from typing import Any, Callable
 
 import numpy as np
 # Dtype queries and index builders that take no arrays: NumPy's own.
 from numpy import diag_indices, indices, isscalar, issubdtype, promote_types, tril_indices, triu_indices  # noqa: F401
 
+import funcgrad.numpy as fnp
+
 from ..backend import namespace_of
-from ..core import Box, nondiff_primitive
-from ..core.batching import BatchBox
+from ..core import Box, nondiff_primitive, primitive, unbox_all
+from ..core.batching import BatchBox, defbatch
+from ._batching import _aligned, elementwise_rule, fallback, move_to_front, normalize_axis
 from ._util import backend_function, dtype
 
 _ONE_ARRAY = [
@@ -41,13 +45,26 @@ __all__ = [
     "tril_indices", "triu_indices",
 ]
 
+# Those that return a tuple of arrays: several results, so that vmap batches each one.
+_MULTIPLE_RESULTS = {"nonzero", "unravel_index", "tril_indices_from", "triu_indices_from", "diag_indices_from"}
+
+
+def _nondiff(name: str, n_arrays: int) -> Callable:
+    raw = backend_function(name, n_arrays)
+    if name not in _MULTIPLE_RESULTS:
+        return nondiff_primitive(raw, name)
+    fn = primitive(raw, name, multiple_results=True)
+    fn.primitive.differentiable = False  # type: ignore[attr-defined]
+    return fn
+
+
 for _name in _ONE_ARRAY:
     if hasattr(np, _name):
-        globals()[_name] = nondiff_primitive(backend_function(_name), _name)
+        globals()[_name] = _nondiff(_name, 1)
         __all__.append(_name)
 for _name in _TWO_ARRAYS:
     if hasattr(np, _name):
-        globals()[_name] = nondiff_primitive(backend_function(_name, 2), _name)
+        globals()[_name] = _nondiff(_name, 2)
         __all__.append(_name)
 
 
@@ -136,3 +153,265 @@ def ix_(*args: Any) -> tuple:
     """``numpy.ix_`` (no derivative); the index sequences may be traced."""
     args = tuple(_concrete(a, "ix_") for a in args)
     return namespace_of(*args).ix_(*args)
+
+
+# --------------------------------------------------------------------------
+# batching (vmap) rules
+#
+# Nothing here has a derivative, so a rule only has to get the batch right:
+# elementwise functions broadcast; argmax/any/count_nonzero ... shift their axis
+# past the batch axis; functions whose output shape depends on the values
+# (nonzero, argwhere, flatnonzero) run per example and are stacked when every
+# example gives the same shape, and are refused otherwise. The module shadows
+# the builtins any/all/round, hence ``builtins.any`` below.
+
+def _per_example_shape(x: Any, d: int | None) -> tuple:
+    s = shape(x)
+    return s if d is None else s[:d] + s[d + 1:]
+
+
+def _batch_size(args: Any, dims: Any) -> int:
+    for a, d in zip(args, dims):
+        if d is not None:
+            return shape(a)[d]
+    raise ValueError("no batched argument")
+
+
+def _loop(fn: Callable, args: list, dims: list, kwargs: dict) -> tuple[Any, Any]:
+    """The per-example loop (for a parameter batched in a way no vectorized call expresses)."""
+    return fallback(fn.primitive, list(args), list(dims), _batch_size(args, dims), kwargs)
+
+
+def _refuse_where(fn: Callable, name: str) -> None:
+    """Traced calls of ufunc ``fn`` refuse ``where=`` (with ``out=`` it would be silently
+    wrong: the engine writes the whole result into ``out``). Plain calls keep it."""
+    prim = fn.primitive  # type: ignore[attr-defined]
+    traced_call = prim.call
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if "where" in kwargs:
+            raise _where_error(name)
+        return traced_call(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    prim.call = call
+
+
+def _where_error(name: str) -> TypeError:
+    return TypeError(
+        f"funcgrad.numpy.{name}: where= is supported on plain arrays only, not on traced values; "
+        f"use fnp.where(mask, {name}(...), other) instead"
+    )
+
+
+def _ufunc_rule(fn: Callable, name: str, nin: int) -> Callable:
+    rule = elementwise_rule(fn)
+
+    def batch(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+        if "where" in kwargs:
+            raise _where_error(name)
+        if len(args) != nin:
+            raise TypeError(f"funcgrad.numpy.{name} on traced values: pass out= as a keyword argument")
+        return rule(args, dims, **kwargs)
+
+    return batch
+
+
+def _shift_axes(axis: Any, per: int) -> Any:
+    if isinstance(axis, (tuple, list)):
+        return tuple(normalize_axis(a, per) + 1 for a in axis)
+    return normalize_axis(axis, per) + 1
+
+
+def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: bool) -> Callable:
+    """Rule for ``fn(x, ..., axis, ...)`` batched in ``x``: the axis moves past the batch axis.
+
+    ``axis`` sits at position ``axis_pos`` when given positionally. With
+    ``flatten_when_none`` (argmax, argsort ...) ``axis=None`` flattens each example;
+    otherwise (any, count_nonzero ...) it means every axis of an example.
+    """
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+        if builtins.any(d is not None for d in dims[1:]):
+            return _loop(fn, args, dims, kwargs)
+        x = move_to_front(args[0], dims[0])
+        s = shape(x)
+        per = len(s) - 1
+        rest = list(args[1:])
+        positional = len(args) > axis_pos
+        axis = args[axis_pos] if positional else kwargs.pop("axis", default)
+        flat = axis is None and flatten_when_none
+        if flat:
+            n = 1
+            for k in s[1:]:
+                n *= k
+            x = fnp.reshape(x, (s[0], n))
+            new_axis: Any = 1
+        elif axis is None:
+            new_axis = tuple(range(1, per + 1))
+        else:
+            new_axis = _shift_axes(axis, per)
+        if positional:
+            rest[axis_pos - 1] = new_axis
+        else:
+            kwargs["axis"] = new_axis
+        out = fn(x, *rest, **kwargs)
+        if flat and kwargs.get("keepdims"):
+            out = fnp.reshape(out, s[:1] + (1,) * per)
+        return out, 0
+
+    return rule
+
+
+def _data_dependent_rule(fn: Callable) -> Callable:
+    """Rule for a function whose output shape depends on the values (nonzero ...):
+    one call per example, stacked when all examples agree in shape, refused otherwise."""
+    prim = fn.primitive  # type: ignore[attr-defined]
+    name = prim.name
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+        size = _batch_size(args, dims)
+        if size == 0:
+            raise ValueError(
+                f"vmap cannot batch {name} over an empty batch: its output shape depends on the "
+                f"values, and there is no example to take it from"
+            )
+        results = []
+        for b in range(size):
+            one = [a if d is None else a[(slice(None),) * d + (b,)] for a, d in zip(args, dims)]
+            out = prim.call(*one, **kwargs)
+            results.append(tuple(out) if prim.multiple_results else (out,))
+        first = tuple(shape(r) for r in results[0])
+        for b, r in enumerate(results):
+            got = tuple(shape(o) for o in r)
+            if got != first:
+                raise ValueError(
+                    f"vmap cannot batch {name}: its output shape depends on the values, and the "
+                    f"examples disagree (example 0 gives shape {_shapes(first)}, example {b} gives "
+                    f"{_shapes(got)}). Call it outside vmap, or use a fixed-shape formulation "
+                    f"(fnp.where(condition, x, y), a mask, or argsort) instead"
+                )
+        stacked = tuple(fnp.stack([r[k] for r in results]) for k in range(len(first)))
+        if prim.multiple_results:
+            return stacked, (0,) * len(stacked)
+        return stacked[0], 0
+
+    return rule
+
+
+def _shapes(shapes: tuple) -> str:
+    return " and ".join(str(s) for s in shapes)
+
+
+def _shaped_like_rule(fn: Callable, pos: int) -> Callable:
+    """Rule for ``fn`` whose output has the shape of argument ``pos`` (searchsorted's
+    ``v``, digitize's and isin's first argument): batched there only, it is one call."""
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+        if builtins.any(d is not None for i, d in enumerate(dims) if i != pos):
+            return _loop(fn, args, dims, kwargs)
+        return fn(*args, **kwargs), dims[pos]
+
+    return rule
+
+
+def _like_rule(fn: Callable) -> Callable:
+    """Rule for zeros_like(a, dtype, order, subok, shape) and its kin: batched where ``a`` is,
+    unless a ``shape`` is given (then every example gets the same array)."""
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+        if builtins.any(d is not None for d in dims[1:]):
+            return _loop(fn, args, dims, kwargs)
+        new_shape = args[4] if len(args) > 4 else kwargs.get("shape")
+        return fn(*args, **kwargs), (dims[0] if new_shape is None else None)
+
+    return rule
+
+
+def _from_shape_rule(fn: Callable) -> Callable:
+    """Rule for tril_indices_from and its kin: the result depends only on the per-example
+    shape, so it is the same for every example (not batched)."""
+    prim = fn.primitive  # type: ignore[attr-defined]
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+        if builtins.any(d is not None for d in dims[1:]):
+            return _loop(fn, args, dims, kwargs)
+        a = unbox_all(args[0])
+        xp = namespace_of(a)
+        stand_in = xp.broadcast_to(xp.zeros((), dtype=a.dtype), _per_example_shape(args[0], dims[0]))
+        out = prim.raw(stand_in, *args[1:], **kwargs)
+        return out, (None,) * len(out)
+
+    return rule
+
+
+def _unravel_index_rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    if builtins.any(d is not None for d in dims[1:]):
+        return _loop(unravel_index, args, dims, kwargs)  # noqa: F405
+    out = unravel_index(*args, **kwargs)  # noqa: F405
+    return out, (dims[0],) * len(out)
+
+
+def _allclose_rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+    close = isclose(*_aligned(list(args), list(dims)), **kwargs)  # noqa: F405
+    return all(close, axis=tuple(range(1, ndim(close)))), 0  # noqa: F405
+
+
+def _array_equal_rule(args: list, dims: list, equal_nan: bool = False) -> tuple[Any, Any]:
+    a, b = args[0], args[1]
+    if len(args) > 2:
+        equal_nan = args[2]
+    if _per_example_shape(a, dims[0]) != _per_example_shape(b, dims[1]):
+        return False, None
+    a, b = move_to_front(a, dims[0]), move_to_front(b, dims[1])
+    eq = equal(a, b)  # noqa: F405
+    if equal_nan and (dtype(a).kind in "fc" or dtype(b).kind in "fc"):
+        eq = logical_or(eq, logical_and(isnan(a), isnan(b)))  # noqa: F405
+    return all(eq, axis=tuple(range(1, ndim(eq)))), 0  # noqa: F405
+
+
+def _array_equiv_rule(args: list, dims: list) -> tuple[Any, Any]:
+    try:
+        np.broadcast_shapes(_per_example_shape(args[0], dims[0]), _per_example_shape(args[1], dims[1]))
+    except ValueError:
+        return False, None
+    eq = equal(*_aligned(list(args), list(dims)))  # noqa: F405
+    return all(eq, axis=tuple(range(1, ndim(eq)))), 0  # noqa: F405
+
+
+_ELEMENTWISE = [  # broadcasting, not ufuncs (their extra parameters are scalars)
+    "isneginf", "isposinf", "fix", "iscomplex", "isreal", "round", "around", "isclose",
+]
+_AXIS = {  # name: (position of axis, its default, flatten each example when axis is None)
+    "argmax": (1, None, True), "argmin": (1, None, True), "nanargmax": (1, None, True),
+    "nanargmin": (1, None, True), "argsort": (1, -1, True), "argpartition": (2, -1, True),
+    "any": (1, None, False), "all": (1, None, False), "count_nonzero": (1, None, False),
+}
+_SHAPED_LIKE = {"searchsorted": 1, "digitize": 0, "isin": 0}
+
+for _name in _ONE_ARRAY + _TWO_ARRAYS:
+    _fn = globals().get(_name)
+    if _fn is None:
+        continue
+    _np_fn = getattr(np, _name)
+    if isinstance(_np_fn, np.ufunc):
+        _refuse_where(_fn, _name)
+        defbatch(_fn, _ufunc_rule(_fn, _name, _np_fn.nin))
+    elif _name in _ELEMENTWISE:
+        defbatch(_fn, elementwise_rule(_fn))
+    elif _name in _AXIS:
+        defbatch(_fn, _axis_rule(_fn, *_AXIS[_name]))
+    elif _name in _SHAPED_LIKE:
+        defbatch(_fn, _shaped_like_rule(_fn, _SHAPED_LIKE[_name]))
+    elif _name in ("nonzero", "argwhere", "flatnonzero"):
+        defbatch(_fn, _data_dependent_rule(_fn))
+    elif _name in ("zeros_like", "ones_like", "empty_like"):
+        defbatch(_fn, _like_rule(_fn))
+    elif _name in ("tril_indices_from", "triu_indices_from", "diag_indices_from"):
+        defbatch(_fn, _from_shape_rule(_fn))
+del _name, _fn, _np_fn
+
+defbatch(unravel_index, _unravel_index_rule)  # noqa: F405
+defbatch(allclose, _allclose_rule)  # noqa: F405
+defbatch(array_equal, _array_equal_rule)  # noqa: F405
+defbatch(array_equiv, _array_equiv_rule)  # noqa: F405

@@ -36,6 +36,8 @@ import funcgrad.numpy as fnp
 
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
 from ..core import def_linear, defjvp, defvjp, primitive
+from ..core.batching import defbatch
+from ._batching import fallback, move_to_front
 from ._util import _value, dtype as _dtype, is_complex, shape
 
 try:  # NumPy >= 2
@@ -120,6 +122,105 @@ def _mask(b: Any, like: Any) -> Any:
 
 
 # --------------------------------------------------------------------------
+# batching (vmap; jacfwd/jacrev/hessian batch the rules below too)
+#
+# A rule gets the primitive's positional arguments with this vmap's boxes
+# removed and ``dims[i]``, the batch axis of ``args[i]`` (None: not batched).
+# It moves the batch axis to the front and shifts the per-example ``axis``
+# past it. Rules pass every parameter on positionally: an array parameter
+# (``where``, ``initial``, a scan's coefficients) travels where the traces
+# see it, so another vmap that batches it gets its turn.
+
+
+def _batch_size(args: list, dims: list) -> int:
+    for a, d in zip(args, dims):
+        if d is not None:
+            return shape(a)[d]
+    raise ValueError("no batched argument")
+
+
+def _front(x: Any, d: Any, size: int) -> Any:
+    """Batch axis of ``x`` first; an unbatched ``x`` is broadcast to the batch."""
+    if d is None:
+        return fnp.broadcast_to(x, (size,) + tuple(shape(x)))
+    return move_to_front(x, d)
+
+
+def _front_aligned(x: Any, d: int, per: int) -> Any:
+    """Batched ``x`` with its batch axis first and unit axes after it, so that
+    its example part (right-aligned, as NumPy broadcasts) has rank ``per``."""
+    x = move_to_front(x, d)
+    s = shape(x)
+    if len(s) - 1 < per:
+        x = fnp.reshape(x, s[:1] + (1,) * (per - len(s) + 1) + tuple(s[1:]))
+    return x
+
+
+def _batch_axes(axis: Any, per: int) -> tuple[int, ...]:
+    """A reduction's per-example ``axis`` for an array with a leading batch axis
+    (None reduces every axis of the example, never the batch axis)."""
+    return tuple(a + 1 for a in _axes(axis, per))
+
+
+def _batch_axis(axis: Any, per: int) -> int:
+    """A scan's per-example int ``axis`` for an array with a leading batch axis."""
+    return _axes(axis, per)[0] + 1
+
+
+def _bind(names: tuple, defaults: tuple, args: list, dims: list, kwargs: dict) -> tuple[list, list, dict]:
+    """All of ``names`` as positional values (and their batch dims); keyword
+    arguments not in ``names`` (keyword-only ones) are returned apart."""
+    vals = list(args) + list(defaults[len(args):])
+    dims = list(dims) + [None] * (len(names) - len(dims))
+    rest = {}
+    for k, v in kwargs.items():
+        if k in names:
+            vals[names.index(k)] = v
+        else:
+            rest[k] = v
+    return vals, dims, rest
+
+
+def _reduction_batch(fn: Any, names: tuple, defaults: tuple, scan: bool = False) -> Any:
+    """Batching rule of the reduction (or, with ``scan``, cumulative) primitive ``fn``.
+
+    ``names``/``defaults`` describe its positional parameters (the array first).
+    A batched ``where`` mask is vectorized; a batched ``initial`` (a per-example
+    scalar) falls back to a loop over the batch.
+    """
+    prim = fn.primitive
+    i_axis = names.index("axis")
+    i_where = names.index("where") if "where" in names else None
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+        vals, dims, rest = _bind(names, defaults, args, dims, kwargs)
+        size = _batch_size(vals, dims)
+        others = [i for i, d in enumerate(dims) if d is not None and i not in (0, i_where)]
+        if others:  # e.g. a batched ``initial``: NumPy takes one scalar per call
+            return fallback(prim, vals, dims, size, rest)
+        a, d = vals[0], dims[0]
+        per = len(shape(a)) - (d is not None)
+        if i_where is not None and dims[i_where] is not None:
+            a = _front(a, d, size)  # the result's shape follows ``a``
+            vals[i_where] = _front_aligned(vals[i_where], dims[i_where], per)
+        else:
+            a = move_to_front(a, d)
+        vals[0] = a
+        axis = vals[i_axis]
+        if scan:
+            if axis is None:  # flatten each example, as NumPy's scans do
+                vals[0] = fnp.reshape(a, (size, -1))
+                vals[i_axis] = 1
+            else:
+                vals[i_axis] = _batch_axis(axis, per)
+        else:
+            vals[i_axis] = _batch_axes(axis, per)
+        return fn(*vals, **rest), 0
+
+    return rule
+
+
+# --------------------------------------------------------------------------
 # sum, mean (linear)
 
 
@@ -131,13 +232,29 @@ def _sum_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, w
     return _ns(a).sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **_opt(initial=initial, where=where))
 
 
-_sum_raw.__doc__ = """Sum of array elements over the given axes. Differentiable ``numpy.sum``.
+_sum = primitive(_sum_raw, "sum")
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    """Sum of array elements over the given axes. Differentiable ``numpy.sum``.
+
+    Differentiable in ``a`` and in ``initial``. ``where`` (a boolean mask) and
+    ``initial`` may be traced or batched values: they are passed to the
+    primitive positionally, where every transform sees them.
 
     Example::
 
         fg.grad(lambda x: fnp.sum(x ** 2, axis=0).sum())(fnp.ones(3))   # [2., 2., 2.]
     """
-sum = primitive(_sum_raw, "sum")  # noqa: A001 - mirrors numpy
+    if out is None:
+        return _sum(a, axis, dtype, None, keepdims, initial, where)
+    return _sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+
+
+sum.primitive = _sum.primitive  # type: ignore[attr-defined]
+
+_SUM_ARGS = ("a", "axis", "dtype", "out", "keepdims", "initial", "where")
+_SUM_DEFAULTS = (None, None, None, None, False, None, None)
 
 
 def _sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -151,14 +268,22 @@ def _sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial
 
 
 def _sum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    return sum(t, axis, dtype, None, keepdims, None, where)  # ``initial`` is a constant
+    return sum(t, axis, dtype, None, keepdims, None, where)  # ``initial`` adds a constant
 
 
-defvjp(sum, _sum_vjp)
-defjvp(sum, _sum_jvp)
+def _initial_vjp(g, initial):
+    """Cotangent of the scalar ``initial`` from a cotangent ``g`` of every output."""
+    return _like(sum(g) if shape(g) else g, initial)
 
 
-def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+defvjp(_sum, _sum_vjp, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
+       _initial_vjp(g, initial), argnums=(0, 5))
+defjvp(_sum, _sum_jvp, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
+       _to(fnp.broadcast_to(t, shape(ans)), _dtype(ans)), argnums=(0, 5))
+defbatch(_sum, _reduction_batch(_sum, _SUM_ARGS, _SUM_DEFAULTS))
+
+
+def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     if out is not None:
         _no_out(out, "mean")
     if where is None:
@@ -166,16 +291,27 @@ def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None)
     return _ns(a).mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
 
 
-_mean_raw.__doc__ = """Arithmetic mean over the given axes. Differentiable ``numpy.mean``.
+_mean = primitive(_mean_raw, "mean")
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Arithmetic mean over the given axes. Differentiable ``numpy.mean``.
+
+    ``where`` (a boolean mask) may be a traced or batched value.
 
     Example::
 
         fg.grad(lambda x: fnp.mean(x))(fnp.ones(4))   # [0.25, 0.25, 0.25, 0.25]
     """
-mean = primitive(_mean_raw, "mean")
+    if out is None:
+        return _mean(a, axis, dtype, None, keepdims, where)
+    return _mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
 
-def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+mean.primitive = _mean.primitive  # type: ignore[attr-defined]
+
+
+def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     axes = _axes(axis, len(shape(a)))
     ct = _expand(g, axes, keepdims)
     if where is None:
@@ -187,8 +323,10 @@ def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, *, whe
     return _like(ct, a) if dtype is not None else ct
 
 
-defvjp(mean, _mean_vjp)
-def_linear(mean)
+defvjp(_mean, _mean_vjp)
+def_linear(_mean)
+defbatch(_mean, _reduction_batch(_mean, ("a", "axis", "dtype", "out", "keepdims", "where"),
+                                 (None, None, None, None, False, None)))
 
 
 # --------------------------------------------------------------------------
@@ -217,6 +355,16 @@ def _shift_raw(x, offset, axis, fill=0.0):
 _shift = primitive(_shift_raw, "shift")
 defvjp(_shift, lambda g, ans, x, offset, axis, fill=0.0: _shift(g, -offset, axis, 0.0))
 defjvp(_shift, lambda t, ans, x, offset, axis, fill=0.0: _shift(t, offset, axis, 0.0))
+
+
+def _shift_batch(args, dims, fill=0.0):
+    x, offset, axis = args[:3]
+    fill = args[3] if len(args) > 3 else fill
+    per = len(shape(x)) - 1
+    return _shift(move_to_front(x, dims[0]), offset, _batch_axis(axis, per), fill), 0
+
+
+defbatch(_shift, _shift_batch)
 
 
 def _linrec_raw(a, b, axis, reverse=False):
@@ -263,6 +411,17 @@ defvjp(_linrec, _linrec_vjp_a, _linrec_vjp_b)
 defjvp(_linrec, _linrec_jvp_a, lambda t, ans, a, b, axis, reverse=False: _linrec(a, t, axis, reverse))
 
 
+def _linrec_batch(args, dims, reverse=False):
+    a, b, axis = args[:3]
+    reverse = args[3] if len(args) > 3 else reverse
+    size = _batch_size(args, dims)
+    per = len(shape(a)) - (dims[0] is not None)  # a and b have the same example shape
+    return _linrec(_front(a, dims[0], size), _front(b, dims[1], size), _batch_axis(axis, per), reverse), 0
+
+
+defbatch(_linrec, _linrec_batch)
+
+
 def _rcumprod_raw(x, axis):
     """``y[i] = prod(x[i:])`` along ``axis``."""
     xp = namespace_of(x)
@@ -281,6 +440,19 @@ defvjp(_rcumprod, _rcumprod_vjp)
 defjvp(_rcumprod, lambda t, ans, x, axis: _linrec(x, t * _shift(ans, -1, axis, 1.0), axis, True))
 
 
+def _axis_param_batch(fn: Any) -> Any:
+    """Rule for ``fn(x, axis)`` (a scan along one per-example axis)."""
+
+    def rule(args, dims):
+        x, axis = args
+        return fn(move_to_front(x, dims[0]), _batch_axis(axis, len(shape(x)) - 1)), 0
+
+    return rule
+
+
+defbatch(_rcumprod, _axis_param_batch(_rcumprod))
+
+
 def _rcumsum_raw(x, axis):
     """``y[i] = sum(x[i:])`` along ``axis``."""
     xp = namespace_of(x)
@@ -288,6 +460,7 @@ def _rcumsum_raw(x, axis):
 
 
 _rcumsum = primitive(_rcumsum_raw, "rcumsum")
+defbatch(_rcumsum, _axis_param_batch(_rcumsum))  # its VJP/JVP follow cumsum, below
 
 
 def _permute_raw(x, idx, axis):
@@ -298,6 +471,18 @@ def _permute_raw(x, idx, axis):
 _permute = primitive(_permute_raw, "permute")
 defvjp(_permute, lambda g, ans, x, idx, axis: _permute(g, fnp.argsort(idx, axis=axis), axis))
 def_linear(_permute)
+
+
+def _permute_batch(args, dims):
+    x, idx, axis = args
+    size = _batch_size(args, dims)
+    per = len(shape(x)) - (dims[0] is not None)
+    # both broadcast to the batch: take_along_axis needs equal shapes on every backend,
+    # and the VJP w.r.t. x (a permutation of g) must come out shaped like x
+    return _permute(_front(x, dims[0], size), _front(idx, dims[1], size), _batch_axis(axis, per)), 0
+
+
+defbatch(_permute, _permute_batch)
 
 
 def _others(x: Any, axes: tuple[int, ...]) -> Any:
@@ -331,16 +516,26 @@ def _prod_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     return _ns(a).prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
 
 
-_prod_raw.__doc__ = """Product of array elements over the given axes. Differentiable ``numpy.prod``.
+_prod = primitive(_prod_raw, "prod")
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    """Product of array elements over the given axes. Differentiable ``numpy.prod``.
 
     The derivative is the product of the other factors, computed without
     dividing by ``a``: exact when ``a`` has zeros, and to any order.
+    Differentiable in ``initial`` too, which may be a traced or batched value.
 
     Example::
 
         fg.grad(fnp.prod)(fnp.array([0., 2., 3.]))   # [6., 0., 0.]
     """
-prod = primitive(_prod_raw, "prod")
+    if out is None:
+        return _prod(a, axis, dtype, None, keepdims, initial)
+    return _prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
+
+
+prod.primitive = _prod.primitive  # type: ignore[attr-defined]
 
 
 def _prod_factor(a, axes, initial):
@@ -358,8 +553,18 @@ def _prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initia
     return _to(sum(t * _prod_factor(a, axes, initial), axis=axes, dtype=dtype, keepdims=keepdims), _dtype(ans))
 
 
-defvjp(prod, _prod_vjp)
-defjvp(prod, _prod_jvp)
+def _prod_vjp_initial(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    return _initial_vjp(g * prod(a, axis, dtype, None, keepdims), initial)
+
+
+def _prod_jvp_initial(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    return _to(t * prod(a, axis, dtype, None, keepdims), _dtype(ans))
+
+
+defvjp(_prod, _prod_vjp, _prod_vjp_initial, argnums=(0, 5))
+defjvp(_prod, _prod_jvp, _prod_jvp_initial, argnums=(0, 5))
+defbatch(_prod, _reduction_batch(_prod, ("a", "axis", "dtype", "out", "keepdims", "initial"),
+                                 (None, None, None, None, False, None)))
 
 
 # --------------------------------------------------------------------------
@@ -395,9 +600,19 @@ def _chooser(name: str, doc: str):
         tt = sum(t * where, axis=axes, keepdims=True) / count
         return tt if keepdims or not axes else fnp.reshape(tt, shape(ans))
 
-    defvjp(prim, vjp)
+    defvjp(prim, vjp)  # ``initial`` is a constant: a traced one raises (no rule)
     defjvp(prim, jvp)
-    return prim
+    defbatch(prim, _reduction_batch(prim, ("a", "axis", "out", "keepdims", "initial"), (None, None, None, False, None)))
+
+    def public(a, axis=None, out=None, keepdims=False, initial=None):
+        if out is None:
+            return prim(a, axis, None, keepdims, initial)
+        return prim(a, axis=axis, out=out, keepdims=keepdims, initial=initial)
+
+    public.__name__ = public.__qualname__ = name
+    public.__doc__ = doc
+    public.primitive = prim.primitive  # type: ignore[attr-defined]
+    return public
 
 
 max = _chooser("max", """Maximum over the given axes. Differentiable ``numpy.max``.
@@ -499,8 +714,10 @@ def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     return _to(s * (2.0 * _inv_dof(a, axes, _ddof(ddof, correction))), _dtype(ans))
 
 
+_MOMENT_ARGS = ("a", "axis", "dtype", "out", "ddof", "keepdims"), (None, None, None, None, 0, False)
 defvjp(var, _var_vjp)
 defjvp(var, _var_jvp)
+defbatch(var, _reduction_batch(var, *_MOMENT_ARGS))  # ``correction`` is keyword-only: passed through
 
 _std_raw = _moment_raw("std")
 _std_raw.__doc__ = """Standard deviation over the given axes. Differentiable ``numpy.std``.
@@ -543,6 +760,7 @@ def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
 
 defvjp(std, _std_vjp)
 defjvp(std, _std_jvp)
+defbatch(std, _reduction_batch(std, *_MOMENT_ARGS))
 
 
 # --------------------------------------------------------------------------
@@ -638,8 +856,10 @@ def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
     return _like(ct, a)
 
 
+_SCAN_ARGS = ("a", "axis", "dtype", "out"), (None, None, None, None)
 defvjp(cumsum, _cumsum_vjp)
 def_linear(cumsum)
+defbatch(cumsum, _reduction_batch(cumsum, *_SCAN_ARGS, scan=True))
 defvjp(_rcumsum, lambda g, ans, x, axis: cumsum(g, axis))
 def_linear(_rcumsum)
 
@@ -681,6 +901,7 @@ def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
 
 defvjp(cumprod, _cumprod_vjp)
 defjvp(cumprod, _cumprod_jvp)
+defbatch(cumprod, _reduction_batch(cumprod, *_SCAN_ARGS, scan=True))
 
 
 # --------------------------------------------------------------------------
@@ -721,6 +942,7 @@ def _sort_jvp(t, ans, a, axis=-1, kind=None, order=None, *, stable=None):
 
 defvjp(sort, _sort_vjp)
 defjvp(sort, _sort_jvp)
+defbatch(sort, _reduction_batch(sort, ("a", "axis", "kind", "order"), (None, -1, None, None), scan=True))
 
 
 # --------------------------------------------------------------------------
@@ -756,8 +978,10 @@ def _nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
     return sum(t * _present(a), axis, dtype, None, keepdims)
 
 
+_NAN_ARGS = ("a", "axis", "dtype", "out", "keepdims"), (None, None, None, None, False)
 defvjp(nansum, _nansum_vjp)
 defjvp(nansum, _nansum_jvp)
+defbatch(nansum, _reduction_batch(nansum, *_NAN_ARGS))
 
 
 def _nanmean_raw(a, axis=None, dtype=None, out=None, keepdims=False):
@@ -790,3 +1014,4 @@ def _nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
 
 defvjp(nanmean, _nanmean_vjp)
 defjvp(nanmean, _nanmean_jvp)
+defbatch(nanmean, _reduction_batch(nanmean, *_NAN_ARGS))

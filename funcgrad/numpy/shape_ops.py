@@ -19,6 +19,7 @@ modes) and ``_diag_embed`` (the adjoint of ``diagonal``).
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from typing import Any, Sequence
@@ -28,7 +29,9 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of, to_numpy
-from ..core import Box, def_linear, defjvp, defvjp, get_primitive, primitive, unbox_all
+from ..core import Box, def_linear, defjvp, defjvp_all, defvjp, defvjp_all, get_primitive, primitive, unbox_all
+from ..core.batching import defbatch
+from ._batching import fallback as _fallback, move_to_front
 from ._util import backend_function, dtype as _dtype, ndim as _ndim, shape as _shape, unbroadcast
 
 __all__ = [
@@ -106,6 +109,53 @@ def _axis_index(axis: int, index: Any) -> tuple:
 
 
 # --------------------------------------------------------------------------
+# batching (vmap) helpers. A rule ``rule(args, dims, **kwargs) -> (out, out_dim)``
+# puts the batch axis of the array argument first and shifts the primitive's axis
+# parameters past it; the parameters (axes, shapes, widths ...) are static, so a
+# batched parameter (never produced by funcgrad itself) takes the loop fallback.
+
+def _batch_size(args: Sequence[Any], dims: Sequence[Any]) -> int:
+    for a, d in zip(args, dims):
+        if d is not None:
+            return _shape(a)[d]
+    raise ValueError("no batched argument")
+
+
+def _loop(fn: Any, args: Sequence[Any], dims: Sequence[Any], kwargs: dict) -> tuple:
+    return _fallback(get_primitive(fn), list(args), list(dims), _batch_size(args, dims), kwargs)
+
+
+def _shift_axes(axis: Any, nd: int) -> Any:
+    """Axis parameter (an int or a sequence, negative allowed) for an input with a leading batch axis."""
+    if isinstance(axis, numbers.Integral) or (hasattr(axis, "ndim") and axis.ndim == 0):
+        return _norm_axis(axis, nd) + 1
+    return tuple(_norm_axis(a, nd) + 1 for a in axis)
+
+
+def _front_rule(fn: Any, adjust: Any, n_results: int = 0) -> Any:
+    """Batching rule for ``fn(x, *params, **kwargs)`` batched in ``x`` alone.
+
+    The batch axis of ``x`` goes first and ``adjust(per_example_shape, *params,
+    **kwargs) -> (params, kwargs)`` rewrites the parameters for that input.
+    """
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple:
+        if any(d is not None for d in dims[1:]):
+            return _loop(fn, args, dims, kwargs)
+        x = move_to_front(args[0], dims[0])
+        params, kw = adjust(_shape(x)[1:], *args[1:], **kwargs)
+        return fn(x, *params, **kw), ((0,) * n_results if n_results else 0)
+
+    return rule
+
+
+def _flatten_examples(x: Any) -> Any:
+    """Batch-first ``x`` as (batch, per-example size): numpy's ``axis=None`` per example."""
+    s = _shape(x)
+    return reshape(x, (s[0], math.prod(s[1:])))
+
+
+# --------------------------------------------------------------------------
 # private linear pairs used by the rules
 
 def _take_slice_raw(x: Any, index: tuple) -> Any:
@@ -126,6 +176,24 @@ defvjp(_take_slice, lambda g, ans, x, index: _embed_slice(g, index, _shape(x)))
 def_linear(_take_slice)
 defvjp(_embed_slice, lambda g, ans, x, index, shape: _take_slice(g, index))
 def_linear(_embed_slice)
+defbatch(_take_slice, _front_rule(_take_slice, lambda per, index: (((slice(None),) + tuple(index),), {})))
+
+
+def _embed_slice_batch(args, dims):
+    if any(d is not None for d in dims[1:]):
+        return _loop(_embed_slice, args, dims, {})
+    g, index, shape = args
+    g = move_to_front(g, dims[0])
+    gs = _shape(g)
+    if len(gs) - 1 < len(shape):
+        # g may broadcast against its slot; keep its example part right-aligned behind the batch.
+        slot = np.broadcast_to(np.empty((), np.int8), shape)[tuple(index)].shape
+        if len(gs) - 1 < len(slot):
+            g = reshape(g, gs[:1] + (1,) * (len(slot) - len(gs) + 1) + gs[1:])
+    return _embed_slice(g, (slice(None),) + tuple(index), (gs[0],) + tuple(shape)), 0
+
+
+defbatch(_embed_slice, _embed_slice_batch)
 
 
 def _take_axis_raw(x: Any, idx: np.ndarray, axis: int) -> Any:
@@ -149,6 +217,9 @@ defvjp(_take_axis, lambda g, ans, x, idx, axis: _scatter_axis(g, idx, _shape(x)[
 def_linear(_take_axis)
 defvjp(_scatter_axis, lambda g, ans, x, idx, n, axis: _take_axis(g, idx, axis))
 def_linear(_scatter_axis)
+defbatch(_take_axis, _front_rule(_take_axis, lambda per, idx, axis: ((idx, _shift_axes(axis, len(per))), {})))
+defbatch(_scatter_axis, _front_rule(
+    _scatter_axis, lambda per, idx, n, axis: ((idx, n, _shift_axes(axis, len(per))), {})))
 
 
 def _diag_embed_raw(g: Any, offset: int, axis1: int, axis2: int, shape: tuple) -> Any:
@@ -199,6 +270,62 @@ defvjp(reshape, _reshape_vjp)
 defjvp(reshape, _reshape_jvp)
 
 
+def _target_shape(shape: Any, per: tuple) -> tuple:
+    """``shape`` (an int or a sequence, one -1 allowed) resolved for examples of shape ``per``."""
+    if isinstance(shape, numbers.Integral) or (hasattr(shape, "ndim") and shape.ndim == 0):
+        target = (operator.index(shape),)
+    else:
+        target = tuple(operator.index(n) for n in shape)
+    size = math.prod(per)
+    if any(n < -1 for n in target):
+        raise ValueError("negative dimensions not allowed")
+    if target.count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    known = math.prod(n for n in target if n != -1)
+    if -1 in target:
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+        target = tuple(size // known if n == -1 else n for n in target)
+    elif known != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+    return target
+
+
+def _reshape_batch(args, dims, **kwargs):
+    """C order: batch axis first, shape (batch,) + shape. F order: the batch axis is the
+    slowest in Fortran order when it comes last, so reshape to shape + (batch,) there.
+    order='A' is resolved from the layout of one example as a view of the batched array."""
+    if any(d is not None for d in dims[1:]):
+        return _loop(reshape, args, dims, kwargs)
+    a, d = args[0], dims[0]
+    params = list(args[1:])
+    if params:
+        shape = params.pop(0)
+    else:
+        shape = kwargs.pop("shape", None)
+        if shape is None:
+            shape = kwargs.pop("newshape", None)
+        if shape is None:
+            raise TypeError("reshape() missing required argument 'shape'")
+    order = params.pop(0) if params else kwargs.pop("order", "C")
+    if params:
+        raise TypeError(f"reshape() takes at most 3 positional arguments ({len(args)} given)")
+    full = _shape(a)
+    size = full[d]
+    target = _target_shape(shape, full[:d] + full[d + 1:])
+    if order in ("A", "a"):
+        order = _resolve_order(order, unbox_all(a)[_axis_index(d, 0)]) if size else "C"
+    if order in ("F", "f"):
+        last = len(full) - 1
+        if d != last:
+            a = fnp.moveaxis(a, d, last)
+        return reshape(a, target + (size,), order="F", **kwargs), len(target)
+    return reshape(move_to_front(a, d), (size,) + target, order=order, **kwargs), 0
+
+
+defbatch(reshape, _reshape_batch)
+
+
 def ravel(a: Any, order: str = "C") -> Any:
     """Differentiable ``numpy.ravel``.
 
@@ -237,6 +364,18 @@ def _transpose_vjp(g, ans, a, axes=None):
 
 defvjp(transpose, _transpose_vjp)
 def_linear(transpose)
+
+
+def _transpose_adjust(per, axes=None):
+    nd = len(per)
+    if axes is None:
+        return ((0,) + tuple(range(nd, 0, -1)),), {}
+    if len(axes) != nd:
+        raise ValueError("axes don't match array")
+    return ((0,) + _shift_axes(axes, nd),), {}
+
+
+defbatch(transpose, _front_rule(transpose, _transpose_adjust))
 permute_dims = transpose
 
 
@@ -249,6 +388,8 @@ Example::
 """
 defvjp(swapaxes, lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2))
 def_linear(swapaxes)
+defbatch(swapaxes, _front_rule(
+    swapaxes, lambda per, axis1, axis2: ((_shift_axes(axis1, len(per)), _shift_axes(axis2, len(per))), {})))
 
 
 def matrix_transpose(x: Any) -> Any:
@@ -272,6 +413,9 @@ Example::
 """
 defvjp(moveaxis, lambda g, ans, a, source, destination: moveaxis(g, destination, source))
 def_linear(moveaxis)
+defbatch(moveaxis, _front_rule(
+    moveaxis, lambda per, source, destination: ((_shift_axes(source, len(per)),
+                                                 _shift_axes(destination, len(per))), {})))
 
 
 expand_dims = primitive(backend_function("expand_dims"), "expand_dims")
@@ -284,6 +428,14 @@ Example::
 defvjp(expand_dims, lambda g, ans, a, axis: reshape(g, _shape(a)))
 def_linear(expand_dims)
 
+
+def _expand_dims_adjust(per, axis):
+    many = not (isinstance(axis, numbers.Integral) or (hasattr(axis, "ndim") and axis.ndim == 0))
+    return (_shift_axes(axis, len(per) + (len(axis) if many else 1)),), {}
+
+
+defbatch(expand_dims, _front_rule(expand_dims, _expand_dims_adjust))
+
 squeeze = primitive(backend_function("squeeze"), "squeeze")
 squeeze.__doc__ = """Differentiable ``numpy.squeeze`` (axis None, an int or a tuple).
 
@@ -295,12 +447,37 @@ defvjp(squeeze, lambda g, ans, a, axis=None: reshape(g, _shape(a)))
 def_linear(squeeze)
 
 
+def _squeeze_adjust(per, axis=None):
+    if axis is None:  # the example's unit axes, never the batch axis (the batch may have size 1)
+        return (tuple(i + 1 for i, n in enumerate(per) if n == 1),), {}
+    return (_shift_axes(axis, len(per)),), {}
+
+
+defbatch(squeeze, _front_rule(squeeze, _squeeze_adjust))
+
+
 # --------------------------------------------------------------------------
 # broadcasting
 
 _broadcast_to = primitive(backend_function("broadcast_to"), "broadcast_to")
 defvjp(_broadcast_to, lambda g, ans, array, shape, subok=False: unbroadcast(g, array))
 def_linear(_broadcast_to)
+
+
+def _broadcast_to_batch(args, dims, **kwargs):
+    if any(d is not None for d in dims[1:]):
+        return _loop(_broadcast_to, args, dims, kwargs)
+    x = move_to_front(args[0], dims[0])
+    params = list(args[1:])
+    shape = params.pop(0) if params else kwargs.pop("shape")
+    target = (operator.index(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
+    s = _shape(x)
+    if len(s) - 1 < len(target):  # example axes right-aligned behind the batch axis
+        x = reshape(x, s[:1] + (1,) * (len(target) - len(s) + 1) + s[1:])
+    return _broadcast_to(x, (s[0],) + target, *params, **kwargs), 0
+
+
+defbatch(_broadcast_to, _broadcast_to_batch)
 
 
 def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
@@ -453,10 +630,39 @@ def _stack_jvp_all(tangents, ans, axis, *arrays, **kwargs):
     return _stack(axis, *_join_tangents(tangents, ans, arrays))
 
 
-get_primitive(_concatenate).vjp_all = _concatenate_vjp_all
-get_primitive(_concatenate).jvp_all = _concatenate_jvp_all
-get_primitive(_stack).vjp_all = _stack_vjp_all
-get_primitive(_stack).jvp_all = _stack_jvp_all
+defvjp_all(_concatenate, _concatenate_vjp_all)
+defjvp_all(_concatenate, _concatenate_jvp_all)
+defvjp_all(_stack, _stack_vjp_all)
+defjvp_all(_stack, _stack_jvp_all)
+
+
+def _join_batch(fn: Any, new_axis: int) -> Any:
+    """Rule for ``fn(axis, *arrays)``: batched members get their batch axis first, the
+    others are broadcast along a new leading axis of the batch size; axis shifts by one."""
+
+    def rule(args, dims, **kwargs):
+        if dims[0] is not None:
+            return _loop(fn, args, dims, kwargs)
+        size = _batch_size(args, dims)
+        arrays = []
+        per_nd = None
+        for a, d in zip(args[1:], dims[1:]):
+            if d is None:
+                s = _shape(a)
+                arrays.append(broadcast_to(a, (size,) + s))
+            else:
+                a = move_to_front(a, d)
+                s = _shape(a)[1:]
+                arrays.append(a)
+            if per_nd is None:
+                per_nd = len(s)
+        return fn(_shift_axes(args[0], per_nd + new_axis), *arrays, **kwargs), 0
+
+    return rule
+
+
+defbatch(_concatenate, _join_batch(_concatenate, 0))
+defbatch(_stack, _join_batch(_stack, 1))
 
 
 def concatenate(arrays: Any, axis: int | None = 0, out: Any = None, *, dtype: Any = None,
@@ -579,6 +785,18 @@ def _split_raw(x: Any, indices: tuple, axis: int) -> tuple:
 _split = primitive(_split_raw, "split", multiple_results=True)
 defvjp(_split, lambda g, ans, x, indices, axis: concatenate(list(g), axis=axis))
 defjvp(_split, lambda t, ans, x, indices, axis: _split(t, indices, axis))
+
+
+def _split_batch(args, dims):
+    if any(d is not None for d in dims[1:]):
+        return _loop(_split, args, dims, {})
+    x, indices, axis = args
+    x = move_to_front(x, dims[0])
+    out = _split(x, indices, _shift_axes(axis, _ndim(x) - 1))
+    return out, (0,) * len(out)
+
+
+defbatch(_split, _split_batch)
 
 
 def _split_at(x: Any, div_points: list, axis: int) -> list:
@@ -722,6 +940,25 @@ defvjp(tile, _tile_vjp)
 def_linear(tile)
 
 
+def _tile_batch(args, dims, **kwargs):
+    if any(d is not None for d in dims[1:]):
+        return _loop(tile, args, dims, kwargs)
+    x = move_to_front(args[0], dims[0])
+    reps = args[1] if len(args) > 1 else kwargs.pop("reps")
+    if isinstance(reps, numbers.Integral) or (hasattr(reps, "ndim") and reps.ndim == 0):
+        reps = (operator.index(reps),)
+    else:
+        reps = tuple(operator.index(r) for r in reps)
+    s = _shape(x)
+    d = max(len(s) - 1, len(reps))
+    if len(s) - 1 < d:  # numpy pads the example's shape with leading ones
+        x = reshape(x, s[:1] + (1,) * (d - len(s) + 1) + s[1:])
+    return tile(x, (1,) * (d - len(reps) + 1) + reps), 0
+
+
+defbatch(tile, _tile_batch)
+
+
 def _repeat_raw(a: Any, repeats: Any, axis: Any) -> Any:
     return namespace_of(a).repeat(a, repeats, axis=axis)
 
@@ -750,6 +987,19 @@ def _repeat_vjp(g, ans, a, repeats, axis):
 
 defvjp(_repeat, _repeat_vjp)
 def_linear(_repeat)
+
+
+def _repeat_batch(args, dims):
+    if any(d is not None for d in dims[1:]):
+        return _loop(_repeat, args, dims, {})
+    a, repeats, axis = args
+    a = move_to_front(a, dims[0])
+    if axis is None:  # per example: flatten, then repeat along the flat axis
+        return _repeat(_flatten_examples(a), repeats, 1), 0
+    return _repeat(a, repeats, _shift_axes(axis, _ndim(a) - 1)), 0
+
+
+defbatch(_repeat, _repeat_batch)
 
 
 def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
@@ -782,6 +1032,13 @@ Example::
 """
 defvjp(flip, lambda g, ans, m, axis=None: flip(g, axis))
 def_linear(flip)
+
+
+def _flip_adjust(per, axis=None):
+    return (tuple(range(1, len(per) + 1)) if axis is None else _shift_axes(axis, len(per)),), {}
+
+
+defbatch(flip, _front_rule(flip, _flip_adjust))
 
 
 def fliplr(m: Any) -> Any:
@@ -825,6 +1082,21 @@ def _negate_shift(shift):
 defvjp(roll, lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis))
 def_linear(roll)
 
+
+def _roll_batch(args, dims, **kwargs):
+    if any(d is not None for d in dims[1:]):
+        return _loop(roll, args, dims, kwargs)
+    x = move_to_front(args[0], dims[0])
+    params = list(args[1:])
+    shift = params.pop(0) if params else kwargs.pop("shift")
+    axis = params.pop(0) if params else kwargs.pop("axis", None)
+    if axis is None:  # numpy rolls the flattened example
+        return reshape(roll(_flatten_examples(x), shift, 1), _shape(x)), 0
+    return roll(x, shift, _shift_axes(axis, _ndim(x) - 1)), 0
+
+
+defbatch(roll, _roll_batch)
+
 rot90 = primitive(backend_function("rot90"), "rot90")
 rot90.__doc__ = """Differentiable ``numpy.rot90``.
 
@@ -834,6 +1106,16 @@ Example::
 """
 defvjp(rot90, lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes))
 def_linear(rot90)
+
+
+def _rot90_adjust(per, k=1, axes=(0, 1)):
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    return (k, _shift_axes(axes, len(per))), {}
+
+
+defbatch(rot90, _front_rule(rot90, _rot90_adjust))
 
 
 # --------------------------------------------------------------------------
@@ -868,6 +1150,24 @@ def _pad_jvp(t, ans, x, widths, mode, kw):
 
 defvjp(_pad, _pad_vjp)
 defjvp(_pad, _pad_jvp)
+
+
+def _pad_per_axis(value: Any, nd: int) -> Any:
+    """A per-axis ``constant_values``/``end_values`` with a (0, 0) row for a leading batch axis."""
+    xp = namespace_of(value)
+    v = xp.broadcast_to(xp.asarray(value), (nd, 2))
+    v = xp.concatenate([xp.zeros((1, 2), dtype=v.dtype), v])
+    return tuple(tuple(row) for row in v.tolist()) if xp is np else v
+
+
+def _pad_adjust(per, widths, mode, kw):
+    nd = len(per)
+    kw = tuple((k, _pad_per_axis(v, nd) if k in ("constant_values", "end_values") and np.ndim(v) else v)
+               for k, v in kw)
+    return (((0, 0),) + tuple(widths), mode, kw), {}
+
+
+defbatch(_pad, _front_rule(_pad, _pad_adjust))
 
 
 def _pad_widths(pad_width: Any, nd: int) -> tuple:
@@ -972,6 +1272,25 @@ defvjp(_diag_embed, lambda g, ans, x, offset, axis1, axis2, shape: diagonal(g, o
 def_linear(_diag_embed)
 
 
+def _diagonal_adjust(per, offset=0, axis1=0, axis2=1):
+    nd = len(per)
+    return (offset, _shift_axes(axis1, nd), _shift_axes(axis2, nd)), {}
+
+
+def _diag_embed_batch(args, dims):
+    if any(d is not None for d in dims[1:]):
+        return _loop(_diag_embed, args, dims, {})
+    g, offset, axis1, axis2, shape = args
+    g = move_to_front(g, dims[0])
+    nd = len(shape)
+    out_shape = (_shape(g)[0],) + tuple(shape)
+    return _diag_embed(g, offset, _shift_axes(axis1, nd), _shift_axes(axis2, nd), out_shape), 0
+
+
+defbatch(diagonal, _front_rule(diagonal, _diagonal_adjust))
+defbatch(_diag_embed, _diag_embed_batch)
+
+
 def diag(v: Any, k: int = 0) -> Any:
     """Differentiable ``numpy.diag``: 1-D -> 2-D matrix with ``v`` on diagonal ``k``; 2-D -> its diagonal ``k``.
 
@@ -1035,6 +1354,28 @@ Example::
 """
 defvjp(tril, lambda g, ans, m, k=0: unbroadcast(tril(g, k), m))
 def_linear(tril)
+
+
+def _tri_batch(fn: Any) -> Any:
+    """triu/tril act on the last two axes; a 1-D example is first broadcast to a square,
+    as numpy does (its result is (n, n))."""
+
+    def rule(args, dims, **kwargs):
+        if any(d is not None for d in dims[1:]):
+            return _loop(fn, args, dims, kwargs)
+        x = move_to_front(args[0], dims[0])
+        s = _shape(x)
+        if len(s) == 1:
+            return _loop(fn, args, dims, kwargs)  # numpy's error for 0-d input
+        if len(s) == 2:
+            x = broadcast_to(reshape(x, (s[0], 1, s[1])), (s[0], s[1], s[1]))
+        return fn(x, *args[1:], **kwargs), 0
+
+    return rule
+
+
+defbatch(triu, _tri_batch(triu))
+defbatch(tril, _tri_batch(tril))
 
 
 # --------------------------------------------------------------------------

@@ -153,6 +153,7 @@ def _record(fun: Callable, leaves: list, rebuild: Callable, name: str, has_aux: 
     trace = ReverseTrace(name)
     with trace:
         boxes = [trace.new_input(x) for x in leaves]
+        input_nodes = [b._node for b in boxes]  # before fun runs: it may rebind a box in place
         out = rebuild(boxes)
         if has_aux:
             out, aux = _split_aux(out, name)
@@ -170,7 +171,7 @@ def _record(fun: Callable, leaves: list, rebuild: Callable, name: str, has_aux: 
             values.append(_unconst(leaf))
     if aux is not None:
         aux = tree_util.tree_map(lambda a: _strip(trace, a), aux)
-    tape = _Tape([b._node for b in boxes], leaves, values, out_nodes)
+    tape = _Tape(input_nodes, leaves, values, out_nodes)
     return tape, values, out_def, aux
 
 

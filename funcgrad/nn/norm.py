@@ -1,0 +1,236 @@
+"""Normalization layers: LayerNorm, RMSNorm, GroupNorm and BatchNorm (with explicit state).
+
+BatchNorm keeps no hidden mutable buffers: its running statistics live in a
+separate :class:`BatchNormState` pytree that the caller passes in and gets
+back, so training steps stay pure functions and the state can be saved with
+``fg.save`` like anything else.
+
+Example::
+
+    bn = fg.nn.BatchNorm(16)
+    state = bn.initial_state()
+    y, state = bn(x, state, training=True)      # batch statistics, state updated
+    y, _ = bn(x, state, training=False)         # running statistics
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from ..transforms import stop_gradient
+from .module import Module, static_field
+
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "BatchNormState", "layer_norm"]
+
+
+def layer_norm(x: Any, normalized_ndim: int = 1, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    """Normalize over the last ``normalized_ndim`` axes, then scale and shift.
+
+    Example::
+
+        y = fg.nn.layer_norm(x, 1, gamma, beta)
+    """
+    axes = tuple(range(-normalized_ndim, 0))
+    mu = fnp.mean(x, axis=axes, keepdims=True)
+    xc = x - mu
+    var = fnp.mean(xc * xc, axis=axes, keepdims=True)
+    y = xc / fnp.sqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+class LayerNorm(Module):
+    """Layer normalization over the trailing ``normalized_shape`` axes (PyTorch's ``LayerNorm``).
+
+    Example::
+
+        ln = fg.nn.LayerNorm(64)
+        y = ln(x)          # x: (..., 64)
+    """
+
+    weight: Any
+    bias: Any
+    normalized_shape: tuple = static_field()
+    eps: float = static_field()
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, *, dtype: Any = np.float32) -> None:
+        shape = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
+        self.normalized_shape = shape
+        self.eps = float(eps)
+        self.weight = np.ones(shape, dtype=dtype) if elementwise_affine else None
+        self.bias = np.zeros(shape, dtype=dtype) if elementwise_affine and bias else None
+
+    def __call__(self, x: Any) -> Any:
+        n = len(self.normalized_shape)
+        if tuple(fnp.shape(x)[-n:]) != self.normalized_shape:
+            raise ValueError(
+                f"LayerNorm{self.normalized_shape}: the input's trailing axes must be "
+                f"{self.normalized_shape}, got input shape {fnp.shape(x)}"
+            )
+        return layer_norm(x, n, self.weight, self.bias, self.eps)
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalization over the last axis: ``x / rms(x) * weight``.
+
+    Example::
+
+        y = fg.nn.RMSNorm(64)(x)
+    """
+
+    weight: Any
+    eps: float = static_field()
+
+    def __init__(self, dim: int, eps: float = 1e-6, *, dtype: Any = np.float32) -> None:
+        self.weight = np.ones((int(dim),), dtype=dtype)
+        self.eps = float(eps)
+
+    def __call__(self, x: Any) -> Any:
+        ms = fnp.mean(x * x, axis=-1, keepdims=True)
+        return x / fnp.sqrt(ms + self.eps) * self.weight
+
+
+class GroupNorm(Module):
+    """Group normalization (PyTorch's ``GroupNorm``) of ``(N, C, *spatial)`` inputs.
+
+    Example::
+
+        y = fg.nn.GroupNorm(4, 16)(x)     # x: (N, 16, H, W)
+    """
+
+    weight: Any
+    bias: Any
+    num_groups: int = static_field()
+    num_channels: int = static_field()
+    eps: float = static_field()
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, *,
+                 dtype: Any = np.float32) -> None:
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_groups ({num_groups}) must divide num_channels ({num_channels})")
+        self.num_groups, self.num_channels, self.eps = int(num_groups), int(num_channels), float(eps)
+        self.weight = np.ones((num_channels,), dtype=dtype) if affine else None
+        self.bias = np.zeros((num_channels,), dtype=dtype) if affine else None
+
+    def __call__(self, x: Any) -> Any:
+        shape = fnp.shape(x)
+        if len(shape) < 2 or shape[1] != self.num_channels:
+            raise ValueError(f"GroupNorm: expected input (N, {self.num_channels}, ...), got {shape}")
+        g = self.num_groups
+        xg = fnp.reshape(x, (shape[0], g, -1))
+        y = fnp.reshape(layer_norm(xg, 1, eps=self.eps), shape)
+        bshape = (self.num_channels,) + (1,) * (len(shape) - 2)
+        if self.weight is not None:
+            y = y * fnp.reshape(self.weight, bshape) + fnp.reshape(self.bias, bshape)
+        return y
+
+
+class BatchNormState(Module):
+    """Running statistics of a :class:`BatchNorm` layer (a pytree; save it with fg.save)."""
+
+    running_mean: Any
+    running_var: Any
+
+
+class BatchNorm(Module):
+    """Batch normalization over all axes but ``axis`` (the channel axis, default 1).
+
+    Works for ``(N, C)``, ``(N, C, L)`` and ``(N, C, H, W)`` inputs (PyTorch's
+    BatchNorm1d/2d). The running statistics are explicit state: get the
+    initial one with :meth:`initial_state`, pass it to each call and use the
+    state returned. ``training=True`` normalizes with the batch's statistics
+    and returns updated running statistics (``momentum`` weights the new
+    batch, the variance is the unbiased one, as in PyTorch); ``training=False``
+    normalizes with the running statistics and returns the state unchanged.
+    No gradient flows into the state.
+
+    Example::
+
+        bn = fg.nn.BatchNorm(8)
+        state = bn.initial_state()
+
+        def loss(model, state, x, y):
+            out, state = model(x, state, training=True)
+            return fg.nn.mse_loss(out, y), state
+
+        (l, state), g = fg.value_and_grad(loss, has_aux=True)(bn, state, x, y)
+    """
+
+    weight: Any
+    bias: Any
+    num_features: int = static_field()
+    eps: float = static_field()
+    momentum: float = static_field()
+    axis: int = static_field()
+
+    _fg_stateful = True
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True, *,
+                 axis: int = 1, dtype: Any = np.float32) -> None:
+        self.num_features, self.eps, self.momentum, self.axis = int(num_features), float(eps), float(momentum), int(axis)
+        self.weight = np.ones((num_features,), dtype=dtype) if affine else None
+        self.bias = np.zeros((num_features,), dtype=dtype) if affine else None
+
+    def initial_state(self, dtype: Any = None) -> BatchNormState:
+        """Zero running mean and unit running variance.
+
+        Example::
+
+            state = bn.initial_state()
+        """
+        dt = dtype or (self.weight.dtype if self.weight is not None else np.float32)
+        return BatchNormState(np.zeros((self.num_features,), dtype=dt), np.ones((self.num_features,), dtype=dt))
+
+    def __call__(self, x: Any, state: BatchNormState, *, training: bool) -> tuple[Any, BatchNormState]:
+        if not isinstance(state, BatchNormState):
+            raise TypeError(
+                f"BatchNorm needs its state: call bn(x, state, training=...) with state = "
+                f"bn.initial_state() (or the state a previous call returned); got {type(state).__name__}"
+            )
+        if not isinstance(training, (bool, np.bool_)):
+            raise TypeError(f"BatchNorm: training must be True or False, got {training!r}")
+        shape = fnp.shape(x)
+        nd = len(shape)
+        ax = self.axis % nd if nd else 0
+        if nd < 2 or shape[ax] != self.num_features:
+            raise ValueError(
+                f"BatchNorm({self.num_features}): expected the channel axis {self.axis} of the input "
+                f"to have length {self.num_features}, got input shape {shape}"
+            )
+        bshape = tuple(self.num_features if i == ax else 1 for i in range(nd))
+        axes = tuple(i for i in range(nd) if i != ax)
+        if training:
+            count = 1
+            for i in axes:
+                count *= shape[i]
+            if count < 2:
+                raise ValueError(f"BatchNorm: training needs more than one value per channel, got input shape {shape}")
+            mean = fnp.mean(x, axis=axes, keepdims=True)
+            xc = x - mean
+            var = fnp.mean(xc * xc, axis=axes, keepdims=True)
+            y = xc / fnp.sqrt(var + self.eps)
+            m = self.momentum
+            bm = stop_gradient(fnp.reshape(mean, (self.num_features,)))
+            bv = stop_gradient(fnp.reshape(var, (self.num_features,))) * (count / (count - 1))
+            rm = state.running_mean
+            rv = state.running_var
+            new_state = BatchNormState(fnp.astype((1 - m) * rm + m * bm, fnp.result_type(rm)),
+                                       fnp.astype((1 - m) * rv + m * bv, fnp.result_type(rv)))
+        else:
+            mean = fnp.reshape(state.running_mean, bshape)
+            var = fnp.reshape(state.running_var, bshape)
+            y = (x - mean) / fnp.sqrt(var + self.eps)
+            new_state = state
+        if self.weight is not None:
+            y = y * fnp.reshape(self.weight, bshape)
+        if self.bias is not None:
+            y = y + fnp.reshape(self.bias, bshape)
+        return y, new_state

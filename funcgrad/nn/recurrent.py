@@ -1,0 +1,154 @@
+"""Recurrent cells: GRUCell and LSTMCell (PyTorch's equations, gate order and init).
+
+A cell maps one time step: ``h = cell(x, h)`` (GRU) or ``(h, c) = cell(x, (h, c))``
+(LSTM); loop over time in Python (:func:`scan_cell` does it), differentiate
+through the loop with ``fg.grad``.
+
+Example::
+
+    cell = fg.nn.GRUCell(8, 16, key=0)
+    h = np.zeros((batch, 16), np.float32)
+    for t in range(T):
+        h = cell(xs[:, t], h)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from . import init as _init
+from .functional import sigmoid
+from .module import Module, static_field
+
+__all__ = ["GRUCell", "LSTMCell", "scan_cell"]
+
+
+def _uniform_params(key: Any, hidden: int, gates: int, input_size: int, bias: bool, dtype: Any):
+    g = _init.rng(key)
+    b = 1.0 / math.sqrt(hidden)
+    w_ih = _init.uniform(g, (gates * hidden, input_size), dtype, -b, b)
+    w_hh = _init.uniform(g, (gates * hidden, hidden), dtype, -b, b)
+    if bias:
+        return w_ih, w_hh, _init.uniform(g, (gates * hidden,), dtype, -b, b), _init.uniform(g, (gates * hidden,), dtype, -b, b)
+    return w_ih, w_hh, None, None
+
+
+def _affine(x: Any, w: Any, b: Any) -> Any:
+    y = fnp.matmul(x, fnp.transpose(w))
+    return y if b is None else y + b
+
+
+def _check_input(x: Any, size: int, name: str) -> None:
+    shape = fnp.shape(x)
+    if not shape or shape[-1] != size:
+        raise ValueError(f"{name}: the input's last axis must have length {size}, got shape {shape}")
+
+
+class GRUCell(Module):
+    """Gated recurrent unit cell (PyTorch's ``GRUCell``, gates ordered r, z, n).
+
+    ``r = s(W_ir x + b_ir + W_hr h + b_hr)``, ``z = s(W_iz x + b_iz + W_hz h + b_hz)``,
+    ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``, ``h' = (1 - z) * n + z * h``.
+
+    Example::
+
+        cell = fg.nn.GRUCell(3, 5, key=0)
+        h = cell(np.ones((2, 3), np.float32))       # h defaults to zeros
+    """
+
+    weight_ih: Any
+    weight_hh: Any
+    bias_ih: Any
+    bias_hh: Any
+    input_size: int = static_field()
+    hidden_size: int = static_field()
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *, key: Any = None,
+                 dtype: Any = np.float32) -> None:
+        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh = _uniform_params(
+            key, self.hidden_size, 3, self.input_size, bias, dtype)
+
+    def initial_state(self, batch_shape: tuple = (), dtype: Any = None) -> Any:
+        """Zeros of shape ``batch_shape + (hidden_size,)``. Example: ``cell.initial_state((32,))``."""
+        return np.zeros(tuple(batch_shape) + (self.hidden_size,), dtype=dtype or self.weight_ih.dtype)
+
+    def __call__(self, x: Any, h: Any = None) -> Any:
+        _check_input(x, self.input_size, "GRUCell")
+        if h is None:
+            h = self.initial_state(fnp.shape(x)[:-1], fnp.result_type(x))
+        H = self.hidden_size
+        gi = _affine(x, self.weight_ih, self.bias_ih)
+        gh = _affine(h, self.weight_hh, self.bias_hh)
+        r = sigmoid(gi[..., :H] + gh[..., :H])
+        z = sigmoid(gi[..., H:2 * H] + gh[..., H:2 * H])
+        n = fnp.tanh(gi[..., 2 * H:] + r * gh[..., 2 * H:])
+        return (1.0 - z) * n + z * h
+
+
+class LSTMCell(Module):
+    """Long short-term memory cell (PyTorch's ``LSTMCell``, gates ordered i, f, g, o).
+
+    ``c' = f * c + i * g``, ``h' = o * tanh(c')``; the state is the pair ``(h, c)``.
+
+    Example::
+
+        cell = fg.nn.LSTMCell(3, 5, key=0)
+        h, c = cell(np.ones((2, 3), np.float32))     # state defaults to zeros
+    """
+
+    weight_ih: Any
+    weight_hh: Any
+    bias_ih: Any
+    bias_hh: Any
+    input_size: int = static_field()
+    hidden_size: int = static_field()
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, *, key: Any = None,
+                 dtype: Any = np.float32) -> None:
+        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh = _uniform_params(
+            key, self.hidden_size, 4, self.input_size, bias, dtype)
+
+    def initial_state(self, batch_shape: tuple = (), dtype: Any = None) -> tuple[Any, Any]:
+        """``(h, c)``, both zeros of shape ``batch_shape + (hidden_size,)``."""
+        z = np.zeros(tuple(batch_shape) + (self.hidden_size,), dtype=dtype or self.weight_ih.dtype)
+        return z, z.copy()
+
+    def __call__(self, x: Any, state: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+        _check_input(x, self.input_size, "LSTMCell")
+        if state is None:
+            state = self.initial_state(fnp.shape(x)[:-1], fnp.result_type(x))
+        h, c = state
+        H = self.hidden_size
+        gates = _affine(x, self.weight_ih, self.bias_ih) + _affine(h, self.weight_hh, self.bias_hh)
+        i = sigmoid(gates[..., :H])
+        f = sigmoid(gates[..., H:2 * H])
+        g = fnp.tanh(gates[..., 2 * H:3 * H])
+        o = sigmoid(gates[..., 3 * H:])
+        c = f * c + i * g
+        h = o * fnp.tanh(c)
+        return h, c
+
+
+def scan_cell(cell: Callable, xs: Any, state: Any = None, axis: int = 1) -> tuple[Any, Any]:
+    """Run a cell over the time axis of ``xs``: returns (stacked outputs, final state).
+
+    The output at each step is the cell's hidden state (``h`` for LSTM).
+
+    Example::
+
+        hs, h_last = fg.nn.scan_cell(gru, xs)          # xs: (batch, time, features)
+    """
+    T = fnp.shape(xs)[axis]
+    outs = []
+    for t in range(T):
+        x_t = fnp.take(xs, t, axis=axis)
+        state = cell(x_t, state)
+        outs.append(state[0] if isinstance(state, tuple) else state)
+    return fnp.stack(outs, axis=axis), state

@@ -1,0 +1,50 @@
+"""funcgrad.tensor: a PyTorch-style Tensor API on funcgrad's engine.
+
+Bring PyTorch autograd code over by changing the import::
+
+    import funcgrad.tensor as ft
+
+    x = ft.randn(5, requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    x.grad                      # 2 * x
+
+Tensors record on the same graph machinery as the functional transforms
+(a trace of level 0 below all of theirs); semantics follow PyTorch's
+"Autograd mechanics" (see docs/tensor.md for the supported surface and the
+known differences).
+"""
+
+from __future__ import annotations
+
+from . import dtypes as _dtypes
+from .dtypes import (  # noqa: F401
+    bool, cdouble, cfloat, complex64, complex128, double, dtype, float, float16, float32, float64, get_default_dtype,
+    half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8, finfo, iinfo,
+)
+from .grad_mode import (  # noqa: F401
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
+from .tensor import Size, Tensor, device, is_tensor  # noqa: F401
+from .creation import *  # noqa: F401,F403
+from .creation import Generator, default_generator  # noqa: F401
+from .ops import *  # noqa: F401,F403
+from . import autograd  # noqa: F401
+from . import nn, optim  # noqa: F401
+from .serialization import load, save  # noqa: F401
+
+is_floating_point = ops.is_floating_point  # noqa: F405
+is_complex = ops.is_complex  # noqa: F405
+
+
+def is_inference(t: Tensor) -> object:
+    """True for tensors created in inference mode."""
+    return t.is_inference()
+
+
+def get_rng_state() -> dict:
+    return default_generator.get_state()
+
+
+def set_rng_state(state: dict) -> None:
+    default_generator.set_state(state)

@@ -1,0 +1,76 @@
+"""Anomaly detection: ``detect_anomaly`` / ``set_detect_anomaly``.
+
+While enabled, every recorded operation keeps the Python traceback of the
+forward call that created it. In backward, a node that raises, or that
+returns NaN (with ``check_nan=True``), raises a ``RuntimeError`` naming the
+node (e.g. ``DivBackward0``) and showing that forward traceback; a
+``RuntimeWarning`` carries the traceback too, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .grad_mode import _DecoratorContextManager
+from .graph import anomaly as _anomaly
+
+__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+
+
+def is_anomaly_enabled() -> bool:
+    """True while anomaly detection is on."""
+    return _anomaly.enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return _anomaly.check_nan
+
+
+class detect_anomaly(_DecoratorContextManager):
+    """Context manager/decorator enabling anomaly detection.
+
+    Example::
+
+        with ft.autograd.detect_anomaly():
+            y = x / x            # 0/0 at x == 0
+            y.sum().backward()   # RuntimeError: Function 'DivBackward0' returned nan values ...
+    """
+
+    def __init__(self, check_nan: bool = True) -> None:
+        self.check_nan = check_nan
+
+    def __enter__(self) -> None:
+        self.prev = (_anomaly.enabled, _anomaly.check_nan)
+        _anomaly.enabled = True
+        _anomaly.check_nan = self.check_nan
+
+    def __exit__(self, *exc: Any) -> None:
+        _anomaly.enabled, _anomaly.check_nan = self.prev
+
+    def clone(self) -> "detect_anomaly":
+        return detect_anomaly(self.check_nan)
+
+
+class set_detect_anomaly(_DecoratorContextManager):
+    """Turn anomaly detection on or off: at once as a call, or for a block as a context manager.
+
+    Example::
+
+        ft.autograd.set_detect_anomaly(True)
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self.prev = (_anomaly.enabled, _anomaly.check_nan)
+        self.mode = mode
+        self.check_nan_ = check_nan
+        _anomaly.enabled = bool(mode)
+        _anomaly.check_nan = check_nan
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        _anomaly.enabled, _anomaly.check_nan = self.prev
+
+    def clone(self) -> "set_detect_anomaly":
+        return set_detect_anomaly(self.mode, self.check_nan_)

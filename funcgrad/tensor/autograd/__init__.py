@@ -1,0 +1,44 @@
+"""``ft.autograd``: backward, grad, custom Functions, functional tools, hooks, anomaly mode, profiler.
+
+Mirrors ``torch.autograd``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ..backward import backward, grad  # noqa: F401
+from ..function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable  # noqa: F401
+from ..grad_mode import (  # noqa: F401
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
+from ..anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
+from ..gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
+from . import functional, graph, profiler  # noqa: F401
+from ..tensor import Tensor
+
+__all__ = [
+    "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "Variable", "functional", "graph",
+    "profiler", "gradcheck", "gradgradcheck", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+    "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+]
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other: Any) -> bool:
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """Deprecated alias: ``Variable(t, requires_grad=...)`` returns a Tensor, as in PyTorch >= 0.4."""
+
+    def __new__(cls, data: Any = None, requires_grad: bool = False, volatile: bool = False) -> Tensor:  # type: ignore[misc]
+        warnings.warn("The Variable API is deprecated: use tensors directly (Variable(t) returns t).",
+                      DeprecationWarning, stacklevel=2)
+        from ..tensor import _as_tensor
+
+        t = _as_tensor(data) if data is not None else Tensor._make(__import__("numpy").zeros(0, "float32"))
+        if requires_grad:
+            t = t.detach().requires_grad_(True) if t._node is None else t
+        return t

@@ -1,0 +1,367 @@
+"""Tensor creation: ``tensor``, ``zeros``, ``ones``, ``arange``, ``randn`` ... and the random generator.
+
+Floating Python data gets the default dtype (float32 unless changed with
+``ft.set_default_dtype``), integer data int64, booleans bool; NumPy arrays
+keep their dtype. Random numbers come from NumPy's PCG64 generator, seeded by
+``ft.manual_seed``: reproducible, but not the same numbers as PyTorch's.
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..backend import namespace_of
+from . import dtypes as _dt
+from .grad_mode import state as _mode
+from .graph import GraphBox
+from .tensor import Tensor, _shape_arg, device
+
+__all__ = [
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
+    "eye", "rand", "randn", "randint", "randperm", "normal", "zeros_like", "ones_like", "empty_like", "full_like",
+    "rand_like", "randn_like", "randint_like", "manual_seed", "seed", "initial_seed", "Generator", "scalar_tensor",
+    "complex", "polar",
+]
+
+
+class Generator:
+    """A random generator (NumPy's PCG64), like ``torch.Generator``.
+
+    Example::
+
+        g = ft.Generator().manual_seed(0)
+        ft.randn(3, generator=g)
+    """
+
+    def __init__(self, device: Any = "cpu"):
+        self._seed = 67280421310721
+        self._rng = np.random.default_rng(self._seed)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        seed = builtins.int(seed)
+        self._seed = seed
+        self._rng = np.random.default_rng(seed & 0xFFFFFFFFFFFFFFFF)
+        return self
+
+    def seed(self) -> int:
+        s = builtins.int(np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> dict:
+        return self._rng.bit_generator.state
+
+    def set_state(self, state: dict) -> "Generator":
+        self._rng.bit_generator.state = state
+        return self
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator (``ft.rand``, ``ft.randn``, module initialisation ...)."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def _rng(generator: Generator | None) -> np.random.Generator:
+    return (generator or default_generator)._rng
+
+
+def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor:
+    if device_ is not None:
+        dev = device(device_)
+        if dev.type != "cpu":
+            import funcgrad
+
+            put = getattr(funcgrad, "device_put", None)
+            if put is None:
+                raise RuntimeError(f"creating tensors on {dev} needs funcgrad.device_put (GPU support)")
+            value = put(value, str(dev))
+    if requires_grad and value.dtype.kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    if value.dtype not in _dt._BY_NP:
+        raise TypeError(f"dtype {value.dtype} is not supported by funcgrad.tensor")
+    return Tensor._make(value, requires_grad=builtins.bool(requires_grad), inference=_mode.inference)
+
+
+def _infer_np_dtype(data: Any) -> np.dtype | None:
+    """The dtype PyTorch infers for Python data (None: keep NumPy's)."""
+    if isinstance(data, np.ndarray):
+        return None
+    if isinstance(data, np.generic):
+        return None
+    kinds = set()
+
+    def walk(x: Any) -> None:
+        if isinstance(x, (list, tuple)):
+            for e in x:
+                walk(e)
+        elif isinstance(x, Tensor):
+            kinds.add(("t", x._value.dtype))
+        elif isinstance(x, (builtins.bool, np.bool_)):
+            kinds.add("b")
+        elif isinstance(x, (builtins.int, np.integer)):
+            kinds.add("i")
+        elif isinstance(x, (builtins.float, np.floating)):
+            kinds.add("f")
+        elif isinstance(x, (builtins.complex, np.complexfloating)):
+            kinds.add("c")
+        elif isinstance(x, np.ndarray):
+            kinds.add(("t", x.dtype))
+        else:
+            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+
+    walk(data)
+    tensor_dtypes = [k[1] for k in kinds if isinstance(k, tuple)]
+    if tensor_dtypes:
+        return np.result_type(*tensor_dtypes)
+    if "c" in kinds:
+        return _dt.default_complex().np
+    if "f" in kinds:
+        return _dt.get_default_dtype().np
+    if "i" in kinds:
+        return np.dtype(np.int64)
+    if "b" in kinds:
+        return np.dtype(np.bool_)
+    return _dt.get_default_dtype().np  # empty list
+
+
+def _plain(data: Any) -> Any:
+    if isinstance(data, GraphBox):
+        return data._value
+    if isinstance(data, (list, tuple)):
+        return [_plain(d) for d in data]
+    return data
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """A new leaf tensor holding a copy of ``data`` (numbers, nested lists, arrays).
+
+    Example::
+
+        ft.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+        ft.tensor([1, 2]).dtype          # ft.int64
+    """
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
+            "sourceTensor.clone().detach().requires_grad_(True), rather than ft.tensor(sourceTensor).",
+            UserWarning, stacklevel=2,
+        )
+        v = data._value
+        value = namespace_of(v).array(v, dtype=None if dtype is None else _dt.as_dtype(dtype).np, copy=True)
+        return _finish(value, dtype, device, requires_grad)
+    if dtype is not None:
+        nd = _dt.as_dtype(dtype).np
+    else:
+        nd = _infer_np_dtype(data)
+    if hasattr(data, "__array_namespace__") and not isinstance(data, np.ndarray):
+        value = namespace_of(data).array(data, dtype=nd, copy=True)
+    else:
+        value = np.array(_plain(data), dtype=nd, copy=True)
+    return _finish(value, dtype, device, requires_grad)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Like :func:`tensor`, but shares memory with a NumPy array (or returns a tensor itself) when it can."""
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype) and device in (None, "cpu"):
+        return Tensor._make(data, inference=_mode.inference)
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(a: np.ndarray) -> Tensor:
+    """A tensor sharing memory with NumPy array ``a`` (same dtype)."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
+    if a.dtype not in _dt._BY_NP:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{a.dtype}. The only supported types are: float64, float32, "
+            f"float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool."
+        )
+    return Tensor._make(a, inference=_mode.inference)
+
+
+def _np_dtype(dtype: Any) -> np.dtype:
+    return (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
+    """A tensor of zeros: ``ft.zeros(2, 3)`` or ``ft.zeros((2, 3))``."""
+    return _finish(np.zeros(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
+    """A tensor of ones."""
+    return _finish(np.ones(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    """An uninitialised tensor (here: zero-filled memory from NumPy's ``empty``)."""
+    return _finish(np.empty(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
+
+
+def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value`` (dtype inferred from it when not given)."""
+    if dtype is None:
+        nd = _infer_np_dtype(fill_value)
+    else:
+        nd = _dt.as_dtype(dtype).np
+    return _finish(np.full(_shape_arg((size,) if isinstance(size, builtins.int) else tuple(size)), fill_value, dtype=nd),
+                   dtype, device, requires_grad)
+
+
+def scalar_tensor(s: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.array(s, dtype=_np_dtype(dtype)), dtype, device, requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """Values in ``[start, end)`` with ``step``; int64 if all are integers, else the default dtype."""
+    if end is None:
+        start, end = 0, start
+    vals = [_plain(v) for v in (start, end, step)]
+    vals = [v.item() if hasattr(v, "item") else v for v in vals]
+    if dtype is None:
+        nd = np.dtype(np.int64) if all(isinstance(v, builtins.int) and not isinstance(v, builtins.bool) for v in vals) \
+            else _dt.get_default_dtype().np
+    else:
+        nd = _dt.as_dtype(dtype).np
+    return _finish(np.arange(*vals, dtype=nd), dtype, device, requires_grad)
+
+
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    return _finish(np.linspace(builtins.float(start), builtins.float(end), builtins.int(steps)).astype(_np_dtype(dtype)),
+                   dtype, device, requires_grad)
+
+
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    return _finish(np.logspace(builtins.float(start), builtins.float(end), builtins.int(steps), base=base)
+                   .astype(_np_dtype(dtype)), dtype, device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _finish(np.eye(n, m, dtype=_np_dtype(dtype)), dtype, device, requires_grad)
+
+
+def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    return _finish(_rng(generator).random(_shape_arg(size)).astype(_np_dtype(dtype)), dtype, device, requires_grad)
+
+
+def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples.
+
+    Example::
+
+        ft.manual_seed(0); x = ft.randn(3, 4, requires_grad=True)
+    """
+    nd = _np_dtype(dtype)
+    rng = _rng(generator)
+    shape = _shape_arg(size)
+    if nd.kind == "c":
+        v = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2.0)
+    else:
+        v = rng.standard_normal(shape)
+    return _finish(v.astype(nd), dtype, device, requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Any = None, *, generator: Generator | None = None,
+            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Random integers in ``[low, high)`` (int64 by default)."""
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    nd = _dt.as_dtype(dtype).np if dtype is not None else np.dtype(np.int64)
+    return _finish(_rng(generator).integers(low, high, size=tuple(size)).astype(nd), dtype, device, requires_grad)
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    nd = _dt.as_dtype(dtype).np if dtype is not None else np.dtype(np.int64)
+    return _finish(_rng(generator).permutation(n).astype(nd), dtype, device, requires_grad)
+
+
+def normal(mean: Any, std: Any, size: Any = None, *, generator: Generator | None = None) -> Tensor:
+    m = mean._value if isinstance(mean, Tensor) else mean
+    s = std._value if isinstance(std, Tensor) else std
+    shape = tuple(size) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
+    v = _rng(generator).normal(m, s, size=shape)
+    return _finish(v.astype(_dt.get_default_dtype().np), None, None, False)
+
+
+def _like(x: Tensor, dtype: Any) -> tuple:
+    d = x.dtype if dtype is None else _dt.as_dtype(dtype)
+    return tuple(x.shape), d
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:  # noqa: A002
+    shape, d = _like(input, dtype)
+    return zeros(shape, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:  # noqa: A002
+    shape, d = _like(input, dtype)
+    return ones(shape, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:  # noqa: A002
+    shape, d = _like(input, dtype)
+    return empty(shape, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
+              requires_grad: bool = False, **_: Any) -> Tensor:
+    shape, d = _like(input, dtype)
+    return full(shape, fill_value, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:  # noqa: A002
+    shape, d = _like(input, dtype)
+    return rand(shape, dtype=d, requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:  # noqa: A002
+    shape, d = _like(input, dtype)
+    return randn(shape, dtype=d, requires_grad=requires_grad)
+
+
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, dtype: Any = None, **_: Any) -> Tensor:  # noqa: A002
+    shape, d = _like(input, dtype)
+    return randint(low, high, shape, dtype=d)
+
+
+def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001
+    """``real + 1j * imag`` (differentiable in both)."""
+    return real + imag * 1j
+
+
+def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
+    return abs * angle.cos() + (abs * angle.sin()) * 1j

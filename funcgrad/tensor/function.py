@@ -1,0 +1,345 @@
+"""Custom autograd functions: ``ft.autograd.Function`` with static ``forward``/``backward``.
+
+Example::
+
+    class Exp(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (y,) = ctx.saved_tensors
+            return grad_output * y
+
+    Exp.apply(ft.randn(3, requires_grad=True)).sum().backward()
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from . import graph as _graph
+from .graph import GraphBox, Node, SavedTensor, edge_of
+from .grad_mode import enable_grad, no_grad, set_grad_enabled
+from .grad_mode import state as _mode
+from .tensor import Tensor, _as_tensor
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction", "NestedIOFunction"]
+
+
+class FunctionCtx:
+    """The ``ctx`` passed to ``forward``/``backward``: stash tensors and flags for backward."""
+
+    def __init__(self) -> None:
+        self.to_save: tuple = ()
+        self._saved: list | None = None
+        self._non_differentiable: set = set()
+        self._dirty: set = set()
+        self.materialize_grads = True
+        self.needs_input_grad: tuple = ()
+        self._node: "FunctionNode | None" = None
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        """Save tensors (inputs or outputs) for ``backward``; read them back with ``ctx.saved_tensors``."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors: Any) -> None:
+        self.saved_for_forward = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._saved is None:
+            return tuple(self.to_save)
+        owner = self._node
+        out = []
+        for s in self._saved:
+            if s is None:
+                out.append(None)
+            else:
+                out.append(s.unpack(owner if s._is_output else None, numpy_box=False))
+        return tuple(out)
+
+    saved_variables = saved_tensors
+
+    def mark_dirty(self, *args: Any) -> None:
+        """Declare inputs that ``forward`` modified in place (they must be returned)."""
+        self._dirty = {id(a) for a in args}
+
+    def mark_non_differentiable(self, *args: Any) -> None:
+        """Declare outputs that get no gradient (e.g. indices); they do not require grad."""
+        self._non_differentiable = {id(a) for a in args}
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, ``backward`` gets None (not zeros) for outputs that received no gradient."""
+        self.materialize_grads = bool(value)
+
+
+class FunctionNode(Node):
+    """The graph node of one ``Function.apply`` call, named ``<Class>Backward``."""
+
+    def __init__(self, cls: type, ctx: FunctionCtx, edges: list, positions: list, n_args: int):
+        super().__init__()
+        self._cls = cls
+        self._name = f"{cls.__name__}Backward"
+        self._ctx = ctx
+        self._edges = edges
+        self._positions = positions
+        self._n_args = n_args
+        self._released = False
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_saved_") or name.startswith("_raw_saved_"):
+            raise AttributeError(name)
+        # torch lets you read ctx attributes off the node (e.g. y.grad_fn.saved_tensors)
+        ctx = self.__dict__.get("_ctx")
+        if ctx is not None and hasattr(ctx, name):
+            return getattr(ctx, name)
+        raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
+
+    def apply(self, grads: list, create_graph: bool) -> list:
+        from .backward import _from_user, _to_user
+        from .creation import zeros
+
+        if self._released and self._ctx._saved:
+            raise RuntimeError(_graph._FREED)
+        ctx = self._ctx
+        user = []
+        for g, meta in zip(grads, self._out_meta):
+            if g is None:
+                user.append(zeros(meta[0], dtype=_dtype_of(meta[1])) if ctx.materialize_grads else None)
+            else:
+                user.append(_to_user(g, create_graph))
+        with set_grad_enabled(create_graph):
+            res = self._cls.backward(ctx, *user)
+        if not isinstance(res, tuple):
+            res = (res,)
+        if len(res) != self._n_args:
+            if len(res) > self._n_args and all(r is None for r in res[self._n_args:]):
+                res = res[: self._n_args]
+            else:
+                raise RuntimeError(
+                    f"function {self._name} returned an incorrect number of gradients (expected {self._n_args}, "
+                    f"got {len(res)})"
+                )
+        out = []
+        for k, (pos, edge) in enumerate(zip(self._positions, self._edges)):
+            g = res[pos]
+            if edge is None or g is None:
+                out.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                if isinstance(g, GraphBox):
+                    g = _graph.as_tensor_box(g)
+                else:
+                    raise TypeError(f"function {self._name} returned a gradient of type {type(g).__name__} at index "
+                                    f"{pos}; expected a Tensor or None")
+            shape = self._in_meta[k][0]
+            if tuple(g.shape) != tuple(shape):
+                try:
+                    import numpy as np
+
+                    ok = np.broadcast_shapes(tuple(g.shape), tuple(shape)) == tuple(shape) and g.numel() == 1
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise RuntimeError(
+                        f"Function {self._name} returned an invalid gradient at index {pos} - got "
+                        f"[{', '.join(map(str, g.shape))}] but expected shape compatible with "
+                        f"[{', '.join(map(str, shape))}]"
+                    )
+            out.append(_from_user(g, create_graph))
+        return out
+
+    def release(self) -> None:
+        self._released = True
+        if self._ctx._saved:
+            for s in self._ctx._saved:
+                if s is not None:
+                    s.release()
+
+
+def _dtype_of(np_dtype: Any) -> Any:
+    from . import dtypes
+
+    return dtypes.from_numpy_dtype(np_dtype)
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name: str, bases: tuple, attrs: dict):
+        super().__init__(name, bases, attrs)
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class of custom differentiable operations (PyTorch's ``torch.autograd.Function``).
+
+    Subclasses define static ``forward(ctx, *args)`` and ``backward(ctx,
+    *grad_outputs)`` (one gradient per forward argument, None for
+    non-tensors), or ``forward(*args)`` plus ``setup_context(ctx, inputs,
+    output)``; call with ``MyFn.apply(*args)``. ``forward`` runs without
+    recording. Complex gradients follow PyTorch's convention.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> Any:
+        raise NotImplementedError("setup_context is not implemented.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use new-style autograd "
+            "function with static forward method. (Example: https://pytorch.org/docs/stable/autograd.html"
+            "#torch.autograd.Function)"
+        )
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            raise TypeError(f"{cls.__name__}.apply() takes positional arguments only")
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        uses_setup = cls.setup_context is not Function.setup_context
+        with no_grad():
+            if uses_setup:
+                output = cls.forward(*args)
+            else:
+                output = cls.forward(ctx, *args)
+        if uses_setup:
+            cls.setup_context(ctx, args, output)
+        is_tuple = isinstance(output, tuple)
+        outs = list(output) if is_tuple else [output]
+        record = _mode.enabled and any(ctx.needs_input_grad)
+        input_ids = {id(a): a for a in args if isinstance(a, Tensor)}
+        results = []
+        for o in outs:
+            if isinstance(o, Tensor) and id(o) in input_ids and id(o) not in ctx._dirty:
+                o = Tensor._make(o._value, vc=o._vc)  # returning an input: a new tensor (an alias)
+            elif isinstance(o, GraphBox) and not isinstance(o, Tensor):
+                o = _graph.as_tensor_box(o)
+            elif isinstance(o, Tensor) and o._node is not None and id(o) not in ctx._dirty:
+                o = Tensor._make(o._value, vc=o._vc)
+            results.append(o)
+        for a in args:
+            if isinstance(a, Tensor) and id(a) in ctx._dirty:
+                if a._node is None and a._requires_grad and a._base is None and _mode.enabled:
+                    raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        if record:
+            edges, positions, in_meta = [], [], []
+            for i, a in enumerate(args):
+                if isinstance(a, Tensor):
+                    e = edge_of(a) if a._requires_grad else None
+                    edges.append(e)
+                    positions.append(i)
+                    in_meta.append((a._value.shape, a._value.dtype))
+            node = FunctionNode(cls, ctx, edges, positions, len(args))
+            node._in_meta = in_meta
+            ctx._node = node
+            meta = []
+            for k, o in enumerate(results):
+                if isinstance(o, Tensor):
+                    from ..backend import namespace_of
+
+                    meta.append((o._value.shape, o._value.dtype, namespace_of(o._value)))
+                    if id(outs[k]) in ctx._non_differentiable or o._value.dtype.kind not in "fc":
+                        continue
+                    o._node, o._output_nr, o._requires_grad = node, k, True
+                else:
+                    meta.append(((), None, None))
+            node._out_meta = tuple(meta)
+            node._n_outputs = len(results)
+            if _graph.anomaly.enabled:
+                node._stack = _graph.user_stack()
+            # saved tensors: outputs saved as outputs (no reference cycle), others as inputs
+            saved = []
+            out_pos = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
+            for t in ctx.to_save:
+                if t is None:
+                    saved.append(None)
+                elif id(t) in out_pos:
+                    k = out_pos[id(t)]
+                    saved.append(SavedTensor(results[k], is_output=True, output_nr=k, owner=node))
+                else:
+                    saved.append(SavedTensor(t))
+            ctx._saved = saved
+            ctx.to_save = ()
+        else:
+            for o in results:
+                if isinstance(o, Tensor) and o._node is None and not _mode.enabled:
+                    pass
+        for a in args:
+            if isinstance(a, Tensor) and id(a) in ctx._dirty:
+                pass  # its version was bumped by the in-place op in forward
+        return tuple(results) if is_tuple else results[0]
+
+    @staticmethod
+    def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        raise NotImplementedError("forward-mode AD (jvp) of custom Functions is not supported by funcgrad.tensor")
+
+    @classmethod
+    def vmap(cls, *args: Any) -> Any:
+        raise NotImplementedError("vmap of custom Functions is not supported by funcgrad.tensor")
+
+
+InplaceFunction = Function
+NestedIOFunction = Function
+
+
+class _DelayedError(Node):
+    _name = "DelayedError"
+
+    def __init__(self, message: str, edges: list, metas: list):
+        super().__init__()
+        self._message = message
+        self._edges = edges
+        self._out_meta = tuple(metas)
+        self._n_outputs = len(metas)
+
+    def apply(self, grads: list, create_graph: bool) -> list:
+        raise RuntimeError(self._message)
+
+
+def once_differentiable(fn: Callable) -> Callable:
+    """Decorate a ``backward`` that is not itself differentiable: it runs without recording,
+    and differentiating its result again (create_graph) raises a clear error.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(ctx: Any, *args: Any) -> Any:
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not _mode.enabled:
+            return outputs
+        requires = any(isinstance(a, Tensor) and a._requires_grad for a in args)
+        if not requires:
+            return outputs
+        tup = outputs if isinstance(outputs, tuple) else (outputs,)
+        edges = [edge_of(a) for a in args if isinstance(a, Tensor) and a._requires_grad]
+        res = []
+        for o in tup:
+            if isinstance(o, Tensor):
+                from ..backend import namespace_of
+
+                err = _DelayedError("trying to differentiate twice a function that was marked with "
+                                    "@once_differentiable", edges, [(o._value.shape, o._value.dtype, namespace_of(o._value))])
+                o = Tensor._make(o._value, err, 0, True)
+            res.append(o)
+        return tuple(res) if isinstance(outputs, tuple) else res[0]
+
+    return wrapper

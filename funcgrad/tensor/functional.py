@@ -1,0 +1,278 @@
+"""``ft.autograd.functional``: jacobian, hessian, vjp, jvp, hvp, vhp (``torch.autograd.functional``).
+
+Each runs the function on fresh copies of the inputs that require grad, and
+uses :func:`ft.autograd.grad` (with ``create_graph=True`` where a second
+derivative is needed: jvp uses the double-vjp trick, hvp/vhp differentiate
+a gradient). Results are detached unless ``create_graph=True``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .backward import grad as _grad
+from .grad_mode import enable_grad
+from .tensor import Tensor, _as_tensor
+
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+
+
+def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple]:
+    is_tuple = isinstance(x, (tuple, list))
+    items = tuple(x) if is_tuple else (x,)
+    for i, t in enumerate(items):
+        if not isinstance(t, Tensor):
+            if is_tuple:
+                raise TypeError(f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but the "
+                                f"element {i} has type {type(t)}.")
+            raise TypeError(f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but the given "
+                            f"{arg} has type {type(t)}.")
+    return is_tuple, items
+
+
+def _prep_inputs(inputs: tuple, create_graph: bool) -> tuple:
+    out = []
+    for t in inputs:
+        if create_graph and t.requires_grad:
+            out.append(t.view_as(t) if t.dim() else t * 1)
+        else:
+            out.append(t.detach().requires_grad_(True))
+    return tuple(out)
+
+
+def _outputs(func: Callable, inputs: tuple, is_tuple_in: bool, fn: str) -> tuple[bool, tuple]:
+    with enable_grad():
+        out = func(*inputs)
+    is_tuple = isinstance(out, (tuple, list))
+    items = tuple(out) if is_tuple else (out,)
+    for i, o in enumerate(items):
+        if not isinstance(o, Tensor):
+            if is_tuple:
+                raise TypeError(f"The outputs of the user-provided function given to {fn} must be either a Tensor or "
+                                f"a tuple of Tensors but the element {i} has type {type(o)}.")
+            raise TypeError(f"The outputs of the user-provided function given to {fn} must be either a Tensor or a "
+                            f"tuple of Tensors but the given outputs of the user-provided function has type {type(o)}.")
+    return is_tuple, items
+
+
+def _check_v(v: Any, like: tuple, name: str, fn: str) -> tuple:
+    if v is None:
+        for t in like:
+            if t.numel() != 1:
+                raise RuntimeError(f"The vector v can only be None if the {name} to the user-provided function is a "
+                                   f"single Tensor with a single element.")
+        from .creation import ones_like
+
+        return tuple(ones_like(t) for t in like)
+    _, vs = _tuplify(v, "v", fn)
+    if len(vs) != len(like):
+        raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got {len(vs)}.")
+    for i, (a, b) in enumerate(zip(vs, like)):
+        if tuple(a.shape) != tuple(b.shape):
+            raise RuntimeError(f"Entry {i} in v has invalid size: should be {b.shape} but got {a.shape}.")
+    return vs
+
+
+def _grads(outs: tuple, ins: tuple, gouts: tuple, create_graph: bool, strict: bool, fn: str,
+           what: str = "input") -> tuple:
+    needs = [o for o in outs if o.requires_grad]
+    pairs = [(o, g) for o, g in zip(outs, gouts) if o.requires_grad]
+    if not pairs:
+        res: tuple = (None,) * len(ins)
+    else:
+        res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
+                    retain_graph=True, allow_unused=True)
+    if strict:
+        for i, r in enumerate(res):
+            if r is None:
+                raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This is "
+                                   f"not allowed in strict mode.")
+    from .creation import zeros_like
+
+    return tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins)), needs
+
+
+def _finish(x: Any, create_graph: bool) -> Any:
+    if isinstance(x, tuple):
+        return tuple(_finish(e, create_graph) for e in x)
+    return x if create_graph or not isinstance(x, Tensor) else x.detach()
+
+
+def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """``(func(inputs), v^T J)``.
+
+    Example::
+
+        out, g = ft.autograd.functional.vjp(lambda x: x ** 2, x, ft.ones(3))   # g = 2x
+    """
+    is_tuple_in, ins = _tuplify(inputs, "inputs", "vjp")
+    ins = _prep_inputs(ins, create_graph)
+    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "vjp")
+    vs = _check_v(v, outs, "outputs", "vjp")
+    if strict:
+        for i, o in enumerate(outs):
+            if not o.requires_grad:
+                raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The "
+                                   f"outputs must be computed in a differentiable manner from the input when running "
+                                   f"in strict mode.")
+    res, _ = _grads(outs, ins, vs, create_graph, strict, "vjp")
+    out = outs if is_tuple_out else outs[0]
+    return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
+
+
+def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """``(func(inputs), J v)`` by the double-vjp trick (as PyTorch does).
+
+    Example::
+
+        out, t = ft.autograd.functional.jvp(lambda x: x.sin(), x, v)   # t = cos(x) * v
+    """
+    is_tuple_in, ins = _tuplify(inputs, "inputs", "jvp")
+    ins = _prep_inputs(ins, create_graph)
+    vs = _check_v(v, ins, "inputs", "jvp")
+    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jvp")
+    from .creation import zeros_like
+
+    us = tuple(zeros_like(o).requires_grad_(True) if o.is_floating_point() or o.is_complex() else zeros_like(o)
+               for o in outs)
+    with enable_grad():
+        g, _ = _grads(outs, ins, us, True, strict, "jvp")
+        gsum = [x for x in g if x.requires_grad]
+        if not gsum:
+            res = tuple(zeros_like(o) for o in outs)
+        else:
+            pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
+            res = _grad([p[0] for p in pairs], list(us), [p[1] for p in pairs], create_graph=create_graph,
+                        retain_graph=True, allow_unused=True)
+            res = tuple(zeros_like(o) if r is None else r for r, o in zip(res, outs))
+    out = outs if is_tuple_out else outs[0]
+    return _finish(out, create_graph), _finish(res if is_tuple_out else res[0], create_graph)
+
+
+def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
+             vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
+    """The Jacobian: for output ``i`` and input ``j``, a tensor of shape ``out_i.shape + in_j.shape``.
+
+    ``vectorize=True`` computes all rows in one batched call (here a loop over
+    the rows with ``is_grads_batched``: the same numbers). ``strategy`` may be
+    "reverse-mode" or "forward-mode" (the latter is computed in reverse mode too).
+
+    Example::
+
+        ft.autograd.functional.jacobian(lambda x: x ** 2, ft.tensor([1., 2.]))   # diag(2, 4)
+    """
+    if strategy not in ("reverse-mode", "forward-mode"):
+        raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function '
+                         'has more outputs than inputs, "forward-mode" tends to be more performant. Otherwise, prefer '
+                         'to use "reverse-mode".')
+    if strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
+                                  "implemented for `vectorize=True`.")
+    is_tuple_in, ins = _tuplify(inputs, "inputs", "jacobian")
+    ins = _prep_inputs(ins, create_graph)
+    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jacobian")
+    from .creation import zeros, zeros_like
+    from .ops import stack
+
+    jac: list = []
+    for i, o in enumerate(outs):
+        rows: list = [[] for _ in ins]
+        n = o.numel()
+        flat = o.reshape(-1)
+        for k in range(n):
+            if not o.requires_grad:
+                if strict:
+                    raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The "
+                                       f"outputs must be computed in a differentiable manner from the input when "
+                                       f"running in strict mode.")
+                for j, t in enumerate(ins):
+                    rows[j].append(zeros_like(t))
+                continue
+            g = _grad(flat[k], list(ins), retain_graph=True, create_graph=create_graph, allow_unused=True)
+            for j, (r, t) in enumerate(zip(g, ins)):
+                if r is None:
+                    if strict:
+                        raise RuntimeError(f"Output {i} of the user-provided function is independent of input {j}. "
+                                           f"This is not allowed in strict mode.")
+                    r = zeros_like(t)
+                rows[j].append(r)
+        per_in = []
+        for j, t in enumerate(ins):
+            if rows[j]:
+                per_in.append(stack(rows[j]).reshape(tuple(o.shape) + tuple(t.shape)))
+            else:
+                per_in.append(zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype))
+        jac.append(tuple(per_in) if is_tuple_in else per_in[0])
+    result = tuple(jac) if is_tuple_out else jac[0]
+    return _finish(result, create_graph)
+
+
+def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
+            outer_jacobian_strategy: str = "reverse-mode") -> Any:
+    """The Hessian of a scalar function: ``in_i.shape + in_j.shape`` blocks.
+
+    Example::
+
+        ft.autograd.functional.hessian(lambda x: (x ** 3).sum(), ft.tensor([1., 2.]))   # diag(6, 12)
+    """
+    is_tuple_in, ins = _tuplify(inputs, "inputs", "hessian")
+
+    def jac_fn(*xs: Any) -> Any:
+        out = func(*xs)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"The Tensor returned by the function given to hessian should contain a single element")
+        if out.numel() != 1:
+            raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
+        g = jacobian(func, xs, create_graph=True, strict=strict)
+        return g
+
+    res = jacobian(jac_fn, ins, create_graph=create_graph, strict=strict, vectorize=vectorize)
+    if not is_tuple_in:
+        return res[0][0]
+    return res
+
+
+def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """``(func(inputs), v^T H)`` for a scalar function.
+
+    Example::
+
+        out, r = ft.autograd.functional.vhp(lambda x: (x ** 3).sum(), x, v)   # 6 x v
+    """
+    is_tuple_in, ins = _tuplify(inputs, "inputs", "vhp")
+    ins = _prep_inputs(ins, create_graph)
+    vs = _check_v(v, ins, "inputs", "vhp")
+    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "vhp")
+    if is_tuple_out or outs[0].numel() != 1:
+        raise RuntimeError("The function given to vhp should return a single Tensor")
+    out = outs[0]
+    if out.numel() != 1:
+        raise RuntimeError("The Tensor returned by the function given to vhp should contain a single element")
+    from .creation import zeros_like
+
+    with enable_grad():
+        if not out.requires_grad:
+            if strict:
+                raise RuntimeError("The output of the user-provided function is independent of input 0. This is not "
+                                   "allowed in strict mode.")
+            return _finish(out, create_graph), _finish(tuple(zeros_like(t) for t in ins) if is_tuple_in
+                                                       else zeros_like(ins[0]), create_graph)
+        g = _grad(out, list(ins), create_graph=True, allow_unused=True)
+        pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None and gi.requires_grad]
+        if pairs:
+            res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
+                        allow_unused=True)
+        else:
+            res = (None,) * len(ins)
+    if strict and any(r is None for r in res):
+        raise RuntimeError("The hessian of the user-provided function with respect to input 0 is independent of the "
+                           "input. This is not allowed in strict mode.")
+    res = tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins))
+    return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
+
+
+def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+    """``(func(inputs), H v)`` for a scalar function (equal to ``vhp`` for twice-differentiable functions,
+    whose Hessian is symmetric).
+    """
+    return vhp(func, inputs, v, create_graph, strict)

@@ -1,0 +1,185 @@
+"""Grad modes: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``.
+
+The state is thread-local, as in PyTorch: a ``no_grad`` block in one thread
+does not stop recording in another, and every new thread starts with
+gradients enabled. Each mode is a context manager and a decorator.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from typing import Any, Callable
+
+__all__ = [
+    "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+    "is_inference_mode_enabled",
+]
+
+
+class _State(threading.local):
+    """Per-thread flags read by the recorder on every operation."""
+
+    enabled = True
+    inference = False
+
+
+state = _State()
+
+
+def is_grad_enabled() -> bool:
+    """True when operations in this thread are recorded for backward.
+
+    Example::
+
+        with ft.no_grad():
+            assert not ft.is_grad_enabled()
+    """
+    return state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside an ``inference_mode()`` block (this thread)."""
+    return state.inference
+
+
+class _DecoratorContextManager:
+    """A context manager that also decorates functions (and generator functions)."""
+
+    def __call__(self, fn: Callable) -> Callable:
+        if inspect.isclass(fn):
+            raise TypeError(f"{type(self).__name__} decorates functions, not classes ({fn.__name__})")
+        factory = self.clone
+
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+                gen = fn(*args, **kwargs)
+                with factory():
+                    value = next(gen)
+                while True:
+                    try:
+                        with factory():
+                            sent = yield value
+                        with factory():
+                            value = gen.send(sent)
+                    except StopIteration as stop:
+                        return stop.value
+
+            return gen_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with factory():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self) -> "_DecoratorContextManager":
+        return type(self)()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable recording in this thread: results do not require grad.
+
+    Example::
+
+        with ft.no_grad():
+            y = x * 2          # y.requires_grad is False
+
+        @ft.no_grad()
+        def update(p): p -= 0.1 * p.grad
+    """
+
+    def __enter__(self) -> None:
+        self.prev = state.enabled
+        state.enabled = False
+
+    def __exit__(self, *exc: Any) -> None:
+        state.enabled = self.prev
+
+
+class enable_grad(_DecoratorContextManager):
+    """Enable recording in this thread (inside ``no_grad``, say).
+
+    Example::
+
+        with ft.no_grad():
+            with ft.enable_grad():
+                y = x * 2      # recorded
+    """
+
+    def __enter__(self) -> None:
+        self.prev = state.enabled
+        state.enabled = True
+
+    def __exit__(self, *exc: Any) -> None:
+        state.enabled = self.prev
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set recording on or off; as a function call it takes effect at once.
+
+    Example::
+
+        with ft.set_grad_enabled(is_train):
+            loss = model(x)
+        ft.set_grad_enabled(False)   # also works as a plain call
+    """
+
+    def __init__(self, mode: bool) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(mode): mode must be a bool, got {type(mode).__name__}")
+        self.prev = state.enabled
+        self.mode = mode
+        state.enabled = mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        state.enabled = self.prev
+
+    def clone(self) -> "set_grad_enabled":
+        return set_grad_enabled(self.mode)  # sets the mode now; __exit__ restores it
+
+    def __call__(self, fn: Callable) -> Callable:
+        state.enabled = self.prev  # as a decorator the call itself must not change the mode
+        return super().__call__(fn)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like ``no_grad``, and tensors created inside are *inference tensors*:
+    they can never be recorded for backward later (PyTorch's error).
+
+    Example::
+
+        with ft.inference_mode():
+            y = model(x)
+    """
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode) and not isinstance(mode, bool):  # @inference_mode without parentheses
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True) -> None:
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode(mode): mode must be a bool, got {type(mode).__name__}")
+        self.mode = mode
+
+    def __enter__(self) -> None:
+        self.prev = (state.enabled, state.inference)
+        if self.mode:
+            state.enabled = False
+            state.inference = True
+        else:
+            state.inference = False
+
+    def __exit__(self, *exc: Any) -> None:
+        state.enabled, state.inference = self.prev
+
+    def clone(self) -> "inference_mode":
+        return inference_mode(self.mode)
+

@@ -1,0 +1,1078 @@
+"""Recording: the tensor trace, graph nodes (``grad_fn``), saved tensors and their hooks.
+
+Tensors are boxes of one process-wide trace, :data:`TRACE`, whose level (0)
+is below every functional transform's, and which is never closed. So every
+``funcgrad.numpy`` primitive called on a Tensor lands in :func:`record`:
+
+1. the raw arrays are computed by the primitive's raw function;
+2. if grad mode is on and some input requires grad, a :class:`PrimNode` is
+   made. It keeps what the primitive's VJP rules need, and only that (the
+   table ``_NEEDS`` says, per primitive and per argument, which inputs and
+   whether the result the rule reads; everything else is kept as shape and
+   dtype only), each as a :class:`SavedTensor` that checks version counters
+   and applies saved-tensor hooks;
+3. views (reshape, transpose, basic indexing ...) share their base's
+   version counter and remember how to replay themselves on the base, so
+   that an in-place change through a view can rebase the graph
+   (:func:`apply_inplace`, the ``CopySlices`` node).
+
+Backward (``backward.py``) walks these nodes. Rules run on raw arrays (the
+fast path) or, for ``create_graph=True``, on recorded boxes, so that the
+backward pass is itself recorded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import traceback
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from ..backend import namespace_of
+from ..core import Box, Primitive, Trace, get_primitive
+from . import dtypes as _dt
+from .grad_mode import state as _mode
+
+__all__ = [
+    "TRACE", "GraphBox", "NumpyBox", "Node", "PrimNode", "AccumulateGrad", "SavedTensor",
+    "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "RemovableHandle",
+    "apply_inplace", "edge_of", "get_gradient_edge",
+]
+
+
+class TensorTrace(Trace):
+    """The trace that Tensors belong to: level 0, always open, never on any thread's stack."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__("funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
+        self.active = True
+
+    def __enter__(self) -> "TensorTrace":
+        raise RuntimeError("the tensor trace is always open; it is not entered")
+
+    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+        return record(prim, args, kwargs, argnums)
+
+
+TRACE = TensorTrace()
+
+# --------------------------------------------------------------------------
+# boxes
+
+
+_new = object.__new__
+
+
+class GraphBox(Box):
+    """A recorded value: the array, the node that made it, a version counter.
+
+    ``Tensor`` (the user's object, PyTorch methods) and ``NumpyBox`` (NumPy
+    methods, what derivative rules see in create_graph mode) both derive from it.
+    """
+
+    # ``_node`` is the Box slot; these are the Tensor layer's own.
+    __slots__ = ("_output_nr", "_requires_grad", "_vc", "_base", "_view_fns", "_view_version", "_inference")
+
+    # The functional in-place machinery (funcgrad.numpy.inplace) tracks views of
+    # boxes through ``_view``/``_version``; tensors track views themselves (real
+    # memory sharing), so ``_view`` is always None here and ``_version`` is the
+    # shared version counter.
+    @property
+    def _view(self) -> None:
+        return None
+
+    @_view.setter
+    def _view(self, value: Any) -> None:
+        pass
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    @_version.setter
+    def _version(self, value: int) -> None:
+        self._vc[0] = value
+
+    @classmethod
+    def _make(cls, value: Any, node: Any = None, output_nr: int = 0, requires_grad: bool = False,
+              vc: list | None = None, inference: bool = False) -> Any:
+        b = _new(cls)
+        b._value = value
+        b._trace = TRACE
+        b._node = node
+        b._output_nr = output_nr
+        b._requires_grad = requires_grad
+        b._vc = [0] if vc is None else vc
+        b._base = None
+        b._view_fns = None
+        b._view_version = 0
+        b._inference = inference
+        if cls._extra_init is not None:
+            cls._extra_init(b)
+        return b
+
+    _extra_init: Callable | None = None
+
+    def _graph(self) -> tuple:
+        """(node, output_nr) of this value for recording; refreshes a stale view first."""
+        if self._base is not None and self._view_version != self._vc[0]:
+            _refresh_view(self)
+        return self._node, self._output_nr
+
+
+class NumpyBox(GraphBox):
+    """A recorded value with NumPy's methods (from funcgrad.numpy's Box methods).
+
+    Derivative rules are written for NumPy semantics; in create_graph mode they
+    run on these, never on Tensors (whose methods follow PyTorch). In-place
+    writes rebind the box to a functional update of itself.
+    """
+
+    __slots__ = ()
+
+    def _assign(self, new: Any) -> None:
+        if not isinstance(new, GraphBox):
+            new = NumpyBox._make(_as_array(new))
+        for slot in ("_value", "_node", "_output_nr", "_requires_grad", "_vc", "_base", "_view_fns",
+                     "_view_version", "_inference"):
+            setattr(self, slot, getattr(new, slot))
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        import funcgrad.numpy as fnp
+
+        self._assign(fnp.at(self)[idx].set(value))
+
+
+def _numpy_box_inplace(op_name: str) -> Callable:
+    def inplace(self: NumpyBox, other: Any) -> NumpyBox:
+        import funcgrad.numpy as fnp
+
+        self._assign(getattr(fnp, op_name)(self, other))
+        return self
+
+    return inplace
+
+
+for _iname, _op in (("__iadd__", "add"), ("__isub__", "subtract"), ("__imul__", "multiply"),
+                    ("__itruediv__", "divide"), ("__ipow__", "power"), ("__imatmul__", "matmul")):
+    setattr(NumpyBox, _iname, _numpy_box_inplace(_op))
+
+
+_TENSOR_CLS: list = []  # filled by tensor.py: [Tensor]
+
+
+def as_numpy_box(b: Any) -> Any:
+    """The same recorded value as a NumpyBox (sharing node and version counter)."""
+    if not isinstance(b, GraphBox) or type(b) is NumpyBox:
+        return b
+    if b._base is not None and b._view_version != b._vc[0]:
+        _refresh_view(b)
+    n = NumpyBox._make(b._value, b._node, b._output_nr, b._requires_grad, b._vc, b._inference)
+    if b._node is None and b._requires_grad:  # a leaf: gradients go to its accumulator
+        n._node = get_accumulator(b)
+    return n
+
+
+def as_tensor_box(b: Any) -> Any:
+    """The same recorded value as a Tensor (used where user code sees it: hooks, Functions)."""
+    T = _TENSOR_CLS[0]
+    if isinstance(b, T):
+        return b
+    if isinstance(b, GraphBox):
+        if isinstance(b._node, AccumulateGrad):
+            return b._node.variable  # a leaf travelling through rules: hand back the leaf
+        return T._make(b._value, b._node, b._output_nr, b._requires_grad, b._vc, b._inference)
+    return T._make(b)
+
+
+def edge_of(b: GraphBox) -> tuple | None:
+    """Where gradients of ``b`` go: (node, output_nr), the accumulator of a leaf, or None."""
+    if not b._requires_grad:
+        return None
+    node, nr = b._graph()
+    if node is None:
+        return (get_accumulator(b), 0)
+    return (node, nr)
+
+
+def get_gradient_edge(t: Any) -> tuple:
+    """PyTorch's ``torch.autograd.graph.get_gradient_edge``: (node, output_nr) of a tensor."""
+    e = edge_of(t)
+    if e is None:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require gradients")
+    return e
+
+
+def get_accumulator(t: Any) -> "AccumulateGrad":
+    ref = t._accumulator if hasattr(t, "_accumulator") else None
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._accumulator = weakref.ref(acc)
+    return acc
+
+
+# --------------------------------------------------------------------------
+# nodes
+
+_seq = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by every ``register_*hook``; ``handle.remove()`` takes the hook off."""
+
+    __slots__ = ("_container", "_key")
+
+    def __init__(self, container: dict, key: int):
+        self._container = container
+        self._key = key
+
+    def remove(self) -> None:
+        self._container.pop(self._key, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+_hook_ids = itertools.count()
+
+
+def _add_hook(container: dict, fn: Callable) -> RemovableHandle:
+    if not callable(fn):
+        raise TypeError(f"hook must be callable, got {type(fn).__name__}")
+    key = next(_hook_ids)
+    container[key] = fn
+    return RemovableHandle(container, key)
+
+
+class Node:
+    """A node of the backward graph (``tensor.grad_fn``), like ``torch.autograd.graph.Node``.
+
+    ``name()``, ``next_functions`` (one ``(node, output_nr)`` pair per
+    differentiable input, ``(None, 0)`` for inputs that need no gradient),
+    ``metadata``, ``register_hook(fn(grad_inputs, grad_outputs))`` and
+    ``register_prehook(fn(grad_outputs))``.
+    """
+
+    _name = "Node"
+
+    def __init__(self) -> None:
+        self._edges: list = []
+        self._seq = next(_seq)
+        self._hooks: dict | None = None
+        self._prehooks: dict | None = None
+        self._tensor_prehooks: dict | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
+        self._retain: dict | None = None  # output_nr -> weakref to a tensor with retain_grad()
+        self._stack: Any = None  # forward traceback, in anomaly mode
+        self._metadata: dict | None = None
+        self._n_outputs = 1
+        self._out_meta: tuple = ()
+
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple(e if e is not None else (None, 0) for e in self._edges)
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = {}
+        return _add_hook(self._hooks, fn)
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
+        if self._prehooks is None:
+            self._prehooks = {}
+        return _add_hook(self._prehooks, fn)
+
+    def _tensor_hook(self, output_nr: int, fn: Callable) -> RemovableHandle:
+        if self._tensor_prehooks is None:
+            self._tensor_prehooks = {}
+        return _add_hook(self._tensor_prehooks.setdefault(output_nr, {}), fn)
+
+    def apply(self, grads: list, create_graph: bool) -> list:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<{self._name} object at {id(self):#x}>"
+
+    def __call__(self, *grads: Any) -> Any:
+        from .backward import call_node
+
+        return call_node(self, grads)
+
+
+class _Meta:
+    """Shape and dtype of an input a rule does not read; becomes a stand-in array if asked."""
+
+    __slots__ = ("shape", "dtype", "ns")
+
+    def __init__(self, value: Any):
+        self.shape = value.shape
+        self.dtype = value.dtype
+        self.ns = namespace_of(value)
+
+    def materialize(self) -> Any:
+        ns = self.ns
+        return ns.broadcast_to(ns.zeros((), dtype=self.dtype), self.shape)
+
+
+class _HookState(threading.local):
+    stack: list = []
+    disabled: str | None = None
+
+
+_hook_state = _HookState()
+
+
+def _current_hooks() -> tuple | None:
+    stack = _hook_state.stack
+    return stack[-1] if stack else None
+
+
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+def _type_desc(value: Any) -> str:
+    d = _dt._BY_NP.get(np.dtype(value.dtype))
+    tname = _dt.TYPE_NAMES.get(d, str(value.dtype))
+    return f"[ft.{tname} [{', '.join(str(s) for s in value.shape)}]]"
+
+
+class SavedTensor:
+    """One tensor a node saved for backward (``grad_fn._raw_saved_self``).
+
+    Keeps the array, the edge to re-attach in create_graph mode, and the
+    version of the tensor when it was saved: a later in-place change makes
+    backward raise PyTorch's "modified by an inplace operation" error.
+    ``register_hooks(pack, unpack)`` moves the value out (pack) and back (unpack).
+    """
+
+    __slots__ = ("_data", "_box", "_edge", "_requires_grad", "_vc", "_version", "_is_output", "_output_nr",
+                 "_packed", "_unpack", "_released", "_desc", "__weakref__")
+
+    def __init__(self, box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Node | None = None):
+        self._data = box._value
+        self._vc = box._vc
+        self._version = box._vc[0]
+        self._is_output = is_output
+        self._output_nr = output_nr
+        self._requires_grad = box._requires_grad
+        self._released = False
+        self._packed = None
+        self._unpack = None
+        if is_output:
+            self._box = None
+            self._edge = None  # the owner node, given at unpack time
+            self._desc = (owner._name, output_nr) if owner is not None else None
+        else:
+            self._box = box
+            node = box._node
+            self._edge = None
+            self._desc = (node._name, box._output_nr) if node is not None and not isinstance(node, AccumulateGrad) else None
+        hooks = _current_hooks()
+        if hooks is not None:
+            self._pack_now(box, *hooks)
+
+    def _pack_now(self, box: Any, pack: Callable, unpack: Callable) -> None:
+        if not self._is_output and box._requires_grad:
+            self._edge = edge_of(box)
+        t = as_tensor_box(box) if isinstance(box, GraphBox) else _TENSOR_CLS[0]._make(self._data)
+        self._packed = pack(t)
+        self._unpack = unpack
+        self._data = None
+        self._box = None
+
+    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+        """Pack the saved value now with ``pack_hook``; ``unpack_hook`` brings it back in backward."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(pack_hook, unpack_hook): both hooks must be callable")
+        if self._unpack is not None:
+            raise RuntimeError("SavedTensor hooks have already been set")
+        if self._released:
+            raise RuntimeError(_FREED)
+        box = self._box if self._box is not None else _TENSOR_CLS[0]._make(self._data, vc=self._vc)
+        self._pack_now(box, pack_hook, unpack_hook)
+
+    def _detach_copy(self) -> None:
+        """Keep a private copy of the value (an in-place op is about to overwrite it)."""
+        if self._unpack is not None or self._data is None:
+            return
+        if self._box is not None and self._box._requires_grad:
+            self._edge = edge_of(self._box)
+        self._box = None
+        self._data = namespace_of(self._data).array(self._data, copy=True)
+        self._vc = [0]
+        self._version = 0
+
+    def _check_version(self, owner: Node | None) -> None:
+        if self._vc[0] != self._version:
+            if self._is_output and owner is not None:
+                where = f", which is output {self._output_nr} of {owner._name},"
+            elif self._desc is not None:
+                where = f", which is output {self._desc[1]} of {self._desc[0]},"
+            else:
+                where = ""
+            value = self._data if self._data is not None else None
+            desc = _type_desc(value) if value is not None else "[a saved tensor]"
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {desc}{where} is at version {self._vc[0]}; expected version "
+                f"{self._version} instead. Hint: enable anomaly detection to find the operation that "
+                f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True)."
+            )
+
+    def unpack_raw(self, owner: Node | None = None) -> Any:
+        if self._released:
+            raise RuntimeError(_FREED)
+        if self._unpack is not None:
+            t = self._unpack(self._packed)
+            if not isinstance(t, GraphBox):
+                raise TypeError(
+                    f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                    f"{type(t).__name__}"
+                )
+            self._check_version(owner)
+            return t._value
+        self._check_version(owner)
+        return self._data
+
+    def unpack(self, owner: Node | None = None, numpy_box: bool = True) -> Any:
+        """The saved value as a recorded box carrying its graph (for create_graph and ``_saved_*``)."""
+        if self._released:
+            raise RuntimeError(_FREED)
+        if self._unpack is None and self._box is not None:
+            self._check_version(owner)
+            return as_numpy_box(self._box) if numpy_box else self._box
+        raw = self.unpack_raw(owner)
+        cls = NumpyBox if numpy_box else _TENSOR_CLS[0]
+        if self._is_output:
+            if owner is None:
+                return cls._make(raw)
+            return cls._make(raw, owner, self._output_nr, True)
+        if self._edge is not None:
+            node, nr = self._edge
+            if isinstance(node, AccumulateGrad) and not numpy_box:
+                return node.variable if self._unpack is None else cls._make(raw, node, nr, True)
+            return cls._make(raw, node, nr, True)
+        return cls._make(raw)
+
+    def release(self) -> None:
+        self._released = True
+        self._data = self._box = self._packed = None
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf that requires grad: adds incoming gradients to ``variable.grad``."""
+
+    _name = "AccumulateGrad"
+
+    def __init__(self, variable: Any):
+        super().__init__()
+        self.variable = variable
+        v = variable._value
+        self._out_meta = ((v.shape, v.dtype, namespace_of(v)),)
+
+
+class PrimNode(Node):
+    """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules."""
+
+    def __init__(self, prim: Primitive, name: str, args: list, kwargs: dict, positions: list, edges: list):
+        super().__init__()
+        self._name = name
+        self._prim = prim
+        self._args = args  # per positional argument: SavedTensor, _Meta or a constant
+        self._kwargs = kwargs
+        self._positions = positions  # positional index of each edge
+        self._edges = edges
+        self._ans: list = []  # per output: SavedTensor, _Meta
+        self._released = False
+        self._has_saved = False
+
+    def apply(self, grads: list, create_graph: bool) -> list:
+        if self._released and self._has_saved:
+            raise RuntimeError(_FREED)
+        prim = self._prim
+        if prim.multiple_results:
+            g = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(grads, self._out_meta))
+        else:
+            g = grads[0]
+        if create_graph:
+            args = [a.unpack(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
+                    for a in self._args]
+            ans = [a.unpack(self) if type(a) is SavedTensor else a.materialize() for a in self._ans]
+        else:
+            args = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
+                    for a in self._args]
+            ans = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() for a in self._ans]
+        kwargs = self._kwargs
+        if prim.vjp_all is not None:
+            ans = tuple(ans) if prim.multiple_results else ans[0]
+            gg = tuple(grads) if prim.multiple_results else grads[0]
+            live = [pos for pos, edge in zip(self._positions, self._edges) if edge is not None]
+            cts = iter(prim.vjp_all(gg, ans, tuple(live), *args, **kwargs))
+            return [None if edge is None else next(cts) for edge in self._edges]
+        ans = tuple(ans) if prim.multiple_results else ans[0]
+        out = []
+        vjps = prim.vjps
+        for pos, edge in zip(self._positions, self._edges):
+            if edge is None:
+                out.append(None)
+                continue
+            rule = vjps.get(pos)
+            if rule is None:
+                raise prim.missing_rule("VJP", pos)
+            out.append(rule(g, ans, *args, **kwargs))
+        return out
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        for a in self._args:
+            if type(a) is SavedTensor:
+                a.release()
+        for a in self._ans:
+            if type(a) is SavedTensor:
+                a.release()
+
+    def _saved_names(self) -> list:
+        return _ARG_NAMES.get(self._prim.name, _DEFAULT_ARG_NAMES)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_raw_saved_") or name.startswith("_saved_"):
+            raw = name.startswith("_raw_saved_")
+            key = name[len("_raw_saved_"):] if raw else name[len("_saved_"):]
+            entry = self._lookup_saved(key)
+            if entry is not None:
+                if type(entry) is SavedTensor:
+                    if raw:
+                        return entry
+                    if self._released:
+                        raise RuntimeError(_FREED)
+                    return entry.unpack(self, numpy_box=False)
+                if not raw:
+                    return entry
+        raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
+
+    def _lookup_saved(self, key: str) -> Any:
+        if key == "result":
+            if len(self._ans) == 1 and type(self._ans[0]) is SavedTensor:
+                return self._ans[0]
+            return None
+        if key.startswith("result") and key[6:].isdigit():
+            k = int(key[6:])
+            return self._ans[k] if k < len(self._ans) and type(self._ans[k]) is SavedTensor else None
+        names = self._saved_names()
+        for i, a in enumerate(self._args):
+            nm = names[i] if i < len(names) else f"arg{i}"
+            if nm == key and type(a) is not _Meta:
+                return a
+        if key in self._kwargs:
+            return self._kwargs[key]
+        return None
+
+    def __dir__(self) -> list:
+        names = self._saved_names()
+        extra = []
+        for i, a in enumerate(self._args):
+            if type(a) is SavedTensor:
+                nm = names[i] if i < len(names) else f"arg{i}"
+                extra += [f"_saved_{nm}", f"_raw_saved_{nm}"]
+        if any(type(a) is SavedTensor for a in self._ans):
+            extra += ["_saved_result", "_raw_saved_result"]
+        return sorted(set(list(super().__dir__()) + extra))
+
+
+def _zeros(meta: tuple) -> Any:
+    shape, dtype, ns = meta
+    return ns.zeros(shape, dtype=dtype)
+
+
+class CopySlices(Node):
+    """The new history of a base after an in-place change through one of its views.
+
+    Gradient to the old base: the incoming gradient with the view's region
+    zeroed; gradient to the new values of the region: the view of the gradient.
+    """
+
+    _name = "CopySlices"
+
+    def __init__(self, base_edge: tuple | None, out_edge: tuple | None, view_fns: tuple, mask: Any, meta: tuple):
+        super().__init__()
+        self._edges = [base_edge, out_edge]
+        self._view_fns = view_fns
+        self._mask = mask
+        self._out_meta = (meta,)
+
+    def apply(self, grads: list, create_graph: bool) -> list:
+        import funcgrad.numpy as fnp
+
+        g = grads[0]
+        out: list = [None, None]
+        if self._edges[0] is not None:
+            out[0] = fnp.where(self._mask, 0, g)
+        if self._edges[1] is not None:
+            out[1] = replay_view(g, self._view_fns, raw=not create_graph)
+        return out
+
+
+# --------------------------------------------------------------------------
+# what each primitive's rules read, and PyTorch's node names
+
+# prim name -> {argnum: (positions of inputs the rule for argnum reads, reads the result?)}
+_NEEDS: dict[str, dict[int, tuple[tuple[int, ...], bool]]] = {}
+
+
+def _needs(names: str, spec: dict) -> None:
+    for n in names.split():
+        _NEEDS[n] = spec
+
+
+_NONE = {0: ((), False), 1: ((), False), 2: ((), False)}
+# Verified against the rules by tests/tensor/test_saved.py (every entry, first and second order).
+_needs("add subtract negative positive sum reshape broadcast_to expand_dims squeeze transpose swapaxes "
+       "moveaxis conjugate copy astype getitem where cumsum flip real imag", _NONE)
+_needs("multiply matmul dot", {0: ((1,), False), 1: ((0,), False)})
+_needs("divide", {0: ((1,), False), 1: ((1,), True)})
+_needs("sin cos log square log1p", {0: ((0,), False)})
+_needs("exp tanh sqrt expm1", {0: ((), True)})
+
+SAVE_ALL = False  # tests flip this to compare the table against saving everything
+
+
+def _saves_for(prim_name: str, edge_positions: list) -> tuple[set | None, bool]:
+    """(input positions to save, save the result?) for a call whose inputs at ``edge_positions``
+    need gradients; (None, True) means "save everything" (a primitive not in the table)."""
+    spec = None if SAVE_ALL else _NEEDS.get(prim_name)
+    if spec is None:
+        return None, True
+    keep: set = set()
+    res = False
+    for p in edge_positions:
+        got = spec.get(p)
+        if got is None:
+            return None, True
+        keep.update(got[0])
+        res = res or got[1]
+    return keep, res
+
+
+_DEFAULT_ARG_NAMES = ["self", "other"]
+_ARG_NAMES: dict[str, list] = {
+    "matmul": ["self", "other"], "power": ["self", "exponent"], "where": ["condition", "self", "other"],
+    "clip": ["self", "min", "max"],
+}
+
+# prim name -> PyTorch node name (Tensor methods rename where PyTorch distinguishes more)
+_NAMES = {
+    "add": "AddBackward0", "subtract": "SubBackward0", "multiply": "MulBackward0", "divide": "DivBackward0",
+    "true_divide": "DivBackward0", "negative": "NegBackward0", "positive": "AliasBackward0",
+    "power": "PowBackward0", "exp": "ExpBackward0", "log": "LogBackward0", "sin": "SinBackward0",
+    "cos": "CosBackward0", "tan": "TanBackward0", "tanh": "TanhBackward0", "sqrt": "SqrtBackward0",
+    "square": "PowBackward0", "absolute": "AbsBackward0", "abs": "AbsBackward0", "sum": "SumBackward0",
+    "mean": "MeanBackward0", "prod": "ProdBackward0", "max": "MaxBackward1", "min": "MinBackward1",
+    "amax": "AmaxBackward0", "amin": "AminBackward0", "var": "VarBackward0", "std": "StdBackward0",
+    "matmul": "MmBackward0", "dot": "DotBackward0", "reshape": "ViewBackward0", "transpose": "PermuteBackward0",
+    "swapaxes": "TransposeBackward0", "moveaxis": "PermuteBackward0", "expand_dims": "UnsqueezeBackward0",
+    "squeeze": "SqueezeBackward0", "broadcast_to": "ExpandBackward0", "getitem": "IndexBackward0",
+    "_getitem": "IndexBackward0", "astype": "ToCopyBackward0", "copy": "CloneBackward0",
+    "concatenate": "CatBackward0", "_concatenate": "CatBackward0", "stack": "StackBackward0",
+    "_stack": "StackBackward0", "where": "WhereBackward0", "_where": "WhereBackward0", "clip": "ClampBackward1",
+    "_clip": "ClampBackward1", "maximum": "MaximumBackward0", "minimum": "MinimumBackward0",
+    "log1p": "Log1PBackward0", "expm1": "Expm1Backward0", "cumsum": "CumsumBackward0",
+    "cumprod": "CumprodBackward0", "real": "RealBackward0", "imag": "ImagBackward0",
+    "conjugate": "ConjBackward0", "diagonal": "DiagonalBackward0", "flip": "FlipBackward0",
+    "tile": "RepeatBackward0", "take_along_axis": "GatherBackward0", "_take_along_axis": "GatherBackward0",
+    "sinh": "SinhBackward0", "cosh": "CoshBackward0", "arctan": "AtanBackward0", "arcsin": "AsinBackward0",
+    "arccos": "AcosBackward0", "arctan2": "Atan2Backward0", "reciprocal": "ReciprocalBackward0",
+    "logsumexp": "LogsumexpBackward0", "expit": "SigmoidBackward0", "erf": "ErfBackward0",
+    "sort": "SortBackward0", "einsum": "EinsumBackward0", "ravel": "ViewBackward0",
+}
+
+
+def torch_name(prim_name: str) -> str:
+    got = _NAMES.get(prim_name)
+    if got is None:
+        got = "".join(p.capitalize() for p in prim_name.strip("_").split("_")) + "Backward0"
+        _NAMES[prim_name] = got
+    return got
+
+
+# --------------------------------------------------------------------------
+# views
+
+_VIEW_PRIMS: set = set()
+
+
+def _init_view_prims() -> None:
+    import funcgrad.numpy as fnp
+
+    for fn_name in ("reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "broadcast_to",
+                    "diagonal", "real", "imag"):
+        fn = getattr(fnp, fn_name, None)
+        try:
+            _VIEW_PRIMS.add(get_primitive(fn).name)
+        except TypeError:
+            pass
+    getitem = getattr(getattr(fnp, "indexing", None), "_getitem", None)
+    for fn in (getitem,):
+        try:
+            _VIEW_PRIMS.add(get_primitive(fn).name)
+        except TypeError:
+            pass
+    _VIEW_PRIMS.update({"reshape", "transpose", "swapaxes", "expand_dims", "squeeze"})
+
+
+def _owner(a: Any) -> Any:
+    base = getattr(a, "base", None)
+    return a if base is None else base
+
+
+def replay_view(x: Any, view_fns: tuple, raw: bool) -> Any:
+    """Apply a recorded chain of view operations to ``x`` (a base-shaped array or box)."""
+    for prim, rest, kwargs in view_fns:
+        x = (prim.raw if raw else prim.call)(x, *rest, **kwargs)
+    return x
+
+
+def _refresh_view(b: GraphBox) -> None:
+    """A view whose base changed in place re-derives its history from the base."""
+    base = b._base
+    b._view_version = b._vc[0]
+    if base._requires_grad:
+        prev = _mode.enabled
+        _mode.enabled = True
+        try:
+            w = replay_view(as_numpy_box(base) if not isinstance(base, NumpyBox) else base, b._view_fns, raw=False)
+        finally:
+            _mode.enabled = prev
+        b._node, b._output_nr, b._requires_grad = w._node, w._output_nr, True
+    elif not base._requires_grad:
+        b._node, b._requires_grad = None, False
+
+
+# --------------------------------------------------------------------------
+# recording
+
+
+class _Anomaly:
+    enabled = False
+    check_nan = True
+
+
+anomaly = _Anomaly()
+
+
+class _Profiling:
+    active: list = []
+
+
+profiling = _Profiling()
+
+_INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
+    "normal tensor and use it in autograd."
+)
+
+
+def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+    """Run ``prim`` on the raw values of ``args`` and record it if some input requires grad."""
+    boxes = [args[i] for i in argnums]
+    cls = NumpyBox
+    req = False
+    inference_in = False
+    for i, b in zip(argnums, boxes):
+        args[i] = b._value
+        if type(b) is not NumpyBox:
+            cls = _TENSOR_CLS[0]
+        if b._requires_grad:
+            req = True
+        if b._inference:
+            inference_in = True
+    if kwargs:
+        for k, v in kwargs.items():
+            if isinstance(v, Box):
+                kwargs = {k2: (v2._value if isinstance(v2, GraphBox) else v2) for k2, v2 in kwargs.items()}
+                break
+    st = _mode
+    if req and not (st.enabled and prim.differentiable):
+        req = False
+    if profiling.active:
+        from .profiler import timed_call
+
+        ans = timed_call(prim, args, kwargs)
+    else:
+        for a in args:
+            if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
+                ans = prim.call(*args, **kwargs)
+                break
+        else:
+            ans = prim.raw(*args, **kwargs)
+    inference = st.inference
+    if req and inference_in:
+        raise RuntimeError(_INFERENCE_SAVED)
+    if prim.multiple_results:
+        outs = [cls._make(_as_array(a), inference=inference) for a in ans]
+    else:
+        outs = [cls._make(_as_array(ans), inference=inference)]
+    if argnums and argnums[0] == 0 and prim.name in _VIEW_PRIMS and not prim.multiple_results:
+        _mark_view(outs[0], boxes[0], prim, args, kwargs)
+    if not req:
+        return tuple(outs) if prim.multiple_results else outs[0]
+    # --- the node
+    edges = []
+    edge_positions = []
+    for i, b in zip(argnums, boxes):
+        e = edge_of(b) if b._requires_grad else None
+        edges.append(e)
+        if e is not None:
+            edge_positions.append(i)
+    keep, keep_result = _saves_for(prim.name, edge_positions)
+    node = PrimNode(prim, torch_name(prim.name), args, kwargs, list(argnums), edges)
+    box_at = dict(zip(argnums, boxes))
+    saved_any = False
+    for i, b in box_at.items():
+        if keep is None or i in keep:
+            args[i] = SavedTensor(b)
+            saved_any = True
+        else:
+            args[i] = _Meta(args[i])
+    node._out_meta = tuple((o._value.shape, o._value.dtype, namespace_of(o._value)) for o in outs)
+    for k, o in enumerate(outs):
+        o._node = node
+        o._output_nr = k
+        o._requires_grad = True
+        if keep_result:
+            node._ans.append(SavedTensor(o, is_output=True, output_nr=k, owner=node))
+            saved_any = True
+        else:
+            node._ans.append(_Meta(o._value))
+    node._has_saved = saved_any
+    node._n_outputs = len(outs)
+    if anomaly.enabled:
+        node._stack = user_stack()
+    return tuple(outs) if prim.multiple_results else outs[0]
+
+
+_PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+
+
+def user_stack() -> list:
+    """The current Python stack without funcgrad's own frames (for anomaly mode)."""
+    frames = traceback.extract_stack()
+    keep = [f for f in frames if not f.filename.startswith(_PKG_DIR)]
+    return traceback.format_list(keep)
+
+
+def _as_array(a: Any) -> Any:
+    if isinstance(a, np.generic):
+        return np.asarray(a)
+    if isinstance(a, (int, float, complex, bool)):
+        return np.asarray(a)
+    return a
+
+
+def _mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list, kwargs: dict) -> None:
+    a, o = args[0], out._value
+    ob = getattr(o, "base", None)
+    if ob is None or o is a or not (ob is a or ob is getattr(a, "base", None)):
+        return
+    root = src._base if src._base is not None else src
+    out._base = root
+    out._vc = src._vc
+    out._view_fns = (src._view_fns or ()) + ((prim, tuple(args[1:]), dict(kwargs)),)
+    out._view_version = src._vc[0]
+
+
+# --------------------------------------------------------------------------
+# in-place operations
+
+
+def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
+    """Write ``out`` (computed out of place from ``t``) into ``t``'s memory and rebase the graph.
+
+    ``start_seq`` is the node counter before ``out`` was computed: nodes made
+    since then that saved ``t``'s old value keep a private copy of it (PyTorch
+    saves the original for these too), and the result saved by ``out``'s node
+    now refers to ``t``.
+    """
+    st = _mode
+    if t._inference and not st.inference:
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
+            "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
+            "for more details."
+        )
+    if st.enabled:
+        if t._base is None and t._node is None and t._requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        if t._base is not None and t._base._node is None and t._base._requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    v = t._value
+    if not getattr(getattr(v, "flags", None), "writeable", True):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation."
+        )
+    # keep originals that nodes of this op saved
+    if out._requires_grad and st.enabled:
+        _protect_saved(out, t, start_seq)
+    ov = out._value
+    if getattr(ov, "shape", ()) != v.shape:
+        ov = namespace_of(v).broadcast_to(ov, v.shape)
+    if namespace_of(v) is np:
+        np.copyto(v, ov, casting="unsafe")
+    else:
+        v[...] = ov
+    t._vc[0] += 1
+    if not st.enabled or not (out._requires_grad or t._requires_grad):
+        return t
+    if t._base is None:
+        node, nr = out._node, out._output_nr
+        t._node, t._output_nr, t._requires_grad = node, nr, out._requires_grad
+        if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node._ans):
+            s = node._ans[nr]
+            if type(s) is SavedTensor and s._unpack is None:
+                s._data = v
+                s._vc = t._vc
+                s._version = t._vc[0]
+    else:
+        root = t._base
+        base_edge = edge_of(root) if root._requires_grad else None
+        out_edge = edge_of(out) if out._requires_grad else None
+        rv = root._value
+        ns = namespace_of(rv)
+        mask = ns.zeros(rv.shape, dtype=bool)
+        region = replay_view(mask, t._view_fns, raw=True)
+        region[...] = True
+        cs = CopySlices(base_edge, out_edge, t._view_fns, mask, (rv.shape, rv.dtype, ns))
+        if anomaly.enabled:
+            cs._stack = user_stack()
+        root._node, root._output_nr, root._requires_grad = cs, 0, True
+        # the view itself re-derives its history from the new base (lazily, on next use)
+    return t
+
+
+def _protect_saved(out: Any, t: Any, start_seq: int) -> None:
+    seen = set()
+    stack = [out._node]
+    vc = t._vc
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen or node._seq < start_seq:
+            continue
+        seen.add(id(node))
+        if isinstance(node, PrimNode):
+            for a in node._args:
+                if type(a) is SavedTensor and a._vc is vc and a._version == vc[0]:
+                    a._detach_copy()
+        for e in node._edges:
+            if e is not None:
+                stack.append(e[0])
+
+
+# --------------------------------------------------------------------------
+# saved-tensor hooks
+
+
+class saved_tensors_hooks:
+    """Context manager: every tensor saved for backward inside is packed with
+    ``pack_hook(tensor)`` and unpacked with ``unpack_hook(packed)`` when backward
+    needs it (thread-local, innermost wins), as ``torch.autograd.graph.saved_tensors_hooks``.
+
+    Example::
+
+        def pack(t):
+            name = os.path.join(tmp, f"{uuid.uuid4()}.npy"); np.save(name, t.numpy()); return name
+        def unpack(name):
+            return ft.from_numpy(np.load(name))
+        with ft.autograd.graph.saved_tensors_hooks(pack, unpack):
+            y = (x * x).sum()
+        y.backward()          # same gradient, saved values read back from disk
+    """
+
+    def __init__(self, pack_hook: Callable, unpack_hook: Callable):
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("saved_tensors_hooks(pack_hook, unpack_hook): both hooks must be callable")
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> "saved_tensors_hooks":
+        if _hook_state.disabled is not None:
+            raise RuntimeError(_hook_state.disabled)
+        _hook_state.stack = _hook_state.stack + [(self.pack_hook, self.unpack_hook)]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _hook_state.stack = _hook_state.stack[:-1]
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept in host memory and moved back to their device in backward.
+
+    With NumPy arrays (already on the host) the value is kept as it is.
+
+    Example::
+
+        with ft.autograd.graph.save_on_cpu():
+            loss = model(x).sum()
+    """
+
+    def __init__(self, pin_memory: bool = False):
+        def pack(t: Any) -> tuple:
+            v = t._value
+            ns = namespace_of(v)
+            if ns is np:
+                return (None, t)
+            host = v.get() if hasattr(v, "get") else ns.asnumpy(v)
+            return (ns, host)
+
+        def unpack(packed: tuple) -> Any:
+            ns, payload = packed
+            if ns is None:
+                return payload
+            return _TENSOR_CLS[0]._make(ns.asarray(payload))
+
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:
+    """Inside, registering saved-tensor hooks raises ``RuntimeError(error_message)``."""
+
+    def __init__(self, error_message: str):
+        self.message = error_message
+
+    def __enter__(self) -> None:
+        self.prev = _hook_state.disabled
+        _hook_state.disabled = self.message
+
+    def __exit__(self, *exc: Any) -> None:
+        _hook_state.disabled = self.prev
+
+
+_init_view_prims()

@@ -1,0 +1,214 @@
+"""The ``ft.<op>`` functions (``ft.exp(x)``, ``ft.cat``, ``ft.where`` ...).
+
+Most are the Tensor method of the same name, called on the first argument;
+the rest (cat, stack, where, ...) are written here once.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from ..backend import namespace_of
+from . import dtypes as _dt
+from .tensor import (
+    MaxMin, Tensor, _as_operand, _as_tensor, _cast, _promote, _raw, _rename, _seq_mark, _wrap_dim,
+)
+
+_METHODS = [
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
+    "fmod", "pow", "float_power", "neg", "negative", "abs", "absolute", "reciprocal", "square", "sqrt", "rsqrt",
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin",
+    "acos", "atan", "arcsin", "arccos", "arctan", "atan2", "arctan2", "sigmoid", "relu", "softmax", "log_softmax",
+    "logsumexp", "sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "clamp", "clip", "clamp_min", "clamp_max",
+    "maximum", "minimum", "lerp", "masked_fill", "conj", "conj_physical", "resolve_conj", "angle", "eq", "ne",
+    "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal", "equal", "allclose",
+    "isclose", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor", "sum",
+    "nansum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "argsort", "sort", "topk", "var",
+    "std", "norm", "cumsum", "cumprod", "all", "any", "count_nonzero", "matmul", "mm", "bmm", "mv", "dot", "outer",
+    "ger", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "t",
+    "permute", "movedim", "moveaxis", "repeat_interleave", "flip", "roll", "narrow", "select", "unbind", "split",
+    "chunk", "diagonal", "trace", "tril", "triu", "gather", "index_select", "masked_select", "take", "nonzero",
+    "clone", "numel", "is_complex", "is_floating_point", "broadcast_to", "tile", "adjoint", "diag", "detach",
+]
+
+__all__ = list(_METHODS) + [
+    "cat", "concat", "concatenate", "stack", "hstack", "vstack", "where", "einsum", "real", "imag", "is_tensor",
+    "broadcast_tensors", "meshgrid", "cdist", "tensordot", "numel", "view_as_real", "atleast_1d", "result_type",
+    "can_cast", "promote_types", "is_nonzero", "cross",
+]
+
+
+def _method_fn(name: str) -> Any:
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        return getattr(_as_tensor(input), name)(*args, **kwargs)
+
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = f"``ft.{name}(input, ...)`` is ``input.{name}(...)`` (PyTorch's ``torch.{name}``)."
+    return fn
+
+
+for _name in _METHODS:
+    globals()[_name] = _method_fn(_name)
+
+
+def is_tensor(x: Any) -> bool:
+    """True for ft Tensors."""
+    return isinstance(x, Tensor)
+
+
+def is_nonzero(x: Tensor) -> bool:
+    return bool(x)
+
+
+def real(x: Tensor) -> Tensor:
+    return _as_tensor(x).real
+
+
+def imag(x: Tensor) -> Tensor:
+    return _as_tensor(x).imag
+
+
+def _common(tensors: Sequence[Any]) -> list:
+    ts = [_as_tensor(t) for t in tensors]
+    if not ts:
+        raise RuntimeError("expected a non-empty list of Tensors")
+    d = ts[0].dtype
+    for t in ts[1:]:
+        d = _dt.promote_types(d, t.dtype)
+    return [_cast(t, d) for t in ts]
+
+
+def cat(tensors: Sequence[Any], dim: int = 0, *, axis: Any = None) -> Tensor:
+    """Concatenate along an existing dimension (``torch.cat``)."""
+    if isinstance(tensors, Tensor):
+        raise TypeError("cat(): argument 'tensors' must be tuple of Tensors, not Tensor")
+    ts = _common(tensors)
+    dim = axis if axis is not None else dim
+    nd = builtins.max(t.dim() for t in ts)
+    ts = [t for t in ts if not (t.dim() == 1 and t.numel() == 0)] or ts[:1]  # legacy: empty 1-D skipped
+    mark = _seq_mark()
+    out = _as_tensor(fnp.concatenate(ts, axis=_wrap_dim(dim, nd)))
+    return _rename(out, "CatBackward0", mark)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors: Sequence[Any], dim: int = 0) -> Tensor:
+    """Stack along a new dimension (``torch.stack``)."""
+    ts = _common(tensors)
+    shapes = {tuple(t.shape) for t in ts}
+    if len(shapes) != 1:
+        i = next(k for k, t in enumerate(ts) if tuple(t.shape) != tuple(ts[0].shape))
+        raise RuntimeError(
+            f"stack expects each tensor to be equal size, but got [{', '.join(map(str, ts[0].shape))}] at entry 0 "
+            f"and [{', '.join(map(str, ts[i].shape))}] at entry {i}"
+        )
+    mark = _seq_mark()
+    out = _as_tensor(fnp.stack(ts, axis=_wrap_dim(dim, ts[0].dim() + 1)))
+    return _rename(out, "StackBackward0", mark)
+
+
+def hstack(tensors: Sequence[Any]) -> Tensor:
+    ts = [_as_tensor(t) for t in tensors]
+    return cat(ts, 0 if ts[0].dim() == 1 else 1)
+
+
+def vstack(tensors: Sequence[Any]) -> Tensor:
+    ts = [_as_tensor(t) if _as_tensor(t).dim() > 1 else _as_tensor(t).reshape(1, -1) for t in tensors]
+    return cat(ts, 0)
+
+
+def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa: A002
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (``torch.where``)."""
+    if input is None and other is None:
+        return _as_tensor(condition).nonzero(as_tuple=True)
+    c = _raw(condition)
+    if getattr(c, "dtype", None) is not None and c.dtype.kind != "b":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{_dt.from_numpy_dtype(c.dtype).name}")
+    a, b = _promote(input, other)
+    mark = _seq_mark()
+    out = fnp.where(c, a, b)
+    return _rename(_as_tensor(out), "WhereBackward0", mark)
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """``torch.einsum`` through ``funcgrad.numpy.einsum``."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    ts = _common(operands)
+    fn = getattr(fnp, "einsum", None)
+    if fn is None:
+        raise NotImplementedError("funcgrad.numpy has no einsum yet")
+    mark = _seq_mark()
+    return _rename(_as_tensor(fn(equation, *ts)), "EinsumBackward0", mark)
+
+
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
+    x, y = _promote(a, b)
+    return _as_tensor(fnp.tensordot(x, y, axes=dims))
+
+
+def broadcast_tensors(*tensors: Any) -> tuple:
+    ts = [_as_tensor(t) for t in tensors]
+    shape = np.broadcast_shapes(*[tuple(t.shape) for t in ts])
+    return tuple(t.expand(*shape) for t in ts)
+
+
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple:
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    ts = [_as_tensor(t) for t in tensors]
+    n = len(ts)
+    shape = [t.numel() for t in ts]
+    if indexing == "xy" and n >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, t in enumerate(ts):
+        view = [1] * n
+        j = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            j = 1 - i
+        view[j] = t.numel()
+        out.append(t.reshape(view).expand(*shape))
+    return tuple(out)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0) -> Tensor:
+    d = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return d.norm(p=p, dim=-1)
+
+
+def cross(a: Tensor, b: Tensor, dim: int = -1) -> Tensor:
+    x, y = _promote(a, b)
+    d = _wrap_dim(dim, x.dim())
+    i = [x.select(d, k) for k in range(3)]
+    j = [y.select(d, k) for k in range(3)]
+    return stack([i[1] * j[2] - i[2] * j[1], i[2] * j[0] - i[0] * j[2], i[0] * j[1] - i[1] * j[0]], d)
+
+
+def view_as_real(x: Tensor) -> Tensor:
+    return stack([x.real, x.imag], -1)
+
+
+def atleast_1d(x: Tensor) -> Tensor:
+    return x.reshape(1) if x.dim() == 0 else x
+
+
+def result_type(a: Any, b: Any) -> _dt.dtype:
+    return _dt.result_type(a, b)
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    return _dt.can_cast(from_, to)
+
+
+def promote_types(a: Any, b: Any) -> _dt.dtype:
+    return _dt.promote_types(a, b)

@@ -1,0 +1,85 @@
+"""Every script in examples/ runs, in its fast mode, and shows what it claims.
+
+Each example is run as a separate process with FUNCGRAD_EXAMPLE_FAST=1 (fewer
+epochs/steps). The digits examples need scikit-learn (the ``examples``
+extra) and are skipped without it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+HAVE_SKLEARN = importlib.util.find_spec("sklearn") is not None
+
+
+def run_example(path: Path, *args: str) -> str:
+    if "sklearn" in path.read_text() and not HAVE_SKLEARN:
+        pytest.skip("needs scikit-learn (pip install funcgrad[examples])")
+    env = dict(os.environ, FUNCGRAD_EXAMPLE_FAST="1", PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, str(path), *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def test_examples_found():
+    names = {p.name for p in EXAMPLES}
+    assert {"mnist_like_mlp.py", "cnn_digits.py", "newton_optimization.py", "hamiltonian.py"} <= names
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs(path):
+    out = run_example(path)
+    assert out.strip(), f"{path.name} printed nothing"
+    checks = {
+        "mnist_like_mlp.py": _check_digits_mlp,
+        "cnn_digits.py": _check_cnn,
+        "newton_optimization.py": _check_newton,
+        "hamiltonian.py": _check_hamiltonian,
+    }
+    check = checks.get(path.name)
+    if check is not None:
+        check(out)
+
+
+def _final_accuracy(out: str) -> float:
+    m = re.search(r"final test accuracy: ([0-9.]+)", out)
+    assert m, out
+    return float(m.group(1))
+
+
+def _check_digits_mlp(out: str) -> None:
+    assert _final_accuracy(out) >= 0.95, out
+    assert "identical: True" in out  # the checkpoint round trip
+
+
+def _check_cnn(out: str) -> None:
+    assert _final_accuracy(out) >= 0.93, out  # fast mode trains 4 epochs; the full run reaches ~0.98
+
+
+def _check_newton(out: str) -> None:
+    m = re.search(r"Newton needs (\d+) iterations, quasi-Newton (\d+)-(\d+)", out)
+    assert m, out
+    newton, quasi_lo = int(m.group(1)), int(m.group(2))
+    assert newton < quasi_lo, out
+
+
+def _check_hamiltonian(out: str) -> None:
+    assert "FAILED" not in out and out.count("OK") >= 4, out
+
+
+@pytest.mark.parametrize("name", ["mnist_like_mlp.py", "cnn_digits.py"])
+def test_digits_examples_are_reproducible(name):
+    path = ROOT / "examples" / name
+    first = run_example(path, "--seed", "3")
+    strip = lambda s: re.sub(r"\(?[0-9.]+ s\)?", "", s)  # noqa: E731  (timings differ)
+    assert strip(first) == strip(run_example(path, "--seed", "3"))
