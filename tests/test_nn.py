@@ -163,6 +163,14 @@ def test_static_and_child_overrides():
 
     p = P(table=np.arange(3))
     assert tree_util.tree_leaves(p) == [1.5]
+
+    class Scalars(nn.Module):
+        scale: Any
+        n: Any
+        trainable: Any
+
+    s = Scalars(np.sqrt(np.float32(4.0)), np.prod((2, 3)), np.array(1.0))
+    assert tree_util.tree_leaves(s) == [s.trainable]  # NumPy scalars are configuration
     g = fg.grad(lambda m: m.trainable ** 2)(p)
     assert g.trainable == 3.0
 

@@ -736,6 +736,10 @@ def test_vmap_composes_with_differentiation(name, f, shapes):
         hess = fg.hessian(s)(*args)
         per_ex = fg.vmap(fg.grad(s), in_axes=(-1,) + rest)(xs, *args[1:])
         total = fg.grad(lambda x: fnp.sum(fnp.sin(fg.vmap(g, in_axes=(-1,) + rest)(x, *args[1:]))))(xs)
+        t = rand(xs.shape, seed=5)
+        _, fwd = fg.jvp(lambda x: fg.vmap(g, in_axes=(-1,) + rest)(x, *args[1:]), (xs,), (t,))
+    want_fwd = np.stack([fg.jvp(lambda x: g(x, *args[1:]), (xs[..., k],), (t[..., k],))[1] for k in range(3)])
+    np.testing.assert_allclose(fwd, want_fwd, atol=1e-12)
     for a, b in zip(jr, jf):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     # references without vmap: one jvp per basis direction, one grad per example
@@ -829,7 +833,8 @@ def test_vmap_reshape_orders(order, axis, fortran):
         x = np.asfortranarray(x)
     f = lambda a: fnp.reshape(a, (-1, 2), order=order)
     out = fg.vmap(f, in_axes=axis)(x)
-    np.testing.assert_array_equal(out, loop(lambda a: np.reshape(a, (-1, 2), order=order), (axis,), (x,), x.shape[axis]))
+    want = loop(lambda a: np.reshape(a, (-1, 2), order=order), (axis,), (x,), x.shape[axis])
+    np.testing.assert_array_equal(out, want)
     # ravel/flatten and the view wrapper go through the same rule
     out = fg.vmap(lambda a: fnp.ravel(a, order="F"), in_axes=axis)(x)
     np.testing.assert_array_equal(out, loop(lambda a: np.ravel(a, order="F"), (axis,), (x,), x.shape[axis]))
@@ -842,15 +847,18 @@ def test_vmap_semantics_that_the_batch_axis_must_not_change():
     np.testing.assert_array_equal(fg.vmap(fnp.squeeze, in_axes=1)(one), one.reshape(3))
     # broadcast_to adds axes in front of the example, not in front of the batch
     x = rand((4, 3))
-    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.broadcast_to(a, (2, 3)))(x), np.broadcast_to(x[:, None], (4, 2, 3)))
+    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.broadcast_to(a, (2, 3)))(x),
+                                  np.broadcast_to(x[:, None], (4, 2, 3)))
     np.testing.assert_array_equal(fg.vmap(lambda a: fnp.broadcast_to(a, (2, 1, 3)), in_axes=1)(x.T),
                                   np.broadcast_to(x[:, None, None], (4, 2, 1, 3)))
     # axis=None means "flatten the example" for roll and repeat
     y = rand((3, 2, 2))
-    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.roll(a, (1, 2)))(y), loop(lambda a: np.roll(a, (1, 2)), (0,), (y,), 3))
+    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.roll(a, (1, 2)))(y),
+                                  loop(lambda a: np.roll(a, (1, 2)), (0,), (y,), 3))
     np.testing.assert_array_equal(fg.vmap(lambda a: fnp.repeat(a, 2))(y), np.repeat(y.reshape(3, 4), 2, axis=1))
     # tile and transpose with defaults
-    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.tile(a, 2), in_axes=2)(y), loop(lambda a: np.tile(a, 2), (2,), (y,), 2))
+    np.testing.assert_array_equal(fg.vmap(lambda a: fnp.tile(a, 2), in_axes=2)(y),
+                                  loop(lambda a: np.tile(a, 2), (2,), (y,), 2))
     np.testing.assert_array_equal(fg.vmap(fnp.transpose, in_axes=1)(rand((2, 3, 4))),
                                   np.transpose(rand((2, 3, 4)), (1, 2, 0)))
     # triu of a 1-D example is a square, as in numpy

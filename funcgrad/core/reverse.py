@@ -17,6 +17,10 @@ from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "backward_pass", "tape_order"]
 
+# Allocation without an __init__ call: the hot path of recording fills the slots inline.
+_new_node = object.__new__
+_new_box = object.__new__
+
 
 class VJPNode:
     """The tape's record of one primitive call (or of an input, when ``prim`` is None).
@@ -110,12 +114,26 @@ class ReverseTrace(Trace):
         ans = prim.call(*args, **kwargs)
         if not prim.differentiable:
             return ans
-        node = VJPNode(prim, tuple(parents), tuple(argnums), args, kwargs, ans, None, versions)
+        node = _new_node(VJPNode)
+        node.prim = prim
+        node.parents = parents
+        node.argnums = argnums
+        node.args = args
+        node.kwargs = kwargs
+        node.ans = ans
+        node.out_index = None
+        node.versions = versions
         if prim.multiple_results:
             return tuple(
                 VJPBox(a, self, VJPNode(None, (node,), (0,), None, None, a, k)) for k, a in enumerate(ans)
             )
-        return VJPBox(ans, self, node)
+        box = _new_box(VJPBox)
+        box._value = ans
+        box._trace = self
+        box._node = node
+        box._view = None
+        box._version = 0
+        return box
 
 
 def _add(a: Any, b: Any) -> Any:
@@ -191,22 +209,30 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> 
             if prim.vjp_all is not None:
                 # sees None for unused results of a multi-result primitive
                 cts = prim.vjp_all(tuple(g) if prim.multiple_results else g, ans, node.argnums, *args, **kwargs)
-                for parent, ct in zip(parents, cts):
-                    if ct is not None:
-                        grads[parent] = _add(grads.get(parent), ct)
             else:
                 if prim.multiple_results:
                     g = tuple(zeros_like(a) if gk is None else gk for gk, a in zip(g, ans))
                 vjps = prim.vjps
-                for parent, argnum in zip(parents, node.argnums):
+                cts = []
+                for argnum in node.argnums:
                     rule = vjps.get(argnum)
                     if rule is None:
                         raise prim.missing_rule("VJP", argnum)
-                    grads[parent] = _add(grads.get(parent), rule(g, ans, *args, **kwargs))
-        for parent in parents:
-            counts[parent] -= 1
-            if counts[parent] == 0:
-                ready.append(parent)
+                    cts.append(rule(g, ans, *args, **kwargs))
+            for parent, ct in zip(parents, cts):
+                if ct is not None:
+                    prev = grads.get(parent)
+                    grads[parent] = ct if prev is None else prev + ct
+                c = counts[parent] - 1
+                counts[parent] = c
+                if c == 0:
+                    ready.append(parent)
+        else:
+            for parent in parents:
+                c = counts[parent] - 1
+                counts[parent] = c
+                if c == 0:
+                    ready.append(parent)
         if release:
-            node.release()
+            node.args = node.kwargs = node.ans = None
     return inputs

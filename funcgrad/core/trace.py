@@ -138,7 +138,7 @@ class Primitive:
 
     __slots__ = (
         "raw", "name", "vjps", "jvps", "vjp_all", "jvp_all", "batch_rule", "multiple_results",
-        "differentiable", "call",
+        "differentiable", "check_kwargs", "call",
     )
 
     def __init__(self, raw: Callable, name: str | None = None, multiple_results: bool = False):
@@ -155,6 +155,9 @@ class Primitive:
         self.vjp_all: Callable | None = None
         self.jvp_all: Callable | None = None
         self.batch_rule: Callable | None = None
+        # check_kwargs(args, kwargs) may refuse keyword options that the rules
+        # do not handle, when the call is traced (untraced calls never see it).
+        self.check_kwargs: Callable | None = None
         self.call: Callable = raw  # replaced by the traced entry point
 
     def __repr__(self) -> str:
@@ -184,8 +187,18 @@ def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool 
     for outputs that were not used).
     """
     prim = Primitive(raw, name, multiple_results)
+    # ``raw.fast_path = (types, fn)``: when every positional argument's type is
+    # one of ``types`` (plain host arrays and scalars), call ``fn`` at once.
+    fast_types, fast_fn = getattr(raw, "fast_path", (frozenset(), raw))
+    out_ok = frozenset(fast_types) | {type(None)}
 
-    def traced(args: tuple, kwargs: dict) -> Any:
+    def traced_call(*args: Any, **kwargs: Any) -> Any:
+        for a in args:
+            if type(a) not in fast_types:
+                break
+        else:  # the fast path: one type check per argument, then the raw call
+            if not kwargs or type(kwargs.get("out")) in out_ok:
+                return fast_fn(*args, **kwargs)
         if kwargs and kwargs.get("out") is not None:
             return call_with_out(traced_call, raw, args, kwargs)
         top = None
@@ -196,39 +209,19 @@ def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool 
                 t = a._trace
                 if top is None or t.level > top.level:
                     top = t
-        if top is None:
+        if top is None:  # nothing traced (e.g. another backend's arrays)
             return raw(*args, **kwargs)
         if not top.active:
             raise top.leaked()
-        argnums = [i for i, a in enumerate(args) if isinstance(a, Box) and a._trace is top]
+        if kwargs and prim.check_kwargs is not None:
+            prim.check_kwargs(args, kwargs)
+        argnums = []
+        i = 0
+        for a in args:
+            if isinstance(a, Box) and a._trace is top:
+                argnums.append(i)
+            i += 1
         return top.process(prim, list(args), kwargs, argnums)
-
-    # ``raw.fast_path = (types, fn)``: when every positional argument's type is
-    # one of ``types`` (plain host arrays and scalars), call ``fn`` at once.
-    fast = getattr(raw, "fast_path", None)
-    if fast is not None:
-        fast_types, fast_fn = fast
-        out_ok = frozenset(fast_types) | {type(None)}
-
-        def traced_call(*args: Any, **kwargs: Any) -> Any:
-            for a in args:
-                if type(a) not in fast_types:
-                    break
-            else:  # the fast path: one type check per argument, then the raw call
-                if not kwargs or type(kwargs.get("out")) in out_ok:
-                    return fast_fn(*args, **kwargs)
-            return traced(args, kwargs)
-
-    else:
-
-        def traced_call(*args: Any, **kwargs: Any) -> Any:
-            for a in args:
-                if isinstance(a, Box):
-                    break
-            else:  # the fast path: nothing traced
-                if not kwargs or kwargs.get("out") is None:
-                    return raw(*args, **kwargs)
-            return traced(args, kwargs)
 
     traced_call.__name__ = prim.name
     traced_call.__qualname__ = prim.name

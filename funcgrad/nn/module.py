@@ -7,8 +7,10 @@ dataclass. Every instance is a pytree, with no registration by hand:
   tuple, dict, ...) of those is a *child*: its arrays are the leaves that
   ``grad`` differentiates, ``tree_map`` maps and ``fg.save`` writes;
 * a field declared with :func:`static_field`, and a field that holds anything
-  else (Python numbers, strings, functions), is *static* configuration: it is
-  kept in the tree structure, never traced.
+  else (Python or NumPy scalars, strings, functions), is *static*
+  configuration: it is kept in the tree structure, never traced. (A trainable
+  scalar is a 0-d array, ``np.array(1.0)``, or a field declared
+  ``field(static=False)``.)
 
 Which fields are children is decided once, when the instance is built
 (``__init__``), so ``tree_map(lambda x: True, model)`` (a filter spec of
@@ -136,6 +138,8 @@ def _is_module_or_array(x: Any) -> bool:
 
 def _holds_children(value: Any) -> bool:
     """Should a field holding ``value`` be a child (not static)?"""
+    if isinstance(value, np.generic):  # a NumPy scalar is a number: configuration
+        return False
     if value is None or isinstance(value, Module) or is_array(value):
         return True
     if tree_util._kind_of(value) is None:  # a leaf that is not an array: configuration

@@ -286,6 +286,31 @@ class ArrayMethods:
 
     __hash__ = object.__hash__
 
+    # logic on boolean arrays (comparisons give plain booleans, but vmap keeps them batched)
+    def __and__(self, other):
+        return fnp.logical_and(self, other) if fnp.result_type(self) == bool else fnp.bitwise_and(self, other)
+
+    def __rand__(self, other):
+        return fnp.logical_and(other, self) if fnp.result_type(self) == bool else fnp.bitwise_and(other, self)
+
+    def __or__(self, other):
+        return fnp.logical_or(self, other) if fnp.result_type(self) == bool else fnp.bitwise_or(self, other)
+
+    def __ror__(self, other):
+        return fnp.logical_or(other, self) if fnp.result_type(self) == bool else fnp.bitwise_or(other, self)
+
+    def __xor__(self, other):
+        return fnp.logical_xor(self, other) if fnp.result_type(self) == bool else fnp.bitwise_xor(self, other)
+
+    def __rxor__(self, other):
+        return fnp.logical_xor(other, self) if fnp.result_type(self) == bool else fnp.bitwise_xor(other, self)
+
+    def __invert__(self):
+        return fnp.logical_not(self) if fnp.result_type(self) == bool else fnp.invert(self)
+
+    def __round__(self, ndigits=None):
+        return fnp.round(self, ndigits or 0)
+
     # --- indexing ---------------------------------------------------------
     def __getitem__(self, idx):
         return fnp.indexing.getitem(self, idx)

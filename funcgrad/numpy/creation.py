@@ -19,7 +19,8 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
-from ..core import Box, def_linear, defvjp, nondiff_primitive, primitive
+from ..core import Box, def_linear, defvjp, get_primitive, nondiff_primitive, primitive
+from ..core.batching import defbatch
 from ._util import backend_function, dtype
 from ._util import shape as _shape
 
@@ -144,6 +145,22 @@ defvjp(copy, lambda g, ans, x, *args, **kwargs: g)
 def_linear(copy)
 
 
+def _same_layout_rule(fn: Any) -> Any:
+    """Batching for ``fn(x, *params)`` whose result has ``x``'s layout: the batch axis stays put."""
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple:
+        if any(d is not None for d in dims[1:]):
+            from ._batching import fallback
+
+            k = next(i for i, d in enumerate(dims) if d is not None)
+            size = fnp.shape(args[k])[dims[k]]
+            return fallback(get_primitive(fn), list(args), list(dims), size, kwargs)
+        return fn(*args, **kwargs), dims[0]
+
+    return rule
+
+
+
 # --------------------------------------------------------------------------
 # full, full_like, linspace, logspace: differentiable in their values
 
@@ -182,6 +199,10 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subo
     if want != fnp.result_type(out):
         return astype(out, want)
     return copy(out)
+
+
+for _fn in (_astype, _astype_nondiff, copy, _full_like_raw):
+    defbatch(_fn, _same_layout_rule(_fn))
 
 
 def _shape_of(a: Any) -> tuple:

@@ -70,6 +70,9 @@ def _traced_kwargs(name: str, extra: tuple, kwargs: dict) -> TypeError:
     )
 
 
+_UFUNC_NIN: dict[str, int] = {}  # name -> number of array arguments of the ufunc primitives
+
+
 def _refuse_traced_options(fn: Callable, name: str) -> None:
     """Make traced calls of ufunc primitive ``fn`` refuse ufunc options.
 
@@ -85,17 +88,12 @@ def _refuse_traced_options(fn: Callable, name: str) -> None:
     nin = _UFUNC_NIN[name]
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        if kwargs or len(args) != nin:
-            if len(args) < nin:
-                return traced_call(*args)  # the raw function raises NumPy's own error
+        if kwargs or len(args) > nin:
             raise _traced_kwargs(name, args[nin:], kwargs)
         return traced_call(*args)
 
     call.__name__ = call.__qualname__ = name
     prim.call = call
-
-
-_UFUNC_NIN: dict[str, int] = {}
 
 
 def _ufunc_raw(name: str, nin: int) -> Callable:
@@ -122,6 +120,7 @@ def _ufunc_raw(name: str, nin: int) -> Callable:
             ns = namespace_of(x, y)
             return (np_fn if ns is np else resolve(ns, name))(x, y, *out, **kwargs)
 
+    raw.fast_path = (NUMPY_FAST_TYPES, np_fn)  # type: ignore[attr-defined]  # plain host arguments
     raw.__name__ = raw.__qualname__ = name
     raw.__doc__ = f"Differentiable ``numpy.{name}`` (runs on the arrays' own backend)."
     return raw
@@ -133,7 +132,7 @@ def _ufunc_batch_rule(fn: Callable, name: str) -> Callable:
     nin = _UFUNC_NIN[name]
 
     def batch(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
-        if kwargs or len(args) != nin:
+        if kwargs or len(args) > nin:
             raise _traced_kwargs(name, tuple(args[nin:]), kwargs)
         return rule(args, dims)
 

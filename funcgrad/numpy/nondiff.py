@@ -6,6 +6,10 @@ derivative, while batching still sees them. Functions whose *values* come
 from the input (``unique``, ``bincount`` with weights) are differentiable and
 live in ``indexing``; ``full_like`` (differentiable in its fill value) lives
 in ``creation``.
+
+Every primitive here has a batching (vmap) rule, at the end of the file.
+Those whose output shape depends on the values (``nonzero``, ``argwhere``,
+``flatnonzero``) batch only when every example gives the same shape.
 """
 
 from __future__ import annotations
@@ -210,8 +214,11 @@ def _ufunc_rule(fn: Callable, name: str, nin: int) -> Callable:
     def batch(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
         if "where" in kwargs:
             raise _where_error(name)
-        if len(args) != nin:
-            raise TypeError(f"funcgrad.numpy.{name} on traced values: pass out= as a keyword argument")
+        if len(args) > nin:
+            raise TypeError(
+                f"funcgrad.numpy.{name} on values batched by vmap: give out= as a keyword argument, "
+                f"not as a positional one"
+            )
         return rule(args, dims, **kwargs)
 
     return batch
@@ -232,6 +239,12 @@ def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: boo
     """
 
     def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+        for key, value in kwargs.items():
+            if isinstance(value, Box):
+                raise TypeError(
+                    f"funcgrad.numpy.{fn.primitive.name}: {key}= cannot be a traced value under vmap; "
+                    f"apply it to the input first (e.g. fnp.logical_and(x, where))"
+                )
         if builtins.any(d is not None for d in dims[1:]):
             return _loop(fn, args, dims, kwargs)
         x = move_to_front(args[0], dims[0])
@@ -240,6 +253,10 @@ def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: boo
         rest = list(args[1:])
         positional = len(args) > axis_pos
         axis = args[axis_pos] if positional else kwargs.pop("axis", default)
+        if per == 0 and axis is not None:  # NumPy lets a 0-d array take axis 0 or -1 (as if 1-d)
+            for a in axis if isinstance(axis, (tuple, list)) else (axis,):
+                normalize_axis(a, 1)
+            axis = None
         flat = axis is None and flatten_when_none
         if flat:
             n = 1
@@ -347,14 +364,14 @@ def _from_shape_rule(fn: Callable) -> Callable:
 
 def _unravel_index_rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
     if builtins.any(d is not None for d in dims[1:]):
-        return _loop(unravel_index, args, dims, kwargs)  # noqa: F405
-    out = unravel_index(*args, **kwargs)  # noqa: F405
+        return _loop(fnp.unravel_index, args, dims, kwargs)
+    out = fnp.unravel_index(*args, **kwargs)
     return out, (dims[0],) * len(out)
 
 
 def _allclose_rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
-    close = isclose(*_aligned(list(args), list(dims)), **kwargs)  # noqa: F405
-    return all(close, axis=tuple(range(1, ndim(close)))), 0  # noqa: F405
+    close = fnp.isclose(*_aligned(list(args), list(dims)), **kwargs)
+    return fnp.all(close, axis=tuple(range(1, ndim(close)))), 0
 
 
 def _array_equal_rule(args: list, dims: list, equal_nan: bool = False) -> tuple[Any, Any]:
@@ -364,10 +381,10 @@ def _array_equal_rule(args: list, dims: list, equal_nan: bool = False) -> tuple[
     if _per_example_shape(a, dims[0]) != _per_example_shape(b, dims[1]):
         return False, None
     a, b = move_to_front(a, dims[0]), move_to_front(b, dims[1])
-    eq = equal(a, b)  # noqa: F405
+    eq = fnp.equal(a, b)
     if equal_nan and (dtype(a).kind in "fc" or dtype(b).kind in "fc"):
-        eq = logical_or(eq, logical_and(isnan(a), isnan(b)))  # noqa: F405
-    return all(eq, axis=tuple(range(1, ndim(eq)))), 0  # noqa: F405
+        eq = fnp.logical_or(eq, fnp.logical_and(fnp.isnan(a), fnp.isnan(b)))
+    return fnp.all(eq, axis=tuple(range(1, ndim(eq)))), 0
 
 
 def _array_equiv_rule(args: list, dims: list) -> tuple[Any, Any]:
@@ -375,8 +392,8 @@ def _array_equiv_rule(args: list, dims: list) -> tuple[Any, Any]:
         np.broadcast_shapes(_per_example_shape(args[0], dims[0]), _per_example_shape(args[1], dims[1]))
     except ValueError:
         return False, None
-    eq = equal(*_aligned(list(args), list(dims)))  # noqa: F405
-    return all(eq, axis=tuple(range(1, ndim(eq)))), 0  # noqa: F405
+    eq = fnp.equal(*_aligned(list(args), list(dims)))
+    return fnp.all(eq, axis=tuple(range(1, ndim(eq)))), 0
 
 
 _ELEMENTWISE = [  # broadcasting, not ufuncs (their extra parameters are scalars)
@@ -388,6 +405,10 @@ _AXIS = {  # name: (position of axis, its default, flatten each example when axi
     "any": (1, None, False), "all": (1, None, False), "count_nonzero": (1, None, False),
 }
 _SHAPED_LIKE = {"searchsorted": 1, "digitize": 0, "isin": 0}
+_OTHER_RULES = {
+    "unravel_index": _unravel_index_rule, "allclose": _allclose_rule, "array_equal": _array_equal_rule,
+    "array_equiv": _array_equiv_rule,
+}
 
 for _name in _ONE_ARRAY + _TWO_ARRAYS:
     _fn = globals().get(_name)
@@ -409,9 +430,7 @@ for _name in _ONE_ARRAY + _TWO_ARRAYS:
         defbatch(_fn, _like_rule(_fn))
     elif _name in ("tril_indices_from", "triu_indices_from", "diag_indices_from"):
         defbatch(_fn, _from_shape_rule(_fn))
+    else:
+        defbatch(_fn, _OTHER_RULES[_name])
 del _name, _fn, _np_fn
 
-defbatch(unravel_index, _unravel_index_rule)  # noqa: F405
-defbatch(allclose, _allclose_rule)  # noqa: F405
-defbatch(array_equal, _array_equal_rule)  # noqa: F405
-defbatch(array_equiv, _array_equiv_rule)  # noqa: F405

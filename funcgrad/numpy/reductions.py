@@ -199,6 +199,8 @@ def _reduction_batch(fn: Any, names: tuple, defaults: tuple, scan: bool = False)
         if others:  # e.g. a batched ``initial``: NumPy takes one scalar per call
             return fallback(prim, vals, dims, size, rest)
         a, d = vals[0], dims[0]
+        if d is None:  # only the mask is batched; ``a`` may be a list or a scalar
+            a = fnp.asarray(a)
         per = len(shape(a)) - (d is not None)
         if i_where is not None and dims[i_where] is not None:
             a = _front(a, d, size)  # the result's shape follows ``a``

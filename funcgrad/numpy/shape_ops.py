@@ -15,6 +15,14 @@ basic slice and its adjoint, used by the rules of concatenate, stack, split
 and pad), ``_take_axis``/``_scatter_axis`` (a static gather along an axis and
 its scatter-add adjoint: per-element ``repeat`` and the non-constant ``pad``
 modes) and ``_diag_embed`` (the adjoint of ``diagonal``).
+
+Every primitive here, the private ones included, has a batching rule (vmap):
+the batch axis goes first and the axis parameters shift by one; ``reshape``
+and ``broadcast_to`` put the batch size in front of the target shape (for
+``order='F'`` the batch axis goes last, where Fortran order keeps each example
+contiguous); ``concatenate``/``stack`` broadcast their unbatched members along
+a new leading axis of the batch size; ``axis=None`` (roll, repeat, squeeze,
+flip, transpose) means the example's axes, never the batch axis.
 """
 
 from __future__ import annotations

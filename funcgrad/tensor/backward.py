@@ -234,6 +234,8 @@ def run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: li
                         _retain(t, buf[nr], create_graph)
             if isinstance(node, AccumulateGrad):
                 var = node.variable
+                if var is None:  # the leaf is gone: nobody can read its gradient
+                    continue
                 if var._hooks and buf[0] is not None:
                     buf[0] = _run_hooks(var._hooks, buf[0], create_graph)
                 if node in capture_at:
@@ -479,12 +481,12 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     roots = _make_seeds(outs, gouts, create_graph)
     captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=False)
     result = []
-    for t, e in zip(ins, edges):
+    for i, (t, e) in enumerate(zip(ins, edges)):
         g = captured.get(e)
         if g is None:
             if not allow_unused:
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the graph. Set "
+                    f"The differentiated Tensor at index {i} appears to not have been used in the graph. Set "
                     "allow_unused=True if this is the desired behavior."
                 )
             if materialize_grads:

@@ -209,11 +209,12 @@ def get_gradient_edge(t: Any) -> tuple:
 
 
 def get_accumulator(t: Any) -> "AccumulateGrad":
-    ref = t._accumulator if hasattr(t, "_accumulator") else None
-    acc = ref() if ref is not None else None
+    """The leaf's AccumulateGrad node (one per leaf; the leaf owns it, it refers back weakly)."""
+    acc = getattr(t, "_accumulator", None)
     if acc is None:
         acc = AccumulateGrad(t)
-        t._accumulator = weakref.ref(acc)
+        if isinstance(t, _TENSOR_CLS[0]):
+            t._accumulator = acc
     return acc
 
 
@@ -263,18 +264,19 @@ class Node:
     """
 
     _name = "Node"
+    # defaults at class level: a node only stores what it changes (cheap to create)
+    _hooks: dict | None = None
+    _prehooks: dict | None = None
+    _tensor_prehooks: dict | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
+    _retain: dict | None = None  # output_nr -> weakref to a tensor with retain_grad()
+    _stack: Any = None  # forward traceback, in anomaly mode
+    _metadata: dict | None = None
+    _n_outputs = 1
+    _out_meta: tuple = ()
 
     def __init__(self) -> None:
         self._edges: list = []
         self._seq = next(_seq)
-        self._hooks: dict | None = None
-        self._prehooks: dict | None = None
-        self._tensor_prehooks: dict | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
-        self._retain: dict | None = None  # output_nr -> weakref to a tensor with retain_grad()
-        self._stack: Any = None  # forward traceback, in anomaly mode
-        self._metadata: dict | None = None
-        self._n_outputs = 1
-        self._out_meta: tuple = ()
 
     def name(self) -> str:
         return self._name
@@ -329,7 +331,7 @@ class _Meta:
     def __init__(self, value: Any):
         self.shape = value.shape
         self.dtype = value.dtype
-        self.ns = namespace_of(value)
+        self.ns = np if type(value) is np.ndarray else namespace_of(value)
 
     def materialize(self) -> Any:
         ns = self.ns
@@ -489,13 +491,22 @@ class SavedTensor:
 class AccumulateGrad(Node):
     """The node of a leaf that requires grad: adds incoming gradients to ``variable.grad``."""
 
-    _name = "AccumulateGrad"
+    _name = "torch::autograd::AccumulateGrad"  # what PyTorch's name() returns
+    _short = "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
 
     def __init__(self, variable: Any):
         super().__init__()
-        self.variable = variable
+        self._variable = weakref.ref(variable)
         v = variable._value
         self._out_meta = ((v.shape, v.dtype, namespace_of(v)),)
+
+    @property
+    def variable(self) -> Any:
+        """The leaf tensor (None once it has been garbage-collected)."""
+        return self._variable()
 
 
 class PrimNode(Node):
@@ -507,7 +518,7 @@ class PrimNode(Node):
         self._prim = prim
         self._args = args  # per positional argument: SavedTensor, _Meta or a constant
         self._kwargs = kwargs
-        self._positions = positions  # positional index of each edge
+        self._positions = positions  # positional index of each edge (the core's argnums list)
         self._edges = edges
         self._ans: list = []  # per output: SavedTensor, _Meta
         self._released = False
@@ -620,7 +631,11 @@ class CopySlices(Node):
     zeroed; gradient to the new values of the region: the view of the gradient.
     """
 
-    _name = "CopySlices"
+    _name = "torch::autograd::CopySlices"  # what PyTorch's name() returns
+    _short = "CopySlices"
+
+    def __repr__(self) -> str:
+        return f"<CopySlices object at {id(self):#x}>"
 
     def __init__(self, base_edge: tuple | None, out_edge: tuple | None, view_fns: tuple, mask: Any, meta: tuple):
         super().__init__()
@@ -656,7 +671,8 @@ def _needs(names: str, spec: dict) -> None:
 _NONE = {0: ((), False), 1: ((), False), 2: ((), False)}
 # Verified against the rules by tests/tensor/test_saved.py (every entry, first and second order).
 _needs("add subtract negative positive sum reshape broadcast_to expand_dims squeeze transpose swapaxes "
-       "moveaxis conjugate copy astype getitem where cumsum flip real imag", _NONE)
+       "moveaxis conjugate copy astype getitem cumsum flip real imag", _NONE)
+_needs("where", {1: ((0,), False), 2: ((0,), False)})  # the condition (which may be a recorded box)
 _needs("multiply matmul dot", {0: ((1,), False), 1: ((0,), False)})
 _needs("divide", {0: ((1,), False), 1: ((1,), True)})
 _needs("sin cos log square log1p", {0: ((0,), False)})
@@ -795,9 +811,14 @@ class _Profiling:
 profiling = _Profiling()
 
 _INFERENCE_SAVED = (
-    "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
-    "normal tensor and use it in autograd."
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
+    "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it "
+    "in autograd, or use `ft.no_grad()` instead of `ft.inference_mode()`."
 )
+
+
+def _ns(v: Any) -> Any:
+    return np if type(v) is np.ndarray else namespace_of(v)
 
 
 def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
@@ -808,14 +829,14 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
     inference_in = False
     for i, b in zip(argnums, boxes):
         args[i] = b._value
-        if type(b) is not NumpyBox:
+        if b.__class__ is not NumpyBox:
             cls = _TENSOR_CLS[0]
         if b._requires_grad:
             req = True
         if b._inference:
             inference_in = True
     if kwargs:
-        for k, v in kwargs.items():
+        for v in kwargs.values():
             if isinstance(v, Box):
                 kwargs = {k2: (v2._value if isinstance(v2, GraphBox) else v2) for k2, v2 in kwargs.items()}
                 break
@@ -836,44 +857,54 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
     inference = st.inference
     if req and inference_in:
         raise RuntimeError(_INFERENCE_SAVED)
+    make = cls._make
     if prim.multiple_results:
-        outs = [cls._make(_as_array(a), inference=inference) for a in ans]
+        outs = [make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans]
     else:
-        outs = [cls._make(_as_array(ans), inference=inference)]
-    if argnums and argnums[0] == 0 and prim.name in _VIEW_PRIMS and not prim.multiple_results:
-        _mark_view(outs[0], boxes[0], prim, args, kwargs)
+        outs = [make(ans if type(ans) is np.ndarray else _as_array(ans), inference=inference)]
+        if argnums[0] == 0 and prim.name in _VIEW_PRIMS:
+            _mark_view(outs[0], boxes[0], prim, args, kwargs)
     if not req:
         return tuple(outs) if prim.multiple_results else outs[0]
     # --- the node
     edges = []
     edge_positions = []
     for i, b in zip(argnums, boxes):
-        e = edge_of(b) if b._requires_grad else None
-        edges.append(e)
-        if e is not None:
+        if b._requires_grad:
+            if b._base is not None and b._view_version != b._vc[0]:
+                _refresh_view(b)
+            node = b._node
+            e = (node, b._output_nr) if node is not None else (get_accumulator(b), 0)
+            edges.append(e)
             edge_positions.append(i)
+        else:
+            edges.append(None)
     keep, keep_result = _saves_for(prim.name, edge_positions)
-    node = PrimNode(prim, torch_name(prim.name), args, kwargs, list(argnums), edges)
-    box_at = dict(zip(argnums, boxes))
+    node = PrimNode(prim, torch_name(prim.name), args, kwargs, argnums, edges)
     saved_any = False
-    for i, b in box_at.items():
+    for i, b in zip(argnums, boxes):
         if keep is None or i in keep:
             args[i] = SavedTensor(b)
             saved_any = True
         else:
             args[i] = _Meta(args[i])
-    node._out_meta = tuple((o._value.shape, o._value.dtype, namespace_of(o._value)) for o in outs)
+    out_meta = []
+    ans_saved = node._ans
     for k, o in enumerate(outs):
+        v = o._value
+        out_meta.append((v.shape, v.dtype, _ns(v)))
         o._node = node
         o._output_nr = k
         o._requires_grad = True
         if keep_result:
-            node._ans.append(SavedTensor(o, is_output=True, output_nr=k, owner=node))
+            ans_saved.append(SavedTensor(o, is_output=True, output_nr=k, owner=node))
             saved_any = True
         else:
-            node._ans.append(_Meta(o._value))
+            ans_saved.append(_Meta(v))
+    node._out_meta = tuple(out_meta)
     node._has_saved = saved_any
-    node._n_outputs = len(outs)
+    if len(outs) != 1:
+        node._n_outputs = len(outs)
     if anomaly.enabled:
         node._stack = user_stack()
     return tuple(outs) if prim.multiple_results else outs[0]

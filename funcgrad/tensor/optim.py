@@ -1,1 +1,237 @@
-"""placeholder"""
+"""``ft.optim``: PyTorch-style optimizers (``SGD``, ``Adam``, ``AdamW``) on the functional optimizers' maths.
+
+Each parameter's update is computed by the corresponding ``funcgrad.optim``
+gradient transformation (built with learning rate 1 and scaled by the
+group's current ``lr`` at each step, so schedules that edit
+``param_groups`` work) and written into the parameter in place, under
+``no_grad``, as PyTorch does. Parameters whose ``.grad`` is None are skipped.
+
+Example::
+
+    opt = ft.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for x, y in data:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+import funcgrad.optim as _fopt
+from .. import tree_util
+
+from .grad_mode import no_grad
+from .tensor import Tensor
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+
+# names PyTorch uses for the functional states' fields (state_dict keys)
+_FIELD_NAMES = {"count": "step", "mu": "exp_avg", "nu": "exp_avg_sq", "trace": "momentum_buffer"}
+
+
+class Optimizer:
+    """Base class: ``param_groups`` (dicts with ``params`` and hyperparameters), ``state``, ``zero_grad``, ``step``."""
+
+    def __init__(self, params: Iterable[Any], defaults: dict) -> None:
+        self.defaults = dict(defaults)
+        self.state: dict = {}
+        self.param_groups: list[dict] = []
+        params = list(params)
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group: dict) -> None:
+        group = dict(param_group)
+        ps = group["params"]
+        group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p._grad is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    p._grad = p._grad.detach()
+                    p._grad.zero_()
+
+    def _transform(self, group: dict) -> Any:
+        raise NotImplementedError
+
+    @no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss."""
+        loss = None
+        if closure is not None:
+            from .grad_mode import enable_grad
+
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            tx = self._transform(group)
+            lr = float(group["lr"])
+            maximize = group.get("maximize", False)
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                g = p._grad._value
+                if maximize:
+                    g = -g
+                st = self.state.get(p)
+                if st is None:
+                    st = self.state[p] = {"functional": tx.init(p._value)}
+                updates, st["functional"] = tx.update(g, st["functional"], p._value)
+                p._value += (lr * updates).astype(p._value.dtype, copy=False)  # in place: views see it
+                p._vc[0] += 1
+        return loss
+
+    def state_dict(self) -> dict:
+        """``{"state": {index: {...}}, "param_groups": [...]}``, as in PyTorch (ready for ``ft.save``)."""
+        index = {}
+        groups = []
+        for g in self.param_groups:
+            entry = {k: v for k, v in g.items() if k != "params"}
+            entry["params"] = []
+            for p in g["params"]:
+                index[id(p)] = len(index)
+                entry["params"].append(index[id(p)])
+            groups.append(entry)
+        state = {}
+        for g in self.param_groups:
+            for p in g["params"]:
+                st = self.state.get(p)
+                if st is None:
+                    continue
+                pairs, _ = tree_util.tree_flatten_with_path(st["functional"])
+                out = {}
+                for path, leaf in pairs:
+                    name = tree_util.keystr(path).rsplit(".", 1)[-1]
+                    name = _FIELD_NAMES.get(name, name)
+                    key, k = name, 1
+                    while key in out:
+                        key, k = f"{name}_{k}", k + 1
+                    arr = np.asarray(leaf)
+                    out[key] = int(arr) if name == "step" else Tensor._make(np.array(arr, copy=True))
+                state[index[id(p)]] = out
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        params = []
+        for mine, theirs in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(theirs["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                                 "optimizer's group")
+            for k, v in theirs.items():
+                if k != "params":
+                    mine[k] = v
+            params.extend(zip(mine["params"], theirs["params"]))
+        self.state = {}
+        for p, idx in params:
+            saved = state_dict["state"].get(idx, state_dict["state"].get(str(idx)))
+            if saved is None:
+                continue
+            group = next(g for g in self.param_groups if any(q is p for q in g["params"]))
+            template = self._transform(group).init(p._value)
+            leaves, treedef = tree_util.tree_flatten(template)
+            values = list(saved.values())
+            if len(values) != len(leaves):
+                raise ValueError(f"optimizer state for parameter {idx} has {len(values)} entries, expected "
+                                 f"{len(leaves)}")
+            new = []
+            for v, t in zip(values, leaves):
+                arr = v._value if isinstance(v, Tensor) else np.asarray(v)
+                new.append(np.array(arr, dtype=np.asarray(t).dtype).reshape(np.shape(t)))
+            self.state[p] = {"functional": tree_util.tree_unflatten(treedef, new)}
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(k for k in g if k != "params"):
+                lines.append(f"    {k}: {g[k]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, Nesterov momentum and (coupled L2) weight decay,
+    as ``torch.optim.SGD`` (``dampening`` must be 0)."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        if dampening != 0:
+            raise NotImplementedError("SGD(dampening != 0) is not supported by funcgrad.tensor")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    def _transform(self, group: dict) -> Any:
+        return _fopt.sgd(1.0, momentum=group["momentum"], nesterov=group["nesterov"],
+                         weight_decay=group["weight_decay"])
+
+
+class Adam(Optimizer):
+    """Adam, as ``torch.optim.Adam`` (``weight_decay`` is L2 added to the gradient; no amsgrad)."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if amsgrad:
+            raise NotImplementedError("Adam(amsgrad=True) is not supported by funcgrad.tensor")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize))
+
+    def _transform(self, group: dict) -> Any:
+        b1, b2 = group["betas"]
+        adam = _fopt.adam(1.0, b1=b1, b2=b2, eps=group["eps"])
+        if group["weight_decay"]:
+            return _fopt.chain(_fopt.add_decayed_weights(group["weight_decay"]), adam)
+        return adam
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay, as ``torch.optim.AdamW`` (default ``weight_decay=1e-2``)."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+
+    def _transform(self, group: dict) -> Any:
+        b1, b2 = group["betas"]
+        return _fopt.adamw(1.0, b1=b1, b2=b2, eps=group["eps"], weight_decay=group["weight_decay"])

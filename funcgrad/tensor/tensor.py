@@ -82,6 +82,7 @@ class device:
 
 
 _CPU = device("cpu")
+_TORCH_SCALAR = {"float64": "double", "float32": "float", "float16": "half", "int64": "long", "int32": "int"}
 
 MaxMin = collections.namedtuple("return_types", ["values", "indices"])
 
@@ -282,7 +283,7 @@ class Tensor(GraphBox):
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
             )
         if requires_grad and self._value.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = requires_grad
@@ -314,10 +315,18 @@ class Tensor(GraphBox):
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
-            if value._value.dtype != self._value.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
             if value._value.shape != self._value.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '[{', '.join(map(str, value.shape))}]' to a tensor of "
+                    f"size '[{', '.join(map(str, self.shape))}]'. Please ensure that the gradient and the tensor are "
+                    f"the same size"
+                )
+            if value._value.dtype != self._value.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_TORCH_SCALAR.get(value.dtype.name, value.dtype.name)}'"
+                    f" to a tensor with grad_dtype '{_dt.SCALAR_NAMES[self.dtype]}'. The gradient must match the "
+                    f"tensor's dtype."
+                )
         self._grad = value
 
     @grad.deleter
@@ -1716,6 +1725,7 @@ _UFUNC_OPS = {
 
 Tensor._extra_init = Tensor.__dict__["_extra_init"].__func__  # a plain function: GraphBox._make calls it
 _graph._TENSOR_CLS.append(Tensor)
+_PARAM: list = [Tensor]  # replaced by ft.nn.Parameter once defined (fast type checks)
 
 
 def _rebuild(array: np.ndarray, requires_grad: bool) -> Tensor:
@@ -1785,6 +1795,16 @@ def _cast(t: Tensor, d: _dt.dtype) -> Tensor:
 
 
 def _promote(a: Any, b: Any) -> tuple:
+    # fast paths: same dtype, or a floating tensor with a real Python number
+    ta, tb = type(a), type(b)
+    if ta is Tensor or ta is _PARAM[0]:
+        if tb is Tensor or tb is _PARAM[0]:
+            if a._value.dtype == b._value.dtype:
+                return a, b
+        elif (tb is _pyfloat or tb is _pyint) and a._value.dtype.kind in "fc":
+            return a, b
+    elif (ta is _pyfloat or ta is _pyint) and (tb is Tensor or tb is _PARAM[0]) and b._value.dtype.kind in "fc":
+        return a, b
     a, b = _as_operand(a), _as_operand(b)
     rt = _dt.result_type(a, b)
     if isinstance(a, Tensor):
@@ -1932,7 +1952,7 @@ def _format(t: Tensor) -> str:
         extras.append(f"dtype={d!r}")
     node = t._node
     if node is not None:
-        extras.append(f"grad_fn=<{node.name()}>")
+        extras.append(f"grad_fn=<{getattr(node, '_short', None) or node.name()}>")
     elif t._requires_grad:
         extras.append("requires_grad=True")
     if t.device.type != "cpu":

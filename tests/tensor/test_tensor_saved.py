@@ -6,6 +6,7 @@ import os
 import numpy as np
 import pytest
 
+import funcgrad.numpy as fnp
 import funcgrad.tensor as ft
 from funcgrad.tensor import graph as _graph
 
@@ -18,7 +19,8 @@ CALLS = {
     "swapaxes": lambda a, b: a.transpose(0, 1) * 2, "moveaxis": lambda a, b: a.movedim(0, 1) * 2,
     "conjugate": lambda a, b: (a * 1j).conj().real * b, "copy": lambda a, b: a.clone() * b,
     "astype": lambda a, b: a.float().double() * b, "getitem": lambda a, b: a[1:, [0, 2]] * 2,
-    "where": lambda a, b: ft.where(a > 0, a, b), "cumsum": lambda a, b: a.cumsum(1) * b,
+    "where": lambda a, b: fnp.where(a > 0, a, b),  # the condition is a (non-differentiable) tensor here
+    "cumsum": lambda a, b: a.cumsum(1) * b,
     "flip": lambda a, b: a.flip(0) * b, "real": lambda a, b: (a * (1 + 1j)).real * b,
     "imag": lambda a, b: (a * (1 + 1j)).imag * b, "multiply": lambda a, b: a * b,
     "matmul": lambda a, b: a @ b.t(), "dot": lambda a, b: a[0].dot(b[0]) * a[1], "divide": lambda a, b: a / (b * b + 1),

@@ -1,0 +1,588 @@
+"""The same scripts run through funcgrad.tensor and, when PyTorch is installed, through torch.
+
+Each script takes the module (``ft`` or ``torch``) and returns a dict of
+results: arrays (compared with a tolerance), dtype and node names, and for
+errors the exception type with the start of its message (``torch.`` is
+spelled ``ft.`` in ours). PyTorch is never a dependency: without it, the
+scripts still run (and check themselves where they can) on funcgrad.tensor.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import numpy as np
+import pytest
+
+import funcgrad.tensor as ft
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+SCRIPTS = {}
+
+
+def script(fn):
+    SCRIPTS[fn.__name__] = fn
+    return fn
+
+
+def _np(x):
+    if hasattr(x, "detach"):
+        return np.array(x.detach().numpy(), copy=True)
+    return x
+
+
+def _err(fn):
+    """(exception type, normalized start of the message) of what fn raises."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the point is to compare errors
+        msg = str(e).replace("torch.", "ft.").split("\n")[0]
+        msg = re.sub(r"0x[0-9a-f]+", "0x", msg)
+        return (type(e).__name__, msg[:70])
+    return None
+
+
+def _dt(d):
+    return str(d).split(".")[-1]
+
+
+A = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+B = np.array([[1.0, 2.0], [-0.5, 0.3], [0.7, -1.2]])
+V = np.array([0.3, -0.2, 0.9])
+
+
+@script
+def basics(T):
+    x = T.tensor(V, requires_grad=True)
+    (x * x).sum().backward()
+    g1 = _np(x.grad)
+    (x.exp() * 2).sum().backward()
+    out = {"g1": g1, "g2": _np(x.grad), "leaf": x.is_leaf, "req": (x * 2).requires_grad}
+    x.grad = None
+    (x.sin() / (x * x + 1)).sum().backward()
+    out["g3"] = _np(x.grad)
+    return out
+
+
+@script
+def reductions(T):
+    x = T.tensor(A, requires_grad=True)
+    y = (x.sum(0) * T.tensor([1.0, 2.0, 3.0], dtype=T.float64)).sum() + x.mean(1, keepdim=True).sum() \
+        + x.var() + x.std(1).sum() + x.max(1).values.sum() + x.amax(0).sum() + x.logsumexp(1).sum() \
+        + (x.softmax(1) * T.tensor([1.0, 2.0, 3.0], dtype=T.float64)).sum() + x.log_softmax(0).sum() + x.norm() \
+        + x.prod(1).sum() + x.cumsum(1).sum() + x.min() + x.abs().sum()
+    y.backward()
+    return {"y": _np(y), "g": _np(x.grad)}
+
+
+@script
+def linalg(T):
+    a = T.tensor(A, requires_grad=True)
+    b = T.tensor(B, requires_grad=True)
+    v = T.tensor(V, requires_grad=True)
+    y = (a @ b).tanh().sum() + a.mm(b).sum() + (a @ v).sum() + v.dot(v) + T.bmm(a[None], b[None]).sum() \
+        + T.einsum("ij,jk->ik", a, b).sum() + T.outer(v, v).sum()
+    y.backward()
+    return {"ga": _np(a.grad), "gb": _np(b.grad), "gv": _np(v.grad), "names": [
+        (a @ b).grad_fn.name(), (a @ v).grad_fn.name(), v.dot(v).grad_fn.name(), T.bmm(a[None], b[None]).grad_fn.name()]}
+
+
+@script
+def shapes_and_indexing(T):
+    x = T.tensor(A, requires_grad=True)
+    w = T.tensor(np.arange(6.0).reshape(2, 3) + 1)
+    parts = x.split([1, 1])
+    y = (x.reshape(3, 2).t() * 2).sum() + (x.view(6)[::2] * 3).sum() + x.transpose(0, 1)[1].sum() \
+        + x.permute(1, 0).unsqueeze(0).expand(2, 3, 2).sum() + x.flatten().pow(2).sum() + x[:, [0, 0, 2]].sum() \
+        + x[x > 0].sum() + x[1].sum() + (parts[0] * parts[1]).sum() + T.cat([x, x * 2], 1).sum() \
+        + T.stack([x, w]).sum() + x.chunk(3, 1)[2].sum() + x.squeeze().sum() + x.repeat(2, 1).sum() \
+        + x.gather(1, T.tensor([[2], [0]])).sum() + x.index_select(1, T.tensor([1, 1])).sum() + x.flip(0)[0, 0] \
+        + x.narrow(1, 1, 2).sum() + x.unbind(0)[1].sum() + x.masked_fill(x < 0, 0.0).sum()
+    y.backward()
+    return {"y": _np(y), "g": _np(x.grad)}
+
+
+@script
+def promotion(T):
+    f32 = T.ones(2)
+    i64 = T.ones(2, dtype=T.int64)
+    cases = [i64 * 2.5, f32 * T.tensor(1.0, dtype=T.float64), f32 * T.ones(2, dtype=T.float64), i64 + f32,
+             i64 / i64, i64 // 2, T.tensor([True]) + 1, f32 * (1 + 1j), T.tensor([1, 2]).sum(),
+             T.ones(2, dtype=T.int32) + 1, T.ones(2, dtype=T.int32) * T.ones(2, dtype=T.int64),
+             T.tensor([1, 2]) * T.tensor(2.0, dtype=T.float64), T.tensor([1.0]).exp(), T.arange(3), T.arange(3.0),
+             T.tensor([1, 2.0]), T.full((2,), 7), T.tensor(np.array([1.0]))]
+    return {"dtypes": [_dt(c.dtype) for c in cases]}
+
+
+@script
+def higher_order(T):
+    x = T.tensor(V, requires_grad=True)
+    y = (x.tanh() * x.sin()).sum()
+    (g,) = T.autograd.grad(y, x, create_graph=True)
+    (h,) = T.autograd.grad(g.sum(), x, create_graph=True)
+    (t,) = T.autograd.grad((h * h).sum(), x)
+    z = T.tensor([2.0], requires_grad=True, dtype=T.float64)
+    (z ** 3).backward(create_graph=True)
+    first = z.grad
+    (z ** 3).backward(create_graph=True)
+    return {"g": _np(g), "h": _np(h), "t": _np(t), "zg": _np(z.grad), "replaced": z.grad is not first,
+            "gfn": g.grad_fn is not None}
+
+
+@script
+def errors(T):
+    x = T.tensor(V, requires_grad=True)
+    out = {}
+    out["nonscalar"] = _err(lambda: (x * 2).backward())
+    out["nograd"] = _err(lambda: T.ones(2).sum().backward())
+    s = x.exp().sum()
+    s.backward()
+    out["twice"] = _err(lambda: s.backward())
+    out["leaf_inplace"] = _err(lambda: x.add_(1))
+    out["view_leaf_inplace"] = _err(lambda: x[0].mul_(2))
+    out["unused"] = _err(lambda: T.autograd.grad((x * 2).sum(), [x, T.ones(1, requires_grad=True)]))
+    out["noreq"] = _err(lambda: T.autograd.grad((x * 2).sum(), T.ones(2)))
+    out["reqgrad_int"] = _err(lambda: T.tensor([1, 2]).requires_grad_())
+    out["nonleaf_flag"] = _err(lambda: (x * 2).requires_grad_(False))
+    out["item"] = _err(lambda: T.ones(2).item())
+    out["bool"] = _err(lambda: bool(T.ones(2)))
+    out["numpy"] = _err(lambda: x.numpy())
+    out["shape_mismatch"] = _err(lambda: (x * 2).backward(T.ones(2)))
+    out["cast"] = _err(lambda: T.tensor([1, 2]).add_(1.5))
+    out["broadcast_inplace"] = _err(lambda: T.ones(3).add_(T.ones(2, 3)))
+    out["hook_noreq"] = _err(lambda: T.ones(2).register_hook(lambda g: g))
+    out["retain_noreq"] = _err(lambda: T.ones(2).retain_grad())
+    out["matmul0d"] = _err(lambda: T.tensor(1.0) @ T.ones(2))
+    out["stack"] = _err(lambda: T.stack([T.zeros(2), T.zeros(3)]))
+    out["expand"] = _err(lambda: T.zeros(3, 2).expand(3, 5))
+    out["view"] = _err(lambda: T.zeros(2, 3).t().view(-1))
+    out["mean_int"] = _err(lambda: T.tensor([1, 2]).mean())
+    out["grad_size"] = _err(lambda: setattr(T.ones(3, requires_grad=True), "grad", T.ones(2)))
+    return out
+
+
+@script
+def inplace_versions(T):
+    x = T.tensor(V, requires_grad=True)
+    out = {}
+    a = x * 1
+    v0 = a._version
+    a.mul_(2)
+    a.add_(1)
+    out["versions"] = [v0, a._version]
+    b = a.sin()
+    a.add_(1)
+    out["saved_modified"] = _err(lambda: b.sum().backward())
+    c = x * 1
+    c.mul_(3).sin_().exp_()
+    c.sum().backward()
+    out["chain_grad"] = _np(x.grad)
+    x.grad = None
+    base = x.clone()
+    view = base[1:]
+    view.mul_(10)
+    out["base"] = _np(base)
+    out["base_fn"] = base.grad_fn.name()
+    (base * base).sum().backward()
+    out["view_grad"] = _np(x.grad)
+    x.grad = None
+    base = x.clone()
+    v2 = base[:2]
+    base.mul_(2)
+    v2.sum().backward()
+    out["stale_view_grad"] = _np(x.grad)
+    x.grad = None
+    y = x * 2
+    y[0] = 10.0
+    y[[1, 2]] = T.tensor([5.0, 6.0], dtype=T.float64)
+    out["setitem_fn"] = y.grad_fn.name()
+    (y * y).sum().backward()
+    out["setitem_grad"] = _np(x.grad)
+    e = x.exp()
+    e.mul_(2)
+    out["exp_result_modified"] = _err(lambda: e.sum().backward())
+    with T.no_grad():
+        x.sub_(0.5)
+    out["no_grad_update"] = _np(x)
+    out["expanded"] = _err(lambda: T.zeros(3, 1).expand(3, 4).add_(1))
+    return out
+
+
+@script
+def hooks_and_retain(T):
+    x = T.tensor(V, requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(_np(g)))
+    h = x.register_hook(lambda g: g * 10)
+    y = x * 2
+    y.retain_grad()
+    y.register_hook(lambda g: g + 1)
+    z = (y * y).sum()
+    z.backward()
+    out = {"x_grad": _np(x.grad), "y_grad": _np(y.grad), "seen": seen[0]}
+    h.remove()
+    x.grad = None
+    (x * 3).sum().backward()
+    out["after_remove"] = _np(x.grad)
+    return out
+
+
+@script
+def grad_modes(T):
+    x = T.tensor(V, requires_grad=True)
+    with T.no_grad():
+        a = x * 2
+        with T.enable_grad():
+            b = x * 2
+    with T.set_grad_enabled(False):
+        c = x * 2
+    with T.inference_mode():
+        d = x * 2
+    out = {"req": [a.requires_grad, b.requires_grad, c.requires_grad, d.requires_grad], "inf": d.is_inference()}
+    out["inference_saved"] = _err(lambda: x * d)
+    out["inference_inplace"] = _err(lambda: d.add_(1))
+
+    @T.no_grad()
+    def f(t):
+        return t * 2
+
+    out["decorated"] = f(x).requires_grad
+    return out
+
+
+@script
+def custom_function(T):
+    class Exp(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    class Sort(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            idx = x.argsort()
+            ctx.mark_non_differentiable(idx)
+            ctx.save_for_backward(idx)
+            return x[idx], idx
+
+        @staticmethod
+        def backward(ctx, g, gi):
+            (idx,) = ctx.saved_tensors
+            out = T.zeros_like(g)
+            out[idx] = g
+            return out
+
+    class AddOne(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Lazy(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 1, x * 2
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 3 if g2 is None else g1 + g2
+
+    x = T.tensor(V, requires_grad=True)
+    y = Exp.apply(x)
+    (y * y).sum().backward()
+    out = {"exp_grad": _np(x.grad), "name": y.grad_fn.name()}
+    x.grad = None
+    vals, idx = Sort.apply(x)
+    (vals * T.tensor([1.0, 10.0, 100.0], dtype=T.float64)).sum().backward()
+    out["sort_grad"] = _np(x.grad)
+    out["idx_req"] = idx.requires_grad
+    x.grad = None
+    b = x * 2
+    AddOne.apply(b).sum().backward()
+    out["dirty_grad"] = _np(x.grad)
+    out["dirty_name"] = b.grad_fn.name()
+    x.grad = None
+    p, q = Lazy.apply(x)
+    p.sum().backward()
+    out["lazy"] = _np(x.grad)
+    out["gradcheck"] = T.autograd.gradcheck(Exp.apply, (x.detach().clone().requires_grad_(),))
+    return out
+
+
+@script
+def saved_tensors(T):
+    x = T.tensor(V, requires_grad=True)
+    y = x.pow(2)
+    e = x.exp()
+    out = {"self_is_x": y.grad_fn._saved_self is x, "result_is_e": e.grad_fn._saved_result is e,
+           "result_equal": bool(e.grad_fn._saved_result.equal(e))}
+    packed = []
+    with T.autograd.graph.saved_tensors_hooks(lambda t: (packed.append(1), t * 1)[1], lambda t: t):
+        z = (x.sin() * x.cos()).sum()
+    z.backward()
+    out["grad"] = _np(x.grad)
+    out["n_packed"] = len(packed) > 0
+    s = e.sum()
+    s.backward()
+    out["freed"] = _err(lambda: e.grad_fn._saved_result)
+    return out
+
+
+@script
+def functional_api(T):
+    AF = T.autograd.functional
+    x = T.tensor(V)
+    v = T.tensor([1.0, 0.5, -1.0], dtype=T.float64)
+
+    def f(t):
+        return (t.sin() * t).sum()
+
+    def g(t):
+        return t.exp() * t
+
+    out = {
+        "jac": _np(AF.jacobian(g, x)), "hess": _np(AF.hessian(f, x)), "vjp": _np(AF.vjp(g, x, v)[1]),
+        "jvp": _np(AF.jvp(g, x, v)[1]), "hvp": _np(AF.hvp(f, x, v)[1]), "vhp": _np(AF.vhp(f, x, v)[1]),
+    }
+    ja, jb = AF.jacobian(lambda a, b: a * b, (x, v))
+    out["jac2"] = [_np(ja), _np(jb)]
+    return out
+
+
+@script
+def complex_grads(T):
+    z = T.tensor(np.array([1 + 1j, 2 - 1j]), requires_grad=True)
+    (z.abs() ** 2).sum().backward()
+    out = {"abs2": _np(z.grad)}
+    z.grad = None
+    (z * z).real.sum().backward()
+    out["re_sq"] = _np(z.grad)
+    z.grad = None
+    w = z * (2 + 3j)
+    w.backward(T.tensor(np.array([1 + 0j, 1j])))
+    out["holo"] = _np(z.grad)
+    z.grad = None
+    (z.exp().abs() + z.conj().imag).sum().backward()
+    out["mixed"] = _np(z.grad)
+    return out
+
+
+@script
+def names(T):
+    x = T.tensor(A, requires_grad=True)
+    ts = [x * 2, x + 1, x - 1, 2 - x, x / 2, x ** 2, x.exp(), x.sum(), x.sum(0), x.mean(), x.t(), x.T, x[0],
+          x[:, 1:], x[[0, 1]], x.view(6), x.reshape(3, 2), x.transpose(0, 1), x.permute(1, 0), x.unsqueeze(0),
+          x[:1].expand(4, 3), x.relu(), x.sigmoid(), x.tanh(), x.clamp(0, 1), T.where(x > 0, x, 0.0),
+          T.cat([x, x]), T.stack([x, x]), x.clone(), x.to(T.float32), x.max(), x.max(1).values, x.softmax(1),
+          x.log_softmax(1), -x, x.abs(), x.var(), x.std(), x.norm(), x.sqrt(), x.log(), x.sin(), x.cos(),
+          x.squeeze(), x.flatten(), x @ x.t(), x.amax(1), x.logsumexp(1), x.prod(), x.cumsum(0)]
+    return {"names": [t.grad_fn.name() for t in ts],
+            "next": [type(n).__name__ if n is not None else None for n, _ in (x * T.ones(2, 3, dtype=T.float64)).grad_fn.next_functions]}
+
+
+@script
+def subgradients(T):
+    x = T.tensor([-1.0, 0.0, 1.0, 1.0], requires_grad=True)
+    out = {}
+    for name, f in [("relu", lambda t: t.relu()), ("clamp", lambda t: t.clamp(0.0, 1.0)),
+                    ("abs", lambda t: t.abs()), ("max_dim", lambda t: t.max(0).values),
+                    ("max_all", lambda t: t.max()), ("amax", lambda t: t.amax(0))]:
+        x.grad = None
+        f(x).sum().backward()
+        out[name] = _np(x.grad)
+    return out
+
+
+@script
+def backward_variants(T):
+    a = T.tensor(V, requires_grad=True)
+    b = T.tensor(V[::-1].copy(), requires_grad=True)
+    T.autograd.backward([(a * b).sum(), (a * a).sum()])
+    out = {"a": _np(a.grad), "b": _np(b.grad)}
+    a.grad = b.grad = None
+    (a * b).sum().backward(inputs=[a])
+    out["inputs"] = [_np(a.grad), b.grad is None]
+    ga, gb = T.autograd.grad((a * 2).sum(), [a, b], allow_unused=True)
+    out["unused"] = [_np(ga), gb is None]
+    (jac,) = T.autograd.grad(a * a, a, T.eye(3, dtype=T.float64), is_grads_batched=True)
+    out["batched"] = _np(jac)
+    s = (a + 1).sum()
+    s.backward()
+    s.backward()  # nothing saved: allowed
+    out["twice_ok"] = _np(a.grad)
+    return out
+
+
+@script
+def nn_training(T):
+    T.manual_seed(0)
+    w1 = np.linspace(-0.5, 0.5, 12).reshape(4, 3)
+    w2 = np.linspace(0.3, -0.3, 8).reshape(2, 4)
+    X = np.linspace(-1, 1, 15).reshape(5, 3)
+    Y = np.array([0, 1, 1, 0, 1])
+    out = {}
+    for opt_name in ("sgd", "adam", "adamw"):
+        model = T.nn.Sequential(T.nn.Linear(3, 4), T.nn.Tanh(), T.nn.Linear(4, 2))
+        with T.no_grad():
+            model[0].weight.copy_(T.tensor(w1))
+            model[0].bias.fill_(0.1)
+            model[2].weight.copy_(T.tensor(w2))
+            model[2].bias.zero_()
+        if opt_name == "sgd":
+            opt = T.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True)
+        elif opt_name == "adam":
+            opt = T.optim.Adam(model.parameters(), lr=0.05, weight_decay=0.01)
+        else:
+            opt = T.optim.AdamW(model.parameters(), lr=0.05)
+        loss_fn = T.nn.CrossEntropyLoss()
+        losses = []
+        for _ in range(5):
+            opt.zero_grad()
+            loss = loss_fn(model(T.tensor(X, dtype=T.float32)), T.tensor(Y))
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        out[opt_name] = np.array(losses)
+        out[opt_name + "_w"] = _np(model[0].weight)
+    out["keys"] = list(model.state_dict().keys())
+    out["state_keys"] = sorted(opt.state_dict()["state"][0].keys())
+    model.zero_grad()
+    out["zero_grad_none"] = all(p.grad is None for p in model.parameters())
+    out["repr"] = repr(model[0])
+    mse = T.nn.MSELoss()(T.tensor([1.0, 2.0], requires_grad=True), T.tensor([0.0, 0.0]))
+    out["mse"] = [mse.item(), mse.grad_fn.name()]
+    bce_in = T.tensor([0.5, -1.0], requires_grad=True)
+    bce = T.nn.BCEWithLogitsLoss()(bce_in, T.tensor([1.0, 0.0]))
+    bce.backward()
+    out["bce"] = [bce.item(), _np(bce_in.grad)]
+    return out
+
+
+@script
+def anomaly(T):
+    x = T.tensor([0.0, 1.0], requires_grad=True)
+    out = {}
+    with T.autograd.detect_anomaly():
+        y = x / x
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out["nan"] = _err(lambda: y.sum().backward())
+    return out
+
+
+@script
+def reprs(T):
+    x = T.tensor([1.0, 2.5, -3.0], requires_grad=True)
+    items = [T.tensor([1.0, 2.0, 3.0]), x, x * 2, T.tensor([1, 2]), T.tensor([1.0], dtype=T.float64),
+             T.tensor(2.0), T.tensor([0.1, 0.25]), T.tensor([[1.5, -2.0], [3.0, 4.0]]), T.tensor([True, False]),
+             T.zeros(2, 3).shape, T.tensor([1.0, 2.0, 3.0]).exp()]
+    return {"reprs": [repr(t).replace("torch.", "ft.") for t in items]}
+
+
+@script
+def views_and_data(T):
+    x = T.tensor(A, requires_grad=True)
+    y = x * 1
+    v = y[0]
+    out = {"base": v._base is y, "t_base": y.t()._base is y, "reshape_base": y.reshape(6)._base is y,
+           "adv_base": y[[0]]._base is None, "detach_shares": None}
+    d = y.detach()
+    d[0, 0] = 100.0
+    out["detach_shares"] = float(y[0, 0].item())
+    out["versions"] = [y._version, v._version, d._version]
+    z = x.pow(2)
+    x.data.mul_(2)
+    z.sum().backward()
+    out["data_grad"] = _np(x.grad)
+    out["is_leaf"] = [x.is_leaf, y.is_leaf, d.is_leaf, x.detach().requires_grad]
+    return out
+
+
+@script
+def node_hooks(T):
+    x = T.tensor(V, requires_grad=True)
+    y = x * 3
+    seen = {}
+
+    def post(gi, go):
+        seen["gi"] = [_np(g) for g in gi if g is not None]
+        seen["go"] = [_np(g) for g in go]
+
+    def pre(go):
+        return (go[0] * 10,)
+
+    y.grad_fn.register_hook(post)
+    y.grad_fn.register_prehook(pre)
+    y.sum().backward()
+    return {"grad": _np(x.grad), "gi": seen["gi"], "go": seen["go"]}
+
+
+@script
+def nn_functional(T):
+    import importlib
+
+    F = importlib.import_module(T.__name__ + ".nn.functional")
+    x = T.tensor([[-1.0, 0.5, 2.0], [0.3, -0.2, 1.0]], requires_grad=True)
+    y = F.relu(x).sum() + F.gelu(x).sum() + F.silu(x).sum() + F.softplus(x).sum() + F.leaky_relu(x, 0.1).sum() \
+        + F.log_softmax(x, dim=1).sum() + F.mse_loss(x, T.zeros(2, 3)) + F.l1_loss(x, T.ones(2, 3)) \
+        + F.cross_entropy(x, T.tensor([2, 0])) + F.binary_cross_entropy_with_logits(x, T.ones(2, 3) * 0.5) \
+        + F.huber_loss(x, T.zeros(2, 3)) + F.nll_loss(F.log_softmax(x, dim=1), T.tensor([1, 2])) \
+        + F.cross_entropy(x, T.tensor([1, 0]), label_smoothing=0.1) + F.linear(x, T.ones(4, 3), T.ones(4)).sum()
+    y.backward()
+    return {"y": _np(y), "g": _np(x.grad)}
+
+
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_script_runs_on_funcgrad_tensor(name):
+    result = SCRIPTS[name](ft)
+    assert isinstance(result, dict) and result
+
+
+def _compare(a, b, path):
+    if isinstance(a, dict):
+        assert set(a) == set(b), path
+        for k in a:
+            _compare(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, (list, tuple)):
+        if isinstance(b, tuple) and isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str):
+            assert a == b, path  # (exception type, message start)
+            return
+        assert len(a) == len(b), f"{path}: {a} != {b}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            _compare(x, y, f"{path}[{i}]")
+    elif isinstance(a, np.ndarray) or isinstance(a, (float, np.floating)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-6, err_msg=path)
+    else:
+        assert a == b, f"{path}: funcgrad {a!r} != torch {b!r}"
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed (it is only a reference, never a dependency)")
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_script_matches_torch(name):
+    import torch
+
+    torch.set_default_dtype(torch.float32)
+    ours = SCRIPTS[name](ft)
+    theirs = SCRIPTS[name](torch)
+    _compare(ours, theirs, name)
