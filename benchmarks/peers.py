@@ -62,6 +62,14 @@ def pin_threads_now() -> str:
     return "env variables + threadpoolctl.threadpool_limits(1)"
 
 
+def unpin_threads() -> None:
+    """Undo :func:`pin_threads_now`'s threadpoolctl limit (the env variables stay)."""
+    global _limiter
+    if _limiter is not None:
+        _limiter.restore_original_limits()
+        _limiter = None
+
+
 def set_enabled(names: set[str] | None) -> None:
     """Use only these peers (None: all that import)."""
     global _enabled

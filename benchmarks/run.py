@@ -25,6 +25,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -97,7 +98,14 @@ def _run_timed(table: Table, ctx: Context, log) -> dict[str, Any]:
         row: dict[str, Any] = {"group": e.group, "checked": e.check is not None}
         rows[e.name] = row
         try:
-            out = e.fn()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = e.fn()
+            for w in caught:  # e.g. funcgrad's vmap falling back to a loop: worth knowing beside the number
+                text = f"{e.name} warned: {w.category.__name__}: {str(w.message).splitlines()[0][:160]}"
+                if text not in table.notes:
+                    table.notes.append(text)
+                    log(f"  ({text})")
             if e.check is not None:
                 want = e.expect if e.expect is not None else table.reference
                 err = disagreement(e.check(out), want)
@@ -113,7 +121,11 @@ def _run_timed(table: Table, ctx: Context, log) -> dict[str, Any]:
             row["own_forward"] = e.own_forward
     gc.collect()
     gc.freeze()  # what the checks compiled or cached (JAX, torch): keep per-sample collections cheap
-    for name, both in measure_many(timed, ctx.budget).items():
+    try:
+        measured = measure_many(timed, ctx.budget)
+    finally:
+        gc.unfreeze()
+    for name, both in measured.items():
         row = rows[name]
         if "status" in row:  # failed while being timed
             continue
@@ -350,9 +362,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     peers.set_enabled(chosen)
     threads = peers.pin_threads_now()
     ctx = Context(quick=args.quick, smoke=args.smoke, clock=args.clock)
+    try:
+        return _main(args, ctx, threads, argv)
+    finally:
+        peers.unpin_threads()
+
+
+def _main(args: argparse.Namespace, ctx: Context, threads: str, argv: Sequence[str] | None) -> dict[str, Any]:
     versions = peers.versions()  # imports the peers (pinned) before anything is timed
-    gc.collect()
-    gc.freeze()  # the libraries' own objects: keeps the collections between samples cheap
     machine = peers.machine()
     load_start = machine.get("loadavg")
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"

@@ -20,11 +20,14 @@ from .transforms import (  # noqa: F401
     grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp, vmap,
 )
 from . import testing  # noqa: F401
+from . import nn, optim  # noqa: F401
+from .serialization import load, save  # noqa: F401
+from .visualize import make_graph  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "jacobian", "hessian",
     "hvp", "stop_gradient", "vmap", "custom_jvp", "custom_vjp", "checkpoint", "remat", "scan", "fori_loop", "primitive", "nondiff_primitive", "defvjp", "defjvp", "def_linear",
-    "LeakedTraceError", "tree_util", "numpy", "testing",
+    "LeakedTraceError", "tree_util", "numpy", "testing", "nn", "optim", "save", "load", "make_graph",
 ]

@@ -59,3 +59,11 @@ def test_graph_picture_is_published(site):
     graphs = (site / "graphs" / "index.html").read_text()
     assert 'src="../images/graph-loss.svg"' in graphs
     assert (site / "images" / "graph-loss.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_performance_page_includes_the_benchmark_results(site):
+    page = (site / "performance" / "index.html").read_text()
+    if (ROOT / "benchmarks" / "RESULTS.md").is_file():
+        assert "Not generated yet" not in page and "<table>" in page
+    else:
+        assert "Not generated yet" in page

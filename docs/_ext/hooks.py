@@ -1,21 +1,31 @@
-"""MkDocs hooks (see mkdocs.yml): pages generated from the package at build time.
+"""MkDocs hooks (see mkdocs.yml): page content generated at build time.
 
 ``<!-- funcgrad-index: numpy -->`` in a page becomes tables of every public
 function of ``funcgrad.numpy`` (grouped by family, with the first line of its
 docstring), and ``<!-- funcgrad-index: scipy.special -->`` the same for
 ``funcgrad.scipy.special``. The tables are built by importing funcgrad, so
-they always list what the installed code provides.
+they always list what the checked-out code provides.
+
+``<!-- funcgrad-include: benchmarks/RESULTS.md -->`` inserts a Markdown file
+from outside ``docs/`` (path relative to the repository root): its headings
+move one level down, the images and other files it links to are published
+with the site, and links to other Markdown files become plain text. A note
+takes its place while the file does not exist.
 """
 
 from __future__ import annotations
 
 import importlib
 import pathlib
+import posixpath
 import re
 import sys
 from typing import Any
 
 _MARKER = re.compile(r"<!-- funcgrad-index: ([\w.]+) -->")
+_INCLUDE = re.compile(r"<!-- funcgrad-include: ([\w./-]+) -->")
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 _FAMILIES = [
     ("creation", "Creation"),
@@ -76,11 +86,73 @@ def _scipy_special_index() -> str:
 _INDEXES = {"numpy": _numpy_index, "scipy.special": _scipy_special_index}
 
 
+def _relative_targets(path: pathlib.Path) -> list[str]:
+    """Relative links of an included file that point at existing non-Markdown files."""
+    out = []
+    for _, _, target in _LINK.findall(path.read_text(encoding="utf-8")):
+        if "://" in target or target.startswith(("#", "/", "mailto:")):
+            continue
+        target = target.split("#")[0]
+        if target and not target.endswith(".md") and (path.parent / target).is_file():
+            out.append(target)
+    return out
+
+
+def _include(rel: str, page_uri: str) -> str:
+    path = _ROOT / rel
+    if not path.is_file():
+        return (
+            f'!!! note "Not generated yet"\n    `{rel}` is not in the repository yet; '
+            f"run the benchmarks to produce it.\n"
+        )
+    folder = posixpath.dirname(rel)
+    page_dir = posixpath.dirname(page_uri)
+
+    def link(match: re.Match) -> str:
+        bang, text, target = match[1], match[2], match[3]
+        if "://" in target or target.startswith(("#", "/", "mailto:")):
+            return match[0]
+        plain, _, anchor = target.partition("#")
+        if plain.endswith(".md") or not (path.parent / plain).is_file():
+            return f"{text} (`{posixpath.normpath(posixpath.join(folder, target))}`)"
+        new = posixpath.relpath(posixpath.join(folder, plain), page_dir or ".")
+        return f"{bang}[{text}]({new}{'#' + anchor if anchor else ''})"
+
+    lines = []
+    in_fence = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        elif not in_fence:
+            if line.startswith("#"):
+                line = "#" + line  # one level down: the page keeps its own title
+            line = _LINK.sub(link, line)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
 def on_config(config: Any) -> Any:
     root = str(pathlib.Path(config.config_file_path).resolve().parent)
     if root not in sys.path:  # import the checkout being documented
         sys.path.insert(0, root)
     return config
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """Publish the files that included Markdown files link to."""
+    from mkdocs.structure.files import File
+
+    docs = pathlib.Path(config.docs_dir)
+    for page in docs.rglob("*.md"):
+        for rel in _INCLUDE.findall(page.read_text(encoding="utf-8")):
+            path = _ROOT / rel
+            if not path.is_file():
+                continue
+            for target in _relative_targets(path):
+                uri = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
+                if files.get_file_from_path(uri) is None:
+                    files.append(File.generated(config, uri, abs_src_path=str(path.parent / target)))
+    return files
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
@@ -90,4 +162,5 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             raise ValueError(f"{page.file.src_uri}: unknown funcgrad-index {match[1]!r}")
         return make()
 
-    return _MARKER.sub(replace, markdown)
+    markdown = _MARKER.sub(replace, markdown)
+    return _INCLUDE.sub(lambda m: _include(m[1], page.file.src_uri), markdown)

@@ -334,8 +334,17 @@ class _Meta:
         self.ns = np if type(value) is np.ndarray else namespace_of(value)
 
     def materialize(self) -> Any:
-        ns = self.ns
-        return ns.broadcast_to(ns.zeros((), dtype=self.dtype), self.shape)
+        key = (self.shape, self.dtype, self.ns)
+        got = _META_CACHE.get(key)
+        if got is None:
+            if len(_META_CACHE) > 512:
+                _META_CACHE.clear()
+            ns = self.ns
+            got = _META_CACHE[key] = ns.broadcast_to(ns.zeros((), dtype=self.dtype), self.shape)  # read-only
+        return got
+
+
+_META_CACHE: dict = {}
 
 
 class _HookState(threading.local):

@@ -66,9 +66,9 @@ class Parameter(Tensor):
         return (Parameter, (Tensor._make(np.array(self._value)), self._requires_grad))
 
 
-from .. import tensor as _tensor_mod  # noqa: E402
+from ..tensor import _PARAM  # noqa: E402
 
-_tensor_mod._PARAM[0] = Parameter
+_PARAM[0] = Parameter
 
 # --------------------------------------------------------------------------
 # functional ops: funcgrad.nn's maths on recorded boxes
