@@ -102,6 +102,8 @@ def _run_timed(table: Table, ctx: Context, log) -> dict[str, Any]:
                 warnings.simplefilter("always")
                 out = e.fn()
             for w in caught:  # e.g. funcgrad's vmap falling back to a loop: worth knowing beside the number
+                if not e.name.startswith("funcgrad") or issubclass(w.category, DeprecationWarning):
+                    continue
                 text = f"{e.name} warned: {w.category.__name__}: {str(w.message).splitlines()[0][:160]}"
                 if text not in table.notes:
                     table.notes.append(text)
@@ -385,8 +387,10 @@ def _main(args: argparse.Namespace, ctx: Context, threads: str, argv: Sequence[s
     started = time.time()
     results = []
     for name in args.only or NAMES:
+        t0 = time.time()
         for table in build(name, ctx):
             results.append(run_table(table, ctx))
+        print(f"  ({name}: {time.time() - t0:.1f} s)")
     wall = time.time() - started
     end = peers.machine().get("loadavg")
     print(f"\ndone in {wall:.0f} s; load average at end {end}")

@@ -27,7 +27,7 @@ class Budget:
 
 
 FULL = Budget()
-QUICK = Budget(repeats=5, warmup=1, min_time=0.01, max_time=0.8, min_repeats=3)
+QUICK = Budget(repeats=5, warmup=1, min_time=0.005, max_time=0.4, min_repeats=3)
 SMOKE = Budget(repeats=1, warmup=0, min_time=0.0, max_time=0.05, min_repeats=1)
 
 

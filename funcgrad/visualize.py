@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import shutil
 import subprocess
@@ -32,7 +33,6 @@ import numpy as np
 
 from . import tree_util
 from .core import Box, ReverseTrace, VJPBox
-from .core.constant import ConstBox
 from .core.reverse import VJPNode, tape_order
 from .core.trace import Primitive
 
@@ -56,7 +56,8 @@ class GraphNode:
     dtype)`` with ``what`` ``"arg<i>"`` (positional argument ``i``) or
     ``"ans"`` (``"ans[k]"`` for several results). ``used`` is False for a
     primitive call whose result never reaches an output, and for an output
-    that does not depend on the inputs.
+    that carries no derivative (it is not traced: a constant, or the result
+    of a primitive without a derivative such as ``argmax``).
     """
 
     id: str
@@ -387,28 +388,29 @@ def _arg_names(fun: Callable, nargs: int) -> list[str]:
     return names
 
 
-_PARAM_NAMES: dict[Primitive, list] = {}
+@functools.lru_cache(maxsize=1024)
+def _positional_params(raw: Callable) -> tuple[tuple[str, Any], ...]:
+    """(name, default) of a raw function's leading positional parameters."""
+    named = []
+    try:
+        for p in inspect.signature(raw).parameters.values():
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                break
+            named.append((p.name, p.default))
+    except (TypeError, ValueError):
+        pass
+    return tuple(named)
 
 
 def _param_names(prim: Primitive, nargs: int) -> list[str]:
     """Names of a primitive's positional parameters (``arg{i}`` where unnamed)."""
-    named = _PARAM_NAMES.get(prim)
-    if named is None:
-        named = []
-        try:
-            for p in inspect.signature(prim.raw).parameters.values():
-                if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-                    break
-                named.append((p.name, p.default))
-        except (TypeError, ValueError):
-            pass
-        _PARAM_NAMES[prim] = named
+    named = _positional_params(prim.raw)
     return [named[i][0] if i < len(named) else f"arg{i}" for i in range(nargs)]
 
 
 def _is_default(prim: Primitive, name: str, value: Any) -> bool:
     """True when ``value`` is the default of the primitive's parameter ``name``."""
-    for n, d in _PARAM_NAMES.get(prim, ()):
+    for n, d in _positional_params(prim.raw):
         if n == name:
             return d is not inspect.Parameter.empty and type(d) is type(value) and d == value
     return False
@@ -513,6 +515,6 @@ def _node_attrs(n: GraphNode) -> str:
     else:
         lines = [n.name, n.type_str]
         if n.kind == "output" and not n.used:
-            lines.append("(does not depend on the inputs)")
+            lines.append("(constant: carries no derivative)")
         style = _STYLE[n.kind]
     return f"label={_quote(chr(10).join(lines))}, {style}"

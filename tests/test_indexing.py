@@ -354,7 +354,8 @@ def _numpy_update(x, idx, op, v):
     if op == "set":
         out[idx] = v
     else:
-        _UFUNCS[op].at(out, idx, v)
+        # NumPy 2.4's ufunc.at misreads broadcast (stride-0) values: give it full ones
+        _UFUNCS[op].at(out, idx, np.broadcast_to(v, out[idx].shape).copy())
     return out
 
 
@@ -725,3 +726,13 @@ def test_per_example_gradients_with_labels():
     # take_along_axis with per-example indices
     out = fg.vmap(lambda row, i: fnp.take_along_axis(row, i, axis=0))(X, np.array([[0, 2]] * 5))
     np.testing.assert_array_equal(out, X[:, [0, 2]])
+
+
+def test_at_add_with_broadcast_values_and_repeats_is_exact():
+    # NumPy 2.4's ufunc.at misreads broadcast values (it returns 1.0, or garbage, here);
+    # funcgrad materializes them first.
+    idx = np.array([[0, -1], [0, 0]])
+    out = fnp.at(np.array([0.7]))[idx].add(np.array([0.1, 0.2]))
+    np.testing.assert_allclose(out, [1.3])
+    out2 = fnp.at(np.array([0.7, 0.0]))[np.array([[0, -2], [0, 0]])].add(np.array([0.1, 0.2]))
+    np.testing.assert_allclose(out2, [1.3, 0.0])

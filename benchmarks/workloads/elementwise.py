@@ -17,7 +17,7 @@ from . import Context, Entry, Table, Target
 
 
 def build(ctx: Context) -> list[Table]:
-    n = ctx.pick(10**7, quick=2 * 10**6, smoke=1000)
+    n = ctx.pick(10**7, quick=10**6, smoke=1000)
     x = np.random.default_rng(0).uniform(-2.0, 2.0, n)
 
     def np_forward():
@@ -89,5 +89,5 @@ def build(ctx: Context) -> list[Table]:
         targets=[Target("(c) grad / plain NumPy forward <= 2.2", "funcgrad grad", ("numpy forward",), 2.2)],
         notes=["'x numpy forward' is the ratio the target is about; 'grad/own fwd' divides each gradient by "
                "its own library's forward (autograd's forward is NumPy's)."]
-        + (["--quick uses 2e6 elements (still far beyond the caches)."] if ctx.quick and not ctx.smoke else []),
+        + (["--quick uses 1e6 elements (still far beyond the caches)."] if ctx.quick and not ctx.smoke else []),
     )]

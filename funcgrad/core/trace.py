@@ -138,7 +138,7 @@ class Primitive:
 
     __slots__ = (
         "raw", "name", "vjps", "jvps", "vjp_all", "jvp_all", "batch_rule", "multiple_results",
-        "differentiable", "check_kwargs", "call",
+        "differentiable", "check_kwargs", "max_args", "call",
     )
 
     def __init__(self, raw: Callable, name: str | None = None, multiple_results: bool = False):
@@ -155,9 +155,11 @@ class Primitive:
         self.vjp_all: Callable | None = None
         self.jvp_all: Callable | None = None
         self.batch_rule: Callable | None = None
-        # check_kwargs(args, kwargs) may refuse keyword options that the rules
-        # do not handle, when the call is traced (untraced calls never see it).
+        # check_kwargs(args, kwargs) may refuse options that the rules do not handle
+        # (keyword arguments, or more than max_args positional ones) when the call is
+        # traced; untraced calls never see it.
         self.check_kwargs: Callable | None = None
+        self.max_args = 1 << 30
         self.call: Callable = raw  # replaced by the traced entry point
 
     def __repr__(self) -> str:
@@ -213,7 +215,7 @@ def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool 
             return raw(*args, **kwargs)
         if not top.active:
             raise top.leaked()
-        if kwargs and prim.check_kwargs is not None:
+        if prim.check_kwargs is not None and (kwargs or len(args) > prim.max_args):
             prim.check_kwargs(args, kwargs)
         argnums = []
         i = 0
@@ -242,8 +244,16 @@ def call_with_out(traced: Callable, raw: Callable, args: tuple, kwargs: dict) ->
         out = out[0]
     if not isinstance(out, Box) and not any(isinstance(a, Box) for a in args):
         return raw(*args, out=out, **kwargs)
+    if kwargs.get("where", True) is not True:
+        raise TypeError(
+            "out= together with where= is not supported on traced values (the entries where= "
+            "leaves alone cannot be tracked); use fnp.where(mask, f(x), out) instead"
+        )
     result = traced(*args, **kwargs)
     write = getattr(out, "_write_all", None)
+    if write is None and not isinstance(result, Box):
+        out[...] = result  # an untraced result (no derivative) into a plain array
+        return out
     if write is None:
         raise TypeError(
             "out= is a plain array but the result is traced: it cannot hold a derivative. Create "

@@ -79,21 +79,16 @@ def _refuse_traced_options(fn: Callable, name: str) -> None:
     On plain arrays the raw forward passes ``out=``, ``where=``, ``dtype=`` ... to
     the backend's ufunc, exactly as NumPy would (``out=`` on traced values is
     handled by the engine before the call, see ``core.trace.call_with_out``). The
-    derivative rules know none of these options, so a traced call with one is
-    refused here, before anything is recorded: traces reach the raw function
-    through ``prim.call``, which this wraps; the untraced fast path does not.
+    derivative rules know none of these options, so the engine refuses a traced
+    call with one (``Primitive.check_kwargs``) before anything is recorded.
     """
-    prim = fn.primitive  # type: ignore[attr-defined]
-    traced_call = prim.call
     nin = _UFUNC_NIN[name]
 
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if kwargs or len(args) > nin:
-            raise _traced_kwargs(name, args[nin:], kwargs)
-        return traced_call(*args)
+    def check(args: tuple, kwargs: dict) -> None:
+        raise _traced_kwargs(name, args[nin:], kwargs)
 
-    call.__name__ = call.__qualname__ = name
-    prim.call = call
+    fn.primitive.check_kwargs = check  # type: ignore[attr-defined]
+    fn.primitive.max_args = nin  # type: ignore[attr-defined]
 
 
 def _ufunc_raw(name: str, nin: int) -> Callable:
@@ -154,10 +149,13 @@ def _binary(name: str) -> Callable:
     return _ufunc(name, 2)
 
 
-def _deriv(fn: Callable, dfdx: Callable) -> None:
-    """Rules of a unary ``fn`` with derivative ``dfdx(ans, x)``: VJP ``g * f'``, JVP ``t * f'``."""
-    defvjp(fn, lambda g, ans, x: g * dfdx(ans, x))
-    defjvp(fn, lambda t, ans, x: t * dfdx(ans, x))
+def _deriv(fn: Callable, dfdx: str) -> None:
+    """Rules of a unary ``fn`` whose derivative is the expression ``dfdx`` in ``ans`` and ``x``:
+    VJP ``g * f'``, JVP ``t * f'``. The expression is compiled into each rule so that a
+    rule costs one Python call (these run once per traced operation)."""
+    scope = globals()
+    defvjp(fn, eval(f"lambda g, ans, x: g * ({dfdx})", scope))  # noqa: S307 - a fixed expression
+    defjvp(fn, eval(f"lambda t, ans, x: t * ({dfdx})", scope))  # noqa: S307
 
 
 def _bt(t: Any, ans: Any) -> Any:
@@ -203,7 +201,7 @@ defvjp(positive, lambda g, ans, x: g)
 def_linear(positive)
 
 reciprocal = _unary("reciprocal")
-_deriv(reciprocal, lambda ans, x: -(ans * ans))
+_deriv(reciprocal, "-(ans * ans)")
 
 
 # power(x, y) = x ** y.
@@ -318,34 +316,34 @@ _mod_rules(fmod, _fmod_quotient)
 # --- exponentials, logarithms, roots ----------------------------------------
 
 exp = _unary("exp")
-_deriv(exp, lambda ans, x: ans)
+_deriv(exp, "ans")
 
 expm1 = _unary("expm1")
-_deriv(expm1, lambda ans, x: ans + 1)
+_deriv(expm1, "ans + 1")
 
 exp2 = _unary("exp2")
-_deriv(exp2, lambda ans, x: ans * _LN2)
+_deriv(exp2, "ans * _LN2")
 
 log = _unary("log")
-_deriv(log, lambda ans, x: 1 / x)
+_deriv(log, "1 / x")
 
 log1p = _unary("log1p")
-_deriv(log1p, lambda ans, x: 1 / (x + 1))
+_deriv(log1p, "1 / (x + 1)")
 
 log2 = _unary("log2")
-_deriv(log2, lambda ans, x: 1 / (x * _LN2))
+_deriv(log2, "1 / (x * _LN2)")
 
 log10 = _unary("log10")
-_deriv(log10, lambda ans, x: 1 / (x * _LN10))
+_deriv(log10, "1 / (x * _LN10)")
 
 sqrt = _unary("sqrt")
-_deriv(sqrt, lambda ans, x: 0.5 / ans)
+_deriv(sqrt, "0.5 / ans")
 
 cbrt = _unary("cbrt")
-_deriv(cbrt, lambda ans, x: 1 / (3 * (ans * ans)))
+_deriv(cbrt, "1 / (3 * (ans * ans))")
 
 square = _unary("square")
-_deriv(square, lambda ans, x: 2 * x)
+_deriv(square, "2 * x")
 
 
 # logaddexp(x, y) = log(exp(x) + exp(y)); d/dx = exp(x - ans). Where x equals the
@@ -382,41 +380,41 @@ _logaddexp_rules(logaddexp2, -1.0, exp2)
 # --- trigonometric and hyperbolic -------------------------------------------
 
 sin = _unary("sin")
-_deriv(sin, lambda ans, x: fnp.cos(x))
+_deriv(sin, "fnp.cos(x)")
 
 cos = _unary("cos")
-_deriv(cos, lambda ans, x: -fnp.sin(x))
+_deriv(cos, "-fnp.sin(x)")
 
 tan = _unary("tan")
-_deriv(tan, lambda ans, x: 1 + ans * ans)
+_deriv(tan, "1 + ans * ans")
 
 arcsin = _unary("arcsin")
-_deriv(arcsin, lambda ans, x: 1 / fnp.sqrt(1 - x * x))
+_deriv(arcsin, "1 / fnp.sqrt(1 - x * x)")
 
 arccos = _unary("arccos")
-_deriv(arccos, lambda ans, x: -1 / fnp.sqrt(1 - x * x))
+_deriv(arccos, "-1 / fnp.sqrt(1 - x * x)")
 
 arctan = _unary("arctan")
-_deriv(arctan, lambda ans, x: 1 / (1 + x * x))
+_deriv(arctan, "1 / (1 + x * x)")
 
 sinh = _unary("sinh")
-_deriv(sinh, lambda ans, x: fnp.cosh(x))
+_deriv(sinh, "fnp.cosh(x)")
 
 cosh = _unary("cosh")
-_deriv(cosh, lambda ans, x: fnp.sinh(x))
+_deriv(cosh, "fnp.sinh(x)")
 
 tanh = _unary("tanh")
-_deriv(tanh, lambda ans, x: 1 - ans * ans)
+_deriv(tanh, "1 - ans * ans")
 
 arcsinh = _unary("arcsinh")
-_deriv(arcsinh, lambda ans, x: 1 / fnp.sqrt(x * x + 1))
+_deriv(arcsinh, "1 / fnp.sqrt(x * x + 1)")
 
 arccosh = _unary("arccosh")
 # sqrt(x - 1) * sqrt(x + 1) is the principal branch for complex x; equal to sqrt(x^2 - 1) for real x > 1.
-_deriv(arccosh, lambda ans, x: 1 / (fnp.sqrt(x - 1) * fnp.sqrt(x + 1) if is_complex(x) else fnp.sqrt(x * x - 1)))
+_deriv(arccosh, "1 / (fnp.sqrt(x - 1) * fnp.sqrt(x + 1) if is_complex(x) else fnp.sqrt(x * x - 1))")
 
 arctanh = _unary("arctanh")
-_deriv(arctanh, lambda ans, x: 1 / (1 - x * x))
+_deriv(arctanh, "1 / (1 - x * x)")
 
 
 def _arctan2_denominator(x1, x2):
@@ -483,7 +481,7 @@ defbatch(_sinc_derivative, elementwise_rule(_sinc_derivative))
 
 sinc = primitive(backend_function("sinc"), "sinc")
 sinc.__doc__ = "Differentiable ``numpy.sinc`` (normalized: sin(pi x) / (pi x)); exact derivatives at 0 too."
-_deriv(sinc, lambda ans, x: _sinc_derivative(x, 1))
+_deriv(sinc, "_sinc_derivative(x, 1)")
 defbatch(sinc, elementwise_rule(sinc))
 
 deg2rad = _unary("deg2rad")

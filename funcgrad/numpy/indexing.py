@@ -150,6 +150,23 @@ def may_repeat(idx: tuple) -> bool:
 # --------------------------------------------------------------------------
 # backend-neutral scatters (raw, in place)
 
+def _materialized(out: Any, idx: tuple, v: Any) -> Any:
+    """``v`` broadcast, in memory, to the shape of ``out[idx]``.
+
+    NumPy 2.4's ``ufunc.at`` reads broadcast (stride-0) values wrongly — it can
+    add garbage — so the values it gets always have the full indexed shape.
+    """
+    if v is None:
+        return v
+    target = out[idx].shape
+    v = np.asarray(v)
+    if v.shape == target:
+        return v
+    if v.ndim > len(target):  # assignment drops leading unit axes of v
+        v = v.reshape(v.shape[v.ndim - len(target):])
+    return np.ascontiguousarray(np.broadcast_to(v, target))
+
+
 def _scatter_ufunc_at(out: Any, idx: tuple, v: Any, ufunc: str = "add") -> None:
     """``numpy.<ufunc>.at(out, idx, v)`` on ``out``'s own backend (in place).
 
@@ -159,7 +176,7 @@ def _scatter_ufunc_at(out: Any, idx: tuple, v: Any, ufunc: str = "add") -> None:
     """
     xp = namespace_of(out)
     if xp is np:
-        getattr(np, ufunc).at(out, idx, v)
+        getattr(np, ufunc).at(out, idx, _materialized(out, idx, v))
         return
     if getattr(xp, "__name__", "") == "cupy":
         import cupyx  # noqa: PLC0415 - only CuPy users need it
@@ -385,7 +402,7 @@ def _apply_at(x: Any, index: Any, v: Any, fn: Callable, ufunc: str | None) -> An
         if v is None:
             getattr(np, ufunc).at(out, template)
         else:
-            getattr(np, ufunc).at(out, template, v)
+            getattr(np, ufunc).at(out, template, _materialized(out, template, v))
         return out
     if not may_repeat(_fill(template, dyn)):
         cur = _getitem(x, template, *dyn)

@@ -215,7 +215,10 @@ def _scatter_axis_raw(g: Any, idx: np.ndarray, n: int, axis: int) -> Any:
     shp = list(g.shape)
     shp[axis] = n
     out = xp.zeros(tuple(shp), dtype=g.dtype)
-    xp.add.at(out, _axis_index(axis, xp.asarray(idx)), g)
+    where = _axis_index(axis, xp.asarray(idx))
+    if xp is np:  # NumPy 2.4's ufunc.at misreads broadcast values: give it full ones
+        g = np.ascontiguousarray(np.broadcast_to(g, out[where].shape))
+    xp.add.at(out, where, g)
     return out
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -358,7 +358,7 @@ def _as_list(x: Any) -> list:
 
 def _make_seeds(outputs: list, grad_outputs: list, create_graph: bool, is_grads_batched: bool = False) -> list:
     if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs" if not grad_outputs else
+        raise RuntimeError("grad can be implicitly created only for scalar outputs" if not grad_outputs else
                            f"Mismatch in number of gradients: got {len(grad_outputs)} but expected {len(outputs)}")
     roots = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
@@ -457,7 +457,6 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     """
     outs = _as_list(outputs)
     ins = _as_list(inputs)
-    single_input = isinstance(inputs, Tensor)
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and allow_unused is False:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,34 +100,32 @@ def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor
     return Tensor._make(value, requires_grad=builtins.bool(requires_grad), inference=_mode.inference)
 
 
+def _walk_kinds(x: Any, kinds: set) -> None:
+    if isinstance(x, (list, tuple)):
+        for e in x:
+            _walk_kinds(e, kinds)
+    elif isinstance(x, Tensor):
+        kinds.add(("t", x._value.dtype))
+    elif isinstance(x, (builtins.bool, np.bool_)):
+        kinds.add("b")
+    elif isinstance(x, (builtins.int, np.integer)):
+        kinds.add("i")
+    elif isinstance(x, (builtins.float, np.floating)):
+        kinds.add("f")
+    elif isinstance(x, (builtins.complex, np.complexfloating)):
+        kinds.add("c")
+    elif isinstance(x, np.ndarray):
+        kinds.add(("t", x.dtype))
+    else:
+        raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+
+
 def _infer_np_dtype(data: Any) -> np.dtype | None:
     """The dtype PyTorch infers for Python data (None: keep NumPy's)."""
-    if isinstance(data, np.ndarray):
+    if isinstance(data, (np.ndarray, np.generic)):
         return None
-    if isinstance(data, np.generic):
-        return None
-    kinds = set()
-
-    def walk(x: Any) -> None:
-        if isinstance(x, (list, tuple)):
-            for e in x:
-                walk(e)
-        elif isinstance(x, Tensor):
-            kinds.add(("t", x._value.dtype))
-        elif isinstance(x, (builtins.bool, np.bool_)):
-            kinds.add("b")
-        elif isinstance(x, (builtins.int, np.integer)):
-            kinds.add("i")
-        elif isinstance(x, (builtins.float, np.floating)):
-            kinds.add("f")
-        elif isinstance(x, (builtins.complex, np.complexfloating)):
-            kinds.add("c")
-        elif isinstance(x, np.ndarray):
-            kinds.add(("t", x.dtype))
-        else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
-
-    walk(data)
+    kinds: set = set()
+    _walk_kinds(data, kinds)
     tensor_dtypes = [k[1] for k in kinds if isinstance(k, tuple)]
     if tensor_dtypes:
         return np.result_type(*tensor_dtypes)

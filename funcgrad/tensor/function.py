@@ -24,9 +24,9 @@ from typing import Any, Callable
 
 from . import graph as _graph
 from .graph import GraphBox, Node, SavedTensor, edge_of
-from .grad_mode import enable_grad, no_grad, set_grad_enabled
+from .grad_mode import no_grad, set_grad_enabled
 from .grad_mode import state as _mode
-from .tensor import Tensor, _as_tensor
+from .tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction", "NestedIOFunction"]
 
@@ -172,12 +172,7 @@ def _dtype_of(np_dtype: Any) -> Any:
     return dtypes.from_numpy_dtype(np_dtype)
 
 
-class _FunctionMeta(type):
-    def __init__(cls, name: str, bases: tuple, attrs: dict):
-        super().__init__(name, bases, attrs)
-
-
-class Function(metaclass=_FunctionMeta):
+class Function:
     """Base class of custom differentiable operations (PyTorch's ``torch.autograd.Function``).
 
     Subclasses define static ``forward(ctx, *args)`` and ``backward(ctx,
@@ -279,13 +274,6 @@ class Function(metaclass=_FunctionMeta):
                     saved.append(SavedTensor(t))
             ctx._saved = saved
             ctx.to_save = ()
-        else:
-            for o in results:
-                if isinstance(o, Tensor) and o._node is None and not _mode.enabled:
-                    pass
-        for a in args:
-            if isinstance(a, Tensor) and id(a) in ctx._dirty:
-                pass  # its version was bumped by the in-place op in forward
         return tuple(results) if is_tuple else results[0]
 
     @staticmethod

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from .backward import grad as _grad
 from .grad_mode import enable_grad
-from .tensor import Tensor, _as_tensor
+from .tensor import Tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -220,7 +220,7 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
     def jac_fn(*xs: Any) -> Any:
         out = func(*xs)
         if not isinstance(out, Tensor):
-            raise TypeError(f"The Tensor returned by the function given to hessian should contain a single element")
+            raise TypeError("The function given to hessian should return a Tensor with a single element")
         if out.numel() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
         g = jacobian(func, xs, create_graph=True, strict=strict)

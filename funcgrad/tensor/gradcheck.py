@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .backward import grad as _grad
-from .grad_mode import enable_grad, no_grad
+from .grad_mode import enable_grad
 from .tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -137,7 +137,6 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
         ft.autograd.gradgradcheck(lambda t: t.tanh(), (x,))
     """
     ins = _as_tuple(inputs)
-    diff = [t for t in ins if isinstance(t, Tensor) and t.requires_grad]
     if grad_outputs is None:
         with enable_grad():
             outs = _diff_outputs(func(*ins))

@@ -680,7 +680,11 @@ def _needs(names: str, spec: dict) -> None:
 _NONE = {0: ((), False), 1: ((), False), 2: ((), False)}
 # Verified against the rules by tests/tensor/test_saved.py (every entry, first and second order).
 _needs("add subtract negative positive sum reshape broadcast_to expand_dims squeeze transpose swapaxes "
-       "moveaxis conjugate copy astype getitem cumsum flip real imag", _NONE)
+       "moveaxis conjugate copy astype cumsum flip real imag", _NONE)
+# indexing: the index's dynamic (array) parts follow the fixed arguments; rules read them
+_DYN = tuple(range(2, 40))
+_needs("getitem", {0: (_DYN, False)})
+_needs("index_set", {0: (_DYN[1:], False), 2: (_DYN[1:], False)})
 _needs("where", {1: ((0,), False), 2: ((0,), False)})  # the condition (which may be a recorded box)
 _needs("multiply matmul dot", {0: ((1,), False), 1: ((0,), False)})
 _needs("divide", {0: ((1,), False), 1: ((1,), True)})

@@ -13,11 +13,8 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..backend import namespace_of
 from . import dtypes as _dt
-from .tensor import (
-    MaxMin, Tensor, _as_operand, _as_tensor, _cast, _promote, _raw, _rename, _seq_mark, _wrap_dim,
-)
+from .tensor import Tensor, _as_tensor, _cast, _promote, _raw, _rename, _seq_mark, _wrap_dim
 
 _METHODS = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
@@ -38,7 +35,7 @@ _METHODS = [
 
 __all__ = list(_METHODS) + [
     "cat", "concat", "concatenate", "stack", "hstack", "vstack", "where", "einsum", "real", "imag", "is_tensor",
-    "broadcast_tensors", "meshgrid", "cdist", "tensordot", "numel", "view_as_real", "atleast_1d", "result_type",
+    "broadcast_tensors", "meshgrid", "cdist", "tensordot", "view_as_real", "atleast_1d", "result_type",
     "can_cast", "promote_types", "is_nonzero", "cross",
 ]
 

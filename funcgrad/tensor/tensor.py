@@ -11,10 +11,9 @@ from __future__ import annotations
 import builtins
 import collections
 import copy as _copy
-import numbers
 import threading
 import warnings
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -24,10 +23,7 @@ from ..backend import namespace_of
 from ..core import Box
 from . import dtypes as _dt
 from . import graph as _graph
-from .graph import (
-    AccumulateGrad, GraphBox, NumpyBox, PrimNode, RemovableHandle, _add_hook, apply_inplace, edge_of,
-    get_accumulator,
-)
+from .graph import GraphBox, PrimNode, RemovableHandle, _add_hook, apply_inplace
 from .grad_mode import state as _mode
 
 __all__ = ["Tensor", "Size", "device", "is_tensor"]
@@ -455,7 +451,7 @@ class Tensor(GraphBox):
 
     def __bool__(self) -> bool:
         if self._value.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return _pybool(self.item())
 
     def __len__(self) -> int:
@@ -1169,12 +1165,12 @@ class Tensor(GraphBox):
 
     def mm(self, mat2: "Tensor") -> "Tensor":
         if self.dim() != 2 or _as_tensor(mat2).dim() != 2:
-            raise RuntimeError(f"self must be a matrix" if self.dim() != 2 else "mat2 must be a matrix")
+            raise RuntimeError("self must be a matrix" if self.dim() != 2 else "mat2 must be a matrix")
         return self.matmul(mat2)
 
     def bmm(self, mat2: "Tensor") -> "Tensor":
         if self.dim() != 3 or _as_tensor(mat2).dim() != 3:
-            raise RuntimeError(f"batch1 must be a 3D tensor" if self.dim() != 3 else "batch2 must be a 3D tensor")
+            raise RuntimeError("batch1 must be a 3D tensor" if self.dim() != 3 else "batch2 must be a 3D tensor")
         return self.matmul(mat2)
 
     def mv(self, vec: "Tensor") -> "Tensor":
@@ -1184,6 +1180,31 @@ class Tensor(GraphBox):
         if self.dim() != 1 or _as_tensor(other).dim() != 1:
             raise RuntimeError(f"1D tensors expected, but got {self.dim()}D and {_as_tensor(other).dim()}D tensors")
         return self.matmul(other)
+
+    def inverse(self) -> "Tensor":
+        from . import linalg
+
+        return linalg.inv(self)
+
+    def det(self) -> "Tensor":
+        from . import linalg
+
+        return linalg.det(self)
+
+    def logdet(self) -> "Tensor":
+        from . import linalg
+
+        from .ops import where
+
+        sign, logabs = linalg.slogdet(self)
+        if self.is_complex():
+            return logabs + sign.log()
+        return where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs))
+
+    def cholesky(self, upper: bool = False) -> "Tensor":
+        from . import linalg
+
+        return linalg.cholesky(self, upper=upper)
 
     def outer(self, vec2: "Tensor") -> "Tensor":
         return self.unsqueeze(1) * _as_tensor(vec2).unsqueeze(0)
@@ -1429,8 +1450,7 @@ class Tensor(GraphBox):
 
     def diag(self, diagonal: int = 0) -> "Tensor":
         if self.dim() == 1:
-            n = self.shape[0] + builtins.abs(diagonal)
-            return fnp.diag(self, diagonal) if hasattr(fnp, "diag") else None
+            return _as_tensor(fnp.diag(self, diagonal))
         return self.diagonal(diagonal)
 
     def trace(self) -> "Tensor":
@@ -1829,7 +1849,6 @@ def _zero_like_scalar(t: Tensor) -> Any:
 def _binary(fn: Callable, a: Any, b: Any, true_div: bool = False) -> Tensor:
     a, b = _promote(a, b)
     if true_div:
-        a_t = a if isinstance(a, Tensor) else None
         kind = (a.dtype if isinstance(a, Tensor) else b.dtype).np.kind
         if kind in "biu":
             d = _dt.get_default_dtype()

@@ -195,6 +195,8 @@ GRADCHECK_CASES = {
                         + ft.where(a > b, a, b).sum() + a.clamp(-0.5, 0.5).sum() + a.masked_fill(a > 0, 1.0).sum(),
                         [(3,), (3,)]),
     "cumsum": (lambda a: (a.cumsum(0) ** 2).sum() + a.flip(0)[0], [(4,)]),
+    "linalg": (lambda a: ft.linalg.det(a) + ft.linalg.inv(a).sum() + (a @ a.mT + ft.eye(3, dtype=ft.float64)).logdet() + ft.linalg.solve(a, a[0]).sum()
+               + ft.linalg.slogdet(a).logabsdet, [(3, 3)]),
 }
 
 

@@ -178,3 +178,31 @@ def test_tensors_inside_functional_transforms_are_constants():
     g = fg.grad(lambda a: fnp.sum(a * 3.0))(np.ones(2))
     np.testing.assert_allclose(g, [3.0, 3.0])
     assert isinstance(fnp.sin(w), ft.Tensor)  # funcgrad.numpy functions accept tensors
+
+
+def test_functional_transforms_over_tensors():
+    import funcgrad as fg
+    import funcgrad.numpy as fnp
+
+    x = ft.tensor([1.0, 2.0], dtype=ft.float64)
+    g = fg.grad(lambda t: fnp.sum(fnp.sin(t) * t))(x)  # a function of tensors, differentiated by fg.grad
+    np.testing.assert_allclose(np.asarray(g), np.cos([1.0, 2.0]) * [1.0, 2.0] + np.sin([1.0, 2.0]))
+    w = ft.tensor([3.0, 4.0], requires_grad=True)
+    gw = fg.grad(lambda a: fnp.sum(a * w))(np.ones(2))  # a tensor inside: a constant of the transform
+    np.testing.assert_allclose(gw.detach().numpy(), [3.0, 4.0])
+    gw.sum().backward()  # ... and the result is recorded on the tensor graph
+    assert w.grad.tolist() == [1.0, 1.0]
+
+
+def test_setitem_with_grad_into_plain_buffer():
+    w = ft.tensor([2.0, 3.0], requires_grad=True)
+    buf = ft.zeros(4)
+    buf[1:3] = w * 2
+    buf[0] = w[0]
+    assert buf.requires_grad and buf.tolist() == [2.0, 4.0, 6.0, 0.0]
+    (buf * ft.tensor([1.0, 10.0, 100.0, 1000.0])).sum().backward()
+    assert w.grad.tolist() == [21.0, 200.0]
+    m = w * 1
+    m[m > 2.5] = 0.0
+    m.sum().backward()
+    assert w.grad.tolist() == [22.0, 200.0]

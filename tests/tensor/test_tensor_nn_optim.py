@@ -3,7 +3,6 @@
 import os
 import pickle
 import runpy
-import sys
 
 import numpy as np
 import pytest

@@ -1,7 +1,6 @@
 """autograd.functional, gradcheck/gradgradcheck, anomaly detection, profiler, Variable."""
 
 import threading
-import warnings
 
 import numpy as np
 import pytest

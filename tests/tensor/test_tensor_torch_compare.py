@@ -17,7 +17,10 @@ import pytest
 
 import funcgrad.tensor as ft
 
-HAVE_TORCH = importlib.util.find_spec("torch") is not None
+try:
+    HAVE_TORCH = importlib.util.find_spec("torch") is not None
+except (ImportError, ValueError):  # e.g. torch blocked in sys.modules
+    HAVE_TORCH = False
 SCRIPTS = {}
 
 

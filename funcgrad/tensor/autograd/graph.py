@@ -5,4 +5,5 @@ from ..graph import (  # noqa: F401
     saved_tensors_hooks,
 )
 
-__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "get_gradient_edge"]
+__all__ = ["Node", "SavedTensor", "RemovableHandle", "saved_tensors_hooks", "save_on_cpu",
+           "disable_saved_tensors_hooks", "get_gradient_edge"]

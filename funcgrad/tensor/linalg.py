@@ -1,0 +1,104 @@
+"""``ft.linalg``: PyTorch's ``torch.linalg`` names over ``funcgrad.numpy.linalg`` (differentiable).
+
+Example::
+
+    A = ft.randn(3, 3, dtype=ft.float64, requires_grad=True)
+    ft.linalg.det(A).backward()          # A.grad = det(A) * inv(A).T
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import funcgrad.numpy as fnp
+
+from .tensor import Tensor, _as_tensor, _float, _rename, _seq_mark
+
+__all__ = ["inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "norm",
+           "vector_norm", "matrix_norm", "pinv", "matrix_power"]
+
+_SlogDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+_Eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+_SVD = collections.namedtuple("svd", ["U", "S", "Vh"])
+_QR = collections.namedtuple("qr", ["Q", "R"])
+
+
+def _t(x: Any) -> Tensor:
+    return _float(_as_tensor(x))
+
+
+def _named(out: Any, name: str, mark: int) -> Tensor:
+    return _rename(_as_tensor(out), name, mark)
+
+
+def inv(A: Tensor) -> Tensor:
+    mark = _seq_mark()
+    return _named(fnp.linalg.inv(_t(A)), "LinalgInvExBackward0", mark)
+
+
+def det(A: Tensor) -> Tensor:
+    mark = _seq_mark()
+    return _named(fnp.linalg.det(_t(A)), "LinalgDetBackward0", mark)
+
+
+def slogdet(A: Tensor) -> Any:
+    sign, logabs = fnp.linalg.slogdet(_t(A))
+    return _SlogDet(_as_tensor(sign), _as_tensor(logabs))
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    if not left:
+        return solve(_t(A).mT, _t(B).mT).mT
+    return _as_tensor(fnp.linalg.solve(_t(A), _t(B)))
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    L = _as_tensor(fnp.linalg.cholesky(_t(A)))
+    return L.mH if upper else L
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> Any:
+    w, v = fnp.linalg.eigh(_t(A), UPLO=UPLO)
+    return _Eigh(_as_tensor(w), _as_tensor(v))
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    return _as_tensor(fnp.linalg.eigvalsh(_t(A), UPLO=UPLO))
+
+
+def svd(A: Tensor, full_matrices: bool = True) -> Any:
+    u, s, vh = fnp.linalg.svd(_t(A), full_matrices=full_matrices)
+    return _SVD(_as_tensor(u), _as_tensor(s), _as_tensor(vh))
+
+
+def svdvals(A: Tensor) -> Tensor:
+    return _as_tensor(fnp.linalg.svd(_t(A), compute_uv=False))
+
+
+def qr(A: Tensor, mode: str = "reduced") -> Any:
+    q, r = fnp.linalg.qr(_t(A), mode=mode)
+    return _QR(_as_tensor(q), _as_tensor(r))
+
+
+def pinv(A: Tensor) -> Tensor:
+    return _as_tensor(fnp.linalg.pinv(_t(A)))
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    return _as_tensor(fnp.linalg.matrix_power(_t(A), n))
+
+
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    return _t(x).norm(p=ord, dim=dim, keepdim=keepdim)
+
+
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False) -> Tensor:  # noqa: A002
+    return _as_tensor(fnp.linalg.norm(_t(A), ord=ord, axis=dim, keepdims=keepdim))
+
+
+def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    A = _t(A)
+    if ord is None and (dim is None or isinstance(dim, int)):
+        return A.norm(dim=dim, keepdim=keepdim)
+    return _as_tensor(fnp.linalg.norm(A, ord=ord, axis=dim, keepdims=keepdim))
