@@ -45,6 +45,8 @@ def test_example_runs(path):
         "cnn_digits.py": _check_cnn,
         "newton_optimization.py": _check_newton,
         "hamiltonian.py": _check_hamiltonian,
+        "pytorch_style_training.py": _check_torch_style,
+        "quickstart.py": _check_quickstart,
     }
     check = checks.get(path.name)
     if check is not None:
@@ -60,6 +62,14 @@ def _final_accuracy(out: str) -> float:
 def _check_digits_mlp(out: str) -> None:
     assert _final_accuracy(out) >= 0.95, out
     assert "identical: True" in out  # the checkpoint round trip
+
+
+def _check_torch_style(out: str) -> None:
+    assert _final_accuracy(out) >= 0.93 and "identical: True" in out, out
+
+
+def _check_quickstart(out: str) -> None:
+    assert "Hessian is symmetric: True" in out and "matches the full Hessian: True" in out, out
 
 
 def _check_cnn(out: str) -> None:
