@@ -47,6 +47,7 @@ def test_example_runs(path):
         "hamiltonian.py": _check_hamiltonian,
         "pytorch_style_training.py": _check_torch_style,
         "quickstart.py": _check_quickstart,
+        "per_example_grads.py": _check_per_example,
     }
     check = checks.get(path.name)
     if check is not None:
@@ -66,6 +67,10 @@ def _check_digits_mlp(out: str) -> None:
 
 def _check_torch_style(out: str) -> None:
     assert _final_accuracy(out) >= 0.93 and "identical: True" in out, out
+
+
+def _check_per_example(out: str) -> None:
+    assert "vmap equals the Python loop" in out and _final_accuracy(out) >= 0.9, out
 
 
 def _check_quickstart(out: str) -> None:
