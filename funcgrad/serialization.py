@@ -78,7 +78,7 @@ def _to_host(path: str, x: Any) -> np.ndarray:
     return arr
 
 
-def save(path: str | os.PathLike, tree: Any) -> None:
+def save(path: str | os.PathLike[str], tree: Any) -> None:
     """Write the pytree ``tree`` of arrays to ``path`` atomically (an ``.npz`` file).
 
     Leaves must be arrays (NumPy, CuPy: copied to the host) or Python numbers;
@@ -176,7 +176,7 @@ def _read_array(data: bytes, name: str, path: str) -> np.ndarray:
     return arr
 
 
-def _read(path: str) -> tuple[dict, list[np.ndarray]]:
+def _read(path: str) -> tuple[dict[str, Any], list[np.ndarray]]:
     try:
         zf = zipfile.ZipFile(path, "r")
     except FileNotFoundError:
@@ -242,7 +242,7 @@ def _like_dtype(x: Any) -> np.dtype:
     return np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
 
 
-def load(path: str | os.PathLike, like: Any = None) -> Any:
+def load(path: str | os.PathLike[str], like: Any = None) -> Any:
     """Read a checkpoint written by :func:`save`; never executes code from the file.
 
     With ``like`` (a pytree of the expected structure, e.g. a freshly built

@@ -33,7 +33,9 @@ def _dtype(x: Any) -> np.dtype:
     return np.dtype(d) if d is not None else np.result_type(x)
 
 
-def _tolerances(leaves: list, eps: float | None, atol: float | None, rtol: float | None):
+def _tolerances(
+    leaves: list[Any], eps: float | None, atol: float | None, rtol: float | None
+) -> tuple[float, float, float]:
     # The least precise input dtype sets the defaults.
     worst = max((_DEFAULTS.get(_dtype(x), _DEFAULTS[np.dtype(np.float64)]) for x in leaves), default=_DEFAULTS[np.dtype(np.float64)])
     return (eps if eps is not None else worst[0], atol if atol is not None else worst[1],
@@ -64,7 +66,7 @@ def _real_pairing(xs: Any, ys: Any) -> float:
     return total
 
 
-def _numerical_jvp(f: Callable, args: tuple, tangents: tuple, eps: float) -> Any:
+def _numerical_jvp(f: Callable[..., Any], args: tuple[Any, ...], tangents: tuple[Any, ...], eps: float) -> Any:
     plus = f(*_axpy(eps, args, tangents))
     minus = f(*_axpy(-eps, args, tangents))
     return tree_util.tree_map(
@@ -96,7 +98,7 @@ def _check_dtypes(derivs: Any, likes: Any, what: str) -> None:
             )
 
 
-def check_jvp(f: Callable, args: tuple, *, eps: float, atol: float, rtol: float, rng: np.random.Generator) -> None:
+def check_jvp(f: Callable[..., Any], args: tuple[Any, ...], *, eps: float, atol: float, rtol: float, rng: np.random.Generator) -> None:
     """Forward mode against central differences along a random direction."""
     tangents = tree_util.tree_map(lambda x: _random_like(rng, x), args)
     out, t_out = jvp(f, args, tangents)
@@ -104,7 +106,7 @@ def check_jvp(f: Callable, args: tuple, *, eps: float, atol: float, rtol: float,
     _assert_close(t_out, _numerical_jvp(f, args, tangents, eps), atol, rtol, f"jvp of {_name(f)}")
 
 
-def check_vjp(f: Callable, args: tuple, *, eps: float, atol: float, rtol: float, rng: np.random.Generator) -> None:
+def check_vjp(f: Callable[..., Any], args: tuple[Any, ...], *, eps: float, atol: float, rtol: float, rng: np.random.Generator) -> None:
     """Reverse mode: <vjp(u), v> must equal <u, J v> with J v from central differences."""
     out, f_vjp = vjp(f, *args)
     u = tree_util.tree_map(lambda y: _random_like(rng, y), out)
@@ -120,12 +122,12 @@ def check_vjp(f: Callable, args: tuple, *, eps: float, atol: float, rtol: float,
         )
 
 
-def _name(f: Callable) -> str:
+def _name(f: Callable[..., Any]) -> str:
     return getattr(f, "__name__", repr(f))
 
 
 def check_grads(
-    f: Callable,
+    f: Callable[..., Any],
     args: Sequence[Any],
     order: int = 2,
     modes: Sequence[str] = ("fwd", "rev"),
@@ -156,7 +158,10 @@ def check_grads(
     _check_grads(f, tuple(args), order, tuple(modes), e, a, r, rng)
 
 
-def _check_grads(f, args, order, modes, eps, atol, rtol, rng) -> None:
+def _check_grads(
+    f: Callable[..., Any], args: tuple[Any, ...], order: int, modes: tuple[str, ...], eps: float, atol: float,
+    rtol: float, rng: np.random.Generator,
+) -> None:
     if order < 1:
         return
     if "fwd" in modes:
@@ -164,7 +169,7 @@ def _check_grads(f, args, order, modes, eps, atol, rtol, rng) -> None:
         if order > 1:
             v = tree_util.tree_map(lambda x: _random_like(rng, x), args)
 
-            def jvp_of_f(*xs_and_v):
+            def jvp_of_f(*xs_and_v: Any) -> Any:
                 xs, vs = xs_and_v[: len(args)], xs_and_v[len(args):]
                 return jvp(f, xs, vs)[1]
 
@@ -176,7 +181,7 @@ def _check_grads(f, args, order, modes, eps, atol, rtol, rng) -> None:
             out = f(*args)
             u = tree_util.tree_map(lambda y: _random_like(rng, y), out)
 
-            def vjp_of_f(*xs_and_u):
+            def vjp_of_f(*xs_and_u: Any) -> Any:
                 xs, ct = xs_and_u[: len(args)], xs_and_u[len(args)]
                 return vjp(f, *xs)[1](ct)
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import OrderedDict, defaultdict
-from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Sequence, TypeVar, overload
 
 __all__ = [
     "PyTreeDef",
@@ -186,7 +186,7 @@ class _NodeKind:
         self,
         type_: type,
         flatten: Callable[[Any], tuple[Iterable[Any], Any]],
-        unflatten: Callable[[Any, list], Any],
+        unflatten: Callable[[Any, list[Any]], Any],
         flatten_with_keys: Callable[[Any], tuple[Iterable[tuple[Any, Any]], Any]] | None,
         describe: Callable[[Any, int], str],
         fmt: Callable[[Any, list[str]], str],
@@ -211,7 +211,7 @@ class _NodeKind:
     def __copy__(self) -> _NodeKind:
         return self
 
-    def __deepcopy__(self, memo: dict) -> _NodeKind:
+    def __deepcopy__(self, memo: dict[int, Any]) -> _NodeKind:
         return self
 
 
@@ -221,7 +221,7 @@ _registry: dict[type, _NodeKind] = {}
 _registry_get = _registry.get
 
 
-def _sorted_keys(d: dict) -> tuple:
+def _sorted_keys(d: Iterable[Any]) -> tuple[Any, ...]:
     try:
         return tuple(sorted(d))
     except TypeError:
@@ -247,17 +247,17 @@ def _factory_name(factory: Any) -> str:
     return getattr(factory, "__name__", None) or repr(factory)
 
 
-def _flatten_dict(x: dict) -> tuple[list, tuple]:
+def _flatten_dict(x: dict[Any, Any]) -> tuple[list[Any], tuple[Any, ...]]:
     keys = _sorted_keys(x)
     return [x[k] for k in keys], keys
 
 
-def _flatten_defaultdict(x: defaultdict) -> tuple[list, tuple]:
+def _flatten_defaultdict(x: defaultdict[Any, Any]) -> tuple[list[Any], tuple[Any, ...]]:
     keys = _sorted_keys(x)
     return [x[k] for k in keys], (x.default_factory, keys)
 
 
-def _unflatten_defaultdict(aux: tuple, children: list) -> defaultdict:
+def _unflatten_defaultdict(aux: tuple[Any, ...], children: list[Any]) -> defaultdict[Any, Any]:
     factory, keys = aux
     return defaultdict(factory, zip(keys, children))
 
@@ -354,7 +354,7 @@ def _check_unregistered(cls: type) -> None:
 def _custom_kind(
     cls: type,
     flatten: Callable[[Any], tuple[Iterable[Any], Any]],
-    unflatten: Callable[[Any, list], Any],
+    unflatten: Callable[[Any, list[Any]], Any],
     flatten_with_keys: Callable[[Any], tuple[Iterable[tuple[Any, Any]], Any]] | None,
 ) -> _NodeKind:
     name = cls.__name__
@@ -371,7 +371,7 @@ def _custom_kind(
 def register_pytree_node(
     nodetype: type[T],
     flatten_func: Callable[[T], tuple[Iterable[Any], Any]],
-    unflatten_func: Callable[[Any, Iterable[Any]], T],
+    unflatten_func: Callable[[Any, list[Any]], T],
     flatten_with_keys_func: Callable[[T], tuple[Iterable[tuple[KeyEntry, Any]], Any]] | None = None,
 ) -> None:
     """Make ``nodetype`` a pytree container.
@@ -395,7 +395,7 @@ def register_pytree_node(
 def register_pytree_with_keys(
     nodetype: type[T],
     flatten_with_keys: Callable[[T], tuple[Iterable[tuple[KeyEntry, Any]], Any]],
-    unflatten_func: Callable[[Any, Iterable[Any]], T],
+    unflatten_func: Callable[[Any, list[Any]], T],
     flatten_func: Callable[[T], tuple[Iterable[Any], Any]] | None = None,
 ) -> None:
     """Make ``nodetype`` a pytree container whose children have named key paths.
@@ -412,7 +412,7 @@ def register_pytree_with_keys(
     """
     if flatten_func is None:
 
-        def flatten_func(x: T) -> tuple[list, Any]:
+        def flatten_func(x: T) -> tuple[list[Any], Any]:
             keyed, aux = flatten_with_keys(x)
             return [c for _, c in keyed], aux
 
@@ -445,6 +445,18 @@ def register_pytree_node_class(cls: C) -> C:
         with_keys,
     )
     return cls
+
+
+@overload
+def register_dataclass(
+    nodetype: C, data_fields: Sequence[str] | None = None, meta_fields: Sequence[str] | None = None
+) -> C: ...
+
+
+@overload
+def register_dataclass(
+    nodetype: None = None, data_fields: Sequence[str] | None = None, meta_fields: Sequence[str] | None = None
+) -> Callable[[C], C]: ...
 
 
 def register_dataclass(
@@ -513,14 +525,14 @@ def register_dataclass(
     new = object.__new__
     setattr_ = object.__setattr__
 
-    def flatten(x: Any) -> tuple[list, tuple]:
+    def flatten(x: Any) -> tuple[list[Any], tuple[Any, ...]]:
         return [getattr(x, n) for n in data_t], tuple(getattr(x, n) for n in meta_t)
 
-    def flatten_with_keys(x: Any) -> tuple[list, tuple]:
+    def flatten_with_keys(x: Any) -> tuple[list[Any], tuple[Any, ...]]:
         return [(k, getattr(x, n)) for k, n in zip(keys, data_t)], tuple(getattr(x, n) for n in meta_t)
 
-    def unflatten(aux: tuple, children: list) -> Any:
-        obj = new(cls)
+    def unflatten(aux: tuple[Any, ...], children: list[Any]) -> Any:
+        obj: Any = new(cls)
         for n, v in zip(meta_t, aux):
             setattr_(obj, n, v)
         for n, v in zip(data_t, children):
@@ -529,11 +541,11 @@ def register_dataclass(
 
     name = cls.__name__
 
-    def describe(aux: tuple, n: int) -> str:
+    def describe(aux: tuple[Any, ...], n: int) -> str:
         static = ", ".join(f"{k}={v!r}" for k, v in zip(meta_t, aux))
         return f"a {name} dataclass" + (f" with static fields ({static})" if static else "")
 
-    def fmt(aux: tuple, ch: list[str]) -> str:
+    def fmt(aux: tuple[Any, ...], ch: list[str]) -> str:
         parts = ", ".join(f"{k}={c}" for k, c in zip(data_t, ch))
         static = ", ".join(f"{k}={v!r}" for k, v in zip(meta_t, aux))
         return f"{name}({parts}; {static})" if static else f"{name}({parts})"
@@ -554,7 +566,7 @@ class _Leaf:
     def __copy__(self) -> _Leaf:
         return self
 
-    def __deepcopy__(self, memo: dict) -> _Leaf:
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Leaf:
         return self
 
 
@@ -569,11 +581,11 @@ class TreeStructureError(ValueError):
     ``expected`` and ``got`` describe the two sides in words ("a tuple of length 2").
     """
 
-    def __init__(self, prefix: str, path: KeyPath, expected: str, got: str, note: str = "") -> None:
-        self.path = tuple(path)
+    def __init__(self, prefix: str, path: Iterable[KeyEntry], expected: str, got: str, note: str = "") -> None:
+        self.path: KeyPath = tuple(path)
         self.expected = expected
         self.got = got
-        msg = f"{prefix}: structures differ at {_where(path)}: expected {expected}, got {got}"
+        msg = f"{prefix}: structures differ at {_where(self.path)}: expected {expected}, got {got}"
         super().__init__(msg + note)
 
 
@@ -604,14 +616,14 @@ class PyTreeDef:
         """
         if type(leaves) is not list and type(leaves) is not tuple:
             leaves = list(leaves)
-        if len(leaves) != self.num_leaves:  # type: ignore[arg-type]
+        if len(leaves) != self.num_leaves:
             raise ValueError(
                 f"unflatten: the structure {self!r} has {self.num_leaves} leaves, "
-                f"but {len(leaves)} were given"  # type: ignore[arg-type]
+                f"but {len(leaves)} were given"
             )
         node = self._node
         if node is _LEAF:
-            return leaves[0]  # type: ignore[index]
+            return leaves[0]
         return _build(node, iter(leaves))
 
     def flatten_up_to(self, tree: PyTree) -> list[PyTree]:
@@ -679,13 +691,14 @@ class PyTreeDef:
     def __copy__(self) -> PyTreeDef:
         return self
 
-    def __deepcopy__(self, memo: dict) -> PyTreeDef:
+    def __deepcopy__(self, memo: dict[int, Any]) -> PyTreeDef:
         return self
 
 
 def _fmt(node: Any) -> str:
     if node is _LEAF:
         return "*"
+    kind: _NodeKind
     kind, aux, children = node
     return kind.fmt(aux, [_fmt(c) for c in children])
 
@@ -705,7 +718,7 @@ def _count_nodes(node: Any) -> int:
 # --------------------------------------------------------------------------- flatten / unflatten
 
 
-def _flatten(x: Any, leaves: list, is_leaf: IsLeafFn | None) -> Any:
+def _flatten(x: Any, leaves: list[Any], is_leaf: IsLeafFn | None) -> Any:
     """Append the leaves of ``x`` to ``leaves`` and return its structure node."""
     if is_leaf is not None and is_leaf(x):
         leaves.append(x)
@@ -721,7 +734,7 @@ def _flatten(x: Any, leaves: list, is_leaf: IsLeafFn | None) -> Any:
         children, aux = x, None
     else:
         children, aux = kind.flatten(x)
-    nodes = []
+    nodes: list[Any] = []
     append = nodes.append
     for c in children:
         # Inline the common case (a plain leaf, no is_leaf) to skip a call per leaf.
@@ -751,7 +764,7 @@ def tree_flatten(tree: PyTree, is_leaf: IsLeafFn | None = None) -> tuple[list[Le
     >>> tree_flatten([None, 1], is_leaf=lambda x: x is None)[0]
     [None, 1]
     """
-    leaves: list = []
+    leaves: list[Any] = []
     node = _flatten(tree, leaves, is_leaf)
     return leaves, PyTreeDef(node, len(leaves))
 
@@ -772,7 +785,7 @@ def tree_leaves(tree: PyTree, is_leaf: IsLeafFn | None = None) -> list[Leaf]:
     >>> tree_leaves({'b': [1, 2], 'a': 3})
     [3, 1, 2]
     """
-    leaves: list = []
+    leaves: list[Any] = []
     _flatten(tree, leaves, is_leaf)
     return leaves
 
@@ -789,7 +802,7 @@ def tree_structure(tree: PyTree, is_leaf: IsLeafFn | None = None) -> PyTreeDef:
 # --------------------------------------------------------------------------- key paths
 
 
-def _flatten_with_path(x: Any, path: KeyPath, out: list, is_leaf: IsLeafFn | None) -> Any:
+def _flatten_with_path(x: Any, path: KeyPath, out: list[Any], is_leaf: IsLeafFn | None) -> Any:
     if is_leaf is not None and is_leaf(x):
         out.append((path, x))
         return _LEAF
@@ -811,7 +824,7 @@ def tree_flatten_with_path(
     >>> [(keystr(p), x) for p, x in pairs]
     [("['w'][0]", 1), ("['w'][1]", 2)]
     """
-    out: list = []
+    out: list[Any] = []
     node = _flatten_with_path(tree, (), out, is_leaf)
     return out, PyTreeDef(node, len(out))
 
@@ -828,7 +841,7 @@ def tree_leaves_with_path(tree: PyTree, is_leaf: IsLeafFn | None = None) -> list
 # --------------------------------------------------------------------------- mismatches
 
 
-def _first_difference(a: Any, b: Any, is_leaf: IsLeafFn | None, path: list) -> tuple[list, str, str] | None:
+def _first_difference(a: Any, b: Any, is_leaf: IsLeafFn | None, path: list[Any]) -> tuple[list[Any], str, str] | None:
     """Walk two trees side by side; return (path, expected, got) at the first difference."""
     a_leaf = (is_leaf is not None and is_leaf(a)) or _kind_of(a) is None
     b_leaf = (is_leaf is not None and is_leaf(b)) or _kind_of(b) is None
@@ -859,7 +872,7 @@ def _first_difference(a: Any, b: Any, is_leaf: IsLeafFn | None, path: list) -> t
     return None
 
 
-def _flatten_up_to(node: Any, x: Any, out: list, path: list) -> None:
+def _flatten_up_to(node: Any, x: Any, out: list[Any], path: list[Any]) -> None:
     if node is _LEAF:
         out.append(x)
         return
@@ -969,8 +982,10 @@ def tree_reduce(
     if initializer is _NO_INITIALIZER:
         if not leaves:
             raise TypeError("tree_reduce of a tree with no leaves needs an initializer")
-        return functools.reduce(function, leaves)
-    return functools.reduce(function, leaves, initializer)
+        result: T = functools.reduce(function, leaves)
+        return result
+    result = functools.reduce(function, leaves, initializer)
+    return result
 
 
 def tree_all(tree: PyTree, *, is_leaf: IsLeafFn | None = None) -> bool:

@@ -218,7 +218,7 @@ class _RecordingTrace(ReverseTrace):
         super().__init__(name)
         self.nodes: list[VJPNode] = []
 
-    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+    def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         out = super().process(prim, args, kwargs, argnums)
         if isinstance(out, VJPBox):
             self.nodes.append(out._node)
@@ -227,7 +227,7 @@ class _RecordingTrace(ReverseTrace):
         return out
 
 
-def make_graph(fun: Callable, argnums: int | Sequence[int] | None = None) -> Callable[..., Graph]:
+def make_graph(fun: Callable[..., Any], argnums: int | Sequence[int] | None = None) -> Callable[..., Graph]:
     """A function that runs ``fun`` once and returns the :class:`Graph` it recorded.
 
     ``make_graph(fun)(*args, **kwargs)`` traces ``fun`` in reverse mode as
@@ -283,7 +283,7 @@ def make_graph(fun: Callable, argnums: int | Sequence[int] | None = None) -> Cal
     return graph_of
 
 
-def _build(name: str, trace: _RecordingTrace, inputs: list, outputs: list, known: dict[int, str]) -> Graph:
+def _build(name: str, trace: _RecordingTrace, inputs: list[Any], outputs: list[Any], known: dict[int, str]) -> Graph:
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []
     ids: dict[VJPNode, str] = {}
@@ -299,6 +299,7 @@ def _build(name: str, trace: _RecordingTrace, inputs: list, outputs: list, known
     for k, node in enumerate(trace.nodes):
         pid = ids[node] = f"p{k}"
         prim = node.prim
+        assert prim is not None  # the trace records primitive calls only
         ans = node.ans
         results = ans if prim.multiple_results else (ans,)
         pnames = _param_names(prim, len(node.args))
@@ -341,15 +342,15 @@ def _build(name: str, trace: _RecordingTrace, inputs: list, outputs: list, known
 
     for k, (path, leaf) in enumerate(outputs):
         oid = f"out{k}"
-        traced = isinstance(leaf, VJPBox) and leaf._trace is trace
-        nodes.append(GraphNode(oid, "output", path, (_shape(leaf),), (_dtype_str(leaf),), used=traced))
-        if traced:
+        is_traced = isinstance(leaf, VJPBox) and leaf._trace is trace
+        nodes.append(GraphNode(oid, "output", path, (_shape(leaf),), (_dtype_str(leaf),), used=is_traced))
+        if is_traced:
             src, out_index = _source(leaf._node, ids)
             edges.append(GraphEdge(src, oid, None, out_index))
     return Graph(name, nodes, edges, sum(saved_ids.values()))
 
 
-def _source(node: VJPNode, ids: dict) -> tuple[str, int | None]:
+def _source(node: VJPNode, ids: dict[VJPNode, str]) -> tuple[str, int | None]:
     """The graph node a tape node's value comes from (one result of a multi-result call)."""
     if node.prim is None and node.out_index is not None:
         return ids[node.parents[0]], node.out_index
@@ -370,7 +371,7 @@ def _argnums(argnums: int | Sequence[int] | None, nargs: int) -> tuple[int, ...]
     return tuple(sorted({n % nargs for n in nums}))
 
 
-def _arg_names(fun: Callable, nargs: int) -> list[str]:
+def _arg_names(fun: Callable[..., Any], nargs: int) -> list[str]:
     names = [f"arg{i}" for i in range(nargs)]
     try:
         params = list(inspect.signature(fun).parameters.values())
@@ -389,7 +390,7 @@ def _arg_names(fun: Callable, nargs: int) -> list[str]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _positional_params(raw: Callable) -> tuple[tuple[str, Any], ...]:
+def _positional_params(raw: Callable[..., Any]) -> tuple[tuple[str, Any], ...]:
     """(name, default) of a raw function's leading positional parameters."""
     named = []
     try:
@@ -416,7 +417,7 @@ def _is_default(prim: Primitive, name: str, value: Any) -> bool:
     return False
 
 
-def _fname(fun: Callable) -> str:
+def _fname(fun: Callable[..., Any]) -> str:
     return getattr(fun, "__name__", None) or type(fun).__name__
 
 

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-def get_primitive(fn: Callable) -> Primitive:
+def get_primitive(fn: Callable[..., Any]) -> Primitive:
     """The :class:`Primitive` behind a function made by :func:`primitive`."""
     prim = getattr(fn, "primitive", None)
     if not isinstance(prim, Primitive):
@@ -41,7 +41,7 @@ def get_primitive(fn: Callable) -> Primitive:
     return prim
 
 
-def defvjp(fn: Callable, *rules: Callable | None, argnums: tuple[int, ...] | None = None) -> None:
+def defvjp(fn: Callable[..., Any], *rules: Callable[..., Any] | None, argnums: tuple[int, ...] | None = None) -> None:
     """Define the VJP of each positional argument of primitive ``fn``.
 
     ``rules[k]`` handles argument ``argnums[k]`` (default 0, 1, ...) and is called
@@ -58,7 +58,7 @@ def defvjp(fn: Callable, *rules: Callable | None, argnums: tuple[int, ...] | Non
             prim.vjps[argnum] = rule
 
 
-def defjvp(fn: Callable, *rules: Callable | None, argnums: tuple[int, ...] | None = None) -> None:
+def defjvp(fn: Callable[..., Any], *rules: Callable[..., Any] | None, argnums: tuple[int, ...] | None = None) -> None:
     """Define the JVP of each positional argument of primitive ``fn``.
 
     ``rules[k]`` handles argument ``argnums[k]`` and is called as
@@ -75,7 +75,7 @@ def defjvp(fn: Callable, *rules: Callable | None, argnums: tuple[int, ...] | Non
             prim.jvps[argnum] = rule
 
 
-def defvjp_all(fn: Callable, rule: Callable) -> None:
+def defvjp_all(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
     """One VJP rule for all arguments of primitive ``fn``, used instead of per-argument rules.
 
     Called as ``rule(g, ans, argnums, *args, **kwargs)``; returns one cotangent
@@ -85,13 +85,13 @@ def defvjp_all(fn: Callable, rule: Callable) -> None:
     get_primitive(fn).vjp_all = rule
 
 
-def defjvp_all(fn: Callable, rule: Callable) -> None:
+def defjvp_all(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
     """One JVP rule for all arguments of primitive ``fn``: ``rule(tangents, ans, *args, **kwargs)``,
     where ``tangents[i]`` is None for arguments that are not traced."""
     get_primitive(fn).jvp_all = rule
 
 
-def def_linear(fn: Callable) -> None:
+def def_linear(fn: Callable[..., Any]) -> None:
     """Declare ``fn`` linear in its first argument: its JVP is ``fn`` of the tangent."""
 
     def jvp(t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any) -> Any:

@@ -34,7 +34,7 @@ class BatchBox(Box):
         self._view = None
         self._version = 0
 
-    def _shape(self) -> tuple:
+    def _shape(self) -> tuple[Any, ...]:
         v = self._value
         full = v._shape() if isinstance(v, Box) else tuple(getattr(v, "shape", ()))
         return full[: self._bdim] + full[self._bdim + 1:]
@@ -58,8 +58,8 @@ class BatchTrace(Trace):
     def new_input(self, value: Any, bdim: int) -> BatchBox:
         return BatchBox(value, self, bdim)
 
-    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
-        dims: list = [None] * len(args)
+    def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
+        dims: list[Any] = [None] * len(args)
         for i in argnums:
             box = args[i]
             dims[i] = box._bdim
@@ -74,6 +74,7 @@ class BatchTrace(Trace):
                     f"fg.core.defbatch.",
                     stacklevel=4,
                 )
+            assert fallback is not None, "funcgrad.numpy installs the batching fallback"
             out, out_dim = fallback(prim, args, dims, self.size, kwargs)
         else:
             out, out_dim = rule(args, dims, **kwargs)
@@ -82,7 +83,7 @@ class BatchTrace(Trace):
         return out if out_dim is None else BatchBox(out, self, out_dim)
 
 
-def defbatch(fn: Callable, rule: Callable) -> None:
+def defbatch(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
     """Give primitive ``fn`` a batching rule ``rule(args, dims, **kwargs) -> (out, out_dim)``."""
     prim = getattr(fn, "primitive", None)
     if not isinstance(prim, Primitive):

@@ -21,7 +21,7 @@ class ConstantTrace(Trace):
 
     __slots__ = ()
 
-    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+    def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         for i in argnums:
             args[i] = args[i]._value
         return prim.call(*args, **kwargs)

@@ -43,7 +43,7 @@ class ForwardTrace(Trace):
     def new_input(self, value: Any, tangent: Any) -> JVPBox:
         return JVPBox(value, self, tangent)
 
-    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+    def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         tangents = []
         for i in argnums:
             box = args[i]
@@ -53,7 +53,7 @@ class ForwardTrace(Trace):
         if not prim.differentiable:
             return ans
         if prim.jvp_all is not None:
-            full: list = [None] * len(args)
+            full: list[Any] = [None] * len(args)
             for argnum, t in zip(argnums, tangents):
                 full[argnum] = t
             out = prim.jvp_all(full, ans, *args, **kwargs)

@@ -10,7 +10,7 @@ one-shot passes, each node's saved values) as soon as it is consumed.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from .constant import ConstBox
 from .trace import Box, Primitive, Trace
@@ -32,22 +32,34 @@ class VJPNode:
 
     __slots__ = ("prim", "parents", "argnums", "args", "kwargs", "ans", "out_index", "versions", "__weakref__")
 
-    def __init__(self, prim, parents, argnums, args, kwargs, ans, out_index=None, versions=None):
+    def __init__(
+        self,
+        prim: Primitive | None,
+        parents: Sequence[VJPNode],
+        argnums: Sequence[int],
+        args: list[Any] | None,
+        kwargs: dict[str, Any] | None,
+        ans: Any,
+        out_index: int | None = None,
+        versions: list[tuple[int, int]] | None = None,
+    ) -> None:
         self.prim: Primitive | None = prim
-        self.parents: tuple = parents
-        self.argnums: tuple = argnums
-        self.args = args
-        self.kwargs = kwargs
-        self.ans = ans
+        self.parents: Sequence[VJPNode] = parents
+        self.argnums: Sequence[int] = argnums
+        # The saved positional (a list) and keyword (a dict) arguments; None once released.
+        # Typed Any so the backward loop reads them with no None checks.
+        self.args: Any = args
+        self.kwargs: Any = kwargs
+        self.ans: Any = ans
         self.out_index: int | None = out_index
         # (position, version) of saved arguments that are boxes of enclosing traces:
         # an in-place write to one of them before this node runs is an error.
-        self.versions: list | None = versions
+        self.versions: list[tuple[int, int]] | None = versions
 
     def check_versions(self) -> None:
         """Swap in the state each saved box had when this node used it, if it was
         written in place since (the write kept that state in ``box._history``)."""
-        for i, version in self.versions:
+        for i, version in self.versions or ():
             box = self.args[i]
             if box._version == version:
                 continue
@@ -55,8 +67,9 @@ class VJPNode:
             if old is not None:
                 self.args[i] = old
                 continue
+            name = self.prim.name if self.prim is not None else "input"
             raise RuntimeError(
-                    f"a value saved for the backward pass of '{self.prim.name}' (argument {i}) was "
+                    f"a value saved for the backward pass of '{name}' (argument {i}) was "
                     f"modified in place after it was used (version {version}, now {box._version}). "
                     f"Write into a copy instead (b = fnp.copy(a); b[i] = v), or use the functional "
                     f"form a.at[i].set(v)"
@@ -92,7 +105,7 @@ class ReverseTrace(Trace):
     def new_input(self, value: Any) -> VJPBox:
         return VJPBox(value, self, VJPNode(None, (), (), None, None, value))
 
-    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+    def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         parents = []
         versions = None
         for i, a in enumerate(args):

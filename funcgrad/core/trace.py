@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .reverse import VJPNode
 
 __all__ = [
     "Box",
@@ -60,7 +63,7 @@ class Trace:
 
     __slots__ = ("level", "name", "active")
 
-    def __init__(self, name: str, level: int | None = None):
+    def __init__(self, name: str, level: int | None = None) -> None:
         self.level = next(_levels) if level is None else level
         self.name = name
         self.active = False
@@ -79,7 +82,7 @@ class Trace:
         elif self in stack:
             stack.remove(self)
 
-    def process(self, prim: "Primitive", args: list, kwargs: dict, argnums: list) -> Any:
+    def process(self, prim: "Primitive", args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         """Record ``prim(*args, **kwargs)``; ``args[i]`` for i in argnums are our boxes."""
         raise NotImplementedError
 
@@ -110,13 +113,23 @@ class Box:
     # Let NumPy defer to our reflected operators (ndarray + Box -> Box.__radd__).
     __array_priority__ = 1000.0
 
-    def __init__(self, value: Any, trace: Trace):
+    # Slot types, for type checkers only (no runtime effect).
+    _value: Any
+    _trace: Trace
+    _node: VJPNode  # reverse mode
+    _tangent: Any  # forward mode
+    _bdim: int  # batching
+    _view: Any
+    _version: int
+    _history: dict[int, Any]
+
+    def __init__(self, value: Any, trace: Trace) -> None:
         self._value = value
         self._trace = trace
         self._view = None
         self._version = 0
 
-    def _shape(self) -> tuple:
+    def _shape(self) -> tuple[Any, ...]:
         """The shape user code sees (a batching box hides its batch axis)."""
         v = self._value
         return v._shape() if isinstance(v, Box) else tuple(getattr(v, "shape", ()))
@@ -141,26 +154,27 @@ class Primitive:
         "differentiable", "check_kwargs", "max_args", "call",
     )
 
-    def __init__(self, raw: Callable, name: str | None = None, multiple_results: bool = False):
+    def __init__(self, raw: Callable[..., Any], name: str | None = None, multiple_results: bool = False):
         self.raw = raw
         self.multiple_results = multiple_results
         self.differentiable = True
-        self.name = name or getattr(raw, "__name__", repr(raw))
-        self.vjps: dict[int, Callable] = {}
-        self.jvps: dict[int, Callable] = {}
+        raw_name: str = getattr(raw, "__name__", repr(raw))
+        self.name = name or raw_name
+        self.vjps: dict[int, Callable[..., Any]] = {}
+        self.jvps: dict[int, Callable[..., Any]] = {}
         # Optional rules that handle every argument in one call (custom rules,
         # or where sharing work between arguments pays):
         # vjp_all(g, ans, argnums, *args, **kwargs) -> one cotangent per argnum (None = zero);
         # jvp_all(tangents, ans, *args, **kwargs), tangents[i] None where args[i] is not traced.
-        self.vjp_all: Callable | None = None
-        self.jvp_all: Callable | None = None
-        self.batch_rule: Callable | None = None
+        self.vjp_all: Callable[..., Any] | None = None
+        self.jvp_all: Callable[..., Any] | None = None
+        self.batch_rule: Callable[..., Any] | None = None
         # check_kwargs(args, kwargs) may refuse options that the rules do not handle
         # (keyword arguments, or more than max_args positional ones) when the call is
         # traced; untraced calls never see it.
-        self.check_kwargs: Callable | None = None
+        self.check_kwargs: Callable[..., Any] | None = None
         self.max_args = 1 << 30
-        self.call: Callable = raw  # replaced by the traced entry point
+        self.call: Callable[..., Any] = raw  # replaced by the traced entry point
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
@@ -173,7 +187,7 @@ class Primitive:
         )
 
 
-def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool = False) -> Callable:
+def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_results: bool = False) -> Callable[..., Any]:
     """Wrap ``raw`` as a differentiable primitive; add rules with defvjp/defjvp.
 
     Example::
@@ -234,7 +248,7 @@ def primitive(raw: Callable, name: str | None = None, *, multiple_results: bool 
     return traced_call
 
 
-def call_with_out(traced: Callable, raw: Callable, args: tuple, kwargs: dict) -> Any:
+def call_with_out(traced: Callable[..., Any], raw: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``f(..., out=o)``: NumPy's own call when nothing is traced; otherwise the
     result is computed functionally and written into ``o`` (which must then be
     an array that can hold traced values, see funcgrad.numpy.inplace)."""
@@ -276,7 +290,7 @@ def is_traced(x: Any) -> bool:
     return isinstance(x, Box)
 
 
-def nondiff_primitive(raw: Callable, name: str | None = None) -> Callable:
+def nondiff_primitive(raw: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
     """Wrap ``raw`` as a primitive with no derivative (argmax, comparisons, floor ...).
 
     Differentiating traces pass it through: the result is not traced, so it

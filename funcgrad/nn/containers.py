@@ -11,7 +11,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import funcgrad.numpy as fnp
 
@@ -29,7 +29,7 @@ class Lambda(Module):
         fg.nn.Lambda(fnp.tanh)(x)
     """
 
-    fn: Callable = static_field()
+    fn: Callable[..., Any] = static_field()
 
     def __call__(self, x: Any, *args: Any, **kwargs: Any) -> Any:
         return self.fn(x, *args, **kwargs)
@@ -84,7 +84,7 @@ class Sequential(Module):
         y = seq(x)                                  # evaluation
     """
 
-    layers: tuple
+    layers: tuple[Any, ...]
 
     def __init__(self, *layers: Any) -> None:
         if len(layers) == 1 and isinstance(layers[0], (list, tuple)):
@@ -107,10 +107,10 @@ class Sequential(Module):
             return Sequential(*self.layers[i])
         return self.layers[i]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.layers)
 
-    def initial_state(self) -> tuple:
+    def initial_state(self) -> tuple[Any, ...]:
         """One state per layer (None for stateless layers).
 
         Example::

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def _tuple(v: Any, n: int, name: str) -> tuple[int, ...]:
     return out
 
 
-def _padding(v: Any, n: int, kernel: tuple, dilation: tuple) -> tuple[tuple[int, int], ...]:
+def _padding(v: Any, n: int, kernel: tuple[int, ...], dilation: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     """Normalize padding to ((lo, hi), ...) per spatial axis; 'same' and 'valid' allowed."""
     if isinstance(v, str):
         if v == "valid":
@@ -84,7 +84,9 @@ def _out_size(size: int, k: int, s: int, pad: tuple[int, int], d: int) -> int:
     return (size + pad[0] + pad[1] - d * (k - 1) - 1) // s + 1
 
 
-def _window_slices(kernel, stride, dilation, out):
+def _window_slices(
+    kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...], out: tuple[int, ...]
+) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
     """For each kernel offset: (offset index, slices into the padded input)."""
     for idx in itertools.product(*(range(k) for k in kernel)):
         sl = tuple(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in zip(idx, dilation, stride, out))
@@ -94,7 +96,10 @@ def _window_slices(kernel, stride, dilation, out):
 # --------------------------------------------------------------------------- im2col / col2im primitives
 
 
-def _im2col_raw(x, kernel, stride, padding, dilation, pad_value=0.0):
+def _im2col_raw(
+    x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], padding: tuple[tuple[int, int], ...],
+    dilation: tuple[int, ...], pad_value: float = 0.0,
+) -> Any:
     xp = namespace_of(x)
     nsp = len(kernel)
     lead = x.shape[:-nsp]
@@ -114,7 +119,10 @@ def _im2col_raw(x, kernel, stride, padding, dilation, pad_value=0.0):
     return cols
 
 
-def _col2im_raw(cols, x_shape, kernel, stride, padding, dilation):
+def _col2im_raw(
+    cols: Any, x_shape: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+    padding: tuple[tuple[int, int], ...], dilation: tuple[int, ...],
+) -> Any:
     xp = namespace_of(cols)
     nsp = len(kernel)
     lead = tuple(x_shape[:-nsp])
@@ -135,19 +143,19 @@ _im2col = primitive(_im2col_raw, "im2col")
 _col2im = primitive(_col2im_raw, "col2im")
 
 
-def _im2col_vjp(g, ans, x, kernel, stride, padding, dilation, pad_value=0.0):
+def _im2col_vjp(g: Any, ans: Any, x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, pad_value: float = 0.0) -> Any:
     return _col2im(g, fnp.shape(x), kernel, stride, padding, dilation)
 
 
-def _im2col_jvp(t, ans, x, kernel, stride, padding, dilation, pad_value=0.0):
+def _im2col_jvp(t: Any, ans: Any, x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, pad_value: float = 0.0) -> Any:
     return _im2col(t, kernel, stride, padding, dilation, 0.0)
 
 
-def _col2im_vjp(g, ans, cols, x_shape, kernel, stride, padding, dilation):
+def _col2im_vjp(g: Any, ans: Any, cols: Any, x_shape: Any, kernel: Any, stride: Any, padding: Any, dilation: Any) -> Any:
     return _im2col(g, kernel, stride, padding, dilation, 0.0)
 
 
-def _col2im_jvp(t, ans, cols, x_shape, kernel, stride, padding, dilation):
+def _col2im_jvp(t: Any, ans: Any, cols: Any, x_shape: Any, kernel: Any, stride: Any, padding: Any, dilation: Any) -> Any:
     return _col2im(t, x_shape, kernel, stride, padding, dilation)
 
 
@@ -159,7 +167,7 @@ defjvp(_col2im, _col2im_jvp)
 
 # Batching (vmap): fold the batch axis into the leading axes; the kernels only
 # look at the trailing spatial axes.
-def _im2col_batch(args, dims, **kwargs):
+def _im2col_batch(args: list[Any], dims: list[int | None], **kwargs: Any) -> tuple[Any, int | None]:
     x, *rest = args
     d = dims[0]
     if d is None:
@@ -167,7 +175,7 @@ def _im2col_batch(args, dims, **kwargs):
     return _im2col(fnp.moveaxis(x, d, 0), *rest, **kwargs), 0
 
 
-def _col2im_batch(args, dims, **kwargs):
+def _col2im_batch(args: list[Any], dims: list[int | None], **kwargs: Any) -> tuple[Any, int | None]:
     cols, x_shape, *rest = args
     d = dims[0]
     if d is None:
@@ -268,19 +276,25 @@ def conv(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 
     return y[0] if unbatched else y
 
 
-def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(
+    x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1
+) -> Any:
     """1-d convolution: ``x`` (N, C, L), ``weight`` (O, C // groups, K). Example: ``fg.nn.conv1d(x, w)``."""
     _check_rank(weight, 3, "conv1d")
     return conv(x, weight, bias, stride, padding, dilation, groups)
 
 
-def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(
+    x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1
+) -> Any:
     """2-d convolution: ``x`` (N, C, H, W), ``weight`` (O, C // groups, KH, KW). Example: ``fg.nn.conv2d(x, w, b, padding=1)``."""
     _check_rank(weight, 4, "conv2d")
     return conv(x, weight, bias, stride, padding, dilation, groups)
 
 
-def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv3d(
+    x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1
+) -> Any:
     """3-d convolution: ``x`` (N, C, D, H, W), ``weight`` (O, C // groups, KD, KH, KW). Example: ``fg.nn.conv3d(x, w)``."""
     _check_rank(weight, 5, "conv3d")
     return conv(x, weight, bias, stride, padding, dilation, groups)
@@ -342,22 +356,22 @@ def avg_pool(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, *, 
     return _pool(x, kernel_size, stride, padding, ndim, "avg", "avg_pool")
 
 
-def max_pool1d(x, kernel_size, stride=None, padding=0):
+def max_pool1d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
     """1-d max pooling over the last axis. Example: ``fg.nn.max_pool1d(x, 2)``."""
     return _pool(x, kernel_size, stride, padding, 1, "max", "max_pool1d")
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0):
+def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
     """2-d max pooling over the last two axes. Example: ``fg.nn.max_pool2d(x, 2)``."""
     return _pool(x, kernel_size, stride, padding, 2, "max", "max_pool2d")
 
 
-def avg_pool1d(x, kernel_size, stride=None, padding=0):
+def avg_pool1d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
     """1-d average pooling over the last axis. Example: ``fg.nn.avg_pool1d(x, 2)``."""
     return _pool(x, kernel_size, stride, padding, 1, "avg", "avg_pool1d")
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
+def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
     """2-d average pooling over the last two axes. Example: ``fg.nn.avg_pool2d(x, 2)``."""
     return _pool(x, kernel_size, stride, padding, 2, "avg", "avg_pool2d")
 
@@ -370,17 +384,17 @@ class _ConvNd(Module):
     bias: Any
     in_channels: int = static_field()
     out_channels: int = static_field()
-    kernel_size: tuple = static_field()
-    stride: tuple = static_field()
+    kernel_size: tuple[Any, ...] = static_field()
+    stride: tuple[Any, ...] = static_field()
     padding: Any = static_field()
-    dilation: tuple = static_field()
+    dilation: tuple[Any, ...] = static_field()
     groups: int = static_field()
 
     _nsp = 2
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True, *,
-                 key: Any = None, dtype: Any = np.float32, weight_init: Callable | None = None) -> None:
+                 key: Any = None, dtype: Any = np.float32, weight_init: Callable[..., Any] | None = None) -> None:
         n = self._nsp
         if groups < 1 or in_channels % groups or out_channels % groups:
             raise ValueError(

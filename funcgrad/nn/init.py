@@ -17,7 +17,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -109,7 +109,7 @@ def ones(key: Any, shape: Any, dtype: Any = np.float32) -> np.ndarray:
     return np.ones(_shape(shape), dtype=dtype)
 
 
-def constant(value: float):
+def constant(value: float) -> Callable[..., np.ndarray]:
     """An initializer that fills with ``value``. Example: ``init.constant(0.1)(None, (3,))``."""
 
     def init(key: Any, shape: Any, dtype: Any = np.float32) -> np.ndarray:

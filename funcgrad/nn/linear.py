@@ -55,7 +55,7 @@ class Linear(Module):
     out_features: int = static_field()
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, key: Any = None,
-                 dtype: Any = np.float32, weight_init: Callable | None = None) -> None:
+                 dtype: Any = np.float32, weight_init: Callable[..., Any] | None = None) -> None:
         if in_features < 1 or out_features < 1:
             raise ValueError(f"Linear: in_features and out_features must be positive, got {in_features}, {out_features}")
         self.in_features, self.out_features = int(in_features), int(out_features)
@@ -95,15 +95,15 @@ class MLP(Module):
         logits = mlp(x, key=step_seed)      # with dropout, in training
     """
 
-    layers: list
-    activation: Callable = static_field()
+    layers: list[Any]
+    activation: Callable[..., Any] = static_field()
     final_activation: Any = static_field()
     dropout: float = static_field()
 
     def __init__(self, in_features: int, out_features: int, hidden_sizes: Sequence[int] = (), *,
-                 activation: Callable = relu, final_activation: Callable | None = None, dropout: float = 0.0,
+                 activation: Callable[..., Any] = relu, final_activation: Callable[..., Any] | None = None, dropout: float = 0.0,
                  bias: bool = True, key: Any = None, dtype: Any = np.float32,
-                 weight_init: Callable | None = None) -> None:
+                 weight_init: Callable[..., Any] | None = None) -> None:
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"MLP: dropout must be in [0, 1), got {dropout}")
         g = _init.rng(key)
@@ -145,7 +145,7 @@ class Embedding(Module):
     embedding_dim: int = static_field()
 
     def __init__(self, num_embeddings: int, embedding_dim: int, *, key: Any = None, dtype: Any = np.float32,
-                 weight_init: Callable | None = None) -> None:
+                 weight_init: Callable[..., Any] | None = None) -> None:
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
         shape = (self.num_embeddings, self.embedding_dim)
         self.weight = weight_init(_init.rng(key), shape, dtype) if weight_init else _init.normal(key, shape, dtype)

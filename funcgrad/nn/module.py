@@ -41,9 +41,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
+from typing_extensions import dataclass_transform
 
 from .. import tree_util
 from ..core import Box
@@ -60,7 +61,7 @@ _MISSING = dataclasses.MISSING
 
 
 def field(*, static: bool | None = None, default: Any = _MISSING, default_factory: Any = _MISSING,
-          init: bool = True, repr: bool = True, metadata: dict | None = None) -> Any:  # noqa: A002
+          init: bool = True, repr: bool = True, metadata: dict[str, Any] | None = None) -> Any:  # noqa: A002
     """Declare a module field (``dataclasses.field`` plus ``static``).
 
     ``static=True`` makes the field configuration (kept in the tree structure,
@@ -155,7 +156,7 @@ class _Static:
 
     __slots__ = ("names", "values", "_hash")
 
-    def __init__(self, names: tuple, values: tuple):
+    def __init__(self, names: tuple[Any, ...], values: tuple[Any, ...]):
         self.names = names
         self.values = values
         self._hash: int | None = None
@@ -211,6 +212,8 @@ def _arrays_equal(a: Any, b: Any) -> bool:
 # --------------------------------------------------------------------------- Module
 
 
+# Tells type checkers that subclasses are dataclass-like (fields, generated __init__).
+@dataclass_transform(field_specifiers=(dataclasses.field, field, static_field))
 class Module:
     """Base class of models and layers: a dataclass-like pytree.
 
@@ -240,9 +243,10 @@ class Module:
     """
 
     # Set per subclass by __init_subclass__.
-    _fg_field_names: tuple = ()
-    _fg_field_static: dict = {}
-    _fg_custom_init: bool = False
+    _fg_field_names: ClassVar[tuple[str, ...]] = ()
+    _fg_field_static: ClassVar[dict[str, bool | None]] = {}
+    _fg_custom_init: ClassVar[bool] = False
+    _fg_repr_fields: ClassVar[tuple[str, ...]]  # annotation only: no class attribute
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -255,14 +259,14 @@ class Module:
                     f"{cls.__qualname__}.{name}: an array cannot be a class-level default; "
                     f"use fg.nn.field(default_factory=lambda: ...)"
                 )
-        dataclasses.dataclass(cls, init=not custom, repr=False, eq=False)
+        dataclasses.dataclass(init=not custom, repr=False, eq=False)(cls)
         cls._fg_custom_init = custom
-        fields = dataclasses.fields(cls)
+        fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # a dataclass since the line above
         cls._fg_field_names = tuple(f.name for f in fields)
         cls._fg_field_static = {f.name: f.metadata.get("static") for f in fields}
         cls._fg_repr_fields = tuple(f.name for f in fields if f.repr)
         if "__init__" in cls.__dict__:
-            cls.__init__ = _wrap_init(cls.__dict__["__init__"])
+            cls.__init__ = _wrap_init(cls.__dict__["__init__"])  # type: ignore[method-assign]
         _register(cls)
 
     # ---- construction and immutability
@@ -343,7 +347,7 @@ class Module:
 
     def __hash__(self) -> int:
         leaves, treedef = tree_util.tree_flatten(self)
-        parts = []
+        parts: list[Any] = []
         for leaf in leaves:
             if is_array(leaf):
                 parts.append((tuple(getattr(leaf, "shape", ())), str(_dtype_of(leaf))))
@@ -358,7 +362,7 @@ class Module:
         return _pformat(self, 0)
 
 
-def _wrap_init(init: Callable) -> Callable:
+def _wrap_init(init: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(init)
     def __init__(self: Module, *args: Any, **kwargs: Any) -> None:
         d = self.__dict__
@@ -380,9 +384,9 @@ def _register(cls: type) -> None:
     keys = {n: tree_util.GetAttrKey(n) for n in names}
     new = object.__new__
 
-    static_names: dict[tuple, tuple] = {}  # dynamic field names -> static field names
+    static_names: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # dynamic field names -> static field names
 
-    def flatten(m: Module) -> tuple[list, tuple]:
+    def flatten(m: Module) -> tuple[list[Any], tuple[Any, ...]]:
         d = m.__dict__
         dyn = d["_fg_dynamic"]
         static = static_names.get(dyn)
@@ -390,13 +394,13 @@ def _register(cls: type) -> None:
             static = static_names[dyn] = tuple(n for n in names if n not in dyn)
         return [d[n] for n in dyn], (dyn, _Static(static, tuple([d[n] for n in static])))
 
-    def flatten_with_keys(m: Module) -> tuple[list, tuple]:
+    def flatten_with_keys(m: Module) -> tuple[list[Any], tuple[Any, ...]]:
         children, aux = flatten(m)
         return [(keys[n], c) for n, c in zip(aux[0], children)], aux
 
-    def unflatten(aux: tuple, children: list) -> Module:
+    def unflatten(aux: tuple[Any, ...], children: list[Any]) -> Module:
         dyn, static = aux
-        obj = new(cls)
+        obj: Module = new(cls)
         d = obj.__dict__
         d.update(zip(static.names, static.values))
         d.update(zip(dyn, children))
@@ -575,12 +579,12 @@ def tree_at(where: Callable[[Any], Any], tree: Any, replace: Any = _NO_VALUE,
     new_parts = []
     for part in parts:
         if isinstance(part, _Marker):
-            k = leaf_sel.get(part.i)
+            pos = leaf_sel.get(part.i)
             old = leaves[part.i]
-            if k is None:
+            if pos is None:
                 new_parts.append(old)
             else:
-                new_parts.append(values[k] if values is not None else replace_fn(old))  # type: ignore[misc]
+                new_parts.append(values[pos] if values is not None else replace_fn(old))  # type: ignore[misc]
         elif id(part) in sub_sel:
             k = sub_sel[id(part)]
             if k in found.values():

@@ -57,7 +57,7 @@ class LayerNorm(Module):
 
     weight: Any
     bias: Any
-    normalized_shape: tuple = static_field()
+    normalized_shape: tuple[Any, ...] = static_field()
     eps: float = static_field()
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,

@@ -28,7 +28,9 @@ from .module import Module, static_field
 __all__ = ["GRUCell", "LSTMCell", "scan_cell"]
 
 
-def _uniform_params(key: Any, hidden: int, gates: int, input_size: int, bias: bool, dtype: Any):
+def _uniform_params(
+    key: Any, hidden: int, gates: int, input_size: int, bias: bool, dtype: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     g = _init.rng(key)
     b = 1.0 / math.sqrt(hidden)
     w_ih = _init.uniform(g, (gates * hidden, input_size), dtype, -b, b)
@@ -74,7 +76,7 @@ class GRUCell(Module):
         self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh = _uniform_params(
             key, self.hidden_size, 3, self.input_size, bias, dtype)
 
-    def initial_state(self, batch_shape: tuple = (), dtype: Any = None) -> Any:
+    def initial_state(self, batch_shape: tuple[Any, ...] = (), dtype: Any = None) -> Any:
         """Zeros of shape ``batch_shape + (hidden_size,)``. Example: ``cell.initial_state((32,))``."""
         return np.zeros(tuple(batch_shape) + (self.hidden_size,), dtype=dtype or self.weight_ih.dtype)
 
@@ -115,7 +117,7 @@ class LSTMCell(Module):
         self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh = _uniform_params(
             key, self.hidden_size, 4, self.input_size, bias, dtype)
 
-    def initial_state(self, batch_shape: tuple = (), dtype: Any = None) -> tuple[Any, Any]:
+    def initial_state(self, batch_shape: tuple[Any, ...] = (), dtype: Any = None) -> tuple[Any, Any]:
         """``(h, c)``, both zeros of shape ``batch_shape + (hidden_size,)``."""
         z = np.zeros(tuple(batch_shape) + (self.hidden_size,), dtype=dtype or self.weight_ih.dtype)
         return z, z.copy()
@@ -136,7 +138,7 @@ class LSTMCell(Module):
         return h, c
 
 
-def scan_cell(cell: Callable, xs: Any, state: Any = None, axis: int = 1) -> tuple[Any, Any]:
+def scan_cell(cell: Callable[..., Any], xs: Any, state: Any = None, axis: int = 1) -> tuple[Any, Any]:
     """Run a cell over the time axis of ``xs``: returns (stacked outputs, final state).
 
     The output at each step is the cell's hidden state (``h`` for LSTM).

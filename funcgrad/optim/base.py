@@ -85,10 +85,10 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
         if not (hasattr(t, "init") and hasattr(t, "update")):
             raise TypeError(f"chain: argument {i} is not a GradientTransformation: {t!r}")
 
-    def init(params: Any) -> tuple:
+    def init(params: Any) -> tuple[Any, ...]:
         return tuple(t.init(params) for t in transforms)
 
-    def update(updates: Any, state: tuple, params: Any = None, **extra: Any) -> tuple[Any, tuple]:
+    def update(updates: Any, state: tuple[Any, ...], params: Any = None, **extra: Any) -> tuple[Any, tuple[Any, ...]]:
         if not isinstance(state, tuple) or len(state) != len(transforms):
             raise ValueError(
                 f"chain: expected a state tuple of length {len(transforms)} (from init), got "

@@ -42,8 +42,8 @@ class LbfgsState(NamedTuple):
 
     count: Any
     num_pairs: Any
-    s_memory: tuple
-    y_memory: tuple
+    s_memory: tuple[Any, ...]
+    y_memory: tuple[Any, ...]
     rho: Any
     prev_params: Any
     prev_grads: Any

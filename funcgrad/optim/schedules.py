@@ -12,7 +12,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 __all__ = [
     "Schedule", "constant_schedule", "linear_schedule", "cosine_decay_schedule", "exponential_decay",
@@ -23,8 +23,8 @@ __all__ = [
 Schedule = Callable[[int], float]
 
 
-def _step(count: object) -> int:
-    return int(count)  # type: ignore[call-overload]
+def _step(count: Any) -> int:
+    return int(count)
 
 
 def constant_schedule(value: float) -> Schedule:

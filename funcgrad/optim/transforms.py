@@ -111,7 +111,7 @@ def scale_by_schedule(step_size_fn: Callable[[int], float]) -> GradientTransform
     def init(params: Any) -> ScaleByScheduleState:
         return ScaleByScheduleState(_count0())
 
-    def update(updates: Any, state: ScaleByScheduleState, params: Any = None, **extra: Any):
+    def update(updates: Any, state: ScaleByScheduleState, params: Any = None, **extra: Any) -> tuple[Any, ScaleByScheduleState]:
         s = float(step_size_fn(int(state.count)))
         return tree_map(lambda g: g * s, updates), ScaleByScheduleState(_inc(state.count))
 
@@ -137,7 +137,7 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     def init(params: Any) -> TraceState:
         return TraceState(_zeros(params))
 
-    def update(updates: Any, state: TraceState, params: Any = None, **extra: Any):
+    def update(updates: Any, state: TraceState, params: Any = None, **extra: Any) -> tuple[Any, TraceState]:
         new_trace = tree_map(lambda g, t: g + decay * t, updates, state.trace)
         out = tree_map(lambda g, t: g + decay * t, updates, new_trace) if nesterov else new_trace
         return out, TraceState(new_trace)
@@ -156,7 +156,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_roo
     def init(params: Any) -> ScaleByAdamState:
         return ScaleByAdamState(_count0(), _zeros(params), _zeros(params))
 
-    def update(updates: Any, state: ScaleByAdamState, params: Any = None, **extra: Any):
+    def update(updates: Any, state: ScaleByAdamState, params: Any = None, **extra: Any) -> tuple[Any, ScaleByAdamState]:
         mu = tree_map(lambda g, m: b1 * m + (1.0 - b1) * g, updates, state.mu)
         nu = tree_map(lambda g, v: b2 * v + (1.0 - b2) * (g * g), updates, state.nu)
         t = int(state.count) + 1
@@ -182,7 +182,7 @@ def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0
         nu = tree_map(lambda p: fnp.zeros_like(p) + initial_scale, params)
         return ScaleByRmsState(nu, _zeros(params) if centered else None)
 
-    def update(updates: Any, state: ScaleByRmsState, params: Any = None, **extra: Any):
+    def update(updates: Any, state: ScaleByRmsState, params: Any = None, **extra: Any) -> tuple[Any, ScaleByRmsState]:
         nu = tree_map(lambda g, v: decay * v + (1.0 - decay) * (g * g), updates, state.nu)
         if centered:
             mu = tree_map(lambda g, m: decay * m + (1.0 - decay) * g, updates, state.mu)
@@ -206,7 +206,7 @@ def scale_by_rss(initial_accumulator_value: float = 0.0, eps: float = 1e-10) -> 
     def init(params: Any) -> ScaleByRssState:
         return ScaleByRssState(tree_map(lambda p: fnp.zeros_like(p) + initial_accumulator_value, params))
 
-    def update(updates: Any, state: ScaleByRssState, params: Any = None, **extra: Any):
+    def update(updates: Any, state: ScaleByRssState, params: Any = None, **extra: Any) -> tuple[Any, ScaleByRssState]:
         ss = tree_map(lambda g, s: s + g * g, updates, state.sum_of_squares)
         out = tree_map(lambda g, s: g / (fnp.sqrt(s) + eps), updates, ss)
         return out, ScaleByRssState(ss)
@@ -229,7 +229,7 @@ def add_decayed_weights(weight_decay: float = 0.0, mask: Any = None) -> Gradient
     """
     wd = float(weight_decay)
 
-    def update(updates: Any, state: Any, params: Any = None, **extra: Any):
+    def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> tuple[Any, Any]:
         _need_params(params, "add_decayed_weights")
         if wd == 0.0:
             return updates, state
@@ -249,7 +249,7 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     if max_norm <= 0:
         raise ValueError(f"clip_by_global_norm: max_norm must be positive, got {max_norm}")
 
-    def update(updates: Any, state: Any, params: Any = None, **extra: Any):
+    def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> tuple[Any, Any]:
         norm = float(global_norm(updates))
         if norm <= max_norm or not np.isfinite(norm):
             return updates, state
@@ -262,7 +262,7 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
 def clip(max_delta: float) -> GradientTransformation:
     """Clip each update element to ``[-max_delta, max_delta]``. Example: ``fg.optim.clip(1.0)``."""
 
-    def update(updates: Any, state: Any, params: Any = None, **extra: Any):
+    def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> tuple[Any, Any]:
         return tree_map(lambda g: fnp.clip(g, -max_delta, max_delta), updates), state
 
     return GradientTransformation(lambda params: EmptyState(), update)
@@ -290,7 +290,7 @@ def masked(inner: GradientTransformation, mask: Any) -> GradientTransformation:
         opt = fg.optim.adamw(1e-3, weight_decay=1e-2, mask=decay_mask)
     """
 
-    def select(tree: Any, keep: list, treedef: Any) -> Any:
+    def select(tree: Any, keep: list[Any], treedef: Any) -> Any:
         leaves = treedef.flatten_up_to(tree)
         return treedef.unflatten([x if k else None for x, k in zip(leaves, keep)])
 
@@ -298,7 +298,7 @@ def masked(inner: GradientTransformation, mask: Any) -> GradientTransformation:
         treedef, _, keep = _mask_tree(mask, params)
         return MaskedState(inner.init(select(params, keep, treedef)))
 
-    def update(updates: Any, state: MaskedState, params: Any = None, **extra: Any):
+    def update(updates: Any, state: MaskedState, params: Any = None, **extra: Any) -> tuple[Any, MaskedState]:
         ref = params if params is not None else updates
         treedef, _, keep = _mask_tree(mask, ref)
         sub_u = select(updates, keep, treedef)

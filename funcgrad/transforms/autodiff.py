@@ -9,7 +9,7 @@ function, and reads the derivative off the boxes it returns.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, ParamSpec, Sequence, TypeVar, overload
 
 import numpy as np
 
@@ -25,6 +25,9 @@ __all__ = [
     "hessian", "hvp", "stop_gradient",
 ]
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 
 # --------------------------------------------------------------------------
 # shared helpers
@@ -35,7 +38,7 @@ def _raw(x: Any) -> Any:
     return x
 
 
-def _shape(x: Any) -> tuple:
+def _shape(x: Any) -> tuple[Any, ...]:
     if isinstance(x, Box):
         return x._shape()
     return tuple(getattr(x, "shape", ()))
@@ -47,11 +50,11 @@ def _dtype(x: Any) -> np.dtype:
     return np.dtype(d) if d is not None else np.result_type(v)
 
 
-def _fname(fun: Callable) -> str:
+def _fname(fun: Callable[..., Any]) -> str:
     return getattr(fun, "__name__", None) or type(fun).__name__
 
 
-def _check_differentiable(leaves: list, paths: list[str], transform: str, holomorphic: bool = False) -> None:
+def _check_differentiable(leaves: list[Any], paths: list[str], transform: str, holomorphic: bool = False) -> None:
     for leaf, path in zip(leaves, paths):
         kind = _dtype(leaf).kind
         if kind not in "fc":
@@ -67,7 +70,7 @@ def _check_differentiable(leaves: list, paths: list[str], transform: str, holomo
             )
 
 
-def _normalize_argnums(argnums: int | Sequence[int], nargs: int, transform: str, fun: Callable) -> tuple[int, ...]:
+def _normalize_argnums(argnums: int | Sequence[int], nargs: int, transform: str, fun: Callable[..., Any]) -> tuple[int, ...]:
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if not nums:
         raise ValueError(f"{transform}: argnums must name at least one argument, got {argnums!r}")
@@ -82,7 +85,7 @@ def _normalize_argnums(argnums: int | Sequence[int], nargs: int, transform: str,
     return tuple(n % nargs for n in nums)
 
 
-def _leaf_paths(tree: Any, prefix: str) -> tuple[list, Any, list[str]]:
+def _leaf_paths(tree: Any, prefix: str) -> tuple[list[Any], Any, list[str]]:
     pairs, treedef = tree_util.tree_flatten_with_path(tree)
     leaves = [leaf for _, leaf in pairs]
     paths = [prefix + tree_util.keystr(path) for path, _ in pairs]
@@ -132,13 +135,15 @@ class _Tape:
 
     __slots__ = ("input_nodes", "inputs", "outputs", "out_nodes")
 
-    def __init__(self, input_nodes, inputs, outputs, out_nodes):
+    def __init__(
+        self, input_nodes: list[VJPNode], inputs: list[Any], outputs: list[Any], out_nodes: list[VJPNode | None]
+    ) -> None:
         self.input_nodes = input_nodes
         self.inputs = inputs
         self.outputs = outputs
         self.out_nodes = out_nodes
 
-    def pullback(self, cts: list, release: bool = False) -> list:
+    def pullback(self, cts: list[Any], release: bool = False) -> list[Any]:
         seeds = [(n, ct) for n, ct in zip(self.out_nodes, cts) if n is not None and ct is not None]
         got = backward_pass(seeds, release=release) if seeds else {}
         result = []
@@ -148,7 +153,9 @@ class _Tape:
         return result
 
 
-def _record(fun: Callable, leaves: list, rebuild: Callable, name: str, has_aux: bool):
+def _record(
+    fun: Callable[..., Any], leaves: list[Any], rebuild: Callable[..., Any], name: str, has_aux: bool
+) -> tuple[_Tape, list[Any], tree_util.PyTreeDef, Any]:
     """Run ``fun`` on boxed ``leaves`` under a new reverse trace."""
     trace = ReverseTrace(name)
     with trace:
@@ -160,7 +167,7 @@ def _record(fun: Callable, leaves: list, rebuild: Callable, name: str, has_aux: 
         else:
             aux = None
     out_leaves, out_def = tree_util.tree_flatten(out)
-    out_nodes = []
+    out_nodes: list[VJPNode | None] = []
     values = []
     for leaf in out_leaves:
         if isinstance(leaf, VJPBox) and leaf._trace is trace:
@@ -185,7 +192,9 @@ def _split_aux(out: Any, name: str) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def _dyn_args(fun: Callable, args: tuple, argnums: tuple[int, ...], transform: str, holomorphic: bool = False):
+def _dyn_args(
+    fun: Callable[..., Any], args: tuple[Any, ...], argnums: tuple[int, ...], transform: str, holomorphic: bool = False
+) -> tuple[list[Any], Callable[[list[Any]], list[Any]], Callable[[dict[str, Any]], Callable[[list[Any]], Any]]]:
     """Flatten the differentiated arguments; return leaves and a rebuild function."""
     leaves, treedefs, counts = [], [], []
     for n in argnums:
@@ -195,15 +204,15 @@ def _dyn_args(fun: Callable, args: tuple, argnums: tuple[int, ...], transform: s
         treedefs.append(td)
         counts.append(len(lv))
 
-    def split(flat: list) -> list:
+    def split(flat: list[Any]) -> list[Any]:
         parts, i = [], 0
         for td, c in zip(treedefs, counts):
             parts.append(tree_util.tree_unflatten(td, flat[i:i + c]))
             i += c
         return parts
 
-    def call_with(kwargs: dict) -> Callable:
-        def rebuild(flat: list) -> Any:
+    def call_with(kwargs: dict[str, Any]) -> Callable[..., Any]:
+        def rebuild(flat: list[Any]) -> Any:
             full = list(args)
             for n, part in zip(argnums, split(flat)):
                 full[n] = part
@@ -213,7 +222,23 @@ def _dyn_args(fun: Callable, args: tuple, argnums: tuple[int, ...], transform: s
     return leaves, split, call_with
 
 
-def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+@overload
+def vjp(
+    fun: Callable[..., Any], *primals: Any, has_aux: Literal[False] = False
+) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]: ...
+
+
+@overload
+def vjp(
+    fun: Callable[..., Any], *primals: Any, has_aux: Literal[True]
+) -> tuple[Any, Callable[[Any], tuple[Any, ...]], Any]: ...
+
+
+@overload
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool) -> tuple[Any, ...]: ...
+
+
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """Evaluate ``fun(*primals)`` and return ``(out, f_vjp)`` (plus ``aux``).
 
     ``f_vjp(ct)`` maps an output cotangent (same structure, shapes and dtypes
@@ -232,7 +257,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     tape, values, out_def, aux = _record(fun, leaves, call_with({}), "vjp", has_aux)
     out = tree_util.tree_unflatten(out_def, values)
 
-    def f_vjp(ct: Any) -> tuple:
+    def f_vjp(ct: Any) -> tuple[Any, ...]:
         ct_leaves = _check_cotangent(ct, out_def, values)
         return tuple(split(tape.pullback(ct_leaves)))
 
@@ -240,7 +265,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     return (out, f_vjp, aux) if has_aux else (out, f_vjp)
 
 
-def _check_cotangent(ct: Any, out_def: Any, values: list) -> list:
+def _check_cotangent(ct: Any, out_def: Any, values: list[Any]) -> list[Any]:
     ct_leaves, ct_def = tree_util.tree_flatten(ct)
     if ct_def != out_def:
         raise ValueError(
@@ -256,8 +281,8 @@ def _check_cotangent(ct: Any, out_def: Any, values: list) -> list:
 
 
 def value_and_grad(
-    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
-) -> Callable:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable[P, tuple[Any, Any]]:
     """Like :func:`grad`, but the new function returns ``(value, gradient)``.
 
     With ``has_aux=True`` it returns ``((value, aux), gradient)``.
@@ -268,7 +293,7 @@ def value_and_grad(
     """
 
     @functools.wraps(fun)
-    def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
+    def value_and_grad_f(*args: P.args, **kwargs: P.kwargs) -> tuple[Any, Any]:
         nums = _normalize_argnums(argnums, len(args), "grad", fun)
         leaves, split, call_with = _dyn_args(fun, args, nums, "grad", holomorphic)
         tape, values, out_def, aux = _record(fun, leaves, call_with(kwargs), "grad", has_aux)
@@ -299,8 +324,8 @@ def value_and_grad(
 
 
 def grad(
-    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
-) -> Callable:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable[P, Any]:
     """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``.
 
     The gradient has the structure (pytree), shapes and dtypes of the
@@ -317,7 +342,7 @@ def grad(
     vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
-    def grad_f(*args: Any, **kwargs: Any) -> Any:
+    def grad_f(*args: P.args, **kwargs: P.kwargs) -> Any:
         (value_aux, g) = vg(*args, **kwargs)
         return (g, value_aux[1]) if has_aux else g
 
@@ -327,7 +352,9 @@ def grad(
 # --------------------------------------------------------------------------
 # forward mode
 
-def _check_tangents(primals: tuple, tangents: tuple, transform: str) -> tuple[list, list, Any]:
+def _check_tangents(
+    primals: Sequence[Any], tangents: Sequence[Any], transform: str
+) -> tuple[list[Any], list[Any], tree_util.PyTreeDef]:
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError(
             f"{transform}: primals and tangents must be tuples (or lists) of arguments, got "
@@ -362,7 +389,23 @@ def _check_tangents(primals: tuple, tangents: tuple, transform: str) -> tuple[li
     return p_leaves, fixed, p_def
 
 
-def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> tuple:
+@overload
+def jvp(
+    fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: Literal[False] = False
+) -> tuple[Any, Any]: ...
+
+
+@overload
+def jvp(
+    fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: Literal[True]
+) -> tuple[Any, Any, Any]: ...
+
+
+@overload
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool) -> tuple[Any, ...]: ...
+
+
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> tuple[Any, ...]:
     """Forward mode: ``(fun(*primals), J @ tangents)`` in one pass.
 
     Example::
@@ -391,7 +434,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
     return result
 
 
-def linearize(fun: Callable, *primals: Any) -> tuple:
+def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """Evaluate ``fun`` once and return ``(out, f_jvp)``; ``f_jvp(*tangents)``
     pushes tangents through the recorded computation without re-running ``fun``.
 
@@ -423,7 +466,7 @@ def linearize(fun: Callable, *primals: Any) -> tuple:
                 continue
             t_out = None
             if node.prim.jvp_all is not None:
-                full: list = [None] * len(node.args)
+                full: list[Any] = [None] * len(node.args)
                 for parent, argnum in zip(node.parents, node.argnums):
                     full[argnum] = known.get(parent)
                 if any(t is not None for t in full):
@@ -439,8 +482,8 @@ def linearize(fun: Callable, *primals: Any) -> tuple:
                     t_out = add_tangents(t_out, rule(t, node.ans, *node.args, **node.kwargs))
             known[node] = t_out
         t_vals = []
-        for node, v in zip(tape.out_nodes, values):
-            t = None if node is None else known.get(node)
+        for out_node, v in zip(tape.out_nodes, values):
+            t = None if out_node is None else known.get(out_node)
             t_vals.append(_zeros_like(v) if t is None else _match_dtype(t, v))
         return tree_util.tree_unflatten(out_def, t_vals)
 
@@ -450,8 +493,8 @@ def linearize(fun: Callable, *primals: Any) -> tuple:
 def _forward_order(tape: _Tape) -> list[VJPNode]:
     """The tape's nodes with every node after its parents."""
     roots = [n for n in tape.out_nodes if n is not None]
-    seen: set = set()
-    order: list = []
+    seen: set[Any] = set()
+    order: list[Any] = []
     for root in roots:
         stack = [(root, False)]
         while stack:
@@ -470,11 +513,11 @@ def _forward_order(tape: _Tape) -> list[VJPNode]:
 # --------------------------------------------------------------------------
 # Jacobians and Hessians
 
-def _sizes(leaves: list) -> list[int]:
+def _sizes(leaves: list[Any]) -> list[int]:
     return [int(np.prod(_shape(x), dtype=int)) for x in leaves]
 
 
-def _basis_rows(leaves: list, sizes: list[int], start: int, stop: int) -> list:
+def _basis_rows(leaves: list[Any], sizes: list[int], start: int, stop: int) -> list[Any]:
     """Rows ``start:stop`` of the identity over all leaves' elements, one batch per leaf.
 
     Leaf ``j`` gets an array of shape ``(stop - start,) + leaf_j.shape``.
@@ -497,19 +540,19 @@ def _chunks(total: int, chunk_size: int | None) -> list[tuple[int, int]]:
     return [(a, min(a + step, total)) for a in range(0, total, max(step, 1))]
 
 
-def _concat_rows(parts: list) -> Any:
+def _concat_rows(parts: list[Any]) -> Any:
     from .. import numpy as fnp
 
     return parts[0] if len(parts) == 1 else fnp.concatenate(parts, axis=0)
 
 
 def jacrev(
-    fun: Callable,
+    fun: Callable[P, Any],
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
     chunk_size: int | None = None,
-) -> Callable:
+) -> Callable[P, Any]:
     """The Jacobian of ``fun`` by reverse mode: one forward pass, then all VJPs
     at once (the basis cotangents pushed through one batched backward pass).
 
@@ -524,7 +567,7 @@ def jacrev(
     from .batching import vmap
 
     @functools.wraps(fun)
-    def jacfun(*args: Any, **kwargs: Any) -> Any:
+    def jacfun(*args: P.args, **kwargs: P.kwargs) -> Any:
         from .. import numpy as fnp
 
         nums = _normalize_argnums(argnums, len(args), "jacrev", fun)
@@ -567,11 +610,11 @@ def _empty_jac(out: Any, x: Any) -> Any:
     return namespace_of(v).zeros(_shape(out) + _shape(x), dtype=_dtype(x))
 
 
-def _arrange_inputs(parts: list, argnums: int | Sequence[int]) -> Any:
+def _arrange_inputs(parts: list[Any], argnums: int | Sequence[int]) -> Any:
     return parts[0] if isinstance(argnums, int) else tuple(parts)
 
 
-def _check_real_for_jacobian(leaves: list, holomorphic: bool, name: str) -> None:
+def _check_real_for_jacobian(leaves: list[Any], holomorphic: bool, name: str) -> None:
     if holomorphic:
         return
     for x in leaves:
@@ -584,12 +627,12 @@ def _check_real_for_jacobian(leaves: list, holomorphic: bool, name: str) -> None
 
 
 def jacfwd(
-    fun: Callable,
+    fun: Callable[P, Any],
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
     chunk_size: int | None = None,
-) -> Callable:
+) -> Callable[P, Any]:
     """The Jacobian of ``fun`` by forward mode: all basis tangents pushed
     through one batched forward pass (``vmap`` of ``jvp``).
 
@@ -603,7 +646,7 @@ def jacfwd(
     from .batching import vmap
 
     @functools.wraps(fun)
-    def jacfun(*args: Any, **kwargs: Any) -> Any:
+    def jacfun(*args: P.args, **kwargs: P.kwargs) -> Any:
         from .. import numpy as fnp
 
         nums = _normalize_argnums(argnums, len(args), "jacfwd", fun)
@@ -612,9 +655,9 @@ def jacfwd(
         rebuild = call_with(kwargs)
         sizes = _sizes(leaves)
         total = sum(sizes)
-        primal: dict = {}
+        primal: dict[str, Any] = {}
 
-        def push(*tangents: Any) -> tuple:
+        def push(*tangents: Any) -> tuple[Any, ...]:
             values, t_out, out_def, aux = _jvp_flat(rebuild, leaves, list(tangents), has_aux)
             primal.update(values=values, out_def=out_def, aux=aux)  # unbatched: safe to keep
             return tuple(t_out)
@@ -642,7 +685,9 @@ def jacfwd(
     return jacfun
 
 
-def _jvp_flat(rebuild: Callable, leaves: list, tangents: list, has_aux: bool):
+def _jvp_flat(
+    rebuild: Callable[..., Any], leaves: list[Any], tangents: list[Any], has_aux: bool
+) -> tuple[list[Any], list[Any], tree_util.PyTreeDef, Any]:
     trace = ForwardTrace("jacfwd")
     with trace:
         boxes = [trace.new_input(p, t) for p, t in zip(leaves, tangents)]
@@ -668,12 +713,12 @@ jacobian = jacrev
 
 
 def hessian(
-    fun: Callable,
+    fun: Callable[P, Any],
     argnums: int | Sequence[int] = 0,
     has_aux: bool = False,
     holomorphic: bool = False,
     chunk_size: int | None = None,
-) -> Callable:
+) -> Callable[P, Any]:
     """The Hessian of scalar ``fun``, forward-over-reverse (``jacfwd(jacrev(fun))``).
 
     Example::
@@ -683,7 +728,7 @@ def hessian(
     return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic, chunk_size)
 
 
-def hvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+def hvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """Hessian-vector product without forming the Hessian: forward-over-reverse.
 
     Returns ``(grad(fun)(*primals), H @ tangents)``, both shaped like the
@@ -706,11 +751,12 @@ def _stop_raw(x: Any) -> Any:
 _stop_gradient = nondiff_primitive(_stop_raw, "stop_gradient")
 
 
-def stop_gradient(x: Any) -> Any:
+def stop_gradient(x: T) -> T:
     """The value of ``x`` (any pytree) with no derivative flowing through it.
 
     Example::
 
         fg.grad(lambda x: x * fg.stop_gradient(x))(3.0)   # 3.0, not 6.0
     """
-    return tree_util.tree_map(_stop_gradient, x)
+    out: T = tree_util.tree_map(_stop_gradient, x)
+    return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, ParamSpec
 
 from .. import tree_util
 from ..core import Box
@@ -12,14 +12,16 @@ from ..core.constant import ConstBox
 
 __all__ = ["vmap"]
 
+P = ParamSpec("P")
 
-def _shape(x: Any) -> tuple:
+
+def _shape(x: Any) -> tuple[Any, ...]:
     if isinstance(x, Box):
         return x._shape()
     return tuple(getattr(x, "shape", ()))
 
 
-def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> tuple[list, list[str]]:
+def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> tuple[list[Any], list[str]]:
     """One axis spec per leaf of ``tree``, from a pytree prefix of specs (None is a spec)."""
     prefix_def = tree_util.tree_structure(prefix, is_leaf=lambda x: x is None)
     spec_pairs, _ = tree_util.tree_flatten_with_path(prefix, is_leaf=lambda x: x is None)
@@ -38,7 +40,7 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> tuple[list, list[str
     return axes, paths
 
 
-def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None) -> Callable:
+def vmap(fun: Callable[P, Any], in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None) -> Callable[P, Any]:
     """Vectorize ``fun`` over a batch axis of its arguments.
 
     ``in_axes`` gives, per positional argument (or as a pytree prefix of the
@@ -55,7 +57,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         raise TypeError(f"vmap: in_axes must be an int, None, or a tuple/pytree of them, got {in_axes!r}")
 
     @functools.wraps(fun)
-    def vmapped(*args: Any, **kwargs: Any) -> Any:
+    def vmapped(*args: P.args, **kwargs: P.kwargs) -> Any:
         if isinstance(in_axes, (tuple, list)) and len(in_axes) != len(args):
             raise ValueError(
                 f"vmap: in_axes has {len(in_axes)} entries but {getattr(fun, '__name__', 'the function')} "
@@ -80,7 +82,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
     return vmapped
 
 
-def _batch_size(leaves: list, axes: list, paths: list[str], axis_size: int | None) -> int:
+def _batch_size(leaves: list[Any], axes: list[Any], paths: list[str], axis_size: int | None) -> int:
     found: dict[int, str] = {}
     for leaf, axis, path in zip(leaves, axes, paths):
         if axis is None:

@@ -10,7 +10,7 @@ arrays, not 10^5 nodes.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, TypeVar
 
 from .. import tree_util
 from ..core import Box, get_primitive, primitive
@@ -18,6 +18,8 @@ from ..numpy._batching import fallback
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
 
 __all__ = ["scan", "fori_loop"]
+
+T = TypeVar("T")
 
 
 def _raw_value(x: Any) -> Any:
@@ -37,11 +39,22 @@ def _is_float(x: Any) -> bool:
 class _ScanSpec(_Spec):
     __slots__ = ("f", "n_carry", "n_xs", "length", "reverse", "carry_def", "xs_def", "y_def", "n_y")
 
+    # Slot types, for type checkers only (no runtime effect).
+    f: Callable[..., Any]
+    n_carry: int
+    n_xs: int
+    length: int
+    reverse: bool
+    carry_def: tree_util.PyTreeDef
+    xs_def: Any  # a PyTreeDef, or None when xs is None
+    y_def: Any  # a PyTreeDef once the step function has run
+    n_y: int
 
-def _step_fn(spec: _ScanSpec) -> Callable:
+
+def _step_fn(spec: _ScanSpec) -> Callable[..., Any]:
     """One step on flat leaves: (carry leaves..., x leaves...) -> (carry leaves..., y leaves...)."""
 
-    def step(*leaves: Any) -> tuple:
+    def step(*leaves: Any) -> tuple[Any, ...]:
         carry = tree_util.tree_unflatten(spec.carry_def, list(leaves[: spec.n_carry]))
         x = tree_util.tree_unflatten(spec.xs_def, list(leaves[spec.n_carry:])) if spec.n_xs or spec.xs_def is not None else None
         out = spec.f(carry, x)
@@ -65,15 +78,15 @@ def _order(spec: _ScanSpec) -> range:
     return range(spec.length - 1, -1, -1) if spec.reverse else range(spec.length)
 
 
-def _run(leaves: tuple, spec: _ScanSpec) -> tuple:
+def _run(leaves: tuple[Any, ...], spec: _ScanSpec) -> tuple[Any, ...]:
     """The whole loop: (final carry..., stacked ys..., stacked carries entering each step...)."""
     import funcgrad.numpy as fnp
 
     step = _step_fn(spec)
     carry = list(leaves[: spec.n_carry])
     xs = leaves[spec.n_carry:]
-    ys: list[list] = [None] * spec.length  # type: ignore[list-item]
-    entering: list[list] = [None] * spec.length  # type: ignore[list-item]
+    ys: list[list[Any]] = [None] * spec.length  # type: ignore[list-item]
+    entering: list[list[Any]] = [None] * spec.length  # type: ignore[list-item]
     for t in _order(spec):
         entering[t] = carry
         out = step(*carry, *[x[t] for x in xs])
@@ -84,13 +97,13 @@ def _run(leaves: tuple, spec: _ScanSpec) -> tuple:
     return tuple(carry) + tuple(stacked_y) + tuple(stacked_c)
 
 
-def _scan_raw(*leaves: Any, spec: _ScanSpec) -> tuple:
+def _scan_raw(*leaves: Any, spec: _ScanSpec) -> tuple[Any, ...]:
     out = _run(leaves, spec)
     spec.check_closure(out)
     return out
 
 
-def _scan_vjp_all(g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _ScanSpec) -> list:
+def _scan_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _ScanSpec) -> list[Any]:
     import funcgrad.numpy as fnp
 
     nc, ny = spec.n_carry, spec.n_y
@@ -102,7 +115,7 @@ def _scan_vjp_all(g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _Sca
     step = _step_fn(spec)
     n_leaves = nc + len(xs)
     diff = [i for i in range(n_leaves) if _is_float(leaves[i])]
-    g_xs: list[list] = [[None] * spec.length for _ in xs]
+    g_xs: list[list[Any]] = [[None] * spec.length for _ in xs]
     for t in reversed(list(_order(spec))):
         point = [c[t] for c in entering] + [x[t] for x in xs]
         cts = _partial_vjp(step, point, diff, tuple(g_carry) + tuple(gy[t] for gy in g_ys))
@@ -116,7 +129,7 @@ def _scan_vjp_all(g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _Sca
     return [result_by_leaf[i] for i in argnums]
 
 
-def _scan_vjp_all_full(g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _ScanSpec) -> list:
+def _scan_vjp_all_full(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _ScanSpec) -> list[Any]:
     """VJP including cotangents that reach the stacked entering carries (higher order)."""
     nc, ny = spec.n_carry, spec.n_y
     res_g = g[nc + ny:]
@@ -127,7 +140,7 @@ def _scan_vjp_all_full(g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec:
     return [b + e for b, e in zip(base, extra)]
 
 
-def _scan_jvp_all(tangents: list, ans: tuple, *leaves: Any, spec: _ScanSpec) -> tuple:
+def _scan_jvp_all(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _ScanSpec) -> tuple[Any, ...]:
     return _partial_jvp(lambda *ls: _run(ls, spec), leaves, tangents)
 
 
@@ -137,12 +150,13 @@ _prim.vjp_all = _scan_vjp_all_full
 _prim.jvp_all = _scan_jvp_all
 
 
-def _scan_batch(args: list, dims: list, spec: _ScanSpec) -> tuple:
+def _scan_batch(args: list[Any], dims: list[Any], spec: _ScanSpec) -> tuple[Any, ...]:
     size = next((_raw_shape(a)[d] for a, d in zip(args, dims) if d is not None))
-    return fallback(_prim, args, dims, size, {"spec": spec})
+    batched: tuple[Any, ...] = fallback(_prim, args, dims, size, {"spec": spec})
+    return batched
 
 
-def _raw_shape(x: Any) -> tuple:
+def _raw_shape(x: Any) -> tuple[Any, ...]:
     if isinstance(x, Box):
         return x._shape()
     return tuple(getattr(x, "shape", ()))
@@ -151,7 +165,9 @@ def _raw_shape(x: Any) -> tuple:
 _prim.batch_rule = _scan_batch
 
 
-def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False) -> tuple:
+def scan(
+    f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None, reverse: bool = False
+) -> tuple[Any, Any]:
     """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns
     ``(final_carry, stacked_ys)`` (JAX's ``lax.scan`` semantics).
 
@@ -168,7 +184,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     """
     init_leaves, carry_def = tree_util.tree_flatten(init)
     xs_leaves, xs_def = tree_util.tree_flatten(xs)
-    lengths = {_raw_shape(x)[0] if _raw_shape(x) else None for x in xs_leaves}
+    lengths: set[Any] = {_raw_shape(x)[0] if _raw_shape(x) else None for x in xs_leaves}
     if None in lengths:
         raise ValueError("scan: every leaf of xs needs a leading axis to scan over")
     if length is None:
@@ -186,7 +202,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     for slot in _Spec.__slots__:
         setattr(spec, slot, getattr(base, slot))
     spec.f, spec.n_carry, spec.n_xs, spec.length, spec.reverse = f, len(init_leaves), len(xs_leaves), length, reverse
-    spec.carry_def, spec.xs_def, spec.y_def, spec.n_y = carry_def, (xs_def if xs is not None else None), None, 0
+    y_def: Any = None  # set by the step function
+    spec.carry_def, spec.xs_def, spec.y_def, spec.n_y = carry_def, (xs_def if xs is not None else None), y_def, 0
     if not any(isinstance(x, Box) for x in leaves):
         out = _run(tuple(leaves), spec)
     else:
@@ -196,7 +213,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     return carry, ys
 
 
-def fori_loop(lower: int, upper: int, body: Callable, init: Any) -> Any:
+def fori_loop(lower: int, upper: int, body: Callable[[Any, T], T], init: T) -> T:
     """``for i in range(lower, upper): val = body(i, val)``, as a scan (small tape).
 
     Example::
@@ -206,5 +223,6 @@ def fori_loop(lower: int, upper: int, body: Callable, init: Any) -> Any:
     import numpy as np
 
     idx = np.arange(lower, upper)
+    carry: T
     carry, _ = scan(lambda c, i: (body(i, c), None), init, idx)
     return carry

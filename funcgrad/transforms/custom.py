@@ -10,7 +10,7 @@ nesting, and are themselves differentiated for higher orders.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from .. import tree_util
 from ..core import Box, get_primitive, primitive
@@ -18,18 +18,22 @@ from ..numpy._batching import fallback
 
 __all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
 
+R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 class _Spec:
     """Static description of one call: how leaves become arguments and back."""
 
     __slots__ = ("in_def", "static", "nargs", "out_def", "res_def", "n_out", "min_level", "what")
 
-    def __init__(self, in_def: Any, static: dict, nargs: int):
+    def __init__(self, in_def: Any, static: dict[int, Any], nargs: int) -> None:
         self.in_def = in_def
         self.static = static
         self.nargs = nargs
-        self.out_def = None
-        self.res_def = None
+        # PyTreeDefs of the output and residuals, set by the raw call (None before it).
+        self.out_def: Any = None
+        self.res_def: Any = None
         self.n_out = 0
         self.min_level = 0
         self.what = ""
@@ -45,7 +49,7 @@ class _Spec:
                     f"the carry or xs of fg.scan) so that their derivative can be taken"
                 )
 
-    def args(self, leaves: Sequence[Any]) -> list:
+    def args(self, leaves: Sequence[Any]) -> list[Any]:
         """The full positional argument list from dynamic leaves and static args."""
         dyn = list(tree_util.tree_unflatten(self.in_def, list(leaves)))
         full = []
@@ -53,11 +57,11 @@ class _Spec:
             full.append(self.static[i] if i in self.static else dyn.pop(0))
         return full
 
-    def dyn(self, leaves: Sequence[Any]) -> tuple:
+    def dyn(self, leaves: Sequence[Any]) -> tuple[Any, ...]:
         return tuple(tree_util.tree_unflatten(self.in_def, list(leaves)))
 
 
-def _split(args: tuple, nondiff_argnums: tuple[int, ...], what: str = "") -> tuple[list, _Spec]:
+def _split(args: tuple[Any, ...], nondiff_argnums: tuple[int, ...], what: str = "") -> tuple[list[Any], _Spec]:
     static = {i % len(args): args[i] for i in nondiff_argnums}
     dyn = [a for i, a in enumerate(args) if i not in static]
     leaves, in_def = tree_util.tree_flatten(tuple(dyn))
@@ -68,7 +72,7 @@ def _split(args: tuple, nondiff_argnums: tuple[int, ...], what: str = "") -> tup
     return leaves, spec
 
 
-def _traced(leaves: list) -> bool:
+def _traced(leaves: list[Any]) -> bool:
     return any(isinstance(x, Box) for x in leaves)
 
 
@@ -78,15 +82,15 @@ def _zeros_like(x: Any) -> Any:
     return fnp.zeros_like(x)
 
 
-def _fill(cts: Sequence[Any], likes: Sequence[Any]) -> tuple:
+def _fill(cts: Sequence[Any], likes: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(_zeros_like(a) if c is None else c for c, a in zip(cts, likes))
 
 
-def _partial_vjp(fn: Callable, leaves: Sequence[Any], argnums: Sequence[int], cts: tuple) -> list:
+def _partial_vjp(fn: Callable[..., Any], leaves: Sequence[Any], argnums: Sequence[int], cts: tuple[Any, ...]) -> list[Any]:
     """Cotangents of ``leaves[argnums]`` for ``fn(*leaves) -> tuple`` at cotangent ``cts``."""
     from .autodiff import vjp
 
-    def of_dyn(*dyn: Any) -> tuple:
+    def of_dyn(*dyn: Any) -> tuple[Any, ...]:
         full = list(leaves)
         for i, d in zip(argnums, dyn):
             full[i] = d
@@ -96,19 +100,20 @@ def _partial_vjp(fn: Callable, leaves: Sequence[Any], argnums: Sequence[int], ct
     return list(f_vjp(cts))
 
 
-def _partial_jvp(fn: Callable, leaves: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+def _partial_jvp(fn: Callable[..., Any], leaves: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, ...]:
     """Output tangents of ``fn(*leaves) -> tuple`` for the given tangents (None = zero)."""
     from .autodiff import jvp
 
     idx = [i for i, t in enumerate(tangents) if t is not None]
 
-    def of_dyn(*dyn: Any) -> tuple:
+    def of_dyn(*dyn: Any) -> tuple[Any, ...]:
         full = list(leaves)
         for i, d in zip(idx, dyn):
             full[i] = d
         return tuple(fn(*full))
 
-    return jvp(of_dyn, tuple(leaves[i] for i in idx), tuple(tangents[i] for i in idx))[1]
+    t_out: tuple[Any, ...] = jvp(of_dyn, tuple(leaves[i] for i in idx), tuple(tangents[i] for i in idx))[1]
+    return t_out
 
 
 def _check_out_structure(kind: str, name: str, got: Any, want: Any) -> None:
@@ -121,7 +126,7 @@ def _check_out_structure(kind: str, name: str, got: Any, want: Any) -> None:
 
 # --------------------------------------------------------------------------
 
-class custom_jvp:
+class custom_jvp(Generic[R]):
     """A function with a user-defined JVP rule (JAX semantics).
 
     Reverse mode transposes the (linear) tangent computation of the rule, so
@@ -139,11 +144,13 @@ class custom_jvp:
             return log1pexp(x), t * fg.scipy.special.expit(x)
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    __name__: str  # set by functools.update_wrapper
+
+    def __init__(self, fun: Callable[..., R], nondiff_argnums: Sequence[int] = ()) -> None:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
-        self.jvp_rule: Callable | None = None
+        self.jvp_rule: Callable[..., Any] | None = None
         name = getattr(fun, "__name__", "fun")
         self._call = primitive(self._raw, f"custom_jvp[{name}]", multiple_results=True)
         prim = get_primitive(self._call)
@@ -151,53 +158,57 @@ class custom_jvp:
         prim.vjp_all = self._vjp_all
         prim.batch_rule = self._batch
 
-    def defjvp(self, rule: Callable) -> Callable:
+    def defjvp(self, rule: F) -> F:
         """Set the rule ``rule(primals, tangents) -> (primal_out, tangent_out)``;
         with ``nondiff_argnums``, ``rule(*static_args, primals, tangents)``."""
         self.jvp_rule = rule
         return rule
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any) -> R:
         if self.jvp_rule is None:
             raise AttributeError(f"no JVP rule defined for custom_jvp function {self.__name__}; use .defjvp")
         leaves, spec = _split(args, self.nondiff_argnums, f"custom_jvp function {self.__name__}")
         if not _traced(leaves):
             return self.fun(*args)
         outs = self._call(*leaves, spec=spec)
-        return tree_util.tree_unflatten(spec.out_def, list(outs))
+        result: R = tree_util.tree_unflatten(spec.out_def, list(outs))
+        return result
 
-    def _raw(self, *leaves: Any, spec: _Spec) -> tuple:
+    def _raw(self, *leaves: Any, spec: _Spec) -> tuple[Any, ...]:
         out_leaves, spec.out_def = tree_util.tree_flatten(self.fun(*spec.args(leaves)))
         spec.check_closure(out_leaves)
         return tuple(out_leaves)
 
-    def _tangent_out(self, leaves: Sequence[Any], tangents: Sequence[Any], spec: _Spec) -> tuple:
+    def _tangent_out(self, leaves: Sequence[Any], tangents: Sequence[Any], spec: _Spec) -> tuple[Any, ...]:
         primals = spec.dyn(leaves)
         t_full = spec.dyn(_fill(tangents, leaves))
         static = [spec.static[i] for i in sorted(spec.static)]
-        _, t_out = self.jvp_rule(*static, primals, t_full)
+        rule = self.jvp_rule
+        assert rule is not None  # checked by __call__
+        _, t_out = rule(*static, primals, t_full)
         t_leaves, t_def = tree_util.tree_flatten(t_out)
         _check_out_structure("the custom JVP", self.__name__, t_def, spec.out_def)
         return tuple(t_leaves)
 
-    def _jvp_all(self, tangents: list, ans: tuple, *leaves: Any, spec: _Spec) -> tuple:
+    def _jvp_all(self, tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _Spec) -> tuple[Any, ...]:
         return self._tangent_out(leaves, tangents, spec)
 
-    def _vjp_all(self, g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _Spec) -> list:
+    def _vjp_all(self, g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _Spec) -> list[Any]:
         # The tangent map is linear: its VJP is the transpose the rule implies.
         zero_t = [_zeros_like(x) for x in leaves]
 
-        def tangent_map(*ts: Any) -> tuple:
+        def tangent_map(*ts: Any) -> tuple[Any, ...]:
             return self._tangent_out(leaves, ts, spec)
 
         return _partial_vjp(tangent_map, zero_t, argnums, _fill(g, ans))
 
-    def _batch(self, args: list, dims: list, spec: _Spec) -> tuple:
+    def _batch(self, args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
         size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
-        return fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
+        batched: tuple[Any, ...] = fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
+        return batched
 
 
-class custom_vjp:
+class custom_vjp(Generic[R]):
     """A function with a user-defined VJP (JAX semantics): ``f.defvjp(fwd, bwd)``.
 
     ``fwd(*args) -> (out, residuals)``; ``bwd(residuals, g) -> tuple`` with one
@@ -214,12 +225,14 @@ class custom_vjp:
         clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (fnp.clip(g, -1, 1),))
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    __name__: str  # set by functools.update_wrapper
+
+    def __init__(self, fun: Callable[..., R], nondiff_argnums: Sequence[int] = ()) -> None:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
-        self.fwd: Callable | None = None
-        self.bwd: Callable | None = None
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
         name = getattr(fun, "__name__", "fun")
         self._call = primitive(self._raw, f"custom_vjp[{name}]", multiple_results=True)
         prim = get_primitive(self._call)
@@ -227,22 +240,25 @@ class custom_vjp:
         prim.vjp_all = self._vjp_all
         prim.batch_rule = self._batch
 
-    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """Set the forward ``fwd(*args) -> (out, res)`` and backward ``bwd(res, g)`` rules."""
         self.fwd = fwd
         self.bwd = bwd
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any) -> R:
         if self.fwd is None:
             raise AttributeError(f"no VJP rules defined for custom_vjp function {self.__name__}; use .defvjp")
         leaves, spec = _split(args, self.nondiff_argnums, f"custom_vjp function {self.__name__}")
         if not _traced(leaves):
             return self.fun(*args)
         outs = self._call(*leaves, spec=spec)
-        return tree_util.tree_unflatten(spec.out_def, list(outs[: spec.n_out]))
+        result: R = tree_util.tree_unflatten(spec.out_def, list(outs[: spec.n_out]))
+        return result
 
-    def _fwd_leaves(self, leaves: Sequence[Any], spec: _Spec) -> tuple:
-        result = self.fwd(*spec.args(leaves))
+    def _fwd_leaves(self, leaves: Sequence[Any], spec: _Spec) -> tuple[Any, ...]:
+        fwd = self.fwd
+        assert fwd is not None  # checked by __call__
+        result = fwd(*spec.args(leaves))
         if not (isinstance(result, tuple) and len(result) == 2):
             raise TypeError(f"the fwd rule of custom_vjp function {self.__name__} must return a pair (out, residuals)")
         out, res = result
@@ -251,20 +267,22 @@ class custom_vjp:
         spec.n_out = len(out_leaves)
         return tuple(out_leaves) + tuple(res_leaves)
 
-    def _raw(self, *leaves: Any, spec: _Spec) -> tuple:
+    def _raw(self, *leaves: Any, spec: _Spec) -> tuple[Any, ...]:
         out = self._fwd_leaves(leaves, spec)
         spec.check_closure(out)
         return out
 
-    def _jvp_all(self, tangents: list, ans: tuple, *leaves: Any, spec: _Spec) -> tuple:
+    def _jvp_all(self, tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _Spec) -> tuple[Any, ...]:
         return _partial_jvp(lambda *ls: self._fwd_leaves(ls, spec), leaves, tangents)
 
-    def _vjp_all(self, g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _Spec) -> list:
+    def _vjp_all(self, g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _Spec) -> list[Any]:
         n = spec.n_out
         res = tree_util.tree_unflatten(spec.res_def, list(ans[n:]))
         g_out = tree_util.tree_unflatten(spec.out_def, list(_fill(g[:n], ans[:n])))
         static = [spec.static[i] for i in sorted(spec.static)]
-        cts = self.bwd(*static, res, g_out)
+        bwd = self.bwd
+        assert bwd is not None  # set with fwd by defvjp
+        cts = bwd(*static, res, g_out)
         ndyn = spec.nargs - len(spec.static)
         if not isinstance(cts, (tuple, list)) or len(cts) != ndyn:
             raise TypeError(
@@ -273,7 +291,7 @@ class custom_vjp:
                 + (f" of length {len(cts)}" if isinstance(cts, (tuple, list)) else "")
             )
         dyn = spec.dyn(leaves)
-        ct_leaves: list = []
+        ct_leaves: list[Any] = []
         for k, (c, a) in enumerate(zip(cts, dyn)):
             a_leaves, a_def = tree_util.tree_flatten(a)
             if c is None:
@@ -294,12 +312,13 @@ class custom_vjp:
             result = [r if c is None else (c if r is None else r + c) for r, c in zip(result, res_cts)]
         return result
 
-    def _batch(self, args: list, dims: list, spec: _Spec) -> tuple:
+    def _batch(self, args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
         size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
-        return fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
+        batched: tuple[Any, ...] = fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
+        return batched
 
 
-def _shape(x: Any) -> tuple:
+def _shape(x: Any) -> tuple[Any, ...]:
     if isinstance(x, Box):
         return x._shape()
     return tuple(getattr(x, "shape", ()))
@@ -307,7 +326,7 @@ def _shape(x: Any) -> tuple:
 
 # --------------------------------------------------------------------------
 
-def checkpoint(fun: Callable, static_argnums: Sequence[int] = ()) -> Callable:
+def checkpoint(fun: Callable[..., R], static_argnums: Sequence[int] = ()) -> Callable[..., R]:
     """Rematerialization: ``fun``'s intermediate values are not stored for the
     backward pass; they are recomputed from its inputs when needed.
 
@@ -321,18 +340,18 @@ def checkpoint(fun: Callable, static_argnums: Sequence[int] = ()) -> Callable:
     """
     name = getattr(fun, "__name__", "fun")
 
-    def raw(*leaves: Any, spec: _Spec) -> tuple:
+    def raw(*leaves: Any, spec: _Spec) -> tuple[Any, ...]:
         out_leaves, spec.out_def = tree_util.tree_flatten(fun(*spec.args(leaves)))
         spec.check_closure(out_leaves)
         return tuple(out_leaves)
 
-    def call_leaves(leaves: Sequence[Any], spec: _Spec) -> tuple:
+    def call_leaves(leaves: Sequence[Any], spec: _Spec) -> tuple[Any, ...]:
         return tuple(tree_util.tree_leaves(fun(*spec.args(leaves))))
 
-    def vjp_all(g: tuple, ans: tuple, argnums: tuple, *leaves: Any, spec: _Spec) -> list:
+    def vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _Spec) -> list[Any]:
         return _partial_vjp(lambda *ls: call_leaves(ls, spec), leaves, argnums, _fill(g, ans))
 
-    def jvp_all(tangents: list, ans: tuple, *leaves: Any, spec: _Spec) -> tuple:
+    def jvp_all(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _Spec) -> tuple[Any, ...]:
         return _partial_jvp(lambda *ls: call_leaves(ls, spec), leaves, tangents)
 
     call = primitive(raw, f"checkpoint[{name}]", multiple_results=True)
@@ -340,19 +359,21 @@ def checkpoint(fun: Callable, static_argnums: Sequence[int] = ()) -> Callable:
     prim.vjp_all = vjp_all
     prim.jvp_all = jvp_all
 
-    def batch(args: list, dims: list, spec: _Spec) -> tuple:
+    def batch(args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
         size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
-        return fallback(prim, args, dims, size, {"spec": spec})
+        batched: tuple[Any, ...] = fallback(prim, args, dims, size, {"spec": spec})
+        return batched
 
     prim.batch_rule = batch
 
     @functools.wraps(fun)
-    def checkpointed(*args: Any) -> Any:
+    def checkpointed(*args: Any) -> R:
         leaves, spec = _split(args, tuple(static_argnums), f"checkpointed function {name}")
         if not _traced(leaves):
             return fun(*args)
         outs = call(*leaves, spec=spec)
-        return tree_util.tree_unflatten(spec.out_def, list(outs))
+        result: R = tree_util.tree_unflatten(spec.out_def, list(outs))
+        return result
 
     return checkpointed
 

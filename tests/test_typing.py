@@ -1,0 +1,154 @@
+"""Static typing (issue 8, part 3): the package ships ``py.typed`` and ``mypy --strict``
+passes on the typed public modules (the ``files`` list of ``mypy.ini``).
+
+The mypy checks are skipped when mypy is not installed (it is in the ``test`` extra).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "mypy.ini"
+
+# Exactly the modules that are annotated and checked (keep in step with mypy.ini's `files`).
+TYPED = [
+    "funcgrad/__init__.py",
+    "funcgrad/core",
+    "funcgrad/transforms",
+    "funcgrad/tree_util.py",
+    "funcgrad/testing.py",
+    "funcgrad/visualize.py",
+    "funcgrad/serialization.py",
+    "funcgrad/nn",
+    "funcgrad/optim",
+]
+
+needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    # One cache for the module's runs (the second run is incremental); never in the repo.
+    return tmp_path_factory.mktemp("mypy_cache")
+
+
+def _mypy(cache_dir: pathlib.Path, *targets: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "mypy", "--strict", "--config-file", str(CONFIG),
+           "--cache-dir", str(cache_dir), "--no-pretty", "--no-error-summary", *targets]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_py_typed_marker_is_shipped() -> None:
+    assert (ROOT / "funcgrad" / "py.typed").is_file()
+
+
+def test_config_lists_exactly_the_typed_modules() -> None:
+    import configparser
+
+    cp = configparser.ConfigParser()
+    cp.read(CONFIG)
+    files = [f.strip() for f in cp["mypy"]["files"].split(",") if f.strip()]
+    assert files == TYPED
+    for f in files:
+        assert (ROOT / f).exists(), f
+
+
+@needs_mypy
+def test_mypy_strict_passes_on_typed_modules(cache_dir: pathlib.Path) -> None:
+    res = _mypy(cache_dir, *TYPED)
+    assert res.returncode == 0, "mypy --strict failed:\n" + res.stdout + res.stderr
+
+
+# User code against the public API: correct uses must type-check, and the mistakes marked
+# with `type: ignore[...]` must be caught (under --strict an ignore that is not needed is
+# itself an error, so a signature that stops catching a mistake fails this test).
+_USER_CODE = '''
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+
+def loss(w: np.ndarray, x: np.ndarray, *, scale: float = 1.0) -> Any:
+    return fnp.sum(fnp.tanh(x @ w) ** 2) * scale
+
+
+w = np.ones((3, 2))
+x = np.ones((4, 3))
+g = fg.grad(loss)(w, x, scale=2.0)
+value, g2 = fg.value_and_grad(loss, argnums=(0, 1))(w, x)
+J = fg.jacrev(loss)(w, x)
+H = fg.hessian(loss)(w, x)
+per_example = fg.vmap(loss, in_axes=(None, 0))(w, x[:, None, :])
+fg.grad(loss)(w)  # type: ignore[call-arg]
+fg.jacfwd(loss)(w, x, scal=2.0)  # type: ignore[call-arg]
+
+out, f_vjp = fg.vjp(fnp.sin, w)
+cts: tuple[Any, ...] = f_vjp(fnp.ones_like(out))
+out2, f_vjp2, aux = fg.vjp(lambda a: (fnp.sin(a), 1), w, has_aux=True)
+y, dy = fg.jvp(fnp.sin, (w,), (w,))
+y3, dy3, aux3 = fg.jvp(lambda a: (fnp.sin(a), 1), (w,), (w,), has_aux=True)
+y4, dy4, aux4 = fg.jvp(fnp.sin, (w,), (w,))  # type: ignore[misc]
+grad_val, hvp_val = fg.hvp(lambda a: fnp.sum(a ** 3), (w,), (w,))
+lin_out, f_jvp = fg.linearize(fnp.sin, w)
+kept: np.ndarray = fg.stop_gradient(w)
+carry, ys = fg.scan(lambda c, xi: (c + xi, c), np.zeros(3), x)
+halved: float = fg.fori_loop(0, 3, lambda i, v: v * 0.5, 1.0)
+
+
+@fg.custom_jvp
+def f(a: np.ndarray) -> np.ndarray:
+    return a
+
+
+@f.defjvp
+def f_jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    return primals[0], tangents[0]
+
+
+fa: np.ndarray = f(w)
+fb: str = f(w)  # type: ignore[assignment]
+layer: Callable[..., Any] = fg.checkpoint(loss)
+
+
+class Affine(fg.nn.Module):
+    w: np.ndarray
+    b: np.ndarray
+    act: str = fg.nn.static_field(default="tanh")
+
+    def __call__(self, x: np.ndarray) -> Any:
+        return fnp.tanh(x @ self.w + self.b)
+
+
+m = Affine(np.ones((3, 2)), np.zeros(2), act="relu")
+Affine(np.ones((3, 2)))  # type: ignore[call-arg]
+lin = fg.nn.Linear(3, 4)
+opt = fg.optim.chain(fg.optim.clip_by_global_norm(1.0), fg.optim.adam(1e-3))
+state = opt.init(m)
+grads = fg.grad(lambda m, x: fnp.sum(m(x)))(m, x)
+updates, state = opt.update(grads, state, m)
+m = fg.optim.apply_updates(m, updates)
+leaves, treedef = fg.tree_util.tree_flatten({"a": 1})
+n: int = treedef.num_leaves
+fg.testing.check_grads(fnp.sin, (w,), order=1)
+dot: str = fg.make_graph(loss)(w, x).to_dot()
+'''
+
+
+@needs_mypy
+def test_public_api_types_for_user_code(cache_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    user = tmp_path / "user_code.py"
+    user.write_text(textwrap.dedent(_USER_CODE))
+    res = _mypy(cache_dir, str(user))
+    assert res.returncode == 0, "mypy --strict on user code failed:\n" + res.stdout + res.stderr
