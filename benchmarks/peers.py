@@ -37,13 +37,27 @@ _enabled: set[str] = set(ALL)
 _loaded: dict[str, Any] = {}
 
 
-def pin_thread_env() -> None:
-    """Ask every library loaded from now on for one thread (env variables)."""
+def pin_thread_env() -> dict[str, str | None]:
+    """Ask every library loaded from now on for one thread (env variables).
+
+    Returns the previous values, for :func:`restore_env`.
+    """
+    previous = {key: os.environ.get(key) for key in (*THREAD_ENV, "XLA_FLAGS")}
     for key, value in THREAD_ENV.items():
         os.environ.setdefault(key, value)
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_multi_thread_eigen" not in flags:
         os.environ["XLA_FLAGS"] = (flags + " " + XLA_ONE_THREAD).strip()
+    return previous
+
+
+def restore_env(previous: dict[str, str | None]) -> None:
+    """Put back the variables :func:`pin_thread_env` changed."""
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 _limiter = None
@@ -52,7 +66,6 @@ _limiter = None
 def pin_threads_now() -> str:
     """Limit already-loaded thread pools (NumPy's BLAS) to one thread; say how."""
     global _limiter
-    pin_thread_env()
     try:
         import threadpoolctl
     except ImportError:
@@ -146,6 +159,23 @@ def versions() -> dict[str, str]:
         out["jax"] = j.jax.__version__
         out["jaxlib"] = jaxlib.__version__
     return out
+
+
+def source_state() -> str:
+    """The git commit funcgrad was measured at, and whether funcgrad/ had uncommitted changes."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "funcgrad"], cwd=root, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+    if not head:
+        return "unknown (not a git checkout)"
+    return head + (" + uncommitted changes in funcgrad/" if dirty else "")
 
 
 def _dist_version(name: str) -> str:

@@ -24,6 +24,7 @@ import math
 import os
 import sys
 import time
+import textwrap
 import traceback
 import warnings
 from typing import Any, Sequence
@@ -85,7 +86,8 @@ def run_table(table: Table, ctx: Context, log=print) -> dict[str, Any]:
     else:
         result = _run_timed(table, ctx, log)
         values = {n: r["median"] for n, r in result["rows"].items() if "median" in r}
-    result["targets"] = [t.evaluate(values) for t in table.targets]
+    best = {n: r["best"] for n, r in result["rows"].items() if "best" in r}
+    result["targets"] = [t.evaluate(values, best) for t in table.targets]
     result["notes"] = list(table.notes)
     _print_table(result, table, log)
     return result
@@ -249,7 +251,9 @@ def _print_table(result: dict[str, Any], table: Table, log) -> None:
 def _target_text(t: dict[str, Any]) -> str:
     if "ratio" not in t:
         return f"{t['label']}: {t['status']} ({t['why']})"
-    return f"{t['label']}: {t['ratio']:.2f} (vs {t['against']}; limit {t['limit']:g}) -> {t['status'].upper()}"
+    on_min = f"; ratio of fastest samples {t['ratio_of_min']:.2f}" if "ratio_of_min" in t else ""
+    return (f"{t['label']}: {t['ratio']:.2f} (vs {t['against']}; limit {t['limit']:g}{on_min}) "
+            f"-> {t['status'].upper()}")
 
 
 # ---------------------------------------------------------------------------
@@ -264,8 +268,9 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
         f"- date: {report['date']}; wall time of the run: {report['wall_s']:.0f} s; mode: {report['mode']}",
         f"- machine: {env['machine'].get('cpu', '?')}, {env['machine'].get('cpus')} cores, "
         f"{env['machine'].get('memory_gib', '?')} GiB, {env['machine'].get('platform')}",
-        f"- versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()),
-        f"- BLAS: " + "; ".join(", ".join(f"{k}={v}" for k, v in p.items()) for p in env["machine"]["blas"]),
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()),
+        f"- funcgrad source: git {env.get('source', '?')}",
+        "- BLAS: " + "; ".join(", ".join(f"{k}={v}" for k, v in p.items()) for p in env["machine"]["blas"]),
         f"- OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE in the environment: {env['machine']['openblas_env'] or 'unset'}",
         f"- threads: every library pinned to one thread ({env['threads']}; torch.set_num_threads(1); "
         f"XLA_FLAGS={env['machine']['thread_env'].get('XLA_FLAGS')})",
@@ -292,10 +297,13 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
         for t in res["targets"]:
             lines.append(f"- **target** {_target_text(t)}")
         lines.append("")
-    lines += ["### Targets", "", "| issue | target | ratio | against | status |", "|---|---|---:|---|---|"]
+    lines += ["### Targets", "",
+              "| issue | target | ratio (medians) | ratio (fastest samples) | against | status |",
+              "|---|---|---:|---:|---|---|"]
     for res in report["results"]:
         for t in res["targets"]:
             lines.append(f"| {t['issue']} | {t['label']} | {_fmt(t['ratio']) if 'ratio' in t else ''} | "
+                         f"{_fmt(t['ratio_of_min']) if 'ratio_of_min' in t else ''} | "
                          f"{t.get('against', '')} | {t['status']} |")
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -314,6 +322,8 @@ def write_plots(folder: str, report: dict[str, Any], log=print) -> None:
     os.makedirs(folder, exist_ok=True)
     for res in report["results"]:
         unit = res["unit"]
+        if unit == "value":  # rows of different kinds (memory_leak): nothing to compare in a bar chart
+            continue
         if unit in UNITS:
             items = [(n, r["median"] * UNITS[unit]) for n, r in res["rows"].items() if "median" in r]
             label = "µs per op" if unit == "us" else unit
@@ -322,7 +332,7 @@ def write_plots(folder: str, report: dict[str, Any], log=print) -> None:
             label = unit
         if not items:
             continue
-        fig, ax = plt.subplots(figsize=(7, 0.35 * len(items) + 1.2))
+        fig, ax = plt.subplots(figsize=(8, 0.35 * len(items) + 1.4))
         names = [n for n, _ in items][::-1]
         vals = [v for _, v in items][::-1]
         colors = ["tab:orange" if n.startswith("funcgrad") else "tab:gray" if n.startswith("numpy") else "tab:blue"
@@ -331,7 +341,7 @@ def write_plots(folder: str, report: dict[str, Any], log=print) -> None:
         if unit in UNITS and max(vals) / max(min(vals), 1e-12) > 30:
             ax.set_xscale("log")
         ax.set_xlabel(label)
-        ax.set_title(res["title"][:90], fontsize=8)
+        fig.suptitle("\n".join(textwrap.wrap(res["title"], 90)), fontsize=8)
         fig.tight_layout()
         fig.savefig(os.path.join(folder, f"{res['name']}.png"), dpi=90)
         plt.close(fig)
@@ -362,21 +372,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if unknown:
         parser.error(f"unknown peer(s) {sorted(unknown)}; choose from {', '.join(peers.ALL)}")
     peers.set_enabled(chosen)
+    previous_env = peers.pin_thread_env()  # for the peers imported from here on, and the memory probes
     threads = peers.pin_threads_now()
     ctx = Context(quick=args.quick, smoke=args.smoke, clock=args.clock)
     try:
         return _main(args, ctx, threads, argv)
     finally:
         peers.unpin_threads()
+        peers.restore_env(previous_env)  # when called in-process (the tests), leave the environment as it was
 
 
 def _main(args: argparse.Namespace, ctx: Context, threads: str, argv: Sequence[str] | None) -> dict[str, Any]:
     versions = peers.versions()  # imports the peers (pinned) before anything is timed
+    source = peers.source_state()
     machine = peers.machine()
     load_start = machine.get("loadavg")
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     print(f"funcgrad benchmarks  {time.strftime('%Y-%m-%d %H:%M %Z')}  mode {mode}  clock {args.clock}")
-    print(f"  versions: {versions}")
+    print(f"  versions: {versions}; funcgrad source {source}")
     print(f"  machine: {machine.get('cpu')} x{machine.get('cpus')}, load {load_start}")
     print(f"  BLAS: {machine['blas']}")
     print(f"  threads: one per library ({threads}, torch.set_num_threads(1), XLA_FLAGS one thread)")
@@ -400,7 +413,7 @@ def _main(args: argparse.Namespace, ctx: Context, threads: str, argv: Sequence[s
         "mode": mode,
         "clock": args.clock,
         "wall_s": wall,
-        "environment": {"versions": versions, "machine": machine, "threads": threads,
+        "environment": {"versions": versions, "source": source, "machine": machine, "threads": threads,
                         "load_start": load_start, "load_end": end},
         "results": results,
     }

@@ -88,6 +88,10 @@ def build(ctx: Context) -> list[Table]:
         rows, np_grad(), rtol=1e-12, unit="ms", baselines=("numpy forward",),
         targets=[Target("(c) grad / plain NumPy forward <= 2.2", "funcgrad grad", ("numpy forward",), 2.2)],
         notes=["'x numpy forward' is the ratio the target is about; 'grad/own fwd' divides each gradient by "
-               "its own library's forward (autograd's forward is NumPy's)."]
+               "its own library's forward (autograd's forward is NumPy's).",
+               "Large NumPy arrays are allocated with transparent huge pages (madvise); on a shared machine the "
+               "kernel's compaction for them adds 0.1-1 s of system time to some calls at random, which is "
+               "where the wide IQRs of the NumPy-based rows come from (PyTorch's allocator does not ask for "
+               "huge pages). Compare the 'min' column, and the target's ratio of fastest samples."]
         + (["--quick uses 1e6 elements (still far beyond the caches)."] if ctx.quick and not ctx.smoke else []),
     )]

@@ -94,12 +94,12 @@ def build(ctx: Context) -> list[Table]:
         except Exception as exc:
             return {"funcgrad grad, repeated": {"value": None, "status": f"failed: {exc}"}}
         rows = {
-            f"peak of call 1 (MB)": {"value": r["first_call_peak"] / MB},
+            "peak of call 1 (MB)": {"value": r["first_call_peak"] / MB},
             f"peak of call {repeat} (MB)": {"value": r["last_call_peak"] / MB},
             f"traced memory growth, calls 10..{repeat} (MB)": {"value": r["traced_growth"] / MB},
             f"live Python objects growth, calls 10..{repeat}": {"value": float(r["object_growth"])},
         }
-        rows[f"peak of call 1 (MB)"]["derived"] = {
+        rows["peak of call 1 (MB)"]["derived"] = {
             "growth": max(r["traced_growth"], 0), "one call's peak": r["first_call_peak"],
             "peak of last call": r["last_call_peak"]}
         return rows
