@@ -33,7 +33,7 @@ import numpy as np
 
 from . import tree_util
 from .core import Box, ReverseTrace, VJPBox
-from .core.reverse import VJPNode, tape_order
+from .core.reverse import ArraySpec, VJPNode, tape_order
 from .core.trace import Primitive
 
 __all__ = ["make_graph", "Graph", "GraphNode", "GraphEdge"]
@@ -212,18 +212,27 @@ class Graph:
 class _RecordingTrace(ReverseTrace):
     """A reverse trace that also remembers every node it makes, in order."""
 
-    __slots__ = ("nodes",)
+    __slots__ = ("nodes", "shown_args")
 
     def __init__(self, name: str):
         super().__init__(name)
         self.nodes: list[VJPNode] = []
+        # the arguments as given, for constants whose values the node did not keep
+        self.shown_args: dict[VJPNode, list[Any]] = {}
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
+        given = list(args)
         out = super().process(prim, args, kwargs, argnums)
+        node = None
         if isinstance(out, VJPBox):
-            self.nodes.append(out._node)
+            node = out._node
         elif isinstance(out, tuple) and out and isinstance(out[0], VJPBox) and out[0]._node.out_index is not None:
-            self.nodes.append(out[0]._node.parents[0])
+            node = out[0]._node.parents[0]
+        if node is not None:
+            self.nodes.append(node)
+            self.shown_args[node] = [
+                given[i] if isinstance(a, ArraySpec) else a for i, a in enumerate(node.args)
+            ]
         return out
 
 
@@ -305,7 +314,8 @@ def _build(name: str, trace: _RecordingTrace, inputs: list[Any], outputs: list[A
         pnames = _param_names(prim, len(node.args))
         traced = dict(zip(node.argnums, node.parents))
         params, saved = [], []
-        for i, a in enumerate(node.args):
+        shown = trace.shown_args.get(node, node.args)
+        for i, a in enumerate(shown):
             label = pnames[i]
             parent = traced.get(i)
             if parent is not None:
@@ -327,14 +337,16 @@ def _build(name: str, trace: _RecordingTrace, inputs: list[Any], outputs: list[A
                     continue
                 params.append((label, _short(a)))
                 continue
-            saved.append((f"arg{i}", _shape(a), _dtype_str(a)))
-            saved_ids[id(a)] = _nbytes(a)
+            if not isinstance(node.args[i], ArraySpec):  # only the shape was kept: nothing saved
+                saved.append((f"arg{i}", _shape(a), _dtype_str(a)))
+                saved_ids[id(a)] = _nbytes(a)
         for key, v in (node.kwargs or {}).items():
             if v is not None:
                 params.append((key, _short(v)))
         for j, r in enumerate(results):
-            saved.append(("ans" if len(results) == 1 else f"ans[{j}]", _shape(r), _dtype_str(r)))
-            saved_ids[id(r)] = _nbytes(r)
+            if not isinstance(r, ArraySpec):
+                saved.append(("ans" if len(results) == 1 else f"ans[{j}]", _shape(r), _dtype_str(r)))
+                saved_ids[id(r)] = _nbytes(r)
         nodes.append(GraphNode(
             pid, "primitive", prim.name, tuple(_shape(r) for r in results), tuple(_dtype_str(r) for r in results),
             tuple(params), tuple(saved), node in reachable,

@@ -296,3 +296,22 @@ def test_check_grads_catches_a_wrong_rule():
     fg.defjvp(wrong, lambda t, ans, x: t * fnp.sin(x))
     with pytest.raises(AssertionError):
         fg.testing.check_grads(wrong, (X,), order=1)
+
+
+def test_tape_keeps_only_what_rules_read():
+    from funcgrad.core import ReverseTrace
+    from funcgrad.core.reverse import ArraySpec
+
+    x = np.linspace(0.1, 1.0, 4)
+    with ReverseTrace("t") as trace:
+        b = trace.new_input(x)
+        y = fnp.tanh(0.9 * b + 0.1)
+    tanh_node = y._node
+    add_node = tanh_node.parents[0]
+    mul_node = add_node.parents[0]
+    assert isinstance(tanh_node.args[0], ArraySpec) and not isinstance(tanh_node.ans, ArraySpec)
+    assert isinstance(add_node.args[0], ArraySpec) and isinstance(add_node.ans, ArraySpec)
+    assert isinstance(mul_node.args[1], ArraySpec) and mul_node.args[0] == 0.9
+    # linearize replays JVP rules on its tape, which read more: it keeps everything
+    _, f_jvp = fg.linearize(lambda x: fnp.tanh(0.9 * x + 0.1), x)
+    np.testing.assert_allclose(f_jvp(np.ones(4)), 0.9 * (1 - np.tanh(0.9 * x + 0.1) ** 2))

@@ -26,7 +26,7 @@ __all__ = [
     "Box", "Trace", "Primitive", "LeakedTraceError", "primitive", "nondiff_primitive",
     "unbox_all", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
     "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive",
-    "defvjp_all", "defjvp_all",
+    "defvjp_all", "defjvp_all", "defunused",
 ]
 
 
@@ -89,6 +89,21 @@ def defjvp_all(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
     """One JVP rule for all arguments of primitive ``fn``: ``rule(tangents, ans, *args, **kwargs)``,
     where ``tangents[i]`` is None for arguments that are not traced."""
     get_primitive(fn).jvp_all = rule
+
+
+def defunused(fn: Callable[..., Any], unused: dict[int, Any]) -> None:
+    """Declare what each VJP rule of primitive ``fn`` never reads, so that the tape
+    keeps only the shape and dtype of those values (less memory).
+
+    ``unused[argnum]`` holds argument positions and/or ``"ans"`` (the result).
+
+    Example::
+
+        fg.core.defunused(fnp.add, {0: {0, 1, "ans"}, 1: {0, 1, "ans"}})
+    """
+    prim = get_primitive(fn)
+    prim.unused = {i: frozenset(v) for i, v in unused.items()}
+    prim.drop_cache.clear()
 
 
 def def_linear(fn: Callable[..., Any]) -> None:

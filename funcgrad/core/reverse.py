@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .constant import ConstBox
 from .trace import Box, Primitive, Trace
 
-__all__ = ["VJPNode", "VJPBox", "ReverseTrace", "backward_pass", "tape_order"]
+__all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order"]
 
 # Allocation without an __init__ call: the hot path of recording fills the slots inline.
 _new_node = object.__new__
@@ -97,10 +97,67 @@ class VJPBox(Box):
         self._version = 0
 
 
-class ReverseTrace(Trace):
-    """Records primitive calls on a tape for a later backward pass."""
+class ArraySpec:
+    """What a node keeps of an argument (or result) whose values its VJP rules never
+    read: the shape and dtype, so that e.g. broadcasting can still be undone."""
 
-    __slots__ = ()
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, x: Any):
+        if isinstance(x, Box):
+            self.shape = x._shape()
+            v = x._value
+            while isinstance(v, Box):
+                v = v._value
+            # a Python scalar has no dtype; its type stands in (numpy.dtype(float) works)
+            self.dtype = getattr(v, "dtype", type(v))
+        else:
+            self.shape = tuple(x.shape)
+            self.dtype = x.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        return f"ArraySpec(shape={self.shape}, dtype={self.dtype})"
+
+
+def _drops(prim: Primitive, argnums: list[int]) -> tuple[tuple[int, ...], bool]:
+    """Positions (and whether the result) no VJP rule of the traced ``argnums`` reads."""
+    key = tuple(argnums)
+    found = prim.drop_cache.get(key)
+    if found is None:
+        unused = prim.unused or {}
+        common: frozenset[Any] | None = None
+        for i in argnums:
+            u = unused.get(i, frozenset())
+            common = u if common is None else common & u
+        common = common or frozenset()
+        found = (tuple(sorted(j for j in common if j != "ans")), "ans" in common)
+        prim.drop_cache[key] = found
+    return found
+
+
+class ReverseTrace(Trace):
+    """Records primitive calls on a tape for a later backward pass.
+
+    Nodes keep only what the VJP rules read (see ``Primitive.unused``), unless
+    ``keep_all`` is set: ``linearize`` replays JVP rules on the tape, which read more.
+    """
+
+    __slots__ = ("keep_all",)
+
+    def __init__(self, name: str, keep_all: bool = False):
+        super().__init__(name)
+        self.keep_all = keep_all
 
     def new_input(self, value: Any) -> VJPBox:
         return VJPBox(value, self, VJPNode(None, (), (), None, None, value))
@@ -131,9 +188,19 @@ class ReverseTrace(Trace):
         node.prim = prim
         node.parents = parents
         node.argnums = argnums
+        saved_ans = ans
+        if prim.unused is not None and not self.keep_all:
+            drop_args, drop_ans = _drops(prim, argnums)
+            for j in drop_args:
+                if j < len(args) and hasattr(args[j], "shape"):
+                    args[j] = ArraySpec(args[j])
+            if drop_ans:
+                saved_ans = ArraySpec(ans)
+            if versions is not None:
+                versions = [(i, v) for i, v in versions if isinstance(args[i], Box)] or None
         node.args = args
         node.kwargs = kwargs
-        node.ans = ans
+        node.ans = saved_ans
         node.out_index = None
         node.versions = versions
         if prim.multiple_results:

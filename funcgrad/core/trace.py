@@ -151,7 +151,7 @@ class Primitive:
 
     __slots__ = (
         "raw", "name", "vjps", "jvps", "vjp_all", "jvp_all", "batch_rule", "multiple_results",
-        "differentiable", "check_kwargs", "max_args", "call",
+        "differentiable", "check_kwargs", "max_args", "unused", "drop_cache", "call",
     )
 
     def __init__(self, raw: Callable[..., Any], name: str | None = None, multiple_results: bool = False):
@@ -174,6 +174,11 @@ class Primitive:
         # traced; untraced calls never see it.
         self.check_kwargs: Callable[..., Any] | None = None
         self.max_args = 1 << 30
+        # unused[argnum]: what the VJP rule of ``argnum`` never reads the values of
+        # (argument positions, and "ans" for the result); the tape keeps only the
+        # shape and dtype of those. None: the rules may read everything.
+        self.unused: dict[int, frozenset[Any]] | None = None
+        self.drop_cache: dict[tuple[int, ...], tuple[tuple[int, ...], bool]] = {}
         self.call: Callable[..., Any] = raw  # replaced by the traced entry point
 
     def __repr__(self) -> str:

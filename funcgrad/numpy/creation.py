@@ -1,12 +1,15 @@
 """Array creation, and ``array``/``asarray`` that accept traced values.
 
+Creation functions take a ``device=`` argument (``'cpu'``, ``'cuda'``,
+``'cuda:1'``, an ``fg.Device``); without one they create on the default
+device, :func:`funcgrad.default_device` (the CPU unless changed with
+``with fg.default_device('cuda'):`` or ``fg.set_default_device``). On the CPU
 ``zeros``, ``ones``, ``empty``, ``arange``, ``eye``, ``identity`` and ``tri``
-are NumPy's own (they make host arrays; a ``device`` argument comes with GPU
-support). ``full``, ``full_like``, ``linspace`` and ``logspace`` are NumPy's
-too unless a traced value is passed as the fill value or an end point: then
-they are built from differentiable operations, so the derivative flows.
-``zeros_like``, ``ones_like`` and ``empty_like`` live in ``nondiff`` (their
-result carries no derivative; they accept traced values).
+are NumPy's own calls. ``full``, ``full_like``, ``linspace`` and ``logspace``
+are NumPy's too unless a traced value is passed as the fill value or an end
+point: then they are built from differentiable operations, so the derivative
+flows. ``zeros_like``, ``ones_like`` and ``empty_like`` live in ``nondiff``
+(their result carries no derivative, on the device of their argument).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..backend import namespace_of
+from .. import backend as _backend
+from ..backend import creation_namespace, namespace_of
 from ..core import Box, def_linear, defvjp, get_primitive, nondiff_primitive, primitive
 from ..core.batching import defbatch
 from ._util import backend_function, dtype
@@ -29,13 +33,117 @@ __all__ = [
     "eye", "identity", "astype", "copy", "tri",
 ]
 
-zeros = np.zeros
-ones = np.ones
-empty = np.empty
-arange = np.arange
-eye = np.eye
-identity = np.identity
-tri = np.tri
+
+# --------------------------------------------------------------------------
+# creation from shapes, on a device
+
+def zeros(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+    """``numpy.zeros`` on ``device`` (default: the default device).
+
+    Example::
+
+        fnp.zeros((2, 3), device="cuda")
+    """
+    xp, scope = creation_namespace(device)
+    if xp is np:
+        return np.zeros(shape, dtype, order) if like is None else np.zeros(shape, dtype, order, like=like)
+    with scope:
+        return xp.zeros(shape, dtype=float if dtype is None else dtype, order=order)
+
+
+def ones(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+    """``numpy.ones`` on ``device`` (default: the default device)."""
+    xp, scope = creation_namespace(device)
+    if xp is np:
+        return np.ones(shape, dtype, order) if like is None else np.ones(shape, dtype, order, like=like)
+    with scope:
+        return xp.ones(shape, dtype=float if dtype is None else dtype, order=order)
+
+
+def empty(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+    """``numpy.empty`` on ``device`` (default: the default device)."""
+    xp, scope = creation_namespace(device)
+    if xp is np:
+        return np.empty(shape, dtype, order) if like is None else np.empty(shape, dtype, order, like=like)
+    with scope:
+        return xp.empty(shape, dtype=float if dtype is None else dtype, order=order)
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None,
+           like: Any = None) -> Any:
+    """``numpy.arange`` on ``device`` (default: the default device)."""
+    xp, scope = creation_namespace(device)
+    args = (start,) if stop is None and step is None else (start, stop) if step is None else (start, stop, step)
+    if xp is np:
+        return np.arange(*args, dtype=dtype) if like is None else np.arange(*args, dtype=dtype, like=like)
+    if stop is None and step is not None:
+        args = (0, start, step)
+    with scope:
+        return xp.arange(*args, dtype=dtype)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *,  # noqa: N803
+        device: Any = None, like: Any = None) -> Any:
+    """``numpy.eye`` on ``device`` (default: the default device)."""
+    xp, scope = creation_namespace(device)
+    if xp is np:
+        return np.eye(N, M, k, dtype, order) if like is None else np.eye(N, M, k, dtype, order, like=like)
+    with scope:
+        return xp.eye(N, M, k, dtype=dtype, order=order)
+
+
+def identity(n: int, dtype: Any = None, *, device: Any = None, like: Any = None) -> Any:
+    """``numpy.identity`` on ``device`` (default: the default device)."""
+    xp, scope = creation_namespace(device)
+    if xp is np:
+        return np.identity(n, dtype) if like is None else np.identity(n, dtype, like=like)
+    with scope:
+        return xp.identity(n, dtype=float if dtype is None else dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = float, *, device: Any = None,  # noqa: N803
+        like: Any = None) -> Any:
+    """``numpy.tri`` on ``device`` (default: the default device)."""
+    xp, scope = creation_namespace(device)
+    if xp is np:
+        return np.tri(N, M, k, dtype) if like is None else np.tri(N, M, k, dtype, like=like)
+    with scope:
+        return xp.tri(N, M, k, dtype=dtype)
+
+
+def _device_namespace_in(obj: Any) -> Any:
+    """The namespace of device arrays inside a (nested) list/tuple, or None if there are none."""
+    found = None
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, (list, tuple)):
+            stack.extend(o)
+        elif hasattr(o, "shape") and not isinstance(o, (np.ndarray, np.generic)):
+            ns = namespace_of(o)
+            if ns is not np:
+                if found is not None and found is not ns:
+                    namespace_of(*[x for x in _flat(obj) if hasattr(x, "shape")])  # raises, naming both
+                found = ns
+    return found
+
+
+def _flat(obj: Any) -> list:
+    if isinstance(obj, (list, tuple)):
+        return [y for o in obj for y in _flat(o)]
+    return [obj]
+
+
+def _stack_device(obj: Any, xp: Any, dtype_: Any) -> Any:
+    """A device array from a nested list holding device arrays and numbers."""
+    if isinstance(obj, (list, tuple)):
+        return xp.stack([_stack_device(o, xp, dtype_) for o in obj])
+    return xp.asarray(obj, dtype=dtype_)
+
+
+def _put(a: Any, device: Any) -> Any:
+    """Host or device array ``a`` on ``device`` (an explicit transfer requested by the caller)."""
+    return _backend.device_put(a, device)
 
 
 # --------------------------------------------------------------------------
@@ -55,12 +163,14 @@ def _stack_nested(obj: Any, dtype_: Any) -> Any:
     return obj if dtype_ is None else astype(obj, dtype_)
 
 
-def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", ndmin: int = 0) -> Any:
+def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", ndmin: int = 0,
+          device: Any = None) -> Any:
     """``numpy.array`` that also takes (nested lists of) traced values.
 
     A list holding traced values becomes a traced array (built with
     ``fnp.stack``), so derivatives flow through it. A device array stays on
-    its device.
+    its device (unless ``device=`` names another: then it is copied there);
+    host data goes to ``device`` (default: the default device).
 
     Example::
 
@@ -73,29 +183,66 @@ def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", n
         while fnp.ndim(out) < ndmin:
             out = fnp.expand_dims(out, 0)
         return out
-    xp = namespace_of(obj)
+    xp = namespace_of(obj) if not isinstance(obj, (list, tuple)) else (_device_namespace_in(obj) or np)
     if xp is not np:
+        if device is not None and _backend.device_of(obj if not isinstance(obj, (list, tuple)) else _first_array(obj)) \
+                != _backend.as_device(device):
+            return _put(array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin), device)
+        if isinstance(obj, (list, tuple)):
+            out = _stack_device(obj, xp, dtype)
+            while out.ndim < ndmin:
+                out = out[None]
+            return out
         return xp.array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin)
-    return np.array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin)
+    out = np.array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin)
+    if device is None and _backend._default_is_cpu():
+        return out
+    xp, _ = creation_namespace(device)
+    return out if xp is np else _put(out, device if device is not None else _backend.default_device())
 
 
-def asarray(obj: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None) -> Any:
+def asarray(obj: Any, dtype: Any = None, order: str | None = None, *, copy: bool | None = None,
+            device: Any = None) -> Any:
     """``numpy.asarray`` that passes traced values (and device arrays) through.
+
+    Host data (lists, NumPy arrays) goes to ``device`` (default: the default
+    device, the CPU unless changed); arrays already on a device stay there
+    unless ``device=`` names another.
 
     Example::
 
         fnp.asarray([x, 2 * x])   # traced when x is
     """
     if isinstance(obj, Box):  # traced values are never written in place: no copy needed
+        if device is not None and _backend.device_of(obj) != _backend.as_device(device):
+            raise ValueError(
+                f"asarray: a traced value on {_backend.device_of(obj)} cannot be moved to {device} inside a "
+                f"transform; move the inputs with fg.device_put before calling the transformed function"
+            )
         return obj if dtype is None or np.dtype(dtype) == fnp.result_type(obj) else astype(obj, dtype)
     if _contains_box(obj):
-        return array(obj, dtype=dtype)
+        return array(obj, dtype=dtype, device=device)
+    if isinstance(obj, (list, tuple)) and _device_namespace_in(obj) is not None:
+        return array(obj, dtype=dtype, device=device)
     xp = namespace_of(obj)
     if xp is not np:
+        if device is not None and _backend.device_of(obj) != _backend.as_device(device):
+            return _put(asarray(obj, dtype=dtype, copy=copy), device)
         if copy:
             return xp.array(obj, dtype=dtype, copy=True)
         return obj if dtype is None else obj.astype(dtype, copy=False)
-    return np.asarray(obj, dtype=dtype, order=order, copy=copy)
+    out = np.asarray(obj, dtype=dtype, order=order, copy=copy)
+    if device is None and _backend._default_is_cpu():
+        return out
+    xp, _ = creation_namespace(device)
+    return out if xp is np else _put(out, device if device is not None else _backend.default_device())
+
+
+def _first_array(obj: Any) -> Any:
+    for o in _flat(obj):
+        if hasattr(o, "shape") and not isinstance(o, (np.ndarray, np.generic)):
+            return o
+    return None
 
 
 # --------------------------------------------------------------------------
@@ -164,15 +311,29 @@ def _same_layout_rule(fn: Any) -> Any:
 # --------------------------------------------------------------------------
 # full, full_like, linspace, logspace: differentiable in their values
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> Any:
-    """``numpy.full``; differentiable in ``fill_value`` when it is traced.
+def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None) -> Any:
+    """``numpy.full`` on ``device``; differentiable in ``fill_value`` when it is traced.
+
+    A device array as ``fill_value`` (a 0-d CuPy array, say) fills on its own
+    device; scalars fill on ``device`` (default: the default device).
 
     Example::
 
         fg.grad(lambda v: fnp.full((2, 3), v).sum())(1.0)   # 6.0
     """
     if not isinstance(fill_value, Box):
-        return np.full(shape, fill_value, dtype=dtype, order=order)
+        fxp = namespace_of(fill_value)
+        if fxp is not np and device is None:
+            with _backend.get_backend(_backend.device_of(fill_value).platform).creation_scope(
+                    _backend.device_of(fill_value).id):
+                return fxp.full(shape, fill_value, dtype=dtype, order=order)
+        xp, scope = creation_namespace(device)
+        if xp is np:
+            return np.full(shape, fill_value, dtype=dtype, order=order)
+        if fxp is np and isinstance(fill_value, np.ndarray):
+            fill_value = _put(fill_value, device if device is not None else _backend.default_device())
+        with scope:
+            return xp.full(shape, fill_value, dtype=dtype, order=order)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     out = fnp.broadcast_to(fill_value, shape)
     if dtype is not None and np.dtype(dtype) != fnp.result_type(out):
@@ -210,7 +371,7 @@ def _shape_of(a: Any) -> tuple:
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype: Any = None, axis: int = 0) -> Any:
+             dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
     """``numpy.linspace``; differentiable in ``start`` and ``stop`` when they are traced.
 
     Example::
@@ -218,7 +379,15 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
         fg.jacobian(lambda ab: fnp.linspace(ab[0], ab[1], 5))(fnp.array([0.0, 1.0]))
     """
     if not (isinstance(start, Box) or isinstance(stop, Box)):
-        return np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis)
+        xp = namespace_of(start, stop)
+        if xp is np:
+            xp, scope = creation_namespace(device)
+            if xp is np:
+                return np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis)
+        else:
+            scope = _backend.NULL_SCOPE
+        with scope:
+            return xp.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis)
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
@@ -243,7 +412,13 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     steps = xp.reshape(xp.arange(num, dtype=dt), tuple(num if k == axis else 1 for k in range(nd)))
     if div > 0:
         step = delta / div
-        if bool(fnp.any(fnp.equal(step, 0))):
+        try:  # NumPy arrays: NumPy's own choice, for the whole result
+            any_zero = bool(fnp.any(fnp.equal(step, 0))) if xp is np else None
+        except TypeError:  # a value batched by vmap: no Python control flow on it
+            any_zero = None
+        if any_zero is None:  # a device (no host sync) or a batch: choose elementwise
+            y = fnp.where(fnp.equal(step, 0), steps / div * delta, steps * step)
+        elif any_zero:
             y = steps / div * delta
         else:
             y = steps * step
@@ -266,12 +441,25 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
 
 
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
-             dtype: Any = None, axis: int = 0) -> Any:
-    """``numpy.logspace``; differentiable in ``start``, ``stop`` and ``base`` when traced."""
+             dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
+    """``numpy.logspace`` on ``device``; differentiable in ``start``, ``stop`` and ``base`` when traced."""
     if not any(isinstance(v, Box) for v in (start, stop, base)):
-        return np.logspace(start, stop, num, endpoint=endpoint, base=base, dtype=dtype, axis=axis)
-    y = linspace(start, stop, num, endpoint=endpoint, axis=axis)
-    b = asarray(base)
+        xp = namespace_of(start, stop, base)
+        if xp is np:
+            xp, scope = creation_namespace(device)
+            if xp is np:
+                return np.logspace(start, stop, num, endpoint=endpoint, base=base, dtype=dtype, axis=axis)
+        else:
+            scope = _backend.NULL_SCOPE
+        with scope:
+            return xp.logspace(start, stop, num, endpoint=endpoint, base=base, dtype=dtype, axis=axis)
+    y = linspace(start, stop, num, endpoint=endpoint, axis=axis, device=device)
+    if isinstance(base, (int, float, complex, np.generic)):
+        b = base  # a scalar combines with y on any device
+    elif isinstance(base, Box) or namespace_of(base) is not np:
+        b = asarray(base)
+    else:  # host data for the base: on y's device, like the rest of the result
+        b = asarray(base, device=_backend.device_of(y))
     if fnp.ndim(b):
         b = fnp.expand_dims(b, axis)
     out = fnp.power(b, y)

@@ -25,12 +25,14 @@ import cmath
 import math
 from typing import Any, Callable
 
+import re
+
 import numpy as np
 
 import funcgrad.numpy as fnp
 
 from ..backend import NUMPY_FAST_TYPES, _NAMESPACE_BY_TYPE, namespace_of
-from ..core import def_linear, defjvp, defvjp, primitive
+from ..core import def_linear, defjvp, defunused, defvjp, primitive
 from ..core.batching import defbatch
 from ._batching import elementwise_rule
 from ._util import backend_function, is_complex, resolve, shape, unbroadcast
@@ -156,6 +158,9 @@ def _deriv(fn: Callable, dfdx: str) -> None:
     scope = globals()
     defvjp(fn, eval(f"lambda g, ans, x: g * ({dfdx})", scope))  # noqa: S307 - a fixed expression
     defjvp(fn, eval(f"lambda t, ans, x: t * ({dfdx})", scope))  # noqa: S307
+    # the tape keeps only what the derivative expression reads
+    unused = {u for u, name in ((0, "x"), ("ans", "ans")) if not re.search(rf"\b{name}\b", dfdx)}
+    defunused(fn, {0: unused})
 
 
 def _bt(t: Any, ans: Any) -> Any:
@@ -178,27 +183,33 @@ def _safe(d: Any) -> Any:
 add = _binary("add")
 defvjp(add, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: unbroadcast(g, y))
 defjvp(add, lambda t, ans, x, y: _bt(t, ans), lambda t, ans, x, y: _bt(t, ans))
+defunused(add, {0: {0, 1, "ans"}, 1: {0, 1, "ans"}})
 
 subtract = _binary("subtract")
 defvjp(subtract, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: -unbroadcast(g, y))
 defjvp(subtract, lambda t, ans, x, y: _bt(t, ans), lambda t, ans, x, y: _bt(-t, ans))
+defunused(subtract, {0: {0, 1, "ans"}, 1: {0, 1, "ans"}})
 
 multiply = _binary("multiply")
 defvjp(multiply, lambda g, ans, x, y: unbroadcast(g * y, x), lambda g, ans, x, y: unbroadcast(x * g, y))
 defjvp(multiply, lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
+defunused(multiply, {0: {0, "ans"}, 1: {1, "ans"}})
 
 divide = _binary("divide")
 defvjp(divide, lambda g, ans, x, y: unbroadcast(g / y, x), lambda g, ans, x, y: unbroadcast(-g * ans / y, y))
 defjvp(divide, lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
+defunused(divide, {0: {0, "ans"}, 1: {0}})
 true_divide = divide
 
 negative = _unary("negative")
 defvjp(negative, lambda g, ans, x: -g)
 def_linear(negative)
+defunused(negative, {0: {0, "ans"}})
 
 positive = _unary("positive")
 defvjp(positive, lambda g, ans, x: g)
 def_linear(positive)
+defunused(positive, {0: {0, "ans"}})
 
 reciprocal = _unary("reciprocal")
 _deriv(reciprocal, "-(ans * ans)")

@@ -31,7 +31,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..backend import namespace_of, to_numpy
+from ..backend import device_constant, namespace_of, scatter, to_numpy
 from ..core import Box, defjvp, defvjp, nondiff_primitive, primitive, unbox_all
 from ..core.batching import BatchBox, defbatch
 from ._batching import fallback, move_to_front
@@ -79,12 +79,40 @@ def _static_item(item: Any, x: Any) -> Any:
             item = [_static_item(i, x) for i in item]
             if _contains_box(item):
                 return _strip(fnp.array(item))  # per-example entries: stacked, still batched
-        xp = namespace_of(x)
-        try:
-            return xp.asarray(item) if item else xp.asarray(item, dtype=np.intp)
+        if _has_device_array(item):  # a list of device scalars/arrays: an array on that device
+            return fnp.array(item)
+        try:  # static host data: it goes to the device (once, cached) when the index is used
+            return np.asarray(item) if item else np.asarray(item, dtype=np.intp)
         except (ValueError, TypeError):
             return item  # ragged or odd: let the backend's indexing raise its own error
     return item
+
+
+def _has_device_array(obj: Any) -> bool:
+    if isinstance(obj, list):
+        return any(_has_device_array(o) for o in obj)
+    return hasattr(obj, "shape") and not isinstance(obj, (np.ndarray, np.generic)) and namespace_of(obj) is not np
+
+
+def _on_device(idx: tuple, x: Any) -> tuple:
+    """``idx`` ready to index ``x``: for a device array, host index arrays become device
+    constants (uploaded once and cached, see funcgrad.backend.device_constant) and host
+    boolean masks become the integer arrays of their True positions (computed on the
+    host: a device mask would need a device-to-host sync to size the result)."""
+    if namespace_of(x) is np:
+        return idx
+    out: list = []
+    changed = False
+    for item in idx:
+        if isinstance(item, np.ndarray) and item.ndim:
+            changed = True
+            if item.dtype == np.bool_:
+                out.extend(device_constant(x, part) for part in np.nonzero(item))
+            else:
+                out.append(device_constant(x, item))
+        else:
+            out.append(item)
+    return tuple(out) if changed else idx
 
 
 def _contains_box(obj: Any) -> bool:
@@ -151,7 +179,7 @@ def may_repeat(idx: tuple) -> bool:
 # backend-neutral scatters (raw, in place)
 
 def _materialized(out: Any, idx: tuple, v: Any) -> Any:
-    """``v`` broadcast, in memory, to the shape of ``out[idx]``.
+    """``v`` broadcast, in memory, to the shape of ``out[idx]`` (NumPy arrays).
 
     NumPy 2.4's ``ufunc.at`` reads broadcast (stride-0) values wrongly — it can
     add garbage — so the values it gets always have the full indexed shape.
@@ -168,30 +196,9 @@ def _materialized(out: Any, idx: tuple, v: Any) -> Any:
 
 
 def _scatter_ufunc_at(out: Any, idx: tuple, v: Any, ufunc: str = "add") -> None:
-    """``numpy.<ufunc>.at(out, idx, v)`` on ``out``'s own backend (in place).
-
-    NumPy: ``numpy.add.at``; CuPy: ``cupyx.scatter_add``/``scatter_max``/
-    ``scatter_min`` (cupyx imported only when a CuPy array shows up); other
-    namespaces: their ``<ufunc>.at`` if they have one.
-    """
-    xp = namespace_of(out)
-    if xp is np:
-        getattr(np, ufunc).at(out, idx, _materialized(out, idx, v))
-        return
-    if getattr(xp, "__name__", "") == "cupy":
-        import cupyx  # noqa: PLC0415 - only CuPy users need it
-
-        fn = {"add": "scatter_add", "maximum": "scatter_max", "minimum": "scatter_min"}.get(ufunc)
-        if fn is not None:
-            getattr(cupyx, fn)(out, idx, v)
-            return
-    at_ = getattr(getattr(xp, ufunc, None), "at", None)
-    if at_ is None:
-        raise NotImplementedError(
-            f"{getattr(xp, '__name__', xp)} has no {ufunc}.at (scatter with repeated indices), "
-            f"which funcgrad.numpy indexing needs here"
-        )
-    at_(out, idx, v)
+    """``numpy.<ufunc>.at(out, idx, v)`` on ``out``'s own backend (in place): ``numpy.add.at``,
+    ``cupyx.scatter_add``/``scatter_max``/``scatter_min`` (see funcgrad.backend.scatter)."""
+    scatter(out, _on_device(idx, out), v, ufunc)
 
 
 def _copy(x: Any) -> Any:
@@ -199,14 +206,30 @@ def _copy(x: Any) -> Any:
     return namespace_of(x).array(x, copy=True)
 
 
-def _occurrences(xshape: tuple, idx: tuple, xp: Any) -> tuple:
+def _occurrences(xshape: tuple, idx: tuple, like: Any) -> tuple:
     """Where each element of ``x[idx]`` lands, and its rank among writes to the same place.
 
     Returns ``(targets, rank, is_last, ishape)``: flat over the indexed shape
     ``ishape`` (C order), the flat position in ``x`` each element refers to, how
     many earlier elements refer to the same position, and whether it is the
-    last of them. Integer work only; nothing is differentiated.
+    last of them. Integer work only; nothing is differentiated. ``like`` is an
+    array on the device the results should live on. A static (host) index is
+    worked out on the host and its results are uploaded once (cached); a device
+    index is worked out on the device, without a device-to-host sync.
     """
+    if namespace_of(like) is np or not any(_is_device_item(i) for i in idx):
+        targets, rank, is_last, ishape = _occurrences_in(np, xshape, idx)
+        if namespace_of(like) is not np:
+            targets, rank, is_last = (device_constant(like, a) for a in (targets, rank, is_last))
+        return targets, rank, is_last, ishape
+    return _occurrences_in(namespace_of(like), xshape, _on_device(idx, like))
+
+
+def _is_device_item(item: Any) -> bool:
+    return hasattr(item, "shape") and not isinstance(item, (np.ndarray, np.generic)) and namespace_of(item) is not np
+
+
+def _occurrences_in(xp: Any, xshape: tuple, idx: tuple) -> tuple:
     size = 1
     for n in xshape:
         size *= n
@@ -219,14 +242,12 @@ def _occurrences(xshape: tuple, idx: tuple, xp: Any) -> tuple:
     except (TypeError, ValueError, NotImplementedError):  # a backend whose sort is stable anyway
         order = xp.argsort(targets)
     s = targets[order]
-    first = xp.ones(n, dtype=bool)
     last = xp.ones(n, dtype=bool)
     if n > 1:
-        first[1:] = s[1:] != s[:-1]
-        last[:-1] = first[1:]
-    starts = xp.nonzero(first)[0]
-    group = xp.cumsum(first) - 1
-    rank_sorted = xp.arange(n, dtype=np.intp) - starts[group] if n else xp.zeros(0, dtype=np.intp)
+        last[:-1] = s[1:] != s[:-1]
+    # rank within a run of equal (sorted) targets: position minus the run's first position
+    rank_sorted = xp.arange(n, dtype=np.intp) - xp.searchsorted(s, s, side="left") if n \
+        else xp.zeros(0, dtype=np.intp)
     rank = xp.empty(n, dtype=np.intp)
     rank[order] = rank_sorted
     is_last = xp.empty(n, dtype=bool)
@@ -238,7 +259,7 @@ def _occurrences(xshape: tuple, idx: tuple, xp: Any) -> tuple:
 # the primitives: (array, index template, ..., *dynamic index entries)
 
 def _getitem_raw(x: Any, idx: tuple, *dyn: Any) -> Any:
-    return x[_fill(idx, dyn)]
+    return x[_on_device(_fill(idx, dyn), x)]
 
 
 _getitem = primitive(_getitem_raw, "getitem")
@@ -266,7 +287,7 @@ def _unindex_raw(g: Any, idx: tuple, shape_: tuple, *dyn: Any) -> Any:
     if may_repeat(idx):
         _scatter_ufunc_at(out, idx, g, "add")
     else:
-        out[idx] = g  # no position is hit twice
+        out[_on_device(idx, out)] = g  # no position is hit twice
     return out
 
 
@@ -280,7 +301,7 @@ def _index_add_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     if may_repeat(idx):
         _scatter_ufunc_at(out, idx, v, "add")
     else:
-        out[idx] += v
+        out[_on_device(idx, out)] += v
     return out
 
 
@@ -292,18 +313,51 @@ def _index_set_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     idx = _fill(idx, dyn)
     xp = namespace_of(out)
     if xp is np or not may_repeat(idx) or not shape(v):
-        out[idx] = v  # NumPy: with repeated positions the last write wins
+        out[_on_device(idx, out)] = v  # NumPy: with repeated positions the last write wins
         return out
-    # Other backends leave the winner of repeated writes unspecified: write only
-    # the last occurrence of each position, as NumPy does.
-    targets, _, is_last, ishape = _occurrences(tuple(out.shape), idx, xp)
+    # Other backends leave the winner of repeated writes unspecified: every write to a
+    # position writes the value of its last occurrence, so the result is NumPy's (and
+    # no boolean compaction, which would need a device-to-host sync, is involved).
+    targets, winner, ishape = _last_writers(tuple(out.shape), idx, out)
     v = xp.asarray(v, dtype=out.dtype)
     if v.ndim > len(ishape):  # assignment drops leading unit axes of v
         v = xp.reshape(v, v.shape[v.ndim - len(ishape):])
     vb = xp.reshape(xp.broadcast_to(v, ishape), (-1,))
     flat = xp.reshape(out, (-1,))
-    flat[targets[is_last]] = vb[is_last]
+    flat[targets] = vb[winner]
     return out
+
+
+def _last_writers(xshape: tuple, idx: tuple, like: Any) -> tuple:
+    """``(targets, winner, ishape)``: for each element of ``x[idx]`` (flat, C order) its flat
+    position in ``x`` and the element index of the last write to that position."""
+    if namespace_of(like) is np or not any(_is_device_item(i) for i in idx):
+        targets, winner, ishape = _last_writers_in(np, xshape, idx)
+        if namespace_of(like) is not np:
+            targets, winner = device_constant(like, targets), device_constant(like, winner)
+        return targets, winner, ishape
+    return _last_writers_in(namespace_of(like), xshape, _on_device(idx, like))
+
+
+def _last_writers_in(xp: Any, xshape: tuple, idx: tuple) -> tuple:
+    size = 1
+    for n in xshape:
+        size *= n
+    where = xp.reshape(xp.arange(size, dtype=np.intp), xshape)[idx]
+    ishape = tuple(where.shape)
+    targets = xp.reshape(where, (-1,))
+    n = targets.shape[0]
+    if not n:
+        return targets, xp.zeros(0, dtype=np.intp), ishape
+    try:
+        order = xp.argsort(targets, kind="stable")
+    except (TypeError, ValueError, NotImplementedError):
+        order = xp.argsort(targets)
+    s = targets[order]
+    last_sorted = xp.searchsorted(s, s, side="right") - 1  # the run's last position, in sorted order
+    winner = xp.empty(n, dtype=np.intp)
+    winner[order] = order[last_sorted]
+    return targets, winner, ishape
 
 
 _index_set = primitive(_index_set_raw, "index_set")
@@ -313,7 +367,7 @@ def _winner_mask_raw(like: Any, idx: tuple, *dyn: Any) -> Any:
     """0/1 mask in ``like``'s dtype over ``like[idx]``: 1 where that write is the
     last to its position (the one ``_index_set`` keeps)."""
     xp = namespace_of(like)
-    _, _, is_last, ishape = _occurrences(tuple(shape(like)), _fill(idx, dyn), xp)
+    _, _, is_last, ishape = _occurrences(tuple(shape(like)), _fill(idx, dyn), like)
     return xp.reshape(is_last, ishape).astype(dtype(like))
 
 
@@ -412,9 +466,21 @@ def _apply_at(x: Any, index: Any, v: Any, fn: Callable, ufunc: str | None) -> An
             "x.at[idx] with integer-array indices batched by vmap supports get, set, add and "
             "subtract; for other updates index with unbatched values"
         )
+    if ufunc in ("maximum", "minimum") and xp is not np and not isinstance(x, Box) and not isinstance(v, Box):
+        out = _copy(x)  # untraced on a device: one scatter_max/scatter_min
+        scatter(out, _on_device(template, out), v, ufunc)
+        return out
     idx = template
-    targets, rank, _, ishape = _occurrences(tuple(shape(x)), idx, xp)
-    n_rounds = int(to_numpy(rank.max())) + 1 if rank.shape[0] else 0
+    raw_x = unbox_all(x)
+    static = not any(_is_device_item(i) for i in idx)
+    # A static (host) index: the rounds are planned on the host. A device index: how
+    # often a position repeats is data, read back once (a device-to-host sync).
+    h_targets, h_rank, _, ishape = _occurrences_in(np, tuple(shape(x)), idx) if static else (None,) * 4
+    if static:
+        n_rounds = int(h_rank.max()) + 1 if h_rank.shape[0] else 0
+    else:
+        targets, rank, _, ishape = _occurrences(tuple(shape(x)), idx, raw_x)
+        n_rounds = int(to_numpy(rank.max())) + 1 if rank.shape[0] else 0
     if n_rounds <= 1:  # no position repeats: one gather, one write
         cur = _getitem(x, idx)
         return _index_set(x, idx, fn(cur) if v is None else fn(cur, v))
@@ -428,8 +494,12 @@ def _apply_at(x: Any, index: Any, v: Any, fn: Callable, ufunc: str | None) -> An
             v = fnp.reshape(v, shape(v)[len(shape(v)) - len(ishape):])
         v = fnp.reshape(fnp.broadcast_to(v, ishape), (-1,))
     for r in range(n_rounds):
-        sel = xp.nonzero(rank == r)[0]
-        pos = (targets[sel],)
+        if static:
+            sel_h = np.nonzero(h_rank == r)[0]
+            sel, pos = sel_h, (h_targets[sel_h],)
+        else:
+            sel = xp.nonzero(rank == r)[0]
+            pos = (targets[sel],)
         cur = _getitem(out, pos)
         new = fn(cur) if v is None else fn(cur, _getitem(v, (sel,)))
         out = _index_set(out, pos, new)
@@ -701,7 +771,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, out: None = None) 
         raise TypeError("compress: out= is not supported (funcgrad arrays are never written in place)")
     a = _as_array(a)
     cond = _concrete_index(condition, "compress")
-    xp = namespace_of(cond) if hasattr(cond, "shape") else namespace_of(a)
+    xp = namespace_of(cond) if hasattr(cond, "shape") else np  # a host condition stays on the host
     cond = xp.asarray(cond)
     if cond.ndim != 1:
         raise ValueError("compress: condition must be a 1-d array")
@@ -729,7 +799,7 @@ def extract(condition: Any, arr: Any) -> Any:
     """
     arr = _as_array(arr)
     cond = _concrete_index(condition, "extract")
-    xp = namespace_of(arr)
+    xp = namespace_of(cond) if hasattr(cond, "shape") else np  # a host condition stays on the host
     cond = xp.reshape(xp.asarray(cond) != 0, (-1,))
     return getitem(fnp.reshape(arr, (-1,)), (xp.nonzero(cond)[0],))
 
@@ -748,7 +818,8 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
         choices = [choices[i] for i in range(shape(choices)[0])]
     choices = [_as_array(c) for c in choices]
     n = len(choices)
-    xp = namespace_of(*choices)
+    namespace_of(*choices)  # one device (or a clear error)
+    xp = namespace_of(a) if hasattr(a, "shape") else np  # a host index stays on the host
     a = xp.asarray(a)
     if np.dtype(a.dtype).kind not in "iub":
         raise TypeError(f"choose: a must be an integer array, got dtype {a.dtype}")

@@ -50,9 +50,9 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..backend import namespace_of
-from ..core import Box, defjvp, defvjp, nondiff_primitive, primitive
-from ._util import backend_function, dtype, is_complex, ndim, shape, unbroadcast
+from ..backend import device_constant, namespace_of
+from ..core import defunused, Box, defjvp, defvjp, nondiff_primitive, primitive
+from ._util import backend_function, dtype, is_complex, ndim, resolve, shape, unbroadcast
 
 __all__ = [
     "dot", "matmul", "tensordot", "einsum", "inner", "vdot", "outer", "kron", "cross",
@@ -235,6 +235,7 @@ def _matmul_vjp_b(g, ans, a, b, **_):
 
 
 defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
+defunused(matmul, {0: {0, "ans"}, 1: {1, "ans"}})  # each cotangent reads the other operand
 defjvp(matmul, lambda t, ans, a, b, **kw: matmul(t, b, **kw), lambda t, ans, a, b, **kw: matmul(a, t, **kw))
 
 
@@ -663,12 +664,12 @@ defjvp(_einsum, *[_einsum_jvp(k) for k in range(_MAX_OPERANDS)], argnums=_argnum
 
 # --- cross, vecdot, matvec, vecmat ----------------------------------------------------
 
-def _levi_civita(xp: Any, dt: Any, n_a: int, n_b: int) -> Any:
+def _levi_civita(like: Any, dt: Any, n_a: int, n_b: int) -> Any:
+    """The Levi-Civita symbol (a constant) on the device of ``like``, uploaded once per device."""
     eps = np.zeros((3, 3, 3))
     eps[0, 1, 2] = eps[1, 2, 0] = eps[2, 0, 1] = 1.0
     eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
-    eps = np.ascontiguousarray(eps[:, :n_a, :n_b].astype(dt))
-    return eps if xp is np else xp.asarray(eps)
+    return device_constant(like, np.ascontiguousarray(eps[:, :n_a, :n_b].astype(dt)))
 
 
 def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None) -> Any:
@@ -688,10 +689,11 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axi
     n_a, n_b = shape(a)[-1], shape(b)[-1]
     if n_a not in (2, 3) or n_b not in (2, 3):
         raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
-    xp, dt = namespace_of(a, b), fnp.result_type(a, b)
+    namespace_of(a, b)  # one device (or a clear error)
+    dt = fnp.result_type(a, b)
     if n_a == 2 and n_b == 2:
-        return einsum("jk,...j,...k->...", _levi_civita(xp, dt, 2, 2)[2], a, b)
-    c = einsum("ijk,...j,...k->...i", _levi_civita(xp, dt, n_a, n_b), a, b)
+        return einsum("jk,...j,...k->...", _levi_civita(a, dt, 2, 2)[2], a, b)
+    c = einsum("ijk,...j,...k->...i", _levi_civita(a, dt, n_a, n_b), a, b)
     return fnp.moveaxis(c, -1, axisc)
 
 
@@ -855,7 +857,7 @@ defjvp(det, lambda t, ans, a: ans * einsum("...ij,...ji->...", inv(a), t))
 
 
 def _slogdet_raw(a):
-    sign, logdet = namespace_of(a).linalg.slogdet(a)
+    sign, logdet = resolve(namespace_of(a), "linalg.slogdet")(a)
     return sign, logdet
 
 
@@ -946,7 +948,7 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
 # --- eigh, eigvalsh ---------------------------------------------------------------
 
 def _eigh_raw(a, UPLO="L"):
-    w, v = namespace_of(a).linalg.eigh(a, UPLO=UPLO)
+    w, v = resolve(namespace_of(a), "linalg.eigh")(a, UPLO=UPLO)
     return w, v
 
 
@@ -990,7 +992,7 @@ def eigh(a: Any, UPLO: str = "L") -> EighResult:
 
 
 def _eigvalsh_raw(a, UPLO="L"):
-    return namespace_of(a).linalg.eigvalsh(a, UPLO=UPLO)
+    return resolve(namespace_of(a), "linalg.eigvalsh")(a, UPLO=UPLO)
 
 
 _eigvalsh = primitive(_eigvalsh_raw, "eigvalsh")
@@ -1027,7 +1029,7 @@ def eigvalsh(a: Any, UPLO: str = "L") -> Any:
 
 def _svd_raw(a, full_matrices=True, hermitian=False):
     kw = {"hermitian": True} if hermitian else {}
-    u, s, vh = namespace_of(a).linalg.svd(a, full_matrices=full_matrices, compute_uv=True, **kw)
+    u, s, vh = resolve(namespace_of(a), "linalg.svd")(a, full_matrices=full_matrices, compute_uv=True, **kw)
     return u, s, vh
 
 
@@ -1036,7 +1038,7 @@ _svd = primitive(_svd_raw, "svd", multiple_results=True)
 
 def _svdvals_raw(a, hermitian=False):
     kw = {"hermitian": True} if hermitian else {}
-    return namespace_of(a).linalg.svd(a, compute_uv=False, **kw)
+    return resolve(namespace_of(a), "linalg.svd")(a, compute_uv=False, **kw)
 
 
 _svdvals = primitive(_svdvals_raw, "svdvals")
@@ -1159,7 +1161,7 @@ def svdvals(x: Any, /) -> Any:
 # --- qr -----------------------------------------------------------------------------------
 
 def _qr_raw(a):
-    q, r = namespace_of(a).linalg.qr(a, mode="reduced")
+    q, r = resolve(namespace_of(a), "linalg.qr")(a, mode="reduced")
     return q, r
 
 
@@ -1229,7 +1231,7 @@ defjvp(_qr, _qr_jvp)
 
 
 def _qr_other_raw(a, mode):
-    return tuple(namespace_of(a).linalg.qr(a, mode=mode))
+    return tuple(resolve(namespace_of(a), "linalg.qr")(a, mode=mode))
 
 
 _qr_other = primitive(_qr_other_raw, "qr_other", multiple_results=True)
@@ -1275,7 +1277,7 @@ _UNSET = object()
 def _pinv_raw(a, hermitian=False, **kw):
     if hermitian:
         kw["hermitian"] = True
-    return namespace_of(a).linalg.pinv(a, **kw)
+    return resolve(namespace_of(a), "linalg.pinv")(a, **kw)
 
 
 _pinv = primitive(_pinv_raw, "pinv")
@@ -1414,7 +1416,7 @@ matrix_rank = nondiff_primitive(backend_function("linalg.matrix_rank"), "matrix_
 # --- norm ------------------------------------------------------------------------------------
 
 def _norm2_raw(x, axis=None, keepdims=False):
-    return namespace_of(x).linalg.norm(x, None, axis, keepdims)
+    return resolve(namespace_of(x), "linalg.norm")(x, None, axis, keepdims)
 
 
 _norm2 = primitive(_norm2_raw, "norm2")
@@ -1509,7 +1511,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         fg.grad(fnp.linalg.norm)(x)   # x / norm(x)
     """
     if not isinstance(x, Box):
-        return namespace_of(x).linalg.norm(x, ord, axis, keepdims)
+        return resolve(namespace_of(x), "linalg.norm")(x, ord, axis, keepdims)
     if dtype(x).kind not in "fc":
         x = fnp.astype(x, np.float64)
     nd = ndim(x)
@@ -1580,7 +1582,7 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 # --- no derivative (yet) ---------------------------------------------------------------------
 
 def _eig_raw(a):
-    w, v = namespace_of(a).linalg.eig(a)
+    w, v = resolve(namespace_of(a), "linalg.eig")(a)
     return w, v
 
 
@@ -1614,7 +1616,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
             "lstsq is not differentiable in funcgrad; use fnp.linalg.pinv(a) @ b, or "
             "fnp.linalg.solve(a.T @ a, a.T @ b) for a full-column-rank a"
         )
-    return namespace_of(a, b).linalg.lstsq(a, b, rcond=rcond)
+    return resolve(namespace_of(a, b), "linalg.lstsq")(a, b, rcond=rcond)
 
 
 # ==========================================================================
@@ -1644,9 +1646,9 @@ for _fn, _n in [(inv, 0), (det, 0), (_slogdet, 2), (_cholesky, 0), (_eigh, 2), (
     defbatch(_fn, _front_rule(_fn, _n))
 
 
-def _qr_other_batch(args, dims, mode):
+def _qr_other_batch(args, dims, mode=None):
     x = move_to_front(args[0], dims[0])
-    out = _qr_other(x, mode)
+    out = _qr_other(x, args[1] if mode is None else mode)  # qr() passes mode positionally
     return out, (0,) * len(out)
 
 

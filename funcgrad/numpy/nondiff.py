@@ -114,7 +114,17 @@ def size(x: Any, axis: int | None = None) -> int:
 
 def result_type(*xs: Any) -> np.dtype:
     """``numpy.result_type`` that looks through traced values."""
-    return np.result_type(*[dtype(x) if isinstance(x, Box) else x for x in xs])
+    return np.result_type(*[_dtype_or_value(x) for x in xs])
+
+
+def _dtype_or_value(x: Any) -> Any:
+    """Arrays of any backend (and traced values) stand for their dtype; scalars and dtypes pass."""
+    if isinstance(x, Box):
+        return dtype(x)
+    if isinstance(x, np.ndarray) or isinstance(x, (type, np.dtype, str, int, float, complex, bool)):
+        return x
+    d = getattr(x, "dtype", None)
+    return x if d is None or isinstance(x, np.generic) else d
 
 
 def iscomplexobj(x: Any) -> bool:

@@ -35,7 +35,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
-from ..core import def_linear, defjvp, defvjp, primitive
+from ..core import defunused, def_linear, defjvp, defvjp, primitive
 from ..core.batching import defbatch
 from ._batching import fallback, move_to_front
 from ._util import _value, dtype as _dtype, is_complex, shape
@@ -283,6 +283,7 @@ defvjp(_sum, _sum_vjp, lambda g, ans, a, axis=None, dtype=None, out=None, keepdi
 defjvp(_sum, _sum_jvp, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
        _to(fnp.broadcast_to(t, shape(ans)), _dtype(ans)), argnums=(0, 5))
 defbatch(_sum, _reduction_batch(_sum, _SUM_ARGS, _SUM_DEFAULTS))
+defunused(_sum, {0: {0, "ans"}, 5: {0, 5, "ans"}})  # the rules read shapes and dtypes only
 
 
 def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -326,6 +327,7 @@ def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=
 
 
 defvjp(_mean, _mean_vjp)
+defunused(_mean, {0: {0, "ans"}})  # only the shape and dtype of ``a``
 def_linear(_mean)
 defbatch(_mean, _reduction_batch(_mean, ("a", "axis", "dtype", "out", "keepdims", "where"),
                                  (None, None, None, None, False, None)))

@@ -36,7 +36,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..backend import namespace_of, to_numpy
+from ..backend import device_constant, namespace_of, scatter_add, to_numpy
 from ..core import Box, def_linear, defjvp, defjvp_all, defvjp, defvjp_all, get_primitive, primitive, unbox_all
 from ..core.batching import defbatch
 from ._batching import fallback as _fallback, move_to_front
@@ -86,7 +86,9 @@ def _norm_axis(axis: Any, nd: int) -> int:
 def _as_arrays(items: Sequence[Any]) -> list:
     """Arrays and boxes as they are; lists and scalars made arrays of the others' namespace."""
     xp = namespace_of(*[a for a in items if isinstance(a, Box) or hasattr(a, "shape")])
-    return [a if isinstance(a, Box) or hasattr(a, "shape") else xp.asarray(a) for a in items]
+    # Python scalars become 0-d arrays by a fill on the device (no host-to-device copy).
+    return [a if isinstance(a, Box) or hasattr(a, "shape") else (xp.asarray(a) if xp is np else _scalar_array(xp, a))
+            for a in items]
 
 
 def _unpack(arrays: Any) -> list:
@@ -204,9 +206,16 @@ def _embed_slice_batch(args, dims):
 defbatch(_embed_slice, _embed_slice_batch)
 
 
+def _scalar_array(xp: Any, a: Any) -> Any:
+    """A 0-d array of ``xp`` holding the scalar (or nested list) ``a``, uploading only lists."""
+    if isinstance(a, (bool, int, float, complex, np.generic)):
+        return xp.full((), a, dtype=np.result_type(a))
+    return xp.asarray(a)
+
+
 def _take_axis_raw(x: Any, idx: np.ndarray, axis: int) -> Any:
     xp = namespace_of(x)
-    return xp.take(x, xp.asarray(idx), axis=axis)
+    return xp.take(x, device_constant(x, idx), axis=axis)
 
 
 def _scatter_axis_raw(g: Any, idx: np.ndarray, n: int, axis: int) -> Any:
@@ -215,10 +224,8 @@ def _scatter_axis_raw(g: Any, idx: np.ndarray, n: int, axis: int) -> Any:
     shp = list(g.shape)
     shp[axis] = n
     out = xp.zeros(tuple(shp), dtype=g.dtype)
-    where = _axis_index(axis, xp.asarray(idx))
-    if xp is np:  # NumPy 2.4's ufunc.at misreads broadcast values: give it full ones
-        g = np.ascontiguousarray(np.broadcast_to(g, out[where].shape))
-    xp.add.at(out, where, g)
+    where = _axis_index(axis, device_constant(g, idx))
+    scatter_add(out, where, g)  # numpy.add.at; cupyx.scatter_add on CuPy
     return out
 
 

@@ -174,7 +174,7 @@ def _logsumexp_raw(a: Any, b: Any = None, axis: Any = None, keepdims: bool = Fal
         if tuple(a.shape) != full:
             a = xp.broadcast_to(a, full)
         # Terms with zero weight are left out, even where a is +-inf.
-        a = xp.where(b != 0, a, xp.asarray(-math.inf, dtype=a.dtype))
+        a = xp.where(b != 0, a, xp.full((), -math.inf, dtype=a.dtype))  # no host upload
     full = tuple(a.shape)
     axes = _reduced_axes(len(full), axis)
     if a.size == 0:

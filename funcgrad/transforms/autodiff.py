@@ -154,10 +154,10 @@ class _Tape:
 
 
 def _record(
-    fun: Callable[..., Any], leaves: list[Any], rebuild: Callable[..., Any], name: str, has_aux: bool
+    fun: Callable[..., Any], leaves: list[Any], rebuild: Callable[..., Any], name: str, has_aux: bool, keep_all: bool = False
 ) -> tuple[_Tape, list[Any], tree_util.PyTreeDef, Any]:
     """Run ``fun`` on boxed ``leaves`` under a new reverse trace."""
-    trace = ReverseTrace(name)
+    trace = ReverseTrace(name, keep_all=keep_all)
     with trace:
         boxes = [trace.new_input(x) for x in leaves]
         input_nodes = [b._node for b in boxes]  # before fun runs: it may rebind a box in place
@@ -447,7 +447,7 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
         raise TypeError("linearize: give at least one primal argument")
     argnums = tuple(range(len(primals)))
     leaves, split, call_with = _dyn_args(fun, primals, argnums, "linearize")
-    tape, values, out_def, _ = _record(fun, leaves, call_with({}), "linearize", False)
+    tape, values, out_def, _ = _record(fun, leaves, call_with({}), "linearize", False, keep_all=True)
     out = tree_util.tree_unflatten(out_def, values)
     order = _forward_order(tape)
 

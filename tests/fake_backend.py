@@ -1,0 +1,801 @@
+"""A fake device backend that behaves like CuPy where it matters, for tests without a GPU.
+
+Arrays of the fake device are :class:`FakeArray`: a distinct type holding a
+NumPy array (the "device memory") and a device id. Like ``cupy.ndarray``:
+
+* implicit conversion to NumPy raises ``TypeError`` (``np.asarray(x)``,
+  ``__array__``, NumPy ufuncs and NumPy functions called on it);
+* mixing with a host ``numpy.ndarray`` in an operation raises ``TypeError``
+  (Python and NumPy scalars are fine);
+* results are always fake arrays, never NumPy scalars (reductions give 0-d
+  arrays);
+* explicit transfers work: ``x.get()``, ``fake.asnumpy(x)``, ``fake.asarray(host)``;
+  ``float(x)``, ``int(x)``, ``bool(x)``, ``x.item()``, ``x.tolist()`` work on
+  size-1 arrays as in CuPy (they synchronize: a device-to-host copy);
+* two devices (ids 0 and 1); an operation on arrays of both raises.
+
+The module object :data:`fake` mirrors CuPy's namespace: every NumPy
+function and ufunc (ufuncs have no ``.at``/``.reduce``: use
+``fake.scatter_add``, as ``cupyx.scatter_add``), ``fake.linalg``,
+``fake.random``, ``fake.fft``, ``fake.scipy_special`` (as
+``cupyx.scipy.special``), ``fake.get_array_module``, ``fake.cuda.Device``.
+
+Every transfer is counted in :data:`STATS` (``d2h``: device to host, ``h2d``:
+host to device); inside :func:`no_host_sync` a device-to-host transfer raises
+:class:`HostSyncError` (an ``AssertionError``), with a traceback that points at
+the culprit. :func:`install` registers the backend with funcgrad (platform
+``'fake'``); :func:`as_cuda` also serves ``'cuda'`` device strings with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import types
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+__all__ = [
+    "FakeArray", "fake", "STATS", "HostSyncError", "no_host_sync", "count_transfers", "install",
+    "as_cuda", "FakeBackend", "to_fake",
+]
+
+
+class HostSyncError(AssertionError):
+    """A device-to-host transfer happened where none is allowed."""
+
+
+STATS = {"d2h": 0, "h2d": 0}
+_state = threading.local()
+
+
+def _forbidden() -> int:
+    return getattr(_state, "forbid", 0)
+
+
+def _current_device() -> int:
+    return getattr(_state, "device", 0)
+
+
+def _d2h(what: str) -> None:
+    if _forbidden():
+        raise HostSyncError(f"device-to-host transfer ({what}) inside no_host_sync()")
+    STATS["d2h"] += 1
+
+
+def _h2d() -> None:
+    if getattr(_state, "forbid_up", 0):
+        raise HostSyncError("host-to-device upload inside no_uploads()")
+    STATS["h2d"] += 1
+
+
+@contextlib.contextmanager
+def no_uploads() -> Iterator[None]:
+    """Any host-to-device upload inside the block raises HostSyncError (to find where one happens)."""
+    _state.forbid_up = getattr(_state, "forbid_up", 0) + 1
+    try:
+        yield
+    finally:
+        _state.forbid_up -= 1
+
+
+@contextlib.contextmanager
+def no_host_sync() -> Iterator[None]:
+    """Any device-to-host transfer inside the block raises HostSyncError."""
+    _state.forbid = _forbidden() + 1
+    try:
+        yield
+    finally:
+        _state.forbid -= 1
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.start = dict(STATS)
+
+    @property
+    def d2h(self) -> int:
+        return STATS["d2h"] - self.start["d2h"]
+
+    @property
+    def h2d(self) -> int:
+        return STATS["h2d"] - self.start["h2d"]
+
+
+@contextlib.contextmanager
+def count_transfers() -> Iterator[_Counter]:
+    """``with count_transfers() as c: ...``; then ``c.d2h`` and ``c.h2d``."""
+    yield _Counter()
+
+
+# --------------------------------------------------------------------------
+# the array type
+
+_BLOCKED_ATTRS = {
+    "__array_interface__", "__array_struct__", "__array_wrap__", "__array_prepare__", "ctypes",
+    "__dlpack__", "__dlpack_device__", "__buffer__", "data", "tobytes", "tofile", "dump", "dumps",
+}
+
+
+class FakeArray:
+    """An array on the fake device (see the module docstring)."""
+
+    __slots__ = ("_a", "_dev")
+    __array_priority__ = 100
+    __array_ufunc__ = None  # NumPy ufuncs refuse us; binary operators defer to our reflected ones
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, a: np.ndarray, dev: int = 0):
+        assert type(a) is np.ndarray, type(a)
+        self._a = a
+        self._dev = dev
+
+    # --- refusing implicit conversion (as cupy.ndarray does)
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError(
+            "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a "
+            "NumPy array explicitly."
+        )
+
+    def __array_function__(self, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
+        raise TypeError(
+            f"numpy.{getattr(func, '__name__', func)} was called on a fake device array: call the "
+            f"array's own namespace instead (funcgrad.backend.namespace_of)"
+        )
+
+    # --- attributes
+    @property
+    def shape(self) -> tuple:
+        return self._a.shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        self._a.shape = value
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._a.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._a.ndim
+
+    @property
+    def size(self) -> int:
+        return self._a.size
+
+    @property
+    def itemsize(self) -> int:
+        return self._a.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._a.nbytes
+
+    @property
+    def strides(self) -> tuple:
+        return self._a.strides
+
+    @property
+    def flags(self) -> Any:
+        return self._a.flags
+
+    @property
+    def device(self) -> "_FakeDevice":
+        return _FakeDevice(self._dev)
+
+    @property
+    def T(self) -> "FakeArray":
+        return FakeArray(self._a.T, self._dev)
+
+    @property
+    def mT(self) -> "FakeArray":
+        return FakeArray(np.swapaxes(self._a, -1, -2), self._dev)
+
+    @property
+    def real(self) -> "FakeArray":
+        return _wrap(self._a.real, self._dev)
+
+    @property
+    def imag(self) -> "FakeArray":
+        return _wrap(self._a.imag, self._dev)
+
+    @property
+    def base(self) -> Any:
+        return None if self._a.base is None else FakeArray(np.asarray(self._a.base), self._dev) \
+            if isinstance(self._a.base, np.ndarray) else None
+
+    # --- explicit transfers (they synchronize)
+    def get(self, stream: Any = None, order: str = "C", out: Any = None) -> np.ndarray:
+        _d2h("get()")
+        return np.array(self._a, order=order, copy=True)
+
+    def item(self, *args: Any) -> Any:
+        if self._a.size != 1 and not args:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        _d2h("item()")
+        return self._a.item(*args)
+
+    def tolist(self) -> Any:
+        _d2h("tolist()")
+        return self._a.tolist()
+
+    def __float__(self) -> float:
+        _d2h("float()")
+        return float(self._a)
+
+    def __int__(self) -> int:
+        _d2h("int()")
+        return int(self._a)
+
+    def __complex__(self) -> complex:
+        _d2h("complex()")
+        return complex(self._a)
+
+    def __bool__(self) -> bool:
+        _d2h("bool()")
+        return bool(self._a)
+
+    def __repr__(self) -> str:
+        _d2h("repr()")
+        return f"fake{self._a!r}" if self._dev == 0 else f"fake:{self._dev}{self._a!r}"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        _d2h("format()")
+        return format(self._a, spec)
+
+    # --- containers
+    def __len__(self) -> int:
+        return len(self._a)
+
+    def __iter__(self) -> Iterator["FakeArray"]:
+        if self._a.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self._a.shape[0]))
+
+    def __getitem__(self, key: Any) -> "FakeArray":
+        return _wrap(self._a[_index(key, self._dev)], self._dev)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._a[_index(key, self._dev)] = _value(value, self._dev)
+
+    def __copy__(self) -> "FakeArray":
+        return FakeArray(self._a.copy(), self._dev)
+
+    def __deepcopy__(self, memo: Any) -> "FakeArray":
+        return FakeArray(self._a.copy(), self._dev)
+
+    def __reduce__(self) -> Any:  # pickling goes through the host, explicitly (as CuPy's)
+        return (_from_host_for_pickle, (self.get(), self._dev))
+
+    def scatter_add(self, slices: Any, value: Any) -> None:
+        _scatter_add(self, slices, value)
+
+    # --- every other ndarray method: computed on the device data, results wrapped
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__array") or name in _BLOCKED_ATTRS or name.startswith("_"):
+            raise AttributeError(name)
+        attr = getattr(self._a, name)
+        if not callable(attr):
+            return _wrap(attr, self._dev)
+        dev = self._dev
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            args, kwargs, out = _unwrap_call(args, kwargs, dev)
+            res = attr(*args, **kwargs)
+            return out if out is not None else _wrap(res, dev)
+
+        method.__name__ = name
+        return method
+
+
+def _from_host_for_pickle(a: np.ndarray, dev: int) -> FakeArray:
+    _h2d()
+    return FakeArray(np.array(a), dev)
+
+
+class _FakeDevice:
+    """``cupy.cuda.Device``: ``.id``; as a context manager, the current device for creation."""
+
+    def __init__(self, id: int = 0):  # noqa: A002
+        self.id = int(id)
+
+    def __enter__(self) -> "_FakeDevice":
+        self._prev = _current_device()
+        _state.device = self.id
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _state.device = self._prev
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, _FakeDevice) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return f"<fake Device {self.id}>"
+
+
+# --------------------------------------------------------------------------
+# unwrapping arguments and wrapping results
+
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def _unsupported(x: Any) -> TypeError:
+    return TypeError(f"Unsupported type {type(x)}")
+
+
+def _check_dev(dev: list, x: FakeArray) -> None:
+    if dev[0] is None:
+        dev[0] = x._dev
+    elif dev[0] != x._dev:
+        raise ValueError(
+            f"Array device must be same as the current device: array device = {x._dev} while current = {dev[0]}"
+        )
+
+
+def _unwrap(x: Any, dev: list) -> Any:
+    t = type(x)
+    if t is FakeArray:
+        _check_dev(dev, x)
+        return x._a
+    if t is np.ndarray:
+        raise _unsupported(x)
+    if t is list or t is tuple:
+        return t(_unwrap(v, dev) for v in x)
+    return x
+
+
+def _unwrap_call(args: tuple, kwargs: dict, dev0: int | None = None) -> tuple[tuple, dict, Any]:
+    dev = [dev0]
+    out = kwargs.get("out")
+    if out is not None:
+        if isinstance(out, tuple) and len(out) == 1:
+            out = out[0]
+        if type(out) is not FakeArray:
+            raise TypeError(f"out must be a fake device array, got {type(out).__name__}")
+    args = tuple(_unwrap(a, dev) for a in args)
+    if kwargs:
+        kwargs = {k: _unwrap(v, dev) for k, v in kwargs.items()}
+    return args, kwargs, out
+
+
+def _wrap(r: Any, dev: int) -> Any:
+    t = type(r)
+    if t is np.ndarray:
+        return FakeArray(r, dev)
+    if isinstance(r, np.generic):
+        return FakeArray(np.asarray(r), dev)
+    if isinstance(r, tuple):  # plain tuples and result namedtuples (CuPy returns plain tuples)
+        return tuple(_wrap(v, dev) for v in r)
+    if t is list:
+        return [_wrap(v, dev) for v in r]
+    return r
+
+
+def _index(key: Any, dev: int) -> Any:
+    """An index for the device data: fake arrays unwrap; host index arrays are uploaded (as CuPy does).
+
+    A boolean device mask selects a data-dependent number of elements: CuPy counts
+    them on the device and reads the count back (a synchronization).
+    """
+    t = type(key)
+    if t is FakeArray:
+        _check_dev([dev], key)
+        if key._a.dtype == np.bool_ and key._a.ndim:
+            _d2h("boolean mask index: the result size depends on the values")
+        return key._a
+    if t is np.ndarray:
+        _h2d()
+        return key
+    if t is tuple:
+        return tuple(_index(k, dev) for k in key)
+    if t is list:
+        if any(type(k) is FakeArray for k in key):
+            return np.asarray([_index(k, dev) for k in key])
+        _h2d()
+        return key
+    return key
+
+
+def _value(v: Any, dev: int) -> Any:
+    """A value written into device memory: fake arrays and scalars; host arrays are uploaded."""
+    t = type(v)
+    if t is FakeArray:
+        _check_dev([dev], v)
+        return v._a
+    if t is np.ndarray or t is list or t is tuple:
+        _h2d()
+        return np.asarray(v)
+    return v
+
+
+def _check_operand(o: Any) -> bool:
+    """True for operands we handle; NotImplemented-worthy ones give False; host arrays raise."""
+    t = type(o)
+    if t is FakeArray or isinstance(o, _SCALARS):
+        return True
+    if t is np.ndarray or isinstance(o, np.ndarray):
+        raise _unsupported(o)
+    return False
+
+
+def _binary(op: Callable, reflected: bool = False) -> Callable:
+    def method(self: FakeArray, other: Any) -> Any:
+        if not _check_operand(other):
+            return NotImplemented
+        dev = [self._dev]
+        o = _unwrap(other, dev)
+        return _wrap(op(o, self._a) if reflected else op(self._a, o), self._dev)
+
+    return method
+
+
+def _inplace(op: Callable) -> Callable:
+    def method(self: FakeArray, other: Any) -> Any:
+        if not _check_operand(other):
+            return NotImplemented
+        op(self._a, _unwrap(other, [self._dev]), out=self._a)
+        return self
+
+    return method
+
+
+def _unary(op: Callable) -> Callable:
+    def method(self: FakeArray) -> Any:
+        return _wrap(op(self._a), self._dev)
+
+    return method
+
+
+_BINOPS = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "matmul": np.matmul,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor, "lshift": np.left_shift,
+    "rshift": np.right_shift,
+}
+for _name, _op in _BINOPS.items():
+    setattr(FakeArray, f"__{_name}__", _binary(_op))
+    setattr(FakeArray, f"__r{_name}__", _binary(_op, reflected=True))
+    setattr(FakeArray, f"__i{_name}__", _inplace(_op))
+for _name, _op in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+                   "eq": np.equal, "ne": np.not_equal}.items():
+    setattr(FakeArray, f"__{_name}__", _binary(_op))
+for _name, _op in {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}.items():
+    setattr(FakeArray, f"__{_name}__", _unary(_op))
+FakeArray.__divmod__ = lambda self, other: (self // other, self % other)  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------
+# the namespace module
+
+_BOOL_AS_ARRAY = {"allclose", "array_equal", "array_equiv"}
+
+
+# Functions whose output shape depends on the values: CuPy reads a count back from the
+# device (a synchronization) before it can allocate the result.
+_SYNCING = {"nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress", "bincount", "unique_values",
+            "unique_counts", "unique_inverse", "unique_all", "histogram", "trim_zeros"}
+
+
+def _function_dev(fn: Callable, name: str) -> Callable:
+    """A NumPy function on device data; results land on the arguments' device."""
+    syncing = name in _SYNCING
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if syncing and _has_fake(list(args) + list(kwargs.values())):
+            _d2h(f"{name}: output size depends on the values")
+        dev = [None]
+        out = kwargs.get("out")
+        if out is not None:
+            if isinstance(out, tuple) and len(out) == 1:
+                out = out[0]
+            if type(out) is not FakeArray:
+                raise TypeError(f"out must be a fake device array, got {type(out).__name__}")
+            _check_dev(dev, out)
+        a = tuple(_unwrap(x, dev) for x in args)
+        k = {key: _unwrap(v, dev) for key, v in kwargs.items()} if kwargs else kwargs
+        res = fn(*a, **k)
+        if out is not None:
+            return out
+        if name in _BOOL_AS_ARRAY and isinstance(res, bool):
+            res = np.asarray(res)
+        return _wrap(res, _current_device() if dev[0] is None else dev[0])
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"fake device ``{name}`` (NumPy's, on device data)"
+    return call
+
+
+class _FakeUfunc:
+    """A ufunc of the fake device: callable; no ``at``/``reduce``/``outer`` (use scatter_add)."""
+
+    def __init__(self, uf: np.ufunc):
+        self._call = _function_dev(uf, uf.__name__)
+        self.__name__ = uf.__name__
+        self.nin = uf.nin
+        self.nout = uf.nout
+        self.nargs = uf.nargs
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<fake ufunc '{self.__name__}'>"
+
+
+def _to_device_data(obj: Any, dtype: Any, dev: list) -> np.ndarray:
+    """Host data for creating an array: fake arrays (and lists holding them) stay on the device."""
+    t = type(obj)
+    if t is FakeArray:
+        _check_dev(dev, obj)
+        return obj._a
+    if t in (list, tuple) and _has_fake(obj):
+        return np.asarray(_unwrap_nested(obj, dev), dtype=dtype)
+    _h2d()
+    return np.asarray(obj, dtype=dtype)
+
+
+def _has_fake(obj: Any) -> bool:
+    if type(obj) is FakeArray:
+        return True
+    if type(obj) in (list, tuple):
+        return any(_has_fake(o) for o in obj)
+    return False
+
+
+def _unwrap_nested(obj: Any, dev: list) -> Any:
+    if type(obj) is FakeArray:
+        _check_dev(dev, obj)
+        return obj._a
+    if type(obj) in (list, tuple):
+        return [_unwrap_nested(o, dev) for o in obj]
+    if type(obj) is np.ndarray:
+        raise _unsupported(obj)
+    return obj
+
+
+def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", subok: bool = False,
+          ndmin: int = 0, **_: Any) -> FakeArray:
+    dev = [None]
+    data = _to_device_data(obj, dtype, dev)
+    out = np.array(data, dtype=dtype, copy=True if copy is None else copy or data is getattr(obj, "_a", None),
+                   order=order, ndmin=ndmin)
+    if copy is False and type(obj) is FakeArray and out is obj._a:
+        return obj
+    return FakeArray(np.asarray(out), _current_device() if dev[0] is None else dev[0])
+
+
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: Any = None, **_: Any) -> FakeArray:
+    if type(a) is FakeArray:
+        if dtype is None or np.dtype(dtype) == a.dtype:
+            return a if not copy else FakeArray(a._a.copy(), a._dev)
+        return FakeArray(a._a.astype(dtype), a._dev)
+    dev = [None]
+    data = _to_device_data(a, dtype, dev)
+    return FakeArray(np.array(data, dtype=dtype, order=order or "K", copy=True),
+                     _current_device() if dev[0] is None else dev[0])
+
+
+def asnumpy(a: Any, stream: Any = None, order: str = "C", out: Any = None) -> np.ndarray:
+    if type(a) is FakeArray:
+        return a.get(order=order)
+    return np.asarray(a, order=order)
+
+
+def get_array_module(*args: Any) -> Any:
+    return fake if any(type(a) is FakeArray for a in args) else np
+
+
+def _scatter_add(a: FakeArray, slices: Any, value: Any) -> None:
+    """``cupyx.scatter_add``: ``a[slices] += value`` with repeated indices adding up."""
+    _scatter(a, slices, value, np.add)
+
+
+def _scatter_max(a: FakeArray, slices: Any, value: Any) -> None:
+    """``cupyx.scatter_max``."""
+    _scatter(a, slices, value, np.maximum)
+
+
+def _scatter_min(a: FakeArray, slices: Any, value: Any) -> None:
+    """``cupyx.scatter_min``."""
+    _scatter(a, slices, value, np.minimum)
+
+
+def _scatter(a: FakeArray, slices: Any, value: Any, ufunc: np.ufunc) -> None:
+    if type(a) is not FakeArray:
+        raise TypeError(f"scatter: expected a fake device array, got {type(a).__name__}")
+    idx = _index(slices, a._dev)
+    v = _value(value, a._dev)
+    target = a._a[idx].shape
+    v = np.asarray(v, dtype=a.dtype) if not isinstance(v, np.ndarray) else v
+    if v.shape != target:  # NumPy 2.4's add.at misreads broadcast values: give it full ones
+        if v.ndim > len(target):
+            v = v.reshape(v.shape[v.ndim - len(target):])
+        v = np.ascontiguousarray(np.broadcast_to(v, target))
+    ufunc.at(a._a, idx, v)
+
+
+_CREATION_FROM_SHAPE = {
+    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "geomspace", "eye", "identity",
+    "tri", "indices", "diag_indices", "tril_indices", "triu_indices", "mask_indices",
+}
+
+
+def _creation(fn: Callable, name: str) -> Callable:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("device", None)
+        dev = [None]
+        args = tuple(_unwrap(a, dev) for a in args)
+        kwargs = {k: _unwrap(v, dev) for k, v in kwargs.items()}
+        return _wrap(fn(*args, **kwargs), _current_device() if dev[0] is None else dev[0])
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _module(name: str, src: Any, skip: set[str] = frozenset()) -> types.ModuleType:  # type: ignore[assignment]
+    mod = types.ModuleType(name)
+    for attr in dir(src):
+        if attr.startswith("_") or attr in skip:
+            continue
+        obj = getattr(src, attr)
+        if isinstance(obj, np.ufunc):
+            setattr(mod, attr, _FakeUfunc(obj))
+        elif isinstance(obj, type) or isinstance(obj, types.ModuleType):
+            if isinstance(obj, type):
+                setattr(mod, attr, obj)  # dtypes, finfo, errstate ...: NumPy's own (as in CuPy)
+        elif callable(obj):
+            if attr in _CREATION_FROM_SHAPE:
+                setattr(mod, attr, _creation(obj, attr))
+            else:
+                setattr(mod, attr, _function_dev(obj, attr))
+        else:
+            setattr(mod, attr, obj)  # constants: pi, e, inf, nan, newaxis
+    return mod
+
+
+fake = _module("fakecupy", np, skip={"asarray", "array", "asanyarray", "ascontiguousarray", "ndarray"})
+fake.__doc__ = "A CuPy-like namespace over FakeArray (see tests/fake_backend.py)."
+fake.ndarray = FakeArray
+fake.array = array
+fake.asarray = asarray
+fake.asanyarray = asarray
+fake.ascontiguousarray = lambda a, dtype=None, **kw: asarray(a, dtype=dtype)
+fake.asnumpy = asnumpy
+fake.get_array_module = get_array_module
+fake.scatter_add = _scatter_add
+fake.scatter_max = _scatter_max
+fake.scatter_min = _scatter_min
+fake.linalg = _module("fakecupy.linalg", np.linalg)
+fake.fft = _module("fakecupy.fft", np.fft)
+
+
+class _FakeGenerator:
+    def __init__(self, gen: np.random.Generator):
+        self._g = gen
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self._g, name)
+        if not callable(fn):
+            return fn
+        return _creation(fn, name)
+
+
+fake.random = _module("fakecupy.random", np.random, skip={"default_rng", "Generator", "RandomState"})
+fake.random.default_rng = lambda seed=None: _FakeGenerator(np.random.default_rng(seed))
+fake.random.RandomState = lambda seed=None: _FakeGenerator(np.random.RandomState(seed))  # type: ignore[arg-type]
+for _name in dir(np.random):
+    if not _name.startswith("_") and callable(getattr(np.random, _name)) and _name not in (
+            "default_rng", "Generator", "RandomState", "BitGenerator", "SeedSequence", "PCG64", "MT19937",
+            "Philox", "SFC64", "PCG64DXSM"):
+        setattr(fake.random, _name, _creation(getattr(np.random, _name), _name))
+
+try:
+    import scipy.special as _sp
+
+    fake.scipy_special = _module("fakecupy.scipy_special", _sp)
+except ImportError:  # pragma: no cover
+    pass
+
+fake.cuda = types.ModuleType("fakecupy.cuda")
+fake.cuda.Device = _FakeDevice
+fake.cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 2)
+fake.float_ = np.float64
+
+
+def to_fake(x: Any, dev: int = 0) -> Any:
+    """A host array (or pytree of them) on the fake device, counting one upload per array."""
+    if isinstance(x, dict):
+        return {k: to_fake(v, dev) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and not isinstance(x, np.ndarray):
+        return type(x)(to_fake(v, dev) for v in x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        _h2d()
+        return FakeArray(np.array(x), dev)
+    return x
+
+
+# --------------------------------------------------------------------------
+# funcgrad registration
+
+def _backend_class() -> type:
+    from funcgrad.backend import Backend
+
+    class FakeBackend(Backend):
+        """funcgrad's view of the fake device: platform ``'fake'`` (or ``'cuda'`` under as_cuda())."""
+
+        def __init__(self, platform: str = "fake"):
+            self.platform = platform
+
+        def namespace(self) -> Any:
+            return fake
+
+        def array_types(self) -> tuple[type, ...]:
+            return (FakeArray,)
+
+        def device_count(self) -> int:
+            return 2
+
+        def device_id(self, x: Any) -> int:
+            return x._dev
+
+        def from_host(self, x: np.ndarray, device_id: int) -> Any:
+            with _FakeDevice(device_id):
+                return asarray(np.asarray(x))
+
+        def to_device(self, x: Any, device_id: int) -> Any:
+            if x._dev == device_id:
+                return x
+            return FakeArray(x._a.copy(), device_id)
+
+        def to_host(self, x: Any) -> np.ndarray:
+            return x.get()
+
+        def creation_scope(self, device_id: int) -> Any:
+            return _FakeDevice(device_id)
+
+        def scatter(self, out: Any, index: Any, values: Any, op: str = "add") -> None:
+            _scatter(out, index, values, getattr(np, op))
+
+    return FakeBackend
+
+
+_installed: list = []
+
+
+def install() -> Any:
+    """Register the fake backend with funcgrad (platform 'fake'); idempotent."""
+    if _installed:
+        return _installed[0]
+    from funcgrad import backend
+
+    b = _backend_class()("fake")
+    backend.register_backend(b, replace=True)
+    _installed.append(b)
+    return b
+
+
+def FakeBackend(platform: str = "fake") -> Any:  # noqa: N802  (a factory that reads like the class)
+    return _backend_class()(platform)
+
+
+@contextlib.contextmanager
+def as_cuda() -> Iterator[Any]:
+    """Serve ``'cuda'`` device strings with the fake backend inside the block."""
+    from funcgrad import backend
+
+    install()
+    b = FakeBackend("cuda")
+    old = backend.register_backend(b, replace=True)
+    try:
+        yield b
+    finally:
+        backend._BACKENDS["cuda"] = old
+        backend._BACKEND_BY_NAMESPACE[id(fake)] = _installed[0]
