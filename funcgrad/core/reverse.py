@@ -164,7 +164,7 @@ class ReverseTrace(Trace):
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         parents = []
-        versions = None
+        versions: list[tuple[int, int]] | None = None
         for i, a in enumerate(args):
             if not isinstance(a, Box):
                 continue
