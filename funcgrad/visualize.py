@@ -215,7 +215,7 @@ class _RecordingTrace(ReverseTrace):
     __slots__ = ("nodes", "shown_args")
 
     def __init__(self, name: str):
-        super().__init__(name)
+        super().__init__(name, min_drop_bytes=0)  # show what the rules read, whatever the size
         self.nodes: list[VJPNode] = []
         # the arguments as given, for constants whose values the node did not keep
         self.shown_args: dict[VJPNode, list[Any]] = {}

@@ -130,6 +130,10 @@ class ArraySpec:
         return f"ArraySpec(shape={self.shape}, dtype={self.dtype})"
 
 
+# Smaller arrays are kept as they are: replacing them saves less than it costs.
+_MIN_DROP_BYTES = 4096
+
+
 def _drops(prim: Primitive, argnums: list[int]) -> tuple[tuple[int, ...], bool]:
     """Positions (and whether the result) no VJP rule of the traced ``argnums`` reads."""
     key = tuple(argnums)
@@ -153,11 +157,12 @@ class ReverseTrace(Trace):
     ``keep_all`` is set: ``linearize`` replays JVP rules on the tape, which read more.
     """
 
-    __slots__ = ("keep_all",)
+    __slots__ = ("keep_all", "min_drop_bytes")
 
-    def __init__(self, name: str, keep_all: bool = False):
+    def __init__(self, name: str, keep_all: bool = False, min_drop_bytes: int = _MIN_DROP_BYTES):
         super().__init__(name)
         self.keep_all = keep_all
+        self.min_drop_bytes = min_drop_bytes
 
     def new_input(self, value: Any) -> VJPBox:
         return VJPBox(value, self, VJPNode(None, (), (), None, None, value))
@@ -191,10 +196,12 @@ class ReverseTrace(Trace):
         saved_ans = ans
         if prim.unused is not None and not self.keep_all:
             drop_args, drop_ans = _drops(prim, argnums)
+            # Only arrays big enough to matter are replaced by their spec.
+            least = self.min_drop_bytes
             for j in drop_args:
-                if j < len(args) and hasattr(args[j], "shape"):
+                if j < len(args) and getattr(args[j], "nbytes", -1) >= least and not isinstance(args[j], Box):
                     args[j] = ArraySpec(args[j])
-            if drop_ans:
+            if drop_ans and getattr(ans, "nbytes", -1) >= least and not isinstance(ans, Box):
                 saved_ans = ArraySpec(ans)
             if versions is not None:
                 versions = [(i, v) for i, v in versions if isinstance(args[i], Box)] or None

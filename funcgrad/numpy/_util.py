@@ -78,6 +78,8 @@ def ndim(x: Any) -> int:
 def dtype(x: Any) -> np.dtype:
     v = _value(x)
     d = getattr(v, "dtype", None)
+    if isinstance(d, np.dtype):
+        return d
     return np.dtype(d) if d is not None else np.result_type(v)
 
 
