@@ -49,7 +49,13 @@ class ForwardTrace(Trace):
             box = args[i]
             tangents.append(box._tangent)
             args[i] = box._value
-        ans = prim.call(*args, **kwargs)
+        fast = prim.fast_types
+        for a in args:
+            if type(a) not in fast:
+                ans = prim.call(*args, **kwargs)  # lower-level boxes or another backend
+                break
+        else:
+            ans = prim.fast_fn(*args, **kwargs)
         if not prim.differentiable:
             return ans
         if prim.jvp_all is not None:

@@ -186,7 +186,13 @@ class ReverseTrace(Trace):
                 if versions is None:
                     versions = []
                 versions.append((i, a._version))
-        ans = prim.call(*args, **kwargs)
+        fast = prim.fast_types
+        for a in args:
+            if type(a) not in fast:
+                ans = prim.call(*args, **kwargs)  # lower-level boxes or another backend
+                break
+        else:
+            ans = prim.fast_fn(*args, **kwargs)
         if not prim.differentiable:
             return ans
         node = _new_node(VJPNode)

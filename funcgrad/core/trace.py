@@ -151,7 +151,7 @@ class Primitive:
 
     __slots__ = (
         "raw", "name", "vjps", "jvps", "vjp_all", "jvp_all", "batch_rule", "multiple_results",
-        "differentiable", "check_kwargs", "max_args", "unused", "drop_cache", "call",
+        "differentiable", "check_kwargs", "max_args", "unused", "drop_cache", "fast_types", "fast_fn", "call",
     )
 
     def __init__(self, raw: Callable[..., Any], name: str | None = None, multiple_results: bool = False):
@@ -179,6 +179,9 @@ class Primitive:
         # shape and dtype of those. None: the rules may read everything.
         self.unused: dict[int, frozenset[Any]] | None = None
         self.drop_cache: dict[tuple[int, ...], tuple[tuple[int, ...], bool]] = {}
+        # the untraced fast path (see primitive()): traces use it for fully unboxed calls
+        self.fast_types: frozenset[type] = frozenset()
+        self.fast_fn: Callable[..., Any] = raw
         self.call: Callable[..., Any] = raw  # replaced by the traced entry point
 
     def __repr__(self) -> str:
@@ -212,6 +215,7 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
     # one of ``types`` (plain host arrays and scalars), call ``fn`` at once.
     fast_types, fast_fn = getattr(raw, "fast_path", (frozenset(), raw))
     out_ok = frozenset(fast_types) | {type(None)}
+    prim.fast_types, prim.fast_fn = frozenset(fast_types), fast_fn
 
     def traced_call(*args: Any, **kwargs: Any) -> Any:
         for a in args:

@@ -199,16 +199,11 @@ def _loop(fn: Callable, args: list, dims: list, kwargs: dict) -> tuple[Any, Any]
 def _refuse_where(fn: Callable, name: str) -> None:
     """Traced calls of ufunc ``fn`` refuse ``where=`` (with ``out=`` it would be silently
     wrong: the engine writes the whole result into ``out``). Plain calls keep it."""
-    prim = fn.primitive  # type: ignore[attr-defined]
-    traced_call = prim.call
-
-    def call(*args: Any, **kwargs: Any) -> Any:
+    def check(args: tuple, kwargs: dict) -> None:
         if "where" in kwargs:
             raise _where_error(name)
-        return traced_call(*args, **kwargs)
 
-    call.__name__ = call.__qualname__ = name
-    prim.call = call
+    fn.primitive.check_kwargs = check  # type: ignore[attr-defined]  (the engine calls it when traced)
 
 
 def _where_error(name: str) -> TypeError:
