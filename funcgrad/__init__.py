@@ -23,11 +23,15 @@ from . import testing  # noqa: F401
 from . import nn, optim  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from .visualize import make_graph  # noqa: F401
+from .backend import (  # noqa: F401
+    Device, default_device, device_of, device_put, devices, set_default_device, to_numpy,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "jacobian", "hessian",
     "hvp", "stop_gradient", "vmap", "custom_jvp", "custom_vjp", "checkpoint", "remat", "scan", "fori_loop", "primitive", "nondiff_primitive", "defvjp", "defjvp", "def_linear",
-    "LeakedTraceError", "tree_util", "numpy", "testing", "nn", "optim", "save", "load", "make_graph",
+    "LeakedTraceError", "tree_util", "numpy", "testing", "nn", "optim", "save", "load", "make_graph", "Device", "devices", "device_put", "device_of", "to_numpy", "default_device",
+    "set_default_device",
 ]

@@ -37,7 +37,7 @@ from .core import unbox_all
 __all__ = [
     "Device", "Backend", "namespace_of", "register_namespace", "register_backend", "get_backend",
     "devices", "device_of", "default_device", "set_default_device", "device_put", "to_numpy",
-    "shape_of", "dtype_of", "is_float_dtype", "scatter", "scatter_add", "DeviceError", "device_constant",
+    "shape_of", "dtype_of", "is_float_dtype", "scatter", "scatter_add", "DeviceError", "device_constant", "fused", "FusedSpec",
 ]
 
 
@@ -192,6 +192,21 @@ class Backend:
     def describe(self, x: Any) -> str:
         return f"{self.platform}:{self.device_id(x)}"
 
+    def elementwise_kernel(self, spec: "FusedSpec") -> Any:
+        """A compiled single-launch kernel for ``spec``, or None to use its fallback.
+
+        A namespace with CuPy's ``ElementwiseKernel`` (CuPy itself) gets one,
+        built once per backend and cached.
+        """
+        factory = getattr(self.namespace(), "ElementwiseKernel", None)
+        if factory is None:
+            return None
+        cache = self.__dict__.setdefault("_kernels", {})
+        k = cache.get(spec.name)
+        if k is None:
+            k = cache[spec.name] = factory(spec.in_params, spec.out_params, spec.operation, spec.name)
+        return k
+
 
 class _NullScope:
     __slots__ = ()
@@ -205,6 +220,9 @@ class _NullScope:
 
 class _CPUBackend(Backend):
     platform = "cpu"
+
+    def elementwise_kernel(self, spec: "FusedSpec") -> Any:
+        return None  # NumPy: the fallback (vectorized NumPy) is the kernel
 
     def scatter(self, out: Any, index: Any, values: Any, op: str = "add") -> None:
         # NumPy 2.4's ufunc.at misreads broadcast (stride-0) values: give it full ones.
@@ -590,6 +608,62 @@ def scatter_add(out: Any, index: Any, values: Any) -> None:
 
 
 # --------------------------------------------------------------------------
+# fused elementwise kernels
+
+_FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+class FusedSpec:
+    """An elementwise computation as one kernel where the backend can compile it.
+
+    ``in_params``/``out_params``/``operation`` are CuPy ``ElementwiseKernel``
+    source (every argument of type ``T``); ``fallback(xp, *args)`` computes the
+    same with the namespace's own functions and is used on NumPy, on backends
+    without kernels, and for arguments the kernel does not take (Python
+    scalars, mixed dtypes, dtypes other than float32/float64).
+    """
+
+    __slots__ = ("name", "in_params", "out_params", "operation", "fallback")
+
+    def __init__(self, name: str, in_params: str, out_params: str, operation: str, fallback: Any):
+        self.name = name
+        self.in_params = in_params
+        self.out_params = out_params
+        self.operation = operation
+        self.fallback = fallback
+
+
+def fused(name: str, in_params: str, out_params: str, operation: str, fallback: Any) -> Any:
+    """A function of arrays computed by one fused kernel launch on CuPy (``cupy.ElementwiseKernel``)
+    and by ``fallback(xp, *args)`` elsewhere.
+
+    Example::
+
+        _sigmoid_grad = fused("fg_sigmoid_grad", "T g, T s", "T out", "out = g * s * (1 - s)",
+                              lambda xp, g, s: g * s * (1 - s))
+        _sigmoid_grad(g, s)     # NumPy: the fallback; CuPy: one kernel instead of three
+    """
+    spec = FusedSpec(name, in_params, out_params, operation, fallback)
+
+    def call(*args: Any) -> Any:
+        first = args[0]
+        if type(first) is np.ndarray:
+            return fallback(np, *args)
+        xp = namespace_of(*args)
+        if xp is not np:
+            dt = getattr(first, "dtype", None)
+            if dt in _FUSED_DTYPES and all(getattr(a, "dtype", None) == dt and hasattr(a, "shape") for a in args):
+                k = _backend_of_namespace(xp).elementwise_kernel(spec)
+                if k is not None:
+                    return k(*args)
+        return fallback(xp, *args)
+
+    call.__name__ = call.__qualname__ = name
+    call.spec = spec  # type: ignore[attr-defined]
+    return call
+
+
+# --------------------------------------------------------------------------
 # small host constants (static index arrays) on a device, uploaded once
 
 _CONST_CACHE: "OrderedDict[tuple, Any]" = OrderedDict()
@@ -645,16 +719,25 @@ def _is_array_leaf(v: Any) -> bool:
     return ns is not np
 
 
+# Set by funcgrad.numpy: a differentiable device copy, used for traced leaves.
+_traced_put: Any = None
+
+
 def _put_one(v: Any, dev: Device) -> Any:
     from .core import Box
 
     if isinstance(v, Box):
-        raise TypeError(
-            "fg.device_put of a traced value: move arrays to the device before calling the "
-            "transformed function (device_put is not differentiable)"
-        )
+        if _traced_put is None:  # pragma: no cover - funcgrad.numpy sets it on import
+            raise TypeError("fg.device_put of a traced value needs funcgrad.numpy")
+        return _traced_put(v, dev)
     if not _is_array_leaf(v):
         return v  # Python/NumPy scalars and non-array leaves combine with any device as they are
+    return put_array(v, dev)
+
+
+def put_array(v: Any, dev: Any) -> Any:
+    """Array ``v`` (host or device, untraced) on device ``dev``; the same object if it is already there."""
+    dev = as_device(dev)
     dst = dev.backend
     if isinstance(v, np.ndarray):
         if dst is _CPU_BACKEND:
@@ -675,6 +758,8 @@ def device_put(x: Any, device: Any = None) -> Any:
     ``device`` are returned as they are (no copy). Works on models
     (``fg.nn`` modules), optimizer states and any other pytree; Python and
     NumPy scalars stay as they are (they combine with arrays on any device).
+    Inside a transform the copy is differentiable: the derivative flows back
+    to the device the value came from.
 
     Example::
 

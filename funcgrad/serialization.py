@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from . import tree_util
-from .backend import namespace_of, to_numpy
+from .backend import device_of, namespace_of, put_array, to_numpy
 from .core import Box
 
 __all__ = ["save", "load", "CheckpointError"]
@@ -223,33 +223,38 @@ def _read(path: str) -> tuple[dict[str, Any], list[np.ndarray]]:
     return meta, arrays
 
 
-def _restore_like(arr: np.ndarray, like: Any) -> Any:
+def _restore_like(arr: np.ndarray, like: Any, device: Any = None) -> Any:
     if isinstance(like, _PY_SCALARS):
         return type(like)(arr.item())
     if isinstance(like, np.generic):
         return arr[()]
+    if device is not None:
+        return put_array(arr, device)
     if isinstance(like, np.ndarray):
         return arr
-    ns = namespace_of(like)
-    if ns is np:
+    if namespace_of(like) is np:
         return arr
-    return ns.asarray(arr)  # back to the device of `like`
+    return put_array(arr, device_of(like))  # back to the device (and GPU index) of `like`
 
 
 def _like_dtype(x: Any) -> np.dtype:
     if isinstance(x, _PY_SCALARS):
         return np.asarray(x).dtype
-    return np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
+    d = getattr(x, "dtype", None)  # a device array's dtype, without reading it back to the host
+    return np.dtype(d) if d is not None else np.asarray(x).dtype
 
 
-def load(path: str | os.PathLike[str], like: Any = None) -> Any:
+def load(path: str | os.PathLike[str], like: Any = None, *, device: Any = None) -> Any:
     """Read a checkpoint written by :func:`save`; never executes code from the file.
 
     With ``like`` (a pytree of the expected structure, e.g. a freshly built
     model and ``opt.init(params)``), the result has ``like``'s structure and
     static fields, and each array is checked against the corresponding leaf
-    of ``like`` (key path, shape, dtype); arrays go to ``like``'s device.
-    Without ``like``, a dict ``{key path: numpy array}`` is returned.
+    of ``like`` (key path, shape, dtype); arrays go to ``like``'s device, or
+    to ``device`` when given (``'cpu'``, ``'cuda'``, ...). A checkpoint saved
+    from GPU arrays loads on the CPU and the other way round.
+    Without ``like``, a dict ``{key path: array}`` is returned (NumPy arrays,
+    or arrays on ``device``).
 
     Raises :class:`CheckpointError` (a ``ValueError``) for a corrupted,
     truncated, foreign or unsafe file and for any mismatch with ``like``.
@@ -262,7 +267,7 @@ def load(path: str | os.PathLike[str], like: Any = None) -> Any:
     meta, arrays = _read(path)
     entries = meta["leaves"]
     if like is None:
-        return {e["path"]: a for e, a in zip(entries, arrays)}
+        return {e["path"]: (a if device is None else put_array(a, device)) for e, a in zip(entries, arrays)}
     pairs, treedef = tree_util.tree_flatten_with_path(like)
     if len(pairs) != len(arrays):
         raise CheckpointError(
@@ -293,5 +298,5 @@ def load(path: str | os.PathLike[str], like: Any = None) -> Any:
                     f"fg.load: {path}: dtype mismatch at {key or 'the root'}: the checkpoint has {arr.dtype}, "
                     f"`like` expects {want_dtype} (convert after loading without `like` if intended)"
                 )
-        leaves.append(_restore_like(arr, like_leaf))
+        leaves.append(_restore_like(arr, like_leaf, device))
     return treedef.unflatten(leaves)

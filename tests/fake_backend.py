@@ -203,8 +203,8 @@ class FakeArray:
 
     @property
     def base(self) -> Any:
-        return None if self._a.base is None else FakeArray(np.asarray(self._a.base), self._dev) \
-            if isinstance(self._a.base, np.ndarray) else None
+        b = self._a.base
+        return FakeArray(b, self._dev) if type(b) is np.ndarray else None
 
     # --- explicit transfers (they synchronize)
     def get(self, stream: Any = None, order: str = "C", out: Any = None) -> np.ndarray:

@@ -119,6 +119,7 @@ _MODULES = {
     "nested": ("nested", ()),
     "memory": ("memory", ()),
     "per_example": ("per_example", ()),
+    "gpu": ("gpu", ()),  # CuPy vs PyTorch CUDA; no tables without a GPU
 }
 NAMES = tuple(_MODULES)
 

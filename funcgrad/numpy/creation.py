@@ -114,18 +114,30 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = float, *, device:
 def _device_namespace_in(obj: Any) -> Any:
     """The namespace of device arrays inside a (nested) list/tuple, or None if there are none."""
     found = None
+    host = False
     stack = [obj]
     while stack:
         o = stack.pop()
         if isinstance(o, (list, tuple)):
             stack.extend(o)
-        elif hasattr(o, "shape") and not isinstance(o, (np.ndarray, np.generic)):
+        elif isinstance(o, np.ndarray):
+            host = True
+        elif hasattr(o, "shape") and not isinstance(o, np.generic):
             ns = namespace_of(o)
             if ns is not np:
                 if found is not None and found is not ns:
-                    namespace_of(*[x for x in _flat(obj) if hasattr(x, "shape")])  # raises, naming both
+                    found = None
+                    host = True
+                    break
                 found = ns
+    if found is not None and host or host and found is None and _has_device(obj):
+        namespace_of(*[x for x in _flat(obj) if hasattr(x, "shape")])  # raises, naming both devices
     return found
+
+
+def _has_device(obj: Any) -> bool:
+    return any(hasattr(x, "shape") and not isinstance(x, (np.ndarray, np.generic)) and namespace_of(x) is not np
+               for x in _flat(obj))
 
 
 def _flat(obj: Any) -> list:
@@ -362,7 +374,31 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subo
     return copy(out)
 
 
-for _fn in (_astype, _astype_nondiff, copy, _full_like_raw):
+# --------------------------------------------------------------------------
+# device_put of traced values: a differentiable copy between devices
+
+def _device_copy_raw(x: Any, device: Any) -> Any:
+    return _backend.put_array(x, device)
+
+
+_device_copy = primitive(_device_copy_raw, "device_copy")
+# The cotangent goes back to the device of x (an explicit copy, as the forward pass is).
+defvjp(_device_copy, lambda g, ans, x, device: _device_copy(g, _backend.device_of(x)))
+def_linear(_device_copy)
+
+
+def device_copy(x: Any, device: Any) -> Any:
+    """``x`` on ``device``, differentiably (the derivative flows back to ``x``'s device).
+
+    What ``fg.device_put`` does with a traced value, and what the Tensor layer's
+    ``.to('cuda')`` records (``ToCopyBackward0``).
+    """
+    return _device_copy(x, _backend.as_device(device))
+
+
+_backend._traced_put = device_copy
+
+for _fn in (_astype, _astype_nondiff, copy, _full_like_raw, _device_copy):
     defbatch(_fn, _same_layout_rule(_fn))
 
 

@@ -99,7 +99,7 @@ def _on_device(idx: tuple, x: Any) -> tuple:
     constants (uploaded once and cached, see funcgrad.backend.device_constant) and host
     boolean masks become the integer arrays of their True positions (computed on the
     host: a device mask would need a device-to-host sync to size the result)."""
-    if namespace_of(x) is np:
+    if type(x) is np.ndarray or namespace_of(x) is np:
         return idx
     out: list = []
     changed = False

@@ -250,11 +250,10 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
         raise ValueError(f"clip_by_global_norm: max_norm must be positive, got {max_norm}")
 
     def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> tuple[Any, Any]:
-        norm = float(global_norm(updates))
-        if norm <= max_norm or not np.isfinite(norm):
-            return updates, state
-        factor = max_norm / norm
-        return tree_map(lambda g: g * factor, updates), state
+        # No host synchronization: the factor stays an array on the updates' device.
+        norm = global_norm(updates)
+        factor = fnp.where(fnp.isfinite(norm), max_norm / fnp.maximum(norm, max_norm), 1.0)
+        return tree_map(lambda g: g * fnp.astype(factor, fnp.result_type(g)), updates), state
 
     return GradientTransformation(lambda params: EmptyState(), update)
 

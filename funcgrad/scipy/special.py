@@ -38,7 +38,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..backend import namespace_of
+from ..backend import fused, namespace_of
 from ..core import defjvp, defvjp, primitive
 from ..core.batching import defbatch
 from ..numpy._batching import elementwise_rule, move_to_front, reduction_rule
@@ -386,11 +386,36 @@ defjvp(_log_softmax, lambda t, ans, x, axis=None: t - fnp.sum(fnp.exp(ans) * t, 
 # --------------------------------------------------------------------------
 # logistic functions
 
-def _expit_raw(x: Any) -> Any:
-    xp = namespace_of(x)
-    x = _as_float(xp, x)
+# The logistic functions and their derivatives are the hot elementwise chains of
+# sigmoid/softplus layers: on CuPy each is one fused kernel (funcgrad.backend.fused)
+# instead of five to seven launches; elsewhere the same formula in the namespace's ops.
+
+def _expit_np(xp: Any, x: Any) -> Any:
     e = xp.exp(-xp.abs(x))  # in (0, 1]: never overflows
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _log_expit_np(xp: Any, x: Any) -> Any:
+    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+_expit_kernel = fused("funcgrad_expit", "T x", "T out",
+                      "T e = exp(-fabs(x)); out = x >= 0 ? 1 / (1 + e) : e / (1 + e)", _expit_np)
+_log_expit_kernel = fused("funcgrad_log_expit", "T x", "T out",
+                          "out = (x < 0 ? x : (T)0) - log1p(exp(-fabs(x)))", _log_expit_np)
+# g * s * (1 - s): the derivative of expit, given s = expit(x)
+_expit_grad_kernel = fused("funcgrad_expit_grad", "T g, T s", "T out", "out = g * s * (1 - s)",
+                           lambda xp, g, s: g * s * (1 - s))
+# g * expit(-x): the derivative of log_expit (softplus(x) = -log_expit(-x))
+_log_expit_grad_kernel = fused(
+    "funcgrad_log_expit_grad", "T g, T x", "T out",
+    "T e = exp(-fabs(x)); out = g * (x >= 0 ? e / (1 + e) : 1 / (1 + e))",
+    lambda xp, g, x: g * _expit_np(xp, -x))
+
+
+def _expit_raw(x: Any) -> Any:
+    xp = namespace_of(x)
+    return _expit_kernel(_as_float(xp, x))
 
 
 def _logit_raw(x: Any) -> Any:
@@ -401,8 +426,40 @@ def _logit_raw(x: Any) -> Any:
 
 def _log_expit_raw(x: Any) -> Any:
     xp = namespace_of(x)
-    x = _as_float(xp, x)
-    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+    return _log_expit_kernel(_as_float(xp, x))
+
+
+def _expit_grad_raw(g: Any, s: Any) -> Any:
+    return _expit_grad_kernel(*_same_float(g, s))
+
+
+def _log_expit_grad_raw(g: Any, x: Any) -> Any:
+    return _log_expit_grad_kernel(*_same_float(g, x))
+
+
+def _same_float(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two arrays of one namespace (scalars become arrays; NumPy's type promotion is kept)."""
+    xp = namespace_of(a, b)
+    return (a if hasattr(a, "shape") else xp.asarray(a)), (b if hasattr(b, "shape") else xp.asarray(b))
+
+
+# _expit_grad(g, s) = g s (1 - s) and _log_expit_grad(g, x) = g expit(-x): the rules of
+# expit and log_expit, as primitives of their own (one kernel each on CuPy) whose rules
+# are written in differentiable operations, so higher derivatives still work.
+_expit_grad = primitive(_expit_grad_raw, "expit_grad")
+defvjp(_expit_grad,
+       lambda c, ans, g, s: unbroadcast(_expit_grad(c, s), g),
+       lambda c, ans, g, s: unbroadcast(c * g * (1 - 2 * s), s))
+defjvp(_expit_grad,
+       lambda t, ans, g, s: _expit_grad(t, s),
+       lambda t, ans, g, s: t * g * (1 - 2 * s))
+_log_expit_grad = primitive(_log_expit_grad_raw, "log_expit_grad")
+defvjp(_log_expit_grad,
+       lambda c, ans, g, x: unbroadcast(_log_expit_grad(c, x), g),
+       lambda c, ans, g, x: unbroadcast(-_expit_grad(c * g, expit(-x)), x))
+defjvp(_log_expit_grad,
+       lambda t, ans, g, x: _log_expit_grad(t, x),
+       lambda t, ans, g, x: -_expit_grad(t * g, expit(-x)))
 
 
 expit = primitive(_expit_raw, "expit")
@@ -415,8 +472,8 @@ expit.__doc__ = """The logistic sigmoid 1 / (1 + exp(-x)). Differentiable ``scip
 
         expit(fnp.array([-1000.0, 0.0, 1000.0]))   # [0, 0.5, 1]
     """
-defvjp(expit, lambda g, ans, x: g * ans * (1 - ans))
-defjvp(expit, lambda t, ans, x: t * ans * (1 - ans))
+defvjp(expit, lambda g, ans, x: _expit_grad(g, ans))
+defjvp(expit, lambda t, ans, x: _expit_grad(t, ans))
 
 logit = primitive(_logit_raw, "logit")
 logit.__doc__ = """log(p / (1 - p)), the inverse of expit. Differentiable ``scipy.special.logit``.
@@ -439,8 +496,8 @@ log_expit.__doc__ = """log(expit(x)), stable for large ``|x|``. Differentiable `
 
         log_expit(fnp.array([-1000.0, 0.0]))   # [-1000, -log(2)]
     """
-defvjp(log_expit, lambda g, ans, x: g * expit(-x))
-defjvp(log_expit, lambda t, ans, x: t * expit(-x))
+defvjp(log_expit, lambda g, ans, x: _log_expit_grad(g, x))
+defjvp(log_expit, lambda t, ans, x: _log_expit_grad(t, x))
 
 
 # --------------------------------------------------------------------------
@@ -622,6 +679,6 @@ defjvp(i1, lambda t, ans, x: t * _i1_prime(ans, x))
 # batching (vmap, vectorized jacobians): the elementwise functions broadcast
 
 for _fn in (expit, logit, log_expit, erf, erfc, erfinv, erfcinv, polygamma, digamma, gammaln, gamma,
-            xlogy, xlog1py, i0, i1):
+            xlogy, xlog1py, i0, i1, _expit_grad, _log_expit_grad):
     defbatch(_fn, elementwise_rule(_fn))
 del _fn

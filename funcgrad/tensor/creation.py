@@ -86,13 +86,11 @@ def _rng(generator: Generator | None) -> np.random.Generator:
 def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor:
     if device_ is not None:
         dev = device(device_)
-        if dev.type != "cpu":
-            import funcgrad
+        if dev.type != "cpu":  # made on the host, then copied to the device (explicitly)
+            from .. import backend as _backend
+            from .tensor import _fg_device
 
-            put = getattr(funcgrad, "device_put", None)
-            if put is None:
-                raise RuntimeError(f"creating tensors on {dev} needs funcgrad.device_put (GPU support)")
-            value = put(value, str(dev))
+            value = _backend.device_put(value, _fg_device(dev))
     if requires_grad and value.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     if value.dtype not in _dt._BY_NP:

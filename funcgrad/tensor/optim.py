@@ -23,6 +23,7 @@ import numpy as np
 
 import funcgrad.optim as _fopt
 from .. import tree_util
+from ..backend import device_of, namespace_of, put_array, to_numpy
 
 from .grad_mode import no_grad
 from .tensor import Tensor
@@ -129,8 +130,10 @@ class Optimizer:
                     key, k = name, 1
                     while key in out:
                         key, k = f"{name}_{k}", k + 1
-                    arr = np.asarray(leaf)
-                    out[key] = int(arr) if name == "step" else Tensor._make(np.array(arr, copy=True))
+                    if name == "step":
+                        out[key] = int(to_numpy(leaf))
+                    else:  # a copy on the state's own device (PyTorch keeps optimizer state where it is)
+                        out[key] = Tensor._make(namespace_of(leaf).array(leaf, copy=True))
                 state[index[id(p)]] = out
         return {"state": state, "param_groups": groups}
 
@@ -162,7 +165,11 @@ class Optimizer:
             new = []
             for v, t in zip(values, leaves):
                 arr = v._value if isinstance(v, Tensor) else np.asarray(v)
-                new.append(np.array(arr, dtype=np.asarray(t).dtype).reshape(np.shape(t)))
+                if isinstance(t, np.ndarray):  # host state (the step count)
+                    new.append(np.array(to_numpy(arr), dtype=t.dtype).reshape(t.shape))
+                else:  # state on the parameter's device, as PyTorch's load_state_dict moves it
+                    arr = put_array(arr, device_of(t))
+                    new.append(namespace_of(t).reshape(arr.astype(t.dtype), t.shape))
             self.state[p] = {"functional": tree_util.tree_unflatten(treedef, new)}
 
     def __repr__(self) -> str:

@@ -24,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import backend as _backend
 from .. import serialization as _ckpt
 from .. import tree_util
 from . import dtypes as _dt
 from .tensor import Tensor
+from .tensor import device as _device
 
 __all__ = ["save", "load"]
 
@@ -39,9 +41,12 @@ def _encode(obj: Any, arrays: list, path: str) -> Any:
     if isinstance(obj, Tensor):
         from .nn import Parameter
 
-        arrays.append(np.array(obj.detach().numpy(force=True), copy=True))
-        return {"t": "tensor", "i": len(arrays) - 1, "rg": bool(obj.requires_grad and obj.is_leaf),
+        arrays.append(np.array(obj.detach().numpy(force=True), copy=True))  # a device tensor: copied to the host
+        node = {"t": "tensor", "i": len(arrays) - 1, "rg": bool(obj.requires_grad and obj.is_leaf),
                 "param": isinstance(obj, Parameter)}
+        if obj.device.type != "cpu":
+            node["device"] = str(obj.device)
+        return node
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject or obj.dtype.kind not in "biufc":
             raise TypeError(f"ft.save: the array at {path or 'the root'} has dtype {obj.dtype}, which cannot be saved "
@@ -76,14 +81,32 @@ def _encode(obj: Any, arrays: list, path: str) -> Any:
     )
 
 
-def _decode(node: Any, arrays: list) -> Any:
+def _placed(arr: np.ndarray, saved_device: str | None, map_location: Any) -> Any:
+    """The array on the device PyTorch's rules give: ``map_location`` (a device, a string, or a
+    dict from saved to wanted device strings) if given, else the device it was saved from."""
+    dev = saved_device or "cpu"
+    if isinstance(map_location, dict):
+        dev = map_location.get(dev, dev)
+    elif map_location is not None:
+        dev = map_location
+    if callable(dev) and not isinstance(dev, (str, _device)):
+        raise TypeError("ft.load: map_location as a function is not supported; pass a device, a string or a dict")
+    d = _device(dev)
+    if d.type == "cpu":
+        return arr
+    from .tensor import _fg_device
+
+    return _backend.device_put(arr, _fg_device(d))
+
+
+def _decode(node: Any, arrays: list, map_location: Any = None) -> Any:
     if node is None or isinstance(node, (bool, str)):
         return node
     if not isinstance(node, dict) or "t" not in node:
         raise _ckpt.CheckpointError(f"ft.load: malformed structure entry {node!r}")
     t = node["t"]
     if t == "tensor":
-        arr = arrays[node["i"]]
+        arr = _placed(arrays[node["i"]], node.get("device"), map_location)
         if node.get("param"):
             from .nn import Parameter
 
@@ -102,12 +125,12 @@ def _decode(node: Any, arrays: list) -> Any:
     if t in ("dict", "odict"):
         d = collections.OrderedDict() if t == "odict" else {}
         for k, v in node["items"]:
-            d[_decode(k, arrays)] = _decode(v, arrays)
+            d[_decode(k, arrays, map_location)] = _decode(v, arrays, map_location)
         return d
     if t == "list":
-        return [_decode(v, arrays) for v in node["items"]]
+        return [_decode(v, arrays, map_location) for v in node["items"]]
     if t == "tuple":
-        return tuple(_decode(v, arrays) for v in node["items"])
+        return tuple(_decode(v, arrays, map_location) for v in node["items"])
     raise _ckpt.CheckpointError(f"ft.load: unknown entry type {t!r} in the structure")
 
 
@@ -137,6 +160,10 @@ def load(f: str | os.PathLike, map_location: Any = None, weights_only: bool = Tr
     """Load what :func:`save` wrote. Never unpickles: a pickle (or any file crafted to run code) is
     refused with ``funcgrad.serialization.CheckpointError`` before anything in it is interpreted.
 
+    Tensors go back to the device they were saved from, as in PyTorch, unless
+    ``map_location`` says otherwise: a device (``"cpu"``, ``"cuda:1"``) for all of
+    them, or a dict such as ``{"cuda:0": "cpu"}``.
+
     Example::
 
         model.load_state_dict(ft.load("model.ft"))
@@ -159,4 +186,4 @@ def load(f: str | os.PathLike, map_location: Any = None, weights_only: bool = Tr
             break
         arrays.append(flat[k])
         i += 1
-    return _decode(meta["structure"], arrays)
+    return _decode(meta["structure"], arrays, map_location)

@@ -19,6 +19,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from .. import backend as _backend
 from ..backend import namespace_of
 from ..core import Box
 from . import dtypes as _dt
@@ -46,17 +47,26 @@ class Size(tuple):
 
 
 class device:
-    """Where a tensor's data lives: ``device('cpu')`` or ``device('cuda', 0)``."""
+    """Where a tensor's data lives: ``device('cpu')`` or ``device('cuda', 0)``.
+
+    ``'cuda'`` is an NVIDIA GPU through CuPy (``pip install 'funcgrad[cuda]'``);
+    other platforms registered with ``funcgrad.backend.register_backend`` work too.
+    An int is a CUDA device index, as in PyTorch (``device(0)`` is ``cuda:0``).
+    """
 
     __slots__ = ("type", "index")
 
     def __init__(self, type: Any, index: int | None = None):  # noqa: A002
         if isinstance(type, device):
             type, index = type.type, type.index
+        elif isinstance(type, _backend.Device):
+            type, index = type.platform, (None if type.platform == "cpu" else type.id)
+        elif isinstance(type, (int, np.integer)) and not isinstance(type, bool):
+            type, index = "cuda", _pyint(type)
         elif isinstance(type, str) and ":" in type:
             type, idx = type.split(":", 1)
             index = _pyint(idx)
-        if type not in ("cpu", "cuda"):
+        if type not in ("cpu", "cuda") and type not in _backend._BACKENDS:
             raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
         self.type = type
         self.index = index
@@ -219,8 +229,8 @@ class Tensor(GraphBox):
         ns = namespace_of(self._value)
         if ns is np:
             return _CPU
-        dev = getattr(self._value, "device", None)
-        return device("cuda", getattr(dev, "id", 0))
+        d = _backend.device_of(self._value)
+        return device(d.platform, d.id)
 
     @property
     def is_cuda(self) -> bool:
@@ -316,6 +326,11 @@ class Tensor(GraphBox):
                     f"attempting to assign a gradient of size '[{', '.join(map(str, value.shape))}]' to a tensor of "
                     f"size '[{', '.join(map(str, self.shape))}]'. Please ensure that the gradient and the tensor are "
                     f"the same size"
+                )
+            if value.device != self.device:
+                raise RuntimeError(
+                    f"attempting to assign a gradient located on device '{value.device}' to a tensor located on "
+                    f"device '{self.device}'. Please ensure that the gradient and the tensor are on the same device"
                 )
             if value._value.dtype != self._value.dtype:
                 raise RuntimeError(
@@ -575,10 +590,23 @@ class Tensor(GraphBox):
         return _cast(self, _dt.complex128)
 
     def cpu(self) -> "Tensor":
+        """A copy in host memory (this tensor itself when it is there already); differentiable."""
         return _to_device(self, _CPU)
 
-    def cuda(self, device_: Any = None) -> "Tensor":
-        return _to_device(self, device("cuda", 0 if device_ is None else device_))
+    def cuda(self, device_: Any = None, non_blocking: bool = False) -> "Tensor":
+        """A copy on a CUDA GPU (``device_``: an index, ``'cuda:1'`` or a device; default GPU 0).
+
+        Needs CuPy (``pip install 'funcgrad[cuda]'``) and a visible GPU; differentiable.
+        """
+        if device_ is None:
+            dev = device("cuda", 0)
+        elif isinstance(device_, (int, np.integer)):
+            dev = device("cuda", _pyint(device_))
+        else:
+            dev = device(device_)
+            if dev.type != "cuda":
+                raise RuntimeError(f"Invalid device, must be cuda device, got {dev}")
+        return _to_device(self, dev)
 
     def clone(self, memory_format: Any = None) -> "Tensor":
         mark = _seq_mark()
@@ -1898,15 +1926,21 @@ def _special(name: str) -> Callable | None:
     return getattr(special, name, None)
 
 
-def _to_device(t: Tensor, dev: device) -> Tensor:
-    if t.device == dev:
-        return t
-    import funcgrad
+def _fg_device(dev: device) -> Any:
+    """The funcgrad.backend Device for a Tensor-layer device (index None: device 0)."""
+    return _backend.as_device("cpu" if dev.type == "cpu" else f"{dev.type}:{dev.index or 0}")
 
-    put = getattr(funcgrad, "device_put", None)
-    if put is None:
-        raise RuntimeError(f"moving tensors to {dev} needs funcgrad.device_put (GPU support), which is not available")
-    return Tensor._make(put(t._value, str(dev)), requires_grad=False)
+
+def _to_device(t: Tensor, dev: device) -> Tensor:
+    """``t`` on ``dev``: ``t`` itself when it is there already, else a copy that autograd
+    records (``ToCopyBackward0``: the gradient goes back to ``t``'s device)."""
+    target = _fg_device(dev)
+    if _backend.device_of(t._value) == target:
+        return t
+    from ..numpy.creation import device_copy
+
+    mark = _seq_mark()
+    return _rename(_as_tensor(device_copy(t, target)), "ToCopyBackward0", mark)
 
 
 def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True) -> Tensor:

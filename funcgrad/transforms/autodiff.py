@@ -379,7 +379,7 @@ def _check_tangents(
                 f"shape {_shape(p)}; they must match"
             )
         if isinstance(t, (int, float, complex)) and not isinstance(t, bool):
-            t = np.asarray(t, dtype=_dtype(p))
+            t = namespace_of(_raw(p)).asarray(t, dtype=_dtype(p))  # on the primal's device
         elif _dtype(t) != _dtype(p):
             raise TypeError(
                 f"{transform}: the tangent for {path} has dtype {_dtype(t)} but the primal has "
@@ -749,6 +749,7 @@ def _stop_raw(x: Any) -> Any:
 
 
 _stop_gradient = nondiff_primitive(_stop_raw, "stop_gradient")
+_stop_gradient.primitive.batch_rule = lambda args, dims: (args[0], dims[0])  # type: ignore[attr-defined]
 
 
 def stop_gradient(x: T) -> T:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import funcgrad.nn as _fnn
+from funcgrad.backend import namespace_of
 from funcgrad.nn import init as _init
 
 from .. import dtypes as _dt
@@ -31,12 +32,30 @@ from ..creation import default_generator
 from ..graph import as_numpy_box, as_tensor_box
 from ..grad_mode import no_grad
 from ..tensor import Tensor, _as_tensor, _rename, _seq_mark
+from ..tensor import device as _device
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "ReLU",
     "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softplus", "Softmax", "LogSoftmax", "Dropout", "Embedding",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "HuberLoss", "functional", "init", "utils",
 ]
+
+
+def _to_args(args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """(device, dtype) from Module.to's arguments."""
+    dev = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dev, dtype = a.device, (a.dtype if a.is_floating_point() else dtype)
+        elif isinstance(a, (str, _device, int)) and not isinstance(a, bool):
+            dev = a
+        else:
+            dtype = a
+    return dev, dtype
 
 
 class Parameter(Tensor):
@@ -181,9 +200,13 @@ class _Functional:  # the ops behind ft.nn.functional
         else:
             if target.dtype is not _dt.int64 and target.dtype is not _dt.int32:
                 raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
-            if (target._value == ignore_index).any():
-                raise NotImplementedError("cross_entropy: ignore_index entries are not supported by funcgrad.tensor")
-            tgt = target._value
+            tv = target._value
+            if namespace_of(tv) is not np or (tv == ignore_index).any():
+                # Entries equal to ignore_index are left out (PyTorch's rule: the mean is over the
+                # others). On a device this path is always taken: checking for them first would
+                # read the labels back to the host.
+                return _cross_entropy_ignoring(input, tv, axis, label_smoothing, reduction, ignore_index)
+            tgt = tv
         mark = _seq_mark()
         out = _fg(_fnn.cross_entropy, input, tgt, axis=axis, label_smoothing=label_smoothing, reduction=reduction)
         return _rename(out, "NllLossBackward0", mark)
@@ -207,6 +230,25 @@ class _Functional:  # the ops behind ft.nn.functional
 
 
 F = _Functional
+
+
+def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothing: float, reduction: str,  # noqa: A002
+                            ignore_index: int) -> Tensor:
+    """cross_entropy with the entries ``labels == ignore_index`` left out, without a host sync."""
+    xp = namespace_of(labels)
+    keep = labels != ignore_index
+    safe = xp.where(keep, labels, 0)
+    mark = _seq_mark()
+    per = _fg(_fnn.cross_entropy, input, safe, axis=axis, label_smoothing=label_smoothing, reduction="none")
+    w = Tensor._make(keep.astype(per._value.dtype))
+    per = per * w
+    if reduction == "none":
+        out = per
+    elif reduction == "sum":
+        out = per.sum()
+    else:
+        out = per.sum() / w.sum()
+    return _rename(out, "NllLossBackward0", mark)
 
 
 class _Init:  # the maths behind ft.nn.init
@@ -437,20 +479,41 @@ class Module:
         fn(self)
         return self
 
-    def _apply_tensors(self, fn: Callable[[Tensor], Tensor]) -> "Module":
+    def _apply_tensors(self, fn: Callable[[Tensor], Tensor], grads_too: bool = False) -> "Module":
         for m in self.modules():
             for name, p in list(m._parameters.items()):
                 if p is not None:
                     with no_grad():
                         new = fn(p)
-                    m._parameters[name] = Parameter(new, p._requires_grad)
+                    if new is p:
+                        continue
+                    q = Parameter(new, p._requires_grad)
+                    if grads_too and p._grad is not None:
+                        with no_grad():
+                            q._grad = fn(p._grad)
+                    m._parameters[name] = q
             for name, b in list(m._buffers.items()):
                 if b is not None:
-                    m._buffers[name] = fn(b)
+                    with no_grad():
+                        m._buffers[name] = fn(b)
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> "Module":
-        return self._apply_tensors(lambda t: t.to(*args, **kwargs) if t.is_floating_point() else t)
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: in place, as in PyTorch.
+
+        A device move applies to every parameter and buffer; a dtype cast only to
+        floating-point ones. Gradients move with their parameters.
+        """
+        dev, dtype = _to_args(args, kwargs)
+        if dev is not None:
+            self._apply_tensors(lambda t: t.to(dev), grads_too=True)
+        if dtype is not None:
+            self._apply_tensors(lambda t: t.to(dtype) if t.is_floating_point() else t)
+        return self
+
+    def cuda(self, device: Any = None) -> "Module":
+        """Move every parameter and buffer to a CUDA GPU (default GPU 0), in place."""
+        return self._apply_tensors(lambda t: t.cuda(device), grads_too=True)
 
     def double(self) -> "Module":
         return self.to(_dt.float64)
@@ -459,7 +522,8 @@ class Module:
         return self.to(_dt.float32)
 
     def cpu(self) -> "Module":
-        return self
+        """Move every parameter and buffer to host memory, in place."""
+        return self._apply_tensors(lambda t: t.cpu(), grads_too=True)
 
     # --- state
     def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> "collections.OrderedDict":
