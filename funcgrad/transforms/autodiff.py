@@ -413,25 +413,11 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         y, dy = fg.jvp(fnp.sin, (x,), (v,))     # dy = cos(x) * v
     """
     p_leaves, t_leaves, p_def = _check_tangents(primals, tangents, "jvp")
-    trace = ForwardTrace("jvp")
-    with trace:
-        boxes = [trace.new_input(p, t) for p, t in zip(p_leaves, t_leaves)]
-        out = fun(*tree_util.tree_unflatten(p_def, boxes))
-        if has_aux:
-            out, aux = _split_aux(out, "jvp")
-    out_leaves, out_def = tree_util.tree_flatten(out)
-    values, t_out = [], []
-    for leaf in out_leaves:
-        if isinstance(leaf, JVPBox) and leaf._trace is trace:
-            values.append(_unconst(leaf._value))
-            t_out.append(_match_dtype(leaf._tangent, leaf._value))
-        else:
-            values.append(_unconst(leaf))
-            t_out.append(_zeros_like(leaf))
+    values, t_out, out_def, aux = _jvp_flat(
+        lambda boxes: fun(*tree_util.tree_unflatten(p_def, boxes)), p_leaves, t_leaves, has_aux, "jvp"
+    )
     result = (tree_util.tree_unflatten(out_def, values), tree_util.tree_unflatten(out_def, t_out))
-    if has_aux:
-        return result + (tree_util.tree_map(lambda a: _strip(trace, a), aux),)
-    return result
+    return result + (aux,) if has_aux else result
 
 
 def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
@@ -686,15 +672,17 @@ def jacfwd(
 
 
 def _jvp_flat(
-    rebuild: Callable[..., Any], leaves: list[Any], tangents: list[Any], has_aux: bool
+    rebuild: Callable[..., Any], leaves: list[Any], tangents: list[Any], has_aux: bool, name: str = "jacfwd"
 ) -> tuple[list[Any], list[Any], tree_util.PyTreeDef, Any]:
-    trace = ForwardTrace("jacfwd")
+    """Run ``rebuild`` on the leaves boxed with their tangents under a new forward trace:
+    (output values, output tangents, output treedef, aux with this trace stripped)."""
+    trace = ForwardTrace(name)
     with trace:
         boxes = [trace.new_input(p, t) for p, t in zip(leaves, tangents)]
         out = rebuild(boxes)
         aux = None
         if has_aux:
-            out, aux = _split_aux(out, "jacfwd")
+            out, aux = _split_aux(out, name)
     out_leaves, out_def = tree_util.tree_flatten(out)
     values, t_out = [], []
     for leaf in out_leaves:
