@@ -31,8 +31,9 @@ def main():
     print("forces (-dE/dx)    =\n", np.round(forces, 6))
     print(f"net force (should be ~0) = {np.abs(forces.sum(axis=0)).max():.2e}")
 
-    # The Hessian (forward-over-reverse) gives vibrational modes; six zero modes
-    # (3 translations + 3 rotations) are expected for an isolated cluster.
+    # The Hessian (forward-over-reverse) gives the cluster's curvature. Translating
+    # the whole cluster changes nothing, so three eigenvalues are exactly zero (the
+    # three rotations are zero modes too, but only at an equilibrium geometry).
     H = fg.hessian(lennard_jones_energy)(pos).reshape(12, 12)
     eig = np.linalg.eigvalsh(H)
     print("Hessian is symmetric:", np.allclose(H, H.T))
