@@ -315,3 +315,27 @@ def test_tape_keeps_only_what_rules_read():
     # linearize replays JVP rules on its tape, which read more: it keeps everything
     _, f_jvp = fg.linearize(lambda x: fnp.tanh(0.9 * x + 0.1), x)
     np.testing.assert_allclose(f_jvp(np.ones(1000)), 0.9 * (1 - np.tanh(0.9 * x + 0.1) ** 2))
+
+
+def test_threads_differentiate_at_the_same_time():
+    import threading
+
+    results: dict = {}
+
+    def work(k: int) -> None:
+        a = 0.5 + k
+        f = lambda x: fnp.sum(fnp.sin(a * x) * x)
+        x = np.linspace(0.1, 1.0, 50)
+        for _ in range(30):
+            g = fg.grad(f)(x)
+            h = fg.hvp(f, (x,), (np.ones(50),))[1]
+        results[k] = (g, h, a, x)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, (g, h, a, x) in results.items():
+        np.testing.assert_allclose(g, np.sin(a * x) + a * x * np.cos(a * x), rtol=1e-12)
+        np.testing.assert_allclose(h, 2 * a * np.cos(a * x) - a * a * x * np.sin(a * x), rtol=1e-10)
