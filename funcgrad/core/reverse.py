@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
+from sys import getrefcount
+
 from .constant import ConstBox
 from .trace import Box, Primitive, Trace
 
@@ -229,6 +231,42 @@ class ReverseTrace(Trace):
         return box
 
 
+def _accumulate(prev: Any, ct: Any) -> Any:
+    """``prev + ct``, written into ``prev`` when nothing else can see ``prev``.
+
+    A cotangent that only the pass's dictionary holds (its reference count says so:
+    no node saved it, no other parent shares it, the caller does not hold it) and that
+    owns its memory is updated in place, saving an allocation of its size.
+    """
+    if (
+        type(prev) is type(ct)
+        and getattr(prev, "base", 0) is None
+        and getrefcount(prev) <= _SOLE_REFS
+        and prev.shape == ct.shape
+        and prev.dtype == ct.dtype
+    ):
+        prev += ct
+        return prev
+    return prev + ct
+
+
+def _count_sole_refs() -> int:
+    """The reference count _accumulate sees for a value held only by the pass's dictionary."""
+    seen = []
+
+    class Probe:
+        base = None
+
+    def probe(prev: Any, ct: Any) -> Any:
+        seen.append(getrefcount(prev))
+        return prev
+
+    grads = {0: Probe()}
+    prev = grads.get(0)
+    grads[0] = probe(prev, None)
+    return seen[0]
+
+
 def _add(a: Any, b: Any) -> Any:
     if a is None:
         return b
@@ -260,6 +298,9 @@ def tape_order(out_nodes: Iterable[VJPNode]) -> dict[VJPNode, int]:
 # Set by funcgrad.numpy: builds a zero cotangent for an unused result of a
 # multi-result primitive. The core itself knows nothing of arrays.
 zeros_like: Callable[[Any], Any] = lambda x: x * 0  # noqa: E731
+
+
+_SOLE_REFS = _count_sole_refs()
 
 
 def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> dict[VJPNode, Any]:
@@ -315,7 +356,7 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> 
             for parent, ct in zip(parents, cts):
                 if ct is not None:
                     prev = grads.get(parent)
-                    grads[parent] = ct if prev is None else prev + ct
+                    grads[parent] = ct if prev is None else _accumulate(prev, ct)
                 c = counts[parent] - 1
                 counts[parent] = c
                 if c == 0:
