@@ -340,6 +340,23 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> 
             if node.versions:
                 node.check_versions()
             args, kwargs, ans = node.args, node.kwargs, node.ans
+            if len(parents) == 1 and prim.vjp_all is None and not prim.multiple_results:
+                # the common case, one traced argument: no lists, no zip
+                parent = parents[0]
+                rule = prim.vjps.get(node.argnums[0])
+                if rule is None:
+                    raise prim.missing_rule("VJP", node.argnums[0])
+                ct = rule(g, ans, *args, **kwargs)
+                if ct is not None:
+                    prev = grads.get(parent)
+                    grads[parent] = ct if prev is None else _accumulate(prev, ct)
+                c = counts[parent] - 1
+                counts[parent] = c
+                if c == 0:
+                    ready.append(parent)
+                if release:
+                    node.args = node.kwargs = node.ans = None
+                continue
             if prim.vjp_all is not None:
                 # sees None for unused results of a multi-result primitive
                 cts = prim.vjp_all(tuple(g) if prim.multiple_results else g, ans, node.argnums, *args, **kwargs)

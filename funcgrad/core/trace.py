@@ -227,6 +227,8 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
         if kwargs and kwargs.get("out") is not None:
             return call_with_out(traced_call, raw, args, kwargs)
         top = None
+        argnums: list[int] = []  # positions boxed by the highest-level trace
+        i = 0
         for a in args:
             if isinstance(a, Box):
                 if a._view is not None:
@@ -234,18 +236,16 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
                 t = a._trace
                 if top is None or t.level > top.level:
                     top = t
+                    argnums = [i]
+                elif t is top:
+                    argnums.append(i)
+            i += 1
         if top is None:  # nothing traced (e.g. another backend's arrays)
             return raw(*args, **kwargs)
         if not top.active:
             raise top.leaked()
         if prim.check_kwargs is not None and (kwargs or len(args) > prim.max_args):
             prim.check_kwargs(args, kwargs)
-        argnums = []
-        i = 0
-        for a in args:
-            if isinstance(a, Box) and a._trace is top:
-                argnums.append(i)
-            i += 1
         return top.process(prim, list(args), kwargs, argnums)
 
     traced_call.__name__ = prim.name
