@@ -33,6 +33,7 @@ from .shape_ops import *  # noqa: F401,F403
 from . import linalg, indexing  # noqa: F401
 from .linalg import *  # noqa: F401,F403  (dot, matmul, einsum ... live beside numpy.linalg)
 from .indexing import *  # noqa: F401,F403
+from .composite import *  # noqa: F401,F403
 
 _box_methods.install()
 
