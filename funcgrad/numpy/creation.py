@@ -15,7 +15,7 @@ flows. ``zeros_like``, ``ones_like`` and ``empty_like`` live in ``nondiff``
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,36 +37,30 @@ __all__ = [
 # --------------------------------------------------------------------------
 # creation from shapes, on a device
 
-def zeros(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
-    """``numpy.zeros`` on ``device`` (default: the default device).
+def _shaped(name: str, example: str) -> Callable[..., Any]:
+    """``numpy.<name>(shape, dtype, order)`` placed on ``device`` (default: the default device)."""
+    np_fn = getattr(np, name)
+
+    def create(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+        xp, scope = creation_namespace(device)
+        if xp is np:
+            return np_fn(shape, dtype, order) if like is None else np_fn(shape, dtype, order, like=like)
+        with scope:
+            return getattr(xp, name)(shape, dtype=float if dtype is None else dtype, order=order)
+
+    create.__name__ = create.__qualname__ = name
+    create.__doc__ = f"""``numpy.{name}`` on ``device`` (default: the default device).
 
     Example::
 
-        fnp.zeros((2, 3), device="cuda")
+        {example}
     """
-    xp, scope = creation_namespace(device)
-    if xp is np:
-        return np.zeros(shape, dtype, order) if like is None else np.zeros(shape, dtype, order, like=like)
-    with scope:
-        return xp.zeros(shape, dtype=float if dtype is None else dtype, order=order)
+    return create
 
 
-def ones(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
-    """``numpy.ones`` on ``device`` (default: the default device)."""
-    xp, scope = creation_namespace(device)
-    if xp is np:
-        return np.ones(shape, dtype, order) if like is None else np.ones(shape, dtype, order, like=like)
-    with scope:
-        return xp.ones(shape, dtype=float if dtype is None else dtype, order=order)
-
-
-def empty(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
-    """``numpy.empty`` on ``device`` (default: the default device)."""
-    xp, scope = creation_namespace(device)
-    if xp is np:
-        return np.empty(shape, dtype, order) if like is None else np.empty(shape, dtype, order, like=like)
-    with scope:
-        return xp.empty(shape, dtype=float if dtype is None else dtype, order=order)
+zeros = _shaped("zeros", 'fnp.zeros((2, 3), device="cuda")')
+ones = _shaped("ones", "fnp.ones(3, dtype=fnp.float32)")
+empty = _shaped("empty", "fnp.empty((4, 4))")
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None,
