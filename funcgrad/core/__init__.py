@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .declare import defprimitive
 from .forward import ForwardTrace, JVPBox
 from .reverse import ReverseTrace, VJPBox, VJPNode, backward_pass
 from .trace import (
@@ -26,7 +27,7 @@ __all__ = [
     "Box", "Trace", "Primitive", "LeakedTraceError", "primitive", "nondiff_primitive",
     "unbox_all", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
     "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive",
-    "defvjp_all", "defjvp_all", "defunused",
+    "defvjp_all", "defjvp_all", "defunused", "defprimitive",
 ]
 
 

@@ -136,11 +136,18 @@ class ArraySpec:
 _MIN_DROP_BYTES = 4096
 
 
-def _drops(prim: Primitive, argnums: list[int]) -> tuple[tuple[int, ...], bool]:
+def _drops(prim: Primitive, argnums: list[int], nargs: int) -> tuple[tuple[int, ...], bool]:
     """Positions (and whether the result) no VJP rule of the traced ``argnums`` reads."""
-    key = tuple(argnums)
+    key = (nargs, *argnums)
     found = prim.drop_cache.get(key)
     if found is None:
+        if prim.reads is not None:
+            read: set[Any] = set()
+            for i in argnums:
+                read |= prim.reads.get(i, frozenset(range(nargs)) | {"ans"})
+            drop = tuple(j for j in range(nargs) if j not in read)
+            found = prim.drop_cache[key] = (drop, "ans" not in read)
+            return found
         unused = prim.unused or {}
         common: frozenset[Any] | None = None
         for i in argnums:
@@ -155,7 +162,7 @@ def _drops(prim: Primitive, argnums: list[int]) -> tuple[tuple[int, ...], bool]:
 class ReverseTrace(Trace):
     """Records primitive calls on a tape for a later backward pass.
 
-    Nodes keep only what the VJP rules read (see ``Primitive.unused``), unless
+    Nodes keep only what the VJP rules read (see ``Primitive.reads``), unless
     ``keep_all`` is set: ``linearize`` replays JVP rules on the tape, which read more.
     """
 
@@ -202,8 +209,8 @@ class ReverseTrace(Trace):
         node.parents = parents
         node.argnums = argnums
         saved_ans = ans
-        if prim.unused is not None and not self.keep_all:
-            drop_args, drop_ans = _drops(prim, argnums)
+        if (prim.unused is not None or prim.reads is not None) and not self.keep_all:
+            drop_args, drop_ans = _drops(prim, argnums, len(args))
             # Only arrays big enough to matter are replaced by their spec.
             least = self.min_drop_bytes
             for j in drop_args:

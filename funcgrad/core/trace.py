@@ -151,7 +151,7 @@ class Primitive:
 
     __slots__ = (
         "raw", "name", "vjps", "jvps", "vjp_all", "jvp_all", "batch_rule", "multiple_results",
-        "differentiable", "check_kwargs", "max_args", "unused", "drop_cache", "fast_types", "fast_fn", "call",
+        "differentiable", "pure", "check_kwargs", "max_args", "unused", "reads", "drop_cache", "fast_types", "fast_fn", "call",
     )
 
     def __init__(self, raw: Callable[..., Any], name: str | None = None, multiple_results: bool = False):
@@ -178,6 +178,11 @@ class Primitive:
         # (argument positions, and "ans" for the result); the tape keeps only the
         # shape and dtype of those. None: the rules may read everything.
         self.unused: dict[int, frozenset[Any]] | None = None
+        # reads[argnum]: what the VJP rule of ``argnum`` reads (positions, "ans"); the
+        # complement of ``unused``, as declared by defprimitive. None: everything.
+        self.reads: dict[int, frozenset[Any]] | None = None
+        # False for calls with effects (random draws, communication): never dropped or merged
+        self.pure = True
         self.drop_cache: dict[tuple[int, ...], tuple[tuple[int, ...], bool]] = {}
         # the untraced fast path (see primitive()): traces use it for fully unboxed calls
         self.fast_types: frozenset[type] = frozenset()
