@@ -26,16 +26,17 @@ Example::
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import tempfile
 import zipfile
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import _npz_reader as _npz
 from . import tree_util
+from ._npz_reader import CheckpointError
 from .backend import device_of, namespace_of, put_array, to_numpy
 from .core import Box
 
@@ -47,8 +48,10 @@ _META = "__funcgrad__.json"
 _PY_SCALARS = (bool, int, float, complex)
 
 
-class CheckpointError(ValueError):
-    """A checkpoint is unreadable, unsafe, or does not match the expected tree."""
+MAX_METADATA_BYTES = 64 * 2**20  # like safetensors' 100 MB header limit: JSON costs ~10-25x its size in memory
+_META_KEYS = {"format", "version", "num_leaves", "leaves", "treedef"}
+_ENTRY_KEYS = {"path", "shape", "dtype"}
+_PY_TYPE_NAMES = (None, "bool", "int", "float", "complex")
 
 
 def _leaf_name(i: int) -> str:
@@ -138,89 +141,141 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def _read_member(zf: zipfile.ZipFile, name: str, path: str) -> bytes:
-    try:
-        return zf.read(name)
-    except KeyError:
-        raise CheckpointError(f"fg.load: {path} is missing the member {name!r}; the file is incomplete or "
-                              f"not a funcgrad checkpoint") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as e:
-        raise CheckpointError(f"fg.load: {path} is corrupted (member {name!r}: {e})") from None
+class _Entry(NamedTuple):
+    path: str
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
 
 
-def _read_array(data: bytes, name: str, path: str) -> np.ndarray:
-    buf = io.BytesIO(data)
-    try:
-        version = np.lib.format.read_magic(buf)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(buf)
-        elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf)
-        else:
-            raise ValueError(f"unsupported .npy version {version}")
-    except ValueError as e:
-        raise CheckpointError(f"fg.load: {path}: member {name!r} is not a valid .npy array ({e})") from None
-    if dtype.hasobject:
-        raise CheckpointError(
-            f"fg.load: {path}: member {name!r} holds Python objects (pickled data); refusing to load it. "
-            f"funcgrad checkpoints never contain pickles: this file was not written by fg.save and may "
-            f"be malicious"
-        )
-    buf.seek(0)
-    try:
-        arr = np.lib.format.read_array(buf, allow_pickle=False)
-    except ValueError as e:
-        raise CheckpointError(f"fg.load: {path}: member {name!r} is truncated or corrupted ({e})") from None
-    if buf.read(1):
-        raise CheckpointError(f"fg.load: {path}: member {name!r} has trailing data; the file is corrupted")
-    return arr
+class _DuplicateKey(ValueError):
+    pass
 
 
-def _read(path: str) -> tuple[dict[str, Any], list[np.ndarray]]:
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(data: bytes, where: str) -> Any:
+    """Untrusted JSON text: duplicate keys, NaN/Infinity, bad UTF-8, deep nesting and anything
+    that would make ``json`` raise something else all give a :class:`CheckpointError`."""
     try:
-        zf = zipfile.ZipFile(path, "r")
-    except FileNotFoundError:
-        raise
-    except zipfile.BadZipFile as e:
-        with open(path, "rb") as f:
-            head = f.read(2)
-        hint = (" It looks like a pickle; funcgrad never loads pickles." if head[:1] == b"\x80" else "")
-        raise CheckpointError(
-            f"fg.load: {path} is not a readable funcgrad checkpoint (not a complete zip/npz archive: {e}); "
-            f"it may be truncated or corrupted.{hint}"
-        ) from None
-    with zf:
-        raw = _read_member(zf, _META, path)
-        try:
-            meta = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise CheckpointError(f"fg.load: {path}: the metadata is corrupted ({e})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise CheckpointError(f"fg.load: {path} is not a funcgrad checkpoint (no valid metadata)")
-        if meta.get("version") != VERSION:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys,
+                          parse_constant=_refuse_constant)
+    except _DuplicateKey as e:
+        raise CheckpointError(f"{where}: the key {str(e)!r:.80} appears twice in one object; readers disagree "
+                              f"on which copy counts, so it is refused") from None
+    except RecursionError:
+        raise CheckpointError(f"{where}: nested too deeply") from None
+    except MemoryError:
+        raise CheckpointError(f"{where}: too large to parse") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, too many digits, NaN
+        raise CheckpointError(f"{where}: not valid JSON ({str(e):.200})") from None
+
+
+def _check_meta(meta: Any, where: str) -> list[_Entry]:
+    """The leaves the (untrusted) metadata describes, after checking every field's type and range."""
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{where} is not a funcgrad checkpoint (no valid metadata: the member {_META!r} "
+                              f"must be a JSON object with \"format\": {FORMAT!r})")
+    version = meta.get("version")
+    if type(version) is not int or version != VERSION:
+        raise CheckpointError(f"{where} has checkpoint format version {version!r:.40}; this funcgrad reads "
+                              f"version {VERSION}")
+    unknown = sorted(set(meta) - _META_KEYS)
+    if unknown:
+        raise CheckpointError(f"{where}: metadata has unknown keys {unknown[:5]!r:.200}; refusing a file fg.save "
+                              f"did not write")
+    entries = meta.get("leaves")
+    if not isinstance(entries, list):
+        raise CheckpointError(f"{where}: metadata 'leaves' must be a list, got {type(entries).__name__}")
+    n = meta.get("num_leaves")
+    if type(n) is not int or n != len(entries):
+        raise CheckpointError(f"{where}: metadata 'num_leaves' is {n!r:.40} but 'leaves' lists {len(entries)}; "
+                              f"the metadata is inconsistent")
+    if not isinstance(meta.get("treedef", ""), str):
+        raise CheckpointError(f"{where}: metadata 'treedef' must be a string")
+    out = []
+    for i, e in enumerate(entries):
+        at = f"{where}: metadata leaves[{i}]"
+        if not isinstance(e, dict):
+            raise CheckpointError(f"{at} must be an object, got {type(e).__name__}")
+        missing = sorted(_ENTRY_KEYS - set(e))
+        extra = sorted(set(e) - _ENTRY_KEYS - {"python_type"})
+        if missing or extra:
+            raise CheckpointError(f"{at}: missing keys {missing} / unknown keys {extra[:5]!r:.100}")
+        if not isinstance(e["path"], str):
+            raise CheckpointError(f"{at}.path must be a string (a key path), got {type(e['path']).__name__}")
+        if e.get("python_type") not in _PY_TYPE_NAMES:
+            raise CheckpointError(f"{at}.python_type must be one of bool/int/float/complex or null")
+        shape = _npz.check_shape(e["shape"], f"{at}.shape")
+        dtype = _npz.parse_dtype(e["dtype"])
+        if dtype is None:
             raise CheckpointError(
-                f"fg.load: {path} has checkpoint format version {meta.get('version')!r}; this funcgrad reads "
-                f"version {VERSION}"
-            )
-        entries = meta.get("leaves")
-        if not isinstance(entries, list) or len(entries) != meta.get("num_leaves"):
-            raise CheckpointError(f"fg.load: {path}: the metadata is inconsistent (leaf count)")
-        expected = {_META} | {_leaf_name(i) + ".npy" for i in range(len(entries))}
-        extra = sorted(set(zf.namelist()) - expected)
+                f"{at}.dtype is {e['dtype']!r:.40}; only boolean, integer, floating and complex dtypes are "
+                f"loaded. Object arrays would hold Python objects (pickled data): refusing to load them, "
+                f"since funcgrad checkpoints never contain pickles and this file may be malicious")
+        out.append(_Entry(e["path"], shape, dtype))
+    return out
+
+
+def _read(path: str) -> tuple[dict[str, Any], list[_Entry], list[np.ndarray]]:
+    where = f"fg.load: {path}"
+    with open(path, "rb") as f:
+        file_size = os.fstat(f.fileno()).st_size
+        if f.read(1) == b"\x80":
+            raise CheckpointError(f"{where} is not a readable funcgrad checkpoint: it looks like a pickle; "
+                                  f"funcgrad never loads pickles")
+        members = _npz.read_directory(f, file_size, where)
+        m = members.get(_META)
+        if m is None:
+            raise CheckpointError(f"{where} is missing the member {_META!r}; the file is incomplete or not a "
+                                  f"funcgrad checkpoint")
+        if m.size > MAX_METADATA_BYTES:
+            raise CheckpointError(f"{where}: member {_META!r} is {m.size} bytes; metadata is limited to "
+                                  f"{MAX_METADATA_BYTES} bytes")
+        mwhere = f"{where}: member {_META!r}"
+        meta = parse_json(_npz.read_member_bytes(f, m, mwhere), mwhere)
+        entries = _check_meta(meta, where)
+        names = [_leaf_name(i) + ".npy" for i in range(len(entries))]
+        extra = sorted(set(members) - set(names) - {_META})
         if extra:
-            raise CheckpointError(f"fg.load: {path} has unexpected members {extra[:5]}; refusing a tampered file")
-        arrays = []
-        for i, entry in enumerate(entries):
-            name = _leaf_name(i) + ".npy"
-            arr = _read_array(_read_member(zf, name, path), name, path)
-            if list(arr.shape) != list(entry.get("shape", [])) or arr.dtype.str != entry.get("dtype"):
+            raise CheckpointError(f"{where} has unexpected members {extra[:5]}; refusing a tampered file")
+        for name in names:
+            if name not in members:
+                raise CheckpointError(f"{where} is missing the member {name!r}; the file is incomplete or "
+                                      f"corrupted")
+        # every size is checked against the metadata before any array is read
+        for name, e in zip(names, entries):
+            nbytes = e.dtype.itemsize
+            for d in e.shape:
+                nbytes *= d
+            header = members[name].size - nbytes
+            if not 10 <= header <= 12 + _npz.MAX_NPY_HEADER:
                 raise CheckpointError(
-                    f"fg.load: {path}: leaf {entry.get('path')!r} has shape {arr.shape} and dtype {arr.dtype}, "
-                    f"but the metadata says {tuple(entry.get('shape', []))} and {entry.get('dtype')}; the file "
-                    f"is corrupted"
-                )
-            arrays.append(arr)
-    return meta, arrays
+                    f"{where}: member {name!r} (leaf {e.path or 'at the root'}) is {members[name].size} bytes, but "
+                    f"the metadata says shape {e.shape} and dtype {e.dtype}: {nbytes} bytes of data plus a .npy "
+                    f"header; the file is truncated, corrupted or crafted")
+        headers = []
+        for name, e in zip(names, entries):
+            mw = f"{where}: member {name!r}"
+            _, dtype, shape, fortran, raw = _npz.read_npy_header(f, members[name], mw)
+            if shape != e.shape or dtype != e.dtype:
+                raise CheckpointError(
+                    f"{mw}: leaf {e.path!r} has shape {shape} and dtype {dtype} in its .npy header, but the "
+                    f"metadata says {e.shape} and {e.dtype}; the file is corrupted")
+            headers.append((raw, fortran))
+        arrays = [_npz.read_npy_data(f, members[name], raw, e.dtype, e.shape, fortran, f"{where}: member {name!r}")
+                  for name, e, (raw, fortran) in zip(names, entries, headers)]
+    return meta, entries, arrays
 
 
 def _restore_like(arr: np.ndarray, like: Any, device: Any = None) -> Any:
@@ -264,22 +319,32 @@ def load(path: str | os.PathLike[str], like: Any = None, *, device: Any = None) 
         model = fg.load("model.npz", like=fg.nn.MLP(64, 10, hidden_sizes=(128,)))
     """
     path = os.fspath(path)
-    meta, arrays = _read(path)
-    entries = meta["leaves"]
+    meta, entries, arrays = _read(path)
     if like is None:
-        return {e["path"]: (a if device is None else put_array(a, device)) for e, a in zip(entries, arrays)}
+        seen: set[str] = set()
+        for e in entries:
+            if e.path in seen:
+                raise CheckpointError(f"fg.load: {path}: two leaves have the key path {e.path!r:.100}; pass like= "
+                                      f"to load them by position")
+            seen.add(e.path)
+        out = {}
+        for i, e in enumerate(entries):
+            out[e.path] = arrays[i] if device is None else put_array(arrays[i], device)
+            arrays[i] = None  # type: ignore[call-overload]  # a host copy is freed once it is on the device
+        return out
     pairs, treedef = tree_util.tree_flatten_with_path(like)
     if len(pairs) != len(arrays):
         raise CheckpointError(
             f"fg.load: {path} holds {len(arrays)} arrays, but `like` has {len(pairs)} leaves; the checkpoint "
-            f"was saved from a different structure (saved: {meta.get('treedef')}; expected: {treedef!r})"
+            f"was saved from a different structure (saved: {str(meta.get('treedef')):.2000}; expected: {treedef!r})"
         )
     leaves = []
-    for (kp, like_leaf), entry, arr in zip(pairs, entries, arrays):
+    for i, ((kp, like_leaf), entry) in enumerate(zip(pairs, entries)):
+        arr = arrays[i]
         key = tree_util.keystr(kp)
-        if entry["path"] != key:
+        if entry.path != key:
             raise CheckpointError(
-                f"fg.load: {path}: structure mismatch: the checkpoint has a leaf at {entry['path'] or 'the root'} "
+                f"fg.load: {path}: structure mismatch: the checkpoint has a leaf at {entry.path or 'the root'} "
                 f"where `like` has one at {key or 'the root'}"
             )
         want_shape = tuple(like_leaf._shape() if isinstance(like_leaf, Box) else np.shape(like_leaf)
@@ -299,4 +364,5 @@ def load(path: str | os.PathLike[str], like: Any = None, *, device: Any = None) 
                     f"`like` expects {want_dtype} (convert after loading without `like` if intended)"
                 )
         leaves.append(_restore_like(arr, like_leaf, device))
+        arrays[i] = None  # type: ignore[call-overload]
     return treedef.unflatten(leaves)
