@@ -162,6 +162,9 @@ def read_directory(f: IO[bytes], file_size: int, where: str) -> dict[str, Member
         z64 = _zip64_extra(extra, want, mwhere)
         usize, csize, loc = z64.get("usize", usize), z64.get("csize", csize), z64.get("offset", loc)
         _check_entry(mwhere, flags, method, csize, usize)
+        if loc + _LOCAL.size + n_len + csize > cd_offset:
+            raise _fail(mwhere, f"claims {csize} bytes at offset {loc}, past the end of the archive's data "
+                                f"({cd_offset} bytes; the file has {file_size}); the file is truncated or crafted")
         # the local header must repeat what the central directory says, so all readers see the same bytes
         if loc + _LOCAL.size > cd_offset:
             raise _fail(mwhere, f"its header at offset {loc} lies outside the archive's data ({cd_offset} bytes)")

@@ -210,8 +210,10 @@ def _check_meta(meta: Any, where: str) -> list[_Entry]:
             raise CheckpointError(f"{at} must be an object, got {type(e).__name__}")
         missing = sorted(_ENTRY_KEYS - set(e))
         extra = sorted(set(e) - _ENTRY_KEYS - {"python_type"})
-        if missing or extra:
-            raise CheckpointError(f"{at}: missing keys {missing} / unknown keys {extra[:5]!r:.100}")
+        if missing:
+            raise CheckpointError(f"{at}: missing keys {missing}")
+        if extra:
+            raise CheckpointError(f"{at}: unknown keys {extra[:5]!r:.100}; refusing a file fg.save did not write")
         if not isinstance(e["path"], str):
             raise CheckpointError(f"{at}.path must be a string (a key path), got {type(e['path']).__name__}")
         if e.get("python_type") not in _PY_TYPE_NAMES:
@@ -221,8 +223,9 @@ def _check_meta(meta: Any, where: str) -> list[_Entry]:
         if dtype is None:
             raise CheckpointError(
                 f"{at}.dtype is {e['dtype']!r:.40}; only boolean, integer, floating and complex dtypes are "
-                f"loaded. Object arrays would hold Python objects (pickled data): refusing to load them, "
-                f"since funcgrad checkpoints never contain pickles and this file may be malicious")
+                f"loaded" + (". Object arrays hold Python objects (pickled data): refusing to load them, since "
+                             "funcgrad checkpoints never contain pickles and this file may be malicious"
+                             if "O" in str(e["dtype"]) else ""))
         out.append(_Entry(e["path"], shape, dtype))
     return out
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 from typing import Any
 
 import numpy as np
 
 from .. import backend as _backend
 from .. import serialization as _ckpt
-from .. import tree_util
 from . import dtypes as _dt
 from .tensor import Tensor
 from .tensor import device as _device
@@ -99,39 +99,108 @@ def _placed(arr: np.ndarray, saved_device: str | None, map_location: Any) -> Any
     return _backend.device_put(arr, _fg_device(d))
 
 
-def _decode(node: Any, arrays: list, map_location: Any = None) -> Any:
-    if node is None or isinstance(node, (bool, str)):
-        return node
-    if not isinstance(node, dict) or "t" not in node:
-        raise _ckpt.CheckpointError(f"ft.load: malformed structure entry {node!r}")
-    t = node["t"]
-    if t == "tensor":
-        arr = _placed(arrays[node["i"]], node.get("device"), map_location)
-        if node.get("param"):
+MAX_NESTING = 64  # containers inside containers; state dicts nest 3 or 4 deep
+_DEVICE_RE = re.compile(r"(cpu|cuda)(:[0-9]{1,4})?")
+_DTYPES = {d.name: d for d in _dt._ALL}
+_NODE_KEYS = {"tensor": ({"t", "i", "rg", "param"}, {"device"}), "ndarray": ({"t", "i"}, set()),
+              "int": ({"t", "v"}, set()), "float": ({"t", "v"}, set()), "complex": ({"t", "v"}, set()),
+              "dtype": ({"t", "v"}, set()), "dict": ({"t", "items"}, set()), "odict": ({"t", "items"}, set()),
+              "list": ({"t", "items"}, set()), "tuple": ({"t", "items"}, set())}
+
+
+class _Decoder:
+    """Rebuilds what :func:`save` stored from the (untrusted) structure, checking every node:
+    its type and fields, the nesting depth, and that each array index is in range and used once."""
+
+    def __init__(self, where: str, arrays: list, map_location: Any):
+        self.where, self.arrays, self.map_location = where, arrays, map_location
+        self.used = [False] * len(arrays)
+
+    def fail(self, at: str, what: str) -> _ckpt.CheckpointError:
+        return _ckpt.CheckpointError(f"{self.where}: the structure at {at or 'the root'} {what}")
+
+    def index(self, node: dict, at: str) -> np.ndarray:
+        i = node["i"]
+        if type(i) is not int or not 0 <= i < len(self.arrays):
+            raise self.fail(at, f"refers to array {i!r:.40}, but the file holds {len(self.arrays)} "
+                                f"(indices 0 to {len(self.arrays) - 1})")
+        if self.used[i]:
+            raise self.fail(at, f"refers to array {i} a second time; ft.save stores each tensor once")
+        self.used[i] = True
+        return self.arrays[i]
+
+    def decode(self, node: Any, at: str, depth: int) -> Any:
+        if node is None or isinstance(node, (bool, str)):
+            return node
+        if not isinstance(node, dict) or not isinstance(node.get("t"), str) or node["t"] not in _NODE_KEYS:
+            raise self.fail(at, f"is a malformed entry {node!r:.80} (expected null, a boolean, a string or an "
+                                f"object with a known \"t\")")
+        t = node["t"]
+        required, optional = _NODE_KEYS[t]
+        if not required <= set(node) <= required | optional:
+            raise self.fail(at, f"is a {t!r} entry with keys {sorted(node)!r:.120}; expected {sorted(required)}")
+        if t in ("tensor", "ndarray"):
+            return self.array(node, t, at)
+        if t in ("int", "float", "complex", "dtype"):
+            return self.scalar(node, t, at)
+        if depth >= MAX_NESTING:
+            raise self.fail(at, f"is nested more than {MAX_NESTING} containers deep")
+        items = node["items"]
+        if not isinstance(items, list):
+            raise self.fail(at, f"is a {t!r} entry whose items are not a list")
+        if t == "list":
+            return [self.decode(v, f"{at}[{i}]", depth + 1) for i, v in enumerate(items)]
+        if t == "tuple":
+            return tuple(self.decode(v, f"{at}[{i}]", depth + 1) for i, v in enumerate(items))
+        d: dict = collections.OrderedDict() if t == "odict" else {}
+        for i, kv in enumerate(items):
+            if not isinstance(kv, list) or len(kv) != 2:
+                raise self.fail(f"{at}.items[{i}]", "must be a [key, value] pair")
+            k = self.decode(kv[0], f"{at}.items[{i}][0]", depth + 1)
+            if not isinstance(k, _KEY_TYPES):
+                raise self.fail(f"{at}.items[{i}][0]", f"is a dict key of type {type(k).__name__}; keys are "
+                                                       f"strings, numbers, booleans or None")
+            if k in d:
+                raise self.fail(f"{at}[{k!r:.60}]", "is a dict key that appears twice")
+            d[k] = self.decode(kv[1], f"{at}[{k!r:.60}]", depth + 1)
+        return d
+
+    def array(self, node: dict, t: str, at: str) -> Any:
+        arr = self.index(node, at)
+        if t == "ndarray":
+            return arr
+        rg, param, dev = node["rg"], node["param"], node.get("device")
+        if type(rg) is not bool or type(param) is not bool:
+            raise self.fail(at, "is a tensor entry whose 'rg' and 'param' are not booleans")
+        if arr.dtype not in _dt._BY_NP:
+            raise self.fail(at, f"is a tensor of dtype {arr.dtype}, which funcgrad.tensor does not support")
+        if rg and arr.dtype.kind not in "fc":
+            raise self.fail(at, f"is a {arr.dtype} tensor marked requires_grad; only floating and complex "
+                                f"tensors can require gradients")
+        if dev is not None and (not isinstance(dev, str) or not _DEVICE_RE.fullmatch(dev)):
+            raise self.fail(at, f"names the device {dev!r:.40}; expected 'cpu', 'cuda' or 'cuda:N'")
+        value = _placed(arr, dev, self.map_location)
+        if param:
             from .nn import Parameter
 
-            return Parameter(Tensor._make(arr), requires_grad=node.get("rg", True))
-        return Tensor._make(arr, requires_grad=bool(node.get("rg")))
-    if t == "ndarray":
-        return arrays[node["i"]]
-    if t == "int":
-        return int(node["v"])
-    if t == "float":
-        return float(node["v"])
-    if t == "complex":
-        return complex(float(node["v"][0]), float(node["v"][1]))
-    if t == "dtype":
-        return _dt.as_dtype(np.dtype(node["v"])) if node["v"] != "bool" else _dt.bool
-    if t in ("dict", "odict"):
-        d = collections.OrderedDict() if t == "odict" else {}
-        for k, v in node["items"]:
-            d[_decode(k, arrays, map_location)] = _decode(v, arrays, map_location)
-        return d
-    if t == "list":
-        return [_decode(v, arrays, map_location) for v in node["items"]]
-    if t == "tuple":
-        return tuple(_decode(v, arrays, map_location) for v in node["items"])
-    raise _ckpt.CheckpointError(f"ft.load: unknown entry type {t!r} in the structure")
+            return Parameter(Tensor._make(value), requires_grad=rg)
+        return Tensor._make(value, requires_grad=rg)
+
+    def scalar(self, node: dict, t: str, at: str) -> Any:
+        v = node["v"]
+        try:
+            if t == "int" and type(v) is int:
+                return v
+            if t == "float" and isinstance(v, str) and len(v) <= 64:
+                return float(v)
+            if (t == "complex" and isinstance(v, list) and len(v) == 2
+                    and all(isinstance(x, str) and len(x) <= 64 for x in v)):
+                return complex(float(v[0]), float(v[1]))
+            if t == "dtype" and isinstance(v, str) and v in _DTYPES:
+                return _DTYPES[v]
+        except ValueError:
+            pass
+        raise self.fail(at, f"is a malformed {t!r} entry (value {v!r:.60})")
 
 
 def save(obj: Any, f: str | os.PathLike, pickle_module: Any = None, **_: Any) -> None:
@@ -151,11 +220,6 @@ def save(obj: Any, f: str | os.PathLike, pickle_module: Any = None, **_: Any) ->
     _ckpt.save(f, {"structure": np.frombuffer(text, dtype=np.uint8), "tensors": arrays})
 
 
-def _key(*path: Any) -> str:
-    (pairs, _) = tree_util.tree_flatten_with_path({path[0]: [0] * (path[1] + 1)} if len(path) > 1 else {path[0]: 0})
-    return tree_util.keystr(pairs[-1][0])
-
-
 def load(f: str | os.PathLike, map_location: Any = None, weights_only: bool = True, **_: Any) -> Any:
     """Load what :func:`save` wrote. Never unpickles: a pickle (or any file crafted to run code) is
     refused with ``funcgrad.serialization.CheckpointError`` before anything in it is interpreted.
@@ -170,20 +234,29 @@ def load(f: str | os.PathLike, map_location: Any = None, weights_only: bool = Tr
     """
     if not isinstance(f, (str, os.PathLike)):
         raise TypeError(f"ft.load(f): f must be a file path, got {type(f).__name__}")
+    where = f"ft.load: {os.fspath(f)}"
     flat = _ckpt.load(f)
-    skey = _key("structure")
+    skey = "['structure']"
     if skey not in flat:
-        raise _ckpt.CheckpointError(f"ft.load: {os.fspath(f)} is a funcgrad checkpoint but not one written by ft.save "
+        raise _ckpt.CheckpointError(f"{where} is a funcgrad checkpoint but not one written by ft.save "
                                     f"(use fg.load for functional checkpoints)")
-    meta = json.loads(bytes(flat[skey].astype(np.uint8)).decode("utf-8"))
-    if meta.get("format") != _FORMAT:
-        raise _ckpt.CheckpointError(f"ft.load: unknown format {meta.get('format')!r}")
-    arrays = []
-    i = 0
-    while True:
-        k = _key("tensors", i)
-        if k not in flat:
-            break
-        arrays.append(flat[k])
-        i += 1
-    return _decode(meta["structure"], arrays, map_location)
+    n = len(flat) - 1
+    names = {skey} | {f"['tensors'][{i}]" for i in range(n)}
+    if set(flat) != names:
+        extra = sorted(set(flat) - names)
+        raise _ckpt.CheckpointError(f"{where}: unexpected arrays {extra[:5]!r:.200} in a file written by ft.save")
+    raw = flat[skey]
+    if raw.dtype != np.uint8 or raw.ndim != 1 or raw.size > _ckpt.MAX_METADATA_BYTES:
+        raise _ckpt.CheckpointError(f"{where}: the structure must be a 1-D uint8 array of at most "
+                                    f"{_ckpt.MAX_METADATA_BYTES} bytes (JSON text), got {raw.dtype} {raw.shape}")
+    meta = _ckpt.parse_json(raw.tobytes(), f"{where}: the structure")
+    if not isinstance(meta, dict) or set(meta) != {"format", "structure"} or meta["format"] != _FORMAT:
+        fmt = meta.get("format") if isinstance(meta, dict) else None
+        raise _ckpt.CheckpointError(f"{where}: unknown format {fmt!r:.60} (expected an object with "
+                                    f"format {_FORMAT!r} and a structure)")
+    decoder = _Decoder(where, [flat[f"['tensors'][{i}]"] for i in range(n)], map_location)
+    out = decoder.decode(meta["structure"], "", 0)
+    if not all(decoder.used):
+        raise _ckpt.CheckpointError(f"{where}: the file holds {decoder.used.count(False)} arrays that its "
+                                    f"structure never refers to; ft.save never writes such a file")
+    return out
