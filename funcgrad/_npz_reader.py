@@ -166,8 +166,6 @@ def read_directory(f: IO[bytes], file_size: int, where: str) -> dict[str, Member
             raise _fail(mwhere, f"claims {csize} bytes at offset {loc}, past the end of the archive's data "
                                 f"({cd_offset} bytes; the file has {file_size}); the file is truncated or crafted")
         # the local header must repeat what the central directory says, so all readers see the same bytes
-        if loc + _LOCAL.size > cd_offset:
-            raise _fail(mwhere, f"its header at offset {loc} lies outside the archive's data ({cd_offset} bytes)")
         (lsig, _, lflags, lmethod, _, _, lcrc, lcsize, lusize, ln_len,
          lx_len) = _LOCAL.unpack(_pread(f, loc, _LOCAL.size, mwhere))
         data_at = loc + _LOCAL.size + ln_len + lx_len

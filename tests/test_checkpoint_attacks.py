@@ -33,7 +33,7 @@ FG_ATTACKS = {
     # bit flips in the central directory that zipfile turns into NotImplementedError / RuntimeError
     "unknown_method": (lambda d: ca.bit_in_cd(d, 10, "<H", 99, "method99"), ["'leaf_00000.npy'", "method 99"]),
     "encrypted_flag": (lambda d: ca.bit_in_cd(d, 8, "<H", 1, "encrypted"), ["'leaf_00000.npy'", "encrypted"]),
-    "offset_past_end": (lambda d: ca.bit_in_cd(d, 42, "<L", 2**31, "offset"), ["'leaf_00000.npy'", "outside"]),
+    "offset_past_end": (lambda d: ca.bit_in_cd(d, 42, "<L", 2**31, "offset"), ["'leaf_00000.npy'", "at offset 2147483648, past the end"]),
 }
 for _name, (_text, _words) in ca.MALFORMED_META.items():
     FG_ATTACKS["meta_" + _name] = ((lambda t, n: lambda d: ca.with_meta(d, n, t))(_text, _name), _words)
