@@ -244,7 +244,7 @@ FT_CRAFTED = {
     "unused_arrays": (_L(_t(0)), TWO, ["1 arrays", "never refers"]),
     "items_not_list": ({"t": "list", "items": 5}, (), ["the root", "not a list"]),
     "dict_item_not_pair": ({"t": "dict", "items": [[1, 2, 3]]}, (), [".items[0]", "[key, value] pair"]),
-    "dict_key_tensor": ({"t": "dict", "items": [[_t(0), 1]]}, TWO[:1], [".items[0][0]", "dict key of type Tensor"]),
+    "dict_key_tensor": ({"t": "dict", "items": [[_t(0), "x"]]}, TWO[:1], [".items[0][0]", "dict key of type Tensor"]),
     "dict_key_repeated": ({"t": "dict", "items": [["a", "x"], ["a", "y"]]}, (), ["['a']", "appears twice"]),
     "unknown_type": ({"t": "pickle", "v": "x"}, (), ["the root", "malformed entry"]),
     "not_a_node": (_L([1, 2]), (), ["[0]", "malformed entry"]),
