@@ -13,6 +13,7 @@ directory. ``.npy`` headers are parsed here with a strict pattern (never
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 import zlib
@@ -21,7 +22,7 @@ from typing import IO, NamedTuple
 import numpy as np
 
 __all__ = ["CheckpointError", "Member", "read_directory", "read_member_bytes", "read_npy_header",
-           "read_npy_data", "parse_dtype", "MAX_NDIM", "MAX_NPY_HEADER"]
+           "read_npy_data", "parse_dtype", "check_shape", "MAX_NDIM", "MAX_NPY_HEADER"]
 
 
 class CheckpointError(ValueError):
@@ -225,9 +226,14 @@ def parse_dtype(s: object) -> np.dtype | None:
     """The NumPy dtype for a descriptor ``fg.save`` can write (``'<f4'``, ``'|b1'``, ...), else None."""
     if not isinstance(s, str) or not _DTYPE_RE.fullmatch(s):
         return None
+    return _parse_dtype(s)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_dtype(s: str) -> np.dtype | None:
     try:
         dt = np.dtype(s)
-    except TypeError:
+    except (TypeError, ValueError):
         return None
     if dt.hasobject or dt.kind not in "biufc" or dt.str != s:
         return None

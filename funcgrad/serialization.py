@@ -5,13 +5,22 @@ Format: an uncompressed ``.npz`` archive (readable by ``numpy.load``) with one
 ``__funcgrad__.json`` that records the format version, each leaf's key path
 (e.g. ``.layers[0].weight``), shape and dtype, and the tree structure as text.
 
-Safety:
+Safety (the format and the rules are in docs/nn.md, "File format"):
 
-* loading never unpickles: members are read with ``allow_pickle=False`` and
-  object arrays are refused, so a crafted file cannot execute code;
-* every member is checked (zip CRC, ``.npy`` header, shape and dtype against
-  the metadata), so a truncated or corrupted file gives a
-  :class:`CheckpointError` that says what is wrong;
+* loading never unpickles or evaluates anything: ``.npy`` headers are parsed
+  by a fixed pattern and only boolean, integer, floating and complex dtypes
+  are accepted, so a crafted file cannot execute code;
+* the archive is read by a strict reader (``funcgrad._npz_reader``) that
+  accepts only what ``save`` writes (stored members, unique names, laid end to
+  end, local headers agreeing with the central directory) and checks every
+  offset and size against the file's real size, and every leaf's size from the
+  metadata against its member, before any array is allocated; each array is
+  allocated once and filled from the file, so memory stays at the data the
+  file really holds;
+* every member is checked (CRC-32, ``.npy`` header, shape and dtype against
+  the metadata) and the metadata's every field is type- and range-checked, so
+  a truncated, corrupted or crafted file gives a :class:`CheckpointError`
+  naming the file, the member or metadata key path and what is wrong;
 * with ``like=``, the stored tree must match ``like``'s structure, key paths,
   shapes and dtypes; a mismatch names the key path;
 * ``save`` writes to a temporary file in the same directory, flushes it to
@@ -105,12 +114,16 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
                         "python_type": type(leaf).__name__ if isinstance(leaf, _PY_SCALARS) else None})
     meta = {"format": FORMAT, "version": VERSION, "num_leaves": len(arrays), "leaves": entries,
             "treedef": repr(treedef)}
+    meta_text = json.dumps(meta)
+    if len(meta_text) > MAX_METADATA_BYTES:  # load would refuse it: never write what cannot be read back
+        raise ValueError(f"fg.save: the tree's metadata ({len(arrays)} leaves) takes {len(meta_text)} bytes, over "
+                         f"the {MAX_METADATA_BYTES}-byte limit of the format; save the tree in several files")
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".", suffix=".partial", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-                zf.writestr(_META, json.dumps(meta))
+                zf.writestr(_META, meta_text)
                 for i, arr in enumerate(arrays):
                     with zf.open(_leaf_name(i) + ".npy", "w", force_zip64=True) as member:
                         np.lib.format.write_array(member, arr, allow_pickle=False)

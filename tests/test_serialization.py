@@ -210,3 +210,49 @@ def test_save_rejects_what_it_cannot_store_safely(tmp_path):
     with pytest.raises(TypeError, match="traced value"):
         fg.grad(lambda x: save(tmp_path / "x.npz", x) or x.sum())(np.ones(2))
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_zip64_archives_round_trip(tmp_path, monkeypatch):
+    """Archives past 4 GiB or 65,535 members get zip64 records; forced here with tiny limits."""
+    tree = {"a": np.arange(50.0), "b": np.ones((3, 4), np.float32), "c": np.array(3)}
+    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 100)
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 2)
+    save(tmp_path / "z64.npz", tree)
+    monkeypatch.undo()
+    data = (tmp_path / "z64.npz").read_bytes()
+    assert b"PK\x06\x06" in data and b"PK\x06\x07" in data  # zip64 end record and locator
+    back = load(tmp_path / "z64.npz", like=tree)
+    assert all(np.array_equal(back[k], tree[k]) and back[k].dtype == tree[k].dtype for k in tree)
+    with np.load(tmp_path / "z64.npz", allow_pickle=False) as z:
+        assert np.array_equal(z["leaf_00000"], tree["a"])
+
+
+def test_save_refuses_metadata_the_loader_would_refuse(tmp_path, monkeypatch):
+    import funcgrad.serialization as ser
+    import funcgrad.tensor as ft
+
+    monkeypatch.setattr(ser, "MAX_METADATA_BYTES", 500)
+    with pytest.raises(ValueError, match="over the 500-byte limit"):
+        save(tmp_path / "big.npz", {f"k{i}": np.zeros(1) for i in range(20)})
+    with pytest.raises(ValueError, match="over the 500-byte limit"):
+        ft.save({f"k{i}": ft.zeros(1) for i in range(20)}, tmp_path / "big.ft")
+    assert not os.listdir(tmp_path)
+
+
+def test_duplicate_key_paths_need_like(tmp_path):
+    class Key:
+        def __init__(self, i):
+            self.i = i
+
+        def __repr__(self):
+            return "'k'"
+
+        def __lt__(self, other):
+            return self.i < other.i
+
+    tree = {Key(0): np.zeros(1), Key(1): np.ones(1)}  # two keys that print alike
+    save(tmp_path / "dup.npz", tree)
+    with pytest.raises(CheckpointError, match=r"two leaves have the key path.*pass like="):
+        load(tmp_path / "dup.npz")
+    back = load(tmp_path / "dup.npz", like=tree)
+    assert [float(v[0]) for v in back.values()] == [0.0, 1.0]

@@ -217,6 +217,9 @@ def save(obj: Any, f: str | os.PathLike, pickle_module: Any = None, **_: Any) ->
     arrays: list = []
     structure = _encode(obj, arrays, "")
     text = json.dumps({"format": _FORMAT, "structure": structure}).encode("utf-8")
+    if len(text) > _ckpt.MAX_METADATA_BYTES:  # load would refuse it
+        raise ValueError(f"ft.save: the structure takes {len(text)} bytes of JSON, over the "
+                         f"{_ckpt.MAX_METADATA_BYTES}-byte limit of the format; save it in several files")
     _ckpt.save(f, {"structure": np.frombuffer(text, dtype=np.uint8), "tensors": arrays})
 
 
