@@ -7,6 +7,10 @@ container structure encoded as JSON text stored in a uint8 array. So
 written by ``torch.save``, is refused), and ``ft.save`` refuses objects the
 format cannot hold (anything but tensors, NumPy arrays, numbers, strings,
 None, ft dtypes and dicts/lists/tuples of them) with a ``TypeError``.
+``ft.load`` checks the structure as untrusted input: every entry's type and
+fields, tensor indices (in range, each array used exactly once), dict keys and
+nesting depth (at most ``MAX_NESTING`` containers); anything else is a
+``CheckpointError`` naming the file and the key path in the structure.
 
 Example::
 
