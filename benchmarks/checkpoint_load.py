@@ -70,10 +70,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
         runs: dict[str, list[dict]] = {"time": [], "trace": []}
         for _ in range(args.repeat):
-            for mode in runs:
+            for mode, rows_of_mode in runs.items():
                 r = subprocess.run([sys.executable, "-c", _CHILD, path, str(args.leaves), str(per), mode], env=env,
                                    capture_output=True, text=True, check=True)
-                runs[mode].append(json.loads(r.stdout.strip().splitlines()[-1]))
+                rows_of_mode.append(json.loads(r.stdout.strip().splitlines()[-1]))
         row = {"file_mb": size / 2**20, "leaves": args.leaves,
                "best_seconds": min(r["seconds"] for r in runs["time"]),
                "traced_peak_mb": max(r["traced_peak"] for r in runs["trace"]) / 2**20,

@@ -21,8 +21,8 @@ from typing import IO, NamedTuple
 
 import numpy as np
 
-__all__ = ["CheckpointError", "Member", "read_directory", "read_member_bytes", "read_npy_header",
-           "read_npy_data", "parse_dtype", "check_shape", "MAX_NDIM", "MAX_NPY_HEADER"]
+__all__ = ["MAX_NDIM", "MAX_NPY_HEADER", "CheckpointError", "Member", "check_shape", "parse_dtype",
+           "read_directory", "read_member_bytes", "read_npy_data", "read_npy_header"]
 
 
 class CheckpointError(ValueError):

@@ -191,7 +191,7 @@ def parse_json(data: bytes, where: str) -> Any:
     except MemoryError:
         raise CheckpointError(f"{where}: too large to parse") from None
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, too many digits, NaN
-        raise CheckpointError(f"{where}: not valid JSON ({str(e):.200})") from None
+        raise CheckpointError(f"{where}: not valid JSON ({e!s:.200})") from None
 
 
 def _check_meta(meta: Any, where: str) -> list[_Entry]:
@@ -352,7 +352,7 @@ def load(path: str | os.PathLike[str], like: Any = None, *, device: Any = None) 
     if len(pairs) != len(arrays):
         raise CheckpointError(
             f"fg.load: {path} holds {len(arrays)} arrays, but `like` has {len(pairs)} leaves; the checkpoint "
-            f"was saved from a different structure (saved: {str(meta.get('treedef')):.2000}; expected: {treedef!r})"
+            f"was saved from a different structure (saved: {meta.get('treedef')!s:.2000}; expected: {treedef!r})"
         )
     leaves = []
     for i, ((kp, like_leaf), entry) in enumerate(zip(pairs, entries)):

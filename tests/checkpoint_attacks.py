@@ -78,9 +78,14 @@ def cd_entries(data: bytes) -> dict[str, int]:
     return out
 
 
+def _read(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def patched(src, dst, edits) -> str:
     """A copy of ``src`` with ``(offset, struct format, value)`` edits."""
-    data = bytearray(open(src, "rb").read())
+    data = bytearray(_read(src))
     for off, fmt, value in edits:
         struct.pack_into(fmt, data, off, value)
     with open(dst, "wb") as f:
@@ -117,14 +122,14 @@ def header_claims_4gib(d, member: str) -> str:
     """A tiny archive whose central directory says ``member`` holds 4 GiB - 2 bytes."""
     src = write_zip(os.path.join(d, "tiny.npz"), [(META, json.dumps(meta_for([("['w']", (1,), "<f8")]))),
                                                   ("leaf_00000.npy", npy(np.zeros(1)))])
-    data = open(src, "rb").read()
+    data = _read(src)
     at = cd_entries(data)[member]
     return patched(src, os.path.join(d, f"claims4g_{member}.npz"), [(at + 20, "<L", 2**32 - 2), (at + 24, "<L", 2**32 - 2)])
 
 
 def cd_claims_4gib(d) -> str:
     src = small_checkpoint(d, "cd4g_src.npz")
-    data = open(src, "rb").read()
+    data = _read(src)
     eocd = data.rfind(b"PK\x05\x06")
     return patched(src, os.path.join(d, "cd4g.npz"), [(eocd + 12, "<L", 2**32 - 2)])
 
@@ -150,7 +155,7 @@ def compressed(d, method) -> str:
 def bit_in_cd(d, field_offset: int, fmt: str, value: int, tag: str) -> str:
     """The small checkpoint with one central-directory field of the leaf ``leaf_00000.npy`` changed."""
     src = small_checkpoint(d, f"{tag}_src.npz")
-    at = cd_entries(open(src, "rb").read())["leaf_00000.npy"]
+    at = cd_entries(_read(src))["leaf_00000.npy"]
     return patched(src, os.path.join(d, f"{tag}.npz"), [(at + field_offset, fmt, value)])
 
 
@@ -301,7 +306,7 @@ def load_in_child(jobs: list[tuple[str, str, str]], limit: int = AS_LIMIT) -> di
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", _CHILD, str(limit)], input=json.dumps(jobs), capture_output=True,
-                       text=True, env=env, cwd=ROOT, timeout=300)
+                       check=False, text=True, env=env, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 

@@ -4,6 +4,7 @@ key path and what was wrong, and take little memory (the files hold a few KB).""
 
 from __future__ import annotations
 
+import functools
 import os
 import zipfile
 
@@ -36,8 +37,8 @@ FG_ATTACKS = {
     "offset_past_end": (lambda d: ca.bit_in_cd(d, 42, "<L", 2**31, "offset"), ["'leaf_00000.npy'", "at offset 2147483648, past the end"]),
 }
 for _name, (_text, _words) in ca.MALFORMED_META.items():
-    FG_ATTACKS["meta_" + _name] = ((lambda t, n: lambda d: ca.with_meta(d, n, t))(_text, _name), _words)
-FT_ATTACKS = {name: ((lambda s, a, n: lambda d: ca.ft_file(d, n, s, a))(s, a, name), words)
+    FG_ATTACKS["meta_" + _name] = (functools.partial(ca.with_meta, tag=_name, meta_text=_text), _words)
+FT_ATTACKS = {name: (functools.partial(ca.ft_file, tag=name, structure=s, arrays=a), words)
               for name, (s, a, words) in ca.FT_CRAFTED.items()}
 
 
