@@ -357,35 +357,42 @@ square = _unary("square")
 _deriv(square, "2 * x")
 
 
-# logaddexp(x, y) = log(exp(x) + exp(y)); d/dx = exp(x - ans). Where x equals the
-# result (x = +inf, or y = -inf) the weight is 1, or 1/2 if y equals it too (both
-# +inf or both -inf: a tie); x - ans is never formed there, so inf - inf cannot
-# make a nan or a warning.
+# logaddexp(x, y) = log(exp(x) + exp(y)); d/dx = exp(x) / (exp(x) + exp(y)) = expit(x - y)
+# (logaddexp2: expit((x - y) ln 2)). From x - y rather than exp(x - ans): ans is rounded
+# (1e17 + log 2 == 1e17), which would make the weights [1, 1], not [1/2, 1/2], and lose
+# precision in float32. Each branch of the where is analytic, so derivatives of every
+# order are right; both +inf (or both -inf) is a tie (weight 1/2), never inf - inf.
 
-def _logaddexp_weight(x, y, ans, log_half, exp_fn):
-    at_x = x == ans
-    d = fnp.where(at_x, 0, x) - fnp.where(at_x, 0, ans)
-    return exp_fn(fnp.where(fnp.logical_and(at_x, y == ans), log_half, d))
+def _logaddexp_weight(x, y, ans, scale):
+    tie = fnp.logical_and(x == y, fnp.isinf(x))
+    d = fnp.where(tie, 0, x) - fnp.where(tie, 0, y)
+    if fnp.result_type(d) != fnp.result_type(ans):  # a Python scalar side: keep float32
+        d = fnp.astype(d, fnp.result_type(ans))
+    if scale != 1:
+        d = d * scale
+    pos = d >= 0
+    e = fnp.exp(-fnp.where(pos, d, -d))  # exp(-|d|) <= 1: no overflow
+    return fnp.where(pos, 1 / (1 + e), e / (1 + e))
 
 
-def _logaddexp_rules(fn: Callable, log_half: float, exp_fn: Callable) -> None:
+def _logaddexp_rules(fn: Callable, scale: float) -> None:
     defvjp(
         fn,
-        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(x, y, ans, log_half, exp_fn), x),
-        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(y, x, ans, log_half, exp_fn), y),
+        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(x, y, ans, scale), x),
+        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(y, x, ans, scale), y),
     )
     defjvp(
         fn,
-        lambda t, ans, x, y: t * _logaddexp_weight(x, y, ans, log_half, exp_fn),
-        lambda t, ans, x, y: t * _logaddexp_weight(y, x, ans, log_half, exp_fn),
+        lambda t, ans, x, y: t * _logaddexp_weight(x, y, ans, scale),
+        lambda t, ans, x, y: t * _logaddexp_weight(y, x, ans, scale),
     )
 
 
 logaddexp = _binary("logaddexp")
-_logaddexp_rules(logaddexp, -_LN2, exp)
+_logaddexp_rules(logaddexp, 1.0)
 
 logaddexp2 = _binary("logaddexp2")
-_logaddexp_rules(logaddexp2, -1.0, exp2)
+_logaddexp_rules(logaddexp2, _LN2)
 
 
 # --- trigonometric and hyperbolic -------------------------------------------
