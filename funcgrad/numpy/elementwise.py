@@ -218,10 +218,10 @@ _deriv(reciprocal, "-(ans * ans)")
 # power(x, y) = x ** y.
 #   d/dx = y * x ** (y - 1): finite for negative x with integer-valued y (no
 #          division by x, no log), and 0 where y == 0 (also at x == 0).
-#   d/dy = x ** y * log(x), with log(x) replaced by log|x| for real results (the
-#          real part of the principal log: exact for x > 0, and the derivative of
-#          the real part of the principal (-a) ** y at integer y), and by 0 where
-#          x == 0. No nan reaches the gradient from a zero or negative base.
+#   d/dy = x ** y * log(x): nan for a negative base with a real result (x ** y is
+#          only defined there at integer y, so it has no derivative in y; JAX and
+#          PyTorch give nan too), and 0 where x == 0 (0 ** y is constant for y > 0;
+#          JAX's and PyTorch's convention). Complex results use the principal log.
 
 _ZERO, _ONE = object(), object()  # markers: d(x ** y)/dx is identically 0 or 1 (Python y)
 
@@ -248,11 +248,11 @@ def _log_base(x: Any, ans: Any) -> Any:
             return 0.0
         if is_complex(ans):
             return cmath.log(x)
-        return math.log(math.fabs(x))
+        return math.log(x) if x > 0 else math.nan
     xs = _safe(x)
     if is_complex(ans):
         return fnp.log(xs if is_complex(xs) else xs + 0j)
-    return fnp.log(fnp.abs(xs))
+    return fnp.where(xs < 0, math.nan, fnp.log(fnp.abs(xs)))  # no log of a negative: no warning
 
 
 def _power_rules(fn: Callable, pow_fn: Callable, cast: bool) -> None:
