@@ -236,7 +236,8 @@ def _dyn_args(
     fun: Callable[..., Any], args: tuple[Any, ...], argnums: tuple[int, ...], transform: str, holomorphic: bool = False
 ) -> tuple[list[Any], Callable[[list[Any]], list[Any]], Callable[[dict[str, Any]], Callable[[list[Any]], Any]]]:
     """Flatten the differentiated arguments; return leaves and a rebuild function."""
-    leaves, treedefs, counts = [], [], []
+    leaves: list[Any] = []
+    treedefs, counts = [], []
     for n in argnums:
         lv, td, paths = _leaf_paths(args[n], f"argument {n}")
         _check_differentiable(lv, paths, transform, holomorphic)
