@@ -625,7 +625,15 @@ class Embedding(Module):
         self.weight = Parameter(Tensor._make(w.astype(_dt.get_default_dtype().np)))
 
     def forward(self, idx: Tensor) -> Tensor:
-        return self.weight[_as_tensor(idx)]
+        idx = _as_tensor(idx)
+        v = idx._value
+        # a negative index would silently pick a row from the end (NumPy indexing)
+        if v.size and bool(namespace_of(v).any((v < 0) | (v >= self.num_embeddings))):
+            raise IndexError(
+                f"index out of range in self: Embedding({self.num_embeddings}, {self.embedding_dim}) "
+                f"takes indices in [0, {self.num_embeddings}), got {int(v.min())} to {int(v.max())}"
+            )
+        return self.weight[idx]
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}"
