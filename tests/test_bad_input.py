@@ -273,3 +273,20 @@ def test_int_and_bool_of_a_traced_value_work_as_in_jax():
     # integer-valued and boolean results carry no derivative; JAX allows both under grad
     assert fg.grad(lambda x: x * int(x))(2.5) == 2.0
     assert fg.grad(lambda x: x if bool(x > 0) else -x)(-1.5) == -1.0
+
+
+def test_custom_rules_may_return_anything_for_integer_values():
+    @fg.custom_jvp
+    def h(x):
+        return x * 2, fnp.argmax(x)
+
+    h.defjvp(lambda p, t: (h(p[0]), (t[0] * 2, np.zeros((), int))))
+    out, t = fg.jvp(h, (X,), (np.ones(3),))
+    np.testing.assert_allclose(t[0], 2 * np.ones(3))
+
+    @fg.custom_vjp
+    def f(x, i):
+        return x[i]
+
+    f.defvjp(lambda x, i: (x[i], (x, i)), lambda r, g: (fnp.where(fnp.arange(3) == r[1], g, 0.0), np.zeros((), int)))
+    np.testing.assert_allclose(fg.grad(f)(X, np.int64(1)), [0.0, 1.0, 0.0])

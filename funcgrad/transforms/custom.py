@@ -136,6 +136,8 @@ def _check_leaf_types(rule: str, kind: str, got: Sequence[Any], like: Sequence[A
                 f"{_shape(ref)}; the shapes must match"
             )
         have, want = _kind(leaf), _kind(ref)
+        if want not in "fc":
+            continue  # an integer or boolean value has no derivative: whatever is returned is unused
         if have not in "fc" or (have == "c" and want != "c"):
             raise TypeError(
                 f"{rule} returned a {kind} of dtype {_dtype_name(leaf)} for {at}, which has dtype "
