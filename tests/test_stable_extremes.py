@@ -157,3 +157,13 @@ def test_derivatives_at_extreme_inputs(f, x, g, h):
         _close(fg.hessian(f)(x), h, dtype, "hessian (forward over reverse)")
         _close(fg.jacrev(fg.grad(f))(x), h, dtype, "reverse over reverse")
         _close(fg.jacfwd(fg.jacfwd(f))(x), h, dtype, "forward over forward")
+
+
+def test_logsumexp_zero_weights_leave_out_infinite_terms():
+    """b = 0 leaves a term out even where a = +inf (the forward's rule): its gradient in a is 0,
+    the others are the softmax of the kept terms; d/db of the left-out term is exp(inf) = inf."""
+    a, b = np.array([np.inf, 0.0, 1.0]), np.array([0.0, 1.0, 1.0])
+    s = _softmax(np.array([0.0, 1.0]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.testing.assert_allclose(fg.grad(lambda v: fsp.logsumexp(v, b=b))(a), [0.0, *s])
+        np.testing.assert_allclose(fg.grad(lambda w: fsp.logsumexp(a, b=w))(b), [np.inf, *s])

@@ -23,7 +23,6 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from ..core import unbox_all
-
 from . import init as _init
 from .dropout import dropout as _dropout
 from .functional import relu

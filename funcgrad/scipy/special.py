@@ -210,20 +210,25 @@ _logsumexp = primitive(_logsumexp_raw, "logsumexp")
 _logsumexp_signed = primitive(_logsumexp_signed_raw, "logsumexp_signed", multiple_results=True)
 
 
-def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any = None):
+def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any = None, for_b: bool = False):
     """d lse / d(b * exp(a)): exp(a - c) / sum(b * exp(a - c)) for the shift c = lse.
 
     Normalized rather than exp(a - lse) alone: lse is rounded (1e17 + log 2 == 1e17
     in float64), and exp(a - lse) would inherit that error (weights [1, 1] instead of
     [0.5, 0.5]); the quotient does not depend on the shift. The signed sum also
-    carries the sign of a return_sign=True result, so ``sgn`` is not needed."""
+    carries the sign of a return_sign=True result, so ``sgn`` is not needed. Terms with
+    zero weight are left out of the sum, as in the forward; ``for_b`` keeps their
+    exp(a - c) (d lse / d b_i, inf where a_i = inf), which the rule for ``a`` multiplies by 0."""
     full = shape(a) if b is None else np.broadcast_shapes(shape(a), shape(b))
     axes = _reduced_axes(len(full), axis)
     kd = _keepdims_shape(full, axes)
     if not keepdims:
         lse = fnp.reshape(lse, kd)
     e = fnp.exp(a - fnp.where(fnp.isfinite(lse), lse, 0))
-    w = e / fnp.sum(e if b is None else e * b, axis=axes, keepdims=True)
+    if b is None:
+        return e / fnp.sum(e, axis=axes, keepdims=True), full, axes, kd
+    kept = fnp.where(b != 0, e, 0)
+    w = (e if for_b else kept) / fnp.sum(kept * b, axis=axes, keepdims=True)
     return w, full, axes, kd
 
 
@@ -236,7 +241,7 @@ def _lse_vjp_a(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
 
 
 def _lse_vjp_b(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
-    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
+    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn, for_b=True)
     ct = (g if keepdims else fnp.reshape(g, kd)) * w
     if shape(ct) != full:
         ct = fnp.broadcast_to(ct, full)
@@ -250,7 +255,7 @@ def _lse_jvp_a(t, lse, a, b=None, axis=None, keepdims=False, sgn=None):
 
 
 def _lse_jvp_b(t, lse, a, b=None, axis=None, keepdims=False, sgn=None):
-    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
+    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn, for_b=True)
     return fnp.sum(t * w, axis=axes, keepdims=keepdims)
 
 
