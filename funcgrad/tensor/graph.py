@@ -838,22 +838,26 @@ def _torch_shape_error(prim: Primitive, args: list, err: ValueError) -> Exceptio
     """NumPy's ValueError for operands whose shapes do not fit, as PyTorch's RuntimeError
     (the type Tensor code catches); any other error unchanged."""
     msg = str(err)
-    shapes = [tuple(a.shape) for a in args if hasattr(a, "shape")][:2]
-    if len(shapes) == 2 and "could not be broadcast" in msg:
-        sa, sb = shapes
-        n = max(len(sa), len(sb))
-        for k in range(1, n + 1):  # from the right, as broadcasting aligns them
-            a = sa[-k] if k <= len(sa) else 1
-            b = sb[-k] if k <= len(sb) else 1
-            if a != b and a != 1 and b != 1:
-                return RuntimeError(
-                    f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
-                    f"non-singleton dimension {n - k}"
-                )
+    shapes = [tuple(a.shape) for a in args if hasattr(a, "shape")]
+    if "could not be broadcast" in msg:
+        acc: tuple = ()
+        for sb in shapes:  # fold left, as PyTorch reports it: tensor a is what came before
+            n = max(len(acc), len(sb))
+            for k in range(1, n + 1):  # from the right, as broadcasting aligns them
+                a = acc[-k] if k <= len(acc) else 1
+                b = sb[-k] if k <= len(sb) else 1
+                if a != b and a != 1 and b != 1:
+                    return RuntimeError(
+                        f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                        f"non-singleton dimension {n - k}"
+                    )
+            acc = tuple(np.broadcast_shapes(acc, sb))
         return RuntimeError(msg)
-    if len(shapes) == 2 and "mismatch in its core dimension" in msg:
-        fmt = ["x".join(map(str, sh)) for sh in shapes]
+    if len(shapes) >= 2 and "mismatch in its core dimension" in msg:
+        fmt = ["x".join(map(str, sh)) for sh in shapes[:2]]
         return RuntimeError(f"{prim.name}: mat1 and mat2 shapes cannot be multiplied ({fmt[0]} and {fmt[1]})")
+    if "input array dimensions except for the concatenation axis" in msg or "must have the same shape" in msg:
+        return RuntimeError(f"{prim.name}: sizes of tensors must match: {msg}")
     return err
 
 
