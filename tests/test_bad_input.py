@@ -295,3 +295,18 @@ def test_custom_rules_may_return_anything_for_integer_values():
 
     f.defvjp(lambda x, i: (x[i], (x, i)), lambda r, g: (fnp.where(fnp.arange(3) == r[1], g, 0.0), np.zeros((), int)))
     np.testing.assert_allclose(fg.grad(f)(X, np.int64(1)), [0.0, 1.0, 0.0])
+
+
+def test_embedding_checks_ids_on_the_fake_device():
+    import fake_backend as fb
+    from funcgrad.backend import to_numpy
+
+    fb.install()
+    emb = fg.nn.Embedding(5, 2, key=0, dtype=np.float64)
+    w = fb.to_fake(np.asarray(emb.weight))
+    emb_dev = fg.tree_util.tree_map(lambda _: w, emb)
+    out = emb_dev(fb.to_fake(np.array([4, 0])))
+    assert isinstance(out, fb.FakeArray)
+    np.testing.assert_allclose(to_numpy(out), emb.weight[[4, 0]])
+    with pytest.raises(IndexError, match="got ids from -1 to 2"):
+        emb_dev(fb.to_fake(np.array([2, -1])))
