@@ -78,6 +78,16 @@ def _expit_case(x: float):
     return _scalar_case(d1, -d1 * math.tanh(x / 2))
 
 
+def _silu_case(x: float):
+    s, s1 = _expit(x), _expit(x) * _expit(-x)
+    return _scalar_case(s + x * s1, s1 * (2 - x * math.tanh(x / 2)))
+
+
+def _bce1_case(x: float):
+    """binary cross-entropy with logits at target 1: softplus(-x)."""
+    return _scalar_case(-_expit(-x), _expit(x) * _expit(-x))
+
+
 def _w(x: float, y: float, base: float = math.e) -> float:
     """base**x / (base**x + base**y), without overflow."""
     return _expit((x - y) * math.log(base))
@@ -118,6 +128,12 @@ CASES = [
     ("special.expit", lambda x: fsp.expit(x[0]), [-1e4], _expit_case(-1e4)),
     ("special.expit", lambda x: fsp.expit(x[0]), [-30.0], _expit_case(-30.0)),
     ("nn.sigmoid", lambda x: nn.sigmoid(x[0]), [20.0], _expit_case(20.0)),
+    ("nn.silu", lambda x: nn.silu(x[0]), [-40.0], _silu_case(-40.0)),
+    ("nn.silu", lambda x: nn.silu(x[0]), [1e4], _silu_case(1e4)),
+    ("nn.silu", lambda x: nn.silu(x[0]), [-1e4], _silu_case(-1e4)),
+    ("nn.bce_with_logits", lambda x: nn.binary_cross_entropy_with_logits(x, fnp.ones_like(x)), [1e4], _bce1_case(1e4)),
+    ("nn.bce_with_logits", lambda x: nn.binary_cross_entropy_with_logits(x, fnp.ones_like(x)), [-1e4], _bce1_case(-1e4)),
+    ("nn.bce_with_logits", lambda x: nn.binary_cross_entropy_with_logits(x, fnp.ones_like(x)), [40.0], _bce1_case(40.0)),
     ("logaddexp", lambda v: fnp.logaddexp(v[0], v[1]), [1e17, 1e17], _pair_case(0.5)),
     ("logaddexp", lambda v: fnp.logaddexp(v[0], v[1]), [1e4, -1e4], _pair_case(1.0)),
     ("logaddexp", lambda v: fnp.logaddexp(v[0], v[1]), [1e4, 1e4 + 3], _pair_case(_w(0, 3))),
