@@ -255,8 +255,10 @@ def test_error_unsupported_numpy_function_names_it():
 
 
 def test_error_float_of_traced_value():
-    with pytest.raises(ValueError, match="drop its derivative"):
+    with pytest.raises(TypeError, match="drop its derivative"):
         fg.grad(lambda x: float(x) * x)(1.0)
+    with pytest.raises(TypeError, match="complex.*drop its derivative"):
+        fg.grad(lambda x: complex(x).real * x)(1.0)
 
 
 def test_plain_numpy_ufuncs_dispatch_on_traced_values():

@@ -40,6 +40,7 @@ __all__ = [
 
 _levels = itertools.count(1)
 _local = threading.local()
+_get_ident = threading.get_ident
 
 
 def current_traces() -> list["Trace"]:
@@ -61,15 +62,19 @@ class Trace:
     innermost in this thread), leaving closes it for good.
     """
 
-    __slots__ = ("level", "name", "active")
+    __slots__ = ("level", "name", "active", "thread")
 
     def __init__(self, name: str, level: int | None = None) -> None:
         self.level = next(_levels) if level is None else level
         self.name = name
         self.active = False
+        # The thread that opened the trace (None: usable from any thread, as the
+        # always-open tensor and constant traces). Its values belong to that thread.
+        self.thread: int | None = None
 
     def __enter__(self) -> "Trace":
         self.active = True
+        self.thread = _get_ident()
         current_traces().append(self)
         return self
 
@@ -92,6 +97,14 @@ class Trace:
             f"{self.name} returned. Traced values must not escape the function being "
             f"transformed: return them as outputs (or has_aux=True auxiliary data) instead "
             f"of storing them in globals, closures or object attributes."
+        )
+
+    def foreign_thread(self) -> LeakedTraceError:
+        return LeakedTraceError(
+            f"a value traced by {self.name} (trace level {self.level}) was used from another "
+            f"thread while {self.name} is still running in the thread that created it. Traced "
+            f"values belong to their transform's thread: pass plain arrays to other threads "
+            f"and let each thread run its own transform"
         )
 
     def __repr__(self) -> str:
@@ -249,6 +262,8 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
             return raw(*args, **kwargs)
         if not top.active:
             raise top.leaked()
+        if top.thread is not None and top.thread != _get_ident():
+            raise top.foreign_thread()
         if prim.check_kwargs is not None and (kwargs or len(args) > prim.max_args):
             prim.check_kwargs(args, kwargs)
         return top.process(prim, list(args), kwargs, argnums)

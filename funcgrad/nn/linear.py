@@ -21,6 +21,8 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..backend import namespace_of
+from ..core import unbox_all
 from . import init as _init
 from .dropout import dropout as _dropout
 from .functional import relu
@@ -151,12 +153,18 @@ class Embedding(Module):
         self.weight = weight_init(_init.rng(key), shape, dtype) if weight_init else _init.normal(key, shape, dtype)
 
     def __call__(self, ids: Any) -> Any:
+        if isinstance(ids, (int, np.integer, list, tuple)):
+            ids = np.asarray(ids)
         kind = fnp.result_type(ids).kind
         if kind not in "iu":
             raise TypeError(f"Embedding: ids must be integers, got dtype {fnp.result_type(ids)}")
-        if isinstance(ids, np.ndarray) and ids.size and (ids.min() < 0 or ids.max() >= self.num_embeddings):
+        # Checked on every backend (and for all examples under vmap): a negative id
+        # would silently pick a row from the end, as NumPy indexing does.
+        raw = unbox_all(ids)
+        xp = namespace_of(raw)
+        if raw.size and bool(xp.any((raw < 0) | (raw >= self.num_embeddings))):
             raise IndexError(
                 f"Embedding({self.num_embeddings}, {self.embedding_dim}): ids must lie in "
-                f"[0, {self.num_embeddings}), got ids from {ids.min()} to {ids.max()}"
+                f"[0, {self.num_embeddings}), got ids from {int(raw.min())} to {int(raw.max())}"
             )
         return fnp.take(self.weight, ids, axis=0)

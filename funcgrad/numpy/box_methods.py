@@ -26,8 +26,10 @@ def _value(x: Any) -> Any:
     return x
 
 
-class ConversionError(ValueError):
-    """A traced value was converted to a Python number, which would drop its derivative."""
+class ConversionError(TypeError):
+    """A traced value was converted to a Python number, which would drop its derivative.
+
+    A TypeError, as JAX's ConcretizationTypeError."""
 
 
 def _owner_refcount(out: Any) -> int:
@@ -146,8 +148,6 @@ class ArrayMethods:
         return int(_concrete(self, "int()"))
 
     def __float__(self):
-        # A ValueError, not a TypeError: NumPy swallows TypeErrors from float() when a
-        # box is written into a plain array (c[0] = x) and reports a confusing error instead.
         raise ConversionError(
             "float() of a traced value would drop its derivative. Keep it an array "
             "(e.g. x.sum() or x[0]), or use fg.stop_gradient(x) first if no derivative is wanted. "

@@ -218,10 +218,10 @@ _deriv(reciprocal, "-(ans * ans)")
 # power(x, y) = x ** y.
 #   d/dx = y * x ** (y - 1): finite for negative x with integer-valued y (no
 #          division by x, no log), and 0 where y == 0 (also at x == 0).
-#   d/dy = x ** y * log(x), with log(x) replaced by log|x| for real results (the
-#          real part of the principal log: exact for x > 0, and the derivative of
-#          the real part of the principal (-a) ** y at integer y), and by 0 where
-#          x == 0. No nan reaches the gradient from a zero or negative base.
+#   d/dy = x ** y * log(x): nan for a negative base with a real result (x ** y is
+#          only defined there at integer y, so it has no derivative in y; JAX and
+#          PyTorch give nan too), and 0 where x == 0 (0 ** y is constant for y > 0;
+#          JAX's and PyTorch's convention). Complex results use the principal log.
 
 _ZERO, _ONE = object(), object()  # markers: d(x ** y)/dx is identically 0 or 1 (Python y)
 
@@ -248,11 +248,11 @@ def _log_base(x: Any, ans: Any) -> Any:
             return 0.0
         if is_complex(ans):
             return cmath.log(x)
-        return math.log(math.fabs(x))
+        return math.log(x) if x > 0 else math.nan
     xs = _safe(x)
     if is_complex(ans):
         return fnp.log(xs if is_complex(xs) else xs + 0j)
-    return fnp.log(fnp.abs(xs))
+    return fnp.where(xs < 0, math.nan, fnp.log(fnp.abs(xs)))  # no log of a negative: no warning
 
 
 def _power_rules(fn: Callable, pow_fn: Callable, cast: bool) -> None:
@@ -357,35 +357,42 @@ square = _unary("square")
 _deriv(square, "2 * x")
 
 
-# logaddexp(x, y) = log(exp(x) + exp(y)); d/dx = exp(x - ans). Where x equals the
-# result (x = +inf, or y = -inf) the weight is 1, or 1/2 if y equals it too (both
-# +inf or both -inf: a tie); x - ans is never formed there, so inf - inf cannot
-# make a nan or a warning.
+# logaddexp(x, y) = log(exp(x) + exp(y)); d/dx = exp(x) / (exp(x) + exp(y)) = expit(x - y)
+# (logaddexp2: expit((x - y) ln 2)). From x - y rather than exp(x - ans): ans is rounded
+# (1e17 + log 2 == 1e17), which would make the weights [1, 1], not [1/2, 1/2], and lose
+# precision in float32. Each branch of the where is analytic, so derivatives of every
+# order are right; both +inf (or both -inf) is a tie (weight 1/2), never inf - inf.
 
-def _logaddexp_weight(x, y, ans, log_half, exp_fn):
-    at_x = x == ans
-    d = fnp.where(at_x, 0, x) - fnp.where(at_x, 0, ans)
-    return exp_fn(fnp.where(fnp.logical_and(at_x, y == ans), log_half, d))
+def _logaddexp_weight(x, y, ans, scale):
+    tie = fnp.logical_and(x == y, fnp.isinf(x))
+    d = fnp.where(tie, 0, x) - fnp.where(tie, 0, y)
+    if fnp.result_type(d) != fnp.result_type(ans):  # a Python scalar side: keep float32
+        d = fnp.astype(d, fnp.result_type(ans))
+    if scale != 1:
+        d = d * scale
+    pos = d >= 0
+    e = fnp.exp(-fnp.where(pos, d, -d))  # exp(-|d|) <= 1: no overflow
+    return fnp.where(pos, 1 / (1 + e), e / (1 + e))
 
 
-def _logaddexp_rules(fn: Callable, log_half: float, exp_fn: Callable) -> None:
+def _logaddexp_rules(fn: Callable, scale: float) -> None:
     defvjp(
         fn,
-        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(x, y, ans, log_half, exp_fn), x),
-        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(y, x, ans, log_half, exp_fn), y),
+        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(x, y, ans, scale), x),
+        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(y, x, ans, scale), y),
     )
     defjvp(
         fn,
-        lambda t, ans, x, y: t * _logaddexp_weight(x, y, ans, log_half, exp_fn),
-        lambda t, ans, x, y: t * _logaddexp_weight(y, x, ans, log_half, exp_fn),
+        lambda t, ans, x, y: t * _logaddexp_weight(x, y, ans, scale),
+        lambda t, ans, x, y: t * _logaddexp_weight(y, x, ans, scale),
     )
 
 
 logaddexp = _binary("logaddexp")
-_logaddexp_rules(logaddexp, -_LN2, exp)
+_logaddexp_rules(logaddexp, 1.0)
 
 logaddexp2 = _binary("logaddexp2")
-_logaddexp_rules(logaddexp2, -1.0, exp2)
+_logaddexp_rules(logaddexp2, _LN2)
 
 
 # --- trigonometric and hyperbolic -------------------------------------------

@@ -210,16 +210,25 @@ _logsumexp = primitive(_logsumexp_raw, "logsumexp")
 _logsumexp_signed = primitive(_logsumexp_signed_raw, "logsumexp_signed", multiple_results=True)
 
 
-def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any = None):
-    """d lse / d(b * exp(a)) scaled back: exp(a - lse) (times the sign), keepdims-shaped."""
+def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any = None, for_b: bool = False):
+    """d lse / d(b * exp(a)): exp(a - c) / sum(b * exp(a - c)) for the shift c = lse.
+
+    Normalized rather than exp(a - lse) alone: lse is rounded (1e17 + log 2 == 1e17
+    in float64), and exp(a - lse) would inherit that error (weights [1, 1] instead of
+    [0.5, 0.5]); the quotient does not depend on the shift. The signed sum also
+    carries the sign of a return_sign=True result, so ``sgn`` is not needed. Terms with
+    zero weight are left out of the sum, as in the forward; ``for_b`` keeps their
+    exp(a - c) (d lse / d b_i, inf where a_i = inf), which the rule for ``a`` multiplies by 0."""
     full = shape(a) if b is None else np.broadcast_shapes(shape(a), shape(b))
     axes = _reduced_axes(len(full), axis)
     kd = _keepdims_shape(full, axes)
     if not keepdims:
         lse = fnp.reshape(lse, kd)
-    w = fnp.exp(a - lse)
-    if sgn is not None:
-        w = w * (sgn if keepdims else fnp.reshape(sgn, kd))
+    e = fnp.exp(a - fnp.where(fnp.isfinite(lse), lse, 0))
+    if b is None:
+        return e / fnp.sum(e, axis=axes, keepdims=True), full, axes, kd
+    kept = fnp.where(b != 0, e, 0)
+    w = (e if for_b else kept) / fnp.sum(kept * b, axis=axes, keepdims=True)
     return w, full, axes, kd
 
 
@@ -232,7 +241,7 @@ def _lse_vjp_a(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
 
 
 def _lse_vjp_b(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
-    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
+    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn, for_b=True)
     ct = (g if keepdims else fnp.reshape(g, kd)) * w
     if shape(ct) != full:
         ct = fnp.broadcast_to(ct, full)
@@ -246,7 +255,7 @@ def _lse_jvp_a(t, lse, a, b=None, axis=None, keepdims=False, sgn=None):
 
 
 def _lse_jvp_b(t, lse, a, b=None, axis=None, keepdims=False, sgn=None):
-    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
+    w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn, for_b=True)
     return fnp.sum(t * w, axis=axes, keepdims=keepdims)
 
 
@@ -395,6 +404,11 @@ def _expit_np(xp: Any, x: Any) -> Any:
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
+def _expit_grad_np(xp: Any, g: Any, x: Any) -> Any:
+    e = xp.exp(-xp.abs(x))
+    return g * e / ((1 + e) * (1 + e))
+
+
 def _log_expit_np(xp: Any, x: Any) -> Any:
     return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
 
@@ -403,9 +417,12 @@ _expit_kernel = fused("funcgrad_expit", "T x", "T out",
                       "T e = exp(-fabs(x)); out = x >= 0 ? 1 / (1 + e) : e / (1 + e)", _expit_np)
 _log_expit_kernel = fused("funcgrad_log_expit", "T x", "T out",
                           "out = (x < 0 ? x : (T)0) - log1p(exp(-fabs(x)))", _log_expit_np)
-# g * s * (1 - s): the derivative of expit, given s = expit(x)
-_expit_grad_kernel = fused("funcgrad_expit_grad", "T g, T s", "T out", "out = g * s * (1 - s)",
-                           lambda xp, g, s: g * s * (1 - s))
+# g * s * (1 - s) for s = expit(x), as g e / (1 + e)^2 with e = exp(-|x|): the derivative
+# of expit. From x rather than s, so the tails keep their precision (1 - s rounds to 0
+# for x > 37 in float64, where s (1 - s) is still 1e-17).
+_expit_grad_kernel = fused("funcgrad_expit_grad", "T g, T x", "T out",
+                           "T e = exp(-fabs(x)); out = g * e / ((1 + e) * (1 + e))",
+                           lambda xp, g, x: _expit_grad_np(xp, g, x))
 # g * expit(-x): the derivative of log_expit (softplus(x) = -log_expit(-x))
 _log_expit_grad_kernel = fused(
     "funcgrad_log_expit_grad", "T g, T x", "T out",
@@ -429,8 +446,8 @@ def _log_expit_raw(x: Any) -> Any:
     return _log_expit_kernel(_as_float(xp, x))
 
 
-def _expit_grad_raw(g: Any, s: Any) -> Any:
-    return _expit_grad_kernel(*_same_float(g, s))
+def _expit_grad_raw(g: Any, x: Any) -> Any:
+    return _expit_grad_kernel(*_same_float(g, x))
 
 
 def _log_expit_grad_raw(g: Any, x: Any) -> Any:
@@ -443,23 +460,24 @@ def _same_float(a: Any, b: Any) -> tuple[Any, Any]:
     return (a if hasattr(a, "shape") else xp.asarray(a)), (b if hasattr(b, "shape") else xp.asarray(b))
 
 
-# _expit_grad(g, s) = g s (1 - s) and _log_expit_grad(g, x) = g expit(-x): the rules of
+# _expit_grad(g, x) = g expit(x) expit(-x) and _log_expit_grad(g, x) = g expit(-x): the rules of
 # expit and log_expit, as primitives of their own (one kernel each on CuPy) whose rules
 # are written in differentiable operations, so higher derivatives still work.
 _expit_grad = primitive(_expit_grad_raw, "expit_grad")
+# d/dx expit'(x) = expit'(x) (1 - 2 expit(x)) = -expit'(x) tanh(x / 2)
 defvjp(_expit_grad,
-       lambda c, ans, g, s: unbroadcast(_expit_grad(c, s), g),
-       lambda c, ans, g, s: unbroadcast(c * g * (1 - 2 * s), s))
+       lambda c, ans, g, x: unbroadcast(_expit_grad(c, x), g),
+       lambda c, ans, g, x: unbroadcast(-_expit_grad(c * g, x) * fnp.tanh(x / 2), x))
 defjvp(_expit_grad,
-       lambda t, ans, g, s: _expit_grad(t, s),
-       lambda t, ans, g, s: t * g * (1 - 2 * s))
+       lambda t, ans, g, x: _expit_grad(t, x),
+       lambda t, ans, g, x: -_expit_grad(t * g, x) * fnp.tanh(x / 2))
 _log_expit_grad = primitive(_log_expit_grad_raw, "log_expit_grad")
 defvjp(_log_expit_grad,
        lambda c, ans, g, x: unbroadcast(_log_expit_grad(c, x), g),
-       lambda c, ans, g, x: unbroadcast(-_expit_grad(c * g, expit(-x)), x))
+       lambda c, ans, g, x: unbroadcast(-_expit_grad(c * g, x), x))
 defjvp(_log_expit_grad,
        lambda t, ans, g, x: _log_expit_grad(t, x),
-       lambda t, ans, g, x: -_expit_grad(t * g, expit(-x)))
+       lambda t, ans, g, x: -_expit_grad(t * g, x))
 
 
 expit = primitive(_expit_raw, "expit")
@@ -472,8 +490,8 @@ expit.__doc__ = """The logistic sigmoid 1 / (1 + exp(-x)). Differentiable ``scip
 
         expit(fnp.array([-1000.0, 0.0, 1000.0]))   # [0, 0.5, 1]
     """
-defvjp(expit, lambda g, ans, x: _expit_grad(g, ans))
-defjvp(expit, lambda t, ans, x: _expit_grad(t, ans))
+defvjp(expit, lambda g, ans, x: _expit_grad(g, x))
+defjvp(expit, lambda t, ans, x: _expit_grad(t, x))
 
 logit = primitive(_logit_raw, "logit")
 logit.__doc__ = """log(p / (1 - p)), the inverse of expit. Differentiable ``scipy.special.logit``.

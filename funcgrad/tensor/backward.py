@@ -112,6 +112,16 @@ def _run_hooks(hooks: dict | None, g: Any, create_graph: bool) -> Any:
                     f"hook '{getattr(fn, '__name__', 'hook')}' has changed the size of value: expected "
                     f"{list(t.shape)} but got {list(r.shape)}"
                 )
+            if r.dtype != t.dtype:
+                raise RuntimeError(
+                    f"hook '{getattr(fn, '__name__', 'hook')}' has changed the type of value (was "
+                    f"{t.type()} got {r.type()})"
+                )
+            if r.device != t.device:
+                raise RuntimeError(
+                    f"hook '{getattr(fn, '__name__', 'hook')}' has changed the device of value (was "
+                    f"{t.device} got {r.device})"
+                )
             t = r
     return _from_user(t, create_graph)
 

@@ -834,6 +834,33 @@ def _ns(v: Any) -> Any:
     return np if type(v) is np.ndarray else namespace_of(v)
 
 
+def _torch_shape_error(prim: Primitive, args: list, err: ValueError) -> Exception:
+    """NumPy's ValueError for operands whose shapes do not fit, as PyTorch's RuntimeError
+    (the type Tensor code catches); any other error unchanged."""
+    msg = str(err)
+    shapes = [tuple(a.shape) for a in args if hasattr(a, "shape")]
+    if "could not be broadcast" in msg:
+        acc: tuple = ()
+        for sb in shapes:  # fold left, as PyTorch reports it: tensor a is what came before
+            n = max(len(acc), len(sb))
+            for k in range(1, n + 1):  # from the right, as broadcasting aligns them
+                a = acc[-k] if k <= len(acc) else 1
+                b = sb[-k] if k <= len(sb) else 1
+                if a != b and a != 1 and b != 1:
+                    return RuntimeError(
+                        f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                        f"non-singleton dimension {n - k}"
+                    )
+            acc = tuple(np.broadcast_shapes(acc, sb))
+        return RuntimeError(msg)
+    if len(shapes) >= 2 and "mismatch in its core dimension" in msg:
+        fmt = ["x".join(map(str, sh)) for sh in shapes[:2]]
+        return RuntimeError(f"{prim.name}: mat1 and mat2 shapes cannot be multiplied ({fmt[0]} and {fmt[1]})")
+    if "input array dimensions except for the concatenation axis" in msg or "must have the same shape" in msg:
+        return RuntimeError(f"{prim.name}: sizes of tensors must match: {msg}")
+    return err
+
+
 def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
     """Run ``prim`` on the raw values of ``args`` and record it if some input requires grad."""
     boxes = [args[i] for i in argnums]
@@ -856,17 +883,20 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
     st = _mode
     if req and not (st.enabled and prim.differentiable):
         req = False
-    if profiling.active:
-        from .profiler import timed_call
+    try:
+        if profiling.active:
+            from .profiler import timed_call
 
-        ans = timed_call(prim, args, kwargs)
-    else:
-        for a in args:
-            if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
-                ans = prim.call(*args, **kwargs)
-                break
+            ans = timed_call(prim, args, kwargs)
         else:
-            ans = prim.raw(*args, **kwargs)
+            for a in args:
+                if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
+                    ans = prim.call(*args, **kwargs)
+                    break
+            else:
+                ans = prim.raw(*args, **kwargs)
+    except ValueError as err:
+        raise _torch_shape_error(prim, args, err) from None
     inference = st.inference
     if req and inference_in:
         raise RuntimeError(_INFERENCE_SAVED)

@@ -41,6 +41,12 @@ class Optimizer:
         self.defaults = dict(defaults)
         self.state: dict = {}
         self.param_groups: list[dict] = []
+        if isinstance(params, Tensor) or not hasattr(params, "__iter__"):
+            what = f"a Tensor of shape {tuple(params.shape)}" if isinstance(params, Tensor) else type(params).__name__
+            raise TypeError(
+                f"params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                f"but got {what}; pass model.parameters() or [tensor]"
+            )
         params = list(params)
         if not params:
             raise ValueError("optimizer got an empty parameter list")
@@ -188,11 +194,12 @@ class SGD(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False) -> None:
-        if lr < 0.0:
+        # ``not 0 <= v`` (not ``v < 0``) also refuses nan
+        if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
+        if not 0.0 <= momentum:
             raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
+        if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
@@ -211,7 +218,7 @@ class Adam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False) -> None:
-        if lr < 0.0:
+        if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
@@ -219,6 +226,8 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
         if not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if amsgrad:
             raise NotImplementedError("Adam(amsgrad=True) is not supported by funcgrad.tensor")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,

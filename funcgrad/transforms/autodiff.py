@@ -56,6 +56,12 @@ def _fname(fun: Callable[..., Any]) -> str:
 
 def _check_differentiable(leaves: list[Any], paths: list[str], transform: str, holomorphic: bool = False) -> None:
     for leaf, path in zip(leaves, paths):
+        raw = _raw(leaf)
+        if getattr(raw, "dtype", None) is None and not isinstance(raw, (int, float, complex, np.generic)):
+            raise TypeError(
+                f"{transform}: input {path} is a {type(raw).__name__} ({raw!r:.60}); expected a "
+                f"floating-point array or scalar (or a pytree of them)"
+            )
         kind = _dtype(leaf).kind
         if kind not in "fc":
             raise TypeError(
@@ -70,19 +76,53 @@ def _check_differentiable(leaves: list[Any], paths: list[str], transform: str, h
             )
 
 
+def _argnums_tuple(argnums: Any, transform: str) -> tuple[int, ...]:
+    """``argnums`` as a tuple of ints, refusing other types and duplicates."""
+    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool):
+        return (int(argnums),)
+    if not isinstance(argnums, (tuple, list)):
+        raise TypeError(
+            f"{transform}: argnums must be an int or a tuple of ints, got "
+            f"{type(argnums).__name__} {argnums!r}"
+        )
+    for n in argnums:
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise TypeError(
+                f"{transform}: argnums must be an int or a tuple of ints, but argnums={argnums!r} "
+                f"holds {type(n).__name__} {n!r}"
+            )
+    return tuple(int(n) for n in argnums)
+
+
 def _normalize_argnums(argnums: int | Sequence[int], nargs: int, transform: str, fun: Callable[..., Any]) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    nums = _argnums_tuple(argnums, transform)
     if not nums:
         raise ValueError(f"{transform}: argnums must name at least one argument, got {argnums!r}")
     for n in nums:
-        if not isinstance(n, (int, np.integer)):
-            raise TypeError(f"{transform}: argnums must be ints, got {n!r}")
         if not -nargs <= n < nargs:
             raise ValueError(
                 f"{transform}: argnums={argnums!r} is out of range: {_fname(fun)} was called with "
                 f"{nargs} positional argument{'s' if nargs != 1 else ''}"
             )
-    return tuple(n % nargs for n in nums)
+    nums = tuple(n % nargs for n in nums)
+    if len(set(nums)) != len(nums):
+        # the same argument twice would get its gradient in one place and zeros in the other
+        raise ValueError(
+            f"{transform}: argnums={argnums!r} names the same argument more than once; "
+            f"each argument may be differentiated only once"
+        )
+    return nums
+
+
+def _np_scalar(x: Any) -> Any:
+    """A Python float or complex input as NumPy's scalar, so that derivative rules meet
+    NumPy's arithmetic (``1 / 0.0`` is inf there, a ZeroDivisionError in Python)."""
+    t = type(x)
+    if t is float:
+        return np.float64(x)
+    if t is complex:
+        return np.complex128(x)
+    return x
 
 
 def _leaf_paths(tree: Any, prefix: str) -> tuple[list[Any], Any, list[str]]:
@@ -196,11 +236,12 @@ def _dyn_args(
     fun: Callable[..., Any], args: tuple[Any, ...], argnums: tuple[int, ...], transform: str, holomorphic: bool = False
 ) -> tuple[list[Any], Callable[[list[Any]], list[Any]], Callable[[dict[str, Any]], Callable[[list[Any]], Any]]]:
     """Flatten the differentiated arguments; return leaves and a rebuild function."""
-    leaves, treedefs, counts = [], [], []
+    leaves: list[Any] = []
+    treedefs, counts = [], []
     for n in argnums:
         lv, td, paths = _leaf_paths(args[n], f"argument {n}")
         _check_differentiable(lv, paths, transform, holomorphic)
-        leaves.extend(lv)
+        leaves.extend(_np_scalar(x) for x in lv)
         treedefs.append(td)
         counts.append(len(lv))
 
@@ -277,6 +318,15 @@ def _check_cotangent(ct: Any, out_def: Any, values: list[Any]) -> list[Any]:
                 f"vjp: cotangent leaf {i} has shape {_shape(c)} but the output it belongs to has "
                 f"shape {_shape(v)}"
             )
+        have, want = _dtype(c).kind, _dtype(v).kind
+        if have not in "fc" or (have == "c" and want != "c"):
+            # an integer cotangent is no tangent-space value; a complex one for a real
+            # output would lose its imaginary part
+            raise TypeError(
+                f"vjp: cotangent leaf {i} has dtype {_dtype(c)} but the output it belongs to has "
+                f"dtype {_dtype(v)}; give a cotangent of the output's dtype (a floating-point "
+                f"cotangent for a real output, a complex one only for a complex output)"
+            )
     return ct_leaves
 
 
@@ -291,6 +341,7 @@ def value_and_grad(
 
         loss, g = fg.value_and_grad(lambda w: fnp.sum(w ** 2))(fnp.ones(3))
     """
+    _argnums_tuple(argnums, "grad")  # refuse a bad argnums now, not at the first call
 
     @functools.wraps(fun)
     def value_and_grad_f(*args: P.args, **kwargs: P.kwargs) -> tuple[Any, Any]:
@@ -317,7 +368,7 @@ def value_and_grad(
                 f"{_dtype(value)}"
             )
         grads = split(tape.pullback([_ones_like(value)], release=True))
-        g = grads[0] if isinstance(argnums, int) else tuple(grads)
+        g = grads[0] if isinstance(argnums, (int, np.integer)) else tuple(grads)
         return ((value, aux), g) if has_aux else (value, g)
 
     return value_and_grad_f
@@ -371,6 +422,7 @@ def _check_tangents(
             f"{transform}: the tangents' structure {t_def} does not match the primals' structure {p_def}"
         )
     _check_differentiable(p_leaves, paths, transform)
+    p_leaves = [_np_scalar(p) for p in p_leaves]
     fixed = []
     for p, t, path in zip(p_leaves, t_leaves, paths):
         if _shape(p) != _shape(t):
@@ -552,6 +604,8 @@ def jacrev(
     """
     from .batching import vmap
 
+    _argnums_tuple(argnums, "jacrev")
+
     @functools.wraps(fun)
     def jacfun(*args: P.args, **kwargs: P.kwargs) -> Any:
         from .. import numpy as fnp
@@ -597,7 +651,7 @@ def _empty_jac(out: Any, x: Any) -> Any:
 
 
 def _arrange_inputs(parts: list[Any], argnums: int | Sequence[int]) -> Any:
-    return parts[0] if isinstance(argnums, int) else tuple(parts)
+    return parts[0] if isinstance(argnums, (int, np.integer)) else tuple(parts)
 
 
 def _check_real_for_jacobian(leaves: list[Any], holomorphic: bool, name: str) -> None:
@@ -630,6 +684,8 @@ def jacfwd(
         fg.jacfwd(lambda x: fnp.sin(x) * x)(fnp.arange(3.0))
     """
     from .batching import vmap
+
+    _argnums_tuple(argnums, "jacfwd")
 
     @functools.wraps(fun)
     def jacfun(*args: P.args, **kwargs: P.kwargs) -> Any:

@@ -135,6 +135,15 @@ def _place_outputs(out: Any, trace: BatchTrace, size: int, out_axes: Any) -> Any
             value = fnp.broadcast_to(fnp.asarray(leaf), (size,) + _shape(leaf))
             d = 0
         nd = len(_shape(value))
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise TypeError(f"vmap: out_axes{path} must be an int or None, got {axis!r}")
+        if not -nd <= axis < nd:
+            # the batched output has one more axis than each example's: -nd <= axis < nd
+            raise ValueError(
+                f"vmap: out_axes{path}={axis} is out of range for an output of shape "
+                f"{_shape(leaf)} per example (batched shape {_shape(value)}); it must be in "
+                f"[{-nd}, {nd - 1}]"
+            )
         target = axis % nd
         placed.append(value if target == d else fnp.moveaxis(value, d, target))
     return tree_util.tree_unflatten(treedef, placed)

@@ -124,6 +124,41 @@ def _check_out_structure(kind: str, name: str, got: Any, want: Any) -> None:
         )
 
 
+def _check_leaf_types(rule: str, kind: str, got: Sequence[Any], like: Sequence[Any], where: Sequence[str]) -> None:
+    """Each returned tangent/cotangent must have the shape of the value it belongs to,
+    and a floating-point dtype (complex only where that value is complex)."""
+    for leaf, ref, at in zip(got, like, where):
+        if leaf is None:
+            continue
+        if _shape(leaf) != _shape(ref):
+            raise ValueError(
+                f"{rule} returned a {kind} of shape {_shape(leaf)} for {at}, which has shape "
+                f"{_shape(ref)}; the shapes must match"
+            )
+        have, want = _kind(leaf), _kind(ref)
+        if want not in "fc":
+            continue  # an integer or boolean value has no derivative: whatever is returned is unused
+        if have not in "fc" or (have == "c" and want != "c"):
+            raise TypeError(
+                f"{rule} returned a {kind} of dtype {_dtype_name(leaf)} for {at}, which has dtype "
+                f"{_dtype_name(ref)}; expected a floating-point {kind} (complex only for a complex value)"
+            )
+
+
+def _dtype_name(x: Any) -> Any:
+    import numpy as np
+
+    while isinstance(x, Box):
+        x = x._value
+    d = getattr(x, "dtype", None)
+    return np.dtype(d) if d is not None else np.result_type(x)
+
+
+def _kind(x: Any) -> str:
+    kind: str = _dtype_name(x).kind
+    return kind
+
+
 # --------------------------------------------------------------------------
 
 class custom_jvp(Generic[R]):
@@ -179,26 +214,35 @@ class custom_jvp(Generic[R]):
         spec.check_closure(out_leaves)
         return tuple(out_leaves)
 
-    def _tangent_out(self, leaves: Sequence[Any], tangents: Sequence[Any], spec: _Spec) -> tuple[Any, ...]:
+    def _tangent_out(self, leaves: Sequence[Any], tangents: Sequence[Any], spec: _Spec, ans: Sequence[Any]) -> tuple[Any, ...]:
         primals = spec.dyn(leaves)
         t_full = spec.dyn(_fill(tangents, leaves))
         static = [spec.static[i] for i in sorted(spec.static)]
         rule = self.jvp_rule
         assert rule is not None  # checked by __call__
-        _, t_out = rule(*static, primals, t_full)
-        t_leaves, t_def = tree_util.tree_flatten(t_out)
+        result = rule(*static, primals, t_full)
+        what = f"the JVP rule of custom_jvp function {self.__name__}"
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise TypeError(
+                f"{what} must return a pair (primal_out, tangent_out), but returned "
+                f"{type(result).__name__}" + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
+            )
+        t_leaves, t_def = tree_util.tree_flatten(result[1])
         _check_out_structure("the custom JVP", self.__name__, t_def, spec.out_def)
+        paths = [f"output{tree_util.keystr(p)}" for p, _ in tree_util.tree_flatten_with_path(
+            tree_util.tree_unflatten(spec.out_def, list(ans)))[0]]
+        _check_leaf_types(what, "tangent", t_leaves, ans, paths)
         return tuple(t_leaves)
 
     def _jvp_all(self, tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _Spec) -> tuple[Any, ...]:
-        return self._tangent_out(leaves, tangents, spec)
+        return self._tangent_out(leaves, tangents, spec, ans)
 
     def _vjp_all(self, g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _Spec) -> list[Any]:
         # The tangent map is linear: its VJP is the transpose the rule implies.
         zero_t = [_zeros_like(x) for x in leaves]
 
         def tangent_map(*ts: Any) -> tuple[Any, ...]:
-            return self._tangent_out(leaves, ts, spec)
+            return self._tangent_out(leaves, ts, spec, ans)
 
         return _partial_vjp(tangent_map, zero_t, argnums, _fill(g, ans))
 
@@ -303,6 +347,10 @@ class custom_vjp(Generic[R]):
                     f"the bwd rule of custom_vjp function {self.__name__} returned a cotangent for "
                     f"argument {k} with structure {c_def}, but the argument has structure {a_def}"
                 )
+            _check_leaf_types(
+                f"the bwd rule of custom_vjp function {self.__name__}", "cotangent", c_leaves, a_leaves,
+                [f"argument {k}{tree_util.keystr(p)}" for p, _ in tree_util.tree_flatten_with_path(a)[0]],
+            )
             ct_leaves.extend(c_leaves)
         result = [ct_leaves[i] for i in argnums]
         if any(gk is not None for gk in g[n:]):

@@ -204,3 +204,23 @@ def test_state_dicts_and_checkpoints_across_devices(tmp_path):
         m2(ft.randn(5, 4, device="cuda")).sum().backward()
         opt2.step()
     assert all(p.is_cuda for p in m2.parameters())
+
+
+def test_clip_grad_norm_on_the_device_needs_no_host_sync():
+    a = ft.ones(2, requires_grad=True, device="cuda")
+    a.grad = ft.tensor([3.0, 4.0]).cuda()
+    with fb.no_host_sync():
+        total = ft.nn.utils.clip_grad_norm_([a], 1.0, norm_type="inf")
+    assert isinstance(total._value, fb.FakeArray) and isinstance(a.grad._value, fb.FakeArray)
+    np.testing.assert_allclose(total.cpu().numpy(), 4.0)
+    np.testing.assert_allclose(a.grad.cpu().numpy(), [0.75, 1.0], rtol=1e-6)
+    a.grad = ft.tensor([np.nan, 1.0]).cuda()
+    with pytest.raises(RuntimeError, match="non-finite"):  # checking needs the host: a sync, as in PyTorch
+        ft.nn.utils.clip_grad_norm_([a], 1.0, error_if_nonfinite=True)
+
+
+def test_embedding_on_the_device_refuses_out_of_range_indices():
+    emb = ft.nn.Embedding(4, 2).cuda()
+    assert emb(ft.tensor([0, 3]).cuda()).shape == (2, 2)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        emb(ft.tensor([1, -1]).cuda())

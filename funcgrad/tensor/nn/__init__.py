@@ -625,7 +625,15 @@ class Embedding(Module):
         self.weight = Parameter(Tensor._make(w.astype(_dt.get_default_dtype().np)))
 
     def forward(self, idx: Tensor) -> Tensor:
-        return self.weight[_as_tensor(idx)]
+        idx = _as_tensor(idx)
+        v = idx._value
+        # a negative index would silently pick a row from the end (NumPy indexing)
+        if v.size and bool(namespace_of(v).any((v < 0) | (v >= self.num_embeddings))):
+            raise IndexError(
+                f"index out of range in self: Embedding({self.num_embeddings}, {self.embedding_dim}) "
+                f"takes indices in [0, {self.num_embeddings}), got {int(v.min())} to {int(v.max())}"
+            )
+        return self.weight[idx]
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}"
@@ -857,21 +865,58 @@ class BCEWithLogitsLoss(_Loss):
         return _Functional.binary_cross_entropy_with_logits(input, target, self.reduction, self.pos_weight)
 
 
+def _vector_norm(xp: Any, g: Any, p: float) -> Any:
+    """The ``p``-norm of all elements of ``g`` (inf, -inf and 0 as torch.linalg.vector_norm)."""
+    a = xp.abs(g.reshape(-1))
+    if p == math.inf:
+        return xp.max(a) if a.size else xp.zeros((), a.dtype)
+    if p == -math.inf:
+        return xp.min(a) if a.size else xp.full((), math.inf, a.dtype)
+    if p == 0:
+        return xp.sum(a != 0).astype(a.dtype)
+    if p == 1:
+        return xp.sum(a)
+    if p == 2:
+        return xp.sqrt(xp.sum(a * a))
+    return xp.sum(a ** p) ** (1.0 / p)
+
+
 class utils:  # noqa: N801
     """``ft.nn.utils``: ``clip_grad_norm_`` and ``parameters_to_vector``."""
 
     @staticmethod
-    def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0) -> Tensor:
+    def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float | str = 2.0,
+                        error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+        """Scale the gradients in place so that their joint ``norm_type``-norm is at most
+        ``max_norm``; return that norm (before clipping). As ``torch.nn.utils.clip_grad_norm_``:
+        ``norm_type`` may be ``inf``/``'inf'``, the coefficient is ``max_norm / (norm + 1e-6)``
+        clamped to 1, and ``error_if_nonfinite=True`` raises on a nan or inf norm instead of
+        scaling by it. ``foreach`` is accepted and has no effect.
+
+        Example::
+
+            loss.backward()
+            ft.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        """
         ps = [p for p in ([parameters] if isinstance(parameters, Tensor) else parameters) if p.grad is not None]
+        max_norm, norm_type = float(max_norm), float(norm_type)
         if not ps:
             return Tensor._make(np.asarray(0.0, dtype=np.float32))
-        total = math.sqrt(sum(float((p.grad._value.astype(np.float64) ** 2).sum()) for p in ps))
-        coef = max_norm / (total + 1e-6)
-        if coef < 1.0:
-            with no_grad():
-                for p in ps:
-                    p.grad.mul_(coef)
-        return Tensor._make(np.asarray(total, dtype=ps[0].grad._value.dtype))
+        grads = [p.grad._value for p in ps]
+        xp = namespace_of(*grads)
+        per = xp.stack([_vector_norm(xp, g, norm_type) for g in grads])
+        total = _vector_norm(xp, per, norm_type)
+        if error_if_nonfinite and not bool(xp.isfinite(total)):
+            raise RuntimeError(
+                f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+                f"so it cannot be clipped. To disable this error and scale the gradients by the "
+                f"non-finite norm anyway, set `error_if_nonfinite=False`"
+            )
+        coef = xp.minimum(max_norm / (total + 1e-6), 1.0)
+        with no_grad():
+            for p in ps:
+                p.grad.mul_(Tensor._make(coef.astype(p.grad._value.dtype)))
+        return Tensor._make(total)
 
     @staticmethod
     def parameters_to_vector(parameters: Any) -> Tensor:
