@@ -103,8 +103,10 @@ def _axis_batch(fn: Any, extra_axis: bool) -> Any:
 
 
 def _broadcast_vjp(g: Any, ans: Any, x: Any, root: int = 0) -> Any:
-    total = psum(g)  # every rank joins; only the root's input fed every rank's output
-    return total if world().rank == root else fnp.zeros_like(total)
+    # Every rank joins the psum and keeps it in its graph (a where, not a branch), so a
+    # derivative of this rule calls the same collectives on every rank.
+    total = psum(g)
+    return fnp.where(world().rank == root, total, fnp.zeros_like(total))
 
 
 psum = defprimitive(

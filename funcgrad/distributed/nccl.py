@@ -88,7 +88,7 @@ class NcclTransport:
             raise ValueError(f"unknown reduction {op!r}; expected one of {sorted(self._ops)}") from None
 
     def allreduce(self, x: Any, op: str = "sum") -> Any:
-        x = self.xp.ascontiguousarray(x)
+        x = self.xp.asarray(x, order="C")
         out = self.xp.empty_like(x)
         s, n, t = self._typed(x, op)
         r, _, _ = self._typed(out, op)
@@ -101,7 +101,7 @@ class NcclTransport:
         return Done()  # stream-ordered: later kernels on the stream see the result
 
     def allgather(self, x: Any) -> Any:
-        x = self.xp.ascontiguousarray(x)
+        x = self.xp.asarray(x, order="C")
         out = self.xp.empty((self.size,) + tuple(x.shape), dtype=x.dtype)
         s, n, t = self._typed(x)
         r, _, _ = self._typed(out)
@@ -109,7 +109,7 @@ class NcclTransport:
         return out
 
     def reduce_scatter(self, x: Any) -> Any:
-        x = self.xp.ascontiguousarray(x)
+        x = self.xp.asarray(x, order="C")
         out = self.xp.empty(tuple(x.shape[1:]), dtype=x.dtype)
         s, _, t = self._typed(x)
         r, n, _ = self._typed(out)

@@ -201,7 +201,7 @@ def _digest(x: Any) -> int:
     if xp is np:
         data = np.ascontiguousarray(x).tobytes()
     else:  # hash on the device, then bring back 8 bytes rather than the array
-        v = xp.ascontiguousarray(x).reshape(-1).view(xp.uint8).astype(xp.uint64)
+        v = xp.asarray(x, order="C").reshape(-1).view(xp.uint8).astype(xp.uint64)
         pos = xp.arange(v.size, dtype=xp.uint64) % xp.uint64(65521) + xp.uint64(1)
         data = np.asarray(xp.asnumpy(xp.stack([v.sum(), (v * pos).sum()]))).tobytes()
     return int.from_bytes(hashlib.blake2b(data, digest_size=7).digest(), "little")

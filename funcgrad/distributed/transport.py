@@ -30,7 +30,7 @@ class _Request:
 
 
 def _contig(x: Any) -> np.ndarray:
-    return np.ascontiguousarray(x)
+    return np.asarray(x, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
 
 
 class MPITransport:
