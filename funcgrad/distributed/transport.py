@@ -41,8 +41,12 @@ class MPITransport:
         self.size = world.size
         self.rank = world.rank
         MPI = world.MPI
-        self._ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}
-        self._in_place = MPI.IN_PLACE
+        if MPI is None:  # a communicator that is not mpi4py's (tests): reductions by name
+            self._ops: dict[str, Any] = {k: k for k in ("sum", "max", "min", "prod")}
+            self._in_place: Any = None
+        else:
+            self._ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}
+            self._in_place = MPI.IN_PLACE
 
     def _op(self, op: str) -> Any:
         try:

@@ -129,8 +129,8 @@ class DistributedDataParallel(Module):
         started = [b for b in self._buckets if b.ready] or self._launched
         if not started:
             return
-        names = {id(p): n for n, p in self.module.named_parameters()}
-        missing = [names.get(id(p), "?") for b in self._buckets for p in b.params if id(p) not in b.ready]
+        ready = {i for b in self._buckets for i in b.ready}
+        missing = [n for n, p in self.module.named_parameters() if id(p) in self._bucket_of and id(p) not in ready]
         self._reset()
         raise RuntimeError(
             f"DistributedDataParallel: the previous backward did not produce gradients for {missing}, so their "
