@@ -20,7 +20,7 @@ collective is one collective on every rank).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import funcgrad.numpy as fnp
 
@@ -90,10 +90,10 @@ def _broadcast_raw(x: Any, root: int = 0) -> Any:
     return w.transport_for(x).broadcast(x, root)
 
 
-def _axis_batch(fn: Any, extra_axis: bool) -> Any:
+def _axis_batch(fn: Callable[..., Any], extra_axis: bool) -> Callable[..., tuple[Any, int]]:
     """vmap rule for a collective along ``axis``: batch axis first, ``axis`` shifted past it."""
 
-    def rule(args: list, dims: list, axis: int = 0, tiled: bool = False) -> tuple[Any, int]:
+    def rule(args: list[Any], dims: list[Any], axis: int = 0, tiled: bool = False) -> tuple[Any, int]:
         x = move_to_front(args[0], dims[0])
         per = fnp.ndim(x) - 1
         a = normalize_axis(axis, per + 1 if extra_axis and not tiled else per) + 1
@@ -109,7 +109,7 @@ def _broadcast_vjp(g: Any, ans: Any, x: Any, root: int = 0) -> Any:
     return fnp.where(world().rank == root, total, fnp.zeros_like(total))
 
 
-psum = defprimitive(
+psum: Callable[..., Any] = defprimitive(
     _psum_raw,
     name="psum",
     vjp=lambda g, ans, x: psum(g),
@@ -129,7 +129,7 @@ psum = defprimitive(
     """,
 )
 
-all_gather = defprimitive(
+all_gather: Callable[..., Any] = defprimitive(
     _all_gather_raw,
     name="all_gather",
     vjp=lambda g, ans, x, axis=0, tiled=False: psum_scatter(g, axis=axis, tiled=tiled),
@@ -147,7 +147,7 @@ all_gather = defprimitive(
     """,
 )
 
-psum_scatter = defprimitive(
+psum_scatter: Callable[..., Any] = defprimitive(
     _psum_scatter_raw,
     name="psum_scatter",
     vjp=lambda g, ans, x, axis=0, tiled=False: all_gather(g, axis=axis, tiled=tiled),
@@ -167,7 +167,7 @@ psum_scatter = defprimitive(
     """,
 )
 
-broadcast = defprimitive(
+broadcast: Callable[..., Any] = defprimitive(
     _broadcast_raw,
     name="broadcast",
     vjp=_broadcast_vjp,

@@ -104,7 +104,8 @@ def allreduce_gradients(tree: Any, op: str = "mean", *, weight: Any = None, buck
     Leaves are packed into flat buckets of at most ``bucket_mb`` MiB per dtype and
     device, one allreduce each. ``weight``: this rank's share, usually its number
     of examples when shards differ in size; the result is then ``sum_r w_r g_r /
-    sum_r w_r`` (for per-shard mean gradients this is the full-batch mean).
+    sum_r w_r`` (for per-shard mean gradients this is the full-batch mean; ``op="sum"``
+    gives ``size()`` times that).
     ``None`` leaves stay None.
 
     Example::
@@ -116,7 +117,7 @@ def allreduce_gradients(tree: Any, op: str = "mean", *, weight: Any = None, buck
         raise ValueError(f"allreduce_gradients: op must be 'mean' or 'sum', got {op!r}")
     leaves, treedef = _array_leaves(tree, "allreduce_gradients")
     w = world()
-    total = None
+    total: float | None = None
     if weight is not None:
         total = float(w.transport(np).allreduce(np.asarray(float(weight), dtype=np.float64)))
         if total <= 0:
@@ -129,12 +130,13 @@ def allreduce_gradients(tree: Any, op: str = "mean", *, weight: Any = None, buck
     pending = []
     for buf, transport, idx in _each_bucket(leaves_in, "allreduce", bucket_mb):
         pending.append((transport.iallreduce_(buf), buf, idx))
+    scale: float | None
+    if total is not None:
+        scale = 1.0 / total if op == "mean" else w.size / total
+    else:
+        scale = 1.0 / w.size if op == "mean" else None
     for req, buf, idx in pending:
         req.wait()
-        if total is not None:
-            scale = 1.0 / total if op == "mean" else w.size / total
-        else:
-            scale = 1.0 / w.size if op == "mean" else None
         _unpack(buf, leaves, idx, out, scale)
     return tree_util.tree_unflatten(treedef, out)
 

@@ -30,7 +30,8 @@ class _Request:
 
 
 def _contig(x: Any) -> np.ndarray:
-    return np.asarray(x, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
+    out: np.ndarray = np.asarray(x, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
+    return out
 
 
 class MPITransport:
@@ -57,7 +58,7 @@ class MPITransport:
     def allreduce(self, x: Any, op: str = "sum") -> np.ndarray:
         """The elementwise reduction over ranks (a new array, same shape and dtype)."""
         x = _contig(x)
-        out = np.empty_like(x)
+        out: np.ndarray = np.empty_like(x)
         self.comm.Allreduce(x, out, op=self._op(op))
         return out
 

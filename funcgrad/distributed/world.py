@@ -66,8 +66,7 @@ def _pin_gpu(local: int) -> None:
     if "cupy" not in sys.modules and importlib.util.find_spec("cupy") is None:
         return
     try:
-        import cupy
-
+        cupy = importlib.import_module("cupy")
         count = cupy.cuda.runtime.getDeviceCount()
         if count:
             cupy.cuda.Device(local % count).use()
@@ -156,11 +155,12 @@ def initialize(backend: str = "mpi", comm: Any = None) -> World:
                 "initialize: already initialized with another communicator; call "
                 "funcgrad.distributed.shutdown() first"
             )
-        MPI = None
+        MPI: Any = None
         if comm is None or type(comm).__module__.startswith("mpi4py"):
             MPI = import_mpi()
-        base = MPI.COMM_WORLD if comm is None else comm
-        w = World(base.Dup(), MPI)
+        if comm is None:
+            comm = MPI.COMM_WORLD
+        w = World(comm.Dup(), MPI)
         _pin_gpu(w.local_rank)
         _world.append(w)
         return w
