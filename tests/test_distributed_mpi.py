@@ -45,3 +45,12 @@ def launch(script: Path, n: int = 2, timeout: float = 240, args: tuple[str, ...]
 def test_two_ranks_match_the_single_process_reference() -> None:
     out = launch(ROOT / "tests" / "mpi_worker.py")
     assert "rank 0 OK" in out and "rank 1 OK" in out, out[-3000:]
+
+
+@pytest.mark.parametrize("name", ["data_parallel.py", "data_parallel_pytorch_style.py"])
+def test_examples_on_two_ranks(name: str) -> None:
+    from test_examples import check_data_parallel
+
+    out = launch(ROOT / "examples" / name, args=("--fast",))
+    assert "2 rank(s)" in out, out
+    check_data_parallel(out)
