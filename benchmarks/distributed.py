@@ -2,6 +2,7 @@
 
     python benchmarks/distributed.py                 # launches itself with mpiexec -n 1, then -n 2
     python benchmarks/distributed.py --ranks 1 2 4 --steps 200 --global-batch 256
+    python benchmarks/distributed.py --blas-threads 2     # what oversubscribing the cores costs
 
 Each configuration runs ``--steps`` training steps of a 784-256-10 MLP (203,530
 parameters, float32; cross-entropy, SGD) with ``dist.allreduce_gradients`` and
@@ -91,7 +92,8 @@ def _mpi_lib() -> str:
 
 
 def launch(n: int, args: argparse.Namespace) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+    t = str(args.blas_threads)
+    env = dict(os.environ, OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t, MKL_NUM_THREADS=t,
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     here = Path(sys.executable).parent / "mpiexec"
     mpiexec = str(here) if here.exists() else (shutil.which("mpiexec") or "mpiexec")
@@ -112,6 +114,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--global-batch", type=int, default=256)
+    p.add_argument("--blas-threads", type=int, default=1, help="BLAS threads per rank (1 unless comparing)")
     args = p.parse_args()
     if args.worker:
         worker(args)
