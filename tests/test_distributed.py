@@ -161,6 +161,26 @@ def test_solo_world(solo_world: Any) -> None:
     dist.check_replicated(params)
 
 
+SOLO = [  # shapes valid for a world of one rank
+    ("psum", lambda x: dist.psum(x), (2, 3)),
+    ("pmean", lambda x: dist.pmean(x), (3,)),
+    ("all_gather", lambda x: dist.all_gather(x, axis=1), (2, 3)),
+    ("all_gather_tiled", lambda x: dist.all_gather(x, axis=-1, tiled=True), (2, 3)),
+    ("psum_scatter", lambda x: dist.psum_scatter(x, axis=1), (2, 1)),
+    ("psum_scatter_tiled", lambda x: dist.psum_scatter(x, tiled=True), (3, 2)),
+    ("broadcast", lambda x: dist.broadcast(x, root=0), (3,)),
+]
+
+
+@pytest.mark.parametrize("name,fn,shape", SOLO, ids=[c[0] for c in SOLO])
+def test_solo_world_check_grads(solo_world: Any, name: str, fn: Any, shape: tuple) -> None:
+    x = np.random.default_rng(4).standard_normal(shape)
+    f = lambda x: fnp.sum(fnp.sin(fn(x)) * fnp.cos(fn(x)))  # noqa: E731
+    fg.testing.check_grads(f, (x,), order=2, modes=("fwd", "rev"))
+    xb = np.random.default_rng(5).standard_normal((2,) + shape)
+    np.testing.assert_allclose(fg.vmap(fg.grad(f))(xb), np.stack([fg.grad(f)(xi) for xi in xb]))
+
+
 # ---------------------------------------------------------------- collectives: values, rules, batching
 
 COLLECTIVES = [
