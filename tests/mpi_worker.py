@@ -81,6 +81,14 @@ for k, (name, (shape, coll, ref)) in enumerate(CASES.items()):
     g_ref, hv_ref = fg.hvp(total, (X,), (T,))
     close(g, g_ref[R], f"{name} hvp (gradient part)")
     close(hv, hv_ref[R], f"{name} hvp")
+    # hessian = jacfwd(jacrev): every rank pushes the same basis vector at once (SPMD), so column i
+    # is the HVP of the summed objective with e_i as every rank's tangent
+    H = fg.hessian(local)(X[R])
+    shp = X.shape[1:]
+    for idx in np.ndindex(*shp):
+        E = np.zeros_like(X)
+        E[(slice(None),) + idx] = 1.0
+        close(H[(Ellipsis,) + idx], fg.hvp(total, (X,), (E,))[1][R], f"{name} hessian column {idx}")
     # reverse over reverse: the gradient of <grad, t>
     close(fg.grad(lambda x: fnp.sum(fg.grad(local)(x) * T[R]))(X[R]),
           fg.grad(lambda X: fnp.sum(fg.grad(total)(X) * T))(X)[R], f"{name} grad of grad")
