@@ -135,6 +135,28 @@ def test_missing_mpi_names_the_extra(monkeypatch: pytest.MonkeyPatch, broken: st
     assert not dist.is_initialized()
 
 
+def test_each_rank_is_pinned_to_its_local_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    used: list[int] = []
+
+    class Device:
+        def __init__(self, i: int) -> None:
+            self.i = i
+
+        def use(self) -> None:
+            used.append(self.i)
+
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 2), Device=Device)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setenv("MPI_LOCALRANKID", "3")  # the 4th rank on its node
+    dist.shutdown()
+    try:
+        dist.initialize(comm=FakeComm(4, rank=3))
+        assert dist.local_rank() == 3 and used == [3 % 2]
+    finally:
+        dist.shutdown()
+
+
 def test_initialize_errors(fake_world: Any) -> None:
     with pytest.raises(ValueError, match="unknown backend 'gloo'"):
         dist.initialize("gloo")
