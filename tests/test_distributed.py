@@ -398,12 +398,13 @@ def test_sync_gradients_chains_before_an_optimizer() -> None:
 # ---------------------------------------------------------------- NCCL on the fake device
 
 class FakeNccl:
-    """cupy.cuda.nccl's surface; a communicator of rank 0 whose peers hold the same values."""
+    """cupy.cuda.nccl's surface; a communicator of rank 0 whose peers hold ``peer(x)``."""
 
     NCCL_SUM, NCCL_MAX, NCCL_MIN, NCCL_PROD = "sum", "max", "min", "prod"
     NCCL_FLOAT16, NCCL_FLOAT32, NCCL_FLOAT64 = np.dtype("f2"), np.dtype("f4"), np.dtype("f8")
     NCCL_INT8, NCCL_UINT8, NCCL_INT32, NCCL_INT64 = np.dtype("i1"), np.dtype("u1"), np.dtype("i4"), np.dtype("i8")
     calls: list = []
+    peer: Callable[[np.ndarray], np.ndarray] = staticmethod(lambda a: a)  # type: ignore[assignment]
 
     @staticmethod
     def get_unique_id() -> tuple:
@@ -423,21 +424,26 @@ class FakeNccl:
         def allReduce(self, send: Any, recv: Any, count: int, dtype: Any, op: str, stream: int) -> None:
             FakeNccl.calls.append("allReduce")
             s, r = self._check(send, count, dtype), self._check(recv, count, dtype)
-            r[...] = s * self.n if op == "sum" else s
+            p = FakeNccl.peer(s)
+            r[...] = s + (self.n - 1) * p if op == "sum" else {"max": np.maximum, "min": np.minimum}[op](s, p)
 
         def allGather(self, send: Any, recv: Any, count: int, dtype: Any, stream: int) -> None:
             FakeNccl.calls.append("allGather")
             s, r = self._check(send, count, dtype), self._check(recv, count * self.n, dtype)
-            r.reshape(self.n, -1)[...] = s
+            rows = r.reshape(self.n, -1)
+            for k in range(self.n):
+                rows[k] = s if k == self.rank else FakeNccl.peer(s)
 
         def reduceScatter(self, send: Any, recv: Any, count: int, dtype: Any, op: str, stream: int) -> None:
             FakeNccl.calls.append("reduceScatter")
             s, r = self._check(send, count * self.n, dtype), self._check(recv, count, dtype)
-            r[...] = self.n * s.reshape(self.n, -1)[self.rank]
+            r[...] = (s + (self.n - 1) * FakeNccl.peer(s)).reshape(self.n, -1)[self.rank]
 
         def broadcast(self, send: Any, recv: Any, count: int, dtype: Any, root: int, stream: int) -> None:
             FakeNccl.calls.append("broadcast")
-            self._check(send, count, dtype)
+            s = self._check(send, count, dtype)
+            if root != self.rank:
+                s[...] = FakeNccl.peer(s)
 
         def destroy(self) -> None:
             FakeNccl.calls.append("destroy")
@@ -467,6 +473,23 @@ def test_device_collectives_go_through_nccl(device_world: Any, name: str, fn: An
     np.testing.assert_allclose(out.get(), _mirror_ref(name, x), rtol=1e-6)
     np.testing.assert_allclose(g.get(), fg.grad(lambda x: fnp.sum(fnp.sin(fn(x))))(x), rtol=1e-5)
     np.testing.assert_allclose(vb.get(), np.stack([fn(x), fn(2 * x)]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,fn,shape", COLLECTIVES, ids=[c[0] for c in COLLECTIVES])
+def test_device_path_equals_host_path(device_world: Any, monkeypatch: pytest.MonkeyPatch, name: str, fn: Any,
+                                      shape: tuple) -> None:
+    # ranks that hold different values (the peer has 3x ours): NCCL on the device and MPI on the
+    # host must agree on every value and derivative
+    triple = staticmethod(lambda a: 3 * a)
+    monkeypatch.setattr(FakeNccl, "peer", triple)
+    monkeypatch.setattr(device_world.comm, "peer", lambda a: 3 * a)
+    x = np.random.default_rng(6).standard_normal(shape)
+    f = lambda x: fnp.sum(fn(x) * fnp.sin(fn(x)))  # noqa: E731
+    dx = fb.to_fake(x)
+    with fb.no_host_sync():
+        out, g = fn(dx), fg.grad(f)(dx)
+    np.testing.assert_allclose(out.get(), fn(x), rtol=1e-12)
+    np.testing.assert_allclose(g.get(), fg.grad(f)(x), rtol=1e-12)
 
 
 def test_device_training_helpers(device_world: Any) -> None:
