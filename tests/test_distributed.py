@@ -628,3 +628,20 @@ def test_ddp_errors(fake_world: Any) -> None:
     loss = model(x).sum()  # a complete backward may run twice: the second reduces the accumulated sum
     loss.backward(retain_graph=True)
     loss.backward()
+
+
+def test_ddp_on_the_device(device_world: Any) -> None:
+    with fb.as_cuda():
+        net = _net(0)
+        host = _net(0)
+        net.cuda()
+        model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=40 / 2**20)
+        x = ft.randn(5, 3, dtype=ft.float64)
+        xd = x.cuda()
+        with fb.no_host_sync():
+            model(xd).sum().backward()
+        host(x).sum().backward()
+        assert FakeNccl.calls.count("allReduce") == len(model._buckets) > 1
+        for p, q in zip(model.parameters(), host.parameters()):
+            assert isinstance(p.grad._value, fb.FakeArray)
+            np.testing.assert_allclose(p.grad._value.get(), q.grad.numpy(), rtol=1e-12)  # mirror: (g + g) / 2
