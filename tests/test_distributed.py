@@ -308,6 +308,8 @@ def test_allreduce_gradients_buckets_and_weights() -> None:
         bufs = {k: id(v) for k, v in w.buffers.items()}
         dist.allreduce_gradients(tree, bucket_mb=100 / 2**20)
         assert {k: id(v) for k, v in w.buffers.items()} == bufs  # persistent buffers
+        scalar = dist.allreduce_gradients({"s": 1.5})  # a Python scalar leaf: a 0-d array back
+        assert scalar["s"].shape == () and float(scalar["s"]) == 3.0
         summed = dist.allreduce_gradients({"g": np.ones(2)}, op="sum")
         np.testing.assert_allclose(summed["g"], 4 * np.ones(2))
     finally:

@@ -38,7 +38,8 @@ def _array_leaves(tree: Any, what: str) -> tuple[list[Any], Any]:
                 f"{what} works on concrete arrays, outside the transforms; inside a function being "
                 f"differentiated or vmapped use funcgrad.distributed.psum / pmean (differentiable)"
             )
-    return leaves, treedef
+    # Python scalars travel as 0-d arrays
+    return [x if x is None or hasattr(x, "dtype") else np.asarray(x) for x in leaves], treedef
 
 
 def _buckets(leaves: list[Any], cap_bytes: int) -> list[tuple[Any, Any, list[int]]]:
