@@ -54,3 +54,15 @@ def test_examples_on_two_ranks(name: str) -> None:
     out = launch(ROOT / "examples" / name, args=("--fast",))
     assert "2 rank(s)" in out, out
     check_data_parallel(out)
+
+
+def test_a_failing_rank_aborts_the_others(tmp_path: Path) -> None:
+    # rank 1 raises while rank 0 waits in a collective: `-m mpi4py` must end both, not hang
+    script = tmp_path / "fail.py"
+    script.write_text(
+        "import numpy as np\nimport funcgrad.distributed as dist\n"
+        "if dist.rank() == 1:\n    raise ValueError('rank 1 fails on purpose')\n"
+        "dist.psum(np.ones(3))\n"
+    )
+    with pytest.raises(AssertionError, match="rank 1 fails on purpose"):
+        launch(script, timeout=120)
