@@ -588,8 +588,13 @@ def test_ddp_broadcasts_buckets_and_averages() -> None:
         plain(x).sum().backward()
         w = dist.world()
         before = w.comm.calls.count("Iallreduce")
+        seen: list[int] = []  # launched allreduces when backward reaches the first layer's bias
+        h = model.module[0].bias.register_post_accumulate_grad_hook(
+            lambda p: seen.append(w.comm.calls.count("Iallreduce") - before))
         model(x).sum().backward()
+        h.remove()
         assert w.comm.calls.count("Iallreduce") - before == len(model._buckets)
+        assert 0 < seen[0] < len(model._buckets)  # earlier buckets went out while backward was running
         for p, q in zip(model.parameters(), plain.parameters()):  # (g + 3 g) / 2
             np.testing.assert_allclose(p.grad.numpy(), 2 * q.grad.numpy(), rtol=1e-12)
         # no_sync: no communication; the next synced backward averages the accumulated sum
