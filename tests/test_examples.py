@@ -19,11 +19,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 HAVE_SKLEARN = importlib.util.find_spec("sklearn") is not None
+HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
 
 
 def run_example(path: Path, *args: str) -> str:
     if "sklearn" in path.read_text() and not HAVE_SKLEARN:
         pytest.skip("needs scikit-learn (pip install funcgrad[examples])")
+    if "distributed" in path.name or "data_parallel" in path.name:
+        if not HAVE_MPI4PY:
+            pytest.skip("needs mpi4py (pip install funcgrad[mpi])")
     env = dict(os.environ, FUNCGRAD_EXAMPLE_FAST="1", PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, str(path), *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300)
@@ -48,6 +52,8 @@ def test_example_runs(path):
         "pytorch_style_training.py": _check_torch_style,
         "quickstart.py": _check_quickstart,
         "per_example_grads.py": _check_per_example,
+        "data_parallel.py": check_data_parallel,
+        "data_parallel_pytorch_style.py": check_data_parallel,
     }
     check = checks.get(path.name)
     if check is not None:
@@ -67,6 +73,12 @@ def _check_digits_mlp(out: str) -> None:
 
 def _check_torch_style(out: str) -> None:
     assert _final_accuracy(out) >= 0.93 and "identical: True" in out, out
+
+
+def check_data_parallel(out: str) -> None:
+    """Also used by tests/test_distributed_mpi.py on 2 ranks."""
+    assert "replicated on" in out and "rank(s): True" in out, out
+    assert "matches single-process full-batch training: True" in out, out
 
 
 def _check_per_example(out: str) -> None:

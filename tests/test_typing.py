@@ -28,6 +28,7 @@ TYPED = [
     "funcgrad/serialization.py",
     "funcgrad/nn",
     "funcgrad/optim",
+    "funcgrad/distributed",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")

@@ -31,6 +31,7 @@ from .creation import Generator, default_generator  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from . import autograd, linalg  # noqa: F401
 from . import nn, optim  # noqa: F401
+from . import distributed  # noqa: F401  (ft.distributed; mpi4py is loaded on first use)
 from .serialization import load, save  # noqa: F401
 
 is_floating_point = ops.is_floating_point  # noqa: F405

@@ -926,3 +926,4 @@ class utils:  # noqa: N801
 
 
 from . import functional, init  # noqa: E402,F401  (modules: import funcgrad.tensor.nn.functional as F)
+from . import parallel  # noqa: E402,F401  (ft.nn.parallel.DistributedDataParallel)

@@ -1,0 +1,213 @@
+"""``ft.nn.parallel.DistributedDataParallel``: PyTorch-style data parallelism over MPI / NCCL.
+
+Gradients are averaged over ranks *during* backward: each parameter's
+post-accumulate-grad hook marks it ready; a bucket (about ``bucket_cap_mb`` MiB
+of parameters, in reverse registration order, which is roughly the order
+backward produces them) is packed into a persistent flat buffer and its
+allreduce started (non-blocking over MPI) as soon as all its parameters and all
+earlier buckets are ready, so communication overlaps the rest of backward. When
+the last bucket has started, the hook waits for all of them and writes the
+averaged values back into every ``.grad``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import numpy as np
+
+from ... import distributed as _dist
+from ...backend import namespace_of
+from ..grad_mode import no_grad
+from ..tensor import Tensor
+from . import Module
+
+__all__ = ["DistributedDataParallel"]
+
+
+class _Bucket:
+    __slots__ = ("params", "xp", "dtype", "size", "ready", "buffer")
+
+    def __init__(self, params: list, xp: Any, dtype: Any) -> None:
+        self.params = params
+        self.xp = xp
+        self.dtype = dtype
+        self.size = sum(int(p._value.size) for p in params)
+        self.ready: set[int] = set()
+        self.buffer: Any = None
+
+
+def _plan(params: list, cap_bytes: int) -> list[_Bucket]:
+    """Buckets of consecutive parameters (reverse order) of one dtype and device, up to ``cap_bytes``."""
+    out: list[_Bucket] = []
+    cur: list = []
+    key: Any = None
+    nbytes = 0
+    for p in reversed(params):
+        v = p._value
+        k = (id(namespace_of(v)), np.dtype(v.dtype).str)
+        n = int(v.size) * np.dtype(v.dtype).itemsize
+        if cur and (k != key or nbytes + n > cap_bytes):
+            out.append(_Bucket(cur, namespace_of(cur[0]._value), cur[0]._value.dtype))
+            cur, nbytes = [], 0
+        cur.append(p)
+        key = k
+        nbytes += n
+    if cur:
+        out.append(_Bucket(cur, namespace_of(cur[0]._value), cur[0]._value.dtype))
+    return out
+
+
+class DistributedDataParallel(Module):
+    """Wrap ``module`` so that ``backward`` leaves the rank-averaged gradient in every ``.grad``.
+
+    At construction every parameter and buffer is overwritten with rank 0's, so
+    all ranks start equal. Every parameter that requires grad must take part in
+    every backward (``find_unused_parameters`` is not supported: a parameter
+    missing at the next forward raises an error naming it). Inside
+    :meth:`no_sync` gradients accumulate locally; the first backward after it
+    averages the accumulated sum.
+
+    Example::
+
+        dist.init_process_group("mpi")
+        model = ft.nn.parallel.DistributedDataParallel(Net())
+        opt = ft.optim.SGD(model.parameters(), lr=0.1)
+        loss = loss_fn(model(x_local), y_local)    # the mean over this rank's examples
+        opt.zero_grad(); loss.backward(); opt.step()
+    """
+
+    def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
+                 broadcast_buffers: bool = True, process_group: Any = None, bucket_cap_mb: float = 25.0,
+                 find_unused_parameters: bool = False, **kwargs: Any) -> None:
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DistributedDataParallel: expected an ft.nn.Module, got {type(module).__name__}")
+        if process_group is not None:
+            raise NotImplementedError("DistributedDataParallel: only the default process group is supported")
+        if find_unused_parameters:
+            raise NotImplementedError(
+                "DistributedDataParallel: find_unused_parameters=True is not supported; make every parameter "
+                "take part in the loss, or set requires_grad=False on the unused ones"
+            )
+        if not bucket_cap_mb > 0:
+            raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got {bucket_cap_mb}")
+        self.module = module
+        w = _dist.world()
+        object.__setattr__(self, "_world", w)
+        object.__setattr__(self, "broadcast_buffers", broadcast_buffers)
+        self._broadcast_state(params=True)
+        params = [p for p in module.parameters() if p.requires_grad]
+        object.__setattr__(self, "_buckets", _plan(params, int(bucket_cap_mb * 2**20)))
+        where = {id(p): b for b, bucket in enumerate(self._buckets) for p in bucket.params}
+        object.__setattr__(self, "_bucket_of", where)
+        object.__setattr__(self, "require_backward_grad_sync", True)
+        object.__setattr__(self, "_launched", [])
+        object.__setattr__(self, "_handles", [p.register_post_accumulate_grad_hook(self._on_grad) for p in params])
+
+    # ------------------------------------------------------------ construction
+    def _broadcast_state(self, params: bool) -> None:
+        tensors = list(self.module.parameters()) if params else []
+        if self.broadcast_buffers:
+            tensors += list(self.module.buffers())
+        if not tensors or self._world.size == 1:
+            return
+        values = _dist.broadcast_parameters([t._value for t in tensors], root=0)
+        with no_grad():
+            for t, v in zip(tensors, values):
+                t.copy_(Tensor._make(v))
+
+    # ------------------------------------------------------------ forward
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        self._check_finished()
+        if self.broadcast_buffers and self.training and self._world.size > 1 and any(True for _ in self.module.buffers()):
+            self._broadcast_state(params=False)
+        return self.module(*args, **kwargs)
+
+    def _check_finished(self) -> None:
+        started = [b for b in self._buckets if b.ready] or self._launched
+        if not started:
+            return
+        ready = {i for b in self._buckets for i in b.ready}
+        missing = [n for n, p in self.module.named_parameters() if id(p) in self._bucket_of and id(p) not in ready]
+        self._reset()
+        raise RuntimeError(
+            f"DistributedDataParallel: the previous backward did not produce gradients for {missing}, so their "
+            f"gradients were never averaged across ranks. Every parameter that requires grad must take part in "
+            f"the loss on every rank (find_unused_parameters is not supported)"
+        )
+
+    def _reset(self) -> None:
+        for b in self._buckets:
+            b.ready.clear()
+        self._launched.clear()
+
+    # ------------------------------------------------------------ backward hooks
+    def _on_grad(self, p: Tensor) -> None:
+        if not self.require_backward_grad_sync:
+            return
+        b = self._bucket_of[id(p)]
+        bucket = self._buckets[b]
+        if id(p) in bucket.ready:
+            raise RuntimeError(
+                "DistributedDataParallel: a parameter received a gradient twice in one iteration (two backward "
+                "passes without a forward in between); accumulate inside no_sync(), or run forward again"
+            )
+        bucket.ready.add(id(p))
+        while len(self._launched) < len(self._buckets):
+            nxt = self._buckets[len(self._launched)]
+            if len(nxt.ready) < len(nxt.params):
+                return
+            self._launched.append(self._start(nxt))
+        self._finish()
+
+    def _start(self, bucket: _Bucket) -> Any:
+        xp = bucket.xp
+        if bucket.buffer is None:
+            bucket.buffer = xp.empty(bucket.size, dtype=bucket.dtype)
+        buf = bucket.buffer
+        o = 0
+        for p in bucket.params:
+            g = p.grad._value
+            n = int(g.size)
+            buf[o:o + n] = xp.reshape(g, (-1,))
+            o += n
+        return self._world.transport(xp).iallreduce_(buf)
+
+    def _finish(self) -> None:
+        n = self._world.size
+        with no_grad():
+            for bucket, req in zip(self._buckets, self._launched):
+                req.wait()
+                buf = bucket.buffer
+                o = 0
+                for p in bucket.params:
+                    m = int(p._value.size)
+                    p.grad.copy_(Tensor._make(bucket.xp.reshape(buf[o:o + m] / n, p._value.shape)))
+                    o += m
+        self._reset()
+
+    # ------------------------------------------------------------ user controls
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Inside the block, backward accumulates gradients locally without communicating.
+
+        Example::
+
+            with model.no_sync():
+                loss_fn(model(x1), y1).backward()     # local only
+            loss_fn(model(x2), y2).backward()         # averages the accumulated sum
+        """
+        prev = self.require_backward_grad_sync
+        object.__setattr__(self, "require_backward_grad_sync", False)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "require_backward_grad_sync", prev)
+
+    def remove_hooks(self) -> None:
+        """Take the gradient hooks off the wrapped module's parameters (to unwrap it)."""
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
