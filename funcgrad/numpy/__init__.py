@@ -34,6 +34,7 @@ from . import linalg, indexing  # noqa: F401
 from .linalg import *  # noqa: F401,F403  (dot, matmul, einsum ... live beside numpy.linalg)
 from .indexing import *  # noqa: F401,F403
 from .composite import *  # noqa: F401,F403
+from . import fft  # noqa: F401,E402  (funcgrad.numpy.fft)
 
 _box_methods.install()
 
