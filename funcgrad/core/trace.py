@@ -39,6 +39,12 @@ __all__ = [
 ]
 
 _levels = itertools.count(1)
+
+# Debugging hook (fg.debug_nans): when set, ``result_hook(prim, value, kind)`` sees every
+# primitive's result ("forward", untraced or traced) and what its derivative rules
+# return ("vjp" in the backward pass, "jvp" in forward mode), and returns the value or
+# raises. None: no cost beyond one global lookup on the fast path.
+result_hook: Callable[["Primitive", Any, str], Any] | None = None
 _local = threading.local()
 
 
@@ -228,7 +234,9 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
                 break
         else:  # the fast path: one type check per argument, then the raw call
             if not kwargs or type(kwargs.get("out")) in out_ok:
-                return fast_fn(*args, **kwargs)
+                if result_hook is None:
+                    return fast_fn(*args, **kwargs)
+                return result_hook(prim, fast_fn(*args, **kwargs), "forward")
         if kwargs and kwargs.get("out") is not None:
             return call_with_out(traced_call, raw, args, kwargs)
         top = None
@@ -246,11 +254,15 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
                     argnums.append(i)
             i += 1
         if top is None:  # nothing traced (e.g. another backend's arrays)
+            if result_hook is not None:
+                return result_hook(prim, raw(*args, **kwargs), "forward")
             return raw(*args, **kwargs)
         if not top.active:
             raise top.leaked()
         if prim.check_kwargs is not None and (kwargs or len(args) > prim.max_args):
             prim.check_kwargs(args, kwargs)
+        if result_hook is not None:
+            return result_hook(prim, top.process(prim, list(args), kwargs, argnums), "forward")
         return top.process(prim, list(args), kwargs, argnums)
 
     traced_call.__name__ = prim.name
