@@ -677,6 +677,18 @@ def test_harness_catches_host_round_trips():
 # --------------------------------------------------------------------------
 # every primitive ran on the device (keep this test last in the module)
 
+# --------------------------------------------------------------------------
+# fft (table from tests/test_fft.py)
+
+import test_fft as _tf  # noqa: E402
+
+
+@pytest.mark.parametrize("name,f,kind,shape", [c for c in _tf.CASES if not c[0].endswith("freq_d")],
+                         ids=[c[0] for c in _tf.CASES if not c[0].endswith("freq_d")])
+def test_fft(name, f, kind, shape):
+    check(lambda x: f(fnp.fft, x), [_tf.make(kind, shape)], what=name)
+
+
 _SEEN: set = set()
 _CALLS = [0]
 

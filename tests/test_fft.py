@@ -172,14 +172,4 @@ def test_errors():
     with pytest.raises(ValueError, match="at least 1"):
         F.fft(np.ones(3), n=0)
 
-
-def test_fake_device():
-    import fake_backend as fb
-    from device_suite import check_case
-
-    fb.install()
-    for name, f, kind, shape in CASES:
-        if name.endswith("freq_d"):
-            continue
-        check_case(lambda x, f=f: f(F, x), [make(kind, shape)], put=fb.to_fake, xp=fb.fake,
-                   no_sync=fb.no_host_sync, uploads=lambda: fb.STATS["h2d"], what=name)
+# The fake-device runs of CASES are in tests/test_device_suite.py (test_fft).
