@@ -45,6 +45,9 @@ _levels = itertools.count(1)
 # return ("vjp" in the backward pass, "jvp" in forward mode), and returns the value or
 # raises. None: no cost beyond one global lookup on the fast path.
 result_hook: Callable[["Primitive", Any, str], Any] | None = None
+# Registered by funcgrad.numpy: turns a (nested) list or tuple holding traced values,
+# passed where an array is expected, into one traced array (NumPy's array_like).
+pack_sequence: Callable[[Any], Any] | None = None
 _local = threading.local()
 
 
@@ -254,6 +257,10 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
                     argnums.append(i)
             i += 1
         if top is None:  # nothing traced (e.g. another backend's arrays)
+            if pack_sequence is not None and any(type(a) in (list, tuple) and _holds_box(a) for a in args):
+                # array-likes holding traced values (fnp.mean([x, x + 2])): make them arrays first
+                return traced_call(*[pack_sequence(a) if type(a) in (list, tuple) and _holds_box(a) else a
+                                     for a in args], **kwargs)
             if result_hook is not None:
                 return result_hook(prim, raw(*args, **kwargs), "forward")
             return raw(*args, **kwargs)
@@ -272,6 +279,13 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
     traced_call.primitive = prim  # type: ignore[attr-defined]
     prim.call = traced_call  # the traced entry point, used by traces to recurse
     return traced_call
+
+
+def _holds_box(seq: Any) -> bool:
+    for v in seq:
+        if isinstance(v, Box) or (type(v) in (list, tuple) and _holds_box(v)):
+            return True
+    return False
 
 
 def call_with_out(traced: Callable[..., Any], raw: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
