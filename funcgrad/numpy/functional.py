@@ -178,13 +178,19 @@ class vectorize:
         from .. import tree_util
         from ..transforms import vmap
 
-        traced = any(isinstance(a, Box) for a in tree_util.tree_leaves((args, kwargs)))
-        if not traced:
+        from ..backend import namespace_of
+
+        leaves = tree_util.tree_leaves((args, kwargs))
+        traced = any(isinstance(a, Box) for a in leaves)
+        if not traced and namespace_of(*[a for a in leaves if hasattr(a, "shape")]) is np:
             return self._np(*args, **kwargs)
         if self.signature is not None:
             raise NotImplementedError("vectorize(signature=...) on traced values: use fg.vmap directly")
-        positions = [i for i in range(len(args)) if i not in self.excluded]
-        names = [k for k in kwargs if k not in self.excluded]
+        def is_array(v: Any) -> bool:  # Python scalars stay as they are (broadcast by pyfunc itself)
+            return isinstance(v, Box) or hasattr(v, "shape") or isinstance(v, (list, tuple))
+
+        positions = [i for i in range(len(args)) if i not in self.excluded and is_array(args[i])]
+        names = [k for k in kwargs if k not in self.excluded and is_array(kwargs[k])]
         vec = [_arr(args[i]) for i in positions] + [_arr(kwargs[k]) for k in names]
         bshape = np.broadcast_shapes(*[tuple(shape(v)) for v in vec]) if vec else ()
         flat = [fnp.reshape(fnp.broadcast_to(v, bshape), (-1,)) for v in vec]

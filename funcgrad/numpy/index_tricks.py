@@ -22,7 +22,8 @@ from numpy import index_exp, mgrid, ndindex, ogrid, s_  # noqa: F401  (no array 
 
 import funcgrad.numpy as fnp
 
-from ..core import Box
+from ..backend import device_constant
+from ..core import Box, unbox_all
 from ._labels import gather, label_arrays
 from ._util import dtype, shape
 
@@ -31,8 +32,7 @@ __all__ = ["r_", "c_", "s_", "index_exp", "mgrid", "ogrid", "ndindex", "ndenumer
 
 
 def _is_scalar(x: Any) -> bool:
-    return isinstance(x, (int, float, complex, bool, np.generic)) or (not isinstance(x, Box) and np.ndim(x) == 0
-                                                                      and not hasattr(x, "shape"))
+    return isinstance(x, (int, float, complex, bool, np.generic))
 
 
 class _Concatenator:
@@ -63,13 +63,15 @@ class _Concatenator:
             if isinstance(item, slice):
                 arr = np.r_[item]
             elif _is_scalar(item):
-                arr = fnp.asarray(item)
-                arr = fnp.reshape(arr, (1,))
+                arr = np.asarray([item])  # placed beside the arrays below
             else:
                 arr = item if isinstance(item, Box) or hasattr(item, "shape") else fnp.asarray(item)
             items.append(self._promote(arr, ndmin, trans1d))
         if not items:
             return np.array([])
+        arrays = [unbox_all(a) for a in items if isinstance(a, Box) or not isinstance(a, np.ndarray)]
+        if arrays:  # host scalars and ranges on the device of the arrays (a no-op on the CPU)
+            items = [device_constant(arrays[0], a) if isinstance(a, np.ndarray) else a for a in items]
         return fnp.concatenate(items, axis=axis)
 
     @staticmethod
@@ -198,6 +200,8 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
     """
     if _plain(dst, src, where) and isinstance(dst, np.ndarray):
         return np.copyto(dst, src, casting=casting, where=where)
+    if isinstance(where, np.ndarray):  # a host mask beside device arrays: upload it (cached)
+        where = device_constant(unbox_all(dst), where)
     new = fnp.broadcast_to(src, shape(dst)) if where is True else fnp.where(where, src, dst)
     dst[...] = fnp.astype(new, dtype(dst)) if dtype(new) != dtype(dst) else new
     return None

@@ -84,7 +84,7 @@ def polyder(p: Any, m: int = 1) -> Any:
     p = _1d(p)
     for _ in range(m):
         n = shape(p)[0] - 1
-        p = p[:-1] * np.arange(n, 0, -1)
+        p = p[:-1] * _const(p, np.arange(n, 0, -1))
     return p
 
 
@@ -112,7 +112,10 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     for i in range(m):
         n = shape(p)[0]
         c = fnp.reshape(fnp.asarray(ks[i]) if not isinstance(ks[i], Box) else ks[i], (1,))
-        p = fnp.concatenate([p / np.arange(n, 0, -1), fnp.astype(c, dtype(p)) if dtype(c) != dtype(p) else c])
+        c = fnp.astype(c, dtype(p)) if dtype(c) != dtype(p) else c
+        if not isinstance(c, Box) and not hasattr(c, "shape") or isinstance(c, np.ndarray):
+            c = _const(p, np.asarray(c))
+        p = fnp.concatenate([p / _const(p, np.arange(n, 0, -1).astype(dtype(p))), c])
     return p
 
 
@@ -139,6 +142,13 @@ def polydiv(u: Any, v: Any) -> tuple[Any, Any]:
     while shape(rem)[0] > 1 and bool(fnp.allclose(_raw(rem[0]), 0, rtol=1e-14)):
         rem = rem[1:]
     return quotient, rem
+
+
+def _const(like: Any, host: Any) -> Any:
+    """Host constant ``host`` on the device of ``like`` (uploaded once, cached)."""
+    from ..backend import device_constant
+
+    return device_constant(_raw(like), host)
 
 
 def _raw(x: Any) -> Any:

@@ -69,7 +69,9 @@ def kaiser(M: int, beta: Any) -> Any:
 
         fnp.kaiser(4, 5.0)
     """
-    if not isinstance(beta, Box):
+    from ..backend import namespace_of
+
+    if not isinstance(beta, Box) and namespace_of(beta) is np:
         return np.kaiser(M, beta)
     M = int(M)
     if M < 1:
@@ -79,4 +81,7 @@ def kaiser(M: int, beta: Any) -> Any:
     n = np.arange(0, M)
     alpha = (M - 1) / 2.0
     arg = np.sqrt(1 - ((n - alpha) / alpha) ** 2.0)
-    return fnp.i0(beta * arg) / fnp.i0(beta)
+    from ..backend import device_constant
+    from ..core import unbox_all
+
+    return fnp.i0(beta * device_constant(unbox_all(beta), arg)) / fnp.i0(beta)
