@@ -16,10 +16,12 @@ from . import tree_util  # noqa: F401
 from . import numpy  # noqa: F401  (registers array behaviour on traced values)
 from .core import LeakedTraceError, defprimitive, defjvp, defvjp, def_linear, nondiff_primitive, primitive  # noqa: F401
 from .transforms import checkpoint, custom_jvp, custom_vjp, fori_loop, remat, scan  # noqa: F401
+from .transforms import cond, switch, while_loop  # noqa: F401
 from .transforms import (  # noqa: F401
     grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp, vmap,
 )
 from . import testing  # noqa: F401
+from .debugging import config, debug_nans  # noqa: F401
 from . import nn, optim  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from .visualize import make_graph  # noqa: F401
@@ -34,4 +36,5 @@ __all__ = [
     "hvp", "stop_gradient", "vmap", "custom_jvp", "custom_vjp", "checkpoint", "remat", "scan", "fori_loop", "primitive", "nondiff_primitive", "defprimitive", "defvjp", "defjvp", "def_linear",
     "LeakedTraceError", "tree_util", "numpy", "testing", "nn", "optim", "save", "load", "make_graph", "Device", "devices", "device_put", "device_of", "to_numpy", "default_device",
     "set_default_device",
+    "while_loop", "cond", "switch", "debug_nans", "config",
 ]

@@ -260,6 +260,9 @@ class FakeArray:
         return _wrap(self._a[_index(key, self._dev)], self._dev)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if type(value) is np.ndarray and value.ndim:  # as CuPy's fill
+            raise TypeError("non-scalar numpy.ndarray cannot be used for fill (a host array written "
+                            "into a device array; upload it first)")
         self._a[_index(key, self._dev)] = _value(value, self._dev)
 
     def __copy__(self) -> "FakeArray":

@@ -186,3 +186,74 @@ def test_checkpoint_closing_over_an_outer_traced_value_is_fine():
 
     a = 0.8
     np.testing.assert_allclose(fg.grad(outer)(a), np.cos(a * 0.5) - a * 0.5 * np.sin(a * 0.5))
+
+
+# --------------------------------------------------------------------------
+# defjvps, and custom_vjp functions whose fwd calls the function itself (JAX's idiom)
+
+def _self_calling_vjp(scale):
+    @fg.custom_vjp
+    def f(x):
+        return fnp.sin(x) * x
+
+    def f_fwd(x):
+        return f(x), (x,)
+
+    def f_bwd(res, g):
+        (x,) = res
+        return (scale * g * (fnp.cos(x) * x + fnp.sin(x)),)
+
+    f.defvjp(f_fwd, f_bwd)
+    return f
+
+
+def test_custom_vjp_fwd_calling_itself_forward_mode_and_hessians():
+    f = _self_calling_vjp(1.0)
+    x = 0.5
+    d1, d2 = np.cos(x) * x + np.sin(x), 2 * np.cos(x) - x * np.sin(x)
+    out, t = fg.jvp(f, (x,), (1.0,))
+    np.testing.assert_allclose([out, t], [np.sin(x) * x, d1])
+    np.testing.assert_allclose(fg.hessian(f)(x), d2)
+    xs = np.array([0.5, 1.0])
+    np.testing.assert_allclose(fg.jacfwd(fg.jacrev(f))(xs)[[0, 1], [0, 1], [0, 1]],
+                               2 * np.cos(xs) - xs * np.sin(xs))
+    np.testing.assert_allclose(fg.jacfwd(f)(xs), np.diag(np.cos(xs) * xs + np.sin(xs)))
+    np.testing.assert_allclose(fg.vmap(fg.grad(f))(xs), np.cos(xs) * xs + np.sin(xs))
+
+
+def test_custom_vjp_hessian_uses_the_custom_bwd():
+    # a bwd that deliberately doubles the derivative: reverse-mode levels must use it
+    f = _self_calling_vjp(2.0)
+    np.testing.assert_allclose(fg.grad(f)(0.5), 2 * (np.cos(0.5) * 0.5 + np.sin(0.5)))
+    np.testing.assert_allclose(fg.hessian(f)(0.5), 2 * (2 * np.cos(0.5) - 0.5 * np.sin(0.5)))
+
+
+def test_defjvps_one_rule_per_argument():
+    @fg.custom_jvp
+    def f(x, y):
+        return fnp.sin(x) * y
+
+    f.defjvps(lambda tx, out, x, y: fnp.cos(x) * tx * y, lambda ty, out, x, y: fnp.sin(x) * ty)
+    x, y = 0.7, np.array([1.0, -2.0])
+    out, t = fg.jvp(f, (x, y), (1.0, np.array([0.5, 0.25])))
+    np.testing.assert_allclose(out, np.sin(x) * y)
+    np.testing.assert_allclose(t, np.cos(x) * y + np.sin(x) * np.array([0.5, 0.25]))
+    gx, gy = fg.grad(lambda x, y: fnp.sum(f(x, y)), argnums=(0, 1))(x, y)
+    np.testing.assert_allclose([gx], [np.cos(x) * np.sum(y)])
+    np.testing.assert_allclose(gy, np.sin(x) * np.ones(2))
+    fg.testing.check_grads(lambda x, y: f(x, y), (x, y), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(fg.vmap(f, in_axes=(0, None))(np.array([0.1, 0.2]), y),
+                               np.sin([[0.1], [0.2]]) * y)
+
+
+def test_defjvps_none_rule_and_count_error():
+    @fg.custom_jvp
+    def g(x, y):
+        return x * y
+
+    g.defjvps(lambda tx, out, x, y: tx * y, None)
+    assert fg.grad(g, argnums=1)(3.0, 2.0) == 0.0  # no rule for y: zero derivative, by the user's rule
+    assert fg.grad(g)(3.0, 2.0) == 2.0
+    g.defjvps(lambda tx, out, x, y: tx * y)
+    with pytest.raises(TypeError, match="1 rules for 2 differentiable arguments"):
+        fg.grad(g)(3.0, 2.0)

@@ -677,6 +677,57 @@ def test_harness_catches_host_round_trips():
 # --------------------------------------------------------------------------
 # every primitive ran on the device (keep this test last in the module)
 
+# --------------------------------------------------------------------------
+# fft (table from tests/test_fft.py)
+
+import test_fft as _tf  # noqa: E402
+
+
+@pytest.mark.parametrize("name,f,kind,shape", [c for c in _tf.CASES if not c[0].endswith("freq_d")],
+                         ids=[c[0] for c in _tf.CASES if not c[0].endswith("freq_d")])
+def test_fft(name, f, kind, shape):
+    check(lambda x: f(fnp.fft, x), [_tf.make(kind, shape)], what=name)
+
+
+# --------------------------------------------------------------------------
+# the rest of NumPy's namespace (table from tests/test_numpy_coverage.py)
+
+import test_numpy_coverage as _tc  # noqa: E402
+
+# Cases that read values on the host by their nature (where to cut, which roots, masks).
+_HOST_DECISIONS = {"trim_zeros", "roots_real", "roots_complex", "real_if_close", "unique_values", "unique_counts",
+                   "polydiv_q", "polydiv_r", "geomspace", "place", "putmask", "poly_roots", "piecewise"}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name,f,args", _tc.CASES, ids=_tc.IDS)
+def test_numpy_namespace(name, f, args):
+    modes = ("fwd", "vjp", "jvp", "hvp", "vjp2") if name in _tc.LOOP_ONLY else None
+    kw = {"modes": modes} if modes else {}
+    check(lambda *a: f(fnp, *a), list(args), what=name, sync_ok=name in _HOST_DECISIONS, **kw)
+
+
+PASSING = [
+    ("histogram", lambda x: fnp.histogram(x, bins=3), [np.linspace(-1.0, 2.0, 7)]),
+    ("histogram_bin_edges", lambda x: fnp.histogram_bin_edges(x, bins=3), [np.linspace(-1.0, 2.0, 7)]),
+    ("histogram2d", lambda x, y: fnp.histogram2d(x, y, bins=2), [np.linspace(0.0, 1.0, 6), np.linspace(1.0, 3.0, 6)]),
+    ("intersect1d", lambda x: fnp.intersect1d(x, x[1:3]), [np.array([3.0, 1.0, 2.0, 5.0])]),
+    ("union1d", lambda x: fnp.union1d(x[:2], x[1:]), [np.array([3.0, 1.0, 2.0, 5.0])]),
+    ("setdiff1d", lambda x: fnp.setdiff1d(x, x[1:3]), [np.array([3.0, 1.0, 2.0, 5.0])]),
+    ("setxor1d", lambda x: fnp.setxor1d(x[:3], x[1:]), [np.array([3.0, 1.0, 2.0, 5.0])]),
+    ("spacing", lambda x: fnp.spacing(x) + x, [np.array([1.0, 1e5, -3.0])]),
+    ("nextafter", lambda x: fnp.nextafter(x, 2.0) + x, [np.array([1.0, 1e5, -3.0])]),
+    ("bitwise_count", fnp.bitwise_count, [np.array([3, 7, 255])]),
+    ("packbits", fnp.packbits, [np.array([1, 0, 1, 1, 0, 0, 0, 1], dtype=np.uint8)]),
+    ("unpackbits", fnp.unpackbits, [np.array([5, 255], dtype=np.uint8)]),
+]
+
+
+@pytest.mark.parametrize("name,f,args", PASSING, ids=[c[0] for c in PASSING])
+def test_passing_primitives(name, f, args):
+    check(f, args, what=name, sync_ok=True)
+
+
 _SEEN: set = set()
 _CALLS = [0]
 

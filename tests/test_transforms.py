@@ -250,8 +250,8 @@ def test_error_leaked_traced_value():
 
 
 def test_error_unsupported_numpy_function_names_it():
-    with pytest.raises(TypeError, match=r"numpy\.\w+ is not supported on traced values.*fg.primitive"):
-        fg.grad(lambda x: np.sum(np.histogram(x)[1]))(X)
+    with pytest.raises(TypeError, match=r"numpy\.[\w.]+ is not supported on traced values.*fg.primitive"):
+        fg.grad(lambda x: np.sum(np.lib.stride_tricks.sliding_window_view(x, 2)))(X)
 
 
 def test_error_float_of_traced_value():

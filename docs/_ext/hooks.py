@@ -35,6 +35,14 @@ _FAMILIES = [
     ("linalg", "Products"),
     ("indexing", "Indexing"),
     ("nondiff", "Without a derivative (shapes, comparisons, rounding, ...)"),
+    ("aliases", "Array-API names and aliases"),
+    ("rearrange", "Rearranging elements"),
+    ("more_math", "More math (nan-aware products, ldexp/frexp, unwrap ...)"),
+    ("polynomials", "Polynomials"),
+    ("windows", "Window functions"),
+    ("index_tricks", "Index tricks and in-place helpers"),
+    ("functional", "Calling your function (apply_along_axis, piecewise, vectorize)"),
+    ("passthrough", "Histograms, set operations, printing, saving (no derivative)"),
 ]
 
 
@@ -75,6 +83,26 @@ def _numpy_index() -> str:
     linalg = fnp.linalg
     names = [n for n in dir(np.linalg) if not n.startswith("_") and callable(getattr(linalg, n, None))]
     out += ["#### `fnp.linalg`", "", _table("fnp.linalg.", names, linalg), ""]
+    fft = fnp.fft
+    out += ["#### `fnp.fft`", "", _table("fnp.fft.", list(fft.__all__), fft), ""]
+    return "\n".join(out)
+
+
+def _numpy_status() -> str:
+    """Every public name of NumPy (and numpy.fft, numpy.linalg) with its status in funcgrad.numpy,
+    from funcgrad.numpy.coverage (the classification the tests check)."""
+    coverage = importlib.import_module("funcgrad.numpy.coverage")
+    out = []
+    for prefix, title in (("", "`numpy`"), ("fft", "`numpy.fft`"), ("linalg", "`numpy.linalg`")):
+        rows = coverage.table(prefix)
+        counts: dict[str, int] = {}
+        for _, status, _ in rows:
+            counts[status] = counts.get(status, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        out += [f"#### {title}", "", f"{len(rows)} names: {summary}.", "", "| name | status | note |", "|---|---|---|"]
+        for name, status, note in rows:
+            out.append(f"| `{name}` | {status} | {note.replace('|', '/')} |")
+        out.append("")
     return "\n".join(out)
 
 
@@ -83,7 +111,7 @@ def _scipy_special_index() -> str:
     return _table("funcgrad.scipy.special.", list(special.__all__), special)
 
 
-_INDEXES = {"numpy": _numpy_index, "scipy.special": _scipy_special_index}
+_INDEXES = {"numpy": _numpy_index, "scipy.special": _scipy_special_index, "numpy-status": _numpy_status}
 
 
 def _relative_targets(path: pathlib.Path) -> list[str]:

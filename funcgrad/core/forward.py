@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import trace as _trace
 from .trace import Box, Primitive, Trace
 
 __all__ = ["JVPBox", "ForwardTrace", "add_tangents"]
@@ -63,6 +64,8 @@ class ForwardTrace(Trace):
             for argnum, t in zip(argnums, tangents):
                 full[argnum] = t
             out = prim.jvp_all(full, ans, *args, **kwargs)
+            if _trace.result_hook is not None:  # fg.debug_nans
+                _trace.result_hook(prim, out, "jvp")
             if prim.multiple_results:
                 return tuple(JVPBox(a, self, ta) for a, ta in zip(ans, out))
             return JVPBox(ans, self, out)
@@ -73,6 +76,8 @@ class ForwardTrace(Trace):
             if rule is None:
                 raise prim.missing_rule("JVP", argnum)
             out = add_tangents(out, rule(t, ans, *args, **kwargs))
+        if _trace.result_hook is not None:  # fg.debug_nans
+            _trace.result_hook(prim, out, "jvp")
         if prim.multiple_results:
             return tuple(JVPBox(a, self, ta) for a, ta in zip(ans, out))
         return JVPBox(ans, self, out)

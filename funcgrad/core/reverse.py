@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 from sys import getrefcount
 
 from .constant import ConstBox
+from . import trace as _trace
 from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order"]
@@ -354,6 +355,8 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> 
                 if rule is None:
                     raise prim.missing_rule("VJP", node.argnums[0])
                 ct = rule(g, ans, *args, **kwargs)
+                if _trace.result_hook is not None:  # fg.debug_nans
+                    _trace.result_hook(prim, ct, "vjp")
                 if ct is not None:
                     prev = grads.get(parent)
                     grads[parent] = ct if prev is None else _accumulate(prev, ct)
@@ -377,6 +380,8 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> 
                     if rule is None:
                         raise prim.missing_rule("VJP", argnum)
                     cts.append(rule(g, ans, *args, **kwargs))
+            if _trace.result_hook is not None:  # fg.debug_nans
+                _trace.result_hook(prim, tuple(c for c in cts if c is not None), "vjp")
             for parent, ct in zip(parents, cts):
                 if ct is not None:
                     prev = grads.get(parent)

@@ -39,6 +39,15 @@ __all__ = [
 ]
 
 _levels = itertools.count(1)
+
+# Debugging hook (fg.debug_nans): when set, ``result_hook(prim, value, kind)`` sees every
+# primitive's result ("forward", untraced or traced) and what its derivative rules
+# return ("vjp" in the backward pass, "jvp" in forward mode), and returns the value or
+# raises. None: no cost beyond one global lookup on the fast path.
+result_hook: Callable[["Primitive", Any, str], Any] | None = None
+# Registered by funcgrad.numpy: turns a (nested) list or tuple holding traced values,
+# passed where an array is expected, into one traced array (NumPy's array_like).
+pack_sequence: Callable[[Any], Any] | None = None
 _local = threading.local()
 _get_ident = threading.get_ident
 
@@ -241,7 +250,9 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
                 break
         else:  # the fast path: one type check per argument, then the raw call
             if not kwargs or type(kwargs.get("out")) in out_ok:
-                return fast_fn(*args, **kwargs)
+                if result_hook is None:
+                    return fast_fn(*args, **kwargs)
+                return result_hook(prim, fast_fn(*args, **kwargs), "forward")
         if kwargs and kwargs.get("out") is not None:
             return call_with_out(traced_call, raw, args, kwargs)
         top = None
@@ -259,6 +270,12 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
                     argnums.append(i)
             i += 1
         if top is None:  # nothing traced (e.g. another backend's arrays)
+            if pack_sequence is not None and any(type(a) in (list, tuple) and _holds_box(a) for a in args):
+                # array-likes holding traced values (fnp.mean([x, x + 2])): make them arrays first
+                return traced_call(*[pack_sequence(a) if type(a) in (list, tuple) and _holds_box(a) else a
+                                     for a in args], **kwargs)
+            if result_hook is not None:
+                return result_hook(prim, raw(*args, **kwargs), "forward")
             return raw(*args, **kwargs)
         if not top.active:
             raise top.leaked()
@@ -266,6 +283,8 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
             raise top.foreign_thread()
         if prim.check_kwargs is not None and (kwargs or len(args) > prim.max_args):
             prim.check_kwargs(args, kwargs)
+        if result_hook is not None:
+            return result_hook(prim, top.process(prim, list(args), kwargs, argnums), "forward")
         return top.process(prim, list(args), kwargs, argnums)
 
     traced_call.__name__ = prim.name
@@ -275,6 +294,13 @@ def primitive(raw: Callable[..., Any], name: str | None = None, *, multiple_resu
     traced_call.primitive = prim  # type: ignore[attr-defined]
     prim.call = traced_call  # the traced entry point, used by traces to recurse
     return traced_call
+
+
+def _holds_box(seq: Any) -> bool:
+    for v in seq:
+        if isinstance(v, Box) or (type(v) in (list, tuple) and _holds_box(v)):
+            return True
+    return False
 
 
 def call_with_out(traced: Callable[..., Any], raw: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

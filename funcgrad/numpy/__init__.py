@@ -34,6 +34,16 @@ from . import linalg, indexing  # noqa: F401
 from .linalg import *  # noqa: F401,F403  (dot, matmul, einsum ... live beside numpy.linalg)
 from .indexing import *  # noqa: F401,F403
 from .composite import *  # noqa: F401,F403
+from . import fft  # noqa: F401,E402  (funcgrad.numpy.fft)
+# The rest of NumPy's namespace, by family (see funcgrad.numpy.coverage for every name's status)
+from .aliases import *  # noqa: F401,F403
+from .rearrange import *  # noqa: F401,F403
+from .more_math import *  # noqa: F401,F403
+from .polynomials import *  # noqa: F401,F403
+from .windows import *  # noqa: F401,F403
+from .index_tricks import *  # noqa: F401,F403
+from .functional import *  # noqa: F401,F403
+from .passthrough import *  # noqa: F401,F403
 
 _box_methods.install()
 
@@ -46,3 +56,15 @@ from . import _batching  # noqa: E402,F401  (installs the loop fallback for vmap
 from ..core import reverse as _reverse  # noqa: E402
 
 _reverse.zeros_like = zeros_like  # noqa: F405  cotangents of unused results
+
+from ..core import trace as _trace  # noqa: E402
+
+_trace.pack_sequence = array  # noqa: F405  array-likes holding traced values (fnp.mean([x, x + 2]))
+
+
+def __getattr__(name: str):  # the submodules of numpy not provided here: say why
+    from .coverage import REFUSED_MODULES
+
+    if name in REFUSED_MODULES:
+        raise AttributeError(f"funcgrad.numpy.{name} is not provided: {REFUSED_MODULES[name]}")
+    raise AttributeError(f"module 'funcgrad.numpy' has no attribute {name!r}")

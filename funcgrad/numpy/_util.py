@@ -17,7 +17,7 @@ import funcgrad.numpy as fnp  # rules call the namespace lazily, at run time
 from ..backend import _NAMESPACE_BY_TYPE, NUMPY_FAST_TYPES, namespace_of
 from ..core import Box
 
-__all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex"]
+__all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex", "pack"]
 
 
 def resolve(namespace: Any, dotted: str) -> Callable:
@@ -102,3 +102,10 @@ def unbroadcast(g: Any, x: Any) -> Any:
     if is_complex(g) and not is_complex(x):
         g = fnp.real(g)
     return g
+
+
+def pack(a: Any) -> Any:
+    """A (nested) list or tuple holding traced values as one array (``fnp.array``); else ``a``."""
+    from ..core.trace import _holds_box
+
+    return fnp.array(a) if type(a) in (list, tuple) and _holds_box(a) else a

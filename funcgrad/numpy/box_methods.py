@@ -161,6 +161,12 @@ class ArrayMethods:
         )
 
     def __array__(self, dtype=None, copy=None):
+        if _dtype_of_box(self).kind in "iub":  # most often a traced index: Q[t] with Q a NumPy array
+            raise TypeError(
+                f"an integer or boolean traced value (from {self._trace.name}) cannot be converted to a "
+                f"NumPy array, so it cannot index a plain NumPy array (Q[t]) either. Index a funcgrad "
+                f"array instead: fnp.take(Q, t, axis=0), or fnp.array(Q)[t] (an array that can hold traced values)"
+            )
         raise TypeError(
             f"a traced value (from {self._trace.name}) cannot be converted to a NumPy array: "
             f"that would drop its derivative. Use funcgrad.numpy functions on it, or "
@@ -436,3 +442,13 @@ _DUNDERS = {
     name for name in vars(ArrayMethods)
     if name.startswith("__") and name not in ("__module__", "__doc__", "__dict__", "__weakref__", "__qualname__")
 }
+
+
+def _dtype_of_box(b):
+    import numpy as _np
+
+    v = b
+    while isinstance(v, Box):
+        v = v._value
+    d = getattr(v, "dtype", None)
+    return _np.dtype(d) if d is not None else _np.result_type(v)

@@ -295,8 +295,17 @@ def _unindex_raw(g: Any, idx: tuple, shape_: tuple, *dyn: Any) -> Any:
 _unindex = primitive(_unindex_raw, "unindex")
 
 
+def _host_values_to(out: Any, v: Any) -> Any:
+    """Values ``v`` on ``out``'s device: CuPy refuses to write a host array into a device
+    one (a rule's constant, e.g. a Python 0 reshaped by vmap, arrives as a NumPy array)."""
+    if isinstance(v, np.ndarray) and v.ndim and namespace_of(out) is not np:
+        return device_constant(out, v)
+    return v
+
+
 def _index_add_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     out = _copy(x)
+    v = _host_values_to(out, v)
     idx = _fill(idx, dyn)
     if may_repeat(idx):
         _scatter_ufunc_at(out, idx, v, "add")
@@ -310,6 +319,7 @@ _index_add = primitive(_index_add_raw, "index_add")
 
 def _index_set_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     out = _copy(x)
+    v = _host_values_to(out, v)
     idx = _fill(idx, dyn)
     xp = namespace_of(out)
     if xp is np or not may_repeat(idx) or not shape(v):
@@ -325,7 +335,7 @@ def _index_set_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     vb = xp.reshape(xp.broadcast_to(v, ishape), (-1,))
     flat = xp.reshape(out, (-1,))
     flat[targets] = vb[winner]
-    return out
+    return xp.reshape(flat, out.shape)  # reshape may have copied a non-contiguous ``out``
 
 
 def _last_writers(xshape: tuple, idx: tuple, like: Any) -> tuple:

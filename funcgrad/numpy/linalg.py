@@ -52,7 +52,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import device_constant, namespace_of
 from ..core import defunused, Box, defjvp, defvjp, nondiff_primitive, primitive
-from ._util import backend_function, dtype, is_complex, ndim, resolve, shape, unbroadcast
+from ._util import backend_function, dtype, is_complex, ndim, resolve, shape, unbroadcast, pack
 
 __all__ = [
     "dot", "matmul", "tensordot", "einsum", "inner", "vdot", "outer", "kron", "cross",
@@ -1510,6 +1510,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
         fg.grad(fnp.linalg.norm)(x)   # x / norm(x)
     """
+    x = pack(x)
     if not isinstance(x, Box):
         return resolve(namespace_of(x), "linalg.norm")(x, ord, axis, keepdims)
     if dtype(x).kind not in "fc":

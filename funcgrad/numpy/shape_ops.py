@@ -40,7 +40,7 @@ from ..backend import device_constant, namespace_of, scatter_add, to_numpy
 from ..core import Box, def_linear, defjvp, defjvp_all, defvjp, defvjp_all, get_primitive, primitive, unbox_all
 from ..core.batching import defbatch
 from ._batching import fallback as _fallback, move_to_front
-from ._util import backend_function, dtype as _dtype, ndim as _ndim, shape as _shape, unbroadcast
+from ._util import backend_function, dtype as _dtype, ndim as _ndim, shape as _shape, unbroadcast, pack
 
 __all__ = [
     "reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",
@@ -85,6 +85,7 @@ def _norm_axis(axis: Any, nd: int) -> int:
 
 def _as_arrays(items: Sequence[Any]) -> list:
     """Arrays and boxes as they are; lists and scalars made arrays of the others' namespace."""
+    items = [pack(a) for a in items]  # lists holding traced values: one traced array each
     xp = namespace_of(*[a for a in items if isinstance(a, Box) or hasattr(a, "shape")])
     # Python scalars become 0-d arrays by a fill on the device (no host-to-device copy).
     return [a if isinstance(a, Box) or hasattr(a, "shape") else (xp.asarray(a) if xp is np else _scalar_array(xp, a))

@@ -1022,6 +1022,8 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
     if namespace_of(v) is np:
         np.copyto(v, ov, casting="unsafe")
     else:
+        if isinstance(ov, np.ndarray) and ov.ndim:  # CuPy refuses a host array here: upload it
+            ov = namespace_of(v).asarray(ov)
         v[...] = ov
     t._vc[0] += 1
     if not st.enabled or not (out._requires_grad or t._requires_grad):

@@ -1,4 +1,6 @@
-"""scan: a loop with a differentiable carry whose tape stays small.
+"""Control flow: scan and fori_loop (small tapes), while_loop, cond and switch.
+
+scan: a loop with a differentiable carry whose tape stays small.
 
 Tracing is eager, so ordinary Python loops already differentiate; ``scan``
 is for long recurrences. It runs as one primitive: the forward pass keeps
@@ -17,7 +19,7 @@ from ..core import Box, get_primitive, primitive
 from ..numpy._batching import fallback
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
 
-__all__ = ["scan", "fori_loop"]
+__all__ = ["scan", "fori_loop", "while_loop", "cond", "switch"]
 
 T = TypeVar("T")
 
@@ -226,3 +228,162 @@ def fori_loop(lower: int, upper: int, body: Callable[[Any, T], T], init: T) -> T
     carry: T
     carry, _ = scan(lambda c, i: (body(i, c), None), init, idx)
     return carry
+
+
+# --------------------------------------------------------------------------
+# while_loop, cond, switch
+#
+# Tracing is eager, so a predicate that is one value (plain, or traced by grad/jvp)
+# is read and only the chosen branch / the iterations actually needed run: each runs
+# traced like any other code, so forward and reverse mode see exactly what ran (reverse
+# mode through while_loop works, beyond JAX). A predicate batched by vmap has one value
+# per example: cond/switch run every branch and select per example; while_loop runs
+# until every example is done, freezing the finished ones.
+
+
+def _batched(x: Any) -> bool:
+    from ..core.batching import BatchBox
+
+    while isinstance(x, Box):
+        if isinstance(x, BatchBox):
+            return True
+        x = x._value
+    return False
+
+
+def _scalar_pred(p: Any, fn: str, what: str) -> Any:
+    import funcgrad.numpy as fnp
+
+    if tuple(fnp.shape(p)) != ():
+        raise TypeError(f"{fn}: {what} must be a scalar, but it has shape {tuple(fnp.shape(p))}")
+    return p
+
+
+def _avals(tree: Any) -> tuple[Any, list[tuple[tuple[int, ...], Any]]]:
+    import funcgrad.numpy as fnp
+    from ..numpy._util import dtype
+
+    leaves, treedef = tree_util.tree_flatten(tree)
+    return treedef, [(tuple(fnp.shape(x)), dtype(x)) for x in leaves]
+
+
+def _check_same(fn: str, names: tuple[str, str], a: Any, b: Any) -> None:
+    """Branch outputs (or loop carries) must agree in structure, shapes and dtypes."""
+    (da, va), (db, vb) = _avals(a), _avals(b)
+    if da != db:
+        raise TypeError(
+            f"{fn}: {names[0]} and {names[1]} must have the same pytree structure, but got {da} and {db}"
+        )
+    paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(a)[0]]
+    for path, (sa, ta), (sb, tb) in zip(paths, va, vb):
+        if sa != sb or ta != tb:
+            raise TypeError(
+                f"{fn}: {names[0]} and {names[1]} must have the same shapes and dtypes, but at "
+                f"{path or 'the output'} they are {ta}{list(sa)} and {tb}{list(sb)}"
+            )
+
+
+def _select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    import funcgrad.numpy as fnp
+
+    return tree_util.tree_map(lambda a, b: fnp.where(pred, a, b), on_true, on_false)
+
+
+def _truth(p: Any) -> bool:
+    from ..core import unbox_all
+
+    return bool(unbox_all(p))
+
+
+def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_val: T) -> T:
+    """``val = init_val; while cond_fun(val): val = body_fun(val)`` (JAX's ``lax.while_loop``).
+
+    Differentiable in forward and reverse mode (the iterations that actually run
+    are recorded; JAX refuses reverse mode here) and batched by vmap: examples
+    whose condition is false stop changing while the others go on, until all
+    are done. The carry must keep its pytree structure, shapes and dtypes.
+
+    Example::
+
+        fg.while_loop(lambda x: x < 10.0, lambda x: x * 2.0, 1.0)   # 16.0
+    """
+    val = init_val
+    pred = _scalar_pred(cond_fun(val), "while_loop", "cond_fun's result")
+    while True:
+        if _batched(pred):
+            if not _any(pred):
+                return val
+            new = body_fun(val)
+            _check_same("while_loop", ("body_fun's result", "the carry init_val"), new, val)
+            val = _select(pred, new, val)
+        else:
+            if not _truth(pred):
+                return val
+            new = body_fun(val)
+            _check_same("while_loop", ("body_fun's result", "the carry init_val"), new, val)
+            val = new
+        pred = _scalar_pred(cond_fun(val), "while_loop", "cond_fun's result")
+
+
+def _any(pred: Any) -> bool:
+    from ..backend import namespace_of
+    from ..core import unbox_all
+
+    raw = unbox_all(pred)
+    return bool(namespace_of(raw).any(raw))
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+    """``true_fun(*operands) if pred else false_fun(*operands)`` (JAX's ``lax.cond``).
+
+    ``pred`` is a scalar (bool, or a number: nonzero is true). When it is one
+    value, only the chosen branch runs (and is differentiated). Under ``vmap``
+    with a batched ``pred`` both branches run and each example takes its own;
+    the branches must then return the same pytree structure, shapes and dtypes.
+
+    Example::
+
+        fg.cond(x > 0, lambda x: x * 2.0, lambda x: -x, x)
+    """
+    _scalar_pred(pred, "cond", "pred")
+    if not _batched(pred):
+        return true_fun(*operands) if _truth(pred) else false_fun(*operands)
+    import funcgrad.numpy as fnp
+
+    on_true, on_false = true_fun(*operands), false_fun(*operands)
+    _check_same("cond", ("true_fun's output", "false_fun's output"), on_true, on_false)
+    return _select(fnp.not_equal(pred, 0), on_true, on_false)
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """``branches[index](*operands)``, ``index`` clamped to the valid range (JAX's ``lax.switch``).
+
+    Under ``vmap`` with a batched ``index`` every branch runs and each example
+    takes its own; the branches must return the same structure, shapes and dtypes.
+
+    Example::
+
+        fg.switch(1, [fnp.sin, fnp.cos, fnp.tanh], x)   # fnp.cos(x)
+    """
+    import funcgrad.numpy as fnp
+    from ..numpy._util import dtype
+
+    branches = list(branches)
+    if not branches:
+        raise ValueError("switch: branches must be a non-empty sequence of functions")
+    _scalar_pred(index, "switch", "index")
+    if dtype(index).kind not in "iub":
+        raise TypeError(f"switch: index must be an integer scalar, got dtype {dtype(index)}")
+    last = len(branches) - 1
+    if not _batched(index):
+        from ..core import unbox_all
+
+        return branches[min(max(int(unbox_all(index)), 0), last)](*operands)
+    index = fnp.clip(index, 0, last)
+    outs = [b(*operands) for b in branches]
+    for k, o in enumerate(outs[1:], 1):
+        _check_same("switch", ("branch 0's output", f"branch {k}'s output"), outs[0], o)
+    result = outs[last]
+    for k in range(last - 1, -1, -1):
+        result = _select(fnp.equal(index, k), outs[k], result)
+    return result

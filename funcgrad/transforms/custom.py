@@ -10,6 +10,7 @@ nesting, and are themselves differentiated for higher orders.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from .. import tree_util
@@ -70,6 +71,19 @@ def _split(args: tuple[Any, ...], nondiff_argnums: tuple[int, ...], what: str = 
     spec.min_level = min(levels) if levels else 0
     spec.what = what
     return leaves, spec
+
+
+# custom_vjp functions whose fwd rule is being differentiated in this thread: a call of
+# the function inside its own fwd (JAX's idiom ``def fwd(x): return f(x), res``) then
+# runs the function's body, instead of recursing into the rule being computed.
+_in_fwd = threading.local()
+
+
+def _fwd_active() -> set[int]:
+    active: set[int] | None = getattr(_in_fwd, "ids", None)
+    if active is None:
+        active = _in_fwd.ids = set()
+    return active
 
 
 def _traced(leaves: list[Any]) -> bool:
@@ -199,6 +213,46 @@ class custom_jvp(Generic[R]):
         self.jvp_rule = rule
         return rule
 
+    def defjvps(self, *rules: Callable[..., Any] | None) -> None:
+        """One JVP rule per differentiable argument (JAX's ``defjvps``):
+        ``rule_i(t_i, primal_out, *args)`` returns the output tangent that a
+        tangent ``t_i`` of argument ``i`` contributes; None for an argument
+        with no derivative. The contributions are summed.
+
+        Example::
+
+            @fg.custom_jvp
+            def f(x, y):
+                return fnp.sin(x) * y
+
+            f.defjvps(lambda tx, out, x, y: fnp.cos(x) * tx * y,
+                      lambda ty, out, x, y: fnp.sin(x) * ty)
+        """
+        ndyn_static = sorted(self.nondiff_argnums)
+
+        def rule(*args: Any) -> tuple[Any, Any]:
+            static, (primals, tangents) = args[:-2], args[-2:]
+            if len(rules) != len(primals):
+                raise TypeError(
+                    f"defjvps of custom_jvp function {self.__name__}: got {len(rules)} rules for "
+                    f"{len(primals)} differentiable arguments; give one per argument (None for none)"
+                )
+            full, dyn, st = [], iter(primals), iter(static)
+            for i in range(len(primals) + len(static)):
+                full.append(next(st) if i in ndyn_static else next(dyn))
+            out = self(*full)
+            total: Any = None
+            for r, t in zip(rules, tangents):
+                if r is None:
+                    continue
+                contrib = r(t, out, *full)
+                total = contrib if total is None else tree_util.tree_map(lambda a, b: a + b, total, contrib)
+            if total is None:
+                total = tree_util.tree_map(_zeros_like, out)
+            return out, total
+
+        self.jvp_rule = rule
+
     def __call__(self, *args: Any) -> R:
         if self.jvp_rule is None:
             raise AttributeError(f"no JVP rule defined for custom_jvp function {self.__name__}; use .defjvp")
@@ -293,7 +347,7 @@ class custom_vjp(Generic[R]):
         if self.fwd is None:
             raise AttributeError(f"no VJP rules defined for custom_vjp function {self.__name__}; use .defvjp")
         leaves, spec = _split(args, self.nondiff_argnums, f"custom_vjp function {self.__name__}")
-        if not _traced(leaves):
+        if not _traced(leaves) or id(self) in _fwd_active():
             return self.fun(*args)
         outs = self._call(*leaves, spec=spec)
         result: R = tree_util.tree_unflatten(spec.out_def, list(outs[: spec.n_out]))
@@ -317,7 +371,15 @@ class custom_vjp(Generic[R]):
         return out
 
     def _jvp_all(self, tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _Spec) -> tuple[Any, ...]:
-        return _partial_jvp(lambda *ls: self._fwd_leaves(ls, spec), leaves, tangents)
+        # Forward mode differentiates fwd; a call of this function inside fwd runs its body.
+        active = _fwd_active()
+        nested = id(self) in active
+        active.add(id(self))
+        try:
+            return _partial_jvp(lambda *ls: self._fwd_leaves(ls, spec), leaves, tangents)
+        finally:
+            if not nested:
+                active.discard(id(self))
 
     def _vjp_all(self, g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _Spec) -> list[Any]:
         n = spec.n_out
