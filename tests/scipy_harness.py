@@ -26,6 +26,12 @@ class Case(NamedTuple):
     ref: Callable | None = None
     f32: bool = True          # also checked in float32
     rtol: float = 1e-7
+    consts: tuple = ()        # trailing arguments that are not differentiated (moved to the device too)
+
+    def call(self, *args: Any) -> Any:
+        consts = tuple(np.asarray(c, dtype=fg.numpy.result_type(args[0])) if np.asarray(c).dtype.kind == "f" else c
+                       for c in self.consts) if args else self.consts
+        return self.fn(*args, *consts)
 
 
 @contextlib.contextmanager
@@ -48,7 +54,7 @@ def _leaves(x: Any) -> list:
 def check_values(case: Case) -> None:
     if case.ref is None:
         return
-    got, want = _leaves(case.fn(*case.args)), _leaves(case.ref(*case.args))
+    got, want = _leaves(case.call(*case.args)), _leaves(case.ref(*case.args, *case.consts))
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=case.rtol, atol=1e-10)
@@ -58,18 +64,18 @@ def check_float32(case: Case) -> None:
     if not case.f32:
         return
     args32 = tuple(np.asarray(a, np.float32) for a in case.args)
-    got = _leaves(case.fn(*args32))
-    want = _leaves(case.fn(*case.args))
+    got = _leaves(case.call(*args32))
+    want = _leaves(case.call(*case.args))
     for g, w in zip(got, want):
         if np.asarray(w).dtype.kind == "f":
             assert np.asarray(g).dtype == np.float32, f"float32 input gave {np.asarray(g).dtype}"
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-3, atol=2e-4)
-    gr = fg.grad(lambda *a: fg.numpy.sum(fg.numpy.real(_leaves(case.fn(*a))[0])))(*args32)
+    gr = fg.grad(lambda *a: fg.numpy.sum(fg.numpy.real(_leaves(case.call(*a))[0])))(*args32)
     assert np.asarray(gr).dtype == np.float32
 
 
 def check_derivatives(case: Case, **kw: Any) -> None:
-    check_grads(case.fn, case.args, order=2, modes=("fwd", "rev"), **kw)
+    check_grads(case.call, case.args, order=2, modes=("fwd", "rev"), **kw)
 
 
 def check_vmap(case: Case, n: int = 2, argnums: tuple | None = None) -> None:
@@ -85,9 +91,9 @@ def check_vmap(case: Case, n: int = 2, argnums: tuple | None = None) -> None:
             stacks.append(a)
     in_axes = tuple(0 if i in argnums else None for i in range(len(case.args)))
     with no_fallback():
-        got = fg.vmap(case.fn, in_axes=in_axes)(*stacks)
+        got = fg.vmap(case.call, in_axes=in_axes)(*stacks)
     for k in range(n):
-        one = case.fn(*(s[k] if i in argnums else s for i, s in enumerate(stacks)))
+        one = case.call(*(s[k] if i in argnums else s for i, s in enumerate(stacks)))
         for g, w in zip(_leaves(got), _leaves(one)):
             np.testing.assert_allclose(np.asarray(g)[k], np.asarray(w), rtol=1e-6, atol=1e-9)
 
@@ -97,5 +103,5 @@ def check_fake_device(case: Case, **kw: Any) -> None:
     from device_suite import check_case
 
     fb.install()
-    check_case(case.fn, case.args, (), put=fb.to_fake, xp=fb.fake, no_sync=fb.no_host_sync,
+    check_case(case.fn, case.args, case.consts, put=fb.to_fake, xp=fb.fake, no_sync=fb.no_host_sync,
                uploads=lambda: fb.STATS["h2d"], what=getattr(case.fn, "__name__", "case"), **kw)

@@ -424,7 +424,9 @@ def _matrix_function(name: str, doc: str) -> Callable:
 
     def raw(a: Any) -> Any:
         kernel = scipy_function(namespace_of(a), "linalg", name)
-        return _keep_dtype(_per_matrix(lambda m: _as_result(kernel(m)), a), a)
+        # float32 is computed in float64 (SciPy's logm/sqrtm warn on their own float32 error)
+        wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+        return _keep_dtype(_per_matrix(lambda m: _as_result(kernel(m)), wide), a)
 
     raw.__name__ = raw.__qualname__ = name
 
