@@ -17,10 +17,11 @@ __all__ = ["require_scipy", "scipy_function"]
 INSTALL = "pip install funcgrad[scipy]"
 
 
-def require_scipy(module: str) -> None:
-    """Raise ImportError naming the install command when SciPy cannot be imported."""
+def require_scipy(module: str, uses: str | None = None) -> None:
+    """Raise ImportError naming the install command when SciPy (``scipy.<uses>``, by default
+    ``scipy.<module>``) cannot be imported for ``funcgrad.scipy.<module>``."""
     try:
-        importlib.import_module("scipy." + module)
+        importlib.import_module("scipy." + (uses or module))
     except ImportError as e:
         raise ImportError(
             f"funcgrad.scipy.{module} needs SciPy, which could not be imported ({e}); "

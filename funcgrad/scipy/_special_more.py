@@ -283,3 +283,52 @@ y1 = _special("y1", [lambda ans, x: (y0(x) - yv(2.0, x)) / 2],
 
         y1(fnp.array([1.0]))
     """)
+
+
+# --------------------------------------------------------------------------
+# CDFs the distributions need: derivative in the variable, not in the shape parameters
+
+_SHAPE = ("the shape parameters", "their derivatives are not implemented")
+
+
+def _betainc_dx(ans: Any, a: Any, b: Any, x: Any) -> Any:
+    return fnp.exp((a - 1) * fnp.log(x) + (b - 1) * fnp.log1p(-x) - betaln(a, b))
+
+
+betainc = defprimitive(
+    _raw("betainc"), name="betainc",
+    vjp={0: _no_derivative("betainc", "a", _SHAPE[1]), 1: _no_derivative("betainc", "b", _SHAPE[1]),
+         2: lambda g, ans, a, b, x: unbroadcast(g * _betainc_dx(ans, a, b, x), x)},
+    jvp={0: _no_derivative("betainc", "a", _SHAPE[1]), 1: _no_derivative("betainc", "b", _SHAPE[1]),
+         2: lambda t, ans, a, b, x: t * _betainc_dx(ans, a, b, x)},
+    batch_from=elementwise_rule,
+    doc="""The regularized incomplete beta function I_x(a, b). Differentiable ``scipy.special.betainc``
+    in ``x`` (d/dx = x^(a-1) (1-x)^(b-1) / B(a, b)); not in ``a`` or ``b`` (raises TypeError).
+
+    Example::
+
+        betainc(1.0, 1.0, fnp.array([0.25]))   # 0.25
+    """)
+
+
+def _stdtr_dt(ans: Any, df: Any, t: Any) -> Any:
+    return fnp.exp(gammaln((df + 1) / 2) - gammaln(df / 2) - 0.5 * fnp.log(df * math.pi)
+                   - (df + 1) / 2 * fnp.log1p(t * t / df))
+
+
+stdtr = defprimitive(
+    _raw("stdtr"), name="stdtr",
+    vjp={0: _no_derivative("stdtr", "df", "its derivative in the degrees of freedom is not implemented"),
+         1: lambda g, ans, df, t: unbroadcast(g * _stdtr_dt(ans, df, t), t)},
+    jvp={0: _no_derivative("stdtr", "df", "its derivative in the degrees of freedom is not implemented"),
+         1: lambda tt, ans, df, t: tt * _stdtr_dt(ans, df, t)},
+    batch_from=elementwise_rule,
+    doc="""Student t CDF. Differentiable ``scipy.special.stdtr`` in ``t`` (d/dt = the t density);
+    not in ``df`` (raises TypeError).
+
+    Example::
+
+        stdtr(3.0, fnp.array([0.0]))   # 0.5
+    """)
+
+__all__ += ["betainc", "stdtr"]
