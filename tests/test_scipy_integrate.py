@@ -155,3 +155,17 @@ def test_odeint_errors():
         fg.vmap(lambda t: I.odeint(lambda y, t: -y, np.ones(1), t))(np.stack([T, T]))
     with pytest.raises(ValueError, match="initial must be None or 0"):
         I.cumulative_trapezoid(Y, initial=1.0)
+
+
+def test_solve_ivp_front_end():
+    te = np.linspace(0.0, 2.0, 6)
+    sol = I.solve_ivp(lambda t, y, k: -k * y + fnp.sin(t), (0.0, 2.0), np.array([1.0, 2.0]), t_eval=te, args=(0.7,),
+                      substeps=40)
+    want = si.solve_ivp(lambda t, y: -0.7 * y + np.sin(t), (0.0, 2.0), [1.0, 2.0], t_eval=te, rtol=1e-11, atol=1e-12)
+    assert sol.y.shape == (2, 6)
+    np.testing.assert_allclose(sol.y, want.y, atol=1e-8)
+    g = fg.grad(lambda k: fnp.sum(I.solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), np.array([1.0]), args=(k,),
+                                              substeps=40).y[:, -1]))(0.7)
+    np.testing.assert_allclose(g, -np.exp(-0.7), rtol=1e-7)
+    with pytest.raises(NotImplementedError, match="RK4"):
+        I.solve_ivp(lambda t, y: -y, (0.0, 1.0), np.ones(1), method="LSODA")

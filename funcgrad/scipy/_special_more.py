@@ -22,7 +22,8 @@ from ..backend import namespace_of
 from ..core import defprimitive
 from ..numpy._batching import elementwise_rule
 from ..numpy._util import unbroadcast
-from .special import _special_function, digamma, gammaln
+from ._scipy import scipy_function
+from .special import digamma, gammaln
 
 __all__ = [
     "betaln", "gammainc", "gammaincc", "multigammaln", "zeta", "ndtr", "ndtri", "log_ndtr",
@@ -39,7 +40,7 @@ def _raw(name: str) -> Callable:
 
     def raw(*args: Any) -> Any:
         xp = namespace_of(*args)
-        out = _special_function(xp, name)(*args)
+        out = scipy_function(xp, "special", name)(*args)
         floats = [a.dtype for a in args if getattr(a, "dtype", None) is not None and a.dtype.kind == "f"]
         if floats:
             want = np.result_type(*floats)

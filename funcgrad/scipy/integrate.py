@@ -47,7 +47,7 @@ from ._scipy import require_scipy
 
 require_scipy("integrate")
 
-__all__ = ["trapezoid", "cumulative_trapezoid", "simpson", "odeint"]
+__all__ = ["trapezoid", "cumulative_trapezoid", "simpson", "odeint", "solve_ivp", "OdeResult"]
 
 
 # --------------------------------------------------------------------------
@@ -287,3 +287,46 @@ def odeint(func: Callable, y0: Any, t: Any, *args: Any, substeps: int = 10, adjo
     if not adjoint:
         return _solve(func, y0, t, tuple(args), int(substeps), fnp.stack)
     return _odeint(y0, t, *leaves, func=func, treedef=treedef, substeps=int(substeps))
+
+
+class OdeResult:
+    """What :func:`solve_ivp` returns: ``t`` (the output times) and ``y`` (shape ``(n, len(t))``,
+    as in SciPy), differentiable like :func:`odeint`'s result."""
+
+    def __init__(self, t: Any, y: Any) -> None:
+        self.t = t
+        self.y = y
+        self.success = True
+        self.status = 0
+        self.message = "fixed-step RK4 finished"
+
+    def __repr__(self) -> str:
+        return f"OdeResult(t={self.t!r}, y={self.y!r})"
+
+
+def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "RK4", t_eval: Any = None, args: tuple = (),
+              substeps: int = 10, adjoint: bool = True) -> OdeResult:
+    """``scipy.integrate.solve_ivp``-style front end of :func:`odeint`: ``fun(t, y, *args)``.
+
+    Integrates over ``t_span = (t0, t1)`` and reports ``y`` at ``t_eval`` (default: the two
+    ends), shape ``(n, len(t_eval))``. The method is always fixed-step RK4 (``substeps``
+    steps between output times; SciPy's adaptive methods and events are not provided);
+    gradients with respect to ``y0`` and ``args`` use the adjoint method.
+
+    Example::
+
+        sol = solve_ivp(lambda t, y, k: -k * y, (0.0, 1.0), fnp.array([1.0]), args=(2.0,),
+                        t_eval=fnp.linspace(0.0, 1.0, 3))
+        sol.y   # shape (1, 3)
+    """
+    if method not in ("RK4", "RK45"):
+        raise NotImplementedError(f"solve_ivp: only fixed-step RK4 is provided (method='RK4'), got {method!r}")
+    if len(t_span) != 2:
+        raise ValueError(f"solve_ivp: t_span must be (t0, t1), got {t_span!r}")
+    if not isinstance(args, tuple):
+        args = (args,)
+    t = fnp.asarray(t_eval) if t_eval is not None else fnp.asarray([float(t_span[0]), float(t_span[1])])
+    if dtype(t).kind != "f":
+        t = fnp.asarray(t, dtype=np.float64)
+    ys = odeint(lambda y, tt, *a: fun(tt, y, *a), y0, t, *args, substeps=substeps, adjoint=adjoint)
+    return OdeResult(t, fnp.moveaxis(fnp.reshape(ys, (shape(ys)[0], -1)), 0, 1))

@@ -204,10 +204,8 @@ _solve_tri = defprimitive(
     _solve_tri_raw, name="solve_triangular",
     vjp={0: _solve_tri_vjp_a, 1: lambda g, ans, a, b, *r, **k: _sum_to(_solve_tri_vjp_b(g, ans, a, b, *r, **k), b)},
     jvp={0: _solve_tri_jvp_a, 1: lambda t, ans, a, b, *r, **k: _solve_tri(a, t, *r, **k)},
-    batch=None,
+    batch_from=lambda fn: _stack_rule(fn, 2, (2, 2)),   # vmap: the batch axis becomes a stack axis
 )
-# vmap: the batch axis becomes a stack axis of both matrices
-_solve_tri.primitive.batch_rule = _stack_rule(_solve_tri, 2, (2, 2))  # type: ignore[attr-defined]
 
 
 def solve_triangular(a: Any, b: Any, trans: Any = 0, lower: bool = False, unit_diagonal: bool = False,
@@ -532,8 +530,8 @@ _sylvester = defprimitive(
     jvp={0: lambda t, ans, a, b, q: _sylvester(a, b, -fnp.matmul(t, ans)),
          1: lambda t, ans, a, b, q: _sylvester(a, b, -fnp.matmul(ans, t)),
          2: lambda t, ans, a, b, q: _sylvester(a, b, t)},
+    batch_from=lambda fn: _stack_rule(fn, 3, (2, 2, 2)),
 )
-_sylvester.primitive.batch_rule = _stack_rule(_sylvester, 3, (2, 2, 2))  # type: ignore[attr-defined]
 
 
 def solve_sylvester(a: Any, b: Any, q: Any) -> Any:
