@@ -150,3 +150,14 @@ def test_errors():
     with pytest.raises(ValueError, match="cov must be"):
         S.multivariate_normal.logpdf(np.zeros(2), None, np.eye(3))
     assert fnp is not None
+
+
+@pytest.mark.parametrize("fn,args", [
+    (lambda x, a, s: S.gamma.logpdf(x, a, 0.0, s), (np.array([-1.0, 2.0]), np.array(2.5), np.array(1.5))),
+    (lambda x, a, b: S.beta.logpdf(x, a, b), (np.array([-0.5, 0.3, 1.5]), np.array(2.5), np.array(1.7))),
+    (lambda k, mu: S.poisson.logpmf(k, mu), (np.array([-1.0, 2.5, 2.0]), np.array(2.3))),
+    (lambda k, n, p: S.binom.logpmf(k, n, p), (np.array([-1.0, 7.0, 2.0]), np.array(5.0), np.array(0.35))),
+])
+def test_gradients_outside_the_support_are_zero_not_nan(fn, args):
+    g = fg.grad(lambda *a: fnp.sum(fnp.where(fnp.isfinite(fn(*a)), fn(*a), 0.0)), argnums=tuple(range(1, len(args))))(*args)
+    assert all(np.all(np.isfinite(x)) for x in g), g

@@ -21,8 +21,10 @@ __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 def logpdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """(a-1) log z + (b-1) log(1-z) - betaln(a, b) - log(scale) on 0 <= z <= 1. Example: ``logpdf(0.5, 2.0, 2.0)``"""
     z = standardize(x, loc, scale)
+    ok = (z >= 0) & (z <= 1)
+    z = fnp.where(ok, z, 0.5 * fnp.ones_like(z))   # no NaN outside the support, in values or derivatives
     val = xlogy(a - 1, z) + xlog1py(b - 1, -z) - betaln(a, b) - log_param(scale)
-    return where_in((z >= 0) & (z <= 1), val, -fnp.inf)
+    return where_in(ok, val, -fnp.inf)
 
 
 def pdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:

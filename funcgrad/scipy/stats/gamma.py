@@ -21,7 +21,9 @@ __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 def logpdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """(a-1) log z - z - gammaln(a) - log(scale), z = (x - loc) / scale >= 0. Example: ``logpdf(1.0, 2.0)``"""
     z = standardize(x, loc, scale)
-    return where_in(z >= 0, xlogy(a - 1, z) - z - gammaln(a) - log_param(scale), -fnp.inf)
+    ok = z >= 0
+    z = fnp.where(ok, z, fnp.ones_like(z))   # no NaN outside the support, in values or derivatives
+    return where_in(ok, xlogy(a - 1, z) - z - gammaln(a) - log_param(scale), -fnp.inf)
 
 
 def pdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
