@@ -7,6 +7,10 @@ that call SciPy's kernels (erf, gammaln, ...) raise an ImportError that says
 expit, logit, log_expit, softmax and log_softmax are written with the array
 namespace alone.
 
+``linalg``, ``stats``, ``signal``, ``integrate`` and ``optimize`` mirror the SciPy
+modules of the same names; they need SciPy, and importing one without it raises
+an ImportError that says ``pip install funcgrad[scipy]``.
+
 Example::
 
     import funcgrad as fg
