@@ -707,6 +707,15 @@ try:
 except ImportError:  # pragma: no cover
     pass
 
+try:  # as cupyx.scipy.linalg / signal (the fake has every SciPy function CuPy might lack)
+    import scipy.linalg as _sl
+    import scipy.signal as _ss
+
+    fake.scipy_linalg = _module("fakecupy.scipy_linalg", _sl)
+    fake.scipy_signal = _module("fakecupy.scipy_signal", _ss)
+except ImportError:  # pragma: no cover
+    pass
+
 fake.cuda = types.ModuleType("fakecupy.cuda")
 fake.cuda.Device = _FakeDevice
 fake.cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 2)

@@ -675,6 +675,33 @@ def test_harness_catches_host_round_trips():
 
 
 # --------------------------------------------------------------------------
+# funcgrad.scipy.{linalg, signal, integrate} and the added special functions (tables from
+# tests/test_scipy_*.py and tests/test_special_more.py)
+
+import test_scipy_integrate as _tsi  # noqa: E402
+import test_scipy_linalg as _tsl  # noqa: E402
+import test_scipy_signal as _tss  # noqa: E402
+import test_special_more as _tsm  # noqa: E402
+
+_SCIPY_CASES = {
+    **{f"linalg.{n}": _tsl.CASES[n] for n in ("solve_triangular_010", "lu_solve_0", "expm", "sqrtm_spd", "logm",
+                                             "solve_sylvester")},
+    **{f"special.{n}": c for n, c in _tsm.CASES.items()},
+    "signal.convolve": _tss.CASES["convolve-same-(7,)-(3,)"],
+    "integrate.odeint": _tsi.Case(_tsi.ode_case, _tsi.ODE_ARGS, consts=(_tsi.T,)),
+}
+_SCIPY_CASES["special.betainc"] = _tsm.Case(lambda x, a, b: _tsm.S.betainc(a, b, x), (_tsm.X / 3,),
+                                            consts=(_tsm.X + 1, _tsm.X))
+_SCIPY_CASES["special.stdtr"] = _tsm.Case(lambda x, df: _tsm.S.stdtr(df, x), (_tsm.X,), consts=(_tsm.X + 2,))
+
+
+@pytest.mark.parametrize("name", sorted(_SCIPY_CASES))
+def test_scipy_modules(name):
+    c = _SCIPY_CASES[name]
+    check(c.fn, list(c.args), list(c.consts), what=name.split(".")[-1], rtol=1e-8, atol=1e-11)
+
+
+# --------------------------------------------------------------------------
 # every primitive ran on the device (keep this test last in the module)
 
 # --------------------------------------------------------------------------
@@ -804,6 +831,8 @@ def _all_primitives():
 # Primitives the suite does not reach on a device, and why.
 NOT_COVERED = {
     "eig": "general eigendecomposition: no derivative rule (eigvals is covered forward/batched)",
+    "minimize": "host only: cupyx.scipy has no optimize.minimize (tests/test_scipy_optimize.py checks the error)",
+    "root": "host only: cupyx.scipy has no optimize.root (tests/test_scipy_optimize.py checks the error)",
 }
 
 

@@ -700,3 +700,12 @@ for _fn in (expit, logit, log_expit, erf, erfc, erfinv, erfcinv, polygamma, diga
             xlogy, xlog1py, i0, i1, _expit_grad, _log_expit_grad):
     defbatch(_fn, elementwise_rule(_fn))
 del _fn
+
+
+# --------------------------------------------------------------------------
+# more families, in modules of their own (issue 16)
+
+from ._special_more import *  # noqa: E402,F401,F403
+from ._special_more import __all__ as _more_all  # noqa: E402
+
+__all__ += _more_all
