@@ -247,11 +247,15 @@ def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple, padding: 
     xs = fnp.reshape(x, (n, groups, c_in // groups, math.prod(spatial)))
     cols = fnp.matmul(fnp.swapaxes(w, -1, -2), xs)  # (N, G, O/G * K, L)
     cols = fnp.reshape(cols, (n, c_out) + kernel + spatial)
-    out = tuple((L - 1) * s - 2 * p + d * (k - 1) + 1
-                for L, s, p, d, k in zip(spatial, stride, padding, dilation, kernel))
-    y = _fnn.col2im(cols, (n, c_out) + out, kernel, stride, padding, dilation)
-    if any(output_padding):
-        y = fnp.pad(y, ((0, 0), (0, 0)) + tuple((0, op) for op in output_padding))
+    # the full (unpadded) transpose, then crop ``padding`` on the left and ``padding - output_padding`` on
+    # the right (zeros where that is negative)
+    full = tuple((L - 1) * s + d * (k - 1) + 1 for L, s, d, k in zip(spatial, stride, dilation, kernel))
+    y = _fnn.col2im(cols, (n, c_out) + full, kernel, stride, 0, dilation)
+    extra = tuple(max(op - p, 0) for p, op in zip(padding, output_padding))
+    if any(extra):
+        y = fnp.pad(y, ((0, 0), (0, 0)) + tuple((0, e) for e in extra))
+    y = y[(slice(None), slice(None)) + tuple(slice(p, f - p + op) if f - p + op <= f else slice(p, None)
+                                             for p, op, f in zip(padding, output_padding, full))]
     if bias is not None:
         y = y + fnp.reshape(bias, (c_out,) + (1,) * nsp)
     return y[0] if unbatched else y

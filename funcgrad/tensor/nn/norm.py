@@ -115,7 +115,7 @@ class _InstanceNorm(_NormBase):
         unbatched = x.dim() == self._dims[0]
         if unbatched:
             x = x.unsqueeze(0)
-        m = self._momentum()
+        m = 0.1 if self.momentum is None else self.momentum  # InstanceNorm leaves num_batches_tracked alone
         use_input = self.training or not self.track_running_stats
         y = F.instance_norm(x, self.running_mean if self.training else None,
                             self.running_var if self.training else None, self.weight, self.bias, use_input, m,
