@@ -655,11 +655,18 @@ def _uniform_param(shape: tuple, bound: float, dtype: Any = None) -> Parameter:
     """A Parameter drawn uniformly from ``[-bound, bound]`` with ft's generator (PyTorch's layer default)."""
     d = _np_dtype(dtype)
     vals = _init.uniform(default_generator._rng, shape, d, -bound, bound)
-    return Parameter(Tensor._make(np.asarray(vals, dtype=d)))
+    return _new_param(np.asarray(vals, dtype=d))
 
 
 def _const_param(shape: tuple, value: float, dtype: Any = None) -> Parameter:
-    return Parameter(Tensor._make(np.full(shape, value, dtype=_np_dtype(dtype))))
+    return _new_param(np.full(shape, value, dtype=_np_dtype(dtype)))
+
+
+def _new_param(values: Any, requires_grad: bool = True) -> Parameter:
+    """A Parameter holding ``values``, on ft's default device (``ft.set_default_device``)."""
+    from ..toplevel import _on_default_device
+
+    return Parameter(_on_default_device(Tensor._make(values)), requires_grad)
 
 
 class Linear(Module):
@@ -672,11 +679,11 @@ class Linear(Module):
         self.out_features = out_features
         d = (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
         w = _init.torch_default(default_generator._rng, (out_features, in_features), d)
-        self.weight = Parameter(Tensor._make(np.asarray(w, dtype=d)))
+        self.weight = _new_param(np.asarray(w, dtype=d))
         if bias:
             bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
             b = _init.uniform(default_generator._rng, (out_features,), d, -bound, bound)
-            self.bias = Parameter(Tensor._make(np.asarray(b, dtype=d)))
+            self.bias = _new_param(np.asarray(b, dtype=d))
         else:
             self.register_parameter("bias", None)
 

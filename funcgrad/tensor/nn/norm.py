@@ -20,6 +20,7 @@ import numpy as np
 
 from ..grad_mode import no_grad
 from ..tensor import Tensor
+from ..toplevel import _on_default_device
 from . import Module, _const_param, _np_dtype
 from . import functional as F
 
@@ -44,8 +45,8 @@ class _NormBase(Module):
             self.register_parameter("bias", None)
         if track_running_stats:
             d = _np_dtype(dtype)
-            self.register_buffer("running_mean", Tensor._make(np.zeros(num_features, dtype=d)))
-            self.register_buffer("running_var", Tensor._make(np.ones(num_features, dtype=d)))
+            self.register_buffer("running_mean", _on_default_device(Tensor._make(np.zeros(num_features, dtype=d))))
+            self.register_buffer("running_var", _on_default_device(Tensor._make(np.ones(num_features, dtype=d))))
             self.register_buffer("num_batches_tracked", Tensor._make(np.zeros((), dtype=np.int64)))
         else:
             self.register_buffer("running_mean", None)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..creation import default_generator
 from ..tensor import Tensor
-from . import Module, Parameter, _np_dtype
+from . import Module, Parameter, _new_param, _np_dtype
 from . import functional as F
 
 __all__ = ["Embedding"]
@@ -40,7 +40,7 @@ class Embedding(Module):
             w = default_generator._rng.standard_normal((num_embeddings, embedding_dim)).astype(d)
             if padding_idx is not None:
                 w[padding_idx] = 0
-            self.weight = Parameter(Tensor._make(w), requires_grad=not _freeze)
+            self.weight = _new_param(w, requires_grad=not _freeze)
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
                 raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")

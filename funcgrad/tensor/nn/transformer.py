@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, _as_tensor
-from . import Dropout, Linear, Module, Parameter, _np_dtype
+from . import Dropout, Linear, Module, _new_param, _np_dtype
 from . import functional as F
 from . import init as _init
 from .containers import ModuleList
@@ -68,7 +68,7 @@ class MultiheadAttention(Module):
         d = _np_dtype(dtype)
         E = embed_dim
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(Tensor._make(np.empty((3 * E, E), dtype=d)))
+            self.in_proj_weight = _new_param(np.empty((3 * E, E), dtype=d))
             _init.xavier_uniform_(self.in_proj_weight)
             self.register_parameter("q_proj_weight", None)
             self.register_parameter("k_proj_weight", None)
@@ -76,11 +76,11 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_weight", None)
             for name, n_in in (("q_proj_weight", E), ("k_proj_weight", self.kdim), ("v_proj_weight", self.vdim)):
-                w = Parameter(Tensor._make(np.empty((E, n_in), dtype=d)))
+                w = _new_param(np.empty((E, n_in), dtype=d))
                 _init.xavier_uniform_(w)
                 setattr(self, name, w)
         if bias:
-            self.in_proj_bias = Parameter(Tensor._make(np.zeros(3 * E, dtype=d)))
+            self.in_proj_bias = _new_param(np.zeros(3 * E, dtype=d))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(E, E, bias=bias, dtype=dtype)
