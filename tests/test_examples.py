@@ -48,6 +48,7 @@ def test_example_runs(path):
         "pytorch_style_training.py": _check_torch_style,
         "quickstart.py": _check_quickstart,
         "per_example_grads.py": _check_per_example,
+        "pytorch_cnn_digits.py": _check_torch_cnn,
     }
     check = checks.get(path.name)
     if check is not None:
@@ -67,6 +68,22 @@ def _check_digits_mlp(out: str) -> None:
 
 def _check_torch_style(out: str) -> None:
     assert _final_accuracy(out) >= 0.93 and "identical: True" in out, out
+
+
+def _check_torch_cnn(out: str) -> None:
+    assert _final_accuracy(out) >= 0.93 and "identical: True" in out, out  # fast mode: 3 epochs, ~0.99
+
+
+def test_pytorch_cnn_example_is_plain_pytorch():
+    """Apart from its import line, examples/pytorch_cnn_digits.py names nothing of funcgrad (it runs under
+    ``import torch``; checked by hand with PyTorch installed, which CI has not)."""
+    lines = (ROOT / "examples" / "pytorch_cnn_digits.py").read_text().splitlines()
+    code = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    imports = [ln for ln in code if "funcgrad" in ln and ln.startswith("import ")]
+    assert imports == ["import funcgrad.tensor as torch  # noqa: E402  (PyTorch: import torch)"]
+    body = "\n".join(ln for ln in lines if not ln.startswith("import funcgrad"))
+    doc_end = body.index('"""', body.index('"""') + 3)
+    assert "funcgrad" not in body[doc_end:] and "ft." not in body[doc_end:]
 
 
 def _check_per_example(out: str) -> None:
