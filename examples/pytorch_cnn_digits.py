@@ -35,7 +35,7 @@ def digits_datasets(seed: int):
     try:
         from sklearn.datasets import load_digits
     except ImportError:
-        sys.exit("this example needs scikit-learn: pip install 'funcgrad[examples]'")
+        sys.exit("this example needs scikit-learn: pip install scikit-learn")
     digits = load_digits()
     images = (digits.images / 16.0).astype(np.float32)[:, None, :, :]
     labels = digits.target.astype(np.int64)
