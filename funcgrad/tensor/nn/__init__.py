@@ -857,6 +857,8 @@ from .transformer import *  # noqa: E402,F401,F403
 from .transformer import __all__ as _tr_all  # noqa: E402
 from .loss import *  # noqa: E402,F401,F403
 from .loss import __all__ as _loss_all  # noqa: E402
+from .misc import *  # noqa: E402,F401,F403
+from .misc import __all__ as _misc_all  # noqa: E402
 
 __all__ += ["ParameterList", "ParameterDict", "RemovableHandle"]
-__all__ += _act_all + _conv_all + _pool_all + _norm_all + _drop_all + _rnn_all + _tr_all + _loss_all
+__all__ += _act_all + _conv_all + _pool_all + _norm_all + _drop_all + _rnn_all + _tr_all + _loss_all + _misc_all

@@ -852,3 +852,146 @@ __all__ = [
     "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
     "cosine_embedding_loss", "gaussian_nll_loss", "poisson_nll_loss",
 ]
+
+
+# --------------------------------------------------------------------------- more of torch.nn.functional
+
+
+def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0. Example: ``F.hardshrink(x)``."""
+    return _where(x.abs() > lambd, x, x * 0.0)
+
+
+def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x - lambd * sign(x)`` where ``|x| > lambd``, else 0. Example: ``F.softshrink(x)``."""
+    return _where(x > lambd, x - lambd, _where(x < -lambd, x + lambd, x * 0.0))
+
+
+def rms_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing axes (eps defaults to the dtype's machine
+    epsilon, as PyTorch). Example: ``F.rms_norm(x, (8,))``."""
+    ns = _ntuple(normalized_shape, 1)
+    e = float(np.finfo(x._value.dtype).eps) if eps is None else eps
+    dims = tuple(range(-len(ns), 0))
+    y = x * ((x * x).mean(dims, keepdim=True) + e).rsqrt()
+    return y * weight if weight is not None else y
+
+
+def pixel_shuffle(x: Tensor, upscale_factor: int) -> Tensor:
+    """``(*, C r^2, H, W) -> (*, C, H r, W r)``. Example: ``F.pixel_shuffle(x, 2)``."""
+    r = upscale_factor
+    *lead, c, h, w = x.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    y = y.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return y.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(x: Tensor, downscale_factor: int) -> Tensor:
+    """``(*, C, H r, W r) -> (*, C r^2, H, W)`` (the inverse of :func:`pixel_shuffle`). Example: ``F.pixel_unshuffle(x, 2)``."""
+    r = downscale_factor
+    *lead, c, h, w = x.shape
+    n = len(lead)
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    y = y.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return y.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def upsample_nearest(x: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated alias of ``interpolate(mode='nearest')``. Example: ``F.upsample_nearest(x, scale_factor=2)``."""
+    return interpolate(x, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(x: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated alias of ``interpolate(mode='bilinear', align_corners=True)``. Example: ``F.upsample_bilinear(x, size=4)``."""
+    return interpolate(x, size, scale_factor, "bilinear", align_corners=True)
+
+
+def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y_k = x1^T W_k x2 + b_k`` with ``weight (out, in1, in2)``. Example: ``F.bilinear(a, b, w)``."""
+    from ..ops import einsum
+
+    y = einsum("...i,kij,...j->...k", x1, weight, x2)
+    return y + bias if bias is not None else y
+
+
+def pdist(x: Tensor, p: float = 2.0) -> Tensor:
+    """The condensed pairwise ``p``-distances of the rows of ``(N, M)`` (upper triangle, row-major).
+
+    Example: ``F.pdist(points)``.
+    """
+    n = x.shape[0]
+    i, j = np.triu_indices(n, 1)
+    return (x[Tensor._make(i)] - x[Tensor._make(j)]).norm(p, -1)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2.0,
+                        eps: float = 1e-6, swap: bool = False, size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the pairwise distance. Example: ``F.triplet_margin_loss(a, p, n)``."""
+    dp = pairwise_distance(anchor, positive, p, eps)
+    dn = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        from ..ops import minimum
+
+        dn = minimum(dn, pairwise_distance(positive, negative, p, eps))
+    return _reduce((dp - dn + margin).clamp_min(0.0), reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                                size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """Mean over classes of the binary cross entropy of logits. Example: ``F.multilabel_soft_margin_loss(z, t)``."""
+    t = _as_tensor(target)
+    loss = -(t * logsigmoid(input) + (1.0 - t) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss.mean(-1), reduction)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    """Softmax of ``(logits + Gumbel noise) / tau``; ``hard`` gives one-hot values with the soft gradient.
+
+    Example: ``F.gumbel_softmax(logits, tau=0.5, hard=True)``.
+    """
+    g = -np.log(default_generator._rng.exponential(size=tuple(logits.shape)))
+    y = ((logits + Tensor._make(g.astype(logits._value.dtype))) / tau).softmax(dim)
+    if not hard:
+        return y
+    idx = y.detach().argmax(dim, keepdim=True)
+    hard_y = Tensor._make(np.zeros(tuple(y.shape), dtype=y._value.dtype))
+    np.put_along_axis(hard_y._value, idx._value, 1.0, axis=dim)
+    return hard_y - y.detach() + y
+
+
+def _inplace(fn: Any) -> Any:
+    def f(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        with no_grad() if not x.requires_grad else _nullcontext():
+            return x.copy_(fn(x, *args, **kwargs))
+
+    f.__name__ = fn.__name__ + "_"
+    f.__doc__ = f"In-place ``{fn.__name__}``: writes the result into ``x``. Example: ``F.{fn.__name__}_(x)``."
+    return f
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+relu_ = _inplace(relu)
+elu_ = _inplace(elu)
+selu_ = _inplace(selu)
+celu_ = _inplace(celu)
+leaky_relu_ = _inplace(leaky_relu)
+hardtanh_ = _inplace(hardtanh)
+threshold_ = _inplace(threshold)
+
+__all__ += ["hardshrink", "softshrink", "rms_norm", "pixel_shuffle", "pixel_unshuffle", "upsample_nearest",
+            "upsample_bilinear", "bilinear", "pdist", "triplet_margin_loss", "multilabel_soft_margin_loss",
+            "gumbel_softmax", "relu_", "elu_", "selu_", "celu_", "leaky_relu_", "hardtanh_", "threshold_"]
