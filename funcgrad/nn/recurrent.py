@@ -41,6 +41,8 @@ def _uniform_params(
 
 
 def _affine(x: Any, w: Any, b: Any) -> Any:
+    if w is None:  # x is the input projection already (x W^T + b for all time steps at once)
+        return x
     y = fnp.matmul(x, fnp.transpose(w))
     return y if b is None else y + b
 
@@ -53,6 +55,9 @@ def _check_input(x: Any, size: int, name: str) -> None:
 
 def gru_cell(x: Any, h: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any = None, bias_hh: Any = None) -> Any:
     """One GRU step on arrays (PyTorch's equations, gates r, z, n); the maths behind :class:`GRUCell`.
+
+    ``weight_ih=None`` (and ``bias_ih=None``) means ``x`` already holds ``x W_ih^T + b_ih``, so a
+    sequence can project all its inputs in one matrix product before the loop.
 
     Example::
 
@@ -70,6 +75,8 @@ def gru_cell(x: Any, h: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any = None
 def lstm_cell(x: Any, h: Any, c: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any = None,
               bias_hh: Any = None) -> tuple[Any, Any]:
     """One LSTM step on arrays (gates i, f, g, o): returns ``(h', c')``; the maths behind :class:`LSTMCell`.
+
+    ``weight_ih=None`` (and ``bias_ih=None``) means ``x`` already holds ``x W_ih^T + b_ih``.
 
     Example::
 

@@ -92,6 +92,10 @@ class RNNBase(Module):
 
     def _run_direction(self, xs: list, state: Any, w: tuple, reverse: bool) -> tuple[list, Any]:
         steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
+        if self.mode in ("LSTM", "GRU"):
+            # the input projection of every time step in one matrix product; the cells take it as x
+            proj = F.linear(stack(xs, 0), w[0], w[2]).unbind(0)
+            xs, w = list(proj), (None, w[1], None, w[3])
         outs: list = [None] * len(xs)
         for t in steps:
             if self.mode == "LSTM":
