@@ -64,7 +64,7 @@ def scale_by_amsgrad(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> G
     def init(params: Any) -> ScaleByAmsgradState:
         return ScaleByAmsgradState(_count0(), _zeros(params), _zeros(params), _zeros(params))
 
-    def update(updates: Any, state: ScaleByAmsgradState, params: Any = None, **extra: Any) -> tuple:
+    def update(updates: Any, state: ScaleByAmsgradState, params: Any = None, **extra: Any) -> tuple[Any, Any]:
         mu = tree_map(lambda g, m: b1 * m + (1.0 - b1) * g, updates, state.mu)
         nu = tree_map(lambda g, v: b2 * v + (1.0 - b2) * (g * g), updates, state.nu)
         nu_max = tree_map(fnp.maximum, state.nu_max, nu)
@@ -85,7 +85,7 @@ def scale_by_adamax(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Gr
     def init(params: Any) -> ScaleByAdamaxState:
         return ScaleByAdamaxState(_count0(), _zeros(params), _zeros(params))
 
-    def update(updates: Any, state: ScaleByAdamaxState, params: Any = None, **extra: Any) -> tuple:
+    def update(updates: Any, state: ScaleByAdamaxState, params: Any = None, **extra: Any) -> tuple[Any, Any]:
         mu = tree_map(lambda g, m: b1 * m + (1.0 - b1) * g, updates, state.mu)
         u = tree_map(lambda g, e: fnp.maximum(b2 * e, fnp.abs(g) + eps), updates, state.exp_inf)
         t = int(state.count) + 1
@@ -104,14 +104,14 @@ def scale_by_nadam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     """
 
     def mu_t(t: int) -> float:
-        return b1 * (1.0 - 0.5 * 0.96 ** (t * momentum_decay))
+        return float(b1 * (1.0 - 0.5 * 0.96 ** (t * momentum_decay)))
 
     def init(params: Any) -> Any:
         from .transforms import ScaleByAdamState
 
         return ScaleByAdamState(_count0(), _zeros(params), _zeros(params))
 
-    def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> tuple:
+    def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> tuple[Any, Any]:
         mu = tree_map(lambda g, m: b1 * m + (1.0 - b1) * g, updates, state.mu)
         nu = tree_map(lambda g, v: b2 * v + (1.0 - b2) * (g * g), updates, state.nu)
         t = int(state.count) + 1
@@ -141,7 +141,7 @@ def scale_by_radam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Gra
 
         return ScaleByAdamState(_count0(), _zeros(params), _zeros(params))
 
-    def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> tuple:
+    def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> tuple[Any, Any]:
         mu = tree_map(lambda g, m: b1 * m + (1.0 - b1) * g, updates, state.mu)
         nu = tree_map(lambda g, v: b2 * v + (1.0 - b2) * (g * g), updates, state.nu)
         t = int(state.count) + 1
@@ -166,7 +166,7 @@ def scale_by_adadelta(rho: float = 0.9, eps: float = 1e-6) -> GradientTransforma
     def init(params: Any) -> ScaleByAdadeltaState:
         return ScaleByAdadeltaState(_zeros(params), _zeros(params))
 
-    def update(updates: Any, state: ScaleByAdadeltaState, params: Any = None, **extra: Any) -> tuple:
+    def update(updates: Any, state: ScaleByAdadeltaState, params: Any = None, **extra: Any) -> tuple[Any, Any]:
         sq = tree_map(lambda g, s: rho * s + (1.0 - rho) * (g * g), updates, state.square_avg)
         delta = tree_map(lambda g, s, a: fnp.sqrt(a + eps) / fnp.sqrt(s + eps) * g, updates, sq, state.acc_delta)
         acc = tree_map(lambda d, a: rho * a + (1.0 - rho) * (d * d), delta, state.acc_delta)
@@ -185,7 +185,7 @@ def momentum(decay: float, dampening: float = 0.0, nesterov: bool = False) -> Gr
     def init(params: Any) -> MomentumState:
         return MomentumState(_count0(), _zeros(params))
 
-    def update(updates: Any, state: MomentumState, params: Any = None, **extra: Any) -> tuple:
+    def update(updates: Any, state: MomentumState, params: Any = None, **extra: Any) -> tuple[Any, Any]:
         if int(state.count) == 0:
             buf = updates
         else:
