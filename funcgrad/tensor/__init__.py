@@ -32,7 +32,7 @@ from .ops import *  # noqa: F401,F403
 from . import autograd, linalg  # noqa: F401
 from . import nn, optim, utils  # noqa: F401
 from .serialization import load, save  # noqa: F401
-from . import backends, cuda  # noqa: F401
+from . import backends, cuda, func  # noqa: F401
 from .toplevel import (  # noqa: F401
     bernoulli, bincount, compile, get_default_device, median, multinomial, set_default_device, set_printoptions,
     unique,
