@@ -131,3 +131,13 @@ def test_functional_call_errors():
 def test_reading_a_traced_value_out_raises():
     with pytest.raises(Exception):
         grad(lambda t: t.sum() if t.sum().item() > 0 else -t.sum())(ft.ones(2))
+
+
+def test_known_gap_is_an_error_not_a_wrong_number():
+    """Documented in docs/tensor.md: a Tensor method handing one operation both the traced value and the
+    tensor (relu under a bare vmap) raises instead of computing."""
+    with pytest.raises(TypeError, match="cannot be used as a Tensor"):
+        vmap(lambda a: a.relu().sum())(ft.randn(3, 4))
+    # the same function under vmap(grad(...)) works
+    g = vmap(grad(lambda a: a.relu().sum()))(ft.tensor([[1.0, -1.0], [-2.0, 3.0]]))
+    assert g.tolist() == [[1.0, 0.0], [0.0, 1.0]]
