@@ -25,10 +25,14 @@ from typing import Any, Callable, Iterator, Sequence
 import funcgrad as fg
 from funcgrad import tree_util
 
+from ..core import Box
 from .tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call",
            "stack_module_state"]
+
+
+_DEPTH = [0]  # how many ft.func transforms are running a user function now (nesting)
 
 
 def _is_tensor(x: Any) -> bool:
@@ -55,11 +59,32 @@ def _to_tensor(tree: Any) -> Any:
     return tree_util.tree_map(lambda v: Tensor._make(v) if _array_like(v) else v, tree, is_leaf=_is_tensor)
 
 
+def _result(tree: Any) -> Any:
+    """A transform's result as Tensors; a traced value that escaped is an error, never a result."""
+
+    def leaf(v: Any) -> Any:
+        inner = _value(v)
+        if _DEPTH[0] and isinstance(inner, Box):  # inside an outer ft.func transform: its traced value
+            return Tensor._make(inner)
+        if isinstance(inner, Box) or isinstance(getattr(inner, "_value", None), Box):
+            raise TypeError(
+                "a value traced by a funcgrad transform cannot be used as a Tensor here: an operation mixed the "
+                "traced value with the tensor holding it (e.g. relu() under a bare ft.func.vmap); write that step "
+                "with funcgrad.numpy or an ft function of the tensor alone (ft.maximum(x, 0) for relu)")
+        return Tensor._make(inner) if _array_like(inner) else inner
+
+    return tree_util.tree_map(leaf, tree, is_leaf=_is_tensor)
+
+
 def _lift(func: Callable, has_aux: bool = False) -> Callable:
     """``func`` on Tensors as a function on arrays (what the fg transforms differentiate)."""
 
     def f(*args: Any, **kwargs: Any) -> Any:
-        out = func(*_to_tensor(args), **kwargs)
+        _DEPTH[0] += 1
+        try:
+            out = func(*_to_tensor(args), **kwargs)
+        finally:
+            _DEPTH[0] -= 1
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise RuntimeError("has_aux=True: the function must return a tuple (output, aux)")
@@ -77,7 +102,7 @@ def grad(func: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Cal
     g = fg.grad(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        return _to_tensor(g(*_to_raw(args), **kwargs))
+        return _result(g(*_to_raw(args), **kwargs))
 
     return wrapped
 
@@ -91,7 +116,7 @@ def grad_and_value(func: Callable, argnums: int | tuple = 0, has_aux: bool = Fal
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         value, g = vg(*_to_raw(args), **kwargs)
-        return _to_tensor(g), _to_tensor(value)
+        return _result(g), _result(value)
 
     return wrapped
 
@@ -105,11 +130,11 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     out, f_vjp = res[0], res[1]
 
     def vjp_fn(cotangents: Any) -> tuple:
-        return tuple(_to_tensor(f_vjp(_to_raw(cotangents))))
+        return tuple(_result(f_vjp(_to_raw(cotangents))))
 
     if has_aux:
-        return _to_tensor(out), vjp_fn, _to_tensor(res[2])
-    return _to_tensor(out), vjp_fn
+        return _result(out), vjp_fn, _result(res[2])
+    return _result(out), vjp_fn
 
 
 def jvp(func: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, strict: bool = False,
@@ -122,25 +147,25 @@ def jvp(func: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, stri
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
     res = fg.jvp(_lift(func, has_aux), tuple(_to_raw(tuple(primals))), tuple(_to_raw(tuple(tangents))),
                  has_aux=has_aux)
-    return tuple(_to_tensor(r) for r in res)
+    return tuple(_result(r) for r in res)
 
 
 def jacrev(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False, chunk_size: int | None = None) -> Callable:
     """Jacobian by reverse mode (``fg.jacrev``). Example: ``ft.func.jacrev(f)(x)``."""
     j = fg.jacrev(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
-    return lambda *args, **kw: _to_tensor(j(*_to_raw(args), **kw))
+    return lambda *args, **kw: _result(j(*_to_raw(args), **kw))
 
 
 def jacfwd(func: Callable, argnums: int | tuple = 0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
     """Jacobian by forward mode (``fg.jacfwd``). Example: ``ft.func.jacfwd(f)(x)``."""
     j = fg.jacfwd(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
-    return lambda *args, **kw: _to_tensor(j(*_to_raw(args), **kw))
+    return lambda *args, **kw: _result(j(*_to_raw(args), **kw))
 
 
 def hessian(func: Callable, argnums: int | tuple = 0) -> Callable:
     """Hessian, forward over reverse (``fg.hessian``). Example: ``ft.func.hessian(f)(x)``."""
     h = fg.hessian(_lift(func), argnums=argnums)
-    return lambda *args, **kw: _to_tensor(h(*_to_raw(args), **kw))
+    return lambda *args, **kw: _result(h(*_to_raw(args), **kw))
 
 
 def _chunks(args: tuple, in_dims: Any, size: int, chunk: int) -> Iterator[tuple]:
@@ -170,7 +195,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         raw = _to_raw(args)
         if chunk_size is None:
-            return _to_tensor(v(*raw, **kwargs))
+            return _result(v(*raw, **kwargs))
         dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(raw)
         sizes = [tree_util.tree_leaves(a)[0].shape[d] for a, d in zip(raw, dims) if d is not None]
         if not sizes:
@@ -179,7 +204,8 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
 
         outs = [v(*part, **kwargs) for part in _chunks(raw, in_dims, sizes[0], chunk_size)]
         od = out_dims
-        return _to_tensor(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=od), *outs))
+        outs = [_to_raw(_result(o)) for o in outs]
+        return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=od), *outs))
 
     return wrapped
 

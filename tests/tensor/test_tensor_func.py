@@ -133,11 +133,33 @@ def test_reading_a_traced_value_out_raises():
         grad(lambda t: t.sum() if t.sum().item() > 0 else -t.sum())(ft.ones(2))
 
 
-def test_known_gap_is_an_error_not_a_wrong_number():
-    """Documented in docs/tensor.md: a Tensor method handing one operation both the traced value and the
-    tensor (relu under a bare vmap) raises instead of computing."""
-    with pytest.raises(TypeError, match="cannot be used as a Tensor"):
-        vmap(lambda a: a.relu().sum())(ft.randn(3, 4))
-    # the same function under vmap(grad(...)) works
-    g = vmap(grad(lambda a: a.relu().sum()))(ft.tensor([[1.0, -1.0], [-2.0, 3.0]]))
-    assert g.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+CASES = {
+    "relu": lambda a: a.relu().sum(), "clamp": lambda a: a.clamp(-0.5, 0.5).sum(),
+    "clamp_min": lambda a: a.clamp_min(0.1).sum(), "clamp_max": lambda a: a.clamp_max(0.1).sum(),
+    "masked_fill": lambda a: a.masked_fill(a > 0, 0.0).sum(), "where": lambda a: ft.where(a > 0, a, 0.0).sum(),
+    "maximum": lambda a: ft.maximum(a, a * 0.5).sum(), "softmax": lambda a: a.softmax(0)[1],
+    "norm_std": lambda a: a.norm() + a.std(), "getitem_matmul": lambda a: (a[1:3] * a[0]).sum() + a @ a,
+    "leaky_relu": lambda a: F.leaky_relu(a, 0.1).sum(), "hardtanh": lambda a: F.hardtanh(a, -0.5, 0.5).sum(),
+    "softplus": lambda a: F.softplus(a, 2.0, 1.0).sum(), "gelu_silu_mish": lambda a: (F.gelu(a) + F.silu(a) + F.mish(a)).sum(),
+    "hardswish": lambda a: F.hardswish(a).sum(), "normalize": lambda a: F.normalize(a, dim=0)[0],
+    "layer_norm": lambda a: F.layer_norm(a, (4,)).pow(2).sum(), "losses": lambda a: F.mse_loss(a, a * 0.3)
+    + F.huber_loss(a, a * 0.2) + F.cross_entropy(a.unsqueeze(0), ft.tensor([1])),
+    "threshold_shrink": lambda a: (F.threshold(a, 0.1, 2.0) + F.hardshrink(a, 0.3) + F.softshrink(a, 0.3)).sum(),
+    "prelu_glu": lambda a: F.prelu(a, ft.tensor([0.2])).sum() + F.glu(a).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_vmap_and_vmap_of_grad_equal_loops(name):
+    """Tensor methods under the transforms, against per-example eager evaluation and ft.autograd."""
+    f = CASES[name]
+    X = ft.tensor(np.random.default_rng(0).uniform(0.2, 0.9, (3, 4)) * np.array([1, -1, 1, -1]))
+    want_v = np.array([f(x).item() for x in X])
+    want_g = []
+    for x in X:
+        x = x.clone().requires_grad_(True)
+        f(x).backward()
+        want_g.append(x.grad.numpy())
+    np.testing.assert_allclose(_np(vmap(f)(X)), want_v, rtol=1e-10)
+    np.testing.assert_allclose(_np(vmap(grad(f))(X)), np.array(want_g), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(_np(grad(f)(X[0])), want_g[0], rtol=1e-10, atol=1e-12)
