@@ -20,6 +20,7 @@ import numpy as np
 
 import funcgrad.nn as _fnn
 import funcgrad.numpy as fnp
+from funcgrad.backend import namespace_of
 
 from .. import dtypes as _dt
 from ..creation import default_generator
@@ -534,10 +535,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         raise NotImplementedError("embedding(scale_grad_by_freq/sparse) is not supported by funcgrad.tensor")
     if max_norm is not None:
         with no_grad():
-            rows = np.unique(idx._value)
             w = weight._value
-            norms = np.linalg.norm(w[rows], ord=norm_type, axis=1)
-            scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+            xp = namespace_of(w)
+            rows = xp.unique(idx._value)
+            norms = xp.sum(xp.abs(w[rows]) ** norm_type, axis=1) ** (1.0 / norm_type)
+            scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
             w[rows] = w[rows] * scale[:, None].astype(w.dtype)
             weight._vc[0] += 1
     out = weight[idx]
