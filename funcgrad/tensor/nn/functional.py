@@ -59,8 +59,14 @@ def _where(cond: Any, a: Any, b: Any) -> Tensor:
     return where(cond, a, b)
 
 
+def _like(t: Tensor, host: Any) -> Tensor:
+    """A constant made on the host (indices, masks, weights) as a Tensor on ``t``'s device."""
+    xp = namespace_of(t._value)
+    return Tensor._make(np.asarray(host) if xp is np else xp.asarray(host))
+
+
 def _const(t: Tensor, value: Any) -> Tensor:
-    return Tensor._make(np.asarray(value, dtype=t._value.dtype))
+    return _like(t, np.asarray(value, dtype=t._value.dtype))
 
 
 # --------------------------------------------------------------------------- activations
@@ -157,7 +163,7 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
 
 def _mask_dropout(x: Tensor, p: float, shape: tuple) -> Tensor:
     keep = default_generator._rng.random(shape) >= p
-    return x * Tensor._make((keep / (1.0 - p)).astype(x._value.dtype))
+    return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -206,7 +212,7 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bo
     keep = (default_generator._rng.random(tuple(x.shape)) >= p).astype(x._value.dtype)
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
-    return (x * Tensor._make(keep) + Tensor._make((1 - keep) * alpha_p)) * a + b
+    return (x * _like(x, keep) + _like(x, (1 - keep) * alpha_p)) * a + b
 
 
 # --------------------------------------------------------------------------- convolution
@@ -357,7 +363,7 @@ def _avg(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, ceil_
     y = _pool(x, "avg", nsp, kernel_size, stride, padding)
     k = math.prod(_ntuple(kernel_size, nsp))
     if not count_include_pad and any(_ntuple(padding, nsp)):
-        ones = Tensor._make(np.ones((1,) * (x.dim() - nsp) + tuple(x.shape[-nsp:]), dtype=x._value.dtype))
+        ones = _like(x, np.ones((1,) * (x.dim() - nsp) + tuple(x.shape[-nsp:]), dtype=x._value.dtype))
         frac = _pool(ones, "avg", nsp, kernel_size, stride, padding)
         y = y / frac
     if divisor_override:
@@ -545,7 +551,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     out = weight[idx]
     if padding_idx is not None:
         pi = padding_idx % weight.shape[0]
-        keep = Tensor._make((idx._value != pi)[..., None].astype(weight._value.dtype))
+        keep = Tensor._make((idx._value != pi)[..., None].astype(weight._value.dtype))  # on idx's device
         out = _where(keep > 0, out, out.detach())
     return out
 
@@ -621,7 +627,7 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
         ratio = (1.0 / scales[j]) if use_scale else n_in / n_out
         if mode == "nearest":
             src = np.minimum(np.floor(np.arange(n_out) * ratio).astype(np.int64), n_in - 1)
-            y = y.index_select(axis, Tensor._make(src))
+            y = y.index_select(axis, _like(x, src))
             continue
         if align_corners:
             pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
@@ -632,9 +638,9 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
         frac = (pos - lo).astype(x._value.dtype)
         shape = [1] * y.dim()
         shape[axis] = n_out
-        w = Tensor._make(frac.reshape(shape))
-        a = y.index_select(axis, Tensor._make(lo))
-        b = y.index_select(axis, Tensor._make(hi))
+        w = _like(x, frac.reshape(shape))
+        a = y.index_select(axis, _like(x, lo))
+        b = y.index_select(axis, _like(x, hi))
         y = a + (b - a) * w
     return y
 
@@ -657,7 +663,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     logits = query.matmul(key.transpose(-2, -1)) * sc
     if is_causal:
-        allowed = Tensor._make(np.tril(np.ones((L, S), dtype=bool)))
+        allowed = _like(query, np.tril(np.ones((L, S), dtype=bool)))
         logits = logits.masked_fill(allowed.logical_not(), -math.inf)
     if attn_mask is not None:
         m = _as_tensor(attn_mask)
@@ -689,11 +695,12 @@ def _check_size(input: Tensor, target: Tensor, name: str) -> None:  # noqa: A002
 def _class_weights(logp: Tensor, target: Any, weight: Tensor | None, ignore_index: int) -> tuple[Tensor, Tensor]:
     """(per-sample -log p[target] times weight[target], the per-sample weight) with ignored entries at 0."""
     tv = _as_tensor(target)._value
+    xp = namespace_of(tv)
     keep = tv != ignore_index
-    safe = np.where(keep, tv, 0)
+    safe = xp.where(keep, tv, 0)
     axis = 1 if logp.dim() > 1 else 0
-    picked = logp.gather(axis, Tensor._make(np.expand_dims(safe, axis))).squeeze(axis)
-    w = np.ones(safe.shape, dtype=logp._value.dtype) if weight is None else weight._value[safe]
+    picked = logp.gather(axis, Tensor._make(xp.expand_dims(safe, axis))).squeeze(axis)
+    w = xp.ones(safe.shape, dtype=logp._value.dtype) if weight is None else weight._value[safe]
     wt = Tensor._make((w * keep).astype(logp._value.dtype))
     return -picked * wt, wt
 
@@ -743,8 +750,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     Example: ``F.nll_loss(F.log_softmax(x, 1), y)``.
     """
     _F._check_reduction(reduction)
-    if weight is None and not (_as_tensor(target)._value == ignore_index).any():
-        return _F.nll_loss(input, target, reduction)
+    tv = _as_tensor(target)._value
+    if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
+        return _F.nll_loss(input, target, reduction)  # (on a device, checking would read the labels back)
     nll, wt = _class_weights(input, target, weight, ignore_index)
     return _reduce_sum_mean(nll, reduction, wt)
 
@@ -927,7 +935,7 @@ def pdist(x: Tensor, p: float = 2.0) -> Tensor:
     """
     n = x.shape[0]
     i, j = np.triu_indices(n, 1)
-    return (x[Tensor._make(i)] - x[Tensor._make(j)]).norm(p, -1)
+    return (x[_like(x, i)] - x[_like(x, j)]).norm(p, -1)
 
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2.0,
@@ -959,7 +967,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     Example: ``F.gumbel_softmax(logits, tau=0.5, hard=True)``.
     """
     g = -np.log(default_generator._rng.exponential(size=tuple(logits.shape)))
-    y = ((logits + Tensor._make(g.astype(logits._value.dtype))) / tau).softmax(dim)
+    y = ((logits + _like(logits, g.astype(logits._value.dtype))) / tau).softmax(dim)
     if not hard:
         return y
     idx = y.detach().argmax(dim, keepdim=True)

@@ -19,6 +19,7 @@ from typing import Any
 import funcgrad.nn as _fnn
 
 from ..graph import as_numpy_box, as_tensor_box
+from ..creation import zeros
 from ..ops import cat, stack
 from ..tensor import Tensor
 from . import Module, _uniform_param
@@ -126,7 +127,7 @@ class RNNBase(Module):
         ndir = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
         if hx is None:
-            z = x.new_zeros(self.num_layers * ndir, N, self.hidden_size)
+            z = zeros(self.num_layers * ndir, N, self.hidden_size, dtype=x.dtype, device=x.device)
             h0, c0 = z, (z if lstm else None)
         else:
             h0, c0 = (hx if lstm else (hx, None))
@@ -237,7 +238,7 @@ class RNNCellBase(Module):
         return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
 
     def _zeros(self, x: Tensor) -> Tensor:
-        return x.new_zeros(*(tuple(x.shape[:-1]) + (self.hidden_size,)))
+        return zeros(*(tuple(x.shape[:-1]) + (self.hidden_size,)), dtype=x.dtype, device=x.device)
 
     def _check(self, x: Tensor) -> None:
         if x.dim() not in (1, 2):

@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from funcgrad.backend import namespace_of
+
 from .. import dtypes as _dt
 from ..tensor import Tensor, _as_tensor
 from . import Dropout, Linear, Module, _new_param, _np_dtype
@@ -34,7 +36,8 @@ def _additive(mask: Any, like: Tensor) -> Tensor:
     """A PyTorch attention mask as a float tensor added to the logits (bool True -> -inf)."""
     m = _as_tensor(mask)
     if m.dtype is _dt.bool:
-        return Tensor._make(np.where(m._value, -np.inf, 0.0).astype(like._value.dtype))
+        xp = namespace_of(m._value)
+        return Tensor._make(xp.where(m._value, -np.inf, 0.0).astype(like._value.dtype))
     return m.to(like.dtype)
 
 
@@ -114,7 +117,7 @@ class MultiheadAttention(Module):
         v = self._project(value, 2).reshape(S, N * H, hd).transpose(0, 1)
         logits = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(hd))  # (N*H, L, S)
         if is_causal and attn_mask is None:
-            attn_mask = Tensor._make(np.triu(np.ones((L, S), dtype=bool), 1))
+            attn_mask = F._like(query, np.triu(np.ones((L, S), dtype=bool), 1))
         if attn_mask is not None:
             am = _additive(attn_mask, logits)
             if am.dim() == 2:

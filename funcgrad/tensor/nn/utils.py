@@ -38,12 +38,13 @@ def get_total_norm(tensors: Any, norm_type: float = 2.0, error_if_nonfinite: boo
         return Tensor._make(np.asarray(0.0, dtype=np.float32))
     p = float(norm_type)
     xp = namespace_of(ts[0]._value)
+    # computed on the tensors' device, without reading anything back (no host sync)
     if p == math.inf:
-        total = max(xp.max(xp.abs(t._value)) if t.numel() else 0.0 for t in ts)
+        total = xp.max(xp.stack([xp.max(xp.abs(t._value)) for t in ts if t.numel()] or [xp.zeros(())]))
     else:
         total = sum(xp.sum(xp.abs(t._value.astype(np.float64)) ** p) for t in ts) ** (1.0 / p)
     total = xp.asarray(total, dtype=ts[0]._value.dtype)
-    if error_if_nonfinite and not bool(xp.isfinite(total)):
+    if error_if_nonfinite and not bool(xp.isfinite(total)):  # (this check reads the norm, as in PyTorch)
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            f"it cannot be clipped. To disable this error and scale the gradients by the non-finite "
                            f"norm anyway, set `error_if_nonfinite=False`")
@@ -51,11 +52,14 @@ def get_total_norm(tensors: Any, norm_type: float = 2.0, error_if_nonfinite: boo
 
 
 def clip_grads_with_norm_(parameters: Any, max_norm: float, total_norm: Tensor, foreach: Any = None) -> None:
-    """Scale gradients by ``min(1, max_norm / (total_norm + 1e-6))`` in place."""
-    coef = min(float(max_norm) / (float(total_norm._value) + 1e-6), 1.0)
+    """Scale gradients by ``min(1, max_norm / (total_norm + 1e-6))`` in place (on the device, no host sync)."""
+    t = total_norm._value
+    xp = namespace_of(t)
+    coef = xp.minimum(float(max_norm) / (t + 1e-6), 1.0)
     with no_grad():
         for g in _grads(parameters):
-            g.mul_(coef)
+            g._value *= coef.astype(g._value.dtype)
+            g._vc[0] += 1
 
 
 def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
