@@ -163,3 +163,30 @@ def test_vmap_and_vmap_of_grad_equal_loops(name):
     np.testing.assert_allclose(_np(vmap(f)(X)), want_v, rtol=1e-10)
     np.testing.assert_allclose(_np(vmap(grad(f))(X)), np.array(want_g), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(_np(grad(f)(X[0])), want_g[0], rtol=1e-10, atol=1e-12)
+
+
+IMAGE_CASES = {
+    "conv2d": lambda a: F.conv2d(a.unsqueeze(0), ft.ones(2, 1, 2, 2) * 0.3, stride=1, padding=1).tanh().sum(),
+    "conv_transpose2d": lambda a: F.conv_transpose2d(a.unsqueeze(0), ft.ones(1, 2, 3, 3) * 0.2, stride=2,
+                                                     padding=1, output_padding=1).pow(2).sum(),
+    "interpolate": lambda a: F.interpolate(a.unsqueeze(0), size=(5, 3), mode="bilinear").pow(2).sum(),
+    "pad_reflect": lambda a: F.pad(a, (1, 2, 0, 1), mode="reflect").pow(2).sum(),
+    "pools": lambda a: (F.max_pool2d(a, 2) * F.avg_pool2d(a, 2)).sum() + F.adaptive_avg_pool2d(a, (3, 2)).pow(2).sum()
+    + F.adaptive_max_pool2d(a, 3).sum(),
+    "group_instance_norm": lambda a: (F.group_norm(a.unsqueeze(0), 1) * F.instance_norm(a.unsqueeze(0))).sum(),
+    "unfold_fold": lambda a: F.fold(F.unfold(a.unsqueeze(0), 2) * 1.5, (4, 4), 2).pow(2).sum(),
+    "batch_norm_eval": lambda a: F.batch_norm(a.unsqueeze(0), ft.zeros(1), ft.ones(1) * 2.0, training=False).pow(3).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(IMAGE_CASES))
+def test_image_ops_under_vmap_and_grad_equal_loops(name):
+    f = IMAGE_CASES[name]
+    X = ft.tensor(np.random.default_rng(1).standard_normal((3, 1, 4, 4)))
+    want_g = []
+    for x in X:
+        x = x.clone().requires_grad_(True)
+        f(x).backward()
+        want_g.append(x.grad.numpy())
+    np.testing.assert_allclose(_np(vmap(f)(X)), np.array([f(x).item() for x in X]), rtol=1e-10)
+    np.testing.assert_allclose(_np(vmap(grad(f))(X)), np.array(want_g), rtol=1e-9, atol=1e-12)
