@@ -54,6 +54,7 @@ def test_example_runs(path):
         "per_example_grads.py": _check_per_example,
         "data_parallel.py": check_data_parallel,
         "data_parallel_pytorch_style.py": check_data_parallel,
+        "pytorch_cnn_digits.py": _check_torch_cnn,
     }
     check = checks.get(path.name)
     if check is not None:
@@ -79,6 +80,22 @@ def check_data_parallel(out: str) -> None:
     """Also used by tests/test_distributed_mpi.py on 2 ranks."""
     assert "replicated on" in out and "rank(s): True" in out, out
     assert "matches single-process full-batch training: True" in out, out
+
+
+def _check_torch_cnn(out: str) -> None:
+    assert _final_accuracy(out) >= 0.93 and "identical: True" in out, out  # fast mode: 3 epochs, ~0.99
+
+
+def test_pytorch_cnn_example_is_plain_pytorch():
+    """Apart from its import line, examples/pytorch_cnn_digits.py names nothing of funcgrad (it runs under
+    ``import torch``; checked by hand with PyTorch installed, which CI has not)."""
+    lines = (ROOT / "examples" / "pytorch_cnn_digits.py").read_text().splitlines()
+    code = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    imports = [ln for ln in code if "funcgrad" in ln and ln.startswith("import ")]
+    assert imports == ["import funcgrad.tensor as torch  # noqa: E402  (PyTorch: import torch)"]
+    body = "\n".join(ln for ln in lines if not ln.startswith("import funcgrad"))
+    doc_end = body.index('"""', body.index('"""') + 3)
+    assert "funcgrad" not in body[doc_end:] and "ft." not in body[doc_end:]
 
 
 def _check_per_example(out: str) -> None:

@@ -16,6 +16,7 @@ Workloads (names for ``--only``)::
     nested       (f) third derivative by nested grad
     memory       (g) peak memory of grad through a 50-layer chain; checkpoint; leaks
     per_example  issue 3: per-example gradients, vmap(grad) vs a Python loop, batch 256
+    training     issue 19: Conv2d+BatchNorm2d and LSTM training steps, ft.nn vs fg.nn vs torch eager
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ _MODULES = {
     "memory": ("memory", ()),
     "per_example": ("per_example", ()),
     "gpu": ("gpu", ()),  # CuPy vs PyTorch CUDA; no tables without a GPU
+    "training": ("training", ()),  # issue 19: Conv2d+BatchNorm and LSTM training steps, ft vs fg.nn vs torch
 }
 NAMES = tuple(_MODULES)
 

@@ -24,7 +24,7 @@ import funcgrad.numpy as fnp
 from ..transforms import stop_gradient
 from .module import Module, static_field
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "BatchNormState", "layer_norm"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "BatchNormState", "layer_norm", "batch_norm", "group_norm"]
 
 
 def layer_norm(x: Any, normalized_ndim: int = 1, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
@@ -44,6 +44,70 @@ def layer_norm(x: Any, normalized_ndim: int = 1, weight: Any = None, bias: Any =
     if bias is not None:
         y = y + bias
     return y
+
+
+def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    """Normalize ``(N, C, *spatial)`` over groups of ``C // num_groups`` channels, then per-channel affine.
+
+    Example::
+
+        y = fg.nn.group_norm(x, 4, gamma, beta)
+    """
+    shape = fnp.shape(x)
+    xg = fnp.reshape(x, (shape[0], num_groups, -1))
+    y = fnp.reshape(layer_norm(xg, 1, eps=eps), shape)
+    bshape = (shape[1],) + (1,) * (len(shape) - 2)
+    if weight is not None:
+        y = y * fnp.reshape(weight, bshape)
+    if bias is not None:
+        y = y + fnp.reshape(bias, bshape)
+    return y
+
+
+def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None, *,
+               training: bool, momentum: float = 0.1, eps: float = 1e-5, axis: int = 1) -> tuple[Any, Any, Any]:
+    """Batch normalization over every axis but ``axis``: returns ``(y, new_running_mean, new_running_var)``.
+
+    In training the batch statistics normalize and the running ones are
+    blended in with ``momentum`` (unbiased variance, as PyTorch); otherwise the
+    running statistics normalize and come back unchanged. Either running
+    statistic may be None (then batch statistics are always used).
+
+    Example::
+
+        y, rm, rv = fg.nn.batch_norm(x, rm, rv, gamma, beta, training=True)
+    """
+    shape = fnp.shape(x)
+    nd = len(shape)
+    ax = axis % nd if nd else 0
+    nf = shape[ax]
+    bshape = tuple(nf if i == ax else 1 for i in range(nd))
+    axes = tuple(i for i in range(nd) if i != ax)
+    if training or running_mean is None:
+        count = 1
+        for i in axes:
+            count *= shape[i]
+        if count < 2 and training:
+            raise ValueError(f"batch_norm: training needs more than one value per channel, got input shape {shape}")
+        mean = fnp.mean(x, axis=axes, keepdims=True)
+        xc = x - mean
+        var = fnp.mean(xc * xc, axis=axes, keepdims=True)
+        y = xc / fnp.sqrt(var + eps)
+        if training and running_mean is not None:
+            m = momentum
+            bm = stop_gradient(fnp.reshape(mean, (nf,)))
+            bv = stop_gradient(fnp.reshape(var, (nf,))) * (count / max(count - 1, 1))
+            running_mean = fnp.astype((1 - m) * running_mean + m * bm, fnp.result_type(running_mean))
+            running_var = fnp.astype((1 - m) * running_var + m * bv, fnp.result_type(running_var))
+    else:
+        mean = fnp.reshape(running_mean, bshape)
+        var = fnp.reshape(running_var, bshape)
+        y = (x - mean) / fnp.sqrt(var + eps)
+    if weight is not None:
+        y = y * fnp.reshape(weight, bshape)
+    if bias is not None:
+        y = y + fnp.reshape(bias, bshape)
+    return y, running_mean, running_var
 
 
 class LayerNorm(Module):
@@ -124,13 +188,7 @@ class GroupNorm(Module):
         shape = fnp.shape(x)
         if len(shape) < 2 or shape[1] != self.num_channels:
             raise ValueError(f"GroupNorm: expected input (N, {self.num_channels}, ...), got {shape}")
-        g = self.num_groups
-        xg = fnp.reshape(x, (shape[0], g, -1))
-        y = fnp.reshape(layer_norm(xg, 1, eps=self.eps), shape)
-        bshape = (self.num_channels,) + (1,) * (len(shape) - 2)
-        if self.weight is not None:
-            y = y * fnp.reshape(self.weight, bshape) + fnp.reshape(self.bias, bshape)
-        return y
+        return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
 
 class BatchNormState(Module):
@@ -205,32 +263,14 @@ class BatchNorm(Module):
                 f"BatchNorm({self.num_features}): expected the channel axis {self.axis} of the input "
                 f"to have length {self.num_features}, got input shape {shape}"
             )
-        bshape = tuple(self.num_features if i == ax else 1 for i in range(nd))
-        axes = tuple(i for i in range(nd) if i != ax)
         if training:
             count = 1
-            for i in axes:
-                count *= shape[i]
+            for i in range(nd):
+                if i != ax:
+                    count *= shape[i]
             if count < 2:
                 raise ValueError(f"BatchNorm: training needs more than one value per channel, got input shape {shape}")
-            mean = fnp.mean(x, axis=axes, keepdims=True)
-            xc = x - mean
-            var = fnp.mean(xc * xc, axis=axes, keepdims=True)
-            y = xc / fnp.sqrt(var + self.eps)
-            m = self.momentum
-            bm = stop_gradient(fnp.reshape(mean, (self.num_features,)))
-            bv = stop_gradient(fnp.reshape(var, (self.num_features,))) * (count / (count - 1))
-            rm = state.running_mean
-            rv = state.running_var
-            new_state = BatchNormState(fnp.astype((1 - m) * rm + m * bm, fnp.result_type(rm)),
-                                       fnp.astype((1 - m) * rv + m * bv, fnp.result_type(rv)))
-        else:
-            mean = fnp.reshape(state.running_mean, bshape)
-            var = fnp.reshape(state.running_var, bshape)
-            y = (x - mean) / fnp.sqrt(var + self.eps)
-            new_state = state
-        if self.weight is not None:
-            y = y * fnp.reshape(self.weight, bshape)
-        if self.bias is not None:
-            y = y + fnp.reshape(self.bias, bshape)
+        y, rm, rv = batch_norm(x, state.running_mean, state.running_var, self.weight, self.bias, training=training,
+                               momentum=self.momentum, eps=self.eps, axis=ax)
+        new_state = BatchNormState(rm, rv) if training else state
         return y, new_state

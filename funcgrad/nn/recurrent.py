@@ -25,7 +25,7 @@ from . import init as _init
 from .functional import sigmoid
 from .module import Module, static_field
 
-__all__ = ["GRUCell", "LSTMCell", "scan_cell"]
+__all__ = ["GRUCell", "LSTMCell", "scan_cell", "gru_cell", "lstm_cell"]
 
 
 def _uniform_params(
@@ -41,6 +41,8 @@ def _uniform_params(
 
 
 def _affine(x: Any, w: Any, b: Any) -> Any:
+    if w is None:  # x is the input projection already (x W^T + b for all time steps at once)
+        return x
     y = fnp.matmul(x, fnp.transpose(w))
     return y if b is None else y + b
 
@@ -49,6 +51,45 @@ def _check_input(x: Any, size: int, name: str) -> None:
     shape = fnp.shape(x)
     if not shape or shape[-1] != size:
         raise ValueError(f"{name}: the input's last axis must have length {size}, got shape {shape}")
+
+
+def gru_cell(x: Any, h: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any = None, bias_hh: Any = None) -> Any:
+    """One GRU step on arrays (PyTorch's equations, gates r, z, n); the maths behind :class:`GRUCell`.
+
+    ``weight_ih=None`` (and ``bias_ih=None``) means ``x`` already holds ``x W_ih^T + b_ih``, so a
+    sequence can project all its inputs in one matrix product before the loop.
+
+    Example::
+
+        h = fg.nn.gru_cell(x, h, w_ih, w_hh, b_ih, b_hh)
+    """
+    H = fnp.shape(weight_hh)[-1]
+    gi = _affine(x, weight_ih, bias_ih)
+    gh = _affine(h, weight_hh, bias_hh)
+    r = sigmoid(gi[..., :H] + gh[..., :H])
+    z = sigmoid(gi[..., H:2 * H] + gh[..., H:2 * H])
+    n = fnp.tanh(gi[..., 2 * H:] + r * gh[..., 2 * H:])
+    return (1.0 - z) * n + z * h
+
+
+def lstm_cell(x: Any, h: Any, c: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any = None,
+              bias_hh: Any = None) -> tuple[Any, Any]:
+    """One LSTM step on arrays (gates i, f, g, o): returns ``(h', c')``; the maths behind :class:`LSTMCell`.
+
+    ``weight_ih=None`` (and ``bias_ih=None``) means ``x`` already holds ``x W_ih^T + b_ih``.
+
+    Example::
+
+        h, c = fg.nn.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh)
+    """
+    H = fnp.shape(weight_hh)[-1]
+    gates = _affine(x, weight_ih, bias_ih) + _affine(h, weight_hh, bias_hh)
+    i = sigmoid(gates[..., :H])
+    f = sigmoid(gates[..., H:2 * H])
+    g = fnp.tanh(gates[..., 2 * H:3 * H])
+    o = sigmoid(gates[..., 3 * H:])
+    c = f * c + i * g
+    return o * fnp.tanh(c), c
 
 
 class GRUCell(Module):
@@ -84,13 +125,7 @@ class GRUCell(Module):
         _check_input(x, self.input_size, "GRUCell")
         if h is None:
             h = self.initial_state(fnp.shape(x)[:-1], fnp.result_type(x))
-        H = self.hidden_size
-        gi = _affine(x, self.weight_ih, self.bias_ih)
-        gh = _affine(h, self.weight_hh, self.bias_hh)
-        r = sigmoid(gi[..., :H] + gh[..., :H])
-        z = sigmoid(gi[..., H:2 * H] + gh[..., H:2 * H])
-        n = fnp.tanh(gi[..., 2 * H:] + r * gh[..., 2 * H:])
-        return (1.0 - z) * n + z * h
+        return gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
 
 
 class LSTMCell(Module):
@@ -127,15 +162,7 @@ class LSTMCell(Module):
         if state is None:
             state = self.initial_state(fnp.shape(x)[:-1], fnp.result_type(x))
         h, c = state
-        H = self.hidden_size
-        gates = _affine(x, self.weight_ih, self.bias_ih) + _affine(h, self.weight_hh, self.bias_hh)
-        i = sigmoid(gates[..., :H])
-        f = sigmoid(gates[..., H:2 * H])
-        g = fnp.tanh(gates[..., 2 * H:3 * H])
-        o = sigmoid(gates[..., 3 * H:])
-        c = f * c + i * g
-        h = o * fnp.tanh(c)
-        return h, c
+        return lstm_cell(x, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
 
 
 def scan_cell(cell: Callable[..., Any], xs: Any, state: Any = None, axis: int = 1) -> tuple[Any, Any]:

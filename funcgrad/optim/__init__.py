@@ -30,6 +30,10 @@ from .schedules import (  # noqa: F401
     piecewise_constant_schedule, warmup_cosine_decay_schedule, warmup_exponential_decay_schedule,
     warmup_schedule,
 )
+from .adaptive import (  # noqa: F401
+    MomentumState, ScaleByAdadeltaState, ScaleByAdamaxState, ScaleByAmsgradState, momentum, scale_by_adadelta,
+    scale_by_adamax, scale_by_amsgrad, scale_by_nadam, scale_by_radam,
+)
 from .aliases import adagrad, adam, adamw, rmsprop, sgd  # noqa: F401
 from .lbfgs import LbfgsState, MinimizeInfo, lbfgs, minimize_lbfgs  # noqa: F401
 
@@ -43,5 +47,7 @@ __all__ = [
     "Schedule", "constant_schedule", "linear_schedule", "cosine_decay_schedule", "exponential_decay",
     "warmup_schedule", "warmup_cosine_decay_schedule", "warmup_exponential_decay_schedule",
     "piecewise_constant_schedule", "join_schedules",
+    "scale_by_amsgrad", "scale_by_adamax", "scale_by_nadam", "scale_by_radam", "scale_by_adadelta", "momentum",
+    "ScaleByAmsgradState", "ScaleByAdamaxState", "ScaleByAdadeltaState", "MomentumState",
     "sgd", "adam", "adamw", "rmsprop", "adagrad", "lbfgs", "minimize_lbfgs", "LbfgsState", "MinimizeInfo",
 ]

@@ -30,9 +30,14 @@ from .creation import *  # noqa: F401,F403
 from .creation import Generator, default_generator  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from . import autograd, linalg  # noqa: F401
-from . import nn, optim  # noqa: F401
+from . import nn, optim, utils  # noqa: F401
 from . import distributed  # noqa: F401  (ft.distributed; mpi4py is loaded on first use)
 from .serialization import load, save  # noqa: F401
+from . import backends, cuda, func  # noqa: F401
+from .toplevel import (  # noqa: F401
+    bernoulli, bincount, compile, get_default_device, median, multinomial, set_default_device, set_printoptions,
+    unique,
+)
 
 is_floating_point = ops.is_floating_point  # noqa: F405
 is_complex = ops.is_complex  # noqa: F405

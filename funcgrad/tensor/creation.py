@@ -83,7 +83,12 @@ def _rng(generator: Generator | None) -> np.random.Generator:
     return (generator or default_generator)._rng
 
 
+_DEFAULT_DEVICE: list = [None]  # ft.set_default_device: where factories put tensors made without device=
+
+
 def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor:
+    if device_ is None:
+        device_ = _DEFAULT_DEVICE[0]
     if device_ is not None:
         dev = device(device_)
         if dev.type != "cpu":  # made on the host, then copied to the device (explicitly)

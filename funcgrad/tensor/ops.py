@@ -14,7 +14,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from . import dtypes as _dt
-from .tensor import Tensor, _as_tensor, _cast, _promote, _raw, _rename, _seq_mark, _wrap_dim
+from .tensor import Tensor, _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
 
 _METHODS = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
@@ -132,7 +132,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
                            f"{_dt.from_numpy_dtype(c.dtype).name}")
     a, b = _promote(input, other)
     mark = _seq_mark()
-    out = fnp.where(c, a, b)
+    out = fnp.where(_cond(c), a, b)
     return _rename(_as_tensor(out), "WhereBackward0", mark)
 
 

@@ -838,7 +838,7 @@ class Tensor(GraphBox):
         mark = _seq_mark()
         if self._value.dtype.kind == "b":
             raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
-        return _rename(fnp.where(self._value > 0, self, _zero_like_scalar(self)), "ReluBackward0", mark)
+        return _rename(fnp.where(_cond(self._value > 0), self, _zero_like_scalar(self)), "ReluBackward0", mark)
 
     def softmax(self, dim: int, dtype: Any = None) -> "Tensor":
         mark = _seq_mark()
@@ -897,11 +897,11 @@ class Tensor(GraphBox):
         if min is not None:
             lo = min if isinstance(min, Tensor) else _scalar_like(min, self)
             a, b = _promote(out, lo)
-            out = fnp.where(_raw(a) < _raw(b), b, a) if not isinstance(min, Tensor) else fnp.where(_raw(a) < _raw(b), b, a)
+            out = fnp.where(_cond(_raw(a) < _raw(b)), b, a)
         if max is not None:
             hi = max if isinstance(max, Tensor) else _scalar_like(max, self)
             a, b = _promote(out, hi)
-            out = fnp.where(_raw(a) > _raw(b), b, a)
+            out = fnp.where(_cond(_raw(a) > _raw(b)), b, a)
         if not isinstance(out, Tensor):
             out = Tensor._make(_graph._as_array(out))
         name = "ClampBackward1" if not isinstance(min, Tensor) and not isinstance(max, Tensor) else "ClampBackward0"
@@ -939,7 +939,7 @@ class Tensor(GraphBox):
             raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {_dt.from_numpy_dtype(m.dtype)}")
         v = value if isinstance(value, Tensor) else _scalar_like(value, self)
         v = _cast(_as_tensor(v), self.dtype) if isinstance(v, Tensor) else v
-        return _rename(_as_tensor(fnp.where(m, v, self)), "MaskedFillBackward0", mark)
+        return _rename(_as_tensor(fnp.where(_cond(m), v, self)), "MaskedFillBackward0", mark)
 
     def conj(self) -> "Tensor":
         return fnp.conj(self) if self.is_complex() else self
@@ -1823,6 +1823,12 @@ def _as_tensor(x: Any) -> Tensor:
     if isinstance(x, np.ndarray):
         return Tensor._make(x) if x.dtype in _dt._BY_NP else tensor(x)
     return tensor(x)
+
+
+def _cond(c: Any) -> Any:
+    """A ``where`` condition computed from a tensor's value: under ``ft.func`` that value is a transform's
+    traced value, kept inside a Tensor so the condition and the tensors reach the transform together."""
+    return Tensor._make(c) if isinstance(c, Box) else c
 
 
 def _as_operand(x: Any) -> Any:

@@ -79,7 +79,7 @@ def test_state_dict_round_trip_and_errors():
     ft.manual_seed(0)
     a, b = Net(), Net()
     sd = a.state_dict()
-    assert list(sd) == ["fc1.weight", "fc1.bias", "fc2.weight", "scale"]
+    assert list(sd) == ["scale", "fc1.weight", "fc1.bias", "fc2.weight"]  # PyTorch: own tensors, then children
     assert not sd["fc1.weight"].requires_grad
     b.load_state_dict(sd)
     x = ft.randn(2, 4)

@@ -36,8 +36,8 @@ from ..tensor import device as _device
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "ReLU",
-    "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softplus", "Softmax", "LogSoftmax", "Dropout", "Embedding",
-    "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "HuberLoss", "functional", "init", "utils",
+    "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Dropout", "Embedding",
+    "functional", "init", "utils",
 ]
 
 
@@ -324,6 +324,9 @@ class Module:
         object.__setattr__(self, "_parameters", collections.OrderedDict())
         object.__setattr__(self, "_buffers", collections.OrderedDict())
         object.__setattr__(self, "_modules", collections.OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_forward_pre_hooks", collections.OrderedDict())
+        object.__setattr__(self, "_forward_hooks", collections.OrderedDict())
         object.__setattr__(self, "training", True)
 
     def _check_init(self) -> None:
@@ -379,8 +382,22 @@ class Module:
         self.__dict__["_parameters"][name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """A tensor that is state but not a parameter (e.g. running statistics); in ``state_dict`` unless
+        ``persistent=False``. Example: ``self.register_buffer("steps", ft.zeros(()))``."""
         self._check_init()
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f'buffer name must be a non-empty string without ".", got {name!r}')
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None "
+                            f"required)")
+        if name in self.__dict__ or name in self._parameters or name in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
         self.__dict__["_buffers"][name] = tensor
+        nps = self.__dict__["_non_persistent_buffers_set"]
+        if persistent:
+            nps.discard(name)
+        else:
+            nps.add(name)
 
     def add_module(self, name: str, module: "Module | None") -> None:
         self._check_init()
@@ -392,7 +409,41 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        pre, post = d.get("_forward_pre_hooks"), d.get("_forward_hooks")
+        if not pre and not post:
+            return self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(pre.values()):
+            if with_kwargs:
+                res = hook(self, args, kwargs)
+                if res is not None:
+                    args, kwargs = res
+            else:
+                res = hook(self, args)
+                if res is not None:
+                    args = res if isinstance(res, tuple) else (res,)
+        out = self.forward(*args, **kwargs)
+        for hook, with_kwargs in list(post.values()):
+            res = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+            if res is not None:
+                out = res
+        return out
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> "RemovableHandle":
+        """``hook(module, args)`` before ``forward``; a non-None result replaces the arguments.
+
+        Example: ``h = model.register_forward_pre_hook(lambda m, a: print(a[0].shape)); h.remove()``.
+        """
+        return RemovableHandle(self._forward_pre_hooks, (hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> "RemovableHandle":
+        """``hook(module, args, output)`` after ``forward``; a non-None result replaces the output.
+
+        Example: ``h = layer.register_forward_hook(lambda m, a, out: out * 2)``.
+        """
+        return RemovableHandle(self._forward_hooks, (hook, with_kwargs), prepend)
 
     # --- traversal
     def named_modules(self, memo: set | None = None, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
@@ -529,16 +580,27 @@ class Module:
     def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> "collections.OrderedDict":
         """Parameters and buffers by dotted name (detached tensors sharing memory, as in PyTorch)."""
         out = collections.OrderedDict() if destination is None else destination
-        for name, p in self.named_parameters(prefix=prefix.rstrip(".")):
-            out[name] = p if keep_vars else p.detach()
-        for name, b in self.named_buffers(prefix=prefix.rstrip(".")):
-            out[name] = b if keep_vars else b.detach()
+        # PyTorch's order: each module's own parameters, then its persistent buffers, then its children
+        for mprefix, m in self.named_modules(prefix=prefix.rstrip(".")):
+            dot = mprefix + ("." if mprefix else "")
+            for name, p in m._parameters.items():
+                if p is not None:
+                    out[dot + name] = p if keep_vars else p.detach()
+            for name, b in m._buffers.items():
+                if b is not None and name not in m.__dict__.get("_non_persistent_buffers_set", ()):
+                    out[dot + name] = b if keep_vars else b.detach()
         return out
+
+    def _persistent_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        for mprefix, m in self.named_modules(prefix=prefix):
+            for name, b in m._buffers.items():
+                if b is not None and name not in m.__dict__.get("_non_persistent_buffers_set", ()):
+                    yield mprefix + ("." if mprefix else "") + name, b
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
         """Copy values in (shapes must match); with ``strict``, missing or unexpected keys raise."""
         own = dict(self.named_parameters())
-        own.update(dict(self.named_buffers()))
+        own.update(dict(self._persistent_buffers()))
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
@@ -585,9 +647,26 @@ class Module:
         return sorted(set(list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)))
 
 
-def _uniform_param(shape: tuple, bound: float) -> Parameter:
-    vals = _init.uniform(default_generator._rng, shape, _dt.get_default_dtype().np, -bound, bound)
-    return Parameter(Tensor._make(np.asarray(vals)))
+def _np_dtype(dtype: Any = None) -> Any:
+    return (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
+
+
+def _uniform_param(shape: tuple, bound: float, dtype: Any = None) -> Parameter:
+    """A Parameter drawn uniformly from ``[-bound, bound]`` with ft's generator (PyTorch's layer default)."""
+    d = _np_dtype(dtype)
+    vals = _init.uniform(default_generator._rng, shape, d, -bound, bound)
+    return _new_param(np.asarray(vals, dtype=d))
+
+
+def _const_param(shape: tuple, value: float, dtype: Any = None) -> Parameter:
+    return _new_param(np.full(shape, value, dtype=_np_dtype(dtype)))
+
+
+def _new_param(values: Any, requires_grad: bool = True) -> Parameter:
+    """A Parameter holding ``values``, on ft's default device (``ft.set_default_device``)."""
+    from ..toplevel import _on_default_device
+
+    return Parameter(_on_default_device(Tensor._make(values)), requires_grad)
 
 
 class Linear(Module):
@@ -600,11 +679,11 @@ class Linear(Module):
         self.out_features = out_features
         d = (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
         w = _init.torch_default(default_generator._rng, (out_features, in_features), d)
-        self.weight = Parameter(Tensor._make(np.asarray(w, dtype=d)))
+        self.weight = _new_param(np.asarray(w, dtype=d))
         if bias:
             bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
             b = _init.uniform(default_generator._rng, (out_features,), d, -bound, bound)
-            self.bias = Parameter(Tensor._make(np.asarray(b, dtype=d)))
+            self.bias = _new_param(np.asarray(b, dtype=d))
         else:
             self.register_parameter("bias", None)
 
@@ -613,30 +692,6 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
-
-
-class Embedding(Module):
-    """A lookup table of ``num_embeddings`` vectors (normal initialisation, as in PyTorch)."""
-
-    def __init__(self, num_embeddings: int, embedding_dim: int) -> None:
-        super().__init__()
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        w = default_generator._rng.standard_normal((num_embeddings, embedding_dim))
-        self.weight = Parameter(Tensor._make(w.astype(_dt.get_default_dtype().np)))
-
-    def forward(self, idx: Tensor) -> Tensor:
-        idx = _as_tensor(idx)
-        v = idx._value
-        # a negative index would silently pick a row from the end (NumPy indexing)
-        if v.size and bool(namespace_of(v).any((v < 0) | (v >= self.num_embeddings))):
-            raise IndexError(
-                f"index out of range in self: Embedding({self.num_embeddings}, {self.embedding_dim}) "
-                f"takes indices in [0, {self.num_embeddings}), got {int(v.min())} to {int(v.max())}"
-            )
-        return self.weight[idx]
-
-    def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}"
 
 
 class Sequential(Module):
@@ -671,51 +726,6 @@ class Sequential(Module):
     def append(self, m: Module) -> "Sequential":
         self.add_module(str(len(self)), m)
         return self
-
-
-class ModuleList(Module):
-    def __init__(self, modules: Any = None) -> None:
-        super().__init__()
-        for m in modules or []:
-            self.append(m)
-
-    def append(self, m: Module) -> "ModuleList":
-        self.add_module(str(len(self._modules)), m)
-        return self
-
-    def __getitem__(self, i: int) -> Module:
-        return list(self._modules.values())[i]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-
-class ModuleDict(Module):
-    def __init__(self, modules: Any = None) -> None:
-        super().__init__()
-        for k, m in (modules or {}).items():
-            self.add_module(k, m)
-
-    def __getitem__(self, k: str) -> Module:
-        return self._modules[k]
-
-    def __setitem__(self, k: str, m: Module) -> None:
-        self.add_module(k, m)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def keys(self) -> Any:
-        return self._modules.keys()
-
-    def items(self) -> Any:
-        return self._modules.items()
-
-    def values(self) -> Any:
-        return self._modules.values()
 
 
 def _activation(name: str, fn: Callable, extra: Callable[[Any], str] | None = None) -> type:
@@ -772,15 +782,6 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}"
 
 
-class Softplus(Module):
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
-        super().__init__()
-        self.beta, self.threshold = beta, threshold
-
-    def forward(self, x: Tensor) -> Tensor:
-        return _Functional.softplus(x, self.beta, self.threshold)
-
-
 class Softmax(Module):
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
@@ -814,116 +815,51 @@ class Dropout(Module):
         return f"p={self.p}, inplace=False"
 
 
-class _Loss(Module):
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__()
-        _Functional._check_reduction(reduction)
-        self.reduction = reduction
+class RemovableHandle:
+    """What ``register_*_hook`` returns: ``handle.remove()`` unregisters the hook (also a context manager)."""
+
+    _next_id = 0
+
+    def __init__(self, store: "collections.OrderedDict", entry: Any, prepend: bool = False) -> None:
+        RemovableHandle._next_id += 1
+        self.id = RemovableHandle._next_id
+        self._store = store
+        store[self.id] = entry
+        if prepend:
+            store.move_to_end(self.id, last=False)
+
+    def remove(self) -> None:
+        self._store.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
 
 
-class MSELoss(_Loss):
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        return _Functional.mse_loss(input, target, self.reduction)
+from . import functional, init, utils  # noqa: E402,F401  (modules: import funcgrad.tensor.nn.functional as F)
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList  # noqa: E402
+from .activation import *  # noqa: E402,F401,F403
+from .activation import __all__ as _act_all  # noqa: E402
+from .conv import *  # noqa: E402,F401,F403
+from .conv import __all__ as _conv_all  # noqa: E402
+from .pooling import *  # noqa: E402,F401,F403
+from .pooling import __all__ as _pool_all  # noqa: E402
+from .norm import *  # noqa: E402,F401,F403
+from .norm import __all__ as _norm_all  # noqa: E402
+from .dropout import *  # noqa: E402,F401,F403
+from .dropout import __all__ as _drop_all  # noqa: E402
+from .sparse import Embedding  # noqa: E402
+from .rnn import *  # noqa: E402,F401,F403
+from .rnn import __all__ as _rnn_all  # noqa: E402
+from .transformer import *  # noqa: E402,F401,F403
+from .transformer import __all__ as _tr_all  # noqa: E402
+from .loss import *  # noqa: E402,F401,F403
+from .loss import __all__ as _loss_all  # noqa: E402
+from .misc import *  # noqa: E402,F401,F403
+from .misc import __all__ as _misc_all  # noqa: E402
 
-
-class L1Loss(_Loss):
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        return _Functional.l1_loss(input, target, self.reduction)
-
-
-class HuberLoss(_Loss):
-    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
-        super().__init__(reduction)
-        self.delta = delta
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        return _Functional.huber_loss(input, target, self.reduction, self.delta)
-
-
-class CrossEntropyLoss(_Loss):
-    def __init__(self, weight: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
-        super().__init__(reduction)
-        if weight is not None:
-            raise NotImplementedError("CrossEntropyLoss(weight=...) is not supported by funcgrad.tensor")
-        self.label_smoothing = label_smoothing
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        return _Functional.cross_entropy(input, target, reduction=self.reduction, label_smoothing=self.label_smoothing)
-
-
-class NLLLoss(_Loss):
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        return _Functional.nll_loss(input, target, self.reduction)
-
-
-class BCEWithLogitsLoss(_Loss):
-    def __init__(self, reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
-        super().__init__(reduction)
-        self.pos_weight = pos_weight
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        return _Functional.binary_cross_entropy_with_logits(input, target, self.reduction, self.pos_weight)
-
-
-def _vector_norm(xp: Any, g: Any, p: float) -> Any:
-    """The ``p``-norm of all elements of ``g`` (inf, -inf and 0 as torch.linalg.vector_norm)."""
-    a = xp.abs(g.reshape(-1))
-    if p == math.inf:
-        return xp.max(a) if a.size else xp.zeros((), a.dtype)
-    if p == -math.inf:
-        return xp.min(a) if a.size else xp.full((), math.inf, a.dtype)
-    if p == 0:
-        return xp.sum(a != 0).astype(a.dtype)
-    if p == 1:
-        return xp.sum(a)
-    if p == 2:
-        return xp.sqrt(xp.sum(a * a))
-    return xp.sum(a ** p) ** (1.0 / p)
-
-
-class utils:  # noqa: N801
-    """``ft.nn.utils``: ``clip_grad_norm_`` and ``parameters_to_vector``."""
-
-    @staticmethod
-    def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float | str = 2.0,
-                        error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
-        """Scale the gradients in place so that their joint ``norm_type``-norm is at most
-        ``max_norm``; return that norm (before clipping). As ``torch.nn.utils.clip_grad_norm_``:
-        ``norm_type`` may be ``inf``/``'inf'``, the coefficient is ``max_norm / (norm + 1e-6)``
-        clamped to 1, and ``error_if_nonfinite=True`` raises on a nan or inf norm instead of
-        scaling by it. ``foreach`` is accepted and has no effect.
-
-        Example::
-
-            loss.backward()
-            ft.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        """
-        ps = [p for p in ([parameters] if isinstance(parameters, Tensor) else parameters) if p.grad is not None]
-        max_norm, norm_type = float(max_norm), float(norm_type)
-        if not ps:
-            return Tensor._make(np.asarray(0.0, dtype=np.float32))
-        grads = [p.grad._value for p in ps]
-        xp = namespace_of(*grads)
-        per = xp.stack([_vector_norm(xp, g, norm_type) for g in grads])
-        total = _vector_norm(xp, per, norm_type)
-        if error_if_nonfinite and not bool(xp.isfinite(total)):
-            raise RuntimeError(
-                f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
-                f"so it cannot be clipped. To disable this error and scale the gradients by the "
-                f"non-finite norm anyway, set `error_if_nonfinite=False`"
-            )
-        coef = xp.minimum(max_norm / (total + 1e-6), 1.0)
-        with no_grad():
-            for p in ps:
-                p.grad.mul_(Tensor._make(coef.astype(p.grad._value.dtype)))
-        return Tensor._make(total)
-
-    @staticmethod
-    def parameters_to_vector(parameters: Any) -> Tensor:
-        from ..ops import cat
-
-        return cat([p.reshape(-1) for p in parameters])
-
-
-from . import functional, init  # noqa: E402,F401  (modules: import funcgrad.tensor.nn.functional as F)
+__all__ += ["ParameterList", "ParameterDict", "RemovableHandle"]
+__all__ += _act_all + _conv_all + _pool_all + _norm_all + _drop_all + _rnn_all + _tr_all + _loss_all + _misc_all
 from . import parallel  # noqa: E402,F401  (ft.nn.parallel.DistributedDataParallel)

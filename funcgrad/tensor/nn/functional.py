@@ -1,28 +1,1014 @@
-"""``ft.nn.functional`` (``import funcgrad.tensor.nn.functional as F``)."""
+"""``ft.nn.functional`` (``import funcgrad.tensor.nn.functional as F``): PyTorch's functional layer.
 
+The formulas are ``funcgrad.nn``'s (convolution, pooling, normalization,
+recurrent cells, losses) applied to the tensors as recorded NumPy-semantics
+boxes, or short compositions of Tensor operations where ``funcgrad.nn`` has no
+counterpart; either way gradients come from the one engine.
+
+Example::
+
+    import funcgrad.tensor.nn.functional as F
+    y = F.max_pool2d(F.relu(F.conv2d(x, w, b, padding=1)), 2)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+import funcgrad.nn as _fnn
+import funcgrad.numpy as fnp
+from funcgrad.backend import namespace_of
+
+from .. import dtypes as _dt
+from ..creation import default_generator
+from ..grad_mode import no_grad
+from ..graph import GraphBox
+from ..tensor import Tensor, _as_tensor
 from . import F as _F
+from . import _fg
 
 relu = _F.relu
 sigmoid = _F.sigmoid
 tanh = _F.tanh
 gelu = _F.gelu
 silu = _F.silu
-softplus = _F.softplus
 leaky_relu = _F.leaky_relu
 softmax = _F.softmax
 log_softmax = _F.log_softmax
 linear = _F.linear
-dropout = _F.dropout
-one_hot = _F.one_hot
 mse_loss = _F.mse_loss
 l1_loss = _F.l1_loss
 huber_loss = _F.huber_loss
-cross_entropy = _F.cross_entropy
-nll_loss = _F.nll_loss
 binary_cross_entropy_with_logits = _F.binary_cross_entropy_with_logits
 
+
+def _raw(v: Any) -> Any:
+    return v._value if isinstance(v, GraphBox) else v
+
+
+def _ntuple(v: Any, n: int) -> tuple:
+    return (int(v),) * n if isinstance(v, (int, np.integer)) else tuple(int(a) for a in v)
+
+
+def _where(cond: Any, a: Any, b: Any) -> Tensor:
+    from ..ops import where
+
+    return where(cond, a, b)
+
+
+def _like(t: Tensor, host: Any) -> Tensor:
+    """A constant made on the host (indices, masks, weights) as a Tensor on ``t``'s device."""
+    xp = namespace_of(t._value)
+    return Tensor._make(np.asarray(host) if xp is np else xp.asarray(host))
+
+
+def _const(t: Tensor, value: Any) -> Tensor:
+    return _like(t, np.asarray(value, dtype=t._value.dtype))
+
+
+# --------------------------------------------------------------------------- activations
+
+
+def relu6(x: Tensor, inplace: bool = False) -> Tensor:
+    """``min(max(x, 0), 6)``. Example: ``F.relu6(x)``."""
+    return x.clamp(0.0, 6.0)
+
+
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """``clamp(x, min_val, max_val)``. Example: ``F.hardtanh(x)``."""
+    return x.clamp(min_val, max_val)
+
+
+def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` if positive else ``alpha * (exp(x) - 1)`` (``funcgrad.nn.elu``). Example: ``F.elu(x)``."""
+    return _fg(_fnn.elu, x, alpha=alpha)
+
+
+def selu(x: Tensor, inplace: bool = False) -> Tensor:
+    """Scaled ELU with PyTorch's constants. Example: ``F.selu(x)``."""
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return elu(x, alpha) * scale
+
+
+def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``. Example: ``F.celu(x)``."""
+    return elu(x / alpha) * alpha
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (as PyTorch). Example: ``F.softplus(x)``."""
+    sp = _F.softplus(x, beta, threshold)
+    return _where(x * beta > threshold, x, sp)
+
+
+def softsign(x: Tensor) -> Tensor:
+    """``x / (1 + |x|)``. Example: ``F.softsign(x)``."""
+    return x / (x.abs() + 1.0)
+
+
+def mish(x: Tensor, inplace: bool = False) -> Tensor:
+    """``x * tanh(softplus(x))``. Example: ``F.mish(x)``."""
+    return x * _F.softplus(x).tanh()
+
+
+def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
+    """``clamp(x / 6 + 1/2, 0, 1)``. Example: ``F.hardsigmoid(x)``."""
+    return (x / 6.0 + 0.5).clamp(0.0, 1.0)
+
+
+def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
+    """``x * hardsigmoid(x)``. Example: ``F.hardswish(x)``."""
+    return x * hardsigmoid(x)
+
+
+def logsigmoid(x: Tensor) -> Tensor:
+    """``log(sigmoid(x))``, stable (``funcgrad.nn.log_sigmoid``). Example: ``F.logsigmoid(x)``."""
+    return _fg(_fnn.log_sigmoid, x)
+
+
+def tanhshrink(x: Tensor) -> Tensor:
+    """``x - tanh(x)``. Example: ``F.tanhshrink(x)``."""
+    return x - x.tanh()
+
+
+def softmin(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    """``softmax(-x)``. Example: ``F.softmin(x, dim=1)``."""
+    return softmax(-x, dim, dtype)
+
+
+def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``x`` where ``x > threshold`` else ``value``. Example: ``F.threshold(x, 0.1, 0.0)``."""
+    return _where(x > threshold, x, _const(x, value))
+
+
+def glu(x: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: the first half times the sigmoid of the second. Example: ``F.glu(x)``."""
+    a, b = x.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def prelu(x: Tensor, weight: Tensor) -> Tensor:
+    """``x`` if positive else ``weight * x`` (weight per channel, dim 1). Example: ``F.prelu(x, w)``."""
+    w = weight
+    if x.dim() > 1 and weight.numel() > 1:
+        w = weight.reshape((-1,) + (1,) * (x.dim() - 2))
+    return _where(x > 0, x, x * w)
+
+
+# --------------------------------------------------------------------------- dropout
+
+
+def _mask_dropout(x: Tensor, p: float, shape: tuple) -> Tensor:
+    keep = default_generator._rng.random(shape) >= p
+    return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero elements with probability ``p`` (scaled by ``1/(1-p)``) in training. Example: ``F.dropout(x, 0.2)``."""
+    return _F.dropout(x, p, training)
+
+
+def _channel_dropout(x: Tensor, p: float, training: bool, nsp: int, name: str) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if x.dim() not in (nsp + 1, nsp + 2):
+        raise RuntimeError(f"{name}: Expected {nsp + 1}D or {nsp + 2}D input, but received a {x.dim()}D input")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    shape = tuple(x.shape[:-nsp]) + (1,) * nsp
+    return _mask_dropout(x, p, shape)
+
+
+def dropout1d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, L)``. Example: ``F.dropout1d(x, 0.5)``."""
+    return _channel_dropout(x, p, training, 1, "dropout1d")
+
+
+def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, H, W)``. Example: ``F.dropout2d(x, 0.5)``."""
+    return _channel_dropout(x, p, training, 2, "dropout2d")
+
+
+def dropout3d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of ``(N, C, D, H, W)``. Example: ``F.dropout3d(x, 0.5)``."""
+    return _channel_dropout(x, p, training, 3, "dropout3d")
+
+
+def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Dropout that keeps SELU's mean and variance (dropped units take SELU's negative saturation).
+
+    Example: ``F.alpha_dropout(x, 0.2, training=True)``.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return x
+    alpha_p = -1.7580993408473766
+    keep = (default_generator._rng.random(tuple(x.shape)) >= p).astype(x._value.dtype)
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    return (x * _like(x, keep) + _like(x, (1 - keep) * alpha_p)) * a + b
+
+
+# --------------------------------------------------------------------------- convolution
+
+
+def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-d cross-correlation ``(N, C, L)`` with ``weight (O, C/groups, K)``. Example: ``F.conv1d(x, w)``."""
+    return _fg(_fnn.conv1d, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-d cross-correlation ``(N, C, H, W)`` with ``weight (O, C/groups, KH, KW)``. Example: ``F.conv2d(x, w, b, padding=1)``."""
+    return _fg(_fnn.conv2d, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-d cross-correlation. Example: ``F.conv3d(x, w)``."""
+    return _fg(_fnn.conv3d, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+
+def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple, padding: tuple, output_padding: tuple,
+                        groups: int, dilation: tuple) -> Any:
+    # The adjoint of the convolution: weight^T x gives the columns, col2im sums the windows back.
+    nsp = len(stride)
+    shape = fnp.shape(x)
+    unbatched = len(shape) == nsp + 1
+    if unbatched:
+        x = fnp.expand_dims(x, 0)
+        shape = fnp.shape(x)
+    n, c_in, spatial = shape[0], shape[1], tuple(shape[2:])
+    wshape = fnp.shape(weight)
+    c_out_g, kernel = wshape[1], tuple(wshape[2:])
+    c_out = c_out_g * groups
+    ksize = math.prod(kernel)
+    w = fnp.reshape(weight, (groups, c_in // groups, c_out_g * ksize))
+    xs = fnp.reshape(x, (n, groups, c_in // groups, math.prod(spatial)))
+    cols = fnp.matmul(fnp.swapaxes(w, -1, -2), xs)  # (N, G, O/G * K, L)
+    cols = fnp.reshape(cols, (n, c_out) + kernel + spatial)
+    # the full (unpadded) transpose, then crop ``padding`` on the left and ``padding - output_padding`` on
+    # the right (zeros where that is negative)
+    full = tuple((L - 1) * s + d * (k - 1) + 1 for L, s, d, k in zip(spatial, stride, dilation, kernel))
+    y = _fnn.col2im(cols, (n, c_out) + full, kernel, stride, 0, dilation)
+    extra = tuple(max(op - p, 0) for p, op in zip(padding, output_padding))
+    if any(extra):
+        y = fnp.pad(y, ((0, 0), (0, 0)) + tuple((0, e) for e in extra))
+    y = y[(slice(None), slice(None)) + tuple(slice(p, f - p + op) if f - p + op <= f else slice(p, None)
+                                             for p, op, f in zip(padding, output_padding, full))]
+    if bias is not None:
+        y = y + fnp.reshape(bias, (c_out,) + (1,) * nsp)
+    return y[0] if unbatched else y
+
+
+def _conv_transpose(x: Tensor, weight: Tensor, bias: Any, stride: Any, padding: Any, output_padding: Any,
+                    groups: int, dilation: Any, nsp: int) -> Tensor:
+    if weight.dim() != nsp + 2:
+        raise RuntimeError(f"conv_transpose{nsp}d: weight must have {nsp + 2} dimensions, got {tuple(weight.shape)}")
+    st, pd, op, dl = (_ntuple(v, nsp) for v in (stride, padding, output_padding, dilation))
+    for o, s, d in zip(op, st, dl):
+        if o >= max(s, d):
+            raise RuntimeError("output padding must be smaller than either stride or dilation")
+    return _fg(_conv_transpose_raw, x, weight, bias, st, pd, op, groups, dl)
+
+
+def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """Transposed 1-d convolution, ``weight (C_in, C_out/groups, K)``. Example: ``F.conv_transpose1d(x, w, stride=2)``."""
+    return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """Transposed 2-d convolution, ``weight (C_in, C_out/groups, KH, KW)``. Example: ``F.conv_transpose2d(x, w, stride=2)``."""
+    return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def unfold(x: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:
+    """Sliding windows of ``(N, C, H, W)`` as columns ``(N, C*kh*kw, L)`` (``funcgrad.nn.im2col``).
+
+    Example: ``F.unfold(x, 3, padding=1)``.
+    """
+    k = _ntuple(kernel_size, 2)
+
+    def raw(v: Any) -> Any:
+        cols = _fnn.im2col(v, k, stride, padding, dilation)
+        s = fnp.shape(cols)
+        return fnp.reshape(cols, (s[0], s[1] * k[0] * k[1], -1))
+
+    return _fg(raw, x)
+
+
+def fold(x: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+         stride: Any = 1) -> Tensor:
+    """Sum columns ``(N, C*kh*kw, L)`` back into ``(N, C, *output_size)`` (``funcgrad.nn.col2im``).
+
+    Example: ``F.fold(cols, (4, 4), 3, padding=1)``.
+    """
+    k, out = _ntuple(kernel_size, 2), _ntuple(output_size, 2)
+    st, pd, dl = _ntuple(stride, 2), _ntuple(padding, 2), _ntuple(dilation, 2)
+    n_out = [(o + 2 * p - d * (kk - 1) - 1) // s + 1 for o, p, d, kk, s in zip(out, pd, dl, k, st)]
+
+    def raw(v: Any) -> Any:
+        s = fnp.shape(v)
+        c = s[1] // (k[0] * k[1])
+        cols = fnp.reshape(v, (s[0], c) + k + tuple(n_out))
+        return _fnn.col2im(cols, (s[0], c) + out, k, st, pd, dl)
+
+    return _fg(raw, x)
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+def _check_pool(ceil_mode: bool, dilation: Any, return_indices: bool, name: str) -> None:
+    if ceil_mode:
+        raise NotImplementedError(f"{name}(ceil_mode=True) is not supported by funcgrad.tensor")
+    if any(d != 1 for d in _ntuple(dilation, 1 if isinstance(dilation, int) else len(dilation))):
+        raise NotImplementedError(f"{name}(dilation != 1) is not supported by funcgrad.tensor")
+    if return_indices:
+        raise NotImplementedError(f"{name}(return_indices=True) is not supported by funcgrad.tensor")
+
+
+def _pool(x: Tensor, kind: str, nsp: int, kernel_size: Any, stride: Any, padding: Any) -> Tensor:
+    st = None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else stride
+    fn = _fnn.max_pool if kind == "max" else _fnn.avg_pool
+    return _fg(fn, x, kernel_size, st, padding, ndim=nsp)
+
+
+def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """Max over windows of the last axis. Example: ``F.max_pool1d(x, 2)``."""
+    _check_pool(ceil_mode, dilation, return_indices, "max_pool1d")
+    return _pool(x, "max", 1, kernel_size, stride, padding)
+
+
+def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """Max over windows of the last two axes. Example: ``F.max_pool2d(x, 2)``."""
+    _check_pool(ceil_mode, dilation, return_indices, "max_pool2d")
+    return _pool(x, "max", 2, kernel_size, stride, padding)
+
+
+def _avg(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+         count_include_pad: bool, divisor_override: Any, name: str) -> Tensor:
+    _check_pool(ceil_mode, 1, False, name)
+    y = _pool(x, "avg", nsp, kernel_size, stride, padding)
+    k = math.prod(_ntuple(kernel_size, nsp))
+    if not count_include_pad and any(_ntuple(padding, nsp)):
+        ones = _like(x, np.ones((1,) * (x.dim() - nsp) + tuple(x.shape[-nsp:]), dtype=x._value.dtype))
+        frac = _pool(ones, "avg", nsp, kernel_size, stride, padding)
+        y = y / frac
+    if divisor_override:
+        y = y * (k / divisor_override)
+    return y
+
+
+def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over windows of the last axis. Example: ``F.avg_pool1d(x, 2)``."""
+    return _avg(x, 1, kernel_size, stride, padding, ceil_mode, count_include_pad, None, "avg_pool1d")
+
+
+def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: Any = None) -> Tensor:
+    """Mean over windows of the last two axes. Example: ``F.avg_pool2d(x, 2)``."""
+    return _avg(x, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool2d")
+
+
+def _adaptive(x: Tensor, output_size: Any, nsp: int, kind: str) -> Tensor:
+    from ..ops import stack
+
+    sizes = tuple(x.shape[-nsp:])
+    out = tuple(s if o is None else int(o) for s, o in zip(sizes, (output_size,) * nsp
+                                                          if isinstance(output_size, (int, type(None)))
+                                                          else tuple(output_size)))
+
+    def pool_axis(t: Tensor, axis: int, n_in: int, n_out: int) -> Tensor:
+        # PyTorch's windows: [floor(i * n_in / n_out), ceil((i + 1) * n_in / n_out))
+        if n_in % n_out == 0:
+            k = n_in // n_out
+            shape = tuple(t.shape)
+            t = t.reshape(shape[:axis] + (n_out, k) + shape[axis + 1:])
+            return t.amax(axis + 1) if kind == "max" else t.mean(axis + 1)
+        parts = []
+        for i in range(n_out):
+            lo, hi = (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+            w = t.narrow(axis, lo, hi - lo)
+            parts.append(w.amax(axis) if kind == "max" else w.mean(axis))
+        return stack(parts, axis)
+
+    # max and mean over a product of windows separate axis by axis
+    y = x
+    for j in range(nsp):
+        axis = x.dim() - nsp + j
+        y = pool_axis(y, axis, sizes[j], out[j])
+    return y
+
+
+def adaptive_avg_pool1d(x: Tensor, output_size: Any) -> Tensor:
+    """Average pooling to a given length. Example: ``F.adaptive_avg_pool1d(x, 4)``."""
+    return _adaptive(x, output_size, 1, "avg")
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
+    """Average pooling to a given ``(H, W)`` (an entry None keeps that size). Example: ``F.adaptive_avg_pool2d(x, 1)``."""
+    return _adaptive(x, output_size, 2, "avg")
+
+
+def adaptive_max_pool1d(x: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+    """Max pooling to a given length. Example: ``F.adaptive_max_pool1d(x, 4)``."""
+    _check_pool(False, 1, return_indices, "adaptive_max_pool1d")
+    return _adaptive(x, output_size, 1, "max")
+
+
+def adaptive_max_pool2d(x: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+    """Max pooling to a given ``(H, W)``. Example: ``F.adaptive_max_pool2d(x, (2, 2))``."""
+    _check_pool(False, 1, return_indices, "adaptive_max_pool2d")
+    return _adaptive(x, output_size, 2, "max")
+
+
+# --------------------------------------------------------------------------- normalization
+
+
+def _update_running(buf: Tensor | None, new: Any) -> None:
+    if buf is None:
+        return
+    v = _raw(new)
+    buf._value[...] = v.astype(buf._value.dtype, copy=False)
+    buf._vc[0] += 1
+
+
+def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
+               eps: float = 1e-5) -> Tensor:
+    """Batch normalization over all axes but 1 (``funcgrad.nn.batch_norm``); running stats updated in place.
+
+    Example: ``F.batch_norm(x, rm, rv, training=True)``.
+    """
+    if training:
+        size = x.numel() // x.shape[1]
+        if size < 2:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
+    rm = None if running_mean is None else running_mean._value
+    rv = None if running_var is None else running_var._value
+    from ..graph import as_numpy_box, as_tensor_box
+
+    boxes = [as_numpy_box(t) if isinstance(t, Tensor) else t for t in (x, weight, bias)]
+    y, nm, nv = _fnn.batch_norm(boxes[0], rm, rv, boxes[1], boxes[2], training=training, momentum=momentum,
+                                eps=eps, axis=1)
+    if training and running_mean is not None:
+        _update_running(running_mean, nm)
+        _update_running(running_var, nv)
+    return as_tensor_box(y)
+
+
+def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing ``normalized_shape`` axes (``funcgrad.nn.layer_norm``). Example: ``F.layer_norm(x, (8,))``."""
+    ns = _ntuple(normalized_shape, 1)
+    if tuple(x.shape[-len(ns):]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+                           f"{', '.join(map(str, ns))}], but got input of size {list(x.shape)}")
+    return _fg(_fnn.layer_norm, x, len(ns), weight, bias, eps)
+
+
+def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Group normalization of ``(N, C, *)`` (``funcgrad.nn.group_norm``). Example: ``F.group_norm(x, 2)``."""
+    if x.shape[1] % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(x.shape)} and num_groups={num_groups}")
+    return _fg(_fnn.group_norm, x, num_groups, weight, bias, eps)
+
+
+def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each (sample, channel) over its spatial axes: group norm with one channel per group.
+
+    Example: ``F.instance_norm(x)``.
+    """
+    if not use_input_stats:
+        return batch_norm(x, running_mean, running_var, weight, bias, False, momentum, eps)
+    y = group_norm(x, x.shape[1], weight, bias, eps)
+    if running_mean is not None:
+        with no_grad():
+            axes = tuple(range(2, x.dim()))
+            n = math.prod(x.shape[2:])
+            m = x.detach().mean(axes).mean(0)
+            v = (x.detach().var(axes, correction=0) * (n / max(n - 1, 1))).mean(0)
+            _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * m._value)
+            _update_running(running_var, (1 - momentum) * running_var._value + momentum * v._value)
+    return y
+
+
+def normalize(x: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``x / max(||x||_p, eps)`` along ``dim``. Example: ``F.normalize(x, dim=-1)``."""
+    return x / x.norm(p, dim, keepdim=True).clamp_min(eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """``x1 . x2 / max(||x1|| ||x2||, eps)`` along ``dim``. Example: ``F.cosine_similarity(a, b, dim=-1)``."""
+    n = (x1.norm(2, dim) * x2.norm(2, dim)).clamp_min(eps)
+    return (x1 * x2).sum(dim) / n
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """``||x1 - x2 + eps||_p`` over the last axis. Example: ``F.pairwise_distance(a, b)``."""
+    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+# --------------------------------------------------------------------------- embedding, one_hot, pad, interpolate
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,  # noqa: A002
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` at the integer ``input``; ``padding_idx`` rows get no gradient; ``max_norm``
+    renormalizes the looked-up rows in place (as PyTorch). Example: ``F.embedding(ids, w)``."""
+    idx = _as_tensor(input)
+    if idx.dtype.is_floating_point:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {idx.dtype.name} instead")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding(scale_grad_by_freq/sparse) is not supported by funcgrad.tensor")
+    v, n = idx._value, weight.shape[0]
+    # a negative index would silently pick a row from the end (NumPy indexing)
+    if v.size and bool(namespace_of(v).any((v < 0) | (v >= n))):
+        raise IndexError(
+            f"index out of range in self: embedding of {n} rows takes indices in [0, {n}), "
+            f"got {int(v.min())} to {int(v.max())}"
+        )
+    if max_norm is not None:
+        with no_grad():
+            w = weight._value
+            xp = namespace_of(w)
+            rows = xp.unique(idx._value)
+            norms = xp.sum(xp.abs(w[rows]) ** norm_type, axis=1) ** (1.0 / norm_type)
+            scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+            w[rows] = w[rows] * scale[:, None].astype(w.dtype)
+            weight._vc[0] += 1
+    out = weight[idx]
+    if padding_idx is not None:
+        pi = padding_idx % weight.shape[0]
+        keep = Tensor._make((idx._value != pi)[..., None].astype(weight._value.dtype))  # on idx's device
+        out = _where(keep > 0, out, out.detach())
+    return out
+
+
+def one_hot(t: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding along a new last axis. Example: ``F.one_hot(labels, 10)``."""
+    t = _as_tensor(t)
+    if t.dtype.is_floating_point:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    v = t._value
+    if v.size and v.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    n = (int(v.max()) + 1 if v.size else 0) if num_classes == -1 else num_classes
+    if v.size and int(v.max()) >= n:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor._make(np.eye(n, dtype=np.int64)[v])
+
+
+def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
+    """Pad the last ``len(pad) // 2`` axes: ``pad = (left_last, right_last, left_prev, right_prev, ...)``.
+
+    Modes: constant, reflect, replicate, circular (as PyTorch). Example: ``F.pad(x, (1, 1, 2, 0))``.
+    """
+    if len(pad) % 2:
+        raise ValueError("Padding length must be divisible by 2")
+    n = len(pad) // 2
+    if n > x.dim():
+        raise ValueError("Padding length should be less than or equal to two times the input dimension")
+    widths = [(0, 0)] * (x.dim() - n) + [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in reversed(range(n))]
+    np_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}.get(mode)
+    if np_mode is None:
+        raise NotImplementedError(f"pad(mode={mode!r}): expected 'constant', 'reflect', 'replicate' or 'circular'")
+    if any(lo < 0 or hi < 0 for lo, hi in widths):
+        sl = tuple(slice(-lo if lo < 0 else None, hi if hi < 0 else None) for lo, hi in widths)
+        x = x[sl]
+        widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    if np_mode == "constant":
+        return _fg(lambda v: fnp.pad(v, tuple(widths), mode="constant", constant_values=value or 0.0), x)
+    return _fg(lambda v: fnp.pad(v, tuple(widths), mode=np_mode), x)
+
+
+def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
+    """Resize the spatial axes: modes nearest, linear, bilinear (``align_corners`` as PyTorch).
+
+    Example: ``F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)``.
+    """
+    nsp = x.dim() - 2
+    if nsp < 1:
+        raise ValueError(f"interpolate: expected input with at least 3 dimensions (N, C, *spatial), got {x.dim()}")
+    if mode not in ("nearest", "linear", "bilinear", "trilinear"):
+        raise NotImplementedError(f"interpolate(mode={mode!r}) is not supported; use nearest, linear or bilinear")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    in_sizes = tuple(x.shape[2:])
+    if size is not None:
+        out = _ntuple(size, nsp)
+        scales: tuple = tuple(o / i for o, i in zip(out, in_sizes))
+        use_scale = False
+    else:
+        sf = (float(scale_factor),) * nsp if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        out = tuple(int(math.floor(i * s)) for i, s in zip(in_sizes, sf))
+        scales = sf
+        use_scale = not recompute_scale_factor
+    y = x
+    for j in range(nsp):
+        axis = 2 + j
+        n_in, n_out = in_sizes[j], out[j]
+        ratio = (1.0 / scales[j]) if use_scale else n_in / n_out
+        if mode == "nearest":
+            src = np.minimum(np.floor(np.arange(n_out) * ratio).astype(np.int64), n_in - 1)
+            y = y.index_select(axis, _like(x, src))
+            continue
+        if align_corners:
+            pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            pos = np.maximum((np.arange(n_out) + 0.5) * ratio - 0.5, 0.0)
+        lo = np.minimum(np.floor(pos).astype(np.int64), n_in - 1)
+        hi = np.minimum(lo + 1, n_in - 1)
+        frac = (pos - lo).astype(x._value.dtype)
+        shape = [1] * y.dim()
+        shape[axis] = n_out
+        w = _like(x, frac.reshape(shape))
+        a = y.index_select(axis, _like(x, lo))
+        b = y.index_select(axis, _like(x, hi))
+        y = a + (b - a) * w
+    return y
+
+
+def upsample(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Tensor:
+    """Deprecated alias of :func:`interpolate`. Example: ``F.upsample(x, scale_factor=2)``."""
+    return interpolate(x, size, scale_factor, mode, align_corners)
+
+
+# --------------------------------------------------------------------------- attention
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(q k^T * scale + mask) v``; a boolean ``attn_mask`` is True where attending is allowed
+    (PyTorch's convention for this function). Example: ``F.scaled_dot_product_attention(q, k, v, is_causal=True)``."""
+    L, S = query.shape[-2], key.shape[-2]
+    sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    logits = query.matmul(key.transpose(-2, -1)) * sc
+    if is_causal:
+        allowed = _like(query, np.tril(np.ones((L, S), dtype=bool)))
+        logits = logits.masked_fill(allowed.logical_not(), -math.inf)
+    if attn_mask is not None:
+        m = _as_tensor(attn_mask)
+        logits = logits.masked_fill(m.logical_not(), -math.inf) if m.dtype is _dt.bool else logits + m
+    w = logits.softmax(-1)
+    if dropout_p > 0.0:
+        w = dropout(w, dropout_p, True)
+    return w.matmul(value)
+
+
+# --------------------------------------------------------------------------- losses
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    _F._check_reduction(reduction)
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _check_size(input: Tensor, target: Tensor, name: str) -> None:  # noqa: A002
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"{name}: Using a target size ({list(target.shape)}) that is different to the input size "
+                         f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+
+
+def _class_weights(logp: Tensor, target: Any, weight: Tensor | None, ignore_index: int) -> tuple[Tensor, Tensor]:
+    """(per-sample -log p[target] times weight[target], the per-sample weight) with ignored entries at 0."""
+    tv = _as_tensor(target)._value
+    xp = namespace_of(tv)
+    keep = tv != ignore_index
+    safe = xp.where(keep, tv, 0)
+    axis = 1 if logp.dim() > 1 else 0
+    picked = logp.gather(axis, Tensor._make(xp.expand_dims(safe, axis))).squeeze(axis)
+    w = xp.ones(safe.shape, dtype=logp._value.dtype) if weight is None else weight._value[safe]
+    wt = Tensor._make((w * keep).astype(logp._value.dtype))
+    return -picked * wt, wt
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
+                  ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy of class scores ``(N, C, ...)`` against indices or probabilities, with PyTorch's
+    ``weight``, ``ignore_index`` and ``label_smoothing``. Example: ``F.cross_entropy(logits, y)``."""
+    _F._check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if weight is None:
+        return _F.cross_entropy(input, target, reduction=reduction, label_smoothing=label_smoothing,
+                                ignore_index=ignore_index)
+    target = _as_tensor(target)
+    axis = 1 if input.dim() > 1 else 0
+    logp = input.log_softmax(axis)
+    C = input.shape[axis]
+    wshape = [1] * input.dim()
+    wshape[axis] = C
+    wb = weight.reshape(wshape)
+    if target.dtype.is_floating_point:
+        if label_smoothing:
+            target = target * (1 - label_smoothing) + label_smoothing / C
+        return _reduce_sum_mean(-(logp * wb * target).sum(axis), reduction, None)
+    nll, wt = _class_weights(logp, target, weight, ignore_index)
+    if label_smoothing:
+        keep = Tensor._make((target._value != ignore_index).astype(logp._value.dtype))
+        smooth = -(logp * wb).sum(axis) * keep
+        nll = nll * (1 - label_smoothing) + smooth * (label_smoothing / C)
+    return _reduce_sum_mean(nll, reduction, wt)
+
+
+def _reduce_sum_mean(loss: Tensor, reduction: str, wt: Tensor | None) -> Tensor:
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / wt.sum() if wt is not None else loss.mean()
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
+             ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities ``(N, C, ...)`` at integer targets, weighted.
+
+    Example: ``F.nll_loss(F.log_softmax(x, 1), y)``.
+    """
+    _F._check_reduction(reduction)
+    tv = _as_tensor(target)._value
+    if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
+        return _F.nll_loss(input, target, reduction)  # (on a device, checking would read the labels back)
+    nll, wt = _class_weights(input, target, weight, ignore_index)
+    return _reduce_sum_mean(nll, reduction, wt)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
+                         reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """``-(t log p + (1 - t) log(1 - p))`` with logs clamped at -100 (as PyTorch). Example: ``F.binary_cross_entropy(p, t)``."""
+    target = _as_tensor(target)
+    _check_size(input, target, "binary_cross_entropy")
+    lo = input.log().clamp_min(-100.0)
+    l1 = (1.0 - input).log().clamp_min(-100.0)
+    loss = -(target * lo + (1.0 - target) * l1)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """Huber loss divided by ``beta`` (PyTorch's SmoothL1). Example: ``F.smooth_l1_loss(x, y)``."""
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+    return huber_loss(input, target, reduction=reduction, delta=beta) / beta
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """``target * (log target - input)`` for log-probabilities ``input``; ``reduction='batchmean'`` divides
+    the sum by the batch size. Example: ``F.kl_div(logq, p, reduction="batchmean")``."""
+    target = _as_tensor(target)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        safe = _where(target > 0, target, _const(target, 1.0))
+        loss = _where(target > 0, target * (safe.log() - input), _const(input, 0.0) * input)
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+                     reduction: str = "mean") -> Tensor:
+    """``log(1 + exp(-y x))``. Example: ``F.soft_margin_loss(x, y)``."""
+    return _reduce(_F.softplus(-_as_tensor(target) * input), reduction)
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """``max(0, -y (x1 - x2) + margin)``. Example: ``F.margin_ranking_loss(a, b, y)``."""
+    return _reduce((-_as_tensor(target) * (input1 - input2) + margin).clamp_min(0.0), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: Any = None,  # noqa: A002
+                         reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """``x`` where ``y == 1``, ``max(0, margin - x)`` where ``y == -1``. Example: ``F.hinge_embedding_loss(x, y)``."""
+    target = _as_tensor(target)
+    loss = _where(target == 1, input, _const(input, 0.0)) + _where(target == -1, (margin - input).clamp_min(0.0),
+                                                                 _const(input, 0.0))
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """``1 - cos`` for ``y == 1``, ``max(0, cos - margin)`` for ``y == -1``. Example: ``F.cosine_embedding_loss(a, b, y)``."""
+    target = _as_tensor(target)
+    eps = 1e-12
+    cos = (input1 * input2).sum(-1) / ((input1 * input1).sum(-1) + eps).sqrt() / ((input2 * input2).sum(-1) + eps).sqrt()
+    zero = cos * 0.0
+    loss = _where(target == 1, 1.0 - cos, zero) + _where(target == -1, (cos - margin).clamp_min(0.0), zero)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False, eps: float = 1e-6,  # noqa: A002
+                      reduction: str = "mean") -> Tensor:
+    """``0.5 (log var + (x - y)^2 / var)`` (+ ``0.5 log 2 pi`` with ``full``). Example: ``F.gaussian_nll_loss(mu, y, var)``."""
+    v = _as_tensor(var).clamp_min(eps)
+    loss = 0.5 * (v.log() + (input - target) ** 2 / v)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,  # noqa: A002
+                     size_average: Any = None, eps: float = 1e-8, reduce: Any = None,
+                     reduction: str = "mean") -> Tensor:
+    """``exp(x) - y x`` (log input) or ``x - y log(x + eps)``. Example: ``F.poisson_nll_loss(x, y)``."""
+    target = _as_tensor(target)
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        t = target._value
+        st = np.where(t > 1, t * np.log(np.where(t > 1, t, 1)) - t + 0.5 * np.log(2 * np.pi * np.where(t > 1, t, 1)), 0)
+        loss = loss + Tensor._make(st.astype(input._value.dtype))
+    return _reduce(loss, reduction)
+
+
 __all__ = [
-    "relu", "sigmoid", "tanh", "gelu", "silu", "softplus", "leaky_relu", "softmax", "log_softmax", "linear",
-    "dropout", "one_hot", "mse_loss", "l1_loss", "huber_loss", "cross_entropy", "nll_loss",
-    "binary_cross_entropy_with_logits",
+    "relu", "relu6", "hardtanh", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "softsign", "sigmoid",
+    "hardsigmoid", "hardswish", "logsigmoid", "tanh", "tanhshrink", "softmax", "softmin", "log_softmax", "threshold",
+    "glu", "prelu", "leaky_relu", "linear",
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize", "cosine_similarity", "pairwise_distance",
+    "embedding", "one_hot", "pad", "interpolate", "upsample", "scaled_dot_product_attention",
+    "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
+    "cosine_embedding_loss", "gaussian_nll_loss", "poisson_nll_loss",
 ]
+
+
+# --------------------------------------------------------------------------- more of torch.nn.functional
+
+
+def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0. Example: ``F.hardshrink(x)``."""
+    return _where(x.abs() > lambd, x, x * 0.0)
+
+
+def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x - lambd * sign(x)`` where ``|x| > lambd``, else 0. Example: ``F.softshrink(x)``."""
+    return _where(x > lambd, x - lambd, _where(x < -lambd, x + lambd, x * 0.0))
+
+
+def rms_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing axes (eps defaults to the dtype's machine
+    epsilon, as PyTorch). Example: ``F.rms_norm(x, (8,))``."""
+    ns = _ntuple(normalized_shape, 1)
+    e = float(np.finfo(x._value.dtype).eps) if eps is None else eps
+    dims = tuple(range(-len(ns), 0))
+    y = x * ((x * x).mean(dims, keepdim=True) + e).rsqrt()
+    return y * weight if weight is not None else y
+
+
+def pixel_shuffle(x: Tensor, upscale_factor: int) -> Tensor:
+    """``(*, C r^2, H, W) -> (*, C, H r, W r)``. Example: ``F.pixel_shuffle(x, 2)``."""
+    r = upscale_factor
+    *lead, c, h, w = x.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    y = y.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return y.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(x: Tensor, downscale_factor: int) -> Tensor:
+    """``(*, C, H r, W r) -> (*, C r^2, H, W)`` (the inverse of :func:`pixel_shuffle`). Example: ``F.pixel_unshuffle(x, 2)``."""
+    r = downscale_factor
+    *lead, c, h, w = x.shape
+    n = len(lead)
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    y = y.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return y.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def upsample_nearest(x: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated alias of ``interpolate(mode='nearest')``. Example: ``F.upsample_nearest(x, scale_factor=2)``."""
+    return interpolate(x, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(x: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated alias of ``interpolate(mode='bilinear', align_corners=True)``. Example: ``F.upsample_bilinear(x, size=4)``."""
+    return interpolate(x, size, scale_factor, "bilinear", align_corners=True)
+
+
+def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y_k = x1^T W_k x2 + b_k`` with ``weight (out, in1, in2)``. Example: ``F.bilinear(a, b, w)``."""
+    from ..ops import einsum
+
+    y = einsum("...i,kij,...j->...k", x1, weight, x2)
+    return y + bias if bias is not None else y
+
+
+def pdist(x: Tensor, p: float = 2.0) -> Tensor:
+    """The condensed pairwise ``p``-distances of the rows of ``(N, M)`` (upper triangle, row-major).
+
+    Example: ``F.pdist(points)``.
+    """
+    n = x.shape[0]
+    i, j = np.triu_indices(n, 1)
+    return (x[_like(x, i)] - x[_like(x, j)]).norm(p, -1)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2.0,
+                        eps: float = 1e-6, swap: bool = False, size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the pairwise distance. Example: ``F.triplet_margin_loss(a, p, n)``."""
+    dp = pairwise_distance(anchor, positive, p, eps)
+    dn = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        from ..ops import minimum
+
+        dn = minimum(dn, pairwise_distance(positive, negative, p, eps))
+    return _reduce((dp - dn + margin).clamp_min(0.0), reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                                size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """Mean over classes of the binary cross entropy of logits. Example: ``F.multilabel_soft_margin_loss(z, t)``."""
+    t = _as_tensor(target)
+    loss = -(t * logsigmoid(input) + (1.0 - t) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss.mean(-1), reduction)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    """Softmax of ``(logits + Gumbel noise) / tau``; ``hard`` gives one-hot values with the soft gradient.
+
+    Example: ``F.gumbel_softmax(logits, tau=0.5, hard=True)``.
+    """
+    g = -np.log(default_generator._rng.exponential(size=tuple(logits.shape)))
+    y = ((logits + _like(logits, g.astype(logits._value.dtype))) / tau).softmax(dim)
+    if not hard:
+        return y
+    idx = y.detach().argmax(dim, keepdim=True)
+    hard_y = Tensor._make(np.zeros(tuple(y.shape), dtype=y._value.dtype))
+    np.put_along_axis(hard_y._value, idx._value, 1.0, axis=dim)
+    return hard_y - y.detach() + y
+
+
+def _inplace(fn: Any) -> Any:
+    def f(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        with no_grad() if not x.requires_grad else _nullcontext():
+            return x.copy_(fn(x, *args, **kwargs))
+
+    f.__name__ = fn.__name__ + "_"
+    f.__doc__ = f"In-place ``{fn.__name__}``: writes the result into ``x``. Example: ``F.{fn.__name__}_(x)``."
+    return f
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+relu_ = _inplace(relu)
+elu_ = _inplace(elu)
+selu_ = _inplace(selu)
+celu_ = _inplace(celu)
+leaky_relu_ = _inplace(leaky_relu)
+hardtanh_ = _inplace(hardtanh)
+threshold_ = _inplace(threshold)
+
+__all__ += ["hardshrink", "softshrink", "rms_norm", "pixel_shuffle", "pixel_unshuffle", "upsample_nearest",
+            "upsample_bilinear", "bilinear", "pdist", "triplet_margin_loss", "multilabel_soft_margin_loss",
+            "gumbel_softmax", "relu_", "elu_", "selu_", "celu_", "leaky_relu_", "hardtanh_", "threshold_"]

@@ -1,0 +1,141 @@
+"""PyTorch-style training steps (issue 19): a Conv2d + BatchNorm2d network and an LSTM, one step each
+(forward, cross-entropy, backward, SGD-with-momentum update), in funcgrad.tensor (``ft.nn``/``ft.optim``),
+in the functional layer (``fg.grad`` over ``fg.nn`` functions + ``fg.optim.sgd``) and in PyTorch eager.
+
+The optimizers run with learning rate 0 (the update arithmetic is done, the parameters stay put), so
+every call computes the same gradients and every row is checked against the same reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import funcgrad as fg
+import funcgrad.nn as fnn
+import funcgrad.numpy as fnp
+
+from .. import peers
+from . import Context, Entry, Table
+
+
+def _ft_rows(model, x, y, ft):
+    opt = ft.optim.SGD(model.parameters(), lr=0.0, momentum=0.9)
+    loss_fn = ft.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+        return [p.grad for p in model.parameters()]
+
+    return step
+
+
+def _fg_step(loss, params, x, y, order):
+    opt = fg.optim.sgd(0.0, momentum=0.9)
+    state = [opt.init(params)]
+    grad = fg.grad(loss)
+    box = [params]
+
+    def step():
+        g = grad(box[0], x, y)
+        updates, state[0] = opt.update(g, state[0], box[0])
+        box[0] = fg.optim.apply_updates(box[0], updates)
+        return [g[k] for k in order]
+
+    return step
+
+
+def conv_table(ctx: Context) -> Table:
+    import funcgrad.tensor as ft
+
+    batch, c, hw, ch = ctx.pick(32, smoke=4), 3, ctx.pick(16, smoke=4), ctx.pick(16, smoke=2)
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((batch, c, hw, hw)).astype(np.float32)
+    ys = rng.integers(0, 10, batch)
+    ft.manual_seed(0)
+    model = ft.nn.Sequential(ft.nn.Conv2d(c, ch, 3, padding=1, bias=False), ft.nn.BatchNorm2d(ch), ft.nn.ReLU(),
+                             ft.nn.MaxPool2d(2), ft.nn.Flatten(), ft.nn.Linear(ch * (hw // 2) ** 2, 10))
+    init = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    order = ["0.weight", "1.weight", "1.bias", "5.weight", "5.bias"]
+    fx, fy = ft.tensor(xs), ft.tensor(ys)
+    ft_step = _ft_rows(model, fx, fy, ft)
+
+    def loss(p, x, y):
+        h = fnn.conv2d(x, p["0.weight"], None, padding=1)
+        h, _, _ = fnn.batch_norm(h, None, None, p["1.weight"], p["1.bias"], training=True)
+        h = fnn.max_pool2d(fnn.relu(h), 2)
+        h = fnp.reshape(h, (fnp.shape(h)[0], -1))
+        return fnn.cross_entropy(h @ fnp.transpose(p["5.weight"]) + p["5.bias"], y, axis=-1)
+
+    params = {k: init[k] for k in order}
+    fg_step = _fg_step(loss, params, xs, ys, order)
+    reference = fg_step()
+    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g),
+            Entry("fg.nn step (fg.grad + fg.optim)", fg_step, check=lambda g: g)]
+    torch = peers.torch()
+    if torch is not None:
+        tm = torch.nn.Sequential(torch.nn.Conv2d(c, ch, 3, padding=1, bias=False), torch.nn.BatchNorm2d(ch), torch.nn.ReLU(),
+                                 torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(ch * (hw // 2) ** 2, 10))
+        tm.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in init.items()})
+        tstep = _ft_rows(tm, torch.from_numpy(xs), torch.from_numpy(ys), torch)
+        rows.append(Entry("torch eager step", tstep, check=lambda g: g))
+    return Table("train_conv", f"issue 19: Conv2d({c},{ch},3,bias=False)+BatchNorm2d+ReLU+MaxPool2d+Linear training step, "
+                 f"batch {batch}, {hw}x{hw}, float32", rows, reference, rtol=2e-3, unit="ms",
+                 baselines=("torch eager step", "fg.nn step (fg.grad + fg.optim)"),
+                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update."])
+
+
+def lstm_table(ctx: Context) -> Table:
+    import funcgrad.tensor as ft
+
+    T, batch, n_in, hid = ctx.pick(20, smoke=3), ctx.pick(16, smoke=2), ctx.pick(32, smoke=3), ctx.pick(64, smoke=4)
+    rng = np.random.default_rng(1)
+    xs = rng.standard_normal((batch, T, n_in)).astype(np.float32)
+    ys = rng.integers(0, 10, batch)
+    ft.manual_seed(0)
+
+    def net(nn):  # the same model class in ft.nn and torch.nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(n_in, hid, batch_first=True)
+                self.fc = nn.Linear(hid, 10)
+
+            def forward(self, x):
+                out, _ = self.lstm(x)
+                return self.fc(out[:, -1])
+
+        return Net()
+
+    model = net(ft.nn)
+    init = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    order = list(init)
+    ft_step = _ft_rows(model, ft.tensor(xs), ft.tensor(ys), ft)
+
+    def loss(p, x, y):
+        h = c = fnp.zeros((fnp.shape(x)[0], hid), dtype=x.dtype)
+        for t in range(fnp.shape(x)[1]):
+            h, c = fnn.lstm_cell(x[:, t], h, c, p["lstm.weight_ih_l0"], p["lstm.weight_hh_l0"],
+                                 p["lstm.bias_ih_l0"], p["lstm.bias_hh_l0"])
+        return fnn.cross_entropy(h @ fnp.transpose(p["fc.weight"]) + p["fc.bias"], y, axis=-1)
+
+    fg_step = _fg_step(loss, dict(init), xs, ys, order)
+    reference = fg_step()
+    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g),
+            Entry("fg.nn step (fg.grad + fg.optim)", fg_step, check=lambda g: g)]
+    torch = peers.torch()
+    if torch is not None:
+        tm = net(torch.nn)
+        tm.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in init.items()})
+        rows.append(Entry("torch eager step", _ft_rows(tm, torch.from_numpy(xs), torch.from_numpy(ys), torch),
+                          check=lambda g: g))
+    return Table("train_lstm", f"issue 19: LSTM({n_in},{hid}) over {T} steps + Linear training step, batch {batch}, "
+                 "float32", rows, reference, rtol=2e-3, unit="ms",
+                 baselines=("torch eager step", "fg.nn step (fg.grad + fg.optim)"),
+                 notes=["fg.nn loops fg.nn.lstm_cell over time under fg.grad; ft.nn.LSTM loops the same cell "
+                        "on tensors; PyTorch runs its fused LSTM kernel."])
+
+
+def build(ctx: Context) -> list[Table]:
+    return [conv_table(ctx), lstm_table(ctx)]

@@ -1,0 +1,270 @@
+"""``ft.func``: ``torch.func`` on Tensors, built on funcgrad's transforms (``fg.grad``, ``fg.vjp``,
+``fg.jvp``, ``fg.jacrev``, ``fg.jacfwd``, ``fg.hessian``, ``fg.vmap``), not reimplemented.
+
+Inside a transformed function the tensors hold the transform's traced values, so Tensor methods
+and ``ft`` functions work on them; reading a value out (``.item()``, ``.numpy()``, Python
+``if`` on a tensor) raises, as in torch.func. Results come back as Tensors.
+
+Example::
+
+    import funcgrad.tensor as ft
+    from funcgrad.tensor.func import functional_call, grad, vmap
+
+    model = ft.nn.Linear(3, 1)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    def loss(p, x, y):
+        return ((functional_call(model, p, (x,)) - y) ** 2).mean()
+    per_example = vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
+
+import funcgrad as fg
+from funcgrad import tree_util
+
+from ..core import Box
+from .tensor import Tensor
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call",
+           "stack_module_state"]
+
+
+_DEPTH = [0]  # how many ft.func transforms are running a user function now (nesting)
+
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
+
+
+def _value(t: Any) -> Any:
+    while isinstance(t, Tensor):  # a Tensor op on a traced value may wrap a Tensor around it again
+        t = t._value
+    return t
+
+
+def _to_raw(tree: Any) -> Any:
+    """Tensors -> their values (arrays, or a transform's traced values), through any pytree."""
+    return tree_util.tree_map(_value, tree, is_leaf=_is_tensor)
+
+
+def _array_like(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, Tensor)
+
+
+def _to_tensor(tree: Any) -> Any:
+    """Arrays / traced values -> Tensors wrapping them (no grad recording), through any pytree."""
+    return tree_util.tree_map(lambda v: Tensor._make(v) if _array_like(v) else v, tree, is_leaf=_is_tensor)
+
+
+def _result(tree: Any) -> Any:
+    """A transform's result as Tensors; a traced value that escaped is an error, never a result."""
+
+    def leaf(v: Any) -> Any:
+        inner = _value(v)
+        if _DEPTH[0] and isinstance(inner, Box):  # inside an outer ft.func transform: its traced value
+            return Tensor._make(inner)
+        if isinstance(inner, Box) or isinstance(getattr(inner, "_value", None), Box):
+            raise TypeError(
+                "a value traced by a funcgrad transform cannot be used as a Tensor here: an operation mixed the "
+                "traced value with the tensor holding it (e.g. relu() under a bare ft.func.vmap); write that step "
+                "with funcgrad.numpy or an ft function of the tensor alone (ft.maximum(x, 0) for relu)")
+        return Tensor._make(inner) if _array_like(inner) else inner
+
+    return tree_util.tree_map(leaf, tree, is_leaf=_is_tensor)
+
+
+def _lift(func: Callable, has_aux: bool = False) -> Callable:
+    """``func`` on Tensors as a function on arrays (what the fg transforms differentiate)."""
+
+    def f(*args: Any, **kwargs: Any) -> Any:
+        _DEPTH[0] += 1
+        try:
+            out = func(*_to_tensor(args), **kwargs)
+        finally:
+            _DEPTH[0] -= 1
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError("has_aux=True: the function must return a tuple (output, aux)")
+            return _to_raw(out[0]), _to_raw(out[1])
+        return _to_raw(out)
+
+    return f
+
+
+def grad(func: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+    """The gradient of a scalar-valued ``func`` with respect to ``argnums`` (``fg.grad``).
+
+    Example: ``ft.func.grad(lambda x: x.sin().sum())(x)  # cos(x)``.
+    """
+    g = fg.grad(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return _result(g(*_to_raw(args), **kwargs))
+
+    return wrapped
+
+
+def grad_and_value(func: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+    """``(gradient, value)`` (``(gradient, (value, aux))`` with ``has_aux``), as torch.func.
+
+    Example: ``g, v = ft.func.grad_and_value(f)(x)``.
+    """
+    vg = fg.value_and_grad(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        value, g = vg(*_to_raw(args), **kwargs)
+        return _result(g), _result(value)
+
+    return wrapped
+
+
+def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """``(output, vjp_fn[, aux])``; ``vjp_fn(cotangents)`` returns one cotangent per primal (``fg.vjp``).
+
+    Example: ``out, vjp_fn = ft.func.vjp(ft.sin, x); (g,) = vjp_fn(ft.ones_like(out))``.
+    """
+    res = fg.vjp(_lift(func, has_aux), *_to_raw(primals), has_aux=has_aux)
+    out, f_vjp = res[0], res[1]
+
+    def vjp_fn(cotangents: Any) -> tuple:
+        return tuple(_result(f_vjp(_to_raw(cotangents))))
+
+    if has_aux:
+        return _result(out), vjp_fn, _result(res[2])
+    return _result(out), vjp_fn
+
+
+def jvp(func: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, strict: bool = False,
+        has_aux: bool = False) -> tuple:
+    """``(output, jvp_out[, aux])``: forward-mode derivative along ``tangents`` (``fg.jvp``).
+
+    Example: ``out, t = ft.func.jvp(ft.sin, (x,), (ft.ones_like(x),))``.
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
+    res = fg.jvp(_lift(func, has_aux), tuple(_to_raw(tuple(primals))), tuple(_to_raw(tuple(tangents))),
+                 has_aux=has_aux)
+    return tuple(_result(r) for r in res)
+
+
+def jacrev(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False, chunk_size: int | None = None) -> Callable:
+    """Jacobian by reverse mode (``fg.jacrev``). Example: ``ft.func.jacrev(f)(x)``."""
+    j = fg.jacrev(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
+    return lambda *args, **kw: _result(j(*_to_raw(args), **kw))
+
+
+def jacfwd(func: Callable, argnums: int | tuple = 0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
+    """Jacobian by forward mode (``fg.jacfwd``). Example: ``ft.func.jacfwd(f)(x)``."""
+    j = fg.jacfwd(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
+    return lambda *args, **kw: _result(j(*_to_raw(args), **kw))
+
+
+def hessian(func: Callable, argnums: int | tuple = 0) -> Callable:
+    """Hessian, forward over reverse (``fg.hessian``). Example: ``ft.func.hessian(f)(x)``."""
+    h = fg.hessian(_lift(func), argnums=argnums)
+    return lambda *args, **kw: _result(h(*_to_raw(args), **kw))
+
+
+def _chunks(args: tuple, in_dims: Any, size: int, chunk: int) -> Iterator[tuple]:
+    dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+    for lo in range(0, size, chunk):
+        part = []
+        for a, d in zip(args, dims):
+            if d is None:
+                part.append(a)
+            else:
+                part.append(tree_util.tree_map(
+                    lambda v, d=d: v[(slice(None),) * (d % v.ndim) + (slice(lo, lo + chunk),)], a))
+        yield tuple(part)
+
+
+def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: int | None = None) -> Callable:
+    """Vectorize ``func`` over a batch dimension (``fg.vmap``); ``chunk_size`` maps that many examples
+    at a time and concatenates (less memory).
+
+    Example: ``ft.func.vmap(ft.dot)(a, b)  # row-wise dot products``.
+    """
+    if chunk_size is not None and chunk_size < 1:
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+    v = fg.vmap(_lift(func), in_axes=tuple(in_dims) if isinstance(in_dims, list) else in_dims, out_axes=out_dims)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        raw = _to_raw(args)
+        if chunk_size is None:
+            return _result(v(*raw, **kwargs))
+        dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(raw)
+        sizes = [tree_util.tree_leaves(a)[0].shape[d] for a, d in zip(raw, dims) if d is not None]
+        if not sizes:
+            raise ValueError("vmap: at least one argument must be mapped (in_dims not None)")
+        import funcgrad.numpy as fnp
+
+        outs = [v(*part, **kwargs) for part in _chunks(raw, in_dims, sizes[0], chunk_size)]
+        od = out_dims
+        outs = [_to_raw(_result(o)) for o in outs]
+        return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=od), *outs))
+
+    return wrapped
+
+
+@contextlib.contextmanager
+def _swapped(module: Any, values: dict) -> Iterator[None]:
+    saved = []
+    try:
+        for name, value in values.items():
+            *path, leaf = name.split(".")
+            m = module
+            for p in path:
+                m = m._modules[p]
+            store = m._parameters if leaf in m._parameters else m._buffers if leaf in m._buffers else None
+            if store is None:
+                raise RuntimeError(f"functional_call: {type(module).__name__} has no parameter or buffer '{name}'")
+            saved.append((store, leaf, store[leaf]))
+            store[leaf] = value if isinstance(value, Tensor) or value is None else Tensor._make(value)
+        yield
+    finally:
+        for store, leaf, old in reversed(saved):
+            store[leaf] = old
+
+
+def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None, kwargs: dict | None = None, *,
+                    tie_weights: bool = True, strict: bool = False) -> Any:
+    """Call ``module`` with its parameters and buffers replaced by the given tensors (by dotted name).
+
+    Example: ``functional_call(model, {"weight": w, "bias": b}, (x,))``.
+    """
+    dicts = parameter_and_buffer_dicts
+    values: dict = {}
+    for d in (dicts if isinstance(dicts, (tuple, list)) else (dicts,)):
+        for k, v in d.items():
+            if k in values:
+                raise ValueError(f"functional_call: {k} appeared in multiple dictionaries")
+            values[k] = v
+    if strict:
+        own = {n for n, _ in module.named_parameters()} | {n for n, _ in module.named_buffers()}
+        missing, unexpected = sorted(own - set(values)), sorted(set(values) - own)
+        if missing or unexpected:
+            raise RuntimeError(f"functional_call got missing keys {missing} and unexpected keys {unexpected}")
+    a = () if args is None else (args if isinstance(args, tuple) else (args,))
+    with _swapped(module, values):
+        return module(*a, **(kwargs or {}))
+
+
+def stack_module_state(models: Sequence[Any]) -> tuple[dict, dict]:
+    """``(params, buffers)``: each model's tensors stacked along a new first axis, by name (for ``vmap``
+    over an ensemble). Example: ``params, buffers = stack_module_state(models)``."""
+    from .ops import stack
+
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({type(m) for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    names = [n for n, _ in models[0].named_parameters()]
+    params = {n: stack([dict(m.named_parameters())[n].detach() for m in models]).requires_grad_(True)
+              for n in names}
+    bnames = [n for n, _ in models[0].named_buffers()]
+    buffers = {n: stack([dict(m.named_buffers())[n] for m in models]) for n in bnames}
+    return params, buffers

@@ -1,0 +1,88 @@
+"""Activation modules (``ft.nn.ReLU6``, ``ELU``, ``PReLU``, ...) over ``ft.nn.functional``.
+
+Example::
+
+    act = ft.nn.Hardswish()
+    y = act(x)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tensor import Tensor
+from . import Module, _const_param
+from . import functional as F
+
+__all__ = ["ReLU6", "ELU", "SELU", "CELU", "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish",
+           "LogSigmoid", "Softmin", "Tanhshrink", "Threshold", "GLU", "PReLU", "Softmax2d"]
+
+
+class _Act(Module):
+    _fn: Any = None
+    _args: tuple = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+        names = self._args
+        vals = dict(zip(names, args))
+        vals.update({k: v for k, v in kwargs.items() if k in names})
+        defaults = type(self)._defaults
+        for n in names:
+            object.__setattr__(self, n, vals.get(n, defaults.get(n)))
+        self.inplace = bool(kwargs.get("inplace", False))
+
+    _defaults: dict = {}
+
+    def forward(self, x: Tensor) -> Tensor:
+        return type(self)._fn(x, *(getattr(self, n) for n in self._args))
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{n}={getattr(self, n)}" for n in self._args)
+
+
+def _act(name: str, fn: Any, args: tuple = (), defaults: dict | None = None) -> type:
+    doc = f"``{name}``: the module form of ``ft.nn.functional.{fn.__name__}``. Example: ``ft.nn.{name}()(x)``."
+    return type(name, (_Act,), {"_fn": staticmethod(fn), "_args": args, "_defaults": defaults or {}, "__doc__": doc})
+
+
+ReLU6 = _act("ReLU6", F.relu6)
+ELU = _act("ELU", F.elu, ("alpha",), {"alpha": 1.0})
+SELU = _act("SELU", F.selu)
+CELU = _act("CELU", F.celu, ("alpha",), {"alpha": 1.0})
+Mish = _act("Mish", F.mish)
+Softplus = _act("Softplus", F.softplus, ("beta", "threshold"), {"beta": 1.0, "threshold": 20.0})
+Softsign = _act("Softsign", F.softsign)
+Hardtanh = _act("Hardtanh", F.hardtanh, ("min_val", "max_val"), {"min_val": -1.0, "max_val": 1.0})
+Hardsigmoid = _act("Hardsigmoid", F.hardsigmoid)
+Hardswish = _act("Hardswish", F.hardswish)
+LogSigmoid = _act("LogSigmoid", F.logsigmoid)
+Softmin = _act("Softmin", F.softmin, ("dim",), {"dim": None})
+Tanhshrink = _act("Tanhshrink", F.tanhshrink)
+Threshold = _act("Threshold", F.threshold, ("threshold", "value"))
+GLU = _act("GLU", F.glu, ("dim",), {"dim": -1})
+
+
+class Softmax2d(Module):
+    """Softmax over the channel axis of ``(N, C, H, W)`` or ``(C, H, W)``. Example: ``ft.nn.Softmax2d()(x)``."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.softmax(-3)
+
+
+class PReLU(Module):
+    """``x`` if positive else ``weight * x``; one learned slope or one per channel (``num_parameters``).
+
+    Example: ``ft.nn.PReLU(num_parameters=8)``.
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.weight = _const_param((num_parameters,), init, dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

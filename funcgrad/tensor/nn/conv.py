@@ -1,0 +1,143 @@
+"""Convolution modules with PyTorch's arguments, parameter layouts and initialisation.
+
+``Conv{1,2,3}d``: ``weight (out, in // groups, *kernel)``; ``ConvTranspose{1,2}d``:
+``weight (in, out // groups, *kernel)``; both with ``bias (out,)``. The maths is
+``funcgrad.nn.conv`` / ``col2im``.
+
+Example::
+
+    conv = ft.nn.Conv2d(1, 8, kernel_size=3, padding=1)
+    y = conv(ft.randn(4, 1, 8, 8))      # (4, 8, 8, 8)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..tensor import Tensor
+from . import Module, _uniform_param
+from . import functional as F
+
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+
+
+def _tup(v: Any, n: int) -> tuple:
+    return (int(v),) * n if isinstance(v, int) else tuple(int(a) for a in v)
+
+
+class _ConvNd(Module):
+    _n = 2
+    _transposed = False
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None, output_padding: Any = 0) -> None:
+        super().__init__()
+        n = self._n
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"padding_mode={padding_mode!r} is not supported by funcgrad.tensor "
+                                      f"(pad with ft.nn.functional.pad first)")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            if padding == "same" and any(s != 1 for s in _tup(stride, n)):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _tup(kernel_size, n)
+        self.stride = _tup(stride, n)
+        self.padding = padding if isinstance(padding, str) else _tup(padding, n)
+        self.dilation = _tup(dilation, n)
+        self.output_padding = _tup(output_padding, n)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if self._transposed:
+            shape = (in_channels, out_channels // groups) + self.kernel_size
+            fan_in = out_channels // groups * math.prod(self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups) + self.kernel_size
+            fan_in = in_channels // groups * math.prod(self.kernel_size)
+        # PyTorch's default: kaiming_uniform(a=sqrt(5)) = uniform(+-1/sqrt(fan_in)); the same bound for the bias
+        bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        self.weight = _uniform_param(shape, bound, dtype)
+        if bias:
+            self.bias = _uniform_param((out_channels,), bound, dtype)
+        else:
+            self.register_parameter("bias", None)
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * self._n:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self._n:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """1-d convolution over ``(N, C, L)``. Example: ``ft.nn.Conv1d(3, 8, 5, padding=2)``."""
+
+    _n = 1
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv2d(_ConvNd):
+    """2-d convolution over ``(N, C, H, W)``. Example: ``ft.nn.Conv2d(1, 8, 3, padding=1)``."""
+
+    _n = 2
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution over ``(N, C, D, H, W)``. Example: ``ft.nn.Conv3d(1, 4, 3)``."""
+
+    _n = 3
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv3d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        if isinstance(padding, str):
+            raise ValueError(f"padding={padding!r} is not supported for ConvTranspose{self._n}d")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype, output_padding)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-d convolution. Example: ``ft.nn.ConvTranspose1d(8, 4, 3, stride=2)``."""
+
+    _n = 1
+
+    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
+        return F.conv_transpose1d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-d convolution. Example: ``ft.nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)``."""
+
+    _n = 2
+
+    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)

@@ -1,0 +1,194 @@
+"""Normalization modules with PyTorch's parameters and buffers.
+
+``BatchNorm{1,2,3}d`` keep ``running_mean``, ``running_var`` and
+``num_batches_tracked`` buffers (``momentum=None`` is the cumulative average);
+``LayerNorm``, ``GroupNorm`` and ``InstanceNorm{1,2,3}d`` as in PyTorch. The maths is
+``funcgrad.nn.batch_norm`` / ``layer_norm`` / ``group_norm``.
+
+Example::
+
+    bn = ft.nn.BatchNorm2d(8)
+    y = bn(x)          # training: batch statistics, running stats updated
+    bn.eval(); y = bn(x)   # eval: running statistics
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..grad_mode import no_grad
+from ..tensor import Tensor
+from ..toplevel import _on_default_device
+from . import Module, _const_param, _np_dtype
+from . import functional as F
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "InstanceNorm1d",
+           "InstanceNorm2d", "InstanceNorm3d"]
+
+
+class _NormBase(Module):
+    _dims: tuple = (2, 3)
+    _name = "BatchNorm"
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = _const_param((num_features,), 1.0, dtype)
+            self.bias = _const_param((num_features,), 0.0, dtype)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            d = _np_dtype(dtype)
+            self.register_buffer("running_mean", _on_default_device(Tensor._make(np.zeros(num_features, dtype=d))))
+            self.register_buffer("running_var", _on_default_device(Tensor._make(np.ones(num_features, dtype=d))))
+            self.register_buffer("num_batches_tracked", Tensor._make(np.zeros((), dtype=np.int64)))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1.0)
+                self.num_batches_tracked.zero_()
+
+    def _check_input_dim(self, x: Tensor) -> None:
+        if x.dim() not in self._dims:
+            raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._dims)} input (got {x.dim()}D input)")
+
+    def _momentum(self) -> float:
+        """Advance ``num_batches_tracked``; the momentum of this step (1/n for ``momentum=None``)."""
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked._value[...] += 1
+            self.num_batches_tracked._vc[0] += 1
+            if self.momentum is None:
+                return 1.0 / float(self.num_batches_tracked._value)
+        return 0.0 if self.momentum is None else self.momentum
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, x: Tensor) -> Tensor:
+        self._check_input_dim(x)
+        m = self._momentum()
+        use_batch = self.training or self.running_mean is None
+        return F.batch_norm(x, self.running_mean if self.training or not use_batch else None,
+                            self.running_var if self.training or not use_batch else None, self.weight, self.bias,
+                            use_batch, m, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of ``(N, C)`` or ``(N, C, L)``. Example: ``ft.nn.BatchNorm1d(16)``."""
+
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of ``(N, C, H, W)``. Example: ``ft.nn.BatchNorm2d(16)``."""
+
+    _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of ``(N, C, D, H, W)``. Example: ``ft.nn.BatchNorm3d(4)``."""
+
+    _dims = (5,)
+
+
+class _InstanceNorm(_NormBase):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        self._check_input_dim(x)
+        unbatched = x.dim() == self._dims[0]
+        if unbatched:
+            x = x.unsqueeze(0)
+        m = 0.1 if self.momentum is None else self.momentum  # InstanceNorm leaves num_batches_tracked alone
+        use_input = self.training or not self.track_running_stats
+        y = F.instance_norm(x, self.running_mean if self.training else None,
+                            self.running_var if self.training else None, self.weight, self.bias, use_input, m,
+                            self.eps) if use_input else F.instance_norm(
+            x, self.running_mean, self.running_var, self.weight, self.bias, False, m, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of ``(N, C, L)`` or ``(C, L)``. Example: ``ft.nn.InstanceNorm1d(4)``."""
+
+    _dims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of ``(N, C, H, W)`` or ``(C, H, W)``. Example: ``ft.nn.InstanceNorm2d(4, affine=True)``."""
+
+    _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of ``(N, C, D, H, W)`` or ``(C, D, H, W)``. Example: ``ft.nn.InstanceNorm3d(4)``."""
+
+    _dims = (4, 5)
+
+
+class LayerNorm(Module):
+    """Normalization over the trailing ``normalized_shape`` axes, with ``weight``/``bias`` of that shape.
+
+    Example: ``ft.nn.LayerNorm(64)``.
+    """
+
+    def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = _const_param(ns, 1.0, dtype)
+            if bias:
+                self.bias = _const_param(ns, 0.0, dtype)
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class GroupNorm(Module):
+    """Group normalization of ``(N, C, *)`` with per-channel ``weight``/``bias``. Example: ``ft.nn.GroupNorm(2, 8)``."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        if affine:
+            self.weight = _const_param((num_channels,), 1.0, dtype)
+            self.bias = _const_param((num_channels,), 0.0, dtype)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

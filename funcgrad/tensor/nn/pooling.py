@@ -1,0 +1,122 @@
+"""Pooling modules: ``MaxPool{1,2}d``, ``AvgPool{1,2}d``, ``AdaptiveAvgPool{1,2}d``, ``AdaptiveMaxPool{1,2}d``.
+
+Example::
+
+    pool = ft.nn.MaxPool2d(2)
+    y = pool(ft.randn(1, 3, 8, 8))     # (1, 3, 4, 4)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tensor import Tensor
+from . import Module
+from . import functional as F
+
+__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+
+
+class _MaxPool(Module):
+    _fn: Any = None
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, x: Tensor) -> Tensor:
+        return type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                              self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(_MaxPool):
+    """Max over windows of ``(N, C, L)``. Example: ``ft.nn.MaxPool1d(2)``."""
+
+    _fn = staticmethod(F.max_pool1d)
+
+
+class MaxPool2d(_MaxPool):
+    """Max over windows of ``(N, C, H, W)``. Example: ``ft.nn.MaxPool2d(2)``."""
+
+    _fn = staticmethod(F.max_pool2d)
+
+
+class AvgPool1d(Module):
+    """Mean over windows of ``(N, C, L)``. Example: ``ft.nn.AvgPool1d(3, stride=1, padding=1)``."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride if stride is not None else kernel_size, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(Module):
+    """Mean over windows of ``(N, C, H, W)``. Example: ``ft.nn.AvgPool2d(2)``."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: Any = None) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride if stride is not None else kernel_size, padding
+        self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _Adaptive(Module):
+    _fn: Any = None
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, x: Tensor) -> Tensor:
+        return type(self)._fn(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_Adaptive):
+    """Average pooling to a fixed length. Example: ``ft.nn.AdaptiveAvgPool1d(4)``."""
+
+    _fn = staticmethod(F.adaptive_avg_pool1d)
+
+
+class AdaptiveAvgPool2d(_Adaptive):
+    """Average pooling to a fixed ``(H, W)``. Example: ``ft.nn.AdaptiveAvgPool2d((1, 1))``."""
+
+    _fn = staticmethod(F.adaptive_avg_pool2d)
+
+
+class AdaptiveMaxPool1d(_Adaptive):
+    """Max pooling to a fixed length. Example: ``ft.nn.AdaptiveMaxPool1d(4)``."""
+
+    _fn = staticmethod(F.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_Adaptive):
+    """Max pooling to a fixed ``(H, W)``. Example: ``ft.nn.AdaptiveMaxPool2d(2)``."""
+
+    _fn = staticmethod(F.adaptive_max_pool2d)

@@ -1,0 +1,288 @@
+"""Recurrent modules: ``RNN``, ``LSTM``, ``GRU`` (``num_layers``, ``batch_first``, ``bidirectional``,
+``dropout``) and the cells ``RNNCell``, ``LSTMCell``, ``GRUCell``, with PyTorch's parameter names
+(``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), gate order and initialisation.
+
+One time step is ``funcgrad.nn.lstm_cell`` / ``gru_cell`` on the tensors; the
+sequence modules loop over time in Python.
+
+Example::
+
+    lstm = ft.nn.LSTM(8, 16, num_layers=2, batch_first=True)
+    out, (h, c) = lstm(ft.randn(4, 10, 8))     # out: (4, 10, 16)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import funcgrad.nn as _fnn
+
+from ..graph import as_numpy_box, as_tensor_box
+from ..creation import zeros
+from ..ops import cat, stack
+from ..tensor import Tensor
+from . import Module, _uniform_param
+from . import functional as F
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+
+def _boxes(*ts: Any) -> list:
+    return [as_numpy_box(t) if isinstance(t, Tensor) else t for t in ts]
+
+
+def _lstm_step(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> tuple:
+    h2, c2 = _fnn.lstm_cell(*_boxes(x, h, c, w_ih, w_hh, b_ih, b_hh))
+    return as_tensor_box(h2), as_tensor_box(c2)
+
+
+def _gru_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> Tensor:
+    return as_tensor_box(_fnn.gru_cell(*_boxes(x, h, w_ih, w_hh, b_ih, b_hh)))
+
+
+def _rnn_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any, relu: bool) -> Tensor:
+    pre = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
+    return pre.relu() if relu else pre.tanh()
+
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+class RNNBase(Module):
+    """Multi-layer recurrent network over ``(L, N, H_in)`` (``(N, L, H_in)`` with ``batch_first``, or ``(L, H_in)``)."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if not 0 <= dropout <= 1:
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element "
+                             "being zeroed")
+        if num_layers < 1:
+            raise ValueError("num_layers must be greater than or equal to 1")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if proj_size:
+            raise NotImplementedError("LSTM(proj_size > 0) is not supported by funcgrad.tensor")
+        self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional, self.proj_size = bidirectional, proj_size
+        ndir = 2 if bidirectional else 1
+        g = _GATES[mode] * hidden_size
+        bound = 1.0 / math.sqrt(hidden_size)
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for d in range(ndir):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                in_sz = input_size if layer == 0 else hidden_size * ndir
+                names = ["weight_ih" + sfx, "weight_hh" + sfx]
+                setattr(self, names[0], _uniform_param((g, in_sz), bound, dtype))
+                setattr(self, names[1], _uniform_param((g, hidden_size), bound, dtype))
+                if bias:
+                    names += ["bias_ih" + sfx, "bias_hh" + sfx]
+                    setattr(self, names[2], _uniform_param((g,), bound, dtype))
+                    setattr(self, names[3], _uniform_param((g,), bound, dtype))
+                self._flat_weights_names.extend(names)
+
+    def _weights(self, layer: int, d: int) -> tuple:
+        sfx = f"_l{layer}" + ("_reverse" if d else "")
+        b_ih = getattr(self, "bias_ih" + sfx) if self.bias else None
+        b_hh = getattr(self, "bias_hh" + sfx) if self.bias else None
+        return getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx), b_ih, b_hh
+
+    def _run_direction(self, xs: list, state: Any, w: tuple, reverse: bool) -> tuple[list, Any]:
+        steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
+        if self.mode in ("LSTM", "GRU"):
+            # the input projection of every time step in one matrix product; the cells take it as x
+            proj = F.linear(stack(xs, 0), w[0], w[2]).unbind(0)
+            xs, w = list(proj), (None, w[1], None, w[3])
+        outs: list = [None] * len(xs)
+        for t in steps:
+            if self.mode == "LSTM":
+                state = _lstm_step(xs[t], state[0], state[1], *w)
+                outs[t] = state[0]
+            elif self.mode == "GRU":
+                state = _gru_step(xs[t], state, *w)
+                outs[t] = state
+            else:
+                state = _rnn_step(xs[t], state, *w, relu=self.mode == "RNN_RELU")
+                outs[t] = state
+        return outs, state
+
+    def forward(self, input: Tensor, hx: Any = None) -> tuple:  # noqa: A002
+        x = input
+        expect = 2 if x.dim() == 2 else 3
+        if x.dim() not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {x.dim()}D instead")
+        unbatched = expect == 2
+        if unbatched:
+            x = x.unsqueeze(1)
+        elif self.batch_first:
+            x = x.transpose(0, 1)
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                               f"{x.shape[-1]}")
+        L, N = x.shape[0], x.shape[1]
+        ndir = 2 if self.bidirectional else 1
+        lstm = self.mode == "LSTM"
+        if hx is None:
+            z = zeros(self.num_layers * ndir, N, self.hidden_size, dtype=x.dtype, device=x.device)
+            h0, c0 = z, (z if lstm else None)
+        else:
+            h0, c0 = (hx if lstm else (hx, None))
+            if unbatched:
+                h0 = h0.unsqueeze(1)
+                c0 = c0.unsqueeze(1) if c0 is not None else None
+            want = (self.num_layers * ndir, N, self.hidden_size)
+            if tuple(h0.shape) != want:
+                raise RuntimeError(f"Expected hidden size {want}, got {tuple(h0.shape)}")
+        xs = list(x.unbind(0))
+        hn, cn = [], []
+        for layer in range(self.num_layers):
+            outs_dirs = []
+            for d in range(ndir):
+                k = layer * ndir + d
+                st = (h0[k], c0[k]) if lstm else h0[k]
+                outs, st = self._run_direction(xs, st, self._weights(layer, d), reverse=bool(d))
+                outs_dirs.append(outs)
+                if lstm:
+                    hn.append(st[0])
+                    cn.append(st[1])
+                else:
+                    hn.append(st)
+            xs = outs_dirs[0] if ndir == 1 else [cat([a, b], -1) for a, b in zip(*outs_dirs)]
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                xs = [F.dropout(v, self.dropout, True) for v in xs]
+        out = stack(xs, 0)
+        h_n = stack(hn, 0)
+        c_n = stack(cn, 0) if lstm else None
+        if unbatched:
+            out = out.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if c_n is not None else None
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        return (out, (h_n, c_n)) if lstm else (out, h_n)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+class RNN(RNNBase):
+    """Elman RNN, ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` (``nonlinearity='relu'`` optional).
+
+    Example: ``out, h = ft.nn.RNN(4, 8)(x)``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device: Any = None, dtype: Any = None) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size, num_layers,
+                         bias, batch_first, dropout, bidirectional, 0, device, dtype)
+
+
+class LSTM(RNNBase):
+    """Long short-term memory over a sequence; returns ``output, (h_n, c_n)``. Example: ``ft.nn.LSTM(4, 8)(x)``."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit over a sequence; returns ``output, h_n``. Example: ``ft.nn.GRU(4, 8)(x)``."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0,
+                         device, dtype)
+
+
+class RNNCellBase(Module):
+    """Parameters ``weight_ih (G*H, in)``, ``weight_hh (G*H, H)``, ``bias_ih``, ``bias_hh`` (G gates)."""
+
+    _gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        g = self._gates * hidden_size
+        bound = 1.0 / math.sqrt(hidden_size)
+        self.weight_ih = _uniform_param((g, input_size), bound, dtype)
+        self.weight_hh = _uniform_param((g, hidden_size), bound, dtype)
+        if bias:
+            self.bias_ih = _uniform_param((g,), bound, dtype)
+            self.bias_hh = _uniform_param((g,), bound, dtype)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+
+    def _w(self) -> tuple:
+        return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
+
+    def _zeros(self, x: Tensor) -> Tensor:
+        return zeros(*(tuple(x.shape[:-1]) + (self.hidden_size,)), dtype=x.dtype, device=x.device)
+
+    def _check(self, x: Tensor) -> None:
+        if x.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {x.dim()}D instead")
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {x.shape[-1]} expected {self.input_size}")
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}"
+
+
+class RNNCell(RNNCellBase):
+    """One Elman RNN step. Example: ``h = ft.nn.RNNCell(4, 8)(x, h)``."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        self.nonlinearity = nonlinearity
+
+    def forward(self, x: Tensor, hx: Tensor | None = None) -> Tensor:
+        self._check(x)
+        h = self._zeros(x) if hx is None else hx
+        return _rnn_step(x, h, *self._w(), relu=self.nonlinearity == "relu")
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step: ``(h', c') = cell(x, (h, c))``. Example: ``h, c = ft.nn.LSTMCell(4, 8)(x)``."""
+
+    _gates = 4
+
+    def forward(self, x: Tensor, hx: Any = None) -> tuple:
+        self._check(x)
+        h, c = (self._zeros(x), self._zeros(x)) if hx is None else hx
+        return _lstm_step(x, h, c, *self._w())
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step. Example: ``h = ft.nn.GRUCell(4, 8)(x, h)``."""
+
+    _gates = 3
+
+    def forward(self, x: Tensor, hx: Tensor | None = None) -> Tensor:
+        self._check(x)
+        h = self._zeros(x) if hx is None else hx
+        return _gru_step(x, h, *self._w())

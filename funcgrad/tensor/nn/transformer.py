@@ -1,0 +1,220 @@
+"""``MultiheadAttention``, ``TransformerEncoderLayer`` and ``TransformerEncoder`` (PyTorch's parameters,
+``state_dict`` keys and mask conventions).
+
+Masks follow PyTorch: a boolean ``attn_mask`` / ``key_padding_mask`` is True
+where attending is NOT allowed; a float mask is added to the attention logits.
+A query whose every key is masked gets NaN, as in PyTorch.
+
+Example::
+
+    mha = ft.nn.MultiheadAttention(16, 4, batch_first=True)
+    out, weights = mha(x, x, x, key_padding_mask=pad)      # weights averaged over heads
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from funcgrad.backend import namespace_of
+
+from .. import dtypes as _dt
+from ..tensor import Tensor, _as_tensor
+from . import Dropout, Linear, Module, _new_param, _np_dtype
+from . import functional as F
+from . import init as _init
+from .containers import ModuleList
+from .norm import LayerNorm
+
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
+
+
+def _additive(mask: Any, like: Tensor) -> Tensor:
+    """A PyTorch attention mask as a float tensor added to the logits (bool True -> -inf)."""
+    m = _as_tensor(mask)
+    if m.dtype is _dt.bool:
+        xp = namespace_of(m._value)
+        return Tensor._make(xp.where(m._value, -np.inf, 0.0).astype(like._value.dtype))
+    return m.to(like.dtype)
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention ``softmax(Q K^T / sqrt(d) + masks) V`` with input and output projections.
+
+    Inputs are ``(L, N, E)`` (``(N, L, E)`` with ``batch_first``, or unbatched
+    ``(L, E)``). Returns ``(output, weights)``; ``weights`` is averaged over heads
+    unless ``average_attn_weights=False``, and None with ``need_weights=False``.
+
+    Example: ``out, w = ft.nn.MultiheadAttention(8, 2)(q, k, v)``.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
+        if embed_dim % num_heads:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention(add_bias_kv/add_zero_attn) is not supported by "
+                                      "funcgrad.tensor")
+        self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.head_dim = embed_dim // num_heads
+        d = _np_dtype(dtype)
+        E = embed_dim
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = _new_param(np.empty((3 * E, E), dtype=d))
+            _init.xavier_uniform_(self.in_proj_weight)
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        else:
+            self.register_parameter("in_proj_weight", None)
+            for name, n_in in (("q_proj_weight", E), ("k_proj_weight", self.kdim), ("v_proj_weight", self.vdim)):
+                w = _new_param(np.empty((E, n_in), dtype=d))
+                _init.xavier_uniform_(w)
+                setattr(self, name, w)
+        if bias:
+            self.in_proj_bias = _new_param(np.zeros(3 * E, dtype=d))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(E, E, bias=bias, dtype=dtype)
+        if bias:
+            _init.zeros_(self.out_proj.bias)
+
+    def _project(self, x: Tensor, i: int) -> Tensor:
+        E = self.embed_dim
+        w = self.in_proj_weight[i * E:(i + 1) * E] if self._qkv_same_embed_dim else \
+            (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[i]
+        b = self.in_proj_bias[i * E:(i + 1) * E] if self.in_proj_bias is not None else None
+        return F.linear(x, w, b)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
+                need_weights: bool = True, attn_mask: Any = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple:
+        unbatched = query.dim() == 2
+        if unbatched:
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            if key_padding_mask is not None:
+                key_padding_mask = _as_tensor(key_padding_mask).unsqueeze(0)
+        elif self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        L, N, E = query.shape
+        S = key.shape[0]
+        if E != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
+        H, hd = self.num_heads, self.head_dim
+        q = self._project(query, 0).reshape(L, N * H, hd).transpose(0, 1)  # (N*H, L, hd)
+        k = self._project(key, 1).reshape(S, N * H, hd).transpose(0, 1)
+        v = self._project(value, 2).reshape(S, N * H, hd).transpose(0, 1)
+        logits = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(hd))  # (N*H, L, S)
+        if is_causal and attn_mask is None:
+            attn_mask = F._like(query, np.triu(np.ones((L, S), dtype=bool), 1))
+        if attn_mask is not None:
+            am = _additive(attn_mask, logits)
+            if am.dim() == 2:
+                if tuple(am.shape) != (L, S):
+                    raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(am.shape)}, but should be {(L, S)}.")
+                am = am.unsqueeze(0)
+            elif tuple(am.shape) != (N * H, L, S):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(am.shape)}, but should be "
+                                   f"{(N * H, L, S)}.")
+            logits = logits + am
+        if key_padding_mask is not None:
+            kp = _additive(key_padding_mask, logits)
+            if tuple(kp.shape) != (N, S):
+                raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(kp.shape)}")
+            logits = (logits.reshape(N, H, L, S) + kp.reshape(N, 1, 1, S)).reshape(N * H, L, S)
+        w = logits.softmax(-1)
+        wd = F.dropout(w, self.dropout, self.training) if self.dropout > 0.0 else w
+        out = wd.matmul(v).transpose(0, 1).reshape(L, N, E)
+        out = self.out_proj(out)
+        weights = None
+        if need_weights:
+            weights = w.reshape(N, H, L, S)
+            if average_attn_weights:
+                weights = weights.mean(1)
+            if unbatched:
+                weights = weights.squeeze(0)
+        if unbatched:
+            out = out.squeeze(1)
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        return out, weights
+
+
+def _activation(a: Any) -> Callable:
+    if callable(a):
+        return a
+    if a == "relu":
+        return F.relu
+    if a == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {a}")
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward block, each with a residual and a LayerNorm (post-norm by
+    default, ``norm_first=True`` for pre-norm). Example: ``ft.nn.TransformerEncoderLayer(16, 4, 32)``."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: Any = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
+                                            dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def _sa(self, x: Tensor, mask: Any, kpm: Any, is_causal: bool) -> Tensor:
+        out = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=kpm, need_weights=False,
+                             is_causal=is_causal)[0]
+        return self.dropout1(out)
+
+    def _ff(self, x: Tensor) -> Tensor:
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: bool = False) -> Tensor:
+        x = src
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            return x + self._ff(self.norm2(x))
+        x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
+        return self.norm2(x + self._ff(x))
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` copies of ``encoder_layer`` (keys ``layers.0.…``) and an optional final ``norm``.
+
+    Example: ``ft.nn.TransformerEncoder(ft.nn.TransformerEncoderLayer(16, 4, 32), num_layers=2)``.
+    """
+
+    def __init__(self, encoder_layer: Module, num_layers: int, norm: Module | None = None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Any = None,
+                is_causal: bool | None = None) -> Tensor:
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        return self.norm(x) if self.norm is not None else x

@@ -1,0 +1,390 @@
+"""PyTorch-style optimizers (``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``,
+``NAdam``, ``RAdam``) on the functional optimizers' maths.
+
+Each parameter's update is computed by the corresponding ``funcgrad.optim``
+gradient transformation (built with learning rate 1 and scaled by the
+group's current ``lr`` at each step, so schedules that edit
+``param_groups`` work) and written into the parameter in place, under
+``no_grad``, as PyTorch does. Parameters whose ``.grad`` is None are skipped.
+
+Example::
+
+    opt = ft.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for x, y in data:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+import funcgrad.optim as _fopt
+from ... import tree_util
+from ...backend import device_of, namespace_of, put_array, to_numpy
+
+from ..grad_mode import no_grad
+from ..tensor import Tensor
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
+
+# names PyTorch uses for the functional states' fields (state_dict keys)
+_FIELD_NAMES = {"count": "step", "mu": "exp_avg", "nu": "exp_avg_sq", "trace": "momentum_buffer",
+                "nu_max": "max_exp_avg_sq", "sum_of_squares": "sum"}
+
+
+def _check(name: str, value: Any, ok: bool) -> None:
+    if not ok:
+        raise ValueError(f"Invalid {name}: {value}")
+
+
+def _check_common(lr: Any, eps: Any = 0.0, weight_decay: Any = 0.0, betas: Any = None) -> None:
+    """PyTorch's hyperparameter validation (the same messages)."""
+    _check("learning rate", lr, float(lr) >= 0.0)
+    _check("epsilon value", eps, float(eps) >= 0.0)
+    _check("weight_decay value", weight_decay, float(weight_decay) >= 0.0)
+    if betas is not None:
+        _check("beta parameter at index 0", betas[0], 0.0 <= betas[0] < 1.0)
+        _check("beta parameter at index 1", betas[1], 0.0 <= betas[1] < 1.0)
+
+
+class Optimizer:
+    """Base class: ``param_groups`` (dicts with ``params`` and hyperparameters), ``state``, ``zero_grad``, ``step``."""
+
+    def __init__(self, params: Iterable[Any], defaults: dict) -> None:
+        self.defaults = dict(defaults)
+        self.state: dict = {}
+        self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):
+            raise TypeError(f"params argument given to the optimizer should be an iterable of Tensors or dicts, but "
+                            f"got {params.type()}")
+        try:
+            params = list(params)
+        except TypeError:
+            raise TypeError(f"params argument given to the optimizer should be an iterable of Tensors or dicts, but "
+                            f"got {type(params).__name__}") from None
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group: dict) -> None:
+        group = dict(param_group)
+        ps = group["params"]
+        group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p._grad is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    p._grad = p._grad.detach()
+                    p._grad.zero_()
+
+    def _transform(self, group: dict) -> Any:
+        raise NotImplementedError
+
+    @no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss."""
+        loss = None
+        if closure is not None:
+            from .grad_mode import enable_grad
+
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            tx = self._transform(group)
+            lr = float(group["lr"])
+            maximize = group.get("maximize", False)
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                g = p._grad._value
+                if maximize:
+                    g = -g
+                st = self.state.get(p)
+                if st is None:
+                    st = self.state[p] = {"functional": tx.init(p._value)}
+                updates, st["functional"] = tx.update(g, st["functional"], p._value)
+                p._value += (lr * updates).astype(p._value.dtype, copy=False)  # in place: views see it
+                p._vc[0] += 1
+        return loss
+
+    def state_dict(self) -> dict:
+        """``{"state": {index: {...}}, "param_groups": [...]}``, as in PyTorch (ready for ``ft.save``)."""
+        index = {}
+        groups = []
+        for g in self.param_groups:
+            entry = {k: v for k, v in g.items() if k != "params"}
+            entry["params"] = []
+            for p in g["params"]:
+                index[id(p)] = len(index)
+                entry["params"].append(index[id(p)])
+            groups.append(entry)
+        state = {}
+        for g in self.param_groups:
+            for p in g["params"]:
+                st = self.state.get(p)
+                if st is None:
+                    continue
+                pairs, _ = tree_util.tree_flatten_with_path(st["functional"])
+                out = {}
+                for path, leaf in pairs:
+                    name = tree_util.keystr(path).rsplit(".", 1)[-1]
+                    name = _FIELD_NAMES.get(name, name)
+                    key, k = name, 1
+                    while key in out:
+                        key, k = f"{name}_{k}", k + 1
+                    if name == "step":
+                        out[key] = int(to_numpy(leaf))
+                    else:  # a copy on the state's own device (PyTorch keeps optimizer state where it is)
+                        out[key] = Tensor._make(namespace_of(leaf).array(leaf, copy=True))
+                state[index[id(p)]] = out
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        params = []
+        for mine, theirs in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(theirs["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                                 "optimizer's group")
+            for k, v in theirs.items():
+                if k != "params":
+                    mine[k] = v
+            params.extend(zip(mine["params"], theirs["params"]))
+        self.state = {}
+        for p, idx in params:
+            saved = state_dict["state"].get(idx, state_dict["state"].get(str(idx)))
+            if saved is None:
+                continue
+            group = next(g for g in self.param_groups if any(q is p for q in g["params"]))
+            template = self._transform(group).init(p._value)
+            leaves, treedef = tree_util.tree_flatten(template)
+            values = list(saved.values())
+            if len(values) != len(leaves):
+                raise ValueError(f"optimizer state for parameter {idx} has {len(values)} entries, expected "
+                                 f"{len(leaves)}")
+            new = []
+            for v, t in zip(values, leaves):
+                arr = v._value if isinstance(v, Tensor) else np.asarray(v)
+                if isinstance(t, np.ndarray):  # host state (the step count)
+                    new.append(np.array(to_numpy(arr), dtype=t.dtype).reshape(t.shape))
+                else:  # state on the parameter's device, as PyTorch's load_state_dict moves it
+                    arr = put_array(arr, device_of(t))
+                    new.append(namespace_of(t).reshape(arr.astype(t.dtype), t.shape))
+            self.state[p] = {"functional": tree_util.tree_unflatten(treedef, new)}
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(k for k in g if k != "params"):
+                lines.append(f"    {k}: {g[k]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def _lr1(*parts: Any) -> Any:
+    """The chain ``parts`` then ``-1`` (the step direction for a learning rate of 1)."""
+    return _fopt.chain(*parts, _fopt.scale_by_learning_rate(1.0))
+
+
+def _coupled(wd: float, *parts: Any) -> Any:
+    """L2 weight decay added to the gradient first (PyTorch's ``weight_decay`` in all but AdamW)."""
+    return _lr1(_fopt.add_decayed_weights(wd), *parts) if wd else _lr1(*parts)
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, Nesterov momentum and (coupled L2) weight decay,
+    as ``torch.optim.SGD``. Example: ``ft.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)``."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False, foreach: Any = None,
+                 differentiable: bool = False, fused: Any = None) -> None:
+        _check_common(lr, weight_decay=weight_decay)
+        _check("momentum value", momentum, momentum >= 0.0)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    def _transform(self, group: dict) -> Any:
+        if group["dampening"]:
+            return _coupled(group["weight_decay"], _fopt.momentum(group["momentum"], group["dampening"],
+                                                                  group["nesterov"]))
+        return _fopt.sgd(1.0, momentum=group["momentum"], nesterov=group["nesterov"],
+                         weight_decay=group["weight_decay"])
+
+
+class Adam(Optimizer):
+    """Adam, as ``torch.optim.Adam`` (``weight_decay`` is L2 added to the gradient; ``amsgrad`` supported).
+
+    Example: ``ft.optim.Adam(model.parameters(), lr=1e-3)``.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: Any = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False, fused: Any = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        _check_common(lr, eps, weight_decay, betas)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize,
+                                      decoupled_weight_decay=decoupled_weight_decay))
+
+    def _transform(self, group: dict) -> Any:
+        b1, b2 = group["betas"]
+        core = _fopt.scale_by_amsgrad(b1, b2, group["eps"]) if group["amsgrad"] else \
+            _fopt.scale_by_adam(b1, b2, group["eps"])
+        if group.get("decoupled_weight_decay"):
+            return _lr1(core, _fopt.add_decayed_weights(group["weight_decay"]))
+        return _coupled(group["weight_decay"], core)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay, as ``torch.optim.AdamW`` (default ``weight_decay=1e-2``).
+
+    Example: ``ft.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)``.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False, foreach: Any = None,
+                 capturable: bool = False, differentiable: bool = False, fused: Any = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)
+
+
+class RMSprop(Optimizer):
+    """RMSprop, as ``torch.optim.RMSprop`` (``alpha``, ``centered``, ``momentum``, L2 ``weight_decay``).
+
+    Example: ``ft.optim.RMSprop(model.parameters(), lr=1e-2, alpha=0.99)``.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 capturable: bool = False, foreach: Any = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        _check_common(lr, eps, weight_decay)
+        _check("momentum value", momentum, momentum >= 0.0)
+        _check("alpha value", alpha, alpha >= 0.0)
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                                      centered=centered, maximize=maximize))
+
+    def _transform(self, group: dict) -> Any:
+        parts = [_fopt.scale_by_rms(group["alpha"], group["eps"], 0.0, group["centered"])]
+        if group["momentum"]:
+            parts.append(_fopt.trace(group["momentum"]))
+        return _coupled(group["weight_decay"], *parts)
+
+
+class Adagrad(Optimizer):
+    """Adagrad, as ``torch.optim.Adagrad`` (``lr_decay``, ``initial_accumulator_value``, L2 ``weight_decay``).
+
+    Example: ``ft.optim.Adagrad(model.parameters(), lr=0.1)``.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, foreach: Any = None, *,
+                 maximize: bool = False, differentiable: bool = False, fused: Any = None) -> None:
+        _check_common(lr, eps, weight_decay)
+        _check("lr_decay value", lr_decay, lr_decay >= 0.0)
+        _check("initial_accumulator_value value", initial_accumulator_value, initial_accumulator_value >= 0.0)
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, eps=eps,
+                                      maximize=maximize))
+
+    def _transform(self, group: dict) -> Any:
+        decay = group["lr_decay"]
+        parts = [_fopt.scale_by_rss(group["initial_accumulator_value"], group["eps"])]
+        if decay:
+            parts.append(_fopt.scale_by_schedule(lambda count: 1.0 / (1.0 + count * decay)))
+        return _coupled(group["weight_decay"], *parts)
+
+
+class Adadelta(Optimizer):
+    """Adadelta, as ``torch.optim.Adadelta`` (default ``lr=1``). Example: ``ft.optim.Adadelta(ps, rho=0.9)``."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0.0, foreach: Any = None, *, capturable: bool = False, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        _check_common(lr, eps, weight_decay)
+        _check("rho value", rho, 0.0 <= rho <= 1.0)
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
+
+    def _transform(self, group: dict) -> Any:
+        return _coupled(group["weight_decay"], _fopt.scale_by_adadelta(group["rho"], group["eps"]))
+
+
+class Adamax(Optimizer):
+    """Adamax (Adam with the infinity norm), as ``torch.optim.Adamax``. Example: ``ft.optim.Adamax(ps, lr=2e-3)``."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, foreach: Any = None, *, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
+        _check_common(lr, eps, weight_decay, betas)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize))
+
+    def _transform(self, group: dict) -> Any:
+        b1, b2 = group["betas"]
+        return _coupled(group["weight_decay"], _fopt.scale_by_adamax(b1, b2, group["eps"]))
+
+
+class NAdam(Optimizer):
+    """NAdam (Adam with Nesterov momentum), as ``torch.optim.NAdam``. Example: ``ft.optim.NAdam(ps, lr=2e-3)``."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
+                 foreach: Any = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
+        _check_common(lr, eps, weight_decay, betas)
+        _check("momentum_decay value", momentum_decay, momentum_decay >= 0.0)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize))
+
+    def _transform(self, group: dict) -> Any:
+        b1, b2 = group["betas"]
+        core = _fopt.scale_by_nadam(b1, b2, group["eps"], group["momentum_decay"])
+        if group["decoupled_weight_decay"]:
+            return _lr1(core, _fopt.add_decayed_weights(group["weight_decay"]))
+        return _coupled(group["weight_decay"], core)
+
+
+class RAdam(Optimizer):
+    """RAdam (rectified Adam), as ``torch.optim.RAdam``. Example: ``ft.optim.RAdam(ps, lr=1e-3)``."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *, foreach: Any = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
+        _check_common(lr, eps, weight_decay, betas)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay, maximize=maximize))
+
+    def _transform(self, group: dict) -> Any:
+        b1, b2 = group["betas"]
+        core = _fopt.scale_by_radam(b1, b2, group["eps"])
+        if group["decoupled_weight_decay"]:
+            return _lr1(core, _fopt.add_decayed_weights(group["weight_decay"]))
+        return _coupled(group["weight_decay"], core)

@@ -1,0 +1,132 @@
+"""Top-level torch functions that tutorials use and the rest of ``ft`` lacks: the default device,
+``multinomial``, ``bernoulli``, ``unique``, ``bincount``, ``median``, ``set_printoptions``, ``compile``.
+
+Example::
+
+    ft.set_default_device("cpu")
+    idx = ft.multinomial(ft.tensor([0.1, 0.9]), 5, replacement=True)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from . import creation as _creation
+from .creation import Generator, default_generator
+from .tensor import Tensor, _as_tensor, device
+
+__all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli", "unique", "bincount", "median",
+           "set_printoptions", "compile"]
+
+
+def set_default_device(dev: Any) -> None:
+    """Factories (``ft.zeros``, ``ft.randn``, ``ft.tensor``, ...) and new ``ft.nn`` layers put tensors made
+    without ``device=`` on ``dev`` (None restores the CPU). Example: ``ft.set_default_device("cuda")``."""
+    _creation._DEFAULT_DEVICE[0] = None if dev is None else device(dev)
+
+
+def get_default_device() -> device:
+    """The device factories use when none is given. Example: ``ft.get_default_device()  # device(type='cpu')``."""
+    d = _creation._DEFAULT_DEVICE[0]
+    return device("cpu") if d is None else d
+
+
+def _on_default_device(t: Tensor) -> Tensor:
+    d = _creation._DEFAULT_DEVICE[0]
+    return t if d is None or d.type == "cpu" else t.to(d)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  # noqa: A002
+                generator: Generator | None = None) -> Tensor:
+    """Draw ``num_samples`` category indices per row with probabilities proportional to ``input``.
+
+    Example: ``ft.multinomial(ft.tensor([1.0, 3.0]), 4, replacement=True)``.
+    """
+    p = np.asarray(_as_tensor(input).detach().cpu()._value, dtype=np.float64)
+    if p.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if (p < 0).any() or not np.isfinite(p).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    rows = p.reshape(-1, p.shape[-1])
+    if not replacement and num_samples > rows.shape[1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    rng = (generator or default_generator)._rng
+    out = []
+    for r in rows:
+        s = r.sum()
+        if s <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        out.append(rng.choice(len(r), size=num_samples, replace=replacement, p=r / s))
+    res = np.asarray(out, dtype=np.int64)
+    return Tensor._make(res[0] if p.ndim == 1 else res)
+
+
+def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:  # noqa: A002
+    """0/1 draws with probability ``input`` (or ``p``), in ``input``'s dtype. Example: ``ft.bernoulli(ft.full((3,), 0.5))``."""
+    t = _as_tensor(input)
+    probs = np.asarray(t.detach().cpu()._value) if p is None else np.full(tuple(t.shape), p)
+    rng = (generator or default_generator)._rng
+    return Tensor._make((rng.random(probs.shape) < probs).astype(t._value.dtype))
+
+
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
+           dim: int | None = None) -> Any:
+    """The distinct values (sorted), optionally with inverse indices and counts. Example: ``ft.unique(t)``."""
+    if dim is not None:
+        raise NotImplementedError("unique(dim=...) is not supported by funcgrad.tensor")
+    v = _as_tensor(input).detach().cpu()._value
+    vals, inv, cnt = np.unique(v, return_inverse=True, return_counts=True)
+    out: list = [Tensor._make(vals)]
+    if return_inverse:
+        out.append(Tensor._make(inv.reshape(v.shape).astype(np.int64)))
+    if return_counts:
+        out.append(Tensor._make(cnt.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:  # noqa: A002
+    """Counts of each non-negative integer (weighted sums with ``weights``). Example: ``ft.bincount(labels)``."""
+    v = _as_tensor(input)._value
+    if v.ndim != 1 or v.dtype.kind not in "iu":
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    w = None if weights is None else _as_tensor(weights)._value
+    return Tensor._make(np.bincount(v, w, minlength))
+
+
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A002
+    """The lower median (PyTorch's: no averaging); with ``dim``, ``(values, indices)``.
+
+    Example: ``ft.median(ft.tensor([3.0, 1.0, 2.0, 4.0]))  # tensor(2.)``.
+    """
+    t = _as_tensor(input)
+    if dim is None:
+        flat = t.reshape(-1)
+        k = (flat.numel() - 1) // 2
+        vals, idx = flat.sort()
+        return vals[k]
+    vals, idx = t.sort(dim)
+    k = (t.shape[dim] - 1) // 2
+    v, i = vals.select(dim, k), idx.select(dim, k)
+    if keepdim:
+        v, i = v.unsqueeze(dim), i.unsqueeze(dim)
+    return v, i
+
+
+def set_printoptions(precision: int | None = None, threshold: int | None = None, edgeitems: int | None = None,
+                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """Printing options (NumPy's, which ``repr`` of a Tensor uses). Example: ``ft.set_printoptions(precision=2)``."""
+    kw = {k: v for k, v in dict(precision=precision, threshold=threshold, edgeitems=edgeitems,
+                                linewidth=linewidth).items() if v is not None}
+    if sci_mode is not None:
+        kw["suppress"] = not sci_mode
+    np.set_printoptions(**kw)
+
+
+def compile(model: Callable | None = None, **kwargs: Any) -> Any:  # noqa: A001
+    """No compilation: returns ``model`` unchanged (so scripts that call ``torch.compile`` run); use
+    ``funcgrad.jit`` on functional code for tracing. Example: ``model = ft.compile(model)``."""
+    if model is None:
+        return lambda m: m
+    return model
