@@ -6,7 +6,7 @@ Knows nothing of NumPy. Read ``trace.py`` (how a value becomes traced),
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 from .declare import defprimitive
 from .forward import ForwardTrace, JVPBox
@@ -27,7 +27,7 @@ __all__ = [
     "Box", "Trace", "Primitive", "LeakedTraceError", "primitive", "nondiff_primitive",
     "unbox_all", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
     "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive",
-    "defvjp_all", "defjvp_all", "defunused", "defprimitive",
+    "defvjp_all", "defjvp_all", "defprimitive",
 ]
 
 
@@ -42,12 +42,19 @@ def get_primitive(fn: Callable[..., Any]) -> Primitive:
     return prim
 
 
-def defvjp(fn: Callable[..., Any], *rules: Callable[..., Any] | None, argnums: tuple[int, ...] | None = None) -> None:
+def defvjp(
+    fn: Callable[..., Any],
+    *rules: Callable[..., Any] | None,
+    argnums: tuple[int, ...] | None = None,
+    reads: Mapping[int, Iterable[Any]] | None = None,
+) -> None:
     """Define the VJP of each positional argument of primitive ``fn``.
 
     ``rules[k]`` handles argument ``argnums[k]`` (default 0, 1, ...) and is called
     as ``rule(g, ans, *args, **kwargs)``; it returns the cotangent of that
     argument, shaped like it. ``None`` leaves an argument without a rule.
+    ``reads`` is as in :func:`defprimitive`: what each rule reads, so that the
+    tape keeps only the shapes and dtypes of the rest.
 
     Example::
 
@@ -57,6 +64,9 @@ def defvjp(fn: Callable[..., Any], *rules: Callable[..., Any] | None, argnums: t
     for argnum, rule in zip(argnums or range(len(rules)), rules):
         if rule is not None:
             prim.vjps[argnum] = rule
+    if reads is not None:
+        prim.reads = {int(i): frozenset(r) for i, r in reads.items()}
+        prim.drop_cache.clear()
 
 
 def defjvp(fn: Callable[..., Any], *rules: Callable[..., Any] | None, argnums: tuple[int, ...] | None = None) -> None:
@@ -90,21 +100,6 @@ def defjvp_all(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
     """One JVP rule for all arguments of primitive ``fn``: ``rule(tangents, ans, *args, **kwargs)``,
     where ``tangents[i]`` is None for arguments that are not traced."""
     get_primitive(fn).jvp_all = rule
-
-
-def defunused(fn: Callable[..., Any], unused: dict[int, Any]) -> None:
-    """Declare what each VJP rule of primitive ``fn`` never reads, so that the tape
-    keeps only the shape and dtype of those values (less memory).
-
-    ``unused[argnum]`` holds argument positions and/or ``"ans"`` (the result).
-
-    Example::
-
-        fg.core.defunused(fnp.add, {0: {0, 1, "ans"}, 1: {0, 1, "ans"}})
-    """
-    prim = get_primitive(fn)
-    prim.unused = {i: frozenset(v) for i, v in unused.items()}
-    prim.drop_cache.clear()
 
 
 def def_linear(fn: Callable[..., Any]) -> None:

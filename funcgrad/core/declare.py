@@ -80,6 +80,8 @@ def defprimitive(
     pure: bool = True,
     multiple_results: bool = False,
     doc: str | None = None,
+    check_kwargs: Callable[[tuple[Any, ...], dict[str, Any]], None] | None = None,
+    max_args: int | None = None,
 ) -> Callable[..., Any]:
     """Declare a primitive in one place and return the public (traceable) function.
 
@@ -101,6 +103,9 @@ def defprimitive(
       programs never drop or merge it.
     - ``multiple_results``: ``raw`` returns a tuple; rules take and return tuples.
     - ``doc``: the public docstring (default: ``raw``'s).
+    - ``check_kwargs(args, kwargs)``: called on traced calls that pass keyword
+      arguments or more than ``max_args`` positional ones, to refuse options the
+      rules do not handle (untraced calls never see it).
 
     Rules are written with differentiable operations, so they differentiate again.
 
@@ -132,6 +137,10 @@ def defprimitive(
         raise TypeError(f"defprimitive({label!r}): give batch or batch_from, not both")
     prim.batch_rule = batch_from(fn) if batch_from is not None else batch
     prim.reads = _reads(reads)
+    prim.drop_cache.clear()
+    prim.check_kwargs = check_kwargs
+    if max_args is not None:
+        prim.max_args = max_args
     if doc is not None:
         fn.__doc__ = doc
     return fn

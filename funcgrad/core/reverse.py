@@ -141,21 +141,12 @@ def _drops(prim: Primitive, argnums: list[int], nargs: int) -> tuple[tuple[int, 
     key = (nargs, *argnums)
     found = prim.drop_cache.get(key)
     if found is None:
-        if prim.reads is not None:
-            read: set[Any] = set()
-            for i in argnums:
-                read |= prim.reads.get(i, frozenset(range(nargs)) | {"ans"})
-            drop = tuple(j for j in range(nargs) if j not in read)
-            found = prim.drop_cache[key] = (drop, "ans" not in read)
-            return found
-        unused = prim.unused or {}
-        common: frozenset[Any] | None = None
+        reads = prim.reads or {}
+        read: set[Any] = set()
         for i in argnums:
-            u = unused.get(i, frozenset())
-            common = u if common is None else common & u
-        common = common or frozenset()
-        found = (tuple(sorted(j for j in common if j != "ans")), "ans" in common)
-        prim.drop_cache[key] = found
+            read |= reads.get(i, frozenset(range(nargs)) | {"ans"})
+        drop = tuple(j for j in range(nargs) if j not in read)
+        found = prim.drop_cache[key] = (drop, "ans" not in read)
     return found
 
 
@@ -209,7 +200,7 @@ class ReverseTrace(Trace):
         node.parents = parents
         node.argnums = argnums
         saved_ans = ans
-        if (prim.unused is not None or prim.reads is not None) and not self.keep_all:
+        if prim.reads is not None and not self.keep_all:
             drop_args, drop_ans = _drops(prim, argnums, len(args))
             # Only arrays big enough to matter are replaced by their spec.
             least = self.min_drop_bytes

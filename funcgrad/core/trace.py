@@ -151,7 +151,7 @@ class Primitive:
 
     __slots__ = (
         "raw", "name", "vjps", "jvps", "vjp_all", "jvp_all", "batch_rule", "multiple_results",
-        "differentiable", "pure", "check_kwargs", "max_args", "unused", "reads", "drop_cache", "fast_types", "fast_fn", "call",
+        "differentiable", "pure", "check_kwargs", "max_args", "reads", "drop_cache", "fast_types", "fast_fn", "call",
     )
 
     def __init__(self, raw: Callable[..., Any], name: str | None = None, multiple_results: bool = False):
@@ -174,12 +174,9 @@ class Primitive:
         # traced; untraced calls never see it.
         self.check_kwargs: Callable[..., Any] | None = None
         self.max_args = 1 << 30
-        # unused[argnum]: what the VJP rule of ``argnum`` never reads the values of
-        # (argument positions, and "ans" for the result); the tape keeps only the
-        # shape and dtype of those. None: the rules may read everything.
-        self.unused: dict[int, frozenset[Any]] | None = None
-        # reads[argnum]: what the VJP rule of ``argnum`` reads (positions, "ans"); the
-        # complement of ``unused``, as declared by defprimitive. None: everything.
+        # reads[argnum]: what the VJP rule of ``argnum`` reads (argument positions, and
+        # "ans" for the result), as declared by defprimitive; the tape keeps only the
+        # shape and dtype of the rest. None: the rules may read everything.
         self.reads: dict[int, frozenset[Any]] | None = None
         # False for calls with effects (random draws, communication): never dropped or merged
         self.pure = True

@@ -51,7 +51,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import device_constant, namespace_of
-from ..core import defunused, Box, defjvp, defvjp, nondiff_primitive, primitive
+from ..core import Box, defjvp, defvjp, nondiff_primitive, primitive
 from ._util import backend_function, dtype, is_complex, ndim, resolve, shape, unbroadcast
 
 __all__ = [
@@ -234,8 +234,7 @@ def _matmul_vjp_b(g, ans, a, b, **_):
     return unbroadcast(gb, b)
 
 
-defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
-defunused(matmul, {0: {0, "ans"}, 1: {1, "ans"}})  # each cotangent reads the other operand
+defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b, reads={0: {1}, 1: {0}})  # each reads the other operand
 defjvp(matmul, lambda t, ans, a, b, **kw: matmul(t, b, **kw), lambda t, ans, a, b, **kw: matmul(a, t, **kw))
 
 

@@ -35,7 +35,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
-from ..core import defunused, def_linear, defjvp, defvjp, primitive
+from ..core import def_linear, defjvp, defprimitive, defvjp, primitive
 from ..core.batching import defbatch
 from ._batching import fallback, move_to_front
 from ._util import _value, dtype as _dtype, is_complex, shape
@@ -234,9 +234,6 @@ def _sum_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, w
     return _ns(a).sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **_opt(initial=initial, where=where))
 
 
-_sum = primitive(_sum_raw, "sum")
-
-
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     """Sum of array elements over the given axes. Differentiable ``numpy.sum``.
 
@@ -252,8 +249,6 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
         return _sum(a, axis, dtype, None, keepdims, initial, where)
     return _sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
 
-
-sum.primitive = _sum.primitive  # type: ignore[attr-defined]
 
 _SUM_ARGS = ("a", "axis", "dtype", "out", "keepdims", "initial", "where")
 _SUM_DEFAULTS = (None, None, None, None, False, None, None)
@@ -278,12 +273,17 @@ def _initial_vjp(g, initial):
     return _like(sum(g) if shape(g) else g, initial)
 
 
-defvjp(_sum, _sum_vjp, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
-       _initial_vjp(g, initial), argnums=(0, 5))
-defjvp(_sum, _sum_jvp, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
-       _to(fnp.broadcast_to(t, shape(ans)), _dtype(ans)), argnums=(0, 5))
-defbatch(_sum, _reduction_batch(_sum, _SUM_ARGS, _SUM_DEFAULTS))
-defunused(_sum, {0: {0, "ans"}, 5: {0, 5, "ans"}})  # the rules read shapes and dtypes only
+_sum = defprimitive(
+    _sum_raw,
+    name="sum",
+    vjp={0: _sum_vjp, 5: lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+         where=None: _initial_vjp(g, initial)},
+    jvp={0: _sum_jvp, 5: lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+         where=None: _to(fnp.broadcast_to(t, shape(ans)), _dtype(ans))},
+    batch_from=lambda fn: _reduction_batch(fn, _SUM_ARGS, _SUM_DEFAULTS),
+    reads={0: {1, 2, 3, 4, 6}, 5: {1, 2, 3, 4, 6}},  # not the values of a, initial or the result
+)
+sum.primitive = _sum.primitive  # type: ignore[attr-defined]
 
 
 def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -292,9 +292,6 @@ def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     if where is None:
         return _ns(a).mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
     return _ns(a).mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-
-
-_mean = primitive(_mean_raw, "mean")
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
@@ -311,9 +308,6 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return _mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
 
-mean.primitive = _mean.primitive  # type: ignore[attr-defined]
-
-
 def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     axes = _axes(axis, len(shape(a)))
     ct = _expand(g, axes, keepdims)
@@ -326,11 +320,16 @@ def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=
     return _like(ct, a) if dtype is not None else ct
 
 
-defvjp(_mean, _mean_vjp)
-defunused(_mean, {0: {0, "ans"}})  # only the shape and dtype of ``a``
-def_linear(_mean)
-defbatch(_mean, _reduction_batch(_mean, ("a", "axis", "dtype", "out", "keepdims", "where"),
-                                 (None, None, None, None, False, None)))
+_mean = defprimitive(
+    _mean_raw,
+    name="mean",
+    vjp=_mean_vjp,
+    linear=True,
+    batch_from=lambda fn: _reduction_batch(fn, ("a", "axis", "dtype", "out", "keepdims", "where"),
+                                           (None, None, None, None, False, None)),
+    reads={0: {1, 2, 3, 4, 5}},  # only the shape and dtype of ``a``
+)
+mean.primitive = _mean.primitive  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import tree_util
 from ..backend import namespace_of
-from ..core import Box, ForwardTrace, JVPBox, ReverseTrace, VJPBox, backward_pass, nondiff_primitive
+from ..core import Box, ForwardTrace, JVPBox, ReverseTrace, VJPBox, backward_pass, defprimitive
 from ..core.reverse import VJPNode, tape_order
 from ..core.constant import ConstBox
 from ..core.forward import add_tangents
@@ -736,8 +736,9 @@ def _stop_raw(x: Any) -> Any:
     return x
 
 
-_stop_gradient = nondiff_primitive(_stop_raw, "stop_gradient")
-_stop_gradient.primitive.batch_rule = lambda args, dims: (args[0], dims[0])  # type: ignore[attr-defined]
+_stop_gradient = defprimitive(
+    _stop_raw, name="stop_gradient", differentiable=False, batch=lambda args, dims: (args[0], dims[0])
+)
 
 
 def stop_gradient(x: T) -> T:

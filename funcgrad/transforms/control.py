@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence, TypeVar
 
 from .. import tree_util
-from ..core import Box, get_primitive, primitive
+from ..core import Box, defprimitive, get_primitive
 from ..numpy._batching import fallback
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
 
@@ -144,15 +144,9 @@ def _scan_jvp_all(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec:
     return _partial_jvp(lambda *ls: _run(ls, spec), leaves, tangents)
 
 
-_scan = primitive(_scan_raw, "scan", multiple_results=True)
-_prim = get_primitive(_scan)
-_prim.vjp_all = _scan_vjp_all_full
-_prim.jvp_all = _scan_jvp_all
-
-
 def _scan_batch(args: list[Any], dims: list[Any], spec: _ScanSpec) -> tuple[Any, ...]:
     size = next((_raw_shape(a)[d] for a, d in zip(args, dims) if d is not None))
-    batched: tuple[Any, ...] = fallback(_prim, args, dims, size, {"spec": spec})
+    batched: tuple[Any, ...] = fallback(get_primitive(_scan), args, dims, size, {"spec": spec})
     return batched
 
 
@@ -162,7 +156,14 @@ def _raw_shape(x: Any) -> tuple[Any, ...]:
     return tuple(getattr(x, "shape", ()))
 
 
-_prim.batch_rule = _scan_batch
+_scan = defprimitive(
+    _scan_raw,
+    name="scan",
+    vjp_all=_scan_vjp_all_full,
+    jvp_all=_scan_jvp_all,
+    batch=_scan_batch,
+    multiple_results=True,
+)
 
 
 def scan(

@@ -13,7 +13,7 @@ import functools
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from .. import tree_util
-from ..core import Box, get_primitive, primitive
+from ..core import Box, defprimitive, get_primitive
 from ..numpy._batching import fallback
 
 __all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
@@ -152,11 +152,10 @@ class custom_jvp(Generic[R]):
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp_rule: Callable[..., Any] | None = None
         name = getattr(fun, "__name__", "fun")
-        self._call = primitive(self._raw, f"custom_jvp[{name}]", multiple_results=True)
-        prim = get_primitive(self._call)
-        prim.jvp_all = self._jvp_all
-        prim.vjp_all = self._vjp_all
-        prim.batch_rule = self._batch
+        self._call = defprimitive(
+            self._raw, name=f"custom_jvp[{name}]", jvp_all=self._jvp_all, vjp_all=self._vjp_all,
+            batch=self._batch, multiple_results=True,
+        )
 
     def defjvp(self, rule: F) -> F:
         """Set the rule ``rule(primals, tangents) -> (primal_out, tangent_out)``;
@@ -234,11 +233,10 @@ class custom_vjp(Generic[R]):
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
         name = getattr(fun, "__name__", "fun")
-        self._call = primitive(self._raw, f"custom_vjp[{name}]", multiple_results=True)
-        prim = get_primitive(self._call)
-        prim.jvp_all = self._jvp_all
-        prim.vjp_all = self._vjp_all
-        prim.batch_rule = self._batch
+        self._call = defprimitive(
+            self._raw, name=f"custom_vjp[{name}]", jvp_all=self._jvp_all, vjp_all=self._vjp_all,
+            batch=self._batch, multiple_results=True,
+        )
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """Set the forward ``fwd(*args) -> (out, res)`` and backward ``bwd(res, g)`` rules."""
@@ -354,17 +352,13 @@ def checkpoint(fun: Callable[..., R], static_argnums: Sequence[int] = ()) -> Cal
     def jvp_all(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _Spec) -> tuple[Any, ...]:
         return _partial_jvp(lambda *ls: call_leaves(ls, spec), leaves, tangents)
 
-    call = primitive(raw, f"checkpoint[{name}]", multiple_results=True)
-    prim = get_primitive(call)
-    prim.vjp_all = vjp_all
-    prim.jvp_all = jvp_all
-
     def batch(args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
         size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
-        batched: tuple[Any, ...] = fallback(prim, args, dims, size, {"spec": spec})
+        batched: tuple[Any, ...] = fallback(get_primitive(call), args, dims, size, {"spec": spec})
         return batched
 
-    prim.batch_rule = batch
+    call = defprimitive(raw, name=f"checkpoint[{name}]", vjp_all=vjp_all, jvp_all=jvp_all, batch=batch,
+                        multiple_results=True)
 
     @functools.wraps(fun)
     def checkpointed(*args: Any) -> R:
