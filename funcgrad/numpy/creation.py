@@ -23,7 +23,7 @@ import funcgrad.numpy as fnp
 
 from .. import backend as _backend
 from ..backend import creation_namespace, namespace_of
-from ..core import Box, def_linear, defvjp, get_primitive, nondiff_primitive, primitive
+from ..core import Box, defprimitive, get_primitive
 from ..core.batching import defbatch
 from ._util import backend_function, dtype
 from ._util import shape as _shape
@@ -260,9 +260,12 @@ def _astype_raw(x: Any, dtype_: Any) -> Any:
     return np.asarray(x, dtype=dtype_)
 
 
-_astype = primitive(_astype_raw, "astype")
 # A cast to an integer or boolean dtype has derivative zero almost everywhere.
-_astype_nondiff = nondiff_primitive(_astype_raw, "astype_nondiff")
+_astype_nondiff = defprimitive(
+    _astype_raw,
+    name="astype_nondiff",
+    differentiable=False,
+)
 
 
 def _astype_vjp(g: Any, ans: Any, x: Any, dtype_: Any) -> Any:
@@ -270,8 +273,12 @@ def _astype_vjp(g: Any, ans: Any, x: Any, dtype_: Any) -> Any:
     return _astype(gx, dtype(x))
 
 
-defvjp(_astype, _astype_vjp)
-def_linear(_astype)
+_astype = defprimitive(
+    _astype_raw,
+    name="astype",
+    vjp=_astype_vjp,
+    linear=True,
+)
 
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
@@ -292,10 +299,13 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
     return _astype(x, want)
 
 
-copy = primitive(backend_function("copy"), "copy")
-copy.__doc__ = "Differentiable ``numpy.copy``."
-defvjp(copy, lambda g, ans, x, *args, **kwargs: g)
-def_linear(copy)
+copy = defprimitive(
+    backend_function("copy"),
+    name="copy",
+    vjp=lambda g, ans, x, *args, **kwargs: g,
+    linear=True,
+    doc="Differentiable ``numpy.copy``.",
+)
 
 
 def _same_layout_rule(fn: Any) -> Any:
@@ -311,7 +321,6 @@ def _same_layout_rule(fn: Any) -> Any:
         return fn(*args, **kwargs), dims[0]
 
     return rule
-
 
 
 # --------------------------------------------------------------------------
@@ -347,7 +356,11 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, de
     return copy(out)  # a writable array of its own, not a broadcast view
 
 
-_full_like_raw = nondiff_primitive(backend_function("full_like"), "full_like")
+_full_like_raw = defprimitive(
+    backend_function("full_like"),
+    name="full_like",
+    differentiable=False,
+)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
@@ -375,10 +388,13 @@ def _device_copy_raw(x: Any, device: Any) -> Any:
     return _backend.put_array(x, device)
 
 
-_device_copy = primitive(_device_copy_raw, "device_copy")
 # The cotangent goes back to the device of x (an explicit copy, as the forward pass is).
-defvjp(_device_copy, lambda g, ans, x, device: _device_copy(g, _backend.device_of(x)))
-def_linear(_device_copy)
+_device_copy = defprimitive(
+    _device_copy_raw,
+    name="device_copy",
+    vjp=lambda g, ans, x, device: _device_copy(g, _backend.device_of(x)),
+    linear=True,
+)
 
 
 def device_copy(x: Any, device: Any) -> Any:

@@ -35,7 +35,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
-from ..core import def_linear, defjvp, defprimitive, defvjp, primitive
+from ..core import defjvp, defprimitive, defvjp, primitive
 from ..core.batching import defbatch
 from ._batching import fallback, move_to_front
 from ._util import _value, dtype as _dtype, is_complex, shape
@@ -355,11 +355,6 @@ def _shift_raw(x, offset, axis, fill=0.0):
     return out
 
 
-_shift = primitive(_shift_raw, "shift")
-defvjp(_shift, lambda g, ans, x, offset, axis, fill=0.0: _shift(g, -offset, axis, 0.0))
-defjvp(_shift, lambda t, ans, x, offset, axis, fill=0.0: _shift(t, offset, axis, 0.0))
-
-
 def _shift_batch(args, dims, fill=0.0):
     x, offset, axis = args[:3]
     fill = args[3] if len(args) > 3 else fill
@@ -367,7 +362,13 @@ def _shift_batch(args, dims, fill=0.0):
     return _shift(move_to_front(x, dims[0]), offset, _batch_axis(axis, per), fill), 0
 
 
-defbatch(_shift, _shift_batch)
+_shift = defprimitive(
+    _shift_raw,
+    name="shift",
+    vjp=lambda g, ans, x, offset, axis, fill=0.0: _shift(g, -offset, axis, 0.0),
+    jvp=lambda t, ans, x, offset, axis, fill=0.0: _shift(t, offset, axis, 0.0),
+    batch=_shift_batch,
+)
 
 
 def _linrec_raw(a, b, axis, reverse=False):
@@ -392,9 +393,6 @@ def _linrec_raw(a, b, axis, reverse=False):
     return xp.flip(B, axis) if reverse else B
 
 
-_linrec = primitive(_linrec_raw, "linrec")
-
-
 # h = L b with L[i, k] = prod(a[k+1 .. i]) (forward); the transpose runs the
 # recurrence the other way with the coefficients shifted by one.
 def _linrec_vjp_b(g, ans, a, b, axis, reverse=False):
@@ -410,10 +408,6 @@ def _linrec_jvp_a(t, ans, a, b, axis, reverse=False):
     return _linrec(a, t * _shift(ans, -1 if reverse else 1, axis), axis, reverse)
 
 
-defvjp(_linrec, _linrec_vjp_a, _linrec_vjp_b)
-defjvp(_linrec, _linrec_jvp_a, lambda t, ans, a, b, axis, reverse=False: _linrec(a, t, axis, reverse))
-
-
 def _linrec_batch(args, dims, reverse=False):
     a, b, axis = args[:3]
     reverse = args[3] if len(args) > 3 else reverse
@@ -422,7 +416,19 @@ def _linrec_batch(args, dims, reverse=False):
     return _linrec(_front(a, dims[0], size), _front(b, dims[1], size), _batch_axis(axis, per), reverse), 0
 
 
-defbatch(_linrec, _linrec_batch)
+_linrec = defprimitive(
+    _linrec_raw,
+    name="linrec",
+    vjp=(
+        _linrec_vjp_a,
+        _linrec_vjp_b,
+    ),
+    jvp=(
+        _linrec_jvp_a,
+        lambda t, ans, a, b, axis, reverse=False: _linrec(a, t, axis, reverse),
+    ),
+    batch=_linrec_batch,
+)
 
 
 def _rcumprod_raw(x, axis):
@@ -431,16 +437,9 @@ def _rcumprod_raw(x, axis):
     return xp.flip(xp.cumprod(xp.flip(x, axis), axis=axis), axis)
 
 
-_rcumprod = primitive(_rcumprod_raw, "rcumprod")
-
-
 def _rcumprod_vjp(g, ans, x, axis):
     # d y[k] / d x[i] = prod(x[j] for j >= k, j != i) for i >= k
     return _shift(ans, -1, axis, 1.0) * _linrec(_shift(x, 1, axis), g, axis, False)
-
-
-defvjp(_rcumprod, _rcumprod_vjp)
-defjvp(_rcumprod, lambda t, ans, x, axis: _linrec(x, t * _shift(ans, -1, axis, 1.0), axis, True))
 
 
 def _axis_param_batch(fn: Any) -> Any:
@@ -453,7 +452,13 @@ def _axis_param_batch(fn: Any) -> Any:
     return rule
 
 
-defbatch(_rcumprod, _axis_param_batch(_rcumprod))
+_rcumprod = defprimitive(
+    _rcumprod_raw,
+    name="rcumprod",
+    vjp=_rcumprod_vjp,
+    jvp=lambda t, ans, x, axis: _linrec(x, t * _shift(ans, -1, axis, 1.0), axis, True),
+    batch_from=lambda fn: _axis_param_batch(fn),
+)
 
 
 def _rcumsum_raw(x, axis):
@@ -462,18 +467,9 @@ def _rcumsum_raw(x, axis):
     return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis), axis)
 
 
-_rcumsum = primitive(_rcumsum_raw, "rcumsum")
-defbatch(_rcumsum, _axis_param_batch(_rcumsum))  # its VJP/JVP follow cumsum, below
-
-
 def _permute_raw(x, idx, axis):
     """``take_along_axis(x, idx, axis)`` for ``idx`` a permutation along ``axis``."""
     return namespace_of(x).take_along_axis(x, idx, axis=axis)
-
-
-_permute = primitive(_permute_raw, "permute")
-defvjp(_permute, lambda g, ans, x, idx, axis: _permute(g, fnp.argsort(idx, axis=axis), axis))
-def_linear(_permute)
 
 
 def _permute_batch(args, dims):
@@ -485,7 +481,13 @@ def _permute_batch(args, dims):
     return _permute(_front(x, dims[0], size), _front(idx, dims[1], size), _batch_axis(axis, per)), 0
 
 
-defbatch(_permute, _permute_batch)
+_permute = defprimitive(
+    _permute_raw,
+    name="permute",
+    vjp=lambda g, ans, x, idx, axis: _permute(g, fnp.argsort(idx, axis=axis), axis),
+    linear=True,
+    batch=_permute_batch,
+)
 
 
 def _others(x: Any, axes: tuple[int, ...]) -> Any:
@@ -519,9 +521,6 @@ def _prod_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     return _ns(a).prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
 
 
-_prod = primitive(_prod_raw, "prod")
-
-
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     """Product of array elements over the given axes. Differentiable ``numpy.prod``.
 
@@ -538,7 +537,6 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     return _prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
 
 
-prod.primitive = _prod.primitive  # type: ignore[attr-defined]
 
 
 def _prod_factor(a, axes, initial):
@@ -564,10 +562,21 @@ def _prod_jvp_initial(t, ans, a, axis=None, dtype=None, out=None, keepdims=False
     return _to(t * prod(a, axis, dtype, None, keepdims), _dtype(ans))
 
 
-defvjp(_prod, _prod_vjp, _prod_vjp_initial, argnums=(0, 5))
-defjvp(_prod, _prod_jvp, _prod_jvp_initial, argnums=(0, 5))
-defbatch(_prod, _reduction_batch(_prod, ("a", "axis", "dtype", "out", "keepdims", "initial"),
-                                 (None, None, None, None, False, None)))
+_prod = defprimitive(
+    _prod_raw,
+    name="prod",
+    vjp={
+        0: _prod_vjp,
+        5: _prod_vjp_initial,
+    },
+    jvp={
+        0: _prod_jvp,
+        5: _prod_jvp_initial,
+    },
+    batch_from=lambda fn: _reduction_batch(fn, ("a", "axis", "dtype", "out", "keepdims", "initial"),
+                                     (None, None, None, None, False, None)),
+)
+prod.primitive = _prod.primitive  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------
@@ -700,7 +709,6 @@ _var_raw.__doc__ = """Variance over the given axes. Differentiable ``numpy.var``
 
         fg.grad(fnp.var)(fnp.array([1., 2., 3.]))   # [-2/3, 0., 2/3]
     """
-var = primitive(_var_raw, "var")
 
 
 def _var_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
@@ -718,9 +726,13 @@ def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
 
 
 _MOMENT_ARGS = ("a", "axis", "dtype", "out", "ddof", "keepdims"), (None, None, None, None, 0, False)
-defvjp(var, _var_vjp)
-defjvp(var, _var_jvp)
-defbatch(var, _reduction_batch(var, *_MOMENT_ARGS))  # ``correction`` is keyword-only: passed through
+var = defprimitive(
+    _var_raw,
+    name="var",
+    vjp=_var_vjp,
+    jvp=_var_jvp,
+    batch_from=lambda fn: _reduction_batch(fn, *_MOMENT_ARGS),
+)
 
 _std_raw = _moment_raw("std")
 _std_raw.__doc__ = """Standard deviation over the given axes. Differentiable ``numpy.std``.
@@ -737,7 +749,6 @@ _std_raw.__doc__ = """Standard deviation over the given axes. Differentiable ``n
 
         fg.grad(fnp.std)(fnp.array([1., 3.]))   # [-0.5, 0.5]
     """
-std = primitive(_std_raw, "std")
 
 
 def _std_scale(ans, a, axes, ddof):
@@ -761,9 +772,13 @@ def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     return _to(s, _dtype(ans)) * _std_scale(ans, a, axes, _ddof(ddof, correction))
 
 
-defvjp(std, _std_vjp)
-defjvp(std, _std_jvp)
-defbatch(std, _reduction_batch(std, *_MOMENT_ARGS))
+std = defprimitive(
+    _std_raw,
+    name="std",
+    vjp=_std_vjp,
+    jvp=_std_jvp,
+    batch_from=lambda fn: _reduction_batch(fn, *_MOMENT_ARGS),
+)
 
 
 # --------------------------------------------------------------------------
@@ -849,7 +864,6 @@ _cumsum_raw.__doc__ = """Cumulative sum along an axis (flattened when ``axis`` i
 
         fg.grad(lambda x: fnp.cumsum(x).sum())(fnp.ones(3))   # [3., 2., 1.]
     """
-cumsum = primitive(_cumsum_raw, "cumsum")
 
 
 def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
@@ -860,11 +874,20 @@ def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
 
 
 _SCAN_ARGS = ("a", "axis", "dtype", "out"), (None, None, None, None)
-defvjp(cumsum, _cumsum_vjp)
-def_linear(cumsum)
-defbatch(cumsum, _reduction_batch(cumsum, *_SCAN_ARGS, scan=True))
-defvjp(_rcumsum, lambda g, ans, x, axis: cumsum(g, axis))
-def_linear(_rcumsum)
+cumsum = defprimitive(
+    _cumsum_raw,
+    name="cumsum",
+    vjp=_cumsum_vjp,
+    linear=True,
+    batch_from=lambda fn: _reduction_batch(fn, *_SCAN_ARGS, scan=True),
+)
+_rcumsum = defprimitive(
+    _rcumsum_raw,
+    name="rcumsum",
+    vjp=lambda g, ans, x, axis: cumsum(g, axis),
+    linear=True,
+    batch_from=lambda fn: _axis_param_batch(fn),
+)
 
 
 def _cumprod_raw(a, axis=None, dtype=None, out=None):
@@ -883,7 +906,6 @@ _cumprod_raw.__doc__ = """Cumulative product along an axis (flattened when ``axi
 
         fg.grad(lambda x: fnp.cumprod(x)[-1])(fnp.array([2., 0., 3.]))   # [0., 6., 0.]
     """
-cumprod = primitive(_cumprod_raw, "cumprod")
 
 
 def _cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
@@ -902,9 +924,13 @@ def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
     return _linrec(x, t * _shift(ans, 1, ax, 1.0), ax, False)
 
 
-defvjp(cumprod, _cumprod_vjp)
-defjvp(cumprod, _cumprod_jvp)
-defbatch(cumprod, _reduction_batch(cumprod, *_SCAN_ARGS, scan=True))
+cumprod = defprimitive(
+    _cumprod_raw,
+    name="cumprod",
+    vjp=_cumprod_vjp,
+    jvp=_cumprod_jvp,
+    batch_from=lambda fn: _reduction_batch(fn, *_SCAN_ARGS, scan=True),
+)
 
 
 # --------------------------------------------------------------------------
@@ -927,7 +953,6 @@ _sort_raw.__doc__ = """Sorted copy of an array along an axis (flattened when ``a
 
         fg.grad(lambda x: fnp.sort(x)[0])(fnp.array([3., 1., 2.]))   # [0., 1., 0.]
     """
-sort = primitive(_sort_raw, "sort")
 
 
 def _sort_vjp(g, ans, a, axis=-1, kind=None, order=None, *, stable=None):
@@ -943,9 +968,13 @@ def _sort_jvp(t, ans, a, axis=-1, kind=None, order=None, *, stable=None):
     return _permute(t, fnp.argsort(x, axis=ax), ax)
 
 
-defvjp(sort, _sort_vjp)
-defjvp(sort, _sort_jvp)
-defbatch(sort, _reduction_batch(sort, ("a", "axis", "kind", "order"), (None, -1, None, None), scan=True))
+sort = defprimitive(
+    _sort_raw,
+    name="sort",
+    vjp=_sort_vjp,
+    jvp=_sort_jvp,
+    batch_from=lambda fn: _reduction_batch(fn, ("a", "axis", "kind", "order"), (None, -1, None, None), scan=True),
+)
 
 
 # --------------------------------------------------------------------------
@@ -965,7 +994,6 @@ _nansum_raw.__doc__ = """Sum treating NaNs as zero. Differentiable ``numpy.nansu
 
         fg.grad(fnp.nansum)(fnp.array([1., fnp.nan]))   # [1., 0.]
     """
-nansum = primitive(_nansum_raw, "nansum")
 
 
 def _present(a):
@@ -982,9 +1010,13 @@ def _nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
 
 
 _NAN_ARGS = ("a", "axis", "dtype", "out", "keepdims"), (None, None, None, None, False)
-defvjp(nansum, _nansum_vjp)
-defjvp(nansum, _nansum_jvp)
-defbatch(nansum, _reduction_batch(nansum, *_NAN_ARGS))
+nansum = defprimitive(
+    _nansum_raw,
+    name="nansum",
+    vjp=_nansum_vjp,
+    jvp=_nansum_jvp,
+    batch_from=lambda fn: _reduction_batch(fn, *_NAN_ARGS),
+)
 
 
 def _nanmean_raw(a, axis=None, dtype=None, out=None, keepdims=False):
@@ -1000,7 +1032,6 @@ _nanmean_raw.__doc__ = """Mean ignoring NaNs. Differentiable ``numpy.nanmean``.
 
         fg.grad(fnp.nanmean)(fnp.array([1., fnp.nan, 3.]))   # [0.5, 0., 0.5]
     """
-nanmean = primitive(_nanmean_raw, "nanmean")
 
 
 def _nanmean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
@@ -1015,6 +1046,10 @@ def _nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
     return _to(sum(t * w, axis=axes, keepdims=keepdims) / sum(w, axis=axes, keepdims=keepdims), _dtype(ans))
 
 
-defvjp(nanmean, _nanmean_vjp)
-defjvp(nanmean, _nanmean_jvp)
-defbatch(nanmean, _reduction_batch(nanmean, *_NAN_ARGS))
+nanmean = defprimitive(
+    _nanmean_raw,
+    name="nanmean",
+    vjp=_nanmean_vjp,
+    jvp=_nanmean_jvp,
+    batch_from=lambda fn: _reduction_batch(fn, *_NAN_ARGS),
+)

@@ -37,8 +37,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import device_constant, namespace_of, scatter_add, to_numpy
-from ..core import Box, def_linear, defjvp, defjvp_all, defvjp, defvjp_all, get_primitive, primitive, unbox_all
-from ..core.batching import defbatch
+from ..core import Box, defprimitive, get_primitive, unbox_all
 from ._batching import fallback as _fallback, move_to_front
 from ._util import backend_function, dtype as _dtype, ndim as _ndim, shape as _shape, unbroadcast
 
@@ -180,13 +179,13 @@ def _embed_slice_raw(g: Any, index: tuple, shape: tuple) -> Any:
     return out
 
 
-_take_slice = primitive(_take_slice_raw, "take_slice")
-_embed_slice = primitive(_embed_slice_raw, "embed_slice")
-defvjp(_take_slice, lambda g, ans, x, index: _embed_slice(g, index, _shape(x)))
-def_linear(_take_slice)
-defvjp(_embed_slice, lambda g, ans, x, index, shape: _take_slice(g, index))
-def_linear(_embed_slice)
-defbatch(_take_slice, _front_rule(_take_slice, lambda per, index: (((slice(None),) + tuple(index),), {})))
+_take_slice = defprimitive(
+    _take_slice_raw,
+    name="take_slice",
+    vjp=lambda g, ans, x, index: _embed_slice(g, index, _shape(x)),
+    linear=True,
+    batch_from=lambda fn: _front_rule(fn, lambda per, index: (((slice(None),) + tuple(index),), {})),
+)
 
 
 def _embed_slice_batch(args, dims):
@@ -203,7 +202,13 @@ def _embed_slice_batch(args, dims):
     return _embed_slice(g, (slice(None),) + tuple(index), (gs[0],) + tuple(shape)), 0
 
 
-defbatch(_embed_slice, _embed_slice_batch)
+_embed_slice = defprimitive(
+    _embed_slice_raw,
+    name="embed_slice",
+    vjp=lambda g, ans, x, index, shape: _take_slice(g, index),
+    linear=True,
+    batch=_embed_slice_batch,
+)
 
 
 def _scalar_array(xp: Any, a: Any) -> Any:
@@ -229,15 +234,21 @@ def _scatter_axis_raw(g: Any, idx: np.ndarray, n: int, axis: int) -> Any:
     return out
 
 
-_take_axis = primitive(_take_axis_raw, "take_axis")
-_scatter_axis = primitive(_scatter_axis_raw, "scatter_axis")
-defvjp(_take_axis, lambda g, ans, x, idx, axis: _scatter_axis(g, idx, _shape(x)[axis], axis))
-def_linear(_take_axis)
-defvjp(_scatter_axis, lambda g, ans, x, idx, n, axis: _take_axis(g, idx, axis))
-def_linear(_scatter_axis)
-defbatch(_take_axis, _front_rule(_take_axis, lambda per, idx, axis: ((idx, _shift_axes(axis, len(per))), {})))
-defbatch(_scatter_axis, _front_rule(
-    _scatter_axis, lambda per, idx, n, axis: ((idx, n, _shift_axes(axis, len(per))), {})))
+_take_axis = defprimitive(
+    _take_axis_raw,
+    name="take_axis",
+    vjp=lambda g, ans, x, idx, axis: _scatter_axis(g, idx, _shape(x)[axis], axis),
+    linear=True,
+    batch_from=lambda fn: _front_rule(fn, lambda per, idx, axis: ((idx, _shift_axes(axis, len(per))), {})),
+)
+_scatter_axis = defprimitive(
+    _scatter_axis_raw,
+    name="scatter_axis",
+    vjp=lambda g, ans, x, idx, n, axis: _take_axis(g, idx, axis),
+    linear=True,
+    batch_from=lambda fn: _front_rule(
+        fn, lambda per, idx, n, axis: ((idx, n, _shift_axes(axis, len(per))), {})),
+)
 
 
 def _diag_embed_raw(g: Any, offset: int, axis1: int, axis2: int, shape: tuple) -> Any:
@@ -249,9 +260,6 @@ def _diag_embed_raw(g: Any, offset: int, axis1: int, axis2: int, shape: tuple) -
     i = xp.arange(n) + max(-offset, 0)
     view[..., i, i + offset] = g
     return out
-
-
-_diag_embed = primitive(_diag_embed_raw, "diag_embed")
 
 
 # --------------------------------------------------------------------------
@@ -267,25 +275,12 @@ def _resolve_order(order: str, a: Any) -> str:
     return order
 
 
-reshape = primitive(backend_function("reshape"), "reshape")
-reshape.__doc__ = """Differentiable ``numpy.reshape`` (shape a tuple or an int, -1 allowed; order 'C', 'F' or 'A').
-
-Example::
-
-    fnp.reshape(x, (2, -1), order="F")
-"""
-
-
 def _reshape_vjp(g, ans, a, shape=None, order="C", copy=None):
     return reshape(g, _shape(a), order=_resolve_order(order, a))
 
 
 def _reshape_jvp(t, ans, a, shape=None, order="C", copy=None):
     return reshape(t, shape, order=_resolve_order(order, a))
-
-
-defvjp(reshape, _reshape_vjp)
-defjvp(reshape, _reshape_jvp)
 
 
 def _target_shape(shape: Any, per: tuple) -> tuple:
@@ -341,7 +336,19 @@ def _reshape_batch(args, dims, **kwargs):
     return reshape(move_to_front(a, d), (size,) + target, order=order, **kwargs), 0
 
 
-defbatch(reshape, _reshape_batch)
+reshape = defprimitive(
+    backend_function("reshape"),
+    name="reshape",
+    vjp=_reshape_vjp,
+    jvp=_reshape_jvp,
+    batch=_reshape_batch,
+    doc="""Differentiable ``numpy.reshape`` (shape a tuple or an int, -1 allowed; order 'C', 'F' or 'A').
+
+Example::
+
+    fnp.reshape(x, (2, -1), order="F")
+""",
+)
 
 
 def ravel(a: Any, order: str = "C") -> Any:
@@ -361,15 +368,6 @@ def ravel(a: Any, order: str = "C") -> Any:
     return reshape(a, (-1,), order=order)
 
 
-transpose = primitive(backend_function("transpose"), "transpose")
-transpose.__doc__ = """Differentiable ``numpy.transpose`` (axes None or a permutation, negative axes allowed).
-
-Example::
-
-    fnp.transpose(x, (1, 0, 2))
-"""
-
-
 def _transpose_vjp(g, ans, a, axes=None):
     if axes is None:
         return transpose(g)
@@ -378,10 +376,6 @@ def _transpose_vjp(g, ans, a, axes=None):
     for i, ax in enumerate(axes):
         inverse[operator.index(ax) % nd] = i
     return transpose(g, tuple(inverse))
-
-
-defvjp(transpose, _transpose_vjp)
-def_linear(transpose)
 
 
 def _transpose_adjust(per, axes=None):
@@ -393,21 +387,36 @@ def _transpose_adjust(per, axes=None):
     return ((0,) + _shift_axes(axes, nd),), {}
 
 
-defbatch(transpose, _front_rule(transpose, _transpose_adjust))
+transpose = defprimitive(
+    backend_function("transpose"),
+    name="transpose",
+    vjp=_transpose_vjp,
+    linear=True,
+    batch_from=lambda fn: _front_rule(fn, _transpose_adjust),
+    doc="""Differentiable ``numpy.transpose`` (axes None or a permutation, negative axes allowed).
+
+Example::
+
+    fnp.transpose(x, (1, 0, 2))
+""",
+)
 permute_dims = transpose
 
 
-swapaxes = primitive(backend_function("swapaxes"), "swapaxes")
-swapaxes.__doc__ = """Differentiable ``numpy.swapaxes``.
+swapaxes = defprimitive(
+    backend_function("swapaxes"),
+    name="swapaxes",
+    vjp=lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2),
+    linear=True,
+    batch_from=lambda fn: _front_rule(
+        fn, lambda per, axis1, axis2: ((_shift_axes(axis1, len(per)), _shift_axes(axis2, len(per))), {})),
+    doc="""Differentiable ``numpy.swapaxes``.
 
 Example::
 
     fnp.swapaxes(x, 0, -1)
-"""
-defvjp(swapaxes, lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2))
-def_linear(swapaxes)
-defbatch(swapaxes, _front_rule(
-    swapaxes, lambda per, axis1, axis2: ((_shift_axes(axis1, len(per)), _shift_axes(axis2, len(per))), {})))
+""",
+)
 
 
 def matrix_transpose(x: Any) -> Any:
@@ -422,29 +431,21 @@ def matrix_transpose(x: Any) -> Any:
     return swapaxes(x, -1, -2)
 
 
-moveaxis = primitive(backend_function("moveaxis"), "moveaxis")
-moveaxis.__doc__ = """Differentiable ``numpy.moveaxis`` (source/destination ints or sequences).
+moveaxis = defprimitive(
+    backend_function("moveaxis"),
+    name="moveaxis",
+    vjp=lambda g, ans, a, source, destination: moveaxis(g, destination, source),
+    linear=True,
+    batch_from=lambda fn: _front_rule(
+        fn, lambda per, source, destination: ((_shift_axes(source, len(per)),
+                                                     _shift_axes(destination, len(per))), {})),
+    doc="""Differentiable ``numpy.moveaxis`` (source/destination ints or sequences).
 
 Example::
 
     fnp.moveaxis(x, 0, -1)
-"""
-defvjp(moveaxis, lambda g, ans, a, source, destination: moveaxis(g, destination, source))
-def_linear(moveaxis)
-defbatch(moveaxis, _front_rule(
-    moveaxis, lambda per, source, destination: ((_shift_axes(source, len(per)),
-                                                 _shift_axes(destination, len(per))), {})))
-
-
-expand_dims = primitive(backend_function("expand_dims"), "expand_dims")
-expand_dims.__doc__ = """Differentiable ``numpy.expand_dims`` (axis an int or a tuple).
-
-Example::
-
-    fnp.expand_dims(x, (0, -1))
-"""
-defvjp(expand_dims, lambda g, ans, a, axis: reshape(g, _shape(a)))
-def_linear(expand_dims)
+""",
+)
 
 
 def _expand_dims_adjust(per, axis):
@@ -452,17 +453,19 @@ def _expand_dims_adjust(per, axis):
     return (_shift_axes(axis, len(per) + (len(axis) if many else 1)),), {}
 
 
-defbatch(expand_dims, _front_rule(expand_dims, _expand_dims_adjust))
-
-squeeze = primitive(backend_function("squeeze"), "squeeze")
-squeeze.__doc__ = """Differentiable ``numpy.squeeze`` (axis None, an int or a tuple).
+expand_dims = defprimitive(
+    backend_function("expand_dims"),
+    name="expand_dims",
+    vjp=lambda g, ans, a, axis: reshape(g, _shape(a)),
+    linear=True,
+    batch_from=lambda fn: _front_rule(fn, _expand_dims_adjust),
+    doc="""Differentiable ``numpy.expand_dims`` (axis an int or a tuple).
 
 Example::
 
-    fnp.squeeze(x, axis=0)
-"""
-defvjp(squeeze, lambda g, ans, a, axis=None: reshape(g, _shape(a)))
-def_linear(squeeze)
+    fnp.expand_dims(x, (0, -1))
+""",
+)
 
 
 def _squeeze_adjust(per, axis=None):
@@ -471,15 +474,23 @@ def _squeeze_adjust(per, axis=None):
     return (_shift_axes(axis, len(per)),), {}
 
 
-defbatch(squeeze, _front_rule(squeeze, _squeeze_adjust))
+squeeze = defprimitive(
+    backend_function("squeeze"),
+    name="squeeze",
+    vjp=lambda g, ans, a, axis=None: reshape(g, _shape(a)),
+    linear=True,
+    batch_from=lambda fn: _front_rule(fn, _squeeze_adjust),
+    doc="""Differentiable ``numpy.squeeze`` (axis None, an int or a tuple).
+
+Example::
+
+    fnp.squeeze(x, axis=0)
+""",
+)
 
 
 # --------------------------------------------------------------------------
 # broadcasting
-
-_broadcast_to = primitive(backend_function("broadcast_to"), "broadcast_to")
-defvjp(_broadcast_to, lambda g, ans, array, shape, subok=False: unbroadcast(g, array))
-def_linear(_broadcast_to)
 
 
 def _broadcast_to_batch(args, dims, **kwargs):
@@ -495,7 +506,13 @@ def _broadcast_to_batch(args, dims, **kwargs):
     return _broadcast_to(x, (s[0],) + target, *params, **kwargs), 0
 
 
-defbatch(_broadcast_to, _broadcast_to_batch)
+_broadcast_to = defprimitive(
+    backend_function("broadcast_to"),
+    name="broadcast_to",
+    vjp=lambda g, ans, array, shape, subok=False: unbroadcast(g, array),
+    linear=True,
+    batch=_broadcast_to_batch,
+)
 
 
 def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
@@ -598,9 +615,6 @@ def _stack_raw(axis: int, *arrays: Any, **kwargs: Any) -> Any:
     return namespace_of(*arrays).stack(arrays, axis=axis, **kwargs)
 
 
-_concatenate = primitive(_concatenate_raw, "concatenate")
-_stack = primitive(_stack_raw, "stack")
-
 # The rules see all arguments at once (``vjp_all``/``jvp_all``): one split of the
 # cotangent serves every traced argument, and one join of the tangents (zeros for
 # constant arguments) makes the output tangent, so a call with k traced arguments
@@ -648,12 +662,6 @@ def _stack_jvp_all(tangents, ans, axis, *arrays, **kwargs):
     return _stack(axis, *_join_tangents(tangents, ans, arrays))
 
 
-defvjp_all(_concatenate, _concatenate_vjp_all)
-defjvp_all(_concatenate, _concatenate_jvp_all)
-defvjp_all(_stack, _stack_vjp_all)
-defjvp_all(_stack, _stack_jvp_all)
-
-
 def _join_batch(fn: Any, new_axis: int) -> Any:
     """Rule for ``fn(axis, *arrays)``: batched members get their batch axis first, the
     others are broadcast along a new leading axis of the batch size; axis shifts by one."""
@@ -679,8 +687,20 @@ def _join_batch(fn: Any, new_axis: int) -> Any:
     return rule
 
 
-defbatch(_concatenate, _join_batch(_concatenate, 0))
-defbatch(_stack, _join_batch(_stack, 1))
+_concatenate = defprimitive(
+    _concatenate_raw,
+    name="concatenate",
+    vjp_all=_concatenate_vjp_all,
+    jvp_all=_concatenate_jvp_all,
+    batch_from=lambda fn: _join_batch(fn, 0),
+)
+_stack = defprimitive(
+    _stack_raw,
+    name="stack",
+    vjp_all=_stack_vjp_all,
+    jvp_all=_stack_jvp_all,
+    batch_from=lambda fn: _join_batch(fn, 1),
+)
 
 
 def concatenate(arrays: Any, axis: int | None = 0, out: Any = None, *, dtype: Any = None,
@@ -800,11 +820,6 @@ def _split_raw(x: Any, indices: tuple, axis: int) -> tuple:
     return tuple(namespace_of(x).split(x, list(indices), axis=axis))
 
 
-_split = primitive(_split_raw, "split", multiple_results=True)
-defvjp(_split, lambda g, ans, x, indices, axis: concatenate(list(g), axis=axis))
-defjvp(_split, lambda t, ans, x, indices, axis: _split(t, indices, axis))
-
-
 def _split_batch(args, dims):
     if any(d is not None for d in dims[1:]):
         return _loop(_split, args, dims, {})
@@ -814,7 +829,14 @@ def _split_batch(args, dims):
     return out, (0,) * len(out)
 
 
-defbatch(_split, _split_batch)
+_split = defprimitive(
+    _split_raw,
+    name="split",
+    vjp=lambda g, ans, x, indices, axis: concatenate(list(g), axis=axis),
+    jvp=lambda t, ans, x, indices, axis: _split(t, indices, axis),
+    batch=_split_batch,
+    multiple_results=True,
+)
 
 
 def _split_at(x: Any, div_points: list, axis: int) -> list:
@@ -932,14 +954,6 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple:
 # --------------------------------------------------------------------------
 # repetition
 
-tile = primitive(backend_function("tile"), "tile")
-tile.__doc__ = """Differentiable ``numpy.tile``; its VJP sums the tiles.
-
-Example::
-
-    fnp.tile(x, (2, 1))
-"""
-
 
 def _tile_vjp(g, ans, A, reps):
     xs = _shape(A)
@@ -952,10 +966,6 @@ def _tile_vjp(g, ans, A, reps):
         split_shape += [r, s]
     g = fnp.sum(reshape(g, tuple(split_shape)), axis=tuple(range(0, 2 * d, 2)))
     return reshape(g, xs)
-
-
-defvjp(tile, _tile_vjp)
-def_linear(tile)
 
 
 def _tile_batch(args, dims, **kwargs):
@@ -974,14 +984,23 @@ def _tile_batch(args, dims, **kwargs):
     return tile(x, (1,) * (d - len(reps) + 1) + reps), 0
 
 
-defbatch(tile, _tile_batch)
+tile = defprimitive(
+    backend_function("tile"),
+    name="tile",
+    vjp=_tile_vjp,
+    linear=True,
+    batch=_tile_batch,
+    doc="""Differentiable ``numpy.tile``; its VJP sums the tiles.
+
+Example::
+
+    fnp.tile(x, (2, 1))
+""",
+)
 
 
 def _repeat_raw(a: Any, repeats: Any, axis: Any) -> Any:
     return namespace_of(a).repeat(a, repeats, axis=axis)
-
-
-_repeat = primitive(_repeat_raw, "repeat")
 
 
 def _repeat_vjp(g, ans, a, repeats, axis):
@@ -1003,10 +1022,6 @@ def _repeat_vjp(g, ans, a, repeats, axis):
     return reshape(out, xs) if axis is None else out
 
 
-defvjp(_repeat, _repeat_vjp)
-def_linear(_repeat)
-
-
 def _repeat_batch(args, dims):
     if any(d is not None for d in dims[1:]):
         return _loop(_repeat, args, dims, {})
@@ -1017,7 +1032,13 @@ def _repeat_batch(args, dims):
     return _repeat(a, repeats, _shift_axes(axis, _ndim(a) - 1)), 0
 
 
-defbatch(_repeat, _repeat_batch)
+_repeat = defprimitive(
+    _repeat_raw,
+    name="repeat",
+    vjp=_repeat_vjp,
+    linear=True,
+    batch=_repeat_batch,
+)
 
 
 def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
@@ -1041,22 +1062,24 @@ def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
 # --------------------------------------------------------------------------
 # reordering
 
-flip = primitive(backend_function("flip"), "flip")
-flip.__doc__ = """Differentiable ``numpy.flip`` (axis None, an int or a tuple).
-
-Example::
-
-    fnp.flip(x, axis=0)
-"""
-defvjp(flip, lambda g, ans, m, axis=None: flip(g, axis))
-def_linear(flip)
-
 
 def _flip_adjust(per, axis=None):
     return (tuple(range(1, len(per) + 1)) if axis is None else _shift_axes(axis, len(per)),), {}
 
 
-defbatch(flip, _front_rule(flip, _flip_adjust))
+flip = defprimitive(
+    backend_function("flip"),
+    name="flip",
+    vjp=lambda g, ans, m, axis=None: flip(g, axis),
+    linear=True,
+    batch_from=lambda fn: _front_rule(fn, _flip_adjust),
+    doc="""Differentiable ``numpy.flip`` (axis None, an int or a tuple).
+
+Example::
+
+    fnp.flip(x, axis=0)
+""",
+)
 
 
 def fliplr(m: Any) -> Any:
@@ -1083,22 +1106,9 @@ def flipud(m: Any) -> Any:
     return flip(m, 0)
 
 
-roll = primitive(backend_function("roll"), "roll")
-roll.__doc__ = """Differentiable ``numpy.roll`` (shift an int or tuple, axis None, an int or a tuple).
-
-Example::
-
-    fnp.roll(x, (1, -2), axis=(0, 1))
-"""
-
-
 def _negate_shift(shift):
     s = np.negative(np.asarray(shift))  # shift is static host data (ints), not an array argument
     return int(s) if s.ndim == 0 else tuple(int(v) for v in s)
-
-
-defvjp(roll, lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis))
-def_linear(roll)
 
 
 def _roll_batch(args, dims, **kwargs):
@@ -1113,17 +1123,19 @@ def _roll_batch(args, dims, **kwargs):
     return roll(x, shift, _shift_axes(axis, _ndim(x) - 1)), 0
 
 
-defbatch(roll, _roll_batch)
-
-rot90 = primitive(backend_function("rot90"), "rot90")
-rot90.__doc__ = """Differentiable ``numpy.rot90``.
+roll = defprimitive(
+    backend_function("roll"),
+    name="roll",
+    vjp=lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis),
+    linear=True,
+    batch=_roll_batch,
+    doc="""Differentiable ``numpy.roll`` (shift an int or tuple, axis None, an int or a tuple).
 
 Example::
 
-    fnp.rot90(x, k=2)
-"""
-defvjp(rot90, lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes))
-def_linear(rot90)
+    fnp.roll(x, (1, -2), axis=(0, 1))
+""",
+)
 
 
 def _rot90_adjust(per, k=1, axes=(0, 1)):
@@ -1133,7 +1145,19 @@ def _rot90_adjust(per, k=1, axes=(0, 1)):
     return (k, _shift_axes(axes, len(per))), {}
 
 
-defbatch(rot90, _front_rule(rot90, _rot90_adjust))
+rot90 = defprimitive(
+    backend_function("rot90"),
+    name="rot90",
+    vjp=lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes),
+    linear=True,
+    batch_from=lambda fn: _front_rule(fn, _rot90_adjust),
+    doc="""Differentiable ``numpy.rot90``.
+
+Example::
+
+    fnp.rot90(x, k=2)
+""",
+)
 
 
 # --------------------------------------------------------------------------
@@ -1146,9 +1170,6 @@ _NUMPY_MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", 
 
 def _pad_raw(x: Any, widths: tuple, mode: str, kw: tuple) -> Any:
     return namespace_of(x).pad(x, widths, mode=mode, **dict(kw))
-
-
-_pad = primitive(_pad_raw, "pad")
 
 
 def _pad_vjp(g, ans, x, widths, mode, kw):
@@ -1166,10 +1187,6 @@ def _pad_jvp(t, ans, x, widths, mode, kw):
     return _pad(t, widths, mode, () if mode == "constant" else kw)
 
 
-defvjp(_pad, _pad_vjp)
-defjvp(_pad, _pad_jvp)
-
-
 def _pad_per_axis(value: Any, nd: int) -> Any:
     """A per-axis ``constant_values``/``end_values`` with a (0, 0) row for a leading batch axis."""
     xp = namespace_of(value)
@@ -1185,7 +1202,13 @@ def _pad_adjust(per, widths, mode, kw):
     return (((0, 0),) + tuple(widths), mode, kw), {}
 
 
-defbatch(_pad, _front_rule(_pad, _pad_adjust))
+_pad = defprimitive(
+    _pad_raw,
+    name="pad",
+    vjp=_pad_vjp,
+    jvp=_pad_jvp,
+    batch_from=lambda fn: _front_rule(fn, _pad_adjust),
+)
 
 
 def _pad_widths(pad_width: Any, nd: int) -> tuple:
@@ -1271,23 +1294,9 @@ def _pad_traced_constant(x: Any, widths: tuple, cv: Any) -> Any:
 # --------------------------------------------------------------------------
 # diagonals and triangles
 
-diagonal = primitive(backend_function("diagonal"), "diagonal")
-diagonal.__doc__ = """Differentiable ``numpy.diagonal`` (offset, axis1, axis2).
-
-Example::
-
-    fnp.diagonal(x, offset=1)
-"""
-
 
 def _diagonal_vjp(g, ans, a, offset=0, axis1=0, axis2=1):
     return _diag_embed(g, offset, axis1, axis2, _shape(a))
-
-
-defvjp(diagonal, _diagonal_vjp)
-def_linear(diagonal)
-defvjp(_diag_embed, lambda g, ans, x, offset, axis1, axis2, shape: diagonal(g, offset, axis1, axis2))
-def_linear(_diag_embed)
 
 
 def _diagonal_adjust(per, offset=0, axis1=0, axis2=1):
@@ -1305,8 +1314,26 @@ def _diag_embed_batch(args, dims):
     return _diag_embed(g, offset, _shift_axes(axis1, nd), _shift_axes(axis2, nd), out_shape), 0
 
 
-defbatch(diagonal, _front_rule(diagonal, _diagonal_adjust))
-defbatch(_diag_embed, _diag_embed_batch)
+diagonal = defprimitive(
+    backend_function("diagonal"),
+    name="diagonal",
+    vjp=_diagonal_vjp,
+    linear=True,
+    batch_from=lambda fn: _front_rule(fn, _diagonal_adjust),
+    doc="""Differentiable ``numpy.diagonal`` (offset, axis1, axis2).
+
+Example::
+
+    fnp.diagonal(x, offset=1)
+""",
+)
+_diag_embed = defprimitive(
+    _diag_embed_raw,
+    name="diag_embed",
+    vjp=lambda g, ans, x, offset, axis1, axis2, shape: diagonal(g, offset, axis1, axis2),
+    linear=True,
+    batch=_diag_embed_batch,
+)
 
 
 def diag(v: Any, k: int = 0) -> Any:
@@ -1353,27 +1380,6 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     return fnp.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
-triu = primitive(backend_function("triu"), "triu")
-triu.__doc__ = """Differentiable ``numpy.triu`` (zero below diagonal ``k``).
-
-Example::
-
-    fnp.triu(x, k=1)
-"""
-defvjp(triu, lambda g, ans, m, k=0: unbroadcast(triu(g, k), m))
-def_linear(triu)
-
-tril = primitive(backend_function("tril"), "tril")
-tril.__doc__ = """Differentiable ``numpy.tril`` (zero above diagonal ``k``).
-
-Example::
-
-    fnp.tril(x, k=-1)
-"""
-defvjp(tril, lambda g, ans, m, k=0: unbroadcast(tril(g, k), m))
-def_linear(tril)
-
-
 def _tri_batch(fn: Any) -> Any:
     """triu/tril act on the last two axes; a 1-D example is first broadcast to a square,
     as numpy does (its result is (n, n))."""
@@ -1392,8 +1398,32 @@ def _tri_batch(fn: Any) -> Any:
     return rule
 
 
-defbatch(triu, _tri_batch(triu))
-defbatch(tril, _tri_batch(tril))
+triu = defprimitive(
+    backend_function("triu"),
+    name="triu",
+    vjp=lambda g, ans, m, k=0: unbroadcast(triu(g, k), m),
+    linear=True,
+    batch_from=lambda fn: _tri_batch(fn),
+    doc="""Differentiable ``numpy.triu`` (zero below diagonal ``k``).
+
+Example::
+
+    fnp.triu(x, k=1)
+""",
+)
+tril = defprimitive(
+    backend_function("tril"),
+    name="tril",
+    vjp=lambda g, ans, m, k=0: unbroadcast(tril(g, k), m),
+    linear=True,
+    batch_from=lambda fn: _tri_batch(fn),
+    doc="""Differentiable ``numpy.tril`` (zero above diagonal ``k``).
+
+Example::
+
+    fnp.tril(x, k=-1)
+""",
+)
 
 
 # --------------------------------------------------------------------------
