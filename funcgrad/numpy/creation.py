@@ -24,7 +24,6 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import creation_namespace, namespace_of
 from ..core import Box, defprimitive, get_primitive
-from ..core.batching import defbatch
 from ._util import backend_function, dtype
 from ._util import shape as _shape
 
@@ -260,11 +259,27 @@ def _astype_raw(x: Any, dtype_: Any) -> Any:
     return np.asarray(x, dtype=dtype_)
 
 
+def _same_layout_rule(fn: Any) -> Any:
+    """Batching for ``fn(x, *params)`` whose result has ``x``'s layout: the batch axis stays put."""
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple:
+        if any(d is not None for d in dims[1:]):
+            from ._batching import fallback
+
+            k = next(i for i, d in enumerate(dims) if d is not None)
+            size = fnp.shape(args[k])[dims[k]]
+            return fallback(get_primitive(fn), list(args), list(dims), size, kwargs)
+        return fn(*args, **kwargs), dims[0]
+
+    return rule
+
+
 # A cast to an integer or boolean dtype has derivative zero almost everywhere.
 _astype_nondiff = defprimitive(
     _astype_raw,
     name="astype_nondiff",
     differentiable=False,
+    batch_from=_same_layout_rule,
 )
 
 
@@ -278,6 +293,7 @@ _astype = defprimitive(
     name="astype",
     vjp=_astype_vjp,
     linear=True,
+    batch_from=_same_layout_rule,
 )
 
 
@@ -305,22 +321,8 @@ copy = defprimitive(
     vjp=lambda g, ans, x, *args, **kwargs: g,
     linear=True,
     doc="Differentiable ``numpy.copy``.",
+    batch_from=_same_layout_rule,
 )
-
-
-def _same_layout_rule(fn: Any) -> Any:
-    """Batching for ``fn(x, *params)`` whose result has ``x``'s layout: the batch axis stays put."""
-
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple:
-        if any(d is not None for d in dims[1:]):
-            from ._batching import fallback
-
-            k = next(i for i, d in enumerate(dims) if d is not None)
-            size = fnp.shape(args[k])[dims[k]]
-            return fallback(get_primitive(fn), list(args), list(dims), size, kwargs)
-        return fn(*args, **kwargs), dims[0]
-
-    return rule
 
 
 # --------------------------------------------------------------------------
@@ -360,6 +362,7 @@ _full_like_raw = defprimitive(
     backend_function("full_like"),
     name="full_like",
     differentiable=False,
+    batch_from=_same_layout_rule,
 )
 
 
@@ -394,6 +397,7 @@ _device_copy = defprimitive(
     name="device_copy",
     vjp=lambda g, ans, x, device: _device_copy(g, _backend.device_of(x)),
     linear=True,
+    batch_from=_same_layout_rule,
 )
 
 
@@ -407,9 +411,6 @@ def device_copy(x: Any, device: Any) -> Any:
 
 
 _backend._traced_put = device_copy
-
-for _fn in (_astype, _astype_nondiff, copy, _full_like_raw, _device_copy):
-    defbatch(_fn, _same_layout_rule(_fn))
 
 
 def _shape_of(a: Any) -> tuple:

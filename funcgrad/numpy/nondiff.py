@@ -1,13 +1,13 @@
 """Functions without a derivative: queries, comparisons, logic, rounding, argmax ...
 
 Queries (shape, ndim, dtype ...) are plain functions. The others are
-``nondiff_primitive``: differentiating traces pass them through with a zero
-derivative, while batching still sees them. Functions whose *values* come
+declared with ``differentiable=False`` (one ``_nondiff`` line each, at the end of
+the file, naming the batching rule): differentiating traces pass them through
+with a zero derivative, while batching still sees them. Functions whose *values* come
 from the input (``unique``, ``bincount`` with weights) are differentiable and
 live in ``indexing``; ``full_like`` (differentiable in its fill value) lives
 in ``creation``.
 
-Every primitive here has a batching (vmap) rule, at the end of the file.
 Those whose output shape depends on the values (``nonzero``, ``argwhere``,
 ``flatnonzero``) batch only when every example gives the same shape.
 """
@@ -15,6 +15,7 @@ Those whose output shape depends on the values (``nonzero``, ``argwhere``,
 from __future__ import annotations
 
 import builtins
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -24,52 +25,28 @@ from numpy import diag_indices, indices, isscalar, issubdtype, promote_types, tr
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
-from ..core import Box, nondiff_primitive, primitive, unbox_all
-from ..core.batching import BatchBox, defbatch
+from ..core import Box, defprimitive, unbox_all
+from ..core.batching import BatchBox
 from ._batching import _aligned, elementwise_rule, fallback, move_to_front, normalize_axis
 from ._util import backend_function, dtype
 
-_ONE_ARRAY = [
-    "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "isnan", "isinf", "isfinite",
-    "isneginf", "isposinf", "signbit", "logical_not", "floor", "ceil", "rint", "trunc", "fix", "sign",
-    "count_nonzero", "any", "all", "iscomplex", "isreal", "searchsorted", "digitize",
-    "zeros_like", "ones_like", "empty_like", "round", "around", "nanargmax", "nanargmin",
-    "argpartition", "invert", "bitwise_not", "unravel_index", "tril_indices_from", "triu_indices_from",
-    "diag_indices_from",
-]
-_TWO_ARRAYS = [
-    "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
-    "logical_or", "logical_xor", "isclose", "allclose", "array_equal", "floor_divide", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "isin", "heaviside", "gcd", "lcm",
-    "array_equiv",
-]
 __all__ = [
     "shape", "ndim", "size", "result_type", "iscomplexobj", "isrealobj", "can_cast", "lexsort",
     "ravel_multi_index", "ix_", "diag_indices", "indices", "isscalar", "issubdtype", "promote_types",
     "tril_indices", "triu_indices",
+    "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "isnan", "isinf",
+    "isfinite", "isneginf", "isposinf", "signbit", "logical_not", "floor", "ceil", "rint", "trunc",
+    "fix", "sign", "count_nonzero", "any", "all", "iscomplex", "isreal", "searchsorted", "digitize",
+    "zeros_like", "ones_like", "empty_like", "round", "around", "nanargmax", "nanargmin",
+    "argpartition", "invert", "bitwise_not", "unravel_index", "tril_indices_from",
+    "triu_indices_from", "diag_indices_from", "less", "less_equal", "greater", "greater_equal",
+    "equal", "not_equal", "logical_and", "logical_or", "logical_xor", "isclose", "allclose",
+    "array_equal", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+    "right_shift", "isin", "heaviside", "gcd", "lcm", "array_equiv",
 ]
 
 # Those that return a tuple of arrays: several results, so that vmap batches each one.
 _MULTIPLE_RESULTS = {"nonzero", "unravel_index", "tril_indices_from", "triu_indices_from", "diag_indices_from"}
-
-
-def _nondiff(name: str, n_arrays: int) -> Callable:
-    raw = backend_function(name, n_arrays)
-    if name not in _MULTIPLE_RESULTS:
-        return nondiff_primitive(raw, name)
-    fn = primitive(raw, name, multiple_results=True)
-    fn.primitive.differentiable = False  # type: ignore[attr-defined]
-    return fn
-
-
-for _name in _ONE_ARRAY:
-    if hasattr(np, _name):
-        globals()[_name] = _nondiff(_name, 1)
-        __all__.append(_name)
-for _name in _TWO_ARRAYS:
-    if hasattr(np, _name):
-        globals()[_name] = _nondiff(_name, 2)
-        __all__.append(_name)
 
 
 def _concrete(x: Any, fn: str) -> Any:
@@ -196,14 +173,15 @@ def _loop(fn: Callable, args: list, dims: list, kwargs: dict) -> tuple[Any, Any]
     return fallback(fn.primitive, list(args), list(dims), _batch_size(args, dims), kwargs)
 
 
-def _refuse_where(fn: Callable, name: str) -> None:
-    """Traced calls of ufunc ``fn`` refuse ``where=`` (with ``out=`` it would be silently
-    wrong: the engine writes the whole result into ``out``). Plain calls keep it."""
+def _refuse_where(name: str) -> Callable[[tuple, dict], None]:
+    """The ``check_kwargs`` of ufunc ``name``: traced calls refuse ``where=`` (with ``out=``
+    it would be silently wrong: the engine writes the whole result into ``out``). Plain
+    calls keep it."""
     def check(args: tuple, kwargs: dict) -> None:
         if "where" in kwargs:
             raise _where_error(name)
 
-    fn.primitive.check_kwargs = check  # type: ignore[attr-defined]  (the engine calls it when traced)
+    return check
 
 
 def _where_error(name: str) -> TypeError:
@@ -401,41 +379,92 @@ def _array_equiv_rule(args: list, dims: list) -> tuple[Any, Any]:
     return fnp.all(eq, axis=tuple(range(1, ndim(eq)))), 0
 
 
-_ELEMENTWISE = [  # broadcasting, not ufuncs (their extra parameters are scalars)
-    "isneginf", "isposinf", "fix", "iscomplex", "isreal", "round", "around", "isclose",
-]
-_AXIS = {  # name: (position of axis, its default, flatten each example when axis is None)
-    "argmax": (1, None, True), "argmin": (1, None, True), "nanargmax": (1, None, True),
-    "nanargmin": (1, None, True), "argsort": (1, -1, True), "argpartition": (2, -1, True),
-    "any": (1, None, False), "all": (1, None, False), "count_nonzero": (1, None, False),
-}
-_SHAPED_LIKE = {"searchsorted": 1, "digitize": 0, "isin": 0}
-_OTHER_RULES = {
-    "unravel_index": _unravel_index_rule, "allclose": _allclose_rule, "array_equal": _array_equal_rule,
-    "array_equiv": _array_equiv_rule,
-}
+def _nondiff(name: str, n_arrays: int, batch_from: Callable | None = None, batch: Callable | None = None) -> Callable:
+    """Declare ``numpy.<name>`` (``n_arrays`` array arguments) as a primitive with no derivative.
 
-for _name in _ONE_ARRAY + _TWO_ARRAYS:
-    _fn = globals().get(_name)
-    if _fn is None:
-        continue
-    _np_fn = getattr(np, _name)
-    if isinstance(_np_fn, np.ufunc):
-        _refuse_where(_fn, _name)
-        defbatch(_fn, _ufunc_rule(_fn, _name, _np_fn.nin))
-    elif _name in _ELEMENTWISE:
-        defbatch(_fn, elementwise_rule(_fn))
-    elif _name in _AXIS:
-        defbatch(_fn, _axis_rule(_fn, *_AXIS[_name]))
-    elif _name in _SHAPED_LIKE:
-        defbatch(_fn, _shaped_like_rule(_fn, _SHAPED_LIKE[_name]))
-    elif _name in ("nonzero", "argwhere", "flatnonzero"):
-        defbatch(_fn, _data_dependent_rule(_fn))
-    elif _name in ("zeros_like", "ones_like", "empty_like"):
-        defbatch(_fn, _like_rule(_fn))
-    elif _name in ("tril_indices_from", "triu_indices_from", "diag_indices_from"):
-        defbatch(_fn, _from_shape_rule(_fn))
-    else:
-        defbatch(_fn, _OTHER_RULES[_name])
-del _name, _fn, _np_fn
+    A ufunc refuses ``where=`` on traced values and batches as a broadcasting ufunc;
+    the others name their batching rule.
+    """
+    np_fn = getattr(np, name)
+    check = None
+    if isinstance(np_fn, np.ufunc):
+        batch_from = functools.partial(_ufunc_rule, name=name, nin=np_fn.nin)
+        check = _refuse_where(name)
+    return defprimitive(
+        backend_function(name, n_arrays), name=name, differentiable=False, batch=batch, batch_from=batch_from,
+        multiple_results=name in _MULTIPLE_RESULTS, check_kwargs=check,
+    )
+
+
+def _axis(axis_pos: int, default: Any, flatten_when_none: bool) -> Callable:
+    return lambda fn: _axis_rule(fn, axis_pos, default, flatten_when_none)
+
+
+def _shaped_like(pos: int) -> Callable:
+    return lambda fn: _shaped_like_rule(fn, pos)
+
+
+argmax = _nondiff("argmax", 1, _axis(1, None, True))
+argmin = _nondiff("argmin", 1, _axis(1, None, True))
+argsort = _nondiff("argsort", 1, _axis(1, -1, True))
+argwhere = _nondiff("argwhere", 1, _data_dependent_rule)
+nonzero = _nondiff("nonzero", 1, _data_dependent_rule)
+flatnonzero = _nondiff("flatnonzero", 1, _data_dependent_rule)
+isnan = _nondiff("isnan", 1)
+isinf = _nondiff("isinf", 1)
+isfinite = _nondiff("isfinite", 1)
+isneginf = _nondiff("isneginf", 1, elementwise_rule)
+isposinf = _nondiff("isposinf", 1, elementwise_rule)
+signbit = _nondiff("signbit", 1)
+logical_not = _nondiff("logical_not", 1)
+floor = _nondiff("floor", 1)
+ceil = _nondiff("ceil", 1)
+rint = _nondiff("rint", 1)
+trunc = _nondiff("trunc", 1)
+fix = _nondiff("fix", 1, elementwise_rule)
+sign = _nondiff("sign", 1)
+count_nonzero = _nondiff("count_nonzero", 1, _axis(1, None, False))
+any = _nondiff("any", 1, _axis(1, None, False))
+all = _nondiff("all", 1, _axis(1, None, False))
+iscomplex = _nondiff("iscomplex", 1, elementwise_rule)
+isreal = _nondiff("isreal", 1, elementwise_rule)
+searchsorted = _nondiff("searchsorted", 1, _shaped_like(1))
+digitize = _nondiff("digitize", 1, _shaped_like(0))
+zeros_like = _nondiff("zeros_like", 1, _like_rule)
+ones_like = _nondiff("ones_like", 1, _like_rule)
+empty_like = _nondiff("empty_like", 1, _like_rule)
+round = _nondiff("round", 1, elementwise_rule)
+around = _nondiff("around", 1, elementwise_rule)
+nanargmax = _nondiff("nanargmax", 1, _axis(1, None, True))
+nanargmin = _nondiff("nanargmin", 1, _axis(1, None, True))
+argpartition = _nondiff("argpartition", 1, _axis(2, -1, True))
+invert = _nondiff("invert", 1)
+bitwise_not = _nondiff("bitwise_not", 1)
+unravel_index = _nondiff("unravel_index", 1, batch=_unravel_index_rule)
+tril_indices_from = _nondiff("tril_indices_from", 1, _from_shape_rule)
+triu_indices_from = _nondiff("triu_indices_from", 1, _from_shape_rule)
+diag_indices_from = _nondiff("diag_indices_from", 1, _from_shape_rule)
+less = _nondiff("less", 2)
+less_equal = _nondiff("less_equal", 2)
+greater = _nondiff("greater", 2)
+greater_equal = _nondiff("greater_equal", 2)
+equal = _nondiff("equal", 2)
+not_equal = _nondiff("not_equal", 2)
+logical_and = _nondiff("logical_and", 2)
+logical_or = _nondiff("logical_or", 2)
+logical_xor = _nondiff("logical_xor", 2)
+isclose = _nondiff("isclose", 2, elementwise_rule)
+allclose = _nondiff("allclose", 2, batch=_allclose_rule)
+array_equal = _nondiff("array_equal", 2, batch=_array_equal_rule)
+floor_divide = _nondiff("floor_divide", 2)
+bitwise_and = _nondiff("bitwise_and", 2)
+bitwise_or = _nondiff("bitwise_or", 2)
+bitwise_xor = _nondiff("bitwise_xor", 2)
+left_shift = _nondiff("left_shift", 2)
+right_shift = _nondiff("right_shift", 2)
+isin = _nondiff("isin", 2, _shaped_like(0))
+heaviside = _nondiff("heaviside", 2)
+gcd = _nondiff("gcd", 2)
+lcm = _nondiff("lcm", 2)
+array_equiv = _nondiff("array_equiv", 2, batch=_array_equiv_rule)
 

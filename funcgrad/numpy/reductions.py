@@ -35,8 +35,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
-from ..core import defjvp, defprimitive, defvjp, primitive
-from ..core.batching import defbatch
+from ..core import defprimitive
 from ._batching import fallback, move_to_front
 from ._util import _value, dtype as _dtype, is_complex, shape
 
@@ -593,7 +592,6 @@ def _chooser(name: str, doc: str):
         return fn(a, axis=axis, keepdims=keepdims, initial=initial)
 
     raw.__doc__ = doc
-    prim = primitive(raw, name)
 
     def locations(ans, a, axis, keepdims):
         """0/1 at the positions of the extremum, and their count per output (at least 1)."""
@@ -612,9 +610,10 @@ def _chooser(name: str, doc: str):
         tt = sum(t * where, axis=axes, keepdims=True) / count
         return tt if keepdims or not axes else fnp.reshape(tt, shape(ans))
 
-    defvjp(prim, vjp)  # ``initial`` is a constant: a traced one raises (no rule)
-    defjvp(prim, jvp)
-    defbatch(prim, _reduction_batch(prim, ("a", "axis", "out", "keepdims", "initial"), (None, None, None, False, None)))
+    prim = defprimitive(  # ``initial`` is a constant: a traced one raises (no rule)
+        raw, name=name, vjp=vjp, jvp=jvp,
+        batch_from=lambda fn: _reduction_batch(fn, ("a", "axis", "out", "keepdims", "initial"), (None, None, None, False, None)),
+    )
 
     def public(a, axis=None, out=None, keepdims=False, initial=None):
         if out is None:

@@ -39,7 +39,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import fused, namespace_of
-from ..core import defprimitive, primitive
+from ..core import defprimitive
 from ..numpy._batching import elementwise_rule, move_to_front, reduction_rule
 from ..numpy._util import ndim, shape, unbroadcast
 
