@@ -28,7 +28,7 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -719,15 +719,21 @@ def _is_array_leaf(v: Any) -> bool:
     return ns is not np
 
 
-# Set by funcgrad.numpy: a differentiable device copy, used for traced leaves.
 _traced_put: Any = None
+
+
+def register_traced_put(fn: Callable[[Any, Device], Any]) -> None:
+    """Register ``fn(x, device)``: the differentiable device copy ``device_put`` uses for a
+    traced value (funcgrad.numpy registers one; the backend knows no derivatives)."""
+    global _traced_put
+    _traced_put = fn
 
 
 def _put_one(v: Any, dev: Device) -> Any:
     from .core import Box
 
     if isinstance(v, Box):
-        if _traced_put is None:  # pragma: no cover - funcgrad.numpy sets it on import
+        if _traced_put is None:  # pragma: no cover - funcgrad.numpy registers one on import
             raise TypeError("fg.device_put of a traced value needs funcgrad.numpy")
         return _traced_put(v, dev)
     if not _is_array_leaf(v):

@@ -6,8 +6,6 @@ without the loop fallback."""
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 
 import numpy as np
 import pytest
@@ -17,7 +15,6 @@ from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.core import batching as _core_batching
 from funcgrad.numpy import elementwise as E
 from funcgrad.numpy import nondiff as N
 
@@ -26,18 +23,7 @@ from test_elementwise import BINARY, UNARY, sample
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True)
 
 
-@contextlib.contextmanager
-def no_fallback():
-    """Any warning inside (a 'no batching rule' one in particular) is an error, also for
-    primitives that already warned earlier in the session (they warn only once)."""
-    saved = _core_batching._warned
-    _core_batching._warned = set()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            yield
-    finally:
-        _core_batching._warned = saved
+from factories import no_fallback  # noqa: E402
 
 
 def take(a, b, ax):

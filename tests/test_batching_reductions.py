@@ -5,8 +5,6 @@ positions; ``where=`` / ``initial=`` under vmap; and the Jacobian transforms
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 
 import numpy as np
 import pytest
@@ -15,7 +13,8 @@ from hypothesis.extra import numpy as hnp
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.core import batching as _core_batching
+from factories import no_fallback as _no_fallback
+from strategies import axis_for
 from funcgrad.numpy import creation as _creation, reductions as R
 from funcgrad.testing import check_grads
 
@@ -34,20 +33,9 @@ _ELSEWHERE = {"astype": _creation._astype}
 NOT_YET_BATCHED = sorted(name for name, fn in _ELSEWHERE.items() if fn.primitive.batch_rule is None)
 
 
-@contextlib.contextmanager
 def no_fallback():
-    """Any 'no batching rule' warning (indeed any warning) inside is an error, also
-    for primitives that warned earlier in the session (they warn only once)."""
-    saved = _core_batching._warned
-    _core_batching._warned = set()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            for name in NOT_YET_BATCHED:
-                warnings.filterwarnings("ignore", message=f"vmap: primitive '{name}' has no batching rule")
-            yield
-    finally:
-        _core_batching._warned = saved
+    """No loop fallback inside (except for NOT_YET_BATCHED), and warnings are errors."""
+    return _no_fallback(allow=NOT_YET_BATCHED)
 
 
 def loop(f, in_axes, *args):
@@ -77,18 +65,6 @@ def batch_of(per, size, pos, kind, dtype, seed):
     """``size`` examples of shape ``per``, stacked along axis ``pos`` (may be negative)."""
     x = values(kind, (size,) + tuple(per), dtype, seed)
     return np.moveaxis(x, 0, pos)
-
-
-@st.composite
-def axis_for(draw, nd, allow_tuple=True):
-    kinds = ["none"] + (["int"] if nd else []) + (["tuple"] if allow_tuple else [])
-    kind = draw(st.sampled_from(kinds))
-    if kind == "none":
-        return None
-    if kind == "int":
-        return draw(st.integers(-nd, nd - 1))
-    axes = draw(st.permutations(range(nd)))[: draw(st.integers(0, nd))]
-    return tuple(a - nd if draw(st.booleans()) else a for a in axes)
 
 
 @st.composite

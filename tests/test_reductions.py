@@ -10,7 +10,6 @@ import warnings
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from hypothesis.extra import numpy as hnp
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
@@ -22,20 +21,7 @@ FLOATS = [np.float64, np.float32]
 
 # --------------------------------------------------------------------------- strategies
 
-shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
-
-
-@st.composite
-def axis_for(draw, nd, allow_tuple=True):
-    """None, an int (possibly negative), or a tuple of distinct axes (unsorted, negatives)."""
-    kinds = ["none"] + (["int"] if nd else []) + (["tuple"] if allow_tuple else [])
-    kind = draw(st.sampled_from(kinds))
-    if kind == "none":
-        return None
-    if kind == "int":
-        return draw(st.integers(-nd, nd - 1))
-    axes = draw(st.permutations(range(nd)))[: draw(st.integers(0, nd))]
-    return tuple(a - nd if draw(st.booleans()) else a for a in axes)
+from strategies import axis_for, shapes  # noqa: E402
 
 
 @st.composite

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 from sys import getrefcount
 
 from .constant import ConstBox
+from .hooks import zeros_like
 from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order"]
@@ -291,11 +292,6 @@ def tape_order(out_nodes: Iterable[VJPNode]) -> dict[VJPNode, int]:
             else:
                 counts[p] = c + 1
     return counts
-
-
-# Set by funcgrad.numpy: builds a zero cotangent for an unused result of a
-# multi-result primitive. The core itself knows nothing of arrays.
-zeros_like: Callable[[Any], Any] = lambda x: x * 0  # noqa: E731
 
 
 _SOLE_REFS = _count_sole_refs()

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import funcgrad.numpy as fnp
 
-from ..core import batching as _core_batching
+from ..core.hooks import register_batching_fallback
 from ._util import ndim, shape
 
 __all__ = [
@@ -125,4 +125,4 @@ def fallback(prim: Any, args: list, dims: list, size: int, kwargs: dict) -> tupl
     return fnp.stack(results), 0
 
 
-_core_batching.fallback = fallback
+register_batching_fallback(fallback)

@@ -422,17 +422,3 @@ def _unsupported(what: str):
         f"name from funcgrad.numpy if there is one, build it from supported functions, or make "
         f"it a primitive with fg.primitive(...) and give it rules with fg.defvjp / fg.defjvp"
     )
-
-
-def install() -> None:
-    """Copy the array methods onto :class:`Box` (done once, on import)."""
-    for name, member in vars(ArrayMethods).items():
-        if name.startswith("__") and name not in _DUNDERS:
-            continue
-        setattr(Box, name, member)
-
-
-_DUNDERS = {
-    name for name in vars(ArrayMethods)
-    if name.startswith("__") and name not in ("__module__", "__doc__", "__dict__", "__weakref__", "__qualname__")
-}

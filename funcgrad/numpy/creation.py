@@ -57,9 +57,9 @@ def _shaped(name: str, example: str) -> Callable[..., Any]:
     return create
 
 
-zeros = _shaped("zeros", 'fnp.zeros((2, 3), device="cuda")')
-ones = _shaped("ones", "fnp.ones(3, dtype=fnp.float32)")
-empty = _shaped("empty", "fnp.empty((4, 4))")
+_zeros = _shaped("zeros", 'fnp.zeros((2, 3), device="cuda")')
+_ones = _shaped("ones", "fnp.ones(3, dtype=fnp.float32)")
+_empty = _shaped("empty", "fnp.empty((4, 4))")
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None,
@@ -75,7 +75,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
         return xp.arange(*args, dtype=dtype)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *,  # noqa: N803
+def _eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *,  # noqa: N803
         device: Any = None, like: Any = None) -> Any:
     """``numpy.eye`` on ``device`` (default: the default device)."""
     xp, scope = creation_namespace(device)
@@ -85,7 +85,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str
         return xp.eye(N, M, k, dtype=dtype, order=order)
 
 
-def identity(n: int, dtype: Any = None, *, device: Any = None, like: Any = None) -> Any:
+def _identity(n: int, dtype: Any = None, *, device: Any = None, like: Any = None) -> Any:
     """``numpy.identity`` on ``device`` (default: the default device)."""
     xp, scope = creation_namespace(device)
     if xp is np:
@@ -168,7 +168,7 @@ def _stack_nested(obj: Any, dtype_: Any) -> Any:
     return obj if dtype_ is None else astype(obj, dtype_)
 
 
-def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", ndmin: int = 0,
+def _array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", ndmin: int = 0,
           device: Any = None) -> Any:
     """``numpy.array`` that also takes (nested lists of) traced values.
 
@@ -192,7 +192,7 @@ def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", n
     if xp is not np:
         if device is not None and _backend.device_of(obj if not isinstance(obj, (list, tuple)) else _first_array(obj)) \
                 != _backend.as_device(device):
-            return _put(array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin), device)
+            return _put(_array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin), device)
         if isinstance(obj, (list, tuple)):
             out = _stack_device(obj, xp, dtype)
             while out.ndim < ndmin:
@@ -226,9 +226,9 @@ def asarray(obj: Any, dtype: Any = None, order: str | None = None, *, copy: bool
             )
         return obj if dtype is None or np.dtype(dtype) == fnp.result_type(obj) else astype(obj, dtype)
     if _contains_box(obj):
-        return array(obj, dtype=dtype, device=device)
+        return _array(obj, dtype=dtype, device=device)
     if isinstance(obj, (list, tuple)) and _device_namespace_in(obj) is not None:
-        return array(obj, dtype=dtype, device=device)
+        return _array(obj, dtype=dtype, device=device)
     xp = namespace_of(obj)
     if xp is not np:
         if device is not None and _backend.device_of(obj) != _backend.as_device(device):
@@ -315,7 +315,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
     return _astype(x, want)
 
 
-copy = defprimitive(
+_copy = defprimitive(
     backend_function("copy"),
     name="copy",
     vjp=lambda g, ans, x, *args, **kwargs: g,
@@ -328,7 +328,7 @@ copy = defprimitive(
 # --------------------------------------------------------------------------
 # full, full_like, linspace, logspace: differentiable in their values
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None) -> Any:
+def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None) -> Any:
     """``numpy.full`` on ``device``; differentiable in ``fill_value`` when it is traced.
 
     A device array as ``fill_value`` (a 0-d CuPy array, say) fills on its own
@@ -355,7 +355,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, de
     out = fnp.broadcast_to(fill_value, shape)
     if dtype is not None and np.dtype(dtype) != fnp.result_type(out):
         return astype(out, dtype)
-    return copy(out)  # a writable array of its own, not a broadcast view
+    return _copy(out)  # a writable array of its own, not a broadcast view
 
 
 _full_like_raw = defprimitive(
@@ -366,7 +366,7 @@ _full_like_raw = defprimitive(
 )
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
               shape: Any = None) -> Any:
     """``numpy.full_like``; differentiable in ``fill_value`` (not in ``a``) when it is traced.
 
@@ -381,7 +381,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subo
     out = fnp.broadcast_to(fill_value, target)
     if want != fnp.result_type(out):
         return astype(out, want)
-    return copy(out)
+    return _copy(out)
 
 
 # --------------------------------------------------------------------------
@@ -410,7 +410,7 @@ def device_copy(x: Any, device: Any) -> Any:
     return _device_copy(x, _backend.as_device(device))
 
 
-_backend._traced_put = device_copy
+_backend.register_traced_put(device_copy)
 
 
 def _shape_of(a: Any) -> tuple:
@@ -511,3 +511,20 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: 
         b = fnp.expand_dims(b, axis)
     out = fnp.power(b, y)
     return out if dtype is None else astype(out, dtype)
+
+
+# Inside a transform the creation functions return a constant box (see
+# funcgrad.numpy.inplace), so that NumPy code writing traced values into a new
+# array (``J = fnp.zeros((n, n)); J[i] = f(x[i])``) works unchanged.
+
+from .inplace import creation_function  # noqa: E402
+
+zeros = creation_function(_zeros)
+ones = creation_function(_ones)
+empty = creation_function(_empty)
+eye = creation_function(_eye)
+identity = creation_function(_identity)
+array = creation_function(_array)
+copy = creation_function(_copy)
+full = creation_function(_full)
+full_like = creation_function(_full_like)

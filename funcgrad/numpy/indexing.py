@@ -36,7 +36,7 @@ from ..core import Box, defprimitive, primitive, unbox_all
 from ..core.batching import BatchBox
 from ._batching import fallback, move_to_front
 from ._util import dtype, shape, unbroadcast
-from .nondiff import zeros_like as _zeros_like  # plain zeros (fnp.zeros_like may give a ConstBox)
+from .nondiff import _zeros_like  # plain zeros (fnp.zeros_like may give a ConstBox)
 
 __all__ = [
     "take", "take_along_axis", "put_along_axis", "compress", "extract", "choose", "at", "unique", "bincount",

@@ -430,9 +430,9 @@ iscomplex = _nondiff("iscomplex", 1, elementwise_rule)
 isreal = _nondiff("isreal", 1, elementwise_rule)
 searchsorted = _nondiff("searchsorted", 1, _shaped_like(1))
 digitize = _nondiff("digitize", 1, _shaped_like(0))
-zeros_like = _nondiff("zeros_like", 1, _like_rule)
-ones_like = _nondiff("ones_like", 1, _like_rule)
-empty_like = _nondiff("empty_like", 1, _like_rule)
+_zeros_like = _nondiff("zeros_like", 1, _like_rule)
+_ones_like = _nondiff("ones_like", 1, _like_rule)
+_empty_like = _nondiff("empty_like", 1, _like_rule)
 round = _nondiff("round", 1, elementwise_rule)
 around = _nondiff("around", 1, elementwise_rule)
 nanargmax = _nondiff("nanargmax", 1, _axis(1, None, True))
@@ -468,3 +468,12 @@ gcd = _nondiff("gcd", 2)
 lcm = _nondiff("lcm", 2)
 array_equiv = _nondiff("array_equiv", 2, batch=_array_equiv_rule)
 
+
+# Inside a transform these return a constant box (see funcgrad.numpy.inplace and
+# funcgrad.numpy.creation); the plain primitives are ``_zeros_like`` ...
+
+from .inplace import creation_function  # noqa: E402
+
+zeros_like = creation_function(_zeros_like)
+ones_like = creation_function(_ones_like)
+empty_like = creation_function(_empty_like)

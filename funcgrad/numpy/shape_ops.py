@@ -161,7 +161,7 @@ def _front_rule(fn: Any, adjust: Any, n_results: int = 0) -> Any:
 def _flatten_examples(x: Any) -> Any:
     """Batch-first ``x`` as (batch, per-example size): numpy's ``axis=None`` per example."""
     s = _shape(x)
-    return reshape(x, (s[0], math.prod(s[1:])))
+    return _reshape(x, (s[0], math.prod(s[1:])))
 
 
 # --------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def _embed_slice_batch(args, dims):
         # g may broadcast against its slot; keep its example part right-aligned behind the batch.
         slot = np.broadcast_to(np.empty((), np.int8), shape)[tuple(index)].shape
         if len(gs) - 1 < len(slot):
-            g = reshape(g, gs[:1] + (1,) * (len(slot) - len(gs) + 1) + gs[1:])
+            g = _reshape(g, gs[:1] + (1,) * (len(slot) - len(gs) + 1) + gs[1:])
     return _embed_slice(g, (slice(None),) + tuple(index), (gs[0],) + tuple(shape)), 0
 
 
@@ -276,11 +276,11 @@ def _resolve_order(order: str, a: Any) -> str:
 
 
 def _reshape_vjp(g, ans, a, shape=None, order="C", copy=None):
-    return reshape(g, _shape(a), order=_resolve_order(order, a))
+    return _reshape(g, _shape(a), order=_resolve_order(order, a))
 
 
 def _reshape_jvp(t, ans, a, shape=None, order="C", copy=None):
-    return reshape(t, shape, order=_resolve_order(order, a))
+    return _reshape(t, shape, order=_resolve_order(order, a))
 
 
 def _target_shape(shape: Any, per: tuple) -> tuple:
@@ -309,7 +309,7 @@ def _reshape_batch(args, dims, **kwargs):
     slowest in Fortran order when it comes last, so reshape to shape + (batch,) there.
     order='A' is resolved from the layout of one example as a view of the batched array."""
     if any(d is not None for d in dims[1:]):
-        return _loop(reshape, args, dims, kwargs)
+        return _loop(_reshape, args, dims, kwargs)
     a, d = args[0], dims[0]
     params = list(args[1:])
     if params:
@@ -332,11 +332,11 @@ def _reshape_batch(args, dims, **kwargs):
         last = len(full) - 1
         if d != last:
             a = fnp.moveaxis(a, d, last)
-        return reshape(a, target + (size,), order="F", **kwargs), len(target)
-    return reshape(move_to_front(a, d), (size,) + target, order=order, **kwargs), 0
+        return _reshape(a, target + (size,), order="F", **kwargs), len(target)
+    return _reshape(move_to_front(a, d), (size,) + target, order=order, **kwargs), 0
 
 
-reshape = defprimitive(
+_reshape = defprimitive(
     backend_function("reshape"),
     name="reshape",
     vjp=_reshape_vjp,
@@ -351,7 +351,7 @@ Example::
 )
 
 
-def ravel(a: Any, order: str = "C") -> Any:
+def _ravel(a: Any, order: str = "C") -> Any:
     """Differentiable ``numpy.ravel``.
 
     On traced values order 'K' is treated like 'A' (memory layouts other than C
@@ -365,17 +365,17 @@ def ravel(a: Any, order: str = "C") -> Any:
         return namespace_of(a).ravel(a, order=order)
     if order in ("K", "k"):
         order = "A"
-    return reshape(a, (-1,), order=order)
+    return _reshape(a, (-1,), order=order)
 
 
 def _transpose_vjp(g, ans, a, axes=None):
     if axes is None:
-        return transpose(g)
+        return _transpose(g)
     nd = len(axes)
     inverse = [0] * nd
     for i, ax in enumerate(axes):
         inverse[operator.index(ax) % nd] = i
-    return transpose(g, tuple(inverse))
+    return _transpose(g, tuple(inverse))
 
 
 def _transpose_adjust(per, axes=None):
@@ -387,7 +387,7 @@ def _transpose_adjust(per, axes=None):
     return ((0,) + _shift_axes(axes, nd),), {}
 
 
-transpose = defprimitive(
+_transpose = defprimitive(
     backend_function("transpose"),
     name="transpose",
     vjp=_transpose_vjp,
@@ -400,13 +400,13 @@ Example::
     fnp.transpose(x, (1, 0, 2))
 """,
 )
-permute_dims = transpose
+permute_dims = _transpose
 
 
-swapaxes = defprimitive(
+_swapaxes = defprimitive(
     backend_function("swapaxes"),
     name="swapaxes",
-    vjp=lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2),
+    vjp=lambda g, ans, a, axis1, axis2: _swapaxes(g, axis1, axis2),
     linear=True,
     batch_from=lambda fn: _front_rule(
         fn, lambda per, axis1, axis2: ((_shift_axes(axis1, len(per)), _shift_axes(axis2, len(per))), {})),
@@ -428,13 +428,13 @@ def matrix_transpose(x: Any) -> Any:
     """
     if _ndim(x) < 2:
         raise ValueError(f"matrix_transpose: input must be at least 2-dimensional, got shape {_shape(x)}")
-    return swapaxes(x, -1, -2)
+    return _swapaxes(x, -1, -2)
 
 
-moveaxis = defprimitive(
+_moveaxis = defprimitive(
     backend_function("moveaxis"),
     name="moveaxis",
-    vjp=lambda g, ans, a, source, destination: moveaxis(g, destination, source),
+    vjp=lambda g, ans, a, source, destination: _moveaxis(g, destination, source),
     linear=True,
     batch_from=lambda fn: _front_rule(
         fn, lambda per, source, destination: ((_shift_axes(source, len(per)),
@@ -453,10 +453,10 @@ def _expand_dims_adjust(per, axis):
     return (_shift_axes(axis, len(per) + (len(axis) if many else 1)),), {}
 
 
-expand_dims = defprimitive(
+_expand_dims = defprimitive(
     backend_function("expand_dims"),
     name="expand_dims",
-    vjp=lambda g, ans, a, axis: reshape(g, _shape(a)),
+    vjp=lambda g, ans, a, axis: _reshape(g, _shape(a)),
     linear=True,
     batch_from=lambda fn: _front_rule(fn, _expand_dims_adjust),
     doc="""Differentiable ``numpy.expand_dims`` (axis an int or a tuple).
@@ -474,10 +474,10 @@ def _squeeze_adjust(per, axis=None):
     return (_shift_axes(axis, len(per)),), {}
 
 
-squeeze = defprimitive(
+_squeeze = defprimitive(
     backend_function("squeeze"),
     name="squeeze",
-    vjp=lambda g, ans, a, axis=None: reshape(g, _shape(a)),
+    vjp=lambda g, ans, a, axis=None: _reshape(g, _shape(a)),
     linear=True,
     batch_from=lambda fn: _front_rule(fn, _squeeze_adjust),
     doc="""Differentiable ``numpy.squeeze`` (axis None, an int or a tuple).
@@ -502,7 +502,7 @@ def _broadcast_to_batch(args, dims, **kwargs):
     target = (operator.index(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
     s = _shape(x)
     if len(s) - 1 < len(target):  # example axes right-aligned behind the batch axis
-        x = reshape(x, s[:1] + (1,) * (len(target) - len(s) + 1) + s[1:])
+        x = _reshape(x, s[:1] + (1,) * (len(target) - len(s) + 1) + s[1:])
     return _broadcast_to(x, (s[0],) + target, *params, **kwargs), 0
 
 
@@ -557,7 +557,7 @@ def _atleast(a: Any, n: int) -> Any:
         new = (1,) + s + (1,) * (1 - len(s))
     else:
         new = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)]
-    return reshape(a, new)
+    return _reshape(a, new)
 
 
 def _atleast_nd(arys: tuple, n: int) -> Any:
@@ -647,7 +647,7 @@ def _stack_vjp_all(g, ans, argnums, axis, *arrays, **kwargs):
         i = argnums[0] - 1
         return [_ct_for(_take_slice(g, _axis_index(axis, i)), arrays[i])]
     pieces = _split(g, tuple(range(1, len(arrays))), axis)
-    return [_ct_for(reshape(pieces[n - 1], _shape(arrays[n - 1])), arrays[n - 1]) for n in argnums]
+    return [_ct_for(_reshape(pieces[n - 1], _shape(arrays[n - 1])), arrays[n - 1]) for n in argnums]
 
 
 def _join_tangents(tangents, ans, arrays):
@@ -724,7 +724,7 @@ def concatenate(arrays: Any, axis: int | None = 0, out: Any = None, *, dtype: An
         raise TypeError("concatenate: out= is not supported on traced values; use the returned array")
     arrays = _as_arrays(arrays)
     if axis is None:
-        arrays = [reshape(a, (-1,)) for a in arrays]
+        arrays = [_reshape(a, (-1,)) for a in arrays]
         axis = 0
     nd = _ndim(arrays[0])
     if nd == 0:
@@ -809,7 +809,7 @@ def column_stack(tup: Sequence[Any]) -> Any:
     items = _unpack(tup)
     if not _any_box(items):
         return namespace_of(*items).column_stack(items)
-    cols = [reshape(a, (-1, 1)) if _ndim(a) < 2 else a for a in _as_arrays(items)]
+    cols = [_reshape(a, (-1, 1)) if _ndim(a) < 2 else a for a in _as_arrays(items)]
     return concatenate(cols, 1)
 
 
@@ -948,7 +948,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple:
     n = _shape(x)[ax]
     if n == 0:
         return ()
-    return tuple(squeeze(p, axis=ax) for p in _split(x, tuple(range(1, n)), ax))
+    return tuple(_squeeze(p, axis=ax) for p in _split(x, tuple(range(1, n)), ax))
 
 
 # --------------------------------------------------------------------------
@@ -964,8 +964,8 @@ def _tile_vjp(g, ans, A, reps):
     split_shape = []
     for r, s in zip(reps_p, xs_p):
         split_shape += [r, s]
-    g = fnp.sum(reshape(g, tuple(split_shape)), axis=tuple(range(0, 2 * d, 2)))
-    return reshape(g, xs)
+    g = fnp.sum(_reshape(g, tuple(split_shape)), axis=tuple(range(0, 2 * d, 2)))
+    return _reshape(g, xs)
 
 
 def _tile_batch(args, dims, **kwargs):
@@ -980,7 +980,7 @@ def _tile_batch(args, dims, **kwargs):
     s = _shape(x)
     d = max(len(s) - 1, len(reps))
     if len(s) - 1 < d:  # numpy pads the example's shape with leading ones
-        x = reshape(x, s[:1] + (1,) * (d - len(s) + 1) + s[1:])
+        x = _reshape(x, s[:1] + (1,) * (d - len(s) + 1) + s[1:])
     return tile(x, (1,) * (d - len(reps) + 1) + reps), 0
 
 
@@ -1015,11 +1015,11 @@ def _repeat_vjp(g, ans, a, repeats, axis):
         repeats = repeats[0]
     if isinstance(repeats, int):
         gs = _shape(g)
-        out = fnp.sum(reshape(g, gs[:ax] + (n, repeats) + gs[ax + 1:]), axis=ax + 1)
+        out = fnp.sum(_reshape(g, gs[:ax] + (n, repeats) + gs[ax + 1:]), axis=ax + 1)
     else:
         idx = np.repeat(np.arange(n), np.asarray(repeats, dtype=np.intp))
         out = _scatter_axis(g, idx, n, ax)
-    return reshape(out, xs) if axis is None else out
+    return _reshape(out, xs) if axis is None else out
 
 
 def _repeat_batch(args, dims):
@@ -1119,7 +1119,7 @@ def _roll_batch(args, dims, **kwargs):
     shift = params.pop(0) if params else kwargs.pop("shift")
     axis = params.pop(0) if params else kwargs.pop("axis", None)
     if axis is None:  # numpy rolls the flattened example
-        return reshape(roll(_flatten_examples(x), shift, 1), _shape(x)), 0
+        return _reshape(roll(_flatten_examples(x), shift, 1), _shape(x)), 0
     return roll(x, shift, _shift_axes(axis, _ndim(x) - 1)), 0
 
 
@@ -1363,7 +1363,7 @@ def diagflat(v: Any, k: int = 0) -> Any:
     """
     if not isinstance(v, Box):
         return namespace_of(v).diagflat(v, k)
-    return diag(reshape(v, (-1,)), k)
+    return diag(_reshape(v, (-1,)), k)
 
 
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
@@ -1392,7 +1392,7 @@ def _tri_batch(fn: Any) -> Any:
         if len(s) == 1:
             return _loop(fn, args, dims, kwargs)  # numpy's error for 0-d input
         if len(s) == 2:
-            x = broadcast_to(reshape(x, (s[0], 1, s[1])), (s[0], s[1], s[1]))
+            x = broadcast_to(_reshape(x, (s[0], 1, s[1])), (s[0], s[1], s[1]))
         return fn(x, *args[1:], **kwargs), 0
 
     return rule
@@ -1442,10 +1442,28 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
         return tuple(namespace_of(*xi).meshgrid(*xi, copy=copy, sparse=sparse, indexing=indexing))
     nd = len(xi)
     s0 = (1,) * nd
-    out = [reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(_as_arrays(xi))]
+    out = [_reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(_as_arrays(xi))]
     if indexing == "xy" and nd > 1:
-        out[0] = reshape(out[0], (1, -1) + s0[2:])
-        out[1] = reshape(out[1], (-1, 1) + s0[2:])
+        out[0] = _reshape(out[0], (1, -1) + s0[2:])
+        out[1] = _reshape(out[1], (-1, 1) + s0[2:])
     if not sparse:
         out = broadcast_arrays(*out)
     return tuple(out)
+
+
+# --------------------------------------------------------------------------
+# The public layout functions are view-aware (see funcgrad.numpy.inplace): on a
+# traced array the result views its input, as in NumPy, so that a write through
+# either one shows in the other. Rules above call the primitives themselves.
+
+from .inplace import (  # noqa: E402
+    _moveaxis_back, _reshape_back, _swapaxes_back, _transpose_back, view_function,
+)
+
+reshape = view_function(_reshape, _reshape_back)
+ravel = view_function(_ravel, _reshape_back)
+squeeze = view_function(_squeeze, _reshape_back)
+expand_dims = view_function(_expand_dims, _reshape_back)
+transpose = view_function(_transpose, _transpose_back)
+swapaxes = view_function(_swapaxes, _swapaxes_back)
+moveaxis = view_function(_moveaxis, _moveaxis_back)
