@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .core import unbox_all
+from .core import shape_of, unbox_all
 
 __all__ = [
     "Device", "Backend", "namespace_of", "register_namespace", "register_backend", "get_backend",
@@ -826,18 +826,13 @@ def creation_namespace(device: Any = None) -> tuple[Any, Any]:
 NULL_SCOPE = _NULL_SCOPE = _NullScope()
 
 
-def shape_of(x: Any) -> tuple[int, ...]:
-    x = unbox_all(x)
-    s = getattr(x, "shape", None)
-    return () if s is None else tuple(s)
-
-
-def dtype_of(x: Any) -> Any:
+def dtype_of(x: Any) -> np.dtype[Any]:
+    """The NumPy dtype of an array, traced value or scalar (``np.result_type`` of a scalar)."""
     x = unbox_all(x)
     d = getattr(x, "dtype", None)
-    if d is None:
-        return np.result_type(x)
-    return d
+    if isinstance(d, np.dtype):
+        return d
+    return np.dtype(d) if d is not None else np.result_type(x)
 
 
 def is_float_dtype(dtype: Any) -> bool:

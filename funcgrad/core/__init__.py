@@ -16,16 +16,18 @@ from .trace import (
     LeakedTraceError,
     Primitive,
     Trace,
+    contains_box,
     current_traces,
     is_traced,
     nondiff_primitive,
     primitive,
+    shape_of,
     unbox_all,
 )
 
 __all__ = [
     "Box", "Trace", "Primitive", "LeakedTraceError", "primitive", "nondiff_primitive",
-    "unbox_all", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
+    "unbox_all", "shape_of", "contains_box", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
     "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive",
     "defvjp_all", "defjvp_all", "defprimitive",
 ]

@@ -10,7 +10,7 @@ one-shot passes, each node's saved values) as soon as it is consumed.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from sys import getrefcount
 
@@ -292,6 +292,25 @@ def tape_order(out_nodes: Iterable[VJPNode]) -> dict[VJPNode, int]:
             else:
                 counts[p] = c + 1
     return counts
+
+
+def forward_order(out_nodes: Iterable[VJPNode]) -> list[VJPNode]:
+    """Every node reachable from ``out_nodes``, each after its parents: the reverse of
+    the order in which :func:`backward_pass` runs them (a forward replay, ``linearize``)."""
+    roots = list(dict.fromkeys(out_nodes))
+    counts = tape_order(roots)
+    ready = [n for n in roots if counts[n] == 0]
+    order: list[VJPNode] = []
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for p in node.parents:
+            c = counts[p] - 1
+            counts[p] = c
+            if c == 0:
+                ready.append(p)
+    order.reverse()
+    return order
 
 
 _SOLE_REFS = _count_sole_refs()

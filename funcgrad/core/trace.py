@@ -33,6 +33,8 @@ __all__ = [
     "primitive",
     "nondiff_primitive",
     "unbox_all",
+    "shape_of",
+    "contains_box",
     "is_traced",
     "LeakedTraceError",
     "current_traces",
@@ -294,6 +296,23 @@ def unbox_all(x: Any) -> Any:
     while isinstance(x, Box):
         x = x._value
     return x
+
+
+def shape_of(x: Any) -> tuple[Any, ...]:
+    """The shape user code sees: a box's (a batching box hides its batch axis), an
+    array's, or () for a scalar."""
+    if isinstance(x, Box):
+        return x._shape()
+    return tuple(getattr(x, "shape", ()))
+
+
+def contains_box(obj: Any) -> bool:
+    """True when ``obj`` is a traced value or nested lists/tuples hold one."""
+    if isinstance(obj, Box):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(contains_box(o) for o in obj)
+    return False
 
 
 def is_traced(x: Any) -> bool:

@@ -14,8 +14,8 @@ import numpy as np
 
 import funcgrad.numpy as fnp  # rules call the namespace lazily, at run time
 
-from ..backend import _NAMESPACE_BY_TYPE, NUMPY_FAST_TYPES, namespace_of
-from ..core import Box
+from ..backend import _NAMESPACE_BY_TYPE, NUMPY_FAST_TYPES, dtype_of, namespace_of
+from ..core import shape_of, unbox_all
 
 __all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex"]
 
@@ -58,29 +58,13 @@ def backend_function(dotted: str, n_arrays: int = 1) -> Callable:
     return raw
 
 
-def _value(x: Any) -> Any:
-    while isinstance(x, Box):
-        x = x._value
-    return x
-
-
-def shape(x: Any) -> tuple[int, ...]:
-    """Shape of an array, box or scalar (scalars have shape ())."""
-    if isinstance(x, Box):
-        return x._shape()
-    return getattr(x, "shape", ())
+_value = unbox_all
+shape = shape_of  # shape of an array, box or scalar (scalars have shape ())
+dtype = dtype_of
 
 
 def ndim(x: Any) -> int:
     return len(shape(x))
-
-
-def dtype(x: Any) -> np.dtype:
-    v = _value(x)
-    d = getattr(v, "dtype", None)
-    if isinstance(d, np.dtype):
-        return d
-    return np.dtype(d) if d is not None else np.result_type(v)
 
 
 def is_complex(x: Any) -> bool:

@@ -20,12 +20,6 @@ from ..core import Box
 from ..core.batching import BatchBox
 
 
-def _value(x: Any) -> Any:
-    while isinstance(x, Box):
-        x = x._value
-    return x
-
-
 class ConversionError(ValueError):
     """A traced value was converted to a Python number, which would drop its derivative."""
 

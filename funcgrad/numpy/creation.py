@@ -21,6 +21,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..core.trace import contains_box
 from .. import backend as _backend
 from ..backend import creation_namespace, namespace_of
 from ..core import Box, defprimitive, get_primitive
@@ -154,14 +155,6 @@ def _put(a: Any, device: Any) -> Any:
 # --------------------------------------------------------------------------
 # array / asarray
 
-def _contains_box(obj: Any) -> bool:
-    if isinstance(obj, Box):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_contains_box(o) for o in obj)
-    return False
-
-
 def _stack_nested(obj: Any, dtype_: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return fnp.stack([_stack_nested(o, dtype_) for o in obj])
@@ -181,7 +174,7 @@ def _array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", 
 
         fg.grad(lambda x: fnp.array([x[0] * 2, x[1]]).sum())(fnp.ones(2))   # [2., 1.]
     """
-    if _contains_box(obj):
+    if contains_box(obj):
         out = _stack_nested(obj, dtype)
         if out is obj and copy:
             out = fnp.copy(out)  # NumPy copies: an in-place write must not reach obj
@@ -225,7 +218,7 @@ def asarray(obj: Any, dtype: Any = None, order: str | None = None, *, copy: bool
                 f"transform; move the inputs with fg.device_put before calling the transformed function"
             )
         return obj if dtype is None or np.dtype(dtype) == fnp.result_type(obj) else astype(obj, dtype)
-    if _contains_box(obj):
+    if contains_box(obj):
         return _array(obj, dtype=dtype, device=device)
     if isinstance(obj, (list, tuple)) and _device_namespace_in(obj) is not None:
         return _array(obj, dtype=dtype, device=device)

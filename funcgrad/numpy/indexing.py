@@ -31,8 +31,9 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..core.trace import contains_box
 from ..backend import device_constant, namespace_of, scatter, to_numpy
-from ..core import Box, defprimitive, primitive, unbox_all
+from ..core import Box, defprimitive, unbox_all
 from ..core.batching import BatchBox
 from ._batching import fallback, move_to_front
 from ._util import dtype, shape, unbroadcast
@@ -77,7 +78,7 @@ def _static_item(item: Any, x: Any) -> Any:
     if isinstance(item, list):
         if any(isinstance(i, (Box, list)) for i in item):
             item = [_static_item(i, x) for i in item]
-            if _contains_box(item):
+            if contains_box(item):
                 return _strip(fnp.array(item))  # per-example entries: stacked, still batched
         if _has_device_array(item):  # a list of device scalars/arrays: an array on that device
             return fnp.array(item)
@@ -113,12 +114,6 @@ def _on_device(idx: tuple, x: Any) -> tuple:
         else:
             out.append(item)
     return tuple(out) if changed else idx
-
-
-def _contains_box(obj: Any) -> bool:
-    if isinstance(obj, Box):
-        return True
-    return isinstance(obj, list) and any(_contains_box(o) for o in obj)
 
 
 def normalize_index(idx: Any, x: Any = None) -> tuple[tuple, tuple]:

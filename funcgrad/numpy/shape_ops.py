@@ -36,6 +36,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..core.trace import contains_box
 from ..backend import device_constant, namespace_of, scatter_add, to_numpy
 from ..core import Box, defprimitive, get_primitive, unbox_all
 from ._batching import fallback as _fallback, move_to_front
@@ -61,14 +62,6 @@ def _any_box(items: Sequence[Any]) -> bool:
     for a in items:
         if isinstance(a, Box):
             return True
-    return False
-
-
-def _contains_box(obj: Any) -> bool:
-    if isinstance(obj, Box):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_contains_box(o) for o in obj)
     return False
 
 
@@ -1240,7 +1233,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
         fnp.pad(x, ((1, 1), (0, 2)), mode="reflect")
     """
     cv = kwargs.get("constant_values", 0)
-    cv_traced = _contains_box(cv)
+    cv_traced = contains_box(cv)
     if not isinstance(array, Box) and not cv_traced:
         return namespace_of(array).pad(array, pad_width, mode=mode, **kwargs)
     if not isinstance(mode, str) or mode not in ("constant",) + _GATHER_MODES:

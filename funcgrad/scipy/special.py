@@ -56,7 +56,7 @@ _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
 # --------------------------------------------------------------------------
 # special-function module per array namespace
 
-_SPECIAL_BY_NAMESPACE: dict[int, Any] = {}
+_SPECIAL_BY_NAMESPACE: dict[int, tuple[Any, Any]] = {}  # id(xp) -> (xp, module): xp kept, so ids stay valid
 
 
 def _special_namespace(xp: Any, fn_name: str = "special functions") -> Any:
@@ -66,9 +66,9 @@ def _special_namespace(xp: Any, fn_name: str = "special functions") -> Any:
     ``scipy_special`` attribute -> that attribute; cupy -> ``cupyx.scipy.special``.
     Imports happen on first use, so importing funcgrad never needs SciPy or CuPy.
     """
-    mod = _SPECIAL_BY_NAMESPACE.get(id(xp))
-    if mod is not None:
-        return mod
+    hit = _SPECIAL_BY_NAMESPACE.get(id(xp))
+    if hit is not None and hit[0] is xp:
+        return hit[1]
     ns_name = getattr(xp, "__name__", None) or type(xp).__name__
     if xp is np:
         try:
@@ -94,7 +94,7 @@ def _special_namespace(xp: Any, fn_name: str = "special functions") -> Any:
             f"namespace {ns_name!r}; it is neither numpy nor cupy and has no 'scipy_special' "
             f"attribute (a module like scipy.special holding the functions for its arrays)"
         )
-    _SPECIAL_BY_NAMESPACE[id(xp)] = mod
+    _SPECIAL_BY_NAMESPACE[id(xp)] = (xp, mod)
     return mod
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, TypeVar
 
+from ..core.trace import shape_of
 from .. import tree_util
 from ..core import Box, defprimitive, get_primitive
 from ..numpy._batching import fallback
@@ -145,15 +146,9 @@ def _scan_jvp_all(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec:
 
 
 def _scan_batch(args: list[Any], dims: list[Any], spec: _ScanSpec) -> tuple[Any, ...]:
-    size = next((_raw_shape(a)[d] for a, d in zip(args, dims) if d is not None))
+    size = next((shape_of(a)[d] for a, d in zip(args, dims) if d is not None))
     batched: tuple[Any, ...] = fallback(get_primitive(_scan), args, dims, size, {"spec": spec})
     return batched
-
-
-def _raw_shape(x: Any) -> tuple[Any, ...]:
-    if isinstance(x, Box):
-        return x._shape()
-    return tuple(getattr(x, "shape", ()))
 
 
 _scan = defprimitive(
@@ -185,7 +180,7 @@ def scan(
     """
     init_leaves, carry_def = tree_util.tree_flatten(init)
     xs_leaves, xs_def = tree_util.tree_flatten(xs)
-    lengths: set[Any] = {_raw_shape(x)[0] if _raw_shape(x) else None for x in xs_leaves}
+    lengths: set[Any] = {shape_of(x)[0] if shape_of(x) else None for x in xs_leaves}
     if None in lengths:
         raise ValueError("scan: every leaf of xs needs a leading axis to scan over")
     if length is None:

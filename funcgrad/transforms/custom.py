@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
+from ..core.trace import shape_of
 from .. import tree_util
 from ..core import Box, defprimitive, get_primitive
 from ..numpy._batching import fallback
@@ -202,7 +203,7 @@ class custom_jvp(Generic[R]):
         return _partial_vjp(tangent_map, zero_t, argnums, _fill(g, ans))
 
     def _batch(self, args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
-        size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
+        size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
         batched: tuple[Any, ...] = fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
         return batched
 
@@ -311,15 +312,9 @@ class custom_vjp(Generic[R]):
         return result
 
     def _batch(self, args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
-        size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
+        size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
         batched: tuple[Any, ...] = fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
         return batched
-
-
-def _shape(x: Any) -> tuple[Any, ...]:
-    if isinstance(x, Box):
-        return x._shape()
-    return tuple(getattr(x, "shape", ()))
 
 
 # --------------------------------------------------------------------------
@@ -353,7 +348,7 @@ def checkpoint(fun: Callable[..., R], static_argnums: Sequence[int] = ()) -> Cal
         return _partial_jvp(lambda *ls: call_leaves(ls, spec), leaves, tangents)
 
     def batch(args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
-        size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
+        size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
         batched: tuple[Any, ...] = fallback(get_primitive(call), args, dims, size, {"spec": spec})
         return batched
 
