@@ -15,6 +15,7 @@ from __future__ import annotations
 from . import tree_util  # noqa: F401
 from . import numpy  # noqa: F401  (registers array behaviour on traced values)
 from .core import LeakedTraceError, defprimitive, defjvp, defvjp, def_linear, nondiff_primitive, primitive  # noqa: F401
+from .core.batching import defbatch  # noqa: F401
 from .transforms import checkpoint, custom_jvp, custom_vjp, fori_loop, remat, scan  # noqa: F401
 from .transforms import (  # noqa: F401
     grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp, vmap,
@@ -35,3 +36,4 @@ __all__ = [
     "LeakedTraceError", "tree_util", "numpy", "testing", "nn", "optim", "save", "load", "make_graph", "Device", "devices", "device_put", "device_of", "to_numpy", "default_device",
     "set_default_device",
 ]
+__all__ += ["defbatch"]

@@ -520,10 +520,6 @@ def _lookup(t: type) -> Any:
     return np
 
 
-def _is_host_array(x: Any) -> bool:
-    return isinstance(x, np.ndarray)
-
-
 def namespace_of(*xs: Any) -> Any:
     """The array namespace (numpy, cupy, ...) of the given arrays.
 

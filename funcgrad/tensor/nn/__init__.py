@@ -585,11 +585,6 @@ class Module:
         return sorted(set(list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)))
 
 
-def _uniform_param(shape: tuple, bound: float) -> Parameter:
-    vals = _init.uniform(default_generator._rng, shape, _dt.get_default_dtype().np, -bound, bound)
-    return Parameter(Tensor._make(np.asarray(vals)))
-
-
 class Linear(Module):
     """``y = x @ weight.T + bias`` with PyTorch's default initialisation (uniform in ``±1/sqrt(in_features)``)."""
 
