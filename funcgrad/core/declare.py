@@ -22,13 +22,17 @@ followed by ``fg.defvjp`` / ``fg.defjvp``) fill the same :class:`Primitive`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union, cast
+
+from typing_extensions import ParamSpec
 
 from .trace import Primitive, primitive
 
 __all__ = ["defprimitive", "Rules"]
 
 Rule = Callable[..., Any]
+P = ParamSpec("P")
+R = TypeVar("R")
 # One rule (for argument 0), a sequence of rules (argument k; None skips one), or
 # a mapping {argnum: rule}.
 Rules = Union[Rule, Sequence[Union[Rule, None]], Mapping[int, Rule], None]
@@ -65,7 +69,7 @@ def _reads(reads: Mapping[int, Iterable[Any]] | None) -> dict[int, frozenset[Any
 
 
 def defprimitive(
-    raw: Callable[..., Any],
+    raw: Callable[P, R],
     *,
     name: str | None = None,
     vjp: Rules = None,
@@ -82,7 +86,7 @@ def defprimitive(
     doc: str | None = None,
     check_kwargs: Callable[[tuple[Any, ...], dict[str, Any]], None] | None = None,
     max_args: int | None = None,
-) -> Callable[..., Any]:
+) -> Callable[P, R]:
     """Declare a primitive in one place and return the public (traceable) function.
 
     - ``vjp``: ``rule(g, ans, *args, **kwargs) -> cotangent`` of one positional
@@ -108,6 +112,7 @@ def defprimitive(
       rules do not handle (untraced calls never see it).
 
     Rules are written with differentiable operations, so they differentiate again.
+    The public function has ``raw``'s signature (type checkers check calls of it).
 
     Example::
 
@@ -143,4 +148,4 @@ def defprimitive(
         prim.max_args = max_args
     if doc is not None:
         fn.__doc__ = doc
-    return fn
+    return cast("Callable[P, R]", fn)

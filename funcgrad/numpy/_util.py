@@ -20,8 +20,8 @@ from ..core import shape_of, unbox_all
 __all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex"]
 
 
-def resolve(namespace: Any, dotted: str) -> Callable:
-    obj = namespace
+def resolve(namespace: Any, dotted: str) -> Callable[..., Any]:
+    obj: Any = namespace
     for part in dotted.split("."):
         try:
             obj = getattr(obj, part)
@@ -30,26 +30,25 @@ def resolve(namespace: Any, dotted: str) -> Callable:
                 f"{getattr(namespace, '__name__', namespace)} has no function '{dotted}', "
                 f"which funcgrad.numpy.{dotted} needs"
             ) from None
-    return obj
+    fn: Callable[..., Any] = obj
+    return fn
 
 
-def backend_function(dotted: str, n_arrays: int = 1) -> Callable:
+def backend_function(dotted: str, n_arrays: int = 1) -> Callable[..., Any]:
     """The raw function ``namespace.<dotted>``, namespace picked from the first ``n_arrays`` args."""
     np_fn = resolve(np, dotted)
 
-    if n_arrays == 1:
+    def one(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if _NAMESPACE_BY_TYPE.get(type(x)) is np:
+            return np_fn(x, *args, **kwargs)
+        ns = namespace_of(x)
+        return (np_fn if ns is np else resolve(ns, dotted))(x, *args, **kwargs)
 
-        def raw(x: Any, *args: Any, **kwargs: Any) -> Any:
-            if _NAMESPACE_BY_TYPE.get(type(x)) is np:
-                return np_fn(x, *args, **kwargs)
-            ns = namespace_of(x)
-            return (np_fn if ns is np else resolve(ns, dotted))(x, *args, **kwargs)
+    def many(*args: Any, **kwargs: Any) -> Any:
+        ns = namespace_of(*args[:n_arrays])
+        return (np_fn if ns is np else resolve(ns, dotted))(*args, **kwargs)
 
-    else:
-
-        def raw(*args: Any, **kwargs: Any) -> Any:
-            ns = namespace_of(*args[:n_arrays])
-            return (np_fn if ns is np else resolve(ns, dotted))(*args, **kwargs)
+    raw: Callable[..., Any] = one if n_arrays == 1 else many
 
     raw.fast_path = (NUMPY_FAST_TYPES, np_fn)  # type: ignore[attr-defined]
     raw.__name__ = dotted.rsplit(".", 1)[-1]

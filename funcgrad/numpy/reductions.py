@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import builtins
 import operator
-from typing import Any
+from typing import Any, Tuple, Union
 
 import numpy as np
 
@@ -50,6 +50,9 @@ __all__ = [
 ]
 
 _bmax = builtins.max
+
+# an axis argument: None, an int (negative counts from the end) or a tuple of ints
+Axis = Union[None, int, Tuple[int, ...]]
 
 
 # --------------------------------------------------------------------------
@@ -233,7 +236,8 @@ def _sum_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, w
     return _ns(a).sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **_opt(initial=initial, where=where))
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+def sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,  # noqa: A001
+        initial: Any = None, where: Any = None) -> Any:
     """Sum of array elements over the given axes. Differentiable ``numpy.sum``.
 
     Differentiable in ``a`` and in ``initial``. ``where`` (a boolean mask) and
@@ -293,7 +297,8 @@ def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     return _ns(a).mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
 
 
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+def mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *,
+         where: Any = None) -> Any:
     """Arithmetic mean over the given axes. Differentiable ``numpy.mean``.
 
     ``where`` (a boolean mask) may be a traced or batched value.
