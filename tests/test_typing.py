@@ -31,6 +31,8 @@ TYPED = [
     "funcgrad/backend.py",
     "funcgrad/numpy/_util.py",
     "funcgrad/numpy/_batching.py",
+    "funcgrad/numpy/inplace.py",
+    "funcgrad/numpy/composite.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")

@@ -44,7 +44,7 @@ class ViewInfo:
 
     __slots__ = ("base", "forward", "backward", "version")
 
-    def __init__(self, base: Box, forward: Callable, backward: Callable):
+    def __init__(self, base: Box, forward: Callable[..., Any], backward: Callable[..., Any]):
         self.base = base
         self.forward = forward
         self.backward = backward
@@ -149,7 +149,7 @@ def _check_inplace_result(target: Box, result: Any, op: str) -> Any:
     return result
 
 
-def _augmented(name: str, symbol: str) -> Callable:
+def _augmented(name: str, symbol: str) -> Callable[..., Any]:
     """``a <symbol> b`` on a traced ``a``: rebind ``a`` to ``fnp.<name>(a, b)``."""
     def inplace(self: Box, other: Any) -> Box:
         _sync(self)
@@ -174,7 +174,7 @@ def _is_basic_index(idx: Any) -> bool:
     return True
 
 
-def _as_view(base: Any, out: Any, forward: Callable, backward: Callable) -> Any:
+def _as_view(base: Any, out: Any, forward: Callable[..., Any], backward: Callable[..., Any]) -> Any:
     if not isinstance(base, Box):
         return out
     if not isinstance(out, Box):
@@ -191,7 +191,7 @@ def _getitem(self: Box, idx: Any) -> Any:
     return _as_view(self, out, lambda b: fnp.indexing.getitem(b, idx), lambda b, v: fnp.at(b)[idx].set(v))
 
 
-def _layout_view(fn: Callable, inverse: Callable) -> Callable:
+def _layout_view(fn: Callable[..., Any], inverse: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a layout function (reshape, transpose ...) so that its result views its input."""
 
     def viewing(x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -210,33 +210,33 @@ def _layout_view(fn: Callable, inverse: Callable) -> Callable:
     return viewing
 
 
-def _inverse_perm(axes: Any, nd: int) -> tuple:
+def _inverse_perm(axes: Any, nd: int) -> tuple[Any, ...]:
     if axes is None:
         return tuple(reversed(range(nd)))
     axes = [a % nd for a in axes]
     return tuple(int(i) for i in np.argsort(axes))
 
 
-def _reshape_back(v: Any, base_shape: tuple, *args: Any, **kwargs: Any) -> Any:
+def _reshape_back(v: Any, base_shape: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
     order = kwargs.get("order", "C")
     return fnp.reshape(v, base_shape, order=order) if order != "C" else fnp.reshape(v, base_shape)
 
 
-def _transpose_back(v: Any, base_shape: tuple, axes: Any = None, **kwargs: Any) -> Any:
+def _transpose_back(v: Any, base_shape: tuple[Any, ...], axes: Any = None, **kwargs: Any) -> Any:
     return fnp.transpose(v, _inverse_perm(axes, len(base_shape)))
 
 
-def _swapaxes_back(v: Any, base_shape: tuple, a: int, b: int) -> Any:
+def _swapaxes_back(v: Any, base_shape: tuple[Any, ...], a: int, b: int) -> Any:
     return fnp.swapaxes(v, a, b)
 
 
-def _moveaxis_back(v: Any, base_shape: tuple, source: Any, destination: Any) -> Any:
+def _moveaxis_back(v: Any, base_shape: tuple[Any, ...], source: Any, destination: Any) -> Any:
     return fnp.moveaxis(v, destination, source)
 
 
 # --- creation inside transforms ------------------------------------------------
 
-def _creating(fn: Callable) -> Callable:
+def _creating(fn: Callable[..., Any]) -> Callable[..., Any]:
     def create(*args: Any, **kwargs: Any) -> Any:
         return constant_box(fn(*args, **kwargs))
 
@@ -293,7 +293,7 @@ class ConstMethods:
     tolist = _const_tolist
 
 
-def view_function(fn: Callable, inverse: Callable) -> Callable:
+def view_function(fn: Callable[..., Any], inverse: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (reshape, transpose ...) made view-aware: its result on a traced array views it."""
     out = _layout_view(fn, inverse)
     out.__module__ = fn.__module__
@@ -302,7 +302,7 @@ def view_function(fn: Callable, inverse: Callable) -> Callable:
     return out
 
 
-def creation_function(fn: Callable) -> Callable:
+def creation_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (zeros, ones, array ...) returning a constant box inside a transform, so that
     in-place writes of traced values into the result work."""
     out = _creating(fn)
