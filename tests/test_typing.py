@@ -33,6 +33,7 @@ TYPED = [
     "funcgrad/numpy/_batching.py",
     "funcgrad/numpy/inplace.py",
     "funcgrad/numpy/composite.py",
+    "funcgrad/numpy/nondiff.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
@@ -164,6 +165,10 @@ cube = fg.defprimitive(_cube, vjp=lambda g, ans, x: g * 3 * x ** 2, jvp=lambda t
 c: float = cube(2.0)
 cube(2.0, 3.0)  # type: ignore[call-arg]
 cube("two")  # type: ignore[arg-type]
+fnp.zeros((2, 3), dtype=np.float32)
+fnp.zeros((2, 3), dtyp=np.float32)  # type: ignore[call-arg]
+fnp.eye(3, k=1)
+fnp.eye(3, kk=1)  # type: ignore[call-arg]
 '''
 
 

@@ -15,7 +15,7 @@ flows. ``zeros_like``, ``ones_like`` and ``empty_like`` live in ``nondiff``
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -37,7 +37,12 @@ __all__ = [
 # --------------------------------------------------------------------------
 # creation from shapes, on a device
 
-def _shaped(name: str, example: str) -> Callable[..., Any]:
+class _Shaped(Protocol):
+    def __call__(self, shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None,
+                 like: Any = None) -> Any: ...
+
+
+def _shaped(name: str, example: str) -> _Shaped:
     """``numpy.<name>(shape, dtype, order)`` placed on ``device`` (default: the default device)."""
     np_fn = getattr(np, name)
 

@@ -23,7 +23,9 @@ one into them raises an error that says so.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, cast
+
+from typing_extensions import ParamSpec
 
 import numpy as np
 
@@ -32,6 +34,9 @@ import funcgrad.numpy as fnp
 from ..core import Box
 from ..core.constant import CONSTANT, ConstBox, constant_box
 from ._util import dtype, shape
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 __all__ = ["ViewInfo", "InPlaceMethods", "ConstMethods", "view_function", "creation_function"]
 
@@ -293,20 +298,20 @@ class ConstMethods:
     tolist = _const_tolist
 
 
-def view_function(fn: Callable[..., Any], inverse: Callable[..., Any]) -> Callable[..., Any]:
+def view_function(fn: Callable[P, R], inverse: Callable[..., Any]) -> Callable[P, R]:
     """``fn`` (reshape, transpose ...) made view-aware: its result on a traced array views it."""
     out = _layout_view(fn, inverse)
     out.__module__ = fn.__module__
     if hasattr(fn, "primitive"):
         out.primitive = fn.primitive  # type: ignore[attr-defined]
-    return out
+    return cast("Callable[P, R]", out)
 
 
-def creation_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+def creation_function(fn: Callable[P, R]) -> Callable[P, R]:
     """``fn`` (zeros, ones, array ...) returning a constant box inside a transform, so that
     in-place writes of traced values into the result work."""
     out = _creating(fn)
     out.__module__ = fn.__module__
     if hasattr(fn, "primitive"):
         out.primitive = fn.primitive  # type: ignore[attr-defined]
-    return out
+    return cast("Callable[P, R]", out)

@@ -25,7 +25,7 @@ from numpy import diag_indices, indices, isscalar, issubdtype, promote_types, tr
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
-from ..core import Box, defprimitive, unbox_all
+from ..core import Box, defprimitive, get_primitive, unbox_all
 from ..core.batching import BatchBox
 from ._batching import _aligned, elementwise_rule, fallback, move_to_front, normalize_axis
 from ._util import backend_function, dtype
@@ -118,7 +118,7 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
     """``numpy.can_cast``; a traced value or array stands for its dtype."""
     if isinstance(from_, Box) or hasattr(from_, "dtype"):
         from_ = dtype(from_)
-    return np.can_cast(from_, to, casting=casting)
+    return bool(np.can_cast(from_, to, casting=casting))  # type: ignore[arg-type]
 
 
 def lexsort(keys: Any, axis: int = -1) -> Any:
@@ -140,10 +140,11 @@ def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise", order: s
     return xp.ravel_multi_index(multi_index, dims, mode=mode, order=order)
 
 
-def ix_(*args: Any) -> tuple:
+def ix_(*args: Any) -> tuple[Any, ...]:
     """``numpy.ix_`` (no derivative); the index sequences may be traced."""
     args = tuple(_concrete(a, "ix_") for a in args)
-    return namespace_of(*args).ix_(*args)
+    out: tuple[Any, ...] = namespace_of(*args).ix_(*args)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -156,7 +157,7 @@ def ix_(*args: Any) -> tuple:
 # example gives the same shape, and are refused otherwise. The module shadows
 # the builtins any/all/round, hence ``builtins.any`` below.
 
-def _per_example_shape(x: Any, d: int | None) -> tuple:
+def _per_example_shape(x: Any, d: int | None) -> tuple[Any, ...]:
     s = shape(x)
     return s if d is None else s[:d] + s[d + 1:]
 
@@ -164,20 +165,21 @@ def _per_example_shape(x: Any, d: int | None) -> tuple:
 def _batch_size(args: Any, dims: Any) -> int:
     for a, d in zip(args, dims):
         if d is not None:
-            return shape(a)[d]
+            n: int = shape(a)[d]
+            return n
     raise ValueError("no batched argument")
 
 
-def _loop(fn: Callable, args: list, dims: list, kwargs: dict) -> tuple[Any, Any]:
+def _loop(fn: Callable[..., Any], args: list[Any], dims: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
     """The per-example loop (for a parameter batched in a way no vectorized call expresses)."""
-    return fallback(fn.primitive, list(args), list(dims), _batch_size(args, dims), kwargs)
+    return fallback(get_primitive(fn), list(args), list(dims), _batch_size(args, dims), kwargs)
 
 
-def _refuse_where(name: str) -> Callable[[tuple, dict], None]:
+def _refuse_where(name: str) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
     """The ``check_kwargs`` of ufunc ``name``: traced calls refuse ``where=`` (with ``out=``
     it would be silently wrong: the engine writes the whole result into ``out``). Plain
     calls keep it."""
-    def check(args: tuple, kwargs: dict) -> None:
+    def check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if "where" in kwargs:
             raise _where_error(name)
 
@@ -191,10 +193,10 @@ def _where_error(name: str) -> TypeError:
     )
 
 
-def _ufunc_rule(fn: Callable, name: str, nin: int) -> Callable:
+def _ufunc_rule(fn: Callable[..., Any], name: str, nin: int) -> Callable[..., Any]:
     rule = elementwise_rule(fn)
 
-    def batch(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+    def batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
         if "where" in kwargs:
             raise _where_error(name)
         if len(args) > nin:
@@ -202,7 +204,8 @@ def _ufunc_rule(fn: Callable, name: str, nin: int) -> Callable:
                 f"funcgrad.numpy.{name} on values batched by vmap: give out= as a keyword argument, "
                 f"not as a positional one"
             )
-        return rule(args, dims, **kwargs)
+        out: tuple[Any, int] = rule(args, dims, **kwargs)
+        return out
 
     return batch
 
@@ -213,7 +216,7 @@ def _shift_axes(axis: Any, per: int) -> Any:
     return normalize_axis(axis, per) + 1
 
 
-def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: bool) -> Callable:
+def _axis_rule(fn: Callable[..., Any], axis_pos: int, default: Any, flatten_when_none: bool) -> Callable[..., Any]:
     """Rule for ``fn(x, ..., axis, ...)`` batched in ``x``: the axis moves past the batch axis.
 
     ``axis`` sits at position ``axis_pos`` when given positionally. With
@@ -221,11 +224,11 @@ def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: boo
     otherwise (any, count_nonzero ...) it means every axis of an example.
     """
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
         for key, value in kwargs.items():
             if isinstance(value, Box):
                 raise TypeError(
-                    f"funcgrad.numpy.{fn.primitive.name}: {key}= cannot be a traced value under vmap; "
+                    f"funcgrad.numpy.{get_primitive(fn).name}: {key}= cannot be a traced value under vmap; "
                     f"apply it to the input first (e.g. fnp.logical_and(x, where))"
                 )
         if builtins.any(d is not None for d in dims[1:]):
@@ -263,13 +266,13 @@ def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: boo
     return rule
 
 
-def _data_dependent_rule(fn: Callable) -> Callable:
+def _data_dependent_rule(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Rule for a function whose output shape depends on the values (nonzero ...):
     one call per example, stacked when all examples agree in shape, refused otherwise."""
-    prim = fn.primitive  # type: ignore[attr-defined]
+    prim = get_primitive(fn)
     name = prim.name
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         size = _batch_size(args, dims)
         if size == 0:
             raise ValueError(
@@ -299,15 +302,15 @@ def _data_dependent_rule(fn: Callable) -> Callable:
     return rule
 
 
-def _shapes(shapes: tuple) -> str:
+def _shapes(shapes: tuple[Any, ...]) -> str:
     return " and ".join(str(s) for s in shapes)
 
 
-def _shaped_like_rule(fn: Callable, pos: int) -> Callable:
+def _shaped_like_rule(fn: Callable[..., Any], pos: int) -> Callable[..., Any]:
     """Rule for ``fn`` whose output has the shape of argument ``pos`` (searchsorted's
     ``v``, digitize's and isin's first argument): batched there only, it is one call."""
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         if builtins.any(d is not None for i, d in enumerate(dims) if i != pos):
             return _loop(fn, args, dims, kwargs)
         return fn(*args, **kwargs), dims[pos]
@@ -315,11 +318,11 @@ def _shaped_like_rule(fn: Callable, pos: int) -> Callable:
     return rule
 
 
-def _like_rule(fn: Callable) -> Callable:
+def _like_rule(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Rule for zeros_like(a, dtype, order, subok, shape) and its kin: batched where ``a`` is,
     unless a ``shape`` is given (then every example gets the same array)."""
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         if builtins.any(d is not None for d in dims[1:]):
             return _loop(fn, args, dims, kwargs)
         new_shape = args[4] if len(args) > 4 else kwargs.get("shape")
@@ -328,12 +331,12 @@ def _like_rule(fn: Callable) -> Callable:
     return rule
 
 
-def _from_shape_rule(fn: Callable) -> Callable:
+def _from_shape_rule(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Rule for tril_indices_from and its kin: the result depends only on the per-example
     shape, so it is the same for every example (not batched)."""
-    prim = fn.primitive  # type: ignore[attr-defined]
+    prim = get_primitive(fn)
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         if builtins.any(d is not None for d in dims[1:]):
             return _loop(fn, args, dims, kwargs)
         a = unbox_all(args[0])
@@ -345,19 +348,19 @@ def _from_shape_rule(fn: Callable) -> Callable:
     return rule
 
 
-def _unravel_index_rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+def _unravel_index_rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
     if builtins.any(d is not None for d in dims[1:]):
         return _loop(fnp.unravel_index, args, dims, kwargs)
     out = fnp.unravel_index(*args, **kwargs)
     return out, (dims[0],) * len(out)
 
 
-def _allclose_rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+def _allclose_rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
     close = fnp.isclose(*_aligned(list(args), list(dims)), **kwargs)
     return fnp.all(close, axis=tuple(range(1, ndim(close)))), 0
 
 
-def _array_equal_rule(args: list, dims: list, equal_nan: bool = False) -> tuple[Any, Any]:
+def _array_equal_rule(args: list[Any], dims: list[Any], equal_nan: bool = False) -> tuple[Any, Any]:
     a, b = args[0], args[1]
     if len(args) > 2:
         equal_nan = args[2]
@@ -370,7 +373,7 @@ def _array_equal_rule(args: list, dims: list, equal_nan: bool = False) -> tuple[
     return fnp.all(eq, axis=tuple(range(1, ndim(eq)))), 0
 
 
-def _array_equiv_rule(args: list, dims: list) -> tuple[Any, Any]:
+def _array_equiv_rule(args: list[Any], dims: list[Any]) -> tuple[Any, Any]:
     try:
         np.broadcast_shapes(_per_example_shape(args[0], dims[0]), _per_example_shape(args[1], dims[1]))
     except ValueError:
@@ -379,7 +382,7 @@ def _array_equiv_rule(args: list, dims: list) -> tuple[Any, Any]:
     return fnp.all(eq, axis=tuple(range(1, ndim(eq)))), 0
 
 
-def _nondiff(name: str, n_arrays: int, batch_from: Callable | None = None, batch: Callable | None = None) -> Callable:
+def _nondiff(name: str, n_arrays: int, batch_from: Callable[..., Any] | None = None, batch: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """Declare ``numpy.<name>`` (``n_arrays`` array arguments) as a primitive with no derivative.
 
     A ufunc refuses ``where=`` on traced values and batches as a broadcasting ufunc;
@@ -396,11 +399,11 @@ def _nondiff(name: str, n_arrays: int, batch_from: Callable | None = None, batch
     )
 
 
-def _axis(axis_pos: int, default: Any, flatten_when_none: bool) -> Callable:
+def _axis(axis_pos: int, default: Any, flatten_when_none: bool) -> Callable[..., Any]:
     return lambda fn: _axis_rule(fn, axis_pos, default, flatten_when_none)
 
 
-def _shaped_like(pos: int) -> Callable:
+def _shaped_like(pos: int) -> Callable[..., Any]:
     return lambda fn: _shaped_like_rule(fn, pos)
 
 
