@@ -274,10 +274,7 @@ def _same_layout_rule(fn: Any) -> Any:
 
 # A cast to an integer or boolean dtype has derivative zero almost everywhere.
 _astype_nondiff = defprimitive(
-    _astype_raw,
-    name="astype_nondiff",
-    differentiable=False,
-    batch_from=_same_layout_rule,
+    _astype_raw, name="astype_nondiff", differentiable=False, batch_from=_same_layout_rule,
 )
 
 
@@ -286,13 +283,7 @@ def _astype_vjp(g: Any, ans: Any, x: Any, dtype_: Any) -> Any:
     return _astype(gx, dtype(x))
 
 
-_astype = defprimitive(
-    _astype_raw,
-    name="astype",
-    vjp=_astype_vjp,
-    linear=True,
-    batch_from=_same_layout_rule,
-)
+_astype = defprimitive(_astype_raw, name="astype", vjp=_astype_vjp, linear=True, batch_from=_same_layout_rule)
 
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
@@ -314,12 +305,8 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
 
 
 _copy = defprimitive(
-    backend_function("copy"),
-    name="copy",
-    vjp=lambda g, ans, x, *args, **kwargs: g,
-    linear=True,
-    doc="Differentiable ``numpy.copy``.",
-    batch_from=_same_layout_rule,
+    backend_function("copy"), vjp=lambda g, ans, x, *args, **kwargs: g, linear=True,
+    doc="Differentiable ``numpy.copy``.", batch_from=_same_layout_rule,
 )
 
 
@@ -357,10 +344,7 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, d
 
 
 _full_like_raw = defprimitive(
-    backend_function("full_like"),
-    name="full_like",
-    differentiable=False,
-    batch_from=_same_layout_rule,
+    backend_function("full_like"), differentiable=False, batch_from=_same_layout_rule,
 )
 
 
@@ -391,10 +375,8 @@ def _device_copy_raw(x: Any, device: Any) -> Any:
 
 # The cotangent goes back to the device of x (an explicit copy, as the forward pass is).
 _device_copy = defprimitive(
-    _device_copy_raw,
-    name="device_copy",
-    vjp=lambda g, ans, x, device: _device_copy(g, _backend.device_of(x)),
-    linear=True,
+    _device_copy_raw, name="device_copy",
+    vjp=lambda g, ans, x, device: _device_copy(g, _backend.device_of(x)), linear=True,
     batch_from=_same_layout_rule,
 )
 

@@ -436,22 +436,13 @@ def _sinc_derivative_raw(x: Any, n: int) -> Any:
 
 
 _sinc_derivative = defprimitive(
-    _sinc_derivative_raw,
-    name="sinc_derivative",
-    vjp=lambda g, ans, x, n: g * _sinc_derivative(x, n + 1),
-    jvp=lambda t, ans, x, n: t * _sinc_derivative(x, n + 1),
-    batch_from=elementwise_rule,
-    reads={0: {0, 1}},
+    _sinc_derivative_raw, name="sinc_derivative", vjp=lambda g, ans, x, n: g * _sinc_derivative(x, n + 1),
+    jvp=lambda t, ans, x, n: t * _sinc_derivative(x, n + 1), batch_from=elementwise_rule, reads={0: {0, 1}},
 )
 
 _sinc_vjp, _sinc_jvp = _times(lambda ans, x: _sinc_derivative(x, 1))
 sinc = defprimitive(
-    backend_function("sinc"),
-    name="sinc",
-    vjp=_sinc_vjp,
-    jvp=_sinc_jvp,
-    batch_from=elementwise_rule,
-    reads={0: {0}},
+    backend_function("sinc"), vjp=_sinc_vjp, jvp=_sinc_jvp, batch_from=elementwise_rule, reads={0: {0}},
     doc="Differentiable ``numpy.sinc`` (normalized: sin(pi x) / (pi x)); exact derivatives at 0 too.",
 )
 
@@ -532,11 +523,7 @@ def _angle_jvp(t, ans, z, deg=False):
 
 
 angle = defprimitive(
-    backend_function("angle"),
-    name="angle",
-    vjp=_angle_vjp,
-    jvp=_angle_jvp,
-    batch_from=elementwise_rule,
+    backend_function("angle"), vjp=_angle_vjp, jvp=_angle_jvp, batch_from=elementwise_rule,
     doc="Differentiable ``numpy.angle(z, deg=False)``; derivative 0 for real input and at 0.",
 )
 
@@ -568,8 +555,7 @@ fmin = _binary("fmin", **_SELECT_RULES)
 
 
 _where = defprimitive(
-    backend_function("where", 3),
-    name="where",
+    backend_function("where", 3), name="where",
     vjp=(
         lambda g, ans, c, x, y: fnp.zeros_like(c),
         lambda g, ans, c, x, y: unbroadcast(fnp.where(c, g, 0), x),
@@ -629,13 +615,9 @@ def _clip_rule(k: int, reverse: bool) -> Callable:
 
 _UFUNC_NIN["clip"] = 3
 _clip = defprimitive(
-    _clip_raw,
-    name="clip",
-    vjp=[_clip_rule(k, True) for k in range(3)],
-    jvp=[_clip_rule(k, False) for k in range(3)],
-    batch_from=lambda fn: _ufunc_batch_rule(fn, "clip"),
-    check_kwargs=_refuse_traced_options("clip"),
-    max_args=3,
+    _clip_raw, name="clip", vjp=[_clip_rule(k, True) for k in range(3)],
+    jvp=[_clip_rule(k, False) for k in range(3)], batch_from=lambda fn: _ufunc_batch_rule(fn, "clip"),
+    check_kwargs=_refuse_traced_options("clip"), max_args=3,
 )
 
 
@@ -681,11 +663,8 @@ def _nan_to_num_raw(x: Any, nan: Any = 0.0, posinf: Any = None, neginf: Any = No
 
 
 _nan_to_num = defprimitive(
-    _nan_to_num_raw,
-    name="nan_to_num",
-    vjp=lambda g, ans, x, **kw: _finite_part(g, x),
-    jvp=lambda t, ans, x, **kw: _finite_part(t, x),
-    batch_from=elementwise_rule,
+    _nan_to_num_raw, name="nan_to_num", vjp=lambda g, ans, x, **kw: _finite_part(g, x),
+    jvp=lambda t, ans, x, **kw: _finite_part(t, x), batch_from=elementwise_rule,
 )
 
 

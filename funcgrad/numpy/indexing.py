@@ -559,10 +559,7 @@ def _winner_mask_raw(like: Any, idx: tuple, *dyn: Any) -> Any:
 
 
 _winner_mask = defprimitive(
-    _winner_mask_raw,
-    name="winner_mask",
-    batch=_winner_mask_batch,
-    differentiable=False,
+    _winner_mask_raw, name="winner_mask", batch=_winner_mask_batch, differentiable=False,
 )
 
 
@@ -587,15 +584,13 @@ def _index_set_vjp_v(g: Any, ans: Any, x: Any, idx: tuple, v: Any, *dyn: Any) ->
 
 
 _getitem = defprimitive(
-    _getitem_raw,
-    name="getitem",
+    _getitem_raw, name="getitem",
     vjp=_entries(2, {0: lambda g, ans, x, idx, *dyn: _unindex(g, idx, shape(x), *dyn)}, vjp=True),
     jvp=_entries(2, {0: lambda t, ans, x, idx, *dyn: _getitem(t, idx, *dyn)}, vjp=False),
     batch=_getitem_batch,
 )
 _unindex = defprimitive(
-    _unindex_raw,
-    name="unindex",
+    _unindex_raw, name="unindex",
     vjp=_entries(3, {0: lambda g, ans, x, idx, shape_, *dyn: _getitem(g, idx, *dyn)}, vjp=True),
     jvp=_entries(3, {0: lambda t, ans, x, idx, shape_, *dyn: _unindex(t, idx, shape_, *dyn)}, vjp=False),
     batch=_unindex_batch,
@@ -1066,8 +1061,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
 
 
 _bincount_nondiff = defprimitive(
-    lambda x, *args, **kwargs: namespace_of(x).bincount(x, *args, **kwargs),
-    name="bincount",
+    lambda x, *args, **kwargs: namespace_of(x).bincount(x, *args, **kwargs), name="bincount",
     differentiable=False,
 )
 

@@ -382,7 +382,6 @@ def _matmul_vjp_b(g, ans, a, b, **_):
 
 matmul = defprimitive(
     backend_function("matmul", 2),
-    name="matmul",
     vjp=(
         _matmul_vjp_a,
         _matmul_vjp_b,
@@ -433,7 +432,6 @@ def _dot_vjp_b(g, ans, a, b, out=None):
 
 dot = defprimitive(
     backend_function("dot", 2),
-    name="dot",
     vjp=(
         _dot_vjp_a,
         _dot_vjp_b,
@@ -531,12 +529,7 @@ def _tensordot_vjp_b(g, ans, a, b, axes):
 
 
 _tensordot = defprimitive(
-    _tensordot_raw,
-    name="tensordot",
-    vjp=(
-        _tensordot_vjp_a,
-        _tensordot_vjp_b,
-    ),
+    _tensordot_raw, name="tensordot", vjp=(_tensordot_vjp_a, _tensordot_vjp_b),
     jvp=(
         lambda t, ans, a, b, axes: _tensordot(t, b, axes),
         lambda t, ans, a, b, axes: _tensordot(a, t, axes),
@@ -561,17 +554,8 @@ def _inner_vjp_b(g, ans, a, b):
 
 
 _inner = defprimitive(
-    backend_function("inner", 2),
-    name="inner",
-    vjp=(
-        _inner_vjp_a,
-        _inner_vjp_b,
-    ),
-    jvp=(
-        lambda t, ans, a, b: _inner(t, b),
-        lambda t, ans, a, b: _inner(a, t),
-    ),
-    batch=_inner_batch,
+    backend_function("inner", 2), name="inner", vjp=(_inner_vjp_a, _inner_vjp_b),
+    jvp=(lambda t, ans, a, b: _inner(t, b), lambda t, ans, a, b: _inner(a, t)), batch=_inner_batch,
 )
 
 
@@ -590,7 +574,6 @@ def inner(a: Any, b: Any) -> Any:
 
 vdot = defprimitive(
     backend_function("vdot", 2),
-    name="vdot",
     vjp=(
         lambda g, ans, a, b: _real_like(fnp.reshape(_conj(g * _arr(b)), shape(_arr(a))), a),
         lambda g, ans, a, b: _real_like(fnp.reshape(g * _conj(_arr(a)), shape(_arr(b))), b),
@@ -975,7 +958,6 @@ def _multi_dot(arrays: list, order: Any, i: int, j: int) -> Any:
 
 inv = defprimitive(
     backend_function("linalg.inv"),
-    name="inv",
     vjp=lambda g, ans, a: -_matmul(_mT(ans), g, _mT(ans)),
     jvp=lambda t, ans, a: -_matmul(ans, t, ans),
     batch_from=lambda fn: _front_rule(fn, 0),
@@ -1026,7 +1008,6 @@ def _solve_jvp_a(t, ans, a, b):
 
 solve = defprimitive(
     backend_function("linalg.solve", 2),
-    name="solve",
     vjp=(
         _solve_vjp_a,
         _solve_vjp_b,
@@ -1053,7 +1034,6 @@ def _expand2(x: Any) -> Any:
 
 det = defprimitive(
     backend_function("linalg.det"),
-    name="det",
     vjp=lambda g, ans, a: _expand2(g * ans) * _mT(inv(a)),
     jvp=lambda t, ans, a: ans * einsum("...ij,...ji->...", inv(a), t),
     batch_from=lambda fn: _front_rule(fn, 0),
@@ -1092,12 +1072,8 @@ def _slogdet_jvp(t, ans, a):
 
 
 _slogdet = defprimitive(
-    _slogdet_raw,
-    name="slogdet",
-    vjp=_slogdet_vjp,
-    jvp=_slogdet_jvp,
-    batch_from=lambda fn: _front_rule(fn, 2),
-    multiple_results=True,
+    _slogdet_raw, name="slogdet", vjp=_slogdet_vjp, jvp=_slogdet_jvp,
+    batch_from=lambda fn: _front_rule(fn, 2), multiple_results=True,
 )
 
 
@@ -1139,10 +1115,7 @@ def _cholesky_jvp(t, ans, a):
 
 
 _cholesky = defprimitive(
-    backend_function("linalg.cholesky"),
-    name="cholesky",
-    vjp=_cholesky_vjp,
-    jvp=_cholesky_jvp,
+    backend_function("linalg.cholesky"), vjp=_cholesky_vjp, jvp=_cholesky_jvp,
     batch_from=lambda fn: _front_rule(fn, 0),
 )
 
@@ -1187,11 +1160,7 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
 
 
 _eigh = defprimitive(
-    _eigh_raw,
-    name="eigh",
-    vjp=_eigh_vjp,
-    jvp=_eigh_jvp,
-    batch_from=lambda fn: _front_rule(fn, 2),
+    _eigh_raw, name="eigh", vjp=_eigh_vjp, jvp=_eigh_jvp, batch_from=lambda fn: _front_rule(fn, 2),
     multiple_results=True,
 )
 
@@ -1228,10 +1197,7 @@ def _eigvalsh_jvp(t, ans, a, UPLO="L"):
 
 
 _eigvalsh = defprimitive(
-    _eigvalsh_raw,
-    name="eigvalsh",
-    vjp=_eigvalsh_vjp,
-    jvp=_eigvalsh_jvp,
+    _eigvalsh_raw, name="eigvalsh", vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp,
     batch_from=lambda fn: _front_rule(fn, 0),
 )
 
@@ -1329,11 +1295,7 @@ def _svd_jvp(t, ans, a, full_matrices=True, hermitian=False):
 
 
 _svd = defprimitive(
-    _svd_raw,
-    name="svd",
-    vjp=_svd_vjp,
-    jvp=_svd_jvp,
-    batch_from=lambda fn: _front_rule(fn, 3),
+    _svd_raw, name="svd", vjp=_svd_vjp, jvp=_svd_jvp, batch_from=lambda fn: _front_rule(fn, 3),
     multiple_results=True,
 )
 
@@ -1352,10 +1314,7 @@ def _svdvals_jvp(t, ans, a, hermitian=False):
 
 
 _svdvals = defprimitive(
-    _svdvals_raw,
-    name="svdvals",
-    vjp=_svdvals_vjp,
-    jvp=_svdvals_jvp,
+    _svdvals_raw, name="svdvals", vjp=_svdvals_vjp, jvp=_svdvals_jvp,
     batch_from=lambda fn: _front_rule(fn, 0),
 )
 
@@ -1452,11 +1411,7 @@ def _qr_vjp(g, ans, a):
 
 
 _qr = defprimitive(
-    _qr_raw,
-    name="qr",
-    vjp=_qr_vjp,
-    jvp=_qr_jvp,
-    batch_from=lambda fn: _front_rule(fn, 2),
+    _qr_raw, name="qr", vjp=_qr_vjp, jvp=_qr_jvp, batch_from=lambda fn: _front_rule(fn, 2),
     multiple_results=True,
 )
 
@@ -1538,11 +1493,7 @@ def _pinv_jvp(t, ans, a, hermitian=False, **_):
 
 
 _pinv = defprimitive(
-    _pinv_raw,
-    name="pinv",
-    vjp=_pinv_vjp,
-    jvp=_pinv_jvp,
-    batch_from=lambda fn: _front_rule(fn, 0),
+    _pinv_raw, name="pinv", vjp=_pinv_vjp, jvp=_pinv_jvp, batch_from=lambda fn: _front_rule(fn, 0),
 )
 
 
@@ -1648,10 +1599,7 @@ def cond(x: Any, p: Any = None) -> Any:
 
 
 matrix_rank = defprimitive(
-    backend_function("linalg.matrix_rank"),
-    name="matrix_rank",
-    batch_from=lambda fn: _front_rule(fn, 0),
-    differentiable=False,
+    backend_function("linalg.matrix_rank"), batch_from=lambda fn: _front_rule(fn, 0), differentiable=False,
 )
 
 
@@ -1684,13 +1632,7 @@ def _norm2_jvp(t, ans, x, axis=None, keepdims=False):
     return fnp.sum(p, axis=axis, keepdims=keepdims) * _safe_inv(ans)
 
 
-_norm2 = defprimitive(
-    _norm2_raw,
-    name="norm2",
-    vjp=_norm2_vjp,
-    jvp=_norm2_jvp,
-    batch=_norm2_batch,
-)
+_norm2 = defprimitive(_norm2_raw, name="norm2", vjp=_norm2_vjp, jvp=_norm2_jvp, batch=_norm2_batch)
 
 _inf = float("inf")
 
@@ -1850,7 +1792,6 @@ def eig(a: Any) -> EigResult:
 
 eigvals = defprimitive(
     backend_function("linalg.eigvals"),
-    name="eigvals",
     batch_from=lambda fn: _front_rule(fn, 0),
     doc="Eigenvalues of a general matrix (``numpy.linalg.eigvals``). Not differentiable: use eigvalsh where it applies.",
     **_no_derivative(

@@ -367,11 +367,8 @@ def _shift_batch(args, dims, fill=0.0):
 
 
 _shift = defprimitive(
-    _shift_raw,
-    name="shift",
-    vjp=lambda g, ans, x, offset, axis, fill=0.0: _shift(g, -offset, axis, 0.0),
-    jvp=lambda t, ans, x, offset, axis, fill=0.0: _shift(t, offset, axis, 0.0),
-    batch=_shift_batch,
+    _shift_raw, name="shift", vjp=lambda g, ans, x, offset, axis, fill=0.0: _shift(g, -offset, axis, 0.0),
+    jvp=lambda t, ans, x, offset, axis, fill=0.0: _shift(t, offset, axis, 0.0), batch=_shift_batch,
 )
 
 
@@ -421,16 +418,8 @@ def _linrec_batch(args, dims, reverse=False):
 
 
 _linrec = defprimitive(
-    _linrec_raw,
-    name="linrec",
-    vjp=(
-        _linrec_vjp_a,
-        _linrec_vjp_b,
-    ),
-    jvp=(
-        _linrec_jvp_a,
-        lambda t, ans, a, b, axis, reverse=False: _linrec(a, t, axis, reverse),
-    ),
+    _linrec_raw, name="linrec", vjp=(_linrec_vjp_a, _linrec_vjp_b),
+    jvp=(_linrec_jvp_a, lambda t, ans, a, b, axis, reverse=False: _linrec(a, t, axis, reverse)),
     batch=_linrec_batch,
 )
 
@@ -457,9 +446,7 @@ def _axis_param_batch(fn: Any) -> Any:
 
 
 _rcumprod = defprimitive(
-    _rcumprod_raw,
-    name="rcumprod",
-    vjp=_rcumprod_vjp,
+    _rcumprod_raw, name="rcumprod", vjp=_rcumprod_vjp,
     jvp=lambda t, ans, x, axis: _linrec(x, t * _shift(ans, -1, axis, 1.0), axis, True),
     batch_from=lambda fn: _axis_param_batch(fn),
 )
@@ -486,10 +473,8 @@ def _permute_batch(args, dims):
 
 
 _permute = defprimitive(
-    _permute_raw,
-    name="permute",
-    vjp=lambda g, ans, x, idx, axis: _permute(g, fnp.argsort(idx, axis=axis), axis),
-    linear=True,
+    _permute_raw, name="permute",
+    vjp=lambda g, ans, x, idx, axis: _permute(g, fnp.argsort(idx, axis=axis), axis), linear=True,
     batch=_permute_batch,
 )
 
@@ -731,10 +716,7 @@ def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
 
 _MOMENT_ARGS = ("a", "axis", "dtype", "out", "ddof", "keepdims"), (None, None, None, None, 0, False)
 var = defprimitive(
-    _var_raw,
-    name="var",
-    vjp=_var_vjp,
-    jvp=_var_jvp,
+    _var_raw, name="var", vjp=_var_vjp, jvp=_var_jvp,
     batch_from=lambda fn: _reduction_batch(fn, *_MOMENT_ARGS),
 )
 
@@ -777,10 +759,7 @@ def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
 
 
 std = defprimitive(
-    _std_raw,
-    name="std",
-    vjp=_std_vjp,
-    jvp=_std_jvp,
+    _std_raw, name="std", vjp=_std_vjp, jvp=_std_jvp,
     batch_from=lambda fn: _reduction_batch(fn, *_MOMENT_ARGS),
 )
 
@@ -879,17 +858,11 @@ def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
 
 _SCAN_ARGS = ("a", "axis", "dtype", "out"), (None, None, None, None)
 cumsum = defprimitive(
-    _cumsum_raw,
-    name="cumsum",
-    vjp=_cumsum_vjp,
-    linear=True,
+    _cumsum_raw, name="cumsum", vjp=_cumsum_vjp, linear=True,
     batch_from=lambda fn: _reduction_batch(fn, *_SCAN_ARGS, scan=True),
 )
 _rcumsum = defprimitive(
-    _rcumsum_raw,
-    name="rcumsum",
-    vjp=lambda g, ans, x, axis: cumsum(g, axis),
-    linear=True,
+    _rcumsum_raw, name="rcumsum", vjp=lambda g, ans, x, axis: cumsum(g, axis), linear=True,
     batch_from=lambda fn: _axis_param_batch(fn),
 )
 
@@ -929,10 +902,7 @@ def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
 
 
 cumprod = defprimitive(
-    _cumprod_raw,
-    name="cumprod",
-    vjp=_cumprod_vjp,
-    jvp=_cumprod_jvp,
+    _cumprod_raw, name="cumprod", vjp=_cumprod_vjp, jvp=_cumprod_jvp,
     batch_from=lambda fn: _reduction_batch(fn, *_SCAN_ARGS, scan=True),
 )
 
@@ -973,10 +943,7 @@ def _sort_jvp(t, ans, a, axis=-1, kind=None, order=None, *, stable=None):
 
 
 sort = defprimitive(
-    _sort_raw,
-    name="sort",
-    vjp=_sort_vjp,
-    jvp=_sort_jvp,
+    _sort_raw, name="sort", vjp=_sort_vjp, jvp=_sort_jvp,
     batch_from=lambda fn: _reduction_batch(fn, ("a", "axis", "kind", "order"), (None, -1, None, None), scan=True),
 )
 
@@ -1015,10 +982,7 @@ def _nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
 
 _NAN_ARGS = ("a", "axis", "dtype", "out", "keepdims"), (None, None, None, None, False)
 nansum = defprimitive(
-    _nansum_raw,
-    name="nansum",
-    vjp=_nansum_vjp,
-    jvp=_nansum_jvp,
+    _nansum_raw, name="nansum", vjp=_nansum_vjp, jvp=_nansum_jvp,
     batch_from=lambda fn: _reduction_batch(fn, *_NAN_ARGS),
 )
 
@@ -1051,9 +1015,6 @@ def _nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
 
 
 nanmean = defprimitive(
-    _nanmean_raw,
-    name="nanmean",
-    vjp=_nanmean_vjp,
-    jvp=_nanmean_jvp,
+    _nanmean_raw, name="nanmean", vjp=_nanmean_vjp, jvp=_nanmean_jvp,
     batch_from=lambda fn: _reduction_batch(fn, *_NAN_ARGS),
 )

@@ -173,9 +173,7 @@ def _embed_slice_raw(g: Any, index: tuple, shape: tuple) -> Any:
 
 
 _take_slice = defprimitive(
-    _take_slice_raw,
-    name="take_slice",
-    vjp=lambda g, ans, x, index: _embed_slice(g, index, _shape(x)),
+    _take_slice_raw, name="take_slice", vjp=lambda g, ans, x, index: _embed_slice(g, index, _shape(x)),
     linear=True,
     batch_from=lambda fn: _front_rule(fn, lambda per, index: (((slice(None),) + tuple(index),), {})),
 )
@@ -196,11 +194,8 @@ def _embed_slice_batch(args, dims):
 
 
 _embed_slice = defprimitive(
-    _embed_slice_raw,
-    name="embed_slice",
-    vjp=lambda g, ans, x, index, shape: _take_slice(g, index),
-    linear=True,
-    batch=_embed_slice_batch,
+    _embed_slice_raw, name="embed_slice", vjp=lambda g, ans, x, index, shape: _take_slice(g, index),
+    linear=True, batch=_embed_slice_batch,
 )
 
 
@@ -228,10 +223,8 @@ def _scatter_axis_raw(g: Any, idx: np.ndarray, n: int, axis: int) -> Any:
 
 
 _take_axis = defprimitive(
-    _take_axis_raw,
-    name="take_axis",
-    vjp=lambda g, ans, x, idx, axis: _scatter_axis(g, idx, _shape(x)[axis], axis),
-    linear=True,
+    _take_axis_raw, name="take_axis",
+    vjp=lambda g, ans, x, idx, axis: _scatter_axis(g, idx, _shape(x)[axis], axis), linear=True,
     batch_from=lambda fn: _front_rule(fn, lambda per, idx, axis: ((idx, _shift_axes(axis, len(per))), {})),
 )
 _scatter_axis = defprimitive(
@@ -331,7 +324,6 @@ def _reshape_batch(args, dims, **kwargs):
 
 _reshape = defprimitive(
     backend_function("reshape"),
-    name="reshape",
     vjp=_reshape_vjp,
     jvp=_reshape_jvp,
     batch=_reshape_batch,
@@ -382,7 +374,6 @@ def _transpose_adjust(per, axes=None):
 
 _transpose = defprimitive(
     backend_function("transpose"),
-    name="transpose",
     vjp=_transpose_vjp,
     linear=True,
     batch_from=lambda fn: _front_rule(fn, _transpose_adjust),
@@ -398,7 +389,6 @@ permute_dims = _transpose
 
 _swapaxes = defprimitive(
     backend_function("swapaxes"),
-    name="swapaxes",
     vjp=lambda g, ans, a, axis1, axis2: _swapaxes(g, axis1, axis2),
     linear=True,
     batch_from=lambda fn: _front_rule(
@@ -426,7 +416,6 @@ def matrix_transpose(x: Any) -> Any:
 
 _moveaxis = defprimitive(
     backend_function("moveaxis"),
-    name="moveaxis",
     vjp=lambda g, ans, a, source, destination: _moveaxis(g, destination, source),
     linear=True,
     batch_from=lambda fn: _front_rule(
@@ -448,7 +437,6 @@ def _expand_dims_adjust(per, axis):
 
 _expand_dims = defprimitive(
     backend_function("expand_dims"),
-    name="expand_dims",
     vjp=lambda g, ans, a, axis: _reshape(g, _shape(a)),
     linear=True,
     batch_from=lambda fn: _front_rule(fn, _expand_dims_adjust),
@@ -469,7 +457,6 @@ def _squeeze_adjust(per, axis=None):
 
 _squeeze = defprimitive(
     backend_function("squeeze"),
-    name="squeeze",
     vjp=lambda g, ans, a, axis=None: _reshape(g, _shape(a)),
     linear=True,
     batch_from=lambda fn: _front_rule(fn, _squeeze_adjust),
@@ -500,11 +487,8 @@ def _broadcast_to_batch(args, dims, **kwargs):
 
 
 _broadcast_to = defprimitive(
-    backend_function("broadcast_to"),
-    name="broadcast_to",
-    vjp=lambda g, ans, array, shape, subok=False: unbroadcast(g, array),
-    linear=True,
-    batch=_broadcast_to_batch,
+    backend_function("broadcast_to"), vjp=lambda g, ans, array, shape, subok=False: unbroadcast(g, array),
+    linear=True, batch=_broadcast_to_batch,
 )
 
 
@@ -681,17 +665,11 @@ def _join_batch(fn: Any, new_axis: int) -> Any:
 
 
 _concatenate = defprimitive(
-    _concatenate_raw,
-    name="concatenate",
-    vjp_all=_concatenate_vjp_all,
-    jvp_all=_concatenate_jvp_all,
+    _concatenate_raw, name="concatenate", vjp_all=_concatenate_vjp_all, jvp_all=_concatenate_jvp_all,
     batch_from=lambda fn: _join_batch(fn, 0),
 )
 _stack = defprimitive(
-    _stack_raw,
-    name="stack",
-    vjp_all=_stack_vjp_all,
-    jvp_all=_stack_jvp_all,
+    _stack_raw, name="stack", vjp_all=_stack_vjp_all, jvp_all=_stack_jvp_all,
     batch_from=lambda fn: _join_batch(fn, 1),
 )
 
@@ -823,12 +801,8 @@ def _split_batch(args, dims):
 
 
 _split = defprimitive(
-    _split_raw,
-    name="split",
-    vjp=lambda g, ans, x, indices, axis: concatenate(list(g), axis=axis),
-    jvp=lambda t, ans, x, indices, axis: _split(t, indices, axis),
-    batch=_split_batch,
-    multiple_results=True,
+    _split_raw, name="split", vjp=lambda g, ans, x, indices, axis: concatenate(list(g), axis=axis),
+    jvp=lambda t, ans, x, indices, axis: _split(t, indices, axis), batch=_split_batch, multiple_results=True,
 )
 
 
@@ -979,7 +953,6 @@ def _tile_batch(args, dims, **kwargs):
 
 tile = defprimitive(
     backend_function("tile"),
-    name="tile",
     vjp=_tile_vjp,
     linear=True,
     batch=_tile_batch,
@@ -1025,13 +998,7 @@ def _repeat_batch(args, dims):
     return _repeat(a, repeats, _shift_axes(axis, _ndim(a) - 1)), 0
 
 
-_repeat = defprimitive(
-    _repeat_raw,
-    name="repeat",
-    vjp=_repeat_vjp,
-    linear=True,
-    batch=_repeat_batch,
-)
+_repeat = defprimitive(_repeat_raw, name="repeat", vjp=_repeat_vjp, linear=True, batch=_repeat_batch)
 
 
 def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
@@ -1062,7 +1029,6 @@ def _flip_adjust(per, axis=None):
 
 flip = defprimitive(
     backend_function("flip"),
-    name="flip",
     vjp=lambda g, ans, m, axis=None: flip(g, axis),
     linear=True,
     batch_from=lambda fn: _front_rule(fn, _flip_adjust),
@@ -1118,7 +1084,6 @@ def _roll_batch(args, dims, **kwargs):
 
 roll = defprimitive(
     backend_function("roll"),
-    name="roll",
     vjp=lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis),
     linear=True,
     batch=_roll_batch,
@@ -1140,7 +1105,6 @@ def _rot90_adjust(per, k=1, axes=(0, 1)):
 
 rot90 = defprimitive(
     backend_function("rot90"),
-    name="rot90",
     vjp=lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes),
     linear=True,
     batch_from=lambda fn: _front_rule(fn, _rot90_adjust),
@@ -1196,11 +1160,7 @@ def _pad_adjust(per, widths, mode, kw):
 
 
 _pad = defprimitive(
-    _pad_raw,
-    name="pad",
-    vjp=_pad_vjp,
-    jvp=_pad_jvp,
-    batch_from=lambda fn: _front_rule(fn, _pad_adjust),
+    _pad_raw, name="pad", vjp=_pad_vjp, jvp=_pad_jvp, batch_from=lambda fn: _front_rule(fn, _pad_adjust),
 )
 
 
@@ -1309,7 +1269,6 @@ def _diag_embed_batch(args, dims):
 
 diagonal = defprimitive(
     backend_function("diagonal"),
-    name="diagonal",
     vjp=_diagonal_vjp,
     linear=True,
     batch_from=lambda fn: _front_rule(fn, _diagonal_adjust),
@@ -1321,10 +1280,8 @@ Example::
 """,
 )
 _diag_embed = defprimitive(
-    _diag_embed_raw,
-    name="diag_embed",
-    vjp=lambda g, ans, x, offset, axis1, axis2, shape: diagonal(g, offset, axis1, axis2),
-    linear=True,
+    _diag_embed_raw, name="diag_embed",
+    vjp=lambda g, ans, x, offset, axis1, axis2, shape: diagonal(g, offset, axis1, axis2), linear=True,
     batch=_diag_embed_batch,
 )
 
@@ -1393,7 +1350,6 @@ def _tri_batch(fn: Any) -> Any:
 
 triu = defprimitive(
     backend_function("triu"),
-    name="triu",
     vjp=lambda g, ans, m, k=0: unbroadcast(triu(g, k), m),
     linear=True,
     batch_from=lambda fn: _tri_batch(fn),
@@ -1406,7 +1362,6 @@ Example::
 )
 tril = defprimitive(
     backend_function("tril"),
-    name="tril",
     vjp=lambda g, ans, m, k=0: unbroadcast(tril(g, k), m),
     linear=True,
     batch_from=lambda fn: _tri_batch(fn),

@@ -271,16 +271,7 @@ def _lse_batch_rule(fn: Callable, n_out: int) -> Callable:
 
 
 _logsumexp = defprimitive(
-    _logsumexp_raw,
-    name="logsumexp",
-    vjp=(
-        _lse_vjp_a,
-        _lse_vjp_b,
-    ),
-    jvp=(
-        _lse_jvp_a,
-        _lse_jvp_b,
-    ),
+    _logsumexp_raw, name="logsumexp", vjp=(_lse_vjp_a, _lse_vjp_b), jvp=(_lse_jvp_a, _lse_jvp_b),
     batch_from=lambda fn: _lse_batch_rule(fn, 1),
 )
 _logsumexp_signed = defprimitive(
@@ -357,10 +348,7 @@ def _softmax_rule(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
 
 
 _softmax = defprimitive(
-    _softmax_raw,
-    name="softmax",
-    vjp=_softmax_rule,
-    jvp=_softmax_rule,
+    _softmax_raw, name="softmax", vjp=_softmax_rule, jvp=_softmax_rule,
     batch_from=lambda fn: reduction_rule(fn),
 )
 
@@ -378,8 +366,7 @@ def log_softmax(x: Any, axis: Any = None) -> Any:
 
 
 _log_softmax = defprimitive(
-    _log_softmax_raw,
-    name="log_softmax",
+    _log_softmax_raw, name="log_softmax",
     vjp=lambda g, ans, x, axis=None: g - fnp.exp(ans) * fnp.sum(g, axis=axis, keepdims=True),
     jvp=lambda t, ans, x, axis=None: t - fnp.sum(fnp.exp(ans) * t, axis=axis, keepdims=True),
     batch_from=lambda fn: reduction_rule(fn),
@@ -450,29 +437,21 @@ def _same_float(a: Any, b: Any) -> tuple[Any, Any]:
 # expit and log_expit, as primitives of their own (one kernel each on CuPy) whose rules
 # are written in differentiable operations, so higher derivatives still work.
 _expit_grad = defprimitive(
-    _expit_grad_raw,
-    name="expit_grad",
+    _expit_grad_raw, name="expit_grad",
     vjp=(
         lambda c, ans, g, s: unbroadcast(_expit_grad(c, s), g),
         lambda c, ans, g, s: unbroadcast(c * g * (1 - 2 * s), s),
     ),
-    jvp=(
-        lambda t, ans, g, s: _expit_grad(t, s),
-        lambda t, ans, g, s: t * g * (1 - 2 * s),
-    ),
+    jvp=(lambda t, ans, g, s: _expit_grad(t, s), lambda t, ans, g, s: t * g * (1 - 2 * s)),
     batch_from=elementwise_rule,
 )
 _log_expit_grad = defprimitive(
-    _log_expit_grad_raw,
-    name="log_expit_grad",
+    _log_expit_grad_raw, name="log_expit_grad",
     vjp=(
         lambda c, ans, g, x: unbroadcast(_log_expit_grad(c, x), g),
         lambda c, ans, g, x: unbroadcast(-_expit_grad(c * g, expit(-x)), x),
     ),
-    jvp=(
-        lambda t, ans, g, x: _log_expit_grad(t, x),
-        lambda t, ans, g, x: -_expit_grad(t * g, expit(-x)),
-    ),
+    jvp=(lambda t, ans, g, x: _log_expit_grad(t, x), lambda t, ans, g, x: -_expit_grad(t * g, expit(-x))),
     batch_from=elementwise_rule,
 )
 
@@ -532,7 +511,6 @@ log_expit = defprimitive(
 
 erf = defprimitive(
     _special_raw("erf"),
-    name="erf",
     vjp=lambda g, ans, x: g * _TWO_OVER_SQRT_PI * fnp.exp(-x * x),
     jvp=lambda t, ans, x: t * _TWO_OVER_SQRT_PI * fnp.exp(-x * x),
     batch_from=elementwise_rule,
@@ -546,7 +524,6 @@ erf = defprimitive(
 
 erfc = defprimitive(
     _special_raw("erfc"),
-    name="erfc",
     vjp=lambda g, ans, x: g * -_TWO_OVER_SQRT_PI * fnp.exp(-x * x),
     jvp=lambda t, ans, x: t * -_TWO_OVER_SQRT_PI * fnp.exp(-x * x),
     batch_from=elementwise_rule,
@@ -560,7 +537,6 @@ erfc = defprimitive(
 
 erfinv = defprimitive(
     _special_raw("erfinv"),
-    name="erfinv",
     vjp=lambda g, ans, y: g * _SQRT_PI_OVER_TWO * fnp.exp(ans * ans),
     jvp=lambda t, ans, y: t * _SQRT_PI_OVER_TWO * fnp.exp(ans * ans),
     batch_from=elementwise_rule,
@@ -574,7 +550,6 @@ erfinv = defprimitive(
 
 erfcinv = defprimitive(
     _special_raw("erfcinv"),
-    name="erfcinv",
     vjp=lambda g, ans, y: g * -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans),
     jvp=lambda t, ans, y: t * -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans),
     batch_from=elementwise_rule,
@@ -632,7 +607,6 @@ polygamma = defprimitive(
 
 digamma = defprimitive(
     _special_raw("digamma"),
-    name="digamma",
     vjp=lambda g, ans, x: g * polygamma(1, x),
     jvp=lambda t, ans, x: t * polygamma(1, x),
     batch_from=elementwise_rule,
@@ -649,7 +623,6 @@ psi = digamma
 
 gammaln = defprimitive(
     _special_raw("gammaln"),
-    name="gammaln",
     vjp=lambda g, ans, x: g * digamma(x),
     jvp=lambda t, ans, x: t * digamma(x),
     batch_from=elementwise_rule,
@@ -663,7 +636,6 @@ gammaln = defprimitive(
 
 gamma = defprimitive(
     _special_raw("gamma"),
-    name="gamma",
     vjp=lambda g, ans, x: g * ans * digamma(x),
     jvp=lambda t, ans, x: t * ans * digamma(x),
     batch_from=elementwise_rule,
@@ -681,7 +653,6 @@ gamma = defprimitive(
 
 xlogy = defprimitive(
     _special_raw("xlogy"),
-    name="xlogy",
     vjp=(
         lambda g, ans, x, y: unbroadcast(g * fnp.log(y), x),
         lambda g, ans, x, y: unbroadcast(g * x / y, y),
@@ -704,7 +675,6 @@ xlogy = defprimitive(
 
 xlog1py = defprimitive(
     _special_raw("xlog1py"),
-    name="xlog1py",
     vjp=(
         lambda g, ans, x, y: unbroadcast(g * fnp.log1p(y), x),
         lambda g, ans, x, y: unbroadcast(g * x / (1 + y), y),
@@ -730,7 +700,6 @@ xlog1py = defprimitive(
 
 i0 = defprimitive(
     _special_raw("i0"),
-    name="i0",
     vjp=lambda g, ans, x: g * i1(x),
     jvp=lambda t, ans, x: t * i1(x),
     batch_from=elementwise_rule,
@@ -751,7 +720,6 @@ def _i1_prime(ans: Any, x: Any) -> Any:
 
 i1 = defprimitive(
     _special_raw("i1"),
-    name="i1",
     vjp=lambda g, ans, x: g * _i1_prime(ans, x),
     jvp=lambda t, ans, x: t * _i1_prime(ans, x),
     batch_from=elementwise_rule,
