@@ -381,17 +381,9 @@ def _matmul_vjp_b(g, ans, a, b, **_):
 
 
 matmul = defprimitive(
-    backend_function("matmul", 2),
-    vjp=(
-        _matmul_vjp_a,
-        _matmul_vjp_b,
-    ),
-    jvp=(
-        lambda t, ans, a, b, **kw: matmul(t, b, **kw),
-        lambda t, ans, a, b, **kw: matmul(a, t, **kw),
-    ),
-    batch=_matmul_batch,
-    reads={0: {1}, 1: {0}},
+    backend_function("matmul", 2), vjp=(_matmul_vjp_a, _matmul_vjp_b),
+    jvp=(lambda t, ans, a, b, **kw: matmul(t, b, **kw), lambda t, ans, a, b, **kw: matmul(a, t, **kw)),
+    batch=_matmul_batch, reads={0: {1}, 1: {0}},
     doc="""Matrix product with batch broadcasting. Differentiable ``numpy.matmul``.
 
 Example::
@@ -431,15 +423,8 @@ def _dot_vjp_b(g, ans, a, b, out=None):
 
 
 dot = defprimitive(
-    backend_function("dot", 2),
-    vjp=(
-        _dot_vjp_a,
-        _dot_vjp_b,
-    ),
-    jvp=(
-        lambda t, ans, a, b, out=None: dot(t, b),
-        lambda t, ans, a, b, out=None: dot(a, t),
-    ),
+    backend_function("dot", 2), vjp=(_dot_vjp_a, _dot_vjp_b),
+    jvp=(lambda t, ans, a, b, out=None: dot(t, b), lambda t, ans, a, b, out=None: dot(a, t)),
     batch=_dot_batch,
     doc="""Dot product (all of NumPy's cases: scalars, vectors, N-D). Differentiable ``numpy.dot``.
 
@@ -578,11 +563,7 @@ vdot = defprimitive(
         lambda g, ans, a, b: _real_like(fnp.reshape(_conj(g * _arr(b)), shape(_arr(a))), a),
         lambda g, ans, a, b: _real_like(fnp.reshape(g * _conj(_arr(a)), shape(_arr(b))), b),
     ),
-    jvp=(
-        lambda t, ans, a, b: vdot(t, b),
-        lambda t, ans, a, b: vdot(a, t),
-    ),
-    batch=_vdot_batch,
+    jvp=(lambda t, ans, a, b: vdot(t, b), lambda t, ans, a, b: vdot(a, t)), batch=_vdot_batch,
     doc="""Flattened dot product, conjugating the first argument. Differentiable ``numpy.vdot``.
 
 Example::
@@ -957,10 +938,8 @@ def _multi_dot(arrays: list, order: Any, i: int, j: int) -> Any:
 # --- inv, solve, det, slogdet -------------------------------------------------------
 
 inv = defprimitive(
-    backend_function("linalg.inv"),
-    vjp=lambda g, ans, a: -_matmul(_mT(ans), g, _mT(ans)),
-    jvp=lambda t, ans, a: -_matmul(ans, t, ans),
-    batch_from=lambda fn: _front_rule(fn, 0),
+    backend_function("linalg.inv"), vjp=lambda g, ans, a: -_matmul(_mT(ans), g, _mT(ans)),
+    jvp=lambda t, ans, a: -_matmul(ans, t, ans), batch_from=lambda fn: _front_rule(fn, 0),
     doc="""Inverse of a (stack of) square matrices. Differentiable ``numpy.linalg.inv``.
 
 Example::
@@ -1007,16 +986,8 @@ def _solve_jvp_a(t, ans, a, b):
 
 
 solve = defprimitive(
-    backend_function("linalg.solve", 2),
-    vjp=(
-        _solve_vjp_a,
-        _solve_vjp_b,
-    ),
-    jvp=(
-        _solve_jvp_a,
-        lambda t, ans, a, b: solve(a, t),
-    ),
-    batch=_solve_batch,
+    backend_function("linalg.solve", 2), vjp=(_solve_vjp_a, _solve_vjp_b),
+    jvp=(_solve_jvp_a, lambda t, ans, a, b: solve(a, t)), batch=_solve_batch,
     doc="""Solve ``a @ x = b``; b is (M,) or a stack (..., M, K). Differentiable ``numpy.linalg.solve``.
 
 As in NumPy 2, b is a vector only when it is 1-D; batch axes broadcast.
@@ -1033,8 +1004,7 @@ def _expand2(x: Any) -> Any:
 
 
 det = defprimitive(
-    backend_function("linalg.det"),
-    vjp=lambda g, ans, a: _expand2(g * ans) * _mT(inv(a)),
+    backend_function("linalg.det"), vjp=lambda g, ans, a: _expand2(g * ans) * _mT(inv(a)),
     jvp=lambda t, ans, a: ans * einsum("...ij,...ji->...", inv(a), t),
     batch_from=lambda fn: _front_rule(fn, 0),
     doc="""Determinant of a (stack of) square matrices. Differentiable ``numpy.linalg.det``.

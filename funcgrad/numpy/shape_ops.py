@@ -323,10 +323,7 @@ def _reshape_batch(args, dims, **kwargs):
 
 
 _reshape = defprimitive(
-    backend_function("reshape"),
-    vjp=_reshape_vjp,
-    jvp=_reshape_jvp,
-    batch=_reshape_batch,
+    backend_function("reshape"), vjp=_reshape_vjp, jvp=_reshape_jvp, batch=_reshape_batch,
     doc="""Differentiable ``numpy.reshape`` (shape a tuple or an int, -1 allowed; order 'C', 'F' or 'A').
 
 Example::
@@ -373,9 +370,7 @@ def _transpose_adjust(per, axes=None):
 
 
 _transpose = defprimitive(
-    backend_function("transpose"),
-    vjp=_transpose_vjp,
-    linear=True,
+    backend_function("transpose"), vjp=_transpose_vjp, linear=True,
     batch_from=lambda fn: _front_rule(fn, _transpose_adjust),
     doc="""Differentiable ``numpy.transpose`` (axes None or a permutation, negative axes allowed).
 
@@ -436,9 +431,7 @@ def _expand_dims_adjust(per, axis):
 
 
 _expand_dims = defprimitive(
-    backend_function("expand_dims"),
-    vjp=lambda g, ans, a, axis: _reshape(g, _shape(a)),
-    linear=True,
+    backend_function("expand_dims"), vjp=lambda g, ans, a, axis: _reshape(g, _shape(a)), linear=True,
     batch_from=lambda fn: _front_rule(fn, _expand_dims_adjust),
     doc="""Differentiable ``numpy.expand_dims`` (axis an int or a tuple).
 
@@ -456,9 +449,7 @@ def _squeeze_adjust(per, axis=None):
 
 
 _squeeze = defprimitive(
-    backend_function("squeeze"),
-    vjp=lambda g, ans, a, axis=None: _reshape(g, _shape(a)),
-    linear=True,
+    backend_function("squeeze"), vjp=lambda g, ans, a, axis=None: _reshape(g, _shape(a)), linear=True,
     batch_from=lambda fn: _front_rule(fn, _squeeze_adjust),
     doc="""Differentiable ``numpy.squeeze`` (axis None, an int or a tuple).
 
@@ -952,10 +943,7 @@ def _tile_batch(args, dims, **kwargs):
 
 
 tile = defprimitive(
-    backend_function("tile"),
-    vjp=_tile_vjp,
-    linear=True,
-    batch=_tile_batch,
+    backend_function("tile"), vjp=_tile_vjp, linear=True, batch=_tile_batch,
     doc="""Differentiable ``numpy.tile``; its VJP sums the tiles.
 
 Example::
@@ -1028,9 +1016,7 @@ def _flip_adjust(per, axis=None):
 
 
 flip = defprimitive(
-    backend_function("flip"),
-    vjp=lambda g, ans, m, axis=None: flip(g, axis),
-    linear=True,
+    backend_function("flip"), vjp=lambda g, ans, m, axis=None: flip(g, axis), linear=True,
     batch_from=lambda fn: _front_rule(fn, _flip_adjust),
     doc="""Differentiable ``numpy.flip`` (axis None, an int or a tuple).
 
@@ -1083,10 +1069,8 @@ def _roll_batch(args, dims, **kwargs):
 
 
 roll = defprimitive(
-    backend_function("roll"),
-    vjp=lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis),
-    linear=True,
-    batch=_roll_batch,
+    backend_function("roll"), vjp=lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis),
+    linear=True, batch=_roll_batch,
     doc="""Differentiable ``numpy.roll`` (shift an int or tuple, axis None, an int or a tuple).
 
 Example::
@@ -1104,9 +1088,7 @@ def _rot90_adjust(per, k=1, axes=(0, 1)):
 
 
 rot90 = defprimitive(
-    backend_function("rot90"),
-    vjp=lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes),
-    linear=True,
+    backend_function("rot90"), vjp=lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes), linear=True,
     batch_from=lambda fn: _front_rule(fn, _rot90_adjust),
     doc="""Differentiable ``numpy.rot90``.
 
@@ -1268,9 +1250,7 @@ def _diag_embed_batch(args, dims):
 
 
 diagonal = defprimitive(
-    backend_function("diagonal"),
-    vjp=_diagonal_vjp,
-    linear=True,
+    backend_function("diagonal"), vjp=_diagonal_vjp, linear=True,
     batch_from=lambda fn: _front_rule(fn, _diagonal_adjust),
     doc="""Differentiable ``numpy.diagonal`` (offset, axis1, axis2).
 
@@ -1349,9 +1329,7 @@ def _tri_batch(fn: Any) -> Any:
 
 
 triu = defprimitive(
-    backend_function("triu"),
-    vjp=lambda g, ans, m, k=0: unbroadcast(triu(g, k), m),
-    linear=True,
+    backend_function("triu"), vjp=lambda g, ans, m, k=0: unbroadcast(triu(g, k), m), linear=True,
     batch_from=lambda fn: _tri_batch(fn),
     doc="""Differentiable ``numpy.triu`` (zero below diagonal ``k``).
 
@@ -1361,9 +1339,7 @@ Example::
 """,
 )
 tril = defprimitive(
-    backend_function("tril"),
-    vjp=lambda g, ans, m, k=0: unbroadcast(tril(g, k), m),
-    linear=True,
+    backend_function("tril"), vjp=lambda g, ans, m, k=0: unbroadcast(tril(g, k), m), linear=True,
     batch_from=lambda fn: _tri_batch(fn),
     doc="""Differentiable ``numpy.tril`` (zero above diagonal ``k``).
 

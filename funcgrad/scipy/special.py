@@ -120,6 +120,12 @@ def _special_raw(name: str) -> Callable:
     return raw
 
 
+def _unary(name: str, d: Callable[[Any, Any], Any], doc: str) -> Callable[..., Any]:
+    """Declare the elementwise special function ``name`` whose derivative is ``d(ans, x)``."""
+    return defprimitive(_special_raw(name), vjp=lambda g, ans, x: g * d(ans, x), jvp=lambda t, ans, x: t * d(ans, x),
+                        batch_from=elementwise_rule, doc=doc)
+
+
 # --------------------------------------------------------------------------
 # helpers for the namespace-only functions
 
@@ -457,11 +463,8 @@ _log_expit_grad = defprimitive(
 
 
 expit = defprimitive(
-    _expit_raw,
-    name="expit",
-    vjp=lambda g, ans, x: _expit_grad(g, ans),
-    jvp=lambda t, ans, x: _expit_grad(t, ans),
-    batch_from=elementwise_rule,
+    _expit_raw, name="expit", vjp=lambda g, ans, x: _expit_grad(g, ans),
+    jvp=lambda t, ans, x: _expit_grad(t, ans), batch_from=elementwise_rule,
     doc="""The logistic sigmoid 1 / (1 + exp(-x)). Differentiable ``scipy.special.expit``.
 
     Stable for large ``|x|`` in float32 and float64 (exp is only taken of
@@ -474,11 +477,8 @@ expit = defprimitive(
 )
 
 logit = defprimitive(
-    _logit_raw,
-    name="logit",
-    vjp=lambda g, ans, x: g / (x * (1 - x)),
-    jvp=lambda t, ans, x: t / (x * (1 - x)),
-    batch_from=elementwise_rule,
+    _logit_raw, name="logit", vjp=lambda g, ans, x: g / (x * (1 - x)),
+    jvp=lambda t, ans, x: t / (x * (1 - x)), batch_from=elementwise_rule,
     doc="""log(p / (1 - p)), the inverse of expit. Differentiable ``scipy.special.logit``.
 
     Computed as log(p) - log1p(-p). Needs no SciPy.
@@ -490,11 +490,8 @@ logit = defprimitive(
 )
 
 log_expit = defprimitive(
-    _log_expit_raw,
-    name="log_expit",
-    vjp=lambda g, ans, x: _log_expit_grad(g, x),
-    jvp=lambda t, ans, x: _log_expit_grad(t, x),
-    batch_from=elementwise_rule,
+    _log_expit_raw, name="log_expit", vjp=lambda g, ans, x: _log_expit_grad(g, x),
+    jvp=lambda t, ans, x: _log_expit_grad(t, x), batch_from=elementwise_rule,
     doc="""log(expit(x)), stable for large ``|x|``. Differentiable ``scipy.special.log_expit``.
 
     Computed as min(x, 0) - log1p(exp(-|x|)). Needs no SciPy.
@@ -509,57 +506,33 @@ log_expit = defprimitive(
 # --------------------------------------------------------------------------
 # error functions
 
-erf = defprimitive(
-    _special_raw("erf"),
-    vjp=lambda g, ans, x: g * _TWO_OVER_SQRT_PI * fnp.exp(-x * x),
-    jvp=lambda t, ans, x: t * _TWO_OVER_SQRT_PI * fnp.exp(-x * x),
-    batch_from=elementwise_rule,
-    doc="""The error function. Differentiable ``scipy.special.erf``; d/dx = 2/sqrt(pi) exp(-x^2).
+erf = _unary("erf", lambda ans, x: _TWO_OVER_SQRT_PI * fnp.exp(-x * x), """The error function. Differentiable ``scipy.special.erf``; d/dx = 2/sqrt(pi) exp(-x^2).
 
     Example::
 
         erf(fnp.array([0.0, 1.0]))
-    """,
-)
+    """)
 
-erfc = defprimitive(
-    _special_raw("erfc"),
-    vjp=lambda g, ans, x: g * -_TWO_OVER_SQRT_PI * fnp.exp(-x * x),
-    jvp=lambda t, ans, x: t * -_TWO_OVER_SQRT_PI * fnp.exp(-x * x),
-    batch_from=elementwise_rule,
-    doc="""1 - erf(x), accurate for large x. Differentiable ``scipy.special.erfc``.
+erfc = _unary("erfc", lambda ans, x: -_TWO_OVER_SQRT_PI * fnp.exp(-x * x), """1 - erf(x), accurate for large x. Differentiable ``scipy.special.erfc``.
 
     Example::
 
         erfc(fnp.array([0.0, 5.0]))
-    """,
-)
+    """)
 
-erfinv = defprimitive(
-    _special_raw("erfinv"),
-    vjp=lambda g, ans, y: g * _SQRT_PI_OVER_TWO * fnp.exp(ans * ans),
-    jvp=lambda t, ans, y: t * _SQRT_PI_OVER_TWO * fnp.exp(ans * ans),
-    batch_from=elementwise_rule,
-    doc="""Inverse of erf on (-1, 1). Differentiable ``scipy.special.erfinv``; d/dy = sqrt(pi)/2 exp(erfinv(y)^2).
+erfinv = _unary("erfinv", lambda ans, y: _SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erf on (-1, 1). Differentiable ``scipy.special.erfinv``; d/dy = sqrt(pi)/2 exp(erfinv(y)^2).
 
     Example::
 
         erfinv(fnp.array([0.0, 0.5]))
-    """,
-)
+    """)
 
-erfcinv = defprimitive(
-    _special_raw("erfcinv"),
-    vjp=lambda g, ans, y: g * -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans),
-    jvp=lambda t, ans, y: t * -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans),
-    batch_from=elementwise_rule,
-    doc="""Inverse of erfc on (0, 2). Differentiable ``scipy.special.erfcinv``; d/dy = -sqrt(pi)/2 exp(erfcinv(y)^2).
+erfcinv = _unary("erfcinv", lambda ans, y: -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erfc on (0, 2). Differentiable ``scipy.special.erfcinv``; d/dy = -sqrt(pi)/2 exp(erfcinv(y)^2).
 
     Example::
 
         erfcinv(fnp.array([0.5, 1.0]))
-    """,
-)
+    """)
 
 
 # --------------------------------------------------------------------------
@@ -582,17 +555,9 @@ def _polygamma_order_rule(*_: Any, **__: Any) -> Any:
 
 
 polygamma = defprimitive(
-    _polygamma_raw,
-    name="polygamma",
-    vjp=(
-        _polygamma_order_rule,
-        lambda g, ans, n, x: unbroadcast(g * polygamma(n + 1, x), x),
-    ),
-    jvp=(
-        _polygamma_order_rule,
-        lambda t, ans, n, x: t * polygamma(n + 1, x),
-    ),
-    batch_from=elementwise_rule,
+    _polygamma_raw, name="polygamma",
+    vjp=(_polygamma_order_rule, lambda g, ans, n, x: unbroadcast(g * polygamma(n + 1, x), x)),
+    jvp=(_polygamma_order_rule, lambda t, ans, n, x: t * polygamma(n + 1, x)), batch_from=elementwise_rule,
     doc="""The n-th derivative of digamma. Differentiable ``scipy.special.polygamma`` (in x).
 
     d/dx polygamma(n, x) = polygamma(n + 1, x). The order ``n`` (a non-negative
@@ -605,47 +570,29 @@ polygamma = defprimitive(
     """,
 )
 
-digamma = defprimitive(
-    _special_raw("digamma"),
-    vjp=lambda g, ans, x: g * polygamma(1, x),
-    jvp=lambda t, ans, x: t * polygamma(1, x),
-    batch_from=elementwise_rule,
-    doc="""The logarithmic derivative of the gamma function. Differentiable ``scipy.special.digamma``.
+digamma = _unary("digamma", lambda ans, x: polygamma(1, x), """The logarithmic derivative of the gamma function. Differentiable ``scipy.special.digamma``.
 
     d/dx digamma(x) = polygamma(1, x).
 
     Example::
 
         digamma(fnp.array([1.0]))   # [-euler_gamma]
-    """,
-)
+    """)
 psi = digamma
 
-gammaln = defprimitive(
-    _special_raw("gammaln"),
-    vjp=lambda g, ans, x: g * digamma(x),
-    jvp=lambda t, ans, x: t * digamma(x),
-    batch_from=elementwise_rule,
-    doc="""log|Gamma(x)|. Differentiable ``scipy.special.gammaln``; d/dx = digamma(x).
+gammaln = _unary("gammaln", lambda ans, x: digamma(x), """log|Gamma(x)|. Differentiable ``scipy.special.gammaln``; d/dx = digamma(x).
 
     Example::
 
         gammaln(fnp.array([1.0, 5.0]))   # [0, log(24)]
-    """,
-)
+    """)
 
-gamma = defprimitive(
-    _special_raw("gamma"),
-    vjp=lambda g, ans, x: g * ans * digamma(x),
-    jvp=lambda t, ans, x: t * ans * digamma(x),
-    batch_from=elementwise_rule,
-    doc="""The gamma function. Differentiable ``scipy.special.gamma``; d/dx = gamma(x) digamma(x).
+gamma = _unary("gamma", lambda ans, x: ans * digamma(x), """The gamma function. Differentiable ``scipy.special.gamma``; d/dx = gamma(x) digamma(x).
 
     Example::
 
         gamma(fnp.array([5.0]))   # [24]
-    """,
-)
+    """)
 
 
 # --------------------------------------------------------------------------
@@ -653,15 +600,8 @@ gamma = defprimitive(
 
 xlogy = defprimitive(
     _special_raw("xlogy"),
-    vjp=(
-        lambda g, ans, x, y: unbroadcast(g * fnp.log(y), x),
-        lambda g, ans, x, y: unbroadcast(g * x / y, y),
-    ),
-    jvp=(
-        lambda t, ans, x, y: t * fnp.log(y),
-        lambda t, ans, x, y: t * x / y,
-    ),
-    batch_from=elementwise_rule,
+    vjp=(lambda g, ans, x, y: unbroadcast(g * fnp.log(y), x), lambda g, ans, x, y: unbroadcast(g * x / y, y)),
+    jvp=(lambda t, ans, x, y: t * fnp.log(y), lambda t, ans, x, y: t * x / y), batch_from=elementwise_rule,
     doc="""x * log(y), 0 where x == 0. Differentiable ``scipy.special.xlogy``.
 
     Derivatives as in JAX: d/dx = log(y), d/dy = x / y.
@@ -679,10 +619,7 @@ xlog1py = defprimitive(
         lambda g, ans, x, y: unbroadcast(g * fnp.log1p(y), x),
         lambda g, ans, x, y: unbroadcast(g * x / (1 + y), y),
     ),
-    jvp=(
-        lambda t, ans, x, y: t * fnp.log1p(y),
-        lambda t, ans, x, y: t * x / (1 + y),
-    ),
+    jvp=(lambda t, ans, x, y: t * fnp.log1p(y), lambda t, ans, x, y: t * x / (1 + y)),
     batch_from=elementwise_rule,
     doc="""x * log1p(y), 0 where x == 0. Differentiable ``scipy.special.xlog1py``.
 
@@ -698,18 +635,12 @@ xlog1py = defprimitive(
 # --------------------------------------------------------------------------
 # modified Bessel functions
 
-i0 = defprimitive(
-    _special_raw("i0"),
-    vjp=lambda g, ans, x: g * i1(x),
-    jvp=lambda t, ans, x: t * i1(x),
-    batch_from=elementwise_rule,
-    doc="""Modified Bessel function of the first kind, order 0. Differentiable ``scipy.special.i0``; d/dx = i1(x).
+i0 = _unary("i0", lambda ans, x: i1(x), """Modified Bessel function of the first kind, order 0. Differentiable ``scipy.special.i0``; d/dx = i1(x).
 
     Example::
 
         i0(fnp.array([0.0, 1.0]))
-    """,
-)
+    """)
 
 
 def _i1_prime(ans: Any, x: Any) -> Any:
@@ -718,12 +649,7 @@ def _i1_prime(ans: Any, x: Any) -> Any:
     return fnp.where(at_zero, 0.5, i0(x) - ans / safe_x)
 
 
-i1 = defprimitive(
-    _special_raw("i1"),
-    vjp=lambda g, ans, x: g * _i1_prime(ans, x),
-    jvp=lambda t, ans, x: t * _i1_prime(ans, x),
-    batch_from=elementwise_rule,
-    doc="""Modified Bessel function of the first kind, order 1. Differentiable ``scipy.special.i1``.
+i1 = _unary("i1", lambda ans, x: _i1_prime(ans, x), """Modified Bessel function of the first kind, order 1. Differentiable ``scipy.special.i1``.
 
     d/dx = i0(x) - i1(x) / x, with its limit 1/2 at x = 0. At exactly x = 0
     derivatives are exact to second order (third and higher read 0 there).
@@ -731,6 +657,5 @@ i1 = defprimitive(
     Example::
 
         i1(fnp.array([0.0, 1.0]))
-    """,
-)
+    """)
 
