@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from .declare import defprimitive
+from .declare import defprimitive, linear_jvp
 from .forward import ForwardTrace, JVPBox
 from .reverse import ReverseTrace, VJPBox, VJPNode, backward_pass
 from .trace import (
@@ -28,8 +28,7 @@ from .trace import (
 __all__ = [
     "Box", "Trace", "Primitive", "LeakedTraceError", "primitive", "nondiff_primitive",
     "unbox_all", "shape_of", "contains_box", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
-    "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive",
-    "defvjp_all", "defjvp_all", "defprimitive",
+    "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive", "defprimitive",
 ]
 
 
@@ -63,9 +62,7 @@ def defvjp(
         fg.defvjp(fnp.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
     """
     prim = get_primitive(fn)
-    for argnum, rule in zip(argnums or range(len(rules)), rules):
-        if rule is not None:
-            prim.vjps[argnum] = rule
+    prim.vjps.update((i, r) for i, r in zip(argnums or range(len(rules)), rules) if r is not None)
     if reads is not None:
         prim.reads = {int(i): frozenset(r) for i, r in reads.items()}
         prim.drop_cache.clear()
@@ -82,32 +79,9 @@ def defjvp(fn: Callable[..., Any], *rules: Callable[..., Any] | None, argnums: t
 
         fg.defjvp(fnp.sin, lambda t, ans, x: t * fnp.cos(x))
     """
-    prim = get_primitive(fn)
-    for argnum, rule in zip(argnums or range(len(rules)), rules):
-        if rule is not None:
-            prim.jvps[argnum] = rule
-
-
-def defvjp_all(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
-    """One VJP rule for all arguments of primitive ``fn``, used instead of per-argument rules.
-
-    Called as ``rule(g, ans, argnums, *args, **kwargs)``; returns one cotangent
-    per entry of ``argnums`` (None for a zero cotangent). For a primitive with
-    several results ``g`` is a tuple holding None for unused results.
-    """
-    get_primitive(fn).vjp_all = rule
-
-
-def defjvp_all(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
-    """One JVP rule for all arguments of primitive ``fn``: ``rule(tangents, ans, *args, **kwargs)``,
-    where ``tangents[i]`` is None for arguments that are not traced."""
-    get_primitive(fn).jvp_all = rule
+    get_primitive(fn).jvps.update((i, r) for i, r in zip(argnums or range(len(rules)), rules) if r is not None)
 
 
 def def_linear(fn: Callable[..., Any]) -> None:
     """Declare ``fn`` linear in its first argument: its JVP is ``fn`` of the tangent."""
-
-    def jvp(t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        return fn(t, *args, **kwargs)
-
-    get_primitive(fn).jvps[0] = jvp
+    get_primitive(fn).jvps[0] = linear_jvp(fn)

@@ -68,6 +68,15 @@ def _reads(reads: Mapping[int, Iterable[Any]] | None) -> dict[int, frozenset[Any
     return {int(i): frozenset(r) for i, r in reads.items()}
 
 
+def linear_jvp(fn: Callable[..., Any]) -> Rule:
+    """The JVP of argument 0 of a function linear in it: ``fn`` applied to the tangent."""
+
+    def jvp(t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(t, *args, **kwargs)
+
+    return jvp
+
+
 def defprimitive(
     raw: Callable[P, R],
     *,
@@ -131,11 +140,7 @@ def defprimitive(
     if linear:
         if 0 in prim.jvps:
             raise TypeError(f"defprimitive({label!r}): give either linear=True or a jvp for argument 0, not both")
-
-        def linear_jvp(t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-            return fn(t, *args, **kwargs)
-
-        prim.jvps[0] = linear_jvp
+        prim.jvps[0] = linear_jvp(fn)
     prim.vjp_all = vjp_all
     prim.jvp_all = jvp_all
     if batch is not None and batch_from is not None:
