@@ -8,16 +8,22 @@ cotangent: the one place where that is done.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import numpy as np
+
+try:  # NumPy >= 2
+    from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
+except ImportError:  # pragma: no cover - NumPy 1.x
+    from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple  # type: ignore[no-redef]
 
 import funcgrad.numpy as fnp  # rules call the namespace lazily, at run time
 
 from ..backend import _NAMESPACE_BY_TYPE, NUMPY_FAST_TYPES, dtype_of, namespace_of
 from ..core import shape_of, unbox_all
 
-__all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex"]
+__all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex", "normalize_axes"]
 
 
 def resolve(namespace: Any, dotted: str) -> Callable[..., Any]:
@@ -60,6 +66,16 @@ def backend_function(dotted: str, n_arrays: int = 1) -> Callable[..., Any]:
 _value = unbox_all
 shape = shape_of  # shape of an array, box or scalar (scalars have shape ())
 dtype = dtype_of
+
+
+def normalize_axes(axis: Any, nd: int, name: str = "axis") -> tuple[int, ...]:
+    """``axis`` (None: every axis; an int or a sequence, negatives counting from the end) as a
+    sorted tuple of non-negative ints: the one axis normalisation of the reductions. Raises
+    NumPy's AxisError (a ValueError and an IndexError) when out of bounds or repeated."""
+    if axis is None:
+        return tuple(range(nd))
+    items = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return tuple(sorted(_normalize_axis_tuple(tuple(operator.index(a) for a in items), nd, name)))
 
 
 def ndim(x: Any) -> int:

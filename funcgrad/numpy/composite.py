@@ -18,6 +18,8 @@ import funcgrad.numpy as fnp
 from funcgrad.backend import device_constant, namespace_of
 from funcgrad.core.trace import Box
 
+from ._util import normalize_axes as _axes
+
 __all__ = [
     "append",
     "convolve",
@@ -51,22 +53,6 @@ __all__ = [
 
 # --------------------------------------------------------------------------
 # helpers
-
-def _axes(axis: Any, ndim: int, name: str = "axis") -> tuple[int, ...]:
-    """Normalize ``axis`` (None, int or tuple) to a sorted tuple of non-negative ints."""
-    if axis is None:
-        return tuple(range(ndim))
-    items = axis if isinstance(axis, (tuple, list)) else (axis,)
-    out = []
-    for ax in items:
-        ax = operator.index(ax)
-        if not -ndim <= ax < ndim:
-            raise ValueError(f"{name}={ax} is out of bounds for an array of dimension {ndim}")
-        out.append(ax % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{name} has repeated entries: {axis!r}")
-    return tuple(sorted(out))
-
 
 def _to_last(a: Any, axis: Any) -> tuple[Any, tuple[int, ...]]:
     """Move the reduced ``axis`` of ``a`` to one trailing axis; returns it and the axes."""

@@ -15,7 +15,7 @@ flows. ``zeros_like``, ``ones_like`` and ``empty_like`` live in ``nondiff``
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 

@@ -27,7 +27,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from ..core import Box, defprimitive, get_primitive, unbox_all
 from ..core.batching import BatchBox
-from ._batching import _aligned, elementwise_rule, fallback, move_to_front, normalize_axis
+from ._batching import _aligned, _shift_axis, elementwise_rule, fallback, move_to_front, normalize_axis
 from ._util import backend_function, dtype
 
 __all__ = [
@@ -210,12 +210,6 @@ def _ufunc_rule(fn: Callable[..., Any], name: str, nin: int) -> Callable[..., An
     return batch
 
 
-def _shift_axes(axis: Any, per: int) -> Any:
-    if isinstance(axis, (tuple, list)):
-        return tuple(normalize_axis(a, per) + 1 for a in axis)
-    return normalize_axis(axis, per) + 1
-
-
 def _axis_rule(fn: Callable[..., Any], axis_pos: int, default: Any, flatten_when_none: bool) -> Callable[..., Any]:
     """Rule for ``fn(x, ..., axis, ...)`` batched in ``x``: the axis moves past the batch axis.
 
@@ -253,7 +247,7 @@ def _axis_rule(fn: Callable[..., Any], axis_pos: int, default: Any, flatten_when
         elif axis is None:
             new_axis = tuple(range(1, per + 1))
         else:
-            new_axis = _shift_axes(axis, per)
+            new_axis = _shift_axis(axis, per)
         if positional:
             rest[axis_pos - 1] = new_axis
         else:

@@ -37,12 +37,7 @@ import funcgrad.numpy as fnp
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
 from ..core import defprimitive
 from ._batching import fallback, move_to_front
-from ._util import _value, dtype as _dtype, is_complex, shape
-
-try:  # NumPy >= 2
-    from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
-except ImportError:  # pragma: no cover - NumPy 1.x
-    from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple
+from ._util import _normalize_axis_tuple, _value, dtype as _dtype, is_complex, normalize_axes as _axes, shape
 
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "ptp", "var", "std", "average",
@@ -57,15 +52,6 @@ Axis = Union[None, int, Tuple[int, ...]]
 
 # --------------------------------------------------------------------------
 # helpers (static shape logic only; everything on arrays goes through fnp)
-
-
-def _axes(axis: Any, nd: int) -> tuple[int, ...]:
-    """``axis`` as a sorted tuple of non-negative ints (None: every axis)."""
-    if axis is None:
-        return tuple(range(nd))
-    if not isinstance(axis, (tuple, list)):
-        axis = (operator.index(axis),)
-    return tuple(sorted(_normalize_axis_tuple(axis, nd, "axis")))
 
 
 def _count(x: Any, axes: tuple[int, ...]) -> int:
@@ -781,7 +767,7 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
     """
     a = fnp.asarray(a)
     nd = len(shape(a))
-    axes = None if axis is None else tuple(_normalize_axis_tuple(axis, nd, "axis"))
+    axes = None if axis is None else tuple(_normalize_axis_tuple(axis, nd, "axis"))  # in the order given
     if weights is None:
         avg = mean(a, axes, keepdims=keepdims)
         if not returned:
