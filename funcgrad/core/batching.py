@@ -69,7 +69,7 @@ class BatchTrace(Trace):
                 warnings.warn(
                     f"vmap: primitive '{prim.name}' has no batching rule; falling back to a "
                     f"Python loop over the batch (correct but slow). Register one with "
-                    f"fg.core.defbatch.",
+                    f"batch= in fg.defprimitive (or fg.defbatch).",
                     stacklevel=4,
                 )
             out, out_dim = batching_fallback(prim, args, dims, self.size, kwargs)
