@@ -27,6 +27,7 @@ and ``min``.
 from __future__ import annotations
 
 import builtins
+import inspect
 import operator
 from typing import Any, Tuple, Union
 
@@ -169,14 +170,18 @@ def _bind(names: tuple, defaults: tuple, args: list, dims: list, kwargs: dict) -
     return vals, dims, rest
 
 
-def _reduction_batch(fn: Any, names: tuple, defaults: tuple, scan: bool = False) -> Any:
+def _reduction_batch(fn: Any, scan: bool = False) -> Any:
     """Batching rule of the reduction (or, with ``scan``, cumulative) primitive ``fn``.
 
-    ``names``/``defaults`` describe its positional parameters (the array first).
-    A batched ``where`` mask is vectorized; a batched ``initial`` (a per-example
-    scalar) falls back to a loop over the batch.
+    Its positional parameters (the array first, ``axis`` among them) are read off its
+    raw function. A batched ``where`` mask is vectorized; a batched ``initial`` (a
+    per-example scalar) falls back to a loop over the batch.
     """
     prim = fn.primitive
+    params = [p for p in inspect.signature(prim.raw).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = tuple(p.name for p in params)
+    defaults = tuple(None if p.default is p.empty else p.default for p in params)
     i_axis = names.index("axis")
     i_where = names.index("where") if "where" in names else None
 
@@ -210,6 +215,11 @@ def _reduction_batch(fn: Any, names: tuple, defaults: tuple, scan: bool = False)
     return rule
 
 
+def _scan_batch(fn: Any) -> Any:
+    """Batching rule of a cumulative primitive (cumsum, sort ...): ``axis=None`` flattens."""
+    return _reduction_batch(fn, scan=True)
+
+
 # --------------------------------------------------------------------------
 # sum, mean (linear)
 
@@ -239,10 +249,6 @@ def sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims:
     return _sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
 
 
-_SUM_ARGS = ("a", "axis", "dtype", "out", "keepdims", "initial", "where")
-_SUM_DEFAULTS = (None, None, None, None, False, None, None)
-
-
 def _sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     axes = _axes(axis, len(shape(a)))
     ct = _expand(g, axes, keepdims)
@@ -269,7 +275,7 @@ _sum = defprimitive(
          where=None: _initial_vjp(g, initial)},
     jvp={0: _sum_jvp, 5: lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
          where=None: _to(fnp.broadcast_to(t, shape(ans)), _dtype(ans))},
-    batch_from=lambda fn: _reduction_batch(fn, _SUM_ARGS, _SUM_DEFAULTS),
+    batch_from=_reduction_batch,
     reads={0: {1, 2, 3, 4, 6}, 5: {1, 2, 3, 4, 6}},  # not the values of a, initial or the result
 )
 sum.primitive = _sum.primitive  # type: ignore[attr-defined]
@@ -315,8 +321,7 @@ _mean = defprimitive(
     name="mean",
     vjp=_mean_vjp,
     linear=True,
-    batch_from=lambda fn: _reduction_batch(fn, ("a", "axis", "dtype", "out", "keepdims", "where"),
-                                           (None, None, None, None, False, None)),
+    batch_from=_reduction_batch,
     reads={0: {1, 2, 3, 4, 5}},  # only the shape and dtype of ``a``
 )
 mean.primitive = _mean.primitive  # type: ignore[attr-defined]
@@ -512,8 +517,6 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     return _prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
 
 
-
-
 def _prod_factor(a, axes, initial):
     f = _others(a, axes)
     return f if initial is None else f * initial
@@ -538,18 +541,8 @@ def _prod_jvp_initial(t, ans, a, axis=None, dtype=None, out=None, keepdims=False
 
 
 _prod = defprimitive(
-    _prod_raw,
-    name="prod",
-    vjp={
-        0: _prod_vjp,
-        5: _prod_vjp_initial,
-    },
-    jvp={
-        0: _prod_jvp,
-        5: _prod_jvp_initial,
-    },
-    batch_from=lambda fn: _reduction_batch(fn, ("a", "axis", "dtype", "out", "keepdims", "initial"),
-                                     (None, None, None, None, False, None)),
+    _prod_raw, name="prod", vjp={0: _prod_vjp, 5: _prod_vjp_initial},
+    jvp={0: _prod_jvp, 5: _prod_jvp_initial}, batch_from=_reduction_batch,
 )
 prod.primitive = _prod.primitive  # type: ignore[attr-defined]
 
@@ -588,7 +581,7 @@ def _chooser(name: str, doc: str):
 
     prim = defprimitive(  # ``initial`` is a constant: a traced one raises (no rule)
         raw, name=name, vjp=vjp, jvp=jvp,
-        batch_from=lambda fn: _reduction_batch(fn, ("a", "axis", "out", "keepdims", "initial"), (None, None, None, False, None)),
+        batch_from=_reduction_batch,
     )
 
     def public(a, axis=None, out=None, keepdims=False, initial=None):
@@ -700,11 +693,7 @@ def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     return _to(s * (2.0 * _inv_dof(a, axes, _ddof(ddof, correction))), _dtype(ans))
 
 
-_MOMENT_ARGS = ("a", "axis", "dtype", "out", "ddof", "keepdims"), (None, None, None, None, 0, False)
-var = defprimitive(
-    _var_raw, name="var", vjp=_var_vjp, jvp=_var_jvp,
-    batch_from=lambda fn: _reduction_batch(fn, *_MOMENT_ARGS),
-)
+var = defprimitive(_var_raw, name="var", vjp=_var_vjp, jvp=_var_jvp, batch_from=_reduction_batch)
 
 _std_raw = _moment_raw("std")
 _std_raw.__doc__ = """Standard deviation over the given axes. Differentiable ``numpy.std``.
@@ -744,10 +733,7 @@ def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     return _to(s, _dtype(ans)) * _std_scale(ans, a, axes, _ddof(ddof, correction))
 
 
-std = defprimitive(
-    _std_raw, name="std", vjp=_std_vjp, jvp=_std_jvp,
-    batch_from=lambda fn: _reduction_batch(fn, *_MOMENT_ARGS),
-)
+std = defprimitive(_std_raw, name="std", vjp=_std_vjp, jvp=_std_jvp, batch_from=_reduction_batch)
 
 
 # --------------------------------------------------------------------------
@@ -842,11 +828,7 @@ def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
     return _like(ct, a)
 
 
-_SCAN_ARGS = ("a", "axis", "dtype", "out"), (None, None, None, None)
-cumsum = defprimitive(
-    _cumsum_raw, name="cumsum", vjp=_cumsum_vjp, linear=True,
-    batch_from=lambda fn: _reduction_batch(fn, *_SCAN_ARGS, scan=True),
-)
+cumsum = defprimitive(_cumsum_raw, name="cumsum", vjp=_cumsum_vjp, linear=True, batch_from=_scan_batch)
 _rcumsum = defprimitive(
     _rcumsum_raw, name="rcumsum", vjp=lambda g, ans, x, axis: cumsum(g, axis), linear=True,
     batch_from=lambda fn: _axis_param_batch(fn),
@@ -888,8 +870,7 @@ def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
 
 
 cumprod = defprimitive(
-    _cumprod_raw, name="cumprod", vjp=_cumprod_vjp, jvp=_cumprod_jvp,
-    batch_from=lambda fn: _reduction_batch(fn, *_SCAN_ARGS, scan=True),
+    _cumprod_raw, name="cumprod", vjp=_cumprod_vjp, jvp=_cumprod_jvp, batch_from=_scan_batch,
 )
 
 
@@ -928,10 +909,7 @@ def _sort_jvp(t, ans, a, axis=-1, kind=None, order=None, *, stable=None):
     return _permute(t, fnp.argsort(x, axis=ax), ax)
 
 
-sort = defprimitive(
-    _sort_raw, name="sort", vjp=_sort_vjp, jvp=_sort_jvp,
-    batch_from=lambda fn: _reduction_batch(fn, ("a", "axis", "kind", "order"), (None, -1, None, None), scan=True),
-)
+sort = defprimitive(_sort_raw, name="sort", vjp=_sort_vjp, jvp=_sort_jvp, batch_from=_scan_batch)
 
 
 # --------------------------------------------------------------------------
@@ -966,10 +944,8 @@ def _nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
     return sum(t * _present(a), axis, dtype, None, keepdims)
 
 
-_NAN_ARGS = ("a", "axis", "dtype", "out", "keepdims"), (None, None, None, None, False)
 nansum = defprimitive(
-    _nansum_raw, name="nansum", vjp=_nansum_vjp, jvp=_nansum_jvp,
-    batch_from=lambda fn: _reduction_batch(fn, *_NAN_ARGS),
+    _nansum_raw, name="nansum", vjp=_nansum_vjp, jvp=_nansum_jvp, batch_from=_reduction_batch,
 )
 
 
@@ -1001,6 +977,5 @@ def _nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
 
 
 nanmean = defprimitive(
-    _nanmean_raw, name="nanmean", vjp=_nanmean_vjp, jvp=_nanmean_jvp,
-    batch_from=lambda fn: _reduction_batch(fn, *_NAN_ARGS),
+    _nanmean_raw, name="nanmean", vjp=_nanmean_vjp, jvp=_nanmean_jvp, batch_from=_reduction_batch,
 )
