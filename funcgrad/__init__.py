@@ -15,6 +15,7 @@ from __future__ import annotations
 from . import tree_util  # noqa: F401
 from . import numpy  # noqa: F401  (registers array behaviour on traced values)
 from .core import LeakedTraceError, defprimitive, defjvp, defvjp, def_linear, nondiff_primitive, primitive  # noqa: F401
+from .core.batching import defbatch  # noqa: F401
 from .transforms import checkpoint, custom_jvp, custom_vjp, fori_loop, remat, scan  # noqa: F401
 from .transforms import cond, switch, while_loop  # noqa: F401
 from .transforms import (  # noqa: F401
@@ -38,3 +39,4 @@ __all__ = [
     "set_default_device",
     "while_loop", "cond", "switch", "debug_nans", "config",
 ]
+__all__ += ["defbatch"]

@@ -24,15 +24,17 @@ as they do in CuPy.
 
 from __future__ import annotations
 
+import importlib
+
 import os
 import sys
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from .core import unbox_all
+from .core import shape_of, unbox_all
 
 __all__ = [
     "Device", "Backend", "namespace_of", "register_namespace", "register_backend", "get_backend",
@@ -56,7 +58,7 @@ _NAMESPACE_BY_TYPE: dict[type, Any] = {
 _registered: list[tuple[type, Any]] = []
 
 # Types that a plain NumPy call accepts as-is: host arrays, Python and NumPy scalars.
-NUMPY_FAST_TYPES: frozenset = frozenset(
+NUMPY_FAST_TYPES: frozenset[type] = frozenset(
     [np.ndarray, float, int, bool, complex, type(None)]
     + [getattr(np, n) for n in ("float16", "float32", "float64", "longdouble", "complex64", "complex128",
                                 "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool_")]
@@ -254,10 +256,10 @@ class _CuPyBackend(Backend):
         self._count: int | None = None
 
     def namespace(self) -> Any:
-        cp = self._cupy
+        cp: Any = self._cupy
         if cp is None:
             try:
-                import cupy as cp  # noqa: PLC0415 - lazily, only for GPU users
+                cp = importlib.import_module("cupy")  # lazily, only for GPU users
             except ImportError as e:
                 raise DeviceError(
                     f"GPU arrays need CuPy, which could not be imported ({e}); {_INSTALL_CUPY}"
@@ -309,7 +311,8 @@ class _CuPyBackend(Backend):
             return cp.array(x, copy=True)  # a device-to-device (peer) copy
 
     def to_host(self, x: Any) -> np.ndarray:
-        return x.get()
+        host: np.ndarray = x.get()
+        return host
 
     def creation_scope(self, device_id: int) -> Any:
         self.require(device_id)
@@ -321,8 +324,7 @@ class _CuPyBackend(Backend):
             raise NotImplementedError(
                 f"CuPy has no scatter for {op!r} (cupyx has scatter_add, scatter_max and scatter_min)"
             )
-        import cupyx  # noqa: PLC0415
-
+        cupyx = importlib.import_module("cupyx")
         getattr(cupyx, name)(out, index, values)
 
 
@@ -480,7 +482,8 @@ def default_device(device: Any = None) -> Device:
         return dev
     stack = getattr(_local, "stack", None)
     if stack:
-        return stack[-1]
+        top: Device = stack[-1]
+        return top
     return _global_default[0]
 
 
@@ -518,10 +521,6 @@ def _lookup(t: type) -> Any:
             _NAMESPACE_BY_TYPE[t] = cp
             return cp
     return np
-
-
-def _is_host_array(x: Any) -> bool:
-    return isinstance(x, np.ndarray)
 
 
 def namespace_of(*xs: Any) -> Any:
@@ -666,7 +665,7 @@ def fused(name: str, in_params: str, out_params: str, operation: str, fallback: 
 # --------------------------------------------------------------------------
 # small host constants (static index arrays) on a device, uploaded once
 
-_CONST_CACHE: "OrderedDict[tuple, Any]" = OrderedDict()
+_CONST_CACHE: "OrderedDict[tuple[Any, ...], Any]" = OrderedDict()
 _CONST_CACHE_SIZE = 512
 _CONST_MAX_BYTES = 1 << 16
 _const_lock = threading.Lock()
@@ -719,15 +718,21 @@ def _is_array_leaf(v: Any) -> bool:
     return ns is not np
 
 
-# Set by funcgrad.numpy: a differentiable device copy, used for traced leaves.
 _traced_put: Any = None
+
+
+def register_traced_put(fn: Callable[[Any, Device], Any]) -> None:
+    """Register ``fn(x, device)``: the differentiable device copy ``device_put`` uses for a
+    traced value (funcgrad.numpy registers one; the backend knows no derivatives)."""
+    global _traced_put
+    _traced_put = fn
 
 
 def _put_one(v: Any, dev: Device) -> Any:
     from .core import Box
 
     if isinstance(v, Box):
-        if _traced_put is None:  # pragma: no cover - funcgrad.numpy sets it on import
+        if _traced_put is None:  # pragma: no cover - funcgrad.numpy registers one on import
             raise TypeError("fg.device_put of a traced value needs funcgrad.numpy")
         return _traced_put(v, dev)
     if not _is_array_leaf(v):
@@ -820,18 +825,13 @@ def creation_namespace(device: Any = None) -> tuple[Any, Any]:
 NULL_SCOPE = _NULL_SCOPE = _NullScope()
 
 
-def shape_of(x: Any) -> tuple[int, ...]:
-    x = unbox_all(x)
-    s = getattr(x, "shape", None)
-    return () if s is None else tuple(s)
-
-
-def dtype_of(x: Any) -> Any:
+def dtype_of(x: Any) -> np.dtype[Any]:
+    """The NumPy dtype of an array, traced value or scalar (``np.result_type`` of a scalar)."""
     x = unbox_all(x)
     d = getattr(x, "dtype", None)
-    if d is None:
-        return np.result_type(x)
-    return d
+    if isinstance(d, np.dtype):
+        return d
+    return np.dtype(d) if d is not None else np.result_type(x)
 
 
 def is_float_dtype(dtype: Any) -> bool:

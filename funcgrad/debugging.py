@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 from .backend import namespace_of
 from .core import trace as _trace
+from .core.hooks import set_result_hook
 from .core.trace import Box, Primitive
 
 __all__ = ["debug_nans", "config", "Config"]
@@ -66,7 +67,7 @@ def _where(prim: Primitive, kind: str) -> tuple[str, str]:
             if name == "backward_pass" and path.endswith(os.path.join("core", "reverse.py")):
                 phase += f", called by the VJP rule of '{getattr(outer, 'name', outer)}' (reverse-mode derivative)"
                 inside_rule = True
-            elif name == "process" and path.endswith(os.path.join("core", "forward.py")) and "ans" in f.f_locals:
+            elif name in ("process", "output_tangent") and path.endswith(os.path.join("core", "forward.py")) and "ans" in f.f_locals:
                 phase += f", called by the JVP rule of '{getattr(outer, 'name', outer)}' (forward-mode derivative)"
                 inside_rule = True
         f = f.f_back
@@ -95,9 +96,9 @@ class Config:
         """Set flag ``name`` (``"debug_nans"``, or JAX's spelling ``"jax_debug_nans"``)."""
         if name in ("debug_nans", "jax_debug_nans", "funcgrad_debug_nans"):
             if value:
-                _trace.result_hook = _check
+                set_result_hook(_check)
             elif _trace.result_hook is _check:
-                _trace.result_hook = None
+                set_result_hook(None)
             return
         raise KeyError(f"fg.config.update: unknown flag {name!r}; known flags: 'debug_nans'")
 

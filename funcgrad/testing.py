@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .backend import dtype_of
 from . import tree_util
 from .backend import namespace_of, to_numpy
 from .transforms import jvp, vjp
@@ -28,23 +29,18 @@ _DEFAULTS = {
 }
 
 
-def _dtype(x: Any) -> np.dtype:
-    d = getattr(x, "dtype", None)
-    return np.dtype(d) if d is not None else np.result_type(x)
-
-
 def _tolerances(
     leaves: list[Any], eps: float | None, atol: float | None, rtol: float | None
 ) -> tuple[float, float, float]:
     # The least precise input dtype sets the defaults.
-    worst = max((_DEFAULTS.get(_dtype(x), _DEFAULTS[np.dtype(np.float64)]) for x in leaves), default=_DEFAULTS[np.dtype(np.float64)])
+    worst = max((_DEFAULTS.get(dtype_of(x), _DEFAULTS[np.dtype(np.float64)]) for x in leaves), default=_DEFAULTS[np.dtype(np.float64)])
     return (eps if eps is not None else worst[0], atol if atol is not None else worst[1],
             rtol if rtol is not None else worst[2])
 
 
 def _random_like(rng: np.random.Generator, x: Any) -> Any:
     shape = tuple(getattr(x, "shape", ()))
-    dt = _dtype(x)
+    dt = dtype_of(x)
     v = rng.standard_normal(shape)
     if dt.kind == "c":
         v = v + 1j * rng.standard_normal(shape)
@@ -70,8 +66,8 @@ def _numerical_jvp(f: Callable[..., Any], args: tuple[Any, ...], tangents: tuple
     plus = f(*_axpy(eps, args, tangents))
     minus = f(*_axpy(-eps, args, tangents))
     return tree_util.tree_map(
-        lambda p, m: (to_numpy(p).astype(np.complex128 if _dtype(p).kind == "c" else np.float64)
-                      - to_numpy(m).astype(np.complex128 if _dtype(m).kind == "c" else np.float64)) / (2 * eps),
+        lambda p, m: (to_numpy(p).astype(np.complex128 if dtype_of(p).kind == "c" else np.float64)
+                      - to_numpy(m).astype(np.complex128 if dtype_of(m).kind == "c" else np.float64)) / (2 * eps),
         plus, minus,
     )
 
@@ -90,8 +86,8 @@ def _assert_close(actual: Any, expected: Any, atol: float, rtol: float, what: st
 
 def _check_dtypes(derivs: Any, likes: Any, what: str) -> None:
     for i, (d, x) in enumerate(zip(tree_util.tree_leaves(derivs), tree_util.tree_leaves(likes))):
-        if _dtype(d) != _dtype(x):
-            raise AssertionError(f"{what}: leaf {i} has dtype {_dtype(d)}, expected {_dtype(x)}")
+        if dtype_of(d) != dtype_of(x):
+            raise AssertionError(f"{what}: leaf {i} has dtype {dtype_of(d)}, expected {dtype_of(x)}")
         if tuple(getattr(d, "shape", ())) != tuple(getattr(x, "shape", ())):
             raise AssertionError(
                 f"{what}: leaf {i} has shape {getattr(d, 'shape', ())}, expected {getattr(x, 'shape', ())}"

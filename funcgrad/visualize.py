@@ -31,6 +31,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .core.trace import shape_of, unbox_all
 from . import tree_util
 from .core import Box, ReverseTrace, VJPBox
 from .core.reverse import ArraySpec, VJPNode, tape_order
@@ -300,7 +301,7 @@ def _build(name: str, trace: _RecordingTrace, inputs: list[Any], outputs: list[A
 
     for k, (path, node) in enumerate(inputs):
         ids[node] = f"in{k}"
-        nodes.append(GraphNode(f"in{k}", "input", path, (_shape(node.ans),), (_dtype_str(node.ans),)))
+        nodes.append(GraphNode(f"in{k}", "input", path, (shape_of(node.ans),), (_dtype_str(node.ans),)))
 
     out_nodes = [leaf._node for _, leaf in outputs if isinstance(leaf, VJPBox) and leaf._trace is trace]
     reachable = tape_order(out_nodes) if out_nodes else {}
@@ -322,15 +323,15 @@ def _build(name: str, trace: _RecordingTrace, inputs: list[Any], outputs: list[A
                 src, out_index = _source(parent, ids)
                 edges.append(GraphEdge(src, pid, i, out_index))
             elif _is_array(a):
-                if np.ndim(_raw(a)) == 0 and not isinstance(a, Box):
-                    params.append((label, _short(_raw(a))))  # a scalar constant
+                if np.ndim(unbox_all(a)) == 0 and not isinstance(a, Box):
+                    params.append((label, _short(unbox_all(a))))  # a scalar constant
                     continue
                 cid = const_ids.get(id(a))
                 if cid is None:
                     cid = const_ids[id(a)] = f"c{len(const_ids)}"
                     cname = known.get(id(a))
                     cname = "constant" if cname is None else f"{cname} (constant)"
-                    nodes.append(GraphNode(cid, "constant", cname, (_shape(a),), (_dtype_str(a),)))
+                    nodes.append(GraphNode(cid, "constant", cname, (shape_of(a),), (_dtype_str(a),)))
                 edges.append(GraphEdge(cid, pid, i, None))
             else:
                 if a is None or _is_default(prim, label, a):
@@ -338,24 +339,24 @@ def _build(name: str, trace: _RecordingTrace, inputs: list[Any], outputs: list[A
                 params.append((label, _short(a)))
                 continue
             if not isinstance(node.args[i], ArraySpec):  # only the shape was kept: nothing saved
-                saved.append((f"arg{i}", _shape(a), _dtype_str(a)))
+                saved.append((f"arg{i}", shape_of(a), _dtype_str(a)))
                 saved_ids[id(a)] = _nbytes(a)
         for key, v in (node.kwargs or {}).items():
             if v is not None:
                 params.append((key, _short(v)))
         for j, r in enumerate(results):
             if not isinstance(r, ArraySpec):
-                saved.append(("ans" if len(results) == 1 else f"ans[{j}]", _shape(r), _dtype_str(r)))
+                saved.append(("ans" if len(results) == 1 else f"ans[{j}]", shape_of(r), _dtype_str(r)))
                 saved_ids[id(r)] = _nbytes(r)
         nodes.append(GraphNode(
-            pid, "primitive", prim.name, tuple(_shape(r) for r in results), tuple(_dtype_str(r) for r in results),
+            pid, "primitive", prim.name, tuple(shape_of(r) for r in results), tuple(_dtype_str(r) for r in results),
             tuple(params), tuple(saved), node in reachable,
         ))
 
     for k, (path, leaf) in enumerate(outputs):
         oid = f"out{k}"
         is_traced = isinstance(leaf, VJPBox) and leaf._trace is trace
-        nodes.append(GraphNode(oid, "output", path, (_shape(leaf),), (_dtype_str(leaf),), used=is_traced))
+        nodes.append(GraphNode(oid, "output", path, (shape_of(leaf),), (_dtype_str(leaf),), used=is_traced))
         if is_traced:
             src, out_index = _source(leaf._node, ids)
             edges.append(GraphEdge(src, oid, None, out_index))
@@ -433,12 +434,6 @@ def _fname(fun: Callable[..., Any]) -> str:
     return getattr(fun, "__name__", None) or type(fun).__name__
 
 
-def _raw(x: Any) -> Any:
-    while isinstance(x, Box):
-        x = x._value
-    return x
-
-
 def _is_array(x: Any) -> bool:
     if isinstance(x, Box):
         return True
@@ -450,18 +445,12 @@ def _is_float(leaf: Any) -> bool:
         return False
     if isinstance(leaf, (float, complex)):
         return True
-    d = getattr(_raw(leaf), "dtype", None)
+    d = getattr(unbox_all(leaf), "dtype", None)
     return d is not None and np.dtype(d).kind in "fc"
 
 
-def _shape(x: Any) -> tuple[int, ...]:
-    if isinstance(x, Box):
-        return tuple(x._shape())
-    return tuple(getattr(x, "shape", ()))
-
-
 def _dtype_str(x: Any) -> str:
-    v = _raw(x)
+    v = unbox_all(x)
     d = getattr(v, "dtype", None)
     try:
         return str(np.dtype(d) if d is not None else np.result_type(v))
@@ -482,7 +471,7 @@ def _type_str(shape: tuple[int, ...], dtype: str) -> str:
 
 
 def _nbytes(x: Any) -> int:
-    v = _raw(x)
+    v = unbox_all(x)
     n = getattr(v, "nbytes", None)
     return int(n) if n is not None else 0
 
@@ -497,7 +486,7 @@ def _bytes_str(n: int) -> str:
 
 def _short(v: Any, limit: int = 32) -> str:
     if _is_array(v):
-        return _type_str(_shape(v), _dtype_str(v)) if np.ndim(_raw(v)) else repr(_raw(v).item())
+        return _type_str(shape_of(v), _dtype_str(v)) if np.ndim(unbox_all(v)) else repr(unbox_all(v).item())
     text = repr(v)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

@@ -9,15 +9,14 @@ fake device suite (no host transfer).
 
 from __future__ import annotations
 
-import contextlib
-import warnings
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 import funcgrad as fg
-from funcgrad.core import batching as _core_batching
 from funcgrad.testing import check_grads
+
+from factories import no_fallback
 
 
 class Case(NamedTuple):
@@ -32,19 +31,6 @@ class Case(NamedTuple):
         consts = tuple(np.asarray(c, dtype=fg.numpy.result_type(args[0])) if np.asarray(c).dtype.kind == "f" else c
                        for c in self.consts) if args else self.consts
         return self.fn(*args, *consts)
-
-
-@contextlib.contextmanager
-def no_fallback():
-    """Any warning inside (the vmap loop fallback's in particular) is an error."""
-    saved = _core_batching._warned
-    _core_batching._warned = set()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            yield
-    finally:
-        _core_batching._warned = saved
 
 
 def _leaves(x: Any) -> list:

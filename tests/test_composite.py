@@ -3,7 +3,6 @@ derivatives to second order in both modes, vmap without loop fallbacks."""
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import numpy as np
@@ -11,7 +10,6 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.core import batching
 from funcgrad.numpy import composite
 from funcgrad.testing import check_grads
 
@@ -315,17 +313,7 @@ def test_median_gradient_closed_form_and_nan_zero_grad():
 # --------------------------------------------------------------------------
 # vmap: equals a loop, and no primitive falls back to a loop (that would warn)
 
-@contextlib.contextmanager
-def _no_loop_fallback():
-    """Warnings are errors, and the once-per-primitive fallback warning is re-armed."""
-    saved = set(batching._warned)
-    batching._warned.clear()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            yield
-    finally:
-        batching._warned.update(saved)
+from factories import no_fallback as _no_loop_fallback  # noqa: E402
 
 
 def _vmap_equals_loop(f, *args, in_axes=0):

@@ -10,7 +10,6 @@ import warnings
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from hypothesis.extra import numpy as hnp
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
@@ -22,20 +21,7 @@ FLOATS = [np.float64, np.float32]
 
 # --------------------------------------------------------------------------- strategies
 
-shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
-
-
-@st.composite
-def axis_for(draw, nd, allow_tuple=True):
-    """None, an int (possibly negative), or a tuple of distinct axes (unsorted, negatives)."""
-    kinds = ["none"] + (["int"] if nd else []) + (["tuple"] if allow_tuple else [])
-    kind = draw(st.sampled_from(kinds))
-    if kind == "none":
-        return None
-    if kind == "int":
-        return draw(st.integers(-nd, nd - 1))
-    axes = draw(st.permutations(range(nd)))[: draw(st.integers(0, nd))]
-    return tuple(a - nd if draw(st.booleans()) else a for a in axes)
+from strategies import axis_for, shapes  # noqa: E402
 
 
 @st.composite
@@ -475,3 +461,401 @@ def test_bad_axis_names_axis():
         fnp.sum(np.ones((2, 2)), axis=2)
     with pytest.raises(np.exceptions.AxisError):
         fg.grad(lambda x: fnp.max(x, axis=(0, 5)).sum())(np.ones((2, 2)))
+
+
+# ==========================================================================
+# vmap (batching rules) of this family
+#
+# vmap of the reductions family: every primitive (the private scan helpers too)
+# against a Python loop over the batch, over generated shapes, axes and batch
+# positions; ``where=`` / ``initial=`` under vmap; and the Jacobian transforms
+# (which batch the VJP/JVP rules) running without the loop fallback.
+
+from hypothesis.extra import numpy as hnp  # noqa: E402
+from factories import no_fallback as _no_fallback  # noqa: E402
+from funcgrad.numpy import creation as _creation, reductions as R  # noqa: E402
+BATCH_SETTINGS = settings(max_examples=25, deadline=None, derandomize=True)
+
+
+def tol(dtype):
+    return {"rtol": 1e-12, "atol": 1e-12} if dtype == np.float64 else {"rtol": 2e-5, "atol": 2e-5}
+
+
+# Primitives of other families that this family's rules call and that have no
+# batching rule yet (checked at import, so the tests turn strict by themselves
+# once the rule exists): the fallback is tolerated for these names only.
+_ELSEWHERE = {"astype": _creation._astype}
+NOT_YET_BATCHED = sorted(name for name, fn in _ELSEWHERE.items() if fn.primitive.batch_rule is None)
+
+
+def no_fallback():
+    """No loop fallback inside (except for NOT_YET_BATCHED), and warnings are errors."""
+    return _no_fallback(allow=NOT_YET_BATCHED)
+
+
+def loop(f, in_axes, *args):
+    """Reference: f on each example, stacked along axis 0."""
+    size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
+    outs = [f(*[a if ax is None else np.take(a, b, axis=ax) for a, ax in zip(args, in_axes)]) for b in range(size)]
+    return np.stack([np.asarray(o) for o in outs])
+
+
+def assert_batched(f, in_axes, *args, dtype=np.float64):
+    with no_fallback():
+        got = fg.vmap(f, in_axes=in_axes)(*args)
+    want = loop(f, in_axes, *args)
+    assert np.asarray(got).dtype == want.dtype
+    assert np.shape(got) == want.shape
+    np.testing.assert_allclose(np.asarray(got), want, **tol(dtype))
+
+
+def values(kind, shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    if kind == "factors":  # magnitudes in [0.5, 1.5]: products stay O(1)
+        return (rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape)).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def batch_of(per, size, pos, kind, dtype, seed):
+    """``size`` examples of shape ``per``, stacked along axis ``pos`` (may be negative)."""
+    x = values(kind, (size,) + tuple(per), dtype, seed)
+    return np.moveaxis(x, 0, pos)
+
+
+@st.composite
+def batch_case(draw, allow_tuple=True, min_dims=0):
+    """(per-example shape, batch size, batch position, axis, keepdims, seed)."""
+    per = draw(hnp.array_shapes(min_dims=min_dims, max_dims=3, min_side=1, max_side=4))
+    nd = len(per)
+    pos = draw(st.integers(-(nd + 1), nd))
+    axis = draw(axis_for(nd, allow_tuple))
+    return per, draw(st.integers(1, 3)), pos, axis, draw(st.booleans()), draw(st.integers(0, 2**16))
+
+
+# --------------------------------------------------------------------------- every primitive vs a loop
+
+# name -> (f(x, axis, keepdims), kind of values, takes a tuple axis)
+REDUCTIONS = {
+    "sum": (lambda x, axis, kd: fnp.sum(x, axis=axis, keepdims=kd), "normal", True),
+    "mean": (lambda x, axis, kd: fnp.mean(x, axis=axis, keepdims=kd), "normal", True),
+    "prod": (lambda x, axis, kd: fnp.prod(x, axis=axis, keepdims=kd), "factors", True),
+    "max": (lambda x, axis, kd: fnp.max(x, axis=axis, keepdims=kd), "normal", True),
+    "min": (lambda x, axis, kd: fnp.min(x, axis, None, kd), "normal", True),  # positional, as NumPy allows
+    "amax": (lambda x, axis, kd: fnp.amax(x, axis=axis, keepdims=kd), "normal", True),
+    "amin": (lambda x, axis, kd: fnp.amin(x, axis=axis, keepdims=kd), "normal", True),
+    "ptp": (lambda x, axis, kd: fnp.ptp(x, axis=axis, keepdims=kd), "normal", True),
+    "var": (lambda x, axis, kd: fnp.var(x, axis=axis, keepdims=kd), "normal", True),
+    "std": (lambda x, axis, kd: fnp.std(x, axis, None, None, 0, kd), "normal", True),
+    "nansum": (lambda x, axis, kd: fnp.nansum(x, axis=axis, keepdims=kd), "normal", True),
+    "nanmean": (lambda x, axis, kd: fnp.nanmean(x, axis=axis, keepdims=kd), "normal", True),
+    "average": (lambda x, axis, kd: fnp.average(x, axis=axis, keepdims=kd), "normal", True),
+    "cumsum": (lambda x, axis, kd: fnp.cumsum(x, axis=axis), "normal", False),  # axis=None flattens
+    "cumprod": (lambda x, axis, kd: fnp.cumprod(x, axis), "factors", False),
+    "sort": (lambda x, axis, kd: fnp.sort(x, axis=axis), "normal", False),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@BATCH_SETTINGS
+@given(data=st.data())
+def test_vmap_matches_loop(name, dtype, data):
+    f, kind, tuples = REDUCTIONS[name]
+    per, size, pos, axis, keepdims, seed = data.draw(batch_case(allow_tuple=tuples, min_dims=0 if tuples else 1))
+    if name == "sort" and axis is None and seed % 2:
+        axis = -1  # sort's default
+    x = batch_of(per, size, pos, kind, dtype, seed)
+    g = lambda x: f(x, axis, keepdims)  # noqa: E731
+    assert_batched(g, (pos,), x, dtype=dtype)
+    # and against NumPy itself, example by example
+    ref = getattr(np, name)
+    kw = {} if name in ("cumsum", "cumprod", "sort") else {"keepdims": keepdims}
+    want = np.stack([np.asarray(ref(np.take(x, b, axis=pos), axis=axis, **kw)) for b in range(size)])
+    with no_fallback():
+        np.testing.assert_allclose(fg.vmap(g, in_axes=pos)(x), want, **tol(dtype))
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "var", "std", "cumsum", "cumprod", "sort", "mean"])
+def test_vmap_complex(name):
+    rng = np.random.default_rng(2)
+    z = rng.standard_normal((3, 2, 4)) + 1j * rng.standard_normal((3, 2, 4))
+    f = lambda z: getattr(fnp, name)(z, axis=-1)  # noqa: E731
+    for pos in (0, 1, -1):
+        assert_batched(f, (pos,), np.moveaxis(z, 0, pos))
+
+
+@BATCH_SETTINGS
+@given(c=batch_case(), pos2=st.integers(-1, 0))
+def test_nested_vmap(c, pos2):
+    per, size, pos, axis, keepdims, seed = c
+    x = batch_of((2,) + tuple(per), size, pos, "normal", np.float64, seed)  # two batch axes
+    inner_axis = pos2 % (len(per) + 1)
+    f = lambda x: fnp.var(fnp.cumprod(x, axis=None), keepdims=keepdims) + fnp.sum(x, axis=axis)  # noqa: E731
+    with no_fallback():
+        got = fg.vmap(fg.vmap(f, in_axes=inner_axis), in_axes=pos)(x)
+    want = np.stack([loop(f, (inner_axis,), np.take(x, b, axis=pos)) for b in range(size)])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_scan_of_scalar_examples_flattens_each():
+    v = np.array([1.5, -2.0, 3.0])
+    with no_fallback():
+        for name in ("cumsum", "cumprod"):
+            got = fg.vmap(getattr(fnp, name))(v)
+            assert got.shape == (3, 1)
+            np.testing.assert_array_equal(got, v[:, None])
+        np.testing.assert_array_equal(fg.vmap(lambda x: fnp.sort(x, axis=None))(v), v[:, None])
+        for name in ("sum", "mean", "prod", "max", "min", "var", "std", "nansum", "nanmean"):
+            got = fg.vmap(getattr(fnp, name))(v)
+            np.testing.assert_allclose(got, [getattr(np, name)(a) for a in v], err_msg=name)
+
+
+def test_average_with_batched_weights():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 4, 2))
+    w = rng.uniform(0.5, 2.0, (4, 3))  # per-example weights along axis 0 of a
+    f = lambda a, w: fnp.average(a, axis=0, weights=w)  # noqa: E731
+    assert_batched(f, (0, 1), a, w)
+    assert_batched(f, (None, 1), a[0], w)
+    assert_batched(f, (-1, None), np.moveaxis(a, 0, -1), w[:, 0])
+    f2 = lambda a, w: fnp.average(a, axis=(1, 0), weights=w, returned=True)[0]  # noqa: E731
+    assert_batched(f2, (2, None), a.transpose(1, 2, 0), rng.uniform(0.5, 2.0, (2, 4)))
+    full = lambda a, w: fnp.average(a, weights=w)  # noqa: E731
+    assert_batched(full, (0, 0), a, rng.uniform(0.5, 2.0, a.shape))
+
+
+def test_var_std_ddof_correction_and_dtype_under_vmap():
+    x = np.random.default_rng(5).standard_normal((4, 3, 5)).astype(np.float32)
+    for f in (lambda x: fnp.var(x, axis=1, ddof=1), lambda x: fnp.std(x, 0, np.float64, None, 2),
+              lambda x: fnp.std(x, axis=(0, 1), correction=1, keepdims=True),
+              lambda x: fnp.sum(x, axis=-1, dtype=np.float64), lambda x: fnp.cumprod(x, dtype=np.float64)):
+        assert_batched(f, (1,), x, dtype=np.float32)
+
+
+# --------------------------------------------------------------------------- where= and initial=
+
+
+def _masks(shape, seed):
+    return np.random.default_rng(seed).uniform(size=shape) > 0.4
+
+
+@BATCH_SETTINGS
+@given(c=batch_case(), pos_w=st.integers(-1, 0), which=st.sampled_from(["both", "mask", "array"]),
+       low_rank=st.booleans())
+def test_sum_where_batched(c, pos_w, which, low_rank):
+    per, size, pos, axis, keepdims, seed = c
+    wper = per[1:] if low_rank and per else per  # a mask that broadcasts against the example
+    x = batch_of(per, size, pos, "normal", np.float64, seed)
+    m = np.moveaxis(_masks((size,) + tuple(wper), seed), 0, pos_w)
+    f = lambda x, m: fnp.sum(x, axis=axis, keepdims=keepdims, where=m)  # noqa: E731
+    in_axes = {"both": (pos, pos_w), "mask": (None, pos_w), "array": (pos, None)}[which]
+    args = (np.take(x, 0, axis=pos) if which == "mask" else x, np.take(m, 0, axis=pos_w) if which == "array" else m)
+    assert_batched(f, in_axes, *args)
+    # closed form: the masked-out entries add nothing
+    got = fg.vmap(f, in_axes=in_axes)(*args)
+    xs = args[0] if in_axes[0] is not None else np.expand_dims(args[0], pos)
+    ms = args[1] if in_axes[1] is not None else np.expand_dims(args[1], pos_w)
+    want = np.stack([np.sum(np.take(xs, b % xs.shape[pos], axis=pos) * np.take(ms, b % ms.shape[pos_w], axis=pos_w),
+                            axis=axis, keepdims=keepdims) for b in range(np.shape(got)[0])])
+    np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_mean_where_from_the_example_and_its_gradients():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((5, 3, 4))
+    x[:, 0, :] = np.abs(x[:, 0, :])  # every column has a positive entry: no empty slice
+
+    def f(x):
+        return fnp.sum(fnp.mean(x ** 2, axis=0, where=x > 0)) + fnp.sum(fnp.sin(x), where=x < 0.5)
+
+    assert_batched(f, (0,), x)
+    assert_batched(lambda x: fnp.mean(x, axis=(0, 1), keepdims=True, where=x > 0), (2,), np.moveaxis(x, 0, 2))
+    assert_batched(fg.grad(f), (0,), x)
+    with no_fallback():
+        g = fg.grad(lambda x: fnp.sum(fg.vmap(f)(x)))(x)
+        h = fg.vmap(fg.hessian(f))(x)
+    want_g = np.stack([fg.grad(f)(e) for e in x])
+    np.testing.assert_allclose(g, want_g, atol=1e-12)
+    np.testing.assert_allclose(h, np.stack([fg.jacrev(fg.jacrev(f))(e) for e in x]), atol=1e-12)
+    # closed form of the gradient of one example
+    e = x[0]
+    pos = e > 0
+    want = np.where(pos, 2 * e / pos.sum(0), 0.0) + np.where(e < 0.5, np.cos(e), 0.0)
+    np.testing.assert_allclose(g[0], want, atol=1e-12)
+
+
+def test_where_batched_by_another_vmap():
+    rng = np.random.default_rng(7)
+    xs = rng.standard_normal((6, 5))
+    ws = rng.uniform(size=(3, 5)) > 0.5
+    with no_fallback():
+        outer_mask = fg.vmap(lambda w: fg.vmap(lambda x: fnp.sum(x, where=w))(xs))(ws)
+        outer_x = fg.vmap(lambda x: fg.vmap(lambda w: fnp.mean(x, where=fnp.logical_or(w, x > 0)))(ws))(xs)
+        # gradient through a mask that another vmap batches
+        g = fg.grad(lambda x: fnp.sum(fg.vmap(lambda w: fnp.sum(x * x, where=w))(ws)))(xs[0])
+    np.testing.assert_allclose(outer_mask, [[np.sum(x, where=w) for x in xs] for w in ws], atol=1e-12)
+    np.testing.assert_allclose(outer_x, [[np.mean(x, where=fnp.logical_or(w, x > 0)) for w in ws] for x in xs], atol=1e-12)
+    np.testing.assert_allclose(g, 2 * xs[0] * ws.sum(0), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min"])
+def test_initial_under_vmap(name):
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0.5, 1.5, (3, 4, 2))
+    f = lambda x: getattr(fnp, name)(x, axis=0, initial=1.2)  # noqa: E731
+    assert_batched(f, (1,), x)
+    np.testing.assert_allclose(fg.vmap(f, in_axes=1)(x), getattr(np, name)(x, axis=0, initial=1.2))
+    # a per-example (batched) initial: NumPy takes one scalar per call, so this loops
+    c = np.array([0.9, 1.1, 2.0, 0.2])
+    g = lambda x, c: getattr(fnp, name)(x, axis=-1, initial=c)  # noqa: E731
+    got = fg.vmap(g, in_axes=(1, 0))(x, c)
+    np.testing.assert_allclose(got, loop(g, (1, 0), x, c), atol=1e-12)
+    np.testing.assert_allclose(got, [getattr(np, name)(x[:, b], axis=-1, initial=c[b]) for b in range(4)])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_initial_is_differentiable_for_sum_and_prod(dtype):
+    x = np.array([[0.5, -1.5, 2.0], [1.25, 0.0, -0.75]], dtype)
+    c = np.array(0.7, dtype)
+    for f in (lambda x, c: fnp.sum(x, axis=1, initial=c), lambda x, c: fnp.prod(x, axis=0, initial=c),
+              lambda x, c: fnp.prod(x, initial=c, keepdims=True)):
+        check_grads(f, (x, c), order=2, modes=("fwd", "rev"))
+    # d sum(x, initial=c) / dc = number of outputs; d prod(x, initial=c) / dc = prod(x)
+    gc = fg.grad(lambda c: fnp.sum(fnp.sum(x, axis=1, initial=c)))(c)
+    assert gc == 2 and gc.dtype == dtype
+    y = np.array([0.5, -1.5, 2.0], dtype)
+    np.testing.assert_allclose(fg.grad(lambda c: fnp.prod(y, initial=c))(c), np.prod(y), rtol=1e-6)
+    with no_fallback():
+        per_c = fg.vmap(fg.grad(lambda c: fnp.prod(y, initial=c)))(np.array([1.0, 2.0], dtype))
+    np.testing.assert_allclose(per_c, [np.prod(y)] * 2, rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="argument 4 of primitive 'max'"):
+        fg.grad(lambda c: fnp.max(y, initial=c))(c)
+
+
+def test_out_and_wrappers_keep_the_primitive():
+    for name in ("sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std", "cumsum", "cumprod", "sort",
+                 "nansum", "nanmean"):
+        assert getattr(fnp, name).primitive.batch_rule is not None, name
+    for prim in (R._shift, R._linrec, R._rcumprod, R._rcumsum, R._permute):
+        assert prim.primitive.batch_rule is not None, prim
+    with pytest.raises(TypeError, match="sum does not support out="):
+        fnp.sum(np.ones(3), out=np.empty(()))
+
+
+# --------------------------------------------------------------------------- private scan primitives
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@BATCH_SETTINGS
+@given(c=batch_case(allow_tuple=False, min_dims=1), offset=st.integers(-5, 5), reverse=st.booleans(),
+       which=st.sampled_from(["both", "first", "second"]), pos2=st.integers(-1, 0))
+def test_private_scans_match_loop(dtype, c, offset, reverse, which, pos2):
+    per, size, pos, axis, _, seed = c
+    axis = 0 if axis is None else axis
+    x = batch_of(per, size, pos, "factors", dtype, seed)
+    y = batch_of(per, size, pos2, "normal", dtype, seed + 1)
+    assert_batched(lambda x: R._shift(x, offset, axis, 1.5), (pos,), x, dtype=dtype)
+    assert_batched(lambda x: R._shift(x, offset, axis), (pos,), x, dtype=dtype)
+    assert_batched(lambda x: R._rcumprod(x, axis), (pos,), x, dtype=dtype)
+    assert_batched(lambda x: R._rcumsum(x, axis), (pos,), x, dtype=dtype)
+    in_axes = {"both": (pos, pos2), "first": (pos, None), "second": (None, pos2)}[which]
+    args = (x if in_axes[0] is not None else np.take(x, 0, axis=pos),
+            y if in_axes[1] is not None else np.take(y, 0, axis=pos2))
+    assert_batched(lambda a, b: R._linrec(a, b, axis, reverse), in_axes, *args, dtype=dtype)
+    # a permutation along the axis: argsort of other values, example by example
+    idx = np.moveaxis(np.argsort(np.moveaxis(y, pos2, 0), axis=axis % len(per) + 1), 0, pos2)
+    idx_args = (args[0], idx if in_axes[1] is not None else np.take(idx, 0, axis=pos2))
+    assert_batched(lambda a, i: R._permute(a, i, axis), in_axes, *idx_args, dtype=dtype)
+
+
+def test_private_scans_closed_forms_under_vmap():
+    a = np.array([[0.5, 2.0, -1.0], [1.0, 1.0, 1.0]])
+    b = np.array([[1.0, 1.0, 1.0], [1.0, 2.0, 3.0]])
+    with no_fallback():
+        h = fg.vmap(lambda a, b: R._linrec(a, b, 0))(a, b)
+        hr = fg.vmap(lambda a, b: R._linrec(a, b, -1, True), in_axes=(0, None))(a, b[1])
+        s = fg.vmap(lambda x: R._shift(x, 1, 0, 9.0), in_axes=1)(a.T)
+    np.testing.assert_allclose(h, [[1.0, 3.0, -2.0], [1.0, 3.0, 6.0]])  # h[i] = a[i] h[i-1] + b[i]
+    np.testing.assert_allclose(hr, [[5.0, 8.0, 3.0], [6.0, 5.0, 3.0]])  # h[i] = a[i] h[i+1] + b[i]
+    np.testing.assert_array_equal(s, [[9.0, 0.5, 2.0], [9.0, 1.0, 1.0]])
+
+
+# --------------------------------------------------------------------------- Jacobian transforms: no fallback
+
+X = np.random.default_rng(9).uniform(0.5, 1.5, (3, 4)) * np.array([1.0, -1.0, 1.0, -1.0])
+X[1, 2] += 0.37  # no ties anywhere
+ROWS = np.random.default_rng(10).uniform(0.5, 1.5, (2, 3, 4)) * np.array([1.0, 1.0, -1.0, 1.0])
+
+# name -> scalar function of a (3, 4) array using that reduction (nonlinear around it)
+SCALAR = {
+    "sum": lambda x: fnp.sum(fnp.sum(x * x, axis=1) ** 2),
+    "sum_where": lambda x: fnp.sum(fnp.sum(x ** 3, axis=0, where=x > 0) ** 2),
+    "sum_initial": lambda x: fnp.sum(fnp.sum(x, axis=1, initial=0.5) ** 3),
+    "mean": lambda x: fnp.sum(fnp.mean(x, axis=(0,), keepdims=True) ** 3),
+    "mean_where": lambda x: fnp.sum(fnp.mean(x * x, axis=1, where=x < 1.2) ** 2),
+    "prod": lambda x: fnp.sum(fnp.prod(x, axis=0) ** 2) + fnp.prod(x[:2, :2]),
+    "prod_initial": lambda x: fnp.sum(fnp.prod(x, axis=1, initial=-1.5)),
+    "max": lambda x: fnp.sum(fnp.max(x * x, axis=1) ** 2),
+    "min": lambda x: fnp.min(fnp.sin(x)) ** 2,
+    "amax": lambda x: fnp.sum(fnp.amax(x, axis=0, keepdims=True) * x),
+    "amin": lambda x: fnp.sum(fnp.amin(x, axis=-1, initial=5.0) ** 3),
+    "ptp": lambda x: fnp.sum(fnp.ptp(x, axis=0) ** 2),
+    "var": lambda x: fnp.sum(fnp.var(x, axis=1, ddof=1) ** 2),
+    "std": lambda x: fnp.sum(fnp.std(x, axis=0) * fnp.std(x)),
+    "average": lambda x: fnp.sum(fnp.average(x, axis=1, weights=x[0] ** 2) ** 2),
+    "cumsum": lambda x: fnp.sum(fnp.cumsum(x, axis=1) ** 3),
+    "cumsum_none": lambda x: fnp.sum(fnp.sin(fnp.cumsum(x))),
+    "cumprod": lambda x: fnp.sum(fnp.cumprod(x, axis=0) ** 2),
+    "cumprod_none": lambda x: fnp.sum(fnp.cumprod(x) * fnp.arange(12.0)),
+    "sort": lambda x: fnp.sum(fnp.sort(x * x, axis=0) * fnp.arange(12.0).reshape(3, 4)),
+    "sort_none": lambda x: fnp.sum(fnp.sort(x, axis=None) ** 3 * fnp.arange(12.0)),
+    "nansum": lambda x: fnp.sum(fnp.nansum(x * x, axis=1) ** 2),
+    "nanmean": lambda x: fnp.sum(fnp.nanmean(x ** 3, axis=0) ** 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR))
+def test_jacobians_and_hessian_without_fallback(name):
+    f = SCALAR[name]
+    with no_fallback():
+        hess = fg.hessian(f)(X)
+        rr = fg.jacrev(fg.jacrev(f))(X)
+        ff = fg.jacfwd(fg.jacfwd(f))(X)
+        jf = fg.jacfwd(f)(X)
+        per_example = fg.vmap(fg.grad(f), in_axes=1)(np.moveaxis(ROWS, 0, 1))
+    assert hess.shape == (3, 4, 3, 4)
+    np.testing.assert_allclose(hess, rr, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(hess, ff, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(jf, fg.grad(f)(X), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(per_example, np.stack([fg.grad(f)(r) for r in ROWS]), rtol=1e-12, atol=1e-12)
+    assert np.count_nonzero(hess) > 0
+    rows32 = ROWS.astype(np.float32)
+    with no_fallback():
+        per_example32 = fg.vmap(fg.grad(f))(rows32)
+    assert per_example32.dtype == np.float32
+    np.testing.assert_allclose(per_example32, np.stack([fg.grad(f)(r) for r in rows32]), rtol=1e-5, atol=1e-5)
+    # the Hessian is symmetric, and its action matches a finite difference of the gradient
+    np.testing.assert_allclose(hess, hess.transpose(2, 3, 0, 1), rtol=1e-9, atol=1e-9)
+    v = np.random.default_rng(11).standard_normal(X.shape)
+    eps = 1e-6
+    fd = (fg.grad(f)(X + eps * v) - fg.grad(f)(X - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(np.tensordot(hess, v, 2), fd, rtol=1e-5, atol=1e-5)
+
+
+def test_hessian_of_private_scans_without_fallback():
+    a = X[:, :3].T.copy()  # (3, 3)
+    b = X[:, 1:].T.copy()
+    idx = np.argsort(b, axis=0)
+    f = lambda a, b: fnp.sum(  # noqa: E731
+        fnp.sin(R._linrec(a, b, 0)) * R._rcumprod(a, 1)
+        + R._shift(a * b, -1, 1, 2.0) ** 2 + R._rcumsum(a * a, 0) * R._permute(b * b, idx, 0))
+    with no_fallback():
+        hess = fg.hessian(f, argnums=(0, 1))(a, b)
+        rr = fg.jacrev(fg.jacrev(f, argnums=(0, 1)), argnums=(0, 1))(a, b)
+        per_example = fg.vmap(fg.grad(f, argnums=(0, 1)), in_axes=(2, None))(np.stack([a, 2 * a], -1), b)
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(hess[i][j], rr[i][j], rtol=1e-10, atol=1e-10)
+    want = [fg.grad(f, argnums=(0, 1))(s * a, b) for s in (1.0, 2.0)]
+    for k in range(2):
+        np.testing.assert_allclose(per_example[k], np.stack([w[k] for w in want]), rtol=1e-12, atol=1e-12)

@@ -639,10 +639,9 @@ def test_private_pairs(name, f, shape, dtype):
 # batching (vmap): every primitive has a rule; vmap equals a loop over the batch
 
 import contextlib  # noqa: E402
-import warnings  # noqa: E402
 
 from funcgrad.core import Primitive  # noqa: E402
-from funcgrad.core import batching as _core_batching  # noqa: E402
+from funcgrad.core.hooks import watch_batching_fallback  # noqa: E402
 
 SHAPE_PRIMS = {
     getattr(_so, n).primitive.name
@@ -662,18 +661,8 @@ def test_every_shape_primitive_has_a_batching_rule():
 def no_shape_fallback():
     """Fail if a primitive of this family takes vmap's loop fallback (no batching rule)
     inside the block; yields the names of every primitive that did."""
-    seen: list = []
-    orig = _core_batching.fallback
-
-    def record(prim, *args):
-        seen.append(prim.name)
-        return orig(prim, *args)
-
-    _core_batching.fallback = record
-    try:
+    with watch_batching_fallback() as seen:
         yield seen
-    finally:
-        _core_batching.fallback = orig
     assert not set(seen) & SHAPE_PRIMS, f"loop fallback for {sorted(set(seen) & SHAPE_PRIMS)}"
 
 
@@ -767,8 +756,7 @@ def test_vmap_composes_with_differentiation(name, f, shapes):
     np.testing.assert_allclose(total, want_total, atol=1e-12)
 
 
-def test_no_fallback_warning_for_jacobians_of_shape_functions(monkeypatch):
-    monkeypatch.setattr(_core_batching, "_warned", set())  # warn again for names warned earlier
+def test_no_fallback_warning_for_jacobians_of_shape_functions(no_batching_fallback):
 
     def f(x, y):
         z = fnp.concatenate([fnp.reshape(fnp.transpose(x), (-1,), order="F"), fnp.ravel(fnp.flip(y, 0))])
@@ -778,8 +766,7 @@ def test_no_fallback_warning_for_jacobians_of_shape_functions(monkeypatch):
         return fnp.concatenate([fnp.ravel(fnp.tril(t)), fnp.diagonal(t, -1)])
 
     x, y = rand((2, 3)), rand((2, 2), seed=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with no_batching_fallback():
         jr = fg.jacrev(f, argnums=(0, 1))(x, y)
         jf = fg.jacfwd(f, argnums=(0, 1))(x, y)
         fg.vmap(f, in_axes=(1, None))(np.stack([x, x], 1), y)

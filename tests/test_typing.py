@@ -29,6 +29,12 @@ TYPED = [
     "funcgrad/nn",
     "funcgrad/optim",
     "funcgrad/distributed",
+    "funcgrad/backend.py",
+    "funcgrad/numpy/_util.py",
+    "funcgrad/numpy/_batching.py",
+    "funcgrad/numpy/inplace.py",
+    "funcgrad/numpy/composite.py",
+    "funcgrad/numpy/nondiff.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
@@ -144,6 +150,26 @@ leaves, treedef = fg.tree_util.tree_flatten({"a": 1})
 n: int = treedef.num_leaves
 fg.testing.check_grads(fnp.sin, (w,), order=1)
 dot: str = fg.make_graph(loss)(w, x).to_dot()
+
+# funcgrad.numpy: annotated functions check their arguments
+total = fnp.sum(w, axis=(0, 1), keepdims=True) + fnp.mean(w, axis=-1)
+fnp.sum(w, axis="rows")  # type: ignore[arg-type]
+fnp.mean(w, keepdims=True, wher=None)  # type: ignore[call-arg]
+
+
+# a primitive declared with fg.defprimitive keeps its forward function's signature
+def _cube(x: float) -> float:
+    return x ** 3
+
+
+cube = fg.defprimitive(_cube, vjp=lambda g, ans, x: g * 3 * x ** 2, jvp=lambda t, ans, x: t * 3 * x ** 2)
+c: float = cube(2.0)
+cube(2.0, 3.0)  # type: ignore[call-arg]
+cube("two")  # type: ignore[arg-type]
+fnp.zeros((2, 3), dtype=np.float32)
+fnp.zeros((2, 3), dtyp=np.float32)  # type: ignore[call-arg]
+fnp.eye(3, k=1)
+fnp.eye(3, kk=1)  # type: ignore[call-arg]
 '''
 
 

@@ -6,9 +6,9 @@ Knows nothing of NumPy. Read ``trace.py`` (how a value becomes traced),
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
-from .declare import defprimitive
+from .declare import defprimitive, linear_jvp
 from .forward import ForwardTrace, JVPBox
 from .reverse import ReverseTrace, VJPBox, VJPNode, backward_pass
 from .trace import (
@@ -16,18 +16,19 @@ from .trace import (
     LeakedTraceError,
     Primitive,
     Trace,
+    contains_box,
     current_traces,
     is_traced,
     nondiff_primitive,
     primitive,
+    shape_of,
     unbox_all,
 )
 
 __all__ = [
     "Box", "Trace", "Primitive", "LeakedTraceError", "primitive", "nondiff_primitive",
-    "unbox_all", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
-    "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive",
-    "defvjp_all", "defjvp_all", "defunused", "defprimitive",
+    "unbox_all", "shape_of", "contains_box", "is_traced", "current_traces", "ReverseTrace", "VJPBox", "VJPNode",
+    "backward_pass", "ForwardTrace", "JVPBox", "defvjp", "defjvp", "def_linear", "get_primitive", "defprimitive",
 ]
 
 
@@ -42,21 +43,29 @@ def get_primitive(fn: Callable[..., Any]) -> Primitive:
     return prim
 
 
-def defvjp(fn: Callable[..., Any], *rules: Callable[..., Any] | None, argnums: tuple[int, ...] | None = None) -> None:
+def defvjp(
+    fn: Callable[..., Any],
+    *rules: Callable[..., Any] | None,
+    argnums: tuple[int, ...] | None = None,
+    reads: Mapping[int, Iterable[Any]] | None = None,
+) -> None:
     """Define the VJP of each positional argument of primitive ``fn``.
 
     ``rules[k]`` handles argument ``argnums[k]`` (default 0, 1, ...) and is called
     as ``rule(g, ans, *args, **kwargs)``; it returns the cotangent of that
     argument, shaped like it. ``None`` leaves an argument without a rule.
+    ``reads`` is as in :func:`defprimitive`: what each rule reads, so that the
+    tape keeps only the shapes and dtypes of the rest.
 
     Example::
 
         fg.defvjp(fnp.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
     """
     prim = get_primitive(fn)
-    for argnum, rule in zip(argnums or range(len(rules)), rules):
-        if rule is not None:
-            prim.vjps[argnum] = rule
+    prim.vjps.update((i, r) for i, r in zip(argnums or range(len(rules)), rules) if r is not None)
+    if reads is not None:
+        prim.reads = {int(i): frozenset(r) for i, r in reads.items()}
+        prim.drop_cache.clear()
 
 
 def defjvp(fn: Callable[..., Any], *rules: Callable[..., Any] | None, argnums: tuple[int, ...] | None = None) -> None:
@@ -70,47 +79,9 @@ def defjvp(fn: Callable[..., Any], *rules: Callable[..., Any] | None, argnums: t
 
         fg.defjvp(fnp.sin, lambda t, ans, x: t * fnp.cos(x))
     """
-    prim = get_primitive(fn)
-    for argnum, rule in zip(argnums or range(len(rules)), rules):
-        if rule is not None:
-            prim.jvps[argnum] = rule
-
-
-def defvjp_all(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
-    """One VJP rule for all arguments of primitive ``fn``, used instead of per-argument rules.
-
-    Called as ``rule(g, ans, argnums, *args, **kwargs)``; returns one cotangent
-    per entry of ``argnums`` (None for a zero cotangent). For a primitive with
-    several results ``g`` is a tuple holding None for unused results.
-    """
-    get_primitive(fn).vjp_all = rule
-
-
-def defjvp_all(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
-    """One JVP rule for all arguments of primitive ``fn``: ``rule(tangents, ans, *args, **kwargs)``,
-    where ``tangents[i]`` is None for arguments that are not traced."""
-    get_primitive(fn).jvp_all = rule
-
-
-def defunused(fn: Callable[..., Any], unused: dict[int, Any]) -> None:
-    """Declare what each VJP rule of primitive ``fn`` never reads, so that the tape
-    keeps only the shape and dtype of those values (less memory).
-
-    ``unused[argnum]`` holds argument positions and/or ``"ans"`` (the result).
-
-    Example::
-
-        fg.core.defunused(fnp.add, {0: {0, 1, "ans"}, 1: {0, 1, "ans"}})
-    """
-    prim = get_primitive(fn)
-    prim.unused = {i: frozenset(v) for i, v in unused.items()}
-    prim.drop_cache.clear()
+    get_primitive(fn).jvps.update((i, r) for i, r in zip(argnums or range(len(rules)), rules) if r is not None)
 
 
 def def_linear(fn: Callable[..., Any]) -> None:
     """Declare ``fn`` linear in its first argument: its JVP is ``fn`` of the tangent."""
-
-    def jvp(t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-        return fn(t, *args, **kwargs)
-
-    get_primitive(fn).jvps[0] = jvp
+    get_primitive(fn).jvps[0] = linear_jvp(fn)

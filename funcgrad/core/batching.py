@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
+from .hooks import batching_fallback
 from .trace import Box, Primitive, Trace
 
 __all__ = ["BatchBox", "BatchTrace", "defbatch"]
@@ -40,9 +41,6 @@ class BatchBox(Box):
         return full[: self._bdim] + full[self._bdim + 1:]
 
 
-# Set by funcgrad.numpy: the loop fallback for primitives without a rule,
-# ``fallback(prim, args, dims, size, kwargs) -> (out, out_dim)``.
-fallback: Callable[..., tuple[Any, Any]] | None = None
 _warned: set[str] = set()
 
 
@@ -71,11 +69,10 @@ class BatchTrace(Trace):
                 warnings.warn(
                     f"vmap: primitive '{prim.name}' has no batching rule; falling back to a "
                     f"Python loop over the batch (correct but slow). Register one with "
-                    f"fg.core.defbatch.",
+                    f"batch= in fg.defprimitive (or fg.defbatch).",
                     stacklevel=4,
                 )
-            assert fallback is not None, "funcgrad.numpy installs the batching fallback"
-            out, out_dim = fallback(prim, args, dims, self.size, kwargs)
+            out, out_dim = batching_fallback(prim, args, dims, self.size, kwargs)
         else:
             out, out_dim = rule(args, dims, **kwargs)
         if prim.multiple_results:

@@ -22,13 +22,17 @@ followed by ``fg.defvjp`` / ``fg.defjvp``) fill the same :class:`Primitive`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union, cast
+
+from typing_extensions import ParamSpec
 
 from .trace import Primitive, primitive
 
 __all__ = ["defprimitive", "Rules"]
 
 Rule = Callable[..., Any]
+P = ParamSpec("P")
+R = TypeVar("R")
 # One rule (for argument 0), a sequence of rules (argument k; None skips one), or
 # a mapping {argnum: rule}.
 Rules = Union[Rule, Sequence[Union[Rule, None]], Mapping[int, Rule], None]
@@ -64,8 +68,17 @@ def _reads(reads: Mapping[int, Iterable[Any]] | None) -> dict[int, frozenset[Any
     return {int(i): frozenset(r) for i, r in reads.items()}
 
 
+def linear_jvp(fn: Callable[..., Any]) -> Rule:
+    """The JVP of argument 0 of a function linear in it: ``fn`` applied to the tangent."""
+
+    def jvp(t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(t, *args, **kwargs)
+
+    return jvp
+
+
 def defprimitive(
-    raw: Callable[..., Any],
+    raw: Callable[P, R],
     *,
     name: str | None = None,
     vjp: Rules = None,
@@ -80,7 +93,9 @@ def defprimitive(
     pure: bool = True,
     multiple_results: bool = False,
     doc: str | None = None,
-) -> Callable[..., Any]:
+    check_kwargs: Callable[[tuple[Any, ...], dict[str, Any]], None] | None = None,
+    max_args: int | None = None,
+) -> Callable[P, R]:
     """Declare a primitive in one place and return the public (traceable) function.
 
     - ``vjp``: ``rule(g, ans, *args, **kwargs) -> cotangent`` of one positional
@@ -101,8 +116,12 @@ def defprimitive(
       programs never drop or merge it.
     - ``multiple_results``: ``raw`` returns a tuple; rules take and return tuples.
     - ``doc``: the public docstring (default: ``raw``'s).
+    - ``check_kwargs(args, kwargs)``: called on traced calls that pass keyword
+      arguments or more than ``max_args`` positional ones, to refuse options the
+      rules do not handle (untraced calls never see it).
 
     Rules are written with differentiable operations, so they differentiate again.
+    The public function has ``raw``'s signature (type checkers check calls of it).
 
     Example::
 
@@ -121,17 +140,17 @@ def defprimitive(
     if linear:
         if 0 in prim.jvps:
             raise TypeError(f"defprimitive({label!r}): give either linear=True or a jvp for argument 0, not both")
-
-        def linear_jvp(t: Any, ans: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-            return fn(t, *args, **kwargs)
-
-        prim.jvps[0] = linear_jvp
+        prim.jvps[0] = linear_jvp(fn)
     prim.vjp_all = vjp_all
     prim.jvp_all = jvp_all
     if batch is not None and batch_from is not None:
         raise TypeError(f"defprimitive({label!r}): give batch or batch_from, not both")
     prim.batch_rule = batch_from(fn) if batch_from is not None else batch
     prim.reads = _reads(reads)
+    prim.drop_cache.clear()
+    prim.check_kwargs = check_kwargs
+    if max_args is not None:
+        prim.max_args = max_args
     if doc is not None:
         fn.__doc__ = doc
-    return fn
+    return cast("Callable[P, R]", fn)

@@ -7,12 +7,12 @@ primitive's JVP rules. Nothing is kept for later.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from . import trace as _trace
 from .trace import Box, Primitive, Trace
 
-__all__ = ["JVPBox", "ForwardTrace", "add_tangents"]
+__all__ = ["JVPBox", "ForwardTrace", "add_tangents", "output_tangent"]
 
 
 class JVPBox(Box):
@@ -34,6 +34,32 @@ def add_tangents(a: Any, b: Any) -> Any:
     if isinstance(a, tuple):
         return tuple(x + y for x, y in zip(a, b))
     return a + b
+
+
+def output_tangent(
+    prim: Primitive, ans: Any, args: Sequence[Any], kwargs: dict[str, Any], argnums: Sequence[int],
+    tangents: Sequence[Any],
+) -> Any:
+    """The tangent of ``ans = prim(*args, **kwargs)`` from the tangents of ``args[argnums]``:
+    the one dispatch to a primitive's JVP rules (forward mode and ``linearize`` use it)."""
+    if prim.jvp_all is not None:
+        full: list[Any] = [None] * len(args)
+        for argnum, t in zip(argnums, tangents):
+            full[argnum] = t
+        out = prim.jvp_all(full, ans, *args, **kwargs)
+        if _trace.result_hook is not None:  # fg.debug_nans
+            _trace.result_hook(prim, out, "jvp")
+        return out
+    jvps = prim.jvps
+    out = None
+    for argnum, t in zip(argnums, tangents):
+        rule = jvps.get(argnum)
+        if rule is None:
+            raise prim.missing_rule("JVP", argnum)
+        out = add_tangents(out, rule(t, ans, *args, **kwargs))
+    if _trace.result_hook is not None:  # fg.debug_nans
+        _trace.result_hook(prim, out, "jvp")
+    return out
 
 
 class ForwardTrace(Trace):
@@ -59,25 +85,7 @@ class ForwardTrace(Trace):
             ans = prim.fast_fn(*args, **kwargs)
         if not prim.differentiable:
             return ans
-        if prim.jvp_all is not None:
-            full: list[Any] = [None] * len(args)
-            for argnum, t in zip(argnums, tangents):
-                full[argnum] = t
-            out = prim.jvp_all(full, ans, *args, **kwargs)
-            if _trace.result_hook is not None:  # fg.debug_nans
-                _trace.result_hook(prim, out, "jvp")
-            if prim.multiple_results:
-                return tuple(JVPBox(a, self, ta) for a, ta in zip(ans, out))
-            return JVPBox(ans, self, out)
-        jvps = prim.jvps
-        out = None
-        for argnum, t in zip(argnums, tangents):
-            rule = jvps.get(argnum)
-            if rule is None:
-                raise prim.missing_rule("JVP", argnum)
-            out = add_tangents(out, rule(t, ans, *args, **kwargs))
-        if _trace.result_hook is not None:  # fg.debug_nans
-            _trace.result_hook(prim, out, "jvp")
+        out = output_tangent(prim, ans, args, kwargs, argnums, tangents)
         if prim.multiple_results:
             return tuple(JVPBox(a, self, ta) for a, ta in zip(ans, out))
         return JVPBox(ans, self, out)

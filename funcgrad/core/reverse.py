@@ -10,12 +10,13 @@ one-shot passes, each node's saved values) as soon as it is consumed.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from sys import getrefcount
 
 from .constant import ConstBox
 from . import trace as _trace
+from .hooks import zeros_like
 from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order"]
@@ -142,21 +143,12 @@ def _drops(prim: Primitive, argnums: list[int], nargs: int) -> tuple[tuple[int, 
     key = (nargs, *argnums)
     found = prim.drop_cache.get(key)
     if found is None:
-        if prim.reads is not None:
-            read: set[Any] = set()
-            for i in argnums:
-                read |= prim.reads.get(i, frozenset(range(nargs)) | {"ans"})
-            drop = tuple(j for j in range(nargs) if j not in read)
-            found = prim.drop_cache[key] = (drop, "ans" not in read)
-            return found
-        unused = prim.unused or {}
-        common: frozenset[Any] | None = None
+        reads = prim.reads or {}
+        read: set[Any] = set()
         for i in argnums:
-            u = unused.get(i, frozenset())
-            common = u if common is None else common & u
-        common = common or frozenset()
-        found = (tuple(sorted(j for j in common if j != "ans")), "ans" in common)
-        prim.drop_cache[key] = found
+            read |= reads.get(i, frozenset(range(nargs)) | {"ans"})
+        drop = tuple(j for j in range(nargs) if j not in read)
+        found = prim.drop_cache[key] = (drop, "ans" not in read)
     return found
 
 
@@ -210,7 +202,7 @@ class ReverseTrace(Trace):
         node.parents = parents
         node.argnums = argnums
         saved_ans = ans
-        if (prim.unused is not None or prim.reads is not None) and not self.keep_all:
+        if prim.reads is not None and not self.keep_all:
             drop_args, drop_ans = _drops(prim, argnums, len(args))
             # Only arrays big enough to matter are replaced by their spec.
             least = self.min_drop_bytes
@@ -303,9 +295,23 @@ def tape_order(out_nodes: Iterable[VJPNode]) -> dict[VJPNode, int]:
     return counts
 
 
-# Set by funcgrad.numpy: builds a zero cotangent for an unused result of a
-# multi-result primitive. The core itself knows nothing of arrays.
-zeros_like: Callable[[Any], Any] = lambda x: x * 0  # noqa: E731
+def forward_order(out_nodes: Iterable[VJPNode]) -> list[VJPNode]:
+    """Every node reachable from ``out_nodes``, each after its parents: the reverse of
+    the order in which :func:`backward_pass` runs them (a forward replay, ``linearize``)."""
+    roots = list(dict.fromkeys(out_nodes))
+    counts = tape_order(roots)
+    ready = [n for n in roots if counts[n] == 0]
+    order: list[VJPNode] = []
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for p in node.parents:
+            c = counts[p] - 1
+            counts[p] = c
+            if c == 0:
+                ready.append(p)
+    order.reverse()
+    return order
 
 
 _SOLE_REFS = _count_sole_refs()

@@ -33,6 +33,8 @@ __all__ = [
     "primitive",
     "nondiff_primitive",
     "unbox_all",
+    "shape_of",
+    "contains_box",
     "is_traced",
     "LeakedTraceError",
     "current_traces",
@@ -173,7 +175,7 @@ class Primitive:
 
     __slots__ = (
         "raw", "name", "vjps", "jvps", "vjp_all", "jvp_all", "batch_rule", "multiple_results",
-        "differentiable", "pure", "check_kwargs", "max_args", "unused", "reads", "drop_cache", "fast_types", "fast_fn", "call",
+        "differentiable", "pure", "check_kwargs", "max_args", "reads", "drop_cache", "fast_types", "fast_fn", "call",
     )
 
     def __init__(self, raw: Callable[..., Any], name: str | None = None, multiple_results: bool = False):
@@ -196,12 +198,9 @@ class Primitive:
         # traced; untraced calls never see it.
         self.check_kwargs: Callable[..., Any] | None = None
         self.max_args = 1 << 30
-        # unused[argnum]: what the VJP rule of ``argnum`` never reads the values of
-        # (argument positions, and "ans" for the result); the tape keeps only the
-        # shape and dtype of those. None: the rules may read everything.
-        self.unused: dict[int, frozenset[Any]] | None = None
-        # reads[argnum]: what the VJP rule of ``argnum`` reads (positions, "ans"); the
-        # complement of ``unused``, as declared by defprimitive. None: everything.
+        # reads[argnum]: what the VJP rule of ``argnum`` reads (argument positions, and
+        # "ans" for the result), as declared by defprimitive; the tape keeps only the
+        # shape and dtype of the rest. None: the rules may read everything.
         self.reads: dict[int, frozenset[Any]] | None = None
         # False for calls with effects (random draws, communication): never dropped or merged
         self.pure = True
@@ -338,6 +337,23 @@ def unbox_all(x: Any) -> Any:
     while isinstance(x, Box):
         x = x._value
     return x
+
+
+def shape_of(x: Any) -> tuple[Any, ...]:
+    """The shape user code sees: a box's (a batching box hides its batch axis), an
+    array's, or () for a scalar."""
+    if isinstance(x, Box):
+        return x._shape()
+    return tuple(getattr(x, "shape", ()))
+
+
+def contains_box(obj: Any) -> bool:
+    """True when ``obj`` is a traced value or nested lists/tuples hold one."""
+    if isinstance(obj, Box):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(contains_box(o) for o in obj)
+    return False
 
 
 def is_traced(x: Any) -> bool:

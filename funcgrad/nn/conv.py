@@ -29,7 +29,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
-from ..core import defjvp, defvjp, get_primitive, primitive
+from ..core import defprimitive
 from . import init as _init
 from .module import Module, static_field
 
@@ -139,8 +139,6 @@ def _col2im_raw(
     return x
 
 
-_im2col = primitive(_im2col_raw, "im2col")
-_col2im = primitive(_col2im_raw, "col2im")
 
 
 def _im2col_vjp(g: Any, ans: Any, x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, pad_value: float = 0.0) -> Any:
@@ -157,12 +155,6 @@ def _col2im_vjp(g: Any, ans: Any, cols: Any, x_shape: Any, kernel: Any, stride: 
 
 def _col2im_jvp(t: Any, ans: Any, cols: Any, x_shape: Any, kernel: Any, stride: Any, padding: Any, dilation: Any) -> Any:
     return _col2im(t, x_shape, kernel, stride, padding, dilation)
-
-
-defvjp(_im2col, _im2col_vjp)
-defjvp(_im2col, _im2col_jvp)
-defvjp(_col2im, _col2im_vjp)
-defjvp(_col2im, _col2im_jvp)
 
 
 # Batching (vmap): fold the batch axis into the leading axes; the kernels only
@@ -184,8 +176,8 @@ def _col2im_batch(args: list[Any], dims: list[int | None], **kwargs: Any) -> tup
     return _col2im(cols, (fnp.shape(cols)[0],) + tuple(x_shape), *rest, **kwargs), 0
 
 
-get_primitive(_im2col).batch_rule = _im2col_batch
-get_primitive(_col2im).batch_rule = _col2im_batch
+_im2col = defprimitive(_im2col_raw, name="im2col", vjp=_im2col_vjp, jvp=_im2col_jvp, batch=_im2col_batch)
+_col2im = defprimitive(_col2im_raw, name="col2im", vjp=_col2im_vjp, jvp=_col2im_jvp, batch=_col2im_batch)
 
 
 def im2col(x: Any, kernel_size: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,

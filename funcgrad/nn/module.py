@@ -46,6 +46,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from typing_extensions import dataclass_transform
 
+from ..backend import dtype_of
 from .. import tree_util
 from ..core import Box
 
@@ -116,13 +117,6 @@ def is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, type)
 
 
-def _dtype_of(x: Any) -> np.dtype:
-    while isinstance(x, Box):
-        x = x._value
-    d = getattr(x, "dtype", None)
-    return np.dtype(d) if d is not None else np.result_type(x)
-
-
 def is_inexact_array(x: Any) -> bool:
     """True for floating-point or complex arrays: the leaves that can be differentiated.
 
@@ -130,7 +124,7 @@ def is_inexact_array(x: Any) -> bool:
 
         n = fg.nn.count_params(model, fg.nn.is_inexact_array)
     """
-    return is_array(x) and _dtype_of(x).kind in "fc"
+    return is_array(x) and dtype_of(x).kind in "fc"
 
 
 def _is_module_or_array(x: Any) -> bool:
@@ -201,7 +195,7 @@ def _static_equal(a: Any, b: Any) -> bool:
 def _arrays_equal(a: Any, b: Any) -> bool:
     if isinstance(a, Box) or isinstance(b, Box):
         return a is b
-    if tuple(a.shape) != tuple(b.shape) or _dtype_of(a) != _dtype_of(b):
+    if tuple(a.shape) != tuple(b.shape) or dtype_of(a) != dtype_of(b):
         return False
     from ..backend import namespace_of
 
@@ -350,7 +344,7 @@ class Module:
         parts: list[Any] = []
         for leaf in leaves:
             if is_array(leaf):
-                parts.append((tuple(getattr(leaf, "shape", ())), str(_dtype_of(leaf))))
+                parts.append((tuple(getattr(leaf, "shape", ())), str(dtype_of(leaf))))
             else:
                 try:
                     parts.append(hash(leaf))
@@ -421,7 +415,7 @@ _DTYPE_ABBREV = {"f": "f", "c": "c", "i": "i", "u": "u", "b": "bool"}
 
 def _array_str(x: Any) -> str:
     traced = isinstance(x, Box)
-    dt = _dtype_of(x)
+    dt = dtype_of(x)
     shape = x._shape() if traced else tuple(getattr(x, "shape", ()))
     kind = _DTYPE_ABBREV.get(dt.kind, dt.name)
     name = kind if kind == "bool" else f"{kind}{dt.itemsize * 8}"

@@ -24,7 +24,6 @@ from numpy import (  # noqa: F401
     uint8, uint16, uint32, uint64, ndarray, generic,
 )
 
-from . import box_methods as _box_methods
 from .nondiff import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
@@ -45,21 +44,20 @@ from .index_tricks import *  # noqa: F401,F403
 from .functional import *  # noqa: F401,F403
 from .passthrough import *  # noqa: F401,F403
 
-_box_methods.install()
+# What the core needs from an array library, registered explicitly.
+from ..core.constant import ConstBox as _ConstBox  # noqa: E402
+from ..core.hooks import register_box_methods as _register_box_methods  # noqa: E402
+from ..core.hooks import register_zeros_like as _register_zeros_like  # noqa: E402
+from ..core.hooks import register_sequence_packer as _register_sequence_packer  # noqa: E402
+from . import _batching  # noqa: E402,F401  (registers vmap's loop fallback)
+from .box_methods import ArrayMethods as _ArrayMethods  # noqa: E402
+from .inplace import ConstMethods as _ConstMethods, InPlaceMethods as _InPlaceMethods  # noqa: E402
 
-from . import inplace as _inplace  # noqa: E402
-
-_inplace.install()
-
-from . import _batching  # noqa: E402,F401  (installs the loop fallback for vmap)
-
-from ..core import reverse as _reverse  # noqa: E402
-
-_reverse.zeros_like = zeros_like  # noqa: F405  cotangents of unused results
-
-from ..core import trace as _trace  # noqa: E402
-
-_trace.pack_sequence = array  # noqa: F405  array-likes holding traced values (fnp.mean([x, x + 2]))
+_register_box_methods(_ArrayMethods)
+_register_box_methods(_InPlaceMethods)
+_register_box_methods(_ConstMethods, _ConstBox)
+_register_zeros_like(zeros_like)  # noqa: F405  cotangents of unused results
+_register_sequence_packer(array)  # noqa: F405  lists holding traced values (fnp.mean([x, x + 2]))
 
 
 def __getattr__(name: str):  # the submodules of numpy not provided here: say why

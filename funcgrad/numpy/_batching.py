@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 import funcgrad.numpy as fnp
 
-from ..core import batching as _core_batching
+from ..core import get_primitive
+from ..core.hooks import register_batching_fallback
 from ._util import ndim, shape
 
 __all__ = [
@@ -33,7 +34,7 @@ def normalize_axis(axis: int, nd: int) -> int:
     return axis % nd if nd else 0
 
 
-def _aligned(args: list, dims: list) -> list:
+def _aligned(args: list[Any], dims: list[Any]) -> list[Any]:
     """Batch axes to the front, unit axes inserted so per-example parts right-align."""
     rank = 0
     for a, d in zip(args, dims):
@@ -52,10 +53,10 @@ def _aligned(args: list, dims: list) -> list:
     return out
 
 
-def elementwise_rule(fn: Callable) -> Callable:
+def elementwise_rule(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Rule for a broadcasting elementwise primitive: align batch axes, call once."""
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
         return fn(*_aligned(args, dims), **kwargs), 0
 
     return rule
@@ -69,16 +70,16 @@ def _shift_axis(axis: Any, per_ndim: int) -> Any:
     return normalize_axis(axis, per_ndim) + 1
 
 
-def reduction_rule(fn: Callable, flatten_when_none: bool = False) -> Callable:
+def reduction_rule(fn: Callable[..., Any], flatten_when_none: bool = False) -> Callable[..., Any]:
     """Rule for ``fn(x, axis=..., ...)`` batched in ``x`` only: shift ``axis`` past the batch axis.
 
     With ``flatten_when_none`` (cumsum, argmax ...), ``axis=None`` means "flatten
     each example first" rather than "reduce over every axis".
     """
 
-    def rule(args: list, dims: list, axis: Any = None, **kwargs: Any) -> tuple[Any, int]:
+    def rule(args: list[Any], dims: list[Any], axis: Any = None, **kwargs: Any) -> tuple[Any, int]:
         if any(d is not None for d in dims[1:]):
-            return fallback(fn.primitive, list(args), list(dims), _batch_size(args, dims), dict(kwargs, axis=axis))
+            return fallback(get_primitive(fn), list(args), list(dims), _batch_size(args, dims), dict(kwargs, axis=axis))
         x = move_to_front(args[0], dims[0])
         per = ndim(x) - 1
         if axis is None and flatten_when_none:
@@ -89,16 +90,16 @@ def reduction_rule(fn: Callable, flatten_when_none: bool = False) -> Callable:
     return rule
 
 
-def first_arg_rule(fn: Callable, adjust: Callable[..., tuple[tuple, dict]]) -> Callable:
+def first_arg_rule(fn: Callable[..., Any], adjust: Callable[..., tuple[tuple[Any, ...], dict[str, Any]]]) -> Callable[..., Any]:
     """Rule for ``fn(x, *params, **kwargs)`` batched in ``x`` only.
 
     ``adjust(per_example_ndim, *params, **kwargs) -> (params, kwargs)`` rewrites
     the parameters for an input whose batch axis is in front.
     """
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
         if any(d is not None for d in dims[1:]):
-            return fallback(fn.primitive, list(args), list(dims), _batch_size(args, dims), kwargs)
+            return fallback(get_primitive(fn), list(args), list(dims), _batch_size(args, dims), kwargs)
         x = move_to_front(args[0], dims[0])
         params, kw = adjust(ndim(x) - 1, *args[1:], **kwargs)
         return fn(x, *params, **kw), 0
@@ -106,16 +107,17 @@ def first_arg_rule(fn: Callable, adjust: Callable[..., tuple[tuple, dict]]) -> C
     return rule
 
 
-def _batch_size(args: list, dims: list) -> int:
+def _batch_size(args: list[Any], dims: list[Any]) -> int:
     for a, d in zip(args, dims):
         if d is not None:
-            return shape(a)[d]
+            n: int = shape(a)[d]
+            return n
     raise ValueError("no batched argument")
 
 
-def fallback(prim: Any, args: list, dims: list, size: int, kwargs: dict) -> tuple[Any, Any]:
+def fallback(prim: Any, args: list[Any], dims: list[Any], size: int, kwargs: dict[str, Any]) -> tuple[Any, Any]:
     """Run ``prim`` once per batch element and stack the results along axis 0."""
-    results = []
+    results: list[Any] = []
     for b in range(size):
         one = [a if d is None else fnp.take(a, b, axis=d) for a, d in zip(args, dims)]
         results.append(prim.call(*one, **kwargs))
@@ -125,4 +127,4 @@ def fallback(prim: Any, args: list, dims: list, size: int, kwargs: dict) -> tupl
     return fnp.stack(results), 0
 
 
-_core_batching.fallback = fallback
+register_batching_fallback(fallback)

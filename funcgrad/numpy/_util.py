@@ -8,20 +8,26 @@ cotangent: the one place where that is done.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import numpy as np
 
+try:  # NumPy >= 2
+    from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
+except ImportError:  # pragma: no cover - NumPy 1.x
+    from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple  # type: ignore[no-redef]
+
 import funcgrad.numpy as fnp  # rules call the namespace lazily, at run time
 
-from ..backend import _NAMESPACE_BY_TYPE, NUMPY_FAST_TYPES, namespace_of
-from ..core import Box
+from ..backend import _NAMESPACE_BY_TYPE, NUMPY_FAST_TYPES, dtype_of, namespace_of
+from ..core import shape_of, unbox_all
 
-__all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex", "pack"]
+__all__ = ["backend_function", "resolve", "unbroadcast", "shape", "ndim", "dtype", "is_complex", "normalize_axes", "pack"]
 
 
-def resolve(namespace: Any, dotted: str) -> Callable:
-    obj = namespace
+def resolve(namespace: Any, dotted: str) -> Callable[..., Any]:
+    obj: Any = namespace
     for part in dotted.split("."):
         try:
             obj = getattr(obj, part)
@@ -30,26 +36,25 @@ def resolve(namespace: Any, dotted: str) -> Callable:
                 f"{getattr(namespace, '__name__', namespace)} has no function '{dotted}', "
                 f"which funcgrad.numpy.{dotted} needs"
             ) from None
-    return obj
+    fn: Callable[..., Any] = obj
+    return fn
 
 
-def backend_function(dotted: str, n_arrays: int = 1) -> Callable:
+def backend_function(dotted: str, n_arrays: int = 1) -> Callable[..., Any]:
     """The raw function ``namespace.<dotted>``, namespace picked from the first ``n_arrays`` args."""
     np_fn = resolve(np, dotted)
 
-    if n_arrays == 1:
+    def one(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if _NAMESPACE_BY_TYPE.get(type(x)) is np:
+            return np_fn(x, *args, **kwargs)
+        ns = namespace_of(x)
+        return (np_fn if ns is np else resolve(ns, dotted))(x, *args, **kwargs)
 
-        def raw(x: Any, *args: Any, **kwargs: Any) -> Any:
-            if _NAMESPACE_BY_TYPE.get(type(x)) is np:
-                return np_fn(x, *args, **kwargs)
-            ns = namespace_of(x)
-            return (np_fn if ns is np else resolve(ns, dotted))(x, *args, **kwargs)
+    def many(*args: Any, **kwargs: Any) -> Any:
+        ns = namespace_of(*args[:n_arrays])
+        return (np_fn if ns is np else resolve(ns, dotted))(*args, **kwargs)
 
-    else:
-
-        def raw(*args: Any, **kwargs: Any) -> Any:
-            ns = namespace_of(*args[:n_arrays])
-            return (np_fn if ns is np else resolve(ns, dotted))(*args, **kwargs)
+    raw: Callable[..., Any] = one if n_arrays == 1 else many
 
     raw.fast_path = (NUMPY_FAST_TYPES, np_fn)  # type: ignore[attr-defined]
     raw.__name__ = dotted.rsplit(".", 1)[-1]
@@ -58,29 +63,23 @@ def backend_function(dotted: str, n_arrays: int = 1) -> Callable:
     return raw
 
 
-def _value(x: Any) -> Any:
-    while isinstance(x, Box):
-        x = x._value
-    return x
+_value = unbox_all
+shape = shape_of  # shape of an array, box or scalar (scalars have shape ())
+dtype = dtype_of
 
 
-def shape(x: Any) -> tuple[int, ...]:
-    """Shape of an array, box or scalar (scalars have shape ())."""
-    if isinstance(x, Box):
-        return x._shape()
-    return getattr(x, "shape", ())
+def normalize_axes(axis: Any, nd: int, name: str = "axis") -> tuple[int, ...]:
+    """``axis`` (None: every axis; an int or a sequence, negatives counting from the end) as a
+    sorted tuple of non-negative ints: the one axis normalisation of the reductions. Raises
+    NumPy's AxisError (a ValueError and an IndexError) when out of bounds or repeated."""
+    if axis is None:
+        return tuple(range(nd))
+    items = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return tuple(sorted(_normalize_axis_tuple(tuple(operator.index(a) for a in items), nd, name)))
 
 
 def ndim(x: Any) -> int:
     return len(shape(x))
-
-
-def dtype(x: Any) -> np.dtype:
-    v = _value(x)
-    d = getattr(v, "dtype", None)
-    if isinstance(d, np.dtype):
-        return d
-    return np.dtype(d) if d is not None else np.result_type(v)
 
 
 def is_complex(x: Any) -> bool:

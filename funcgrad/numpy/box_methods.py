@@ -17,13 +17,8 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..core import Box
+from ..backend import dtype_of
 from ..core.batching import BatchBox
-
-
-def _value(x: Any) -> Any:
-    while isinstance(x, Box):
-        x = x._value
-    return x
 
 
 class ConversionError(TypeError):
@@ -161,7 +156,7 @@ class ArrayMethods:
         )
 
     def __array__(self, dtype=None, copy=None):
-        if _dtype_of_box(self).kind in "iub":  # most often a traced index: Q[t] with Q a NumPy array
+        if dtype_of(self).kind in "iub":  # most often a traced index: Q[t] with Q a NumPy array
             raise TypeError(
                 f"an integer or boolean traced value (from {self._trace.name}) cannot be converted to a "
                 f"NumPy array, so it cannot index a plain NumPy array (Q[t]) either. Index a funcgrad "
@@ -428,27 +423,3 @@ def _unsupported(what: str):
         f"name from funcgrad.numpy if there is one, build it from supported functions, or make "
         f"it a primitive with fg.primitive(...) and give it rules with fg.defvjp / fg.defjvp"
     )
-
-
-def install() -> None:
-    """Copy the array methods onto :class:`Box` (done once, on import)."""
-    for name, member in vars(ArrayMethods).items():
-        if name.startswith("__") and name not in _DUNDERS:
-            continue
-        setattr(Box, name, member)
-
-
-_DUNDERS = {
-    name for name in vars(ArrayMethods)
-    if name.startswith("__") and name not in ("__module__", "__doc__", "__dict__", "__weakref__", "__qualname__")
-}
-
-
-def _dtype_of_box(b):
-    import numpy as _np
-
-    v = b
-    while isinstance(v, Box):
-        v = v._value
-    d = getattr(v, "dtype", None)
-    return _np.dtype(d) if d is not None else _np.result_type(v)

@@ -18,6 +18,8 @@ import funcgrad.numpy as fnp
 from funcgrad.backend import device_constant, namespace_of
 from funcgrad.core.trace import Box
 
+from ._util import normalize_axes as _axes
+
 __all__ = [
     "append",
     "convolve",
@@ -51,22 +53,6 @@ __all__ = [
 
 # --------------------------------------------------------------------------
 # helpers
-
-def _axes(axis: Any, ndim: int, name: str = "axis") -> tuple[int, ...]:
-    """Normalize ``axis`` (None, int or tuple) to a sorted tuple of non-negative ints."""
-    if axis is None:
-        return tuple(range(ndim))
-    items = axis if isinstance(axis, (tuple, list)) else (axis,)
-    out = []
-    for ax in items:
-        ax = operator.index(ax)
-        if not -ndim <= ax < ndim:
-            raise ValueError(f"{name}={ax} is out of bounds for an array of dimension {ndim}")
-        out.append(ax % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{name} has repeated entries: {axis!r}")
-    return tuple(sorted(out))
-
 
 def _to_last(a: Any, axis: Any) -> tuple[Any, tuple[int, ...]]:
     """Move the reduced ``axis`` of ``a`` to one trailing axis; returns it and the axes."""
@@ -106,7 +92,7 @@ def _like(value: Any, *likes: Any) -> Any:
     return host
 
 
-def _slice_along(nd: int, axis: int, sl: slice) -> tuple:
+def _slice_along(nd: int, axis: int, sl: slice) -> tuple[Any, ...]:
     idx = [slice(None)] * nd
     idx[axis] = sl
     return tuple(idx)
@@ -154,9 +140,9 @@ def _quantile_core(a: Any, q: Any, axis: Any, keepdims: bool, method: str, ignor
     d = v1 - v0
     r = fnp.where(frac >= 0.5, v1 - d * (1.0 - frac), v0 + d * frac)
     if ignore_nan:
-        r = fnp.where(count == 0, fnp.nan, r)
+        r = fnp.where(count == 0, np.nan, r)
     else:
-        r = fnp.where(fnp.any(nans, axis=-1, keepdims=True), fnp.nan, r)
+        r = fnp.where(fnp.any(nans, axis=-1, keepdims=True), np.nan, r)
     # rows + (Q,) -> qshape + rows
     r = fnp.moveaxis(r, -1, 0)
     r = fnp.reshape(r, qshape + rows)
@@ -224,20 +210,20 @@ def _no_out(fname: str, out: Any, weights: Any = None) -> None:
 def _nan_extreme(a: Any, axis: Any, keepdims: bool, fill: float, red: Any) -> Any:
     mask = fnp.isnan(a)
     r = red(fnp.where(mask, fill, a), axis=axis, keepdims=keepdims)
-    return fnp.where(fnp.all(mask, axis=axis, keepdims=keepdims), fnp.nan, r)
+    return fnp.where(fnp.all(mask, axis=axis, keepdims=keepdims), np.nan, r)
 
 
 def nanmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
     """Maximum ignoring nans. Differentiable ``numpy.nanmax`` (nan, without a warning, for
     an all-nan slice; zero gradient at nans)."""
     _no_out("nanmax", out)
-    return _nan_extreme(a, axis, keepdims, -fnp.inf, fnp.max)
+    return _nan_extreme(a, axis, keepdims, -np.inf, fnp.max)
 
 
 def nanmin(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
     """Minimum ignoring nans. Differentiable ``numpy.nanmin`` (see :func:`nanmax`)."""
     _no_out("nanmin", out)
-    return _nan_extreme(a, axis, keepdims, fnp.inf, fnp.min)
+    return _nan_extreme(a, axis, keepdims, np.inf, fnp.min)
 
 
 def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: float = 0,
@@ -257,7 +243,7 @@ def nanvar(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: 
         ss = fnp.real(ss)
     n = count if keepdims else fnp.squeeze(count, axis=_axes(axis, fnp.ndim(a)))
     dof = n - ddof
-    return ss / fnp.where(dof > 0, dof, fnp.nan)  # NumPy: nan where no degrees of freedom are left
+    return ss / fnp.where(dof > 0, dof, np.nan)  # NumPy: nan where no degrees of freedom are left
 
 
 def nanstd(a: Any, axis: Any = None, dtype: Any = None, out: None = None, ddof: float = 0,
@@ -281,7 +267,7 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append:
     (axis,) = _axes(axis, nd)
     if n == 0:
         return a
-    parts = []
+    parts: list[Any] = []
     for extra in (prepend, append):
         if extra is np._NoValue:
             parts.append(None)
@@ -349,7 +335,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
             raise ValueError("Shape of array too small to calculate a numerical gradient, "
                              "at least (edge_order + 1) elements are required.")
 
-        def s(sl, ax=ax):
+        def s(sl: slice, ax: int = ax) -> Any:
             return f[_slice_along(nd, ax, sl)]
 
         interior = (s(slice(2, None)) - s(slice(None, -2))) / (2.0 * h)
@@ -427,7 +413,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     """First choice whose condition holds, else ``default``. Differentiable ``numpy.select``."""
     condlist, choicelist = list(condlist), list(choicelist)
     if len(condlist) != len(choicelist):
-        raise ValueError("select: list of cases must be same length as list of conditions")
+        raise ValueError("select: list[Any] of cases must be same length as list of conditions")
     if not condlist:
         raise ValueError("select with an empty condition list is not possible")
     for k, c in enumerate(condlist):

@@ -15,16 +15,16 @@ flows. ``zeros_like``, ``ones_like`` and ``empty_like`` live in ``nondiff``
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any, Protocol
 
 import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..core.trace import contains_box
 from .. import backend as _backend
 from ..backend import creation_namespace, namespace_of
-from ..core import Box, def_linear, defvjp, get_primitive, nondiff_primitive, primitive
-from ..core.batching import defbatch
+from ..core import Box, defprimitive, get_primitive
 from ._util import backend_function, dtype
 from ._util import shape as _shape
 
@@ -37,7 +37,12 @@ __all__ = [
 # --------------------------------------------------------------------------
 # creation from shapes, on a device
 
-def _shaped(name: str, example: str) -> Callable[..., Any]:
+class _Shaped(Protocol):
+    def __call__(self, shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None,
+                 like: Any = None) -> Any: ...
+
+
+def _shaped(name: str, example: str) -> _Shaped:
     """``numpy.<name>(shape, dtype, order)`` placed on ``device`` (default: the default device)."""
     np_fn = getattr(np, name)
 
@@ -58,9 +63,9 @@ def _shaped(name: str, example: str) -> Callable[..., Any]:
     return create
 
 
-zeros = _shaped("zeros", 'fnp.zeros((2, 3), device="cuda")')
-ones = _shaped("ones", "fnp.ones(3, dtype=fnp.float32)")
-empty = _shaped("empty", "fnp.empty((4, 4))")
+_zeros = _shaped("zeros", 'fnp.zeros((2, 3), device="cuda")')
+_ones = _shaped("ones", "fnp.ones(3, dtype=fnp.float32)")
+_empty = _shaped("empty", "fnp.empty((4, 4))")
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None,
@@ -76,7 +81,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
         return xp.arange(*args, dtype=dtype)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *,  # noqa: N803
+def _eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *,  # noqa: N803
         device: Any = None, like: Any = None) -> Any:
     """``numpy.eye`` on ``device`` (default: the default device)."""
     xp, scope = creation_namespace(device)
@@ -86,7 +91,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str
         return xp.eye(N, M, k, dtype=dtype, order=order)
 
 
-def identity(n: int, dtype: Any = None, *, device: Any = None, like: Any = None) -> Any:
+def _identity(n: int, dtype: Any = None, *, device: Any = None, like: Any = None) -> Any:
     """``numpy.identity`` on ``device`` (default: the default device)."""
     xp, scope = creation_namespace(device)
     if xp is np:
@@ -155,21 +160,13 @@ def _put(a: Any, device: Any) -> Any:
 # --------------------------------------------------------------------------
 # array / asarray
 
-def _contains_box(obj: Any) -> bool:
-    if isinstance(obj, Box):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_contains_box(o) for o in obj)
-    return False
-
-
 def _stack_nested(obj: Any, dtype_: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return fnp.stack([_stack_nested(o, dtype_) for o in obj])
     return obj if dtype_ is None else astype(obj, dtype_)
 
 
-def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", ndmin: int = 0,
+def _array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", ndmin: int = 0,
           device: Any = None) -> Any:
     """``numpy.array`` that also takes (nested lists of) traced values.
 
@@ -182,7 +179,7 @@ def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", n
 
         fg.grad(lambda x: fnp.array([x[0] * 2, x[1]]).sum())(fnp.ones(2))   # [2., 1.]
     """
-    if _contains_box(obj):
+    if contains_box(obj):
         out = _stack_nested(obj, dtype)
         if out is obj and copy:
             out = fnp.copy(out)  # NumPy copies: an in-place write must not reach obj
@@ -193,7 +190,7 @@ def array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", n
     if xp is not np:
         if device is not None and _backend.device_of(obj if not isinstance(obj, (list, tuple)) else _first_array(obj)) \
                 != _backend.as_device(device):
-            return _put(array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin), device)
+            return _put(_array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin), device)
         if isinstance(obj, (list, tuple)):
             out = _stack_device(obj, xp, dtype)
             while out.ndim < ndmin:
@@ -226,10 +223,10 @@ def asarray(obj: Any, dtype: Any = None, order: str | None = None, *, copy: bool
                 f"transform; move the inputs with fg.device_put before calling the transformed function"
             )
         return obj if dtype is None or np.dtype(dtype) == fnp.result_type(obj) else astype(obj, dtype)
-    if _contains_box(obj):
-        return array(obj, dtype=dtype, device=device)
+    if contains_box(obj):
+        return _array(obj, dtype=dtype, device=device)
     if isinstance(obj, (list, tuple)) and _device_namespace_in(obj) is not None:
-        return array(obj, dtype=dtype, device=device)
+        return _array(obj, dtype=dtype, device=device)
     xp = namespace_of(obj)
     if xp is not np:
         if device is not None and _backend.device_of(obj) != _backend.as_device(device):
@@ -260,9 +257,25 @@ def _astype_raw(x: Any, dtype_: Any) -> Any:
     return np.asarray(x, dtype=dtype_)
 
 
-_astype = primitive(_astype_raw, "astype")
+def _same_layout_rule(fn: Any) -> Any:
+    """Batching for ``fn(x, *params)`` whose result has ``x``'s layout: the batch axis stays put."""
+
+    def rule(args: list, dims: list, **kwargs: Any) -> tuple:
+        if any(d is not None for d in dims[1:]):
+            from ._batching import fallback
+
+            k = next(i for i, d in enumerate(dims) if d is not None)
+            size = fnp.shape(args[k])[dims[k]]
+            return fallback(get_primitive(fn), list(args), list(dims), size, kwargs)
+        return fn(*args, **kwargs), dims[0]
+
+    return rule
+
+
 # A cast to an integer or boolean dtype has derivative zero almost everywhere.
-_astype_nondiff = nondiff_primitive(_astype_raw, "astype_nondiff")
+_astype_nondiff = defprimitive(
+    _astype_raw, name="astype_nondiff", differentiable=False, batch_from=_same_layout_rule,
+)
 
 
 def _astype_vjp(g: Any, ans: Any, x: Any, dtype_: Any) -> Any:
@@ -270,8 +283,7 @@ def _astype_vjp(g: Any, ans: Any, x: Any, dtype_: Any) -> Any:
     return _astype(gx, dtype(x))
 
 
-defvjp(_astype, _astype_vjp)
-def_linear(_astype)
+_astype = defprimitive(_astype_raw, name="astype", vjp=_astype_vjp, linear=True, batch_from=_same_layout_rule)
 
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
@@ -292,32 +304,16 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
     return _astype(x, want)
 
 
-copy = primitive(backend_function("copy"), "copy")
-copy.__doc__ = "Differentiable ``numpy.copy``."
-defvjp(copy, lambda g, ans, x, *args, **kwargs: g)
-def_linear(copy)
-
-
-def _same_layout_rule(fn: Any) -> Any:
-    """Batching for ``fn(x, *params)`` whose result has ``x``'s layout: the batch axis stays put."""
-
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple:
-        if any(d is not None for d in dims[1:]):
-            from ._batching import fallback
-
-            k = next(i for i, d in enumerate(dims) if d is not None)
-            size = fnp.shape(args[k])[dims[k]]
-            return fallback(get_primitive(fn), list(args), list(dims), size, kwargs)
-        return fn(*args, **kwargs), dims[0]
-
-    return rule
-
+_copy = defprimitive(
+    backend_function("copy"), vjp=lambda g, ans, x, *args, **kwargs: g, linear=True,
+    doc="Differentiable ``numpy.copy``.", batch_from=_same_layout_rule,
+)
 
 
 # --------------------------------------------------------------------------
 # full, full_like, linspace, logspace: differentiable in their values
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None) -> Any:
+def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None) -> Any:
     """``numpy.full`` on ``device``; differentiable in ``fill_value`` when it is traced.
 
     A device array as ``fill_value`` (a 0-d CuPy array, say) fills on its own
@@ -344,13 +340,15 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, de
     out = fnp.broadcast_to(fill_value, shape)
     if dtype is not None and np.dtype(dtype) != fnp.result_type(out):
         return astype(out, dtype)
-    return copy(out)  # a writable array of its own, not a broadcast view
+    return _copy(out)  # a writable array of its own, not a broadcast view
 
 
-_full_like_raw = nondiff_primitive(backend_function("full_like"), "full_like")
+_full_like_raw = defprimitive(
+    backend_function("full_like"), differentiable=False, batch_from=_same_layout_rule,
+)
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
               shape: Any = None) -> Any:
     """``numpy.full_like``; differentiable in ``fill_value`` (not in ``a``) when it is traced.
 
@@ -365,7 +363,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subo
     out = fnp.broadcast_to(fill_value, target)
     if want != fnp.result_type(out):
         return astype(out, want)
-    return copy(out)
+    return _copy(out)
 
 
 # --------------------------------------------------------------------------
@@ -375,10 +373,12 @@ def _device_copy_raw(x: Any, device: Any) -> Any:
     return _backend.put_array(x, device)
 
 
-_device_copy = primitive(_device_copy_raw, "device_copy")
 # The cotangent goes back to the device of x (an explicit copy, as the forward pass is).
-defvjp(_device_copy, lambda g, ans, x, device: _device_copy(g, _backend.device_of(x)))
-def_linear(_device_copy)
+_device_copy = defprimitive(
+    _device_copy_raw, name="device_copy",
+    vjp=lambda g, ans, x, device: _device_copy(g, _backend.device_of(x)), linear=True,
+    batch_from=_same_layout_rule,
+)
 
 
 def device_copy(x: Any, device: Any) -> Any:
@@ -390,10 +390,7 @@ def device_copy(x: Any, device: Any) -> Any:
     return _device_copy(x, _backend.as_device(device))
 
 
-_backend._traced_put = device_copy
-
-for _fn in (_astype, _astype_nondiff, copy, _full_like_raw, _device_copy):
-    defbatch(_fn, _same_layout_rule(_fn))
+_backend.register_traced_put(device_copy)
 
 
 def _shape_of(a: Any) -> tuple:
@@ -494,3 +491,20 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: 
         b = fnp.expand_dims(b, axis)
     out = fnp.power(b, y)
     return out if dtype is None else astype(out, dtype)
+
+
+# Inside a transform the creation functions return a constant box (see
+# funcgrad.numpy.inplace), so that NumPy code writing traced values into a new
+# array (``J = fnp.zeros((n, n)); J[i] = f(x[i])``) works unchanged.
+
+from .inplace import creation_function  # noqa: E402
+
+zeros = creation_function(_zeros)
+ones = creation_function(_ones)
+empty = creation_function(_empty)
+eye = creation_function(_eye)
+identity = creation_function(_identity)
+array = creation_function(_array)
+copy = creation_function(_copy)
+full = creation_function(_full)
+full_like = creation_function(_full_like)

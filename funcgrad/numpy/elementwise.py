@@ -4,11 +4,11 @@ Each primitive is defined once, with its VJP per argument and its JVP next to
 it, all written in funcgrad.numpy so they differentiate again. Unary
 functions whose derivative is ``f'(x)`` (holomorphic ones included: complex
 rules are linear, JAX's convention) are declared in one line with
-:func:`_deriv`; the others spell out both rules.
+``_unary(name, d=lambda ans, x: f'(x), reads=...)``; the others spell out both
+rules. Each entry is one :func:`funcgrad.core.defprimitive` declaration.
 
 Every primitive here broadcasts, so its batching (vmap) rule is
-``elementwise_rule``: the ufunc primitives made by ``_unary``/``_binary`` get it
-where they are made, the others have a ``defbatch`` line beside their rules.
+``elementwise_rule`` (``batch_from=`` in each declaration).
 On plain arrays the ufuncs take NumPy's options (``out=``, ``where=``,
 ``dtype=`` ...) exactly as NumPy does; on traced values only ``out=`` (see
 funcgrad.numpy.inplace).
@@ -23,17 +23,14 @@ from __future__ import annotations
 
 import cmath
 import math
-from typing import Any, Callable
-
-import re
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 import funcgrad.numpy as fnp
 
 from ..backend import NUMPY_FAST_TYPES, _NAMESPACE_BY_TYPE, namespace_of
-from ..core import def_linear, defjvp, defunused, defvjp, primitive
-from ..core.batching import defbatch
+from ..core import defprimitive
 from ._batching import elementwise_rule
 from ._util import backend_function, is_complex, resolve, shape, unbroadcast
 
@@ -75,22 +72,21 @@ def _traced_kwargs(name: str, extra: tuple, kwargs: dict) -> TypeError:
 _UFUNC_NIN: dict[str, int] = {}  # name -> number of array arguments of the ufunc primitives
 
 
-def _refuse_traced_options(fn: Callable, name: str) -> None:
-    """Make traced calls of ufunc primitive ``fn`` refuse ufunc options.
+def _refuse_traced_options(name: str) -> Callable[[tuple, dict], None]:
+    """The ``check_kwargs`` of ufunc primitive ``name``: refuse ufunc options on traced calls.
 
     On plain arrays the raw forward passes ``out=``, ``where=``, ``dtype=`` ... to
     the backend's ufunc, exactly as NumPy would (``out=`` on traced values is
     handled by the engine before the call, see ``core.trace.call_with_out``). The
     derivative rules know none of these options, so the engine refuses a traced
-    call with one (``Primitive.check_kwargs``) before anything is recorded.
+    call with one before anything is recorded.
     """
     nin = _UFUNC_NIN[name]
 
     def check(args: tuple, kwargs: dict) -> None:
         raise _traced_kwargs(name, args[nin:], kwargs)
 
-    fn.primitive.check_kwargs = check  # type: ignore[attr-defined]
-    fn.primitive.max_args = nin  # type: ignore[attr-defined]
+    return check
 
 
 def _ufunc_raw(name: str, nin: int) -> Callable:
@@ -136,31 +132,27 @@ def _ufunc_batch_rule(fn: Callable, name: str) -> Callable:
     return batch
 
 
-def _ufunc(name: str, nin: int) -> Callable:
-    fn = primitive(_ufunc_raw(name, nin), name)
-    _refuse_traced_options(fn, name)
-    defbatch(fn, _ufunc_batch_rule(fn, name))
-    return fn
+def _ufunc(name: str, nin: int, *, reads: Any = None, **rules: Any) -> Callable:
+    """Declare ufunc primitive ``name`` (``nin`` array arguments) with its rules."""
+    raw = _ufunc_raw(name, nin)
+    return defprimitive(raw, name=name, batch_from=lambda fn: _ufunc_batch_rule(fn, name), reads=reads,
+                        check_kwargs=_refuse_traced_options(name), max_args=nin, **rules)
 
 
-def _unary(name: str) -> Callable:
-    return _ufunc(name, 1)
+def _times(d: Callable) -> tuple[Callable, Callable]:
+    """VJP ``g * f'`` and JVP ``t * f'`` of a unary function with derivative ``d(ans, x)``."""
+    return (lambda g, ans, x: g * d(ans, x)), (lambda t, ans, x: t * d(ans, x))
 
 
-def _binary(name: str) -> Callable:
-    return _ufunc(name, 2)
+def _unary(name: str, d: Callable | None = None, reads: Iterable[Any] | None = None, **rules: Any) -> Callable:
+    """A unary ufunc primitive; ``d(ans, x)`` is its derivative, ``reads`` what that reads (0 is x)."""
+    if d is not None:
+        rules["vjp"], rules["jvp"] = _times(d)
+    return _ufunc(name, 1, reads=None if reads is None else {0: reads}, **rules)
 
 
-def _deriv(fn: Callable, dfdx: str) -> None:
-    """Rules of a unary ``fn`` whose derivative is the expression ``dfdx`` in ``ans`` and ``x``:
-    VJP ``g * f'``, JVP ``t * f'``. The expression is compiled into each rule so that a
-    rule costs one Python call (these run once per traced operation)."""
-    scope = globals()
-    defvjp(fn, eval(f"lambda g, ans, x: g * ({dfdx})", scope))  # noqa: S307 - a fixed expression
-    defjvp(fn, eval(f"lambda t, ans, x: t * ({dfdx})", scope))  # noqa: S307
-    # the tape keeps only what the derivative expression reads
-    unused = {u for u, name in ((0, "x"), ("ans", "ans")) if not re.search(rf"\b{name}\b", dfdx)}
-    defunused(fn, {0: unused})
+def _binary(name: str, **rules: Any) -> Callable:
+    return _ufunc(name, 2, **rules)
 
 
 def _bt(t: Any, ans: Any) -> Any:
@@ -180,39 +172,42 @@ def _safe(d: Any) -> Any:
 
 # --- arithmetic -------------------------------------------------------------
 
-add = _binary("add")
-defvjp(add, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: unbroadcast(g, y))
-defjvp(add, lambda t, ans, x, y: _bt(t, ans), lambda t, ans, x, y: _bt(t, ans))
-defunused(add, {0: {0, 1, "ans"}, 1: {0, 1, "ans"}})
+_SHAPES_ONLY = {0: set(), 1: set()}  # the rules read shapes and dtypes only
 
-subtract = _binary("subtract")
-defvjp(subtract, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: -unbroadcast(g, y))
-defjvp(subtract, lambda t, ans, x, y: _bt(t, ans), lambda t, ans, x, y: _bt(-t, ans))
-defunused(subtract, {0: {0, 1, "ans"}, 1: {0, 1, "ans"}})
+add = _binary(
+    "add",
+    vjp=(lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: unbroadcast(g, y)),
+    jvp=(lambda t, ans, x, y: _bt(t, ans), lambda t, ans, x, y: _bt(t, ans)),
+    reads=_SHAPES_ONLY,
+)
 
-multiply = _binary("multiply")
-defvjp(multiply, lambda g, ans, x, y: unbroadcast(g * y, x), lambda g, ans, x, y: unbroadcast(x * g, y))
-defjvp(multiply, lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
-defunused(multiply, {0: {0, "ans"}, 1: {1, "ans"}})
+subtract = _binary(
+    "subtract",
+    vjp=(lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: -unbroadcast(g, y)),
+    jvp=(lambda t, ans, x, y: _bt(t, ans), lambda t, ans, x, y: _bt(-t, ans)),
+    reads=_SHAPES_ONLY,
+)
 
-divide = _binary("divide")
-defvjp(divide, lambda g, ans, x, y: unbroadcast(g / y, x), lambda g, ans, x, y: unbroadcast(-g * ans / y, y))
-defjvp(divide, lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
-defunused(divide, {0: {0, "ans"}, 1: {0}})
+multiply = _binary(
+    "multiply",
+    vjp=(lambda g, ans, x, y: unbroadcast(g * y, x), lambda g, ans, x, y: unbroadcast(x * g, y)),
+    jvp=(lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t),
+    reads={0: {1}, 1: {0}},
+)
+
+divide = _binary(
+    "divide",
+    vjp=(lambda g, ans, x, y: unbroadcast(g / y, x), lambda g, ans, x, y: unbroadcast(-g * ans / y, y)),
+    jvp=(lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y),
+    reads={0: {1}, 1: {1, "ans"}},
+)
 true_divide = divide
 
-negative = _unary("negative")
-defvjp(negative, lambda g, ans, x: -g)
-def_linear(negative)
-defunused(negative, {0: {0, "ans"}})
+negative = _unary("negative", vjp=lambda g, ans, x: -g, linear=True, reads=())
 
-positive = _unary("positive")
-defvjp(positive, lambda g, ans, x: g)
-def_linear(positive)
-defunused(positive, {0: {0, "ans"}})
+positive = _unary("positive", vjp=lambda g, ans, x: g, linear=True, reads=())
 
-reciprocal = _unary("reciprocal")
-_deriv(reciprocal, "-(ans * ans)")
+reciprocal = _unary("reciprocal", lambda ans, x: -(ans * ans), reads={"ans"})
 
 
 # power(x, y) = x ** y.
@@ -255,7 +250,7 @@ def _log_base(x: Any, ans: Any) -> Any:
     return fnp.where(xs < 0, math.nan, fnp.log(fnp.abs(xs)))  # no log of a negative: no warning
 
 
-def _power_rules(fn: Callable, pow_fn: Callable, cast: bool) -> None:
+def _power_rules(pow_fn: Callable, cast: bool) -> dict[str, Any]:
     def cast_like(c, x):
         # float_power computes in float64: hand back cotangents in x's dtype.
         if cast and fnp.result_type(c) != fnp.result_type(x):
@@ -280,15 +275,12 @@ def _power_rules(fn: Callable, pow_fn: Callable, cast: bool) -> None:
     def jvp_y(t, ans, x, y):
         return t * ans * _log_base(x, ans)
 
-    defvjp(fn, vjp_x, vjp_y)
-    defjvp(fn, jvp_x, jvp_y)
+    return {"vjp": (vjp_x, vjp_y), "jvp": (jvp_x, jvp_y)}
 
 
-power = _binary("power")
-_power_rules(power, power, cast=False)
+power = _binary("power", **_power_rules(lambda x, y: power(x, y), cast=False))
 
-float_power = _binary("float_power")
-_power_rules(float_power, float_power, cast=True)
+float_power = _binary("float_power", **_power_rules(lambda x, y: float_power(x, y), cast=True))
 
 
 # mod(x, y) = x - floor(x / y) * y and fmod(x, y) = x - trunc(x / y) * y: slope 1 in x,
@@ -303,58 +295,37 @@ def _fmod_quotient(x, y, ans):
     return fnp.rint((x - ans) / y)
 
 
-def _mod_rules(fn: Callable, quotient: Callable) -> None:
-    defvjp(
-        fn,
-        lambda g, ans, x, y: unbroadcast(g, x),
-        lambda g, ans, x, y: unbroadcast(-g * quotient(x, y, ans), y),
-    )
-    defjvp(
-        fn,
-        lambda t, ans, x, y: _bt(t, ans),
-        lambda t, ans, x, y: -t * quotient(x, y, ans),
-    )
+def _mod_rules(quotient: Callable) -> dict[str, Any]:
+    return {
+        "vjp": (
+            lambda g, ans, x, y: unbroadcast(g, x),
+            lambda g, ans, x, y: unbroadcast(-g * quotient(x, y, ans), y),
+        ),
+        "jvp": (
+            lambda t, ans, x, y: _bt(t, ans),
+            lambda t, ans, x, y: -t * quotient(x, y, ans),
+        ),
+    }
 
 
-mod = _binary("remainder")
-_mod_rules(mod, _mod_quotient)
+mod = _binary("remainder", **_mod_rules(_mod_quotient))
 remainder = mod
 
-fmod = _binary("fmod")
-_mod_rules(fmod, _fmod_quotient)
+fmod = _binary("fmod", **_mod_rules(_fmod_quotient))
 
 
 # --- exponentials, logarithms, roots ----------------------------------------
 
-exp = _unary("exp")
-_deriv(exp, "ans")
-
-expm1 = _unary("expm1")
-_deriv(expm1, "ans + 1")
-
-exp2 = _unary("exp2")
-_deriv(exp2, "ans * _LN2")
-
-log = _unary("log")
-_deriv(log, "1 / x")
-
-log1p = _unary("log1p")
-_deriv(log1p, "1 / (x + 1)")
-
-log2 = _unary("log2")
-_deriv(log2, "1 / (x * _LN2)")
-
-log10 = _unary("log10")
-_deriv(log10, "1 / (x * _LN10)")
-
-sqrt = _unary("sqrt")
-_deriv(sqrt, "0.5 / ans")
-
-cbrt = _unary("cbrt")
-_deriv(cbrt, "1 / (3 * (ans * ans))")
-
-square = _unary("square")
-_deriv(square, "2 * x")
+exp = _unary("exp", lambda ans, x: ans, reads={"ans"})
+expm1 = _unary("expm1", lambda ans, x: ans + 1, reads={"ans"})
+exp2 = _unary("exp2", lambda ans, x: ans * _LN2, reads={"ans"})
+log = _unary("log", lambda ans, x: 1 / x, reads={0})
+log1p = _unary("log1p", lambda ans, x: 1 / (x + 1), reads={0})
+log2 = _unary("log2", lambda ans, x: 1 / (x * _LN2), reads={0})
+log10 = _unary("log10", lambda ans, x: 1 / (x * _LN10), reads={0})
+sqrt = _unary("sqrt", lambda ans, x: 0.5 / ans, reads={"ans"})
+cbrt = _unary("cbrt", lambda ans, x: 1 / (3 * (ans * ans)), reads={"ans"})
+square = _unary("square", lambda ans, x: 2 * x, reads={0})
 
 
 # logaddexp(x, y) = log(exp(x) + exp(y)); d/dx = exp(x) / (exp(x) + exp(y)) = expit(x - y)
@@ -375,92 +346,70 @@ def _logaddexp_weight(x, y, ans, scale):
     return fnp.where(pos, 1 / (1 + e), e / (1 + e))
 
 
-def _logaddexp_rules(fn: Callable, scale: float) -> None:
-    defvjp(
-        fn,
-        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(x, y, ans, scale), x),
-        lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(y, x, ans, scale), y),
-    )
-    defjvp(
-        fn,
-        lambda t, ans, x, y: t * _logaddexp_weight(x, y, ans, scale),
-        lambda t, ans, x, y: t * _logaddexp_weight(y, x, ans, scale),
-    )
+def _logaddexp_rules(scale: float) -> dict[str, Any]:
+    return {
+        "vjp": (
+            lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(x, y, ans, scale), x),
+            lambda g, ans, x, y: unbroadcast(g * _logaddexp_weight(y, x, ans, scale), y),
+        ),
+        "jvp": (
+            lambda t, ans, x, y: t * _logaddexp_weight(x, y, ans, scale),
+            lambda t, ans, x, y: t * _logaddexp_weight(y, x, ans, scale),
+        ),
+    }
 
 
-logaddexp = _binary("logaddexp")
-_logaddexp_rules(logaddexp, 1.0)
-
-logaddexp2 = _binary("logaddexp2")
-_logaddexp_rules(logaddexp2, _LN2)
+logaddexp = _binary("logaddexp", **_logaddexp_rules(1.0))
+logaddexp2 = _binary("logaddexp2", **_logaddexp_rules(_LN2))
 
 
 # --- trigonometric and hyperbolic -------------------------------------------
 
-sin = _unary("sin")
-_deriv(sin, "fnp.cos(x)")
-
-cos = _unary("cos")
-_deriv(cos, "-fnp.sin(x)")
-
-tan = _unary("tan")
-_deriv(tan, "1 + ans * ans")
-
-arcsin = _unary("arcsin")
-_deriv(arcsin, "1 / fnp.sqrt(1 - x * x)")
-
-arccos = _unary("arccos")
-_deriv(arccos, "-1 / fnp.sqrt(1 - x * x)")
-
-arctan = _unary("arctan")
-_deriv(arctan, "1 / (1 + x * x)")
-
-sinh = _unary("sinh")
-_deriv(sinh, "fnp.cosh(x)")
-
-cosh = _unary("cosh")
-_deriv(cosh, "fnp.sinh(x)")
-
-tanh = _unary("tanh")
-_deriv(tanh, "1 - ans * ans")
-
-arcsinh = _unary("arcsinh")
-_deriv(arcsinh, "1 / fnp.sqrt(x * x + 1)")
-
-arccosh = _unary("arccosh")
+sin = _unary("sin", lambda ans, x: fnp.cos(x), reads={0})
+cos = _unary("cos", lambda ans, x: -fnp.sin(x), reads={0})
+tan = _unary("tan", lambda ans, x: 1 + ans * ans, reads={"ans"})
+arcsin = _unary("arcsin", lambda ans, x: 1 / fnp.sqrt(1 - x * x), reads={0})
+arccos = _unary("arccos", lambda ans, x: -1 / fnp.sqrt(1 - x * x), reads={0})
+arctan = _unary("arctan", lambda ans, x: 1 / (1 + x * x), reads={0})
+sinh = _unary("sinh", lambda ans, x: fnp.cosh(x), reads={0})
+cosh = _unary("cosh", lambda ans, x: fnp.sinh(x), reads={0})
+tanh = _unary("tanh", lambda ans, x: 1 - ans * ans, reads={"ans"})
+arcsinh = _unary("arcsinh", lambda ans, x: 1 / fnp.sqrt(x * x + 1), reads={0})
 # sqrt(x - 1) * sqrt(x + 1) is the principal branch for complex x; equal to sqrt(x^2 - 1) for real x > 1.
-_deriv(arccosh, "1 / (fnp.sqrt(x - 1) * fnp.sqrt(x + 1) if is_complex(x) else fnp.sqrt(x * x - 1))")
-
-arctanh = _unary("arctanh")
-_deriv(arctanh, "1 / (1 - x * x)")
+arccosh = _unary(
+    "arccosh",
+    lambda ans, x: 1 / (fnp.sqrt(x - 1) * fnp.sqrt(x + 1) if is_complex(x) else fnp.sqrt(x * x - 1)),
+    reads={0},
+)
+arctanh = _unary("arctanh", lambda ans, x: 1 / (1 - x * x), reads={0})
 
 
 def _arctan2_denominator(x1, x2):
     return _safe(x1 * x1 + x2 * x2)
 
 
-arctan2 = _binary("arctan2")  # arctan2(x1, x2) = angle of the point (x2, x1)
-defvjp(
-    arctan2,
-    lambda g, ans, x1, x2: unbroadcast(g * x2 / _arctan2_denominator(x1, x2), x1),
-    lambda g, ans, x1, x2: unbroadcast(-g * x1 / _arctan2_denominator(x1, x2), x2),
-)
-defjvp(
-    arctan2,
-    lambda t, ans, x1, x2: t * x2 / _arctan2_denominator(x1, x2),
-    lambda t, ans, x1, x2: -t * x1 / _arctan2_denominator(x1, x2),
+arctan2 = _binary(  # arctan2(x1, x2) = angle of the point (x2, x1)
+    "arctan2",
+    vjp=(
+        lambda g, ans, x1, x2: unbroadcast(g * x2 / _arctan2_denominator(x1, x2), x1),
+        lambda g, ans, x1, x2: unbroadcast(-g * x1 / _arctan2_denominator(x1, x2), x2),
+    ),
+    jvp=(
+        lambda t, ans, x1, x2: t * x2 / _arctan2_denominator(x1, x2),
+        lambda t, ans, x1, x2: -t * x1 / _arctan2_denominator(x1, x2),
+    ),
 )
 
-hypot = _binary("hypot")
-defvjp(
-    hypot,
-    lambda g, ans, x1, x2: unbroadcast(g * x1 / _safe(ans), x1),
-    lambda g, ans, x1, x2: unbroadcast(g * x2 / _safe(ans), x2),
-)
-defjvp(
-    hypot,
-    lambda t, ans, x1, x2: t * x1 / _safe(ans),
-    lambda t, ans, x1, x2: t * x2 / _safe(ans),
+hypot = _binary(
+    "hypot",
+    vjp=(
+        lambda g, ans, x1, x2: unbroadcast(g * x1 / _safe(ans), x1),
+        lambda g, ans, x1, x2: unbroadcast(g * x2 / _safe(ans), x2),
+    ),
+    jvp=(
+        lambda t, ans, x1, x2: t * x1 / _safe(ans),
+        lambda t, ans, x1, x2: t * x2 / _safe(ans),
+    ),
 )
 
 
@@ -492,24 +441,21 @@ def _sinc_derivative_raw(x: Any, n: int) -> Any:
     return xp.where(small, series, f) * math.pi ** n
 
 
-_sinc_derivative = primitive(_sinc_derivative_raw, "sinc_derivative")
-defvjp(_sinc_derivative, lambda g, ans, x, n: g * _sinc_derivative(x, n + 1))
-defjvp(_sinc_derivative, lambda t, ans, x, n: t * _sinc_derivative(x, n + 1))
-defbatch(_sinc_derivative, elementwise_rule(_sinc_derivative))
+_sinc_derivative = defprimitive(
+    _sinc_derivative_raw, name="sinc_derivative", vjp=lambda g, ans, x, n: g * _sinc_derivative(x, n + 1),
+    jvp=lambda t, ans, x, n: t * _sinc_derivative(x, n + 1), batch_from=elementwise_rule, reads={0: {0, 1}},
+)
 
-sinc = primitive(backend_function("sinc"), "sinc")
-sinc.__doc__ = "Differentiable ``numpy.sinc`` (normalized: sin(pi x) / (pi x)); exact derivatives at 0 too."
-_deriv(sinc, "_sinc_derivative(x, 1)")
-defbatch(sinc, elementwise_rule(sinc))
+_sinc_vjp, _sinc_jvp = _times(lambda ans, x: _sinc_derivative(x, 1))
+sinc = defprimitive(
+    backend_function("sinc"), vjp=_sinc_vjp, jvp=_sinc_jvp, batch_from=elementwise_rule, reads={0: {0}},
+    doc="Differentiable ``numpy.sinc`` (normalized: sin(pi x) / (pi x)); exact derivatives at 0 too.",
+)
 
-deg2rad = _unary("deg2rad")
-defvjp(deg2rad, lambda g, ans, x: fnp.deg2rad(g))
-def_linear(deg2rad)
+deg2rad = _unary("deg2rad", vjp=lambda g, ans, x: fnp.deg2rad(g), linear=True)
 radians = deg2rad
 
-rad2deg = _unary("rad2deg")
-defvjp(rad2deg, lambda g, ans, x: fnp.rad2deg(g))
-def_linear(rad2deg)
+rad2deg = _unary("rad2deg", vjp=lambda g, ans, x: fnp.rad2deg(g), linear=True)
 degrees = rad2deg
 
 
@@ -529,44 +475,37 @@ def _abs_jvp(t, ans, x):
     return t * fnp.sign(x)
 
 
-absolute = _unary("absolute")
-defvjp(absolute, _abs_vjp)
-defjvp(absolute, _abs_jvp)
+absolute = _unary("absolute", vjp=_abs_vjp, jvp=_abs_jvp)
 abs = absolute  # noqa: A001 - mirrors numpy
 
-fabs = _unary("fabs")
-defvjp(fabs, _abs_vjp)
-defjvp(fabs, _abs_jvp)
-
-copysign = _binary("copysign")  # |x| with the sign of y: slope +-1 in x, 0 in y
+fabs = _unary("fabs", vjp=_abs_vjp, jvp=_abs_jvp)
 
 
 def _copysign_flip(x, y):
     return fnp.not_equal(fnp.signbit(x), fnp.signbit(y))
 
 
-defvjp(
-    copysign,
-    lambda g, ans, x, y: unbroadcast(fnp.where(_copysign_flip(x, y), -g, g), x),
-    lambda g, ans, x, y: fnp.zeros_like(y),
+copysign = _binary(  # |x| with the sign of y: slope +-1 in x, 0 in y
+    "copysign",
+    vjp=(
+        lambda g, ans, x, y: unbroadcast(fnp.where(_copysign_flip(x, y), -g, g), x),
+        lambda g, ans, x, y: fnp.zeros_like(y),
+    ),
+    jvp=(
+        lambda t, ans, x, y: _bt(fnp.where(_copysign_flip(x, y), -t, t), ans),
+        lambda t, ans, x, y: fnp.zeros_like(ans),
+    ),
 )
-defjvp(
-    copysign,
-    lambda t, ans, x, y: _bt(fnp.where(_copysign_flip(x, y), -t, t), ans),
-    lambda t, ans, x, y: fnp.zeros_like(ans),
+
+real = _unary(
+    "real", vjp=lambda g, ans, x: fnp.real(g) if not fnp.iscomplexobj(x) else fnp.real(g) + 0j, linear=True
 )
 
-real = _unary("real")
-defvjp(real, lambda g, ans, x: fnp.real(g) if not fnp.iscomplexobj(x) else fnp.real(g) + 0j)
-def_linear(real)
+imag = _unary(
+    "imag", vjp=lambda g, ans, x: -1j * fnp.real(g) if fnp.iscomplexobj(x) else fnp.zeros_like(x), linear=True
+)
 
-imag = _unary("imag")
-defvjp(imag, lambda g, ans, x: -1j * fnp.real(g) if fnp.iscomplexobj(x) else fnp.zeros_like(x))
-def_linear(imag)
-
-conj = _unary("conjugate")
-defvjp(conj, lambda g, ans, x: fnp.conj(g))
-def_linear(conj)
+conj = _unary("conjugate", vjp=lambda g, ans, x: fnp.conj(g), linear=True)
 conjugate = conj
 
 
@@ -589,11 +528,10 @@ def _angle_jvp(t, ans, z, deg=False):
     return out * (180 / math.pi) if deg else out
 
 
-angle = primitive(backend_function("angle"), "angle")
-angle.__doc__ = "Differentiable ``numpy.angle(z, deg=False)``; derivative 0 for real input and at 0."
-defvjp(angle, _angle_vjp)
-defjvp(angle, _angle_jvp)
-defbatch(angle, elementwise_rule(angle))
+angle = defprimitive(
+    backend_function("angle"), vjp=_angle_vjp, jvp=_angle_jvp, batch_from=elementwise_rule,
+    doc="Differentiable ``numpy.angle(z, deg=False)``; derivative 0 for real input and at 0.",
+)
 
 
 # --- selection: maximum/minimum, where, clip ---------------------------------
@@ -605,46 +543,37 @@ def _share(g, mine, other):
     return fnp.where(mine, fnp.where(other, g * 0.5, g), 0)
 
 
-def _select_rules(fn: Callable) -> None:
-    defvjp(
-        fn,
+_SELECT_RULES = {
+    "vjp": (
         lambda g, ans, x, y: unbroadcast(_share(g, x == ans, y == ans), x),
         lambda g, ans, x, y: unbroadcast(_share(g, y == ans, x == ans), y),
-    )
-    defjvp(
-        fn,
+    ),
+    "jvp": (
         lambda t, ans, x, y: _bt(_share(t, x == ans, y == ans), ans),
         lambda t, ans, x, y: _bt(_share(t, y == ans, x == ans), ans),
-    )
+    ),
+}
+
+maximum = _binary("maximum", **_SELECT_RULES)
+minimum = _binary("minimum", **_SELECT_RULES)
+fmax = _binary("fmax", **_SELECT_RULES)  # like maximum, but a nan loses: its derivative then goes to the other
+fmin = _binary("fmin", **_SELECT_RULES)
 
 
-maximum = _binary("maximum")
-_select_rules(maximum)
-
-minimum = _binary("minimum")
-_select_rules(minimum)
-
-fmax = _binary("fmax")  # like maximum, but a nan loses: its derivative then goes to the other
-_select_rules(fmax)
-
-fmin = _binary("fmin")
-_select_rules(fmin)
-
-
-_where = primitive(backend_function("where", 3), "where")
-defvjp(
-    _where,
-    lambda g, ans, c, x, y: fnp.zeros_like(c),
-    lambda g, ans, c, x, y: unbroadcast(fnp.where(c, g, 0), x),
-    lambda g, ans, c, x, y: unbroadcast(fnp.where(c, 0, g), y),
+_where = defprimitive(
+    backend_function("where", 3), name="where",
+    vjp=(
+        lambda g, ans, c, x, y: fnp.zeros_like(c),
+        lambda g, ans, c, x, y: unbroadcast(fnp.where(c, g, 0), x),
+        lambda g, ans, c, x, y: unbroadcast(fnp.where(c, 0, g), y),
+    ),
+    jvp=(
+        lambda t, ans, c, x, y: fnp.zeros_like(ans),
+        lambda t, ans, c, x, y: _bt(fnp.where(c, t, 0), ans),
+        lambda t, ans, c, x, y: _bt(fnp.where(c, 0, t), ans),
+    ),
+    batch_from=elementwise_rule,
 )
-defjvp(
-    _where,
-    lambda t, ans, c, x, y: fnp.zeros_like(ans),
-    lambda t, ans, c, x, y: _bt(fnp.where(c, t, 0), ans),
-    lambda t, ans, c, x, y: _bt(fnp.where(c, 0, t), ans),
-)
-defbatch(_where, elementwise_rule(_where))
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
@@ -673,9 +602,6 @@ def _clip_raw(a: Any, a_min: Any, a_max: Any, **kwargs: Any) -> Any:
     return xp.clip(a, a_min, a_max, **kwargs)  # kwargs (out=, dtype= ...) only on plain arrays
 
 
-_clip = primitive(_clip_raw, "clip")
-
-
 def _clip_others(ans, *others):
     """Where any of the other (non-None) arguments also equals the result."""
     eqs = [o == ans for o in others if o is not None]
@@ -693,11 +619,12 @@ def _clip_rule(k: int, reverse: bool) -> Callable:
     return rule
 
 
-defvjp(_clip, *[_clip_rule(k, True) for k in range(3)])
-defjvp(_clip, *[_clip_rule(k, False) for k in range(3)])
 _UFUNC_NIN["clip"] = 3
-_refuse_traced_options(_clip, "clip")
-defbatch(_clip, _ufunc_batch_rule(_clip, "clip"))
+_clip = defprimitive(
+    _clip_raw, name="clip", vjp=[_clip_rule(k, True) for k in range(3)],
+    jvp=[_clip_rule(k, False) for k in range(3)], batch_from=lambda fn: _ufunc_batch_rule(fn, "clip"),
+    check_kwargs=_refuse_traced_options("clip"), max_args=3,
+)
 
 
 def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, *, min: Any = None,  # noqa: A002
@@ -741,10 +668,10 @@ def _nan_to_num_raw(x: Any, nan: Any = 0.0, posinf: Any = None, neginf: Any = No
     return xp.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
 
 
-_nan_to_num = primitive(_nan_to_num_raw, "nan_to_num")
-defvjp(_nan_to_num, lambda g, ans, x, **kw: _finite_part(g, x))
-defjvp(_nan_to_num, lambda t, ans, x, **kw: _finite_part(t, x))
-defbatch(_nan_to_num, elementwise_rule(_nan_to_num))
+_nan_to_num = defprimitive(
+    _nan_to_num_raw, name="nan_to_num", vjp=lambda g, ans, x, **kw: _finite_part(g, x),
+    jvp=lambda t, ans, x, **kw: _finite_part(t, x), batch_from=elementwise_rule,
+)
 
 
 def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None,

@@ -31,12 +31,13 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..core.trace import contains_box
 from ..backend import device_constant, namespace_of, scatter, to_numpy
-from ..core import Box, defjvp, defvjp, nondiff_primitive, primitive, unbox_all
-from ..core.batching import BatchBox, defbatch
+from ..core import Box, defprimitive, unbox_all
+from ..core.batching import BatchBox
 from ._batching import fallback, move_to_front
 from ._util import dtype, shape, unbroadcast
-from .nondiff import zeros_like as _zeros_like  # plain zeros (fnp.zeros_like may give a ConstBox)
+from .nondiff import _zeros_like  # plain zeros (fnp.zeros_like may give a ConstBox)
 
 __all__ = [
     "take", "take_along_axis", "put_along_axis", "compress", "extract", "choose", "at", "unique", "bincount",
@@ -77,7 +78,7 @@ def _static_item(item: Any, x: Any) -> Any:
     if isinstance(item, list):
         if any(isinstance(i, (Box, list)) for i in item):
             item = [_static_item(i, x) for i in item]
-            if _contains_box(item):
+            if contains_box(item):
                 return _strip(fnp.array(item))  # per-example entries: stacked, still batched
         if _has_device_array(item):  # a list of device scalars/arrays: an array on that device
             return fnp.array(item)
@@ -113,12 +114,6 @@ def _on_device(idx: tuple, x: Any) -> tuple:
         else:
             out.append(item)
     return tuple(out) if changed else idx
-
-
-def _contains_box(obj: Any) -> bool:
-    if isinstance(obj, Box):
-        return True
-    return isinstance(obj, list) and any(_contains_box(o) for o in obj)
 
 
 def normalize_index(idx: Any, x: Any = None) -> tuple[tuple, tuple]:
@@ -256,13 +251,212 @@ def _occurrences_in(xp: Any, xshape: tuple, idx: tuple) -> tuple:
 
 
 # --------------------------------------------------------------------------
+# batching (vmap) rules
+#
+# The batch axis goes in front of the indexed array. Unbatched index entries:
+# a full slice is prepended for it. Batched (per-example) index arrays: an
+# ``arange`` over the batch joins them as one more advanced index. Either way
+# NumPy may place the batch axis away from the front (its rule for where
+# advanced dimensions go), so each rule carries a permutation ``perm`` from the
+# batched result's layout to (batch, per-example layout).
+
+def _describe(item: Any, batched: bool = False) -> tuple[str, int, int]:
+    """(kind, advanced rank, dimensions consumed) of one index entry."""
+    if item is None:
+        return "new", 0, 0
+    if item is Ellipsis:
+        return "ellipsis", 0, 0
+    if isinstance(item, slice):
+        return "slice", 0, 1
+    if isinstance(item, (bool, np.bool_)):
+        return "bool", 1, 0
+    if isinstance(item, (int, np.integer)):
+        return "int", 0, 1
+    nd = len(shape(item)) - (1 if batched else 0)
+    if dtype(item).kind == "b":
+        return "bool", 1, nd
+    if nd == 0:
+        return "int", 0, 1
+    return "array", nd, 1
+
+
+def _layout(descs: list, per_ndim: int) -> tuple[bool, bool, int, int, int]:
+    """NumPy's placement of advanced dimensions for an index described by ``descs``.
+
+    Returns (fancy, moved, R, P, n): any advanced index at all, whether the
+    advanced dimensions go first (non-adjacent advanced entries), their
+    broadcast rank, how many result dimensions come before them when they stay
+    in place, and the result's rank.
+    """
+    fancy = any(k in ("bool", "array") for k, _, _ in descs)
+    spare = per_ndim - sum(c for _, _, c in descs)  # dimensions an Ellipsis (or the end) takes
+    n_basic = sum(1 for k, _, _ in descs if k in ("slice", "new")) + max(spare, 0)
+    if not fancy:
+        return False, False, 0, 0, n_basic
+    adv = [i for i, (k, _, _) in enumerate(descs) if k in ("bool", "array", "int")]
+    R = max(r for _, r, _ in descs)
+    moved = adv[-1] - adv[0] + 1 != len(adv)
+    P = 0
+    for k, _, _ in descs[: adv[0]]:
+        P += max(spare, 0) if k == "ellipsis" else (1 if k in ("slice", "new") else 0)
+    return True, moved, R, P, R + n_basic
+
+
+def _vmapped_index(idx: tuple, dyn: tuple, ddims: list, size: int, per_ndim: int, xp: Any) -> Any:
+    """``(bidx, perm, n)``: an index for the batched array (batch axis in front)
+    doing the per-example ``idx``, the permutation (or None) taking its result
+    to (batch, per-example layout), and the per-example result's rank. None
+    where the index cannot be vectorized (a batched boolean mask)."""
+    if all(d is None for d in ddims):
+        full = _fill(idx, dyn)
+        fancy, moved, R, _, n = _layout([_describe(i) for i in full], per_ndim)
+        perm = [R] + list(range(R)) + list(range(R + 1, n + 1)) if moved and R else None
+        return (slice(None),) + full, perm, n
+    items: list = []
+    batched: list = []
+    for p, item in enumerate(idx):
+        if isinstance(item, _Slot):
+            k = item.k
+            if ddims[k] is None:
+                item = dyn[k]
+            else:
+                item = move_to_front(dyn[k], ddims[k])
+                if dtype(item).kind == "b":
+                    return None
+                items.append(item)
+                batched.append(True)
+                continue
+        if isinstance(item, (bool, np.bool_)):
+            return None
+        if not isinstance(item, (slice, int, np.integer)) and item is not None and item is not Ellipsis \
+                and dtype(item).kind == "b":
+            if not shape(item):
+                return None
+            for part in fnp.nonzero(item):  # a mask is the integer arrays of its True positions
+                items.append(part)
+                batched.append(False)
+            continue
+        items.append(item)
+        batched.append(False)
+    # Per-example semantics: a batched entry that is a scalar per example is an integer.
+    fancy, moved, R, P, n = _layout([_describe(i, b) for i, b in zip(items, batched)], per_ndim)
+    for p, (item, b) in enumerate(zip(items, batched)):
+        if b:
+            s = tuple(shape(item)[1:])
+            if len(s) < R:
+                items[p] = fnp.reshape(item, (size,) + (1,) * (R - len(s)) + s)
+    batch_index = xp.reshape(xp.arange(size, dtype=np.intp), (size,) + (1,) * R)
+    bidx = (batch_index,) + tuple(items)
+    # In the batched index every entry but the basic ones is advanced, and the
+    # batch arange comes first: NumPy gives [batch, advanced..., basic...]. That
+    # is the per-example layout unless its advanced dims stay in place after P others.
+    perm = None
+    if fancy and not moved and P:
+        perm = [0] + list(range(1 + R, 1 + R + P)) + list(range(1, 1 + R)) + list(range(1 + R + P, n + 1))
+    return bidx, perm, n
+
+
+def _from_layout(out: Any, perm: Any) -> Any:
+    return out if perm is None else fnp.transpose(out, perm)
+
+
+def _to_layout(a: Any, perm: Any) -> Any:
+    """Inverse of ``_from_layout``: (batch, per-example layout) to the batched layout."""
+    return a if perm is None else fnp.transpose(a, tuple(int(i) for i in np.argsort(perm)))
+
+
+def _batch_size(args: list, dims: list) -> int:
+    for a, d in zip(args, dims):
+        if d is not None:
+            return shape(a)[d]
+    raise ValueError("no batched argument")
+
+
+def _front(a: Any, d: Any, size: int) -> Any:
+    """``a`` with its batch axis in front (an unbatched ``a`` is broadcast)."""
+    if d is None:
+        return fnp.broadcast_to(a, (size,) + tuple(shape(a)))
+    return move_to_front(a, d)
+
+
+def _getitem_batch(args: list, dims: list) -> tuple:
+    x, idx, *dyn = args
+    size = _batch_size(args, dims)
+    x = _front(x, dims[0], size)
+    plan = _vmapped_index(idx, tuple(dyn), dims[2:], size, len(shape(x)) - 1, namespace_of(x))
+    if plan is None:
+        return fallback(_getitem.primitive, list(args), list(dims), size, {})
+    bidx, perm, _ = plan
+    return _from_layout(getitem(x, bidx), perm), 0
+
+
+def _unindex_batch(args: list, dims: list) -> tuple:
+    g, idx, shape_, *dyn = args
+    size = _batch_size(args, dims)
+    g = _front(g, dims[0], size)
+    plan = _vmapped_index(idx, tuple(dyn), dims[3:], size, len(shape_), namespace_of(g))
+    if plan is None:
+        return fallback(_unindex.primitive, list(args), list(dims), size, {})
+    bidx, perm, _ = plan
+    template, bdyn = normalize_index(bidx, g)
+    return _unindex(_to_layout(g, perm), template, (size,) + tuple(shape_), *bdyn), 0
+
+
+def _update_batch(prim: Callable) -> Callable:
+    def rule(args: list, dims: list) -> tuple:
+        x, idx, v, *dyn = args
+        size = _batch_size(args, dims)
+        x = _front(x, dims[0], size)
+        plan = _vmapped_index(idx, tuple(dyn), dims[3:], size, len(shape(x)) - 1, namespace_of(x))
+        if plan is None:
+            return fallback(prim.primitive, list(args), list(dims), size, {})
+        bidx, perm, n = plan
+        # v broadcasts to the per-example indexed shape (rank n): give it exactly
+        # n dimensions after a batch axis (of length 1 when v is not batched).
+        dv = dims[2]
+        if dv is None:
+            vs = tuple(shape(v))
+            v_front = v
+        else:
+            v_front = move_to_front(v, dv)
+            vs = tuple(shape(v_front)[1:])
+        vs = vs[len(vs) - n:] if len(vs) > n else (1,) * (n - len(vs)) + vs
+        v_front = fnp.reshape(v_front, ((1,) if dv is None else (size,)) + vs)
+        template, bdyn = normalize_index(bidx, x)
+        return prim(x, template, _to_layout(v_front, perm), *bdyn), 0
+
+    return rule
+
+
+def _winner_mask_batch(args: list, dims: list) -> tuple:
+    like, idx, *dyn = args
+    if all(d is None for d in dims[2:]):  # the same positions for every example
+        d = dims[0]
+        one = getitem(like, (slice(None),) * d + (0,)) if d is not None else like
+        return _winner_mask(one, idx, *dyn), None
+    return fallback(_winner_mask.primitive, list(args), list(dims), _batch_size(args, dims), {})
+
+
+# Index entries (positions ``first`` on) carry no derivative (they are integers or
+# booleans); should one be traced by a differentiating transform below a vmap, it
+# contributes nothing.
+_MAX_DYN = 32
+
+
+def _entries(first: int, rules: dict, vjp: bool) -> dict:
+    """``rules`` plus the zero rules of the dynamic index entries from position ``first``."""
+    if vjp:
+        zero: Callable = lambda g, ans, *a, **k: None  # noqa: E731
+    else:
+        zero = lambda t, ans, *a, **k: _zeros_like(ans)  # noqa: E731
+    return {**{k: zero for k in range(first, first + _MAX_DYN)}, **rules}
+
+
+# --------------------------------------------------------------------------
 # the primitives: (array, index template, ..., *dynamic index entries)
 
 def _getitem_raw(x: Any, idx: tuple, *dyn: Any) -> Any:
     return x[_on_device(_fill(idx, dyn), x)]
-
-
-_getitem = primitive(_getitem_raw, "getitem")
 
 
 def getitem(x: Any, idx: Any) -> Any:
@@ -292,7 +486,6 @@ def _unindex_raw(g: Any, idx: tuple, shape_: tuple, *dyn: Any) -> Any:
 
 
 # The transpose of getitem: zeros of ``shape_`` with ``g`` added at ``idx``.
-_unindex = primitive(_unindex_raw, "unindex")
 
 
 def _host_values_to(out: Any, v: Any) -> Any:
@@ -312,9 +505,6 @@ def _index_add_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     else:
         out[_on_device(idx, out)] += v
     return out
-
-
-_index_add = primitive(_index_add_raw, "index_add")
 
 
 def _index_set_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
@@ -370,9 +560,6 @@ def _last_writers_in(xp: Any, xshape: tuple, idx: tuple) -> tuple:
     return targets, winner, ishape
 
 
-_index_set = primitive(_index_set_raw, "index_set")
-
-
 def _winner_mask_raw(like: Any, idx: tuple, *dyn: Any) -> Any:
     """0/1 mask in ``like``'s dtype over ``like[idx]``: 1 where that write is the
     last to its position (the one ``_index_set`` keeps)."""
@@ -381,7 +568,9 @@ def _winner_mask_raw(like: Any, idx: tuple, *dyn: Any) -> Any:
     return xp.reshape(is_last, ishape).astype(dtype(like))
 
 
-_winner_mask = nondiff_primitive(_winner_mask_raw, "winner_mask")
+_winner_mask = defprimitive(
+    _winner_mask_raw, name="winner_mask", batch=_winner_mask_batch, differentiable=False,
+)
 
 
 def _cotangent_of_values(g_sel: Any, v: Any) -> Any:
@@ -404,42 +593,44 @@ def _index_set_vjp_v(g: Any, ans: Any, x: Any, idx: tuple, v: Any, *dyn: Any) ->
     return _cotangent_of_values(g_sel, v)
 
 
-defvjp(_getitem, lambda g, ans, x, idx, *dyn: _unindex(g, idx, shape(x), *dyn))
-defjvp(_getitem, lambda t, ans, x, idx, *dyn: _getitem(t, idx, *dyn))
-defvjp(_unindex, lambda g, ans, x, idx, shape_, *dyn: _getitem(g, idx, *dyn))
-defjvp(_unindex, lambda t, ans, x, idx, shape_, *dyn: _unindex(t, idx, shape_, *dyn))
-defvjp(
-    _index_add,
-    lambda g, ans, x, idx, v, *dyn: g,
-    lambda g, ans, x, idx, v, *dyn: _cotangent_of_values(_getitem(g, idx, *dyn), v),
-    argnums=(0, 2),
+_getitem = defprimitive(
+    _getitem_raw, name="getitem",
+    vjp=_entries(2, {0: lambda g, ans, x, idx, *dyn: _unindex(g, idx, shape(x), *dyn)}, vjp=True),
+    jvp=_entries(2, {0: lambda t, ans, x, idx, *dyn: _getitem(t, idx, *dyn)}, vjp=False),
+    batch=_getitem_batch,
 )
-defjvp(
-    _index_add,
-    lambda t, ans, x, idx, v, *dyn: t,
-    lambda t, ans, x, idx, v, *dyn: _index_add(_zeros_like(ans), idx, t, *dyn),
-    argnums=(0, 2),
+_unindex = defprimitive(
+    _unindex_raw, name="unindex",
+    vjp=_entries(3, {0: lambda g, ans, x, idx, shape_, *dyn: _getitem(g, idx, *dyn)}, vjp=True),
+    jvp=_entries(3, {0: lambda t, ans, x, idx, shape_, *dyn: _unindex(t, idx, shape_, *dyn)}, vjp=False),
+    batch=_unindex_batch,
 )
-defvjp(
-    _index_set,
-    lambda g, ans, x, idx, v, *dyn: _index_set(g, idx, 0, *dyn),
-    _index_set_vjp_v,
-    argnums=(0, 2),
+_index_add = defprimitive(
+    _index_add_raw,
+    name="index_add",
+    vjp=_entries(3, {
+        0: lambda g, ans, x, idx, v, *dyn: g,
+        2: lambda g, ans, x, idx, v, *dyn: _cotangent_of_values(_getitem(g, idx, *dyn), v),
+    }, vjp=True),
+    jvp=_entries(3, {
+        0: lambda t, ans, x, idx, v, *dyn: t,
+        2: lambda t, ans, x, idx, v, *dyn: _index_add(_zeros_like(ans), idx, t, *dyn),
+    }, vjp=False),
+    batch_from=_update_batch,
 )
-defjvp(
-    _index_set,
-    lambda t, ans, x, idx, v, *dyn: _index_set(t, idx, 0, *dyn),
-    lambda t, ans, x, idx, v, *dyn: _index_set(_zeros_like(ans), idx, t, *dyn),
-    argnums=(0, 2),
+_index_set = defprimitive(
+    _index_set_raw,
+    name="index_set",
+    vjp=_entries(3, {
+        0: lambda g, ans, x, idx, v, *dyn: _index_set(g, idx, 0, *dyn),
+        2: _index_set_vjp_v,
+    }, vjp=True),
+    jvp=_entries(3, {
+        0: lambda t, ans, x, idx, v, *dyn: _index_set(t, idx, 0, *dyn),
+        2: lambda t, ans, x, idx, v, *dyn: _index_set(_zeros_like(ans), idx, t, *dyn),
+    }, vjp=False),
+    batch_from=_update_batch,
 )
-
-# Index entries carry no derivative (they are integers or booleans); should one
-# be traced by a differentiating transform below a vmap, it contributes nothing.
-_MAX_DYN = 32
-for _prim, _first in ((_getitem, 2), (_unindex, 3), (_index_add, 3), (_index_set, 3)):
-    _nums = tuple(range(_first, _first + _MAX_DYN))
-    defvjp(_prim, *[lambda g, ans, *a, **k: None] * _MAX_DYN, argnums=_nums)
-    defjvp(_prim, *[lambda t, ans, *a, **k: _zeros_like(ans)] * _MAX_DYN, argnums=_nums)
 
 
 # --------------------------------------------------------------------------
@@ -879,8 +1070,10 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
     return (values,) + extra if extra else values
 
 
-_bincount_nondiff = nondiff_primitive(lambda x, *args, **kwargs: namespace_of(x).bincount(x, *args, **kwargs),
-                                      "bincount")
+_bincount_nondiff = defprimitive(
+    lambda x, *args, **kwargs: namespace_of(x).bincount(x, *args, **kwargs), name="bincount",
+    differentiable=False,
+)
 
 
 def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
@@ -909,195 +1102,3 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0) -> Any:
     return _unindex(w, (xv,), (n,))
 
 
-# --------------------------------------------------------------------------
-# batching (vmap) rules
-#
-# The batch axis goes in front of the indexed array. Unbatched index entries:
-# a full slice is prepended for it. Batched (per-example) index arrays: an
-# ``arange`` over the batch joins them as one more advanced index. Either way
-# NumPy may place the batch axis away from the front (its rule for where
-# advanced dimensions go), so each rule carries a permutation ``perm`` from the
-# batched result's layout to (batch, per-example layout).
-
-def _describe(item: Any, batched: bool = False) -> tuple[str, int, int]:
-    """(kind, advanced rank, dimensions consumed) of one index entry."""
-    if item is None:
-        return "new", 0, 0
-    if item is Ellipsis:
-        return "ellipsis", 0, 0
-    if isinstance(item, slice):
-        return "slice", 0, 1
-    if isinstance(item, (bool, np.bool_)):
-        return "bool", 1, 0
-    if isinstance(item, (int, np.integer)):
-        return "int", 0, 1
-    nd = len(shape(item)) - (1 if batched else 0)
-    if dtype(item).kind == "b":
-        return "bool", 1, nd
-    if nd == 0:
-        return "int", 0, 1
-    return "array", nd, 1
-
-
-def _layout(descs: list, per_ndim: int) -> tuple[bool, bool, int, int, int]:
-    """NumPy's placement of advanced dimensions for an index described by ``descs``.
-
-    Returns (fancy, moved, R, P, n): any advanced index at all, whether the
-    advanced dimensions go first (non-adjacent advanced entries), their
-    broadcast rank, how many result dimensions come before them when they stay
-    in place, and the result's rank.
-    """
-    fancy = any(k in ("bool", "array") for k, _, _ in descs)
-    spare = per_ndim - sum(c for _, _, c in descs)  # dimensions an Ellipsis (or the end) takes
-    n_basic = sum(1 for k, _, _ in descs if k in ("slice", "new")) + max(spare, 0)
-    if not fancy:
-        return False, False, 0, 0, n_basic
-    adv = [i for i, (k, _, _) in enumerate(descs) if k in ("bool", "array", "int")]
-    R = max(r for _, r, _ in descs)
-    moved = adv[-1] - adv[0] + 1 != len(adv)
-    P = 0
-    for k, _, _ in descs[: adv[0]]:
-        P += max(spare, 0) if k == "ellipsis" else (1 if k in ("slice", "new") else 0)
-    return True, moved, R, P, R + n_basic
-
-
-def _vmapped_index(idx: tuple, dyn: tuple, ddims: list, size: int, per_ndim: int, xp: Any) -> Any:
-    """``(bidx, perm, n)``: an index for the batched array (batch axis in front)
-    doing the per-example ``idx``, the permutation (or None) taking its result
-    to (batch, per-example layout), and the per-example result's rank. None
-    where the index cannot be vectorized (a batched boolean mask)."""
-    if all(d is None for d in ddims):
-        full = _fill(idx, dyn)
-        fancy, moved, R, _, n = _layout([_describe(i) for i in full], per_ndim)
-        perm = [R] + list(range(R)) + list(range(R + 1, n + 1)) if moved and R else None
-        return (slice(None),) + full, perm, n
-    items: list = []
-    batched: list = []
-    for p, item in enumerate(idx):
-        if isinstance(item, _Slot):
-            k = item.k
-            if ddims[k] is None:
-                item = dyn[k]
-            else:
-                item = move_to_front(dyn[k], ddims[k])
-                if dtype(item).kind == "b":
-                    return None
-                items.append(item)
-                batched.append(True)
-                continue
-        if isinstance(item, (bool, np.bool_)):
-            return None
-        if not isinstance(item, (slice, int, np.integer)) and item is not None and item is not Ellipsis \
-                and dtype(item).kind == "b":
-            if not shape(item):
-                return None
-            for part in fnp.nonzero(item):  # a mask is the integer arrays of its True positions
-                items.append(part)
-                batched.append(False)
-            continue
-        items.append(item)
-        batched.append(False)
-    # Per-example semantics: a batched entry that is a scalar per example is an integer.
-    fancy, moved, R, P, n = _layout([_describe(i, b) for i, b in zip(items, batched)], per_ndim)
-    for p, (item, b) in enumerate(zip(items, batched)):
-        if b:
-            s = tuple(shape(item)[1:])
-            if len(s) < R:
-                items[p] = fnp.reshape(item, (size,) + (1,) * (R - len(s)) + s)
-    batch_index = xp.reshape(xp.arange(size, dtype=np.intp), (size,) + (1,) * R)
-    bidx = (batch_index,) + tuple(items)
-    # In the batched index every entry but the basic ones is advanced, and the
-    # batch arange comes first: NumPy gives [batch, advanced..., basic...]. That
-    # is the per-example layout unless its advanced dims stay in place after P others.
-    perm = None
-    if fancy and not moved and P:
-        perm = [0] + list(range(1 + R, 1 + R + P)) + list(range(1, 1 + R)) + list(range(1 + R + P, n + 1))
-    return bidx, perm, n
-
-
-def _from_layout(out: Any, perm: Any) -> Any:
-    return out if perm is None else fnp.transpose(out, perm)
-
-
-def _to_layout(a: Any, perm: Any) -> Any:
-    """Inverse of ``_from_layout``: (batch, per-example layout) to the batched layout."""
-    return a if perm is None else fnp.transpose(a, tuple(int(i) for i in np.argsort(perm)))
-
-
-def _batch_size(args: list, dims: list) -> int:
-    for a, d in zip(args, dims):
-        if d is not None:
-            return shape(a)[d]
-    raise ValueError("no batched argument")
-
-
-def _front(a: Any, d: Any, size: int) -> Any:
-    """``a`` with its batch axis in front (an unbatched ``a`` is broadcast)."""
-    if d is None:
-        return fnp.broadcast_to(a, (size,) + tuple(shape(a)))
-    return move_to_front(a, d)
-
-
-def _getitem_batch(args: list, dims: list) -> tuple:
-    x, idx, *dyn = args
-    size = _batch_size(args, dims)
-    x = _front(x, dims[0], size)
-    plan = _vmapped_index(idx, tuple(dyn), dims[2:], size, len(shape(x)) - 1, namespace_of(x))
-    if plan is None:
-        return fallback(_getitem.primitive, list(args), list(dims), size, {})
-    bidx, perm, _ = plan
-    return _from_layout(getitem(x, bidx), perm), 0
-
-
-def _unindex_batch(args: list, dims: list) -> tuple:
-    g, idx, shape_, *dyn = args
-    size = _batch_size(args, dims)
-    g = _front(g, dims[0], size)
-    plan = _vmapped_index(idx, tuple(dyn), dims[3:], size, len(shape_), namespace_of(g))
-    if plan is None:
-        return fallback(_unindex.primitive, list(args), list(dims), size, {})
-    bidx, perm, _ = plan
-    template, bdyn = normalize_index(bidx, g)
-    return _unindex(_to_layout(g, perm), template, (size,) + tuple(shape_), *bdyn), 0
-
-
-def _update_batch(prim: Callable) -> Callable:
-    def rule(args: list, dims: list) -> tuple:
-        x, idx, v, *dyn = args
-        size = _batch_size(args, dims)
-        x = _front(x, dims[0], size)
-        plan = _vmapped_index(idx, tuple(dyn), dims[3:], size, len(shape(x)) - 1, namespace_of(x))
-        if plan is None:
-            return fallback(prim.primitive, list(args), list(dims), size, {})
-        bidx, perm, n = plan
-        # v broadcasts to the per-example indexed shape (rank n): give it exactly
-        # n dimensions after a batch axis (of length 1 when v is not batched).
-        dv = dims[2]
-        if dv is None:
-            vs = tuple(shape(v))
-            v_front = v
-        else:
-            v_front = move_to_front(v, dv)
-            vs = tuple(shape(v_front)[1:])
-        vs = vs[len(vs) - n:] if len(vs) > n else (1,) * (n - len(vs)) + vs
-        v_front = fnp.reshape(v_front, ((1,) if dv is None else (size,)) + vs)
-        template, bdyn = normalize_index(bidx, x)
-        return prim(x, template, _to_layout(v_front, perm), *bdyn), 0
-
-    return rule
-
-
-def _winner_mask_batch(args: list, dims: list) -> tuple:
-    like, idx, *dyn = args
-    if all(d is None for d in dims[2:]):  # the same positions for every example
-        d = dims[0]
-        one = getitem(like, (slice(None),) * d + (0,)) if d is not None else like
-        return _winner_mask(one, idx, *dyn), None
-    return fallback(_winner_mask.primitive, list(args), list(dims), _batch_size(args, dims), {})
-
-
-defbatch(_getitem, _getitem_batch)
-defbatch(_unindex, _unindex_batch)
-defbatch(_index_add, _update_batch(_index_add))
-defbatch(_index_set, _update_batch(_index_set))
-defbatch(_winner_mask, _winner_mask_batch)

@@ -23,7 +23,9 @@ one into them raises an error that says so.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, cast
+
+from typing_extensions import ParamSpec
 
 import numpy as np
 
@@ -33,7 +35,10 @@ from ..core import Box
 from ..core.constant import CONSTANT, ConstBox, constant_box
 from ._util import dtype, shape
 
-__all__ = ["ViewInfo"]
+P = ParamSpec("P")
+R = TypeVar("R")
+
+__all__ = ["ViewInfo", "InPlaceMethods", "ConstMethods", "view_function", "creation_function"]
 
 _OPTIONAL_SLOTS = ("_node", "_tangent", "_bdim")
 
@@ -44,7 +49,7 @@ class ViewInfo:
 
     __slots__ = ("base", "forward", "backward", "version")
 
-    def __init__(self, base: Box, forward: Callable, backward: Callable):
+    def __init__(self, base: Box, forward: Callable[..., Any], backward: Callable[..., Any]):
         self.base = base
         self.forward = forward
         self.backward = backward
@@ -149,31 +154,16 @@ def _check_inplace_result(target: Box, result: Any, op: str) -> Any:
     return result
 
 
-def _augmented(op: Callable, symbol: str) -> Callable:
+def _augmented(name: str, symbol: str) -> Callable[..., Any]:
+    """``a <symbol> b`` on a traced ``a``: rebind ``a`` to ``fnp.<name>(a, b)``."""
     def inplace(self: Box, other: Any) -> Box:
         _sync(self)
         _sync(other)
-        _write(self, _check_inplace_result(self, op(self, other), symbol))
+        _write(self, _check_inplace_result(self, getattr(fnp, name)(self, other), symbol))
         return self
 
-    inplace.__name__ = f"__i{op.__name__}__"
+    inplace.__name__ = f"__i{name}__"
     return inplace
-
-
-def _matmul(a: Any, b: Any) -> Any:
-    return fnp.matmul(a, b)
-
-
-_AUGMENTED = {
-    "__iadd__": (fnp.add, "+="),
-    "__isub__": (fnp.subtract, "-="),
-    "__imul__": (fnp.multiply, "*="),
-    "__itruediv__": (fnp.divide, "/="),
-    "__ifloordiv__": (lambda a, b: fnp.floor_divide(a, b), "//="),
-    "__imod__": (lambda a, b: fnp.mod(a, b), "%="),
-    "__ipow__": (lambda a, b: fnp.power(a, b), "**="),
-    "__imatmul__": (_matmul, "@="),
-}
 
 
 # --- views ----------------------------------------------------------------------
@@ -189,7 +179,7 @@ def _is_basic_index(idx: Any) -> bool:
     return True
 
 
-def _as_view(base: Any, out: Any, forward: Callable, backward: Callable) -> Any:
+def _as_view(base: Any, out: Any, forward: Callable[..., Any], backward: Callable[..., Any]) -> Any:
     if not isinstance(base, Box):
         return out
     if not isinstance(out, Box):
@@ -206,7 +196,7 @@ def _getitem(self: Box, idx: Any) -> Any:
     return _as_view(self, out, lambda b: fnp.indexing.getitem(b, idx), lambda b, v: fnp.at(b)[idx].set(v))
 
 
-def _layout_view(fn: Callable, inverse: Callable) -> Callable:
+def _layout_view(fn: Callable[..., Any], inverse: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a layout function (reshape, transpose ...) so that its result views its input."""
 
     def viewing(x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -225,50 +215,33 @@ def _layout_view(fn: Callable, inverse: Callable) -> Callable:
     return viewing
 
 
-def _inverse_perm(axes: Any, nd: int) -> tuple:
+def _inverse_perm(axes: Any, nd: int) -> tuple[Any, ...]:
     if axes is None:
         return tuple(reversed(range(nd)))
     axes = [a % nd for a in axes]
     return tuple(int(i) for i in np.argsort(axes))
 
 
-def _reshape_back(v: Any, base_shape: tuple, *args: Any, **kwargs: Any) -> Any:
+def _reshape_back(v: Any, base_shape: tuple[Any, ...], *args: Any, **kwargs: Any) -> Any:
     order = kwargs.get("order", "C")
     return fnp.reshape(v, base_shape, order=order) if order != "C" else fnp.reshape(v, base_shape)
 
 
-def _transpose_back(v: Any, base_shape: tuple, axes: Any = None, **kwargs: Any) -> Any:
+def _transpose_back(v: Any, base_shape: tuple[Any, ...], axes: Any = None, **kwargs: Any) -> Any:
     return fnp.transpose(v, _inverse_perm(axes, len(base_shape)))
 
 
-def _swapaxes_back(v: Any, base_shape: tuple, a: int, b: int) -> Any:
+def _swapaxes_back(v: Any, base_shape: tuple[Any, ...], a: int, b: int) -> Any:
     return fnp.swapaxes(v, a, b)
 
 
-def _moveaxis_back(v: Any, base_shape: tuple, source: Any, destination: Any) -> Any:
+def _moveaxis_back(v: Any, base_shape: tuple[Any, ...], source: Any, destination: Any) -> Any:
     return fnp.moveaxis(v, destination, source)
-
-
-_VIEW_FUNCTIONS = {
-    "reshape": _reshape_back,
-    "ravel": _reshape_back,
-    "squeeze": _reshape_back,
-    "expand_dims": _reshape_back,
-    "transpose": _transpose_back,
-    "swapaxes": _swapaxes_back,
-    "moveaxis": _moveaxis_back,
-}
 
 
 # --- creation inside transforms ------------------------------------------------
 
-_CREATION = (
-    "zeros", "ones", "empty", "full", "eye", "identity", "zeros_like", "ones_like", "empty_like",
-    "full_like", "array", "copy",
-)
-
-
-def _creating(fn: Callable) -> Callable:
+def _creating(fn: Callable[..., Any]) -> Callable[..., Any]:
     def create(*args: Any, **kwargs: Any) -> Any:
         return constant_box(fn(*args, **kwargs))
 
@@ -297,25 +270,48 @@ def _const_tolist(self: ConstBox) -> Any:
     return self._value.tolist() if hasattr(self._value, "tolist") else self._value
 
 
-def install() -> None:
-    """Give boxes in-place behaviour and make funcgrad.numpy's creation and layout
-    functions view- and write-aware. Called once when funcgrad.numpy is imported."""
-    Box.__setitem__ = _setitem  # type: ignore[assignment]
-    Box._write_all = _write_all  # type: ignore[attr-defined]
-    for name, (op, symbol) in _AUGMENTED.items():
-        setattr(Box, name, _augmented(op, symbol))
-    Box.__getitem__ = _getitem  # type: ignore[assignment]
-    Box.flatten = lambda self, order="C": fnp.copy(fnp.ravel(self, order=order))  # a copy, as in NumPy
-    ns = vars(fnp)
-    for name, inverse in _VIEW_FUNCTIONS.items():
-        if name in ns and not hasattr(ns[name], "__wrapped_view__"):
-            wrapped = _layout_view(ns[name], inverse)
-            wrapped.__wrapped_view__ = True  # type: ignore[attr-defined]
-            ns[name] = wrapped
-    for name in _CREATION:
-        if name in ns:
-            ns[name] = _creating(ns[name])
-    ConstBox.__float__ = _const_float  # type: ignore[assignment]
-    ConstBox.__complex__ = _const_complex  # type: ignore[assignment]
-    ConstBox.item = _const_item  # type: ignore[attr-defined]
-    ConstBox.tolist = _const_tolist  # type: ignore[attr-defined]
+class InPlaceMethods:
+    """In-place behaviour of traced arrays (registered on every box by funcgrad.numpy)."""
+
+    __setitem__ = _setitem
+    __getitem__ = _getitem
+    _write_all = _write_all
+    __iadd__ = _augmented("add", "+=")
+    __isub__ = _augmented("subtract", "-=")
+    __imul__ = _augmented("multiply", "*=")
+    __itruediv__ = _augmented("divide", "/=")
+    __ifloordiv__ = _augmented("floor_divide", "//=")
+    __imod__ = _augmented("mod", "%=")
+    __ipow__ = _augmented("power", "**=")
+    __imatmul__ = _augmented("matmul", "@=")
+
+    def flatten(self, order: str = "C") -> Any:
+        return fnp.copy(fnp.ravel(self, order=order))  # a copy, as in NumPy
+
+
+class ConstMethods:
+    """Constant boxes convert like the plain arrays they hold."""
+
+    __float__ = _const_float
+    __complex__ = _const_complex
+    item = _const_item
+    tolist = _const_tolist
+
+
+def view_function(fn: Callable[P, R], inverse: Callable[..., Any]) -> Callable[P, R]:
+    """``fn`` (reshape, transpose ...) made view-aware: its result on a traced array views it."""
+    out = _layout_view(fn, inverse)
+    out.__module__ = fn.__module__
+    if hasattr(fn, "primitive"):
+        out.primitive = fn.primitive  # type: ignore[attr-defined]
+    return cast("Callable[P, R]", out)
+
+
+def creation_function(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` (zeros, ones, array ...) returning a constant box inside a transform, so that
+    in-place writes of traced values into the result work."""
+    out = _creating(fn)
+    out.__module__ = fn.__module__
+    if hasattr(fn, "primitive"):
+        out.primitive = fn.primitive  # type: ignore[attr-defined]
+    return cast("Callable[P, R]", out)

@@ -51,7 +51,8 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import device_constant, namespace_of
-from ..core import defunused, Box, defjvp, defvjp, nondiff_primitive, primitive
+from ..core import Box, defprimitive
+from ._batching import move_to_front
 from ._util import backend_function, dtype, is_complex, ndim, resolve, shape, unbroadcast, pack
 
 __all__ = [
@@ -167,14 +168,13 @@ def _hermitian_cotangent(c: Any, UPLO: str) -> Any:
     return (c + _H(c)) * _strict_tri(n, c, upper=UPLO == "U") + d * _eye(n, c, real=True)
 
 
-def _no_derivative(fn: Any, why: str, nargs: int = 1) -> None:
-    """Register rules that raise: the forward works, derivatives say why they are missing."""
+def _no_derivative(why: str, nargs: int = 1) -> dict[str, Any]:
+    """Rules that raise (``**`` them into a declaration): the forward works, derivatives say why."""
 
     def rule(*args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(why)
 
-    defvjp(fn, *([rule] * nargs))
-    defjvp(fn, *([rule] * nargs))
+    return {"vjp": [rule] * nargs, "jvp": [rule] * nargs}
 
 
 def _check_square(a: Any, name: str) -> None:
@@ -193,17 +193,163 @@ def _check_uplo(UPLO: str) -> str:
 
 
 # ==========================================================================
+# batching rules (vmap, and jacfwd/jacrev/hessian, which batch the rules above)
+#
+# ``rule(args, dims, **kwargs) -> (out, out_dim)``: args with the batch trace's
+# boxes removed, dims[i] the batch axis of args[i] or None. The numpy.linalg
+# functions all work on stacks, so most rules only move the batch axis to the
+# front; products align per-example batch ranks (or add an einsum label).
+
+
+def _front_rule(fn: Any, n_results: int = 0) -> Any:
+    """Rule for fn(a, **kw) that maps over leading axes: batch axis first, call once."""
+
+    def rule(args, dims, **kwargs):
+        x = move_to_front(args[0], dims[0])
+        return fn(x, *args[1:], **kwargs), ((0,) * n_results if n_results else 0)
+
+    return rule
+
+
+def _qr_other_batch(args, dims, mode=None):
+    x = move_to_front(args[0], dims[0])
+    out = _qr_other(x, args[1] if mode is None else mode)  # qr() passes mode positionally
+    return out, (0,) * len(out)
+
+
+def _align_stack(x: Any, d: int | None, own: int, target: int) -> Any:
+    """Batch axis first, then unit axes so the per-example stack ranks match (own -> target)."""
+    if d is None:
+        return x
+    x = move_to_front(x, d)
+    if own < target:
+        s = shape(x)
+        x = fnp.reshape(x, s[:1] + (1,) * (target - own) + s[1:])
+    return x
+
+
+def _drop_axes(x: Any, axes: tuple[int, ...]) -> Any:
+    s = shape(x)
+    drop = {a % len(s) for a in axes}
+    return fnp.reshape(x, tuple(n for i, n in enumerate(s) if i not in drop))
+
+
+def _matmul_batch(args, dims, **kwargs):
+    a, b = args
+    da, db = dims
+    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
+    a, b = move_to_front(a, da), move_to_front(b, db)
+    if na == 1:
+        a = fnp.expand_dims(a, -2)
+    if nb == 1:
+        b = fnp.expand_dims(b, -1)
+    ra, rb = max(na, 2) - 2, max(nb, 2) - 2
+    r = max(ra, rb)
+    a = _align_stack(a, 0 if da is not None else None, ra, r)
+    b = _align_stack(b, 0 if db is not None else None, rb, r)
+    out = matmul(a, b, **kwargs)
+    drop = ((-2,) if na == 1 else ()) + ((-1,) if nb == 1 else ())
+    return (_drop_axes(out, drop) if drop else out), 0
+
+
+def _solve_batch(args, dims):
+    a, b = args
+    da, db = dims
+    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
+    a, b = move_to_front(a, da), move_to_front(b, db)
+    if nb == 1 and db is None:  # a shared vector: NumPy broadcasts it against every matrix
+        return solve(a, b), 0
+    if nb == 1:
+        b = fnp.expand_dims(b, -1)
+    ra, rb = na - 2, max(nb, 2) - 2
+    r = max(ra, rb)
+    a = _align_stack(a, 0 if da is not None else None, ra, r)
+    b = _align_stack(b, 0 if db is not None else None, rb, r)
+    out = solve(a, b)
+    return (_drop_axes(out, (-1,)) if nb == 1 else out), 0
+
+
+def _einsum_batch(args, dims, optimize=False):
+    subscripts, ops = args[0], list(args[1:])
+    ins, out = subscripts.split("->")
+    z = next(c for c in _LETTERS if c not in subscripts)
+    terms = ins.split(",")
+    for i, d in enumerate(dims[1:]):
+        if d is not None:
+            ops[i] = move_to_front(ops[i], d)
+            terms[i] = z + terms[i]
+    return _einsum(",".join(terms) + "->" + z + out, *ops, optimize=optimize), 0
+
+
+def _tensordot_batch(args, dims):
+    a, b, (ax_a, ax_b) = args
+    da, db = dims[0], dims[1]
+    if da is not None and db is not None:  # a shared batch label: einsum
+        na, nb = ndim(a) - 1, ndim(b) - 1
+        la_, lb_ = _LETTERS[:na], _LETTERS[na:na + nb]
+        lb_ = "".join(la_[ax_a[ax_b.index(j)]] if j in ax_b else c for j, c in enumerate(lb_))
+        out = "".join(c for i, c in enumerate(la_) if i not in ax_a) + "".join(
+            c for j, c in enumerate(lb_) if j not in ax_b)
+        z = _LETTERS[-1]
+        a, b = move_to_front(a, da), move_to_front(b, db)
+        return _einsum(f"{z}{la_},{z}{lb_}->{z}{out}", a, b, optimize=True), 0
+    if da is not None:
+        a = move_to_front(a, da)
+        return _tensordot(a, b, (tuple(i + 1 for i in ax_a), ax_b)), 0
+    b = move_to_front(b, db)
+    free_a = ndim(a) - len(ax_a)
+    return _tensordot(a, b, (ax_a, tuple(j + 1 for j in ax_b))), free_a
+
+
+def _mul_batch(a, da, b, db):
+    """a * b for a per-example scalar operand, batch axes aligned."""
+    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
+    r = max(na, nb)
+    a = _align_stack(a, da, na, r)
+    b = _align_stack(b, db, nb, r)
+    return a * b, 0
+
+
+def _dot_batch(args, dims, out=None):
+    a, b = args
+    da, db = dims
+    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
+    if na == 0 or nb == 0:
+        return _mul_batch(a, da, b, db)
+    axes = ((na - 1,), (max(nb - 2, 0),))
+    return _tensordot_batch([a, b, axes], [da, db, None])
+
+
+def _inner_batch(args, dims):
+    a, b = args
+    da, db = dims
+    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
+    return _tensordot_batch([a, b, ((na - 1,), (nb - 1,))], [da, db, None])
+
+
+def _vdot_batch(args, dims):
+    a, b = args
+    da, db = dims
+    a = fnp.reshape(move_to_front(a, da), (shape(a)[da], -1)) if da is not None else fnp.reshape(a, (-1,))
+    b = fnp.reshape(move_to_front(b, db), (shape(b)[db], -1)) if db is not None else fnp.reshape(b, (-1,))
+    return fnp.sum(_conj(a) * b, axis=-1), 0
+
+
+def _norm2_batch(args, dims, axis=None, keepdims=False):
+    x = move_to_front(args[0], dims[0])
+    per = ndim(x) - 1
+    if axis is None:
+        out = _norm2(fnp.reshape(x, (shape(x)[0], -1)), axis=1)
+        return (fnp.reshape(out, (shape(x)[0],) + (1,) * per) if keepdims else out), 0
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % per + 1 for a in axes)
+    return _norm2(x, axis=axes if len(axes) > 1 else axes[0], keepdims=keepdims), 0
+
+
+# ==========================================================================
 # products
 
 # --- matmul ---------------------------------------------------------------
-
-matmul = primitive(backend_function("matmul", 2), "matmul")
-matmul.__doc__ = """Matrix product with batch broadcasting. Differentiable ``numpy.matmul``.
-
-Example::
-
-    fg.grad(lambda A: fnp.sum(A @ x))(A)
-"""
 
 
 def _matmul_vjp_a(g, ans, a, b, **_):
@@ -234,20 +380,20 @@ def _matmul_vjp_b(g, ans, a, b, **_):
     return unbroadcast(gb, b)
 
 
-defvjp(matmul, _matmul_vjp_a, _matmul_vjp_b)
-defunused(matmul, {0: {0, "ans"}, 1: {1, "ans"}})  # each cotangent reads the other operand
-defjvp(matmul, lambda t, ans, a, b, **kw: matmul(t, b, **kw), lambda t, ans, a, b, **kw: matmul(a, t, **kw))
-
-
-# --- dot --------------------------------------------------------------------
-
-dot = primitive(backend_function("dot", 2), "dot")
-dot.__doc__ = """Dot product (all of NumPy's cases: scalars, vectors, N-D). Differentiable ``numpy.dot``.
+matmul = defprimitive(
+    backend_function("matmul", 2), vjp=(_matmul_vjp_a, _matmul_vjp_b),
+    jvp=(lambda t, ans, a, b, **kw: matmul(t, b, **kw), lambda t, ans, a, b, **kw: matmul(a, t, **kw)),
+    batch=_matmul_batch, reads={0: {1}, 1: {0}},
+    doc="""Matrix product with batch broadcasting. Differentiable ``numpy.matmul``.
 
 Example::
 
-    fg.grad(lambda x: fnp.dot(x, x))(fnp.ones(3))   # 2 * x
-"""
+    fg.grad(lambda A: fnp.sum(A @ x))(A)
+""",
+)
+
+
+# --- dot --------------------------------------------------------------------
 
 
 def _dot_vjp_a(g, ans, a, b, out=None):
@@ -276,17 +422,23 @@ def _dot_vjp_b(g, ans, a, b, out=None):
     return _real_like(gb, b)
 
 
-defvjp(dot, _dot_vjp_a, _dot_vjp_b)
-defjvp(dot, lambda t, ans, a, b, out=None: dot(t, b), lambda t, ans, a, b, out=None: dot(a, t))
+dot = defprimitive(
+    backend_function("dot", 2), vjp=(_dot_vjp_a, _dot_vjp_b),
+    jvp=(lambda t, ans, a, b, out=None: dot(t, b), lambda t, ans, a, b, out=None: dot(a, t)),
+    batch=_dot_batch,
+    doc="""Dot product (all of NumPy's cases: scalars, vectors, N-D). Differentiable ``numpy.dot``.
+
+Example::
+
+    fg.grad(lambda x: fnp.dot(x, x))(fnp.ones(3))   # 2 * x
+""",
+)
 
 
 # --- tensordot ----------------------------------------------------------------
 
 def _tensordot_raw(a, b, axes):
     return namespace_of(a, b).tensordot(a, b, axes=(list(axes[0]), list(axes[1])))
-
-
-_tensordot = primitive(_tensordot_raw, "tensordot")
 
 
 def _axis_list(ax: Any, nd: int, which: str) -> tuple[int, ...]:
@@ -361,13 +513,17 @@ def _tensordot_vjp_b(g, ans, a, b, axes):
     return _real_like(gb, b)
 
 
-defvjp(_tensordot, _tensordot_vjp_a, _tensordot_vjp_b)
-defjvp(_tensordot, lambda t, ans, a, b, axes: _tensordot(t, b, axes), lambda t, ans, a, b, axes: _tensordot(a, t, axes))
+_tensordot = defprimitive(
+    _tensordot_raw, name="tensordot", vjp=(_tensordot_vjp_a, _tensordot_vjp_b),
+    jvp=(
+        lambda t, ans, a, b, axes: _tensordot(t, b, axes),
+        lambda t, ans, a, b, axes: _tensordot(a, t, axes),
+    ),
+    batch=_tensordot_batch,
+)
 
 
 # --- inner, vdot, outer, kron ------------------------------------------------------
-
-_inner = primitive(backend_function("inner", 2), "inner")
 
 
 def _inner_vjp_a(g, ans, a, b):
@@ -382,8 +538,10 @@ def _inner_vjp_b(g, ans, a, b):
     return _real_like(gb, b)
 
 
-defvjp(_inner, _inner_vjp_a, _inner_vjp_b)
-defjvp(_inner, lambda t, ans, a, b: _inner(t, b), lambda t, ans, a, b: _inner(a, t))
+_inner = defprimitive(
+    backend_function("inner", 2), name="inner", vjp=(_inner_vjp_a, _inner_vjp_b),
+    jvp=(lambda t, ans, a, b: _inner(t, b), lambda t, ans, a, b: _inner(a, t)), batch=_inner_batch,
+)
 
 
 def inner(a: Any, b: Any) -> Any:
@@ -399,19 +557,20 @@ def inner(a: Any, b: Any) -> Any:
     return _inner(a, b)
 
 
-vdot = primitive(backend_function("vdot", 2), "vdot")
-vdot.__doc__ = """Flattened dot product, conjugating the first argument. Differentiable ``numpy.vdot``.
+vdot = defprimitive(
+    backend_function("vdot", 2),
+    vjp=(
+        lambda g, ans, a, b: _real_like(fnp.reshape(_conj(g * _arr(b)), shape(_arr(a))), a),
+        lambda g, ans, a, b: _real_like(fnp.reshape(g * _conj(_arr(a)), shape(_arr(b))), b),
+    ),
+    jvp=(lambda t, ans, a, b: vdot(t, b), lambda t, ans, a, b: vdot(a, t)), batch=_vdot_batch,
+    doc="""Flattened dot product, conjugating the first argument. Differentiable ``numpy.vdot``.
 
 Example::
 
     fnp.vdot(z, z)   # sum(|z|**2) as a complex number
-"""
-defvjp(
-    vdot,
-    lambda g, ans, a, b: _real_like(fnp.reshape(_conj(g * _arr(b)), shape(_arr(a))), a),
-    lambda g, ans, a, b: _real_like(fnp.reshape(g * _conj(_arr(a)), shape(_arr(b))), b),
+""",
 )
-defjvp(vdot, lambda t, ans, a, b: vdot(t, b), lambda t, ans, a, b: vdot(a, t))
 
 
 def outer(a: Any, b: Any, out: None = None) -> Any:
@@ -456,9 +615,6 @@ _MAX_OPERANDS = 64
 
 def _einsum_raw(subscripts, *operands, optimize=False):
     return namespace_of(*operands).einsum(subscripts, *operands, optimize=optimize)
-
-
-_einsum = primitive(_einsum_raw, "einsum")
 
 
 def _check_term(term: str, subscripts: str) -> None:
@@ -657,9 +813,13 @@ def _einsum_jvp(k: int):
     return rule
 
 
-_argnums = tuple(range(1, _MAX_OPERANDS + 1))
-defvjp(_einsum, *[_einsum_vjp(k) for k in range(_MAX_OPERANDS)], argnums=_argnums)
-defjvp(_einsum, *[_einsum_jvp(k) for k in range(_MAX_OPERANDS)], argnums=_argnums)
+_einsum = defprimitive(
+    _einsum_raw,
+    name="einsum",
+    vjp={k + 1: _einsum_vjp(k) for k in range(_MAX_OPERANDS)},  # operands follow the subscripts
+    jvp={k + 1: _einsum_jvp(k) for k in range(_MAX_OPERANDS)},
+    batch=_einsum_batch,
+)
 
 
 # --- cross, vecdot, matvec, vecmat ----------------------------------------------------
@@ -777,25 +937,16 @@ def _multi_dot(arrays: list, order: Any, i: int, j: int) -> Any:
 
 # --- inv, solve, det, slogdet -------------------------------------------------------
 
-inv = primitive(backend_function("linalg.inv"), "inv")
-inv.__doc__ = """Inverse of a (stack of) square matrices. Differentiable ``numpy.linalg.inv``.
+inv = defprimitive(
+    backend_function("linalg.inv"), vjp=lambda g, ans, a: -_matmul(_mT(ans), g, _mT(ans)),
+    jvp=lambda t, ans, a: -_matmul(ans, t, ans), batch_from=lambda fn: _front_rule(fn, 0),
+    doc="""Inverse of a (stack of) square matrices. Differentiable ``numpy.linalg.inv``.
 
 Example::
 
     fg.grad(lambda A: fnp.trace(fnp.linalg.inv(A)))(A)   # -(A^-2)^T
-"""
-defvjp(inv, lambda g, ans, a: -_matmul(_mT(ans), g, _mT(ans)))
-defjvp(inv, lambda t, ans, a: -_matmul(ans, t, ans))
-
-solve = primitive(backend_function("linalg.solve", 2), "solve")
-solve.__doc__ = """Solve ``a @ x = b``; b is (M,) or a stack (..., M, K). Differentiable ``numpy.linalg.solve``.
-
-As in NumPy 2, b is a vector only when it is 1-D; batch axes broadcast.
-
-Example::
-
-    x = fnp.linalg.solve(A, b)
-"""
+""",
+)
 
 
 _NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
@@ -834,34 +985,42 @@ def _solve_jvp_a(t, ans, a, b):
     return _drop_last(dx) if _solve_vector(a, b) else dx
 
 
-defvjp(solve, _solve_vjp_a, _solve_vjp_b)
-defjvp(solve, _solve_jvp_a, lambda t, ans, a, b: solve(a, t))
+solve = defprimitive(
+    backend_function("linalg.solve", 2), vjp=(_solve_vjp_a, _solve_vjp_b),
+    jvp=(_solve_jvp_a, lambda t, ans, a, b: solve(a, t)), batch=_solve_batch,
+    doc="""Solve ``a @ x = b``; b is (M,) or a stack (..., M, K). Differentiable ``numpy.linalg.solve``.
 
-det = primitive(backend_function("linalg.det"), "det")
-det.__doc__ = """Determinant of a (stack of) square matrices. Differentiable ``numpy.linalg.det``.
-
-The derivative ``det(A) inv(A)^T`` is inf/nan at singular matrices.
+As in NumPy 2, b is a vector only when it is 1-D; batch axes broadcast.
 
 Example::
 
-    fg.grad(fnp.linalg.det)(A)   # det(A) * inv(A).T
-"""
+    x = fnp.linalg.solve(A, b)
+""",
+)
 
 
 def _expand2(x: Any) -> Any:
     return fnp.reshape(x, shape(x) + (1, 1))
 
 
-defvjp(det, lambda g, ans, a: _expand2(g * ans) * _mT(inv(a)))
-defjvp(det, lambda t, ans, a: ans * einsum("...ij,...ji->...", inv(a), t))
+det = defprimitive(
+    backend_function("linalg.det"), vjp=lambda g, ans, a: _expand2(g * ans) * _mT(inv(a)),
+    jvp=lambda t, ans, a: ans * einsum("...ij,...ji->...", inv(a), t),
+    batch_from=lambda fn: _front_rule(fn, 0),
+    doc="""Determinant of a (stack of) square matrices. Differentiable ``numpy.linalg.det``.
+
+The derivative ``det(A) inv(A)^T`` is inf/nan at singular matrices.
+
+Example::
+
+    fg.grad(fnp.linalg.det)(A)   # det(A) * inv(A).T
+""",
+)
 
 
 def _slogdet_raw(a):
     sign, logdet = resolve(namespace_of(a), "linalg.slogdet")(a)
     return sign, logdet
-
-
-_slogdet = primitive(_slogdet_raw, "slogdet", multiple_results=True)
 
 
 def _slogdet_vjp(g, ans, a):
@@ -882,8 +1041,10 @@ def _slogdet_jvp(t, ans, a):
     return fnp.zeros_like(sign), tau
 
 
-defvjp(_slogdet, _slogdet_vjp)
-defjvp(_slogdet, _slogdet_jvp)
+_slogdet = defprimitive(
+    _slogdet_raw, name="slogdet", vjp=_slogdet_vjp, jvp=_slogdet_jvp,
+    batch_from=lambda fn: _front_rule(fn, 2), multiple_results=True,
+)
 
 
 def slogdet(a: Any) -> SlogdetResult:
@@ -901,8 +1062,6 @@ def slogdet(a: Any) -> SlogdetResult:
 
 
 # --- cholesky ------------------------------------------------------------------
-
-_cholesky = primitive(backend_function("linalg.cholesky"), "cholesky")
 
 
 def _phi(x: Any) -> Any:
@@ -925,8 +1084,10 @@ def _cholesky_jvp(t, ans, a):
     return matmul(L, _phi(S))
 
 
-defvjp(_cholesky, _cholesky_vjp)
-defjvp(_cholesky, _cholesky_jvp)
+_cholesky = defprimitive(
+    backend_function("linalg.cholesky"), vjp=_cholesky_vjp, jvp=_cholesky_jvp,
+    batch_from=lambda fn: _front_rule(fn, 0),
+)
 
 
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:
@@ -952,9 +1113,6 @@ def _eigh_raw(a, UPLO="L"):
     return w, v
 
 
-_eigh = primitive(_eigh_raw, "eigh", multiple_results=True)
-
-
 def _eigh_vjp(g, ans, a, UPLO="L"):
     gw, gV = g
     w, V = ans
@@ -971,8 +1129,10 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
     return dw, matmul(V, _inv_gaps(w) * M)
 
 
-defvjp(_eigh, _eigh_vjp)
-defjvp(_eigh, _eigh_jvp)
+_eigh = defprimitive(
+    _eigh_raw, name="eigh", vjp=_eigh_vjp, jvp=_eigh_jvp, batch_from=lambda fn: _front_rule(fn, 2),
+    multiple_results=True,
+)
 
 
 def eigh(a: Any, UPLO: str = "L") -> EighResult:
@@ -995,9 +1155,6 @@ def _eigvalsh_raw(a, UPLO="L"):
     return resolve(namespace_of(a), "linalg.eigvalsh")(a, UPLO=UPLO)
 
 
-_eigvalsh = primitive(_eigvalsh_raw, "eigvalsh")
-
-
 def _eigvalsh_vjp(g, ans, a, UPLO="L"):
     _, V = _eigh(a, UPLO=UPLO)
     return _hermitian_cotangent(matmul(_conj(V) * fnp.expand_dims(g, -2), _mT(V)), UPLO)
@@ -1009,8 +1166,10 @@ def _eigvalsh_jvp(t, ans, a, UPLO="L"):
     return fnp.real(dw) if is_complex(dw) else dw
 
 
-defvjp(_eigvalsh, _eigvalsh_vjp)
-defjvp(_eigvalsh, _eigvalsh_jvp)
+_eigvalsh = defprimitive(
+    _eigvalsh_raw, name="eigvalsh", vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp,
+    batch_from=lambda fn: _front_rule(fn, 0),
+)
 
 
 def eigvalsh(a: Any, UPLO: str = "L") -> Any:
@@ -1033,15 +1192,9 @@ def _svd_raw(a, full_matrices=True, hermitian=False):
     return u, s, vh
 
 
-_svd = primitive(_svd_raw, "svd", multiple_results=True)
-
-
 def _svdvals_raw(a, hermitian=False):
     kw = {"hermitian": True} if hermitian else {}
     return resolve(namespace_of(a), "linalg.svd")(a, compute_uv=False, **kw)
-
-
-_svdvals = primitive(_svdvals_raw, "svdvals")
 
 
 def _check_reduced(a: Any, full_matrices: bool) -> None:
@@ -1111,8 +1264,10 @@ def _svd_jvp(t, ans, a, full_matrices=True, hermitian=False):
     return dU, dS, _H(dV)
 
 
-defvjp(_svd, _svd_vjp)
-defjvp(_svd, _svd_jvp)
+_svd = defprimitive(
+    _svd_raw, name="svd", vjp=_svd_vjp, jvp=_svd_jvp, batch_from=lambda fn: _front_rule(fn, 3),
+    multiple_results=True,
+)
 
 
 def _svdvals_vjp(g, ans, a, hermitian=False):
@@ -1128,8 +1283,10 @@ def _svdvals_jvp(t, ans, a, hermitian=False):
     return fnp.real(dS) if is_complex(dS) else dS
 
 
-defvjp(_svdvals, _svdvals_vjp)
-defjvp(_svdvals, _svdvals_jvp)
+_svdvals = defprimitive(
+    _svdvals_raw, name="svdvals", vjp=_svdvals_vjp, jvp=_svdvals_jvp,
+    batch_from=lambda fn: _front_rule(fn, 0),
+)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
@@ -1163,9 +1320,6 @@ def svdvals(x: Any, /) -> Any:
 def _qr_raw(a):
     q, r = resolve(namespace_of(a), "linalg.qr")(a, mode="reduced")
     return q, r
-
-
-_qr = primitive(_qr_raw, "qr", multiple_results=True)
 
 
 def _solve_right(B: Any, R: Any, transpose: bool = False) -> Any:
@@ -1226,20 +1380,26 @@ def _qr_vjp(g, ans, a):
     return _real_like(matmul(gX, _mT(E1)) + matmul(gY, _mT(E2)), a)
 
 
-defvjp(_qr, _qr_vjp)
-defjvp(_qr, _qr_jvp)
+_qr = defprimitive(
+    _qr_raw, name="qr", vjp=_qr_vjp, jvp=_qr_jvp, batch_from=lambda fn: _front_rule(fn, 2),
+    multiple_results=True,
+)
 
 
 def _qr_other_raw(a, mode):
     return tuple(resolve(namespace_of(a), "linalg.qr")(a, mode=mode))
 
 
-_qr_other = primitive(_qr_other_raw, "qr_other", multiple_results=True)
-_no_derivative(
-    _qr_other,
-    "the derivative of qr is defined for mode='reduced' (and 'r'), and for mode='complete' only "
-    "when the matrix is not taller than wide; the extra columns of a complete Q, and the "
-    "'raw' Householder form, have none",
+_qr_other = defprimitive(
+    _qr_other_raw,
+    name="qr_other",
+    batch=_qr_other_batch,
+    multiple_results=True,
+    **_no_derivative(
+        "the derivative of qr is defined for mode='reduced' (and 'r'), and for mode='complete' only "
+        "when the matrix is not taller than wide; the extra columns of a complete Q, and the "
+        "'raw' Householder form, have none",
+    ),
 )
 
 
@@ -1280,9 +1440,6 @@ def _pinv_raw(a, hermitian=False, **kw):
     return resolve(namespace_of(a), "linalg.pinv")(a, **kw)
 
 
-_pinv = primitive(_pinv_raw, "pinv")
-
-
 def _pinv_vjp(g, ans, a, hermitian=False, **_):
     X = ans
     Xt, Xc = _mT(X), _conj(X)
@@ -1305,8 +1462,9 @@ def _pinv_jvp(t, ans, a, hermitian=False, **_):
     return -_matmul(X, dA, X) + (Y - _matmul(Y, a, X)) + (Z - _matmul(X, a, Z))
 
 
-defvjp(_pinv, _pinv_vjp)
-defjvp(_pinv, _pinv_jvp)
+_pinv = defprimitive(
+    _pinv_raw, name="pinv", vjp=_pinv_vjp, jvp=_pinv_jvp, batch_from=lambda fn: _front_rule(fn, 0),
+)
 
 
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = _UNSET) -> Any:
@@ -1410,16 +1568,15 @@ def cond(x: Any, p: Any = None) -> Any:
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
 
 
-matrix_rank = nondiff_primitive(backend_function("linalg.matrix_rank"), "matrix_rank")
+matrix_rank = defprimitive(
+    backend_function("linalg.matrix_rank"), batch_from=lambda fn: _front_rule(fn, 0), differentiable=False,
+)
 
 
 # --- norm ------------------------------------------------------------------------------------
 
 def _norm2_raw(x, axis=None, keepdims=False):
     return resolve(namespace_of(x), "linalg.norm")(x, None, axis, keepdims)
-
-
-_norm2 = primitive(_norm2_raw, "norm2")
 
 
 def _kept_shape(x: Any, axis: Any) -> tuple[int, ...]:
@@ -1445,8 +1602,7 @@ def _norm2_jvp(t, ans, x, axis=None, keepdims=False):
     return fnp.sum(p, axis=axis, keepdims=keepdims) * _safe_inv(ans)
 
 
-defvjp(_norm2, _norm2_vjp)
-defjvp(_norm2, _norm2_jvp)
+_norm2 = defprimitive(_norm2_raw, name="norm2", vjp=_norm2_vjp, jvp=_norm2_jvp, batch=_norm2_batch)
 
 _inf = float("inf")
 
@@ -1587,11 +1743,15 @@ def _eig_raw(a):
     return w, v
 
 
-_eig = primitive(_eig_raw, "eig", multiple_results=True)
-_no_derivative(
-    _eig,
-    "the derivative of the general (non-Hermitian) eig is not implemented; for symmetric or "
-    "Hermitian matrices use fnp.linalg.eigh",
+_eig = defprimitive(
+    _eig_raw,
+    name="eig",
+    batch_from=lambda fn: _front_rule(fn, 2),
+    multiple_results=True,
+    **_no_derivative(
+        "the derivative of the general (non-Hermitian) eig is not implemented; for symmetric or "
+        "Hermitian matrices use fnp.linalg.eigh",
+    ),
 )
 
 
@@ -1601,12 +1761,14 @@ def eig(a: Any) -> EigResult:
     return EigResult(w, v)
 
 
-eigvals = primitive(backend_function("linalg.eigvals"), "eigvals")
-eigvals.__doc__ = "Eigenvalues of a general matrix (``numpy.linalg.eigvals``). Not differentiable: use eigvalsh where it applies."
-_no_derivative(
-    eigvals,
-    "the derivative of the general (non-Hermitian) eigvals is not implemented; for symmetric or "
-    "Hermitian matrices use fnp.linalg.eigvalsh",
+eigvals = defprimitive(
+    backend_function("linalg.eigvals"),
+    batch_from=lambda fn: _front_rule(fn, 0),
+    doc="Eigenvalues of a general matrix (``numpy.linalg.eigvals``). Not differentiable: use eigvalsh where it applies.",
+    **_no_derivative(
+        "the derivative of the general (non-Hermitian) eigvals is not implemented; for symmetric or "
+        "Hermitian matrices use fnp.linalg.eigvalsh",
+    ),
 )
 
 
@@ -1620,190 +1782,3 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
     return resolve(namespace_of(a, b), "linalg.lstsq")(a, b, rcond=rcond)
 
 
-# ==========================================================================
-# batching rules (vmap, and jacfwd/jacrev/hessian, which batch the rules above)
-#
-# ``rule(args, dims, **kwargs) -> (out, out_dim)``: args with the batch trace's
-# boxes removed, dims[i] the batch axis of args[i] or None. The numpy.linalg
-# functions all work on stacks, so most rules only move the batch axis to the
-# front; products align per-example batch ranks (or add an einsum label).
-
-from ..core.batching import defbatch  # noqa: E402
-from ._batching import move_to_front  # noqa: E402
-
-
-def _front_rule(fn: Any, n_results: int = 0) -> Any:
-    """Rule for fn(a, **kw) that maps over leading axes: batch axis first, call once."""
-
-    def rule(args, dims, **kwargs):
-        x = move_to_front(args[0], dims[0])
-        return fn(x, *args[1:], **kwargs), ((0,) * n_results if n_results else 0)
-
-    return rule
-
-
-for _fn, _n in [(inv, 0), (det, 0), (_slogdet, 2), (_cholesky, 0), (_eigh, 2), (_eigvalsh, 0), (_svd, 3),
-                (_svdvals, 0), (_qr, 2), (_pinv, 0), (_eig, 2), (eigvals, 0), (matrix_rank, 0)]:
-    defbatch(_fn, _front_rule(_fn, _n))
-
-
-def _qr_other_batch(args, dims, mode=None):
-    x = move_to_front(args[0], dims[0])
-    out = _qr_other(x, args[1] if mode is None else mode)  # qr() passes mode positionally
-    return out, (0,) * len(out)
-
-
-defbatch(_qr_other, _qr_other_batch)
-
-
-def _align_stack(x: Any, d: int | None, own: int, target: int) -> Any:
-    """Batch axis first, then unit axes so the per-example stack ranks match (own -> target)."""
-    if d is None:
-        return x
-    x = move_to_front(x, d)
-    if own < target:
-        s = shape(x)
-        x = fnp.reshape(x, s[:1] + (1,) * (target - own) + s[1:])
-    return x
-
-
-def _drop_axes(x: Any, axes: tuple[int, ...]) -> Any:
-    s = shape(x)
-    drop = {a % len(s) for a in axes}
-    return fnp.reshape(x, tuple(n for i, n in enumerate(s) if i not in drop))
-
-
-def _matmul_batch(args, dims, **kwargs):
-    a, b = args
-    da, db = dims
-    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
-    a, b = move_to_front(a, da), move_to_front(b, db)
-    if na == 1:
-        a = fnp.expand_dims(a, -2)
-    if nb == 1:
-        b = fnp.expand_dims(b, -1)
-    ra, rb = max(na, 2) - 2, max(nb, 2) - 2
-    r = max(ra, rb)
-    a = _align_stack(a, 0 if da is not None else None, ra, r)
-    b = _align_stack(b, 0 if db is not None else None, rb, r)
-    out = matmul(a, b, **kwargs)
-    drop = ((-2,) if na == 1 else ()) + ((-1,) if nb == 1 else ())
-    return (_drop_axes(out, drop) if drop else out), 0
-
-
-defbatch(matmul, _matmul_batch)
-
-
-def _solve_batch(args, dims):
-    a, b = args
-    da, db = dims
-    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
-    a, b = move_to_front(a, da), move_to_front(b, db)
-    if nb == 1 and db is None:  # a shared vector: NumPy broadcasts it against every matrix
-        return solve(a, b), 0
-    if nb == 1:
-        b = fnp.expand_dims(b, -1)
-    ra, rb = na - 2, max(nb, 2) - 2
-    r = max(ra, rb)
-    a = _align_stack(a, 0 if da is not None else None, ra, r)
-    b = _align_stack(b, 0 if db is not None else None, rb, r)
-    out = solve(a, b)
-    return (_drop_axes(out, (-1,)) if nb == 1 else out), 0
-
-
-defbatch(solve, _solve_batch)
-
-
-def _einsum_batch(args, dims, optimize=False):
-    subscripts, ops = args[0], list(args[1:])
-    ins, out = subscripts.split("->")
-    z = next(c for c in _LETTERS if c not in subscripts)
-    terms = ins.split(",")
-    for i, d in enumerate(dims[1:]):
-        if d is not None:
-            ops[i] = move_to_front(ops[i], d)
-            terms[i] = z + terms[i]
-    return _einsum(",".join(terms) + "->" + z + out, *ops, optimize=optimize), 0
-
-
-defbatch(_einsum, _einsum_batch)
-
-
-def _tensordot_batch(args, dims):
-    a, b, (ax_a, ax_b) = args
-    da, db = dims[0], dims[1]
-    if da is not None and db is not None:  # a shared batch label: einsum
-        na, nb = ndim(a) - 1, ndim(b) - 1
-        la_, lb_ = _LETTERS[:na], _LETTERS[na:na + nb]
-        lb_ = "".join(la_[ax_a[ax_b.index(j)]] if j in ax_b else c for j, c in enumerate(lb_))
-        out = "".join(c for i, c in enumerate(la_) if i not in ax_a) + "".join(
-            c for j, c in enumerate(lb_) if j not in ax_b)
-        z = _LETTERS[-1]
-        a, b = move_to_front(a, da), move_to_front(b, db)
-        return _einsum(f"{z}{la_},{z}{lb_}->{z}{out}", a, b, optimize=True), 0
-    if da is not None:
-        a = move_to_front(a, da)
-        return _tensordot(a, b, (tuple(i + 1 for i in ax_a), ax_b)), 0
-    b = move_to_front(b, db)
-    free_a = ndim(a) - len(ax_a)
-    return _tensordot(a, b, (ax_a, tuple(j + 1 for j in ax_b))), free_a
-
-
-defbatch(_tensordot, _tensordot_batch)
-
-
-def _mul_batch(a, da, b, db):
-    """a * b for a per-example scalar operand, batch axes aligned."""
-    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
-    r = max(na, nb)
-    a = _align_stack(a, da, na, r)
-    b = _align_stack(b, db, nb, r)
-    return a * b, 0
-
-
-def _dot_batch(args, dims, out=None):
-    a, b = args
-    da, db = dims
-    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
-    if na == 0 or nb == 0:
-        return _mul_batch(a, da, b, db)
-    axes = ((na - 1,), (max(nb - 2, 0),))
-    return _tensordot_batch([a, b, axes], [da, db, None])
-
-
-defbatch(dot, _dot_batch)
-
-
-def _inner_batch(args, dims):
-    a, b = args
-    da, db = dims
-    na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
-    return _tensordot_batch([a, b, ((na - 1,), (nb - 1,))], [da, db, None])
-
-
-defbatch(_inner, _inner_batch)
-
-
-def _vdot_batch(args, dims):
-    a, b = args
-    da, db = dims
-    a = fnp.reshape(move_to_front(a, da), (shape(a)[da], -1)) if da is not None else fnp.reshape(a, (-1,))
-    b = fnp.reshape(move_to_front(b, db), (shape(b)[db], -1)) if db is not None else fnp.reshape(b, (-1,))
-    return fnp.sum(_conj(a) * b, axis=-1), 0
-
-
-defbatch(vdot, _vdot_batch)
-
-
-def _norm2_batch(args, dims, axis=None, keepdims=False):
-    x = move_to_front(args[0], dims[0])
-    per = ndim(x) - 1
-    if axis is None:
-        out = _norm2(fnp.reshape(x, (shape(x)[0], -1)), axis=1)
-        return (fnp.reshape(out, (shape(x)[0],) + (1,) * per) if keepdims else out), 0
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    axes = tuple(a % per + 1 for a in axes)
-    return _norm2(x, axis=axes if len(axes) > 1 else axes[0], keepdims=keepdims), 0
-
-
-defbatch(_norm2, _norm2_batch)

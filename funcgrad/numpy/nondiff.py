@@ -1,13 +1,13 @@
 """Functions without a derivative: queries, comparisons, logic, rounding, argmax ...
 
 Queries (shape, ndim, dtype ...) are plain functions. The others are
-``nondiff_primitive``: differentiating traces pass them through with a zero
-derivative, while batching still sees them. Functions whose *values* come
+declared with ``differentiable=False`` (one ``_nondiff`` line each, at the end of
+the file, naming the batching rule): differentiating traces pass them through
+with a zero derivative, while batching still sees them. Functions whose *values* come
 from the input (``unique``, ``bincount`` with weights) are differentiable and
 live in ``indexing``; ``full_like`` (differentiable in its fill value) lives
 in ``creation``.
 
-Every primitive here has a batching (vmap) rule, at the end of the file.
 Those whose output shape depends on the values (``nonzero``, ``argwhere``,
 ``flatnonzero``) batch only when every example gives the same shape.
 """
@@ -15,6 +15,7 @@ Those whose output shape depends on the values (``nonzero``, ``argwhere``,
 from __future__ import annotations
 
 import builtins
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -24,52 +25,28 @@ from numpy import diag_indices, indices, isscalar, issubdtype, promote_types, tr
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
-from ..core import Box, nondiff_primitive, primitive, unbox_all
-from ..core.batching import BatchBox, defbatch
-from ._batching import _aligned, elementwise_rule, fallback, move_to_front, normalize_axis
+from ..core import Box, defprimitive, get_primitive, unbox_all
+from ..core.batching import BatchBox
+from ._batching import _aligned, _shift_axis, elementwise_rule, fallback, move_to_front, normalize_axis
 from ._util import backend_function, dtype
 
-_ONE_ARRAY = [
-    "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "isnan", "isinf", "isfinite",
-    "isneginf", "isposinf", "signbit", "logical_not", "floor", "ceil", "rint", "trunc", "fix", "sign",
-    "count_nonzero", "any", "all", "iscomplex", "isreal", "searchsorted", "digitize",
-    "zeros_like", "ones_like", "empty_like", "round", "around", "nanargmax", "nanargmin",
-    "argpartition", "invert", "bitwise_not", "unravel_index", "tril_indices_from", "triu_indices_from",
-    "diag_indices_from",
-]
-_TWO_ARRAYS = [
-    "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_and",
-    "logical_or", "logical_xor", "isclose", "allclose", "array_equal", "floor_divide", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "isin", "heaviside", "gcd", "lcm",
-    "array_equiv",
-]
 __all__ = [
     "shape", "ndim", "size", "result_type", "iscomplexobj", "isrealobj", "can_cast", "lexsort",
     "ravel_multi_index", "ix_", "diag_indices", "indices", "isscalar", "issubdtype", "promote_types",
     "tril_indices", "triu_indices",
+    "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "isnan", "isinf",
+    "isfinite", "isneginf", "isposinf", "signbit", "logical_not", "floor", "ceil", "rint", "trunc",
+    "fix", "sign", "count_nonzero", "any", "all", "iscomplex", "isreal", "searchsorted", "digitize",
+    "zeros_like", "ones_like", "empty_like", "round", "around", "nanargmax", "nanargmin",
+    "argpartition", "invert", "bitwise_not", "unravel_index", "tril_indices_from",
+    "triu_indices_from", "diag_indices_from", "less", "less_equal", "greater", "greater_equal",
+    "equal", "not_equal", "logical_and", "logical_or", "logical_xor", "isclose", "allclose",
+    "array_equal", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+    "right_shift", "isin", "heaviside", "gcd", "lcm", "array_equiv",
 ]
 
 # Those that return a tuple of arrays: several results, so that vmap batches each one.
 _MULTIPLE_RESULTS = {"nonzero", "unravel_index", "tril_indices_from", "triu_indices_from", "diag_indices_from"}
-
-
-def _nondiff(name: str, n_arrays: int) -> Callable:
-    raw = backend_function(name, n_arrays)
-    if name not in _MULTIPLE_RESULTS:
-        return nondiff_primitive(raw, name)
-    fn = primitive(raw, name, multiple_results=True)
-    fn.primitive.differentiable = False  # type: ignore[attr-defined]
-    return fn
-
-
-for _name in _ONE_ARRAY:
-    if hasattr(np, _name):
-        globals()[_name] = _nondiff(_name, 1)
-        __all__.append(_name)
-for _name in _TWO_ARRAYS:
-    if hasattr(np, _name):
-        globals()[_name] = _nondiff(_name, 2)
-        __all__.append(_name)
 
 
 def _concrete(x: Any, fn: str) -> Any:
@@ -141,7 +118,7 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
     """``numpy.can_cast``; a traced value or array stands for its dtype."""
     if isinstance(from_, Box) or hasattr(from_, "dtype"):
         from_ = dtype(from_)
-    return np.can_cast(from_, to, casting=casting)
+    return bool(np.can_cast(from_, to, casting=casting))  # type: ignore[arg-type]
 
 
 def lexsort(keys: Any, axis: int = -1) -> Any:
@@ -163,10 +140,11 @@ def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise", order: s
     return xp.ravel_multi_index(multi_index, dims, mode=mode, order=order)
 
 
-def ix_(*args: Any) -> tuple:
+def ix_(*args: Any) -> tuple[Any, ...]:
     """``numpy.ix_`` (no derivative); the index sequences may be traced."""
     args = tuple(_concrete(a, "ix_") for a in args)
-    return namespace_of(*args).ix_(*args)
+    out: tuple[Any, ...] = namespace_of(*args).ix_(*args)
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -179,7 +157,7 @@ def ix_(*args: Any) -> tuple:
 # example gives the same shape, and are refused otherwise. The module shadows
 # the builtins any/all/round, hence ``builtins.any`` below.
 
-def _per_example_shape(x: Any, d: int | None) -> tuple:
+def _per_example_shape(x: Any, d: int | None) -> tuple[Any, ...]:
     s = shape(x)
     return s if d is None else s[:d] + s[d + 1:]
 
@@ -187,23 +165,25 @@ def _per_example_shape(x: Any, d: int | None) -> tuple:
 def _batch_size(args: Any, dims: Any) -> int:
     for a, d in zip(args, dims):
         if d is not None:
-            return shape(a)[d]
+            n: int = shape(a)[d]
+            return n
     raise ValueError("no batched argument")
 
 
-def _loop(fn: Callable, args: list, dims: list, kwargs: dict) -> tuple[Any, Any]:
+def _loop(fn: Callable[..., Any], args: list[Any], dims: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
     """The per-example loop (for a parameter batched in a way no vectorized call expresses)."""
-    return fallback(fn.primitive, list(args), list(dims), _batch_size(args, dims), kwargs)
+    return fallback(get_primitive(fn), list(args), list(dims), _batch_size(args, dims), kwargs)
 
 
-def _refuse_where(fn: Callable, name: str) -> None:
-    """Traced calls of ufunc ``fn`` refuse ``where=`` (with ``out=`` it would be silently
-    wrong: the engine writes the whole result into ``out``). Plain calls keep it."""
-    def check(args: tuple, kwargs: dict) -> None:
+def _refuse_where(name: str) -> Callable[[tuple[Any, ...], dict[str, Any]], None]:
+    """The ``check_kwargs`` of ufunc ``name``: traced calls refuse ``where=`` (with ``out=``
+    it would be silently wrong: the engine writes the whole result into ``out``). Plain
+    calls keep it."""
+    def check(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if "where" in kwargs:
             raise _where_error(name)
 
-    fn.primitive.check_kwargs = check  # type: ignore[attr-defined]  (the engine calls it when traced)
+    return check
 
 
 def _where_error(name: str) -> TypeError:
@@ -213,10 +193,10 @@ def _where_error(name: str) -> TypeError:
     )
 
 
-def _ufunc_rule(fn: Callable, name: str, nin: int) -> Callable:
+def _ufunc_rule(fn: Callable[..., Any], name: str, nin: int) -> Callable[..., Any]:
     rule = elementwise_rule(fn)
 
-    def batch(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+    def batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
         if "where" in kwargs:
             raise _where_error(name)
         if len(args) > nin:
@@ -224,18 +204,13 @@ def _ufunc_rule(fn: Callable, name: str, nin: int) -> Callable:
                 f"funcgrad.numpy.{name} on values batched by vmap: give out= as a keyword argument, "
                 f"not as a positional one"
             )
-        return rule(args, dims, **kwargs)
+        out: tuple[Any, int] = rule(args, dims, **kwargs)
+        return out
 
     return batch
 
 
-def _shift_axes(axis: Any, per: int) -> Any:
-    if isinstance(axis, (tuple, list)):
-        return tuple(normalize_axis(a, per) + 1 for a in axis)
-    return normalize_axis(axis, per) + 1
-
-
-def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: bool) -> Callable:
+def _axis_rule(fn: Callable[..., Any], axis_pos: int, default: Any, flatten_when_none: bool) -> Callable[..., Any]:
     """Rule for ``fn(x, ..., axis, ...)`` batched in ``x``: the axis moves past the batch axis.
 
     ``axis`` sits at position ``axis_pos`` when given positionally. With
@@ -243,11 +218,11 @@ def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: boo
     otherwise (any, count_nonzero ...) it means every axis of an example.
     """
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
         for key, value in kwargs.items():
             if isinstance(value, Box):
                 raise TypeError(
-                    f"funcgrad.numpy.{fn.primitive.name}: {key}= cannot be a traced value under vmap; "
+                    f"funcgrad.numpy.{get_primitive(fn).name}: {key}= cannot be a traced value under vmap; "
                     f"apply it to the input first (e.g. fnp.logical_and(x, where))"
                 )
         if builtins.any(d is not None for d in dims[1:]):
@@ -272,7 +247,7 @@ def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: boo
         elif axis is None:
             new_axis = tuple(range(1, per + 1))
         else:
-            new_axis = _shift_axes(axis, per)
+            new_axis = _shift_axis(axis, per)
         if positional:
             rest[axis_pos - 1] = new_axis
         else:
@@ -285,13 +260,13 @@ def _axis_rule(fn: Callable, axis_pos: int, default: Any, flatten_when_none: boo
     return rule
 
 
-def _data_dependent_rule(fn: Callable) -> Callable:
+def _data_dependent_rule(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Rule for a function whose output shape depends on the values (nonzero ...):
     one call per example, stacked when all examples agree in shape, refused otherwise."""
-    prim = fn.primitive  # type: ignore[attr-defined]
+    prim = get_primitive(fn)
     name = prim.name
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         size = _batch_size(args, dims)
         if size == 0:
             raise ValueError(
@@ -321,15 +296,15 @@ def _data_dependent_rule(fn: Callable) -> Callable:
     return rule
 
 
-def _shapes(shapes: tuple) -> str:
+def _shapes(shapes: tuple[Any, ...]) -> str:
     return " and ".join(str(s) for s in shapes)
 
 
-def _shaped_like_rule(fn: Callable, pos: int) -> Callable:
+def _shaped_like_rule(fn: Callable[..., Any], pos: int) -> Callable[..., Any]:
     """Rule for ``fn`` whose output has the shape of argument ``pos`` (searchsorted's
     ``v``, digitize's and isin's first argument): batched there only, it is one call."""
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         if builtins.any(d is not None for i, d in enumerate(dims) if i != pos):
             return _loop(fn, args, dims, kwargs)
         return fn(*args, **kwargs), dims[pos]
@@ -337,11 +312,11 @@ def _shaped_like_rule(fn: Callable, pos: int) -> Callable:
     return rule
 
 
-def _like_rule(fn: Callable) -> Callable:
+def _like_rule(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Rule for zeros_like(a, dtype, order, subok, shape) and its kin: batched where ``a`` is,
     unless a ``shape`` is given (then every example gets the same array)."""
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         if builtins.any(d is not None for d in dims[1:]):
             return _loop(fn, args, dims, kwargs)
         new_shape = args[4] if len(args) > 4 else kwargs.get("shape")
@@ -350,12 +325,12 @@ def _like_rule(fn: Callable) -> Callable:
     return rule
 
 
-def _from_shape_rule(fn: Callable) -> Callable:
+def _from_shape_rule(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Rule for tril_indices_from and its kin: the result depends only on the per-example
     shape, so it is the same for every example (not batched)."""
-    prim = fn.primitive  # type: ignore[attr-defined]
+    prim = get_primitive(fn)
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         if builtins.any(d is not None for d in dims[1:]):
             return _loop(fn, args, dims, kwargs)
         a = unbox_all(args[0])
@@ -367,19 +342,19 @@ def _from_shape_rule(fn: Callable) -> Callable:
     return rule
 
 
-def _unravel_index_rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+def _unravel_index_rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
     if builtins.any(d is not None for d in dims[1:]):
         return _loop(fnp.unravel_index, args, dims, kwargs)
     out = fnp.unravel_index(*args, **kwargs)
     return out, (dims[0],) * len(out)
 
 
-def _allclose_rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+def _allclose_rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
     close = fnp.isclose(*_aligned(list(args), list(dims)), **kwargs)
     return fnp.all(close, axis=tuple(range(1, ndim(close)))), 0
 
 
-def _array_equal_rule(args: list, dims: list, equal_nan: bool = False) -> tuple[Any, Any]:
+def _array_equal_rule(args: list[Any], dims: list[Any], equal_nan: bool = False) -> tuple[Any, Any]:
     a, b = args[0], args[1]
     if len(args) > 2:
         equal_nan = args[2]
@@ -392,7 +367,7 @@ def _array_equal_rule(args: list, dims: list, equal_nan: bool = False) -> tuple[
     return fnp.all(eq, axis=tuple(range(1, ndim(eq)))), 0
 
 
-def _array_equiv_rule(args: list, dims: list) -> tuple[Any, Any]:
+def _array_equiv_rule(args: list[Any], dims: list[Any]) -> tuple[Any, Any]:
     try:
         np.broadcast_shapes(_per_example_shape(args[0], dims[0]), _per_example_shape(args[1], dims[1]))
     except ValueError:
@@ -401,41 +376,101 @@ def _array_equiv_rule(args: list, dims: list) -> tuple[Any, Any]:
     return fnp.all(eq, axis=tuple(range(1, ndim(eq)))), 0
 
 
-_ELEMENTWISE = [  # broadcasting, not ufuncs (their extra parameters are scalars)
-    "isneginf", "isposinf", "fix", "iscomplex", "isreal", "round", "around", "isclose",
-]
-_AXIS = {  # name: (position of axis, its default, flatten each example when axis is None)
-    "argmax": (1, None, True), "argmin": (1, None, True), "nanargmax": (1, None, True),
-    "nanargmin": (1, None, True), "argsort": (1, -1, True), "argpartition": (2, -1, True),
-    "any": (1, None, False), "all": (1, None, False), "count_nonzero": (1, None, False),
-}
-_SHAPED_LIKE = {"searchsorted": 1, "digitize": 0, "isin": 0}
-_OTHER_RULES = {
-    "unravel_index": _unravel_index_rule, "allclose": _allclose_rule, "array_equal": _array_equal_rule,
-    "array_equiv": _array_equiv_rule,
-}
+def _nondiff(name: str, n_arrays: int, batch_from: Callable[..., Any] | None = None, batch: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """Declare ``numpy.<name>`` (``n_arrays`` array arguments) as a primitive with no derivative.
 
-for _name in _ONE_ARRAY + _TWO_ARRAYS:
-    _fn = globals().get(_name)
-    if _fn is None:
-        continue
-    _np_fn = getattr(np, _name)
-    if isinstance(_np_fn, np.ufunc):
-        _refuse_where(_fn, _name)
-        defbatch(_fn, _ufunc_rule(_fn, _name, _np_fn.nin))
-    elif _name in _ELEMENTWISE:
-        defbatch(_fn, elementwise_rule(_fn))
-    elif _name in _AXIS:
-        defbatch(_fn, _axis_rule(_fn, *_AXIS[_name]))
-    elif _name in _SHAPED_LIKE:
-        defbatch(_fn, _shaped_like_rule(_fn, _SHAPED_LIKE[_name]))
-    elif _name in ("nonzero", "argwhere", "flatnonzero"):
-        defbatch(_fn, _data_dependent_rule(_fn))
-    elif _name in ("zeros_like", "ones_like", "empty_like"):
-        defbatch(_fn, _like_rule(_fn))
-    elif _name in ("tril_indices_from", "triu_indices_from", "diag_indices_from"):
-        defbatch(_fn, _from_shape_rule(_fn))
-    else:
-        defbatch(_fn, _OTHER_RULES[_name])
-del _name, _fn, _np_fn
+    A ufunc refuses ``where=`` on traced values and batches as a broadcasting ufunc;
+    the others name their batching rule.
+    """
+    np_fn = getattr(np, name)
+    check = None
+    if isinstance(np_fn, np.ufunc):
+        batch_from = functools.partial(_ufunc_rule, name=name, nin=np_fn.nin)
+        check = _refuse_where(name)
+    return defprimitive(
+        backend_function(name, n_arrays), name=name, differentiable=False, batch=batch, batch_from=batch_from,
+        multiple_results=name in _MULTIPLE_RESULTS, check_kwargs=check,
+    )
 
+
+def _axis(axis_pos: int, default: Any, flatten_when_none: bool) -> Callable[..., Any]:
+    return lambda fn: _axis_rule(fn, axis_pos, default, flatten_when_none)
+
+
+def _shaped_like(pos: int) -> Callable[..., Any]:
+    return lambda fn: _shaped_like_rule(fn, pos)
+
+
+argmax = _nondiff("argmax", 1, _axis(1, None, True))
+argmin = _nondiff("argmin", 1, _axis(1, None, True))
+argsort = _nondiff("argsort", 1, _axis(1, -1, True))
+argwhere = _nondiff("argwhere", 1, _data_dependent_rule)
+nonzero = _nondiff("nonzero", 1, _data_dependent_rule)
+flatnonzero = _nondiff("flatnonzero", 1, _data_dependent_rule)
+isnan = _nondiff("isnan", 1)
+isinf = _nondiff("isinf", 1)
+isfinite = _nondiff("isfinite", 1)
+isneginf = _nondiff("isneginf", 1, elementwise_rule)
+isposinf = _nondiff("isposinf", 1, elementwise_rule)
+signbit = _nondiff("signbit", 1)
+logical_not = _nondiff("logical_not", 1)
+floor = _nondiff("floor", 1)
+ceil = _nondiff("ceil", 1)
+rint = _nondiff("rint", 1)
+trunc = _nondiff("trunc", 1)
+fix = _nondiff("fix", 1, elementwise_rule)
+sign = _nondiff("sign", 1)
+count_nonzero = _nondiff("count_nonzero", 1, _axis(1, None, False))
+any = _nondiff("any", 1, _axis(1, None, False))
+all = _nondiff("all", 1, _axis(1, None, False))
+iscomplex = _nondiff("iscomplex", 1, elementwise_rule)
+isreal = _nondiff("isreal", 1, elementwise_rule)
+searchsorted = _nondiff("searchsorted", 1, _shaped_like(1))
+digitize = _nondiff("digitize", 1, _shaped_like(0))
+_zeros_like = _nondiff("zeros_like", 1, _like_rule)
+_ones_like = _nondiff("ones_like", 1, _like_rule)
+_empty_like = _nondiff("empty_like", 1, _like_rule)
+round = _nondiff("round", 1, elementwise_rule)
+around = _nondiff("around", 1, elementwise_rule)
+nanargmax = _nondiff("nanargmax", 1, _axis(1, None, True))
+nanargmin = _nondiff("nanargmin", 1, _axis(1, None, True))
+argpartition = _nondiff("argpartition", 1, _axis(2, -1, True))
+invert = _nondiff("invert", 1)
+bitwise_not = _nondiff("bitwise_not", 1)
+unravel_index = _nondiff("unravel_index", 1, batch=_unravel_index_rule)
+tril_indices_from = _nondiff("tril_indices_from", 1, _from_shape_rule)
+triu_indices_from = _nondiff("triu_indices_from", 1, _from_shape_rule)
+diag_indices_from = _nondiff("diag_indices_from", 1, _from_shape_rule)
+less = _nondiff("less", 2)
+less_equal = _nondiff("less_equal", 2)
+greater = _nondiff("greater", 2)
+greater_equal = _nondiff("greater_equal", 2)
+equal = _nondiff("equal", 2)
+not_equal = _nondiff("not_equal", 2)
+logical_and = _nondiff("logical_and", 2)
+logical_or = _nondiff("logical_or", 2)
+logical_xor = _nondiff("logical_xor", 2)
+isclose = _nondiff("isclose", 2, elementwise_rule)
+allclose = _nondiff("allclose", 2, batch=_allclose_rule)
+array_equal = _nondiff("array_equal", 2, batch=_array_equal_rule)
+floor_divide = _nondiff("floor_divide", 2)
+bitwise_and = _nondiff("bitwise_and", 2)
+bitwise_or = _nondiff("bitwise_or", 2)
+bitwise_xor = _nondiff("bitwise_xor", 2)
+left_shift = _nondiff("left_shift", 2)
+right_shift = _nondiff("right_shift", 2)
+isin = _nondiff("isin", 2, _shaped_like(0))
+heaviside = _nondiff("heaviside", 2)
+gcd = _nondiff("gcd", 2)
+lcm = _nondiff("lcm", 2)
+array_equiv = _nondiff("array_equiv", 2, batch=_array_equiv_rule)
+
+
+# Inside a transform these return a constant box (see funcgrad.numpy.inplace and
+# funcgrad.numpy.creation); the plain primitives are ``_zeros_like`` ...
+
+from .inplace import creation_function  # noqa: E402
+
+zeros_like = creation_function(_zeros_like)
+ones_like = creation_function(_ones_like)
+empty_like = creation_function(_empty_like)

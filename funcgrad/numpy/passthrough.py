@@ -34,7 +34,7 @@ from numpy import (  # noqa: F401
     dtypes, exceptions, typing, testing, random, char, strings, rec, mask_indices, test,
 )
 
-from ..core import Box, primitive, unbox_all
+from ..core import Box, defprimitive, unbox_all
 from ._batching import fallback
 from ._util import backend_function
 
@@ -67,16 +67,14 @@ for _name in ("float128", "complex256", "float96", "complex192"):
 
 def _passing(name: str, n_arrays: int, multiple: bool = False) -> Callable[..., Any]:
     """A primitive with no derivative: traced values pass through; vmap runs it per example."""
-    fn = primitive(backend_function(name, n_arrays), name, multiple_results=multiple)
-    prim = fn.primitive  # type: ignore[attr-defined]
-    prim.differentiable = False
 
     def batch(args: list, dims: list, **kwargs: Any) -> tuple:
         size = next(getattr(a, "shape")[d] if not isinstance(a, Box) else a._shape()[d]
                     for a, d in zip(args, dims) if d is not None)
-        return fallback(prim, list(args), list(dims), size, kwargs)
+        return fallback(fn.primitive, list(args), list(dims), size, kwargs)  # type: ignore[attr-defined]
 
-    prim.batch_rule = batch
+    fn = defprimitive(backend_function(name, n_arrays), name=name, multiple_results=multiple,
+                      differentiable=False, batch=batch)
     return fn
 
 

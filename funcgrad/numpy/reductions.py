@@ -27,23 +27,18 @@ and ``min``.
 from __future__ import annotations
 
 import builtins
+import inspect
 import operator
-from typing import Any
+from typing import Any, Tuple, Union
 
 import numpy as np
 
 import funcgrad.numpy as fnp
 
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
-from ..core import defunused, def_linear, defjvp, defvjp, primitive
-from ..core.batching import defbatch
+from ..core import defprimitive
 from ._batching import fallback, move_to_front
-from ._util import _value, dtype as _dtype, is_complex, shape
-
-try:  # NumPy >= 2
-    from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
-except ImportError:  # pragma: no cover - NumPy 1.x
-    from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple
+from ._util import _normalize_axis_tuple, _value, dtype as _dtype, is_complex, normalize_axes as _axes, shape
 
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "ptp", "var", "std", "average",
@@ -52,18 +47,12 @@ __all__ = [
 
 _bmax = builtins.max
 
+# an axis argument: None, an int (negative counts from the end) or a tuple of ints
+Axis = Union[None, int, Tuple[int, ...]]
+
 
 # --------------------------------------------------------------------------
 # helpers (static shape logic only; everything on arrays goes through fnp)
-
-
-def _axes(axis: Any, nd: int) -> tuple[int, ...]:
-    """``axis`` as a sorted tuple of non-negative ints (None: every axis)."""
-    if axis is None:
-        return tuple(range(nd))
-    if not isinstance(axis, (tuple, list)):
-        axis = (operator.index(axis),)
-    return tuple(sorted(_normalize_axis_tuple(axis, nd, "axis")))
 
 
 def _count(x: Any, axes: tuple[int, ...]) -> int:
@@ -181,14 +170,18 @@ def _bind(names: tuple, defaults: tuple, args: list, dims: list, kwargs: dict) -
     return vals, dims, rest
 
 
-def _reduction_batch(fn: Any, names: tuple, defaults: tuple, scan: bool = False) -> Any:
+def _reduction_batch(fn: Any, scan: bool = False) -> Any:
     """Batching rule of the reduction (or, with ``scan``, cumulative) primitive ``fn``.
 
-    ``names``/``defaults`` describe its positional parameters (the array first).
-    A batched ``where`` mask is vectorized; a batched ``initial`` (a per-example
-    scalar) falls back to a loop over the batch.
+    Its positional parameters (the array first, ``axis`` among them) are read off its
+    raw function. A batched ``where`` mask is vectorized; a batched ``initial`` (a
+    per-example scalar) falls back to a loop over the batch.
     """
     prim = fn.primitive
+    params = [p for p in inspect.signature(prim.raw).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = tuple(p.name for p in params)
+    defaults = tuple(None if p.default is p.empty else p.default for p in params)
     i_axis = names.index("axis")
     i_where = names.index("where") if "where" in names else None
 
@@ -222,6 +215,11 @@ def _reduction_batch(fn: Any, names: tuple, defaults: tuple, scan: bool = False)
     return rule
 
 
+def _scan_batch(fn: Any) -> Any:
+    """Batching rule of a cumulative primitive (cumsum, sort ...): ``axis=None`` flattens."""
+    return _reduction_batch(fn, scan=True)
+
+
 # --------------------------------------------------------------------------
 # sum, mean (linear)
 
@@ -234,10 +232,8 @@ def _sum_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, w
     return _ns(a).sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **_opt(initial=initial, where=where))
 
 
-_sum = primitive(_sum_raw, "sum")
-
-
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+def sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,  # noqa: A001
+        initial: Any = None, where: Any = None) -> Any:
     """Sum of array elements over the given axes. Differentiable ``numpy.sum``.
 
     Differentiable in ``a`` and in ``initial``. ``where`` (a boolean mask) and
@@ -251,12 +247,6 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
     if out is None:
         return _sum(a, axis, dtype, None, keepdims, initial, where)
     return _sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
-
-
-sum.primitive = _sum.primitive  # type: ignore[attr-defined]
-
-_SUM_ARGS = ("a", "axis", "dtype", "out", "keepdims", "initial", "where")
-_SUM_DEFAULTS = (None, None, None, None, False, None, None)
 
 
 def _sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -278,12 +268,17 @@ def _initial_vjp(g, initial):
     return _like(sum(g) if shape(g) else g, initial)
 
 
-defvjp(_sum, _sum_vjp, lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
-       _initial_vjp(g, initial), argnums=(0, 5))
-defjvp(_sum, _sum_jvp, lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None:
-       _to(fnp.broadcast_to(t, shape(ans)), _dtype(ans)), argnums=(0, 5))
-defbatch(_sum, _reduction_batch(_sum, _SUM_ARGS, _SUM_DEFAULTS))
-defunused(_sum, {0: {0, "ans"}, 5: {0, 5, "ans"}})  # the rules read shapes and dtypes only
+_sum = defprimitive(
+    _sum_raw,
+    name="sum",
+    vjp={0: _sum_vjp, 5: lambda g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+         where=None: _initial_vjp(g, initial)},
+    jvp={0: _sum_jvp, 5: lambda t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+         where=None: _to(fnp.broadcast_to(t, shape(ans)), _dtype(ans))},
+    batch_from=_reduction_batch,
+    reads={0: {1, 2, 3, 4, 6}, 5: {1, 2, 3, 4, 6}},  # not the values of a, initial or the result
+)
+sum.primitive = _sum.primitive  # type: ignore[attr-defined]
 
 
 def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -294,10 +289,8 @@ def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     return _ns(a).mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
 
 
-_mean = primitive(_mean_raw, "mean")
-
-
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+def mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *,
+         where: Any = None) -> Any:
     """Arithmetic mean over the given axes. Differentiable ``numpy.mean``.
 
     ``where`` (a boolean mask) may be a traced or batched value.
@@ -309,9 +302,6 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if out is None:
         return _mean(a, axis, dtype, None, keepdims, where)
     return _mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
-
-
-mean.primitive = _mean.primitive  # type: ignore[attr-defined]
 
 
 def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -326,11 +316,15 @@ def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=
     return _like(ct, a) if dtype is not None else ct
 
 
-defvjp(_mean, _mean_vjp)
-defunused(_mean, {0: {0, "ans"}})  # only the shape and dtype of ``a``
-def_linear(_mean)
-defbatch(_mean, _reduction_batch(_mean, ("a", "axis", "dtype", "out", "keepdims", "where"),
-                                 (None, None, None, None, False, None)))
+_mean = defprimitive(
+    _mean_raw,
+    name="mean",
+    vjp=_mean_vjp,
+    linear=True,
+    batch_from=_reduction_batch,
+    reads={0: {1, 2, 3, 4, 5}},  # only the shape and dtype of ``a``
+)
+mean.primitive = _mean.primitive  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------
@@ -356,11 +350,6 @@ def _shift_raw(x, offset, axis, fill=0.0):
     return out
 
 
-_shift = primitive(_shift_raw, "shift")
-defvjp(_shift, lambda g, ans, x, offset, axis, fill=0.0: _shift(g, -offset, axis, 0.0))
-defjvp(_shift, lambda t, ans, x, offset, axis, fill=0.0: _shift(t, offset, axis, 0.0))
-
-
 def _shift_batch(args, dims, fill=0.0):
     x, offset, axis = args[:3]
     fill = args[3] if len(args) > 3 else fill
@@ -368,7 +357,10 @@ def _shift_batch(args, dims, fill=0.0):
     return _shift(move_to_front(x, dims[0]), offset, _batch_axis(axis, per), fill), 0
 
 
-defbatch(_shift, _shift_batch)
+_shift = defprimitive(
+    _shift_raw, name="shift", vjp=lambda g, ans, x, offset, axis, fill=0.0: _shift(g, -offset, axis, 0.0),
+    jvp=lambda t, ans, x, offset, axis, fill=0.0: _shift(t, offset, axis, 0.0), batch=_shift_batch,
+)
 
 
 def _linrec_raw(a, b, axis, reverse=False):
@@ -393,9 +385,6 @@ def _linrec_raw(a, b, axis, reverse=False):
     return xp.flip(B, axis) if reverse else B
 
 
-_linrec = primitive(_linrec_raw, "linrec")
-
-
 # h = L b with L[i, k] = prod(a[k+1 .. i]) (forward); the transpose runs the
 # recurrence the other way with the coefficients shifted by one.
 def _linrec_vjp_b(g, ans, a, b, axis, reverse=False):
@@ -411,10 +400,6 @@ def _linrec_jvp_a(t, ans, a, b, axis, reverse=False):
     return _linrec(a, t * _shift(ans, -1 if reverse else 1, axis), axis, reverse)
 
 
-defvjp(_linrec, _linrec_vjp_a, _linrec_vjp_b)
-defjvp(_linrec, _linrec_jvp_a, lambda t, ans, a, b, axis, reverse=False: _linrec(a, t, axis, reverse))
-
-
 def _linrec_batch(args, dims, reverse=False):
     a, b, axis = args[:3]
     reverse = args[3] if len(args) > 3 else reverse
@@ -423,7 +408,11 @@ def _linrec_batch(args, dims, reverse=False):
     return _linrec(_front(a, dims[0], size), _front(b, dims[1], size), _batch_axis(axis, per), reverse), 0
 
 
-defbatch(_linrec, _linrec_batch)
+_linrec = defprimitive(
+    _linrec_raw, name="linrec", vjp=(_linrec_vjp_a, _linrec_vjp_b),
+    jvp=(_linrec_jvp_a, lambda t, ans, a, b, axis, reverse=False: _linrec(a, t, axis, reverse)),
+    batch=_linrec_batch,
+)
 
 
 def _rcumprod_raw(x, axis):
@@ -432,16 +421,9 @@ def _rcumprod_raw(x, axis):
     return xp.flip(xp.cumprod(xp.flip(x, axis), axis=axis), axis)
 
 
-_rcumprod = primitive(_rcumprod_raw, "rcumprod")
-
-
 def _rcumprod_vjp(g, ans, x, axis):
     # d y[k] / d x[i] = prod(x[j] for j >= k, j != i) for i >= k
     return _shift(ans, -1, axis, 1.0) * _linrec(_shift(x, 1, axis), g, axis, False)
-
-
-defvjp(_rcumprod, _rcumprod_vjp)
-defjvp(_rcumprod, lambda t, ans, x, axis: _linrec(x, t * _shift(ans, -1, axis, 1.0), axis, True))
 
 
 def _axis_param_batch(fn: Any) -> Any:
@@ -454,7 +436,11 @@ def _axis_param_batch(fn: Any) -> Any:
     return rule
 
 
-defbatch(_rcumprod, _axis_param_batch(_rcumprod))
+_rcumprod = defprimitive(
+    _rcumprod_raw, name="rcumprod", vjp=_rcumprod_vjp,
+    jvp=lambda t, ans, x, axis: _linrec(x, t * _shift(ans, -1, axis, 1.0), axis, True),
+    batch_from=lambda fn: _axis_param_batch(fn),
+)
 
 
 def _rcumsum_raw(x, axis):
@@ -463,18 +449,9 @@ def _rcumsum_raw(x, axis):
     return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis), axis)
 
 
-_rcumsum = primitive(_rcumsum_raw, "rcumsum")
-defbatch(_rcumsum, _axis_param_batch(_rcumsum))  # its VJP/JVP follow cumsum, below
-
-
 def _permute_raw(x, idx, axis):
     """``take_along_axis(x, idx, axis)`` for ``idx`` a permutation along ``axis``."""
     return namespace_of(x).take_along_axis(x, idx, axis=axis)
-
-
-_permute = primitive(_permute_raw, "permute")
-defvjp(_permute, lambda g, ans, x, idx, axis: _permute(g, fnp.argsort(idx, axis=axis), axis))
-def_linear(_permute)
 
 
 def _permute_batch(args, dims):
@@ -486,7 +463,11 @@ def _permute_batch(args, dims):
     return _permute(_front(x, dims[0], size), _front(idx, dims[1], size), _batch_axis(axis, per)), 0
 
 
-defbatch(_permute, _permute_batch)
+_permute = defprimitive(
+    _permute_raw, name="permute",
+    vjp=lambda g, ans, x, idx, axis: _permute(g, fnp.argsort(idx, axis=axis), axis), linear=True,
+    batch=_permute_batch,
+)
 
 
 def _others(x: Any, axes: tuple[int, ...]) -> Any:
@@ -520,9 +501,6 @@ def _prod_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     return _ns(a).prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
 
 
-_prod = primitive(_prod_raw, "prod")
-
-
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     """Product of array elements over the given axes. Differentiable ``numpy.prod``.
 
@@ -537,9 +515,6 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     if out is None:
         return _prod(a, axis, dtype, None, keepdims, initial)
     return _prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
-
-
-prod.primitive = _prod.primitive  # type: ignore[attr-defined]
 
 
 def _prod_factor(a, axes, initial):
@@ -565,10 +540,11 @@ def _prod_jvp_initial(t, ans, a, axis=None, dtype=None, out=None, keepdims=False
     return _to(t * prod(a, axis, dtype, None, keepdims), _dtype(ans))
 
 
-defvjp(_prod, _prod_vjp, _prod_vjp_initial, argnums=(0, 5))
-defjvp(_prod, _prod_jvp, _prod_jvp_initial, argnums=(0, 5))
-defbatch(_prod, _reduction_batch(_prod, ("a", "axis", "dtype", "out", "keepdims", "initial"),
-                                 (None, None, None, None, False, None)))
+_prod = defprimitive(
+    _prod_raw, name="prod", vjp={0: _prod_vjp, 5: _prod_vjp_initial},
+    jvp={0: _prod_jvp, 5: _prod_jvp_initial}, batch_from=_reduction_batch,
+)
+prod.primitive = _prod.primitive  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------
@@ -585,7 +561,6 @@ def _chooser(name: str, doc: str):
         return fn(a, axis=axis, keepdims=keepdims, initial=initial)
 
     raw.__doc__ = doc
-    prim = primitive(raw, name)
 
     def locations(ans, a, axis, keepdims):
         """0/1 at the positions of the extremum, and their count per output (at least 1)."""
@@ -604,9 +579,10 @@ def _chooser(name: str, doc: str):
         tt = sum(t * where, axis=axes, keepdims=True) / count
         return tt if keepdims or not axes else fnp.reshape(tt, shape(ans))
 
-    defvjp(prim, vjp)  # ``initial`` is a constant: a traced one raises (no rule)
-    defjvp(prim, jvp)
-    defbatch(prim, _reduction_batch(prim, ("a", "axis", "out", "keepdims", "initial"), (None, None, None, False, None)))
+    prim = defprimitive(  # ``initial`` is a constant: a traced one raises (no rule)
+        raw, name=name, vjp=vjp, jvp=jvp,
+        batch_from=_reduction_batch,
+    )
 
     def public(a, axis=None, out=None, keepdims=False, initial=None):
         if out is None:
@@ -701,7 +677,6 @@ _var_raw.__doc__ = """Variance over the given axes. Differentiable ``numpy.var``
 
         fg.grad(fnp.var)(fnp.array([1., 2., 3.]))   # [-2/3, 0., 2/3]
     """
-var = primitive(_var_raw, "var")
 
 
 def _var_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
@@ -718,10 +693,7 @@ def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     return _to(s * (2.0 * _inv_dof(a, axes, _ddof(ddof, correction))), _dtype(ans))
 
 
-_MOMENT_ARGS = ("a", "axis", "dtype", "out", "ddof", "keepdims"), (None, None, None, None, 0, False)
-defvjp(var, _var_vjp)
-defjvp(var, _var_jvp)
-defbatch(var, _reduction_batch(var, *_MOMENT_ARGS))  # ``correction`` is keyword-only: passed through
+var = defprimitive(_var_raw, name="var", vjp=_var_vjp, jvp=_var_jvp, batch_from=_reduction_batch)
 
 _std_raw = _moment_raw("std")
 _std_raw.__doc__ = """Standard deviation over the given axes. Differentiable ``numpy.std``.
@@ -738,7 +710,6 @@ _std_raw.__doc__ = """Standard deviation over the given axes. Differentiable ``n
 
         fg.grad(fnp.std)(fnp.array([1., 3.]))   # [-0.5, 0.5]
     """
-std = primitive(_std_raw, "std")
 
 
 def _std_scale(ans, a, axes, ddof):
@@ -762,9 +733,7 @@ def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     return _to(s, _dtype(ans)) * _std_scale(ans, a, axes, _ddof(ddof, correction))
 
 
-defvjp(std, _std_vjp)
-defjvp(std, _std_jvp)
-defbatch(std, _reduction_batch(std, *_MOMENT_ARGS))
+std = defprimitive(_std_raw, name="std", vjp=_std_vjp, jvp=_std_jvp, batch_from=_reduction_batch)
 
 
 # --------------------------------------------------------------------------
@@ -784,7 +753,7 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
     """
     a = fnp.asarray(a)
     nd = len(shape(a))
-    axes = None if axis is None else tuple(_normalize_axis_tuple(axis, nd, "axis"))
+    axes = None if axis is None else tuple(_normalize_axis_tuple(axis, nd, "axis"))  # in the order given
     if weights is None:
         avg = mean(a, axes, keepdims=keepdims)
         if not returned:
@@ -850,7 +819,6 @@ _cumsum_raw.__doc__ = """Cumulative sum along an axis (flattened when ``axis`` i
 
         fg.grad(lambda x: fnp.cumsum(x).sum())(fnp.ones(3))   # [3., 2., 1.]
     """
-cumsum = primitive(_cumsum_raw, "cumsum")
 
 
 def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
@@ -860,12 +828,11 @@ def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
     return _like(ct, a)
 
 
-_SCAN_ARGS = ("a", "axis", "dtype", "out"), (None, None, None, None)
-defvjp(cumsum, _cumsum_vjp)
-def_linear(cumsum)
-defbatch(cumsum, _reduction_batch(cumsum, *_SCAN_ARGS, scan=True))
-defvjp(_rcumsum, lambda g, ans, x, axis: cumsum(g, axis))
-def_linear(_rcumsum)
+cumsum = defprimitive(_cumsum_raw, name="cumsum", vjp=_cumsum_vjp, linear=True, batch_from=_scan_batch)
+_rcumsum = defprimitive(
+    _rcumsum_raw, name="rcumsum", vjp=lambda g, ans, x, axis: cumsum(g, axis), linear=True,
+    batch_from=lambda fn: _axis_param_batch(fn),
+)
 
 
 def _cumprod_raw(a, axis=None, dtype=None, out=None):
@@ -884,7 +851,6 @@ _cumprod_raw.__doc__ = """Cumulative product along an axis (flattened when ``axi
 
         fg.grad(lambda x: fnp.cumprod(x)[-1])(fnp.array([2., 0., 3.]))   # [0., 6., 0.]
     """
-cumprod = primitive(_cumprod_raw, "cumprod")
 
 
 def _cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
@@ -903,9 +869,9 @@ def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
     return _linrec(x, t * _shift(ans, 1, ax, 1.0), ax, False)
 
 
-defvjp(cumprod, _cumprod_vjp)
-defjvp(cumprod, _cumprod_jvp)
-defbatch(cumprod, _reduction_batch(cumprod, *_SCAN_ARGS, scan=True))
+cumprod = defprimitive(
+    _cumprod_raw, name="cumprod", vjp=_cumprod_vjp, jvp=_cumprod_jvp, batch_from=_scan_batch,
+)
 
 
 # --------------------------------------------------------------------------
@@ -928,7 +894,6 @@ _sort_raw.__doc__ = """Sorted copy of an array along an axis (flattened when ``a
 
         fg.grad(lambda x: fnp.sort(x)[0])(fnp.array([3., 1., 2.]))   # [0., 1., 0.]
     """
-sort = primitive(_sort_raw, "sort")
 
 
 def _sort_vjp(g, ans, a, axis=-1, kind=None, order=None, *, stable=None):
@@ -944,9 +909,7 @@ def _sort_jvp(t, ans, a, axis=-1, kind=None, order=None, *, stable=None):
     return _permute(t, fnp.argsort(x, axis=ax), ax)
 
 
-defvjp(sort, _sort_vjp)
-defjvp(sort, _sort_jvp)
-defbatch(sort, _reduction_batch(sort, ("a", "axis", "kind", "order"), (None, -1, None, None), scan=True))
+sort = defprimitive(_sort_raw, name="sort", vjp=_sort_vjp, jvp=_sort_jvp, batch_from=_scan_batch)
 
 
 # --------------------------------------------------------------------------
@@ -966,7 +929,6 @@ _nansum_raw.__doc__ = """Sum treating NaNs as zero. Differentiable ``numpy.nansu
 
         fg.grad(fnp.nansum)(fnp.array([1., fnp.nan]))   # [1., 0.]
     """
-nansum = primitive(_nansum_raw, "nansum")
 
 
 def _present(a):
@@ -982,10 +944,9 @@ def _nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
     return sum(t * _present(a), axis, dtype, None, keepdims)
 
 
-_NAN_ARGS = ("a", "axis", "dtype", "out", "keepdims"), (None, None, None, None, False)
-defvjp(nansum, _nansum_vjp)
-defjvp(nansum, _nansum_jvp)
-defbatch(nansum, _reduction_batch(nansum, *_NAN_ARGS))
+nansum = defprimitive(
+    _nansum_raw, name="nansum", vjp=_nansum_vjp, jvp=_nansum_jvp, batch_from=_reduction_batch,
+)
 
 
 def _nanmean_raw(a, axis=None, dtype=None, out=None, keepdims=False):
@@ -1001,7 +962,6 @@ _nanmean_raw.__doc__ = """Mean ignoring NaNs. Differentiable ``numpy.nanmean``.
 
         fg.grad(fnp.nanmean)(fnp.array([1., fnp.nan, 3.]))   # [0.5, 0., 0.5]
     """
-nanmean = primitive(_nanmean_raw, "nanmean")
 
 
 def _nanmean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
@@ -1016,6 +976,6 @@ def _nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
     return _to(sum(t * w, axis=axes, keepdims=keepdims) / sum(w, axis=axes, keepdims=keepdims), _dtype(ans))
 
 
-defvjp(nanmean, _nanmean_vjp)
-defjvp(nanmean, _nanmean_jvp)
-defbatch(nanmean, _reduction_batch(nanmean, *_NAN_ARGS))
+nanmean = defprimitive(
+    _nanmean_raw, name="nanmean", vjp=_nanmean_vjp, jvp=_nanmean_jvp, batch_from=_reduction_batch,
+)

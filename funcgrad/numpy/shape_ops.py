@@ -36,9 +36,9 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..core.trace import contains_box
 from ..backend import device_constant, namespace_of, scatter_add, to_numpy
-from ..core import Box, def_linear, defjvp, defjvp_all, defvjp, defvjp_all, get_primitive, primitive, unbox_all
-from ..core.batching import defbatch
+from ..core import Box, defprimitive, get_primitive, unbox_all
 from ._batching import fallback as _fallback, move_to_front
 from ._util import backend_function, dtype as _dtype, ndim as _ndim, shape as _shape, unbroadcast, pack
 
@@ -62,14 +62,6 @@ def _any_box(items: Sequence[Any]) -> bool:
     for a in items:
         if isinstance(a, Box):
             return True
-    return False
-
-
-def _contains_box(obj: Any) -> bool:
-    if isinstance(obj, Box):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_contains_box(o) for o in obj)
     return False
 
 
@@ -163,7 +155,7 @@ def _front_rule(fn: Any, adjust: Any, n_results: int = 0) -> Any:
 def _flatten_examples(x: Any) -> Any:
     """Batch-first ``x`` as (batch, per-example size): numpy's ``axis=None`` per example."""
     s = _shape(x)
-    return reshape(x, (s[0], math.prod(s[1:])))
+    return _reshape(x, (s[0], math.prod(s[1:])))
 
 
 # --------------------------------------------------------------------------
@@ -181,13 +173,11 @@ def _embed_slice_raw(g: Any, index: tuple, shape: tuple) -> Any:
     return out
 
 
-_take_slice = primitive(_take_slice_raw, "take_slice")
-_embed_slice = primitive(_embed_slice_raw, "embed_slice")
-defvjp(_take_slice, lambda g, ans, x, index: _embed_slice(g, index, _shape(x)))
-def_linear(_take_slice)
-defvjp(_embed_slice, lambda g, ans, x, index, shape: _take_slice(g, index))
-def_linear(_embed_slice)
-defbatch(_take_slice, _front_rule(_take_slice, lambda per, index: (((slice(None),) + tuple(index),), {})))
+_take_slice = defprimitive(
+    _take_slice_raw, name="take_slice", vjp=lambda g, ans, x, index: _embed_slice(g, index, _shape(x)),
+    linear=True,
+    batch_from=lambda fn: _front_rule(fn, lambda per, index: (((slice(None),) + tuple(index),), {})),
+)
 
 
 def _embed_slice_batch(args, dims):
@@ -200,11 +190,14 @@ def _embed_slice_batch(args, dims):
         # g may broadcast against its slot; keep its example part right-aligned behind the batch.
         slot = np.broadcast_to(np.empty((), np.int8), shape)[tuple(index)].shape
         if len(gs) - 1 < len(slot):
-            g = reshape(g, gs[:1] + (1,) * (len(slot) - len(gs) + 1) + gs[1:])
+            g = _reshape(g, gs[:1] + (1,) * (len(slot) - len(gs) + 1) + gs[1:])
     return _embed_slice(g, (slice(None),) + tuple(index), (gs[0],) + tuple(shape)), 0
 
 
-defbatch(_embed_slice, _embed_slice_batch)
+_embed_slice = defprimitive(
+    _embed_slice_raw, name="embed_slice", vjp=lambda g, ans, x, index, shape: _take_slice(g, index),
+    linear=True, batch=_embed_slice_batch,
+)
 
 
 def _scalar_array(xp: Any, a: Any) -> Any:
@@ -230,15 +223,19 @@ def _scatter_axis_raw(g: Any, idx: np.ndarray, n: int, axis: int) -> Any:
     return out
 
 
-_take_axis = primitive(_take_axis_raw, "take_axis")
-_scatter_axis = primitive(_scatter_axis_raw, "scatter_axis")
-defvjp(_take_axis, lambda g, ans, x, idx, axis: _scatter_axis(g, idx, _shape(x)[axis], axis))
-def_linear(_take_axis)
-defvjp(_scatter_axis, lambda g, ans, x, idx, n, axis: _take_axis(g, idx, axis))
-def_linear(_scatter_axis)
-defbatch(_take_axis, _front_rule(_take_axis, lambda per, idx, axis: ((idx, _shift_axes(axis, len(per))), {})))
-defbatch(_scatter_axis, _front_rule(
-    _scatter_axis, lambda per, idx, n, axis: ((idx, n, _shift_axes(axis, len(per))), {})))
+_take_axis = defprimitive(
+    _take_axis_raw, name="take_axis",
+    vjp=lambda g, ans, x, idx, axis: _scatter_axis(g, idx, _shape(x)[axis], axis), linear=True,
+    batch_from=lambda fn: _front_rule(fn, lambda per, idx, axis: ((idx, _shift_axes(axis, len(per))), {})),
+)
+_scatter_axis = defprimitive(
+    _scatter_axis_raw,
+    name="scatter_axis",
+    vjp=lambda g, ans, x, idx, n, axis: _take_axis(g, idx, axis),
+    linear=True,
+    batch_from=lambda fn: _front_rule(
+        fn, lambda per, idx, n, axis: ((idx, n, _shift_axes(axis, len(per))), {})),
+)
 
 
 def _diag_embed_raw(g: Any, offset: int, axis1: int, axis2: int, shape: tuple) -> Any:
@@ -250,9 +247,6 @@ def _diag_embed_raw(g: Any, offset: int, axis1: int, axis2: int, shape: tuple) -
     i = xp.arange(n) + max(-offset, 0)
     view[..., i, i + offset] = g
     return out
-
-
-_diag_embed = primitive(_diag_embed_raw, "diag_embed")
 
 
 # --------------------------------------------------------------------------
@@ -268,25 +262,12 @@ def _resolve_order(order: str, a: Any) -> str:
     return order
 
 
-reshape = primitive(backend_function("reshape"), "reshape")
-reshape.__doc__ = """Differentiable ``numpy.reshape`` (shape a tuple or an int, -1 allowed; order 'C', 'F' or 'A').
-
-Example::
-
-    fnp.reshape(x, (2, -1), order="F")
-"""
-
-
 def _reshape_vjp(g, ans, a, shape=None, order="C", copy=None):
-    return reshape(g, _shape(a), order=_resolve_order(order, a))
+    return _reshape(g, _shape(a), order=_resolve_order(order, a))
 
 
 def _reshape_jvp(t, ans, a, shape=None, order="C", copy=None):
-    return reshape(t, shape, order=_resolve_order(order, a))
-
-
-defvjp(reshape, _reshape_vjp)
-defjvp(reshape, _reshape_jvp)
+    return _reshape(t, shape, order=_resolve_order(order, a))
 
 
 def _target_shape(shape: Any, per: tuple) -> tuple:
@@ -315,7 +296,7 @@ def _reshape_batch(args, dims, **kwargs):
     slowest in Fortran order when it comes last, so reshape to shape + (batch,) there.
     order='A' is resolved from the layout of one example as a view of the batched array."""
     if any(d is not None for d in dims[1:]):
-        return _loop(reshape, args, dims, kwargs)
+        return _loop(_reshape, args, dims, kwargs)
     a, d = args[0], dims[0]
     params = list(args[1:])
     if params:
@@ -338,14 +319,22 @@ def _reshape_batch(args, dims, **kwargs):
         last = len(full) - 1
         if d != last:
             a = fnp.moveaxis(a, d, last)
-        return reshape(a, target + (size,), order="F", **kwargs), len(target)
-    return reshape(move_to_front(a, d), (size,) + target, order=order, **kwargs), 0
+        return _reshape(a, target + (size,), order="F", **kwargs), len(target)
+    return _reshape(move_to_front(a, d), (size,) + target, order=order, **kwargs), 0
 
 
-defbatch(reshape, _reshape_batch)
+_reshape = defprimitive(
+    backend_function("reshape"), vjp=_reshape_vjp, jvp=_reshape_jvp, batch=_reshape_batch,
+    doc="""Differentiable ``numpy.reshape`` (shape a tuple or an int, -1 allowed; order 'C', 'F' or 'A').
+
+Example::
+
+    fnp.reshape(x, (2, -1), order="F")
+""",
+)
 
 
-def ravel(a: Any, order: str = "C") -> Any:
+def _ravel(a: Any, order: str = "C") -> Any:
     """Differentiable ``numpy.ravel``.
 
     On traced values order 'K' is treated like 'A' (memory layouts other than C
@@ -359,30 +348,17 @@ def ravel(a: Any, order: str = "C") -> Any:
         return namespace_of(a).ravel(a, order=order)
     if order in ("K", "k"):
         order = "A"
-    return reshape(a, (-1,), order=order)
-
-
-transpose = primitive(backend_function("transpose"), "transpose")
-transpose.__doc__ = """Differentiable ``numpy.transpose`` (axes None or a permutation, negative axes allowed).
-
-Example::
-
-    fnp.transpose(x, (1, 0, 2))
-"""
+    return _reshape(a, (-1,), order=order)
 
 
 def _transpose_vjp(g, ans, a, axes=None):
     if axes is None:
-        return transpose(g)
+        return _transpose(g)
     nd = len(axes)
     inverse = [0] * nd
     for i, ax in enumerate(axes):
         inverse[operator.index(ax) % nd] = i
-    return transpose(g, tuple(inverse))
-
-
-defvjp(transpose, _transpose_vjp)
-def_linear(transpose)
+    return _transpose(g, tuple(inverse))
 
 
 def _transpose_adjust(per, axes=None):
@@ -394,21 +370,32 @@ def _transpose_adjust(per, axes=None):
     return ((0,) + _shift_axes(axes, nd),), {}
 
 
-defbatch(transpose, _front_rule(transpose, _transpose_adjust))
-permute_dims = transpose
+_transpose = defprimitive(
+    backend_function("transpose"), vjp=_transpose_vjp, linear=True,
+    batch_from=lambda fn: _front_rule(fn, _transpose_adjust),
+    doc="""Differentiable ``numpy.transpose`` (axes None or a permutation, negative axes allowed).
+
+Example::
+
+    fnp.transpose(x, (1, 0, 2))
+""",
+)
+permute_dims = _transpose
 
 
-swapaxes = primitive(backend_function("swapaxes"), "swapaxes")
-swapaxes.__doc__ = """Differentiable ``numpy.swapaxes``.
+_swapaxes = defprimitive(
+    backend_function("swapaxes"),
+    vjp=lambda g, ans, a, axis1, axis2: _swapaxes(g, axis1, axis2),
+    linear=True,
+    batch_from=lambda fn: _front_rule(
+        fn, lambda per, axis1, axis2: ((_shift_axes(axis1, len(per)), _shift_axes(axis2, len(per))), {})),
+    doc="""Differentiable ``numpy.swapaxes``.
 
 Example::
 
     fnp.swapaxes(x, 0, -1)
-"""
-defvjp(swapaxes, lambda g, ans, a, axis1, axis2: swapaxes(g, axis1, axis2))
-def_linear(swapaxes)
-defbatch(swapaxes, _front_rule(
-    swapaxes, lambda per, axis1, axis2: ((_shift_axes(axis1, len(per)), _shift_axes(axis2, len(per))), {})))
+""",
+)
 
 
 def matrix_transpose(x: Any) -> Any:
@@ -420,32 +407,23 @@ def matrix_transpose(x: Any) -> Any:
     """
     if _ndim(x) < 2:
         raise ValueError(f"matrix_transpose: input must be at least 2-dimensional, got shape {_shape(x)}")
-    return swapaxes(x, -1, -2)
+    return _swapaxes(x, -1, -2)
 
 
-moveaxis = primitive(backend_function("moveaxis"), "moveaxis")
-moveaxis.__doc__ = """Differentiable ``numpy.moveaxis`` (source/destination ints or sequences).
+_moveaxis = defprimitive(
+    backend_function("moveaxis"),
+    vjp=lambda g, ans, a, source, destination: _moveaxis(g, destination, source),
+    linear=True,
+    batch_from=lambda fn: _front_rule(
+        fn, lambda per, source, destination: ((_shift_axes(source, len(per)),
+                                                     _shift_axes(destination, len(per))), {})),
+    doc="""Differentiable ``numpy.moveaxis`` (source/destination ints or sequences).
 
 Example::
 
     fnp.moveaxis(x, 0, -1)
-"""
-defvjp(moveaxis, lambda g, ans, a, source, destination: moveaxis(g, destination, source))
-def_linear(moveaxis)
-defbatch(moveaxis, _front_rule(
-    moveaxis, lambda per, source, destination: ((_shift_axes(source, len(per)),
-                                                 _shift_axes(destination, len(per))), {})))
-
-
-expand_dims = primitive(backend_function("expand_dims"), "expand_dims")
-expand_dims.__doc__ = """Differentiable ``numpy.expand_dims`` (axis an int or a tuple).
-
-Example::
-
-    fnp.expand_dims(x, (0, -1))
-"""
-defvjp(expand_dims, lambda g, ans, a, axis: reshape(g, _shape(a)))
-def_linear(expand_dims)
+""",
+)
 
 
 def _expand_dims_adjust(per, axis):
@@ -453,17 +431,16 @@ def _expand_dims_adjust(per, axis):
     return (_shift_axes(axis, len(per) + (len(axis) if many else 1)),), {}
 
 
-defbatch(expand_dims, _front_rule(expand_dims, _expand_dims_adjust))
-
-squeeze = primitive(backend_function("squeeze"), "squeeze")
-squeeze.__doc__ = """Differentiable ``numpy.squeeze`` (axis None, an int or a tuple).
+_expand_dims = defprimitive(
+    backend_function("expand_dims"), vjp=lambda g, ans, a, axis: _reshape(g, _shape(a)), linear=True,
+    batch_from=lambda fn: _front_rule(fn, _expand_dims_adjust),
+    doc="""Differentiable ``numpy.expand_dims`` (axis an int or a tuple).
 
 Example::
 
-    fnp.squeeze(x, axis=0)
-"""
-defvjp(squeeze, lambda g, ans, a, axis=None: reshape(g, _shape(a)))
-def_linear(squeeze)
+    fnp.expand_dims(x, (0, -1))
+""",
+)
 
 
 def _squeeze_adjust(per, axis=None):
@@ -472,15 +449,20 @@ def _squeeze_adjust(per, axis=None):
     return (_shift_axes(axis, len(per)),), {}
 
 
-defbatch(squeeze, _front_rule(squeeze, _squeeze_adjust))
+_squeeze = defprimitive(
+    backend_function("squeeze"), vjp=lambda g, ans, a, axis=None: _reshape(g, _shape(a)), linear=True,
+    batch_from=lambda fn: _front_rule(fn, _squeeze_adjust),
+    doc="""Differentiable ``numpy.squeeze`` (axis None, an int or a tuple).
+
+Example::
+
+    fnp.squeeze(x, axis=0)
+""",
+)
 
 
 # --------------------------------------------------------------------------
 # broadcasting
-
-_broadcast_to = primitive(backend_function("broadcast_to"), "broadcast_to")
-defvjp(_broadcast_to, lambda g, ans, array, shape, subok=False: unbroadcast(g, array))
-def_linear(_broadcast_to)
 
 
 def _broadcast_to_batch(args, dims, **kwargs):
@@ -492,11 +474,14 @@ def _broadcast_to_batch(args, dims, **kwargs):
     target = (operator.index(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
     s = _shape(x)
     if len(s) - 1 < len(target):  # example axes right-aligned behind the batch axis
-        x = reshape(x, s[:1] + (1,) * (len(target) - len(s) + 1) + s[1:])
+        x = _reshape(x, s[:1] + (1,) * (len(target) - len(s) + 1) + s[1:])
     return _broadcast_to(x, (s[0],) + target, *params, **kwargs), 0
 
 
-defbatch(_broadcast_to, _broadcast_to_batch)
+_broadcast_to = defprimitive(
+    backend_function("broadcast_to"), vjp=lambda g, ans, array, shape, subok=False: unbroadcast(g, array),
+    linear=True, batch=_broadcast_to_batch,
+)
 
 
 def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
@@ -541,7 +526,7 @@ def _atleast(a: Any, n: int) -> Any:
         new = (1,) + s + (1,) * (1 - len(s))
     else:
         new = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)]
-    return reshape(a, new)
+    return _reshape(a, new)
 
 
 def _atleast_nd(arys: tuple, n: int) -> Any:
@@ -599,9 +584,6 @@ def _stack_raw(axis: int, *arrays: Any, **kwargs: Any) -> Any:
     return namespace_of(*arrays).stack(arrays, axis=axis, **kwargs)
 
 
-_concatenate = primitive(_concatenate_raw, "concatenate")
-_stack = primitive(_stack_raw, "stack")
-
 # The rules see all arguments at once (``vjp_all``/``jvp_all``): one split of the
 # cotangent serves every traced argument, and one join of the tangents (zeros for
 # constant arguments) makes the output tangent, so a call with k traced arguments
@@ -634,7 +616,7 @@ def _stack_vjp_all(g, ans, argnums, axis, *arrays, **kwargs):
         i = argnums[0] - 1
         return [_ct_for(_take_slice(g, _axis_index(axis, i)), arrays[i])]
     pieces = _split(g, tuple(range(1, len(arrays))), axis)
-    return [_ct_for(reshape(pieces[n - 1], _shape(arrays[n - 1])), arrays[n - 1]) for n in argnums]
+    return [_ct_for(_reshape(pieces[n - 1], _shape(arrays[n - 1])), arrays[n - 1]) for n in argnums]
 
 
 def _join_tangents(tangents, ans, arrays):
@@ -647,12 +629,6 @@ def _concatenate_jvp_all(tangents, ans, axis, *arrays, **kwargs):
 
 def _stack_jvp_all(tangents, ans, axis, *arrays, **kwargs):
     return _stack(axis, *_join_tangents(tangents, ans, arrays))
-
-
-defvjp_all(_concatenate, _concatenate_vjp_all)
-defjvp_all(_concatenate, _concatenate_jvp_all)
-defvjp_all(_stack, _stack_vjp_all)
-defjvp_all(_stack, _stack_jvp_all)
 
 
 def _join_batch(fn: Any, new_axis: int) -> Any:
@@ -680,8 +656,14 @@ def _join_batch(fn: Any, new_axis: int) -> Any:
     return rule
 
 
-defbatch(_concatenate, _join_batch(_concatenate, 0))
-defbatch(_stack, _join_batch(_stack, 1))
+_concatenate = defprimitive(
+    _concatenate_raw, name="concatenate", vjp_all=_concatenate_vjp_all, jvp_all=_concatenate_jvp_all,
+    batch_from=lambda fn: _join_batch(fn, 0),
+)
+_stack = defprimitive(
+    _stack_raw, name="stack", vjp_all=_stack_vjp_all, jvp_all=_stack_jvp_all,
+    batch_from=lambda fn: _join_batch(fn, 1),
+)
 
 
 def concatenate(arrays: Any, axis: int | None = 0, out: Any = None, *, dtype: Any = None,
@@ -705,7 +687,7 @@ def concatenate(arrays: Any, axis: int | None = 0, out: Any = None, *, dtype: An
         raise TypeError("concatenate: out= is not supported on traced values; use the returned array")
     arrays = _as_arrays(arrays)
     if axis is None:
-        arrays = [reshape(a, (-1,)) for a in arrays]
+        arrays = [_reshape(a, (-1,)) for a in arrays]
         axis = 0
     nd = _ndim(arrays[0])
     if nd == 0:
@@ -790,7 +772,7 @@ def column_stack(tup: Sequence[Any]) -> Any:
     items = _unpack(tup)
     if not _any_box(items):
         return namespace_of(*items).column_stack(items)
-    cols = [reshape(a, (-1, 1)) if _ndim(a) < 2 else a for a in _as_arrays(items)]
+    cols = [_reshape(a, (-1, 1)) if _ndim(a) < 2 else a for a in _as_arrays(items)]
     return concatenate(cols, 1)
 
 
@@ -799,11 +781,6 @@ def column_stack(tup: Sequence[Any]) -> Any:
 
 def _split_raw(x: Any, indices: tuple, axis: int) -> tuple:
     return tuple(namespace_of(x).split(x, list(indices), axis=axis))
-
-
-_split = primitive(_split_raw, "split", multiple_results=True)
-defvjp(_split, lambda g, ans, x, indices, axis: concatenate(list(g), axis=axis))
-defjvp(_split, lambda t, ans, x, indices, axis: _split(t, indices, axis))
 
 
 def _split_batch(args, dims):
@@ -815,7 +792,10 @@ def _split_batch(args, dims):
     return out, (0,) * len(out)
 
 
-defbatch(_split, _split_batch)
+_split = defprimitive(
+    _split_raw, name="split", vjp=lambda g, ans, x, indices, axis: concatenate(list(g), axis=axis),
+    jvp=lambda t, ans, x, indices, axis: _split(t, indices, axis), batch=_split_batch, multiple_results=True,
+)
 
 
 def _split_at(x: Any, div_points: list, axis: int) -> list:
@@ -927,19 +907,11 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple:
     n = _shape(x)[ax]
     if n == 0:
         return ()
-    return tuple(squeeze(p, axis=ax) for p in _split(x, tuple(range(1, n)), ax))
+    return tuple(_squeeze(p, axis=ax) for p in _split(x, tuple(range(1, n)), ax))
 
 
 # --------------------------------------------------------------------------
 # repetition
-
-tile = primitive(backend_function("tile"), "tile")
-tile.__doc__ = """Differentiable ``numpy.tile``; its VJP sums the tiles.
-
-Example::
-
-    fnp.tile(x, (2, 1))
-"""
 
 
 def _tile_vjp(g, ans, A, reps):
@@ -951,12 +923,8 @@ def _tile_vjp(g, ans, A, reps):
     split_shape = []
     for r, s in zip(reps_p, xs_p):
         split_shape += [r, s]
-    g = fnp.sum(reshape(g, tuple(split_shape)), axis=tuple(range(0, 2 * d, 2)))
-    return reshape(g, xs)
-
-
-defvjp(tile, _tile_vjp)
-def_linear(tile)
+    g = fnp.sum(_reshape(g, tuple(split_shape)), axis=tuple(range(0, 2 * d, 2)))
+    return _reshape(g, xs)
 
 
 def _tile_batch(args, dims, **kwargs):
@@ -971,18 +939,23 @@ def _tile_batch(args, dims, **kwargs):
     s = _shape(x)
     d = max(len(s) - 1, len(reps))
     if len(s) - 1 < d:  # numpy pads the example's shape with leading ones
-        x = reshape(x, s[:1] + (1,) * (d - len(s) + 1) + s[1:])
+        x = _reshape(x, s[:1] + (1,) * (d - len(s) + 1) + s[1:])
     return tile(x, (1,) * (d - len(reps) + 1) + reps), 0
 
 
-defbatch(tile, _tile_batch)
+tile = defprimitive(
+    backend_function("tile"), vjp=_tile_vjp, linear=True, batch=_tile_batch,
+    doc="""Differentiable ``numpy.tile``; its VJP sums the tiles.
+
+Example::
+
+    fnp.tile(x, (2, 1))
+""",
+)
 
 
 def _repeat_raw(a: Any, repeats: Any, axis: Any) -> Any:
     return namespace_of(a).repeat(a, repeats, axis=axis)
-
-
-_repeat = primitive(_repeat_raw, "repeat")
 
 
 def _repeat_vjp(g, ans, a, repeats, axis):
@@ -997,15 +970,11 @@ def _repeat_vjp(g, ans, a, repeats, axis):
         repeats = repeats[0]
     if isinstance(repeats, int):
         gs = _shape(g)
-        out = fnp.sum(reshape(g, gs[:ax] + (n, repeats) + gs[ax + 1:]), axis=ax + 1)
+        out = fnp.sum(_reshape(g, gs[:ax] + (n, repeats) + gs[ax + 1:]), axis=ax + 1)
     else:
         idx = np.repeat(np.arange(n), np.asarray(repeats, dtype=np.intp))
         out = _scatter_axis(g, idx, n, ax)
-    return reshape(out, xs) if axis is None else out
-
-
-defvjp(_repeat, _repeat_vjp)
-def_linear(_repeat)
+    return _reshape(out, xs) if axis is None else out
 
 
 def _repeat_batch(args, dims):
@@ -1018,7 +987,7 @@ def _repeat_batch(args, dims):
     return _repeat(a, repeats, _shift_axes(axis, _ndim(a) - 1)), 0
 
 
-defbatch(_repeat, _repeat_batch)
+_repeat = defprimitive(_repeat_raw, name="repeat", vjp=_repeat_vjp, linear=True, batch=_repeat_batch)
 
 
 def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
@@ -1042,22 +1011,21 @@ def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
 # --------------------------------------------------------------------------
 # reordering
 
-flip = primitive(backend_function("flip"), "flip")
-flip.__doc__ = """Differentiable ``numpy.flip`` (axis None, an int or a tuple).
-
-Example::
-
-    fnp.flip(x, axis=0)
-"""
-defvjp(flip, lambda g, ans, m, axis=None: flip(g, axis))
-def_linear(flip)
-
 
 def _flip_adjust(per, axis=None):
     return (tuple(range(1, len(per) + 1)) if axis is None else _shift_axes(axis, len(per)),), {}
 
 
-defbatch(flip, _front_rule(flip, _flip_adjust))
+flip = defprimitive(
+    backend_function("flip"), vjp=lambda g, ans, m, axis=None: flip(g, axis), linear=True,
+    batch_from=lambda fn: _front_rule(fn, _flip_adjust),
+    doc="""Differentiable ``numpy.flip`` (axis None, an int or a tuple).
+
+Example::
+
+    fnp.flip(x, axis=0)
+""",
+)
 
 
 def fliplr(m: Any) -> Any:
@@ -1084,22 +1052,9 @@ def flipud(m: Any) -> Any:
     return flip(m, 0)
 
 
-roll = primitive(backend_function("roll"), "roll")
-roll.__doc__ = """Differentiable ``numpy.roll`` (shift an int or tuple, axis None, an int or a tuple).
-
-Example::
-
-    fnp.roll(x, (1, -2), axis=(0, 1))
-"""
-
-
 def _negate_shift(shift):
     s = np.negative(np.asarray(shift))  # shift is static host data (ints), not an array argument
     return int(s) if s.ndim == 0 else tuple(int(v) for v in s)
-
-
-defvjp(roll, lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis))
-def_linear(roll)
 
 
 def _roll_batch(args, dims, **kwargs):
@@ -1110,21 +1065,20 @@ def _roll_batch(args, dims, **kwargs):
     shift = params.pop(0) if params else kwargs.pop("shift")
     axis = params.pop(0) if params else kwargs.pop("axis", None)
     if axis is None:  # numpy rolls the flattened example
-        return reshape(roll(_flatten_examples(x), shift, 1), _shape(x)), 0
+        return _reshape(roll(_flatten_examples(x), shift, 1), _shape(x)), 0
     return roll(x, shift, _shift_axes(axis, _ndim(x) - 1)), 0
 
 
-defbatch(roll, _roll_batch)
-
-rot90 = primitive(backend_function("rot90"), "rot90")
-rot90.__doc__ = """Differentiable ``numpy.rot90``.
+roll = defprimitive(
+    backend_function("roll"), vjp=lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis),
+    linear=True, batch=_roll_batch,
+    doc="""Differentiable ``numpy.roll`` (shift an int or tuple, axis None, an int or a tuple).
 
 Example::
 
-    fnp.rot90(x, k=2)
-"""
-defvjp(rot90, lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes))
-def_linear(rot90)
+    fnp.roll(x, (1, -2), axis=(0, 1))
+""",
+)
 
 
 def _rot90_adjust(per, k=1, axes=(0, 1)):
@@ -1134,7 +1088,16 @@ def _rot90_adjust(per, k=1, axes=(0, 1)):
     return (k, _shift_axes(axes, len(per))), {}
 
 
-defbatch(rot90, _front_rule(rot90, _rot90_adjust))
+rot90 = defprimitive(
+    backend_function("rot90"), vjp=lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes), linear=True,
+    batch_from=lambda fn: _front_rule(fn, _rot90_adjust),
+    doc="""Differentiable ``numpy.rot90``.
+
+Example::
+
+    fnp.rot90(x, k=2)
+""",
+)
 
 
 # --------------------------------------------------------------------------
@@ -1147,9 +1110,6 @@ _NUMPY_MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", 
 
 def _pad_raw(x: Any, widths: tuple, mode: str, kw: tuple) -> Any:
     return namespace_of(x).pad(x, widths, mode=mode, **dict(kw))
-
-
-_pad = primitive(_pad_raw, "pad")
 
 
 def _pad_vjp(g, ans, x, widths, mode, kw):
@@ -1167,10 +1127,6 @@ def _pad_jvp(t, ans, x, widths, mode, kw):
     return _pad(t, widths, mode, () if mode == "constant" else kw)
 
 
-defvjp(_pad, _pad_vjp)
-defjvp(_pad, _pad_jvp)
-
-
 def _pad_per_axis(value: Any, nd: int) -> Any:
     """A per-axis ``constant_values``/``end_values`` with a (0, 0) row for a leading batch axis."""
     xp = namespace_of(value)
@@ -1186,7 +1142,9 @@ def _pad_adjust(per, widths, mode, kw):
     return (((0, 0),) + tuple(widths), mode, kw), {}
 
 
-defbatch(_pad, _front_rule(_pad, _pad_adjust))
+_pad = defprimitive(
+    _pad_raw, name="pad", vjp=_pad_vjp, jvp=_pad_jvp, batch_from=lambda fn: _front_rule(fn, _pad_adjust),
+)
 
 
 def _pad_widths(pad_width: Any, nd: int) -> tuple:
@@ -1218,7 +1176,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
         fnp.pad(x, ((1, 1), (0, 2)), mode="reflect")
     """
     cv = kwargs.get("constant_values", 0)
-    cv_traced = _contains_box(cv)
+    cv_traced = contains_box(cv)
     if not isinstance(array, Box) and not cv_traced:
         return namespace_of(array).pad(array, pad_width, mode=mode, **kwargs)
     if not isinstance(mode, str) or mode not in ("constant",) + _GATHER_MODES:
@@ -1272,23 +1230,9 @@ def _pad_traced_constant(x: Any, widths: tuple, cv: Any) -> Any:
 # --------------------------------------------------------------------------
 # diagonals and triangles
 
-diagonal = primitive(backend_function("diagonal"), "diagonal")
-diagonal.__doc__ = """Differentiable ``numpy.diagonal`` (offset, axis1, axis2).
-
-Example::
-
-    fnp.diagonal(x, offset=1)
-"""
-
 
 def _diagonal_vjp(g, ans, a, offset=0, axis1=0, axis2=1):
     return _diag_embed(g, offset, axis1, axis2, _shape(a))
-
-
-defvjp(diagonal, _diagonal_vjp)
-def_linear(diagonal)
-defvjp(_diag_embed, lambda g, ans, x, offset, axis1, axis2, shape: diagonal(g, offset, axis1, axis2))
-def_linear(_diag_embed)
 
 
 def _diagonal_adjust(per, offset=0, axis1=0, axis2=1):
@@ -1306,8 +1250,21 @@ def _diag_embed_batch(args, dims):
     return _diag_embed(g, offset, _shift_axes(axis1, nd), _shift_axes(axis2, nd), out_shape), 0
 
 
-defbatch(diagonal, _front_rule(diagonal, _diagonal_adjust))
-defbatch(_diag_embed, _diag_embed_batch)
+diagonal = defprimitive(
+    backend_function("diagonal"), vjp=_diagonal_vjp, linear=True,
+    batch_from=lambda fn: _front_rule(fn, _diagonal_adjust),
+    doc="""Differentiable ``numpy.diagonal`` (offset, axis1, axis2).
+
+Example::
+
+    fnp.diagonal(x, offset=1)
+""",
+)
+_diag_embed = defprimitive(
+    _diag_embed_raw, name="diag_embed",
+    vjp=lambda g, ans, x, offset, axis1, axis2, shape: diagonal(g, offset, axis1, axis2), linear=True,
+    batch=_diag_embed_batch,
+)
 
 
 def diag(v: Any, k: int = 0) -> Any:
@@ -1337,7 +1294,7 @@ def diagflat(v: Any, k: int = 0) -> Any:
     """
     if not isinstance(v, Box):
         return namespace_of(v).diagflat(v, k)
-    return diag(reshape(v, (-1,)), k)
+    return diag(_reshape(v, (-1,)), k)
 
 
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
@@ -1354,27 +1311,6 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
     return fnp.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
-triu = primitive(backend_function("triu"), "triu")
-triu.__doc__ = """Differentiable ``numpy.triu`` (zero below diagonal ``k``).
-
-Example::
-
-    fnp.triu(x, k=1)
-"""
-defvjp(triu, lambda g, ans, m, k=0: unbroadcast(triu(g, k), m))
-def_linear(triu)
-
-tril = primitive(backend_function("tril"), "tril")
-tril.__doc__ = """Differentiable ``numpy.tril`` (zero above diagonal ``k``).
-
-Example::
-
-    fnp.tril(x, k=-1)
-"""
-defvjp(tril, lambda g, ans, m, k=0: unbroadcast(tril(g, k), m))
-def_linear(tril)
-
-
 def _tri_batch(fn: Any) -> Any:
     """triu/tril act on the last two axes; a 1-D example is first broadcast to a square,
     as numpy does (its result is (n, n))."""
@@ -1387,14 +1323,32 @@ def _tri_batch(fn: Any) -> Any:
         if len(s) == 1:
             return _loop(fn, args, dims, kwargs)  # numpy's error for 0-d input
         if len(s) == 2:
-            x = broadcast_to(reshape(x, (s[0], 1, s[1])), (s[0], s[1], s[1]))
+            x = broadcast_to(_reshape(x, (s[0], 1, s[1])), (s[0], s[1], s[1]))
         return fn(x, *args[1:], **kwargs), 0
 
     return rule
 
 
-defbatch(triu, _tri_batch(triu))
-defbatch(tril, _tri_batch(tril))
+triu = defprimitive(
+    backend_function("triu"), vjp=lambda g, ans, m, k=0: unbroadcast(triu(g, k), m), linear=True,
+    batch_from=lambda fn: _tri_batch(fn),
+    doc="""Differentiable ``numpy.triu`` (zero below diagonal ``k``).
+
+Example::
+
+    fnp.triu(x, k=1)
+""",
+)
+tril = defprimitive(
+    backend_function("tril"), vjp=lambda g, ans, m, k=0: unbroadcast(tril(g, k), m), linear=True,
+    batch_from=lambda fn: _tri_batch(fn),
+    doc="""Differentiable ``numpy.tril`` (zero above diagonal ``k``).
+
+Example::
+
+    fnp.tril(x, k=-1)
+""",
+)
 
 
 # --------------------------------------------------------------------------
@@ -1413,10 +1367,28 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
         return tuple(namespace_of(*xi).meshgrid(*xi, copy=copy, sparse=sparse, indexing=indexing))
     nd = len(xi)
     s0 = (1,) * nd
-    out = [reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(_as_arrays(xi))]
+    out = [_reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(_as_arrays(xi))]
     if indexing == "xy" and nd > 1:
-        out[0] = reshape(out[0], (1, -1) + s0[2:])
-        out[1] = reshape(out[1], (-1, 1) + s0[2:])
+        out[0] = _reshape(out[0], (1, -1) + s0[2:])
+        out[1] = _reshape(out[1], (-1, 1) + s0[2:])
     if not sparse:
         out = broadcast_arrays(*out)
     return tuple(out)
+
+
+# --------------------------------------------------------------------------
+# The public layout functions are view-aware (see funcgrad.numpy.inplace): on a
+# traced array the result views its input, as in NumPy, so that a write through
+# either one shows in the other. Rules above call the primitives themselves.
+
+from .inplace import (  # noqa: E402
+    _moveaxis_back, _reshape_back, _swapaxes_back, _transpose_back, view_function,
+)
+
+reshape = view_function(_reshape, _reshape_back)
+ravel = view_function(_ravel, _reshape_back)
+squeeze = view_function(_squeeze, _reshape_back)
+expand_dims = view_function(_expand_dims, _reshape_back)
+transpose = view_function(_transpose, _transpose_back)
+swapaxes = view_function(_swapaxes, _swapaxes_back)
+moveaxis = view_function(_moveaxis, _moveaxis_back)

@@ -48,10 +48,6 @@ def _zeros(params: Any) -> Any:
     return tree_map(fnp.zeros_like, params)
 
 
-def _lr_value(lr: Any, count: int) -> float:
-    return float(lr(count)) if callable(lr) else float(lr)
-
-
 class ScaleState(NamedTuple):
     """No state (kept for a readable chain state)."""
 

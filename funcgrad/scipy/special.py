@@ -39,8 +39,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import fused, namespace_of
-from ..core import defjvp, defvjp, primitive
-from ..core.batching import defbatch
+from ..core import defprimitive
 from ..numpy._batching import elementwise_rule, move_to_front, reduction_rule
 from ..numpy._util import ndim, shape, unbroadcast
 
@@ -57,7 +56,7 @@ _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
 # --------------------------------------------------------------------------
 # special-function module per array namespace
 
-_SPECIAL_BY_NAMESPACE: dict[int, Any] = {}
+_SPECIAL_BY_NAMESPACE: dict[int, tuple[Any, Any]] = {}  # id(xp) -> (xp, module): xp kept, so ids stay valid
 
 
 def _special_namespace(xp: Any, fn_name: str = "special functions") -> Any:
@@ -67,9 +66,9 @@ def _special_namespace(xp: Any, fn_name: str = "special functions") -> Any:
     ``scipy_special`` attribute -> that attribute; cupy -> ``cupyx.scipy.special``.
     Imports happen on first use, so importing funcgrad never needs SciPy or CuPy.
     """
-    mod = _SPECIAL_BY_NAMESPACE.get(id(xp))
-    if mod is not None:
-        return mod
+    hit = _SPECIAL_BY_NAMESPACE.get(id(xp))
+    if hit is not None and hit[0] is xp:
+        return hit[1]
     ns_name = getattr(xp, "__name__", None) or type(xp).__name__
     if xp is np:
         try:
@@ -95,7 +94,7 @@ def _special_namespace(xp: Any, fn_name: str = "special functions") -> Any:
             f"namespace {ns_name!r}; it is neither numpy nor cupy and has no 'scipy_special' "
             f"attribute (a module like scipy.special holding the functions for its arrays)"
         )
-    _SPECIAL_BY_NAMESPACE[id(xp)] = mod
+    _SPECIAL_BY_NAMESPACE[id(xp)] = (xp, mod)
     return mod
 
 
@@ -121,10 +120,10 @@ def _special_raw(name: str) -> Callable:
     return raw
 
 
-def _special_primitive(name: str, doc: str) -> Callable:
-    fn = primitive(_special_raw(name), name)
-    fn.__doc__ = doc
-    return fn
+def _unary(name: str, d: Callable[[Any, Any], Any], doc: str) -> Callable[..., Any]:
+    """Declare the elementwise special function ``name`` whose derivative is ``d(ans, x)``."""
+    return defprimitive(_special_raw(name), vjp=lambda g, ans, x: g * d(ans, x), jvp=lambda t, ans, x: t * d(ans, x),
+                        batch_from=elementwise_rule, doc=doc)
 
 
 # --------------------------------------------------------------------------
@@ -206,10 +205,6 @@ def _logsumexp_signed_raw(a: Any, b: Any = None, axis: Any = None, keepdims: boo
     return _logsumexp_raw(a, b, axis, keepdims, True)
 
 
-_logsumexp = primitive(_logsumexp_raw, "logsumexp")
-_logsumexp_signed = primitive(_logsumexp_signed_raw, "logsumexp_signed", multiple_results=True)
-
-
 def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any = None, for_b: bool = False):
     """d lse / d(b * exp(a)): exp(a - c) / sum(b * exp(a - c)) for the shift c = lse.
 
@@ -259,23 +254,8 @@ def _lse_jvp_b(t, lse, a, b=None, axis=None, keepdims=False, sgn=None):
     return fnp.sum(t * w, axis=axes, keepdims=keepdims)
 
 
-defvjp(_logsumexp, _lse_vjp_a, _lse_vjp_b)
-defjvp(_logsumexp, _lse_jvp_a, _lse_jvp_b)
-
 # With return_sign, the result is (log|s|, sign(s)); the sign is piecewise
 # constant (zero derivative) and scales the weights.
-defvjp(
-    _logsumexp_signed,
-    lambda g, ans, a, b=None, axis=None, keepdims=False: _lse_vjp_a(g[0], ans[0], a, b, axis, keepdims, ans[1]),
-    lambda g, ans, a, b=None, axis=None, keepdims=False: _lse_vjp_b(g[0], ans[0], a, b, axis, keepdims, ans[1]),
-)
-defjvp(
-    _logsumexp_signed,
-    lambda t, ans, a, b=None, axis=None, keepdims=False: (
-        _lse_jvp_a(t, ans[0], a, b, axis, keepdims, ans[1]), fnp.zeros_like(ans[1])),
-    lambda t, ans, a, b=None, axis=None, keepdims=False: (
-        _lse_jvp_b(t, ans[0], a, b, axis, keepdims, ans[1]), fnp.zeros_like(ans[1])),
-)
 
 
 def _batch_front(x: Any, d: Any, per: int) -> Any:
@@ -305,8 +285,26 @@ def _lse_batch_rule(fn: Callable, n_out: int) -> Callable:
     return rule
 
 
-defbatch(_logsumexp, _lse_batch_rule(_logsumexp, 1))
-defbatch(_logsumexp_signed, _lse_batch_rule(_logsumexp_signed, 2))
+_logsumexp = defprimitive(
+    _logsumexp_raw, name="logsumexp", vjp=(_lse_vjp_a, _lse_vjp_b), jvp=(_lse_jvp_a, _lse_jvp_b),
+    batch_from=lambda fn: _lse_batch_rule(fn, 1),
+)
+_logsumexp_signed = defprimitive(
+    _logsumexp_signed_raw,
+    name="logsumexp_signed",
+    vjp=(
+        lambda g, ans, a, b=None, axis=None, keepdims=False: _lse_vjp_a(g[0], ans[0], a, b, axis, keepdims, ans[1]),
+        lambda g, ans, a, b=None, axis=None, keepdims=False: _lse_vjp_b(g[0], ans[0], a, b, axis, keepdims, ans[1]),
+    ),
+    jvp=(
+        lambda t, ans, a, b=None, axis=None, keepdims=False: (
+            _lse_jvp_a(t, ans[0], a, b, axis, keepdims, ans[1]), fnp.zeros_like(ans[1])),
+        lambda t, ans, a, b=None, axis=None, keepdims=False: (
+            _lse_jvp_b(t, ans[0], a, b, axis, keepdims, ans[1]), fnp.zeros_like(ans[1])),
+    ),
+    batch_from=lambda fn: _lse_batch_rule(fn, 2),
+    multiple_results=True,
+)
 
 
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
@@ -346,9 +344,6 @@ def _log_softmax_raw(x: Any, axis: Any = None) -> Any:
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
 
 
-_softmax = primitive(_softmax_raw, "softmax")
-
-
 def softmax(x: Any, axis: Any = None) -> Any:
     """exp(x) / sum(exp(x), axis), computed stably. Differentiable ``scipy.special.softmax``.
 
@@ -362,17 +357,15 @@ def softmax(x: Any, axis: Any = None) -> Any:
     return _softmax(x, axis=axis)
 
 
-
 def _softmax_rule(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
     # The Jacobian diag(s) - s s^T is symmetric: one formula for VJP and JVP.
     return ans * (g - fnp.sum(g * ans, axis=axis, keepdims=True))
 
 
-defvjp(_softmax, _softmax_rule)
-defjvp(_softmax, _softmax_rule)
-defbatch(_softmax, reduction_rule(_softmax))
-
-_log_softmax = primitive(_log_softmax_raw, "log_softmax")
+_softmax = defprimitive(
+    _softmax_raw, name="softmax", vjp=_softmax_rule, jvp=_softmax_rule,
+    batch_from=lambda fn: reduction_rule(fn),
+)
 
 
 def log_softmax(x: Any, axis: Any = None) -> Any:
@@ -387,9 +380,12 @@ def log_softmax(x: Any, axis: Any = None) -> Any:
     return _log_softmax(x, axis=axis)
 
 
-defbatch(_log_softmax, reduction_rule(_log_softmax))
-defvjp(_log_softmax, lambda g, ans, x, axis=None: g - fnp.exp(ans) * fnp.sum(g, axis=axis, keepdims=True))
-defjvp(_log_softmax, lambda t, ans, x, axis=None: t - fnp.sum(fnp.exp(ans) * t, axis=axis, keepdims=True))
+_log_softmax = defprimitive(
+    _log_softmax_raw, name="log_softmax",
+    vjp=lambda g, ans, x, axis=None: g - fnp.exp(ans) * fnp.sum(g, axis=axis, keepdims=True),
+    jvp=lambda t, ans, x, axis=None: t - fnp.sum(fnp.exp(ans) * t, axis=axis, keepdims=True),
+    batch_from=lambda fn: reduction_rule(fn),
+)
 
 
 # --------------------------------------------------------------------------
@@ -463,25 +459,31 @@ def _same_float(a: Any, b: Any) -> tuple[Any, Any]:
 # _expit_grad(g, x) = g expit(x) expit(-x) and _log_expit_grad(g, x) = g expit(-x): the rules of
 # expit and log_expit, as primitives of their own (one kernel each on CuPy) whose rules
 # are written in differentiable operations, so higher derivatives still work.
-_expit_grad = primitive(_expit_grad_raw, "expit_grad")
-# d/dx expit'(x) = expit'(x) (1 - 2 expit(x)) = -expit'(x) tanh(x / 2)
-defvjp(_expit_grad,
-       lambda c, ans, g, x: unbroadcast(_expit_grad(c, x), g),
-       lambda c, ans, g, x: unbroadcast(-_expit_grad(c * g, x) * fnp.tanh(x / 2), x))
-defjvp(_expit_grad,
-       lambda t, ans, g, x: _expit_grad(t, x),
-       lambda t, ans, g, x: -_expit_grad(t * g, x) * fnp.tanh(x / 2))
-_log_expit_grad = primitive(_log_expit_grad_raw, "log_expit_grad")
-defvjp(_log_expit_grad,
-       lambda c, ans, g, x: unbroadcast(_log_expit_grad(c, x), g),
-       lambda c, ans, g, x: unbroadcast(-_expit_grad(c * g, x), x))
-defjvp(_log_expit_grad,
-       lambda t, ans, g, x: _log_expit_grad(t, x),
-       lambda t, ans, g, x: -_expit_grad(t * g, x))
+_expit_grad = defprimitive(
+    _expit_grad_raw, name="expit_grad",
+    vjp=(
+        lambda c, ans, g, x: unbroadcast(_expit_grad(c, x), g),
+        # d/dx expit'(x) = expit'(x) (1 - 2 expit(x)) = -expit'(x) tanh(x / 2)
+        lambda c, ans, g, x: unbroadcast(-_expit_grad(c * g, x) * fnp.tanh(x / 2), x),
+    ),
+    jvp=(lambda t, ans, g, x: _expit_grad(t, x), lambda t, ans, g, x: -_expit_grad(t * g, x) * fnp.tanh(x / 2)),
+    batch_from=elementwise_rule,
+)
+_log_expit_grad = defprimitive(
+    _log_expit_grad_raw, name="log_expit_grad",
+    vjp=(
+        lambda c, ans, g, x: unbroadcast(_log_expit_grad(c, x), g),
+        lambda c, ans, g, x: unbroadcast(-_expit_grad(c * g, x), x),
+    ),
+    jvp=(lambda t, ans, g, x: _log_expit_grad(t, x), lambda t, ans, g, x: -_expit_grad(t * g, x)),
+    batch_from=elementwise_rule,
+)
 
 
-expit = primitive(_expit_raw, "expit")
-expit.__doc__ = """The logistic sigmoid 1 / (1 + exp(-x)). Differentiable ``scipy.special.expit``.
+expit = defprimitive(
+    _expit_raw, name="expit", vjp=lambda g, ans, x: _expit_grad(g, x),
+    jvp=lambda t, ans, x: _expit_grad(t, x), batch_from=elementwise_rule,
+    doc="""The logistic sigmoid 1 / (1 + exp(-x)). Differentiable ``scipy.special.expit``.
 
     Stable for large ``|x|`` in float32 and float64 (exp is only taken of
     -|x|). Needs no SciPy.
@@ -489,73 +491,66 @@ expit.__doc__ = """The logistic sigmoid 1 / (1 + exp(-x)). Differentiable ``scip
     Example::
 
         expit(fnp.array([-1000.0, 0.0, 1000.0]))   # [0, 0.5, 1]
-    """
-defvjp(expit, lambda g, ans, x: _expit_grad(g, x))
-defjvp(expit, lambda t, ans, x: _expit_grad(t, x))
+    """,
+)
 
-logit = primitive(_logit_raw, "logit")
-logit.__doc__ = """log(p / (1 - p)), the inverse of expit. Differentiable ``scipy.special.logit``.
+logit = defprimitive(
+    _logit_raw, name="logit", vjp=lambda g, ans, x: g / (x * (1 - x)),
+    jvp=lambda t, ans, x: t / (x * (1 - x)), batch_from=elementwise_rule,
+    doc="""log(p / (1 - p)), the inverse of expit. Differentiable ``scipy.special.logit``.
 
     Computed as log(p) - log1p(-p). Needs no SciPy.
 
     Example::
 
         logit(fnp.array([0.25, 0.5]))   # [-log(3), 0]
-    """
-defvjp(logit, lambda g, ans, x: g / (x * (1 - x)))
-defjvp(logit, lambda t, ans, x: t / (x * (1 - x)))
+    """,
+)
 
-log_expit = primitive(_log_expit_raw, "log_expit")
-log_expit.__doc__ = """log(expit(x)), stable for large ``|x|``. Differentiable ``scipy.special.log_expit``.
+log_expit = defprimitive(
+    _log_expit_raw, name="log_expit", vjp=lambda g, ans, x: _log_expit_grad(g, x),
+    jvp=lambda t, ans, x: _log_expit_grad(t, x), batch_from=elementwise_rule,
+    doc="""log(expit(x)), stable for large ``|x|``. Differentiable ``scipy.special.log_expit``.
 
     Computed as min(x, 0) - log1p(exp(-|x|)). Needs no SciPy.
 
     Example::
 
         log_expit(fnp.array([-1000.0, 0.0]))   # [-1000, -log(2)]
-    """
-defvjp(log_expit, lambda g, ans, x: _log_expit_grad(g, x))
-defjvp(log_expit, lambda t, ans, x: _log_expit_grad(t, x))
+    """,
+)
 
 
 # --------------------------------------------------------------------------
 # error functions
 
-erf = _special_primitive("erf", """The error function. Differentiable ``scipy.special.erf``; d/dx = 2/sqrt(pi) exp(-x^2).
+erf = _unary("erf", lambda ans, x: _TWO_OVER_SQRT_PI * fnp.exp(-x * x), """The error function. Differentiable ``scipy.special.erf``; d/dx = 2/sqrt(pi) exp(-x^2).
 
     Example::
 
         erf(fnp.array([0.0, 1.0]))
     """)
-defvjp(erf, lambda g, ans, x: g * _TWO_OVER_SQRT_PI * fnp.exp(-x * x))
-defjvp(erf, lambda t, ans, x: t * _TWO_OVER_SQRT_PI * fnp.exp(-x * x))
 
-erfc = _special_primitive("erfc", """1 - erf(x), accurate for large x. Differentiable ``scipy.special.erfc``.
+erfc = _unary("erfc", lambda ans, x: -_TWO_OVER_SQRT_PI * fnp.exp(-x * x), """1 - erf(x), accurate for large x. Differentiable ``scipy.special.erfc``.
 
     Example::
 
         erfc(fnp.array([0.0, 5.0]))
     """)
-defvjp(erfc, lambda g, ans, x: g * -_TWO_OVER_SQRT_PI * fnp.exp(-x * x))
-defjvp(erfc, lambda t, ans, x: t * -_TWO_OVER_SQRT_PI * fnp.exp(-x * x))
 
-erfinv = _special_primitive("erfinv", """Inverse of erf on (-1, 1). Differentiable ``scipy.special.erfinv``; d/dy = sqrt(pi)/2 exp(erfinv(y)^2).
+erfinv = _unary("erfinv", lambda ans, y: _SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erf on (-1, 1). Differentiable ``scipy.special.erfinv``; d/dy = sqrt(pi)/2 exp(erfinv(y)^2).
 
     Example::
 
         erfinv(fnp.array([0.0, 0.5]))
     """)
-defvjp(erfinv, lambda g, ans, y: g * _SQRT_PI_OVER_TWO * fnp.exp(ans * ans))
-defjvp(erfinv, lambda t, ans, y: t * _SQRT_PI_OVER_TWO * fnp.exp(ans * ans))
 
-erfcinv = _special_primitive("erfcinv", """Inverse of erfc on (0, 2). Differentiable ``scipy.special.erfcinv``; d/dy = -sqrt(pi)/2 exp(erfcinv(y)^2).
+erfcinv = _unary("erfcinv", lambda ans, y: -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erfc on (0, 2). Differentiable ``scipy.special.erfcinv``; d/dy = -sqrt(pi)/2 exp(erfcinv(y)^2).
 
     Example::
 
         erfcinv(fnp.array([0.5, 1.0]))
     """)
-defvjp(erfcinv, lambda g, ans, y: g * -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans))
-defjvp(erfcinv, lambda t, ans, y: t * -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans))
 
 
 # --------------------------------------------------------------------------
@@ -570,8 +565,18 @@ def _polygamma_raw(n: Any, x: Any) -> Any:
     return out
 
 
-polygamma = primitive(_polygamma_raw, "polygamma")
-polygamma.__doc__ = """The n-th derivative of digamma. Differentiable ``scipy.special.polygamma`` (in x).
+def _polygamma_order_rule(*_: Any, **__: Any) -> Any:
+    raise TypeError(
+        "polygamma(n, x) is not differentiable with respect to the order n; pass n as a "
+        "constant (an int or integer array), not a traced value"
+    )
+
+
+polygamma = defprimitive(
+    _polygamma_raw, name="polygamma",
+    vjp=(_polygamma_order_rule, lambda g, ans, n, x: unbroadcast(g * polygamma(n + 1, x), x)),
+    jvp=(_polygamma_order_rule, lambda t, ans, n, x: t * polygamma(n + 1, x)), batch_from=elementwise_rule,
+    doc="""The n-th derivative of digamma. Differentiable ``scipy.special.polygamma`` (in x).
 
     d/dx polygamma(n, x) = polygamma(n + 1, x). The order ``n`` (a non-negative
     integer, or an array of them) is not differentiable. Unlike SciPy the
@@ -580,20 +585,10 @@ polygamma.__doc__ = """The n-th derivative of digamma. Differentiable ``scipy.sp
     Example::
 
         polygamma(1, fnp.array([1.0, 2.0]))   # [pi^2/6, pi^2/6 - 1]
-    """
+    """,
+)
 
-
-def _polygamma_order_rule(*_: Any, **__: Any) -> Any:
-    raise TypeError(
-        "polygamma(n, x) is not differentiable with respect to the order n; pass n as a "
-        "constant (an int or integer array), not a traced value"
-    )
-
-
-defvjp(polygamma, _polygamma_order_rule, lambda g, ans, n, x: unbroadcast(g * polygamma(n + 1, x), x))
-defjvp(polygamma, _polygamma_order_rule, lambda t, ans, n, x: t * polygamma(n + 1, x))
-
-digamma = _special_primitive("digamma", """The logarithmic derivative of the gamma function. Differentiable ``scipy.special.digamma``.
+digamma = _unary("digamma", lambda ans, x: polygamma(1, x), """The logarithmic derivative of the gamma function. Differentiable ``scipy.special.digamma``.
 
     d/dx digamma(x) = polygamma(1, x).
 
@@ -601,85 +596,68 @@ digamma = _special_primitive("digamma", """The logarithmic derivative of the gam
 
         digamma(fnp.array([1.0]))   # [-euler_gamma]
     """)
-defvjp(digamma, lambda g, ans, x: g * polygamma(1, x))
-defjvp(digamma, lambda t, ans, x: t * polygamma(1, x))
 psi = digamma
 
-gammaln = _special_primitive("gammaln", """log|Gamma(x)|. Differentiable ``scipy.special.gammaln``; d/dx = digamma(x).
+gammaln = _unary("gammaln", lambda ans, x: digamma(x), """log|Gamma(x)|. Differentiable ``scipy.special.gammaln``; d/dx = digamma(x).
 
     Example::
 
         gammaln(fnp.array([1.0, 5.0]))   # [0, log(24)]
     """)
-defvjp(gammaln, lambda g, ans, x: g * digamma(x))
-defjvp(gammaln, lambda t, ans, x: t * digamma(x))
 
-gamma = _special_primitive("gamma", """The gamma function. Differentiable ``scipy.special.gamma``; d/dx = gamma(x) digamma(x).
+gamma = _unary("gamma", lambda ans, x: ans * digamma(x), """The gamma function. Differentiable ``scipy.special.gamma``; d/dx = gamma(x) digamma(x).
 
     Example::
 
         gamma(fnp.array([5.0]))   # [24]
     """)
-defvjp(gamma, lambda g, ans, x: g * ans * digamma(x))
-defjvp(gamma, lambda t, ans, x: t * ans * digamma(x))
 
 
 # --------------------------------------------------------------------------
 # x log y
 
-xlogy = _special_primitive("xlogy", """x * log(y), 0 where x == 0. Differentiable ``scipy.special.xlogy``.
+xlogy = defprimitive(
+    _special_raw("xlogy"),
+    vjp=(lambda g, ans, x, y: unbroadcast(g * fnp.log(y), x), lambda g, ans, x, y: unbroadcast(g * x / y, y)),
+    jvp=(lambda t, ans, x, y: t * fnp.log(y), lambda t, ans, x, y: t * x / y), batch_from=elementwise_rule,
+    doc="""x * log(y), 0 where x == 0. Differentiable ``scipy.special.xlogy``.
 
     Derivatives as in JAX: d/dx = log(y), d/dy = x / y.
 
     Example::
 
         xlogy(fnp.array([0.0, 2.0]), fnp.array([0.0, 3.0]))   # [0, 2 log 3]
-    """)
-defvjp(
-    xlogy,
-    lambda g, ans, x, y: unbroadcast(g * fnp.log(y), x),
-    lambda g, ans, x, y: unbroadcast(g * x / y, y),
+    """,
 )
-defjvp(xlogy, lambda t, ans, x, y: t * fnp.log(y), lambda t, ans, x, y: t * x / y)
 
-xlog1py = _special_primitive("xlog1py", """x * log1p(y), 0 where x == 0. Differentiable ``scipy.special.xlog1py``.
+
+xlog1py = defprimitive(
+    _special_raw("xlog1py"),
+    vjp=(
+        lambda g, ans, x, y: unbroadcast(g * fnp.log1p(y), x),
+        lambda g, ans, x, y: unbroadcast(g * x / (1 + y), y),
+    ),
+    jvp=(lambda t, ans, x, y: t * fnp.log1p(y), lambda t, ans, x, y: t * x / (1 + y)),
+    batch_from=elementwise_rule,
+    doc="""x * log1p(y), 0 where x == 0. Differentiable ``scipy.special.xlog1py``.
 
     Derivatives as in JAX: d/dx = log1p(y), d/dy = x / (1 + y).
 
     Example::
 
         xlog1py(fnp.array([0.0, 2.0]), fnp.array([-1.0, 1e-10]))
-    """)
-
-
-defvjp(
-    xlog1py,
-    lambda g, ans, x, y: unbroadcast(g * fnp.log1p(y), x),
-    lambda g, ans, x, y: unbroadcast(g * x / (1 + y), y),
+    """,
 )
-defjvp(xlog1py, lambda t, ans, x, y: t * fnp.log1p(y), lambda t, ans, x, y: t * x / (1 + y))
 
 
 # --------------------------------------------------------------------------
 # modified Bessel functions
 
-i0 = _special_primitive("i0", """Modified Bessel function of the first kind, order 0. Differentiable ``scipy.special.i0``; d/dx = i1(x).
+i0 = _unary("i0", lambda ans, x: i1(x), """Modified Bessel function of the first kind, order 0. Differentiable ``scipy.special.i0``; d/dx = i1(x).
 
     Example::
 
         i0(fnp.array([0.0, 1.0]))
-    """)
-defvjp(i0, lambda g, ans, x: g * i1(x))
-defjvp(i0, lambda t, ans, x: t * i1(x))
-
-i1 = _special_primitive("i1", """Modified Bessel function of the first kind, order 1. Differentiable ``scipy.special.i1``.
-
-    d/dx = i0(x) - i1(x) / x, with its limit 1/2 at x = 0. At exactly x = 0
-    derivatives are exact to second order (third and higher read 0 there).
-
-    Example::
-
-        i1(fnp.array([0.0, 1.0]))
     """)
 
 
@@ -689,17 +667,16 @@ def _i1_prime(ans: Any, x: Any) -> Any:
     return fnp.where(at_zero, 0.5, i0(x) - ans / safe_x)
 
 
-defvjp(i1, lambda g, ans, x: g * _i1_prime(ans, x))
-defjvp(i1, lambda t, ans, x: t * _i1_prime(ans, x))
+i1 = _unary("i1", lambda ans, x: _i1_prime(ans, x), """Modified Bessel function of the first kind, order 1. Differentiable ``scipy.special.i1``.
 
+    d/dx = i0(x) - i1(x) / x, with its limit 1/2 at x = 0. At exactly x = 0
+    derivatives are exact to second order (third and higher read 0 there).
 
-# --------------------------------------------------------------------------
-# batching (vmap, vectorized jacobians): the elementwise functions broadcast
+    Example::
 
-for _fn in (expit, logit, log_expit, erf, erfc, erfinv, erfcinv, polygamma, digamma, gammaln, gamma,
-            xlogy, xlog1py, i0, i1, _expit_grad, _log_expit_grad):
-    defbatch(_fn, elementwise_rule(_fn))
-del _fn
+        i1(fnp.array([0.0, 1.0]))
+    """)
+
 
 
 # --------------------------------------------------------------------------

@@ -777,11 +777,6 @@ def _init_view_prims() -> None:
     _VIEW_PRIMS.update({"reshape", "transpose", "swapaxes", "expand_dims", "squeeze"})
 
 
-def _owner(a: Any) -> Any:
-    base = getattr(a, "base", None)
-    return a if base is None else base
-
-
 def replay_view(x: Any, view_fns: tuple, raw: bool) -> Any:
     """Apply a recorded chain of view operations to ``x`` (a base-shaped array or box)."""
     for prim, rest, kwargs in view_fns:

@@ -13,12 +13,14 @@ from typing import Any, Callable, Literal, ParamSpec, Sequence, TypeVar, overloa
 
 import numpy as np
 
+from ..backend import dtype_of
+from ..core.trace import shape_of, unbox_all
 from .. import tree_util
 from ..backend import namespace_of
-from ..core import Box, ForwardTrace, JVPBox, ReverseTrace, VJPBox, backward_pass, nondiff_primitive
-from ..core.reverse import VJPNode, tape_order
+from ..core import Box, ForwardTrace, JVPBox, ReverseTrace, VJPBox, backward_pass, defprimitive
+from ..core.reverse import VJPNode, forward_order
 from ..core.constant import ConstBox
-from ..core.forward import add_tangents
+from ..core.forward import output_tangent
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "jacobian",
@@ -32,47 +34,29 @@ T = TypeVar("T")
 # --------------------------------------------------------------------------
 # shared helpers
 
-def _raw(x: Any) -> Any:
-    while isinstance(x, Box):
-        x = x._value
-    return x
-
-
-def _shape(x: Any) -> tuple[Any, ...]:
-    if isinstance(x, Box):
-        return x._shape()
-    return tuple(getattr(x, "shape", ()))
-
-
-def _dtype(x: Any) -> np.dtype:
-    v = _raw(x)
-    d = getattr(v, "dtype", None)
-    return np.dtype(d) if d is not None else np.result_type(v)
-
-
 def _fname(fun: Callable[..., Any]) -> str:
     return getattr(fun, "__name__", None) or type(fun).__name__
 
 
 def _check_differentiable(leaves: list[Any], paths: list[str], transform: str, holomorphic: bool = False) -> None:
     for leaf, path in zip(leaves, paths):
-        raw = _raw(leaf)
+        raw = unbox_all(leaf)
         if getattr(raw, "dtype", None) is None and not isinstance(raw, (int, float, complex, np.generic)):
             raise TypeError(
                 f"{transform}: input {path} is a {type(raw).__name__} ({raw!r:.60}); expected a "
                 f"floating-point array or scalar (or a pytree of them)"
             )
-        kind = _dtype(leaf).kind
+        kind = dtype_of(leaf).kind
         if kind not in "fc":
             raise TypeError(
-                f"{transform}: input {path} has dtype {_dtype(leaf)}; only floating-point or "
+                f"{transform}: input {path} has dtype {dtype_of(leaf)}; only floating-point or "
                 f"complex inputs can be differentiated (integer and boolean values have no "
                 f"derivative). Convert it with x.astype(float), or leave it out of argnums"
             )
         if holomorphic and kind != "c":
             raise TypeError(
                 f"{transform} with holomorphic=True requires complex inputs, but input {path} "
-                f"has dtype {_dtype(leaf)}; convert it with x.astype(complex)"
+                f"has dtype {dtype_of(leaf)}; convert it with x.astype(complex)"
             )
 
 
@@ -146,11 +130,11 @@ def _unconst(x: Any) -> Any:
 
 def _zeros_like(x: Any) -> Any:
     """Zeros of ``x``'s (per-example) shape and dtype, untraced, on ``x``'s device."""
-    return namespace_of(_raw(x)).zeros(_shape(x), dtype=_dtype(x))
+    return namespace_of(unbox_all(x)).zeros(shape_of(x), dtype=dtype_of(x))
 
 
 def _ones_like(x: Any) -> Any:
-    return namespace_of(_raw(x)).ones(_shape(x), dtype=_dtype(x))
+    return namespace_of(unbox_all(x)).ones(shape_of(x), dtype=dtype_of(x))
 
 
 def _match_dtype(g: Any, like: Any) -> Any:
@@ -158,8 +142,8 @@ def _match_dtype(g: Any, like: Any) -> Any:
     from .. import numpy as fnp
 
     g = _unconst(g)
-    want = _dtype(like)
-    have = _dtype(g)
+    want = dtype_of(like)
+    have = dtype_of(g)
     if have == want:
         return g
     if have.kind == "c" and want.kind != "c":
@@ -313,18 +297,18 @@ def _check_cotangent(ct: Any, out_def: Any, values: list[Any]) -> list[Any]:
             f"vjp: the cotangent's structure {ct_def} does not match the output's structure {out_def}"
         )
     for i, (c, v) in enumerate(zip(ct_leaves, values)):
-        if _shape(c) != _shape(v):
+        if shape_of(c) != shape_of(v):
             raise ValueError(
-                f"vjp: cotangent leaf {i} has shape {_shape(c)} but the output it belongs to has "
-                f"shape {_shape(v)}"
+                f"vjp: cotangent leaf {i} has shape {shape_of(c)} but the output it belongs to has "
+                f"shape {shape_of(v)}"
             )
-        have, want = _dtype(c).kind, _dtype(v).kind
+        have, want = dtype_of(c).kind, dtype_of(v).kind
         if have not in "fc" or (have == "c" and want != "c"):
             # an integer cotangent is no tangent-space value; a complex one for a real
             # output would lose its imaginary part
             raise TypeError(
-                f"vjp: cotangent leaf {i} has dtype {_dtype(c)} but the output it belongs to has "
-                f"dtype {_dtype(v)}; give a cotangent of the output's dtype (a floating-point "
+                f"vjp: cotangent leaf {i} has dtype {dtype_of(c)} but the output it belongs to has "
+                f"dtype {dtype_of(v)}; give a cotangent of the output's dtype (a floating-point "
                 f"cotangent for a real output, a complex one only for a complex output)"
             )
     return ct_leaves
@@ -348,24 +332,24 @@ def value_and_grad(
         nums = _normalize_argnums(argnums, len(args), "grad", fun)
         leaves, split, call_with = _dyn_args(fun, args, nums, "grad", holomorphic)
         tape, values, out_def, aux = _record(fun, leaves, call_with(kwargs), "grad", has_aux)
-        if len(values) != 1 or _shape(values[0]) != ():
-            shape = _shape(values[0]) if len(values) == 1 else f"a pytree with {len(values)} leaves"
+        if len(values) != 1 or shape_of(values[0]) != ():
+            shape = shape_of(values[0]) if len(values) == 1 else f"a pytree with {len(values)} leaves"
             raise TypeError(
                 f"grad requires a scalar output, but {_fname(fun)} returned an array of shape "
                 f"{shape}; use jacrev, or vjp with a cotangent"
             )
         (value,) = values
-        kind = _dtype(value).kind
+        kind = dtype_of(value).kind
         if kind == "c" and not holomorphic:
             raise TypeError(
                 f"grad requires a real-valued output, but {_fname(fun)} returned dtype "
-                f"{_dtype(value)}; take .real or abs(...), or pass holomorphic=True for a "
+                f"{dtype_of(value)}; take .real or abs(...), or pass holomorphic=True for a "
                 f"holomorphic function"
             )
         if kind not in "fc":
             raise TypeError(
                 f"grad requires a floating-point output, but {_fname(fun)} returned dtype "
-                f"{_dtype(value)}"
+                f"{dtype_of(value)}"
             )
         grads = split(tape.pullback([_ones_like(value)], release=True))
         g = grads[0] if isinstance(argnums, (int, np.integer)) else tuple(grads)
@@ -425,17 +409,17 @@ def _check_tangents(
     p_leaves = [_np_scalar(p) for p in p_leaves]
     fixed = []
     for p, t, path in zip(p_leaves, t_leaves, paths):
-        if _shape(p) != _shape(t):
+        if shape_of(p) != shape_of(t):
             raise ValueError(
-                f"{transform}: the tangent for {path} has shape {_shape(t)} but the primal has "
-                f"shape {_shape(p)}; they must match"
+                f"{transform}: the tangent for {path} has shape {shape_of(t)} but the primal has "
+                f"shape {shape_of(p)}; they must match"
             )
         if isinstance(t, (int, float, complex)) and not isinstance(t, bool):
-            t = namespace_of(_raw(p)).asarray(t, dtype=_dtype(p))  # on the primal's device
-        elif _dtype(t) != _dtype(p):
+            t = namespace_of(unbox_all(p)).asarray(t, dtype=dtype_of(p))  # on the primal's device
+        elif dtype_of(t) != dtype_of(p):
             raise TypeError(
-                f"{transform}: the tangent for {path} has dtype {_dtype(t)} but the primal has "
-                f"dtype {_dtype(p)}; they must match"
+                f"{transform}: the tangent for {path} has dtype {dtype_of(t)} but the primal has "
+                f"dtype {dtype_of(p)}; they must match"
             )
         fixed.append(t)
     return p_leaves, fixed, p_def
@@ -487,7 +471,7 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
     leaves, split, call_with = _dyn_args(fun, primals, argnums, "linearize")
     tape, values, out_def, _ = _record(fun, leaves, call_with({}), "linearize", False, keep_all=True)
     out = tree_util.tree_unflatten(out_def, values)
-    order = _forward_order(tape)
+    order = forward_order(n for n in tape.out_nodes if n is not None)
 
     def f_jvp(*tangents: Any) -> Any:
         _, t_leaves, _ = _check_tangents(primals, tangents, "linearize")
@@ -502,22 +486,9 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
             if not node.prim.differentiable:
                 known[node] = None
                 continue
-            t_out = None
-            if node.prim.jvp_all is not None:
-                full: list[Any] = [None] * len(node.args)
-                for parent, argnum in zip(node.parents, node.argnums):
-                    full[argnum] = known.get(parent)
-                if any(t is not None for t in full):
-                    t_out = node.prim.jvp_all(full, node.ans, *node.args, **node.kwargs)
-                known[node] = t_out
-                continue
-            for parent, argnum in zip(node.parents, node.argnums):
-                t = known.get(parent)
-                if t is not None:
-                    rule = node.prim.jvps.get(argnum)
-                    if rule is None:
-                        raise node.prim.missing_rule("JVP", argnum)
-                    t_out = add_tangents(t_out, rule(t, node.ans, *node.args, **node.kwargs))
+            argnums = [a for p, a in zip(node.parents, node.argnums) if known.get(p) is not None]
+            t_in = [known[p] for p in node.parents if known.get(p) is not None]
+            t_out = output_tangent(node.prim, node.ans, node.args, node.kwargs, argnums, t_in) if t_in else None
             known[node] = t_out
         t_vals = []
         for out_node, v in zip(tape.out_nodes, values):
@@ -528,31 +499,11 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
     return out, f_jvp
 
 
-def _forward_order(tape: _Tape) -> list[VJPNode]:
-    """The tape's nodes with every node after its parents."""
-    roots = [n for n in tape.out_nodes if n is not None]
-    seen: set[Any] = set()
-    order: list[Any] = []
-    for root in roots:
-        stack = [(root, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                order.append(node)
-                continue
-            if node in seen:
-                continue
-            seen.add(node)
-            stack.append((node, True))
-            stack.extend((p, False) for p in node.parents if p not in seen)
-    return order
-
-
 # --------------------------------------------------------------------------
 # Jacobians and Hessians
 
 def _sizes(leaves: list[Any]) -> list[int]:
-    return [int(np.prod(_shape(x), dtype=int)) for x in leaves]
+    return [int(np.prod(shape_of(x), dtype=int)) for x in leaves]
 
 
 def _basis_rows(leaves: list[Any], sizes: list[int], start: int, stop: int) -> list[Any]:
@@ -563,10 +514,10 @@ def _basis_rows(leaves: list[Any], sizes: list[int], start: int, stop: int) -> l
     total = sum(sizes)
     out, offset = [], 0
     for x, n in zip(leaves, sizes):
-        v = _raw(x)
+        v = unbox_all(x)
         xp = namespace_of(v)
-        eye = xp.eye(total, dtype=_dtype(x))[start:stop, offset:offset + n]
-        out.append(eye.reshape((stop - start,) + _shape(x)))
+        eye = xp.eye(total, dtype=dtype_of(x))[start:stop, offset:offset + n]
+        out.append(eye.reshape((stop - start,) + shape_of(x)))
         offset += n
     return out
 
@@ -616,7 +567,7 @@ def jacrev(
         tape, values, out_def, aux = _record(fun, leaves, call_with(kwargs), "jacrev", has_aux)
         if not holomorphic:
             for v in values:
-                if _dtype(v).kind == "c":
+                if dtype_of(v).kind == "c":
                     raise TypeError(
                         "jacrev of a complex-valued output requires holomorphic=True (or split the "
                         "output into real and imaginary parts)"
@@ -634,7 +585,7 @@ def jacrev(
             for j, x in enumerate(leaves):
                 if total:
                     block = rows[j][offset:offset + n]
-                    per_in.append(fnp.reshape(block, _shape(v) + _shape(x)))
+                    per_in.append(fnp.reshape(block, shape_of(v) + shape_of(x)))
                 else:
                     per_in.append(_empty_jac(v, x))
             per_out.append(_arrange_inputs(split(per_in), argnums))
@@ -646,8 +597,8 @@ def jacrev(
 
 
 def _empty_jac(out: Any, x: Any) -> Any:
-    v = _raw(x)
-    return namespace_of(v).zeros(_shape(out) + _shape(x), dtype=_dtype(x))
+    v = unbox_all(x)
+    return namespace_of(v).zeros(shape_of(out) + shape_of(x), dtype=dtype_of(x))
 
 
 def _arrange_inputs(parts: list[Any], argnums: int | Sequence[int]) -> Any:
@@ -658,7 +609,7 @@ def _check_real_for_jacobian(leaves: list[Any], holomorphic: bool, name: str) ->
     if holomorphic:
         return
     for x in leaves:
-        if _dtype(x).kind == "c":
+        if dtype_of(x).kind == "c":
             raise TypeError(
                 f"{name} of a function of complex inputs requires holomorphic=True (JAX's "
                 f"convention); for a non-holomorphic function, differentiate real and "
@@ -716,7 +667,7 @@ def jacfwd(
             for x, n in zip(leaves, sizes):
                 if total:
                     block = fnp.moveaxis(cols[i][offset:offset + n], 0, -1)  # out_shape + (n,)
-                    per_in.append(fnp.reshape(block, _shape(v) + _shape(x)))
+                    per_in.append(fnp.reshape(block, shape_of(v) + shape_of(x)))
                 else:
                     per_in.append(_empty_jac(v, x))
                 offset += n
@@ -792,8 +743,9 @@ def _stop_raw(x: Any) -> Any:
     return x
 
 
-_stop_gradient = nondiff_primitive(_stop_raw, "stop_gradient")
-_stop_gradient.primitive.batch_rule = lambda args, dims: (args[0], dims[0])  # type: ignore[attr-defined]
+_stop_gradient = defprimitive(
+    _stop_raw, name="stop_gradient", differentiable=False, batch=lambda args, dims: (args[0], dims[0])
+)
 
 
 def stop_gradient(x: T) -> T:

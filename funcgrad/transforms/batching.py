@@ -5,20 +5,14 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, ParamSpec
 
+from ..core.trace import shape_of
 from .. import tree_util
-from ..core import Box
 from ..core.batching import BatchBox, BatchTrace
 from ..core.constant import ConstBox
 
 __all__ = ["vmap"]
 
 P = ParamSpec("P")
-
-
-def _shape(x: Any) -> tuple[Any, ...]:
-    if isinstance(x, Box):
-        return x._shape()
-    return tuple(getattr(x, "shape", ()))
 
 
 def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> tuple[list[Any], list[str]]:
@@ -74,7 +68,7 @@ def vmap(fun: Callable[P, Any], in_axes: Any = 0, out_axes: Any = 0, axis_size: 
                 if axis is None:
                     boxed.append(leaf)
                 else:
-                    nd = len(_shape(leaf))
+                    nd = len(shape_of(leaf))
                     boxed.append(trace.new_input(leaf, axis % nd))
             out = fun(*tree_util.tree_unflatten(treedef, boxed), **kwargs)
         return _place_outputs(out, trace, size, out_axes)
@@ -89,7 +83,7 @@ def _batch_size(leaves: list[Any], axes: list[Any], paths: list[str], axis_size:
             continue
         if not isinstance(axis, int):
             raise TypeError(f"vmap: in_axes{path} must be an int or None, got {axis!r}")
-        shape = _shape(leaf)
+        shape = shape_of(leaf)
         if not -len(shape) <= axis < len(shape):
             raise ValueError(
                 f"vmap: in_axes{path}={axis} is out of range for an argument of shape {shape}"
@@ -132,16 +126,16 @@ def _place_outputs(out: Any, trace: BatchTrace, size: int, out_axes: Any) -> Any
         else:  # does not depend on the batch: repeat it
             if type(leaf) is ConstBox:
                 leaf = leaf._value
-            value = fnp.broadcast_to(fnp.asarray(leaf), (size,) + _shape(leaf))
+            value = fnp.broadcast_to(fnp.asarray(leaf), (size,) + shape_of(leaf))
             d = 0
-        nd = len(_shape(value))
+        nd = len(shape_of(value))
         if not isinstance(axis, int) or isinstance(axis, bool):
             raise TypeError(f"vmap: out_axes{path} must be an int or None, got {axis!r}")
         if not -nd <= axis < nd:
             # the batched output has one more axis than each example's: -nd <= axis < nd
             raise ValueError(
                 f"vmap: out_axes{path}={axis} is out of range for an output of shape "
-                f"{_shape(leaf)} per example (batched shape {_shape(value)}); it must be in "
+                f"{shape_of(leaf)} per example (batched shape {shape_of(value)}); it must be in "
                 f"[{-nd}, {nd - 1}]"
             )
         target = axis % nd

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence, TypeVar
 
+from ..core.trace import shape_of
 from .. import tree_util
-from ..core import Box, get_primitive, primitive
+from ..core import Box, defprimitive, get_primitive
 from ..numpy._batching import fallback
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
 
@@ -146,25 +147,20 @@ def _scan_jvp_all(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec:
     return _partial_jvp(lambda *ls: _run(ls, spec), leaves, tangents)
 
 
-_scan = primitive(_scan_raw, "scan", multiple_results=True)
-_prim = get_primitive(_scan)
-_prim.vjp_all = _scan_vjp_all_full
-_prim.jvp_all = _scan_jvp_all
-
-
 def _scan_batch(args: list[Any], dims: list[Any], spec: _ScanSpec) -> tuple[Any, ...]:
-    size = next((_raw_shape(a)[d] for a, d in zip(args, dims) if d is not None))
-    batched: tuple[Any, ...] = fallback(_prim, args, dims, size, {"spec": spec})
+    size = next((shape_of(a)[d] for a, d in zip(args, dims) if d is not None))
+    batched: tuple[Any, ...] = fallback(get_primitive(_scan), args, dims, size, {"spec": spec})
     return batched
 
 
-def _raw_shape(x: Any) -> tuple[Any, ...]:
-    if isinstance(x, Box):
-        return x._shape()
-    return tuple(getattr(x, "shape", ()))
-
-
-_prim.batch_rule = _scan_batch
+_scan = defprimitive(
+    _scan_raw,
+    name="scan",
+    vjp_all=_scan_vjp_all_full,
+    jvp_all=_scan_jvp_all,
+    batch=_scan_batch,
+    multiple_results=True,
+)
 
 
 def scan(
@@ -186,7 +182,7 @@ def scan(
     """
     init_leaves, carry_def = tree_util.tree_flatten(init)
     xs_leaves, xs_def = tree_util.tree_flatten(xs)
-    lengths: set[Any] = {_raw_shape(x)[0] if _raw_shape(x) else None for x in xs_leaves}
+    lengths: set[Any] = {shape_of(x)[0] if shape_of(x) else None for x in xs_leaves}
     if None in lengths:
         raise ValueError("scan: every leaf of xs needs a leading axis to scan over")
     if length is None:

@@ -13,8 +13,9 @@ import functools
 import threading
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
+from ..core.trace import shape_of
 from .. import tree_util
-from ..core import Box, get_primitive, primitive
+from ..core import Box, defprimitive, get_primitive
 from ..numpy._batching import fallback
 
 __all__ = ["custom_jvp", "custom_vjp", "checkpoint", "remat"]
@@ -144,10 +145,10 @@ def _check_leaf_types(rule: str, kind: str, got: Sequence[Any], like: Sequence[A
     for leaf, ref, at in zip(got, like, where):
         if leaf is None:
             continue
-        if _shape(leaf) != _shape(ref):
+        if shape_of(leaf) != shape_of(ref):
             raise ValueError(
-                f"{rule} returned a {kind} of shape {_shape(leaf)} for {at}, which has shape "
-                f"{_shape(ref)}; the shapes must match"
+                f"{rule} returned a {kind} of shape {shape_of(leaf)} for {at}, which has shape "
+                f"{shape_of(ref)}; the shapes must match"
             )
         have, want = _kind(leaf), _kind(ref)
         if want not in "fc":
@@ -201,11 +202,10 @@ class custom_jvp(Generic[R]):
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp_rule: Callable[..., Any] | None = None
         name = getattr(fun, "__name__", "fun")
-        self._call = primitive(self._raw, f"custom_jvp[{name}]", multiple_results=True)
-        prim = get_primitive(self._call)
-        prim.jvp_all = self._jvp_all
-        prim.vjp_all = self._vjp_all
-        prim.batch_rule = self._batch
+        self._call = defprimitive(
+            self._raw, name=f"custom_jvp[{name}]", jvp_all=self._jvp_all, vjp_all=self._vjp_all,
+            batch=self._batch, multiple_results=True,
+        )
 
     def defjvp(self, rule: F) -> F:
         """Set the rule ``rule(primals, tangents) -> (primal_out, tangent_out)``;
@@ -301,7 +301,7 @@ class custom_jvp(Generic[R]):
         return _partial_vjp(tangent_map, zero_t, argnums, _fill(g, ans))
 
     def _batch(self, args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
-        size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
+        size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
         batched: tuple[Any, ...] = fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
         return batched
 
@@ -332,11 +332,10 @@ class custom_vjp(Generic[R]):
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
         name = getattr(fun, "__name__", "fun")
-        self._call = primitive(self._raw, f"custom_vjp[{name}]", multiple_results=True)
-        prim = get_primitive(self._call)
-        prim.jvp_all = self._jvp_all
-        prim.vjp_all = self._vjp_all
-        prim.batch_rule = self._batch
+        self._call = defprimitive(
+            self._raw, name=f"custom_vjp[{name}]", jvp_all=self._jvp_all, vjp_all=self._vjp_all,
+            batch=self._batch, multiple_results=True,
+        )
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """Set the forward ``fwd(*args) -> (out, res)`` and backward ``bwd(res, g)`` rules."""
@@ -423,15 +422,9 @@ class custom_vjp(Generic[R]):
         return result
 
     def _batch(self, args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
-        size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
+        size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
         batched: tuple[Any, ...] = fallback(get_primitive(self._call), args, dims, size, {"spec": spec})
         return batched
-
-
-def _shape(x: Any) -> tuple[Any, ...]:
-    if isinstance(x, Box):
-        return x._shape()
-    return tuple(getattr(x, "shape", ()))
 
 
 # --------------------------------------------------------------------------
@@ -464,17 +457,13 @@ def checkpoint(fun: Callable[..., R], static_argnums: Sequence[int] = ()) -> Cal
     def jvp_all(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _Spec) -> tuple[Any, ...]:
         return _partial_jvp(lambda *ls: call_leaves(ls, spec), leaves, tangents)
 
-    call = primitive(raw, f"checkpoint[{name}]", multiple_results=True)
-    prim = get_primitive(call)
-    prim.vjp_all = vjp_all
-    prim.jvp_all = jvp_all
-
     def batch(args: list[Any], dims: list[Any], spec: _Spec) -> tuple[Any, ...]:
-        size = next(_shape(a)[d] for a, d in zip(args, dims) if d is not None)
-        batched: tuple[Any, ...] = fallback(prim, args, dims, size, {"spec": spec})
+        size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+        batched: tuple[Any, ...] = fallback(get_primitive(call), args, dims, size, {"spec": spec})
         return batched
 
-    prim.batch_rule = batch
+    call = defprimitive(raw, name=f"checkpoint[{name}]", vjp_all=vjp_all, jvp_all=jvp_all, batch=batch,
+                        multiple_results=True)
 
     @functools.wraps(fun)
     def checkpointed(*args: Any) -> R:
