@@ -386,8 +386,9 @@ def test_at_ops_match_numpy_and_grads(case, op):
     if op in ("power", "divide"):
         x = np.abs(x) + 0.5
         v = np.abs(v) + 0.5
-    if op in ("min", "max"):  # keep away from ties
-        v = v + 0.0123
+    if op in ("min", "max"):  # keep away from ties (numerical derivatives cross no kink):
+        x = np.round(x, 1) + 0.05  # every x is 0.05 away from every v
+        v = np.round(v, 1)
     x0, v0 = x.copy(), v.copy()
     ref = _numpy_update(x, idx, op, v)
     got = getattr(fnp.at(x)[idx], op)(v)
