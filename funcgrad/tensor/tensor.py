@@ -889,7 +889,12 @@ class Tensor(GraphBox):
         return self - self.trunc()
 
     def clamp(self, min: Any = None, max: Any = None) -> "Tensor":  # noqa: A002
-        """Limit to ``[min, max]``; the gradient passes where ``min <= x <= max`` (PyTorch's rule)."""
+        """Limit to ``[min, max]``, with PyTorch 2.15's gradient.
+
+        Number bounds: the gradient passes only strictly inside, ``min < x < max``
+        (zero at a bound). Tensor bounds: ``minimum(maximum(x, min), max)``, so a tie
+        with a bound splits the gradient evenly between ``x`` and the bound.
+        """
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         mark = _seq_mark()
@@ -897,11 +902,11 @@ class Tensor(GraphBox):
         if min is not None:
             lo = min if isinstance(min, Tensor) else _scalar_like(min, self)
             a, b = _promote(out, lo)
-            out = fnp.where(_raw(a) < _raw(b), b, a) if not isinstance(min, Tensor) else fnp.where(_raw(a) < _raw(b), b, a)
+            out = fnp.maximum(a, b) if isinstance(min, Tensor) else fnp.where(_raw(a) <= _raw(b), b, a)
         if max is not None:
             hi = max if isinstance(max, Tensor) else _scalar_like(max, self)
             a, b = _promote(out, hi)
-            out = fnp.where(_raw(a) > _raw(b), b, a)
+            out = fnp.minimum(a, b) if isinstance(max, Tensor) else fnp.where(_raw(a) >= _raw(b), b, a)
         if not isinstance(out, Tensor):
             out = Tensor._make(_graph._as_array(out))
         name = "ClampBackward1" if not isinstance(min, Tensor) and not isinstance(max, Tensor) else "ClampBackward0"
@@ -1042,7 +1047,7 @@ class Tensor(GraphBox):
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind not in "fc":
-            raise RuntimeError(
+            raise NotImplementedError(  # a RuntimeError subclass, as PyTorch 2.15 raises
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                 f"dtype. Got: {_dt.SCALAR_NAMES[x.dtype]}"
             )

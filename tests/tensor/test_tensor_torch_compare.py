@@ -1,15 +1,19 @@
-"""The same scripts run through funcgrad.tensor and, when PyTorch is installed, through torch.
+"""The same scripts run through funcgrad.tensor and through torch.
 
 Each script takes the module (``ft`` or ``torch``) and returns a dict of
 results: arrays (compared with a tolerance), dtype and node names, and for
 errors the exception type with the start of its message (``torch.`` is
-spelled ``ft.`` in ours). PyTorch is never a dependency: without it, the
-scripts still run (and check themselves where they can) on funcgrad.tensor.
+spelled ``ft.`` in ours). PyTorch is never a dependency: its results are
+recorded in tests/fixtures/torch_compare.json (regenerate with
+tests/fixtures/make_torch_compare.py when torch is installed), and funcgrad
+is always compared against that file; when torch is installed, also live.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import pathlib
 import re
 
 import numpy as np
@@ -407,6 +411,14 @@ def subgradients(T):
         x.grad = None
         f(x).sum().backward()
         out[name] = _np(x.grad)
+    lo = T.tensor([0.0, 0.0, 0.0, 2.0], requires_grad=True)
+    hi = T.tensor([1.0, 1.0, 1.0, 1.0], requires_grad=True)
+    for name, f in [("clamp_min", lambda t: t.clamp(min=0.0)), ("clamp_max", lambda t: t.clamp(max=1.0)),
+                    ("clamp_tensors", lambda t: t.clamp(lo, hi)), ("clamp_min_tensor", lambda t: t.clamp(min=lo)),
+                    ("clamp_", lambda t: (t * 1).clamp_(0.0, 1.0))]:
+        x.grad = lo.grad = hi.grad = None
+        f(x).sum().backward()
+        out[name] = [_np(g) if g is not None else None for g in (x.grad, lo.grad, hi.grad)]
     return out
 
 
@@ -577,6 +589,41 @@ def _compare(a, b, path):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-6, err_msg=path)
     else:
         assert a == b, f"{path}: funcgrad {a!r} != torch {b!r}"
+
+
+_FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _load_fixture_module():
+    spec = importlib.util.spec_from_file_location("_make_torch_compare", _FIXTURES / "make_torch_compare.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_MAKE = _load_fixture_module()
+_RECORDED = json.loads((_FIXTURES / "torch_compare.json").read_text())
+
+
+def test_fixture_covers_every_script():
+    assert set(_RECORDED["results"]) == set(SCRIPTS), "regenerate with tests/fixtures/make_torch_compare.py"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_script_matches_recorded_torch(name):
+    ours = SCRIPTS[name](ft)
+    theirs = _MAKE.decode(_RECORDED["results"][name])
+    _compare(ours, theirs, name)
+
+
+def test_fixture_encoding_round_trips():
+    value = {"a": np.array([1.0, 2.0], np.float32), "z": np.array([1 + 2j]), "t": ("RuntimeError", "msg"),
+             "l": [1, None, "s", 2.5], "c": 1 - 1j}
+    back = _MAKE.decode(json.loads(json.dumps(_MAKE.encode(value))))
+    assert back["t"] == ("RuntimeError", "msg") and back["l"] == [1, None, "s", 2.5] and back["c"] == 1 - 1j
+    assert back["a"].dtype == np.float32 and np.array_equal(back["a"], value["a"])
+    assert back["z"].dtype == np.complex128 and np.array_equal(back["z"], value["z"])
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed (it is only a reference, never a dependency)")
