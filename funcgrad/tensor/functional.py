@@ -8,6 +8,7 @@ a gradient). Results are detached unless ``create_graph=True``.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from .backward import grad as _grad
@@ -15,6 +16,38 @@ from .grad_mode import enable_grad
 from .tensor import Tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+
+
+def _grad_enabled(fn: Callable) -> Callable:
+    """Run a tool with grad mode on, as PyTorch's do: they work under ``no_grad``, and
+    ``create_graph=True`` records the history back to the user's inputs."""
+
+    @functools.wraps(fn)
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        with enable_grad():
+            return fn(*args, **kwargs)
+
+    return tool
+
+
+def _check_outputs_require_grad(outs: tuple) -> None:
+    """Strict mode: every output must depend differentiably on the inputs."""
+    for i, o in enumerate(outs):
+        if not o.requires_grad:
+            raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
+                               f"must be computed in a differentiable manner from the input when running in strict "
+                               f"mode.")
+
+
+def _check_jacobian_requires_grad(jac: tuple) -> None:
+    """Strict mode, second order: each first derivative must depend on the inputs."""
+    for i, g in enumerate(jac):
+        if not g.requires_grad:
+            raise RuntimeError(f"While computing the hessian, found that the jacobian of the user-provided function "
+                               f"with respect to input {i} is independent of the input. This is not allowed in strict "
+                               f"mode. You should ensure that your function is twice differentiable and that the "
+                               f"jacobian depends on the inputs (this would be violated by a linear function for "
+                               f"example).")
 
 
 def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple]:
@@ -98,6 +131,7 @@ def _finish(x: Any, create_graph: bool) -> Any:
     return x if create_graph or not isinstance(x, Tensor) else x.detach()
 
 
+@_grad_enabled
 def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """``(func(inputs), v^T J)``.
 
@@ -110,16 +144,13 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "vjp")
     vs = _check_v(v, outs, "outputs", "vjp")
     if strict:
-        for i, o in enumerate(outs):
-            if not o.requires_grad:
-                raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The "
-                                   f"outputs must be computed in a differentiable manner from the input when running "
-                                   f"in strict mode.")
+        _check_outputs_require_grad(outs)
     res, _ = _grads(outs, ins, vs, create_graph, strict, "vjp")
     out = outs if is_tuple_out else outs[0]
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 
 
+@_grad_enabled
 def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """``(func(inputs), J v)`` by the double-vjp trick (as PyTorch does).
 
@@ -131,6 +162,8 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     ins = _prep_inputs(ins, create_graph)
     vs = _check_v(v, ins, "inputs", "jvp")
     is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jvp")
+    if strict:
+        _check_outputs_require_grad(outs)
     from .creation import zeros_like
 
     us = tuple(zeros_like(o).requires_grad_(True) if o.is_floating_point() or o.is_complex() else zeros_like(o)
@@ -149,6 +182,7 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     return _finish(out, create_graph), _finish(res if is_tuple_out else res[0], create_graph)
 
 
+@_grad_enabled
 def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """The Jacobian: for output ``i`` and input ``j``, a tensor of shape ``out_i.shape + in_j.shape``.
@@ -168,6 +202,13 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
     if strategy == "forward-mode" and not vectorize:
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
                                   "implemented for `vectorize=True`.")
+    if strict and strategy == "forward-mode":
+        raise RuntimeError('ft.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are not '
+                           'supported together (yet). Please either set `strict=False` or '
+                           '`strategy="reverse-mode"`.')
+    if strict and vectorize:
+        raise RuntimeError("ft.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not supported "
+                           "together. Please either set `strict=False` or `vectorize=False`.")
     is_tuple_in, ins = _tuplify(inputs, "inputs", "jacobian")
     ins = _prep_inputs(ins, create_graph)
     is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jacobian")
@@ -207,31 +248,48 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
     return _finish(result, create_graph)
 
 
+@_grad_enabled
 def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
             outer_jacobian_strategy: str = "reverse-mode") -> Any:
-    """The Hessian of a scalar function: ``in_i.shape + in_j.shape`` blocks.
+    """The Hessian of a function with one output element: ``in_i.shape + in_j.shape`` blocks
+    (the output's own dims, e.g. a ``(1, 1)`` output, are dropped as in PyTorch).
 
     Example::
 
         ft.autograd.functional.hessian(lambda x: (x ** 3).sum(), ft.tensor([1., 2.]))   # diag(6, 12)
     """
     is_tuple_in, ins = _tuplify(inputs, "inputs", "hessian")
+    from .creation import zeros_like
 
     def jac_fn(*xs: Any) -> Any:
         out = func(*xs)
+        if isinstance(out, (tuple, list)):
+            raise RuntimeError("The function given to hessian should return a single Tensor")
         if not isinstance(out, Tensor):
-            raise TypeError("The function given to hessian should return a Tensor with a single element")
+            raise TypeError(f"The outputs of the user-provided function given to hessian must be either a Tensor or "
+                            f"a tuple of Tensors but the given outputs of the user-provided function has type "
+                            f"{type(out)}.")
         if out.numel() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
-        g = jacobian(func, xs, create_graph=True, strict=strict)
+        if strict:
+            _check_outputs_require_grad((out,))
+        if out.requires_grad:
+            g = _grad(out.reshape(()), list(xs), create_graph=True, allow_unused=True)
+        else:
+            g = (None,) * len(xs)
+        g = tuple(zeros_like(x) if gi is None else gi for gi, x in zip(g, xs))
+        if strict:
+            _check_jacobian_requires_grad(g)
         return g
 
-    res = jacobian(jac_fn, ins, create_graph=create_graph, strict=strict, vectorize=vectorize)
+    res = jacobian(jac_fn, ins, create_graph=create_graph, strict=strict, vectorize=vectorize,
+                   strategy=outer_jacobian_strategy)
     if not is_tuple_in:
         return res[0][0]
     return res
 
 
+@_grad_enabled
 def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """``(func(inputs), v^T H)`` for a scalar function.
 
@@ -243,7 +301,7 @@ def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     ins = _prep_inputs(ins, create_graph)
     vs = _check_v(v, ins, "inputs", "vhp")
     is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "vhp")
-    if is_tuple_out or outs[0].numel() != 1:
+    if is_tuple_out:
         raise RuntimeError("The function given to vhp should return a single Tensor")
     out = outs[0]
     if out.numel() != 1:
@@ -253,20 +311,27 @@ def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     with enable_grad():
         if not out.requires_grad:
             if strict:
-                raise RuntimeError("The output of the user-provided function is independent of input 0. This is not "
-                                   "allowed in strict mode.")
+                _check_outputs_require_grad((out,))
             return _finish(out, create_graph), _finish(tuple(zeros_like(t) for t in ins) if is_tuple_in
                                                        else zeros_like(ins[0]), create_graph)
         g = _grad(out, list(ins), create_graph=True, allow_unused=True)
+        if strict:
+            for i, gi in enumerate(g):
+                if gi is None:
+                    raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This "
+                                       f"is not allowed in strict mode.")
+            _check_jacobian_requires_grad(g)
         pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None and gi.requires_grad]
         if pairs:
             res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
                         allow_unused=True)
         else:
             res = (None,) * len(ins)
-    if strict and any(r is None for r in res):
-        raise RuntimeError("The hessian of the user-provided function with respect to input 0 is independent of the "
-                           "input. This is not allowed in strict mode.")
+    if strict:
+        for i, r in enumerate(res):
+            if r is None:
+                raise RuntimeError(f"The jacobian of the user-provided function is independent of input {i}. This is "
+                                   f"not allowed in strict mode.")
     res = tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins))
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 

@@ -371,6 +371,63 @@ def functional_api(T):
 
 
 @script
+def functional_modes(T):
+    AF = T.autograd.functional
+    x = T.tensor(V)
+    v = T.tensor([1.0, 0.5, -1.0], dtype=T.float64)
+    f = lambda t: (t.sin() * t).sum()
+    g = lambda t: t.exp() * t
+    out = {}
+    with T.no_grad():
+        out["nograd"] = [_np(AF.jacobian(g, x)), _np(AF.hessian(f, x)), _np(AF.vjp(g, x, v)[1]),
+                         _np(AF.jvp(g, x, v)[1]), _np(AF.hvp(f, x, v)[1]), _np(AF.vhp(f, x, v)[1])]
+        xr = T.tensor(V, requires_grad=True)
+        res = [AF.jacobian(g, xr, create_graph=True), AF.hessian(f, xr, create_graph=True),
+               AF.vjp(g, xr, v, create_graph=True)[1], AF.jvp(g, xr, v, create_graph=True)[1],
+               AF.hvp(f, xr, v, create_graph=True)[1], AF.vhp(f, xr, v, create_graph=True)[1]]
+        out["nograd_cg_req"] = [r.requires_grad for r in res]
+    grads = []
+    for r in res:
+        (gr,) = T.autograd.grad(r.sum(), xr)
+        grads.append(_np(gr))
+    out["nograd_cg_grads"] = grads
+    out["no_cg_req"] = [AF.jacobian(g, xr).requires_grad, AF.vjp(g, xr, v)[1].requires_grad]
+    out["hess_shape_11"] = list(AF.hessian(lambda t: (t * t).sum().reshape(1, 1), x).shape)
+    out["hess_shape_1"] = list(AF.hessian(lambda a, b: (a * b).sum().reshape(1), (x, v))[0][1].shape)
+    out["hess_nonscalar"] = _err(lambda: AF.hessian(lambda t: t * t, x))
+    out["hess_tuple_out"] = _err(lambda: AF.hessian(lambda t: (t.sum(), t.sum()), x))
+    out["vhp_nonscalar"] = _err(lambda: AF.vhp(lambda t: t * t, x, v))
+    lin = lambda t: (t * 2).sum()
+    two = lambda a, b: a * 2
+    const = lambda t: T.ones(3, dtype=T.float64)
+    S = {}
+    S["vjp_indep"] = lambda: AF.vjp(two, (x, v), v, strict=True)
+    S["vjp_const"] = lambda: AF.vjp(const, x, v, strict=True)
+    S["jvp_indep"] = lambda: AF.jvp(two, (x, v), (v, v), strict=True)
+    S["jvp_const"] = lambda: AF.jvp(const, x, v, strict=True)
+    S["jvp_linear"] = lambda: AF.jvp(lambda t: t * 2, x, v, strict=True)
+    S["jac_indep"] = lambda: AF.jacobian(two, (x, v), strict=True)
+    S["jac_const"] = lambda: AF.jacobian(const, x, strict=True)
+    S["jac_vec"] = lambda: AF.jacobian(g, x, strict=True, vectorize=True)
+    S["hess_vec"] = lambda: AF.hessian(f, x, strict=True, vectorize=True)
+    S["hess_linear"] = lambda: AF.hessian(lin, x, strict=True)
+    S["hess_indep"] = lambda: AF.hessian(lambda a, b: (a * a).sum(), (x, v), strict=True)
+    S["hess_const"] = lambda: AF.hessian(lambda t: T.ones((), dtype=T.float64), x, strict=True)
+    S["vhp_linear"] = lambda: AF.vhp(lin, x, v, strict=True)
+    S["hvp_linear"] = lambda: AF.hvp(lin, x, v, strict=True)
+    S["vhp_const"] = lambda: AF.vhp(lambda t: T.ones((), dtype=T.float64), x, v, strict=True)
+    S["vhp_indep"] = lambda: AF.vhp(lambda a, b: (a * a).sum(), (x, v), (v, v), strict=True)
+    S["hvp_indep"] = lambda: AF.hvp(lambda a, b: (a * a).sum(), (x, v), (v, v), strict=True)
+    S["strict_ok"] = lambda: AF.hessian(f, x, strict=True)
+    out["strict"] = {k: _err(fn) for k, fn in S.items()}
+    out["nonstrict_linear_hess"] = _np(AF.hessian(lin, x))
+    out["nonstrict_indep"] = [_np(t) for t in AF.jacobian(two, (x, v))]
+    out["jac_vec_ok"] = _np(AF.jacobian(g, x, vectorize=True))
+    out["hess_vec_ok"] = _np(AF.hessian(f, x, vectorize=True))
+    return out
+
+
+@script
 def complex_grads(T):
     z = T.tensor(np.array([1 + 1j, 2 - 1j]), requires_grad=True)
     (z.abs() ** 2).sum().backward()
