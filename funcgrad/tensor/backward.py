@@ -131,7 +131,7 @@ def _anomaly_error(node: Node, err: BaseException) -> None:
         trace = "".join(stack)
         warnings.warn(
             f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}",
-            RuntimeWarning, stacklevel=3,
+            UserWarning, stacklevel=3,
         )
         msg = f"{err}\n\nTraceback of forward call that caused the error (operation {node.name()}):\n{trace}"
         raise type(err)(msg) from err
@@ -183,7 +183,16 @@ def _needed(counts: dict, targets: set) -> set:
     return {n for n, v in memo.items() if v}
 
 
-def run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: list | None = None,
+def run_backward(*args: Any, **kwargs: Any) -> Any:
+    """The backward walk (:func:`_run_backward`), with NumPy's floating-point warnings silenced."""
+    token = _graph.fp_quiet()
+    try:
+        return _run_backward(*args, **kwargs)
+    finally:
+        _graph.fp_restore(token)
+
+
+def _run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: list | None = None,
                  accumulate: bool = True) -> dict:
     """Propagate ``roots`` [(edge, internal grad)] through the graph.
 
