@@ -29,6 +29,7 @@ from .tensor import Size, Tensor, device, is_tensor  # noqa: F401
 from .creation import *  # noqa: F401,F403
 from .creation import Generator, default_generator  # noqa: F401
 from .ops import *  # noqa: F401,F403
+from .legacy import *  # noqa: F401,F403
 from . import autograd, linalg  # noqa: F401
 from . import nn, optim  # noqa: F401
 from .serialization import load, save  # noqa: F401

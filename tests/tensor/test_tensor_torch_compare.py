@@ -428,6 +428,61 @@ def functional_modes(T):
 
 
 @script
+def missing_ops(T):
+    import warnings
+
+    out = {}
+    a = T.tensor(V, requires_grad=True)
+    o = T.empty(3, dtype=T.float64)
+    out["out_req"] = _err(lambda: T.add(a, 1, out=o))
+    out["out_req_out"] = _err(lambda: T.exp(T.ones(3), out=T.empty(3, requires_grad=True)))
+    with T.no_grad():
+        r = T.mul(a, 2, out=o)
+    out["out_nograd"] = [_np(r), r is o, r.requires_grad]
+    out["out_cast"] = _err(lambda: T.add(T.ones(3), 1, out=T.empty(3, dtype=T.long)))
+    r = T.add(T.ones(3, dtype=T.long), 1, out=T.empty(3))
+    out["out_upcast"] = [_np(r), _dt(r.dtype)]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = T.exp(T.zeros(2, 2), out=T.empty(3))
+        r0 = T.exp(T.zeros(2), out=T.empty(0))
+    out["out_resize"] = [list(r.shape), _np(r), list(r0.shape), [str(x.message)[:60] for x in w]]
+    x = T.tensor(A, requires_grad=True)
+    v, m = T.var_mean(x, dim=1)
+    s_, m2 = T.std_mean(x, 0, keepdim=True)
+    (v.sum() + m.sum() * 2 + s_.sum() + m2.sum()).backward()
+    out["var_mean"] = [_np(v), _np(m), _np(s_), _np(m2), _np(x.grad)]
+    out["var_mean_corr"] = [_np(t) for t in T.var_mean(T.tensor(V), correction=0)]
+    p = T.tensor(B, requires_grad=True)
+    c = T.view_as_complex(p)
+    (c.abs() ** 2 + c.real * 3).sum().backward()
+    out["view_as_complex"] = [_np(c), _np(p.grad)]
+    out["vac_shape"] = _err(lambda: T.view_as_complex(T.ones(3)))
+    out["vac_dtype"] = _err(lambda: T.view_as_complex(T.ones(3, 2, dtype=T.long)))
+    z = T.tensor(np.array([1 + 2j, -1j]), requires_grad=True)
+    rr = T.view_as_real(z)
+    (rr * T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64)).sum().backward()
+    out["view_as_real"] = [_np(rr), _np(z.grad)]
+    t = T.ones(2, 3)
+    out["transpose_"] = [t.transpose_(0, 1) is t, list(t.shape), t._version, list(t.t_().shape)]
+    out["transpose_leaf"] = _err(lambda: T.ones(2, 3, requires_grad=True).transpose_(0, 1))
+    y = T.tensor([1.0, 2.0, 3.0, 4.0])
+    y.resize_(2, 2)
+    out["resize"] = [_np(y), y._version, list(y.resize_(3).shape), _np(y)]
+    out["resize_req"] = _err(lambda: T.ones(2, requires_grad=True).resize_(3))
+    out["resize_nonleaf"] = _err(lambda: (T.ones(2, requires_grad=True) * 2).resize_(3))
+    d = T.ones(2, dtype=T.float64)
+    out["new"] = [list(d.new(2, 3).shape), _dt(d.new(2, 3).dtype), _np(d.new([1, 2])), _dt(d.new([1, 2]).dtype),
+                  list(d.new().shape), list(d.new(T.Size([4])).shape), d.new(2).requires_grad]
+    out["legacy"] = [_np(T.LongTensor([1, 2])), _dt(T.LongTensor([1, 2]).dtype), list(T.FloatTensor(2, 3).shape),
+                     _dt(T.FloatTensor([1, 2]).dtype), _dt(T.DoubleTensor([1]).dtype), _dt(T.IntTensor([1]).dtype),
+                     _np(T.BoolTensor([1, 0])), list(T.LongTensor().shape), _np(T.LongTensor([1.5, -2.7])),
+                     isinstance(T.ones(2), T.FloatTensor), isinstance(T.ones(2), T.LongTensor),
+                     isinstance(T.ones(2, dtype=T.long), T.LongTensor), isinstance(T.ones(2), T.DoubleTensor)]
+    return out
+
+
+@script
 def complex_grads(T):
     z = T.tensor(np.array([1 + 1j, 2 - 1j]), requires_grad=True)
     (z.abs() ** 2).sum().backward()
