@@ -89,6 +89,8 @@ class FunctionNode(Node):
         super().__init__()
         self._cls = cls
         self._name = f"{cls.__name__}Backward"
+        if type(self) is FunctionNode:
+            self.__class__ = _graph.named_node_class(FunctionNode, self._name)
         self._ctx = ctx
         self._edges = edges
         self._positions = positions
@@ -113,12 +115,14 @@ class FunctionNode(Node):
         ctx = self._ctx
         user = []
         for g, meta in zip(grads, self._out_meta):
-            if g is None:
-                user.append(zeros(meta[0], dtype=_dtype_of(meta[1])) if ctx.materialize_grads else None)
+            if g is None:  # non-tensor outputs get None, as in PyTorch
+                materialize = ctx.materialize_grads and meta[1] is not None
+                user.append(zeros(meta[0], dtype=_dtype_of(meta[1])) if materialize else None)
             else:
                 user.append(_to_user(g, create_graph))
+        backward = _backward_of(self._cls)
         with set_grad_enabled(create_graph):
-            res = self._cls.backward(ctx, *user)
+            res = backward(ctx, *user)
         if not isinstance(res, tuple):
             res = (res,)
         if len(res) != self._n_args:
@@ -164,6 +168,16 @@ class FunctionNode(Node):
             for s in self._ctx._saved:
                 if s is not None:
                     s.release()
+
+
+def _backward_of(cls: type) -> Callable:
+    """The user's ``backward``, or ``vjp`` (its alias); defining both is an error, as in PyTorch."""
+    has_backward = cls.backward is not Function.backward  # type: ignore[attr-defined]
+    has_vjp = cls.vjp is not Function.vjp  # type: ignore[attr-defined]
+    if has_backward and has_vjp:
+        raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
+                           "only implement one of them.")
+    return cls.vjp if has_vjp else cls.backward  # type: ignore[attr-defined]
 
 
 def _dtype_of(np_dtype: Any) -> Any:
@@ -231,6 +245,9 @@ class Function:
             elif isinstance(o, Tensor) and o._node is not None and id(o) not in ctx._dirty:
                 o = Tensor._make(o._value, vc=o._vc)
             results.append(o)
+        if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                               "The inputs that are modified inplace must all be outputs of the Function.")
         for a in args:
             if isinstance(a, Tensor) and id(a) in ctx._dirty:
                 if a._node is None and a._requires_grad and a._base is None and _mode.enabled:

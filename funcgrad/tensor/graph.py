@@ -541,12 +541,34 @@ class AccumulateGrad(Node):
         return self._variable()
 
 
+_NAMED_CLASSES: dict = {}
+
+
+def named_node_class(base: type, name: str) -> type:
+    """A subclass of ``base`` called ``name``, so that ``type(grad_fn).__name__`` is PyTorch's
+    node name (``MulBackward0``, ``<Function>Backward``); one class per name, cached."""
+    cls = _NAMED_CLASSES.get((base, name))
+    if cls is None:
+        cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "__module__": base.__module__})
+    return cls
+
+
+def rename_node(node: "Node", name: str) -> None:
+    """Give ``node`` PyTorch's ``name`` (its ``name()`` and its class's name)."""
+    node._name = name
+    base = getattr(type(node), "_named_base", None)
+    if base is not None:
+        node.__class__ = named_node_class(base, name)
+
+
 class PrimNode(Node):
     """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules."""
 
     def __init__(self, prim: Primitive, name: str, args: list, kwargs: dict, positions: list, edges: list):
         super().__init__()
         self._name = name
+        if type(self) is PrimNode:
+            self.__class__ = named_node_class(PrimNode, name)
         self._prim = prim
         self._args = args  # per positional argument: SavedTensor, _Meta or a constant
         self._kwargs = kwargs

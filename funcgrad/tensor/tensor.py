@@ -105,7 +105,7 @@ def _seq_mark() -> int:
 def _rename(out: Any, name: str, mark: int) -> Any:
     node = getattr(out, "_node", None)
     if node is not None and node._seq > mark and isinstance(node, PrimNode):
-        node._name = name
+        _graph.rename_node(node, name)
     return out
 
 

@@ -483,6 +483,69 @@ def missing_ops(T):
 
 
 @script
+def custom_function_rules(T):
+    def make(backward=None, vjp=None, forward=None):
+        body = {"forward": staticmethod(forward or (lambda ctx, x: x * 2))}
+        if backward:
+            body["backward"] = staticmethod(backward)
+        if vjp:
+            body["vjp"] = staticmethod(vjp)
+        return type("F", (T.autograd.Function,), body)
+
+    def run(F, x=None):
+        x = T.ones(2, requires_grad=True) if x is None else x
+        F.apply(x).sum().backward()
+        return _np(x.grad)
+
+    out = {"both": _err(lambda: run(make(lambda ctx, g: g * 2, lambda ctx, g: g * 2))),
+           "vjp_only": run(make(vjp=lambda ctx, g: g * 3)), "neither": _err(lambda: run(make()))}
+
+    def dirty_not_returned(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x * 2
+
+    def dirty_returned(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x
+
+    out["dirty_not_returned"] = _err(lambda: make(lambda ctx, g: g, forward=dirty_not_returned).apply(
+        T.ones(2, requires_grad=True) * 1))
+    out["dirty_leaf"] = _err(lambda: make(lambda ctx, g: g, forward=dirty_returned).apply(
+        T.ones(2, requires_grad=True)))
+
+    class MyFn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = T.tensor(V, requires_grad=True)
+    out["type_names"] = [type(t.grad_fn).__name__ for t in
+                         (MyFn.apply(x), x * 2, x + 1, x.exp(), (x * 2).sum(), x.clamp(0, 1), x.relu(), x[0])]
+    seen = []
+
+    class NonTensor(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, 5, "s", x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2, g3, g4):
+            seen.append([type(g1).__name__, g2, g3, type(g4).__name__])
+            return g1 + g4
+
+    a, b, c, d = NonTensor.apply(x)
+    (a + d).sum().backward()
+    out["non_tensor_outputs"] = [seen[0], b, c, _np(x.grad)]
+    return out
+
+
+@script
 def complex_grads(T):
     z = T.tensor(np.array([1 + 1j, 2 - 1j]), requires_grad=True)
     (z.abs() ** 2).sum().backward()
