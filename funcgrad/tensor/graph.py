@@ -857,6 +857,7 @@ def _refresh_view(b: GraphBox) -> None:
 class _Anomaly:
     enabled = False
     check_nan = True
+    running: Any = None  # the node whose backward is running (anomaly mode only)
 
 
 anomaly = _Anomaly()
@@ -975,11 +976,20 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
 _PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 
 
+class _Stack(list):
+    """Formatted frames, and the node whose backward was running when they were taken (if any)."""
+
+    __slots__ = ("parent",)
+
+
 def user_stack() -> list:
-    """The current Python stack without funcgrad's own frames (for anomaly mode)."""
+    """The current Python stack without funcgrad's own frames (for anomaly mode); its ``parent``
+    is the node whose backward created this one (double backward), for the nested report."""
     frames = traceback.extract_stack()
     keep = [f for f in frames if not f.filename.startswith(_PKG_DIR)]
-    return traceback.format_list(keep)
+    stack = _Stack(traceback.format_list(keep))
+    stack.parent = anomaly.running
+    return stack
 
 
 def _as_array(a: Any) -> Any:

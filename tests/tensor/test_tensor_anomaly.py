@@ -58,3 +58,64 @@ def test_numpy_floating_point_warnings_do_not_leak_from_tensor_ops():
         b.sum().backward()
     with pytest.warns(RuntimeWarning):  # NumPy's own state is untouched outside tensor ops
         np.array([0.0]) / 0.0
+
+
+class _Outer(ft.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return _Inner.apply(g * x)
+
+
+class _Inner(ft.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * float("nan")
+
+
+def test_nested_anomaly_shows_the_node_that_induced_the_failing_one():
+    x = ft.ones(2, requires_grad=True)
+    with pytest.warns(UserWarning, match="Anomaly"), ft.autograd.detect_anomaly():
+        y = _Outer.apply(x)  # the forward line of the outer node
+        (gx,) = ft.autograd.grad(y.sum(), x, create_graph=True)
+        with pytest.warns(UserWarning) as record:
+            with pytest.raises(RuntimeError, match="Function '_InnerBackward' returned nan values") as info:
+                gx.sum().backward()
+    texts = [str(w.message) for w in record]
+    assert any(t.startswith("Error detected in _InnerBackward") and "_Inner.apply(g * x)" in t for t in texts)
+    assert any("Previous calculation was induced by _OuterBackward" in t and "y = _Outer.apply(x)" in t
+               for t in texts)
+    assert "Previous calculation was induced by _OuterBackward" in str(info.value)
+
+
+def test_no_reference_cycle_keeps_the_graph_after_an_anomaly_error():
+    import gc
+    import weakref
+
+    def run():
+        x = ft.tensor([0.0, 1.0], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with ft.autograd.detect_anomaly():
+                y = x.sqrt()
+                ref = weakref.ref(y)
+                try:
+                    (y * 0).sum().backward()
+                except RuntimeError as e:
+                    assert "SqrtBackward0" in str(e)
+        return ref
+
+    gc.disable()
+    try:
+        assert run()() is None  # freed by reference counting alone
+    finally:
+        gc.enable()
