@@ -1036,6 +1036,12 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         if t._base is not None and t._base._node is None and t._base._requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        if "_fn_view" in getattr(t, "__dict__", ()):
+            from .function import fn_view_inplace_error
+
+            msg = fn_view_inplace_error(t)
+            if msg:
+                raise RuntimeError(msg)
     v = t._value
     if not getattr(getattr(v, "flags", None), "writeable", True):
         raise RuntimeError(

@@ -546,6 +546,52 @@ def custom_function_rules(T):
 
 
 @script
+def custom_function_views(T):
+    class ViewOut(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class TwoViews(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[0], x[1:]
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return T.cat([g1.unsqueeze(0), g2])
+
+    class Ident(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = T.tensor(V, requires_grad=True)
+    a = x * 1
+    out = {"view": _err(lambda: ViewOut.apply(a).mul_(2)), "multi": _err(lambda: TwoViews.apply(a * 1)[1].mul_(2)),
+           "ident": _err(lambda: Ident.apply(a * 1).mul_(2))}
+    with T.no_grad():
+        made = ViewOut.apply(a)
+    out["no_grad_made"] = _err(lambda: made.mul_(2))
+    with T.no_grad():
+        ViewOut.apply(a).mul_(1)  # allowed without grad mode
+    v = ViewOut.apply(a)
+    v.clone().mul_(2)  # the fix the message suggests
+    v.sum().backward()
+    out["grad"] = _np(x.grad)
+    out["no_req"] = _np(ViewOut.apply(T.ones(2)).mul_(3))  # nothing requires grad: allowed
+    return out
+
+
+@script
 def complex_grads(T):
     z = T.tensor(np.array([1 + 1j, 2 - 1j]), requires_grad=True)
     (z.abs() ** 2).sum().backward()
