@@ -567,8 +567,6 @@ class PrimNode(Node):
     def __init__(self, prim: Primitive, name: str, args: list, kwargs: dict, positions: list, edges: list):
         super().__init__()
         self._name = name
-        if type(self) is PrimNode:
-            self.__class__ = named_node_class(PrimNode, name)
         self._prim = prim
         self._args = args  # per positional argument: SavedTensor, _Meta or a constant
         self._kwargs = kwargs
@@ -943,7 +941,9 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
         else:
             edges.append(None)
     keep, keep_result = _saves_for(prim.name, edge_positions)
-    node = PrimNode(prim, torch_name(prim.name), args, kwargs, argnums, edges)
+    name = torch_name(prim.name)
+    node = (_NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name))(
+        prim, name, args, kwargs, argnums, edges)
     saved_any = False
     for i, b in zip(argnums, boxes):
         if keep is None or i in keep:
