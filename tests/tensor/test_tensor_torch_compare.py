@@ -592,6 +592,40 @@ def custom_function_views(T):
 
 
 @script
+def functional_checks(T):
+    AF = T.autograd.functional
+    x = T.tensor(V)
+    v = T.tensor([1.0, 0.5, -1.0], dtype=T.float64)
+    S = {
+        "jac_tuple_out": lambda: AF.jacobian(lambda a, b: (a * b, a * 2), (x, v), strict=True),
+        "vjp_cg": lambda: AF.vjp(lambda a, b: a * 2, (x, v), v, strict=True, create_graph=True),
+        "hess_cg_lin": lambda: AF.hessian(lambda t: (t * 2).sum(), x, strict=True, create_graph=True),
+        "jvp_tuple": lambda: AF.jvp(lambda a, b: (a * b, b.sum() * 0 + a), (x, v), (v, v), strict=True),
+        "jvp_nonlin_ok": lambda: AF.jvp(lambda t: t.sin(), x, v, strict=True),
+        "vjp_detach": lambda: AF.vjp(lambda t: t.detach() * 2, x, v, strict=True),
+        "jac_detach_out": lambda: AF.jacobian(lambda t: (t.sin(), t.detach()), x, strict=True),
+        "hvp_tuple_out": lambda: AF.hvp(lambda t: (t.sum(), t.sum()), x, v),
+        "vjp_bad_v": lambda: AF.vjp(lambda t: t * 2, x, T.ones(2, dtype=T.float64)),
+        "jvp_v_none": lambda: AF.jvp(lambda t: t * 2, x),
+        "vjp_nontensor_out": lambda: AF.vjp(lambda t: 3.0, x, v),
+        "jac_fwd_novec": lambda: AF.jacobian(lambda t: t * 2, x, strategy="forward-mode"),
+        "jac_bad_strategy": lambda: AF.jacobian(lambda t: t * 2, x, strategy="x"),
+        "hess_int_out": lambda: AF.hessian(lambda t: 3, x),
+    }
+    S2 = {
+        "jvp_lin_cg": lambda: AF.jvp(lambda t: t * 2, x, v, strict=True, create_graph=True),
+        "jvp_sin_cg": lambda: AF.jvp(lambda t: t.sin(), x, v, strict=True, create_graph=True),
+        "vjp_sin_cg": lambda: AF.vjp(lambda t: t.sin(), x, v, strict=True, create_graph=True),
+        "vhp_cube_cg": lambda: AF.vhp(lambda t: (t ** 3).sum(), x, v, strict=True, create_graph=True),
+        "vhp_sq_cg": lambda: AF.vhp(lambda t: (t * t).sum(), x, v, strict=True, create_graph=True),
+        "hvp_sq_cg": lambda: AF.hvp(lambda t: (t * t).sum(), x, v, strict=True, create_graph=True),
+        "vjp_tuple_v": lambda: AF.vjp(lambda t: t * 2, x, (v, v)),
+        "jvp_tuple_len": lambda: AF.jvp(lambda a, b: a * 2, (x, x), (v,)),
+    }
+    return {k: _err(f) for k, f in {**S, **S2}.items()}
+
+
+@script
 def complex_grads(T):
     z = T.tensor(np.array([1 + 1j, 2 - 1j]), requires_grad=True)
     (z.abs() ** 2).sum().backward()
