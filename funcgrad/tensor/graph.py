@@ -916,8 +916,9 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
     finally:
         fp_restore(token)
     inference = st.inference
-    if req and inference_in:
-        raise RuntimeError(_INFERENCE_SAVED)
+    if (inference_in or inference) and argnums[0] == 0 and prim.name in _VIEW_PRIMS \
+            and getattr(ans, "base", None) is not None:
+        inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
     make = cls._make
     if prim.multiple_results:
         outs = [make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans]
@@ -947,6 +948,8 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
     saved_any = False
     for i, b in zip(argnums, boxes):
         if keep is None or i in keep:
+            if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
+                raise RuntimeError(_INFERENCE_SAVED)
             args[i] = SavedTensor(b)
             saved_any = True
         else:

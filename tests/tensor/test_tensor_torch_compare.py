@@ -626,6 +626,27 @@ def functional_checks(T):
 
 
 @script
+def inference_views(T):
+    x = T.tensor(V)
+    w = T.tensor(V, requires_grad=True)
+    with T.inference_mode():
+        v = x[1:]
+        y = T.ones(3, dtype=T.float64)
+        yv = y[1:]
+        made = [v.is_inference(), yv.is_inference(), y.is_inference(), x.t().is_inference(), (x * 1).is_inference()]
+    out = {"made": made, "view_of_inference_outside": y[:2].is_inference(),
+           "inplace_inference": _err(lambda: y.add_(1)), "inplace_inference_view": _err(lambda: yv.add_(1))}
+    v.add_(1)  # a normal tensor's view: allowed
+    out["normal_view_inplace"] = _np(x)
+    out["saved_mul"] = _err(lambda: w * y)
+    out["saved_exp_pow"] = [_err(lambda: w.pow(y)), _err(lambda: y.exp() * w)]
+    s = (w + y).sum() + (w - y).sum() + (y * 2 + w).sum()  # add/sub save nothing: allowed
+    s.backward()
+    out["unsaved_grad"] = _np(w.grad)
+    return out
+
+
+@script
 def complex_grads(T):
     z = T.tensor(np.array([1 + 1j, 2 - 1j]), requires_grad=True)
     (z.abs() ** 2).sum().backward()
