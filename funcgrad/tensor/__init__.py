@@ -29,6 +29,7 @@ from .tensor import Size, Tensor, device, is_tensor  # noqa: F401
 from .creation import *  # noqa: F401,F403
 from .creation import Generator, default_generator  # noqa: F401
 from .ops import *  # noqa: F401,F403
+from .legacy import *  # noqa: F401,F403
 from . import autograd, linalg  # noqa: F401
 from . import nn, optim, utils  # noqa: F401
 from . import distributed  # noqa: F401  (ft.distributed; mpi4py is loaded on first use)

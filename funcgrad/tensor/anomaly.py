@@ -4,11 +4,13 @@ While enabled, every recorded operation keeps the Python traceback of the
 forward call that created it. In backward, a node that raises, or that
 returns NaN (with ``check_nan=True``), raises a ``RuntimeError`` naming the
 node (e.g. ``DivBackward0``) and showing that forward traceback; a
-``RuntimeWarning`` carries the traceback too, as in PyTorch.
+``UserWarning`` carries the traceback too, as in PyTorch. Entering
+``detect_anomaly`` warns that the mode is slow (PyTorch's warning).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .grad_mode import _DecoratorContextManager
@@ -38,6 +40,8 @@ class detect_anomaly(_DecoratorContextManager):
 
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+                      "enabled for debugging.", UserWarning, stacklevel=2)
 
     def __enter__(self) -> None:
         self.prev = (_anomaly.enabled, _anomaly.check_nan)
@@ -48,7 +52,9 @@ class detect_anomaly(_DecoratorContextManager):
         _anomaly.enabled, _anomaly.check_nan = self.prev
 
     def clone(self) -> "detect_anomaly":
-        return detect_anomaly(self.check_nan)
+        new = object.__new__(detect_anomaly)  # as a decorator: warn once, not per call
+        new.check_nan = self.check_nan
+        return new
 
 
 class set_detect_anomaly(_DecoratorContextManager):

@@ -141,8 +141,16 @@ def _anomaly_error(node: Node, err: BaseException) -> None:
         trace = "".join(stack)
         warnings.warn(
             f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}",
-            RuntimeWarning, stacklevel=3,
+            UserWarning, stacklevel=3,
         )
+        parent = getattr(stack, "parent", None)
+        while parent is not None and parent._stack:  # double backward: where each creator came from
+            p_trace = "".join(parent._stack)
+            warnings.warn(f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call that "
+                          f"induced the previous calculation:\n{p_trace}", UserWarning, stacklevel=3)
+            trace += (f"\nPrevious calculation was induced by {parent.name()}. Traceback of forward call that "
+                      f"induced the previous calculation:\n{p_trace}")
+            parent = getattr(parent._stack, "parent", None)
         msg = f"{err}\n\nTraceback of forward call that caused the error (operation {node.name()}):\n{trace}"
         raise type(err)(msg) from err
     raise err
@@ -193,7 +201,16 @@ def _needed(counts: dict, targets: set) -> set:
     return {n for n, v in memo.items() if v}
 
 
-def run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: list | None = None,
+def run_backward(*args: Any, **kwargs: Any) -> Any:
+    """The backward walk (:func:`_run_backward`), with NumPy's floating-point warnings silenced."""
+    token = _graph.fp_quiet()
+    try:
+        return _run_backward(*args, **kwargs)
+    finally:
+        _graph.fp_restore(token)
+
+
+def _run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: list | None = None,
                  accumulate: bool = True) -> dict:
     """Propagate ``roots`` [(edge, internal grad)] through the graph.
 
@@ -271,12 +288,17 @@ def run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: li
                 outs = [None] * len(node._edges)
             else:
                 t0 = time.perf_counter() if prof else 0.0
+                anomaly_prev = _graph.anomaly.running
+                if _graph.anomaly.enabled:
+                    _graph.anomaly.running = node
                 try:
                     outs = node.apply(buf, create_graph)
                 except Exception as err:  # noqa: BLE001 - re-raised with the forward traceback
                     if node._stack:
                         _anomaly_error(node, err)
                     raise
+                finally:
+                    _graph.anomaly.running = anomaly_prev
                 if prof:
                     from .profiler import record_event
 

@@ -89,6 +89,8 @@ class FunctionNode(Node):
         super().__init__()
         self._cls = cls
         self._name = f"{cls.__name__}Backward"
+        if type(self) is FunctionNode:
+            self.__class__ = _graph.named_node_class(FunctionNode, self._name)
         self._ctx = ctx
         self._edges = edges
         self._positions = positions
@@ -113,12 +115,14 @@ class FunctionNode(Node):
         ctx = self._ctx
         user = []
         for g, meta in zip(grads, self._out_meta):
-            if g is None:
-                user.append(zeros(meta[0], dtype=_dtype_of(meta[1])) if ctx.materialize_grads else None)
+            if g is None:  # non-tensor outputs get None, as in PyTorch
+                materialize = ctx.materialize_grads and meta[1] is not None
+                user.append(zeros(meta[0], dtype=_dtype_of(meta[1])) if materialize else None)
             else:
                 user.append(_to_user(g, create_graph))
+        backward = _backward_of(self._cls)
         with set_grad_enabled(create_graph):
-            res = self._cls.backward(ctx, *user)
+            res = backward(ctx, *user)
         if not isinstance(res, tuple):
             res = (res,)
         if len(res) != self._n_args:
@@ -164,6 +168,47 @@ class FunctionNode(Node):
             for s in self._ctx._saved:
                 if s is not None:
                     s.release()
+
+
+def _mark_output_views(name: str, outs: list, results: list, input_ids: dict, ctx: FunctionCtx,
+                       inputs_require_grad: bool) -> None:
+    """Outputs that are views (or inputs returned as they are) refuse in-place changes later,
+    as in PyTorch: view+inplace history would bypass the custom backward."""
+    views = [k for k, o in enumerate(results) if isinstance(o, Tensor) and id(outs[k]) not in ctx._dirty
+             and (o._base is not None or id(outs[k]) in input_ids)]
+    for k in views:
+        results[k]._fn_view = (name, k, len(views) > 1, inputs_require_grad and not _mode.enabled)
+
+
+def fn_view_inplace_error(t: Any) -> str | None:
+    """The error for an in-place change of a view made by a custom Function (None: allowed)."""
+    info = getattr(t, "_fn_view", None)
+    if info is None:
+        return None
+    name, k, multi, made_without_grad = info
+    fix = ("This view was created inside a custom Function (or because an input was returned as-is) and the "
+           "autograd logic to handle view+inplace would override the custom backward associated with the custom "
+           "Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+           "output of the custom Function.")
+    if made_without_grad:
+        return f"A view was created in no_grad mode and is being modified inplace with grad mode enabled. {fix}"
+    if not t._requires_grad:
+        return None
+    if multi:
+        return (f"Output {k} of {name} is a view and is being modified inplace. This view is the output of a "
+                f"function that returns multiple views. Such functions do not allow the output views to be modified "
+                f"inplace. You should replace the inplace operation by an out-of-place one.")
+    return f"Output {k} of {name} is a view and is being modified inplace. {fix}"
+
+
+def _backward_of(cls: type) -> Callable:
+    """The user's ``backward``, or ``vjp`` (its alias); defining both is an error, as in PyTorch."""
+    has_backward = cls.backward is not Function.backward  # type: ignore[attr-defined]
+    has_vjp = cls.vjp is not Function.vjp  # type: ignore[attr-defined]
+    if has_backward and has_vjp:
+        raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
+                           "only implement one of them.")
+    return cls.vjp if has_vjp else cls.backward  # type: ignore[attr-defined]
 
 
 def _dtype_of(np_dtype: Any) -> Any:
@@ -231,6 +276,10 @@ class Function:
             elif isinstance(o, Tensor) and o._node is not None and id(o) not in ctx._dirty:
                 o = Tensor._make(o._value, vc=o._vc)
             results.append(o)
+        _mark_output_views(cls.__name__, outs, results, input_ids, ctx, any(ctx.needs_input_grad))
+        if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                               "The inputs that are modified inplace must all be outputs of the Function.")
         for a in args:
             if isinstance(a, Tensor) and id(a) in ctx._dirty:
                 if a._node is None and a._requires_grad and a._base is None and _mode.enabled:

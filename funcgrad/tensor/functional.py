@@ -8,6 +8,7 @@ a gradient). Results are detached unless ``create_graph=True``.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from .backward import grad as _grad
@@ -15,6 +16,38 @@ from .grad_mode import enable_grad
 from .tensor import Tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
+
+
+def _grad_enabled(fn: Callable) -> Callable:
+    """Run a tool with grad mode on, as PyTorch's do: they work under ``no_grad``, and
+    ``create_graph=True`` records the history back to the user's inputs."""
+
+    @functools.wraps(fn)
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        with enable_grad():
+            return fn(*args, **kwargs)
+
+    return tool
+
+
+def _check_outputs_require_grad(outs: tuple) -> None:
+    """Strict mode: every output must depend differentiably on the inputs."""
+    for i, o in enumerate(outs):
+        if not o.requires_grad:
+            raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
+                               f"must be computed in a differentiable manner from the input when running in strict "
+                               f"mode.")
+
+
+def _check_jacobian_requires_grad(jac: tuple) -> None:
+    """Strict mode, second order: each first derivative must depend on the inputs."""
+    for i, g in enumerate(jac):
+        if not g.requires_grad:
+            raise RuntimeError(f"While computing the hessian, found that the jacobian of the user-provided function "
+                               f"with respect to input {i} is independent of the input. This is not allowed in strict "
+                               f"mode. You should ensure that your function is twice differentiable and that the "
+                               f"jacobian depends on the inputs (this would be violated by a linear function for "
+                               f"example).")
 
 
 def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple]:
@@ -55,22 +88,47 @@ def _outputs(func: Callable, inputs: tuple, is_tuple_in: bool, fn: str) -> tuple
     return is_tuple, items
 
 
-def _check_v(v: Any, like: tuple, name: str, fn: str) -> tuple:
+def _check_v(v: Any, like: tuple, like_is_tuple: bool, name: str, fn: str) -> tuple:
     if v is None:
-        for t in like:
-            if t.numel() != 1:
-                raise RuntimeError(f"The vector v can only be None if the {name} to the user-provided function is a "
-                                   f"single Tensor with a single element.")
+        if len(like) != 1 or like[0].numel() != 1:
+            what = ("the user-provided function returns a single Tensor" if name == "outputs" else
+                    "the input to the user-provided function is a single Tensor")
+            raise RuntimeError(f"The vector v can only be None if {what} with a single element.")
         from .creation import ones_like
 
         return tuple(ones_like(t) for t in like)
     _, vs = _tuplify(v, "v", fn)
     if len(vs) != len(like):
-        raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got {len(vs)}.")
+        if like_is_tuple:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(like)} but got {len(vs)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
     for i, (a, b) in enumerate(zip(vs, like)):
         if tuple(a.shape) != tuple(b.shape):
-            raise RuntimeError(f"Entry {i} in v has invalid size: should be {b.shape} but got {a.shape}.")
+            entry = f"Entry {i} in " if like_is_tuple else ""
+            raise RuntimeError(f"{entry}v has invalid size: should be {b.shape} but got {a.shape}.")
     return vs
+
+
+def _check_filled(res: tuple, strict: bool, create_graph: bool, stage: str) -> None:
+    """Strict mode on computed derivatives (PyTorch's checks per stage): a missing one is an
+    independence error; with create_graph=True, one without history is too."""
+    if not strict:
+        return
+    for i, r in enumerate(res):
+        if r is None:
+            raise RuntimeError({
+                "back": f"The output of the user-provided function is independent of input {i}. This is not allowed "
+                        f"in strict mode.",
+                "back_trick": f"The gradient with respect to the input is independent of entry {i} in the "
+                              f"grad_outputs when using the double backward trick to compute forward mode "
+                              f"gradients. This is not allowed in strict mode.",
+                "double_back": f"The jacobian of the user-provided function is independent of input {i}. This is not "
+                               f"allowed in strict mode.",
+            }[stage])
+        if create_graph and not r.requires_grad:
+            what = "hessian" if stage.startswith("double") else "jacobian"
+            raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. This is not "
+                               f"allowed in strict mode when create_graph=True.")
 
 
 def _grads(outs: tuple, ins: tuple, gouts: tuple, create_graph: bool, strict: bool, fn: str,
@@ -82,11 +140,7 @@ def _grads(outs: tuple, ins: tuple, gouts: tuple, create_graph: bool, strict: bo
     else:
         res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
                     retain_graph=True, allow_unused=True)
-    if strict:
-        for i, r in enumerate(res):
-            if r is None:
-                raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This is "
-                                   f"not allowed in strict mode.")
+    _check_filled(res, strict, create_graph, "back")
     from .creation import zeros_like
 
     return tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins)), needs
@@ -98,6 +152,7 @@ def _finish(x: Any, create_graph: bool) -> Any:
     return x if create_graph or not isinstance(x, Tensor) else x.detach()
 
 
+@_grad_enabled
 def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """``(func(inputs), v^T J)``.
 
@@ -108,18 +163,15 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     is_tuple_in, ins = _tuplify(inputs, "inputs", "vjp")
     ins = _prep_inputs(ins, create_graph)
     is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "vjp")
-    vs = _check_v(v, outs, "outputs", "vjp")
+    vs = _check_v(v, outs, is_tuple_out, "outputs", "vjp")
     if strict:
-        for i, o in enumerate(outs):
-            if not o.requires_grad:
-                raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The "
-                                   f"outputs must be computed in a differentiable manner from the input when running "
-                                   f"in strict mode.")
+        _check_outputs_require_grad(outs)
     res, _ = _grads(outs, ins, vs, create_graph, strict, "vjp")
     out = outs if is_tuple_out else outs[0]
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 
 
+@_grad_enabled
 def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
     """``(func(inputs), J v)`` by the double-vjp trick (as PyTorch does).
 
@@ -129,8 +181,10 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     """
     is_tuple_in, ins = _tuplify(inputs, "inputs", "jvp")
     ins = _prep_inputs(ins, create_graph)
-    vs = _check_v(v, ins, "inputs", "jvp")
+    vs = _check_v(v, ins, is_tuple_in, "inputs", "jvp")
     is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jvp")
+    if strict:
+        _check_outputs_require_grad(outs)
     from .creation import zeros_like
 
     us = tuple(zeros_like(o).requires_grad_(True) if o.is_floating_point() or o.is_complex() else zeros_like(o)
@@ -144,11 +198,13 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
             pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
             res = _grad([p[0] for p in pairs], list(us), [p[1] for p in pairs], create_graph=create_graph,
                         retain_graph=True, allow_unused=True)
+            _check_filled(res, strict, create_graph, "back_trick")
             res = tuple(zeros_like(o) if r is None else r for r, o in zip(res, outs))
     out = outs if is_tuple_out else outs[0]
     return _finish(out, create_graph), _finish(res if is_tuple_out else res[0], create_graph)
 
 
+@_grad_enabled
 def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """The Jacobian: for output ``i`` and input ``j``, a tensor of shape ``out_i.shape + in_j.shape``.
@@ -162,12 +218,19 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
         ft.autograd.functional.jacobian(lambda x: x ** 2, ft.tensor([1., 2.]))   # diag(2, 4)
     """
     if strategy not in ("reverse-mode", "forward-mode"):
-        raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function '
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function '
                          'has more outputs than inputs, "forward-mode" tends to be more performant. Otherwise, prefer '
                          'to use "reverse-mode".')
     if strategy == "forward-mode" and not vectorize:
-        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
-                                  "implemented for `vectorize=True`.")
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+                                  "only implemented for `vectorize=True`.")  # sic: PyTorch's text
+    if strict and strategy == "forward-mode":
+        raise RuntimeError('ft.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are not '
+                           'supported together (yet). Please either set `strict=False` or '
+                           '`strategy="reverse-mode"`.')
+    if strict and vectorize:
+        raise RuntimeError("ft.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not supported "
+                           "together. Please either set `strict=False` or `vectorize=False`.")
     is_tuple_in, ins = _tuplify(inputs, "inputs", "jacobian")
     ins = _prep_inputs(ins, create_graph)
     is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jacobian")
@@ -207,66 +270,84 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
     return _finish(result, create_graph)
 
 
+@_grad_enabled
 def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
             outer_jacobian_strategy: str = "reverse-mode") -> Any:
-    """The Hessian of a scalar function: ``in_i.shape + in_j.shape`` blocks.
+    """The Hessian of a function with one output element: ``in_i.shape + in_j.shape`` blocks
+    (the output's own dims, e.g. a ``(1, 1)`` output, are dropped as in PyTorch).
 
     Example::
 
         ft.autograd.functional.hessian(lambda x: (x ** 3).sum(), ft.tensor([1., 2.]))   # diag(6, 12)
     """
     is_tuple_in, ins = _tuplify(inputs, "inputs", "hessian")
+    from .creation import zeros_like
 
     def jac_fn(*xs: Any) -> Any:
         out = func(*xs)
+        if isinstance(out, (tuple, list)):
+            raise RuntimeError("The function given to hessian should return a single Tensor")
         if not isinstance(out, Tensor):
-            raise TypeError("The function given to hessian should return a Tensor with a single element")
+            raise TypeError(f"The outputs of the user-provided function given to hessian must be either a Tensor or "
+                            f"a tuple of Tensors but the given outputs of the user-provided function has type "
+                            f"{type(out)}.")
         if out.numel() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
-        g = jacobian(func, xs, create_graph=True, strict=strict)
+        if strict:
+            _check_outputs_require_grad((out,))
+        if out.requires_grad:
+            g = _grad(out.reshape(()), list(xs), create_graph=True, allow_unused=True)
+        else:
+            g = (None,) * len(xs)
+        g = tuple(zeros_like(x) if gi is None else gi for gi, x in zip(g, xs))
+        if strict:
+            _check_jacobian_requires_grad(g)
         return g
 
-    res = jacobian(jac_fn, ins, create_graph=create_graph, strict=strict, vectorize=vectorize)
+    res = jacobian(jac_fn, ins, create_graph=create_graph, strict=strict, vectorize=vectorize,
+                   strategy=outer_jacobian_strategy)
     if not is_tuple_in:
         return res[0][0]
     return res
 
 
-def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+@_grad_enabled
+def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False,
+        _fn: str = "vhp") -> tuple:
     """``(func(inputs), v^T H)`` for a scalar function.
 
     Example::
 
         out, r = ft.autograd.functional.vhp(lambda x: (x ** 3).sum(), x, v)   # 6 x v
     """
-    is_tuple_in, ins = _tuplify(inputs, "inputs", "vhp")
+    is_tuple_in, ins = _tuplify(inputs, "inputs", _fn)
     ins = _prep_inputs(ins, create_graph)
-    vs = _check_v(v, ins, "inputs", "vhp")
-    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "vhp")
-    if is_tuple_out or outs[0].numel() != 1:
-        raise RuntimeError("The function given to vhp should return a single Tensor")
+    vs = _check_v(v, ins, is_tuple_in, "inputs", _fn)
+    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, _fn)
+    if is_tuple_out:
+        raise RuntimeError(f"The function given to {_fn} should return a single Tensor")
     out = outs[0]
     if out.numel() != 1:
-        raise RuntimeError("The Tensor returned by the function given to vhp should contain a single element")
+        raise RuntimeError(f"The Tensor returned by the function given to {_fn} should contain a single element")
     from .creation import zeros_like
 
     with enable_grad():
         if not out.requires_grad:
             if strict:
-                raise RuntimeError("The output of the user-provided function is independent of input 0. This is not "
-                                   "allowed in strict mode.")
+                _check_outputs_require_grad((out,))
             return _finish(out, create_graph), _finish(tuple(zeros_like(t) for t in ins) if is_tuple_in
                                                        else zeros_like(ins[0]), create_graph)
         g = _grad(out, list(ins), create_graph=True, allow_unused=True)
+        _check_filled(g, strict, False, "back")
+        if strict:
+            _check_jacobian_requires_grad(g)
         pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None and gi.requires_grad]
         if pairs:
             res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
                         allow_unused=True)
         else:
             res = (None,) * len(ins)
-    if strict and any(r is None for r in res):
-        raise RuntimeError("The hessian of the user-provided function with respect to input 0 is independent of the "
-                           "input. This is not allowed in strict mode.")
+    _check_filled(res, strict, create_graph, "double_back")
     res = tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins))
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 
@@ -275,4 +356,4 @@ def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     """``(func(inputs), H v)`` for a scalar function (equal to ``vhp`` for twice-differentiable functions,
     whose Hessian is symmetric).
     """
-    return vhp(func, inputs, v, create_graph, strict)
+    return vhp(func, inputs, v, create_graph, strict, _fn="hvp")

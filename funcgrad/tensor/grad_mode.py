@@ -44,8 +44,46 @@ def is_inference_mode_enabled() -> bool:
     return state.inference
 
 
+def _drive(it: Any, factory: Callable) -> Any:
+    """Run generator or coroutine ``it`` one step at a time under a fresh mode from
+    ``factory``, so its body sees the mode but the caller, between steps, does not.
+    ``send``, ``throw`` and ``close`` reach ``it`` (under the mode)."""
+    try:
+        with factory():
+            value = it.send(None)
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                with factory():
+                    it.close()
+                raise
+            except BaseException as exc:  # noqa: BLE001 - thrown in by the caller: forwarded
+                with factory():
+                    value = it.throw(exc)
+            else:
+                with factory():
+                    value = it.send(sent)
+    except StopIteration as stop:
+        return stop.value
+
+
+class _Awaitable:
+    """Awaits a coroutine through :func:`_drive`."""
+
+    def __init__(self, steps: Any) -> None:
+        self.steps = steps
+
+    def __await__(self) -> Any:
+        return self.steps
+
+
 class _DecoratorContextManager:
-    """A context manager that also decorates functions (and generator functions)."""
+    """A context manager that also decorates functions, generator functions and coroutines.
+
+    A decorated generator (or ``async def``) runs its body under the mode, one step at
+    a time: between yields (awaits) the caller keeps its own mode.
+    """
 
     def __call__(self, fn: Callable) -> Callable:
         if inspect.isclass(fn):
@@ -55,19 +93,16 @@ class _DecoratorContextManager:
         if inspect.isgeneratorfunction(fn):
             @functools.wraps(fn)
             def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
-                gen = fn(*args, **kwargs)
-                with factory():
-                    value = next(gen)
-                while True:
-                    try:
-                        with factory():
-                            sent = yield value
-                        with factory():
-                            value = gen.send(sent)
-                    except StopIteration as stop:
-                        return stop.value
+                return (yield from _drive(fn(*args, **kwargs), factory))
 
             return gen_wrapper
+
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def coro_wrapper(*args: Any, **kwargs: Any) -> Any:
+                return await _Awaitable(_drive(fn(*args, **kwargs), factory))
+
+            return coro_wrapper
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -80,7 +115,22 @@ class _DecoratorContextManager:
         return type(self)()
 
 
-class no_grad(_DecoratorContextManager):
+class _BareDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as a bare decorator: ``@no_grad`` as well as ``@no_grad()``."""
+
+    def __new__(cls, orig_func: Any = None) -> Any:
+        if orig_func is not None:
+            if not callable(orig_func):
+                raise TypeError(f"{cls.__name__}() takes no arguments (or a function to decorate), "
+                                f"got {type(orig_func).__name__}")
+            return cls()(orig_func)
+        return super().__new__(cls)
+
+    def __init__(self, orig_func: Any = None) -> None:
+        pass
+
+
+class no_grad(_BareDecoratorContextManager):
     """Disable recording in this thread: results do not require grad.
 
     Example::
@@ -88,7 +138,7 @@ class no_grad(_DecoratorContextManager):
         with ft.no_grad():
             y = x * 2          # y.requires_grad is False
 
-        @ft.no_grad()
+        @ft.no_grad              # or @ft.no_grad()
         def update(p): p -= 0.1 * p.grad
     """
 
@@ -100,7 +150,7 @@ class no_grad(_DecoratorContextManager):
         state.enabled = self.prev
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_BareDecoratorContextManager):
     """Enable recording in this thread (inside ``no_grad``, say).
 
     Example::

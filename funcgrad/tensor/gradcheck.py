@@ -33,12 +33,6 @@ def _diff_outputs(out: Any) -> list:
     return [o for o in _as_tuple(out) if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex())]
 
 
-def _fail(msg: str, raise_exception: bool) -> bool:
-    if raise_exception:
-        raise GradcheckError(msg)
-    return False
-
-
 def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
               raise_exception: bool = True, nondet_tol: float = 0.0, check_undefined_grad: bool = True,
               check_grad_dtypes: bool = False, check_batched_grad: bool = False, check_batched_forward_grad: bool = False,
@@ -55,6 +49,17 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
         x = ft.randn(3, dtype=ft.float64, requires_grad=True)
         ft.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,))
     """
+    try:
+        return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
+                          check_backward_ad)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+
+
+def _gradcheck(func: Callable, inputs: Any, eps: float, atol: float, rtol: float, nondet_tol: float,
+               check_undefined_grad: bool, check_grad_dtypes: bool, check_backward_ad: bool) -> bool:
     ins = _as_tuple(inputs)
     diff = [i for i, t in enumerate(ins) if isinstance(t, Tensor) and t.requires_grad]
     if not diff:
@@ -65,59 +70,116 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
             warnings.warn(
                 f"Input #{i} requires gradient and is not a double precision floating point or complex. This check "
                 f"will likely fail if all the inputs are not of double precision floating point or complex. ",
-                UserWarning, stacklevel=2,
+                UserWarning, stacklevel=3,
             )
+        if any(st == 0 and n > 1 for st, n in zip(getattr(ins[i]._value, "strides", ()), ins[i].shape)):
+            raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs that "
+                               f"are non-overlapping to be able to compute the numerical gradients correctly. You "
+                               f"should call .contiguous on the input before passing it to gradcheck.")
     with enable_grad():
         outs = _diff_outputs(func(*ins))
-    # numerical evaluation: outputs as NumPy arrays for perturbed inputs
-    base = [t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, Tensor) else t for t in ins]
+    analytical = {(oi, j): _analytical(out, ins, j, nondet_tol, check_grad_dtypes)
+                  for oi, out in enumerate(outs) if out.requires_grad for j in diff}
 
-    def evaluate(j: int, flat_k: int, delta: complex) -> list:
-        args = list(base)
-        x = base[j].detach().clone()
-        v = x._value.reshape(-1)
-        v[flat_k] = v[flat_k] + delta
-        args[j] = x.requires_grad_(base[j].requires_grad)
-        with enable_grad():  # func may differentiate internally (gradgradcheck)
-            res = _diff_outputs(func(*args))
+    def evaluate(j: int, idx: tuple, delta: complex) -> list:
+        # PyTorch's way: perturb the input's own data in place (a function that reads its
+        # inputs through a closure sees the perturbation too), then restore it
+        data = ins[j]._value
+        orig = data[idx].copy()
+        try:
+            data[idx] = orig + delta
+            with enable_grad():  # func may differentiate internally (gradgradcheck)
+                res = _diff_outputs(func(*ins))
+        finally:
+            data[idx] = orig
+        for r, o in zip(res, outs):
+            for what, a, b in (("shape", tuple(o.shape), tuple(r.shape)), ("dtype", o.dtype, r.dtype)):
+                if a != b:
+                    raise AssertionError(f"Expected `func` to return outputs with the same {what} when inputs are "
+                                         f"perturbed on index {idx} by {eps}, but got: {what}s {a} and {b}.")
         return [np.array(r.detach().numpy(), copy=True) for r in res]
 
-    for oi, out in enumerate(outs):
-        units = [1.0, 1j] if out.is_complex() else [1.0]
-        n_out = out.numel()
-        for j in diff:
-            x = ins[j]
-            n_in = x.numel()
-            cplx_in = x.is_complex()
-            numerical = np.zeros((len(units) * n_out, n_in), dtype=complex if cplx_in else float)
-            analytical = np.zeros_like(numerical)
-            for k in range(n_in):
-                plus, minus = evaluate(j, k, eps)[oi], evaluate(j, k, -eps)[oi]
-                d_re = (plus - minus).reshape(-1) / (2 * eps)
-                if cplx_in:
-                    plus_i, minus_i = evaluate(j, k, 1j * eps)[oi], evaluate(j, k, -1j * eps)[oi]
-                    d_im = (plus_i - minus_i).reshape(-1) / (2 * eps)
+    any_differentiable = any(o.requires_grad for o in outs)
+    _numerical: dict = {}
+    for j in diff:
+        x = ins[j]
+        cplx_in = x.is_complex()
+        for k in range(x.numel()):
+            idx = tuple(int(i) for i in np.unravel_index(k, tuple(x.shape)))
+            plus, minus = evaluate(j, idx, eps), evaluate(j, idx, -eps)
+            if cplx_in:
+                plus_i, minus_i = evaluate(j, idx, 1j * eps), evaluate(j, idx, -1j * eps)
+            for oi, out in enumerate(outs):
+                d_re = (plus[oi] - minus[oi]).reshape(-1) / (2 * eps)
+                d_im = (plus_i[oi] - minus_i[oi]).reshape(-1) / (2 * eps) if cplx_in else None
+                if not any_differentiable:
+                    if np.any(d_re != 0) or (d_im is not None and np.any(d_im != 0)):
+                        raise GradcheckError("Numerical gradient for function expected to be zero")
+                    continue
+                units = [1.0, 1j] if out.is_complex() else [1.0]
+                numerical = _numerical.setdefault((oi, j), np.zeros(
+                    (len(units) * out.numel(), x.numel()), dtype=complex if cplx_in else float))
                 for ui, u in enumerate(units):
                     # dL/dx with L = Re(conj(u) * out_m), for every m
                     col = np.real(np.conj(u) * d_re)
                     if cplx_in:
                         col = col + 1j * np.real(np.conj(u) * d_im)
-                    numerical[ui * n_out:(ui + 1) * n_out, k] = col
-            for ui, u in enumerate(units):
-                for m in range(n_out):
-                    g_out = np.zeros(n_out, dtype=out._value.dtype)
-                    g_out[m] = u
-                    g_t = Tensor._make(g_out.reshape(out._value.shape))
-                    with enable_grad():
-                        fresh = _diff_outputs(func(*ins))[oi]
-                        (g,) = _grad(fresh, ins[j], g_t, retain_graph=False, allow_unused=True)
-                    if g is not None:
-                        analytical[ui * n_out + m] = g.detach().numpy().reshape(-1)
-            if not np.allclose(analytical, numerical, rtol=rtol, atol=atol):
-                return _fail(
-                    f"Jacobian mismatch for output {oi} with respect to input {j},\nnumerical:{_show(numerical)}\n"
-                    f"analytical:{_show(analytical)}\n", raise_exception)
+                    numerical[ui * out.numel():(ui + 1) * out.numel(), k] = col
+    for (oi, j), numerical in _numerical.items():
+        ana = analytical.get((oi, j))
+        if ana is None:
+            ana = np.zeros_like(numerical)
+        if not np.allclose(ana, numerical, rtol=rtol, atol=atol):
+            raise GradcheckError(
+                f"Jacobian mismatch for output {oi} with respect to input {j},\nnumerical:{_show(numerical)}\n"
+                f"analytical:{_show(ana)}\n")
+    if check_backward_ad and any_differentiable:
+        _check_backward_mul_by_grad_output(outs, [ins[j] for j in diff])
     return True
+
+
+def _analytical(out: Tensor, ins: tuple, j: int, nondet_tol: float, check_grad_dtypes: bool) -> np.ndarray:
+    """The rows of d out / d ins[j] by backward, computed twice: PyTorch's reentrancy check."""
+    units = [1.0, 1j] if out.is_complex() else [1.0]
+    n_out, x = out.numel(), ins[j]
+    runs = []
+    for _ in range(2):
+        rows = np.zeros((len(units) * n_out, x.numel()), dtype=complex if x.is_complex() else float)
+        for ui, u in enumerate(units):
+            for m in range(n_out):
+                g_out = np.zeros(n_out, dtype=out._value.dtype)
+                g_out[m] = u
+                with enable_grad():
+                    (g,) = _grad(out, x, Tensor._make(g_out.reshape(out._value.shape)), retain_graph=True,
+                                 allow_unused=True)
+                if g is None:
+                    continue
+                if tuple(g.shape) != tuple(x.shape):
+                    raise GradcheckError("Analytical gradient has incorrect size")
+                if check_grad_dtypes and g.dtype != x.dtype:
+                    raise GradcheckError("Gradient has dtype mismatch")
+                rows[ui * n_out + m] = np.asarray(g.detach().numpy()).reshape(-1)
+        runs.append(rows)
+    if np.abs(runs[0] - runs[1]).max(initial=0.0) > nondet_tol:
+        raise GradcheckError(
+            "Backward is not reentrant, i.e., running backward with same input and grad_output multiple times gives "
+            f"different values, although analytical gradient matches numerical gradient.The tolerance for "
+            f"nondeterminism was {nondet_tol}. Pass nondet_tol=<tol> to gradcheck if the backward is meant to be "
+            f"non-deterministic.")
+    return runs[0]
+
+
+def _check_backward_mul_by_grad_output(outs: list, diff_inputs: list) -> None:
+    """All-zero output gradients must give zero (or no) input gradients: PyTorch's
+    "backward not multiplied by grad_output" check. An exception in backward propagates."""
+    outs = [o for o in outs if o.requires_grad]
+    from .creation import zeros_like
+
+    with enable_grad():
+        grads = _grad(outs, diff_inputs, [zeros_like(o) for o in outs], retain_graph=True, allow_unused=True)
+    for g in grads:
+        if g is not None and np.any(np.asarray(g.detach().numpy()) != 0):
+            raise GradcheckError("backward not multiplied by grad_output")
 
 
 def _show(a: np.ndarray) -> str:
@@ -159,4 +221,5 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
         return tuple(r for r in res if r is not None)
 
     return gradcheck(second, tuple(ins) + tuple(gouts), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes)

@@ -43,6 +43,29 @@ __all__ = [
 ]
 
 
+try:  # NumPy >= 2: set the floating-point error state directly (~0.3 us; np.errstate costs ~2 us)
+    from numpy._core._ufunc_config import _extobj_contextvar
+    from numpy._core.umath import _make_extobj
+
+    _QUIET = _make_extobj(all="ignore")
+
+    def fp_quiet() -> Any:
+        """Silence NumPy's floating-point warnings (0/0, log(0), overflow) until :func:`fp_restore`:
+        tensor ops return inf/nan as PyTorch does, without a RuntimeWarning."""
+        return _extobj_contextvar.set(_QUIET)
+
+    def fp_restore(token: Any) -> None:
+        _extobj_contextvar.reset(token)
+except ImportError:  # pragma: no cover - older NumPy
+    def fp_quiet() -> Any:
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def fp_restore(token: Any) -> None:
+        token.__exit__(None, None, None)
+
+
 class TensorTrace(Trace):
     """The trace that Tensors belong to: level 0, always open, never on any thread's stack."""
 
@@ -518,6 +541,26 @@ class AccumulateGrad(Node):
         return self._variable()
 
 
+_NAMED_CLASSES: dict = {}
+
+
+def named_node_class(base: type, name: str) -> type:
+    """A subclass of ``base`` called ``name``, so that ``type(grad_fn).__name__`` is PyTorch's
+    node name (``MulBackward0``, ``<Function>Backward``); one class per name, cached."""
+    cls = _NAMED_CLASSES.get((base, name))
+    if cls is None:
+        cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "__module__": base.__module__})
+    return cls
+
+
+def rename_node(node: "Node", name: str) -> None:
+    """Give ``node`` PyTorch's ``name`` (its ``name()`` and its class's name)."""
+    node._name = name
+    base = getattr(type(node), "_named_base", None)
+    if base is not None:
+        node.__class__ = named_node_class(base, name)
+
+
 class PrimNode(Node):
     """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules."""
 
@@ -807,6 +850,7 @@ def _refresh_view(b: GraphBox) -> None:
 class _Anomaly:
     enabled = False
     check_nan = True
+    running: Any = None  # the node whose backward is running (anomaly mode only)
 
 
 anomaly = _Anomaly()
@@ -878,6 +922,7 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
     st = _mode
     if req and not (st.enabled and prim.differentiable):
         req = False
+    token = fp_quiet()
     try:
         if profiling.active:
             from .profiler import timed_call
@@ -892,9 +937,12 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
                 ans = prim.raw(*args, **kwargs)
     except ValueError as err:
         raise _torch_shape_error(prim, args, err) from None
+    finally:
+        fp_restore(token)
     inference = st.inference
-    if req and inference_in:
-        raise RuntimeError(_INFERENCE_SAVED)
+    if (inference_in or inference) and argnums[0] == 0 and prim.name in _VIEW_PRIMS \
+            and getattr(ans, "base", None) is not None:
+        inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
     make = cls._make
     if prim.multiple_results:
         outs = [make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans]
@@ -918,10 +966,14 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
         else:
             edges.append(None)
     keep, keep_result = _saves_for(prim.name, edge_positions)
-    node = PrimNode(prim, torch_name(prim.name), args, kwargs, argnums, edges)
+    name = torch_name(prim.name)
+    node = (_NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name))(
+        prim, name, args, kwargs, argnums, edges)
     saved_any = False
     for i, b in zip(argnums, boxes):
         if keep is None or i in keep:
+            if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
+                raise RuntimeError(_INFERENCE_SAVED)
             args[i] = SavedTensor(b)
             saved_any = True
         else:
@@ -951,11 +1003,20 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
 _PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 
 
+class _Stack(list):
+    """Formatted frames, and the node whose backward was running when they were taken (if any)."""
+
+    __slots__ = ("parent",)
+
+
 def user_stack() -> list:
-    """The current Python stack without funcgrad's own frames (for anomaly mode)."""
+    """The current Python stack without funcgrad's own frames (for anomaly mode); its ``parent``
+    is the node whose backward created this one (double backward), for the nested report."""
     frames = traceback.extract_stack()
     keep = [f for f in frames if not f.filename.startswith(_PKG_DIR)]
-    return traceback.format_list(keep)
+    stack = _Stack(traceback.format_list(keep))
+    stack.parent = anomaly.running
+    return stack
 
 
 def _as_array(a: Any) -> Any:
@@ -1002,6 +1063,12 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         if t._base is not None and t._base._node is None and t._base._requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+        if "_fn_view" in getattr(t, "__dict__", ()):
+            from .function import fn_view_inplace_error
+
+            msg = fn_view_inplace_error(t)
+            if msg:
+                raise RuntimeError(msg)
     v = t._value
     if not getattr(getattr(v, "flags", None), "writeable", True):
         raise RuntimeError(

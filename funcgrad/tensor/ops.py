@@ -42,6 +42,9 @@ __all__ = list(_METHODS) + [
 
 def _method_fn(name: str) -> Any:
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if kwargs.get("out") is not None:
+            return _write_out(name, kwargs.pop("out"), input, args, kwargs)
+        kwargs.pop("out", None)
         return getattr(_as_tensor(input), name)(*args, **kwargs)
 
     fn.__name__ = name
@@ -52,6 +55,39 @@ def _method_fn(name: str) -> Any:
 
 for _name in _METHODS:
     globals()[_name] = _method_fn(_name)
+
+
+def _write_out(name: str, out: Any, input: Any, args: tuple, kwargs: dict) -> Any:  # noqa: A002
+    """``ft.<op>(..., out=t)``: compute, then write into ``t`` (resized if its shape differs), as
+    PyTorch does; like PyTorch, refused while grad mode is on and an argument requires grad."""
+    import warnings
+
+    from .grad_mode import is_grad_enabled, no_grad
+
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    tensors = [input, out, *args, *kwargs.values()]
+    if is_grad_enabled() and builtins.any(isinstance(t, Tensor) and t.requires_grad for t in tensors):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           f"but one of the arguments requires grad.")
+    with no_grad():
+        res = getattr(_as_tensor(input), name)(*args, **kwargs)
+        if isinstance(res, tuple):
+            raise NotImplementedError(f"{name}(): out= is supported for single-result functions only")
+        if not _dt.can_cast(res.dtype, out.dtype):
+            raise RuntimeError(f"result type {_dt.SCALAR_NAMES[res.dtype]} can't be cast to the desired output type "
+                               f"{_dt.SCALAR_NAMES[out.dtype]}")
+        if tuple(out.shape) != tuple(res.shape):
+            if out.numel() != 0:
+                warnings.warn(
+                    f"An output with one or more elements was resized since it had shape {list(out.shape)}, which "
+                    f"does not match the required output shape {list(res.shape)}. This behavior is deprecated, and in "
+                    f"a future PyTorch release outputs will not be resized unless they have zero elements. You can "
+                    f"explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+                    UserWarning, stacklevel=3)
+            out.resize_(tuple(res.shape))
+        out.copy_(res)
+    return out
 
 
 def is_tensor(x: Any) -> bool:

@@ -105,7 +105,7 @@ def _seq_mark() -> int:
 def _rename(out: Any, name: str, mark: int) -> Any:
     node = getattr(out, "_node", None)
     if node is not None and node._seq > mark and isinstance(node, PrimNode):
-        node._name = name
+        _graph.rename_node(node, name)
     return out
 
 
@@ -889,7 +889,12 @@ class Tensor(GraphBox):
         return self - self.trunc()
 
     def clamp(self, min: Any = None, max: Any = None) -> "Tensor":  # noqa: A002
-        """Limit to ``[min, max]``; the gradient passes where ``min <= x <= max`` (PyTorch's rule)."""
+        """Limit to ``[min, max]``, with PyTorch 2.15's gradient.
+
+        Number bounds: the gradient passes only strictly inside, ``min < x < max``
+        (zero at a bound). Tensor bounds: ``minimum(maximum(x, min), max)``, so a tie
+        with a bound splits the gradient evenly between ``x`` and the bound.
+        """
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         mark = _seq_mark()
@@ -897,11 +902,11 @@ class Tensor(GraphBox):
         if min is not None:
             lo = min if isinstance(min, Tensor) else _scalar_like(min, self)
             a, b = _promote(out, lo)
-            out = fnp.where(_cond(_raw(a) < _raw(b)), b, a)
+            out = fnp.maximum(a, b) if isinstance(min, Tensor) else fnp.where(_cond(_raw(a) <= _raw(b)), b, a)
         if max is not None:
             hi = max if isinstance(max, Tensor) else _scalar_like(max, self)
             a, b = _promote(out, hi)
-            out = fnp.where(_cond(_raw(a) > _raw(b)), b, a)
+            out = fnp.minimum(a, b) if isinstance(max, Tensor) else fnp.where(_cond(_raw(a) >= _raw(b)), b, a)
         if not isinstance(out, Tensor):
             out = Tensor._make(_graph._as_array(out))
         name = "ClampBackward1" if not isinstance(min, Tensor) and not isinstance(max, Tensor) else "ClampBackward0"
@@ -1042,7 +1047,7 @@ class Tensor(GraphBox):
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind not in "fc":
-            raise RuntimeError(
+            raise NotImplementedError(  # a RuntimeError subclass, as PyTorch 2.15 raises
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                 f"dtype. Got: {_dt.SCALAR_NAMES[x.dtype]}"
             )
@@ -1326,7 +1331,9 @@ class Tensor(GraphBox):
         return _rename(fnp.transpose(self), "TBackward0", mark)
 
     def t_(self) -> "Tensor":
-        raise NotImplementedError("t_() (in-place transpose of metadata) is not supported; use t()")
+        if self.dim() > 2:
+            raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+        return self.transpose_(0, 1) if self.dim() == 2 else self
 
     @property
     def T(self) -> "Tensor":
@@ -1738,6 +1745,76 @@ class Tensor(GraphBox):
         from .creation import tensor
 
         return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new(self, *args: Any) -> "Tensor":
+        """Legacy constructor: ``x.new(2, 3)`` is uninitialised with ``x``'s dtype, ``x.new([1, 2])``
+        converts data to ``x``'s dtype, ``x.new()`` is empty and ``x.new(t)`` is ``t`` itself."""
+        from .creation import empty, tensor
+
+        if not args:
+            return empty(0, dtype=self.dtype)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            return args[0]
+        if builtins.all(isinstance(a, (int, np.integer)) for a in args) or (
+                len(args) == 1 and isinstance(args[0], Size)):
+            return empty(*args, dtype=self.dtype)
+        if len(args) == 1:
+            return tensor(args[0], dtype=self.dtype)
+        raise TypeError(f"new(): expected sizes (ints) or one data argument, got {args!r}")
+
+    # ------------------------------------------------------------------ metadata changed in place
+    def _check_meta_inplace(self, op: str) -> None:
+        if self._requires_grad:
+            if self._node is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            raise NotImplementedError(f"{op} on a tensor with autograd history is not supported here; use the "
+                                      f"out-of-place form (see docs/tensor.md)")
+        if self._base is not None:
+            raise NotImplementedError(f"{op} on a view is not supported here; call it on the base tensor or use "
+                                      f"the out-of-place form")
+
+    def _set_value_inplace(self, value: Any) -> "Tensor":
+        self._value = value
+        self._vc[0] += 1
+        return self
+
+    def transpose_(self, dim0: int, dim1: int) -> "Tensor":
+        """In-place ``transpose`` (of a tensor that does not require grad).
+
+        Example::
+
+            t = ft.zeros(2, 3); t.transpose_(0, 1)   # t.shape == (3, 2)
+        """
+        self._check_meta_inplace("transpose_()")
+        return self._set_value_inplace(self.transpose(dim0, dim1)._value)
+
+    swapdims_ = swapaxes_ = transpose_
+
+    def resize_(self, *sizes: Any) -> "Tensor":
+        """Resize in place, keeping the first elements in row-major order; new elements are zero
+        (PyTorch leaves them uninitialised). Refused for tensors that require grad, as in PyTorch.
+
+        Example::
+
+            t = ft.tensor([1., 2., 3., 4.]); t.resize_(2, 2)
+        """
+        if self._requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        self._check_meta_inplace("resize_()")
+        shape = tuple(int(d) for d in (sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list))
+                                       else sizes))
+        if builtins.any(d < 0 for d in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+        xp = namespace_of(self._value)
+        flat = xp.reshape(self._value, (-1,))
+        n = int(np.prod(shape, dtype=np.int64))
+        new = xp.zeros(n, dtype=self._value.dtype)
+        k = builtins.min(n, flat.shape[0])
+        new[:k] = flat[:k]
+        return self._set_value_inplace(xp.reshape(new, shape))
+
+    def resize_as_(self, other: "Tensor") -> "Tensor":
+        return self.resize_(tuple(other.shape))
 
     # NumPy interop: ndarray (op) Tensor defers to Tensor's reflected operators
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:

@@ -1,15 +1,19 @@
-"""The same scripts run through funcgrad.tensor and, when PyTorch is installed, through torch.
+"""The same scripts run through funcgrad.tensor and through torch.
 
 Each script takes the module (``ft`` or ``torch``) and returns a dict of
 results: arrays (compared with a tolerance), dtype and node names, and for
 errors the exception type with the start of its message (``torch.`` is
-spelled ``ft.`` in ours). PyTorch is never a dependency: without it, the
-scripts still run (and check themselves where they can) on funcgrad.tensor.
+spelled ``ft.`` in ours). PyTorch is never a dependency: its results are
+recorded in tests/fixtures/torch_compare.json (regenerate with
+tests/fixtures/make_torch_compare.py when torch is installed), and funcgrad
+is always compared against that file; when torch is installed, also live.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import pathlib
 import re
 
 import numpy as np
@@ -367,6 +371,282 @@ def functional_api(T):
 
 
 @script
+def functional_modes(T):
+    AF = T.autograd.functional
+    x = T.tensor(V)
+    v = T.tensor([1.0, 0.5, -1.0], dtype=T.float64)
+    f = lambda t: (t.sin() * t).sum()
+    g = lambda t: t.exp() * t
+    out = {}
+    with T.no_grad():
+        out["nograd"] = [_np(AF.jacobian(g, x)), _np(AF.hessian(f, x)), _np(AF.vjp(g, x, v)[1]),
+                         _np(AF.jvp(g, x, v)[1]), _np(AF.hvp(f, x, v)[1]), _np(AF.vhp(f, x, v)[1])]
+        xr = T.tensor(V, requires_grad=True)
+        res = [AF.jacobian(g, xr, create_graph=True), AF.hessian(f, xr, create_graph=True),
+               AF.vjp(g, xr, v, create_graph=True)[1], AF.jvp(g, xr, v, create_graph=True)[1],
+               AF.hvp(f, xr, v, create_graph=True)[1], AF.vhp(f, xr, v, create_graph=True)[1]]
+        out["nograd_cg_req"] = [r.requires_grad for r in res]
+    grads = []
+    for r in res:
+        (gr,) = T.autograd.grad(r.sum(), xr)
+        grads.append(_np(gr))
+    out["nograd_cg_grads"] = grads
+    out["no_cg_req"] = [AF.jacobian(g, xr).requires_grad, AF.vjp(g, xr, v)[1].requires_grad]
+    out["hess_shape_11"] = list(AF.hessian(lambda t: (t * t).sum().reshape(1, 1), x).shape)
+    out["hess_shape_1"] = list(AF.hessian(lambda a, b: (a * b).sum().reshape(1), (x, v))[0][1].shape)
+    out["hess_nonscalar"] = _err(lambda: AF.hessian(lambda t: t * t, x))
+    out["hess_tuple_out"] = _err(lambda: AF.hessian(lambda t: (t.sum(), t.sum()), x))
+    out["vhp_nonscalar"] = _err(lambda: AF.vhp(lambda t: t * t, x, v))
+    lin = lambda t: (t * 2).sum()
+    two = lambda a, b: a * 2
+    const = lambda t: T.ones(3, dtype=T.float64)
+    S = {}
+    S["vjp_indep"] = lambda: AF.vjp(two, (x, v), v, strict=True)
+    S["vjp_const"] = lambda: AF.vjp(const, x, v, strict=True)
+    S["jvp_indep"] = lambda: AF.jvp(two, (x, v), (v, v), strict=True)
+    S["jvp_const"] = lambda: AF.jvp(const, x, v, strict=True)
+    S["jvp_linear"] = lambda: AF.jvp(lambda t: t * 2, x, v, strict=True)
+    S["jac_indep"] = lambda: AF.jacobian(two, (x, v), strict=True)
+    S["jac_const"] = lambda: AF.jacobian(const, x, strict=True)
+    S["jac_vec"] = lambda: AF.jacobian(g, x, strict=True, vectorize=True)
+    S["hess_vec"] = lambda: AF.hessian(f, x, strict=True, vectorize=True)
+    S["hess_linear"] = lambda: AF.hessian(lin, x, strict=True)
+    S["hess_indep"] = lambda: AF.hessian(lambda a, b: (a * a).sum(), (x, v), strict=True)
+    S["hess_const"] = lambda: AF.hessian(lambda t: T.ones((), dtype=T.float64), x, strict=True)
+    S["vhp_linear"] = lambda: AF.vhp(lin, x, v, strict=True)
+    S["hvp_linear"] = lambda: AF.hvp(lin, x, v, strict=True)
+    S["vhp_const"] = lambda: AF.vhp(lambda t: T.ones((), dtype=T.float64), x, v, strict=True)
+    S["vhp_indep"] = lambda: AF.vhp(lambda a, b: (a * a).sum(), (x, v), (v, v), strict=True)
+    S["hvp_indep"] = lambda: AF.hvp(lambda a, b: (a * a).sum(), (x, v), (v, v), strict=True)
+    S["strict_ok"] = lambda: AF.hessian(f, x, strict=True)
+    out["strict"] = {k: _err(fn) for k, fn in S.items()}
+    out["nonstrict_linear_hess"] = _np(AF.hessian(lin, x))
+    out["nonstrict_indep"] = [_np(t) for t in AF.jacobian(two, (x, v))]
+    out["jac_vec_ok"] = _np(AF.jacobian(g, x, vectorize=True))
+    out["hess_vec_ok"] = _np(AF.hessian(f, x, vectorize=True))
+    return out
+
+
+@script
+def missing_ops(T):
+    import warnings
+
+    out = {}
+    a = T.tensor(V, requires_grad=True)
+    o = T.empty(3, dtype=T.float64)
+    out["out_req"] = _err(lambda: T.add(a, 1, out=o))
+    out["out_req_out"] = _err(lambda: T.exp(T.ones(3), out=T.empty(3, requires_grad=True)))
+    with T.no_grad():
+        r = T.mul(a, 2, out=o)
+    out["out_nograd"] = [_np(r), r is o, r.requires_grad]
+    out["out_cast"] = _err(lambda: T.add(T.ones(3), 1, out=T.empty(3, dtype=T.long)))
+    r = T.add(T.ones(3, dtype=T.long), 1, out=T.empty(3))
+    out["out_upcast"] = [_np(r), _dt(r.dtype)]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = T.exp(T.zeros(2, 2), out=T.empty(3))
+        r0 = T.exp(T.zeros(2), out=T.empty(0))
+    out["out_resize"] = [list(r.shape), _np(r), list(r0.shape), [str(x.message)[:60] for x in w]]
+    x = T.tensor(A, requires_grad=True)
+    v, m = T.var_mean(x, dim=1)
+    s_, m2 = T.std_mean(x, 0, keepdim=True)
+    (v.sum() + m.sum() * 2 + s_.sum() + m2.sum()).backward()
+    out["var_mean"] = [_np(v), _np(m), _np(s_), _np(m2), _np(x.grad)]
+    out["var_mean_corr"] = [_np(t) for t in T.var_mean(T.tensor(V), correction=0)]
+    p = T.tensor(B, requires_grad=True)
+    c = T.view_as_complex(p)
+    (c.abs() ** 2 + c.real * 3).sum().backward()
+    out["view_as_complex"] = [_np(c), _np(p.grad)]
+    out["vac_shape"] = _err(lambda: T.view_as_complex(T.ones(3)))
+    out["vac_dtype"] = _err(lambda: T.view_as_complex(T.ones(3, 2, dtype=T.long)))
+    z = T.tensor(np.array([1 + 2j, -1j]), requires_grad=True)
+    rr = T.view_as_real(z)
+    (rr * T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64)).sum().backward()
+    out["view_as_real"] = [_np(rr), _np(z.grad)]
+    t = T.ones(2, 3)
+    out["transpose_"] = [t.transpose_(0, 1) is t, list(t.shape), t._version, list(t.t_().shape)]
+    out["transpose_leaf"] = _err(lambda: T.ones(2, 3, requires_grad=True).transpose_(0, 1))
+    y = T.tensor([1.0, 2.0, 3.0, 4.0])
+    y.resize_(2, 2)
+    out["resize"] = [_np(y), y._version, list(y.resize_(3).shape), _np(y)]
+    out["resize_req"] = _err(lambda: T.ones(2, requires_grad=True).resize_(3))
+    out["resize_nonleaf"] = _err(lambda: (T.ones(2, requires_grad=True) * 2).resize_(3))
+    d = T.ones(2, dtype=T.float64)
+    out["new"] = [list(d.new(2, 3).shape), _dt(d.new(2, 3).dtype), _np(d.new([1, 2])), _dt(d.new([1, 2]).dtype),
+                  list(d.new().shape), list(d.new(T.Size([4])).shape), d.new(2).requires_grad]
+    out["legacy"] = [_np(T.LongTensor([1, 2])), _dt(T.LongTensor([1, 2]).dtype), list(T.FloatTensor(2, 3).shape),
+                     _dt(T.FloatTensor([1, 2]).dtype), _dt(T.DoubleTensor([1]).dtype), _dt(T.IntTensor([1]).dtype),
+                     _np(T.BoolTensor([1, 0])), list(T.LongTensor().shape), _np(T.LongTensor([1.5, -2.7])),
+                     isinstance(T.ones(2), T.FloatTensor), isinstance(T.ones(2), T.LongTensor),
+                     isinstance(T.ones(2, dtype=T.long), T.LongTensor), isinstance(T.ones(2), T.DoubleTensor)]
+    return out
+
+
+@script
+def custom_function_rules(T):
+    def make(backward=None, vjp=None, forward=None):
+        body = {"forward": staticmethod(forward or (lambda ctx, x: x * 2))}
+        if backward:
+            body["backward"] = staticmethod(backward)
+        if vjp:
+            body["vjp"] = staticmethod(vjp)
+        return type("F", (T.autograd.Function,), body)
+
+    def run(F, x=None):
+        x = T.ones(2, requires_grad=True) if x is None else x
+        F.apply(x).sum().backward()
+        return _np(x.grad)
+
+    out = {"both": _err(lambda: run(make(lambda ctx, g: g * 2, lambda ctx, g: g * 2))),
+           "vjp_only": run(make(vjp=lambda ctx, g: g * 3)), "neither": _err(lambda: run(make()))}
+
+    def dirty_not_returned(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x * 2
+
+    def dirty_returned(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x
+
+    out["dirty_not_returned"] = _err(lambda: make(lambda ctx, g: g, forward=dirty_not_returned).apply(
+        T.ones(2, requires_grad=True) * 1))
+    out["dirty_leaf"] = _err(lambda: make(lambda ctx, g: g, forward=dirty_returned).apply(
+        T.ones(2, requires_grad=True)))
+
+    class MyFn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = T.tensor(V, requires_grad=True)
+    out["type_names"] = [type(t.grad_fn).__name__ for t in
+                         (MyFn.apply(x), x * 2, x + 1, x.exp(), (x * 2).sum(), x.clamp(0, 1), x.relu(), x[0])]
+    seen = []
+
+    class NonTensor(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, 5, "s", x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2, g3, g4):
+            seen.append([type(g1).__name__, g2, g3, type(g4).__name__])
+            return g1 + g4
+
+    a, b, c, d = NonTensor.apply(x)
+    (a + d).sum().backward()
+    out["non_tensor_outputs"] = [seen[0], b, c, _np(x.grad)]
+    return out
+
+
+@script
+def custom_function_views(T):
+    class ViewOut(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class TwoViews(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[0], x[1:]
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return T.cat([g1.unsqueeze(0), g2])
+
+    class Ident(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = T.tensor(V, requires_grad=True)
+    a = x * 1
+    out = {"view": _err(lambda: ViewOut.apply(a).mul_(2)), "multi": _err(lambda: TwoViews.apply(a * 1)[1].mul_(2)),
+           "ident": _err(lambda: Ident.apply(a * 1).mul_(2))}
+    with T.no_grad():
+        made = ViewOut.apply(a)
+    out["no_grad_made"] = _err(lambda: made.mul_(2))
+    with T.no_grad():
+        ViewOut.apply(a).mul_(1)  # allowed without grad mode
+    v = ViewOut.apply(a)
+    v.clone().mul_(2)  # the fix the message suggests
+    v.sum().backward()
+    out["grad"] = _np(x.grad)
+    out["no_req"] = _np(ViewOut.apply(T.ones(2)).mul_(3))  # nothing requires grad: allowed
+    return out
+
+
+@script
+def functional_checks(T):
+    AF = T.autograd.functional
+    x = T.tensor(V)
+    v = T.tensor([1.0, 0.5, -1.0], dtype=T.float64)
+    S = {
+        "jac_tuple_out": lambda: AF.jacobian(lambda a, b: (a * b, a * 2), (x, v), strict=True),
+        "vjp_cg": lambda: AF.vjp(lambda a, b: a * 2, (x, v), v, strict=True, create_graph=True),
+        "hess_cg_lin": lambda: AF.hessian(lambda t: (t * 2).sum(), x, strict=True, create_graph=True),
+        "jvp_tuple": lambda: AF.jvp(lambda a, b: (a * b, b.sum() * 0 + a), (x, v), (v, v), strict=True),
+        "jvp_nonlin_ok": lambda: AF.jvp(lambda t: t.sin(), x, v, strict=True),
+        "vjp_detach": lambda: AF.vjp(lambda t: t.detach() * 2, x, v, strict=True),
+        "jac_detach_out": lambda: AF.jacobian(lambda t: (t.sin(), t.detach()), x, strict=True),
+        "hvp_tuple_out": lambda: AF.hvp(lambda t: (t.sum(), t.sum()), x, v),
+        "vjp_bad_v": lambda: AF.vjp(lambda t: t * 2, x, T.ones(2, dtype=T.float64)),
+        "jvp_v_none": lambda: AF.jvp(lambda t: t * 2, x),
+        "vjp_nontensor_out": lambda: AF.vjp(lambda t: 3.0, x, v),
+        "jac_fwd_novec": lambda: AF.jacobian(lambda t: t * 2, x, strategy="forward-mode"),
+        "jac_bad_strategy": lambda: AF.jacobian(lambda t: t * 2, x, strategy="x"),
+        "hess_int_out": lambda: AF.hessian(lambda t: 3, x),
+    }
+    S2 = {
+        "jvp_lin_cg": lambda: AF.jvp(lambda t: t * 2, x, v, strict=True, create_graph=True),
+        "jvp_sin_cg": lambda: AF.jvp(lambda t: t.sin(), x, v, strict=True, create_graph=True),
+        "vjp_sin_cg": lambda: AF.vjp(lambda t: t.sin(), x, v, strict=True, create_graph=True),
+        "vhp_cube_cg": lambda: AF.vhp(lambda t: (t ** 3).sum(), x, v, strict=True, create_graph=True),
+        "vhp_sq_cg": lambda: AF.vhp(lambda t: (t * t).sum(), x, v, strict=True, create_graph=True),
+        "hvp_sq_cg": lambda: AF.hvp(lambda t: (t * t).sum(), x, v, strict=True, create_graph=True),
+        "vjp_tuple_v": lambda: AF.vjp(lambda t: t * 2, x, (v, v)),
+        "jvp_tuple_len": lambda: AF.jvp(lambda a, b: a * 2, (x, x), (v,)),
+    }
+    return {k: _err(f) for k, f in {**S, **S2}.items()}
+
+
+@script
+def inference_views(T):
+    x = T.tensor(V)
+    w = T.tensor(V, requires_grad=True)
+    with T.inference_mode():
+        v = x[1:]
+        y = T.ones(3, dtype=T.float64)
+        yv = y[1:]
+        made = [v.is_inference(), yv.is_inference(), y.is_inference(), x.t().is_inference(), (x * 1).is_inference()]
+    out = {"made": made, "view_of_inference_outside": y[:2].is_inference(),
+           "inplace_inference": _err(lambda: y.add_(1)), "inplace_inference_view": _err(lambda: yv.add_(1))}
+    v.add_(1)  # a normal tensor's view: allowed
+    out["normal_view_inplace"] = _np(x)
+    out["saved_mul"] = _err(lambda: w * y)
+    out["saved_exp_pow"] = [_err(lambda: w.pow(y)), _err(lambda: y.exp() * w)]
+    s = (w + y).sum() + (w - y).sum() + (y * 2 + w).sum()  # add/sub save nothing: allowed
+    s.backward()
+    out["unsaved_grad"] = _np(w.grad)
+    return out
+
+
+@script
 def complex_grads(T):
     z = T.tensor(np.array([1 + 1j, 2 - 1j]), requires_grad=True)
     (z.abs() ** 2).sum().backward()
@@ -407,6 +687,14 @@ def subgradients(T):
         x.grad = None
         f(x).sum().backward()
         out[name] = _np(x.grad)
+    lo = T.tensor([0.0, 0.0, 0.0, 2.0], requires_grad=True)
+    hi = T.tensor([1.0, 1.0, 1.0, 1.0], requires_grad=True)
+    for name, f in [("clamp_min", lambda t: t.clamp(min=0.0)), ("clamp_max", lambda t: t.clamp(max=1.0)),
+                    ("clamp_tensors", lambda t: t.clamp(lo, hi)), ("clamp_min_tensor", lambda t: t.clamp(min=lo)),
+                    ("clamp_", lambda t: (t * 1).clamp_(0.0, 1.0))]:
+        x.grad = lo.grad = hi.grad = None
+        f(x).sum().backward()
+        out[name] = [_np(g) if g is not None else None for g in (x.grad, lo.grad, hi.grad)]
     return out
 
 
@@ -577,6 +865,41 @@ def _compare(a, b, path):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-6, err_msg=path)
     else:
         assert a == b, f"{path}: funcgrad {a!r} != torch {b!r}"
+
+
+_FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _load_fixture_module():
+    spec = importlib.util.spec_from_file_location("_make_torch_compare", _FIXTURES / "make_torch_compare.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_MAKE = _load_fixture_module()
+_RECORDED = json.loads((_FIXTURES / "torch_compare.json").read_text())
+
+
+def test_fixture_covers_every_script():
+    assert set(_RECORDED["results"]) == set(SCRIPTS), "regenerate with tests/fixtures/make_torch_compare.py"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_script_matches_recorded_torch(name):
+    ours = SCRIPTS[name](ft)
+    theirs = _MAKE.decode(_RECORDED["results"][name])
+    _compare(ours, theirs, name)
+
+
+def test_fixture_encoding_round_trips():
+    value = {"a": np.array([1.0, 2.0], np.float32), "z": np.array([1 + 2j]), "t": ("RuntimeError", "msg"),
+             "l": [1, None, "s", 2.5], "c": 1 - 1j}
+    back = _MAKE.decode(json.loads(json.dumps(_MAKE.encode(value))))
+    assert back["t"] == ("RuntimeError", "msg") and back["l"] == [1, None, "s", 2.5] and back["c"] == 1 - 1j
+    assert back["a"].dtype == np.float32 and np.array_equal(back["a"], value["a"])
+    assert back["z"].dtype == np.complex128 and np.array_equal(back["z"], value["z"])
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed (it is only a reference, never a dependency)")

@@ -14,8 +14,9 @@ from ..grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )
 from ..anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
-from ..gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
-from . import functional, graph, profiler  # noqa: F401
+# the submodules first: importing them later would rebind ``gradcheck`` to its module
+from . import function, functional, grad_mode, gradcheck, graph, profiler  # noqa: F401
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401,F811
 from ..tensor import Tensor
 
 __all__ = [

@@ -1,0 +1,93 @@
+"""Legacy and less common PyTorch entry points met in older code: the typed tensor
+classes (``ft.FloatTensor``, ``ft.LongTensor``, ...), ``var_mean``/``std_mean`` and
+``view_as_complex``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import dtypes as _dt
+from .tensor import Size, Tensor, _as_tensor
+
+__all__ = [
+    "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+    "ByteTensor", "BoolTensor", "var_mean", "std_mean", "view_as_complex",
+]
+
+
+class _LegacyTensorType(type):
+    """``ft.FloatTensor(2, 3)`` / ``ft.FloatTensor([1, 2])`` build a tensor of that dtype, and
+    ``isinstance(t, ft.FloatTensor)`` checks the dtype, as PyTorch's legacy types do."""
+
+    _dtype: Any
+
+    def __instancecheck__(cls, other: Any) -> bool:
+        return isinstance(other, Tensor) and other.dtype == cls._dtype
+
+    def __call__(cls, *args: Any) -> Tensor:  # type: ignore[override]
+        from .creation import empty, tensor
+
+        if not args:
+            return empty(0, dtype=cls._dtype)
+        if len(args) == 1 and isinstance(args[0], Size):
+            return empty(*args[0], dtype=cls._dtype)
+        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            return empty(*args, dtype=cls._dtype)
+        if len(args) == 1:
+            data = args[0]
+            if isinstance(data, Tensor):
+                return data.to(cls._dtype)
+            return tensor(data).to(cls._dtype)  # floats to an integer type truncate, as in PyTorch
+        raise TypeError(f"{cls.__name__}(): expected sizes (ints) or one data argument, got {args!r}")
+
+
+def _legacy(name: str, dtype: Any) -> Any:
+    return _LegacyTensorType(name, (), {"_dtype": dtype, "__doc__": f"Legacy constructor of {dtype} tensors.",
+                                        "__module__": __name__})
+
+
+FloatTensor = _legacy("FloatTensor", _dt.float32)
+DoubleTensor = _legacy("DoubleTensor", _dt.float64)
+HalfTensor = _legacy("HalfTensor", _dt.float16)
+LongTensor = _legacy("LongTensor", _dt.int64)
+IntTensor = _legacy("IntTensor", _dt.int32)
+ShortTensor = _legacy("ShortTensor", _dt.int16)
+CharTensor = _legacy("CharTensor", _dt.int8)
+ByteTensor = _legacy("ByteTensor", _dt.uint8)
+BoolTensor = _legacy("BoolTensor", _dt.bool)
+
+
+def var_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,  # noqa: A002
+             correction: Any = None) -> tuple:
+    """``(var, mean)`` over ``dim`` (PyTorch's ``torch.var_mean``).
+
+    Example::
+
+        v, m = ft.var_mean(ft.tensor([1., 2., 4.]))   # (2.3333, 2.3333)
+    """
+    x = _as_tensor(input)
+    return x.var(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+def std_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,  # noqa: A002
+             correction: Any = None) -> tuple:
+    """``(std, mean)`` over ``dim`` (PyTorch's ``torch.std_mean``)."""
+    x = _as_tensor(input)
+    return x.std(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+def view_as_complex(input: Any) -> Tensor:  # noqa: A002
+    """Pairs ``(..., 2)`` of reals as complex numbers (differentiable; a copy, not a view of the memory).
+
+    Example::
+
+        ft.view_as_complex(ft.tensor([[1., 2.], [3., 4.]]))   # tensor([1.+2.j, 3.+4.j])
+    """
+    x = _as_tensor(input)
+    if x.dtype not in (_dt.float16, _dt.float32, _dt.float64):
+        raise NotImplementedError(f"view_as_complex is only supported for half, float and double tensors, but got "
+                                  f"a tensor of scalar type: {_dt.SCALAR_NAMES[x.dtype]}")
+    if x.dim() == 0 or x.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    return x[..., 0] + x[..., 1] * 1j
