@@ -18,6 +18,7 @@ import funcgrad.numpy as fnp
 
 from ..core import Box
 from ..core.batching import BatchBox
+from ..core.staging import check_concrete
 
 
 def _value(x: Any) -> Any:
@@ -76,6 +77,7 @@ _PLAIN_ARRAY_HINT = (
 def _concrete(x: Any, what: str) -> Any:
     """The plain value behind ``x`` for Python control flow; refused under vmap,
     where one Python value cannot stand for a whole batch."""
+    check_concrete(x, what)  # fg.jit: the value is not known while tracing
     while isinstance(x, Box):
         if isinstance(x, BatchBox):
             raise TypeError(
@@ -148,6 +150,7 @@ class ArrayMethods:
     def __float__(self):
         # A ValueError, not a TypeError: NumPy swallows TypeErrors from float() when a
         # box is written into a plain array (c[0] = x) and reports a confusing error instead.
+        check_concrete(self, "float()")
         raise ConversionError(
             "float() of a traced value would drop its derivative. Keep it an array "
             "(e.g. x.sum() or x[0]), or use fg.stop_gradient(x) first if no derivative is wanted. "
@@ -155,12 +158,14 @@ class ArrayMethods:
         )
 
     def __complex__(self):
+        check_concrete(self, "complex()")
         raise ConversionError(
             "complex() of a traced value would drop its derivative. Keep it an array, "
             "or use fg.stop_gradient(x) first if no derivative is wanted"
         )
 
     def __array__(self, dtype=None, copy=None):
+        check_concrete(self, "conversion to a NumPy array (numpy.asarray)")
         raise TypeError(
             f"a traced value (from {self._trace.name}) cannot be converted to a NumPy array: "
             f"that would drop its derivative. Use funcgrad.numpy functions on it, or "
@@ -168,12 +173,14 @@ class ArrayMethods:
         )
 
     def item(self):
+        check_concrete(self, "item()")
         raise TypeError(
             "item() of a traced value would drop its derivative; index it instead (x[()]), "
             "or use fg.stop_gradient(x).item()"
         )
 
     def tolist(self):
+        check_concrete(self, "tolist()")
         raise TypeError("tolist() of a traced value would drop its derivative; iterate over it instead")
 
     # --- NumPy protocol dispatch -----------------------------------------

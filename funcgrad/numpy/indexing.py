@@ -34,6 +34,7 @@ import funcgrad.numpy as fnp
 from ..backend import device_constant, namespace_of, scatter, to_numpy
 from ..core import Box, defjvp, defvjp, nondiff_primitive, primitive, unbox_all
 from ..core.batching import BatchBox, defbatch
+from ..core.staging import StagingBox, staged_error
 from ._batching import fallback, move_to_front
 from ._util import dtype, shape, unbroadcast
 from .nondiff import zeros_like as _zeros_like  # plain zeros (fnp.zeros_like may give a ConstBox)
@@ -65,8 +66,10 @@ def _strip(item: Any) -> Any:
     holds a whole batch of per-example indices, so it is kept: it travels as a
     positional argument of the primitive, where the batching trace sees it.
     """
-    while isinstance(item, Box) and not isinstance(item, BatchBox):
+    while isinstance(item, Box) and not isinstance(item, (BatchBox, StagingBox)):
         item = item._value
+    if isinstance(item, StagingBox) and dtype(item).kind == "b":
+        raise staged_error("a boolean mask index (its result's shape depends on the values)")
     return item
 
 

@@ -26,6 +26,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from ..core import Box, nondiff_primitive, primitive, unbox_all
 from ..core.batching import BatchBox, defbatch
+from ..core.staging import check_concrete
 from ._batching import _aligned, elementwise_rule, fallback, move_to_front, normalize_axis
 from ._util import backend_function, dtype
 
@@ -74,6 +75,7 @@ for _name in _TWO_ARRAYS:
 
 def _concrete(x: Any, fn: str) -> Any:
     """The value behind differentiation boxes (the same value); a vmap box is refused."""
+    check_concrete(x, fn)
     while isinstance(x, Box):
         if isinstance(x, BatchBox):
             raise NotImplementedError(f"{fn} of a value batched by vmap is not supported")

@@ -1,0 +1,443 @@
+"""Staging: record primitive calls into a small program, then replay it as Python.
+
+Under a :class:`StagingTrace` each primitive call still computes its value
+(so shapes, dtypes and backends are concrete while tracing) and, besides,
+appends one equation ``outs = prim(ins, params)`` to a :class:`Program`.
+Differentiation and batching rules are written with primitives too, so a
+``grad`` or ``vmap`` opened *inside* the staged function records its
+derivative computation as more equations.
+
+A program is inspectable (``print(program)`` looks like a jaxpr) and compiles
+to a straight-line Python function that calls the backend's functions
+directly: no boxes, no tape. Compilation runs dead-code elimination (pure
+primitives only), common-subexpression elimination, constant folding and
+buffer reuse (``out=`` into large temporaries that die at that call).
+
+Values that reach Python control flow (``bool``, ``int``, ``float``,
+``item``, use as an index or shape) cannot be recorded: they raise
+:class:`StagedValueError`, which names the user's line.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any, Callable, Sequence
+
+from .constant import ConstBox
+from .trace import Box, Primitive, Trace
+
+__all__ = [
+    "Var", "Eqn", "Program", "StagingBox", "StagingTrace", "StagedValueError", "OuterTraceError",
+    "staged_error", "is_staged", "check_concrete",
+]
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class StagedValueError(TypeError):
+    """Python code needed the value of a value staged by ``fg.jit``."""
+
+
+class OuterTraceError(Exception):
+    """The staged function touched a value traced by a transform outside ``fg.jit``
+    (internal: ``fg.jit`` catches it and runs the function eagerly instead)."""
+
+
+class Var:
+    """A value in a program: ``shape``/``dtype``/``kind`` as seen while tracing."""
+
+    __slots__ = ("n", "shape", "dtype", "kind", "fresh", "nbytes")
+
+    def __init__(self, n: int, value: Any) -> None:
+        self.n = n
+        self.shape = tuple(getattr(value, "shape", ()))
+        self.dtype = getattr(value, "dtype", type(value).__name__)
+        self.kind = type(value)
+        self.fresh = False  # made by a ufunc: owns its memory, may be written into
+        self.nbytes = getattr(value, "nbytes", 0)
+
+    @property
+    def name(self) -> str:
+        return f"v{self.n}"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class Const:
+    """A value fixed when the program was traced (arrays captured or created in ``f``)."""
+
+    __slots__ = ("n", "value")
+
+    def __init__(self, n: int, value: Any) -> None:
+        self.n = n
+        self.value = value
+
+    @property
+    def name(self) -> str:
+        return f"c{self.n}"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _short(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    if shape is not None and len(shape) > 0:
+        return f"{getattr(value, 'dtype', '')}{list(shape)}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _aval(v: Var) -> str:
+    dt = v.dtype
+    return f"{dt}{list(v.shape)}" if v.shape or hasattr(dt, "kind") else str(dt)
+
+
+class Eqn:
+    """``outs = prim(*ins, **kwargs)``; ``fn`` is the backend call replay uses."""
+
+    __slots__ = ("prim", "ins", "kwargs", "outs", "fn", "multiple")
+
+    def __init__(self, prim: Primitive, ins: list[Any], kwargs: dict[str, Any], outs: list[Var], fn: Callable[..., Any]):
+        self.prim = prim
+        self.ins = ins
+        self.kwargs = kwargs
+        self.outs = outs
+        self.fn = fn
+        self.multiple = prim.multiple_results
+
+    def __repr__(self) -> str:
+        outs = " ".join(f"{o}:{_aval(o)}" for o in self.outs)
+        ins = " ".join(a.name if isinstance(a, (Var, Const)) else _short(a) for a in self.ins)
+        params = ""
+        if self.kwargs:
+            params = "[" + ", ".join(f"{k}={_short(v)}" for k, v in self.kwargs.items()) + "]"
+        return f"{outs} = {self.prim.name}{params} {ins}"
+
+
+class Program:
+    """A recorded computation: inputs, equations, constants and outputs.
+
+    ``print(program)`` shows it; ``program.compile()`` returns the straight-line
+    Python function that replays it on new inputs of the same signature.
+    """
+
+    def __init__(self) -> None:
+        self.invars: list[Var] = []
+        self.eqns: list[Eqn] = []
+        self.consts: list[Const] = []
+        self.outs: list[Any] = []  # Var or Const
+        self._count = 0
+
+    def new_var(self, value: Any) -> Var:
+        v = Var(self._count, value)
+        self._count += 1
+        return v
+
+    def new_const(self, value: Any) -> Const:
+        c = Const(len(self.consts), value)
+        self.consts.append(c)
+        return c
+
+    def __repr__(self) -> str:
+        lines = ["{ lambda " + " ".join(f"{c}" for c in self.consts) + " ; "
+                 + " ".join(f"{v}:{_aval(v)}" for v in self.invars) + ". let"]
+        for e in self.eqns:
+            lines.append("    " + repr(e))
+        lines.append("  in (" + ", ".join(o.name for o in self.outs) + ") }")
+        consts = [f"  {c} = {_short(c.value)}" for c in self.consts]
+        return "\n".join(lines + (["where"] + consts if consts else []))
+
+    __str__ = __repr__
+
+    # -- passes -----------------------------------------------------------------
+    def optimize(self) -> "Program":
+        """Constant folding, common-subexpression elimination, dead-code elimination."""
+        self._fold_constants()
+        self._cse()
+        self._dce()
+        return self
+
+    def _fold_constants(self) -> None:
+        kept = []
+        subst: dict[Var, Any] = {}
+        for e in self.eqns:
+            e.ins = [subst.get(a, a) if isinstance(a, Var) else a for a in e.ins]
+            if e.prim.pure and not any(isinstance(a, Var) for a in e.ins):
+                args = [a.value if isinstance(a, Const) else a for a in e.ins]
+                try:
+                    out = e.fn(*args, **e.kwargs)
+                except Exception:  # leave it to run time, where it raises for real
+                    kept.append(e)
+                    continue
+                outs = out if e.multiple else (out,)
+                for v, val in zip(e.outs, outs):
+                    subst[v] = self.new_const(val)
+                continue
+            kept.append(e)
+        self.eqns = kept
+        self.outs = [subst.get(o, o) if isinstance(o, Var) else o for o in self.outs]
+
+    def _cse(self) -> None:
+        seen: dict[Any, list[Var]] = {}
+        subst: dict[Var, Var] = {}
+        kept = []
+        for e in self.eqns:
+            e.ins = [subst.get(a, a) if isinstance(a, Var) else a for a in e.ins]
+            if e.prim.pure:
+                try:
+                    key = (id(e.prim), id(e.fn), tuple(_atom_key(a) for a in e.ins),
+                           tuple(sorted((k, _atom_key(v)) for k, v in e.kwargs.items())))
+                    hash(key)
+                except TypeError:
+                    key = None
+                if key is not None:
+                    prev = seen.get(key)
+                    if prev is not None:
+                        for a, b in zip(e.outs, prev):
+                            subst[a] = b
+                        continue
+                    seen[key] = e.outs
+            kept.append(e)
+        self.eqns = kept
+        self.outs = [subst.get(o, o) if isinstance(o, Var) else o for o in self.outs]
+
+    def _dce(self) -> None:
+        live = {o for o in self.outs if isinstance(o, Var)}
+        kept = []
+        for e in reversed(self.eqns):
+            if not e.prim.pure or any(o in live for o in e.outs):
+                kept.append(e)
+                live.update(a for a in e.ins if isinstance(a, Var))
+        kept.reverse()
+        self.eqns = kept
+        used = {id(a) for e in self.eqns for a in e.ins if isinstance(a, Const)}
+        used |= {id(o) for o in self.outs if isinstance(o, Const)}
+        self.consts = [c for c in self.consts if id(c) in used]
+
+    # -- code generation ----------------------------------------------------------
+    def compile(self, reuse_bytes: int = 1 << 16) -> Callable[..., tuple[Any, ...]]:
+        """The program as a Python function ``f(*inputs) -> tuple of outputs``.
+
+        Temporaries of at least ``reuse_bytes`` that die at a ufunc call with the
+        same shape and dtype as its result are written into (``out=``).
+        """
+        return _generate(self, reuse_bytes)
+
+
+def _atom_key(a: Any) -> Any:
+    if isinstance(a, Var):
+        return ("v", a.n)
+    if isinstance(a, Const):
+        v = a.value
+        return ("c", id(v)) if hasattr(v, "shape") else ("k", type(v), v)
+    if hasattr(a, "shape") and not isinstance(a, (int, float, complex)):
+        return ("a", id(a))
+    return (type(a), a)
+
+
+def _is_ufunc(fn: Any) -> bool:
+    return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1
+
+
+def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]:
+    names: dict[str, Any] = {}
+    inputs = {id(v) for v in prog.invars}
+    outputs = {id(o) for o in prog.outs}
+    # last use of each var, and whether every consumer is a ufunc (then no view of it exists)
+    last: dict[int, int] = {}
+    only_ufunc: dict[int, bool] = {}
+    for k, e in enumerate(prog.eqns):
+        u = _is_ufunc(e.fn) and not e.kwargs and not e.multiple
+        for a in e.ins:
+            if isinstance(a, Var):
+                last[id(a)] = k
+                only_ufunc[id(a)] = only_ufunc.get(id(a), True) and u
+    for e in prog.eqns:
+        if _is_ufunc(e.fn) and not e.kwargs and not e.multiple:
+            for o in e.outs:
+                o.fresh = True
+    body = []
+    for k, e in enumerate(prog.eqns):
+        fname = f"f{k}"
+        names[fname] = e.fn
+        args = []
+        for a in e.ins:
+            if isinstance(a, Var):
+                args.append(a.name)
+            elif isinstance(a, Const):
+                names[a.name] = a.value
+                args.append(a.name)
+            elif a is None or type(a) in (int, float, bool, str):
+                args.append(repr(a))
+            else:
+                cname = f"k{k}_{len(args)}"
+                names[cname] = a
+                args.append(cname)
+        for key, val in e.kwargs.items():
+            cname = f"k{k}_{key}"
+            names[cname] = val
+            args.append(f"{key}={cname}")
+        out = None
+        if _is_ufunc(e.fn) and not e.kwargs and not e.multiple and len(e.outs) == 1:
+            res = e.outs[0]
+            if res.nbytes >= reuse_bytes and hasattr(res.dtype, "kind"):
+                seen_args = [a for a in e.ins if isinstance(a, Var)]
+                for a in seen_args:
+                    if (a.fresh and last.get(id(a)) == k and only_ufunc.get(id(a)) and id(a) not in inputs
+                            and id(a) not in outputs and a.shape == res.shape and a.dtype == res.dtype
+                            and a.kind is res.kind and seen_args.count(a) == 1):
+                        out = a.name
+                        break
+        if out is not None:
+            args.append(f"out={out}")
+        lhs = ", ".join(o.name for o in e.outs) + ("," if e.multiple and len(e.outs) == 1 else "")
+        if e.multiple and not e.outs:
+            lhs = "_"
+        body.append(f"    {lhs} = {fname}({', '.join(args)})")
+    rets = []
+    for o in prog.outs:
+        if isinstance(o, Const):
+            names[o.name] = o.value
+            rets.append(f"_copy({o.name})" if hasattr(o.value, "copy") else o.name)
+        else:
+            rets.append(o.name)
+    names["_copy"] = lambda a: a.copy()
+    params = ", ".join(v.name for v in prog.invars)
+    src = f"def program({params}):\n" + "\n".join(body) + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n"
+    exec(compile(src, "<funcgrad.jit program>", "exec"), names)
+    fn = names["program"]
+    fn.source = src
+    return fn
+
+
+class StagingBox(Box):
+    """A value staged by ``fg.jit``: its traced value and its program variable (in ``_node``)."""
+
+    __slots__ = ()
+
+    def __init__(self, value: Any, trace: Trace, var: Var):
+        self._value = value
+        self._trace = trace
+        self._node = var  # type: ignore[assignment]
+        self._view = None
+        self._version = 0
+
+
+class StagingTrace(Trace):
+    """Records every primitive call on its boxes into :attr:`program`."""
+
+    __slots__ = ("program", "produced", "fun_name")
+
+    def __init__(self, name: str = "jit", fun_name: str = "f") -> None:
+        super().__init__(name)
+        self.program = Program()
+        # id(value) -> var for values made by recorded calls: code that strips a
+        # box and passes its plain value on still refers to the variable
+        self.produced: dict[int, tuple[Any, Var]] = {}
+        self.fun_name = fun_name
+
+    def new_input(self, value: Any) -> StagingBox:
+        view = getattr(value, "view", None)
+        if callable(view) and hasattr(value, "shape"):
+            value = view()  # a distinct object: captured aliases of the input stay constants
+        var = self.program.new_var(value)
+        self.program.invars.append(var)
+        self.produced[id(value)] = (value, var)
+        return StagingBox(value, self, var)
+
+    def atom(self, value: Any) -> Any:
+        """The program atom for a plain argument: a produced var, a constant or a literal."""
+        hit = self.produced.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        if hasattr(value, "shape") and hasattr(value, "dtype"):
+            copy = getattr(value, "copy", None)
+            return self.program.new_const(copy() if callable(copy) else value)  # frozen now
+        return value
+
+    def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
+        ins: list[Any] = []
+        for i, a in enumerate(args):
+            if isinstance(a, Box):
+                if a._trace is self:
+                    ins.append(a._node)
+                    args[i] = a._value
+                    continue
+                if type(a) is ConstBox:
+                    args[i] = a = a._value
+                else:
+                    raise OuterTraceError(a._trace.name)
+            ins.append(self.atom(a))
+        for key, val in kwargs.items():
+            if isinstance(val, Box):
+                raise OuterTraceError(key)
+        fast = prim.fast_types
+        for a in args:
+            if type(a) not in fast:
+                fn = prim.raw
+                break
+        else:
+            fn = prim.fast_fn
+        if kwargs.get("out") is not None:
+            fn = prim.raw
+        ans = fn(*args, **kwargs)
+        prog = self.program
+        values = ans if prim.multiple_results else (ans,)
+        outs = [prog.new_var(v) for v in values]
+        prog.eqns.append(Eqn(prim, ins, dict(kwargs), outs, fn))
+        boxes = []
+        for v, var in zip(values, outs):
+            if not isinstance(v, (int, float, complex, bool)):
+                self.produced[id(v)] = (v, var)
+            boxes.append(StagingBox(v, self, var))
+        return tuple(boxes) if prim.multiple_results else boxes[0]
+
+    def output(self, value: Any) -> Any:
+        if isinstance(value, Box):
+            if value._trace is self:
+                return value._node
+            if type(value) is ConstBox:
+                value = value._value
+            else:
+                raise OuterTraceError(value._trace.name)
+        atom = self.atom(value)
+        return atom if isinstance(atom, (Var, Const)) else self.program.new_const(value)
+
+
+def is_staged(x: Any) -> bool:
+    """True when ``x`` (through any boxes of inner transforms) is staged by ``fg.jit``."""
+    while isinstance(x, Box):
+        if isinstance(x, StagingBox):
+            return True
+        x = x._value
+    return False
+
+
+def user_line() -> str:
+    """``file:line: code`` of the innermost frame outside funcgrad (the user's line)."""
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        path = os.path.abspath(frame.filename)
+        if not path.startswith(_PACKAGE_DIR + os.sep):
+            return f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}"
+    return "<unknown>"
+
+
+def staged_error(what: str) -> StagedValueError:
+    return StagedValueError(
+        f"{what} of a value traced by fg.jit: the program records array operations, not "
+        f"Python decisions, so the value is unknown while tracing (a branch taken now would be "
+        f"frozen into every later call).\n  at {user_line()}\n"
+        f"Ways out: mark the argument static (fg.jit(f, static_argnums=...) or static_argnames=...) "
+        f"if it is configuration; choose values with fnp.where / fnp.select instead of `if`; "
+        f"use fg.scan / fg.fori_loop (or fg.while_loop / fg.cond) for loops and branches that "
+        f"depend on values; or do not jit this function"
+    )
+
+
+def check_concrete(x: Any, what: str) -> None:
+    """Raise :class:`StagedValueError` if Python needs the value of a staged ``x``."""
+    if is_staged(x):
+        raise staged_error(what)

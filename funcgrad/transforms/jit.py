@@ -1,0 +1,332 @@
+"""Staged execution: ``fg.jit`` and ``fg.make_program``.
+
+The first call of a jitted function for an input signature runs it once under
+a :class:`~funcgrad.core.staging.StagingTrace`, which records every primitive
+call (transforms opened inside the function record their derivative and
+batching computations too). Later calls with the same signature run the
+recorded program as generated straight-line Python. See docs/jit.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import tree_util
+from ..config import config
+from ..core import Box
+from ..core.staging import OuterTraceError, Program, StagingTrace
+
+__all__ = ["jit", "make_program"]
+
+log = logging.getLogger("funcgrad.jit")
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _fname(fun: Callable[..., Any]) -> str:
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _leaf_key(leaf: Any, path: str, fname: str) -> Any:
+    t = type(leaf)
+    if t in _SCALARS or isinstance(leaf, np.generic):
+        return (t,)
+    shape = getattr(leaf, "shape", None)
+    dtype = getattr(leaf, "dtype", None)
+    if shape is not None and dtype is not None:
+        if t is np.ndarray:
+            return (t, tuple(shape), dtype)
+        return (t, tuple(shape), dtype, str(getattr(leaf, "device", "")))
+    raise TypeError(
+        f"fg.jit({fname}): argument {path} is a {t.__name__}, not an array or number, so it "
+        f"cannot be traced. Mark it static (fg.jit(f, static_argnums=...) or static_argnames=...) "
+        f"if it is configuration, or convert it to an array"
+    )
+
+
+def _describe(key: Any) -> str:
+    if len(key) == 1:
+        return f"a Python {key[0].__name__}"
+    return f"{key[0].__name__} of shape {key[1]} and dtype {key[2]}" + (f" on {key[3]}" if len(key) > 3 and key[3] else "")
+
+
+def _random_states(fun: Callable[..., Any], statics: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """NumPy random states the function could draw from, with their current state."""
+    found: list[Any] = [np.random.mtrand._rand]
+    cands: list[Any] = list(statics)
+    f = inspect.unwrap(fun) if callable(fun) else fun
+    while isinstance(f, functools.partial):
+        cands.extend(f.args)
+        cands.extend(f.keywords.values())
+        f = f.func
+    code = getattr(f, "__code__", None)
+    for cell in getattr(f, "__closure__", None) or ():
+        try:
+            cands.append(cell.cell_contents)
+        except ValueError:
+            pass
+    glb = getattr(f, "__globals__", {})
+    for name in getattr(code, "co_names", ()):
+        if name in glb:
+            cands.append(glb[name])
+    self_obj = getattr(f, "__self__", None)
+    if self_obj is not None:
+        cands.append(self_obj)
+        cands.extend(getattr(self_obj, "__dict__", {}).values())
+    for c in cands:
+        if isinstance(c, (np.random.Generator, np.random.RandomState)) and all(c is not g for g in found):
+            found.append(c)
+    return [(g, _state_sig(g)) for g in found]
+
+
+def _state_sig(g: Any) -> str:
+    if isinstance(g, np.random.Generator):
+        return repr(g.bit_generator.state)
+    st = g.get_state(legacy=False)
+    return repr(st)
+
+
+def _check_random(before: list[tuple[Any, Any]], fname: str) -> None:
+    for g, sig in before:
+        if _state_sig(g) != sig:
+            which = "NumPy's global random state (np.random.*)" if g is np.random.mtrand._rand else f"the random generator {g!r}"
+            raise RuntimeError(
+                f"fg.jit({fname}): {which} advanced while the function was traced, so its random "
+                f"draws would be frozen into constants and repeat on every call. Pass randomness in "
+                f"instead: draw the random arrays outside the jitted function and pass them as "
+                f"arguments (e.g. noise = rng.standard_normal(shape); f(x, noise)), or do not jit "
+                f"this function"
+            )
+
+
+class _Entry:
+    __slots__ = ("program", "run", "out_def", "n_out")
+
+    def __init__(self, program: Program, run: Callable[..., Any], out_def: Any):
+        self.program = program
+        self.run = run
+        self.out_def = out_def
+
+
+class _Jitted:
+    """The object ``fg.jit`` returns: call it like the function."""
+
+    def __init__(self, fun: Callable[..., Any], static_argnums: Sequence[int], static_argnames: Sequence[str]):
+        self.fun = fun
+        self.fname = _fname(fun)
+        self.static_argnums = tuple(static_argnums)
+        self.static_argnames = tuple(static_argnames)
+        try:
+            self.signature: inspect.Signature | None = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self.signature = None
+        # static_argnames given by position (and argnums given by name) are matched up
+        if self.signature is not None:
+            params = list(self.signature.parameters.values())
+            names = set(self.static_argnames)
+            nums = set(self.static_argnums)
+            for i, p in enumerate(params):
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                    if p.name in names:
+                        nums.add(i)
+                    if i in nums:
+                        names.add(p.name)
+            self.static_argnums = tuple(sorted(nums))
+            self.static_argnames = tuple(sorted(names))
+        self.cache: dict[Any, _Entry] = {}
+        self.keys: list[Any] = []
+        self.traces = 0
+        self.warned = False
+        functools.update_wrapper(self, fun)  # type: ignore[arg-type]
+
+    # -- arguments -------------------------------------------------------------------
+    def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any], tuple[Any, ...]]:
+        nargs = len(args)
+        statics = []
+        for n in self.static_argnums:
+            if n < nargs:
+                statics.append(("arg", n, args[n]))
+        for name in self.static_argnames:
+            if name in kwargs:
+                statics.append(("kw", name, kwargs[name]))
+        for kind, where, value in statics:
+            try:
+                hash(value)
+            except TypeError:
+                label = f"argument {where}" if kind == "arg" else f"argument {where!r}"
+                raise TypeError(
+                    f"fg.jit({self.fname}): static {label} must be hashable (its value is part of the "
+                    f"cache key), got an unhashable {type(value).__name__}. Pass a tuple instead of a "
+                    f"list (or a frozen dataclass), or make it a traced (non-static) argument"
+                ) from None
+        dyn_args = [a for i, a in enumerate(args) if i not in self.static_argnums]
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return dyn_args, dyn_kwargs, tuple((kind, where, value) for kind, where, value in statics)
+
+    def _rebuild(self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn: tuple[list[Any], dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
+        dyn_args, dyn_kwargs = dyn
+        it = iter(dyn_args)
+        new_args = [a if i in self.static_argnums else next(it) for i, a in enumerate(args)]
+        new_kwargs = {k: (v if k in self.static_argnames else dyn_kwargs[k]) for k, v in kwargs.items()}
+        return new_args, new_kwargs
+
+    # -- the call ---------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        for leaf in leaves:
+            if isinstance(leaf, Box):
+                return self._eager(leaf, args, kwargs)
+        key = (treedef, tuple(_leaf_key(x, "", self.fname) if type(x) is not np.ndarray else (np.ndarray, x.shape, x.dtype)
+                              for x in leaves), statics)
+        entry = self.cache.get(key)
+        if entry is not None:
+            return entry.out_def.unflatten(entry.run(*leaves))
+        return self._trace(key, args, kwargs, leaves, treedef, statics)
+
+    def _eager(self, leaf: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if getattr(leaf, "_requires_grad", False):
+            raise TypeError(
+                f"fg.jit({self.fname}) was called on a funcgrad.tensor Tensor that requires grad: "
+                f"jit does not record into the Tensor layer's graph. Use it on the functional side "
+                f"(fg.jit(fg.grad(loss))(params) on arrays), or call the function without jit"
+            )
+        # Called on values traced by an enclosing transform (grad(jit(f)), vmap(jit(f)) ...):
+        # run the function itself, so the enclosing transform records it as usual.
+        return self.fun(*args, **kwargs)
+
+    def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
+               statics: tuple[Any, ...]) -> Any:
+        for i, leaf in enumerate(leaves):  # the full check, with the leaf's path in errors
+            _leaf_key(leaf, self._path(treedef, i), self.fname)
+        self._log_retrace(key)
+        trace = StagingTrace("jit", self.fname)
+        before = _random_states(self.fun, [s[2] for s in statics])
+        try:
+            with trace:
+                boxes = [trace.new_input(x) for x in leaves]
+                dyn_args, dyn_kwargs = treedef.unflatten(boxes)
+                new_args, new_kwargs = self._rebuild(args, kwargs, (dyn_args, dyn_kwargs))
+                out = self.fun(*new_args, **new_kwargs)
+                out_leaves, out_def = tree_util.tree_flatten(out)
+                trace.program.outs = [trace.output(x) for x in out_leaves]
+        except OuterTraceError:
+            # the function reads a value traced by an enclosing transform (a closure over a
+            # grad's input, say): it cannot be staged apart from that transform; run it eagerly
+            return self.fun(*args, **kwargs)
+        _check_random(before, self.fname)
+        program = trace.program.optimize()
+        entry = _Entry(program, program.compile(), out_def)
+        self.cache[key] = entry
+        values = []
+        for x in out_leaves:
+            while isinstance(x, Box):
+                x = x._value
+            values.append(x)
+        return out_def.unflatten(values)
+
+    def _path(self, treedef: Any, i: int) -> str:
+        try:
+            paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(treedef.unflatten(list(range(treedef.num_leaves))))[0]]
+            return "(args, kwargs)" + paths[i]
+        except Exception:
+            return f"leaf {i}"
+
+    def _log_retrace(self, key: Any) -> None:
+        self.traces += 1
+        reason = "first call" if not self.keys else self._reason(self.keys[-1], key)
+        self.keys.append(key)
+        if config.jit_log_compiles:
+            log.warning("fg.jit: tracing %s (trace %d): %s", self.fname, self.traces, reason)
+        limit = config.jit_retrace_warn
+        if self.traces > limit and not self.warned:
+            self.warned = True
+            warnings.warn(
+                f"fg.jit({self.fname}) has been traced {self.traces} times (last change: {reason}). "
+                f"Each new signature (shapes, dtypes, static argument values) traces again; pad shapes "
+                f"to a few sizes, make changing Python values traced arrays instead of static, or "
+                f"set fg.config.jit_log_compiles = True to see every reason",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+    def _reason(self, old: Any, new: Any) -> str:
+        (otree, oleaves, ostat), (ntree, nleaves, nstat) = old, new
+        if otree != ntree:
+            return f"the argument structure changed from {otree} to {ntree}"
+        if ostat != nstat:
+            for a, b in zip(ostat, nstat):
+                if a != b:
+                    return f"static argument {a[1]!r} changed from {a[2]!r} to {b[2]!r}"
+            return "the static arguments changed"
+        for i, (a, b) in enumerate(zip(oleaves, nleaves)):
+            if a != b:
+                return f"argument {self._path(ntree, i)} changed from {_describe(a)} to {_describe(b)}"
+        return "a new signature"
+
+    def cache_size(self) -> int:
+        """How many signatures have been traced and are cached."""
+        return len(self.cache)
+
+    def program(self, *args: Any, **kwargs: Any) -> Program:
+        """The optimized program this function runs for these arguments (traced if needed)."""
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        key = (treedef, tuple(_leaf_key(x, "", self.fname) for x in leaves), statics)
+        if key not in self.cache:
+            self(*args, **kwargs)
+        entry = self.cache.get(key)
+        if entry is None:
+            raise TypeError(f"fg.make_program({self.fname}): the arguments are traced by an enclosing transform")
+        return entry.program
+
+
+def jit(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = ()) -> Any:
+    """Trace ``fun`` once per input signature and replay the recorded program.
+
+    The signature is the pytree structure of the arguments, each leaf's type,
+    shape, dtype and device, and the values of the static arguments (which
+    must be hashable). Transforms used inside ``fun`` are recorded too, so
+    ``fg.jit(fg.grad(f))`` replays forward and backward pass as one straight-line
+    program of backend calls. Python control flow on traced values raises (use
+    ``static_argnums``, ``fnp.where`` or ``fg.scan``/``fg.fori_loop``); arrays
+    captured from the enclosing scope are frozen at trace time. See docs/jit.md.
+
+    Example::
+
+        step = fg.jit(fg.grad(lambda w, x: fnp.sum(fnp.tanh(x @ w) ** 2)))
+        g = step(w, x)      # traces, then runs
+        g = step(w, x2)     # same shapes: replays the program
+    """
+    if not callable(fun):
+        raise TypeError(f"fg.jit expects a function, got {type(fun).__name__}")
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    for n in nums:
+        if not isinstance(n, int) or n < 0:
+            raise TypeError(f"fg.jit: static_argnums must be non-negative ints, got {n!r}")
+    return _Jitted(fun, nums, names)
+
+
+def make_program(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = ()) -> Callable[..., Program]:
+    """``make_program(f)(*args)``: the program ``fg.jit(f)`` records for these arguments.
+
+    Printing it shows inputs, one equation per primitive call, constants and outputs.
+
+    Example::
+
+        print(fg.make_program(lambda x: fnp.sin(x) * 2)(fnp.ones(3)))
+    """
+    jitted = fun if isinstance(fun, _Jitted) else jit(fun, static_argnums, static_argnames)
+
+    def build(*args: Any, **kwargs: Any) -> Program:
+        return jitted.program(*args, **kwargs)
+
+    return build
