@@ -7,6 +7,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from jit_modes import jit_mode  # noqa: F401  (every test runs eager and under fg.jit)
 from funcgrad.core.reverse import tape_order
 
 rng = np.random.default_rng(1)

@@ -9,6 +9,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from jit_modes import jit_mode  # noqa: F401  (every test runs eager and under fg.jit)
 
 rng = np.random.default_rng(0)
 
@@ -90,6 +91,7 @@ def test_jvp_of_vmap_and_vmap_of_jvp():
     np.testing.assert_allclose(t2, np.cos(xs))
 
 
+@pytest.mark.eager_only  # the warning is once per process: the eager run has seen it
 def test_primitive_without_rule_falls_back_with_one_warning():
     @fg.primitive
     def rowsum_plus(x):

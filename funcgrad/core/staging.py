@@ -35,8 +35,11 @@ __all__ = [
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class StagedValueError(TypeError):
-    """Python code needed the value of a value staged by ``fg.jit``."""
+class StagedValueError(ValueError):
+    """Python code needed the value of a value staged by ``fg.jit``.
+
+    A ValueError (like funcgrad's ConversionError): NumPy swallows TypeErrors from
+    ``float()`` when a value is written into a plain array and reports another error."""
 
 
 class OuterTraceError(Exception):
@@ -347,6 +350,11 @@ class StagingTrace(Trace):
         self.program.invars.append(var)
         self.produced[id(value)] = (value, var)
         return StagingBox(value, self, var)
+
+    def static_input(self, value: Any) -> Any:
+        """An input whose value is part of the cache key: passed on unboxed, unused by the program."""
+        self.program.invars.append(self.program.new_var(value))
+        return value
 
     def atom(self, value: Any) -> Any:
         """The program atom for a plain argument: a produced var, a constant or a literal."""

@@ -77,7 +77,7 @@ _PLAIN_ARRAY_HINT = (
 def _concrete(x: Any, what: str) -> Any:
     """The plain value behind ``x`` for Python control flow; refused under vmap,
     where one Python value cannot stand for a whole batch."""
-    check_concrete(x, what)  # fg.jit: the value is not known while tracing
+    box = x
     while isinstance(x, Box):
         if isinstance(x, BatchBox):
             raise TypeError(
@@ -85,6 +85,7 @@ def _concrete(x: Any, what: str) -> Any:
                 f"per-example values. Use fnp.where / fnp.select instead"
             )
         x = x._value
+    check_concrete(box, what)  # fg.jit: the value is not known while tracing
     return x
 
 

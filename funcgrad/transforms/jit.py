@@ -35,6 +35,8 @@ def _fname(fun: Callable[..., Any]) -> str:
 
 def _leaf_key(leaf: Any, path: str, fname: str) -> Any:
     t = type(leaf)
+    if t is bool:  # a flag: traced as its value (each value traces once), never an error
+        return (t, leaf)
     if t in _SCALARS or isinstance(leaf, np.generic):
         return (t,)
     shape = getattr(leaf, "shape", None)
@@ -43,16 +45,25 @@ def _leaf_key(leaf: Any, path: str, fname: str) -> Any:
         if t is np.ndarray:
             return (t, tuple(shape), dtype)
         return (t, tuple(shape), dtype, str(getattr(leaf, "device", "")))
-    raise TypeError(
-        f"fg.jit({fname}): argument {path} is a {t.__name__}, not an array or number, so it "
-        f"cannot be traced. Mark it static (fg.jit(f, static_argnums=...) or static_argnames=...) "
-        f"if it is configuration, or convert it to an array"
-    )
+    try:  # not an array (a function, a string ...): static, keyed by its value
+        hash(leaf)
+    except TypeError:
+        raise TypeError(
+            f"fg.jit({fname}): argument {path} is a {t.__name__}, not an array or number, so it "
+            f"cannot be traced, and it is not hashable, so it cannot be a static value either. "
+            f"Convert it to an array, or to a hashable value (a tuple, a frozen dataclass) and mark "
+            f"it static (fg.jit(f, static_argnums=...) or static_argnames=...)"
+        ) from None
+    return (t, "static", leaf)
 
 
 def _describe(key: Any) -> str:
+    if key[0] is bool:
+        return f"the Python bool {key[1]}"
     if len(key) == 1:
         return f"a Python {key[0].__name__}"
+    if key[1] == "static":
+        return f"the value {key[2]!r}"
     return f"{key[0].__name__} of shape {key[1]} and dtype {key[2]}" + (f" on {key[3]}" if len(key) > 3 and key[3] else "")
 
 
@@ -118,6 +129,8 @@ class _Jitted:
     """The object ``fg.jit`` returns: call it like the function."""
 
     def __init__(self, fun: Callable[..., Any], static_argnums: Sequence[int], static_argnames: Sequence[str]):
+        # name and docstring only: copying fun's __dict__ would copy another jit's state
+        functools.update_wrapper(self, fun, updated=())  # type: ignore[arg-type]
         self.fun = fun
         self.fname = _fname(fun)
         self.static_argnums = tuple(static_argnums)
@@ -143,7 +156,6 @@ class _Jitted:
         self.keys: list[Any] = []
         self.traces = 0
         self.warned = False
-        functools.update_wrapper(self, fun)  # type: ignore[arg-type]
 
     # -- arguments -------------------------------------------------------------------
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any], tuple[Any, ...]]:
@@ -183,8 +195,13 @@ class _Jitted:
         for leaf in leaves:
             if isinstance(leaf, Box):
                 return self._eager(leaf, args, kwargs)
-        key = (treedef, tuple(_leaf_key(x, "", self.fname) if type(x) is not np.ndarray else (np.ndarray, x.shape, x.dtype)
-                              for x in leaves), statics)
+        try:
+            key = (treedef, tuple(_leaf_key(x, "", self.fname) if type(x) is not np.ndarray else (np.ndarray, x.shape, x.dtype)
+                                  for x in leaves), statics)
+        except TypeError:
+            for i, leaf in enumerate(leaves):  # again, naming the argument
+                _leaf_key(leaf, self._path(treedef, i), self.fname)
+            raise
         entry = self.cache.get(key)
         if entry is not None:
             return entry.out_def.unflatten(entry.run(*leaves))
@@ -203,14 +220,13 @@ class _Jitted:
 
     def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
                statics: tuple[Any, ...]) -> Any:
-        for i, leaf in enumerate(leaves):  # the full check, with the leaf's path in errors
-            _leaf_key(leaf, self._path(treedef, i), self.fname)
         self._log_retrace(key)
         trace = StagingTrace("jit", self.fname)
         before = _random_states(self.fun, [s[2] for s in statics])
         try:
             with trace:
-                boxes = [trace.new_input(x) for x in leaves]
+                boxes = [trace.static_input(x) if k[0] is bool or k[1:2] == ("static",) else trace.new_input(x)
+                         for x, k in zip(leaves, key[1])]
                 dyn_args, dyn_kwargs = treedef.unflatten(boxes)
                 new_args, new_kwargs = self._rebuild(args, kwargs, (dyn_args, dyn_kwargs))
                 out = self.fun(*new_args, **new_kwargs)
