@@ -108,6 +108,7 @@ def test_primitive_without_rule_falls_back_with_one_warning():
     assert len(msgs) == 1 and "no batching rule" in msgs[0]
 
 
+@pytest.mark.eager_only("of_jit")  # bool() under vmap(jit(f)) raises the jit error
 def test_errors():
     with pytest.raises(ValueError, match="inconsistent sizes.*3.*4"):
         fg.vmap(lambda a, b: a * b)(np.ones(3), np.ones(4))

@@ -449,3 +449,70 @@ def check_concrete(x: Any, what: str) -> None:
     """Raise :class:`StagedValueError` if Python needs the value of a staged ``x``."""
     if is_staged(x):
         raise staged_error(what)
+
+
+# -- programs as functions of traced values -------------------------------------------
+
+def eval_program(prog: Program, *inputs: Any) -> tuple[Any, ...]:
+    """Run ``prog`` by calling each equation's primitive through its traced entry point,
+    so that transforms applied around the call see ordinary primitive calls."""
+    env: dict[Var, Any] = dict(zip(prog.invars, inputs))
+
+    def read(a: Any) -> Any:
+        if isinstance(a, Var):
+            return env[a]
+        if isinstance(a, Const):
+            return a.value
+        return a
+
+    for e in prog.eqns:
+        out = e.prim.call(*[read(a) for a in e.ins], **e.kwargs)
+        if e.multiple:
+            env.update(zip(e.outs, out))
+        else:
+            env[e.outs[0]] = out
+    return tuple(read(o) for o in prog.outs)
+
+
+def split_program(joint: Program, n_primal_in: int, n_primal_out: int) -> tuple[Program, Program]:
+    """Split a program ``(xs, cts) -> (outs, grads)`` into a forward program
+    ``xs -> (outs, residuals)`` and a backward program ``(residuals, cts) -> grads``.
+
+    Equations that depend on no cotangent input belong to the forward program; the
+    forward values the backward equations read are its residuals (nothing is recomputed).
+    """
+    back_vars = set(joint.invars[n_primal_in:])
+    fwd_eqns, bwd_eqns = [], []
+    for e in joint.eqns:
+        if any(isinstance(a, Var) and a in back_vars for a in e.ins):
+            bwd_eqns.append(e)
+            back_vars.update(e.outs)
+        else:
+            fwd_eqns.append(e)
+    residuals: list[Var] = []
+    seen: set[Var] = set()
+
+    def need(a: Any) -> None:
+        if isinstance(a, Var) and a not in back_vars and a not in seen:
+            seen.add(a)
+            residuals.append(a)
+
+    for e in bwd_eqns:
+        for a in e.ins:
+            need(a)
+    grads = joint.outs[n_primal_out:]
+    for a in grads:
+        need(a)
+    fwd = Program()
+    fwd._count = bwd_count = joint._count
+    fwd.invars = list(joint.invars[:n_primal_in])
+    fwd.eqns = fwd_eqns
+    fwd.consts = list(joint.consts)
+    fwd.outs = list(joint.outs[:n_primal_out]) + residuals
+    bwd = Program()
+    bwd._count = bwd_count
+    bwd.invars = residuals + list(joint.invars[n_primal_in:])
+    bwd.eqns = bwd_eqns
+    bwd.consts = list(joint.consts)
+    bwd.outs = list(grads)
+    return fwd.optimize(), bwd.optimize()

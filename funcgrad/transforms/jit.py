@@ -18,9 +18,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import tree_util
+from ..backend import namespace_of
 from ..config import config
-from ..core import Box
-from ..core.staging import OuterTraceError, Program, StagingTrace
+from ..core import Box, ReverseTrace, defprimitive
+from ..core.batching import BatchBox
+from ..core.staging import OuterTraceError, Program, StagingBox, StagingTrace, eval_program, split_program
 
 __all__ = ["jit", "make_program"]
 
@@ -116,12 +118,205 @@ def _check_random(before: list[tuple[Any, Any]], fname: str) -> None:
             )
 
 
-class _Entry:
-    __slots__ = ("program", "run", "out_def", "n_out")
+# --------------------------------------------------------------------------
+# a staged program called on values traced by enclosing transforms: one primitive
 
-    def __init__(self, program: Program, run: Callable[..., Any], out_def: Any):
+def _is_float(x: Any) -> bool:
+    while isinstance(x, Box):
+        x = x._value
+    d = getattr(x, "dtype", None)
+    if d is None:
+        return isinstance(x, (float, complex))
+    return np.dtype(d).kind in "fc"
+
+
+class Staged:
+    """A compiled program plus its derived programs (built on first need): the
+    forward-with-residuals and backward pair for reverse mode, a JVP program per
+    pattern of tangents, a batched program per pattern of batch axes. Each derived
+    program is again a :class:`Staged`, so derivatives of derivatives stay staged."""
+
+    def __init__(self, program: Program, name: str):
         self.program = program
-        self.run = run
+        self.name = name
+        self.run = program.compile()
+        self.n_out = len(program.outs)
+        self.n_res = 0
+        self.split: tuple[Staged, Staged, list[int]] | None | bool = None  # (fwd, bwd, diff positions)
+        self.bwd: Staged | None = None  # set on a forward-with-residuals program
+        self.diff: list[int] = []
+        self.derived: dict[Any, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<staged {self.name}>"
+
+    def fn(self, *leaves: Any) -> tuple[Any, ...]:
+        """The program as a function of traced values (each equation a primitive call)."""
+        return eval_program(self.program, *leaves)
+
+    def reverse(self, leaves: Sequence[Any]) -> Any:
+        """(forward-with-residuals, backward) programs, or False where none can be made."""
+        if self.split is None:
+            self.split = False
+            diff = [i for i, x in enumerate(leaves) if _is_float(x)]
+            outs_float = all(hasattr(o.dtype, "kind") and o.dtype.kind in "fc" for o in self.program.outs
+                             if hasattr(o, "dtype"))
+            if diff and outs_float and all(not hasattr(o, "value") for o in self.program.outs):
+                try:
+                    self.split = self._split(list(leaves), diff)
+                except OuterTraceError:
+                    self.split = False
+        return self.split
+
+    def _split(self, leaves: list[Any], diff: list[int]) -> Any:
+        from .autodiff import vjp
+
+        raw = [_example(x) for x in leaves]
+        n = len(raw)
+        trace = StagingTrace("jit", self.name + " (vjp)")
+        with trace:
+            xs = [trace.new_input(x) for x in raw]
+            out_vals = self.run(*raw)
+            cts = [trace.new_input(namespace_of(o).ones_like(o) if hasattr(o, "shape") else 1.0) for o in out_vals]
+
+            def part(*d: Any) -> tuple[Any, ...]:
+                full = list(xs)
+                for i, v in zip(diff, d):
+                    full[i] = v
+                return self.fn(*full)
+
+            outs, pull = vjp(part, *[xs[i] for i in diff])
+            grads = pull(tuple(cts))
+            trace.program.outs = [trace.output(o) for o in list(outs) + list(grads)]
+        fwd_p, bwd_p = split_program(trace.program, n, self.n_out)
+        fwd = Staged(fwd_p, self.name + " (forward)")
+        fwd.n_res = len(fwd_p.outs) - self.n_out
+        fwd.n_out = self.n_out
+        fwd.bwd = Staged(bwd_p, self.name + " (backward)")
+        fwd.diff = diff
+        return fwd
+
+    def jvp_staged(self, mask: tuple[bool, ...]) -> Any:
+        key = ("jvp", mask)
+        found = self.derived.get(key)
+        if found is None:
+            from .autodiff import jvp
+
+            idx = [i for i, m in enumerate(mask) if m]
+
+            def f_jvp(leaves: list[Any], tangents: list[Any]) -> Any:
+                def part(*d: Any) -> tuple[Any, ...]:
+                    full = list(leaves)
+                    for i, v in zip(idx, d):
+                        full[i] = v
+                    return self.fn(*full)
+
+                return jvp(part, tuple(leaves[i] for i in idx), tuple(tangents))[1]
+
+            found = self.derived[key] = jit(f_jvp)
+        return found
+
+    def batch_staged(self, dims: tuple[Any, ...]) -> Any:
+        key = ("vmap", dims)
+        found = self.derived.get(key)
+        if found is None:
+            from .batching import vmap
+
+            found = self.derived[key] = jit(vmap(self.fn, in_axes=dims, out_axes=0))
+        return found
+
+
+def _unbox(x: Any) -> Any:
+    while isinstance(x, Box):
+        x = x._value
+    return x
+
+
+def _example(x: Any) -> Any:
+    """A plain value with the shape ``x`` shows user code: one example of each vmap batch."""
+    if not isinstance(x, Box):
+        return x
+    inner = _example(x._value)
+    if isinstance(x, BatchBox):
+        return namespace_of(inner).take(inner, 0, axis=x._bdim)
+    return inner
+
+
+def _staged_raw(*leaves: Any, staged: Staged) -> tuple[Any, ...]:
+    return tuple(staged.run(*leaves))
+
+
+def _staged_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, staged: Staged) -> list[Any]:
+    from .autodiff import vjp
+    import funcgrad.numpy as fnp
+
+    n = staged.n_out
+    bwd = staged.bwd
+    if bwd is not None and all(x is None for x in g[n:]):
+        cts = [fnp.zeros_like(a) if x is None else x for x, a in zip(g[:n], ans[:n])]
+        grads = call_staged(bwd, list(ans[n:]) + cts)
+        by_leaf = dict(zip(staged.diff, grads))
+        return [by_leaf.get(i) for i in argnums]
+    # cotangents for residuals too (a derivative of a derivative): differentiate the
+    # forward program itself, equation by equation
+    cts = [fnp.zeros_like(a) if x is None else x for x, a in zip(g, ans)]
+    nums = [i for i in argnums]
+
+    def part(*d: Any) -> tuple[Any, ...]:
+        full = list(leaves)
+        for i, v in zip(nums, d):
+            full[i] = v
+        return staged.fn(*full)
+
+    _, pull = vjp(part, *[leaves[i] for i in nums])
+    return list(pull(tuple(cts)))
+
+
+def _staged_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, staged: Staged) -> tuple[Any, ...]:
+    mask = tuple(t is not None for t in tangents)
+    f_jvp = staged.jvp_staged(mask)
+    return tuple(f_jvp(list(leaves), [t for t in tangents if t is not None]))
+
+
+def _staged_batch(args: list[Any], dims: list[Any], staged: Staged) -> tuple[Any, Any]:
+    out = staged.batch_staged(tuple(dims))(*args)
+    return tuple(out), (0,) * len(out)
+
+
+_staged_call = defprimitive(
+    _staged_raw, name="jit_call", vjp_all=_staged_vjp, jvp_all=_staged_jvp, batch=_staged_batch,
+    multiple_results=True, doc="A program staged by fg.jit, called on values traced by enclosing transforms.",
+)
+
+
+def _has_reverse(x: Any) -> bool:
+    while isinstance(x, Box):
+        if isinstance(x._trace, ReverseTrace):
+            return True
+        x = x._value
+    return False
+
+
+def call_staged(staged: Staged, leaves: list[Any]) -> list[Any]:
+    """Run ``staged`` on ``leaves``: straight away when nothing is traced, else as one
+    ``jit_call`` primitive whose rules are staged programs too."""
+    if not any(isinstance(x, Box) for x in leaves):
+        return list(staged.run(*leaves))
+    if any(_has_reverse(x) for x in leaves):
+        fwd = staged.reverse(leaves)
+        if fwd:
+            outs = _staged_call(*leaves, staged=fwd)
+            return list(outs[: staged.n_out])
+    return list(_staged_call(*leaves, staged=staged))
+
+
+class _Entry:
+    __slots__ = ("program", "run", "out_def", "staged")
+
+    def __init__(self, program: Program, staged: Staged, out_def: Any):
+        self.program = program
+        self.staged = staged
+        self.run = staged.run
         self.out_def = out_def
 
 
@@ -194,32 +389,55 @@ class _Jitted:
         leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         for leaf in leaves:
             if isinstance(leaf, Box):
-                return self._eager(leaf, args, kwargs)
+                return self._traced_call(args, kwargs, leaves, treedef, statics)
+        key = self._key(leaves, treedef, statics)
+        entry = self.cache.get(key)
+        if entry is not None:
+            return entry.out_def.unflatten(entry.run(*leaves))
+        built = self._trace(key, args, kwargs, leaves, treedef, statics)
+        if built is None:
+            return self.fun(*args, **kwargs)
+        entry, values = built
+        return entry.out_def.unflatten(values)
+
+    def _key(self, leaves: list[Any], treedef: Any, statics: tuple[Any, ...]) -> Any:
         try:
-            key = (treedef, tuple(_leaf_key(x, "", self.fname) if type(x) is not np.ndarray else (np.ndarray, x.shape, x.dtype)
-                                  for x in leaves), statics)
+            return (treedef, tuple(_leaf_key(x, "", self.fname) if type(x) is not np.ndarray else (np.ndarray, x.shape, x.dtype)
+                                   for x in leaves), statics)
         except TypeError:
             for i, leaf in enumerate(leaves):  # again, naming the argument
                 _leaf_key(leaf, self._path(treedef, i), self.fname)
             raise
-        entry = self.cache.get(key)
-        if entry is not None:
-            return entry.out_def.unflatten(entry.run(*leaves))
-        return self._trace(key, args, kwargs, leaves, treedef, statics)
 
-    def _eager(self, leaf: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if getattr(leaf, "_requires_grad", False):
-            raise TypeError(
-                f"fg.jit({self.fname}) was called on a funcgrad.tensor Tensor that requires grad: "
-                f"jit does not record into the Tensor layer's graph. Use it on the functional side "
-                f"(fg.jit(fg.grad(loss))(params) on arrays), or call the function without jit"
-            )
-        # Called on values traced by an enclosing transform (grad(jit(f)), vmap(jit(f)) ...):
-        # run the function itself, so the enclosing transform records it as usual.
-        return self.fun(*args, **kwargs)
+    def _traced_call(self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
+                     statics: tuple[Any, ...]) -> Any:
+        """Called on values traced by enclosing transforms (grad(jit(f)), vmap(jit(f)) ...)."""
+        for leaf in leaves:
+            if getattr(leaf, "_requires_grad", False):
+                raise TypeError(
+                    f"fg.jit({self.fname}) was called on a funcgrad.tensor Tensor that requires grad: "
+                    f"jit does not record into the Tensor layer's graph. Use it on the functional side "
+                    f"(fg.jit(fg.grad(loss))(params) on arrays), or call the function without jit"
+                )
+            x = leaf
+            while isinstance(x, Box):
+                if isinstance(x, StagingBox) or type(x).__module__.startswith("funcgrad.tensor"):
+                    # inside another jit: record f's operations into that program (inlined);
+                    # Tensors: their graph records the operations, eagerly
+                    return self.fun(*args, **kwargs)
+                x = x._value
+        raw = [_example(x) for x in leaves]
+        key = self._key(raw, treedef, statics)
+        entry = self.cache.get(key)
+        if entry is None:
+            built = self._trace(key, args, kwargs, raw, treedef, statics)
+            if built is None:
+                return self.fun(*args, **kwargs)
+            entry = built[0]
+        return entry.out_def.unflatten(call_staged(entry.staged, leaves))
 
     def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
-               statics: tuple[Any, ...]) -> Any:
+               statics: tuple[Any, ...]) -> tuple[_Entry, list[Any]] | None:
         self._log_retrace(key)
         trace = StagingTrace("jit", self.fname)
         before = _random_states(self.fun, [s[2] for s in statics])
@@ -235,17 +453,12 @@ class _Jitted:
         except OuterTraceError:
             # the function reads a value traced by an enclosing transform (a closure over a
             # grad's input, say): it cannot be staged apart from that transform; run it eagerly
-            return self.fun(*args, **kwargs)
+            return None
         _check_random(before, self.fname)
         program = trace.program.optimize()
-        entry = _Entry(program, program.compile(), out_def)
+        entry = _Entry(program, Staged(program, self.fname), out_def)
         self.cache[key] = entry
-        values = []
-        for x in out_leaves:
-            while isinstance(x, Box):
-                x = x._value
-            values.append(x)
-        return out_def.unflatten(values)
+        return entry, [_unbox(x) for x in out_leaves]
 
     def _path(self, treedef: Any, i: int) -> str:
         try:
