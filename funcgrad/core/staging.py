@@ -316,6 +316,12 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
     return fn
 
 
+def _identifiable(value: Any) -> bool:
+    """Is ``value`` a fresh object, so that its identity names one program value?
+    Python numbers and NumPy's two booleans are shared objects: never."""
+    return not isinstance(value, (int, float, complex)) and type(value).__name__ not in ("bool_", "bool")
+
+
 class StagingBox(Box):
     """A value staged by ``fg.jit``: its traced value and its program variable (in ``_node``)."""
 
@@ -348,7 +354,8 @@ class StagingTrace(Trace):
             value = view()  # a distinct object: captured aliases of the input stay constants
         var = self.program.new_var(value)
         self.program.invars.append(var)
-        self.produced[id(value)] = (value, var)
+        if _identifiable(value):
+            self.produced[id(value)] = (value, var)
         return StagingBox(value, self, var)
 
     def static_input(self, value: Any) -> Any:
@@ -359,7 +366,7 @@ class StagingTrace(Trace):
     def atom(self, value: Any) -> Any:
         """The program atom for a plain argument: a produced var, a constant or a literal."""
         hit = self.produced.get(id(value))
-        if hit is not None and hit[0] is value:
+        if hit is not None and hit[0] is value and _identifiable(value):
             return hit[1]
         if hasattr(value, "shape") and hasattr(value, "dtype"):
             copy = getattr(value, "copy", None)
@@ -398,7 +405,7 @@ class StagingTrace(Trace):
         prog.eqns.append(Eqn(prim, ins, dict(kwargs), outs, fn))
         boxes = []
         for v, var in zip(values, outs):
-            if not isinstance(v, (int, float, complex, bool)):
+            if _identifiable(v):
                 self.produced[id(v)] = (v, var)
             boxes.append(StagingBox(v, self, var))
         return tuple(boxes) if prim.multiple_results else boxes[0]
