@@ -309,9 +309,13 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
             rets.append(o.name)
     names["_copy"] = lambda a: a.copy()
     params = ", ".join(v.name for v in prog.invars)
+    # every function and constant is bound as a keyword-only default: a fast local, not a global
+    bound = [n for n in names if n != "_copy"] + ["_copy"]
+    params += (", " if params else "") + "*, " + ", ".join(f"{n}={n}" for n in bound)
     src = f"def program({params}):\n" + "\n".join(body) + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n"
-    exec(compile(src, "<funcgrad.jit program>", "exec"), names)
-    fn = names["program"]
+    scope = dict(names)
+    exec(compile(src, "<funcgrad.jit program>", "exec"), scope)
+    fn = scope["program"]
     fn.source = src
     return fn
 

@@ -146,6 +146,18 @@ class Staged:
         self.bwd: Staged | None = None  # set on a forward-with-residuals program
         self.diff: list[int] = []
         self.derived: dict[Any, Any] = {}
+        self.packed: Staged | None = None  # the same forward, residuals in one opaque output
+        self.pack = False
+
+    def packed_version(self) -> "Staged":
+        """This forward-with-residuals program returning ``outs + (residual pack,)``: for a
+        single level of reverse mode, where nothing differentiates the residuals, so they
+        need no tape entries of their own."""
+        if self.packed is None:
+            p = self.packed = Staged.__new__(Staged)
+            p.__dict__.update(self.__dict__)
+            p.pack, p.packed, p.derived = True, None, {}
+        return self.packed
 
     def __repr__(self) -> str:
         return f"<staged {self.name}>"
@@ -242,8 +254,21 @@ def _example(x: Any) -> Any:
     return inner
 
 
+class _Residuals:
+    """The residuals of a forward program, carried as one opaque value to its backward."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: tuple[Any, ...]):
+        self.values = values
+
+
 def _staged_raw(*leaves: Any, staged: Staged) -> tuple[Any, ...]:
-    return tuple(staged.run(*leaves))
+    outs = staged.run(*leaves)
+    if staged.pack:
+        n = staged.n_out
+        return outs[:n] + (_Residuals(outs[n:]),)
+    return tuple(outs)
 
 
 def _staged_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, staged: Staged) -> list[Any]:
@@ -252,9 +277,10 @@ def _staged_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int]
 
     n = staged.n_out
     bwd = staged.bwd
-    if bwd is not None and all(x is None for x in g[n:]):
+    if bwd is not None and (staged.pack or all(x is None for x in g[n:])):
         cts = [fnp.zeros_like(a) if x is None else x for x, a in zip(g[:n], ans[:n])]
-        grads = call_staged(bwd, list(ans[n:]) + cts)
+        residuals = list(ans[n].values) if staged.pack else list(ans[n:])
+        grads = call_staged(bwd, residuals + cts)
         by_leaf = dict(zip(staged.diff, grads))
         return [by_leaf.get(i) for i in argnums]
     # cotangents for residuals too (a derivative of a derivative): differentiate the
@@ -297,6 +323,19 @@ def _has_reverse(x: Any) -> bool:
     return False
 
 
+def _one_reverse_level(leaves: list[Any]) -> bool:
+    """Are the traced leaves all boxes of one reverse trace, over plain values?"""
+    trace = None
+    for x in leaves:
+        if isinstance(x, Box):
+            if not isinstance(x._trace, ReverseTrace) or isinstance(x._value, Box):
+                return False
+            if trace is not None and x._trace is not trace:
+                return False
+            trace = x._trace
+    return True
+
+
 def call_staged(staged: Staged, leaves: list[Any]) -> list[Any]:
     """Run ``staged`` on ``leaves``: straight away when nothing is traced, else as one
     ``jit_call`` primitive whose rules are staged programs too."""
@@ -305,6 +344,8 @@ def call_staged(staged: Staged, leaves: list[Any]) -> list[Any]:
     if any(_has_reverse(x) for x in leaves):
         fwd = staged.reverse(leaves)
         if fwd:
+            if _one_reverse_level(leaves):
+                fwd = fwd.packed_version()  # residuals as one value: no tape entries of their own
             outs = _staged_call(*leaves, staged=fwd)
             return list(outs[: staged.n_out])
     return list(_staged_call(*leaves, staged=staged))
