@@ -20,6 +20,7 @@ Values that reach Python control flow (``bool``, ``int``, ``float``,
 
 from __future__ import annotations
 
+import math
 import os
 import traceback
 from typing import Any, Callable, Sequence
@@ -157,11 +158,38 @@ class Program:
 
     # -- passes -----------------------------------------------------------------
     def optimize(self) -> "Program":
-        """Constant folding, common-subexpression elimination, dead-code elimination."""
+        """Constant folding, identities (x * 1, x + 0), common-subexpression elimination,
+        dead-code elimination."""
         self._fold_constants()
+        self._identities()
         self._cse()
         self._dce()
         return self
+
+    def _identities(self) -> None:
+        """``x * 1``, ``1 * x``, ``x + 0``, ``0 + x``, ``x - 0`` where the result is ``x``
+        exactly (same shape, dtype and type: the constant neither broadcasts nor casts)."""
+        subst: dict[Var, Any] = {}
+        kept = []
+        unit = {"multiply": (1, (0, 1)), "add": (0, (0, 1)), "subtract": (0, (1,))}
+        for e in self.eqns:
+            e.ins = [subst.get(a, a) if isinstance(a, Var) else a for a in e.ins]
+            rule = unit.get(e.prim.name)
+            if rule is not None and len(e.ins) == 2 and not e.kwargs and e.prim.pure:
+                value, positions = rule
+                out = e.outs[0]
+                for k in positions:
+                    other = e.ins[1 - k]
+                    if (isinstance(other, Var) and _is_constant(e.ins[k], value) and other.shape == out.shape
+                            and other.dtype == out.dtype and other.kind is out.kind):
+                        subst[out] = other
+                        break
+                else:
+                    kept.append(e)
+                continue
+            kept.append(e)
+        self.eqns = kept
+        self.outs = [subst.get(o, o) if isinstance(o, Var) else o for o in self.outs]
 
     def _fold_constants(self) -> None:
         kept = []
@@ -225,9 +253,37 @@ class Program:
         """The program as a Python function ``f(*inputs) -> tuple of outputs``.
 
         Temporaries of at least ``reuse_bytes`` that die at a ufunc call with the
-        same shape and dtype as its result are written into (``out=``).
+        same shape and dtype as its result are written into (``out=``). A program
+        whose values are all float scalars runs on Python floats (``math``), and
+        falls back to the backend's functions where Python's math raises (overflow,
+        domain errors, division by zero: NumPy returns inf or nan there).
         """
-        return _generate(self, reuse_bytes)
+        array_fn = _generate(self, reuse_bytes)
+        scalar_fn = _generate_scalar(self, array_fn)
+        return scalar_fn if scalar_fn is not None else array_fn
+
+
+def _host_number(value: Any) -> Any:
+    """``value`` as a Python number if it is a host scalar or size-1 host array, else None
+    (device arrays are never read back to the host here)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and getattr(value, "size", 0) == 1 and getattr(value, "dtype", None) is not None:
+        if value.dtype.kind in "fiu":
+            return value.item()
+    return None
+
+
+def _is_constant(a: Any, value: float) -> bool:
+    """Is the atom ``a`` a constant whose every entry equals ``value``?"""
+    v = a.value if isinstance(a, Const) else a
+    if isinstance(a, Var):
+        return False
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v == value
+    if type(v).__module__ == "numpy" and getattr(v, "dtype", None) is not None and v.dtype.kind in "fiu" and v.size:
+        return bool((v == value).all())
+    return False
 
 
 def _atom_key(a: Any) -> Any:
@@ -527,3 +583,64 @@ def split_program(joint: Program, n_primal_in: int, n_primal_out: int) -> tuple[
     bwd.consts = list(joint.consts)
     bwd.outs = list(grads)
     return fwd.optimize(), bwd.optimize()
+
+
+# Python-float code for programs of float scalars: each primitive's expression.
+_SCALAR_EXPR = {
+    "add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}", "divide": "{0} / {1}",
+    "true_divide": "{0} / {1}", "negative": "-{0}", "positive": "+{0}", "power": "_pow({0}, {1})",
+    "square": "{0} * {0}", "reciprocal": "1.0 / {0}", "absolute": "abs({0})", "abs": "abs({0})",
+    "sin": "_m.sin({0})", "cos": "_m.cos({0})", "tan": "_m.tan({0})", "tanh": "_m.tanh({0})",
+    "sinh": "_m.sinh({0})", "cosh": "_m.cosh({0})", "exp": "_m.exp({0})", "log": "_m.log({0})",
+    "sqrt": "_m.sqrt({0})", "arctan": "_m.atan({0})", "arcsin": "_m.asin({0})", "arccos": "_m.acos({0})",
+    "log1p": "_m.log1p({0})", "expm1": "_m.expm1({0})", "arctanh": "_m.atanh({0})", "arcsinh": "_m.asinh({0})",
+    "log10": "_m.log10({0})", "log2": "_m.log2({0})", "exp2": "_pow(2.0, {0})",
+}
+
+
+def _generate_scalar(prog: Program, fallback: Callable[..., Any]) -> Callable[..., Any] | None:
+    """Straight-line Python-float code for ``prog``, or None if a value is not a float scalar."""
+    if not prog.eqns:
+        return None
+    for v in prog.invars:
+        if not issubclass(v.kind, float) or v.shape:
+            return None
+    lines = []
+    consts: dict[str, Any] = {}
+    for e in prog.eqns:
+        expr = _SCALAR_EXPR.get(e.prim.name)
+        if expr is None or e.kwargs or e.multiple or not e.prim.pure:
+            return None
+        o = e.outs[0]
+        if not issubclass(o.kind, float) or o.shape or str(o.dtype) != "float64":
+            return None
+        args = []
+        for a in e.ins:
+            if isinstance(a, Var):
+                args.append(a.name)
+                continue
+            num = _host_number(a.value if isinstance(a, Const) else a)
+            if num is None or isinstance(num, bool):
+                return None
+            args.append(repr(float(num)))
+        lines.append(f"        {o.name} = {expr.format(*args)}")
+    rets = []
+    kinds: dict[str, Any] = {}
+    for k, o in enumerate(prog.outs):
+        if not isinstance(o, Var) or not issubclass(o.kind, float):
+            return None
+        kinds[f"_k{k}"] = o.kind
+        rets.append(f"_k{k}({o.name})")
+    params = ", ".join(v.name for v in prog.invars)
+    conv = [f"        {v.name} = float({v.name})" for v in prog.invars]
+    names = {"_m": math, "_pow": math.pow, "_fallback": fallback, **kinds, **consts}
+    bound = ", ".join(f"{n}={n}" for n in names)
+    src = (f"def program({params}{', ' if params else ''}*, {bound}):\n    try:\n" + "\n".join(conv + lines)
+           + f"\n    except (OverflowError, ValueError, ZeroDivisionError):\n        return _fallback({params})\n"
+           + f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
+    scope = dict(names)
+    exec(compile(src, "<funcgrad.jit scalar program>", "exec"), scope)
+    fn = scope["program"]
+    fn.source = src
+    fn.array_version = fallback
+    return fn

@@ -352,13 +352,32 @@ def call_staged(staged: Staged, leaves: list[Any]) -> list[Any]:
 
 
 class _Entry:
-    __slots__ = ("program", "run", "out_def", "staged")
+    __slots__ = ("program", "run", "out_def", "staged", "single")
 
     def __init__(self, program: Program, staged: Staged, out_def: Any):
         self.program = program
         self.staged = staged
         self.run = staged.run
         self.out_def = out_def
+        # the output is one leaf (an array or number): no tree to rebuild
+        self.single = out_def == tree_util.tree_structure(0)
+
+
+_FAST_SCALARS = (float, int, complex, np.float64, np.float32)
+
+
+def _fast_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The cache key of positional arguments that are all plain arrays or numbers, else None."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t in _FAST_SCALARS:
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
 
 
 class _Jitted:
@@ -389,6 +408,7 @@ class _Jitted:
             self.static_argnums = tuple(sorted(nums))
             self.static_argnames = tuple(sorted(names))
         self.cache: dict[Any, _Entry] = {}
+        self.fast_cache: dict[Any, _Entry] = {}
         self.keys: list[Any] = []
         self.traces = 0
         self.warned = False
@@ -426,6 +446,11 @@ class _Jitted:
 
     # -- the call ---------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and not self.static_argnums:
+            fast = self.fast_cache.get(_fast_key(args))  # plain arrays and numbers: one lookup
+            if fast is not None:
+                out = fast.run(*args)
+                return out[0] if fast.single else fast.out_def.unflatten(out)
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         for leaf in leaves:
@@ -439,6 +464,10 @@ class _Jitted:
         if built is None:
             return self.fun(*args, **kwargs)
         entry, values = built
+        if not kwargs and not statics:
+            fk = _fast_key(args)
+            if fk is not None:
+                self.fast_cache[fk] = entry
         return entry.out_def.unflatten(values)
 
     def _key(self, leaves: list[Any], treedef: Any, statics: tuple[Any, ...]) -> Any:
