@@ -319,6 +319,8 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
             for o in e.outs:
                 o.fresh = True
     body = []
+    pool: dict[Any, list[str]] = {}  # dead temporaries by (shape, dtype, type), free for out=
+    pooled: set[Var] = set()
     for k, e in enumerate(prog.eqns):
         fname = f"f{k}"
         names[fname] = e.fn
@@ -340,16 +342,25 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
             names[cname] = val
             args.append(f"{key}={cname}")
         out = None
+        reusable = [a for a in e.ins if isinstance(a, Var) and a.fresh and last.get(id(a)) == k
+                    and only_ufunc.get(id(a)) and id(a) not in inputs and id(a) not in outputs]
         if _is_ufunc(e.fn) and not e.kwargs and not e.multiple and len(e.outs) == 1:
             res = e.outs[0]
             if res.nbytes >= reuse_bytes and hasattr(res.dtype, "kind"):
+                slot = (res.shape, str(res.dtype), res.kind)
                 seen_args = [a for a in e.ins if isinstance(a, Var)]
-                for a in seen_args:
-                    if (a.fresh and last.get(id(a)) == k and only_ufunc.get(id(a)) and id(a) not in inputs
-                            and id(a) not in outputs and a.shape == res.shape and a.dtype == res.dtype
-                            and a.kind is res.kind and seen_args.count(a) == 1):
+                for a in reusable:  # an argument that dies here
+                    if (a.shape, str(a.dtype), a.kind) == slot and seen_args.count(a) == 1:
                         out = a.name
                         break
+                else:  # a temporary that died earlier
+                    free = pool.get(slot)
+                    if free:
+                        out = free.pop()
+        for a in reusable:  # buffers nothing can see any more, for later results
+            if a.name != out and a.nbytes >= reuse_bytes and hasattr(a.dtype, "kind") and a not in pooled:
+                pooled.add(a)
+                pool.setdefault((a.shape, str(a.dtype), a.kind), []).append(a.name)
         if out is not None:
             args.append(f"out={out}")
         lhs = ", ".join(o.name for o in e.outs) + ("," if e.multiple and len(e.outs) == 1 else "")

@@ -98,11 +98,19 @@ def _random_states(fun: Callable[..., Any], statics: Sequence[Any]) -> list[tupl
     return [(g, _state_sig(g)) for g in found]
 
 
-def _state_sig(g: Any) -> str:
+def _state_sig(g: Any) -> Any:
+    """A comparable snapshot of a generator's state (arrays as bytes: no repr of big keys)."""
     if isinstance(g, np.random.Generator):
-        return repr(g.bit_generator.state)
-    st = g.get_state(legacy=False)
-    return repr(st)
+        return _freeze(g.bit_generator.state)
+    return _freeze(g.get_state(legacy=False))
+
+
+def _freeze(x: Any) -> Any:
+    if isinstance(x, dict):
+        return tuple((k, _freeze(v)) for k, v in x.items())
+    if isinstance(x, np.ndarray):
+        return x.tobytes()
+    return x
 
 
 def _check_random(before: list[tuple[Any, Any]], fname: str) -> None:
@@ -142,7 +150,7 @@ class Staged:
         self.run = program.compile()
         self.n_out = len(program.outs)
         self.n_res = 0
-        self.split: tuple[Staged, Staged, list[int]] | None | bool = None  # (fwd, bwd, diff positions)
+        self.splits: dict[tuple[int, ...], Any] = {}  # traced float leaves -> forward (or False)
         self.bwd: Staged | None = None  # set on a forward-with-residuals program
         self.diff: list[int] = []
         self.derived: dict[Any, Any] = {}
@@ -167,18 +175,20 @@ class Staged:
         return eval_program(self.program, *leaves)
 
     def reverse(self, leaves: Sequence[Any]) -> Any:
-        """(forward-with-residuals, backward) programs, or False where none can be made."""
-        if self.split is None:
-            self.split = False
-            diff = [i for i, x in enumerate(leaves) if _is_float(x)]
+        """The forward-with-residuals program (its ``bwd`` the backward) for the traced
+        float leaves, or False where none can be made."""
+        diff = tuple(i for i, x in enumerate(leaves) if isinstance(x, Box) and _is_float(x))
+        found = self.splits.get(diff)
+        if found is None:
+            found = self.splits[diff] = False
             outs_float = all(hasattr(o.dtype, "kind") and o.dtype.kind in "fc" for o in self.program.outs
                              if hasattr(o, "dtype"))
             if diff and outs_float and all(not hasattr(o, "value") for o in self.program.outs):
                 try:
-                    self.split = self._split(list(leaves), diff)
+                    found = self.splits[diff] = self._split(list(leaves), list(diff))
                 except OuterTraceError:
-                    self.split = False
-        return self.split
+                    pass
+        return found
 
     def _split(self, leaves: list[Any], diff: list[int]) -> Any:
         from .autodiff import vjp
