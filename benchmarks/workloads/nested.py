@@ -36,9 +36,9 @@ def build(ctx: Context) -> list[Table]:
         Entry("numpy hand (closed form)", lambda: third_np(x), check=lambda r: r),
         Entry("funcgrad grad(grad(grad))", lambda: d3(xa), check=lambda r: r),
     ]
-    jd3 = fg.jit(d3)  # issue 13: staged, run as Python-float code
+    fg_jd3 = fg.jit(d3)  # issue 13: staged, run as Python-float code
     rows += [
-        Entry("funcgrad jit(grad(grad(grad)))", lambda: jd3(xa), check=lambda r: r),
+        Entry("funcgrad jit(grad(grad(grad)))", lambda: fg_jd3(xa), check=lambda r: r),
         Entry("funcgrad jit(grad^3) first call", lambda: fg.jit(fg.grad(fg.grad(fg.grad(f))))(xa), check=lambda r: r),
     ]
     a = peers.autograd()

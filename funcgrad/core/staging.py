@@ -325,12 +325,17 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
         fname = f"f{k}"
         names[fname] = e.fn
         args = []
+        float_ufunc = (_is_ufunc(e.fn) and len(e.outs) == 1 and hasattr(e.outs[0].dtype, "kind")
+                       and e.outs[0].dtype.kind in "fc"
+                       and all(a.dtype == e.outs[0].dtype for a in e.ins if isinstance(a, Var)))
         for a in e.ins:
             if isinstance(a, Var):
                 args.append(a.name)
             elif isinstance(a, Const):
                 names[a.name] = a.value
                 args.append(a.name)
+            elif type(a) is int and float_ufunc and abs(a) < 2 ** 53:
+                args.append(repr(float(a)))  # same result (the array's float dtype wins), faster call
             elif a is None or type(a) in (int, float, bool, str):
                 args.append(repr(a))
             else:
@@ -409,7 +414,7 @@ class StagingBox(Box):
 class StagingTrace(Trace):
     """Records every primitive call on its boxes into :attr:`program`."""
 
-    __slots__ = ("program", "produced", "fun_name")
+    __slots__ = ("program", "produced", "fun_name", "consts_by_id")
 
     def __init__(self, name: str = "jit", fun_name: str = "f") -> None:
         super().__init__(name)
@@ -418,6 +423,7 @@ class StagingTrace(Trace):
         # box and passes its plain value on still refers to the variable
         self.produced: dict[int, tuple[Any, Var]] = {}
         self.fun_name = fun_name
+        self.consts_by_id: dict[int, tuple[Any, Const]] = {}
 
     def new_input(self, value: Any) -> StagingBox:
         view = getattr(value, "view", None)
@@ -440,8 +446,13 @@ class StagingTrace(Trace):
         if hit is not None and hit[0] is value and _identifiable(value):
             return hit[1]
         if hasattr(value, "shape") and hasattr(value, "dtype"):
+            seen = self.consts_by_id.get(id(value))
+            if seen is not None and seen[0] is value:
+                return seen[1]  # one constant per captured array, however often it is used
             copy = getattr(value, "copy", None)
-            return self.program.new_const(copy() if callable(copy) else value)  # frozen now
+            const = self.program.new_const(copy() if callable(copy) else value)  # frozen now
+            self.consts_by_id[id(value)] = (value, const)
+            return const
         return value
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
