@@ -387,8 +387,8 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
     src = f"def program({params}):\n" + "\n".join(body) + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n"
     scope = dict(names)
     exec(compile(src, "<funcgrad.jit program>", "exec"), scope)
-    fn = scope["program"]
-    fn.source = src
+    fn: Callable[..., tuple[Any, ...]] = scope["program"]
+    fn.source = src  # type: ignore[attr-defined]
     return fn
 
 
@@ -662,7 +662,7 @@ def _generate_scalar(prog: Program, fallback: Callable[..., Any]) -> Callable[..
            + f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
     scope = dict(names)
     exec(compile(src, "<funcgrad.jit scalar program>", "exec"), scope)
-    fn = scope["program"]
-    fn.source = src
-    fn.array_version = fallback
+    fn: Callable[..., Any] = scope["program"]
+    fn.source = src  # type: ignore[attr-defined]
+    fn.array_version = fallback  # type: ignore[attr-defined]
     return fn

@@ -378,7 +378,7 @@ _FAST_SCALARS = (float, int, complex, np.float64, np.float32)
 
 def _fast_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """The cache key of positional arguments that are all plain arrays or numbers, else None."""
-    key = []
+    key: list[Any] = []
     for a in args:
         t = type(a)
         if t is np.ndarray:
@@ -395,7 +395,7 @@ class _Jitted:
 
     def __init__(self, fun: Callable[..., Any], static_argnums: Sequence[int], static_argnames: Sequence[str]):
         # name and docstring only: copying fun's __dict__ would copy another jit's state
-        functools.update_wrapper(self, fun, updated=())  # type: ignore[arg-type]
+        functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.fname = _fname(fun)
         self.static_argnums = tuple(static_argnums)
@@ -426,7 +426,7 @@ class _Jitted:
     # -- arguments -------------------------------------------------------------------
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any], tuple[Any, ...]]:
         nargs = len(args)
-        statics = []
+        statics: list[tuple[str, Any, Any]] = []
         for n in self.static_argnums:
             if n < nargs:
                 statics.append(("arg", n, args[n]))
@@ -578,6 +578,10 @@ class _Jitted:
             if a != b:
                 return f"argument {self._path(ntree, i)} changed from {_describe(a)} to {_describe(b)}"
         return "a new signature"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """As a method decorator: bind ``self`` (then static via its hash, or traced if a pytree)."""
+        return self if obj is None else functools.partial(self, obj)
 
     def cache_size(self) -> int:
         """How many signatures have been traced and are cached."""
