@@ -336,7 +336,7 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
                 args.append(a.name)
             elif type(a) is int and float_ufunc and abs(a) < 2 ** 53:
                 args.append(repr(float(a)))  # same result (the array's float dtype wins), faster call
-            elif a is None or type(a) in (int, float, bool, str):
+            elif a is None or type(a) in (int, bool, str) or (type(a) is float and math.isfinite(a)):
                 args.append(repr(a))
             else:
                 cname = f"k{k}_{len(args)}"
@@ -642,7 +642,7 @@ def _generate_scalar(prog: Program, fallback: Callable[..., Any]) -> Callable[..
                 args.append(a.name)
                 continue
             num = _host_number(a.value if isinstance(a, Const) else a)
-            if num is None or isinstance(num, bool):
+            if num is None or isinstance(num, bool) or not math.isfinite(num):
                 return None
             args.append(repr(float(num)))
         lines.append(f"        {o.name} = {expr.format(*args)}")
