@@ -398,6 +398,18 @@ def _identifiable(value: Any) -> bool:
     return not isinstance(value, (int, float, complex)) and type(value).__name__ not in ("bool_", "bool")
 
 
+# Registered by the layer that knows array namespaces (funcgrad.transforms.jit):
+# ``direct_call(prim, args)`` returns the backend function that ``prim.raw`` would
+# dispatch to for these arguments (CuPy's, say), or None to keep ``prim.raw``.
+direct_call: Callable[[Primitive, list[Any]], Any] | None = None
+
+
+def register_direct_call(resolver: Callable[[Primitive, list[Any]], Any]) -> None:
+    """Let staged programs call the backend's functions directly (see ``direct_call``)."""
+    global direct_call
+    direct_call = resolver
+
+
 class StagingBox(Box):
     """A value staged by ``fg.jit``: its traced value and its program variable (in ``_node``)."""
 
@@ -480,6 +492,8 @@ class StagingTrace(Trace):
             fn = prim.fast_fn
         if kwargs.get("out") is not None:
             fn = prim.raw
+        elif fn is prim.raw and direct_call is not None:
+            fn = direct_call(prim, args) or fn  # the backend's own function, found once
         ans = fn(*args, **kwargs)
         prog = self.program
         values = ans if prim.multiple_results else (ans,)

@@ -22,6 +22,7 @@ from ..backend import namespace_of
 from ..config import config
 from ..core import Box, ReverseTrace, defprimitive
 from ..core.batching import BatchBox
+from ..core import staging
 from ..core.staging import OuterTraceError, Program, StagingBox, StagingTrace, eval_program, split_program
 
 __all__ = ["jit", "make_program"]
@@ -359,6 +360,32 @@ def call_staged(staged: Staged, leaves: list[Any]) -> list[Any]:
             outs = _staged_call(*leaves, staged=fwd)
             return list(outs[: staged.n_out])
     return list(_staged_call(*leaves, staged=staged))
+
+
+def _direct_call(prim: Any, args: list[Any]) -> Any:
+    """The backend function a NumPy-named primitive dispatches to for these (device)
+    arguments, so that the generated program calls it without dispatch; None otherwise."""
+    np_fn = prim.fast_fn
+    if prim.fast_fn is prim.raw or not hasattr(prim.raw, "fast_path"):
+        return None
+    name = getattr(np_fn, "__name__", None)
+    if name is None or getattr(np, name, None) is not np_fn:
+        return None  # not a top-level NumPy function (linalg, fft ...): keep the dispatch
+    arrays = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype")]
+    if not arrays:
+        return None
+    try:
+        ns = namespace_of(arrays[0])
+        if any(namespace_of(a) is not ns for a in arrays[1:]):
+            return None
+    except Exception:
+        return None
+    if ns is np:
+        return None
+    return getattr(ns, name, None)
+
+
+staging.register_direct_call(_direct_call)
 
 
 class _Entry:
