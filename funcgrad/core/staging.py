@@ -163,8 +163,37 @@ class Program:
         self._fold_constants()
         self._identities()
         self._cse()
+        self._implicit_broadcasts()
         self._dce()
         return self
+
+    def _implicit_broadcasts(self) -> None:
+        """Drop ``b = broadcast_to(a, s)`` where every use of ``b`` is a two-argument
+        ufunc whose other argument already has shape ``s``: the ufunc broadcasts ``a``
+        itself, to the same values."""
+        uses: dict[Var, list[Eqn]] = {}
+        for e in self.eqns:
+            for a in e.ins:
+                if isinstance(a, Var):
+                    uses.setdefault(a, []).append(e)
+        outs = {o for o in self.outs if isinstance(o, Var)}
+        for e in self.eqns:
+            if e.prim.name != "broadcast_to" or e.kwargs or not isinstance(e.ins[0], Var) or e.outs[0] in outs:
+                continue
+            b, a = e.outs[0], e.ins[0]
+            users = uses.get(b, [])
+            if not users or a.dtype != b.dtype or a.kind is not b.kind:
+                continue
+            ok = True
+            for u in users:
+                others = [x for x in u.ins if x is not b]
+                if not (_is_ufunc(u.fn) and not u.kwargs and len(u.ins) == 2 and len(others) == 1
+                        and isinstance(others[0], Var) and others[0].shape == b.shape):
+                    ok = False
+                    break
+            if ok:
+                for u in users:
+                    u.ins = [a if x is b else x for x in u.ins]
 
     def _identities(self) -> None:
         """``x * 1``, ``1 * x``, ``x + 0``, ``0 + x``, ``x - 0`` where the result is ``x``
@@ -369,6 +398,12 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
         if out is not None:
             args.append(f"out={out}")
         lhs = ", ".join(o.name for o in e.outs) + ("," if e.multiple and len(e.outs) == 1 else "")
+        src_var = e.ins[0] if e.ins else None
+        if (e.prim.name in ("expand_dims", "squeeze") and isinstance(src_var, Var) and not e.kwargs
+                and src_var.kind is e.outs[0].kind and hasattr(src_var.kind, "reshape")):
+            # a view with one more (or fewer) unit axis: the array's own reshape, no dispatch
+            body.append(f"    {lhs} = {src_var.name}.reshape({e.outs[0].shape!r})")
+            continue
         if e.multiple and not e.outs:
             lhs = "_"
         body.append(f"    {lhs} = {fname}({', '.join(args)})")
