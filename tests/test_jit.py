@@ -387,3 +387,23 @@ def test_replay_follows_new_inputs(name):
         np.testing.assert_allclose(j(y.copy()), fg.jit(f)(y.copy()))  # replay == a fresh trace
         np.testing.assert_allclose(gj(y), fg.grad(total)(y))
         np.testing.assert_allclose(jg(y), fg.grad(total)(y))
+
+
+def _nondiff_cases():
+    from test_indexing import _ND  # the table of non-differentiable functions on traced values
+
+    return _ND
+
+
+@pytest.mark.parametrize("name,fn", _nondiff_cases(), ids=[n for n, _ in _nondiff_cases()])
+def test_nondiff_functions_replay_or_refuse(name, fn):
+    rng_nd = np.random.default_rng(12)
+    x, x2 = rng_nd.standard_normal((2, 4)), rng_nd.standard_normal((2, 4))
+    jf = fg.jit(lambda a: fn(fnp, a))
+    try:
+        first = jf(x)
+    except StagedValueError as err:  # data-dependent shapes (unique ...), lexsort's key list: refused, never frozen
+        assert "traced by fg.jit" in str(err)
+        return
+    np.testing.assert_array_equal(first, fn(np, x))
+    np.testing.assert_array_equal(jf(x2), fn(np, x2))  # replayed on new values

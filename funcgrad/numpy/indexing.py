@@ -635,6 +635,8 @@ def at(x: Any) -> IndexUpdateHelper:
 def _concrete_index(item: Any, fn: str) -> Any:
     """An index argument whose values decide the result's shape: vmap-batched is refused."""
     item = _static_item(item, None) if isinstance(item, (Box, list)) else item
+    if isinstance(item, StagingBox):
+        raise staged_error(f"{fn} with a traced index/condition (its result's shape depends on the values)")
     if isinstance(item, Box):
         raise NotImplementedError(
             f"{fn} with a value batched by vmap as its index/condition is not supported: the "
