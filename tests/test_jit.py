@@ -407,3 +407,16 @@ def test_nondiff_functions_replay_or_refuse(name, fn):
         return
     np.testing.assert_array_equal(first, fn(np, x))
     np.testing.assert_array_equal(jf(x2), fn(np, x2))  # replayed on new values
+
+
+def test_passes_keep_generalized_ufuncs_apart():
+    # broadcast_to before matmul is not an implicit broadcast (matmul has a core signature),
+    # and matmul never writes into one of its own arguments
+    n = 40  # 40x40 float64: above the reuse threshold
+    a, o = rng.standard_normal((1, n)), rng.standard_normal((n, n))
+    f = lambda a, o: fnp.broadcast_to(a, (n, n)) @ o + fnp.broadcast_to(a, (n, n)) * o  # noqa: E731
+    g = lambda x: (fnp.exp(x) @ x) @ fnp.tanh(x) * 2.0  # noqa: E731
+    jf, jg = fg.jit(f), fg.jit(g)
+    for k in range(3):
+        np.testing.assert_allclose(jf(a + k, o), f(a + k, o))
+        np.testing.assert_allclose(jg(o * 0.1 * k), g(o * 0.1 * k))

@@ -327,7 +327,13 @@ def _atom_key(a: Any) -> Any:
 
 
 def _is_ufunc(fn: Any) -> bool:
-    return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1
+    """An elementwise ufunc with one result (not a generalized one such as matmul)."""
+    return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is None
+
+
+def _is_gufunc(fn: Any) -> bool:
+    """A generalized ufunc (matmul): it takes ``out=``, but its result may not alias an argument."""
+    return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is not None
 
 
 def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]:
@@ -338,13 +344,13 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
     last: dict[int, int] = {}
     only_ufunc: dict[int, bool] = {}
     for k, e in enumerate(prog.eqns):
-        u = _is_ufunc(e.fn) and not e.kwargs and not e.multiple
+        u = (_is_ufunc(e.fn) or _is_gufunc(e.fn)) and not e.kwargs and not e.multiple
         for a in e.ins:
             if isinstance(a, Var):
                 last[id(a)] = k
                 only_ufunc[id(a)] = only_ufunc.get(id(a), True) and u
     for e in prog.eqns:
-        if _is_ufunc(e.fn) and not e.kwargs and not e.multiple:
+        if (_is_ufunc(e.fn) or _is_gufunc(e.fn)) and not e.kwargs and not e.multiple:
             for o in e.outs:
                 o.fresh = True
     body = []
@@ -378,12 +384,13 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
         out = None
         reusable = [a for a in e.ins if isinstance(a, Var) and a.fresh and last.get(id(a)) == k
                     and only_ufunc.get(id(a)) and id(a) not in inputs and id(a) not in outputs]
-        if _is_ufunc(e.fn) and not e.kwargs and not e.multiple and len(e.outs) == 1:
+        gufunc = _is_gufunc(e.fn)
+        if (_is_ufunc(e.fn) or gufunc) and not e.kwargs and not e.multiple and len(e.outs) == 1:
             res = e.outs[0]
             if res.nbytes >= reuse_bytes and hasattr(res.dtype, "kind"):
                 slot = (res.shape, str(res.dtype), res.kind)
                 seen_args = [a for a in e.ins if isinstance(a, Var)]
-                for a in reusable:  # an argument that dies here
+                for a in ([] if gufunc else reusable):  # an argument that dies here (elementwise only)
                     if (a.shape, str(a.dtype), a.kind) == slot and seen_args.count(a) == 1:
                         out = a.name
                         break
