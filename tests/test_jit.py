@@ -420,3 +420,16 @@ def test_passes_keep_generalized_ufuncs_apart():
     for k in range(3):
         np.testing.assert_allclose(jf(a + k, o), f(a + k, o))
         np.testing.assert_allclose(jg(o * 0.1 * k), g(o * 0.1 * k))
+
+
+def test_grad_of_jit_with_integer_and_constant_outputs_uses_the_split_programs():
+    def f(x):
+        return fnp.sum(fnp.sin(x) ** 2), fnp.argmax(x), 3.0
+
+    jf = fg.jit(f)
+    loss = lambda h: lambda x: h(x)[0] * 2 + h(x)[1]  # noqa: E731
+    for x in (X, -X):
+        np.testing.assert_allclose(fg.grad(loss(jf))(x), fg.grad(loss(f))(x))
+        np.testing.assert_allclose(fg.hessian(lambda x: jf(x)[0])(x), fg.hessian(lambda x: f(x)[0])(x), atol=1e-14)
+    forward = next(iter(next(iter(jf.cache.values())).staged.splits.values()))
+    assert forward and forward.float_outs == [0]  # no recomputing fallback

@@ -23,7 +23,7 @@ from ..config import config
 from ..core import Box, ReverseTrace, defprimitive
 from ..core.batching import BatchBox
 from ..core import staging
-from ..core.staging import OuterTraceError, Program, StagingBox, StagingTrace, eval_program, split_program
+from ..core.staging import OuterTraceError, Program, Var, StagingBox, StagingTrace, eval_program, split_program
 
 __all__ = ["jit", "make_program"]
 
@@ -154,6 +154,7 @@ class Staged:
         self.splits: dict[tuple[int, ...], Any] = {}  # traced float leaves -> forward (or False)
         self.bwd: Staged | None = None  # set on a forward-with-residuals program
         self.diff: list[int] = []
+        self.float_outs: list[int] = []
         self.derived: dict[Any, Any] = {}
         self.packed: Staged | None = None  # the same forward, residuals in one opaque output
         self.pack = False
@@ -182,41 +183,49 @@ class Staged:
         found = self.splits.get(diff)
         if found is None:
             found = self.splits[diff] = False
-            outs_float = all(hasattr(o.dtype, "kind") and o.dtype.kind in "fc" for o in self.program.outs
-                             if hasattr(o, "dtype"))
-            if diff and outs_float and all(not hasattr(o, "value") for o in self.program.outs):
+            if diff and self._float_outs():
                 try:
                     found = self.splits[diff] = self._split(list(leaves), list(diff))
                 except OuterTraceError:
                     pass
         return found
 
+    def _float_outs(self) -> list[int]:
+        """Positions of the outputs that carry derivatives (float values the program computes)."""
+        return [k for k, o in enumerate(self.program.outs)
+                if isinstance(o, Var) and hasattr(o.dtype, "kind") and o.dtype.kind in "fc"]
+
     def _split(self, leaves: list[Any], diff: list[int]) -> Any:
         from .autodiff import vjp
 
         raw = [_example(x) for x in leaves]
         n = len(raw)
+        float_outs = self._float_outs()
         trace = StagingTrace("jit", self.name + " (vjp)")
         with trace:
             xs = [trace.new_input(x) for x in raw]
             out_vals = self.run(*raw)
-            cts = [trace.new_input(namespace_of(o).ones_like(o) if hasattr(o, "shape") else 1.0) for o in out_vals]
+            cts = [trace.new_input(namespace_of(out_vals[k]).ones_like(out_vals[k])
+                                   if hasattr(out_vals[k], "shape") else 1.0) for k in float_outs]
 
             def part(*d: Any) -> tuple[Any, ...]:
                 full = list(xs)
                 for i, v in zip(diff, d):
                     full[i] = v
-                return self.fn(*full)
+                outs = self.fn(*full)
+                return tuple(outs[k] for k in float_outs)
 
-            outs, pull = vjp(part, *[xs[i] for i in diff])
+            all_outs = self.fn(*xs)  # integer / constant outputs too (CSE merges the repeat)
+            _, pull = vjp(part, *[xs[i] for i in diff])
             grads = pull(tuple(cts))
-            trace.program.outs = [trace.output(o) for o in list(outs) + list(grads)]
+            trace.program.outs = [trace.output(o) for o in list(all_outs) + list(grads)]
         fwd_p, bwd_p = split_program(trace.program, n, self.n_out)
         fwd = Staged(fwd_p, self.name + " (forward)")
         fwd.n_res = len(fwd_p.outs) - self.n_out
         fwd.n_out = self.n_out
         fwd.bwd = Staged(bwd_p, self.name + " (backward)")
         fwd.diff = diff
+        fwd.float_outs = float_outs
         return fwd
 
     def jvp_staged(self, mask: tuple[bool, ...]) -> Any:
@@ -289,7 +298,7 @@ def _staged_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int]
     n = staged.n_out
     bwd = staged.bwd
     if bwd is not None and (staged.pack or all(x is None for x in g[n:])):
-        cts = [fnp.zeros_like(a) if x is None else x for x, a in zip(g[:n], ans[:n])]
+        cts = [fnp.zeros_like(ans[k]) if g[k] is None else g[k] for k in staged.float_outs]
         residuals = list(ans[n].values) if staged.pack else list(ans[n:])
         grads = call_staged(bwd, residuals + cts)
         by_leaf = dict(zip(staged.diff, grads))
