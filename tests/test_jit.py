@@ -433,3 +433,9 @@ def test_grad_of_jit_with_integer_and_constant_outputs_uses_the_split_programs()
         np.testing.assert_allclose(fg.hessian(lambda x: jf(x)[0])(x), fg.hessian(lambda x: f(x)[0])(x), atol=1e-14)
     forward = next(iter(next(iter(jf.cache.values())).staged.splits.values()))
     assert forward and forward.float_outs == [0]  # no recomputing fallback
+
+
+def test_signed_zero_literals_are_not_merged():
+    f = lambda x: (fnp.copysign(1.0, x * 0.0) + 10 * fnp.copysign(1.0, x * -0.0)  # noqa: E731
+                   + 100 * fnp.copysign(1.0, x * np.float64(-0.0)) + 1000 * fnp.copysign(1.0, x * np.float64(0.0)))
+    np.testing.assert_array_equal(fg.jit(f)(X), f(X))

@@ -323,6 +323,8 @@ def _atom_key(a: Any) -> Any:
         return ("c", id(v)) if hasattr(v, "shape") else ("k", type(v), v)
     if hasattr(a, "shape") and not isinstance(a, (int, float, complex)):
         return ("a", id(a))
+    if isinstance(a, (float, complex)):
+        return (type(a), repr(a))  # 0.0 and -0.0 are equal but not the same literal
     return (type(a), a)
 
 
@@ -354,11 +356,31 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
             for o in e.outs:
                 o.fresh = True
     body = []
+    fn_names: dict[int, str] = {}
+    lit_names: dict[Any, str] = {}
+
+    def literal(value: Any) -> str:
+        """A name bound to ``value`` (equal hashable values share one)."""
+        try:
+            key: Any = (type(value), value)
+            if isinstance(value, (float, complex)) or getattr(value, "shape", None) == ():
+                key = (type(value), repr(value))  # 0.0 and -0.0 are equal but not the same literal
+            hash(key)
+        except TypeError:
+            key = ("id", id(value))
+        name = lit_names.get(key)
+        if name is None:
+            name = lit_names[key] = f"k{len(lit_names)}"
+            names[name] = value
+        return name
+
     pool: dict[Any, list[str]] = {}  # dead temporaries by (shape, dtype, type), free for out=
     pooled: set[Var] = set()
     for k, e in enumerate(prog.eqns):
-        fname = f"f{k}"
-        names[fname] = e.fn
+        fname = fn_names.get(id(e.fn))
+        if fname is None:  # one name per backend function, however often it is called
+            fname = fn_names[id(e.fn)] = f"f{len(fn_names)}"
+            names[fname] = e.fn
         args = []
         float_ufunc = (_is_ufunc(e.fn) and len(e.outs) == 1 and hasattr(e.outs[0].dtype, "kind")
                        and e.outs[0].dtype.kind in "fc"
@@ -374,13 +396,9 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
             elif a is None or type(a) in (int, bool, str) or (type(a) is float and math.isfinite(a)):
                 args.append(repr(a))
             else:
-                cname = f"k{k}_{len(args)}"
-                names[cname] = a
-                args.append(cname)
+                args.append(literal(a))
         for key, val in e.kwargs.items():
-            cname = f"k{k}_{key}"
-            names[cname] = val
-            args.append(f"{key}={cname}")
+            args.append(f"{key}={literal(val)}")
         out = None
         reusable = [a for a in e.ins if isinstance(a, Var) and a.fresh and last.get(id(a)) == k
                     and only_ufunc.get(id(a)) and id(a) not in inputs and id(a) not in outputs]
