@@ -574,7 +574,15 @@ class _Jitted:
         program = trace.program.optimize()
         entry = _Entry(program, Staged(program, self.fname), out_def)
         self.cache[key] = entry
-        return entry, [_unbox(x) for x in out_leaves]
+        # an input returned as it is comes back as the caller's own object, as in later calls
+        originals = {id(b._value): x for b, x in zip(boxes, leaves) if isinstance(b, StagingBox)}
+        values = []
+        for x in out_leaves:
+            if isinstance(x, StagingBox) and x._trace is trace and id(x._value) in originals:
+                values.append(originals[id(x._value)])
+            else:
+                values.append(_unbox(x))
+        return entry, values
 
     def _path(self, treedef: Any, i: int) -> str:
         try:
