@@ -299,12 +299,32 @@ def test_escaping_traced_value_raises_leaked_error():
         fnp.sin(leak[0])
 
 
-def test_tensors_that_require_grad_are_refused():
+def test_tensors_record_one_node_whose_backward_is_staged():
     import funcgrad.tensor as ft
 
-    t = ft.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(TypeError, match="Tensor that requires grad.*functional"):
-        fg.jit(lambda x: x * 2)(t)
+    fun = lambda x, w: fnp.sum(fnp.tanh(x * w) ** 2)  # noqa: E731
+    f = fg.jit(fun)
+
+    def fresh():
+        return ft.tensor([0.1, 0.2, 0.3], requires_grad=True), ft.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    (t, w), (t2, w2) = fresh(), fresh()
+    seen = []
+    t.register_hook(seen.append)  # hooks and .grad accumulation stay the graph's, eager
+    for _ in range(2):
+        y = f(t, w)
+        y.backward()
+        (ft.tanh(t2 * w2) ** 2).sum().backward()
+    assert "JitCallBackward" in repr(y.grad_fn) and len(seen) == 2
+    np.testing.assert_allclose(t.grad.numpy(), t2.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=1e-12)
+    forward = next(iter(next(iter(f.cache.values())).staged.splits.values()))
+    assert forward  # the node's backward is the staged backward program, no recomputation
+    (t3, w3), (t4, w4) = fresh(), fresh()  # double backward through the staged rules
+    (g3,) = ft.autograd.grad(f(t3, w3), t3, create_graph=True)
+    (g4,) = ft.autograd.grad((ft.tanh(t4 * w4) ** 2).sum(), t4, create_graph=True)
+    np.testing.assert_allclose(ft.autograd.grad(g3.sum(), t3)[0].numpy(), ft.autograd.grad(g4.sum(), t4)[0].numpy(),
+                               rtol=1e-12)
 
 
 def test_retrace_logging_and_warning(caplog, monkeypatch):

@@ -21,7 +21,9 @@ from .. import tree_util
 from ..backend import namespace_of
 from ..config import config
 from ..core import Box, ReverseTrace, defprimitive
-from ..core.batching import BatchBox
+from ..core.batching import BatchBox, BatchTrace
+from ..core.constant import ConstantTrace
+from ..core.forward import ForwardTrace
 from ..core import staging
 from ..core.staging import OuterTraceError, Program, Var, StagingBox, StagingTrace, eval_program, split_program
 
@@ -336,8 +338,10 @@ _staged_call = defprimitive(
 
 
 def _has_reverse(x: Any) -> bool:
+    """Is ``x`` traced by a trace that may run a backward pass over this call? (Reverse
+    mode, and traces this module does not know, such as the Tensor layer's graph.)"""
     while isinstance(x, Box):
-        if isinstance(x._trace, ReverseTrace):
+        if not isinstance(x._trace, (ForwardTrace, BatchTrace, ConstantTrace)):
             return True
         x = x._value
     return False
@@ -528,18 +532,13 @@ class _Jitted:
     def _traced_call(self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
                      statics: tuple[Any, ...]) -> Any:
         """Called on values traced by enclosing transforms (grad(jit(f)), vmap(jit(f)) ...)."""
+        # Tensors of funcgrad.tensor take this path too: their graph records one node whose
+        # backward runs the staged backward program (hooks and .grad stay the graph's business).
         for leaf in leaves:
-            if getattr(leaf, "_requires_grad", False):
-                raise TypeError(
-                    f"fg.jit({self.fname}) was called on a funcgrad.tensor Tensor that requires grad: "
-                    f"jit does not record into the Tensor layer's graph. Use it on the functional side "
-                    f"(fg.jit(fg.grad(loss))(params) on arrays), or call the function without jit"
-                )
             x = leaf
             while isinstance(x, Box):
-                if isinstance(x, StagingBox) or type(x).__module__.startswith("funcgrad.tensor"):
-                    # inside another jit: record f's operations into that program (inlined);
-                    # Tensors: their graph records the operations, eagerly
+                if isinstance(x, StagingBox):
+                    # inside another jit: record f's operations into that program (inlined)
                     return self.fun(*args, **kwargs)
                 x = x._value
         raw = [_example(x) for x in leaves]
