@@ -459,3 +459,16 @@ def test_signed_zero_literals_are_not_merged():
     f = lambda x: (fnp.copysign(1.0, x * 0.0) + 10 * fnp.copysign(1.0, x * -0.0)  # noqa: E731
                    + 100 * fnp.copysign(1.0, x * np.float64(-0.0)) + 1000 * fnp.copysign(1.0, x * np.float64(0.0)))
     np.testing.assert_array_equal(fg.jit(f)(X), f(X))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_lowered_sums_are_numpys_sums(dtype):
+    x = (rng.standard_normal((4, 5)) * 10).astype(dtype)
+    cases = [lambda x: fnp.sum(x), lambda x: fnp.sum(x, axis=1), lambda x: fnp.sum(x, axis=(0, 1), keepdims=True),
+             lambda x: fnp.sum(x, 0, keepdims=True), lambda x: fnp.sum(x, axis=-1, dtype=np.float64)]
+    for f in cases:
+        j = fg.jit(f)
+        j(x)
+        r, e = j(x + 1), f(x + 1)
+        assert type(r) is type(e) and np.asarray(r).dtype == np.asarray(e).dtype
+        np.testing.assert_array_equal(r, e)

@@ -377,15 +377,21 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
     pool: dict[Any, list[str]] = {}  # dead temporaries by (shape, dtype, type), free for out=
     pooled: set[Var] = set()
     for k, e in enumerate(prog.eqns):
-        fname = fn_names.get(id(e.fn))
+        call_fn, call_ins = e.fn, e.ins
+        lower = lowerings.get(e.prim.name)
+        if lower is not None and not e.kwargs:
+            lowered = lower(e.ins, e.outs)
+            if lowered is not None:
+                call_fn, call_ins = lowered
+        fname = fn_names.get(id(call_fn))
         if fname is None:  # one name per backend function, however often it is called
-            fname = fn_names[id(e.fn)] = f"f{len(fn_names)}"
-            names[fname] = e.fn
+            fname = fn_names[id(call_fn)] = f"f{len(fn_names)}"
+            names[fname] = call_fn
         args = []
         float_ufunc = (_is_ufunc(e.fn) and len(e.outs) == 1 and hasattr(e.outs[0].dtype, "kind")
                        and e.outs[0].dtype.kind in "fc"
                        and all(a.dtype == e.outs[0].dtype for a in e.ins if isinstance(a, Var)))
-        for a in e.ins:
+        for a in call_ins:
             if isinstance(a, Var):
                 args.append(a.name)
             elif isinstance(a, Const):
@@ -456,6 +462,17 @@ def _identifiable(value: Any) -> bool:
     """Is ``value`` a fresh object, so that its identity names one program value?
     Python numbers and NumPy's two booleans are shared objects: never."""
     return not isinstance(value, (int, float, complex)) and type(value).__name__ not in ("bool_", "bool")
+
+
+# Cheaper equivalent calls for generated code, registered by the layers that know the
+# primitives: ``lowerings[name](ins, outs) -> (fn, ins)`` or None to keep the call.
+lowerings: dict[str, Callable[[list[Any], list[Var]], Any]] = {}
+
+
+def register_lowering(name: str, lower: Callable[[list[Any], list[Var]], Any]) -> None:
+    """Let generated code call ``fn(*ins)`` instead of primitive ``name``'s function where
+    ``lower`` says that is the same computation for these arguments (see ``lowerings``)."""
+    lowerings[name] = lower
 
 
 # Registered by the layer that knows array namespaces (funcgrad.transforms.jit):

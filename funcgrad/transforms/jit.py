@@ -401,6 +401,22 @@ def _direct_call(prim: Any, args: list[Any]) -> Any:
 staging.register_direct_call(_direct_call)
 
 
+def _lower_sum(ins: list[Any], outs: list[Any]) -> Any:
+    """``sum`` of a host float array with only axis/keepdims set: ``numpy.add.reduce``
+    (what ``numpy.sum`` computes, without its Python-level argument handling)."""
+    if len(ins) != 7 or not isinstance(ins[0], Var):
+        return None
+    x, axis, dtype, out, keepdims, initial, where = ins
+    if (x.kind is not np.ndarray or not hasattr(x.dtype, "kind") or x.dtype.kind != "f" or dtype is not None
+            or out is not None or initial is not None or where is not None or type(keepdims) is not bool
+            or not (axis is None or type(axis) is int or (type(axis) is tuple and all(type(a) is int for a in axis)))):
+        return None
+    return np.add.reduce, [x, axis, None, None, keepdims]
+
+
+staging.register_lowering("sum", _lower_sum)
+
+
 class _Entry:
     __slots__ = ("program", "run", "out_def", "staged", "single")
 
