@@ -534,7 +534,7 @@ class StagingTrace(Trace):
         hit = self.produced.get(id(value))
         if hit is not None and hit[0] is value and _identifiable(value):
             return hit[1]
-        if hasattr(value, "shape") and hasattr(value, "dtype"):
+        if hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, type):
             seen = self.consts_by_id.get(id(value))
             if seen is not None and seen[0] is value:
                 return seen[1]  # one constant per captured array, however often it is used

@@ -46,7 +46,7 @@ def _leaf_key(leaf: Any, path: str, fname: str) -> Any:
         return (t,)
     shape = getattr(leaf, "shape", None)
     dtype = getattr(leaf, "dtype", None)
-    if shape is not None and dtype is not None:
+    if shape is not None and dtype is not None and not isinstance(leaf, type):
         if t is np.ndarray:
             return (t, tuple(shape), dtype)
         return (t, tuple(shape), dtype, str(getattr(leaf, "device", "")))
