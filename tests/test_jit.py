@@ -472,3 +472,9 @@ def test_lowered_sums_are_numpys_sums(dtype):
         r, e = j(x + 1), f(x + 1)
         assert type(r) is type(e) and np.asarray(r).dtype == np.asarray(e).dtype
         np.testing.assert_array_equal(r, e)
+
+
+def test_dtype_classes_as_arguments_are_static():
+    j = fg.jit(lambda x, d: fnp.astype(x, d) * 2)
+    assert j(X, np.float32).dtype == np.float32 and j(X, np.float64).dtype == np.float64
+    assert j.cache_size() == 2

@@ -55,6 +55,8 @@ class Var:
 
     def __init__(self, n: int, value: Any) -> None:
         self.n = n
+        if isinstance(value, type):  # a class passed as a (static) value, e.g. a dtype
+            value = None
         self.shape = tuple(getattr(value, "shape", ()))
         self.dtype = getattr(value, "dtype", type(value).__name__)
         self.kind = type(value)
