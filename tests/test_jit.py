@@ -478,3 +478,17 @@ def test_dtype_classes_as_arguments_are_static():
     j = fg.jit(lambda x, d: fnp.astype(x, d) * 2)
     assert j(X, np.float32).dtype == np.float32 and j(X, np.float64).dtype == np.float64
     assert j.cache_size() == 2
+
+
+def test_captured_array_written_during_tracing_is_two_constants():
+    b = np.zeros(3)
+
+    def g(x):
+        y = x * b
+        b[0] = 1.0  # a write into a captured array between two uses
+        return y + x * b
+
+    jg = fg.jit(g)
+    jg(X)
+    b[0] = 0.0
+    np.testing.assert_allclose(jg(X), g(X))  # replay: the first use saw zeros, the second a 1

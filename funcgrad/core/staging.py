@@ -460,6 +460,17 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
     return fn
 
 
+def _unchanged(value: Any, frozen: Any) -> bool:
+    """Does the array ``value`` still hold what ``frozen`` (its copy) holds? (Code may write
+    into a captured array while it is traced.) False where that cannot be told cheaply."""
+    if type(value).__module__ != "numpy":
+        return False  # device arrays: comparing would read back to the host
+    try:
+        return bool(value.shape == frozen.shape and value.dtype == frozen.dtype and (value == frozen).all())
+    except Exception:
+        return False
+
+
 def _identifiable(value: Any) -> bool:
     """Is ``value`` a fresh object, so that its identity names one program value?
     Python numbers and NumPy's two booleans are shared objects: never."""
@@ -538,7 +549,7 @@ class StagingTrace(Trace):
             return hit[1]
         if hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, type):
             seen = self.consts_by_id.get(id(value))
-            if seen is not None and seen[0] is value:
+            if seen is not None and seen[0] is value and _unchanged(value, seen[1].value):
                 return seen[1]  # one constant per captured array, however often it is used
             copy = getattr(value, "copy", None)
             const = self.program.new_const(copy() if callable(copy) else value)  # frozen now
