@@ -21,8 +21,10 @@ from .transforms import cond, switch, while_loop  # noqa: F401
 from .transforms import (  # noqa: F401
     grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp, vmap,
 )
+from .transforms import jit, make_program  # noqa: F401
+from .config import config  # noqa: F401
 from . import testing  # noqa: F401
-from .debugging import config, debug_nans  # noqa: F401
+from .debugging import debug_nans  # noqa: F401
 from . import nn, optim  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from .visualize import make_graph  # noqa: F401
@@ -37,6 +39,6 @@ __all__ = [
     "hvp", "stop_gradient", "vmap", "custom_jvp", "custom_vjp", "checkpoint", "remat", "scan", "fori_loop", "primitive", "nondiff_primitive", "defprimitive", "defvjp", "defjvp", "def_linear",
     "LeakedTraceError", "tree_util", "numpy", "testing", "nn", "optim", "save", "load", "make_graph", "Device", "devices", "device_put", "device_of", "to_numpy", "default_device",
     "set_default_device",
-    "while_loop", "cond", "switch", "debug_nans", "config",
+    "while_loop", "cond", "switch", "debug_nans", "jit", "make_program", "config",
 ]
 __all__ += ["defbatch"]

@@ -291,7 +291,7 @@ def read_npy_data(f: IO[bytes], m: Member, header: bytes, dtype: np.dtype, shape
         raise _fail(where, f"holds {m.size - len(header)} data bytes, but its header says {shape} {dtype} "
                            f"({count * dtype.itemsize} bytes)")
     flat = np.empty(count, dtype)
-    view = memoryview(flat.view(np.uint8))
+    view: memoryview = flat.view(np.uint8).data
     f.seek(m.offset + len(header))
     got = 0
     while got < len(view):
@@ -301,9 +301,8 @@ def read_npy_data(f: IO[bytes], m: Member, header: bytes, dtype: np.dtype, shape
         got += n
     if zlib.crc32(view, zlib.crc32(header)) != m.crc:
         raise _fail(where, "CRC mismatch: the file is corrupted")
-    if fortran:
-        return flat.reshape(shape[::-1]).T
-    return flat.reshape(shape)
+    out: np.ndarray = flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
+    return out
 
 
 def check_shape(value: object, where: str) -> tuple[int, ...]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from types import FrameType
 from typing import Any, Iterator
 
 from .backend import namespace_of
@@ -28,7 +29,7 @@ from .core import trace as _trace
 from .core.hooks import set_result_hook
 from .core.trace import Box, Primitive
 
-__all__ = ["debug_nans", "config", "Config"]
+__all__ = ["debug_nans", "nan_checks_enabled", "enable_nan_checks"]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -54,7 +55,7 @@ def _where(prim: Primitive, kind: str) -> tuple[str, str]:
     else:
         phase = f"forward computation of '{prim.name}'"
     user = "<unknown>"
-    f = sys._getframe(2)
+    f: FrameType | None = sys._getframe(2)
     inside_rule = kind != "forward"
     while f is not None:
         path = os.path.abspath(f.f_code.co_filename)
@@ -85,25 +86,17 @@ def _check(prim: Primitive, result: Any, kind: str) -> Any:
     return result
 
 
-class Config:
-    """funcgrad's global flags (like ``jax.config``): ``fg.config.update("debug_nans", True)``."""
-
-    @property
-    def debug_nans(self) -> bool:
-        return _trace.result_hook is _check
-
-    def update(self, name: str, value: Any) -> None:
-        """Set flag ``name`` (``"debug_nans"``, or JAX's spelling ``"jax_debug_nans"``)."""
-        if name in ("debug_nans", "jax_debug_nans", "funcgrad_debug_nans"):
-            if value:
-                set_result_hook(_check)
-            elif _trace.result_hook is _check:
-                set_result_hook(None)
-            return
-        raise KeyError(f"fg.config.update: unknown flag {name!r}; known flags: 'debug_nans'")
+def nan_checks_enabled() -> bool:
+    """Whether ``fg.debug_nans`` checks are on (``fg.config.debug_nans`` reads this)."""
+    return _trace.result_hook is _check
 
 
-config = Config()
+def enable_nan_checks(on: bool) -> None:
+    """Turn the NaN checks on or off (``fg.config.debug_nans = on`` calls this)."""
+    if on:
+        set_result_hook(_check)
+    elif _trace.result_hook is _check:
+        set_result_hook(None)
 
 
 @contextlib.contextmanager
@@ -116,13 +109,13 @@ def debug_nans(enabled: bool = True) -> Iterator[None]:
         with fg.debug_nans():
             fg.grad(f)(x)
     """
-    before = config.debug_nans
-    config.update("debug_nans", enabled)
+    before = nan_checks_enabled()
+    enable_nan_checks(enabled)
     try:
         yield
     finally:
-        config.update("debug_nans", before)
+        enable_nan_checks(before)
 
 
 if os.environ.get("FUNCGRAD_DEBUG_NANS", "").strip().lower() not in ("", "0", "false", "no", "off"):
-    config.update("debug_nans", True)
+    enable_nan_checks(True)

@@ -7,6 +7,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from jit_modes import jit_mode  # noqa: F401  (every test runs eager and under fg.jit)
 
 
 # --- custom_jvp: a numerically stable log(1 + exp(x)) --------------------------
@@ -159,6 +160,7 @@ def test_checkpoint_gradients_equal_and_nest():
     np.testing.assert_allclose(fg.jvp(lambda w: deep(w, x, ck), (w,), (1.0,))[1], g_plain, rtol=1e-12)
 
 
+@pytest.mark.eager_only("of_jit")  # counts Python calls, which jit replaces
 def test_checkpoint_recomputes_in_backward():
     calls = []
 
@@ -171,6 +173,7 @@ def test_checkpoint_recomputes_in_backward():
     assert len(calls) == 2  # forward once, recomputed once for the backward pass
 
 
+@pytest.mark.eager_only("of_jit")  # the value is traced by jit, not grad
 def test_checkpoint_closing_over_a_traced_value_is_a_clear_error():
     def f(w):
         return fnp.sum(fg.checkpoint(lambda x: x * w)(np.ones(2) * w))

@@ -595,6 +595,11 @@ SECOND_ORDER = [
     ("split_vmap_grad", lambda x: fg.vmap(fg.grad(lambda r: fnp.sum(fnp.split(r, 3)[1] ** 3)))(x), (2, 3)),
     ("nan_to_num", lambda x: fnp.nan_to_num(x * x), (2, 3)),
     ("clip_sq", lambda x: fnp.clip(x, -0.5, 0.5) ** 2, (2, 3)),
+    # fg.jit: a staged program called under every transform is one jit_call primitive whose
+    # rules are staged programs too; all of it stays on the device
+    ("jit_elementwise", fg.jit(lambda x: fnp.tanh(x) * fnp.sin(x) + x ** 2), (2, 3)),
+    ("jit_reduce", fg.jit(lambda x: fnp.sum(fnp.exp(x) * x, axis=1)), (2, 3)),
+    ("jit_of_grad", fg.jit(fg.grad(lambda x: fnp.sum(fnp.tanh(x) ** 3))), (2, 3)),
 ]
 
 

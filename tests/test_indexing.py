@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from jit_modes import jit_mode  # noqa: F401  (every test runs eager and under fg.jit)
 from funcgrad.core.constant import ConstBox
 from funcgrad.testing import check_grads
 
@@ -199,6 +200,7 @@ def test_traced_index_values_are_used_and_not_differentiated():
     np.testing.assert_allclose(out, [0, 0, 2.0])
 
 
+@pytest.mark.eager_only("of_jit")  # inspects grad's tape, which holds one jit_call node
 def test_index_stored_without_boxes():
     x = np.array([1.0, 2.0, 3.0])
     seen = []
@@ -549,6 +551,7 @@ _ND = [
 ]
 
 
+@pytest.mark.eager_only()  # checks the results are not boxes; under fg.jit they are staged values
 @pytest.mark.parametrize("name,fn", _ND, ids=[n for n, _ in _ND])
 def test_nondiff_on_traced(name, fn):
     x = np.random.default_rng(12).standard_normal((2, 4))
@@ -584,6 +587,7 @@ def test_queries_on_traced():
     assert fnp.shape([[1, 2, 3]]) == (1, 3) and fnp.shape(2.0) == ()
 
 
+@pytest.mark.eager_only()  # unique's result shape depends on values: fg.jit raises (tests/test_jit.py)
 def test_unique_and_bincount_are_differentiable_in_values():
     x = np.array([2.0, 1.0, 2.0, 3.0])
     g = fg.grad(lambda a: fnp.sum(fnp.unique(a) * np.array([1.0, 2.0, 3.0])))(x)

@@ -9,6 +9,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from jit_modes import jit_mode  # noqa: F401  (every test runs eager and under fg.jit)
 from funcgrad.testing import check_grads
 
 rng = np.random.default_rng(3)
@@ -250,6 +251,7 @@ def test_plain_numpy_arrays_keep_numpy_semantics():
     np.testing.assert_allclose(fg.grad(f)(X), [2.0, 3.0, 0.0, 0.0])
 
 
+@pytest.mark.eager_only()  # under fg.jit the conversion raises StagedValueError (tests/test_jit.py)
 def test_error_traced_value_into_plain_numpy_array():
     def f(x):
         c = np.zeros(3)

@@ -7,6 +7,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from jit_modes import jit_mode  # noqa: F401  (every test runs eager and under fg.jit)
 from funcgrad.core.reverse import tape_order
 
 rng = np.random.default_rng(1)
@@ -58,6 +59,7 @@ def test_scan_gradient_wrt_xs():
     assert g.shape == (6,)
 
 
+@pytest.mark.eager_only("of_jit")  # inspects grad's tape, which holds one jit_call node
 def test_scan_tape_is_small_for_long_loops():
     xs = rng.standard_normal((10_000, 2))
 

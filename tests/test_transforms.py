@@ -9,6 +9,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from jit_modes import jit_mode  # noqa: F401  (every test runs eager and under fg.jit)
 
 
 def f_scalar(x):
@@ -237,6 +238,7 @@ def test_error_cotangent_mismatch():
         f_vjp(np.ones(2))
 
 
+@pytest.mark.eager_only("of_jit")  # the leaked value is traced by jit, not grad
 def test_error_leaked_traced_value():
     leaked = []
 
@@ -254,6 +256,7 @@ def test_error_unsupported_numpy_function_names_it():
         fg.grad(lambda x: np.sum(np.lib.stride_tricks.sliding_window_view(x, 2)))(X)
 
 
+@pytest.mark.eager_only  # under fg.jit: StagedValueError, tests/test_jit.py
 def test_error_float_of_traced_value():
     with pytest.raises(TypeError, match="drop its derivative"):
         fg.grad(lambda x: float(x) * x)(1.0)

@@ -9,6 +9,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from jit_modes import jit_mode  # noqa: F401  (every test runs eager and under fg.jit)
 
 rng = np.random.default_rng(0)
 
@@ -90,6 +91,7 @@ def test_jvp_of_vmap_and_vmap_of_jvp():
     np.testing.assert_allclose(t2, np.cos(xs))
 
 
+@pytest.mark.eager_only  # the warning is once per process: the eager run has seen it
 def test_primitive_without_rule_falls_back_with_one_warning():
     @fg.primitive
     def rowsum_plus(x):
@@ -106,6 +108,7 @@ def test_primitive_without_rule_falls_back_with_one_warning():
     assert len(msgs) == 1 and "no batching rule" in msgs[0]
 
 
+@pytest.mark.eager_only("of_jit")  # bool() under vmap(jit(f)) raises the jit error
 def test_errors():
     with pytest.raises(ValueError, match="inconsistent sizes.*3.*4"):
         fg.vmap(lambda a, b: a * b)(np.ones(3), np.ones(4))

@@ -11,6 +11,7 @@ Workloads (names for ``--only``)::
     per_op       (a)+(h) per-operation overhead, chain of 200 ops on 3 elements
     mlp32/mlp64  (b)+(h) MLP 784-256-256-10 gradient, float32 / float64
     elementwise  (c) grad / forward of a 10^7-element elementwise function
+    elementwise_1e6  the same at 10^6 elements (issue 13's jit(grad) target)
     hessian      (d) Hessian n = 50, 200, 500 and HVP at n = 2000
     jacobian     (e) Jacobian of R^300 -> R^300, both modes (and issue 3's loop ratio)
     nested       (f) third derivative by nested grad
@@ -115,6 +116,7 @@ _MODULES = {
     "mlp32": ("mlp", ("float32",)),
     "mlp64": ("mlp", ("float64",)),
     "elementwise": ("elementwise", ()),
+    "elementwise_1e6": ("elementwise", (10**6,)),
     "hessian": ("hessian", ()),
     "jacobian": ("jacobian", ()),
     "nested": ("nested", ()),

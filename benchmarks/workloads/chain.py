@@ -71,6 +71,14 @@ def build(ctx: Context) -> list[Table]:
         Entry("funcgrad grad", lambda: fg_grad(x), check=lambda g: g, own_forward="funcgrad forward", per=length),
         Entry("funcgrad jvp", lambda: fg.jvp(f, (x,), (v,)), check=lambda r: r[1], group="jvp", expect=tangent, per=length),
     ]
+    # -- issue 13: staged execution -------------------------------------------------
+    jit_grad = fg.jit(fg.grad(f))
+    grad_jit = fg.grad(fg.jit(f))
+    rows += [
+        Entry("funcgrad jit(grad)", lambda: jit_grad(x), check=lambda g: g),
+        Entry("funcgrad grad(jit)", lambda: grad_jit(x), check=lambda g: g),
+        Entry("funcgrad jit(grad) first call", lambda: fg.jit(fg.grad(f))(x), check=lambda g: g),
+    ]
 
     # -- (h) funcgrad.tensor ----------------------------------------------------
     import funcgrad.tensor as ft
@@ -148,6 +156,10 @@ def build(ctx: Context) -> list[Table]:
         targets=[
             Target("(a) grad <= 2.5x hand NumPy fwd+bwd", "funcgrad grad", ("numpy hand fwd+bwd",), 2.5),
             Target("(a) jvp <= 2x hand NumPy jvp", "funcgrad jvp", ("numpy hand jvp",), 2.0),
+            Target("jit(grad) <= 1.0x hand NumPy fwd+bwd", "funcgrad jit(grad)", ("numpy hand fwd+bwd",), 1.0, issue="13"),
+            Target("jit(grad) >= 5x faster than PyTorch eager (<= 0.2x)", "funcgrad jit(grad)",
+                   ("torch eager backward",), 0.2, issue="13"),
+            Target("grad(jit) <= 1.0x eager grad", "funcgrad grad(jit)", ("funcgrad grad",), 1.0, issue="13"),
         ],
         notes=["Times are per op of the chain (total / %d). 'hand fwd+bwd' saves each op's input or output "
                "and runs the backward by hand; 'hand jvp' carries the tangent by hand." % length,

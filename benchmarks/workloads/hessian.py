@@ -89,6 +89,11 @@ def hessian_table(ctx: Context, n: int) -> Table:
         Entry("funcgrad hessian", lambda: fg_hess(x), check=lambda h: h),
         Entry("funcgrad jacrev(jacrev)", lambda: fg.jacrev(fg.jacrev(f_fg))(x), check=lambda h: h),
     ]
+    jit_hess = fg.jit(fg_hess)  # issue 13
+    rows += [
+        Entry("funcgrad jit(hessian)", lambda: jit_hess(x), check=lambda h: h),
+        Entry("funcgrad jit(hessian) first call", lambda: fg.jit(fg.hessian(f_fg))(x), check=lambda h: h),
+    ]
     p = _peer_fns(a)
     if "autograd" in p:
         ag, f_ag = p["autograd"]
@@ -116,6 +121,8 @@ def hessian_table(ctx: Context, n: int) -> Table:
     if n == 200 or ctx.smoke:
         targets.append(Target(f"(d) Hessian n={n} <= 0.5x the best eager peer", "funcgrad hessian",
                               EAGER_PEERS, 0.5))
+        targets.append(Target(f"jit(hessian) n={n} <= 0.5x the best eager peer", "funcgrad jit(hessian)",
+                              EAGER_PEERS, 0.5, issue="13"))
     return Table(
         f"hessian{n}", f"(d) Hessian of sum(tanh(A x)^2) + x.x/2, n = {n}", rows, hess_np(x), rtol=1e-9,
         unit="ms", baselines=("numpy hand hessian",), targets=targets,
@@ -132,6 +139,15 @@ def hvp_table(ctx: Context) -> Table:
     rows = [
         Entry("numpy hand hvp", lambda: hvp_np(x, v), check=lambda r: r),
         Entry("funcgrad hvp", lambda: fg.hvp(f_fg, (x,), (v,)), check=lambda r: r[1]),
+    ]
+
+    def fg_hvp(x, v):
+        return fg.hvp(f_fg, (x,), (v,))[1]
+
+    jit_hvp = fg.jit(fg_hvp)  # issue 13
+    rows += [
+        Entry("funcgrad jit(hvp)", lambda: jit_hvp(x, v), check=lambda r: r),
+        Entry("funcgrad jit(hvp) first call", lambda: fg.jit(fg_hvp)(x, v), check=lambda r: r),
     ]
     p = _peer_fns(a)
     if "autograd" in p:
@@ -163,7 +179,9 @@ def hvp_table(ctx: Context) -> Table:
     return Table(
         "hvp", f"(d) Hessian-vector product of the same f, n = {n}", rows, hvp_np(x, v), rtol=1e-9, unit="ms",
         baselines=("numpy hand hvp",),
-        targets=[Target(f"(d) HVP n={n} <= 1.3x hand NumPy", "funcgrad hvp", ("numpy hand hvp",), 1.3)],
+        targets=[Target(f"(d) HVP n={n} <= 1.3x hand NumPy", "funcgrad hvp", ("numpy hand hvp",), 1.3),
+                 Target(f"jit(hvp) n={n} <= 1.1x hand NumPy", "funcgrad jit(hvp)", ("numpy hand hvp",), 1.1,
+                        issue="13")],
         notes=["The hand HVP computes only H v (three matrix-vector products); fg.hvp also returns the gradient "
                "(forward-over-reverse: four). autograd's is reverse-over-reverse; torch.autograd.functional.hvp "
                "uses the double-backward trick."],

@@ -49,6 +49,11 @@ def build(ctx: Context) -> list[Table]:
         Entry("funcgrad loop of jvp", jacfwd_loop, check=lambda j: j, group="loop-fwd"),
         Entry("funcgrad loop of vjp", jacrev_loop, check=lambda j: j, group="loop-rev"),
     ]
+    jit_rev = fg.jit(rev)  # issue 13
+    rows += [
+        Entry("funcgrad jit(jacrev)", lambda: jit_rev(x), check=lambda j: j, group="jacrev"),
+        Entry("funcgrad jit(jacrev) first call", lambda: fg.jit(fg.jacrev(g))(x), check=lambda j: j, group="jacrev"),
+    ]
     a = peers.autograd()
     if a is not None:
         anp = a.np
@@ -95,6 +100,8 @@ def build(ctx: Context) -> list[Table]:
         targets=[
             Target("(e) jacfwd no slower than torch.func.jacfwd", "funcgrad jacfwd", ("torch.func.jacfwd",), 1.0),
             Target("(e) jacrev no slower than torch.func.jacrev", "funcgrad jacrev", ("torch.func.jacrev",), 1.0),
+            Target("jit(jacrev) R^300 <= 0.5x torch.func.jacrev", "funcgrad jit(jacrev)", ("torch.func.jacrev",), 0.5,
+                   issue="13"),
             Target("jacfwd >= 5x faster than a loop of jvp (<= 0.2x)", "funcgrad jacfwd",
                    ("funcgrad loop of jvp",), 0.2, issue="3"),
             Target("jacrev >= 5x faster than a loop of vjp (<= 0.2x)", "funcgrad jacrev",

@@ -88,6 +88,13 @@ def build(ctx: Context, dtype_name: str) -> list[Table]:
         Entry("funcgrad forward", lambda: loss_fg(params, x, y), group="forward"),
         Entry("funcgrad grad", lambda: fg_grad(params, x, y), check=lambda g: g, own_forward="funcgrad forward"),
     ]
+    jit_grad = fg.jit(fg_grad)  # issue 13
+    grad_jit = fg.grad(fg.jit(loss_fg))
+    rows += [
+        Entry("funcgrad jit(grad)", lambda: jit_grad(params, x, y), check=lambda g: g),
+        Entry("funcgrad grad(jit)", lambda: grad_jit(params, x, y), check=lambda g: g),
+        Entry("funcgrad jit(grad) first call", lambda: fg.jit(fg.grad(loss_fg))(params, x, y), check=lambda g: g),
+    ]
 
     # (h) the Tensor layer
     import funcgrad.tensor as ft
@@ -182,7 +189,13 @@ def build(ctx: Context, dtype_name: str) -> list[Table]:
         rows, reference, rtol=2e-4 if dtype == np.float32 else 1e-9, unit="ms",
         baselines=("numpy forward", "numpy hand fwd+bwd"),
         targets=[Target(f"(b) {dtype.name} grad <= 1.1x hand NumPy fwd+bwd", "funcgrad grad",
-                        ("numpy hand fwd+bwd",), 1.1)],
+                        ("numpy hand fwd+bwd",), 1.1),
+                 Target(f"{dtype.name} jit(grad) <= 1.05x hand NumPy fwd+bwd", "funcgrad jit(grad)",
+                        ("numpy hand fwd+bwd",), 1.05, issue="13"),
+                 Target(f"{dtype.name} grad(jit) <= 1.0x eager grad", "funcgrad grad(jit)", ("funcgrad grad",), 1.0,
+                        issue="13"),
+                 Target(f"{dtype.name} first call of jit(grad) <= 3x one eager grad call",
+                        "funcgrad jit(grad) first call", ("funcgrad grad",), 3.0, issue="13")],
         notes=["'hand fwd+bwd' is the backward written out in NumPy (three matmuls back, tanh' from the saved "
                "activations). The peers' forward rows are their own forward without a graph.",
                "(h): funcgrad.tensor runs the same model through the Tensor layer with "

@@ -19,6 +19,7 @@ import funcgrad.numpy as fnp
 from ..core import Box
 from ..backend import dtype_of
 from ..core.batching import BatchBox
+from ..core.staging import check_concrete
 
 
 class ConversionError(TypeError):
@@ -73,6 +74,7 @@ _PLAIN_ARRAY_HINT = (
 def _concrete(x: Any, what: str) -> Any:
     """The plain value behind ``x`` for Python control flow; refused under vmap,
     where one Python value cannot stand for a whole batch."""
+    box = x
     while isinstance(x, Box):
         if isinstance(x, BatchBox):
             raise TypeError(
@@ -80,6 +82,7 @@ def _concrete(x: Any, what: str) -> Any:
                 f"per-example values. Use fnp.where / fnp.select instead"
             )
         x = x._value
+    check_concrete(box, what)  # fg.jit: the value is not known while tracing
     return x
 
 
@@ -143,6 +146,9 @@ class ArrayMethods:
         return int(_concrete(self, "int()"))
 
     def __float__(self):
+        # fg.jit's staged values raise a ValueError here, not a TypeError: NumPy swallows
+        # TypeErrors from float() when a box is written into a plain array (c[0] = x).
+        check_concrete(self, "float()")
         raise ConversionError(
             "float() of a traced value would drop its derivative. Keep it an array "
             "(e.g. x.sum() or x[0]), or use fg.stop_gradient(x) first if no derivative is wanted. "
@@ -150,12 +156,14 @@ class ArrayMethods:
         )
 
     def __complex__(self):
+        check_concrete(self, "complex()")
         raise ConversionError(
             "complex() of a traced value would drop its derivative. Keep it an array, "
             "or use fg.stop_gradient(x) first if no derivative is wanted"
         )
 
     def __array__(self, dtype=None, copy=None):
+        check_concrete(self, "conversion to a NumPy array (numpy.asarray)")
         if dtype_of(self).kind in "iub":  # most often a traced index: Q[t] with Q a NumPy array
             raise TypeError(
                 f"an integer or boolean traced value (from {self._trace.name}) cannot be converted to a "
@@ -169,12 +177,14 @@ class ArrayMethods:
         )
 
     def item(self):
+        check_concrete(self, "item()")
         raise TypeError(
             "item() of a traced value would drop its derivative; index it instead (x[()]), "
             "or use fg.stop_gradient(x).item()"
         )
 
     def tolist(self):
+        check_concrete(self, "tolist()")
         raise TypeError("tolist() of a traced value would drop its derivative; iterate over it instead")
 
     # --- NumPy protocol dispatch -----------------------------------------

@@ -441,7 +441,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
         step = delta / div
         try:  # NumPy arrays: NumPy's own choice, for the whole result
             any_zero = bool(fnp.any(fnp.equal(step, 0))) if xp is np else None
-        except TypeError:  # a value batched by vmap: no Python control flow on it
+        except (TypeError, ValueError):  # batched by vmap, or staged by fg.jit: no Python control flow
             any_zero = None
         if any_zero is None:  # a device (no host sync) or a batch: choose elementwise
             y = fnp.where(fnp.equal(step, 0), steps / div * delta, steps * step)

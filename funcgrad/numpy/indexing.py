@@ -35,6 +35,7 @@ from ..core.trace import contains_box
 from ..backend import device_constant, namespace_of, scatter, to_numpy
 from ..core import Box, defprimitive, unbox_all
 from ..core.batching import BatchBox
+from ..core.staging import StagingBox, staged_error
 from ._batching import fallback, move_to_front
 from ._util import dtype, shape, unbroadcast
 from .nondiff import _zeros_like  # plain zeros (fnp.zeros_like may give a ConstBox)
@@ -66,8 +67,10 @@ def _strip(item: Any) -> Any:
     holds a whole batch of per-example indices, so it is kept: it travels as a
     positional argument of the primitive, where the batching trace sees it.
     """
-    while isinstance(item, Box) and not isinstance(item, BatchBox):
+    while isinstance(item, Box) and not isinstance(item, (BatchBox, StagingBox)):
         item = item._value
+    if isinstance(item, StagingBox) and dtype(item).kind == "b":
+        raise staged_error("a boolean mask index (its result's shape depends on the values)")
     return item
 
 
@@ -833,6 +836,8 @@ def at(x: Any) -> IndexUpdateHelper:
 def _concrete_index(item: Any, fn: str) -> Any:
     """An index argument whose values decide the result's shape: vmap-batched is refused."""
     item = _static_item(item, None) if isinstance(item, (Box, list)) else item
+    if isinstance(item, StagingBox):
+        raise staged_error(f"{fn} with a traced index/condition (its result's shape depends on the values)")
     if isinstance(item, Box):
         raise NotImplementedError(
             f"{fn} with a value batched by vmap as its index/condition is not supported: the "

@@ -27,6 +27,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from ..core import Box, defprimitive, get_primitive, unbox_all
 from ..core.batching import BatchBox
+from ..core.staging import check_concrete
 from ._batching import _aligned, _shift_axis, elementwise_rule, fallback, move_to_front, normalize_axis
 from ._util import backend_function, dtype
 
@@ -51,6 +52,7 @@ _MULTIPLE_RESULTS = {"nonzero", "unravel_index", "tril_indices_from", "triu_indi
 
 def _concrete(x: Any, fn: str) -> Any:
     """The value behind differentiation boxes (the same value); a vmap box is refused."""
+    check_concrete(x, fn)
     while isinstance(x, Box):
         if isinstance(x, BatchBox):
             raise NotImplementedError(f"{fn} of a value batched by vmap is not supported")

@@ -1,0 +1,68 @@
+"""Library-wide settings: ``fg.config`` (one object, like ``jax.config``).
+
+Example::
+
+    fg.config.update("debug_nans", True)   # raise at the first primitive producing a NaN
+    fg.config.jit_log_compiles = True      # log each fg.jit (re)trace and why
+    fg.config.jit_retrace_warn = 8         # warn when one function is traced more often
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+__all__ = ["config", "Config"]
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+# JAX's spellings are accepted too, so code ported from JAX keeps working.
+_ALIASES = {"jax_debug_nans": "debug_nans", "funcgrad_debug_nans": "debug_nans",
+            "jax_log_compiles": "jit_log_compiles"}
+_FLAGS = ("debug_nans", "jit_log_compiles", "jit_retrace_warn")
+
+
+class Config:
+    """Settings read at the moment they matter (changing them takes effect at once).
+
+    - ``debug_nans`` (env ``FUNCGRAD_DEBUG_NANS=1``): raise ``FloatingPointError`` at the
+      first primitive, forward or derivative, whose result holds a NaN (see
+      ``fg.debug_nans``). Process-wide.
+    - ``jit_log_compiles`` (env ``FUNCGRAD_LOG_COMPILES=1``): log every trace of a
+      ``fg.jit`` function, with the argument that changed, to the ``funcgrad.jit`` logger.
+    - ``jit_retrace_warn`` (env ``FUNCGRAD_JIT_RETRACE_WARN``): warn once when one jitted
+      function has been traced more than this many times.
+    """
+
+    def __init__(self) -> None:
+        self.jit_log_compiles: bool = _env_flag("FUNCGRAD_LOG_COMPILES")
+        self.jit_retrace_warn: int = int(os.environ.get("FUNCGRAD_JIT_RETRACE_WARN", "10"))
+
+    @property
+    def debug_nans(self) -> bool:
+        from .debugging import nan_checks_enabled
+
+        return nan_checks_enabled()
+
+    @debug_nans.setter
+    def debug_nans(self, value: bool) -> None:
+        from .debugging import enable_nan_checks
+
+        enable_nan_checks(bool(value))
+
+    def update(self, name: str, value: Any) -> None:
+        """Set flag ``name`` (JAX's spellings such as ``"jax_debug_nans"`` work too)."""
+        flag = _ALIASES.get(name, name)
+        if flag not in _FLAGS:
+            raise KeyError(f"fg.config.update: unknown flag {name!r}; known flags: {', '.join(map(repr, _FLAGS))}")
+        setattr(self, flag, value)
+
+    def __repr__(self) -> str:
+        return (f"Config(debug_nans={self.debug_nans}, jit_log_compiles={self.jit_log_compiles}, "
+                f"jit_retrace_warn={self.jit_retrace_warn})")
+
+
+config = Config()
