@@ -97,6 +97,11 @@ for k, (name, (shape, coll, ref)) in enumerate(CASES.items()):
     close(fg.vmap(coll)(XB[R]), np.stack([np.asarray(ref(XB[:, b], R)) for b in range(3)]), f"{name} vmap")
     close(fg.vmap(fg.grad(local))(XB[R]),
           np.stack([np.asarray(fg.grad(total)(XB[:, b])[R]) for b in range(3)]), f"{name} vmap of grad")
+    # fg.jit sees through the collective: staged forward, jit(grad), grad(jit) (collectives are impure,
+    # so the staged program keeps, orders and never folds or merges them)
+    close(fg.jit(coll)(X[R]), ref(X, R), f"{name} jit forward")
+    close(fg.jit(fg.grad(local))(X[R]), fg.grad(total)(X)[R], f"{name} jit(grad)")
+    close(fg.grad(fg.jit(local))(X[R]), fg.grad(total)(X)[R], f"{name} grad(jit)")
     close(fg.vmap(coll, in_axes=1, out_axes=1)(np.moveaxis(XB[R], 0, 1)),
           np.moveaxis(np.stack([np.asarray(ref(XB[:, b], R)) for b in range(3)]), 0, 1), f"{name} vmap axis 1")
 
