@@ -20,7 +20,7 @@ from typing import Any, Callable
 from .hooks import batching_fallback
 from .trace import Box, Primitive, Trace
 
-__all__ = ["BatchBox", "BatchTrace", "defbatch"]
+__all__ = ["BatchBox", "BatchTrace", "defbatch", "is_batched"]
 
 
 class BatchBox(Box):
@@ -86,3 +86,12 @@ def defbatch(fn: Callable[..., Any], rule: Callable[..., Any]) -> None:
     if not isinstance(prim, Primitive):
         raise TypeError(f"{fn!r} is not a funcgrad primitive")
     prim.batch_rule = rule
+
+
+def is_batched(x: Any) -> bool:
+    """True when ``x`` carries a batch axis of some vmap, at any level of boxing."""
+    while isinstance(x, Box):
+        if isinstance(x, BatchBox):
+            return True
+        x = x._value
+    return False

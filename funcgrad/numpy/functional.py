@@ -22,6 +22,7 @@ from numpy import fromfunction  # noqa: F401  (calls the user's function on inde
 import funcgrad.numpy as fnp
 
 from ..core import Box
+from ..core.batching import is_batched
 from ._util import dtype, shape
 
 __all__ = ["apply_along_axis", "apply_over_axes", "piecewise", "vectorize", "fromfunction"]
@@ -84,16 +85,6 @@ def apply_over_axes(func: Callable[[Any, int], Any], a: Any, axes: Any) -> Any:
     return val
 
 
-def _batched(x: Any) -> bool:
-    from ..core.batching import BatchBox
-
-    while isinstance(x, Box):
-        if isinstance(x, BatchBox):
-            return True
-        x = x._value
-    return False
-
-
 def piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
     """``numpy.piecewise``: ``funclist[k]`` (a function or a constant) where ``condlist[k]``
     holds; one extra function is the "otherwise" case. Each function sees only its own
@@ -120,7 +111,7 @@ def piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: 
         raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
     y = fnp.zeros_like(x)
     for cond, func in zip(condlist, funclist):
-        batched = _batched(cond) or _batched(x)
+        batched = is_batched(cond) or is_batched(x)
         if not callable(func):
             y = fnp.where(cond, fnp.astype(fnp.asarray(func), dtype(x)), y)
         elif batched:

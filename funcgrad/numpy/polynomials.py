@@ -21,6 +21,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..core import Box, defprimitive
+from ..core.batching import is_batched
 from ._batching import fallback
 from ._util import backend_function, dtype, shape, unbroadcast
 
@@ -272,7 +273,7 @@ def roots(p: Any) -> Any:
         raise ValueError("Input must be a rank-1 array.")
     from ..backend import to_numpy
 
-    nz = np.flatnonzero(to_numpy(_raw(p)) != 0) if not _batched(p) else None
+    nz = np.flatnonzero(to_numpy(_raw(p)) != 0) if not is_batched(p) else None
     if nz is not None:
         if nz.size == 0:
             return _raw(p)[:0]
@@ -282,11 +283,3 @@ def roots(p: Any) -> Any:
     return _roots(p)
 
 
-def _batched(x: Any) -> bool:
-    from ..core.batching import BatchBox
-
-    while isinstance(x, Box):
-        if isinstance(x, BatchBox):
-            return True
-        x = x._value
-    return False

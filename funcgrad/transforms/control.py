@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from ..core.trace import shape_of
 from .. import tree_util
 from ..core import Box, defprimitive, get_primitive
+from ..core.batching import is_batched
 from ..numpy._batching import fallback
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
 
@@ -237,16 +238,6 @@ def fori_loop(lower: int, upper: int, body: Callable[[Any, T], T], init: T) -> T
 # until every example is done, freezing the finished ones.
 
 
-def _batched(x: Any) -> bool:
-    from ..core.batching import BatchBox
-
-    while isinstance(x, Box):
-        if isinstance(x, BatchBox):
-            return True
-        x = x._value
-    return False
-
-
 def _scalar_pred(p: Any, fn: str, what: str) -> Any:
     import funcgrad.numpy as fnp
 
@@ -306,7 +297,7 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
     val = init_val
     pred = _scalar_pred(cond_fun(val), "while_loop", "cond_fun's result")
     while True:
-        if _batched(pred):
+        if is_batched(pred):
             if not _any(pred):
                 return val
             new = body_fun(val)
@@ -342,7 +333,7 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
         fg.cond(x > 0, lambda x: x * 2.0, lambda x: -x, x)
     """
     _scalar_pred(pred, "cond", "pred")
-    if not _batched(pred):
+    if not is_batched(pred):
         return true_fun(*operands) if _truth(pred) else false_fun(*operands)
     import funcgrad.numpy as fnp
 
@@ -371,7 +362,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     if dtype(index).kind not in "iub":
         raise TypeError(f"switch: index must be an integer scalar, got dtype {dtype(index)}")
     last = len(branches) - 1
-    if not _batched(index):
+    if not is_batched(index):
         from ..core import unbox_all
 
         return branches[min(max(int(unbox_all(index)), 0), last)](*operands)
