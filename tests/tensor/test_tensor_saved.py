@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import funcgrad.numpy as fnp
+import funcgrad.scipy as fsp
+import funcgrad.scipy.signal as fsignal
 import funcgrad.tensor as ft
 from funcgrad.core import get_primitive
 from funcgrad.testing import save_everything
@@ -41,25 +43,28 @@ CALLS = {
     "log10": lambda a, b: fnp.log10(a * a + 1) * b, "reciprocal": lambda a, b: fnp.reciprocal(a * a + 1) * b,
     "ldexp": lambda a, b: fnp.ldexp(a, 2) * b, "mean": lambda a, b: (a * b).mean(0),
     "sinc": lambda a, b: fnp.sinc(a) * b, "sinc_derivative": lambda a, b: fnp.sinc(a * b),
-    "fft_c2c": lambda a, b: fnp.fft.fft(a * (1 + 1j)).real * b, "fft_r2c": lambda a, b: fnp.fft.rfft(a).imag[:, :3] * b[:, :3],
+    "fft_c2c": lambda a, b: fnp.fft.fft(a * (1 + 1j)).real * b,
+    "fft_r2c": lambda a, b: fnp.fft.rfft(a).imag[:, :3] * b[:, :3],
     "fft_c2r": lambda a, b: fnp.fft.irfft(a * (1 + 1j), 4) * b,
+    "convolve": lambda a, b: fsignal.convolve(a, b, mode="same") * b,
 }
 # primitives declared with reads that the Tensor layer cannot record in a two-tensor call
 NOT_HERE = {"all_gather", "broadcast", "psum", "psum_scatter"}  # collectives: tests/test_distributed*.py
 
 
 def _declared_reads() -> set:
-    """Names of funcgrad.numpy's primitives whose declaration has ``reads``."""
+    """Names of funcgrad.numpy's and funcgrad.scipy's primitives whose declaration has ``reads``."""
     names = set()
-    for info in pkgutil.walk_packages(fnp.__path__, "funcgrad.numpy."):
-        mod = importlib.import_module(info.name)
-        for value in vars(mod).values():
-            try:
-                prim = get_primitive(value)
-            except TypeError:
-                continue
-            if prim.reads is not None:
-                names.add(prim.name)
+    for pkg in (fnp, fsp):
+        for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+            mod = importlib.import_module(info.name)
+            for value in vars(mod).values():
+                try:
+                    prim = get_primitive(value)
+                except TypeError:
+                    continue
+                if prim.reads is not None:
+                    names.add(prim.name)
     return names
 
 
