@@ -56,3 +56,20 @@ def test_reshape_order_A_of_a_fortran_array_after_its_value_is_dropped():
     w = np.arange(1024.0)
     g = fg.grad(lambda x: fnp.sum(fnp.reshape(x, -1, order="A") * w))(x)
     np.testing.assert_array_equal(g, np.reshape(w, (32, 32), order="F"))
+
+
+def test_save_everything_keeps_values_and_restores_on_exit():
+    from funcgrad.core.reverse import ArraySpec, ReverseTrace
+
+    x = np.ones(1024)
+
+    def saved_ans():
+        with ReverseTrace("t") as trace:
+            return fnp.sin(trace.new_input(x))._node.ans  # sin's rule reads x, not its result
+
+    assert isinstance(saved_ans(), ArraySpec)
+    with save_everything():
+        with save_everything():
+            pass
+        assert not isinstance(saved_ans(), ArraySpec)  # the inner block left the outer one on
+    assert isinstance(saved_ans(), ArraySpec)
