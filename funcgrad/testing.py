@@ -4,6 +4,8 @@
 against central finite differences along random directions, and, for
 ``order > 1``, does the same for the derivative functions themselves (every
 pairing of modes), so rules that are differentiated again are checked too.
+``save_everything`` makes recording keep every value, whatever the primitives'
+``reads`` declarations say: derivatives computed inside and outside it must agree.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import numpy as np
 from .backend import dtype_of
 from . import tree_util
 from .backend import namespace_of, to_numpy
+from .core.reverse import save_everything
 from .transforms import jvp, vjp
 
-__all__ = ["check_grads", "check_jvp", "check_vjp"]
+__all__ = ["check_grads", "check_jvp", "check_vjp", "save_everything"]
 
 # (eps, atol, rtol) for central differences in each dtype
 _DEFAULTS = {

@@ -19,7 +19,8 @@ from . import trace as _trace
 from .hooks import zeros_like
 from .trace import Box, Primitive, Trace
 
-__all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order"]
+__all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order", "save_everything",
+           "dropped"]
 
 # Allocation without an __init__ call: the hot path of recording fills the slots inline.
 _new_node = object.__new__
@@ -105,9 +106,10 @@ class ArraySpec:
     """What a node keeps of an argument (or result) whose values its VJP rules never
     read: the shape and dtype, so that e.g. broadcasting can still be undone."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "f_order")
 
     def __init__(self, x: Any):
+        self.f_order = False  # Fortran- and not C-ordered (what reshape's order="A" resolves by)
         if isinstance(x, Box):
             self.shape = x._shape()
             v = x._value
@@ -118,6 +120,9 @@ class ArraySpec:
         else:
             self.shape = tuple(x.shape)
             self.dtype = x.dtype
+            flags = getattr(x, "flags", None)
+            if flags is not None:
+                self.f_order = bool(flags.f_contiguous and not flags.c_contiguous)
 
     @property
     def ndim(self) -> int:
@@ -136,6 +141,46 @@ class ArraySpec:
 
 # Smaller arrays are kept as they are: replacing them saves less than it costs.
 _MIN_DROP_BYTES = 4096
+
+
+class _SaveEverything:
+    on = False
+
+
+_save_everything = _SaveEverything()
+
+
+class save_everything:
+    """Within it, recorded calls keep every argument and result, whatever their
+    primitives' ``reads`` declare: a way to check a declaration, by comparing
+    derivatives (to any order) computed with and without it.
+
+    Applies to reverse traces begun inside it (``fg.grad`` ...) and to Tensor
+    operations recorded inside it (``funcgrad.tensor``). Process-wide.
+
+    Example::
+
+        with fg.testing.save_everything():
+            want = fg.grad(fg.grad(f))(x)
+        assert np.allclose(fg.grad(fg.grad(f))(x), want)
+    """
+
+    def __enter__(self) -> "save_everything":
+        self._prev = _save_everything.on
+        _save_everything.on = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _save_everything.on = self._prev
+
+
+def dropped(prim: Primitive, argnums: list[int], nargs: int) -> tuple[tuple[int, ...], bool] | None:
+    """What a call of ``prim`` differentiated in ``argnums`` need not keep: (positions, the
+    result?) per its ``reads`` declaration; None when it keeps everything (no declaration,
+    or inside :class:`save_everything`)."""
+    if prim.reads is None or _save_everything.on:
+        return None
+    return _drops(prim, argnums, nargs)
 
 
 def _drops(prim: Primitive, argnums: list[int], nargs: int) -> tuple[tuple[int, ...], bool]:
@@ -163,7 +208,7 @@ class ReverseTrace(Trace):
 
     def __init__(self, name: str, keep_all: bool = False, min_drop_bytes: int = _MIN_DROP_BYTES):
         super().__init__(name)
-        self.keep_all = keep_all
+        self.keep_all = keep_all or _save_everything.on
         self.min_drop_bytes = min_drop_bytes
 
     def new_input(self, value: Any) -> VJPBox:

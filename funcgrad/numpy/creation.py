@@ -283,7 +283,8 @@ def _astype_vjp(g: Any, ans: Any, x: Any, dtype_: Any) -> Any:
     return _astype(gx, dtype(x))
 
 
-_astype = defprimitive(_astype_raw, name="astype", vjp=_astype_vjp, linear=True, batch_from=_same_layout_rule)
+_astype = defprimitive(_astype_raw, name="astype", vjp=_astype_vjp, linear=True, batch_from=_same_layout_rule,
+                       reads={0: {1}})  # x's dtype only
 
 
 def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
@@ -305,7 +306,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
 
 
 _copy = defprimitive(
-    backend_function("copy"), vjp=lambda g, ans, x, *args, **kwargs: g, linear=True,
+    backend_function("copy"), vjp=lambda g, ans, x, *args, **kwargs: g, linear=True, reads={0: {1, 2, 3}},
     doc="Differentiable ``numpy.copy``.", batch_from=_same_layout_rule,
 )
 

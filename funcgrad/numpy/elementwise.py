@@ -498,14 +498,16 @@ copysign = _binary(  # |x| with the sign of y: slope +-1 in x, 0 in y
 )
 
 real = _unary(
-    "real", vjp=lambda g, ans, x: fnp.real(g) if not fnp.iscomplexobj(x) else fnp.real(g) + 0j, linear=True
+    "real", vjp=lambda g, ans, x: fnp.real(g) if not fnp.iscomplexobj(x) else fnp.real(g) + 0j, linear=True,
+    reads=(),  # x's dtype only
 )
 
 imag = _unary(
-    "imag", vjp=lambda g, ans, x: -1j * fnp.real(g) if fnp.iscomplexobj(x) else fnp.zeros_like(x), linear=True
+    "imag", vjp=lambda g, ans, x: -1j * fnp.real(g) if fnp.iscomplexobj(x) else fnp.zeros_like(g), linear=True,
+    reads=(),  # x's dtype only
 )
 
-conj = _unary("conjugate", vjp=lambda g, ans, x: fnp.conj(g), linear=True)
+conj = _unary("conjugate", vjp=lambda g, ans, x: fnp.conj(g), linear=True, reads=())
 conjugate = conj
 
 
@@ -567,6 +569,7 @@ _where = defprimitive(
         lambda g, ans, c, x, y: unbroadcast(fnp.where(c, g, 0), x),
         lambda g, ans, c, x, y: unbroadcast(fnp.where(c, 0, g), y),
     ),
+    reads={0: {0}, 1: {0}, 2: {0}},  # the condition (x's and y's shapes)
     jvp=(
         lambda t, ans, c, x, y: fnp.zeros_like(ans),
         lambda t, ans, c, x, y: _bt(fnp.where(c, t, 0), ans),

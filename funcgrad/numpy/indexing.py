@@ -455,6 +455,13 @@ def _entries(first: int, rules: dict, vjp: bool) -> dict:
     return {**{k: zero for k in range(first, first + _MAX_DYN)}, **rules}
 
 
+def _entries_read(first: int, reads: dict) -> dict:
+    """``reads`` (what the rules of the fixed arguments read) plus the dynamic index
+    entries from position ``first``: every rule reads them, their own rules nothing."""
+    dyn = set(range(first, first + _MAX_DYN))
+    return {**{k: set() for k in dyn}, **{k: r | dyn for k, r in reads.items()}}
+
+
 # --------------------------------------------------------------------------
 # the primitives: (array, index template, ..., *dynamic index entries)
 
@@ -601,6 +608,7 @@ _getitem = defprimitive(
     vjp=_entries(2, {0: lambda g, ans, x, idx, *dyn: _unindex(g, idx, shape(x), *dyn)}, vjp=True),
     jvp=_entries(2, {0: lambda t, ans, x, idx, *dyn: _getitem(t, idx, *dyn)}, vjp=False),
     batch=_getitem_batch,
+    reads=_entries_read(2, {0: {1}}),  # the index (and x's shape)
 )
 _unindex = defprimitive(
     _unindex_raw, name="unindex",
@@ -633,6 +641,7 @@ _index_set = defprimitive(
         2: lambda t, ans, x, idx, v, *dyn: _index_set(_zeros_like(ans), idx, t, *dyn),
     }, vjp=False),
     batch_from=_update_batch,
+    reads=_entries_read(3, {0: {1}, 2: {1}}),  # the index (and v's shape and dtype)
 )
 
 

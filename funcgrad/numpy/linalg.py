@@ -425,7 +425,7 @@ def _dot_vjp_b(g, ans, a, b, out=None):
 dot = defprimitive(
     backend_function("dot", 2), vjp=(_dot_vjp_a, _dot_vjp_b),
     jvp=(lambda t, ans, a, b, out=None: dot(t, b), lambda t, ans, a, b, out=None: dot(a, t)),
-    batch=_dot_batch,
+    batch=_dot_batch, reads={0: {1}, 1: {0}},
     doc="""Dot product (all of NumPy's cases: scalars, vectors, N-D). Differentiable ``numpy.dot``.
 
 Example::

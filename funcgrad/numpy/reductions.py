@@ -828,7 +828,8 @@ def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
     return _like(ct, a)
 
 
-cumsum = defprimitive(_cumsum_raw, name="cumsum", vjp=_cumsum_vjp, linear=True, batch_from=_scan_batch)
+cumsum = defprimitive(_cumsum_raw, name="cumsum", vjp=_cumsum_vjp, linear=True, batch_from=_scan_batch,
+                      reads={0: {1, 2, 3}})  # a's shape and dtype only
 _rcumsum = defprimitive(
     _rcumsum_raw, name="rcumsum", vjp=lambda g, ans, x, axis: cumsum(g, axis), linear=True,
     batch_from=lambda fn: _axis_param_batch(fn),

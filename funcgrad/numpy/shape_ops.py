@@ -39,6 +39,7 @@ import funcgrad.numpy as fnp
 from ..core.trace import contains_box
 from ..backend import device_constant, namespace_of, scatter_add, to_numpy
 from ..core import Box, defprimitive, get_primitive, unbox_all
+from ..core.reverse import ArraySpec
 from ._batching import fallback as _fallback, move_to_front
 from ._util import backend_function, dtype as _dtype, ndim as _ndim, shape as _shape, unbroadcast, pack
 
@@ -255,7 +256,10 @@ def _diag_embed_raw(g: Any, offset: int, axis1: int, axis2: int, shape: tuple) -
 def _resolve_order(order: str, a: Any) -> str:
     """'A' means 'F' for a Fortran-ordered (not C-ordered) array, else 'C'."""
     if order in ("A", "a"):
-        flags = getattr(unbox_all(a), "flags", None)
+        a = unbox_all(a)
+        if isinstance(a, ArraySpec):  # what the tape kept of an array it did not need
+            return "F" if a.f_order else "C"
+        flags = getattr(a, "flags", None)
         if flags is not None and flags.f_contiguous and not flags.c_contiguous:
             return "F"
         return "C"
@@ -325,6 +329,7 @@ def _reshape_batch(args, dims, **kwargs):
 
 _reshape = defprimitive(
     backend_function("reshape"), vjp=_reshape_vjp, jvp=_reshape_jvp, batch=_reshape_batch,
+    reads={0: {1, 2, 3}},  # a's shape and layout only
     doc="""Differentiable ``numpy.reshape`` (shape a tuple or an int, -1 allowed; order 'C', 'F' or 'A').
 
 Example::
@@ -371,7 +376,7 @@ def _transpose_adjust(per, axes=None):
 
 
 _transpose = defprimitive(
-    backend_function("transpose"), vjp=_transpose_vjp, linear=True,
+    backend_function("transpose"), vjp=_transpose_vjp, linear=True, reads={0: {1}},
     batch_from=lambda fn: _front_rule(fn, _transpose_adjust),
     doc="""Differentiable ``numpy.transpose`` (axes None or a permutation, negative axes allowed).
 
@@ -386,7 +391,7 @@ permute_dims = _transpose
 _swapaxes = defprimitive(
     backend_function("swapaxes"),
     vjp=lambda g, ans, a, axis1, axis2: _swapaxes(g, axis1, axis2),
-    linear=True,
+    linear=True, reads={0: {1, 2}},
     batch_from=lambda fn: _front_rule(
         fn, lambda per, axis1, axis2: ((_shift_axes(axis1, len(per)), _shift_axes(axis2, len(per))), {})),
     doc="""Differentiable ``numpy.swapaxes``.
@@ -413,7 +418,7 @@ def matrix_transpose(x: Any) -> Any:
 _moveaxis = defprimitive(
     backend_function("moveaxis"),
     vjp=lambda g, ans, a, source, destination: _moveaxis(g, destination, source),
-    linear=True,
+    linear=True, reads={0: {1, 2}},
     batch_from=lambda fn: _front_rule(
         fn, lambda per, source, destination: ((_shift_axes(source, len(per)),
                                                      _shift_axes(destination, len(per))), {})),
@@ -433,6 +438,7 @@ def _expand_dims_adjust(per, axis):
 
 _expand_dims = defprimitive(
     backend_function("expand_dims"), vjp=lambda g, ans, a, axis: _reshape(g, _shape(a)), linear=True,
+    reads={0: {1}},  # a's shape only
     batch_from=lambda fn: _front_rule(fn, _expand_dims_adjust),
     doc="""Differentiable ``numpy.expand_dims`` (axis an int or a tuple).
 
@@ -451,6 +457,7 @@ def _squeeze_adjust(per, axis=None):
 
 _squeeze = defprimitive(
     backend_function("squeeze"), vjp=lambda g, ans, a, axis=None: _reshape(g, _shape(a)), linear=True,
+    reads={0: {1}},  # a's shape only
     batch_from=lambda fn: _front_rule(fn, _squeeze_adjust),
     doc="""Differentiable ``numpy.squeeze`` (axis None, an int or a tuple).
 
@@ -480,7 +487,7 @@ def _broadcast_to_batch(args, dims, **kwargs):
 
 _broadcast_to = defprimitive(
     backend_function("broadcast_to"), vjp=lambda g, ans, array, shape, subok=False: unbroadcast(g, array),
-    linear=True, batch=_broadcast_to_batch,
+    linear=True, batch=_broadcast_to_batch, reads={0: {1, 2}},  # array's shape and dtype only
 )
 
 
@@ -1017,7 +1024,7 @@ def _flip_adjust(per, axis=None):
 
 
 flip = defprimitive(
-    backend_function("flip"), vjp=lambda g, ans, m, axis=None: flip(g, axis), linear=True,
+    backend_function("flip"), vjp=lambda g, ans, m, axis=None: flip(g, axis), linear=True, reads={0: {1}},
     batch_from=lambda fn: _front_rule(fn, _flip_adjust),
     doc="""Differentiable ``numpy.flip`` (axis None, an int or a tuple).
 

@@ -6,9 +6,8 @@ is below every functional transform's, and which is never closed. So every
 
 1. the raw arrays are computed by the primitive's raw function;
 2. if grad mode is on and some input requires grad, a :class:`PrimNode` is
-   made. It keeps what the primitive's VJP rules need, and only that (the
-   table ``_NEEDS`` says, per primitive and per argument, which inputs and
-   whether the result the rule reads; everything else is kept as shape and
+   made. It keeps what the primitive's VJP rules read, and only that (the
+   primitive's declared ``reads``; everything else is kept as shape and
    dtype only), each as a :class:`SavedTensor` that checks version counters
    and applies saved-tensor hooks;
 3. views (reshape, transpose, basic indexing ...) share their base's
@@ -33,6 +32,7 @@ import numpy as np
 
 from ..backend import namespace_of
 from ..core import Box, Primitive, Trace, get_primitive
+from ..core.reverse import dropped
 from . import dtypes as _dt
 from .grad_mode import state as _mode
 
@@ -709,50 +709,7 @@ class CopySlices(Node):
 
 
 # --------------------------------------------------------------------------
-# what each primitive's rules read, and PyTorch's node names
-
-# prim name -> {argnum: (positions of inputs the rule for argnum reads, reads the result?)}
-_NEEDS: dict[str, dict[int, tuple[tuple[int, ...], bool]]] = {}
-
-
-def _needs(names: str, spec: dict) -> None:
-    for n in names.split():
-        _NEEDS[n] = spec
-
-
-_NONE = {0: ((), False), 1: ((), False), 2: ((), False)}
-# Verified against the rules by tests/tensor/test_saved.py (every entry, first and second order).
-_needs("add subtract negative positive sum reshape broadcast_to expand_dims squeeze transpose swapaxes "
-       "moveaxis conjugate copy astype cumsum flip real imag", _NONE)
-# indexing: the index's dynamic (array) parts follow the fixed arguments; rules read them
-_DYN = tuple(range(2, 40))
-_needs("getitem", {0: (_DYN, False)})
-_needs("index_set", {0: (_DYN[1:], False), 2: (_DYN[1:], False)})
-_needs("where", {1: ((0,), False), 2: ((0,), False)})  # the condition (which may be a recorded box)
-_needs("multiply matmul dot", {0: ((1,), False), 1: ((0,), False)})
-_needs("divide", {0: ((1,), False), 1: ((1,), True)})
-_needs("sin cos log square log1p", {0: ((0,), False)})
-_needs("exp tanh sqrt expm1", {0: ((), True)})
-
-SAVE_ALL = False  # tests flip this to compare the table against saving everything
-
-
-def _saves_for(prim_name: str, edge_positions: list) -> tuple[set | None, bool]:
-    """(input positions to save, save the result?) for a call whose inputs at ``edge_positions``
-    need gradients; (None, True) means "save everything" (a primitive not in the table)."""
-    spec = None if SAVE_ALL else _NEEDS.get(prim_name)
-    if spec is None:
-        return None, True
-    keep: set = set()
-    res = False
-    for p in edge_positions:
-        got = spec.get(p)
-        if got is None:
-            return None, True
-        keep.update(got[0])
-        res = res or got[1]
-    return keep, res
-
+# PyTorch's names of saved values and of nodes (what a node saves is its primitive's ``reads``)
 
 _DEFAULT_ARG_NAMES = ["self", "other"]
 _ARG_NAMES: dict[str, list] = {
@@ -965,13 +922,13 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
             edge_positions.append(i)
         else:
             edges.append(None)
-    keep, keep_result = _saves_for(prim.name, edge_positions)
+    drop = dropped(prim, edge_positions, len(args))
     name = torch_name(prim.name)
     node = (_NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name))(
         prim, name, args, kwargs, argnums, edges)
     saved_any = False
     for i, b in zip(argnums, boxes):
-        if keep is None or i in keep:
+        if drop is None or i not in drop[0]:
             if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
                 raise RuntimeError(_INFERENCE_SAVED)
             args[i] = SavedTensor(b)
@@ -986,7 +943,7 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
         o._node = node
         o._output_nr = k
         o._requires_grad = True
-        if keep_result:
+        if drop is None or not drop[1]:
             ans_saved.append(SavedTensor(o, is_output=True, output_nr=k, owner=node))
             saved_any = True
         else:
