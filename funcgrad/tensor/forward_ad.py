@@ -163,12 +163,21 @@ def make_dual(tensor: Any, tangent: Any, *, level: int | None = None) -> Any:
     if tangent.device != tensor.device:
         raise RuntimeError(f"make_dual: the tangent is on {tangent.device} but the primal is on {tensor.device}; "
                            f"move the tangent with .to(primal.device)")
-    if _level_box(tensor._value, trace) is not None:
+    if _level_box(_fresh_value(tensor), trace) is not None:
         raise RuntimeError(f"make_dual: this tensor already has a tangent at dual level {trace.index}; use "
                            f"unpack_dual(t).primal to make a new dual tensor from its primal")
     if tangent.dtype != tensor.dtype:  # kept in the primal's dtype (float32 stays float32)
         tangent = tangent.to(tensor.dtype)
     return _alias(tensor, JVPBox(tensor._value, trace, tangent._value))
+
+
+def _fresh_value(t: Any) -> Any:
+    """``t``'s raw value; a view whose base was written in place first re-derives it (its tangent)."""
+    if t._base is not None and t._view_version != t._vc[0]:
+        from .graph import _refresh_view
+
+        _refresh_view(t)
+    return t._value
 
 
 def _level_box(v: Any, trace: DualTrace) -> Any:
@@ -210,7 +219,7 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
     if not levels:
         return UnpackedDualTensor(tensor, None)
     trace = _trace_of(level, "unpack a dual Tensor")
-    box = _level_box(tensor._value, trace)
+    box = _level_box(_fresh_value(tensor), trace)
     if box is None:
         v = _strip_closed(tensor._value)
         return UnpackedDualTensor(tensor if v is tensor._value else _alias(tensor, v), None)
@@ -236,7 +245,7 @@ def dual_inputs(args: Any) -> tuple[DualTrace | None, list]:
         found = False
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
-                box = _level_box(a._value, trace)
+                box = _level_box(_fresh_value(a), trace)
                 if box is not None:
                     found = True
                     tangents[i] = box
@@ -290,3 +299,54 @@ def primal_value(v: Any) -> Any:
     while isinstance(v, JVPBox) and isinstance(v._trace, DualTrace):
         v = v._value
     return v
+
+
+def is_dual(v: Any) -> bool:
+    """True when the raw value ``v`` carries a tangent of some dual level (open or stale)."""
+    return isinstance(v, JVPBox) and isinstance(v._trace, DualTrace)
+
+
+def _conform(v: Any, shape: tuple, dtype: Any, bottom: Any) -> Any:
+    """The dual chain of raw value ``v`` rebuilt on ``bottom`` (the primal), with each open level's
+    tangent broadcast to ``shape`` and cast to ``dtype``; stale levels are dropped."""
+    import funcgrad.numpy as fnp
+
+    if not is_dual(v):
+        return bottom
+    inner = _conform(v._value, shape, dtype, bottom)
+    if v._trace.closed:
+        return inner
+    tan = v._tangent
+    if tan is not None:
+        if tuple(fnp.shape(tan)) != tuple(shape):
+            tan = fnp.broadcast_to(tan, shape)
+        if fnp.result_type(tan) != dtype:
+            tan = fnp.asarray(tan, dtype=dtype)
+    return JVPBox(inner, v._trace, tan)
+
+
+def inplace_write(t: Any, new: Any) -> tuple:
+    """An in-place write of the raw value ``new`` into tensor ``t`` where either is dual: ``t``'s
+    tangents become ``new``'s (broadcast to ``t``'s shape and dtype); for a view, its base's tangents
+    change in the viewed region. Returns ``t``'s raw memory and ``new``'s primal, for the caller to copy."""
+    import funcgrad.numpy as fnp
+    from ..backend import namespace_of
+    from ..transforms import vjp
+    from .graph import replay_view
+
+    mem = primal_value(t._value)
+    shape, dtype = mem.shape, mem.dtype
+    if t._base is not None:
+        root, fns = t._base, t._view_fns
+        rmem = primal_value(root._value)
+        ns = namespace_of(rmem)
+        mask = ns.zeros(rmem.shape, dtype=bool)
+        replay_view(mask, fns, raw=True)[...] = True
+        bottom = ns.broadcast_to(ns.asarray(primal_value(new), dtype=dtype), shape)
+        w = _conform(new, shape, dtype, bottom)
+        # the view chain is linear: its transpose scatters the written values into a base-shaped array
+        _, pull = vjp(lambda r: replay_view(r, fns, raw=False), ns.zeros(rmem.shape, dtype=rmem.dtype))
+        (scattered,) = pull(w)
+        root._value = _conform(fnp.where(mask, scattered, root._value), rmem.shape, rmem.dtype, rmem)
+    t._value = _conform(new, shape, dtype, mem)
+    return mem, primal_value(new)
