@@ -259,15 +259,21 @@ def primal_args(args: tuple, boxes: list) -> tuple:
     return tuple(_alias(a, b._value) if b is not None else a for a, b in zip(args, boxes))
 
 
-def attach_tangents(cls: type, ctx: Any, trace: DualTrace, boxes: list, results: list) -> None:
+def attach_tangents(cls: type, ctx: Any, trace: DualTrace, args: tuple, boxes: list, results: list) -> None:
     """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
     from .function import Function
     from .tensor import Tensor
 
     if cls.jvp is Function.jvp or not callable(getattr(cls, "jvp", None)):
-        raise RuntimeError(f"Function {cls.__name__} was given a dual tensor (forward AD) but does not implement "
-                           f"jvp(ctx, *grad_inputs); define a static jvp to use it with forward AD")
-    t_in = [Tensor._make(b._tangent) if b is not None and b._tangent is not None else None for b in boxes]
+        raise NotImplementedError(
+            f"You must implement the jvp function for custom autograd.Function to use it with forward mode AD "
+            f"({cls.__name__} was given a dual tensor): define a static jvp(ctx, *grad_inputs)")
+    from .creation import zeros_like
+
+    # as PyTorch: zeros for floating tensor inputs without a tangent, None for everything else
+    t_in = [Tensor._make(b._tangent) if b is not None and b._tangent is not None
+            else zeros_like(a) if isinstance(a, Tensor) and (a.is_floating_point() or a.is_complex()) else None
+            for a, b in zip(args, boxes)]
     ctx._in_jvp = True
     try:
         t_out = cls.jvp(ctx, *t_in)

@@ -331,12 +331,14 @@ class Function:
             ctx._saved = saved
             ctx.to_save = ()
         if dual is not None:
-            _fwad.attach_tangents(cls, ctx, dual, dual_boxes, results)
+            _fwad.attach_tangents(cls, ctx, dual, args, dual_boxes, results)
         return tuple(results) if is_tuple else results[0]
 
     @staticmethod
     def jvp(ctx: Any, *grad_inputs: Any) -> Any:
-        raise NotImplementedError("forward-mode AD (jvp) of custom Functions is not supported by funcgrad.tensor")
+        """The output tangents from the input tangents (forward AD, ``ft.autograd.forward_ad``)."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
 
     @classmethod
     def vmap(cls, *args: Any) -> Any:

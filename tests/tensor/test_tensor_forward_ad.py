@@ -196,10 +196,32 @@ def test_custom_function_jvp() -> None:
         np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), 3 * np.array([0.5, -1.5]) ** 2 * [1, 2])
         np.testing.assert_allclose(fwAD.unpack_dual(y).primal.detach().numpy(), np.array([0.5, -1.5]) ** 3)
         y.sum().backward()
-        with pytest.raises(RuntimeError, match="does not implement jvp"):
+        with pytest.raises(NotImplementedError, match="implement the jvp function.*NoJvp"):
             NoJvp.apply(d)
         NoJvp.apply(x)  # no dual input: jvp is not needed
     np.testing.assert_allclose(x.grad.numpy(), 3 * np.array([0.5, -1.5]) ** 2)
+
+
+class Mul(ft.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_forward(x, y)
+        return x * y
+
+    @staticmethod
+    def jvp(ctx, tx, ty):
+        x, y = ctx.saved_tensors
+        return tx * y + x * ty
+
+
+def test_custom_jvp_gets_zero_tangents_for_plain_inputs() -> None:
+    # as torch: a floating tensor input without a tangent gets zeros in jvp
+    with fwAD.dual_level():
+        d = fwAD.make_dual(ft.tensor([1.0, 2.0]), ft.tensor([1.0, 1.0]))
+        out = Mul.apply(d, ft.tensor([3.0, 4.0]))
+        np.testing.assert_allclose(fwAD.unpack_dual(out).tangent.numpy(), [3.0, 4.0])
+        out = Mul.apply(ft.tensor([3.0, 4.0]), d)
+        np.testing.assert_allclose(fwAD.unpack_dual(out).tangent.numpy(), [3.0, 4.0])
 
 
 def test_gradcheck_forward_ad() -> None:
