@@ -41,7 +41,9 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
     """Check the gradients of ``func`` at ``inputs`` against finite differences; True if they agree.
 
     Inputs that require grad are checked; use float64 (a warning says so
-    otherwise). On mismatch raises :class:`GradcheckError` naming the output
+    otherwise). ``check_forward_ad=True`` also compares forward-AD Jacobian columns (dual inputs,
+    ``ft.autograd.forward_ad``) with the numerical ones; ``check_backward_ad=False`` skips the
+    backward comparison. On mismatch raises :class:`GradcheckError` naming the output
     and input, with both Jacobians, or returns False with ``raise_exception=False``.
 
     Example::
