@@ -26,6 +26,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from . import graph as _graph
 from .graph import AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of
+from .forward_ad import paused as _fwad_paused
 from .grad_mode import state as _mode
 from .tensor import Tensor, _as_tensor, _grad_lock
 
@@ -205,7 +206,8 @@ def run_backward(*args: Any, **kwargs: Any) -> Any:
     """The backward walk (:func:`_run_backward`), with NumPy's floating-point warnings silenced."""
     token = _graph.fp_quiet()
     try:
-        return _run_backward(*args, **kwargs)
+        with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
+            return _run_backward(*args, **kwargs)
     finally:
         _graph.fp_restore(token)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from . import forward_ad as _fwad
 from . import graph as _graph
 from .graph import GraphBox, Node, SavedTensor, edge_of
 from .grad_mode import no_grad, set_grad_enabled
@@ -52,10 +53,13 @@ class FunctionCtx:
         self.to_save = tensors
 
     def save_for_forward(self, *tensors: Any) -> None:
+        """Save tensors for ``jvp`` (forward AD); there ``ctx.saved_tensors`` reads them."""
         self.saved_for_forward = tensors
 
     @property
     def saved_tensors(self) -> tuple:
+        if getattr(self, "_in_jvp", False) and hasattr(self, "saved_for_forward"):
+            return tuple(self.saved_for_forward)
         if self._saved is None:
             return tuple(self.to_save)
         owner = self._node
@@ -253,6 +257,9 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             raise TypeError(f"{cls.__name__}.apply() takes positional arguments only")
+        dual, dual_boxes = _fwad.dual_inputs(args)
+        if dual is not None:  # forward AD: forward runs on the primals, cls.jvp gives the tangents
+            args = _fwad.primal_args(args, dual_boxes)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         uses_setup = cls.setup_context is not Function.setup_context
@@ -323,11 +330,15 @@ class Function:
                     saved.append(SavedTensor(t))
             ctx._saved = saved
             ctx.to_save = ()
+        if dual is not None:
+            _fwad.attach_tangents(cls, ctx, dual, args, dual_boxes, results)
         return tuple(results) if is_tuple else results[0]
 
     @staticmethod
     def jvp(ctx: Any, *grad_inputs: Any) -> Any:
-        raise NotImplementedError("forward-mode AD (jvp) of custom Functions is not supported by funcgrad.tensor")
+        """The output tangents from the input tangents (forward AD, ``ft.autograd.forward_ad``)."""
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
 
     @classmethod
     def vmap(cls, *args: Any) -> Any:

@@ -41,7 +41,9 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
     """Check the gradients of ``func`` at ``inputs`` against finite differences; True if they agree.
 
     Inputs that require grad are checked; use float64 (a warning says so
-    otherwise). On mismatch raises :class:`GradcheckError` naming the output
+    otherwise). ``check_forward_ad=True`` also compares forward-AD Jacobian columns (dual inputs,
+    ``ft.autograd.forward_ad``) with the numerical ones; ``check_backward_ad=False`` skips the
+    backward comparison. On mismatch raises :class:`GradcheckError` naming the output
     and input, with both Jacobians, or returns False with ``raise_exception=False``.
 
     Example::
@@ -51,7 +53,7 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
     """
     try:
         return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
-                          check_backward_ad)
+                          check_backward_ad, check_forward_ad)
     except GradcheckError:
         if raise_exception:
             raise
@@ -59,7 +61,8 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
 
 
 def _gradcheck(func: Callable, inputs: Any, eps: float, atol: float, rtol: float, nondet_tol: float,
-               check_undefined_grad: bool, check_grad_dtypes: bool, check_backward_ad: bool) -> bool:
+               check_undefined_grad: bool, check_grad_dtypes: bool, check_backward_ad: bool,
+               check_forward_ad: bool = False) -> bool:
     ins = _as_tuple(inputs)
     diff = [i for i, t in enumerate(ins) if isinstance(t, Tensor) and t.requires_grad]
     if not diff:
@@ -79,7 +82,8 @@ def _gradcheck(func: Callable, inputs: Any, eps: float, atol: float, rtol: float
     with enable_grad():
         outs = _diff_outputs(func(*ins))
     analytical = {(oi, j): _analytical(out, ins, j, nondet_tol, check_grad_dtypes)
-                  for oi, out in enumerate(outs) if out.requires_grad for j in diff}
+                  for oi, out in enumerate(outs) if out.requires_grad for j in diff} if check_backward_ad else {}
+    forward = _forward_jacobians(func, ins, diff, len(outs)) if check_forward_ad else {}
 
     def evaluate(j: int, idx: tuple, delta: complex) -> list:
         # PyTorch's way: perturb the input's own data in place (a function that reads its
@@ -129,13 +133,46 @@ def _gradcheck(func: Callable, inputs: Any, eps: float, atol: float, rtol: float
         ana = analytical.get((oi, j))
         if ana is None:
             ana = np.zeros_like(numerical)
-        if not np.allclose(ana, numerical, rtol=rtol, atol=atol):
+        if check_backward_ad and not np.allclose(ana, numerical, rtol=rtol, atol=atol):
             raise GradcheckError(
                 f"Jacobian mismatch for output {oi} with respect to input {j},\nnumerical:{_show(numerical)}\n"
                 f"analytical:{_show(ana)}\n")
+        fwd = forward.get((oi, j))
+        if check_forward_ad and fwd is not None and not np.allclose(fwd, numerical, rtol=rtol, atol=atol):
+            raise GradcheckError(
+                f"Jacobian computed with forward mode mismatch for output {oi} with respect to input {j},\n"
+                f"numerical:{_show(numerical)}\nanalytical:{_show(fwd)}\n")
     if check_backward_ad and any_differentiable:
         _check_backward_mul_by_grad_output(outs, [ins[j] for j in diff])
     return True
+
+
+def _forward_jacobians(func: Callable, ins: tuple, diff: list, n_outs: int) -> dict:
+    """{(output, input): d output / d input} column by column with forward AD: input ``j`` made
+    dual with the unit tangent of each of its elements in turn."""
+    from . import forward_ad as fwAD
+    from .creation import zeros_like
+
+    jac: dict = {}
+    for j in diff:
+        x = ins[j]
+        if x.is_complex():
+            raise NotImplementedError("gradcheck(check_forward_ad=True) supports real inputs only")
+        for k in range(x.numel()):
+            unit = zeros_like(x.detach())
+            unit._value.reshape(-1)[k] = 1
+            with fwAD.dual_level():
+                args = list(ins)
+                args[j] = fwAD.make_dual(x, unit)
+                with enable_grad():
+                    res = _diff_outputs(func(*args))
+                for oi, r in enumerate(res[:n_outs]):
+                    if r.is_complex():
+                        raise NotImplementedError("gradcheck(check_forward_ad=True) supports real outputs only")
+                    t = fwAD.unpack_dual(r).tangent
+                    col = np.zeros(r.numel()) if t is None else np.asarray(t.numpy(), dtype=float).reshape(-1)
+                    jac.setdefault((oi, j), np.zeros((r.numel(), x.numel())))[:, k] = col
+    return jac
 
 
 def _analytical(out: Tensor, ins: tuple, j: int, nondet_tol: float, check_grad_dtypes: bool) -> np.ndarray:

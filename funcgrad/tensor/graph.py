@@ -34,6 +34,7 @@ from ..backend import namespace_of
 from ..core import Box, Primitive, Trace, get_primitive
 from ..core.reverse import dropped
 from . import dtypes as _dt
+from . import forward_ad as _fwad
 from .grad_mode import state as _mode
 
 __all__ = [
@@ -788,6 +789,8 @@ def _refresh_view(b: GraphBox) -> None:
     """A view whose base changed in place re-derives its history from the base."""
     base = b._base
     b._view_version = b._vc[0]
+    if _fwad.is_dual(base._value) or _fwad.is_dual(b._value):  # forward AD: the tangent follows the base's
+        b._value = replay_view(base._value, b._view_fns, raw=False)
     if base._requires_grad:
         prev = _mode.enabled
         _mode.enabled = True
@@ -864,6 +867,8 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
     req = False
     inference_in = False
     for i, b in zip(argnums, boxes):
+        if b._base is not None and b._view_version != b._vc[0] and not b._requires_grad:
+            _refresh_view(b)  # (views that require grad are refreshed when recorded, below)
         args[i] = b._value
         if b.__class__ is not NumpyBox:
             cls = _TENSOR_CLS[0]
@@ -985,7 +990,7 @@ def _as_array(a: Any) -> Any:
 
 
 def _mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list, kwargs: dict) -> None:
-    a, o = args[0], out._value
+    a, o = _fwad.primal_value(args[0]), _fwad.primal_value(out._value)  # dual tensors view their primal's memory
     ob = getattr(o, "base", None)
     if ob is None or o is a or not (ob is a or ob is getattr(a, "base", None)):
         return
@@ -1036,6 +1041,8 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
     if out._requires_grad and st.enabled:
         _protect_saved(out, t, start_seq)
     ov = out._value
+    if _fwad.is_dual(v) or _fwad.is_dual(ov):  # forward AD: primal into memory, the tangent rebound
+        v, ov = _fwad.inplace_write(t, ov)  # the raw memory and the new primal
     if getattr(ov, "shape", ()) != v.shape:
         ov = namespace_of(v).broadcast_to(ov, v.shape)
     if namespace_of(v) is np:

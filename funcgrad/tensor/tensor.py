@@ -23,6 +23,7 @@ from .. import backend as _backend
 from ..backend import namespace_of
 from ..core import Box
 from . import dtypes as _dt
+from . import forward_ad as _fwad
 from . import graph as _graph
 from .graph import GraphBox, PrimNode, RemovableHandle, _add_hook, apply_inplace
 from .grad_mode import state as _mode
@@ -393,7 +394,7 @@ class Tensor(GraphBox):
     @property
     def data(self) -> "Tensor":
         """The same memory, detached, with a separate version counter (PyTorch's ``.data``)."""
-        return Tensor._make(self._value)
+        return Tensor._make(_fwad.primal_value(self._value))
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -403,7 +404,7 @@ class Tensor(GraphBox):
 
     def detach(self) -> "Tensor":
         """A tensor sharing memory and version counter, cut from the graph."""
-        return Tensor._make(self._value, vc=self._vc, inference=self._inference)
+        return Tensor._make(_fwad.primal_value(self._value), vc=self._vc, inference=self._inference)
 
     def detach_(self) -> "Tensor":
         if self._base is not None:
@@ -421,7 +422,7 @@ class Tensor(GraphBox):
         """The data as a NumPy array sharing memory (host tensors only)."""
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        v = self._value
+        v = _fwad.primal_value(self._value)
         if namespace_of(v) is not np:
             if force:
                 from ..backend import to_numpy
@@ -441,13 +442,13 @@ class Tensor(GraphBox):
 
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
-        v = self._value
+        v = _fwad.primal_value(self._value)
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         return v.reshape(()).item() if namespace_of(v) is np else v.reshape(()).item()
 
     def tolist(self) -> Any:
-        v = self._value
+        v = _fwad.primal_value(self._value)
         return v.tolist() if namespace_of(v) is np else v.get().tolist()
 
     def __float__(self) -> float:
@@ -2051,7 +2052,7 @@ def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True)
 
 
 def _format(t: Tensor) -> str:
-    v = t._value
+    v = _fwad.primal_value(t._value)
     if namespace_of(v) is not np:
         from ..backend import to_numpy
 
@@ -2091,6 +2092,9 @@ def _format(t: Tensor) -> str:
         extras.append(f"grad_fn=<{getattr(node, '_short', None) or node.name()}>")
     elif t._requires_grad:
         extras.append("requires_grad=True")
+    tangent = _fwad.unpack_dual(t).tangent if t._value is not v else None
+    if tangent is not None:
+        extras.append(f"tangent={tangent!r}")
     if t.device.type != "cpu":
         extras.insert(0, f"device='{t.device}'")
     return prefix + body + "".join(", " + e for e in extras) + ")"

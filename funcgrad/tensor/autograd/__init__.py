@@ -15,13 +15,13 @@ from ..grad_mode import (  # noqa: F401
 )
 from ..anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 # the submodules first: importing them later would rebind ``gradcheck`` to its module
-from . import function, functional, grad_mode, gradcheck, graph, profiler  # noqa: F401
+from . import forward_ad, function, functional, grad_mode, gradcheck, graph, profiler  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401,F811
 from ..tensor import Tensor
 
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "once_differentiable", "Variable", "functional", "graph",
-    "profiler", "gradcheck", "gradgradcheck", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+    "profiler", "forward_ad", "gradcheck", "gradgradcheck", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
     "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
 ]
 

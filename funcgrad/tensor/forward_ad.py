@@ -1,0 +1,358 @@
+"""``ft.autograd.forward_ad``: PyTorch's forward-mode AD (dual tensors) on the engine's forward mode.
+
+A dual level is a :class:`~funcgrad.core.ForwardTrace`. ``make_dual`` gives a Tensor whose raw
+value is a ``JVPBox`` of that trace (primal and tangent); every Tensor operation is a
+funcgrad.numpy primitive call on raw values, so the box's trace carries the tangent through
+the primitive's own JVP rule (``graph.record`` hands boxed raw values to ``prim.call``).
+Nothing here differentiates anything: one engine, one rule per primitive.
+
+Levels nest (PyTorch refuses nesting): each level is its own trace, so tangents of two
+levels never mix, and the tangent read at an outer level of a value computed at an inner
+one is a second derivative. When a level exits, its boxes go stale: they still compute
+primal values (their trace drops tangents from then on), and ``unpack_dual`` sees no tangent.
+The backward pass runs with every level paused, so ``.grad`` is a plain primal gradient.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import threading
+from typing import Any, Iterator
+
+from ..core import ForwardTrace, JVPBox, Primitive
+
+__all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor"]
+
+UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+
+_local = threading.local()
+
+
+def _levels() -> list:
+    lv = getattr(_local, "levels", None)
+    if lv is None:
+        lv = _local.levels = []
+    return lv
+
+
+def _paused() -> bool:
+    return getattr(_local, "paused", 0) > 0
+
+
+class DualTrace(ForwardTrace):
+    """One dual level. Open: a forward trace. Exited, or paused (backward pass): passes
+    primal values through and drops tangents, so stale dual tensors stay usable."""
+
+    __slots__ = ("index", "closed")
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"forward_ad.dual_level({index})")
+        self.index = index
+        self.closed = False
+        # Not pushed on the thread's trace stack: tensor code is not "inside a transform".
+        self.active = True
+        self.thread = None
+
+    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+        if self.closed or _paused():
+            for i in argnums:
+                args[i] = args[i]._value
+            return prim.call(*args, **kwargs)
+        return super().process(prim, args, kwargs, argnums)
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """Forward AD off in this thread (the backward pass runs so: primal gradients only)."""
+    _local.paused = getattr(_local, "paused", 0) + 1
+    try:
+        yield
+    finally:
+        _local.paused -= 1
+
+
+def enter_dual_level() -> int:
+    """Open a new dual level and return its index (``exit_dual_level`` closes it).
+
+    Example::
+
+        lvl = fwAD.enter_dual_level(); ...; fwAD.exit_dual_level(level=lvl)
+    """
+    levels = _levels()
+    trace = DualTrace(len(levels))
+    levels.append(trace)
+    return trace.index
+
+
+def exit_dual_level(*, level: int | None = None) -> None:
+    """Close the innermost dual level (``level`` must name it when given)."""
+    levels = _levels()
+    if not levels:
+        raise RuntimeError("exit_dual_level: no dual level is open (use enter_dual_level() or dual_level())")
+    if level is not None and level != levels[-1].index:
+        raise RuntimeError(f"exit_dual_level: level {level} is not the innermost open dual level "
+                           f"({levels[-1].index}); exit levels innermost first")
+    levels.pop().closed = True
+
+
+class dual_level:
+    """Context manager for a dual level: ``with fwAD.dual_level(): ...``.
+
+    Example::
+
+        import funcgrad.tensor.autograd.forward_ad as fwAD
+        with fwAD.dual_level():
+            x = fwAD.make_dual(ft.tensor([1.0, 2.0]), ft.tensor([1.0, 0.0]))
+            fwAD.unpack_dual(x.sin()).tangent   # cos(1), 0
+    """
+
+    def __enter__(self) -> int:
+        self.level = enter_dual_level()
+        return self.level
+
+    def __exit__(self, *exc: Any) -> None:
+        exit_dual_level(level=self.level)
+
+
+def _trace_of(level: int | None, what: str) -> DualTrace:
+    levels = _levels()
+    if not levels:
+        raise RuntimeError(f"Trying to {what} but no level exists, make sure to enter_dual_level() first.")
+    if level is None:
+        return levels[-1]
+    for t in levels:
+        if t.index == level:
+            return t
+    raise RuntimeError(f"{what}: dual level {level} is not open (open levels: {[t.index for t in levels]})")
+
+
+def _alias(t: Any, value: Any) -> Any:
+    """A new tensor with raw value ``value`` whose backward flows to ``t`` unchanged (an identity node)."""
+    import funcgrad.numpy as fnp
+
+    out = fnp.positive(t)  # recorded (when t requires grad) with the identity VJP; reads nothing
+    out._value = value
+    return out
+
+
+def make_dual(tensor: Any, tangent: Any, *, level: int | None = None) -> Any:
+    """A dual tensor: ``tensor``'s values with ``tangent`` as its forward gradient at ``level``
+    (default: the innermost open level). Backward through it reaches ``tensor``.
+
+    Example::
+
+        with fwAD.dual_level():
+            d = fwAD.make_dual(x, ft.ones_like(x))
+            fwAD.unpack_dual((d * d).sum()).tangent   # 2 * x.sum()
+    """
+    from .tensor import Tensor
+
+    trace = _trace_of(level, "create a dual Tensor for forward AD")
+    if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
+        raise TypeError(f"make_dual expects Tensors, got {type(tensor).__name__} and {type(tangent).__name__}")
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
+    if not (tangent.is_floating_point() or tangent.is_complex()):
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
+    if tuple(tangent.shape) != tuple(tensor.shape):
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than that of the original Tensor, this is "
+            f"not supported. Tensor is of size {list(tensor.shape)} while the given forward gradient is of size "
+            f"{list(tangent.shape)}.")
+    if tangent.device != tensor.device:
+        raise RuntimeError(f"make_dual: the tangent is on {tangent.device} but the primal is on {tensor.device}; "
+                           f"move the tangent with .to(primal.device)")
+    if _level_box(_fresh_value(tensor), trace) is not None:
+        raise RuntimeError(f"make_dual: this tensor already has a tangent at dual level {trace.index}; use "
+                           f"unpack_dual(t).primal to make a new dual tensor from its primal")
+    if tangent.dtype != tensor.dtype:  # kept in the primal's dtype (float32 stays float32)
+        tangent = tangent.to(tensor.dtype)
+    return _alias(tensor, JVPBox(tensor._value, trace, tangent._value))
+
+
+def _fresh_value(t: Any) -> Any:
+    """``t``'s raw value; a view whose base was written in place first re-derives it (its tangent)."""
+    if t._base is not None and t._view_version != t._vc[0]:
+        from .graph import _refresh_view
+
+        _refresh_view(t)
+    return t._value
+
+
+def _level_box(v: Any, trace: DualTrace) -> Any:
+    """The box of ``trace`` in the raw value ``v`` (None if it has none); stale levels are skipped.
+    A box of another open level outside it cannot be peeled off here: an error says so."""
+    while isinstance(v, JVPBox) and isinstance(v._trace, DualTrace):
+        t = v._trace
+        if t is trace:
+            return v
+        if not t.closed:
+            if t.index < trace.index:
+                return None  # an outer level's box: nothing of the inner level inside
+            raise RuntimeError(f"unpack_dual at dual level {trace.index}: the tensor also has a tangent at the inner "
+                               f"level {t.index}; unpack that level first (or exit it)")
+        v = v._value
+    return None
+
+
+def _strip_closed(v: Any) -> Any:
+    while isinstance(v, JVPBox) and isinstance(v._trace, DualTrace) and v._trace.closed:
+        v = v._value
+    return v
+
+
+def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
+    """``(primal, tangent)`` of ``tensor`` at ``level`` (default innermost); tangent None if it has none.
+
+    The primal is a new tensor with the same values; backward through it reaches ``tensor``.
+
+    Example::
+
+        p, t = fwAD.unpack_dual(y)
+    """
+    from .tensor import Tensor
+
+    if not isinstance(tensor, Tensor):
+        return UnpackedDualTensor(tensor, None)
+    levels = _levels()
+    if not levels:
+        return UnpackedDualTensor(tensor, None)
+    trace = _trace_of(level, "unpack a dual Tensor")
+    box = _level_box(_fresh_value(tensor), trace)
+    if box is None:
+        v = _strip_closed(tensor._value)
+        return UnpackedDualTensor(tensor if v is tensor._value else _alias(tensor, v), None)
+    tangent = box._tangent
+    if tangent is None:
+        import funcgrad.numpy as fnp
+
+        tangent = fnp.zeros_like(box._value)
+    t = Tensor._make(_strip_closed(tangent))
+    return UnpackedDualTensor(_alias(tensor, box._value), t)
+
+
+def dual_inputs(args: Any) -> tuple[DualTrace | None, list]:
+    """For a custom Function: the innermost open level any Tensor argument is dual at, and each argument's
+    tangent there (None where none)."""
+    from .tensor import Tensor
+
+    levels = _levels()
+    if not levels or _paused():
+        return None, []
+    for trace in reversed(levels):
+        tangents = [None] * len(args)
+        found = False
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                box = _level_box(_fresh_value(a), trace)
+                if box is not None:
+                    found = True
+                    tangents[i] = box
+        if found:
+            return trace, tangents
+    return None, []
+
+
+def primal_args(args: tuple, boxes: list) -> tuple:
+    """``args`` with the dual tensors replaced by their primals (aliases, so backward still reaches them)."""
+    return tuple(_alias(a, b._value) if b is not None else a for a, b in zip(args, boxes))
+
+
+def attach_tangents(cls: type, ctx: Any, trace: DualTrace, args: tuple, boxes: list, results: list) -> None:
+    """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
+    from .function import Function
+    from .tensor import Tensor
+
+    if cls.jvp is Function.jvp or not callable(getattr(cls, "jvp", None)):
+        raise NotImplementedError(
+            f"You must implement the jvp function for custom autograd.Function to use it with forward mode AD "
+            f"({cls.__name__} was given a dual tensor): define a static jvp(ctx, *grad_inputs)")
+    from .creation import zeros_like
+
+    # as PyTorch: zeros for floating tensor inputs without a tangent, None for everything else
+    t_in = [Tensor._make(b._tangent) if b is not None and b._tangent is not None
+            else zeros_like(a) if isinstance(a, Tensor) and (a.is_floating_point() or a.is_complex()) else None
+            for a, b in zip(args, boxes)]
+    ctx._in_jvp = True
+    try:
+        t_out = cls.jvp(ctx, *t_in)
+    finally:
+        ctx._in_jvp = False
+    if not isinstance(t_out, tuple):
+        t_out = (t_out,)
+    tensors = [k for k, o in enumerate(results) if isinstance(o, Tensor)]
+    if len(t_out) != len(results):
+        raise RuntimeError(f"Function {cls.__name__}.jvp returned {len(t_out)} tangents; expected one per output "
+                           f"of forward ({len(results)})")
+    for k in tensors:
+        o, t = results[k], t_out[k]
+        if t is None or not (o.is_floating_point() or o.is_complex()):
+            continue
+        if not isinstance(t, Tensor):
+            raise TypeError(f"Function {cls.__name__}.jvp returned a {type(t).__name__} at index {k}; expected a "
+                            f"Tensor or None")
+        if tuple(t.shape) != tuple(o.shape):
+            raise RuntimeError(f"Function {cls.__name__}.jvp returned a tangent of shape {list(t.shape)} at index "
+                               f"{k}, but the output has shape {list(o.shape)}")
+        if t.dtype != o.dtype:
+            t = t.to(o.dtype)
+        o._value = JVPBox(o._value, trace, t._value)
+
+
+def primal_value(v: Any) -> Any:
+    """The raw value ``v`` without the boxes of any dual level (what detach, numpy and printing see)."""
+    while isinstance(v, JVPBox) and isinstance(v._trace, DualTrace):
+        v = v._value
+    return v
+
+
+def is_dual(v: Any) -> bool:
+    """True when the raw value ``v`` carries a tangent of some dual level (open or stale)."""
+    return isinstance(v, JVPBox) and isinstance(v._trace, DualTrace)
+
+
+def _conform(v: Any, shape: tuple, dtype: Any, bottom: Any) -> Any:
+    """The dual chain of raw value ``v`` rebuilt on ``bottom`` (the primal), with each open level's
+    tangent broadcast to ``shape`` and cast to ``dtype``; stale levels are dropped."""
+    import funcgrad.numpy as fnp
+
+    if not is_dual(v):
+        return bottom
+    inner = _conform(v._value, shape, dtype, bottom)
+    if v._trace.closed:
+        return inner
+    tan = v._tangent
+    if tan is not None:
+        if tuple(fnp.shape(tan)) != tuple(shape):
+            tan = fnp.broadcast_to(tan, shape)
+        if fnp.result_type(tan) != dtype:
+            tan = fnp.asarray(tan, dtype=dtype)
+    return JVPBox(inner, v._trace, tan)
+
+
+def inplace_write(t: Any, new: Any) -> tuple:
+    """An in-place write of the raw value ``new`` into tensor ``t`` where either is dual: ``t``'s
+    tangents become ``new``'s (broadcast to ``t``'s shape and dtype); for a view, its base's tangents
+    change in the viewed region. Returns ``t``'s raw memory and ``new``'s primal, for the caller to copy."""
+    import funcgrad.numpy as fnp
+    from ..backend import namespace_of
+    from ..transforms import vjp
+    from .graph import replay_view
+
+    mem = primal_value(t._value)
+    shape, dtype = mem.shape, mem.dtype
+    if t._base is not None:
+        root, fns = t._base, t._view_fns
+        rmem = primal_value(root._value)
+        ns = namespace_of(rmem)
+        mask = ns.zeros(rmem.shape, dtype=bool)
+        replay_view(mask, fns, raw=True)[...] = True
+        bottom = ns.broadcast_to(ns.asarray(primal_value(new), dtype=dtype), shape)
+        w = _conform(new, shape, dtype, bottom)
+        # the view chain is linear: its transpose scatters the written values into a base-shaped array
+        _, pull = vjp(lambda r: replay_view(r, fns, raw=False), ns.zeros(rmem.shape, dtype=rmem.dtype))
+        (scattered,) = pull(w)
+        root._value = _conform(fnp.where(mask, scattered, root._value), rmem.shape, rmem.dtype, rmem)
+    t._value = _conform(new, shape, dtype, mem)
+    return mem, primal_value(new)
