@@ -35,6 +35,8 @@ TYPED = [
     "funcgrad/numpy/inplace.py",
     "funcgrad/numpy/composite.py",
     "funcgrad/numpy/nondiff.py",
+    "funcgrad/numpy/elementwise.py",
+    "funcgrad/numpy/_typing.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")

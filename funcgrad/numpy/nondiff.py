@@ -471,6 +471,6 @@ array_equiv = _nondiff("array_equiv", 2, batch=_array_equiv_rule)
 
 from .inplace import creation_function  # noqa: E402
 
-zeros_like = creation_function(_zeros_like)
-ones_like = creation_function(_ones_like)
-empty_like = creation_function(_empty_like)
+zeros_like: Callable[..., Any] = creation_function(_zeros_like)
+ones_like: Callable[..., Any] = creation_function(_ones_like)
+empty_like: Callable[..., Any] = creation_function(_empty_like)
