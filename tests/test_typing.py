@@ -37,6 +37,7 @@ TYPED = [
     "funcgrad/numpy/nondiff.py",
     "funcgrad/numpy/elementwise.py",
     "funcgrad/numpy/_typing.py",
+    "funcgrad/numpy/reductions.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")

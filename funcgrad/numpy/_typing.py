@@ -8,18 +8,17 @@ than ``Any``; the aliases name intent. Shapes and axes are checked precisely, so
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, SupportsIndex, Union
+from typing import Any, Protocol, Sequence, SupportsIndex, Tuple, Union
 
 from typing_extensions import TypeAlias
 
-__all__ = ["ArrayLike", "Array", "DTypeLike", "ShapeLike", "AxisLike", "AxesLike", "UnaryUfunc", "BinaryUfunc"]
+__all__ = ["ArrayLike", "Array", "DTypeLike", "ShapeLike", "Axis", "UnaryUfunc", "BinaryUfunc"]
 
 ArrayLike: TypeAlias = Any  # an array of any backend, a traced box, a Python scalar or nested list
 Array: TypeAlias = Any  # what a funcgrad.numpy function returns: a backend array or a traced box
 DTypeLike: TypeAlias = Any  # anything numpy.dtype accepts
 ShapeLike: TypeAlias = Union[SupportsIndex, Sequence[SupportsIndex]]
-AxisLike: TypeAlias = Union[SupportsIndex, None]  # one axis, or None for all
-AxesLike: TypeAlias = Union[SupportsIndex, Sequence[SupportsIndex], None]  # one axis, several, or None
+Axis: TypeAlias = Union[None, int, Tuple[int, ...]]  # a reduction's axis: all (None), one, or several
 
 
 class UnaryUfunc(Protocol):
