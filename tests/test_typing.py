@@ -38,6 +38,7 @@ TYPED = [
     "funcgrad/numpy/elementwise.py",
     "funcgrad/numpy/_typing.py",
     "funcgrad/numpy/reductions.py",
+    "funcgrad/numpy/shape_ops.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
