@@ -39,6 +39,7 @@ TYPED = [
     "funcgrad/numpy/_typing.py",
     "funcgrad/numpy/reductions.py",
     "funcgrad/numpy/shape_ops.py",
+    "funcgrad/numpy/creation.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
