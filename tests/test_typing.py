@@ -40,6 +40,7 @@ TYPED = [
     "funcgrad/numpy/reductions.py",
     "funcgrad/numpy/shape_ops.py",
     "funcgrad/numpy/creation.py",
+    "funcgrad/numpy/indexing.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
