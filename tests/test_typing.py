@@ -41,6 +41,7 @@ TYPED = [
     "funcgrad/numpy/shape_ops.py",
     "funcgrad/numpy/creation.py",
     "funcgrad/numpy/indexing.py",
+    "funcgrad/numpy/linalg.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")

@@ -1421,10 +1421,10 @@ class _Moveaxis(Protocol):
     def __call__(self, a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array: ...
 
 
-reshape = cast(_Reshape, view_function(_reshape, _reshape_back))
-ravel = cast(_Ravel, view_function(_ravel, _reshape_back))
-squeeze = cast(_Squeeze, view_function(_squeeze, _reshape_back))
-expand_dims = cast(_ExpandDims, view_function(_expand_dims, _reshape_back))
-transpose = cast(_Transpose, view_function(_transpose, _transpose_back))
-swapaxes = cast(_Swapaxes, view_function(_swapaxes, _swapaxes_back))
-moveaxis = cast(_Moveaxis, view_function(_moveaxis, _moveaxis_back))
+reshape: _Reshape = cast(_Reshape, view_function(_reshape, _reshape_back))
+ravel: _Ravel = cast(_Ravel, view_function(_ravel, _reshape_back))
+squeeze: _Squeeze = cast(_Squeeze, view_function(_squeeze, _reshape_back))
+expand_dims: _ExpandDims = cast(_ExpandDims, view_function(_expand_dims, _reshape_back))
+transpose: _Transpose = cast(_Transpose, view_function(_transpose, _transpose_back))
+swapaxes: _Swapaxes = cast(_Swapaxes, view_function(_swapaxes, _swapaxes_back))
+moveaxis: _Moveaxis = cast(_Moveaxis, view_function(_moveaxis, _moveaxis_back))
