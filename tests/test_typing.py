@@ -42,6 +42,7 @@ TYPED = [
     "funcgrad/numpy/creation.py",
     "funcgrad/numpy/indexing.py",
     "funcgrad/numpy/linalg.py",
+    "funcgrad/numpy/box_methods.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
