@@ -30,20 +30,7 @@ TYPED = [
     "funcgrad/optim",
     "funcgrad/distributed",
     "funcgrad/backend.py",
-    "funcgrad/numpy/_util.py",
-    "funcgrad/numpy/_batching.py",
-    "funcgrad/numpy/inplace.py",
-    "funcgrad/numpy/composite.py",
-    "funcgrad/numpy/nondiff.py",
-    "funcgrad/numpy/elementwise.py",
-    "funcgrad/numpy/_typing.py",
-    "funcgrad/numpy/reductions.py",
-    "funcgrad/numpy/shape_ops.py",
-    "funcgrad/numpy/creation.py",
-    "funcgrad/numpy/indexing.py",
-    "funcgrad/numpy/linalg.py",
-    "funcgrad/numpy/box_methods.py",
-    "funcgrad/numpy/fft.py",
+    "funcgrad/numpy",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
@@ -194,6 +181,7 @@ fnp.var(w, ddof="1")  # type: ignore[arg-type]
 fnp.fft.fft(w, norm="ortho")
 fnp.fft.fft(w, norm=2)  # type: ignore[arg-type]
 fnp.fft.fft(w, norm="unitary")  # type: ignore[arg-type]
+fnp.sinn(w)  # type: ignore[attr-defined]
 '''
 
 

@@ -15,6 +15,8 @@ Example::
 
 from __future__ import annotations
 
+import typing as _py_typing
+
 import numpy as _np
 
 # Constants and dtypes are NumPy's own.
@@ -60,9 +62,11 @@ _register_zeros_like(zeros_like)  # noqa: F405  cotangents of unused results
 _register_sequence_packer(array)  # noqa: F405  lists holding traced values (fnp.mean([x, x + 2]))
 
 
-def __getattr__(name: str):  # the submodules of numpy not provided here: say why
-    from .coverage import REFUSED_MODULES
+if not _py_typing.TYPE_CHECKING:  # hidden from type checkers, so that they flag a misspelt name
 
-    if name in REFUSED_MODULES:
-        raise AttributeError(f"funcgrad.numpy.{name} is not provided: {REFUSED_MODULES[name]}")
-    raise AttributeError(f"module 'funcgrad.numpy' has no attribute {name!r}")
+    def __getattr__(name: str) -> _py_typing.NoReturn:  # the submodules of numpy not provided here: say why
+        from .coverage import REFUSED_MODULES
+
+        if name in REFUSED_MODULES:
+            raise AttributeError(f"funcgrad.numpy.{name} is not provided: {REFUSED_MODULES[name]}")
+        raise AttributeError(f"module 'funcgrad.numpy' has no attribute {name!r}")
