@@ -31,6 +31,9 @@ TYPED = [
     "funcgrad/distributed",
     "funcgrad/backend.py",
     "funcgrad/numpy",
+    "funcgrad/scipy/_scipy.py",
+    "funcgrad/scipy/special.py",
+    "funcgrad/scipy/_special_more.py",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
