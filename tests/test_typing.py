@@ -31,9 +31,7 @@ TYPED = [
     "funcgrad/distributed",
     "funcgrad/backend.py",
     "funcgrad/numpy",
-    "funcgrad/scipy/_scipy.py",
-    "funcgrad/scipy/special.py",
-    "funcgrad/scipy/_special_more.py",
+    "funcgrad/scipy",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
@@ -185,6 +183,7 @@ fnp.fft.fft(w, norm="ortho")
 fnp.fft.fft(w, norm=2)  # type: ignore[arg-type]
 fnp.fft.fft(w, norm="unitary")  # type: ignore[arg-type]
 fnp.sinn(w)  # type: ignore[attr-defined]
+half_pi: float = fnp.pi / 2
 '''
 
 

@@ -25,7 +25,7 @@ from ..numpy._util import unbroadcast
 from ._scipy import scipy_function
 from .special import digamma, gammaln
 
-__all__ = [
+__all__: list[str] = [
     "betaln", "gammainc", "gammaincc", "multigammaln", "zeta", "ndtr", "ndtri", "log_ndtr",
     "entr", "rel_entr", "kl_div", "j0", "j1", "y0", "y1", "jv", "yv", "iv", "kv",
 ]

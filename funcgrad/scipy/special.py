@@ -44,7 +44,7 @@ from ..numpy._typing import Array, ArrayLike
 from ..numpy._batching import elementwise_rule, move_to_front, reduction_rule
 from ..numpy._util import ndim, shape, unbroadcast
 
-__all__ = [
+__all__: list[str] = [
     "logsumexp", "softmax", "log_softmax", "expit", "logit", "log_expit",
     "erf", "erfc", "erfinv", "erfcinv", "gammaln", "gamma", "digamma", "psi", "polygamma",
     "xlogy", "xlog1py", "i0", "i1",
