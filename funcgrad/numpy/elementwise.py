@@ -150,7 +150,8 @@ def _times(d: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any
     return (lambda g, ans, x: g * d(ans, x)), (lambda t, ans, x: t * d(ans, x))
 
 
-def _unary(name: str, d: Callable[..., Any] | None = None, reads: Iterable[Any] | None = None, **rules: Any) -> UnaryUfunc:
+def _unary(name: str, d: Callable[..., Any] | None = None, reads: Iterable[Any] | None = None,
+           **rules: Any) -> UnaryUfunc:
     """A unary ufunc primitive; ``d(ans, x)`` is its derivative, ``reads`` what that reads (0 is x)."""
     if d is not None:
         rules["vjp"], rules["jvp"] = _times(d)

@@ -302,7 +302,8 @@ def _layout(descs: list[Any], per_ndim: int) -> tuple[bool, bool, int, int, int]
     return True, moved, R, P, R + n_basic
 
 
-def _vmapped_index(idx: tuple[Any, ...], dyn: tuple[Any, ...], ddims: list[Any], size: int, per_ndim: int, xp: Any) -> Any:
+def _vmapped_index(idx: tuple[Any, ...], dyn: tuple[Any, ...], ddims: list[Any], size: int, per_ndim: int,
+                   xp: Any) -> Any:
     """``(bidx, perm, n)``: an index for the batched array (batch axis in front)
     doing the per-example ``idx``, the permutation (or None) taking its result
     to (batch, per-example layout), and the per-example result's rank. None

@@ -111,7 +111,8 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
     return _histogram_bin_edges(a, bins, range, weights)
 
 
-def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> tuple[Any, ...]:
+def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None, density: Any = None,
+                weights: Any = None) -> tuple[Any, ...]:
     """``numpy.histogram2d`` (no derivative).
 
     Example::
@@ -122,7 +123,8 @@ def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None, density: Any 
     return out
 
 
-def histogramdd(sample: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> tuple[Any, ...]:
+def histogramdd(sample: Any, bins: Any = 10, range: Any = None, density: Any = None,
+                weights: Any = None) -> tuple[Any, ...]:
     """``numpy.histogramdd`` on the current values (no derivative; not batched by vmap).
 
     Example::

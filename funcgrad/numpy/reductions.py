@@ -156,7 +156,8 @@ def _batch_axis(axis: Any, per: int) -> int:
     return _axes(axis, per)[0] + 1
 
 
-def _bind(names: tuple[Any, ...], defaults: tuple[Any, ...], args: list[Any], dims: list[Any], kwargs: dict[Any, Any]) -> tuple[list[Any], list[Any], dict[Any, Any]]:
+def _bind(names: tuple[Any, ...], defaults: tuple[Any, ...], args: list[Any], dims: list[Any],
+          kwargs: dict[Any, Any]) -> tuple[list[Any], list[Any], dict[Any, Any]]:
     """All of ``names`` as positional values (and their batch dims); keyword
     arguments not in ``names`` (keyword-only ones) are returned apart."""
     vals = list(args) + list(defaults[len(args):])
@@ -224,7 +225,8 @@ def _scan_batch(fn: Any) -> Any:
 # sum, mean (linear)
 
 
-def _sum_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+def _sum_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+             initial: Any = None, where: Any = None) -> Any:
     if out is not None:
         _no_out(out, "sum")
     if initial is None and where is None:
@@ -249,7 +251,8 @@ def sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims:
     return _sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
 
 
-def _sum_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, initial: Any = None, where: Any = None) -> Any:
+def _sum_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: Any = False, initial: Any = None, where: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     ct = _expand(g, axes, keepdims)
     if shape(ct) != shape(a):
@@ -259,7 +262,8 @@ def _sum_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out:
     return _like(ct, a) if dtype is not None else ct
 
 
-def _sum_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, initial: Any = None, where: Any = None) -> Any:
+def _sum_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: Any = False, initial: Any = None, where: Any = None) -> Any:
     return sum(t, axis, dtype, None, keepdims, None, where)  # ``initial`` adds a constant
 
 
@@ -281,7 +285,8 @@ _sum = defprimitive(
 sum.primitive = _sum.primitive  # type: ignore[attr-defined]
 
 
-def _mean_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False, where: Any = None) -> Any:
+def _mean_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+              where: Any = None) -> Any:
     if out is not None:
         _no_out(out, "mean")
     if where is None:
@@ -304,7 +309,8 @@ def mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims
     return _mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
 
-def _mean_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, where: Any = None) -> Any:
+def _mean_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+              keepdims: Any = False, where: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     ct = _expand(g, axes, keepdims)
     if where is None:
@@ -493,7 +499,8 @@ def _others(x: Any, axes: tuple[int, ...]) -> Any:
 # prod
 
 
-def _prod_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None) -> Any:
+def _prod_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+              initial: Any = None) -> Any:
     if out is not None:
         _no_out(out, "prod")
     if initial is None:
@@ -501,7 +508,8 @@ def _prod_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, kee
     return _ns(a).prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
 
 
-def prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False, initial: Any = None) -> Any:
+def prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+         initial: Any = None) -> Any:
     """Product of array elements over the given axes. Differentiable ``numpy.prod``.
 
     The derivative is the product of the other factors, computed without
@@ -522,21 +530,25 @@ def _prod_factor(a: Any, axes: Any, initial: Any) -> Any:
     return f if initial is None else f * initial
 
 
-def _prod_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, initial: Any = None) -> Any:
+def _prod_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+              keepdims: Any = False, initial: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     return _like(_expand(g, axes, keepdims) * _prod_factor(a, axes, initial), a)
 
 
-def _prod_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, initial: Any = None) -> Any:
+def _prod_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+              keepdims: Any = False, initial: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     return _to(sum(t * _prod_factor(a, axes, initial), axis=axes, dtype=dtype, keepdims=keepdims), _dtype(ans))
 
 
-def _prod_vjp_initial(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, initial: Any = None) -> Any:
+def _prod_vjp_initial(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                      keepdims: Any = False, initial: Any = None) -> Any:
     return _initial_vjp(g * prod(a, axis, dtype, None, keepdims), initial)
 
 
-def _prod_jvp_initial(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, initial: Any = None) -> Any:
+def _prod_jvp_initial(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                      keepdims: Any = False, initial: Any = None) -> Any:
     return _to(t * prod(a, axis, dtype, None, keepdims), _dtype(ans))
 
 
@@ -575,11 +587,13 @@ def _chooser(name: str, doc: str) -> _Chooser:
         # ``initial`` may beat every element: no location, zero derivative.
         return axes, where, count + _mask(fnp.equal(count, 0), count)
 
-    def vjp(g: Any, ans: Any, a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, initial: Any = None) -> Any:
+    def vjp(g: Any, ans: Any, a: Any, axis: Any = None, out: Any = None, keepdims: Any = False,
+            initial: Any = None) -> Any:
         axes, where, count = locations(ans, a, axis, keepdims)
         return _expand(g, axes, keepdims) * (where / count)
 
-    def jvp(t: Any, ans: Any, a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, initial: Any = None) -> Any:
+    def jvp(t: Any, ans: Any, a: Any, axis: Any = None, out: Any = None, keepdims: Any = False,
+            initial: Any = None) -> Any:
         axes, where, count = locations(ans, a, axis, keepdims)
         tt = sum(t * where, axis=axes, keepdims=True) / count
         return tt if keepdims or not axes else fnp.reshape(tt, shape(ans))
@@ -690,13 +704,15 @@ _var_raw.__doc__ = """Variance over the given axes. Differentiable ``numpy.var``
     """
 
 
-def _var_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0, keepdims: Any = False, *, correction: Any = None) -> Any:
+def _var_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+             keepdims: Any = False, *, correction: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     scale = 2.0 * _inv_dof(a, axes, _ddof(ddof, correction))
     return _like(_expand(g, axes, keepdims) * _deviation(a, axes) * scale, a)
 
 
-def _var_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0, keepdims: Any = False, *, correction: Any = None) -> Any:
+def _var_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+             keepdims: Any = False, *, correction: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     s = sum(_deviation(a, axes) * t, axis=axes, keepdims=keepdims)
     if is_complex(s):
@@ -730,13 +746,15 @@ def _std_scale(ans: Any, a: Any, axes: Any, ddof: Any) -> Any:
     return _mask(fnp.logical_not(zero), ans) * (_inv_dof(a, axes, ddof) / safe)
 
 
-def _std_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0, keepdims: Any = False, *, correction: Any = None) -> Any:
+def _std_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+             keepdims: Any = False, *, correction: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     scale = _std_scale(ans, a, axes, _ddof(ddof, correction))
     return _like(_expand(g * scale, axes, keepdims) * _deviation(a, axes, True), a)
 
 
-def _std_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0, keepdims: Any = False, *, correction: Any = None) -> Any:
+def _std_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+             keepdims: Any = False, *, correction: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     s = sum(_deviation(a, axes, True) * t, axis=axes, keepdims=keepdims)
     if is_complex(s):
@@ -889,7 +907,8 @@ cumprod = defprimitive(
 # sort
 
 
-def _sort_raw(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None, *, stable: bool | None = None) -> Any:
+def _sort_raw(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
+              stable: bool | None = None) -> Any:
     if kind is None and order is None and stable is None:
         return _ns(a).sort(a, axis=axis)
     return _ns(a).sort(a, axis=axis, **_opt(kind=kind, order=order, stable=stable))
@@ -907,14 +926,16 @@ _sort_raw.__doc__ = """Sorted copy of an array along an axis (flattened when ``a
     """
 
 
-def _sort_vjp(g: Any, ans: Any, a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> Any:
+def _sort_vjp(g: Any, ans: Any, a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+              stable: Any = None) -> Any:
     x, ax = _flat(a, axis)
     inverse = fnp.argsort(fnp.argsort(x, axis=ax), axis=ax)
     ct = _permute(g, inverse, ax)
     return fnp.reshape(ct, shape(a)) if axis is None else ct
 
 
-def _sort_jvp(t: Any, ans: Any, a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> Any:
+def _sort_jvp(t: Any, ans: Any, a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+              stable: Any = None) -> Any:
     x, ax = _flat(a, axis)
     t, _ = _flat(t, axis)
     return _permute(t, fnp.argsort(x, axis=ax), ax)
@@ -946,12 +967,14 @@ def _present(a: Any) -> Any:
     return _mask(fnp.logical_not(fnp.isnan(a)), a)
 
 
-def _nansum_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False) -> Any:
+def _nansum_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                keepdims: Any = False) -> Any:
     axes = _axes(axis, len(shape(a)))
     return _like(_expand(g, axes, keepdims) * _present(a), a)
 
 
-def _nansum_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False) -> Any:
+def _nansum_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                keepdims: Any = False) -> Any:
     return sum(t * _present(a), axis, dtype, None, keepdims)
 
 
@@ -975,13 +998,15 @@ _nanmean_raw.__doc__ = """Mean ignoring NaNs. Differentiable ``numpy.nanmean``.
     """
 
 
-def _nanmean_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False) -> Any:
+def _nanmean_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                 keepdims: Any = False) -> Any:
     axes = _axes(axis, len(shape(a)))
     w = _present(a)
     return _like(_expand(g, axes, keepdims) * (w / sum(w, axis=axes, keepdims=True)), a)
 
 
-def _nanmean_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False) -> Any:
+def _nanmean_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                 keepdims: Any = False) -> Any:
     axes = _axes(axis, len(shape(a)))
     w = _present(a)
     return _to(sum(t * w, axis=axes, keepdims=keepdims) / sum(w, axis=axes, keepdims=keepdims), _dtype(ans))

@@ -71,7 +71,8 @@ def _no_derivative(fname: str, arg: str, why: str) -> Callable[..., Any]:
     return rule
 
 
-def _special(name: str, derivs: list[Any], doc: str, no_deriv: dict[int, tuple[str, str]] | None = None) -> Callable[..., Any]:
+def _special(name: str, derivs: list[Any], doc: str,
+             no_deriv: dict[int, tuple[str, str]] | None = None) -> Callable[..., Any]:
     vjp, jvp = _per_arg(derivs)
     for k, (arg, why) in (no_deriv or {}).items():
         vjp[k] = jvp[k] = _no_derivative(name, arg, why)

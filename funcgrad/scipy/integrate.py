@@ -132,7 +132,8 @@ def _rk4(func: Callable[..., Any], y: Any, t0: Any, t1: Any, args: tuple[Any, ..
     return y
 
 
-def _solve(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...], substeps: int, stack: Callable[..., Any]) -> Any:
+def _solve(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...], substeps: int,
+           stack: Callable[..., Any]) -> Any:
     ys = [y0]
     y = y0
     for i in range(shape(t)[0] - 1):
@@ -234,7 +235,8 @@ def _odeint_jvp(tangents: list[Any], ys: Any, y0: Any, t: Any, *leaves: Any,
     return fnp.reshape(zs[:, n:], shape(ys))
 
 
-def _odeint_batch(args: list[Any], dims: list[Any], func: Callable[..., Any], treedef: Any, substeps: int) -> tuple[Any, ...]:
+def _odeint_batch(args: list[Any], dims: list[Any], func: Callable[..., Any], treedef: Any,
+                  substeps: int) -> tuple[Any, ...]:
     from ..transforms import vmap as _vmap
 
     y0, t, leaves = args[0], args[1], list(args[2:])

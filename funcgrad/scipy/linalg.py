@@ -167,7 +167,8 @@ def _op(m: Any, trans: int) -> Any:
     return _mT(m) if trans == 1 else _H(m)
 
 
-def _solve_tri_vjp_b(g: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: Any = False, unit_diagonal: Any = False) -> Any:
+def _solve_tri_vjp_b(g: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: Any = False,
+                     unit_diagonal: Any = False) -> Any:
     # x = op(T)^-1 b  ->  b_bar = op(T)^-H g
     if trans == 0:
         return _solve_tri(a, g, 2 if dtype(a).kind == "c" else 1, lower, unit_diagonal)
@@ -176,7 +177,8 @@ def _solve_tri_vjp_b(g: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: An
     return _solve_tri(fnp.conj(a), g, 0, lower, unit_diagonal)
 
 
-def _solve_tri_vjp_a(g: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: Any = False, unit_diagonal: Any = False) -> Any:
+def _solve_tri_vjp_a(g: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: Any = False,
+                     unit_diagonal: Any = False) -> Any:
     bb = _solve_tri_vjp_b(g, ans, a, b, trans, lower, unit_diagonal)
     m_bar = -fnp.matmul(bb, _H(ans))          # cotangent of op(T)
     t_bar = _op(m_bar, trans)
@@ -195,7 +197,8 @@ def _sum_to(x: Any, like: Any) -> Any:
     return x
 
 
-def _solve_tri_jvp_a(t: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: Any = False, unit_diagonal: Any = False) -> Any:
+def _solve_tri_jvp_a(t: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: Any = False,
+                     unit_diagonal: Any = False) -> Any:
     dm = _op(_triangle_part(t, lower, unit_diagonal), trans)
     return -_solve_tri(a, fnp.matmul(dm, ans), trans, lower, unit_diagonal)
 

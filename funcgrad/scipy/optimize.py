@@ -93,7 +93,8 @@ def _call(fun: Callable[..., Any], treedef: Any, x: Any, leaves: Any) -> Any:
 # --------------------------------------------------------------------------
 # minimize
 
-def _argmin_raw(x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any, method: str, tol: Any, options: Any) -> tuple[Any, ...]:
+def _argmin_raw(x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any, method: str, tol: Any,
+                options: Any) -> tuple[Any, ...]:
     import scipy.optimize as so
 
     from ..transforms import value_and_grad
@@ -144,7 +145,8 @@ def _argmin_vjp(g: Any, ans: Any, argnums: tuple[Any, ...], x0: Any, *leaves: An
     return [fnp.zeros_like(x0) if k == 0 else bars[k - 1] for k in argnums]
 
 
-def _argmin_jvp(tangents: list[Any], ans: Any, x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any, **_: Any) -> tuple[Any, ...]:
+def _argmin_jvp(tangents: list[Any], ans: Any, x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any,
+                **_: Any) -> tuple[Any, ...]:
     from ..transforms import jvp
 
     xs, status, nit = ans
@@ -168,7 +170,8 @@ def _batched_fun(fun: Callable[..., Any], treedef: Any, dl: list[Any], reduce: b
     return bfun
 
 
-def _argmin_batch(args: list[Any], dims: list[Any], fun: Callable[..., Any], treedef: Any, **kw: Any) -> tuple[Any, ...]:
+def _argmin_batch(args: list[Any], dims: list[Any], fun: Callable[..., Any], treedef: Any,
+                  **kw: Any) -> tuple[Any, ...]:
     x0, leaves = args[0], list(args[1:])
     size = next(shape(a)[d] for a, d in zip(args, dims) if d is not None)
     x0 = move_to_front(x0, dims[0]) if dims[0] is not None else fnp.broadcast_to(x0, (size,) + shape(x0))
@@ -220,7 +223,8 @@ def minimize(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), metho
 # --------------------------------------------------------------------------
 # root
 
-def _root_raw(x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any, method: str, tol: Any, options: Any) -> tuple[Any, ...]:
+def _root_raw(x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any, method: str, tol: Any,
+              options: Any) -> tuple[Any, ...]:
     import scipy.optimize as so
 
     from ..transforms import jacfwd
@@ -260,7 +264,8 @@ def _root_vjp(g: Any, ans: Any, argnums: tuple[Any, ...], x0: Any, *leaves: Any,
     return [fnp.zeros_like(x0) if k == 0 else bars[k - 1] for k in argnums]
 
 
-def _root_jvp(tangents: list[Any], ans: Any, x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any, **_: Any) -> tuple[Any, ...]:
+def _root_jvp(tangents: list[Any], ans: Any, x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any,
+              **_: Any) -> tuple[Any, ...]:
     from ..transforms import jvp
 
     xs, status, nit = ans

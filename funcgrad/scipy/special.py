@@ -230,7 +230,8 @@ def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any =
     return w, full, axes, kd
 
 
-def _lse_vjp_a(g: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False, sgn: Any = None) -> Any:
+def _lse_vjp_a(g: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False,
+               sgn: Any = None) -> Any:
     w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
     ct = (g if keepdims else fnp.reshape(g, kd)) * w
     if b is not None:
@@ -238,7 +239,8 @@ def _lse_vjp_a(g: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdi
     return unbroadcast(ct, a)
 
 
-def _lse_vjp_b(g: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False, sgn: Any = None) -> Any:
+def _lse_vjp_b(g: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False,
+               sgn: Any = None) -> Any:
     w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn, for_b=True)
     ct = (g if keepdims else fnp.reshape(g, kd)) * w
     if shape(ct) != full:
@@ -246,13 +248,15 @@ def _lse_vjp_b(g: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdi
     return unbroadcast(ct, b)
 
 
-def _lse_jvp_a(t: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False, sgn: Any = None) -> Any:
+def _lse_jvp_a(t: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False,
+               sgn: Any = None) -> Any:
     w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
     tw = t * w if b is None else t * w * b
     return fnp.sum(tw, axis=axes, keepdims=keepdims)
 
 
-def _lse_jvp_b(t: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False, sgn: Any = None) -> Any:
+def _lse_jvp_b(t: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False,
+               sgn: Any = None) -> Any:
     w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn, for_b=True)
     return fnp.sum(t * w, axis=axes, keepdims=keepdims)
 
