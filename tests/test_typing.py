@@ -30,11 +30,8 @@ TYPED = [
     "funcgrad/optim",
     "funcgrad/distributed",
     "funcgrad/backend.py",
-    "funcgrad/numpy/_util.py",
-    "funcgrad/numpy/_batching.py",
-    "funcgrad/numpy/inplace.py",
-    "funcgrad/numpy/composite.py",
-    "funcgrad/numpy/nondiff.py",
+    "funcgrad/numpy",
+    "funcgrad/scipy",
 ]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
@@ -170,6 +167,23 @@ fnp.zeros((2, 3), dtype=np.float32)
 fnp.zeros((2, 3), dtyp=np.float32)  # type: ignore[call-arg]
 fnp.eye(3, k=1)
 fnp.eye(3, kk=1)  # type: ignore[call-arg]
+
+# the typed funcgrad.numpy modules: shapes, axes and options are checked
+r: np.ndarray = fnp.reshape(w, (2, 3))
+fnp.reshape(w, "2, 3")  # type: ignore[arg-type]
+fnp.transpose(w, axes=(1, 0))
+fnp.squeeze(w, axis="0")  # type: ignore[arg-type]
+fnp.zeros("3")  # type: ignore[arg-type]
+fnp.sin(w, out=None)
+fnp.add(w)  # type: ignore[call-arg]
+fnp.max(w, axis=0, keepdims=True)
+fnp.var(w, ddof=1, correction=1.0)
+fnp.var(w, ddof="1")  # type: ignore[arg-type]
+fnp.fft.fft(w, norm="ortho")
+fnp.fft.fft(w, norm=2)  # type: ignore[arg-type]
+fnp.fft.fft(w, norm="unitary")  # type: ignore[arg-type]
+fnp.sinn(w)  # type: ignore[attr-defined]
+half_pi: float = fnp.pi / 2
 '''
 
 

@@ -15,13 +15,18 @@ Example::
 
 from __future__ import annotations
 
+import typing as _py_typing
+
 import numpy as _np
 
-# Constants and dtypes are NumPy's own.
+# Constants and dtypes are NumPy's own (`name as name`: re-exported for type checkers).
 from numpy import (  # noqa: F401
-    bool_, complex64, complex128, dtype, e, euler_gamma, finfo, float16, float32, float64, iinfo,
-    inf, int8, int16, int32, int64, integer, floating, complexfloating, nan, newaxis, number, pi,
-    uint8, uint16, uint32, uint64, ndarray, generic,
+    bool_ as bool_, complex64 as complex64, complex128 as complex128, dtype as dtype, e as e,
+    euler_gamma as euler_gamma, finfo as finfo, float16 as float16, float32 as float32,
+    float64 as float64, iinfo as iinfo, inf as inf, int8 as int8, int16 as int16, int32 as int32,
+    int64 as int64, integer as integer, floating as floating, complexfloating as complexfloating,
+    nan as nan, newaxis as newaxis, number as number, pi as pi, uint8 as uint8, uint16 as uint16,
+    uint32 as uint32, uint64 as uint64, ndarray as ndarray, generic as generic,
 )
 
 from .nondiff import *  # noqa: F401,F403
@@ -60,9 +65,11 @@ _register_zeros_like(zeros_like)  # noqa: F405  cotangents of unused results
 _register_sequence_packer(array)  # noqa: F405  lists holding traced values (fnp.mean([x, x + 2]))
 
 
-def __getattr__(name: str):  # the submodules of numpy not provided here: say why
-    from .coverage import REFUSED_MODULES
+if not _py_typing.TYPE_CHECKING:  # hidden from type checkers, so that they flag a misspelt name
 
-    if name in REFUSED_MODULES:
-        raise AttributeError(f"funcgrad.numpy.{name} is not provided: {REFUSED_MODULES[name]}")
-    raise AttributeError(f"module 'funcgrad.numpy' has no attribute {name!r}")
+    def __getattr__(name: str) -> _py_typing.NoReturn:  # the submodules of numpy not provided here: say why
+        from .coverage import REFUSED_MODULES
+
+        if name in REFUSED_MODULES:
+            raise AttributeError(f"funcgrad.numpy.{name} is not provided: {REFUSED_MODULES[name]}")
+        raise AttributeError(f"module 'funcgrad.numpy' has no attribute {name!r}")

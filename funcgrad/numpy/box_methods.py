@@ -10,7 +10,7 @@ that funcgrad does not support raises an error that names it.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -49,13 +49,13 @@ def _calibrate() -> int:
     class Probe:
         __array_priority__ = 1000.0
 
-        def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        def __array_ufunc__(self, ufunc: Any, method: Any, *inputs: Any, **kwargs: Any) -> Any:
             out = kwargs.pop("out", None)
             seen.append(_owner_refcount(out))
             return 0
 
     def run() -> None:
-        a = np.zeros(1)
+        a: Any = np.zeros(1)
         a += Probe()
 
     run()
@@ -91,61 +91,63 @@ class ArrayMethods:
 
     # --- attributes -------------------------------------------------------
     @property
-    def shape(self):
-        return fnp.shape(self)
+    def shape(self) -> tuple[int, ...]:
+        s: tuple[int, ...] = fnp.shape(self)
+        return s
 
     @property
-    def ndim(self):
+    def ndim(self) -> Any:
         return fnp.ndim(self)
 
     @property
-    def size(self):
+    def size(self) -> Any:
         return fnp.size(self)
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         return fnp.result_type(self)
 
     @property
-    def T(self):
+    def T(self) -> Any:
         return fnp.transpose(self)
 
     @property
-    def mT(self):
+    def mT(self) -> Any:
         return fnp.swapaxes(self, -1, -2)
 
     @property
-    def real(self):
+    def real(self) -> Any:
         return fnp.real(self)
 
     @property
-    def imag(self):
+    def imag(self) -> Any:
         return fnp.imag(self)
 
     @property
-    def at(self):
+    def at(self) -> Any:
         return fnp.indexing._IndexUpdateHelper(self)
 
-    def __len__(self):
+    def __len__(self) -> int:
         s = fnp.shape(self)
         if not s:
             raise TypeError("len() of a 0-d array")
         return s[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return (self[i] for i in range(len(self)))
 
     # --- conversions ------------------------------------------------------
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(_concrete(self, "bool()"))
 
-    def __index__(self):
-        return _concrete(self, "use as an index").__index__()
+    def __index__(self) -> int:
+        i: int = _concrete(self, "use as an index").__index__()
+        return i
 
-    def __int__(self):
+    def __int__(self) -> int:
         return int(_concrete(self, "int()"))
 
-    def __float__(self):
+    def __float__(self) -> NoReturn:
         # fg.jit's staged values raise a ValueError here, not a TypeError: NumPy swallows
         # TypeErrors from float() when a box is written into a plain array (c[0] = x).
         check_concrete(self, "float()")
@@ -155,40 +157,40 @@ class ArrayMethods:
             + _PLAIN_ARRAY_HINT
         )
 
-    def __complex__(self):
+    def __complex__(self) -> NoReturn:
         check_concrete(self, "complex()")
         raise ConversionError(
             "complex() of a traced value would drop its derivative. Keep it an array, "
             "or use fg.stop_gradient(x) first if no derivative is wanted"
         )
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: Any = None) -> NoReturn:
         check_concrete(self, "conversion to a NumPy array (numpy.asarray)")
         if dtype_of(self).kind in "iub":  # most often a traced index: Q[t] with Q a NumPy array
             raise TypeError(
-                f"an integer or boolean traced value (from {self._trace.name}) cannot be converted to a "
+                f"an integer or boolean traced value (from {cast(Any, self)._trace.name}) cannot be converted to a "
                 f"NumPy array, so it cannot index a plain NumPy array (Q[t]) either. Index a funcgrad "
                 f"array instead: fnp.take(Q, t, axis=0), or fnp.array(Q)[t] (an array that can hold traced values)"
             )
         raise TypeError(
-            f"a traced value (from {self._trace.name}) cannot be converted to a NumPy array: "
+            f"a traced value (from {cast(Any, self)._trace.name}) cannot be converted to a NumPy array: "
             f"that would drop its derivative. Use funcgrad.numpy functions on it, or "
             f"fg.stop_gradient(x) if no derivative is wanted. " + _PLAIN_ARRAY_HINT
         )
 
-    def item(self):
+    def item(self) -> NoReturn:
         check_concrete(self, "item()")
         raise TypeError(
             "item() of a traced value would drop its derivative; index it instead (x[()]), "
             "or use fg.stop_gradient(x).item()"
         )
 
-    def tolist(self):
+    def tolist(self) -> NoReturn:
         check_concrete(self, "tolist()")
         raise TypeError("tolist() of a traced value would drop its derivative; iterate over it instead")
 
     # --- NumPy protocol dispatch -----------------------------------------
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+    def __array_ufunc__(self, ufunc: Any, method: Any, *inputs: Any, **kwargs: Any) -> Any:
         if method != "__call__":
             return _unsupported(f"numpy.{ufunc.__name__}.{method}")
         fn = getattr(fnp, ufunc.__name__, None)
@@ -212,214 +214,214 @@ class ArrayMethods:
             return result
         raise TypeError(_PLAIN_ARRAY_HINT)
 
-    def __array_function__(self, func, types, args, kwargs):
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         fn = _dispatch_target(func)
         if fn is None:
             return _unsupported(f"{func.__module__}.{func.__name__}")
         return fn(*args, **kwargs)
 
     # --- operators --------------------------------------------------------
-    def __neg__(self):
+    def __neg__(self) -> Any:
         return fnp.negative(self)
 
-    def __pos__(self):
+    def __pos__(self) -> Any:
         return self
 
-    def __abs__(self):
+    def __abs__(self) -> Any:
         return fnp.abs(self)
 
-    def __add__(self, other):
+    def __add__(self, other: Any) -> Any:
         return fnp.add(self, other)
 
-    def __radd__(self, other):
+    def __radd__(self, other: Any) -> Any:
         return fnp.add(other, self)
 
-    def __sub__(self, other):
+    def __sub__(self, other: Any) -> Any:
         return fnp.subtract(self, other)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: Any) -> Any:
         return fnp.subtract(other, self)
 
-    def __mul__(self, other):
+    def __mul__(self, other: Any) -> Any:
         return fnp.multiply(self, other)
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: Any) -> Any:
         return fnp.multiply(other, self)
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: Any) -> Any:
         return fnp.divide(self, other)
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self, other: Any) -> Any:
         return fnp.divide(other, self)
 
-    def __floordiv__(self, other):
+    def __floordiv__(self, other: Any) -> Any:
         return fnp.floor_divide(self, other)
 
-    def __rfloordiv__(self, other):
+    def __rfloordiv__(self, other: Any) -> Any:
         return fnp.floor_divide(other, self)
 
-    def __mod__(self, other):
+    def __mod__(self, other: Any) -> Any:
         return fnp.mod(self, other)
 
-    def __rmod__(self, other):
+    def __rmod__(self, other: Any) -> Any:
         return fnp.mod(other, self)
 
-    def __pow__(self, other):
+    def __pow__(self, other: Any) -> Any:
         return fnp.power(self, other)
 
-    def __rpow__(self, other):
+    def __rpow__(self, other: Any) -> Any:
         return fnp.power(other, self)
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Any) -> Any:
         return fnp.matmul(self, other)
 
-    def __rmatmul__(self, other):
+    def __rmatmul__(self, other: Any) -> Any:
         return fnp.matmul(other, self)
 
     # comparisons carry no derivative: they return plain boolean arrays
-    def __lt__(self, other):
+    def __lt__(self, other: Any) -> Any:
         return fnp.less(self, other)
 
-    def __le__(self, other):
+    def __le__(self, other: Any) -> Any:
         return fnp.less_equal(self, other)
 
-    def __gt__(self, other):
+    def __gt__(self, other: Any) -> Any:
         return fnp.greater(self, other)
 
-    def __ge__(self, other):
+    def __ge__(self, other: Any) -> Any:
         return fnp.greater_equal(self, other)
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return fnp.equal(self, other)
 
-    def __ne__(self, other):
+    def __ne__(self, other: Any) -> Any:
         return fnp.not_equal(self, other)
 
     __hash__ = object.__hash__
 
     # logic on boolean arrays (comparisons give plain booleans, but vmap keeps them batched)
-    def __and__(self, other):
+    def __and__(self, other: Any) -> Any:
         return fnp.logical_and(self, other) if fnp.result_type(self) == bool else fnp.bitwise_and(self, other)
 
-    def __rand__(self, other):
+    def __rand__(self, other: Any) -> Any:
         return fnp.logical_and(other, self) if fnp.result_type(self) == bool else fnp.bitwise_and(other, self)
 
-    def __or__(self, other):
+    def __or__(self, other: Any) -> Any:
         return fnp.logical_or(self, other) if fnp.result_type(self) == bool else fnp.bitwise_or(self, other)
 
-    def __ror__(self, other):
+    def __ror__(self, other: Any) -> Any:
         return fnp.logical_or(other, self) if fnp.result_type(self) == bool else fnp.bitwise_or(other, self)
 
-    def __xor__(self, other):
+    def __xor__(self, other: Any) -> Any:
         return fnp.logical_xor(self, other) if fnp.result_type(self) == bool else fnp.bitwise_xor(self, other)
 
-    def __rxor__(self, other):
+    def __rxor__(self, other: Any) -> Any:
         return fnp.logical_xor(other, self) if fnp.result_type(self) == bool else fnp.bitwise_xor(other, self)
 
-    def __invert__(self):
+    def __invert__(self) -> Any:
         return fnp.logical_not(self) if fnp.result_type(self) == bool else fnp.invert(self)
 
-    def __round__(self, ndigits=None):
+    def __round__(self, ndigits: Any = None) -> Any:
         return fnp.round(self, ndigits or 0)
 
     # --- indexing ---------------------------------------------------------
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Any) -> Any:
         return fnp.indexing.getitem(self, idx)
 
     # --- methods ----------------------------------------------------------
-    def sum(self, axis=None, dtype=None, keepdims=False):
+    def sum(self, axis: Any = None, dtype: Any = None, keepdims: Any = False) -> Any:
         return fnp.sum(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def mean(self, axis=None, dtype=None, keepdims=False):
+    def mean(self, axis: Any = None, dtype: Any = None, keepdims: Any = False) -> Any:
         return fnp.mean(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def prod(self, axis=None, dtype=None, keepdims=False):
+    def prod(self, axis: Any = None, dtype: Any = None, keepdims: Any = False) -> Any:
         return fnp.prod(self, axis=axis, dtype=dtype, keepdims=keepdims)
 
-    def max(self, axis=None, keepdims=False):
+    def max(self, axis: Any = None, keepdims: Any = False) -> Any:
         return fnp.max(self, axis=axis, keepdims=keepdims)
 
-    def min(self, axis=None, keepdims=False):
+    def min(self, axis: Any = None, keepdims: Any = False) -> Any:
         return fnp.min(self, axis=axis, keepdims=keepdims)
 
-    def var(self, axis=None, dtype=None, ddof=0, keepdims=False):
+    def var(self, axis: Any = None, dtype: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
         return fnp.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
-    def std(self, axis=None, dtype=None, ddof=0, keepdims=False):
+    def std(self, axis: Any = None, dtype: Any = None, ddof: Any = 0, keepdims: Any = False) -> Any:
         return fnp.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
-    def cumsum(self, axis=None):
+    def cumsum(self, axis: Any = None) -> Any:
         return fnp.cumsum(self, axis=axis)
 
-    def cumprod(self, axis=None):
+    def cumprod(self, axis: Any = None) -> Any:
         return fnp.cumprod(self, axis=axis)
 
-    def argmax(self, axis=None):
+    def argmax(self, axis: Any = None) -> Any:
         return fnp.argmax(self, axis=axis)
 
-    def argmin(self, axis=None):
+    def argmin(self, axis: Any = None) -> Any:
         return fnp.argmin(self, axis=axis)
 
-    def argsort(self, axis=-1):
+    def argsort(self, axis: Any = -1) -> Any:
         return fnp.argsort(self, axis=axis)
 
-    def any(self, axis=None, keepdims=False):
+    def any(self, axis: Any = None, keepdims: Any = False) -> Any:
         return fnp.any(self, axis=axis, keepdims=keepdims)
 
-    def all(self, axis=None, keepdims=False):
+    def all(self, axis: Any = None, keepdims: Any = False) -> Any:
         return fnp.all(self, axis=axis, keepdims=keepdims)
 
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape: Any, order: Any = "C") -> Any:
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]
         return fnp.reshape(self, shape, order=order)
 
-    def transpose(self, *axes):
+    def transpose(self, *axes: Any) -> Any:
         if len(axes) == 1 and not isinstance(axes[0], int):
             axes = axes[0]
         return fnp.transpose(self, axes or None)
 
-    def swapaxes(self, a, b):
+    def swapaxes(self, a: Any, b: Any) -> Any:
         return fnp.swapaxes(self, a, b)
 
-    def ravel(self, order="C"):
+    def ravel(self, order: Any = "C") -> Any:
         return fnp.ravel(self, order=order)
 
-    def flatten(self, order="C"):
+    def flatten(self, order: Any = "C") -> Any:
         return fnp.ravel(self, order=order)
 
-    def squeeze(self, axis=None):
+    def squeeze(self, axis: Any = None) -> Any:
         return fnp.squeeze(self, axis=axis)
 
-    def repeat(self, repeats, axis=None):
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
         return fnp.repeat(self, repeats, axis=axis)
 
-    def clip(self, min=None, max=None):  # noqa: A002 - mirrors numpy
+    def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - mirrors numpy
         return fnp.clip(self, min, max)
 
-    def dot(self, other):
+    def dot(self, other: Any) -> Any:
         return fnp.dot(self, other)
 
-    def conj(self):
+    def conj(self) -> Any:
         return fnp.conj(self)
 
-    def conjugate(self):
+    def conjugate(self) -> Any:
         return fnp.conj(self)
 
-    def diagonal(self, offset=0, axis1=0, axis2=1):
+    def diagonal(self, offset: Any = 0, axis1: Any = 0, axis2: Any = 1) -> Any:
         return fnp.diagonal(self, offset, axis1, axis2)
 
-    def trace(self, offset=0, axis1=0, axis2=1):
+    def trace(self, offset: Any = 0, axis1: Any = 0, axis2: Any = 1) -> Any:
         return fnp.trace(self, offset, axis1, axis2)
 
-    def astype(self, dtype, copy=True):
+    def astype(self, dtype: Any, copy: Any = True) -> Any:
         return fnp.astype(self, dtype)
 
-    def copy(self):
+    def copy(self) -> Any:
         return fnp.copy(self)
 
 
-def _dispatch_target(func):
+def _dispatch_target(func: Any) -> Any:
     module = func.__module__ or ""
     name = func.__name__
     if module.startswith("numpy.linalg"):
@@ -427,7 +429,7 @@ def _dispatch_target(func):
     return getattr(fnp, name, None)
 
 
-def _unsupported(what: str):
+def _unsupported(what: str) -> None:
     raise TypeError(
         f"{what} is not supported on traced values by funcgrad. Use the function of the same "
         f"name from funcgrad.numpy if there is one, build it from supported functions, or make "

@@ -15,7 +15,7 @@ flows. ``zeros_like``, ``ones_like`` and ``empty_like`` live in ``nondiff``
 from __future__ import annotations
 
 import operator
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol, Sequence, SupportsIndex, cast
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ..core.trace import contains_box
 from .. import backend as _backend
 from ..backend import creation_namespace, namespace_of
 from ..core import Box, defprimitive, get_primitive
+from ._typing import DTypeLike, ShapeLike
 from ._util import backend_function, dtype
 from ._util import shape as _shape
 
@@ -38,7 +39,7 @@ __all__ = [
 # creation from shapes, on a device
 
 class _Shaped(Protocol):
-    def __call__(self, shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None,
+    def __call__(self, shape: ShapeLike, dtype: DTypeLike = None, order: str = "C", *, device: Any = None,
                  like: Any = None) -> Any: ...
 
 
@@ -46,7 +47,8 @@ def _shaped(name: str, example: str) -> _Shaped:
     """``numpy.<name>(shape, dtype, order)`` placed on ``device`` (default: the default device)."""
     np_fn = getattr(np, name)
 
-    def create(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+    def create(shape: ShapeLike, dtype: DTypeLike = None, order: str = "C", *, device: Any = None,
+               like: Any = None) -> Any:
         xp, scope = creation_namespace(device)
         if xp is np:
             return np_fn(shape, dtype, order) if like is None else np_fn(shape, dtype, order, like=like)
@@ -86,7 +88,7 @@ def _eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: st
     """``numpy.eye`` on ``device`` (default: the default device)."""
     xp, scope = creation_namespace(device)
     if xp is np:
-        return np.eye(N, M, k, dtype, order) if like is None else np.eye(N, M, k, dtype, order, like=like)
+        return np.eye(N, M, k, dtype, order) if like is None else np.eye(N, M, k, dtype, order, like=like)  # type: ignore[call-overload]
     with scope:
         return xp.eye(N, M, k, dtype=dtype, order=order)
 
@@ -139,7 +141,7 @@ def _has_device(obj: Any) -> bool:
                for x in _flat(obj))
 
 
-def _flat(obj: Any) -> list:
+def _flat(obj: Any) -> list[Any]:
     if isinstance(obj, (list, tuple)):
         return [y for o in obj for y in _flat(o)]
     return [obj]
@@ -197,7 +199,7 @@ def _array(obj: Any, dtype: Any = None, *, copy: bool = True, order: str = "K", 
                 out = out[None]
             return out
         return xp.array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin)
-    out = np.array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin)
+    out = np.array(obj, dtype=dtype, copy=copy, order=order, ndmin=ndmin)  # type: ignore[call-overload]
     if device is None and _backend._default_is_cpu():
         return out
     xp, _ = creation_namespace(device)
@@ -234,7 +236,7 @@ def asarray(obj: Any, dtype: Any = None, order: str | None = None, *, copy: bool
         if copy:
             return xp.array(obj, dtype=dtype, copy=True)
         return obj if dtype is None else obj.astype(dtype, copy=False)
-    out = np.asarray(obj, dtype=dtype, order=order, copy=copy)
+    out = np.asarray(obj, dtype=dtype, order=order, copy=copy)  # type: ignore[arg-type]
     if device is None and _backend._default_is_cpu():
         return out
     xp, _ = creation_namespace(device)
@@ -260,7 +262,7 @@ def _astype_raw(x: Any, dtype_: Any) -> Any:
 def _same_layout_rule(fn: Any) -> Any:
     """Batching for ``fn(x, *params)`` whose result has ``x``'s layout: the batch axis stays put."""
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, ...]:
         if any(d is not None for d in dims[1:]):
             from ._batching import fallback
 
@@ -314,7 +316,7 @@ _copy = defprimitive(
 # --------------------------------------------------------------------------
 # full, full_like, linspace, logspace: differentiable in their values
 
-def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None) -> Any:
+def _full(shape: ShapeLike, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None) -> Any:
     """``numpy.full`` on ``device``; differentiable in ``fill_value`` when it is traced.
 
     A device array as ``fill_value`` (a 0-d CuPy array, say) fills on its own
@@ -332,12 +334,12 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, d
                 return fxp.full(shape, fill_value, dtype=dtype, order=order)
         xp, scope = creation_namespace(device)
         if xp is np:
-            return np.full(shape, fill_value, dtype=dtype, order=order)
+            return np.full(shape, fill_value, dtype=dtype, order=order)  # type: ignore[call-overload]
         if fxp is np and isinstance(fill_value, np.ndarray):
             fill_value = _put(fill_value, device if device is not None else _backend.default_device())
         with scope:
             return xp.full(shape, fill_value, dtype=dtype, order=order)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(cast(Sequence[SupportsIndex], shape))
     out = fnp.broadcast_to(fill_value, shape)
     if dtype is not None and np.dtype(dtype) != fnp.result_type(out):
         return astype(out, dtype)
@@ -375,7 +377,7 @@ def _device_copy_raw(x: Any, device: Any) -> Any:
 
 
 # The cotangent goes back to the device of x (an explicit copy, as the forward pass is).
-_device_copy = defprimitive(
+_device_copy: Callable[..., Any] = defprimitive(
     _device_copy_raw, name="device_copy",
     vjp=lambda g, ans, x, device: _device_copy(g, _backend.device_of(x)), linear=True,
     batch_from=_same_layout_rule,
@@ -394,7 +396,7 @@ def device_copy(x: Any, device: Any) -> Any:
 _backend.register_traced_put(device_copy)
 
 
-def _shape_of(a: Any) -> tuple:
+def _shape_of(a: Any) -> tuple[Any, ...]:
     return tuple(_shape(a)) if isinstance(a, Box) or hasattr(a, "shape") else np.shape(a)
 
 
@@ -411,7 +413,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
         if xp is np:
             xp, scope = creation_namespace(device)
             if xp is np:
-                return np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis)
+                return np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype, axis=axis)  # type: ignore[call-overload]
         else:
             scope = _backend.NULL_SCOPE
         with scope:

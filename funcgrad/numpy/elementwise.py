@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import cmath
 import math
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, cast
 
 import numpy as np
 
@@ -32,6 +32,7 @@ import funcgrad.numpy as fnp
 from ..backend import NUMPY_FAST_TYPES, _NAMESPACE_BY_TYPE, namespace_of
 from ..core import defprimitive
 from ._batching import elementwise_rule
+from ._typing import BinaryUfunc, UnaryUfunc
 from ._util import backend_function, is_complex, resolve, shape, unbroadcast
 
 __all__ = [
@@ -56,7 +57,7 @@ _LN10 = math.log(10.0)
 
 # --- building blocks --------------------------------------------------------
 
-def _traced_kwargs(name: str, extra: tuple, kwargs: dict) -> TypeError:
+def _traced_kwargs(name: str, extra: tuple[Any, ...], kwargs: dict[Any, Any]) -> TypeError:
     if extra:
         return TypeError(
             f"funcgrad.numpy.{name} on traced values: give out= as a keyword argument, not as a "
@@ -72,7 +73,7 @@ def _traced_kwargs(name: str, extra: tuple, kwargs: dict) -> TypeError:
 _UFUNC_NIN: dict[str, int] = {}  # name -> number of array arguments of the ufunc primitives
 
 
-def _refuse_traced_options(name: str) -> Callable[[tuple, dict], None]:
+def _refuse_traced_options(name: str) -> Callable[[tuple[Any, ...], dict[Any, Any]], None]:
     """The ``check_kwargs`` of ufunc primitive ``name``: refuse ufunc options on traced calls.
 
     On plain arrays the raw forward passes ``out=``, ``where=``, ``dtype=`` ... to
@@ -83,13 +84,13 @@ def _refuse_traced_options(name: str) -> Callable[[tuple, dict], None]:
     """
     nin = _UFUNC_NIN[name]
 
-    def check(args: tuple, kwargs: dict) -> None:
+    def check(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> None:
         raise _traced_kwargs(name, args[nin:], kwargs)
 
     return check
 
 
-def _ufunc_raw(name: str, nin: int) -> Callable:
+def _ufunc_raw(name: str, nin: int) -> Callable[..., Any]:
     """The raw forward of ufunc ``name``: the arrays' own namespace.
 
     Ufunc options (``out=``, ``where=``, ``dtype=`` ...) go to the backend's ufunc
@@ -97,21 +98,25 @@ def _ufunc_raw(name: str, nin: int) -> Callable:
     """
     np_fn = getattr(np, name)
     _UFUNC_NIN[name] = nin
+    raw: Callable[..., Any]
     if nin == 1:
 
-        def raw(x: Any, *out: Any, **kwargs: Any) -> Any:
+        def raw1(x: Any, *out: Any, **kwargs: Any) -> Any:
             if _NAMESPACE_BY_TYPE.get(type(x)) is np:
                 return np_fn(x, *out, **kwargs) if out or kwargs else np_fn(x)
             ns = namespace_of(x)
             return (np_fn if ns is np else resolve(ns, name))(x, *out, **kwargs)
 
+        raw = raw1
     else:
 
-        def raw(x: Any, y: Any, *out: Any, **kwargs: Any) -> Any:
+        def raw2(x: Any, y: Any, *out: Any, **kwargs: Any) -> Any:
             if _NAMESPACE_BY_TYPE.get(type(x)) is np and _NAMESPACE_BY_TYPE.get(type(y)) is np:
                 return np_fn(x, y, *out, **kwargs) if out or kwargs else np_fn(x, y)
             ns = namespace_of(x, y)
             return (np_fn if ns is np else resolve(ns, name))(x, y, *out, **kwargs)
+
+        raw = raw2
 
     raw.fast_path = (NUMPY_FAST_TYPES, np_fn)  # type: ignore[attr-defined]  # plain host arguments
     raw.__name__ = raw.__qualname__ = name
@@ -119,40 +124,42 @@ def _ufunc_raw(name: str, nin: int) -> Callable:
     return raw
 
 
-def _ufunc_batch_rule(fn: Callable, name: str) -> Callable:
+def _ufunc_batch_rule(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     """vmap rule of a broadcasting ufunc primitive (ufunc options refused, as in any trace)."""
     rule = elementwise_rule(fn)
     nin = _UFUNC_NIN[name]
 
-    def batch(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+    def batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
         if kwargs or len(args) > nin:
             raise _traced_kwargs(name, tuple(args[nin:]), kwargs)
-        return rule(args, dims)
+        out: tuple[Any, int] = rule(args, dims)
+        return out
 
     return batch
 
 
-def _ufunc(name: str, nin: int, *, reads: Any = None, **rules: Any) -> Callable:
+def _ufunc(name: str, nin: int, *, reads: Any = None, **rules: Any) -> Callable[..., Any]:
     """Declare ufunc primitive ``name`` (``nin`` array arguments) with its rules."""
     raw = _ufunc_raw(name, nin)
     return defprimitive(raw, name=name, batch_from=lambda fn: _ufunc_batch_rule(fn, name), reads=reads,
                         check_kwargs=_refuse_traced_options(name), max_args=nin, **rules)
 
 
-def _times(d: Callable) -> tuple[Callable, Callable]:
+def _times(d: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """VJP ``g * f'`` and JVP ``t * f'`` of a unary function with derivative ``d(ans, x)``."""
     return (lambda g, ans, x: g * d(ans, x)), (lambda t, ans, x: t * d(ans, x))
 
 
-def _unary(name: str, d: Callable | None = None, reads: Iterable[Any] | None = None, **rules: Any) -> Callable:
+def _unary(name: str, d: Callable[..., Any] | None = None, reads: Iterable[Any] | None = None,
+           **rules: Any) -> UnaryUfunc:
     """A unary ufunc primitive; ``d(ans, x)`` is its derivative, ``reads`` what that reads (0 is x)."""
     if d is not None:
         rules["vjp"], rules["jvp"] = _times(d)
-    return _ufunc(name, 1, reads=None if reads is None else {0: reads}, **rules)
+    return cast(UnaryUfunc, _ufunc(name, 1, reads=None if reads is None else {0: reads}, **rules))
 
 
-def _binary(name: str, **rules: Any) -> Callable:
-    return _ufunc(name, 2, **rules)
+def _binary(name: str, **rules: Any) -> BinaryUfunc:
+    return cast(BinaryUfunc, _ufunc(name, 2, **rules))
 
 
 def _bt(t: Any, ans: Any) -> Any:
@@ -172,7 +179,7 @@ def _safe(d: Any) -> Any:
 
 # --- arithmetic -------------------------------------------------------------
 
-_SHAPES_ONLY = {0: set(), 1: set()}  # the rules read shapes and dtypes only
+_SHAPES_ONLY: dict[int, set[Any]] = {0: set(), 1: set()}  # the rules read shapes and dtypes only
 
 add = _binary(
     "add",
@@ -221,7 +228,7 @@ reciprocal = _unary("reciprocal", lambda ans, x: -(ans * ans), reads={"ans"})
 _ZERO, _ONE = object(), object()  # markers: d(x ** y)/dx is identically 0 or 1 (Python y)
 
 
-def _power_dx(x: Any, y: Any, pow_fn: Callable) -> Any:
+def _power_dx(x: Any, y: Any, pow_fn: Callable[..., Any]) -> Any:
     """d(x ** y)/dx, or the marker _ZERO / _ONE for a Python exponent 0 / 1."""
     if _is_pyscalar(y):
         if y == 0:
@@ -250,52 +257,52 @@ def _log_base(x: Any, ans: Any) -> Any:
     return fnp.where(xs < 0, math.nan, fnp.log(fnp.abs(xs)))  # no log of a negative: no warning
 
 
-def _power_rules(pow_fn: Callable, cast: bool) -> dict[str, Any]:
-    def cast_like(c, x):
+def _power_rules(pow_fn: Callable[..., Any], cast: bool) -> dict[str, Any]:
+    def cast_like(c: Any, x: Any) -> Any:
         # float_power computes in float64: hand back cotangents in x's dtype.
         if cast and fnp.result_type(c) != fnp.result_type(x):
             return fnp.astype(c, fnp.result_type(x))
         return c
 
-    def vjp_x(g, ans, x, y):
+    def vjp_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
         d = _power_dx(x, y, pow_fn)
         if d is _ZERO:
             return fnp.zeros_like(x)
         return cast_like(unbroadcast(g if d is _ONE else g * d, x), x)
 
-    def vjp_y(g, ans, x, y):
+    def vjp_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
         return cast_like(unbroadcast(g * ans * _log_base(x, ans), y), y)
 
-    def jvp_x(t, ans, x, y):
+    def jvp_x(t: Any, ans: Any, x: Any, y: Any) -> Any:
         d = _power_dx(x, y, pow_fn)
         if d is _ZERO:
             return fnp.zeros_like(ans)
         return _bt(t, ans) if d is _ONE else t * d
 
-    def jvp_y(t, ans, x, y):
+    def jvp_y(t: Any, ans: Any, x: Any, y: Any) -> Any:
         return t * ans * _log_base(x, ans)
 
     return {"vjp": (vjp_x, vjp_y), "jvp": (jvp_x, jvp_y)}
 
 
-power = _binary("power", **_power_rules(lambda x, y: power(x, y), cast=False))
+power: BinaryUfunc = _binary("power", **_power_rules(lambda x, y: power(x, y), cast=False))
 
-float_power = _binary("float_power", **_power_rules(lambda x, y: float_power(x, y), cast=True))
+float_power: BinaryUfunc = _binary("float_power", **_power_rules(lambda x, y: float_power(x, y), cast=True))
 
 
 # mod(x, y) = x - floor(x / y) * y and fmod(x, y) = x - trunc(x / y) * y: slope 1 in x,
 # minus the (piecewise constant) quotient in y. The quotient is read off the result
 # itself so that it matches what numpy computed.
 
-def _mod_quotient(x, y, ans):
+def _mod_quotient(x: Any, y: Any, ans: Any) -> Any:
     return fnp.floor_divide(x, y)
 
 
-def _fmod_quotient(x, y, ans):
+def _fmod_quotient(x: Any, y: Any, ans: Any) -> Any:
     return fnp.rint((x - ans) / y)
 
 
-def _mod_rules(quotient: Callable) -> dict[str, Any]:
+def _mod_rules(quotient: Callable[..., Any]) -> dict[str, Any]:
     return {
         "vjp": (
             lambda g, ans, x, y: unbroadcast(g, x),
@@ -334,7 +341,7 @@ square = _unary("square", lambda ans, x: 2 * x, reads={0})
 # precision in float32. Each branch of the where is analytic, so derivatives of every
 # order are right; both +inf (or both -inf) is a tie (weight 1/2), never inf - inf.
 
-def _logaddexp_weight(x, y, ans, scale):
+def _logaddexp_weight(x: Any, y: Any, ans: Any, scale: Any) -> Any:
     tie = fnp.logical_and(x == y, fnp.isinf(x))
     d = fnp.where(tie, 0, x) - fnp.where(tie, 0, y)
     if fnp.result_type(d) != fnp.result_type(ans):  # a Python scalar side: keep float32
@@ -366,13 +373,13 @@ logaddexp2 = _binary("logaddexp2", **_logaddexp_rules(_LN2))
 # --- trigonometric and hyperbolic -------------------------------------------
 
 sin = _unary("sin", lambda ans, x: fnp.cos(x), reads={0})
-cos = _unary("cos", lambda ans, x: -fnp.sin(x), reads={0})
+cos: UnaryUfunc = _unary("cos", lambda ans, x: -fnp.sin(x), reads={0})
 tan = _unary("tan", lambda ans, x: 1 + ans * ans, reads={"ans"})
 arcsin = _unary("arcsin", lambda ans, x: 1 / fnp.sqrt(1 - x * x), reads={0})
 arccos = _unary("arccos", lambda ans, x: -1 / fnp.sqrt(1 - x * x), reads={0})
 arctan = _unary("arctan", lambda ans, x: 1 / (1 + x * x), reads={0})
 sinh = _unary("sinh", lambda ans, x: fnp.cosh(x), reads={0})
-cosh = _unary("cosh", lambda ans, x: fnp.sinh(x), reads={0})
+cosh: UnaryUfunc = _unary("cosh", lambda ans, x: fnp.sinh(x), reads={0})
 tanh = _unary("tanh", lambda ans, x: 1 - ans * ans, reads={"ans"})
 arcsinh = _unary("arcsinh", lambda ans, x: 1 / fnp.sqrt(x * x + 1), reads={0})
 # sqrt(x - 1) * sqrt(x + 1) is the principal branch for complex x; equal to sqrt(x^2 - 1) for real x > 1.
@@ -384,7 +391,7 @@ arccosh = _unary(
 arctanh = _unary("arctanh", lambda ans, x: 1 / (1 - x * x), reads={0})
 
 
-def _arctan2_denominator(x1, x2):
+def _arctan2_denominator(x1: Any, x2: Any) -> Any:
     return _safe(x1 * x1 + x2 * x2)
 
 
@@ -441,7 +448,7 @@ def _sinc_derivative_raw(x: Any, n: int) -> Any:
     return xp.where(small, series, f) * math.pi ** n
 
 
-_sinc_derivative = defprimitive(
+_sinc_derivative: Callable[[Any, int], Any] = defprimitive(
     _sinc_derivative_raw, name="sinc_derivative", vjp=lambda g, ans, x, n: g * _sinc_derivative(x, n + 1),
     jvp=lambda t, ans, x, n: t * _sinc_derivative(x, n + 1), batch_from=elementwise_rule, reads={0: {0, 1}},
 )
@@ -452,10 +459,10 @@ sinc = defprimitive(
     doc="Differentiable ``numpy.sinc`` (normalized: sin(pi x) / (pi x)); exact derivatives at 0 too.",
 )
 
-deg2rad = _unary("deg2rad", vjp=lambda g, ans, x: fnp.deg2rad(g), linear=True)
+deg2rad: UnaryUfunc = _unary("deg2rad", vjp=lambda g, ans, x: fnp.deg2rad(g), linear=True)
 radians = deg2rad
 
-rad2deg = _unary("rad2deg", vjp=lambda g, ans, x: fnp.rad2deg(g), linear=True)
+rad2deg: UnaryUfunc = _unary("rad2deg", vjp=lambda g, ans, x: fnp.rad2deg(g), linear=True)
 degrees = rad2deg
 
 
@@ -463,13 +470,13 @@ degrees = rad2deg
 # For a complex x, abs(x) is real: d|x| = real(conj(x) dx) / |x|, so the VJP is
 # g * conj(x) / |x| (JAX's convention: grad(abs)(3+4j) = 0.6-0.8j); 0 at x == 0.
 
-def _abs_vjp(g, ans, x):
+def _abs_vjp(g: Any, ans: Any, x: Any) -> Any:
     if is_complex(x):
         return g * fnp.conj(x) / _safe(ans)
     return g * fnp.sign(x)
 
 
-def _abs_jvp(t, ans, x):
+def _abs_jvp(t: Any, ans: Any, x: Any) -> Any:
     if is_complex(x):
         return fnp.real(fnp.conj(x) * t) / _safe(ans)
     return t * fnp.sign(x)
@@ -481,7 +488,7 @@ abs = absolute  # noqa: A001 - mirrors numpy
 fabs = _unary("fabs", vjp=_abs_vjp, jvp=_abs_jvp)
 
 
-def _copysign_flip(x, y):
+def _copysign_flip(x: Any, y: Any) -> Any:
     return fnp.not_equal(fnp.signbit(x), fnp.signbit(y))
 
 
@@ -497,7 +504,7 @@ copysign = _binary(  # |x| with the sign of y: slope +-1 in x, 0 in y
     ),
 )
 
-real = _unary(
+real: UnaryUfunc = _unary(
     "real", vjp=lambda g, ans, x: fnp.real(g) if not fnp.iscomplexobj(x) else fnp.real(g) + 0j, linear=True,
     reads=(),  # x's dtype only
 )
@@ -507,14 +514,14 @@ imag = _unary(
     reads=(),  # x's dtype only
 )
 
-conj = _unary("conjugate", vjp=lambda g, ans, x: fnp.conj(g), linear=True, reads=())
+conj: UnaryUfunc = _unary("conjugate", vjp=lambda g, ans, x: fnp.conj(g), linear=True, reads=())
 conjugate = conj
 
 
 # angle(z) = arg z: d angle = imag(conj(z) dz) / |z|^2, so the VJP is -1j * g * conj(z) / |z|^2
 # (= -1j * g / z). Real inputs have a piecewise constant angle (0 or pi): derivative 0.
 
-def _angle_vjp(g, ans, z, deg=False):
+def _angle_vjp(g: Any, ans: Any, z: Any, deg: Any=False) -> Any:
     if not is_complex(z):
         return fnp.zeros_like(z)
     zc = fnp.conj(z)
@@ -522,7 +529,7 @@ def _angle_vjp(g, ans, z, deg=False):
     return out * (180 / math.pi) if deg else out
 
 
-def _angle_jvp(t, ans, z, deg=False):
+def _angle_jvp(t: Any, ans: Any, z: Any, deg: Any=False) -> Any:
     if not is_complex(z):
         return fnp.zeros_like(ans)
     zc = fnp.conj(z)
@@ -540,7 +547,7 @@ angle = defprimitive(
 # The derivative goes to the argument the result came from; at a tie it is split
 # half/half (as in JAX), so that e.g. maximum(x, x) has derivative 1 in x.
 
-def _share(g, mine, other):
+def _share(g: Any, mine: Any, other: Any) -> Any:
     """``g`` where ``mine`` alone equals the result, ``g / 2`` where ``other`` does too, else 0."""
     return fnp.where(mine, fnp.where(other, g * 0.5, g), 0)
 
@@ -605,7 +612,7 @@ def _clip_raw(a: Any, a_min: Any, a_max: Any, **kwargs: Any) -> Any:
     return xp.clip(a, a_min, a_max, **kwargs)  # kwargs (out=, dtype= ...) only on plain arrays
 
 
-def _clip_others(ans, *others):
+def _clip_others(ans: Any, *others: Any) -> Any:
     """Where any of the other (non-None) arguments also equals the result."""
     eqs = [o == ans for o in others if o is not None]
     if not eqs:
@@ -613,8 +620,8 @@ def _clip_others(ans, *others):
     return eqs[0] if len(eqs) == 1 else fnp.logical_or(eqs[0], eqs[1])
 
 
-def _clip_rule(k: int, reverse: bool) -> Callable:
-    def rule(g, ans, a, a_min, a_max):
+def _clip_rule(k: int, reverse: bool) -> Callable[..., Any]:
+    def rule(g: Any, ans: Any, a: Any, a_min: Any, a_max: Any) -> Any:
         args = (a, a_min, a_max)
         share = _share(g, args[k] == ans, _clip_others(ans, *args[:k], *args[k + 1:]))
         return unbroadcast(share, args[k]) if reverse else _bt(share, ans)
@@ -657,7 +664,7 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, *, min: 
     return _clip(a, a_min, a_max, **kwargs)
 
 
-def _finite_part(g, x):
+def _finite_part(g: Any, x: Any) -> Any:
     """``g`` where ``x`` is finite, 0 elsewhere (per real and imaginary part for complex x)."""
     if is_complex(x):
         re = fnp.where(fnp.isfinite(fnp.real(x)), fnp.real(g), 0)

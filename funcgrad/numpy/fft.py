@@ -33,7 +33,7 @@ Example::
 from __future__ import annotations
 
 import operator
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence, Union
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from ..backend import device_constant, namespace_of
 from ..core import Box, defprimitive
 from ._batching import move_to_front
 from ._util import dtype, ndim, shape
+
+# numpy.fft's normalisations (None means "backward")
+Norm = Union[Literal["backward", "ortho", "forward"], None]
 
 __all__ = [
     "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
@@ -69,22 +72,22 @@ def _raw_fft(x: Any) -> Any:
 
 # --- the three primitives ---------------------------------------------------
 
-def _c2c_raw(x: Any, axes: tuple, norm: str, inverse: bool) -> Any:
+def _c2c_raw(x: Any, axes: tuple[Any, ...], norm: str, inverse: bool) -> Any:
     f = _raw_fft(x)
     return (f.ifftn if inverse else f.fftn)(x, axes=axes, norm=norm)
 
 
-def _c2c_vjp(g: Any, ans: Any, x: Any, axes: tuple, norm: str, inverse: bool) -> Any:
+def _c2c_vjp(g: Any, ans: Any, x: Any, axes: tuple[Any, ...], norm: str, inverse: bool) -> Any:
     ct = _c2c(g, axes, norm, inverse)
     return ct if fnp.iscomplexobj(x) else fnp.real(ct)
 
 
-def _shift(axes: tuple, per: int) -> tuple:
+def _shift(axes: tuple[Any, ...], per: int) -> tuple[Any, ...]:
     return tuple(operator.index(a) % per + 1 for a in axes)
 
 
 def _batch_axes(fn: Any) -> Any:
-    def wrapped(args: list, dims: list, **kwargs: Any) -> tuple:
+    def wrapped(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, ...]:
         # positional layout: (x, axes, *params)
         x = move_to_front(args[0], dims[0])
         return fn(x, _shift(args[1], ndim(x) - 1), *args[2:], **kwargs), 0
@@ -96,11 +99,11 @@ _c2c = defprimitive(_c2c_raw, name="fft_c2c", vjp=_c2c_vjp, linear=True, reads={
                     batch_from=_batch_axes)
 
 
-def _r2c_raw(x: Any, axes: tuple, norm: str) -> Any:
+def _r2c_raw(x: Any, axes: tuple[Any, ...], norm: str) -> Any:
     return _raw_fft(x).rfftn(x, axes=axes, norm=norm)
 
 
-def _r2c_vjp(g: Any, ans: Any, x: Any, axes: tuple, norm: str) -> Any:
+def _r2c_vjp(g: Any, ans: Any, x: Any, axes: tuple[Any, ...], norm: str) -> Any:
     full = _fit(g, axes[-1], shape(x)[axes[-1]])
     return fnp.real(_c2c(full, axes, norm, False))
 
@@ -109,12 +112,12 @@ _r2c = defprimitive(_r2c_raw, name="fft_r2c", vjp=_r2c_vjp, linear=True, reads={
                     batch_from=_batch_axes)
 
 
-def _c2r_raw(y: Any, axes: tuple, n: int, norm: str) -> Any:
+def _c2r_raw(y: Any, axes: tuple[Any, ...], n: int, norm: str) -> Any:
     s = [y.shape[a] for a in axes[:-1]] + [n]
     return _raw_fft(y).irfftn(y, s=s, axes=axes, norm=norm)
 
 
-def _c2r_vjp(g: Any, ans: Any, y: Any, axes: tuple, n: int, norm: str) -> Any:
+def _c2r_vjp(g: Any, ans: Any, y: Any, axes: tuple[Any, ...], n: int, norm: str) -> Any:
     z = _c2c(g, axes, norm, True)
     z = _fit(z, axes[-1], n // 2 + 1)
     return z * _weights_like(z, axes[-1], n)
@@ -122,7 +125,7 @@ def _c2r_vjp(g: Any, ans: Any, y: Any, axes: tuple, n: int, norm: str) -> Any:
 
 def _weights_like(z: Any, axis: int, n: int) -> Any:
     m = n // 2 + 1
-    w = np.full(m, 2.0)
+    w: Any = np.full(m, 2.0)
     w[0] = 1.0
     if n % 2 == 0:
         w[-1] = 1.0
@@ -154,7 +157,7 @@ def _fit(x: Any, axis: int, n: int) -> Any:
     return fnp.pad(x, widths)
 
 
-def _axes_sizes(x: Any, s: Any, axes: Any, fn: str, default_all: bool = True) -> tuple[tuple, list]:
+def _axes_sizes(x: Any, s: Any, axes: Any, fn: str, default_all: bool = True) -> tuple[tuple[Any, ...], list[Any]]:
     nd = ndim(x)
     if axes is None:
         axes = tuple(range(nd)) if s is None else tuple(range(nd - len(s), nd))
@@ -236,11 +239,11 @@ def _to_complex(a: Any) -> Any:
     return fnp.astype(a, cdt)
 
 
-def _one(n: Any, axis: int) -> tuple:
+def _one(n: int | None, axis: int) -> tuple[tuple[int] | None, tuple[int]]:
     return (None if n is None else (n,)), (axis,)
 
 
-def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
+def fft(a: Any, n: int | None = None, axis: int = -1, norm: Norm = None, out: Any = None) -> Any:
     """Differentiable ``numpy.fft.fft``: the 1-D discrete Fourier transform.
 
     Example::
@@ -250,7 +253,7 @@ def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, o
     return _out(_cfftn(a, *_one(n, axis), norm, False, "fft"), out)
 
 
-def ifft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
+def ifft(a: Any, n: int | None = None, axis: int = -1, norm: Norm = None, out: Any = None) -> Any:
     """Differentiable ``numpy.fft.ifft``: the inverse of :func:`fft`.
 
     Example::
@@ -260,7 +263,7 @@ def ifft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, 
     return _out(_cfftn(a, *_one(n, axis), norm, True, "ifft"), out)
 
 
-def fftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None,
+def fftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
          out: Any = None) -> Any:
     """Differentiable ``numpy.fft.fftn`` (over every axis by default).
 
@@ -271,7 +274,7 @@ def fftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = No
     return _out(_cfftn(a, s, axes, norm, False, "fftn"), out)
 
 
-def ifftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None,
+def ifftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
           out: Any = None) -> Any:
     """Differentiable ``numpy.fft.ifftn``.
 
@@ -282,7 +285,7 @@ def ifftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = N
     return _out(_cfftn(a, s, axes, norm, True, "ifftn"), out)
 
 
-def fft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: str | None = None,
+def fft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: Norm = None,
          out: Any = None) -> Any:
     """Differentiable ``numpy.fft.fft2`` (the last two axes by default).
 
@@ -293,7 +296,7 @@ def fft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
     return _out(_cfftn(a, s, axes, norm, False, "fft2"), out)
 
 
-def ifft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: str | None = None,
+def ifft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: Norm = None,
           out: Any = None) -> Any:
     """Differentiable ``numpy.fft.ifft2``.
 
@@ -304,7 +307,7 @@ def ifft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1)
     return _out(_cfftn(a, s, axes, norm, True, "ifft2"), out)
 
 
-def rfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
+def rfft(a: Any, n: int | None = None, axis: int = -1, norm: Norm = None, out: Any = None) -> Any:
     """Differentiable ``numpy.fft.rfft``: the FFT of a real input, ``n // 2 + 1`` frequencies.
 
     Example::
@@ -314,7 +317,7 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, 
     return _out(_rfftn(a, *_one(n, axis), norm, "rfft"), out)
 
 
-def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
+def irfft(a: Any, n: int | None = None, axis: int = -1, norm: Norm = None, out: Any = None) -> Any:
     """Differentiable ``numpy.fft.irfft``: the real signal of ``n`` samples (default
     ``2 * (m - 1)``) whose half spectrum is ``a``.
 
@@ -325,7 +328,7 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None,
     return _out(_irfftn(a, *_one(n, axis), norm, "irfft"), out)
 
 
-def rfftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None,
+def rfftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
           out: Any = None) -> Any:
     """Differentiable ``numpy.fft.rfftn`` (half spectrum along the last of ``axes``).
 
@@ -336,7 +339,7 @@ def rfftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = N
     return _out(_rfftn(a, s, axes, norm, "rfftn"), out)
 
 
-def irfftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None,
+def irfftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: Norm = None,
            out: Any = None) -> Any:
     """Differentiable ``numpy.fft.irfftn``, the inverse of :func:`rfftn`.
 
@@ -347,7 +350,7 @@ def irfftn(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] | None = 
     return _out(_irfftn(a, s, axes, norm, "irfftn"), out)
 
 
-def rfft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: str | None = None,
+def rfft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: Norm = None,
           out: Any = None) -> Any:
     """Differentiable ``numpy.fft.rfft2``.
 
@@ -358,7 +361,7 @@ def rfft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1)
     return _out(_rfftn(a, s, axes, norm, "rfft2"), out)
 
 
-def irfft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: str | None = None,
+def irfft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: Norm = None,
            out: Any = None) -> Any:
     """Differentiable ``numpy.fft.irfft2``.
 
@@ -369,7 +372,7 @@ def irfft2(a: Any, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1
     return _out(_irfftn(a, s, axes, norm, "irfft2"), out)
 
 
-def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
+def hfft(a: Any, n: int | None = None, axis: int = -1, norm: Norm = None, out: Any = None) -> Any:
     """Differentiable ``numpy.fft.hfft``: the real FFT of a signal with Hermitian symmetry,
     given by its first half ``a`` (``irfft`` of ``conj(a)`` with the opposite scaling).
 
@@ -382,7 +385,7 @@ def hfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, 
     return _out(_irfftn(fnp.conj(a), *_one(n, axis), _SWAP[nm], "hfft"), out)
 
 
-def ihfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None, out: Any = None) -> Any:
+def ihfft(a: Any, n: int | None = None, axis: int = -1, norm: Norm = None, out: Any = None) -> Any:
     """Differentiable ``numpy.fft.ihfft``, the inverse of :func:`hfft` (a real input).
 
     Example::

@@ -15,7 +15,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 
 import numpy as np
 from numpy import index_exp, mgrid, ndindex, ogrid, s_  # noqa: F401  (no array inputs)
@@ -149,7 +149,7 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     return None
 
 
-def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
+def put(a: Any, ind: Any, v: Any, mode: Literal["raise", "wrap", "clip"] = "raise") -> None:
     """``numpy.put`` (in place): ``a.flat[ind] = v``.
 
     Example::
@@ -191,7 +191,8 @@ def putmask(a: Any, mask: Any, values: Any) -> None:
     return None
 
 
-def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+def copyto(dst: Any, src: Any, casting: Literal["no", "equiv", "safe", "same_kind", "unsafe"] = "same_kind",
+           where: Any = True) -> None:
     """``numpy.copyto`` (in place): ``dst[...] = src`` where ``where`` holds.
 
     Example::

@@ -33,7 +33,7 @@ import funcgrad.numpy as fnp
 
 from ..core.trace import contains_box
 from ..backend import device_constant, namespace_of, scatter, to_numpy
-from ..core import Box, defprimitive, unbox_all
+from ..core import Box, defprimitive, get_primitive, unbox_all
 from ..core.batching import BatchBox
 from ..core.staging import StagingBox, staged_error
 from ._batching import fallback, move_to_front
@@ -98,14 +98,14 @@ def _has_device_array(obj: Any) -> bool:
     return hasattr(obj, "shape") and not isinstance(obj, (np.ndarray, np.generic)) and namespace_of(obj) is not np
 
 
-def _on_device(idx: tuple, x: Any) -> tuple:
+def _on_device(idx: tuple[Any, ...], x: Any) -> tuple[Any, ...]:
     """``idx`` ready to index ``x``: for a device array, host index arrays become device
     constants (uploaded once and cached, see funcgrad.backend.device_constant) and host
     boolean masks become the integer arrays of their True positions (computed on the
     host: a device mask would need a device-to-host sync to size the result)."""
     if type(x) is np.ndarray or namespace_of(x) is np:
         return idx
-    out: list = []
+    out: list[Any] = []
     changed = False
     for item in idx:
         if isinstance(item, np.ndarray) and item.ndim:
@@ -119,7 +119,7 @@ def _on_device(idx: tuple, x: Any) -> tuple:
     return tuple(out) if changed else idx
 
 
-def normalize_index(idx: Any, x: Any = None) -> tuple[tuple, tuple]:
+def normalize_index(idx: Any, x: Any = None) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """``idx`` as ``(template, dyn)``: an index tuple holding no traced values,
     plus the vmap-batched entries, which the template marks with slots.
 
@@ -134,8 +134,8 @@ def normalize_index(idx: Any, x: Any = None) -> tuple[tuple, tuple]:
             break
     else:
         return idx, ()
-    template: list = []
-    dyn: list = []
+    template: list[Any] = []
+    dyn: list[Any] = []
     for item in idx:
         item = _static_item(item, x)
         if isinstance(item, Box):
@@ -146,7 +146,7 @@ def normalize_index(idx: Any, x: Any = None) -> tuple[tuple, tuple]:
     return tuple(template), tuple(dyn)
 
 
-def _fill(template: tuple, dyn: tuple) -> tuple:
+def _fill(template: tuple[Any, ...], dyn: tuple[Any, ...]) -> tuple[Any, ...]:
     """The index with the dynamic entries put back in their slots."""
     if not dyn:
         return template
@@ -165,7 +165,7 @@ def _is_int_array(item: Any) -> bool:
     return d is not None and np.dtype(d).kind in "iu" and getattr(item, "ndim", 0) > 0
 
 
-def may_repeat(idx: tuple) -> bool:
+def may_repeat(idx: tuple[Any, ...]) -> bool:
     """True when ``idx`` holds an integer array, so a position can be hit twice."""
     for item in idx:
         if _is_int_array(item):
@@ -176,7 +176,7 @@ def may_repeat(idx: tuple) -> bool:
 # --------------------------------------------------------------------------
 # backend-neutral scatters (raw, in place)
 
-def _materialized(out: Any, idx: tuple, v: Any) -> Any:
+def _materialized(out: Any, idx: tuple[Any, ...], v: Any) -> Any:
     """``v`` broadcast, in memory, to the shape of ``out[idx]`` (NumPy arrays).
 
     NumPy 2.4's ``ufunc.at`` reads broadcast (stride-0) values wrongly — it can
@@ -193,7 +193,7 @@ def _materialized(out: Any, idx: tuple, v: Any) -> Any:
     return np.ascontiguousarray(np.broadcast_to(v, target))
 
 
-def _scatter_ufunc_at(out: Any, idx: tuple, v: Any, ufunc: str = "add") -> None:
+def _scatter_ufunc_at(out: Any, idx: tuple[Any, ...], v: Any, ufunc: str = "add") -> None:
     """``numpy.<ufunc>.at(out, idx, v)`` on ``out``'s own backend (in place): ``numpy.add.at``,
     ``cupyx.scatter_add``/``scatter_max``/``scatter_min`` (see funcgrad.backend.scatter)."""
     scatter(out, _on_device(idx, out), v, ufunc)
@@ -204,7 +204,7 @@ def _copy(x: Any) -> Any:
     return namespace_of(x).array(x, copy=True)
 
 
-def _occurrences(xshape: tuple, idx: tuple, like: Any) -> tuple:
+def _occurrences(xshape: tuple[Any, ...], idx: tuple[Any, ...], like: Any) -> tuple[Any, ...]:
     """Where each element of ``x[idx]`` lands, and its rank among writes to the same place.
 
     Returns ``(targets, rank, is_last, ishape)``: flat over the indexed shape
@@ -227,7 +227,7 @@ def _is_device_item(item: Any) -> bool:
     return hasattr(item, "shape") and not isinstance(item, (np.ndarray, np.generic)) and namespace_of(item) is not np
 
 
-def _occurrences_in(xp: Any, xshape: tuple, idx: tuple) -> tuple:
+def _occurrences_in(xp: Any, xshape: tuple[Any, ...], idx: tuple[Any, ...]) -> tuple[Any, ...]:
     size = 1
     for n in xshape:
         size *= n
@@ -283,7 +283,7 @@ def _describe(item: Any, batched: bool = False) -> tuple[str, int, int]:
     return "array", nd, 1
 
 
-def _layout(descs: list, per_ndim: int) -> tuple[bool, bool, int, int, int]:
+def _layout(descs: list[Any], per_ndim: int) -> tuple[bool, bool, int, int, int]:
     """NumPy's placement of advanced dimensions for an index described by ``descs``.
 
     Returns (fancy, moved, R, P, n): any advanced index at all, whether the
@@ -305,7 +305,8 @@ def _layout(descs: list, per_ndim: int) -> tuple[bool, bool, int, int, int]:
     return True, moved, R, P, R + n_basic
 
 
-def _vmapped_index(idx: tuple, dyn: tuple, ddims: list, size: int, per_ndim: int, xp: Any) -> Any:
+def _vmapped_index(idx: tuple[Any, ...], dyn: tuple[Any, ...], ddims: list[Any], size: int, per_ndim: int,
+                   xp: Any) -> Any:
     """``(bidx, perm, n)``: an index for the batched array (batch axis in front)
     doing the per-example ``idx``, the permutation (or None) taking its result
     to (batch, per-example layout), and the per-example result's rank. None
@@ -315,8 +316,8 @@ def _vmapped_index(idx: tuple, dyn: tuple, ddims: list, size: int, per_ndim: int
         fancy, moved, R, _, n = _layout([_describe(i) for i in full], per_ndim)
         perm = [R] + list(range(R)) + list(range(R + 1, n + 1)) if moved and R else None
         return (slice(None),) + full, perm, n
-    items: list = []
-    batched: list = []
+    items: list[Any] = []
+    batched: list[Any] = []
     for p, item in enumerate(idx):
         if isinstance(item, _Slot):
             k = item.k
@@ -368,10 +369,11 @@ def _to_layout(a: Any, perm: Any) -> Any:
     return a if perm is None else fnp.transpose(a, tuple(int(i) for i in np.argsort(perm)))
 
 
-def _batch_size(args: list, dims: list) -> int:
+def _batch_size(args: list[Any], dims: list[Any]) -> int:
     for a, d in zip(args, dims):
         if d is not None:
-            return shape(a)[d]
+            n: int = shape(a)[d]
+            return n
     raise ValueError("no batched argument")
 
 
@@ -382,37 +384,37 @@ def _front(a: Any, d: Any, size: int) -> Any:
     return move_to_front(a, d)
 
 
-def _getitem_batch(args: list, dims: list) -> tuple:
+def _getitem_batch(args: list[Any], dims: list[Any]) -> tuple[Any, ...]:
     x, idx, *dyn = args
     size = _batch_size(args, dims)
     x = _front(x, dims[0], size)
     plan = _vmapped_index(idx, tuple(dyn), dims[2:], size, len(shape(x)) - 1, namespace_of(x))
     if plan is None:
-        return fallback(_getitem.primitive, list(args), list(dims), size, {})
+        return fallback(get_primitive(_getitem), list(args), list(dims), size, {})
     bidx, perm, _ = plan
     return _from_layout(getitem(x, bidx), perm), 0
 
 
-def _unindex_batch(args: list, dims: list) -> tuple:
+def _unindex_batch(args: list[Any], dims: list[Any]) -> tuple[Any, ...]:
     g, idx, shape_, *dyn = args
     size = _batch_size(args, dims)
     g = _front(g, dims[0], size)
     plan = _vmapped_index(idx, tuple(dyn), dims[3:], size, len(shape_), namespace_of(g))
     if plan is None:
-        return fallback(_unindex.primitive, list(args), list(dims), size, {})
+        return fallback(get_primitive(_unindex), list(args), list(dims), size, {})
     bidx, perm, _ = plan
     template, bdyn = normalize_index(bidx, g)
     return _unindex(_to_layout(g, perm), template, (size,) + tuple(shape_), *bdyn), 0
 
 
-def _update_batch(prim: Callable) -> Callable:
-    def rule(args: list, dims: list) -> tuple:
+def _update_batch(prim: Callable[..., Any]) -> Callable[..., Any]:
+    def rule(args: list[Any], dims: list[Any]) -> tuple[Any, ...]:
         x, idx, v, *dyn = args
         size = _batch_size(args, dims)
         x = _front(x, dims[0], size)
         plan = _vmapped_index(idx, tuple(dyn), dims[3:], size, len(shape(x)) - 1, namespace_of(x))
         if plan is None:
-            return fallback(prim.primitive, list(args), list(dims), size, {})
+            return fallback(get_primitive(prim), list(args), list(dims), size, {})
         bidx, perm, n = plan
         # v broadcasts to the per-example indexed shape (rank n): give it exactly
         # n dimensions after a batch axis (of length 1 when v is not batched).
@@ -431,13 +433,13 @@ def _update_batch(prim: Callable) -> Callable:
     return rule
 
 
-def _winner_mask_batch(args: list, dims: list) -> tuple:
+def _winner_mask_batch(args: list[Any], dims: list[Any]) -> tuple[Any, ...]:
     like, idx, *dyn = args
     if all(d is None for d in dims[2:]):  # the same positions for every example
         d = dims[0]
         one = getitem(like, (slice(None),) * d + (0,)) if d is not None else like
         return _winner_mask(one, idx, *dyn), None
-    return fallback(_winner_mask.primitive, list(args), list(dims), _batch_size(args, dims), {})
+    return fallback(get_primitive(_winner_mask), list(args), list(dims), _batch_size(args, dims), {})
 
 
 # Index entries (positions ``first`` on) carry no derivative (they are integers or
@@ -446,16 +448,16 @@ def _winner_mask_batch(args: list, dims: list) -> tuple:
 _MAX_DYN = 32
 
 
-def _entries(first: int, rules: dict, vjp: bool) -> dict:
+def _entries(first: int, rules: dict[Any, Any], vjp: bool) -> dict[Any, Any]:
     """``rules`` plus the zero rules of the dynamic index entries from position ``first``."""
     if vjp:
-        zero: Callable = lambda g, ans, *a, **k: None  # noqa: E731
+        zero: Callable[..., Any] = lambda g, ans, *a, **k: None  # noqa: E731
     else:
         zero = lambda t, ans, *a, **k: _zeros_like(ans)  # noqa: E731
     return {**{k: zero for k in range(first, first + _MAX_DYN)}, **rules}
 
 
-def _entries_read(first: int, reads: dict) -> dict:
+def _entries_read(first: int, reads: dict[int, set[Any]]) -> dict[int, set[Any]]:
     """``reads`` (what the rules of the fixed arguments read) plus the dynamic index
     entries from position ``first``: every rule reads them, their own rules nothing."""
     dyn = set(range(first, first + _MAX_DYN))
@@ -465,7 +467,7 @@ def _entries_read(first: int, reads: dict) -> dict:
 # --------------------------------------------------------------------------
 # the primitives: (array, index template, ..., *dynamic index entries)
 
-def _getitem_raw(x: Any, idx: tuple, *dyn: Any) -> Any:
+def _getitem_raw(x: Any, idx: tuple[Any, ...], *dyn: Any) -> Any:
     return x[_on_device(_fill(idx, dyn), x)]
 
 
@@ -485,7 +487,7 @@ def getitem(x: Any, idx: Any) -> Any:
     return _getitem(x, template, *dyn)
 
 
-def _unindex_raw(g: Any, idx: tuple, shape_: tuple, *dyn: Any) -> Any:
+def _unindex_raw(g: Any, idx: tuple[Any, ...], shape_: tuple[Any, ...], *dyn: Any) -> Any:
     out = namespace_of(g).zeros(shape_, dtype=dtype(g))
     idx = _fill(idx, dyn)
     if may_repeat(idx):
@@ -506,7 +508,7 @@ def _host_values_to(out: Any, v: Any) -> Any:
     return v
 
 
-def _index_add_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
+def _index_add_raw(x: Any, idx: tuple[Any, ...], v: Any, *dyn: Any) -> Any:
     out = _copy(x)
     v = _host_values_to(out, v)
     idx = _fill(idx, dyn)
@@ -517,7 +519,7 @@ def _index_add_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     return out
 
 
-def _index_set_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
+def _index_set_raw(x: Any, idx: tuple[Any, ...], v: Any, *dyn: Any) -> Any:
     out = _copy(x)
     v = _host_values_to(out, v)
     idx = _fill(idx, dyn)
@@ -538,7 +540,7 @@ def _index_set_raw(x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
     return xp.reshape(flat, out.shape)  # reshape may have copied a non-contiguous ``out``
 
 
-def _last_writers(xshape: tuple, idx: tuple, like: Any) -> tuple:
+def _last_writers(xshape: tuple[Any, ...], idx: tuple[Any, ...], like: Any) -> tuple[Any, ...]:
     """``(targets, winner, ishape)``: for each element of ``x[idx]`` (flat, C order) its flat
     position in ``x`` and the element index of the last write to that position."""
     if namespace_of(like) is np or not any(_is_device_item(i) for i in idx):
@@ -549,7 +551,7 @@ def _last_writers(xshape: tuple, idx: tuple, like: Any) -> tuple:
     return _last_writers_in(namespace_of(like), xshape, _on_device(idx, like))
 
 
-def _last_writers_in(xp: Any, xshape: tuple, idx: tuple) -> tuple:
+def _last_writers_in(xp: Any, xshape: tuple[Any, ...], idx: tuple[Any, ...]) -> tuple[Any, ...]:
     size = 1
     for n in xshape:
         size *= n
@@ -570,7 +572,7 @@ def _last_writers_in(xp: Any, xshape: tuple, idx: tuple) -> tuple:
     return targets, winner, ishape
 
 
-def _winner_mask_raw(like: Any, idx: tuple, *dyn: Any) -> Any:
+def _winner_mask_raw(like: Any, idx: tuple[Any, ...], *dyn: Any) -> Any:
     """0/1 mask in ``like``'s dtype over ``like[idx]``: 1 where that write is the
     last to its position (the one ``_index_set`` keeps)."""
     xp = namespace_of(like)
@@ -596,27 +598,27 @@ def _cotangent_of_values(g_sel: Any, v: Any) -> Any:
     return g_v
 
 
-def _index_set_vjp_v(g: Any, ans: Any, x: Any, idx: tuple, v: Any, *dyn: Any) -> Any:
+def _index_set_vjp_v(g: Any, ans: Any, x: Any, idx: tuple[Any, ...], v: Any, *dyn: Any) -> Any:
     g_sel = _getitem(g, idx, *dyn)
     if may_repeat(_fill(idx, dyn)):  # only the last write to a position reaches the output
         g_sel = g_sel * _winner_mask(g, idx, *dyn)
     return _cotangent_of_values(g_sel, v)
 
 
-_getitem = defprimitive(
+_getitem: Callable[..., Any] = defprimitive(
     _getitem_raw, name="getitem",
     vjp=_entries(2, {0: lambda g, ans, x, idx, *dyn: _unindex(g, idx, shape(x), *dyn)}, vjp=True),
     jvp=_entries(2, {0: lambda t, ans, x, idx, *dyn: _getitem(t, idx, *dyn)}, vjp=False),
     batch=_getitem_batch,
     reads=_entries_read(2, {0: {1}}),  # the index (and x's shape)
 )
-_unindex = defprimitive(
+_unindex: Callable[..., Any] = defprimitive(
     _unindex_raw, name="unindex",
     vjp=_entries(3, {0: lambda g, ans, x, idx, shape_, *dyn: _getitem(g, idx, *dyn)}, vjp=True),
     jvp=_entries(3, {0: lambda t, ans, x, idx, shape_, *dyn: _unindex(t, idx, shape_, *dyn)}, vjp=False),
     batch=_unindex_batch,
 )
-_index_add = defprimitive(
+_index_add: Callable[..., Any] = defprimitive(
     _index_add_raw,
     name="index_add",
     vjp=_entries(3, {
@@ -629,7 +631,7 @@ _index_add = defprimitive(
     }, vjp=False),
     batch_from=_update_batch,
 )
-_index_set = defprimitive(
+_index_set: Callable[..., Any] = defprimitive(
     _index_set_raw,
     name="index_set",
     vjp=_entries(3, {
@@ -654,13 +656,13 @@ def _as_array(x: Any) -> Any:
     return np.asarray(x)
 
 
-def _update(prim: Callable, x: Any, index: Any, v: Any) -> Any:
+def _update(prim: Callable[..., Any], x: Any, index: Any, v: Any) -> Any:
     """``prim(x, template, v, *dyn)`` for a user index (``_index_set`` or ``_index_add``)."""
     template, dyn = normalize_index(index, x)
     return prim(x, template, v, *dyn)
 
 
-def _apply_at(x: Any, index: Any, v: Any, fn: Callable, ufunc: str | None) -> Any:
+def _apply_at(x: Any, index: Any, v: Any, fn: Callable[..., Any], ufunc: str | None) -> Any:
     """``x`` with ``fn(x[idx], v)`` applied at ``idx``, repeated positions in turn (``ufunc.at``)."""
     template, dyn = normalize_index(index, x)
     xp = namespace_of(x)
@@ -794,7 +796,7 @@ class IndexUpdateRef:
         """A copy of ``x`` with ``x[idx] = maximum(x[idx], values)`` (``numpy.maximum.at``)."""
         return _apply_at(self.array, self.index, values, _maximum, "maximum")
 
-    def apply(self, func: Callable) -> Any:
+    def apply(self, func: Callable[..., Any]) -> Any:
         """A copy of ``x`` with ``func`` applied elementwise at ``idx``, once per occurrence.
 
         ``func`` must be elementwise and written with funcgrad.numpy functions.
@@ -869,7 +871,8 @@ def _mode_indices(indices: Any, n: int, mode: str, fn: str) -> Any:
     if mode not in ("wrap", "clip"):
         raise ValueError(f"{fn}: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     if isinstance(indices, Box):  # per-example indices under vmap
-        return (indices % n if n else indices) if mode == "wrap" else fnp.clip(indices, 0, max(n - 1, 0))
+        # Box arithmetic is registered by funcgrad.numpy (box_methods), not visible to mypy here
+        return (indices % n if n else indices) if mode == "wrap" else fnp.clip(indices, 0, max(n - 1, 0))  # type: ignore[operator]
     xp = namespace_of(indices)
     ind = xp.asarray(indices)
     if mode == "wrap":
@@ -898,7 +901,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None, mode: 
     return getitem(a, (slice(None),) * ax + (ind,))
 
 
-def _along_axis_index(arr_shape: tuple, indices: Any, axis: int, fn: str) -> tuple:
+def _along_axis_index(arr_shape: tuple[Any, ...], indices: Any, axis: int, fn: str) -> tuple[Any, ...]:
     nd = len(arr_shape)
     if not (isinstance(indices, Box) or hasattr(indices, "dtype")) or dtype(indices).kind not in "iu":
         raise IndexError(f"{fn}: indices must be an integer array, got {type(indices).__name__}")
@@ -1065,7 +1068,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
 
         fg.grad(lambda x: fnp.unique(x).sum())(fnp.array([2.0, 1.0, 2.0]))   # [1., 1., 0.]
     """
-    kwargs: dict = {}
+    kwargs: dict[Any, Any] = {}
     if not equal_nan:
         kwargs["equal_nan"] = False
     if not sorted:

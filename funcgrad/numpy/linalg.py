@@ -44,7 +44,7 @@ import functools
 import operator
 import string
 from collections import namedtuple
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -53,6 +53,7 @@ import funcgrad.numpy as fnp
 from ..backend import device_constant, namespace_of
 from ..core import Box, defprimitive
 from ._batching import move_to_front
+from ._typing import Axis
 from ._util import backend_function, dtype, is_complex, ndim, resolve, shape, unbroadcast, pack
 
 __all__ = [
@@ -204,14 +205,14 @@ def _check_uplo(UPLO: str) -> str:
 def _front_rule(fn: Any, n_results: int = 0) -> Any:
     """Rule for fn(a, **kw) that maps over leading axes: batch axis first, call once."""
 
-    def rule(args, dims, **kwargs):
+    def rule(args: Any, dims: Any, **kwargs: Any) -> Any:
         x = move_to_front(args[0], dims[0])
         return fn(x, *args[1:], **kwargs), ((0,) * n_results if n_results else 0)
 
     return rule
 
 
-def _qr_other_batch(args, dims, mode=None):
+def _qr_other_batch(args: Any, dims: Any, mode: Any = None) -> Any:
     x = move_to_front(args[0], dims[0])
     out = _qr_other(x, args[1] if mode is None else mode)  # qr() passes mode positionally
     return out, (0,) * len(out)
@@ -234,7 +235,7 @@ def _drop_axes(x: Any, axes: tuple[int, ...]) -> Any:
     return fnp.reshape(x, tuple(n for i, n in enumerate(s) if i not in drop))
 
 
-def _matmul_batch(args, dims, **kwargs):
+def _matmul_batch(args: Any, dims: Any, **kwargs: Any) -> Any:
     a, b = args
     da, db = dims
     na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
@@ -252,7 +253,7 @@ def _matmul_batch(args, dims, **kwargs):
     return (_drop_axes(out, drop) if drop else out), 0
 
 
-def _solve_batch(args, dims):
+def _solve_batch(args: Any, dims: Any) -> Any:
     a, b = args
     da, db = dims
     na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
@@ -269,7 +270,7 @@ def _solve_batch(args, dims):
     return (_drop_axes(out, (-1,)) if nb == 1 else out), 0
 
 
-def _einsum_batch(args, dims, optimize=False):
+def _einsum_batch(args: Any, dims: Any, optimize: Any = False) -> Any:
     subscripts, ops = args[0], list(args[1:])
     ins, out = subscripts.split("->")
     z = next(c for c in _LETTERS if c not in subscripts)
@@ -281,7 +282,7 @@ def _einsum_batch(args, dims, optimize=False):
     return _einsum(",".join(terms) + "->" + z + out, *ops, optimize=optimize), 0
 
 
-def _tensordot_batch(args, dims):
+def _tensordot_batch(args: Any, dims: Any) -> Any:
     a, b, (ax_a, ax_b) = args
     da, db = dims[0], dims[1]
     if da is not None and db is not None:  # a shared batch label: einsum
@@ -301,7 +302,7 @@ def _tensordot_batch(args, dims):
     return _tensordot(a, b, (ax_a, tuple(j + 1 for j in ax_b))), free_a
 
 
-def _mul_batch(a, da, b, db):
+def _mul_batch(a: Any, da: Any, b: Any, db: Any) -> Any:
     """a * b for a per-example scalar operand, batch axes aligned."""
     na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
     r = max(na, nb)
@@ -310,7 +311,7 @@ def _mul_batch(a, da, b, db):
     return a * b, 0
 
 
-def _dot_batch(args, dims, out=None):
+def _dot_batch(args: Any, dims: Any, out: Any = None) -> Any:
     a, b = args
     da, db = dims
     na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
@@ -320,14 +321,14 @@ def _dot_batch(args, dims, out=None):
     return _tensordot_batch([a, b, axes], [da, db, None])
 
 
-def _inner_batch(args, dims):
+def _inner_batch(args: Any, dims: Any) -> Any:
     a, b = args
     da, db = dims
     na, nb = ndim(a) - (da is not None), ndim(b) - (db is not None)
     return _tensordot_batch([a, b, ((na - 1,), (nb - 1,))], [da, db, None])
 
 
-def _vdot_batch(args, dims):
+def _vdot_batch(args: Any, dims: Any) -> Any:
     a, b = args
     da, db = dims
     a = fnp.reshape(move_to_front(a, da), (shape(a)[da], -1)) if da is not None else fnp.reshape(a, (-1,))
@@ -335,7 +336,7 @@ def _vdot_batch(args, dims):
     return fnp.sum(_conj(a) * b, axis=-1), 0
 
 
-def _norm2_batch(args, dims, axis=None, keepdims=False):
+def _norm2_batch(args: Any, dims: Any, axis: Any = None, keepdims: Any = False) -> Any:
     x = move_to_front(args[0], dims[0])
     per = ndim(x) - 1
     if axis is None:
@@ -352,7 +353,7 @@ def _norm2_batch(args, dims, axis=None, keepdims=False):
 # --- matmul ---------------------------------------------------------------
 
 
-def _matmul_vjp_a(g, ans, a, b, **_):
+def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any, **_: Any) -> Any:
     a, b = _arr(a), _arr(b)
     na, nb = ndim(a), ndim(b)
     if na == 1 and nb == 1:
@@ -366,7 +367,7 @@ def _matmul_vjp_a(g, ans, a, b, **_):
     return unbroadcast(ga, a)
 
 
-def _matmul_vjp_b(g, ans, a, b, **_):
+def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any, **_: Any) -> Any:
     a, b = _arr(a), _arr(b)
     na, nb = ndim(a), ndim(b)
     if na == 1 and nb == 1:
@@ -380,7 +381,7 @@ def _matmul_vjp_b(g, ans, a, b, **_):
     return unbroadcast(gb, b)
 
 
-matmul = defprimitive(
+matmul: Callable[..., Any] = defprimitive(
     backend_function("matmul", 2), vjp=(_matmul_vjp_a, _matmul_vjp_b),
     jvp=(lambda t, ans, a, b, **kw: matmul(t, b, **kw), lambda t, ans, a, b, **kw: matmul(a, t, **kw)),
     batch=_matmul_batch, reads={0: {1}, 1: {0}},
@@ -396,7 +397,7 @@ Example::
 # --- dot --------------------------------------------------------------------
 
 
-def _dot_vjp_a(g, ans, a, b, out=None):
+def _dot_vjp_a(g: Any, ans: Any, a: Any, b: Any, out: Any = None) -> Any:
     a, b = _arr(a), _arr(b)
     na, nb = ndim(a), ndim(b)
     if na == 0 or nb == 0:
@@ -408,7 +409,7 @@ def _dot_vjp_a(g, ans, a, b, out=None):
     return _real_like(ga, a)
 
 
-def _dot_vjp_b(g, ans, a, b, out=None):
+def _dot_vjp_b(g: Any, ans: Any, a: Any, b: Any, out: Any = None) -> Any:
     a, b = _arr(a), _arr(b)
     na, nb = ndim(a), ndim(b)
     if na == 0 or nb == 0:
@@ -422,7 +423,7 @@ def _dot_vjp_b(g, ans, a, b, out=None):
     return _real_like(gb, b)
 
 
-dot = defprimitive(
+dot: Callable[..., Any] = defprimitive(
     backend_function("dot", 2), vjp=(_dot_vjp_a, _dot_vjp_b),
     jvp=(lambda t, ans, a, b, out=None: dot(t, b), lambda t, ans, a, b, out=None: dot(a, t)),
     batch=_dot_batch, reads={0: {1}, 1: {0}},
@@ -437,7 +438,7 @@ Example::
 
 # --- tensordot ----------------------------------------------------------------
 
-def _tensordot_raw(a, b, axes):
+def _tensordot_raw(a: Any, b: Any, axes: Any) -> Any:
     return namespace_of(a, b).tensordot(a, b, axes=(list(axes[0]), list(axes[1])))
 
 
@@ -490,7 +491,7 @@ def _inverse_perm(src: list[int]) -> tuple[int, ...] | None:
     return None if perm == tuple(range(len(src))) else perm
 
 
-def _tensordot_vjp_a(g, ans, a, b, axes):
+def _tensordot_vjp_a(g: Any, ans: Any, a: Any, b: Any, axes: Any) -> Any:
     ax_a, ax_b = axes
     free_a = [i for i in range(ndim(a)) if i not in ax_a]
     free_b = [i for i in range(ndim(b)) if i not in ax_b]
@@ -502,7 +503,7 @@ def _tensordot_vjp_a(g, ans, a, b, axes):
     return _real_like(ga, a)
 
 
-def _tensordot_vjp_b(g, ans, a, b, axes):
+def _tensordot_vjp_b(g: Any, ans: Any, a: Any, b: Any, axes: Any) -> Any:
     ax_a, ax_b = axes
     free_a = [i for i in range(ndim(a)) if i not in ax_a]
     free_b = [i for i in range(ndim(b)) if i not in ax_b]
@@ -513,7 +514,7 @@ def _tensordot_vjp_b(g, ans, a, b, axes):
     return _real_like(gb, b)
 
 
-_tensordot = defprimitive(
+_tensordot: Callable[..., Any] = defprimitive(
     _tensordot_raw, name="tensordot", vjp=(_tensordot_vjp_a, _tensordot_vjp_b),
     jvp=(
         lambda t, ans, a, b, axes: _tensordot(t, b, axes),
@@ -526,19 +527,19 @@ _tensordot = defprimitive(
 # --- inner, vdot, outer, kron ------------------------------------------------------
 
 
-def _inner_vjp_a(g, ans, a, b):
+def _inner_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
     na, nb = ndim(a), ndim(b)
     ga = tensordot(g, b, axes=(list(range(na - 1, na + nb - 2)), list(range(nb - 1))))
     return _real_like(ga, a)
 
 
-def _inner_vjp_b(g, ans, a, b):
+def _inner_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
     na = ndim(a)
     gb = tensordot(g, a, axes=(list(range(na - 1)), list(range(na - 1))))
     return _real_like(gb, b)
 
 
-_inner = defprimitive(
+_inner: Callable[..., Any] = defprimitive(
     backend_function("inner", 2), name="inner", vjp=(_inner_vjp_a, _inner_vjp_b),
     jvp=(lambda t, ans, a, b: _inner(t, b), lambda t, ans, a, b: _inner(a, t)), batch=_inner_batch,
 )
@@ -557,7 +558,7 @@ def inner(a: Any, b: Any) -> Any:
     return _inner(a, b)
 
 
-vdot = defprimitive(
+vdot: Callable[..., Any] = defprimitive(
     backend_function("vdot", 2),
     vjp=(
         lambda g, ans, a, b: _real_like(fnp.reshape(_conj(g * _arr(b)), shape(_arr(a))), a),
@@ -613,7 +614,7 @@ _LETTERS = string.ascii_letters
 _MAX_OPERANDS = 64
 
 
-def _einsum_raw(subscripts, *operands, optimize=False):
+def _einsum_raw(subscripts: Any, *operands: Any, optimize: Any = False) -> Any:
     return namespace_of(*operands).einsum(subscripts, *operands, optimize=optimize)
 
 
@@ -682,8 +683,8 @@ def _canonical_einsum(subscripts: str, ndims: tuple[int, ...]) -> str:
             if c not in seen:
                 raise ValueError(f"einsum: output label {c!r} in {subscripts!r} names no input dimension")
     else:
-        named = "".join(t.replace("...", "") for t in ins)
-        out = ell + "".join(sorted(c for c in set(named) if named.count(c) == 1))
+        labels = "".join(t.replace("...", "") for t in ins)
+        out = ell + "".join(sorted(c for c in set(labels) if labels.count(c) == 1))
     return ",".join(new_ins) + "->" + out
 
 
@@ -740,7 +741,7 @@ def einsum(*operands: Any, optimize: Any = False, **kwargs: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=2048)
-def _einsum_vjp_plan(canon: str, k: int) -> tuple[str, tuple, tuple]:
+def _einsum_vjp_plan(canon: str, k: int) -> tuple[str, tuple[Any, ...], tuple[Any, ...]]:
     """Subscripts of the einsum that gives operand k's cotangent.
 
     Its operands: the output cotangent, the other operands, then an identity
@@ -781,8 +782,8 @@ def _label_sizes(canon: str, arrays: Sequence[Any]) -> dict[str, int]:
     return sizes
 
 
-def _einsum_vjp(k: int):
-    def rule(g, ans, subscripts, *ops, optimize=False):
+def _einsum_vjp(k: int) -> Any:
+    def rule(g: Any, ans: Any, subscripts: Any, *ops: Any, optimize: Any = False) -> Any:
         x = ops[k]
         subs, deltas, ones = _einsum_vjp_plan(subscripts, k)
         others = [op for j, op in enumerate(ops) if j != k]
@@ -804,11 +805,11 @@ def _einsum_vjp(k: int):
     return rule
 
 
-def _einsum_jvp(k: int):
-    def rule(t, ans, subscripts, *ops, optimize=False):
-        ops = list(ops)
-        ops[k] = t
-        return _einsum(subscripts, *ops, optimize=optimize)
+def _einsum_jvp(k: int) -> Any:
+    def rule(t: Any, ans: Any, subscripts: Any, *ops: Any, optimize: Any = False) -> Any:
+        args = list(ops)
+        args[k] = t
+        return _einsum(subscripts, *args, optimize=optimize)
 
     return rule
 
@@ -908,7 +909,7 @@ def multi_dot(arrays: Sequence[Any], *, out: None = None) -> Any:
     return result
 
 
-def _matrix_chain_order(arrays: list) -> Any:
+def _matrix_chain_order(arrays: list[Any]) -> Any:
     n = len(arrays)
     p = [shape(a)[0] for a in arrays] + [shape(arrays[-1])[1]]
     m = np.zeros((n, n), dtype=np.float64)
@@ -925,7 +926,7 @@ def _matrix_chain_order(arrays: list) -> Any:
     return s
 
 
-def _multi_dot(arrays: list, order: Any, i: int, j: int) -> Any:
+def _multi_dot(arrays: list[Any], order: Any, i: int, j: int) -> Any:
     if i == j:
         return arrays[i]
     k = int(order[i, j])
@@ -959,18 +960,18 @@ def _solve_vector(a: Any, b: Any) -> bool:
     return nb == 1 or (not _NUMPY2 and nb == ndim(_arr(a)) - 1)
 
 
-def _as_columns(a: Any, b: Any, *xs: Any) -> list:
+def _as_columns(a: Any, b: Any, *xs: Any) -> list[Any]:
     """In vector mode, make the matching arrays columns (..., M, 1)."""
     return [fnp.expand_dims(x, -1) for x in xs] if _solve_vector(a, b) else list(xs)
 
 
-def _solve_vjp_a(g, ans, a, b):
+def _solve_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
     g2, x2 = _as_columns(a, b, g, ans)
     gb = solve(_mT(a), g2)
     return unbroadcast(-matmul(gb, _mT(x2)), a)
 
 
-def _solve_vjp_b(g, ans, a, b):
+def _solve_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
     b = _arr(b)
     (g2,) = _as_columns(a, b, g)
     gb = solve(_mT(a), g2)
@@ -979,13 +980,13 @@ def _solve_vjp_b(g, ans, a, b):
     return unbroadcast(gb, b)
 
 
-def _solve_jvp_a(t, ans, a, b):
+def _solve_jvp_a(t: Any, ans: Any, a: Any, b: Any) -> Any:
     (x2,) = _as_columns(a, b, ans)
     dx = -solve(a, matmul(t, x2))
     return _drop_last(dx) if _solve_vector(a, b) else dx
 
 
-solve = defprimitive(
+solve: Callable[..., Any] = defprimitive(
     backend_function("linalg.solve", 2), vjp=(_solve_vjp_a, _solve_vjp_b),
     jvp=(_solve_jvp_a, lambda t, ans, a, b: solve(a, t)), batch=_solve_batch,
     doc="""Solve ``a @ x = b``; b is (M,) or a stack (..., M, K). Differentiable ``numpy.linalg.solve``.
@@ -1018,12 +1019,12 @@ Example::
 )
 
 
-def _slogdet_raw(a):
+def _slogdet_raw(a: Any) -> Any:
     sign, logdet = resolve(namespace_of(a), "linalg.slogdet")(a)
     return sign, logdet
 
 
-def _slogdet_vjp(g, ans, a):
+def _slogdet_vjp(g: Any, ans: Any, a: Any) -> Any:
     g_sign, g_log = g
     sign, _ = ans
     coef = g_log
@@ -1032,7 +1033,7 @@ def _slogdet_vjp(g, ans, a):
     return _expand2(coef) * _mT(inv(a))
 
 
-def _slogdet_jvp(t, ans, a):
+def _slogdet_jvp(t: Any, ans: Any, a: Any) -> Any:
     sign, _ = ans
     tau = einsum("...ij,...ji->...", inv(a), t)
     if is_complex(a):
@@ -1070,14 +1071,14 @@ def _phi(x: Any) -> Any:
     return x * (_strict_tri(n, x) + 0.5 * _eye(n, x, real=True))
 
 
-def _cholesky_vjp(g, ans, a):
+def _cholesky_vjp(g: Any, ans: Any, a: Any) -> Any:
     L = ans
     Linv = inv(L)
     c = _matmul(_mT(Linv), _phi(matmul(_mT(L), g)), _conj(Linv))
     return _hermitian_cotangent(c, "L")
 
 
-def _cholesky_jvp(t, ans, a):
+def _cholesky_jvp(t: Any, ans: Any, a: Any) -> Any:
     L = ans
     Linv = inv(L)
     S = _matmul(Linv, _hermitian_tangent(t, "L"), _H(Linv))
@@ -1108,19 +1109,19 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
 
 # --- eigh, eigvalsh ---------------------------------------------------------------
 
-def _eigh_raw(a, UPLO="L"):
+def _eigh_raw(a: Any, UPLO: Any = "L") -> Any:
     w, v = resolve(namespace_of(a), "linalg.eigh")(a, UPLO=UPLO)
     return w, v
 
 
-def _eigh_vjp(g, ans, a, UPLO="L"):
+def _eigh_vjp(g: Any, ans: Any, a: Any, UPLO: Any = "L") -> Any:
     gw, gV = g
     w, V = ans
     K = _inv_gaps(w) * matmul(_mT(V), gV) + _diag_embed(gw)
     return _hermitian_cotangent(_matmul(_conj(V), K, _mT(V)), UPLO)
 
 
-def _eigh_jvp(t, ans, a, UPLO="L"):
+def _eigh_jvp(t: Any, ans: Any, a: Any, UPLO: Any = "L") -> Any:
     w, V = ans
     M = _matmul(_H(V), _hermitian_tangent(t, UPLO), V)
     dw = _diag(M)
@@ -1151,16 +1152,16 @@ def eigh(a: Any, UPLO: str = "L") -> EighResult:
     return EighResult(w, v)
 
 
-def _eigvalsh_raw(a, UPLO="L"):
+def _eigvalsh_raw(a: Any, UPLO: Any = "L") -> Any:
     return resolve(namespace_of(a), "linalg.eigvalsh")(a, UPLO=UPLO)
 
 
-def _eigvalsh_vjp(g, ans, a, UPLO="L"):
+def _eigvalsh_vjp(g: Any, ans: Any, a: Any, UPLO: Any = "L") -> Any:
     _, V = _eigh(a, UPLO=UPLO)
     return _hermitian_cotangent(matmul(_conj(V) * fnp.expand_dims(g, -2), _mT(V)), UPLO)
 
 
-def _eigvalsh_jvp(t, ans, a, UPLO="L"):
+def _eigvalsh_jvp(t: Any, ans: Any, a: Any, UPLO: Any = "L") -> Any:
     _, V = _eigh(a, UPLO=UPLO)
     dw = einsum("...ji,...jk,...ki->...i", _conj(V), _hermitian_tangent(t, UPLO), V)
     return fnp.real(dw) if is_complex(dw) else dw
@@ -1186,13 +1187,13 @@ def eigvalsh(a: Any, UPLO: str = "L") -> Any:
 
 # --- svd ----------------------------------------------------------------------------
 
-def _svd_raw(a, full_matrices=True, hermitian=False):
+def _svd_raw(a: Any, full_matrices: Any = True, hermitian: Any = False) -> Any:
     kw = {"hermitian": True} if hermitian else {}
     u, s, vh = resolve(namespace_of(a), "linalg.svd")(a, full_matrices=full_matrices, compute_uv=True, **kw)
     return u, s, vh
 
 
-def _svdvals_raw(a, hermitian=False):
+def _svdvals_raw(a: Any, hermitian: Any = False) -> Any:
     kw = {"hermitian": True} if hermitian else {}
     return resolve(namespace_of(a), "linalg.svd")(a, compute_uv=False, **kw)
 
@@ -1207,7 +1208,7 @@ def _check_reduced(a: Any, full_matrices: bool) -> None:
         )
 
 
-def _svd_vjp(g, ans, a, full_matrices=True, hermitian=False):
+def _svd_vjp(g: Any, ans: Any, a: Any, full_matrices: Any = True, hermitian: Any = False) -> Any:
     _check_reduced(a, full_matrices)
     gU, gS, gVh = g
     U, S, Vh = ans
@@ -1234,7 +1235,7 @@ def _svd_vjp(g, ans, a, full_matrices=True, hermitian=False):
     return _hermitian_cotangent(c, "L") if hermitian else c
 
 
-def _svd_jvp(t, ans, a, full_matrices=True, hermitian=False):
+def _svd_jvp(t: Any, ans: Any, a: Any, full_matrices: Any = True, hermitian: Any = False) -> Any:
     _check_reduced(a, full_matrices)
     U, S, Vh = ans
     m, n = shape(a)[-2:]
@@ -1270,13 +1271,13 @@ _svd = defprimitive(
 )
 
 
-def _svdvals_vjp(g, ans, a, hermitian=False):
+def _svdvals_vjp(g: Any, ans: Any, a: Any, hermitian: Any = False) -> Any:
     U, _, Vh = _svd(a, full_matrices=False, hermitian=hermitian)
     c = _real_like(matmul(_conj(U) * fnp.expand_dims(g, -2), _conj(Vh)), a)
     return _hermitian_cotangent(c, "L") if hermitian else c
 
 
-def _svdvals_jvp(t, ans, a, hermitian=False):
+def _svdvals_jvp(t: Any, ans: Any, a: Any, hermitian: Any = False) -> Any:
     U, _, Vh = _svd(a, full_matrices=False, hermitian=hermitian)
     dA = _hermitian_tangent(t, "L") if hermitian else t
     dS = einsum("...ji,...jk,...ik->...i", _conj(U), dA, _conj(Vh))
@@ -1317,7 +1318,7 @@ def svdvals(x: Any, /) -> Any:
 
 # --- qr -----------------------------------------------------------------------------------
 
-def _qr_raw(a):
+def _qr_raw(a: Any) -> Any:
     q, r = resolve(namespace_of(a), "linalg.qr")(a, mode="reduced")
     return q, r
 
@@ -1327,7 +1328,7 @@ def _solve_right(B: Any, R: Any, transpose: bool = False) -> Any:
     return _mT(solve(R if transpose else _mT(R), _mT(B)))
 
 
-def _qr_jvp_tall(dA, Q, R):
+def _qr_jvp_tall(dA: Any, Q: Any, R: Any) -> Any:
     n = shape(R)[-1]
     X = _solve_right(dA, R)
     C = matmul(_H(Q), X)
@@ -1338,7 +1339,7 @@ def _qr_jvp_tall(dA, Q, R):
     return matmul(Q, do - C) + X, matmul(C - do, R)
 
 
-def _qr_vjp_tall(gQ, gR, Q, R):
+def _qr_vjp_tall(gQ: Any, gR: Any, Q: Any, R: Any) -> Any:
     n = shape(R)[-1]
     M = matmul(_mT(Q), gQ) - matmul(gR, _mT(R))
     Kdo = (M - _H(M)) * _strict_tri(n, M)
@@ -1356,7 +1357,7 @@ def _wide_split(a: Any) -> tuple[Any, Any]:
     return xp.eye(n, m, dtype=dt), xp.eye(n, n - m, k=-m, dtype=dt)
 
 
-def _qr_jvp(t, ans, a):
+def _qr_jvp(t: Any, ans: Any, a: Any) -> Any:
     Q, R = ans
     m, n = shape(a)[-2:]
     if m >= n:
@@ -1367,7 +1368,7 @@ def _qr_jvp(t, ans, a):
     return dQ, matmul(dR1, _mT(E1)) + matmul(dR2, _mT(E2))
 
 
-def _qr_vjp(g, ans, a):
+def _qr_vjp(g: Any, ans: Any, a: Any) -> Any:
     gQ, gR = g
     Q, R = ans
     m, n = shape(a)[-2:]
@@ -1386,7 +1387,7 @@ _qr = defprimitive(
 )
 
 
-def _qr_other_raw(a, mode):
+def _qr_other_raw(a: Any, mode: Any) -> Any:
     return tuple(resolve(namespace_of(a), "linalg.qr")(a, mode=mode))
 
 
@@ -1434,13 +1435,13 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 _UNSET = object()
 
 
-def _pinv_raw(a, hermitian=False, **kw):
+def _pinv_raw(a: Any, hermitian: Any = False, **kw: Any) -> Any:
     if hermitian:
         kw["hermitian"] = True
     return resolve(namespace_of(a), "linalg.pinv")(a, **kw)
 
 
-def _pinv_vjp(g, ans, a, hermitian=False, **_):
+def _pinv_vjp(g: Any, ans: Any, a: Any, hermitian: Any = False, **_: Any) -> Any:
     X = ans
     Xt, Xc = _mT(X), _conj(X)
     AXc = _conj(matmul(a, X))
@@ -1453,7 +1454,7 @@ def _pinv_vjp(g, ans, a, hermitian=False, **_):
     return _hermitian_cotangent(c, "L") if hermitian else c
 
 
-def _pinv_jvp(t, ans, a, hermitian=False, **_):
+def _pinv_jvp(t: Any, ans: Any, a: Any, hermitian: Any = False, **_: Any) -> Any:
     X = ans
     dA = _hermitian_tangent(t, "L") if hermitian else t
     dAH = _H(dA)
@@ -1575,7 +1576,7 @@ matrix_rank = defprimitive(
 
 # --- norm ------------------------------------------------------------------------------------
 
-def _norm2_raw(x, axis=None, keepdims=False):
+def _norm2_raw(x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     return resolve(namespace_of(x), "linalg.norm")(x, None, axis, keepdims)
 
 
@@ -1588,14 +1589,14 @@ def _kept_shape(x: Any, axis: Any) -> tuple[int, ...]:
     return tuple(1 if i in axes else n for i, n in enumerate(s))
 
 
-def _norm2_vjp(g, ans, x, axis=None, keepdims=False):
+def _norm2_vjp(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     if not keepdims:
         ks = _kept_shape(x, axis)
         g, ans = fnp.reshape(g, ks), fnp.reshape(ans, ks)
     return _real_like(g * _conj(x) * _safe_inv(ans), x)
 
 
-def _norm2_jvp(t, ans, x, axis=None, keepdims=False):
+def _norm2_jvp(t: Any, ans: Any, x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     p = _conj(x) * t
     if is_complex(p):
         p = fnp.real(p)
@@ -1656,7 +1657,7 @@ def _matrix_norm(x: Any, ord: Any, row: int, col: int) -> Any:
     raise ValueError(f"Invalid norm order {ord!r} for matrices.")
 
 
-def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+def norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> Any:
     """Matrix or vector norm. Differentiable ``numpy.linalg.norm``, every ``ord``.
 
     The gradient of the 2-norm (and Frobenius norm) at x = 0 is 0 rather
@@ -1696,7 +1697,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     raise ValueError("Improper number of dimensions to norm.")
 
 
-def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+def vector_norm(x: Any, /, *, axis: Axis = None, keepdims: bool = False, ord: Any = 2) -> Any:
     """Vector norm over ``axis`` (all axes, flattened, by default). Differentiable ``numpy.linalg.vector_norm``."""
     x = _arr(x)
     nd = ndim(x)
@@ -1738,7 +1739,7 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 
 # --- no derivative (yet) ---------------------------------------------------------------------
 
-def _eig_raw(a):
+def _eig_raw(a: Any) -> Any:
     w, v = resolve(namespace_of(a), "linalg.eig")(a)
     return w, v
 

@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -47,7 +47,7 @@ def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdi
 
         fnp.nanprod(fnp.asarray([2.0, fnp.nan, 3.0]))   # 6
     """
-    kw: dict = {}
+    kw: dict[Any, Any] = {}
     if initial is not None:
         kw["initial"] = initial
     if where is not None:
@@ -87,7 +87,7 @@ def _to(result: Any, out: Any) -> Any:
     return out
 
 
-ldexp = defprimitive(
+ldexp: Callable[..., Any] = defprimitive(
     backend_function("ldexp", 2), name="ldexp",
     vjp=[lambda g, ans, x1, x2: unbroadcast(ldexp(g, x2), x1)],
     jvp={1: lambda t, ans, x1, x2: fnp.zeros_like(ans)},

@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Callable
 
 import numpy as np
@@ -65,10 +66,10 @@ for _name in ("float128", "complex256", "float96", "complex192"):
         __all__.append(_name)
 
 
-def _passing(name: str, n_arrays: int, multiple: bool = False) -> Callable[..., Any]:
+def _passing(name: str, n_arrays: int, multiple: builtins.bool = False) -> Callable[..., Any]:
     """A primitive with no derivative: traced values pass through; vmap runs it per example."""
 
-    def batch(args: list, dims: list, **kwargs: Any) -> tuple:
+    def batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, ...]:
         size = next(getattr(a, "shape")[d] if not isinstance(a, Box) else a._shape()[d]
                     for a, d in zip(args, dims) if d is not None)
         return fallback(fn.primitive, list(args), list(dims), size, kwargs)  # type: ignore[attr-defined]
@@ -89,14 +90,15 @@ packbits = _passing("packbits", 1)
 unpackbits = _passing("unpackbits", 1)
 
 
-def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> tuple:
+def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> tuple[Any, ...]:
     """``numpy.histogram`` (no derivative: traced ``a``/``weights`` pass through).
 
     Example::
 
         counts, edges = fnp.histogram(x, bins=4)
     """
-    return _histogram(a, bins, range, density, weights)
+    out: tuple[Any, ...] = _histogram(a, bins, range, density, weights)
+    return out
 
 
 def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
@@ -109,17 +111,20 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any 
     return _histogram_bin_edges(a, bins, range, weights)
 
 
-def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> tuple:
+def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None, density: Any = None,
+                weights: Any = None) -> tuple[Any, ...]:
     """``numpy.histogram2d`` (no derivative).
 
     Example::
 
         h, ex, ey = fnp.histogram2d(x, y, bins=3)
     """
-    return _histogram2d(x, y, bins, range, density, weights)
+    out: tuple[Any, ...] = _histogram2d(x, y, bins, range, density, weights)
+    return out
 
 
-def histogramdd(sample: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> tuple:
+def histogramdd(sample: Any, bins: Any = 10, range: Any = None, density: Any = None,
+                weights: Any = None) -> tuple[Any, ...]:
     """``numpy.histogramdd`` on the current values (no derivative; not batched by vmap).
 
     Example::
@@ -129,7 +134,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None, density: Any = N
     return np.histogramdd(_host(sample), bins, range, density, _host(weights))
 
 
-def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False) -> Any:
+def intersect1d(ar1: Any, ar2: Any, assume_unique: builtins.bool = False, return_indices: builtins.bool = False) -> Any:
     """``numpy.intersect1d`` (no derivative: traced values pass through).
 
     Example::
@@ -182,7 +187,7 @@ def array_str(a: Any, *args: Any, **kwargs: Any) -> str:
     return np.array_str(_host(a), *args, **kwargs)
 
 
-def save(file: Any, arr: Any, allow_pickle: bool = False) -> None:
+def save(file: Any, arr: Any, allow_pickle: builtins.bool = False) -> None:
     """``numpy.save`` of the current value (host copy of a device array; no pickles by default).
 
     Example::
@@ -240,7 +245,7 @@ def einsum_path(subscripts: Any, *operands: Any, **kwargs: Any) -> Any:
     return np.einsum_path(subscripts, *[_shape_only(o) for o in operands], **kwargs)
 
 
-def iterable(y: Any) -> bool:
+def iterable(y: Any) -> builtins.bool:
     """``numpy.iterable`` (a traced array is iterable unless 0-d).
 
     Example::

@@ -14,7 +14,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -100,7 +100,7 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
     if k is None:
-        ks: list = [0.0] * m
+        ks: list[Any] = [0.0] * m
     elif fnp.shape(k) == ():
         ks = [k] * m
     else:
@@ -217,7 +217,7 @@ def polyfit(x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w: 
         from ..backend import namespace_of
 
         if all(namespace_of(a) is np for a in (x, y, w) if a is not None and hasattr(a, "shape")):
-            return np.polyfit(x, y, deg, rcond, full, w, cov)
+            return np.polyfit(x, y, deg, rcond, full, w, cov)  # type: ignore[call-overload]
     if full or cov:
         raise NotImplementedError("polyfit(full=True or cov=True) works on plain NumPy arrays only; drop the option "
                                   "or compute residuals from fnp.polyval")
@@ -251,7 +251,7 @@ def _roots_jvp(t: Any, ans: Any, p: Any) -> Any:
     return -(fnp.vander(ans, n + 1) @ t) / d
 
 
-def _roots_batch(args: list, dims: list) -> tuple:
+def _roots_batch(args: list[Any], dims: list[Any]) -> tuple[Any, ...]:
     return fallback(_roots.primitive, args, dims, shape(args[0])[dims[0]], {})  # type: ignore[attr-defined]
 
 
@@ -279,7 +279,7 @@ def roots(p: Any) -> Any:
             return _raw(p)[:0]
         p = p[int(nz[0]):]
         if shape(p)[0] < 2:
-            return fnp.zeros(0, dtype=dtype(p))[:0] if not isinstance(p, Box) else p[:0] * 0
+            return fnp.zeros(0, dtype=dtype(p))[:0] if not isinstance(p, Box) else cast(Any, p)[:0] * 0
     return _roots(p)
 
 

@@ -62,7 +62,7 @@ def resize(a: Any, new_shape: Any) -> Any:
     return relabel(lambda la: np.resize(la, new_shape), [a])
 
 
-def _leaves(x: Any, out: list) -> Any:
+def _leaves(x: Any, out: list[Any]) -> Any:
     if isinstance(x, list):
         return [_leaves(v, out) for v in x]
     out.append(_arr(x))
@@ -76,7 +76,7 @@ def block(arrays: Any) -> Any:
 
         fnp.block([[A, B], [C, D]])
     """
-    leaves: list = []
+    leaves: list[Any] = []
     nested = _leaves(arrays, leaves)
     labels = label_arrays(leaves)
 

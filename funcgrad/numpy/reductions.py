@@ -29,7 +29,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import operator
-from typing import Any, Tuple, Union
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -38,7 +38,8 @@ import funcgrad.numpy as fnp
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
 from ..core import defprimitive
 from ._batching import fallback, move_to_front
-from ._util import _normalize_axis_tuple, _value, dtype as _dtype, is_complex, normalize_axes as _axes, shape
+from ._typing import Array, ArrayLike, Axis, DTypeLike
+from ._util import _normalize_axis_tuple, _value, dtype as _dtype, is_complex, normalize_axes as _axes, shape  # type: ignore[attr-defined]
 
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "ptp", "var", "std", "average",
@@ -47,8 +48,6 @@ __all__ = [
 
 _bmax = builtins.max
 
-# an axis argument: None, an int (negative counts from the end) or a tuple of ints
-Axis = Union[None, int, Tuple[int, ...]]
 
 
 # --------------------------------------------------------------------------
@@ -100,7 +99,7 @@ def _ns(a: Any) -> Any:
     return _NAMESPACE_BY_TYPE.get(type(a)) or namespace_of(a)
 
 
-def _opt(**kwargs: Any) -> dict:
+def _opt(**kwargs: Any) -> dict[Any, Any]:
     """The optional keyword arguments that were given (NumPy's own defaults otherwise)."""
     return {k: v for k, v in kwargs.items() if v is not None}
 
@@ -121,10 +120,11 @@ def _mask(b: Any, like: Any) -> Any:
 # see it, so another vmap that batches it gets its turn.
 
 
-def _batch_size(args: list, dims: list) -> int:
+def _batch_size(args: list[Any], dims: list[Any]) -> int:
     for a, d in zip(args, dims):
         if d is not None:
-            return shape(a)[d]
+            n: int = shape(a)[d]
+            return n
     raise ValueError("no batched argument")
 
 
@@ -156,7 +156,8 @@ def _batch_axis(axis: Any, per: int) -> int:
     return _axes(axis, per)[0] + 1
 
 
-def _bind(names: tuple, defaults: tuple, args: list, dims: list, kwargs: dict) -> tuple[list, list, dict]:
+def _bind(names: tuple[Any, ...], defaults: tuple[Any, ...], args: list[Any], dims: list[Any],
+          kwargs: dict[Any, Any]) -> tuple[list[Any], list[Any], dict[Any, Any]]:
     """All of ``names`` as positional values (and their batch dims); keyword
     arguments not in ``names`` (keyword-only ones) are returned apart."""
     vals = list(args) + list(defaults[len(args):])
@@ -185,7 +186,7 @@ def _reduction_batch(fn: Any, scan: bool = False) -> Any:
     i_axis = names.index("axis")
     i_where = names.index("where") if "where" in names else None
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, int]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
         vals, dims, rest = _bind(names, defaults, args, dims, kwargs)
         size = _batch_size(vals, dims)
         others = [i for i, d in enumerate(dims) if d is not None and i not in (0, i_where)]
@@ -224,7 +225,8 @@ def _scan_batch(fn: Any) -> Any:
 # sum, mean (linear)
 
 
-def _sum_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+def _sum_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+             initial: Any = None, where: Any = None) -> Any:
     if out is not None:
         _no_out(out, "sum")
     if initial is None and where is None:
@@ -249,7 +251,8 @@ def sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims:
     return _sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
 
 
-def _sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+def _sum_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: Any = False, initial: Any = None, where: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     ct = _expand(g, axes, keepdims)
     if shape(ct) != shape(a):
@@ -259,11 +262,12 @@ def _sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial
     return _like(ct, a) if dtype is not None else ct
 
 
-def _sum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+def _sum_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: Any = False, initial: Any = None, where: Any = None) -> Any:
     return sum(t, axis, dtype, None, keepdims, None, where)  # ``initial`` adds a constant
 
 
-def _initial_vjp(g, initial):
+def _initial_vjp(g: Any, initial: Any) -> Any:
     """Cotangent of the scalar ``initial`` from a cotangent ``g`` of every output."""
     return _like(sum(g) if shape(g) else g, initial)
 
@@ -281,7 +285,8 @@ _sum = defprimitive(
 sum.primitive = _sum.primitive  # type: ignore[attr-defined]
 
 
-def _mean_raw(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+def _mean_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+              where: Any = None) -> Any:
     if out is not None:
         _no_out(out, "mean")
     if where is None:
@@ -304,7 +309,8 @@ def mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims
     return _mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
 
-def _mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+def _mean_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+              keepdims: Any = False, where: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     ct = _expand(g, axes, keepdims)
     if where is None:
@@ -331,13 +337,13 @@ mean.primitive = _mean.primitive  # type: ignore[attr-defined]
 # private scan primitives used by the rules of prod / cumprod / cumsum / sort
 
 
-def _along(nd: int, axis: int, sl: slice) -> tuple:
+def _along(nd: int, axis: int, sl: slice) -> tuple[Any, ...]:
     idx = [slice(None)] * nd
     idx[axis] = sl
     return tuple(idx)
 
 
-def _shift_raw(x, offset, axis, fill=0.0):
+def _shift_raw(x: Any, offset: Any, axis: Any, fill: Any = 0.0) -> Any:
     """``y[i] = x[i - offset]`` along ``axis``; positions with no source get ``fill``."""
     xp = namespace_of(x)
     out = xp.full_like(x, fill)
@@ -350,20 +356,20 @@ def _shift_raw(x, offset, axis, fill=0.0):
     return out
 
 
-def _shift_batch(args, dims, fill=0.0):
+def _shift_batch(args: Any, dims: Any, fill: Any = 0.0) -> Any:
     x, offset, axis = args[:3]
     fill = args[3] if len(args) > 3 else fill
     per = len(shape(x)) - 1
     return _shift(move_to_front(x, dims[0]), offset, _batch_axis(axis, per), fill), 0
 
 
-_shift = defprimitive(
+_shift: Callable[..., Any] = defprimitive(
     _shift_raw, name="shift", vjp=lambda g, ans, x, offset, axis, fill=0.0: _shift(g, -offset, axis, 0.0),
     jvp=lambda t, ans, x, offset, axis, fill=0.0: _shift(t, offset, axis, 0.0), batch=_shift_batch,
 )
 
 
-def _linrec_raw(a, b, axis, reverse=False):
+def _linrec_raw(a: Any, b: Any, axis: Any, reverse: Any = False) -> Any:
     """The linear recurrence ``h[i] = a[i] * h[i-1] + b[i]`` along ``axis`` (``h[-1] = 0``).
 
     With ``reverse`` it runs the other way: ``h[i] = a[i] * h[i+1] + b[i]``.
@@ -387,20 +393,20 @@ def _linrec_raw(a, b, axis, reverse=False):
 
 # h = L b with L[i, k] = prod(a[k+1 .. i]) (forward); the transpose runs the
 # recurrence the other way with the coefficients shifted by one.
-def _linrec_vjp_b(g, ans, a, b, axis, reverse=False):
+def _linrec_vjp_b(g: Any, ans: Any, a: Any, b: Any, axis: Any, reverse: Any = False) -> Any:
     return _linrec(_shift(a, 1 if reverse else -1, axis), g, axis, not reverse)
 
 
-def _linrec_vjp_a(g, ans, a, b, axis, reverse=False):
+def _linrec_vjp_a(g: Any, ans: Any, a: Any, b: Any, axis: Any, reverse: Any = False) -> Any:
     step = -1 if reverse else 1
     return _shift(ans, step, axis) * _linrec(_shift(a, -step, axis), g, axis, not reverse)
 
 
-def _linrec_jvp_a(t, ans, a, b, axis, reverse=False):
+def _linrec_jvp_a(t: Any, ans: Any, a: Any, b: Any, axis: Any, reverse: Any = False) -> Any:
     return _linrec(a, t * _shift(ans, -1 if reverse else 1, axis), axis, reverse)
 
 
-def _linrec_batch(args, dims, reverse=False):
+def _linrec_batch(args: Any, dims: Any, reverse: Any = False) -> Any:
     a, b, axis = args[:3]
     reverse = args[3] if len(args) > 3 else reverse
     size = _batch_size(args, dims)
@@ -408,20 +414,20 @@ def _linrec_batch(args, dims, reverse=False):
     return _linrec(_front(a, dims[0], size), _front(b, dims[1], size), _batch_axis(axis, per), reverse), 0
 
 
-_linrec = defprimitive(
+_linrec: Callable[..., Any] = defprimitive(
     _linrec_raw, name="linrec", vjp=(_linrec_vjp_a, _linrec_vjp_b),
     jvp=(_linrec_jvp_a, lambda t, ans, a, b, axis, reverse=False: _linrec(a, t, axis, reverse)),
     batch=_linrec_batch,
 )
 
 
-def _rcumprod_raw(x, axis):
+def _rcumprod_raw(x: Any, axis: Any) -> Any:
     """``y[i] = prod(x[i:])`` along ``axis``."""
     xp = namespace_of(x)
     return xp.flip(xp.cumprod(xp.flip(x, axis), axis=axis), axis)
 
 
-def _rcumprod_vjp(g, ans, x, axis):
+def _rcumprod_vjp(g: Any, ans: Any, x: Any, axis: Any) -> Any:
     # d y[k] / d x[i] = prod(x[j] for j >= k, j != i) for i >= k
     return _shift(ans, -1, axis, 1.0) * _linrec(_shift(x, 1, axis), g, axis, False)
 
@@ -429,7 +435,7 @@ def _rcumprod_vjp(g, ans, x, axis):
 def _axis_param_batch(fn: Any) -> Any:
     """Rule for ``fn(x, axis)`` (a scan along one per-example axis)."""
 
-    def rule(args, dims):
+    def rule(args: Any, dims: Any) -> Any:
         x, axis = args
         return fn(move_to_front(x, dims[0]), _batch_axis(axis, len(shape(x)) - 1)), 0
 
@@ -443,18 +449,18 @@ _rcumprod = defprimitive(
 )
 
 
-def _rcumsum_raw(x, axis):
+def _rcumsum_raw(x: Any, axis: Any) -> Any:
     """``y[i] = sum(x[i:])`` along ``axis``."""
     xp = namespace_of(x)
     return xp.flip(xp.cumsum(xp.flip(x, axis), axis=axis), axis)
 
 
-def _permute_raw(x, idx, axis):
+def _permute_raw(x: Any, idx: Any, axis: Any) -> Any:
     """``take_along_axis(x, idx, axis)`` for ``idx`` a permutation along ``axis``."""
     return namespace_of(x).take_along_axis(x, idx, axis=axis)
 
 
-def _permute_batch(args, dims):
+def _permute_batch(args: Any, dims: Any) -> Any:
     x, idx, axis = args
     size = _batch_size(args, dims)
     per = len(shape(x)) - (dims[0] is not None)
@@ -463,7 +469,7 @@ def _permute_batch(args, dims):
     return _permute(_front(x, dims[0], size), _front(idx, dims[1], size), _batch_axis(axis, per)), 0
 
 
-_permute = defprimitive(
+_permute: Callable[..., Any] = defprimitive(
     _permute_raw, name="permute",
     vjp=lambda g, ans, x, idx, axis: _permute(g, fnp.argsort(idx, axis=axis), axis), linear=True,
     batch=_permute_batch,
@@ -493,7 +499,8 @@ def _others(x: Any, axes: tuple[int, ...]) -> Any:
 # prod
 
 
-def _prod_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _prod_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+              initial: Any = None) -> Any:
     if out is not None:
         _no_out(out, "prod")
     if initial is None:
@@ -501,7 +508,8 @@ def _prod_raw(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     return _ns(a).prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+         initial: Any = None) -> Any:
     """Product of array elements over the given axes. Differentiable ``numpy.prod``.
 
     The derivative is the product of the other factors, computed without
@@ -517,26 +525,30 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
     return _prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
 
 
-def _prod_factor(a, axes, initial):
+def _prod_factor(a: Any, axes: Any, initial: Any) -> Any:
     f = _others(a, axes)
     return f if initial is None else f * initial
 
 
-def _prod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _prod_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+              keepdims: Any = False, initial: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     return _like(_expand(g, axes, keepdims) * _prod_factor(a, axes, initial), a)
 
 
-def _prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _prod_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+              keepdims: Any = False, initial: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     return _to(sum(t * _prod_factor(a, axes, initial), axis=axes, dtype=dtype, keepdims=keepdims), _dtype(ans))
 
 
-def _prod_vjp_initial(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _prod_vjp_initial(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                      keepdims: Any = False, initial: Any = None) -> Any:
     return _initial_vjp(g * prod(a, axis, dtype, None, keepdims), initial)
 
 
-def _prod_jvp_initial(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _prod_jvp_initial(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                      keepdims: Any = False, initial: Any = None) -> Any:
     return _to(t * prod(a, axis, dtype, None, keepdims), _dtype(ans))
 
 
@@ -551,8 +563,13 @@ prod.primitive = _prod.primitive  # type: ignore[attr-defined]
 # max, min: ties share the derivative equally
 
 
-def _chooser(name: str, doc: str):
-    def raw(a, axis=None, out=None, keepdims=False, initial=None):
+class _Chooser(Protocol):
+    def __call__(self, a: ArrayLike, axis: Axis = None, out: Any = None, keepdims: bool = False,
+                 initial: Any = None) -> Array: ...
+
+
+def _chooser(name: str, doc: str) -> _Chooser:
+    def raw(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False, initial: Any = None) -> Any:
         if out is not None:
             _no_out(out, name)
         fn = getattr(_ns(a), name)
@@ -562,7 +579,7 @@ def _chooser(name: str, doc: str):
 
     raw.__doc__ = doc
 
-    def locations(ans, a, axis, keepdims):
+    def locations(ans: Any, a: Any, axis: Any, keepdims: Any) -> Any:
         """0/1 at the positions of the extremum, and their count per output (at least 1)."""
         axes = _axes(axis, len(shape(a)))
         where = _mask(fnp.equal(a, _expand(ans, axes, keepdims)), a)
@@ -570,11 +587,13 @@ def _chooser(name: str, doc: str):
         # ``initial`` may beat every element: no location, zero derivative.
         return axes, where, count + _mask(fnp.equal(count, 0), count)
 
-    def vjp(g, ans, a, axis=None, out=None, keepdims=False, initial=None):
+    def vjp(g: Any, ans: Any, a: Any, axis: Any = None, out: Any = None, keepdims: Any = False,
+            initial: Any = None) -> Any:
         axes, where, count = locations(ans, a, axis, keepdims)
         return _expand(g, axes, keepdims) * (where / count)
 
-    def jvp(t, ans, a, axis=None, out=None, keepdims=False, initial=None):
+    def jvp(t: Any, ans: Any, a: Any, axis: Any = None, out: Any = None, keepdims: Any = False,
+            initial: Any = None) -> Any:
         axes, where, count = locations(ans, a, axis, keepdims)
         tt = sum(t * where, axis=axes, keepdims=True) / count
         return tt if keepdims or not axes else fnp.reshape(tt, shape(ans))
@@ -584,7 +603,7 @@ def _chooser(name: str, doc: str):
         batch_from=_reduction_batch,
     )
 
-    def public(a, axis=None, out=None, keepdims=False, initial=None):
+    def public(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False, initial: Any = None) -> Any:
         if out is None:
             return prim(a, axis, None, keepdims, initial)
         return prim(a, axis=axis, out=out, keepdims=keepdims, initial=initial)
@@ -616,7 +635,7 @@ amax = max
 amin = min
 
 
-def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+def ptp(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False) -> Any:
     """Range (maximum - minimum) over the given axes. Differentiable ``numpy.ptp``.
 
     Example::
@@ -631,12 +650,18 @@ def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> An
 # var, std
 
 
-def _ddof(ddof, correction):
+def _ddof(ddof: Any, correction: Any) -> Any:
     return ddof if correction is None else correction
 
 
-def _moment_raw(name):
-    def raw(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+class _Moment(Protocol):
+    def __call__(self, a: ArrayLike, axis: Axis = None, dtype: DTypeLike = None, out: Any = None, ddof: float = 0,
+                 keepdims: bool = False, *, correction: float | None = None) -> Array: ...
+
+
+def _moment_raw(name: str) -> _Moment:
+    def raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: float = 0, keepdims: bool = False, *,
+            correction: float | None = None) -> Any:
         if out is not None:
             _no_out(out, name)
         fn = getattr(_ns(a), name)
@@ -647,7 +672,7 @@ def _moment_raw(name):
     return raw
 
 
-def _deviation(a, axes, recenter=False):
+def _deviation(a: Any, axes: Any, recenter: Any = False) -> Any:
     """``a - mean(a)`` over ``axes``, conjugated for complex ``a``.
 
     With ``recenter`` the deviation is centred a second time (the corrected
@@ -661,7 +686,7 @@ def _deviation(a, axes, recenter=False):
     return fnp.conj(d) if is_complex(d) else d
 
 
-def _inv_dof(a, axes, ddof):
+def _inv_dof(a: Any, axes: Any, ddof: Any) -> Any:
     n = _count(a, axes) - ddof
     return 1.0 / n if n > 0 else float("nan")
 
@@ -679,13 +704,15 @@ _var_raw.__doc__ = """Variance over the given axes. Differentiable ``numpy.var``
     """
 
 
-def _var_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+def _var_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+             keepdims: Any = False, *, correction: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     scale = 2.0 * _inv_dof(a, axes, _ddof(ddof, correction))
     return _like(_expand(g, axes, keepdims) * _deviation(a, axes) * scale, a)
 
 
-def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+def _var_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+             keepdims: Any = False, *, correction: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     s = sum(_deviation(a, axes) * t, axis=axes, keepdims=keepdims)
     if is_complex(s):
@@ -712,20 +739,22 @@ _std_raw.__doc__ = """Standard deviation over the given axes. Differentiable ``n
     """
 
 
-def _std_scale(ans, a, axes, ddof):
+def _std_scale(ans: Any, a: Any, axes: Any, ddof: Any) -> Any:
     """``1 / ((N - ddof) * std)`` where std != 0, else 0 (no nan, no inf)."""
     zero = fnp.equal(ans, 0)
     safe = ans + _mask(zero, ans)
     return _mask(fnp.logical_not(zero), ans) * (_inv_dof(a, axes, ddof) / safe)
 
 
-def _std_vjp(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+def _std_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+             keepdims: Any = False, *, correction: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     scale = _std_scale(ans, a, axes, _ddof(ddof, correction))
     return _like(_expand(g * scale, axes, keepdims) * _deviation(a, axes, True), a)
 
 
-def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, correction=None):
+def _std_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0,
+             keepdims: Any = False, *, correction: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
     s = sum(_deviation(a, axes, True) * t, axis=axes, keepdims=keepdims)
     if is_complex(s):
@@ -740,7 +769,7 @@ std = defprimitive(_std_raw, name="std", vjp=_std_vjp, jvp=_std_jvp, batch_from=
 # average (composite: derivatives w.r.t. both ``a`` and ``weights`` come for free)
 
 
-def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False) -> Any:
+def average(a: Any, axis: Axis = None, weights: Any = None, returned: bool = False, *, keepdims: bool = False) -> Any:
     """Weighted average over the given axes. Differentiable ``numpy.average``.
 
     Differentiable in both ``a`` and ``weights``. Weights that sum to zero raise
@@ -799,14 +828,14 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
 # cumsum, cumprod
 
 
-def _flat(x, axis):
+def _flat(x: Any, axis: Any) -> Any:
     """(x, axis) with ``axis=None`` meaning: flatten first, as NumPy's scans do."""
     if axis is None:
         return fnp.reshape(x, (-1,)), 0
     return x, operator.index(axis) % _bmax(len(shape(x)), 1)
 
 
-def _cumsum_raw(a, axis=None, dtype=None, out=None):
+def _cumsum_raw(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
     if out is not None:
         _no_out(out, "cumsum")
     return _ns(a).cumsum(a, axis=axis, dtype=dtype)
@@ -821,7 +850,7 @@ _cumsum_raw.__doc__ = """Cumulative sum along an axis (flattened when ``axis`` i
     """
 
 
-def _cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
+def _cumsum_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     ct = _rcumsum(g, 0 if axis is None else axis)
     if axis is None:
         ct = fnp.reshape(ct, shape(a))
@@ -836,7 +865,7 @@ _rcumsum = defprimitive(
 )
 
 
-def _cumprod_raw(a, axis=None, dtype=None, out=None):
+def _cumprod_raw(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
     if out is not None:
         _no_out(out, "cumprod")
     return _ns(a).cumprod(a, axis=axis, dtype=dtype)
@@ -854,7 +883,7 @@ _cumprod_raw.__doc__ = """Cumulative product along an axis (flattened when ``axi
     """
 
 
-def _cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
+def _cumprod_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     # d ans[k] / d a[i] = prod(a[j] for j <= k, j != i) for i <= k:
     # (exclusive product before i) * sum_k g[k] * prod(a[i+1 .. k]).
     x, ax = _flat(a if dtype is None else _to(a, _dtype(ans)), axis)
@@ -864,7 +893,7 @@ def _cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
     return _like(ct, a)
 
 
-def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
+def _cumprod_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     x, ax = _flat(a if dtype is None else _to(a, _dtype(ans)), axis)
     t, _ = _flat(_to(t, _dtype(ans)), axis)
     return _linrec(x, t * _shift(ans, 1, ax, 1.0), ax, False)
@@ -879,7 +908,8 @@ cumprod = defprimitive(
 # sort
 
 
-def _sort_raw(a, axis=-1, kind=None, order=None, *, stable=None):
+def _sort_raw(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
+              stable: bool | None = None) -> Any:
     if kind is None and order is None and stable is None:
         return _ns(a).sort(a, axis=axis)
     return _ns(a).sort(a, axis=axis, **_opt(kind=kind, order=order, stable=stable))
@@ -897,14 +927,16 @@ _sort_raw.__doc__ = """Sorted copy of an array along an axis (flattened when ``a
     """
 
 
-def _sort_vjp(g, ans, a, axis=-1, kind=None, order=None, *, stable=None):
+def _sort_vjp(g: Any, ans: Any, a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+              stable: Any = None) -> Any:
     x, ax = _flat(a, axis)
     inverse = fnp.argsort(fnp.argsort(x, axis=ax), axis=ax)
     ct = _permute(g, inverse, ax)
     return fnp.reshape(ct, shape(a)) if axis is None else ct
 
 
-def _sort_jvp(t, ans, a, axis=-1, kind=None, order=None, *, stable=None):
+def _sort_jvp(t: Any, ans: Any, a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+              stable: Any = None) -> Any:
     x, ax = _flat(a, axis)
     t, _ = _flat(t, axis)
     return _permute(t, fnp.argsort(x, axis=ax), ax)
@@ -917,7 +949,7 @@ sort = defprimitive(_sort_raw, name="sort", vjp=_sort_vjp, jvp=_sort_jvp, batch_
 # nansum, nanmean: NaNs count as absent (zero derivative there)
 
 
-def _nansum_raw(a, axis=None, dtype=None, out=None, keepdims=False):
+def _nansum_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     _no_out(out, "nansum")
     return namespace_of(a).nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
@@ -932,16 +964,18 @@ _nansum_raw.__doc__ = """Sum treating NaNs as zero. Differentiable ``numpy.nansu
     """
 
 
-def _present(a):
+def _present(a: Any) -> Any:
     return _mask(fnp.logical_not(fnp.isnan(a)), a)
 
 
-def _nansum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _nansum_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                keepdims: Any = False) -> Any:
     axes = _axes(axis, len(shape(a)))
     return _like(_expand(g, axes, keepdims) * _present(a), a)
 
 
-def _nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _nansum_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                keepdims: Any = False) -> Any:
     return sum(t * _present(a), axis, dtype, None, keepdims)
 
 
@@ -950,7 +984,7 @@ nansum = defprimitive(
 )
 
 
-def _nanmean_raw(a, axis=None, dtype=None, out=None, keepdims=False):
+def _nanmean_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
     _no_out(out, "nanmean")
     return namespace_of(a).nanmean(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
@@ -965,13 +999,15 @@ _nanmean_raw.__doc__ = """Mean ignoring NaNs. Differentiable ``numpy.nanmean``.
     """
 
 
-def _nanmean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _nanmean_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                 keepdims: Any = False) -> Any:
     axes = _axes(axis, len(shape(a)))
     w = _present(a)
     return _like(_expand(g, axes, keepdims) * (w / sum(w, axis=axes, keepdims=True)), a)
 
 
-def _nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _nanmean_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                 keepdims: Any = False) -> Any:
     axes = _axes(axis, len(shape(a)))
     w = _present(a)
     return _to(sum(t * w, axis=axes, keepdims=keepdims) / sum(w, axis=axes, keepdims=keepdims), _dtype(ans))

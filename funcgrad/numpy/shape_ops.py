@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from typing import Any, Sequence
+from typing import Any, Callable, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from ..backend import device_constant, namespace_of, scatter_add, to_numpy
 from ..core import Box, defprimitive, get_primitive, unbox_all
 from ..core.reverse import ArraySpec
 from ._batching import fallback as _fallback, move_to_front
+from ._typing import Array, ArrayLike, Axis, ShapeLike
 from ._util import backend_function, dtype as _dtype, ndim as _ndim, shape as _shape, unbroadcast, pack
 
 __all__ = [
@@ -76,7 +77,7 @@ def _norm_axis(axis: Any, nd: int) -> int:
     return a % nd
 
 
-def _as_arrays(items: Sequence[Any]) -> list:
+def _as_arrays(items: Sequence[Any]) -> list[Any]:
     """Arrays and boxes as they are; lists and scalars made arrays of the others' namespace."""
     items = [pack(a) for a in items]  # lists holding traced values: one traced array each
     xp = namespace_of(*[a for a in items if isinstance(a, Box) or hasattr(a, "shape")])
@@ -85,7 +86,7 @@ def _as_arrays(items: Sequence[Any]) -> list:
             for a in items]
 
 
-def _unpack(arrays: Any) -> list:
+def _unpack(arrays: Any) -> list[Any]:
     """The sequence argument of concatenate/stack as a list (a traced array iterates over axis 0)."""
     if isinstance(arrays, Box):
         return list(unstack(arrays))
@@ -108,7 +109,7 @@ def _tangent_for(t: Any, ans: Any) -> Any:
     return t if _dtype(t) == ad else fnp.astype(t, ad)
 
 
-def _axis_index(axis: int, index: Any) -> tuple:
+def _axis_index(axis: int, index: Any) -> tuple[Any, ...]:
     return (slice(None),) * axis + (index,)
 
 
@@ -121,11 +122,12 @@ def _axis_index(axis: int, index: Any) -> tuple:
 def _batch_size(args: Sequence[Any], dims: Sequence[Any]) -> int:
     for a, d in zip(args, dims):
         if d is not None:
-            return _shape(a)[d]
+            n: int = _shape(a)[d]
+            return n
     raise ValueError("no batched argument")
 
 
-def _loop(fn: Any, args: Sequence[Any], dims: Sequence[Any], kwargs: dict) -> tuple:
+def _loop(fn: Any, args: Sequence[Any], dims: Sequence[Any], kwargs: dict[Any, Any]) -> tuple[Any, ...]:
     return _fallback(get_primitive(fn), list(args), list(dims), _batch_size(args, dims), kwargs)
 
 
@@ -143,7 +145,7 @@ def _front_rule(fn: Any, adjust: Any, n_results: int = 0) -> Any:
     **kwargs) -> (params, kwargs)`` rewrites the parameters for that input.
     """
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, ...]:
         if any(d is not None for d in dims[1:]):
             return _loop(fn, args, dims, kwargs)
         x = move_to_front(args[0], dims[0])
@@ -162,12 +164,12 @@ def _flatten_examples(x: Any) -> Any:
 # --------------------------------------------------------------------------
 # private linear pairs used by the rules
 
-def _take_slice_raw(x: Any, index: tuple) -> Any:
+def _take_slice_raw(x: Any, index: tuple[Any, ...]) -> Any:
     # The trailing Ellipsis makes integer indexing return a 0-d array, never a scalar.
     return x[index + (Ellipsis,)]
 
 
-def _embed_slice_raw(g: Any, index: tuple, shape: tuple) -> Any:
+def _embed_slice_raw(g: Any, index: tuple[Any, ...], shape: tuple[Any, ...]) -> Any:
     xp = namespace_of(g)
     out = xp.zeros(shape, dtype=_dtype(g))
     out[index] = g
@@ -181,7 +183,7 @@ _take_slice = defprimitive(
 )
 
 
-def _embed_slice_batch(args, dims):
+def _embed_slice_batch(args: Any, dims: Any) -> Any:
     if any(d is not None for d in dims[1:]):
         return _loop(_embed_slice, args, dims, {})
     g, index, shape = args
@@ -195,7 +197,7 @@ def _embed_slice_batch(args, dims):
     return _embed_slice(g, (slice(None),) + tuple(index), (gs[0],) + tuple(shape)), 0
 
 
-_embed_slice = defprimitive(
+_embed_slice: Callable[..., Any] = defprimitive(
     _embed_slice_raw, name="embed_slice", vjp=lambda g, ans, x, index, shape: _take_slice(g, index),
     linear=True, batch=_embed_slice_batch,
 )
@@ -229,7 +231,7 @@ _take_axis = defprimitive(
     vjp=lambda g, ans, x, idx, axis: _scatter_axis(g, idx, _shape(x)[axis], axis), linear=True,
     batch_from=lambda fn: _front_rule(fn, lambda per, idx, axis: ((idx, _shift_axes(axis, len(per))), {})),
 )
-_scatter_axis = defprimitive(
+_scatter_axis: Callable[..., Any] = defprimitive(
     _scatter_axis_raw,
     name="scatter_axis",
     vjp=lambda g, ans, x, idx, n, axis: _take_axis(g, idx, axis),
@@ -239,7 +241,7 @@ _scatter_axis = defprimitive(
 )
 
 
-def _diag_embed_raw(g: Any, offset: int, axis1: int, axis2: int, shape: tuple) -> Any:
+def _diag_embed_raw(g: Any, offset: int, axis1: int, axis2: int, shape: tuple[Any, ...]) -> Any:
     """Zeros of ``shape`` with ``g`` on the diagonal: the adjoint of ``diagonal``."""
     xp = namespace_of(g)
     out = xp.zeros(shape, dtype=_dtype(g))
@@ -266,16 +268,17 @@ def _resolve_order(order: str, a: Any) -> str:
     return order
 
 
-def _reshape_vjp(g, ans, a, shape=None, order="C", copy=None):
+def _reshape_vjp(g: Any, ans: Any, a: Any, shape: Any = None, order: Any = "C", copy: Any = None) -> Any:
     return _reshape(g, _shape(a), order=_resolve_order(order, a))
 
 
-def _reshape_jvp(t, ans, a, shape=None, order="C", copy=None):
+def _reshape_jvp(t: Any, ans: Any, a: Any, shape: Any = None, order: Any = "C", copy: Any = None) -> Any:
     return _reshape(t, shape, order=_resolve_order(order, a))
 
 
-def _target_shape(shape: Any, per: tuple) -> tuple:
+def _target_shape(shape: Any, per: tuple[Any, ...]) -> tuple[Any, ...]:
     """``shape`` (an int or a sequence, one -1 allowed) resolved for examples of shape ``per``."""
+    target: tuple[int, ...]
     if isinstance(shape, numbers.Integral) or (hasattr(shape, "ndim") and shape.ndim == 0):
         target = (operator.index(shape),)
     else:
@@ -295,7 +298,7 @@ def _target_shape(shape: Any, per: tuple) -> tuple:
     return target
 
 
-def _reshape_batch(args, dims, **kwargs):
+def _reshape_batch(args: Any, dims: Any, **kwargs: Any) -> Any:
     """C order: batch axis first, shape (batch,) + shape. F order: the batch axis is the
     slowest in Fortran order when it comes last, so reshape to shape + (batch,) there.
     order='A' is resolved from the layout of one example as a view of the batched array."""
@@ -356,7 +359,7 @@ def _ravel(a: Any, order: str = "C") -> Any:
     return _reshape(a, (-1,), order=order)
 
 
-def _transpose_vjp(g, ans, a, axes=None):
+def _transpose_vjp(g: Any, ans: Any, a: Any, axes: Any = None) -> Any:
     if axes is None:
         return _transpose(g)
     nd = len(axes)
@@ -366,7 +369,7 @@ def _transpose_vjp(g, ans, a, axes=None):
     return _transpose(g, tuple(inverse))
 
 
-def _transpose_adjust(per, axes=None):
+def _transpose_adjust(per: Any, axes: Any = None) -> Any:
     nd = len(per)
     if axes is None:
         return ((0,) + tuple(range(nd, 0, -1)),), {}
@@ -388,7 +391,7 @@ Example::
 permute_dims = _transpose
 
 
-_swapaxes = defprimitive(
+_swapaxes: Callable[..., Any] = defprimitive(
     backend_function("swapaxes"),
     vjp=lambda g, ans, a, axis1, axis2: _swapaxes(g, axis1, axis2),
     linear=True, reads={0: {1, 2}},
@@ -415,7 +418,7 @@ def matrix_transpose(x: Any) -> Any:
     return _swapaxes(x, -1, -2)
 
 
-_moveaxis = defprimitive(
+_moveaxis: Callable[..., Any] = defprimitive(
     backend_function("moveaxis"),
     vjp=lambda g, ans, a, source, destination: _moveaxis(g, destination, source),
     linear=True, reads={0: {1, 2}},
@@ -431,7 +434,7 @@ Example::
 )
 
 
-def _expand_dims_adjust(per, axis):
+def _expand_dims_adjust(per: Any, axis: Any) -> Any:
     many = not (isinstance(axis, numbers.Integral) or (hasattr(axis, "ndim") and axis.ndim == 0))
     return (_shift_axes(axis, len(per) + (len(axis) if many else 1)),), {}
 
@@ -449,7 +452,7 @@ Example::
 )
 
 
-def _squeeze_adjust(per, axis=None):
+def _squeeze_adjust(per: Any, axis: Any = None) -> Any:
     if axis is None:  # the example's unit axes, never the batch axis (the batch may have size 1)
         return (tuple(i + 1 for i, n in enumerate(per) if n == 1),), {}
     return (_shift_axes(axis, len(per)),), {}
@@ -472,7 +475,7 @@ Example::
 # broadcasting
 
 
-def _broadcast_to_batch(args, dims, **kwargs):
+def _broadcast_to_batch(args: Any, dims: Any, **kwargs: Any) -> Any:
     if any(d is not None for d in dims[1:]):
         return _loop(_broadcast_to, args, dims, kwargs)
     x = move_to_front(args[0], dims[0])
@@ -507,7 +510,7 @@ def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
     return _broadcast_to(array, shape)
 
 
-def broadcast_arrays(*args: Any, subok: bool = False) -> tuple:
+def broadcast_arrays(*args: Any, subok: bool = False) -> tuple[Any, ...]:
     """Differentiable ``numpy.broadcast_arrays``; returns a tuple.
 
     Example::
@@ -536,7 +539,7 @@ def _atleast(a: Any, n: int) -> Any:
     return _reshape(a, new)
 
 
-def _atleast_nd(arys: tuple, n: int) -> Any:
+def _atleast_nd(arys: tuple[Any, ...], n: int) -> Any:
     res = tuple(_atleast(a, n) for a in arys)
     return res[0] if len(res) == 1 else res
 
@@ -574,7 +577,7 @@ def atleast_3d(*arys: Any) -> Any:
 # --------------------------------------------------------------------------
 # joining: varargs primitives behind list-taking wrappers
 
-def _join_kwargs(dtype: Any, casting: str) -> dict:
+def _join_kwargs(dtype: Any, casting: str) -> dict[Any, Any]:
     kw = {}
     if dtype is not None:
         kw["dtype"] = dtype
@@ -602,7 +605,7 @@ def _zeros_for(a: Any, ans: Any) -> Any:
     return namespace_of(v).zeros(_shape(a), dtype=_dtype(v))
 
 
-def _concatenate_vjp_all(g, ans, argnums, axis, *arrays, **kwargs):
+def _concatenate_vjp_all(g: Any, ans: Any, argnums: Any, axis: Any, *arrays: Any, **kwargs: Any) -> Any:
     if len(argnums) == 1:
         i = argnums[0] - 1
         start = 0
@@ -618,7 +621,7 @@ def _concatenate_vjp_all(g, ans, argnums, axis, *arrays, **kwargs):
     return [_ct_for(pieces[n - 1], arrays[n - 1]) for n in argnums]
 
 
-def _stack_vjp_all(g, ans, argnums, axis, *arrays, **kwargs):
+def _stack_vjp_all(g: Any, ans: Any, argnums: Any, axis: Any, *arrays: Any, **kwargs: Any) -> Any:
     if len(argnums) == 1:
         i = argnums[0] - 1
         return [_ct_for(_take_slice(g, _axis_index(axis, i)), arrays[i])]
@@ -626,15 +629,15 @@ def _stack_vjp_all(g, ans, argnums, axis, *arrays, **kwargs):
     return [_ct_for(_reshape(pieces[n - 1], _shape(arrays[n - 1])), arrays[n - 1]) for n in argnums]
 
 
-def _join_tangents(tangents, ans, arrays):
+def _join_tangents(tangents: Any, ans: Any, arrays: Any) -> Any:
     return [_zeros_for(a, ans) if t is None else _tangent_for(t, ans) for t, a in zip(tangents[1:], arrays)]
 
 
-def _concatenate_jvp_all(tangents, ans, axis, *arrays, **kwargs):
+def _concatenate_jvp_all(tangents: Any, ans: Any, axis: Any, *arrays: Any, **kwargs: Any) -> Any:
     return _concatenate(axis, *_join_tangents(tangents, ans, arrays))
 
 
-def _stack_jvp_all(tangents, ans, axis, *arrays, **kwargs):
+def _stack_jvp_all(tangents: Any, ans: Any, axis: Any, *arrays: Any, **kwargs: Any) -> Any:
     return _stack(axis, *_join_tangents(tangents, ans, arrays))
 
 
@@ -642,12 +645,12 @@ def _join_batch(fn: Any, new_axis: int) -> Any:
     """Rule for ``fn(axis, *arrays)``: batched members get their batch axis first, the
     others are broadcast along a new leading axis of the batch size; axis shifts by one."""
 
-    def rule(args, dims, **kwargs):
+    def rule(args: Any, dims: Any, **kwargs: Any) -> Any:
         if dims[0] is not None:
             return _loop(fn, args, dims, kwargs)
         size = _batch_size(args, dims)
         arrays = []
-        per_nd = None
+        per_nd: Any = None
         for a, d in zip(args[1:], dims[1:]):
             if d is None:
                 s = _shape(a)
@@ -786,11 +789,11 @@ def column_stack(tup: Sequence[Any]) -> Any:
 # --------------------------------------------------------------------------
 # splitting: one multi-result primitive; its VJP concatenates (zeros for unused pieces)
 
-def _split_raw(x: Any, indices: tuple, axis: int) -> tuple:
+def _split_raw(x: Any, indices: tuple[Any, ...], axis: int) -> tuple[Any, ...]:
     return tuple(namespace_of(x).split(x, list(indices), axis=axis))
 
 
-def _split_batch(args, dims):
+def _split_batch(args: Any, dims: Any) -> Any:
     if any(d is not None for d in dims[1:]):
         return _loop(_split, args, dims, {})
     x, indices, axis = args
@@ -799,13 +802,13 @@ def _split_batch(args, dims):
     return out, (0,) * len(out)
 
 
-_split = defprimitive(
+_split: Callable[..., Any] = defprimitive(
     _split_raw, name="split", vjp=lambda g, ans, x, indices, axis: concatenate(list(g), axis=axis),
     jvp=lambda t, ans, x, indices, axis: _split(t, indices, axis), batch=_split_batch, multiple_results=True,
 )
 
 
-def _split_at(x: Any, div_points: list, axis: int) -> list:
+def _split_at(x: Any, div_points: list[Any], axis: int) -> list[Any]:
     """Pieces ``x[div[i]:div[i+1]]`` along ``axis``, with Python slice semantics."""
     n = _shape(x)[axis]
     spans = []
@@ -821,7 +824,7 @@ def _split_at(x: Any, div_points: list, axis: int) -> list:
     return [_take_slice(x, _axis_index(axis, slice(st, end))) for st, end in zip(div_points[:-1], div_points[1:])]
 
 
-def _sections(indices_or_sections: Any, n: int, equal: bool) -> list:
+def _sections(indices_or_sections: Any, n: int, equal: bool) -> list[Any]:
     if isinstance(indices_or_sections, numbers.Integral) or (
         hasattr(indices_or_sections, "ndim") and indices_or_sections.ndim == 0
     ):
@@ -836,7 +839,7 @@ def _sections(indices_or_sections: Any, n: int, equal: bool) -> list:
     return [0] + [operator.index(i) for i in indices_or_sections] + [n]
 
 
-def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     """Differentiable ``numpy.array_split`` (sections need not divide the axis evenly).
 
     Example::
@@ -844,12 +847,13 @@ def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
         a, b, c = fnp.array_split(x, 3)
     """
     if not isinstance(ary, Box):
-        return namespace_of(ary).array_split(ary, indices_or_sections, axis=axis)
+        pieces: list[Any] = namespace_of(ary).array_split(ary, indices_or_sections, axis=axis)
+        return pieces
     ax = _norm_axis(axis, _ndim(ary))
     return _split_at(ary, _sections(indices_or_sections, _shape(ary)[ax], False), ax)
 
 
-def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     """Differentiable ``numpy.split``; unused pieces get zero cotangents.
 
     Example::
@@ -857,12 +861,13 @@ def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
         first, rest = fnp.split(x, [1])
     """
     if not isinstance(ary, Box):
-        return namespace_of(ary).split(ary, indices_or_sections, axis=axis)
+        pieces: list[Any] = namespace_of(ary).split(ary, indices_or_sections, axis=axis)
+        return pieces
     ax = _norm_axis(axis, _ndim(ary))
     return _split_at(ary, _sections(indices_or_sections, _shape(ary)[ax], True), ax)
 
 
-def hsplit(ary: Any, indices_or_sections: Any) -> list:
+def hsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
     """Differentiable ``numpy.hsplit`` (axis 1, or 0 for 1-D input).
 
     Example::
@@ -874,7 +879,7 @@ def hsplit(ary: Any, indices_or_sections: Any) -> list:
     return split(ary, indices_or_sections, 1 if _ndim(ary) > 1 else 0)
 
 
-def vsplit(ary: Any, indices_or_sections: Any) -> list:
+def vsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
     """Differentiable ``numpy.vsplit`` (axis 0, input at least 2-D).
 
     Example::
@@ -886,7 +891,7 @@ def vsplit(ary: Any, indices_or_sections: Any) -> list:
     return split(ary, indices_or_sections, 0)
 
 
-def dsplit(ary: Any, indices_or_sections: Any) -> list:
+def dsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
     """Differentiable ``numpy.dsplit`` (axis 2, input at least 3-D).
 
     Example::
@@ -898,7 +903,7 @@ def dsplit(ary: Any, indices_or_sections: Any) -> list:
     return split(ary, indices_or_sections, 2)
 
 
-def unstack(x: Any, /, *, axis: int = 0) -> tuple:
+def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     """Differentiable ``numpy.unstack``: the slices along ``axis``, as a tuple.
 
     Example::
@@ -921,7 +926,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple:
 # repetition
 
 
-def _tile_vjp(g, ans, A, reps):
+def _tile_vjp(g: Any, ans: Any, A: Any, reps: Any) -> Any:
     xs = _shape(A)
     reps = (operator.index(reps),) if isinstance(reps, numbers.Integral) else tuple(reps)
     d = max(len(xs), len(reps))
@@ -934,7 +939,7 @@ def _tile_vjp(g, ans, A, reps):
     return _reshape(g, xs)
 
 
-def _tile_batch(args, dims, **kwargs):
+def _tile_batch(args: Any, dims: Any, **kwargs: Any) -> Any:
     if any(d is not None for d in dims[1:]):
         return _loop(tile, args, dims, kwargs)
     x = move_to_front(args[0], dims[0])
@@ -965,7 +970,7 @@ def _repeat_raw(a: Any, repeats: Any, axis: Any) -> Any:
     return namespace_of(a).repeat(a, repeats, axis=axis)
 
 
-def _repeat_vjp(g, ans, a, repeats, axis):
+def _repeat_vjp(g: Any, ans: Any, a: Any, repeats: Any, axis: Any) -> Any:
     xs = _shape(a)
     if axis is None:
         n = int(np.prod(xs, dtype=np.int64))
@@ -984,7 +989,7 @@ def _repeat_vjp(g, ans, a, repeats, axis):
     return _reshape(out, xs) if axis is None else out
 
 
-def _repeat_batch(args, dims):
+def _repeat_batch(args: Any, dims: Any) -> Any:
     if any(d is not None for d in dims[1:]):
         return _loop(_repeat, args, dims, {})
     a, repeats, axis = args
@@ -1008,7 +1013,7 @@ def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
         return namespace_of(a).repeat(a, repeats, axis=axis)
     if axis is not None:
         axis = _norm_axis(axis, _ndim(a))
-    reps = np.asarray(to_numpy(repeats))
+    reps: Any = np.asarray(to_numpy(repeats))
     if reps.dtype.kind not in "iub":
         raise TypeError(f"repeat: repeats must be integers, got dtype {reps.dtype}")
     reps = int(reps) if reps.ndim == 0 else tuple(int(r) for r in reps.ravel())
@@ -1019,11 +1024,11 @@ def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
 # reordering
 
 
-def _flip_adjust(per, axis=None):
+def _flip_adjust(per: Any, axis: Any = None) -> Any:
     return (tuple(range(1, len(per) + 1)) if axis is None else _shift_axes(axis, len(per)),), {}
 
 
-flip = defprimitive(
+flip: Callable[..., Any] = defprimitive(
     backend_function("flip"), vjp=lambda g, ans, m, axis=None: flip(g, axis), linear=True, reads={0: {1}},
     batch_from=lambda fn: _front_rule(fn, _flip_adjust),
     doc="""Differentiable ``numpy.flip`` (axis None, an int or a tuple).
@@ -1059,12 +1064,12 @@ def flipud(m: Any) -> Any:
     return flip(m, 0)
 
 
-def _negate_shift(shift):
+def _negate_shift(shift: Any) -> Any:
     s = np.negative(np.asarray(shift))  # shift is static host data (ints), not an array argument
     return int(s) if s.ndim == 0 else tuple(int(v) for v in s)
 
 
-def _roll_batch(args, dims, **kwargs):
+def _roll_batch(args: Any, dims: Any, **kwargs: Any) -> Any:
     if any(d is not None for d in dims[1:]):
         return _loop(roll, args, dims, kwargs)
     x = move_to_front(args[0], dims[0])
@@ -1076,7 +1081,7 @@ def _roll_batch(args, dims, **kwargs):
     return roll(x, shift, _shift_axes(axis, _ndim(x) - 1)), 0
 
 
-roll = defprimitive(
+roll: Callable[..., Any] = defprimitive(
     backend_function("roll"), vjp=lambda g, ans, a, shift, axis=None: roll(g, _negate_shift(shift), axis),
     linear=True, batch=_roll_batch,
     doc="""Differentiable ``numpy.roll`` (shift an int or tuple, axis None, an int or a tuple).
@@ -1088,14 +1093,14 @@ Example::
 )
 
 
-def _rot90_adjust(per, k=1, axes=(0, 1)):
+def _rot90_adjust(per: Any, k: Any = 1, axes: Any = (0, 1)) -> Any:
     axes = tuple(axes)
     if len(axes) != 2:
         raise ValueError("len(axes) must be 2.")
     return (k, _shift_axes(axes, len(per))), {}
 
 
-rot90 = defprimitive(
+rot90: Callable[..., Any] = defprimitive(
     backend_function("rot90"), vjp=lambda g, ans, m, k=1, axes=(0, 1): rot90(g, -k, axes), linear=True,
     batch_from=lambda fn: _front_rule(fn, _rot90_adjust),
     doc="""Differentiable ``numpy.rot90``.
@@ -1115,11 +1120,11 @@ _NUMPY_MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", 
                 "symmetric", "wrap", "empty")
 
 
-def _pad_raw(x: Any, widths: tuple, mode: str, kw: tuple) -> Any:
+def _pad_raw(x: Any, widths: tuple[Any, ...], mode: str, kw: tuple[Any, ...]) -> Any:
     return namespace_of(x).pad(x, widths, mode=mode, **dict(kw))
 
 
-def _pad_vjp(g, ans, x, widths, mode, kw):
+def _pad_vjp(g: Any, ans: Any, x: Any, widths: Any, mode: Any, kw: Any) -> Any:
     xs = _shape(x)
     if mode == "constant":
         return _take_slice(g, tuple(slice(b, b + n) for (b, _), n in zip(widths, xs)))
@@ -1130,7 +1135,7 @@ def _pad_vjp(g, ans, x, widths, mode, kw):
     return g
 
 
-def _pad_jvp(t, ans, x, widths, mode, kw):
+def _pad_jvp(t: Any, ans: Any, x: Any, widths: Any, mode: Any, kw: Any) -> Any:
     return _pad(t, widths, mode, () if mode == "constant" else kw)
 
 
@@ -1142,7 +1147,7 @@ def _pad_per_axis(value: Any, nd: int) -> Any:
     return tuple(tuple(row) for row in v.tolist()) if xp is np else v
 
 
-def _pad_adjust(per, widths, mode, kw):
+def _pad_adjust(per: Any, widths: Any, mode: Any, kw: Any) -> Any:
     nd = len(per)
     kw = tuple((k, _pad_per_axis(v, nd) if k in ("constant_values", "end_values") and np.ndim(v) else v)
                for k, v in kw)
@@ -1154,7 +1159,7 @@ _pad = defprimitive(
 )
 
 
-def _pad_widths(pad_width: Any, nd: int) -> tuple:
+def _pad_widths(pad_width: Any, nd: int) -> tuple[Any, ...]:
     pw = np.asarray(to_numpy(pad_width))
     if pw.dtype.kind not in "iu":
         raise TypeError("`pad_width` must be of integral type.")
@@ -1213,7 +1218,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     return _pad_traced_constant(x, widths, cv)
 
 
-def _pad_traced_constant(x: Any, widths: tuple, cv: Any) -> Any:
+def _pad_traced_constant(x: Any, widths: tuple[Any, ...], cv: Any) -> Any:
     """Constant padding with traced constant_values: x padded with zeros plus one
     constant times an indicator mask per padded region (NumPy fills the regions
     axis by axis, later axes over the corners)."""
@@ -1238,16 +1243,16 @@ def _pad_traced_constant(x: Any, widths: tuple, cv: Any) -> Any:
 # diagonals and triangles
 
 
-def _diagonal_vjp(g, ans, a, offset=0, axis1=0, axis2=1):
+def _diagonal_vjp(g: Any, ans: Any, a: Any, offset: Any = 0, axis1: Any = 0, axis2: Any = 1) -> Any:
     return _diag_embed(g, offset, axis1, axis2, _shape(a))
 
 
-def _diagonal_adjust(per, offset=0, axis1=0, axis2=1):
+def _diagonal_adjust(per: Any, offset: Any = 0, axis1: Any = 0, axis2: Any = 1) -> Any:
     nd = len(per)
     return (offset, _shift_axes(axis1, nd), _shift_axes(axis2, nd)), {}
 
 
-def _diag_embed_batch(args, dims):
+def _diag_embed_batch(args: Any, dims: Any) -> Any:
     if any(d is not None for d in dims[1:]):
         return _loop(_diag_embed, args, dims, {})
     g, offset, axis1, axis2, shape = args
@@ -1322,7 +1327,7 @@ def _tri_batch(fn: Any) -> Any:
     """triu/tril act on the last two axes; a 1-D example is first broadcast to a square,
     as numpy does (its result is (n, n))."""
 
-    def rule(args, dims, **kwargs):
+    def rule(args: Any, dims: Any, **kwargs: Any) -> Any:
         if any(d is not None for d in dims[1:]):
             return _loop(fn, args, dims, kwargs)
         x = move_to_front(args[0], dims[0])
@@ -1336,7 +1341,7 @@ def _tri_batch(fn: Any) -> Any:
     return rule
 
 
-triu = defprimitive(
+triu: Callable[..., Any] = defprimitive(
     backend_function("triu"), vjp=lambda g, ans, m, k=0: unbroadcast(triu(g, k), m), linear=True,
     batch_from=lambda fn: _tri_batch(fn),
     doc="""Differentiable ``numpy.triu`` (zero below diagonal ``k``).
@@ -1346,7 +1351,7 @@ Example::
     fnp.triu(x, k=1)
 """,
 )
-tril = defprimitive(
+tril: Callable[..., Any] = defprimitive(
     backend_function("tril"), vjp=lambda g, ans, m, k=0: unbroadcast(tril(g, k), m), linear=True,
     batch_from=lambda fn: _tri_batch(fn),
     doc="""Differentiable ``numpy.tril`` (zero above diagonal ``k``).
@@ -1361,7 +1366,7 @@ Example::
 # --------------------------------------------------------------------------
 # grids
 
-def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple:
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple[Any, ...]:
     """Differentiable ``numpy.meshgrid`` (indexing 'xy' or 'ij'); returns a tuple.
 
     Example::
@@ -1374,7 +1379,7 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
         return tuple(namespace_of(*xi).meshgrid(*xi, copy=copy, sparse=sparse, indexing=indexing))
     nd = len(xi)
     s0 = (1,) * nd
-    out = [_reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(_as_arrays(xi))]
+    out: Any = [_reshape(x, s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(_as_arrays(xi))]
     if indexing == "xy" and nd > 1:
         out[0] = _reshape(out[0], (1, -1) + s0[2:])
         out[1] = _reshape(out[1], (-1, 1) + s0[2:])
@@ -1392,10 +1397,41 @@ from .inplace import (  # noqa: E402
     _moveaxis_back, _reshape_back, _swapaxes_back, _transpose_back, view_function,
 )
 
-reshape = view_function(_reshape, _reshape_back)
-ravel = view_function(_ravel, _reshape_back)
-squeeze = view_function(_squeeze, _reshape_back)
-expand_dims = view_function(_expand_dims, _reshape_back)
-transpose = view_function(_transpose, _transpose_back)
-swapaxes = view_function(_swapaxes, _swapaxes_back)
-moveaxis = view_function(_moveaxis, _moveaxis_back)
+
+
+# The public signatures of the view functions (their primitives forward to the backend).
+class _Reshape(Protocol):
+    def __call__(self, a: ArrayLike, /, shape: ShapeLike, order: str = "C", *, copy: bool | None = None) -> Array: ...
+
+
+class _Ravel(Protocol):
+    def __call__(self, a: ArrayLike, order: str = "C") -> Array: ...
+
+
+class _Squeeze(Protocol):
+    def __call__(self, a: ArrayLike, axis: Axis = None) -> Array: ...
+
+
+class _ExpandDims(Protocol):
+    def __call__(self, a: ArrayLike, axis: int | Sequence[int]) -> Array: ...
+
+
+class _Transpose(Protocol):
+    def __call__(self, a: ArrayLike, axes: Sequence[int] | None = None) -> Array: ...
+
+
+class _Swapaxes(Protocol):
+    def __call__(self, a: ArrayLike, axis1: int, axis2: int) -> Array: ...
+
+
+class _Moveaxis(Protocol):
+    def __call__(self, a: ArrayLike, source: int | Sequence[int], destination: int | Sequence[int]) -> Array: ...
+
+
+reshape: _Reshape = cast(_Reshape, view_function(_reshape, _reshape_back))
+ravel: _Ravel = cast(_Ravel, view_function(_ravel, _reshape_back))
+squeeze: _Squeeze = cast(_Squeeze, view_function(_squeeze, _reshape_back))
+expand_dims: _ExpandDims = cast(_ExpandDims, view_function(_expand_dims, _reshape_back))
+transpose: _Transpose = cast(_Transpose, view_function(_transpose, _transpose_back))
+swapaxes: _Swapaxes = cast(_Swapaxes, view_function(_swapaxes, _swapaxes_back))
+moveaxis: _Moveaxis = cast(_Moveaxis, view_function(_moveaxis, _moveaxis_back))

@@ -60,7 +60,7 @@ def _module_for(xp: Any, module: str, what: str) -> Any:
     return mod
 
 
-def scipy_function(xp: Any, module: str, name: str) -> Callable:
+def scipy_function(xp: Any, module: str, name: str) -> Callable[..., Any]:
     """``<scipy-like module for xp>.<module>.<name>``, or a clear error naming what is missing."""
     what = f"funcgrad.scipy.{module}.{name}"
     mod = _module_for(xp, module, what)
@@ -71,4 +71,5 @@ def scipy_function(xp: Any, module: str, name: str) -> Callable:
             f"of namespace {getattr(xp, '__name__', xp)!r} (there is no counterpart on this device; "
             f"move the arrays to the host with fg.device_put(x, 'cpu'))"
         )
-    return fn
+    out: Callable[..., Any] = fn
+    return out

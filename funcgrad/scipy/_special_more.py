@@ -25,7 +25,7 @@ from ..numpy._util import unbroadcast
 from ._scipy import scipy_function
 from .special import digamma, gammaln
 
-__all__ = [
+__all__: list[str] = [
     "betaln", "gammainc", "gammaincc", "multigammaln", "zeta", "ndtr", "ndtri", "log_ndtr",
     "entr", "rel_entr", "kl_div", "j0", "j1", "y0", "y1", "jv", "yv", "iv", "kv",
 ]
@@ -34,7 +34,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
-def _raw(name: str) -> Callable:
+def _raw(name: str) -> Callable[..., Any]:
     """Raw ``<special module>.<name>`` keeping the floating dtype of the arguments
     (some SciPy kernels compute float32 input in float64)."""
 
@@ -52,7 +52,7 @@ def _raw(name: str) -> Callable:
     return raw
 
 
-def _per_arg(rules: list) -> tuple[dict, dict]:
+def _per_arg(rules: list[Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """VJP and JVP rules from ``d f / d arg_k`` formulas ``deriv(ans, *args)`` (None: no derivative)."""
     vjp, jvp = {}, {}
     for k, d in enumerate(rules):
@@ -63,7 +63,7 @@ def _per_arg(rules: list) -> tuple[dict, dict]:
     return vjp, jvp
 
 
-def _no_derivative(fname: str, arg: str, why: str) -> Callable:
+def _no_derivative(fname: str, arg: str, why: str) -> Callable[..., Any]:
     def rule(*_: Any, **__: Any) -> Any:
         raise TypeError(f"{fname} is not differentiable with respect to {arg} ({why}); pass {arg} as a "
                         f"constant, not a traced value")
@@ -71,7 +71,8 @@ def _no_derivative(fname: str, arg: str, why: str) -> Callable:
     return rule
 
 
-def _special(name: str, derivs: list, doc: str, no_deriv: dict[int, tuple[str, str]] | None = None) -> Callable:
+def _special(name: str, derivs: list[Any], doc: str,
+             no_deriv: dict[int, tuple[str, str]] | None = None) -> Callable[..., Any]:
     vjp, jvp = _per_arg(derivs)
     for k, (arg, why) in (no_deriv or {}).items():
         vjp[k] = jvp[k] = _no_derivative(name, arg, why)
@@ -135,7 +136,7 @@ def multigammaln(a: Any, d: int) -> Any:
     return out
 
 
-_zeta = _special("zeta", [None, lambda ans, x, q: -x * _zeta(x + 1, q)],
+_zeta: Callable[..., Any] = _special("zeta", [None, lambda ans, x, q: -x * _zeta(x + 1, q)],
                  "", {0: ("the exponent x", "its derivative in x is not implemented")})
 
 
@@ -219,7 +220,7 @@ kl_div = _special("kl_div", [
 
 _ORDER = {0: ("the order v", "it is a discrete parameter here")}
 
-jv = _special("jv", [None, lambda ans, v, x: (jv(v - 1, x) - jv(v + 1, x)) / 2],
+jv: Callable[..., Any] = _special("jv", [None, lambda ans, v, x: (jv(v - 1, x) - jv(v + 1, x)) / 2],
               """Bessel function of the first kind of real order v. Differentiable ``scipy.special.jv`` in x:
     d/dx J_v = (J_{v-1} - J_{v+1}) / 2. The order is not differentiable (TypeError).
 
@@ -228,7 +229,7 @@ jv = _special("jv", [None, lambda ans, v, x: (jv(v - 1, x) - jv(v + 1, x)) / 2],
         jv(2.0, fnp.array([1.0]))
     """, _ORDER)
 
-yv = _special("yv", [None, lambda ans, v, x: (yv(v - 1, x) - yv(v + 1, x)) / 2],
+yv: Callable[..., Any] = _special("yv", [None, lambda ans, v, x: (yv(v - 1, x) - yv(v + 1, x)) / 2],
               """Bessel function of the second kind of real order v. Differentiable ``scipy.special.yv`` in x:
     d/dx Y_v = (Y_{v-1} - Y_{v+1}) / 2. The order is not differentiable (TypeError).
 
@@ -237,7 +238,7 @@ yv = _special("yv", [None, lambda ans, v, x: (yv(v - 1, x) - yv(v + 1, x)) / 2],
         yv(2.0, fnp.array([1.0]))
     """, _ORDER)
 
-iv = _special("iv", [None, lambda ans, v, x: (iv(v - 1, x) + iv(v + 1, x)) / 2],
+iv: Callable[..., Any] = _special("iv", [None, lambda ans, v, x: (iv(v - 1, x) + iv(v + 1, x)) / 2],
               """Modified Bessel function of the first kind of real order v. Differentiable ``scipy.special.iv``
     in x: d/dx I_v = (I_{v-1} + I_{v+1}) / 2. The order is not differentiable (TypeError).
 
@@ -246,7 +247,7 @@ iv = _special("iv", [None, lambda ans, v, x: (iv(v - 1, x) + iv(v + 1, x)) / 2],
         iv(1.0, fnp.array([1.0]))
     """, _ORDER)
 
-kv = _special("kv", [None, lambda ans, v, x: -(kv(v - 1, x) + kv(v + 1, x)) / 2],
+kv: Callable[..., Any] = _special("kv", [None, lambda ans, v, x: -(kv(v - 1, x) + kv(v + 1, x)) / 2],
               """Modified Bessel function of the second kind of real order v. Differentiable ``scipy.special.kv``
     in x: d/dx K_v = -(K_{v-1} + K_{v+1}) / 2. The order is not differentiable (TypeError).
 
@@ -262,7 +263,7 @@ j0 = _special("j0", [lambda ans, x: -j1(x)], """Bessel J_0. Differentiable ``sci
         j0(fnp.array([0.0, 1.0]))
     """)
 
-j1 = _special("j1", [lambda ans, x: (j0(x) - jv(2.0, x)) / 2],
+j1: Callable[..., Any] = _special("j1", [lambda ans, x: (j0(x) - jv(2.0, x)) / 2],
               """Bessel J_1. Differentiable ``scipy.special.j1``; d/dx = (J_0(x) - J_2(x)) / 2.
 
     Example::
@@ -277,7 +278,7 @@ y0 = _special("y0", [lambda ans, x: -y1(x)], """Bessel Y_0. Differentiable ``sci
         y0(fnp.array([1.0]))
     """)
 
-y1 = _special("y1", [lambda ans, x: (y0(x) - yv(2.0, x)) / 2],
+y1: Callable[..., Any] = _special("y1", [lambda ans, x: (y0(x) - yv(2.0, x)) / 2],
               """Bessel Y_1. Differentiable ``scipy.special.y1``; d/dx = (Y_0(x) - Y_2(x)) / 2.
 
     Example::

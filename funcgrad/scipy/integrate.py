@@ -119,7 +119,7 @@ def simpson(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
 # --------------------------------------------------------------------------
 # odeint
 
-def _rk4(func: Callable, y: Any, t0: Any, t1: Any, args: tuple, substeps: int) -> Any:
+def _rk4(func: Callable[..., Any], y: Any, t0: Any, t1: Any, args: tuple[Any, ...], substeps: int) -> Any:
     h = (t1 - t0) / substeps
     t = t0
     for _ in range(substeps):
@@ -132,7 +132,8 @@ def _rk4(func: Callable, y: Any, t0: Any, t1: Any, args: tuple, substeps: int) -
     return y
 
 
-def _solve(func: Callable, y0: Any, t: Any, args: tuple, substeps: int, stack: Callable) -> Any:
+def _solve(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...], substeps: int,
+           stack: Callable[..., Any]) -> Any:
     ys = [y0]
     y = y0
     for i in range(shape(t)[0] - 1):
@@ -141,7 +142,7 @@ def _solve(func: Callable, y0: Any, t: Any, args: tuple, substeps: int, stack: C
     return stack(ys)
 
 
-def _odeint_raw(y0: Any, t: Any, *leaves: Any, func: Callable, treedef: Any, substeps: int) -> Any:
+def _odeint_raw(y0: Any, t: Any, *leaves: Any, func: Callable[..., Any], treedef: Any, substeps: int) -> Any:
     args = tree_util.tree_unflatten(treedef, list(leaves))
     xp = namespace_of(y0, t, *leaves)
 
@@ -156,11 +157,11 @@ def _no_t_rule(*_: Any, **__: Any) -> Any:
     raise TypeError("odeint is not differentiable with respect to the times t; pass t as a constant")
 
 
-def _flat(xs: list) -> Any:
+def _flat(xs: list[Any]) -> Any:
     return fnp.concatenate([fnp.reshape(x, (-1,)) for x in xs]) if xs else None
 
 
-def _unflat(z: Any, likes: list) -> list:
+def _unflat(z: Any, likes: list[Any]) -> list[Any]:
     out, i = [], 0
     for like in likes:
         n = int(np.prod(shape(like), dtype=np.int64))
@@ -169,8 +170,8 @@ def _unflat(z: Any, likes: list) -> list:
     return out
 
 
-def _odeint_vjp(g: Any, ys: Any, argnums: tuple, y0: Any, t: Any, *leaves: Any,
-                func: Callable, treedef: Any, substeps: int) -> list:
+def _odeint_vjp(g: Any, ys: Any, argnums: tuple[Any, ...], y0: Any, t: Any, *leaves: Any,
+                func: Callable[..., Any], treedef: Any, substeps: int) -> list[Any]:
     """Adjoint method: integrate (y, a, a_args) backwards over each interval of t."""
     from ..transforms import vjp as _vjp
 
@@ -206,8 +207,8 @@ def _odeint_vjp(g: Any, ys: Any, argnums: tuple, y0: Any, t: Any, *leaves: Any,
     return [cts.get(k) for k in argnums]
 
 
-def _odeint_jvp(tangents: list, ys: Any, y0: Any, t: Any, *leaves: Any,
-                func: Callable, treedef: Any, substeps: int) -> Any:
+def _odeint_jvp(tangents: list[Any], ys: Any, y0: Any, t: Any, *leaves: Any,
+                func: Callable[..., Any], treedef: Any, substeps: int) -> Any:
     """Tangent equation beside the state: d(y, ydot)/dt = (f, J_y f ydot + J_args f args_dot)."""
     from ..transforms import jvp as _jvp
 
@@ -234,7 +235,8 @@ def _odeint_jvp(tangents: list, ys: Any, y0: Any, t: Any, *leaves: Any,
     return fnp.reshape(zs[:, n:], shape(ys))
 
 
-def _odeint_batch(args: list, dims: list, func: Callable, treedef: Any, substeps: int) -> tuple:
+def _odeint_batch(args: list[Any], dims: list[Any], func: Callable[..., Any], treedef: Any,
+                  substeps: int) -> tuple[Any, ...]:
     from ..transforms import vmap as _vmap
 
     y0, t, leaves = args[0], args[1], list(args[2:])
@@ -259,7 +261,7 @@ def _odeint_batch(args: list, dims: list, func: Callable, treedef: Any, substeps
 _odeint = defprimitive(_odeint_raw, name="odeint", vjp_all=_odeint_vjp, jvp_all=_odeint_jvp, batch=_odeint_batch)
 
 
-def odeint(func: Callable, y0: Any, t: Any, *args: Any, substeps: int = 10, adjoint: bool = True) -> Any:
+def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, substeps: int = 10, adjoint: bool = True) -> Any:
     """Integrate ``dy/dt = func(y, t, *args)`` from ``t[0]``; ``y`` at every time in ``t``.
 
     Fixed-step RK4 with ``substeps`` steps between consecutive times (error
@@ -304,7 +306,7 @@ class OdeResult:
         return f"OdeResult(t={self.t!r}, y={self.y!r})"
 
 
-def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "RK4", t_eval: Any = None, args: tuple = (),
+def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK4", t_eval: Any = None, args: tuple[Any, ...] = (),
               substeps: int = 10, adjoint: bool = True) -> OdeResult:
     """``scipy.integrate.solve_ivp``-style front end of :func:`odeint`: ``fun(t, y, *args)``.
 

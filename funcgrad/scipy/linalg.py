@@ -60,7 +60,7 @@ def _H(x: Any) -> Any:
     return fnp.conj(_mT(x)) if dtype(x).kind == "c" else _mT(x)
 
 
-def _per_matrix(fn: Callable, *arrays: Any, cores: Sequence[int] | None = None) -> Any:
+def _per_matrix(fn: Callable[..., Any], *arrays: Any, cores: Sequence[int] | None = None) -> Any:
     """Apply ``fn`` (a SciPy kernel taking matrices) over the leading stack axes of ``arrays``.
 
     ``cores[i]`` is how many trailing axes of ``arrays[i]`` form one example (2 by default);
@@ -105,7 +105,7 @@ def _check_square(a: Any, name: str) -> None:
                          f"got an array of shape {s}")
 
 
-def _front(args: Sequence[Any], dims: Sequence[Any]) -> list:
+def _front(args: Sequence[Any], dims: Sequence[Any]) -> list[Any]:
     """Batch axes to the front; unbatched arguments keep their shape (the stack axes broadcast)."""
     out = []
     for a, d in zip(args, dims):
@@ -113,11 +113,11 @@ def _front(args: Sequence[Any], dims: Sequence[Any]) -> list:
     return out
 
 
-def _stack_rule(fn: Callable, n_arrays: int, cores: Sequence[int], n_results: int = 0) -> Callable:
+def _stack_rule(fn: Callable[..., Any], n_arrays: int, cores: Sequence[int], n_results: int = 0) -> Callable[..., Any]:
     """vmap rule for a function of stacked matrices: batch axes to the front, unbatched arrays
     get a unit batch axis so that the stack axes line up, one call."""
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         arrays = list(args[:n_arrays])
         stack_ranks = [ndim(a) - (d is not None) - c for a, d, c in zip(arrays, dims, cores)]
         r = max(stack_ranks)
@@ -167,7 +167,8 @@ def _op(m: Any, trans: int) -> Any:
     return _mT(m) if trans == 1 else _H(m)
 
 
-def _solve_tri_vjp_b(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+def _solve_tri_vjp_b(g: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: Any = False,
+                     unit_diagonal: Any = False) -> Any:
     # x = op(T)^-1 b  ->  b_bar = op(T)^-H g
     if trans == 0:
         return _solve_tri(a, g, 2 if dtype(a).kind == "c" else 1, lower, unit_diagonal)
@@ -176,7 +177,8 @@ def _solve_tri_vjp_b(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
     return _solve_tri(fnp.conj(a), g, 0, lower, unit_diagonal)
 
 
-def _solve_tri_vjp_a(g, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+def _solve_tri_vjp_a(g: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: Any = False,
+                     unit_diagonal: Any = False) -> Any:
     bb = _solve_tri_vjp_b(g, ans, a, b, trans, lower, unit_diagonal)
     m_bar = -fnp.matmul(bb, _H(ans))          # cotangent of op(T)
     t_bar = _op(m_bar, trans)
@@ -195,12 +197,13 @@ def _sum_to(x: Any, like: Any) -> Any:
     return x
 
 
-def _solve_tri_jvp_a(t, ans, a, b, trans=0, lower=False, unit_diagonal=False):
+def _solve_tri_jvp_a(t: Any, ans: Any, a: Any, b: Any, trans: Any = 0, lower: Any = False,
+                     unit_diagonal: Any = False) -> Any:
     dm = _op(_triangle_part(t, lower, unit_diagonal), trans)
     return -_solve_tri(a, fnp.matmul(dm, ans), trans, lower, unit_diagonal)
 
 
-_solve_tri = defprimitive(
+_solve_tri: Callable[..., Any] = defprimitive(
     _solve_tri_raw, name="solve_triangular",
     vjp={0: _solve_tri_vjp_a, 1: lambda g, ans, a, b, *r, **k: _sum_to(_solve_tri_vjp_b(g, ans, a, b, *r, **k), b)},
     jvp={0: _solve_tri_jvp_a, 1: lambda t, ans, a, b, *r, **k: _solve_tri(a, t, *r, **k)},
@@ -253,7 +256,7 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finit
     return L if lower else _H(L)
 
 
-def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple:
+def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, ...]:
     """``(c, lower)`` for :func:`cho_solve`. Differentiable ``scipy.linalg.cho_factor``.
 
     Unlike SciPy (whose other triangle holds leftover entries), the other
@@ -266,7 +269,7 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_fin
     return cholesky(a, lower=lower), bool(lower)
 
 
-def cho_solve(c_and_lower: tuple, b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
+def cho_solve(c_and_lower: tuple[Any, ...], b: Any, overwrite_b: bool = False, check_finite: bool = True) -> Any:
     """Solve ``a x = b`` given ``cho_factor(a)``. Differentiable ``scipy.linalg.cho_solve``.
 
     Differentiable in the factor and in ``b`` (so through ``cho_factor`` in ``a``).
@@ -302,7 +305,7 @@ def _piv_to_perm_raw(piv: Any) -> Any:
     return perm
 
 
-def _piv_rule(args: list, dims: list) -> tuple[Any, Any]:
+def _piv_rule(args: list[Any], dims: list[Any]) -> tuple[Any, Any]:
     return _piv_to_perm(move_to_front(args[0], dims[0])), 0
 
 
@@ -310,11 +313,11 @@ _piv_to_perm = defprimitive(_piv_to_perm_raw, name="lu_pivots_to_permutation", d
                             batch=_piv_rule)
 
 
-def _lu_factor_raw(a: Any) -> tuple:
+def _lu_factor_raw(a: Any) -> tuple[Any, ...]:
     xp = namespace_of(a)
     fn = scipy_function(xp, "linalg", "lu_factor")
 
-    def one(m: Any) -> tuple:
+    def one(m: Any) -> tuple[Any, ...]:
         lu, piv = fn(m)
         return lu, piv.astype(np.int32) if hasattr(piv, "astype") else piv
 
@@ -327,7 +330,7 @@ def _lu_parts(lu: Any) -> tuple[Any, Any]:
     return fnp.tril(lu, -1) + eye, fnp.triu(lu)
 
 
-def _lu_jvp(t, ans, a):
+def _lu_jvp(t: Any, ans: Any, a: Any) -> Any:
     lu, piv = ans
     L, U = _lu_parts(lu)
     perm = _piv_to_perm(piv)
@@ -339,7 +342,7 @@ def _lu_jvp(t, ans, a):
     return dlu, fnp.zeros_like(piv)
 
 
-def _lu_vjp(g, ans, a):  # noqa: D401
+def _lu_vjp(g: Any, ans: Any, a: Any) -> Any:  # noqa: D401
     lu, piv = ans
     glu = g[0]
     L, U = _lu_parts(lu)
@@ -360,11 +363,11 @@ def _rows(x: Any, perm: Any) -> Any:
     return fnp.take_along_axis(x, fnp.broadcast_to(idx, lead + shape(idx)[-2:-1] + shape(x)[-1:]), axis=-2)
 
 
-_lu_factor = defprimitive(_lu_factor_raw, name="lu_factor", multiple_results=True, vjp=_lu_vjp, jvp=_lu_jvp,
+_lu_factor: Callable[..., Any] = defprimitive(_lu_factor_raw, name="lu_factor", multiple_results=True, vjp=_lu_vjp, jvp=_lu_jvp,
                           batch=lambda args, dims: (_lu_factor(move_to_front(args[0], dims[0])), (0, 0)))
 
 
-def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple:
+def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> tuple[Any, ...]:
     """Pivoted LU factorization ``(lu, piv)`` of a square matrix. Differentiable ``scipy.linalg.lu_factor``.
 
     ``lu`` packs the unit lower factor (below the diagonal) and the upper factor;
@@ -376,10 +379,11 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
         lu, piv = lu_factor(fnp.array([[1.0, 2.0], [3.0, 4.0]]))
     """
     _check_square(a, "lu_factor")
-    return _lu_factor(a)
+    out: tuple[Any, ...] = _lu_factor(a)
+    return out
 
 
-def lu_solve(lu_and_piv: tuple, b: Any, trans: int = 0, overwrite_b: bool = False,
+def lu_solve(lu_and_piv: tuple[Any, ...], b: Any, trans: int = 0, overwrite_b: bool = False,
              check_finite: bool = True) -> Any:
     """Solve ``a x = b`` (``trans=1``: ``a^T x = b``; 2: ``a^H x = b``) given ``lu_factor(a)``.
     Differentiable ``scipy.linalg.lu_solve`` in ``lu`` and ``b``.
@@ -415,7 +419,7 @@ def _block(a: Any, e: Any) -> Any:
     return fnp.concatenate([fnp.concatenate([a, e], axis=-1), fnp.concatenate([z, a], axis=-1)], axis=-2)
 
 
-def _matrix_function(name: str, doc: str) -> Callable:
+def _matrix_function(name: str, doc: str) -> Callable[..., Any]:
     """A primary matrix function f computed by SciPy, with rules from the block identity
     f([[A, E], [0, A]]) = [[f(A), L_f(A, E)], [0, f(A)]] (L_f: the Frechet derivative); the
     VJP is L_f(A^H, G), since f has a power series with real coefficients."""
@@ -518,11 +522,11 @@ def _sylvester_raw(a: Any, b: Any, q: Any) -> Any:
     return _keep_dtype(_per_matrix(fn, a, b, q), q)
 
 
-def _syl_adjoint(g, ans, a, b, q):
+def _syl_adjoint(g: Any, ans: Any, a: Any, b: Any, q: Any) -> Any:
     return _sylvester(_H(a), _H(b), g)
 
 
-_sylvester = defprimitive(
+_sylvester: Callable[..., Any] = defprimitive(
     _sylvester_raw, name="solve_sylvester",
     vjp={0: lambda g, ans, a, b, q: _sum_to(-fnp.matmul(_syl_adjoint(g, ans, a, b, q), _H(ans)), a),
          1: lambda g, ans, a, b, q: _sum_to(-fnp.matmul(_H(ans), _syl_adjoint(g, ans, a, b, q)), b),

@@ -80,20 +80,21 @@ def _host_only(x: Any, what: str) -> None:
             f"arrays to the host first (fg.device_put(x, 'cpu'))")
 
 
-def _out_dtype(x0: Any, leaves: tuple) -> np.dtype:
+def _out_dtype(x0: Any, leaves: tuple[Any, ...]) -> np.dtype:
     """float32 when every floating input is float32 (an integer or float64 x0 does not widen it)."""
     floats = [a.dtype for a in leaves if getattr(a, "dtype", None) is not None and a.dtype.kind == "f"]
     return np.result_type(*floats) if floats else np.result_type(x0.dtype, np.float32)
 
 
-def _call(fun: Callable, treedef: Any, x: Any, leaves: Any) -> Any:
+def _call(fun: Callable[..., Any], treedef: Any, x: Any, leaves: Any) -> Any:
     return fun(x, *tree_util.tree_unflatten(treedef, list(leaves)))
 
 
 # --------------------------------------------------------------------------
 # minimize
 
-def _argmin_raw(x0: Any, *leaves: Any, fun: Callable, treedef: Any, method: str, tol: Any, options: Any) -> tuple:
+def _argmin_raw(x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any, method: str, tol: Any,
+                options: Any) -> tuple[Any, ...]:
     import scipy.optimize as so
 
     from ..transforms import value_and_grad
@@ -103,7 +104,7 @@ def _argmin_raw(x0: Any, *leaves: Any, fun: Callable, treedef: Any, method: str,
     shp = x0.shape
     vg = value_and_grad(lambda x: _call(fun, treedef, fnp.reshape(x, shp), leaves))
 
-    def f(z: np.ndarray) -> tuple:
+    def f(z: np.ndarray) -> tuple[Any, ...]:
         v, g = vg(z)
         return float(v), np.asarray(g, dtype=np.float64)
 
@@ -113,7 +114,7 @@ def _argmin_raw(x0: Any, *leaves: Any, fun: Callable, treedef: Any, method: str,
             np.asarray(getattr(res, "nit", -1), dtype=np.int64))
 
 
-def _grad_x(fun: Callable, treedef: Any) -> Callable:
+def _grad_x(fun: Callable[..., Any], treedef: Any) -> Callable[..., Any]:
     from ..transforms import grad
 
     def gx(x: Any, *leaves: Any) -> Any:
@@ -122,7 +123,7 @@ def _grad_x(fun: Callable, treedef: Any) -> Callable:
     return gx
 
 
-def _hessian_flat(fun: Callable, treedef: Any, x: Any, leaves: Any) -> Any:
+def _hessian_flat(fun: Callable[..., Any], treedef: Any, x: Any, leaves: Any) -> Any:
     from ..transforms import jacfwd
 
     n = int(np.prod(shape(x), dtype=np.int64))
@@ -131,8 +132,8 @@ def _hessian_flat(fun: Callable, treedef: Any, x: Any, leaves: Any) -> Any:
     return H, n
 
 
-def _argmin_vjp(g: Any, ans: Any, argnums: tuple, x0: Any, *leaves: Any, fun: Callable, treedef: Any,
-                **_: Any) -> list:
+def _argmin_vjp(g: Any, ans: Any, argnums: tuple[Any, ...], x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any,
+                **_: Any) -> list[Any]:
     from ..transforms import vjp
 
     xs = ans[0]
@@ -144,7 +145,8 @@ def _argmin_vjp(g: Any, ans: Any, argnums: tuple, x0: Any, *leaves: Any, fun: Ca
     return [fnp.zeros_like(x0) if k == 0 else bars[k - 1] for k in argnums]
 
 
-def _argmin_jvp(tangents: list, ans: Any, x0: Any, *leaves: Any, fun: Callable, treedef: Any, **_: Any) -> tuple:
+def _argmin_jvp(tangents: list[Any], ans: Any, x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any,
+                **_: Any) -> tuple[Any, ...]:
     from ..transforms import jvp
 
     xs, status, nit = ans
@@ -156,7 +158,7 @@ def _argmin_jvp(tangents: list, ans: Any, x0: Any, *leaves: Any, fun: Callable, 
     return fnp.reshape(tx, shape(xs)), fnp.zeros_like(status), fnp.zeros_like(nit)
 
 
-def _batched_fun(fun: Callable, treedef: Any, dl: list, reduce: bool) -> Callable:
+def _batched_fun(fun: Callable[..., Any], treedef: Any, dl: list[Any], reduce: bool) -> Callable[..., Any]:
     from ..transforms import vmap
 
     axes = tuple(0 if d is not None else None for d in dl)
@@ -168,7 +170,8 @@ def _batched_fun(fun: Callable, treedef: Any, dl: list, reduce: bool) -> Callabl
     return bfun
 
 
-def _argmin_batch(args: list, dims: list, fun: Callable, treedef: Any, **kw: Any) -> tuple:
+def _argmin_batch(args: list[Any], dims: list[Any], fun: Callable[..., Any], treedef: Any,
+                  **kw: Any) -> tuple[Any, ...]:
     x0, leaves = args[0], list(args[1:])
     size = next(shape(a)[d] for a, d in zip(args, dims) if d is not None)
     x0 = move_to_front(x0, dims[0]) if dims[0] is not None else fnp.broadcast_to(x0, (size,) + shape(x0))
@@ -184,8 +187,8 @@ _argmin = defprimitive(_argmin_raw, name="minimize", multiple_results=True, vjp_
                        jvp_all=_argmin_jvp, batch=_argmin_batch)
 
 
-def minimize(fun: Callable, x0: Any, args: tuple = (), method: str = "BFGS", tol: float | None = None,
-             options: dict | None = None, **unsupported: Any) -> OptimizeResult:
+def minimize(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), method: str = "BFGS", tol: float | None = None,
+             options: dict[Any, Any] | None = None, **unsupported: Any) -> OptimizeResult:
     """Minimize ``fun(x, *args)`` over ``x`` from ``x0``; the solution is differentiable in ``args``.
 
     Mirrors ``scipy.optimize.minimize`` for the unconstrained gradient methods
@@ -220,7 +223,8 @@ def minimize(fun: Callable, x0: Any, args: tuple = (), method: str = "BFGS", tol
 # --------------------------------------------------------------------------
 # root
 
-def _root_raw(x0: Any, *leaves: Any, fun: Callable, treedef: Any, method: str, tol: Any, options: Any) -> tuple:
+def _root_raw(x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any, method: str, tol: Any,
+              options: Any) -> tuple[Any, ...]:
     import scipy.optimize as so
 
     from ..transforms import jacfwd
@@ -239,7 +243,7 @@ def _root_raw(x0: Any, *leaves: Any, fun: Callable, treedef: Any, method: str, t
             np.asarray(getattr(res, "nfev", -1), dtype=np.int64))
 
 
-def _jac_x(fun: Callable, treedef: Any, x: Any, leaves: Any) -> tuple:
+def _jac_x(fun: Callable[..., Any], treedef: Any, x: Any, leaves: Any) -> tuple[Any, ...]:
     from ..transforms import jacfwd
 
     n = int(np.prod(shape(x), dtype=np.int64))
@@ -248,8 +252,8 @@ def _jac_x(fun: Callable, treedef: Any, x: Any, leaves: Any) -> tuple:
     return J, n
 
 
-def _root_vjp(g: Any, ans: Any, argnums: tuple, x0: Any, *leaves: Any, fun: Callable, treedef: Any,
-              **_: Any) -> list:
+def _root_vjp(g: Any, ans: Any, argnums: tuple[Any, ...], x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any,
+              **_: Any) -> list[Any]:
     from ..transforms import vjp
 
     xs = ans[0]
@@ -260,7 +264,8 @@ def _root_vjp(g: Any, ans: Any, argnums: tuple, x0: Any, *leaves: Any, fun: Call
     return [fnp.zeros_like(x0) if k == 0 else bars[k - 1] for k in argnums]
 
 
-def _root_jvp(tangents: list, ans: Any, x0: Any, *leaves: Any, fun: Callable, treedef: Any, **_: Any) -> tuple:
+def _root_jvp(tangents: list[Any], ans: Any, x0: Any, *leaves: Any, fun: Callable[..., Any], treedef: Any,
+              **_: Any) -> tuple[Any, ...]:
     from ..transforms import jvp
 
     xs, status, nit = ans
@@ -271,7 +276,7 @@ def _root_jvp(tangents: list, ans: Any, x0: Any, *leaves: Any, fun: Callable, tr
     return fnp.reshape(tx, shape(xs)), fnp.zeros_like(status), fnp.zeros_like(nit)
 
 
-def _root_batch(args: list, dims: list, fun: Callable, treedef: Any, **kw: Any) -> tuple:
+def _root_batch(args: list[Any], dims: list[Any], fun: Callable[..., Any], treedef: Any, **kw: Any) -> tuple[Any, ...]:
     x0, leaves = args[0], list(args[1:])
     size = next(shape(a)[d] for a, d in zip(args, dims) if d is not None)
     x0 = move_to_front(x0, dims[0]) if dims[0] is not None else fnp.broadcast_to(x0, (size,) + shape(x0))
@@ -285,8 +290,8 @@ _root = defprimitive(_root_raw, name="root", multiple_results=True, vjp_all=_roo
                      batch=_root_batch)
 
 
-def root(fun: Callable, x0: Any, args: tuple = (), method: str = "hybr", tol: float | None = None,
-         options: dict | None = None, **unsupported: Any) -> OptimizeResult:
+def root(fun: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (), method: str = "hybr", tol: float | None = None,
+         options: dict[Any, Any] | None = None, **unsupported: Any) -> OptimizeResult:
     """Solve ``fun(x, *args) = 0`` for ``x`` from ``x0``; the root is differentiable in ``args``.
 
     Mirrors ``scipy.optimize.root`` (methods ``'hybr'`` and ``'lm'``, the Jacobian by

@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -81,7 +81,7 @@ def _conj(x: Any) -> Any:
     return fnp.conj(x) if dtype(x).kind == "c" else x
 
 
-def _vjp_a(g, ans, a, v, mode="full", nd=1, method="auto"):
+def _vjp_a(g: Any, ans: Any, a: Any, v: Any, mode: Any = "full", nd: Any = 1, method: Any = "auto") -> Any:
     if mode == "full":
         ct = _conv(g, _flip(_conj(v), nd), "valid", nd, method)
     else:   # valid: a is at least as large as v in every convolved axis
@@ -89,7 +89,7 @@ def _vjp_a(g, ans, a, v, mode="full", nd=1, method="auto"):
     return _reduce_to(ct, a, nd)
 
 
-def _vjp_v(g, ans, a, v, mode="full", nd=1, method="auto"):
+def _vjp_v(g: Any, ans: Any, a: Any, v: Any, mode: Any = "full", nd: Any = 1, method: Any = "auto") -> Any:
     if mode == "full":
         ct = _conv(g, _flip(_conj(a), nd), "valid", nd, method)
     else:
@@ -97,7 +97,7 @@ def _vjp_v(g, ans, a, v, mode="full", nd=1, method="auto"):
     return _reduce_to(ct, v, nd)
 
 
-def _conv_batch(args: list, dims: list, **kwargs: Any) -> tuple:
+def _conv_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, ...]:
     a, v = args[0], args[1]
     params = dict(zip(("mode", "nd", "method"), args[2:]), **kwargs)
     mode, nd, method = params.get("mode", "full"), params.get("nd", 1), params.get("method", "auto")
@@ -114,7 +114,7 @@ def _conv_batch(args: list, dims: list, **kwargs: Any) -> tuple:
     return _conv(lift(a, da, ra), lift(v, dv, rv), mode, nd, method), 0
 
 
-_conv = defprimitive(
+_conv: Callable[..., Any] = defprimitive(
     _conv_raw, name="convolve",
     vjp={0: _vjp_a, 1: _vjp_v},
     jvp={0: lambda t, ans, a, v, *r, **k: _conv(t, v, *r, **k),

@@ -40,10 +40,11 @@ import funcgrad.numpy as fnp
 
 from ..backend import fused, namespace_of
 from ..core import defprimitive
+from ..numpy._typing import Array, ArrayLike
 from ..numpy._batching import elementwise_rule, move_to_front, reduction_rule
 from ..numpy._util import ndim, shape, unbroadcast
 
-__all__ = [
+__all__: list[str] = [
     "logsumexp", "softmax", "log_softmax", "expit", "logit", "log_expit",
     "erf", "erfc", "erfinv", "erfcinv", "gammaln", "gamma", "digamma", "psi", "polygamma",
     "xlogy", "xlog1py", "i0", "i1",
@@ -98,7 +99,7 @@ def _special_namespace(xp: Any, fn_name: str = "special functions") -> Any:
     return mod
 
 
-def _special_function(xp: Any, name: str) -> Callable:
+def _special_function(xp: Any, name: str) -> Callable[..., Any]:
     mod = _special_namespace(xp, name)
     fn = getattr(mod, name, None)
     if fn is None:
@@ -107,10 +108,11 @@ def _special_function(xp: Any, name: str) -> Callable:
             f"funcgrad.scipy.special.{name} needs for arrays of namespace "
             f"{getattr(xp, '__name__', xp)!r}"
         )
-    return fn
+    out: Callable[..., Any] = fn
+    return out
 
 
-def _special_raw(name: str) -> Callable:
+def _special_raw(name: str) -> Callable[..., Any]:
     """Raw function calling ``<special module of the arguments>.<name>``."""
 
     def raw(*args: Any) -> Any:
@@ -120,7 +122,7 @@ def _special_raw(name: str) -> Callable:
     return raw
 
 
-def _unary(name: str, d: Callable[[Any, Any], Any], doc: str) -> Callable[..., Any]:
+def _unary(name: str, d: Callable[[Any, Any], Any], doc: str) -> Callable[[ArrayLike], Array]:
     """Declare the elementwise special function ``name`` whose derivative is ``d(ans, x)``."""
     return defprimitive(_special_raw(name), vjp=lambda g, ans, x: g * d(ans, x), jvp=lambda t, ans, x: t * d(ans, x),
                         batch_from=elementwise_rule, doc=doc)
@@ -201,11 +203,12 @@ def _logsumexp_raw(a: Any, b: Any = None, axis: Any = None, keepdims: bool = Fal
     return (out, sgn) if return_sign else out
 
 
-def _logsumexp_signed_raw(a: Any, b: Any = None, axis: Any = None, keepdims: bool = False) -> tuple:
-    return _logsumexp_raw(a, b, axis, keepdims, True)
+def _logsumexp_signed_raw(a: Any, b: Any = None, axis: Any = None, keepdims: bool = False) -> tuple[Any, ...]:
+    out: tuple[Any, ...] = _logsumexp_raw(a, b, axis, keepdims, True)
+    return out
 
 
-def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any = None, for_b: bool = False):
+def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any = None, for_b: bool = False) -> Any:
     """d lse / d(b * exp(a)): exp(a - c) / sum(b * exp(a - c)) for the shift c = lse.
 
     Normalized rather than exp(a - lse) alone: lse is rounded (1e17 + log 2 == 1e17
@@ -227,7 +230,8 @@ def _lse_weights(lse: Any, a: Any, b: Any, axis: Any, keepdims: bool, sgn: Any =
     return w, full, axes, kd
 
 
-def _lse_vjp_a(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
+def _lse_vjp_a(g: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False,
+               sgn: Any = None) -> Any:
     w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
     ct = (g if keepdims else fnp.reshape(g, kd)) * w
     if b is not None:
@@ -235,7 +239,8 @@ def _lse_vjp_a(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
     return unbroadcast(ct, a)
 
 
-def _lse_vjp_b(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
+def _lse_vjp_b(g: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False,
+               sgn: Any = None) -> Any:
     w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn, for_b=True)
     ct = (g if keepdims else fnp.reshape(g, kd)) * w
     if shape(ct) != full:
@@ -243,13 +248,15 @@ def _lse_vjp_b(g, lse, a, b=None, axis=None, keepdims=False, sgn=None):
     return unbroadcast(ct, b)
 
 
-def _lse_jvp_a(t, lse, a, b=None, axis=None, keepdims=False, sgn=None):
+def _lse_jvp_a(t: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False,
+               sgn: Any = None) -> Any:
     w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn)
     tw = t * w if b is None else t * w * b
     return fnp.sum(tw, axis=axes, keepdims=keepdims)
 
 
-def _lse_jvp_b(t, lse, a, b=None, axis=None, keepdims=False, sgn=None):
+def _lse_jvp_b(t: Any, lse: Any, a: Any, b: Any = None, axis: Any = None, keepdims: Any = False,
+               sgn: Any = None) -> Any:
     w, full, axes, kd = _lse_weights(lse, a, b, axis, keepdims, sgn, for_b=True)
     return fnp.sum(t * w, axis=axes, keepdims=keepdims)
 
@@ -269,10 +276,10 @@ def _batch_front(x: Any, d: Any, per: int) -> Any:
     return x
 
 
-def _lse_batch_rule(fn: Callable, n_out: int) -> Callable:
+def _lse_batch_rule(fn: Callable[..., Any], n_out: int) -> Callable[..., Any]:
     """Batching rule for fn(a, b, axis, keepdims): batch axes to the front, reduce the axes after it."""
 
-    def rule(args: list, dims: list, **kwargs: Any) -> tuple[Any, Any]:
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         a, b, axis, keepdims = args
         da, db = dims[0], dims[1]
         per = ndim(a) - (da is not None)
@@ -459,7 +466,7 @@ def _same_float(a: Any, b: Any) -> tuple[Any, Any]:
 # _expit_grad(g, x) = g expit(x) expit(-x) and _log_expit_grad(g, x) = g expit(-x): the rules of
 # expit and log_expit, as primitives of their own (one kernel each on CuPy) whose rules
 # are written in differentiable operations, so higher derivatives still work.
-_expit_grad = defprimitive(
+_expit_grad: Callable[[Any, Any], Any] = defprimitive(
     _expit_grad_raw, name="expit_grad",
     vjp=(
         lambda c, ans, g, x: unbroadcast(_expit_grad(c, x), g),
@@ -469,7 +476,7 @@ _expit_grad = defprimitive(
     jvp=(lambda t, ans, g, x: _expit_grad(t, x), lambda t, ans, g, x: -_expit_grad(t * g, x) * fnp.tanh(x / 2)),
     batch_from=elementwise_rule,
 )
-_log_expit_grad = defprimitive(
+_log_expit_grad: Callable[[Any, Any], Any] = defprimitive(
     _log_expit_grad_raw, name="log_expit_grad",
     vjp=(
         lambda c, ans, g, x: unbroadcast(_log_expit_grad(c, x), g),
@@ -524,28 +531,28 @@ log_expit = defprimitive(
 # --------------------------------------------------------------------------
 # error functions
 
-erf = _unary("erf", lambda ans, x: _TWO_OVER_SQRT_PI * fnp.exp(-x * x), """The error function. Differentiable ``scipy.special.erf``; d/dx = 2/sqrt(pi) exp(-x^2).
+erf: Callable[[ArrayLike], Array] = _unary("erf", lambda ans, x: _TWO_OVER_SQRT_PI * fnp.exp(-x * x), """The error function. Differentiable ``scipy.special.erf``; d/dx = 2/sqrt(pi) exp(-x^2).
 
     Example::
 
         erf(fnp.array([0.0, 1.0]))
     """)
 
-erfc = _unary("erfc", lambda ans, x: -_TWO_OVER_SQRT_PI * fnp.exp(-x * x), """1 - erf(x), accurate for large x. Differentiable ``scipy.special.erfc``.
+erfc: Callable[[ArrayLike], Array] = _unary("erfc", lambda ans, x: -_TWO_OVER_SQRT_PI * fnp.exp(-x * x), """1 - erf(x), accurate for large x. Differentiable ``scipy.special.erfc``.
 
     Example::
 
         erfc(fnp.array([0.0, 5.0]))
     """)
 
-erfinv = _unary("erfinv", lambda ans, y: _SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erf on (-1, 1). Differentiable ``scipy.special.erfinv``; d/dy = sqrt(pi)/2 exp(erfinv(y)^2).
+erfinv: Callable[[ArrayLike], Array] = _unary("erfinv", lambda ans, y: _SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erf on (-1, 1). Differentiable ``scipy.special.erfinv``; d/dy = sqrt(pi)/2 exp(erfinv(y)^2).
 
     Example::
 
         erfinv(fnp.array([0.0, 0.5]))
     """)
 
-erfcinv = _unary("erfcinv", lambda ans, y: -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erfc on (0, 2). Differentiable ``scipy.special.erfcinv``; d/dy = -sqrt(pi)/2 exp(erfcinv(y)^2).
+erfcinv: Callable[[ArrayLike], Array] = _unary("erfcinv", lambda ans, y: -_SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erfc on (0, 2). Differentiable ``scipy.special.erfcinv``; d/dy = -sqrt(pi)/2 exp(erfcinv(y)^2).
 
     Example::
 
@@ -572,7 +579,7 @@ def _polygamma_order_rule(*_: Any, **__: Any) -> Any:
     )
 
 
-polygamma = defprimitive(
+polygamma: Callable[[ArrayLike, ArrayLike], Array] = defprimitive(
     _polygamma_raw, name="polygamma",
     vjp=(_polygamma_order_rule, lambda g, ans, n, x: unbroadcast(g * polygamma(n + 1, x), x)),
     jvp=(_polygamma_order_rule, lambda t, ans, n, x: t * polygamma(n + 1, x)), batch_from=elementwise_rule,
@@ -588,7 +595,7 @@ polygamma = defprimitive(
     """,
 )
 
-digamma = _unary("digamma", lambda ans, x: polygamma(1, x), """The logarithmic derivative of the gamma function. Differentiable ``scipy.special.digamma``.
+digamma: Callable[[ArrayLike], Array] = _unary("digamma", lambda ans, x: polygamma(1, x), """The logarithmic derivative of the gamma function. Differentiable ``scipy.special.digamma``.
 
     d/dx digamma(x) = polygamma(1, x).
 
@@ -598,14 +605,14 @@ digamma = _unary("digamma", lambda ans, x: polygamma(1, x), """The logarithmic d
     """)
 psi = digamma
 
-gammaln = _unary("gammaln", lambda ans, x: digamma(x), """log|Gamma(x)|. Differentiable ``scipy.special.gammaln``; d/dx = digamma(x).
+gammaln: Callable[[ArrayLike], Array] = _unary("gammaln", lambda ans, x: digamma(x), """log|Gamma(x)|. Differentiable ``scipy.special.gammaln``; d/dx = digamma(x).
 
     Example::
 
         gammaln(fnp.array([1.0, 5.0]))   # [0, log(24)]
     """)
 
-gamma = _unary("gamma", lambda ans, x: ans * digamma(x), """The gamma function. Differentiable ``scipy.special.gamma``; d/dx = gamma(x) digamma(x).
+gamma: Callable[[ArrayLike], Array] = _unary("gamma", lambda ans, x: ans * digamma(x), """The gamma function. Differentiable ``scipy.special.gamma``; d/dx = gamma(x) digamma(x).
 
     Example::
 
@@ -653,7 +660,7 @@ xlog1py = defprimitive(
 # --------------------------------------------------------------------------
 # modified Bessel functions
 
-i0 = _unary("i0", lambda ans, x: i1(x), """Modified Bessel function of the first kind, order 0. Differentiable ``scipy.special.i0``; d/dx = i1(x).
+i0: Callable[[ArrayLike], Array] = _unary("i0", lambda ans, x: i1(x), """Modified Bessel function of the first kind, order 0. Differentiable ``scipy.special.i0``; d/dx = i1(x).
 
     Example::
 
@@ -667,7 +674,7 @@ def _i1_prime(ans: Any, x: Any) -> Any:
     return fnp.where(at_zero, 0.5, i0(x) - ans / safe_x)
 
 
-i1 = _unary("i1", lambda ans, x: _i1_prime(ans, x), """Modified Bessel function of the first kind, order 1. Differentiable ``scipy.special.i1``.
+i1: Callable[[ArrayLike], Array] = _unary("i1", lambda ans, x: _i1_prime(ans, x), """Modified Bessel function of the first kind, order 1. Differentiable ``scipy.special.i1``.
 
     d/dx = i0(x) - i1(x) / x, with its limit 1/2 at x = 0. At exactly x = 0
     derivatives are exact to second order (third and higher read 0 there).
