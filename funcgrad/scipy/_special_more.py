@@ -96,27 +96,144 @@ def _gammainc_dx(ans: Any, a: Any, x: Any) -> Any:
     return fnp.exp((a - 1) * fnp.log(x) - x - gammaln(a))
 
 
-_GAMMAINC_A = ("the shape a", "its derivative in a is not implemented")
+# d/da of P(a, x) from its series P = sum_k t_k, t_k = x^(a+k) e^-x / Gamma(a+k+1):
+#   dP/da   = sum_k t_k d_k,                  d_k = log x - digamma(a+k+1)
+#   d2P/da2 = sum_k t_k (d_k^2 - trigamma(a+k+1)).
+# The terms peak at k ~ x - a and fall off geometrically on both sides, so the sum runs outward
+# from the peak (about 40 sqrt(x) terms) until the terms are below 1e-17 of the running sum.
+# In the upper tail (x >= a + max(1, sqrt(a))) that sum cancels (P ~ 1, dP/da ~ 0), so there the derivative
+# of Q = 1 - P is integrated instead (_upper_tail_da).
+_SERIES_MAX_TERMS = 20000
 
-gammainc = _special("gammainc", [None, _gammainc_dx], """The regularized lower incomplete gamma function P(a, x).
-    Differentiable ``scipy.special.gammainc`` in ``x``: d/dx = x^(a-1) exp(-x) / Gamma(a).
 
-    The derivative in the shape ``a`` is not provided: differentiating with respect
-    to ``a`` raises TypeError.
+_LAGUERRE: dict = {}
+
+
+def _upper_tail_da(xp: Any, a: Any, x: Any, order: int) -> Any:
+    """d/da (order 1) or d2/da2 (order 2) of Q(a, x) for x >= a + max(1, sqrt(a)), from
+    Q = int_x^inf t^(a-1) e^-t dt / Gamma(a): with t = x + u/lam, lam = 1 - (a-1)/x (the integrand's
+    decay rate near x), it is e^-u times a smooth, slowly varying function of u, integrated by
+    64-point Gauss-Laguerre quadrature (all terms of one sign in the weight; no cancellation)."""
+    if "nodes" not in _LAGUERRE:
+        import scipy.special as host_special
+        _LAGUERRE["nodes"], _LAGUERRE["weights"] = host_special.roots_laguerre(64)
+    s = xp.asarray(_LAGUERRE["nodes"])
+    w = xp.asarray(_LAGUERRE["weights"])
+    gammaln_, digamma_, polygamma_ = (scipy_function(xp, "special", n) for n in ("gammaln", "digamma", "polygamma"))
+    a1, x1 = a[..., None], x[..., None]
+    lam = xp.clip(1 - (a1 - 1) / x1, 1e-3, 1.0)
+    t = s / lam
+    pre = xp.exp((a - 1) * xp.log(x) - x - gammaln_(a))
+    d = xp.log(x1 + t) - digamma_(a1)
+    if order == 2:
+        d = d * d - polygamma_(1, a1)
+    return pre * xp.sum(w * xp.exp((a1 - 1) * xp.log1p(t / x1) - t + s) / lam * d, axis=-1)
+
+
+def _gammainc_da_series(a: Any, x: Any, order: int) -> Any:
+    xp = namespace_of(a, x)
+    floats = [v.dtype for v in (a, x) if getattr(v, "dtype", None) is not None and v.dtype.kind == "f"]
+    want = np.result_type(*floats) if floats else np.float64
+    a64, x64 = xp.broadcast_arrays(xp.asarray(a, dtype=xp.float64), xp.asarray(x, dtype=xp.float64))
+    gammaln_, digamma_, polygamma_ = (scipy_function(xp, "special", n) for n in ("gammaln", "digamma", "polygamma"))
+    bad = ~((a64 > 0) & (x64 >= 0)) | xp.isnan(a64) | xp.isnan(x64)
+    trivial = (x64 == 0) | xp.isinf(x64) | bad
+    a_s = xp.where(trivial, 1.0, a64)
+    x_s = xp.where(trivial, 1.0, x64)
+    logx = xp.log(x_s)
+    peak = xp.floor(xp.maximum(x_s - a_s, 0.0))
+    tail = (~trivial) & (x_s >= a_s + xp.maximum(1.0, xp.sqrt(a_s)))
+    total = xp.zeros_like(a_s)
+    if bool(xp.any(tail)):
+        total = xp.where(tail, -_upper_tail_da(xp, a_s, x_s, order), total)
+    trivial = trivial | tail
+
+    def term(k: Any) -> Any:
+        t = xp.exp((a_s + k) * logx - x_s - gammaln_(a_s + k + 1))
+        d = logx - digamma_(a_s + k + 1)
+        if order == 1:
+            return t * d, t * (1 + xp.abs(d))
+        w = d * d - polygamma_(1, a_s + k + 1)
+        return t * w, t * (1 + xp.abs(w))
+
+    for direction in (1, -1):
+        k = peak if direction == 1 else peak - 1
+        live = ~trivial if direction == 1 else (~trivial) & (k >= 0)
+        for _ in range(_SERIES_MAX_TERMS):
+            if not bool(xp.any(live)):
+                break
+            k_safe = xp.where(live, k, 0.0)
+            contrib, size = term(k_safe)
+            total = total + xp.where(live, contrib, 0.0)
+            done = size <= 1e-17 * xp.maximum(xp.abs(total), 1e-300)
+            k = k + direction
+            live = live & ~done & (k >= 0)
+        else:
+            raise ValueError(f"gammainc: the series for the derivative in a did not converge in {_SERIES_MAX_TERMS} "
+                             f"terms (x up to {float(xp.max(x64))}); the derivative in a is available for x below "
+                             f"about 1e5")
+    out = xp.where(bad, xp.nan, xp.where(trivial & ~tail, 0.0, total))
+    return out.astype(want)
+
+
+def _no_third(*_: Any, **__: Any) -> Any:
+    raise NotImplementedError("gammainc/gammaincc: derivatives in the shape a are implemented to second order "
+                              "only; a third derivative in a is not available")
+
+
+def _log_x_minus_digamma(a: Any, x: Any) -> Any:
+    return fnp.log(x) - digamma(a)
+
+
+_gammainc_da = defprimitive(
+    lambda a, x: _gammainc_da_series(a, x, 1), name="gammainc_da",
+    vjp={0: lambda g, ans, a, x: unbroadcast(g * _gammainc_da2(a, x), a),
+         1: lambda g, ans, a, x: unbroadcast(g * _gammainc_dx(None, a, x) * _log_x_minus_digamma(a, x), x)},
+    jvp={0: lambda t, ans, a, x: t * _gammainc_da2(a, x),
+         1: lambda t, ans, a, x: t * _gammainc_dx(None, a, x) * _log_x_minus_digamma(a, x)},
+    batch_from=elementwise_rule,
+    doc="d/da of the regularized lower incomplete gamma function P(a, x) (a series; see gammainc).")
+
+
+def _d2_dx(a: Any, x: Any) -> Any:
+    from .special import polygamma
+    return _gammainc_dx(None, a, x) * (_log_x_minus_digamma(a, x) ** 2 - polygamma(1, a))
+
+
+_gammainc_da2 = defprimitive(
+    lambda a, x: _gammainc_da_series(a, x, 2), name="gammainc_da2",
+    vjp={0: _no_third, 1: lambda g, ans, a, x: unbroadcast(g * _d2_dx(a, x), x)},
+    jvp={0: _no_third, 1: lambda t, ans, a, x: t * _d2_dx(a, x)},
+    batch_from=elementwise_rule,
+    doc="d2/da2 of the regularized lower incomplete gamma function P(a, x) (a series; see gammainc).")
+
+gammainc = _special("gammainc", [lambda ans, a, x: _gammainc_da(a, x), _gammainc_dx],
+                    """The regularized lower incomplete gamma function P(a, x).
+    Differentiable ``scipy.special.gammainc`` in ``x`` (d/dx = x^(a-1) exp(-x) / Gamma(a), any order)
+    and in the shape ``a`` to second order.
+
+    The derivatives in ``a`` sum the series P = sum_k x^(a+k) e^-x / Gamma(a+k+1) term by term
+    from its largest term outward (computed in float64), or for x >= a + max(1, sqrt(a)) integrate the
+    derivative of Q = 1 - P by Gauss-Laguerre quadrature; both agree with high-precision finite
+    differences (mpmath) to about 1e-13 relative (tests/test_special_more.py). Where the series
+    does not converge in 20000 terms it raises ValueError; a third derivative in ``a`` raises
+    NotImplementedError.
 
     Example::
 
         gammainc(1.0, fnp.array([1.0]))   # 1 - exp(-1)
-    """, {0: _GAMMAINC_A})
+        fg.grad(lambda a: gammainc(a, 2.0))(1.5)
+    """)
 
-gammaincc = _special("gammaincc", [None, lambda ans, a, x: -_gammainc_dx(ans, a, x)],
+gammaincc = _special("gammaincc", [lambda ans, a, x: -_gammainc_da(a, x), lambda ans, a, x: -_gammainc_dx(ans, a, x)],
                      """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x).
-    Differentiable ``scipy.special.gammaincc`` in ``x``; not in ``a`` (raises TypeError).
+    Differentiable ``scipy.special.gammaincc`` in ``x`` and in ``a`` to second order
+    (d/da Q = -d/da P; see gammainc for the series and its limits).
 
     Example::
 
         gammaincc(1.0, fnp.array([1.0]))   # exp(-1)
-    """, {0: _GAMMAINC_A})
+    """)
 
 
 def multigammaln(a: Any, d: int) -> Any:
