@@ -158,14 +158,14 @@ def _dopri5(func: Callable, y: Any, t0: Any, t1: Any, args: tuple, rtol: float, 
     span = _host_float(t1 - t0)
     if span == 0.0:
         return y
-    sign = 1.0 if float(np.asarray(to_numpy(t1 - t0)).reshape(-1)[0]) > 0 else -1.0
     done, h = 0.0, span / 10   # distance travelled, trial step (both >= 0)
     for _ in range(_DP_MAX_STEPS):
         if done >= span * (1 - 1e-12):
             return y
         h = min(h, span - done)
-        hs = sign * h
-        t = t0 + sign * done
+        # steps as fractions of (t1 - t0), so the unrolled solution is differentiable in t0 and t1
+        hs = (t1 - t0) * (h / span)
+        t = t0 + (t1 - t0) * (done / span)
         ks = []
         for c, row in zip(_DP_C, _DP_A):
             yi = y
