@@ -5,8 +5,10 @@ Re-exported by :mod:`funcgrad.scipy.special` (import them from there). Each func
 a primitive computed by the special-function module of the arrays' namespace (SciPy,
 ``cupyx.scipy.special``), with VJP, JVP and batching rules; the rules are written in
 differentiable operations, so derivatives of any order follow. Arguments that have no
-derivative here (a Bessel function's order, the shape ``a`` of ``gammainc``, the
-exponent of ``zeta``) raise a clear error when differentiated.
+derivative here (a Bessel function's order, the exponent of ``zeta``, the shapes of
+``betainc`` and ``stdtr``) raise a clear error when differentiated. ``gammainc`` and
+``gammaincc`` are differentiable in the shape ``a`` to second order (a third derivative
+in ``a`` raises NotImplementedError).
 """
 
 from __future__ import annotations

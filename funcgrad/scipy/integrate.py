@@ -1,21 +1,26 @@
 """Differentiable ``scipy.integrate``: ``trapezoid``, ``cumulative_trapezoid``, ``simpson`` and
 ``odeint``, an ODE solver whose reverse-mode gradients use the adjoint method.
 
-``odeint(func, y0, t, *args)`` integrates ``dy/dt = func(y, t, *args)`` with the
-classical fixed-step Runge-Kutta method (``substeps`` RK4 steps between consecutive
-output times) and returns ``y`` at every time in ``t``. It is one primitive:
+``odeint(func, y0, t, *args)`` integrates ``dy/dt = func(y, t, *args)`` and returns ``y``
+at every time in ``t``, with the classical fixed-step Runge-Kutta method (``substeps`` RK4
+steps between consecutive output times; the default) or adaptive Dormand-Prince 5(4)
+(``method="dopri5"``, local error kept below ``atol + rtol |y|``). ``y0`` may be any pytree of
+arrays. It is one primitive:
 
-* reverse mode solves the adjoint ODE backwards in time (using ``fg.vjp`` of
-  ``func``), restarting from the stored outputs at each output time, so the memory
-  of a gradient does not grow with the number of steps (only with ``len(t)``);
+* reverse mode solves the adjoint ODE backwards in time with the same solver (using
+  ``fg.vjp`` of ``func``), restarting from the stored outputs at each output time, so the
+  memory of a gradient does not grow with the number of steps (only with ``len(t)``);
 * forward mode integrates the tangent (variational) equation beside the state with
-  the same steps, which is exactly the derivative of the discrete solution;
-* vmap integrates the batch as one ODE on the stacked state (``func`` vmapped);
+  the same solver;
+* the times are differentiable: d y(t_i)/d t_i = func(y(t_i), t_i) and
+  d y(t_i)/d t_0 = -J(t_i, t_0) func(y0, t0) (J the state-transition matrix);
+* vmap integrates the batch as one ODE on the stacked state (``func`` vmapped; the
+  times must be shared by the batch);
 * the backward and tangent solves call ``odeint`` again, so derivatives of any order
   work.
 
 ``args`` may be any pytree of arrays; parameters must be passed through ``args``
-(a value ``func`` closes over gets no derivative). ``t`` is not differentiable.
+(a value ``func`` closes over gets no derivative).
 
 Example::
 
