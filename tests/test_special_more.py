@@ -57,6 +57,8 @@ for _name in ("gammainc", "gammaincc"):
 # betainc in a, b and x: direct series (x < (a+1)/(a+b+2)) and the swapped one
 CASES["betainc_a_b_x"] = Case((lambda a, b, x: S.betainc(a, b, x)), (np.array([0.7, 2.0, 3.0, 1.5]),
                               np.array([1.3, 2.5, 0.8, 4.0]), np.array([0.2, 0.5, 0.9, 0.1])), ss.betainc)
+CASES["stdtr_df_t_x"] = Case((lambda df, t: S.stdtr(df, t)), (np.array([0.8, 3.0, 7.0]), np.array([-1.2, 0.4, 2.0])),
+                             ss.stdtr)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -162,6 +164,17 @@ def test_betainc_shape_derivatives_match_mpmath(row):
                                [[row["daa"], row["dab"]], [row["dab"], row["dbb"]]], rtol=1e-11, atol=1e-13 * scale)
     hf = fg.jacfwd(fg.jacfwd(f, argnums=(0, 1)), argnums=(0, 1))(a, b)
     np.testing.assert_allclose(hf[0][1], row["dab"], rtol=1e-11, atol=1e-13 * scale)
+
+
+STDTR_DDF = json.loads((FIXTURES / "stdtr_ddf.json").read_text())["rows"]
+
+
+@pytest.mark.parametrize("row", STDTR_DDF, ids=lambda r: f"df={r['df']},t={r['t']}")
+def test_stdtr_df_derivatives_match_mpmath(row):
+    f = lambda df: S.stdtr(df, row["t"])  # noqa: E731
+    np.testing.assert_allclose(fg.grad(f)(row["df"]), row["d1"], rtol=1e-10)
+    np.testing.assert_allclose(fg.grad(fg.grad(f))(row["df"]), row["d2"], rtol=1e-10)
+    np.testing.assert_allclose(fg.jacfwd(fg.grad(f))(row["df"]), row["d2"], rtol=1e-10)
 
 
 def test_betainc_shape_derivative_edges_and_third_order():

@@ -5,10 +5,10 @@ Re-exported by :mod:`funcgrad.scipy.special` (import them from there). Each func
 a primitive computed by the special-function module of the arrays' namespace (SciPy,
 ``cupyx.scipy.special``), with VJP, JVP and batching rules; the rules are written in
 differentiable operations, so derivatives of any order follow. Arguments that have no
-derivative here (a Bessel function's order, the exponent of ``zeta``, the shapes of
-``stdtr``) raise a clear error when differentiated. ``gammainc``/``gammaincc`` (in ``a``)
-and ``betainc`` (in ``a``, ``b``) are differentiable in their shapes to second order (a third derivative
-in ``a`` raises NotImplementedError).
+derivative here (a Bessel function's order, the exponent of ``zeta``) raise a clear error
+when differentiated. ``gammainc``/``gammaincc`` (in ``a``), ``betainc`` (in ``a``, ``b``) and
+``stdtr`` (in ``df``) are differentiable in their shapes to second order (a third derivative
+there raises NotImplementedError).
 """
 
 from __future__ import annotations
@@ -544,19 +544,31 @@ def _stdtr_dt(ans: Any, df: Any, t: Any) -> Any:
                    - (df + 1) / 2 * fnp.log1p(t * t / df))
 
 
+def _stdtr_ddf(df: Any, t: Any) -> Any:
+    """d/ddf of the t CDF, from stdtr = 1/2 + sign(t) (1 - I_x(df/2, 1/2)) / 2, x = df / (df + t^2)."""
+    zero = t == 0   # stdtr(df, 0) = 1/2 for every df
+    ts = fnp.where(zero, fnp.ones_like(t), t)
+    x = df / (df + ts * ts)
+    dx = ts * ts / (df + ts * ts) ** 2
+    d_i = 0.5 * _betainc_d(df / 2, 0.5, x, which="a") + _betainc_dx(None, df / 2, 0.5, x) * dx
+    return fnp.where(zero, fnp.zeros_like(d_i), -0.5 * fnp.sign(ts) * d_i)
+
+
 stdtr = defprimitive(
     _raw("stdtr"), name="stdtr",
-    vjp={0: _no_derivative("stdtr", "df", "its derivative in the degrees of freedom is not implemented"),
+    vjp={0: lambda g, ans, df, t: unbroadcast(g * _stdtr_ddf(df, t), df),
          1: lambda g, ans, df, t: unbroadcast(g * _stdtr_dt(ans, df, t), t)},
-    jvp={0: _no_derivative("stdtr", "df", "its derivative in the degrees of freedom is not implemented"),
+    jvp={0: lambda tt, ans, df, t: tt * _stdtr_ddf(df, t),
          1: lambda tt, ans, df, t: tt * _stdtr_dt(ans, df, t)},
     batch_from=elementwise_rule,
-    doc="""Student t CDF. Differentiable ``scipy.special.stdtr`` in ``t`` (d/dt = the t density);
-    not in ``df`` (raises TypeError).
+    doc="""Student t CDF. Differentiable ``scipy.special.stdtr`` in ``t`` (d/dt = the t density)
+    and in ``df`` to second order (through betainc's shape derivative: stdtr = 1/2 + sign(t)
+    (1 - I_x(df/2, 1/2)) / 2 with x = df / (df + t^2)).
 
     Example::
 
         stdtr(3.0, fnp.array([0.0]))   # 0.5
+        fg.grad(lambda df: stdtr(df, 1.5))(3.0)
     """)
 
 __all__ += ["betainc", "stdtr"]
