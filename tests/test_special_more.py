@@ -177,6 +177,20 @@ def test_stdtr_df_derivatives_match_mpmath(row):
     np.testing.assert_allclose(fg.jacfwd(fg.grad(f))(row["df"]), row["d2"], rtol=1e-10)
 
 
+def test_betainc_shape_derivative_on_the_fake_device():
+    import fake_backend as fb
+
+    fb.install()
+    a, b, x = (np.array([0.7, 2.0, 3.0]), np.array([1.3, 2.5, 0.8]), np.array([0.2, 0.5, 0.9]))
+    f = lambda a, b, x: fnp.sum(S.betainc(a, b, x) + S.stdtr(a + 1, x - 0.5))  # noqa: E731
+    h = lambda a, b, x: fnp.sum(fg.grad(f, argnums=(0, 1))(a, b, x)[0])  # noqa: E731
+    want = fg.grad(h, argnums=(0, 1, 2))(a, b, x)
+    got = fg.grad(h, argnums=(0, 1, 2))(*(fb.to_fake(v) for v in (a, b, x)))
+    for g, w in zip(got, want):
+        assert isinstance(g, fb.FakeArray)
+        np.testing.assert_allclose(fb.asnumpy(g), w, rtol=1e-10)
+
+
 def test_betainc_shape_derivative_edges_and_third_order():
     g = fg.grad(lambda a: fnp.sum(S.betainc(a, 2.0, np.array([0.0, 1.0, 1.5]))))(np.array([1.0, 2.0, 3.0]))
     np.testing.assert_array_equal(g[:2], [0.0, 0.0])
