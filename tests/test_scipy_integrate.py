@@ -175,6 +175,9 @@ def test_solve_ivp_front_end():
     np.testing.assert_allclose(g, -np.exp(-0.7), rtol=1e-7)
     with pytest.raises(NotImplementedError, match="RK4"):
         I.solve_ivp(lambda t, y: -y, (0.0, 1.0), np.ones(1), method="LSODA")
+    rk45 = I.solve_ivp(lambda t, y, k: -k * y + fnp.sin(t), (0.0, 2.0), np.array([1.0, 2.0]), t_eval=te, args=(0.7,),
+                       method="RK45", rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rk45.y, want.y, atol=1e-8)
 
 
 # --------------------------------------------------------------------------

@@ -437,20 +437,21 @@ class OdeResult:
         self.y = y
         self.success = True
         self.status = 0
-        self.message = "fixed-step RK4 finished"
+        self.message = "finished"
 
     def __repr__(self) -> str:
         return f"OdeResult(t={self.t!r}, y={self.y!r})"
 
 
 def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "RK4", t_eval: Any = None, args: tuple = (),
-              substeps: int = 10, adjoint: bool = True) -> OdeResult:
+              substeps: int = 10, adjoint: bool = True, rtol: float = 1e-7, atol: float = 1e-9) -> OdeResult:
     """``scipy.integrate.solve_ivp``-style front end of :func:`odeint`: ``fun(t, y, *args)``.
 
     Integrates over ``t_span = (t0, t1)`` and reports ``y`` at ``t_eval`` (default: the two
-    ends), shape ``(n, len(t_eval))``. The method is always fixed-step RK4 (``substeps``
-    steps between output times; SciPy's adaptive methods and events are not provided);
-    gradients with respect to ``y0`` and ``args`` use the adjoint method.
+    ends), shape ``(n, len(t_eval))``. ``method="RK4"``: fixed-step RK4 (``substeps`` steps
+    between output times); ``method="RK45"``: adaptive Dormand-Prince with ``rtol``/``atol``
+    (SciPy's other methods and events are not provided). Gradients with respect to ``y0``,
+    ``args`` and ``t_eval`` use the adjoint method.
 
     Example::
 
@@ -459,7 +460,8 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "RK4", t_eval: 
         sol.y   # shape (1, 3)
     """
     if method not in ("RK4", "RK45"):
-        raise NotImplementedError(f"solve_ivp: only fixed-step RK4 is provided (method='RK4'), got {method!r}")
+        raise NotImplementedError(f"solve_ivp: only fixed-step RK4 (method='RK4') and adaptive Dormand-Prince "
+                                  f"(method='RK45') are provided, got {method!r}")
     if len(t_span) != 2:
         raise ValueError(f"solve_ivp: t_span must be (t0, t1), got {t_span!r}")
     if not isinstance(args, tuple):
@@ -467,5 +469,6 @@ def solve_ivp(fun: Callable, t_span: Any, y0: Any, method: str = "RK4", t_eval: 
     t = fnp.asarray(t_eval) if t_eval is not None else fnp.asarray([float(t_span[0]), float(t_span[1])])
     if dtype(t).kind != "f":
         t = fnp.asarray(t, dtype=np.float64)
-    ys = odeint(lambda y, tt, *a: fun(tt, y, *a), y0, t, *args, substeps=substeps, adjoint=adjoint)
+    ys = odeint(lambda y, tt, *a: fun(tt, y, *a), y0, t, *args, substeps=substeps, adjoint=adjoint,
+                method="dopri5" if method == "RK45" else "rk4", rtol=rtol, atol=atol)
     return OdeResult(t, fnp.moveaxis(fnp.reshape(ys, (shape(ys)[0], -1)), 0, 1))
