@@ -143,8 +143,14 @@ def test_odeint_fake_device():
 
 
 def test_odeint_errors():
-    with pytest.raises(TypeError, match="not differentiable with respect to the times"):
-        fg.grad(lambda t: fnp.sum(I.odeint(lambda y, t: -y, np.ones(1), t)))(T)
+    with pytest.raises(ValueError, match="method must be 'rk4' or 'dopri5'"):
+        I.odeint(lambda y, t: -y, np.ones(1), T, method="lsoda")
+    with pytest.raises(ValueError, match="rtol must be a non-negative"):
+        I.odeint(lambda y, t: -y, np.ones(1), T, method="dopri5", rtol=-1.0)
+    with pytest.raises(ValueError, match="cannot both be 0"):
+        I.odeint(lambda y, t: -y, np.ones(1), T, method="dopri5", rtol=0.0, atol=0.0)
+    with pytest.raises(FloatingPointError, match="step size underflowed|not finite"):
+        I.odeint(lambda y, t: y * y, np.ones(1), np.array([0.0, 2.0]), method="dopri5")
     with pytest.raises(ValueError, match="substeps"):
         I.odeint(lambda y, t: -y, np.ones(1), T, substeps=0)
     with pytest.raises(ValueError, match="1-D array of times"):
@@ -169,3 +175,124 @@ def test_solve_ivp_front_end():
     np.testing.assert_allclose(g, -np.exp(-0.7), rtol=1e-7)
     with pytest.raises(NotImplementedError, match="RK4"):
         I.solve_ivp(lambda t, y: -y, (0.0, 1.0), np.ones(1), method="LSODA")
+    rk45 = I.solve_ivp(lambda t, y, k: -k * y + fnp.sin(t), (0.0, 2.0), np.array([1.0, 2.0]), t_eval=te, args=(0.7,),
+                       method="RK45", rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rk45.y, want.y, atol=1e-8)
+
+
+# --------------------------------------------------------------------------
+# odeint: derivatives in the times, adaptive Dormand-Prince, pytree states
+
+
+def ode_t_case(y0, k, t):
+    # numerical derivatives in t see the discrete solution (its step size moves with t): fine steps
+    return I.odeint(oscillator, y0, t, k, {"c": 0.3}, substeps=40)
+
+
+def test_odeint_time_derivative_closed_form():
+    # y' = -k y from t0: y(t_i) = y0 exp(-k (t_i - t0)); d/dt_i = -k y(t_i), d/dt0 = k y(t_i)
+    k, y0 = 0.7, 2.0
+    t = np.array([0.2, 0.5, 1.0])
+
+    def last(t):
+        return I.odeint(lambda y, t, k: -k * y, np.array([y0]), t, k, substeps=40)[-1, 0]
+
+    want = y0 * np.exp(-k * (t[-1] - t[0]))
+    np.testing.assert_allclose(fg.grad(last)(t), [k * want, 0.0, -k * want], rtol=1e-7)
+    np.testing.assert_allclose(fg.jacfwd(last)(t), [k * want, 0.0, -k * want], rtol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["rk4", "dopri5"])
+def test_odeint_time_derivative_adjoint_equals_unrolled(method):
+    t = np.array([0.1, 0.7, 1.3, 2.0])
+
+    def loss(adjoint):
+        return lambda t, k: fnp.sum(I.odeint(oscillator, ODE_ARGS[0], t, k, {"c": 0.3}, substeps=100,
+                                             adjoint=adjoint, method=method, rtol=1e-10, atol=1e-12) ** 2)
+
+    g_adj = fg.grad(loss(True), argnums=(0, 1))(t, 2.0)
+    g_unr = fg.grad(loss(False), argnums=(0, 1))(t, 2.0)
+    for a, u in zip(g_adj, g_unr):
+        np.testing.assert_allclose(a, u, rtol=1e-7, atol=1e-9)
+    f_adj = fg.jvp(loss(True), (t, 2.0), (np.array([0.3, -0.1, 0.2, 0.5]), 0.4))[1]
+    f_unr = fg.jvp(loss(False), (t, 2.0), (np.array([0.3, -0.1, 0.2, 0.5]), 0.4))[1]
+    np.testing.assert_allclose(f_adj, f_unr, rtol=1e-7)
+
+
+def test_odeint_time_check_grads_order2():
+    check_derivatives(Case(ode_t_case, (ODE_ARGS[0], ODE_ARGS[1], np.array([0.1, 0.8, 1.5]))), rtol=1e-4, atol=1e-6)
+
+
+def dopri_case(y0, k, c, t=T):
+    return I.odeint(oscillator, y0, fnp.asarray(t, dtype=fnp.result_type(y0)), k, {"c": c}, method="dopri5",
+                    rtol=1e-10, atol=1e-12)
+
+
+def test_dopri5_matches_scipy():
+    ys = dopri_case(*ODE_ARGS)
+    want = si.odeint(lambda y, t: [y[1], -2 * y[0] - 0.3 * y[1] + np.sin(t)], ODE_ARGS[0], T, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(ys, want, atol=1e-8)
+    # a loose tolerance is honoured, roughly (the global error is a small multiple of it)
+    loose = I.odeint(oscillator, ODE_ARGS[0], T, 2.0, {"c": 0.3}, method="rk45", rtol=1e-4, atol=1e-6)
+    assert 0 < np.max(np.abs(loose - want)) < 1e-3
+
+
+def test_dopri5_adjoint_gradient_equals_unrolled_gradient():
+    def loss(adjoint):
+        return lambda y0, k, c: fnp.sum(I.odeint(oscillator, y0, T, k, {"c": c}, adjoint=adjoint, method="dopri5",
+                                                 rtol=1e-10, atol=1e-12) ** 2)
+
+    g_adj = fg.grad(loss(True), argnums=(0, 1, 2))(*ODE_ARGS)
+    g_unr = fg.grad(loss(False), argnums=(0, 1, 2))(*ODE_ARGS)
+    for a, u in zip(g_adj, g_unr):
+        np.testing.assert_allclose(a, u, rtol=1e-7, atol=1e-9)
+
+
+def test_dopri5_check_grads_order2():
+    check_derivatives(Case(dopri_case, ODE_ARGS), rtol=1e-4, atol=1e-6)
+
+
+def test_dopri5_float32_and_vmap():
+    args32 = tuple(np.asarray(a, np.float32) for a in ODE_ARGS)
+    ys = I.odeint(oscillator, args32[0], T.astype(np.float32), args32[1], {"c": args32[2]}, method="dopri5",
+                  rtol=1e-5, atol=1e-6)
+    assert ys.dtype == np.float32
+    np.testing.assert_allclose(ys, dopri_case(*ODE_ARGS), rtol=1e-3, atol=1e-4)
+    # the batch shares one step-size sequence (from the batch's error norm): equal to tolerance
+    from factories import no_fallback
+
+    ks = np.array([1.0, 2.0, 3.0])
+    with no_fallback():
+        got = fg.vmap(lambda k: dopri_case(ODE_ARGS[0], k, ODE_ARGS[2]))(ks)
+    for i, k in enumerate(ks):
+        np.testing.assert_allclose(got[i], dopri_case(ODE_ARGS[0], k, ODE_ARGS[2]), atol=1e-8)
+
+
+def oscillator_tree(s, t, k):
+    return {"x": s["v"], "v": -k * s["x"] - 0.3 * s["v"] + fnp.sin(t)}
+
+
+def test_pytree_state_equals_flat_state():
+    def tree(x0, v0, k):
+        out = I.odeint(oscillator_tree, {"x": x0, "v": v0}, T, k, substeps=4)
+        return fnp.stack([out["x"], out["v"]], axis=1)
+
+    def flat(x0, v0, k):
+        return I.odeint(oscillator, fnp.stack([x0, v0]), T, k, {"c": 0.3}, substeps=4)
+
+    args = (np.array(1.0), np.array(0.0), np.array(2.0))
+    out = I.odeint(oscillator_tree, {"x": args[0], "v": args[1]}, T, args[2], substeps=4)
+    assert set(out) == {"x", "v"} and out["x"].shape == T.shape
+    np.testing.assert_allclose(tree(*args), flat(*args), rtol=1e-13)
+    for g, w in zip(fg.grad(lambda *a: fnp.sum(tree(*a) ** 2), argnums=(0, 1, 2))(*args),
+                    fg.grad(lambda *a: fnp.sum(flat(*a) ** 2), argnums=(0, 1, 2))(*args)):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    check_derivatives(Case(tree, args), rtol=1e-4, atol=1e-6)
+    check_vmap(Case(tree, args))
+
+
+def test_pytree_state_mixed_shapes():
+    y0 = (np.ones(2), {"m": np.full((2, 2), 0.5)})
+    out = I.odeint(lambda s, t: (-s[0], {"m": -2 * s[1]["m"]}), y0, np.array([0.0, 1.0]), substeps=30)
+    assert out[0].shape == (2, 2) and out[1]["m"].shape == (2, 2, 2)
+    np.testing.assert_allclose(out[1]["m"][-1], 0.5 * np.exp(-2.0), rtol=1e-6)

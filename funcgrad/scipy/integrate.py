@@ -1,21 +1,26 @@
 """Differentiable ``scipy.integrate``: ``trapezoid``, ``cumulative_trapezoid``, ``simpson`` and
 ``odeint``, an ODE solver whose reverse-mode gradients use the adjoint method.
 
-``odeint(func, y0, t, *args)`` integrates ``dy/dt = func(y, t, *args)`` with the
-classical fixed-step Runge-Kutta method (``substeps`` RK4 steps between consecutive
-output times) and returns ``y`` at every time in ``t``. It is one primitive:
+``odeint(func, y0, t, *args)`` integrates ``dy/dt = func(y, t, *args)`` and returns ``y``
+at every time in ``t``, with the classical fixed-step Runge-Kutta method (``substeps`` RK4
+steps between consecutive output times; the default) or adaptive Dormand-Prince 5(4)
+(``method="dopri5"``, local error kept below ``atol + rtol |y|``). ``y0`` may be any pytree of
+arrays. It is one primitive:
 
-* reverse mode solves the adjoint ODE backwards in time (using ``fg.vjp`` of
-  ``func``), restarting from the stored outputs at each output time, so the memory
-  of a gradient does not grow with the number of steps (only with ``len(t)``);
+* reverse mode solves the adjoint ODE backwards in time with the same solver (using
+  ``fg.vjp`` of ``func``), restarting from the stored outputs at each output time, so the
+  memory of a gradient does not grow with the number of steps (only with ``len(t)``);
 * forward mode integrates the tangent (variational) equation beside the state with
-  the same steps, which is exactly the derivative of the discrete solution;
-* vmap integrates the batch as one ODE on the stacked state (``func`` vmapped);
+  the same solver;
+* the times are differentiable: d y(t_i)/d t_i = func(y(t_i), t_i) and
+  d y(t_i)/d t_0 = -J(t_i, t_0) func(y0, t0) (J the state-transition matrix);
+* vmap integrates the batch as one ODE on the stacked state (``func`` vmapped; the
+  times must be shared by the batch);
 * the backward and tangent solves call ``odeint`` again, so derivatives of any order
   work.
 
 ``args`` may be any pytree of arrays; parameters must be passed through ``args``
-(a value ``func`` closes over gets no derivative). ``t`` is not differentiable.
+(a value ``func`` closes over gets no derivative).
 
 Example::
 
@@ -118,6 +123,9 @@ def simpson(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
 
 # --------------------------------------------------------------------------
 # odeint
+#
+# A solver is a tuple (method, substeps, rtol, atol): "rk4" takes `substeps` classical RK4 steps per
+# interval of t; "dopri5" is Dormand-Prince 5(4) with adaptive steps controlled by rtol/atol.
 
 def _rk4(func: Callable[..., Any], y: Any, t0: Any, t1: Any, args: tuple[Any, ...], substeps: int) -> Any:
     h = (t1 - t0) / substeps
@@ -132,17 +140,84 @@ def _rk4(func: Callable[..., Any], y: Any, t0: Any, t1: Any, args: tuple[Any, ..
     return y
 
 
-def _solve(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...], substeps: int,
-           stack: Callable[..., Any]) -> Any:
+# Dormand-Prince 5(4) tableau: nodes, stage rows, and the 5th minus 4th order weights (the error).
+_DP_C = (0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0)
+_DP_A = ((), (1 / 5,), (3 / 40, 9 / 40), (44 / 45, -56 / 15, 32 / 9),
+         (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+         (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
+         (35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84))
+_DP_E = (35 / 384 - 5179 / 57600, 0.0, 500 / 1113 - 7571 / 16695, 125 / 192 - 393 / 640,
+         -2187 / 6784 + 92097 / 339200, 11 / 84 - 187 / 2100, -1 / 40)
+_DP_MAX_STEPS = 100000
+
+
+def _host_float(x: Any) -> float:
+    """A step-size decision: read the (possibly traced) value explicitly, as a constant."""
+    return float(np.max(np.abs(np.asarray(to_numpy(x)))))
+
+
+def _dopri5(func: Callable[..., Any], y: Any, t0: Any, t1: Any, args: tuple[Any, ...], rtol: float, atol: float) -> Any:
+    """Adaptive Dormand-Prince steps from t0 to t1 (either direction). The step sizes are
+    chosen from read-back error norms and are constants: differentiating through this function
+    differentiates the discrete solution on the accepted steps."""
+    span = _host_float(t1 - t0)
+    if span == 0.0:
+        return y
+    done, h = 0.0, span / 10   # distance travelled, trial step (both >= 0)
+    for _ in range(_DP_MAX_STEPS):
+        if done >= span * (1 - 1e-12):
+            return y
+        h = min(h, span - done)
+        # steps as fractions of (t1 - t0), so the unrolled solution is differentiable in t0 and t1
+        hs = (t1 - t0) * (h / span)
+        t = t0 + (t1 - t0) * (done / span)
+        ks: list[Any] = []
+        for c, row in zip(_DP_C, _DP_A):
+            yi = y
+            for a_ij, k in zip(row, ks):
+                if a_ij != 0.0:
+                    yi = yi + (hs * a_ij) * k
+            ks.append(func(yi, t + c * hs, *args))
+        y_new = y
+        for b, k in zip(_DP_A[6], ks):
+            if b != 0.0:
+                y_new = y_new + (hs * b) * k
+        err = ks[0] * (hs * _DP_E[0])
+        for e, k in zip(_DP_E[1:], ks[1:]):
+            if e != 0.0:
+                err = err + (hs * e) * k
+        scale = atol + rtol * fnp.maximum(fnp.abs(y), fnp.abs(y_new))
+        ratio = np.asarray(to_numpy(err / scale))
+        norm = float(np.sqrt(np.mean(np.abs(ratio) ** 2))) if ratio.size else 0.0
+        if not np.isfinite(norm):
+            raise FloatingPointError("odeint(method='dopri5'): the error estimate is not finite (the solution "
+                                     "blows up or func returned nan/inf)")
+        if norm <= 1.0:
+            y, done = y_new, done + h
+        h = h * min(5.0, max(0.2, 0.9 * (norm if norm > 0 else 1e-10) ** -0.2))
+        if h < 1e-14 * max(span, 1.0):
+            raise FloatingPointError("odeint(method='dopri5'): the step size underflowed; the problem is "
+                                     "too stiff for an explicit method or rtol/atol are too small")
+    raise RuntimeError(f"odeint(method='dopri5'): more than {_DP_MAX_STEPS} steps in one interval of t")
+
+
+def _step(func: Callable[..., Any], y: Any, t0: Any, t1: Any, args: tuple[Any, ...], solver: tuple[Any, ...]) -> Any:
+    method, substeps, rtol, atol = solver
+    if method == "rk4":
+        return _rk4(func, y, t0, t1, args, substeps)
+    return _dopri5(func, y, t0, t1, args, rtol, atol)
+
+
+def _solve(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...], solver: tuple[Any, ...], stack: Callable[..., Any]) -> Any:
     ys = [y0]
     y = y0
     for i in range(shape(t)[0] - 1):
-        y = _rk4(func, y, t[i], t[i + 1], args, substeps)
+        y = _step(func, y, t[i], t[i + 1], args, solver)
         ys.append(y)
     return stack(ys)
 
 
-def _odeint_raw(y0: Any, t: Any, *leaves: Any, func: Callable[..., Any], treedef: Any, substeps: int) -> Any:
+def _odeint_raw(y0: Any, t: Any, *leaves: Any, func: Callable[..., Any], treedef: Any, solver: tuple[Any, ...]) -> Any:
     args = tree_util.tree_unflatten(treedef, list(leaves))
     xp = namespace_of(y0, t, *leaves)
 
@@ -150,11 +225,7 @@ def _odeint_raw(y0: Any, t: Any, *leaves: Any, func: Callable[..., Any], treedef
         out = func(y, tt, *a)
         return out.astype(y.dtype, copy=False) if hasattr(out, "astype") else xp.asarray(out, dtype=y.dtype)
 
-    return _solve(f, y0, t, tuple(args), substeps, xp.stack)
-
-
-def _no_t_rule(*_: Any, **__: Any) -> Any:
-    raise TypeError("odeint is not differentiable with respect to the times t; pass t as a constant")
+    return _solve(f, y0, t, tuple(args), solver, xp.stack)
 
 
 def _flat(xs: list[Any]) -> Any:
@@ -170,13 +241,17 @@ def _unflat(z: Any, likes: list[Any]) -> list[Any]:
     return out
 
 
+def _rhs(func: Callable[..., Any], treedef: Any, leaves: tuple[Any, ...], y: Any, tt: Any) -> Any:
+    return func(y, tt, *tree_util.tree_unflatten(treedef, list(leaves)))
+
+
 def _odeint_vjp(g: Any, ys: Any, argnums: tuple[Any, ...], y0: Any, t: Any, *leaves: Any,
-                func: Callable[..., Any], treedef: Any, substeps: int) -> list[Any]:
-    """Adjoint method: integrate (y, a, a_args) backwards over each interval of t."""
+                func: Callable[..., Any], treedef: Any, solver: tuple[Any, ...]) -> list[Any]:
+    """Adjoint method: integrate (y, a, a_args) backwards over each interval of t with the same
+    solver. d/dt_i = g_i . f(y_i, t_i) (i >= 1); d/dt_0 = -a(t_0) . f(y_0, t_0), a(t_0) the adjoint
+    reaching t_0 from the later outputs."""
     from ..transforms import vjp as _vjp
 
-    if 1 in argnums:
-        _no_t_rule()
     likes = [ys[0]] + list(leaves)   # y and each leaf: the adjoint state's parts
 
     def aug(z: Any, s: Any, *ls: Any) -> Any:
@@ -192,29 +267,37 @@ def _odeint_vjp(g: Any, ys: Any, argnums: tuple[Any, ...], y0: Any, t: Any, *lea
 
     n_t = shape(t)[0]
     a = g[n_t - 1]
+    a0 = fnp.zeros_like(a)
     arg_bars = [fnp.zeros_like(x) for x in leaves]
     for i in range(n_t - 1, 0, -1):
         z = _flat([ys[i], a] + arg_bars)
         seg = fnp.stack([-t[i], -t[i - 1]])
         z1 = _odeint(z, seg, *leaves, func=aug, treedef=tree_util.tree_structure(tuple(leaves)),
-                     substeps=substeps)[1]
+                     solver=solver)[1]
         parts = _unflat(z1, [ys[0], ys[0]] + list(leaves))
+        a0 = parts[1]
         a = parts[1] + g[i - 1]
         arg_bars = parts[2:]
     cts = {0: a}
+    if 1 in argnums:
+        f_at = [_rhs(func, treedef, leaves, ys[i], t[i]) for i in range(n_t)]
+        bars = [-fnp.sum(a0 * f_at[0])] + [fnp.sum(g[i] * f_at[i]) for i in range(1, n_t)]
+        cts[1] = fnp.astype(fnp.stack(bars), dtype(t)) if dtype(t) != dtype(bars[0]) else fnp.stack(bars)
     for k, b in enumerate(arg_bars):
         cts[k + 2] = b
     return [cts.get(k) for k in argnums]
 
 
 def _odeint_jvp(tangents: list[Any], ys: Any, y0: Any, t: Any, *leaves: Any,
-                func: Callable[..., Any], treedef: Any, substeps: int) -> Any:
-    """Tangent equation beside the state: d(y, ydot)/dt = (f, J_y f ydot + J_args f args_dot)."""
+                func: Callable[..., Any], treedef: Any, solver: tuple[Any, ...]) -> Any:
+    """Tangent equation beside the state: d(y, ydot)/dt = (f, J_y f ydot + J_args f args_dot).
+    A tangent of the times adds f(y_i, t_i) dt_i to output i and starts ydot at -f(y0, t0) dt_0."""
     from ..transforms import jvp as _jvp
 
-    if tangents[1] is not None:
-        _no_t_rule()
     ty0 = tangents[0] if tangents[0] is not None else fnp.zeros_like(y0)
+    dt = tangents[1]
+    if dt is not None:
+        ty0 = ty0 - _rhs(func, treedef, leaves, y0, t[0]) * dt[0]
     tleaves = [tv if tv is not None else fnp.zeros_like(x) for tv, x in zip(tangents[2:], leaves)]
     n_l = len(leaves)
 
@@ -230,13 +313,15 @@ def _odeint_jvp(tangents: list[Any], ys: Any, y0: Any, t: Any, *leaves: Any,
 
     all_leaves = list(leaves) + tleaves
     zs = _odeint(_flat([y0, ty0]), t, *all_leaves, func=aug, treedef=tree_util.tree_structure(tuple(all_leaves)),
-                 substeps=substeps)
+                 solver=solver)
     n = int(np.prod(shape(y0), dtype=np.int64))
-    return fnp.reshape(zs[:, n:], shape(ys))
+    out = fnp.reshape(zs[:, n:], shape(ys))
+    if dt is not None:
+        out = out + fnp.stack([_rhs(func, treedef, leaves, ys[i], t[i]) * dt[i] for i in range(shape(t)[0])])
+    return out
 
 
-def _odeint_batch(args: list[Any], dims: list[Any], func: Callable[..., Any], treedef: Any,
-                  substeps: int) -> tuple[Any, ...]:
+def _odeint_batch(args: list[Any], dims: list[Any], func: Callable[..., Any], treedef: Any, solver: tuple[Any, ...]) -> tuple[Any, ...]:
     from ..transforms import vmap as _vmap
 
     y0, t, leaves = args[0], args[1], list(args[2:])
@@ -254,41 +339,93 @@ def _odeint_batch(args: list[Any], dims: list[Any], func: Callable[..., Any], tr
 
         return _vmap(one, in_axes=(0,) + axes)(y, *ls)
 
-    out = _odeint(y0, t, *leaves, func=bfunc, treedef=tree_util.tree_structure(tuple(leaves)), substeps=substeps)
+    out = _odeint(y0, t, *leaves, func=bfunc, treedef=tree_util.tree_structure(tuple(leaves)), solver=solver)
     return out, 1
 
 
 _odeint = defprimitive(_odeint_raw, name="odeint", vjp_all=_odeint_vjp, jvp_all=_odeint_jvp, batch=_odeint_batch)
 
 
-def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, substeps: int = 10, adjoint: bool = True) -> Any:
+def _ravel_state(y0: Any) -> tuple[Any, Callable[..., Any], Callable[..., Any]]:
+    """A pytree state as one flat vector: (flat y0, unravel one state, unravel a stack of states)."""
+    leaves, tdef = tree_util.tree_flatten(y0)
+    if not leaves:
+        raise ValueError("odeint: y0 has no arrays")
+    leaves = [fnp.asarray(v) if dtype(v).kind in "fc" else fnp.asarray(v, dtype=np.float64) for v in leaves]
+    if tdef == tree_util.tree_structure(leaves[0]):
+        return leaves[0], lambda y: y, lambda ys: ys
+    shapes = [shape(v) for v in leaves]
+    sizes = [int(np.prod(sh, dtype=np.int64)) for sh in shapes]
+    common = np.result_type(*[dtype(v) for v in leaves])
+    flat = fnp.concatenate([fnp.reshape(fnp.astype(v, common), (-1,)) for v in leaves])
+    offs = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+
+    def one(z: Any) -> Any:
+        return tree_util.tree_unflatten(tdef, [fnp.reshape(z[offs[i]:offs[i + 1]], sh) for i, sh in enumerate(shapes)])
+
+    def stacked(zs: Any) -> Any:
+        n = shape(zs)[0]
+        return tree_util.tree_unflatten(
+            tdef, [fnp.reshape(zs[:, offs[i]:offs[i + 1]], (n,) + sh) for i, sh in enumerate(shapes)])
+
+    return flat, one, stacked
+
+
+_METHODS = {"rk4": "rk4", "dopri5": "dopri5", "rk45": "dopri5"}
+
+
+def odeint(func: Callable[..., Any], y0: Any, t: Any, *args: Any, substeps: int = 10, adjoint: bool = True,
+           method: str = "rk4", rtol: float = 1e-7, atol: float = 1e-9) -> Any:
     """Integrate ``dy/dt = func(y, t, *args)`` from ``t[0]``; ``y`` at every time in ``t``.
 
-    Fixed-step RK4 with ``substeps`` steps between consecutive times (error
-    ~ ``h^4``: raise ``substeps`` for accuracy). Gradients use the adjoint method
-    (memory independent of the number of steps); ``adjoint=False`` differentiates
-    through the unrolled steps instead (same result up to the solver's error, memory
-    growing with the steps: for comparison). ``y0`` is an array; ``args`` any pytrees of
-    arrays (differentiable); ``t`` a 1-D increasing or decreasing array (not
-    differentiable). The order of arguments is ``scipy.integrate.odeint``'s (``func(y, t)``);
-    unlike SciPy's LSODA the step size is not adaptive.
+    ``method="rk4"`` (default): fixed-step RK4 with ``substeps`` steps between
+    consecutive times (error ~ ``h^4``: raise ``substeps`` for accuracy).
+    ``method="dopri5"`` (alias ``"rk45"``): adaptive Dormand-Prince 5(4) whose local error
+    per step is kept below ``atol + rtol |y|`` (RMS norm); the step sizes are read back to
+    the host (one sync per step) and are constants for differentiation.
+
+    Gradients use the adjoint method: the augmented system is integrated backwards with the
+    same solver (for dopri5 with its own adaptive steps), so memory does not grow with the number
+    of steps; ``adjoint=False`` differentiates through the unrolled steps instead (same result
+    up to the solver's tolerance, memory growing with the steps: for comparison). Forward mode
+    integrates the tangent equation beside the state.
+
+    ``y0`` is an array or any pytree of arrays (the result is the same pytree with a leading
+    time axis on each leaf; ``func`` receives and returns that pytree). ``args`` are any pytrees
+    of arrays (differentiable). ``t`` is a 1-D increasing or decreasing array, differentiable:
+    d y(t_i) / d t_i = func(y(t_i), t_i) and d y(t_i) / d t_0 = -J(t_i, t_0) func(y0, t0).
+    The order of arguments is ``scipy.integrate.odeint``'s (``func(y, t)``).
 
     Example::
 
         odeint(lambda y, t, k: -k * y, fnp.array([1.0]), fnp.array([0.0, 1.0]), 2.0)  # [[1], [exp(-2)]]
+        odeint(lambda y, t: -y, fnp.array([1.0]), fnp.array([0.0, 1.0]), method="dopri5", rtol=1e-9)
     """
     if not callable(func):
         raise TypeError(f"odeint: func must be callable func(y, t, *args), got {type(func).__name__}")
     if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)) or substeps < 1:
         raise ValueError(f"odeint: substeps must be a positive integer, got {substeps!r}")
+    if not isinstance(method, str) or method.lower() not in _METHODS:
+        raise ValueError(f"odeint: method must be 'rk4' or 'dopri5' (alias 'rk45'), got {method!r}")
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)) or not tol >= 0:
+            raise ValueError(f"odeint: {name} must be a non-negative number, got {tol!r}")
+    if not rtol > 0 and not atol > 0:
+        raise ValueError("odeint: rtol and atol cannot both be 0")
     if ndim(t) != 1 or shape(t)[0] < 1:
         raise ValueError(f"odeint: t must be a 1-D array of times, got shape {shape(t)}")
-    if dtype(y0).kind not in "fc":
-        y0 = fnp.asarray(y0, dtype=np.float64)
+    solver = (_METHODS[method.lower()], int(substeps), float(rtol), float(atol))
+    flat0, one, stacked = _ravel_state(y0)
+    if one(flat0) is not flat0:
+        user = func
+
+        def func(z: Any, tt: Any, *a: Any) -> Any:
+            out = user(one(z), tt, *a)
+            return fnp.concatenate([fnp.reshape(fnp.astype(v, dtype(z)), (-1,)) for v in tree_util.tree_leaves(out)])
     leaves, treedef = tree_util.tree_flatten(tuple(args))
     if not adjoint:
-        return _solve(func, y0, t, tuple(args), int(substeps), fnp.stack)
-    return _odeint(y0, t, *leaves, func=func, treedef=treedef, substeps=int(substeps))
+        return stacked(_solve(func, flat0, t, tuple(args), solver, fnp.stack))
+    return stacked(_odeint(flat0, t, *leaves, func=func, treedef=treedef, solver=solver))
 
 
 class OdeResult:
@@ -300,20 +437,21 @@ class OdeResult:
         self.y = y
         self.success = True
         self.status = 0
-        self.message = "fixed-step RK4 finished"
+        self.message = "finished"
 
     def __repr__(self) -> str:
         return f"OdeResult(t={self.t!r}, y={self.y!r})"
 
 
 def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK4", t_eval: Any = None, args: tuple[Any, ...] = (),
-              substeps: int = 10, adjoint: bool = True) -> OdeResult:
+              substeps: int = 10, adjoint: bool = True, rtol: float = 1e-7, atol: float = 1e-9) -> OdeResult:
     """``scipy.integrate.solve_ivp``-style front end of :func:`odeint`: ``fun(t, y, *args)``.
 
     Integrates over ``t_span = (t0, t1)`` and reports ``y`` at ``t_eval`` (default: the two
-    ends), shape ``(n, len(t_eval))``. The method is always fixed-step RK4 (``substeps``
-    steps between output times; SciPy's adaptive methods and events are not provided);
-    gradients with respect to ``y0`` and ``args`` use the adjoint method.
+    ends), shape ``(n, len(t_eval))``. ``method="RK4"``: fixed-step RK4 (``substeps`` steps
+    between output times); ``method="RK45"``: adaptive Dormand-Prince with ``rtol``/``atol``
+    (SciPy's other methods and events are not provided). Gradients with respect to ``y0``,
+    ``args`` and ``t_eval`` use the adjoint method.
 
     Example::
 
@@ -322,7 +460,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK4"
         sol.y   # shape (1, 3)
     """
     if method not in ("RK4", "RK45"):
-        raise NotImplementedError(f"solve_ivp: only fixed-step RK4 is provided (method='RK4'), got {method!r}")
+        raise NotImplementedError(f"solve_ivp: only fixed-step RK4 (method='RK4') and adaptive Dormand-Prince "
+                                  f"(method='RK45') are provided, got {method!r}")
     if len(t_span) != 2:
         raise ValueError(f"solve_ivp: t_span must be (t0, t1), got {t_span!r}")
     if not isinstance(args, tuple):
@@ -330,5 +469,6 @@ def solve_ivp(fun: Callable[..., Any], t_span: Any, y0: Any, method: str = "RK4"
     t = fnp.asarray(t_eval) if t_eval is not None else fnp.asarray([float(t_span[0]), float(t_span[1])])
     if dtype(t).kind != "f":
         t = fnp.asarray(t, dtype=np.float64)
-    ys = odeint(lambda y, tt, *a: fun(tt, y, *a), y0, t, *args, substeps=substeps, adjoint=adjoint)
+    ys = odeint(lambda y, tt, *a: fun(tt, y, *a), y0, t, *args, substeps=substeps, adjoint=adjoint,
+                method="dopri5" if method == "RK45" else "rk4", rtol=rtol, atol=atol)
     return OdeResult(t, fnp.moveaxis(fnp.reshape(ys, (shape(ys)[0], -1)), 0, 1))

@@ -1,4 +1,4 @@
-"""The beta distribution: differentiable ``scipy.stats.beta`` (``cdf`` not in ``a``, ``b``).
+"""The beta distribution: differentiable ``scipy.stats.beta`` (``cdf`` in ``a``, ``b`` to second order).
 
 Example::
 
@@ -33,7 +33,7 @@ def pdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def cdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """CDF betainc(a, b, z); not differentiable in a, b. Example: ``cdf(0.5, 2.0, 2.0)``  # 0.5"""
+    """CDF betainc(a, b, z); differentiable in a, b to second order. Example: ``cdf(0.5, 2.0, 2.0)``  # 0.5"""
     z = standardize(x, loc, scale)
     return betainc(a, b, fnp.clip(z, 0, 1))
 

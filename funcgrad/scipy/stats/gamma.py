@@ -1,4 +1,4 @@
-"""The gamma distribution (shape ``a``): differentiable ``scipy.stats.gamma`` (``cdf`` not in ``a``).
+"""The gamma distribution (shape ``a``): differentiable ``scipy.stats.gamma`` (``cdf`` in ``a`` to second order).
 
 Example::
 
@@ -32,7 +32,7 @@ def pdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def cdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """CDF gammainc(a, z); not differentiable in ``a``. Example: ``cdf(1.0, 1.0)``  # 1 - exp(-1)"""
+    """CDF gammainc(a, z); differentiable in ``a`` to second order (see special.gammainc). Example: ``cdf(1.0, 1.0)``  # 1 - exp(-1)"""
     z = standardize(x, loc, scale)
     return gammainc(a, fnp.maximum(z, 0))
 

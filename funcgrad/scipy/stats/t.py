@@ -1,4 +1,4 @@
-"""Student's t distribution: differentiable ``scipy.stats.t`` (``cdf`` not in ``df``).
+"""Student's t distribution: differentiable ``scipy.stats.t`` (``cdf`` in ``df`` to second order).
 
 Example::
 
@@ -32,7 +32,7 @@ def pdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 
 def cdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    """CDF (stdtr); differentiable in x, loc, scale, not in df. Example: ``cdf(0.0, 3.0)``  # 0.5"""
+    """CDF (stdtr); differentiable in x, loc, scale and in df (to second order). Example: ``cdf(0.0, 3.0)``  # 0.5"""
     return stdtr(df, standardize(x, loc, scale))
 
 
