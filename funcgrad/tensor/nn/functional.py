@@ -326,49 +326,140 @@ def fold(x: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, paddi
 
 
 # --------------------------------------------------------------------------- pooling
+# One implementation for every rank: the windows come from ``funcgrad.nn.im2col`` (padding, stride,
+# dilation) or, for the adaptive pools, from per-axis index tables; the max picks PyTorch's first
+# maximum (so ties send the whole gradient to one element) and the indices are flat positions in
+# each input plane, as PyTorch's.
 
 
-def _check_pool(ceil_mode: bool, dilation: Any, return_indices: bool, name: str) -> None:
-    if ceil_mode:
-        raise NotImplementedError(f"{name}(ceil_mode=True) is not supported by funcgrad.tensor")
-    if any(d != 1 for d in _ntuple(dilation, 1 if isinstance(dilation, int) else len(dilation))):
-        raise NotImplementedError(f"{name}(dilation != 1) is not supported by funcgrad.tensor")
-    if return_indices:
-        raise NotImplementedError(f"{name}(return_indices=True) is not supported by funcgrad.tensor")
+def _pool_args(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+               name: str) -> tuple:
+    if x.dim() not in (nsp + 1, nsp + 2):
+        raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
+    k = _ntuple(kernel_size, nsp)
+    empty = stride is None or (not isinstance(stride, (int, np.integer)) and len(stride) == 0)
+    s = k if empty else _ntuple(stride, nsp)
+    p, d = _ntuple(padding, nsp), _ntuple(dilation, nsp)
+    for tup, what in ((k, "kernel_size"), (s, "stride"), (d, "dilation")):
+        if len(tup) != nsp or any(v <= 0 for v in tup):
+            raise RuntimeError(f"{name}: {what} must be {nsp} positive ints, got {tup}")
+    if len(p) != nsp or any(v < 0 or v > kk // 2 for v, kk in zip(p, k)):
+        raise RuntimeError(f"{name}: padding must be non-negative and at most half the kernel size, "
+                           f"got padding {p} for kernel {k}")
+    return k, s, p, d
 
 
-def _pool(x: Tensor, kind: str, nsp: int, kernel_size: Any, stride: Any, padding: Any) -> Tensor:
-    st = None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else stride
-    fn = _fnn.max_pool if kind == "max" else _fnn.avg_pool
-    return _fg(fn, x, kernel_size, st, padding, ndim=nsp)
+def _pool_out(sizes: tuple, k: tuple, s: tuple, p: tuple, d: tuple, ceil_mode: bool, name: str) -> tuple:
+    """PyTorch's output sizes, and the right padding that covers the last window."""
+    out, hi = [], []
+    for n, kk, ss, pp, dd in zip(sizes, k, s, p, d):
+        span = n + 2 * pp - dd * (kk - 1) - 1
+        o = (-(-span // ss) if ceil_mode else span // ss) + 1
+        if ceil_mode and (o - 1) * ss >= n + pp:  # the last window must start inside the input or left padding
+            o -= 1
+        if span < 0 or o <= 0:
+            raise RuntimeError(f"{name}: the window (kernel {k}, dilation {d}) does not fit the padded input "
+                               f"{sizes} with padding {p}: output size would be {o}")
+        out.append(o)
+        hi.append(max((o - 1) * ss + dd * (kk - 1) + 1 - n - pp, 0))
+    return tuple(out), tuple(hi)
+
+
+def _windows(x: Tensor, nsp: int, k: tuple, s: tuple, p: tuple, hi: tuple, d: tuple, out: tuple,
+             fill: float) -> Tensor:
+    """``(*lead, *spatial) -> (*lead, *out, prod(k))``: every window, padded with ``fill``."""
+    lead = tuple(x.shape[:-nsp])
+    nk = math.prod(k)
+
+    def raw(v: Any) -> Any:
+        cols = _fnn.im2col(v, k, s, tuple(zip(p, hi)), d, pad_value=fill)
+        cols = fnp.reshape(cols, lead + (nk,) + out)
+        return fnp.moveaxis(cols, len(lead), -1)
+
+    return _fg(raw, x)
+
+
+def _arange_along(t: Tensor, n: int, j: int, nsp: int) -> Tensor:
+    """``arange(n)`` shaped to broadcast along spatial axis ``j`` of an ``(*lead, *out)`` tensor."""
+    return _like(t, np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (nsp - 1 - j)))
+
+
+def _argmax_pick(cols: Tensor, nsp: int, positions: Any, sizes: tuple) -> tuple[Tensor, Tensor]:
+    """The first maximum of each window (NaN wins, as in PyTorch) and its flat index in the input plane.
+
+    ``positions(j, kj)`` gives the input coordinate along axis ``j`` of window offset ``kj``.
+    """
+    arg = cols.argmax(-1, keepdim=True)
+    y = cols.gather(-1, arg).squeeze(-1)
+    rem = arg.squeeze(-1)
+    flat: Any = 0
+    mult = 1
+    kshape = positions.kernel
+    for j in reversed(range(nsp)):
+        kj = rem % kshape[j]
+        rem = rem // kshape[j]
+        flat = flat + positions(j, kj) * mult
+        mult *= sizes[j]
+    return y, flat
+
+
+class _GridPositions:
+    """Input coordinate of window offset ``kj`` at output position ``o``: ``o * s - p + kj * d``."""
+
+    def __init__(self, like: Tensor, nsp: int, k: tuple, s: tuple, p: tuple, d: tuple, out: tuple) -> None:
+        self.like, self.nsp, self.kernel, self.s, self.p, self.d, self.out = like, nsp, k, s, p, d, out
+
+    def __call__(self, j: int, kj: Tensor) -> Tensor:
+        o = _arange_along(self.like, self.out[j], j, self.nsp)
+        return o * self.s[j] - self.p[j] + kj * self.d[j]
+
+
+def _max_pool(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+              return_indices: bool, name: str) -> Any:
+    k, s, p, d = _pool_args(x, nsp, kernel_size, stride, padding, dilation, name)
+    sizes = tuple(x.shape[-nsp:])
+    out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
+    cols = _windows(x, nsp, k, s, p, hi, d, out, -math.inf)
+    y, idx = _argmax_pick(cols, nsp, _GridPositions(x, nsp, k, s, p, d, out), sizes)
+    return (y, idx) if return_indices else y
 
 
 def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max over windows of the last axis. Example: ``F.max_pool1d(x, 2)``."""
-    _check_pool(ceil_mode, dilation, return_indices, "max_pool1d")
-    return _pool(x, "max", 1, kernel_size, stride, padding)
+    return _max_pool(x, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool1d")
 
 
 def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max over windows of the last two axes. Example: ``F.max_pool2d(x, 2)``."""
-    _check_pool(ceil_mode, dilation, return_indices, "max_pool2d")
-    return _pool(x, "max", 2, kernel_size, stride, padding)
+    return _max_pool(x, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool2d")
+
+
+def max_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over windows of the last three axes. Example: ``F.max_pool3d(x, 2)``."""
+    return _max_pool(x, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool3d")
 
 
 def _avg(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
          count_include_pad: bool, divisor_override: Any, name: str) -> Tensor:
-    _check_pool(ceil_mode, 1, False, name)
-    y = _pool(x, "avg", nsp, kernel_size, stride, padding)
-    k = math.prod(_ntuple(kernel_size, nsp))
-    if not count_include_pad and any(_ntuple(padding, nsp)):
-        ones = _like(x, np.ones((1,) * (x.dim() - nsp) + tuple(x.shape[-nsp:]), dtype=x._value.dtype))
-        frac = _pool(ones, "avg", nsp, kernel_size, stride, padding)
-        y = y / frac
-    if divisor_override:
-        y = y * (k / divisor_override)
-    return y
+    k, s, p, d = _pool_args(x, nsp, kernel_size, stride, padding, 1, name)
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise RuntimeError(f"{name}: divisor must be not zero")
+    sizes = tuple(x.shape[-nsp:])
+    out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
+    total = _windows(x, nsp, k, s, p, hi, d, out, 0.0).sum(-1)
+    if divisor_override is not None:
+        return total / float(divisor_override)
+    # PyTorch's divisor: the window clipped to the padded input (or to the input without count_include_pad)
+    div = np.ones((), dtype=np.float64)
+    for n, kk, ss, pp, o in zip(sizes, k, s, p, out):
+        lo = np.arange(o) * ss - pp
+        end = np.minimum(lo + kk, n + pp)
+        size = end - lo if count_include_pad else np.minimum(end, n) - np.maximum(lo, 0)
+        div = np.multiply.outer(div, size.astype(np.float64))
+    return total / _const(x, div)
 
 
 def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
@@ -383,34 +474,87 @@ def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     return _avg(x, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool2d")
 
 
+def avg_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: Any = None) -> Tensor:
+    """Mean over windows of the last three axes. Example: ``F.avg_pool3d(x, 2)``."""
+    return _avg(x, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool3d")
+
+
+def _adaptive_sizes(x: Tensor, output_size: Any, nsp: int, name: str) -> tuple:
+    if x.dim() not in (nsp + 1, nsp + 2):
+        raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
+    sizes = tuple(x.shape[-nsp:])
+    req = (output_size,) * nsp if isinstance(output_size, (int, np.integer, type(None))) else tuple(output_size)
+    if len(req) != nsp:
+        raise RuntimeError(f"{name}: output_size must have {nsp} entries, got {output_size!r}")
+    out = tuple(n if o is None else int(o) for n, o in zip(sizes, req))
+    if any(o <= 0 for o in out) or any(n <= 0 for n in sizes):
+        raise RuntimeError(f"{name}: output_size {out} and input sizes {sizes} must be positive")
+    return sizes, out
+
+
+def _adaptive_bounds(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
+    # PyTorch's windows: [floor(i * n_in / n_out), ceil((i + 1) * n_in / n_out))
+    i = np.arange(n_out)
+    return (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+
+
 def _adaptive(x: Tensor, output_size: Any, nsp: int, kind: str) -> Tensor:
     from ..ops import stack
 
-    sizes = tuple(x.shape[-nsp:])
-    out = tuple(s if o is None else int(o) for s, o in zip(sizes, (output_size,) * nsp
-                                                          if isinstance(output_size, (int, type(None)))
-                                                          else tuple(output_size)))
+    sizes, out = _adaptive_sizes(x, output_size, nsp, f"adaptive_{kind}_pool{nsp}d")
 
     def pool_axis(t: Tensor, axis: int, n_in: int, n_out: int) -> Tensor:
-        # PyTorch's windows: [floor(i * n_in / n_out), ceil((i + 1) * n_in / n_out))
         if n_in % n_out == 0:
             k = n_in // n_out
             shape = tuple(t.shape)
             t = t.reshape(shape[:axis] + (n_out, k) + shape[axis + 1:])
-            return t.amax(axis + 1) if kind == "max" else t.mean(axis + 1)
-        parts = []
-        for i in range(n_out):
-            lo, hi = (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
-            w = t.narrow(axis, lo, hi - lo)
-            parts.append(w.amax(axis) if kind == "max" else w.mean(axis))
-        return stack(parts, axis)
+            return t.mean(axis + 1)
+        lo, hi = _adaptive_bounds(n_in, n_out)
+        return stack([t.narrow(axis, int(a), int(b - a)).mean(axis) for a, b in zip(lo, hi)], axis)
 
-    # max and mean over a product of windows separate axis by axis
+    # the mean over a product of windows separates axis by axis
     y = x
     for j in range(nsp):
-        axis = x.dim() - nsp + j
-        y = pool_axis(y, axis, sizes[j], out[j])
+        y = pool_axis(y, x.dim() - nsp + j, sizes[j], out[j])
     return y
+
+
+class _TablePositions:
+    """Input coordinate of window offset ``kj`` at output position ``o``: ``table_j[o, kj]``."""
+
+    def __init__(self, like: Tensor, nsp: int, tables: list, k: tuple) -> None:
+        self.like, self.nsp, self.tables, self.kernel = like, nsp, tables, k
+
+    def __call__(self, j: int, kj: Tensor) -> Tensor:
+        t = self.tables[j]
+        at = _arange_along(self.like, t.shape[0], j, self.nsp) * t.shape[1] + kj
+        return _like(self.like, t.ravel())[at.reshape(-1)].reshape(tuple(kj.shape))
+
+
+def _adaptive_max(x: Tensor, output_size: Any, nsp: int, return_indices: bool) -> Any:
+    name = f"adaptive_max_pool{nsp}d"
+    sizes, out = _adaptive_sizes(x, output_size, nsp, name)
+    # per axis a table (out, kmax) of input positions; short windows repeat their last element, which never
+    # comes before the first maximum, so the argmax is PyTorch's
+    tables = []
+    for n, o in zip(sizes, out):
+        lo, hi = _adaptive_bounds(n, o)
+        kmax = int((hi - lo).max())
+        tables.append(np.minimum(lo[:, None] + np.arange(kmax)[None, :], hi[:, None] - 1).astype(np.int64))
+    k = tuple(t.shape[1] for t in tables)
+    lead = x.dim() - nsp
+    cols = x
+    for j, t in enumerate(tables):  # gather axis by axis: (*lead, o0, k0, ..., oj, kj, n_{j+1}, ...)
+        axis = lead + 2 * j
+        cols = cols.index_select(axis, _like(x, t.ravel()))
+        shape = tuple(cols.shape)
+        cols = cols.reshape(shape[:axis] + t.shape + shape[axis + 1:])
+    # (*lead, o0, k0, o1, k1, ...) -> (*lead, o0, o1, ..., k0, k1, ...) -> (*lead, *out, prod(k))
+    perm = tuple(range(lead)) + tuple(lead + 2 * j for j in range(nsp)) + tuple(lead + 2 * j + 1 for j in range(nsp))
+    cols = cols.permute(*perm).reshape(tuple(x.shape[:lead]) + out + (math.prod(k),))
+    y, idx = _argmax_pick(cols, nsp, _TablePositions(x, nsp, tables, k), sizes)
+    return (y, idx) if return_indices else y
 
 
 def adaptive_avg_pool1d(x: Tensor, output_size: Any) -> Tensor:
@@ -423,16 +567,24 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
     return _adaptive(x, output_size, 2, "avg")
 
 
-def adaptive_max_pool1d(x: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+def adaptive_avg_pool3d(x: Tensor, output_size: Any) -> Tensor:
+    """Average pooling to a given ``(D, H, W)``. Example: ``F.adaptive_avg_pool3d(x, 1)``."""
+    return _adaptive(x, output_size, 3, "avg")
+
+
+def adaptive_max_pool1d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling to a given length. Example: ``F.adaptive_max_pool1d(x, 4)``."""
-    _check_pool(False, 1, return_indices, "adaptive_max_pool1d")
-    return _adaptive(x, output_size, 1, "max")
+    return _adaptive_max(x, output_size, 1, return_indices)
 
 
-def adaptive_max_pool2d(x: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+def adaptive_max_pool2d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling to a given ``(H, W)``. Example: ``F.adaptive_max_pool2d(x, (2, 2))``."""
-    _check_pool(False, 1, return_indices, "adaptive_max_pool2d")
-    return _adaptive(x, output_size, 2, "max")
+    return _adaptive_max(x, output_size, 2, return_indices)
+
+
+def adaptive_max_pool3d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max pooling to a given ``(D, H, W)``. Example: ``F.adaptive_max_pool3d(x, 2)``."""
+    return _adaptive_max(x, output_size, 3, return_indices)
 
 
 # --------------------------------------------------------------------------- normalization
@@ -862,7 +1014,8 @@ __all__ = [
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize", "cosine_similarity", "pairwise_distance",
     "embedding", "one_hot", "pad", "interpolate", "upsample", "scaled_dot_product_attention",
     "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
