@@ -291,6 +291,12 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
     return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
+def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """Transposed 3-d convolution, ``weight (C_in, C_out/groups, KD, KH, KW)``. Example: ``F.conv_transpose3d(x, w, stride=2)``."""
+    return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
 def unfold(x: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:
     """Sliding windows of ``(N, C, H, W)`` as columns ``(N, C*kh*kw, L)`` (``funcgrad.nn.im2col``).
 
@@ -585,6 +591,62 @@ def adaptive_max_pool2d(x: Tensor, output_size: Any, return_indices: bool = Fals
 def adaptive_max_pool3d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling to a given ``(D, H, W)``. Example: ``F.adaptive_max_pool3d(x, 2)``."""
     return _adaptive_max(x, output_size, 3, return_indices)
+
+
+def _max_unpool(x: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any,
+                output_size: Any, name: str) -> Tensor:
+    if x.dim() not in (nsp + 1, nsp + 2):
+        raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
+    if tuple(indices.shape) != tuple(x.shape) or indices.is_floating_point():
+        raise RuntimeError(f"{name}: indices must be integers of the input's shape {tuple(x.shape)}, "
+                           f"got {indices.dtype} of shape {tuple(indices.shape)}")
+    k = _ntuple(kernel_size, nsp)
+    s = k if stride is None else _ntuple(stride, nsp)
+    p = _ntuple(padding, nsp)
+    sizes, lead = tuple(x.shape[-nsp:]), tuple(x.shape[:-nsp])
+    if output_size is None:
+        out = tuple((n - 1) * ss - 2 * pp + kk for n, ss, pp, kk in zip(sizes, s, p, k))
+    else:
+        req = tuple(int(v) for v in output_size)
+        if len(req) not in (nsp, x.dim()):
+            raise RuntimeError(f"{name}: output_size must have {nsp} or {x.dim()} entries, got {output_size!r}")
+        out = req[-nsp:]
+    total = math.prod(out)
+    if x.numel() and (int(indices.min().item()) < 0 or int(indices.max().item()) >= total):
+        raise RuntimeError(f"{name}: found an index outside the output plane of {total} elements {out}")
+
+    m = math.prod(sizes)
+    offsets = _like(x, np.arange(math.prod(lead), dtype=np.int64)[:, None] * total)
+
+    def scatter(z: Any, v: Any, iv: Any, off: Any, how: str) -> Any:
+        where = fnp.at(z)[fnp.reshape(fnp.reshape(iv, (-1, m)) + off, (-1,))]
+        flat = where.set(fnp.reshape(v, (-1,))) if how == "set" else where.add(fnp.reshape(v, (-1,)))
+        return fnp.reshape(flat, lead + out)
+
+    zeros = x.new_zeros((math.prod(lead) * total,))
+    y = _fg(scatter, zeros, x, indices, offsets, how="set")
+    # PyTorch's gradient is a gather at the indices, also where overlapping windows repeat an index (the
+    # forward keeps one write): the values of the write, the gradient of the sum
+    added = _fg(scatter, zeros, x, indices, offsets, how="add")
+    return y.detach() + (added - added.detach())
+
+
+def max_unpool1d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """Put each value back at its max-pool index (zeros elsewhere). Example: ``F.max_unpool1d(y, i, 2)``."""
+    return _max_unpool(x, indices, 1, kernel_size, stride, padding, output_size, "max_unpool1d")
+
+
+def max_unpool2d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of ``max_pool2d(..., return_indices=True)``. Example: ``F.max_unpool2d(y, i, 2)``."""
+    return _max_unpool(x, indices, 2, kernel_size, stride, padding, output_size, "max_unpool2d")
+
+
+def max_unpool3d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of ``max_pool3d(..., return_indices=True)``. Example: ``F.max_unpool3d(y, i, 2)``."""
+    return _max_unpool(x, indices, 3, kernel_size, stride, padding, output_size, "max_unpool3d")
 
 
 # --------------------------------------------------------------------------- normalization
@@ -1015,7 +1077,7 @@ __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
-    "adaptive_max_pool3d",
+    "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d", "conv_transpose3d",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize", "cosine_similarity", "pairwise_distance",
     "embedding", "one_hot", "pad", "interpolate", "upsample", "scaled_dot_product_attention",
     "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",

@@ -18,7 +18,7 @@ from . import Module
 from . import functional as F
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"]
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxPool(Module):
@@ -155,3 +155,37 @@ class AdaptiveMaxPool3d(_Adaptive):
     """Max pooling to a fixed ``(D, H, W)``. Example: ``ft.nn.AdaptiveMaxPool3d(2)``."""
 
     _fn = staticmethod(F.adaptive_max_pool3d)
+
+
+class _MaxUnpool(Module):
+    _fn: Any = None
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+
+    def forward(self, x: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return type(self)._fn(x, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    """Undo ``MaxPool1d(return_indices=True)``. Example: ``ft.nn.MaxUnpool1d(2)(y, idx)``."""
+
+    _fn = staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpool):
+    """Undo ``MaxPool2d(return_indices=True)``. Example: ``ft.nn.MaxUnpool2d(2)(y, idx)``."""
+
+    _fn = staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpool):
+    """Undo ``MaxPool3d(return_indices=True)``. Example: ``ft.nn.MaxUnpool3d(2)(y, idx)``."""
+
+    _fn = staticmethod(F.max_unpool3d)
