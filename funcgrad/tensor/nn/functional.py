@@ -21,6 +21,7 @@ import numpy as np
 import funcgrad.nn as _fnn
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of
+from funcgrad.core import Box
 
 from .. import dtypes as _dt
 from ..creation import default_generator
@@ -395,9 +396,9 @@ def _argmax_pick(cols: Tensor, nsp: int, positions: Any, sizes: tuple) -> tuple[
 
     ``positions(j, kj)`` gives the input coordinate along axis ``j`` of window offset ``kj``.
     """
-    arg = cols.argmax(-1, keepdim=True)
-    y = cols.gather(-1, arg).squeeze(-1)
-    rem = arg.squeeze(-1)
+    rem = cols.argmax(-1)
+    first = rem.unsqueeze(-1) == _like(cols, np.arange(cols.shape[-1], dtype=np.int64))
+    y = _where(first, cols, _const(cols, 0.0)).sum(-1)
     flat: Any = 0
     mult = 1
     kshape = positions.kernel
@@ -527,15 +528,16 @@ def _adaptive(x: Tensor, output_size: Any, nsp: int, kind: str) -> Tensor:
 
 
 class _TablePositions:
-    """Input coordinate of window offset ``kj`` at output position ``o``: ``table_j[o, kj]``."""
+    """Input coordinate of window offset ``kj`` at adaptive output position ``o``: ``min(lo[o] + kj, hi[o] - 1)``."""
 
-    def __init__(self, like: Tensor, nsp: int, tables: list, k: tuple) -> None:
-        self.like, self.nsp, self.tables, self.kernel = like, nsp, tables, k
+    def __init__(self, like: Tensor, nsp: int, bounds: list, k: tuple) -> None:
+        self.like, self.nsp, self.bounds, self.kernel = like, nsp, bounds, k
 
     def __call__(self, j: int, kj: Tensor) -> Tensor:
-        t = self.tables[j]
-        at = _arange_along(self.like, t.shape[0], j, self.nsp) * t.shape[1] + kj
-        return _like(self.like, t.ravel())[at.reshape(-1)].reshape(tuple(kj.shape))
+        shape = (-1,) + (1,) * (self.nsp - 1 - j)
+        lo, hi = (_like(self.like, b.astype(np.int64).reshape(shape)) for b in self.bounds[j])
+        pos = lo + kj
+        return _where(pos < hi, pos, hi - 1)
 
 
 def _adaptive_max(x: Tensor, output_size: Any, nsp: int, return_indices: bool) -> Any:
@@ -543,23 +545,22 @@ def _adaptive_max(x: Tensor, output_size: Any, nsp: int, return_indices: bool) -
     sizes, out = _adaptive_sizes(x, output_size, nsp, name)
     # per axis a table (out, kmax) of input positions; short windows repeat their last element, which never
     # comes before the first maximum, so the argmax is PyTorch's
-    tables = []
-    for n, o in zip(sizes, out):
-        lo, hi = _adaptive_bounds(n, o)
-        kmax = int((hi - lo).max())
-        tables.append(np.minimum(lo[:, None] + np.arange(kmax)[None, :], hi[:, None] - 1).astype(np.int64))
+    bounds = [_adaptive_bounds(n, o) for n, o in zip(sizes, out)]
+    tables = [np.minimum(lo[:, None] + np.arange(int((hi - lo).max()))[None, :], hi[:, None] - 1).astype(np.int64)
+              for lo, hi in bounds]
     k = tuple(t.shape[1] for t in tables)
     lead = x.dim() - nsp
-    cols = x
-    for j, t in enumerate(tables):  # gather axis by axis: (*lead, o0, k0, ..., oj, kj, n_{j+1}, ...)
-        axis = lead + 2 * j
-        cols = cols.index_select(axis, _like(x, t.ravel()))
-        shape = tuple(cols.shape)
-        cols = cols.reshape(shape[:axis] + t.shape + shape[axis + 1:])
+
+    def gather(v: Any, *tabs: Any) -> Any:  # (*lead, *spatial) -> (*lead, o0, k0, o1, k1, ...)
+        for j, t in enumerate(tabs):
+            v = fnp.take(v, t, axis=lead + 2 * j)
+        return v
+
+    cols = _fg(gather, x, *(_like(x, t) for t in tables))
     # (*lead, o0, k0, o1, k1, ...) -> (*lead, o0, o1, ..., k0, k1, ...) -> (*lead, *out, prod(k))
     perm = tuple(range(lead)) + tuple(lead + 2 * j for j in range(nsp)) + tuple(lead + 2 * j + 1 for j in range(nsp))
     cols = cols.permute(*perm).reshape(tuple(x.shape[:lead]) + out + (math.prod(k),))
-    y, idx = _argmax_pick(cols, nsp, _TablePositions(x, nsp, tables, k), sizes)
+    y, idx = _argmax_pick(cols, nsp, _TablePositions(x, nsp, bounds, k), sizes)
     return (y, idx) if return_indices else y
 
 
@@ -593,6 +594,39 @@ def adaptive_max_pool3d(x: Tensor, output_size: Any, return_indices: bool = Fals
     return _adaptive_max(x, output_size, 3, return_indices)
 
 
+def max_pool1d_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False, return_indices: bool = True) -> Any:
+    """``max_pool1d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool1d_with_indices(x, 2)``."""
+    return _max_pool(x, 1, kernel_size, stride, padding, dilation, ceil_mode, True, "max_pool1d")
+
+
+def max_pool2d_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False, return_indices: bool = True) -> Any:
+    """``max_pool2d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool2d_with_indices(x, 2)``."""
+    return _max_pool(x, 2, kernel_size, stride, padding, dilation, ceil_mode, True, "max_pool2d")
+
+
+def max_pool3d_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False, return_indices: bool = True) -> Any:
+    """``max_pool3d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool3d_with_indices(x, 2)``."""
+    return _max_pool(x, 3, kernel_size, stride, padding, dilation, ceil_mode, True, "max_pool3d")
+
+
+def adaptive_max_pool1d_with_indices(x: Tensor, output_size: Any, return_indices: bool = True) -> Any:
+    """``adaptive_max_pool1d`` returning ``(values, indices)``. Example: ``F.adaptive_max_pool1d_with_indices(x, 4)``."""
+    return _adaptive_max(x, output_size, 1, True)
+
+
+def adaptive_max_pool2d_with_indices(x: Tensor, output_size: Any, return_indices: bool = True) -> Any:
+    """``adaptive_max_pool2d`` returning ``(values, indices)``. Example: ``F.adaptive_max_pool2d_with_indices(x, 2)``."""
+    return _adaptive_max(x, output_size, 2, True)
+
+
+def adaptive_max_pool3d_with_indices(x: Tensor, output_size: Any, return_indices: bool = True) -> Any:
+    """``adaptive_max_pool3d`` returning ``(values, indices)``. Example: ``F.adaptive_max_pool3d_with_indices(x, 2)``."""
+    return _adaptive_max(x, output_size, 3, True)
+
+
 def _max_unpool(x: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any,
                 output_size: Any, name: str) -> Tensor:
     if x.dim() not in (nsp + 1, nsp + 2):
@@ -612,7 +646,8 @@ def _max_unpool(x: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stride: 
             raise RuntimeError(f"{name}: output_size must have {nsp} or {x.dim()} entries, got {output_size!r}")
         out = req[-nsp:]
     total = math.prod(out)
-    if x.numel() and (int(indices.min().item()) < 0 or int(indices.max().item()) >= total):
+    if x.numel() and not isinstance(_raw(indices._value), Box) and (
+            int(indices.min().item()) < 0 or int(indices.max().item()) >= total):
         raise RuntimeError(f"{name}: found an index outside the output plane of {total} elements {out}")
 
     m = math.prod(sizes)
@@ -1078,6 +1113,8 @@ __all__ = [
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
     "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d", "conv_transpose3d",
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize", "cosine_similarity", "pairwise_distance",
     "embedding", "one_hot", "pad", "interpolate", "upsample", "scaled_dot_product_attention",
     "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
