@@ -99,3 +99,37 @@ def test_vmap_matches_a_loop():
 def test_pooling_errors_name_the_problem(call, words):
     with pytest.raises(RuntimeError, match=words):
         call()
+
+
+def test_new_pools_on_the_fake_device_match_the_host():
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    import fake_backend as fb
+
+    def run(dev):
+        x = ft.tensor(np.random.default_rng(1).standard_normal((1, 2, 5, 6, 4)).astype(np.float32), device=dev,
+                      requires_grad=True)
+        with fb.no_host_sync() if dev != "cpu" else _Null():
+            y, i = F.max_pool3d(x, 2, ceil_mode=True, return_indices=True)
+            y = F.max_unpool3d(y, i, 2, output_size=(5, 6, 4)).amax((2, 3, 4)) + 0 * y.sum()
+            a, j = F.adaptive_max_pool3d(x, (2, 3, 3), return_indices=True)
+            loss = (y.sum() + a.sum() + F.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False).sum()
+                    + F.max_pool2d(x[0], 2, dilation=2).sum() + F.adaptive_avg_pool3d(x, 2).sum())
+            loss.backward()
+        return [t.detach().cpu().numpy() for t in (y, i, a, j, x.grad)]
+
+    host = run("cpu")
+    with fb.as_cuda():
+        dev = run("cuda")
+    for h, d in zip(host, dev):
+        np.testing.assert_allclose(d, h, rtol=1e-6)
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *a: object) -> None:
+        return None

@@ -646,8 +646,10 @@ def _max_unpool(x: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stride: 
             raise RuntimeError(f"{name}: output_size must have {nsp} or {x.dim()} entries, got {output_size!r}")
         out = req[-nsp:]
     total = math.prod(out)
-    if x.numel() and not isinstance(_raw(indices._value), Box) and (
-            int(indices.min().item()) < 0 or int(indices.max().item()) >= total):
+    iv = _raw(indices._value)
+    # checked on host values only: a traced or device index would need a sync (the gather would still refuse it)
+    if x.numel() and not isinstance(iv, Box) and namespace_of(iv) is np and (
+            int(iv.min()) < 0 or int(iv.max()) >= total):
         raise RuntimeError(f"{name}: found an index outside the output plane of {total} elements {out}")
 
     m = math.prod(sizes)
