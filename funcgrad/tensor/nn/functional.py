@@ -655,17 +655,16 @@ def _max_unpool(x: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stride: 
     m = math.prod(sizes)
     offsets = _like(x, np.arange(math.prod(lead), dtype=np.int64)[:, None] * total)
 
-    def scatter(z: Any, v: Any, iv: Any, off: Any, how: str) -> Any:
-        where = fnp.at(z)[fnp.reshape(fnp.reshape(iv, (-1, m)) + off, (-1,))]
-        flat = where.set(fnp.reshape(v, (-1,))) if how == "set" else where.add(fnp.reshape(v, (-1,)))
+    def scatter_add(z: Any, v: Any, iv: Any, off: Any) -> Any:
+        flat = fnp.at(z)[fnp.reshape(fnp.reshape(iv, (-1, m)) + off, (-1,))].add(fnp.reshape(v, (-1,)))
         return fnp.reshape(flat, lead + out)
 
     zeros = x.new_zeros((math.prod(lead) * total,))
-    y = _fg(scatter, zeros, x, indices, offsets, how="set")
-    # PyTorch's gradient is a gather at the indices, also where overlapping windows repeat an index (the
-    # forward keeps one write): the values of the write, the gradient of the sum
-    added = _fg(scatter, zeros, x, indices, offsets, how="add")
-    return y.detach() + (added - added.detach())
+    added = _fg(scatter_add, zeros, x, indices, offsets)
+    count = _fg(scatter_add, zeros, x.new_ones(tuple(x.shape)), indices, offsets)
+    # Overlapping windows can repeat an index, always with the same value (it is one input element): the
+    # value is the mean of the writes; the gradient is PyTorch's, a gather at the indices (that of the sum).
+    return (added / _where(count > 0, count, _const(count, 1.0))).detach() + (added - added.detach())
 
 
 def max_unpool1d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
