@@ -61,9 +61,9 @@ def test_ties_send_the_gradient_to_the_first_maximum():
 
 
 def test_ceil_mode_clamps_the_last_window():
-    # L=4, k=2, s=2, p=1: ceil gives 3 windows, the third would start at 5 > L + p - 1... PyTorch keeps 3
+    # L=4, k=2, s=2, p=1: ceil((4 + 2 - 2) / 2) + 1 = 3 windows; the last starts at 4 - 1 = 3, inside: kept
     assert tuple(F.max_pool1d(ft.randn(1, 4), 2, 2, 1, ceil_mode=True).shape) == (1, 3)
-    # L=5, k=2, s=2, p=1: ceil gives 4 windows; the 4th starts at 6 - 1 = 5 >= L + p... no: PyTorch drops it
+    # L=5, k=2, s=2, p=1: ceil((5 + 2 - 2) / 2) + 1 = 4; the 4th would start at 6 >= L + p (right padding): dropped
     assert tuple(F.max_pool1d(ft.randn(1, 5), 2, 2, 1, ceil_mode=True).shape) == (1, 3)
     assert tuple(F.avg_pool1d(ft.randn(1, 6), 3, 2, 0, ceil_mode=True).shape) == (1, 3)
 
