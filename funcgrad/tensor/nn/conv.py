@@ -19,7 +19,7 @@ from ..tensor import Tensor
 from . import Module, _uniform_param
 from . import functional as F
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _tup(v: Any, n: int) -> tuple:
@@ -140,4 +140,14 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
         return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-d convolution. Example: ``ft.nn.ConvTranspose3d(4, 2, 3, stride=2)``."""
+
+    _n = 3
+
+    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
+        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
                                   self.groups, self.dilation)

@@ -21,6 +21,7 @@ import numpy as np
 import funcgrad.nn as _fnn
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of
+from funcgrad.core import Box
 
 from .. import dtypes as _dt
 from ..creation import default_generator
@@ -291,6 +292,12 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
     return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
+def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """Transposed 3-d convolution, ``weight (C_in, C_out/groups, KD, KH, KW)``. Example: ``F.conv_transpose3d(x, w, stride=2)``."""
+    return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
 def unfold(x: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:
     """Sliding windows of ``(N, C, H, W)`` as columns ``(N, C*kh*kw, L)`` (``funcgrad.nn.im2col``).
 
@@ -326,49 +333,140 @@ def fold(x: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, paddi
 
 
 # --------------------------------------------------------------------------- pooling
+# One implementation for every rank: the windows come from ``funcgrad.nn.im2col`` (padding, stride,
+# dilation) or, for the adaptive pools, from per-axis index tables; the max picks PyTorch's first
+# maximum (so ties send the whole gradient to one element) and the indices are flat positions in
+# each input plane, as PyTorch's.
 
 
-def _check_pool(ceil_mode: bool, dilation: Any, return_indices: bool, name: str) -> None:
-    if ceil_mode:
-        raise NotImplementedError(f"{name}(ceil_mode=True) is not supported by funcgrad.tensor")
-    if any(d != 1 for d in _ntuple(dilation, 1 if isinstance(dilation, int) else len(dilation))):
-        raise NotImplementedError(f"{name}(dilation != 1) is not supported by funcgrad.tensor")
-    if return_indices:
-        raise NotImplementedError(f"{name}(return_indices=True) is not supported by funcgrad.tensor")
+def _pool_args(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+               name: str) -> tuple:
+    if x.dim() not in (nsp + 1, nsp + 2):
+        raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
+    k = _ntuple(kernel_size, nsp)
+    empty = stride is None or (not isinstance(stride, (int, np.integer)) and len(stride) == 0)
+    s = k if empty else _ntuple(stride, nsp)
+    p, d = _ntuple(padding, nsp), _ntuple(dilation, nsp)
+    for tup, what in ((k, "kernel_size"), (s, "stride"), (d, "dilation")):
+        if len(tup) != nsp or any(v <= 0 for v in tup):
+            raise RuntimeError(f"{name}: {what} must be {nsp} positive ints, got {tup}")
+    if len(p) != nsp or any(v < 0 or v > kk // 2 for v, kk in zip(p, k)):
+        raise RuntimeError(f"{name}: padding must be non-negative and at most half the kernel size, "
+                           f"got padding {p} for kernel {k}")
+    return k, s, p, d
 
 
-def _pool(x: Tensor, kind: str, nsp: int, kernel_size: Any, stride: Any, padding: Any) -> Tensor:
-    st = None if stride is None or (not isinstance(stride, int) and len(stride) == 0) else stride
-    fn = _fnn.max_pool if kind == "max" else _fnn.avg_pool
-    return _fg(fn, x, kernel_size, st, padding, ndim=nsp)
+def _pool_out(sizes: tuple, k: tuple, s: tuple, p: tuple, d: tuple, ceil_mode: bool, name: str) -> tuple:
+    """PyTorch's output sizes, and the right padding that covers the last window."""
+    out, hi = [], []
+    for n, kk, ss, pp, dd in zip(sizes, k, s, p, d):
+        span = n + 2 * pp - dd * (kk - 1) - 1
+        o = (-(-span // ss) if ceil_mode else span // ss) + 1
+        if ceil_mode and (o - 1) * ss >= n + pp:  # the last window must start inside the input or left padding
+            o -= 1
+        if span < 0 or o <= 0:
+            raise RuntimeError(f"{name}: the window (kernel {k}, dilation {d}) does not fit the padded input "
+                               f"{sizes} with padding {p}: output size would be {o}")
+        out.append(o)
+        hi.append(max((o - 1) * ss + dd * (kk - 1) + 1 - n - pp, 0))
+    return tuple(out), tuple(hi)
+
+
+def _windows(x: Tensor, nsp: int, k: tuple, s: tuple, p: tuple, hi: tuple, d: tuple, out: tuple,
+             fill: float) -> Tensor:
+    """``(*lead, *spatial) -> (*lead, *out, prod(k))``: every window, padded with ``fill``."""
+    lead = tuple(x.shape[:-nsp])
+    nk = math.prod(k)
+
+    def raw(v: Any) -> Any:
+        cols = _fnn.im2col(v, k, s, tuple(zip(p, hi)), d, pad_value=fill)
+        cols = fnp.reshape(cols, lead + (nk,) + out)
+        return fnp.moveaxis(cols, len(lead), -1)
+
+    return _fg(raw, x)
+
+
+def _arange_along(t: Tensor, n: int, j: int, nsp: int) -> Tensor:
+    """``arange(n)`` shaped to broadcast along spatial axis ``j`` of an ``(*lead, *out)`` tensor."""
+    return _like(t, np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (nsp - 1 - j)))
+
+
+def _argmax_pick(cols: Tensor, nsp: int, positions: Any, sizes: tuple) -> tuple[Tensor, Tensor]:
+    """The first maximum of each window (NaN wins, as in PyTorch) and its flat index in the input plane.
+
+    ``positions(j, kj)`` gives the input coordinate along axis ``j`` of window offset ``kj``.
+    """
+    rem = cols.argmax(-1)
+    first = rem.unsqueeze(-1) == _like(cols, np.arange(cols.shape[-1], dtype=np.int64))
+    y = _where(first, cols, _const(cols, 0.0)).sum(-1)
+    flat: Any = 0
+    mult = 1
+    kshape = positions.kernel
+    for j in reversed(range(nsp)):
+        kj = rem % kshape[j]
+        rem = rem // kshape[j]
+        flat = flat + positions(j, kj) * mult
+        mult *= sizes[j]
+    return y, flat
+
+
+class _GridPositions:
+    """Input coordinate of window offset ``kj`` at output position ``o``: ``o * s - p + kj * d``."""
+
+    def __init__(self, like: Tensor, nsp: int, k: tuple, s: tuple, p: tuple, d: tuple, out: tuple) -> None:
+        self.like, self.nsp, self.kernel, self.s, self.p, self.d, self.out = like, nsp, k, s, p, d, out
+
+    def __call__(self, j: int, kj: Tensor) -> Tensor:
+        o = _arange_along(self.like, self.out[j], j, self.nsp)
+        return o * self.s[j] - self.p[j] + kj * self.d[j]
+
+
+def _max_pool(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+              return_indices: bool, name: str) -> Any:
+    k, s, p, d = _pool_args(x, nsp, kernel_size, stride, padding, dilation, name)
+    sizes = tuple(x.shape[-nsp:])
+    out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
+    cols = _windows(x, nsp, k, s, p, hi, d, out, -math.inf)
+    y, idx = _argmax_pick(cols, nsp, _GridPositions(x, nsp, k, s, p, d, out), sizes)
+    return (y, idx) if return_indices else y
 
 
 def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max over windows of the last axis. Example: ``F.max_pool1d(x, 2)``."""
-    _check_pool(ceil_mode, dilation, return_indices, "max_pool1d")
-    return _pool(x, "max", 1, kernel_size, stride, padding)
+    return _max_pool(x, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool1d")
 
 
 def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max over windows of the last two axes. Example: ``F.max_pool2d(x, 2)``."""
-    _check_pool(ceil_mode, dilation, return_indices, "max_pool2d")
-    return _pool(x, "max", 2, kernel_size, stride, padding)
+    return _max_pool(x, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool2d")
+
+
+def max_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over windows of the last three axes. Example: ``F.max_pool3d(x, 2)``."""
+    return _max_pool(x, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool3d")
 
 
 def _avg(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
          count_include_pad: bool, divisor_override: Any, name: str) -> Tensor:
-    _check_pool(ceil_mode, 1, False, name)
-    y = _pool(x, "avg", nsp, kernel_size, stride, padding)
-    k = math.prod(_ntuple(kernel_size, nsp))
-    if not count_include_pad and any(_ntuple(padding, nsp)):
-        ones = _like(x, np.ones((1,) * (x.dim() - nsp) + tuple(x.shape[-nsp:]), dtype=x._value.dtype))
-        frac = _pool(ones, "avg", nsp, kernel_size, stride, padding)
-        y = y / frac
-    if divisor_override:
-        y = y * (k / divisor_override)
-    return y
+    k, s, p, d = _pool_args(x, nsp, kernel_size, stride, padding, 1, name)
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise RuntimeError(f"{name}: divisor must be not zero")
+    sizes = tuple(x.shape[-nsp:])
+    out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
+    total = _windows(x, nsp, k, s, p, hi, d, out, 0.0).sum(-1)
+    if divisor_override is not None:
+        return total / float(divisor_override)
+    # PyTorch's divisor: the window clipped to the padded input (or to the input without count_include_pad)
+    div = np.ones((), dtype=np.float64)
+    for n, kk, ss, pp, o in zip(sizes, k, s, p, out):
+        lo = np.arange(o) * ss - pp
+        end = np.minimum(lo + kk, n + pp)
+        size = end - lo if count_include_pad else np.minimum(end, n) - np.maximum(lo, 0)
+        div = np.multiply.outer(div, size.astype(np.float64))
+    return total / _const(x, div)
 
 
 def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
@@ -383,34 +481,87 @@ def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     return _avg(x, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool2d")
 
 
+def avg_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: Any = None) -> Tensor:
+    """Mean over windows of the last three axes. Example: ``F.avg_pool3d(x, 2)``."""
+    return _avg(x, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool3d")
+
+
+def _adaptive_sizes(x: Tensor, output_size: Any, nsp: int, name: str) -> tuple:
+    if x.dim() not in (nsp + 1, nsp + 2):
+        raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
+    sizes = tuple(x.shape[-nsp:])
+    req = (output_size,) * nsp if isinstance(output_size, (int, np.integer, type(None))) else tuple(output_size)
+    if len(req) != nsp:
+        raise RuntimeError(f"{name}: output_size must have {nsp} entries, got {output_size!r}")
+    out = tuple(n if o is None else int(o) for n, o in zip(sizes, req))
+    if any(o <= 0 for o in out) or any(n <= 0 for n in sizes):
+        raise RuntimeError(f"{name}: output_size {out} and input sizes {sizes} must be positive")
+    return sizes, out
+
+
+def _adaptive_bounds(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
+    # PyTorch's windows: [floor(i * n_in / n_out), ceil((i + 1) * n_in / n_out))
+    i = np.arange(n_out)
+    return (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+
+
 def _adaptive(x: Tensor, output_size: Any, nsp: int, kind: str) -> Tensor:
     from ..ops import stack
 
-    sizes = tuple(x.shape[-nsp:])
-    out = tuple(s if o is None else int(o) for s, o in zip(sizes, (output_size,) * nsp
-                                                          if isinstance(output_size, (int, type(None)))
-                                                          else tuple(output_size)))
+    sizes, out = _adaptive_sizes(x, output_size, nsp, f"adaptive_{kind}_pool{nsp}d")
 
     def pool_axis(t: Tensor, axis: int, n_in: int, n_out: int) -> Tensor:
-        # PyTorch's windows: [floor(i * n_in / n_out), ceil((i + 1) * n_in / n_out))
         if n_in % n_out == 0:
             k = n_in // n_out
             shape = tuple(t.shape)
             t = t.reshape(shape[:axis] + (n_out, k) + shape[axis + 1:])
-            return t.amax(axis + 1) if kind == "max" else t.mean(axis + 1)
-        parts = []
-        for i in range(n_out):
-            lo, hi = (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
-            w = t.narrow(axis, lo, hi - lo)
-            parts.append(w.amax(axis) if kind == "max" else w.mean(axis))
-        return stack(parts, axis)
+            return t.mean(axis + 1)
+        lo, hi = _adaptive_bounds(n_in, n_out)
+        return stack([t.narrow(axis, int(a), int(b - a)).mean(axis) for a, b in zip(lo, hi)], axis)
 
-    # max and mean over a product of windows separate axis by axis
+    # the mean over a product of windows separates axis by axis
     y = x
     for j in range(nsp):
-        axis = x.dim() - nsp + j
-        y = pool_axis(y, axis, sizes[j], out[j])
+        y = pool_axis(y, x.dim() - nsp + j, sizes[j], out[j])
     return y
+
+
+class _TablePositions:
+    """Input coordinate of window offset ``kj`` at adaptive output position ``o``: ``min(lo[o] + kj, hi[o] - 1)``."""
+
+    def __init__(self, like: Tensor, nsp: int, bounds: list, k: tuple) -> None:
+        self.like, self.nsp, self.bounds, self.kernel = like, nsp, bounds, k
+
+    def __call__(self, j: int, kj: Tensor) -> Tensor:
+        shape = (-1,) + (1,) * (self.nsp - 1 - j)
+        lo, hi = (_like(self.like, b.astype(np.int64).reshape(shape)) for b in self.bounds[j])
+        pos = lo + kj
+        return _where(pos < hi, pos, hi - 1)
+
+
+def _adaptive_max(x: Tensor, output_size: Any, nsp: int, return_indices: bool) -> Any:
+    name = f"adaptive_max_pool{nsp}d"
+    sizes, out = _adaptive_sizes(x, output_size, nsp, name)
+    # per axis a table (out, kmax) of input positions; short windows repeat their last element, which never
+    # comes before the first maximum, so the argmax is PyTorch's
+    bounds = [_adaptive_bounds(n, o) for n, o in zip(sizes, out)]
+    tables = [np.minimum(lo[:, None] + np.arange(int((hi - lo).max()))[None, :], hi[:, None] - 1).astype(np.int64)
+              for lo, hi in bounds]
+    k = tuple(t.shape[1] for t in tables)
+    lead = x.dim() - nsp
+
+    def gather(v: Any, *tabs: Any) -> Any:  # (*lead, *spatial) -> (*lead, o0, k0, o1, k1, ...)
+        for j, t in enumerate(tabs):
+            v = fnp.take(v, t, axis=lead + 2 * j)
+        return v
+
+    cols = _fg(gather, x, *(_like(x, t) for t in tables))
+    # (*lead, o0, k0, o1, k1, ...) -> (*lead, o0, o1, ..., k0, k1, ...) -> (*lead, *out, prod(k))
+    perm = tuple(range(lead)) + tuple(lead + 2 * j for j in range(nsp)) + tuple(lead + 2 * j + 1 for j in range(nsp))
+    cols = cols.permute(*perm).reshape(tuple(x.shape[:lead]) + out + (math.prod(k),))
+    y, idx = _argmax_pick(cols, nsp, _TablePositions(x, nsp, bounds, k), sizes)
+    return (y, idx) if return_indices else y
 
 
 def adaptive_avg_pool1d(x: Tensor, output_size: Any) -> Tensor:
@@ -423,16 +574,115 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
     return _adaptive(x, output_size, 2, "avg")
 
 
-def adaptive_max_pool1d(x: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+def adaptive_avg_pool3d(x: Tensor, output_size: Any) -> Tensor:
+    """Average pooling to a given ``(D, H, W)``. Example: ``F.adaptive_avg_pool3d(x, 1)``."""
+    return _adaptive(x, output_size, 3, "avg")
+
+
+def adaptive_max_pool1d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling to a given length. Example: ``F.adaptive_max_pool1d(x, 4)``."""
-    _check_pool(False, 1, return_indices, "adaptive_max_pool1d")
-    return _adaptive(x, output_size, 1, "max")
+    return _adaptive_max(x, output_size, 1, return_indices)
 
 
-def adaptive_max_pool2d(x: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+def adaptive_max_pool2d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling to a given ``(H, W)``. Example: ``F.adaptive_max_pool2d(x, (2, 2))``."""
-    _check_pool(False, 1, return_indices, "adaptive_max_pool2d")
-    return _adaptive(x, output_size, 2, "max")
+    return _adaptive_max(x, output_size, 2, return_indices)
+
+
+def adaptive_max_pool3d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max pooling to a given ``(D, H, W)``. Example: ``F.adaptive_max_pool3d(x, 2)``."""
+    return _adaptive_max(x, output_size, 3, return_indices)
+
+
+def max_pool1d_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False, return_indices: bool = True) -> Any:
+    """``max_pool1d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool1d_with_indices(x, 2)``."""
+    return _max_pool(x, 1, kernel_size, stride, padding, dilation, ceil_mode, True, "max_pool1d")
+
+
+def max_pool2d_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False, return_indices: bool = True) -> Any:
+    """``max_pool2d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool2d_with_indices(x, 2)``."""
+    return _max_pool(x, 2, kernel_size, stride, padding, dilation, ceil_mode, True, "max_pool2d")
+
+
+def max_pool3d_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False, return_indices: bool = True) -> Any:
+    """``max_pool3d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool3d_with_indices(x, 2)``."""
+    return _max_pool(x, 3, kernel_size, stride, padding, dilation, ceil_mode, True, "max_pool3d")
+
+
+def adaptive_max_pool1d_with_indices(x: Tensor, output_size: Any, return_indices: bool = True) -> Any:
+    """``adaptive_max_pool1d`` returning ``(values, indices)``. Example: ``F.adaptive_max_pool1d_with_indices(x, 4)``."""
+    return _adaptive_max(x, output_size, 1, True)
+
+
+def adaptive_max_pool2d_with_indices(x: Tensor, output_size: Any, return_indices: bool = True) -> Any:
+    """``adaptive_max_pool2d`` returning ``(values, indices)``. Example: ``F.adaptive_max_pool2d_with_indices(x, 2)``."""
+    return _adaptive_max(x, output_size, 2, True)
+
+
+def adaptive_max_pool3d_with_indices(x: Tensor, output_size: Any, return_indices: bool = True) -> Any:
+    """``adaptive_max_pool3d`` returning ``(values, indices)``. Example: ``F.adaptive_max_pool3d_with_indices(x, 2)``."""
+    return _adaptive_max(x, output_size, 3, True)
+
+
+def _max_unpool(x: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any,
+                output_size: Any, name: str) -> Tensor:
+    if x.dim() not in (nsp + 1, nsp + 2):
+        raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
+    if tuple(indices.shape) != tuple(x.shape) or indices.is_floating_point():
+        raise RuntimeError(f"{name}: indices must be integers of the input's shape {tuple(x.shape)}, "
+                           f"got {indices.dtype} of shape {tuple(indices.shape)}")
+    k = _ntuple(kernel_size, nsp)
+    s = k if stride is None else _ntuple(stride, nsp)
+    p = _ntuple(padding, nsp)
+    sizes, lead = tuple(x.shape[-nsp:]), tuple(x.shape[:-nsp])
+    if output_size is None:
+        out = tuple((n - 1) * ss - 2 * pp + kk for n, ss, pp, kk in zip(sizes, s, p, k))
+    else:
+        req = tuple(int(v) for v in output_size)
+        if len(req) not in (nsp, x.dim()):
+            raise RuntimeError(f"{name}: output_size must have {nsp} or {x.dim()} entries, got {output_size!r}")
+        out = req[-nsp:]
+    total = math.prod(out)
+    iv = _raw(indices._value)
+    # checked on host values only: a traced or device index would need a sync (the gather would still refuse it)
+    if x.numel() and not isinstance(iv, Box) and namespace_of(iv) is np and (
+            int(iv.min()) < 0 or int(iv.max()) >= total):
+        raise RuntimeError(f"{name}: found an index outside the output plane of {total} elements {out}")
+
+    m = math.prod(sizes)
+    offsets = _like(x, np.arange(math.prod(lead), dtype=np.int64)[:, None] * total)
+
+    def scatter_add(z: Any, v: Any, iv: Any, off: Any) -> Any:
+        flat = fnp.at(z)[fnp.reshape(fnp.reshape(iv, (-1, m)) + off, (-1,))].add(fnp.reshape(v, (-1,)))
+        return fnp.reshape(flat, lead + out)
+
+    zeros = x.new_zeros((math.prod(lead) * total,))
+    added = _fg(scatter_add, zeros, x, indices, offsets)
+    count = _fg(scatter_add, zeros, x.new_ones(tuple(x.shape)), indices, offsets)
+    # Overlapping windows can repeat an index, always with the same value (it is one input element): the
+    # value is the mean of the writes; the gradient is PyTorch's, a gather at the indices (that of the sum).
+    return (added / _where(count > 0, count, _const(count, 1.0))).detach() + (added - added.detach())
+
+
+def max_unpool1d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """Put each value back at its max-pool index (zeros elsewhere). Example: ``F.max_unpool1d(y, i, 2)``."""
+    return _max_unpool(x, indices, 1, kernel_size, stride, padding, output_size, "max_unpool1d")
+
+
+def max_unpool2d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of ``max_pool2d(..., return_indices=True)``. Example: ``F.max_unpool2d(y, i, 2)``."""
+    return _max_unpool(x, indices, 2, kernel_size, stride, padding, output_size, "max_unpool2d")
+
+
+def max_unpool3d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """The partial inverse of ``max_pool3d(..., return_indices=True)``. Example: ``F.max_unpool3d(y, i, 2)``."""
+    return _max_unpool(x, indices, 3, kernel_size, stride, padding, output_size, "max_unpool3d")
 
 
 # --------------------------------------------------------------------------- normalization
@@ -862,7 +1112,10 @@ __all__ = [
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+    "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d", "conv_transpose3d",
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize", "cosine_similarity", "pairwise_distance",
     "embedding", "one_hot", "pad", "interpolate", "upsample", "scaled_dot_product_attention",
     "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",

@@ -1,4 +1,7 @@
-"""Pooling modules: ``MaxPool{1,2}d``, ``AvgPool{1,2}d``, ``AdaptiveAvgPool{1,2}d``, ``AdaptiveMaxPool{1,2}d``.
+"""Pooling modules: ``MaxPool{1,2,3}d``, ``AvgPool{1,2,3}d``, ``AdaptiveAvgPool{1,2,3}d``, ``AdaptiveMaxPool{1,2,3}d``.
+
+Max pools take ``dilation``, ``ceil_mode`` and ``return_indices`` (flat indices into each input plane, as
+PyTorch's); average pools take ``ceil_mode``, ``count_include_pad`` and ``divisor_override``.
 
 Example::
 
@@ -14,8 +17,8 @@ from ..tensor import Tensor
 from . import Module
 from . import functional as F
 
-__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxPool(Module):
@@ -50,6 +53,12 @@ class MaxPool2d(_MaxPool):
     _fn = staticmethod(F.max_pool2d)
 
 
+class MaxPool3d(_MaxPool):
+    """Max over windows of ``(N, C, D, H, W)``. Example: ``ft.nn.MaxPool3d(2, ceil_mode=True)``."""
+
+    _fn = staticmethod(F.max_pool3d)
+
+
 class AvgPool1d(Module):
     """Mean over windows of ``(N, C, L)``. Example: ``ft.nn.AvgPool1d(3, stride=1, padding=1)``."""
 
@@ -66,8 +75,8 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
-    """Mean over windows of ``(N, C, H, W)``. Example: ``ft.nn.AvgPool2d(2)``."""
+class _AvgPoolNd(Module):
+    _fn: Any = None
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: Any = None) -> None:
@@ -76,11 +85,23 @@ class AvgPool2d(Module):
         self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
-                            self.divisor_override)
+        return type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                              self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """Mean over windows of ``(N, C, H, W)``. Example: ``ft.nn.AvgPool2d(2)``."""
+
+    _fn = staticmethod(F.avg_pool2d)
+
+
+class AvgPool3d(_AvgPoolNd):
+    """Mean over windows of ``(N, C, D, H, W)``. Example: ``ft.nn.AvgPool3d(2, ceil_mode=True)``."""
+
+    _fn = staticmethod(F.avg_pool3d)
 
 
 class _Adaptive(Module):
@@ -92,6 +113,8 @@ class _Adaptive(Module):
         self.return_indices = return_indices
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.return_indices:
+            return type(self)._fn(x, self.output_size, True)
         return type(self)._fn(x, self.output_size)
 
     def extra_repr(self) -> str:
@@ -110,6 +133,12 @@ class AdaptiveAvgPool2d(_Adaptive):
     _fn = staticmethod(F.adaptive_avg_pool2d)
 
 
+class AdaptiveAvgPool3d(_Adaptive):
+    """Average pooling to a fixed ``(D, H, W)``. Example: ``ft.nn.AdaptiveAvgPool3d(1)``."""
+
+    _fn = staticmethod(F.adaptive_avg_pool3d)
+
+
 class AdaptiveMaxPool1d(_Adaptive):
     """Max pooling to a fixed length. Example: ``ft.nn.AdaptiveMaxPool1d(4)``."""
 
@@ -120,3 +149,43 @@ class AdaptiveMaxPool2d(_Adaptive):
     """Max pooling to a fixed ``(H, W)``. Example: ``ft.nn.AdaptiveMaxPool2d(2)``."""
 
     _fn = staticmethod(F.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool3d(_Adaptive):
+    """Max pooling to a fixed ``(D, H, W)``. Example: ``ft.nn.AdaptiveMaxPool3d(2)``."""
+
+    _fn = staticmethod(F.adaptive_max_pool3d)
+
+
+class _MaxUnpool(Module):
+    _fn: Any = None
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+
+    def forward(self, x: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return type(self)._fn(x, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    """Undo ``MaxPool1d(return_indices=True)``. Example: ``ft.nn.MaxUnpool1d(2)(y, idx)``."""
+
+    _fn = staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpool):
+    """Undo ``MaxPool2d(return_indices=True)``. Example: ``ft.nn.MaxUnpool2d(2)(y, idx)``."""
+
+    _fn = staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpool):
+    """Undo ``MaxPool3d(return_indices=True)``. Example: ``ft.nn.MaxUnpool3d(2)(y, idx)``."""
+
+    _fn = staticmethod(F.max_unpool3d)
