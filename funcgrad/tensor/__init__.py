@@ -17,6 +17,8 @@ known differences).
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import dtypes as _dtypes
 from .dtypes import (  # noqa: F401
     bool, cdouble, cfloat, complex64, complex128, double, dtype, float, float16, float32, float64, get_default_dtype,
@@ -49,9 +51,9 @@ def is_inference(t: Tensor) -> object:
     return t.is_inference()
 
 
-def get_rng_state() -> dict:
+def get_rng_state() -> dict[Any, Any]:
     return default_generator.get_state()
 
 
-def set_rng_state(state: dict) -> None:
+def set_rng_state(state: dict[Any, Any]) -> None:
     default_generator.set_state(state)

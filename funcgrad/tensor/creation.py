@@ -55,10 +55,10 @@ class Generator:
     def initial_seed(self) -> int:
         return self._seed
 
-    def get_state(self) -> dict:
+    def get_state(self) -> dict[Any, Any]:
         return self._rng.bit_generator.state
 
-    def set_state(self, state: dict) -> "Generator":
+    def set_state(self, state: dict[Any, Any]) -> "Generator":
         self._rng.bit_generator.state = state
         return self
 
@@ -83,7 +83,7 @@ def _rng(generator: Generator | None) -> np.random.Generator:
     return (generator or default_generator)._rng
 
 
-_DEFAULT_DEVICE: list = [None]  # ft.set_default_device: where factories put tensors made without device=
+_DEFAULT_DEVICE: list[Any] = [None]  # ft.set_default_device: where factories put tensors made without device=
 
 
 def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor:
@@ -103,7 +103,7 @@ def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor
     return Tensor._make(value, requires_grad=builtins.bool(requires_grad), inference=_mode.inference)
 
 
-def _walk_kinds(x: Any, kinds: set) -> None:
+def _walk_kinds(x: Any, kinds: set[Any]) -> None:
     if isinstance(x, (list, tuple)):
         for e in x:
             _walk_kinds(e, kinds)
@@ -127,7 +127,7 @@ def _infer_np_dtype(data: Any) -> np.dtype | None:
     """The dtype PyTorch infers for Python data (None: keep NumPy's)."""
     if isinstance(data, (np.ndarray, np.generic)):
         return None
-    kinds: set = set()
+    kinds: set[Any] = set()
     _walk_kinds(data, kinds)
     tensor_dtypes = [k[1] for k in kinds if isinstance(k, tuple)]
     if tensor_dtypes:
@@ -318,7 +318,7 @@ def normal(mean: Any, std: Any, size: Any = None, *, generator: Generator | None
     return _finish(v.astype(_dt.get_default_dtype().np), None, None, False)
 
 
-def _like(x: Tensor, dtype: Any) -> tuple:
+def _like(x: Tensor, dtype: Any) -> tuple[Any, ...]:
     d = x.dtype if dtype is None else _dt.as_dtype(dtype)
     return tuple(x.shape), d
 

@@ -167,7 +167,7 @@ def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = 
     return _done(async_op)
 
 
-def all_gather(tensor_list: list, tensor: Tensor, group: Any = None, async_op: bool = False) -> Work | None:
+def all_gather(tensor_list: list[Any], tensor: Tensor, group: Any = None, async_op: bool = False) -> Work | None:
     """Fill ``tensor_list[r]`` with rank ``r``'s ``tensor`` (each entry the same shape).
 
     Example::

@@ -93,7 +93,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
     return _t(x).norm(p=ord, dim=dim, keepdim=keepdim)
 
 
-def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False) -> Tensor:  # noqa: A002
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[Any, ...] = (-2, -1), keepdim: bool = False) -> Tensor:  # noqa: A002
     return _as_tensor(fnp.linalg.norm(_t(A), ord=ord, axis=dim, keepdims=keepdim))
 
 

@@ -57,7 +57,7 @@ for _name in _METHODS:
     globals()[_name] = _method_fn(_name)
 
 
-def _write_out(name: str, out: Any, input: Any, args: tuple, kwargs: dict) -> Any:  # noqa: A002
+def _write_out(name: str, out: Any, input: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:  # noqa: A002
     """``ft.<op>(..., out=t)``: compute, then write into ``t`` (resized if its shape differs), as
     PyTorch does; like PyTorch, refused while grad mode is on and an argument requires grad."""
     import warnings
@@ -107,7 +107,7 @@ def imag(x: Tensor) -> Tensor:
     return _as_tensor(x).imag
 
 
-def _common(tensors: Sequence[Any]) -> list:
+def _common(tensors: Sequence[Any]) -> list[Any]:
     ts = [_as_tensor(t) for t in tensors]
     if not ts:
         raise RuntimeError("expected a non-empty list of Tensors")
@@ -189,13 +189,13 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     return _as_tensor(fnp.tensordot(x, y, axes=dims))
 
 
-def broadcast_tensors(*tensors: Any) -> tuple:
+def broadcast_tensors(*tensors: Any) -> tuple[Any, ...]:
     ts = [_as_tensor(t) for t in tensors]
     shape = np.broadcast_shapes(*[tuple(t.shape) for t in ts])
     return tuple(t.expand(*shape) for t in ts)
 
 
-def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple:
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Any, ...]:
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     ts = [_as_tensor(t) for t in tensors]

@@ -78,7 +78,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
         raise NotImplementedError("unique(dim=...) is not supported by funcgrad.tensor")
     v = _as_tensor(input).detach().cpu()._value
     vals, inv, cnt = np.unique(v, return_inverse=True, return_counts=True)
-    out: list = [Tensor._make(vals)]
+    out: list[Any] = [Tensor._make(vals)]
     if return_inverse:
         out.append(Tensor._make(inv.reshape(v.shape).astype(np.int64)))
     if return_counts:
@@ -124,7 +124,7 @@ def set_printoptions(precision: int | None = None, threshold: int | None = None,
     np.set_printoptions(**kw)
 
 
-def compile(model: Callable | None = None, **kwargs: Any) -> Any:  # noqa: A001
+def compile(model: Callable[..., Any] | None = None, **kwargs: Any) -> Any:  # noqa: A001
     """No compilation: returns ``model`` unchanged (so scripts that call ``torch.compile`` run); use
     ``funcgrad.jit`` on functional code for tracing. Example: ``model = ft.compile(model)``."""
     if model is None:

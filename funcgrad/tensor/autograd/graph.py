@@ -1,5 +1,7 @@
 """``ft.autograd.graph``: graph nodes, saved-tensor hooks, gradient edges."""
 
+from typing import Any
+
 from ..graph import (  # noqa: F401
     Node, RemovableHandle, SavedTensor, disable_saved_tensors_hooks, get_gradient_edge, save_on_cpu,
     saved_tensors_hooks,
@@ -9,7 +11,7 @@ __all__ = ["Node", "SavedTensor", "RemovableHandle", "saved_tensors_hooks", "sav
            "disable_saved_tensors_hooks", "get_gradient_edge", "to_dot", "to_svg"]
 
 
-def _type_str(shape: tuple, dtype: object) -> str:
+def _type_str(shape: tuple[Any, ...], dtype: object) -> str:
     name = str(dtype).replace("ft.", "").replace("torch.", "")
     return f"{name}[{','.join(str(d) for d in shape)}]"
 
@@ -38,7 +40,7 @@ def to_dot(outputs: object, rankdir: str = "TB") -> str:
         '  node [fontname="Helvetica", fontsize=10];',
         '  edge [fontname="Helvetica", fontsize=9, color="#555555"];',
     ]
-    ids: dict = {}
+    ids: dict[Any, Any] = {}
     stack = []
     for k, t in enumerate(tensors):
         oid = f"out{k}"

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-def _to_args(args: tuple, kwargs: dict) -> tuple[Any, Any]:
+def _to_args(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> tuple[Any, Any]:
     """(device, dtype) from Module.to's arguments."""
     dev = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
@@ -76,7 +76,7 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
-    def __deepcopy__(self, memo: dict) -> "Parameter":
+    def __deepcopy__(self, memo: dict[Any, Any]) -> "Parameter":
         new = Parameter(Tensor._make(np.array(self._value, copy=True)), self._requires_grad)
         memo[id(self)] = new
         return new
@@ -93,7 +93,7 @@ _PARAM[0] = Parameter
 # functional ops: funcgrad.nn's maths on recorded boxes
 
 
-def _fg(fn: Callable, *tensors: Any, **kwargs: Any) -> Tensor:
+def _fg(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
     boxes = [as_numpy_box(t) if isinstance(t, Tensor) else t for t in tensors]
     return as_tensor_box(fn(*boxes, **kwargs))
 
@@ -429,7 +429,7 @@ class Module:
                 out = res
         return out
 
-    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
                                   with_kwargs: bool = False) -> "RemovableHandle":
         """``hook(module, args)`` before ``forward``; a non-None result replaces the arguments.
 
@@ -437,7 +437,7 @@ class Module:
         """
         return RemovableHandle(self._forward_pre_hooks, (hook, with_kwargs), prepend)
 
-    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False) -> "RemovableHandle":
         """``hook(module, args, output)`` after ``forward``; a non-None result replaces the output.
 
@@ -446,7 +446,7 @@ class Module:
         return RemovableHandle(self._forward_hooks, (hook, with_kwargs), prepend)
 
     # --- traversal
-    def named_modules(self, memo: set | None = None, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+    def named_modules(self, memo: set[Any] | None = None, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
         if memo is None:
             memo = set()
         if id(self) in memo:
@@ -473,7 +473,7 @@ class Module:
 
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
-        seen: set = set()
+        seen: set[Any] = set()
         mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
         for mprefix, m in mods:
             for name, p in m._parameters.items():
@@ -643,7 +643,7 @@ class Module:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
 
-    def __dir__(self) -> list:
+    def __dir__(self) -> list[Any]:
         return sorted(set(list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)))
 
 
@@ -651,14 +651,14 @@ def _np_dtype(dtype: Any = None) -> Any:
     return (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
 
 
-def _uniform_param(shape: tuple, bound: float, dtype: Any = None) -> Parameter:
+def _uniform_param(shape: tuple[Any, ...], bound: float, dtype: Any = None) -> Parameter:
     """A Parameter drawn uniformly from ``[-bound, bound]`` with ft's generator (PyTorch's layer default)."""
     d = _np_dtype(dtype)
     vals = _init.uniform(default_generator._rng, shape, d, -bound, bound)
     return _new_param(np.asarray(vals, dtype=d))
 
 
-def _const_param(shape: tuple, value: float, dtype: Any = None) -> Parameter:
+def _const_param(shape: tuple[Any, ...], value: float, dtype: Any = None) -> Parameter:
     return _new_param(np.full(shape, value, dtype=_np_dtype(dtype)))
 
 
@@ -728,7 +728,7 @@ class Sequential(Module):
         return self
 
 
-def _activation(name: str, fn: Callable, extra: Callable[[Any], str] | None = None) -> type:
+def _activation(name: str, fn: Callable[..., Any], extra: Callable[[Any], str] | None = None) -> type:
     def forward(self: Module, x: Tensor) -> Tensor:
         return fn(self, x)
 

@@ -35,7 +35,7 @@ class ModuleList(Module):
         if modules is not None:
             self.extend(modules)
 
-    def _renumber(self, mods: list) -> None:
+    def _renumber(self, mods: list[Any]) -> None:
         self._modules.clear()
         for i, m in enumerate(mods):
             self.add_module(str(i), m)

@@ -49,7 +49,7 @@ def _raw(v: Any) -> Any:
     return v._value if isinstance(v, GraphBox) else v
 
 
-def _ntuple(v: Any, n: int) -> tuple:
+def _ntuple(v: Any, n: int) -> tuple[Any, ...]:
     return (int(v),) * n if isinstance(v, (int, np.integer)) else tuple(int(a) for a in v)
 
 
@@ -161,7 +161,7 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
 # --------------------------------------------------------------------------- dropout
 
 
-def _mask_dropout(x: Tensor, p: float, shape: tuple) -> Tensor:
+def _mask_dropout(x: Tensor, p: float, shape: tuple[Any, ...]) -> Tensor:
     keep = default_generator._rng.random(shape) >= p
     return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
 
@@ -236,8 +236,8 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     return _fg(_fnn.conv3d, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
 
 
-def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple, padding: tuple, output_padding: tuple,
-                        groups: int, dilation: tuple) -> Any:
+def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple[Any, ...], padding: tuple[Any, ...], output_padding: tuple[Any, ...],
+                        groups: int, dilation: tuple[Any, ...]) -> Any:
     # The adjoint of the convolution: weight^T x gives the columns, col2im sums the windows back.
     nsp = len(stride)
     shape = fnp.shape(x)
@@ -620,7 +620,7 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
     in_sizes = tuple(x.shape[2:])
     if size is not None:
         out = _ntuple(size, nsp)
-        scales: tuple = tuple(o / i for o, i in zip(out, in_sizes))
+        scales: tuple[Any, ...] = tuple(o / i for o, i in zip(out, in_sizes))
         use_scale = False
     else:
         sf = (float(scale_factor),) * nsp if isinstance(scale_factor, (int, float)) else tuple(scale_factor)

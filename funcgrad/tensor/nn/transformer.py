@@ -99,7 +99,7 @@ class MultiheadAttention(Module):
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
                 need_weights: bool = True, attn_mask: Any = None, average_attn_weights: bool = True,
-                is_causal: bool = False) -> tuple:
+                is_causal: bool = False) -> tuple[Any, ...]:
         unbatched = query.dim() == 2
         if unbatched:
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -151,7 +151,7 @@ class MultiheadAttention(Module):
         return out, weights
 
 
-def _activation(a: Any) -> Callable:
+def _activation(a: Any) -> Callable[..., Any]:
     if callable(a):
         return a
     if a == "relu":
