@@ -18,7 +18,7 @@ not recorded by autograd; for gradients, wrap the model in
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from typing import Any, cast
 
 from .. import distributed as _dist
 from .grad_mode import no_grad
@@ -116,12 +116,12 @@ def _world(group: Any = None) -> Any:
 
 def get_rank(group: Any = None) -> int:
     """This process's rank. Example: ``if dist.get_rank() == 0: print(loss.item())``."""
-    return _world(group).rank
+    return cast("int", _world(group).rank)
 
 
 def get_world_size(group: Any = None) -> int:
     """The number of processes. Example: ``dist.get_world_size()``."""
-    return _world(group).size
+    return cast("int", _world(group).size)
 
 
 def _need_tensor(t: Any, fn: str) -> Tensor:

@@ -14,7 +14,7 @@ float64 in both cases).
 from __future__ import annotations
 
 import builtins as _builtins
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -175,20 +175,20 @@ def promote_types(a: Any, b: Any) -> dtype:
     Unlike NumPy, an integer and a floating type give the floating type
     (``promote_types(int64, float32)`` is float32).
     """
-    a, b = as_dtype(a), as_dtype(b)
-    if a is b:
-        return a
-    ca, cb = category(a), category(b)
+    x, y = as_dtype(a), as_dtype(b)
+    if x is y:
+        return x
+    ca, cb = category(x), category(y)
     if ca == 3 or cb == 3:
         # complex: the larger of the component precisions
-        size = max((a.itemsize // 2 if ca == 3 else a.itemsize if ca == 2 else 4),
-                   (b.itemsize // 2 if cb == 3 else b.itemsize if cb == 2 else 4))
+        size = max((x.itemsize // 2 if ca == 3 else x.itemsize if ca == 2 else 4),
+                   (y.itemsize // 2 if cb == 3 else y.itemsize if cb == 2 else 4))
         return complex128 if size >= 8 else complex64
     if ca == 2 or cb == 2:
         if ca == 2 and cb == 2:
-            return a if a.itemsize >= b.itemsize else b
-        return a if ca == 2 else b
-    return from_numpy_dtype(np.promote_types(a.np, b.np))
+            return x if x.itemsize >= y.itemsize else y
+        return x if ca == 2 else y
+    return from_numpy_dtype(np.promote_types(x.np, y.np))
 
 
 def _scalar_dtype(x: Any) -> dtype:
@@ -257,7 +257,7 @@ def can_cast(from_: Any, to: Any) -> _builtin_bool:
 
 def finfo(d: Any = None) -> np.finfo[Any]:
     """Machine limits of a floating dtype (NumPy's ``finfo``)."""
-    return np.finfo((as_dtype(d) if d is not None else _defaults.float_dtype).np)
+    return cast("np.finfo[Any]", np.finfo((as_dtype(d) if d is not None else _defaults.float_dtype).np))
 
 
 def iinfo(d: Any) -> np.iinfo:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 from ..core import ForwardTrace, JVPBox, Primitive
 
@@ -120,10 +120,10 @@ def _trace_of(level: int | None, what: str) -> DualTrace:
     if not levels:
         raise RuntimeError(f"Trying to {what} but no level exists, make sure to enter_dual_level() first.")
     if level is None:
-        return levels[-1]
+        return cast("DualTrace", levels[-1])
     for t in levels:
         if t.index == level:
-            return t
+            return cast("DualTrace", t)
     raise RuntimeError(f"{what}: dual level {level} is not open (open levels: {[t.index for t in levels]})")
 
 

@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from . import forward_ad as _fwad
 from . import graph as _graph
@@ -212,7 +212,7 @@ def _backward_of(cls: type) -> Callable[..., Any]:
     if has_backward and has_vjp:
         raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
                            "only implement one of them.")
-    return cls.vjp if has_vjp else cls.backward  # type: ignore[attr-defined]
+    return cast("Callable[..., Any]", cls.vjp if has_vjp else cls.backward)  # type: ignore[attr-defined]
 
 
 def _dtype_of(np_dtype: Any) -> Any:

@@ -9,7 +9,7 @@ a gradient). Results are detached unless ``create_graph=True``.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .backward import grad as _grad
 from .grad_mode import enable_grad
@@ -356,4 +356,4 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     """``(func(inputs), H v)`` for a scalar function (equal to ``vhp`` for twice-differentiable functions,
     whose Hessian is symmetric).
     """
-    return vhp(func, inputs, v, create_graph, strict, _fn="hvp")
+    return cast("tuple[Any, ...]", vhp(func, inputs, v, create_graph, strict, _fn="hvp"))

@@ -25,7 +25,7 @@ import collections
 import json
 import os
 import re
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -131,7 +131,7 @@ class _Decoder:
         if self.used[i]:
             raise self.fail(at, f"refers to array {i} a second time; ft.save stores each tensor once")
         self.used[i] = True
-        return self.arrays[i]
+        return cast("np.ndarray", self.arrays[i])
 
     def decode(self, node: Any, at: str, depth: int) -> Any:
         if node is None or isinstance(node, (bool, str)):

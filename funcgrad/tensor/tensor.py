@@ -13,7 +13,7 @@ import collections
 import copy as _copy
 import threading
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -103,11 +103,11 @@ def _seq_mark() -> int:
     return next(_graph._seq)
 
 
-def _rename(out: Any, name: str, mark: int) -> Any:
+def _rename(out: Any, name: str, mark: int) -> Tensor:
     node = getattr(out, "_node", None)
     if node is not None and node._seq > mark and isinstance(node, PrimNode):
         _graph.rename_node(node, name)
-    return out
+    return cast("Tensor", out)
 
 
 def _dims(dim: Any, nd: int) -> tuple[Any, ...] | None:
@@ -125,7 +125,7 @@ def _wrap_dim(d: Any, nd: int) -> int:
     n = max(nd, 1)
     if not -n <= d < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return d % n
+    return cast("int", d % n)
 
 
 def _to_raw_index(idx: Any) -> Any:
@@ -213,13 +213,13 @@ class Tensor(GraphBox):
         return self._value.shape[_wrap_dim(dim, self._value.ndim)]
 
     def dim(self) -> int:
-        return self._value.ndim
+        return cast("int", self._value.ndim)
 
     ndimension = dim
 
     @property
     def ndim(self) -> int:
-        return self._value.ndim
+        return cast("int", self._value.ndim)
 
     def numel(self) -> int:
         return _pyint(self._value.size)
@@ -240,20 +240,20 @@ class Tensor(GraphBox):
 
     @property
     def is_cuda(self) -> bool:
-        return self.device.type == "cuda"
+        return cast("bool", self.device.type == "cuda")
 
     @property
     def is_cpu(self) -> bool:
-        return self.device.type == "cpu"
+        return cast("bool", self.device.type == "cpu")
 
     def element_size(self) -> int:
-        return self._value.dtype.itemsize
+        return cast("int", self._value.dtype.itemsize)
 
     def is_floating_point(self) -> bool:
-        return self._value.dtype.kind == "f"
+        return cast("bool", self._value.dtype.kind == "f")
 
     def is_complex(self) -> bool:
-        return self._value.dtype.kind == "c"
+        return cast("bool", self._value.dtype.kind == "c")
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         flags = getattr(self._value, "flags", None)
@@ -383,7 +383,7 @@ class Tensor(GraphBox):
             if self._hooks is None:
                 self._hooks = {}
             return _add_hook(self._hooks, hook)
-        return node._tensor_hook(nr, hook)
+        return cast("RemovableHandle", node._tensor_hook(nr, hook))
 
     def register_post_accumulate_grad_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(tensor)`` runs after the gradient was accumulated into this leaf's ``.grad``."""
@@ -432,12 +432,12 @@ class Tensor(GraphBox):
             if force:
                 from ..backend import to_numpy
 
-                return to_numpy(v)
+                return cast("np.ndarray", to_numpy(v))
             raise TypeError(
                 f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                 f"to host memory first."
             )
-        return v
+        return cast("np.ndarray", v)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.numpy()
@@ -478,7 +478,7 @@ class Tensor(GraphBox):
     def __len__(self) -> int:
         if self._value.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self._value.shape[0]
+        return cast("int", self._value.shape[0])
 
     def __iter__(self):
         if self._value.ndim == 0:
@@ -753,12 +753,12 @@ class Tensor(GraphBox):
         if self._value.dtype.kind == "b":
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                                "to invert a mask, use the `~` or `logical_not()` operator instead.")
-        return fnp.negative(self)
+        return cast("Tensor", fnp.negative(self))
 
     negative = neg
 
     def abs(self) -> "Tensor":
-        return fnp.abs(self)
+        return cast("Tensor", fnp.abs(self))
 
     absolute = abs
 
@@ -771,14 +771,14 @@ class Tensor(GraphBox):
         return _rename(fnp.square(self), "PowBackward0", mark)
 
     def sqrt(self) -> "Tensor":
-        return fnp.sqrt(_float(self))
+        return cast("Tensor", fnp.sqrt(_float(self)))
 
     def rsqrt(self) -> "Tensor":
         mark = _seq_mark()
         return _rename(1.0 / fnp.sqrt(_float(self)), "RsqrtBackward0", mark)
 
     def exp(self) -> "Tensor":
-        return fnp.exp(_float(self))
+        return cast("Tensor", fnp.exp(_float(self)))
 
     def exp2(self) -> "Tensor":
         return _unary("exp2", self)
@@ -787,7 +787,7 @@ class Tensor(GraphBox):
         return _unary("expm1", self)
 
     def log(self) -> "Tensor":
-        return fnp.log(_float(self))
+        return cast("Tensor", fnp.log(_float(self)))
 
     def log2(self) -> "Tensor":
         return _unary("log2", self)
@@ -799,16 +799,16 @@ class Tensor(GraphBox):
         return _unary("log1p", self)
 
     def sin(self) -> "Tensor":
-        return fnp.sin(_float(self))
+        return cast("Tensor", fnp.sin(_float(self)))
 
     def cos(self) -> "Tensor":
-        return fnp.cos(_float(self))
+        return cast("Tensor", fnp.cos(_float(self)))
 
     def tan(self) -> "Tensor":
-        return fnp.tan(_float(self))
+        return cast("Tensor", fnp.tan(_float(self)))
 
     def tanh(self) -> "Tensor":
-        return fnp.tanh(_float(self))
+        return cast("Tensor", fnp.tanh(_float(self)))
 
     def sinh(self) -> "Tensor":
         return _unary("sinh", self)
@@ -829,7 +829,7 @@ class Tensor(GraphBox):
 
     def atan2(self, other: Any) -> "Tensor":
         a, b = _promote(_float(self), other)
-        return fnp.arctan2(a, b)
+        return cast("Tensor", fnp.arctan2(a, b))
 
     arctan2 = atan2
 
@@ -929,19 +929,19 @@ class Tensor(GraphBox):
 
     def maximum(self, other: Any) -> "Tensor":
         a, b = _promote(self, other)
-        return fnp.maximum(a, b)
+        return cast("Tensor", fnp.maximum(a, b))
 
     def minimum(self, other: Any) -> "Tensor":
         a, b = _promote(self, other)
-        return fnp.minimum(a, b)
+        return cast("Tensor", fnp.minimum(a, b))
 
     def lerp(self, end: Any, weight: Any) -> "Tensor":
-        return self + weight * (end - self)
+        return cast("Tensor", self + weight * (end - self))
 
     def where(self, condition: Any, other: Any) -> "Tensor":
         from .ops import where
 
-        return where(condition, self, other)
+        return cast("Tensor", where(condition, self, other))
 
     def masked_fill(self, mask: Any, value: Any) -> "Tensor":
         mark = _seq_mark()
@@ -965,13 +965,13 @@ class Tensor(GraphBox):
     def real(self) -> "Tensor":
         if not self.is_complex():
             return self
-        return fnp.real(self)
+        return cast("Tensor", fnp.real(self))
 
     @property
     def imag(self) -> "Tensor":
         if not self.is_complex():
             raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-        return fnp.imag(self)
+        return cast("Tensor", fnp.imag(self))
 
     def angle(self) -> "Tensor":
         return fnp.angle(self) if self.is_complex() else _unary("arctan2", self) * 0
@@ -1046,7 +1046,7 @@ class Tensor(GraphBox):
         return _rename(out, "SumBackward0" if dim is None else "SumBackward1", mark)
 
     def nansum(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
-        return fnp.where(self._value != self._value, 0, self).sum(dim, keepdim)
+        return cast("Tensor", fnp.where(self._value != self._value, 0, self).sum(dim, keepdim))
 
     def mean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None, axis: Any = None) -> "Tensor":
         mark = _seq_mark()
@@ -1065,7 +1065,7 @@ class Tensor(GraphBox):
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
-        return fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim)
+        return cast("Tensor", fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim))
 
     def _reduce_extreme(self, which: str, dim: Any, keepdim: builtins.bool) -> Any:
         if dim is None:
@@ -1174,11 +1174,11 @@ class Tensor(GraphBox):
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
-        return fnp.cumsum(x, axis=_wrap_dim(dim, x.dim()))
+        return cast("Tensor", fnp.cumsum(x, axis=_wrap_dim(dim, x.dim())))
 
     def cumprod(self, dim: builtins.int, dtype: Any = None) -> "Tensor":
         x = self if dtype is None else self.to(dtype)
-        return fnp.cumprod(x, axis=_wrap_dim(dim, x.dim()))
+        return cast("Tensor", fnp.cumprod(x, axis=_wrap_dim(dim, x.dim())))
 
     def all(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
         return Tensor._make(np.asarray(namespace_of(self._value).all(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
@@ -1237,8 +1237,8 @@ class Tensor(GraphBox):
 
         sign, logabs = linalg.slogdet(self)
         if self.is_complex():
-            return logabs + sign.log()
-        return where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs))
+            return cast("Tensor", logabs + sign.log())
+        return cast("Tensor", where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs)))
 
     def cholesky(self, upper: builtins.bool = False) -> "Tensor":
         from . import linalg
@@ -1379,7 +1379,7 @@ class Tensor(GraphBox):
         return _rename(fnp.transpose(self, perm), "PermuteBackward0", mark)
 
     def movedim(self, source: Any, destination: Any) -> "Tensor":
-        return fnp.moveaxis(self, source, destination)
+        return cast("Tensor", fnp.moveaxis(self, source, destination))
 
     moveaxis = movedim
 
@@ -1436,15 +1436,15 @@ class Tensor(GraphBox):
     def repeat_interleave(self, repeats: Any, dim: Any = None) -> "Tensor":
         r = _raw(repeats)
         if dim is None:
-            return fnp.repeat(self.reshape(-1), r, axis=0)
-        return fnp.repeat(self, r, axis=_wrap_dim(dim, self.dim()))
+            return cast("Tensor", fnp.repeat(self.reshape(-1), r, axis=0))
+        return cast("Tensor", fnp.repeat(self, r, axis=_wrap_dim(dim, self.dim())))
 
     def flip(self, *dims: Any) -> "Tensor":
         dims = _shape_arg(dims)
-        return fnp.flip(self, axis=tuple(_wrap_dim(d, self.dim()) for d in dims))
+        return cast("Tensor", fnp.flip(self, axis=tuple(_wrap_dim(d, self.dim()) for d in dims)))
 
     def roll(self, shifts: Any, dims: Any = None) -> "Tensor":
-        return fnp.roll(self, shifts, axis=dims)
+        return cast("Tensor", fnp.roll(self, shifts, axis=dims))
 
     def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> "Tensor":
         d = _wrap_dim(dim, self.dim())
@@ -1487,7 +1487,7 @@ class Tensor(GraphBox):
         return self.split(size, d) if n else (self,)
 
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> "Tensor":
-        return fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim()))
+        return cast("Tensor", fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())))
 
     def diag(self, diagonal: builtins.int = 0) -> "Tensor":
         if self.dim() == 1:
@@ -1500,12 +1500,12 @@ class Tensor(GraphBox):
     def tril(self, diagonal: builtins.int = 0) -> "Tensor":
         ns = namespace_of(self._value)
         mask = ns.tri(*self.shape[-2:], k=diagonal, dtype=bool)
-        return fnp.where(mask, self, _zero_like_scalar(self))
+        return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
 
     def triu(self, diagonal: builtins.int = 0) -> "Tensor":
         ns = namespace_of(self._value)
         mask = ~ns.tri(*self.shape[-2:], k=diagonal - 1, dtype=bool)
-        return fnp.where(mask, self, _zero_like_scalar(self))
+        return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, idx: Any) -> "Tensor":
@@ -1896,7 +1896,7 @@ def _as_tensor(x: Any) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, GraphBox):
-        return _graph.as_tensor_box(x)
+        return cast("Tensor", _graph.as_tensor_box(x))
     if isinstance(x, Box):
         raise TypeError(
             "a value traced by a funcgrad transform cannot be used as a Tensor; use funcgrad.numpy on it instead"
@@ -1977,7 +1977,7 @@ def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> T
 
 def _compare(fn: Callable[..., Any], a: Any, b: Any) -> Tensor:
     if b is None or isinstance(b, str):
-        return NotImplemented  # type: ignore[return-value]
+        return cast("Tensor", NotImplemented)  # type: ignore[return-value]
     a, b = _promote(a, b)
     return _wrap_nondiff(fn(_raw(a), _raw(b)))
 
@@ -1990,7 +1990,7 @@ def _wrap_nondiff(v: Any) -> Tensor:
     if isinstance(v, Tensor):
         return v
     if isinstance(v, GraphBox):
-        return _graph.as_tensor_box(v)
+        return cast("Tensor", _graph.as_tensor_box(v))
     return Tensor._make(_graph._as_array(v))
 
 
@@ -2004,7 +2004,7 @@ def _unary(name: str, t: Tensor) -> Tensor:
     fn = getattr(fnp, name, None)
     if fn is None:
         raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
-    return fn(_float(t))
+    return cast("Tensor", fn(_float(t)))
 
 
 def _special(name: str) -> Callable[..., Any] | None:
@@ -2049,7 +2049,7 @@ def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True)
             )
         if out._requires_grad:
             out = _as_tensor(fnp.broadcast_to(out, t._value.shape))
-    return apply_inplace(t, out, mark)
+    return cast("Tensor", apply_inplace(t, out, mark))
 
 
 # --------------------------------------------------------------------------

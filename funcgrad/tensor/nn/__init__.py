@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 import numpy as np
 
@@ -95,7 +95,7 @@ _PARAM[0] = Parameter
 
 def _fg(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
     boxes = [as_numpy_box(t) if isinstance(t, Tensor) else t for t in tensors]
-    return as_tensor_box(fn(*boxes, **kwargs))
+    return cast("Tensor", as_tensor_box(fn(*boxes, **kwargs)))
 
 
 class _Functional:  # the ops behind ft.nn.functional
@@ -132,7 +132,7 @@ class _Functional:  # the ops behind ft.nn.functional
     def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
         from ..ops import where
 
-        return where(x > 0, x, x * negative_slope)
+        return cast("Tensor", where(x > 0, x, x * negative_slope))
 
     @staticmethod
     def softmax(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
@@ -730,7 +730,7 @@ class Sequential(Module):
 
 def _activation(name: str, fn: Callable[..., Any], extra: Callable[[Any], str] | None = None) -> type:
     def forward(self: Module, x: Tensor) -> Tensor:
-        return fn(self, x)
+        return cast("Tensor", fn(self, x))
 
     attrs = {"forward": forward, "__doc__": f"``{name}`` as a module."}
     if extra is not None:

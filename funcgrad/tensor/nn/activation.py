@@ -8,7 +8,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..tensor import Tensor
 from . import Module, _const_param
@@ -35,7 +35,7 @@ class _Act(Module):
     _defaults: dict[Any, Any] = {}
 
     def forward(self, x: Tensor) -> Tensor:
-        return type(self)._fn(x, *(getattr(self, n) for n in self._args))
+        return cast("Tensor", type(self)._fn(x, *(getattr(self, n) for n in self._args)))
 
     def extra_repr(self) -> str:
         return ", ".join(f"{n}={getattr(self, n)}" for n in self._args)

@@ -9,7 +9,7 @@ Example::
 from __future__ import annotations
 
 import operator
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, cast
 
 from ..tensor import Tensor
 from . import Module, Parameter
@@ -21,7 +21,7 @@ def _index(i: Any, n: int, what: str) -> int:
     i = operator.index(i)
     if not -n <= i < n:
         raise IndexError(f"index {i} is out of range for a {what} of length {n}")
-    return i % n
+    return cast("int", i % n)
 
 
 class ModuleList(Module):

@@ -14,7 +14,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def _ntuple(v: Any, n: int) -> tuple[Any, ...]:
 def _where(cond: Any, a: Any, b: Any) -> Tensor:
     from ..ops import where
 
-    return where(cond, a, b)
+    return cast("Tensor", where(cond, a, b))
 
 
 def _like(t: Tensor, host: Any) -> Tensor:
@@ -147,7 +147,7 @@ def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) 
 def glu(x: Tensor, dim: int = -1) -> Tensor:
     """Gated linear unit: the first half times the sigmoid of the second. Example: ``F.glu(x)``."""
     a, b = x.chunk(2, dim)
-    return a * b.sigmoid()
+    return cast("Tensor", a * b.sigmoid())
 
 
 def prelu(x: Tensor, weight: Tensor) -> Tensor:
@@ -212,7 +212,7 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bo
     keep = (default_generator._rng.random(tuple(x.shape)) >= p).astype(x._value.dtype)
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
-    return (x * _like(x, keep) + _like(x, (1 - keep) * alpha_p)) * a + b
+    return cast("Tensor", (x * _like(x, keep) + _like(x, (1 - keep) * alpha_p)) * a + b)
 
 
 # --------------------------------------------------------------------------- convolution
@@ -467,7 +467,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     if training and running_mean is not None:
         _update_running(running_mean, nm)
         _update_running(running_var, nv)
-    return as_tensor_box(y)
+    return cast("Tensor", as_tensor_box(y))
 
 
 def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,

@@ -14,7 +14,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import funcgrad.nn as _fnn
 
@@ -38,7 +38,7 @@ def _lstm_step(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih
 
 
 def _gru_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> Tensor:
-    return as_tensor_box(_fnn.gru_cell(*_boxes(x, h, w_ih, w_hh, b_ih, b_hh)))
+    return cast("Tensor", as_tensor_box(_fnn.gru_cell(*_boxes(x, h, w_ih, w_hh, b_ih, b_hh))))
 
 
 def _rnn_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any, relu: bool) -> Tensor:

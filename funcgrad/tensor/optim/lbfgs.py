@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, cast
 
 from ...backend import namespace_of
 from ..grad_mode import enable_grad
@@ -41,8 +41,8 @@ def _cubic_interpolate(x1: float, f1: float, g1: float, x2: float, f2: float, g2
             pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
         else:
             pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
-        return min(max(pos, lo), hi)
-    return (lo + hi) / 2.0
+        return cast("float", min(max(pos, lo), hi))
+    return cast("float", (lo + hi) / 2.0)
 
 
 def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g: Any, gtd: float, c1: float = 1e-4,
