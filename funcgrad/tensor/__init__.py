@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import dtypes as _dtypes
+from . import ops
 from .dtypes import (  # noqa: F401
     bool, cdouble, cfloat, complex64, complex128, double, dtype, float, float16, float32, float64, get_default_dtype,
     half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8, finfo, iinfo,

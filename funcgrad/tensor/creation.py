@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class Generator:
         return self
 
     def seed(self) -> int:
-        s = builtins.int(np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
+        s = builtins.int(cast(Any, np.random.SeedSequence().entropy)) & 0xFFFFFFFFFFFFFFFF
         self.manual_seed(s)
         return s
 
@@ -56,7 +56,7 @@ class Generator:
         return self._seed
 
     def get_state(self) -> dict[Any, Any]:
-        return self._rng.bit_generator.state
+        return cast("dict[Any, Any]", self._rng.bit_generator.state)
 
     def set_state(self, state: dict[Any, Any]) -> "Generator":
         self._rng.bit_generator.state = state
@@ -169,6 +169,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         v = data._value
         value = namespace_of(v).array(v, dtype=None if dtype is None else _dt.as_dtype(dtype).np, copy=True)
         return _finish(value, dtype, device, requires_grad)
+    nd: np.dtype[Any] | None
     if dtype is not None:
         nd = _dt.as_dtype(dtype).np
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 __all__ = [
     "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
@@ -84,6 +84,11 @@ class _DecoratorContextManager:
     A decorated generator (or ``async def``) runs its body under the mode, one step at
     a time: between yields (awaits) the caller keeps its own mode.
     """
+
+    if TYPE_CHECKING:  # every subclass is a context manager
+        def __enter__(self) -> Any: ...
+
+        def __exit__(self, *exc: Any) -> Any: ...
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.isclass(fn):

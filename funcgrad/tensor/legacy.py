@@ -25,7 +25,7 @@ class _LegacyTensorType(type):
     def __instancecheck__(cls, other: Any) -> bool:
         return isinstance(other, Tensor) and other.dtype == cls._dtype
 
-    def __call__(cls, *args: Any) -> Tensor:  # type: ignore[override]
+    def __call__(cls, *args: Any) -> Tensor:
         from .creation import empty, tensor
 
         if not args:

@@ -18,10 +18,10 @@ from .tensor import Tensor, _as_tensor, _float, _rename, _seq_mark
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "norm",
            "vector_norm", "matrix_norm", "pinv", "matrix_power"]
 
-_SlogDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
-_Eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
-_SVD = collections.namedtuple("svd", ["U", "S", "Vh"])
-_QR = collections.namedtuple("qr", ["Q", "R"])
+_SlogDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])  # type: ignore[name-match]  # repr as torch.return_types
+_Eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])  # type: ignore[name-match]  # repr as torch.return_types
+_SVD = collections.namedtuple("svd", ["U", "S", "Vh"])  # type: ignore[name-match]  # repr as torch.return_types
+_QR = collections.namedtuple("qr", ["Q", "R"])  # type: ignore[name-match]  # repr as torch.return_types
 
 
 def _t(x: Any) -> Tensor:

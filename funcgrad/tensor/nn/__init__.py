@@ -64,7 +64,7 @@ class Parameter(Tensor):
     ``Parameter(t)`` shares memory with ``t`` (as in PyTorch).
     """
 
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":  # type: ignore[misc]
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
         if data is None:
             data = Tensor._make(np.empty(0, dtype=_dt.get_default_dtype().np))
         data = _as_tensor(data)

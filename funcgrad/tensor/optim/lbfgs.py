@@ -162,7 +162,7 @@ class LBFGS(Optimizer):
         self._set(x)
         return loss, g
 
-    def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], Any]) -> Any:
         """Run up to ``max_iter`` L-BFGS iterations; returns the closure's first loss."""
         if closure is None:
             raise RuntimeError("LBFGS.step needs a closure that re-evaluates the model and returns the loss")

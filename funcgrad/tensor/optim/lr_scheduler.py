@@ -172,7 +172,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         if T_mult < 1 or not isinstance(T_mult, int):
             raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
         self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
-        self.T_cur = last_epoch
+        self.T_cur: float = last_epoch
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
@@ -436,7 +436,7 @@ class SequentialLR(LRScheduler):
         self._schedulers[0]._initial_step()
         self._last_lr = self._schedulers[0].get_last_lr()
 
-    def step(self, epoch: int | None = None) -> None:  # type: ignore[override]
+    def step(self, epoch: int | None = None) -> None:
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         s = self._schedulers[idx]
@@ -473,7 +473,7 @@ class ChainedScheduler(LRScheduler):
                                  f"scheduler {type(s).__name__} at index {i} with a different optimizer")
         self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
 
-    def step(self, epoch: int | None = None) -> None:  # type: ignore[override]
+    def step(self, epoch: int | None = None) -> None:
         for s in self._schedulers:
             s.step()
         self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
