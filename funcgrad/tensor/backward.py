@@ -513,7 +513,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     edges = [edge_of(t) for t in ins]
     roots = _make_seeds(outs, gouts, create_graph)
     captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=False)
-    result = []
+    result: list[Any] = []
     for i, (t, e) in enumerate(zip(ins, edges)):
         g = captured.get(e)
         if g is None:
@@ -554,7 +554,7 @@ def _batched_grad(outs: list[Any], ins: list[Any], gouts: list[Any], retain_grap
                    allow_unused=allow_unused, materialize_grads=materialize)
         for k, r in enumerate(res):
             per[k].append(r)
-    out = []
+    out: list[Any] = []
     for k, t in enumerate(ins):
         if any(r is None for r in per[k]):
             out.append(None)

@@ -63,7 +63,7 @@ class FunctionCtx:
         if self._saved is None:
             return tuple(self.to_save)
         owner = self._node
-        out = []
+        out: list[Any] = []
         for s in self._saved:
             if s is None:
                 out.append(None)
@@ -88,6 +88,8 @@ class FunctionCtx:
 
 class FunctionNode(Node):
     """The graph node of one ``Function.apply`` call, named ``<Class>Backward``."""
+
+    _in_meta: list[Any]  # (shape, dtype) of each tensor input, set by Function.apply
 
     def __init__(self, cls: type, ctx: FunctionCtx, edges: list[Any], positions: list[Any], n_args: int):
         super().__init__()
@@ -137,7 +139,7 @@ class FunctionNode(Node):
                     f"function {self._name} returned an incorrect number of gradients (expected {self._n_args}, "
                     f"got {len(res)})"
                 )
-        out = []
+        out: list[Any] = []
         for k, (pos, edge) in enumerate(zip(self._positions, self._edges)):
             g = res[pos]
             if edge is None or g is None:
@@ -318,7 +320,7 @@ class Function:
             if _graph.anomaly.enabled:
                 node._stack = _graph.user_stack()
             # saved tensors: outputs saved as outputs (no reference cycle), others as inputs
-            saved = []
+            saved: list[Any] = []
             out_pos = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
             for t in ctx.to_save:
                 if t is None:

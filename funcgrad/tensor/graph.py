@@ -45,7 +45,7 @@ __all__ = [
 
 
 try:  # NumPy >= 2: set the floating-point error state directly (~0.3 us; np.errstate costs ~2 us)
-    from numpy._core._ufunc_config import _extobj_contextvar
+    from numpy._core._ufunc_config import _extobj_contextvar  # type: ignore[attr-defined]
     from numpy._core.umath import _make_extobj
 
     _QUIET = _make_extobj(all="ignore")
@@ -102,6 +102,7 @@ class GraphBox(Box):
 
     # ``_node`` is the Box slot; these are the Tensor layer's own.
     __slots__ = ("_output_nr", "_requires_grad", "_vc", "_base", "_view_fns", "_view_version", "_inference")
+    _node: Any  # this layer's graph.Node (core's Box declares a VJPNode)
     _output_nr: int
     _requires_grad: bool
     _vc: list[int]  # the version counter, shared by a tensor and its views
@@ -401,7 +402,7 @@ _FREED = (
 
 
 def _type_desc(value: Any) -> str:
-    d = _dt._BY_NP.get(np.dtype(value.dtype))
+    d: Any = _dt._BY_NP.get(np.dtype(value.dtype))
     tname = _dt.TYPE_NAMES.get(d, str(value.dtype))
     return f"[ft.{tname} [{', '.join(str(s) for s in value.shape)}]]"
 
@@ -417,6 +418,9 @@ class SavedTensor:
 
     __slots__ = ("_data", "_box", "_edge", "_requires_grad", "_vc", "_version", "_is_output", "_output_nr",
                  "_packed", "_unpack", "_released", "_desc", "__weakref__")
+    _edge: Any  # (node, output_nr) of the saved value, or None
+    _unpack: Callable[..., Any] | None
+    _desc: tuple[Any, ...] | None
 
     def __init__(self, box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Node | None = None):
         self._data = box._value
@@ -593,6 +597,7 @@ class PrimNode(Node):
             g = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(grads, self._out_meta))
         else:
             g = grads[0]
+        ans: Any
         if create_graph:
             args = [a.unpack(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
                     for a in self._args]
@@ -609,7 +614,7 @@ class PrimNode(Node):
             cts = iter(prim.vjp_all(gg, ans, tuple(live), *args, **kwargs))
             return [None if edge is None else next(cts) for edge in self._edges]
         ans = tuple(ans) if prim.multiple_results else ans[0]
-        out = []
+        out: list[Any] = []
         vjps = prim.vjps
         for pos, edge in zip(self._positions, self._edges):
             if edge is None:
@@ -772,12 +777,12 @@ def _init_view_prims() -> None:
 
     for fn_name in ("reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "broadcast_to",
                     "diagonal", "real", "imag"):
-        fn = getattr(fnp, fn_name, None)
+        fn: Any = getattr(fnp, fn_name, None)
         try:
             _VIEW_PRIMS.add(get_primitive(fn).name)
         except TypeError:
             pass
-    getitem = getattr(getattr(fnp, "indexing", None), "_getitem", None)
+    getitem: Any = getattr(getattr(fnp, "indexing", None), "_getitem", None)
     for fn in (getitem,):
         try:
             _VIEW_PRIMS.add(get_primitive(fn).name)
@@ -923,7 +928,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     if not req:
         return tuple(outs) if prim.multiple_results else outs[0]
     # --- the node
-    edges = []
+    edges: list[Any] = []
     edge_positions = []
     for i, b in zip(argnums, boxes):
         if b._requires_grad:
@@ -977,6 +982,7 @@ class _Stack(list[Any]):
     """Formatted frames, and the node whose backward was running when they were taken (if any)."""
 
     __slots__ = ("parent",)
+    parent: Any
 
 
 def user_stack() -> list[Any]:

@@ -13,7 +13,7 @@ import collections
 import copy as _copy
 import threading
 import warnings
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Iterator, Sequence, SupportsIndex, cast
 
 import numpy as np
 
@@ -56,6 +56,8 @@ class device:
     """
 
     __slots__ = ("type", "index")
+    type: str  # "cpu", "cuda", ...
+    index: int | None
 
     def __init__(self, type: Any, index: int | None = None):  # noqa: A002
         if isinstance(type, device):
@@ -91,7 +93,7 @@ class device:
 _CPU = device("cpu")
 _TORCH_SCALAR = {"float64": "double", "float32": "float", "float16": "half", "int64": "long", "int32": "int"}
 
-MaxMin = collections.namedtuple("return_types", ["values", "indices"])
+MaxMin = collections.namedtuple("return_types", ["values", "indices"])  # type: ignore[name-match]  # torch's repr
 
 
 def is_tensor(x: Any) -> bool:
@@ -240,11 +242,11 @@ class Tensor(GraphBox):
 
     @property
     def is_cuda(self) -> bool:
-        return cast("bool", self.device.type == "cuda")
+        return self.device.type == "cuda"
 
     @property
     def is_cpu(self) -> bool:
-        return cast("bool", self.device.type == "cpu")
+        return self.device.type == "cpu"
 
     def element_size(self) -> int:
         return cast("int", self._value.dtype.itemsize)
@@ -480,7 +482,7 @@ class Tensor(GraphBox):
             raise TypeError("len() of a 0-d tensor")
         return cast("int", self._value.shape[0])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator["Tensor"]:
         if self._value.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._value.shape[0]))
@@ -498,7 +500,7 @@ class Tensor(GraphBox):
             return format(self.item(), spec)
         return repr(self)
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         from ..backend import to_numpy
 
         return (_rebuild, (to_numpy(self._value), self._requires_grad and self._node is None))
@@ -511,7 +513,7 @@ class Tensor(GraphBox):
                 "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
             )
         if id(self) in memo:
-            return memo[id(self)]
+            return cast("Tensor", memo[id(self)])
         v = self._value
         new = type(self)._make(namespace_of(v).array(v, copy=True), requires_grad=self._requires_grad)
         memo[id(self)] = new
@@ -1393,7 +1395,7 @@ class Tensor(GraphBox):
                 f"in the tensor ({len(shp)})"
             )
         lead = len(sizes) - len(shp)
-        target = []
+        target: Any = []
         for i, s in enumerate(sizes):
             if s == -1:
                 if i < lead:
@@ -1854,7 +1856,7 @@ _UFUNC_OPS = {
     "greater": Tensor.__gt__, "greater_equal": Tensor.__ge__,
 }
 
-Tensor._extra_init = Tensor.__dict__["_extra_init"].__func__  # a plain function: GraphBox._make calls it
+Tensor._extra_init = Tensor.__dict__["_extra_init"].__func__  # type: ignore[method-assign]  # a plain function: GraphBox._make calls it
 _graph._TENSOR_CLS.append(Tensor)
 _PARAM: list[Any] = [Tensor]  # replaced by ft.nn.Parameter once defined (fast type checks)
 
@@ -1977,7 +1979,7 @@ def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> T
 
 def _compare(fn: Callable[..., Any], a: Any, b: Any) -> Tensor:
     if b is None or isinstance(b, str):
-        return cast("Tensor", NotImplemented)  # type: ignore[return-value]
+        return cast("Tensor", NotImplemented)
     a, b = _promote(a, b)
     return _wrap_nondiff(fn(_raw(a), _raw(b)))
 
@@ -2086,7 +2088,7 @@ def _format(t: Tensor) -> str:
             sample = v.ravel() if v.size <= 1000 else np.concatenate([v.ravel()[:3], v.ravel()[-3:]])
             width = max(len(f(e)) for e in sample)
             fmt[key] = (lambda f_, w_: (lambda e: f_(e).rjust(w_)))(f, width)
-        body = np.array2string(v, separator=", ", prefix=prefix, formatter=fmt or None, threshold=1000, edgeitems=3)
+        body = np.array2string(v, separator=", ", prefix=prefix, formatter=cast(Any, fmt or None), threshold=1000, edgeitems=3)
         if kind == "b":
             body = body.replace("True", "True").replace("False", "False")
     extras = []

@@ -20,7 +20,7 @@ def _escape(text: str) -> str:
     return text.replace('"', '\\"')
 
 
-def to_dot(outputs: object, rankdir: str = "TB") -> str:
+def to_dot(outputs: Any, rankdir: str = "TB") -> str:
     """The backward graph behind ``outputs`` (a tensor or a sequence of tensors) as Graphviz DOT.
 
     One box per ``grad_fn`` node (its ``name()`` and the names of the values it
@@ -75,7 +75,7 @@ def to_dot(outputs: object, rankdir: str = "TB") -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_svg(outputs: object, dot: str = "dot") -> str:
+def to_svg(outputs: Any, dot: str = "dot") -> str:
     """:func:`to_dot` rendered by the Graphviz ``dot`` executable (clear error without it)."""
     import shutil
     import subprocess

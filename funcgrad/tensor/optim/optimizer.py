@@ -107,7 +107,7 @@ class Optimizer:
         """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss."""
         loss = None
         if closure is not None:
-            from .grad_mode import enable_grad
+            from ..grad_mode import enable_grad
 
             with enable_grad():
                 loss = closure()
@@ -131,7 +131,7 @@ class Optimizer:
 
     def state_dict(self) -> dict[Any, Any]:
         """``{"state": {index: {...}}, "param_groups": [...]}``, as in PyTorch (ready for ``ft.save``)."""
-        index = {}
+        index: dict[Any, Any] = {}
         groups = []
         for g in self.param_groups:
             entry = {k: v for k, v in g.items() if k != "params"}
@@ -165,7 +165,7 @@ class Optimizer:
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
-        params = []
+        params: list[Any] = []
         for mine, theirs in zip(self.param_groups, groups):
             if len(mine["params"]) != len(theirs["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
