@@ -462,7 +462,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         ins = _as_list(inputs)
         if not ins:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-        edges = []
+        edges: list[Any] = []
         for t in ins:
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs to backward() must be Tensors, got {type(t).__name__}")

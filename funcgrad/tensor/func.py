@@ -168,7 +168,7 @@ def hessian(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0) -> Cal
     return lambda *args, **kw: _result(h(*_to_raw(args), **kw))
 
 
-def _chunks(args: tuple[Any, ...], in_dims: Any, size: int, chunk: int) -> Iterator[tuple]:
+def _chunks(args: tuple[Any, ...], in_dims: Any, size: int, chunk: int) -> Iterator[tuple[Any, ...]]:
     dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
     for lo in range(0, size, chunk):
         part = []
@@ -253,7 +253,7 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
         return module(*a, **(kwargs or {}))
 
 
-def stack_module_state(models: Sequence[Any]) -> tuple[dict, dict[Any, Any]]:
+def stack_module_state(models: Sequence[Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """``(params, buffers)``: each model's tensors stacked along a new first axis, by name (for ``vmap``
     over an ensemble). Example: ``params, buffers = stack_module_state(models)``."""
     from .ops import stack

@@ -117,7 +117,7 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
 def set_printoptions(precision: int | None = None, threshold: int | None = None, edgeitems: int | None = None,
                      linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
     """Printing options (NumPy's, which ``repr`` of a Tensor uses). Example: ``ft.set_printoptions(precision=2)``."""
-    kw = {k: v for k, v in dict(precision=precision, threshold=threshold, edgeitems=edgeitems,
+    kw: dict[str, Any] = {k: v for k, v in dict(precision=precision, threshold=threshold, edgeitems=edgeitems,
                                 linewidth=linewidth).items() if v is not None}
     if sci_mode is not None:
         kw["suppress"] = not sci_mode

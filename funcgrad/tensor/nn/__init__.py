@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Any, Callable, Iterator, cast
+from typing import Any, Callable, Iterator, SupportsIndex, cast
 
 import numpy as np
 
@@ -81,7 +81,7 @@ class Parameter(Tensor):
         memo[id(self)] = new
         return new
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         return (Parameter, (Tensor._make(np.array(self._value)), self._requires_grad))
 
 
@@ -302,7 +302,7 @@ class _Init:  # the maths behind ft.nn.init
 # --------------------------------------------------------------------------
 # modules
 
-_IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+_IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])  # type: ignore[name-match]  # torch's repr
 
 
 class Module:
@@ -410,7 +410,8 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
-        pre, post = d.get("_forward_pre_hooks"), d.get("_forward_hooks")
+        pre: Any = d.get("_forward_pre_hooks")
+        post: Any = d.get("_forward_hooks")
         if not pre and not post:
             return self.forward(*args, **kwargs)
         for hook, with_kwargs in list(pre.values()):
@@ -577,7 +578,7 @@ class Module:
         return self._apply_tensors(lambda t: t.cpu(), grads_too=True)
 
     # --- state
-    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> "collections.OrderedDict":
+    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> "collections.OrderedDict[str, Any]":
         """Parameters and buffers by dotted name (detached tensors sharing memory, as in PyTorch)."""
         out = collections.OrderedDict() if destination is None else destination
         # PyTorch's order: each module's own parameters, then its persistent buffers, then its children
@@ -599,7 +600,7 @@ class Module:
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
         """Copy values in (shapes must match); with ``strict``, missing or unexpected keys raise."""
-        own = dict(self.named_parameters())
+        own: dict[str, Tensor] = dict(self.named_parameters())
         own.update(dict(self._persistent_buffers()))
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -820,7 +821,7 @@ class RemovableHandle:
 
     _next_id = 0
 
-    def __init__(self, store: "collections.OrderedDict", entry: Any, prepend: bool = False) -> None:
+    def __init__(self, store: "collections.OrderedDict[int, Any]", entry: Any, prepend: bool = False) -> None:
         RemovableHandle._next_id += 1
         self.id = RemovableHandle._next_id
         self._store = store

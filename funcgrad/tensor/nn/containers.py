@@ -56,7 +56,7 @@ class ModuleList(Module):
 
     def pop(self, index: int = -1) -> Module:
         mods = list(self._modules.values())
-        m = mods.pop(index)
+        m: Module = mods.pop(index)
         self._renumber(mods)
         return m
 
@@ -101,7 +101,7 @@ class ModuleDict(Module):
             self.add_module(k, m)
 
     def __getitem__(self, k: str) -> Module:
-        return self._modules[k]
+        return cast(Module, self._modules[k])
 
     def __setitem__(self, k: str, m: Module) -> None:
         self.add_module(k, m)
@@ -119,7 +119,7 @@ class ModuleDict(Module):
         return iter(self._modules)
 
     def pop(self, k: str) -> Module:
-        return self._modules.pop(k)
+        return cast(Module, self._modules.pop(k))
 
     def clear(self) -> None:
         self._modules.clear()

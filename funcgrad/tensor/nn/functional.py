@@ -506,7 +506,7 @@ def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Te
             m = x.detach().mean(axes).mean(0)
             v = (x.detach().var(axes, correction=0) * (n / max(n - 1, 1))).mean(0)
             _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * m._value)
-            _update_running(running_var, (1 - momentum) * running_var._value + momentum * v._value)
+            _update_running(running_var, (1 - momentum) * cast(Tensor, running_var)._value + momentum * v._value)
     return y
 
 

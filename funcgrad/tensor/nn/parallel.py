@@ -108,7 +108,7 @@ class DistributedDataParallel(Module):
 
     # ------------------------------------------------------------ construction
     def _broadcast_state(self, params: bool) -> None:
-        tensors = list(self.module.parameters()) if params else []
+        tensors: list[Tensor] = list(self.module.parameters()) if params else []
         if self.broadcast_buffers:
             tensors += list(self.module.buffers())
         if not tensors or self._world.size == 1:

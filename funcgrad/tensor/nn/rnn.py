@@ -41,7 +41,7 @@ def _gru_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh:
     return cast("Tensor", as_tensor_box(_fnn.gru_cell(*_boxes(x, h, w_ih, w_hh, b_ih, b_hh))))
 
 
-def _rnn_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any, relu: bool) -> Tensor:
+def _rnn_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any, *, relu: bool) -> Tensor:
     pre = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
     return pre.relu() if relu else pre.tanh()
 
@@ -91,7 +91,7 @@ class RNNBase(Module):
         b_hh = getattr(self, "bias_hh" + sfx) if self.bias else None
         return getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx), b_ih, b_hh
 
-    def _run_direction(self, xs: list[Any], state: Any, w: tuple[Any, ...], reverse: bool) -> tuple[list, Any]:
+    def _run_direction(self, xs: list[Any], state: Any, w: tuple[Any, ...], reverse: bool) -> tuple[list[Any], Any]:
         steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
         if self.mode in ("LSTM", "GRU"):
             # the input projection of every time step in one matrix product; the cells take it as x
@@ -128,7 +128,8 @@ class RNNBase(Module):
         lstm = self.mode == "LSTM"
         if hx is None:
             z = zeros(self.num_layers * ndir, N, self.hidden_size, dtype=x.dtype, device=x.device)
-            h0, c0 = z, (z if lstm else None)
+            h0: Tensor = z
+            c0: Tensor | None = z if lstm else None
         else:
             h0, c0 = (hx if lstm else (hx, None))
             if unbatched:
@@ -143,7 +144,7 @@ class RNNBase(Module):
             outs_dirs = []
             for d in range(ndir):
                 k = layer * ndir + d
-                st = (h0[k], c0[k]) if lstm else h0[k]
+                st = (h0[k], cast(Tensor, c0)[k]) if lstm else h0[k]
                 outs, st = self._run_direction(xs, st, self._weights(layer, d), reverse=bool(d))
                 outs_dirs.append(outs)
                 if lstm:

@@ -57,7 +57,7 @@ class Optimizer:
     def __init__(self, params: Iterable[Any], defaults: dict[Any, Any]) -> None:
         self.defaults = dict(defaults)
         self.state: dict[Any, Any] = {}
-        self.param_groups: list[dict] = []
+        self.param_groups: list[dict[Any, Any]] = []
         if isinstance(params, Tensor):
             raise TypeError(f"params argument given to the optimizer should be an iterable of Tensors or dicts, but "
                             f"got {params.type()}")
@@ -147,7 +147,7 @@ class Optimizer:
                 if st is None:
                     continue
                 pairs, _ = tree_util.tree_flatten_with_path(st["functional"])
-                out = {}
+                out: dict[str, Any] = {}
                 for path, leaf in pairs:
                     name = tree_util.keystr(path).rsplit(".", 1)[-1]
                     name = _FIELD_NAMES.get(name, name)

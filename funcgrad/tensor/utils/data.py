@@ -195,7 +195,7 @@ class BatchSampler(Sampler):
             raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
-    def __iter__(self) -> Iterator[list]:
+    def __iter__(self) -> Iterator[list[Any]]:  # type: ignore[override]  # batches of indices, as torch's
         batch: list[Any] = []
         for i in self.sampler:
             batch.append(i)
