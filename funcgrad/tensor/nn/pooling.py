@@ -29,7 +29,7 @@ class _MaxPool(Module):
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
         return type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                               self.return_indices)
 
@@ -91,7 +91,7 @@ class _Adaptive(Module):
         self.output_size = output_size
         self.return_indices = return_indices
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
         return type(self)._fn(x, self.output_size)
 
     def extra_repr(self) -> str:
