@@ -68,6 +68,7 @@ import numpy as np
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+import funcgrad.tensor as ft
 
 
 def loss(w: np.ndarray, x: np.ndarray, *, scale: float = 1.0) -> Any:
@@ -170,6 +171,24 @@ fnp.fft.fft(w, norm=2)  # type: ignore[arg-type]
 fnp.fft.fft(w, norm="unitary")  # type: ignore[arg-type]
 fnp.sinn(w)  # type: ignore[attr-defined]
 half_pi: float = fnp.pi / 2
+
+# funcgrad.tensor: sizes, dims and options of the PyTorch-style layer are checked as well
+t = ft.zeros(2, 3, requires_grad=True)
+t2: ft.Tensor = (t * ft.ones((2, 3))).sum(dim=1, keepdim=True)
+t3: ft.Tensor = ft.exp(t).reshape(3, 2) + t.reshape((3, 2))
+t.sum(dim=(0, 1)).mean().backward(retain_graph=True)
+nd: int = t.dim()
+lin_t = ft.nn.Linear(3, 4)
+sgd = ft.optim.SGD(lin_t.parameters(), lr=0.1)
+sgd.zero_grad()
+ft.zeros("3")  # type: ignore[arg-type]
+t.sum(dim="a")  # type: ignore[arg-type]
+t.reshape("3, 2")  # type: ignore[arg-type]
+bad_nd: str = t.dim()  # type: ignore[assignment]
+ft.tensor([1.0], requires_grad="yes")  # type: ignore[arg-type]
+t.backward(retain_graph="no")  # type: ignore[arg-type]
+ft.nn.Linear("3", 4)  # type: ignore[arg-type]
+ft.expp(t)  # type: ignore[attr-defined]
 '''
 
 

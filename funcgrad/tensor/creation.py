@@ -18,7 +18,7 @@ from ..backend import namespace_of
 from . import dtypes as _dt
 from .grad_mode import state as _mode
 from .graph import GraphBox
-from .tensor import Tensor, _shape_arg, device
+from .tensor import SizeArg, Tensor, _shape_arg, device
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
@@ -209,17 +209,17 @@ def _np_dtype(dtype: Any) -> np.dtype:
     return (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
+def zeros(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
     """A tensor of zeros: ``ft.zeros(2, 3)`` or ``ft.zeros((2, 3))``."""
     return _finish(np.zeros(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
+def ones(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
     """A tensor of ones."""
     return _finish(np.ones(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+def empty(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
     """An uninitialised tensor (here: zero-filled memory from NumPy's ``empty``)."""
     return _finish(np.empty(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
 
@@ -270,13 +270,13 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, 
     return _finish(np.eye(n, m, dtype=_np_dtype(dtype)), dtype, device, requires_grad)
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+def rand(*size: SizeArg, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
     return _finish(_rng(generator).random(_shape_arg(size)).astype(_np_dtype(dtype)), dtype, device, requires_grad)
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+def randn(*size: SizeArg, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples.
 

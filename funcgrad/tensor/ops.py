@@ -16,27 +16,25 @@ import funcgrad.numpy as fnp
 from . import dtypes as _dt
 from .tensor import Tensor, _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
 
-_METHODS = [
+# a literal list, so that type checkers see what ``from .ops import *`` exports
+__all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
     "fmod", "pow", "float_power", "neg", "negative", "abs", "absolute", "reciprocal", "square", "sqrt", "rsqrt",
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin",
     "acos", "atan", "arcsin", "arccos", "arctan", "atan2", "arctan2", "sigmoid", "relu", "softmax", "log_softmax",
-    "logsumexp", "sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "clamp", "clip", "clamp_min", "clamp_max",
-    "maximum", "minimum", "lerp", "masked_fill", "conj", "conj_physical", "resolve_conj", "angle", "eq", "ne",
-    "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal", "equal", "allclose",
-    "isclose", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "logical_xor", "sum",
-    "nansum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "argsort", "sort", "topk", "var",
-    "std", "norm", "cumsum", "cumprod", "all", "any", "count_nonzero", "matmul", "mm", "bmm", "mv", "dot", "outer",
-    "ger", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "t",
-    "permute", "movedim", "moveaxis", "repeat_interleave", "flip", "roll", "narrow", "select", "unbind", "split",
-    "chunk", "diagonal", "trace", "tril", "triu", "gather", "index_select", "masked_select", "take", "nonzero",
-    "clone", "numel", "is_complex", "is_floating_point", "broadcast_to", "tile", "adjoint", "diag", "detach",
-]
-
-__all__ = list(_METHODS) + [
-    "cat", "concat", "concatenate", "stack", "hstack", "vstack", "where", "einsum", "real", "imag", "is_tensor",
-    "broadcast_tensors", "meshgrid", "cdist", "tensordot", "view_as_real", "atleast_1d", "result_type",
-    "can_cast", "promote_types", "is_nonzero", "cross",
+    "logsumexp", "sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "clamp", "clip", "clamp_min",
+    "clamp_max", "maximum", "minimum", "lerp", "masked_fill", "conj", "conj_physical", "resolve_conj", "angle",
+    "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal", "equal",
+    "allclose", "isclose", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or",
+    "logical_xor", "sum", "nansum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "argsort",
+    "sort", "topk", "var", "std", "norm", "cumsum", "cumprod", "all", "any", "count_nonzero", "matmul", "mm",
+    "bmm", "mv", "dot", "outer", "ger", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose",
+    "swapaxes", "swapdims", "t", "permute", "movedim", "moveaxis", "repeat_interleave", "flip", "roll", "narrow",
+    "select", "unbind", "split", "chunk", "diagonal", "trace", "tril", "triu", "gather", "index_select",
+    "masked_select", "take", "nonzero", "clone", "numel", "is_complex", "is_floating_point", "broadcast_to",
+    "tile", "adjoint", "diag", "detach", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "where",
+    "einsum", "real", "imag", "is_tensor", "broadcast_tensors", "meshgrid", "cdist", "tensordot", "view_as_real",
+    "atleast_1d", "result_type", "can_cast", "promote_types", "is_nonzero", "cross",
 ]
 
 
@@ -53,7 +51,7 @@ def _method_fn(name: str) -> Callable[..., Any]:
     return fn
 
 
-# spelled out (not a loop over _METHODS) so that type checkers and readers see every name
+# spelled out, one per method name, so that type checkers and readers see every name
 add = _method_fn("add")
 sub = _method_fn("sub")
 subtract = _method_fn("subtract")

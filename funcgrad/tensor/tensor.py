@@ -13,7 +13,7 @@ import collections
 import copy as _copy
 import threading
 import warnings
-from typing import Any, Callable, Iterator, Sequence, SupportsIndex, cast
+from typing import Any, Callable, Iterator, Sequence, SupportsIndex, Union, cast
 
 import numpy as np
 
@@ -91,6 +91,10 @@ class device:
 
 
 _CPU = device("cpu")
+# Argument types of the public API: a size (``2, 3`` or ``(2, 3)``) and a dim (one or several).
+SizeArg = Union[SupportsIndex, Sequence[SupportsIndex]]
+DimArg = Union[SupportsIndex, Sequence[SupportsIndex], None]
+
 _TORCH_SCALAR = {"float64": "double", "float32": "float", "float16": "half", "int64": "long", "int32": "int"}
 
 MaxMin = collections.namedtuple("return_types", ["values", "indices"])  # type: ignore[name-match]  # torch's repr
@@ -1037,7 +1041,7 @@ class Tensor(GraphBox):
         return _logical(fnp.logical_xor, self, other)
 
     # ------------------------------------------------------------------ reductions
-    def sum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None, axis: Any = None) -> "Tensor":
+    def sum(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None, axis: Any = None) -> "Tensor":
         mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
@@ -1047,10 +1051,10 @@ class Tensor(GraphBox):
         out = fnp.sum(x, axis=axes, keepdims=keepdim)
         return _rename(out, "SumBackward0" if dim is None else "SumBackward1", mark)
 
-    def nansum(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+    def nansum(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return cast("Tensor", fnp.where(self._value != self._value, 0, self).sum(dim, keepdim))
 
-    def mean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None, axis: Any = None) -> "Tensor":
+    def mean(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None, axis: Any = None) -> "Tensor":
         mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
@@ -1253,10 +1257,10 @@ class Tensor(GraphBox):
     ger = outer
 
     # ------------------------------------------------------------------ shapes
-    def reshape(self, *shape: Any) -> "Tensor":
-        shape = _shape_arg(shape)
+    def reshape(self, *shape: SizeArg) -> "Tensor":
+        dims = _shape_arg(shape)
         mark = _seq_mark()
-        out = fnp.reshape(self, shape)
+        out = fnp.reshape(self, dims)
         return _rename(out, "ViewBackward0" if out._base is not None else "UnsafeViewBackward0", mark)
 
     def view(self, *shape: Any) -> "Tensor":
