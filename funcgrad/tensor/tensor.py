@@ -866,7 +866,7 @@ class Tensor(GraphBox):
         d = _wrap_dim(dim, x.dim())
         return _rename(x - x.logsumexp(d, keepdim=True), "LogSoftmaxBackward0", mark)
 
-    def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> "Tensor":
+    def logsumexp(self, dim: DimArg, keepdim: builtins.bool = False) -> "Tensor":
         mark = _seq_mark()
         x = _float(self)
         axes = _dims(dim, x.dim())
@@ -1067,7 +1067,7 @@ class Tensor(GraphBox):
         out = fnp.mean(x, axis=axes, keepdims=keepdim)
         return _rename(out, "MeanBackward0" if dim is None else "MeanBackward1", mark)
 
-    def prod(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "Tensor":
+    def prod(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "Tensor":
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
@@ -1105,22 +1105,22 @@ class Tensor(GraphBox):
     def min(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         return self._reduce_extreme("min", dim, keepdim)
 
-    def amax(self, dim: Any = (), keepdim: builtins.bool = False) -> "Tensor":
+    def amax(self, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
         mark = _seq_mark()
         return _rename(fnp.max(self, axis=_dims(dim, self.dim()), keepdims=keepdim), "AmaxBackward0", mark)
 
-    def amin(self, dim: Any = (), keepdim: builtins.bool = False) -> "Tensor":
+    def amin(self, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
         mark = _seq_mark()
         return _rename(fnp.min(self, axis=_dims(dim, self.dim()), keepdims=keepdim), "AminBackward0", mark)
 
-    def argmax(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+    def argmax(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         raw = self._value
         ns = namespace_of(raw)
         if dim is None:
             return Tensor._make(ns.asarray(ns.argmax(raw)).astype(np.int64))
         return Tensor._make(ns.argmax(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim).astype(np.int64))
 
-    def argmin(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+    def argmin(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         raw = self._value
         ns = namespace_of(raw)
         if dim is None:
@@ -1186,13 +1186,13 @@ class Tensor(GraphBox):
         x = self if dtype is None else self.to(dtype)
         return cast("Tensor", fnp.cumprod(x, axis=_wrap_dim(dim, x.dim())))
 
-    def all(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+    def all(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return Tensor._make(np.asarray(namespace_of(self._value).all(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
 
-    def any(self, dim: Any = None, keepdim: builtins.bool = False) -> "Tensor":
+    def any(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return Tensor._make(np.asarray(namespace_of(self._value).any(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
 
-    def count_nonzero(self, dim: Any = None) -> "Tensor":
+    def count_nonzero(self, dim: DimArg = None) -> "Tensor":
         return Tensor._make(np.asarray(namespace_of(self._value).count_nonzero(self._value, axis=_dims(dim, self.dim()))).astype(np.int64))
 
     # ------------------------------------------------------------------ linear algebra
@@ -1308,7 +1308,7 @@ class Tensor(GraphBox):
             sizes[sizes.index(-1)] = shp[d] // known
         return self.reshape(shp[:d] + tuple(sizes) + shp[d + 1:])
 
-    def squeeze(self, dim: Any = None) -> "Tensor":
+    def squeeze(self, dim: DimArg = None) -> "Tensor":
         mark = _seq_mark()
         if dim is None:
             axes = tuple(i for i, s in enumerate(self.shape) if s == 1)
