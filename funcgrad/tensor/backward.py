@@ -390,7 +390,8 @@ def _as_list(x: Any) -> list[Any]:
     return [x]
 
 
-def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool, is_grads_batched: bool = False) -> list[Any]:
+def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool,
+                is_grads_batched: bool = False) -> list[Any]:
     if len(grad_outputs) != len(outputs):
         raise RuntimeError("grad can be implicitly created only for scalar outputs" if not grad_outputs else
                            f"Mismatch in number of gradients: got {len(grad_outputs)} but expected {len(outputs)}")

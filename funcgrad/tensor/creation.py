@@ -209,7 +209,8 @@ def _np_dtype(dtype: Any) -> np.dtype:
     return (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
 
 
-def zeros(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
+def zeros(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          out: Any = None) -> Tensor:
     """A tensor of zeros: ``ft.zeros(2, 3)`` or ``ft.zeros((2, 3))``."""
     return _finish(np.zeros(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
 

@@ -259,7 +259,8 @@ def primal_args(args: tuple[Any, ...], boxes: list[Any]) -> tuple[Any, ...]:
     return tuple(_alias(a, b._value) if b is not None else a for a, b in zip(args, boxes))
 
 
-def attach_tangents(cls: Any, ctx: Any, trace: DualTrace, args: tuple[Any, ...], boxes: list[Any], results: list[Any]) -> None:
+def attach_tangents(cls: Any, ctx: Any, trace: DualTrace, args: tuple[Any, ...], boxes: list[Any],
+                    results: list[Any]) -> None:
     """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
     from .function import Function
     from .tensor import Tensor

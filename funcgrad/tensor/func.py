@@ -107,7 +107,8 @@ def grad(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: 
     return wrapped
 
 
-def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
+def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
+                   has_aux: bool = False) -> Callable[..., Any]:
     """``(gradient, value)`` (``(gradient, (value, aux))`` with ``has_aux``), as torch.func.
 
     Example: ``g, v = ft.func.grad_and_value(f)(x)``.
@@ -150,13 +151,15 @@ def jvp(func: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any
     return tuple(_result(r) for r in res)
 
 
-def jacrev(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, *, has_aux: bool = False, chunk_size: int | None = None) -> Callable[..., Any]:
+def jacrev(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, *, has_aux: bool = False,
+           chunk_size: int | None = None) -> Callable[..., Any]:
     """Jacobian by reverse mode (``fg.jacrev``). Example: ``ft.func.jacrev(f)(x)``."""
     j = fg.jacrev(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
     return lambda *args, **kw: _result(j(*_to_raw(args), **kw))
 
 
-def jacfwd(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False, *, randomness: str = "error") -> Callable[..., Any]:
+def jacfwd(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False, *,
+           randomness: str = "error") -> Callable[..., Any]:
     """Jacobian by forward mode (``fg.jacfwd``). Example: ``ft.func.jacfwd(f)(x)``."""
     j = fg.jacfwd(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
     return lambda *args, **kw: _result(j(*_to_raw(args), **kw))
@@ -230,7 +233,8 @@ def _swapped(module: Any, values: dict[Any, Any]) -> Iterator[None]:
             store[leaf] = old
 
 
-def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None, kwargs: dict[Any, Any] | None = None, *,
+def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None,
+                    kwargs: dict[Any, Any] | None = None, *,
                     tie_weights: bool = True, strict: bool = False) -> Any:
     """Call ``module`` with its parameters and buffers replaced by the given tensors (by dotted name).
 

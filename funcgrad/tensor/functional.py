@@ -73,7 +73,8 @@ def _prep_inputs(inputs: tuple[Any, ...], create_graph: bool) -> tuple[Any, ...]
     return tuple(out)
 
 
-def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], is_tuple_in: bool, fn: str) -> tuple[bool, tuple[Any, ...]]:
+def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], is_tuple_in: bool,
+             fn: str) -> tuple[bool, tuple[Any, ...]]:
     with enable_grad():
         out = func(*inputs)
     is_tuple = isinstance(out, (tuple, list))
@@ -131,7 +132,8 @@ def _check_filled(res: tuple[Any, ...], strict: bool, create_graph: bool, stage:
                                f"allowed in strict mode when create_graph=True.")
 
 
-def _grads(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool, strict: bool, fn: str,
+def _grads(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool, strict: bool,
+           fn: str,
            what: str = "input") -> tuple[Any, ...]:
     needs = [o for o in outs if o.requires_grad]
     pairs = [(o, g) for o, g in zip(outs, gouts) if o.requires_grad]
@@ -153,7 +155,8 @@ def _finish(x: Any, create_graph: bool) -> Any:
 
 
 @_grad_enabled
-def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple[Any, ...]:
+def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, ...]:
     """``(func(inputs), v^T J)``.
 
     Example::
@@ -172,7 +175,8 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
 
 
 @_grad_enabled
-def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple[Any, ...]:
+def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, ...]:
     """``(func(inputs), J v)`` by the double-vjp trick (as PyTorch does).
 
     Example::
@@ -271,7 +275,8 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
 
 
 @_grad_enabled
-def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
+def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+            vectorize: bool = False,
             outer_jacobian_strategy: str = "reverse-mode") -> Any:
     """The Hessian of a function with one output element: ``in_i.shape + in_j.shape`` blocks
     (the output's own dims, e.g. a ``(1, 1)`` output, are dropped as in PyTorch).
@@ -352,7 +357,8 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 
 
-def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple[Any, ...]:
+def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, ...]:
     """``(func(inputs), H v)`` for a scalar function (equal to ``vhp`` for twice-differentiable functions,
     whose Hessian is symmetric).
     """

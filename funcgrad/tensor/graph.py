@@ -577,7 +577,8 @@ def rename_node(node: "Node", name: str) -> None:
 class PrimNode(Node):
     """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules."""
 
-    def __init__(self, prim: Primitive, name: str, args: list[Any], kwargs: dict[Any, Any], positions: list[Any], edges: list[Any]):
+    def __init__(self, prim: Primitive, name: str, args: list[Any], kwargs: dict[Any, Any], positions: list[Any],
+                 edges: list[Any]):
         super().__init__()
         self._name = name
         self._prim = prim
@@ -703,7 +704,8 @@ class CopySlices(Node):
     def __repr__(self) -> str:
         return f"<CopySlices object at {id(self):#x}>"
 
-    def __init__(self, base_edge: tuple[Any, ...] | None, out_edge: tuple[Any, ...] | None, view_fns: tuple[Any, ...], mask: Any, meta: tuple[Any, ...]):
+    def __init__(self, base_edge: tuple[Any, ...] | None, out_edge: tuple[Any, ...] | None, view_fns: tuple[Any, ...],
+                 mask: Any, meta: tuple[Any, ...]):
         super().__init__()
         self._edges = [base_edge, out_edge]
         self._view_fns = view_fns

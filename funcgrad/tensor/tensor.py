@@ -1011,11 +1011,13 @@ class Tensor(GraphBox):
             return False
         return _pybool(namespace_of(self._value).all(self._value == o._value))
 
-    def allclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08, equal_nan: builtins.bool = False) -> builtins.bool:
+    def allclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                 equal_nan: builtins.bool = False) -> builtins.bool:
         o = _as_tensor(other)
         return _pybool(namespace_of(self._value).allclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
-    def isclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08, equal_nan: builtins.bool = False) -> "Tensor":
+    def isclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                equal_nan: builtins.bool = False) -> "Tensor":
         o = _as_tensor(other)
         return Tensor._make(namespace_of(self._value).isclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -1041,7 +1043,8 @@ class Tensor(GraphBox):
         return _logical(fnp.logical_xor, self, other)
 
     # ------------------------------------------------------------------ reductions
-    def sum(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None, axis: Any = None) -> "Tensor":
+    def sum(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
+            axis: Any = None) -> "Tensor":
         mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
@@ -1054,7 +1057,8 @@ class Tensor(GraphBox):
     def nansum(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return cast("Tensor", fnp.where(self._value != self._value, 0, self).sum(dim, keepdim))
 
-    def mean(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None, axis: Any = None) -> "Tensor":
+    def mean(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
+             axis: Any = None) -> "Tensor":
         mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
@@ -1127,7 +1131,8 @@ class Tensor(GraphBox):
             return Tensor._make(ns.asarray(ns.argmin(raw)).astype(np.int64))
         return Tensor._make(ns.argmin(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim).astype(np.int64))
 
-    def argsort(self, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> "Tensor":
+    def argsort(self, dim: builtins.int = -1, descending: builtins.bool = False,
+                stable: builtins.bool = False) -> "Tensor":
         raw = self._value
         ns = namespace_of(raw)
         d = _wrap_dim(dim, raw.ndim)
@@ -1139,7 +1144,8 @@ class Tensor(GraphBox):
         vals = self.gather(_wrap_dim(dim, self.dim()), idx) if self.dim() else self.clone()
         return MaxMin(vals, idx)
 
-    def topk(self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True, sorted: builtins.bool = True) -> Any:  # noqa: A002
+    def topk(self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+             sorted: builtins.bool = True) -> Any:  # noqa: A002
         idx = self.argsort(dim, descending=largest)
         d = _wrap_dim(dim, self.dim())
         idx = idx.narrow(d, 0, k).contiguous()
@@ -1154,10 +1160,12 @@ class Tensor(GraphBox):
         out = (fnp.std if std else fnp.var)(x, axis=_dims(dim, x.dim()), ddof=ddof, keepdims=keepdim)
         return _rename(out, "StdBackward0" if std else "VarBackward0", mark)
 
-    def var(self, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *, correction: Any = None) -> "Tensor":
+    def var(self, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
+            correction: Any = None) -> "Tensor":
         return self._var(dim, unbiased, keepdim, correction, False)
 
-    def std(self, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *, correction: Any = None) -> "Tensor":
+    def std(self, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
+            correction: Any = None) -> "Tensor":
         return self._var(dim, unbiased, keepdim, correction, True)
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> "Tensor":

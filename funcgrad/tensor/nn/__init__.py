@@ -578,7 +578,8 @@ class Module:
         return self._apply_tensors(lambda t: t.cpu(), grads_too=True)
 
     # --- state
-    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> "collections.OrderedDict[str, Any]":
+    def state_dict(self, destination: Any = None, prefix: str = "",
+                   keep_vars: bool = False) -> "collections.OrderedDict[str, Any]":
         """Parameters and buffers by dotted name (detached tensors sharing memory, as in PyTorch)."""
         out = collections.OrderedDict() if destination is None else destination
         # PyTorch's order: each module's own parameters, then its persistent buffers, then its children

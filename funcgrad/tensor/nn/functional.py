@@ -236,7 +236,8 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     return _fg(_fnn.conv3d, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
 
 
-def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple[Any, ...], padding: tuple[Any, ...], output_padding: tuple[Any, ...],
+def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple[Any, ...], padding: tuple[Any, ...],
+                        output_padding: tuple[Any, ...],
                         groups: int, dilation: tuple[Any, ...]) -> Any:
     # The adjoint of the convolution: weight^T x gives the columns, col2im sums the windows back.
     nsp = len(stride)

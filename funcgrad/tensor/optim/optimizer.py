@@ -244,7 +244,8 @@ class Adam(Optimizer):
     Example: ``ft.optim.Adam(model.parameters(), lr=1e-3)``.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[Any, ...] = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: Any = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False, fused: Any = None,
                  decoupled_weight_decay: bool = False) -> None:
@@ -268,7 +269,8 @@ class AdamW(Adam):
     Example: ``ft.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)``.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[Any, ...] = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False, foreach: Any = None,
                  capturable: bool = False, differentiable: bool = False, fused: Any = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
@@ -339,7 +341,8 @@ class Adadelta(Optimizer):
 class Adamax(Optimizer):
     """Adamax (Adam with the infinity norm), as ``torch.optim.Adamax``. Example: ``ft.optim.Adamax(ps, lr=2e-3)``."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[Any, ...] = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 0.0, foreach: Any = None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
         _check_common(lr, eps, weight_decay, betas)
@@ -354,7 +357,8 @@ class Adamax(Optimizer):
 class NAdam(Optimizer):
     """NAdam (Adam with Nesterov momentum), as ``torch.optim.NAdam``. Example: ``ft.optim.NAdam(ps, lr=2e-3)``."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[Any, ...] = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
                  foreach: Any = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
@@ -375,7 +379,8 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     """RAdam (rectified Adam), as ``torch.optim.RAdam``. Example: ``ft.optim.RAdam(ps, lr=1e-3)``."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[Any, ...] = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *, foreach: Any = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
         _check_common(lr, eps, weight_decay, betas)
