@@ -1868,7 +1868,8 @@ _UFUNC_OPS = {
     "greater": Tensor.__gt__, "greater_equal": Tensor.__ge__,
 }
 
-Tensor._extra_init = Tensor.__dict__["_extra_init"].__func__  # type: ignore[method-assign]  # a plain function: GraphBox._make calls it
+# a plain function: GraphBox._make calls it
+Tensor._extra_init = Tensor.__dict__["_extra_init"].__func__  # type: ignore[method-assign]
 _graph._TENSOR_CLS.append(Tensor)
 _PARAM: list[Any] = [Tensor]  # replaced by ft.nn.Parameter once defined (fast type checks)
 
@@ -2100,7 +2101,8 @@ def _format(t: Tensor) -> str:
             sample = v.ravel() if v.size <= 1000 else np.concatenate([v.ravel()[:3], v.ravel()[-3:]])
             width = max(len(f(e)) for e in sample)
             fmt[key] = (lambda f_, w_: (lambda e: f_(e).rjust(w_)))(f, width)
-        body = np.array2string(v, separator=", ", prefix=prefix, formatter=cast(Any, fmt or None), threshold=1000, edgeitems=3)
+        body = np.array2string(v, separator=", ", prefix=prefix, formatter=cast(Any, fmt or None), threshold=1000,
+                               edgeitems=3)
         if kind == "b":
             body = body.replace("True", "True").replace("False", "False")
     extras = []
