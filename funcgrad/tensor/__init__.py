@@ -17,7 +17,12 @@ known differences).
 
 from __future__ import annotations
 
+from typing import Any
+
+from . import creation as _creation
 from . import dtypes as _dtypes
+from . import legacy as _legacy
+from . import ops
 from .dtypes import (  # noqa: F401
     bool, cdouble, cfloat, complex64, complex128, double, dtype, float, float16, float32, float64, get_default_dtype,
     half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8, finfo, iinfo,
@@ -40,6 +45,20 @@ from .toplevel import (  # noqa: F401
     unique,
 )
 
+# the public names; ``creation``, ``ops`` and ``legacy`` contribute their own lists (star-imported above)
+__all__ = [
+    "bool", "cdouble", "cfloat", "complex64", "complex128", "double", "dtype", "float", "float16", "float32",
+    "float64", "get_default_dtype", "half", "int", "int8", "int16", "int32", "int64", "long", "set_default_dtype",
+    "short", "uint8", "finfo", "iinfo", "enable_grad", "inference_mode", "is_grad_enabled",
+    "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "Size", "Tensor", "device", "default_generator",
+    "autograd", "linalg", "nn", "optim", "utils", "distributed", "backends", "cuda", "func", "load", "save",
+    "bernoulli", "bincount", "compile", "get_default_device", "median", "multinomial", "set_default_device",
+    "set_printoptions", "unique", "is_inference", "get_rng_state", "set_rng_state",
+]
+__all__ += _creation.__all__
+__all__ += ops.__all__
+__all__ += _legacy.__all__
+
 is_floating_point = ops.is_floating_point  # noqa: F405
 is_complex = ops.is_complex  # noqa: F405
 
@@ -49,9 +68,9 @@ def is_inference(t: Tensor) -> object:
     return t.is_inference()
 
 
-def get_rng_state() -> dict:
+def get_rng_state() -> dict[Any, Any]:
     return default_generator.get_state()
 
 
-def set_rng_state(state: dict) -> None:
+def set_rng_state(state: dict[Any, Any]) -> None:
     default_generator.set_state(state)

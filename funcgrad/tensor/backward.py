@@ -72,7 +72,7 @@ def _add(a: Any, b: Any) -> Any:
     return a + b
 
 
-def _match(g: Any, meta: tuple) -> Any:
+def _match(g: Any, meta: tuple[Any, ...]) -> Any:
     """Gradients keep the dtype and shape of the value they belong to."""
     shape, dtype, _ = meta
     v = g._value if isinstance(g, GraphBox) else g
@@ -90,7 +90,7 @@ def _match(g: Any, meta: tuple) -> Any:
     return g
 
 
-def _input_meta(node: Node, k: int) -> tuple | None:
+def _input_meta(node: Node, k: int) -> tuple[Any, ...] | None:
     edge = node._edges[k]
     if edge is None:
         return None
@@ -99,7 +99,7 @@ def _input_meta(node: Node, k: int) -> tuple | None:
     return m[nr] if nr < len(m) else None
 
 
-def _run_hooks(hooks: dict | None, g: Any, create_graph: bool) -> Any:
+def _run_hooks(hooks: dict[Any, Any] | None, g: Any, create_graph: bool) -> Any:
     if not hooks:
         return g
     t = _to_user(g, create_graph)
@@ -127,7 +127,7 @@ def _run_hooks(hooks: dict | None, g: Any, create_graph: bool) -> Any:
     return _from_user(t, create_graph)
 
 
-def _nan_check(node: Node, outs: list) -> None:
+def _nan_check(node: Node, outs: list[Any]) -> None:
     for k, g in enumerate(outs):
         if g is None:
             continue
@@ -157,9 +157,9 @@ def _anomaly_error(node: Node, err: BaseException) -> None:
     raise err
 
 
-def _collect(roots: list) -> dict:
+def _collect(roots: list[Any]) -> dict[Any, Any]:
     """Dependency counts: for each reachable node, how many edges point at it."""
-    counts: dict = {}
+    counts: dict[Any, Any] = {}
     stack = []
     for n in roots:
         if n not in counts:
@@ -180,9 +180,9 @@ def _collect(roots: list) -> dict:
     return counts
 
 
-def _needed(counts: dict, targets: set) -> set:
+def _needed(counts: dict[Any, Any], targets: set[Any]) -> set[Any]:
     """Nodes from which some target node can be reached (targets included)."""
-    memo: dict = {}
+    memo: dict[Any, Any] = {}
     for start in counts:
         if start in memo:
             continue
@@ -212,8 +212,8 @@ def run_backward(*args: Any, **kwargs: Any) -> Any:
         _graph.fp_restore(token)
 
 
-def _run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: list | None = None,
-                 accumulate: bool = True) -> dict:
+def _run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, captures: list[Any] | None = None,
+                 accumulate: bool = True) -> dict[Any, Any]:
     """Propagate ``roots`` [(edge, internal grad)] through the graph.
 
     With ``captures`` [edges], gradients arriving at those edges are returned
@@ -222,7 +222,7 @@ def _run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: l
     """
     root_nodes = [e[0] for e, _ in roots]
     counts = _collect(root_nodes)
-    capture_at: dict = {}
+    capture_at: dict[Any, Any] = {}
     needed = None
     if captures is not None:
         for e in captures:
@@ -233,7 +233,7 @@ def _run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: l
             for e in n._edges:
                 if e is not None and e[0] in counts:
                     counts[e[0]] += 1
-    buffers: dict = {}
+    buffers: dict[Any, Any] = {}
     for (node, nr), g in roots:
         if needed is not None and node not in needed:
             continue
@@ -241,7 +241,7 @@ def _run_backward(roots: list, keep_graph: bool, create_graph: bool, captures: l
         if buf is None:
             buf = buffers[node] = [None] * max(node._n_outputs, nr + 1)
         buf[nr] = _add(buf[nr], g)
-    captured: dict = {}
+    captured: dict[Any, Any] = {}
     ready = [n for n in buffers if counts.get(n, 0) == 0]
     prof = _graph.profiling.active
     prev_mode = _mode.enabled
@@ -382,7 +382,7 @@ def _accumulate(var: Tensor, g: Any, create_graph: bool) -> None:
 # the user-facing entry points
 
 
-def _as_list(x: Any) -> list:
+def _as_list(x: Any) -> list[Any]:
     if x is None:
         return []
     if isinstance(x, (list, tuple)):
@@ -390,7 +390,8 @@ def _as_list(x: Any) -> list:
     return [x]
 
 
-def _make_seeds(outputs: list, grad_outputs: list, create_graph: bool, is_grads_batched: bool = False) -> list:
+def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool,
+                is_grads_batched: bool = False) -> list[Any]:
     if len(grad_outputs) != len(outputs):
         raise RuntimeError("grad can be implicitly created only for scalar outputs" if not grad_outputs else
                            f"Mismatch in number of gradients: got {len(grad_outputs)} but expected {len(outputs)}")
@@ -462,7 +463,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         ins = _as_list(inputs)
         if not ins:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-        edges = []
+        edges: list[Any] = []
         for t in ins:
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs to backward() must be Tensors, got {type(t).__name__}")
@@ -480,7 +481,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
          create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
-         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple[Any, ...]:
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned rather than accumulated (``torch.autograd.grad``).
 
     Example::
@@ -513,7 +514,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     edges = [edge_of(t) for t in ins]
     roots = _make_seeds(outs, gouts, create_graph)
     captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=False)
-    result = []
+    result: list[Any] = []
     for i, (t, e) in enumerate(zip(ins, edges)):
         g = captured.get(e)
         if g is None:
@@ -537,8 +538,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     return tuple(result)
 
 
-def _batched_grad(outs: list, ins: list, gouts: list, retain_graph: bool, create_graph: bool,
-                  allow_unused: bool, materialize: bool) -> tuple:
+def _batched_grad(outs: list[Any], ins: list[Any], gouts: list[Any], retain_graph: bool, create_graph: bool,
+                  allow_unused: bool, materialize: bool) -> tuple[Any, ...]:
     from .ops import stack
 
     n = None
@@ -547,14 +548,14 @@ def _batched_grad(outs: list, ins: list, gouts: list, retain_graph: bool, create
             n = g.shape[0]
     if n is None:
         raise RuntimeError("is_grads_batched=True requires grad_outputs with a leading batch dimension")
-    per: list = [[] for _ in ins]
+    per: list[Any] = [[] for _ in ins]
     for b in range(n):
         gb = [g[b] if g is not None else None for g in gouts]
         res = grad(outs, ins, gb, retain_graph=True if b < n - 1 else retain_graph, create_graph=create_graph,
                    allow_unused=allow_unused, materialize_grads=materialize)
         for k, r in enumerate(res):
             per[k].append(r)
-    out = []
+    out: list[Any] = []
     for k, t in enumerate(ins):
         if any(r is None for r in per[k]):
             out.append(None)
@@ -563,7 +564,7 @@ def _batched_grad(outs: list, ins: list, gouts: list, retain_graph: bool, create
     return tuple(out)
 
 
-def call_node(node: Node, grads: tuple) -> Any:
+def call_node(node: Node, grads: tuple[Any, ...]) -> Any:
     """``grad_fn(*grads)``: run one node on given output gradients (no accumulation)."""
     internal = [_from_user(g, False) for g in grads]
     prev = _mode.enabled

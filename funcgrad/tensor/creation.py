@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from ..backend import namespace_of
 from . import dtypes as _dt
 from .grad_mode import state as _mode
 from .graph import GraphBox
-from .tensor import Tensor, _shape_arg, device
+from .tensor import SizeArg, Tensor, _shape_arg, device
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
@@ -48,17 +48,17 @@ class Generator:
         return self
 
     def seed(self) -> int:
-        s = builtins.int(np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
+        s = builtins.int(cast(Any, np.random.SeedSequence().entropy)) & 0xFFFFFFFFFFFFFFFF
         self.manual_seed(s)
         return s
 
     def initial_seed(self) -> int:
         return self._seed
 
-    def get_state(self) -> dict:
-        return self._rng.bit_generator.state
+    def get_state(self) -> dict[Any, Any]:
+        return cast("dict[Any, Any]", self._rng.bit_generator.state)
 
-    def set_state(self, state: dict) -> "Generator":
+    def set_state(self, state: dict[Any, Any]) -> "Generator":
         self._rng.bit_generator.state = state
         return self
 
@@ -83,7 +83,7 @@ def _rng(generator: Generator | None) -> np.random.Generator:
     return (generator or default_generator)._rng
 
 
-_DEFAULT_DEVICE: list = [None]  # ft.set_default_device: where factories put tensors made without device=
+_DEFAULT_DEVICE: list[Any] = [None]  # ft.set_default_device: where factories put tensors made without device=
 
 
 def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor:
@@ -103,7 +103,7 @@ def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor
     return Tensor._make(value, requires_grad=builtins.bool(requires_grad), inference=_mode.inference)
 
 
-def _walk_kinds(x: Any, kinds: set) -> None:
+def _walk_kinds(x: Any, kinds: set[Any]) -> None:
     if isinstance(x, (list, tuple)):
         for e in x:
             _walk_kinds(e, kinds)
@@ -127,7 +127,7 @@ def _infer_np_dtype(data: Any) -> np.dtype | None:
     """The dtype PyTorch infers for Python data (None: keep NumPy's)."""
     if isinstance(data, (np.ndarray, np.generic)):
         return None
-    kinds: set = set()
+    kinds: set[Any] = set()
     _walk_kinds(data, kinds)
     tensor_dtypes = [k[1] for k in kinds if isinstance(k, tuple)]
     if tensor_dtypes:
@@ -169,6 +169,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         v = data._value
         value = namespace_of(v).array(v, dtype=None if dtype is None else _dt.as_dtype(dtype).np, copy=True)
         return _finish(value, dtype, device, requires_grad)
+    nd: np.dtype[Any] | None
     if dtype is not None:
         nd = _dt.as_dtype(dtype).np
     else:
@@ -208,17 +209,18 @@ def _np_dtype(dtype: Any) -> np.dtype:
     return (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
+def zeros(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          out: Any = None) -> Tensor:
     """A tensor of zeros: ``ft.zeros(2, 3)`` or ``ft.zeros((2, 3))``."""
     return _finish(np.zeros(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
+def ones(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
     """A tensor of ones."""
     return _finish(np.ones(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+def empty(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
     """An uninitialised tensor (here: zero-filled memory from NumPy's ``empty``)."""
     return _finish(np.empty(_shape_arg(size), dtype=_np_dtype(dtype)), dtype, device, requires_grad)
 
@@ -269,13 +271,13 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, 
     return _finish(np.eye(n, m, dtype=_np_dtype(dtype)), dtype, device, requires_grad)
 
 
-def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+def rand(*size: SizeArg, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
     return _finish(_rng(generator).random(_shape_arg(size)).astype(_np_dtype(dtype)), dtype, device, requires_grad)
 
 
-def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+def randn(*size: SizeArg, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples.
 
@@ -318,7 +320,7 @@ def normal(mean: Any, std: Any, size: Any = None, *, generator: Generator | None
     return _finish(v.astype(_dt.get_default_dtype().np), None, None, False)
 
 
-def _like(x: Tensor, dtype: Any) -> tuple:
+def _like(x: Tensor, dtype: Any) -> tuple[Any, ...]:
     d = x.dtype if dtype is None else _dt.as_dtype(dtype)
     return tuple(x.shape), d
 

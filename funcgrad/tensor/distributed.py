@@ -18,7 +18,7 @@ not recorded by autograd; for gradients, wrap the model in
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from typing import Any, cast
 
 from .. import distributed as _dist
 from .grad_mode import no_grad
@@ -116,12 +116,12 @@ def _world(group: Any = None) -> Any:
 
 def get_rank(group: Any = None) -> int:
     """This process's rank. Example: ``if dist.get_rank() == 0: print(loss.item())``."""
-    return _world(group).rank
+    return cast("int", _world(group).rank)
 
 
 def get_world_size(group: Any = None) -> int:
     """The number of processes. Example: ``dist.get_world_size()``."""
-    return _world(group).size
+    return cast("int", _world(group).size)
 
 
 def _need_tensor(t: Any, fn: str) -> Tensor:
@@ -167,7 +167,7 @@ def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = 
     return _done(async_op)
 
 
-def all_gather(tensor_list: list, tensor: Tensor, group: Any = None, async_op: bool = False) -> Work | None:
+def all_gather(tensor_list: list[Any], tensor: Tensor, group: Any = None, async_op: bool = False) -> Work | None:
     """Fill ``tensor_list[r]`` with rank ``r``'s ``tensor`` (each entry the same shape).
 
     Example::

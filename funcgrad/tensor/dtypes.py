@@ -14,7 +14,7 @@ float64 in both cases).
 from __future__ import annotations
 
 import builtins as _builtins
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -39,21 +39,21 @@ class dtype:
     __slots__ = ("np", "name", "is_floating_point", "is_complex", "is_signed", "itemsize")
 
     def __init__(self, np_dtype: Any, name: str):
-        self.np = np.dtype(np_dtype)
-        self.name = name
-        self.is_floating_point = self.np.kind == "f"
-        self.is_complex = self.np.kind == "c"
-        self.is_signed = self.np.kind in "fci"
-        self.itemsize = self.np.itemsize
+        self.np: np.dtype[Any] = np.dtype(np_dtype)
+        self.name: str = name
+        self.is_floating_point: _builtin_bool = self.np.kind == "f"
+        self.is_complex: _builtin_bool = self.np.kind == "c"
+        self.is_signed: _builtin_bool = self.np.kind in "fci"
+        self.itemsize: _builtins.int = self.np.itemsize
 
     @property
-    def dtype(self) -> np.dtype:  # lets NumPy accept ft dtypes: np.zeros(2, dtype=ft.float32)
+    def dtype(self) -> np.dtype[Any]:  # lets NumPy accept ft dtypes: np.zeros(2, dtype=ft.float32)
         return self.np
 
-    def to_real(self) -> "dtype":
+    def to_real(self) -> "DType":
         return {complex64: float32, complex128: float64}.get(self, self)
 
-    def to_complex(self) -> "dtype":
+    def to_complex(self) -> "DType":
         return {float32: complex64, float64: complex128, float16: complex64}.get(self, self)
 
     def __repr__(self) -> str:
@@ -66,7 +66,7 @@ class dtype:
         if isinstance(other, dtype):
             return self is other
         try:
-            return self.np == np.dtype(other)
+            return _builtin_bool(self.np == np.dtype(other))
         except TypeError:
             return False
 
@@ -75,6 +75,8 @@ class dtype:
 
 
 float16 = half = dtype(np.float16, "float16")
+DType = dtype  # the class under a name that no method shadows, for annotations inside it
+
 float32 = dtype(np.float32, "float32")
 float64 = double = dtype(np.float64, "float64")
 complex64 = cfloat = dtype(np.complex64, "complex64")
@@ -93,7 +95,8 @@ _BY_NP = {d.np: d for d in _ALL}
 
 
 def _by_name(name: str) -> dtype:
-    return globals()[name]
+    got: dtype = globals()[name]
+    return got
 
 
 def as_dtype(d: Any) -> dtype:
@@ -172,20 +175,20 @@ def promote_types(a: Any, b: Any) -> dtype:
     Unlike NumPy, an integer and a floating type give the floating type
     (``promote_types(int64, float32)`` is float32).
     """
-    a, b = as_dtype(a), as_dtype(b)
-    if a is b:
-        return a
-    ca, cb = category(a), category(b)
+    x, y = as_dtype(a), as_dtype(b)
+    if x is y:
+        return x
+    ca, cb = category(x), category(y)
     if ca == 3 or cb == 3:
         # complex: the larger of the component precisions
-        size = max((a.itemsize // 2 if ca == 3 else a.itemsize if ca == 2 else 4),
-                   (b.itemsize // 2 if cb == 3 else b.itemsize if cb == 2 else 4))
+        size = max((x.itemsize // 2 if ca == 3 else x.itemsize if ca == 2 else 4),
+                   (y.itemsize // 2 if cb == 3 else y.itemsize if cb == 2 else 4))
         return complex128 if size >= 8 else complex64
     if ca == 2 or cb == 2:
         if ca == 2 and cb == 2:
-            return a if a.itemsize >= b.itemsize else b
-        return a if ca == 2 else b
-    return from_numpy_dtype(np.promote_types(a.np, b.np))
+            return x if x.itemsize >= y.itemsize else y
+        return x if ca == 2 else y
+    return from_numpy_dtype(np.promote_types(x.np, y.np))
 
 
 def _scalar_dtype(x: Any) -> dtype:
@@ -252,9 +255,9 @@ def can_cast(from_: Any, to: Any) -> _builtin_bool:
     return category(as_dtype(from_)) <= category(as_dtype(to))
 
 
-def finfo(d: Any = None) -> np.finfo:
+def finfo(d: Any = None) -> np.finfo[Any]:
     """Machine limits of a floating dtype (NumPy's ``finfo``)."""
-    return np.finfo((as_dtype(d) if d is not None else _defaults.float_dtype).np)
+    return cast("np.finfo[Any]", np.finfo((as_dtype(d) if d is not None else _defaults.float_dtype).np))
 
 
 def iinfo(d: Any) -> np.iinfo:

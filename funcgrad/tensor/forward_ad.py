@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 from ..core import ForwardTrace, JVPBox, Primitive
 
@@ -29,7 +29,7 @@ UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "ta
 _local = threading.local()
 
 
-def _levels() -> list:
+def _levels() -> list[Any]:
     lv = getattr(_local, "levels", None)
     if lv is None:
         lv = _local.levels = []
@@ -54,7 +54,7 @@ class DualTrace(ForwardTrace):
         self.active = True
         self.thread = None
 
-    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+    def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
         if self.closed or _paused():
             for i in argnums:
                 args[i] = args[i]._value
@@ -120,10 +120,10 @@ def _trace_of(level: int | None, what: str) -> DualTrace:
     if not levels:
         raise RuntimeError(f"Trying to {what} but no level exists, make sure to enter_dual_level() first.")
     if level is None:
-        return levels[-1]
+        return cast("DualTrace", levels[-1])
     for t in levels:
         if t.index == level:
-            return t
+            return cast("DualTrace", t)
     raise RuntimeError(f"{what}: dual level {level} is not open (open levels: {[t.index for t in levels]})")
 
 
@@ -232,7 +232,7 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
     return UnpackedDualTensor(_alias(tensor, box._value), t)
 
 
-def dual_inputs(args: Any) -> tuple[DualTrace | None, list]:
+def dual_inputs(args: Any) -> tuple[DualTrace | None, list[Any]]:
     """For a custom Function: the innermost open level any Tensor argument is dual at, and each argument's
     tangent there (None where none)."""
     from .tensor import Tensor
@@ -254,12 +254,13 @@ def dual_inputs(args: Any) -> tuple[DualTrace | None, list]:
     return None, []
 
 
-def primal_args(args: tuple, boxes: list) -> tuple:
+def primal_args(args: tuple[Any, ...], boxes: list[Any]) -> tuple[Any, ...]:
     """``args`` with the dual tensors replaced by their primals (aliases, so backward still reaches them)."""
     return tuple(_alias(a, b._value) if b is not None else a for a, b in zip(args, boxes))
 
 
-def attach_tangents(cls: type, ctx: Any, trace: DualTrace, args: tuple, boxes: list, results: list) -> None:
+def attach_tangents(cls: Any, ctx: Any, trace: DualTrace, args: tuple[Any, ...], boxes: list[Any],
+                    results: list[Any]) -> None:
     """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
     from .function import Function
     from .tensor import Tensor
@@ -312,7 +313,7 @@ def is_dual(v: Any) -> bool:
     return isinstance(v, JVPBox) and isinstance(v._trace, DualTrace)
 
 
-def _conform(v: Any, shape: tuple, dtype: Any, bottom: Any) -> Any:
+def _conform(v: Any, shape: tuple[Any, ...], dtype: Any, bottom: Any) -> Any:
     """The dual chain of raw value ``v`` rebuilt on ``bottom`` (the primal), with each open level's
     tangent broadcast to ``shape`` and cast to ``dtype``; stale levels are dropped."""
     import funcgrad.numpy as fnp
@@ -331,7 +332,7 @@ def _conform(v: Any, shape: tuple, dtype: Any, bottom: Any) -> Any:
     return JVPBox(inner, v._trace, tan)
 
 
-def inplace_write(t: Any, new: Any) -> tuple:
+def inplace_write(t: Any, new: Any) -> tuple[Any, ...]:
     """An in-place write of the raw value ``new`` into tensor ``t`` where either is dual: ``t``'s
     tangents become ``new``'s (broadcast to ``t``'s shape and dtype); for a view, its base's tangents
     change in the viewed region. Returns ``t``'s raw memory and ``new``'s primal, for the caller to copy."""

@@ -76,7 +76,7 @@ def _result(tree: Any) -> Any:
     return tree_util.tree_map(leaf, tree, is_leaf=_is_tensor)
 
 
-def _lift(func: Callable, has_aux: bool = False) -> Callable:
+def _lift(func: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
     """``func`` on Tensors as a function on arrays (what the fg transforms differentiate)."""
 
     def f(*args: Any, **kwargs: Any) -> Any:
@@ -94,7 +94,7 @@ def _lift(func: Callable, has_aux: bool = False) -> Callable:
     return f
 
 
-def grad(func: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+def grad(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The gradient of a scalar-valued ``func`` with respect to ``argnums`` (``fg.grad``).
 
     Example: ``ft.func.grad(lambda x: x.sin().sum())(x)  # cos(x)``.
@@ -107,7 +107,8 @@ def grad(func: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Cal
     return wrapped
 
 
-def grad_and_value(func: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
+                   has_aux: bool = False) -> Callable[..., Any]:
     """``(gradient, value)`` (``(gradient, (value, aux))`` with ``has_aux``), as torch.func.
 
     Example: ``g, v = ft.func.grad_and_value(f)(x)``.
@@ -121,7 +122,7 @@ def grad_and_value(func: Callable, argnums: int | tuple = 0, has_aux: bool = Fal
     return wrapped
 
 
-def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """``(output, vjp_fn[, aux])``; ``vjp_fn(cotangents)`` returns one cotangent per primal (``fg.vjp``).
 
     Example: ``out, vjp_fn = ft.func.vjp(ft.sin, x); (g,) = vjp_fn(ft.ones_like(out))``.
@@ -129,7 +130,7 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     res = fg.vjp(_lift(func, has_aux), *_to_raw(primals), has_aux=has_aux)
     out, f_vjp = res[0], res[1]
 
-    def vjp_fn(cotangents: Any) -> tuple:
+    def vjp_fn(cotangents: Any) -> tuple[Any, ...]:
         return tuple(_result(f_vjp(_to_raw(cotangents))))
 
     if has_aux:
@@ -137,8 +138,8 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     return _result(out), vjp_fn
 
 
-def jvp(func: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, strict: bool = False,
-        has_aux: bool = False) -> tuple:
+def jvp(func: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], *, strict: bool = False,
+        has_aux: bool = False) -> tuple[Any, ...]:
     """``(output, jvp_out[, aux])``: forward-mode derivative along ``tangents`` (``fg.jvp``).
 
     Example: ``out, t = ft.func.jvp(ft.sin, (x,), (ft.ones_like(x),))``.
@@ -150,25 +151,27 @@ def jvp(func: Callable, primals: Sequence[Any], tangents: Sequence[Any], *, stri
     return tuple(_result(r) for r in res)
 
 
-def jacrev(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False, chunk_size: int | None = None) -> Callable:
+def jacrev(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, *, has_aux: bool = False,
+           chunk_size: int | None = None) -> Callable[..., Any]:
     """Jacobian by reverse mode (``fg.jacrev``). Example: ``ft.func.jacrev(f)(x)``."""
     j = fg.jacrev(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
     return lambda *args, **kw: _result(j(*_to_raw(args), **kw))
 
 
-def jacfwd(func: Callable, argnums: int | tuple = 0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
+def jacfwd(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False, *,
+           randomness: str = "error") -> Callable[..., Any]:
     """Jacobian by forward mode (``fg.jacfwd``). Example: ``ft.func.jacfwd(f)(x)``."""
     j = fg.jacfwd(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
     return lambda *args, **kw: _result(j(*_to_raw(args), **kw))
 
 
-def hessian(func: Callable, argnums: int | tuple = 0) -> Callable:
+def hessian(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0) -> Callable[..., Any]:
     """Hessian, forward over reverse (``fg.hessian``). Example: ``ft.func.hessian(f)(x)``."""
     h = fg.hessian(_lift(func), argnums=argnums)
     return lambda *args, **kw: _result(h(*_to_raw(args), **kw))
 
 
-def _chunks(args: tuple, in_dims: Any, size: int, chunk: int) -> Iterator[tuple]:
+def _chunks(args: tuple[Any, ...], in_dims: Any, size: int, chunk: int) -> Iterator[tuple[Any, ...]]:
     dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
     for lo in range(0, size, chunk):
         part = []
@@ -181,8 +184,8 @@ def _chunks(args: tuple, in_dims: Any, size: int, chunk: int) -> Iterator[tuple]
         yield tuple(part)
 
 
-def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
-         chunk_size: int | None = None) -> Callable:
+def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: int | None = None) -> Callable[..., Any]:
     """Vectorize ``func`` over a batch dimension (``fg.vmap``); ``chunk_size`` maps that many examples
     at a time and concatenates (less memory).
 
@@ -211,7 +214,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
 
 
 @contextlib.contextmanager
-def _swapped(module: Any, values: dict) -> Iterator[None]:
+def _swapped(module: Any, values: dict[Any, Any]) -> Iterator[None]:
     saved = []
     try:
         for name, value in values.items():
@@ -230,14 +233,15 @@ def _swapped(module: Any, values: dict) -> Iterator[None]:
             store[leaf] = old
 
 
-def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None, kwargs: dict | None = None, *,
+def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None,
+                    kwargs: dict[Any, Any] | None = None, *,
                     tie_weights: bool = True, strict: bool = False) -> Any:
     """Call ``module`` with its parameters and buffers replaced by the given tensors (by dotted name).
 
     Example: ``functional_call(model, {"weight": w, "bias": b}, (x,))``.
     """
     dicts = parameter_and_buffer_dicts
-    values: dict = {}
+    values: dict[Any, Any] = {}
     for d in (dicts if isinstance(dicts, (tuple, list)) else (dicts,)):
         for k, v in d.items():
             if k in values:
@@ -253,7 +257,7 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
         return module(*a, **(kwargs or {}))
 
 
-def stack_module_state(models: Sequence[Any]) -> tuple[dict, dict]:
+def stack_module_state(models: Sequence[Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """``(params, buffers)``: each model's tensors stacked along a new first axis, by name (for ``vmap``
     over an ensemble). Example: ``params, buffers = stack_module_state(models)``."""
     from .ops import stack

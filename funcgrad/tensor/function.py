@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from . import forward_ad as _fwad
 from . import graph as _graph
@@ -36,12 +36,12 @@ class FunctionCtx:
     """The ``ctx`` passed to ``forward``/``backward``: stash tensors and flags for backward."""
 
     def __init__(self) -> None:
-        self.to_save: tuple = ()
-        self._saved: list | None = None
-        self._non_differentiable: set = set()
-        self._dirty: set = set()
+        self.to_save: tuple[Any, ...] = ()
+        self._saved: list[Any] | None = None
+        self._non_differentiable: set[Any] = set()
+        self._dirty: set[Any] = set()
         self.materialize_grads = True
-        self.needs_input_grad: tuple = ()
+        self.needs_input_grad: tuple[Any, ...] = ()
         self._node: "FunctionNode | None" = None
 
     def save_for_backward(self, *tensors: Any) -> None:
@@ -57,13 +57,13 @@ class FunctionCtx:
         self.saved_for_forward = tensors
 
     @property
-    def saved_tensors(self) -> tuple:
+    def saved_tensors(self) -> tuple[Any, ...]:
         if getattr(self, "_in_jvp", False) and hasattr(self, "saved_for_forward"):
             return tuple(self.saved_for_forward)
         if self._saved is None:
             return tuple(self.to_save)
         owner = self._node
-        out = []
+        out: list[Any] = []
         for s in self._saved:
             if s is None:
                 out.append(None)
@@ -89,7 +89,9 @@ class FunctionCtx:
 class FunctionNode(Node):
     """The graph node of one ``Function.apply`` call, named ``<Class>Backward``."""
 
-    def __init__(self, cls: type, ctx: FunctionCtx, edges: list, positions: list, n_args: int):
+    _in_meta: list[Any]  # (shape, dtype) of each tensor input, set by Function.apply
+
+    def __init__(self, cls: type, ctx: FunctionCtx, edges: list[Any], positions: list[Any], n_args: int):
         super().__init__()
         self._cls = cls
         self._name = f"{cls.__name__}Backward"
@@ -110,7 +112,7 @@ class FunctionNode(Node):
             return getattr(ctx, name)
         raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
 
-    def apply(self, grads: list, create_graph: bool) -> list:
+    def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         from .backward import _from_user, _to_user
         from .creation import zeros
 
@@ -137,7 +139,7 @@ class FunctionNode(Node):
                     f"function {self._name} returned an incorrect number of gradients (expected {self._n_args}, "
                     f"got {len(res)})"
                 )
-        out = []
+        out: list[Any] = []
         for k, (pos, edge) in enumerate(zip(self._positions, self._edges)):
             g = res[pos]
             if edge is None or g is None:
@@ -174,7 +176,7 @@ class FunctionNode(Node):
                     s.release()
 
 
-def _mark_output_views(name: str, outs: list, results: list, input_ids: dict, ctx: FunctionCtx,
+def _mark_output_views(name: str, outs: list[Any], results: list[Any], input_ids: dict[Any, Any], ctx: FunctionCtx,
                        inputs_require_grad: bool) -> None:
     """Outputs that are views (or inputs returned as they are) refuse in-place changes later,
     as in PyTorch: view+inplace history would bypass the custom backward."""
@@ -205,14 +207,14 @@ def fn_view_inplace_error(t: Any) -> str | None:
     return f"Output {k} of {name} is a view and is being modified inplace. {fix}"
 
 
-def _backward_of(cls: type) -> Callable:
+def _backward_of(cls: type) -> Callable[..., Any]:
     """The user's ``backward``, or ``vjp`` (its alias); defining both is an error, as in PyTorch."""
     has_backward = cls.backward is not Function.backward  # type: ignore[attr-defined]
     has_vjp = cls.vjp is not Function.vjp  # type: ignore[attr-defined]
     if has_backward and has_vjp:
         raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
                            "only implement one of them.")
-    return cls.vjp if has_vjp else cls.backward  # type: ignore[attr-defined]
+    return cast("Callable[..., Any]", cls.vjp if has_vjp else cls.backward)  # type: ignore[attr-defined]
 
 
 def _dtype_of(np_dtype: Any) -> Any:
@@ -243,7 +245,7 @@ class Function:
     vjp = backward
 
     @staticmethod
-    def setup_context(ctx: Any, inputs: tuple, output: Any) -> Any:
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> Any:
         raise NotImplementedError("setup_context is not implemented.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -318,7 +320,7 @@ class Function:
             if _graph.anomaly.enabled:
                 node._stack = _graph.user_stack()
             # saved tensors: outputs saved as outputs (no reference cycle), others as inputs
-            saved = []
+            saved: list[Any] = []
             out_pos = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
             for t in ctx.to_save:
                 if t is None:
@@ -352,18 +354,18 @@ NestedIOFunction = Function
 class _DelayedError(Node):
     _name = "DelayedError"
 
-    def __init__(self, message: str, edges: list, metas: list):
+    def __init__(self, message: str, edges: list[Any], metas: list[Any]):
         super().__init__()
         self._message = message
         self._edges = edges
         self._out_meta = tuple(metas)
         self._n_outputs = len(metas)
 
-    def apply(self, grads: list, create_graph: bool) -> list:
+    def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         raise RuntimeError(self._message)
 
 
-def once_differentiable(fn: Callable) -> Callable:
+def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a ``backward`` that is not itself differentiable: it runs without recording,
     and differentiating its result again (create_graph) raises a clear error.
     """

@@ -9,7 +9,7 @@ a gradient). Results are detached unless ``create_graph=True``.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .backward import grad as _grad
 from .grad_mode import enable_grad
@@ -18,7 +18,7 @@ from .tensor import Tensor
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
-def _grad_enabled(fn: Callable) -> Callable:
+def _grad_enabled(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Run a tool with grad mode on, as PyTorch's do: they work under ``no_grad``, and
     ``create_graph=True`` records the history back to the user's inputs."""
 
@@ -30,7 +30,7 @@ def _grad_enabled(fn: Callable) -> Callable:
     return tool
 
 
-def _check_outputs_require_grad(outs: tuple) -> None:
+def _check_outputs_require_grad(outs: tuple[Any, ...]) -> None:
     """Strict mode: every output must depend differentiably on the inputs."""
     for i, o in enumerate(outs):
         if not o.requires_grad:
@@ -39,7 +39,7 @@ def _check_outputs_require_grad(outs: tuple) -> None:
                                f"mode.")
 
 
-def _check_jacobian_requires_grad(jac: tuple) -> None:
+def _check_jacobian_requires_grad(jac: tuple[Any, ...]) -> None:
     """Strict mode, second order: each first derivative must depend on the inputs."""
     for i, g in enumerate(jac):
         if not g.requires_grad:
@@ -50,7 +50,7 @@ def _check_jacobian_requires_grad(jac: tuple) -> None:
                                f"example).")
 
 
-def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple]:
+def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple[Any, ...]]:
     is_tuple = isinstance(x, (tuple, list))
     items = tuple(x) if is_tuple else (x,)
     for i, t in enumerate(items):
@@ -63,7 +63,7 @@ def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple]:
     return is_tuple, items
 
 
-def _prep_inputs(inputs: tuple, create_graph: bool) -> tuple:
+def _prep_inputs(inputs: tuple[Any, ...], create_graph: bool) -> tuple[Any, ...]:
     out = []
     for t in inputs:
         if create_graph and t.requires_grad:
@@ -73,7 +73,8 @@ def _prep_inputs(inputs: tuple, create_graph: bool) -> tuple:
     return tuple(out)
 
 
-def _outputs(func: Callable, inputs: tuple, is_tuple_in: bool, fn: str) -> tuple[bool, tuple]:
+def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], is_tuple_in: bool,
+             fn: str) -> tuple[bool, tuple[Any, ...]]:
     with enable_grad():
         out = func(*inputs)
     is_tuple = isinstance(out, (tuple, list))
@@ -88,7 +89,7 @@ def _outputs(func: Callable, inputs: tuple, is_tuple_in: bool, fn: str) -> tuple
     return is_tuple, items
 
 
-def _check_v(v: Any, like: tuple, like_is_tuple: bool, name: str, fn: str) -> tuple:
+def _check_v(v: Any, like: tuple[Any, ...], like_is_tuple: bool, name: str, fn: str) -> tuple[Any, ...]:
     if v is None:
         if len(like) != 1 or like[0].numel() != 1:
             what = ("the user-provided function returns a single Tensor" if name == "outputs" else
@@ -109,7 +110,7 @@ def _check_v(v: Any, like: tuple, like_is_tuple: bool, name: str, fn: str) -> tu
     return vs
 
 
-def _check_filled(res: tuple, strict: bool, create_graph: bool, stage: str) -> None:
+def _check_filled(res: tuple[Any, ...], strict: bool, create_graph: bool, stage: str) -> None:
     """Strict mode on computed derivatives (PyTorch's checks per stage): a missing one is an
     independence error; with create_graph=True, one without history is too."""
     if not strict:
@@ -131,12 +132,13 @@ def _check_filled(res: tuple, strict: bool, create_graph: bool, stage: str) -> N
                                f"allowed in strict mode when create_graph=True.")
 
 
-def _grads(outs: tuple, ins: tuple, gouts: tuple, create_graph: bool, strict: bool, fn: str,
-           what: str = "input") -> tuple:
+def _grads(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool, strict: bool,
+           fn: str,
+           what: str = "input") -> tuple[Any, ...]:
     needs = [o for o in outs if o.requires_grad]
     pairs = [(o, g) for o, g in zip(outs, gouts) if o.requires_grad]
     if not pairs:
-        res: tuple = (None,) * len(ins)
+        res: tuple[Any, ...] = (None,) * len(ins)
     else:
         res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
                     retain_graph=True, allow_unused=True)
@@ -153,7 +155,8 @@ def _finish(x: Any, create_graph: bool) -> Any:
 
 
 @_grad_enabled
-def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, ...]:
     """``(func(inputs), v^T J)``.
 
     Example::
@@ -172,7 +175,8 @@ def vjp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
 
 
 @_grad_enabled
-def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, ...]:
     """``(func(inputs), J v)`` by the double-vjp trick (as PyTorch does).
 
     Example::
@@ -205,7 +209,7 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
 
 
 @_grad_enabled
-def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False,
+def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """The Jacobian: for output ``i`` and input ``j``, a tensor of shape ``out_i.shape + in_j.shape``.
 
@@ -237,9 +241,9 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
     from .creation import zeros, zeros_like
     from .ops import stack
 
-    jac: list = []
+    jac: list[Any] = []
     for i, o in enumerate(outs):
-        rows: list = [[] for _ in ins]
+        rows: list[Any] = [[] for _ in ins]
         n = o.numel()
         flat = o.reshape(-1)
         for k in range(n):
@@ -271,7 +275,8 @@ def jacobian(func: Callable, inputs: Any, create_graph: bool = False, strict: bo
 
 
 @_grad_enabled
-def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
+def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, strict: bool = False,
+            vectorize: bool = False,
             outer_jacobian_strategy: str = "reverse-mode") -> Any:
     """The Hessian of a function with one output element: ``in_i.shape + in_j.shape`` blocks
     (the output's own dims, e.g. a ``(1, 1)`` output, are dropped as in PyTorch).
@@ -312,8 +317,8 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
 
 
 @_grad_enabled
-def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False,
-        _fn: str = "vhp") -> tuple:
+def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False,
+        _fn: str = "vhp") -> tuple[Any, ...]:
     """``(func(inputs), v^T H)`` for a scalar function.
 
     Example::
@@ -352,8 +357,9 @@ def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 
 
-def hvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, strict: bool = False) -> tuple:
+def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, ...]:
     """``(func(inputs), H v)`` for a scalar function (equal to ``vhp`` for twice-differentiable functions,
     whose Hessian is symmetric).
     """
-    return vhp(func, inputs, v, create_graph, strict, _fn="hvp")
+    return cast("tuple[Any, ...]", vhp(func, inputs, v, create_graph, strict, _fn="hvp"))

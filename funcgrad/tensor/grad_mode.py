@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 __all__ = [
     "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
@@ -44,7 +44,7 @@ def is_inference_mode_enabled() -> bool:
     return state.inference
 
 
-def _drive(it: Any, factory: Callable) -> Any:
+def _drive(it: Any, factory: Callable[..., Any]) -> Any:
     """Run generator or coroutine ``it`` one step at a time under a fresh mode from
     ``factory``, so its body sees the mode but the caller, between steps, does not.
     ``send``, ``throw`` and ``close`` reach ``it`` (under the mode)."""
@@ -85,7 +85,12 @@ class _DecoratorContextManager:
     a time: between yields (awaits) the caller keeps its own mode.
     """
 
-    def __call__(self, fn: Callable) -> Callable:
+    if TYPE_CHECKING:  # every subclass is a context manager
+        def __enter__(self) -> Any: ...
+
+        def __exit__(self, *exc: Any) -> Any: ...
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.isclass(fn):
             raise TypeError(f"{type(self).__name__} decorates functions, not classes ({fn.__name__})")
         factory = self.clone
@@ -194,7 +199,7 @@ class set_grad_enabled(_DecoratorContextManager):
     def clone(self) -> "set_grad_enabled":
         return set_grad_enabled(self.mode)  # sets the mode now; __exit__ restores it
 
-    def __call__(self, fn: Callable) -> Callable:
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         state.enabled = self.prev  # as a decorator the call itself must not change the mode
         return super().__call__(fn)
 

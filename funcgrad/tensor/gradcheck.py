@@ -25,15 +25,15 @@ class GradcheckError(RuntimeError):
     """Raised by gradcheck/gradgradcheck when a check fails (``raise_exception=True``)."""
 
 
-def _as_tuple(x: Any) -> tuple:
+def _as_tuple(x: Any) -> tuple[Any, ...]:
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
-def _diff_outputs(out: Any) -> list:
+def _diff_outputs(out: Any) -> list[Any]:
     return [o for o in _as_tuple(out) if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex())]
 
 
-def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
               raise_exception: bool = True, nondet_tol: float = 0.0, check_undefined_grad: bool = True,
               check_grad_dtypes: bool = False, check_batched_grad: bool = False, check_batched_forward_grad: bool = False,
               check_forward_ad: bool = False, check_backward_ad: bool = True, fast_mode: bool = False,
@@ -60,7 +60,7 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
         return False
 
 
-def _gradcheck(func: Callable, inputs: Any, eps: float, atol: float, rtol: float, nondet_tol: float,
+def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, rtol: float, nondet_tol: float,
                check_undefined_grad: bool, check_grad_dtypes: bool, check_backward_ad: bool,
                check_forward_ad: bool = False) -> bool:
     ins = _as_tuple(inputs)
@@ -85,7 +85,7 @@ def _gradcheck(func: Callable, inputs: Any, eps: float, atol: float, rtol: float
                   for oi, out in enumerate(outs) if out.requires_grad for j in diff} if check_backward_ad else {}
     forward = _forward_jacobians(func, ins, diff, len(outs)) if check_forward_ad else {}
 
-    def evaluate(j: int, idx: tuple, delta: complex) -> list:
+    def evaluate(j: int, idx: tuple[Any, ...], delta: complex) -> list[Any]:
         # PyTorch's way: perturb the input's own data in place (a function that reads its
         # inputs through a closure sees the perturbation too), then restore it
         data = ins[j]._value
@@ -104,7 +104,7 @@ def _gradcheck(func: Callable, inputs: Any, eps: float, atol: float, rtol: float
         return [np.array(r.detach().numpy(), copy=True) for r in res]
 
     any_differentiable = any(o.requires_grad for o in outs)
-    _numerical: dict = {}
+    _numerical: dict[Any, Any] = {}
     for j in diff:
         x = ins[j]
         cplx_in = x.is_complex()
@@ -147,13 +147,13 @@ def _gradcheck(func: Callable, inputs: Any, eps: float, atol: float, rtol: float
     return True
 
 
-def _forward_jacobians(func: Callable, ins: tuple, diff: list, n_outs: int) -> dict:
+def _forward_jacobians(func: Callable[..., Any], ins: tuple[Any, ...], diff: list[Any], n_outs: int) -> dict[Any, Any]:
     """{(output, input): d output / d input} column by column with forward AD: input ``j`` made
     dual with the unit tangent of each of its elements in turn."""
     from . import forward_ad as fwAD
     from .creation import zeros_like
 
-    jac: dict = {}
+    jac: dict[Any, Any] = {}
     for j in diff:
         x = ins[j]
         if x.is_complex():
@@ -175,7 +175,7 @@ def _forward_jacobians(func: Callable, ins: tuple, diff: list, n_outs: int) -> d
     return jac
 
 
-def _analytical(out: Tensor, ins: tuple, j: int, nondet_tol: float, check_grad_dtypes: bool) -> np.ndarray:
+def _analytical(out: Tensor, ins: tuple[Any, ...], j: int, nondet_tol: float, check_grad_dtypes: bool) -> np.ndarray:
     """The rows of d out / d ins[j] by backward, computed twice: PyTorch's reentrancy check."""
     units = [1.0, 1j] if out.is_complex() else [1.0]
     n_out, x = out.numel(), ins[j]
@@ -206,7 +206,7 @@ def _analytical(out: Tensor, ins: tuple, j: int, nondet_tol: float, check_grad_d
     return runs[0]
 
 
-def _check_backward_mul_by_grad_output(outs: list, diff_inputs: list) -> None:
+def _check_backward_mul_by_grad_output(outs: list[Any], diff_inputs: list[Any]) -> None:
     """All-zero output gradients must give zero (or no) input gradients: PyTorch's
     "backward not multiplied by grad_output" check. An exception in backward propagates."""
     outs = [o for o in outs if o.requires_grad]
@@ -223,7 +223,8 @@ def _show(a: np.ndarray) -> str:
     return "tensor(" + np.array2string(a, separator=", ", precision=4) + ")"
 
 
-def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps: float = 1e-6, atol: float = 1e-5,
+def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = None, *, eps: float = 1e-6,
+                  atol: float = 1e-5,
                   rtol: float = 1e-3, gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True,
                   nondet_tol: float = 0.0, check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
                   check_batched_grad: bool = False, check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True,
@@ -250,7 +251,7 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
         gouts = [g.detach().requires_grad_(True) for g in _as_tuple(grad_outputs)]
     n_in = len(ins)
 
-    def second(*args: Any) -> tuple:
+    def second(*args: Any) -> tuple[Any, ...]:
         xs, gs = args[:n_in], args[n_in:]
         outs = _diff_outputs(func(*xs))
         dx = [t for t in xs if isinstance(t, Tensor) and t.requires_grad]

@@ -26,7 +26,7 @@ import itertools
 import threading
 import traceback
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -45,7 +45,7 @@ __all__ = [
 
 
 try:  # NumPy >= 2: set the floating-point error state directly (~0.3 us; np.errstate costs ~2 us)
-    from numpy._core._ufunc_config import _extobj_contextvar
+    from numpy._core._ufunc_config import _extobj_contextvar  # type: ignore[attr-defined]
     from numpy._core.umath import _make_extobj
 
     _QUIET = _make_extobj(all="ignore")
@@ -79,7 +79,7 @@ class TensorTrace(Trace):
     def __enter__(self) -> "TensorTrace":
         raise RuntimeError("the tensor trace is always open; it is not entered")
 
-    def process(self, prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+    def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
         return record(prim, args, kwargs, argnums)
 
 
@@ -90,6 +90,7 @@ TRACE = TensorTrace()
 
 
 _new = object.__new__
+_B = TypeVar("_B", bound="GraphBox")
 
 
 class GraphBox(Box):
@@ -101,6 +102,14 @@ class GraphBox(Box):
 
     # ``_node`` is the Box slot; these are the Tensor layer's own.
     __slots__ = ("_output_nr", "_requires_grad", "_vc", "_base", "_view_fns", "_view_version", "_inference")
+    _node: Any  # this layer's graph.Node (core's Box declares a VJPNode)
+    _output_nr: int
+    _requires_grad: bool
+    _vc: list[int]  # the version counter, shared by a tensor and its views
+    _base: Any  # the tensor this one is a view of, or None
+    _view_fns: Any
+    _view_version: int
+    _inference: bool
 
     # The functional in-place machinery (funcgrad.numpy.inplace) tracks views of
     # boxes through ``_view``/``_version``; tensors track views themselves (real
@@ -123,9 +132,9 @@ class GraphBox(Box):
         self._vc[0] = value
 
     @classmethod
-    def _make(cls, value: Any, node: Any = None, output_nr: int = 0, requires_grad: bool = False,
-              vc: list | None = None, inference: bool = False) -> Any:
-        b = _new(cls)
+    def _make(cls: type[_B], value: Any, node: Any = None, output_nr: int = 0, requires_grad: bool = False,
+              vc: list[Any] | None = None, inference: bool = False) -> _B:
+        b: _B = _new(cls)
         b._value = value
         b._trace = TRACE
         b._node = node
@@ -140,9 +149,9 @@ class GraphBox(Box):
             cls._extra_init(b)
         return b
 
-    _extra_init: Callable | None = None
+    _extra_init: Callable[..., Any] | None = None
 
-    def _graph(self) -> tuple:
+    def _graph(self) -> tuple[Any, ...]:
         """(node, output_nr) of this value for recording; refreshes a stale view first."""
         if self._base is not None and self._view_version != self._vc[0]:
             _refresh_view(self)
@@ -172,7 +181,7 @@ class NumpyBox(GraphBox):
         self._assign(fnp.at(self)[idx].set(value))
 
 
-def _numpy_box_inplace(op_name: str) -> Callable:
+def _numpy_box_inplace(op_name: str) -> Callable[..., Any]:
     def inplace(self: NumpyBox, other: Any) -> NumpyBox:
         import funcgrad.numpy as fnp
 
@@ -187,7 +196,7 @@ for _iname, _op in (("__iadd__", "add"), ("__isub__", "subtract"), ("__imul__", 
     setattr(NumpyBox, _iname, _numpy_box_inplace(_op))
 
 
-_TENSOR_CLS: list = []  # filled by tensor.py: [Tensor]
+_TENSOR_CLS: list[Any] = []  # filled by tensor.py: [Tensor]
 
 
 def as_numpy_box(b: Any) -> Any:
@@ -214,7 +223,7 @@ def as_tensor_box(b: Any) -> Any:
     return T._make(b)
 
 
-def edge_of(b: GraphBox) -> tuple | None:
+def edge_of(b: GraphBox) -> tuple[Any, ...] | None:
     """Where gradients of ``b`` go: (node, output_nr), the accumulator of a leaf, or None."""
     if not b._requires_grad:
         return None
@@ -224,7 +233,7 @@ def edge_of(b: GraphBox) -> tuple | None:
     return (node, nr)
 
 
-def get_gradient_edge(t: Any) -> tuple:
+def get_gradient_edge(t: Any) -> tuple[Any, ...]:
     """PyTorch's ``torch.autograd.graph.get_gradient_edge``: (node, output_nr) of a tensor."""
     e = edge_of(t)
     if e is None:
@@ -253,7 +262,7 @@ class RemovableHandle:
 
     __slots__ = ("_container", "_key")
 
-    def __init__(self, container: dict, key: int):
+    def __init__(self, container: dict[Any, Any], key: int):
         self._container = container
         self._key = key
 
@@ -270,7 +279,7 @@ class RemovableHandle:
 _hook_ids = itertools.count()
 
 
-def _add_hook(container: dict, fn: Callable) -> RemovableHandle:
+def _add_hook(container: dict[Any, Any], fn: Callable[..., Any]) -> RemovableHandle:
     if not callable(fn):
         raise TypeError(f"hook must be callable, got {type(fn).__name__}")
     key = next(_hook_ids)
@@ -289,50 +298,50 @@ class Node:
 
     _name = "Node"
     # defaults at class level: a node only stores what it changes (cheap to create)
-    _hooks: dict | None = None
-    _prehooks: dict | None = None
-    _tensor_prehooks: dict | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
-    _retain: dict | None = None  # output_nr -> weakref to a tensor with retain_grad()
+    _hooks: dict[Any, Any] | None = None
+    _prehooks: dict[Any, Any] | None = None
+    _tensor_prehooks: dict[Any, Any] | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
+    _retain: dict[Any, Any] | None = None  # output_nr -> weakref to a tensor with retain_grad()
     _stack: Any = None  # forward traceback, in anomaly mode
-    _metadata: dict | None = None
+    _metadata: dict[Any, Any] | None = None
     _n_outputs = 1
-    _out_meta: tuple = ()
+    _out_meta: tuple[Any, ...] = ()
 
     def __init__(self) -> None:
-        self._edges: list = []
+        self._edges: list[Any] = []
         self._seq = next(_seq)
 
     def name(self) -> str:
         return self._name
 
     @property
-    def next_functions(self) -> tuple:
+    def next_functions(self) -> tuple[Any, ...]:
         return tuple(e if e is not None else (None, 0) for e in self._edges)
 
     @property
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[Any, Any]:
         if self._metadata is None:
             self._metadata = {}
         return self._metadata
 
-    def register_hook(self, fn: Callable) -> RemovableHandle:
+    def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
         if self._hooks is None:
             self._hooks = {}
         return _add_hook(self._hooks, fn)
 
-    def register_prehook(self, fn: Callable) -> RemovableHandle:
+    def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
         if self._prehooks is None:
             self._prehooks = {}
         return _add_hook(self._prehooks, fn)
 
-    def _tensor_hook(self, output_nr: int, fn: Callable) -> RemovableHandle:
+    def _tensor_hook(self, output_nr: int, fn: Callable[..., Any]) -> RemovableHandle:
         if self._tensor_prehooks is None:
             self._tensor_prehooks = {}
         return _add_hook(self._tensor_prehooks.setdefault(output_nr, {}), fn)
 
-    def apply(self, grads: list, create_graph: bool) -> list:
+    def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         raise NotImplementedError
 
     def release(self) -> None:
@@ -368,18 +377,18 @@ class _Meta:
         return got
 
 
-_META_CACHE: dict = {}
+_META_CACHE: dict[Any, Any] = {}
 
 
 class _HookState(threading.local):
-    stack: list = []
+    stack: list[Any] = []
     disabled: str | None = None
 
 
 _hook_state = _HookState()
 
 
-def _current_hooks() -> tuple | None:
+def _current_hooks() -> tuple[Any, ...] | None:
     stack = _hook_state.stack
     return stack[-1] if stack else None
 
@@ -393,7 +402,7 @@ _FREED = (
 
 
 def _type_desc(value: Any) -> str:
-    d = _dt._BY_NP.get(np.dtype(value.dtype))
+    d: Any = _dt._BY_NP.get(np.dtype(value.dtype))
     tname = _dt.TYPE_NAMES.get(d, str(value.dtype))
     return f"[ft.{tname} [{', '.join(str(s) for s in value.shape)}]]"
 
@@ -409,6 +418,9 @@ class SavedTensor:
 
     __slots__ = ("_data", "_box", "_edge", "_requires_grad", "_vc", "_version", "_is_output", "_output_nr",
                  "_packed", "_unpack", "_released", "_desc", "__weakref__")
+    _edge: Any  # (node, output_nr) of the saved value, or None
+    _unpack: Callable[..., Any] | None
+    _desc: tuple[Any, ...] | None
 
     def __init__(self, box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Node | None = None):
         self._data = box._value
@@ -433,7 +445,7 @@ class SavedTensor:
         if hooks is not None:
             self._pack_now(box, *hooks)
 
-    def _pack_now(self, box: Any, pack: Callable, unpack: Callable) -> None:
+    def _pack_now(self, box: Any, pack: Callable[..., Any], unpack: Callable[..., Any]) -> None:
         if not self._is_output and box._requires_grad:
             self._edge = edge_of(box)
         t = as_tensor_box(box) if isinstance(box, GraphBox) else _TENSOR_CLS[0]._make(self._data)
@@ -442,7 +454,7 @@ class SavedTensor:
         self._data = None
         self._box = None
 
-    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+    def register_hooks(self, pack_hook: Callable[..., Any], unpack_hook: Callable[..., Any]) -> None:
         """Pack the saved value now with ``pack_hook``; ``unpack_hook`` brings it back in backward."""
         if not callable(pack_hook) or not callable(unpack_hook):
             raise TypeError("register_hooks(pack_hook, unpack_hook): both hooks must be callable")
@@ -542,7 +554,7 @@ class AccumulateGrad(Node):
         return self._variable()
 
 
-_NAMED_CLASSES: dict = {}
+_NAMED_CLASSES: dict[Any, Any] = {}
 
 
 def named_node_class(base: type, name: str) -> type:
@@ -565,7 +577,8 @@ def rename_node(node: "Node", name: str) -> None:
 class PrimNode(Node):
     """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules."""
 
-    def __init__(self, prim: Primitive, name: str, args: list, kwargs: dict, positions: list, edges: list):
+    def __init__(self, prim: Primitive, name: str, args: list[Any], kwargs: dict[Any, Any], positions: list[Any],
+                 edges: list[Any]):
         super().__init__()
         self._name = name
         self._prim = prim
@@ -573,11 +586,11 @@ class PrimNode(Node):
         self._kwargs = kwargs
         self._positions = positions  # positional index of each edge (the core's argnums list)
         self._edges = edges
-        self._ans: list = []  # per output: SavedTensor, _Meta
+        self._ans: list[Any] = []  # per output: SavedTensor, _Meta
         self._released = False
         self._has_saved = False
 
-    def apply(self, grads: list, create_graph: bool) -> list:
+    def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         if self._released and self._has_saved:
             raise RuntimeError(_FREED)
         prim = self._prim
@@ -585,6 +598,7 @@ class PrimNode(Node):
             g = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(grads, self._out_meta))
         else:
             g = grads[0]
+        ans: Any
         if create_graph:
             args = [a.unpack(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
                     for a in self._args]
@@ -601,7 +615,7 @@ class PrimNode(Node):
             cts = iter(prim.vjp_all(gg, ans, tuple(live), *args, **kwargs))
             return [None if edge is None else next(cts) for edge in self._edges]
         ans = tuple(ans) if prim.multiple_results else ans[0]
-        out = []
+        out: list[Any] = []
         vjps = prim.vjps
         for pos, edge in zip(self._positions, self._edges):
             if edge is None:
@@ -624,7 +638,7 @@ class PrimNode(Node):
             if type(a) is SavedTensor:
                 a.release()
 
-    def _saved_names(self) -> list:
+    def _saved_names(self) -> list[Any]:
         return _ARG_NAMES.get(self._prim.name, _DEFAULT_ARG_NAMES)
 
     def __getattr__(self, name: str) -> Any:
@@ -660,7 +674,7 @@ class PrimNode(Node):
             return self._kwargs[key]
         return None
 
-    def __dir__(self) -> list:
+    def __dir__(self) -> list[Any]:
         names = self._saved_names()
         extra = []
         for i, a in enumerate(self._args):
@@ -672,7 +686,7 @@ class PrimNode(Node):
         return sorted(set(list(super().__dir__()) + extra))
 
 
-def _zeros(meta: tuple) -> Any:
+def _zeros(meta: tuple[Any, ...]) -> Any:
     shape, dtype, ns = meta
     return ns.zeros(shape, dtype=dtype)
 
@@ -690,18 +704,19 @@ class CopySlices(Node):
     def __repr__(self) -> str:
         return f"<CopySlices object at {id(self):#x}>"
 
-    def __init__(self, base_edge: tuple | None, out_edge: tuple | None, view_fns: tuple, mask: Any, meta: tuple):
+    def __init__(self, base_edge: tuple[Any, ...] | None, out_edge: tuple[Any, ...] | None, view_fns: tuple[Any, ...],
+                 mask: Any, meta: tuple[Any, ...]):
         super().__init__()
         self._edges = [base_edge, out_edge]
         self._view_fns = view_fns
         self._mask = mask
         self._out_meta = (meta,)
 
-    def apply(self, grads: list, create_graph: bool) -> list:
+    def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         import funcgrad.numpy as fnp
 
         g = grads[0]
-        out: list = [None, None]
+        out: list[Any] = [None, None]
         if self._edges[0] is not None:
             out[0] = fnp.where(self._mask, 0, g)
         if self._edges[1] is not None:
@@ -713,7 +728,7 @@ class CopySlices(Node):
 # PyTorch's names of saved values and of nodes (what a node saves is its primitive's ``reads``)
 
 _DEFAULT_ARG_NAMES = ["self", "other"]
-_ARG_NAMES: dict[str, list] = {
+_ARG_NAMES: dict[str, list[Any]] = {
     "matmul": ["self", "other"], "power": ["self", "exponent"], "where": ["condition", "self", "other"],
     "clip": ["self", "min", "max"],
 }
@@ -756,7 +771,7 @@ def torch_name(prim_name: str) -> str:
 # --------------------------------------------------------------------------
 # views
 
-_VIEW_PRIMS: set = set()
+_VIEW_PRIMS: set[Any] = set()
 
 
 def _init_view_prims() -> None:
@@ -764,12 +779,12 @@ def _init_view_prims() -> None:
 
     for fn_name in ("reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "broadcast_to",
                     "diagonal", "real", "imag"):
-        fn = getattr(fnp, fn_name, None)
+        fn: Any = getattr(fnp, fn_name, None)
         try:
             _VIEW_PRIMS.add(get_primitive(fn).name)
         except TypeError:
             pass
-    getitem = getattr(getattr(fnp, "indexing", None), "_getitem", None)
+    getitem: Any = getattr(getattr(fnp, "indexing", None), "_getitem", None)
     for fn in (getitem,):
         try:
             _VIEW_PRIMS.add(get_primitive(fn).name)
@@ -778,7 +793,7 @@ def _init_view_prims() -> None:
     _VIEW_PRIMS.update({"reshape", "transpose", "swapaxes", "expand_dims", "squeeze"})
 
 
-def replay_view(x: Any, view_fns: tuple, raw: bool) -> Any:
+def replay_view(x: Any, view_fns: tuple[Any, ...], raw: bool) -> Any:
     """Apply a recorded chain of view operations to ``x`` (a base-shaped array or box)."""
     for prim, rest, kwargs in view_fns:
         x = (prim.raw if raw else prim.call)(x, *rest, **kwargs)
@@ -817,7 +832,7 @@ anomaly = _Anomaly()
 
 
 class _Profiling:
-    active: list = []
+    active: list[Any] = []
 
 
 profiling = _Profiling()
@@ -833,13 +848,13 @@ def _ns(v: Any) -> Any:
     return np if type(v) is np.ndarray else namespace_of(v)
 
 
-def _torch_shape_error(prim: Primitive, args: list, err: ValueError) -> Exception:
+def _torch_shape_error(prim: Primitive, args: list[Any], err: ValueError) -> Exception:
     """NumPy's ValueError for operands whose shapes do not fit, as PyTorch's RuntimeError
     (the type Tensor code catches); any other error unchanged."""
     msg = str(err)
     shapes = [tuple(a.shape) for a in args if hasattr(a, "shape")]
     if "could not be broadcast" in msg:
-        acc: tuple = ()
+        acc: tuple[Any, ...] = ()
         for sb in shapes:  # fold left, as PyTorch reports it: tensor a is what came before
             n = max(len(acc), len(sb))
             for k in range(1, n + 1):  # from the right, as broadcasting aligns them
@@ -860,7 +875,7 @@ def _torch_shape_error(prim: Primitive, args: list, err: ValueError) -> Exceptio
     return err
 
 
-def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
+def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
     """Run ``prim`` on the raw values of ``args`` and record it if some input requires grad."""
     boxes = [args[i] for i in argnums]
     cls = NumpyBox
@@ -915,7 +930,7 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
     if not req:
         return tuple(outs) if prim.multiple_results else outs[0]
     # --- the node
-    edges = []
+    edges: list[Any] = []
     edge_positions = []
     for i, b in zip(argnums, boxes):
         if b._requires_grad:
@@ -965,13 +980,14 @@ def record(prim: Primitive, args: list, kwargs: dict, argnums: list) -> Any:
 _PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 
 
-class _Stack(list):
+class _Stack(list[Any]):
     """Formatted frames, and the node whose backward was running when they were taken (if any)."""
 
     __slots__ = ("parent",)
+    parent: Any
 
 
-def user_stack() -> list:
+def user_stack() -> list[Any]:
     """The current Python stack without funcgrad's own frames (for anomaly mode); its ``parent``
     is the node whose backward created this one (double backward), for the nested report."""
     frames = traceback.extract_stack()
@@ -989,7 +1005,7 @@ def _as_array(a: Any) -> Any:
     return a
 
 
-def _mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list, kwargs: dict) -> None:
+def _mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> None:
     a, o = _fwad.primal_value(args[0]), _fwad.primal_value(out._value)  # dual tensors view their primal's memory
     ob = getattr(o, "base", None)
     if ob is None or o is a or not (ob is a or ob is getattr(a, "base", None)):
@@ -1118,7 +1134,7 @@ class saved_tensors_hooks:
         y.backward()          # same gradient, saved values read back from disk
     """
 
-    def __init__(self, pack_hook: Callable, unpack_hook: Callable):
+    def __init__(self, pack_hook: Callable[..., Any], unpack_hook: Callable[..., Any]):
         if not callable(pack_hook) or not callable(unpack_hook):
             raise TypeError("saved_tensors_hooks(pack_hook, unpack_hook): both hooks must be callable")
         self.pack_hook = pack_hook
@@ -1146,7 +1162,7 @@ class save_on_cpu(saved_tensors_hooks):
     """
 
     def __init__(self, pin_memory: bool = False):
-        def pack(t: Any) -> tuple:
+        def pack(t: Any) -> tuple[Any, ...]:
             v = t._value
             ns = namespace_of(v)
             if ns is np:
@@ -1154,7 +1170,7 @@ class save_on_cpu(saved_tensors_hooks):
             host = v.get() if hasattr(v, "get") else ns.asnumpy(v)
             return (ns, host)
 
-        def unpack(packed: tuple) -> Any:
+        def unpack(packed: tuple[Any, ...]) -> Any:
             ns, payload = packed
             if ns is None:
                 return payload

@@ -25,7 +25,7 @@ class _LegacyTensorType(type):
     def __instancecheck__(cls, other: Any) -> bool:
         return isinstance(other, Tensor) and other.dtype == cls._dtype
 
-    def __call__(cls, *args: Any) -> Tensor:  # type: ignore[override]
+    def __call__(cls, *args: Any) -> Tensor:
         from .creation import empty, tensor
 
         if not args:
@@ -59,7 +59,7 @@ BoolTensor = _legacy("BoolTensor", _dt.bool)
 
 
 def var_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,  # noqa: A002
-             correction: Any = None) -> tuple:
+             correction: Any = None) -> tuple[Any, ...]:
     """``(var, mean)`` over ``dim`` (PyTorch's ``torch.var_mean``).
 
     Example::
@@ -71,7 +71,7 @@ def var_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = 
 
 
 def std_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,  # noqa: A002
-             correction: Any = None) -> tuple:
+             correction: Any = None) -> tuple[Any, ...]:
     """``(std, mean)`` over ``dim`` (PyTorch's ``torch.std_mean``)."""
     x = _as_tensor(input)
     return x.std(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)

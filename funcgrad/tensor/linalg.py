@@ -18,10 +18,10 @@ from .tensor import Tensor, _as_tensor, _float, _rename, _seq_mark
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "norm",
            "vector_norm", "matrix_norm", "pinv", "matrix_power"]
 
-_SlogDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
-_Eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
-_SVD = collections.namedtuple("svd", ["U", "S", "Vh"])
-_QR = collections.namedtuple("qr", ["Q", "R"])
+_SlogDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])  # type: ignore[name-match]
+_Eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])  # type: ignore[name-match]
+_SVD = collections.namedtuple("svd", ["U", "S", "Vh"])  # type: ignore[name-match]  # repr as torch.return_types
+_QR = collections.namedtuple("qr", ["Q", "R"])  # type: ignore[name-match]  # repr as torch.return_types
 
 
 def _t(x: Any) -> Tensor:
@@ -93,7 +93,8 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
     return _t(x).norm(p=ord, dim=dim, keepdim=keepdim)
 
 
-def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False) -> Tensor:  # noqa: A002
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[Any, ...] = (-2, -1),  # noqa: A002
+                keepdim: bool = False) -> Tensor:
     return _as_tensor(fnp.linalg.norm(_t(A), ord=ord, axis=dim, keepdims=keepdim))
 
 

@@ -78,11 +78,11 @@ def _fmt_us(us: float) -> str:
     return f"{us:.3f}us"
 
 
-class EventList(list):
+class EventList(list[Any]):
     """A list of events with ``key_averages()`` and ``table()``, as in PyTorch."""
 
     def key_averages(self, group_by_input_shape: bool = False) -> "EventList":
-        groups: dict = {}
+        groups: dict[Any, Any] = {}
         for ev in self:
             if isinstance(ev, FunctionEventAvg):
                 return self
@@ -128,7 +128,7 @@ def record_event(name: str, seconds: float) -> None:
             p._events.append(ev)
 
 
-def timed_call(prim: Any, args: list, kwargs: dict) -> Any:
+def timed_call(prim: Any, args: list[Any], kwargs: dict[Any, Any]) -> Any:
     t0 = time.perf_counter()
     ans = prim.raw(*args, **kwargs)
     record_event(f"aten::{prim.name}", time.perf_counter() - t0)

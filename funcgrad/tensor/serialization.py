@@ -25,7 +25,7 @@ import collections
 import json
 import os
 import re
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -41,7 +41,7 @@ _FORMAT = "funcgrad.tensor/1"
 _KEY_TYPES = (str, int, float, bool, type(None))
 
 
-def _encode(obj: Any, arrays: list, path: str) -> Any:
+def _encode(obj: Any, arrays: list[Any], path: str) -> Any:
     if isinstance(obj, Tensor):
         from .nn import Parameter
 
@@ -116,14 +116,14 @@ class _Decoder:
     """Rebuilds what :func:`save` stored from the (untrusted) structure, checking every node:
     its type and fields, the nesting depth, and that each array index is in range and used once."""
 
-    def __init__(self, where: str, arrays: list, map_location: Any):
+    def __init__(self, where: str, arrays: list[Any], map_location: Any):
         self.where, self.arrays, self.map_location = where, arrays, map_location
         self.used = [False] * len(arrays)
 
     def fail(self, at: str, what: str) -> _ckpt.CheckpointError:
         return _ckpt.CheckpointError(f"{self.where}: the structure at {at or 'the root'} {what}")
 
-    def index(self, node: dict, at: str) -> np.ndarray:
+    def index(self, node: dict[Any, Any], at: str) -> np.ndarray:
         i = node["i"]
         if type(i) is not int or not 0 <= i < len(self.arrays):
             raise self.fail(at, f"refers to array {i!r:.40}, but the file holds {len(self.arrays)} "
@@ -131,7 +131,7 @@ class _Decoder:
         if self.used[i]:
             raise self.fail(at, f"refers to array {i} a second time; ft.save stores each tensor once")
         self.used[i] = True
-        return self.arrays[i]
+        return cast("np.ndarray", self.arrays[i])
 
     def decode(self, node: Any, at: str, depth: int) -> Any:
         if node is None or isinstance(node, (bool, str)):
@@ -156,7 +156,7 @@ class _Decoder:
             return [self.decode(v, f"{at}[{i}]", depth + 1) for i, v in enumerate(items)]
         if t == "tuple":
             return tuple(self.decode(v, f"{at}[{i}]", depth + 1) for i, v in enumerate(items))
-        d: dict = collections.OrderedDict() if t == "odict" else {}
+        d: dict[Any, Any] = collections.OrderedDict() if t == "odict" else {}
         for i, kv in enumerate(items):
             if not isinstance(kv, list) or len(kv) != 2:
                 raise self.fail(f"{at}.items[{i}]", "must be a [key, value] pair")
@@ -169,7 +169,7 @@ class _Decoder:
             d[k] = self.decode(kv[1], f"{at}[{k!r:.60}]", depth + 1)
         return d
 
-    def array(self, node: dict, t: str, at: str) -> Any:
+    def array(self, node: dict[Any, Any], t: str, at: str) -> Any:
         arr = self.index(node, at)
         if t == "ndarray":
             return arr
@@ -190,7 +190,7 @@ class _Decoder:
             return Parameter(Tensor._make(value), requires_grad=rg)
         return Tensor._make(value, requires_grad=rg)
 
-    def scalar(self, node: dict, t: str, at: str) -> Any:
+    def scalar(self, node: dict[Any, Any], t: str, at: str) -> Any:
         v = node["v"]
         try:
             if t == "int" and type(v) is int:
@@ -207,7 +207,7 @@ class _Decoder:
         raise self.fail(at, f"is a malformed {t!r} entry (value {v!r:.60})")
 
 
-def save(obj: Any, f: str | os.PathLike, pickle_module: Any = None, **_: Any) -> None:
+def save(obj: Any, f: str | os.PathLike[str], pickle_module: Any = None, **_: Any) -> None:
     """Save tensors / (nested) state dicts to ``f`` (a path) in a safe, pickle-free format.
 
     Example::
@@ -218,7 +218,7 @@ def save(obj: Any, f: str | os.PathLike, pickle_module: Any = None, **_: Any) ->
         raise TypeError("ft.save never pickles; pickle_module is not supported")
     if not isinstance(f, (str, os.PathLike)):
         raise TypeError(f"ft.save(obj, f): f must be a file path, got {type(f).__name__}")
-    arrays: list = []
+    arrays: list[Any] = []
     structure = _encode(obj, arrays, "")
     text = json.dumps({"format": _FORMAT, "structure": structure}).encode("utf-8")
     if len(text) > _ckpt.MAX_METADATA_BYTES:  # load would refuse it
@@ -227,7 +227,7 @@ def save(obj: Any, f: str | os.PathLike, pickle_module: Any = None, **_: Any) ->
     _ckpt.save(f, {"structure": np.frombuffer(text, dtype=np.uint8), "tensors": arrays})
 
 
-def load(f: str | os.PathLike, map_location: Any = None, weights_only: bool = True, **_: Any) -> Any:
+def load(f: str | os.PathLike[str], map_location: Any = None, weights_only: bool = True, **_: Any) -> Any:
     """Load what :func:`save` wrote. Never unpickles: a pickle (or any file crafted to run code) is
     refused with ``funcgrad.serialization.CheckpointError`` before anything in it is interpreted.
 

@@ -13,7 +13,7 @@ import collections
 import copy as _copy
 import threading
 import warnings
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence, SupportsIndex, Union, cast
 
 import numpy as np
 
@@ -34,7 +34,7 @@ _pyint, _pyfloat, _pybool, _pycomplex = builtins.int, builtins.float, builtins.b
 _grad_lock = threading.RLock()
 
 
-class Size(tuple):
+class Size(tuple[int, ...]):
     """A tensor's shape, like ``torch.Size`` (a tuple with ``numel()``)."""
 
     def numel(self) -> int:
@@ -56,6 +56,8 @@ class device:
     """
 
     __slots__ = ("type", "index")
+    type: str  # "cpu", "cuda", ...
+    index: int | None
 
     def __init__(self, type: Any, index: int | None = None):  # noqa: A002
         if isinstance(type, device):
@@ -89,9 +91,13 @@ class device:
 
 
 _CPU = device("cpu")
+# Argument types of the public API: a size (``2, 3`` or ``(2, 3)``) and a dim (one or several).
+SizeArg = Union[SupportsIndex, Sequence[SupportsIndex]]
+DimArg = Union[SupportsIndex, Sequence[SupportsIndex], None]
+
 _TORCH_SCALAR = {"float64": "double", "float32": "float", "float16": "half", "int64": "long", "int32": "int"}
 
-MaxMin = collections.namedtuple("return_types", ["values", "indices"])
+MaxMin = collections.namedtuple("return_types", ["values", "indices"])  # type: ignore[name-match]  # torch's repr
 
 
 def is_tensor(x: Any) -> bool:
@@ -103,14 +109,14 @@ def _seq_mark() -> int:
     return next(_graph._seq)
 
 
-def _rename(out: Any, name: str, mark: int) -> Any:
+def _rename(out: Any, name: str, mark: int) -> Tensor:
     node = getattr(out, "_node", None)
     if node is not None and node._seq > mark and isinstance(node, PrimNode):
         _graph.rename_node(node, name)
-    return out
+    return cast("Tensor", out)
 
 
-def _dims(dim: Any, nd: int) -> tuple | None:
+def _dims(dim: Any, nd: int) -> tuple[Any, ...] | None:
     if dim is None:
         return None
     if isinstance(dim, (list, tuple)):
@@ -125,7 +131,7 @@ def _wrap_dim(d: Any, nd: int) -> int:
     n = max(nd, 1)
     if not -n <= d < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return d % n
+    return cast("int", d % n)
 
 
 def _to_raw_index(idx: Any) -> Any:
@@ -139,7 +145,7 @@ def _to_raw_index(idx: Any) -> Any:
     return idx
 
 
-def _is_basic(idx: tuple) -> bool:
+def _is_basic(idx: tuple[Any, ...]) -> bool:
     for i in idx:
         if i is None or i is Ellipsis or isinstance(i, slice):
             continue
@@ -165,6 +171,11 @@ class Tensor(GraphBox):
     """
 
     __slots__ = ("_grad", "_retains_grad", "_hooks", "_post_hooks", "_accumulator", "__dict__")
+    _grad: "Tensor | None"
+    _retains_grad: builtins.bool
+    _hooks: dict[builtins.int, Any] | None
+    _post_hooks: dict[builtins.int, Any] | None
+    _accumulator: Any
     __array_priority__ = 1000.0
 
     @staticmethod
@@ -208,13 +219,13 @@ class Tensor(GraphBox):
         return self._value.shape[_wrap_dim(dim, self._value.ndim)]
 
     def dim(self) -> int:
-        return self._value.ndim
+        return cast("int", self._value.ndim)
 
     ndimension = dim
 
     @property
     def ndim(self) -> int:
-        return self._value.ndim
+        return cast("int", self._value.ndim)
 
     def numel(self) -> int:
         return _pyint(self._value.size)
@@ -242,13 +253,13 @@ class Tensor(GraphBox):
         return self.device.type == "cpu"
 
     def element_size(self) -> int:
-        return self._value.dtype.itemsize
+        return cast("int", self._value.dtype.itemsize)
 
     def is_floating_point(self) -> bool:
-        return self._value.dtype.kind == "f"
+        return cast("bool", self._value.dtype.kind == "f")
 
     def is_complex(self) -> bool:
-        return self._value.dtype.kind == "c"
+        return cast("bool", self._value.dtype.kind == "c")
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         flags = getattr(self._value, "flags", None)
@@ -363,7 +374,7 @@ class Tensor(GraphBox):
         node._retain[nr] = weakref.ref(self)
         self._retains_grad = True
 
-    def register_hook(self, hook: Callable) -> RemovableHandle:
+    def register_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(grad)`` runs when the gradient w.r.t. this tensor is computed; returning a
         tensor replaces the gradient. Returns a handle with ``remove()``.
 
@@ -378,9 +389,9 @@ class Tensor(GraphBox):
             if self._hooks is None:
                 self._hooks = {}
             return _add_hook(self._hooks, hook)
-        return node._tensor_hook(nr, hook)
+        return cast("RemovableHandle", node._tensor_hook(nr, hook))
 
-    def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
+    def register_post_accumulate_grad_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """``hook(tensor)`` runs after the gradient was accumulated into this leaf's ``.grad``."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -427,12 +438,12 @@ class Tensor(GraphBox):
             if force:
                 from ..backend import to_numpy
 
-                return to_numpy(v)
+                return cast("np.ndarray", to_numpy(v))
             raise TypeError(
                 f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                 f"to host memory first."
             )
-        return v
+        return cast("np.ndarray", v)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.numpy()
@@ -473,9 +484,9 @@ class Tensor(GraphBox):
     def __len__(self) -> int:
         if self._value.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self._value.shape[0]
+        return cast("int", self._value.shape[0])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator["Tensor"]:
         if self._value.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._value.shape[0]))
@@ -493,12 +504,12 @@ class Tensor(GraphBox):
             return format(self.item(), spec)
         return repr(self)
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         from ..backend import to_numpy
 
         return (_rebuild, (to_numpy(self._value), self._requires_grad and self._node is None))
 
-    def __deepcopy__(self, memo: dict) -> "Tensor":
+    def __deepcopy__(self, memo: dict[Any, Any]) -> "Tensor":
         if self._node is not None:
             raise RuntimeError(
                 "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
@@ -506,7 +517,7 @@ class Tensor(GraphBox):
                 "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
             )
         if id(self) in memo:
-            return memo[id(self)]
+            return cast("Tensor", memo[id(self)])
         v = self._value
         new = type(self)._make(namespace_of(v).array(v, copy=True), requires_grad=self._requires_grad)
         memo[id(self)] = new
@@ -594,7 +605,7 @@ class Tensor(GraphBox):
         """A copy in host memory (this tensor itself when it is there already); differentiable."""
         return _to_device(self, _CPU)
 
-    def cuda(self, device_: Any = None, non_blocking: bool = False) -> "Tensor":
+    def cuda(self, device_: Any = None, non_blocking: builtins.bool = False) -> "Tensor":
         """A copy on a CUDA GPU (``device_``: an index, ``'cuda:1'`` or a device; default GPU 0).
 
         Needs CuPy (``pip install 'funcgrad[cuda]'``) and a visible GPU; differentiable.
@@ -748,12 +759,12 @@ class Tensor(GraphBox):
         if self._value.dtype.kind == "b":
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                                "to invert a mask, use the `~` or `logical_not()` operator instead.")
-        return fnp.negative(self)
+        return cast("Tensor", fnp.negative(self))
 
     negative = neg
 
     def abs(self) -> "Tensor":
-        return fnp.abs(self)
+        return cast("Tensor", fnp.abs(self))
 
     absolute = abs
 
@@ -766,14 +777,14 @@ class Tensor(GraphBox):
         return _rename(fnp.square(self), "PowBackward0", mark)
 
     def sqrt(self) -> "Tensor":
-        return fnp.sqrt(_float(self))
+        return cast("Tensor", fnp.sqrt(_float(self)))
 
     def rsqrt(self) -> "Tensor":
         mark = _seq_mark()
         return _rename(1.0 / fnp.sqrt(_float(self)), "RsqrtBackward0", mark)
 
     def exp(self) -> "Tensor":
-        return fnp.exp(_float(self))
+        return cast("Tensor", fnp.exp(_float(self)))
 
     def exp2(self) -> "Tensor":
         return _unary("exp2", self)
@@ -782,7 +793,7 @@ class Tensor(GraphBox):
         return _unary("expm1", self)
 
     def log(self) -> "Tensor":
-        return fnp.log(_float(self))
+        return cast("Tensor", fnp.log(_float(self)))
 
     def log2(self) -> "Tensor":
         return _unary("log2", self)
@@ -794,16 +805,16 @@ class Tensor(GraphBox):
         return _unary("log1p", self)
 
     def sin(self) -> "Tensor":
-        return fnp.sin(_float(self))
+        return cast("Tensor", fnp.sin(_float(self)))
 
     def cos(self) -> "Tensor":
-        return fnp.cos(_float(self))
+        return cast("Tensor", fnp.cos(_float(self)))
 
     def tan(self) -> "Tensor":
-        return fnp.tan(_float(self))
+        return cast("Tensor", fnp.tan(_float(self)))
 
     def tanh(self) -> "Tensor":
-        return fnp.tanh(_float(self))
+        return cast("Tensor", fnp.tanh(_float(self)))
 
     def sinh(self) -> "Tensor":
         return _unary("sinh", self)
@@ -824,7 +835,7 @@ class Tensor(GraphBox):
 
     def atan2(self, other: Any) -> "Tensor":
         a, b = _promote(_float(self), other)
-        return fnp.arctan2(a, b)
+        return cast("Tensor", fnp.arctan2(a, b))
 
     arctan2 = atan2
 
@@ -841,7 +852,7 @@ class Tensor(GraphBox):
             raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
         return _rename(fnp.where(_cond(self._value > 0), self, _zero_like_scalar(self)), "ReluBackward0", mark)
 
-    def softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+    def softmax(self, dim: builtins.int, dtype: Any = None) -> "Tensor":
         mark = _seq_mark()
         x = _float(self if dtype is None else self.to(dtype))
         d = _wrap_dim(dim, x.dim())
@@ -849,13 +860,13 @@ class Tensor(GraphBox):
         e = (x - m).exp()
         return _rename(e / e.sum(d, keepdim=True), "SoftmaxBackward0", mark)
 
-    def log_softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+    def log_softmax(self, dim: builtins.int, dtype: Any = None) -> "Tensor":
         mark = _seq_mark()
         x = _float(self if dtype is None else self.to(dtype))
         d = _wrap_dim(dim, x.dim())
         return _rename(x - x.logsumexp(d, keepdim=True), "LogSoftmaxBackward0", mark)
 
-    def logsumexp(self, dim: Any, keepdim: bool = False) -> "Tensor":
+    def logsumexp(self, dim: DimArg, keepdim: builtins.bool = False) -> "Tensor":
         mark = _seq_mark()
         x = _float(self)
         axes = _dims(dim, x.dim())
@@ -880,7 +891,7 @@ class Tensor(GraphBox):
     def ceil(self) -> "Tensor":
         return _wrap_nondiff(fnp.ceil(self))
 
-    def round(self, decimals: int = 0) -> "Tensor":
+    def round(self, decimals: builtins.int = 0) -> "Tensor":
         return _wrap_nondiff(fnp.round(self, decimals) if decimals else fnp.rint(self))
 
     def trunc(self) -> "Tensor":
@@ -924,19 +935,19 @@ class Tensor(GraphBox):
 
     def maximum(self, other: Any) -> "Tensor":
         a, b = _promote(self, other)
-        return fnp.maximum(a, b)
+        return cast("Tensor", fnp.maximum(a, b))
 
     def minimum(self, other: Any) -> "Tensor":
         a, b = _promote(self, other)
-        return fnp.minimum(a, b)
+        return cast("Tensor", fnp.minimum(a, b))
 
     def lerp(self, end: Any, weight: Any) -> "Tensor":
-        return self + weight * (end - self)
+        return cast("Tensor", self + weight * (end - self))
 
     def where(self, condition: Any, other: Any) -> "Tensor":
         from .ops import where
 
-        return where(condition, self, other)
+        return cast("Tensor", where(condition, self, other))
 
     def masked_fill(self, mask: Any, value: Any) -> "Tensor":
         mark = _seq_mark()
@@ -960,13 +971,13 @@ class Tensor(GraphBox):
     def real(self) -> "Tensor":
         if not self.is_complex():
             return self
-        return fnp.real(self)
+        return cast("Tensor", fnp.real(self))
 
     @property
     def imag(self) -> "Tensor":
         if not self.is_complex():
             raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-        return fnp.imag(self)
+        return cast("Tensor", fnp.imag(self))
 
     def angle(self) -> "Tensor":
         return fnp.angle(self) if self.is_complex() else _unary("arctan2", self) * 0
@@ -993,18 +1004,20 @@ class Tensor(GraphBox):
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
     greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
-    def equal(self, other: "Tensor") -> bool:
+    def equal(self, other: "Tensor") -> builtins.bool:
         """True if both tensors have the same shape and elements."""
         o = _as_tensor(other)
         if self.shape != o.shape:
             return False
         return _pybool(namespace_of(self._value).all(self._value == o._value))
 
-    def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    def allclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                 equal_nan: builtins.bool = False) -> builtins.bool:
         o = _as_tensor(other)
         return _pybool(namespace_of(self._value).allclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
-    def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> "Tensor":
+    def isclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                equal_nan: builtins.bool = False) -> "Tensor":
         o = _as_tensor(other)
         return Tensor._make(namespace_of(self._value).isclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -1030,7 +1043,8 @@ class Tensor(GraphBox):
         return _logical(fnp.logical_xor, self, other)
 
     # ------------------------------------------------------------------ reductions
-    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None) -> "Tensor":
+    def sum(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
+            axis: Any = None) -> "Tensor":
         mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
@@ -1040,10 +1054,11 @@ class Tensor(GraphBox):
         out = fnp.sum(x, axis=axes, keepdims=keepdim)
         return _rename(out, "SumBackward0" if dim is None else "SumBackward1", mark)
 
-    def nansum(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
-        return fnp.where(self._value != self._value, 0, self).sum(dim, keepdim)
+    def nansum(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+        return cast("Tensor", fnp.where(self._value != self._value, 0, self).sum(dim, keepdim))
 
-    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None) -> "Tensor":
+    def mean(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
+             axis: Any = None) -> "Tensor":
         mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
@@ -1056,13 +1071,13 @@ class Tensor(GraphBox):
         out = fnp.mean(x, axis=axes, keepdims=keepdim)
         return _rename(out, "MeanBackward0" if dim is None else "MeanBackward1", mark)
 
-    def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> "Tensor":
+    def prod(self, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "Tensor":
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
-        return fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim)
+        return cast("Tensor", fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim))
 
-    def _reduce_extreme(self, which: str, dim: Any, keepdim: bool) -> Any:
+    def _reduce_extreme(self, which: str, dim: Any, keepdim: builtins.bool) -> Any:
         if dim is None:
             if self.numel() == 0:
                 raise RuntimeError(f"{which}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -1087,54 +1102,56 @@ class Tensor(GraphBox):
         vals = _rename(vals, "MaxBackward0" if which == "max" else "MinBackward0", mark)
         return MaxMin(vals, Tensor._make(idx.astype(np.int64)))
 
-    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """Full maximum, or ``(values, indices)`` along ``dim``; ``max(other)`` is elementwise."""
         return self._reduce_extreme("max", dim, keepdim)
 
-    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def min(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         return self._reduce_extreme("min", dim, keepdim)
 
-    def amax(self, dim: Any = (), keepdim: bool = False) -> "Tensor":
+    def amax(self, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
         mark = _seq_mark()
         return _rename(fnp.max(self, axis=_dims(dim, self.dim()), keepdims=keepdim), "AmaxBackward0", mark)
 
-    def amin(self, dim: Any = (), keepdim: bool = False) -> "Tensor":
+    def amin(self, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
         mark = _seq_mark()
         return _rename(fnp.min(self, axis=_dims(dim, self.dim()), keepdims=keepdim), "AminBackward0", mark)
 
-    def argmax(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+    def argmax(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         raw = self._value
         ns = namespace_of(raw)
         if dim is None:
             return Tensor._make(ns.asarray(ns.argmax(raw)).astype(np.int64))
         return Tensor._make(ns.argmax(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim).astype(np.int64))
 
-    def argmin(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+    def argmin(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         raw = self._value
         ns = namespace_of(raw)
         if dim is None:
             return Tensor._make(ns.asarray(ns.argmin(raw)).astype(np.int64))
         return Tensor._make(ns.argmin(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim).astype(np.int64))
 
-    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> "Tensor":
+    def argsort(self, dim: builtins.int = -1, descending: builtins.bool = False,
+                stable: builtins.bool = False) -> "Tensor":
         raw = self._value
         ns = namespace_of(raw)
         d = _wrap_dim(dim, raw.ndim)
         idx = ns.argsort(-raw if descending else raw, axis=d, kind="stable")
         return Tensor._make(idx.astype(np.int64))
 
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    def sort(self, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Any:
         idx = self.argsort(dim, descending)
         vals = self.gather(_wrap_dim(dim, self.dim()), idx) if self.dim() else self.clone()
         return MaxMin(vals, idx)
 
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+    def topk(self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+             sorted: builtins.bool = True) -> Any:  # noqa: A002
         idx = self.argsort(dim, descending=largest)
         d = _wrap_dim(dim, self.dim())
         idx = idx.narrow(d, 0, k).contiguous()
         return MaxMin(self.gather(d, idx), idx)
 
-    def _var(self, dim: Any, unbiased: Any, keepdim: bool, correction: Any, std: bool) -> "Tensor":
+    def _var(self, dim: Any, unbiased: Any, keepdim: builtins.bool, correction: Any, std: builtins.bool) -> "Tensor":
         if isinstance(unbiased, (_pyint, tuple, list)) and not isinstance(unbiased, _pybool) and dim is None:
             dim, unbiased = unbiased, True  # var(dim) positional
         ddof = correction if correction is not None else (1 if unbiased in (None, True) else 0)
@@ -1143,13 +1160,15 @@ class Tensor(GraphBox):
         out = (fnp.std if std else fnp.var)(x, axis=_dims(dim, x.dim()), ddof=ddof, keepdims=keepdim)
         return _rename(out, "StdBackward0" if std else "VarBackward0", mark)
 
-    def var(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> "Tensor":
+    def var(self, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
+            correction: Any = None) -> "Tensor":
         return self._var(dim, unbiased, keepdim, correction, False)
 
-    def std(self, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> "Tensor":
+    def std(self, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
+            correction: Any = None) -> "Tensor":
         return self._var(dim, unbiased, keepdim, correction, True)
 
-    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> "Tensor":
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> "Tensor":
         mark = _seq_mark()
         x = _float(self)
         axes = _dims(dim, x.dim())
@@ -1165,23 +1184,23 @@ class Tensor(GraphBox):
             out = fnp.sum(fnp.abs(x) ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
         return _rename(out, "LinalgVectorNormBackward0", mark)
 
-    def cumsum(self, dim: int, dtype: Any = None) -> "Tensor":
+    def cumsum(self, dim: builtins.int, dtype: Any = None) -> "Tensor":
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
-        return fnp.cumsum(x, axis=_wrap_dim(dim, x.dim()))
+        return cast("Tensor", fnp.cumsum(x, axis=_wrap_dim(dim, x.dim())))
 
-    def cumprod(self, dim: int, dtype: Any = None) -> "Tensor":
+    def cumprod(self, dim: builtins.int, dtype: Any = None) -> "Tensor":
         x = self if dtype is None else self.to(dtype)
-        return fnp.cumprod(x, axis=_wrap_dim(dim, x.dim()))
+        return cast("Tensor", fnp.cumprod(x, axis=_wrap_dim(dim, x.dim())))
 
-    def all(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+    def all(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return Tensor._make(np.asarray(namespace_of(self._value).all(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
 
-    def any(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+    def any(self, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return Tensor._make(np.asarray(namespace_of(self._value).any(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
 
-    def count_nonzero(self, dim: Any = None) -> "Tensor":
+    def count_nonzero(self, dim: DimArg = None) -> "Tensor":
         return Tensor._make(np.asarray(namespace_of(self._value).count_nonzero(self._value, axis=_dims(dim, self.dim()))).astype(np.int64))
 
     # ------------------------------------------------------------------ linear algebra
@@ -1232,10 +1251,10 @@ class Tensor(GraphBox):
 
         sign, logabs = linalg.slogdet(self)
         if self.is_complex():
-            return logabs + sign.log()
-        return where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs))
+            return cast("Tensor", logabs + sign.log())
+        return cast("Tensor", where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs)))
 
-    def cholesky(self, upper: bool = False) -> "Tensor":
+    def cholesky(self, upper: builtins.bool = False) -> "Tensor":
         from . import linalg
 
         return linalg.cholesky(self, upper=upper)
@@ -1246,10 +1265,10 @@ class Tensor(GraphBox):
     ger = outer
 
     # ------------------------------------------------------------------ shapes
-    def reshape(self, *shape: Any) -> "Tensor":
-        shape = _shape_arg(shape)
+    def reshape(self, *shape: SizeArg) -> "Tensor":
+        dims = _shape_arg(shape)
         mark = _seq_mark()
-        out = fnp.reshape(self, shape)
+        out = fnp.reshape(self, dims)
         return _rename(out, "ViewBackward0" if out._base is not None else "UnsafeViewBackward0", mark)
 
     def view(self, *shape: Any) -> "Tensor":
@@ -1270,7 +1289,7 @@ class Tensor(GraphBox):
     def reshape_as(self, other: "Tensor") -> "Tensor":
         return self.reshape(other.shape)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+    def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> "Tensor":
         nd = self.dim()
         if nd == 0:
             return self.reshape(1)
@@ -1285,7 +1304,7 @@ class Tensor(GraphBox):
             n *= k
         return self.reshape(tuple(shp[:s]) + (n,) + tuple(shp[e + 1:]))
 
-    def unflatten(self, dim: int, sizes: Sequence[int]) -> "Tensor":
+    def unflatten(self, dim: builtins.int, sizes: Sequence[builtins.int]) -> "Tensor":
         d = _wrap_dim(dim, self.dim())
         shp = tuple(self.shape)
         sizes = list(sizes)
@@ -1297,7 +1316,7 @@ class Tensor(GraphBox):
             sizes[sizes.index(-1)] = shp[d] // known
         return self.reshape(shp[:d] + tuple(sizes) + shp[d + 1:])
 
-    def squeeze(self, dim: Any = None) -> "Tensor":
+    def squeeze(self, dim: DimArg = None) -> "Tensor":
         mark = _seq_mark()
         if dim is None:
             axes = tuple(i for i, s in enumerate(self.shape) if s == 1)
@@ -1309,12 +1328,12 @@ class Tensor(GraphBox):
             return _rename(fnp.reshape(self, tuple(self.shape)), name, mark)
         return _rename(fnp.squeeze(self, axis=axes), name, mark)
 
-    def unsqueeze(self, dim: int) -> "Tensor":
+    def unsqueeze(self, dim: builtins.int) -> "Tensor":
         d = _wrap_dim(dim, self.dim() + 1)
         mark = _seq_mark()
         return _rename(fnp.expand_dims(self, d), "UnsqueezeBackward0", mark)
 
-    def transpose(self, dim0: int, dim1: int) -> "Tensor":
+    def transpose(self, dim0: builtins.int, dim1: builtins.int) -> "Tensor":
         nd = self.dim()
         if nd == 0:
             return self
@@ -1374,7 +1393,7 @@ class Tensor(GraphBox):
         return _rename(fnp.transpose(self, perm), "PermuteBackward0", mark)
 
     def movedim(self, source: Any, destination: Any) -> "Tensor":
-        return fnp.moveaxis(self, source, destination)
+        return cast("Tensor", fnp.moveaxis(self, source, destination))
 
     moveaxis = movedim
 
@@ -1388,7 +1407,7 @@ class Tensor(GraphBox):
                 f"in the tensor ({len(shp)})"
             )
         lead = len(sizes) - len(shp)
-        target = []
+        target: Any = []
         for i, s in enumerate(sizes):
             if s == -1:
                 if i < lead:
@@ -1431,17 +1450,17 @@ class Tensor(GraphBox):
     def repeat_interleave(self, repeats: Any, dim: Any = None) -> "Tensor":
         r = _raw(repeats)
         if dim is None:
-            return fnp.repeat(self.reshape(-1), r, axis=0)
-        return fnp.repeat(self, r, axis=_wrap_dim(dim, self.dim()))
+            return cast("Tensor", fnp.repeat(self.reshape(-1), r, axis=0))
+        return cast("Tensor", fnp.repeat(self, r, axis=_wrap_dim(dim, self.dim())))
 
     def flip(self, *dims: Any) -> "Tensor":
         dims = _shape_arg(dims)
-        return fnp.flip(self, axis=tuple(_wrap_dim(d, self.dim()) for d in dims))
+        return cast("Tensor", fnp.flip(self, axis=tuple(_wrap_dim(d, self.dim()) for d in dims)))
 
     def roll(self, shifts: Any, dims: Any = None) -> "Tensor":
-        return fnp.roll(self, shifts, axis=dims)
+        return cast("Tensor", fnp.roll(self, shifts, axis=dims))
 
-    def narrow(self, dim: int, start: int, length: int) -> "Tensor":
+    def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> "Tensor":
         d = _wrap_dim(dim, self.dim())
         start = _pyint(start)
         if start < 0:
@@ -1449,15 +1468,15 @@ class Tensor(GraphBox):
         idx = (slice(None),) * d + (slice(start, start + _pyint(length)),)
         return self[idx]
 
-    def select(self, dim: int, index: int) -> "Tensor":
+    def select(self, dim: builtins.int, index: builtins.int) -> "Tensor":
         d = _wrap_dim(dim, self.dim())
         return self[(slice(None),) * d + (_pyint(index),)]
 
-    def unbind(self, dim: int = 0) -> tuple:
+    def unbind(self, dim: builtins.int = 0) -> tuple[Any, ...]:
         d = _wrap_dim(dim, self.dim())
         return tuple(self.select(d, i) for i in range(self.shape[d]))
 
-    def split(self, split_size: Any, dim: int = 0) -> tuple:
+    def split(self, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         if isinstance(split_size, (list, tuple)):
@@ -1475,16 +1494,16 @@ class Tensor(GraphBox):
             start += s
         return tuple(out)
 
-    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+    def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         size = -(-n // chunks)
         return self.split(size, d) if n else (self,)
 
-    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> "Tensor":
-        return fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim()))
+    def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> "Tensor":
+        return cast("Tensor", fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())))
 
-    def diag(self, diagonal: int = 0) -> "Tensor":
+    def diag(self, diagonal: builtins.int = 0) -> "Tensor":
         if self.dim() == 1:
             return _as_tensor(fnp.diag(self, diagonal))
         return self.diagonal(diagonal)
@@ -1492,15 +1511,15 @@ class Tensor(GraphBox):
     def trace(self) -> "Tensor":
         return self.diagonal().sum()
 
-    def tril(self, diagonal: int = 0) -> "Tensor":
+    def tril(self, diagonal: builtins.int = 0) -> "Tensor":
         ns = namespace_of(self._value)
         mask = ns.tri(*self.shape[-2:], k=diagonal, dtype=bool)
-        return fnp.where(mask, self, _zero_like_scalar(self))
+        return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
 
-    def triu(self, diagonal: int = 0) -> "Tensor":
+    def triu(self, diagonal: builtins.int = 0) -> "Tensor":
         ns = namespace_of(self._value)
         mask = ~ns.tri(*self.shape[-2:], k=diagonal - 1, dtype=bool)
-        return fnp.where(mask, self, _zero_like_scalar(self))
+        return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, idx: Any) -> "Tensor":
@@ -1536,11 +1555,11 @@ class Tensor(GraphBox):
         _rename(out, "IndexPutBackward0", mark)
         _finish_inplace(self, out, mark)
 
-    def gather(self, dim: int, index: "Tensor") -> "Tensor":
+    def gather(self, dim: builtins.int, index: "Tensor") -> "Tensor":
         mark = _seq_mark()
         return _rename(fnp.take_along_axis(self, _raw(index), axis=_wrap_dim(dim, self.dim())), "GatherBackward0", mark)
 
-    def index_select(self, dim: int, index: "Tensor") -> "Tensor":
+    def index_select(self, dim: builtins.int, index: "Tensor") -> "Tensor":
         d = _wrap_dim(dim, self.dim())
         mark = _seq_mark()
         idx = (slice(None),) * d + (_raw(index),)
@@ -1553,7 +1572,7 @@ class Tensor(GraphBox):
     def take(self, index: "Tensor") -> "Tensor":
         return self.reshape(-1)[_raw(index)]
 
-    def nonzero(self, as_tuple: bool = False) -> Any:
+    def nonzero(self, as_tuple: builtins.bool = False) -> Any:
         raw = self._value
         nz = namespace_of(raw).nonzero(raw)
         if as_tuple:
@@ -1561,7 +1580,7 @@ class Tensor(GraphBox):
         return Tensor._make(namespace_of(raw).stack(nz, axis=-1).astype(np.int64) if nz else namespace_of(raw).zeros((0, 0), np.int64))
 
     # ------------------------------------------------------------------ in-place
-    def _inplace(self, fn: Callable, *args: Any, **kwargs: Any) -> "Tensor":
+    def _inplace(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Tensor":
         mark = _seq_mark()
         out = fn(self, *args, **kwargs)
         return _finish_inplace(self, _as_tensor(out), mark)
@@ -1640,7 +1659,7 @@ class Tensor(GraphBox):
     def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
         return self._inplace(lambda s: s + value * tensor1 / tensor2)
 
-    def copy_(self, src: Any, non_blocking: bool = False) -> "Tensor":
+    def copy_(self, src: Any, non_blocking: builtins.bool = False) -> "Tensor":
         """Copy ``src`` (broadcast, cast to this dtype) into this tensor, in place."""
         src = _as_tensor(src)
         if src.dim() > self.dim() or np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
@@ -1681,20 +1700,20 @@ class Tensor(GraphBox):
         _rename(out, "ZeroBackward0", mark)
         return _finish_inplace(self, out, mark, check_dtype=False)
 
-    def uniform_(self, a: float = 0.0, b: float = 1.0, generator: Any = None) -> "Tensor":
+    def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> "Tensor":
         from .creation import _rng
 
         with _no_record():
             vals = _rng(generator).uniform(a, b, size=tuple(self.shape))
         return self._overwrite(vals)
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> "Tensor":
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> "Tensor":
         from .creation import _rng
 
         vals = _rng(generator).normal(mean, std, size=tuple(self.shape))
         return self._overwrite(vals)
 
-    def bernoulli_(self, p: float = 0.5, generator: Any = None) -> "Tensor":
+    def bernoulli_(self, p: builtins.float = 0.5, generator: Any = None) -> "Tensor":
         from .creation import _rng
 
         vals = _rng(generator).random(size=tuple(self.shape)) < p
@@ -1722,27 +1741,27 @@ class Tensor(GraphBox):
         return self.pow_(other)
 
     # ------------------------------------------------------------------ new_* factories
-    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
         from .creation import zeros
 
         return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
-    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
         from .creation import ones
 
         return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
-    def new_full(self, size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_full(self, size: Any, fill_value: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
         from .creation import full
 
         return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
-    def new_empty(self, *size: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_empty(self, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
         from .creation import empty
 
         return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
-    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: bool = False) -> "Tensor":
+    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
         from .creation import tensor
 
         return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
@@ -1779,7 +1798,7 @@ class Tensor(GraphBox):
         self._vc[0] += 1
         return self
 
-    def transpose_(self, dim0: int, dim1: int) -> "Tensor":
+    def transpose_(self, dim0: builtins.int, dim1: builtins.int) -> "Tensor":
         """In-place ``transpose`` (of a tensor that does not require grad).
 
         Example::
@@ -1849,9 +1868,10 @@ _UFUNC_OPS = {
     "greater": Tensor.__gt__, "greater_equal": Tensor.__ge__,
 }
 
-Tensor._extra_init = Tensor.__dict__["_extra_init"].__func__  # a plain function: GraphBox._make calls it
+# a plain function: GraphBox._make calls it
+Tensor._extra_init = Tensor.__dict__["_extra_init"].__func__  # type: ignore[method-assign]
 _graph._TENSOR_CLS.append(Tensor)
-_PARAM: list = [Tensor]  # replaced by ft.nn.Parameter once defined (fast type checks)
+_PARAM: list[Any] = [Tensor]  # replaced by ft.nn.Parameter once defined (fast type checks)
 
 
 def _rebuild(array: np.ndarray, requires_grad: bool) -> Tensor:
@@ -1880,7 +1900,7 @@ def _shares(a: Any, b: Any) -> bool:
     return ob is not None and (ob is b or ob is getattr(b, "base", None))
 
 
-def _shape_arg(shape: tuple) -> tuple:
+def _shape_arg(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
     return tuple(_pyint(s) for s in shape)
@@ -1891,7 +1911,7 @@ def _as_tensor(x: Any) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, GraphBox):
-        return _graph.as_tensor_box(x)
+        return cast("Tensor", _graph.as_tensor_box(x))
     if isinstance(x, Box):
         raise TypeError(
             "a value traced by a funcgrad transform cannot be used as a Tensor; use funcgrad.numpy on it instead"
@@ -1926,7 +1946,7 @@ def _cast(t: Tensor, d: _dt.dtype) -> Tensor:
     return _as_tensor(fnp.astype(t, d.np))
 
 
-def _promote(a: Any, b: Any) -> tuple:
+def _promote(a: Any, b: Any) -> tuple[Any, ...]:
     # fast paths: same dtype, or a floating tensor with a real Python number
     ta, tb = type(a), type(b)
     if ta is Tensor or ta is _PARAM[0]:
@@ -1958,7 +1978,7 @@ def _zero_like_scalar(t: Tensor) -> Any:
     return namespace_of(t._value).zeros((), dtype=t._value.dtype)
 
 
-def _binary(fn: Callable, a: Any, b: Any, true_div: bool = False) -> Tensor:
+def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> Tensor:
     a, b = _promote(a, b)
     if true_div:
         kind = (a.dtype if isinstance(a, Tensor) else b.dtype).np.kind
@@ -1970,14 +1990,14 @@ def _binary(fn: Callable, a: Any, b: Any, true_div: bool = False) -> Tensor:
     return out if isinstance(out, Tensor) else _as_tensor(out)
 
 
-def _compare(fn: Callable, a: Any, b: Any) -> Tensor:
+def _compare(fn: Callable[..., Any], a: Any, b: Any) -> Tensor:
     if b is None or isinstance(b, str):
-        return NotImplemented  # type: ignore[return-value]
+        return cast("Tensor", NotImplemented)
     a, b = _promote(a, b)
     return _wrap_nondiff(fn(_raw(a), _raw(b)))
 
 
-def _logical(fn: Callable, a: Any, b: Any) -> Tensor:
+def _logical(fn: Callable[..., Any], a: Any, b: Any) -> Tensor:
     return _wrap_nondiff(fn(_raw(a), _raw(_as_operand(b))))
 
 
@@ -1985,7 +2005,7 @@ def _wrap_nondiff(v: Any) -> Tensor:
     if isinstance(v, Tensor):
         return v
     if isinstance(v, GraphBox):
-        return _graph.as_tensor_box(v)
+        return cast("Tensor", _graph.as_tensor_box(v))
     return Tensor._make(_graph._as_array(v))
 
 
@@ -1999,10 +2019,10 @@ def _unary(name: str, t: Tensor) -> Tensor:
     fn = getattr(fnp, name, None)
     if fn is None:
         raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
-    return fn(_float(t))
+    return cast("Tensor", fn(_float(t)))
 
 
-def _special(name: str) -> Callable | None:
+def _special(name: str) -> Callable[..., Any] | None:
     try:
         from ..scipy import special
     except ImportError:
@@ -2044,7 +2064,7 @@ def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True)
             )
         if out._requires_grad:
             out = _as_tensor(fnp.broadcast_to(out, t._value.shape))
-    return apply_inplace(t, out, mark)
+    return cast("Tensor", apply_inplace(t, out, mark))
 
 
 # --------------------------------------------------------------------------
@@ -2063,7 +2083,7 @@ def _format(t: Tensor) -> str:
         body = "[]" if v.ndim == 1 else f"[], size=({', '.join(map(str, v.shape))},)"
     else:
         kind = v.dtype.kind
-        fmt: dict = {}
+        fmt: dict[Any, Any] = {}
         if kind == "f":
             finite = v[np.isfinite(v)]
             absmax = np.abs(finite).max() if finite.size else 0.0
@@ -2081,7 +2101,8 @@ def _format(t: Tensor) -> str:
             sample = v.ravel() if v.size <= 1000 else np.concatenate([v.ravel()[:3], v.ravel()[-3:]])
             width = max(len(f(e)) for e in sample)
             fmt[key] = (lambda f_, w_: (lambda e: f_(e).rjust(w_)))(f, width)
-        body = np.array2string(v, separator=", ", prefix=prefix, formatter=fmt or None, threshold=1000, edgeitems=3)
+        body = np.array2string(v, separator=", ", prefix=prefix, formatter=cast(Any, fmt or None), threshold=1000,
+                               edgeitems=3)
         if kind == "b":
             body = body.replace("True", "True").replace("False", "False")
     extras = []

@@ -78,7 +78,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
         raise NotImplementedError("unique(dim=...) is not supported by funcgrad.tensor")
     v = _as_tensor(input).detach().cpu()._value
     vals, inv, cnt = np.unique(v, return_inverse=True, return_counts=True)
-    out: list = [Tensor._make(vals)]
+    out: list[Any] = [Tensor._make(vals)]
     if return_inverse:
         out.append(Tensor._make(inv.reshape(v.shape).astype(np.int64)))
     if return_counts:
@@ -117,14 +117,14 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
 def set_printoptions(precision: int | None = None, threshold: int | None = None, edgeitems: int | None = None,
                      linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
     """Printing options (NumPy's, which ``repr`` of a Tensor uses). Example: ``ft.set_printoptions(precision=2)``."""
-    kw = {k: v for k, v in dict(precision=precision, threshold=threshold, edgeitems=edgeitems,
+    kw: dict[str, Any] = {k: v for k, v in dict(precision=precision, threshold=threshold, edgeitems=edgeitems,
                                 linewidth=linewidth).items() if v is not None}
     if sci_mode is not None:
         kw["suppress"] = not sci_mode
     np.set_printoptions(**kw)
 
 
-def compile(model: Callable | None = None, **kwargs: Any) -> Any:  # noqa: A001
+def compile(model: Callable[..., Any] | None = None, **kwargs: Any) -> Any:  # noqa: A001
     """No compilation: returns ``model`` unchanged (so scripts that call ``torch.compile`` run); use
     ``funcgrad.jit`` on functional code for tracing. Example: ``model = ft.compile(model)``."""
     if model is None:

@@ -120,6 +120,29 @@ def test_losses_match_formulas():
     np.testing.assert_allclose(nn.Softmax(dim=0)(act).sum().item(), 1.0, rtol=1e-6)
 
 
+@pytest.mark.parametrize("make", [lambda ps: ft.optim.SGD(ps, lr=0.1), lambda ps: ft.optim.Adam(ps, lr=0.1)])
+def test_step_with_closure_returns_loss_and_updates(make):
+    # step(closure) evaluates the loss with gradients enabled (it used to fail importing grad_mode)
+    w = nn.Parameter(ft.tensor([1.0, -2.0]))
+    opt = make([w])
+    ref = nn.Parameter(ft.tensor([1.0, -2.0]))
+    ref_opt = make([ref])
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    loss = opt.step(closure)
+    assert float(loss) == pytest.approx(5.0)
+    ref_opt.zero_grad()
+    (ref * ref).sum().backward()
+    ref_opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    assert not np.allclose(w.detach().numpy(), [1.0, -2.0])
+
+
 def test_sgd_matches_closed_form():
     w = nn.Parameter(ft.tensor([1.0, -2.0]))
     opt = ft.optim.SGD([w], lr=0.1, momentum=0.9, weight_decay=0.01)

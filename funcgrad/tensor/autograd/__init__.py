@@ -16,7 +16,7 @@ from ..grad_mode import (  # noqa: F401
 from ..anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 # the submodules first: importing them later would rebind ``gradcheck`` to its module
 from . import forward_ad, function, functional, grad_mode, gradcheck, graph, profiler  # noqa: F401
-from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401,F811
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # type: ignore[no-redef]  # noqa: F401,F811
 from ..tensor import Tensor
 
 __all__ = [

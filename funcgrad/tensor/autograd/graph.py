@@ -1,5 +1,7 @@
 """``ft.autograd.graph``: graph nodes, saved-tensor hooks, gradient edges."""
 
+from typing import Any
+
 from ..graph import (  # noqa: F401
     Node, RemovableHandle, SavedTensor, disable_saved_tensors_hooks, get_gradient_edge, save_on_cpu,
     saved_tensors_hooks,
@@ -9,7 +11,7 @@ __all__ = ["Node", "SavedTensor", "RemovableHandle", "saved_tensors_hooks", "sav
            "disable_saved_tensors_hooks", "get_gradient_edge", "to_dot", "to_svg"]
 
 
-def _type_str(shape: tuple, dtype: object) -> str:
+def _type_str(shape: tuple[Any, ...], dtype: object) -> str:
     name = str(dtype).replace("ft.", "").replace("torch.", "")
     return f"{name}[{','.join(str(d) for d in shape)}]"
 
@@ -18,7 +20,7 @@ def _escape(text: str) -> str:
     return text.replace('"', '\\"')
 
 
-def to_dot(outputs: object, rankdir: str = "TB") -> str:
+def to_dot(outputs: Any, rankdir: str = "TB") -> str:
     """The backward graph behind ``outputs`` (a tensor or a sequence of tensors) as Graphviz DOT.
 
     One box per ``grad_fn`` node (its ``name()`` and the names of the values it
@@ -38,7 +40,7 @@ def to_dot(outputs: object, rankdir: str = "TB") -> str:
         '  node [fontname="Helvetica", fontsize=10];',
         '  edge [fontname="Helvetica", fontsize=9, color="#555555"];',
     ]
-    ids: dict = {}
+    ids: dict[Any, Any] = {}
     stack = []
     for k, t in enumerate(tensors):
         oid = f"out{k}"
@@ -73,7 +75,7 @@ def to_dot(outputs: object, rankdir: str = "TB") -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_svg(outputs: object, dot: str = "dot") -> str:
+def to_svg(outputs: Any, dot: str = "dot") -> str:
     """:func:`to_dot` rendered by the Graphviz ``dot`` executable (clear error without it)."""
     import shutil
     import subprocess

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, SupportsIndex, cast
 
 import numpy as np
 
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-def _to_args(args: tuple, kwargs: dict) -> tuple[Any, Any]:
+def _to_args(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> tuple[Any, Any]:
     """(device, dtype) from Module.to's arguments."""
     dev = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
@@ -64,7 +64,7 @@ class Parameter(Tensor):
     ``Parameter(t)`` shares memory with ``t`` (as in PyTorch).
     """
 
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":  # type: ignore[misc]
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
         if data is None:
             data = Tensor._make(np.empty(0, dtype=_dt.get_default_dtype().np))
         data = _as_tensor(data)
@@ -76,12 +76,12 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
-    def __deepcopy__(self, memo: dict) -> "Parameter":
+    def __deepcopy__(self, memo: dict[Any, Any]) -> "Parameter":
         new = Parameter(Tensor._make(np.array(self._value, copy=True)), self._requires_grad)
         memo[id(self)] = new
         return new
 
-    def __reduce_ex__(self, protocol: int) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
         return (Parameter, (Tensor._make(np.array(self._value)), self._requires_grad))
 
 
@@ -93,9 +93,9 @@ _PARAM[0] = Parameter
 # functional ops: funcgrad.nn's maths on recorded boxes
 
 
-def _fg(fn: Callable, *tensors: Any, **kwargs: Any) -> Tensor:
+def _fg(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
     boxes = [as_numpy_box(t) if isinstance(t, Tensor) else t for t in tensors]
-    return as_tensor_box(fn(*boxes, **kwargs))
+    return cast("Tensor", as_tensor_box(fn(*boxes, **kwargs)))
 
 
 class _Functional:  # the ops behind ft.nn.functional
@@ -132,7 +132,7 @@ class _Functional:  # the ops behind ft.nn.functional
     def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
         from ..ops import where
 
-        return where(x > 0, x, x * negative_slope)
+        return cast("Tensor", where(x > 0, x, x * negative_slope))
 
     @staticmethod
     def softmax(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
@@ -302,7 +302,7 @@ class _Init:  # the maths behind ft.nn.init
 # --------------------------------------------------------------------------
 # modules
 
-_IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+_IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])  # type: ignore[name-match]  # torch's repr
 
 
 class Module:
@@ -410,7 +410,8 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
-        pre, post = d.get("_forward_pre_hooks"), d.get("_forward_hooks")
+        pre: Any = d.get("_forward_pre_hooks")
+        post: Any = d.get("_forward_hooks")
         if not pre and not post:
             return self.forward(*args, **kwargs)
         for hook, with_kwargs in list(pre.values()):
@@ -429,7 +430,7 @@ class Module:
                 out = res
         return out
 
-    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
                                   with_kwargs: bool = False) -> "RemovableHandle":
         """``hook(module, args)`` before ``forward``; a non-None result replaces the arguments.
 
@@ -437,7 +438,7 @@ class Module:
         """
         return RemovableHandle(self._forward_pre_hooks, (hook, with_kwargs), prepend)
 
-    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False) -> "RemovableHandle":
         """``hook(module, args, output)`` after ``forward``; a non-None result replaces the output.
 
@@ -446,7 +447,7 @@ class Module:
         return RemovableHandle(self._forward_hooks, (hook, with_kwargs), prepend)
 
     # --- traversal
-    def named_modules(self, memo: set | None = None, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
+    def named_modules(self, memo: set[Any] | None = None, prefix: str = "") -> Iterator[tuple[str, "Module"]]:
         if memo is None:
             memo = set()
         if id(self) in memo:
@@ -473,7 +474,7 @@ class Module:
 
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
-        seen: set = set()
+        seen: set[Any] = set()
         mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
         for mprefix, m in mods:
             for name, p in m._parameters.items():
@@ -577,7 +578,8 @@ class Module:
         return self._apply_tensors(lambda t: t.cpu(), grads_too=True)
 
     # --- state
-    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> "collections.OrderedDict":
+    def state_dict(self, destination: Any = None, prefix: str = "",
+                   keep_vars: bool = False) -> "collections.OrderedDict[str, Any]":
         """Parameters and buffers by dotted name (detached tensors sharing memory, as in PyTorch)."""
         out = collections.OrderedDict() if destination is None else destination
         # PyTorch's order: each module's own parameters, then its persistent buffers, then its children
@@ -599,7 +601,7 @@ class Module:
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
         """Copy values in (shapes must match); with ``strict``, missing or unexpected keys raise."""
-        own = dict(self.named_parameters())
+        own: dict[str, Tensor] = dict(self.named_parameters())
         own.update(dict(self._persistent_buffers()))
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -643,7 +645,7 @@ class Module:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
 
-    def __dir__(self) -> list:
+    def __dir__(self) -> list[Any]:
         return sorted(set(list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)))
 
 
@@ -651,14 +653,14 @@ def _np_dtype(dtype: Any = None) -> Any:
     return (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
 
 
-def _uniform_param(shape: tuple, bound: float, dtype: Any = None) -> Parameter:
+def _uniform_param(shape: tuple[Any, ...], bound: float, dtype: Any = None) -> Parameter:
     """A Parameter drawn uniformly from ``[-bound, bound]`` with ft's generator (PyTorch's layer default)."""
     d = _np_dtype(dtype)
     vals = _init.uniform(default_generator._rng, shape, d, -bound, bound)
     return _new_param(np.asarray(vals, dtype=d))
 
 
-def _const_param(shape: tuple, value: float, dtype: Any = None) -> Parameter:
+def _const_param(shape: tuple[Any, ...], value: float, dtype: Any = None) -> Parameter:
     return _new_param(np.full(shape, value, dtype=_np_dtype(dtype)))
 
 
@@ -728,9 +730,9 @@ class Sequential(Module):
         return self
 
 
-def _activation(name: str, fn: Callable, extra: Callable[[Any], str] | None = None) -> type:
+def _activation(name: str, fn: Callable[..., Any], extra: Callable[[Any], str] | None = None) -> type:
     def forward(self: Module, x: Tensor) -> Tensor:
-        return fn(self, x)
+        return cast("Tensor", fn(self, x))
 
     attrs = {"forward": forward, "__doc__": f"``{name}`` as a module."}
     if extra is not None:
@@ -820,7 +822,7 @@ class RemovableHandle:
 
     _next_id = 0
 
-    def __init__(self, store: "collections.OrderedDict", entry: Any, prepend: bool = False) -> None:
+    def __init__(self, store: "collections.OrderedDict[int, Any]", entry: Any, prepend: bool = False) -> None:
         RemovableHandle._next_id += 1
         self.id = RemovableHandle._next_id
         self._store = store

@@ -8,7 +8,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..tensor import Tensor
 from . import Module, _const_param
@@ -20,7 +20,7 @@ __all__ = ["ReLU6", "ELU", "SELU", "CELU", "Mish", "Softplus", "Softsign", "Hard
 
 class _Act(Module):
     _fn: Any = None
-    _args: tuple = ()
+    _args: tuple[Any, ...] = ()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
@@ -32,16 +32,16 @@ class _Act(Module):
             object.__setattr__(self, n, vals.get(n, defaults.get(n)))
         self.inplace = bool(kwargs.get("inplace", False))
 
-    _defaults: dict = {}
+    _defaults: dict[Any, Any] = {}
 
     def forward(self, x: Tensor) -> Tensor:
-        return type(self)._fn(x, *(getattr(self, n) for n in self._args))
+        return cast("Tensor", type(self)._fn(x, *(getattr(self, n) for n in self._args)))
 
     def extra_repr(self) -> str:
         return ", ".join(f"{n}={getattr(self, n)}" for n in self._args)
 
 
-def _act(name: str, fn: Any, args: tuple = (), defaults: dict | None = None) -> type:
+def _act(name: str, fn: Any, args: tuple[Any, ...] = (), defaults: dict[Any, Any] | None = None) -> type:
     doc = f"``{name}``: the module form of ``ft.nn.functional.{fn.__name__}``. Example: ``ft.nn.{name}()(x)``."
     return type(name, (_Act,), {"_fn": staticmethod(fn), "_args": args, "_defaults": defaults or {}, "__doc__": doc})
 

@@ -9,7 +9,7 @@ Example::
 from __future__ import annotations
 
 import operator
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, cast
 
 from ..tensor import Tensor
 from . import Module, Parameter
@@ -21,7 +21,7 @@ def _index(i: Any, n: int, what: str) -> int:
     i = operator.index(i)
     if not -n <= i < n:
         raise IndexError(f"index {i} is out of range for a {what} of length {n}")
-    return i % n
+    return cast("int", i % n)
 
 
 class ModuleList(Module):
@@ -35,7 +35,7 @@ class ModuleList(Module):
         if modules is not None:
             self.extend(modules)
 
-    def _renumber(self, mods: list) -> None:
+    def _renumber(self, mods: list[Any]) -> None:
         self._modules.clear()
         for i, m in enumerate(mods):
             self.add_module(str(i), m)
@@ -56,7 +56,7 @@ class ModuleList(Module):
 
     def pop(self, index: int = -1) -> Module:
         mods = list(self._modules.values())
-        m = mods.pop(index)
+        m: Module = mods.pop(index)
         self._renumber(mods)
         return m
 
@@ -101,7 +101,7 @@ class ModuleDict(Module):
             self.add_module(k, m)
 
     def __getitem__(self, k: str) -> Module:
-        return self._modules[k]
+        return cast(Module, self._modules[k])
 
     def __setitem__(self, k: str, m: Module) -> None:
         self.add_module(k, m)
@@ -119,7 +119,7 @@ class ModuleDict(Module):
         return iter(self._modules)
 
     def pop(self, k: str) -> Module:
-        return self._modules.pop(k)
+        return cast(Module, self._modules.pop(k))
 
     def clear(self) -> None:
         self._modules.clear()

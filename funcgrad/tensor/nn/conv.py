@@ -22,7 +22,7 @@ from . import functional as F
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
-def _tup(v: Any, n: int) -> tuple:
+def _tup(v: Any, n: int) -> tuple[Any, ...]:
     return (int(v),) * n if isinstance(v, int) else tuple(int(a) for a in v)
 
 

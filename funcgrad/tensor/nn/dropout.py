@@ -11,7 +11,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..tensor import Tensor
 from . import Module
@@ -30,7 +30,7 @@ class _DropoutNd(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return type(self)._fn(x, self.p, self.training)
+        return cast("Tensor", type(self)._fn(x, self.p, self.training))
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

@@ -14,7 +14,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -50,14 +50,14 @@ def _raw(v: Any) -> Any:
     return v._value if isinstance(v, GraphBox) else v
 
 
-def _ntuple(v: Any, n: int) -> tuple:
+def _ntuple(v: Any, n: int) -> tuple[Any, ...]:
     return (int(v),) * n if isinstance(v, (int, np.integer)) else tuple(int(a) for a in v)
 
 
 def _where(cond: Any, a: Any, b: Any) -> Tensor:
     from ..ops import where
 
-    return where(cond, a, b)
+    return cast("Tensor", where(cond, a, b))
 
 
 def _like(t: Tensor, host: Any) -> Tensor:
@@ -148,7 +148,7 @@ def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) 
 def glu(x: Tensor, dim: int = -1) -> Tensor:
     """Gated linear unit: the first half times the sigmoid of the second. Example: ``F.glu(x)``."""
     a, b = x.chunk(2, dim)
-    return a * b.sigmoid()
+    return cast("Tensor", a * b.sigmoid())
 
 
 def prelu(x: Tensor, weight: Tensor) -> Tensor:
@@ -162,7 +162,7 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
 # --------------------------------------------------------------------------- dropout
 
 
-def _mask_dropout(x: Tensor, p: float, shape: tuple) -> Tensor:
+def _mask_dropout(x: Tensor, p: float, shape: tuple[Any, ...]) -> Tensor:
     keep = default_generator._rng.random(shape) >= p
     return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
 
@@ -213,7 +213,7 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bo
     keep = (default_generator._rng.random(tuple(x.shape)) >= p).astype(x._value.dtype)
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
-    return (x * _like(x, keep) + _like(x, (1 - keep) * alpha_p)) * a + b
+    return cast("Tensor", (x * _like(x, keep) + _like(x, (1 - keep) * alpha_p)) * a + b)
 
 
 # --------------------------------------------------------------------------- convolution
@@ -237,8 +237,9 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     return _fg(_fnn.conv3d, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
 
 
-def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple, padding: tuple, output_padding: tuple,
-                        groups: int, dilation: tuple) -> Any:
+def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple[Any, ...], padding: tuple[Any, ...],
+                        output_padding: tuple[Any, ...],
+                        groups: int, dilation: tuple[Any, ...]) -> Any:
     # The adjoint of the convolution: weight^T x gives the columns, col2im sums the windows back.
     nsp = len(stride)
     shape = fnp.shape(x)
@@ -340,7 +341,7 @@ def fold(x: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, paddi
 
 
 def _pool_args(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
-               name: str) -> tuple:
+               name: str) -> tuple[Any, ...]:
     if x.dim() not in (nsp + 1, nsp + 2):
         raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
     k = _ntuple(kernel_size, nsp)
@@ -356,7 +357,7 @@ def _pool_args(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any,
     return k, s, p, d
 
 
-def _pool_out(sizes: tuple, k: tuple, s: tuple, p: tuple, d: tuple, ceil_mode: bool, name: str) -> tuple:
+def _pool_out(sizes: tuple[Any, ...], k: tuple[Any, ...], s: tuple[Any, ...], p: tuple[Any, ...], d: tuple[Any, ...], ceil_mode: bool, name: str) -> tuple[Any, ...]:
     """PyTorch's output sizes, and the right padding that covers the last window."""
     out, hi = [], []
     for n, kk, ss, pp, dd in zip(sizes, k, s, p, d):
@@ -372,7 +373,7 @@ def _pool_out(sizes: tuple, k: tuple, s: tuple, p: tuple, d: tuple, ceil_mode: b
     return tuple(out), tuple(hi)
 
 
-def _windows(x: Tensor, nsp: int, k: tuple, s: tuple, p: tuple, hi: tuple, d: tuple, out: tuple,
+def _windows(x: Tensor, nsp: int, k: tuple[Any, ...], s: tuple[Any, ...], p: tuple[Any, ...], hi: tuple[Any, ...], d: tuple[Any, ...], out: tuple[Any, ...],
              fill: float) -> Tensor:
     """``(*lead, *spatial) -> (*lead, *out, prod(k))``: every window, padded with ``fill``."""
     lead = tuple(x.shape[:-nsp])
@@ -391,7 +392,7 @@ def _arange_along(t: Tensor, n: int, j: int, nsp: int) -> Tensor:
     return _like(t, np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (nsp - 1 - j)))
 
 
-def _argmax_pick(cols: Tensor, nsp: int, positions: Any, sizes: tuple) -> tuple[Tensor, Tensor]:
+def _argmax_pick(cols: Tensor, nsp: int, positions: Any, sizes: tuple[Any, ...]) -> tuple[Tensor, Tensor]:
     """The first maximum of each window (NaN wins, as in PyTorch) and its flat index in the input plane.
 
     ``positions(j, kj)`` gives the input coordinate along axis ``j`` of window offset ``kj``.
@@ -413,12 +414,12 @@ def _argmax_pick(cols: Tensor, nsp: int, positions: Any, sizes: tuple) -> tuple[
 class _GridPositions:
     """Input coordinate of window offset ``kj`` at output position ``o``: ``o * s - p + kj * d``."""
 
-    def __init__(self, like: Tensor, nsp: int, k: tuple, s: tuple, p: tuple, d: tuple, out: tuple) -> None:
+    def __init__(self, like: Tensor, nsp: int, k: tuple[Any, ...], s: tuple[Any, ...], p: tuple[Any, ...], d: tuple[Any, ...], out: tuple[Any, ...]) -> None:
         self.like, self.nsp, self.kernel, self.s, self.p, self.d, self.out = like, nsp, k, s, p, d, out
 
     def __call__(self, j: int, kj: Tensor) -> Tensor:
         o = _arange_along(self.like, self.out[j], j, self.nsp)
-        return o * self.s[j] - self.p[j] + kj * self.d[j]
+        return cast(Tensor, o * self.s[j] - self.p[j] + kj * self.d[j])
 
 
 def _max_pool(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
@@ -487,7 +488,7 @@ def avg_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     return _avg(x, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool3d")
 
 
-def _adaptive_sizes(x: Tensor, output_size: Any, nsp: int, name: str) -> tuple:
+def _adaptive_sizes(x: Tensor, output_size: Any, nsp: int, name: str) -> tuple[Any, ...]:
     if x.dim() not in (nsp + 1, nsp + 2):
         raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
     sizes = tuple(x.shape[-nsp:])
@@ -530,7 +531,7 @@ def _adaptive(x: Tensor, output_size: Any, nsp: int, kind: str) -> Tensor:
 class _TablePositions:
     """Input coordinate of window offset ``kj`` at adaptive output position ``o``: ``min(lo[o] + kj, hi[o] - 1)``."""
 
-    def __init__(self, like: Tensor, nsp: int, bounds: list, k: tuple) -> None:
+    def __init__(self, like: Tensor, nsp: int, bounds: list[Any], k: tuple[Any, ...]) -> None:
         self.like, self.nsp, self.bounds, self.kernel = like, nsp, bounds, k
 
     def __call__(self, j: int, kj: Tensor) -> Tensor:
@@ -717,7 +718,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     if training and running_mean is not None:
         _update_running(running_mean, nm)
         _update_running(running_var, nv)
-    return as_tensor_box(y)
+    return cast("Tensor", as_tensor_box(y))
 
 
 def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -756,7 +757,7 @@ def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Te
             m = x.detach().mean(axes).mean(0)
             v = (x.detach().var(axes, correction=0) * (n / max(n - 1, 1))).mean(0)
             _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * m._value)
-            _update_running(running_var, (1 - momentum) * running_var._value + momentum * v._value)
+            _update_running(running_var, (1 - momentum) * cast(Tensor, running_var)._value + momentum * v._value)
     return y
 
 
@@ -870,7 +871,7 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
     in_sizes = tuple(x.shape[2:])
     if size is not None:
         out = _ntuple(size, nsp)
-        scales: tuple = tuple(o / i for o, i in zip(out, in_sizes))
+        scales: tuple[Any, ...] = tuple(o / i for o, i in zip(out, in_sizes))
         use_scale = False
     else:
         sf = (float(scale_factor),) * nsp if isinstance(scale_factor, (int, float)) else tuple(scale_factor)

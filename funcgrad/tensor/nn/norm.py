@@ -29,7 +29,7 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"
 
 
 class _NormBase(Module):
-    _dims: tuple = (2, 3)
+    _dims: tuple[Any, ...] = (2, 3)
     _name = "BatchNorm"
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,

@@ -29,7 +29,7 @@ __all__ = ["DistributedDataParallel"]
 class _Bucket:
     __slots__ = ("params", "xp", "dtype", "size", "ready", "buffer")
 
-    def __init__(self, params: list, xp: Any, dtype: Any) -> None:
+    def __init__(self, params: list[Any], xp: Any, dtype: Any) -> None:
         self.params = params
         self.xp = xp
         self.dtype = dtype
@@ -38,10 +38,10 @@ class _Bucket:
         self.buffer: Any = None
 
 
-def _plan(params: list, cap_bytes: int) -> list[_Bucket]:
+def _plan(params: list[Any], cap_bytes: int) -> list[_Bucket]:
     """Buckets of consecutive parameters (reverse order) of one dtype and device, up to ``cap_bytes``."""
     out: list[_Bucket] = []
-    cur: list = []
+    cur: list[Any] = []
     key: Any = None
     nbytes = 0
     for p in reversed(params):
@@ -108,7 +108,7 @@ class DistributedDataParallel(Module):
 
     # ------------------------------------------------------------ construction
     def _broadcast_state(self, params: bool) -> None:
-        tensors = list(self.module.parameters()) if params else []
+        tensors: list[Tensor] = list(self.module.parameters()) if params else []
         if self.broadcast_buffers:
             tensors += list(self.module.buffers())
         if not tensors or self._world.size == 1:

@@ -11,7 +11,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..tensor import Tensor
 from . import Module
@@ -32,7 +32,7 @@ class _MaxPool(Module):
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
         return type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                               self.return_indices)
 
@@ -85,8 +85,8 @@ class _AvgPoolNd(Module):
         self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
 
     def forward(self, x: Tensor) -> Tensor:
-        return type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
-                              self.divisor_override)
+        return cast(Tensor, type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                              self.divisor_override))
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -112,7 +112,7 @@ class _Adaptive(Module):
         self.output_size = output_size
         self.return_indices = return_indices
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
         if self.return_indices:
             return type(self)._fn(x, self.output_size, True)
         return type(self)._fn(x, self.output_size)
@@ -167,7 +167,7 @@ class _MaxUnpool(Module):
         self.padding = padding
 
     def forward(self, x: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
-        return type(self)._fn(x, indices, self.kernel_size, self.stride, self.padding, output_size)
+        return cast(Tensor, type(self)._fn(x, indices, self.kernel_size, self.stride, self.padding, output_size))
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"

@@ -14,7 +14,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import funcgrad.nn as _fnn
 
@@ -28,20 +28,20 @@ from . import functional as F
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 
-def _boxes(*ts: Any) -> list:
+def _boxes(*ts: Any) -> list[Any]:
     return [as_numpy_box(t) if isinstance(t, Tensor) else t for t in ts]
 
 
-def _lstm_step(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> tuple:
+def _lstm_step(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> tuple[Any, ...]:
     h2, c2 = _fnn.lstm_cell(*_boxes(x, h, c, w_ih, w_hh, b_ih, b_hh))
     return as_tensor_box(h2), as_tensor_box(c2)
 
 
 def _gru_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> Tensor:
-    return as_tensor_box(_fnn.gru_cell(*_boxes(x, h, w_ih, w_hh, b_ih, b_hh)))
+    return cast("Tensor", as_tensor_box(_fnn.gru_cell(*_boxes(x, h, w_ih, w_hh, b_ih, b_hh))))
 
 
-def _rnn_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any, relu: bool) -> Tensor:
+def _rnn_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any, *, relu: bool) -> Tensor:
     pre = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
     return pre.relu() if relu else pre.tanh()
 
@@ -85,19 +85,19 @@ class RNNBase(Module):
                     setattr(self, names[3], _uniform_param((g,), bound, dtype))
                 self._flat_weights_names.extend(names)
 
-    def _weights(self, layer: int, d: int) -> tuple:
+    def _weights(self, layer: int, d: int) -> tuple[Any, ...]:
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         b_ih = getattr(self, "bias_ih" + sfx) if self.bias else None
         b_hh = getattr(self, "bias_hh" + sfx) if self.bias else None
         return getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx), b_ih, b_hh
 
-    def _run_direction(self, xs: list, state: Any, w: tuple, reverse: bool) -> tuple[list, Any]:
+    def _run_direction(self, xs: list[Any], state: Any, w: tuple[Any, ...], reverse: bool) -> tuple[list[Any], Any]:
         steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
         if self.mode in ("LSTM", "GRU"):
             # the input projection of every time step in one matrix product; the cells take it as x
             proj = F.linear(stack(xs, 0), w[0], w[2]).unbind(0)
             xs, w = list(proj), (None, w[1], None, w[3])
-        outs: list = [None] * len(xs)
+        outs: list[Any] = [None] * len(xs)
         for t in steps:
             if self.mode == "LSTM":
                 state = _lstm_step(xs[t], state[0], state[1], *w)
@@ -110,7 +110,7 @@ class RNNBase(Module):
                 outs[t] = state
         return outs, state
 
-    def forward(self, input: Tensor, hx: Any = None) -> tuple:  # noqa: A002
+    def forward(self, input: Tensor, hx: Any = None) -> tuple[Any, ...]:  # noqa: A002
         x = input
         expect = 2 if x.dim() == 2 else 3
         if x.dim() not in (2, 3):
@@ -128,7 +128,8 @@ class RNNBase(Module):
         lstm = self.mode == "LSTM"
         if hx is None:
             z = zeros(self.num_layers * ndir, N, self.hidden_size, dtype=x.dtype, device=x.device)
-            h0, c0 = z, (z if lstm else None)
+            h0: Tensor = z
+            c0: Tensor | None = z if lstm else None
         else:
             h0, c0 = (hx if lstm else (hx, None))
             if unbatched:
@@ -143,7 +144,7 @@ class RNNBase(Module):
             outs_dirs = []
             for d in range(ndir):
                 k = layer * ndir + d
-                st = (h0[k], c0[k]) if lstm else h0[k]
+                st = (h0[k], cast(Tensor, c0)[k]) if lstm else h0[k]
                 outs, st = self._run_direction(xs, st, self._weights(layer, d), reverse=bool(d))
                 outs_dirs.append(outs)
                 if lstm:
@@ -234,7 +235,7 @@ class RNNCellBase(Module):
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
 
-    def _w(self) -> tuple:
+    def _w(self) -> tuple[Any, ...]:
         return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
 
     def _zeros(self, x: Tensor) -> Tensor:
@@ -271,7 +272,7 @@ class LSTMCell(RNNCellBase):
 
     _gates = 4
 
-    def forward(self, x: Tensor, hx: Any = None) -> tuple:
+    def forward(self, x: Tensor, hx: Any = None) -> tuple[Any, ...]:
         self._check(x)
         h, c = (self._zeros(x), self._zeros(x)) if hx is None else hx
         return _lstm_step(x, h, c, *self._w())

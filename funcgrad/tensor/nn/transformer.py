@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -99,7 +99,7 @@ class MultiheadAttention(Module):
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
                 need_weights: bool = True, attn_mask: Any = None, average_attn_weights: bool = True,
-                is_causal: bool = False) -> tuple:
+                is_causal: bool = False) -> tuple[Any, ...]:
         unbatched = query.dim() == 2
         if unbatched:
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -151,9 +151,9 @@ class MultiheadAttention(Module):
         return out, weights
 
 
-def _activation(a: Any) -> Callable:
+def _activation(a: Any) -> Callable[..., Any]:
     if callable(a):
-        return a
+        return cast("Callable[..., Any]", a)
     if a == "relu":
         return F.relu
     if a == "gelu":
@@ -184,10 +184,10 @@ class TransformerEncoderLayer(Module):
     def _sa(self, x: Tensor, mask: Any, kpm: Any, is_causal: bool) -> Tensor:
         out = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=kpm, need_weights=False,
                              is_causal=is_causal)[0]
-        return self.dropout1(out)
+        return cast("Tensor", self.dropout1(out))
 
     def _ff(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return cast("Tensor", self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x))))))
 
     def forward(self, src: Tensor, src_mask: Any = None, src_key_padding_mask: Any = None,
                 is_causal: bool = False) -> Tensor:
@@ -196,7 +196,7 @@ class TransformerEncoderLayer(Module):
             x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
             return x + self._ff(self.norm2(x))
         x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
-        return self.norm2(x + self._ff(x))
+        return cast("Tensor", self.norm2(x + self._ff(x)))
 
 
 class TransformerEncoder(Module):

@@ -22,11 +22,11 @@ __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vecto
            "clip_grads_with_norm_"]
 
 
-def _params(parameters: Any) -> list:
+def _params(parameters: Any) -> list[Any]:
     return [parameters] if isinstance(parameters, Tensor) else list(parameters)
 
 
-def _grads(parameters: Any) -> list:
+def _grads(parameters: Any) -> list[Any]:
     return [p.grad for p in _params(parameters) if p.grad is not None]
 
 

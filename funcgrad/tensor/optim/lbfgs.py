@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, cast
 
 from ...backend import namespace_of
 from ..grad_mode import enable_grad
@@ -30,7 +30,7 @@ __all__ = ["LBFGS"]
 
 
 def _cubic_interpolate(x1: float, f1: float, g1: float, x2: float, f2: float, g2: float,
-                       bounds: tuple | None = None) -> float:
+                       bounds: tuple[Any, ...] | None = None) -> float:
     """Minimizer of the cubic through two points with their derivatives, clamped to ``bounds``."""
     lo, hi = bounds if bounds is not None else ((x1, x2) if x1 <= x2 else (x2, x1))
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
@@ -41,12 +41,12 @@ def _cubic_interpolate(x1: float, f1: float, g1: float, x2: float, f2: float, g2
             pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
         else:
             pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
-        return min(max(pos, lo), hi)
-    return (lo + hi) / 2.0
+        return cast("float", min(max(pos, lo), hi))
+    return cast("float", (lo + hi) / 2.0)
 
 
-def _strong_wolfe(obj: Callable, x: Any, t: float, d: Any, f: float, g: Any, gtd: float, c1: float = 1e-4,
-                  c2: float = 0.9, tolerance_change: float = 1e-9, max_ls: int = 25) -> tuple:
+def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g: Any, gtd: float, c1: float = 1e-4,
+                  c2: float = 0.9, tolerance_change: float = 1e-9, max_ls: int = 25) -> tuple[Any, ...]:
     xp = namespace_of(d)
     d_norm = float(xp.max(xp.abs(d)))
     g = g.copy()
@@ -146,15 +146,15 @@ class LBFGS(Optimizer):
             p._vc[0] += 1
             off += n
 
-    def _clone(self) -> list:
+    def _clone(self) -> list[Any]:
         return [p._value.copy() for p in self._params]
 
-    def _set(self, values: list) -> None:
+    def _set(self, values: list[Any]) -> None:
         for p, v in zip(self._params, values):
             p._value[...] = v
             p._vc[0] += 1
 
-    def _evaluate(self, closure: Callable, x: list, t: float, d: Any) -> tuple:
+    def _evaluate(self, closure: Callable[..., Any], x: list[Any], t: float, d: Any) -> tuple[Any, ...]:
         self._add_grad(t, d)
         with enable_grad():
             loss = float(closure())
@@ -162,7 +162,7 @@ class LBFGS(Optimizer):
         self._set(x)
         return loss, g
 
-    def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], Any]) -> Any:
         """Run up to ``max_iter`` L-BFGS iterations; returns the closure's first loss."""
         if closure is None:
             raise RuntimeError("LBFGS.step needs a closure that re-evaluates the model and returns the loss")
@@ -255,7 +255,7 @@ class LBFGS(Optimizer):
                      prev_loss=prev_loss)
         return orig_loss
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[Any, Any]:
         """``{"state": {0: {...}}, "param_groups": [...]}``: the history (direction, steps, curvature pairs)."""
         import copy
 
@@ -264,7 +264,7 @@ class LBFGS(Optimizer):
         st = self.state.get(self._params[0])
         return {"state": {} if st is None else {0: copy.deepcopy(st)}, "param_groups": groups}
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
         import copy
 
         for k, v in state_dict["param_groups"][0].items():

@@ -52,10 +52,10 @@ class LRScheduler:
         self._step_count = 0
         self.step()
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         raise NotImplementedError
 
-    def get_last_lr(self) -> list:
+    def get_last_lr(self) -> list[Any]:
         """The learning rates the last ``step()`` set, one per param group."""
         return self._last_lr
 
@@ -71,15 +71,15 @@ class LRScheduler:
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[Any, Any]:
         """Everything but the optimizer (and functions: lambdas are not saved, as in PyTorch)."""
         return {k: v for k, v in self.__dict__.items() if k != "optimizer" and not callable(v)
                 and k != "lr_lambdas"}
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
         self.__dict__.update(state_dict)
 
-    def _lrs(self) -> list:
+    def _lrs(self) -> list[Any]:
         return [group["lr"] for group in self.optimizer.param_groups]
 
 
@@ -90,12 +90,12 @@ class StepLR(LRScheduler):
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
 
-    def _get_closed_form_lr(self) -> list:
+    def _get_closed_form_lr(self) -> list[Any]:
         return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
 
 
@@ -107,12 +107,12 @@ class MultiStepLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         if self.last_epoch not in self.milestones:
             return self._lrs()
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._lrs()]
 
-    def _get_closed_form_lr(self) -> list:
+    def _get_closed_form_lr(self) -> list[Any]:
         ms = sorted(self.milestones.elements())
         return [b * self.gamma ** bisect_right(ms, self.last_epoch) for b in self.base_lrs]
 
@@ -124,12 +124,12 @@ class ExponentialLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         if self.last_epoch == 0:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
 
-    def _get_closed_form_lr(self) -> list:
+    def _get_closed_form_lr(self) -> list[Any]:
         return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
 
 
@@ -143,7 +143,7 @@ class CosineAnnealingLR(LRScheduler):
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         e, T, lo = self.last_epoch, self.T_max, self.eta_min
         if e == 0:
             return self._lrs()
@@ -154,7 +154,7 @@ class CosineAnnealingLR(LRScheduler):
         return [(1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T)) * (lr - lo) + lo
                 for lr in self._lrs()]
 
-    def _get_closed_form_lr(self) -> list:
+    def _get_closed_form_lr(self) -> list[Any]:
         return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for b in self.base_lrs]
 
@@ -172,10 +172,10 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         if T_mult < 1 or not isinstance(T_mult, int):
             raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
         self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
-        self.T_cur = last_epoch
+        self.T_cur: float = last_epoch
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for b in self.base_lrs]
 
@@ -278,7 +278,7 @@ class OneCycleLR(LRScheduler):
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. The specified number of total steps is {self.total_steps}")
@@ -318,7 +318,7 @@ class LinearLR(LRScheduler):
         self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
         if e == 0:
             return [lr * s for lr in self._lrs()]
@@ -326,7 +326,7 @@ class LinearLR(LRScheduler):
             return self._lrs()
         return [lr * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for lr in self._lrs()]
 
-    def _get_closed_form_lr(self) -> list:
+    def _get_closed_form_lr(self) -> list[Any]:
         s, f, n = self.start_factor, self.end_factor, self.total_iters
         return [b * (s + (f - s) * min(n, self.last_epoch) / n) for b in self.base_lrs]
 
@@ -340,14 +340,14 @@ class ConstantLR(LRScheduler):
         self.factor, self.total_iters = factor, total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         if self.last_epoch == 0:
             return [lr * self.factor for lr in self._lrs()]
         if self.last_epoch != self.total_iters:
             return self._lrs()
         return [lr * (1.0 / self.factor) for lr in self._lrs()]
 
-    def _get_closed_form_lr(self) -> list:
+    def _get_closed_form_lr(self) -> list[Any]:
         return [b * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)) for b in self.base_lrs]
 
 
@@ -358,19 +358,19 @@ class PolynomialLR(LRScheduler):
         self.total_iters, self.power = total_iters, power
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         e, n = self.last_epoch, self.total_iters
         if e == 0 or e > n:
             return self._lrs()
         f = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
         return [lr * f for lr in self._lrs()]
 
-    def _get_closed_form_lr(self) -> list:
+    def _get_closed_form_lr(self) -> list[Any]:
         return [b * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
                 for b in self.base_lrs]
 
 
-def _lambdas(optimizer: Any, lr_lambda: Any) -> list:
+def _lambdas(optimizer: Any, lr_lambda: Any) -> list[Any]:
     n = len(optimizer.param_groups)
     if isinstance(lr_lambda, (list, tuple)):
         if len(lr_lambda) != n:
@@ -382,24 +382,24 @@ def _lambdas(optimizer: Any, lr_lambda: Any) -> list:
 class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per group). Example: ``LambdaLR(opt, lambda e: 0.95 ** e)``."""
 
-    def __init__(self, optimizer: Any, lr_lambda: Callable | list, last_epoch: int = -1) -> None:
+    def __init__(self, optimizer: Any, lr_lambda: Callable[..., Any] | list[Any], last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         return [b * f(self.last_epoch) for b, f in zip(self.base_lrs, self.lr_lambdas)]
 
 
 class MultiplicativeLR(LRScheduler):
     """``lr *= lr_lambda(epoch)`` each step. Example: ``MultiplicativeLR(opt, lambda e: 0.95)``."""
 
-    def __init__(self, optimizer: Any, lr_lambda: Callable | list, last_epoch: int = -1) -> None:
+    def __init__(self, optimizer: Any, lr_lambda: Callable[..., Any] | list[Any], last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list:
+    def get_lr(self) -> list[Any]:
         if self.last_epoch > 0:
             return [lr * f(self.last_epoch) for lr, f in zip(self._lrs(), self.lr_lambdas)]
         return self._lrs()
@@ -436,7 +436,7 @@ class SequentialLR(LRScheduler):
         self._schedulers[0]._initial_step()
         self._last_lr = self._schedulers[0].get_last_lr()
 
-    def step(self, epoch: int | None = None) -> None:  # type: ignore[override]
+    def step(self, epoch: int | None = None) -> None:
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         s = self._schedulers[idx]
@@ -446,12 +446,12 @@ class SequentialLR(LRScheduler):
             s.step()
         self._last_lr = s.get_last_lr()
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[Any, Any]:
         out = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         out["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return out
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
         state = dict(state_dict)
         subs = state.pop("_schedulers")
         self.__dict__.update(state)
@@ -473,7 +473,7 @@ class ChainedScheduler(LRScheduler):
                                  f"scheduler {type(s).__name__} at index {i} with a different optimizer")
         self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
 
-    def step(self, epoch: int | None = None) -> None:  # type: ignore[override]
+    def step(self, epoch: int | None = None) -> None:
         for s in self._schedulers:
             s.step()
         self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]

@@ -54,10 +54,10 @@ def _check_common(lr: Any, eps: Any = 0.0, weight_decay: Any = 0.0, betas: Any =
 class Optimizer:
     """Base class: ``param_groups`` (dicts with ``params`` and hyperparameters), ``state``, ``zero_grad``, ``step``."""
 
-    def __init__(self, params: Iterable[Any], defaults: dict) -> None:
+    def __init__(self, params: Iterable[Any], defaults: dict[Any, Any]) -> None:
         self.defaults = dict(defaults)
-        self.state: dict = {}
-        self.param_groups: list[dict] = []
+        self.state: dict[Any, Any] = {}
+        self.param_groups: list[dict[Any, Any]] = []
         if isinstance(params, Tensor):
             raise TypeError(f"params argument given to the optimizer should be an iterable of Tensors or dicts, but "
                             f"got {params.type()}")
@@ -72,7 +72,7 @@ class Optimizer:
         for g in groups:
             self.add_param_group(g)
 
-    def add_param_group(self, param_group: dict) -> None:
+    def add_param_group(self, param_group: dict[Any, Any]) -> None:
         group = dict(param_group)
         ps = group["params"]
         group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
@@ -99,7 +99,7 @@ class Optimizer:
                     p._grad = p._grad.detach()
                     p._grad.zero_()
 
-    def _transform(self, group: dict) -> Any:
+    def _transform(self, group: dict[Any, Any]) -> Any:
         raise NotImplementedError
 
     @no_grad()
@@ -107,7 +107,7 @@ class Optimizer:
         """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss."""
         loss = None
         if closure is not None:
-            from .grad_mode import enable_grad
+            from ..grad_mode import enable_grad
 
             with enable_grad():
                 loss = closure()
@@ -129,9 +129,9 @@ class Optimizer:
                 p._vc[0] += 1
         return loss
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[Any, Any]:
         """``{"state": {index: {...}}, "param_groups": [...]}``, as in PyTorch (ready for ``ft.save``)."""
-        index = {}
+        index: dict[Any, Any] = {}
         groups = []
         for g in self.param_groups:
             entry = {k: v for k, v in g.items() if k != "params"}
@@ -147,7 +147,7 @@ class Optimizer:
                 if st is None:
                     continue
                 pairs, _ = tree_util.tree_flatten_with_path(st["functional"])
-                out = {}
+                out: dict[str, Any] = {}
                 for path, leaf in pairs:
                     name = tree_util.keystr(path).rsplit(".", 1)[-1]
                     name = _FIELD_NAMES.get(name, name)
@@ -161,11 +161,11 @@ class Optimizer:
                 state[index[id(p)]] = out
         return {"state": state, "param_groups": groups}
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
-        params = []
+        params: list[Any] = []
         for mine, theirs in zip(self.param_groups, groups):
             if len(mine["params"]) != len(theirs["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
@@ -230,7 +230,7 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 
-    def _transform(self, group: dict) -> Any:
+    def _transform(self, group: dict[Any, Any]) -> Any:
         if group["dampening"]:
             return _coupled(group["weight_decay"], _fopt.momentum(group["momentum"], group["dampening"],
                                                                   group["nesterov"]))
@@ -244,7 +244,8 @@ class Adam(Optimizer):
     Example: ``ft.optim.Adam(model.parameters(), lr=1e-3)``.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, *, foreach: Any = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False, fused: Any = None,
                  decoupled_weight_decay: bool = False) -> None:
@@ -253,7 +254,7 @@ class Adam(Optimizer):
                                       amsgrad=amsgrad, maximize=maximize,
                                       decoupled_weight_decay=decoupled_weight_decay))
 
-    def _transform(self, group: dict) -> Any:
+    def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
         core = _fopt.scale_by_amsgrad(b1, b2, group["eps"]) if group["amsgrad"] else \
             _fopt.scale_by_adam(b1, b2, group["eps"])
@@ -268,7 +269,8 @@ class AdamW(Adam):
     Example: ``ft.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)``.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False, foreach: Any = None,
                  capturable: bool = False, differentiable: bool = False, fused: Any = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
@@ -291,7 +293,7 @@ class RMSprop(Optimizer):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, maximize=maximize))
 
-    def _transform(self, group: dict) -> Any:
+    def _transform(self, group: dict[Any, Any]) -> Any:
         parts = [_fopt.scale_by_rms(group["alpha"], group["eps"], 0.0, group["centered"])]
         if group["momentum"]:
             parts.append(_fopt.trace(group["momentum"]))
@@ -314,7 +316,7 @@ class Adagrad(Optimizer):
                                       initial_accumulator_value=initial_accumulator_value, eps=eps,
                                       maximize=maximize))
 
-    def _transform(self, group: dict) -> Any:
+    def _transform(self, group: dict[Any, Any]) -> Any:
         decay = group["lr_decay"]
         parts = [_fopt.scale_by_rss(group["initial_accumulator_value"], group["eps"])]
         if decay:
@@ -332,21 +334,22 @@ class Adadelta(Optimizer):
         _check("rho value", rho, 0.0 <= rho <= 1.0)
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
 
-    def _transform(self, group: dict) -> Any:
+    def _transform(self, group: dict[Any, Any]) -> Any:
         return _coupled(group["weight_decay"], _fopt.scale_by_adadelta(group["rho"], group["eps"]))
 
 
 class Adamax(Optimizer):
     """Adamax (Adam with the infinity norm), as ``torch.optim.Adamax``. Example: ``ft.optim.Adamax(ps, lr=2e-3)``."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 0.0, foreach: Any = None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
         _check_common(lr, eps, weight_decay, betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       maximize=maximize))
 
-    def _transform(self, group: dict) -> Any:
+    def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
         return _coupled(group["weight_decay"], _fopt.scale_by_adamax(b1, b2, group["eps"]))
 
@@ -354,7 +357,8 @@ class Adamax(Optimizer):
 class NAdam(Optimizer):
     """NAdam (Adam with Nesterov momentum), as ``torch.optim.NAdam``. Example: ``ft.optim.NAdam(ps, lr=2e-3)``."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
                  foreach: Any = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
@@ -364,7 +368,7 @@ class NAdam(Optimizer):
                                       momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
                                       maximize=maximize))
 
-    def _transform(self, group: dict) -> Any:
+    def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
         core = _fopt.scale_by_nadam(b1, b2, group["eps"], group["momentum_decay"])
         if group["decoupled_weight_decay"]:
@@ -375,14 +379,15 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     """RAdam (rectified Adam), as ``torch.optim.RAdam``. Example: ``ft.optim.RAdam(ps, lr=1e-3)``."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[Any, ...] = (0.9, 0.999),
+                 eps: float = 1e-8,
                  weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *, foreach: Any = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
         _check_common(lr, eps, weight_decay, betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       decoupled_weight_decay=decoupled_weight_decay, maximize=maximize))
 
-    def _transform(self, group: dict) -> Any:
+    def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
         core = _fopt.scale_by_radam(b1, b2, group["eps"])
         if group["decoupled_weight_decay"]:

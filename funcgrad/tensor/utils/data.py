@@ -58,7 +58,7 @@ class TensorDataset(Dataset):
             raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
 
-    def __getitem__(self, index: Any) -> tuple:
+    def __getitem__(self, index: Any) -> tuple[Any, ...]:
         return tuple(t[index] for t in self.tensors)
 
     def __len__(self) -> int:
@@ -164,7 +164,7 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         if self.replacement:
             return iter(rng.integers(0, n, self.num_samples).tolist())
-        idx: list = []
+        idx: list[Any] = []
         while len(idx) < self.num_samples:
             idx.extend(rng.permutation(n).tolist())
         return iter(idx[:self.num_samples])
@@ -195,8 +195,8 @@ class BatchSampler(Sampler):
             raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
-    def __iter__(self) -> Iterator[list]:
-        batch: list = []
+    def __iter__(self) -> Iterator[list[Any]]:  # type: ignore[override]  # batches of indices, as torch's
+        batch: list[Any] = []
         for i in self.sampler:
             batch.append(i)
             if len(batch) == self.batch_size:
@@ -210,7 +210,7 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
-def default_collate(batch: list) -> Any:
+def default_collate(batch: list[Any]) -> Any:
     """Stack a list of samples: tensors and arrays stacked on a new first axis, numbers into a tensor,
     tuples/lists/dicts collated field by field, strings left as a list.
 
@@ -260,9 +260,9 @@ class DataLoader:
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None, sampler: Any = None,
-                 batch_sampler: Any = None, num_workers: int = 0, collate_fn: Callable | None = None,
+                 batch_sampler: Any = None, num_workers: int = 0, collate_fn: Callable[..., Any] | None = None,
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
-                 worker_init_fn: Callable | None = None, multiprocessing_context: Any = None,
+                 worker_init_fn: Callable[..., Any] | None = None, multiprocessing_context: Any = None,
                  generator: Generator | None = None, *, prefetch_factor: int | None = None,
                  persistent_workers: bool = False, pin_memory_device: str = "", in_order: bool = True) -> None:
         if num_workers < 0:
@@ -300,7 +300,7 @@ class DataLoader:
                 for sample in self.dataset:
                     yield self.collate_fn(sample)
                 return
-            batch: list = []
+            batch: list[Any] = []
             for sample in self.dataset:
                 batch.append(sample)
                 if len(batch) == self.batch_size:
