@@ -340,6 +340,10 @@ def _is_gufunc(fn: Any) -> bool:
     return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is not None
 
 
+def _is_host_array(kind: Any) -> bool:
+    return getattr(kind, "__name__", "") == "ndarray" and getattr(kind, "__module__", "") == "numpy"
+
+
 def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]:
     names: dict[str, Any] = {}
     inputs = {id(v) for v in prog.invars}
@@ -378,6 +382,13 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
 
     pool: dict[Any, list[str]] = {}  # dead temporaries by (shape, dtype, type), free for out=
     pooled: set[Var] = set()
+
+    def poolable(v: Var) -> bool:
+        """Worth writing into: a large array, or any host NumPy array (not a 0-d one, which a
+        ufunc returns as a scalar): for small arrays a positional ``out`` skips the allocation."""
+        if not hasattr(v.dtype, "kind") or v.shape == ():
+            return False
+        return v.nbytes >= reuse_bytes or _is_host_array(v.kind)
     for k, e in enumerate(prog.eqns):
         call_fn, call_ins = e.fn, e.ins
         lower = lowerings.get(e.prim.name)
@@ -413,7 +424,7 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
         gufunc = _is_gufunc(e.fn)
         if (_is_ufunc(e.fn) or gufunc) and not e.kwargs and not e.multiple and len(e.outs) == 1:
             res = e.outs[0]
-            if res.nbytes >= reuse_bytes and hasattr(res.dtype, "kind"):
+            if poolable(res):
                 slot = (res.shape, str(res.dtype), res.kind)
                 seen_args = [a for a in e.ins if isinstance(a, Var)]
                 for a in ([] if gufunc else reusable):  # an argument that dies here (elementwise only)
@@ -425,11 +436,14 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
                     if free:
                         out = free.pop()
         for a in reusable:  # buffers nothing can see any more, for later results
-            if a.name != out and a.nbytes >= reuse_bytes and hasattr(a.dtype, "kind") and a not in pooled:
+            if a.name != out and poolable(a) and a not in pooled:
                 pooled.add(a)
                 pool.setdefault((a.shape, str(a.dtype), a.kind), []).append(a.name)
         if out is not None:
-            args.append(f"out={out}")
+            if call_fn is e.fn and _is_host_array(e.outs[0].kind) and len(args) == getattr(e.fn, "nin", -1):
+                args.append(out)  # NumPy parses a positional out faster than a keyword
+            else:
+                args.append(f"out={out}")
         lhs = ", ".join(o.name for o in e.outs) + ("," if e.multiple and len(e.outs) == 1 else "")
         src_var = e.ins[0] if e.ins else None
         if (e.prim.name in ("expand_dims", "squeeze") and isinstance(src_var, Var) and not e.kwargs
