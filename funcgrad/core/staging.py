@@ -440,8 +440,9 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
                 pooled.add(a)
                 pool.setdefault((a.shape, str(a.dtype), a.kind), []).append(a.name)
         if out is not None:
-            if call_fn is e.fn and _is_host_array(e.outs[0].kind) and len(args) == getattr(e.fn, "nin", -1):
-                args.append(out)  # NumPy parses a positional out faster than a keyword
+            if (call_fn is e.fn and e.outs[0].nbytes < reuse_bytes and _is_host_array(e.outs[0].kind)
+                    and len(args) == getattr(e.fn, "nin", -1)):
+                args.append(out)  # small arrays: NumPy parses a positional out faster than a keyword
             else:
                 args.append(f"out={out}")
         lhs = ", ".join(o.name for o in e.outs) + ("," if e.multiple and len(e.outs) == 1 else "")
