@@ -192,11 +192,14 @@ class Program:
             elif (e.prim.name == "tensordot" and len(e.ins) == 3 and not e.kwargs and e.ins[0] in diag
                   and _axes_are(e.ins[2], ((1,), (0,)))):
                 d, w, out = e.ins[0], e.ins[1], e.outs[0]
-                wv = w.value if isinstance(w, Const) else None
-                if (isinstance(w, (Var, Const)) and _is_host_array(type(wv) if wv is not None else w.kind)
-                        and getattr(wv if wv is not None else w, "dtype", None) == d.dtype == out.dtype
-                        and d.dtype.kind == "f" and len(getattr(wv if wv is not None else w, "shape", ())) == 2):
-                    e.fn = _diag_rows(e.fn, known_finite=wv is not None and bool(__import__("numpy").isfinite(wv).all()))
+                if isinstance(w, Const):
+                    kind, dtype, shape = type(w.value), getattr(w.value, "dtype", None), getattr(w.value, "shape", ())
+                elif isinstance(w, Var):
+                    kind, dtype, shape = w.kind, w.dtype, w.shape
+                else:
+                    continue
+                if _is_host_array(kind) and dtype == d.dtype == out.dtype and d.dtype.kind == "f" and len(shape) == 2:
+                    e.fn = _diag_rows(e.fn, known_finite=isinstance(w, Const) and _all_finite(w.value))
 
     def _implicit_broadcasts(self) -> None:
         """Drop ``b = broadcast_to(a, s)`` where every use of ``b`` is a two-argument
@@ -375,6 +378,11 @@ def _is_identity(a: Any, n: int) -> bool:
         return False
     import numpy as np
     return bool(np.array_equal(a.value, np.eye(n)))
+
+
+def _all_finite(a: Any) -> bool:
+    import numpy as np
+    return bool(np.isfinite(a).all())
 
 
 def _axes_are(axes: Any, want: tuple[tuple[int, ...], ...]) -> bool:
