@@ -322,6 +322,7 @@ class Program:
         domain errors, division by zero: NumPy returns inf or nan there).
         """
         array_fn = _generate(self, reuse_bytes)
+        array_fn = _chunked(self, array_fn)
         scalar_fn = _generate_scalar(self, array_fn)
         return scalar_fn if scalar_fn is not None else array_fn
 
@@ -370,6 +371,49 @@ def _is_ufunc(fn: Any) -> bool:
 def _is_gufunc(fn: Any) -> bool:
     """A generalized ufunc (matmul): it takes ``out=``, but its result may not alias an argument."""
     return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is not None
+
+
+_CHUNK = 8192  # elements per block of a blocked elementwise program: its temporaries stay in cache
+_CHUNK_MIN_BYTES = 1 << 21
+
+
+def _chunked(prog: Program, fn: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
+    """``fn`` run block by block where the program is elementwise through and through: every
+    equation a ufunc and every array value one large 1-D host array of one shape. Each element
+    is computed by the same ufunc calls as before, but the temporaries are blocks that stay in
+    the cache instead of whole arrays that travel through memory."""
+    vals = [a for e in prog.eqns for a in e.ins + e.outs if isinstance(a, Var)] + list(prog.invars)
+    if not prog.eqns or not prog.invars or not vals:
+        return fn
+    shape = prog.invars[0].shape
+    if len(shape) != 1 or vals[0].nbytes < _CHUNK_MIN_BYTES:
+        return fn
+    for e in prog.eqns:
+        if not _is_ufunc(e.fn) or e.kwargs or e.multiple:
+            return fn
+        for a in e.ins:
+            if isinstance(a, Const) and getattr(a.value, "shape", ()) != ():
+                return fn
+    if any(v.shape != shape or not _is_host_array(v.kind) for v in vals):
+        return fn
+    outs = list(prog.outs)
+    if (not outs or any(not isinstance(o, Var) or o in prog.invars for o in outs)
+            or len({id(o) for o in outs}) != len(outs)):
+        return fn
+    import numpy as np
+    empty, dtypes, n, step = np.empty, [o.dtype for o in outs], shape[0], _CHUNK
+
+    def blocked(*ins: Any) -> tuple[Any, ...]:
+        if any(a.shape != shape for a in ins):
+            return fn(*ins)
+        res = [empty(n, dt) for dt in dtypes]
+        for s in range(0, n, step):
+            part = fn(*[a[s:s + step] for a in ins])
+            for r, p in zip(res, part):
+                r[s:s + step] = p
+        return tuple(res)
+    blocked.source = getattr(fn, "source", "")  # type: ignore[attr-defined]
+    return blocked
 
 
 def _is_identity(a: Any, n: int) -> bool:
