@@ -535,10 +535,10 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
         if (_is_ufunc(e.fn) or gufunc) and not e.kwargs and not e.multiple and len(e.outs) == 1:
             res = e.outs[0]
             if poolable(res):
-                slot = (res.shape, str(res.dtype), res.kind)
+                slot = (res.shape, res.dtype, res.kind)
                 seen_args = [a for a in e.ins if isinstance(a, Var)]
                 for a in ([] if gufunc else reusable):  # an argument that dies here (elementwise only)
-                    if (a.shape, str(a.dtype), a.kind) == slot and seen_args.count(a) == 1:
+                    if (a.shape, a.dtype, a.kind) == slot and seen_args.count(a) == 1:
                         out = a.name
                         break
                 else:  # a temporary that died earlier
@@ -548,7 +548,7 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
         for a in reusable:  # buffers nothing can see any more, for later results
             if a.name != out and poolable(a) and a not in pooled:
                 pooled.add(a)
-                pool.setdefault((a.shape, str(a.dtype), a.kind), []).append(a.name)
+                pool.setdefault((a.shape, a.dtype, a.kind), []).append(a.name)
         if out is not None:
             if (call_fn is e.fn and e.outs[0].nbytes < reuse_bytes and _is_host_array(e.outs[0].kind)
                     and len(args) == getattr(e.fn, "nin", -1)):
