@@ -11,7 +11,10 @@ A program is inspectable (``print(program)`` looks like a jaxpr) and compiles
 to a straight-line Python function that calls the backend's functions
 directly: no boxes, no tape. Compilation runs dead-code elimination (pure
 primitives only), common-subexpression elimination, constant folding and
-buffer reuse (``out=`` into large temporaries that die at that call).
+buffer reuse (``out=`` into temporaries that die at that call), plus two
+rewrites that keep every result bit for bit: a contraction with a diagonal
+matrix built from the identity becomes a row scaling, and an all-elementwise
+program on large 1-D arrays runs in cache-sized blocks.
 
 Values that reach Python control flow (``bool``, ``int``, ``float``,
 ``item``, use as an index or shape) cannot be recorded: they raise
@@ -315,8 +318,10 @@ class Program:
     def compile(self, reuse_bytes: int = 1 << 16) -> Callable[..., tuple[Any, ...]]:
         """The program as a Python function ``f(*inputs) -> tuple of outputs``.
 
-        Temporaries of at least ``reuse_bytes`` that die at a ufunc call with the
-        same shape and dtype as its result are written into (``out=``). A program
+        Temporaries that die at a ufunc call with the same shape and dtype as its
+        result are written into: host NumPy arrays of any size (positional ``out``
+        below ``reuse_bytes``), other backends' arrays from ``reuse_bytes`` up. An
+        all-elementwise program on one large 1-D shape runs block by block. A program
         whose values are all float scalars runs on Python floats (``math``), and
         falls back to the backend's functions where Python's math raises (overflow,
         domain errors, division by zero: NumPy returns inf or nan there).
