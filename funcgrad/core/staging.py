@@ -11,7 +11,10 @@ A program is inspectable (``print(program)`` looks like a jaxpr) and compiles
 to a straight-line Python function that calls the backend's functions
 directly: no boxes, no tape. Compilation runs dead-code elimination (pure
 primitives only), common-subexpression elimination, constant folding and
-buffer reuse (``out=`` into large temporaries that die at that call).
+buffer reuse (``out=`` into temporaries that die at that call), plus two
+rewrites that keep every result bit for bit: a contraction with a diagonal
+matrix built from the identity becomes a row scaling, and an all-elementwise
+program on large 1-D arrays runs in cache-sized blocks.
 
 Values that reach Python control flow (``bool``, ``int``, ``float``,
 ``item``, use as an index or shape) cannot be recorded: they raise
@@ -167,7 +170,39 @@ class Program:
         self._cse()
         self._implicit_broadcasts()
         self._dce()
+        self._diagonal_products()
         return self
+
+    def _diagonal_products(self) -> None:
+        """``tensordot(D, W, ((1,), (0,)))`` where ``D`` is the identity times vectors along its
+        last axis (what reverse mode over ``vmap`` makes of the basis vectors: ``D = I * u * v``)
+        becomes ``diagonal(D)[:, None] * W``: one elementwise pass instead of an n^3 product.
+        The sums it skips add only signed zeros while everything is finite; the generated call
+        checks that at run time and otherwise runs the product (host NumPy arrays only)."""
+        diag: set[Var] = set()
+        for e in self.eqns:
+            if e.prim.name == "multiply" and len(e.ins) == 2 and not e.kwargs and _is_ufunc(e.fn):
+                out = e.outs[0]
+                if len(out.shape) != 2 or out.shape[0] != out.shape[1] or not _is_host_array(out.kind):
+                    continue
+                n = out.shape[0]
+                for k in (0, 1):
+                    a, b = e.ins[k], e.ins[1 - k]
+                    if ((a in diag or _is_identity(a, n)) and isinstance(b, Var) and b.shape == (n,)
+                            and b.dtype == out.dtype and _is_host_array(b.kind)):
+                        diag.add(out)
+                        break
+            elif (e.prim.name == "tensordot" and len(e.ins) == 3 and not e.kwargs and e.ins[0] in diag
+                  and _axes_are(e.ins[2], ((1,), (0,)))):
+                d, w, out = e.ins[0], e.ins[1], e.outs[0]
+                if isinstance(w, Const):
+                    kind, dtype, shape = type(w.value), getattr(w.value, "dtype", None), getattr(w.value, "shape", ())
+                elif isinstance(w, Var):
+                    kind, dtype, shape = w.kind, w.dtype, w.shape
+                else:
+                    continue
+                if _is_host_array(kind) and dtype == d.dtype == out.dtype and d.dtype.kind == "f" and len(shape) == 2:
+                    e.fn = _diag_rows(e.fn, known_finite=isinstance(w, Const) and _all_finite(w.value))
 
     def _implicit_broadcasts(self) -> None:
         """Drop ``b = broadcast_to(a, s)`` where every use of ``b`` is a two-argument
@@ -283,13 +318,16 @@ class Program:
     def compile(self, reuse_bytes: int = 1 << 16) -> Callable[..., tuple[Any, ...]]:
         """The program as a Python function ``f(*inputs) -> tuple of outputs``.
 
-        Temporaries of at least ``reuse_bytes`` that die at a ufunc call with the
-        same shape and dtype as its result are written into (``out=``). A program
+        Temporaries that die at a ufunc call with the same shape and dtype as its
+        result are written into: host NumPy arrays of any size (positional ``out``
+        below ``reuse_bytes``), other backends' arrays from ``reuse_bytes`` up. An
+        all-elementwise program on one large 1-D shape runs block by block. A program
         whose values are all float scalars runs on Python floats (``math``), and
         falls back to the backend's functions where Python's math raises (overflow,
         domain errors, division by zero: NumPy returns inf or nan there).
         """
         array_fn = _generate(self, reuse_bytes)
+        array_fn = _chunked(self, array_fn)
         scalar_fn = _generate_scalar(self, array_fn)
         return scalar_fn if scalar_fn is not None else array_fn
 
@@ -340,6 +378,87 @@ def _is_gufunc(fn: Any) -> bool:
     return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is not None
 
 
+_CHUNK = 8192  # elements per block of a blocked elementwise program: its temporaries stay in cache
+_CHUNK_MIN_BYTES = 1 << 21
+
+
+def _chunked(prog: Program, fn: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
+    """``fn`` run block by block where the program is elementwise through and through: every
+    equation a ufunc and every array value one large 1-D host array of one shape. Each element
+    is computed by the same ufunc calls as before, but the temporaries are blocks that stay in
+    the cache instead of whole arrays that travel through memory."""
+    vals = [a for e in prog.eqns for a in e.ins + e.outs if isinstance(a, Var)] + list(prog.invars)
+    if not prog.eqns or not prog.invars or not vals:
+        return fn
+    shape = prog.invars[0].shape
+    if len(shape) != 1 or vals[0].nbytes < _CHUNK_MIN_BYTES:
+        return fn
+    for e in prog.eqns:
+        if not _is_ufunc(e.fn) or e.kwargs or e.multiple:
+            return fn
+        for a in e.ins:
+            if isinstance(a, Const) and getattr(a.value, "shape", ()) != ():
+                return fn
+    if any(v.shape != shape or not _is_host_array(v.kind) for v in vals):
+        return fn
+    outs = list(prog.outs)
+    if (not outs or any(not isinstance(o, Var) or o in prog.invars for o in outs)
+            or len({id(o) for o in outs}) != len(outs)):
+        return fn
+    import numpy as np
+    empty, dtypes, n, step = np.empty, [o.dtype for o in outs], shape[0], _CHUNK
+
+    def blocked(*ins: Any) -> tuple[Any, ...]:
+        if any(a.shape != shape for a in ins):
+            return fn(*ins)
+        res = [empty(n, dt) for dt in dtypes]
+        for s in range(0, n, step):
+            part = fn(*[a[s:s + step] for a in ins])
+            for r, p in zip(res, part):
+                r[s:s + step] = p
+        return tuple(res)
+    blocked.source = getattr(fn, "source", "")  # type: ignore[attr-defined]
+    return blocked
+
+
+def _is_identity(a: Any, n: int) -> bool:
+    """A constant host identity matrix of order ``n``."""
+    if not isinstance(a, Const) or not _is_host_array(type(a.value)) or a.value.shape != (n, n):
+        return False
+    import numpy as np
+    return bool(np.array_equal(a.value, np.eye(n)))
+
+
+def _all_finite(a: Any) -> bool:
+    import numpy as np
+    return bool(np.isfinite(a).all())
+
+
+def _axes_are(axes: Any, want: tuple[tuple[int, ...], ...]) -> bool:
+    try:
+        return tuple(tuple(int(i) for i in ax) for ax in axes) == want
+    except TypeError:
+        return False
+
+
+def _diag_rows(product: Callable[..., Any], known_finite: bool) -> Callable[..., Any]:
+    """``tensordot(D, W, axes)`` for a diagonal ``D``: its diagonal scales the rows of ``W``
+    (exact while ``D`` and ``W`` are finite; otherwise the product itself)."""
+    import numpy as np
+    isfinite, multiply = np.isfinite, np.multiply
+
+    def diag_rows(d: Any, w: Any, axes: Any) -> Any:
+        scale = d.diagonal()
+        if isfinite(scale).all() and (known_finite or isfinite(w).all()):
+            return multiply(scale[:, None], w)
+        return product(d, w, axes)
+    return diag_rows
+
+
+def _is_host_array(kind: Any) -> bool:
+    return getattr(kind, "__name__", "") == "ndarray" and getattr(kind, "__module__", "") == "numpy"
+
+
 def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]:
     names: dict[str, Any] = {}
     inputs = {id(v) for v in prog.invars}
@@ -378,6 +497,13 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
 
     pool: dict[Any, list[str]] = {}  # dead temporaries by (shape, dtype, type), free for out=
     pooled: set[Var] = set()
+
+    def poolable(v: Var) -> bool:
+        """Worth writing into: a large array, or any host NumPy array (not a 0-d one, which a
+        ufunc returns as a scalar): for small arrays a positional ``out`` skips the allocation."""
+        if not hasattr(v.dtype, "kind") or v.shape == ():
+            return False
+        return v.nbytes >= reuse_bytes or _is_host_array(v.kind)
     for k, e in enumerate(prog.eqns):
         call_fn, call_ins = e.fn, e.ins
         lower = lowerings.get(e.prim.name)
@@ -413,11 +539,11 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
         gufunc = _is_gufunc(e.fn)
         if (_is_ufunc(e.fn) or gufunc) and not e.kwargs and not e.multiple and len(e.outs) == 1:
             res = e.outs[0]
-            if res.nbytes >= reuse_bytes and hasattr(res.dtype, "kind"):
-                slot = (res.shape, str(res.dtype), res.kind)
+            if poolable(res):
+                slot = (res.shape, res.dtype, res.kind)
                 seen_args = [a for a in e.ins if isinstance(a, Var)]
                 for a in ([] if gufunc else reusable):  # an argument that dies here (elementwise only)
-                    if (a.shape, str(a.dtype), a.kind) == slot and seen_args.count(a) == 1:
+                    if (a.shape, a.dtype, a.kind) == slot and seen_args.count(a) == 1:
                         out = a.name
                         break
                 else:  # a temporary that died earlier
@@ -425,11 +551,15 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
                     if free:
                         out = free.pop()
         for a in reusable:  # buffers nothing can see any more, for later results
-            if a.name != out and a.nbytes >= reuse_bytes and hasattr(a.dtype, "kind") and a not in pooled:
+            if a.name != out and poolable(a) and a not in pooled:
                 pooled.add(a)
-                pool.setdefault((a.shape, str(a.dtype), a.kind), []).append(a.name)
+                pool.setdefault((a.shape, a.dtype, a.kind), []).append(a.name)
         if out is not None:
-            args.append(f"out={out}")
+            if (call_fn is e.fn and e.outs[0].nbytes < reuse_bytes and _is_host_array(e.outs[0].kind)
+                    and len(args) == getattr(e.fn, "nin", -1)):
+                args.append(out)  # small arrays: NumPy parses a positional out faster than a keyword
+            else:
+                args.append(f"out={out}")
         lhs = ", ".join(o.name for o in e.outs) + ("," if e.multiple and len(e.outs) == 1 else "")
         src_var = e.ins[0] if e.ins else None
         if (e.prim.name in ("expand_dims", "squeeze") and isinstance(src_var, Var) and not e.kwargs
