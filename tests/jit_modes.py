@@ -27,10 +27,23 @@ import funcgrad as fg
 _WRAPPED = ("grad", "value_and_grad", "jacrev", "jacfwd", "jacobian", "hessian", "vmap")
 
 
+def _compiled(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Call ``f`` twice and return the second result: a jitted function's first call per
+    signature traces (its values come from the trace), later calls run the compiled
+    program, which is what these runs must check."""
+
+    @functools.wraps(f)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        f(*args, **kwargs)
+        return f(*args, **kwargs)
+
+    return call
+
+
 def _jit_transform(orig: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(orig)
     def transform(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return fg.jit(orig(fun, *args, **kwargs))
+        return _compiled(fg.jit(orig(fun, *args, **kwargs)))
 
     return transform
 
@@ -38,7 +51,7 @@ def _jit_transform(orig: Callable[..., Any]) -> Callable[..., Any]:
 def _jit_applied(orig: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(orig)
     def applied(fun: Callable[..., Any], primals: Any, tangents: Any, **kwargs: Any) -> Any:
-        return fg.jit(lambda p, t: orig(fun, p, t, **kwargs))(primals, tangents)
+        return _compiled(fg.jit(lambda p, t: orig(fun, p, t, **kwargs)))(primals, tangents)
 
     return applied
 
@@ -46,7 +59,8 @@ def _jit_applied(orig: Callable[..., Any]) -> Callable[..., Any]:
 def _of_jitted(orig: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(orig)
     def transform(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return orig(fg.jit(fun), *args, **kwargs)
+        out = orig(fg.jit(fun), *args, **kwargs)
+        return _compiled(out) if callable(out) else out
 
     return transform
 
