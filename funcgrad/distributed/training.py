@@ -118,6 +118,11 @@ def allreduce_gradients(tree: Any, op: str = "mean", *, weight: Any = None, buck
         raise ValueError(f"allreduce_gradients: op must be 'mean' or 'sum', got {op!r}")
     leaves, treedef = _array_leaves(tree, "allreduce_gradients")
     w = world()
+    if w.size == 1:  # one rank: its (weighted) mean or sum is its own gradient; nothing to pack
+        if weight is not None and float(weight) <= 0:
+            raise ValueError(f"allreduce_gradients: the weights sum to {float(weight)} over ranks; "
+                             f"expected a positive total")
+        return tree
     total: float | None = None
     if weight is not None:
         total = float(w.transport(np).allreduce(np.asarray(float(weight), dtype=np.float64)))
