@@ -91,3 +91,34 @@ def check_fake_device(case: Case, **kw: Any) -> None:
     fb.install()
     check_case(case.fn, case.args, case.consts, put=fb.to_fake, xp=fb.fake, no_sync=fb.no_host_sync,
                uploads=lambda: fb.STATS["h2d"], what=getattr(case.fn, "__name__", "case"), **kw)
+
+
+def table_tests(cases: dict) -> tuple:
+    """The four table-driven tests of a module's ``CASES``, parametrized by case name:
+    values vs SciPy, check_grads to order 2 in both modes, float32, vmap vs a loop.
+
+    Example (in a test module)::
+
+        test_values_match_scipy, test_check_grads_order2, test_float32, test_vmap_matches_loop = table_tests(CASES)
+    """
+    import pytest
+
+    names = sorted(cases)
+
+    @pytest.mark.parametrize("name", names)
+    def test_values_match_scipy(name: str) -> None:
+        check_values(cases[name])
+
+    @pytest.mark.parametrize("name", names)
+    def test_check_grads_order2(name: str) -> None:
+        check_derivatives(cases[name])
+
+    @pytest.mark.parametrize("name", names)
+    def test_float32(name: str) -> None:
+        check_float32(cases[name])
+
+    @pytest.mark.parametrize("name", names)
+    def test_vmap_matches_loop(name: str) -> None:
+        check_vmap(cases[name])
+
+    return test_values_match_scipy, test_check_grads_order2, test_float32, test_vmap_matches_loop

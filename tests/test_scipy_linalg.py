@@ -13,7 +13,7 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad.scipy import linalg as L
 
-from scipy_harness import Case, check_derivatives, check_fake_device, check_float32, check_values, check_vmap
+from scipy_harness import Case, check_fake_device, check_vmap, table_tests
 
 rng = np.random.default_rng(0)
 A = rng.standard_normal((3, 3))
@@ -88,24 +88,7 @@ CASES = {c.fn.__name__: c for c in (
 DEVICE = sorted(CASES)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_values_match_scipy(name):
-    check_values(CASES[name])
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_check_grads_order2(name):
-    check_derivatives(CASES[name])
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_float32(name):
-    check_float32(CASES[name])
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_vmap_matches_loop(name):
-    check_vmap(CASES[name])
+test_values_match_scipy, test_check_grads_order2, test_float32, test_vmap_matches_loop = table_tests(CASES)
 
 
 @pytest.mark.parametrize("name", ["solve_triangular_010", "cho_solve_0", "lu_solve_0", "expm", "logm",

@@ -14,7 +14,7 @@ import funcgrad.numpy as fnp
 from funcgrad.scipy import special as S
 
 from factories import no_fallback
-from scipy_harness import Case, check_derivatives, check_fake_device, check_float32, check_values, check_vmap
+from scipy_harness import Case, check_fake_device, table_tests
 
 X = np.array([0.3, 1.2, 2.5])
 ORDERS = np.array([0.0, 1.0, 2.5])
@@ -61,24 +61,7 @@ CASES["stdtr_df_t_x"] = Case((lambda df, t: S.stdtr(df, t)), (np.array([0.8, 3.0
                              ss.stdtr)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_values_match_scipy(name):
-    check_values(CASES[name])
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_check_grads_order2(name):
-    check_derivatives(CASES[name])
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_float32(name):
-    check_float32(CASES[name])
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_vmap_matches_loop(name):
-    check_vmap(CASES[name])
+test_values_match_scipy, test_check_grads_order2, test_float32, test_vmap_matches_loop = table_tests(CASES)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in CASES if not n.endswith("_x")))
