@@ -36,6 +36,11 @@ DOMAINS = {
     "unit": lambda rng, shape: rng.uniform(-0.9, 0.9, shape),
     "above_one": lambda rng, shape: rng.uniform(1.1, 3.0, shape),
     "nonzero": lambda rng, shape: rng.choice([-1.0, 1.0], shape) * rng.uniform(0.5, 2.0, shape),
+    "small": lambda rng, shape: rng.uniform(-0.4, 0.4, shape),
+    "prob": lambda rng, shape: rng.uniform(0.1, 0.9, shape),
+    # mod/fmod/remainder: x / y stays away from integers (no jumps)
+    "mod_x": lambda rng, shape: rng.choice([-1.0, 1.0], shape) * rng.uniform(2.2, 2.6, shape),
+    "near_one": lambda rng, shape: rng.uniform(0.95, 1.05, shape),
 }
 
 

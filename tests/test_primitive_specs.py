@@ -1,6 +1,13 @@
 """Primitives tested through one spec each (tests/factories.py): forward values against
 NumPy/SciPy, check_grads in both modes to order 2, vmap against a Python loop (and no loop
-fallback), float32 in and out, and the fake device. To test a new primitive, add a Spec."""
+fallback), float32 in and out, and the fake device.
+
+The table holds every elementwise primitive of ``funcgrad.numpy`` (unary and binary) and the
+elementwise functions of ``funcgrad.scipy.special``. To test a new primitive, add one Spec
+line: ``Spec(name, funcgrad_fn, reference_fn, [domain of each argument], shapes=..., rtol=...,
+atol=...)``; domains are named in tests/strategies.py (add one there if none fits). Arguments
+that are not differentiable (a Bessel order, polygamma's n) are fixed with a lambda.
+"""
 
 from __future__ import annotations
 
@@ -13,23 +20,70 @@ from factories import CHECKS, Spec, check_spec
 
 sp = pytest.importorskip("scipy.special")
 
-SPECS = [
-    Spec("erf", fsp.erf, sp.erf, ["real"]),
-    Spec("erfc", fsp.erfc, sp.erfc, ["real"]),
-    Spec("erfinv", fsp.erfinv, sp.erfinv, ["unit"]),
-    Spec("gammaln", fsp.gammaln, sp.gammaln, ["positive"]),
-    Spec("digamma", fsp.digamma, sp.digamma, ["positive"], rtol=1e-9),
-    Spec("gamma", fsp.gamma, sp.gamma, ["positive"]),
-    Spec("i0", fsp.i0, sp.i0, ["real"]),
-    Spec("i1", fsp.i1, sp.i1, ["real"]),
-    Spec("expit", fsp.expit, sp.expit, ["real"]),
-    Spec("xlogy", fsp.xlogy, sp.xlogy, ["real", "positive"]),
-    Spec("sinc", fnp.sinc, np.sinc, ["real"]),
-    Spec("cbrt", fnp.cbrt, np.cbrt, ["positive"]),
-    Spec("arctan2", fnp.arctan2, np.arctan2, ["nonzero", "nonzero"]),
-    Spec("hypot", fnp.hypot, np.hypot, ["nonzero", "nonzero"], shapes=((2, 3), (3,))),
-    Spec("logaddexp", fnp.logaddexp, np.logaddexp, ["real", "real"]),
+R, P, N, U1, A1, S, PR = "real", "positive", "nonzero", "unit", "above_one", "small", "prob"
+B = ((2, 3), (3,))  # broadcasting shapes for binary ops
+# derivatives in a shape parameter run on a device but sync (test_special_more.py tests them there)
+SYNCS = {"device": "the shape derivative is not sync-free (tested in test_special_more.py)"}
+
+NUMPY_UNARY = [Spec(n, getattr(fnp, n), getattr(np, n), [d]) for n, d in [
+    ("negative", R), ("positive", R), ("reciprocal", N),
+    ("exp", R), ("expm1", R), ("exp2", R), ("log", P), ("log1p", P), ("log2", P), ("log10", P),
+    ("sqrt", P), ("cbrt", P), ("square", R),
+    ("sin", R), ("cos", R), ("tan", U1), ("arcsin", U1), ("arccos", U1), ("arctan", R),
+    ("sinh", R), ("cosh", R), ("tanh", R), ("arcsinh", R), ("arccosh", A1), ("arctanh", U1),
+    ("sinc", R), ("deg2rad", R), ("rad2deg", R), ("radians", R), ("degrees", R),
+    ("abs", N), ("absolute", N), ("fabs", N),
+    ("real", R), ("imag", R), ("conj", R), ("conjugate", R), ("angle", N), ("nan_to_num", R),
+]]
+
+NUMPY_BINARY = [Spec(n, getattr(fnp, n), getattr(np, n), ds, shapes=B) for n, ds in [
+    ("add", [R, R]), ("subtract", [R, R]), ("multiply", [R, R]), ("divide", [R, N]),
+    ("true_divide", [R, N]), ("power", [P, R]),
+    ("mod", ["mod_x", "near_one"]), ("remainder", ["mod_x", "near_one"]), ("fmod", ["mod_x", "near_one"]),
+    ("logaddexp", [R, R]), ("logaddexp2", [R, R]), ("arctan2", [N, N]), ("hypot", [N, N]),
+    ("copysign", [N, N]),
+    ("maximum", [N, S]), ("minimum", [N, S]), ("fmax", [N, S]), ("fmin", [N, S]),
+]]
+
+NUMPY_OTHER = [
+    Spec("float_power", fnp.float_power, np.float_power, [P, R], shapes=B, out32=np.float64),
+    Spec("where", lambda x, y: fnp.where(x > 0, x, y), lambda x, y: np.where(x > 0, x, y), [R, R], shapes=B),
+    Spec("clip", lambda x: fnp.clip(x, -1.0, 1.0), lambda x: np.clip(x, -1.0, 1.0), [R]),
 ]
+
+SPECIAL = [Spec(n, getattr(fsp, n), getattr(sp, n), ds, **kw) for n, ds, kw in [
+    ("erf", [R], {}), ("erfc", [R], {}), ("erfinv", [U1], {}), ("erfcinv", [PR], {}),
+    ("expit", [R], {}), ("logit", [PR], {}), ("log_expit", [R], {}),
+    ("gammaln", [P], {}), ("gamma", [P], {}), ("digamma", [P], {"rtol": 1e-9}),
+    ("psi", [P], {"rtol": 1e-9}),
+    ("xlogy", [R, P], {}), ("xlog1py", [R, P], {}), ("i0", [R], {}), ("i1", [R], {}),
+    ("betaln", [P, P], {}),
+    ("gammainc", [P, P], {"rtol": 1e-8, "skip": SYNCS}),
+    ("gammaincc", [P, P], {"rtol": 1e-8, "skip": SYNCS}),
+    ("ndtr", [R], {}), ("ndtri", [PR], {}), ("log_ndtr", [R], {}),
+    ("entr", [P], {}), ("rel_entr", [P, P], {}), ("kl_div", [P, P], {}),
+    ("j0", [P], {}), ("j1", [P], {}), ("y0", [P], {}), ("y1", [P], {}),
+    ("betainc", [P, P, PR], {"rtol": 1e-8, "skip": SYNCS}),
+    ("stdtr", [A1, R], {"rtol": 1e-8, "skip": SYNCS}),
+]] + [
+    Spec("polygamma", lambda x: fsp.polygamma(1, x), lambda x: sp.polygamma(1, x), [P], rtol=1e-9),
+    Spec("multigammaln", lambda a: fsp.multigammaln(a, 2), lambda a: sp.multigammaln(a, 2), [A1]),
+    Spec("zeta", lambda q: fsp.zeta(3.0, q), lambda q: sp.zeta(3.0, q), [P], rtol=1e-9),
+    Spec("jv", lambda x: fsp.jv(1.5, x), lambda x: sp.jv(1.5, x), [P]),
+    Spec("yv", lambda x: fsp.yv(1.5, x), lambda x: sp.yv(1.5, x), [P]),
+    Spec("iv", lambda x: fsp.iv(1.5, x), lambda x: sp.iv(1.5, x), [P]),
+    Spec("kv", lambda x: fsp.kv(1.5, x), lambda x: sp.kv(1.5, x), [P]),
+]
+
+SPECS = NUMPY_UNARY + NUMPY_BINARY + NUMPY_OTHER + SPECIAL
+
+
+def test_table_covers_the_elementwise_namespace():
+    """Every elementwise primitive of funcgrad.numpy has a spec (adding one without a spec fails)."""
+    from funcgrad.numpy import elementwise
+
+    missing = sorted(set(elementwise.__all__) - {s.name for s in SPECS})
+    assert missing == [], f"elementwise primitives without a Spec: {missing}"
 
 
 @pytest.mark.parametrize("check", CHECKS)
