@@ -86,6 +86,13 @@ def test_table_covers_the_elementwise_namespace():
     assert missing == [], f"elementwise primitives without a Spec: {missing}"
 
 
+def test_table_covers_the_special_functions():
+    """Every function of funcgrad.scipy.special except the reductions has a spec."""
+    reductions = {"logsumexp", "softmax", "log_softmax"}
+    missing = sorted(set(fsp.__all__) - reductions - {s.name for s in SPECS})
+    assert missing == [], f"special functions without a Spec: {missing}"
+
+
 @pytest.mark.parametrize("check", CHECKS)
 @pytest.mark.parametrize("spec", SPECS, ids=repr)
 def test_spec(spec, check):
