@@ -105,7 +105,51 @@ REDUCTIONS = [_kw(fnp, np, n, d, shape, **kw) for n, d, shape, kw in [
     ("log_softmax", M, {"axis": 0}),
 ]]
 
-SPECS = NUMPY_UNARY + NUMPY_BINARY + NUMPY_OTHER + SPECIAL + REDUCTIONS
+
+def _both(name, fn, domains, shapes):
+    """A Spec whose body ``fn(module, *args)`` runs on funcgrad.numpy and, as reference, NumPy."""
+    return Spec(name, lambda *a: fn(fnp, *a), lambda *a: fn(np, *a), domains, shapes=shapes)
+
+
+# shape ops: one line per case (keyword arguments fixed in the body)
+SHAPE_OPS = [_both(n, f, ds, sh) for n, f, ds, sh in [
+    ("reshape", lambda m, x: m.reshape(x, (3, 2)), [R], [M]),
+    ("reshape_minus1", lambda m, x: m.reshape(x, (-1,)), [R], [(2, 3, 2)]),
+    ("ravel", lambda m, x: m.ravel(x), [R], [M]),
+    ("transpose", lambda m, x: m.transpose(x), [R], [M]),
+    ("transpose_axes", lambda m, x: m.transpose(x, (2, 0, 1)), [R], [(2, 3, 2)]),
+    ("swapaxes", lambda m, x: m.swapaxes(x, 0, 2), [R], [(2, 3, 2)]),
+    ("moveaxis", lambda m, x: m.moveaxis(x, 0, -1), [R], [(2, 3, 2)]),
+    ("expand_dims", lambda m, x: m.expand_dims(x, 1), [R], [M]),
+    ("squeeze", lambda m, x: m.squeeze(x, axis=1), [R], [(2, 1, 3)]),
+    ("broadcast_to", lambda m, x: m.broadcast_to(x, (2, 2, 3)), [R], [M]),
+    ("concatenate", lambda m, x, y: m.concatenate([x, y]), [R, R], [M, (1, 3)]),
+    ("concatenate_axis1", lambda m, x, y: m.concatenate([x, y], axis=1), [R, R], [M, (2, 2)]),
+    ("stack", lambda m, x, y: m.stack([x, y]), [R, R], [M, M]),
+    ("stack_axis_last", lambda m, x, y: m.stack([x, y], axis=-1), [R, R], [M, M]),
+    ("hstack", lambda m, x, y: m.hstack([x, y]), [R, R], [M, M]),
+    ("vstack", lambda m, x, y: m.vstack([x, y]), [R, R], [M, M]),
+    ("split_piece", lambda m, x: m.split(x, 3, axis=1)[1], [R], [M]),
+    ("split_sections", lambda m, x: m.split(x, [1, 3])[2], [R], [(4, 2)]),
+    ("array_split_piece", lambda m, x: m.array_split(x, 2)[0], [R], [(5,)]),
+    ("pad", lambda m, x: m.pad(x, ((1, 0), (0, 2))), [R], [M]),
+    ("pad_edge", lambda m, x: m.pad(x, 1, mode="edge"), [R], [M]),
+    ("flip", lambda m, x: m.flip(x), [R], [M]),
+    ("flip_axis", lambda m, x: m.flip(x, axis=1), [R], [M]),
+    ("roll", lambda m, x: m.roll(x, 1), [R], [M]),
+    ("roll_axis", lambda m, x: m.roll(x, -1, axis=0), [R], [M]),
+    ("rot90", lambda m, x: m.rot90(x), [R], [M]),
+    ("tile", lambda m, x: m.tile(x, (2, 1)), [R], [M]),
+    ("repeat", lambda m, x: m.repeat(x, 2, axis=1), [R], [M]),
+    ("repeat_flat", lambda m, x: m.repeat(x, 2), [R], [M]),
+    ("tril", lambda m, x: m.tril(x), [R], [(3, 3)]),
+    ("triu", lambda m, x: m.triu(x, 1), [R], [(3, 3)]),
+    ("diag", lambda m, x: m.diag(x), [R], [(3,)]),
+    ("diagonal", lambda m, x: m.diagonal(x), [R], [(3, 3)]),
+    ("atleast_2d", lambda m, x: m.atleast_2d(x), [R], [(3,)]),
+]]
+
+SPECS = NUMPY_UNARY + NUMPY_BINARY + NUMPY_OTHER + SPECIAL + REDUCTIONS + SHAPE_OPS
 
 
 def test_table_covers_the_elementwise_namespace():
