@@ -41,7 +41,15 @@ DOMAINS = {
     # mod/fmod/remainder: x / y stays away from integers (no jumps)
     "mod_x": lambda rng, shape: rng.choice([-1.0, 1.0], shape) * rng.uniform(2.2, 2.6, shape),
     "near_one": lambda rng, shape: rng.uniform(0.95, 1.05, shape),
+    # symmetric positive definite (..., n, n): x @ x.T + n I (cholesky, eigh, slogdet, ...)
+    "spd": lambda rng, shape: _spd(rng.standard_normal(shape)),
+    # well-conditioned square matrices (inv, solve, det): I * n plus noise
+    "square": lambda rng, shape: rng.standard_normal(shape) + shape[-1] * np.eye(shape[-1]),
 }
+
+
+def _spd(x):
+    return x @ np.swapaxes(x, -1, -2) + x.shape[-1] * np.eye(x.shape[-1])
 
 
 def values(domain, shape, dtype=np.float64, seed=0):

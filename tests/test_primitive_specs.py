@@ -149,7 +149,52 @@ SHAPE_OPS = [_both(n, f, ds, sh) for n, f, ds, sh in [
     ("atleast_2d", lambda m, x: m.atleast_2d(x), [R], [(3,)]),
 ]]
 
-SPECS = NUMPY_UNARY + NUMPY_BINARY + NUMPY_OTHER + SPECIAL + REDUCTIONS + SHAPE_OPS
+
+def _la(name, fn, domains, shapes, **kw):
+    """Like _both, with ``fn(module, linalg, *args)``."""
+    return Spec(name, lambda *a: fn(fnp, fnp.linalg, *a), lambda *a: fn(np, np.linalg, *a), domains,
+                shapes=shapes, **kw)
+
+
+def _sym(x):  # symmetric part: derivative checks perturb an SPD input in any direction
+    return (x + x.swapaxes(-1, -2)) / 2
+
+
+SQ, PD, V3 = "square", "spd", (3,)
+# linear algebra: multiple results reduced to one array per line
+LINALG = [_la(n, f, ds, sh, **kw) for n, f, ds, sh, kw in [
+    ("dot", lambda m, la, a, b: m.dot(a, b), [R, R], [M, (3, 2)], {}),
+    ("dot_vec", lambda m, la, a, b: m.dot(a, b), [R, R], [V3, V3], {}),
+    ("matmul", lambda m, la, a, b: m.matmul(a, b), [R, R], [(2, 2, 3), (3, 2)], {}),
+    ("matmul_vec", lambda m, la, a, b: m.matmul(a, b), [R, R], [M, V3], {}),
+    ("inner", lambda m, la, a, b: m.inner(a, b), [R, R], [M, V3], {}),
+    ("outer", lambda m, la, a, b: m.outer(a, b), [R, R], [V3, (2,)], {}),
+    ("vdot", lambda m, la, a, b: m.vdot(a, b), [R, R], [M, M], {}),
+    ("kron", lambda m, la, a, b: m.kron(a, b), [R, R], [(2, 2), (2,)], {}),
+    ("cross", lambda m, la, a, b: m.cross(a, b), [R, R], [V3, V3], {}),
+    ("tensordot", lambda m, la, a, b: m.tensordot(a, b, axes=1), [R, R], [M, (3, 2)], {}),
+    ("tensordot_axes", lambda m, la, a, b: m.tensordot(a, b, axes=([0, 1], [1, 0])), [R, R], [M, (3, 2)], {}),
+    ("einsum_matmul", lambda m, la, a, b: m.einsum("ij,jk->ik", a, b), [R, R], [M, (3, 2)], {}),
+    ("einsum_trace", lambda m, la, a: m.einsum("ii", a), [R], [(3, 3)], {}),
+    ("einsum_batch", lambda m, la, a, b: m.einsum("bij,bj->bi", a, b), [R, R], [(2, 2, 3), M], {}),
+    ("trace", lambda m, la, a: m.trace(a), [R], [(3, 3)], {}),
+    ("inv", lambda m, la, a: la.inv(a), [SQ], [(3, 3)], {"rtol": 1e-9}),
+    ("det", lambda m, la, a: la.det(a), [SQ], [(3, 3)], {"rtol": 1e-9}),
+    ("slogdet_logabsdet", lambda m, la, a: la.slogdet(a)[1], [SQ], [(3, 3)], {"rtol": 1e-9}),
+    ("solve", lambda m, la, a, b: la.solve(a, b), [SQ, R], [(3, 3), (3, 2)], {"rtol": 1e-9}),
+    ("solve_vec", lambda m, la, a, b: la.solve(a, b), [SQ, R], [(3, 3), V3], {"rtol": 1e-9}),
+    ("cholesky", lambda m, la, a: la.cholesky(_sym(a)), [PD], [(3, 3)], {"rtol": 1e-9}),
+    ("eigvalsh", lambda m, la, a: la.eigvalsh(_sym(a)), [PD], [(3, 3)], {"rtol": 1e-9}),
+    ("eigh_values", lambda m, la, a: la.eigh(_sym(a))[0], [PD], [(3, 3)], {"rtol": 1e-9}),
+    ("norm", lambda m, la, a: la.norm(a), [R], [M], {}),
+    ("norm_vec_axis", lambda m, la, a: la.norm(a, axis=1), [R], [M], {}),
+    ("norm_ord1", lambda m, la, a: la.norm(a, ord=1), [N], [V3], {}),
+    ("matrix_power", lambda m, la, a: la.matrix_power(a, 3), [R], [(2, 2)], {}),
+    ("pinv", lambda m, la, a: la.pinv(a), [R], [(3, 2)], {"rtol": 1e-8, "atol": 1e-10}),
+    ("multi_dot", lambda m, la, a, b: la.multi_dot([a, b, a]), [R, R], [M, (3, 2)], {}),
+]]
+
+SPECS = NUMPY_UNARY + NUMPY_BINARY + NUMPY_OTHER + SPECIAL + REDUCTIONS + SHAPE_OPS + LINALG
 
 
 def test_table_covers_the_elementwise_namespace():
