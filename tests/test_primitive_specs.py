@@ -194,7 +194,26 @@ LINALG = [_la(n, f, ds, sh, **kw) for n, f, ds, sh, kw in [
     ("multi_dot", lambda m, la, a, b: la.multi_dot([a, b, a]), [R, R], [M, (3, 2)], {}),
 ]]
 
-SPECS = NUMPY_UNARY + NUMPY_BINARY + NUMPY_OTHER + SPECIAL + REDUCTIONS + SHAPE_OPS + LINALG
+IDX = np.array([2, 0, 2])  # repeated index: its gradient adds up
+ORDER = np.array([[1, 0, 2], [2, 2, 0]])
+# indexing: getitem patterns, take, take_along_axis, ... (the index is a constant of the line)
+INDEXING = [_both(n, f, [R], [sh]) for n, f, sh in [
+    ("getitem_int", lambda m, x: x[1], M),
+    ("getitem_slice", lambda m, x: x[:, 1:], M),
+    ("getitem_step", lambda m, x: x[::-2], (5,)),
+    ("getitem_ellipsis_newaxis", lambda m, x: x[..., None, 0], (2, 3, 2)),
+    ("getitem_int_array", lambda m, x: x[IDX], (3, 2)),
+    ("getitem_two_arrays", lambda m, x: x[IDX, np.array([0, 1, 1])], (3, 2)),
+    ("getitem_bool_mask", lambda m, x: x[np.array([True, False, True])], (3, 2)),
+    ("getitem_mixed", lambda m, x: x[1:, IDX], (2, 3)),
+    ("take", lambda m, x: m.take(x, IDX), M),
+    ("take_axis", lambda m, x: m.take(x, IDX, axis=1), M),
+    ("take_along_axis", lambda m, x: m.take_along_axis(x, ORDER, axis=1), M),
+    ("compress", lambda m, x: m.compress([True, False, True], x, axis=1), M),
+    ("sort", lambda m, x: m.sort(x, axis=1), M),
+]]
+
+SPECS = NUMPY_UNARY + NUMPY_BINARY + NUMPY_OTHER + SPECIAL + REDUCTIONS + SHAPE_OPS + LINALG + INDEXING
 
 
 def test_table_covers_the_elementwise_namespace():
