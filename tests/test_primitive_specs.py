@@ -2,11 +2,25 @@
 NumPy/SciPy, check_grads in both modes to order 2, vmap against a Python loop (and no loop
 fallback), float32 in and out, and the fake device.
 
-The table holds every elementwise primitive of ``funcgrad.numpy`` (unary and binary) and the
-elementwise functions of ``funcgrad.scipy.special``. To test a new primitive, add one Spec
-line: ``Spec(name, funcgrad_fn, reference_fn, [domain of each argument], shapes=..., rtol=...,
-atol=...)``; domains are named in tests/strategies.py (add one there if none fits). Arguments
-that are not differentiable (a Bessel order, polygamma's n) are fixed with a lambda.
+The table holds, grouped by family: every elementwise primitive of ``funcgrad.numpy``
+(unary and binary) and the elementwise functions of ``funcgrad.scipy.special``; the
+reductions (sum, mean, prod, max/min, var/std, cumsum/cumprod, the nan-reductions,
+logsumexp/softmax/log_softmax); the shape ops (reshape, transpose, concatenate, stack, split
+pieces, pad, flip, roll, tile, repeat, ...); linear algebra (dot, matmul, tensordot, einsum,
+inv, det, slogdet, solve, cholesky, eigh values, norm, trace, ...); and indexing (getitem
+patterns, take, take_along_axis, ...).
+
+To test a new primitive, add one Spec line to its family: ``Spec(name, funcgrad_fn,
+reference_fn, [domain of each argument], shapes=..., rtol=..., atol=...)``; domains are named
+in tests/strategies.py (add one there if none fits: ``spd`` gives symmetric positive definite
+matrices, ``square`` well-conditioned ones). Keyword arguments (axis, keepdims, ddof, a shape,
+an index) and arguments that are not differentiable (a Bessel order, polygamma's n) are fixed
+with a lambda, one line per case: ``Spec("sum_axis1", lambda x: fnp.sum(x, axis=1), lambda x:
+np.sum(x, axis=1), ["real"], shapes=((2, 3),))``. The helpers ``_kw`` (keyword arguments),
+``_both`` (one body run on funcgrad.numpy and NumPy) and ``_la`` (also given the linalg
+module) write such pairs once. A function with several results is tested one result per line
+(``slogdet(a)[1]``, ``eigh(a)[0]``, ``split(x, 3)[1]``); matrix inputs of cholesky/eigh are
+symmetrized inside the line so that the derivative checks may perturb them in any direction.
 """
 
 from __future__ import annotations
