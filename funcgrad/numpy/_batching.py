@@ -8,7 +8,7 @@ that they compose with differentiation.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import funcgrad.numpy as fnp
 
@@ -17,7 +17,8 @@ from ..core.hooks import register_batching_fallback
 from ._util import ndim, shape
 
 __all__ = [
-    "move_to_front", "elementwise_rule", "reduction_rule", "first_arg_rule", "normalize_axis", "fallback",
+    "move_to_front", "front", "batch_size", "elementwise_rule", "reduction_rule", "first_arg_rule",
+    "normalize_axis", "fallback",
 ]
 
 
@@ -79,7 +80,7 @@ def reduction_rule(fn: Callable[..., Any], flatten_when_none: bool = False) -> C
 
     def rule(args: list[Any], dims: list[Any], axis: Any = None, **kwargs: Any) -> tuple[Any, int]:
         if any(d is not None for d in dims[1:]):
-            return fallback(get_primitive(fn), list(args), list(dims), _batch_size(args, dims), dict(kwargs, axis=axis))
+            return fallback(get_primitive(fn), list(args), list(dims), batch_size(args, dims), dict(kwargs, axis=axis))
         x = move_to_front(args[0], dims[0])
         per = ndim(x) - 1
         if axis is None and flatten_when_none:
@@ -99,7 +100,7 @@ def first_arg_rule(fn: Callable[..., Any], adjust: Callable[..., tuple[tuple[Any
 
     def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
         if any(d is not None for d in dims[1:]):
-            return fallback(get_primitive(fn), list(args), list(dims), _batch_size(args, dims), kwargs)
+            return fallback(get_primitive(fn), list(args), list(dims), batch_size(args, dims), kwargs)
         x = move_to_front(args[0], dims[0])
         params, kw = adjust(ndim(x) - 1, *args[1:], **kwargs)
         return fn(x, *params, **kw), 0
@@ -107,12 +108,20 @@ def first_arg_rule(fn: Callable[..., Any], adjust: Callable[..., tuple[tuple[Any
     return rule
 
 
-def _batch_size(args: list[Any], dims: list[Any]) -> int:
+def batch_size(args: Sequence[Any], dims: Sequence[Any]) -> int:
+    """The batch size of a batching rule's arguments: the length of the first batched axis."""
     for a, d in zip(args, dims):
         if d is not None:
             n: int = shape(a)[d]
             return n
     raise ValueError("no batched argument")
+
+
+def front(x: Any, d: Any, size: int) -> Any:
+    """``x`` with its batch axis first; an unbatched ``x`` (``d`` None) is broadcast to the batch."""
+    if d is None:
+        return fnp.broadcast_to(x, (size,) + tuple(shape(x)))
+    return move_to_front(x, d)
 
 
 def fallback(prim: Any, args: list[Any], dims: list[Any], size: int, kwargs: dict[str, Any]) -> tuple[Any, Any]:

@@ -37,6 +37,7 @@ from ..core import Box, defprimitive, get_primitive, unbox_all
 from ..core.batching import BatchBox
 from ..core.staging import StagingBox, staged_error
 from ._batching import fallback, move_to_front
+from ._batching import batch_size as _batch_size, front as _front
 from ._util import dtype, shape, unbroadcast
 from .nondiff import _zeros_like  # plain zeros (fnp.zeros_like may give a ConstBox)
 
@@ -367,21 +368,6 @@ def _from_layout(out: Any, perm: Any) -> Any:
 def _to_layout(a: Any, perm: Any) -> Any:
     """Inverse of ``_from_layout``: (batch, per-example layout) to the batched layout."""
     return a if perm is None else fnp.transpose(a, tuple(int(i) for i in np.argsort(perm)))
-
-
-def _batch_size(args: list[Any], dims: list[Any]) -> int:
-    for a, d in zip(args, dims):
-        if d is not None:
-            n: int = shape(a)[d]
-            return n
-    raise ValueError("no batched argument")
-
-
-def _front(a: Any, d: Any, size: int) -> Any:
-    """``a`` with its batch axis in front (an unbatched ``a`` is broadcast)."""
-    if d is None:
-        return fnp.broadcast_to(a, (size,) + tuple(shape(a)))
-    return move_to_front(a, d)
 
 
 def _getitem_batch(args: list[Any], dims: list[Any]) -> tuple[Any, ...]:

@@ -29,6 +29,7 @@ from ..core import Box, defprimitive, get_primitive, unbox_all
 from ..core.batching import BatchBox
 from ..core.staging import check_concrete
 from ._batching import _aligned, _shift_axis, elementwise_rule, fallback, move_to_front, normalize_axis
+from ._batching import batch_size as _batch_size
 from ._util import backend_function, dtype
 
 __all__ = [
@@ -162,14 +163,6 @@ def ix_(*args: Any) -> tuple[Any, ...]:
 def _per_example_shape(x: Any, d: int | None) -> tuple[Any, ...]:
     s = shape(x)
     return s if d is None else s[:d] + s[d + 1:]
-
-
-def _batch_size(args: Any, dims: Any) -> int:
-    for a, d in zip(args, dims):
-        if d is not None:
-            n: int = shape(a)[d]
-            return n
-    raise ValueError("no batched argument")
 
 
 def _loop(fn: Callable[..., Any], args: list[Any], dims: list[Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:

@@ -36,7 +36,7 @@ from numpy import (  # noqa: F401
 )
 
 from ..core import Box, defprimitive, unbox_all
-from ._batching import fallback
+from ._batching import batch_size, fallback
 from ._util import backend_function
 
 __all__ = [
@@ -70,9 +70,7 @@ def _passing(name: str, n_arrays: int, multiple: builtins.bool = False) -> Calla
     """A primitive with no derivative: traced values pass through; vmap runs it per example."""
 
     def batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, ...]:
-        size = next(getattr(a, "shape")[d] if not isinstance(a, Box) else a._shape()[d]
-                    for a, d in zip(args, dims) if d is not None)
-        return fallback(fn.primitive, list(args), list(dims), size, kwargs)  # type: ignore[attr-defined]
+        return fallback(fn.primitive, list(args), list(dims), batch_size(args, dims), kwargs)  # type: ignore[attr-defined]
 
     fn = defprimitive(backend_function(name, n_arrays), name=name, multiple_results=multiple,
                       differentiable=False, batch=batch)

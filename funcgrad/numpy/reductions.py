@@ -38,6 +38,7 @@ import funcgrad.numpy as fnp
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
 from ..core import defprimitive
 from ._batching import fallback, move_to_front
+from ._batching import batch_size as _batch_size, front as _front
 from ._typing import Array, ArrayLike, Axis, DTypeLike
 from ._util import _normalize_axis_tuple, _value, dtype as _dtype, is_complex, normalize_axes as _axes, shape  # type: ignore[attr-defined]
 
@@ -47,7 +48,6 @@ __all__ = [
 ]
 
 _bmax = builtins.max
-
 
 
 # --------------------------------------------------------------------------
@@ -118,21 +118,6 @@ def _mask(b: Any, like: Any) -> Any:
 # past it. Rules pass every parameter on positionally: an array parameter
 # (``where``, ``initial``, a scan's coefficients) travels where the traces
 # see it, so another vmap that batches it gets its turn.
-
-
-def _batch_size(args: list[Any], dims: list[Any]) -> int:
-    for a, d in zip(args, dims):
-        if d is not None:
-            n: int = shape(a)[d]
-            return n
-    raise ValueError("no batched argument")
-
-
-def _front(x: Any, d: Any, size: int) -> Any:
-    """Batch axis of ``x`` first; an unbatched ``x`` is broadcast to the batch."""
-    if d is None:
-        return fnp.broadcast_to(x, (size,) + tuple(shape(x)))
-    return move_to_front(x, d)
 
 
 def _front_aligned(x: Any, d: int, per: int) -> Any:

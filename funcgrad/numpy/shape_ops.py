@@ -41,6 +41,7 @@ from ..backend import device_constant, namespace_of, scatter_add, to_numpy
 from ..core import Box, defprimitive, get_primitive, unbox_all
 from ..core.reverse import ArraySpec
 from ._batching import fallback as _fallback, move_to_front
+from ._batching import batch_size as _batch_size
 from ._typing import Array, ArrayLike, Axis, ShapeLike
 from ._util import backend_function, dtype as _dtype, ndim as _ndim, shape as _shape, unbroadcast, pack
 
@@ -118,13 +119,6 @@ def _axis_index(axis: int, index: Any) -> tuple[Any, ...]:
 # puts the batch axis of the array argument first and shifts the primitive's axis
 # parameters past it; the parameters (axes, shapes, widths ...) are static, so a
 # batched parameter (never produced by funcgrad itself) takes the loop fallback.
-
-def _batch_size(args: Sequence[Any], dims: Sequence[Any]) -> int:
-    for a, d in zip(args, dims):
-        if d is not None:
-            n: int = _shape(a)[d]
-            return n
-    raise ValueError("no batched argument")
 
 
 def _loop(fn: Any, args: Sequence[Any], dims: Sequence[Any], kwargs: dict[Any, Any]) -> tuple[Any, ...]:
@@ -1396,7 +1390,6 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
 from .inplace import (  # noqa: E402
     _moveaxis_back, _reshape_back, _swapaxes_back, _transpose_back, view_function,
 )
-
 
 
 # The public signatures of the view functions (their primitives forward to the backend).

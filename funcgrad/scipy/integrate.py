@@ -46,7 +46,7 @@ import funcgrad.numpy as fnp
 from .. import tree_util
 from ..backend import namespace_of, to_numpy
 from ..core import defprimitive
-from ..numpy._batching import move_to_front
+from ..numpy._batching import batch_size, move_to_front
 from ..numpy._util import dtype, ndim, shape
 from ._scipy import require_scipy
 
@@ -328,7 +328,7 @@ def _odeint_batch(args: list[Any], dims: list[Any], func: Callable[..., Any], tr
     dy, dt, dl = dims[0], dims[1], list(dims[2:])
     if dt is not None:
         raise NotImplementedError("odeint under vmap: the times t must be shared by the batch (not batched)")
-    size = next(shape(a)[d] for a, d in zip(args, dims) if d is not None)
+    size = batch_size(args, dims)
     y0 = move_to_front(y0, dy) if dy is not None else fnp.broadcast_to(y0, (size,) + shape(y0))
     leaves = [move_to_front(x, d) if d is not None else x for x, d in zip(leaves, dl)]
     axes = tuple(0 if d is not None else None for d in dl)

@@ -39,7 +39,7 @@ import funcgrad.numpy as fnp
 from .. import tree_util
 from ..backend import namespace_of
 from ..core import defprimitive
-from ..numpy._batching import move_to_front
+from ..numpy._batching import batch_size, move_to_front
 from ..numpy._util import dtype, shape
 from ._scipy import require_scipy
 
@@ -173,7 +173,7 @@ def _batched_fun(fun: Callable[..., Any], treedef: Any, dl: list[Any], reduce: b
 def _argmin_batch(args: list[Any], dims: list[Any], fun: Callable[..., Any], treedef: Any,
                   **kw: Any) -> tuple[Any, ...]:
     x0, leaves = args[0], list(args[1:])
-    size = next(shape(a)[d] for a, d in zip(args, dims) if d is not None)
+    size = batch_size(args, dims)
     x0 = move_to_front(x0, dims[0]) if dims[0] is not None else fnp.broadcast_to(x0, (size,) + shape(x0))
     leaves = [move_to_front(x, d) if d is not None else x for x, d in zip(leaves, dims[1:])]
     # the sum of independent objectives: its minimizer is the stack of theirs
@@ -278,7 +278,7 @@ def _root_jvp(tangents: list[Any], ans: Any, x0: Any, *leaves: Any, fun: Callabl
 
 def _root_batch(args: list[Any], dims: list[Any], fun: Callable[..., Any], treedef: Any, **kw: Any) -> tuple[Any, ...]:
     x0, leaves = args[0], list(args[1:])
-    size = next(shape(a)[d] for a, d in zip(args, dims) if d is not None)
+    size = batch_size(args, dims)
     x0 = move_to_front(x0, dims[0]) if dims[0] is not None else fnp.broadcast_to(x0, (size,) + shape(x0))
     leaves = [move_to_front(x, d) if d is not None else x for x, d in zip(leaves, dims[1:])]
     bfun = _batched_fun(fun, treedef, list(dims[1:]), reduce=False)   # the stacked (block-diagonal) system
