@@ -110,6 +110,9 @@ class GraphBox(Box):
     _view_fns: Any
     _view_version: int
     _inference: bool
+    # How a view was made, when that restricts in-place changes (PyTorch's CreationMeta):
+    # None, or one of _VIEW_KINDS' keys; set only on Tensors (in their __dict__).
+    _view_kind: str | None = None
 
     # The functional in-place machinery (funcgrad.numpy.inplace) tracks views of
     # boxes through ``_view``/``_version``; tensors track views themselves (real
@@ -801,21 +804,105 @@ def replay_view(x: Any, view_fns: tuple[Any, ...], raw: bool) -> Any:
 
 
 def _refresh_view(b: GraphBox) -> None:
-    """A view whose base changed in place re-derives its history from the base."""
+    """A view whose base changed in place re-derives its history from the base (PyTorch
+    regenerates a stale view's ``grad_fn`` the same way). A view that may not follow its
+    base (made in no-grad mode, by a custom Function, ...) raises instead; its
+    ``retain_grad()`` moves to the new node, its hooks stay with the old one."""
     base = b._base
-    b._view_version = b._vc[0]
     if _fwad.is_dual(base._value) or _fwad.is_dual(b._value):  # forward AD: the tangent follows the base's
         b._value = replay_view(base._value, b._view_fns, raw=False)
+    if b._view_kind is not None and (b._node is not None or base._requires_grad):
+        if _mode.enabled:
+            raise RuntimeError(view_rebase_error(b, indirect=True))
+        return  # stays stale: a later use with grad mode on raises, as in PyTorch
+    b._view_version = b._vc[0]
+    old = b._node, b._output_nr
     if base._requires_grad:
-        prev = _mode.enabled
-        _mode.enabled = True
-        try:
-            w = replay_view(as_numpy_box(base) if not isinstance(base, NumpyBox) else base, b._view_fns, raw=False)
-        finally:
-            _mode.enabled = prev
+        w = fresh_view(base, b._view_fns)
         b._node, b._output_nr, b._requires_grad = w._node, w._output_nr, True
-    elif not base._requires_grad:
+    else:
         b._node, b._requires_grad = None, False
+    move_retain(b, *old)
+
+
+def fresh_view(base: GraphBox, view_fns: tuple[Any, ...]) -> Any:
+    """Record ``view_fns`` afresh on ``base``'s current history (new nodes, no hooks)."""
+    prev = _mode.enabled
+    _mode.enabled = True
+    try:
+        return replay_view(as_numpy_box(base) if not isinstance(base, NumpyBox) else base, view_fns, raw=False)
+    finally:
+        _mode.enabled = prev
+
+
+def move_retain(t: Any, old_node: Any, old_nr: int) -> None:
+    """``t`` got a new node: its ``retain_grad()`` follows it there (tensor hooks stay with the
+    old node, i.e. with the old version of ``t``, as in PyTorch)."""
+    if not getattr(t, "_retains_grad", False) or old_node is None:
+        return
+    node = t._node
+    retain = old_node._retain
+    if retain is not None:
+        ref = retain.get(old_nr)
+        if ref is not None and ref() is t:
+            del retain[old_nr]
+    if node is None:
+        t._retains_grad = False
+        return
+    if node._retain is None:
+        node._retain = {}
+    node._retain[t._output_nr] = weakref.ref(t)
+
+
+_VIEW_FIX = {
+    "no_grad": (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+                "by moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+                "inplace to be tracked) or both outside (if you want the inplace to be tracked)."),
+    "inference": (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+                  "by moving both the view and the inplace either both inside the inference_mode block (if you don't "
+                  "want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."),
+    "multi_output": (" This view is the output of a function that returns multiple views. Such functions do not "
+                     "allow the output views to be modified inplace. You should replace the inplace operation by an "
+                     "out-of-place one."),
+    "custom_function": (" This view was created inside a custom Function (or because an input was returned as-is) "
+                        "and the autograd logic to handle view+inplace would override the custom backward associated "
+                        "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You "
+                        "can fix this by cloning the output of the custom Function."),
+}
+
+
+def _short_name(node: Any) -> str:
+    name = getattr(node, "_short", None) or node.name()
+    for suffix in ("Backward0", "Backward1", "Backward"):
+        if name.endswith(suffix):
+            return str(name[: -len(suffix)])
+    return str(name)
+
+
+def view_rebase_error(t: Any, indirect: bool) -> str:
+    """PyTorch's message for a view that may not be rebased: ``t`` is modified in place
+    (``indirect=False``) or its base / another view of it was (``indirect=True``)."""
+    kind = t._view_kind
+    node = t._node
+    mode = "inference mode" if kind == "inference" else "no_grad mode"
+    normal = "normal mode" if kind == "inference" else "grad mode enabled"
+    if kind in ("no_grad", "inference"):
+        what = (f"its base or another view of its base has been modified inplace with {normal}." if indirect
+                else f"is being modified inplace with {normal}." if kind == "no_grad"
+                else "is being modified inplace in normal mode.")
+        if indirect and kind == "inference":
+            what = "its base or another view of its base has been modified inplace in normal mode."
+        head = (f"Output {t._output_nr} of {_short_name(node)} is a view of a view which was created in {mode} and "
+                if node is not None else f"A view was created in {mode} and ")
+    elif node is None:
+        what = ("its base or another view of its base has been modified inplace with grad mode enabled." if indirect
+                else "is being modified inplace with grad mode enabled.")
+        head = "A view was created in no_grad mode and "
+    else:
+        what = "its base or another view of its base has been modified inplace." if indirect \
+            else "is being modified inplace."
+        head = f"Output {t._output_nr} of {_short_name(node)} is a view and "
+    return head + what + _VIEW_FIX[kind or "custom_function"]
 
 
 # --------------------------------------------------------------------------
@@ -1015,6 +1102,11 @@ def _mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list[Any], k
     out._vc = src._vc
     out._view_fns = (src._view_fns or ()) + ((prim, tuple(args[1:]), dict(kwargs)),)
     out._view_version = src._vc[0]
+    kind = src._view_kind if src._base is not None else None  # a view of a view inherits (PyTorch)
+    if kind is None and not _mode.enabled:
+        kind = "inference" if _mode.inference else "no_grad"
+    if kind is not None and type(out) is not NumpyBox:
+        out._view_kind = kind
 
 
 # --------------------------------------------------------------------------
@@ -1036,17 +1128,18 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
             "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
             "for more details."
         )
+    root = t._base
+    req = out._requires_grad or t._requires_grad or (root is not None and root._requires_grad)
     if st.enabled:
-        if t._base is None and t._node is None and t._requires_grad:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        if t._base is not None and t._base._node is None and t._base._requires_grad:
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-        if "_fn_view" in getattr(t, "__dict__", ()):
-            from .function import fn_view_inplace_error
-
-            msg = fn_view_inplace_error(t)
-            if msg:
-                raise RuntimeError(msg)
+        if root is None:
+            if t._node is None and t._requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        elif req:
+            if t._view_kind is not None:
+                raise RuntimeError(view_rebase_error(t, indirect=False))
+            if root._node is None and root._requires_grad:
+                raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                                   "operation.")
     v = t._value
     if not getattr(getattr(v, "flags", None), "writeable", True):
         raise RuntimeError(
@@ -1068,9 +1161,10 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
             ov = namespace_of(v).asarray(ov)
         v[...] = ov
     t._vc[0] += 1
-    if not st.enabled or not (out._requires_grad or t._requires_grad):
+    if not st.enabled or not req:
         return t
-    if t._base is None:
+    if root is None:
+        old = t._node, t._output_nr
         node, nr = out._node, out._output_nr
         t._node, t._output_nr, t._requires_grad = node, nr, out._requires_grad
         if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node._ans):
@@ -1079,21 +1173,68 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
                 s._data = v
                 s._vc = t._vc
                 s._version = t._vc[0]
+        move_retain(t, *old)
     else:
-        root = t._base
-        base_edge = edge_of(root) if root._requires_grad else None
-        out_edge = edge_of(out) if out._requires_grad else None
-        rv = root._value
-        ns = namespace_of(rv)
-        mask = ns.zeros(rv.shape, dtype=bool)
-        region = replay_view(mask, t._view_fns, raw=True)
-        region[...] = True
-        cs = CopySlices(base_edge, out_edge, t._view_fns, mask, (rv.shape, rv.dtype, ns))
-        if anomaly.enabled:
-            cs._stack = user_stack()
-        root._node, root._output_nr, root._requires_grad = cs, 0, True
-        # the view itself re-derives its history from the new base (lazily, on next use)
+        if t._node is not None and out._requires_grad:
+            _bypass_view_node(out, start_seq, t)
+        rebase_view(t, edge_of(out) if out._requires_grad else None)
     return t
+
+
+def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
+    """``t``, a view, was overwritten by a value whose gradient goes to ``out_edge``: its base's
+    history becomes a ``CopySlices`` node, and ``t`` gets its new history at once, as a view of
+    the new base (``AsStridedBackward0``, as in PyTorch). ``retain_grad()`` of both follows."""
+    root = t._base
+    base_edge = edge_of(root) if root._requires_grad else None
+    rv = root._value
+    ns = namespace_of(rv)
+    mask = ns.zeros(rv.shape, dtype=bool)
+    region = replay_view(mask, t._view_fns, raw=True)
+    region[...] = True
+    cs = CopySlices(base_edge, out_edge, t._view_fns, mask, (rv.shape, rv.dtype, ns))
+    if anomaly.enabled:
+        cs._stack = user_stack()
+    old = root._node, root._output_nr
+    root._node, root._output_nr, root._requires_grad = cs, 0, True
+    move_retain(root, *old)
+    old = t._node, t._output_nr
+    w = fresh_view(root, t._view_fns)
+    if w._node is not cs:
+        rename_node(w._node, "AsStridedBackward0")
+    t._node, t._output_nr, t._requires_grad = w._node, w._output_nr, True
+    t._view_version = t._vc[0]
+    move_retain(t, *old)
+
+
+def _bypass_view_node(out: Any, start_seq: int, t: Any) -> None:
+    """PyTorch's CopySlices hands the in-place op's gradient for the view straight to the base,
+    so the view's old node (and the hooks registered on it) is not on that path. Re-point the
+    op's own nodes (made since ``start_seq``) from the view's old node to a fresh view of the
+    base's history before the change (same gradient, no hooks)."""
+    old_node, old_nr = t._node, t._output_nr
+    new_edge: tuple[Any, ...] | None = None
+    seen = set()
+    stack = [out._node]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen or node._seq < start_seq:
+            continue
+        seen.add(id(node))
+        edges = node._edges
+        for k, e in enumerate(edges):
+            if e is None:
+                continue
+            if e[0] is old_node and e[1] == old_nr:
+                if new_edge is None:
+                    w = fresh_view(t._base, t._view_fns)
+                    new_edge = (w._node, w._output_nr)
+                edges[k] = new_edge
+            else:
+                stack.append(e[0])
+        for a in getattr(node, "_args", ()):
+            if type(a) is SavedTensor and a._edge is not None and a._edge[0] is old_node and new_edge is not None:
+                a._edge = new_edge
 
 
 def _protect_saved(out: Any, t: Any, start_seq: int) -> None:
