@@ -819,6 +819,8 @@ def _refresh_view(b: GraphBox) -> None:
     old = b._node, b._output_nr
     if base._requires_grad:
         w = fresh_view(base, b._view_fns)
+        if w._node is not base._node:
+            rename_node(w._node, "AsStridedBackward0")
         b._node, b._output_nr, b._requires_grad = w._node, w._output_nr, True
     else:
         b._node, b._requires_grad = None, False

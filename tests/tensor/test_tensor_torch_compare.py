@@ -839,6 +839,402 @@ def nn_functional(T):
     return {"y": _np(y), "g": _np(x.grad)}
 
 
+# ---------------------------------------------------------------- in-place on views, retain_grad and hooks
+
+
+def _fn_name(t):
+    """The node's PyTorch name (``type(grad_fn).__name__``), or None."""
+    return None if t.grad_fn is None else type(t.grad_fn).__name__
+
+
+@script
+def inplace_view_of_plain_tensor(T):
+    out = {}
+    a = T.tensor([2.0, 5.0, 7.0])
+    b = T.tensor([3.0], requires_grad=True)
+    res = a.narrow(0, 1, 1).mul_(b)  # history at once, nothing read first
+    out["names"] = (_fn_name(res), _fn_name(a), res.requires_grad, a.requires_grad, res.is_leaf)
+    out["next"] = type(res.grad_fn.next_functions[0][0]).__name__
+    res.sum().backward()
+    out["b_from_view"] = _np(b.grad)
+    out["a_grad"] = a.grad is None
+    a = T.tensor([2.0, 5.0, 7.0])
+    b = T.tensor([3.0], requires_grad=True)
+    a.narrow(0, 1, 1).mul_(b)
+    (a * T.tensor([1.0, 2.0, 3.0])).sum().backward()  # the base used in a later op
+    out["b_from_base"] = _np(b.grad)
+    a = T.ones(3, 4)
+    b = T.ones(1, 4, requires_grad=True)
+    res = a.narrow(0, 1, 1).mul_(b)
+    res.backward(T.ones(1, 4) * 2)  # backward from the view itself
+    out["b_backward_view"] = _np(b.grad)
+    a = T.zeros(4)
+    v = a.view(2, 2)[1]  # a view of a view
+    b = T.tensor([1.0, 2.0], requires_grad=True)
+    v.add_(b * 3)
+    out["vv_names"] = (_fn_name(v), _fn_name(a))
+    (a * T.arange(4.0)).sum().backward()
+    out["b_vv"] = _np(b.grad)
+    return out
+
+
+@script
+def inplace_view_siblings(T):
+    out = {}
+    a = T.zeros(4)
+    v1, v2 = a[:2], a[2:]
+    b = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    a.add_(b)  # v1 and v2 now depend on b
+    out["req"] = (v1.requires_grad, v2.requires_grad, v1.is_leaf, _fn_name(v2))
+    v2.copy_(T.tensor([5.0, 6.0]))  # a constant overwrites the region
+    (a * T.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    out["b"] = _np(b.grad)
+    x = T.ones(5)
+    v = x.select(0, 1)
+    out["before"] = (v.requires_grad, v.grad_fn is None)
+    r = T.tensor(2.0, requires_grad=True)
+    x.add_(r)
+    out["after"] = v.requires_grad
+    (v * 3).backward()
+    out["r"] = _np(r.grad)
+    a = T.zeros(4)
+    s = a[1:3]
+    a[:2].mul_(0).add_(b[:2])
+    s.backward(T.tensor([1.0, 10.0]))  # a stale sibling used as a root
+    out["b_sibling_root"] = _np(b.grad)
+    return out
+
+
+@script
+def inplace_view_base_grads(T):
+    out = {}
+    root = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    x = root.clone()
+    x.narrow(0, 0, 1).mul_(2)
+    x.sum().backward()
+    out["backprop_base"] = _np(root.grad)
+    root = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    x = root.clone()
+    x.narrow(0, 0, 1).narrow(1, 1, 1).mul_(2)
+    x.sum().backward()
+    out["view_of_view"] = _np(root.grad)
+    root = T.ones(2, 3, 2).select(2, 1).t().requires_grad_(True)
+    x = root.clone()
+    x.narrow(0, 0, 1).narrow(1, 1, 1).mul_(2)
+    x.sum().backward()
+    out["non_contig"] = _np(root.grad)
+
+    a = T.tensor([[0.5, -1.0, 2.0, 0.3], [1.5, 0.25, -0.75, 1.0], [0.1, 0.2, 0.3, 0.4], [2.0, -2.0, 1.0, 0.5]],
+                 dtype=T.float64, requires_grad=True)
+    b = T.tensor([[1.0, 2.0], [-0.5, 0.3]], dtype=T.float64, requires_grad=True)
+    x = a.clone()
+    x.narrow(1, 2, 2).narrow(0, 1, 2).mul_(b)
+    x.narrow(1, 0, 2).narrow(0, 1, 2).mul_(b)
+    (x * x).sum().backward()
+    out["two_regions"] = (_np(a.grad), _np(b.grad))
+    a2 = a.detach()
+    b2 = T.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]], dtype=T.float64, requires_grad=True)
+    x = a2.clone()
+    before = x.requires_grad
+    x.narrow(1, 2, 2).mul_(b2)
+    out["makes_base_require_grad"] = (before, x.requires_grad)
+    (x * x).sum().backward()
+    out["b2"] = _np(b2.grad)
+
+    a = T.ones(3, 1, dtype=T.float64, requires_grad=True)
+    c = (a * 2).view_as(a)
+    c[0][0] = 3
+    with T.no_grad():
+        c.grad_fn  # the refresh happens without grad mode
+    c.sum().backward()
+    out["then_no_grad"] = _np(a.grad)
+
+    a = T.arange(10.0, requires_grad=True)
+    b = a.narrow(0, 0, 2).clone().view(-1)
+    b.relu_()
+    c = b.clone()
+    del b
+    import gc
+
+    gc.collect()
+    s = c.sum()
+    s.backward()
+    out["weak_grad_fn"] = (_np(s), _np(a.grad))
+    return out
+
+
+@script
+def inplace_retain_grad(T):
+    out = {}
+    a = T.tensor([1.0], requires_grad=True).clone()
+    a.retain_grad()
+    a.mul_(2)
+    a.sum().backward()
+    out["once"] = (_np(a.grad), a.retains_grad)
+    a = T.tensor([1.0], requires_grad=True).clone()
+    a.retain_grad()
+    a.mul_(2)
+    a.mul_(3)
+    (a * 5).sum().backward()
+    out["twice"] = _np(a.grad)
+    x = T.tensor([1.0, 2.0], requires_grad=True).clone()
+    x.retain_grad()
+    x[:1].mul_(2)
+    x.mul_(3)
+    (x * T.tensor([1.0, 10.0])).sum().backward()
+    out["base_through_view"] = _np(x.grad)
+    x = T.zeros(4)
+    x.view(2, 2).add_(T.ones(2, 2, requires_grad=True))  # nothing to move: runs
+    out["no_grad_base"] = _fn_name(x)
+    base = T.tensor([1.0], requires_grad=True).clone()
+    view, view2 = base[:], base[:]
+    view.retain_grad()
+    view2.retain_grad()
+    view.mul_(2)
+    (view + view2 * 3).sum().backward()
+    out["over_view"] = (_np(view.grad), _np(view2.grad))
+    return out
+
+
+@script
+def inplace_retain_grad_multiple_outputs(T):
+    class DoubleMul(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    out = {}
+    for name, fn in (("function", DoubleMul.apply), ("var_mean", lambda t: T.var_mean(t, dim=0))):
+        b = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [0.1, 0.2, 0.3]], requires_grad=True)
+        first, second = fn(b)
+        first.retain_grad()
+        second.retain_grad()
+        first.mul_(2)
+        (first * T.tensor([1.0, 2.0, 3.0]) + second).sum().backward()
+        a = b.detach().requires_grad_(True)
+        f2, s2 = fn(a)
+        f2.mul_(2)
+        want = T.autograd.grad((f2 * T.tensor([1.0, 2.0, 3.0]) + s2).sum(), (f2, s2))
+        out[name] = (_np(first.grad), _np(second.grad), _np(want[0]), _np(want[1]))
+    return out
+
+
+@script
+def inplace_tensor_hooks(T):
+    out = {}
+    seen = []
+
+    def hook(tag, factor):
+        def fn(g):
+            seen.append([tag, _np(g)])
+            return g * factor
+        return fn
+
+    a = T.tensor([1.0], requires_grad=True)
+    b = a.clone()
+    b.register_hook(hook("before", 2))
+    b.mul_(2)
+    b.register_hook(hook("after", 2))
+    b.sum().backward()
+    out["one"] = (list(seen), _np(a.grad))
+    seen.clear()
+    a = T.tensor([1.0], requires_grad=True)
+    b = a.clone()
+    b.register_hook(hook("before", 2))
+    b.mul_(2)
+    b.mul_(2)
+    b.sum().backward()
+    out["two_inplace"] = (list(seen), _np(a.grad))
+
+    class DoubleMul(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    for name, fn in (("function", DoubleMul.apply), ("var_mean", lambda t: T.var_mean(t, dim=0))):
+        seen.clear()
+        b = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [0.1, 0.2, 0.3]], requires_grad=True)
+        o1, o2 = fn(b)
+        h1 = o1.register_hook(hook("o1_before", 1))
+        o2.register_hook(hook("o2", 1))
+        o1.mul_(2)
+        o1.register_hook(hook("o1_after", 1))
+        (o1 + o2 * 3).sum().backward()
+        out[name] = sorted(seen, key=lambda p: p[0])
+        h1.remove()
+    return out
+
+
+@script
+def inplace_hooks_over_view(T):
+    seen = []
+    base = T.tensor([1.0], requires_grad=True).clone()
+    view, view2 = base[:], base[:]
+    view.register_hook(lambda g: seen.append(["view_before", _np(g)]))
+    view2.register_hook(lambda g: seen.append(["view2_before", _np(g)]))
+    view.mul_(2)
+    view2.grad_fn  # the refresh: view2 gets a new node
+    view2.register_hook(lambda g: seen.append(["view2_after", _np(g)]))
+    view.register_hook(lambda g: seen.append(["view_after", _np(g)]))
+    base.register_hook(lambda g: seen.append(["base_after", _np(g)]))
+    (view + view2 * 3).sum().backward()
+    out = {"seen": sorted(seen, key=lambda p: p[0])}
+    seen.clear()
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x.clone()
+    y.register_hook(lambda g: seen.append(["base_before", _np(g)]))
+    v = y[:1]
+    early = v * 10  # a use of the view's old value: its old node is on this path
+    v.register_hook(lambda g: seen.append(["view_before", _np(g)]))
+    v.mul_(3)
+    (y.sum() + early.sum()).backward()
+    out["old_value_used"] = (sorted(seen, key=lambda p: p[0]), _np(x.grad))
+    return out
+
+
+@script
+def inplace_view_errors(T):
+    out = {}
+    a = T.tensor([1.0, 2.0, 3.0])
+    with T.no_grad():
+        v = a[:2]
+    out["no_grad_view_req_operand"] = _err(lambda: v.mul_(T.ones(2, requires_grad=True)))
+    v.mul_(2)  # nothing requires grad: allowed
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    with T.no_grad():
+        v = a[:2]
+    out["no_grad_view_req_base"] = _err(lambda: v.mul_(2))
+    out["no_grad_view_copy"] = _err(lambda: v.copy_(T.ones(2)))
+    with T.no_grad():
+        v.mul_(2)  # inside no_grad: allowed, not tracked
+    out["no_grad_view_indirect"] = _err(lambda: v.grad_fn)
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    with T.no_grad():
+        v = a[:2]
+    a.mul_(2)
+    out["no_grad_view_base_changed"] = _err(lambda: v * 2)
+    leaf = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with T.no_grad():
+        v = leaf[:2]
+    out["no_grad_view_of_leaf"] = _err(lambda: v.zero_())
+    out["view_of_leaf"] = _err(lambda: leaf[:2].zero_())
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    with T.inference_mode():
+        v = a[:2]
+    out["inference_view"] = _err(lambda: v.mul_(2))
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    with T.inference_mode():
+        v = a[:2]
+    a.mul_(2)
+    out["inference_view_indirect"] = _err(lambda: v.grad_fn)
+    return out
+
+
+@script
+def inplace_custom_function_views(T):
+    class Alias(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class ViewAs(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    out = {}
+    inp = T.tensor([1.0, 2.0], requires_grad=True)
+    with T.no_grad():
+        made = Alias.apply(inp)
+    out["in_no_grad"] = _err(lambda: made.zero_())
+    a = T.tensor([[1.0, 2.0]])
+    b = T.tensor([3.0], requires_grad=True)
+    view_a = ViewAs.apply(a)
+    out["not_requires_grad_iadd"] = _err(lambda: view_a.add_(b))
+    out["not_requires_grad_copy"] = _err(lambda: ViewAs.apply(T.tensor([[1.0, 2.0]])).copy_(b))
+    c = T.tensor([[1.0, 2.0]])
+    c.select(1, 0).copy_(b)  # a plain view: allowed
+    c.sum().backward()
+    out["plain_view_ok"] = _np(b.grad)
+    x = T.tensor([1.0, 2.0], requires_grad=True).clone()
+    o = Alias.apply(x)
+    out["view_of_fn_view"] = _err(lambda: o[:1].mul_(2))
+    x.mul_(2)
+    out["base_changed"] = _err(lambda: o.grad_fn)
+    return out
+
+
+@script
+def inplace_mark_dirty_view(T):
+    class PyAdd(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad
+
+    class Double(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, other):
+            ctx.mark_dirty(x)
+            return x.mul_(2)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2, None
+
+    class DirtyTwo(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            x.mul_(2)
+            return x, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    out = {}
+    a = T.tensor([[0.5, -1.0, 2.0, 0.3], [1.5, 0.25, -0.75, 1.0], [0.1, 0.2, 0.3, 0.4], [2.0, -2.0, 1.0, 0.5]],
+                 dtype=T.float64, requires_grad=True)
+    b = T.tensor([[1.0, 2.0], [-0.5, 0.3]], dtype=T.float64, requires_grad=True)
+    x = a.clone()
+    r = PyAdd.apply(x.narrow(1, 2, 2).narrow(0, 1, 2), b)
+    out["names"] = (_fn_name(r), _fn_name(x))
+    PyAdd.apply(x.narrow(1, 0, 2).narrow(0, 1, 2), b)
+    (x * x).sum().backward()
+    out["grads"] = (_np(a.grad), _np(b.grad))
+    a = T.tensor([1.0], requires_grad=True)
+    v = a.clone()[:]
+    other = T.tensor(1.0, requires_grad=True)
+    Double.apply(v, other).backward()
+    out["undefined_grad_output"] = (other.grad is None, _np(a.grad))
+    base = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    out["two_outputs"] = _err(lambda: DirtyTwo.apply(base[:2]))
+    leaf = T.tensor([1.0, 2.0], requires_grad=True)
+    out["view_of_leaf"] = _err(lambda: Double.apply(leaf[:1], other))
+    return out
+
 # --------------------------------------------------------------------------
 
 
