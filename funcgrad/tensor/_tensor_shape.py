@@ -19,6 +19,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import dtypes as _dt
+from .graph import multi_output_views
 from .tensor import (
     _pyint, _pybool, Size, SizeArg, DimArg, _seq_mark, _rename, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw,
     _shares, _shape_arg, _as_tensor, _zero_like_scalar,
@@ -278,10 +279,19 @@ class _ShapeMixin:
         return self[(slice(None),) * d + (_pyint(index),)]
 
     def unbind(self: Tensor, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """Views of the slices along ``dim``; like every op that returns several views, they refuse
+        in-place changes when autograd is involved (PyTorch's rule; ``unsafe_split`` does not)."""
         d = _wrap_dim(dim, self.dim())
-        return tuple(self.select(d, i) for i in range(self.shape[d]))
+        return multi_output_views(tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0")
 
     def split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """Views of consecutive pieces along ``dim`` (refusing in-place changes with autograd, as
+        ``unbind``)."""
+        name = "SplitWithSizesBackward0" if isinstance(split_size, (list, tuple)) else "SplitBackward0"
+        return multi_output_views(self.unsafe_split(split_size, dim), name)
+
+    def unsafe_split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """``split`` whose pieces may be modified in place (the caller vouches that is sound)."""
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         if isinstance(split_size, (list, tuple)):
@@ -304,6 +314,15 @@ class _ShapeMixin:
         n = self.shape[d]
         size = -(-n // chunks)
         return self.split(size, d) if n else (self,)
+
+    def unsafe_chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """``chunk`` whose pieces may be modified in place (see ``unsafe_split``)."""
+        d = _wrap_dim(dim, self.dim())
+        n = self.shape[d]
+        return self.unsafe_split(-(-n // chunks), d) if n else (self,)
+
+    split_with_sizes = split
+    unsafe_split_with_sizes = unsafe_split
 
     def diagonal(self: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> "Tensor":
         return cast("Tensor", fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())))

@@ -873,6 +873,21 @@ _VIEW_FIX = {
 }
 
 
+def multi_output_views(views: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+    """Mark views that one op returned together (``split``, ``chunk``, ``unbind``): their nodes
+    take PyTorch's ``name``, and in-place changes of them are refused when autograd is involved
+    (PyTorch's rule for multi-output views)."""
+    for k, v in enumerate(views):
+        if v._base is None:
+            continue
+        if v._node is not None:
+            rename_node(v._node, name)
+        if v._view_kind is None:
+            v._view_kind = "multi_output"
+            v._multi_index = k  # "Output k of Split" in the message
+    return views
+
+
 def _short_name(node: Any) -> str:
     name = getattr(node, "_short", None) or node.name()
     for suffix in ("Backward0", "Backward1", "Backward"):
@@ -903,7 +918,8 @@ def view_rebase_error(t: Any, indirect: bool) -> str:
     else:
         what = "its base or another view of its base has been modified inplace." if indirect \
             else "is being modified inplace."
-        head = f"Output {t._output_nr} of {_short_name(node)} is a view and "
+        nr = t.__dict__.get("_multi_index", t._output_nr)
+        head = f"Output {nr} of {_short_name(node)} is a view and "
     return head + what + _VIEW_FIX[kind or "custom_function"]
 
 

@@ -1235,6 +1235,32 @@ def inplace_mark_dirty_view(T):
     out["view_of_leaf"] = _err(lambda: Double.apply(leaf[:1], other))
     return out
 
+@script
+def inplace_multi_output_views(T):
+    out = {}
+    for name, f in (("split", lambda t: t.split(1)), ("split_sizes", lambda t: t.split([1, 2])),
+                    ("chunk", lambda t: t.chunk(3)), ("unbind", lambda t: t.unbind())):
+        b = T.tensor([[0.5, -1.0], [1.5, 0.25], [0.1, 0.2]], requires_grad=True) * 2
+        pieces = f(b)
+        out[name] = (_fn_name(pieces[0]), _err(lambda: pieces[1].mul_(2)))
+        b.mul_(3)
+        out[name + "_indirect"] = _err(lambda: pieces[0].grad_fn)
+    a = T.tensor([[1.0, 2.0]])
+    out["no_grad_base_copy"] = _err(lambda: a.unbind()[0].copy_(T.tensor([3.0, 4.0], requires_grad=True)))
+    a.unbind()[0].mul_(2)  # nothing requires grad: allowed
+    out["no_grad_base_ok"] = _np(a)
+    b = T.tensor([[0.5, -1.0], [1.5, 0.25]], requires_grad=True) * 1
+    out["view_of_piece"] = _err(lambda: b.unbind(0)[0].view_as(b[0]).mul_(2))
+    out["piece_of_view"] = _err(lambda: b.view_as(b).unbind(0)[0].mul_(2))
+    for name, f in (("unsafe_split", lambda t: t.unsafe_split(1)), ("unsafe_chunk", lambda t: t.unsafe_chunk(3)),
+                    ("unsafe_split_with_sizes", lambda t: t.unsafe_split_with_sizes((1, 1, 1)))):
+        a = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [0.1, 0.2, 0.3]], requires_grad=True)
+        s1, s2, s3 = f(a + a)
+        s1.mul_(s2)
+        s1.sum().backward()
+        out[name] = _np(a.grad)
+    return out
+
 # --------------------------------------------------------------------------
 
 
