@@ -143,7 +143,7 @@ class _InplaceMixin:
             )
         mark = _seq_mark()
         s = _cast(src, self.dtype) if src.dtype != self.dtype else src
-        if not (s._requires_grad or self._requires_grad) or not _mode.enabled:
+        if not (s.requires_grad or self.requires_grad) or not _mode.enabled:  # (properties: views refreshed)
             out = s
         else:
             ns = namespace_of(self._value)
@@ -162,7 +162,7 @@ class _InplaceMixin:
         return _finish_inplace(self, out, mark, check_dtype=False)
 
     def _fill_like(self: Tensor, v: "Tensor") -> "Tensor":
-        if not _mode.enabled or not (self._requires_grad or v._requires_grad):
+        if not _mode.enabled or not (self.requires_grad or v.requires_grad):
             return v
         ns = namespace_of(self._value)
         return _as_tensor(fnp.where(ns.ones((), dtype=bool), fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))

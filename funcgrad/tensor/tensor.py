@@ -483,8 +483,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
 
     @property
     def requires_grad(self) -> bool:
-        if self._base is not None:
-            self._graph()
+        if self._base is not None and self._view_kind is None:
+            self._graph()  # a view whose base changed in place takes its history from the base now
         return self._requires_grad
 
     @requires_grad.setter
@@ -564,8 +564,9 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         return self._retains_grad
 
     def retain_grad(self) -> None:
-        """Populate ``.grad`` of this non-leaf tensor during backward (a no-op on leaves)."""
-        if not self._requires_grad:
+        """Populate ``.grad`` of this non-leaf tensor during backward (a no-op on leaves). It follows
+        the tensor through later in-place changes: ``.grad`` is the gradient of its last version."""
+        if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         node, nr = self._graph()
         if node is None or self._retains_grad:
@@ -584,8 +585,11 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         Example::
 
             h = x.register_hook(lambda g: g * 2)
+
+        A hook belongs to the current version of the tensor: after an in-place change it still
+        sees the gradient of the old value; register again for the new one (as in PyTorch).
         """
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         node, nr = self._graph()
         if node is None:
