@@ -325,7 +325,9 @@ class _ShapeMixin:
     unsafe_split_with_sizes = unsafe_split
 
     def diagonal(self: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> "Tensor":
-        return cast("Tensor", fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())))
+        out = cast("Tensor", fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())))
+        _writable_like(out._value, self._value)
+        return out
 
     def diag(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
         if self.dim() == 1:
@@ -386,3 +388,10 @@ class _ShapeMixin:
         if as_tuple:
             return tuple(Tensor._make(i.astype(np.int64)) for i in nz)
         return Tensor._make(namespace_of(raw).stack(nz, axis=-1).astype(np.int64) if nz else namespace_of(raw).zeros((0, 0), np.int64))
+
+
+def _writable_like(view: Any, base: Any) -> None:
+    """NumPy's diagonal is read-only by convention only; PyTorch's may be written (in place)."""
+    if type(view) is np.ndarray and not view.flags.writeable and getattr(base, "flags", None) is not None \
+            and base.flags.writeable:
+        view.flags.writeable = True

@@ -216,7 +216,7 @@ def _check_dirty(a: Tensor, recording: bool) -> None:
     if a._base is None:
         if a._node is None and a._requires_grad:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-    elif recording:
+    elif recording or a._base._requires_grad:
         if a._view_kind is not None:
             raise RuntimeError(_graph.view_rebase_error(a, indirect=False))
         if a._base._node is None and a._base._requires_grad:

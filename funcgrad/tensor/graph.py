@@ -1209,6 +1209,8 @@ def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
     ns = namespace_of(rv)
     mask = ns.zeros(rv.shape, dtype=bool)
     region = replay_view(mask, t._view_fns, raw=True)
+    if type(region) is np.ndarray and not region.flags.writeable:
+        region.flags.writeable = True  # NumPy's diagonal: read-only by convention only
     region[...] = True
     cs = CopySlices(base_edge, out_edge, t._view_fns, mask, (rv.shape, rv.dtype, ns))
     if anomaly.enabled:
