@@ -1124,7 +1124,7 @@ def _mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list[Any], k
     if kind is None and not _mode.enabled:
         kind = "inference" if _mode.inference else "no_grad"
     if kind is not None and type(out) is not NumpyBox:
-        out._view_kind = kind
+        out.__dict__["_view_kind"] = kind  # (Tensors have a __dict__; GraphBox's class default is None)
 
 
 # --------------------------------------------------------------------------
