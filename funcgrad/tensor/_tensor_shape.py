@@ -47,6 +47,10 @@ class _ShapeMixin:
 
     ndimension = dim
 
+    def _is_view(self: Tensor) -> bool:
+        """Whether this tensor is a view of another (``self._base``), as PyTorch's ``_is_view()``."""
+        return self._base is not None
+
     @property
     def ndim(self: Tensor) -> int:
         return cast("int", self._value.ndim)

@@ -1261,6 +1261,41 @@ def inplace_multi_output_views(T):
         out[name] = _np(a.grad)
     return out
 
+@script
+def inplace_views_codegen(T):
+    """Which outputs of view_as / unbind are views and allow in-place changes, per grad mode."""
+    out = {}
+    for grad_mode in (True, False):
+        for requires_grad in (True, False):
+            key = f"grad_mode={grad_mode},requires_grad={requires_grad}"
+            inp = T.tensor([1.0, 2.0], requires_grad=requires_grad).clone()
+            with T.set_grad_enabled(grad_mode):
+                one = inp.view_as(inp)
+            inp2 = T.tensor([1.0, 2.0], requires_grad=requires_grad).clone()
+            with T.set_grad_enabled(grad_mode):
+                pieces = inp2.unbind()
+            out[key] = [one._is_view(), pieces[0]._is_view(), pieces[1]._is_view(), _err(lambda: one.add_(1)),
+                        _err(lambda: pieces[0].add_(1)), _err(lambda: pieces[1].add_(1))]
+    return out
+
+
+@script
+def inplace_view_double_backward(T):
+    a = T.tensor([1.0, 2.0, 3.0], dtype=T.float64, requires_grad=True)
+    b = T.tensor([0.5, -1.0], dtype=T.float64, requires_grad=True)
+    x = a.clone()
+    x[1:].mul_(b * a[:2])
+    y = (x ** 3).sum()
+    ga, gb = T.autograd.grad(y, (a, b), create_graph=True)
+    (ga.sum() + (gb ** 2).sum()).backward()
+    inputs = T.tensor([[0.5, -2.0], [1.0, 3.0]], requires_grad=True)
+    tmp = (inputs + 1).view_as(inputs)
+    tmp = T.nn.functional.threshold(tmp, 0.0, 0.0, True)
+    prob = T.sigmoid(tmp * 0.5)
+    (g,) = T.autograd.grad(prob, inputs, grad_outputs=T.ones(2, 2), create_graph=True)
+    g.sum().backward()
+    return {"a": _np(a.grad), "b": _np(b.grad), "threshold_": _np(inputs.grad)}
+
 # --------------------------------------------------------------------------
 
 
