@@ -249,6 +249,12 @@ class Function:
     recording. Complex gradients follow PyTorch's convention.
     """
 
+    _backward_cls: type  # the class of this Function's graph nodes (``type(y.grad_fn)``), as in PyTorch
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._backward_cls = _graph.named_node_class(FunctionNode, f"{cls.__name__}Backward")
+
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")

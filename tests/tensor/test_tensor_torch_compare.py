@@ -1296,6 +1296,78 @@ def inplace_view_double_backward(T):
     g.sum().backward()
     return {"a": _np(a.grad), "b": _np(b.grad), "threshold_": _np(inputs.grad)}
 
+@script
+def inplace_dirty_inputs_and_versions(T):
+    out = {}
+    x = T.zeros(3, 2)
+    y = T.tensor([1.0, 2.0], requires_grad=True)
+    z = T.tensor([3.0, 4.0], requires_grad=True)
+    x[0] = y
+    x[1] = 2 * z
+    out["leaf_assign"] = (x.requires_grad, _fn_name(x))
+    (x * T.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).sum().backward()
+    out["leaf_assign_grads"] = (_np(y.grad), _np(z.grad))
+    x = T.ones(3, 2, requires_grad=True)
+    with T.no_grad():
+        x[0] = T.tensor([5.0, 6.0])
+    out["no_grad_assign"] = (x.requires_grad, x.grad_fn is None, x.is_leaf)
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    w = T.tensor([3.0, 4.0], requires_grad=True)
+    s = (x * w).sum()
+    with T.no_grad():
+        x *= 2
+    out["no_grad_modifies_version"] = _err(lambda: s.backward())
+
+    class Inplace(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.mark_dirty(a)
+            return a.add_(b), b + 2
+
+        @staticmethod
+        def backward(ctx, grad_a, grad_b):
+            return grad_a, grad_a + grad_b
+
+    x = T.zeros(2)
+    y = T.tensor([1.0, 2.0], requires_grad=True)
+    q, p = Inplace.apply(x, y)
+    out["return_leaf_inplace"] = (q is x, q.requires_grad, q.grad_fn.__class__ is Inplace._backward_cls, _fn_name(q))
+    (q * T.tensor([1.0, 10.0])).sum().backward()
+    out["return_leaf_inplace_grad"] = _np(y.grad)
+
+    class DoubleInplace(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x, x
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 2
+
+    x = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    out["duplicate_leaf"] = _err(lambda: DoubleInplace.apply(x))
+    out["duplicate_view"] = _err(lambda: DoubleInplace.apply(x.clone()[0]))
+    q, p = DoubleInplace.apply(x.clone())
+    (q + p).sum().backward()
+    out["duplicate"] = (q is p, _np(x.grad))
+
+    x = T.zeros(1, 2)
+    versions = [x._version]
+    x.add_(1).add_(1)
+    xz = x[:]
+    versions += [x._version, xz._version]
+    xz.add_(1)
+    versions += [x._version, xz._version]
+    x.data = T.zeros(2, 3)
+    versions.append(x._version)
+    x.add_(1)
+    xz.add_(1)
+    versions += [x._version, xz._version]
+    out["versions"] = versions
+    return out
+
 # --------------------------------------------------------------------------
 
 
