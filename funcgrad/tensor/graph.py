@@ -1193,8 +1193,9 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
                 s._version = t._vc[0]
         move_retain(t, *old)
     else:
-        if t._node is not None and out._requires_grad:
-            _bypass_view_node(out, start_seq, t)
+        old = t._node
+        if old is not None and out._requires_grad and (old._prehooks or old._hooks or old._tensor_prehooks):
+            _bypass_view_node(out, start_seq, t)  # (without hooks on the old node, the same gradients either way)
         rebase_view(t, edge_of(out) if out._requires_grad else None)
     return t
 
