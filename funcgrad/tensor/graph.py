@@ -111,7 +111,7 @@ class GraphBox(Box):
     _view_version: int
     _inference: bool
     # How a view was made, when that restricts in-place changes (PyTorch's CreationMeta):
-    # None, or one of _VIEW_KINDS' keys; set only on Tensors (in their __dict__).
+    # None, or one of _VIEW_FIX's keys; set only on Tensors (in their __dict__).
     _view_kind: str | None = None
 
     # The functional in-place machinery (funcgrad.numpy.inplace) tracks views of
@@ -901,26 +901,17 @@ def view_rebase_error(t: Any, indirect: bool) -> str:
     (``indirect=False``) or its base / another view of it was (``indirect=True``)."""
     kind = t._view_kind
     node = t._node
-    mode = "inference mode" if kind == "inference" else "no_grad mode"
-    normal = "normal mode" if kind == "inference" else "grad mode enabled"
-    if kind in ("no_grad", "inference"):
-        what = (f"its base or another view of its base has been modified inplace with {normal}." if indirect
-                else f"is being modified inplace with {normal}." if kind == "no_grad"
-                else "is being modified inplace in normal mode.")
-        if indirect and kind == "inference":
-            what = "its base or another view of its base has been modified inplace in normal mode."
-        head = (f"Output {t._output_nr} of {_short_name(node)} is a view of a view which was created in {mode} and "
-                if node is not None else f"A view was created in {mode} and ")
-    elif node is None:
-        what = ("its base or another view of its base has been modified inplace with grad mode enabled." if indirect
-                else "is being modified inplace with grad mode enabled.")
-        head = "A view was created in no_grad mode and "
+    mode, with_mode = ("inference mode", " in normal mode.") if kind == "inference" else \
+        ("no_grad mode", " with grad mode enabled.")
+    what = "its base or another view of its base has been modified inplace" if indirect else "is being modified inplace"
+    if node is None:
+        head = f"A view was created in {mode} and "
+    elif kind in ("no_grad", "inference"):  # a view (with history) of such a view
+        head = f"Output {t._output_nr} of {_short_name(node)} is a view of a view which was created in {mode} and "
     else:
-        what = "its base or another view of its base has been modified inplace." if indirect \
-            else "is being modified inplace."
         nr = t.__dict__.get("_multi_index", t._output_nr)
-        head = f"Output {nr} of {_short_name(node)} is a view and "
-    return head + what + _VIEW_FIX[kind or "custom_function"]
+        head, with_mode = f"Output {nr} of {_short_name(node)} is a view and ", "."
+    return head + what + with_mode + _VIEW_FIX[kind]
 
 
 # --------------------------------------------------------------------------
