@@ -1294,7 +1294,17 @@ def inplace_view_double_backward(T):
     prob = T.sigmoid(tmp * 0.5)
     (g,) = T.autograd.grad(prob, inputs, grad_outputs=T.ones(2, 2), create_graph=True)
     g.sum().backward()
-    return {"a": _np(a.grad), "b": _np(b.grad), "threshold_": _np(inputs.grad)}
+    out = {"a": _np(a.grad), "b": _np(b.grad), "threshold_": _np(inputs.grad)}
+    x = T.tensor([[[[1.0, 2.0], [0.5, -1.0]], [[3.0, -2.0], [0.25, 1.0]]]], requires_grad=True)
+    norm = T.nn.InstanceNorm2d(2)
+    (g,) = T.autograd.grad(T.nn.functional.relu(norm(x), inplace=True).pow(2), x, grad_outputs=T.ones(1, 2, 2, 2),
+                           create_graph=True)
+    out["norm_relu_"] = (_np(g), _np(T.autograd.grad((g * g).sum(), x)[0]))
+    a = T.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    b = T.tensor([2.0, 3.0, -4.0], requires_grad=True)
+    (a / b).relu_().sum().backward()  # div keeps its operands, not its result
+    out["div_relu_"] = (_np(a.grad), _np(b.grad))
+    return out
 
 @script
 def inplace_dirty_inputs_and_versions(T):
