@@ -326,13 +326,23 @@ def test_mark_dirty_view_errors():
         _Double.apply(v)
 
 
-def test_mark_dirty_view_moves_retain_grad():
+def test_mark_dirty_moves_retain_grad_and_keeps_hooks():
     base = ft.tensor([1.0, 2.0], requires_grad=True).clone()
     v = base[:1]
     v.retain_grad()
     _Double.apply(v)
     (v * 5).sum().backward()
     assert v.grad.tolist() == [5.0]
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y.retain_grad()
+    seen = []
+    y.register_hook(lambda g: seen.append(g.tolist()))
+    _Double.apply(y)
+    (y * 5).sum().backward()
+    assert y.grad.tolist() == [5.0, 5.0]  # the gradient of y after the Function
+    assert seen == [[10.0, 10.0]]  # the hook stays with the y before it
+    assert x.grad.tolist() == [10.0, 10.0]
 
 
 # ---------------------------------------------------------------- 3. retain_grad and hooks
