@@ -74,7 +74,9 @@ class FunctionCtx:
     saved_variables = saved_tensors
 
     def mark_dirty(self, *args: Any) -> None:
-        """Declare inputs that ``forward`` modified in place (they must be returned)."""
+        """Declare inputs that ``forward`` modified in place (they must be returned). Their history
+        becomes this Function's node; for a view, its base's history is rewritten too (``CopySlices``),
+        so the base's gradient flows through ``backward`` (the Function must then return one tensor)."""
         self._dirty = {id(a) for a in args}
 
     def mark_non_differentiable(self, *args: Any) -> None:
