@@ -396,7 +396,7 @@ def _format(t: Tensor) -> str:
     extras = []
     if d not in (_dt.get_default_dtype(), _dt.int64, _dt.bool) and not (d.is_complex and d is _dt.default_complex()):
         extras.append(f"dtype={d!r}")
-    node = t._node
+    node = t._graph()[0] if t._base is not None and t._view_kind is None else t._node  # (a stale view: refreshed)
     if node is not None:
         extras.append(f"grad_fn=<{getattr(node, '_short', None) or node.name()}>")
     elif t._requires_grad:
