@@ -13,6 +13,8 @@ import gc
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import funcgrad.tensor as ft
 
@@ -173,6 +175,27 @@ def test_inplace_through_views_gradcheck(view, op, base_requires_grad):
     fn = f if base_requires_grad else (lambda b: f(root, b))
     assert ft.autograd.gradcheck(fn, inputs)
     assert ft.autograd.gradgradcheck(fn, inputs)
+
+
+@settings(max_examples=20, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(sorted(VIEWS)), st.sampled_from(sorted(OPS))), min_size=2,
+                      max_size=3),
+       use=st.sampled_from(["base", "last_view", "both"]))
+def test_random_sequences_of_inplace_changes_through_views(steps, use):
+    """Several in-place changes through (possibly overlapping) views of one base, each with its
+    own operand; the base and/or the last view used afterwards: gradients to first order."""
+    root = ft.tensor(np.linspace(-1.0, 2.0, 12).reshape(3, 4), dtype=ft.float64, requires_grad=True)
+    operands = [_operand(VIEWS[v](root.detach())) for v, _ in steps]
+
+    def f(root, *bs):
+        x = root.clone()
+        for (view, op), b in zip(steps, bs):
+            v = VIEWS[view](x)
+            OPS[op](v, b)
+        outs = {"base": (x * x,), "last_view": (v * 3,), "both": (x * x, v * 3)}
+        return outs[use]
+
+    assert ft.autograd.gradcheck(f, (root, *operands))
 
 
 def test_then_no_grad_refresh_and_weak_grad_fn():
