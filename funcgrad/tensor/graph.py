@@ -721,10 +721,25 @@ class CopySlices(Node):
         g = grads[0]
         out: list[Any] = [None, None]
         if self._edges[0] is not None:
-            out[0] = fnp.where(self._mask, 0, g)
+            m = self._mask
+            if m.dtype.kind == "c":  # a complex base: per component (a view may be its .real or .imag)
+                out[0] = fnp.real(g) * (1 - m.real) + 1j * (fnp.imag(g) * (1 - m.imag))
+            else:
+                out[0] = fnp.where(m, 0, g)
         if self._edges[1] is not None:
-            out[1] = replay_view(g, self._view_fns, raw=not create_graph)
+            out[1] = _view_cotangent(g, self._view_fns, raw=not create_graph)
         return out
+
+
+def _view_cotangent(g: Any, view_fns: tuple[Any, ...], raw: bool) -> Any:
+    """The cotangent of a view, from its base's: the same view of it, except that ``imag``
+    flips the sign (funcgrad's complex cotangents follow JAX: that of ``x + iy`` is
+    ``ct_x - i ct_y``)."""
+    for prim, rest, kwargs in view_fns:
+        g = (prim.raw if raw else prim.call)(g, *rest, **kwargs)
+        if prim.name == "imag":
+            g = -g
+    return g
 
 
 # --------------------------------------------------------------------------
@@ -1199,11 +1214,12 @@ def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
     base_edge = edge_of(root) if root._requires_grad else None
     rv = root._value
     ns = namespace_of(rv)
-    mask = ns.zeros(rv.shape, dtype=bool)
+    complex_base = rv.dtype.kind == "c"  # the mask marks overwritten components: .real/.imag are views
+    mask = ns.zeros(rv.shape, dtype=rv.dtype if complex_base else bool)
     region = replay_view(mask, t._view_fns, raw=True)
     if type(region) is np.ndarray and not region.flags.writeable:
         region.flags.writeable = True  # NumPy's diagonal: read-only by convention only
-    region[...] = True
+    region[...] = (1 + 1j if region.dtype.kind == "c" else 1) if complex_base else True
     cs = CopySlices(base_edge, out_edge, t._view_fns, mask, (rv.shape, rv.dtype, ns))
     if anomaly.enabled:
         cs._stack = user_stack()

@@ -198,6 +198,19 @@ def test_random_sequences_of_inplace_changes_through_views(steps, use):
     assert ft.autograd.gradcheck(f, (root, *operands))
 
 
+@pytest.mark.parametrize("part", ["real", "imag"])
+def test_inplace_on_real_or_imag_view_of_complex_base(part):
+    """Only that component is overwritten: the other keeps its gradient; the overwritten one's
+    cotangent has the right sign (funcgrad's complex cotangents follow JAX's convention)."""
+    z0 = ft.tensor([1 + 2j, 3 - 1j], dtype=ft.complex128, requires_grad=True)
+    z = z0.clone()
+    getattr(z, part).mul_(3)
+    (z.real * ft.tensor([1.0, 2.0], dtype=ft.float64) + z.imag * ft.tensor([10.0, 20.0], dtype=ft.float64)).sum() \
+        .backward()
+    want = [3 + 10j, 6 + 20j] if part == "real" else [1 + 30j, 2 + 60j]  # PyTorch's convention: d/dx + i d/dy
+    np.testing.assert_allclose(z0.grad.numpy(), want)
+
+
 def test_then_no_grad_refresh_and_weak_grad_fn():
     a = ft.ones(3, 1, dtype=ft.float64, requires_grad=True)
     c = (a * 2).view_as(a)

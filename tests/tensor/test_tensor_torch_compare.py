@@ -1378,6 +1378,26 @@ def inplace_dirty_inputs_and_versions(T):
     out["versions"] = versions
     return out
 
+@script
+def inplace_complex_views(T):
+    out = {}
+    w = T.tensor([0.5, -2.0, 1.5])
+    for name, change in (("real_mul_", lambda z: z.real.mul_(2)), ("imag_mul_", lambda z: z.imag.mul_(3)),
+                         ("imag_copy_", lambda z: z.imag.copy_(w)), ("real_row", lambda z: z.real[1:].add_(w[1:])),
+                         ("element", lambda z: z[0].mul_(1j)), ("imag_by_real", lambda z: z.imag.mul_(z.real.detach() + 1))):
+        z0 = T.tensor([1 + 2j, 3 - 1j, -0.5 + 0.25j], requires_grad=True)
+        z = z0.clone()
+        change(z)
+        ((z * z.conj()).real * w).sum().backward()
+        out[name] = (_np(z.detach()), _np(z0.grad))
+    z0 = T.tensor([1 + 2j, 3 - 1j], dtype=T.complex128, requires_grad=True)
+    z = z0.clone()
+    z.imag.mul_(z0.real)
+    (g,) = T.autograd.grad((z.abs() ** 2).sum(), z0, create_graph=True)
+    (h,) = T.autograd.grad((g.real ** 2 + g.imag).sum(), z0)
+    out["second_order"] = (_np(g), _np(h))
+    return out
+
 # --------------------------------------------------------------------------
 
 
