@@ -213,9 +213,10 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
              vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """The Jacobian: for output ``i`` and input ``j``, a tensor of shape ``out_i.shape + in_j.shape``.
 
-    ``vectorize=True`` computes all rows in one batched call (here a loop over
-    the rows with ``is_grads_batched``: the same numbers). ``strategy`` may be
-    "reverse-mode" or "forward-mode" (the latter is computed in reverse mode too).
+    ``vectorize=True`` computes all rows in one backward walk batched by ``fg.vmap`` (without
+    ``create_graph``; the same numbers as the row-by-row loop, which it falls back to when an op
+    does not batch). ``strategy`` may be "reverse-mode" or "forward-mode" (the latter is computed
+    in reverse mode too).
 
     Example::
 
@@ -243,6 +244,11 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
 
     jac: list[Any] = []
     for i, o in enumerate(outs):
+        if vectorize and not create_graph and o.requires_grad and o.is_floating_point():
+            blocks = _vectorized_rows(o, ins)
+            if blocks is not None:
+                jac.append(blocks if is_tuple_in else blocks[0])
+                continue
         rows: list[Any] = [[] for _ in ins]
         n = o.numel()
         flat = o.reshape(-1)
@@ -272,6 +278,32 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
         jac.append(tuple(per_in) if is_tuple_in else per_in[0])
     result = tuple(jac) if is_tuple_out else jac[0]
     return _finish(result, create_graph)
+
+
+def _vectorized_rows(out: Tensor, ins: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``vectorize=True``: every row of ``d out / d ins`` from ONE backward walk over the recorded graph,
+    ``fg.vmap``-ed over the one-hot cotangents (the walk's derivative rules are funcgrad.numpy functions,
+    so they batch), as PyTorch vmaps ``autograd.grad``. Blocks of shape ``out.shape + in.shape``; None
+    when some step of the walk does not batch (the caller then loops over the rows)."""
+    import funcgrad as fg
+
+    from ..backend import namespace_of
+    from .creation import zeros_like
+
+    flat = out.reshape(-1)
+    n = flat.numel()
+    seeds = namespace_of(flat._value).eye(n, dtype=flat._value.dtype)
+
+    def row(e: Any) -> tuple[Any, ...]:
+        g = _grad(flat, list(ins), grad_outputs=Tensor._make(e), retain_graph=True, allow_unused=True)
+        return tuple(None if r is None else r._value for r in g)
+
+    try:
+        batched = fg.vmap(row)(seeds)
+    except Exception:  # noqa: BLE001 - an op whose rule does not batch: the caller loops instead
+        return None
+    return tuple((zeros_like(t).expand(n, *t.shape) if r is None else Tensor._make(r)).reshape(
+        tuple(out.shape) + tuple(t.shape)) for r, t in zip(batched, ins))
 
 
 @_grad_enabled
