@@ -214,9 +214,11 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
     """The Jacobian: for output ``i`` and input ``j``, a tensor of shape ``out_i.shape + in_j.shape``.
 
     ``vectorize=True`` computes all rows in one backward walk batched by ``fg.vmap`` (without
-    ``create_graph``; the same numbers as the row-by-row loop, which it falls back to when an op
-    does not batch). ``strategy`` may be "reverse-mode" or "forward-mode" (the latter is computed
-    in reverse mode too).
+    ``create_graph`` or ``strict``; the same numbers as the row-by-row loop, which it falls back to
+    when an op does not batch). With ``vectorize=False`` the rows are computed one by one, except
+    when the walk runs no user code (no hooks, custom Functions, retained gradients): then the
+    batched walk gives the same result, faster. ``strategy`` may be "reverse-mode" or
+    "forward-mode" (the latter is computed in reverse mode too).
 
     Example::
 
@@ -244,7 +246,8 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
 
     jac: list[Any] = []
     for i, o in enumerate(outs):
-        if vectorize and not create_graph and o.requires_grad and o.is_floating_point():
+        if (not create_graph and not strict and o.requires_grad and o.is_floating_point()
+                and (vectorize or _plain_graph(o))):
             blocks = _vectorized_rows(o, ins)
             if blocks is not None:
                 jac.append(blocks if is_tuple_in else blocks[0])
@@ -278,6 +281,33 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
         jac.append(tuple(per_in) if is_tuple_in else per_in[0])
     result = tuple(jac) if is_tuple_out else jac[0]
     return _finish(result, create_graph)
+
+
+def _plain_graph(out: Tensor) -> bool:
+    """True when a backward walk from ``out`` runs no user code (only primitive nodes and leaves;
+    no tensor or node hooks, retained gradients, custom Functions, anomaly mode): then one batched
+    walk is indistinguishable from the row-by-row loop, so ``vectorize=False`` may take it too."""
+    from . import graph as _g
+
+    if _g.anomaly.enabled:
+        return False
+    seen: set[int] = set()
+    stack = [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if not isinstance(node, (_g.PrimNode, _g.AccumulateGrad)) or any(
+                getattr(node, a, None) for a in ("_hooks", "_prehooks", "_tensor_prehooks", "_retain")):
+            return False
+        if isinstance(node, _g.AccumulateGrad):
+            leaf = node.variable
+            if leaf is not None and (leaf._hooks or leaf._post_hooks):
+                return False
+            continue
+        stack.extend(nxt for nxt, _ in node.next_functions)
+    return True
 
 
 def _vectorized_rows(out: Tensor, ins: tuple[Any, ...]) -> tuple[Any, ...] | None:

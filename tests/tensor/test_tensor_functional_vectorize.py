@@ -1,6 +1,7 @@
-"""autograd.functional jacobian/hessian with vectorize=True: one backward walk batched by fg.vmap,
-the same numbers as the row-by-row loop (vectorize=False), including the eager semantics of
-detach / no_grad / custom Functions, and a fall-back to the loop where a step does not batch."""
+"""autograd.functional jacobian/hessian: one backward walk batched by fg.vmap (vectorize=True, or
+vectorize=False when the walk runs no user code) gives the same numbers as the row-by-row loop,
+including the eager semantics of detach / no_grad / custom Functions, and falls back to the loop
+where a step does not batch. A hook on the output forces the loop (the walk then runs user code)."""
 
 import numpy as np
 import pytest
@@ -59,6 +60,17 @@ JAC_FNS = {
 }
 
 
+def _looped(f, calls):
+    """``f`` with a no-op hook on its output: the walk runs user code, so jacobian loops over rows."""
+
+    def g(*args):
+        y = f(*args)
+        y.register_hook(lambda grad: calls.append(tuple(grad.shape)))
+        return y
+
+    return g
+
+
 @pytest.mark.parametrize("name", sorted(JAC_FNS))
 @pytest.mark.parametrize("dtype", [ft.float32, ft.float64])
 def test_vectorized_jacobian_equals_loop(name, dtype):
@@ -66,12 +78,32 @@ def test_vectorized_jacobian_equals_loop(name, dtype):
     x = _x(3, dtype=dtype)
     if name == "matmul_tanh":
         f = (lambda a: lambda t: ft.tanh(a @ t))(A.to(dtype))
-    loop = AF.jacobian(f, x)
+    calls = []
+    loop = AF.jacobian(_looped(f, calls), x)
+    out_shape = tuple(loop.shape)[:loop.dim() - x.dim()]
+    assert calls == [out_shape] * int(np.prod(out_shape))  # one walk per row, each with an unbatched gradient
+    default = AF.jacobian(f, x)
     vec = AF.jacobian(f, x, vectorize=True)
     assert vec.dtype == loop.dtype and tuple(vec.shape) == tuple(loop.shape)
     tol = 1e-5 if dtype == ft.float32 else 1e-12
     np.testing.assert_allclose(vec.numpy(), loop.numpy(), rtol=tol, atol=tol)
-    assert not vec.requires_grad
+    np.testing.assert_allclose(default.numpy(), loop.numpy(), rtol=tol, atol=tol)
+    assert not vec.requires_grad and not default.requires_grad
+
+
+def test_default_loops_when_the_walk_runs_user_code():
+    x = _x(3)
+    kept = []
+
+    def f(t):
+        u = t.sin()
+        u.retain_grad()
+        kept.append(u)
+        return u * t
+
+    j = AF.jacobian(f, x)
+    np.testing.assert_allclose(j.numpy(), np.diag(np.cos(x.numpy()) * x.numpy() + np.sin(x.numpy())), atol=1e-12)
+    assert kept[0].grad is None or isinstance(kept[0].grad.numpy(), np.ndarray)  # no traced value leaked
 
 
 def test_vectorized_jacobian_keeps_eager_semantics():
@@ -106,8 +138,10 @@ def test_vectorized_hessian_equals_loop_and_closed_form():
         u = ft.tanh(A @ t)
         return (u * u).sum() + 0.5 * (t @ t)
 
-    h_loop = AF.hessian(f, x)
+    h_loop = AF.hessian(_looped(f, []), x)
     h_vec = AF.hessian(f, x, vectorize=True)
+    h_default = AF.hessian(f, x)
+    np.testing.assert_allclose(h_default.numpy(), h_vec.numpy(), atol=1e-12)
     a, xs = A.numpy(), x.numpy()
     t = np.tanh(a @ xs)
     w = (2 - 6 * t * t) * (1 - t * t)
