@@ -187,3 +187,15 @@ def test_handle_is_removable_and_context_manager():
         (a * 2).sum().backward()
     (a * 2).sum().backward()
     assert calls == [1]
+
+
+def test_execution_engine_queue_callback():
+    (a,) = _leaves(1)
+    done = []
+    engine = ft.autograd.Variable._execution_engine
+    a.register_hook(lambda g: engine.queue_callback(lambda: done.append(a.grad.numpy().copy())))
+    (a * 2).sum().backward()
+    assert len(done) == 1
+    np.testing.assert_allclose(done[0], 2 * np.ones(3))
+    with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward pass"):
+        engine.queue_callback(lambda: None)
