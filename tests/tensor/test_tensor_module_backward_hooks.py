@@ -213,3 +213,12 @@ def test_module_gradients_unchanged_by_hooks():
     lin(x).pow(2).sum().backward()
     for r, got in zip(ref, [p.grad for p in lin.parameters()] + [x.grad]):
         np.testing.assert_allclose(got.numpy(), r.numpy())
+
+
+def test_in_place_module_on_hooked_inputs_is_refused():
+    relu = ft.nn.ReLU(inplace=True)
+    relu.register_full_backward_hook(lambda m, gin, gout: None)
+    with pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+        relu(_x() * 1)
+    relu_plain = ft.nn.ReLU(inplace=True)
+    relu_plain(_x() * 1).sum().backward()  # without hooks it is allowed
