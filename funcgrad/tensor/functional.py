@@ -289,7 +289,8 @@ def _plain_graph(out: Tensor) -> bool:
     walk is indistinguishable from the row-by-row loop, so ``vectorize=False`` may take it too."""
     from . import graph as _g
 
-    if _g.anomaly.enabled:
+    kinds = tuple(k for k in (getattr(_g, "PrimNode", None), getattr(_g, "AccumulateGrad", None)) if k is not None)
+    if len(kinds) != 2 or _g.anomaly.enabled:
         return False
     seen: set[int] = set()
     stack = [out.grad_fn]
@@ -298,12 +299,12 @@ def _plain_graph(out: Tensor) -> bool:
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        if not isinstance(node, (_g.PrimNode, _g.AccumulateGrad)) or any(
+        if not isinstance(node, kinds) or any(
                 getattr(node, a, None) for a in ("_hooks", "_prehooks", "_tensor_prehooks", "_retain")):
             return False
-        if isinstance(node, _g.AccumulateGrad):
+        if isinstance(node, kinds[1]):
             leaf = node.variable
-            if leaf is not None and (leaf._hooks or leaf._post_hooks):
+            if leaf is not None and (getattr(leaf, "_hooks", None) or getattr(leaf, "_post_hooks", None)):
                 return False
             continue
         stack.extend(nxt for nxt, _ in node.next_functions)
