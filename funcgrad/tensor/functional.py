@@ -9,6 +9,7 @@ a gradient). Results are detached unless ``create_graph=True``.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, Callable, cast
 
 from .backward import grad as _grad
@@ -330,7 +331,9 @@ def _vectorized_rows(out: Tensor, ins: tuple[Any, ...]) -> tuple[Any, ...] | Non
         return tuple(None if r is None else r._value for r in g)
 
     try:
-        batched = fg.vmap(row)(seeds)
+        with warnings.catch_warnings():  # a rule without a batching rule loops inside vmap: the user
+            warnings.filterwarnings("ignore", message="vmap: primitive .* has no batching rule")  # did not ask
+            batched = fg.vmap(row)(seeds)
     except Exception:  # noqa: BLE001 - an op whose rule does not batch: the caller loops instead
         return None
     return tuple((zeros_like(t).expand(n, *t.shape) if r is None else Tensor._make(r)).reshape(
