@@ -312,11 +312,15 @@ def _plain_graph(out: Tensor) -> bool:
     return True
 
 
+_BATCH_ELEMENTS = 1 << 22  # rows per batched walk: about this many elements per cotangent batch
+
+
 def _vectorized_rows(out: Tensor, ins: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """``vectorize=True``: every row of ``d out / d ins`` from ONE backward walk over the recorded graph,
-    ``fg.vmap``-ed over the one-hot cotangents (the walk's derivative rules are funcgrad.numpy functions,
-    so they batch), as PyTorch vmaps ``autograd.grad``. Blocks of shape ``out.shape + in.shape``; None
-    when some step of the walk does not batch (the caller then loops over the rows)."""
+    """The rows of ``d out / d ins`` from backward walks over the recorded graph ``fg.vmap``-ed over
+    the one-hot cotangents (the walk's derivative rules are funcgrad.numpy functions, so they batch),
+    as PyTorch vmaps ``autograd.grad``: one walk, or one per chunk of rows when the batch would be
+    large (memory stays bounded). Blocks of shape ``out.shape + in.shape``; None when some step of
+    the walk does not batch (the caller then loops over the rows)."""
     import funcgrad as fg
 
     from ..backend import namespace_of
@@ -324,20 +328,34 @@ def _vectorized_rows(out: Tensor, ins: tuple[Any, ...]) -> tuple[Any, ...] | Non
 
     flat = out.reshape(-1)
     n = flat.numel()
-    seeds = namespace_of(flat._value).eye(n, dtype=flat._value.dtype)
+    xp = namespace_of(flat._value)
+    width = max([n] + [t.numel() for t in ins])
+    chunk = max(1, min(n, _BATCH_ELEMENTS // max(width, 1)))
 
     def row(e: Any) -> tuple[Any, ...]:
         g = _grad(flat, list(ins), grad_outputs=Tensor._make(e), retain_graph=True, allow_unused=True)
         return tuple(None if r is None else r._value for r in g)
 
+    parts = []
     try:
         with warnings.catch_warnings():  # a rule without a batching rule loops inside vmap: the user
             warnings.filterwarnings("ignore", message="vmap: primitive .* has no batching rule")  # did not ask
-            batched = fg.vmap(row)(seeds)
+            for lo in range(0, n, chunk):
+                m = min(chunk, n - lo)
+                seeds = xp.zeros((m, n), dtype=flat._value.dtype)
+                seeds[xp.arange(m), lo + xp.arange(m)] = 1
+                parts.append(fg.vmap(row)(seeds))
     except Exception:  # noqa: BLE001 - an op whose rule does not batch: the caller loops instead
         return None
-    return tuple((zeros_like(t).expand(n, *t.shape) if r is None else Tensor._make(r)).reshape(
-        tuple(out.shape) + tuple(t.shape)) for r, t in zip(batched, ins))
+    blocks = []
+    for k, t in enumerate(ins):
+        pieces = [p[k] for p in parts]
+        if any(p is None for p in pieces):
+            whole = zeros_like(t).expand(n, *t.shape)
+        else:
+            whole = Tensor._make(pieces[0] if len(pieces) == 1 else xp.concatenate(pieces, axis=0))
+        blocks.append(whole.reshape(tuple(out.shape) + tuple(t.shape)))
+    return tuple(blocks)
 
 
 @_grad_enabled

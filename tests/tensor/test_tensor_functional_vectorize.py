@@ -166,3 +166,22 @@ def test_vectorize_still_refuses_strict_and_keeps_create_graph():
     assert hc.requires_grad
     (g,) = ft.autograd.grad(hc.sum(), x)
     np.testing.assert_allclose(g.numpy(), 6 * np.ones(3))
+
+
+def test_rows_in_chunks_when_the_batch_would_be_large(monkeypatch):
+    import funcgrad.tensor.functional as functional
+
+    a, b = _x(2, 3), _x(3, seed=1)
+
+    def f(p, q):
+        return ft.tanh(p @ q) * q.sum(), p.exp()
+
+    whole = AF.jacobian(f, (a, b), vectorize=True)
+    monkeypatch.setattr(functional, "_BATCH_ELEMENTS", 7)  # 7 // 6 = one row per walk
+    chunked = AF.jacobian(f, (a, b), vectorize=True)
+    looped = AF.jacobian(_looped(lambda p, q: f(p, q)[0], []), (a, b))
+    for w_out, c_out in zip(whole, chunked):
+        for w_blk, c_blk in zip(w_out, c_out):
+            np.testing.assert_allclose(c_blk.numpy(), w_blk.numpy(), atol=1e-12)
+    for l_blk, c_blk in zip(looped, chunked[0]):
+        np.testing.assert_allclose(c_blk.numpy(), l_blk.numpy(), atol=1e-12)
