@@ -199,3 +199,12 @@ def test_execution_engine_queue_callback():
     np.testing.assert_allclose(done[0], 2 * np.ones(3))
     with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward pass"):
         engine.queue_callback(lambda: None)
+
+
+def test_failed_registration_leaves_no_hook_behind():
+    (a,) = _leaves(1)
+    calls = []
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        reg((a, ft.ones(3)), lambda gs: calls.append(gs))
+    (a * 2).sum().backward()
+    assert calls == []

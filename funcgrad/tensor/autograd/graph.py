@@ -91,7 +91,15 @@ def register_multi_grad_hook(tensors: Sequence[Any], fn: Callable[..., Any], *, 
                     p.queue_callback(lambda: flush(p))
             return hook
 
-        handles = tuple(t.register_hook(gather(i)) for i, t in enumerate(tensors))
+        placed: list[RemovableHandle] = []
+        try:
+            for i, t in enumerate(tensors):
+                placed.append(t.register_hook(gather(i)))
+        except Exception:
+            for h in placed:  # a tensor that cannot take a hook: leave none behind
+                h.remove()
+            raise
+        handles = tuple(placed)
     else:
         ran: "weakref.WeakSet[BackwardPass]" = weakref.WeakSet()
 
