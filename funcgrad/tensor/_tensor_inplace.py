@@ -19,6 +19,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from .grad_mode import state as _mode
+from .graph import check_stale_view
 
 from .tensor import (
     _seq_mark, _rename, _to_raw_index, _is_basic, _no_record, _as_tensor, _cast, _scalar_like, _finish_inplace,
@@ -38,6 +39,7 @@ class _InplaceMixin:
         return self.transpose_(0, 1) if self.dim() == 2 else self
 
     def __setitem__(self: Tensor, idx: Any, value: Any) -> None:
+        check_stale_view(self)
         idx = _to_raw_index(idx)
         tup = idx if isinstance(idx, tuple) else (idx,)
         if _is_basic(tup):
@@ -55,6 +57,7 @@ class _InplaceMixin:
 
     # ------------------------------------------------------------------ in-place
     def _inplace(self: Tensor, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Tensor":
+        check_stale_view(self)
         mark = _seq_mark()
         out = fn(self, *args, **kwargs)
         return _finish_inplace(self, _as_tensor(out), mark)
@@ -141,6 +144,7 @@ class _InplaceMixin:
                 f"output with shape [{', '.join(map(str, self.shape))}] doesn't match the broadcast shape "
                 f"[{', '.join(map(str, np.broadcast_shapes(tuple(src.shape), tuple(self.shape))))}]"
             )
+        check_stale_view(self)
         mark = _seq_mark()
         s = _cast(src, self.dtype) if src.dtype != self.dtype else src
         if not (s.requires_grad or self.requires_grad) or not _mode.enabled:  # (properties: views refreshed)
@@ -154,6 +158,7 @@ class _InplaceMixin:
 
     def fill_(self: Tensor, value: Any) -> "Tensor":
         v = value if isinstance(value, Tensor) else Tensor._make(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
+        check_stale_view(self)
         mark = _seq_mark()
         if isinstance(value, Tensor) and value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
@@ -168,6 +173,7 @@ class _InplaceMixin:
         return _as_tensor(fnp.where(ns.ones((), dtype=bool), fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))
 
     def zero_(self: Tensor) -> "Tensor":
+        check_stale_view(self)
         mark = _seq_mark()
         v = Tensor._make(namespace_of(self._value).zeros((), dtype=self._value.dtype))
         out = self._fill_like(v)
@@ -196,6 +202,7 @@ class _InplaceMixin:
     def _overwrite(self: Tensor, host_values: np.ndarray) -> "Tensor":
         ns = namespace_of(self._value)
         v = Tensor._make(ns.asarray(host_values.astype(self._value.dtype)))
+        check_stale_view(self)
         mark = _seq_mark()
         return _finish_inplace(self, self._fill_like(v), mark, check_dtype=False)
 

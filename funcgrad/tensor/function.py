@@ -288,6 +288,10 @@ class Function:
             args = _fwad.primal_args(args, dual_boxes)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)  # (views refreshed)
+        if _mode.enabled and any(ctx.needs_input_grad):
+            for a in args:  # as PyTorch reads every input's grad_fn before forward: stale views refresh (or raise)
+                if isinstance(a, Tensor) and a._base is not None:
+                    a._graph()
         uses_setup = cls.setup_context is not Function.setup_context
         with no_grad():
             if uses_setup:

@@ -1199,11 +1199,19 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
                 s._version = t._vc[0]
         move_retain(t, *old)
     else:
-        old = t._node
-        if old is not None and out._requires_grad and (old._prehooks or old._hooks or old._tensor_prehooks):
-            _bypass_view_node(out, start_seq, t)  # (without hooks on the old node, the same gradients either way)
+        if t._node is not None and out._requires_grad and _hooks_on_view_chain(t):
+            _bypass_view_node(out, start_seq, t)  # (without such hooks, the same gradients either way)
         rebase_view(t, edge_of(out) if out._requires_grad else None)
     return t
+
+
+def check_stale_view(t: Any) -> None:
+    """Before an in-place op on ``t`` computes anything: if ``t`` is a view that may not be rebased
+    and its base changed since, the error is that of this change (PyTorch checks before it would
+    refresh the view, whose own error names the earlier change)."""
+    if t._view_kind is not None and t._base is not None and t._view_version != t._vc[0] and _mode.enabled \
+            and (t._node is not None or t._base._requires_grad):
+        raise RuntimeError(view_rebase_error(t, indirect=False))
 
 
 def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
@@ -1233,6 +1241,19 @@ def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
     t._node, t._output_nr, t._requires_grad = w._node, w._output_nr, True
     t._view_version = t._vc[0]
     move_retain(t, *old)
+
+
+def _hooks_on_view_chain(t: Any) -> bool:
+    """Whether a node between the view ``t`` and its base (one per view operation) has hooks."""
+    node = t._node
+    for _ in t._view_fns:
+        if node is None:
+            return False
+        if node._prehooks or node._hooks or node._tensor_prehooks:
+            return True
+        edge = node._edges[0] if node._edges else None
+        node = edge[0] if edge is not None else None
+    return False
 
 
 def _bypass_view_node(out: Any, start_seq: int, t: Any) -> None:
