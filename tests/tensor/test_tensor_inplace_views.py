@@ -502,6 +502,17 @@ def test_hook_on_a_view_sees_only_uses_of_its_old_value():
     assert x.grad.tolist() == [13.0, 1.0]
 
 
+def test_hook_on_a_view_whose_view_is_changed_in_place():
+    x = ft.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = x.clone()
+    v = base.view(-1)
+    seen = []
+    v.register_hook(lambda g: seen.append(g.tolist()))
+    v.unsqueeze(0).copy_(ft.ones(1, 3))  # through a view of v: v's old node is bypassed too
+    (base * 1 + v * 2).sum().backward()  # v refreshed from base: a new node
+    assert seen == [] and x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
 # ---------------------------------------------------------------- 4. views that refuse in-place
 
 
@@ -641,6 +652,17 @@ def test_multi_output_views_refuse_inplace(op, node, label):
     msg = _message(lambda: pieces[0] * 2)
     assert msg.startswith(f"Output 0 of {label} is a view and its base or another view of its base has been "
                           "modified inplace.") and _MULTI_FIX in msg
+
+
+def test_stale_multi_output_view_errors_name_the_right_change():
+    b = ft.rand(3, 2, requires_grad=True) * 2
+    pieces = b.unbind()
+    b.mul_(3)
+    for change in (lambda p: p.mul_(2), lambda p: p.copy_(ft.ones(2)), lambda p: p.zero_(),
+                   lambda p: p.__setitem__(0, 1.0), lambda p: p.fill_(1.0)):
+        assert _message(lambda: change(pieces[1])).startswith("Output 1 of Unbind is a view and is being modified")
+    msg = _message(lambda: _Double.apply(pieces[1]))  # a Function reads its inputs' history first
+    assert msg.startswith("Output 1 of Unbind is a view and its base or another view of its base has been modified")
 
 
 def test_multi_output_views_without_autograd_and_unsafe_split():
