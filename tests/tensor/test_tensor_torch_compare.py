@@ -1398,6 +1398,80 @@ def inplace_complex_views(T):
     out["second_order"] = (_np(g), _np(h))
     return out
 
+_RANDOM_VIEWS = (
+    lambda t: t[1:], lambda t: t[:, 1:] if t.dim() > 1 else t[:1], lambda t: t.t() if t.dim() == 2 else t,
+    lambda t: t[0] if t.dim() > 1 else t[1:], lambda t: t[...], lambda t: t.unsqueeze(0), lambda t: t.narrow(0, 0, 1),
+    lambda t: t.split(1)[0], lambda t: t.unbind()[-1],
+)
+_RANDOM_OPS = ("mul_", "add_", "copy_", "div_", "zero_", "no_grad", "dirty", "setitem")
+
+
+def _random_program(T, seed):
+    """A random sequence of views, hooks, retain_grad() and in-place changes (some refused) on one
+    base; what reached the leaves, the operands, the retained tensors and the hooks."""
+    import random
+
+    class PyAdd(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, g
+
+    rng = random.Random(seed)
+    log, operands, retained = [], [], []
+    leaf = T.tensor(np.linspace(-1, 1, 12).reshape(3, 4), dtype=T.float64, requires_grad=True)
+    ts = [leaf.clone()]
+    for step in range(rng.randint(2, 6)):
+        kind, t = rng.random(), rng.choice(ts)
+        if kind < 0.35:
+            view = rng.choice(_RANDOM_VIEWS)
+            err = _err(lambda: ts.append(view(t)))
+            if err is not None:
+                log.append(["view", err[1][:45]])
+        elif kind < 0.5:
+            t.register_hook(lambda g, tag=f"hook{step}": log.append([tag, _np(g)]))
+        elif kind < 0.6:
+            t.retain_grad()
+            retained.append(t)
+        else:
+            op = rng.choice(_RANDOM_OPS)
+            b = T.tensor(np.full(tuple(t.shape), 0.5 + step), dtype=T.float64, requires_grad=True)
+            operands.append(b)
+
+            def change(op=op, t=t, b=b):
+                if op == "zero_":
+                    t.zero_()
+                elif op == "no_grad":
+                    with T.no_grad():
+                        t.mul_(2)
+                elif op == "dirty":
+                    PyAdd.apply(t, b)
+                elif op == "setitem":
+                    t[...] = b * 3
+                elif op == "copy_":
+                    t.copy_(b * 2)
+                else:
+                    getattr(t, op)(b)
+
+            err = _err(change)
+            if err is not None:
+                log.append([op, err[1][:45]])
+    err = _err(lambda: sum((x * (i + 1)).sum() for i, x in enumerate(ts[:3])).backward())
+    if err is not None:
+        return {"backward": err, "log": log}
+    grads = [_np(t.grad) if t.grad is not None else "none" for t in [leaf] + operands + retained]
+    return {"grads": grads, "log": sorted(log, key=lambda e: e[0])}
+
+
+@script
+def inplace_random_programs(T):
+    return {str(seed): _random_program(T, seed) for seed in range(60)}
+
 # --------------------------------------------------------------------------
 
 
