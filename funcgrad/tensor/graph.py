@@ -23,6 +23,7 @@ backward pass is itself recorded.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import traceback
 import weakref
@@ -481,10 +482,15 @@ class SavedTensor:
 
     def _check_version(self, owner: Node | None) -> None:
         if self._vc[0] != self._version:
+            # PyTorch names the node that made a saved result, and the current history of a saved
+            # input (what changed it in place), without the "Backward<N>" suffix
+            box = self._box
             if self._is_output and owner is not None:
-                where = f", which is output {self._output_nr} of {owner._name},"
+                where = f", which is output {self._output_nr} of {_short_name(owner)},"
+            elif box is not None and box._node is not None and not isinstance(box._node, AccumulateGrad):
+                where = f", which is output {box._output_nr} of {_short_name(box._node)},"
             elif self._desc is not None:
-                where = f", which is output {self._desc[1]} of {self._desc[0]},"
+                where = f", which is output {self._desc[1]} of {_strip_backward(self._desc[0])},"
             else:
                 where = ""
             value = self._data if self._data is not None else None
@@ -493,7 +499,7 @@ class SavedTensor:
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {desc}{where} is at version {self._vc[0]}; expected version "
                 f"{self._version} instead. Hint: enable anomaly detection to find the operation that "
-                f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True)."
+                f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True, check_nan=False)."
             )
 
     def unpack_raw(self, owner: Node | None = None) -> Any:
@@ -904,11 +910,12 @@ def multi_output_views(views: tuple[Any, ...], name: str) -> tuple[Any, ...]:
 
 
 def _short_name(node: Any) -> str:
-    name = getattr(node, "_short", None) or node.name()
-    for suffix in ("Backward0", "Backward1", "Backward"):
-        if name.endswith(suffix):
-            return str(name[: -len(suffix)])
-    return str(name)
+    """A node's name as PyTorch's messages give it: ``MulBackward0`` -> ``Mul``."""
+    return _strip_backward(getattr(node, "_short", None) or node.name())
+
+
+def _strip_backward(name: str) -> str:
+    return re.sub(r"Backward\d*$", "", name)
 
 
 def view_rebase_error(t: Any, indirect: bool) -> str:
@@ -1187,16 +1194,16 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
     t._vc[0] += 1
     if not st.enabled or not req:
         return t
+    node, nr = out._node, out._output_nr
+    if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node._ans):
+        s = node._ans[nr]  # a saved result is now t's memory (a later change of it is detected)
+        if type(s) is SavedTensor and s._unpack is None:
+            s._data = v
+            s._vc = t._vc
+            s._version = t._vc[0]
     if root is None:
         old = t._node, t._output_nr
-        node, nr = out._node, out._output_nr
         t._node, t._output_nr, t._requires_grad = node, nr, out._requires_grad
-        if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node._ans):
-            s = node._ans[nr]
-            if type(s) is SavedTensor and s._unpack is None:
-                s._data = v
-                s._vc = t._vc
-                s._version = t._vc[0]
         move_retain(t, *old)
     else:
         if t._node is not None and out._requires_grad and _hooks_on_view_chain(t):

@@ -148,7 +148,7 @@ OPS = {
     "copy_": lambda v, b: v.copy_(b * 2),
     "addcmul_": lambda v, b: v.addcmul_(b, b, value=0.5),
     "pow_": lambda v, b: v.pow_(2).mul_(b),
-    "sigmoid_": lambda v, b: v.sigmoid_().mul_(b),
+    "sigmoid_": lambda v, b: v.mul_(b).sigmoid_(),  # saves its result: the last change of it
     "setitem": lambda v, b: v.__setitem__((Ellipsis,), b * 2),
     "setitem_row": lambda v, b: v.__setitem__(0, b[0] * 3),
 }
@@ -178,12 +178,13 @@ def test_inplace_through_views_gradcheck(view, op, base_requires_grad):
 
 
 @settings(max_examples=20, deadline=None)
-@given(steps=st.lists(st.tuples(st.sampled_from(sorted(VIEWS)), st.sampled_from(sorted(OPS))), min_size=2,
-                      max_size=3),
+@given(steps=st.lists(st.tuples(st.sampled_from(sorted(VIEWS)), st.sampled_from(sorted(set(OPS) - {"sigmoid_"}))),
+                      min_size=2, max_size=3),
        use=st.sampled_from(["base", "last_view", "both"]))
 def test_random_sequences_of_inplace_changes_through_views(steps, use):
     """Several in-place changes through (possibly overlapping) views of one base, each with its
-    own operand; the base and/or the last view used afterwards: gradients to first order."""
+    own operand; the base and/or the last view used afterwards: gradients to first order. (Not
+    sigmoid_: it saves its result, which a later change may overwrite: an error, as in PyTorch.)"""
     root = ft.tensor(np.linspace(-1.0, 2.0, 12).reshape(3, 4), dtype=ft.float64, requires_grad=True)
     operands = [_operand(VIEWS[v](root.detach())) for v, _ in steps]
 

@@ -1472,6 +1472,38 @@ def _random_program(T, seed):
 def inplace_random_programs(T):
     return {str(seed): _random_program(T, seed) for seed in range(60)}
 
+def _full_err(fn):
+    try:
+        fn()
+    except RuntimeError as e:
+        return str(e).replace("torch.", "ft.")
+    return None
+
+
+@script
+def inplace_version_error_messages(T):
+    """The whole message: which tensor, which node it is an output of, versions, the hint."""
+    out = {}
+    x = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    a = x * 1
+    b = a.sin()  # saves its input
+    a.add_(1)
+    out["input"] = _full_err(lambda: b.sum().backward())
+    e = x.exp()  # saves its result
+    e.add_(1)
+    out["result"] = _full_err(lambda: e.sum().backward())
+    y = x.clone()
+    v = y[:2]
+    v.sigmoid_()  # saves its result, which is the view
+    v.mul_(2)
+    out["result_of_view"] = _full_err(lambda: y.sum().backward())
+    w = T.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    s = w * w
+    with T.no_grad():
+        w.mul_(2)  # a leaf: no node to name
+    out["leaf"] = _full_err(lambda: s.sum().backward())
+    return out
+
 # --------------------------------------------------------------------------
 
 
