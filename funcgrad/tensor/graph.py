@@ -843,8 +843,9 @@ def _refresh_view(b: GraphBox) -> None:
         if w._node is not base._node:
             rename_node(w._node, "AsStridedBackward0")
         b._node, b._output_nr, b._requires_grad = w._node, w._output_nr, True
-    else:
+    elif b._node is not None:
         b._node, b._requires_grad = None, False
+    # (else: a view that was made a leaf with requires_grad_() stays one, as in PyTorch)
     move_retain(b, *old)
 
 
@@ -1168,7 +1169,7 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
         elif req:
             if t._view_kind is not None:
                 raise RuntimeError(view_rebase_error(t, indirect=False))
-            if root._node is None and root._requires_grad:
+            if root._node is None and (root._requires_grad or (t._node is None and t._requires_grad)):
                 raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                    "operation.")
     v = t._value

@@ -131,6 +131,15 @@ def test_view_made_before_the_base_gained_history():
     assert r.grad.item() == 3.0
 
 
+def test_view_made_a_leaf_stays_one():
+    a = ft.zeros(3)
+    v = a[:2]
+    v.requires_grad_()
+    a.mul_(2)  # v is stale: refreshed from a base without history, it stays a leaf
+    assert v.requires_grad and v.is_leaf and v.grad_fn is None
+    assert "a view of a leaf Variable that requires grad" in _message(lambda: v.mul_(2))
+
+
 VIEWS = {
     "narrow": lambda x: x.narrow(1, 1, 2),
     "select": lambda x: x.select(0, 2),
