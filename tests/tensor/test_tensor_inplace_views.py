@@ -687,3 +687,14 @@ def test_multi_output_views_without_autograd_and_unsafe_split():
         s1.mul_(s2)
         s1.sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), [[6.0, 1.0], [2.0, -4.0], [0.0, 0.0]])
+
+
+def test_relu_module_inplace_after_a_norm_differentiates_twice():
+    """PyTorch's nn.ReLU(True) after InstanceNorm: the in-place ReLU overwrites the norm's
+    output, which the norm's backward does not need (double backward works)."""
+    x = ft.tensor([[[[1.0, 2.0], [0.5, -1.0]], [[3.0, -2.0], [0.25, 1.0]]]], dtype=ft.float64, requires_grad=True)
+    net = ft.nn.Sequential(ft.nn.InstanceNorm2d(2), ft.nn.ReLU(True))
+    assert repr(net[1]) == "ReLU(inplace=True)"
+    y = net[0](x)
+    assert net[1](y) is y
+    assert ft.autograd.gradgradcheck(lambda t: net(t).pow(2), (x,))
