@@ -1286,12 +1286,17 @@ def _bypass_view_node(out: Any, start_seq: int, t: Any) -> None:
                 if new_edge is None:
                     w = fresh_view(t._base, t._view_fns)
                     new_edge = (w._node, w._output_nr)
-                edges[k] = new_edge
+                _repoint_edge(node, k, new_edge)
             else:
                 stack.append(e[0])
         for a in getattr(node, "_args", ()):
             if type(a) is SavedTensor and a._edge is not None and a._edge[0] is old_node and new_edge is not None:
                 a._edge = new_edge
+
+
+def _repoint_edge(node: Any, k: int, edge: tuple[Any, ...]) -> None:
+    """Send the gradient of ``node``'s k-th tensor input to ``edge`` (node, output_nr) instead."""
+    node._edges[k] = edge
 
 
 def _protect_saved(out: Any, t: Any, start_seq: int) -> None:
