@@ -714,11 +714,10 @@ class CopySlices(Node):
         return f"<CopySlices object at {id(self):#x}>"
 
     def __init__(self, base_edge: tuple[Any, ...] | None, out_edge: tuple[Any, ...] | None, view_fns: tuple[Any, ...],
-                 mask: Any, meta: tuple[Any, ...]):
+                 meta: tuple[Any, ...]):
         super().__init__()
         self._edges = [base_edge, out_edge]
         self._view_fns = view_fns
-        self._mask = mask
         self._out_meta = (meta,)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
@@ -727,7 +726,7 @@ class CopySlices(Node):
         g = grads[0]
         out: list[Any] = [None, None]
         if self._edges[0] is not None:
-            m = self._mask
+            m = _overwritten(self._out_meta[0], self._view_fns)  # made here: the graph keeps no mask
             if m.dtype.kind == "c":  # a complex base: per component (a view may be its .real or .imag)
                 out[0] = fnp.real(g) * (1 - m.real) + 1j * (fnp.imag(g) * (1 - m.imag))
             else:
@@ -735,6 +734,20 @@ class CopySlices(Node):
         if self._edges[1] is not None:
             out[1] = _view_cotangent(g, self._view_fns, raw=not create_graph)
         return out
+
+
+def _overwritten(meta: tuple[Any, ...], view_fns: tuple[Any, ...]) -> Any:
+    """Where a base of ``meta`` (shape, dtype, namespace) is overwritten through the view
+    ``view_fns``: a bool mask, or for a complex base a complex one (1 in each overwritten
+    component, as ``.real``/``.imag`` views overwrite one)."""
+    shape, dtype, ns = meta
+    complex_base = np.dtype(dtype).kind == "c"
+    mask = ns.zeros(shape, dtype=dtype if complex_base else bool)
+    region = replay_view(mask, view_fns, raw=True)
+    if type(region) is np.ndarray and not region.flags.writeable:
+        region.flags.writeable = True  # NumPy's diagonal: read-only by convention only
+    region[...] = (1 + 1j if region.dtype.kind == "c" else 1) if complex_base else True
+    return mask
 
 
 def _view_cotangent(g: Any, view_fns: tuple[Any, ...], raw: bool) -> Any:
@@ -1229,14 +1242,7 @@ def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
     root = t._base
     base_edge = edge_of(root) if root._requires_grad else None
     rv = root._value
-    ns = namespace_of(rv)
-    complex_base = rv.dtype.kind == "c"  # the mask marks overwritten components: .real/.imag are views
-    mask = ns.zeros(rv.shape, dtype=rv.dtype if complex_base else bool)
-    region = replay_view(mask, t._view_fns, raw=True)
-    if type(region) is np.ndarray and not region.flags.writeable:
-        region.flags.writeable = True  # NumPy's diagonal: read-only by convention only
-    region[...] = (1 + 1j if region.dtype.kind == "c" else 1) if complex_base else True
-    cs = CopySlices(base_edge, out_edge, t._view_fns, mask, (rv.shape, rv.dtype, ns))
+    cs = CopySlices(base_edge, out_edge, t._view_fns, (rv.shape, rv.dtype, namespace_of(rv)))
     if anomaly.enabled:
         cs._stack = user_stack()
     old = root._node, root._output_nr
