@@ -284,18 +284,35 @@ class _ShapeMixin:
 
     def unbind(self: Tensor, dim: builtins.int = 0) -> tuple[Any, ...]:
         """Views of the slices along ``dim``; like every op that returns several views, they refuse
-        in-place changes when autograd is involved (PyTorch's rule; ``unsafe_split`` does not)."""
+        in-place changes when autograd is involved (PyTorch's rule; ``unsafe_split`` does not).
+
+        Example::
+
+            a, b = ft.tensor([[1., 2.], [3., 4.]]).unbind()   # tensor([1., 2.]), tensor([3., 4.])
+        """
         d = _wrap_dim(dim, self.dim())
         return multi_output_views(tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0")
 
     def split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """Views of consecutive pieces along ``dim`` (refusing in-place changes with autograd, as
-        ``unbind``)."""
+        ``unbind``).
+
+        Example::
+
+            ft.arange(5.).split(2)        # (tensor([0., 1.]), tensor([2., 3.]), tensor([4.]))
+            ft.arange(5.).split([1, 4])   # sizes
+        """
         name = "SplitWithSizesBackward0" if isinstance(split_size, (list, tuple)) else "SplitBackward0"
         return multi_output_views(self.unsafe_split(split_size, dim), name)
 
     def unsafe_split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
-        """``split`` whose pieces may be modified in place (the caller vouches that is sound)."""
+        """``split`` whose pieces may be modified in place (the caller vouches that is sound).
+
+        Example::
+
+            s1, s2 = (x * 2).unsafe_split(1)
+            s1.mul_(s2)                    # allowed, and recorded
+        """
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         if isinstance(split_size, (list, tuple)):
