@@ -43,8 +43,8 @@ class _InplaceMixin:
         idx = _to_raw_index(idx)
         tup = idx if isinstance(idx, tuple) else (idx,)
         if _is_basic(tup):
-            view = self[tup]
-            view.copy_(value)
+            target = self if tup in ((), (Ellipsis,)) else self[tup]  # x[...] = v writes x itself (PyTorch)
+            target.copy_(value)
             return
         mark = _seq_mark()
         v = value if isinstance(value, Tensor) else _scalar_like(value, self) if not isinstance(value, (list, np.ndarray)) else _as_tensor(value)

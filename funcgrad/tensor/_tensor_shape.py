@@ -272,10 +272,16 @@ class _ShapeMixin:
 
     def narrow(self: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> "Tensor":
         d = _wrap_dim(dim, self.dim())
-        start = _pyint(start)
+        start, length, n = _pyint(start), _pyint(length), self.shape[d]
+        if not -n <= start <= n:
+            raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
         if start < 0:
-            start += self.shape[d]
-        idx = (slice(None),) * d + (slice(start, start + _pyint(length)),)
+            start += n
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if start + length > n:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+        idx = (slice(None),) * d + (slice(start, start + length),)
         return self[idx]
 
     def select(self: Tensor, dim: builtins.int, index: builtins.int) -> "Tensor":

@@ -568,8 +568,10 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         the tensor through later in-place changes: ``.grad`` is the gradient of its last version."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._retains_grad:
+            return
         node, nr = self._graph()
-        if node is None or self._retains_grad:
+        if node is None:
             return
         import weakref
 

@@ -698,3 +698,37 @@ def test_relu_module_inplace_after_a_norm_differentiates_twice():
     y = net[0](x)
     assert net[1](y) is y
     assert ft.autograd.gradgradcheck(lambda t: net(t).pow(2), (x,))
+
+
+def test_setitem_ellipsis_writes_the_tensor_itself():
+    b = ft.rand(3, 2, requires_grad=True) * 2
+    piece = b.unbind()[1]
+    msg = _message(lambda: piece.__setitem__(..., 1.0))  # no new view in between: the piece is named
+    assert msg.startswith("Output 1 of Unbind is a view and is being modified inplace.")
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y[...] = x * 3
+    assert _name(y) == "CopyBackwards"
+    y.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_retain_grad_twice_on_a_stale_multi_output_view_is_a_no_op():
+    b = ft.rand(3, 2, requires_grad=True) * 2
+    piece = b.unbind()[0]
+    piece.retain_grad()
+    b.mul_(2)
+    piece.retain_grad()  # already retained: nothing to refresh (PyTorch returns early too)
+
+
+@pytest.mark.parametrize("args,error,words", [
+    ((0, 2, 2), RuntimeError, "start (2) + length (2) exceeds dimension size (3)."),
+    ((0, -1, 2), RuntimeError, "start (2) + length (2) exceeds dimension size (3)."),
+    ((0, 4, 0), IndexError, "start out of range (expected to be in range of [-3, 3], but got 4)"),
+    ((0, 0, -1), RuntimeError, "narrow(): length must be non-negative."),
+])
+def test_narrow_checks_its_bounds(args, error, words):
+    with pytest.raises(error) as info:
+        ft.zeros(3, 2).narrow(*args)
+    assert words in str(info.value)
+    assert ft.zeros(3, 2).narrow(0, 3, 0).shape == (0, 2)
