@@ -39,13 +39,13 @@ class _InplaceMixin:
         return self.transpose_(0, 1) if self.dim() == 2 else self
 
     def __setitem__(self: Tensor, idx: Any, value: Any) -> None:
-        check_stale_view(self)
         idx = _to_raw_index(idx)
         tup = idx if isinstance(idx, tuple) else (idx,)
         if _is_basic(tup):
             target = self if tup in ((), (Ellipsis,)) else self[tup]  # x[...] = v writes x itself (PyTorch)
             target.copy_(value)
             return
+        check_stale_view(self)
         mark = _seq_mark()
         v = value if isinstance(value, Tensor) else _scalar_like(value, self) if not isinstance(value, (list, np.ndarray)) else _as_tensor(value)
         if isinstance(v, Tensor):

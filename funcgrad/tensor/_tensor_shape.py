@@ -296,6 +296,8 @@ class _ShapeMixin:
 
             a, b = ft.tensor([[1., 2.], [3., 4.]]).unbind()   # tensor([1., 2.]), tensor([3., 4.])
         """
+        if self.dim() == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         d = _wrap_dim(dim, self.dim())
         return multi_output_views(tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0")
 
@@ -319,6 +321,8 @@ class _ShapeMixin:
             s1, s2 = (x * 2).unsafe_split(1)
             s1.mul_(s2)                    # allowed, and recorded
         """
+        if self.dim() == 0:
+            raise RuntimeError("split expects at least a 1-dimensional tensor")
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         if isinstance(split_size, (list, tuple)):
@@ -329,7 +333,7 @@ class _ShapeMixin:
                 )
             sizes = list(split_size)
         else:
-            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
+            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) or [0]
         out, start = [], 0
         for s in sizes:
             out.append(self.narrow(d, start, s))
@@ -340,7 +344,9 @@ class _ShapeMixin:
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         size = -(-n // chunks)
-        return self.split(size, d) if n else (self,)
+        if not n:  # PyTorch: ``chunks`` empty pieces
+            return multi_output_views(tuple(self.narrow(d, 0, 0) for _ in range(chunks)), "SplitBackward0")
+        return self.split(size, d)
 
     def unsafe_chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
         """``chunk`` whose pieces may be modified in place (see ``unsafe_split``)."""

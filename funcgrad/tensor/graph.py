@@ -919,8 +919,13 @@ def multi_output_views(views: tuple[Any, ...], name: str) -> tuple[Any, ...]:
             rename_node(v._node, name)
         if v._view_kind is None:
             v._view_kind = "multi_output"
-            v._multi_index = k  # "Output k of Split" in the message
+        v._multi_index = k  # "Output k of Split" in the messages (each piece has a node of its own here)
     return views
+
+
+def _output_nr(t: Any) -> int:
+    """PyTorch's ``output_nr`` of ``t`` (a piece of split/chunk/unbind is output k of one node)."""
+    return int(t.__dict__.get("_multi_index", t._output_nr))
 
 
 def _short_name(node: Any) -> str:
@@ -943,10 +948,9 @@ def view_rebase_error(t: Any, indirect: bool) -> str:
     if node is None:
         head = f"A view was created in {mode} and "
     elif kind in ("no_grad", "inference"):  # a view (with history) of such a view
-        head = f"Output {t._output_nr} of {_short_name(node)} is a view of a view which was created in {mode} and "
+        head = f"Output {_output_nr(t)} of {_short_name(node)} is a view of a view which was created in {mode} and "
     else:
-        nr = t.__dict__.get("_multi_index", t._output_nr)
-        head, with_mode = f"Output {nr} of {_short_name(node)} is a view and ", "."
+        head, with_mode = f"Output {_output_nr(t)} of {_short_name(node)} is a view and ", "."
     return head + what + with_mode + _VIEW_FIX[kind]
 
 

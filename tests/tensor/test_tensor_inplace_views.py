@@ -668,9 +668,12 @@ def test_stale_multi_output_view_errors_name_the_right_change():
     b = ft.rand(3, 2, requires_grad=True) * 2
     pieces = b.unbind()
     b.mul_(3)
-    for change in (lambda p: p.mul_(2), lambda p: p.copy_(ft.ones(2)), lambda p: p.zero_(),
-                   lambda p: p.__setitem__(0, 1.0), lambda p: p.fill_(1.0)):
+    for change in (lambda p: p.mul_(2), lambda p: p.copy_(ft.ones(2)), lambda p: p.zero_(), lambda p: p.fill_(1.0),
+                   lambda p: p.__setitem__(..., 1.0), lambda p: p.__setitem__(ft.tensor([True, False]), 1.0)):
         assert _message(lambda: change(pieces[1])).startswith("Output 1 of Unbind is a view and is being modified")
+    # p[0] = v first takes a view of p (reading its history): the earlier change is named
+    assert _message(lambda: pieces[1].__setitem__(0, 1.0)).startswith(
+        "Output 1 of Unbind is a view and its base or another view of its base has been modified")
     msg = _message(lambda: _Double.apply(pieces[1]))  # a Function reads its inputs' history first
     assert msg.startswith("Output 1 of Unbind is a view and its base or another view of its base has been modified")
 
@@ -732,3 +735,15 @@ def test_narrow_checks_its_bounds(args, error, words):
         ft.zeros(3, 2).narrow(*args)
     assert words in str(info.value)
     assert ft.zeros(3, 2).narrow(0, 3, 0).shape == (0, 2)
+
+
+def test_split_chunk_unbind_edge_shapes():
+    assert [tuple(p.shape) for p in ft.zeros(0, 3).split(1)] == [(0, 3)]
+    assert [tuple(p.shape) for p in ft.zeros(0, 3).chunk(2)] == [(0, 3), (0, 3)]
+    with pytest.raises(RuntimeError, match="split expects at least a 1-dimensional tensor"):
+        ft.zeros(()).split(1)
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dimensions"):
+        ft.zeros(()).unbind()
+    b = ft.rand(2, 3, requires_grad=True) * 1
+    inner = b.unbind()[1].unbind()  # pieces of a piece: each names its own position
+    assert _message(lambda: inner[2].mul_(2)).startswith("Output 2 of Unbind is a view")
