@@ -1401,9 +1401,11 @@ def inplace_complex_views(T):
 _RANDOM_VIEWS = (
     lambda t: t[1:], lambda t: t[:, 1:] if t.dim() > 1 else t[:1], lambda t: t.t() if t.dim() == 2 else t,
     lambda t: t[0] if t.dim() > 1 else t[1:], lambda t: t[...], lambda t: t.unsqueeze(0), lambda t: t.narrow(0, 0, 1),
-    lambda t: t.split(1)[0], lambda t: t.unbind()[-1],
+    lambda t: t.split(1)[0], lambda t: t.unbind()[-1], lambda t: t.diagonal() if t.dim() == 2 else t[:1],
+    lambda t: t.select(-1, 0) if t.dim() else t,
 )
-_RANDOM_OPS = ("mul_", "add_", "copy_", "div_", "zero_", "no_grad", "dirty", "setitem")
+_RANDOM_OPS = ("mul_", "add_", "copy_", "div_", "zero_", "no_grad", "dirty", "setitem", "setitem0", "pow_", "clamp_",
+               "masked_fill_", "addcmul_", "detach_mul", "alias")
 
 
 def _random_program(T, seed):
@@ -1422,6 +1424,15 @@ def _random_program(T, seed):
         def backward(ctx, g):
             return g * 2, g
 
+    class Alias(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[...]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
     rng = random.Random(seed)
     log, operands, retained = [], [], []
     leaf = T.tensor(np.linspace(-1, 1, 12).reshape(3, 4), dtype=T.float64, requires_grad=True)
@@ -1431,8 +1442,8 @@ def _random_program(T, seed):
         if kind < 0.35:
             view = rng.choice(_RANDOM_VIEWS)
             err = _err(lambda: ts.append(view(t)))
-            if err is not None:
-                log.append(["view", err[1][:45]])
+            if err is not None:  # (0-d and empty tensors: the type only, NumPy words its IndexErrors)
+                log.append(["view", err[0] if err[0] == "IndexError" else err[1][:45]])
         elif kind < 0.5:
             t.register_hook(lambda g, tag=f"hook{step}": log.append([tag, _np(g)]))
         elif kind < 0.6:
@@ -1453,6 +1464,20 @@ def _random_program(T, seed):
                     PyAdd.apply(t, b)
                 elif op == "setitem":
                     t[...] = b * 3
+                elif op == "setitem0":
+                    t[0] = b[0] * 3
+                elif op == "pow_":
+                    t.pow_(2)
+                elif op == "clamp_":
+                    t.clamp_(-0.5, 0.5)
+                elif op == "masked_fill_":
+                    t.masked_fill_(b > 1.0, 7.0)
+                elif op == "addcmul_":
+                    t.addcmul_(b, b, value=0.5)
+                elif op == "detach_mul":
+                    t.detach().mul_(2)  # shares the version counter
+                elif op == "alias":
+                    ts.append(Alias.apply(t))
                 elif op == "copy_":
                     t.copy_(b * 2)
                 else:
@@ -1470,7 +1495,7 @@ def _random_program(T, seed):
 
 @script
 def inplace_random_programs(T):
-    return {str(seed): _random_program(T, seed) for seed in range(60)}
+    return {str(seed): _random_program(T, seed) for seed in range(80)}
 
 def _full_err(fn):
     try:
