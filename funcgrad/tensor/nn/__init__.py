@@ -20,7 +20,7 @@ from __future__ import annotations
 import collections
 import math
 import warnings
-from typing import Any, Callable, Iterator, SupportsIndex, cast
+from typing import Any, Callable, Iterable, Iterator, SupportsIndex, cast
 
 import numpy as np
 
@@ -110,6 +110,35 @@ def _fg(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
     return cast("Tensor", as_tensor_box(fn(*boxes, **kwargs)))
 
 
+def _fg_named(name: str, fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
+    """``_fg(fn, ...)`` whose result's ``grad_fn`` carries PyTorch's node ``name`` (``MseLossBackward0``)."""
+    mark = _seq_mark()
+    return _rename(_fg(fn, *tensors, **kwargs), name, mark)
+
+
+def _like(t: Tensor, host: Any) -> Tensor:
+    """A constant made on the host (indices, masks, weights) as a Tensor on ``t``'s device."""
+    xp = namespace_of(t._value)
+    return Tensor._make(np.asarray(host) if xp is np else xp.asarray(host))
+
+
+def _check_dropout_p(p: float) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout(x: Tensor, p: float, training: bool, mask_shape: tuple[Any, ...]) -> Tensor:
+    """Zero with probability ``p`` through a mask of ``mask_shape`` (broadcast against ``x``: whole
+    channels when it has ones), scaling the rest by ``1/(1-p)``; ``x`` itself outside training."""
+    _check_dropout_p(p)
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    keep = default_generator._rng.random(mask_shape) >= p
+    return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
+
+
 class _Functional:  # the ops behind ft.nn.functional
     """``ft.nn.functional`` (usually imported as ``F``)."""
 
@@ -127,8 +156,7 @@ class _Functional:  # the ops behind ft.nn.functional
 
     @staticmethod
     def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-        mark = _seq_mark()
-        return _rename(_fg(_fnn.gelu, x, approximate=(approximate == "tanh")), "GeluBackward0", mark)
+        return _fg_named("GeluBackward0", _fnn.gelu, x, approximate=(approximate == "tanh"))
 
     @staticmethod
     def silu(x: Tensor, inplace: bool = False) -> Tensor:
@@ -161,20 +189,7 @@ class _Functional:  # the ops behind ft.nn.functional
 
     @staticmethod
     def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        if not training or p == 0.0:
-            return x
-        if p == 1.0:
-            return x * 0.0
-        keep = default_generator._rng.random(tuple(x.shape)) >= p
-        return x * Tensor._make((keep / (1.0 - p)).astype(x._value.dtype))
-
-    @staticmethod
-    def one_hot(t: Tensor, num_classes: int = -1) -> Tensor:
-        v = t._value
-        n = int(v.max()) + 1 if num_classes == -1 else num_classes
-        return Tensor._make(np.eye(n, dtype=np.int64)[v])
+        return _dropout(x, p, training, tuple(x.shape))
 
     @staticmethod
     def _check_reduction(reduction: str) -> None:
@@ -184,14 +199,12 @@ class _Functional:  # the ops behind ft.nn.functional
     @staticmethod
     def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
         _Functional._check_reduction(reduction)
-        mark = _seq_mark()
-        return _rename(_fg(_fnn.mse_loss, input, _as_tensor(target), reduction=reduction), "MseLossBackward0", mark)
+        return _fg_named("MseLossBackward0", _fnn.mse_loss, input, _as_tensor(target), reduction=reduction)
 
     @staticmethod
     def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
         _Functional._check_reduction(reduction)
-        mark = _seq_mark()
-        return _rename(_fg(_fnn.l1_loss, input, _as_tensor(target), reduction=reduction), "L1LossBackward0", mark)
+        return _fg_named("L1LossBackward0", _fnn.l1_loss, input, _as_tensor(target), reduction=reduction)
 
     @staticmethod
     def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:  # noqa: A002
@@ -219,26 +232,21 @@ class _Functional:  # the ops behind ft.nn.functional
                 # read the labels back to the host.
                 return _cross_entropy_ignoring(input, tv, axis, label_smoothing, reduction, ignore_index)
             tgt = tv
-        mark = _seq_mark()
-        out = _fg(_fnn.cross_entropy, input, tgt, axis=axis, label_smoothing=label_smoothing, reduction=reduction)
-        return _rename(out, "NllLossBackward0", mark)
+        return _fg_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
+                         label_smoothing=label_smoothing, reduction=reduction)
 
     @staticmethod
     def nll_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
         _Functional._check_reduction(reduction)
-        mark = _seq_mark()
-        out = _fg(_fnn.nll_loss, input, _as_tensor(target)._value, axis=1 if input.dim() > 1 else 0,
-                  reduction=reduction)
-        return _rename(out, "NllLossBackward0", mark)
+        return _fg_named("NllLossBackward0", _fnn.nll_loss, input, _as_tensor(target)._value,
+                         axis=1 if input.dim() > 1 else 0, reduction=reduction)
 
     @staticmethod
     def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
                                          pos_weight: Tensor | None = None) -> Tensor:
         _Functional._check_reduction(reduction)
-        mark = _seq_mark()
-        out = _fg(_fnn.binary_cross_entropy_with_logits, input, _as_tensor(target), pos_weight=pos_weight,
-                  reduction=reduction)
-        return _rename(out, "BinaryCrossEntropyWithLogitsBackward0", mark)
+        return _fg_named("BinaryCrossEntropyWithLogitsBackward0", _fnn.binary_cross_entropy_with_logits, input,
+                         _as_tensor(target), pos_weight=pos_weight, reduction=reduction)
 
 
 F = _Functional
@@ -313,6 +321,18 @@ class _Init:  # the maths behind ft.nn.init
 
 # --------------------------------------------------------------------------
 # modules
+
+
+def _zero_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
+    """``Module.zero_grad`` / ``Optimizer.zero_grad``: drop each ``.grad``, or zero it in place (detached)."""
+    for p in params:
+        if p._grad is None:
+            continue
+        if set_to_none:
+            p._grad = None
+        else:
+            p._grad = p._grad.detach()
+            p._grad.zero_()
 
 _IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])  # type: ignore[name-match]  # torch's repr
 
@@ -571,14 +591,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for p in self.parameters():
-            if p._grad is None:
-                continue
-            if set_to_none:
-                p._grad = None
-            else:
-                p._grad = p._grad.detach()
-                p._grad.zero_()
+        _zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
         for m in self.children():
@@ -879,8 +892,7 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        _check_dropout_p(p)
         self.p = p
         self.inplace = inplace
 

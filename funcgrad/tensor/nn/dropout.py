@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..tensor import Tensor
-from . import Module, _maybe_inplace
+from . import Module, _check_dropout_p, _maybe_inplace
 from . import functional as F
 
 __all__ = ["Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
@@ -25,8 +25,7 @@ class _DropoutNd(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        _check_dropout_p(p)
         self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor) -> Tensor:

@@ -13,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -31,7 +32,7 @@ from ..grad_mode import no_grad
 from ..graph import GraphBox
 from ..tensor import Tensor, _as_tensor
 from . import F as _F
-from . import _fg, _maybe_inplace
+from . import _check_dropout_p, _dropout, _fg, _like, _maybe_inplace
 
 relu = _F.relu
 sigmoid = _F.sigmoid
@@ -60,12 +61,6 @@ def _where(cond: Any, a: Any, b: Any) -> Tensor:
     from ..ops import where
 
     return cast("Tensor", where(cond, a, b))
-
-
-def _like(t: Tensor, host: Any) -> Tensor:
-    """A constant made on the host (indices, masks, weights) as a Tensor on ``t``'s device."""
-    xp = namespace_of(t._value)
-    return Tensor._make(np.asarray(host) if xp is np else xp.asarray(host))
 
 
 def _const(t: Tensor, value: Any) -> Tensor:
@@ -183,27 +178,16 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
 # --------------------------------------------------------------------------- dropout
 
 
-def _mask_dropout(x: Tensor, p: float, shape: tuple[Any, ...]) -> Tensor:
-    keep = default_generator._rng.random(shape) >= p
-    return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
-
-
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero elements with probability ``p`` (scaled by ``1/(1-p)``) in training. Example: ``F.dropout(x, 0.2)``."""
     return _F.dropout(x, p, training)
 
 
 def _channel_dropout(x: Tensor, p: float, training: bool, nsp: int, name: str) -> Tensor:
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_dropout_p(p)
     if x.dim() not in (nsp + 1, nsp + 2):
         raise RuntimeError(f"{name}: Expected {nsp + 1}D or {nsp + 2}D input, but received a {x.dim()}D input")
-    if not training or p == 0.0:
-        return x
-    if p == 1.0:
-        return x * 0.0
-    shape = tuple(x.shape[:-nsp]) + (1,) * nsp
-    return _mask_dropout(x, p, shape)
+    return _dropout(x, p, training, tuple(x.shape[:-nsp]) + (1,) * nsp)
 
 
 def dropout1d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -226,8 +210,7 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bo
 
     Example: ``F.alpha_dropout(x, 0.2, training=True)``.
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_dropout_p(p)
     if not training or p == 0.0:
         return x
     alpha_p = -1.7580993408473766
@@ -361,10 +344,15 @@ def fold(x: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, paddi
 # each input plane, as PyTorch's.
 
 
-def _pool_args(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
-               name: str) -> tuple[Any, ...]:
+def _check_pool_rank(x: Tensor, nsp: int, name: str) -> None:
+    """A pool over ``nsp`` spatial axes takes ``(C, *spatial)`` or ``(N, C, *spatial)``."""
     if x.dim() not in (nsp + 1, nsp + 2):
         raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
+
+
+def _pool_args(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+               name: str) -> tuple[Any, ...]:
+    _check_pool_rank(x, nsp, name)
     k = _ntuple(kernel_size, nsp)
     empty = stride is None or (not isinstance(stride, (int, np.integer)) and len(stride) == 0)
     s = k if empty else _ntuple(stride, nsp)
@@ -510,8 +498,7 @@ def avg_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
 
 
 def _adaptive_sizes(x: Tensor, output_size: Any, nsp: int, name: str) -> tuple[Any, ...]:
-    if x.dim() not in (nsp + 1, nsp + 2):
-        raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
+    _check_pool_rank(x, nsp, name)
     sizes = tuple(x.shape[-nsp:])
     req = (output_size,) * nsp if isinstance(output_size, (int, np.integer, type(None))) else tuple(output_size)
     if len(req) != nsp:
@@ -651,8 +638,7 @@ def adaptive_max_pool3d_with_indices(x: Tensor, output_size: Any, return_indices
 
 def _max_unpool(x: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any,
                 output_size: Any, name: str) -> Tensor:
-    if x.dim() not in (nsp + 1, nsp + 2):
-        raise RuntimeError(f"{name}: expected a {nsp + 1}-d or {nsp + 2}-d input, got shape {tuple(x.shape)}")
+    _check_pool_rank(x, nsp, name)
     if tuple(indices.shape) != tuple(x.shape) or indices.is_floating_point():
         raise RuntimeError(f"{name}: indices must be integers of the input's shape {tuple(x.shape)}, "
                            f"got {indices.dtype} of shape {tuple(indices.shape)}")
@@ -956,13 +942,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 # --------------------------------------------------------------------------- losses
 
 
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
+def _reduce(loss: Tensor, reduction: str, wt: Tensor | None = None) -> Tensor:
+    """PyTorch's ``reduction=``; with per-sample weights ``wt`` the mean is ``sum(loss) / sum(wt)``."""
     _F._check_reduction(reduction)
-    if reduction == "mean":
-        return loss.mean()
+    if reduction == "none":
+        return loss
     if reduction == "sum":
         return loss.sum()
-    return loss
+    return loss.sum() / wt.sum() if wt is not None else loss.mean()
 
 
 def _check_size(input: Tensor, target: Tensor, name: str) -> None:  # noqa: A002
@@ -1005,21 +992,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if target.dtype.is_floating_point:
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / C
-        return _reduce_sum_mean(-(logp * wb * target).sum(axis), reduction, None)
+        return _reduce(-(logp * wb * target).sum(axis), reduction, None)
     nll, wt = _class_weights(logp, target, weight, ignore_index)
     if label_smoothing:
         keep = Tensor._make((target._value != ignore_index).astype(logp._value.dtype))
         smooth = -(logp * wb).sum(axis) * keep
         nll = nll * (1 - label_smoothing) + smooth * (label_smoothing / C)
-    return _reduce_sum_mean(nll, reduction, wt)
-
-
-def _reduce_sum_mean(loss: Tensor, reduction: str, wt: Tensor | None) -> Tensor:
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / wt.sum() if wt is not None else loss.mean()
+    return _reduce(nll, reduction, wt)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
@@ -1033,7 +1012,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
         return _F.nll_loss(input, target, reduction)  # (on a device, checking would read the labels back)
     nll, wt = _class_weights(input, target, weight, ignore_index)
-    return _reduce_sum_mean(nll, reduction, wt)
+    return _reduce(nll, reduction, wt)
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
@@ -1266,20 +1245,12 @@ silu, leaky_relu, dropout, dropout1d, dropout2d, dropout3d, alpha_dropout = (
 
 def _inplace(fn: Any) -> Any:
     def f(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        with no_grad() if not x.requires_grad else _nullcontext():
+        with no_grad() if not x.requires_grad else contextlib.nullcontext():
             return x.copy_(fn(x, *args, **kwargs))
 
     f.__name__ = fn.__name__ + "_"
     f.__doc__ = f"In-place ``{fn.__name__}``: writes the result into ``x``. Example: ``F.{fn.__name__}_(x)``."
     return f
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 relu_ = _inplace(relu)

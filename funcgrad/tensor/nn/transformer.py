@@ -23,7 +23,7 @@ from funcgrad.backend import namespace_of
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, _as_tensor
-from . import Dropout, Linear, Module, _new_param, _np_dtype
+from . import Dropout, Linear, Module, _like, _new_param, _np_dtype
 from . import functional as F
 from . import init as _init
 from .containers import ModuleList
@@ -117,7 +117,7 @@ class MultiheadAttention(Module):
         v = self._project(value, 2).reshape(S, N * H, hd).transpose(0, 1)
         logits = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(hd))  # (N*H, L, S)
         if is_causal and attn_mask is None:
-            attn_mask = F._like(query, np.triu(np.ones((L, S), dtype=bool), 1))
+            attn_mask = _like(query, np.triu(np.ones((L, S), dtype=bool), 1))
         if attn_mask is not None:
             am = _additive(attn_mask, logits)
             if am.dim() == 2:

@@ -67,9 +67,13 @@ class LRScheduler:
         else:
             self.last_epoch = epoch
             values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
+        self._set_lrs(values)
+
+    def _set_lrs(self, values: list[Any]) -> None:
+        """Write one learning rate per param group, and remember them for ``get_last_lr``."""
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        self._last_lr = self._lrs()
 
     def state_dict(self) -> dict[Any, Any]:
         """Everything but the optimizer (and functions: lambdas are not saved, as in PyTorch)."""
@@ -203,9 +207,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
         self._step_count = getattr(self, "_step_count", 0) + 1
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            group["lr"] = lr
-        self._last_lr = self._lrs()
+        self._set_lrs(self.get_lr())
 
 
 class OneCycleLR(LRScheduler):
@@ -379,25 +381,24 @@ def _lambdas(optimizer: Any, lr_lambda: Any) -> list[Any]:
     return [lr_lambda] * n
 
 
-class LambdaLR(LRScheduler):
-    """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per group). Example: ``LambdaLR(opt, lambda e: 0.95 ** e)``."""
+class _LambdaScheduler(LRScheduler):
+    """A scheduler driven by ``lr_lambda``: one function, or one per param group (``self.lr_lambdas``)."""
 
     def __init__(self, optimizer: Any, lr_lambda: Callable[..., Any] | list[Any], last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
+
+
+class LambdaLR(_LambdaScheduler):
+    """``lr = base_lr * lr_lambda(epoch)`` (one function, or one per group). Example: ``LambdaLR(opt, lambda e: 0.95 ** e)``."""
 
     def get_lr(self) -> list[Any]:
         return [b * f(self.last_epoch) for b, f in zip(self.base_lrs, self.lr_lambdas)]
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """``lr *= lr_lambda(epoch)`` each step. Example: ``MultiplicativeLR(opt, lambda e: 0.95)``."""
-
-    def __init__(self, optimizer: Any, lr_lambda: Callable[..., Any] | list[Any], last_epoch: int = -1) -> None:
-        _check_optimizer(optimizer)
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
         if self.last_epoch > 0:
@@ -471,12 +472,12 @@ class ChainedScheduler(LRScheduler):
             if s.optimizer is not self.optimizer:
                 raise ValueError(f"ChainedScheduler expects all schedulers to belong to the same optimizer, but got "
                                  f"scheduler {type(s).__name__} at index {i} with a different optimizer")
-        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = self._lrs()
 
     def step(self, epoch: int | None = None) -> None:
         for s in self._schedulers:
             s.step()
-        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = self._lrs()
 
     state_dict = SequentialLR.state_dict
     load_state_dict = SequentialLR.load_state_dict

@@ -27,6 +27,7 @@ from ... import tree_util
 from ...backend import device_of, namespace_of, put_array, to_numpy
 
 from ..grad_mode import no_grad
+from ..nn import _zero_grads
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
@@ -89,15 +90,7 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for g in self.param_groups:
-            for p in g["params"]:
-                if p._grad is None:
-                    continue
-                if set_to_none:
-                    p._grad = None
-                else:
-                    p._grad = p._grad.detach()
-                    p._grad.zero_()
+        _zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         raise NotImplementedError
@@ -216,6 +209,14 @@ def _coupled(wd: float, *parts: Any) -> Any:
     return _lr1(_fopt.add_decayed_weights(wd), *parts) if wd else _lr1(*parts)
 
 
+def _decayed(group: dict[Any, Any], core: Any) -> Any:
+    """``core`` with the group's weight decay: decoupled (scaled by the lr, applied to the parameter) when
+    ``decoupled_weight_decay`` is set (AdamW, NAdamW, RAdamW), otherwise L2 added to the gradient."""
+    if group.get("decoupled_weight_decay"):
+        return _lr1(core, _fopt.add_decayed_weights(group["weight_decay"]))
+    return _coupled(group["weight_decay"], core)
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, Nesterov momentum and (coupled L2) weight decay,
     as ``torch.optim.SGD``. Example: ``ft.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)``."""
@@ -258,9 +259,7 @@ class Adam(Optimizer):
         b1, b2 = group["betas"]
         core = _fopt.scale_by_amsgrad(b1, b2, group["eps"]) if group["amsgrad"] else \
             _fopt.scale_by_adam(b1, b2, group["eps"])
-        if group.get("decoupled_weight_decay"):
-            return _lr1(core, _fopt.add_decayed_weights(group["weight_decay"]))
-        return _coupled(group["weight_decay"], core)
+        return _decayed(group, core)
 
 
 class AdamW(Adam):
@@ -371,9 +370,7 @@ class NAdam(Optimizer):
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
         core = _fopt.scale_by_nadam(b1, b2, group["eps"], group["momentum_decay"])
-        if group["decoupled_weight_decay"]:
-            return _lr1(core, _fopt.add_decayed_weights(group["weight_decay"]))
-        return _coupled(group["weight_decay"], core)
+        return _decayed(group, core)
 
 
 class RAdam(Optimizer):
@@ -390,6 +387,4 @@ class RAdam(Optimizer):
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
         core = _fopt.scale_by_radam(b1, b2, group["eps"])
-        if group["decoupled_weight_decay"]:
-            return _lr1(core, _fopt.add_decayed_weights(group["weight_decay"]))
-        return _coupled(group["weight_decay"], core)
+        return _decayed(group, core)
