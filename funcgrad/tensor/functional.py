@@ -52,6 +52,7 @@ def _check_jacobian_requires_grad(jac: tuple[Any, ...]) -> None:
 
 
 def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple[Any, ...]]:
+    """(whether ``x`` is a tuple, its Tensors); ``arg`` names ``x`` in the error ("inputs", "outputs of ...")."""
     is_tuple = isinstance(x, (tuple, list))
     items = tuple(x) if is_tuple else (x,)
     for i, t in enumerate(items):
@@ -78,16 +79,7 @@ def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], is_tuple_in: boo
              fn: str) -> tuple[bool, tuple[Any, ...]]:
     with enable_grad():
         out = func(*inputs)
-    is_tuple = isinstance(out, (tuple, list))
-    items = tuple(out) if is_tuple else (out,)
-    for i, o in enumerate(items):
-        if not isinstance(o, Tensor):
-            if is_tuple:
-                raise TypeError(f"The outputs of the user-provided function given to {fn} must be either a Tensor or "
-                                f"a tuple of Tensors but the element {i} has type {type(o)}.")
-            raise TypeError(f"The outputs of the user-provided function given to {fn} must be either a Tensor or a "
-                            f"tuple of Tensors but the given outputs of the user-provided function has type {type(o)}.")
-    return is_tuple, items
+    return _tuplify(out, "outputs of the user-provided function", fn)
 
 
 def _check_v(v: Any, like: tuple[Any, ...], like_is_tuple: bool, name: str, fn: str) -> tuple[Any, ...]:

@@ -66,10 +66,7 @@ class _ConvNd(Module):
         # PyTorch's default: kaiming_uniform(a=sqrt(5)) = uniform(+-1/sqrt(fan_in)); the same bound for the bias
         bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
         self.weight = _uniform_param(shape, bound, dtype)
-        if bias:
-            self.bias = _uniform_param((out_channels,), bound, dtype)
-        else:
-            self.register_parameter("bias", None)
+        self.register_parameter("bias", _uniform_param((out_channels,), bound, dtype) if bias else None)
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

@@ -206,10 +206,7 @@ class RMSNorm(Module):
         super().__init__()
         ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = _const_param(ns, 1.0, dtype)
-        else:
-            self.register_parameter("weight", None)
+        self.register_parameter("weight", _const_param(ns, 1.0, dtype) if elementwise_affine else None)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
@@ -224,10 +221,7 @@ class Bilinear(Module):
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
         bound = 1.0 / math.sqrt(in1_features)
         self.weight = _uniform_param((out_features, in1_features, in2_features), bound, dtype)
-        if bias:
-            self.bias = _uniform_param((out_features,), bound, dtype)
-        else:
-            self.register_parameter("bias", None)
+        self.register_parameter("bias", _uniform_param((out_features,), bound, dtype) if bias else None)
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         return F.bilinear(x1, x2, self.weight, self.bias)

@@ -28,6 +28,12 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"
            "InstanceNorm2d", "InstanceNorm3d"]
 
 
+def _affine_params(module: Module, shape: tuple[Any, ...], weight: bool, bias: bool, dtype: Any) -> None:
+    """Register the learned scale ``weight`` (ones) and shift ``bias`` (zeros) of ``shape``; None where left out."""
+    module.register_parameter("weight", _const_param(shape, 1.0, dtype) if weight else None)
+    module.register_parameter("bias", _const_param(shape, 0.0, dtype) if bias else None)
+
+
 class _NormBase(Module):
     _dims: tuple[Any, ...] = (2, 3)
     _name = "BatchNorm"
@@ -37,12 +43,7 @@ class _NormBase(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = _const_param((num_features,), 1.0, dtype)
-            self.bias = _const_param((num_features,), 0.0, dtype)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_params(self, (num_features,), affine, affine, dtype)
         if track_running_stats:
             d = _np_dtype(dtype)
             self.register_buffer("running_mean", _on_default_device(Tensor._make(np.zeros(num_features, dtype=d))))
@@ -154,15 +155,7 @@ class LayerNorm(Module):
         super().__init__()
         ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = _const_param(ns, 1.0, dtype)
-            if bias:
-                self.bias = _const_param(ns, 0.0, dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_params(self, ns, elementwise_affine, elementwise_affine and bias, dtype)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -180,12 +173,7 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = _const_param((num_channels,), 1.0, dtype)
-            self.bias = _const_param((num_channels,), 0.0, dtype)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_params(self, (num_channels,), affine, affine, dtype)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
