@@ -105,9 +105,13 @@ def _maybe_inplace(x: Tensor, fn: Callable[[Tensor], Any], inplace: bool) -> Ten
     return x if out is x else _finish_inplace(x, _as_tensor(out), mark)
 
 
+def _boxes(*values: Any) -> list[Any]:
+    """The Tensors among ``values`` as recorded NumPy-semantics boxes, for ``funcgrad.nn``'s maths."""
+    return [as_numpy_box(t) if isinstance(t, Tensor) else t for t in values]
+
+
 def _fg(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
-    boxes = [as_numpy_box(t) if isinstance(t, Tensor) else t for t in tensors]
-    return cast("Tensor", as_tensor_box(fn(*boxes, **kwargs)))
+    return cast("Tensor", as_tensor_box(fn(*_boxes(*tensors), **kwargs)))
 
 
 def _fg_named(name: str, fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:

@@ -11,7 +11,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from ..tensor import Tensor
 from . import Module, _check_dropout_p, _maybe_inplace

@@ -32,7 +32,7 @@ from ..grad_mode import no_grad
 from ..graph import GraphBox
 from ..tensor import Tensor, _as_tensor
 from . import F as _F
-from . import _check_dropout_p, _dropout, _fg, _like, _maybe_inplace
+from . import _boxes, _check_dropout_p, _dropout, _fg, _like, _maybe_inplace
 
 relu = _F.relu
 sigmoid = _F.sigmoid
@@ -717,9 +717,9 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
     rm = None if running_mean is None else running_mean._value
     rv = None if running_var is None else running_var._value
-    from ..graph import as_numpy_box, as_tensor_box
+    from ..graph import as_tensor_box
 
-    boxes = [as_numpy_box(t) if isinstance(t, Tensor) else t for t in (x, weight, bias)]
+    boxes = _boxes(x, weight, bias)
     y, nm, nv = _fnn.batch_norm(boxes[0], rm, rv, boxes[1], boxes[2], training=training, momentum=momentum,
                                 eps=eps, axis=1)
     if training and running_mean is not None:

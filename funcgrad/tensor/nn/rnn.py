@@ -18,18 +18,14 @@ from typing import Any, cast
 
 import funcgrad.nn as _fnn
 
-from ..graph import as_numpy_box, as_tensor_box
+from ..graph import as_tensor_box
 from ..creation import zeros
 from ..ops import cat, stack
 from ..tensor import Tensor
-from . import Module, _uniform_param
+from . import Module, _boxes, _fg, _uniform_param
 from . import functional as F
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
-
-
-def _boxes(*ts: Any) -> list[Any]:
-    return [as_numpy_box(t) if isinstance(t, Tensor) else t for t in ts]
 
 
 def _lstm_step(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> tuple[Any, ...]:
@@ -38,7 +34,7 @@ def _lstm_step(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih
 
 
 def _gru_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> Tensor:
-    return cast("Tensor", as_tensor_box(_fnn.gru_cell(*_boxes(x, h, w_ih, w_hh, b_ih, b_hh))))
+    return _fg(_fnn.gru_cell, x, h, w_ih, w_hh, b_ih, b_hh)
 
 
 def _rnn_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any, *, relu: bool) -> Tensor:
@@ -228,12 +224,8 @@ class RNNCellBase(Module):
         bound = 1.0 / math.sqrt(hidden_size)
         self.weight_ih = _uniform_param((g, input_size), bound, dtype)
         self.weight_hh = _uniform_param((g, hidden_size), bound, dtype)
-        if bias:
-            self.bias_ih = _uniform_param((g,), bound, dtype)
-            self.bias_hh = _uniform_param((g,), bound, dtype)
-        else:
-            self.register_parameter("bias_ih", None)
-            self.register_parameter("bias_hh", None)
+        self.register_parameter("bias_ih", _uniform_param((g,), bound, dtype) if bias else None)
+        self.register_parameter("bias_hh", _uniform_param((g,), bound, dtype) if bias else None)
 
     def _w(self) -> tuple[Any, ...]:
         return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
