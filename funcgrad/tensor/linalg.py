@@ -28,23 +28,27 @@ def _t(x: Any) -> Tensor:
     return _float(_as_tensor(x))
 
 
-def _named(out: Any, name: str, mark: int) -> Tensor:
-    return _rename(_as_tensor(out), name, mark)
+def _named(name: str, fn: Any, A: Tensor) -> Tensor:
+    """``fn(A)`` as a Tensor whose ``grad_fn`` carries PyTorch's node ``name``."""
+    mark = _seq_mark()
+    return _rename(_as_tensor(fn(_t(A))), name, mark)
+
+
+def _results(kind: Any, outs: Any) -> Any:
+    """Several outputs as Tensors in PyTorch's named tuple ``kind`` (``torch.return_types``)."""
+    return kind(*(_as_tensor(o) for o in outs))
 
 
 def inv(A: Tensor) -> Tensor:
-    mark = _seq_mark()
-    return _named(fnp.linalg.inv(_t(A)), "LinalgInvExBackward0", mark)
+    return _named("LinalgInvExBackward0", fnp.linalg.inv, A)
 
 
 def det(A: Tensor) -> Tensor:
-    mark = _seq_mark()
-    return _named(fnp.linalg.det(_t(A)), "LinalgDetBackward0", mark)
+    return _named("LinalgDetBackward0", fnp.linalg.det, A)
 
 
 def slogdet(A: Tensor) -> Any:
-    sign, logabs = fnp.linalg.slogdet(_t(A))
-    return _SlogDet(_as_tensor(sign), _as_tensor(logabs))
+    return _results(_SlogDet, fnp.linalg.slogdet(_t(A)))
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
@@ -59,8 +63,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
 
 
 def eigh(A: Tensor, UPLO: str = "L") -> Any:
-    w, v = fnp.linalg.eigh(_t(A), UPLO=UPLO)
-    return _Eigh(_as_tensor(w), _as_tensor(v))
+    return _results(_Eigh, fnp.linalg.eigh(_t(A), UPLO=UPLO))
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
@@ -68,8 +71,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
 
 
 def svd(A: Tensor, full_matrices: bool = True) -> Any:
-    u, s, vh = fnp.linalg.svd(_t(A), full_matrices=full_matrices)
-    return _SVD(_as_tensor(u), _as_tensor(s), _as_tensor(vh))
+    return _results(_SVD, fnp.linalg.svd(_t(A), full_matrices=full_matrices))
 
 
 def svdvals(A: Tensor) -> Tensor:
@@ -77,8 +79,7 @@ def svdvals(A: Tensor) -> Tensor:
 
 
 def qr(A: Tensor, mode: str = "reduced") -> Any:
-    q, r = fnp.linalg.qr(_t(A), mode=mode)
-    return _QR(_as_tensor(q), _as_tensor(r))
+    return _results(_QR, fnp.linalg.qr(_t(A), mode=mode))
 
 
 def pinv(A: Tensor) -> Tensor:

@@ -15,7 +15,7 @@ from typing import Any
 from ..tensor import Tensor
 from . import Module, _const_param, _uniform_param
 from . import functional as F
-from .loss import _Loss
+from .loss import _Loss, _WeightedLoss
 
 __all__ = ["ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
            "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "PixelShuffle",
@@ -240,13 +240,8 @@ class TripletMarginLoss(_Loss):
                                      reduction=self.reduction)
 
 
-class MultiLabelSoftMarginLoss(_Loss):
+class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Multi-label binary cross entropy of logits, averaged over classes. Example: ``ft.nn.MultiLabelSoftMarginLoss()``."""
-
-    def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
-                 reduction: str = "mean") -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.multilabel_soft_margin_loss(input, target, self.weight, reduction=self.reduction)
