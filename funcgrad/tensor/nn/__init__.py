@@ -24,7 +24,6 @@ from typing import Any, Callable, Iterable, Iterator, SupportsIndex, cast
 
 import numpy as np
 
-import funcgrad.nn as _fnn
 from funcgrad.backend import namespace_of
 from funcgrad.nn import init as _init
 
@@ -141,138 +140,6 @@ def _dropout(x: Tensor, p: float, training: bool, mask_shape: tuple[Any, ...]) -
         return x * 0.0
     keep = default_generator._rng.random(mask_shape) >= p
     return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
-
-
-class _Functional:  # the ops behind ft.nn.functional
-    """``ft.nn.functional`` (usually imported as ``F``)."""
-
-    @staticmethod
-    def relu(x: Tensor, inplace: bool = False) -> Tensor:
-        return x.relu_() if inplace else x.relu()
-
-    @staticmethod
-    def sigmoid(x: Tensor) -> Tensor:
-        return x.sigmoid()
-
-    @staticmethod
-    def tanh(x: Tensor) -> Tensor:
-        return x.tanh()
-
-    @staticmethod
-    def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-        return _fg_named("GeluBackward0", _fnn.gelu, x, approximate=(approximate == "tanh"))
-
-    @staticmethod
-    def silu(x: Tensor, inplace: bool = False) -> Tensor:
-        return _fg(_fnn.silu, x)
-
-    @staticmethod
-    def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-        if beta != 1.0:
-            return _fg(_fnn.softplus, x * beta) / beta
-        return _fg(_fnn.softplus, x)
-
-    @staticmethod
-    def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-        from ..ops import where
-
-        return cast("Tensor", where(x > 0, x, x * negative_slope))
-
-    @staticmethod
-    def softmax(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
-        return x.softmax(-1 if dim is None else dim, dtype)
-
-    @staticmethod
-    def log_softmax(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
-        return x.log_softmax(-1 if dim is None else dim, dtype)
-
-    @staticmethod
-    def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-        out = x.matmul(weight.t())
-        return out + bias if bias is not None else out
-
-    @staticmethod
-    def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-        return _dropout(x, p, training, tuple(x.shape))
-
-    @staticmethod
-    def _check_reduction(reduction: str) -> None:
-        if reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"{reduction} is not a valid value for reduction")
-
-    @staticmethod
-    def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
-        _Functional._check_reduction(reduction)
-        return _fg_named("MseLossBackward0", _fnn.mse_loss, input, _as_tensor(target), reduction=reduction)
-
-    @staticmethod
-    def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
-        _Functional._check_reduction(reduction)
-        return _fg_named("L1LossBackward0", _fnn.l1_loss, input, _as_tensor(target), reduction=reduction)
-
-    @staticmethod
-    def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:  # noqa: A002
-        _Functional._check_reduction(reduction)
-        return _fg(_fnn.huber_loss, input, _as_tensor(target), delta=delta, reduction=reduction)
-
-    @staticmethod
-    def cross_entropy(input: Tensor, target: Tensor, weight: Any = None, reduction: str = "mean",  # noqa: A002
-                      label_smoothing: float = 0.0, ignore_index: int = -100) -> Tensor:
-        """Class scores ``(N, C, ...)`` against int64 class indices ``(N, ...)`` or probabilities."""
-        _Functional._check_reduction(reduction)
-        if weight is not None:
-            raise NotImplementedError("cross_entropy(weight=...) is not supported by funcgrad.tensor")
-        target = _as_tensor(target)
-        axis = 1 if input.dim() > 1 else 0
-        if target.dtype.is_floating_point:
-            tgt: Any = target
-        else:
-            if target.dtype is not _dt.int64 and target.dtype is not _dt.int32:
-                raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
-            tv = target._value
-            if namespace_of(tv) is not np or (tv == ignore_index).any():
-                # Entries equal to ignore_index are left out (PyTorch's rule: the mean is over the
-                # others). On a device this path is always taken: checking for them first would
-                # read the labels back to the host.
-                return _cross_entropy_ignoring(input, tv, axis, label_smoothing, reduction, ignore_index)
-            tgt = tv
-        return _fg_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
-                         label_smoothing=label_smoothing, reduction=reduction)
-
-    @staticmethod
-    def nll_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
-        _Functional._check_reduction(reduction)
-        return _fg_named("NllLossBackward0", _fnn.nll_loss, input, _as_tensor(target)._value,
-                         axis=1 if input.dim() > 1 else 0, reduction=reduction)
-
-    @staticmethod
-    def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
-                                         pos_weight: Tensor | None = None) -> Tensor:
-        _Functional._check_reduction(reduction)
-        return _fg_named("BinaryCrossEntropyWithLogitsBackward0", _fnn.binary_cross_entropy_with_logits, input,
-                         _as_tensor(target), pos_weight=pos_weight, reduction=reduction)
-
-
-F = _Functional
-
-
-def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothing: float, reduction: str,  # noqa: A002
-                            ignore_index: int) -> Tensor:
-    """cross_entropy with the entries ``labels == ignore_index`` left out, without a host sync."""
-    xp = namespace_of(labels)
-    keep = labels != ignore_index
-    safe = xp.where(keep, labels, 0)
-    mark = _seq_mark()
-    per = _fg(_fnn.cross_entropy, input, safe, axis=axis, label_smoothing=label_smoothing, reduction="none")
-    w = Tensor._make(keep.astype(per._value.dtype))
-    per = per * w
-    if reduction == "none":
-        out = per
-    elif reduction == "sum":
-        out = per.sum()
-    else:
-        out = per.sum() / w.sum()
-    return _rename(out, "NllLossBackward0", mark)
 
 
 class _Init:  # the maths behind ft.nn.init
@@ -762,7 +629,7 @@ class Linear(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
-        return _Functional.linear(x, self.weight, self.bias)
+        return functional.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -849,7 +716,7 @@ class SiLU(ReLU):
     """``silu`` as a module (``inplace=True`` overwrites its input, as PyTorch's)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, _Functional.silu, self.inplace)
+        return _maybe_inplace(x, functional.silu, self.inplace)
 
 
 class GELU(Module):
@@ -858,7 +725,7 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x: Tensor) -> Tensor:
-        return _Functional.gelu(x, self.approximate)
+        return functional.gelu(x, self.approximate)
 
 
 class LeakyReLU(Module):
@@ -868,7 +735,7 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, lambda t: _Functional.leaky_relu(t, self.negative_slope), self.inplace)
+        return _maybe_inplace(x, lambda t: functional.leaky_relu(t, self.negative_slope), self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -880,7 +747,7 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        return _Functional.softmax(x, self.dim)
+        return functional.softmax(x, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -888,7 +755,7 @@ class Softmax(Module):
 
 class LogSoftmax(Softmax):
     def forward(self, x: Tensor) -> Tensor:
-        return _Functional.log_softmax(x, self.dim)
+        return functional.log_softmax(x, self.dim)
 
 
 class Dropout(Module):
@@ -901,7 +768,7 @@ class Dropout(Module):
         self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, lambda t: _Functional.dropout(t, self.p, self.training), self.inplace)
+        return _maybe_inplace(x, lambda t: _dropout(t, self.p, self.training, tuple(t.shape)), self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

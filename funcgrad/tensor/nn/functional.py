@@ -30,23 +30,119 @@ from .. import dtypes as _dt
 from ..creation import default_generator
 from ..grad_mode import no_grad
 from ..graph import GraphBox
-from ..tensor import Tensor, _as_tensor
-from . import F as _F
-from . import _boxes, _check_dropout_p, _dropout, _fg, _like, _maybe_inplace
+from ..tensor import Tensor, _as_tensor, _rename, _seq_mark
+from . import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace
 
-relu = _F.relu
-sigmoid = _F.sigmoid
-tanh = _F.tanh
-gelu = _F.gelu
-silu = _F.silu
-leaky_relu = _F.leaky_relu
-softmax = _F.softmax
-log_softmax = _F.log_softmax
-linear = _F.linear
-mse_loss = _F.mse_loss
-l1_loss = _F.l1_loss
-huber_loss = _F.huber_loss
-binary_cross_entropy_with_logits = _F.binary_cross_entropy_with_logits
+
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    return x.relu_() if inplace else x.relu()
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return x.sigmoid()
+
+
+def tanh(x: Tensor) -> Tensor:
+    return x.tanh()
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    return _fg_named("GeluBackward0", _fnn.gelu, x, approximate=(approximate == "tanh"))
+
+
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
+    return _fg(_fnn.silu, x)
+
+
+def _softplus(x: Tensor, beta: float = 1.0) -> Tensor:
+    """``funcgrad.nn.softplus(beta x) / beta``, without PyTorch's linear ``threshold`` (see :func:`softplus`)."""
+    if beta != 1.0:
+        return _fg(_fnn.softplus, x * beta) / beta
+    return _fg(_fnn.softplus, x)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _where(x > 0, x, x * negative_slope)
+
+
+def softmax(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    return x.softmax(-1 if dim is None else dim, dtype)
+
+
+def log_softmax(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    return x.log_softmax(-1 if dim is None else dim, dtype)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    out = x.matmul(weight.t())
+    return out + bias if bias is not None else out
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    _check_reduction(reduction)
+    return _fg_named("MseLossBackward0", _fnn.mse_loss, input, _as_tensor(target), reduction=reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    _check_reduction(reduction)
+    return _fg_named("L1LossBackward0", _fnn.l1_loss, input, _as_tensor(target), reduction=reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:  # noqa: A002
+    _check_reduction(reduction)
+    return _fg(_fnn.huber_loss, input, _as_tensor(target), delta=delta, reduction=reduction)
+
+
+def _cross_entropy_unweighted(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+                              label_smoothing: float = 0.0, ignore_index: int = -100) -> Tensor:
+    """Class scores ``(N, C, ...)`` against int64 class indices ``(N, ...)`` or probabilities."""
+    _check_reduction(reduction)
+    target = _as_tensor(target)
+    axis = 1 if input.dim() > 1 else 0
+    if target.dtype.is_floating_point:
+        tgt: Any = target
+    else:
+        if target.dtype is not _dt.int64 and target.dtype is not _dt.int32:
+            raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
+        tv = target._value
+        if namespace_of(tv) is not np or (tv == ignore_index).any():
+            # Entries equal to ignore_index are left out (PyTorch's rule: the mean is over the
+            # others). On a device this path is always taken: checking for them first would
+            # read the labels back to the host.
+            return _cross_entropy_ignoring(input, tv, axis, label_smoothing, reduction, ignore_index)
+        tgt = tv
+    return _fg_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
+                     label_smoothing=label_smoothing, reduction=reduction)
+
+
+def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothing: float, reduction: str,  # noqa: A002
+                            ignore_index: int) -> Tensor:
+    """cross_entropy with the entries ``labels == ignore_index`` left out, without a host sync."""
+    xp = namespace_of(labels)
+    keep = labels != ignore_index
+    safe = xp.where(keep, labels, 0)
+    mark = _seq_mark()
+    per = _fg(_fnn.cross_entropy, input, safe, axis=axis, label_smoothing=label_smoothing, reduction="none")
+    w = Tensor._make(keep.astype(per._value.dtype))
+    return _rename(_reduce(per * w, reduction, w), "NllLossBackward0", mark)
+
+
+def _nll_unweighted(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    _check_reduction(reduction)
+    return _fg_named("NllLossBackward0", _fnn.nll_loss, input, _as_tensor(target)._value,
+                     axis=1 if input.dim() > 1 else 0, reduction=reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    _check_reduction(reduction)
+    return _fg_named("BinaryCrossEntropyWithLogitsBackward0", _fnn.binary_cross_entropy_with_logits, input,
+                     _as_tensor(target), pos_weight=pos_weight, reduction=reduction)
 
 
 def _raw(v: Any) -> Any:
@@ -117,7 +213,7 @@ def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (as PyTorch). Example: ``F.softplus(x)``."""
-    sp = _F.softplus(x, beta, threshold)
+    sp = _softplus(x, beta)
     return _where(x * beta > threshold, x, sp)
 
 
@@ -128,7 +224,7 @@ def softsign(x: Tensor) -> Tensor:
 
 def mish(x: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``. Example: ``F.mish(x)``."""
-    return x * _F.softplus(x).tanh()
+    return x * _softplus(x).tanh()
 
 
 def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
@@ -180,7 +276,7 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero elements with probability ``p`` (scaled by ``1/(1-p)``) in training. Example: ``F.dropout(x, 0.2)``."""
-    return _F.dropout(x, p, training)
+    return _dropout(x, p, training, tuple(x.shape))
 
 
 def _channel_dropout(x: Tensor, p: float, training: bool, nsp: int, name: str) -> Tensor:
@@ -944,7 +1040,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
 def _reduce(loss: Tensor, reduction: str, wt: Tensor | None = None) -> Tensor:
     """PyTorch's ``reduction=``; with per-sample weights ``wt`` the mean is ``sum(loss) / sum(wt)``."""
-    _F._check_reduction(reduction)
+    _check_reduction(reduction)
     if reduction == "none":
         return loss
     if reduction == "sum":
@@ -976,11 +1072,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
                   label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of class scores ``(N, C, ...)`` against indices or probabilities, with PyTorch's
     ``weight``, ``ignore_index`` and ``label_smoothing``. Example: ``F.cross_entropy(logits, y)``."""
-    _F._check_reduction(reduction)
+    _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if weight is None:
-        return _F.cross_entropy(input, target, reduction=reduction, label_smoothing=label_smoothing,
+        return _cross_entropy_unweighted(input, target, reduction=reduction, label_smoothing=label_smoothing,
                                 ignore_index=ignore_index)
     target = _as_tensor(target)
     axis = 1 if input.dim() > 1 else 0
@@ -1007,10 +1103,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 
     Example: ``F.nll_loss(F.log_softmax(x, 1), y)``.
     """
-    _F._check_reduction(reduction)
+    _check_reduction(reduction)
     tv = _as_tensor(target)._value
     if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
-        return _F.nll_loss(input, target, reduction)  # (on a device, checking would read the labels back)
+        return _nll_unweighted(input, target, reduction)  # (on a device, checking would read the labels back)
     nll, wt = _class_weights(input, target, weight, ignore_index)
     return _reduce(nll, reduction, wt)
 
@@ -1054,7 +1150,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
                      reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-y x))``. Example: ``F.soft_margin_loss(x, y)``."""
-    return _reduce(_F.softplus(-_as_tensor(target) * input), reduction)
+    return _reduce(_softplus(-_as_tensor(target) * input), reduction)
 
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
