@@ -142,54 +142,6 @@ def _dropout(x: Tensor, p: float, training: bool, mask_shape: tuple[Any, ...]) -
     return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
 
 
-class _Init:  # the maths behind ft.nn.init
-    """``ft.nn.init``: in-place initialisers drawing from ft's generator (``funcgrad.nn.init`` maths)."""
-
-    @staticmethod
-    def _fill(t: Tensor, values: np.ndarray) -> Tensor:
-        with no_grad():
-            t.copy_(Tensor._make(np.asarray(values, dtype=t._value.dtype)))
-        return t
-
-    @staticmethod
-    def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-        return _Init._fill(t, _init.uniform(default_generator._rng, tuple(t.shape), t._value.dtype, a, b))
-
-    @staticmethod
-    def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-        return _Init._fill(t, _init.normal(default_generator._rng, tuple(t.shape), t._value.dtype, std, mean))
-
-    @staticmethod
-    def zeros_(t: Tensor) -> Tensor:
-        return _Init._fill(t, np.zeros(tuple(t.shape)))
-
-    @staticmethod
-    def ones_(t: Tensor) -> Tensor:
-        return _Init._fill(t, np.ones(tuple(t.shape)))
-
-    @staticmethod
-    def constant_(t: Tensor, val: float) -> Tensor:
-        return _Init._fill(t, np.full(tuple(t.shape), val))
-
-    @staticmethod
-    def xavier_uniform_(t: Tensor, gain: float = 1.0) -> Tensor:
-        return _Init._fill(t, _init.glorot_uniform(default_generator._rng, tuple(t.shape), t._value.dtype, gain))
-
-    @staticmethod
-    def xavier_normal_(t: Tensor, gain: float = 1.0) -> Tensor:
-        return _Init._fill(t, _init.glorot_normal(default_generator._rng, tuple(t.shape), t._value.dtype, gain))
-
-    @staticmethod
-    def kaiming_uniform_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
-        return _Init._fill(t, _init.kaiming_uniform(default_generator._rng, tuple(t.shape), t._value.dtype, a=a,
-                                                   mode=mode, nonlinearity=nonlinearity))
-
-    @staticmethod
-    def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
-        return _Init._fill(t, _init.kaiming_normal(default_generator._rng, tuple(t.shape), t._value.dtype, a=a,
-                                                  mode=mode, nonlinearity=nonlinearity))
-
-
 # --------------------------------------------------------------------------
 # modules
 

@@ -17,18 +17,57 @@ from funcgrad.nn import init as _init
 
 from ..creation import default_generator
 from ..tensor import Tensor
-from . import _Init as _I
+from ..grad_mode import no_grad
 
-uniform_ = _I.uniform_
-normal_ = _I.normal_
-zeros_ = _I.zeros_
-ones_ = _I.ones_
-constant_ = _I.constant_
-xavier_uniform_ = _I.xavier_uniform_
-xavier_normal_ = _I.xavier_normal_
-kaiming_uniform_ = _I.kaiming_uniform_
-kaiming_normal_ = _I.kaiming_normal_
 calculate_gain = _init.calculate_gain
+
+
+def _fill(t: Tensor, values: np.ndarray) -> Tensor:
+    """Write ``values`` (cast to ``t``'s dtype) into ``t`` in place, unrecorded; returns ``t``."""
+    with no_grad():
+        t.copy_(Tensor._make(np.asarray(values, dtype=t._value.dtype)))
+    return t
+
+
+def _draw(t: Tensor, initializer: Any, *args: Any, **kwargs: Any) -> Tensor:
+    """Fill ``t`` from a ``funcgrad.nn.init`` initializer drawing from ft's generator."""
+    return _fill(t, initializer(default_generator._rng, tuple(t.shape), t._value.dtype, *args, **kwargs))
+
+
+def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    return _draw(t, _init.uniform, a, b)
+
+
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    return _draw(t, _init.normal, std, mean)
+
+
+def zeros_(t: Tensor) -> Tensor:
+    return _fill(t, np.zeros(tuple(t.shape)))
+
+
+def ones_(t: Tensor) -> Tensor:
+    return _fill(t, np.ones(tuple(t.shape)))
+
+
+def constant_(t: Tensor, val: float) -> Tensor:
+    return _fill(t, np.full(tuple(t.shape), val))
+
+
+def xavier_uniform_(t: Tensor, gain: float = 1.0) -> Tensor:
+    return _draw(t, _init.glorot_uniform, gain)
+
+
+def xavier_normal_(t: Tensor, gain: float = 1.0) -> Tensor:
+    return _draw(t, _init.glorot_normal, gain)
+
+
+def kaiming_uniform_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    return _draw(t, _init.kaiming_uniform, a=a, mode=mode, nonlinearity=nonlinearity)
+
+
+def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+    return _draw(t, _init.kaiming_normal, a=a, mode=mode, nonlinearity=nonlinearity)
 
 
 def _fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
@@ -47,21 +86,21 @@ def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.
     while bad.any():
         out[bad] = rng.normal(mean, std, int(bad.sum()))
         bad = (out < a) | (out > b)
-    return _I._fill(t, out)
+    return _fill(t, out)
 
 
 def orthogonal_(t: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
     """A (semi-)orthogonal matrix (flattened trailing axes), times ``gain``. Example: ``orthogonal_(w)``."""
     if t.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    return _I._fill(t, _init.orthogonal(default_generator._rng, tuple(t.shape), t._value.dtype, gain))
+    return _draw(t, _init.orthogonal, gain)
 
 
 def eye_(t: Tensor) -> Tensor:
     """The identity matrix (2-D tensors only). Example: ``eye_(w)``."""
     if t.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _I._fill(t, np.eye(*t.shape))
+    return _fill(t, np.eye(*t.shape))
 
 
 def dirac_(t: Tensor, groups: int = 1) -> Tensor:
@@ -75,7 +114,7 @@ def dirac_(t: Tensor, groups: int = 1) -> Tensor:
     for g in range(groups):
         for d in range(min(out_g, shape[1])):
             w[(g * out_g + d, d) + centre] = 1.0
-    return _I._fill(t, w)
+    return _fill(t, w)
 
 
 def sparse_(t: Tensor, sparsity: float, std: float = 0.01, generator: Any = None) -> Tensor:
@@ -88,7 +127,7 @@ def sparse_(t: Tensor, sparsity: float, std: float = 0.01, generator: Any = None
     nz = int(math.ceil(sparsity * rows))
     for c in range(cols):
         w[rng.permutation(rows)[:nz], c] = 0.0
-    return _I._fill(t, w)
+    return _fill(t, w)
 
 
 __all__ = ["uniform_", "normal_", "zeros_", "ones_", "constant_", "xavier_uniform_", "xavier_normal_",
