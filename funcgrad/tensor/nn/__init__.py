@@ -28,6 +28,7 @@ from funcgrad.backend import namespace_of
 from funcgrad.nn import init as _init
 
 from .. import dtypes as _dt
+from ..creation import _np_dtype as _np_dtype  # one copy, re-exported for the layers
 from ..creation import default_generator
 from ..graph import as_numpy_box, as_tensor_box
 from ..grad_mode import no_grad
@@ -540,10 +541,6 @@ class Module:
         return sorted(set(list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)))
 
 
-def _np_dtype(dtype: Any = None) -> Any:
-    return (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
-
-
 def _uniform_param(shape: tuple[Any, ...], bound: float, dtype: Any = None) -> Parameter:
     """A Parameter drawn uniformly from ``[-bound, bound]`` with ft's generator (PyTorch's layer default)."""
     d = _np_dtype(dtype)
@@ -570,15 +567,11 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        d = (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
+        d = _np_dtype(dtype)
         w = _init.torch_default(default_generator._rng, (out_features, in_features), d)
         self.weight = _new_param(np.asarray(w, dtype=d))
-        if bias:
-            bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
-            b = _init.uniform(default_generator._rng, (out_features,), d, -bound, bound)
-            self.bias = _new_param(np.asarray(b, dtype=d))
-        else:
-            self.register_parameter("bias", None)
+        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
+        self.register_parameter("bias", _uniform_param((out_features,), bound, dtype) if bias else None)
 
     def forward(self, x: Tensor) -> Tensor:
         return functional.linear(x, self.weight, self.bias)
