@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import creation as _creation
-from .creation import Generator, default_generator
+from .creation import Generator
 from .tensor import Tensor, _as_tensor, device
 
 __all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli", "unique", "bincount", "median",
@@ -52,7 +52,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  
     rows = p.reshape(-1, p.shape[-1])
     if not replacement and num_samples > rows.shape[1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rng = (generator or default_generator)._rng
+    rng = _creation._rng(generator)
     out = []
     for r in rows:
         s = r.sum()
@@ -67,7 +67,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
     """0/1 draws with probability ``input`` (or ``p``), in ``input``'s dtype. Example: ``ft.bernoulli(ft.full((3,), 0.5))``."""
     t = _as_tensor(input)
     probs = np.asarray(t.detach().cpu()._value) if p is None else np.full(tuple(t.shape), p)
-    rng = (generator or default_generator)._rng
+    rng = _creation._rng(generator)
     return Tensor._make((rng.random(probs.shape) < probs).astype(t._value.dtype))
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..creation import Generator, default_generator
+from ..creation import Generator, _rng
 from ..tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
@@ -114,7 +114,7 @@ def random_split(dataset: Dataset, lengths: Sequence[Any], generator: Generator 
         lengths = counts
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    perm = (generator or default_generator)._rng.permutation(n).tolist()
+    perm = _rng(generator).permutation(n).tolist()
     out, off = [], 0
     for k in lengths:
         out.append(Subset(dataset, perm[off:off + k]))
@@ -160,7 +160,7 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
-        rng = (self.generator or default_generator)._rng
+        rng = _rng(self.generator)
         n = len(self.data_source)
         if self.replacement:
             return iter(rng.integers(0, n, self.num_samples).tolist())
@@ -180,11 +180,23 @@ class SubsetRandomSampler(Sampler):
         self.indices, self.generator = indices, generator
 
     def __iter__(self) -> Iterator[int]:
-        perm = (self.generator or default_generator)._rng.permutation(len(self.indices))
+        perm = _rng(self.generator).permutation(len(self.indices))
         return iter([self.indices[i] for i in perm])
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+def _batches(items: Iterable[Any], batch_size: int, drop_last: bool) -> Iterator[list[Any]]:
+    """Lists of ``batch_size`` consecutive items (the last one short unless ``drop_last``)."""
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
+    if batch and not drop_last:
+        yield batch
 
 
 class BatchSampler(Sampler):
@@ -196,14 +208,7 @@ class BatchSampler(Sampler):
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
     def __iter__(self) -> Iterator[list[Any]]:  # type: ignore[override]  # batches of indices, as torch's
-        batch: list[Any] = []
-        for i in self.sampler:
-            batch.append(i)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch and not self.drop_last:
-            yield batch
+        return _batches(self.sampler, self.batch_size, self.drop_last)
 
     def __len__(self) -> int:
         n = len(self.sampler)  # type: ignore[arg-type]
@@ -300,13 +305,7 @@ class DataLoader:
                 for sample in self.dataset:
                     yield self.collate_fn(sample)
                 return
-            batch: list[Any] = []
-            for sample in self.dataset:
-                batch.append(sample)
-                if len(batch) == self.batch_size:
-                    yield self.collate_fn(batch)
-                    batch = []
-            if batch and not self.drop_last:
+            for batch in _batches(self.dataset, self.batch_size, self.drop_last):
                 yield self.collate_fn(batch)
             return
         if self.batch_sampler is None:
