@@ -21,15 +21,27 @@ __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "Avg
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
-class _MaxPool(Module):
+class _Windowed(Module):
+    """A pool over windows: ``kernel_size``, ``stride`` (the kernel size when None) and ``padding``,
+    shown by ``repr``; ``_fn`` is the functional form."""
+
     _fn: Any = None
 
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
+        self.padding = padding
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _MaxPool(_Windowed):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+        super().__init__(kernel_size, stride, padding)
+        self.dilation = dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
@@ -59,37 +71,27 @@ class MaxPool3d(_MaxPool):
     _fn = staticmethod(F.max_pool3d)
 
 
-class AvgPool1d(Module):
+class AvgPool1d(_Windowed):
     """Mean over windows of ``(N, C, L)``. Example: ``ft.nn.AvgPool1d(3, stride=1, padding=1)``."""
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride if stride is not None else kernel_size, padding
+        super().__init__(kernel_size, stride, padding)
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, x: Tensor) -> Tensor:
         return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class _AvgPoolNd(Module):
-    _fn: Any = None
-
+class _AvgPoolNd(_Windowed):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: Any = None) -> None:
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride if stride is not None else kernel_size, padding
+        super().__init__(kernel_size, stride, padding)
         self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
 
     def forward(self, x: Tensor) -> Tensor:
         return cast(Tensor, type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
                               self.divisor_override))
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool2d(_AvgPoolNd):
@@ -157,20 +159,9 @@ class AdaptiveMaxPool3d(_Adaptive):
     _fn = staticmethod(F.adaptive_max_pool3d)
 
 
-class _MaxUnpool(Module):
-    _fn: Any = None
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-
+class _MaxUnpool(_Windowed):
     def forward(self, x: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
         return cast(Tensor, type(self)._fn(x, indices, self.kernel_size, self.stride, self.padding, output_size))
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class MaxUnpool1d(_MaxUnpool):
