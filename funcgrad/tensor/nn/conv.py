@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from ..tensor import Tensor
 from . import Module, _uniform_param
@@ -29,6 +29,7 @@ def _tup(v: Any, n: int) -> tuple[Any, ...]:
 class _ConvNd(Module):
     _n = 2
     _transposed = False
+    _fn: Any = None  # the functional form
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
@@ -80,32 +81,30 @@ class _ConvNd(Module):
             s += ", bias=False"
         return s
 
+    def forward(self, x: Tensor) -> Tensor:
+        return cast(Tensor, type(self)._fn(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                                           self.groups))
+
 
 class Conv1d(_ConvNd):
     """1-d convolution over ``(N, C, L)``. Example: ``ft.nn.Conv1d(3, 8, 5, padding=2)``."""
 
     _n = 1
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+    _fn = staticmethod(F.conv1d)
 
 
 class Conv2d(_ConvNd):
     """2-d convolution over ``(N, C, H, W)``. Example: ``ft.nn.Conv2d(1, 8, 3, padding=1)``."""
 
     _n = 2
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+    _fn = staticmethod(F.conv2d)
 
 
 class Conv3d(_ConvNd):
     """3-d convolution over ``(N, C, D, H, W)``. Example: ``ft.nn.Conv3d(1, 4, 3)``."""
 
     _n = 3
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.conv3d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+    _fn = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -119,32 +118,27 @@ class _ConvTransposeNd(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, device, dtype, output_padding)
 
+    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
+        return cast(Tensor, type(self)._fn(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                           self.groups, self.dilation))
+
 
 class ConvTranspose1d(_ConvTransposeNd):
     """Transposed 1-d convolution. Example: ``ft.nn.ConvTranspose1d(8, 4, 3, stride=2)``."""
 
     _n = 1
-
-    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
-        return F.conv_transpose1d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+    _fn = staticmethod(F.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
     """Transposed 2-d convolution. Example: ``ft.nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)``."""
 
     _n = 2
-
-    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
-        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+    _fn = staticmethod(F.conv_transpose2d)
 
 
 class ConvTranspose3d(_ConvTransposeNd):
     """Transposed 3-d convolution. Example: ``ft.nn.ConvTranspose3d(4, 2, 3, stride=2)``."""
 
     _n = 3
-
-    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
-        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+    _fn = staticmethod(F.conv_transpose3d)
