@@ -82,10 +82,7 @@ class MultiheadAttention(Module):
                 w = _new_param(np.empty((E, n_in), dtype=d))
                 _init.xavier_uniform_(w)
                 setattr(self, name, w)
-        if bias:
-            self.in_proj_bias = _new_param(np.zeros(3 * E, dtype=d))
-        else:
-            self.register_parameter("in_proj_bias", None)
+        self.register_parameter("in_proj_bias", _new_param(np.zeros(3 * E, dtype=d)) if bias else None)
         self.out_proj = Linear(E, E, bias=bias, dtype=dtype)
         if bias:
             _init.zeros_(self.out_proj.bias)

@@ -267,13 +267,17 @@ class OneCycleLR(LRScheduler):
             mms = list(max_momentum) if isinstance(max_momentum, (list, tuple)) else [max_momentum] * len(groups)
             if last_epoch == -1:
                 for mm, bm, g in zip(mms, bms, groups):
-                    if self.use_beta1:
-                        g["betas"] = (mm, *g["betas"][1:])
-                    else:
-                        g["momentum"] = mm
+                    self._set_momentum(g, mm)
                     g["max_momentum"] = mm
                     g["base_momentum"] = bm
         super().__init__(optimizer, last_epoch)
+
+    def _set_momentum(self, group: dict[Any, Any], value: float) -> None:
+        """The group's momentum, or Adam's beta1."""
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
         if self.anneal_strategy == "cos":
@@ -298,10 +302,7 @@ class OneCycleLR(LRScheduler):
                 start = end
             lrs.append(lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    g["betas"] = (mom, *g["betas"][1:])
-                else:
-                    g["momentum"] = mom
+                self._set_momentum(g, mom)
         return lrs
 
 
