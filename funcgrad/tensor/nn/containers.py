@@ -87,7 +87,38 @@ class ModuleList(Module):
         raise NotImplementedError("ModuleList has no forward: iterate over it in the parent's forward")
 
 
-class ModuleDict(Module):
+class _NamedStore(Module):
+    """The mapping methods of ``ModuleDict`` / ``ParameterDict`` over their store (``_store``:
+    ``"_modules"`` or ``"_parameters"``)."""
+
+    _store = "_modules"
+
+    def _entries(self) -> Any:
+        return self.__dict__[self._store]
+
+    def __delitem__(self, k: str) -> None:
+        del self._entries()[k]
+
+    def __contains__(self, k: object) -> bool:
+        return k in self._entries()
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def keys(self) -> Any:
+        return self._entries().keys()
+
+    def items(self) -> Any:
+        return self._entries().items()
+
+    def values(self) -> Any:
+        return self._entries().values()
+
+
+class ModuleDict(_NamedStore):
     """Sub-modules by name, in insertion order. Example: ``ft.nn.ModuleDict({"enc": enc, "dec": dec})``."""
 
     def __init__(self, modules: Any = None) -> None:
@@ -106,32 +137,11 @@ class ModuleDict(Module):
     def __setitem__(self, k: str, m: Module) -> None:
         self.add_module(k, m)
 
-    def __delitem__(self, k: str) -> None:
-        del self._modules[k]
-
-    def __contains__(self, k: object) -> bool:
-        return k in self._modules
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._modules)
-
     def pop(self, k: str) -> Module:
         return cast(Module, self._modules.pop(k))
 
     def clear(self) -> None:
         self._modules.clear()
-
-    def keys(self) -> Any:
-        return self._modules.keys()
-
-    def items(self) -> Any:
-        return self._modules.items()
-
-    def values(self) -> Any:
-        return self._modules.values()
 
 
 def _as_param(v: Any) -> Any:
@@ -180,8 +190,10 @@ class ParameterList(Module):
                          for k, p in self._parameters.items())
 
 
-class ParameterDict(Module):
+class ParameterDict(_NamedStore):
     """Parameters by name. Example: ``ft.nn.ParameterDict({"scale": ft.nn.Parameter(ft.ones(3))})``."""
+
+    _store = "_parameters"
 
     def __init__(self, parameters: Any = None) -> None:
         super().__init__()
@@ -198,24 +210,3 @@ class ParameterDict(Module):
 
     def __setitem__(self, k: str, v: Any) -> None:
         self.register_parameter(k, _as_param(v))
-
-    def __delitem__(self, k: str) -> None:
-        del self._parameters[k]
-
-    def __contains__(self, k: object) -> bool:
-        return k in self._parameters
-
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._parameters)
-
-    def keys(self) -> Any:
-        return self._parameters.keys()
-
-    def items(self) -> Any:
-        return self._parameters.items()
-
-    def values(self) -> Any:
-        return self._parameters.values()
