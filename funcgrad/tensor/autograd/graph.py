@@ -144,19 +144,23 @@ def to_dot(outputs: Any, rankdir: str = "TB") -> str:
         '  node [fontname="Helvetica", fontsize=10];',
         '  edge [fontname="Helvetica", fontsize=9, color="#555555"];',
     ]
-    ids: dict[Any, Any] = {}
+    ids: dict[Any, str] = {}
     stack = []
+
+    def node_id(fn: Any) -> str:
+        """``fn``'s DOT id; the first time it is met, it is queued for drawing."""
+        if fn not in ids:
+            ids[fn] = f"n{len(ids)}"
+            stack.append(fn)
+        return ids[fn]
+
     for k, t in enumerate(tensors):
         oid = f"out{k}"
         label = f"output {k}\\n{_type_str(tuple(t.shape), t.dtype)}"
         lines.append(f'  {oid} [label="{_escape(label)}", shape=ellipse, style=filled, fillcolor="#d1e7dd"];')
         fn = t.grad_fn
-        if fn is None:
-            continue
-        if fn not in ids:
-            ids[fn] = f"n{len(ids)}"
-            stack.append(fn)
-        lines.append(f"  {ids[fn]} -> {oid};")
+        if fn is not None:
+            lines.append(f"  {node_id(fn)} -> {oid};")
     while stack:
         fn = stack.pop()
         nid = ids[fn]
@@ -169,12 +173,8 @@ def to_dot(outputs: Any, rankdir: str = "TB") -> str:
             label = fn.name() + (f"\\nsaves {', '.join(saved)}" if saved else "")
             lines.append(f'  {nid} [label="{_escape(label)}", shape=box, style="rounded,filled", fillcolor="#fff8e1"];')
         for k, (child, _) in enumerate(fn.next_functions):
-            if child is None:
-                continue
-            if child not in ids:
-                ids[child] = f"n{len(ids)}"
-                stack.append(child)
-            lines.append(f'  {ids[child]} -> {nid} [label="{k}"];')
+            if child is not None:
+                lines.append(f'  {node_id(child)} -> {nid} [label="{k}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
