@@ -13,8 +13,9 @@ directly: no boxes, no tape. Compilation runs dead-code elimination (pure
 primitives only), common-subexpression elimination, constant folding and
 buffer reuse (``out=`` into temporaries that die at that call), plus two
 rewrites that keep every result bit for bit: a contraction with a diagonal
-matrix built from the identity becomes a row scaling, and an all-elementwise
-program on large 1-D arrays runs in cache-sized blocks.
+matrix built from the identity becomes a row scaling, and the elementwise
+regions of a program on large host arrays run in cache-sized blocks, on a
+small thread pool where ``fg.config.jit_threads`` allows (``blocking``).
 
 Values that reach Python control flow (``bool``, ``int``, ``float``,
 ``item``, use as an index or shape) cannot be recorded: they raise
@@ -320,14 +321,21 @@ class Program:
 
         Temporaries that die at a ufunc call with the same shape and dtype as its
         result are written into: host NumPy arrays of any size (positional ``out``
-        below ``reuse_bytes``), other backends' arrays from ``reuse_bytes`` up. An
-        all-elementwise program on one large 1-D shape runs block by block. A program
+        below ``reuse_bytes``), other backends' arrays from ``reuse_bytes`` up. Runs of
+        elementwise calls on one large host shape run block by block, on several threads
+        where ``fg.config.jit_threads`` allows (see ``funcgrad.core.blocking``). A program
         whose values are all float scalars runs on Python floats (``math``), and
         falls back to the backend's functions where Python's math raises (overflow,
         domain errors, division by zero: NumPy returns inf or nan there).
         """
-        array_fn = _generate(self, reuse_bytes)
-        array_fn = _chunked(self, array_fn)
+        from .blocking import blocked_program
+
+        blocked = blocked_program(self, reuse_bytes)
+        array_fn = _generate(blocked, reuse_bytes)
+        if blocked is not self:  # show what each blocked region runs per block
+            array_fn.source += "".join(  # type: ignore[attr-defined]
+                f"# {', '.join(o.name for o in e.outs)} = elementwise blocks of:\n{e.fn.source}"
+                for e in blocked.eqns if hasattr(e.fn, "source"))
         scalar_fn = _generate_scalar(self, array_fn)
         return scalar_fn if scalar_fn is not None else array_fn
 
@@ -376,49 +384,6 @@ def _is_ufunc(fn: Any) -> bool:
 def _is_gufunc(fn: Any) -> bool:
     """A generalized ufunc (matmul): it takes ``out=``, but its result may not alias an argument."""
     return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is not None
-
-
-_CHUNK = 8192  # elements per block of a blocked elementwise program: its temporaries stay in cache
-_CHUNK_MIN_BYTES = 1 << 21
-
-
-def _chunked(prog: Program, fn: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
-    """``fn`` run block by block where the program is elementwise through and through: every
-    equation a ufunc and every array value one large 1-D host array of one shape. Each element
-    is computed by the same ufunc calls as before, but the temporaries are blocks that stay in
-    the cache instead of whole arrays that travel through memory."""
-    vals = [a for e in prog.eqns for a in e.ins + e.outs if isinstance(a, Var)] + list(prog.invars)
-    if not prog.eqns or not prog.invars or not vals:
-        return fn
-    shape = prog.invars[0].shape
-    if len(shape) != 1 or vals[0].nbytes < _CHUNK_MIN_BYTES:
-        return fn
-    for e in prog.eqns:
-        if not _is_ufunc(e.fn) or e.kwargs or e.multiple:
-            return fn
-        for a in e.ins:
-            if isinstance(a, Const) and getattr(a.value, "shape", ()) != ():
-                return fn
-    if any(v.shape != shape or not _is_host_array(v.kind) for v in vals):
-        return fn
-    outs = list(prog.outs)
-    if (not outs or any(not isinstance(o, Var) or o in prog.invars for o in outs)
-            or len({id(o) for o in outs}) != len(outs)):
-        return fn
-    import numpy as np
-    empty, dtypes, n, step = np.empty, [o.dtype for o in outs], shape[0], _CHUNK
-
-    def blocked(*ins: Any) -> tuple[Any, ...]:
-        if any(a.shape != shape for a in ins):
-            return fn(*ins)
-        res = [empty(n, dt) for dt in dtypes]
-        for s in range(0, n, step):
-            part = fn(*[a[s:s + step] for a in ins])
-            for r, p in zip(res, part):
-                r[s:s + step] = p
-        return tuple(res)
-    blocked.source = getattr(fn, "source", "")  # type: ignore[attr-defined]
-    return blocked
 
 
 def _is_identity(a: Any, n: int) -> bool:

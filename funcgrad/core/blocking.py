@@ -1,0 +1,287 @@
+"""Blocked (and threaded) execution of a staged program's elementwise regions.
+
+A *region* is a run of elementwise equations (single-result NumPy ufuncs) whose
+results all have one large shape ``S``. Compiled as a region, its equations run
+over blocks of rows of ``S`` (``a[s:e]`` along axis 0, about ``BLOCK`` elements
+each): the temporaries are block-sized and stay in the cache, and only the
+values used after the region are allocated whole. The blocks are independent,
+so they may also run on a small thread pool (NumPy's ufuncs release the GIL):
+``fg.config.jit_threads`` threads, for regions of at least
+``fg.config.jit_parallel_min_size`` elements.
+
+Every element is computed by the same ufunc calls on the same operands as in the
+unblocked program, so the results are the same bits; reductions, contractions
+and every other non-elementwise call are never part of a region and run whole.
+Only host NumPy arrays are blocked; other backends' programs are left as they are.
+
+Example::
+
+    fg.config.jit_threads = 1   # blocks only, no threads
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+from .trace import Primitive
+
+__all__ = ["settings", "Settings", "blocked_program"]
+
+BLOCK = 16384  # elements per block: a few block-sized temporaries fit in L2
+BLOCK_MIN_BYTES = 1 << 21  # below this (and without threads) a region runs whole: it fits the cache
+REGION_MIN_SIZE = 1 << 15  # elements: smaller elementwise calls are never blocked or threaded
+
+
+def _default_threads() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+class Settings:
+    """Read by every call of a blocked region (``fg.config`` sets them)."""
+
+    def __init__(self) -> None:
+        env = os.environ.get("FUNCGRAD_JIT_THREADS", "").strip()
+        self.threads = check_threads(int(env) if env else _default_threads(), "FUNCGRAD_JIT_THREADS")
+        self.min_size = 1 << 17
+
+
+def check_threads(value: Any, name: str = "jit_threads") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1 (1 runs compiled programs on the calling "
+                         f"thread only), got {value!r}")
+    return value
+
+
+settings = Settings()
+
+_pool: ThreadPoolExecutor | None = None
+_pool_key: tuple[int, int] = (0, 0)  # (pid, workers): a forked child or a new setting gets a new pool
+_pool_lock = threading.Lock()
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_key
+    key = (os.getpid(), workers)
+    if _pool is None or _pool_key != key:
+        with _pool_lock:
+            if _pool is None or _pool_key != key:
+                old = _pool
+                _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="funcgrad-jit")
+                _pool_key = key
+                if old is not None and old is not _pool and key[0] == os.getpid():
+                    old.shutdown(wait=False)
+    return _pool
+
+
+def _is_host_array(kind: Any) -> bool:
+    return getattr(kind, "__name__", "") == "ndarray" and getattr(kind, "__module__", "") == "numpy"
+
+
+def _is_ufunc(fn: Any) -> bool:
+    return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is None
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _region_shape(e: Any, min_size: int) -> tuple[int, ...] | None:
+    """The shape ``S`` if equation ``e`` can join a region of that shape, else None: a
+    ufunc on host arrays with a result of ``S``, each operand either varying along axis 0
+    like ``S`` (it is sliced) or constant along it (broadcast whole to every block)."""
+    from .staging import Const, Var
+
+    if not _is_ufunc(e.fn) or e.kwargs or e.multiple or len(e.outs) != 1:
+        return None
+    out = e.outs[0]
+    shape = out.shape
+    if not _is_host_array(out.kind) or len(shape) < 1 or shape[0] < 2 or _size(shape) < min_size:
+        return None
+    for a in e.ins:
+        if isinstance(a, Var):
+            if not (_is_host_array(a.kind) or a.kind in (int, float, complex)
+                    or (a.shape == () and getattr(a.kind, "__module__", "") == "numpy")):
+                return None
+        elif isinstance(a, Const):
+            v = a.value
+            if not (_is_host_array(type(v)) or getattr(v, "shape", None) == () or isinstance(v, (int, float, complex))):
+                return None
+        elif not isinstance(a, (int, float, complex)) and getattr(a, "shape", None) != ():
+            return None
+    return shape
+
+
+def _sliced(a: Any, shape: tuple[int, ...]) -> bool:
+    """Does operand ``a`` vary along axis 0 of a region of ``shape`` (then it is sliced)?"""
+    from .staging import Const, Var
+
+    if isinstance(a, Var):
+        s = a.shape
+    elif isinstance(a, Const):
+        s = tuple(getattr(a.value, "shape", ()))
+    else:
+        return False
+    return len(s) == len(shape) and s[0] == shape[0]
+
+
+_REGION = Primitive(lambda *a: a, name="elementwise_blocks", multiple_results=True)
+
+
+def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int = REGION_MIN_SIZE) -> Any:
+    """``prog`` with each elementwise region replaced by one call that runs it block by block
+    (a new program sharing ``prog``'s variables; ``prog`` itself is unchanged), or ``prog``
+    itself where no region is found. Pure equations between a region's equations that do not
+    read the region's values are moved before it."""
+    from .staging import Program, Var
+
+    if not any(_region_shape(e, min_size) for e in prog.eqns):
+        return prog
+    users: dict[Var, set[int]] = {}
+    for k, e in enumerate(prog.eqns):
+        for a in e.ins:
+            if isinstance(a, Var):
+                users.setdefault(a, set()).add(k)
+    final = {o for o in prog.outs if isinstance(o, Var)}
+    eqns: list[Any] = []
+    region: list[int] = []
+    region_shape: tuple[int, ...] | None = None
+    made: set[Var] = set()  # values the open region computes
+    hoisted: list[Any] = []
+
+    def flush() -> None:
+        nonlocal region, region_shape, made, hoisted
+        eqns.extend(hoisted)
+        if region:
+            eqns.append(_region_eqn(prog, [prog.eqns[k] for k in region], set(region), users, final, reuse_bytes))
+        region, region_shape, made, hoisted = [], None, set(), []
+
+    for k, e in enumerate(prog.eqns):
+        shape = _region_shape(e, min_size)
+        if shape is not None:
+            if region and shape != region_shape:
+                flush()
+            region.append(k)
+            region_shape = shape
+            made.update(e.outs)
+            continue
+        if region and e.prim.pure and not any(isinstance(a, Var) and a in made for a in e.ins):
+            hoisted.append(e)
+            continue
+        flush()
+        eqns.append(e)
+    flush()
+    new = Program()
+    new._count = prog._count
+    new.invars, new.consts, new.outs, new.eqns = prog.invars, prog.consts, prog.outs, eqns
+    return new
+
+
+def _region_eqn(prog: Any, members: list[Any], member_ids: set[int], users: dict[Any, set[int]],
+                final: set[Any], reuse_bytes: int) -> Any:
+    """One equation running ``members`` blocked: its inputs are the values they read from
+    outside, its outputs the values read after them."""
+    from .staging import Const, Eqn, Program, Var, _generate
+
+    shape = members[0].outs[0].shape
+    made = {o for e in members for o in e.outs}
+    ins: list[Any] = []
+    for e in members:
+        for a in e.ins:
+            if isinstance(a, (Var, Const)) and a not in made and a not in ins:
+                ins.append(a)
+    outs = [o for e in members for o in e.outs
+            if o in final or any(k not in member_ids for k in users.get(o, ()))]
+    sub = Program()
+    sub._count = prog._count
+    sub.eqns = list(members)
+    sub.outs = outs
+    sub.invars = []
+    for a in ins:  # constants become inputs too, so that they can be sliced
+        if isinstance(a, Var):
+            sub.invars.append(a)
+        else:
+            v = Var(sub._count, a.value)
+            sub._count += 1
+            sub.invars.append(v)
+            sub.eqns = [_replace_in(e, a, v) for e in sub.eqns]
+    fn = _generate(sub, reuse_bytes)
+    runner = _runner(fn, shape, [_sliced(a, shape) for a in ins], [o.dtype for o in outs])
+    runner.source = fn.source  # type: ignore[attr-defined]
+    region = Eqn(_REGION, ins, {}, outs, runner)
+    for o in outs:
+        o.fresh = True  # allocated by the runner: owned, may be written into later
+    return region
+
+
+def _replace_in(e: Any, old: Any, new: Any) -> Any:
+    from .staging import Eqn
+
+    if not any(a is old for a in e.ins):
+        return e
+    return Eqn(e.prim, [new if a is old else a for a in e.ins], e.kwargs, e.outs, e.fn)
+
+
+def _runner(fn: Callable[..., tuple[Any, ...]], shape: tuple[int, ...], sliced: list[bool],
+            dtypes: list[Any]) -> Callable[..., tuple[Any, ...]]:
+    import numpy as np
+
+    empty = np.empty
+    rows = shape[0]
+    row_size = _size(shape[1:])
+    step = max(1, BLOCK // max(row_size, 1))
+    nbytes = _size(shape) * max((getattr(d, "itemsize", 8) for d in dtypes), default=8)
+    first = sliced.index(True) if True in sliced else -1
+    cfg = settings
+
+    def run_blocks(ins: tuple[Any, ...], res: list[Any], lo: int, hi: int) -> None:
+        for s in range(lo, hi, step):
+            e = s + step if s + step < hi else hi
+            part = fn(*[a[s:e] if cut else a for a, cut in zip(ins, sliced)])
+            for r, p in zip(res, part):
+                r[s:e] = p
+
+    def blocks(*ins: Any) -> tuple[Any, ...]:
+        threads = cfg.threads
+        parallel = threads > 1 and rows > step and _size(shape) >= cfg.min_size
+        if first < 0 or (not parallel and nbytes < BLOCK_MIN_BYTES):
+            return fn(*ins)
+        for a, cut in zip(ins, sliced):  # blocks of a strided view could take other loops
+            if cut and (a.shape[0] != rows or not a.flags.c_contiguous):
+                return fn(*ins)
+        res = [empty(shape, dt) for dt in dtypes]
+        if not parallel:
+            run_blocks(ins, res, 0, rows)
+            return tuple(res)
+        n_blocks = -(-rows // step)
+        parts = min(threads, n_blocks)
+        per = -(-n_blocks // parts) * step  # whole blocks per thread: the same blocks as one thread runs
+        pool = _executor(threads - 1)
+        futures: list[Future[None]] = []
+        for lo in range(per, rows, per):
+            ctx = contextvars.copy_context()  # NumPy's errstate lives in a context variable
+            futures.append(pool.submit(ctx.run, run_blocks, ins, res, lo, min(lo + per, rows)))
+        error: BaseException | None = None
+        try:
+            run_blocks(ins, res, 0, min(per, rows))
+        except BaseException as exc:  # noqa: BLE001 - re-raised once every block has finished
+            error = exc
+        for fut in futures:
+            try:
+                fut.result()
+            except BaseException as exc:  # noqa: BLE001
+                error = error or exc
+        if error is not None:
+            raise error
+        return tuple(res)
+    return blocks
