@@ -105,7 +105,7 @@ def _region_shape(e: Any, min_size: int) -> tuple[int, ...] | None:
     if not _is_ufunc(e.fn) or e.kwargs or e.multiple or len(e.outs) != 1:
         return None
     out = e.outs[0]
-    shape = out.shape
+    shape: tuple[int, ...] = tuple(out.shape)
     if not _is_host_array(out.kind) or len(shape) < 1 or shape[0] < 2 or _size(shape) < min_size:
         return None
     for a in e.ins:
