@@ -29,14 +29,15 @@ from typing import Any, Callable
 
 from .trace import Primitive
 
-__all__ = ["settings", "Settings", "blocked_program"]
+__all__ = ["settings", "Settings", "blocked_program", "default_jit_threads"]
 
 BLOCK = 16384  # elements per block: a few block-sized temporaries fit in L2
 BLOCK_MIN_BYTES = 1 << 21  # below this (and without threads) a region runs whole: it fits the cache
-REGION_MIN_SIZE = 1 << 15  # elements: smaller elementwise calls are never blocked or threaded
+REGION_MIN_SIZE = 1 << 16  # elements: smaller elementwise calls are never blocked or threaded
 
 
-def _default_threads() -> int:
+def default_jit_threads() -> int:
+    """The usable cores (the process's affinity), at most 8."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -49,7 +50,7 @@ class Settings:
 
     def __init__(self) -> None:
         env = os.environ.get("FUNCGRAD_JIT_THREADS", "").strip()
-        self.threads = check_threads(int(env) if env else _default_threads(), "FUNCGRAD_JIT_THREADS")
+        self.threads = check_threads(int(env) if env else default_jit_threads(), "FUNCGRAD_JIT_THREADS")
         self.min_size = 1 << 17
 
 
@@ -138,13 +139,15 @@ def _sliced(a: Any, shape: tuple[int, ...]) -> bool:
 _REGION = Primitive(lambda *a: a, name="elementwise_blocks", multiple_results=True)
 
 
-def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int = REGION_MIN_SIZE) -> Any:
+def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int | None = None) -> Any:
     """``prog`` with each elementwise region replaced by one call that runs it block by block
     (a new program sharing ``prog``'s variables; ``prog`` itself is unchanged), or ``prog``
     itself where no region is found. Pure equations between a region's equations that do not
     read the region's values are moved before it."""
     from .staging import Program, Var
 
+    if min_size is None:
+        min_size = REGION_MIN_SIZE
     if not any(_region_shape(e, min_size) for e in prog.eqns):
         return prog
     users: dict[Var, set[int]] = {}
