@@ -48,8 +48,9 @@ class StagedValueError(ValueError):
 
 
 class OuterTraceError(Exception):
-    """The staged function touched a value traced by a transform outside ``fg.jit``
-    (internal: ``fg.jit`` catches it and runs the function eagerly instead)."""
+    """The staged function touched a value traced by a transform outside ``fg.jit`` that
+    cannot become an input of the program (internal: ``fg.jit`` catches it and runs the
+    function eagerly instead)."""
 
 
 class Var:
@@ -612,11 +613,17 @@ class StagingBox(Box):
 class StagingTrace(Trace):
     """Records every primitive call on its boxes into :attr:`program`."""
 
-    __slots__ = ("program", "produced", "fun_name", "consts_by_id")
+    __slots__ = ("program", "produced", "fun_name", "consts_by_id", "example", "captures", "captured")
 
-    def __init__(self, name: str = "jit", fun_name: str = "f") -> None:
+    def __init__(self, name: str = "jit", fun_name: str = "f",
+                 example: Callable[[Any], Any] | None = None) -> None:
         super().__init__(name)
         self.program = Program()
+        # values of enclosing transforms that f reads from its closure become implicit
+        # inputs (after the explicit ones): ``example(box)`` is the plain value traced for one
+        self.example = example
+        self.captures: list[Box] = []
+        self.captured: dict[int, tuple[Box, Var, Any]] = {}
         # id(value) -> var for values made by recorded calls: code that strips a
         # box and passes its plain value on still refers to the variable
         self.produced: dict[int, tuple[Any, Var]] = {}
@@ -632,6 +639,26 @@ class StagingTrace(Trace):
         if _identifiable(value):
             self.produced[id(value)] = (value, var)
         return StagingBox(value, self, var)
+
+    def capture(self, box: Box) -> tuple[Var, Any]:
+        """The implicit input for ``box``, a value of an enclosing transform read through f's
+        closure, and the plain value traced for it; OuterTraceError where it cannot be one
+        (no ``example`` given, or the box's transform is not an open, enclosing one)."""
+        seen = self.captured.get(id(box))
+        if seen is not None:
+            return seen[1], seen[2]
+        trace = box._trace
+        if self.example is None or not trace.active or trace.level >= self.level:
+            raise OuterTraceError(trace.name)
+        value = self.example(box)
+        view = getattr(value, "view", None)
+        if callable(view) and hasattr(value, "shape"):
+            value = view()  # a distinct object, as for explicit inputs
+        var = self.program.new_var(value)
+        self.program.invars.append(var)
+        self.captures.append(box)
+        self.captured[id(box)] = (box, var, value)
+        return var, value
 
     def static_input(self, value: Any) -> Any:
         """An input whose value is part of the cache key: passed on unboxed, unused by the program."""
@@ -664,7 +691,9 @@ class StagingTrace(Trace):
                 if type(a) is ConstBox:
                     args[i] = a = a._value
                 else:
-                    raise OuterTraceError(a._trace.name)
+                    var, args[i] = self.capture(a)
+                    ins.append(var)
+                    continue
             ins.append(self.atom(a))
         for key, val in kwargs.items():
             if isinstance(val, Box):
@@ -699,7 +728,7 @@ class StagingTrace(Trace):
             if type(value) is ConstBox:
                 value = value._value
             else:
-                raise OuterTraceError(value._trace.name)
+                return self.capture(value)[0]
         atom = self.atom(value)
         return atom if isinstance(atom, (Var, Const)) else self.program.new_const(value)
 

@@ -25,7 +25,8 @@ from ..core.batching import BatchBox, BatchTrace
 from ..core.constant import ConstantTrace
 from ..core.forward import ForwardTrace
 from ..core import staging
-from ..core.staging import OuterTraceError, Program, Var, StagingBox, StagingTrace, eval_program, split_program
+from ..core.staging import (OuterTraceError, Program, Var, StagedValueError, StagingBox, StagingTrace, eval_program,
+                            split_program)
 
 __all__ = ["jit", "make_program"]
 
@@ -418,7 +419,7 @@ staging.register_lowering("sum", _lower_sum)
 
 
 class _Entry:
-    __slots__ = ("program", "run", "out_def", "staged", "single")
+    __slots__ = ("program", "run", "out_def", "staged", "single", "captures")
 
     def __init__(self, program: Program, staged: Staged, out_def: Any):
         self.program = program
@@ -427,6 +428,7 @@ class _Entry:
         self.out_def = out_def
         # the output is one leaf (an array or number): no tree to rebuild
         self.single = out_def == tree_util.tree_structure(0)
+        self.captures: list[Any] = []  # implicit inputs of one call (closure values of enclosing transforms)
 
 
 _FAST_SCALARS = (float, int, complex, np.float64, np.float32)
@@ -530,6 +532,8 @@ class _Jitted:
         if built is None:
             return self.fun(*args, **kwargs)
         entry, values = built
+        if entry.captures:
+            return entry.out_def.unflatten(call_staged(entry.staged, list(leaves) + entry.captures))
         if not kwargs and not statics:
             fk = _fast_key(args)
             if fk is not None:
@@ -565,12 +569,12 @@ class _Jitted:
             if built is None:
                 return self.fun(*args, **kwargs)
             entry = built[0]
-        return entry.out_def.unflatten(call_staged(entry.staged, leaves))
+        return entry.out_def.unflatten(call_staged(entry.staged, list(leaves) + entry.captures))
 
     def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
                statics: tuple[Any, ...]) -> tuple[_Entry, list[Any]] | None:
         self._log_retrace(key)
-        trace = StagingTrace("jit", self.fname)
+        trace = StagingTrace("jit", self.fname, example=_example)
         before = _random_states(self.fun, [s[2] for s in statics])
         try:
             with trace:
@@ -582,12 +586,22 @@ class _Jitted:
                 out_leaves, out_def = tree_util.tree_flatten(out)
                 trace.program.outs = [trace.output(x) for x in out_leaves]
         except OuterTraceError:
-            # the function reads a value traced by an enclosing transform (a closure over a
-            # grad's input, say): it cannot be staged apart from that transform; run it eagerly
+            # the function reads a value of an enclosing transform that cannot be an input
+            # (passed as a keyword to a primitive, say): run it eagerly
             return None
+        except StagedValueError:
+            if trace.captures:  # Python code decided on a captured value: eagerly, it is concrete
+                return None
+            raise
         _check_random(before, self.fname)
         program = trace.program.optimize()
         entry = _Entry(program, Staged(program, self.fname), out_def)
+        if trace.captures:
+            # values read through f's closure from enclosing transforms (as in
+            # grad(lambda y: jit(lambda x: x * y)(2.0))) are implicit inputs after the explicit
+            # ones; they belong to this call only, so the program is not cached
+            entry.captures = trace.captures
+            return entry, []
         self.cache[key] = entry
         # an input returned as it is comes back as the caller's own object, as in later calls
         originals = {id(b._value): x for b, x in zip(boxes, leaves) if isinstance(b, StagingBox)}
