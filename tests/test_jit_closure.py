@@ -136,3 +136,20 @@ def test_a_leaked_closure_value_still_raises_the_leak_error():
     fg.grad(lambda y: (leaked.append(y), y * 2.0)[1])(3.0)
     with pytest.raises(fg.LeakedTraceError if hasattr(fg, "LeakedTraceError") else Exception, match="was used after grad returned"):
         fg.jit(lambda x: x * leaked[0])(2.0)
+
+
+def test_retracing_a_closure_reader_is_explained(caplog):
+    holder = {}
+    jf = fg.jit(lambda x: x * holder["y"])
+
+    def f(y):
+        holder["y"] = y
+        return jf(2.0)
+    fg.config.jit_log_compiles = True
+    try:
+        with caplog.at_level("WARNING", logger="funcgrad.jit"):
+            fg.grad(f)(3.0)
+            fg.grad(f)(4.0)
+    finally:
+        fg.config.jit_log_compiles = False
+    assert "read a value of an enclosing transform through its closure" in caplog.text

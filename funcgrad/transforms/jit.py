@@ -650,6 +650,9 @@ class _Jitted:
         for i, (a, b) in enumerate(zip(oleaves, nleaves)):
             if a != b:
                 return f"argument {self._path(ntree, i)} changed from {_describe(a)} to {_describe(b)}"
+        if old == new:
+            return ("the same signature: the last trace was not cached (the function read a value of an "
+                    "enclosing transform through its closure; pass it as an argument to trace once)")
         return "a new signature"
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
