@@ -31,7 +31,7 @@ class Config:
 
     - ``debug_nans`` (env ``FUNCGRAD_DEBUG_NANS=1``): raise ``FloatingPointError`` at the
       first primitive, forward or derivative, whose result holds a NaN (see
-      ``fg.debug_nans``). Process-wide.
+      ``fg.debug_nans``), inside compiled ``fg.jit`` programs too. Process-wide.
     - ``jit_log_compiles`` (env ``FUNCGRAD_LOG_COMPILES=1``): log every trace of a
       ``fg.jit`` function, with the argument that changed, to the ``funcgrad.jit`` logger.
     - ``jit_retrace_warn`` (env ``FUNCGRAD_JIT_RETRACE_WARN``): warn once when one jitted

@@ -29,6 +29,7 @@ import os
 import traceback
 from typing import Any, Callable, Sequence
 
+from . import trace as _trace_module
 from .constant import ConstBox
 from .trace import Box, Primitive, Trace
 
@@ -317,7 +318,7 @@ class Program:
         self.consts = [c for c in self.consts if id(c) in used]
 
     # -- code generation ----------------------------------------------------------
-    def compile(self, reuse_bytes: int = 1 << 16) -> Callable[..., tuple[Any, ...]]:
+    def compile(self, reuse_bytes: int = 1 << 16, name: str = "f") -> Callable[..., tuple[Any, ...]]:
         """The program as a Python function ``f(*inputs) -> tuple of outputs``.
 
         Temporaries that die at a ufunc call with the same shape and dtype as its
@@ -328,17 +329,56 @@ class Program:
         whose values are all float scalars runs on Python floats (``math``), and
         falls back to the backend's functions where Python's math raises (overflow,
         domain errors, division by zero: NumPy returns inf or nan there).
+
+        While ``fg.debug_nans`` is on, the function runs the equations one by one instead
+        and checks each result, naming the first primitive that makes a NaN (``name`` is
+        the jitted function's, for the message).
         """
         from .blocking import blocked_program
 
+        checked = _checked_runner(self, name)
         blocked = blocked_program(self, reuse_bytes)
-        array_fn = _generate(blocked, reuse_bytes)
+        array_fn = _generate(blocked, reuse_bytes, checked)
         if blocked is not self:  # show what each blocked region runs per block
             array_fn.source += "".join(  # type: ignore[attr-defined]
                 f"# {', '.join(o.name for o in e.outs)} = elementwise blocks of:\n{e.fn.source}"
                 for e in blocked.eqns if hasattr(e.fn, "source"))
-        scalar_fn = _generate_scalar(self, array_fn)
+        scalar_fn = _generate_scalar(self, array_fn, checked)
         return scalar_fn if scalar_fn is not None else array_fn
+
+
+def _checked_runner(prog: Program, name: str) -> Callable[..., tuple[Any, ...]]:
+    """``prog`` run equation by equation with each result shown to the engine's result hook
+    (``fg.debug_nans``'s check); where the hook raises, the error names the equation too."""
+    eqns, invars, outs = list(prog.eqns), list(prog.invars), list(prog.outs)
+
+    def read(env: dict[Var, Any], a: Any) -> Any:
+        if isinstance(a, Var):
+            return env[a]
+        return a.value if isinstance(a, Const) else a
+
+    def checked(*inputs: Any) -> tuple[Any, ...]:
+        env: dict[Var, Any] = dict(zip(invars, inputs))
+        for e in eqns:
+            out = e.fn(*[read(env, a) for a in e.ins], **e.kwargs)
+            hook = _trace_module.result_hook
+            if hook is not None:
+                try:
+                    out = hook(e.prim, out, "forward")
+                except FloatingPointError:
+                    raise FloatingPointError(
+                        f"debug_nans: primitive '{e.prim.name}' produced a NaN in the compiled program of "
+                        f"fg.jit({name}), equation {eqns.index(e) + 1} of {len(eqns)}: `{e!r}`; the call: "
+                        f"{user_line()}. fg.make_program({name})(*args) prints the program (it includes the "
+                        f"derivative computations of transforms used inside {name}). Turn the check off with "
+                        f"fg.config.update('debug_nans', False) once found.") from None
+            env.update(zip(e.outs, out) if e.multiple else ((e.outs[0], out),))
+        res = []
+        for o in outs:
+            v = read(env, o)
+            res.append(v.copy() if isinstance(o, Const) and hasattr(v, "copy") else v)
+        return tuple(res)
+    return checked
 
 
 def _host_number(value: Any) -> Any:
@@ -425,7 +465,8 @@ def _is_host_array(kind: Any) -> bool:
     return getattr(kind, "__name__", "") == "ndarray" and getattr(kind, "__module__", "") == "numpy"
 
 
-def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]:
+def _generate(prog: Program, reuse_bytes: int,
+              checked: Callable[..., Any] | None = None) -> Callable[..., tuple[Any, ...]]:
     names: dict[str, Any] = {}
     inputs = {id(v) for v in prog.invars}
     outputs = {id(o) for o in prog.outs}
@@ -546,6 +587,9 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
             rets.append(o.name)
     names["_copy"] = lambda a: a.copy()
     params = ", ".join(v.name for v in prog.invars)
+    if checked is not None:  # fg.debug_nans: one attribute test per call while it is off
+        names["_tr"], names["_checked"] = _trace_module, checked
+        body.insert(0, f"    if _tr.result_hook is not None:\n        return _checked({params})")
     # every function and constant is bound as a keyword-only default: a fast local, not a global
     bound = [n for n in names if n != "_copy"] + ["_copy"]
     params += (", " if params else "") + "*, " + ", ".join(f"{n}={n}" for n in bound)
@@ -746,7 +790,7 @@ def user_line() -> str:
     """``file:line: code`` of the innermost frame outside funcgrad (the user's line)."""
     for frame in reversed(traceback.extract_stack()[:-1]):
         path = os.path.abspath(frame.filename)
-        if not path.startswith(_PACKAGE_DIR + os.sep):
+        if not path.startswith(_PACKAGE_DIR + os.sep) and not frame.filename.startswith("<funcgrad.jit"):
             return f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}"
     return "<unknown>"
 
@@ -849,7 +893,8 @@ _SCALAR_EXPR = {
 }
 
 
-def _generate_scalar(prog: Program, fallback: Callable[..., Any]) -> Callable[..., Any] | None:
+def _generate_scalar(prog: Program, fallback: Callable[..., Any],
+                     checked: Callable[..., Any] | None = None) -> Callable[..., Any] | None:
     """Straight-line Python-float code for ``prog``, or None if a value is not a float scalar."""
     if not prog.eqns:
         return None
@@ -885,8 +930,12 @@ def _generate_scalar(prog: Program, fallback: Callable[..., Any]) -> Callable[..
     params = ", ".join(v.name for v in prog.invars)
     conv = [f"        {v.name} = float({v.name})" for v in prog.invars]
     names = {"_m": math, "_pow": math.pow, "_fallback": fallback, **kinds, **consts}
+    check = ""
+    if checked is not None:  # fg.debug_nans
+        names["_tr"], names["_checked"] = _trace_module, checked
+        check = f"    if _tr.result_hook is not None:\n        return _checked({params})\n"
     bound = ", ".join(f"{n}={n}" for n in names)
-    src = (f"def program({params}{', ' if params else ''}*, {bound}):\n    try:\n" + "\n".join(conv + lines)
+    src = (f"def program({params}{', ' if params else ''}*, {bound}):\n{check}    try:\n" + "\n".join(conv + lines)
            + f"\n    except (OverflowError, ValueError, ZeroDivisionError):\n        return _fallback({params})\n"
            + f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
     scope = dict(names)

@@ -151,7 +151,7 @@ class Staged:
     def __init__(self, program: Program, name: str):
         self.program = program
         self.name = name
-        self.run = program.compile()
+        self.run = program.compile(name=name)
         self.n_out = len(program.outs)
         self.n_res = 0
         self.splits: dict[tuple[int, ...], Any] = {}  # traced float leaves -> forward (or False)
