@@ -74,11 +74,10 @@ def _executor(workers: int) -> ThreadPoolExecutor:
     if _pool is None or _pool_key != key:
         with _pool_lock:
             if _pool is None or _pool_key != key:
-                old = _pool
+                # the old pool is not shut down: a call on another thread may still be using it;
+                # its idle workers exit once nothing refers to it
                 _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="funcgrad-jit")
                 _pool_key = key
-                if old is not None and old is not _pool and key[0] == os.getpid():
-                    old.shutdown(wait=False)
     return _pool
 
 
@@ -240,10 +239,10 @@ def _runner(fn: Callable[..., tuple[Any, ...]], shape: tuple[int, ...], sliced: 
     import numpy as np
 
     empty = np.empty
-    rows = shape[0]
+    rows, size = shape[0], _size(shape)
     row_size = _size(shape[1:])
     step = max(1, BLOCK // max(row_size, 1))
-    nbytes = _size(shape) * max((getattr(d, "itemsize", 8) for d in dtypes), default=8)
+    nbytes = size * max((getattr(d, "itemsize", 8) for d in dtypes), default=8)
     first = sliced.index(True) if True in sliced else -1
     cfg = settings
 
@@ -256,7 +255,7 @@ def _runner(fn: Callable[..., tuple[Any, ...]], shape: tuple[int, ...], sliced: 
 
     def blocks(*ins: Any) -> tuple[Any, ...]:
         threads = cfg.threads
-        parallel = threads > 1 and rows > step and _size(shape) >= cfg.min_size
+        parallel = threads > 1 and rows > step and size >= cfg.min_size
         if first < 0 or (not parallel and nbytes < BLOCK_MIN_BYTES):
             return fn(*ins)
         for a, cut in zip(ins, sliced):  # blocks of a strided view could take other loops
