@@ -270,12 +270,17 @@ def _runner(fn: Callable[..., tuple[Any, ...]], shape: tuple[int, ...], sliced: 
         per = -(-n_blocks // parts) * step  # whole blocks per thread: the same blocks as one thread runs
         pool = _executor(threads - 1)
         futures: list[Future[None]] = []
+        inline = [(0, min(per, rows))]
         for lo in range(per, rows, per):
             ctx = contextvars.copy_context()  # NumPy's errstate lives in a context variable
-            futures.append(pool.submit(ctx.run, run_blocks, ins, res, lo, min(lo + per, rows)))
+            try:
+                futures.append(pool.submit(ctx.run, run_blocks, ins, res, lo, min(lo + per, rows)))
+            except RuntimeError:  # the interpreter is shutting down: no new threads
+                inline.append((lo, min(lo + per, rows)))
         error: BaseException | None = None
         try:
-            run_blocks(ins, res, 0, min(per, rows))
+            for lo, hi in inline:
+                run_blocks(ins, res, lo, hi)
         except BaseException as exc:  # noqa: BLE001 - re-raised once every block has finished
             error = exc
         for fut in futures:
