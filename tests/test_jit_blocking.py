@@ -63,7 +63,8 @@ def unblocked(f, *args):
 UNARY = {"sin": fnp.sin, "tanh": fnp.tanh, "exp": lambda v: fnp.exp(-v * v), "neg": fnp.negative,
          "square": fnp.square, "abs": fnp.abs, "log1p": lambda v: fnp.log1p(v * v), "sqrt": lambda v: fnp.sqrt(fnp.abs(v))}
 BINARY = {"add": fnp.add, "mul": fnp.multiply, "sub": fnp.subtract, "max": fnp.maximum,
-          "div": lambda a, b: a / (1.5 + fnp.abs(b))}
+          "div": lambda a, b: a / (1.5 + fnp.abs(b)), "where": lambda a, b: fnp.where(a > b, a, b * 0.5),
+          "relu": lambda a, b: fnp.maximum(a, 0.0) * fnp.abs(b)}
 STEPS = ([("u", k) for k in UNARY] + [("b", k) for k in BINARY]
          + [("row", "mul"), ("col", "add"), ("scalar", "mul"), ("sum1", ""), ("mean", ""), ("sum0", "")])
 
@@ -93,7 +94,7 @@ def build(steps, row, col):
     return f
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(st.sampled_from(STEPS), min_size=1, max_size=8),
        rows=st.integers(2, 37), cols=st.integers(1, 6), block=st.integers(1, 40),
        threads=st.sampled_from([1, 3]), grad=st.booleans(), seed=st.integers(0, 3))
@@ -234,3 +235,13 @@ def test_fake_device_programs_are_not_blocked(monkeypatch, tiny_blocks):
         r = g(fx)
     assert isinstance(r, fb.FakeArray) and not runners
     same_bits(fb.fake.asnumpy(r), f(x))
+
+
+def test_where_joins_a_region(monkeypatch, tiny_blocks):
+    runners = _spy(monkeypatch, "_runner")
+    tiny_blocks(5)
+    x = np.linspace(-2.0, 2.0, 60).reshape(20, 3)
+    f = fg.grad(lambda x: fnp.sum(fnp.where(x > 0, fnp.sin(x), 2.0 * x) * fnp.maximum(x, 0.0)))
+    same_bits(run_twice(f, x), unblocked(f, x))
+    same_bits(run_twice(f, x), f(x))
+    assert len(runners) == 2, "the program should be one region per compile (where included)"

@@ -1,6 +1,7 @@
 """Blocked (and threaded) execution of a staged program's elementwise regions.
 
-A *region* is a run of elementwise equations (single-result NumPy ufuncs) whose
+A *region* is a run of elementwise equations (single-result NumPy ufuncs, and
+``numpy.where`` with three arguments) whose
 results all have one large shape ``S``. Compiled as a region, its equations run
 over blocks of rows of ``S`` (``a[s:e]`` along axis 0, about ``BLOCK`` elements
 each): the temporaries are block-sized and stay in the cache, and only the
@@ -89,6 +90,14 @@ def _is_ufunc(fn: Any) -> bool:
     return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is None
 
 
+def _is_where(fn: Any, ins: list[Any]) -> bool:
+    """NumPy's three-argument ``where``: elementwise (a selection) though not a ufunc; derivative
+    programs are full of it."""
+    import numpy as np
+
+    return fn is np.where and len(ins) == 3
+
+
 def _size(shape: tuple[int, ...]) -> int:
     n = 1
     for d in shape:
@@ -102,7 +111,7 @@ def _region_shape(e: Any, min_size: int) -> tuple[int, ...] | None:
     like ``S`` (it is sliced) or constant along it (broadcast whole to every block)."""
     from .staging import Const, Var
 
-    if not _is_ufunc(e.fn) or e.kwargs or e.multiple or len(e.outs) != 1:
+    if not (_is_ufunc(e.fn) or _is_where(e.fn, e.ins)) or e.kwargs or e.multiple or len(e.outs) != 1:
         return None
     out = e.outs[0]
     shape: tuple[int, ...] = tuple(out.shape)
