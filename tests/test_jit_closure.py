@@ -153,3 +153,15 @@ def test_retracing_a_closure_reader_is_explained(caplog):
     finally:
         fg.config.jit_log_compiles = False
     assert "read a value of an enclosing transform through its closure" in caplog.text
+
+
+def test_inside_another_jit_a_closure_reader_is_inlined(staged_calls):
+    """Under an enclosing fg.jit the inner function's operations go into that program (as for
+    explicit arguments), rather than a nested staged call."""
+    def outer(y):
+        return fg.jit(lambda x: fnp.sin(x) * y * y)(2.0)
+    prog = fg.make_program(fg.grad(outer))(3.0)
+    assert "jit_call" not in repr(prog) and "multiply" in repr(prog)
+    staged = fg.jit(fg.grad(outer))
+    assert staged(3.0) == pytest.approx(np.sin(2.0) * 6.0)
+    assert staged(4.0) == pytest.approx(np.sin(2.0) * 8.0)

@@ -692,7 +692,8 @@ class StagingTrace(Trace):
         if seen is not None:
             return seen[1], seen[2]
         trace = box._trace
-        if self.example is None or not trace.active or trace.level >= self.level:
+        if self.example is None or not trace.active or trace.level >= self.level or is_staged(box):
+            # (a value of an enclosing fg.jit: f runs as plain code, recorded into that program)
             raise OuterTraceError(trace.name)
         value = self.example(box)
         view = getattr(value, "view", None)
