@@ -245,3 +245,29 @@ def test_where_joins_a_region(monkeypatch, tiny_blocks):
     same_bits(run_twice(f, x), unblocked(f, x))
     same_bits(run_twice(f, x), f(x))
     assert len(runners) == 2, "the program should be one region per compile (where included)"
+
+
+def test_regions_of_only_arithmetic_stay_on_one_thread(monkeypatch, knobs):
+    pools = _spy(monkeypatch, "_executor")
+    fg.config.jit_threads, fg.config.jit_parallel_min_size = 3, 0
+    x = np.linspace(-1.0, 1.0, 1 << 17)
+    g = fg.jit(lambda x: fnp.where(x > 0, x * 3.0, -x) + x * x)
+    g(x)
+    same_bits(g(x), np.where(x > 0, x * 3.0, -x) + x * x)
+    assert not pools
+    h = fg.jit(lambda x: fnp.exp(x) + x * x)
+    h(x)
+    same_bits(h(x), np.exp(x) + x * x)
+    assert pools
+
+
+def test_a_failing_block_on_a_worker_is_raised_by_the_caller(tiny_blocks):
+    tiny_blocks(2)
+    fg.config.jit_threads = 4
+    x = np.linspace(1.0, 2.0, 40)
+    x[-1] = -1.0  # the last block: taken by whichever thread comes last
+    g = fg.jit(lambda x: fnp.sqrt(x) * 2.0)
+    g(np.abs(x))
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        g(x)
+    same_bits(g(np.abs(x)), np.sqrt(np.abs(x)) * 2.0)  # and the next call is fine

@@ -8,7 +8,11 @@ each): the temporaries are block-sized and stay in the cache, and only the
 values used after the region are allocated whole. The blocks are independent,
 so they may also run on a small thread pool (NumPy's ufuncs release the GIL):
 ``fg.config.jit_threads`` threads, for regions of at least
-``fg.config.jit_parallel_min_size`` elements.
+``fg.config.jit_parallel_min_size`` elements that call at least one function
+beyond arithmetic, comparison and selection (``CHEAP``: those are memory-bound).
+A region of only cheap calls runs whole below ``BLOCK_MIN_BYTES``. The blocks
+are handed out one at a time to whichever thread asks next, the caller included,
+so a worker the scheduler starts late costs at most the block it took.
 
 Every element is computed by the same ufunc calls on the same operands as in the
 unblocked program, so the results are the same bits; reductions, contractions
@@ -25,7 +29,7 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .trace import Primitive
@@ -33,7 +37,7 @@ from .trace import Primitive
 __all__ = ["settings", "Settings", "blocked_program", "default_jit_threads"]
 
 BLOCK = 16384  # elements per block: a few block-sized temporaries fit in L2
-BLOCK_MIN_BYTES = 1 << 21  # below this (and without threads) a region runs whole: it fits the cache
+BLOCK_MIN_BYTES = 1 << 21  # below this a region of only cheap calls (CHEAP) runs whole on one thread
 REGION_MIN_SIZE = 1 << 16  # elements: smaller elementwise calls are never blocked or threaded
 
 
@@ -88,6 +92,16 @@ def _is_host_array(kind: Any) -> bool:
 
 def _is_ufunc(fn: Any) -> bool:
     return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is None
+
+
+# Arithmetic, comparisons and selections: memory-bound, so a region of only these gains little
+# from a second thread and can lose more (the handoff) on a busy machine; it stays on one.
+CHEAP = frozenset((
+    "add", "subtract", "multiply", "negative", "positive", "absolute", "fabs", "square", "sign",
+    "maximum", "minimum", "fmax", "fmin", "copysign", "greater", "greater_equal", "less", "less_equal",
+    "equal", "not_equal", "logical_and", "logical_or", "logical_not", "logical_xor", "where",
+    "isnan", "isinf", "isfinite", "signbit", "conjugate", "real", "imag",
+))
 
 
 def _is_where(fn: Any, ins: list[Any]) -> bool:
@@ -227,7 +241,8 @@ def _region_eqn(prog: Any, members: list[Any], member_ids: set[int], users: dict
             sub.invars.append(v)
             sub.eqns = [_replace_in(e, a, v) for e in sub.eqns]
     fn = _generate(sub, reuse_bytes)
-    runner = _runner(fn, shape, [_sliced(a, shape) for a in ins], [o.dtype for o in outs])
+    heavy = any(getattr(e.fn, "__name__", "") not in CHEAP for e in members)
+    runner = _runner(fn, shape, [_sliced(a, shape) for a in ins], [o.dtype for o in outs], heavy)
     runner.source = fn.source  # type: ignore[attr-defined]
     region = Eqn(_REGION, ins, {}, outs, runner)
     for o in outs:
@@ -243,8 +258,42 @@ def _replace_in(e: Any, old: Any, new: Any) -> Any:
     return Eqn(e.prim, [new if a is old else a for a in e.ins], e.kwargs, e.outs, e.fn)
 
 
+class _Job:
+    """The blocks of one region call, handed out one at a time to whichever thread asks next
+    (the caller too): a worker the scheduler starts late finds them all taken, so the caller
+    never waits for a thread that has not begun, only for blocks in progress."""
+
+    __slots__ = ("fn", "ins", "res", "sliced", "starts", "step", "rows", "left", "lock", "finished", "error")
+
+    def __init__(self, fn: Callable[..., tuple[Any, ...]], ins: tuple[Any, ...], res: list[Any],
+                 sliced: list[bool], starts: Any, step: int, rows: int) -> None:
+        self.fn, self.ins, self.res, self.sliced = fn, ins, res, sliced
+        self.starts, self.step, self.rows = starts, step, rows
+        self.left = -(-rows // step)  # blocks not yet finished
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.error: BaseException | None = None
+
+    def work(self) -> None:
+        fn, step, rows = self.fn, self.step, self.rows
+        for s in self.starts:  # next() on a range iterator is atomic: each block goes to one thread
+            try:
+                ins, res = self.ins, self.res
+                e = s + step if s + step < rows else rows
+                part = fn(*[a[s:e] if cut else a for a, cut in zip(ins, self.sliced)])
+                for r, p in zip(res, part):
+                    r[s:e] = p
+            except BaseException as exc:  # noqa: BLE001 - raised by the caller
+                self.error = self.error or exc
+            finally:
+                with self.lock:
+                    self.left -= 1
+                    if self.left == 0:
+                        self.finished.set()
+
+
 def _runner(fn: Callable[..., tuple[Any, ...]], shape: tuple[int, ...], sliced: list[bool],
-            dtypes: list[Any]) -> Callable[..., tuple[Any, ...]]:
+            dtypes: list[Any], heavy: bool = True) -> Callable[..., tuple[Any, ...]]:
     import numpy as np
 
     empty = np.empty
@@ -264,8 +313,8 @@ def _runner(fn: Callable[..., tuple[Any, ...]], shape: tuple[int, ...], sliced: 
 
     def blocks(*ins: Any) -> tuple[Any, ...]:
         threads = cfg.threads
-        parallel = threads > 1 and rows > step and size >= cfg.min_size
-        if first < 0 or (not parallel and nbytes < BLOCK_MIN_BYTES):
+        parallel = heavy and threads > 1 and rows > step and size >= cfg.min_size
+        if first < 0 or (not parallel and not heavy and nbytes < BLOCK_MIN_BYTES):
             return fn(*ins)
         for a, cut in zip(ins, sliced):  # blocks of a strided view could take other loops
             if cut and (a.shape[0] != rows or not a.flags.c_contiguous):
@@ -274,30 +323,17 @@ def _runner(fn: Callable[..., tuple[Any, ...]], shape: tuple[int, ...], sliced: 
         if not parallel:
             run_blocks(ins, res, 0, rows)
             return tuple(res)
-        n_blocks = -(-rows // step)
-        parts = min(threads, n_blocks)
-        per = -(-n_blocks // parts) * step  # whole blocks per thread: the same blocks as one thread runs
+        job = _Job(fn, ins, res, sliced, iter(range(0, rows, step)), step, rows)
         pool = _executor(threads - 1)
-        futures: list[Future[None]] = []
-        inline = [(0, min(per, rows))]
-        for lo in range(per, rows, per):
-            ctx = contextvars.copy_context()  # NumPy's errstate lives in a context variable
+        for _ in range(min(threads, job.left) - 1):
             try:
-                futures.append(pool.submit(ctx.run, run_blocks, ins, res, lo, min(lo + per, rows)))
+                pool.submit(contextvars.copy_context().run, job.work)  # NumPy's errstate is a context variable
             except RuntimeError:  # the interpreter is shutting down: no new threads
-                inline.append((lo, min(lo + per, rows)))
-        error: BaseException | None = None
-        try:
-            for lo, hi in inline:
-                run_blocks(ins, res, lo, hi)
-        except BaseException as exc:  # noqa: BLE001 - re-raised once every block has finished
-            error = exc
-        for fut in futures:
-            try:
-                fut.result()
-            except BaseException as exc:  # noqa: BLE001
-                error = error or exc
-        if error is not None:
-            raise error
+                break
+        job.work()
+        job.finished.wait()  # blocks other threads took are done (not threads that never started)
+        job.ins, job.res = (), []  # a late worker finds the blocks gone, and holds no array
+        if job.error is not None:
+            raise job.error
         return tuple(res)
     return blocks
