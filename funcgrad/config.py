@@ -41,7 +41,8 @@ class Config:
       host NumPy arrays (ufuncs release the GIL). 1 runs everything on the calling thread.
       Results are the same bits with any setting.
     - ``jit_parallel_min_size`` (default 131072): the fewest elements an elementwise region
-      needs before it is split across threads (regions start at 65536 elements).
+      needs before it is split across threads (regions start at 65536 elements; regions of
+      only arithmetic, comparisons and ``where`` are never split).
     """
 
     def __init__(self) -> None:
