@@ -32,6 +32,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
+from .staging import Const, Eqn, Program, Var, _generate
 from .trace import Primitive
 
 __all__ = ["settings", "Settings", "blocked_program", "default_jit_threads"]
@@ -107,9 +108,7 @@ CHEAP = frozenset((
 def _is_where(fn: Any, ins: list[Any]) -> bool:
     """NumPy's three-argument ``where``: elementwise (a selection) though not a ufunc; derivative
     programs are full of it."""
-    import numpy as np
-
-    return fn is np.where and len(ins) == 3
+    return len(ins) == 3 and getattr(fn, "__name__", "") == "where" and getattr(fn, "__module__", "") == "numpy"
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -123,8 +122,6 @@ def _region_shape(e: Any, min_size: int) -> tuple[int, ...] | None:
     """The shape ``S`` if equation ``e`` can join a region of that shape, else None: a
     ufunc on host arrays with a result of ``S``, each operand either varying along axis 0
     like ``S`` (it is sliced) or constant along it (broadcast whole to every block)."""
-    from .staging import Const, Var
-
     if not (_is_ufunc(e.fn) or _is_where(e.fn, e.ins)) or e.kwargs or e.multiple or len(e.outs) != 1:
         return None
     out = e.outs[0]
@@ -147,8 +144,6 @@ def _region_shape(e: Any, min_size: int) -> tuple[int, ...] | None:
 
 def _sliced(a: Any, shape: tuple[int, ...]) -> bool:
     """Does operand ``a`` vary along axis 0 of a region of ``shape`` (then it is sliced)?"""
-    from .staging import Const, Var
-
     if isinstance(a, Var):
         s = a.shape
     elif isinstance(a, Const):
@@ -166,8 +161,6 @@ def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int | None 
     (a new program sharing ``prog``'s variables; ``prog`` itself is unchanged), or ``prog``
     itself where no region is found. Pure equations between a region's equations that do not
     read the region's values are moved before it."""
-    from .staging import Program, Var
-
     if min_size is None:
         min_size = REGION_MIN_SIZE
     if not any(_region_shape(e, min_size) for e in prog.eqns):
@@ -182,13 +175,16 @@ def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int | None 
     region: list[int] = []
     region_shape: tuple[int, ...] | None = None
     made: set[Var] = set()  # values the open region computes
-    hoisted: list[Any] = []
+    hoisted: list[int] = []
 
     def flush() -> None:
         nonlocal region, region_shape, made, hoisted
-        eqns.extend(hoisted)
-        if region:
-            eqns.append(_region_eqn(prog, [prog.eqns[k] for k in region], set(region), users, final, reuse_bytes))
+        members = [prog.eqns[k] for k in region]
+        if region and _worth_a_region(members):
+            eqns.extend(prog.eqns[k] for k in hoisted)
+            eqns.append(_region_eqn(prog, members, set(region), users, final, reuse_bytes))
+        else:  # as recorded: the program's own buffer reuse does better
+            eqns.extend(prog.eqns[k] for k in sorted(region + hoisted))
         region, region_shape, made, hoisted = [], None, set(), []
 
     for k, e in enumerate(prog.eqns):
@@ -201,7 +197,7 @@ def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int | None 
             made.update(e.outs)
             continue
         if region and e.prim.pure and not any(isinstance(a, Var) and a in made for a in e.ins):
-            hoisted.append(e)
+            hoisted.append(k)
             continue
         flush()
         eqns.append(e)
@@ -212,12 +208,27 @@ def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int | None 
     return new
 
 
+def _heavy(members: list[Any]) -> bool:
+    return any(getattr(e.fn, "__name__", "") not in CHEAP for e in members)
+
+
+def _worth_a_region(members: list[Any]) -> bool:
+    """Blocks pay for a run of calls with a heavier one among them (cache), or for cheap calls
+    on more than BLOCK_MIN_BYTES; threads pay for heavier calls. One call alone gains only
+    from threads (the knob as it is now, at compile time)."""
+    heavy = _heavy(members)
+    if len(members) == 1:
+        return heavy and settings.threads > 1 and _size(members[0].outs[0].shape) >= settings.min_size
+    if heavy:
+        return True
+    out = members[0].outs[0]
+    return _size(out.shape) * getattr(out.dtype, "itemsize", 8) >= BLOCK_MIN_BYTES
+
+
 def _region_eqn(prog: Any, members: list[Any], member_ids: set[int], users: dict[Any, set[int]],
                 final: set[Any], reuse_bytes: int) -> Any:
     """One equation running ``members`` blocked: its inputs are the values they read from
     outside, its outputs the values read after them."""
-    from .staging import Const, Eqn, Program, Var, _generate
-
     shape = members[0].outs[0].shape
     made = {o for e in members for o in e.outs}
     ins: list[Any] = []
@@ -241,8 +252,7 @@ def _region_eqn(prog: Any, members: list[Any], member_ids: set[int], users: dict
             sub.invars.append(v)
             sub.eqns = [_replace_in(e, a, v) for e in sub.eqns]
     fn = _generate(sub, reuse_bytes)
-    heavy = any(getattr(e.fn, "__name__", "") not in CHEAP for e in members)
-    runner = _runner(fn, shape, [_sliced(a, shape) for a in ins], [o.dtype for o in outs], heavy)
+    runner = _runner(fn, shape, [_sliced(a, shape) for a in ins], [o.dtype for o in outs], _heavy(members))
     runner.source = fn.source  # type: ignore[attr-defined]
     region = Eqn(_REGION, ins, {}, outs, runner)
     for o in outs:
@@ -251,8 +261,6 @@ def _region_eqn(prog: Any, members: list[Any], member_ids: set[int], users: dict
 
 
 def _replace_in(e: Any, old: Any, new: Any) -> Any:
-    from .staging import Eqn
-
     if not any(a is old for a in e.ins):
         return e
     return Eqn(e.prim, [new if a is old else a for a in e.ins], e.kwargs, e.outs, e.fn)
