@@ -122,11 +122,13 @@ def _region_shape(e: Any, min_size: int) -> tuple[int, ...] | None:
     """The shape ``S`` if equation ``e`` can join a region of that shape, else None: a
     ufunc on host arrays with a result of ``S``, each operand either varying along axis 0
     like ``S`` (it is sliced) or constant along it (broadcast whole to every block)."""
-    if not (_is_ufunc(e.fn) or _is_where(e.fn, e.ins)) or e.kwargs or e.multiple or len(e.outs) != 1:
+    if len(e.outs) != 1:
         return None
     out = e.outs[0]
     shape: tuple[int, ...] = tuple(out.shape)
-    if not _is_host_array(out.kind) or len(shape) < 1 or shape[0] < 2 or _size(shape) < min_size:
+    if len(shape) < 1 or shape[0] < 2 or _size(shape) < min_size:  # most equations stop here
+        return None
+    if not (_is_ufunc(e.fn) or _is_where(e.fn, e.ins)) or e.kwargs or e.multiple or not _is_host_array(out.kind):
         return None
     for a in e.ins:
         if isinstance(a, Var):
