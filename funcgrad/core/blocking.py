@@ -165,7 +165,8 @@ def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int | None 
     read the region's values are moved before it."""
     if min_size is None:
         min_size = REGION_MIN_SIZE
-    if not any(_region_shape(e, min_size) for e in prog.eqns):
+    # (a result has at least as many bytes as elements: most equations stop at this test)
+    if not any(len(e.outs) == 1 and e.outs[0].nbytes >= min_size and _region_shape(e, min_size) for e in prog.eqns):
         return prog
     users: dict[Var, set[int]] = {}
     for k, e in enumerate(prog.eqns):
