@@ -199,9 +199,10 @@ def test_config_knob_errors_and_spellings(knobs):
 def test_env_variable_sets_the_default(monkeypatch):
     monkeypatch.setenv("FUNCGRAD_JIT_THREADS", "1")
     assert blocking.Settings().threads == 1
-    monkeypatch.setenv("FUNCGRAD_JIT_THREADS", "0")
-    with pytest.raises(ValueError, match="FUNCGRAD_JIT_THREADS must be an integer >= 1"):
-        blocking.Settings()
+    for bad in ("0", "two", "-3"):
+        monkeypatch.setenv("FUNCGRAD_JIT_THREADS", bad)
+        with pytest.raises(ValueError, match="FUNCGRAD_JIT_THREADS must be an integer >= 1"):
+            blocking.Settings()
     monkeypatch.delenv("FUNCGRAD_JIT_THREADS")
     assert blocking.Settings().threads == blocking.default_jit_threads() >= 1
 

@@ -32,7 +32,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from .staging import Const, Eqn, Program, Var, _generate
+from .staging import Const, Eqn, Program, Var, _generate, _is_host_array, _is_ufunc
 from .trace import Primitive
 
 __all__ = ["settings", "Settings", "blocked_program", "default_jit_threads"]
@@ -56,7 +56,10 @@ class Settings:
 
     def __init__(self) -> None:
         env = os.environ.get("FUNCGRAD_JIT_THREADS", "").strip()
-        self.threads = check_threads(int(env) if env else default_jit_threads(), "FUNCGRAD_JIT_THREADS")
+        value: Any = default_jit_threads()
+        if env:
+            value = int(env) if env.lstrip("-").isdigit() else env
+        self.threads = check_threads(value, "FUNCGRAD_JIT_THREADS")
         self.min_size = 1 << 17
 
 
@@ -85,14 +88,6 @@ def _executor(workers: int) -> ThreadPoolExecutor:
                 _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="funcgrad-jit")
                 _pool_key = key
     return _pool
-
-
-def _is_host_array(kind: Any) -> bool:
-    return getattr(kind, "__name__", "") == "ndarray" and getattr(kind, "__module__", "") == "numpy"
-
-
-def _is_ufunc(fn: Any) -> bool:
-    return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is None
 
 
 # Arithmetic, comparisons and selections: memory-bound, so a region of only these gains little
