@@ -20,7 +20,7 @@ from .hooks import zeros_like
 from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order", "save_everything",
-           "dropped"]
+           "dropped", "Visitor"]
 
 # Allocation without an __init__ call: the hot path of recording fills the slots inline.
 _new_node = object.__new__
@@ -362,24 +362,86 @@ def forward_order(out_nodes: Iterable[VJPNode]) -> list[VJPNode]:
 _SOLE_REFS = _count_sole_refs()
 
 
-def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> dict[VJPNode, Any]:
+class Visitor:
+    """What a layer on the engine adds to :func:`backward_pass`, node by node.
+
+    Given a visitor, the pass hands it each node's own work: ``visit(node, g, live)``
+    gets the node and its summed cotangent (None when none arrived; for a node of
+    several results the list of per-result cotangents) and returns the cotangents
+    of ``node.parents`` (a sequence in the same order; None for none), or, for a
+    node with ``out_index`` set, that result's cotangent. ``live`` is False when
+    no parent of the node leads to a target of a pruned pass (the node then needs
+    no running, only what happens on the way in: hooks, capture). The pass itself
+    keeps the schedule: dependency counts, summing where values fan out, filing
+    the results of multi-result nodes. The Tensor layer's visitor
+    (``funcgrad.tensor.backward``) runs hooks, anomaly checks and ``.grad``
+    accumulation there.
+    """
+
+    def visit(self, node: VJPNode, g: Any, live: bool) -> Any:
+        raise NotImplementedError
+
+
+def _needed_order(roots: list[VJPNode], targets: Iterable[VJPNode]) -> dict[VJPNode, int]:
+    """:func:`tape_order` restricted to the nodes from which some node of ``targets`` is reachable."""
+    want = set(targets)
+    needed: set[VJPNode] = set()
+    for node in forward_order(roots):  # parents first: a node is needed when it or a parent is
+        if node in want or any(p in needed for p in node.parents):
+            needed.add(node)
+    counts = dict.fromkeys(needed, 0)
+    for node in needed:
+        for p in node.parents:
+            if p in needed:
+                counts[p] += 1
+    return counts
+
+
+def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False, visitor: Visitor | None = None,
+                  targets: Iterable[VJPNode] | None = None) -> dict[VJPNode, Any]:
     """Propagate output cotangents to the input nodes; returns {input node: cotangent}.
 
     ``outputs`` pairs each output's node with its cotangent. With ``release``,
     each node's saved values are dropped once it has run (one-shot passes such
-    as ``grad``), so memory falls as the pass proceeds.
+    as ``grad``), so memory falls as the pass proceeds. With ``targets``, only
+    the nodes that lead to one of them run. A ``visitor`` (:class:`Visitor`)
+    does each node's own work in place of the primitive's VJP rules; the walk,
+    with its order and its sums, is this one for every layer.
     """
-    counts = tape_order(n for n, _ in outputs)
+    roots = [n for n, _ in outputs]
+    counts = tape_order(roots) if targets is None else _needed_order(roots, targets)
     grads: dict[VJPNode, Any] = {}
     for node, g in outputs:
-        grads[node] = _add(grads.get(node), g)
+        if node in counts:
+            grads[node] = _add(grads.get(node), g)
     ready = [n for n in grads if counts[n] == 0]
     inputs: dict[VJPNode, Any] = {}
+    visit = visitor.visit if visitor is not None else None
     while ready:
         node = ready.pop()
         g = grads.pop(node, None)
         prim = node.prim
         parents = node.parents
+        if visit is not None:
+            if targets is None:
+                g = visit(node, g, True)
+            else:
+                g = visit(node, g, any(p in counts for p in parents))
+            if node.out_index is None:
+                if g is None:
+                    g = ()
+                for parent, ct in zip(parents, g):
+                    c = counts.get(parent)
+                    if c is None:
+                        continue  # pruned: leads to no target
+                    if ct is not None:
+                        prev = grads.get(parent)
+                        grads[parent] = ct if prev is None else _accumulate(prev, ct)
+                    counts[parent] = c - 1
+                    if c == 1:
+                        ready.append(parent)
+                continue
+            prim = None  # file the result's cotangent below
         if prim is None:
             if node.out_index is None:
                 inputs[node] = g
@@ -387,12 +449,15 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> 
                 # One result of a multi-result primitive: file its cotangent in the
                 # parent's tuple.
                 parent = parents[0]
+                c = counts.get(parent)
+                if c is None:
+                    continue  # pruned: the node itself was the target
                 slot = grads.get(parent)
                 if slot is None:
                     slot = grads[parent] = [None] * len(parent.ans)
                 slot[node.out_index] = _add(slot[node.out_index], g)
-                counts[parent] -= 1
-                if counts[parent] == 0:
+                counts[parent] = c - 1
+                if c == 1:
                     ready.append(parent)
             continue
         if g is not None:

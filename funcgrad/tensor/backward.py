@@ -25,7 +25,8 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import graph as _graph
-from .graph import AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of
+from ..core.reverse import Visitor, backward_pass
+from .graph import AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
 from .forward_ad import paused as _fwad_paused
 from .grad_mode import state as _mode
 from .tensor import Tensor, _as_tensor, _grad_lock
@@ -90,15 +91,6 @@ def _match(g: Any, meta: tuple[Any, ...]) -> Any:
     return g
 
 
-def _input_meta(node: Node, k: int) -> tuple[Any, ...] | None:
-    edge = node._edges[k]
-    if edge is None:
-        return None
-    target, nr = edge
-    m = target._out_meta
-    return m[nr] if nr < len(m) else None
-
-
 def _run_hooks(hooks: dict[Any, Any] | None, g: Any, create_graph: bool) -> Any:
     if not hooks:
         return g
@@ -157,187 +149,150 @@ def _anomaly_error(node: Node, err: BaseException) -> None:
     raise err
 
 
-def _collect(roots: list[Any]) -> dict[Any, Any]:
-    """Dependency counts: for each reachable node, how many edges point at it."""
-    counts: dict[Any, Any] = {}
-    stack = []
-    for n in roots:
-        if n not in counts:
-            counts[n] = 0
-            stack.append(n)
-    while stack:
-        node = stack.pop()
-        for e in node._edges:
-            if e is None:
-                continue
-            p = e[0]
-            c = counts.get(p)
-            if c is None:
-                counts[p] = 1
-                stack.append(p)
-            else:
-                counts[p] = c + 1
-    return counts
-
-
-def _needed(counts: dict[Any, Any], targets: set[Any]) -> set[Any]:
-    """Nodes from which some target node can be reached (targets included)."""
-    memo: dict[Any, Any] = {}
-    for start in counts:
-        if start in memo:
-            continue
-        stack = [(start, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                memo[node] = node in targets or any(e is not None and memo.get(e[0], False) for e in node._edges)
-                continue
-            if node in memo:
-                continue
-            memo[node] = False  # provisional (graphs are acyclic)
-            stack.append((node, True))
-            for e in node._edges:
-                if e is not None and e[0] not in memo:
-                    stack.append((e[0], False))
-    return {n for n, v in memo.items() if v}
-
-
-def run_backward(*args: Any, **kwargs: Any) -> Any:
-    """The backward walk (:func:`_run_backward`), with NumPy's floating-point warnings silenced."""
-    token = _graph.fp_quiet()
-    try:
-        with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
-            return _run_backward(*args, **kwargs)
-    finally:
-        _graph.fp_restore(token)
-
-
-def _run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, captures: list[Any] | None = None,
+def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, captures: list[Any] | None = None,
                  accumulate: bool = True) -> dict[Any, Any]:
-    """Propagate ``roots`` [(edge, internal grad)] through the graph.
+    """Propagate ``roots`` [(edge, internal grad)] through the graph with ``core.reverse.backward_pass``.
 
     With ``captures`` [edges], gradients arriving at those edges are returned
     ({edge: grad}) and only nodes leading to them run; leaves are then not
-    accumulated into unless ``accumulate``.
+    accumulated into unless ``accumulate``. NumPy's floating-point warnings are
+    silenced, forward-AD tangents paused, and grad mode is ``create_graph``.
     """
-    root_nodes = [e[0] for e, _ in roots]
-    counts = _collect(root_nodes)
-    capture_at: dict[Any, Any] = {}
-    needed = None
-    if captures is not None:
-        for e in captures:
-            capture_at.setdefault(e[0], []).append(e[1])
-        needed = _needed(counts, set(capture_at))
-        counts = {n: 0 for n in needed}
-        for n in needed:
-            for e in n._edges:
-                if e is not None and e[0] in counts:
-                    counts[e[0]] += 1
-    buffers: dict[Any, Any] = {}
-    for (node, nr), g in roots:
-        if needed is not None and node not in needed:
-            continue
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * max(node._n_outputs, nr + 1)
-        buf[nr] = _add(buf[nr], g)
-    captured: dict[Any, Any] = {}
-    ready = [n for n in buffers if counts.get(n, 0) == 0]
-    prof = _graph.profiling.active
+    visitor = _Visitor(keep_graph, create_graph, captures, accumulate)
+    seeds = [(target(node, nr), g) for (node, nr), g in roots]
+    token = _graph.fp_quiet()
     prev_mode = _mode.enabled
     _mode.enabled = create_graph
     try:
-        while ready:
-            node = ready.pop()
-            buf = buffers.pop(node, None)
-            if buf is None:
-                buf = [None] * node._n_outputs
-            if node._tensor_prehooks:
-                for nr, hooks in node._tensor_prehooks.items():
-                    if nr < len(buf) and buf[nr] is not None:
-                        buf[nr] = _run_hooks(hooks, buf[nr], create_graph)
-            if node._retain:
-                for nr, ref in list(node._retain.items()):
-                    t = ref()
-                    if t is not None and nr < len(buf) and buf[nr] is not None:
-                        _retain(t, buf[nr], create_graph)
-            if isinstance(node, AccumulateGrad):
-                var = node.variable
-                if var is None:  # the leaf is gone: nobody can read its gradient
-                    continue
-                if var._hooks and buf[0] is not None:
-                    buf[0] = _run_hooks(var._hooks, buf[0], create_graph)
-                if node in capture_at:
-                    captured[(node, 0)] = buf[0]
-                    if not accumulate:
-                        continue
-                if buf[0] is not None and (accumulate or node not in capture_at):
-                    _accumulate(var, buf[0], create_graph)
-                continue
-            if node in capture_at:
-                for nr in capture_at[node]:
-                    captured[(node, nr)] = buf[nr] if nr < len(buf) else None
-            if needed is not None and not any(e is not None and e[0] in counts for e in node._edges):
-                continue  # a captured non-leaf with nothing needed behind it
-            if node._prehooks:
-                user = [_to_user(g, create_graph) for g in buf]
-                for fn in list(node._prehooks.values()):
-                    r = fn(tuple(user))
-                    if r is not None:
-                        user = list(r)
-                buf = [_from_user(g, create_graph) for g in user]
-            if all(g is None for g in buf):
-                outs = [None] * len(node._edges)
-            else:
-                t0 = time.perf_counter() if prof else 0.0
-                anomaly_prev = _graph.anomaly.running
-                if _graph.anomaly.enabled:
-                    _graph.anomaly.running = node
-                try:
-                    outs = node.apply(buf, create_graph)
-                except Exception as err:  # noqa: BLE001 - re-raised with the forward traceback
-                    if node._stack:
-                        _anomaly_error(node, err)
-                    raise
-                finally:
-                    _graph.anomaly.running = anomaly_prev
-                if prof:
-                    from .profiler import record_event
-
-                    record_event(node.name(), time.perf_counter() - t0)
-                if _graph.anomaly.enabled and _graph.anomaly.check_nan:
-                    _nan_check(node, outs)
-            if node._hooks:
-                user_in = tuple(_to_user(g, create_graph) for g in outs)
-                user_out = tuple(_to_user(g, create_graph) for g in buf)
-                for fn in list(node._hooks.values()):
-                    r = fn(user_in, user_out)
-                    if r is not None:
-                        user_in = tuple(r)
-                outs = [_from_user(g, create_graph) for g in user_in]
-            if not keep_graph:
-                node.release()
-            for k, e in enumerate(node._edges):
-                if e is None:
-                    continue
-                child, nr = e
-                if child not in counts:
-                    continue
-                g = outs[k]
-                if g is not None:
-                    meta = _input_meta(node, k)
-                    if meta is not None:
-                        g = _match(g, meta)
-                    cb = buffers.get(child)
-                    if cb is None:
-                        cb = buffers[child] = [None] * child._n_outputs
-                    cb[nr] = _add(cb[nr], g)
-                counts[child] -= 1
-                if counts[child] == 0:
-                    ready.append(child)
+        with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
+            backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
     finally:
         _mode.enabled = prev_mode
-    return captured
+        _graph.fp_restore(token)
+    return {public_edge(t): g for t, g in visitor.captured.items()}
+
+
+class _Visitor(Visitor):
+    """The Tensor layer's work at each node of the one backward walk: tensor hooks,
+    ``retain_grad``, capture of ``inputs=``, node pre/post hooks, running the node
+    (anomaly checks, profiler events), ``.grad`` accumulation at leaves, and freeing
+    saved values unless ``retain_graph``."""
+
+    def __init__(self, keep_graph: bool, create_graph: bool, captures: list[Any] | None, accumulate: bool):
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.accumulate = accumulate or captures is None
+        self.capture_at = {target(node, nr) for node, nr in captures} if captures else set()
+        self.captured: dict[Any, Any] = {}
+        self.prof = _graph.profiling.active
+
+    def visit(self, node: Any, g: Any, live: bool) -> Any:
+        out_index = node.out_index
+        if out_index is not None:  # one output of a node with several
+            return self._arrive(node.parents[0], out_index, node, g)
+        if type(node) is AccumulateGrad:
+            self._leaf(node, g)
+            return None
+        n_out = node._n_outputs
+        if n_out == 1:
+            buf = [self._arrive(node, 0, node, g)]
+        else:
+            buf = g if g is not None else [None] * n_out
+        if not live:  # a captured non-leaf with nothing needed behind it
+            if node._prehooks and self.accumulate and any(b is not None for b in buf):
+                self._prehooks(node, buf)
+            return None
+        return self._run(node, buf)
+
+    def _arrive(self, node: Any, nr: int, tape_node: Any, g: Any) -> Any:
+        """A gradient arriving for output ``nr`` of ``node``: tensor hooks, retain_grad, capture."""
+        if g is None:
+            return None
+        hooks = node._tensor_prehooks
+        if hooks:
+            g = _run_hooks(hooks.get(nr), g, self.create_graph)
+        retain = node._retain
+        if retain:
+            ref = retain.get(nr)
+            t = ref() if ref is not None else None
+            if t is not None:
+                _retain(t, g, self.create_graph)
+        if tape_node in self.capture_at:
+            self.captured[tape_node] = g
+        return g
+
+    def _prehooks(self, node: Any, buf: list[Any]) -> list[Any]:
+        cg = self.create_graph
+        user = [_to_user(g, cg) for g in buf]
+        for fn in list(node._prehooks.values()):
+            r = fn(tuple(user))
+            if r is not None:
+                user = list(r)
+        return [_from_user(g, cg) for g in user]
+
+    def _posthooks(self, node: Any, outs: list[Any], buf: list[Any]) -> list[Any]:
+        cg = self.create_graph
+        user_in = tuple(_to_user(g, cg) for g in outs)
+        user_out = tuple(_to_user(g, cg) for g in buf)
+        for fn in list(node._hooks.values()):
+            r = fn(user_in, user_out)
+            if r is not None:
+                user_in = tuple(r)
+        return [_from_user(g, cg) for g in user_in]
+
+    def _leaf(self, node: AccumulateGrad, g: Any) -> None:
+        var = node.variable
+        if var is None or g is None:  # the leaf is gone: nobody can read its gradient
+            return
+        cg = self.create_graph
+        if var._hooks:
+            g = _run_hooks(var._hooks, g, cg)
+        if node in self.capture_at:
+            self.captured[node] = g
+            if not self.accumulate:
+                return  # autograd.grad: hooks on the leaf's tensor run, its node does not
+        if node._prehooks:
+            g = self._prehooks(node, [g])[0]
+        if g is not None:
+            _accumulate(var, g, cg)
+        if node._hooks:
+            self._posthooks(node, [], [g])
+
+    def _run(self, node: Any, buf: list[Any]) -> Any:
+        cg = self.create_graph
+        if node._prehooks:
+            buf = self._prehooks(node, buf)
+        if all(g is None for g in buf):
+            outs: list[Any] = [None] * len(node.parents)
+        else:
+            prof = self.prof
+            t0 = time.perf_counter() if prof else 0.0
+            anomaly = _graph.anomaly
+            anomaly_prev = anomaly.running
+            if anomaly.enabled:
+                anomaly.running = node
+            try:
+                outs = node.apply(buf, cg)
+            except Exception as err:  # noqa: BLE001 - re-raised with the forward traceback
+                if node._stack:
+                    _anomaly_error(node, err)
+                raise
+            finally:
+                anomaly.running = anomaly_prev
+            if prof:
+                from .profiler import record_event
+
+                record_event(node.name(), time.perf_counter() - t0)
+            if anomaly.enabled and anomaly.check_nan:
+                _nan_check(node, outs)
+        if node._hooks:
+            outs = self._posthooks(node, outs, buf)
+        if not self.keep_graph:
+            node.release()
+        for k, (p, ct) in enumerate(zip(node.parents, outs)):
+            if ct is not None:
+                outs[k] = _match(ct, p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index])
+        return outs
 
 
 def _retain(t: Tensor, g: Any, create_graph: bool) -> None:

@@ -92,16 +92,13 @@ class FunctionNode(Node):
     _in_meta: list[Any]  # (shape, dtype) of each tensor input, set by Function.apply
 
     def __init__(self, cls: type, ctx: FunctionCtx, edges: list[Any], positions: list[Any], n_args: int):
-        super().__init__()
+        super().__init__(positions, edges)
         self._cls = cls
         self._name = f"{cls.__name__}Backward"
         if type(self) is FunctionNode:
             self.__class__ = _graph.named_node_class(FunctionNode, self._name)
         self._ctx = ctx
-        self._edges = edges
-        self._positions = positions
         self._n_args = n_args
-        self._released = False
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_saved_") or name.startswith("_raw_saved_"):
@@ -140,9 +137,10 @@ class FunctionNode(Node):
                     f"got {len(res)})"
                 )
         out: list[Any] = []
-        for k, (pos, edge) in enumerate(zip(self._positions, self._edges)):
+        in_meta = dict(zip(self._inputs, self._in_meta))
+        for pos in self.argnums:
             g = res[pos]
-            if edge is None or g is None:
+            if g is None:
                 out.append(None)
                 continue
             if not isinstance(g, Tensor):
@@ -151,7 +149,7 @@ class FunctionNode(Node):
                 else:
                     raise TypeError(f"function {self._name} returned a gradient of type {type(g).__name__} at index "
                                     f"{pos}; expected a Tensor or None")
-            shape = self._in_meta[k][0]
+            shape = in_meta[pos][0]
             if tuple(g.shape) != tuple(shape):
                 try:
                     import numpy as np
@@ -315,7 +313,7 @@ class Function:
                     o._node, o._output_nr, o._requires_grad = node, k, True
                 else:
                     meta.append(((), None, None))
-            node._out_meta = tuple(meta)
+            node._out_meta = node.ans = tuple(meta)
             node._n_outputs = len(results)
             if _graph.anomaly.enabled:
                 node._stack = _graph.user_stack()
@@ -355,10 +353,9 @@ class _DelayedError(Node):
     _name = "DelayedError"
 
     def __init__(self, message: str, edges: list[Any], metas: list[Any]):
-        super().__init__()
+        super().__init__(range(len(edges)), edges)
         self._message = message
-        self._edges = edges
-        self._out_meta = tuple(metas)
+        self._out_meta = self.ans = tuple(metas)
         self._n_outputs = len(metas)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..backend import namespace_of
 from ..core import Box, Primitive, Trace, get_primitive
-from ..core.reverse import dropped
+from ..core.reverse import ReverseTrace, VJPNode, dropped
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from .grad_mode import state as _mode
@@ -67,17 +67,28 @@ except ImportError:  # pragma: no cover - older NumPy
         token.__exit__(None, None, None)
 
 
-class TensorTrace(Trace):
-    """The trace that Tensors belong to: level 0, always open, never on any thread's stack."""
+class TensorTrace(ReverseTrace):
+    """The reverse trace that Tensors belong to: level 0, always open, never on any thread's stack.
+
+    A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph
+    of ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``); calls are recorded
+    by :func:`record` (only when some input requires grad and grad mode is on) and
+    walked by ``core.reverse.backward_pass``, with the Tensor layer's visitor.
+    """
 
     __slots__ = ()
 
     def __init__(self) -> None:
-        super().__init__("funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
+        Trace.__init__(self, "funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
+        self.keep_all = False
+        self.min_drop_bytes = 0
         self.active = True
 
     def __enter__(self) -> "TensorTrace":
         raise RuntimeError("the tensor trace is always open; it is not entered")
+
+    def new_input(self, value: Any) -> Any:
+        return _TENSOR_CLS[0]._make(value, requires_grad=True)
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
         return record(prim, args, kwargs, argnums)
@@ -90,6 +101,7 @@ TRACE = TensorTrace()
 
 
 _new = object.__new__
+_new_node = object.__new__
 _B = TypeVar("_B", bound="GraphBox")
 
 
@@ -287,13 +299,17 @@ def _add_hook(container: dict[Any, Any], fn: Callable[..., Any]) -> RemovableHan
     return RemovableHandle(container, key)
 
 
-class Node:
+class Node(VJPNode):
     """A node of the backward graph (``tensor.grad_fn``), like ``torch.autograd.graph.Node``.
 
-    ``name()``, ``next_functions`` (one ``(node, output_nr)`` pair per
-    differentiable input, ``(None, 0)`` for inputs that need no gradient),
-    ``metadata``, ``register_hook(fn(grad_inputs, grad_outputs))`` and
-    ``register_prehook(fn(grad_outputs))``.
+    A tape node of the core engine (:class:`funcgrad.core.reverse.VJPNode`):
+    ``parents`` are the nodes gradients flow to (for output k of a node of
+    several outputs, that output's own ``out_index`` node), ``argnums`` the
+    input each one belongs to, and ``core.reverse.backward_pass`` walks them.
+    What PyTorch exposes on top: ``name()``, ``next_functions`` (one ``(node,
+    output_nr)`` pair per tensor input, ``(None, 0)`` for inputs that need no
+    gradient), ``metadata``, ``register_hook(fn(grad_inputs, grad_outputs))``
+    and ``register_prehook(fn(grad_outputs))``.
     """
 
     _name = "Node"
@@ -306,13 +322,31 @@ class Node:
     _metadata: dict[Any, Any] | None = None
     _n_outputs = 1
     _out_meta: tuple[Any, ...] = ()
+    _outs: list[Any] | None = None  # the out_index node of each output (nodes of several outputs)
+    _inputs: tuple[int, ...] = ()  # the position of each tensor input (next_functions' order)
+    _released = False
 
-    def __init__(self) -> None:
-        self._edges: list[Any] = []
+    def __init__(self, inputs: Any = (), edges: Any = ()) -> None:
+        self.prim = None
+        self.args = self.kwargs = self.ans = self.versions = None
+        self.out_index = None
         self._seq = next(_seq)
+        self._set_edges(inputs, edges)
+
+    def _set_edges(self, inputs: Any, edges: Any) -> None:
+        """Edges ``[(node, output_nr) or None]``, one per input at positions ``inputs``."""
+        self._inputs = tuple(inputs)
+        self.parents = [target(e[0], e[1]) for e in edges if e is not None]
+        self.argnums = [i for i, e in zip(self._inputs, edges) if e is not None]
 
     def name(self) -> str:
         return self._name
+
+    @property
+    def _edges(self) -> list[Any]:
+        """Per tensor input, the (node, output_nr) its gradient goes to, or None."""
+        by_pos = dict(zip(self.argnums, self.parents))
+        return [None if (p := by_pos.get(i)) is None else public_edge(p) for i in self._inputs]
 
     @property
     def next_functions(self) -> tuple[Any, ...]:
@@ -342,10 +376,11 @@ class Node:
         return _add_hook(self._tensor_prehooks.setdefault(output_nr, {}), fn)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
+        """The gradients of ``parents`` (one each, or None) from the output gradients ``grads``."""
         raise NotImplementedError
 
     def release(self) -> None:
-        pass
+        self._released = True
 
     def __repr__(self) -> str:
         return f"<{self._name} object at {id(self):#x}>"
@@ -354,6 +389,27 @@ class Node:
         from .backward import call_node
 
         return call_node(self, grads)
+
+
+def target(node: Node, output_nr: int) -> VJPNode:
+    """The tape node gradients of output ``output_nr`` of ``node`` go to: the node itself, or,
+    for a node of several outputs, that output's ``out_index`` node (made on first use)."""
+    if node._n_outputs == 1:
+        return node
+    outs = node._outs
+    if outs is None:
+        outs = node._outs = [None] * node._n_outputs
+    t = outs[output_nr]
+    if t is None:
+        t = outs[output_nr] = VJPNode(None, (node,), (0,), None, None, None, output_nr)
+    return t
+
+
+def public_edge(t: VJPNode) -> tuple[Any, int]:
+    """(grad_fn, output_nr) of a tape node (the inverse of :func:`target`)."""
+    if t.out_index is None:
+        return (t, 0)
+    return (t.parents[0], t.out_index)
 
 
 class _Meta:
@@ -544,6 +600,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Any):
         super().__init__()
+        self.ans = ()
         self._variable = weakref.ref(variable)
         v = variable._value
         self._out_meta = ((v.shape, v.dtype, namespace_of(v)),)
@@ -562,7 +619,8 @@ def named_node_class(base: type, name: str) -> type:
     node name (``MulBackward0``, ``<Function>Backward``); one class per name, cached."""
     cls = _NAMED_CLASSES.get((base, name))
     if cls is None:
-        cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "__module__": base.__module__})
+        cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "_name": name,
+                                                                   "__module__": base.__module__})
     return cls
 
 
@@ -575,25 +633,18 @@ def rename_node(node: "Node", name: str) -> None:
 
 
 class PrimNode(Node):
-    """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules."""
+    """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules.
 
-    def __init__(self, prim: Primitive, name: str, args: list[Any], kwargs: dict[Any, Any], positions: list[Any],
-                 edges: list[Any]):
-        super().__init__()
-        self._name = name
-        self._prim = prim
-        self._args = args  # per positional argument: SavedTensor, _Meta or a constant
-        self._kwargs = kwargs
-        self._positions = positions  # positional index of each edge (the core's argnums list)
-        self._edges = edges
-        self._ans: list[Any] = []  # per output: SavedTensor, _Meta
-        self._released = False
-        self._has_saved = False
+    ``args`` holds, per positional argument, a :class:`SavedTensor`, a :class:`_Meta` (what
+    the rules do not read) or the constant; ``ans`` one of those per output.
+    """
+
+    _has_saved = False
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         if self._released and self._has_saved:
             raise RuntimeError(_FREED)
-        prim = self._prim
+        prim = self.prim
         if prim.multiple_results:
             g = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(grads, self._out_meta))
         else:
@@ -601,26 +652,20 @@ class PrimNode(Node):
         ans: Any
         if create_graph:
             args = [a.unpack(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
-                    for a in self._args]
-            ans = [a.unpack(self) if type(a) is SavedTensor else a.materialize() for a in self._ans]
+                    for a in self.args]
+            ans = [a.unpack(self) if type(a) is SavedTensor else a.materialize() for a in self.ans]
         else:
             args = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
-                    for a in self._args]
-            ans = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() for a in self._ans]
-        kwargs = self._kwargs
-        if prim.vjp_all is not None:
-            ans = tuple(ans) if prim.multiple_results else ans[0]
-            gg = tuple(grads) if prim.multiple_results else grads[0]
-            live = [pos for pos, edge in zip(self._positions, self._edges) if edge is not None]
-            cts = iter(prim.vjp_all(gg, ans, tuple(live), *args, **kwargs))
-            return [None if edge is None else next(cts) for edge in self._edges]
+                    for a in self.args]
+            ans = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() for a in self.ans]
+        kwargs = self.kwargs
         ans = tuple(ans) if prim.multiple_results else ans[0]
-        out: list[Any] = []
+        if prim.vjp_all is not None:
+            gg = tuple(grads) if prim.multiple_results else grads[0]
+            return list(prim.vjp_all(gg, ans, tuple(self.argnums), *args, **kwargs))
         vjps = prim.vjps
-        for pos, edge in zip(self._positions, self._edges):
-            if edge is None:
-                out.append(None)
-                continue
+        out: list[Any] = []
+        for pos in self.argnums:
             rule = vjps.get(pos)
             if rule is None:
                 raise prim.missing_rule("VJP", pos)
@@ -631,15 +676,15 @@ class PrimNode(Node):
         if self._released:
             return
         self._released = True
-        for a in self._args:
+        for a in self.args:
             if type(a) is SavedTensor:
                 a.release()
-        for a in self._ans:
+        for a in self.ans:
             if type(a) is SavedTensor:
                 a.release()
 
     def _saved_names(self) -> list[Any]:
-        return _ARG_NAMES.get(self._prim.name, _DEFAULT_ARG_NAMES)
+        return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_raw_saved_") or name.startswith("_saved_"):
@@ -659,29 +704,29 @@ class PrimNode(Node):
 
     def _lookup_saved(self, key: str) -> Any:
         if key == "result":
-            if len(self._ans) == 1 and type(self._ans[0]) is SavedTensor:
-                return self._ans[0]
+            if len(self.ans) == 1 and type(self.ans[0]) is SavedTensor:
+                return self.ans[0]
             return None
         if key.startswith("result") and key[6:].isdigit():
             k = int(key[6:])
-            return self._ans[k] if k < len(self._ans) and type(self._ans[k]) is SavedTensor else None
+            return self.ans[k] if k < len(self.ans) and type(self.ans[k]) is SavedTensor else None
         names = self._saved_names()
-        for i, a in enumerate(self._args):
+        for i, a in enumerate(self.args):
             nm = names[i] if i < len(names) else f"arg{i}"
             if nm == key and type(a) is not _Meta:
                 return a
-        if key in self._kwargs:
-            return self._kwargs[key]
+        if key in self.kwargs:
+            return self.kwargs[key]
         return None
 
     def __dir__(self) -> list[Any]:
         names = self._saved_names()
         extra = []
-        for i, a in enumerate(self._args):
+        for i, a in enumerate(self.args):
             if type(a) is SavedTensor:
                 nm = names[i] if i < len(names) else f"arg{i}"
                 extra += [f"_saved_{nm}", f"_raw_saved_{nm}"]
-        if any(type(a) is SavedTensor for a in self._ans):
+        if any(type(a) is SavedTensor for a in self.ans):
             extra += ["_saved_result", "_raw_saved_result"]
         return sorted(set(list(super().__dir__()) + extra))
 
@@ -706,8 +751,8 @@ class CopySlices(Node):
 
     def __init__(self, base_edge: tuple[Any, ...] | None, out_edge: tuple[Any, ...] | None, view_fns: tuple[Any, ...],
                  mask: Any, meta: tuple[Any, ...]):
-        super().__init__()
-        self._edges = [base_edge, out_edge]
+        super().__init__((0, 1), (base_edge, out_edge))
+        self.ans = ()
         self._view_fns = view_fns
         self._mask = mask
         self._out_meta = (meta,)
@@ -716,12 +761,8 @@ class CopySlices(Node):
         import funcgrad.numpy as fnp
 
         g = grads[0]
-        out: list[Any] = [None, None]
-        if self._edges[0] is not None:
-            out[0] = fnp.where(self._mask, 0, g)
-        if self._edges[1] is not None:
-            out[1] = replay_view(g, self._view_fns, raw=not create_graph)
-        return out
+        return [fnp.where(self._mask, 0, g) if i == 0 else replay_view(g, self._view_fns, raw=not create_graph)
+                for i in self.argnums]
 
 
 # --------------------------------------------------------------------------
@@ -930,22 +971,30 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     if not req:
         return tuple(outs) if prim.multiple_results else outs[0]
     # --- the node
-    edges: list[Any] = []
-    edge_positions = []
+    parents: list[Any] = []
+    live: list[int] = []
     for i, b in zip(argnums, boxes):
         if b._requires_grad:
             if b._base is not None and b._view_version != b._vc[0]:
                 _refresh_view(b)
             node = b._node
-            e = (node, b._output_nr) if node is not None else (get_accumulator(b), 0)
-            edges.append(e)
-            edge_positions.append(i)
-        else:
-            edges.append(None)
-    drop = dropped(prim, edge_positions, len(args))
+            if node is None:
+                parents.append(get_accumulator(b))
+            elif node._n_outputs == 1:
+                parents.append(node)
+            else:
+                parents.append(target(node, b._output_nr))
+            live.append(i)
+    drop = dropped(prim, live, len(args))
     name = torch_name(prim.name)
-    node = (_NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name))(
-        prim, name, args, kwargs, argnums, edges)
+    node = _new_node(_NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name))
+    node.prim = prim
+    node.parents = parents
+    node.argnums = live
+    node._inputs = argnums
+    node.kwargs = kwargs
+    node.out_index = node.versions = None
+    node._seq = next(_seq)
     saved_any = False
     for i, b in zip(argnums, boxes):
         if drop is None or i not in drop[0]:
@@ -955,8 +1004,10 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             saved_any = True
         else:
             args[i] = _Meta(args[i])
+    node.args = args
     out_meta = []
-    ans_saved = node._ans
+    ans_saved: list[Any] = []
+    node.ans = ans_saved
     for k, o in enumerate(outs):
         v = o._value
         out_meta.append((v.shape, v.dtype, _ns(v)))
@@ -1073,8 +1124,8 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
     if t._base is None:
         node, nr = out._node, out._output_nr
         t._node, t._output_nr, t._requires_grad = node, nr, out._requires_grad
-        if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node._ans):
-            s = node._ans[nr]
+        if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node.ans):
+            s = node.ans[nr]
             if type(s) is SavedTensor and s._unpack is None:
                 s._data = v
                 s._vc = t._vc
@@ -1106,7 +1157,7 @@ def _protect_saved(out: Any, t: Any, start_seq: int) -> None:
             continue
         seen.add(id(node))
         if isinstance(node, PrimNode):
-            for a in node._args:
+            for a in node.args:
                 if type(a) is SavedTensor and a._vc is vc and a._version == vc[0]:
                     a._detach_copy()
         for e in node._edges:
