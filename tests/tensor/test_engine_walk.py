@@ -1,0 +1,203 @@
+"""The one backward walk (core.reverse.backward_pass with the Tensor layer's visitor):
+hook order at nodes and leaves, ``inputs=`` pruning and capture, nodes of several outputs.
+
+PyTorch's test/test_autograd.py is the specification (test_prehook_ordering,
+test_accumulate_grad_posthooks_*, test_hook_edge_case_when_called_with_grad,
+test_grad_fn_prehooks_multiple_outputs); these are our own tests of those behaviours.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import funcgrad.tensor as ft
+from funcgrad.core.reverse import VJPNode, ReverseTrace
+from funcgrad.tensor import graph as _graph
+
+
+def test_nodes_are_tape_nodes_and_the_trace_a_reverse_trace():
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2).sin()
+    assert isinstance(_graph.TRACE, ReverseTrace)
+    assert isinstance(y.grad_fn, VJPNode)
+    acc = y.grad_fn.next_functions[0][0].next_functions[0][0]
+    assert isinstance(acc, VJPNode) and acc.variable is x
+    assert type(y.grad_fn).__name__ == "SinBackward0"
+    # a tape node's parents are where its gradients go
+    assert y.grad_fn.parents == [y.grad_fn.next_functions[0][0]]
+
+
+def test_prehook_ordering_tensor_hooks_then_node_prehooks():
+    log = []
+
+    def tensor_hook(g):
+        log.append(1)
+        return g * 3
+
+    def node_prehook(gs):
+        log.append(2)
+        return tuple(g * 2 for g in gs)
+
+    a = ft.tensor(1.0, requires_grad=True)
+    b = a.clone()
+    b.grad_fn.register_prehook(node_prehook)
+    b.register_hook(tensor_hook)
+    b.grad_fn.register_prehook(node_prehook)
+    acc = b.grad_fn.next_functions[0][0]
+    a.register_hook(tensor_hook)
+    acc.register_prehook(node_prehook)
+    a.register_hook(tensor_hook)
+
+    b.sum().backward(retain_graph=True)
+    assert log == [1, 2, 2, 1, 1, 2]
+    assert a.grad.item() == 3 * 4 * 9 * 2
+
+    # autograd.grad runs the tensor hooks of a leaf it returns, not its node's hooks
+    log.clear()
+    (ga,) = ft.autograd.grad(b.sum(), inputs=(a,), retain_graph=True)
+    assert log == [1, 2, 2, 1, 1]
+    assert ga.item() == 3 * 4 * 9
+
+    # backward(inputs=(non_leaf,)): its tensor hooks, then its node's prehooks; .grad sees
+    # only the tensor hooks (it is taken before the node's prehooks run)
+    log.clear()
+    b.sum().backward(inputs=(b,))
+    assert log == [1, 2, 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the non-leaf .grad warning
+        assert b.grad.item() == 3
+
+
+def test_accumulate_grad_node_hooks_observe_tensor_hooks():
+    a = ft.tensor(1.0, requires_grad=True)
+    seen = {}
+
+    def posthook(grad_inputs, grad_outputs):
+        seen["post"] = (len(grad_inputs), grad_outputs[0].item())
+
+    def prehook(grad_outputs):
+        seen["pre"] = (len(grad_outputs), grad_outputs[0].item())
+
+    b = a.clone()
+    acc = b.grad_fn.next_functions[0][0]
+    acc.register_hook(posthook)
+    acc.register_prehook(prehook)
+    a.register_hook(lambda g: g * 2)
+    b.backward()
+    assert seen == {"pre": (1, 2.0), "post": (0, 2.0)}
+    assert a.grad.item() == 2.0
+
+
+def test_accumulate_grad_prehook_can_replace_the_gradient():
+    a = ft.tensor([1.0, 2.0], requires_grad=True)
+    y = (a * 3).sum()
+    _, acc_edge = y.grad_fn.next_functions[0][0], ft.autograd.graph.get_gradient_edge(a)
+    acc_edge[0].register_prehook(lambda gs: (gs[0] * 10,))
+    y.backward()
+    np.testing.assert_allclose(a.grad.numpy(), [30.0, 30.0])
+
+
+def test_hooks_of_unneeded_leaves_do_not_run():
+    def boom(*args):
+        raise RuntimeError("must not run")
+
+    a = ft.tensor(1.0, requires_grad=True)
+    a.register_hook(boom)
+    b = ft.tensor(1.0, requires_grad=True)
+    c = a.clone()
+    c.grad_fn.next_functions[0][0].register_hook(boom)
+    out = a + b + c
+    out.sum().backward(inputs=[b])
+    assert b.grad.item() == 1.0 and a.grad is None
+
+
+@pytest.mark.parametrize("call, want", [
+    ("grad_b", (1, 0, 0)),
+    ("grad_ab", (2, 1, 1)),
+    ("backward", (2, 2, 2)),
+    ("backward_ab", (2, 2, 2)),
+])
+def test_which_hooks_run_for_grad_and_backward(call, want):
+    a = ft.tensor(1.0, requires_grad=True)
+    b = a * 2
+    c = b * 2
+    counts = [0, 0, 0]  # tensor hooks, node prehooks, node posthooks
+
+    def tensor_hook(g):
+        counts[0] += 1
+
+    def prehook(g):
+        counts[1] += 1
+
+    def posthook(gi, go):
+        counts[2] += 1
+
+    a.register_hook(tensor_hook)
+    b.register_hook(tensor_hook)
+    acc = b.grad_fn.next_functions[0][0]
+    for node in (acc, b.grad_fn):
+        node.register_hook(posthook)
+        node.register_prehook(prehook)
+    if call == "grad_b":
+        ft.autograd.grad(c, inputs=(b,))
+    elif call == "grad_ab":
+        ft.autograd.grad(c, inputs=(a, b))
+    elif call == "backward":
+        c.backward()
+    else:
+        c.backward(inputs=(a, b))
+    assert tuple(counts) == want
+
+
+def test_grad_does_not_run_nodes_that_lead_nowhere():
+    class Boom(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            raise AssertionError("this node must not run")
+
+    x = Boom.apply(ft.randn(1, requires_grad=True) * 2)
+    y = ft.randn(1, requires_grad=True)
+    z = ft.randn(1, requires_grad=True)
+    gy, gz = ft.autograd.grad(x + z, (y, z), allow_unused=True)
+    assert gy is None and gz.item() == 1.0
+    ft.autograd.backward(Boom.apply(ft.randn(1, requires_grad=True) * 2), inputs=(y,))
+    assert y.grad is None
+
+
+def test_prehook_of_a_node_with_several_outputs_sees_all_of_them():
+    m = ft.tensor([[2.0, 0.5], [0.5, 1.0]])
+    b = (m + 0).requires_grad_()
+    w, v = ft.linalg.eigh(b)
+    (w.sum() + v.abs().sum()).backward()
+    a = b.detach().requires_grad_()
+    calls = []
+
+    def prehook(grad_outputs):
+        calls.append(len(grad_outputs))
+        return tuple(g * 2 for g in grad_outputs)
+
+    w, v = ft.linalg.eigh(a)
+    assert w.grad_fn is v.grad_fn and (w.output_nr, v.output_nr) == (0, 1)
+    assert w.grad_fn.next_functions == ((ft.autograd.graph.get_gradient_edge(a)[0], 0),)
+    v.grad_fn.register_prehook(prehook)
+    (w.sum() + v.abs().sum()).backward()
+    assert calls == [2]
+    np.testing.assert_allclose(a.grad.numpy(), 2 * b.grad.numpy())
+
+
+def test_hooks_and_capture_on_one_output_of_several():
+    x = ft.tensor([[2.0, 0.5], [0.5, 1.0]], requires_grad=True)
+    w, v = ft.linalg.eigh(x)
+    w.register_hook(lambda g: g * 5)
+    w.retain_grad()
+    (w.sum() + 0 * v.sum()).backward()
+    np.testing.assert_allclose(w.grad.numpy(), [5.0, 5.0])
+    np.testing.assert_allclose(x.grad.numpy(), 5 * np.eye(2), atol=1e-6)
+    w, v = ft.linalg.eigh(x)
+    (gw,) = ft.autograd.grad((w * w).sum() + v.sum(), (w,))
+    np.testing.assert_allclose(gw.numpy(), 2 * w.detach().numpy())
