@@ -201,3 +201,93 @@ def test_hooks_and_capture_on_one_output_of_several():
     w, v = ft.linalg.eigh(x)
     (gw,) = ft.autograd.grad((w * w).sum() + v.sum(), (w,))
     np.testing.assert_allclose(gw.numpy(), 2 * w.detach().numpy())
+
+
+class _DeepReentrant(ft.autograd.Function):
+    """Each backward runs a whole backward pass of one more level (PyTorch's test_deep_reentrant)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        with ft.enable_grad():
+            ctx.x = x.detach().requires_grad_(True) - 1
+        return ctx.x.detach()
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.x < 0:
+            return g
+        with ft.enable_grad():
+            _DeepReentrant.apply(ctx.x).sum().backward()
+        return g
+
+
+def test_deep_reentrant_backward_does_not_hit_the_recursion_limit():
+    import sys
+
+    assert sys.getrecursionlimit() < 2000 * 10  # each level is many Python frames
+    v = ft.tensor(2000.0, requires_grad=True)
+    _DeepReentrant.apply(v).sum().backward()
+    assert v.grad.item() == 1.0
+
+
+def test_reentrant_autograd_grad_inside_backward_and_its_errors():
+    class Reentrant(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            with ft.enable_grad():
+                ctx.x = x.detach().requires_grad_(True)
+                ctx.y = ctx.x * ctx.x
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            with ft.enable_grad():
+                total = ctx.y.sum()
+            (gx,) = ft.autograd.grad(total, ctx.x)
+            return g * gx
+
+    x = ft.tensor([1.0, 3.0], requires_grad=True)
+    Reentrant.apply(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 6.0])
+
+    class Failing(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.depth = int(x.item())
+            with ft.enable_grad():
+                ctx.x = x.detach().requires_grad_(True) - 1
+            return ctx.x.detach()
+
+        @staticmethod
+        def backward(ctx, g):
+            if ctx.depth <= 0:
+                raise ValueError("deepest level failed")
+            with ft.enable_grad():
+                Failing.apply(ctx.x).sum().backward()
+            return g
+
+    with pytest.raises(ValueError, match="deepest level failed"):
+        Failing.apply(ft.tensor(300.0, requires_grad=True)).sum().backward()
+
+
+def test_reentrant_backward_keeps_the_callers_grad_mode_and_hooks():
+    seen = []
+
+    class Probe(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            with ft.enable_grad():
+                ctx.x = x.detach().requires_grad_(True) - 1
+            return ctx.x.detach()
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(ft.is_grad_enabled())
+            if ctx.x >= 0:
+                with ft.enable_grad():
+                    Probe.apply(ctx.x).sum().backward()
+            return g
+
+    v = ft.tensor(500.0, requires_grad=True)
+    Probe.apply(v).sum().backward()
+    assert len(seen) == 501 and not any(seen)  # backward runs without recording (create_graph=False)
