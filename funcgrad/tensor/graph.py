@@ -502,10 +502,25 @@ class SavedTensor:
             self._pack_now(box, *hooks)
 
     def _pack_now(self, box: Any, pack: Callable[..., Any], unpack: Callable[..., Any]) -> None:
+        """``pack`` gets a detached alias (same memory and version counter, no history) and runs
+        without recording, as in PyTorch; changing that alias in place is an error."""
         if not self._is_output and box._requires_grad:
             self._edge = edge_of(box)
-        t = as_tensor_box(box) if isinstance(box, GraphBox) else _TENSOR_CLS[0]._make(self._data)
-        self._packed = pack(t)
+        vc = box._vc
+        alias = _TENSOR_CLS[0]._make(self._data, vc=vc, inference=box._inference)
+        version = vc[0]
+        prev = _mode.enabled
+        _mode.enabled = False
+        try:
+            self._packed = pack(alias)
+        finally:
+            _mode.enabled = prev
+        if vc[0] != version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook "
+                "can not be modified by in-place operations as this can lead to unexpected side-effects. Return "
+                "a modified copy instead."
+            )
         self._unpack = unpack
         self._data = None
         self._box = None
@@ -549,9 +564,19 @@ class SavedTensor:
                 f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True)."
             )
 
+    def _check_attached(self) -> None:
+        box = self._box
+        if self._desc is not None and box is not None and box._node is None and not box._requires_grad:
+            raise RuntimeError(
+                "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). If you need "
+                "to mutate the saved tensor, use .detach() (which makes a new tensor) instead."
+            )
+
     def unpack_raw(self, owner: Node | None = None) -> Any:
         if self._released:
             raise RuntimeError(_FREED)
+        if self._box is not None:
+            self._check_attached()
         if self._unpack is not None:
             t = self._unpack(self._packed)
             if not isinstance(t, GraphBox):
@@ -569,14 +594,16 @@ class SavedTensor:
         if self._released:
             raise RuntimeError(_FREED)
         if self._unpack is None and self._box is not None:
+            self._check_attached()
             self._check_version(owner)
             return as_numpy_box(self._box) if numpy_box else self._box
         raw = self.unpack_raw(owner)
         cls = NumpyBox if numpy_box else _TENSOR_CLS[0]
         if self._is_output:
+            vc = self._vc if self._unpack is None else None  # the output itself: its version counter
             if owner is None:
-                return cls._make(raw)
-            return cls._make(raw, owner, self._output_nr, True)
+                return cls._make(raw, vc=vc)
+            return cls._make(raw, owner, self._output_nr, True, vc=vc)
         if self._edge is not None:
             node, nr = self._edge
             if isinstance(node, AccumulateGrad) and not numpy_box:
