@@ -240,8 +240,23 @@ class _Visitor(Visitor):
         self.capture_at = {target(node, nr) for node, nr in captures} if captures else set()
         self.captured: dict[Any, Any] = {}
         self.prof = _graph.profiling.active
+        # nothing but the rules to run at plain nodes: no graph to record, no capture, no checks
+        self.plain = not create_graph and not self.capture_at and not self.prof and not _graph.anomaly.enabled
 
     def visit(self, node: Any, g: Any, live: bool) -> Any:
+        if self.plain and node._plain and g is not None and node._tensor_prehooks is None \
+                and node._retain is None and node._prehooks is None and node._hooks is None:
+            # the common case: a primitive's node of one output, no hooks, nothing to check
+            cts = node.apply_raw(g)
+            if not self.keep_graph:
+                node.release()
+            for k, p in enumerate(node.parents):
+                ct = cts[k]
+                if ct is not None:
+                    meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
+                    if type(ct) is not np.ndarray or ct.shape != meta[0] or ct.dtype != meta[1]:
+                        cts[k] = _match(ct, meta)
+            return cts
         out_index = node.out_index
         if out_index is not None:  # one output of a node with several
             return self._arrive(node.parents[0], out_index, node, g)

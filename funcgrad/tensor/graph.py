@@ -323,6 +323,7 @@ class Node(VJPNode):
     _n_outputs = 1
     _out_meta: tuple[Any, ...] = ()
     _outs: list[Any] | None = None  # the out_index node of each output (nodes of several outputs)
+    _plain = False  # a primitive's node of one output: the backward pass may take apply_raw
     _inputs: tuple[int, ...] = ()  # the position of each tensor input (next_functions' order)
     _released = False
 
@@ -401,8 +402,15 @@ def target(node: Node, output_nr: int) -> VJPNode:
         outs = node._outs = [None] * node._n_outputs
     t = outs[output_nr]
     if t is None:
-        t = outs[output_nr] = VJPNode(None, (node,), (0,), None, None, None, output_nr)
+        t = outs[output_nr] = OutputNode(None, (node,), (0,), None, None, None, output_nr)
     return t
+
+
+class OutputNode(VJPNode):
+    """Output ``out_index`` of a node of several outputs, on the tape (as the core files them)."""
+
+    __slots__ = ()
+    _plain = False
 
 
 def public_edge(t: VJPNode) -> tuple[Any, int]:
@@ -667,6 +675,43 @@ class PrimNode(Node):
     """
 
     _has_saved = False
+    _plain = True  # one output (class level: set False on nodes of several)
+
+    def apply_raw(self, g: Any) -> list[Any]:
+        """:meth:`apply` on raw arrays for a node of one output (the backward pass's fast path)."""
+        if self._released and self._has_saved:
+            raise RuntimeError(_FREED)
+        args = []
+        for a in self.args:
+            t = type(a)
+            if t is SavedTensor:
+                box = a._box
+                if a._unpack is None and a._vc[0] == a._version and not a._released and \
+                        (box is None or box._requires_grad or a._desc is None):  # (else: detached in place?)
+                    a = a._data
+                else:
+                    a = a.unpack_raw(self)
+            elif t is _Meta:
+                a = a.materialize()
+            args.append(a)
+        ans = self.ans[0]
+        t = type(ans)
+        if t is SavedTensor:
+            ans = ans.unpack_raw(self)
+        elif t is _Meta:
+            ans = ans.materialize()
+        prim = self.prim
+        kwargs = self.kwargs
+        if prim.vjp_all is not None:
+            return list(prim.vjp_all(g, ans, tuple(self.argnums), *args, **kwargs))
+        vjps = prim.vjps
+        out = []
+        for pos in self.argnums:
+            rule = vjps.get(pos)
+            if rule is None:
+                raise prim.missing_rule("VJP", pos)
+            out.append(rule(g, ans, *args, **kwargs))
+        return out
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         if self._released and self._has_saved:
@@ -703,6 +748,8 @@ class PrimNode(Node):
         if self._released:
             return
         self._released = True
+        if not self._has_saved:
+            return
         for a in self.args:
             if type(a) is SavedTensor:
                 a.release()
@@ -944,17 +991,23 @@ def _torch_shape_error(prim: Primitive, args: list[Any], err: ValueError) -> Exc
 
 
 def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-    """Run ``prim`` on the raw values of ``args`` and record it if some input requires grad."""
-    boxes = [args[i] for i in argnums]
-    cls = NumpyBox
+    """Run ``prim`` on the raw values of ``args`` and record it if some input requires grad.
+
+    The hot path of the Tensor layer (every operation): as ``ReverseTrace.process``,
+    the raw call goes straight to ``prim.fast_fn`` when every argument is a plain array.
+    """
+    boxes = []
+    tensor_out = False
     req = False
     inference_in = False
-    for i, b in zip(argnums, boxes):
+    for i in argnums:
+        b = args[i]
+        boxes.append(b)
         if b._base is not None and b._view_version != b._vc[0] and not b._requires_grad:
             _refresh_view(b)  # (views that require grad are refreshed when recorded, below)
         args[i] = b._value
         if b.__class__ is not NumpyBox:
-            cls = _TENSOR_CLS[0]
+            tensor_out = True
         if b._requires_grad:
             req = True
         if b._inference:
@@ -974,26 +1027,30 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
 
             ans = timed_call(prim, args, kwargs)
         else:
+            fast = prim.fast_types
             for a in args:
-                if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
-                    ans = prim.call(*args, **kwargs)
+                if type(a) not in fast:
+                    if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
+                        ans = prim.call(*args, **kwargs)
+                    else:
+                        ans = prim.raw(*args, **kwargs)
                     break
             else:
-                ans = prim.raw(*args, **kwargs)
+                ans = prim.fast_fn(*args, **kwargs)
     except ValueError as err:
         raise _torch_shape_error(prim, args, err) from None
     finally:
         fp_restore(token)
     inference = st.inference
-    if (inference_in or inference) and argnums[0] == 0 and prim.name in _VIEW_PRIMS \
-            and getattr(ans, "base", None) is not None:
+    is_view = argnums[0] == 0 and prim.name in _VIEW_PRIMS
+    if (inference_in or inference) and is_view and getattr(ans, "base", None) is not None:
         inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
-    make = cls._make
+    make = _TENSOR_CLS[0]._make if tensor_out else NumpyBox._make
     if prim.multiple_results:
         outs = [make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans]
     else:
         outs = [make(ans if type(ans) is np.ndarray else _as_array(ans), inference=inference)]
-        if argnums[0] == 0 and prim.name in _VIEW_PRIMS:
+        if is_view:
             _mark_view(outs[0], boxes[0], prim, args, kwargs)
     if not req:
         return tuple(outs) if prim.multiple_results else outs[0]
@@ -1012,9 +1069,13 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             else:
                 parents.append(target(node, b._output_nr))
             live.append(i)
-    drop = dropped(prim, live, len(args))
-    name = torch_name(prim.name)
-    node = _new_node(_NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name))
+    drop = dropped(prim, live, len(args))  # what the primitive's VJP rules do not read (its ``reads``)
+    drop_args, drop_ans = drop if drop is not None else ((), False)
+    cls = _PRIM_NODE_CLASS.get(prim)
+    if cls is None:
+        name = torch_name(prim.name)
+        cls = _PRIM_NODE_CLASS[prim] = _NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name)
+    node = _new_node(cls)
     node.prim = prim
     node.parents = parents
     node.argnums = live
@@ -1022,37 +1083,66 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     node.kwargs = kwargs
     node.out_index = node.versions = None
     node._seq = next(_seq)
+    hooks = _hook_state.stack
     saved_any = False
     for i, b in zip(argnums, boxes):
-        if drop is None or i not in drop[0]:
+        if i in drop_args:
+            args[i] = _Meta(args[i])
+        else:
             if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
                 raise RuntimeError(_INFERENCE_SAVED)
-            args[i] = SavedTensor(b)
+            args[i] = _saved(b, False, 0, None, hooks)
             saved_any = True
-        else:
-            args[i] = _Meta(args[i])
     node.args = args
     out_meta = []
     ans_saved: list[Any] = []
     node.ans = ans_saved
     for k, o in enumerate(outs):
         v = o._value
-        out_meta.append((v.shape, v.dtype, _ns(v)))
+        out_meta.append((v.shape, v.dtype, np if type(v) is np.ndarray else namespace_of(v)))
         o._node = node
         o._output_nr = k
         o._requires_grad = True
-        if drop is None or not drop[1]:
-            ans_saved.append(SavedTensor(o, is_output=True, output_nr=k, owner=node))
-            saved_any = True
-        else:
+        if drop_ans:
             ans_saved.append(_Meta(v))
+        else:
+            ans_saved.append(_saved(o, True, k, node, hooks))
+            saved_any = True
     node._out_meta = tuple(out_meta)
-    node._has_saved = saved_any
-    if len(outs) != 1:
+    if saved_any:
+        node._has_saved = True
+    if len(outs) != 1 or prim.multiple_results:
         node._n_outputs = len(outs)
+        node._plain = False
     if anomaly.enabled:
         node._stack = user_stack()
     return tuple(outs) if prim.multiple_results else outs[0]
+
+
+_PRIM_NODE_CLASS: dict[Any, Any] = {}  # primitive -> its node class (named as PyTorch names it)
+
+
+def _saved(box: GraphBox, is_output: bool, output_nr: int, owner: Any, hooks: list[Any]) -> "SavedTensor":
+    """``SavedTensor(box, ...)`` without the call overhead (the common case: no hooks)."""
+    if hooks:
+        return SavedTensor(box, is_output, output_nr, owner)
+    s = _new(SavedTensor)
+    s._data = box._value
+    vc = s._vc = box._vc
+    s._version = vc[0]
+    s._is_output = is_output
+    s._output_nr = output_nr
+    s._requires_grad = box._requires_grad
+    s._released = False
+    s._packed = s._unpack = s._edge = None
+    if is_output:
+        s._box = None
+        s._desc = (owner._name, output_nr)
+    else:
+        s._box = box
+        node = box._node
+        s._desc = (node._name, box._output_nr) if node is not None and type(node) is not AccumulateGrad else None
+    return s
 
 
 _PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
