@@ -32,7 +32,7 @@ import numpy as np
 
 from ..backend import namespace_of
 from ..core import Box, Primitive, Trace, get_primitive
-from ..core.reverse import ReverseTrace, VJPNode, dropped
+from ..core.reverse import _MIN_DROP_BYTES, ReverseTrace, VJPNode, dropped
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from .grad_mode import state as _mode
@@ -312,8 +312,10 @@ class Node(VJPNode):
     and ``register_prehook(fn(grad_outputs))``.
     """
 
+    # what every node sets; the rest has defaults at class level, and a node only stores
+    # what it changes (in its __dict__, made on first use): cheap to create
+    __slots__ = ("_seq", "_inputs", "_out_meta", "_released", "__dict__")
     _name = "Node"
-    # defaults at class level: a node only stores what it changes (cheap to create)
     _hooks: dict[Any, Any] | None = None
     _prehooks: dict[Any, Any] | None = None
     _tensor_prehooks: dict[Any, Any] | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
@@ -321,17 +323,19 @@ class Node(VJPNode):
     _stack: Any = None  # forward traceback, in anomaly mode
     _metadata: dict[Any, Any] | None = None
     _n_outputs = 1
-    _out_meta: tuple[Any, ...] = ()
+    _out_meta: tuple[Any, ...]  # (shape, dtype, namespace) of each output
     _outs: list[Any] | None = None  # the out_index node of each output (nodes of several outputs)
     _plain = False  # a primitive's node of one output: the backward pass may take apply_raw
-    _inputs: tuple[int, ...] = ()  # the position of each tensor input (next_functions' order)
-    _released = False
+    _inputs: Any  # the position of each tensor input (next_functions' order)
+    _released: bool
 
     def __init__(self, inputs: Any = (), edges: Any = ()) -> None:
         self.prim = None
         self.args = self.kwargs = self.ans = self.versions = None
         self.out_index = None
         self._seq = next(_seq)
+        self._out_meta = ()
+        self._released = False
         self._set_edges(inputs, edges)
 
     def _set_edges(self, inputs: Any, edges: Any) -> None:
@@ -674,7 +678,7 @@ class PrimNode(Node):
     the rules do not read) or the constant; ``ans`` one of those per output.
     """
 
-    _has_saved = False
+    __slots__ = ("_has_saved",)
     _plain = True  # one output (class level: set False on nodes of several)
 
     def apply_raw(self, g: Any) -> list[Any]:
@@ -725,11 +729,13 @@ class PrimNode(Node):
         if create_graph:
             args = [a.unpack(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
                     for a in self.args]
-            ans = [a.unpack(self) if type(a) is SavedTensor else a.materialize() for a in self.ans]
+            ans = [a.unpack(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
+                   for a in self.ans]
         else:
             args = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
                     for a in self.args]
-            ans = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() for a in self.ans]
+            ans = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
+                   for a in self.ans]
         kwargs = self.kwargs
         ans = tuple(ans) if prim.multiple_results else ans[0]
         if prim.vjp_all is not None:
@@ -776,6 +782,11 @@ class PrimNode(Node):
                     return entry
         raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
 
+    def _unread(self) -> tuple[int, ...]:
+        """Positions of tensor inputs the rules do not read (kept as they are when small)."""
+        drop = dropped(self.prim, self.argnums, len(self.args))
+        return drop[0] if drop is not None else ()
+
     def _lookup_saved(self, key: str) -> Any:
         if key == "result":
             if len(self.ans) == 1 and type(self.ans[0]) is SavedTensor:
@@ -785,9 +796,10 @@ class PrimNode(Node):
             k = int(key[6:])
             return self.ans[k] if k < len(self.ans) and type(self.ans[k]) is SavedTensor else None
         names = self._saved_names()
+        unread = self._unread()
         for i, a in enumerate(self.args):
             nm = names[i] if i < len(names) else f"arg{i}"
-            if nm == key and type(a) is not _Meta:
+            if nm == key and type(a) is not _Meta and i not in unread:
                 return a
         if key in self.kwargs:
             return self.kwargs[key]
@@ -1083,11 +1095,15 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     node.kwargs = kwargs
     node.out_index = node.versions = None
     node._seq = next(_seq)
+    node._released = False
     hooks = _hook_state.stack
     saved_any = False
     for i, b in zip(argnums, boxes):
         if i in drop_args:
-            args[i] = _Meta(args[i])
+            # what the rules do not read: its shape and dtype; a small array is kept as it is
+            # (replacing it would cost more than it saves, as in ReverseTrace.process)
+            if getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:
+                args[i] = _Meta(args[i])
         else:
             if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
                 raise RuntimeError(_INFERENCE_SAVED)
@@ -1104,13 +1120,12 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         o._output_nr = k
         o._requires_grad = True
         if drop_ans:
-            ans_saved.append(_Meta(v))
+            ans_saved.append(_Meta(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
         else:
             ans_saved.append(_saved(o, True, k, node, hooks))
             saved_any = True
     node._out_meta = tuple(out_meta)
-    if saved_any:
-        node._has_saved = True
+    node._has_saved = saved_any
     if len(outs) != 1 or prim.multiple_results:
         node._n_outputs = len(outs)
         node._plain = False
