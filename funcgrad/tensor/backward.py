@@ -247,7 +247,7 @@ class _Visitor(Visitor):
         if self.plain and node._plain and g is not None and node._tensor_prehooks is None \
                 and node._retain is None and node._prehooks is None and node._hooks is None:
             # the common case: a primitive's node of one output, no hooks, nothing to check
-            cts = node.apply_raw(g)
+            cts = node.vjp(g, g, False)
             if not self.keep_graph:
                 node.release()
             for k, p in enumerate(node.parents):

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..backend import namespace_of
 from ..core import Box, Primitive, Trace, get_primitive
-from ..core.reverse import _MIN_DROP_BYTES, ReverseTrace, VJPNode, dropped
+from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, dropped
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from .grad_mode import state as _mode
@@ -325,7 +325,7 @@ class Node(VJPNode):
     _n_outputs = 1
     _out_meta: tuple[Any, ...]  # (shape, dtype, namespace) of each output
     _outs: list[Any] | None = None  # the out_index node of each output (nodes of several outputs)
-    _plain = False  # a primitive's node of one output: the backward pass may take apply_raw
+    _plain = False  # a primitive's node of one output: the backward pass may take vjp directly
     _inputs: Any  # the position of each tensor input (next_functions' order)
     _released: bool
 
@@ -424,28 +424,6 @@ def public_edge(t: VJPNode) -> tuple[Any, int]:
     return (t.parents[0], t.out_index)
 
 
-class _Meta:
-    """Shape and dtype of an input a rule does not read; becomes a stand-in array if asked."""
-
-    __slots__ = ("shape", "dtype", "ns")
-
-    def __init__(self, value: Any):
-        self.shape = value.shape
-        self.dtype = value.dtype
-        self.ns = np if type(value) is np.ndarray else namespace_of(value)
-
-    def materialize(self) -> Any:
-        key = (self.shape, self.dtype, self.ns)
-        got = _META_CACHE.get(key)
-        if got is None:
-            if len(_META_CACHE) > 512:
-                _META_CACHE.clear()
-            ns = self.ns
-            got = _META_CACHE[key] = ns.broadcast_to(ns.zeros((), dtype=self.dtype), self.shape)  # read-only
-        return got
-
-
-_META_CACHE: dict[Any, Any] = {}
 
 
 class _HookState(threading.local):
@@ -674,75 +652,46 @@ def rename_node(node: "Node", name: str) -> None:
 class PrimNode(Node):
     """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules.
 
-    ``args`` holds, per positional argument, a :class:`SavedTensor`, a :class:`_Meta` (what
-    the rules do not read) or the constant; ``ans`` one of those per output.
+    ``args`` holds, per positional argument, a :class:`SavedTensor`, what the rules do
+    not read (the array when small, else its :class:`~funcgrad.core.reverse.ArraySpec`,
+    as the core keeps it), or the constant; ``ans`` one of those per output.
     """
 
     __slots__ = ("_has_saved",)
     _plain = True  # one output (class level: set False on nodes of several)
 
-    def apply_raw(self, g: Any) -> list[Any]:
-        """:meth:`apply` on raw arrays for a node of one output (the backward pass's fast path)."""
+    def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
+        if self.prim.multiple_results:
+            g = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(grads, self._out_meta))
+            return self.vjp(g, tuple(grads), create_graph)
+        return self.vjp(grads[0], grads[0], create_graph)
+
+    def vjp(self, g: Any, g_all: Any, create_graph: bool) -> list[Any]:
+        """The gradients of ``parents`` by the primitive's rules (``g_all``: what ``vjp_all``
+        sees, None for results that got no gradient); on boxes that record with ``create_graph``."""
         if self._released and self._has_saved:
             raise RuntimeError(_FREED)
         args = []
         for a in self.args:
-            t = type(a)
-            if t is SavedTensor:
+            if type(a) is SavedTensor:
                 box = a._box
-                if a._unpack is None and a._vc[0] == a._version and not a._released and \
+                if create_graph:
+                    a = a.unpack(self)
+                elif a._unpack is None and a._vc[0] == a._version and not a._released and \
                         (box is None or box._requires_grad or a._desc is None):  # (else: detached in place?)
                     a = a._data
                 else:
                     a = a.unpack_raw(self)
-            elif t is _Meta:
-                a = a.materialize()
             args.append(a)
-        ans = self.ans[0]
-        t = type(ans)
-        if t is SavedTensor:
-            ans = ans.unpack_raw(self)
-        elif t is _Meta:
-            ans = ans.materialize()
+        ans: Any = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
+                    for a in self.ans]
         prim = self.prim
+        ans = tuple(ans) if prim.multiple_results else ans[0]
         kwargs = self.kwargs
         if prim.vjp_all is not None:
-            return list(prim.vjp_all(g, ans, tuple(self.argnums), *args, **kwargs))
+            return list(prim.vjp_all(g_all, ans, tuple(self.argnums), *args, **kwargs))
         vjps = prim.vjps
         out = []
-        for pos in self.argnums:
-            rule = vjps.get(pos)
-            if rule is None:
-                raise prim.missing_rule("VJP", pos)
-            out.append(rule(g, ans, *args, **kwargs))
-        return out
-
-    def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
-        if self._released and self._has_saved:
-            raise RuntimeError(_FREED)
-        prim = self.prim
-        if prim.multiple_results:
-            g = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(grads, self._out_meta))
-        else:
-            g = grads[0]
-        ans: Any
-        if create_graph:
-            args = [a.unpack(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
-                    for a in self.args]
-            ans = [a.unpack(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
-                   for a in self.ans]
-        else:
-            args = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
-                    for a in self.args]
-            ans = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
-                   for a in self.ans]
-        kwargs = self.kwargs
-        ans = tuple(ans) if prim.multiple_results else ans[0]
-        if prim.vjp_all is not None:
-            gg = tuple(grads) if prim.multiple_results else grads[0]
-            return list(prim.vjp_all(gg, ans, tuple(self.argnums), *args, **kwargs))
-        vjps = prim.vjps
-        out: list[Any] = []
         for pos in self.argnums:
             rule = vjps.get(pos)
             if rule is None:
@@ -799,7 +748,7 @@ class PrimNode(Node):
         unread = self._unread()
         for i, a in enumerate(self.args):
             nm = names[i] if i < len(names) else f"arg{i}"
-            if nm == key and type(a) is not _Meta and i not in unread:
+            if nm == key and type(a) is not ArraySpec and i not in unread:
                 return a
         if key in self.kwargs:
             return self.kwargs[key]
@@ -1103,7 +1052,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             # what the rules do not read: its shape and dtype; a small array is kept as it is
             # (replacing it would cost more than it saves, as in ReverseTrace.process)
             if getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:
-                args[i] = _Meta(args[i])
+                args[i] = ArraySpec(args[i])
         else:
             if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
                 raise RuntimeError(_INFERENCE_SAVED)
@@ -1120,7 +1069,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         o._output_nr = k
         o._requires_grad = True
         if drop_ans:
-            ans_saved.append(_Meta(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
+            ans_saved.append(ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
         else:
             ans_saved.append(_saved(o, True, k, node, hooks))
             saved_any = True
