@@ -68,14 +68,6 @@ def _from_user(t: Any, create_graph: bool) -> Any:
     return t._value if isinstance(t, GraphBox) else t
 
 
-def _add(a: Any, b: Any) -> Any:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
-
-
 def _match(g: Any, meta: tuple[Any, ...]) -> Any:
     """Gradients keep the dtype and shape of the value they belong to."""
     shape, dtype, _ = meta

@@ -24,7 +24,7 @@ from typing import Any, Callable, cast
 
 from . import forward_ad as _fwad
 from . import graph as _graph
-from .graph import GraphBox, Node, SavedTensor, edge_of
+from .graph import GraphBox, Node, edge_of
 from .grad_mode import no_grad, set_grad_enabled
 from .grad_mode import state as _mode
 from .tensor import Tensor
@@ -325,9 +325,9 @@ class Function:
                     saved.append(None)
                 elif id(t) in out_pos:
                     k = out_pos[id(t)]
-                    saved.append(SavedTensor(results[k], is_output=True, output_nr=k, owner=node))
+                    saved.append(_graph.save(results[k], is_output=True, output_nr=k, owner=node))
                 else:
-                    saved.append(SavedTensor(t))
+                    saved.append(_graph.save(t))
             ctx._saved = saved
             ctx.to_save = ()
         if dual is not None:

@@ -434,11 +434,6 @@ class _HookState(threading.local):
 _hook_state = _HookState()
 
 
-def _current_hooks() -> tuple[Any, ...] | None:
-    stack = _hook_state.stack
-    return stack[-1] if stack else None
-
-
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
     "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -460,6 +455,7 @@ class SavedTensor:
     version of the tensor when it was saved: a later in-place change makes
     backward raise PyTorch's "modified by an inplace operation" error.
     ``register_hooks(pack, unpack)`` moves the value out (pack) and back (unpack).
+    Made by :func:`save`.
     """
 
     __slots__ = ("_data", "_box", "_edge", "_requires_grad", "_vc", "_version", "_is_output", "_output_nr",
@@ -467,29 +463,6 @@ class SavedTensor:
     _edge: Any  # (node, output_nr) of the saved value, or None
     _unpack: Callable[..., Any] | None
     _desc: tuple[Any, ...] | None
-
-    def __init__(self, box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Node | None = None):
-        self._data = box._value
-        self._vc = box._vc
-        self._version = box._vc[0]
-        self._is_output = is_output
-        self._output_nr = output_nr
-        self._requires_grad = box._requires_grad
-        self._released = False
-        self._packed = None
-        self._unpack = None
-        if is_output:
-            self._box = None
-            self._edge = None  # the owner node, given at unpack time
-            self._desc = (owner._name, output_nr) if owner is not None else None
-        else:
-            self._box = box
-            node = box._node
-            self._edge = None
-            self._desc = (node._name, box._output_nr) if node is not None and not isinstance(node, AccumulateGrad) else None
-        hooks = _current_hooks()
-        if hooks is not None:
-            self._pack_now(box, *hooks)
 
     def _pack_now(self, box: Any, pack: Callable[..., Any], unpack: Callable[..., Any]) -> None:
         """``pack`` gets a detached alias (same memory and version counter, no history) and runs
@@ -1045,7 +1018,6 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     node.out_index = node.versions = None
     node._seq = next(_seq)
     node._released = False
-    hooks = _hook_state.stack
     saved_any = False
     for i, b in zip(argnums, boxes):
         if i in drop_args:
@@ -1056,7 +1028,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         else:
             if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
                 raise RuntimeError(_INFERENCE_SAVED)
-            args[i] = _saved(b, False, 0, None, hooks)
+            args[i] = save(b)
             saved_any = True
     node.args = args
     out_meta = []
@@ -1071,7 +1043,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         if drop_ans:
             ans_saved.append(ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
         else:
-            ans_saved.append(_saved(o, True, k, node, hooks))
+            ans_saved.append(save(o, True, k, node))
             saved_any = True
     node._out_meta = tuple(out_meta)
     node._has_saved = saved_any
@@ -1086,10 +1058,9 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
 _PRIM_NODE_CLASS: dict[Any, Any] = {}  # primitive -> its node class (named as PyTorch names it)
 
 
-def _saved(box: GraphBox, is_output: bool, output_nr: int, owner: Any, hooks: list[Any]) -> "SavedTensor":
-    """``SavedTensor(box, ...)`` without the call overhead (the common case: no hooks)."""
-    if hooks:
-        return SavedTensor(box, is_output, output_nr, owner)
+def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any = None) -> "SavedTensor":
+    """A :class:`SavedTensor` of ``box`` (an input of its node, or output ``output_nr`` of ``owner``),
+    packed at once by the innermost saved-tensor hooks if any."""
     s = _new(SavedTensor)
     s._data = box._value
     vc = s._vc = box._vc
@@ -1101,11 +1072,14 @@ def _saved(box: GraphBox, is_output: bool, output_nr: int, owner: Any, hooks: li
     s._packed = s._unpack = s._edge = None
     if is_output:
         s._box = None
-        s._desc = (owner._name, output_nr)
+        s._desc = (owner._name, output_nr) if owner is not None else None
     else:
         s._box = box
         node = box._node
         s._desc = (node._name, box._output_nr) if node is not None and type(node) is not AccumulateGrad else None
+    stack = _hook_state.stack
+    if stack:
+        s._pack_now(box, *stack[-1])
     return s
 
 
