@@ -236,8 +236,7 @@ class _Visitor(Visitor):
         self.plain = not create_graph and not self.capture_at and not self.prof and not _graph.anomaly.enabled
 
     def visit(self, node: Any, g: Any, live: bool) -> Any:
-        if self.plain and node._plain and g is not None and node._tensor_prehooks is None \
-                and node._retain is None and node._prehooks is None and node._hooks is None:
+        if self.plain and node._plain and g is not None:
             # the common case: a primitive's node of one output, no hooks, nothing to check
             cts = node.vjp(g, g, False)
             if not self.keep_graph:

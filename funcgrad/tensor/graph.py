@@ -88,7 +88,7 @@ class TensorTrace(ReverseTrace):
         raise RuntimeError("the tensor trace is always open; it is not entered")
 
     def new_input(self, value: Any) -> Any:
-        return _TENSOR_CLS[0]._make(value, requires_grad=True)
+        return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
         return record(prim, args, kwargs, argnums)
@@ -319,13 +319,13 @@ class Node(VJPNode):
     _hooks: dict[Any, Any] | None = None
     _prehooks: dict[Any, Any] | None = None
     _tensor_prehooks: dict[Any, Any] | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
-    _retain: dict[Any, Any] | None = None  # output_nr -> weakref to a tensor with retain_grad()
     _stack: Any = None  # forward traceback, in anomaly mode
     _metadata: dict[Any, Any] | None = None
     _n_outputs = 1
     _out_meta: tuple[Any, ...]  # (shape, dtype, namespace) of each output
     _outs: list[Any] | None = None  # the out_index node of each output (nodes of several outputs)
-    _plain = False  # a primitive's node of one output: the backward pass may take vjp directly
+    # a primitive's node of one output and no hooks: the backward pass may take vjp directly
+    _plain = False
     _inputs: Any  # the position of each tensor input (next_functions' order)
     _released: bool
 
@@ -367,18 +367,31 @@ class Node(VJPNode):
         """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
         if self._hooks is None:
             self._hooks = {}
+            self._plain = False
         return _add_hook(self._hooks, fn)
 
     def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
         if self._prehooks is None:
             self._prehooks = {}
+            self._plain = False
         return _add_hook(self._prehooks, fn)
 
     def _tensor_hook(self, output_nr: int, fn: Callable[..., Any]) -> RemovableHandle:
         if self._tensor_prehooks is None:
             self._tensor_prehooks = {}
+            self._plain = False
         return _add_hook(self._tensor_prehooks.setdefault(output_nr, {}), fn)
+
+    @property
+    def _retain(self) -> dict[Any, Any] | None:
+        """output_nr -> weakref to a tensor with retain_grad()."""
+        return self.__dict__.get("_retained")
+
+    @_retain.setter
+    def _retain(self, value: dict[Any, Any] | None) -> None:
+        self.__dict__["_retained"] = value
+        self._plain = False
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         """The gradients of ``parents`` (one each, or None) from the output gradients ``grads``."""
@@ -644,22 +657,28 @@ class PrimNode(Node):
         sees, None for results that got no gradient); on boxes that record with ``create_graph``."""
         if self._released and self._has_saved:
             raise RuntimeError(_FREED)
-        args = []
-        for a in self.args:
-            if type(a) is SavedTensor:
-                box = a._box
-                if create_graph:
-                    a = a.unpack(self)
-                elif a._unpack is None and a._vc[0] == a._version and not a._released and \
-                        (box is None or box._requires_grad or a._desc is None):  # (else: detached in place?)
-                    a = a._data
-                else:
-                    a = a.unpack_raw(self)
-            args.append(a)
-        ans: Any = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
-                    for a in self.ans]
+        args = self.args
         prim = self.prim
-        ans = tuple(ans) if prim.multiple_results else ans[0]
+        if self._has_saved:
+            args = []
+            for a in self.args:
+                if type(a) is SavedTensor:
+                    box = a._box
+                    if create_graph:
+                        a = a.unpack(self)
+                    elif a._unpack is None and a._vc[0] == a._version and \
+                            (box is None or box._requires_grad or a._desc is None):  # (else: detached in place?)
+                        a = a._data
+                    else:
+                        a = a.unpack_raw(self)
+                args.append(a)
+        if prim.multiple_results:
+            ans: Any = tuple((a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor
+                             else a for a in self.ans)
+        else:
+            ans = self.ans[0]
+            if type(ans) is SavedTensor:
+                ans = ans.unpack(self) if create_graph else ans.unpack_raw(self)
         kwargs = self.kwargs
         if prim.vjp_all is not None:
             return list(prim.vjp_all(g_all, ans, tuple(self.argnums), *args, **kwargs))
@@ -680,10 +699,12 @@ class PrimNode(Node):
             return
         for a in self.args:
             if type(a) is SavedTensor:
-                a.release()
+                a._released = True
+                a._data = a._box = a._packed = None
         for a in self.ans:
             if type(a) is SavedTensor:
-                a.release()
+                a._released = True
+                a._data = a._box = a._packed = None
 
     def _saved_names(self) -> list[Any]:
         return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
@@ -891,10 +912,6 @@ _INFERENCE_SAVED = (
     "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it "
     "in autograd, or use `ft.no_grad()` instead of `ft.inference_mode()`."
 )
-
-
-def _ns(v: Any) -> Any:
-    return np if type(v) is np.ndarray else namespace_of(v)
 
 
 def _torch_shape_error(prim: Primitive, args: list[Any], err: ValueError) -> Exception:
