@@ -238,9 +238,7 @@ class _Visitor(Visitor):
     def visit(self, node: Any, g: Any, live: bool) -> Any:
         if self.plain and node._plain and g is not None:
             # the common case: a primitive's node of one output, no hooks, nothing to check
-            cts = node.vjp(g, g, False)
-            if not self.keep_graph:
-                node.release()
+            cts = node.vjp(g, g, False, not self.keep_graph)
             for k, p in enumerate(node.parents):
                 ct = cts[k]
                 if ct is not None:

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..backend import namespace_of
 from ..core import Box, Primitive, Trace, get_primitive
-from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, dropped
+from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, _save_everything, dropped
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from .grad_mode import state as _mode
@@ -652,9 +652,10 @@ class PrimNode(Node):
             return self.vjp(g, tuple(grads), create_graph)
         return self.vjp(grads[0], grads[0], create_graph)
 
-    def vjp(self, g: Any, g_all: Any, create_graph: bool) -> list[Any]:
+    def vjp(self, g: Any, g_all: Any, create_graph: bool, release: bool = False) -> list[Any]:
         """The gradients of ``parents`` by the primitive's rules (``g_all``: what ``vjp_all``
-        sees, None for results that got no gradient); on boxes that record with ``create_graph``."""
+        sees, None for results that got no gradient); on boxes that record with ``create_graph``;
+        with ``release``, the saved values are freed afterwards."""
         if self._released and self._has_saved:
             raise RuntimeError(_FREED)
         args = self.args
@@ -678,17 +679,25 @@ class PrimNode(Node):
         else:
             ans = self.ans[0]
             if type(ans) is SavedTensor:
-                ans = ans.unpack(self) if create_graph else ans.unpack_raw(self)
+                if create_graph:
+                    ans = ans.unpack(self)
+                elif ans._unpack is None and ans._vc[0] == ans._version and ans._is_output:
+                    ans = ans._data
+                else:
+                    ans = ans.unpack_raw(self)
         kwargs = self.kwargs
         if prim.vjp_all is not None:
-            return list(prim.vjp_all(g_all, ans, tuple(self.argnums), *args, **kwargs))
-        vjps = prim.vjps
-        out = []
-        for pos in self.argnums:
-            rule = vjps.get(pos)
-            if rule is None:
-                raise prim.missing_rule("VJP", pos)
-            out.append(rule(g, ans, *args, **kwargs))
+            out = list(prim.vjp_all(g_all, ans, tuple(self.argnums), *args, **kwargs))
+        else:
+            vjps = prim.vjps
+            out = []
+            for pos in self.argnums:
+                rule = vjps.get(pos)
+                if rule is None:
+                    raise prim.missing_rule("VJP", pos)
+                out.append(rule(g, ans, *args, **kwargs))
+        if release:
+            self.release()
         return out
 
     def release(self) -> None:
@@ -1020,8 +1029,11 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             else:
                 parents.append(target(node, b._output_nr))
             live.append(i)
-    drop = dropped(prim, live, len(args))  # what the primitive's VJP rules do not read (its ``reads``)
-    drop_args, drop_ans = drop if drop is not None else ((), False)
+    # what the primitive's VJP rules do not read (its ``reads``), as ``dropped`` says (cached per call shape)
+    drop = prim.drop_cache.get((len(args), *live)) if not _save_everything.on else None
+    if drop is None:
+        drop = dropped(prim, live, len(args)) or ((), False)
+    drop_args, drop_ans = drop
     cls = _PRIM_NODE_CLASS.get(prim)
     if cls is None:
         name = torch_name(prim.name)
