@@ -418,10 +418,7 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool,
         if g is None:
             if out._value.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if out._value.dtype.kind not in "fc":
-                raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
-                                   f"{out.dtype}")
-            if out._value.dtype.kind == "c":
+            if out._value.dtype.kind != "f":
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
             ns = namespace_of(out._value)
             g_int = ns.ones(out._value.shape, dtype=out._value.dtype)
@@ -470,8 +467,6 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         grads = [grad_tensors]
     if retain_graph is None:
         retain_graph = create_graph
-    if _mode.inference:
-        pass
     roots = _make_seeds(outputs, grads, create_graph)
     if inputs is not None:
         ins = _as_list(inputs)

@@ -401,7 +401,7 @@ class Node(VJPNode):
         self._released = True
 
     def __repr__(self) -> str:
-        return f"<{self._name} object at {id(self):#x}>"
+        return f"<{getattr(self, '_short', None) or self._name} object at {id(self):#x}>"
 
     def __call__(self, *grads: Any) -> Any:
         from .backward import call_node
@@ -598,9 +598,6 @@ class AccumulateGrad(Node):
     _name = "torch::autograd::AccumulateGrad"  # what PyTorch's name() returns
     _short = "AccumulateGrad"
 
-    def __repr__(self) -> str:
-        return f"<AccumulateGrad object at {id(self):#x}>"
-
     def __init__(self, variable: Any):
         super().__init__()
         self.ans = ()
@@ -784,9 +781,6 @@ class CopySlices(Node):
     _name = "torch::autograd::CopySlices"  # what PyTorch's name() returns
     _short = "CopySlices"
 
-    def __repr__(self) -> str:
-        return f"<CopySlices object at {id(self):#x}>"
-
     def __init__(self, base_edge: tuple[Any, ...] | None, out_edge: tuple[Any, ...] | None, view_fns: tuple[Any, ...],
                  mask: Any, meta: tuple[Any, ...]):
         super().__init__((0, 1), (base_edge, out_edge))
@@ -813,29 +807,18 @@ _ARG_NAMES: dict[str, list[Any]] = {
 }
 
 # prim name -> PyTorch node name (Tensor methods rename where PyTorch distinguishes more)
-_NAMES = {
-    "add": "AddBackward0", "subtract": "SubBackward0", "multiply": "MulBackward0", "divide": "DivBackward0",
-    "true_divide": "DivBackward0", "negative": "NegBackward0", "positive": "AliasBackward0",
-    "power": "PowBackward0", "exp": "ExpBackward0", "log": "LogBackward0", "sin": "SinBackward0",
-    "cos": "CosBackward0", "tan": "TanBackward0", "tanh": "TanhBackward0", "sqrt": "SqrtBackward0",
-    "square": "PowBackward0", "absolute": "AbsBackward0", "abs": "AbsBackward0", "sum": "SumBackward0",
-    "mean": "MeanBackward0", "prod": "ProdBackward0", "max": "MaxBackward1", "min": "MinBackward1",
-    "amax": "AmaxBackward0", "amin": "AminBackward0", "var": "VarBackward0", "std": "StdBackward0",
-    "matmul": "MmBackward0", "dot": "DotBackward0", "reshape": "ViewBackward0", "transpose": "PermuteBackward0",
-    "swapaxes": "TransposeBackward0", "moveaxis": "PermuteBackward0", "expand_dims": "UnsqueezeBackward0",
-    "squeeze": "SqueezeBackward0", "broadcast_to": "ExpandBackward0", "getitem": "IndexBackward0",
-    "_getitem": "IndexBackward0", "astype": "ToCopyBackward0", "copy": "CloneBackward0",
-    "concatenate": "CatBackward0", "_concatenate": "CatBackward0", "stack": "StackBackward0",
-    "_stack": "StackBackward0", "where": "WhereBackward0", "_where": "WhereBackward0", "clip": "ClampBackward1",
-    "_clip": "ClampBackward1", "maximum": "MaximumBackward0", "minimum": "MinimumBackward0",
-    "log1p": "Log1PBackward0", "expm1": "Expm1Backward0", "cumsum": "CumsumBackward0",
-    "cumprod": "CumprodBackward0", "real": "RealBackward0", "imag": "ImagBackward0",
-    "conjugate": "ConjBackward0", "diagonal": "DiagonalBackward0", "flip": "FlipBackward0",
+_NAMES = {  # where PyTorch's name is not the default of torch_name
+    "subtract": "SubBackward0", "multiply": "MulBackward0", "divide": "DivBackward0", "true_divide": "DivBackward0",
+    "negative": "NegBackward0", "positive": "AliasBackward0", "power": "PowBackward0", "square": "PowBackward0",
+    "absolute": "AbsBackward0", "max": "MaxBackward1", "min": "MinBackward1", "matmul": "MmBackward0",
+    "reshape": "ViewBackward0", "transpose": "PermuteBackward0", "swapaxes": "TransposeBackward0",
+    "moveaxis": "PermuteBackward0", "expand_dims": "UnsqueezeBackward0", "broadcast_to": "ExpandBackward0",
+    "getitem": "IndexBackward0", "_getitem": "IndexBackward0", "astype": "ToCopyBackward0",
+    "copy": "CloneBackward0", "concatenate": "CatBackward0", "_concatenate": "CatBackward0",
+    "clip": "ClampBackward1", "_clip": "ClampBackward1", "log1p": "Log1PBackward0", "conjugate": "ConjBackward0",
     "tile": "RepeatBackward0", "take_along_axis": "GatherBackward0", "_take_along_axis": "GatherBackward0",
-    "sinh": "SinhBackward0", "cosh": "CoshBackward0", "arctan": "AtanBackward0", "arcsin": "AsinBackward0",
-    "arccos": "AcosBackward0", "arctan2": "Atan2Backward0", "reciprocal": "ReciprocalBackward0",
-    "logsumexp": "LogsumexpBackward0", "expit": "SigmoidBackward0", "erf": "ErfBackward0",
-    "sort": "SortBackward0", "einsum": "EinsumBackward0", "ravel": "ViewBackward0",
+    "arctan": "AtanBackward0", "arcsin": "AsinBackward0", "arccos": "AcosBackward0", "arctan2": "Atan2Backward0",
+    "expit": "SigmoidBackward0", "ravel": "ViewBackward0",
 }
 
 
