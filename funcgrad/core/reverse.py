@@ -10,17 +10,20 @@ one-shot passes, each node's saved values) as soon as it is consumed.
 
 from __future__ import annotations
 
+import contextvars
+import sys
+import threading
 from typing import Any, Iterable, Sequence
 
 from sys import getrefcount
 
 from .constant import ConstBox
 from . import trace as _trace
-from .hooks import zeros_like
+from .hooks import _watchers, zeros_like
 from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order", "save_everything",
-           "dropped", "Visitor"]
+           "dropped", "Visitor", "carry_thread_state"]
 
 # Allocation without an __init__ call: the hot path of recording fills the slots inline.
 _new_node = object.__new__
@@ -397,6 +400,53 @@ def _needed_order(roots: list[VJPNode], targets: Iterable[VJPNode]) -> dict[VJPN
     return counts
 
 
+class _Reentry(threading.local):
+    depth = 0  # backward passes running in this thread (more than one: a node's rule started one)
+
+
+_reentry = _Reentry()
+_carried: list[Any] = [_trace._local, _watchers]  # thread-local state a pass moved to a fresh thread takes
+
+
+def carry_thread_state(*locals_: Any) -> None:
+    """Register ``threading.local`` objects (a layer's per-thread modes) whose state a nested
+    backward pass takes along when it moves to a fresh thread (see :func:`backward_pass`)."""
+    _carried.extend(locals_)
+
+
+def _stack_depth() -> int:
+    n = 0
+    f: Any = sys._getframe()
+    while f is not None:
+        n += 1
+        f = f.f_back
+    return n
+
+
+def _on_fresh_thread(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` on a new thread that starts with this thread's carried state and context
+    variables; its result, or its error raised here."""
+    state = [(loc, dict(vars(loc))) for loc in _carried]
+    ctx = contextvars.copy_context()
+    result: list[Any] = []
+
+    def work() -> None:
+        for loc, values in state:
+            vars(loc).update(values)
+        try:
+            result.append((True, ctx.run(fn, *args)))
+        except BaseException as err:  # noqa: BLE001 - re-raised in the calling thread
+            result.append((False, err))
+
+    worker = threading.Thread(target=work, name="funcgrad-reentrant-backward")
+    worker.start()
+    worker.join()
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
+
+
 def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False, visitor: Visitor | None = None,
                   targets: Iterable[VJPNode] | None = None) -> dict[VJPNode, Any]:
     """Propagate output cotangents to the input nodes; returns {input node: cotangent}.
@@ -407,7 +457,23 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False, vis
     the nodes that lead to one of them run. A ``visitor`` (:class:`Visitor`)
     does each node's own work in place of the primitive's VJP rules; the walk,
     with its order and its sums, is this one for every layer.
+
+    A pass started inside another's node (reentrant: a custom rule or Function
+    whose backward differentiates) that finds the stack deep (a third of Python's
+    recursion limit) goes on on a fresh thread, whose stack starts empty, with
+    this thread's modes (:func:`carry_thread_state`): nesting thousands deep works.
     """
+    if _reentry.depth and _stack_depth() > sys.getrecursionlimit() // 3:
+        return _on_fresh_thread(backward_pass, outputs, release, visitor, targets)  # type: ignore[no-any-return]
+    _reentry.depth += 1
+    try:
+        return _walk(outputs, release, visitor, targets)
+    finally:
+        _reentry.depth -= 1
+
+
+def _walk(outputs: list[tuple[VJPNode, Any]], release: bool, visitor: Visitor | None,
+          targets: Iterable[VJPNode] | None) -> dict[VJPNode, Any]:
     roots = [n for n, _ in outputs]
     counts = tape_order(roots) if targets is None else _needed_order(roots, targets)
     grads: dict[VJPNode, Any] = {}

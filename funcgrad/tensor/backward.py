@@ -15,9 +15,6 @@ Functions); nothing changes for real dtypes.
 
 from __future__ import annotations
 
-import contextvars
-import sys
-import threading
 import time
 import warnings
 from typing import Any
@@ -28,9 +25,9 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import graph as _graph
-from ..core.reverse import Visitor, backward_pass
+from ..core.reverse import Visitor, backward_pass, carry_thread_state
 from .graph import AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
-from .forward_ad import paused as _fwad_paused
+from .forward_ad import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import state as _mode
 from .tensor import Tensor, _as_tensor, _grad_lock
 
@@ -153,70 +150,22 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
     accumulated into unless ``accumulate``. NumPy's floating-point warnings are
     silenced, forward-AD tangents paused, and grad mode is ``create_graph``.
     """
-    if _reentry.depth and _stack_depth() > sys.getrecursionlimit() // 3:
-        # A backward inside a node's backward (a custom Function calling .backward()), nested
-        # deep: go on on a fresh thread, whose stack starts empty (PyTorch runs reentrant
-        # backwards on worker threads for the same reason), with this thread's modes.
-        return _on_fresh_thread(run_backward, roots, keep_graph, create_graph, captures, accumulate)
     visitor = _Visitor(keep_graph, create_graph, captures, accumulate)
     seeds = [(target(node, nr), g) for (node, nr), g in roots]
     token = _graph.fp_quiet()
     prev_mode = _mode.enabled
     _mode.enabled = create_graph
-    _reentry.depth += 1
     try:
         with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
             backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
     finally:
-        _reentry.depth -= 1
         _mode.enabled = prev_mode
         _graph.fp_restore(token)
     return {public_edge(t): g for t, g in visitor.captured.items()}
 
 
-class _Reentry(threading.local):
-    depth = 0  # backward passes running in this thread (more than one: reentrant)
-
-
-_reentry = _Reentry()
-
-
-def _stack_depth() -> int:
-    n = 0
-    f: Any = sys._getframe()
-    while f is not None:
-        n += 1
-        f = f.f_back
-    return n
-
-
-def _on_fresh_thread(fn: Any, *args: Any) -> Any:
-    """``fn(*args)`` on a new thread that starts with this thread's thread-local modes
-    (grad mode, saved-tensor hooks, forward AD, traces) and context; its result or error."""
-    from ..core import hooks as _core_hooks, trace as _core_trace
-    from . import forward_ad as _fwad
-    from .grad_mode import state as mode_state
-
-    carried = [(loc, dict(vars(loc))) for loc in (mode_state, _graph._hook_state, _fwad._local, _core_trace._local,
-                                                   _core_hooks._watchers, _reentry)]
-    ctx = contextvars.copy_context()
-    result: list[Any] = []
-
-    def work() -> None:
-        for loc, state in carried:
-            vars(loc).update(state)
-        try:
-            result.append((True, ctx.run(fn, *args)))
-        except BaseException as err:  # noqa: BLE001 - re-raised in the calling thread
-            result.append((False, err))
-
-    worker = threading.Thread(target=work, name="funcgrad-reentrant-backward")
-    worker.start()
-    worker.join()
-    ok, value = result[0]
-    if not ok:
-        raise value
-    return value
+# a backward pass nested deep in another (reentrant) goes on on a fresh thread with this layer's modes
+carry_thread_state(_mode, _graph._hook_state, _fwad_local)
 
 
 class _Visitor(Visitor):
