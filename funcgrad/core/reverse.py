@@ -208,6 +208,8 @@ class ReverseTrace(Trace):
     """
 
     __slots__ = ("keep_all", "min_drop_bytes")
+    # the tape may hold results that are not arrays (fg.jit's residuals packed as one value)
+    opaque_results = True
 
     def __init__(self, name: str, keep_all: bool = False, min_drop_bytes: int = _MIN_DROP_BYTES):
         super().__init__(name)

@@ -1,23 +1,20 @@
 """Recording: the tensor trace, graph nodes (``grad_fn``), saved tensors and their hooks.
 
-Tensors are boxes of one process-wide trace, :data:`TRACE`, whose level (0)
-is below every functional transform's, and which is never closed. So every
-``funcgrad.numpy`` primitive called on a Tensor lands in :func:`record`:
+Tensors are boxes of one process-wide reverse trace, :data:`TRACE` (a kind of the
+engine's ``ReverseTrace``), whose level (0) is below every functional transform's,
+and which is never closed. So every ``funcgrad.numpy`` primitive called on a
+Tensor lands in :func:`record`:
 
 1. the raw arrays are computed by the primitive's raw function;
-2. if grad mode is on and some input requires grad, a :class:`PrimNode` is
-   made. It keeps what the primitive's VJP rules read, and only that (the
-   primitive's declared ``reads``; everything else is kept as shape and
-   dtype only), each as a :class:`SavedTensor` that checks version counters
-   and applies saved-tensor hooks;
-3. views (reshape, transpose, basic indexing ...) share their base's
-   version counter and remember how to replay themselves on the base, so
-   that an in-place change through a view can rebase the graph
-   (:func:`apply_inplace`, the ``CopySlices`` node).
+2. if grad mode is on and some input requires grad, a :class:`PrimNode` (a kind of
+   the engine's ``VJPNode``) is made. It keeps what the primitive's VJP rules read,
+   and only that (the primitive's declared ``reads``), each as a :class:`SavedTensor`
+   that checks version counters and applies saved-tensor hooks;
+3. views (reshape, transpose, basic indexing ...) share their base's version counter
+   and remember how to replay themselves on the base, so that an in-place change
+   through a view can rebase the graph (:func:`apply_inplace`, the ``CopySlices`` node).
 
-Backward (``backward.py``) walks these nodes. Rules run on raw arrays (the
-fast path) or, for ``create_graph=True``, on recorded boxes, so that the
-backward pass is itself recorded.
+Backward is the engine's ``backward_pass`` with this layer's visitor (``backward.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ import itertools
 import threading
 import traceback
 import weakref
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
 
@@ -77,6 +74,7 @@ class TensorTrace(ReverseTrace):
     """
 
     __slots__ = ()
+    opaque_results = False  # every result is a Tensor
 
     def __init__(self) -> None:
         Trace.__init__(self, "funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
@@ -336,10 +334,7 @@ class Node(VJPNode):
         self._seq = next(_seq)
         self._out_meta = ()
         self._released = False
-        self._set_edges(inputs, edges)
-
-    def _set_edges(self, inputs: Any, edges: Any) -> None:
-        """Edges ``[(node, output_nr) or None]``, one per input at positions ``inputs``."""
+        # edges [(node, output_nr) or None], one per tensor input, at positions ``inputs``
         self._inputs = tuple(inputs)
         self.parents = [target(e[0], e[1]) for e in edges if e is not None]
         self.argnums = [i for i, e in zip(self._inputs, edges) if e is not None]
@@ -363,25 +358,24 @@ class Node(VJPNode):
             self._metadata = {}
         return self._metadata
 
+    def _hook_dict(self, kind: str) -> dict[Any, Any]:
+        got = getattr(self, kind)
+        if got is None:
+            got = {}
+            setattr(self, kind, got)
+            self._plain = False  # the backward pass has hooks to run here
+        return cast("dict[Any, Any]", got)
+
     def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
-        if self._hooks is None:
-            self._hooks = {}
-            self._plain = False
-        return _add_hook(self._hooks, fn)
+        return _add_hook(self._hook_dict("_hooks"), fn)
 
     def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
-        if self._prehooks is None:
-            self._prehooks = {}
-            self._plain = False
-        return _add_hook(self._prehooks, fn)
+        return _add_hook(self._hook_dict("_prehooks"), fn)
 
     def _tensor_hook(self, output_nr: int, fn: Callable[..., Any]) -> RemovableHandle:
-        if self._tensor_prehooks is None:
-            self._tensor_prehooks = {}
-            self._plain = False
-        return _add_hook(self._tensor_prehooks.setdefault(output_nr, {}), fn)
+        return _add_hook(self._hook_dict("_tensor_prehooks").setdefault(output_nr, {}), fn)
 
     @property
     def _retain(self) -> dict[Any, Any] | None:
@@ -417,7 +411,7 @@ def target(node: Node, output_nr: int) -> VJPNode:
     outs = node._outs
     if outs is None:
         outs = node._outs = [None] * node._n_outputs
-    t = outs[output_nr]
+    t: VJPNode | None = outs[output_nr]
     if t is None:
         t = outs[output_nr] = OutputNode(None, (node,), (0,), None, None, None, output_nr)
     return t
@@ -473,8 +467,17 @@ class SavedTensor:
 
     __slots__ = ("_data", "_box", "_edge", "_requires_grad", "_vc", "_version", "_is_output", "_output_nr",
                  "_packed", "_unpack", "_released", "_desc", "__weakref__")
+    _data: Any  # the array (None once packed or released)
+    _box: Any  # the saved input itself (for its graph), None for outputs
     _edge: Any  # (node, output_nr) of the saved value, or None
+    _requires_grad: bool
+    _vc: list[int]  # the tensor's version counter, and its value when saved:
+    _version: int
+    _is_output: bool
+    _output_nr: int
+    _packed: Any
     _unpack: Callable[..., Any] | None
+    _released: bool
     _desc: tuple[Any, ...] | None
 
     def _pack_now(self, box: Any, pack: Callable[..., Any], unpack: Callable[..., Any]) -> None:
@@ -641,6 +644,7 @@ class PrimNode(Node):
     """
 
     __slots__ = ("_has_saved",)
+    prim: Primitive
     _plain = True  # one output (class level: set False on nodes of several)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
@@ -733,7 +737,7 @@ class PrimNode(Node):
 
     def _unread(self) -> tuple[int, ...]:
         """Positions of tensor inputs the rules do not read (kept as they are when small)."""
-        drop = dropped(self.prim, self.argnums, len(self.args))
+        drop = dropped(self.prim, list(self.argnums), len(self.args))
         return drop[0] if drop is not None else ()
 
     def _lookup_saved(self, key: str) -> Any:
