@@ -187,14 +187,7 @@ class _Visitor(Visitor):
     def visit(self, node: Any, g: Any, live: bool) -> Any:
         if self.plain and node._plain and g is not None:
             # the common case: a primitive's node of one output, no hooks, nothing to check
-            cts = node.vjp(g, g, False, not self.keep_graph)
-            for k, p in enumerate(node.parents):
-                ct = cts[k]
-                if ct is not None:
-                    meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
-                    if type(ct) is not np.ndarray or ct.shape != meta[0] or ct.dtype != meta[1]:
-                        cts[k] = _match(ct, meta)
-            return cts
+            return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
         out_index = node.out_index
         if out_index is not None:  # one output of a node with several
             return self._arrive(node.parents[0], out_index, node, g)
@@ -297,10 +290,18 @@ class _Visitor(Visitor):
             outs = self._posthooks(node, outs, buf)
         if not self.keep_graph:
             node.release()
-        for k, (p, ct) in enumerate(zip(node.parents, outs)):
-            if ct is not None:
-                outs[k] = _match(ct, p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index])
-        return outs
+        return _conformed(node, outs)
+
+
+def _conformed(node: Any, cts: list[Any]) -> list[Any]:
+    """Each gradient in the dtype and shape of the value of ``node.parents`` it belongs to."""
+    for k, p in enumerate(node.parents):
+        ct = cts[k]
+        if ct is not None:
+            meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
+            if type(ct) is not np.ndarray or ct.shape != meta[0] or ct.dtype != meta[1]:
+                cts[k] = _match(ct, meta)
+    return cts
 
 
 def _retain(t: Tensor, g: Any, create_graph: bool) -> None:
