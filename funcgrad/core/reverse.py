@@ -508,6 +508,7 @@ def _walk(outputs: list[tuple[VJPNode, Any]], release: bool, visitor: Visitor | 
                     counts[parent] = c - 1
                     if c == 1:
                         ready.append(parent)
+                ct = g = None  # hold no cotangent the next visit may find its sole owner of
                 continue
             prim = None  # file the result's cotangent below
         if prim is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from sys import getrefcount
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import graph as _graph
-from ..core.reverse import Visitor, backward_pass, carry_thread_state
+from ..core.reverse import VJPNode, Visitor, backward_pass, carry_thread_state
 from .graph import AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
 from .forward_ad import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import state as _mode
@@ -168,6 +169,26 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
 carry_thread_state(_mode, _graph._hook_state, _fwad_local)
 
 
+class _Probe(Visitor):
+    """Measures the reference count a visitor sees for a cotangent that only the walk holds."""
+
+    refs = 0
+
+    def visit(self, node: Any, g: Any, live: bool) -> Any:
+        if node.parents:
+            return [np.zeros(1), None]  # x gets a fresh array; the last one distributed is not it
+        if node is self.x:
+            self.refs = getrefcount(g)
+        return None
+
+    def __init__(self) -> None:
+        self.x, y = VJPNode(None, (), (), None, None, None), VJPNode(None, (), (), None, None, None)
+        backward_pass([(VJPNode(None, (self.x, y), (0, 1), None, None, None), np.ones(1))], visitor=self)
+
+
+_SOLE_REFS_AT_VISIT = _Probe().refs
+
+
 class _Visitor(Visitor):
     """The Tensor layer's work at each node of the one backward walk: tensor hooks,
     ``retain_grad``, capture of ``inputs=``, node pre/post hooks, running the node
@@ -192,7 +213,9 @@ class _Visitor(Visitor):
         if out_index is not None:  # one output of a node with several
             return self._arrive(node.parents[0], out_index, node, g)
         if type(node) is AccumulateGrad:
-            self._leaf(node, g)
+            # a gradient only this pass holds may become the leaf's .grad as it is (no copy)
+            owned = type(g) is np.ndarray and getrefcount(g) <= _SOLE_REFS_AT_VISIT
+            self._leaf(node, g, owned)
             return None
         n_out = node._n_outputs
         if n_out == 1:
@@ -241,21 +264,24 @@ class _Visitor(Visitor):
                 user_in = tuple(r)
         return [_from_user(g, cg) for g in user_in]
 
-    def _leaf(self, node: AccumulateGrad, g: Any) -> None:
+    def _leaf(self, node: AccumulateGrad, g: Any, owned: bool) -> None:
         var = node.variable
         if var is None or g is None:  # the leaf is gone: nobody can read its gradient
             return
         cg = self.create_graph
         if var._hooks:
             g = _run_hooks(var._hooks, g, cg)
+            owned = False  # a hook may keep what it was given
         if node in self.capture_at:
             self.captured[node] = g
+            owned = False
             if not self.accumulate:
                 return  # autograd.grad: hooks on the leaf's tensor run, its node does not
         if node._prehooks:
             g = self._prehooks(node, [g])[0]
+            owned = False
         if g is not None:
-            _accumulate(var, g, cg)
+            _accumulate(var, g, cg, owned)
         if node._hooks:
             self._posthooks(node, [], [g])
 
@@ -317,8 +343,10 @@ def _copy(v: Any) -> Any:
     return namespace_of(v).array(v, copy=True)
 
 
-def _accumulate(var: Tensor, g: Any, create_graph: bool) -> None:
-    """Add a gradient into a leaf's ``.grad``: in place normally, out of place with create_graph."""
+def _accumulate(var: Tensor, g: Any, create_graph: bool, owned: bool = False) -> None:
+    """Add a gradient into a leaf's ``.grad``: in place normally, out of place with create_graph.
+    An ``owned`` gradient (no one else holds it) that owns its memory becomes ``.grad`` as it is."""
+    g0 = g
     g = _match(g, (var._value.shape, var._value.dtype, None))
     gu = _to_user(g, create_graph)
     with _grad_lock:
@@ -327,7 +355,9 @@ def _accumulate(var: Tensor, g: Any, create_graph: bool) -> None:
             if create_graph:
                 var._grad = gu
             else:
-                var._grad = Tensor._make(_copy(gu._value))
+                v = gu._value
+                steal = owned and v is g0 and v.base is None and v.flags.writeable
+                var._grad = Tensor._make(v if steal else _copy(v))
         elif create_graph or cur._requires_grad:
             var._grad = cur + gu
         else:

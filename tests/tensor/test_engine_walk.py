@@ -291,3 +291,30 @@ def test_reentrant_backward_keeps_the_callers_grad_mode_and_hooks():
     v = ft.tensor(500.0, requires_grad=True)
     Probe.apply(v).sum().backward()
     assert len(seen) == 501 and not any(seen)  # backward runs without recording (create_graph=False)
+
+
+def test_leaf_grad_takes_a_gradient_only_the_walk_holds_and_copies_any_other():
+    w = ft.randn(3, 4, dtype=ft.float64, requires_grad=True)
+    x = ft.randn(2, 3, dtype=ft.float64)
+    (x @ w).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), x.numpy().sum(0)[:, None] * np.ones((1, 4)))
+    # a seed the caller holds reaches the leaf unchanged (clone's rule passes it on): copied
+    a = ft.zeros(3, requires_grad=True)
+    seed = ft.tensor([1.0, 2.0, 3.0])
+    a.clone().backward(seed)
+    assert not np.shares_memory(a.grad.numpy(), seed.numpy())
+    with ft.no_grad():
+        a.grad.add_(1)
+    np.testing.assert_array_equal(seed.numpy(), [1.0, 2.0, 3.0])
+    # one array for two leaves (add passes it to both): each leaf gets its own
+    b, c = ft.zeros(3, requires_grad=True), ft.zeros(3, requires_grad=True)
+    (b + c).backward(ft.tensor([1.0, 1.0, 1.0]))
+    assert not np.shares_memory(b.grad.numpy(), c.grad.numpy())
+    # a hook that keeps what it was given does not share memory with .grad
+    kept = []
+    d = ft.zeros(3, requires_grad=True)
+    d.register_hook(lambda g: kept.append(g))
+    (d * 2).sum().backward()
+    with ft.no_grad():
+        d.grad.add_(1)
+    np.testing.assert_array_equal(kept[0].numpy(), [2.0, 2.0, 2.0])
