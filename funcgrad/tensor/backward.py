@@ -15,10 +15,11 @@ Functions); nothing changes for real dtypes.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from sys import getrefcount
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -142,6 +143,40 @@ def _anomaly_error(node: Node, err: BaseException) -> None:
     raise err
 
 
+class BackwardPass:
+    """One running backward pass (``backward`` or ``autograd.grad`` call), as :func:`current_pass` gives it.
+
+    Callbacks queued on it run in order once its walk has finished (PyTorch's
+    ``Variable._execution_engine.queue_callback``; a callback may queue more). The object
+    itself tells passes apart (PyTorch's graph task id): keep per-pass state keyed by it.
+    """
+
+    __slots__ = ("callbacks", "__weakref__")
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[], Any]] = []
+
+    def queue_callback(self, callback: Callable[[], Any]) -> None:
+        self.callbacks.append(callback)
+
+
+_passes = threading.local()  # .stack: the passes running in this thread, innermost last
+
+
+def current_pass() -> BackwardPass | None:
+    """The backward pass now running in this thread (the innermost, when a hook runs backward again),
+    or None outside one. Used by ``ft.autograd.graph.register_multi_grad_hook``.
+
+    Example::
+
+        from funcgrad.tensor.backward import current_pass
+
+        x.register_hook(lambda g: current_pass().queue_callback(lambda: print("pass done")))
+    """
+    stack = getattr(_passes, "stack", None)
+    return stack[-1] if stack else None
+
+
 def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, captures: list[Any] | None = None,
                  accumulate: bool = True) -> dict[Any, Any]:
     """Propagate ``roots`` [(edge, internal grad)] through the graph with ``core.reverse.backward_pass``.
@@ -154,19 +189,29 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
     visitor = _Visitor(keep_graph, create_graph, captures, accumulate)
     seeds = [(target(node, nr), g) for (node, nr), g in roots]
     token = _graph.fp_quiet()
-    prev_mode = _mode.enabled
-    _mode.enabled = create_graph
+    bp = BackwardPass()
+    stack = _passes.__dict__.setdefault("stack", [])
+    stack.append(bp)
     try:
-        with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
-            backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
+        prev_mode = _mode.enabled
+        _mode.enabled = create_graph
+        try:
+            with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
+                backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
+        finally:
+            _mode.enabled = prev_mode
+        k = 0
+        while k < len(bp.callbacks):  # then the callbacks queued on the pass, in order
+            bp.callbacks[k]()
+            k += 1
     finally:
-        _mode.enabled = prev_mode
+        stack.pop()
         _graph.fp_restore(token)
     return {public_edge(t): g for t, g in visitor.captured.items()}
 
 
 # a backward pass nested deep in another (reentrant) goes on on a fresh thread with this layer's modes
-carry_thread_state(_mode, _graph._hook_state, _fwad_local)
+carry_thread_state(_mode, _graph._hook_state, _fwad_local, _passes)
 
 
 class _Probe(Visitor):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import math
+import warnings
 from typing import Any, Callable, Iterator, SupportsIndex, cast
 
 import numpy as np
@@ -327,6 +328,8 @@ class Module:
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_forward_pre_hooks", collections.OrderedDict())
         object.__setattr__(self, "_forward_hooks", collections.OrderedDict())
+        object.__setattr__(self, "_backward_hooks", collections.OrderedDict())
+        object.__setattr__(self, "_backward_pre_hooks", collections.OrderedDict())
         object.__setattr__(self, "training", True)
 
     def _check_init(self) -> None:
@@ -412,7 +415,9 @@ class Module:
         d = self.__dict__
         pre: Any = d.get("_forward_pre_hooks")
         post: Any = d.get("_forward_hooks")
-        if not pre and not post:
+        bw: Any = d.get("_backward_hooks")
+        bw_pre: Any = d.get("_backward_pre_hooks")
+        if not pre and not post and not bw and not bw_pre:
             return self.forward(*args, **kwargs)
         for hook, with_kwargs in list(pre.values()):
             if with_kwargs:
@@ -423,12 +428,51 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
+        bw_hook = None
+        if bw or bw_pre:
+            from ._backward_hooks import ModuleBackwardHook
+
+            bw_hook = ModuleBackwardHook(self, list(bw.values()), list(bw_pre.values()))
+            args = bw_hook.setup_inputs(args)
         out = self.forward(*args, **kwargs)
         for hook, with_kwargs in list(post.values()):
             res = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if res is not None:
                 out = res
+        if bw_hook is not None:
+            if not isinstance(out, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                              f"but received {type(out)}", UserWarning, stacklevel=2)
+            out = bw_hook.setup_outputs(out)
         return out
+
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> "RemovableHandle":
+        """``hook(module, grad_input, grad_output)`` once the gradients w.r.t. the module's inputs are computed.
+
+        ``grad_input`` has one entry per positional argument (None for non-tensors and for
+        inputs that do not require grad), ``grad_output`` one per output; a non-None result
+        (a tuple as long as ``grad_input``) replaces ``grad_input``. Outputs of such a module
+        refuse in-place changes (clone them first), as in PyTorch.
+
+        Example::
+
+            lin = ft.nn.Linear(3, 2)
+            h = lin.register_full_backward_hook(lambda m, gin, gout: print(gout[0].shape))
+            lin(ft.randn(4, 3, requires_grad=True)).sum().backward()   # prints ft.Size([4, 2])
+            h.remove()
+        """
+        return RemovableHandle(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> "RemovableHandle":
+        """``hook(module, grad_output)`` when the gradients w.r.t. the module's outputs are computed;
+        a non-None result (a tuple as long as ``grad_output``) replaces them.
+
+        Example::
+
+            lin = ft.nn.Linear(3, 2)
+            h = lin.register_full_backward_pre_hook(lambda m, gout: (gout[0] * 0.5,))   # halve the gradient
+        """
+        return RemovableHandle(self._backward_pre_hooks, hook, prepend)
 
     def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
                                   with_kwargs: bool = False) -> "RemovableHandle":
