@@ -321,7 +321,7 @@ class Node(VJPNode):
     _metadata: dict[Any, Any] | None = None
     _n_outputs = 1
     _out_meta: tuple[Any, ...]  # (shape, dtype, namespace) of each output
-    _outs: list[Any] | None = None  # the out_index node of each output (nodes of several outputs)
+    _outs: list[Any] | None = None  # weakly, the out_index node of each output (nodes of several outputs)
     # a primitive's node of one output and no hooks: the backward pass may take vjp directly
     _plain = False
     _inputs: Any  # the position of each tensor input (next_functions' order)
@@ -411,9 +411,11 @@ def target(node: Node, output_nr: int) -> VJPNode:
     outs = node._outs
     if outs is None:
         outs = node._outs = [None] * node._n_outputs
-    t: VJPNode | None = outs[output_nr]
-    if t is None:
-        t = outs[output_nr] = OutputNode(None, (node,), (0,), None, None, None, output_nr)
+    ref = outs[output_nr]
+    t: VJPNode | None = ref() if ref is not None else None
+    if t is None:  # held weakly: no reference cycle, the graph is freed when its last tensor goes
+        t = OutputNode(None, (node,), (0,), None, None, None, output_nr)
+        outs[output_nr] = weakref.ref(t)
     return t
 
 

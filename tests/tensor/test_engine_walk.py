@@ -318,3 +318,19 @@ def test_leaf_grad_takes_a_gradient_only_the_walk_holds_and_copies_any_other():
     with ft.no_grad():
         d.grad.add_(1)
     np.testing.assert_array_equal(kept[0].numpy(), [2.0, 2.0, 2.0])
+
+
+def test_graph_of_a_node_with_several_outputs_is_freed_without_the_garbage_collector():
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        x = ft.tensor([[2.0, 0.5], [0.5, 1.0]], requires_grad=True)
+        w, v = ft.linalg.eigh(x)
+        y = w.sum() + v.sum()
+        node = weakref.ref(w.grad_fn)
+        del w, v, y
+        assert node() is None  # no reference cycle between the node and its outputs' tape nodes
+    finally:
+        gc.enable()
