@@ -945,6 +945,17 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     The hot path of the Tensor layer (every operation): as ``ReverseTrace.process``,
     the raw call goes straight to ``prim.fast_fn`` when every argument is a plain array.
     """
+    if len(argnums) == 1 and not kwargs:
+        b = args[argnums[0]]
+        st = _mode
+        if b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None \
+                and not (b._inference or st.inference or profiling.active or anomaly.enabled):
+            one = _ONE_BOX.get(prim)
+            if one is None:
+                one = _ONE_BOX[prim] = prim.differentiable and not prim.multiple_results \
+                    and prim.name not in _VIEW_PRIMS
+            if one:
+                return _record_one(prim, args, argnums[0], b)
     boxes = []
     tensor_out = False
     req = False
@@ -1074,6 +1085,60 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
 
 
 _PRIM_NODE_CLASS: dict[Any, Any] = {}  # primitive -> its node class (named as PyTorch names it)
+_ONE_BOX: dict[Any, bool] = {}  # primitive -> may take _record_one (differentiable, one result, no view)
+
+
+def _record_one(prim: Primitive, args: list[Any], i: int, b: Any) -> Any:
+    """:func:`record` for the most common call: one Tensor argument (not a view, not an inference
+    tensor) that requires grad, grad mode on, a differentiable primitive of one result that
+    makes no view, no keyword arguments. The same node as the general path, with less work."""
+    args[i] = b._value
+    token = fp_quiet()
+    try:
+        fast = prim.fast_types
+        for a in args:
+            if type(a) not in fast:
+                ans = prim.call(*args) if isinstance(a, Box) else prim.raw(*args)
+                break
+        else:
+            ans = prim.fast_fn(*args)
+    except ValueError as err:
+        raise _torch_shape_error(prim, args, err) from None
+    finally:
+        fp_restore(token)
+    if type(ans) is not np.ndarray:
+        ans = _as_array(ans)
+    out = _TENSOR_CLS[0]._make(ans, None, 0, True)
+    parent = b._node
+    if parent is None:
+        parent = get_accumulator(b)
+    elif parent._n_outputs != 1:
+        parent = target(parent, b._output_nr)
+    drop = prim.drop_cache.get((len(args), i)) if not _save_everything.on else None
+    if drop is None:
+        drop = dropped(prim, [i], len(args)) or ((), False)
+    cls = _PRIM_NODE_CLASS.get(prim)
+    if cls is None:
+        cls = _PRIM_NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
+    node = _new_node(cls)
+    node.prim = prim
+    node.parents = [parent]
+    node.argnums = node._inputs = [i]
+    node.kwargs = {}
+    node.out_index = node.versions = None
+    node._seq = next(_seq)
+    node._released = False
+    if i not in drop[0]:
+        args[i] = save(b)
+    elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
+        args[i] = ArraySpec(args[i])
+    node.args = args
+    out._node = node
+    node.ans = [(ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans) if drop[1]
+                else save(out, True, 0, node)]
+    node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
+    node._has_saved = i not in drop[0] or not drop[1]
+    return out
 
 
 def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any = None) -> "SavedTensor":
