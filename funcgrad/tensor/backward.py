@@ -326,7 +326,7 @@ class _Visitor(Visitor):
             g = self._prehooks(node, [g])[0]
             owned = False
         if g is not None:
-            _accumulate(var, g, cg, owned)
+            _accumulate(var, g, cg, owned and not node._hooks)  # (post hooks see the gradient too)
         if node._hooks:
             self._posthooks(node, [], [g])
 
