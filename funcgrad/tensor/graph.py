@@ -980,27 +980,18 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     st = _mode
     if req and not (st.enabled and prim.differentiable):
         req = False
-    token = fp_quiet()
-    try:
-        if profiling.active:
-            from .profiler import timed_call
+    if profiling.active:
+        from .profiler import timed_call
 
+        token = fp_quiet()
+        try:
             ans = timed_call(prim, args, kwargs)
-        else:
-            fast = prim.fast_types
-            for a in args:
-                if type(a) not in fast:
-                    if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
-                        ans = prim.call(*args, **kwargs)
-                    else:
-                        ans = prim.raw(*args, **kwargs)
-                    break
-            else:
-                ans = prim.fast_fn(*args, **kwargs)
-    except ValueError as err:
-        raise _torch_shape_error(prim, args, err) from None
-    finally:
-        fp_restore(token)
+        except ValueError as err:
+            raise _torch_shape_error(prim, args, err) from None
+        finally:
+            fp_restore(token)
+    else:
+        ans = _raw_call(prim, args, kwargs)
     inference = st.inference
     is_view = argnums[0] == 0 and prim.name in _VIEW_PRIMS
     if (inference_in or inference) and is_view and getattr(ans, "base", None) is not None:
@@ -1084,6 +1075,24 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     return tuple(outs) if prim.multiple_results else outs[0]
 
 
+def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
+    """``prim`` on raw values, NumPy's floating-point warnings silenced: straight to ``prim.fast_fn``
+    when every argument is a plain array (as ``ReverseTrace.process``), shape errors as PyTorch's."""
+    token = fp_quiet()
+    try:
+        fast = prim.fast_types
+        for a in args:
+            if type(a) not in fast:
+                if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
+                    return prim.call(*args, **kwargs)
+                return prim.raw(*args, **kwargs)
+        return prim.fast_fn(*args, **kwargs)
+    except ValueError as err:
+        raise _torch_shape_error(prim, args, err) from None
+    finally:
+        fp_restore(token)
+
+
 _PRIM_NODE_CLASS: dict[Any, Any] = {}  # primitive -> its node class (named as PyTorch names it)
 _ONE_BOX: dict[Any, bool] = {}  # primitive -> may take _record_one (differentiable, one result, no view)
 
@@ -1093,19 +1102,7 @@ def _record_one(prim: Primitive, args: list[Any], i: int, b: Any) -> Any:
     tensor) that requires grad, grad mode on, a differentiable primitive of one result that
     makes no view, no keyword arguments. The same node as the general path, with less work."""
     args[i] = b._value
-    token = fp_quiet()
-    try:
-        fast = prim.fast_types
-        for a in args:
-            if type(a) not in fast:
-                ans = prim.call(*args) if isinstance(a, Box) else prim.raw(*args)
-                break
-        else:
-            ans = prim.fast_fn(*args)
-    except ValueError as err:
-        raise _torch_shape_error(prim, args, err) from None
-    finally:
-        fp_restore(token)
+    ans = _raw_call(prim, args, {})
     if type(ans) is not np.ndarray:
         ans = _as_array(ans)
     out = _TENSOR_CLS[0]._make(ans, None, 0, True)
