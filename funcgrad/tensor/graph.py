@@ -344,9 +344,10 @@ class Node(VJPNode):
 
     @property
     def _edges(self) -> list[Any]:
-        """Per tensor input, the (node, output_nr) its gradient goes to, or None."""
+        """Per tensor input, the (node, output_nr) its gradient goes to, or None; setting an
+        item re-points that edge (``node._edges[k] = (other, nr)``)."""
         by_pos = dict(zip(self.argnums, self.parents))
-        return [None if (p := by_pos.get(i)) is None else public_edge(p) for i in self._inputs]
+        return _Edges(self, [None if (p := by_pos.get(i)) is None else public_edge(p) for i in self._inputs])
 
     @property
     def next_functions(self) -> tuple[Any, ...]:
@@ -401,6 +402,22 @@ class Node(VJPNode):
         from .backward import call_node
 
         return call_node(self, grads)
+
+
+class _Edges(list[Any]):
+    """A node's edges as a list whose item assignment re-points the node's tape edge."""
+
+    def __init__(self, node: Node, edges: list[Any]):
+        super().__init__(edges)
+        self.node = node
+
+    def __setitem__(self, k: Any, edge: Any) -> None:
+        node = self.node
+        j = node.argnums.index(node._inputs[k])  # (an input that had an edge)
+        parents = list(node.parents)
+        parents[j] = target(*edge)
+        node.parents = parents
+        super().__setitem__(k, edge)
 
 
 def target(node: Node, output_nr: int) -> VJPNode:
@@ -648,6 +665,10 @@ class PrimNode(Node):
     __slots__ = ("_has_saved",)
     prim: Primitive
     _plain = True  # one output (class level: set False on nodes of several)
+
+    @property
+    def _args(self) -> Any:  # (the name of ``args`` before nodes were tape nodes)
+        return self.args
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         if self.prim.multiple_results:

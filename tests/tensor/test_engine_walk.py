@@ -346,3 +346,15 @@ def test_backward_inputs_one_output_of_a_node_with_several():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the non-leaf .grad warning
         np.testing.assert_allclose(w.grad.numpy(), [3.0, 3.0])
+
+
+def test_an_edge_re_pointed_through_edges_changes_where_gradients_go():
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    z = ft.tensor([3.0, 4.0], requires_grad=True)
+    y = x * 2
+    edges = y.grad_fn._edges
+    edges[0] = ft.autograd.graph.get_gradient_edge(z)
+    assert y.grad_fn.next_functions[0][0].variable is z
+    y.sum().backward()
+    assert x.grad is None
+    np.testing.assert_allclose(z.grad.numpy(), [2.0, 2.0])
