@@ -345,6 +345,8 @@ class _Visitor(Visitor):
                 anomaly.running = node
             try:
                 outs = node.apply(buf, cg)
+                if len(outs) != len(node.parents):  # one per input (None where no edge): keep those with one
+                    outs = [outs[node._inputs.index(i)] for i in node.argnums]
             except Exception as err:  # noqa: BLE001 - re-raised with the forward traceback
                 if node._stack:
                     _anomaly_error(node, err)

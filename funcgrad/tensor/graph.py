@@ -349,6 +349,12 @@ class Node(VJPNode):
         by_pos = dict(zip(self.argnums, self.parents))
         return _Edges(self, [None if (p := by_pos.get(i)) is None else public_edge(p) for i in self._inputs])
 
+    @_edges.setter
+    def _edges(self, edges: list[Any]) -> None:  # one per input, in order
+        self._inputs = tuple(range(len(edges)))
+        self.parents = [target(e[0], e[1]) for e in edges if e is not None]
+        self.argnums = [i for i, e in enumerate(edges) if e is not None]
+
     @property
     def next_functions(self) -> tuple[Any, ...]:
         return tuple(e if e is not None else (None, 0) for e in self._edges)
@@ -389,7 +395,8 @@ class Node(VJPNode):
         self._plain = False
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
-        """The gradients of ``parents`` (one each, or None) from the output gradients ``grads``."""
+        """The gradients of ``parents`` (one each, or None) from the output gradients ``grads``
+        (or one per tensor input, None where there is no edge, in ``next_functions`` order)."""
         raise NotImplementedError
 
     def release(self) -> None:

@@ -358,3 +358,25 @@ def test_an_edge_re_pointed_through_edges_changes_where_gradients_go():
     y.sum().backward()
     assert x.grad is None
     np.testing.assert_allclose(z.grad.numpy(), [2.0, 2.0])
+
+
+def test_a_node_written_with_edges_per_input_runs_on_the_walk():
+    from funcgrad.tensor.graph import Node
+
+    class Triple(Node):
+        """Edges set as a list per input, gradients returned per input (None where no edge)."""
+
+        def __init__(self, edge):
+            super().__init__()
+            self._edges = [None, edge]
+
+        def apply(self, grads, create_graph):
+            return [None, grads[0] * 3]
+
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    node = Triple(ft.autograd.graph.get_gradient_edge(x))
+    node._out_meta = (((2,), np.dtype("float64"), np),)
+    assert node.next_functions[0] == (None, 0) and node.next_functions[1][0].variable is x
+    y = ft.Tensor._make(np.array([1.0, 2.0]), node, 0, True)
+    (y * 2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0])
