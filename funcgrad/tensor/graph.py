@@ -674,8 +674,12 @@ class PrimNode(Node):
     _plain = True  # one output (class level: set False on nodes of several)
 
     @property
-    def _args(self) -> Any:  # (the name of ``args`` before nodes were tape nodes)
+    def _args(self) -> Any:  # (the names of ``args`` and ``ans`` before nodes were tape nodes)
         return self.args
+
+    @property
+    def _ans(self) -> Any:
+        return self.ans
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         if self.prim.multiple_results:
