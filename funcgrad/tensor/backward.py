@@ -1,10 +1,11 @@
 """The backward pass over the tensor graph: ``backward`` and ``autograd.grad``.
 
-One call walks the nodes reachable from the outputs once, in dependency
-order (a node runs when every consumer of its outputs has given its
-gradient), summing gradients where a value fans out. Gradients travel as raw
-arrays (fast path) or, with ``create_graph=True``, as recorded boxes so the
-pass is itself differentiable.
+One call is one run of the engine's walk, ``core.reverse.backward_pass``, over the
+nodes reachable from the outputs (each runs once every consumer of its outputs has
+given its gradient; gradients are summed where a value fans out), with this layer's
+:class:`_Visitor` doing PyTorch's work at each node (hooks, ``retain_grad``,
+``.grad``). Gradients travel as raw arrays (fast path) or, with
+``create_graph=True``, as recorded boxes so the pass is itself differentiable.
 
 Complex numbers: the primitives' rules follow JAX's (linear) convention; the
 gradients users see follow PyTorch's (conjugate Wirtinger). The two differ by
