@@ -801,7 +801,20 @@ class Flatten(Module):
         return x.flatten(self.start_dim, self.end_dim)
 
 
-ReLU = _activation("ReLU", lambda self, x: x.relu())
+class ReLU(Module):
+    """``relu`` as a module; with ``inplace=True`` it overwrites its input (``x.relu_()``), as PyTorch's."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.relu_() if self.inplace else x.relu()
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
 Sigmoid = _activation("Sigmoid", lambda self, x: x.sigmoid())
 Tanh = _activation("Tanh", lambda self, x: x.tanh())
 SiLU = _activation("SiLU", lambda self, x: _Functional.silu(x))
