@@ -1529,6 +1529,30 @@ def inplace_version_error_messages(T):
     out["leaf"] = _full_err(lambda: s.sum().backward())
     return out
 
+@script
+def inplace_activation_flags(T):
+    """``inplace=True`` of the activation and dropout modules and functions: the input is
+    overwritten and returned (refused for a leaf that requires grad)."""
+    nn = T.nn
+    out = {}
+    modules = {"relu": nn.ReLU(True), "relu6": nn.ReLU6(inplace=True), "hardtanh": nn.Hardtanh(inplace=True),
+               "elu": nn.ELU(inplace=True), "selu": nn.SELU(True), "celu": nn.CELU(1.0, True),
+               "leaky_relu": nn.LeakyReLU(0.1, True), "silu": nn.SiLU(True), "hardswish": nn.Hardswish(True),
+               "hardsigmoid": nn.Hardsigmoid(True), "mish": nn.Mish(True), "threshold": nn.Threshold(0.1, 20.0, True),
+               "dropout_eval": nn.Dropout(0.5, True).eval(), "dropout2d_eval": nn.Dropout2d(0.5, True).eval()}
+    for name, m in modules.items():
+        x = T.tensor([[[-2.0, 0.05, 7.0]]], requires_grad=True)
+        y = x * 1
+        r = m(y)
+        (r * T.tensor([1.0, 2.0, 3.0])).sum().backward()
+        out[name] = (r is y, _np(y.detach()), _np(x.grad), repr(m))
+    F = nn.functional
+    x = T.tensor([-2.0, 0.5, 7.0], requires_grad=True)
+    out["leaf"] = _err(lambda: F.elu(x, inplace=True))
+    y = x * 1
+    out["positional"] = (F.hardtanh(y, -1.0, 1.0, True) is y, _np(y.detach()))
+    return out
+
 # --------------------------------------------------------------------------
 
 
