@@ -353,7 +353,7 @@ def _one_reverse_level(leaves: list[Any]) -> bool:
     trace = None
     for x in leaves:
         if isinstance(x, Box):
-            if not isinstance(x._trace, ReverseTrace) or isinstance(x._value, Box):
+            if not (isinstance(x._trace, ReverseTrace) and x._trace.opaque_results) or isinstance(x._value, Box):
                 return False
             if trace is not None and x._trace is not trace:
                 return False
