@@ -165,3 +165,55 @@ def test_inside_another_jit_a_closure_reader_is_inlined(staged_calls):
     staged = fg.jit(fg.grad(outer))
     assert staged(3.0) == pytest.approx(np.sin(2.0) * 6.0)
     assert staged(4.0) == pytest.approx(np.sin(2.0) * 8.0)
+
+
+_SCALE = 3.0  # a module-level value a jitted function reads (test below)
+
+
+def _scaled(x):
+    return fnp.sin(x) * _SCALE
+
+
+def test_a_function_first_traced_with_a_plain_closure_value_sees_a_later_traced_one():
+    """Traced (and cached) while its closure cell held a plain number, the jitted function must
+    not replay that program when a later call's cell holds a value of an enclosing transform:
+    that would give the old value and a zero derivative."""
+    scale = 1.0
+
+    def inner(x):
+        return fnp.sin(x) * scale
+
+    jf = fg.jit(inner)
+    assert jf(2.0) == pytest.approx(np.sin(2.0))  # traced and cached with scale = 1.0
+
+    def outer(v):
+        nonlocal scale
+        scale = v
+        try:
+            return jf(2.0)
+        finally:
+            scale = 1.0
+
+    assert fg.grad(outer)(3.0) == pytest.approx(np.sin(2.0))
+    np.testing.assert_allclose(fg.vmap(outer)(np.arange(3.0)), np.sin(2.0) * np.arange(3.0))
+    assert fg.jvp(outer, (3.0,), (2.0,))[1] == pytest.approx(2.0 * np.sin(2.0))
+    assert fg.jit(fg.grad(outer))(5.0) == pytest.approx(np.sin(2.0))
+    assert jf(2.0) == pytest.approx(np.sin(2.0))  # and plain calls still use the cached program
+    assert jf.cache_size() == 1
+
+
+def test_a_module_level_value_read_by_a_jitted_function_is_seen_when_traced():
+    global _SCALE
+    jf = fg.jit(_scaled)
+    assert jf(2.0) == pytest.approx(3.0 * np.sin(2.0))
+
+    def outer(v):
+        global _SCALE
+        _SCALE = v
+        try:
+            return jf(2.0)
+        finally:
+            _SCALE = 3.0
+
+    assert fg.grad(outer)(4.0) == pytest.approx(np.sin(2.0))
+    assert _SCALE == 3.0

@@ -418,6 +418,42 @@ def _lower_sum(ins: list[Any], outs: list[Any]) -> Any:
 staging.register_lowering("sum", _lower_sum)
 
 
+def _closure_reads(fun: Callable[..., Any]) -> tuple[tuple[Any, ...], tuple[tuple[dict[str, Any], str], ...]]:
+    """The closure cells and the module-level names (not modules, functions or classes) that
+    ``fun``'s own code reads: where a value of an enclosing transform can reach it other than
+    through its arguments."""
+    f: Any = inspect.unwrap(fun) if callable(fun) else fun
+    while isinstance(f, functools.partial):
+        f = f.func
+    code = getattr(f, "__code__", None)
+    cells = tuple(getattr(f, "__closure__", None) or ())
+    glb = getattr(f, "__globals__", None)
+    names: list[tuple[dict[str, Any], str]] = []
+    if code is not None and glb is not None:
+        for name in code.co_names:
+            v = glb.get(name)
+            if name in glb and not (inspect.ismodule(v) or callable(v)):
+                names.append((glb, name))
+    return cells, tuple(names)
+
+
+def _traced_closure_value(cells: tuple[Any, ...], names: tuple[tuple[dict[str, Any], str], ...]) -> Box | None:
+    """A value of an active transform (not the Tensor layer's level-0 trace) in one of the
+    places :func:`_closure_reads` found, or None."""
+    for cell in cells:
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(v, Box) and v._trace.level > 0 and v._trace.active:
+            return v
+    for glb, name in names:
+        v = glb.get(name)
+        if isinstance(v, Box) and v._trace.level > 0 and v._trace.active:
+            return v
+    return None
+
+
 class _Entry:
     __slots__ = ("program", "run", "out_def", "staged", "single", "captures")
 
@@ -480,6 +516,10 @@ class _Jitted:
         self.keys: list[Any] = []
         self.traces = 0
         self.warned = False
+        # where a value of an enclosing transform can reach fun other than as an argument: a
+        # cached program must not run then (it would hold the plain value it was traced with)
+        self.closure_reads = _closure_reads(fun)
+        self.reads_outside = bool(self.closure_reads[0] or self.closure_reads[1])
 
     # -- arguments -------------------------------------------------------------------
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any], tuple[Any, ...]]:
@@ -514,6 +554,10 @@ class _Jitted:
 
     # -- the call ---------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.reads_outside:
+            outer = _traced_closure_value(*self.closure_reads)
+            if outer is not None:
+                return self._closure_traced_call(args, kwargs, outer)
         if not kwargs and not self.static_argnums:
             fast = self.fast_cache.get(_fast_key(args))  # plain arrays and numbers: one lookup
             if fast is not None:
@@ -549,6 +593,28 @@ class _Jitted:
                 _leaf_key(leaf, self._path(treedef, i), self.fname)
             raise
 
+    def _closure_traced_call(self, args: tuple[Any, ...], kwargs: dict[str, Any], outer: Box) -> Any:
+        """Called while ``fun``'s closure (or a module-level name it reads) holds a value of an
+        enclosing transform: trace for this call only, that value an implicit input (never a
+        cached program, which would hold the plain value of an earlier trace)."""
+        if isinstance(outer, StagingBox):
+            return self.fun(*args, **kwargs)  # inside another jit: recorded into its program
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        for leaf in leaves:
+            x = leaf
+            while isinstance(x, Box):
+                if isinstance(x, StagingBox):
+                    return self.fun(*args, **kwargs)
+                x = x._value
+        raw = [_example(x) for x in leaves]
+        key = self._key(raw, treedef, statics)
+        built = self._trace(key, args, kwargs, raw, treedef, statics, cache=False)
+        if built is None:
+            return self.fun(*args, **kwargs)
+        entry = built[0]
+        return entry.out_def.unflatten(call_staged(entry.staged, list(leaves) + entry.captures))
+
     def _traced_call(self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
                      statics: tuple[Any, ...]) -> Any:
         """Called on values traced by enclosing transforms (grad(jit(f)), vmap(jit(f)) ...)."""
@@ -572,7 +638,7 @@ class _Jitted:
         return entry.out_def.unflatten(call_staged(entry.staged, list(leaves) + entry.captures))
 
     def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
-               statics: tuple[Any, ...]) -> tuple[_Entry, list[Any]] | None:
+               statics: tuple[Any, ...], cache: bool = True) -> tuple[_Entry, list[Any]] | None:
         self._log_retrace(key)
         trace = StagingTrace("jit", self.fname, example=_example)
         before = _random_states(self.fun, [s[2] for s in statics])
@@ -596,7 +662,7 @@ class _Jitted:
         _check_random(before, self.fname)
         program = trace.program.optimize()
         entry = _Entry(program, Staged(program, self.fname), out_def)
-        if trace.captures:
+        if trace.captures or not cache:
             # values read through f's closure from enclosing transforms (as in
             # grad(lambda y: jit(lambda x: x * y)(2.0))) are implicit inputs after the explicit
             # ones; they belong to this call only, so the program is not cached
