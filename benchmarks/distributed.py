@@ -3,21 +3,32 @@
     python benchmarks/distributed.py                 # launches itself with mpiexec -n 1, then -n 2
     python benchmarks/distributed.py --ranks 1 2 4 --steps 200 --global-batch 256
     python benchmarks/distributed.py --blas-threads 2     # what oversubscribing the cores costs
+    python benchmarks/distributed.py --repeat 5 --baseline /tmp/old   # before/after, interleaved
 
 Each configuration runs ``--steps`` training steps of a 784-256-10 MLP (203,530
-parameters, float32; cross-entropy, SGD) with ``dist.allreduce_gradients`` and
-reports, as medians over the steps after warm-up, per rank:
+parameters, float32; cross-entropy, SGD) with ``dist.allreduce_gradients``. Every
+rank records every step; per step the columns are:
 
-* ``grad``: forward + backward on this rank's share of the batch;
-* ``allreduce``: ``allreduce_gradients`` (packing, MPI_Allreduce, unpacking), including
-  any wait for a slower rank;
-* ``wire``: the same allreduce right after a barrier (the transport alone);
-* ``step``: grad + allreduce + optimizer update.
+* ``grad``: forward + backward on this rank's share of the batch (the slowest rank);
+* ``allreduce incl. wait``: ``allreduce_gradients`` (packing, the in-place MPI
+  allreduce, scaling, unpacking), including any wait for a slower rank (the median of
+  the rank with the largest median: the definition of the first RESULTS.md tables);
+* ``exposed``: the allreduce time of the rank that arrived last (the smallest over
+  ranks): the communication on the step's critical path, which waits for nobody;
+* ``wait``: the largest minus the smallest, i.e. the time an early rank waits for the
+  last one (load imbalance and scheduling, not communication);
+* ``wire``: the same allreduce right after a barrier (no waiting);
+* ``step``: grad + allreduce + optimizer update (the slowest rank).
 
-Strong scaling keeps the global batch fixed (each rank gets 1/n of it); weak
-scaling keeps each rank's batch fixed. Efficiency = ideal time / measured time.
-Every rank runs one BLAS thread (OMP/OPENBLAS/MKL_NUM_THREADS=1). Timings are
-wall-clock: with fewer free cores than ranks they measure the machine, not funcgrad.
+Each column is the median over steps; with ``--repeat`` the median over runs of those
+medians. The share of communication is ``exposed / step`` (and, for comparison with
+the first tables, ``allreduce incl. wait / step``). Strong scaling keeps the global
+batch fixed (each rank gets 1/n of it); weak scaling keeps each rank's batch fixed.
+Efficiency = ideal time / measured time. Every rank runs one BLAS thread
+(OMP/OPENBLAS/MKL_NUM_THREADS=1). Timings are wall-clock: with fewer free cores than
+ranks they measure the machine, not funcgrad. ``--baseline DIR`` runs another
+checkout's funcgrad (e.g. ``git archive <commit> funcgrad | tar -x -C DIR``) through the
+same harness, alternating with this one, so before and after share the run window.
 """
 
 from __future__ import annotations
@@ -40,7 +51,6 @@ def worker(args: argparse.Namespace) -> None:
 
     import funcgrad as fg
     import funcgrad.distributed as dist
-    import funcgrad.numpy as fnp
 
     dist.initialize()
     n, r = dist.size(), dist.rank()
@@ -73,15 +83,23 @@ def worker(args: argparse.Namespace) -> None:
         t5 = time.perf_counter()
         if step >= args.warmup:
             rows.append((t1 - t0, t2 - t1, t3 - t0, t5 - t4))
-    med = np.median(np.array(rows), axis=0)
     dist.check_replicated(model, "model")
-    table = dist.world().transport(np).allgather(med)  # (ranks, 4)
+    # every rank's every step: (ranks, steps, 4)
+    table = dist.world().transport(np).allgather(np.array(rows)) * 1e3
     if r == 0:
-        worst = table.max(axis=0)
+        grad, ar, step, wire = (table[..., k] for k in range(4))
+        # the rank that reaches the allreduce last waits for nobody: its time is the communication on
+        # the step's critical path (exposed); the others' extra time is waiting for it (imbalance)
+        exposed = ar.min(axis=0)
         print("RESULT " + json.dumps({
             "ranks": n, "mode": args.mode, "params": nparams, "per_rank_batch": per_rank,
-            "grad_ms": 1e3 * worst[0], "allreduce_ms": 1e3 * worst[1], "step_ms": 1e3 * worst[2],
-            "wire_ms": 1e3 * worst[3], "bytes": 4 * nparams, "fg_mpi_lib": _mpi_lib(),
+            "grad_ms": float(np.median(grad.max(axis=0))),
+            "allreduce_ms": float(np.median(ar, axis=1).max()),
+            "exposed_ms": float(np.median(exposed)),
+            "wait_ms": float(np.median(ar.max(axis=0) - exposed)),
+            "step_ms": float(np.median(step.max(axis=0))),
+            "wire_ms": float(np.median(wire, axis=1).max()),
+            "bytes": 4 * nparams, "fg_mpi_lib": _mpi_lib(),
         }), flush=True)
 
 
@@ -91,19 +109,35 @@ def _mpi_lib() -> str:
     return MPI.Get_library_version().splitlines()[0].strip()
 
 
-def launch(n: int, args: argparse.Namespace) -> dict:
+def launch(n: int, args: argparse.Namespace, tree: Path = ROOT) -> dict:
     t = str(args.blas_threads)
     env = dict(os.environ, OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t, MKL_NUM_THREADS=t,
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+               PYTHONPATH=os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])))
     here = Path(sys.executable).parent / "mpiexec"
     mpiexec = str(here) if here.exists() else (shutil.which("mpiexec") or "mpiexec")
-    cmd = [mpiexec, "-n", str(n), sys.executable, "-m", "mpi4py", __file__, "--worker", "--mode", args.mode,
+    bind = ["-bind-to", "core"] if args.bind else []
+    cmd = [mpiexec, *bind, "-n", str(n), sys.executable, "-m", "mpi4py", __file__, "--worker", "--mode", args.mode,
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--global-batch", str(args.global_batch)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
     line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return dict(json.loads(line[len("RESULT "):]))
+
+
+COLUMNS = ("grad_ms", "allreduce_ms", "exposed_ms", "wait_ms", "wire_ms", "step_ms")
+
+
+def _median_runs(runs: list[dict]) -> dict:
+    """The median over repeated runs of every timing, plus each one's spread (min, max)."""
+    import statistics
+
+    out = dict(runs[0])
+    for k in COLUMNS:
+        vals = [r[k] for r in runs]
+        out[k] = statistics.median(vals)
+        out[k + "_spread"] = (min(vals), max(vals))
+    return out
 
 
 def main() -> None:
@@ -115,27 +149,43 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--global-batch", type=int, default=256)
     p.add_argument("--blas-threads", type=int, default=1, help="BLAS threads per rank (1 unless comparing)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per configuration (medians and spread reported)")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="another checkout's root: its funcgrad runs each configuration too, interleaved with ours")
+    p.add_argument("--bind", action="store_true", help="pin each rank to a core (mpiexec -bind-to core)")
     args = p.parse_args()
     if args.worker:
         worker(args)
         return
     modes = ["strong", "weak"] if args.mode == "both" else [args.mode]
-    print(f"| scaling | ranks | batch per rank | grad (ms) | allreduce (ms) | wire (ms) | step (ms) "
-          f"| allreduce share | efficiency |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    trees = [("this", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    print("| tree | scaling | ranks | batch per rank | grad (ms) | allreduce incl. wait (ms) | exposed (ms) "
+          "| wait (ms) | wire (ms) | step (ms) | share, exposed | share, incl. wait | efficiency |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    base: dict[str, dict] = {}
     for mode in modes:
         args.mode = mode
-        base = None
         for n in args.ranks:
-            res = launch(n, args)
-            if base is None:
-                base = res
-            ideal = base["step_ms"] / (n / args.ranks[0]) if mode == "strong" else base["step_ms"]
-            print(f"| {mode} | {n} | {res['per_rank_batch']} | {res['grad_ms']:.2f} | {res['allreduce_ms']:.3f} "
-                  f"| {res['wire_ms']:.3f} | {res['step_ms']:.2f} | {res['allreduce_ms'] / res['step_ms']:.1%} "
-                  f"| {ideal / res['step_ms']:.0%} |", flush=True)
-    print(f"\n{base['params'] if base else '?'} parameters ({base['bytes'] / 1e6 if base else 0:.2f} MB of float32 "
-          f"gradients); MPI: {base['fg_mpi_lib'] if base else '?'}")
+            runs: dict[str, list[dict]] = {name: [] for name, _ in trees}
+            for _ in range(args.repeat):  # interleaved: every tree once per round
+                for name, tree in trees:
+                    runs[name].append(launch(n, args, tree))
+            for name, _ in trees:
+                res = _median_runs(runs[name])
+                if n == args.ranks[0]:
+                    base[name] = res
+                ref = base[name]["step_ms"]
+                ideal = ref / (n / args.ranks[0]) if mode == "strong" else ref
+                lo, hi = res["step_ms_spread"]
+                print(f"| {name} | {mode} | {n} | {res['per_rank_batch']} | {res['grad_ms']:.2f} "
+                      f"| {res['allreduce_ms']:.3f} | {res['exposed_ms']:.3f} | {res['wait_ms']:.3f} "
+                      f"| {res['wire_ms']:.3f} | {res['step_ms']:.2f} ({lo:.2f}-{hi:.2f}) "
+                      f"| {res['exposed_ms'] / res['step_ms']:.1%} | {res['allreduce_ms'] / res['step_ms']:.1%} "
+                      f"| {ideal / res['step_ms']:.0%} |", flush=True)
+    any_res = next(iter(base.values()), None)
+    if any_res:
+        print(f"\n{any_res['params']} parameters ({any_res['bytes'] / 1e6:.2f} MB of float32 gradients); "
+              f"MPI: {any_res['fg_mpi_lib']}; {args.repeat} run(s) per row, medians (step: spread over runs)")
 
 
 if __name__ == "__main__":

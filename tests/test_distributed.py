@@ -87,6 +87,11 @@ class FakeComm:
             buf[...] = self.peer(buf)
 
 
+def times(k: float) -> Callable[[np.ndarray], np.ndarray]:
+    """A peer whose floating-point data is ``k`` times ours; integers (the packing-layout codes) as ours."""
+    return lambda a: k * a if a.dtype.kind in "fc" else a
+
+
 @pytest.fixture
 def fake_world():
     """A world of 2 ranks on the fake communicator (rank 0; rank 1 holds the same values)."""
@@ -296,7 +301,7 @@ def test_scalars_stay_0d(fake_world: Any) -> None:
 
 def test_allreduce_gradients_buckets_and_weights() -> None:
     dist.shutdown()
-    dist.initialize(comm=FakeComm(2, peer=lambda a: 3 * a))
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
     try:
         tree = {"a": np.ones((4, 5)), "b": [np.full(3, 2.0, np.float32), None], "c": np.arange(7.0)}
         out = dist.allreduce_gradients(tree, bucket_mb=100 / 2**20)  # 100-byte buckets: several
@@ -387,7 +392,7 @@ def test_check_replicated_names_the_leaf() -> None:
 
 def test_sync_gradients_chains_before_an_optimizer() -> None:
     dist.shutdown()
-    dist.initialize(comm=FakeComm(2, peer=lambda a: 3 * a))
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
     try:
         params = {"w": np.ones(3)}
         opt = fg.optim.chain(dist.sync_gradients(), fg.optim.sgd(0.5))
@@ -571,7 +576,7 @@ def test_ft_distributed_api() -> None:
 def test_ddp_broadcasts_buckets_and_averages() -> None:
     dist.shutdown()
     # we are rank 1; rank 0 holds 3x our values (and gradients)
-    dist.initialize(comm=FakeComm(2, rank=1, peer=lambda a: 3 * a))
+    dist.initialize(comm=FakeComm(2, rank=1, peer=times(3)))
     try:
         base = _net(0)
         ref = [p.detach().numpy().copy() for p in base.parameters()]
@@ -594,8 +599,9 @@ def test_ddp_broadcasts_buckets_and_averages() -> None:
             lambda p: seen.append(w.comm.calls.count("Iallreduce") - before))
         model(x).sum().backward()
         h.remove()
-        assert w.comm.calls.count("Iallreduce") - before == len(model._buckets)
-        assert 0 < seen[0] < len(model._buckets)  # earlier buckets went out while backward was running
+        # per bucket: its data and the check that every rank packed it in the same layout
+        assert w.comm.calls.count("Iallreduce") - before == 2 * len(model._buckets)
+        assert 0 < seen[0] < 2 * len(model._buckets)  # earlier buckets went out while backward was running
         for p, q in zip(model.parameters(), plain.parameters()):  # (g + 3 g) / 2
             np.testing.assert_allclose(p.grad.numpy(), 2 * q.grad.numpy(), rtol=1e-12)
         # no_sync: no communication; the next synced backward averages the accumulated sum

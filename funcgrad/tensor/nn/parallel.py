@@ -3,11 +3,17 @@
 Gradients are averaged over ranks *during* backward: each parameter's
 post-accumulate-grad hook marks it ready; a bucket (about ``bucket_cap_mb`` MiB
 of parameters, in reverse registration order, which is roughly the order
-backward produces them) is packed into a persistent flat buffer and its
-allreduce started (non-blocking over MPI) as soon as all its parameters and all
-earlier buckets are ready, so communication overlaps the rest of backward. When
+backward produces them) is packed into a persistent flat buffer (each gradient
+in its own memory order: a plain copy) and its allreduce started (non-blocking
+over MPI) as soon as all its parameters and all earlier buckets are ready. When
 the last bucket has started, the hook waits for all of them and writes the
-averaged values back into every ``.grad``.
+averaged values back into every ``.grad``, in place.
+
+MPICH (and most MPI libraries) move a non-blocking collective forward only while
+the process is inside an MPI call, and with one core per rank nothing else could
+move it: on a CPU the early start mostly saves the later start's latency rather
+than hiding the transfer behind backward (see docs/distributed.md). NCCL runs on
+its own stream, so there the overlap is real.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ... import distributed as _dist
+from ...distributed import buckets as _b
 from ...backend import namespace_of
 from ..grad_mode import no_grad
 from ..tensor import Tensor
@@ -27,15 +34,20 @@ __all__ = ["DistributedDataParallel"]
 
 
 class _Bucket:
-    __slots__ = ("params", "xp", "dtype", "size", "ready", "buffer")
+    """Parameters reduced together, their persistent flat buffer, and how each was packed."""
+
+    __slots__ = ("params", "xp", "dtype", "size", "ready", "buffer", "plan", "orders")
 
     def __init__(self, params: list[Any], xp: Any, dtype: Any) -> None:
         self.params = params
         self.xp = xp
         self.dtype = dtype
-        self.size = sum(int(p._value.size) for p in params)
+        sizes = [int(p._value.size) for p in params]
+        self.size = sum(sizes)
         self.ready: set[int] = set()
-        self.buffer: Any = None
+        self.buffer: Any = None  # allocated on first use; DDP owns it (every .grad keeps its own memory)
+        self.plan = _b.Bucket(xp, np.dtype(dtype), list(range(len(params))), sizes)
+        self.orders: list[str] = ["C"] * len(params)
 
 
 def _plan(params: list[Any], cap_bytes: int) -> list[_Bucket]:
@@ -166,26 +178,35 @@ class DistributedDataParallel(Module):
         xp = bucket.xp
         if bucket.buffer is None:
             bucket.buffer = xp.empty(bucket.size, dtype=bucket.dtype)
-        buf = bucket.buffer
-        o = 0
-        for p in bucket.params:
-            g = p.grad._value
-            n = int(g.size)
-            buf[o:o + n] = xp.reshape(g, (-1,))
-            o += n
-        return self._world.transport(xp).iallreduce_(buf)
+        grads = [p.grad._value for p in bucket.params]
+        bucket.orders = [_b.order_of(g) for g in grads]
+        return self._launch(bucket, grads)
+
+    def _launch(self, bucket: _Bucket, grads: list[Any]) -> tuple[Any, Any, np.ndarray]:
+        """Pack ``grads`` in ``bucket.orders`` and start the bucket's allreduce, plus the small
+        reduction that tells every rank whether all of them packed in the same layout."""
+        code = _b.layout_code(bucket.orders)
+        agree = np.array([code, -code], dtype=np.int64)
+        check = self._world.transport(np).iallreduce_(agree, "max")
+        _b.pack(bucket.plan, grads, bucket.orders, bucket.buffer)
+        return check, self._world.transport(bucket.xp).iallreduce_(bucket.buffer), agree
 
     def _finish(self) -> None:
         n = self._world.size
         with no_grad():
-            for bucket, req in zip(self._buckets, self._launched):
+            for bucket, (check, req, agree) in zip(self._buckets, self._launched):
+                check.wait()
                 req.wait()
+                if agree[0] != -agree[1]:  # some rank laid a gradient out differently: all redo in C order
+                    bucket.orders = ["C"] * len(bucket.params)
+                    _, req, _ = self._launch(bucket, [p.grad._value for p in bucket.params])
+                    req.wait()
                 buf = bucket.buffer
-                o = 0
-                for p in bucket.params:
-                    m = int(p._value.size)
-                    p.grad.copy_(Tensor._make(bucket.xp.reshape(buf[o:o + m] / n, p._value.shape)))
-                    o += m
+                buf /= n
+                out: list[Any] = [None] * len(bucket.params)
+                _b.views(bucket.plan, [p._value for p in bucket.params], bucket.orders, buf, out)
+                for p, v in zip(bucket.params, out):
+                    p.grad.copy_(Tensor._make(v))  # same layout as .grad: a plain memory copy
         self._reset()
 
     # ------------------------------------------------------------ user controls
