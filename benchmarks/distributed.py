@@ -4,6 +4,7 @@
     python benchmarks/distributed.py --ranks 1 2 4 --steps 200 --global-batch 256
     python benchmarks/distributed.py --blas-threads 2     # what oversubscribing the cores costs
     python benchmarks/distributed.py --repeat 5 --baseline /tmp/old   # before/after, interleaved
+    python benchmarks/distributed.py --front tensor --bucket-mb 0.25  # DistributedDataParallel
 
 Each configuration runs ``--steps`` training steps of a 784-256-10 MLP (203,530
 parameters, float32; cross-entropy, SGD) with ``dist.allreduce_gradients``. Every
@@ -19,6 +20,11 @@ rank records every step; per step the columns are:
   last one (load imbalance and scheduling, not communication);
 * ``wire``: the same allreduce right after a barrier (no waiting);
 * ``step``: grad + allreduce + optimizer update (the slowest rank).
+
+With ``--front tensor`` the same MLP (ReLU, like the functional one) runs in the Tensor
+layer wrapped in ``ft.nn.parallel.DistributedDataParallel``, whose allreduce runs inside
+backward from the gradient hooks: ``grad`` is forward + backward less the time spent in
+DDP's bucket work (pack, start, wait, copy back), which is the allreduce column.
 
 Each column is the median over steps; with ``--repeat`` the median over runs of those
 medians. The share of communication is ``exposed / step`` (and, for comparison with
@@ -47,6 +53,10 @@ SIZES = (784, 256, 10)
 
 
 def worker(args: argparse.Namespace) -> None:
+    (tensor_worker if args.front == "tensor" else functional_worker)(args)
+
+
+def functional_worker(args: argparse.Namespace) -> None:
     import numpy as np
 
     import funcgrad as fg
@@ -72,18 +82,78 @@ def worker(args: argparse.Namespace) -> None:
         t0 = time.perf_counter()
         g = grad_fn(model, x, y)
         t1 = time.perf_counter()
-        g = dist.allreduce_gradients(g)
+        g = dist.allreduce_gradients(g, bucket_mb=args.bucket_mb)
         t2 = time.perf_counter()
         upd, state = opt.update(g, state, model)
         model = fg.optim.apply_updates(model, upd)
         t3 = time.perf_counter()
         dist.barrier()
         t4 = time.perf_counter()
-        dist.allreduce_gradients(g)
+        dist.allreduce_gradients(g, bucket_mb=args.bucket_mb)
         t5 = time.perf_counter()
         if step >= args.warmup:
             rows.append((t1 - t0, t2 - t1, t3 - t0, t5 - t4))
     dist.check_replicated(model, "model")
+    _report(args, rows, nparams, per_rank)
+
+
+def tensor_worker(args: argparse.Namespace) -> None:
+    """The same MLP in the Tensor layer, wrapped in DistributedDataParallel: its allreduce runs inside
+    backward, from the gradient hooks; the time spent in them is the allreduce column."""
+    import numpy as np
+
+    import funcgrad.distributed as dist
+    import funcgrad.tensor as ft
+
+    ft.distributed.init_process_group("mpi")
+    n, r = dist.size(), dist.rank()
+    ft.manual_seed(0)
+    net = ft.nn.Sequential(ft.nn.Linear(SIZES[0], SIZES[1]), ft.nn.ReLU(), ft.nn.Linear(SIZES[1], SIZES[2]))
+    model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=args.bucket_mb)
+    nparams = sum(int(p.numel()) for p in model.parameters())
+    per_rank = args.global_batch // n if args.mode == "strong" else args.global_batch
+    rng = np.random.default_rng(r)
+    x = ft.tensor(rng.standard_normal((per_rank, SIZES[0])).astype(np.float32))
+    y = ft.tensor(rng.integers(0, SIZES[-1], per_rank))
+    opt = ft.optim.SGD(model.parameters(), lr=1e-3)
+    spent = [0.0]
+
+    def timed(fn):
+        def run(*a):
+            t = time.perf_counter()
+            try:
+                return fn(*a)
+            finally:
+                spent[0] += time.perf_counter() - t
+        return run
+
+    for name in ("_start", "_finish"):  # the hooks' communication work (pack, start, wait, copy back)
+        object.__setattr__(model, name, timed(getattr(model, name)))
+    rows = []
+    for step in range(args.steps + args.warmup):
+        spent[0] = 0.0
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        ft.nn.functional.cross_entropy(model(x), y).backward()
+        t1 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        dist.barrier()
+        t4 = time.perf_counter()
+        dist.allreduce_gradients([p.grad._value for p in model.parameters()], bucket_mb=args.bucket_mb)
+        t5 = time.perf_counter()
+        if step >= args.warmup:
+            rows.append((t1 - t0 - spent[0], spent[0], t3 - t0, t5 - t4))
+    dist.check_replicated([p.detach().numpy() for p in model.parameters()], "model")
+    _report(args, rows, nparams, per_rank)
+
+
+def _report(args: argparse.Namespace, rows: list, nparams: int, per_rank: int) -> None:
+    import numpy as np
+
+    import funcgrad.distributed as dist
+
+    n, r = dist.size(), dist.rank()
     # every rank's every step: (ranks, steps, 4)
     table = dist.world().transport(np).allgather(np.array(rows)) * 1e3
     if r == 0:
@@ -117,7 +187,8 @@ def launch(n: int, args: argparse.Namespace, tree: Path = ROOT) -> dict:
     mpiexec = str(here) if here.exists() else (shutil.which("mpiexec") or "mpiexec")
     bind = ["-bind-to", "core"] if args.bind else []
     cmd = [mpiexec, *bind, "-n", str(n), sys.executable, "-m", "mpi4py", __file__, "--worker", "--mode", args.mode,
-           "--steps", str(args.steps), "--warmup", str(args.warmup), "--global-batch", str(args.global_batch)]
+           "--steps", str(args.steps), "--warmup", str(args.warmup), "--global-batch", str(args.global_batch),
+           "--front", args.front, "--bucket-mb", str(args.bucket_mb)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
@@ -152,6 +223,9 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=1, help="runs per configuration (medians and spread reported)")
     p.add_argument("--baseline", type=Path, default=None,
                    help="another checkout's root: its funcgrad runs each configuration too, interleaved with ours")
+    p.add_argument("--front", choices=["functional", "tensor"], default="functional",
+                   help="functional: fg.grad + allreduce_gradients; tensor: ft.nn.parallel.DistributedDataParallel")
+    p.add_argument("--bucket-mb", type=float, default=25.0, help="bucket size (MiB) for both front ends")
     p.add_argument("--bind", action="store_true", help="pin each rank to a core (mpiexec -bind-to core)")
     args = p.parse_args()
     if args.worker:

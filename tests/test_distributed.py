@@ -322,6 +322,65 @@ def test_allreduce_gradients_buckets_and_weights() -> None:
         dist.shutdown()
 
 
+def test_allreduce_gradients_packs_in_memory_order_and_returns_owned_views() -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
+    try:
+        w_f = np.asfortranarray(np.arange(12.0).reshape(3, 4))  # a transposed gradient, as x.T @ g gives
+        tree = {"w": w_f, "b": np.ones(4), "s": np.arange(6.0).reshape(2, 3)[:, ::2]}  # s: not contiguous
+        out = dist.allreduce_gradients(tree)
+        for k in tree:
+            np.testing.assert_array_equal(out[k], 2 * tree[k])  # (x + 3x) / 2, exactly
+        assert out["w"].flags.f_contiguous and not out["w"].flags.c_contiguous  # its own order, no transpose
+        assert out["s"].flags.c_contiguous
+        # one flat buffer for the bucket, new for this call: never the input's memory, never a later call's
+        assert np.shares_memory(out["w"].base, out["b"]) and not np.shares_memory(out["w"], w_f)
+        again = dist.allreduce_gradients({"w": 5 * w_f, "b": np.zeros(4), "s": tree["s"]})
+        np.testing.assert_array_equal(out["w"], 2 * w_f)
+        assert not np.shares_memory(again["w"], out["w"])
+        np.testing.assert_array_equal(again["w"], 10 * w_f)
+    finally:
+        dist.shutdown()
+
+
+def test_allreduce_gradients_falls_back_to_c_order_when_layouts_differ() -> None:
+    # the peer holds the same (3, 4) gradient C-ordered while ours is Fortran-ordered: its flat
+    # buffer pairs other elements with ours, and its layout code (0: all C) differs from ours
+    w_f = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    floats = []
+
+    def peer(a: np.ndarray) -> np.ndarray:
+        if a.dtype.kind == "i":
+            return np.zeros_like(a)  # the peer packed everything in C order
+        floats.append(a.size)
+        # its buffer, packed in C order, while we packed in Fortran order; after the redo both are C
+        return a.reshape(4, 3).T.reshape(-1) if len(floats) == 1 else a
+
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=peer))
+    try:
+        out = dist.allreduce_gradients({"w": w_f}, op="sum")
+        np.testing.assert_array_equal(out["w"], 2 * w_f)  # a silent mismatch would scramble the sum
+        assert floats == [12, 12]  # reduced once in each rank's own order, then again in C order
+        assert dist.world().comm.calls.count("Iallreduce") == 3
+    finally:
+        dist.shutdown()
+
+
+def test_allreduce_gradients_integer_leaves_average_to_floats() -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=lambda a: a if a.dtype.kind == "i" and a.size == 2 else 3 * a))
+    try:
+        out = dist.allreduce_gradients({"n": np.array([1, 2, 3]), "x": np.ones(2, np.float32)})
+        assert out["n"].dtype == np.float64 and out["x"].dtype == np.float32
+        np.testing.assert_array_equal(out["n"], [2.0, 4.0, 6.0])
+        out = dist.allreduce_gradients({"n": np.array([1, 2, 3])}, op="sum")
+        assert out["n"].dtype == np.int64
+        np.testing.assert_array_equal(out["n"], [4, 8, 12])
+    finally:
+        dist.shutdown()
+
+
 def test_allreduce_gradients_weights() -> None:
     dist.shutdown()
     dist.initialize(comm=FakeComm(2, peer=lambda a: a + 1))
@@ -501,13 +560,17 @@ def test_device_path_equals_host_path(device_world: Any, monkeypatch: pytest.Mon
 
 
 def test_device_training_helpers(device_world: Any) -> None:
+    w_f = np.asfortranarray(np.arange(6.0).reshape(3, 2))
     tree = {"w": fb.to_fake(np.ones((3, 2))), "b": fb.to_fake(np.arange(3, dtype=np.float32)),
-            "z": fb.to_fake(np.ones(2, np.complex128))}
+            "z": fb.to_fake(np.ones(2, np.complex128)), "f": fb.FakeArray(w_f)}
     with fb.no_host_sync():
         out = dist.allreduce_gradients(tree)
         again = dist.broadcast_parameters(tree)
     assert all(isinstance(v, fb.FakeArray) for v in list(out.values()) + list(again.values()))
     np.testing.assert_allclose(out["w"].get(), np.ones((3, 2)))
+    np.testing.assert_array_equal(out["f"].get(), w_f)  # packed in Fortran order on the device
+    assert out["f"].flags.f_contiguous and not out["f"].flags.c_contiguous
+    np.testing.assert_array_equal(again["f"].get(), w_f)
     np.testing.assert_allclose(out["z"].get(), np.ones(2))
     assert out["b"].dtype == np.float32 and out["z"].dtype == np.complex128
     dist.check_replicated(tree)  # hashes on the device, 16 bytes per leaf come back
@@ -614,6 +677,62 @@ def test_ddp_broadcasts_buckets_and_averages() -> None:
         model(x).sum().backward()
         for p, q in zip(model.parameters(), plain.parameters()):
             np.testing.assert_allclose(p.grad.numpy(), 2 * 2 * q.grad.numpy(), rtol=1e-12)
+    finally:
+        dist.shutdown()
+
+
+def _record_reductions(comm: FakeComm) -> list[tuple[str, int]]:
+    """Wrap ``comm.Iallreduce`` to log (dtype kind, size) of every buffer it reduces."""
+    log: list[tuple[str, int]] = []
+    inner = comm.Iallreduce
+
+    def Iallreduce(send: Any, recv: np.ndarray, op: str = "sum") -> Any:
+        log.append((recv.dtype.kind, int(recv.size)))
+        return inner(send, recv, op)
+
+    comm.Iallreduce = Iallreduce  # type: ignore[method-assign]
+    return log
+
+
+def test_ddp_buckets_follow_reverse_parameter_order() -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
+    try:
+        net = _net(0)  # 0.weight (12), 0.bias (4), 2.weight (4), 2.bias (1): float64
+        model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=40 / 2**20)  # 5 float64 a bucket
+        ids = [id(p) for p in net.parameters()]
+        assert [[ids.index(id(p)) for p in b.params] for b in model._buckets] == [[3, 2], [1], [0]]
+        log = _record_reductions(dist.world().comm)
+        model(ft.randn(5, 3, dtype=ft.float64)).sum().backward()
+        # started in bucket order, each with its layout check (int64 [code, -code]) just before
+        assert log == [("i", 2), ("f", 5), ("i", 2), ("f", 4), ("i", 2), ("f", 12)]
+    finally:
+        dist.shutdown()
+
+
+def test_ddp_redoes_a_bucket_whose_layout_differs_between_ranks() -> None:
+    floats: list[int] = []
+
+    def peer(a: np.ndarray) -> np.ndarray:
+        if a.dtype.kind == "i":
+            return np.zeros_like(a)  # the peer packed every gradient in C order
+        floats.append(a.size)
+        if a.size == 12 and floats.count(12) == 1:  # 0.weight's (4, 3) gradient: ours Fortran, its C
+            return a.reshape(3, 4).T.reshape(-1)
+        return a
+
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=peer))
+    try:
+        net, plain = _net(0), _net(0)
+        model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=40 / 2**20)
+        x = ft.randn(5, 3, dtype=ft.float64)
+        model(x).sum().backward()
+        plain(x).sum().backward()
+        assert not net[0].weight.grad.numpy().flags.c_contiguous  # the case being tested
+        assert floats.count(12) == 2  # the Fortran-packed bucket went again, in C order
+        for p, q in zip(net.parameters(), plain.parameters()):
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())  # (g + g) / 2
     finally:
         dist.shutdown()
 
