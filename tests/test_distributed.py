@@ -188,6 +188,25 @@ def test_solo_world(solo_world: Any) -> None:
     dist.check_replicated(params)
 
 
+def test_ddp_in_a_world_of_one_rank_does_not_communicate() -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(1))
+    try:
+        net, plain = _net(0), _net(0)
+        model = ft.nn.parallel.DistributedDataParallel(net)
+        x = ft.randn(5, 3, dtype=ft.float64)
+        model(x).sum().backward()
+        plain(x).sum().backward()
+        assert "Iallreduce" not in dist.world().comm.calls
+        for p, q in zip(net.parameters(), plain.parameters()):
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+        net[0](x).sum().backward()  # a parameter left out is still named at the next forward
+        with pytest.raises(RuntimeError, match="did not produce gradients"):
+            model(x)
+    finally:
+        dist.shutdown()
+
+
 SOLO = [  # shapes valid for a world of one rank
     ("psum", lambda x: dist.psum(x), (2, 3)),
     ("pmean", lambda x: dist.pmean(x), (3,)),

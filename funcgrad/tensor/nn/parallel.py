@@ -175,6 +175,8 @@ class DistributedDataParallel(Module):
         self._finish()
 
     def _start(self, bucket: _Bucket) -> Any:
+        if self._world.size == 1:  # the average over one rank is its own gradient: nothing to move
+            return None
         xp = bucket.xp
         if bucket.buffer is None:
             bucket.buffer = xp.empty(bucket.size, dtype=bucket.dtype)
@@ -193,6 +195,9 @@ class DistributedDataParallel(Module):
 
     def _finish(self) -> None:
         n = self._world.size
+        if n == 1:
+            self._reset()
+            return
         with no_grad():
             for bucket, (check, req, agree) in zip(self._buckets, self._launched):
                 check.wait()
