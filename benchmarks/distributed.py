@@ -110,6 +110,7 @@ def tensor_worker(args: argparse.Namespace) -> None:
     ft.manual_seed(0)
     net = ft.nn.Sequential(ft.nn.Linear(SIZES[0], SIZES[1]), ft.nn.ReLU(), ft.nn.Linear(SIZES[1], SIZES[2]))
     model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=args.bucket_mb)
+    model.poll_progress = not args.no_poll
     nparams = sum(int(p.numel()) for p in model.parameters())
     per_rank = args.global_batch // n if args.mode == "strong" else args.global_batch
     rng = np.random.default_rng(r)
@@ -188,7 +189,7 @@ def launch(n: int, args: argparse.Namespace, tree: Path = ROOT) -> dict:
     bind = ["-bind-to", "core"] if args.bind else []
     cmd = [mpiexec, *bind, "-n", str(n), sys.executable, "-m", "mpi4py", __file__, "--worker", "--mode", args.mode,
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--global-batch", str(args.global_batch),
-           "--front", args.front, "--bucket-mb", str(args.bucket_mb)]
+           "--front", args.front, "--bucket-mb", str(args.bucket_mb), *(["--no-poll"] if args.no_poll else [])]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
@@ -226,6 +227,7 @@ def main() -> None:
     p.add_argument("--front", choices=["functional", "tensor"], default="functional",
                    help="functional: fg.grad + allreduce_gradients; tensor: ft.nn.parallel.DistributedDataParallel")
     p.add_argument("--bucket-mb", type=float, default=25.0, help="bucket size (MiB) for both front ends")
+    p.add_argument("--no-poll", action="store_true", help="tensor front: DDP does not test started reductions")
     p.add_argument("--bind", action="store_true", help="pin each rank to a core (mpiexec -bind-to core)")
     args = p.parse_args()
     if args.worker:

@@ -70,7 +70,7 @@ class FakeComm:
         self.calls.append("Iallreduce")
         assert send is None  # in place
         recv[...] = self._sum(recv.copy(), op)
-        return types.SimpleNamespace(Wait=lambda: None)
+        return types.SimpleNamespace(Wait=lambda: None, Test=lambda: self.calls.append("Test") or True)
 
     def Allgather(self, send: np.ndarray, recv: np.ndarray) -> None:
         self.calls.append("Allgather")
@@ -725,6 +725,13 @@ def test_ddp_buckets_follow_reverse_parameter_order() -> None:
         model(ft.randn(5, 3, dtype=ft.float64)).sum().backward()
         # started in bucket order, each with its layout check (int64 [code, -code]) just before
         assert log == [("i", 2), ("f", 5), ("i", 2), ("f", 4), ("i", 2), ("f", 12)]
+        # hooks that start nothing test the started reductions (MPI progresses them only in MPI calls)
+        calls = dist.world().comm.calls
+        assert calls.count("Test") > 0
+        model.poll_progress = False
+        n_tests = calls.count("Test")
+        model(ft.randn(5, 3, dtype=ft.float64)).sum().backward()
+        assert calls.count("Test") == n_tests
     finally:
         dist.shutdown()
 

@@ -79,7 +79,9 @@ class DistributedDataParallel(Module):
     every backward (``find_unused_parameters`` is not supported: a parameter
     missing at the next forward raises an error naming it). Inside
     :meth:`no_sync` gradients accumulate locally; the first backward after it
-    averages the accumulated sum.
+    averages the accumulated sum. ``poll_progress`` (default True): every
+    gradient hook that starts no bucket tests the started ones, so MPI moves them
+    forward during backward (MPICH does so only inside MPI calls).
 
     Example::
 
@@ -115,6 +117,8 @@ class DistributedDataParallel(Module):
         where = {id(p): b for b, bucket in enumerate(self._buckets) for p in bucket.params}
         object.__setattr__(self, "_bucket_of", where)
         object.__setattr__(self, "require_backward_grad_sync", True)
+        # test the started reductions from every later gradient hook (MPI progresses them only then)
+        object.__setattr__(self, "poll_progress", True)
         object.__setattr__(self, "_launched", [])
         object.__setattr__(self, "_handles", [p.register_post_accumulate_grad_hook(self._on_grad) for p in params])
 
@@ -170,9 +174,17 @@ class DistributedDataParallel(Module):
         while len(self._launched) < len(self._buckets):
             nxt = self._buckets[len(self._launched)]
             if len(nxt.ready) < len(nxt.params):
+                if self.poll_progress:
+                    self._poll()
                 return
             self._launched.append(self._start(nxt))
         self._finish()
+
+    def _poll(self) -> None:
+        """Let MPI move the started reductions forward (it does so only inside MPI calls)."""
+        for started in self._launched:
+            if started is not None:
+                started[1].test()
 
     def _start(self, bucket: _Bucket) -> Any:
         if self._world.size == 1:  # the average over one rank is its own gradient: nothing to move
