@@ -78,7 +78,7 @@ def _flat(x: Any, order: str) -> Any:
     return xp.reshape(x.T if order == "F" else x, (-1,))  # a view when the order matches the memory
 
 
-def pack(bucket: Bucket, leaves: list[Any], orders: list[str], buf: Any) -> None:
+def pack(bucket: Bucket, leaves: list[Any], orders: list[Any], buf: Any) -> None:
     """Copy the bucket's leaves into the 1-d ``buf`` (``bucket.total`` elements), each in its order."""
     o = 0
     for i, m in zip(bucket.idx, bucket.sizes):
@@ -86,7 +86,7 @@ def pack(bucket: Bucket, leaves: list[Any], orders: list[str], buf: Any) -> None
         o += m
 
 
-def views(bucket: Bucket, leaves: list[Any], orders: list[str], buf: Any, out: list[Any]) -> None:
+def views(bucket: Bucket, leaves: list[Any], orders: list[Any], buf: Any, out: list[Any]) -> None:
     """Set ``out[i]`` to a view of ``buf`` with the shape (and order) of ``leaves[i]``, for the bucket's leaves."""
     xp = bucket.xp
     o = 0
