@@ -197,6 +197,31 @@ def launch(n: int, args: argparse.Namespace, tree: Path = ROOT) -> dict:
     return dict(json.loads(line[len("RESULT "):]))
 
 
+def _busy_fraction(window: float = 0.5) -> float:
+    """The fraction of all CPUs' time spent busy over ``window`` seconds (Linux /proc/stat), else 0."""
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]  # total, idle + iowait
+    try:
+        t0, i0 = sample()
+        time.sleep(window)
+        t1, i1 = sample()
+    except OSError:
+        return 0.0
+    return 1.0 - (i1 - i0) / max(t1 - t0, 1)
+
+
+def _wait_idle(limit: float, busy: float = 0.1) -> float:
+    """Wait (up to ``limit`` s) until the CPUs are at most ``busy`` busy; returns the last busy fraction."""
+    end = time.monotonic() + limit
+    b = _busy_fraction()
+    while b > busy and time.monotonic() < end:
+        time.sleep(1.0)
+        b = _busy_fraction()
+    return b
+
+
 COLUMNS = ("grad_ms", "allreduce_ms", "exposed_ms", "wait_ms", "wire_ms", "step_ms")
 
 
@@ -228,6 +253,8 @@ def main() -> None:
                    help="functional: fg.grad + allreduce_gradients; tensor: ft.nn.parallel.DistributedDataParallel")
     p.add_argument("--bucket-mb", type=float, default=25.0, help="bucket size (MiB) for both front ends")
     p.add_argument("--no-poll", action="store_true", help="tensor front: DDP does not test started reductions")
+    p.add_argument("--wait-idle", type=float, default=0.0, metavar="S",
+                   help="before each run wait up to S seconds for the CPUs to be at most 10%% busy (shared machines)")
     p.add_argument("--bind", action="store_true", help="pin each rank to a core (mpiexec -bind-to core)")
     args = p.parse_args()
     if args.worker:
@@ -239,13 +266,16 @@ def main() -> None:
           "| wait (ms) | wire (ms) | step (ms) | share, exposed | share, incl. wait | efficiency |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     base: dict[str, dict] = {}
+    all_busy: list[float] = []
     for mode in modes:
         args.mode = mode
         for n in args.ranks:
             runs: dict[str, list[dict]] = {name: [] for name, _ in trees}
             for _ in range(args.repeat):  # interleaved: every tree once per round
                 for name, tree in trees:
-                    runs[name].append(launch(n, args, tree))
+                    busy = _wait_idle(args.wait_idle) if args.wait_idle > 0 else 0.0
+                    runs[name].append(dict(launch(n, args, tree), busy=busy))
+            all_busy.extend(r["busy"] for rs in runs.values() for r in rs)
             for name, _ in trees:
                 res = _median_runs(runs[name])
                 if n == args.ranks[0]:
@@ -258,6 +288,9 @@ def main() -> None:
                       f"| {res['wire_ms']:.3f} | {res['step_ms']:.2f} ({lo:.2f}-{hi:.2f}) "
                       f"| {res['exposed_ms'] / res['step_ms']:.1%} | {res['allreduce_ms'] / res['step_ms']:.1%} "
                       f"| {ideal / res['step_ms']:.0%} |", flush=True)
+    if args.wait_idle > 0:
+        print(f"\nbusy CPUs before the runs (other processes): at most {max(all_busy):.0%}, median "
+              f"{sorted(all_busy)[len(all_busy) // 2]:.0%} over {len(all_busy)} runs")
     any_res = next(iter(base.values()), None)
     if any_res:
         print(f"\n{any_res['params']} parameters ({any_res['bytes'] / 1e6:.2f} MB of float32 gradients); "
