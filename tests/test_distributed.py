@@ -402,11 +402,15 @@ def test_allreduce_gradients_integer_leaves_average_to_floats() -> None:
 
 def test_allreduce_gradients_weights() -> None:
     dist.shutdown()
-    dist.initialize(comm=FakeComm(2, peer=lambda a: a + 1))
+    # we: weight 1, gradient 2; the peer: weight 2, gradient 1.5. Each rank sends its gradient times
+    # weight / total weight: the peer's share is 1.5 * 2 / 3 = 1
+    peer = lambda a: a + 1 if a.ndim == 0 else (a if a.dtype.kind == "i" else np.ones_like(a))  # noqa: E731
+    dist.initialize(comm=FakeComm(2, peer=peer))
     try:
-        # we: weight 1, gradient 2 (weighted 2); the peer: weight 2, weighted gradient 3 (gradient 1.5)
         out = dist.allreduce_gradients({"g": np.full(2, 2.0)}, weight=1)
-        np.testing.assert_allclose(out["g"], (1 * 2 + 2 * 1.5) / 3 * np.ones(2))
+        np.testing.assert_allclose(out["g"], (1 * 2 + 2 * 1.5) / 3 * np.ones(2), rtol=1e-15)
+        out = dist.allreduce_gradients({"g": np.full(2, 2.0)}, weight=1, op="sum")  # size() times the mean
+        np.testing.assert_allclose(out["g"], 2 * 2 / 3 + 1 * np.ones(2), rtol=1e-15)
         with pytest.raises(ValueError, match="positive total"):
             dist.allreduce_gradients({"g": np.ones(2)}, weight=-0.5)
     finally:

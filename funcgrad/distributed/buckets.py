@@ -78,11 +78,16 @@ def _flat(x: Any, order: str) -> Any:
     return xp.reshape(x.T if order == "F" else x, (-1,))  # a view when the order matches the memory
 
 
-def pack(bucket: Bucket, leaves: list[Any], orders: list[Any], buf: Any) -> None:
-    """Copy the bucket's leaves into the 1-d ``buf`` (``bucket.total`` elements), each in its order."""
+def pack(bucket: Bucket, leaves: list[Any], orders: list[Any], buf: Any, scale: Any = None) -> None:
+    """Copy the bucket's leaves into the 1-d ``buf`` (``bucket.total`` elements), each in its order,
+    multiplied by ``scale`` on the way when it is not None (one pass either way)."""
+    xp = bucket.xp
     o = 0
     for i, m in zip(bucket.idx, bucket.sizes):
-        buf[o:o + m] = _flat(leaves[i], orders[i])
+        if scale is None:
+            buf[o:o + m] = _flat(leaves[i], orders[i])
+        else:
+            xp.multiply(_flat(leaves[i], orders[i]), scale, out=buf[o:o + m])
         o += m
 
 

@@ -43,15 +43,14 @@ def _array_leaves(tree: Any, what: str) -> tuple[list[Any], Any]:
     return [x if x is None or hasattr(x, "dtype") else np.asarray(x) for x in leaves], treedef
 
 
-def _start(buckets: list[_b.Bucket], leaves: list[Any], orders: list[Any], local: float | None) -> list[Any]:
-    """Pack each bucket into a new flat buffer and start its in-place allreduce: [(request, buffer)]."""
+def _start(buckets: list[_b.Bucket], leaves: list[Any], orders: list[Any], factor: float | None) -> list[Any]:
+    """Pack each bucket into a new flat buffer (floating-point ones times ``factor``) and start its
+    in-place allreduce: [(request, buffer)]."""
     w = world()
     started = []
     for bucket in buckets:
         buf = bucket.xp.empty(bucket.total, dtype=bucket.dtype)
-        _b.pack(bucket, leaves, orders, buf)
-        if local is not None:  # this rank's weight, applied in the buffer (no per-leaf temporaries)
-            buf *= local
+        _b.pack(bucket, leaves, orders, buf, factor if bucket.dtype.kind in "fc" else None)
         started.append((w.transport(bucket.xp).iallreduce_(buf), buf))
     return started
 
@@ -85,16 +84,17 @@ def allreduce_gradients(tree: Any, op: str = "mean", *, weight: Any = None, buck
             raise ValueError(f"allreduce_gradients: the weights sum to {float(weight)} over ranks; "
                              f"expected a positive total")
         return tree
-    total: float | None = None
-    local: float | None = None
+    # each rank scales its own share while packing (sum_r c g_r, one pass less than scaling the sum
+    # afterwards, and exact for power-of-two world sizes), as PyTorch's DDP pre-divides
     if weight is not None:
         total = float(w.transport(np).allreduce(np.asarray(float(weight), dtype=np.float64)))
         if total <= 0:
             raise ValueError(f"allreduce_gradients: the weights sum to {total} over ranks; expected a positive total")
-        local = float(weight)
-        # integer leaves become floating point when weighted (as ``x * weight`` does); others are
-        # weighted inside their bucket
-        leaves = [x * local if x is not None and np.dtype(x.dtype).kind not in "fc" else x for x in leaves]
+        factor: float | None = float(weight) * (1.0 / total if op == "mean" else w.size / total)
+        # integer leaves become floating point when weighted (as ``x * weight`` would)
+        leaves = [x * 1.0 if x is not None and np.dtype(x.dtype).kind not in "fc" else x for x in leaves]
+    else:
+        factor = 1.0 / w.size if op == "mean" else None
     buckets = _b.plan(leaves, int(bucket_mb * 2**20))
     orders = [None if x is None else _b.order_of(x) for x in leaves]
     # every rank must lay out every leaf alike: one small MAX-reduction of [code, -code] tells
@@ -102,27 +102,20 @@ def allreduce_gradients(tree: Any, op: str = "mean", *, weight: Any = None, buck
     code = _b.layout_code(orders)
     agree = np.array([code, -code], dtype=np.int64)
     check = w.transport(np).iallreduce_(agree, "max")
-    started = _start(buckets, leaves, orders, local)
+    started = _start(buckets, leaves, orders, factor)
     check.wait()
     if agree[0] != -agree[1]:  # the ranks disagree: all of them redo every bucket in C order
         for req, _ in started:
             req.wait()
         orders = [None if x is None else "C" for x in leaves]
-        started = _start(buckets, leaves, orders, local)
-    scale: float | None
-    if total is not None:
-        scale = 1.0 / total if op == "mean" else w.size / total
-    else:
-        scale = 1.0 / w.size if op == "mean" else None
+        started = _start(buckets, leaves, orders, factor)
     out: list[Any] = list(leaves)
     for bucket, (req, buf) in zip(buckets, started):
         req.wait()
-        if scale is not None and bucket.dtype.kind in "fc":
-            buf *= scale
         _b.views(bucket, leaves, orders, buf, out)
-        if scale is not None and bucket.dtype.kind not in "fc":  # integers: the mean is floating point
+        if factor is not None and bucket.dtype.kind not in "fc":  # integers: summed exactly, then averaged
             for i in bucket.idx:
-                out[i] = out[i] * scale
+                out[i] = out[i] * factor
     return tree_util.tree_unflatten(treedef, out)
 
 

@@ -202,12 +202,12 @@ class DistributedDataParallel(Module):
         code = _b.layout_code(bucket.orders)
         agree = np.array([code, -code], dtype=np.int64)
         check = self._world.transport(np).iallreduce_(agree, "max")
-        _b.pack(bucket.plan, grads, bucket.orders, bucket.buffer)
+        # each rank sends its gradient over the world size (as allreduce_gradients and PyTorch's DDP do)
+        _b.pack(bucket.plan, grads, bucket.orders, bucket.buffer, 1.0 / self._world.size)
         return check, self._world.transport(bucket.xp).iallreduce_(bucket.buffer), agree
 
     def _finish(self) -> None:
-        n = self._world.size
-        if n == 1:
+        if self._world.size == 1:
             self._reset()
             return
         with no_grad():
@@ -219,7 +219,6 @@ class DistributedDataParallel(Module):
                     _, req, _ = self._launch(bucket, [p.grad._value for p in bucket.params])
                     req.wait()
                 buf = bucket.buffer
-                buf /= n
                 out: list[Any] = [None] * len(bucket.params)
                 _b.views(bucket.plan, [p._value for p in bucket.params], bucket.orders, buf, out)
                 for p, v in zip(bucket.params, out):
