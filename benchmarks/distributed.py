@@ -110,7 +110,8 @@ def tensor_worker(args: argparse.Namespace) -> None:
     n, r = dist.size(), dist.rank()
     ft.manual_seed(0)
     net = ft.nn.Sequential(ft.nn.Linear(SIZES[0], SIZES[1]), ft.nn.ReLU(), ft.nn.Linear(SIZES[1], SIZES[2]))
-    model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=args.bucket_mb)
+    model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=args.bucket_mb,
+                                                   **({"gradient_as_bucket_view": True} if args.bucket_view else {}))
     model.poll_progress = not args.no_poll
     nparams = sum(int(p.numel()) for p in model.parameters())
     per_rank = args.global_batch // n if args.mode == "strong" else args.global_batch
@@ -135,7 +136,7 @@ def tensor_worker(args: argparse.Namespace) -> None:
     for step in range(args.steps + args.warmup):
         spent[0] = 0.0
         t0 = time.perf_counter()
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=not args.bucket_view)
         ft.nn.functional.cross_entropy(model(x), y).backward()
         t1 = time.perf_counter()
         opt.step()
@@ -190,7 +191,8 @@ def launch(n: int, args: argparse.Namespace, tree: Path = ROOT) -> dict:
     bind = ["-bind-to", "core"] if args.bind else []
     cmd = [mpiexec, *bind, "-n", str(n), sys.executable, "-m", "mpi4py", __file__, "--worker", "--mode", args.mode,
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--global-batch", str(args.global_batch),
-           "--front", args.front, "--bucket-mb", str(args.bucket_mb), *(["--no-poll"] if args.no_poll else [])]
+           "--front", args.front, "--bucket-mb", str(args.bucket_mb), *(["--no-poll"] if args.no_poll else []),
+           *(["--bucket-view"] if args.bucket_view else [])]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
@@ -251,6 +253,8 @@ def main() -> None:
     p.add_argument("--front", choices=["functional", "tensor"], default="functional",
                    help="functional: fg.grad + allreduce_gradients; tensor: ft.nn.parallel.DistributedDataParallel")
     p.add_argument("--bucket-mb", type=float, default=25.0, help="bucket size (MiB) for both front ends")
+    p.add_argument("--bucket-view", action="store_true",
+                   help="tensor front: gradient_as_bucket_view=True and zero_grad(set_to_none=False)")
     p.add_argument("--no-poll", action="store_true", help="tensor front: DDP does not test started reductions")
     p.add_argument("--wait-idle", type=float, default=0.0, metavar="S",
                    help="before each run wait up to S seconds for the CPUs to be at most 10%% busy (shared machines)")

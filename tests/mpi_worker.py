@@ -223,6 +223,23 @@ for (name, p), q in zip(model.module.named_parameters(), ref_net.parameters()):
     close(p.detach().numpy(), q.detach().numpy(), f"DDP training {name}")
 dist.check_replicated([p.detach().numpy() for p in model.parameters()], "DDP params")
 
+# the same training with every .grad a view of its bucket and gradients kept between steps
+# (accumulated and packed in place): bitwise the same parameters
+vmodel = ft.nn.parallel.DistributedDataParallel(net(R), bucket_cap_mb=4e-4, gradient_as_bucket_view=True)
+vopt = ft.optim.SGD(vmodel.parameters(), lr=0.1, momentum=0.9)
+for step in range(20):
+    vopt.zero_grad(set_to_none=False)
+    if step % 2:
+        with vmodel.no_sync():
+            (ft.nn.functional.mse_loss(vmodel(xb[:half]), yb[:half]) / 2).backward()
+        (ft.nn.functional.mse_loss(vmodel(xb[half:]), yb[half:]) / 2).backward()
+    else:
+        ft.nn.functional.mse_loss(vmodel(xb), yb).backward()
+    vopt.step()
+for (name, p), q in zip(vmodel.module.named_parameters(), model.module.parameters()):
+    np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=f"rank {R}: bucket views {name}")
+    assert any(np.shares_memory(p.grad.numpy(), b.buffer) for b in vmodel._buckets)
+
 
 # ---------------------------------------------------------------- bucket packing, layouts, overlap
 # Leaves are packed in their own memory order; a Fortran-ordered leaf on one rank and a C-ordered

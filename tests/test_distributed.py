@@ -740,6 +740,36 @@ def test_ddp_buckets_follow_reverse_parameter_order() -> None:
         dist.shutdown()
 
 
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_ddp_gradient_as_bucket_view(set_to_none: bool) -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
+    try:
+        x = ft.randn(5, 3, dtype=ft.float64)
+        models = {}
+        for as_view in (False, True):
+            net = _net(0)
+            model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=40 / 2**20,
+                                                           gradient_as_bucket_view=as_view)
+            opt = ft.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            grads = []
+            for step in range(3):
+                opt.zero_grad(set_to_none=set_to_none)
+                model(x).pow(2).sum().backward()
+                grads.append([p.grad.numpy().copy() for p in net.parameters()])
+                opt.step()
+            models[as_view] = (model, grads)
+        (_, copied), (model, viewed) = models[False], models[True]
+        for a, b in zip(copied, viewed):
+            for u, v in zip(a, b):
+                np.testing.assert_array_equal(u, v)  # bitwise the same training
+        for bucket in model._buckets:  # every .grad lives in its bucket's buffer
+            for p in bucket.params:
+                assert np.shares_memory(p.grad.numpy(), bucket.buffer)
+    finally:
+        dist.shutdown()
+
+
 def test_ddp_redoes_a_bucket_whose_layout_differs_between_ranks() -> None:
     floats: list[int] = []
 

@@ -36,7 +36,7 @@ __all__ = ["DistributedDataParallel"]
 class _Bucket:
     """Parameters reduced together, their persistent flat buffer, and how each was packed."""
 
-    __slots__ = ("params", "xp", "dtype", "size", "ready", "buffer", "plan", "orders")
+    __slots__ = ("params", "xp", "dtype", "size", "ready", "buffer", "plan", "orders", "views", "view_orders")
 
     def __init__(self, params: list[Any], xp: Any, dtype: Any) -> None:
         self.params = params
@@ -48,6 +48,9 @@ class _Bucket:
         self.buffer: Any = None  # allocated on first use; DDP owns it (every .grad keeps its own memory)
         self.plan = _b.Bucket(xp, np.dtype(dtype), list(range(len(params))), sizes)
         self.orders: list[str] = ["C"] * len(params)
+        # gradient_as_bucket_view: the .grad tensors made over the buffer, and the orders they assume
+        self.views: list[Any] = [None] * len(params)
+        self.view_orders: list[str] = []
 
 
 def _plan(params: list[Any], cap_bytes: int) -> list[_Bucket]:
@@ -79,7 +82,12 @@ class DistributedDataParallel(Module):
     every backward (``find_unused_parameters`` is not supported: a parameter
     missing at the next forward raises an error naming it). Inside
     :meth:`no_sync` gradients accumulate locally; the first backward after it
-    averages the accumulated sum. ``poll_progress`` (default True): every
+    averages the accumulated sum. ``gradient_as_bucket_view=True`` (as in
+    PyTorch) makes every ``.grad`` a view of its bucket's buffer after the first
+    synced backward instead of copying the averages back: one pass over the
+    gradients less, and no packing copy either when gradients are kept between
+    steps (``zero_grad(set_to_none=False)``); each synced backward then
+    overwrites those ``.grad`` tensors in place. ``poll_progress`` (default True): every
     gradient hook that starts no bucket tests the started ones, so MPI moves them
     forward during backward (MPICH does so only inside MPI calls).
 
@@ -94,7 +102,8 @@ class DistributedDataParallel(Module):
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
                  broadcast_buffers: bool = True, process_group: Any = None, bucket_cap_mb: float = 25.0,
-                 find_unused_parameters: bool = False, **kwargs: Any) -> None:
+                 find_unused_parameters: bool = False, gradient_as_bucket_view: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: expected an ft.nn.Module, got {type(module).__name__}")
@@ -117,6 +126,7 @@ class DistributedDataParallel(Module):
         where = {id(p): b for b, bucket in enumerate(self._buckets) for p in bucket.params}
         object.__setattr__(self, "_bucket_of", where)
         object.__setattr__(self, "require_backward_grad_sync", True)
+        object.__setattr__(self, "gradient_as_bucket_view", bool(gradient_as_bucket_view))
         # test the started reductions from every later gradient hook (MPI progresses them only then)
         object.__setattr__(self, "poll_progress", True)
         object.__setattr__(self, "_launched", [])
@@ -221,9 +231,25 @@ class DistributedDataParallel(Module):
                 buf = bucket.buffer
                 out: list[Any] = [None] * len(bucket.params)
                 _b.views(bucket.plan, [p._value for p in bucket.params], bucket.orders, buf, out)
-                for p, v in zip(bucket.params, out):
-                    p.grad.copy_(Tensor._make(v))  # same layout as .grad: a plain memory copy
+                if self.gradient_as_bucket_view:
+                    self._bind_views(bucket, out)
+                else:
+                    for p, v in zip(bucket.params, out):
+                        p.grad.copy_(Tensor._make(v))  # same layout as .grad: a plain memory copy
         self._reset()
+
+    @staticmethod
+    def _bind_views(bucket: _Bucket, out: list[Any]) -> None:
+        """Make each ``.grad`` the bucket's view (no copy back); later backwards that keep the
+        gradients (``zero_grad(set_to_none=False)``, ``no_sync``) then accumulate in the bucket and
+        pack in place."""
+        same = bucket.orders == bucket.view_orders
+        for k, (p, v) in enumerate(zip(bucket.params, out)):
+            if not same or p.grad is not bucket.views[k]:
+                t = Tensor._make(v)
+                p.grad = t
+                bucket.views[k] = t
+        bucket.view_orders = list(bucket.orders)
 
     # ------------------------------------------------------------ user controls
     @contextlib.contextmanager
