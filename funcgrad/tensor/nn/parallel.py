@@ -10,10 +10,10 @@ the last bucket has started, the hook waits for all of them and writes the
 averaged values back into every ``.grad``, in place.
 
 MPICH (and most MPI libraries) move a non-blocking collective forward only while
-the process is inside an MPI call, and with one core per rank nothing else could
-move it: on a CPU the early start mostly saves the later start's latency rather
-than hiding the transfer behind backward (see docs/distributed.md). NCCL runs on
-its own stream, so there the overlap is real.
+the process is inside an MPI call, so later hooks test the started reductions;
+on a CPU, where one core per rank does both the compute and the copying, an
+early start saves waiting rather than work (see docs/distributed.md). NCCL runs
+on its own CUDA stream, so there the overlap is real.
 """
 
 from __future__ import annotations
