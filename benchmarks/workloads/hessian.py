@@ -80,6 +80,27 @@ EAGER_PEERS = ("autograd hessian", "torch.autograd.functional.hessian(vectorize=
                "jax eager hessian")
 
 
+FT_HESSIAN = "funcgrad.tensor autograd.functional.hessian"
+FT_HESSIAN_VEC = "funcgrad.tensor autograd.functional.hessian(vectorize=True)"
+
+
+def _tensor_rows(a, x, n: int) -> list[Entry]:
+    """The same f on Tensors through ``ft.autograd.functional.hessian`` (issue 12): recorded by the
+    Tensor layer, differentiated by its backward walk, the n rows of the outer Jacobian in one walk
+    batched by fg.vmap (``vectorize=True``, and the default too since the walk runs no user code)."""
+    import funcgrad.tensor as ft
+
+    fa, fx = ft.tensor(a), ft.tensor(x)
+
+    def f_ft(t):
+        u = ft.tanh(fa @ t)
+        return (u * u).sum() + 0.5 * (t @ t)
+
+    hess = ft.autograd.functional.hessian
+    return [Entry(FT_HESSIAN, lambda: hess(f_ft, fx), check=lambda h: h.numpy()),
+            Entry(FT_HESSIAN_VEC, lambda: hess(f_ft, fx, vectorize=True), check=lambda h: h.numpy())]
+
+
 def hessian_table(ctx: Context, n: int) -> Table:
     a, x, _ = _problem(n)
     f_fg, hess_np, _ = _fns(a)
@@ -117,8 +138,11 @@ def hessian_table(ctx: Context, n: int) -> Table:
             Entry("jax eager hessian", lambda: jh(jx).block_until_ready(), check=lambda h: h),
             Entry("jax jit hessian", lambda: jjh(jx).block_until_ready(), check=lambda h: h),
         ]
+    rows += _tensor_rows(a, x, n)
     targets = []
     if n == 200 or ctx.smoke:
+        targets.append(Target(f"ft.autograd.functional.hessian n={n} <= 1.5x funcgrad hessian",
+                              FT_HESSIAN, ("funcgrad hessian",), 1.5, issue="12"))
         targets.append(Target(f"(d) Hessian n={n} <= 0.5x the best eager peer", "funcgrad hessian",
                               EAGER_PEERS, 0.5))
         targets.append(Target(f"jit(hessian) n={n} <= 0.5x the best eager peer", "funcgrad jit(hessian)",

@@ -15,9 +15,10 @@ Functions); nothing changes for real dtypes.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -202,13 +203,57 @@ def _needed(counts: dict[Any, Any], targets: set[Any]) -> set[Any]:
     return {n for n, v in memo.items() if v}
 
 
+class BackwardPass:
+    """One running backward pass (``backward`` or ``autograd.grad`` call), as :func:`current_pass` gives it.
+
+    Callbacks queued on it run in order once its walk has finished (PyTorch's
+    ``Variable._execution_engine.queue_callback``; a callback may queue more). The object
+    itself tells passes apart (PyTorch's graph task id): keep per-pass state keyed by it.
+    """
+
+    __slots__ = ("callbacks", "__weakref__")
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[], Any]] = []
+
+    def queue_callback(self, callback: Callable[[], Any]) -> None:
+        self.callbacks.append(callback)
+
+
+_passes = threading.local()  # .stack: the passes running in this thread, innermost last
+
+
+def current_pass() -> BackwardPass | None:
+    """The backward pass now running in this thread (the innermost, when a hook runs backward again),
+    or None outside one. Used by ``ft.autograd.graph.register_multi_grad_hook``.
+
+    Example::
+
+        from funcgrad.tensor.backward import current_pass
+
+        x.register_hook(lambda g: current_pass().queue_callback(lambda: print("pass done")))
+    """
+    stack = getattr(_passes, "stack", None)
+    return stack[-1] if stack else None
+
+
 def run_backward(*args: Any, **kwargs: Any) -> Any:
-    """The backward walk (:func:`_run_backward`), with NumPy's floating-point warnings silenced."""
+    """The backward walk (:func:`_run_backward`), with NumPy's floating-point warnings silenced,
+    then the callbacks queued on its :class:`BackwardPass`."""
     token = _graph.fp_quiet()
+    bp = BackwardPass()
+    stack = _passes.__dict__.setdefault("stack", [])
+    stack.append(bp)
     try:
         with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
-            return _run_backward(*args, **kwargs)
+            captured = _run_backward(*args, **kwargs)
+        k = 0
+        while k < len(bp.callbacks):
+            bp.callbacks[k]()
+            k += 1
+        return captured
     finally:
+        stack.pop()
         _graph.fp_restore(token)
 
 
@@ -399,7 +444,7 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool,
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(out, Tensor):
             raise TypeError(f"outputs must be Tensors, got {type(out).__name__} at position {i}")
-        if not out._requires_grad:
+        if not out.requires_grad:  # (the property: a view whose base changed in place is refreshed)
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if out._value.size != 1:
@@ -467,7 +512,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         for t in ins:
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs to backward() must be Tensors, got {type(t).__name__}")
-            if not t._requires_grad:
+            if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             edges.append(edge_of(t))
         captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=True)
@@ -507,7 +552,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     for t in ins:
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs to grad() must be Tensors, got {type(t).__name__}")
-        if not t._requires_grad:
+        if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if is_grads_batched:
         return _batched_grad(outs, ins, gouts, retain_graph, create_graph, allow_unused, materialize_grads)

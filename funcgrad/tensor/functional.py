@@ -9,6 +9,7 @@ a gradient). Results are detached unless ``create_graph=True``.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, Callable, cast
 
 from .backward import grad as _grad
@@ -213,9 +214,12 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
              vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
     """The Jacobian: for output ``i`` and input ``j``, a tensor of shape ``out_i.shape + in_j.shape``.
 
-    ``vectorize=True`` computes all rows in one batched call (here a loop over
-    the rows with ``is_grads_batched``: the same numbers). ``strategy`` may be
-    "reverse-mode" or "forward-mode" (the latter is computed in reverse mode too).
+    ``vectorize=True`` computes all rows in one backward walk batched by ``fg.vmap`` (without
+    ``create_graph`` or ``strict``; the same numbers as the row-by-row loop, which it falls back to
+    when an op does not batch). With ``vectorize=False`` the rows are computed one by one, except
+    when the walk runs no user code (no hooks, custom Functions, retained gradients): then the
+    batched walk gives the same result, faster. ``strategy`` may be "reverse-mode" or
+    "forward-mode" (the latter is computed in reverse mode too).
 
     Example::
 
@@ -243,6 +247,12 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
 
     jac: list[Any] = []
     for i, o in enumerate(outs):
+        if (not create_graph and not strict and o.requires_grad and o.is_floating_point()
+                and (vectorize or _plain_graph(o))):
+            blocks = _vectorized_rows(o, ins)
+            if blocks is not None:
+                jac.append(blocks if is_tuple_in else blocks[0])
+                continue
         rows: list[Any] = [[] for _ in ins]
         n = o.numel()
         flat = o.reshape(-1)
@@ -272,6 +282,80 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
         jac.append(tuple(per_in) if is_tuple_in else per_in[0])
     result = tuple(jac) if is_tuple_out else jac[0]
     return _finish(result, create_graph)
+
+
+def _plain_graph(out: Tensor) -> bool:
+    """True when a backward walk from ``out`` runs no user code (only primitive nodes and leaves;
+    no tensor or node hooks, retained gradients, custom Functions, anomaly mode): then one batched
+    walk is indistinguishable from the row-by-row loop, so ``vectorize=False`` may take it too."""
+    from . import graph as _g
+
+    kinds = tuple(k for k in (getattr(_g, "PrimNode", None), getattr(_g, "AccumulateGrad", None)) if k is not None)
+    if len(kinds) != 2 or _g.anomaly.enabled:
+        return False
+    seen: set[int] = set()
+    stack = [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if not isinstance(node, kinds) or any(
+                getattr(node, a, None) for a in ("_hooks", "_prehooks", "_tensor_prehooks", "_retain")):
+            return False
+        if isinstance(node, kinds[1]):
+            leaf = node.variable
+            if leaf is not None and (getattr(leaf, "_hooks", None) or getattr(leaf, "_post_hooks", None)):
+                return False
+            continue
+        stack.extend(nxt for nxt, _ in node.next_functions)
+    return True
+
+
+_BATCH_ELEMENTS = 1 << 22  # rows per batched walk: about this many elements per cotangent batch
+
+
+def _vectorized_rows(out: Tensor, ins: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The rows of ``d out / d ins`` from backward walks over the recorded graph ``fg.vmap``-ed over
+    the one-hot cotangents (the walk's derivative rules are funcgrad.numpy functions, so they batch),
+    as PyTorch vmaps ``autograd.grad``: one walk, or one per chunk of rows when the batch would be
+    large (memory stays bounded). Blocks of shape ``out.shape + in.shape``; None when some step of
+    the walk does not batch (the caller then loops over the rows)."""
+    import funcgrad as fg
+
+    from ..backend import namespace_of
+    from .creation import zeros_like
+
+    flat = out.reshape(-1)
+    n = flat.numel()
+    xp = namespace_of(flat._value)
+    width = max([n] + [t.numel() for t in ins])
+    chunk = max(1, min(n, _BATCH_ELEMENTS // max(width, 1)))
+
+    def row(e: Any) -> tuple[Any, ...]:
+        g = _grad(flat, list(ins), grad_outputs=Tensor._make(e), retain_graph=True, allow_unused=True)
+        return tuple(None if r is None else r._value for r in g)
+
+    parts = []
+    try:
+        with warnings.catch_warnings():  # a rule without a batching rule loops inside vmap: the user
+            warnings.filterwarnings("ignore", message="vmap: primitive .* has no batching rule")  # did not ask
+            for lo in range(0, n, chunk):
+                m = min(chunk, n - lo)
+                seeds = xp.zeros((m, n), dtype=flat._value.dtype)
+                seeds[xp.arange(m), lo + xp.arange(m)] = 1
+                parts.append(fg.vmap(row)(seeds))
+    except Exception:  # noqa: BLE001 - an op whose rule does not batch: the caller loops instead
+        return None
+    blocks = []
+    for k, t in enumerate(ins):
+        pieces = [p[k] for p in parts]
+        if any(p is None for p in pieces):
+            whole = zeros_like(t).expand(n, *t.shape)
+        else:
+            whole = Tensor._make(pieces[0] if len(pieces) == 1 else xp.concatenate(pieces, axis=0))
+        blocks.append(whole.reshape(tuple(out.shape) + tuple(t.shape)))
+    return tuple(blocks)
 
 
 @_grad_enabled

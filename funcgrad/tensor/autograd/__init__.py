@@ -43,3 +43,25 @@ class Variable(metaclass=_VariableMeta):
         if requires_grad:
             t = t.detach().requires_grad_(True) if t._node is None else t
         return t
+
+
+class _ExecutionEngine:
+    """``Variable._execution_engine``: what PyTorch code reaches for to queue a callback."""
+
+    @staticmethod
+    def queue_callback(callback: Any) -> None:
+        """Run ``callback()`` once the backward pass now running has finished (only inside one).
+
+        Example::
+
+            x.register_hook(lambda g: ft.autograd.Variable._execution_engine.queue_callback(lambda: print("done")))
+        """
+        from ..backward import current_pass
+
+        bp = current_pass()
+        if bp is None:
+            raise RuntimeError("Final callbacks can only be installed during backward pass.")
+        bp.queue_callback(callback)
+
+
+Variable._execution_engine = _ExecutionEngine()  # type: ignore[attr-defined]

@@ -1,6 +1,8 @@
-"""``ft.autograd.graph``: graph nodes, saved-tensor hooks, gradient edges."""
+"""``ft.autograd.graph``: graph nodes, saved-tensor hooks, gradient edges, multi-tensor gradient hooks."""
 
-from typing import Any
+import threading
+import weakref
+from typing import Any, Callable, Sequence
 
 from ..graph import (  # noqa: F401
     Node, RemovableHandle, SavedTensor, disable_saved_tensors_hooks, get_gradient_edge, save_on_cpu,
@@ -8,7 +10,109 @@ from ..graph import (  # noqa: F401
 )
 
 __all__ = ["Node", "SavedTensor", "RemovableHandle", "saved_tensors_hooks", "save_on_cpu",
-           "disable_saved_tensors_hooks", "get_gradient_edge", "to_dot", "to_svg"]
+           "disable_saved_tensors_hooks", "get_gradient_edge", "register_multi_grad_hook", "to_dot", "to_svg"]
+
+
+class _MultiHandle(RemovableHandle):
+    """The handle of :func:`register_multi_grad_hook`: ``remove()`` takes off every tensor hook it placed."""
+
+    __slots__ = ("_handles", "_removed")
+
+    def __init__(self, handles: tuple[RemovableHandle, ...], removed: list[bool]):
+        self._handles = handles
+        self._removed = removed
+
+    def remove(self) -> None:
+        self._removed[0] = True
+        for h in self._handles:
+            h.remove()
+
+
+def register_multi_grad_hook(tensors: Sequence[Any], fn: Callable[..., Any], *, mode: str = "all") -> RemovableHandle:
+    """Call ``fn`` once per backward pass with the gradients of several tensors (``torch.autograd.graph``).
+
+    ``mode="all"``: ``fn(grads)`` gets a list with one entry per tensor, the gradient
+    computed in this pass or None for a tensor the pass did not reach (not in the graph,
+    or not needed for the ``inputs=`` of ``backward``/``autograd.grad``); it runs when the
+    pass has finished, and only in passes that reached at least one of the tensors.
+    ``mode="any"``: ``fn(grad)`` gets the first of their gradients computed in the pass;
+    tensors that do not require grad are skipped. ``fn``'s return value is ignored (the
+    gradients are not replaced). Returns a handle whose ``remove()`` takes the hook off.
+
+    Example::
+
+        a = ft.ones(2, requires_grad=True)
+        b = ft.ones(2, requires_grad=True)
+        seen = []
+        h = ft.autograd.graph.register_multi_grad_hook((a, b), lambda gs: seen.append([g is not None for g in gs]))
+        (a * 2).sum().backward()   # seen == [[True, False]]
+        h.remove()
+    """
+    from ..backward import BackwardPass, current_pass
+    from ..tensor import Tensor
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    if not callable(fn):
+        raise TypeError(f"register_multi_grad_hook expects a callable fn, got {type(fn).__name__}")
+    tensors = tuple(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"register_multi_grad_hook expects a sequence of Tensors, got {type(t).__name__} at "
+                            f"position {i}")
+    lock = threading.Lock()
+    removed = [False]
+
+    def this_pass() -> BackwardPass:
+        p = current_pass()
+        if p is None:
+            raise RuntimeError("expected this hook to be called inside a backward call")
+        return p
+
+    if mode == "all":
+        n = len(tensors)
+        pending: "weakref.WeakKeyDictionary[BackwardPass, list[Any]]" = weakref.WeakKeyDictionary()
+
+        def flush(p: BackwardPass) -> None:
+            grads = pending.pop(p)
+            if not removed[0]:
+                fn(grads)
+
+        def gather(idx: int) -> Callable[[Any], None]:
+            def hook(grad: Any) -> None:
+                p = this_pass()
+                with lock:
+                    grads = pending.get(p)
+                    first = grads is None
+                    if grads is None:
+                        grads = pending[p] = [None] * n
+                grads[idx] = grad
+                if first:
+                    p.queue_callback(lambda: flush(p))
+            return hook
+
+        placed: list[RemovableHandle] = []
+        try:
+            for i, t in enumerate(tensors):
+                placed.append(t.register_hook(gather(i)))
+        except Exception:
+            for h in placed:  # a tensor that cannot take a hook: leave none behind
+                h.remove()
+            raise
+        handles = tuple(placed)
+    else:
+        ran: "weakref.WeakSet[BackwardPass]" = weakref.WeakSet()
+
+        def first(grad: Any) -> None:
+            p = this_pass()
+            with lock:
+                if p in ran:
+                    return
+                ran.add(p)
+            fn(grad)
+
+        handles = tuple(t.register_hook(first) for t in tensors if t._requires_grad)
+    return _MultiHandle(handles, removed)
 
 
 def _type_str(shape: tuple[Any, ...], dtype: object) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import math
+import warnings
 from typing import Any, Callable, Iterator, SupportsIndex, cast
 
 import numpy as np
@@ -31,7 +32,7 @@ from .. import dtypes as _dt
 from ..creation import default_generator
 from ..graph import as_numpy_box, as_tensor_box
 from ..grad_mode import no_grad
-from ..tensor import Tensor, _as_tensor, _rename, _seq_mark
+from ..tensor import Tensor, _as_tensor, _finish_inplace, _rename, _seq_mark
 from ..tensor import device as _device
 
 __all__ = [
@@ -91,6 +92,17 @@ _PARAM[0] = Parameter
 
 # --------------------------------------------------------------------------
 # functional ops: funcgrad.nn's maths on recorded boxes
+
+
+def _maybe_inplace(x: Tensor, fn: Callable[[Tensor], Any], inplace: bool) -> Tensor:
+    """``fn(x)``; with ``inplace=True`` (PyTorch's activations and dropouts) written into ``x``,
+    which is returned: an in-place change like any other (values ``fn`` saved are kept, a leaf
+    that requires grad refuses)."""
+    if not inplace:
+        return cast("Tensor", fn(x))
+    mark = _seq_mark()
+    out = fn(x)
+    return x if out is x else _finish_inplace(x, _as_tensor(out), mark)
 
 
 def _fg(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
@@ -327,6 +339,8 @@ class Module:
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_forward_pre_hooks", collections.OrderedDict())
         object.__setattr__(self, "_forward_hooks", collections.OrderedDict())
+        object.__setattr__(self, "_backward_hooks", collections.OrderedDict())
+        object.__setattr__(self, "_backward_pre_hooks", collections.OrderedDict())
         object.__setattr__(self, "training", True)
 
     def _check_init(self) -> None:
@@ -412,7 +426,9 @@ class Module:
         d = self.__dict__
         pre: Any = d.get("_forward_pre_hooks")
         post: Any = d.get("_forward_hooks")
-        if not pre and not post:
+        bw: Any = d.get("_backward_hooks")
+        bw_pre: Any = d.get("_backward_pre_hooks")
+        if not pre and not post and not bw and not bw_pre:
             return self.forward(*args, **kwargs)
         for hook, with_kwargs in list(pre.values()):
             if with_kwargs:
@@ -423,12 +439,51 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
+        bw_hook = None
+        if bw or bw_pre:
+            from ._backward_hooks import ModuleBackwardHook
+
+            bw_hook = ModuleBackwardHook(self, list(bw.values()), list(bw_pre.values()))
+            args = bw_hook.setup_inputs(args)
         out = self.forward(*args, **kwargs)
         for hook, with_kwargs in list(post.values()):
             res = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if res is not None:
                 out = res
+        if bw_hook is not None:
+            if not isinstance(out, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                              f"but received {type(out)}", UserWarning, stacklevel=2)
+            out = bw_hook.setup_outputs(out)
         return out
+
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> "RemovableHandle":
+        """``hook(module, grad_input, grad_output)`` once the gradients w.r.t. the module's inputs are computed.
+
+        ``grad_input`` has one entry per positional argument (None for non-tensors and for
+        inputs that do not require grad), ``grad_output`` one per output; a non-None result
+        (a tuple as long as ``grad_input``) replaces ``grad_input``. Outputs of such a module
+        refuse in-place changes (clone them first), as in PyTorch.
+
+        Example::
+
+            lin = ft.nn.Linear(3, 2)
+            h = lin.register_full_backward_hook(lambda m, gin, gout: print(gout[0].shape))
+            lin(ft.randn(4, 3, requires_grad=True)).sum().backward()   # prints ft.Size([4, 2])
+            h.remove()
+        """
+        return RemovableHandle(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> "RemovableHandle":
+        """``hook(module, grad_output)`` when the gradients w.r.t. the module's outputs are computed;
+        a non-None result (a tuple as long as ``grad_output``) replaces them.
+
+        Example::
+
+            lin = ft.nn.Linear(3, 2)
+            h = lin.register_full_backward_pre_hook(lambda m, gout: (gout[0] * 0.5,))   # halve the gradient
+        """
+        return RemovableHandle(self._backward_pre_hooks, hook, prepend)
 
     def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
                                   with_kwargs: bool = False) -> "RemovableHandle":
@@ -757,10 +812,27 @@ class Flatten(Module):
         return x.flatten(self.start_dim, self.end_dim)
 
 
-ReLU = _activation("ReLU", lambda self, x: x.relu())
+class ReLU(Module):
+    """``relu`` as a module; with ``inplace=True`` it overwrites its input (``x.relu_()``), as PyTorch's."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.relu_() if self.inplace else x.relu()
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
 Sigmoid = _activation("Sigmoid", lambda self, x: x.sigmoid())
 Tanh = _activation("Tanh", lambda self, x: x.tanh())
-SiLU = _activation("SiLU", lambda self, x: _Functional.silu(x))
+class SiLU(ReLU):
+    """``silu`` as a module (``inplace=True`` overwrites its input, as PyTorch's)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return _maybe_inplace(x, _Functional.silu, self.inplace)
 
 
 class GELU(Module):
@@ -776,12 +848,13 @@ class LeakyReLU(Module):
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope = negative_slope
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return _Functional.leaky_relu(x, self.negative_slope)
+        return _maybe_inplace(x, lambda t: _Functional.leaky_relu(t, self.negative_slope), self.inplace)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class Softmax(Module):
@@ -809,12 +882,13 @@ class Dropout(Module):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return _Functional.dropout(x, self.p, self.training)
+        return _maybe_inplace(x, lambda t: _Functional.dropout(t, self.p, self.training), self.inplace)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}, inplace=False"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class RemovableHandle:

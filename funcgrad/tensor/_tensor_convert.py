@@ -1,0 +1,277 @@
+"""Conversion methods of ``Tensor``: dtype and device, ``numpy()``, ``item()``, ``tolist()``, printing, copying, ``new_*`` factories.
+
+A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass); tensor.py imports this module
+after defining the helpers used here and binds ``Tensor`` here once the class exists.
+"""
+
+# The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
+# not a supertype of its class as "misc", hence:
+# mypy: disable-error-code="misc"
+
+from __future__ import annotations
+
+import builtins
+import copy as _copy
+from typing import TYPE_CHECKING, Any, SupportsIndex, cast
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from .. import backend as _backend
+from ..backend import namespace_of
+from . import dtypes as _dt
+from . import forward_ad as _fwad
+
+from .tensor import (
+    _pyint, _pyfloat, _pybool, _pycomplex, Size, device, _CPU, _seq_mark, _rename, _rebuild, _cast, _to_device,
+    _format,
+)
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+class _ConvertMixin:
+    __slots__ = ()
+
+    @property
+    def dtype(self: Tensor) -> _dt.dtype:
+        return _dt._BY_NP[self._value.dtype]
+
+    @property
+    def device(self: Tensor) -> device:
+        ns = namespace_of(self._value)
+        if ns is np:
+            return _CPU
+        d = _backend.device_of(self._value)
+        return device(d.platform, d.id)
+
+    @property
+    def is_cuda(self: Tensor) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self: Tensor) -> bool:
+        return self.device.type == "cpu"
+
+    def element_size(self: Tensor) -> int:
+        return cast("int", self._value.dtype.itemsize)
+
+    def is_floating_point(self: Tensor) -> bool:
+        return cast("bool", self._value.dtype.kind == "f")
+
+    def is_complex(self: Tensor) -> bool:
+        return cast("bool", self._value.dtype.kind == "c")
+
+    def numpy(self: Tensor, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array sharing memory (host tensors only)."""
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        v = _fwad.primal_value(self._value)
+        if namespace_of(v) is not np:
+            if force:
+                from ..backend import to_numpy
+
+                return cast("np.ndarray", to_numpy(v))
+            raise TypeError(
+                f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                f"to host memory first."
+            )
+        return cast("np.ndarray", v)
+
+    def __array__(self: Tensor, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.numpy()
+        if dtype is not None:
+            a = a.astype(dtype)
+        return a
+
+    def item(self: Tensor) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        v = _fwad.primal_value(self._value)
+        if v.size != 1:
+            raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
+        return v.reshape(()).item() if namespace_of(v) is np else v.reshape(()).item()
+
+    def tolist(self: Tensor) -> Any:
+        v = _fwad.primal_value(self._value)
+        return v.tolist() if namespace_of(v) is np else v.get().tolist()
+
+    def __float__(self: Tensor) -> float:
+        return _pyfloat(self.item())
+
+    def __int__(self: Tensor) -> int:
+        return _pyint(self.item())
+
+    def __complex__(self: Tensor) -> complex:
+        return _pycomplex(self.item())
+
+    def __index__(self: Tensor) -> int:
+        if self._value.dtype.kind not in "iub" or self._value.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return _pyint(self.item())
+
+    def __bool__(self: Tensor) -> bool:
+        if self._value.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return _pybool(self.item())
+
+    def __repr__(self: Tensor) -> str:
+        return _format(self)
+
+    __str__ = __repr__
+
+    def __format__(self: Tensor, spec: str) -> str:
+        if self._value.ndim == 0:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce_ex__(self: Tensor, protocol: SupportsIndex) -> Any:
+        from ..backend import to_numpy
+
+        return (_rebuild, (to_numpy(self._value), self._requires_grad and self._node is None))
+
+    def __deepcopy__(self: Tensor, memo: dict[Any, Any]) -> "Tensor":
+        if self._node is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
+                "the moment.  If you were attempting to deepcopy a module, this may be because of a "
+                "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
+            )
+        if id(self) in memo:
+            return cast("Tensor", memo[id(self)])
+        v = self._value
+        new = type(self)._make(namespace_of(v).array(v, copy=True), requires_grad=self._requires_grad)
+        memo[id(self)] = new
+        if self._grad is not None:
+            new._grad = _copy.deepcopy(self._grad, memo)
+        if hasattr(self, "__dict__") and self.__dict__:
+            new.__dict__.update(_copy.deepcopy(self.__dict__, memo))
+        return new
+
+    def __copy__(self: Tensor) -> "Tensor":
+        return self.__deepcopy__({})
+
+    # ------------------------------------------------------------------ conversion
+    def to(self: Tensor, *args: Any, **kwargs: Any) -> "Tensor":
+        """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; ``copy=True`` forces a copy."""
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, dev = a.dtype, a.device
+            elif isinstance(a, (_dt.dtype, np.dtype)) or a in (_pyfloat, _pyint, _pybool, _pycomplex):
+                dtype = a
+            elif isinstance(a, (str, device)):
+                dev = a
+            else:
+                raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+        out = self
+        if dev is not None:
+            out = _to_device(out, device(dev))
+        if dtype is not None:
+            out = _cast(out, _dt.as_dtype(dtype))
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def type(self: Tensor, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"ft.{_dt.TYPE_NAMES[self.dtype]}"
+        return self.to(dtype)
+
+    def type_as(self: Tensor, other: "Tensor") -> "Tensor":
+        return self.to(other.dtype)
+
+    def float(self: Tensor) -> "Tensor":
+        return _cast(self, _dt.float32)
+
+    def double(self: Tensor) -> "Tensor":
+        return _cast(self, _dt.float64)
+
+    def half(self: Tensor) -> "Tensor":
+        return _cast(self, _dt.float16)
+
+    def long(self: Tensor) -> "Tensor":
+        return _cast(self, _dt.int64)
+
+    def int(self: Tensor) -> "Tensor":
+        return _cast(self, _dt.int32)
+
+    def bool(self: Tensor) -> "Tensor":
+        return _cast(self, _dt.bool)
+
+    def cfloat(self: Tensor) -> "Tensor":
+        return _cast(self, _dt.complex64)
+
+    def cdouble(self: Tensor) -> "Tensor":
+        return _cast(self, _dt.complex128)
+
+    def cpu(self: Tensor) -> "Tensor":
+        """A copy in host memory (this tensor itself when it is there already); differentiable."""
+        return _to_device(self, _CPU)
+
+    def cuda(self: Tensor, device_: Any = None, non_blocking: builtins.bool = False) -> "Tensor":
+        """A copy on a CUDA GPU (``device_``: an index, ``'cuda:1'`` or a device; default GPU 0).
+
+        Needs CuPy (``pip install 'funcgrad[cuda]'``) and a visible GPU; differentiable.
+        """
+        if device_ is None:
+            dev = device("cuda", 0)
+        elif isinstance(device_, (int, np.integer)):
+            dev = device("cuda", _pyint(device_))
+        else:
+            dev = device(device_)
+            if dev.type != "cuda":
+                raise RuntimeError(f"Invalid device, must be cuda device, got {dev}")
+        return _to_device(self, dev)
+
+    def clone(self: Tensor, memory_format: Any = None) -> "Tensor":
+        mark = _seq_mark()
+        return _rename(fnp.copy(self), "CloneBackward0", mark)
+
+    # ------------------------------------------------------------------ new_* factories
+    def new_zeros(self: Tensor, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
+        from .creation import zeros
+
+        return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_ones(self: Tensor, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
+        from .creation import ones
+
+        return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_full(self: Tensor, size: Any, fill_value: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
+        from .creation import full
+
+        return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_empty(self: Tensor, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
+        from .creation import empty
+
+        return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_tensor(self: Tensor, data: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
+        from .creation import tensor
+
+        return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new(self: Tensor, *args: Any) -> "Tensor":
+        """Legacy constructor: ``x.new(2, 3)`` is uninitialised with ``x``'s dtype, ``x.new([1, 2])``
+        converts data to ``x``'s dtype, ``x.new()`` is empty and ``x.new(t)`` is ``t`` itself."""
+        from .creation import empty, tensor
+
+        if not args:
+            return empty(0, dtype=self.dtype)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            return args[0]
+        if builtins.all(isinstance(a, (int, np.integer)) for a in args) or (
+                len(args) == 1 and isinstance(args[0], Size)):
+            return empty(*args, dtype=self.dtype)
+        if len(args) == 1:
+            return tensor(args[0], dtype=self.dtype)
+        raise TypeError(f"new(): expected sizes (ints) or one data argument, got {args!r}")

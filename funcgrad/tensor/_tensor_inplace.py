@@ -1,0 +1,276 @@
+"""In-place methods of ``Tensor``: the ``*_`` methods, ``__setitem__``, ``__i*__`` operators.
+
+A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass); tensor.py imports this module
+after defining the helpers used here and binds ``Tensor`` here once the class exists.
+"""
+
+# The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
+# not a supertype of its class as "misc", hence:
+# mypy: disable-error-code="misc"
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from ..backend import namespace_of
+from .grad_mode import state as _mode
+from .graph import check_stale_view
+
+from .tensor import (
+    _seq_mark, _rename, _to_raw_index, _is_basic, _no_record, _as_tensor, _cast, _scalar_like, _finish_inplace,
+)
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+class _InplaceMixin:
+    __slots__ = ()
+    _value: Any  # Box's slot: declared for mypy, which reads ``self._value = ...`` below as the mixin's own
+
+    def t_(self: Tensor) -> "Tensor":
+        if self.dim() > 2:
+            raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+        return self.transpose_(0, 1) if self.dim() == 2 else self
+
+    def __setitem__(self: Tensor, idx: Any, value: Any) -> None:
+        idx = _to_raw_index(idx)
+        tup = idx if isinstance(idx, tuple) else (idx,)
+        if _is_basic(tup):
+            target = self if tup in ((), (Ellipsis,)) else self[tup]  # x[...] = v writes x itself (PyTorch)
+            target.copy_(value)
+            return
+        check_stale_view(self)
+        mark = _seq_mark()
+        v = value if isinstance(value, Tensor) else _scalar_like(value, self) if not isinstance(value, (list, np.ndarray)) else _as_tensor(value)
+        if isinstance(v, Tensor):
+            v = _cast(v, self.dtype)
+        out = fnp.indexing.IndexUpdateRef(self, idx).set(v)
+        out = _as_tensor(out)
+        _rename(out, "IndexPutBackward0", mark)
+        _finish_inplace(self, out, mark)
+
+    # ------------------------------------------------------------------ in-place
+    def _inplace(self: Tensor, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Tensor":
+        check_stale_view(self)
+        mark = _seq_mark()
+        out = fn(self, *args, **kwargs)
+        return _finish_inplace(self, _as_tensor(out), mark)
+
+    def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return self._inplace(Tensor.add, other, alpha=alpha)
+
+    def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return self._inplace(Tensor.sub, other, alpha=alpha)
+
+    def mul_(self: Tensor, other: Any) -> "Tensor":
+        return self._inplace(Tensor.mul, other)
+
+    def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> "Tensor":
+        return self._inplace(Tensor.div, other, rounding_mode=rounding_mode)
+
+    def pow_(self: Tensor, exponent: Any) -> "Tensor":
+        return self._inplace(Tensor.pow, exponent)
+
+    def neg_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.neg)
+
+    def abs_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.abs)
+
+    def exp_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.exp)
+
+    def log_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.log)
+
+    def sqrt_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.sqrt)
+
+    def sin_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.sin)
+
+    def cos_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.cos)
+
+    def tanh_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.tanh)
+
+    def sigmoid_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.sigmoid)
+
+    def relu_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.relu)
+
+    def reciprocal_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.reciprocal)
+
+    def square_(self: Tensor) -> "Tensor":
+        return self._inplace(Tensor.square)
+
+    def clamp_(self: Tensor, min: Any = None, max: Any = None) -> "Tensor":  # noqa: A002
+        return self._inplace(Tensor.clamp, min, max)
+
+    clip_ = clamp_
+
+    def clamp_min_(self: Tensor, min: Any) -> "Tensor":  # noqa: A002
+        return self._inplace(Tensor.clamp, min, None)
+
+    def clamp_max_(self: Tensor, max: Any) -> "Tensor":  # noqa: A002
+        return self._inplace(Tensor.clamp, None, max)
+
+    def masked_fill_(self: Tensor, mask: Any, value: Any) -> "Tensor":
+        return self._inplace(Tensor.masked_fill, mask, value)
+
+    def lerp_(self: Tensor, end: Any, weight: Any) -> "Tensor":
+        return self._inplace(Tensor.lerp, end, weight)
+
+    def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
+        return self._inplace(lambda s: s + value * tensor1 * tensor2)
+
+    def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
+        return self._inplace(lambda s: s + value * tensor1 / tensor2)
+
+    def copy_(self: Tensor, src: Any, non_blocking: builtins.bool = False) -> "Tensor":
+        """Copy ``src`` (broadcast, cast to this dtype) into this tensor, in place."""
+        src = _as_tensor(src)
+        if src.dim() > self.dim() or np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
+            raise RuntimeError(
+                f"output with shape [{', '.join(map(str, self.shape))}] doesn't match the broadcast shape "
+                f"[{', '.join(map(str, np.broadcast_shapes(tuple(src.shape), tuple(self.shape))))}]"
+            )
+        check_stale_view(self)
+        mark = _seq_mark()
+        s = _cast(src, self.dtype) if src.dtype != self.dtype else src
+        if not (s.requires_grad or self.requires_grad) or not _mode.enabled:  # (properties: views refreshed)
+            out = s
+        else:
+            ns = namespace_of(self._value)
+            cond = ns.ones((), dtype=bool)
+            out = _as_tensor(fnp.where(cond, fnp.broadcast_to(s, tuple(self.shape)), self))
+            _rename(out, "CopyBackwards", mark)
+        return _finish_inplace(self, out, mark, check_dtype=False)
+
+    def fill_(self: Tensor, value: Any) -> "Tensor":
+        v = value if isinstance(value, Tensor) else Tensor._make(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
+        check_stale_view(self)
+        mark = _seq_mark()
+        if isinstance(value, Tensor) and value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
+        out = self._fill_like(v)
+        _rename(out, "FillBackward0" if not isinstance(value, Tensor) else "FillBackward1", mark)
+        return _finish_inplace(self, out, mark, check_dtype=False)
+
+    def _fill_like(self: Tensor, v: "Tensor") -> "Tensor":
+        if not _mode.enabled or not (self.requires_grad or v.requires_grad):
+            return v
+        ns = namespace_of(self._value)
+        return _as_tensor(fnp.where(ns.ones((), dtype=bool), fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))
+
+    def zero_(self: Tensor) -> "Tensor":
+        check_stale_view(self)
+        mark = _seq_mark()
+        v = Tensor._make(namespace_of(self._value).zeros((), dtype=self._value.dtype))
+        out = self._fill_like(v)
+        _rename(out, "ZeroBackward0", mark)
+        return _finish_inplace(self, out, mark, check_dtype=False)
+
+    def uniform_(self: Tensor, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> "Tensor":
+        from .creation import _rng
+
+        with _no_record():
+            vals = _rng(generator).uniform(a, b, size=tuple(self.shape))
+        return self._overwrite(vals)
+
+    def normal_(self: Tensor, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> "Tensor":
+        from .creation import _rng
+
+        vals = _rng(generator).normal(mean, std, size=tuple(self.shape))
+        return self._overwrite(vals)
+
+    def bernoulli_(self: Tensor, p: builtins.float = 0.5, generator: Any = None) -> "Tensor":
+        from .creation import _rng
+
+        vals = _rng(generator).random(size=tuple(self.shape)) < p
+        return self._overwrite(vals)
+
+    def _overwrite(self: Tensor, host_values: np.ndarray) -> "Tensor":
+        ns = namespace_of(self._value)
+        v = Tensor._make(ns.asarray(host_values.astype(self._value.dtype)))
+        check_stale_view(self)
+        mark = _seq_mark()
+        return _finish_inplace(self, self._fill_like(v), mark, check_dtype=False)
+
+    def __iadd__(self: Tensor, other: Any) -> "Tensor":
+        return self.add_(other)
+
+    def __isub__(self: Tensor, other: Any) -> "Tensor":
+        return self.sub_(other)
+
+    def __imul__(self: Tensor, other: Any) -> "Tensor":
+        return self.mul_(other)
+
+    def __itruediv__(self: Tensor, other: Any) -> "Tensor":
+        return self.div_(other)
+
+    def __ipow__(self: Tensor, other: Any) -> "Tensor":
+        return self.pow_(other)
+
+    # ------------------------------------------------------------------ metadata changed in place
+    def _check_meta_inplace(self: Tensor, op: str) -> None:
+        if self._requires_grad:
+            if self._node is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            raise NotImplementedError(f"{op} on a tensor with autograd history is not supported here; use the "
+                                      f"out-of-place form (see docs/tensor.md)")
+        if self._base is not None:
+            raise NotImplementedError(f"{op} on a view is not supported here; call it on the base tensor or use "
+                                      f"the out-of-place form")
+
+    def _set_value_inplace(self: Tensor, value: Any) -> "Tensor":
+        self._value = value
+        self._vc[0] += 1
+        return self
+
+    def transpose_(self: Tensor, dim0: builtins.int, dim1: builtins.int) -> "Tensor":
+        """In-place ``transpose`` (of a tensor that does not require grad).
+
+        Example::
+
+            t = ft.zeros(2, 3); t.transpose_(0, 1)   # t.shape == (3, 2)
+        """
+        self._check_meta_inplace("transpose_()")
+        return self._set_value_inplace(self.transpose(dim0, dim1)._value)
+
+    swapdims_ = swapaxes_ = transpose_
+
+    def resize_(self: Tensor, *sizes: Any) -> "Tensor":
+        """Resize in place, keeping the first elements in row-major order; new elements are zero
+        (PyTorch leaves them uninitialised). Refused for tensors that require grad, as in PyTorch.
+
+        Example::
+
+            t = ft.tensor([1., 2., 3., 4.]); t.resize_(2, 2)
+        """
+        if self._requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        self._check_meta_inplace("resize_()")
+        shape = tuple(int(d) for d in (sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list))
+                                       else sizes))
+        if builtins.any(d < 0 for d in shape):
+            raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+        xp = namespace_of(self._value)
+        flat = xp.reshape(self._value, (-1,))
+        n = int(np.prod(shape, dtype=np.int64))
+        new = xp.zeros(n, dtype=self._value.dtype)
+        k = builtins.min(n, flat.shape[0])
+        new[:k] = flat[:k]
+        return self._set_value_inplace(xp.reshape(new, shape))
+
+    def resize_as_(self: Tensor, other: "Tensor") -> "Tensor":
+        return self.resize_(tuple(other.shape))

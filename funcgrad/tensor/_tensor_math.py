@@ -1,0 +1,675 @@
+"""Arithmetic, elementwise, comparison, reduction and linear-algebra methods and operators of ``Tensor``.
+
+A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass); tensor.py imports this module
+after defining the helpers used here and binds ``Tensor`` here once the class exists.
+"""
+
+# The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
+# not a supertype of its class as "misc", hence:
+# mypy: disable-error-code="misc"
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from ..backend import namespace_of
+from . import dtypes as _dt
+from . import graph as _graph
+
+from .tensor import (
+    _pyint, _pybool, DimArg, MaxMin, _seq_mark, _rename, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand,
+    _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _compare, _logical, _wrap_nondiff, _float, _unary,
+    _special,
+)
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+class _MathMixin:
+    __slots__ = ()
+
+    # ------------------------------------------------------------------ arithmetic
+    def __add__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.add, self, other)
+
+    def __radd__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.add, other, self)
+
+    def __sub__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.subtract, self, other)
+
+    def __rsub__(self: Tensor, other: Any) -> "Tensor":
+        mark = _seq_mark()
+        return _rename(_binary(fnp.subtract, other, self), "RsubBackward1", mark)
+
+    def __mul__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.multiply, self, other)
+
+    def __rmul__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.multiply, other, self)
+
+    def __truediv__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.divide, self, other, true_div=True)
+
+    def __rtruediv__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.divide, other, self, true_div=True)
+
+    def __floordiv__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.floor_divide, self, other)
+
+    def __rfloordiv__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.floor_divide, other, self)
+
+    def __mod__(self: Tensor, other: Any) -> "Tensor":
+        return self.remainder(other)
+
+    def __rmod__(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.remainder, other, self)
+
+    def __pow__(self: Tensor, other: Any) -> "Tensor":
+        return self.pow(other)
+
+    def __rpow__(self: Tensor, other: Any) -> "Tensor":
+        mark = _seq_mark()
+        return _rename(_binary(fnp.power, other, self), "PowBackward2", mark)
+
+    def __matmul__(self: Tensor, other: Any) -> "Tensor":
+        return self.matmul(other)
+
+    def __rmatmul__(self: Tensor, other: Any) -> "Tensor":
+        return _as_tensor(other).matmul(self)
+
+    def __neg__(self: Tensor) -> "Tensor":
+        return self.neg()
+
+    def __pos__(self: Tensor) -> "Tensor":
+        return self
+
+    def __abs__(self: Tensor) -> "Tensor":
+        return self.abs()
+
+    def __invert__(self: Tensor) -> "Tensor":
+        if self._value.dtype.kind not in "biu":
+            raise TypeError("~ (bitwise_not) is only supported for integer and boolean tensors")
+        return _wrap_nondiff(fnp.logical_not(self) if self._value.dtype.kind == "b" else
+                             Tensor._make(~self._value))
+
+    def __and__(self: Tensor, other: Any) -> "Tensor":
+        return _logical(fnp.logical_and if self._value.dtype.kind == "b" else fnp.bitwise_and, self, other)
+
+    __rand__ = __and__
+
+    def __or__(self: Tensor, other: Any) -> "Tensor":
+        return _logical(fnp.logical_or if self._value.dtype.kind == "b" else fnp.bitwise_or, self, other)
+
+    __ror__ = __or__
+
+    def __xor__(self: Tensor, other: Any) -> "Tensor":
+        return _logical(fnp.logical_xor if self._value.dtype.kind == "b" else fnp.bitwise_xor, self, other)
+
+    __rxor__ = __xor__
+
+    def add(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
+        if alpha != 1:
+            other = _as_operand(other) * alpha
+        return _binary(fnp.add, self, other)
+
+    def sub(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
+        if alpha != 1:
+            other = _as_operand(other) * alpha
+        return _binary(fnp.subtract, self, other)
+
+    subtract = sub
+
+    def mul(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.multiply, self, other)
+
+    multiply = mul
+
+    def div(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> "Tensor":
+        if rounding_mode is None:
+            return _binary(fnp.divide, self, other, true_div=True)
+        if rounding_mode == "floor":
+            return _binary(fnp.floor_divide, self, other)
+        if rounding_mode == "trunc":
+            q = _binary(fnp.divide, self, other, true_div=True)
+            return _wrap_nondiff(fnp.trunc(q)).to(q.dtype if self.is_floating_point() else self.dtype)
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+    divide = div
+    true_divide = __truediv__
+
+    def floor_divide(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.floor_divide, self, other)
+
+    def remainder(self: Tensor, other: Any) -> "Tensor":
+        return _binary(fnp.remainder, self, other)
+
+    fmod = remainder
+
+    def pow(self: Tensor, exponent: Any) -> "Tensor":
+        mark = _seq_mark()
+        if isinstance(exponent, Tensor) and exponent.dim() > 0 or isinstance(exponent, Tensor) and exponent._requires_grad:
+            return _rename(_binary(fnp.power, self, exponent), "PowBackward1", mark)
+        if isinstance(exponent, (_pyint, np.integer)) and not isinstance(exponent, _pybool) and self.is_floating_point():
+            if exponent == 2:
+                return _rename(fnp.square(self), "PowBackward0", mark)
+        return _rename(_binary(fnp.power, self, exponent), "PowBackward0", mark)
+
+    def float_power(self: Tensor, exponent: Any) -> "Tensor":
+        return self.double().pow(exponent.double() if isinstance(exponent, Tensor) else exponent)
+
+    def neg(self: Tensor) -> "Tensor":
+        if self._value.dtype.kind == "b":
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return cast("Tensor", fnp.negative(self))
+
+    negative = neg
+
+    def abs(self: Tensor) -> "Tensor":
+        return cast("Tensor", fnp.abs(self))
+
+    absolute = abs
+
+    def reciprocal(self: Tensor) -> "Tensor":
+        mark = _seq_mark()
+        return _rename(_float(self).__rtruediv__(1.0), "ReciprocalBackward0", mark)
+
+    def square(self: Tensor) -> "Tensor":
+        mark = _seq_mark()
+        return _rename(fnp.square(self), "PowBackward0", mark)
+
+    def sqrt(self: Tensor) -> "Tensor":
+        return cast("Tensor", fnp.sqrt(_float(self)))
+
+    def rsqrt(self: Tensor) -> "Tensor":
+        mark = _seq_mark()
+        return _rename(1.0 / fnp.sqrt(_float(self)), "RsqrtBackward0", mark)
+
+    def exp(self: Tensor) -> "Tensor":
+        return cast("Tensor", fnp.exp(_float(self)))
+
+    def exp2(self: Tensor) -> "Tensor":
+        return _unary("exp2", self)
+
+    def expm1(self: Tensor) -> "Tensor":
+        return _unary("expm1", self)
+
+    def log(self: Tensor) -> "Tensor":
+        return cast("Tensor", fnp.log(_float(self)))
+
+    def log2(self: Tensor) -> "Tensor":
+        return _unary("log2", self)
+
+    def log10(self: Tensor) -> "Tensor":
+        return _unary("log10", self)
+
+    def log1p(self: Tensor) -> "Tensor":
+        return _unary("log1p", self)
+
+    def sin(self: Tensor) -> "Tensor":
+        return cast("Tensor", fnp.sin(_float(self)))
+
+    def cos(self: Tensor) -> "Tensor":
+        return cast("Tensor", fnp.cos(_float(self)))
+
+    def tan(self: Tensor) -> "Tensor":
+        return cast("Tensor", fnp.tan(_float(self)))
+
+    def tanh(self: Tensor) -> "Tensor":
+        return cast("Tensor", fnp.tanh(_float(self)))
+
+    def sinh(self: Tensor) -> "Tensor":
+        return _unary("sinh", self)
+
+    def cosh(self: Tensor) -> "Tensor":
+        return _unary("cosh", self)
+
+    def asin(self: Tensor) -> "Tensor":
+        return _unary("arcsin", self)
+
+    def acos(self: Tensor) -> "Tensor":
+        return _unary("arccos", self)
+
+    def atan(self: Tensor) -> "Tensor":
+        return _unary("arctan", self)
+
+    arcsin, arccos, arctan = asin, acos, atan
+
+    def atan2(self: Tensor, other: Any) -> "Tensor":
+        a, b = _promote(_float(self), other)
+        return cast("Tensor", fnp.arctan2(a, b))
+
+    arctan2 = atan2
+
+    def sigmoid(self: Tensor) -> "Tensor":
+        mark = _seq_mark()
+        x = _float(self)
+        expit = _special("expit")
+        out = expit(x) if expit is not None else 0.5 * (fnp.tanh(0.5 * x) + 1.0)
+        return _rename(out, "SigmoidBackward0", mark)
+
+    def relu(self: Tensor) -> "Tensor":
+        mark = _seq_mark()
+        if self._value.dtype.kind == "b":
+            raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
+        return _rename(fnp.where(_cond(self._value > 0), self, _zero_like_scalar(self)), "ReluBackward0", mark)
+
+    def softmax(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
+        mark = _seq_mark()
+        x = _float(self if dtype is None else self.to(dtype))
+        d = _wrap_dim(dim, x.dim())
+        m = Tensor._make(namespace_of(x._value).max(x._value, axis=d, keepdims=True)) if x.numel() else 0.0
+        e = (x - m).exp()
+        return _rename(e / e.sum(d, keepdim=True), "SoftmaxBackward0", mark)
+
+    def log_softmax(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
+        mark = _seq_mark()
+        x = _float(self if dtype is None else self.to(dtype))
+        d = _wrap_dim(dim, x.dim())
+        return _rename(x - x.logsumexp(d, keepdim=True), "LogSoftmaxBackward0", mark)
+
+    def logsumexp(self: Tensor, dim: DimArg, keepdim: builtins.bool = False) -> "Tensor":
+        mark = _seq_mark()
+        x = _float(self)
+        axes = _dims(dim, x.dim())
+        raw = x._value
+        ns = namespace_of(raw)
+        m = ns.max(raw, axis=axes, keepdims=True) if raw.size else ns.zeros((1,) * raw.ndim, raw.dtype)
+        m = ns.where(ns.isfinite(m), m, ns.zeros_like(m))
+        s = fnp.sum(fnp.exp(x - Tensor._make(m)), axis=axes, keepdims=True)
+        out = fnp.log(s) + Tensor._make(m)
+        if not keepdim:
+            out = fnp.squeeze(out, axis=axes if axes is not None else tuple(range(raw.ndim)))
+        return _rename(out, "LogsumexpBackward0", mark)
+
+    def sign(self: Tensor) -> "Tensor":
+        return _wrap_nondiff(fnp.sign(self))
+
+    sgn = sign
+
+    def floor(self: Tensor) -> "Tensor":
+        return _wrap_nondiff(fnp.floor(self))
+
+    def ceil(self: Tensor) -> "Tensor":
+        return _wrap_nondiff(fnp.ceil(self))
+
+    def round(self: Tensor, decimals: builtins.int = 0) -> "Tensor":
+        return _wrap_nondiff(fnp.round(self, decimals) if decimals else fnp.rint(self))
+
+    def trunc(self: Tensor) -> "Tensor":
+        return _wrap_nondiff(fnp.trunc(self))
+
+    def frac(self: Tensor) -> "Tensor":
+        return self - self.trunc()
+
+    def clamp(self: Tensor, min: Any = None, max: Any = None) -> "Tensor":  # noqa: A002
+        """Limit to ``[min, max]``, with PyTorch 2.15's gradient.
+
+        Number bounds: the gradient passes only strictly inside, ``min < x < max``
+        (zero at a bound). Tensor bounds: ``minimum(maximum(x, min), max)``, so a tie
+        with a bound splits the gradient evenly between ``x`` and the bound.
+        """
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        mark = _seq_mark()
+        out = self
+        if min is not None:
+            lo = min if isinstance(min, Tensor) else _scalar_like(min, self)
+            a, b = _promote(out, lo)
+            out = fnp.maximum(a, b) if isinstance(min, Tensor) else fnp.where(_cond(_raw(a) <= _raw(b)), b, a)
+        if max is not None:
+            hi = max if isinstance(max, Tensor) else _scalar_like(max, self)
+            a, b = _promote(out, hi)
+            out = fnp.minimum(a, b) if isinstance(max, Tensor) else fnp.where(_cond(_raw(a) >= _raw(b)), b, a)
+        if not isinstance(out, Tensor):
+            out = Tensor._make(_graph._as_array(out))
+        name = "ClampBackward1" if not isinstance(min, Tensor) and not isinstance(max, Tensor) else "ClampBackward0"
+        return _rename(out, name if min is not None and max is not None else
+                       ("ClampMinBackward0" if max is None else "ClampMaxBackward0"), mark)
+
+    clip = clamp
+
+    def clamp_min(self: Tensor, min: Any) -> "Tensor":  # noqa: A002
+        return self.clamp(min=min)
+
+    def clamp_max(self: Tensor, max: Any) -> "Tensor":  # noqa: A002
+        return self.clamp(max=max)
+
+    def maximum(self: Tensor, other: Any) -> "Tensor":
+        a, b = _promote(self, other)
+        return cast("Tensor", fnp.maximum(a, b))
+
+    def minimum(self: Tensor, other: Any) -> "Tensor":
+        a, b = _promote(self, other)
+        return cast("Tensor", fnp.minimum(a, b))
+
+    def lerp(self: Tensor, end: Any, weight: Any) -> "Tensor":
+        return cast("Tensor", self + weight * (end - self))
+
+    def where(self: Tensor, condition: Any, other: Any) -> "Tensor":
+        from .ops import where
+
+        return cast("Tensor", where(condition, self, other))
+
+    def masked_fill(self: Tensor, mask: Any, value: Any) -> "Tensor":
+        mark = _seq_mark()
+        m = _raw(mask)
+        if getattr(m, "dtype", None) is not None and m.dtype.kind != "b":
+            raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {_dt.from_numpy_dtype(m.dtype)}")
+        v = value if isinstance(value, Tensor) else _scalar_like(value, self)
+        v = _cast(_as_tensor(v), self.dtype) if isinstance(v, Tensor) else v
+        return _rename(_as_tensor(fnp.where(_cond(m), v, self)), "MaskedFillBackward0", mark)
+
+    def conj(self: Tensor) -> "Tensor":
+        return fnp.conj(self) if self.is_complex() else self
+
+    def conj_physical(self: Tensor) -> "Tensor":
+        return self.conj()
+
+    def resolve_conj(self: Tensor) -> "Tensor":
+        return self
+
+    @property
+    def real(self: Tensor) -> "Tensor":
+        if not self.is_complex():
+            return self
+        return cast("Tensor", fnp.real(self))
+
+    @property
+    def imag(self: Tensor) -> "Tensor":
+        if not self.is_complex():
+            raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+        return cast("Tensor", fnp.imag(self))
+
+    def angle(self: Tensor) -> "Tensor":
+        return fnp.angle(self) if self.is_complex() else _unary("arctan2", self) * 0
+
+    # ------------------------------------------------------------------ comparisons
+    def __eq__(self: Tensor, other: Any) -> "Tensor":  # type: ignore[override]
+        return _compare(fnp.equal, self, other)
+
+    def __ne__(self: Tensor, other: Any) -> "Tensor":  # type: ignore[override]
+        return _compare(fnp.not_equal, self, other)
+
+    def __lt__(self: Tensor, other: Any) -> "Tensor":
+        return _compare(fnp.less, self, other)
+
+    def __le__(self: Tensor, other: Any) -> "Tensor":
+        return _compare(fnp.less_equal, self, other)
+
+    def __gt__(self: Tensor, other: Any) -> "Tensor":
+        return _compare(fnp.greater, self, other)
+
+    def __ge__(self: Tensor, other: Any) -> "Tensor":
+        return _compare(fnp.greater_equal, self, other)
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+    greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+
+    def equal(self: Tensor, other: "Tensor") -> builtins.bool:
+        """True if both tensors have the same shape and elements."""
+        o = _as_tensor(other)
+        if self.shape != o.shape:
+            return False
+        return _pybool(namespace_of(self._value).all(self._value == o._value))
+
+    def allclose(self: Tensor, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                 equal_nan: builtins.bool = False) -> builtins.bool:
+        o = _as_tensor(other)
+        return _pybool(namespace_of(self._value).allclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def isclose(self: Tensor, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                equal_nan: builtins.bool = False) -> "Tensor":
+        o = _as_tensor(other)
+        return Tensor._make(namespace_of(self._value).isclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def isnan(self: Tensor) -> "Tensor":
+        return _wrap_nondiff(fnp.isnan(self))
+
+    def isinf(self: Tensor) -> "Tensor":
+        return _wrap_nondiff(fnp.isinf(self))
+
+    def isfinite(self: Tensor) -> "Tensor":
+        return _wrap_nondiff(fnp.isfinite(self))
+
+    def logical_not(self: Tensor) -> "Tensor":
+        return _wrap_nondiff(fnp.logical_not(self))
+
+    def logical_and(self: Tensor, other: Any) -> "Tensor":
+        return _logical(fnp.logical_and, self, other)
+
+    def logical_or(self: Tensor, other: Any) -> "Tensor":
+        return _logical(fnp.logical_or, self, other)
+
+    def logical_xor(self: Tensor, other: Any) -> "Tensor":
+        return _logical(fnp.logical_xor, self, other)
+
+    # ------------------------------------------------------------------ reductions
+    def sum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
+            axis: Any = None) -> "Tensor":
+        mark = _seq_mark()
+        dim = axis if dim is None else dim
+        x = self if dtype is None else self.to(dtype)
+        if x._value.dtype.kind in "biu" and dtype is None:
+            x = _cast(x, _dt.int64)
+        axes = _dims(dim, x.dim())
+        out = fnp.sum(x, axis=axes, keepdims=keepdim)
+        return _rename(out, "SumBackward0" if dim is None else "SumBackward1", mark)
+
+    def nansum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+        return cast("Tensor", fnp.where(self._value != self._value, 0, self).sum(dim, keepdim))
+
+    def mean(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
+             axis: Any = None) -> "Tensor":
+        mark = _seq_mark()
+        dim = axis if dim is None else dim
+        x = self if dtype is None else self.to(dtype)
+        if x._value.dtype.kind not in "fc":
+            raise NotImplementedError(  # a RuntimeError subclass, as PyTorch 2.15 raises
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+                f"dtype. Got: {_dt.SCALAR_NAMES[x.dtype]}"
+            )
+        axes = _dims(dim, x.dim())
+        out = fnp.mean(x, axis=axes, keepdims=keepdim)
+        return _rename(out, "MeanBackward0" if dim is None else "MeanBackward1", mark)
+
+    def prod(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "Tensor":
+        x = self if dtype is None else self.to(dtype)
+        if x._value.dtype.kind in "biu" and dtype is None:
+            x = _cast(x, _dt.int64)
+        return cast("Tensor", fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim))
+
+    def _reduce_extreme(self: Tensor, which: str, dim: Any, keepdim: builtins.bool) -> Any:
+        if dim is None:
+            if self.numel() == 0:
+                raise RuntimeError(f"{which}(): Expected reduction dim to be specified for input.numel() == 0. "
+                                   f"Specify the reduction dim with the 'dim' argument.")
+            mark = _seq_mark()
+            out = (fnp.max if which == "max" else fnp.min)(self)
+            return _rename(out, "MaxBackward1" if which == "max" else "MinBackward1", mark)
+        if isinstance(dim, Tensor):
+            return self.maximum(dim) if which == "max" else self.minimum(dim)
+        d = _wrap_dim(dim, self.dim())
+        raw = self._value
+        ns = namespace_of(raw)
+        idx = (ns.argmax if which == "max" else ns.argmin)(raw, axis=d, keepdims=True) if raw.ndim else ns.zeros((), np.int64)
+        mark = _seq_mark()
+        if raw.ndim:
+            vals = fnp.take_along_axis(self, idx, axis=d)
+            if not keepdim:
+                vals = fnp.squeeze(vals, axis=d)
+                idx = ns.squeeze(idx, axis=d)
+        else:
+            vals = fnp.copy(self)
+        vals = _rename(vals, "MaxBackward0" if which == "max" else "MinBackward0", mark)
+        return MaxMin(vals, Tensor._make(idx.astype(np.int64)))
+
+    def max(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+        """Full maximum, or ``(values, indices)`` along ``dim``; ``max(other)`` is elementwise."""
+        return self._reduce_extreme("max", dim, keepdim)
+
+    def min(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+        return self._reduce_extreme("min", dim, keepdim)
+
+    def amax(self: Tensor, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
+        mark = _seq_mark()
+        return _rename(fnp.max(self, axis=_dims(dim, self.dim()), keepdims=keepdim), "AmaxBackward0", mark)
+
+    def amin(self: Tensor, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
+        mark = _seq_mark()
+        return _rename(fnp.min(self, axis=_dims(dim, self.dim()), keepdims=keepdim), "AminBackward0", mark)
+
+    def argmax(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+        raw = self._value
+        ns = namespace_of(raw)
+        if dim is None:
+            return Tensor._make(ns.asarray(ns.argmax(raw)).astype(np.int64))
+        return Tensor._make(ns.argmax(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim).astype(np.int64))
+
+    def argmin(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+        raw = self._value
+        ns = namespace_of(raw)
+        if dim is None:
+            return Tensor._make(ns.asarray(ns.argmin(raw)).astype(np.int64))
+        return Tensor._make(ns.argmin(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim).astype(np.int64))
+
+    def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False,
+                stable: builtins.bool = False) -> "Tensor":
+        raw = self._value
+        ns = namespace_of(raw)
+        d = _wrap_dim(dim, raw.ndim)
+        idx = ns.argsort(-raw if descending else raw, axis=d, kind="stable")
+        return Tensor._make(idx.astype(np.int64))
+
+    def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Any:
+        idx = self.argsort(dim, descending)
+        vals = self.gather(_wrap_dim(dim, self.dim()), idx) if self.dim() else self.clone()
+        return MaxMin(vals, idx)
+
+    def topk(self: Tensor, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+             sorted: builtins.bool = True) -> Any:  # noqa: A002
+        idx = self.argsort(dim, descending=largest)
+        d = _wrap_dim(dim, self.dim())
+        idx = idx.narrow(d, 0, k).contiguous()
+        return MaxMin(self.gather(d, idx), idx)
+
+    def _var(self: Tensor, dim: Any, unbiased: Any, keepdim: builtins.bool, correction: Any, std: builtins.bool) -> "Tensor":
+        if isinstance(unbiased, (_pyint, tuple, list)) and not isinstance(unbiased, _pybool) and dim is None:
+            dim, unbiased = unbiased, True  # var(dim) positional
+        ddof = correction if correction is not None else (1 if unbiased in (None, True) else 0)
+        x = _float(self)
+        mark = _seq_mark()
+        out = (fnp.std if std else fnp.var)(x, axis=_dims(dim, x.dim()), ddof=ddof, keepdims=keepdim)
+        return _rename(out, "StdBackward0" if std else "VarBackward0", mark)
+
+    def var(self: Tensor, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
+            correction: Any = None) -> "Tensor":
+        return self._var(dim, unbiased, keepdim, correction, False)
+
+    def std(self: Tensor, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
+            correction: Any = None) -> "Tensor":
+        return self._var(dim, unbiased, keepdim, correction, True)
+
+    def norm(self: Tensor, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> "Tensor":
+        mark = _seq_mark()
+        x = _float(self)
+        axes = _dims(dim, x.dim())
+        a = fnp.abs(x) if x.is_complex() or p not in (2, "fro") else x
+        if p in (2, "fro", None):
+            sq = a * a if not x.is_complex() else fnp.real(x * fnp.conj(x))
+            out = fnp.sqrt(fnp.sum(sq, axis=axes, keepdims=keepdim))
+        elif p == 1:
+            out = fnp.sum(fnp.abs(x), axis=axes, keepdims=keepdim)
+        elif p in (float("inf"), "inf"):
+            out = fnp.max(fnp.abs(x), axis=axes, keepdims=keepdim)
+        else:
+            out = fnp.sum(fnp.abs(x) ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
+        return _rename(out, "LinalgVectorNormBackward0", mark)
+
+    def cumsum(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
+        x = self if dtype is None else self.to(dtype)
+        if x._value.dtype.kind in "biu" and dtype is None:
+            x = _cast(x, _dt.int64)
+        return cast("Tensor", fnp.cumsum(x, axis=_wrap_dim(dim, x.dim())))
+
+    def cumprod(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
+        x = self if dtype is None else self.to(dtype)
+        return cast("Tensor", fnp.cumprod(x, axis=_wrap_dim(dim, x.dim())))
+
+    def all(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+        return Tensor._make(np.asarray(namespace_of(self._value).all(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
+
+    def any(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+        return Tensor._make(np.asarray(namespace_of(self._value).any(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
+
+    def count_nonzero(self: Tensor, dim: DimArg = None) -> "Tensor":
+        return Tensor._make(np.asarray(namespace_of(self._value).count_nonzero(self._value, axis=_dims(dim, self.dim()))).astype(np.int64))
+
+    # ------------------------------------------------------------------ linear algebra
+    def matmul(self: Tensor, other: Any) -> "Tensor":
+        other = _as_tensor(other)
+        if self.dim() == 0 or other.dim() == 0:
+            raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                               f"{self.dim()}D and {other.dim()}D")
+        a, b = _promote(self, other)
+        mark = _seq_mark()
+        out = fnp.matmul(a, b)
+        nd = (a.dim(), b.dim())
+        name = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0", (3, 3): "BmmBackward0"}.get(nd, "MatmulBackward0")
+        return _rename(out, name, mark)
+
+    def mm(self: Tensor, mat2: "Tensor") -> "Tensor":
+        if self.dim() != 2 or _as_tensor(mat2).dim() != 2:
+            raise RuntimeError("self must be a matrix" if self.dim() != 2 else "mat2 must be a matrix")
+        return self.matmul(mat2)
+
+    def bmm(self: Tensor, mat2: "Tensor") -> "Tensor":
+        if self.dim() != 3 or _as_tensor(mat2).dim() != 3:
+            raise RuntimeError("batch1 must be a 3D tensor" if self.dim() != 3 else "batch2 must be a 3D tensor")
+        return self.matmul(mat2)
+
+    def mv(self: Tensor, vec: "Tensor") -> "Tensor":
+        return self.matmul(vec)
+
+    def dot(self: Tensor, other: "Tensor") -> "Tensor":
+        if self.dim() != 1 or _as_tensor(other).dim() != 1:
+            raise RuntimeError(f"1D tensors expected, but got {self.dim()}D and {_as_tensor(other).dim()}D tensors")
+        return self.matmul(other)
+
+    def inverse(self: Tensor) -> "Tensor":
+        from . import linalg
+
+        return linalg.inv(self)
+
+    def det(self: Tensor) -> "Tensor":
+        from . import linalg
+
+        return linalg.det(self)
+
+    def logdet(self: Tensor) -> "Tensor":
+        from . import linalg
+
+        from .ops import where
+
+        sign, logabs = linalg.slogdet(self)
+        if self.is_complex():
+            return cast("Tensor", logabs + sign.log())
+        return cast("Tensor", where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs)))
+
+    def cholesky(self: Tensor, upper: builtins.bool = False) -> "Tensor":
+        from . import linalg
+
+        return linalg.cholesky(self, upper=upper)
+
+    def outer(self: Tensor, vec2: "Tensor") -> "Tensor":
+        return self.unsqueeze(1) * _as_tensor(vec2).unsqueeze(0)
+
+    ger = outer

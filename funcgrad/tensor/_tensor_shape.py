@@ -1,0 +1,430 @@
+"""Shape, view and indexing methods of ``Tensor``.
+
+A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass); tensor.py imports this module
+after defining the helpers used here and binds ``Tensor`` here once the class exists.
+"""
+
+# The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
+# not a supertype of its class as "misc", hence:
+# mypy: disable-error-code="misc"
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from ..backend import namespace_of
+from . import dtypes as _dt
+from .graph import multi_output_views
+from .tensor import (
+    _pyint, _pybool, Size, SizeArg, DimArg, _seq_mark, _rename, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw,
+    _shares, _shape_arg, _as_tensor, _zero_like_scalar,
+)
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+class _ShapeMixin:
+    __slots__ = ()
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self: Tensor) -> Size:
+        return Size(self._value.shape)
+
+    def size(self: Tensor, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self._value.shape)
+        return self._value.shape[_wrap_dim(dim, self._value.ndim)]
+
+    def dim(self: Tensor) -> int:
+        return cast("int", self._value.ndim)
+
+    ndimension = dim
+
+    def _is_view(self: Tensor) -> bool:
+        """Whether this tensor is a view of another (``self._base``), as PyTorch's ``_is_view()``."""
+        return self._base is not None
+
+    @property
+    def ndim(self: Tensor) -> int:
+        return cast("int", self._value.ndim)
+
+    def numel(self: Tensor) -> int:
+        return _pyint(self._value.size)
+
+    nelement = numel
+
+    def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
+        flags = getattr(self._value, "flags", None)
+        return True if flags is None else _pybool(flags.c_contiguous)
+
+    def contiguous(self: Tensor, memory_format: Any = None) -> "Tensor":
+        if self.is_contiguous():
+            return self
+        return self.clone()
+
+    def __len__(self: Tensor) -> int:
+        if self._value.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return cast("int", self._value.shape[0])
+
+    def __iter__(self: Tensor) -> Iterator["Tensor"]:
+        if self._value.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._value.shape[0]))
+
+    # ------------------------------------------------------------------ shapes
+    def reshape(self: Tensor, *shape: SizeArg) -> "Tensor":
+        dims = _shape_arg(shape)
+        mark = _seq_mark()
+        out = fnp.reshape(self, dims)
+        return _rename(out, "ViewBackward0" if out._base is not None else "UnsafeViewBackward0", mark)
+
+    def view(self: Tensor, *shape: Any) -> "Tensor":
+        if len(shape) == 1 and isinstance(shape[0], (_dt.dtype, np.dtype)):
+            raise NotImplementedError("view(dtype) is not supported; use .to(dtype)")
+        shape = _shape_arg(shape)
+        out = self.reshape(shape)
+        if out._value.size and out._base is None and self._value.size > 1 and not _shares(out._value, self._value):
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                "across two contiguous subspaces). Use .reshape(...) instead."
+            )
+        return out
+
+    def view_as(self: Tensor, other: "Tensor") -> "Tensor":
+        return self.view(other.shape)
+
+    def reshape_as(self: Tensor, other: "Tensor") -> "Tensor":
+        return self.reshape(other.shape)
+
+    def flatten(self: Tensor, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> "Tensor":
+        nd = self.dim()
+        if nd == 0:
+            return self.reshape(1)
+        s, e = _wrap_dim(start_dim, nd), _wrap_dim(end_dim, nd)
+        if s > e:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        if s == e:
+            return self
+        shp = self.shape
+        n = 1
+        for k in shp[s:e + 1]:
+            n *= k
+        return self.reshape(tuple(shp[:s]) + (n,) + tuple(shp[e + 1:]))
+
+    def unflatten(self: Tensor, dim: builtins.int, sizes: Sequence[builtins.int]) -> "Tensor":
+        d = _wrap_dim(dim, self.dim())
+        shp = tuple(self.shape)
+        sizes = list(sizes)
+        if -1 in sizes:
+            known = 1
+            for s in sizes:
+                if s != -1:
+                    known *= s
+            sizes[sizes.index(-1)] = shp[d] // known
+        return self.reshape(shp[:d] + tuple(sizes) + shp[d + 1:])
+
+    def squeeze(self: Tensor, dim: DimArg = None) -> "Tensor":
+        mark = _seq_mark()
+        if dim is None:
+            axes = tuple(i for i, s in enumerate(self.shape) if s == 1)
+            name = "SqueezeBackward0"
+        else:
+            axes = tuple(d for d in (_dims(dim, self.dim()) or ()) if self.shape[d] == 1)
+            name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
+        if not axes:
+            return _rename(fnp.reshape(self, tuple(self.shape)), name, mark)
+        return _rename(fnp.squeeze(self, axis=axes), name, mark)
+
+    def unsqueeze(self: Tensor, dim: builtins.int) -> "Tensor":
+        d = _wrap_dim(dim, self.dim() + 1)
+        mark = _seq_mark()
+        return _rename(fnp.expand_dims(self, d), "UnsqueezeBackward0", mark)
+
+    def transpose(self: Tensor, dim0: builtins.int, dim1: builtins.int) -> "Tensor":
+        nd = self.dim()
+        if nd == 0:
+            return self
+        mark = _seq_mark()
+        return _rename(fnp.swapaxes(self, _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)), "TransposeBackward0", mark)
+
+    swapaxes = swapdims = transpose
+
+    def t(self: Tensor) -> "Tensor":
+        if self.dim() > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+        if self.dim() < 2:
+            return self
+        mark = _seq_mark()
+        return _rename(fnp.transpose(self), "TBackward0", mark)
+
+    @property
+    def T(self: Tensor) -> "Tensor":
+        if self.dim() < 2:
+            return self
+        return self.permute(*reversed(range(self.dim())))
+
+    @property
+    def mT(self: Tensor) -> "Tensor":
+        if self.dim() < 2:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def H(self: Tensor) -> "Tensor":
+        return self.T.conj()
+
+    @property
+    def mH(self: Tensor) -> "Tensor":
+        return self.mT.conj()
+
+    def adjoint(self: Tensor) -> "Tensor":
+        return self.mH
+
+    def permute(self: Tensor, *dims: Any) -> "Tensor":
+        dims = _shape_arg(dims)
+        nd = self.dim()
+        if len(dims) != nd:
+            raise RuntimeError(
+                f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+                f"desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {len(dims)}"
+            )
+        perm = tuple(_wrap_dim(d, nd) for d in dims)
+        if len(set(perm)) != nd:
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        mark = _seq_mark()
+        return _rename(fnp.transpose(self, perm), "PermuteBackward0", mark)
+
+    def movedim(self: Tensor, source: Any, destination: Any) -> "Tensor":
+        return cast("Tensor", fnp.moveaxis(self, source, destination))
+
+    moveaxis = movedim
+
+    def expand(self: Tensor, *sizes: Any) -> "Tensor":
+        sizes = _shape_arg(sizes)
+        shp = tuple(self.shape)
+        if len(sizes) < len(shp):
+            raise RuntimeError(
+                f"expand(ft.{_dt.TYPE_NAMES[self.dtype]}{{[{', '.join(map(str, shp))}]}}, size=[{', '.join(map(str, sizes))}]): "
+                f"the number of sizes provided ({len(sizes)}) must be greater or equal to the number of dimensions "
+                f"in the tensor ({len(shp)})"
+            )
+        lead = len(sizes) - len(shp)
+        target: Any = []
+        for i, s in enumerate(sizes):
+            if s == -1:
+                if i < lead:
+                    raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
+                target.append(shp[i - lead])
+            else:
+                if i >= lead and shp[i - lead] not in (1, s):
+                    raise RuntimeError(
+                        f"The expanded size of the tensor ({s}) must match the existing size ({shp[i - lead]}) at "
+                        f"non-singleton dimension {i}.  Target sizes: [{', '.join(map(str, sizes))}].  Tensor sizes: "
+                        f"[{', '.join(map(str, shp))}]"
+                    )
+                target.append(s)
+        mark = _seq_mark()
+        target = tuple(target)
+        if target == shp:
+            return _rename(fnp.reshape(self, shp), "ExpandBackward0", mark)
+        return _rename(fnp.broadcast_to(self, target), "ExpandBackward0", mark)
+
+    def expand_as(self: Tensor, other: "Tensor") -> "Tensor":
+        return self.expand(other.shape)
+
+    def broadcast_to(self: Tensor, size: Any) -> "Tensor":
+        return self.expand(*size)
+
+    def repeat(self: Tensor, *sizes: Any) -> "Tensor":
+        sizes = _shape_arg(sizes)
+        if len(sizes) < self.dim():
+            raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+        mark = _seq_mark()
+        x = self.reshape((1,) * (len(sizes) - self.dim()) + tuple(self.shape))
+        return _rename(fnp.tile(x, sizes), "RepeatBackward0", mark)
+
+    def tile(self: Tensor, *dims: Any) -> "Tensor":
+        dims = _shape_arg(dims)
+        if len(dims) < self.dim():
+            dims = (1,) * (self.dim() - len(dims)) + tuple(dims)
+        return self.repeat(*dims)
+
+    def repeat_interleave(self: Tensor, repeats: Any, dim: Any = None) -> "Tensor":
+        r = _raw(repeats)
+        if dim is None:
+            return cast("Tensor", fnp.repeat(self.reshape(-1), r, axis=0))
+        return cast("Tensor", fnp.repeat(self, r, axis=_wrap_dim(dim, self.dim())))
+
+    def flip(self: Tensor, *dims: Any) -> "Tensor":
+        dims = _shape_arg(dims)
+        return cast("Tensor", fnp.flip(self, axis=tuple(_wrap_dim(d, self.dim()) for d in dims)))
+
+    def roll(self: Tensor, shifts: Any, dims: Any = None) -> "Tensor":
+        return cast("Tensor", fnp.roll(self, shifts, axis=dims))
+
+    def narrow(self: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> "Tensor":
+        d = _wrap_dim(dim, self.dim())
+        start, length, n = _pyint(start), _pyint(length), self.shape[d]
+        if not -n <= start <= n:
+            raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+        if start < 0:
+            start += n
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if start + length > n:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+        idx = (slice(None),) * d + (slice(start, start + length),)
+        return self[idx]
+
+    def select(self: Tensor, dim: builtins.int, index: builtins.int) -> "Tensor":
+        d = _wrap_dim(dim, self.dim())
+        return self[(slice(None),) * d + (_pyint(index),)]
+
+    def unbind(self: Tensor, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """Views of the slices along ``dim``; like every op that returns several views, they refuse
+        in-place changes when autograd is involved (PyTorch's rule; ``unsafe_split`` does not).
+
+        Example::
+
+            a, b = ft.tensor([[1., 2.], [3., 4.]]).unbind()   # tensor([1., 2.]), tensor([3., 4.])
+        """
+        if self.dim() == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        d = _wrap_dim(dim, self.dim())
+        return multi_output_views(tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0")
+
+    def split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """Views of consecutive pieces along ``dim`` (refusing in-place changes with autograd, as
+        ``unbind``).
+
+        Example::
+
+            ft.arange(5.).split(2)        # (tensor([0., 1.]), tensor([2., 3.]), tensor([4.]))
+            ft.arange(5.).split([1, 4])   # sizes
+        """
+        name = "SplitWithSizesBackward0" if isinstance(split_size, (list, tuple)) else "SplitBackward0"
+        return multi_output_views(self.unsafe_split(split_size, dim), name)
+
+    def unsafe_split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """``split`` whose pieces may be modified in place (the caller vouches that is sound).
+
+        Example::
+
+            s1, s2 = (x * 2).unsafe_split(1)
+            s1.mul_(s2)                    # allowed, and recorded
+        """
+        if self.dim() == 0:
+            raise RuntimeError("split expects at least a 1-dimensional tensor")
+        d = _wrap_dim(dim, self.dim())
+        n = self.shape[d]
+        if isinstance(split_size, (list, tuple)):
+            if builtins.sum(split_size) != n:
+                raise RuntimeError(
+                    f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension "
+                    f"{d}), but got split_sizes={list(split_size)}"
+                )
+            sizes = list(split_size)
+        else:
+            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) or [0]
+        out, start = [], 0
+        for s in sizes:
+            out.append(self.narrow(d, start, s))
+            start += s
+        return tuple(out)
+
+    def chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
+        d = _wrap_dim(dim, self.dim())
+        n = self.shape[d]
+        size = -(-n // chunks)
+        if not n:  # PyTorch: ``chunks`` empty pieces
+            return multi_output_views(tuple(self.narrow(d, 0, 0) for _ in range(chunks)), "SplitBackward0")
+        return self.split(size, d)
+
+    def unsafe_chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """``chunk`` whose pieces may be modified in place (see ``unsafe_split``)."""
+        d = _wrap_dim(dim, self.dim())
+        n = self.shape[d]
+        return self.unsafe_split(-(-n // chunks), d) if n else (self,)
+
+    split_with_sizes = split
+    unsafe_split_with_sizes = unsafe_split
+
+    def diagonal(self: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> "Tensor":
+        out = cast("Tensor", fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())))
+        _writable_like(out._value, self._value)
+        return out
+
+    def diag(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
+        if self.dim() == 1:
+            return _as_tensor(fnp.diag(self, diagonal))
+        return self.diagonal(diagonal)
+
+    def trace(self: Tensor) -> "Tensor":
+        return self.diagonal().sum()
+
+    def tril(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
+        ns = namespace_of(self._value)
+        mask = ns.tri(*self.shape[-2:], k=diagonal, dtype=bool)
+        return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
+
+    def triu(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
+        ns = namespace_of(self._value)
+        mask = ~ns.tri(*self.shape[-2:], k=diagonal - 1, dtype=bool)
+        return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
+
+    # ------------------------------------------------------------------ indexing
+    def __getitem__(self: Tensor, idx: Any) -> "Tensor":
+        idx = _to_raw_index(idx)
+        tup = idx if isinstance(idx, tuple) else (idx,)
+        mark = _seq_mark()
+        if _is_basic(tup):
+            if Ellipsis not in tup:
+                tup = tup + (Ellipsis,)  # NumPy then returns a 0-d view rather than a scalar copy
+            out = fnp.indexing.getitem(self, tup)
+            ints = any(isinstance(i, (_pyint, np.integer)) for i in tup)
+            slices = any(isinstance(i, slice) for i in tup)
+            name = "SelectBackward0" if ints and not slices else "SliceBackward0" if slices and not ints else (
+                "SliceBackward0" if slices else "AliasBackward0")
+            if any(i is None for i in tup):
+                name = "UnsqueezeBackward0" if not ints and not slices else name
+            return _rename(out, name, mark)
+        return _rename(fnp.indexing.getitem(self, idx), "IndexBackward0", mark)
+
+    def gather(self: Tensor, dim: builtins.int, index: "Tensor") -> "Tensor":
+        mark = _seq_mark()
+        return _rename(fnp.take_along_axis(self, _raw(index), axis=_wrap_dim(dim, self.dim())), "GatherBackward0", mark)
+
+    def index_select(self: Tensor, dim: builtins.int, index: "Tensor") -> "Tensor":
+        d = _wrap_dim(dim, self.dim())
+        mark = _seq_mark()
+        idx = (slice(None),) * d + (_raw(index),)
+        return _rename(fnp.indexing.getitem(self, idx), "IndexSelectBackward0", mark)
+
+    def masked_select(self: Tensor, mask: "Tensor") -> "Tensor":
+        m = _raw(mask)
+        return self.expand(*np.broadcast_shapes(tuple(self.shape), m.shape))[np.broadcast_to(m, np.broadcast_shapes(tuple(self.shape), m.shape))]
+
+    def take(self: Tensor, index: "Tensor") -> "Tensor":
+        return self.reshape(-1)[_raw(index)]
+
+    def nonzero(self: Tensor, as_tuple: builtins.bool = False) -> Any:
+        raw = self._value
+        nz = namespace_of(raw).nonzero(raw)
+        if as_tuple:
+            return tuple(Tensor._make(i.astype(np.int64)) for i in nz)
+        return Tensor._make(namespace_of(raw).stack(nz, axis=-1).astype(np.int64) if nz else namespace_of(raw).zeros((0, 0), np.int64))
+
+
+def _writable_like(view: Any, base: Any) -> None:
+    """NumPy's diagonal is read-only by convention only; PyTorch's may be written (in place)."""
+    if type(view) is np.ndarray and not view.flags.writeable and getattr(base, "flags", None) is not None \
+            and base.flags.writeable:
+        view.flags.writeable = True
