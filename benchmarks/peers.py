@@ -23,6 +23,7 @@ from typing import Any
 ALL = ("autograd", "torch", "jax")
 
 THREAD_ENV = {
+    "FUNCGRAD_JIT_THREADS": "1",  # fg.jit's thread pool for large elementwise regions
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
@@ -61,11 +62,16 @@ def restore_env(previous: dict[str, str | None]) -> None:
 
 
 _limiter = None
+_funcgrad_threads: int | None = None
 
 
 def pin_threads_now() -> str:
-    """Limit already-loaded thread pools (NumPy's BLAS) to one thread; say how."""
-    global _limiter
+    """Limit already-loaded thread pools (NumPy's BLAS, fg.jit's) to one thread; say how."""
+    global _limiter, _funcgrad_threads
+    fg_config = getattr(sys.modules.get("funcgrad.config"), "config", None)
+    if fg_config is not None and _funcgrad_threads is None:  # imported before the env variable was set
+        _funcgrad_threads = fg_config.jit_threads
+        fg_config.jit_threads = 1
     try:
         import threadpoolctl
     except ImportError:
@@ -77,10 +83,13 @@ def pin_threads_now() -> str:
 
 def unpin_threads() -> None:
     """Undo :func:`pin_threads_now`'s threadpoolctl limit (the env variables stay)."""
-    global _limiter
+    global _limiter, _funcgrad_threads
     if _limiter is not None:
         _limiter.restore_original_limits()
         _limiter = None
+    if _funcgrad_threads is not None:
+        sys.modules["funcgrad.config"].config.jit_threads = _funcgrad_threads
+        _funcgrad_threads = None
 
 
 def set_enabled(names: set[str] | None) -> None:

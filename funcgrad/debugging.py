@@ -65,7 +65,7 @@ def _where(prim: Primitive, kind: str) -> tuple[str, str]:
             break
         if not inside_rule:  # a primitive called by a derivative rule
             outer = f.f_locals.get("prim")
-            if name == "backward_pass" and path.endswith(os.path.join("core", "reverse.py")):
+            if name == "_walk" and path.endswith(os.path.join("core", "reverse.py")):  # backward_pass's loop
                 phase += f", called by the VJP rule of '{getattr(outer, 'name', outer)}' (reverse-mode derivative)"
                 inside_rule = True
             elif name in ("process", "output_tangent") and path.endswith(os.path.join("core", "forward.py")) and "ans" in f.f_locals:

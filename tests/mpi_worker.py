@@ -223,4 +223,74 @@ for (name, p), q in zip(model.module.named_parameters(), ref_net.parameters()):
     close(p.detach().numpy(), q.detach().numpy(), f"DDP training {name}")
 dist.check_replicated([p.detach().numpy() for p in model.parameters()], "DDP params")
 
+# the same training with every .grad a view of its bucket and gradients kept between steps
+# (accumulated and packed in place): bitwise the same parameters
+vmodel = ft.nn.parallel.DistributedDataParallel(net(R), bucket_cap_mb=4e-4, gradient_as_bucket_view=True)
+vopt = ft.optim.SGD(vmodel.parameters(), lr=0.1, momentum=0.9)
+for step in range(20):
+    vopt.zero_grad(set_to_none=False)
+    if step % 2:
+        with vmodel.no_sync():
+            (ft.nn.functional.mse_loss(vmodel(xb[:half]), yb[:half]) / 2).backward()
+        (ft.nn.functional.mse_loss(vmodel(xb[half:]), yb[half:]) / 2).backward()
+    else:
+        ft.nn.functional.mse_loss(vmodel(xb), yb).backward()
+    vopt.step()
+for (name, p), q in zip(vmodel.module.named_parameters(), model.module.parameters()):
+    np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=f"rank {R}: bucket views {name}")
+    assert any(np.shares_memory(p.grad.numpy(), b.buffer) for b in vmodel._buckets)
+
+
+# ---------------------------------------------------------------- bucket packing, layouts, overlap
+# Leaves are packed in their own memory order; a Fortran-ordered leaf on one rank and a C-ordered
+# one on another must still pair the same elements (the layout check makes both redo in C order).
+G = per_rank((6, 5), 500)  # every rank's gradient
+mean_ref = np.sum(G, axis=0) / N
+layouts = {
+    "all C": lambda a: np.ascontiguousarray(a),
+    "all Fortran": lambda a: np.asfortranarray(a),
+    "rank 0 Fortran, others C": lambda a: np.asfortranarray(a) if R == 0 else np.ascontiguousarray(a),
+}
+results = {}
+for name, lay in layouts.items():
+    tree = {"w": lay(G[R]), "b": G[R][0].copy(), "h": np.float32(R)}
+    results[name] = dist.allreduce_gradients(tree)
+    close(results[name]["w"], mean_ref, f"allreduce_gradients, {name}")
+    assert results[name]["h"].dtype == np.float32
+np.testing.assert_array_equal(results["all C"]["w"], results["all Fortran"]["w"])
+np.testing.assert_array_equal(results["all C"]["w"], results["rank 0 Fortran, others C"]["w"])
+assert results["all Fortran"]["w"].flags.f_contiguous  # no transposition on the way
+first = dist.allreduce_gradients({"w": G[R]})
+kept = first["w"].copy()
+dist.allreduce_gradients({"w": 2 * G[R]})
+np.testing.assert_array_equal(first["w"], kept)  # a later call never changes earlier results
+dist.check_replicated([r["w"] for r in results.values()], "reduced gradients")
+
+# bitwise: many small buckets (reduced while others are packed) == one bucket, functional and DDP
+local_grads = fg.grad(mse)(ref, *dist.shard((xs_all, ys_all)))
+one = dist.allreduce_gradients(local_grads)
+many = dist.allreduce_gradients(local_grads, bucket_mb=1e-4)
+for key in one:
+    np.testing.assert_array_equal(one[key], many[key], err_msg=f"rank {R}: bucketing changed {key}")
+
+
+def ddp_grads(cap):
+    m = ft.nn.parallel.DistributedDataParallel(net(0), bucket_cap_mb=cap)
+    xr, yr = (ft.tensor(a) for a in dist.shard((xs_all, ys_all)))
+    ft.nn.functional.mse_loss(m(xr), yr).backward()
+    return m, [p.grad.numpy().copy() for p in m.parameters()]
+
+
+m_one, g_one = ddp_grads(25.0)
+m_many, g_many = ddp_grads(4e-4)
+assert len(m_one._buckets) == 1 and len(m_many._buckets) > 1
+plain = net(0)
+xr, yr = (ft.tensor(a) for a in dist.shard((xs_all, ys_all)))
+ft.nn.functional.mse_loss(plain(xr), yr).backward()
+g_fun = dist.allreduce_gradients([p.grad.numpy() for p in plain.parameters()])
+for a, b, c in zip(g_one, g_many, g_fun):
+    np.testing.assert_array_equal(a, b, err_msg=f"rank {R}: DDP bucketing changed a gradient")
+    np.testing.assert_array_equal(a, c, err_msg=f"rank {R}: DDP differs from allreduce_gradients")
+dist.check_replicated(g_many, "DDP gradients")
+
 print(f"rank {R} OK", flush=True)

@@ -70,7 +70,7 @@ class FakeComm:
         self.calls.append("Iallreduce")
         assert send is None  # in place
         recv[...] = self._sum(recv.copy(), op)
-        return types.SimpleNamespace(Wait=lambda: None)
+        return types.SimpleNamespace(Wait=lambda: None, Test=lambda: self.calls.append("Test") or True)
 
     def Allgather(self, send: np.ndarray, recv: np.ndarray) -> None:
         self.calls.append("Allgather")
@@ -85,6 +85,11 @@ class FakeComm:
         self.calls.append("Bcast")
         if root != self.rank:
             buf[...] = self.peer(buf)
+
+
+def times(k: float) -> Callable[[np.ndarray], np.ndarray]:
+    """A peer whose floating-point data is ``k`` times ours; integers (the packing-layout codes) as ours."""
+    return lambda a: k * a if a.dtype.kind in "fc" else a
 
 
 @pytest.fixture
@@ -181,6 +186,25 @@ def test_solo_world(solo_world: Any) -> None:
     out = dist.allreduce_gradients(params)
     assert out["b"][0].dtype == np.float32
     dist.check_replicated(params)
+
+
+def test_ddp_in_a_world_of_one_rank_does_not_communicate() -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(1))
+    try:
+        net, plain = _net(0), _net(0)
+        model = ft.nn.parallel.DistributedDataParallel(net)
+        x = ft.randn(5, 3, dtype=ft.float64)
+        model(x).sum().backward()
+        plain(x).sum().backward()
+        assert "Iallreduce" not in dist.world().comm.calls
+        for p, q in zip(net.parameters(), plain.parameters()):
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+        net[0](x).sum().backward()  # a parameter left out is still named at the next forward
+        with pytest.raises(RuntimeError, match="did not produce gradients"):
+            model(x)
+    finally:
+        dist.shutdown()
 
 
 SOLO = [  # shapes valid for a world of one rank
@@ -296,7 +320,7 @@ def test_scalars_stay_0d(fake_world: Any) -> None:
 
 def test_allreduce_gradients_buckets_and_weights() -> None:
     dist.shutdown()
-    dist.initialize(comm=FakeComm(2, peer=lambda a: 3 * a))
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
     try:
         tree = {"a": np.ones((4, 5)), "b": [np.full(3, 2.0, np.float32), None], "c": np.arange(7.0)}
         out = dist.allreduce_gradients(tree, bucket_mb=100 / 2**20)  # 100-byte buckets: several
@@ -304,10 +328,11 @@ def test_allreduce_gradients_buckets_and_weights() -> None:
         np.testing.assert_allclose(out["c"], 2 * tree["c"])
         assert out["b"][0].dtype == np.float32 and out["b"][1] is None
         w = dist.world()
-        assert w.comm.calls.count("Iallreduce") == 3  # [a] [c] (float64, 100 bytes each at most) and [b]
-        bufs = {k: id(v) for k, v in w.buffers.items()}
-        dist.allreduce_gradients(tree, bucket_mb=100 / 2**20)
-        assert {k: id(v) for k, v in w.buffers.items()} == bufs  # persistent buffers
+        # the layout check, then [a] [c] (float64, 100 bytes each at most) and [b]
+        assert w.comm.calls.count("Iallreduce") == 4
+        again = dist.allreduce_gradients(tree, bucket_mb=100 / 2**20)
+        np.testing.assert_allclose(out["a"], 2 * tree["a"])  # a later call leaves earlier results alone
+        assert not np.shares_memory(again["a"], out["a"])
         scalar = dist.allreduce_gradients({"s": 1.5})  # a Python scalar leaf: a 0-d array back
         assert scalar["s"].shape == () and float(scalar["s"]) == 3.0
         summed = dist.allreduce_gradients({"g": np.ones(2)}, op="sum")
@@ -316,13 +341,76 @@ def test_allreduce_gradients_buckets_and_weights() -> None:
         dist.shutdown()
 
 
+def test_allreduce_gradients_packs_in_memory_order_and_returns_owned_views() -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
+    try:
+        w_f = np.asfortranarray(np.arange(12.0).reshape(3, 4))  # a transposed gradient, as x.T @ g gives
+        tree = {"w": w_f, "b": np.ones(4), "s": np.arange(6.0).reshape(2, 3)[:, ::2]}  # s: not contiguous
+        out = dist.allreduce_gradients(tree)
+        for k in tree:
+            np.testing.assert_array_equal(out[k], 2 * tree[k])  # (x + 3x) / 2, exactly
+        assert out["w"].flags.f_contiguous and not out["w"].flags.c_contiguous  # its own order, no transpose
+        assert out["s"].flags.c_contiguous
+        # one flat buffer for the bucket, new for this call: never the input's memory, never a later call's
+        assert np.shares_memory(out["w"].base, out["b"]) and not np.shares_memory(out["w"], w_f)
+        again = dist.allreduce_gradients({"w": 5 * w_f, "b": np.zeros(4), "s": tree["s"]})
+        np.testing.assert_array_equal(out["w"], 2 * w_f)
+        assert not np.shares_memory(again["w"], out["w"])
+        np.testing.assert_array_equal(again["w"], 10 * w_f)
+    finally:
+        dist.shutdown()
+
+
+def test_allreduce_gradients_falls_back_to_c_order_when_layouts_differ() -> None:
+    # the peer holds the same (3, 4) gradient C-ordered while ours is Fortran-ordered: its flat
+    # buffer pairs other elements with ours, and its layout code (0: all C) differs from ours
+    w_f = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    floats = []
+
+    def peer(a: np.ndarray) -> np.ndarray:
+        if a.dtype.kind == "i":
+            return np.zeros_like(a)  # the peer packed everything in C order
+        floats.append(a.size)
+        # its buffer, packed in C order, while we packed in Fortran order; after the redo both are C
+        return a.reshape(4, 3).T.reshape(-1) if len(floats) == 1 else a
+
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=peer))
+    try:
+        out = dist.allreduce_gradients({"w": w_f}, op="sum")
+        np.testing.assert_array_equal(out["w"], 2 * w_f)  # a silent mismatch would scramble the sum
+        assert floats == [12, 12]  # reduced once in each rank's own order, then again in C order
+        assert dist.world().comm.calls.count("Iallreduce") == 3
+    finally:
+        dist.shutdown()
+
+
+def test_allreduce_gradients_integer_leaves_average_to_floats() -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=lambda a: a if a.dtype.kind == "i" and a.size == 2 else 3 * a))
+    try:
+        out = dist.allreduce_gradients({"n": np.array([1, 2, 3]), "x": np.ones(2, np.float32)})
+        assert out["n"].dtype == np.float64 and out["x"].dtype == np.float32
+        np.testing.assert_array_equal(out["n"], [2.0, 4.0, 6.0])
+        out = dist.allreduce_gradients({"n": np.array([1, 2, 3])}, op="sum")
+        assert out["n"].dtype == np.int64
+        np.testing.assert_array_equal(out["n"], [4, 8, 12])
+    finally:
+        dist.shutdown()
+
+
 def test_allreduce_gradients_weights() -> None:
     dist.shutdown()
-    dist.initialize(comm=FakeComm(2, peer=lambda a: a + 1))
+    # we: weight 1, gradient 2; the peer: weight 2, gradient 1.5. Each rank sends its gradient times
+    # weight / total weight: the peer's share is 1.5 * 2 / 3 = 1
+    peer = lambda a: a + 1 if a.ndim == 0 else (a if a.dtype.kind == "i" else np.ones_like(a))  # noqa: E731
+    dist.initialize(comm=FakeComm(2, peer=peer))
     try:
-        # we: weight 1, gradient 2 (weighted 2); the peer: weight 2, weighted gradient 3 (gradient 1.5)
         out = dist.allreduce_gradients({"g": np.full(2, 2.0)}, weight=1)
-        np.testing.assert_allclose(out["g"], (1 * 2 + 2 * 1.5) / 3 * np.ones(2))
+        np.testing.assert_allclose(out["g"], (1 * 2 + 2 * 1.5) / 3 * np.ones(2), rtol=1e-15)
+        out = dist.allreduce_gradients({"g": np.full(2, 2.0)}, weight=1, op="sum")  # size() times the mean
+        np.testing.assert_allclose(out["g"], 2 * 2 / 3 + 1 * np.ones(2), rtol=1e-15)
         with pytest.raises(ValueError, match="positive total"):
             dist.allreduce_gradients({"g": np.ones(2)}, weight=-0.5)
     finally:
@@ -386,7 +474,7 @@ def test_check_replicated_names_the_leaf() -> None:
 
 def test_sync_gradients_chains_before_an_optimizer() -> None:
     dist.shutdown()
-    dist.initialize(comm=FakeComm(2, peer=lambda a: 3 * a))
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
     try:
         params = {"w": np.ones(3)}
         opt = fg.optim.chain(dist.sync_gradients(), fg.optim.sgd(0.5))
@@ -495,13 +583,17 @@ def test_device_path_equals_host_path(device_world: Any, monkeypatch: pytest.Mon
 
 
 def test_device_training_helpers(device_world: Any) -> None:
+    w_f = np.asfortranarray(np.arange(6.0).reshape(3, 2))
     tree = {"w": fb.to_fake(np.ones((3, 2))), "b": fb.to_fake(np.arange(3, dtype=np.float32)),
-            "z": fb.to_fake(np.ones(2, np.complex128))}
+            "z": fb.to_fake(np.ones(2, np.complex128)), "f": fb.FakeArray(w_f)}
     with fb.no_host_sync():
         out = dist.allreduce_gradients(tree)
         again = dist.broadcast_parameters(tree)
     assert all(isinstance(v, fb.FakeArray) for v in list(out.values()) + list(again.values()))
     np.testing.assert_allclose(out["w"].get(), np.ones((3, 2)))
+    np.testing.assert_array_equal(out["f"].get(), w_f)  # packed in Fortran order on the device
+    assert out["f"].flags.f_contiguous and not out["f"].flags.c_contiguous
+    np.testing.assert_array_equal(again["f"].get(), w_f)
     np.testing.assert_allclose(out["z"].get(), np.ones(2))
     assert out["b"].dtype == np.float32 and out["z"].dtype == np.complex128
     dist.check_replicated(tree)  # hashes on the device, 16 bytes per leaf come back
@@ -570,7 +662,7 @@ def test_ft_distributed_api() -> None:
 def test_ddp_broadcasts_buckets_and_averages() -> None:
     dist.shutdown()
     # we are rank 1; rank 0 holds 3x our values (and gradients)
-    dist.initialize(comm=FakeComm(2, rank=1, peer=lambda a: 3 * a))
+    dist.initialize(comm=FakeComm(2, rank=1, peer=times(3)))
     try:
         base = _net(0)
         ref = [p.detach().numpy().copy() for p in base.parameters()]
@@ -593,8 +685,9 @@ def test_ddp_broadcasts_buckets_and_averages() -> None:
             lambda p: seen.append(w.comm.calls.count("Iallreduce") - before))
         model(x).sum().backward()
         h.remove()
-        assert w.comm.calls.count("Iallreduce") - before == len(model._buckets)
-        assert 0 < seen[0] < len(model._buckets)  # earlier buckets went out while backward was running
+        # per bucket: its data and the check that every rank packed it in the same layout
+        assert w.comm.calls.count("Iallreduce") - before == 2 * len(model._buckets)
+        assert 0 < seen[0] < 2 * len(model._buckets)  # earlier buckets went out while backward was running
         for p, q in zip(model.parameters(), plain.parameters()):  # (g + 3 g) / 2
             np.testing.assert_allclose(p.grad.numpy(), 2 * q.grad.numpy(), rtol=1e-12)
         # no_sync: no communication; the next synced backward averages the accumulated sum
@@ -607,6 +700,99 @@ def test_ddp_broadcasts_buckets_and_averages() -> None:
         model(x).sum().backward()
         for p, q in zip(model.parameters(), plain.parameters()):
             np.testing.assert_allclose(p.grad.numpy(), 2 * 2 * q.grad.numpy(), rtol=1e-12)
+    finally:
+        dist.shutdown()
+
+
+def _record_reductions(comm: FakeComm) -> list[tuple[str, int]]:
+    """Wrap ``comm.Iallreduce`` to log (dtype kind, size) of every buffer it reduces."""
+    log: list[tuple[str, int]] = []
+    inner = comm.Iallreduce
+
+    def Iallreduce(send: Any, recv: np.ndarray, op: str = "sum") -> Any:
+        log.append((recv.dtype.kind, int(recv.size)))
+        return inner(send, recv, op)
+
+    comm.Iallreduce = Iallreduce  # type: ignore[method-assign]
+    return log
+
+
+def test_ddp_buckets_follow_reverse_parameter_order() -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
+    try:
+        net = _net(0)  # 0.weight (12), 0.bias (4), 2.weight (4), 2.bias (1): float64
+        model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=40 / 2**20)  # 5 float64 a bucket
+        ids = [id(p) for p in net.parameters()]
+        assert [[ids.index(id(p)) for p in b.params] for b in model._buckets] == [[3, 2], [1], [0]]
+        log = _record_reductions(dist.world().comm)
+        model(ft.randn(5, 3, dtype=ft.float64)).sum().backward()
+        # started in bucket order, each with its layout check (int64 [code, -code]) just before
+        assert log == [("i", 2), ("f", 5), ("i", 2), ("f", 4), ("i", 2), ("f", 12)]
+        # hooks that start nothing test the started reductions (MPI progresses them only in MPI calls)
+        calls = dist.world().comm.calls
+        assert calls.count("Test") > 0
+        model.poll_progress = False
+        n_tests = calls.count("Test")
+        model(ft.randn(5, 3, dtype=ft.float64)).sum().backward()
+        assert calls.count("Test") == n_tests
+    finally:
+        dist.shutdown()
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_ddp_gradient_as_bucket_view(set_to_none: bool) -> None:
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=times(3)))
+    try:
+        x = ft.randn(5, 3, dtype=ft.float64)
+        models = {}
+        for as_view in (False, True):
+            net = _net(0)
+            model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=40 / 2**20,
+                                                           gradient_as_bucket_view=as_view)
+            opt = ft.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            grads = []
+            for step in range(3):
+                opt.zero_grad(set_to_none=set_to_none)
+                model(x).pow(2).sum().backward()
+                grads.append([p.grad.numpy().copy() for p in net.parameters()])
+                opt.step()
+            models[as_view] = (model, grads)
+        (_, copied), (model, viewed) = models[False], models[True]
+        for a, b in zip(copied, viewed):
+            for u, v in zip(a, b):
+                np.testing.assert_array_equal(u, v)  # bitwise the same training
+        for bucket in model._buckets:  # every .grad lives in its bucket's buffer
+            for p in bucket.params:
+                assert np.shares_memory(p.grad.numpy(), bucket.buffer)
+    finally:
+        dist.shutdown()
+
+
+def test_ddp_redoes_a_bucket_whose_layout_differs_between_ranks() -> None:
+    floats: list[int] = []
+
+    def peer(a: np.ndarray) -> np.ndarray:
+        if a.dtype.kind == "i":
+            return np.zeros_like(a)  # the peer packed every gradient in C order
+        floats.append(a.size)
+        if a.size == 12 and floats.count(12) == 1:  # 0.weight's (4, 3) gradient: ours Fortran, its C
+            return a.reshape(3, 4).T.reshape(-1)
+        return a
+
+    dist.shutdown()
+    dist.initialize(comm=FakeComm(2, peer=peer))
+    try:
+        net, plain = _net(0), _net(0)
+        model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=40 / 2**20)
+        x = ft.randn(5, 3, dtype=ft.float64)
+        model(x).sum().backward()
+        plain(x).sum().backward()
+        assert not net[0].weight.grad.numpy().flags.c_contiguous  # the case being tested
+        assert floats.count(12) == 2  # the Fortran-packed bucket went again, in C order
+        for p, q in zip(net.parameters(), plain.parameters()):
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())  # (g + g) / 2
     finally:
         dist.shutdown()
 

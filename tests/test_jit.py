@@ -498,10 +498,12 @@ def test_captured_array_written_during_tracing_is_two_constants():
 # the two bit-for-bit rewrites of the compiler: diagonal products and blocked elementwise programs
 
 
-def _spy(monkeypatch, name):
-    """Count how often staging's rewrite ``name`` is applied (white-box: the rewrite fired)."""
-    from funcgrad.core import staging
+def _spy(monkeypatch, name, module="staging"):
+    """Count how often ``funcgrad.core.<module>``'s rewrite ``name`` is applied (white-box: the
+    rewrite fired)."""
+    import importlib
 
+    staging = importlib.import_module(f"funcgrad.core.{module}")
     calls = []
     original = getattr(staging, name)
 
@@ -545,7 +547,7 @@ def test_jacrev_diagonal_rewrite_equals_eager_bit_for_bit(monkeypatch, w_as_argu
 
 
 def test_blocked_elementwise_program_equals_eager_bit_for_bit(monkeypatch):
-    calls = _spy(monkeypatch, "_chunked")
+    calls = _spy(monkeypatch, "_runner", "blocking")
     n = (1 << 18) + 123  # 2 MiB of float64 and a ragged last block
     x = np.linspace(-3.0, 3.0, n)
     f = lambda x: fnp.sum(fnp.sin(x) ** 2 + fnp.tanh(x))  # noqa: E731

@@ -10,17 +10,20 @@ one-shot passes, each node's saved values) as soon as it is consumed.
 
 from __future__ import annotations
 
+import contextvars
+import sys
+import threading
 from typing import Any, Iterable, Sequence
 
 from sys import getrefcount
 
 from .constant import ConstBox
 from . import trace as _trace
-from .hooks import zeros_like
+from .hooks import _watchers, zeros_like
 from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order", "save_everything",
-           "dropped"]
+           "dropped", "Visitor", "carry_thread_state"]
 
 # Allocation without an __init__ call: the hot path of recording fills the slots inline.
 _new_node = object.__new__
@@ -205,6 +208,8 @@ class ReverseTrace(Trace):
     """
 
     __slots__ = ("keep_all", "min_drop_bytes")
+    # the tape may hold results that are not arrays (fg.jit's residuals packed as one value)
+    opaque_results = True
 
     def __init__(self, name: str, keep_all: bool = False, min_drop_bytes: int = _MIN_DROP_BYTES):
         super().__init__(name)
@@ -362,24 +367,150 @@ def forward_order(out_nodes: Iterable[VJPNode]) -> list[VJPNode]:
 _SOLE_REFS = _count_sole_refs()
 
 
-def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> dict[VJPNode, Any]:
+class Visitor:
+    """What a layer on the engine adds to :func:`backward_pass`, node by node.
+
+    Given a visitor, the pass hands it each node's own work: ``visit(node, g, live)``
+    gets the node and its summed cotangent (None when none arrived; for a node of
+    several results the list of per-result cotangents) and returns the cotangents
+    of ``node.parents`` (a sequence in the same order; None for none), or, for a
+    node with ``out_index`` set, that result's cotangent. ``live`` is False when
+    no parent of the node leads to a target of a pruned pass (the node then needs
+    no running, only what happens on the way in: hooks, capture). The pass itself
+    keeps the schedule: dependency counts, summing where values fan out, filing
+    the results of multi-result nodes. The Tensor layer's visitor
+    (``funcgrad.tensor.backward``) runs hooks, anomaly checks and ``.grad``
+    accumulation there.
+    """
+
+    def visit(self, node: VJPNode, g: Any, live: bool) -> Any:
+        raise NotImplementedError
+
+
+def _needed_order(roots: list[VJPNode], targets: Iterable[VJPNode]) -> dict[VJPNode, int]:
+    """:func:`tape_order` restricted to the nodes from which some node of ``targets`` is reachable."""
+    want = set(targets)
+    needed: set[VJPNode] = set()
+    for node in forward_order(roots):  # parents first: a node is needed when it or a parent is
+        if node in want or any(p in needed for p in node.parents):
+            needed.add(node)
+    counts = dict.fromkeys(needed, 0)
+    for node in needed:
+        for p in node.parents:
+            if p in needed:
+                counts[p] += 1
+    return counts
+
+
+class _Reentry(threading.local):
+    depth = 0  # backward passes running in this thread (more than one: a node's rule started one)
+
+
+_reentry = _Reentry()
+_carried: list[Any] = [_trace._local, _watchers]  # thread-local state a pass moved to a fresh thread takes
+
+
+def carry_thread_state(*locals_: Any) -> None:
+    """Register ``threading.local`` objects (a layer's per-thread modes) whose state a nested
+    backward pass takes along when it moves to a fresh thread (see :func:`backward_pass`)."""
+    _carried.extend(locals_)
+
+
+def _stack_depth() -> int:
+    n = 0
+    f: Any = sys._getframe()
+    while f is not None:
+        n += 1
+        f = f.f_back
+    return n
+
+
+def _on_fresh_thread(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` on a new thread that starts with this thread's carried state and context
+    variables; its result, or its error raised here."""
+    state = [(loc, dict(vars(loc))) for loc in _carried]
+    ctx = contextvars.copy_context()
+    result: list[Any] = []
+
+    def work() -> None:
+        for loc, values in state:
+            vars(loc).update(values)
+        try:
+            result.append((True, ctx.run(fn, *args)))
+        except BaseException as err:  # noqa: BLE001 - re-raised in the calling thread
+            result.append((False, err))
+
+    worker = threading.Thread(target=work, name="funcgrad-reentrant-backward")
+    worker.start()
+    worker.join()
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
+
+
+def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False, visitor: Visitor | None = None,
+                  targets: Iterable[VJPNode] | None = None) -> dict[VJPNode, Any]:
     """Propagate output cotangents to the input nodes; returns {input node: cotangent}.
 
     ``outputs`` pairs each output's node with its cotangent. With ``release``,
     each node's saved values are dropped once it has run (one-shot passes such
-    as ``grad``), so memory falls as the pass proceeds.
+    as ``grad``), so memory falls as the pass proceeds. With ``targets``, only
+    the nodes that lead to one of them run. A ``visitor`` (:class:`Visitor`)
+    does each node's own work in place of the primitive's VJP rules; the walk,
+    with its order and its sums, is this one for every layer.
+
+    A pass started inside another's node (reentrant: a custom rule or Function
+    whose backward differentiates) that finds the stack deep (a third of Python's
+    recursion limit) goes on on a fresh thread, whose stack starts empty, with
+    this thread's modes (:func:`carry_thread_state`): nesting thousands deep works.
     """
-    counts = tape_order(n for n, _ in outputs)
+    if _reentry.depth and _stack_depth() > sys.getrecursionlimit() // 3:
+        return _on_fresh_thread(backward_pass, outputs, release, visitor, targets)  # type: ignore[no-any-return]
+    _reentry.depth += 1
+    try:
+        return _walk(outputs, release, visitor, targets)
+    finally:
+        _reentry.depth -= 1
+
+
+def _walk(outputs: list[tuple[VJPNode, Any]], release: bool, visitor: Visitor | None,
+          targets: Iterable[VJPNode] | None) -> dict[VJPNode, Any]:
+    roots = [n for n, _ in outputs]
+    counts = tape_order(roots) if targets is None else _needed_order(roots, targets)
     grads: dict[VJPNode, Any] = {}
     for node, g in outputs:
-        grads[node] = _add(grads.get(node), g)
+        if node in counts:
+            grads[node] = _add(grads.get(node), g)
     ready = [n for n in grads if counts[n] == 0]
     inputs: dict[VJPNode, Any] = {}
+    visit = visitor.visit if visitor is not None else None
     while ready:
         node = ready.pop()
         g = grads.pop(node, None)
         prim = node.prim
         parents = node.parents
+        if visit is not None:
+            if targets is None:
+                g = visit(node, g, True)
+            else:
+                g = visit(node, g, any(p in counts for p in parents))
+            if node.out_index is None:
+                if g is None:
+                    g = ()
+                for parent, ct in zip(parents, g):
+                    c = counts.get(parent)
+                    if c is None:
+                        continue  # pruned: leads to no target
+                    if ct is not None:
+                        prev = grads.get(parent)
+                        grads[parent] = ct if prev is None else _accumulate(prev, ct)
+                    counts[parent] = c - 1
+                    if c == 1:
+                        ready.append(parent)
+                ct = g = None  # hold no cotangent the next visit may find its sole owner of
+                continue
+            prim = None  # file the result's cotangent below
         if prim is None:
             if node.out_index is None:
                 inputs[node] = g
@@ -387,12 +518,15 @@ def backward_pass(outputs: list[tuple[VJPNode, Any]], release: bool = False) -> 
                 # One result of a multi-result primitive: file its cotangent in the
                 # parent's tuple.
                 parent = parents[0]
+                c = counts.get(parent)
+                if c is None:
+                    continue  # pruned: the node itself was the target
                 slot = grads.get(parent)
                 if slot is None:
                     slot = grads[parent] = [None] * len(parent.ans)
                 slot[node.out_index] = _add(slot[node.out_index], g)
-                counts[parent] -= 1
-                if counts[parent] == 0:
+                counts[parent] = c - 1
+                if c == 1:
                     ready.append(parent)
             continue
         if g is not None:

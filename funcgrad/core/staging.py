@@ -13,8 +13,9 @@ directly: no boxes, no tape. Compilation runs dead-code elimination (pure
 primitives only), common-subexpression elimination, constant folding and
 buffer reuse (``out=`` into temporaries that die at that call), plus two
 rewrites that keep every result bit for bit: a contraction with a diagonal
-matrix built from the identity becomes a row scaling, and an all-elementwise
-program on large 1-D arrays runs in cache-sized blocks.
+matrix built from the identity becomes a row scaling, and the elementwise
+regions of a program on large host arrays run in cache-sized blocks, on a
+small thread pool where ``fg.config.jit_threads`` allows (``blocking``).
 
 Values that reach Python control flow (``bool``, ``int``, ``float``,
 ``item``, use as an index or shape) cannot be recorded: they raise
@@ -28,6 +29,7 @@ import os
 import traceback
 from typing import Any, Callable, Sequence
 
+from . import trace as _trace_module
 from .constant import ConstBox
 from .trace import Box, Primitive, Trace
 
@@ -47,8 +49,9 @@ class StagedValueError(ValueError):
 
 
 class OuterTraceError(Exception):
-    """The staged function touched a value traced by a transform outside ``fg.jit``
-    (internal: ``fg.jit`` catches it and runs the function eagerly instead)."""
+    """The staged function touched a value traced by a transform outside ``fg.jit`` that
+    cannot become an input of the program (internal: ``fg.jit`` catches it and runs the
+    function eagerly instead)."""
 
 
 class Var:
@@ -315,21 +318,67 @@ class Program:
         self.consts = [c for c in self.consts if id(c) in used]
 
     # -- code generation ----------------------------------------------------------
-    def compile(self, reuse_bytes: int = 1 << 16) -> Callable[..., tuple[Any, ...]]:
+    def compile(self, reuse_bytes: int = 1 << 16, name: str = "f") -> Callable[..., tuple[Any, ...]]:
         """The program as a Python function ``f(*inputs) -> tuple of outputs``.
 
         Temporaries that die at a ufunc call with the same shape and dtype as its
         result are written into: host NumPy arrays of any size (positional ``out``
-        below ``reuse_bytes``), other backends' arrays from ``reuse_bytes`` up. An
-        all-elementwise program on one large 1-D shape runs block by block. A program
+        below ``reuse_bytes``), other backends' arrays from ``reuse_bytes`` up. Runs of
+        elementwise calls on one large host shape run block by block, on several threads
+        where ``fg.config.jit_threads`` allows (see ``funcgrad.core.blocking``). A program
         whose values are all float scalars runs on Python floats (``math``), and
         falls back to the backend's functions where Python's math raises (overflow,
         domain errors, division by zero: NumPy returns inf or nan there).
+
+        While ``fg.debug_nans`` is on, the function runs the equations one by one instead
+        and checks each result, naming the first primitive that makes a NaN (``name`` is
+        the jitted function's, for the message).
         """
-        array_fn = _generate(self, reuse_bytes)
-        array_fn = _chunked(self, array_fn)
-        scalar_fn = _generate_scalar(self, array_fn)
+        from .blocking import blocked_program
+
+        checked = _checked_runner(self, name)
+        blocked = blocked_program(self, reuse_bytes)
+        array_fn = _generate(blocked, reuse_bytes, checked)
+        if blocked is not self:  # show what each blocked region runs per block
+            array_fn.source += "".join(  # type: ignore[attr-defined]
+                f"# {', '.join(o.name for o in e.outs)} = elementwise blocks of:\n{e.fn.source}"
+                for e in blocked.eqns if hasattr(e.fn, "source"))
+        scalar_fn = _generate_scalar(self, array_fn, checked)
         return scalar_fn if scalar_fn is not None else array_fn
+
+
+def _checked_runner(prog: Program, name: str) -> Callable[..., tuple[Any, ...]]:
+    """``prog`` run equation by equation with each result shown to the engine's result hook
+    (``fg.debug_nans``'s check); where the hook raises, the error names the equation too."""
+    eqns, invars, outs = list(prog.eqns), list(prog.invars), list(prog.outs)
+
+    def read(env: dict[Var, Any], a: Any) -> Any:
+        if isinstance(a, Var):
+            return env[a]
+        return a.value if isinstance(a, Const) else a
+
+    def checked(*inputs: Any) -> tuple[Any, ...]:
+        env: dict[Var, Any] = dict(zip(invars, inputs))
+        for e in eqns:
+            out = e.fn(*[read(env, a) for a in e.ins], **e.kwargs)
+            hook = _trace_module.result_hook
+            if hook is not None:
+                try:
+                    out = hook(e.prim, out, "forward")
+                except FloatingPointError:
+                    raise FloatingPointError(
+                        f"debug_nans: primitive '{e.prim.name}' produced a NaN in the compiled program of "
+                        f"fg.jit({name}), equation {eqns.index(e) + 1} of {len(eqns)}: `{e!r}`; the call: "
+                        f"{user_line()}. fg.make_program({name})(*args) prints the program (it includes the "
+                        f"derivative computations of transforms used inside {name}). Turn the check off with "
+                        f"fg.config.update('debug_nans', False) once found.") from None
+            env.update(zip(e.outs, out) if e.multiple else ((e.outs[0], out),))
+        res = []
+        for o in outs:
+            v = read(env, o)
+            res.append(v.copy() if isinstance(o, Const) and hasattr(v, "copy") else v)
+        return tuple(res)
+    return checked
 
 
 def _host_number(value: Any) -> Any:
@@ -378,49 +427,6 @@ def _is_gufunc(fn: Any) -> bool:
     return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 0) == 1 and getattr(fn, "signature", None) is not None
 
 
-_CHUNK = 8192  # elements per block of a blocked elementwise program: its temporaries stay in cache
-_CHUNK_MIN_BYTES = 1 << 21
-
-
-def _chunked(prog: Program, fn: Callable[..., tuple[Any, ...]]) -> Callable[..., tuple[Any, ...]]:
-    """``fn`` run block by block where the program is elementwise through and through: every
-    equation a ufunc and every array value one large 1-D host array of one shape. Each element
-    is computed by the same ufunc calls as before, but the temporaries are blocks that stay in
-    the cache instead of whole arrays that travel through memory."""
-    vals = [a for e in prog.eqns for a in e.ins + e.outs if isinstance(a, Var)] + list(prog.invars)
-    if not prog.eqns or not prog.invars or not vals:
-        return fn
-    shape = prog.invars[0].shape
-    if len(shape) != 1 or vals[0].nbytes < _CHUNK_MIN_BYTES:
-        return fn
-    for e in prog.eqns:
-        if not _is_ufunc(e.fn) or e.kwargs or e.multiple:
-            return fn
-        for a in e.ins:
-            if isinstance(a, Const) and getattr(a.value, "shape", ()) != ():
-                return fn
-    if any(v.shape != shape or not _is_host_array(v.kind) for v in vals):
-        return fn
-    outs = list(prog.outs)
-    if (not outs or any(not isinstance(o, Var) or o in prog.invars for o in outs)
-            or len({id(o) for o in outs}) != len(outs)):
-        return fn
-    import numpy as np
-    empty, dtypes, n, step = np.empty, [o.dtype for o in outs], shape[0], _CHUNK
-
-    def blocked(*ins: Any) -> tuple[Any, ...]:
-        if any(a.shape != shape for a in ins):
-            return fn(*ins)
-        res = [empty(n, dt) for dt in dtypes]
-        for s in range(0, n, step):
-            part = fn(*[a[s:s + step] for a in ins])
-            for r, p in zip(res, part):
-                r[s:s + step] = p
-        return tuple(res)
-    blocked.source = getattr(fn, "source", "")  # type: ignore[attr-defined]
-    return blocked
-
-
 def _is_identity(a: Any, n: int) -> bool:
     """A constant host identity matrix of order ``n``."""
     if not isinstance(a, Const) or not _is_host_array(type(a.value)) or a.value.shape != (n, n):
@@ -459,7 +465,8 @@ def _is_host_array(kind: Any) -> bool:
     return getattr(kind, "__name__", "") == "ndarray" and getattr(kind, "__module__", "") == "numpy"
 
 
-def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]:
+def _generate(prog: Program, reuse_bytes: int,
+              checked: Callable[..., Any] | None = None) -> Callable[..., tuple[Any, ...]]:
     names: dict[str, Any] = {}
     inputs = {id(v) for v in prog.invars}
     outputs = {id(o) for o in prog.outs}
@@ -556,7 +563,8 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
                 pool.setdefault((a.shape, a.dtype, a.kind), []).append(a.name)
         if out is not None:
             if (call_fn is e.fn and e.outs[0].nbytes < reuse_bytes and _is_host_array(e.outs[0].kind)
-                    and len(args) == getattr(e.fn, "nin", -1)):
+                    and len(args) == getattr(e.fn, "nin", -1)
+                    and getattr(e.fn, "__name__", "") not in ("maximum", "minimum")):  # NumPy 2.4 deprecates their positional out
                 args.append(out)  # small arrays: NumPy parses a positional out faster than a keyword
             else:
                 args.append(f"out={out}")
@@ -579,6 +587,9 @@ def _generate(prog: Program, reuse_bytes: int) -> Callable[..., tuple[Any, ...]]
             rets.append(o.name)
     names["_copy"] = lambda a: a.copy()
     params = ", ".join(v.name for v in prog.invars)
+    if checked is not None:  # fg.debug_nans: one attribute test per call while it is off
+        names["_tr"], names["_checked"] = _trace_module, checked
+        body.insert(0, f"    if _tr.result_hook is not None:\n        return _checked({params})")
     # every function and constant is bound as a keyword-only default: a fast local, not a global
     bound = [n for n in names if n != "_copy"] + ["_copy"]
     params += (", " if params else "") + "*, " + ", ".join(f"{n}={n}" for n in bound)
@@ -646,11 +657,17 @@ class StagingBox(Box):
 class StagingTrace(Trace):
     """Records every primitive call on its boxes into :attr:`program`."""
 
-    __slots__ = ("program", "produced", "fun_name", "consts_by_id")
+    __slots__ = ("program", "produced", "fun_name", "consts_by_id", "example", "captures", "captured")
 
-    def __init__(self, name: str = "jit", fun_name: str = "f") -> None:
+    def __init__(self, name: str = "jit", fun_name: str = "f",
+                 example: Callable[[Any], Any] | None = None) -> None:
         super().__init__(name)
         self.program = Program()
+        # values of enclosing transforms that f reads from its closure become implicit
+        # inputs (after the explicit ones): ``example(box)`` is the plain value traced for one
+        self.example = example
+        self.captures: list[Box] = []
+        self.captured: dict[int, tuple[Box, Var, Any]] = {}
         # id(value) -> var for values made by recorded calls: code that strips a
         # box and passes its plain value on still refers to the variable
         self.produced: dict[int, tuple[Any, Var]] = {}
@@ -666,6 +683,27 @@ class StagingTrace(Trace):
         if _identifiable(value):
             self.produced[id(value)] = (value, var)
         return StagingBox(value, self, var)
+
+    def capture(self, box: Box) -> tuple[Var, Any]:
+        """The implicit input for ``box``, a value of an enclosing transform read through f's
+        closure, and the plain value traced for it; OuterTraceError where it cannot be one
+        (no ``example`` given, or the box's transform is not an open, enclosing one)."""
+        seen = self.captured.get(id(box))
+        if seen is not None:
+            return seen[1], seen[2]
+        trace = box._trace
+        if self.example is None or not trace.active or trace.level >= self.level or is_staged(box):
+            # (a value of an enclosing fg.jit: f runs as plain code, recorded into that program)
+            raise OuterTraceError(trace.name)
+        value = self.example(box)
+        view = getattr(value, "view", None)
+        if callable(view) and hasattr(value, "shape"):
+            value = view()  # a distinct object, as for explicit inputs
+        var = self.program.new_var(value)
+        self.program.invars.append(var)
+        self.captures.append(box)
+        self.captured[id(box)] = (box, var, value)
+        return var, value
 
     def static_input(self, value: Any) -> Any:
         """An input whose value is part of the cache key: passed on unboxed, unused by the program."""
@@ -698,7 +736,9 @@ class StagingTrace(Trace):
                 if type(a) is ConstBox:
                     args[i] = a = a._value
                 else:
-                    raise OuterTraceError(a._trace.name)
+                    var, args[i] = self.capture(a)
+                    ins.append(var)
+                    continue
             ins.append(self.atom(a))
         for key, val in kwargs.items():
             if isinstance(val, Box):
@@ -733,7 +773,7 @@ class StagingTrace(Trace):
             if type(value) is ConstBox:
                 value = value._value
             else:
-                raise OuterTraceError(value._trace.name)
+                return self.capture(value)[0]
         atom = self.atom(value)
         return atom if isinstance(atom, (Var, Const)) else self.program.new_const(value)
 
@@ -751,7 +791,7 @@ def user_line() -> str:
     """``file:line: code`` of the innermost frame outside funcgrad (the user's line)."""
     for frame in reversed(traceback.extract_stack()[:-1]):
         path = os.path.abspath(frame.filename)
-        if not path.startswith(_PACKAGE_DIR + os.sep):
+        if not path.startswith(_PACKAGE_DIR + os.sep) and not frame.filename.startswith("<funcgrad.jit"):
             return f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}"
     return "<unknown>"
 
@@ -854,7 +894,8 @@ _SCALAR_EXPR = {
 }
 
 
-def _generate_scalar(prog: Program, fallback: Callable[..., Any]) -> Callable[..., Any] | None:
+def _generate_scalar(prog: Program, fallback: Callable[..., Any],
+                     checked: Callable[..., Any] | None = None) -> Callable[..., Any] | None:
     """Straight-line Python-float code for ``prog``, or None if a value is not a float scalar."""
     if not prog.eqns:
         return None
@@ -890,8 +931,12 @@ def _generate_scalar(prog: Program, fallback: Callable[..., Any]) -> Callable[..
     params = ", ".join(v.name for v in prog.invars)
     conv = [f"        {v.name} = float({v.name})" for v in prog.invars]
     names = {"_m": math, "_pow": math.pow, "_fallback": fallback, **kinds, **consts}
+    check = ""
+    if checked is not None:  # fg.debug_nans
+        names["_tr"], names["_checked"] = _trace_module, checked
+        check = f"    if _tr.result_hook is not None:\n        return _checked({params})\n"
     bound = ", ".join(f"{n}={n}" for n in names)
-    src = (f"def program({params}{', ' if params else ''}*, {bound}):\n    try:\n" + "\n".join(conv + lines)
+    src = (f"def program({params}{', ' if params else ''}*, {bound}):\n{check}    try:\n" + "\n".join(conv + lines)
            + f"\n    except (OverflowError, ValueError, ZeroDivisionError):\n        return _fallback({params})\n"
            + f"    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
     scope = dict(names)

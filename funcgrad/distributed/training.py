@@ -1,14 +1,14 @@
 """Data-parallel training helpers, outside autodiff: reduce gradients, sync parameters.
 
-Gradients (any pytree of arrays) are packed into flat buckets, one collective per
-bucket, and unpacked again. Buckets are kept between calls (the same model gives
-the same buckets every step), so a step allocates nothing for communication.
+Gradients (any pytree of arrays) are packed into flat buckets (buckets.py), one
+in-place collective per bucket, and handed back as views of the bucket: a step
+allocates one flat buffer per bucket and nothing per leaf.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from .. import tree_util
 from ..backend import namespace_of
 from ..core import Box
 from ..optim.base import EmptyState, GradientTransformation
+from . import buckets as _b
 from .world import world
 
 __all__ = [
@@ -42,72 +43,32 @@ def _array_leaves(tree: Any, what: str) -> tuple[list[Any], Any]:
     return [x if x is None or hasattr(x, "dtype") else np.asarray(x) for x in leaves], treedef
 
 
-def _buckets(leaves: list[Any], cap_bytes: int) -> list[tuple[Any, Any, list[int]]]:
-    """Group leaf indices by (namespace, dtype), in order, cut at ``cap_bytes``."""
-    groups: dict[tuple[int, str], tuple[Any, Any, list[int]]] = {}
-    for i, x in enumerate(leaves):
-        if x is None:
-            continue
-        xp = namespace_of(x)
-        dt = np.dtype(x.dtype)
-        groups.setdefault((id(xp), dt.str), (xp, dt, []))[2].append(i)
-    out = []
-    for xp, dt, idx in groups.values():
-        cur: list[int] = []
-        nbytes = 0
-        for i in idx:
-            n = int(leaves[i].size) * dt.itemsize
-            if cur and nbytes + n > cap_bytes:
-                out.append((xp, dt, cur))
-                cur, nbytes = [], 0
-            cur.append(i)
-            nbytes += n
-        if cur:
-            out.append((xp, dt, cur))
-    return out
-
-
-def _buffer(w: Any, key: Any, xp: Any, dt: Any, n: int) -> Any:
-    buf = w.buffers.get(key)
-    if buf is None or buf.size != n:
-        buf = w.buffers[key] = xp.empty(n, dtype=dt)
-    return buf
-
-
-def _each_bucket(leaves: list[Any], tag: str, bucket_mb: float) -> Iterator[tuple[Any, Any, list[int]]]:
-    """(flat persistent buffer, transport, leaf indices) per bucket, the leaves packed in."""
+def _start(buckets: list[_b.Bucket], leaves: list[Any], orders: list[Any], factor: float | None) -> list[Any]:
+    """Pack each bucket into a new flat buffer (floating-point ones times ``factor``) and start its
+    in-place allreduce: [(request, buffer)]."""
     w = world()
-    for k, (xp, dt, idx) in enumerate(_buckets(leaves, int(bucket_mb * 2**20))):
-        n = sum(int(leaves[i].size) for i in idx)
-        buf = _buffer(w, (tag, k, id(xp), dt.str), xp, dt, n)
-        o = 0
-        for i in idx:
-            m = int(leaves[i].size)
-            buf[o:o + m] = xp.reshape(leaves[i], (-1,))
-            o += m
-        yield buf, w.transport(xp), idx
-
-
-def _unpack(buf: Any, leaves: list[Any], idx: list[int], out: list[Any], scale: Any = None) -> None:
-    xp = namespace_of(buf)
-    o = 0
-    for i in idx:
-        x = leaves[i]
-        m = int(x.size)
-        part = buf[o:o + m]
-        out[i] = xp.reshape(part * scale if scale is not None else part.copy(), x.shape)
-        o += m
+    started = []
+    for bucket in buckets:
+        buf = bucket.xp.empty(bucket.total, dtype=bucket.dtype)
+        _b.pack(bucket, leaves, orders, buf, factor if bucket.dtype.kind in "fc" else None)
+        started.append((w.transport(bucket.xp).iallreduce_(buf), buf))
+    return started
 
 
 def allreduce_gradients(tree: Any, op: str = "mean", *, weight: Any = None, bucket_mb: float = DEFAULT_BUCKET_MB) -> Any:
     """Sum (``op="sum"``) or average (``op="mean"``) every leaf of ``tree`` over ranks.
 
     Leaves are packed into flat buckets of at most ``bucket_mb`` MiB per dtype and
-    device, one allreduce each. ``weight``: this rank's share, usually its number
-    of examples when shards differ in size; the result is then ``sum_r w_r g_r /
-    sum_r w_r`` (for per-shard mean gradients this is the full-batch mean; ``op="sum"``
-    gives ``size()`` times that).
-    ``None`` leaves stay None.
+    device, one in-place non-blocking allreduce each. ``weight``: this rank's share,
+    usually its number of examples when shards differ in size; the result is then
+    ``sum_r w_r g_r / sum_r w_r`` (for per-shard mean gradients this is the
+    full-batch mean; ``op="sum"`` gives ``size()`` times that). ``None`` leaves stay
+    None.
+
+    The returned leaves are new arrays that the caller owns (later calls never
+    change them); the leaves of one bucket are views of one flat buffer, made for
+    this call, so they cost no copy beyond packing (and keep that buffer alive
+    while any of them lives).
 
     Example::
 
@@ -123,32 +84,45 @@ def allreduce_gradients(tree: Any, op: str = "mean", *, weight: Any = None, buck
             raise ValueError(f"allreduce_gradients: the weights sum to {float(weight)} over ranks; "
                              f"expected a positive total")
         return tree
-    total: float | None = None
+    # each rank scales its own share while packing (sum_r c g_r, one pass less than scaling the sum
+    # afterwards, and exact for power-of-two world sizes), as PyTorch's DDP pre-divides
     if weight is not None:
         total = float(w.transport(np).allreduce(np.asarray(float(weight), dtype=np.float64)))
         if total <= 0:
             raise ValueError(f"allreduce_gradients: the weights sum to {total} over ranks; expected a positive total")
-        local = float(weight)
-        leaves_in = [None if x is None else x * local for x in leaves]
+        factor: float | None = float(weight) * (1.0 / total if op == "mean" else w.size / total)
+        # integer leaves become floating point when weighted (as ``x * weight`` would)
+        leaves = [x * 1.0 if x is not None and np.dtype(x.dtype).kind not in "fc" else x for x in leaves]
     else:
-        leaves_in = leaves
+        factor = 1.0 / w.size if op == "mean" else None
+    buckets = _b.plan(leaves, int(bucket_mb * 2**20))
+    orders = [None if x is None else _b.order_of(x) for x in leaves]
+    # every rank must lay out every leaf alike: one small MAX-reduction of [code, -code] tells
+    # all ranks at once (started first; its latency hides behind the buckets')
+    code = _b.layout_code(orders)
+    agree = np.array([code, -code], dtype=np.int64)
+    check = w.transport(np).iallreduce_(agree, "max")
+    started = _start(buckets, leaves, orders, factor)
+    check.wait()
+    if agree[0] != -agree[1]:  # the ranks disagree: all of them redo every bucket in C order
+        for req, _ in started:
+            req.wait()
+        orders = [None if x is None else "C" for x in leaves]
+        started = _start(buckets, leaves, orders, factor)
     out: list[Any] = list(leaves)
-    pending = []
-    for buf, transport, idx in _each_bucket(leaves_in, "allreduce", bucket_mb):
-        pending.append((transport.iallreduce_(buf), buf, idx))
-    scale: float | None
-    if total is not None:
-        scale = 1.0 / total if op == "mean" else w.size / total
-    else:
-        scale = 1.0 / w.size if op == "mean" else None
-    for req, buf, idx in pending:
+    for bucket, (req, buf) in zip(buckets, started):
         req.wait()
-        _unpack(buf, leaves, idx, out, scale)
+        _b.views(bucket, leaves, orders, buf, out)
+        if factor is not None and bucket.dtype.kind not in "fc":  # integers: summed exactly, then averaged
+            for i in bucket.idx:
+                out[i] = out[i] * factor
     return tree_util.tree_unflatten(treedef, out)
 
 
 def broadcast_parameters(tree: Any, root: int = 0, *, bucket_mb: float = DEFAULT_BUCKET_MB) -> Any:
     """Rank ``root``'s values of every leaf of ``tree``, on every rank (call once after init).
+
+    The leaves come back C-ordered, as views of one new flat buffer per bucket.
 
     Example::
 
@@ -159,9 +133,12 @@ def broadcast_parameters(tree: Any, root: int = 0, *, bucket_mb: float = DEFAULT
     if not 0 <= root < w.size:
         raise ValueError(f"broadcast_parameters: root {root} is not a rank of a world of size {w.size}")
     out: list[Any] = list(leaves)
-    for buf, transport, idx in _each_bucket(leaves, "broadcast", bucket_mb):
-        transport.broadcast_(buf, root)
-        _unpack(buf, leaves, idx, out)
+    orders = [None if x is None else "C" for x in leaves]  # root's layout is unknown elsewhere: C on all
+    for bucket in _b.plan(leaves, int(bucket_mb * 2**20)):
+        buf = bucket.xp.empty(bucket.total, dtype=bucket.dtype)
+        _b.pack(bucket, leaves, orders, buf)
+        w.transport(bucket.xp).broadcast_(buf, root)
+        _b.views(bucket, leaves, orders, buf, out)
     return tree_util.tree_unflatten(treedef, out)
 
 

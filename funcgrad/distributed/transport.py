@@ -15,10 +15,13 @@ __all__ = ["MPITransport", "Done"]
 
 
 class Done:
-    """A finished (or synchronous) request: ``wait()`` does nothing."""
+    """A finished (or stream-ordered) request: ``wait()`` does nothing, ``test()`` is True."""
 
     def wait(self) -> None:
         return None
+
+    def test(self) -> bool:
+        return True
 
 
 class _Request:
@@ -27,6 +30,10 @@ class _Request:
 
     def wait(self) -> None:
         self._req.Wait()
+
+    def test(self) -> bool:
+        """Progress the operation without blocking; True once it is complete."""
+        return bool(self._req.Test())
 
 
 def _contig(x: Any) -> np.ndarray:

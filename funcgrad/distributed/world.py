@@ -90,7 +90,6 @@ class World:
         self.size = int(comm.Get_size())
         self.local_rank = _local_rank(comm, MPI, self.rank)
         self._transports: dict[int, Any] = {}
-        self.buffers: dict[Any, Any] = {}  # persistent flat buckets (see training.py)
 
     def transport(self, xp: Any) -> Any:
         """The transport for arrays of namespace ``xp`` (MPI for NumPy, NCCL for CuPy)."""
@@ -116,7 +115,6 @@ class World:
             if close is not None:
                 close()
         self._transports.clear()
-        self.buffers.clear()
         free = getattr(self.comm, "Free", None)
         if free is not None:
             free()

@@ -52,6 +52,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import device_constant, namespace_of
 from ..core import Box, defprimitive
+from ..core.reverse import ArraySpec
 from ._batching import move_to_front
 from ._typing import Axis
 from ._util import backend_function, dtype, is_complex, ndim, resolve, shape, unbroadcast, pack
@@ -353,6 +354,16 @@ def _norm2_batch(args: Any, dims: Any, axis: Any = None, keepdims: Any = False) 
 # --- matmul ---------------------------------------------------------------
 
 
+def _column_major(x: Any) -> bool:
+    """Whether ``x`` is a 2-D array laid out column-major (a transposed C array, as ``w.T`` in
+    ``x @ w.T``), or the tape's spec of one. Traced values report False."""
+    if isinstance(x, ArraySpec):
+        return x.f_order and len(x.shape) == 2
+    flags = getattr(x, "flags", None)
+    return flags is not None and not isinstance(x, Box) and x.ndim == 2 and bool(flags.f_contiguous) \
+        and not flags.c_contiguous
+
+
 def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any, **_: Any) -> Any:
     a, b = _arr(a), _arr(b)
     na, nb = ndim(a), ndim(b)
@@ -362,6 +373,10 @@ def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any, **_: Any) -> Any:
         ga = fnp.expand_dims(g, -1) * b
     elif na == 1:  # (k,) @ (..., k, m) -> (..., m)
         ga = _drop_last(matmul(b, fnp.expand_dims(g, -1)))
+    elif na == 2 and nb == 2 and _column_major(a):
+        # the gradient in a's layout: its transpose (the array a was transposed from) comes out
+        # C-ordered, so updates and reductions of that array do not walk memory across rows
+        ga = fnp.transpose(matmul(b, fnp.transpose(g)))
     else:
         ga = matmul(g, _mT(b))
     return unbroadcast(ga, a)
@@ -376,6 +391,8 @@ def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any, **_: Any) -> Any:
         gb = tensordot(g, a, ndim(g))
     elif na == 1:  # g: (..., m); a: (k,)
         gb = fnp.expand_dims(a, -1) * fnp.expand_dims(g, -2)
+    elif na == 2 and nb == 2 and _column_major(b):
+        gb = fnp.transpose(matmul(fnp.transpose(g), a))  # in b's layout (x @ w.T: w's gradient C-ordered)
     else:
         gb = matmul(_mT(a), g)
     return unbroadcast(gb, b)

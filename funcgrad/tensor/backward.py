@@ -1,10 +1,11 @@
 """The backward pass over the tensor graph: ``backward`` and ``autograd.grad``.
 
-One call walks the nodes reachable from the outputs once, in dependency
-order (a node runs when every consumer of its outputs has given its
-gradient), summing gradients where a value fans out. Gradients travel as raw
-arrays (fast path) or, with ``create_graph=True``, as recorded boxes so the
-pass is itself differentiable.
+One call is one run of the engine's walk, ``core.reverse.backward_pass``, over the
+nodes reachable from the outputs (each runs once every consumer of its outputs has
+given its gradient; gradients are summed where a value fans out), with this layer's
+:class:`_Visitor` doing PyTorch's work at each node (hooks, ``retain_grad``,
+``.grad``). Gradients travel as raw arrays (fast path) or, with
+``create_graph=True``, as recorded boxes so the pass is itself differentiable.
 
 Complex numbers: the primitives' rules follow JAX's (linear) convention; the
 gradients users see follow PyTorch's (conjugate Wirtinger). The two differ by
@@ -18,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
+from sys import getrefcount
 from typing import Any, Callable
 
 import numpy as np
@@ -26,8 +28,9 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import graph as _graph
-from .graph import AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of
-from .forward_ad import paused as _fwad_paused
+from ..core.reverse import VJPNode, Visitor, backward_pass, carry_thread_state
+from .graph import AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
+from .forward_ad import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import state as _mode
 from .tensor import Tensor, _as_tensor, _grad_lock
 
@@ -65,14 +68,6 @@ def _from_user(t: Any, create_graph: bool) -> Any:
     return t._value if isinstance(t, GraphBox) else t
 
 
-def _add(a: Any, b: Any) -> Any:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
-
-
 def _match(g: Any, meta: tuple[Any, ...]) -> Any:
     """Gradients keep the dtype and shape of the value they belong to."""
     shape, dtype, _ = meta
@@ -89,15 +84,6 @@ def _match(g: Any, meta: tuple[Any, ...]) -> Any:
     if getattr(g, "shape", None) is not None and (g._value.shape if isinstance(g, GraphBox) else g.shape) != shape:
         g = fnp.broadcast_to(g, shape)
     return g
-
-
-def _input_meta(node: Node, k: int) -> tuple[Any, ...] | None:
-    edge = node._edges[k]
-    if edge is None:
-        return None
-    target, nr = edge
-    m = target._out_meta
-    return m[nr] if nr < len(m) else None
 
 
 def _run_hooks(hooks: dict[Any, Any] | None, g: Any, create_graph: bool) -> Any:
@@ -158,51 +144,6 @@ def _anomaly_error(node: Node, err: BaseException) -> None:
     raise err
 
 
-def _collect(roots: list[Any]) -> dict[Any, Any]:
-    """Dependency counts: for each reachable node, how many edges point at it."""
-    counts: dict[Any, Any] = {}
-    stack = []
-    for n in roots:
-        if n not in counts:
-            counts[n] = 0
-            stack.append(n)
-    while stack:
-        node = stack.pop()
-        for e in node._edges:
-            if e is None:
-                continue
-            p = e[0]
-            c = counts.get(p)
-            if c is None:
-                counts[p] = 1
-                stack.append(p)
-            else:
-                counts[p] = c + 1
-    return counts
-
-
-def _needed(counts: dict[Any, Any], targets: set[Any]) -> set[Any]:
-    """Nodes from which some target node can be reached (targets included)."""
-    memo: dict[Any, Any] = {}
-    for start in counts:
-        if start in memo:
-            continue
-        stack = [(start, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                memo[node] = node in targets or any(e is not None and memo.get(e[0], False) for e in node._edges)
-                continue
-            if node in memo:
-                continue
-            memo[node] = False  # provisional (graphs are acyclic)
-            stack.append((node, True))
-            for e in node._edges:
-                if e is not None and e[0] not in memo:
-                    stack.append((e[0], False))
-    return {n for n, v in memo.items() if v}
-
-
 class BackwardPass:
     """One running backward pass (``backward`` or ``autograd.grad`` call), as :func:`current_pass` gives it.
 
@@ -237,152 +178,204 @@ def current_pass() -> BackwardPass | None:
     return stack[-1] if stack else None
 
 
-def run_backward(*args: Any, **kwargs: Any) -> Any:
-    """The backward walk (:func:`_run_backward`), with NumPy's floating-point warnings silenced,
-    then the callbacks queued on its :class:`BackwardPass`."""
+def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, captures: list[Any] | None = None,
+                 accumulate: bool = True) -> dict[Any, Any]:
+    """Propagate ``roots`` [(edge, internal grad)] through the graph with ``core.reverse.backward_pass``.
+
+    With ``captures`` [edges], gradients arriving at those edges are returned
+    ({edge: grad}) and only nodes leading to them run; leaves are then not
+    accumulated into unless ``accumulate``. NumPy's floating-point warnings are
+    silenced, forward-AD tangents paused, and grad mode is ``create_graph``.
+    """
+    visitor = _Visitor(keep_graph, create_graph, captures, accumulate)
+    seeds = [(target(node, nr), g) for (node, nr), g in roots]
     token = _graph.fp_quiet()
     bp = BackwardPass()
     stack = _passes.__dict__.setdefault("stack", [])
     stack.append(bp)
     try:
-        with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
-            captured = _run_backward(*args, **kwargs)
+        prev_mode = _mode.enabled
+        _mode.enabled = create_graph
+        try:
+            with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
+                backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
+        finally:
+            _mode.enabled = prev_mode
         k = 0
-        while k < len(bp.callbacks):
+        while k < len(bp.callbacks):  # then the callbacks queued on the pass, in order
             bp.callbacks[k]()
             k += 1
-        return captured
     finally:
         stack.pop()
         _graph.fp_restore(token)
+    return {public_edge(t): g for t, g in visitor.captured.items()}
 
 
-def _run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, captures: list[Any] | None = None,
-                 accumulate: bool = True) -> dict[Any, Any]:
-    """Propagate ``roots`` [(edge, internal grad)] through the graph.
+# a backward pass nested deep in another (reentrant) goes on on a fresh thread with this layer's modes
+carry_thread_state(_mode, _graph._hook_state, _fwad_local, _passes)
 
-    With ``captures`` [edges], gradients arriving at those edges are returned
-    ({edge: grad}) and only nodes leading to them run; leaves are then not
-    accumulated into unless ``accumulate``.
-    """
-    root_nodes = [e[0] for e, _ in roots]
-    counts = _collect(root_nodes)
-    capture_at: dict[Any, Any] = {}
-    needed = None
-    if captures is not None:
-        for e in captures:
-            capture_at.setdefault(e[0], []).append(e[1])
-        needed = _needed(counts, set(capture_at))
-        counts = {n: 0 for n in needed}
-        for n in needed:
-            for e in n._edges:
-                if e is not None and e[0] in counts:
-                    counts[e[0]] += 1
-    buffers: dict[Any, Any] = {}
-    for (node, nr), g in roots:
-        if needed is not None and node not in needed:
-            continue
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * max(node._n_outputs, nr + 1)
-        buf[nr] = _add(buf[nr], g)
-    captured: dict[Any, Any] = {}
-    ready = [n for n in buffers if counts.get(n, 0) == 0]
-    prof = _graph.profiling.active
-    prev_mode = _mode.enabled
-    _mode.enabled = create_graph
-    try:
-        while ready:
-            node = ready.pop()
-            buf = buffers.pop(node, None)
-            if buf is None:
-                buf = [None] * node._n_outputs
-            if node._tensor_prehooks:
-                for nr, hooks in node._tensor_prehooks.items():
-                    if nr < len(buf) and buf[nr] is not None:
-                        buf[nr] = _run_hooks(hooks, buf[nr], create_graph)
-            if node._retain:
-                for nr, ref in list(node._retain.items()):
-                    t = ref()
-                    if t is not None and nr < len(buf) and buf[nr] is not None:
-                        _retain(t, buf[nr], create_graph)
-            if isinstance(node, AccumulateGrad):
-                var = node.variable
-                if var is None:  # the leaf is gone: nobody can read its gradient
-                    continue
-                if var._hooks and buf[0] is not None:
-                    buf[0] = _run_hooks(var._hooks, buf[0], create_graph)
-                if node in capture_at:
-                    captured[(node, 0)] = buf[0]
-                    if not accumulate:
-                        continue
-                if buf[0] is not None and (accumulate or node not in capture_at):
-                    _accumulate(var, buf[0], create_graph)
-                continue
-            if node in capture_at:
-                for nr in capture_at[node]:
-                    captured[(node, nr)] = buf[nr] if nr < len(buf) else None
-            if needed is not None and not any(e is not None and e[0] in counts for e in node._edges):
-                continue  # a captured non-leaf with nothing needed behind it
-            if node._prehooks:
-                user = [_to_user(g, create_graph) for g in buf]
-                for fn in list(node._prehooks.values()):
-                    r = fn(tuple(user))
-                    if r is not None:
-                        user = list(r)
-                buf = [_from_user(g, create_graph) for g in user]
-            if all(g is None for g in buf):
-                outs = [None] * len(node._edges)
-            else:
-                t0 = time.perf_counter() if prof else 0.0
-                anomaly_prev = _graph.anomaly.running
-                if _graph.anomaly.enabled:
-                    _graph.anomaly.running = node
-                try:
-                    outs = node.apply(buf, create_graph)
-                except Exception as err:  # noqa: BLE001 - re-raised with the forward traceback
-                    if node._stack:
-                        _anomaly_error(node, err)
-                    raise
-                finally:
-                    _graph.anomaly.running = anomaly_prev
-                if prof:
-                    from .profiler import record_event
 
-                    record_event(node.name(), time.perf_counter() - t0)
-                if _graph.anomaly.enabled and _graph.anomaly.check_nan:
-                    _nan_check(node, outs)
-            if node._hooks:
-                user_in = tuple(_to_user(g, create_graph) for g in outs)
-                user_out = tuple(_to_user(g, create_graph) for g in buf)
-                for fn in list(node._hooks.values()):
-                    r = fn(user_in, user_out)
-                    if r is not None:
-                        user_in = tuple(r)
-                outs = [_from_user(g, create_graph) for g in user_in]
-            if not keep_graph:
-                node.release()
-            for k, e in enumerate(node._edges):
-                if e is None:
-                    continue
-                child, nr = e
-                if child not in counts:
-                    continue
-                g = outs[k]
-                if g is not None:
-                    meta = _input_meta(node, k)
-                    if meta is not None:
-                        g = _match(g, meta)
-                    cb = buffers.get(child)
-                    if cb is None:
-                        cb = buffers[child] = [None] * child._n_outputs
-                    cb[nr] = _add(cb[nr], g)
-                counts[child] -= 1
-                if counts[child] == 0:
-                    ready.append(child)
-    finally:
-        _mode.enabled = prev_mode
-    return captured
+class _Probe(Visitor):
+    """Measures the reference count a visitor sees for a cotangent that only the walk holds."""
+
+    refs = 0
+
+    def visit(self, node: Any, g: Any, live: bool) -> Any:
+        if node.parents:
+            return [np.zeros(1), None]  # x gets a fresh array; the last one distributed is not it
+        if node is self.x:
+            self.refs = getrefcount(g)
+        return None
+
+    def __init__(self) -> None:
+        self.x, y = VJPNode(None, (), (), None, None, None), VJPNode(None, (), (), None, None, None)
+        backward_pass([(VJPNode(None, (self.x, y), (0, 1), None, None, None), np.ones(1))], visitor=self)
+
+
+_SOLE_REFS_AT_VISIT = _Probe().refs
+
+
+class _Visitor(Visitor):
+    """The Tensor layer's work at each node of the one backward walk: tensor hooks,
+    ``retain_grad``, capture of ``inputs=``, node pre/post hooks, running the node
+    (anomaly checks, profiler events), ``.grad`` accumulation at leaves, and freeing
+    saved values unless ``retain_graph``."""
+
+    def __init__(self, keep_graph: bool, create_graph: bool, captures: list[Any] | None, accumulate: bool):
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.accumulate = accumulate or captures is None
+        self.capture_at = {target(node, nr) for node, nr in captures} if captures else set()
+        self.captured: dict[Any, Any] = {}
+        self.prof = _graph.profiling.active
+        # nothing but the rules to run at plain nodes: no graph to record, no capture, no checks
+        self.plain = not create_graph and not self.capture_at and not self.prof and not _graph.anomaly.enabled
+
+    def visit(self, node: Any, g: Any, live: bool) -> Any:
+        if self.plain and node._plain and g is not None:
+            # the common case: a primitive's node of one output, no hooks, nothing to check
+            return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
+        out_index = node.out_index
+        if out_index is not None:  # one output of a node with several
+            return self._arrive(node.parents[0], out_index, node, g)
+        if type(node) is AccumulateGrad:
+            # a gradient only this pass holds may become the leaf's .grad as it is (no copy)
+            owned = type(g) is np.ndarray and getrefcount(g) <= _SOLE_REFS_AT_VISIT
+            self._leaf(node, g, owned)
+            return None
+        n_out = node._n_outputs
+        if n_out == 1:
+            buf = [self._arrive(node, 0, node, g)]
+        else:
+            buf = g if g is not None else [None] * n_out
+        if not live:  # a captured non-leaf with nothing needed behind it
+            if node._prehooks and self.accumulate and any(b is not None for b in buf):
+                self._prehooks(node, buf)
+            return None
+        return self._run(node, buf)
+
+    def _arrive(self, node: Any, nr: int, tape_node: Any, g: Any) -> Any:
+        """A gradient arriving for output ``nr`` of ``node``: tensor hooks, retain_grad, capture."""
+        if g is None:
+            return None
+        hooks = node._tensor_prehooks
+        if hooks:
+            g = _run_hooks(hooks.get(nr), g, self.create_graph)
+        retain = node._retain
+        if retain:
+            ref = retain.get(nr)
+            t = ref() if ref is not None else None
+            if t is not None:
+                _retain(t, g, self.create_graph)
+        if tape_node in self.capture_at:
+            self.captured[tape_node] = g
+        return g
+
+    def _prehooks(self, node: Any, buf: list[Any]) -> list[Any]:
+        cg = self.create_graph
+        user = [_to_user(g, cg) for g in buf]
+        for fn in list(node._prehooks.values()):
+            r = fn(tuple(user))
+            if r is not None:
+                user = list(r)
+        return [_from_user(g, cg) for g in user]
+
+    def _posthooks(self, node: Any, outs: list[Any], buf: list[Any]) -> list[Any]:
+        cg = self.create_graph
+        user_in = tuple(_to_user(g, cg) for g in outs)
+        user_out = tuple(_to_user(g, cg) for g in buf)
+        for fn in list(node._hooks.values()):
+            r = fn(user_in, user_out)
+            if r is not None:
+                user_in = tuple(r)
+        return [_from_user(g, cg) for g in user_in]
+
+    def _leaf(self, node: AccumulateGrad, g: Any, owned: bool) -> None:
+        var = node.variable
+        if var is None or g is None:  # the leaf is gone: nobody can read its gradient
+            return
+        cg = self.create_graph
+        if var._hooks:
+            g = _run_hooks(var._hooks, g, cg)
+            owned = False  # a hook may keep what it was given
+        if node in self.capture_at:
+            self.captured[node] = g
+            owned = False
+            if not self.accumulate:
+                return  # autograd.grad: hooks on the leaf's tensor run, its node does not
+        if node._prehooks:
+            g = self._prehooks(node, [g])[0]
+            owned = False
+        if g is not None:
+            _accumulate(var, g, cg, owned and not node._hooks)  # (post hooks see the gradient too)
+        if node._hooks:
+            self._posthooks(node, [], [g])
+
+    def _run(self, node: Any, buf: list[Any]) -> Any:
+        cg = self.create_graph
+        if node._prehooks:
+            buf = self._prehooks(node, buf)
+        if all(g is None for g in buf):
+            outs: list[Any] = [None] * len(node.parents)
+        else:
+            prof = self.prof
+            t0 = time.perf_counter() if prof else 0.0
+            anomaly = _graph.anomaly
+            anomaly_prev = anomaly.running
+            if anomaly.enabled:
+                anomaly.running = node
+            try:
+                outs = node.apply(buf, cg)
+                if len(outs) != len(node.parents):  # one per input (None where no edge): keep those with one
+                    outs = [outs[node._inputs.index(i)] for i in node.argnums]
+            except Exception as err:  # noqa: BLE001 - re-raised with the forward traceback
+                if node._stack:
+                    _anomaly_error(node, err)
+                raise
+            finally:
+                anomaly.running = anomaly_prev
+            if prof:
+                from .profiler import record_event
+
+                record_event(node.name(), time.perf_counter() - t0)
+            if anomaly.enabled and anomaly.check_nan:
+                _nan_check(node, outs)
+        if node._hooks:
+            outs = self._posthooks(node, outs, buf)
+        if not self.keep_graph:
+            node.release()
+        return _conformed(node, outs)
+
+
+def _conformed(node: Any, cts: list[Any]) -> list[Any]:
+    """Each gradient in the dtype and shape of the value of ``node.parents`` it belongs to."""
+    for k, p in enumerate(node.parents):
+        ct = cts[k]
+        if ct is not None:
+            meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
+            if type(ct) is not np.ndarray or ct.shape != meta[0] or ct.dtype != meta[1]:
+                cts[k] = _match(ct, meta)
+    return cts
 
 
 def _retain(t: Tensor, g: Any, create_graph: bool) -> None:
@@ -398,8 +391,10 @@ def _copy(v: Any) -> Any:
     return namespace_of(v).array(v, copy=True)
 
 
-def _accumulate(var: Tensor, g: Any, create_graph: bool) -> None:
-    """Add a gradient into a leaf's ``.grad``: in place normally, out of place with create_graph."""
+def _accumulate(var: Tensor, g: Any, create_graph: bool, owned: bool = False) -> None:
+    """Add a gradient into a leaf's ``.grad``: in place normally, out of place with create_graph.
+    An ``owned`` gradient (no one else holds it) that owns its memory becomes ``.grad`` as it is."""
+    g0 = g
     g = _match(g, (var._value.shape, var._value.dtype, None))
     gu = _to_user(g, create_graph)
     with _grad_lock:
@@ -408,7 +403,9 @@ def _accumulate(var: Tensor, g: Any, create_graph: bool) -> None:
             if create_graph:
                 var._grad = gu
             else:
-                var._grad = Tensor._make(_copy(gu._value))
+                v = gu._value
+                steal = owned and v is g0 and v.base is None and v.flags.writeable
+                var._grad = Tensor._make(v if steal else _copy(v))
         elif create_graph or cur._requires_grad:
             var._grad = cur + gu
         else:
@@ -449,10 +446,7 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool,
         if g is None:
             if out._value.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if out._value.dtype.kind not in "fc":
-                raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
-                                   f"{out.dtype}")
-            if out._value.dtype.kind == "c":
+            if out._value.dtype.kind != "f":
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
             ns = namespace_of(out._value)
             g_int = ns.ones(out._value.shape, dtype=out._value.dtype)
@@ -501,8 +495,6 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         grads = [grad_tensors]
     if retain_graph is None:
         retain_graph = create_graph
-    if _mode.inference:
-        pass
     roots = _make_seeds(outputs, grads, create_graph)
     if inputs is not None:
         ins = _as_list(inputs)

@@ -24,7 +24,7 @@ from typing import Any, Callable, cast
 
 from . import forward_ad as _fwad
 from . import graph as _graph
-from .graph import GraphBox, Node, SavedTensor, edge_of
+from .graph import GraphBox, Node, edge_of
 from .grad_mode import no_grad, set_grad_enabled
 from .grad_mode import state as _mode
 from .tensor import Tensor
@@ -94,16 +94,13 @@ class FunctionNode(Node):
     _in_meta: list[Any]  # (shape, dtype) of each tensor input, set by Function.apply
 
     def __init__(self, cls: type, ctx: FunctionCtx, edges: list[Any], positions: list[Any], n_args: int):
-        super().__init__()
+        super().__init__(positions, edges)
         self._cls = cls
         self._name = f"{cls.__name__}Backward"
         if type(self) is FunctionNode:
             self.__class__ = _graph.named_node_class(FunctionNode, self._name)
         self._ctx = ctx
-        self._edges = edges
-        self._positions = positions
         self._n_args = n_args
-        self._released = False
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_saved_") or name.startswith("_raw_saved_"):
@@ -142,9 +139,10 @@ class FunctionNode(Node):
                     f"got {len(res)})"
                 )
         out: list[Any] = []
-        for k, (pos, edge) in enumerate(zip(self._positions, self._edges)):
+        in_meta = dict(zip(self._inputs, self._in_meta))
+        for pos in self.argnums:
             g = res[pos]
-            if edge is None or g is None:
+            if g is None:
                 out.append(None)
                 continue
             if not isinstance(g, Tensor):
@@ -153,7 +151,7 @@ class FunctionNode(Node):
                 else:
                     raise TypeError(f"function {self._name} returned a gradient of type {type(g).__name__} at index "
                                     f"{pos}; expected a Tensor or None")
-            shape = self._in_meta[k][0]
+            shape = in_meta[pos][0]
             if tuple(g.shape) != tuple(shape):
                 try:
                     import numpy as np
@@ -345,7 +343,7 @@ class Function:
                         o._node, o._output_nr, o._requires_grad = node, k, True
                 else:
                     meta.append(((), None, None))
-            node._out_meta = tuple(meta)
+            node._out_meta = node.ans = tuple(meta)
             node._n_outputs = len(results)
             if _graph.anomaly.enabled:
                 node._stack = _graph.user_stack()
@@ -357,9 +355,9 @@ class Function:
                     saved.append(None)
                 elif id(t) in out_pos:
                     k = out_pos[id(t)]
-                    saved.append(SavedTensor(results[k], is_output=True, output_nr=k, owner=node))
+                    saved.append(_graph.save(results[k], is_output=True, output_nr=k, owner=node))
                 else:
-                    saved.append(SavedTensor(t))
+                    saved.append(_graph.save(t))
             ctx._saved = saved
             ctx.to_save = ()
         if dual is not None:
@@ -385,10 +383,9 @@ class _DelayedError(Node):
     _name = "DelayedError"
 
     def __init__(self, message: str, edges: list[Any], metas: list[Any]):
-        super().__init__()
+        super().__init__(range(len(edges)), edges)
         self._message = message
-        self._edges = edges
-        self._out_meta = tuple(metas)
+        self._out_meta = self.ans = tuple(metas)
         self._n_outputs = len(metas)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:

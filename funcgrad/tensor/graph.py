@@ -1,23 +1,20 @@
 """Recording: the tensor trace, graph nodes (``grad_fn``), saved tensors and their hooks.
 
-Tensors are boxes of one process-wide trace, :data:`TRACE`, whose level (0)
-is below every functional transform's, and which is never closed. So every
-``funcgrad.numpy`` primitive called on a Tensor lands in :func:`record`:
+Tensors are boxes of one process-wide reverse trace, :data:`TRACE` (a kind of the
+engine's ``ReverseTrace``), whose level (0) is below every functional transform's,
+and which is never closed. So every ``funcgrad.numpy`` primitive called on a
+Tensor lands in :func:`record`:
 
 1. the raw arrays are computed by the primitive's raw function;
-2. if grad mode is on and some input requires grad, a :class:`PrimNode` is
-   made. It keeps what the primitive's VJP rules read, and only that (the
-   primitive's declared ``reads``; everything else is kept as shape and
-   dtype only), each as a :class:`SavedTensor` that checks version counters
-   and applies saved-tensor hooks;
-3. views (reshape, transpose, basic indexing ...) share their base's
-   version counter and remember how to replay themselves on the base, so
-   that an in-place change through a view can rebase the graph
-   (:func:`apply_inplace`, the ``CopySlices`` node).
+2. if grad mode is on and some input requires grad, a :class:`PrimNode` (a kind of
+   the engine's ``VJPNode``) is made. It keeps what the primitive's VJP rules read,
+   and only that (the primitive's declared ``reads``), each as a :class:`SavedTensor`
+   that checks version counters and applies saved-tensor hooks;
+3. views (reshape, transpose, basic indexing ...) share their base's version counter
+   and remember how to replay themselves on the base, so that an in-place change
+   through a view can rebase the graph (:func:`apply_inplace`, the ``CopySlices`` node).
 
-Backward (``backward.py``) walks these nodes. Rules run on raw arrays (the
-fast path) or, for ``create_graph=True``, on recorded boxes, so that the
-backward pass is itself recorded.
+Backward is the engine's ``backward_pass`` with this layer's visitor (``backward.py``).
 """
 
 from __future__ import annotations
@@ -27,13 +24,13 @@ import re
 import threading
 import traceback
 import weakref
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
 
 from ..backend import namespace_of
 from ..core import Box, Primitive, Trace, get_primitive
-from ..core.reverse import dropped
+from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, _save_everything, dropped
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from .grad_mode import state as _mode
@@ -68,17 +65,29 @@ except ImportError:  # pragma: no cover - older NumPy
         token.__exit__(None, None, None)
 
 
-class TensorTrace(Trace):
-    """The trace that Tensors belong to: level 0, always open, never on any thread's stack."""
+class TensorTrace(ReverseTrace):
+    """The reverse trace that Tensors belong to: level 0, always open, never on any thread's stack.
+
+    A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph
+    of ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``); calls are recorded
+    by :func:`record` (only when some input requires grad and grad mode is on) and
+    walked by ``core.reverse.backward_pass``, with the Tensor layer's visitor.
+    """
 
     __slots__ = ()
+    opaque_results = False  # every result is a Tensor
 
     def __init__(self) -> None:
-        super().__init__("funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
+        Trace.__init__(self, "funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
+        self.keep_all = False
+        self.min_drop_bytes = 0
         self.active = True
 
     def __enter__(self) -> "TensorTrace":
         raise RuntimeError("the tensor trace is always open; it is not entered")
+
+    def new_input(self, value: Any) -> Any:
+        return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
         return record(prim, args, kwargs, argnums)
@@ -91,6 +100,7 @@ TRACE = TensorTrace()
 
 
 _new = object.__new__
+_new_node = object.__new__
 _B = TypeVar("_B", bound="GraphBox")
 
 
@@ -291,32 +301,56 @@ def _add_hook(container: dict[Any, Any], fn: Callable[..., Any]) -> RemovableHan
     return RemovableHandle(container, key)
 
 
-class Node:
+class Node(VJPNode):
     """A node of the backward graph (``tensor.grad_fn``), like ``torch.autograd.graph.Node``.
 
-    ``name()``, ``next_functions`` (one ``(node, output_nr)`` pair per
-    differentiable input, ``(None, 0)`` for inputs that need no gradient),
-    ``metadata``, ``register_hook(fn(grad_inputs, grad_outputs))`` and
-    ``register_prehook(fn(grad_outputs))``.
+    A tape node of the core engine (:class:`funcgrad.core.reverse.VJPNode`):
+    ``parents`` are the nodes gradients flow to (for output k of a node of
+    several outputs, that output's own ``out_index`` node), ``argnums`` the
+    input each one belongs to, and ``core.reverse.backward_pass`` walks them.
+    What PyTorch exposes on top: ``name()``, ``next_functions`` (one ``(node,
+    output_nr)`` pair per tensor input, ``(None, 0)`` for inputs that need no
+    gradient), ``metadata``, ``register_hook(fn(grad_inputs, grad_outputs))``
+    and ``register_prehook(fn(grad_outputs))``.
     """
 
+    # what every node sets; the rest has defaults at class level, and a node only stores
+    # what it changes (in its __dict__, made on first use): cheap to create
+    __slots__ = ("_seq", "_inputs", "_out_meta", "_released", "__dict__")
     _name = "Node"
-    # defaults at class level: a node only stores what it changes (cheap to create)
     _hooks: dict[Any, Any] | None = None
     _prehooks: dict[Any, Any] | None = None
     _tensor_prehooks: dict[Any, Any] | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
-    _retain: dict[Any, Any] | None = None  # output_nr -> weakref to a tensor with retain_grad()
     _stack: Any = None  # forward traceback, in anomaly mode
     _metadata: dict[Any, Any] | None = None
     _n_outputs = 1
-    _out_meta: tuple[Any, ...] = ()
+    _out_meta: tuple[Any, ...]  # (shape, dtype, namespace) of each output
+    _outs: list[Any] | None = None  # weakly, the out_index node of each output (nodes of several outputs)
+    # a primitive's node of one output and no hooks: the backward pass may take vjp directly
+    _plain = False
+    _inputs: Any  # the position of each tensor input (next_functions' order)
+    _released: bool
 
-    def __init__(self) -> None:
-        self._edges: list[Any] = []
+    def __init__(self, inputs: Any = (), edges: Any = ()) -> None:
+        self.prim = None
+        self.args = self.kwargs = self.ans = self.versions = None
+        self.out_index = None
         self._seq = next(_seq)
+        self._out_meta = ()
+        self._released = False
+        # edges [(node, output_nr) or None], one per tensor input, at positions ``inputs``
+        self._inputs = tuple(inputs)
+        self.parents = [target(e[0], e[1]) for e in edges if e is not None]
+        self.argnums = [i for i, e in zip(self._inputs, edges) if e is not None]
 
     def name(self) -> str:
         return self._name
+
+    @property
+    def _edges(self) -> list[Any]:
+        """Per tensor input, the (node, output_nr) its gradient goes to, or None."""
+        by_pos = dict(zip(self.argnums, self.parents))
+        return [None if (p := by_pos.get(i)) is None else public_edge(p) for i in self._inputs]
 
     @property
     def next_functions(self) -> tuple[Any, ...]:
@@ -328,31 +362,45 @@ class Node:
             self._metadata = {}
         return self._metadata
 
+    def _hook_dict(self, kind: str) -> dict[Any, Any]:
+        got = getattr(self, kind)
+        if got is None:
+            got = {}
+            setattr(self, kind, got)
+            self._plain = False  # the backward pass has hooks to run here
+        return cast("dict[Any, Any]", got)
+
     def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
-        if self._hooks is None:
-            self._hooks = {}
-        return _add_hook(self._hooks, fn)
+        return _add_hook(self._hook_dict("_hooks"), fn)
 
     def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
         """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
-        if self._prehooks is None:
-            self._prehooks = {}
-        return _add_hook(self._prehooks, fn)
+        return _add_hook(self._hook_dict("_prehooks"), fn)
 
     def _tensor_hook(self, output_nr: int, fn: Callable[..., Any]) -> RemovableHandle:
-        if self._tensor_prehooks is None:
-            self._tensor_prehooks = {}
-        return _add_hook(self._tensor_prehooks.setdefault(output_nr, {}), fn)
+        return _add_hook(self._hook_dict("_tensor_prehooks").setdefault(output_nr, {}), fn)
+
+    @property
+    def _retain(self) -> dict[Any, Any] | None:
+        """output_nr -> weakref to a tensor with retain_grad()."""
+        return self.__dict__.get("_retained")
+
+    @_retain.setter
+    def _retain(self, value: dict[Any, Any] | None) -> None:
+        self.__dict__["_retained"] = value
+        self._plain = False
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
+        """The gradients of ``parents`` (one each, or None) from the output gradients ``grads``
+        (or one per tensor input, None where there is no edge, in ``next_functions`` order)."""
         raise NotImplementedError
 
     def release(self) -> None:
-        pass
+        self._released = True
 
     def __repr__(self) -> str:
-        return f"<{self._name} object at {id(self):#x}>"
+        return f"<{getattr(self, '_short', None) or self._name} object at {id(self):#x}>"
 
     def __call__(self, *grads: Any) -> Any:
         from .backward import call_node
@@ -360,28 +408,36 @@ class Node:
         return call_node(self, grads)
 
 
-class _Meta:
-    """Shape and dtype of an input a rule does not read; becomes a stand-in array if asked."""
-
-    __slots__ = ("shape", "dtype", "ns")
-
-    def __init__(self, value: Any):
-        self.shape = value.shape
-        self.dtype = value.dtype
-        self.ns = np if type(value) is np.ndarray else namespace_of(value)
-
-    def materialize(self) -> Any:
-        key = (self.shape, self.dtype, self.ns)
-        got = _META_CACHE.get(key)
-        if got is None:
-            if len(_META_CACHE) > 512:
-                _META_CACHE.clear()
-            ns = self.ns
-            got = _META_CACHE[key] = ns.broadcast_to(ns.zeros((), dtype=self.dtype), self.shape)  # read-only
-        return got
+def target(node: Node, output_nr: int) -> VJPNode:
+    """The tape node gradients of output ``output_nr`` of ``node`` go to: the node itself, or,
+    for a node of several outputs, that output's ``out_index`` node (made on first use)."""
+    if node._n_outputs == 1:
+        return node
+    outs = node._outs
+    if outs is None:
+        outs = node._outs = [None] * node._n_outputs
+    ref = outs[output_nr]
+    t: VJPNode | None = ref() if ref is not None else None
+    if t is None:  # held weakly: no reference cycle, the graph is freed when its last tensor goes
+        t = OutputNode(None, (node,), (0,), None, None, None, output_nr)
+        outs[output_nr] = weakref.ref(t)
+    return t
 
 
-_META_CACHE: dict[Any, Any] = {}
+class OutputNode(VJPNode):
+    """Output ``out_index`` of a node of several outputs, on the tape (as the core files them)."""
+
+    __slots__ = ()
+    _plain = False
+
+
+def public_edge(t: VJPNode) -> tuple[Any, int]:
+    """(grad_fn, output_nr) of a tape node (the inverse of :func:`target`)."""
+    if t.out_index is None:
+        return (t, 0)
+    return (t.parents[0], t.out_index)
+
+
 
 
 class _HookState(threading.local):
@@ -390,11 +446,6 @@ class _HookState(threading.local):
 
 
 _hook_state = _HookState()
-
-
-def _current_hooks() -> tuple[Any, ...] | None:
-    stack = _hook_state.stack
-    return stack[-1] if stack else None
 
 
 _FREED = (
@@ -418,42 +469,44 @@ class SavedTensor:
     version of the tensor when it was saved: a later in-place change makes
     backward raise PyTorch's "modified by an inplace operation" error.
     ``register_hooks(pack, unpack)`` moves the value out (pack) and back (unpack).
+    Made by :func:`save`.
     """
 
     __slots__ = ("_data", "_box", "_edge", "_requires_grad", "_vc", "_version", "_is_output", "_output_nr",
                  "_packed", "_unpack", "_released", "_desc", "__weakref__")
+    _data: Any  # the array (None once packed or released)
+    _box: Any  # the saved input itself (for its graph), None for outputs
     _edge: Any  # (node, output_nr) of the saved value, or None
+    _requires_grad: bool
+    _vc: list[int]  # the tensor's version counter, and its value when saved:
+    _version: int
+    _is_output: bool
+    _output_nr: int
+    _packed: Any
     _unpack: Callable[..., Any] | None
+    _released: bool
     _desc: tuple[Any, ...] | None
 
-    def __init__(self, box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Node | None = None):
-        self._data = box._value
-        self._vc = box._vc
-        self._version = box._vc[0]
-        self._is_output = is_output
-        self._output_nr = output_nr
-        self._requires_grad = box._requires_grad
-        self._released = False
-        self._packed = None
-        self._unpack = None
-        if is_output:
-            self._box = None
-            self._edge = None  # the owner node, given at unpack time
-            self._desc = (owner._name, output_nr) if owner is not None else None
-        else:
-            self._box = box
-            node = box._node
-            self._edge = None
-            self._desc = (node._name, box._output_nr) if node is not None and not isinstance(node, AccumulateGrad) else None
-        hooks = _current_hooks()
-        if hooks is not None:
-            self._pack_now(box, *hooks)
-
     def _pack_now(self, box: Any, pack: Callable[..., Any], unpack: Callable[..., Any]) -> None:
+        """``pack`` gets a detached alias (same memory and version counter, no history) and runs
+        without recording, as in PyTorch; changing that alias in place is an error."""
         if not self._is_output and box._requires_grad:
             self._edge = edge_of(box)
-        t = as_tensor_box(box) if isinstance(box, GraphBox) else _TENSOR_CLS[0]._make(self._data)
-        self._packed = pack(t)
+        vc = box._vc
+        alias = _TENSOR_CLS[0]._make(self._data, vc=vc, inference=box._inference)
+        version = vc[0]
+        prev = _mode.enabled
+        _mode.enabled = False
+        try:
+            self._packed = pack(alias)
+        finally:
+            _mode.enabled = prev
+        if vc[0] != version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook "
+                "can not be modified by in-place operations as this can lead to unexpected side-effects. Return "
+                "a modified copy instead."
+            )
         self._unpack = unpack
         self._data = None
         self._box = None
@@ -502,9 +555,19 @@ class SavedTensor:
                 f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True, check_nan=False)."
             )
 
+    def _check_attached(self) -> None:
+        box = self._box
+        if self._desc is not None and box is not None and box._node is None and not box._requires_grad:
+            raise RuntimeError(
+                "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). If you need "
+                "to mutate the saved tensor, use .detach() (which makes a new tensor) instead."
+            )
+
     def unpack_raw(self, owner: Node | None = None) -> Any:
         if self._released:
             raise RuntimeError(_FREED)
+        if self._box is not None:
+            self._check_attached()
         if self._unpack is not None:
             t = self._unpack(self._packed)
             if not isinstance(t, GraphBox):
@@ -522,14 +585,16 @@ class SavedTensor:
         if self._released:
             raise RuntimeError(_FREED)
         if self._unpack is None and self._box is not None:
+            self._check_attached()
             self._check_version(owner)
             return as_numpy_box(self._box) if numpy_box else self._box
         raw = self.unpack_raw(owner)
         cls = NumpyBox if numpy_box else _TENSOR_CLS[0]
         if self._is_output:
+            vc = self._vc if self._unpack is None else None  # the output itself: its version counter
             if owner is None:
-                return cls._make(raw)
-            return cls._make(raw, owner, self._output_nr, True)
+                return cls._make(raw, vc=vc)
+            return cls._make(raw, owner, self._output_nr, True, vc=vc)
         if self._edge is not None:
             node, nr = self._edge
             if isinstance(node, AccumulateGrad) and not numpy_box:
@@ -548,11 +613,9 @@ class AccumulateGrad(Node):
     _name = "torch::autograd::AccumulateGrad"  # what PyTorch's name() returns
     _short = "AccumulateGrad"
 
-    def __repr__(self) -> str:
-        return f"<AccumulateGrad object at {id(self):#x}>"
-
     def __init__(self, variable: Any):
         super().__init__()
+        self.ans = ()
         self._variable = weakref.ref(variable)
         v = variable._value
         self._out_meta = ((v.shape, v.dtype, namespace_of(v)),)
@@ -571,7 +634,8 @@ def named_node_class(base: type, name: str) -> type:
     node name (``MulBackward0``, ``<Function>Backward``); one class per name, cached."""
     cls = _NAMED_CLASSES.get((base, name))
     if cls is None:
-        cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "__module__": base.__module__})
+        cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "_name": name,
+                                                                   "__module__": base.__module__})
     return cls
 
 
@@ -584,71 +648,88 @@ def rename_node(node: "Node", name: str) -> None:
 
 
 class PrimNode(Node):
-    """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules."""
+    """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules.
 
-    def __init__(self, prim: Primitive, name: str, args: list[Any], kwargs: dict[Any, Any], positions: list[Any],
-                 edges: list[Any]):
-        super().__init__()
-        self._name = name
-        self._prim = prim
-        self._args = args  # per positional argument: SavedTensor, _Meta or a constant
-        self._kwargs = kwargs
-        self._positions = positions  # positional index of each edge (the core's argnums list)
-        self._edges = edges
-        self._ans: list[Any] = []  # per output: SavedTensor, _Meta
-        self._released = False
-        self._has_saved = False
+    ``args`` holds, per positional argument, a :class:`SavedTensor`, what the rules do
+    not read (the array when small, else its :class:`~funcgrad.core.reverse.ArraySpec`,
+    as the core keeps it), or the constant; ``ans`` one of those per output.
+    """
+
+    __slots__ = ("_has_saved",)
+    prim: Primitive
+    _plain = True  # one output (class level: set False on nodes of several)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
+        if self.prim.multiple_results:
+            g = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(grads, self._out_meta))
+            return self.vjp(g, tuple(grads), create_graph)
+        return self.vjp(grads[0], grads[0], create_graph)
+
+    def vjp(self, g: Any, g_all: Any, create_graph: bool, release: bool = False) -> list[Any]:
+        """The gradients of ``parents`` by the primitive's rules (``g_all``: what ``vjp_all``
+        sees, None for results that got no gradient); on boxes that record with ``create_graph``;
+        with ``release``, the saved values are freed afterwards."""
         if self._released and self._has_saved:
             raise RuntimeError(_FREED)
-        prim = self._prim
+        args = self.args
+        prim = self.prim
+        if self._has_saved:
+            args = []
+            for a in self.args:
+                if type(a) is SavedTensor:
+                    box = a._box
+                    if create_graph:
+                        a = a.unpack(self)
+                    elif a._unpack is None and a._vc[0] == a._version and \
+                            (box is None or box._requires_grad or a._desc is None):  # (else: detached in place?)
+                        a = a._data
+                    else:
+                        a = a.unpack_raw(self)
+                args.append(a)
         if prim.multiple_results:
-            g = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(grads, self._out_meta))
+            ans: Any = tuple((a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor
+                             else a for a in self.ans)
         else:
-            g = grads[0]
-        ans: Any
-        if create_graph:
-            args = [a.unpack(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
-                    for a in self._args]
-            ans = [a.unpack(self) if type(a) is SavedTensor else a.materialize() for a in self._ans]
-        else:
-            args = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() if type(a) is _Meta else a
-                    for a in self._args]
-            ans = [a.unpack_raw(self) if type(a) is SavedTensor else a.materialize() for a in self._ans]
-        kwargs = self._kwargs
+            ans = self.ans[0]
+            if type(ans) is SavedTensor:
+                if create_graph:
+                    ans = ans.unpack(self)
+                elif ans._unpack is None and ans._vc[0] == ans._version and ans._is_output:
+                    ans = ans._data
+                else:
+                    ans = ans.unpack_raw(self)
+        kwargs = self.kwargs
         if prim.vjp_all is not None:
-            ans = tuple(ans) if prim.multiple_results else ans[0]
-            gg = tuple(grads) if prim.multiple_results else grads[0]
-            live = [pos for pos, edge in zip(self._positions, self._edges) if edge is not None]
-            cts = iter(prim.vjp_all(gg, ans, tuple(live), *args, **kwargs))
-            return [None if edge is None else next(cts) for edge in self._edges]
-        ans = tuple(ans) if prim.multiple_results else ans[0]
-        out: list[Any] = []
-        vjps = prim.vjps
-        for pos, edge in zip(self._positions, self._edges):
-            if edge is None:
-                out.append(None)
-                continue
-            rule = vjps.get(pos)
-            if rule is None:
-                raise prim.missing_rule("VJP", pos)
-            out.append(rule(g, ans, *args, **kwargs))
+            out = list(prim.vjp_all(g_all, ans, tuple(self.argnums), *args, **kwargs))
+        else:
+            vjps = prim.vjps
+            out = []
+            for pos in self.argnums:
+                rule = vjps.get(pos)
+                if rule is None:
+                    raise prim.missing_rule("VJP", pos)
+                out.append(rule(g, ans, *args, **kwargs))
+        if release:
+            self.release()
         return out
 
     def release(self) -> None:
         if self._released:
             return
         self._released = True
-        for a in self._args:
+        if not self._has_saved:
+            return
+        for a in self.args:
             if type(a) is SavedTensor:
-                a.release()
-        for a in self._ans:
+                a._released = True
+                a._data = a._box = a._packed = None
+        for a in self.ans:
             if type(a) is SavedTensor:
-                a.release()
+                a._released = True
+                a._data = a._box = a._packed = None
 
     def _saved_names(self) -> list[Any]:
-        return _ARG_NAMES.get(self._prim.name, _DEFAULT_ARG_NAMES)
+        return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_raw_saved_") or name.startswith("_saved_"):
@@ -666,31 +747,37 @@ class PrimNode(Node):
                     return entry
         raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
 
+    def _unread(self) -> tuple[int, ...]:
+        """Positions of tensor inputs the rules do not read (kept as they are when small)."""
+        drop = dropped(self.prim, list(self.argnums), len(self.args))
+        return drop[0] if drop is not None else ()
+
     def _lookup_saved(self, key: str) -> Any:
         if key == "result":
-            if len(self._ans) == 1 and type(self._ans[0]) is SavedTensor:
-                return self._ans[0]
+            if len(self.ans) == 1 and type(self.ans[0]) is SavedTensor:
+                return self.ans[0]
             return None
         if key.startswith("result") and key[6:].isdigit():
             k = int(key[6:])
-            return self._ans[k] if k < len(self._ans) and type(self._ans[k]) is SavedTensor else None
+            return self.ans[k] if k < len(self.ans) and type(self.ans[k]) is SavedTensor else None
         names = self._saved_names()
-        for i, a in enumerate(self._args):
+        unread = self._unread()
+        for i, a in enumerate(self.args):
             nm = names[i] if i < len(names) else f"arg{i}"
-            if nm == key and type(a) is not _Meta:
+            if nm == key and type(a) is not ArraySpec and i not in unread:
                 return a
-        if key in self._kwargs:
-            return self._kwargs[key]
+        if key in self.kwargs:
+            return self.kwargs[key]
         return None
 
     def __dir__(self) -> list[Any]:
         names = self._saved_names()
         extra = []
-        for i, a in enumerate(self._args):
+        for i, a in enumerate(self.args):
             if type(a) is SavedTensor:
                 nm = names[i] if i < len(names) else f"arg{i}"
                 extra += [f"_saved_{nm}", f"_raw_saved_{nm}"]
-        if any(type(a) is SavedTensor for a in self._ans):
+        if any(type(a) is SavedTensor for a in self.ans):
             extra += ["_saved_result", "_raw_saved_result"]
         return sorted(set(list(super().__dir__()) + extra))
 
@@ -710,13 +797,10 @@ class CopySlices(Node):
     _name = "torch::autograd::CopySlices"  # what PyTorch's name() returns
     _short = "CopySlices"
 
-    def __repr__(self) -> str:
-        return f"<CopySlices object at {id(self):#x}>"
-
     def __init__(self, base_edge: tuple[Any, ...] | None, out_edge: tuple[Any, ...] | None, view_fns: tuple[Any, ...],
                  meta: tuple[Any, ...]):
-        super().__init__()
-        self._edges = [base_edge, out_edge]
+        super().__init__((0, 1), (base_edge, out_edge))
+        self.ans = ()
         self._view_fns = view_fns
         self._out_meta = (meta,)
 
@@ -724,15 +808,16 @@ class CopySlices(Node):
         import funcgrad.numpy as fnp
 
         g = grads[0]
-        out: list[Any] = [None, None]
-        if self._edges[0] is not None:
-            m = _overwritten(self._out_meta[0], self._view_fns)  # made here: the graph keeps no mask
-            if m.dtype.kind == "c":  # a complex base: per component (a view may be its .real or .imag)
-                out[0] = fnp.real(g) * (1 - m.real) + 1j * (fnp.imag(g) * (1 - m.imag))
+        out: list[Any] = []
+        for i in self.argnums:  # 0: the base before the change; 1: the values written through the view
+            if i == 0:
+                m = _overwritten(self._out_meta[0], self._view_fns)  # made here: the graph keeps no mask
+                if m.dtype.kind == "c":  # a complex base: per component (a view may be its .real or .imag)
+                    out.append(fnp.real(g) * (1 - m.real) + 1j * (fnp.imag(g) * (1 - m.imag)))
+                else:
+                    out.append(fnp.where(m, 0, g))
             else:
-                out[0] = fnp.where(m, 0, g)
-        if self._edges[1] is not None:
-            out[1] = _view_cotangent(g, self._view_fns, raw=not create_graph)
+                out.append(_view_cotangent(g, self._view_fns, raw=not create_graph))
         return out
 
 
@@ -771,29 +856,18 @@ _ARG_NAMES: dict[str, list[Any]] = {
 }
 
 # prim name -> PyTorch node name (Tensor methods rename where PyTorch distinguishes more)
-_NAMES = {
-    "add": "AddBackward0", "subtract": "SubBackward0", "multiply": "MulBackward0", "divide": "DivBackward0",
-    "true_divide": "DivBackward0", "negative": "NegBackward0", "positive": "AliasBackward0",
-    "power": "PowBackward0", "exp": "ExpBackward0", "log": "LogBackward0", "sin": "SinBackward0",
-    "cos": "CosBackward0", "tan": "TanBackward0", "tanh": "TanhBackward0", "sqrt": "SqrtBackward0",
-    "square": "PowBackward0", "absolute": "AbsBackward0", "abs": "AbsBackward0", "sum": "SumBackward0",
-    "mean": "MeanBackward0", "prod": "ProdBackward0", "max": "MaxBackward1", "min": "MinBackward1",
-    "amax": "AmaxBackward0", "amin": "AminBackward0", "var": "VarBackward0", "std": "StdBackward0",
-    "matmul": "MmBackward0", "dot": "DotBackward0", "reshape": "ViewBackward0", "transpose": "PermuteBackward0",
-    "swapaxes": "TransposeBackward0", "moveaxis": "PermuteBackward0", "expand_dims": "UnsqueezeBackward0",
-    "squeeze": "SqueezeBackward0", "broadcast_to": "ExpandBackward0", "getitem": "IndexBackward0",
-    "_getitem": "IndexBackward0", "astype": "ToCopyBackward0", "copy": "CloneBackward0",
-    "concatenate": "CatBackward0", "_concatenate": "CatBackward0", "stack": "StackBackward0",
-    "_stack": "StackBackward0", "where": "WhereBackward0", "_where": "WhereBackward0", "clip": "ClampBackward1",
-    "_clip": "ClampBackward1", "maximum": "MaximumBackward0", "minimum": "MinimumBackward0",
-    "log1p": "Log1PBackward0", "expm1": "Expm1Backward0", "cumsum": "CumsumBackward0",
-    "cumprod": "CumprodBackward0", "real": "RealBackward0", "imag": "ImagBackward0",
-    "conjugate": "ConjBackward0", "diagonal": "DiagonalBackward0", "flip": "FlipBackward0",
+_NAMES = {  # where PyTorch's name is not the default of torch_name
+    "subtract": "SubBackward0", "multiply": "MulBackward0", "divide": "DivBackward0", "true_divide": "DivBackward0",
+    "negative": "NegBackward0", "positive": "AliasBackward0", "power": "PowBackward0", "square": "PowBackward0",
+    "absolute": "AbsBackward0", "max": "MaxBackward1", "min": "MinBackward1", "matmul": "MmBackward0",
+    "reshape": "ViewBackward0", "transpose": "PermuteBackward0", "swapaxes": "TransposeBackward0",
+    "moveaxis": "PermuteBackward0", "expand_dims": "UnsqueezeBackward0", "broadcast_to": "ExpandBackward0",
+    "getitem": "IndexBackward0", "_getitem": "IndexBackward0", "astype": "ToCopyBackward0",
+    "copy": "CloneBackward0", "concatenate": "CatBackward0", "_concatenate": "CatBackward0",
+    "clip": "ClampBackward1", "_clip": "ClampBackward1", "log1p": "Log1PBackward0", "conjugate": "ConjBackward0",
     "tile": "RepeatBackward0", "take_along_axis": "GatherBackward0", "_take_along_axis": "GatherBackward0",
-    "sinh": "SinhBackward0", "cosh": "CoshBackward0", "arctan": "AtanBackward0", "arcsin": "AsinBackward0",
-    "arccos": "AcosBackward0", "arctan2": "Atan2Backward0", "reciprocal": "ReciprocalBackward0",
-    "logsumexp": "LogsumexpBackward0", "expit": "SigmoidBackward0", "erf": "ErfBackward0",
-    "sort": "SortBackward0", "einsum": "EinsumBackward0", "ravel": "ViewBackward0",
+    "arctan": "AtanBackward0", "arcsin": "AsinBackward0", "arccos": "AcosBackward0", "arctan2": "Atan2Backward0",
+    "expit": "SigmoidBackward0", "ravel": "ViewBackward0",
 }
 
 
@@ -980,10 +1054,6 @@ _INFERENCE_SAVED = (
 )
 
 
-def _ns(v: Any) -> Any:
-    return np if type(v) is np.ndarray else namespace_of(v)
-
-
 def _torch_shape_error(prim: Primitive, args: list[Any], err: ValueError) -> Exception:
     """NumPy's ValueError for operands whose shapes do not fit, as PyTorch's RuntimeError
     (the type Tensor code catches); any other error unchanged."""
@@ -1012,17 +1082,34 @@ def _torch_shape_error(prim: Primitive, args: list[Any], err: ValueError) -> Exc
 
 
 def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-    """Run ``prim`` on the raw values of ``args`` and record it if some input requires grad."""
-    boxes = [args[i] for i in argnums]
-    cls = NumpyBox
+    """Run ``prim`` on the raw values of ``args`` and record it if some input requires grad.
+
+    The hot path of the Tensor layer (every operation): as ``ReverseTrace.process``,
+    the raw call goes straight to ``prim.fast_fn`` when every argument is a plain array.
+    """
+    if len(argnums) == 1 and not kwargs:
+        b = args[argnums[0]]
+        st = _mode
+        if b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None \
+                and not (b._inference or st.inference or profiling.active or anomaly.enabled):
+            one = _ONE_BOX.get(prim)
+            if one is None:
+                one = _ONE_BOX[prim] = prim.differentiable and not prim.multiple_results \
+                    and prim.name not in _VIEW_PRIMS
+            if one:
+                return _record_one(prim, args, argnums[0], b)
+    boxes = []
+    tensor_out = False
     req = False
     inference_in = False
-    for i, b in zip(argnums, boxes):
+    for i in argnums:
+        b = args[i]
+        boxes.append(b)
         if b._base is not None and b._view_version != b._vc[0] and not b._requires_grad:
             _refresh_view(b)  # (views that require grad are refreshed when recorded, below)
         args[i] = b._value
         if b.__class__ is not NumpyBox:
-            cls = _TENSOR_CLS[0]
+            tensor_out = True
         if b._requires_grad:
             req = True
         if b._inference:
@@ -1035,82 +1122,187 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     st = _mode
     if req and not (st.enabled and prim.differentiable):
         req = False
-    token = fp_quiet()
-    try:
-        if profiling.active:
-            from .profiler import timed_call
+    if profiling.active:
+        from .profiler import timed_call
 
+        token = fp_quiet()
+        try:
             ans = timed_call(prim, args, kwargs)
-        else:
-            for a in args:
-                if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
-                    ans = prim.call(*args, **kwargs)
-                    break
-            else:
-                ans = prim.raw(*args, **kwargs)
-    except ValueError as err:
-        raise _torch_shape_error(prim, args, err) from None
-    finally:
-        fp_restore(token)
+        except ValueError as err:
+            raise _torch_shape_error(prim, args, err) from None
+        finally:
+            fp_restore(token)
+    else:
+        ans = _raw_call(prim, args, kwargs)
     inference = st.inference
-    if (inference_in or inference) and argnums[0] == 0 and prim.name in _VIEW_PRIMS \
-            and getattr(ans, "base", None) is not None:
+    is_view = argnums[0] == 0 and prim.name in _VIEW_PRIMS
+    if (inference_in or inference) and is_view and getattr(ans, "base", None) is not None:
         inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
-    make = cls._make
+    make = _TENSOR_CLS[0]._make if tensor_out else NumpyBox._make
     if prim.multiple_results:
         outs = [make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans]
     else:
         outs = [make(ans if type(ans) is np.ndarray else _as_array(ans), inference=inference)]
-        if argnums[0] == 0 and prim.name in _VIEW_PRIMS:
+        if is_view:
             _mark_view(outs[0], boxes[0], prim, args, kwargs)
     if not req:
         return tuple(outs) if prim.multiple_results else outs[0]
     # --- the node
-    edges: list[Any] = []
-    edge_positions = []
+    parents: list[Any] = []
+    live: list[int] = []
     for i, b in zip(argnums, boxes):
         if b._requires_grad:
             if b._base is not None and b._view_version != b._vc[0]:
                 _refresh_view(b)
             node = b._node
-            e = (node, b._output_nr) if node is not None else (get_accumulator(b), 0)
-            edges.append(e)
-            edge_positions.append(i)
-        else:
-            edges.append(None)
-    drop = dropped(prim, edge_positions, len(args))
-    name = torch_name(prim.name)
-    node = (_NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name))(
-        prim, name, args, kwargs, argnums, edges)
+            if node is None:
+                parents.append(get_accumulator(b))
+            elif node._n_outputs == 1:
+                parents.append(node)
+            else:
+                parents.append(target(node, b._output_nr))
+            live.append(i)
+    # what the primitive's VJP rules do not read (its ``reads``), as ``dropped`` says (cached per call shape)
+    drop = prim.drop_cache.get((len(args), *live)) if not _save_everything.on else None
+    if drop is None:
+        drop = dropped(prim, live, len(args)) or ((), False)
+    drop_args, drop_ans = drop
+    cls = _PRIM_NODE_CLASS.get(prim)
+    if cls is None:
+        name = torch_name(prim.name)
+        cls = _PRIM_NODE_CLASS[prim] = _NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name)
+    node = _new_node(cls)
+    node.prim = prim
+    node.parents = parents
+    node.argnums = live
+    node._inputs = argnums
+    node.kwargs = kwargs
+    node.out_index = node.versions = None
+    node._seq = next(_seq)
+    node._released = False
     saved_any = False
     for i, b in zip(argnums, boxes):
-        if drop is None or i not in drop[0]:
+        if i in drop_args:
+            # what the rules do not read: its shape and dtype; a small array is kept as it is
+            # (replacing it would cost more than it saves, as in ReverseTrace.process)
+            if getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:
+                args[i] = ArraySpec(args[i])
+        else:
             if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
                 raise RuntimeError(_INFERENCE_SAVED)
-            args[i] = SavedTensor(b)
+            args[i] = save(b)
             saved_any = True
-        else:
-            args[i] = _Meta(args[i])
+    node.args = args
     out_meta = []
-    ans_saved = node._ans
+    ans_saved: list[Any] = []
+    node.ans = ans_saved
     for k, o in enumerate(outs):
         v = o._value
-        out_meta.append((v.shape, v.dtype, _ns(v)))
+        out_meta.append((v.shape, v.dtype, np if type(v) is np.ndarray else namespace_of(v)))
         o._node = node
         o._output_nr = k
         o._requires_grad = True
-        if drop is None or not drop[1]:
-            ans_saved.append(SavedTensor(o, is_output=True, output_nr=k, owner=node))
-            saved_any = True
+        if drop_ans:
+            ans_saved.append(ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
         else:
-            ans_saved.append(_Meta(v))
+            ans_saved.append(save(o, True, k, node))
+            saved_any = True
     node._out_meta = tuple(out_meta)
     node._has_saved = saved_any
-    if len(outs) != 1:
+    if len(outs) != 1 or prim.multiple_results:
         node._n_outputs = len(outs)
+        node._plain = False
     if anomaly.enabled:
         node._stack = user_stack()
     return tuple(outs) if prim.multiple_results else outs[0]
+
+
+def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
+    """``prim`` on raw values, NumPy's floating-point warnings silenced: straight to ``prim.fast_fn``
+    when every argument is a plain array (as ``ReverseTrace.process``), shape errors as PyTorch's."""
+    token = fp_quiet()
+    try:
+        fast = prim.fast_types
+        for a in args:
+            if type(a) not in fast:
+                if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
+                    return prim.call(*args, **kwargs)
+                return prim.raw(*args, **kwargs)
+        return prim.fast_fn(*args, **kwargs)
+    except ValueError as err:
+        raise _torch_shape_error(prim, args, err) from None
+    finally:
+        fp_restore(token)
+
+
+_PRIM_NODE_CLASS: dict[Any, Any] = {}  # primitive -> its node class (named as PyTorch names it)
+_ONE_BOX: dict[Any, bool] = {}  # primitive -> may take _record_one (differentiable, one result, no view)
+
+
+def _record_one(prim: Primitive, args: list[Any], i: int, b: Any) -> Any:
+    """:func:`record` for the most common call: one Tensor argument (not a view, not an inference
+    tensor) that requires grad, grad mode on, a differentiable primitive of one result that
+    makes no view, no keyword arguments. The same node as the general path, with less work."""
+    args[i] = b._value
+    ans = _raw_call(prim, args, {})
+    if type(ans) is not np.ndarray:
+        ans = _as_array(ans)
+    out = _TENSOR_CLS[0]._make(ans, None, 0, True)
+    parent = b._node
+    if parent is None:
+        parent = get_accumulator(b)
+    elif parent._n_outputs != 1:
+        parent = target(parent, b._output_nr)
+    drop = prim.drop_cache.get((len(args), i)) if not _save_everything.on else None
+    if drop is None:
+        drop = dropped(prim, [i], len(args)) or ((), False)
+    cls = _PRIM_NODE_CLASS.get(prim)
+    if cls is None:
+        cls = _PRIM_NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
+    node = _new_node(cls)
+    node.prim = prim
+    node.parents = [parent]
+    node.argnums = node._inputs = [i]
+    node.kwargs = {}
+    node.out_index = node.versions = None
+    node._seq = next(_seq)
+    node._released = False
+    if i not in drop[0]:
+        args[i] = save(b)
+    elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
+        args[i] = ArraySpec(args[i])
+    node.args = args
+    out._node = node
+    node.ans = [(ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans) if drop[1]
+                else save(out, True, 0, node)]
+    node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
+    node._has_saved = i not in drop[0] or not drop[1]
+    return out
+
+
+def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any = None) -> "SavedTensor":
+    """A :class:`SavedTensor` of ``box`` (an input of its node, or output ``output_nr`` of ``owner``),
+    packed at once by the innermost saved-tensor hooks if any."""
+    s = _new(SavedTensor)
+    s._data = box._value
+    vc = s._vc = box._vc
+    s._version = vc[0]
+    s._is_output = is_output
+    s._output_nr = output_nr
+    s._requires_grad = box._requires_grad
+    s._released = False
+    s._packed = s._unpack = s._edge = None
+    if is_output:
+        s._box = None
+        s._desc = (owner._name, output_nr) if owner is not None else None
+    else:
+        s._box = box
+        node = box._node
+        s._desc = (node._name, box._output_nr) if node is not None and type(node) is not AccumulateGrad else None
+    stack = _hook_state.stack
+    if stack:
+        s._pack_now(box, *stack[-1])
+    return s
 
 
 _PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
@@ -1213,8 +1405,8 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
     if not st.enabled or not req:
         return t
     node, nr = out._node, out._output_nr
-    if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node._ans):
-        s = node._ans[nr]  # a saved result is now t's memory (a later change of it is detected)
+    if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node.ans):
+        s = node.ans[nr]  # a saved result is now t's memory (a later change of it is detected)
         if type(s) is SavedTensor and s._unpack is None:
             s._data = v
             s._vc = t._vc
@@ -1299,14 +1491,16 @@ def _bypass_view_node(out: Any, start_seq: int, t: Any) -> None:
                 _repoint_edge(node, k, new_edge)
             else:
                 stack.append(e[0])
-        for a in getattr(node, "_args", ()):
+        for a in node.args or ():
             if type(a) is SavedTensor and a._edge is not None and a._edge[0] is old_node and new_edge is not None:
                 a._edge = new_edge
 
 
 def _repoint_edge(node: Any, k: int, edge: tuple[Any, ...]) -> None:
     """Send the gradient of ``node``'s k-th tensor input to ``edge`` (node, output_nr) instead."""
-    node._edges[k] = edge
+    parents = list(node.parents)
+    parents[node.argnums.index(node._inputs[k])] = target(edge[0], edge[1])
+    node.parents = parents
 
 
 def _protect_saved(out: Any, t: Any, start_seq: int) -> None:
@@ -1319,7 +1513,7 @@ def _protect_saved(out: Any, t: Any, start_seq: int) -> None:
             continue
         seen.add(id(node))
         if isinstance(node, PrimNode):
-            for a in node._args:
+            for a in node.args:
                 if type(a) is SavedTensor and a._vc is vc and a._version == vc[0]:
                     a._detach_copy()
         for e in node._edges:

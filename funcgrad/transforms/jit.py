@@ -25,7 +25,8 @@ from ..core.batching import BatchBox, BatchTrace
 from ..core.constant import ConstantTrace
 from ..core.forward import ForwardTrace
 from ..core import staging
-from ..core.staging import OuterTraceError, Program, Var, StagingBox, StagingTrace, eval_program, split_program
+from ..core.staging import (OuterTraceError, Program, Var, StagedValueError, StagingBox, StagingTrace, eval_program,
+                            split_program)
 
 __all__ = ["jit", "make_program"]
 
@@ -150,7 +151,7 @@ class Staged:
     def __init__(self, program: Program, name: str):
         self.program = program
         self.name = name
-        self.run = program.compile()
+        self.run = program.compile(name=name)
         self.n_out = len(program.outs)
         self.n_res = 0
         self.splits: dict[tuple[int, ...], Any] = {}  # traced float leaves -> forward (or False)
@@ -352,7 +353,7 @@ def _one_reverse_level(leaves: list[Any]) -> bool:
     trace = None
     for x in leaves:
         if isinstance(x, Box):
-            if not isinstance(x._trace, ReverseTrace) or isinstance(x._value, Box):
+            if not (isinstance(x._trace, ReverseTrace) and x._trace.opaque_results) or isinstance(x._value, Box):
                 return False
             if trace is not None and x._trace is not trace:
                 return False
@@ -417,8 +418,44 @@ def _lower_sum(ins: list[Any], outs: list[Any]) -> Any:
 staging.register_lowering("sum", _lower_sum)
 
 
+def _closure_reads(fun: Callable[..., Any]) -> tuple[tuple[Any, ...], tuple[tuple[dict[str, Any], str], ...]]:
+    """The closure cells and the module-level names (not modules, functions or classes) that
+    ``fun``'s own code reads: where a value of an enclosing transform can reach it other than
+    through its arguments."""
+    f: Any = inspect.unwrap(fun) if callable(fun) else fun
+    while isinstance(f, functools.partial):
+        f = f.func
+    code = getattr(f, "__code__", None)
+    cells = tuple(getattr(f, "__closure__", None) or ())
+    glb = getattr(f, "__globals__", None)
+    names: list[tuple[dict[str, Any], str]] = []
+    if code is not None and glb is not None:
+        for name in code.co_names:
+            v = glb.get(name)
+            if name in glb and not (inspect.ismodule(v) or callable(v)):
+                names.append((glb, name))
+    return cells, tuple(names)
+
+
+def _traced_closure_value(cells: tuple[Any, ...], names: tuple[tuple[dict[str, Any], str], ...]) -> Box | None:
+    """A value of an active transform (not the Tensor layer's level-0 trace) in one of the
+    places :func:`_closure_reads` found, or None."""
+    for cell in cells:
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(v, Box) and v._trace.level > 0 and v._trace.active:
+            return v
+    for glb, name in names:
+        v = glb.get(name)
+        if isinstance(v, Box) and v._trace.level > 0 and v._trace.active:
+            return v
+    return None
+
+
 class _Entry:
-    __slots__ = ("program", "run", "out_def", "staged", "single")
+    __slots__ = ("program", "run", "out_def", "staged", "single", "captures")
 
     def __init__(self, program: Program, staged: Staged, out_def: Any):
         self.program = program
@@ -427,6 +464,7 @@ class _Entry:
         self.out_def = out_def
         # the output is one leaf (an array or number): no tree to rebuild
         self.single = out_def == tree_util.tree_structure(0)
+        self.captures: list[Any] = []  # implicit inputs of one call (closure values of enclosing transforms)
 
 
 _FAST_SCALARS = (float, int, complex, np.float64, np.float32)
@@ -478,6 +516,10 @@ class _Jitted:
         self.keys: list[Any] = []
         self.traces = 0
         self.warned = False
+        # where a value of an enclosing transform can reach fun other than as an argument: a
+        # cached program must not run then (it would hold the plain value it was traced with)
+        self.closure_reads = _closure_reads(fun)
+        self.reads_outside = bool(self.closure_reads[0] or self.closure_reads[1])
 
     # -- arguments -------------------------------------------------------------------
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any], tuple[Any, ...]]:
@@ -512,6 +554,10 @@ class _Jitted:
 
     # -- the call ---------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.reads_outside:
+            outer = _traced_closure_value(*self.closure_reads)
+            if outer is not None:
+                return self._closure_traced_call(args, kwargs, outer)
         if not kwargs and not self.static_argnums:
             fast = self.fast_cache.get(_fast_key(args))  # plain arrays and numbers: one lookup
             if fast is not None:
@@ -530,6 +576,8 @@ class _Jitted:
         if built is None:
             return self.fun(*args, **kwargs)
         entry, values = built
+        if entry.captures:
+            return entry.out_def.unflatten(call_staged(entry.staged, list(leaves) + entry.captures))
         if not kwargs and not statics:
             fk = _fast_key(args)
             if fk is not None:
@@ -544,6 +592,28 @@ class _Jitted:
             for i, leaf in enumerate(leaves):  # again, naming the argument
                 _leaf_key(leaf, self._path(treedef, i), self.fname)
             raise
+
+    def _closure_traced_call(self, args: tuple[Any, ...], kwargs: dict[str, Any], outer: Box) -> Any:
+        """Called while ``fun``'s closure (or a module-level name it reads) holds a value of an
+        enclosing transform: trace for this call only, that value an implicit input (never a
+        cached program, which would hold the plain value of an earlier trace)."""
+        if isinstance(outer, StagingBox):
+            return self.fun(*args, **kwargs)  # inside another jit: recorded into its program
+        dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
+        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        for leaf in leaves:
+            x = leaf
+            while isinstance(x, Box):
+                if isinstance(x, StagingBox):
+                    return self.fun(*args, **kwargs)
+                x = x._value
+        raw = [_example(x) for x in leaves]
+        key = self._key(raw, treedef, statics)
+        built = self._trace(key, args, kwargs, raw, treedef, statics, cache=False)
+        if built is None:
+            return self.fun(*args, **kwargs)
+        entry = built[0]
+        return entry.out_def.unflatten(call_staged(entry.staged, list(leaves) + entry.captures))
 
     def _traced_call(self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
                      statics: tuple[Any, ...]) -> Any:
@@ -565,12 +635,12 @@ class _Jitted:
             if built is None:
                 return self.fun(*args, **kwargs)
             entry = built[0]
-        return entry.out_def.unflatten(call_staged(entry.staged, leaves))
+        return entry.out_def.unflatten(call_staged(entry.staged, list(leaves) + entry.captures))
 
     def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
-               statics: tuple[Any, ...]) -> tuple[_Entry, list[Any]] | None:
+               statics: tuple[Any, ...], cache: bool = True) -> tuple[_Entry, list[Any]] | None:
         self._log_retrace(key)
-        trace = StagingTrace("jit", self.fname)
+        trace = StagingTrace("jit", self.fname, example=_example)
         before = _random_states(self.fun, [s[2] for s in statics])
         try:
             with trace:
@@ -582,12 +652,22 @@ class _Jitted:
                 out_leaves, out_def = tree_util.tree_flatten(out)
                 trace.program.outs = [trace.output(x) for x in out_leaves]
         except OuterTraceError:
-            # the function reads a value traced by an enclosing transform (a closure over a
-            # grad's input, say): it cannot be staged apart from that transform; run it eagerly
+            # the function reads a value of an enclosing transform that cannot be an input
+            # (passed as a keyword to a primitive, say): run it eagerly
             return None
+        except StagedValueError:
+            if trace.captures:  # Python code decided on a captured value: eagerly, it is concrete
+                return None
+            raise
         _check_random(before, self.fname)
         program = trace.program.optimize()
         entry = _Entry(program, Staged(program, self.fname), out_def)
+        if trace.captures or not cache:
+            # values read through f's closure from enclosing transforms (as in
+            # grad(lambda y: jit(lambda x: x * y)(2.0))) are implicit inputs after the explicit
+            # ones; they belong to this call only, so the program is not cached
+            entry.captures = trace.captures
+            return entry, []
         self.cache[key] = entry
         # an input returned as it is comes back as the caller's own object, as in later calls
         originals = {id(b._value): x for b, x in zip(boxes, leaves) if isinstance(b, StagingBox)}
@@ -636,6 +716,9 @@ class _Jitted:
         for i, (a, b) in enumerate(zip(oleaves, nleaves)):
             if a != b:
                 return f"argument {self._path(ntree, i)} changed from {_describe(a)} to {_describe(b)}"
+        if old == new:
+            return ("the same signature: the last trace was not cached (the function read a value of an "
+                    "enclosing transform through its closure; pass it as an argument to trace once)")
         return "a new signature"
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

@@ -3,11 +3,17 @@
 Gradients are averaged over ranks *during* backward: each parameter's
 post-accumulate-grad hook marks it ready; a bucket (about ``bucket_cap_mb`` MiB
 of parameters, in reverse registration order, which is roughly the order
-backward produces them) is packed into a persistent flat buffer and its
-allreduce started (non-blocking over MPI) as soon as all its parameters and all
-earlier buckets are ready, so communication overlaps the rest of backward. When
+backward produces them) is packed into a persistent flat buffer (each gradient
+in its own memory order: a plain copy) and its allreduce started (non-blocking
+over MPI) as soon as all its parameters and all earlier buckets are ready. When
 the last bucket has started, the hook waits for all of them and writes the
-averaged values back into every ``.grad``.
+averaged values back into every ``.grad``, in place.
+
+MPICH (and most MPI libraries) move a non-blocking collective forward only while
+the process is inside an MPI call, so later hooks test the started reductions;
+on a CPU, where one core per rank does both the compute and the copying, an
+early start saves waiting rather than work (see docs/distributed.md). NCCL runs
+on its own CUDA stream, so there the overlap is real.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ... import distributed as _dist
+from ...distributed import buckets as _b
 from ...backend import namespace_of
 from ..grad_mode import no_grad
 from ..tensor import Tensor
@@ -27,15 +34,23 @@ __all__ = ["DistributedDataParallel"]
 
 
 class _Bucket:
-    __slots__ = ("params", "xp", "dtype", "size", "ready", "buffer")
+    """Parameters reduced together, their persistent flat buffer, and how each was packed."""
+
+    __slots__ = ("params", "xp", "dtype", "size", "ready", "buffer", "plan", "orders", "views", "view_orders")
 
     def __init__(self, params: list[Any], xp: Any, dtype: Any) -> None:
         self.params = params
         self.xp = xp
         self.dtype = dtype
-        self.size = sum(int(p._value.size) for p in params)
+        sizes = [int(p._value.size) for p in params]
+        self.size = sum(sizes)
         self.ready: set[int] = set()
-        self.buffer: Any = None
+        self.buffer: Any = None  # allocated on first use; DDP owns it (every .grad keeps its own memory)
+        self.plan = _b.Bucket(xp, np.dtype(dtype), list(range(len(params))), sizes)
+        self.orders: list[str] = ["C"] * len(params)
+        # gradient_as_bucket_view: the .grad tensors made over the buffer, and the orders they assume
+        self.views: list[Any] = [None] * len(params)
+        self.view_orders: list[str] = []
 
 
 def _plan(params: list[Any], cap_bytes: int) -> list[_Bucket]:
@@ -67,7 +82,14 @@ class DistributedDataParallel(Module):
     every backward (``find_unused_parameters`` is not supported: a parameter
     missing at the next forward raises an error naming it). Inside
     :meth:`no_sync` gradients accumulate locally; the first backward after it
-    averages the accumulated sum.
+    averages the accumulated sum. ``gradient_as_bucket_view=True`` (as in
+    PyTorch) makes every ``.grad`` a view of its bucket's buffer after the first
+    synced backward instead of copying the averages back: one pass over the
+    gradients less, and no packing copy either when gradients are kept between
+    steps (``zero_grad(set_to_none=False)``); each synced backward then
+    overwrites those ``.grad`` tensors in place. ``poll_progress`` (default True): every
+    gradient hook that starts no bucket tests the started ones, so MPI moves them
+    forward during backward (MPICH does so only inside MPI calls).
 
     Example::
 
@@ -80,7 +102,8 @@ class DistributedDataParallel(Module):
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
                  broadcast_buffers: bool = True, process_group: Any = None, bucket_cap_mb: float = 25.0,
-                 find_unused_parameters: bool = False, **kwargs: Any) -> None:
+                 find_unused_parameters: bool = False, gradient_as_bucket_view: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: expected an ft.nn.Module, got {type(module).__name__}")
@@ -103,6 +126,9 @@ class DistributedDataParallel(Module):
         where = {id(p): b for b, bucket in enumerate(self._buckets) for p in bucket.params}
         object.__setattr__(self, "_bucket_of", where)
         object.__setattr__(self, "require_backward_grad_sync", True)
+        object.__setattr__(self, "gradient_as_bucket_view", bool(gradient_as_bucket_view))
+        # test the started reductions from every later gradient hook (MPI progresses them only then)
+        object.__setattr__(self, "poll_progress", True)
         object.__setattr__(self, "_launched", [])
         object.__setattr__(self, "_handles", [p.register_post_accumulate_grad_hook(self._on_grad) for p in params])
 
@@ -158,35 +184,72 @@ class DistributedDataParallel(Module):
         while len(self._launched) < len(self._buckets):
             nxt = self._buckets[len(self._launched)]
             if len(nxt.ready) < len(nxt.params):
+                if self.poll_progress:
+                    self._poll()
                 return
             self._launched.append(self._start(nxt))
         self._finish()
 
+    def _poll(self) -> None:
+        """Let MPI move the started reductions forward (it does so only inside MPI calls)."""
+        for started in self._launched:
+            if started is not None:
+                started[1].test()
+
     def _start(self, bucket: _Bucket) -> Any:
+        if self._world.size == 1:  # the average over one rank is its own gradient: nothing to move
+            return None
         xp = bucket.xp
         if bucket.buffer is None:
             bucket.buffer = xp.empty(bucket.size, dtype=bucket.dtype)
-        buf = bucket.buffer
-        o = 0
-        for p in bucket.params:
-            g = p.grad._value
-            n = int(g.size)
-            buf[o:o + n] = xp.reshape(g, (-1,))
-            o += n
-        return self._world.transport(xp).iallreduce_(buf)
+        grads = [p.grad._value for p in bucket.params]
+        bucket.orders = [_b.order_of(g) for g in grads]
+        return self._launch(bucket, grads)
+
+    def _launch(self, bucket: _Bucket, grads: list[Any]) -> tuple[Any, Any, np.ndarray]:
+        """Pack ``grads`` in ``bucket.orders`` and start the bucket's allreduce, plus the small
+        reduction that tells every rank whether all of them packed in the same layout."""
+        code = _b.layout_code(bucket.orders)
+        agree = np.array([code, -code], dtype=np.int64)
+        check = self._world.transport(np).iallreduce_(agree, "max")
+        # each rank sends its gradient over the world size (as allreduce_gradients and PyTorch's DDP do)
+        _b.pack(bucket.plan, grads, bucket.orders, bucket.buffer, 1.0 / self._world.size)
+        return check, self._world.transport(bucket.xp).iallreduce_(bucket.buffer), agree
 
     def _finish(self) -> None:
-        n = self._world.size
+        if self._world.size == 1:
+            self._reset()
+            return
         with no_grad():
-            for bucket, req in zip(self._buckets, self._launched):
+            for bucket, (check, req, agree) in zip(self._buckets, self._launched):
+                check.wait()
                 req.wait()
+                if agree[0] != -agree[1]:  # some rank laid a gradient out differently: all redo in C order
+                    bucket.orders = ["C"] * len(bucket.params)
+                    _, req, _ = self._launch(bucket, [p.grad._value for p in bucket.params])
+                    req.wait()
                 buf = bucket.buffer
-                o = 0
-                for p in bucket.params:
-                    m = int(p._value.size)
-                    p.grad.copy_(Tensor._make(bucket.xp.reshape(buf[o:o + m] / n, p._value.shape)))
-                    o += m
+                out: list[Any] = [None] * len(bucket.params)
+                _b.views(bucket.plan, [p._value for p in bucket.params], bucket.orders, buf, out)
+                if self.gradient_as_bucket_view:
+                    self._bind_views(bucket, out)
+                else:
+                    for p, v in zip(bucket.params, out):
+                        p.grad.copy_(Tensor._make(v))  # same layout as .grad: a plain memory copy
         self._reset()
+
+    @staticmethod
+    def _bind_views(bucket: _Bucket, out: list[Any]) -> None:
+        """Make each ``.grad`` the bucket's view (no copy back); later backwards that keep the
+        gradients (``zero_grad(set_to_none=False)``, ``no_sync``) then accumulate in the bucket and
+        pack in place."""
+        same = bucket.orders == bucket.view_orders
+        for k, (p, v) in enumerate(zip(bucket.params, out)):
+            if not same or p.grad is not bucket.views[k]:
+                t = Tensor._make(v)
+                p.grad = t
+                bucket.views[k] = t
+        bucket.view_orders = list(bucket.orders)
 
     # ------------------------------------------------------------ user controls
     @contextlib.contextmanager
