@@ -29,8 +29,7 @@ from funcgrad.core import Box
 from .. import dtypes as _dt
 from ..creation import default_generator
 from ..grad_mode import no_grad
-from ..graph import GraphBox
-from ..tensor import Tensor, _as_tensor, _rename, _seq_mark
+from ..tensor import Tensor, _as_tensor, _raw, _rename, _seq_mark
 from . import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace
 
 
@@ -143,10 +142,6 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: s
     _check_reduction(reduction)
     return _fg_named("BinaryCrossEntropyWithLogitsBackward0", _fnn.binary_cross_entropy_with_logits, input,
                      _as_tensor(target), pos_weight=pos_weight, reduction=reduction)
-
-
-def _raw(v: Any) -> Any:
-    return v._value if isinstance(v, GraphBox) else v
 
 
 def _ntuple(v: Any, n: int) -> tuple[Any, ...]:
