@@ -80,10 +80,15 @@ class TensorTrace(Trace):
         raise RuntimeError("the tensor trace is always open; it is not entered")
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
+        hook = FUNC_OPS[0]
+        if hook is not None:  # ft.func is running a function: see _func_support (views, no_grad of traced values)
+            return hook(record, prim, args, kwargs, argnums)
         return record(prim, args, kwargs, argnums)
 
 
 TRACE = TensorTrace()
+# Set by funcgrad.tensor._func_support while an ft.func transform runs a function, else None.
+FUNC_OPS: list[Any] = [None]
 
 # --------------------------------------------------------------------------
 # boxes

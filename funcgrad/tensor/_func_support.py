@@ -1,0 +1,645 @@
+"""What eager-mode constructs mean inside ``ft.func`` (torch.func's rules), on traced values.
+
+Inside an ``ft.func`` transform a Tensor holds the transform's traced value (a core ``Box``). The
+Tensor layer's own ways of stopping or replacing gradients act on its eager graph; here they are
+given their meaning for the transforms, as torch.func gives them:
+
+* ``detach()`` / ``.data``: the value with no derivative for any transform (``fg.stop_gradient``);
+  batching (vmap) is kept.
+* ``no_grad()`` inside the transformed function: the results of operations run in it carry no
+  derivative for the reverse-mode transforms (grad, vjp, jacrev) entered before it; forward mode
+  (jvp, jacfwd) ignores it, as PyTorch's forward AD does. Each reverse-mode transform turns grad
+  mode on for the function it runs, so a ``no_grad`` outside the transform is ignored; one entered
+  between two nested transforms stops the outer one (the inner transform's results are then
+  constants for it).
+* In-place operations (``y[0] = v``, ``add_``, ``copy_`` ...) on a tensor holding a traced value
+  rebind the tensor to a functional update of its value; a write through a view updates its base
+  (and the base's other views), so derivatives are exact. Nothing is written into memory.
+* A custom ``ft.autograd.Function`` becomes one primitive whose derivative rules are the
+  Function's ``backward`` (reverse mode), ``jvp`` (forward mode) and ``vmap`` (batching), as
+  torch.func does for Functions written with ``setup_context``.
+
+``ft.func`` opens a :class:`Frame` per call of the user's function; the Tensor layer calls in
+here only while a frame is open (``graph.FUNC_OPS``), so eager code pays one check per operation.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from .. import tree_util
+from ..backend import namespace_of
+from ..core import Box, defprimitive
+from ..core.trace import current_traces, shape_of, unbox_all
+from . import forward_ad as _fwad
+from . import graph as _graph
+from .grad_mode import state as _mode
+
+__all__ = ["Frame", "enter", "leave", "depth", "is_traced", "stop_reverse", "detached", "traced_inplace",
+           "apply_function", "check_requires_grad", "check_backward", "check_data_set"]
+
+
+# --------------------------------------------------------------------------
+# frames: one per call of the user's function by an ft.func transform
+
+
+class Frame:
+    """One call of the user's function by an ``ft.func`` transform (``reverse``: grad, vjp, jacrev)."""
+
+    __slots__ = ("trace", "reverse", "prev_enabled", "written")
+
+    def __init__(self, reverse: bool) -> None:
+        stack = current_traces()
+        self.trace = stack[-1] if stack else None  # the transform's own trace (innermost when it calls us)
+        self.reverse = reverse
+        self.prev_enabled = _mode.enabled
+        # tensors from outside this call that it rebound (in-place writes): (weakref, value before)
+        self.written: list[tuple[Any, Any]] = []
+
+
+class _Local(threading.local):
+    frames: list[Frame]
+
+    def __init__(self) -> None:
+        self.frames = []
+
+
+_local = _Local()
+_open = [0]  # frames open in all threads (the Tensor layer's hook is installed while > 0)
+_open_lock = threading.Lock()
+
+
+def depth() -> int:
+    """How many ft.func transforms are running a user function in this thread (nesting)."""
+    return len(_local.frames)
+
+
+def enter(reverse: bool) -> Frame:
+    """Open a frame; a reverse-mode transform turns grad mode on for the function (torch.func)."""
+    frame = Frame(reverse)
+    _local.frames.append(frame)
+    with _open_lock:
+        _open[0] += 1
+        _graph.FUNC_OPS[0] = _on_op
+    if reverse:
+        _mode.enabled = True
+    return frame
+
+
+def leave(frame: Frame, ok: bool) -> None:
+    """Close ``frame`` (restoring grad mode). With ``ok`` (the function returned and its outputs were
+    converted), a tensor from outside the call that it wrote in place is an error, as in torch.func."""
+    frames = _local.frames
+    if frames and frames[-1] is frame:
+        frames.pop()
+    elif frame in frames:
+        frames.remove(frame)
+    _mode.enabled = frame.prev_enabled
+    with _open_lock:
+        _open[0] -= 1
+        if _open[0] <= 0:
+            _open[0] = 0
+            _graph.FUNC_OPS[0] = None
+    if frame.written:
+        _check_captured(frame, ok)
+
+
+def _check_captured(frame: Frame, ok: bool) -> None:
+    alive = [(ref(), old) for ref, old in frame.written if ref() is not None]
+    if alive:
+        gc.collect()  # tensors of the call kept alive only by reference cycles
+        alive = [(ref(), old) for ref, old in frame.written if ref() is not None]
+    frame.written = []
+    if not alive:
+        return
+    for t, old in reversed(alive):  # no traced value may stay in a tensor the caller holds
+        t._value = old
+    if ok:
+        raise RuntimeError(
+            "During a grad (vjp, jvp, grad, vmap, etc) transform, the function provided attempted to call an in-place "
+            "operation that would mutate a captured Tensor (one created outside the function being transformed). "
+            "This is not supported; please rewrite the function being transformed to explicitly accept the mutated "
+            "Tensor(s) as inputs, or write into a tensor created inside it (e.g. y = x.clone(); y[0] = v).")
+
+
+def is_traced(v: Any) -> bool:
+    """True for a transform's traced value (not a forward-AD dual of ``ft.autograd.forward_ad``)."""
+    return isinstance(v, Box) and not _fwad.is_dual(v)
+
+
+def _raw_value(t: Any) -> Any:
+    from .tensor import Tensor
+
+    while isinstance(t, Tensor):
+        t = t._value
+    return t
+
+
+# --------------------------------------------------------------------------
+# no_grad: a primitive with a zero VJP and the identity as JVP
+
+
+def _keep(x: Any) -> Any:
+    return x
+
+
+_stop_reverse = defprimitive(
+    _keep, name="no_grad_stop", vjp=lambda g, ans, x: None, jvp=lambda t, ans, x: t,
+    batch=lambda args, dims: (args[0], dims[0]), reads={0: ()},
+    doc="``x`` with no derivative for reverse mode (its VJP is zero); forward mode and batching see through it.",
+)
+
+
+def stop_reverse(tree: Any) -> Any:
+    """The values of ``tree`` with their reverse-mode derivatives stopped (forward mode and vmap kept).
+
+    Example: ``stop_reverse(t._value)`` inside ``ft.func.grad`` is a constant for grad, not for jvp.
+    """
+    return tree_util.tree_map(lambda v: _stop_reverse(v) if is_traced(v) else v, tree)
+
+
+def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
+    """A Tensor operation while an ft.func frame is open (any thread): mark views of traced values,
+    and stop reverse-mode derivatives of results computed in a no_grad block."""
+    if not _local.frames:
+        return record(prim, args, kwargs, argnums)
+    src = args[argnums[0]]
+    traced = False
+    for i in argnums:
+        if is_traced(args[i]._value):
+            traced = True
+            break
+    out = record(prim, args, kwargs, argnums)
+    if not traced:
+        return out
+    if argnums[0] == 0 and prim.name in _graph._VIEW_PRIMS and not prim.multiple_results and is_traced(src._value) \
+            and isinstance(src, _graph._TENSOR_CLS[0]) and isinstance(out, _graph._TENSOR_CLS[0]) \
+            and _is_view_call(prim, args):
+        _mark_traced_view(out, src, prim, args, kwargs)
+    if not _mode.enabled:
+        for o in (out if prim.multiple_results else (out,)):
+            if is_traced(o._value):
+                o._value = _stop_reverse(o._value)
+    return out
+
+
+# --------------------------------------------------------------------------
+# views and in-place writes on traced values
+
+_VIEWS = "_fg_func_views"  # a root's views that hold traced values: [weakref to view tensor]
+_NOT_WRITABLE = ("real", "imag", "broadcast_to")
+
+
+def _is_view_call(prim: Any, args: list[Any]) -> bool:
+    if prim.name in ("_getitem", "getitem"):
+        from ..numpy.inplace import _is_basic_index
+
+        return len(args) == 2 and _is_basic_index(args[1])
+    return True
+
+
+def _mark_traced_view(out: Any, src: Any, prim: Any, args: list[Any], kwargs: dict[Any, Any]) -> None:
+    root = src._base if src._base is not None else src
+    out._base = root
+    out._vc = src._vc
+    out._view_fns = (src._view_fns or ()) + ((prim, tuple(args[1:]), dict(kwargs)),)
+    out._view_version = src._vc[0]
+    root.__dict__.setdefault(_VIEWS, []).append(weakref.ref(out))
+
+
+def _scatter(base: Any, view_fns: tuple[Any, ...], new: Any) -> Any:
+    """``base`` with the region that ``view_fns`` select replaced by ``new`` (a functional update)."""
+    for prim, _, _ in view_fns:
+        if prim.name in _NOT_WRITABLE:
+            if prim.name == "broadcast_to":
+                raise RuntimeError(
+                    "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                    "location. Please clone() the tensor before performing the operation.")
+            raise NotImplementedError(
+                f"ft.func: an in-place write through a .{prim.name} view of a traced tensor is not supported; write "
+                f"the complex tensor itself (e.g. z = ft.complex(new_real, z.imag))")
+    shape = tuple(shape_of(base))
+    ns = namespace_of(unbox_all(base))
+    n = int(np.prod(shape, dtype=np.int64))
+    idx = _graph.replay_view(ns.arange(n).reshape(shape), view_fns, raw=True)
+    flat = idx.ravel()
+    if int(ns.unique(flat).size) != int(flat.size):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation.")
+    new = fnp.broadcast_to(new, tuple(idx.shape))
+    updated = fnp.at(fnp.ravel(base))[flat].set(fnp.ravel(new))
+    return fnp.reshape(updated, shape)
+
+
+def _rebind(t: Any, value: Any, frame: Frame) -> None:
+    """``t`` now holds ``value``; a tensor whose value was not made in this call is remembered
+    (it must not outlive the call: see :func:`leave`)."""
+    if not _made_in(t._value, frame):
+        frame.written.append((weakref.ref(t), t._value))
+    t._value = value
+
+
+def _made_in(v: Any, frame: Frame) -> bool:
+    level = frame.trace.level if frame.trace is not None else None
+    while isinstance(v, Box):
+        if level is not None and v._trace.level >= level:
+            return True
+        v = v._value
+    return False
+
+
+def _refresh_views(root: Any, skip: Any) -> None:
+    refs = root.__dict__.get(_VIEWS)
+    if not refs:
+        return
+    keep = []
+    for ref in refs:
+        v = ref()
+        if v is None:
+            continue
+        keep.append(ref)
+        if v is not skip:
+            v._value = _graph.replay_view(root._value, v._view_fns, raw=False)
+            v._view_version = v._vc[0]
+    root.__dict__[_VIEWS] = keep
+
+
+def traced_inplace(t: Any, out: Any) -> bool:
+    """An in-place write of ``out`` into ``t`` where either holds a traced value (inside an ft.func
+    transform): ``t`` (and, for a view, its base and the base's other views) are rebound to the
+    functional update. Returns False, doing nothing, for the eager case (memory is written then)."""
+    frames = _local.frames
+    if not frames:
+        return False
+    tv, ov = t._value, out._value
+    if not (is_traced(tv) or is_traced(ov)) or _fwad.is_dual(tv) or _fwad.is_dual(ov):
+        return False
+    frame = frames[-1]
+    shape = tuple(t.shape)
+    new = ov
+    if tuple(shape_of(new)) != shape:
+        new = fnp.broadcast_to(new, shape)
+    root = t._base
+    if root is not None:
+        _rebind(root, _scatter(root._value, t._view_fns, new), frame)
+    _rebind(t, new, frame)
+    t._vc[0] += 1
+    t._view_version = t._vc[0]
+    _refresh_views(root if root is not None else t, t)
+    return True
+
+
+def detached(t: Any) -> Any:
+    """``t``'s raw value for ``detach()`` / ``.data``: a traced value loses every derivative."""
+    v = _fwad.primal_value(t._value)
+    if is_traced(v):
+        from ..transforms import stop_gradient
+
+        return stop_gradient(v)
+    return v
+
+
+# --------------------------------------------------------------------------
+# errors: eager autograd calls on traced tensors
+
+
+def check_requires_grad(t: Any, requires_grad: bool) -> None:
+    """``requires_grad_(True)`` on a tensor holding a traced value: torch.func's error."""
+    if requires_grad and is_traced(t._value):
+        raise RuntimeError(
+            "You are attempting to call Tensor.requires_grad_() (or perhaps using ft.autograd.functional.* APIs) "
+            "inside of a function being transformed by an ft.func transform. This is unsupported: use the ft.func "
+            "transforms (grad, vjp, jacrev, jacfwd, hessian) instead, or call requires_grad_() outside of them.")
+
+
+def check_backward(t: Any) -> None:
+    """``backward()`` inside a function run by an ft.func transform: torch.func's error."""
+    if _local.frames or is_traced(t._value):
+        raise RuntimeError(
+            "backward() called inside an ft.func transform. This is not supported, please use ft.func.grad or "
+            "ft.func.vjp instead or call backward() outside of ft.func transforms.")
+
+
+def check_data_set(t: Any, value: Any) -> None:
+    """``t.data = value`` where either holds a traced value: torch.func's error."""
+    if is_traced(t._value) or is_traced(value._value):
+        raise RuntimeError("mutating directly with `.data` inside an ft.func transform is not allowed; use "
+                           "t.copy_(value) (a tracked in-place copy) or a new tensor instead.")
+
+
+# --------------------------------------------------------------------------
+# custom Functions: one primitive, with the Function's backward / jvp / vmap as its rules
+
+
+class _Call:
+    """One ``Function.apply`` under a transform: the class, the non-tensor arguments, the output layout."""
+
+    __slots__ = ("cls", "args", "pos", "is_tuple", "out_layout", "non_diff", "dirty", "materialize")
+
+    def __init__(self, cls: type, args: tuple[Any, ...], pos: list[int]) -> None:
+        self.cls = cls
+        self.args = args
+        self.pos = pos  # positions of the tensor arguments
+        self.is_tuple = False
+        self.out_layout: list[Any] = []  # per output: None (a tensor, next leaf) or a constant
+        self.non_diff: set[int] = set()  # output indices marked non-differentiable (or not floating)
+        self.dirty: dict[int, int] = {}  # input position -> output index (mark_dirty)
+        self.materialize = True
+
+    def inputs(self, leaves: Any) -> tuple[Any, ...]:
+        from .tensor import Tensor
+
+        full = list(self.args)
+        for p, leaf in zip(self.pos, leaves):
+            full[p] = Tensor._make(leaf)
+        return tuple(full)
+
+    def output(self, leaves: Any) -> Any:
+        from .tensor import Tensor
+
+        it = iter(leaves)
+        outs = [Tensor._make(next(it)) if c is None else c[0] for c in self.out_layout]
+        return tuple(outs) if self.is_tuple else outs[0]
+
+    def tensor_outputs(self) -> list[int]:
+        return [k for k, c in enumerate(self.out_layout) if c is None]
+
+
+def _ctx_for(call: _Call, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...]) -> Any:
+    from .function import FunctionCtx
+
+    ctx = FunctionCtx()
+    ctx.needs_input_grad = needs
+    call.cls.setup_context(ctx, inputs, output)  # type: ignore[attr-defined]
+    return ctx
+
+
+def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
+    from .grad_mode import no_grad
+    from .tensor import Tensor
+
+    copies = [namespace_of(x).array(x, copy=True) if hasattr(x, "shape") else x for x in leaves]
+    inputs = call.inputs(copies)
+    with no_grad():
+        output = call.cls.forward(*inputs)  # type: ignore[attr-defined]
+        needs = tuple(isinstance(a, Tensor) and a.is_floating_point() for a in inputs)
+        ctx = _ctx_for(call, inputs, output, needs)
+    call.is_tuple = isinstance(output, tuple)
+    outs = list(output) if call.is_tuple else [output]
+    call.out_layout = [None if isinstance(o, Tensor) else (o,) for o in outs]
+    call.non_diff = {k for k, o in enumerate(outs) if isinstance(o, Tensor)
+                     and (id(o) in ctx._non_differentiable or o._value.dtype.kind not in "fc")}
+    call.materialize = ctx.materialize_grads
+    by_id = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
+    call.dirty = {}
+    for p in call.pos:
+        if id(inputs[p]) in ctx._dirty:
+            if id(inputs[p]) not in by_id:
+                raise RuntimeError("Some elements marked as dirty during the forward method were not returned as "
+                                   "output. The inputs that are modified inplace must all be outputs of the Function.")
+            call.dirty[p] = by_id[id(inputs[p])]
+    return tuple(_raw_value(o) for o in outs if isinstance(o, Tensor))
+
+
+def _conj(v: Any) -> Any:
+    return fnp.conj(v) if np.dtype(_dtype(v)).kind == "c" else v
+
+
+def _dtype(v: Any) -> Any:
+    while isinstance(v, Box):
+        v = v._value
+    return getattr(v, "dtype", np.result_type(v))
+
+
+def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any, call: _Call) -> list[Any]:
+    from .function import _backward_of
+    from .tensor import Tensor
+
+    cls = call.cls
+    inputs = call.inputs(leaves)
+    output = call.output(ans)
+    needs = tuple(p in [call.pos[j] for j in argnums] for p in range(len(call.args)))
+    prev = _mode.enabled
+    _mode.enabled = True  # backward is differentiated by the enclosing transforms (higher order)
+    try:
+        ctx = _ctx_for(call, inputs, output, needs)
+        grads: list[Any] = []
+        leaf_k = 0
+        for k, c in enumerate(call.out_layout):
+            if c is not None:
+                grads.append(None)
+                continue
+            gk, a = g[leaf_k], ans[leaf_k]
+            if gk is None or k in call.non_diff:
+                grads.append(Tensor._make(fnp.zeros_like(a)) if call.materialize or k in call.non_diff else None)
+            else:
+                grads.append(Tensor._make(_conj(gk)))
+            leaf_k += 1
+        res = _backward_of(cls)(ctx, *grads)
+    finally:
+        _mode.enabled = prev
+    if not isinstance(res, tuple):
+        res = (res,)
+    n = len(call.args)
+    if len(res) > n and all(r is None for r in res[n:]):
+        res = res[:n]
+    if len(res) != n:
+        raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients (expected "
+                           f"{n}, got {len(res)})")
+    out: list[Any] = []
+    for j in argnums:
+        p = call.pos[j]
+        r, leaf = res[p], leaves[j]
+        if r is None or np.dtype(_dtype(leaf)).kind not in "fc":
+            out.append(None)
+            continue
+        if not isinstance(r, Tensor):
+            raise TypeError(f"function {cls.__name__}Backward returned a gradient of type {type(r).__name__} at index "
+                            f"{p}; expected a Tensor or None")
+        out.append(_conform(_conj(_raw_value(r)), leaf, f"function {cls.__name__}Backward returned an invalid "
+                                                      f"gradient at index {p}"))
+    return out
+
+
+def _conform(v: Any, like: Any, what: str) -> Any:
+    shape, want = tuple(shape_of(like)), tuple(shape_of(v))
+    if want != shape:
+        size = int(np.prod(want, dtype=np.int64))
+        try:
+            ok = np.broadcast_shapes(want, shape) == shape and size == 1
+        except ValueError:
+            ok = False
+        if not ok:
+            raise RuntimeError(f"{what} - got [{', '.join(map(str, want))}] but expected shape compatible with "
+                               f"[{', '.join(map(str, shape))}]")
+        v = fnp.broadcast_to(v, shape)
+    if np.dtype(_dtype(v)) != np.dtype(_dtype(like)):
+        v = fnp.astype(v, np.dtype(_dtype(like)))
+    return v
+
+
+def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call) -> tuple[Any, ...]:
+    from .function import Function
+    from .tensor import Tensor
+
+    cls = call.cls
+    if cls.jvp is Function.jvp or not callable(getattr(cls, "jvp", None)):  # type: ignore[attr-defined]
+        raise NotImplementedError(
+            f"You must implement the jvp function for custom autograd.Function to use it with forward mode AD "
+            f"({cls.__name__} is under ft.func.jvp / jacfwd / hessian): define a static jvp(ctx, *input_tangents)")
+    inputs = call.inputs(leaves)
+    output = call.output(ans)
+    needs = tuple(p in call.pos for p in range(len(call.args)))
+    prev = _mode.enabled
+    _mode.enabled = True
+    try:
+        ctx = _ctx_for(call, inputs, output, needs)
+        t_in: list[Any] = [None] * len(call.args)
+        for j, p in enumerate(call.pos):
+            t = tangents[j]
+            if t is not None:
+                t_in[p] = Tensor._make(t)
+            elif np.dtype(_dtype(leaves[j])).kind in "fc":
+                t_in[p] = Tensor._make(fnp.zeros_like(leaves[j]))
+        ctx._in_jvp = True
+        t_out = cls.jvp(ctx, *t_in)  # type: ignore[attr-defined]
+    finally:
+        _mode.enabled = prev
+    if not isinstance(t_out, tuple):
+        t_out = (t_out,)
+    if len(t_out) != len(call.out_layout):
+        raise RuntimeError(f"Function {cls.__name__}.jvp returned {len(t_out)} tangents; expected one per output of "
+                           f"forward ({len(call.out_layout)})")
+    result = []
+    leaf_k = 0
+    for k, c in enumerate(call.out_layout):
+        if c is not None:
+            continue
+        a = ans[leaf_k]
+        t = t_out[k]
+        if t is None or k in call.non_diff:
+            result.append(fnp.zeros_like(a))
+        else:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"Function {cls.__name__}.jvp returned a {type(t).__name__} at index {k}; expected a "
+                                f"Tensor or None")
+            result.append(_conform(_raw_value(t), a, f"Function {cls.__name__}.jvp returned an invalid tangent at "
+                                                     f"index {k}"))
+        leaf_k += 1
+    return tuple(result)
+
+
+class VmapInfo:
+    """What a Function's ``vmap`` staticmethod gets first: ``batch_size`` and ``randomness``."""
+
+    def __init__(self, batch_size: int, randomness: str = "error") -> None:
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+
+def _fn_batch(args: list[Any], dims: list[Any], call: _Call) -> tuple[Any, ...]:
+    from ..core import get_primitive
+    from ..numpy._batching import fallback
+    from .function import Function
+    from .tensor import Tensor
+
+    cls = call.cls
+    size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+    own = getattr(cls, "vmap", None)
+    if own is not None and own is not Function.vmap:
+        in_dims = [None] * len(call.args)
+        for j, p in enumerate(call.pos):
+            in_dims[p] = dims[j]
+        full = list(call.args)
+        for j, p in enumerate(call.pos):
+            full[p] = Tensor._make(fnp.moveaxis(args[j], dims[j], 0) if dims[j] is not None else args[j])
+            if dims[j] is not None:
+                in_dims[p] = 0
+        res = own(VmapInfo(size), tuple(in_dims), *full)
+        if not (isinstance(res, tuple) and len(res) == 2):
+            raise RuntimeError(f"{cls.__name__}.vmap must return a pair (output, out_dims)")
+        out, out_dims = res
+        outs = list(out) if isinstance(out, tuple) else [out]
+        od = list(out_dims) if isinstance(out_dims, (tuple, list)) else [out_dims] * len(outs)
+        if len(od) != len(outs):
+            raise RuntimeError(f"{cls.__name__}.vmap returned {len(od)} out_dims for {len(outs)} outputs")
+        call.is_tuple = isinstance(out, tuple)
+        call.out_layout = [None if isinstance(o, Tensor) else (o,) for o in outs]
+        leaves, ldims = [], []
+        for o, d in zip(outs, od):
+            if isinstance(o, Tensor):
+                v = _raw_value(o)
+                if d is None:
+                    v = fnp.broadcast_to(fnp.expand_dims(v, 0), (size,) + tuple(shape_of(v)))
+                    d = 0
+                leaves.append(v)
+                ldims.append(d)
+        return tuple(leaves), tuple(ldims)
+    if getattr(cls, "generate_vmap_rule", False):
+        batched: tuple[Any, ...] = fallback(get_primitive(_FN), args, dims, size, {"call": call})
+        return batched
+    raise RuntimeError(
+        f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override and implement the "
+        f"vmap staticmethod or set generate_vmap_rule=True (ft.func.vmap, jacfwd and hessian batch it).")
+
+
+_FN = defprimitive(_fn_raw, name="autograd_function", vjp_all=_fn_vjp, jvp_all=_fn_jvp, batch=_fn_batch,
+                   multiple_results=True, doc="One ``ft.autograd.Function.apply`` under an ft.func transform.")
+
+
+def traced_args(args: tuple[Any, ...]) -> bool:
+    """Whether some Tensor argument holds a transform's traced value (``Function.apply`` under ft.func)."""
+    from .tensor import Tensor
+
+    for a in args:
+        if isinstance(a, Tensor) and is_traced(a._value):
+            return True
+    return False
+
+
+def apply_function(cls: type, args: tuple[Any, ...]) -> Any:
+    """``cls.apply(*args)`` on traced tensors: the Function's rules become the transforms' rules.
+
+    Example::
+
+        class Sq(ft.autograd.Function):
+            @staticmethod
+            def forward(a): return a * a
+            @staticmethod
+            def setup_context(ctx, inputs, output): ctx.save_for_backward(inputs[0])
+            @staticmethod
+            def backward(ctx, g): return 2 * g * ctx.saved_tensors[0]
+
+        ft.func.grad(lambda x: Sq.apply(x).sum())(x)   # 2 * x, by Sq.backward
+    """
+    from .function import Function
+    from .tensor import Tensor
+
+    if cls.setup_context is Function.setup_context:  # type: ignore[attr-defined]
+        raise RuntimeError(
+            f"In order to use an autograd.Function with ft.func transforms (vmap, grad, jvp, jacrev, ...), it must "
+            f"override the setup_context staticmethod: {cls.__name__}.forward must not take ctx; save what backward "
+            f"needs in a static setup_context(ctx, inputs, output). See 'Extending torch.func with "
+            f"autograd.Function' in PyTorch's documentation.")
+    pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    call = _Call(cls, tuple(None if isinstance(a, Tensor) else a for a in args), pos)
+    leaves = [_raw_value(args[p]) for p in pos]
+    outs = _FN(*leaves, call=call)
+    results: list[Any] = []
+    it = iter(outs)
+    for c in call.out_layout:
+        results.append(Tensor._make(next(it)) if c is None else c[0])
+    for p, k in call.dirty.items():  # forward changed this input in place: it takes the output's value
+        t = args[p]
+        if not traced_inplace(t, results[k]):
+            t._value = results[k]._value
+        results[k] = t
+    return tuple(results) if call.is_tuple else results[0]
