@@ -26,6 +26,7 @@ here only while a frame is open (``graph.FUNC_OPS``), so eager code pays one che
 from __future__ import annotations
 
 import gc
+import inspect
 import threading
 import weakref
 from typing import Any, Callable
@@ -150,9 +151,13 @@ def _keep(x: Any) -> Any:
     return x
 
 
+def _stop_jvp(t: Any, ans: Any, x: Any) -> Any:
+    return _stop_reverse(t)  # the tangent passes, as a constant for reverse mode too (jacrev of jacfwd)
+
+
 _stop_reverse = defprimitive(
-    _keep, name="no_grad_stop", vjp=lambda g, ans, x: None, jvp=lambda t, ans, x: t,
-    batch=lambda args, dims: (args[0], dims[0]), reads={0: ()},
+    _keep, name="no_grad_stop", vjp=lambda g, ans, x: None, jvp=_stop_jvp,
+    batch=lambda args, dims: (_stop_reverse(args[0]), dims[0]), reads={0: ()},
     doc="``x`` with no derivative for reverse mode (its VJP is zero); forward mode and batching see through it.",
 )
 
@@ -554,7 +559,7 @@ def _fn_batch(args: list[Any], dims: list[Any], call: _Call) -> tuple[Any, ...]:
     cls = call.cls
     size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
     own = getattr(cls, "vmap", None)
-    if own is not None and own is not Function.vmap:
+    if inspect.getattr_static(cls, "vmap", None) is not inspect.getattr_static(Function, "vmap"):
         in_dims = [None] * len(call.args)
         for j, p in enumerate(call.pos):
             in_dims[p] = dims[j]
@@ -563,7 +568,7 @@ def _fn_batch(args: list[Any], dims: list[Any], call: _Call) -> tuple[Any, ...]:
             full[p] = Tensor._make(fnp.moveaxis(args[j], dims[j], 0) if dims[j] is not None else args[j])
             if dims[j] is not None:
                 in_dims[p] = 0
-        res = own(VmapInfo(size), tuple(in_dims), *full)
+        res = own(VmapInfo(size), tuple(in_dims), *full)  # type: ignore[misc]
         if not (isinstance(res, tuple) and len(res) == 2):
             raise RuntimeError(f"{cls.__name__}.vmap must return a pair (output, out_dims)")
         out, out_dims = res

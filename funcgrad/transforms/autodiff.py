@@ -744,7 +744,8 @@ def _stop_raw(x: Any) -> Any:
 
 
 _stop_gradient = defprimitive(
-    _stop_raw, name="stop_gradient", differentiable=False, batch=lambda args, dims: (args[0], dims[0])
+    # batching: the inner value may still be traced by an enclosing transform, which must see the stop too
+    _stop_raw, name="stop_gradient", differentiable=False, batch=lambda args, dims: (_stop_gradient(args[0]), dims[0])
 )
 
 
