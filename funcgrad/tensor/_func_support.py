@@ -37,13 +37,14 @@ import funcgrad.numpy as fnp
 
 from .. import tree_util
 from ..backend import namespace_of
-from ..core import Box, defprimitive
+from ..core import Box, JVPBox as _JVPBox, VJPBox as _VJPBox, defprimitive
+from ..core.constant import ConstBox as _ConstBox
 from ..core.trace import current_traces, shape_of, unbox_all
 from . import forward_ad as _fwad
 from . import graph as _graph
 from .grad_mode import state as _mode
 
-__all__ = ["Frame", "enter", "leave", "depth", "is_traced", "stop_reverse", "detached", "traced_inplace",
+__all__ = ["Frame", "enter", "leave", "depth", "is_traced", "stop_reverse", "stop_all", "detach", "traced_inplace",
            "apply_function", "check_requires_grad", "check_backward", "check_data_set"]
 
 
@@ -188,6 +189,9 @@ def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[
             and isinstance(src, _graph._TENSOR_CLS[0]) and isinstance(out, _graph._TENSOR_CLS[0]) \
             and _is_view_call(prim, args):
         _mark_traced_view(out, src, prim, args, kwargs)
+    if prim.name.lstrip("_") == "broadcast_to" and isinstance(out, _graph._TENSOR_CLS[0]) \
+            and tuple(shape_of(out._value)) != tuple(shape_of(src._value)):
+        out.__dict__[_EXPANDED] = True  # (its elements share memory in PyTorch: in-place writes are refused)
     if not _mode.enabled:
         for o in (out if prim.multiple_results else (out,)):
             if is_traced(o._value):
@@ -198,8 +202,12 @@ def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[
 # --------------------------------------------------------------------------
 # views and in-place writes on traced values
 
-_VIEWS = "_fg_func_views"  # a root's views that hold traced values: [weakref to view tensor]
+_VIEWS = "_fg_func_views"  # on a root tensor: what follows its value, [(weakref, view_fns, kind, level)]
+_ALIAS = "_fg_func_alias"  # on a detach()/.data tensor of a traced one: (that tensor, kind, level)
 _NOT_WRITABLE = ("real", "imag", "broadcast_to")
+_EXPANDED = "_fg_func_expanded"  # on a tensor made by expand / broadcast_to of a traced value
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation.")
 
 
 def _is_view_call(prim: Any, args: list[Any]) -> bool:
@@ -210,13 +218,17 @@ def _is_view_call(prim: Any, args: list[Any]) -> bool:
     return True
 
 
+def _follow(root: Any, t: Any, view_fns: tuple[Any, ...], kind: str, level: Any = None) -> None:
+    root.__dict__.setdefault(_VIEWS, []).append((weakref.ref(t), view_fns, kind, level))
+
+
 def _mark_traced_view(out: Any, src: Any, prim: Any, args: list[Any], kwargs: dict[Any, Any]) -> None:
     root = src._base if src._base is not None else src
     out._base = root
     out._vc = src._vc
     out._view_fns = (src._view_fns or ()) + ((prim, tuple(args[1:]), dict(kwargs)),)
     out._view_version = src._vc[0]
-    root.__dict__.setdefault(_VIEWS, []).append(weakref.ref(out))
+    _follow(root, out, out._view_fns, "view")
 
 
 def _scatter(base: Any, view_fns: tuple[Any, ...], new: Any) -> Any:
@@ -224,9 +236,7 @@ def _scatter(base: Any, view_fns: tuple[Any, ...], new: Any) -> Any:
     for prim, _, _ in view_fns:
         if prim.name in _NOT_WRITABLE:
             if prim.name == "broadcast_to":
-                raise RuntimeError(
-                    "unsupported operation: more than one element of the written-to tensor refers to a single memory "
-                    "location. Please clone() the tensor before performing the operation.")
+                raise RuntimeError(_OVERLAP)
             raise NotImplementedError(
                 f"ft.func: an in-place write through a .{prim.name} view of a traced tensor is not supported; write "
                 f"the complex tensor itself (e.g. z = ft.complex(new_real, z.imag))")
@@ -236,9 +246,7 @@ def _scatter(base: Any, view_fns: tuple[Any, ...], new: Any) -> Any:
     idx = _graph.replay_view(ns.arange(n).reshape(shape), view_fns, raw=True)
     flat = idx.ravel()
     if int(ns.unique(flat).size) != int(flat.size):
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers to a single memory "
-            "location. Please clone() the tensor before performing the operation.")
+        raise RuntimeError(_OVERLAP)
     new = fnp.broadcast_to(new, tuple(idx.shape))
     updated = fnp.at(fnp.ravel(base))[flat].set(fnp.ravel(new))
     return fnp.reshape(updated, shape)
@@ -261,19 +269,61 @@ def _made_in(v: Any, frame: Frame) -> bool:
     return False
 
 
-def _refresh_views(root: Any, skip: Any) -> None:
-    refs = root.__dict__.get(_VIEWS)
-    if not refs:
+def _strip(v: Any, kind: str, level: Any) -> Any:
+    """What ``detach()`` (every derivative) or ``.data`` (the transform at ``level`` only) keeps of ``v``."""
+    if not is_traced(v):
+        return v
+    if kind == "data" and v._trace.level < level:
+        return v  # nothing of that transform in it
+    if kind == "data" and v._trace.level == level:
+        return v._value
+    from ..transforms import stop_gradient
+
+    return stop_gradient(v)
+
+
+def stop_all(v: Any) -> Any:
+    """``v`` with no derivative for any transform (``detach_()`` of a traced tensor)."""
+    return _strip(v, "detach", None)
+
+
+def _write(t: Any, new: Any, frame: Frame) -> None:
+    """Rebind ``t`` (and its base, the base's views and detached aliases) to hold ``new``."""
+    root = t._base
+    if root is not None:
+        _rebind(root, _scatter(root._value, t._view_fns, new), frame)
+    _rebind(t, new, frame)
+    t._vc[0] += 1
+    t._view_version = t._vc[0]
+    top = root if root is not None else t
+    _refresh_followers(top, t)
+    alias = top.__dict__.get(_ALIAS)
+    if alias is not None:  # a detach()/.data tensor: its source takes the new value, not its derivative
+        src, kind, level = alias
+        old = src._value
+        _write(src, old + _strip(top._value - old, kind, level), frame)
+
+
+def _refresh_followers(root: Any, skip: Any) -> None:
+    entries = root.__dict__.get(_VIEWS)
+    if not entries:
         return
     keep = []
-    for ref in refs:
+    for entry in entries:
+        ref, fns, kind, level = entry
         v = ref()
         if v is None:
             continue
-        keep.append(ref)
-        if v is not skip:
-            v._value = _graph.replay_view(root._value, v._view_fns, raw=False)
+        keep.append(entry)
+        if v is skip:
+            continue
+        value = _graph.replay_view(root._value, fns, raw=False) if fns else root._value
+        if kind == "view":
+            v._value = value
             v._view_version = v._vc[0]
+        else:  # a detached alias follows its source's value
+            v._value = _strip(value, kind, level)
+            _refresh_followers(v, None)
     root.__dict__[_VIEWS] = keep
 
 
@@ -285,31 +335,42 @@ def traced_inplace(t: Any, out: Any) -> bool:
     if not frames:
         return False
     tv, ov = t._value, out._value
-    if not (is_traced(tv) or is_traced(ov)) or _fwad.is_dual(tv) or _fwad.is_dual(ov):
+    if _fwad.is_dual(tv) or _fwad.is_dual(ov):
         return False
-    frame = frames[-1]
+    top = t._base if t._base is not None else t
+    if not (is_traced(tv) or is_traced(ov) or _ALIAS in top.__dict__):
+        return False
+    if _EXPANDED in top.__dict__:
+        raise RuntimeError(_OVERLAP)
     shape = tuple(t.shape)
     new = ov
     if tuple(shape_of(new)) != shape:
         new = fnp.broadcast_to(new, shape)
-    root = t._base
-    if root is not None:
-        _rebind(root, _scatter(root._value, t._view_fns, new), frame)
-    _rebind(t, new, frame)
-    t._vc[0] += 1
-    t._view_version = t._vc[0]
-    _refresh_views(root if root is not None else t, t)
+    _write(t, new, frames[-1])
     return True
 
 
-def detached(t: Any) -> Any:
-    """``t``'s raw value for ``detach()`` / ``.data``: a traced value loses every derivative."""
-    v = _fwad.primal_value(t._value)
-    if is_traced(v):
-        from ..transforms import stop_gradient
+def detach(t: Any, data: bool) -> Any:
+    """``t.detach()`` (``data=False``: no derivative for any transform, as torch.func) or ``t.data``
+    (only the innermost transform's derivative is dropped, as torch.func); a traced tensor's alias
+    follows later in-place writes of ``t``, and writes into it change ``t``'s value, not its derivative."""
+    from .tensor import Tensor
 
-        return stop_gradient(v)
-    return v
+    v = _fwad.primal_value(t._value)
+    if not is_traced(v):
+        return Tensor._make(v) if data else Tensor._make(v, vc=t._vc, inference=t._inference)
+    if data:
+        if not isinstance(v, (_VJPBox, _JVPBox, _ConstBox)):
+            raise RuntimeError(f"accessing `data` under vmap transform is not allowed ({type(v).__name__}); use "
+                               f"detach() instead")
+        kind, level = "data", v._trace.level
+    else:
+        kind, level = "detach", None
+    d = Tensor._make(_strip(v, kind, level))
+    src = t._base if t._base is not None else t
+    d.__dict__[_ALIAS] = (t, kind, level)
+    _follow(src, d, t._view_fns if t._base is not None else (), kind, level)
+    return d
 
 
 # --------------------------------------------------------------------------

@@ -612,7 +612,7 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
     @property
     def data(self) -> "Tensor":
         """The same memory, detached, with a separate version counter (PyTorch's ``.data``)."""
-        return Tensor._make(_func.detached(self))
+        return cast("Tensor", _func.detach(self, data=True))
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -623,7 +623,7 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
 
     def detach(self) -> "Tensor":
         """A tensor sharing memory and version counter, cut from the graph."""
-        return Tensor._make(_func.detached(self), vc=self._vc, inference=self._inference)
+        return cast("Tensor", _func.detach(self, data=False))
 
     def detach_(self) -> "Tensor":
         if self._base is not None:
@@ -636,7 +636,7 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         self._node = None
         self._requires_grad = False
         if _func.is_traced(self._value):  # under ft.func: no derivative for the transforms either
-            self._value = _func.detached(self)
+            self._value = _func.stop_all(self._value)
         return self
 
     def __hash__(self) -> int:
