@@ -152,13 +152,17 @@ def _keep(x: Any) -> Any:
     return x
 
 
+def _stop_batch(args: list[Any], dims: list[Any]) -> tuple[Any, Any]:
+    return _stop_reverse(args[0]), dims[0]  # the inner value may be traced by enclosing transforms
+
+
 def _stop_jvp(t: Any, ans: Any, x: Any) -> Any:
     return _stop_reverse(t)  # the tangent passes, as a constant for reverse mode too (jacrev of jacfwd)
 
 
 _stop_reverse = defprimitive(
     _keep, name="no_grad_stop", vjp=lambda g, ans, x: None, jvp=_stop_jvp,
-    batch=lambda args, dims: (_stop_reverse(args[0]), dims[0]), reads={0: ()},
+    batch=_stop_batch, reads={0: ()},
     doc="``x`` with no derivative for reverse mode (its VJP is zero); forward mode and batching see through it.",
 )
 
@@ -621,7 +625,7 @@ def _fn_batch(args: list[Any], dims: list[Any], call: _Call) -> tuple[Any, ...]:
     size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
     own = getattr(cls, "vmap", None)
     if inspect.getattr_static(cls, "vmap", None) is not inspect.getattr_static(Function, "vmap"):
-        in_dims = [None] * len(call.args)
+        in_dims: list[Any] = [None] * len(call.args)
         for j, p in enumerate(call.pos):
             in_dims[p] = dims[j]
         full = list(call.args)
