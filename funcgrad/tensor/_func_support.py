@@ -73,6 +73,7 @@ class _Local(threading.local):
 
 
 _local = _Local()
+_FUNC_OPS = _graph.FUNC_OPS
 _open = [0]  # frames open in all threads (the Tensor layer's hook is installed while > 0)
 _open_lock = threading.Lock()
 
@@ -334,6 +335,8 @@ def traced_inplace(t: Any, out: Any) -> bool:
     """An in-place write of ``out`` into ``t`` where either holds a traced value (inside an ft.func
     transform): ``t`` (and, for a view, its base and the base's other views) are rebound to the
     functional update. Returns False, doing nothing, for the eager case (memory is written then)."""
+    if _FUNC_OPS[0] is None:  # no ft.func transform is running a function (the eager fast path)
+        return False
     frames = _local.frames
     if not frames:
         return False
@@ -357,11 +360,16 @@ def detach(t: Any, data: bool) -> Any:
     """``t.detach()`` (``data=False``: no derivative for any transform, as torch.func) or ``t.data``
     (only the innermost transform's derivative is dropped, as torch.func); a traced tensor's alias
     follows later in-place writes of ``t``, and writes into it change ``t``'s value, not its derivative."""
-    from .tensor import Tensor
+    v = t._value
+    if type(v) is not np.ndarray:
+        v = _fwad.primal_value(v)
+        if is_traced(v):
+            return _detach_traced(t, v, data)
+    make = _graph._TENSOR_CLS[0]._make
+    return make(v) if data else make(v, vc=t._vc, inference=t._inference)
 
-    v = _fwad.primal_value(t._value)
-    if not is_traced(v):
-        return Tensor._make(v) if data else Tensor._make(v, vc=t._vc, inference=t._inference)
+
+def _detach_traced(t: Any, v: Any, data: bool) -> Any:
     if data:
         if not isinstance(v, (_VJPBox, _JVPBox, _ConstBox)):
             raise RuntimeError(f"accessing `data` under vmap transform is not allowed ({type(v).__name__}); use "
@@ -369,7 +377,7 @@ def detach(t: Any, data: bool) -> Any:
         kind, level = "data", v._trace.level
     else:
         kind, level = "detach", None
-    d = Tensor._make(_strip(v, kind, level))
+    d = _graph._TENSOR_CLS[0]._make(_strip(v, kind, level))
     src = t._base if t._base is not None else t
     d.__dict__[_ALIAS] = (t, kind, level)
     _follow(src, d, t._view_fns if t._base is not None else (), kind, level)
