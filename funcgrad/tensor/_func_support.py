@@ -188,6 +188,8 @@ def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[
             break
     out = record(prim, args, kwargs, argnums)
     if not traced:
+        if getattr(out, "_base", None) is not None and isinstance(out, _graph._TENSOR_CLS[0]):
+            _follow(out._base, out, out._view_fns, "view")  # an eager view: a traced write may come later
         return out
     if argnums[0] == 0 and prim.name in _graph._VIEW_PRIMS and not prim.multiple_results and is_traced(src._value) \
             and isinstance(src, _graph._TENSOR_CLS[0]) and isinstance(out, _graph._TENSOR_CLS[0]) \

@@ -211,10 +211,11 @@ def inplace_views(T):
 
     def fresh_buffer(t):  # a tensor created inside the function may receive traced values
         y = T.zeros(3, dtype=T.float64)
+        w = y[:2]  # a view made before the writes sees them
         y[0] = t[1] * t[0]
         y[1:].fill_(2.0)
         y[2] += t.sum()
-        return (y * y).sum()
+        return (y * y).sum() + (w * t).sum()
 
     def advanced(t):
         y = T.zeros(4, dtype=T.float64)
