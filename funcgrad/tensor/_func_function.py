@@ -19,7 +19,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
-from ..core import Box, defprimitive
+from ..core import Box, JVPBox, VJPBox, defprimitive
 from ..core.trace import shape_of
 from ._func_support import _raw_value, is_traced, traced_inplace
 from .grad_mode import state as _mode
@@ -131,7 +131,12 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
             else:
                 grads.append(Tensor._make(_conj(gk)))
             leaf_k += 1
-        res = _backward_of(cls)(ctx, *grads)
+        backward = _backward_of(cls)
+        if getattr(backward, "__code__", None) is _once_code() and \
+                any(_differentiated(v) for v in (*leaves, *ans, *g)):
+            raise RuntimeError(f"trying to differentiate twice a function that was marked with @once_differentiable "
+                               f"({cls.__name__}.backward under nested ft.func transforms)")
+        res = backward(ctx, *grads)
     finally:
         _mode.enabled = prev
     if not isinstance(res, tuple):
@@ -155,6 +160,22 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
         out.append(_conform(_conj(_raw_value(r)), leaf, f"function {cls.__name__}Backward returned an invalid "
                                                       f"gradient at index {p}"))
     return out
+
+
+def _once_code() -> Any:
+    """The code of ``once_differentiable``'s wrapper (the same for every decorated backward)."""
+    from .function import once_differentiable
+
+    return once_differentiable(lambda *a: a).__code__
+
+
+def _differentiated(v: Any) -> bool:
+    """Whether ``v`` is traced by a differentiating transform (not only batched)."""
+    while isinstance(v, Box):
+        if isinstance(v, (VJPBox, JVPBox)):
+            return True
+        v = v._value
+    return False
 
 
 def _conform(v: Any, like: Any, what: str) -> Any:

@@ -238,6 +238,10 @@ def inplace_views(T):
             out[name]["hessian"] = _np(F.hessian(f)(x))
             out[name]["vmap_grad"] = _np(F.vmap(F.grad(f))(_x(T, XB)))
     out["jacrev_mul_"] = _np(F.jacrev(lambda t: t.clone().mul_(t))(x))
+    relu_ = T.nn.functional.relu_  # the in-place activations run no_grad internally for eager tensors
+    xr = T.tensor([1.0, -2.0, 3.0], dtype=T.float64)
+    out["relu_"] = {"grad": _np(F.grad(lambda t: relu_(t * 2).sum())(xr)),
+                    "vmap": _np(F.vmap(lambda t: T.nn.functional.leaky_relu_(t * 2))(T.stack([xr, -xr])))}
     return out
 
 
@@ -388,7 +392,13 @@ def errors(T):
         y.data = t * 5
         return y.sum()
 
+    def out_arg(t):
+        c = T.zeros(2, dtype=T.float64)
+        T.mul(t, t, out=c)
+        return c.sum()
+
     return {"requires_grad_": _err(lambda: F.grad(requires_grad)(x)), "backward": _err(lambda: F.grad(backward)(x)),
+            "out_arg": _err(lambda: F.grad(out_arg)(x)),
             "captured": _err(lambda: F.grad(captured)(x)), "captured_untouched": _np(buf),
             "data_set": _err(lambda: F.grad(data_set)(x)),
             "grad_attr_is_none": F.grad(lambda t: (t * t).sum() * (1.0 if t.grad is None else 0.0))(x).tolist()}
@@ -486,6 +496,19 @@ def test_differences_from_torch_func():
 
     np.testing.assert_allclose(ft.func.jacfwd(J.apply)(x).numpy(), np.diag(7 * xv))
     np.testing.assert_allclose(ft.func.hessian(lambda t: J.apply(t).sum())(x).numpy(), 100 * np.eye(2))
+
+    # a once_differentiable backward under nested transforms: torch.func returns zeros; ft.func raises
+    class Once(ft.autograd.Function):
+        forward, setup_context = Sq.forward, Sq.setup_context
+
+        @staticmethod
+        @ft.autograd.function.once_differentiable
+        def backward(ctx, g):
+            return g * 2 * ctx.saved_tensors[0]
+
+    np.testing.assert_allclose(ft.func.grad(lambda t: Once.apply(t).sum())(x).numpy(), 2 * xv)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        ft.func.grad(lambda t: ft.func.grad(lambda u: Once.apply(u).sum())(t).sum())(x)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
