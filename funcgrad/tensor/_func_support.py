@@ -302,7 +302,7 @@ def _write(t: Any, new: Any, frame: Frame) -> None:
     t._vc[0] += 1
     t._view_version = t._vc[0]
     top = root if root is not None else t
-    _refresh_followers(top, t)
+    _refresh_followers(top, t, frame)
     alias = top.__dict__.get(_ALIAS)
     if alias is not None:  # a detach()/.data tensor: its source takes the new value, not its derivative
         src, kind, level = alias
@@ -310,7 +310,7 @@ def _write(t: Any, new: Any, frame: Frame) -> None:
         _write(src, old + _strip(top._value - old, kind, level), frame)
 
 
-def _refresh_followers(root: Any, skip: Any) -> None:
+def _refresh_followers(root: Any, skip: Any, frame: Frame) -> None:
     entries = root.__dict__.get(_VIEWS)
     if not entries:
         return
@@ -325,11 +325,11 @@ def _refresh_followers(root: Any, skip: Any) -> None:
             continue
         value = _graph.replay_view(root._value, fns, raw=False) if fns else root._value
         if kind == "view":
-            v._value = value
+            _rebind(v, value, frame)
             v._view_version = v._vc[0]
         else:  # a detached alias follows its source's value
-            v._value = _strip(value, kind, level)
-            _refresh_followers(v, None)
+            _rebind(v, _strip(value, kind, level), frame)
+            _refresh_followers(v, None, frame)
     root.__dict__[_VIEWS] = keep
 
 
