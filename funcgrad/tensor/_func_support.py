@@ -225,7 +225,10 @@ def _is_view_call(prim: Any, args: list[Any]) -> bool:
 
 
 def _follow(root: Any, t: Any, view_fns: tuple[Any, ...], kind: str, level: Any = None) -> None:
-    root.__dict__.setdefault(_VIEWS, []).append((weakref.ref(t), view_fns, kind, level))
+    entries = root.__dict__.setdefault(_VIEWS, [])
+    if len(entries) >= 32 and len(entries) & (len(entries) - 1) == 0:  # (a long-lived root: drop dead views)
+        entries[:] = [e for e in entries if e[0]() is not None]
+    entries.append((weakref.ref(t), view_fns, kind, level))
 
 
 def _mark_traced_view(out: Any, src: Any, prim: Any, args: list[Any], kwargs: dict[Any, Any]) -> None:
