@@ -57,9 +57,6 @@ class _Call:
         outs = [Tensor._make(next(it)) if c is None else c[0] for c in self.out_layout]
         return tuple(outs) if self.is_tuple else outs[0]
 
-    def tensor_outputs(self) -> list[int]:
-        return [k for k, c in enumerate(self.out_layout) if c is None]
-
 
 def _ctx_for(call: _Call, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...]) -> Any:
     from .function import FunctionCtx
