@@ -399,6 +399,8 @@ def errors(T):
 
     return {"requires_grad_": _err(lambda: F.grad(requires_grad)(x)), "backward": _err(lambda: F.grad(backward)(x)),
             "out_arg": _err(lambda: F.grad(out_arg)(x)),
+            "data_under_vmap": _err(lambda: F.vmap(lambda t: t.data * t)(_x(T, XB))),
+            "retain_grad": _err(lambda: F.grad(lambda t: (t * 2).retain_grad() or t.sum())(x)),
             "captured": _err(lambda: F.grad(captured)(x)), "captured_untouched": _np(buf),
             "data_set": _err(lambda: F.grad(data_set)(x)),
             "grad_attr_is_none": F.grad(lambda t: (t * t).sum() * (1.0 if t.grad is None else 0.0))(x).tolist()}
