@@ -101,7 +101,8 @@ def _conj(v: Any) -> Any:
 def _dtype(v: Any) -> Any:
     while isinstance(v, Box):
         v = v._value
-    return getattr(v, "dtype", np.result_type(v))
+    d = getattr(v, "dtype", None)
+    return d if d is not None else np.result_type(v)
 
 
 def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any, call: _Call) -> list[Any]:

@@ -250,12 +250,15 @@ def _scatter(base: Any, view_fns: tuple[Any, ...], new: Any) -> Any:
                 f"ft.func: an in-place write through a .{prim.name} view of a traced tensor is not supported; write "
                 f"the complex tensor itself (e.g. z = ft.complex(new_real, z.imag))")
     shape = tuple(shape_of(base))
-    ns = namespace_of(unbox_all(base))
     n = int(np.prod(shape, dtype=np.int64))
-    idx = _graph.replay_view(ns.arange(n).reshape(shape), view_fns, raw=True)
+    # which base elements the view shows: shapes only, so computed on the host (no device sync)
+    idx = _graph.replay_view(np.arange(n).reshape(shape), view_fns, raw=True)
     flat = idx.ravel()
-    if int(ns.unique(flat).size) != int(flat.size):
+    if np.unique(flat).size != flat.size:
         raise RuntimeError(_OVERLAP)
+    ns = namespace_of(unbox_all(base))
+    if ns is not np:
+        flat = ns.asarray(flat)  # one upload of the positions
     new = fnp.broadcast_to(new, tuple(idx.shape))
     updated = fnp.at(fnp.ravel(base))[flat].set(fnp.ravel(new))
     return fnp.reshape(updated, shape)
