@@ -186,6 +186,8 @@ def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[
         if is_traced(args[i]._value):
             traced = True
             break
+    else:
+        traced = any(isinstance(v, Box) and is_traced(getattr(v, "_value", None)) for v in kwargs.values())
     out = record(prim, args, kwargs, argnums)
     if not traced:
         if getattr(out, "_base", None) is not None and isinstance(out, _graph._TENSOR_CLS[0]):
