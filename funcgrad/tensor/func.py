@@ -3,7 +3,9 @@
 
 Inside a transformed function the tensors hold the transform's traced values, so Tensor methods
 and ``ft`` functions work on them; reading a value out (``.item()``, ``.numpy()``, Python
-``if`` on a tensor) raises, as in torch.func. Results come back as Tensors.
+``if`` on a tensor) raises, as in torch.func. Results come back as Tensors. ``detach()``, ``.data``,
+``no_grad()`` blocks, in-place writes and custom ``autograd.Function``s inside the function follow
+torch.func's rules (:mod:`._func_support`, :mod:`._func_function`).
 
 Example::
 
