@@ -362,6 +362,9 @@ def traced_inplace(t: Any, out: Any) -> bool:
     new = ov
     if tuple(shape_of(new)) != shape:
         new = fnp.broadcast_to(new, shape)
+    if not _mode.enabled:  # under no_grad the value changes, not the reverse-mode derivative (torch.func)
+        old = t._value if t._base is None else _graph.replay_view(t._base._value, t._view_fns, raw=False)
+        new = old + _stop_reverse(new - old)
     _write(t, new, frames[-1])
     return True
 

@@ -155,6 +155,25 @@ def no_grad_variants(T):
             "outer": outer, "outer_plain": outer_plain}
 
 
+@script
+def inplace_in_no_grad(T):
+    """An in-place write in a no_grad block changes the value, not the reverse-mode derivative."""
+
+    def mul_(t):
+        y = t * t
+        with T.no_grad():
+            y.mul_(3)
+        return (y * t).sum()
+
+    def setitem(t):
+        y = t * t
+        with T.no_grad():
+            y[0] = t[1] * 10
+        return (y * t.exp()).sum()
+
+    return {"mul_": _all(T, mul_), "setitem": _all(T, setitem)}
+
+
 # ---------------------------------------------------------------- in-place
 
 
