@@ -264,6 +264,27 @@ def inplace_views(T):
     return out
 
 
+@script
+def inplace_ops(T):
+    F = T.func
+    x = T.tensor([1.0, 2.0, -0.5], dtype=T.float64)
+    cases = {
+        "masked_fill_": lambda t: (t.clone().masked_fill_(t > 1.5, 0.0) * t).sum(),
+        "clamp_": lambda t: (t.clone().clamp_(min=0.0) * t).sum(),
+        "addcmul_": lambda t: (t.clone().addcmul_(t, t, value=2.0) * t).sum(),
+        "add_alpha": lambda t: (t.clone().add_(t * t, alpha=0.5) * t).sum(),
+        "unsqueeze": lambda t: (lambda y: (y.unsqueeze(0)[0, 1].mul_(t[0]), y)[1])(t.clone()).pow(2).sum(),
+        "transpose": lambda t: (lambda m: (m.t()[1].add_(t), m)[1])(
+            t.reshape(3, 1).expand(3, 3).clone()).pow(2).sum(),
+        "narrow": lambda t: (lambda y: (y.narrow(0, 1, 2).copy_(t[:2] * 5), y)[1])(t.clone()).pow(2).sum(),
+        "flatten": lambda t: (lambda m: (m.flatten()[0].mul_(t[1]), m)[1])(t.reshape(3, 1).clone()).pow(2).sum(),
+        "select": lambda t: (lambda m: (m.select(0, 2).fill_(7.0), m)[1])(t.clone()).pow(2).sum() + t.sum(),
+        "iadd_view": lambda t: (lambda y: (y[1:].__iadd__(t[:2]), y)[1])(t.clone()).pow(2).sum(),
+    }
+    return {k: {"grad": _np(F.grad(f)(x)), "jvp": _np(F.jvp(f, (x,), (T.ones_like(x),))[1]),
+                "hessian": _np(F.hessian(f)(x))} for k, f in cases.items()}
+
+
 # ---------------------------------------------------------------- custom autograd.Function
 
 
