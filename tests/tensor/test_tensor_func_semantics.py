@@ -408,6 +408,57 @@ def function(T):
 
 
 @script
+def function_arguments(T):
+    """Non-tensor arguments, a constant tensor, argnums, vmap with in_dims None, an input returned."""
+    F = T.func
+    x = _x(T)
+    c = T.tensor([3.0, -1.0], dtype=T.float64)
+
+    class Mul(T.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(a, b, k):
+            return a * b * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            a, b, k = inputs
+            ctx.save_for_backward(a, b)
+            ctx.k = k
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * b * ctx.k * 2, g * a * ctx.k, None
+
+    class Ident(T.autograd.Function):
+        @staticmethod
+        def forward(a):
+            return a
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 4
+
+    xb = T.stack([x, 2 * x])
+    return {
+        "const": _np(F.grad(lambda t: Mul.apply(t, c, 2.0).sum())(x)),
+        "both": _np(F.grad(lambda t: Mul.apply(t, t * 2, 2.0).sum())(x)),
+        "argnums1": _np(F.grad(lambda a, b: Mul.apply(a, b, 2.0).sum(), argnums=1)(x, c)),
+        "vmap_none": _np(F.vmap(lambda t, d: Mul.apply(t, d, 1.0), in_dims=(0, None))(xb, c)),
+        "vmap_grad_none": _np(F.vmap(F.grad(lambda t, d: Mul.apply(t, d, 1.0).sum()), in_dims=(0, None))(xb, c)),
+        "ident": _np(F.grad(lambda t: (Ident.apply(t) * t).sum())(x)),
+        "ident_twice": _np(F.grad(lambda t: F.grad(lambda u: (Ident.apply(u) * u).sum())(t).sum())(x)),
+        "jacrev": _np(F.jacrev(lambda t: Mul.apply(t, c, 1.0))(x)),
+    }
+
+
+@script
 def errors(T):
     F = T.func
     x = _x(T)
