@@ -103,6 +103,50 @@ def detach_nested(T):
     return {"inner": _np(F.grad(inner_detach)(x)), "outer": _np(F.grad(outer_detach)(x))}
 
 
+@script
+def detached_aliases(T):
+    """detach()/.data share the tensor's memory: each sees the other's later in-place writes."""
+    F = T.func
+    x = _x(T)
+
+    def follows(t):
+        y = t * t
+        d = y.detach()
+        y.mul_(2)
+        return (d * t).sum()
+
+    def follows_view(t):
+        y = t * t
+        d = y[1:].detach()
+        y[1] = t[0] * 7
+        return (d * t[1:]).sum() + y.sum()
+
+    def writes_back_through_view(t):
+        y = t * t
+        dv = y.detach()[0:1]
+        dv.add_(5)
+        return (y * t).sum()
+
+    def detached_view(t):
+        y = t.clone()
+        y[:1].detach().mul_(3)
+        return (y * t).sum()
+
+    def data_follows(t):
+        y = t * t
+        dd = y.data
+        y.add_(t)
+        return (dd * t).sum() + (y * t).sum()
+
+    out = {}
+    for name, f in [("follows", follows), ("follows_view", follows_view),
+                    ("writes_back_through_view", writes_back_through_view), ("detached_view", detached_view),
+                    ("data_follows", data_follows)]:
+        out[name] = {"grad": _np(F.grad(f)(x)), "jvp": _np(F.jvp(f, (x,), (T.ones_like(x),))[1]),
+                     "hessian": _np(F.hessian(f)(x))}
+    return out
+
+
 # ---------------------------------------------------------------- no_grad / enable_grad
 
 
