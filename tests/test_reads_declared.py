@@ -26,6 +26,8 @@ CASES = {
     "index_set": lambda a, b: a.at[2:5].set(b[:3] * 2) * b,
     "where": lambda a, b: fnp.where(a > 0, a, b) * b, "dot": lambda a, b: fnp.dot(a, b) * a,
     "dot_vec": lambda a, b: fnp.dot(a[0], b) * a[1],
+    "diagonal": lambda a, b: fnp.diagonal(a * b, 1) * fnp.diagonal(b, 1, 1, 0),
+    "var": lambda a, b: fnp.var(a * b, axis=0) * b[0] + fnp.var(a, axis=1, ddof=1, keepdims=True) * b,
 }
 
 

@@ -204,9 +204,11 @@ multiply = _binary(
 
 divide = _binary(
     "divide",
-    vjp=(lambda g, ans, x, y: unbroadcast(g / y, x), lambda g, ans, x, y: unbroadcast(-g * ans / y, y)),
+    # y's rule reads x rather than the result, as PyTorch saves both operands: an in-place change
+    # of the quotient (``(a / b).relu_()``) leaves what backward needs intact.
+    vjp=(lambda g, ans, x, y: unbroadcast(g / y, x), lambda g, ans, x, y: unbroadcast(-(g / y) * (x / y), y)),
     jvp=(lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y),
-    reads={0: {1}, 1: {1, "ans"}},
+    reads={0: {1}, 1: {0, 1}},
 )
 true_divide = divide
 

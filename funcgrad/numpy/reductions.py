@@ -705,7 +705,7 @@ def _var_jvp(t: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out:
     return _to(s * (2.0 * _inv_dof(a, axes, _ddof(ddof, correction))), _dtype(ans))
 
 
-var = defprimitive(_var_raw, name="var", vjp=_var_vjp, jvp=_var_jvp, batch_from=_reduction_batch)
+var = defprimitive(_var_raw, name="var", vjp=_var_vjp, jvp=_var_jvp, batch_from=_reduction_batch, reads={0: {0}})
 
 _std_raw = _moment_raw("std")
 _std_raw.__doc__ = """Standard deviation over the given axes. Differentiable ``numpy.std``.

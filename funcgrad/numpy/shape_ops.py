@@ -1257,7 +1257,7 @@ def _diag_embed_batch(args: Any, dims: Any) -> Any:
 
 
 diagonal = defprimitive(
-    backend_function("diagonal"), vjp=_diagonal_vjp, linear=True,
+    backend_function("diagonal"), vjp=_diagonal_vjp, linear=True, reads={0: {1, 2, 3}},  # a's shape only
     batch_from=lambda fn: _front_rule(fn, _diagonal_adjust),
     doc="""Differentiable ``numpy.diagonal`` (offset, axis1, axis2).
 

@@ -66,7 +66,7 @@ class _ConvertMixin:
 
     def numpy(self: Tensor, force: bool = False) -> np.ndarray:
         """The data as a NumPy array sharing memory (host tensors only)."""
-        if self._requires_grad and not force:
+        if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         v = _fwad.primal_value(self._value)
         if namespace_of(v) is not np:

@@ -19,6 +19,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from .grad_mode import state as _mode
+from .graph import check_stale_view
 
 from .tensor import (
     _seq_mark, _rename, _to_raw_index, _is_basic, _no_record, _as_tensor, _cast, _scalar_like, _finish_inplace,
@@ -41,9 +42,10 @@ class _InplaceMixin:
         idx = _to_raw_index(idx)
         tup = idx if isinstance(idx, tuple) else (idx,)
         if _is_basic(tup):
-            view = self[tup]
-            view.copy_(value)
+            target = self if tup in ((), (Ellipsis,)) else self[tup]  # x[...] = v writes x itself (PyTorch)
+            target.copy_(value)
             return
+        check_stale_view(self)
         mark = _seq_mark()
         v = value if isinstance(value, Tensor) else _scalar_like(value, self) if not isinstance(value, (list, np.ndarray)) else _as_tensor(value)
         if isinstance(v, Tensor):
@@ -55,6 +57,7 @@ class _InplaceMixin:
 
     # ------------------------------------------------------------------ in-place
     def _inplace(self: Tensor, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Tensor":
+        check_stale_view(self)
         mark = _seq_mark()
         out = fn(self, *args, **kwargs)
         return _finish_inplace(self, _as_tensor(out), mark)
@@ -141,9 +144,10 @@ class _InplaceMixin:
                 f"output with shape [{', '.join(map(str, self.shape))}] doesn't match the broadcast shape "
                 f"[{', '.join(map(str, np.broadcast_shapes(tuple(src.shape), tuple(self.shape))))}]"
             )
+        check_stale_view(self)
         mark = _seq_mark()
         s = _cast(src, self.dtype) if src.dtype != self.dtype else src
-        if not (s._requires_grad or self._requires_grad) or not _mode.enabled:
+        if not (s.requires_grad or self.requires_grad) or not _mode.enabled:  # (properties: views refreshed)
             out = s
         else:
             ns = namespace_of(self._value)
@@ -154,6 +158,7 @@ class _InplaceMixin:
 
     def fill_(self: Tensor, value: Any) -> "Tensor":
         v = value if isinstance(value, Tensor) else Tensor._make(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
+        check_stale_view(self)
         mark = _seq_mark()
         if isinstance(value, Tensor) and value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
@@ -162,12 +167,13 @@ class _InplaceMixin:
         return _finish_inplace(self, out, mark, check_dtype=False)
 
     def _fill_like(self: Tensor, v: "Tensor") -> "Tensor":
-        if not _mode.enabled or not (self._requires_grad or v._requires_grad):
+        if not _mode.enabled or not (self.requires_grad or v.requires_grad):
             return v
         ns = namespace_of(self._value)
         return _as_tensor(fnp.where(ns.ones((), dtype=bool), fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))
 
     def zero_(self: Tensor) -> "Tensor":
+        check_stale_view(self)
         mark = _seq_mark()
         v = Tensor._make(namespace_of(self._value).zeros((), dtype=self._value.dtype))
         out = self._fill_like(v)
@@ -196,6 +202,7 @@ class _InplaceMixin:
     def _overwrite(self: Tensor, host_values: np.ndarray) -> "Tensor":
         ns = namespace_of(self._value)
         v = Tensor._make(ns.asarray(host_values.astype(self._value.dtype)))
+        check_stale_view(self)
         mark = _seq_mark()
         return _finish_inplace(self, self._fill_like(v), mark, check_dtype=False)
 

@@ -19,6 +19,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import dtypes as _dt
+from .graph import multi_output_views
 from .tensor import (
     _pyint, _pybool, Size, SizeArg, DimArg, _seq_mark, _rename, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw,
     _shares, _shape_arg, _as_tensor, _zero_like_scalar,
@@ -45,6 +46,10 @@ class _ShapeMixin:
         return cast("int", self._value.ndim)
 
     ndimension = dim
+
+    def _is_view(self: Tensor) -> bool:
+        """Whether this tensor is a view of another (``self._base``), as PyTorch's ``_is_view()``."""
+        return self._base is not None
 
     @property
     def ndim(self: Tensor) -> int:
@@ -267,10 +272,16 @@ class _ShapeMixin:
 
     def narrow(self: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> "Tensor":
         d = _wrap_dim(dim, self.dim())
-        start = _pyint(start)
+        start, length, n = _pyint(start), _pyint(length), self.shape[d]
+        if not -n <= start <= n:
+            raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
         if start < 0:
-            start += self.shape[d]
-        idx = (slice(None),) * d + (slice(start, start + _pyint(length)),)
+            start += n
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if start + length > n:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+        idx = (slice(None),) * d + (slice(start, start + length),)
         return self[idx]
 
     def select(self: Tensor, dim: builtins.int, index: builtins.int) -> "Tensor":
@@ -278,10 +289,40 @@ class _ShapeMixin:
         return self[(slice(None),) * d + (_pyint(index),)]
 
     def unbind(self: Tensor, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """Views of the slices along ``dim``; like every op that returns several views, they refuse
+        in-place changes when autograd is involved (PyTorch's rule; ``unsafe_split`` does not).
+
+        Example::
+
+            a, b = ft.tensor([[1., 2.], [3., 4.]]).unbind()   # tensor([1., 2.]), tensor([3., 4.])
+        """
+        if self.dim() == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         d = _wrap_dim(dim, self.dim())
-        return tuple(self.select(d, i) for i in range(self.shape[d]))
+        return multi_output_views(tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0")
 
     def split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """Views of consecutive pieces along ``dim`` (refusing in-place changes with autograd, as
+        ``unbind``).
+
+        Example::
+
+            ft.arange(5.).split(2)        # (tensor([0., 1.]), tensor([2., 3.]), tensor([4.]))
+            ft.arange(5.).split([1, 4])   # sizes
+        """
+        name = "SplitWithSizesBackward0" if isinstance(split_size, (list, tuple)) else "SplitBackward0"
+        return multi_output_views(self.unsafe_split(split_size, dim), name)
+
+    def unsafe_split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """``split`` whose pieces may be modified in place (the caller vouches that is sound).
+
+        Example::
+
+            s1, s2 = (x * 2).unsafe_split(1)
+            s1.mul_(s2)                    # allowed, and recorded
+        """
+        if self.dim() == 0:
+            raise RuntimeError("split expects at least a 1-dimensional tensor")
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         if isinstance(split_size, (list, tuple)):
@@ -292,7 +333,7 @@ class _ShapeMixin:
                 )
             sizes = list(split_size)
         else:
-            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
+            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) or [0]
         out, start = [], 0
         for s in sizes:
             out.append(self.narrow(d, start, s))
@@ -303,10 +344,23 @@ class _ShapeMixin:
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         size = -(-n // chunks)
-        return self.split(size, d) if n else (self,)
+        if not n:  # PyTorch: ``chunks`` empty pieces
+            return multi_output_views(tuple(self.narrow(d, 0, 0) for _ in range(chunks)), "SplitBackward0")
+        return self.split(size, d)
+
+    def unsafe_chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
+        """``chunk`` whose pieces may be modified in place (see ``unsafe_split``)."""
+        d = _wrap_dim(dim, self.dim())
+        n = self.shape[d]
+        return self.unsafe_split(-(-n // chunks), d) if n else (self,)
+
+    split_with_sizes = split
+    unsafe_split_with_sizes = unsafe_split
 
     def diagonal(self: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> "Tensor":
-        return cast("Tensor", fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())))
+        out = cast("Tensor", fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())))
+        _writable_like(out._value, self._value)
+        return out
 
     def diag(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
         if self.dim() == 1:
@@ -367,3 +421,10 @@ class _ShapeMixin:
         if as_tuple:
             return tuple(Tensor._make(i.astype(np.int64)) for i in nz)
         return Tensor._make(namespace_of(raw).stack(nz, axis=-1).astype(np.int64) if nz else namespace_of(raw).zeros((0, 0), np.int64))
+
+
+def _writable_like(view: Any, base: Any) -> None:
+    """NumPy's diagonal is read-only by convention only; PyTorch's may be written (in place)."""
+    if type(view) is np.ndarray and not view.flags.writeable and getattr(base, "flags", None) is not None \
+            and base.flags.writeable:
+        view.flags.writeable = True

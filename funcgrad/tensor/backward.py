@@ -444,7 +444,7 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool,
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(out, Tensor):
             raise TypeError(f"outputs must be Tensors, got {type(out).__name__} at position {i}")
-        if not out._requires_grad:
+        if not out.requires_grad:  # (the property: a view whose base changed in place is refreshed)
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if out._value.size != 1:
@@ -512,7 +512,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         for t in ins:
             if not isinstance(t, Tensor):
                 raise TypeError(f"inputs to backward() must be Tensors, got {type(t).__name__}")
-            if not t._requires_grad:
+            if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             edges.append(edge_of(t))
         captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=True)
@@ -552,7 +552,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     for t in ins:
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs to grad() must be Tensors, got {type(t).__name__}")
-        if not t._requires_grad:
+        if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if is_grads_batched:
         return _batched_grad(outs, ins, gouts, retain_graph, create_graph, allow_unused, materialize_grads)

@@ -75,7 +75,9 @@ class FunctionCtx:
     saved_variables = saved_tensors
 
     def mark_dirty(self, *args: Any) -> None:
-        """Declare inputs that ``forward`` modified in place (they must be returned)."""
+        """Declare inputs that ``forward`` modified in place (they must be returned). Their history
+        becomes this Function's node; for a view, its base's history is rewritten too (``CopySlices``),
+        so the base's gradient flows through ``backward`` (the Function must then return one tensor)."""
         self._dirty = {id(a) for a in args}
 
     def mark_non_differentiable(self, *args: Any) -> None:
@@ -177,35 +179,51 @@ class FunctionNode(Node):
                     s.release()
 
 
-def _mark_output_views(name: str, outs: list[Any], results: list[Any], input_ids: dict[Any, Any], ctx: FunctionCtx,
-                       inputs_require_grad: bool) -> None:
-    """Outputs that are views (or inputs returned as they are) refuse in-place changes later,
-    as in PyTorch: view+inplace history would bypass the custom backward."""
+def _mark_output_views(outs: list[Any], results: list[Any], input_ids: dict[Any, Any], ctx: FunctionCtx) -> None:
+    """Outputs that are views (or inputs returned as they are) refuse in-place changes later, and
+    changes of their base, as in PyTorch: view+inplace history would bypass the custom backward."""
     views = [k for k, o in enumerate(results) if isinstance(o, Tensor) and id(outs[k]) not in ctx._dirty
-             and (o._base is not None or id(outs[k]) in input_ids)]
+             and (outs[k]._base is not None or id(outs[k]) in input_ids)]
     for k in views:
-        results[k]._fn_view = (name, k, len(views) > 1, inputs_require_grad and not _mode.enabled)
+        o, src = results[k], outs[k]
+        if o is not src or o._base is None:  # an alias made above: a view of what ``src`` views
+            o._base = src._base if src._base is not None else src
+            o._view_fns = src._view_fns or ()
+        o._view_version = o._vc[0]
+        o._view_kind = "multi_output" if len(views) > 1 else "custom_function"
 
 
-def fn_view_inplace_error(t: Any) -> str | None:
-    """The error for an in-place change of a view made by a custom Function (None: allowed)."""
-    info = getattr(t, "_fn_view", None)
-    if info is None:
-        return None
-    name, k, multi, made_without_grad = info
-    fix = ("This view was created inside a custom Function (or because an input was returned as-is) and the "
-           "autograd logic to handle view+inplace would override the custom backward associated with the custom "
-           "Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
-           "output of the custom Function.")
-    if made_without_grad:
-        return f"A view was created in no_grad mode and is being modified inplace with grad mode enabled. {fix}"
-    if not t._requires_grad:
-        return None
-    if multi:
-        return (f"Output {k} of {name} is a view and is being modified inplace. This view is the output of a "
-                f"function that returns multiple views. Such functions do not allow the output views to be modified "
-                f"inplace. You should replace the inplace operation by an out-of-place one.")
-    return f"Output {k} of {name} is a view and is being modified inplace. {fix}"
+def _rebase_dirty(o: Tensor, node: "FunctionNode", k: int, n_outputs: int) -> None:
+    """A dirty output (modified in place by forward) gets the Function's node as its history; a
+    dirty view rewrites its base's history too (``CopySlices``), as an in-place op on a view does."""
+    if o._base is None:
+        old = o._node, o._output_nr
+        o._node, o._output_nr, o._requires_grad = node, k, True
+        _graph.move_retain(o, *old)
+        return
+    if n_outputs > 1:
+        raise RuntimeError(
+            "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot "
+            "return more than one Tensor. This is not supported by the current autograd engine. You should either "
+            "make sure the input is not a view (using .clone() for example) or make your Function only return one "
+            "Tensor (potentially splitting it into two Functions: one doing the inplace that returns a single "
+            "Tensor and a second one that does the other operations)."
+        )
+    _graph.rebase_view(o, (node, k))
+
+
+def _check_dirty(a: Tensor, recording: bool) -> None:
+    """The checks of an in-place op, for an input that forward modified (``ctx.mark_dirty``)."""
+    if not _mode.enabled:
+        return
+    if a._base is None:
+        if a._node is None and a._requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    elif recording or a._base._requires_grad:
+        if a._view_kind is not None:
+            raise RuntimeError(_graph.view_rebase_error(a, indirect=False))
+        if a._base._node is None and a._base._requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
 def _backward_of(cls: type) -> Callable[..., Any]:
@@ -233,6 +251,12 @@ class Function:
     output)``; call with ``MyFn.apply(*args)``. ``forward`` runs without
     recording. Complex gradients follow PyTorch's convention.
     """
+
+    _backward_cls: type  # the class of this Function's graph nodes (``type(y.grad_fn)``), as in PyTorch
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._backward_cls = _graph.named_node_class(FunctionNode, f"{cls.__name__}Backward")
 
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
@@ -266,7 +290,11 @@ class Function:
         if dual is not None:  # forward AD: forward runs on the primals, cls.jvp gives the tangents
             args = _fwad.primal_args(args, dual_boxes)
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)  # (views refreshed)
+        if _mode.enabled and any(ctx.needs_input_grad):
+            for a in args:  # as PyTorch reads every input's grad_fn before forward: stale views refresh (or raise)
+                if isinstance(a, Tensor) and a._base is not None:
+                    a._graph()
         uses_setup = cls.setup_context is not Function.setup_context
         with no_grad():
             if uses_setup:
@@ -288,14 +316,13 @@ class Function:
             elif isinstance(o, Tensor) and o._node is not None and id(o) not in ctx._dirty:
                 o = Tensor._make(o._value, vc=o._vc)
             results.append(o)
-        _mark_output_views(cls.__name__, outs, results, input_ids, ctx, any(ctx.needs_input_grad))
+        _mark_output_views(outs, results, input_ids, ctx)
         if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
             raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
                                "The inputs that are modified inplace must all be outputs of the Function.")
         for a in args:
             if isinstance(a, Tensor) and id(a) in ctx._dirty:
-                if a._node is None and a._requires_grad and a._base is None and _mode.enabled:
-                    raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+                _check_dirty(a, record)
         if record:
             edges, positions, in_meta = [], [], []
             for i, a in enumerate(args):
@@ -315,7 +342,10 @@ class Function:
                     meta.append((o._value.shape, o._value.dtype, namespace_of(o._value)))
                     if id(outs[k]) in ctx._non_differentiable or o._value.dtype.kind not in "fc":
                         continue
-                    o._node, o._output_nr, o._requires_grad = node, k, True
+                    if id(outs[k]) in ctx._dirty:
+                        _rebase_dirty(o, node, k, len(results))
+                    else:
+                        o._node, o._output_nr, o._requires_grad = node, k, True
                 else:
                     meta.append(((), None, None))
             node._out_meta = tuple(meta)

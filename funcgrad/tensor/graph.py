@@ -23,6 +23,7 @@ backward pass is itself recorded.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import traceback
 import weakref
@@ -115,6 +116,9 @@ class GraphBox(Box):
     _view_fns: Any
     _view_version: int
     _inference: bool
+    # How a view was made, when that restricts in-place changes (PyTorch's CreationMeta):
+    # None, or one of _VIEW_FIX's keys; set only on Tensors (in their __dict__).
+    _view_kind: str | None = None
 
     # The functional in-place machinery (funcgrad.numpy.inplace) tracks views of
     # boxes through ``_view``/``_version``; tensors track views themselves (real
@@ -483,10 +487,15 @@ class SavedTensor:
 
     def _check_version(self, owner: Node | None) -> None:
         if self._vc[0] != self._version:
+            # PyTorch names the node that made a saved result, and the current history of a saved
+            # input (what changed it in place), without the "Backward<N>" suffix
+            box = self._box
             if self._is_output and owner is not None:
-                where = f", which is output {self._output_nr} of {owner._name},"
+                where = f", which is output {self._output_nr} of {_short_name(owner)},"
+            elif box is not None and box._node is not None and not isinstance(box._node, AccumulateGrad):
+                where = f", which is output {box._output_nr} of {_short_name(box._node)},"
             elif self._desc is not None:
-                where = f", which is output {self._desc[1]} of {self._desc[0]},"
+                where = f", which is output {self._desc[1]} of {_strip_backward(self._desc[0])},"
             else:
                 where = ""
             value = self._data if self._data is not None else None
@@ -495,7 +504,7 @@ class SavedTensor:
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {desc}{where} is at version {self._vc[0]}; expected version "
                 f"{self._version} instead. Hint: enable anomaly detection to find the operation that "
-                f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True)."
+                f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True, check_nan=False)."
             )
 
     def unpack_raw(self, owner: Node | None = None) -> Any:
@@ -710,11 +719,10 @@ class CopySlices(Node):
         return f"<CopySlices object at {id(self):#x}>"
 
     def __init__(self, base_edge: tuple[Any, ...] | None, out_edge: tuple[Any, ...] | None, view_fns: tuple[Any, ...],
-                 mask: Any, meta: tuple[Any, ...]):
+                 meta: tuple[Any, ...]):
         super().__init__()
         self._edges = [base_edge, out_edge]
         self._view_fns = view_fns
-        self._mask = mask
         self._out_meta = (meta,)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
@@ -723,10 +731,39 @@ class CopySlices(Node):
         g = grads[0]
         out: list[Any] = [None, None]
         if self._edges[0] is not None:
-            out[0] = fnp.where(self._mask, 0, g)
+            m = _overwritten(self._out_meta[0], self._view_fns)  # made here: the graph keeps no mask
+            if m.dtype.kind == "c":  # a complex base: per component (a view may be its .real or .imag)
+                out[0] = fnp.real(g) * (1 - m.real) + 1j * (fnp.imag(g) * (1 - m.imag))
+            else:
+                out[0] = fnp.where(m, 0, g)
         if self._edges[1] is not None:
-            out[1] = replay_view(g, self._view_fns, raw=not create_graph)
+            out[1] = _view_cotangent(g, self._view_fns, raw=not create_graph)
         return out
+
+
+def _overwritten(meta: tuple[Any, ...], view_fns: tuple[Any, ...]) -> Any:
+    """Where a base of ``meta`` (shape, dtype, namespace) is overwritten through the view
+    ``view_fns``: a bool mask, or for a complex base a complex one (1 in each overwritten
+    component, as ``.real``/``.imag`` views overwrite one)."""
+    shape, dtype, ns = meta
+    complex_base = np.dtype(dtype).kind == "c"
+    mask = ns.zeros(shape, dtype=dtype if complex_base else bool)
+    region = replay_view(mask, view_fns, raw=True)
+    if type(region) is np.ndarray and not region.flags.writeable:
+        region.flags.writeable = True  # NumPy's diagonal: read-only by convention only
+    region[...] = (1 + 1j if region.dtype.kind == "c" else 1) if complex_base else True
+    return mask
+
+
+def _view_cotangent(g: Any, view_fns: tuple[Any, ...], raw: bool) -> Any:
+    """The cotangent of a view, from its base's: the same view of it, except that ``imag``
+    flips the sign (funcgrad's complex cotangents follow JAX: that of ``x + iy`` is
+    ``ct_x - i ct_y``)."""
+    for prim, rest, kwargs in view_fns:
+        g = (prim.raw if raw else prim.call)(g, *rest, **kwargs)
+        if prim.name == "imag":
+            g = -g
+    return g
 
 
 # --------------------------------------------------------------------------
@@ -806,21 +843,120 @@ def replay_view(x: Any, view_fns: tuple[Any, ...], raw: bool) -> Any:
 
 
 def _refresh_view(b: GraphBox) -> None:
-    """A view whose base changed in place re-derives its history from the base."""
+    """A view whose base changed in place re-derives its history from the base (PyTorch
+    regenerates a stale view's ``grad_fn`` the same way). A view that may not follow its
+    base (made in no-grad mode, by a custom Function, ...) raises instead; its
+    ``retain_grad()`` moves to the new node, its hooks stay with the old one."""
     base = b._base
-    b._view_version = b._vc[0]
     if _fwad.is_dual(base._value) or _fwad.is_dual(b._value):  # forward AD: the tangent follows the base's
         b._value = replay_view(base._value, b._view_fns, raw=False)
+    if b._view_kind is not None and (b._node is not None or base._requires_grad):
+        if _mode.enabled:
+            raise RuntimeError(view_rebase_error(b, indirect=True))
+        return  # stays stale: a later use with grad mode on raises, as in PyTorch
+    b._view_version = b._vc[0]
+    old = b._node, b._output_nr
     if base._requires_grad:
-        prev = _mode.enabled
-        _mode.enabled = True
-        try:
-            w = replay_view(as_numpy_box(base) if not isinstance(base, NumpyBox) else base, b._view_fns, raw=False)
-        finally:
-            _mode.enabled = prev
+        w = fresh_view(base, b._view_fns)
+        if w._node is not base._node:
+            rename_node(w._node, "AsStridedBackward0")
         b._node, b._output_nr, b._requires_grad = w._node, w._output_nr, True
-    elif not base._requires_grad:
+    elif b._node is not None:
         b._node, b._requires_grad = None, False
+    # (else: a view that was made a leaf with requires_grad_() stays one, as in PyTorch)
+    move_retain(b, *old)
+
+
+def fresh_view(base: GraphBox, view_fns: tuple[Any, ...]) -> Any:
+    """Record ``view_fns`` afresh on ``base``'s current history (new nodes, no hooks)."""
+    prev = _mode.enabled
+    _mode.enabled = True
+    try:
+        return replay_view(as_numpy_box(base) if not isinstance(base, NumpyBox) else base, view_fns, raw=False)
+    finally:
+        _mode.enabled = prev
+
+
+def move_retain(t: Any, old_node: Any, old_nr: int) -> None:
+    """``t`` got a new node: its ``retain_grad()`` follows it there (tensor hooks stay with the
+    old node, i.e. with the old version of ``t``, as in PyTorch)."""
+    if not getattr(t, "_retains_grad", False) or old_node is None:
+        return
+    node = t._node
+    retain = old_node._retain
+    if retain is not None:
+        ref = retain.get(old_nr)
+        if ref is not None and ref() is t:
+            del retain[old_nr]
+    if node is None:
+        t._retains_grad = False
+        return
+    if node._retain is None:
+        node._retain = {}
+    node._retain[t._output_nr] = weakref.ref(t)
+
+
+_VIEW_FIX = {
+    "no_grad": (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+                "by moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+                "inplace to be tracked) or both outside (if you want the inplace to be tracked)."),
+    "inference": (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+                  "by moving both the view and the inplace either both inside the inference_mode block (if you don't "
+                  "want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."),
+    "multi_output": (" This view is the output of a function that returns multiple views. Such functions do not "
+                     "allow the output views to be modified inplace. You should replace the inplace operation by an "
+                     "out-of-place one."),
+    "custom_function": (" This view was created inside a custom Function (or because an input was returned as-is) "
+                        "and the autograd logic to handle view+inplace would override the custom backward associated "
+                        "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You "
+                        "can fix this by cloning the output of the custom Function."),
+}
+
+
+def multi_output_views(views: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+    """Mark views that one op returned together (``split``, ``chunk``, ``unbind``): their nodes
+    take PyTorch's ``name``, and in-place changes of them are refused when autograd is involved
+    (PyTorch's rule for multi-output views)."""
+    for k, v in enumerate(views):
+        if v._base is None:
+            continue
+        if v._node is not None:
+            rename_node(v._node, name)
+        if v._view_kind is None:
+            v._view_kind = "multi_output"
+        v._multi_index = k  # "Output k of Split" in the messages (each piece has a node of its own here)
+    return views
+
+
+def _output_nr(t: Any) -> int:
+    """PyTorch's ``output_nr`` of ``t`` (a piece of split/chunk/unbind is output k of one node)."""
+    return int(t.__dict__.get("_multi_index", t._output_nr))
+
+
+def _short_name(node: Any) -> str:
+    """A node's name as PyTorch's messages give it: ``MulBackward0`` -> ``Mul``."""
+    return _strip_backward(getattr(node, "_short", None) or node.name())
+
+
+def _strip_backward(name: str) -> str:
+    return re.sub(r"Backward\d*$", "", name)
+
+
+def view_rebase_error(t: Any, indirect: bool) -> str:
+    """PyTorch's message for a view that may not be rebased: ``t`` is modified in place
+    (``indirect=False``) or its base / another view of it was (``indirect=True``)."""
+    kind = t._view_kind
+    node = t._node
+    mode, with_mode = ("inference mode", " in normal mode.") if kind == "inference" else \
+        ("no_grad mode", " with grad mode enabled.")
+    what = "its base or another view of its base has been modified inplace" if indirect else "is being modified inplace"
+    if node is None:
+        head = f"A view was created in {mode} and "
+    elif kind in ("no_grad", "inference"):  # a view (with history) of such a view
+        head = f"Output {_output_nr(t)} of {_short_name(node)} is a view of a view which was created in {mode} and "
+    else:
+        head, with_mode = f"Output {_output_nr(t)} of {_short_name(node)} is a view and ", "."
+    return head + what + with_mode + _VIEW_FIX[kind]
 
 
 # --------------------------------------------------------------------------
@@ -1020,6 +1156,11 @@ def _mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list[Any], k
     out._vc = src._vc
     out._view_fns = (src._view_fns or ()) + ((prim, tuple(args[1:]), dict(kwargs)),)
     out._view_version = src._vc[0]
+    kind = src._view_kind if src._base is not None else None  # a view of a view inherits (PyTorch)
+    if kind is None and not _mode.enabled:
+        kind = "inference" if _mode.inference else "no_grad"
+    if kind is not None and type(out) is not NumpyBox:
+        out.__dict__["_view_kind"] = kind  # (Tensors have a __dict__; GraphBox's class default is None)
 
 
 # --------------------------------------------------------------------------
@@ -1041,17 +1182,18 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
             "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
             "for more details."
         )
+    root = t._base
+    req = out._requires_grad or t._requires_grad or (root is not None and root._requires_grad)
     if st.enabled:
-        if t._base is None and t._node is None and t._requires_grad:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        if t._base is not None and t._base._node is None and t._base._requires_grad:
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-        if "_fn_view" in getattr(t, "__dict__", ()):
-            from .function import fn_view_inplace_error
-
-            msg = fn_view_inplace_error(t)
-            if msg:
-                raise RuntimeError(msg)
+        if root is None:
+            if t._node is None and t._requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        elif req:
+            if t._view_kind is not None:
+                raise RuntimeError(view_rebase_error(t, indirect=False))
+            if root._node is None and (root._requires_grad or (t._node is None and t._requires_grad)):
+                raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                                   "operation.")
     v = t._value
     if not getattr(getattr(v, "flags", None), "writeable", True):
         raise RuntimeError(
@@ -1073,32 +1215,103 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
             ov = namespace_of(v).asarray(ov)
         v[...] = ov
     t._vc[0] += 1
-    if not st.enabled or not (out._requires_grad or t._requires_grad):
+    if not st.enabled or not req:
         return t
-    if t._base is None:
-        node, nr = out._node, out._output_nr
+    node, nr = out._node, out._output_nr
+    if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node._ans):
+        s = node._ans[nr]  # a saved result is now t's memory (a later change of it is detected)
+        if type(s) is SavedTensor and s._unpack is None:
+            s._data = v
+            s._vc = t._vc
+            s._version = t._vc[0]
+    if root is None:
+        old = t._node, t._output_nr
         t._node, t._output_nr, t._requires_grad = node, nr, out._requires_grad
-        if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node._ans):
-            s = node._ans[nr]
-            if type(s) is SavedTensor and s._unpack is None:
-                s._data = v
-                s._vc = t._vc
-                s._version = t._vc[0]
+        move_retain(t, *old)
     else:
-        root = t._base
-        base_edge = edge_of(root) if root._requires_grad else None
-        out_edge = edge_of(out) if out._requires_grad else None
-        rv = root._value
-        ns = namespace_of(rv)
-        mask = ns.zeros(rv.shape, dtype=bool)
-        region = replay_view(mask, t._view_fns, raw=True)
-        region[...] = True
-        cs = CopySlices(base_edge, out_edge, t._view_fns, mask, (rv.shape, rv.dtype, ns))
-        if anomaly.enabled:
-            cs._stack = user_stack()
-        root._node, root._output_nr, root._requires_grad = cs, 0, True
-        # the view itself re-derives its history from the new base (lazily, on next use)
+        if t._node is not None and out._requires_grad and _hooks_on_view_chain(t):
+            _bypass_view_node(out, start_seq, t)  # (without such hooks, the same gradients either way)
+        rebase_view(t, edge_of(out) if out._requires_grad else None)
     return t
+
+
+def check_stale_view(t: Any) -> None:
+    """Before an in-place op on ``t`` computes anything: if ``t`` is a view that may not be rebased
+    and its base changed since, the error is that of this change (PyTorch checks before it would
+    refresh the view, whose own error names the earlier change)."""
+    if t._view_kind is not None and t._base is not None and t._view_version != t._vc[0] and _mode.enabled \
+            and (t._node is not None or t._base._requires_grad):
+        raise RuntimeError(view_rebase_error(t, indirect=False))
+
+
+def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
+    """``t``, a view, was overwritten by a value whose gradient goes to ``out_edge``: its base's
+    history becomes a ``CopySlices`` node, and ``t`` gets its new history at once, as a view of
+    the new base (``AsStridedBackward0``, as in PyTorch). ``retain_grad()`` of both follows."""
+    root = t._base
+    base_edge = edge_of(root) if root._requires_grad else None
+    rv = root._value
+    cs = CopySlices(base_edge, out_edge, t._view_fns, (rv.shape, rv.dtype, namespace_of(rv)))
+    if anomaly.enabled:
+        cs._stack = user_stack()
+    old = root._node, root._output_nr
+    root._node, root._output_nr, root._requires_grad = cs, 0, True
+    move_retain(root, *old)
+    old = t._node, t._output_nr
+    w = fresh_view(root, t._view_fns)
+    if w._node is not cs:
+        rename_node(w._node, "AsStridedBackward0")
+    t._node, t._output_nr, t._requires_grad = w._node, w._output_nr, True
+    t._view_version = t._vc[0]
+    move_retain(t, *old)
+
+
+def _hooks_on_view_chain(t: Any) -> bool:
+    """Whether a node between the view ``t`` and its base (one per view operation) has hooks."""
+    node = t._node
+    for _ in t._view_fns:
+        if node is None:
+            return False
+        if node._prehooks or node._hooks or node._tensor_prehooks:
+            return True
+        edge = node._edges[0] if node._edges else None
+        node = edge[0] if edge is not None else None
+    return False
+
+
+def _bypass_view_node(out: Any, start_seq: int, t: Any) -> None:
+    """PyTorch's CopySlices hands the in-place op's gradient for the view straight to the base,
+    so the view's old node (and the hooks registered on it) is not on that path. Re-point the
+    op's own nodes (made since ``start_seq``) from the view's old node to a fresh view of the
+    base's history before the change (same gradient, no hooks)."""
+    old_node, old_nr = t._node, t._output_nr
+    new_edge: tuple[Any, ...] | None = None
+    seen = set()
+    stack = [out._node]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen or node._seq < start_seq:
+            continue
+        seen.add(id(node))
+        edges = node._edges
+        for k, e in enumerate(edges):
+            if e is None:
+                continue
+            if e[0] is old_node and e[1] == old_nr:
+                if new_edge is None:
+                    w = fresh_view(t._base, t._view_fns)
+                    new_edge = (w._node, w._output_nr)
+                _repoint_edge(node, k, new_edge)
+            else:
+                stack.append(e[0])
+        for a in getattr(node, "_args", ()):
+            if type(a) is SavedTensor and a._edge is not None and a._edge[0] is old_node and new_edge is not None:
+                a._edge = new_edge
+
+
+def _repoint_edge(node: Any, k: int, edge: tuple[Any, ...]) -> None:
+    """Send the gradient of ``node``'s k-th tensor input to ``edge`` (node, output_nr) instead."""
+    node._edges[k] = edge
 
 
 def _protect_saved(out: Any, t: Any, start_seq: int) -> None:

@@ -399,7 +399,7 @@ def _format(t: Tensor) -> str:
     extras = []
     if d not in (_dt.get_default_dtype(), _dt.int64, _dt.bool) and not (d.is_complex and d is _dt.default_complex()):
         extras.append(f"dtype={d!r}")
-    node = t._node
+    node = t._graph()[0] if t._base is not None and t._view_kind is None else t._node  # (a stale view: refreshed)
     if node is not None:
         extras.append(f"grad_fn=<{getattr(node, '_short', None) or node.name()}>")
     elif t._requires_grad:
@@ -486,8 +486,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
 
     @property
     def requires_grad(self) -> bool:
-        if self._base is not None:
-            self._graph()
+        if self._base is not None and self._view_kind is None:
+            self._graph()  # a view whose base changed in place takes its history from the base now
         return self._requires_grad
 
     @requires_grad.setter
@@ -568,11 +568,14 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         return self._retains_grad
 
     def retain_grad(self) -> None:
-        """Populate ``.grad`` of this non-leaf tensor during backward (a no-op on leaves)."""
-        if not self._requires_grad:
+        """Populate ``.grad`` of this non-leaf tensor during backward (a no-op on leaves). It follows
+        the tensor through later in-place changes: ``.grad`` is the gradient of its last version."""
+        if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._retains_grad:
+            return
         node, nr = self._graph()
-        if node is None or self._retains_grad:
+        if node is None:
             return
         import weakref
 
@@ -588,8 +591,11 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         Example::
 
             h = x.register_hook(lambda g: g * 2)
+
+        A hook belongs to the current version of the tensor: after an in-place change it still
+        sees the gradient of the old value; register again for the new one (as in PyTorch).
         """
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         node, nr = self._graph()
         if node is None:

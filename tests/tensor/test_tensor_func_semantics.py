@@ -301,6 +301,12 @@ def inplace_views(T):
             out[name]["hessian"] = _np(F.hessian(f)(x))
             out[name]["vmap_grad"] = _np(F.vmap(F.grad(f))(_x(T, XB)))
     out["jacrev_mul_"] = _np(F.jacrev(lambda t: t.clone().mul_(t))(x))
+    FN = T.nn.functional
+    out["inplace_modules"] = {
+        "relu_module": _np(F.grad(lambda t: (T.nn.ReLU(inplace=True)(t * 2) * t).sum())(_x(T))),
+        "leaky_vmap_grad": _np(F.vmap(F.grad(lambda t: (FN.leaky_relu(t * 2, 0.1, True) * t).sum()))(_x(T, XB))),
+        "elu_hessian": _np(F.hessian(lambda t: (FN.elu(t * 2, inplace=True) * t).sum())(_x(T))),
+    }
     relu_ = T.nn.functional.relu_  # the in-place activations run no_grad internally for eager tensors
     xr = T.tensor([1.0, -2.0, 3.0], dtype=T.float64)
     out["relu_"] = {"grad": _np(F.grad(lambda t: relu_(t * 2).sum())(xr)),

@@ -42,6 +42,8 @@ CALLS = {
     "exp2": lambda a, b: fnp.exp2(a) * b, "log2": lambda a, b: fnp.log2(a * a + 1) * b,
     "log10": lambda a, b: fnp.log10(a * a + 1) * b, "reciprocal": lambda a, b: fnp.reciprocal(a * a + 1) * b,
     "ldexp": lambda a, b: fnp.ldexp(a, 2) * b, "mean": lambda a, b: (a * b).mean(0),
+    "var": lambda a, b: (a * b).var(0) + fnp.var(a * b, axis=1, ddof=1).sum(),
+    "diagonal": lambda a, b: fnp.diagonal(a * b, 0, 0, 1) * fnp.diagonal(b),
     "sinc": lambda a, b: fnp.sinc(a) * b, "sinc_derivative": lambda a, b: fnp.sinc(a * b),
     "fft_c2c": lambda a, b: fnp.fft.fft(a * (1 + 1j)).real * b,
     "fft_r2c": lambda a, b: fnp.fft.rfft(a).imag[:, :3] * b[:, :3],

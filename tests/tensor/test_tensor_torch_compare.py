@@ -839,6 +839,720 @@ def nn_functional(T):
     return {"y": _np(y), "g": _np(x.grad)}
 
 
+# ---------------------------------------------------------------- in-place on views, retain_grad and hooks
+
+
+def _fn_name(t):
+    """The node's PyTorch name (``type(grad_fn).__name__``), or None."""
+    return None if t.grad_fn is None else type(t.grad_fn).__name__
+
+
+@script
+def inplace_view_of_plain_tensor(T):
+    out = {}
+    a = T.tensor([2.0, 5.0, 7.0])
+    b = T.tensor([3.0], requires_grad=True)
+    res = a.narrow(0, 1, 1).mul_(b)  # history at once, nothing read first
+    out["names"] = (_fn_name(res), _fn_name(a), res.requires_grad, a.requires_grad, res.is_leaf)
+    out["next"] = type(res.grad_fn.next_functions[0][0]).__name__
+    res.sum().backward()
+    out["b_from_view"] = _np(b.grad)
+    out["a_grad"] = a.grad is None
+    a = T.tensor([2.0, 5.0, 7.0])
+    b = T.tensor([3.0], requires_grad=True)
+    a.narrow(0, 1, 1).mul_(b)
+    (a * T.tensor([1.0, 2.0, 3.0])).sum().backward()  # the base used in a later op
+    out["b_from_base"] = _np(b.grad)
+    a = T.ones(3, 4)
+    b = T.ones(1, 4, requires_grad=True)
+    res = a.narrow(0, 1, 1).mul_(b)
+    res.backward(T.ones(1, 4) * 2)  # backward from the view itself
+    out["b_backward_view"] = _np(b.grad)
+    a = T.zeros(4)
+    v = a.view(2, 2)[1]  # a view of a view
+    b = T.tensor([1.0, 2.0], requires_grad=True)
+    v.add_(b * 3)
+    out["vv_names"] = (_fn_name(v), _fn_name(a))
+    (a * T.arange(4.0)).sum().backward()
+    out["b_vv"] = _np(b.grad)
+    return out
+
+
+@script
+def inplace_view_siblings(T):
+    out = {}
+    a = T.zeros(4)
+    v1, v2 = a[:2], a[2:]
+    b = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    a.add_(b)  # v1 and v2 now depend on b
+    out["req"] = (v1.requires_grad, v2.requires_grad, v1.is_leaf, _fn_name(v2))
+    v2.copy_(T.tensor([5.0, 6.0]))  # a constant overwrites the region
+    (a * T.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    out["b"] = _np(b.grad)
+    x = T.ones(5)
+    v = x.select(0, 1)
+    out["before"] = (v.requires_grad, v.grad_fn is None)
+    r = T.tensor(2.0, requires_grad=True)
+    x.add_(r)
+    out["after"] = v.requires_grad
+    (v * 3).backward()
+    out["r"] = _np(r.grad)
+    a = T.zeros(4)
+    s = a[1:3]
+    a[:2].mul_(0).add_(b[:2])
+    s.backward(T.tensor([1.0, 10.0]))  # a stale sibling used as a root
+    out["b_sibling_root"] = _np(b.grad)
+    return out
+
+
+@script
+def inplace_view_base_grads(T):
+    out = {}
+    root = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    x = root.clone()
+    x.narrow(0, 0, 1).mul_(2)
+    x.sum().backward()
+    out["backprop_base"] = _np(root.grad)
+    root = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    x = root.clone()
+    x.narrow(0, 0, 1).narrow(1, 1, 1).mul_(2)
+    x.sum().backward()
+    out["view_of_view"] = _np(root.grad)
+    root = T.ones(2, 3, 2).select(2, 1).t().requires_grad_(True)
+    x = root.clone()
+    x.narrow(0, 0, 1).narrow(1, 1, 1).mul_(2)
+    x.sum().backward()
+    out["non_contig"] = _np(root.grad)
+
+    a = T.tensor([[0.5, -1.0, 2.0, 0.3], [1.5, 0.25, -0.75, 1.0], [0.1, 0.2, 0.3, 0.4], [2.0, -2.0, 1.0, 0.5]],
+                 dtype=T.float64, requires_grad=True)
+    b = T.tensor([[1.0, 2.0], [-0.5, 0.3]], dtype=T.float64, requires_grad=True)
+    x = a.clone()
+    x.narrow(1, 2, 2).narrow(0, 1, 2).mul_(b)
+    x.narrow(1, 0, 2).narrow(0, 1, 2).mul_(b)
+    (x * x).sum().backward()
+    out["two_regions"] = (_np(a.grad), _np(b.grad))
+    a2 = a.detach()
+    b2 = T.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]], dtype=T.float64, requires_grad=True)
+    x = a2.clone()
+    before = x.requires_grad
+    x.narrow(1, 2, 2).mul_(b2)
+    out["makes_base_require_grad"] = (before, x.requires_grad)
+    (x * x).sum().backward()
+    out["b2"] = _np(b2.grad)
+
+    a = T.ones(3, 1, dtype=T.float64, requires_grad=True)
+    c = (a * 2).view_as(a)
+    c[0][0] = 3
+    with T.no_grad():
+        c.grad_fn  # the refresh happens without grad mode
+    c.sum().backward()
+    out["then_no_grad"] = _np(a.grad)
+
+    a = T.arange(10.0, requires_grad=True)
+    b = a.narrow(0, 0, 2).clone().view(-1)
+    b.relu_()
+    c = b.clone()
+    del b
+    import gc
+
+    gc.collect()
+    s = c.sum()
+    s.backward()
+    out["weak_grad_fn"] = (_np(s), _np(a.grad))
+    return out
+
+
+@script
+def inplace_retain_grad(T):
+    out = {}
+    a = T.tensor([1.0], requires_grad=True).clone()
+    a.retain_grad()
+    a.mul_(2)
+    a.sum().backward()
+    out["once"] = (_np(a.grad), a.retains_grad)
+    a = T.tensor([1.0], requires_grad=True).clone()
+    a.retain_grad()
+    a.mul_(2)
+    a.mul_(3)
+    (a * 5).sum().backward()
+    out["twice"] = _np(a.grad)
+    x = T.tensor([1.0, 2.0], requires_grad=True).clone()
+    x.retain_grad()
+    x[:1].mul_(2)
+    x.mul_(3)
+    (x * T.tensor([1.0, 10.0])).sum().backward()
+    out["base_through_view"] = _np(x.grad)
+    x = T.zeros(4)
+    x.view(2, 2).add_(T.ones(2, 2, requires_grad=True))  # nothing to move: runs
+    out["no_grad_base"] = _fn_name(x)
+    base = T.tensor([1.0], requires_grad=True).clone()
+    view, view2 = base[:], base[:]
+    view.retain_grad()
+    view2.retain_grad()
+    view.mul_(2)
+    (view + view2 * 3).sum().backward()
+    out["over_view"] = (_np(view.grad), _np(view2.grad))
+    return out
+
+
+@script
+def inplace_retain_grad_multiple_outputs(T):
+    class DoubleMul(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    out = {}
+    for name, fn in (("function", DoubleMul.apply), ("var_mean", lambda t: T.var_mean(t, dim=0))):
+        b = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [0.1, 0.2, 0.3]], requires_grad=True)
+        first, second = fn(b)
+        first.retain_grad()
+        second.retain_grad()
+        first.mul_(2)
+        (first * T.tensor([1.0, 2.0, 3.0]) + second).sum().backward()
+        a = b.detach().requires_grad_(True)
+        f2, s2 = fn(a)
+        f2.mul_(2)
+        want = T.autograd.grad((f2 * T.tensor([1.0, 2.0, 3.0]) + s2).sum(), (f2, s2))
+        out[name] = (_np(first.grad), _np(second.grad), _np(want[0]), _np(want[1]))
+    return out
+
+
+@script
+def inplace_tensor_hooks(T):
+    out = {}
+    seen = []
+
+    def hook(tag, factor):
+        def fn(g):
+            seen.append([tag, _np(g)])
+            return g * factor
+        return fn
+
+    a = T.tensor([1.0], requires_grad=True)
+    b = a.clone()
+    b.register_hook(hook("before", 2))
+    b.mul_(2)
+    b.register_hook(hook("after", 2))
+    b.sum().backward()
+    out["one"] = (list(seen), _np(a.grad))
+    seen.clear()
+    a = T.tensor([1.0], requires_grad=True)
+    b = a.clone()
+    b.register_hook(hook("before", 2))
+    b.mul_(2)
+    b.mul_(2)
+    b.sum().backward()
+    out["two_inplace"] = (list(seen), _np(a.grad))
+
+    class DoubleMul(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    for name, fn in (("function", DoubleMul.apply), ("var_mean", lambda t: T.var_mean(t, dim=0))):
+        seen.clear()
+        b = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [0.1, 0.2, 0.3]], requires_grad=True)
+        o1, o2 = fn(b)
+        h1 = o1.register_hook(hook("o1_before", 1))
+        o2.register_hook(hook("o2", 1))
+        o1.mul_(2)
+        o1.register_hook(hook("o1_after", 1))
+        (o1 + o2 * 3).sum().backward()
+        out[name] = sorted(seen, key=lambda p: p[0])
+        h1.remove()
+    return out
+
+
+@script
+def inplace_hooks_over_view(T):
+    seen = []
+    base = T.tensor([1.0], requires_grad=True).clone()
+    view, view2 = base[:], base[:]
+    view.register_hook(lambda g: seen.append(["view_before", _np(g)]))
+    view2.register_hook(lambda g: seen.append(["view2_before", _np(g)]))
+    view.mul_(2)
+    view2.grad_fn  # the refresh: view2 gets a new node
+    view2.register_hook(lambda g: seen.append(["view2_after", _np(g)]))
+    view.register_hook(lambda g: seen.append(["view_after", _np(g)]))
+    base.register_hook(lambda g: seen.append(["base_after", _np(g)]))
+    (view + view2 * 3).sum().backward()
+    out = {"seen": sorted(seen, key=lambda p: p[0])}
+    seen.clear()
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x.clone()
+    y.register_hook(lambda g: seen.append(["base_before", _np(g)]))
+    v = y[:1]
+    early = v * 10  # a use of the view's old value: its old node is on this path
+    v.register_hook(lambda g: seen.append(["view_before", _np(g)]))
+    v.mul_(3)
+    (y.sum() + early.sum()).backward()
+    out["old_value_used"] = (sorted(seen, key=lambda p: p[0]), _np(x.grad))
+    return out
+
+
+@script
+def inplace_view_errors(T):
+    out = {}
+    a = T.tensor([1.0, 2.0, 3.0])
+    with T.no_grad():
+        v = a[:2]
+    out["no_grad_view_req_operand"] = _err(lambda: v.mul_(T.ones(2, requires_grad=True)))
+    v.mul_(2)  # nothing requires grad: allowed
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    with T.no_grad():
+        v = a[:2]
+    out["no_grad_view_req_base"] = _err(lambda: v.mul_(2))
+    out["no_grad_view_copy"] = _err(lambda: v.copy_(T.ones(2)))
+    with T.no_grad():
+        v.mul_(2)  # inside no_grad: allowed, not tracked
+    out["no_grad_view_indirect"] = _err(lambda: v.grad_fn)
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    with T.no_grad():
+        v = a[:2]
+    a.mul_(2)
+    out["no_grad_view_base_changed"] = _err(lambda: v * 2)
+    leaf = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with T.no_grad():
+        v = leaf[:2]
+    out["no_grad_view_of_leaf"] = _err(lambda: v.zero_())
+    out["view_of_leaf"] = _err(lambda: leaf[:2].zero_())
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    with T.inference_mode():
+        v = a[:2]
+    out["inference_view"] = _err(lambda: v.mul_(2))
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    with T.inference_mode():
+        v = a[:2]
+    a.mul_(2)
+    out["inference_view_indirect"] = _err(lambda: v.grad_fn)
+    return out
+
+
+@script
+def inplace_custom_function_views(T):
+    class Alias(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class ViewAs(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    out = {}
+    inp = T.tensor([1.0, 2.0], requires_grad=True)
+    with T.no_grad():
+        made = Alias.apply(inp)
+    out["in_no_grad"] = _err(lambda: made.zero_())
+    a = T.tensor([[1.0, 2.0]])
+    b = T.tensor([3.0], requires_grad=True)
+    view_a = ViewAs.apply(a)
+    out["not_requires_grad_iadd"] = _err(lambda: view_a.add_(b))
+    out["not_requires_grad_copy"] = _err(lambda: ViewAs.apply(T.tensor([[1.0, 2.0]])).copy_(b))
+    c = T.tensor([[1.0, 2.0]])
+    c.select(1, 0).copy_(b)  # a plain view: allowed
+    c.sum().backward()
+    out["plain_view_ok"] = _np(b.grad)
+    x = T.tensor([1.0, 2.0], requires_grad=True).clone()
+    o = Alias.apply(x)
+    out["view_of_fn_view"] = _err(lambda: o[:1].mul_(2))
+    x.mul_(2)
+    out["base_changed"] = _err(lambda: o.grad_fn)
+    return out
+
+
+@script
+def inplace_mark_dirty_view(T):
+    class PyAdd(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad
+
+    class Double(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, other):
+            ctx.mark_dirty(x)
+            return x.mul_(2)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2, None
+
+    class DirtyTwo(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            x.mul_(2)
+            return x, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    out = {}
+    a = T.tensor([[0.5, -1.0, 2.0, 0.3], [1.5, 0.25, -0.75, 1.0], [0.1, 0.2, 0.3, 0.4], [2.0, -2.0, 1.0, 0.5]],
+                 dtype=T.float64, requires_grad=True)
+    b = T.tensor([[1.0, 2.0], [-0.5, 0.3]], dtype=T.float64, requires_grad=True)
+    x = a.clone()
+    r = PyAdd.apply(x.narrow(1, 2, 2).narrow(0, 1, 2), b)
+    out["names"] = (_fn_name(r), _fn_name(x))
+    PyAdd.apply(x.narrow(1, 0, 2).narrow(0, 1, 2), b)
+    (x * x).sum().backward()
+    out["grads"] = (_np(a.grad), _np(b.grad))
+    a = T.tensor([1.0], requires_grad=True)
+    v = a.clone()[:]
+    other = T.tensor(1.0, requires_grad=True)
+    Double.apply(v, other).backward()
+    out["undefined_grad_output"] = (other.grad is None, _np(a.grad))
+    base = T.tensor([1.0, 2.0, 3.0], requires_grad=True).clone()
+    out["two_outputs"] = _err(lambda: DirtyTwo.apply(base[:2]))
+    leaf = T.tensor([1.0, 2.0], requires_grad=True)
+    out["view_of_leaf"] = _err(lambda: Double.apply(leaf[:1], other))
+    return out
+
+@script
+def inplace_multi_output_views(T):
+    out = {}
+    for name, f in (("split", lambda t: t.split(1)), ("split_sizes", lambda t: t.split([1, 2])),
+                    ("chunk", lambda t: t.chunk(3)), ("unbind", lambda t: t.unbind())):
+        b = T.tensor([[0.5, -1.0], [1.5, 0.25], [0.1, 0.2]], requires_grad=True) * 2
+        pieces = f(b)
+        out[name] = (_fn_name(pieces[0]), _err(lambda: pieces[1].mul_(2)))
+        b.mul_(3)
+        out[name + "_indirect"] = _err(lambda: pieces[0].grad_fn)
+    a = T.tensor([[1.0, 2.0]])
+    out["no_grad_base_copy"] = _err(lambda: a.unbind()[0].copy_(T.tensor([3.0, 4.0], requires_grad=True)))
+    a.unbind()[0].mul_(2)  # nothing requires grad: allowed
+    out["no_grad_base_ok"] = _np(a)
+    b = T.tensor([[0.5, -1.0], [1.5, 0.25]], requires_grad=True) * 1
+    out["view_of_piece"] = _err(lambda: b.unbind(0)[0].view_as(b[0]).mul_(2))
+    out["piece_of_view"] = _err(lambda: b.view_as(b).unbind(0)[0].mul_(2))
+    for name, f in (("unsafe_split", lambda t: t.unsafe_split(1)), ("unsafe_chunk", lambda t: t.unsafe_chunk(3)),
+                    ("unsafe_split_with_sizes", lambda t: t.unsafe_split_with_sizes((1, 1, 1)))):
+        a = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [0.1, 0.2, 0.3]], requires_grad=True)
+        s1, s2, s3 = f(a + a)
+        s1.mul_(s2)
+        s1.sum().backward()
+        out[name] = _np(a.grad)
+    return out
+
+@script
+def inplace_views_codegen(T):
+    """Which outputs of view_as / unbind are views and allow in-place changes, per grad mode."""
+    out = {}
+    for grad_mode in (True, False):
+        for requires_grad in (True, False):
+            key = f"grad_mode={grad_mode},requires_grad={requires_grad}"
+            inp = T.tensor([1.0, 2.0], requires_grad=requires_grad).clone()
+            with T.set_grad_enabled(grad_mode):
+                one = inp.view_as(inp)
+            inp2 = T.tensor([1.0, 2.0], requires_grad=requires_grad).clone()
+            with T.set_grad_enabled(grad_mode):
+                pieces = inp2.unbind()
+            out[key] = [one._is_view(), pieces[0]._is_view(), pieces[1]._is_view(), _err(lambda: one.add_(1)),
+                        _err(lambda: pieces[0].add_(1)), _err(lambda: pieces[1].add_(1))]
+    return out
+
+
+@script
+def inplace_view_double_backward(T):
+    a = T.tensor([1.0, 2.0, 3.0], dtype=T.float64, requires_grad=True)
+    b = T.tensor([0.5, -1.0], dtype=T.float64, requires_grad=True)
+    x = a.clone()
+    x[1:].mul_(b * a[:2])
+    y = (x ** 3).sum()
+    ga, gb = T.autograd.grad(y, (a, b), create_graph=True)
+    (ga.sum() + (gb ** 2).sum()).backward()
+    inputs = T.tensor([[0.5, -2.0], [1.0, 3.0]], requires_grad=True)
+    tmp = (inputs + 1).view_as(inputs)
+    tmp = T.nn.functional.threshold(tmp, 0.0, 0.0, True)
+    prob = T.sigmoid(tmp * 0.5)
+    (g,) = T.autograd.grad(prob, inputs, grad_outputs=T.ones(2, 2), create_graph=True)
+    g.sum().backward()
+    out = {"a": _np(a.grad), "b": _np(b.grad), "threshold_": _np(inputs.grad)}
+    x = T.tensor([[[[1.0, 2.0], [0.5, -1.0]], [[3.0, -2.0], [0.25, 1.0]]]], requires_grad=True)
+    norm = T.nn.InstanceNorm2d(2)
+    (g,) = T.autograd.grad(T.nn.functional.relu(norm(x), inplace=True).pow(2), x, grad_outputs=T.ones(1, 2, 2, 2),
+                           create_graph=True)
+    out["norm_relu_"] = (_np(g), _np(T.autograd.grad((g * g).sum(), x)[0]))
+    a = T.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    b = T.tensor([2.0, 3.0, -4.0], requires_grad=True)
+    (a / b).relu_().sum().backward()  # div keeps its operands, not its result
+    out["div_relu_"] = (_np(a.grad), _np(b.grad))
+    return out
+
+@script
+def inplace_dirty_inputs_and_versions(T):
+    out = {}
+    x = T.zeros(3, 2)
+    y = T.tensor([1.0, 2.0], requires_grad=True)
+    z = T.tensor([3.0, 4.0], requires_grad=True)
+    x[0] = y
+    x[1] = 2 * z
+    out["leaf_assign"] = (x.requires_grad, _fn_name(x))
+    (x * T.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).sum().backward()
+    out["leaf_assign_grads"] = (_np(y.grad), _np(z.grad))
+    x = T.ones(3, 2, requires_grad=True)
+    with T.no_grad():
+        x[0] = T.tensor([5.0, 6.0])
+    out["no_grad_assign"] = (x.requires_grad, x.grad_fn is None, x.is_leaf)
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    w = T.tensor([3.0, 4.0], requires_grad=True)
+    s = (x * w).sum()
+    with T.no_grad():
+        x *= 2
+    out["no_grad_modifies_version"] = _err(lambda: s.backward())
+
+    class Inplace(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.mark_dirty(a)
+            return a.add_(b), b + 2
+
+        @staticmethod
+        def backward(ctx, grad_a, grad_b):
+            return grad_a, grad_a + grad_b
+
+    x = T.zeros(2)
+    y = T.tensor([1.0, 2.0], requires_grad=True)
+    q, p = Inplace.apply(x, y)
+    out["return_leaf_inplace"] = (q is x, q.requires_grad, q.grad_fn.__class__ is Inplace._backward_cls, _fn_name(q))
+    (q * T.tensor([1.0, 10.0])).sum().backward()
+    out["return_leaf_inplace_grad"] = _np(y.grad)
+
+    class DoubleInplace(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x, x
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 2
+
+    x = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    out["duplicate_leaf"] = _err(lambda: DoubleInplace.apply(x))
+    out["duplicate_view"] = _err(lambda: DoubleInplace.apply(x.clone()[0]))
+    q, p = DoubleInplace.apply(x.clone())
+    (q + p).sum().backward()
+    out["duplicate"] = (q is p, _np(x.grad))
+
+    x = T.zeros(1, 2)
+    versions = [x._version]
+    x.add_(1).add_(1)
+    xz = x[:]
+    versions += [x._version, xz._version]
+    xz.add_(1)
+    versions += [x._version, xz._version]
+    x.data = T.zeros(2, 3)
+    versions.append(x._version)
+    x.add_(1)
+    xz.add_(1)
+    versions += [x._version, xz._version]
+    out["versions"] = versions
+    return out
+
+@script
+def inplace_complex_views(T):
+    out = {}
+    w = T.tensor([0.5, -2.0, 1.5])
+    for name, change in (("real_mul_", lambda z: z.real.mul_(2)), ("imag_mul_", lambda z: z.imag.mul_(3)),
+                         ("imag_copy_", lambda z: z.imag.copy_(w)), ("real_row", lambda z: z.real[1:].add_(w[1:])),
+                         ("element", lambda z: z[0].mul_(1j)), ("imag_by_real", lambda z: z.imag.mul_(z.real.detach() + 1))):
+        z0 = T.tensor([1 + 2j, 3 - 1j, -0.5 + 0.25j], requires_grad=True)
+        z = z0.clone()
+        change(z)
+        ((z * z.conj()).real * w).sum().backward()
+        out[name] = (_np(z.detach()), _np(z0.grad))
+    z0 = T.tensor([1 + 2j, 3 - 1j], dtype=T.complex128, requires_grad=True)
+    z = z0.clone()
+    z.imag.mul_(z0.real)
+    (g,) = T.autograd.grad((z.abs() ** 2).sum(), z0, create_graph=True)
+    (h,) = T.autograd.grad((g.real ** 2 + g.imag).sum(), z0)
+    out["second_order"] = (_np(g), _np(h))
+    return out
+
+_RANDOM_VIEWS = (
+    lambda t: t[1:], lambda t: t[:, 1:] if t.dim() > 1 else t[:1], lambda t: t.t() if t.dim() == 2 else t,
+    lambda t: t[0] if t.dim() > 1 else t[1:], lambda t: t[...], lambda t: t.unsqueeze(0), lambda t: t.narrow(0, 0, 1),
+    lambda t: t.split(1)[0], lambda t: t.unbind()[-1], lambda t: t.diagonal() if t.dim() == 2 else t[:1],
+    lambda t: t.select(-1, 0) if t.dim() else t,
+)
+_RANDOM_OPS = ("mul_", "add_", "copy_", "div_", "zero_", "no_grad", "dirty", "setitem", "setitem0", "pow_", "clamp_",
+               "masked_fill_", "addcmul_", "detach_mul", "alias")
+
+
+def _random_program(T, seed):
+    """A random sequence of views, hooks, retain_grad() and in-place changes (some refused) on one
+    base; what reached the leaves, the operands, the retained tensors and the hooks."""
+    import random
+
+    class PyAdd(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, g
+
+    class Alias(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[...]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    rng = random.Random(seed)
+    log, operands, retained = [], [], []
+    leaf = T.tensor(np.linspace(-1, 1, 12).reshape(3, 4), dtype=T.float64, requires_grad=True)
+    ts = [leaf.clone()]
+    for step in range(rng.randint(2, 6)):
+        kind, t = rng.random(), rng.choice(ts)
+        if kind < 0.35:
+            view = rng.choice(_RANDOM_VIEWS)
+            err = _err(lambda: ts.append(view(t)))
+            if err is not None:  # (0-d and empty tensors: the type only, NumPy words its IndexErrors)
+                log.append(["view", err[0] if err[0] == "IndexError" else err[1][:45]])
+        elif kind < 0.5:
+            t.register_hook(lambda g, tag=f"hook{step}": log.append([tag, _np(g)]))
+        elif kind < 0.6:
+            t.retain_grad()
+            retained.append(t)
+        else:
+            op = rng.choice(_RANDOM_OPS)
+            b = T.tensor(np.full(tuple(t.shape), 0.5 + step), dtype=T.float64, requires_grad=True)
+            operands.append(b)
+
+            def change(op=op, t=t, b=b):
+                if op == "zero_":
+                    t.zero_()
+                elif op == "no_grad":
+                    with T.no_grad():
+                        t.mul_(2)
+                elif op == "dirty":
+                    PyAdd.apply(t, b)
+                elif op == "setitem":
+                    t[...] = b * 3
+                elif op == "setitem0":
+                    t[0] = b[0] * 3
+                elif op == "pow_":
+                    t.pow_(2)
+                elif op == "clamp_":
+                    t.clamp_(-0.5, 0.5)
+                elif op == "masked_fill_":
+                    t.masked_fill_(b > 1.0, 7.0)
+                elif op == "addcmul_":
+                    t.addcmul_(b, b, value=0.5)
+                elif op == "detach_mul":
+                    t.detach().mul_(2)  # shares the version counter
+                elif op == "alias":
+                    ts.append(Alias.apply(t))
+                elif op == "copy_":
+                    t.copy_(b * 2)
+                else:
+                    getattr(t, op)(b)
+
+            err = _err(change)
+            if err is not None:
+                log.append([op, err[1][:45]])
+    err = _err(lambda: sum((x * (i + 1)).sum() for i, x in enumerate(ts[:3])).backward())
+    if err is not None:
+        return {"backward": err, "log": log}
+    grads = [_np(t.grad) if t.grad is not None else "none" for t in [leaf] + operands + retained]
+    return {"grads": grads, "log": sorted(log, key=lambda e: e[0])}
+
+
+@script
+def inplace_random_programs(T):
+    return {str(seed): _random_program(T, seed) for seed in range(80)}
+
+def _full_err(fn):
+    try:
+        fn()
+    except RuntimeError as e:
+        return str(e).replace("torch.", "ft.")
+    return None
+
+
+@script
+def inplace_version_error_messages(T):
+    """The whole message: which tensor, which node it is an output of, versions, the hint."""
+    out = {}
+    x = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    a = x * 1
+    b = a.sin()  # saves its input
+    a.add_(1)
+    out["input"] = _full_err(lambda: b.sum().backward())
+    e = x.exp()  # saves its result
+    e.add_(1)
+    out["result"] = _full_err(lambda: e.sum().backward())
+    y = x.clone()
+    v = y[:2]
+    v.sigmoid_()  # saves its result, which is the view
+    v.mul_(2)
+    out["result_of_view"] = _full_err(lambda: y.sum().backward())
+    w = T.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    s = w * w
+    with T.no_grad():
+        w.mul_(2)  # a leaf: no node to name
+    out["leaf"] = _full_err(lambda: s.sum().backward())
+    return out
+
+@script
+def inplace_activation_flags(T):
+    """``inplace=True`` of the activation and dropout modules and functions: the input is
+    overwritten and returned (refused for a leaf that requires grad)."""
+    nn = T.nn
+    out = {}
+    modules = {"relu": nn.ReLU(True), "relu6": nn.ReLU6(inplace=True), "hardtanh": nn.Hardtanh(inplace=True),
+               "elu": nn.ELU(inplace=True), "selu": nn.SELU(True), "celu": nn.CELU(1.0, True),
+               "leaky_relu": nn.LeakyReLU(0.1, True), "silu": nn.SiLU(True), "hardswish": nn.Hardswish(True),
+               "hardsigmoid": nn.Hardsigmoid(True), "mish": nn.Mish(True), "threshold": nn.Threshold(0.1, 20.0, True),
+               "dropout_eval": nn.Dropout(0.5, True).eval(), "dropout2d_eval": nn.Dropout2d(0.5, True).eval()}
+    for name, m in modules.items():
+        x = T.tensor([[[-2.0, 0.05, 7.0]]], requires_grad=True)
+        y = x * 1
+        r = m(y)
+        (r * T.tensor([1.0, 2.0, 3.0])).sum().backward()
+        out[name] = (r is y, _np(y.detach()), _np(x.grad), repr(m))
+    F = nn.functional
+    x = T.tensor([-2.0, 0.5, 7.0], requires_grad=True)
+    out["leaf"] = _err(lambda: F.elu(x, inplace=True))
+    y = x * 1
+    out["positional"] = (F.hardtanh(y, -1.0, 1.0, True) is y, _np(y.detach()))
+    return out
+
 # --------------------------------------------------------------------------
 
 

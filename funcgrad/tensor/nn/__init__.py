@@ -32,7 +32,7 @@ from .. import dtypes as _dt
 from ..creation import default_generator
 from ..graph import as_numpy_box, as_tensor_box
 from ..grad_mode import no_grad
-from ..tensor import Tensor, _as_tensor, _rename, _seq_mark
+from ..tensor import Tensor, _as_tensor, _finish_inplace, _rename, _seq_mark
 from ..tensor import device as _device
 
 __all__ = [
@@ -92,6 +92,17 @@ _PARAM[0] = Parameter
 
 # --------------------------------------------------------------------------
 # functional ops: funcgrad.nn's maths on recorded boxes
+
+
+def _maybe_inplace(x: Tensor, fn: Callable[[Tensor], Any], inplace: bool) -> Tensor:
+    """``fn(x)``; with ``inplace=True`` (PyTorch's activations and dropouts) written into ``x``,
+    which is returned: an in-place change like any other (values ``fn`` saved are kept, a leaf
+    that requires grad refuses)."""
+    if not inplace:
+        return cast("Tensor", fn(x))
+    mark = _seq_mark()
+    out = fn(x)
+    return x if out is x else _finish_inplace(x, _as_tensor(out), mark)
 
 
 def _fg(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
@@ -801,10 +812,27 @@ class Flatten(Module):
         return x.flatten(self.start_dim, self.end_dim)
 
 
-ReLU = _activation("ReLU", lambda self, x: x.relu())
+class ReLU(Module):
+    """``relu`` as a module; with ``inplace=True`` it overwrites its input (``x.relu_()``), as PyTorch's."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.relu_() if self.inplace else x.relu()
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
 Sigmoid = _activation("Sigmoid", lambda self, x: x.sigmoid())
 Tanh = _activation("Tanh", lambda self, x: x.tanh())
-SiLU = _activation("SiLU", lambda self, x: _Functional.silu(x))
+class SiLU(ReLU):
+    """``silu`` as a module (``inplace=True`` overwrites its input, as PyTorch's)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return _maybe_inplace(x, _Functional.silu, self.inplace)
 
 
 class GELU(Module):
@@ -820,12 +848,13 @@ class LeakyReLU(Module):
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope = negative_slope
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return _Functional.leaky_relu(x, self.negative_slope)
+        return _maybe_inplace(x, lambda t: _Functional.leaky_relu(t, self.negative_slope), self.inplace)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class Softmax(Module):
@@ -853,12 +882,13 @@ class Dropout(Module):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
+        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return _Functional.dropout(x, self.p, self.training)
+        return _maybe_inplace(x, lambda t: _Functional.dropout(t, self.p, self.training), self.inplace)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}, inplace=False"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class RemovableHandle:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..tensor import Tensor
-from . import Module, _const_param
+from . import Module, _const_param, _maybe_inplace
 from . import functional as F
 
 __all__ = ["ReLU6", "ELU", "SELU", "CELU", "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish",
@@ -30,36 +30,42 @@ class _Act(Module):
         defaults = type(self)._defaults
         for n in names:
             object.__setattr__(self, n, vals.get(n, defaults.get(n)))
-        self.inplace = bool(kwargs.get("inplace", False))
+        self.inplace = bool(kwargs.get("inplace", args[len(names)] if len(args) > len(names) else False))
 
     _defaults: dict[Any, Any] = {}
 
     def forward(self, x: Tensor) -> Tensor:
-        return cast("Tensor", type(self)._fn(x, *(getattr(self, n) for n in self._args)))
+        args = tuple(getattr(self, n) for n in self._args)
+        return _maybe_inplace(x, lambda t: type(self)._fn(t, *args), self.inplace)
+
+    _shows_inplace = False  # PyTorch's repr says inplace=True for some of them
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{n}={getattr(self, n)}" for n in self._args)
+        inplace = ["inplace=True"] if self.inplace and self._shows_inplace else []
+        return ", ".join([f"{n}={getattr(self, n)}" for n in self._args] + inplace)
 
 
-def _act(name: str, fn: Any, args: tuple[Any, ...] = (), defaults: dict[Any, Any] | None = None) -> type:
+def _act(name: str, fn: Any, args: tuple[Any, ...] = (), defaults: dict[Any, Any] | None = None,
+         shows_inplace: bool = False) -> type:
     doc = f"``{name}``: the module form of ``ft.nn.functional.{fn.__name__}``. Example: ``ft.nn.{name}()(x)``."
-    return type(name, (_Act,), {"_fn": staticmethod(fn), "_args": args, "_defaults": defaults or {}, "__doc__": doc})
+    return type(name, (_Act,), {"_fn": staticmethod(fn), "_args": args, "_defaults": defaults or {}, "__doc__": doc,
+                                "_shows_inplace": shows_inplace})
 
 
-ReLU6 = _act("ReLU6", F.relu6)
-ELU = _act("ELU", F.elu, ("alpha",), {"alpha": 1.0})
-SELU = _act("SELU", F.selu)
-CELU = _act("CELU", F.celu, ("alpha",), {"alpha": 1.0})
-Mish = _act("Mish", F.mish)
+ReLU6 = _act("ReLU6", F.relu6, shows_inplace=True)
+ELU = _act("ELU", F.elu, ("alpha",), {"alpha": 1.0}, True)
+SELU = _act("SELU", F.selu, shows_inplace=True)
+CELU = _act("CELU", F.celu, ("alpha",), {"alpha": 1.0}, True)
+Mish = _act("Mish", F.mish, shows_inplace=True)
 Softplus = _act("Softplus", F.softplus, ("beta", "threshold"), {"beta": 1.0, "threshold": 20.0})
 Softsign = _act("Softsign", F.softsign)
-Hardtanh = _act("Hardtanh", F.hardtanh, ("min_val", "max_val"), {"min_val": -1.0, "max_val": 1.0})
+Hardtanh = _act("Hardtanh", F.hardtanh, ("min_val", "max_val"), {"min_val": -1.0, "max_val": 1.0}, True)
 Hardsigmoid = _act("Hardsigmoid", F.hardsigmoid)
 Hardswish = _act("Hardswish", F.hardswish)
 LogSigmoid = _act("LogSigmoid", F.logsigmoid)
 Softmin = _act("Softmin", F.softmin, ("dim",), {"dim": None})
 Tanhshrink = _act("Tanhshrink", F.tanhshrink)
-Threshold = _act("Threshold", F.threshold, ("threshold", "value"))
+Threshold = _act("Threshold", F.threshold, ("threshold", "value"), shows_inplace=True)
 GLU = _act("GLU", F.glu, ("dim",), {"dim": -1})
 
 

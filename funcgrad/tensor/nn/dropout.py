@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..tensor import Tensor
-from . import Module
+from . import Module, _maybe_inplace
 from . import functional as F
 
 __all__ = ["Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
@@ -30,7 +30,7 @@ class _DropoutNd(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return cast("Tensor", type(self)._fn(x, self.p, self.training))
+        return _maybe_inplace(x, lambda t: type(self)._fn(t, self.p, self.training), self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

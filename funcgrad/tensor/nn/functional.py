@@ -13,8 +13,10 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from typing import Any, Sequence, cast
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -30,7 +32,7 @@ from ..grad_mode import no_grad
 from ..graph import GraphBox
 from ..tensor import Tensor, _as_tensor
 from . import F as _F
-from . import _fg
+from . import _fg, _maybe_inplace
 
 relu = _F.relu
 sigmoid = _F.sigmoid
@@ -72,6 +74,25 @@ def _const(t: Tensor, value: Any) -> Tensor:
 
 
 # --------------------------------------------------------------------------- activations
+
+
+def _honour_inplace(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``inplace=True`` (by keyword or position) writes ``fn``'s result into its input and returns
+    the input, as PyTorch's in-place activations and dropouts do (checked as any in-place change:
+    a leaf that requires grad refuses)."""
+    names = list(inspect.signature(fn).parameters)
+    at = names.index("inplace")
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        inplace = kwargs.get("inplace", args[at] if len(args) > at else False)
+        if args:
+            return _maybe_inplace(args[0], lambda t: fn(t, *args[1:], **kwargs), inplace)
+        x = kwargs.pop(names[0])
+        return _maybe_inplace(x, lambda t: fn(t, **kwargs), inplace)
+
+    return wrapper
+
 
 
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
@@ -1236,6 +1257,12 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     hard_y = Tensor._make(np.zeros(tuple(y.shape), dtype=y._value.dtype))
     np.put_along_axis(hard_y._value, idx._value, 1.0, axis=dim)
     return hard_y - y.detach() + y
+
+
+relu6, hardtanh, elu, selu, celu, mish, hardsigmoid, hardswish, threshold = (
+    _honour_inplace(f) for f in (relu6, hardtanh, elu, selu, celu, mish, hardsigmoid, hardswish, threshold))
+silu, leaky_relu, dropout, dropout1d, dropout2d, dropout3d, alpha_dropout = (
+    _honour_inplace(f) for f in (silu, leaky_relu, dropout, dropout1d, dropout2d, dropout3d, alpha_dropout))
 
 
 def _inplace(fn: Any) -> Any:
