@@ -785,6 +785,8 @@ def test_ddp_redoes_a_bucket_whose_layout_differs_between_ranks() -> None:
     dist.initialize(comm=FakeComm(2, peer=peer))
     try:
         net, plain = _net(0), _net(0)
+        for m in (net, plain):  # a column-major weight: its gradient comes back column-major too
+            m[0].weight.data = ft.from_numpy(np.asfortranarray(m[0].weight.detach().numpy()))
         model = ft.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=40 / 2**20)
         x = ft.randn(5, 3, dtype=ft.float64)
         model(x).sum().backward()

@@ -168,6 +168,16 @@ def test_stop_gradient():
     np.testing.assert_allclose(fg.jvp(lambda x: x * fg.stop_gradient(x), (3.0,), (1.0,))[1], 3.0)
 
 
+def test_stop_gradient_under_vmap_stops_the_enclosing_transforms():
+    # the batching rule once passed the inner value through unstopped: the outer grad saw through it
+    x = np.array([1.0, 2.0])
+    f = fg.vmap(lambda t: fg.stop_gradient(t) * t)
+    np.testing.assert_allclose(fg.grad(lambda x: fnp.sum(f(x)))(x), x)
+    np.testing.assert_allclose(fg.jacfwd(f)(x), np.diag(x))
+    np.testing.assert_allclose(fg.jacrev(f)(x), np.diag(x))
+    np.testing.assert_allclose(f(x), x * x)
+
+
 # --- dtypes -----------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

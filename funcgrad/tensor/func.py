@@ -3,7 +3,9 @@
 
 Inside a transformed function the tensors hold the transform's traced values, so Tensor methods
 and ``ft`` functions work on them; reading a value out (``.item()``, ``.numpy()``, Python
-``if`` on a tensor) raises, as in torch.func. Results come back as Tensors.
+``if`` on a tensor) raises, as in torch.func. Results come back as Tensors. ``detach()``, ``.data``,
+``no_grad()`` blocks, in-place writes and custom ``autograd.Function``s inside the function follow
+torch.func's rules (:mod:`._func_support`, :mod:`._func_function`).
 
 Example::
 
@@ -26,13 +28,12 @@ import funcgrad as fg
 from funcgrad import tree_util
 
 from ..core import Box
+from . import _func_support as _support
+from .grad_mode import state as _mode
 from .tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call",
            "stack_module_state"]
-
-
-_DEPTH = [0]  # how many ft.func transforms are running a user function now (nesting)
 
 
 def _is_tensor(x: Any) -> bool:
@@ -64,7 +65,7 @@ def _result(tree: Any) -> Any:
 
     def leaf(v: Any) -> Any:
         inner = _value(v)
-        if _DEPTH[0] and isinstance(inner, Box):  # inside an outer ft.func transform: its traced value
+        if _support.depth() and isinstance(inner, Box):  # inside an outer ft.func transform: its traced value
             return Tensor._make(inner)
         if isinstance(inner, Box) or isinstance(getattr(inner, "_value", None), Box):
             raise TypeError(
@@ -76,22 +77,36 @@ def _result(tree: Any) -> Any:
     return tree_util.tree_map(leaf, tree, is_leaf=_is_tensor)
 
 
-def _lift(func: Callable[..., Any], has_aux: bool = False) -> Callable[..., Any]:
-    """``func`` on Tensors as a function on arrays (what the fg transforms differentiate)."""
+def _lift(func: Callable[..., Any], has_aux: bool = False, reverse: bool = False) -> Callable[..., Any]:
+    """``func`` on Tensors as a function on arrays (what the fg transforms differentiate). Each call
+    runs in a frame of :mod:`._func_support` (``reverse``: grad mode on inside, as torch.func)."""
 
     def f(*args: Any, **kwargs: Any) -> Any:
-        _DEPTH[0] += 1
+        frame = _support.enter(reverse)
+        ok = False
         try:
             out = func(*_to_tensor(args), **kwargs)
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("has_aux=True: the function must return a tuple (output, aux)")
+                raw = (_to_raw(out[0]), _to_raw(out[1]))
+            else:
+                raw = _to_raw(out)
+            del out  # (tensors the function made are gone now: those still alive were captured)
+            ok = True
         finally:
-            _DEPTH[0] -= 1
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError("has_aux=True: the function must return a tuple (output, aux)")
-            return _to_raw(out[0]), _to_raw(out[1])
-        return _to_raw(out)
+            _support.leave(frame, ok)
+        return raw
 
     return f
+
+
+def _outer_no_grad(result: Any, enabled: bool) -> Any:
+    """A reverse-mode transform called in a no_grad block inside another transform: its results
+    are constants for the enclosing reverse-mode transforms (torch.func's rule)."""
+    if enabled or not _support.depth():
+        return result
+    return _support.stop_reverse(result)
 
 
 def grad(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
@@ -99,10 +114,11 @@ def grad(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: 
 
     Example: ``ft.func.grad(lambda x: x.sin().sum())(x)  # cos(x)``.
     """
-    g = fg.grad(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
+    g = fg.grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux)
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        return _result(g(*_to_raw(args), **kwargs))
+        enabled = _mode.enabled
+        return _result(_outer_no_grad(g(*_to_raw(args), **kwargs), enabled))
 
     return wrapped
 
@@ -113,10 +129,11 @@ def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
 
     Example: ``g, v = ft.func.grad_and_value(f)(x)``.
     """
-    vg = fg.value_and_grad(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
+    vg = fg.value_and_grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux)
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        value, g = vg(*_to_raw(args), **kwargs)
+        enabled = _mode.enabled
+        value, g = _outer_no_grad(vg(*_to_raw(args), **kwargs), enabled)
         return _result(g), _result(value)
 
     return wrapped
@@ -127,15 +144,16 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
 
     Example: ``out, vjp_fn = ft.func.vjp(ft.sin, x); (g,) = vjp_fn(ft.ones_like(out))``.
     """
-    res = fg.vjp(_lift(func, has_aux), *_to_raw(primals), has_aux=has_aux)
+    enabled = _mode.enabled
+    res = fg.vjp(_lift(func, has_aux, reverse=True), *_to_raw(primals), has_aux=has_aux)
     out, f_vjp = res[0], res[1]
 
     def vjp_fn(cotangents: Any) -> tuple[Any, ...]:
-        return tuple(_result(f_vjp(_to_raw(cotangents))))
+        return tuple(_result(_outer_no_grad(f_vjp(_to_raw(cotangents)), _mode.enabled)))
 
     if has_aux:
-        return _result(out), vjp_fn, _result(res[2])
-    return _result(out), vjp_fn
+        return _result(_outer_no_grad(out, enabled)), vjp_fn, _result(_outer_no_grad(res[2], enabled))
+    return _result(_outer_no_grad(out, enabled)), vjp_fn
 
 
 def jvp(func: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], *, strict: bool = False,
@@ -154,8 +172,13 @@ def jvp(func: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any
 def jacrev(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, *, has_aux: bool = False,
            chunk_size: int | None = None) -> Callable[..., Any]:
     """Jacobian by reverse mode (``fg.jacrev``). Example: ``ft.func.jacrev(f)(x)``."""
-    j = fg.jacrev(_lift(func, has_aux), argnums=argnums, has_aux=has_aux)
-    return lambda *args, **kw: _result(j(*_to_raw(args), **kw))
+    j = fg.jacrev(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        enabled = _mode.enabled
+        return _result(_outer_no_grad(j(*_to_raw(args), **kwargs), enabled))
+
+    return wrapped
 
 
 def jacfwd(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False, *,
@@ -167,8 +190,13 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux
 
 def hessian(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0) -> Callable[..., Any]:
     """Hessian, forward over reverse (``fg.hessian``). Example: ``ft.func.hessian(f)(x)``."""
-    h = fg.hessian(_lift(func), argnums=argnums)
-    return lambda *args, **kw: _result(h(*_to_raw(args), **kw))
+    h = fg.hessian(_lift(func, reverse=True), argnums=argnums)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        enabled = _mode.enabled
+        return _result(_outer_no_grad(h(*_to_raw(args), **kwargs), enabled))
+
+    return wrapped
 
 
 def _chunks(args: tuple[Any, ...], in_dims: Any, size: int, chunk: int) -> Iterator[tuple[Any, ...]]:

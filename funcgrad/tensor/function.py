@@ -28,6 +28,7 @@ from .graph import GraphBox, Node, edge_of
 from .grad_mode import no_grad, set_grad_enabled
 from .grad_mode import state as _mode
 from .tensor import Tensor
+from . import _func_function
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction", "NestedIOFunction"]
 
@@ -281,6 +282,8 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             raise TypeError(f"{cls.__name__}.apply() takes positional arguments only")
+        if _func_function.traced_args(args):  # under ft.func: one primitive whose rules are this Function's
+            return _func_function.apply_function(cls, args)
         dual, dual_boxes = _fwad.dual_inputs(args)
         if dual is not None:  # forward AD: forward runs on the primals, cls.jvp gives the tangents
             args = _fwad.primal_args(args, dual_boxes)

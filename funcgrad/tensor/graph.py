@@ -90,10 +90,15 @@ class TensorTrace(ReverseTrace):
         return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
+        hook = FUNC_OPS[0]
+        if hook is not None:  # ft.func is running a function: see _func_support (views, no_grad of traced values)
+            return hook(record, prim, args, kwargs, argnums)
         return record(prim, args, kwargs, argnums)
 
 
 TRACE = TensorTrace()
+# Set by funcgrad.tensor._func_support while an ft.func transform runs a function, else None.
+FUNC_OPS: list[Any] = [None]
 
 # --------------------------------------------------------------------------
 # boxes
@@ -1225,8 +1230,9 @@ def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
         fast = prim.fast_types
         for a in args:
             if type(a) not in fast:
-                if isinstance(a, Box):  # a box of a lower trace (a transform's constant box)
-                    return prim.call(*args, **kwargs)
+                for b in args:
+                    if isinstance(b, Box):  # a box of a lower trace (a transform's value)
+                        return prim.call(*args, **kwargs)
                 return prim.raw(*args, **kwargs)
         return prim.fast_fn(*args, **kwargs)
     except ValueError as err:

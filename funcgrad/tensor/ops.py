@@ -212,6 +212,7 @@ def _write_out(name: str, out: Any, input: Any, args: tuple[Any, ...], kwargs: d
     PyTorch does; like PyTorch, refused while grad mode is on and an argument requires grad."""
     import warnings
 
+    from ._func_support import is_traced
     from .grad_mode import is_grad_enabled, no_grad
 
     if not isinstance(out, Tensor):
@@ -220,6 +221,10 @@ def _write_out(name: str, out: Any, input: Any, args: tuple[Any, ...], kwargs: d
     if is_grad_enabled() and builtins.any(isinstance(t, Tensor) and t.requires_grad for t in tensors):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            f"but one of the arguments requires grad.")
+    if builtins.any(isinstance(t, Tensor) and is_traced(t._value) for t in tensors):  # under ft.func
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           f"but one of the arguments is traced by an ft.func transform; use the result instead "
+                           f"(y = ft.{name}(...)) or an in-place method")
     with no_grad():
         res = getattr(_as_tensor(input), name)(*args, **kwargs)
         if isinstance(res, tuple):

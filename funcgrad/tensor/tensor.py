@@ -34,6 +34,7 @@ from . import forward_ad as _fwad
 from . import graph as _graph
 from .graph import GraphBox, PrimNode, RemovableHandle, _add_hook, apply_inplace
 from .grad_mode import state as _mode
+from . import _func_support as _func
 
 __all__ = ["Tensor", "Size", "device", "is_tensor"]
 
@@ -352,6 +353,8 @@ def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True)
             )
         if out._requires_grad:
             out = _as_tensor(fnp.broadcast_to(out, t._value.shape))
+    if _func.traced_inplace(t, out):  # under ft.func: a traced value is rebound to the update, not written
+        return t
     return cast("Tensor", apply_inplace(t, out, mark))
 
 
@@ -496,6 +499,7 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         if not isinstance(requires_grad, (_pybool, np.bool_)):
             raise TypeError(f"requires_grad must be a bool, got {type(requires_grad).__name__}")
         requires_grad = _pybool(requires_grad)
+        _func.check_requires_grad(self, requires_grad)
         if self._node is not None:
             if requires_grad:
                 return self
@@ -614,17 +618,18 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
     @property
     def data(self) -> "Tensor":
         """The same memory, detached, with a separate version counter (PyTorch's ``.data``)."""
-        return Tensor._make(_fwad.primal_value(self._value))
+        return cast("Tensor", _func.detach(self, data=True))
 
     @data.setter
     def data(self, value: "Tensor") -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        _func.check_data_set(self, value)
         self._value = value._value
 
     def detach(self) -> "Tensor":
         """A tensor sharing memory and version counter, cut from the graph."""
-        return Tensor._make(_fwad.primal_value(self._value), vc=self._vc, inference=self._inference)
+        return cast("Tensor", _func.detach(self, data=False))
 
     def detach_(self) -> "Tensor":
         if self._base is not None:
@@ -636,6 +641,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
             )
         self._node = None
         self._requires_grad = False
+        if _func.is_traced(self._value):  # under ft.func: no derivative for the transforms either
+            self._value = _func.stop_all(self._value)
         return self
 
     def __hash__(self) -> int:
@@ -651,6 +658,7 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         """
         from .backward import backward
 
+        _func.check_backward(self)
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # NumPy interop: ndarray (op) Tensor defers to Tensor's reflected operators

@@ -743,9 +743,12 @@ def _stop_raw(x: Any) -> Any:
     return x
 
 
-_stop_gradient = defprimitive(
-    _stop_raw, name="stop_gradient", differentiable=False, batch=lambda args, dims: (args[0], dims[0])
-)
+def _stop_batch(args: list[Any], dims: list[Any]) -> tuple[Any, Any]:
+    # the inner value may still be traced by an enclosing transform, which must see the stop too
+    return _stop_gradient(args[0]), dims[0]
+
+
+_stop_gradient = defprimitive(_stop_raw, name="stop_gradient", differentiable=False, batch=_stop_batch)
 
 
 def stop_gradient(x: T) -> T:

@@ -224,3 +224,40 @@ def test_embedding_on_the_device_refuses_out_of_range_indices():
     assert emb(ft.tensor([0, 3]).cuda()).shape == (2, 2)
     with pytest.raises(IndexError, match="index out of range in self"):
         emb(ft.tensor([1, -1]).cuda())
+
+
+def test_func_gradient_stops_inplace_and_functions_stay_on_the_device():
+    class Sq(ft.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(a):
+            return a * a
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 100 * ctx.saved_tensors[0]
+
+    def f(t):
+        with ft.no_grad():
+            s = t * t
+        y = t.clone()
+        y[0] = t[1]
+        y[1:].mul_(t[:1])
+        return (s * y + t.detach() * t + Sq.apply(t)).sum()
+
+    x = ft.tensor([1.0, 2.0]).cuda()
+    with fb.no_host_sync():
+        g = ft.func.grad(f)(x)
+    assert isinstance(g._value, fb.FakeArray)
+    # s = [1, 4] constant; y = [t1, t1 * t0]; detach: t; Sq: 100 t
+    np.testing.assert_allclose(g.cpu().numpy(), [4 * 2 + 1 + 100, 1 + 4 * 1 + 2 + 200], rtol=1e-6)
+    xb = ft.tensor([[1.0, 2.0], [2.0, 1.0]]).cuda()
+    with fb.no_host_sync():
+        gb = ft.func.vmap(ft.func.grad(f))(xb)
+    assert isinstance(gb._value, fb.FakeArray)
+    np.testing.assert_allclose(gb.cpu().numpy()[0], g.cpu().numpy(), rtol=1e-6)

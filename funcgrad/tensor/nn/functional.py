@@ -27,6 +27,7 @@ from funcgrad.backend import namespace_of
 from funcgrad.core import Box
 
 from .. import dtypes as _dt
+from .._func_support import is_traced as _func_traced
 from ..creation import default_generator
 from ..grad_mode import no_grad
 from ..tensor import Tensor, _as_tensor, _raw, _rename, _seq_mark
@@ -1336,8 +1337,8 @@ silu, leaky_relu, dropout, dropout1d, dropout2d, dropout3d, alpha_dropout = (
 
 def _inplace(fn: Any) -> Any:
     def f(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        with no_grad() if not x.requires_grad else contextlib.nullcontext():
-            return x.copy_(fn(x, *args, **kwargs))
+        with no_grad() if not x.requires_grad and not _func_traced(x._value) else contextlib.nullcontext():
+            return x.copy_(fn(x, *args, **kwargs))  # (a transform's traced x: differentiated, as torch.func)
 
     f.__name__ = fn.__name__ + "_"
     f.__doc__ = f"In-place ``{fn.__name__}``: writes the result into ``x``. Example: ``F.{fn.__name__}_(x)``."

@@ -1,9 +1,8 @@
-"""Known gaps of ``ft.func`` (found while choosing the route of ``autograd.functional``; not fixed
-here): Tensor-layer constructs that stop or replace gradients in eager mode are invisible to the
-functional transforms, so ``ft.func.grad`` silently differentiates through them. PyTorch's values
-(torch.func 2.15) are written in; each test is a strict xfail, so fixing the gap makes it fail
-until its marker is removed. ``ft.autograd.functional`` does not take this route (it batches the
-eager backward walk instead), and its results for the same functions are checked here as well."""
+"""Tensor-layer constructs that stop or replace gradients in eager mode (detach, no_grad, in-place
+setitem, a custom Function's backward) under ``ft.func.grad`` (these were once silently
+differentiated through: the transforms did not see them) and under ``ft.autograd.functional``
+(which batches the eager backward walk). PyTorch's values (torch.func 2.15) are written in; the
+full table of constructs and transforms is in test_tensor_func_semantics.py."""
 
 import numpy as np
 import pytest
@@ -37,7 +36,6 @@ CASES = {  # name: (function, torch.func.grad's value at X)
 }
 
 
-@pytest.mark.xfail(strict=True, reason="ft.func transforms see through detach / no_grad / in-place setitem")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_func_grad_respects_eager_gradient_stops(name):
     f, expected = CASES[name]
@@ -54,8 +52,6 @@ def test_autograd_functional_respects_them(name):
     np.testing.assert_allclose(jac.numpy(), expected)
 
 
-@pytest.mark.xfail(strict=True, reason="ft.func uses a custom Function's forward derivative, not its backward "
-                                       "(torch.func raises unless the Function defines setup_context)")
 def test_func_grad_refuses_or_uses_custom_function_backward():
     class Sq(ft.autograd.Function):
         @staticmethod
@@ -67,8 +63,21 @@ def test_func_grad_refuses_or_uses_custom_function_backward():
             return g * 100
 
     x = ft.tensor(X, dtype=ft.float64)
-    try:
-        got = ft.func.grad(lambda t: Sq.apply(t).sum())(x)
-    except RuntimeError:
-        return  # refusing, as torch.func does, is fine
+    with pytest.raises(RuntimeError, match="setup_context"):  # forward(ctx, ...): torch.func refuses too
+        ft.func.grad(lambda t: Sq.apply(t).sum())(x)
+
+    class Sq2(ft.autograd.Function):  # the torch.func style: forward without ctx, plus setup_context
+        @staticmethod
+        def forward(a):
+            return a * a
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 100
+
+    got = ft.func.grad(lambda t: Sq2.apply(t).sum())(x)
     np.testing.assert_allclose(got.numpy(), [100.0, 100.0])

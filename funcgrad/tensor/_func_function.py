@@ -1,0 +1,352 @@
+"""Custom ``ft.autograd.Function``s under ``ft.func``: one primitive whose rules are the Function's.
+
+``Function.apply`` on tensors holding a transform's traced values (see :mod:`._func_support`) calls
+:func:`apply_function`: the call becomes one funcgrad primitive whose VJP is the Function's
+``backward``, whose JVP is its ``jvp`` and whose batching rule is its ``vmap`` staticmethod (or, with
+``generate_vmap_rule = True``, its forward once per example), as torch.func does for Functions
+written with ``setup_context``. The rules rebuild ``ctx`` with ``setup_context`` from the inputs and
+outputs as each transform sees them, so saved tensors carry the enclosing transforms' derivatives
+and higher orders differentiate ``backward`` itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+import funcgrad.numpy as fnp
+
+from ..backend import namespace_of
+from ..core import Box, JVPBox, VJPBox, defprimitive
+from ..core.trace import shape_of
+from ._func_support import _raw_value, is_traced, traced_inplace
+from .grad_mode import state as _mode
+
+__all__ = ["apply_function", "traced_args", "VmapInfo"]
+
+
+class _Call:
+    """One ``Function.apply`` under a transform: the class, the non-tensor arguments, the output layout."""
+
+    __slots__ = ("cls", "args", "pos", "is_tuple", "out_layout", "non_diff", "dirty", "materialize")
+
+    def __init__(self, cls: type, args: tuple[Any, ...], pos: list[int]) -> None:
+        self.cls = cls
+        self.args = args
+        self.pos = pos  # positions of the tensor arguments
+        self.is_tuple = False
+        self.out_layout: list[Any] = []  # per output: None (a tensor, next leaf) or a constant
+        self.non_diff: set[int] = set()  # output indices marked non-differentiable (or not floating)
+        self.dirty: dict[int, int] = {}  # input position -> output index (mark_dirty)
+        self.materialize = True
+
+    def inputs(self, leaves: Any) -> tuple[Any, ...]:
+        from .tensor import Tensor
+
+        full = list(self.args)
+        for p, leaf in zip(self.pos, leaves):
+            full[p] = Tensor._make(leaf)
+        return tuple(full)
+
+    def output(self, leaves: Any) -> Any:
+        from .tensor import Tensor
+
+        it = iter(leaves)
+        outs = [Tensor._make(next(it)) if c is None else c[0] for c in self.out_layout]
+        return tuple(outs) if self.is_tuple else outs[0]
+
+
+def _ctx_for(call: _Call, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...]) -> Any:
+    from .function import FunctionCtx
+
+    ctx = FunctionCtx()
+    ctx.needs_input_grad = needs
+    call.cls.setup_context(ctx, inputs, output)  # type: ignore[attr-defined]
+    return ctx
+
+
+def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
+    from .grad_mode import no_grad
+    from .tensor import Tensor
+
+    copies = [namespace_of(x).array(x, copy=True) if hasattr(x, "shape") else x for x in leaves]
+    inputs = call.inputs(copies)
+    with no_grad():
+        output = call.cls.forward(*inputs)  # type: ignore[attr-defined]
+        needs = tuple(isinstance(a, Tensor) and a.is_floating_point() for a in inputs)
+        ctx = _ctx_for(call, inputs, output, needs)
+    call.is_tuple = isinstance(output, tuple)
+    outs = list(output) if call.is_tuple else [output]
+    call.out_layout = [None if isinstance(o, Tensor) else (o,) for o in outs]
+    call.non_diff = {k for k, o in enumerate(outs) if isinstance(o, Tensor)
+                     and (id(o) in ctx._non_differentiable or o._value.dtype.kind not in "fc")}
+    call.materialize = ctx.materialize_grads
+    by_id = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
+    call.dirty = {}
+    for p in call.pos:
+        if id(inputs[p]) in ctx._dirty:
+            if id(inputs[p]) not in by_id:
+                raise RuntimeError("Some elements marked as dirty during the forward method were not returned as "
+                                   "output. The inputs that are modified inplace must all be outputs of the Function.")
+            call.dirty[p] = by_id[id(inputs[p])]
+    return tuple(_raw_value(o) for o in outs if isinstance(o, Tensor))
+
+
+def _conj(v: Any) -> Any:
+    return fnp.conj(v) if np.dtype(_dtype(v)).kind == "c" else v
+
+
+def _dtype(v: Any) -> Any:
+    while isinstance(v, Box):
+        v = v._value
+    d = getattr(v, "dtype", None)
+    return d if d is not None else np.result_type(v)
+
+
+def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any, call: _Call) -> list[Any]:
+    from .function import _backward_of
+    from .tensor import Tensor
+
+    cls = call.cls
+    inputs = call.inputs(leaves)
+    output = call.output(ans)
+    needs = tuple(p in [call.pos[j] for j in argnums] for p in range(len(call.args)))
+    prev = _mode.enabled
+    _mode.enabled = True  # backward is differentiated by the enclosing transforms (higher order)
+    try:
+        ctx = _ctx_for(call, inputs, output, needs)
+        grads: list[Any] = []
+        leaf_k = 0
+        for k, c in enumerate(call.out_layout):
+            if c is not None:
+                grads.append(None)
+                continue
+            gk, a = g[leaf_k], ans[leaf_k]
+            if gk is None or k in call.non_diff:
+                grads.append(Tensor._make(fnp.zeros_like(a)) if call.materialize or k in call.non_diff else None)
+            else:
+                grads.append(Tensor._make(_conj(gk)))
+            leaf_k += 1
+        backward = _backward_of(cls)
+        if getattr(backward, "__code__", None) is _once_code() and \
+                any(_differentiated(v) for v in (*leaves, *ans, *g)):
+            raise RuntimeError(f"trying to differentiate twice a function that was marked with @once_differentiable "
+                               f"({cls.__name__}.backward under nested ft.func transforms)")
+        res = backward(ctx, *grads)
+    finally:
+        _mode.enabled = prev
+    if not isinstance(res, tuple):
+        res = (res,)
+    n = len(call.args)
+    if len(res) > n and all(r is None for r in res[n:]):
+        res = res[:n]
+    if len(res) != n:
+        raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients (expected "
+                           f"{n}, got {len(res)})")
+    out: list[Any] = []
+    for j in argnums:
+        p = call.pos[j]
+        r, leaf = res[p], leaves[j]
+        if r is None or np.dtype(_dtype(leaf)).kind not in "fc":
+            out.append(None)
+            continue
+        if not isinstance(r, Tensor):
+            raise TypeError(f"function {cls.__name__}Backward returned a gradient of type {type(r).__name__} at index "
+                            f"{p}; expected a Tensor or None")
+        out.append(_conform(_conj(_raw_value(r)), leaf, f"function {cls.__name__}Backward returned an invalid "
+                                                      f"gradient at index {p}"))
+    return out
+
+
+def _once_code() -> Any:
+    """The code of ``once_differentiable``'s wrapper (the same for every decorated backward)."""
+    from .function import once_differentiable
+
+    return once_differentiable(lambda *a: a).__code__
+
+
+def _differentiated(v: Any) -> bool:
+    """Whether ``v`` is traced by a differentiating transform (not only batched)."""
+    while isinstance(v, Box):
+        if isinstance(v, (VJPBox, JVPBox)):
+            return True
+        v = v._value
+    return False
+
+
+def _conform(v: Any, like: Any, what: str) -> Any:
+    shape, want = tuple(shape_of(like)), tuple(shape_of(v))
+    if want != shape:
+        size = int(np.prod(want, dtype=np.int64))
+        try:
+            ok = np.broadcast_shapes(want, shape) == shape and size == 1
+        except ValueError:
+            ok = False
+        if not ok:
+            raise RuntimeError(f"{what} - got [{', '.join(map(str, want))}] but expected shape compatible with "
+                               f"[{', '.join(map(str, shape))}]")
+        v = fnp.broadcast_to(v, shape)
+    if np.dtype(_dtype(v)) != np.dtype(_dtype(like)):
+        v = fnp.astype(v, np.dtype(_dtype(like)))
+    return v
+
+
+def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call) -> tuple[Any, ...]:
+    from .function import Function
+    from .tensor import Tensor
+
+    cls = call.cls
+    if cls.jvp is Function.jvp or not callable(getattr(cls, "jvp", None)):  # type: ignore[attr-defined]
+        raise NotImplementedError(
+            f"You must implement the jvp function for custom autograd.Function to use it with forward mode AD "
+            f"({cls.__name__} is under ft.func.jvp / jacfwd / hessian): define a static jvp(ctx, *input_tangents)")
+    inputs = call.inputs(leaves)
+    output = call.output(ans)
+    needs = tuple(p in call.pos for p in range(len(call.args)))
+    prev = _mode.enabled
+    _mode.enabled = True
+    try:
+        ctx = _ctx_for(call, inputs, output, needs)
+        t_in: list[Any] = [None] * len(call.args)
+        for j, p in enumerate(call.pos):
+            t = tangents[j]
+            if t is not None:
+                t_in[p] = Tensor._make(t)
+            elif np.dtype(_dtype(leaves[j])).kind in "fc":
+                t_in[p] = Tensor._make(fnp.zeros_like(leaves[j]))
+        ctx._in_jvp = True
+        t_out = cls.jvp(ctx, *t_in)  # type: ignore[attr-defined]
+    finally:
+        _mode.enabled = prev
+    if not isinstance(t_out, tuple):
+        t_out = (t_out,)
+    if len(t_out) != len(call.out_layout):
+        raise RuntimeError(f"Function {cls.__name__}.jvp returned {len(t_out)} tangents; expected one per output of "
+                           f"forward ({len(call.out_layout)})")
+    result = []
+    leaf_k = 0
+    for k, c in enumerate(call.out_layout):
+        if c is not None:
+            continue
+        a = ans[leaf_k]
+        t = t_out[k]
+        if t is None or k in call.non_diff:
+            result.append(fnp.zeros_like(a))
+        else:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"Function {cls.__name__}.jvp returned a {type(t).__name__} at index {k}; expected a "
+                                f"Tensor or None")
+            result.append(_conform(_raw_value(t), a, f"Function {cls.__name__}.jvp returned an invalid tangent at "
+                                                     f"index {k}"))
+        leaf_k += 1
+    return tuple(result)
+
+
+class VmapInfo:
+    """What a Function's ``vmap`` staticmethod gets first: ``batch_size`` and ``randomness``."""
+
+    def __init__(self, batch_size: int, randomness: str = "error") -> None:
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+
+def _fn_batch(args: list[Any], dims: list[Any], call: _Call) -> tuple[Any, ...]:
+    from ..core import get_primitive
+    from ..numpy._batching import fallback
+    from .function import Function
+    from .tensor import Tensor
+
+    cls = call.cls
+    size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
+    own = getattr(cls, "vmap", None)
+    if inspect.getattr_static(cls, "vmap", None) is not inspect.getattr_static(Function, "vmap"):
+        in_dims: list[Any] = [None] * len(call.args)
+        for j, p in enumerate(call.pos):
+            in_dims[p] = dims[j]
+        full = list(call.args)
+        for j, p in enumerate(call.pos):
+            full[p] = Tensor._make(fnp.moveaxis(args[j], dims[j], 0) if dims[j] is not None else args[j])
+            if dims[j] is not None:
+                in_dims[p] = 0
+        res = own(VmapInfo(size), tuple(in_dims), *full)  # type: ignore[misc]
+        if not (isinstance(res, tuple) and len(res) == 2):
+            raise RuntimeError(f"{cls.__name__}.vmap must return a pair (output, out_dims)")
+        out, out_dims = res
+        outs = list(out) if isinstance(out, tuple) else [out]
+        od = list(out_dims) if isinstance(out_dims, (tuple, list)) else [out_dims] * len(outs)
+        if len(od) != len(outs):
+            raise RuntimeError(f"{cls.__name__}.vmap returned {len(od)} out_dims for {len(outs)} outputs")
+        call.is_tuple = isinstance(out, tuple)
+        call.out_layout = [None if isinstance(o, Tensor) else (o,) for o in outs]
+        leaves, ldims = [], []
+        for o, d in zip(outs, od):
+            if isinstance(o, Tensor):
+                v = _raw_value(o)
+                if d is None:
+                    v = fnp.broadcast_to(fnp.expand_dims(v, 0), (size,) + tuple(shape_of(v)))
+                    d = 0
+                leaves.append(v)
+                ldims.append(d)
+        return tuple(leaves), tuple(ldims)
+    if getattr(cls, "generate_vmap_rule", False):
+        batched: tuple[Any, ...] = fallback(get_primitive(_FN), args, dims, size, {"call": call})
+        return batched
+    raise RuntimeError(
+        f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override and implement the "
+        f"vmap staticmethod or set generate_vmap_rule=True (ft.func.vmap, jacfwd and hessian batch it).")
+
+
+_FN = defprimitive(_fn_raw, name="autograd_function", vjp_all=_fn_vjp, jvp_all=_fn_jvp, batch=_fn_batch,
+                   multiple_results=True, doc="One ``ft.autograd.Function.apply`` under an ft.func transform.")
+
+
+def traced_args(args: tuple[Any, ...]) -> bool:
+    """Whether some Tensor argument holds a transform's traced value (``Function.apply`` under ft.func)."""
+    from .tensor import Tensor
+
+    for a in args:
+        if isinstance(a, Tensor) and is_traced(a._value):
+            return True
+    return False
+
+
+def apply_function(cls: type, args: tuple[Any, ...]) -> Any:
+    """``cls.apply(*args)`` on traced tensors: the Function's rules become the transforms' rules.
+
+    Example::
+
+        class Sq(ft.autograd.Function):
+            @staticmethod
+            def forward(a): return a * a
+            @staticmethod
+            def setup_context(ctx, inputs, output): ctx.save_for_backward(inputs[0])
+            @staticmethod
+            def backward(ctx, g): return 2 * g * ctx.saved_tensors[0]
+
+        ft.func.grad(lambda x: Sq.apply(x).sum())(x)   # 2 * x, by Sq.backward
+    """
+    from .function import Function
+    from .tensor import Tensor
+
+    if cls.setup_context is Function.setup_context:  # type: ignore[attr-defined]
+        raise RuntimeError(
+            f"In order to use an autograd.Function with ft.func transforms (vmap, grad, jvp, jacrev, ...), it must "
+            f"override the setup_context staticmethod: {cls.__name__}.forward must not take ctx; save what backward "
+            f"needs in a static setup_context(ctx, inputs, output). See 'Extending torch.func with "
+            f"autograd.Function' in PyTorch's documentation.")
+    pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+    call = _Call(cls, tuple(None if isinstance(a, Tensor) else a for a in args), pos)
+    leaves = [_raw_value(args[p]) for p in pos]
+    outs = _FN(*leaves, call=call)
+    results: list[Any] = []
+    it = iter(outs)
+    for c in call.out_layout:
+        results.append(Tensor._make(next(it)) if c is None else c[0])
+    for p, k in call.dirty.items():  # forward changed this input in place: it takes the output's value
+        t = args[p]
+        if not traced_inplace(t, results[k]):
+            t._value = results[k]._value
+        results[k] = t
+    return tuple(results) if call.is_tuple else results[0]
