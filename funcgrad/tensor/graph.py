@@ -19,6 +19,7 @@ Backward is the engine's ``backward_pass`` with this layer's visitor (``backward
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import threading
@@ -46,15 +47,11 @@ try:  # NumPy >= 2: set the floating-point error state directly (~0.3 us; np.err
     from numpy._core._ufunc_config import _extobj_contextvar  # type: ignore[attr-defined]
     from numpy._core.umath import _make_extobj
 
-    _QUIET = _make_extobj(all="ignore")
-
-    def fp_quiet() -> Any:
-        """Silence NumPy's floating-point warnings (0/0, log(0), overflow) until :func:`fp_restore`:
-        tensor ops return inf/nan as PyTorch does, without a RuntimeWarning."""
-        return _extobj_contextvar.set(_QUIET)
-
-    def fp_restore(token: Any) -> None:
-        _extobj_contextvar.reset(token)
+    # fp_quiet() silences NumPy's floating-point warnings (0/0, log(0), overflow) until
+    # fp_restore(token): tensor ops return inf/nan as PyTorch does, without a RuntimeWarning.
+    # (C callables: no Python frame on the hot path)
+    fp_quiet: Callable[[], Any] = functools.partial(_extobj_contextvar.set, _make_extobj(all="ignore"))
+    fp_restore: Callable[[Any], None] = _extobj_contextvar.reset
 except ImportError:  # pragma: no cover - older NumPy
     def fp_quiet() -> Any:
         state = np.errstate(all="ignore")
@@ -90,7 +87,7 @@ class TensorTrace(ReverseTrace):
         return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-        return record(prim, args, kwargs, argnums)
+        return record(prim, args, kwargs, argnums)  # (replaced by record itself below: a frame less per op)
 
 
 TRACE = TensorTrace()
@@ -1215,6 +1212,9 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     if anomaly.enabled:
         node._stack = user_stack()
     return tuple(outs) if prim.multiple_results else outs[0]
+
+
+TensorTrace.process = staticmethod(record)  # type: ignore[assignment,method-assign]
 
 
 def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:

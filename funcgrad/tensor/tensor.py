@@ -28,7 +28,8 @@ import funcgrad.numpy as fnp
 
 from .. import backend as _backend
 from ..backend import namespace_of
-from ..core import Box
+from ..core import Box, Primitive
+from ..core import trace as _core_trace
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from . import graph as _graph
@@ -303,11 +304,23 @@ def _float(t: Tensor) -> Tensor:
     return t
 
 
+_UNARY: dict[str, Any] = {}  # name -> funcgrad.numpy's primitive (or function) of that name
+
+
 def _unary(name: str, t: Tensor) -> Tensor:
-    fn = getattr(fnp, name, None)
+    """``fnp.<name>(t)``, in floats for an integer ``t``. A primitive on a Tensor of the tensor
+    trace is recorded at once: what its traced call does then, less the generic checks."""
+    fn = _UNARY.get(name)
     if fn is None:
-        raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
-    return cast("Tensor", fn(_float(t)))
+        fn = getattr(fnp, name, None)
+        if fn is None:
+            raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
+        fn = _UNARY[name] = getattr(fn, "primitive", fn)
+    if t._value.dtype.kind in "biu":
+        t = _cast(t, _dt.get_default_dtype())
+    out: Tensor = _graph.record(fn, [t], {}, [0]) if t._trace is _graph.TRACE and fn.__class__ is Primitive \
+        and _core_trace.result_hook is None else getattr(fn, "call", fn)(t)
+    return out
 
 
 def _special(name: str) -> Callable[..., Any] | None:
