@@ -711,19 +711,13 @@ class PrimNode(Node):
         return out
 
     def release(self) -> None:
-        if self._released:
-            return
-        self._released = True
-        if not self._has_saved:
-            return
-        for a in self.args:
-            if type(a) is SavedTensor:
-                a._released = True
-                a._data = a._box = a._packed = None
-        for a in self.ans:
-            if type(a) is SavedTensor:
-                a._released = True
-                a._data = a._box = a._packed = None
+        if not self._released:
+            self._released = True
+            if self._has_saved:
+                for a in (*self.args, *self.ans):
+                    if type(a) is SavedTensor:
+                        a._released = True
+                        a._data = a._box = a._packed = None
 
     def _saved_names(self) -> list[Any]:
         return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
@@ -1093,8 +1087,45 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             if one is None:
                 one = _ONE_BOX[prim] = prim.differentiable and not prim.multiple_results \
                     and prim.name not in _VIEW_PRIMS
-            if one:
-                return _record_one(prim, args, argnums[0], b)
+            if one:  # the most common call, with less work: one Tensor argument (not a view, not an
+                # inference tensor) that requires grad, grad mode on, a differentiable primitive of
+                # one result that makes no view, no keyword arguments; the same node as below
+                i = argnums[0]
+                args[i] = b._value
+                ans = _raw_call(prim, args, {})
+                if type(ans) is not np.ndarray:
+                    ans = _as_array(ans)
+                out = _TENSOR_CLS[0]._make(ans, None, 0, True)
+                parent = b._node
+                if parent is None:
+                    parent = get_accumulator(b)
+                elif parent._n_outputs != 1:
+                    parent = target(parent, b._output_nr)
+                drop = prim.drop_cache.get((len(args), i)) if not _save_everything.on else None
+                if drop is None:
+                    drop = dropped(prim, [i], len(args)) or ((), False)
+                cls = _PRIM_NODE_CLASS.get(prim)
+                if cls is None:
+                    cls = _PRIM_NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
+                node = _new_node(cls)
+                node.prim = prim
+                node.parents = [parent]
+                node.argnums = node._inputs = [i]
+                node.kwargs = {}
+                node.out_index = node.versions = None
+                node._seq = next(_seq)
+                node._released = False
+                if i not in drop[0]:
+                    args[i] = save(b)
+                elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
+                    args[i] = ArraySpec(args[i])
+                node.args = args
+                out._node = node
+                node.ans = [(ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans) if drop[1]
+                            else save(out, True, 0, node)]
+                node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
+                node._has_saved = i not in drop[0] or not drop[1]
+                return out
     boxes = []
     tensor_out = False
     req = False
@@ -1236,48 +1267,7 @@ def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
 
 
 _PRIM_NODE_CLASS: dict[Any, Any] = {}  # primitive -> its node class (named as PyTorch names it)
-_ONE_BOX: dict[Any, bool] = {}  # primitive -> may take _record_one (differentiable, one result, no view)
-
-
-def _record_one(prim: Primitive, args: list[Any], i: int, b: Any) -> Any:
-    """:func:`record` for the most common call: one Tensor argument (not a view, not an inference
-    tensor) that requires grad, grad mode on, a differentiable primitive of one result that
-    makes no view, no keyword arguments. The same node as the general path, with less work."""
-    args[i] = b._value
-    ans = _raw_call(prim, args, {})
-    if type(ans) is not np.ndarray:
-        ans = _as_array(ans)
-    out = _TENSOR_CLS[0]._make(ans, None, 0, True)
-    parent = b._node
-    if parent is None:
-        parent = get_accumulator(b)
-    elif parent._n_outputs != 1:
-        parent = target(parent, b._output_nr)
-    drop = prim.drop_cache.get((len(args), i)) if not _save_everything.on else None
-    if drop is None:
-        drop = dropped(prim, [i], len(args)) or ((), False)
-    cls = _PRIM_NODE_CLASS.get(prim)
-    if cls is None:
-        cls = _PRIM_NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
-    node = _new_node(cls)
-    node.prim = prim
-    node.parents = [parent]
-    node.argnums = node._inputs = [i]
-    node.kwargs = {}
-    node.out_index = node.versions = None
-    node._seq = next(_seq)
-    node._released = False
-    if i not in drop[0]:
-        args[i] = save(b)
-    elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
-        args[i] = ArraySpec(args[i])
-    node.args = args
-    out._node = node
-    node.ans = [(ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans) if drop[1]
-                else save(out, True, 0, node)]
-    node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
-    node._has_saved = i not in drop[0] or not drop[1]
-    return out
+_ONE_BOX: dict[Any, bool] = {}  # primitive -> may take record's short path (differentiable, one result, no view)
 
 
 def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any = None) -> "SavedTensor":
