@@ -86,9 +86,6 @@ class TensorTrace(ReverseTrace):
     def new_input(self, value: Any) -> Any:
         return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
 
-    def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-        return record(prim, args, kwargs, argnums)  # (replaced by record itself below: a frame less per op)
-
 
 TRACE = TensorTrace()
 
@@ -1245,7 +1242,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     return tuple(outs) if prim.multiple_results else outs[0]
 
 
-TensorTrace.process = staticmethod(record)  # type: ignore[assignment,method-assign]
+TensorTrace.process = staticmethod(record)  # type: ignore[assignment,method-assign]  # (no frame between)
 
 
 def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:

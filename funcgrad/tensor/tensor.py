@@ -316,8 +316,7 @@ def _unary(name: str, t: Tensor) -> Tensor:
         if fn is None:
             raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
         fn = _UNARY[name] = getattr(fn, "primitive", fn)
-    if t._value.dtype.kind in "biu":
-        t = _cast(t, _dt.get_default_dtype())
+    t = _float(t)
     out: Tensor = _graph.record(fn, [t], {}, [0]) if t._trace is _graph.TRACE and fn.__class__ is Primitive \
         and _core_trace.result_hook is None else getattr(fn, "call", fn)(t)
     return out
