@@ -708,13 +708,19 @@ class PrimNode(Node):
         return out
 
     def release(self) -> None:
-        if not self._released:
-            self._released = True
-            if self._has_saved:
-                for a in (*self.args, *self.ans):
-                    if type(a) is SavedTensor:
-                        a._released = True
-                        a._data = a._box = a._packed = None
+        if self._released:
+            return
+        self._released = True
+        if not self._has_saved:
+            return
+        for a in self.args:
+            if type(a) is SavedTensor:
+                a._released = True
+                a._data = a._box = a._packed = None
+        for a in self.ans:
+            if type(a) is SavedTensor:
+                a._released = True
+                a._data = a._box = a._packed = None
 
     def _saved_names(self) -> list[Any]:
         return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
