@@ -28,7 +28,7 @@ import funcgrad.numpy as fnp
 
 from .. import backend as _backend
 from ..backend import namespace_of
-from ..core import Box, Primitive
+from ..core import Box
 from ..core import trace as _core_trace
 from . import dtypes as _dt
 from . import forward_ad as _fwad
@@ -304,21 +304,15 @@ def _float(t: Tensor) -> Tensor:
     return t
 
 
-_UNARY: dict[str, Any] = {}  # name -> funcgrad.numpy's primitive (or function) of that name
-
-
 def _unary(name: str, t: Tensor) -> Tensor:
     """``fnp.<name>(t)``, in floats for an integer ``t``. A primitive on a Tensor of the tensor
     trace is recorded at once: what its traced call does then, less the generic checks."""
-    fn = _UNARY.get(name)
+    fn = getattr(fnp, name, None)
     if fn is None:
-        fn = getattr(fnp, name, None)
-        if fn is None:
-            raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
-        fn = _UNARY[name] = getattr(fn, "primitive", fn)
-    t = _float(t)
-    out: Tensor = _graph.record(fn, [t], {}, [0]) if t._trace is _graph.TRACE and fn.__class__ is Primitive \
-        and _core_trace.result_hook is None else getattr(fn, "call", fn)(t)
+        raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
+    t, prim = _float(t), getattr(fn, "primitive", None)
+    out: Tensor = _graph.record(prim, [t], {}, [0]) if prim is not None and t._trace is _graph.TRACE \
+        and _core_trace.result_hook is None else fn(t)
     return out
 
 
