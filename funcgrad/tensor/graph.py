@@ -153,11 +153,10 @@ class GraphBox(Box):
         b._view_fns = None
         b._view_version = 0
         b._inference = inference
-        if cls._extra_init is not None:
-            cls._extra_init(b)
+        if cls is not NumpyBox:  # a Tensor: its own slots, set here (no call)
+            b._grad = b._hooks = b._post_hooks = b._accumulator = None  # type: ignore[attr-defined]
+            b._retains_grad = False  # type: ignore[attr-defined]
         return b
-
-    _extra_init: Callable[..., Any] | None = None
 
     def _graph(self) -> tuple[Any, ...]:
         """(node, output_nr) of this value for recording; refreshes a stale view first."""
