@@ -649,6 +649,7 @@ class PrimNode(Node):
     """
 
     __slots__ = ("_has_saved",)
+    _has_saved: bool
     prim: Primitive
     _plain = True  # one output (class level: set False on nodes of several)
 
@@ -724,21 +725,19 @@ class PrimNode(Node):
     def _saved_names(self) -> list[Any]:
         return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_raw_saved_") or name.startswith("_saved_"):
-            raw = name.startswith("_raw_saved_")
-            key = name[len("_raw_saved_"):] if raw else name[len("_saved_"):]
-            entry = self._lookup_saved(key)
-            if entry is not None:
-                if type(entry) is SavedTensor:
-                    if raw:
-                        return entry
-                    if self._released:
-                        raise RuntimeError(_FREED)
-                    return entry.unpack(self, numpy_box=False)
-                if not raw:
+    def _read_saved(self, key: str, raw: bool) -> Any:
+        """``_saved_<key>`` (``raw``: ``_raw_saved_<key>``), read through a :class:`_SavedAttr`."""
+        entry = self._lookup_saved(key)
+        if entry is not None:
+            if type(entry) is SavedTensor:
+                if raw:
                     return entry
-        raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
+                if self._released:
+                    raise RuntimeError(_FREED)
+                return entry.unpack(self, numpy_box=False)
+            if not raw:
+                return entry
+        raise AttributeError(f"'{self._name}' object has no attribute '{'_raw_saved_' if raw else '_saved_'}{key}'")
 
     def _unread(self) -> tuple[int, ...]:
         """Positions of tensor inputs the rules do not read (kept as they are when small)."""
@@ -772,7 +771,33 @@ class PrimNode(Node):
                 extra += [f"_saved_{nm}", f"_raw_saved_{nm}"]
         if any(type(a) is SavedTensor for a in self.ans):
             extra += ["_saved_result", "_raw_saved_result"]
-        return sorted(set(list(super().__dir__()) + extra))
+        own = [n for n in super().__dir__() if type(getattr(type(self), n, None)) is not _SavedAttr]
+        return sorted(set(own + extra))
+
+
+class _SavedAttr:
+    """``grad_fn._saved_<key>`` on every PrimNode class: attributes, not a ``__getattr__`` (whose mere
+    presence makes every attribute read of a node slower, on the hot path of every op)."""
+
+    __slots__ = ("key", "raw")
+
+    def __init__(self, key: str, raw: bool):
+        self.key, self.raw = key, raw
+
+    def __get__(self, node: Any, cls: Any = None) -> Any:
+        return self if node is None else node._read_saved(self.key, self.raw)
+
+
+_SAVED_KEYS: set[str] = set()
+
+
+def _expose_saved(keys: Any) -> None:
+    """Give PrimNode the ``_saved_<key>``/``_raw_saved_<key>`` attributes of ``keys`` (once each)."""
+    for key in keys:
+        if key not in _SAVED_KEYS:
+            _SAVED_KEYS.add(key)
+            setattr(PrimNode, f"_saved_{key}", _SavedAttr(key, False))
+            setattr(PrimNode, f"_raw_saved_{key}", _SavedAttr(key, True))
 
 
 def _zeros(meta: tuple[Any, ...]) -> Any:
@@ -847,6 +872,8 @@ _ARG_NAMES: dict[str, list[Any]] = {
     "matmul": ["self", "other"], "power": ["self", "exponent"], "where": ["condition", "self", "other"],
     "clip": ["self", "min", "max"],
 }
+_expose_saved([*_DEFAULT_ARG_NAMES, *(k for v in _ARG_NAMES.values() for k in v), "result",
+               *(f"result{k}" for k in range(32)), *(f"arg{k}" for k in range(32))])  # (and keyword names as recorded)
 
 # prim name -> PyTorch node name (Tensor methods rename where PyTorch distinguishes more)
 _NAMES = {  # where PyTorch's name is not the default of torch_name
@@ -1207,6 +1234,8 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     node.argnums = live
     node._inputs = argnums
     node.kwargs = kwargs
+    if kwargs and not _SAVED_KEYS.issuperset(kwargs):
+        _expose_saved(kwargs)
     node.out_index = node.versions = None
     node._seq = next(_seq)
     node._released = False
