@@ -19,12 +19,12 @@ Backward is the engine's ``backward_pass`` with this layer's visitor (``backward
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 import threading
 import traceback
 import weakref
+from functools import partial
 from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
@@ -50,7 +50,7 @@ try:  # NumPy >= 2: set the floating-point error state directly (~0.3 us; np.err
     # fp_quiet() silences NumPy's floating-point warnings (0/0, log(0), overflow) until
     # fp_restore(token): tensor ops return inf/nan as PyTorch does, without a RuntimeWarning.
     # (C callables: no Python frame on the hot path)
-    fp_quiet: Callable[[], Any] = functools.partial(_extobj_contextvar.set, _make_extobj(all="ignore"))
+    fp_quiet: Callable[[], Any] = partial(_extobj_contextvar.set, _make_extobj(all="ignore"))
     fp_restore: Callable[[Any], None] = _extobj_contextvar.reset
 except ImportError:  # pragma: no cover - older NumPy
     def fp_quiet() -> Any:
@@ -726,17 +726,14 @@ class PrimNode(Node):
         return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
 
     def _read_saved(self, key: str, raw: bool) -> Any:
-        """``_saved_<key>`` (``raw``: ``_raw_saved_<key>``), read through a :class:`_SavedAttr`."""
+        """``_saved_<key>`` (``raw``: ``_raw_saved_<key>``); see :func:`_expose_saved`."""
         entry = self._lookup_saved(key)
-        if entry is not None:
-            if type(entry) is SavedTensor:
-                if raw:
-                    return entry
-                if self._released:
-                    raise RuntimeError(_FREED)
-                return entry.unpack(self, numpy_box=False)
-            if not raw:
-                return entry
+        if type(entry) is SavedTensor:
+            if self._released and not raw:
+                raise RuntimeError(_FREED)
+            return entry if raw else entry.unpack(self, numpy_box=False)
+        if entry is not None and not raw:
+            return entry
         raise AttributeError(f"'{self._name}' object has no attribute '{'_raw_saved_' if raw else '_saved_'}{key}'")
 
     def _unread(self) -> tuple[int, ...]:
@@ -771,33 +768,19 @@ class PrimNode(Node):
                 extra += [f"_saved_{nm}", f"_raw_saved_{nm}"]
         if any(type(a) is SavedTensor for a in self.ans):
             extra += ["_saved_result", "_raw_saved_result"]
-        own = [n for n in super().__dir__() if type(getattr(type(self), n, None)) is not _SavedAttr]
+        own = [n for n in super().__dir__() if not n.startswith(("_saved_", "_raw_saved_"))]
         return sorted(set(own + extra))
-
-
-class _SavedAttr:
-    """``grad_fn._saved_<key>`` on every PrimNode class: attributes, not a ``__getattr__`` (whose mere
-    presence makes every attribute read of a node slower, on the hot path of every op)."""
-
-    __slots__ = ("key", "raw")
-
-    def __init__(self, key: str, raw: bool):
-        self.key, self.raw = key, raw
-
-    def __get__(self, node: Any, cls: Any = None) -> Any:
-        return self if node is None else node._read_saved(self.key, self.raw)
 
 
 _SAVED_KEYS: set[str] = set()
 
 
 def _expose_saved(keys: Any) -> None:
-    """Give PrimNode the ``_saved_<key>``/``_raw_saved_<key>`` attributes of ``keys`` (once each)."""
-    for key in keys:
-        if key not in _SAVED_KEYS:
-            _SAVED_KEYS.add(key)
-            setattr(PrimNode, f"_saved_{key}", _SavedAttr(key, False))
-            setattr(PrimNode, f"_raw_saved_{key}", _SavedAttr(key, True))
+    """PrimNode's ``_saved_<key>``/``_raw_saved_<key>`` as properties (once each; keyword names as they are
+    recorded): a ``__getattr__``'s mere presence would make every attribute read of every node slower."""
+    for key, raw in itertools.product(set(keys) - _SAVED_KEYS, (False, True)):
+        setattr(PrimNode, f"_{'raw_' * raw}saved_{key}", property(partial(PrimNode._read_saved, key=key, raw=raw)))
+    _SAVED_KEYS.update(keys)
 
 
 def _zeros(meta: tuple[Any, ...]) -> Any:
@@ -872,8 +855,8 @@ _ARG_NAMES: dict[str, list[Any]] = {
     "matmul": ["self", "other"], "power": ["self", "exponent"], "where": ["condition", "self", "other"],
     "clip": ["self", "min", "max"],
 }
-_expose_saved([*_DEFAULT_ARG_NAMES, *(k for v in _ARG_NAMES.values() for k in v), "result",
-               *(f"result{k}" for k in range(32)), *(f"arg{k}" for k in range(32))])  # (and keyword names as recorded)
+_expose_saved([*_DEFAULT_ARG_NAMES, *sum(_ARG_NAMES.values(), []), "result",
+               *(f"{p}{k}" for p in ("result", "arg") for k in range(32))])
 
 # prim name -> PyTorch node name (Tensor methods rename where PyTorch distinguishes more)
 _NAMES = {  # where PyTorch's name is not the default of torch_name
@@ -1116,9 +1099,8 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             if one is None:
                 one = _ONE_BOX[prim] = prim.differentiable and not prim.multiple_results \
                     and prim.name not in _VIEW_PRIMS
-            if one:  # the most common call, with less work: one Tensor argument (not a view, not an
-                # inference tensor) that requires grad, grad mode on, a differentiable primitive of
-                # one result that makes no view, no keyword arguments; the same node as below
+            if one:  # the most common call, the same node with less work: one Tensor argument (no view, not
+                # inference) requiring grad, grad mode on, a differentiable prim of one result that makes no view
                 i = argnums[0]
                 args[i] = b._value
                 ans = _raw_call(prim, args, {})

@@ -312,9 +312,8 @@ def _unary(name: str, t: Tensor) -> Tensor:
         raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
     if t._value.dtype.kind in "biu":
         t = _cast(t, _dt.get_default_dtype())
-    prim = getattr(fn, "primitive", None)
-    out: Tensor = _graph.record(prim, [t], {}, [0]) if prim is not None and t._trace is _graph.TRACE \
-        and _core_trace.result_hook is None else fn(t)
+    out: Tensor = _graph.record(prim, [t], {}, [0]) if (prim := getattr(fn, "primitive", None)) is not None \
+        and t._trace is _graph.TRACE and _core_trace.result_hook is None else fn(t)
     return out
 
 
