@@ -187,14 +187,14 @@ class _MathMixin:
         return _rename(fnp.square(self), "PowBackward0", mark)
 
     def sqrt(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.sqrt(_float(self)))
+        return _unary("sqrt", self)
 
     def rsqrt(self: Tensor) -> "Tensor":
         mark = _seq_mark()
         return _rename(1.0 / fnp.sqrt(_float(self)), "RsqrtBackward0", mark)
 
     def exp(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.exp(_float(self)))
+        return _unary("exp", self)
 
     def exp2(self: Tensor) -> "Tensor":
         return _unary("exp2", self)
@@ -203,7 +203,7 @@ class _MathMixin:
         return _unary("expm1", self)
 
     def log(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.log(_float(self)))
+        return _unary("log", self)
 
     def log2(self: Tensor) -> "Tensor":
         return _unary("log2", self)
@@ -215,16 +215,16 @@ class _MathMixin:
         return _unary("log1p", self)
 
     def sin(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.sin(_float(self)))
+        return _unary("sin", self)
 
     def cos(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.cos(_float(self)))
+        return _unary("cos", self)
 
     def tan(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.tan(_float(self)))
+        return _unary("tan", self)
 
     def tanh(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.tanh(_float(self)))
+        return _unary("tanh", self)
 
     def sinh(self: Tensor) -> "Tensor":
         return _unary("sinh", self)

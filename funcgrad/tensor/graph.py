@@ -24,6 +24,7 @@ import re
 import threading
 import traceback
 import weakref
+from functools import partial
 from typing import Any, Callable, TypeVar, cast
 
 import numpy as np
@@ -46,15 +47,11 @@ try:  # NumPy >= 2: set the floating-point error state directly (~0.3 us; np.err
     from numpy._core._ufunc_config import _extobj_contextvar  # type: ignore[attr-defined]
     from numpy._core.umath import _make_extobj
 
-    _QUIET = _make_extobj(all="ignore")
-
-    def fp_quiet() -> Any:
-        """Silence NumPy's floating-point warnings (0/0, log(0), overflow) until :func:`fp_restore`:
-        tensor ops return inf/nan as PyTorch does, without a RuntimeWarning."""
-        return _extobj_contextvar.set(_QUIET)
-
-    def fp_restore(token: Any) -> None:
-        _extobj_contextvar.reset(token)
+    # fp_quiet() silences NumPy's floating-point warnings (0/0, log(0), overflow) until
+    # fp_restore(token): tensor ops return inf/nan as PyTorch does, without a RuntimeWarning.
+    # (C callables: no Python frame on the hot path)
+    fp_quiet: Callable[[], Any] = partial(_extobj_contextvar.set, _make_extobj(all="ignore"))
+    fp_restore: Callable[[Any], None] = _extobj_contextvar.reset
 except ImportError:  # pragma: no cover - older NumPy
     def fp_quiet() -> Any:
         state = np.errstate(all="ignore")
@@ -88,12 +85,6 @@ class TensorTrace(ReverseTrace):
 
     def new_input(self, value: Any) -> Any:
         return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
-
-    def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-        hook = FUNC_OPS[0]
-        if hook is not None:  # ft.func is running a function: see _func_support (views, no_grad of traced values)
-            return hook(record, prim, args, kwargs, argnums)
-        return record(prim, args, kwargs, argnums)
 
 
 TRACE = TensorTrace()
@@ -164,11 +155,10 @@ class GraphBox(Box):
         b._view_fns = None
         b._view_version = 0
         b._inference = inference
-        if cls._extra_init is not None:
-            cls._extra_init(b)
+        if cls is not NumpyBox:  # a Tensor: its own slots, set here (no call)
+            b._grad = b._hooks = b._post_hooks = b._accumulator = None  # type: ignore[attr-defined]
+            b._retains_grad = False  # type: ignore[attr-defined]
         return b
-
-    _extra_init: Callable[..., Any] | None = None
 
     def _graph(self) -> tuple[Any, ...]:
         """(node, output_nr) of this value for recording; refreshes a stale view first."""
@@ -661,6 +651,7 @@ class PrimNode(Node):
     """
 
     __slots__ = ("_has_saved",)
+    _has_saved: bool
     prim: Primitive
     _plain = True  # one output (class level: set False on nodes of several)
 
@@ -736,21 +727,16 @@ class PrimNode(Node):
     def _saved_names(self) -> list[Any]:
         return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_raw_saved_") or name.startswith("_saved_"):
-            raw = name.startswith("_raw_saved_")
-            key = name[len("_raw_saved_"):] if raw else name[len("_saved_"):]
-            entry = self._lookup_saved(key)
-            if entry is not None:
-                if type(entry) is SavedTensor:
-                    if raw:
-                        return entry
-                    if self._released:
-                        raise RuntimeError(_FREED)
-                    return entry.unpack(self, numpy_box=False)
-                if not raw:
-                    return entry
-        raise AttributeError(f"'{self._name}' object has no attribute '{name}'")
+    def _read_saved(self, key: str, raw: bool) -> Any:
+        """``_saved_<key>`` (``raw``: ``_raw_saved_<key>``); see :func:`_expose_saved`."""
+        entry = self._lookup_saved(key)
+        if type(entry) is SavedTensor:
+            if self._released and not raw:
+                raise RuntimeError(_FREED)
+            return entry if raw else entry.unpack(self, numpy_box=False)
+        if entry is not None and not raw:
+            return entry
+        raise AttributeError(f"'{self._name}' object has no attribute '{'_raw_saved_' if raw else '_saved_'}{key}'")
 
     def _unread(self) -> tuple[int, ...]:
         """Positions of tensor inputs the rules do not read (kept as they are when small)."""
@@ -784,7 +770,19 @@ class PrimNode(Node):
                 extra += [f"_saved_{nm}", f"_raw_saved_{nm}"]
         if any(type(a) is SavedTensor for a in self.ans):
             extra += ["_saved_result", "_raw_saved_result"]
-        return sorted(set(list(super().__dir__()) + extra))
+        own = [n for n in super().__dir__() if not n.startswith(("_saved_", "_raw_saved_"))]
+        return sorted(set(own + extra))
+
+
+_SAVED_KEYS: set[str] = set()
+
+
+def _expose_saved(keys: Any) -> None:
+    """PrimNode's ``_saved_<key>``/``_raw_saved_<key>`` as properties (once each; keyword names as they are
+    recorded): a ``__getattr__``'s mere presence would make every attribute read of every node slower."""
+    for key, raw in itertools.product(set(keys) - _SAVED_KEYS, (False, True)):
+        setattr(PrimNode, f"_{'raw_' * raw}saved_{key}", property(partial(PrimNode._read_saved, key=key, raw=raw)))
+    _SAVED_KEYS.update(keys)
 
 
 def _zeros(meta: tuple[Any, ...]) -> Any:
@@ -859,6 +857,8 @@ _ARG_NAMES: dict[str, list[Any]] = {
     "matmul": ["self", "other"], "power": ["self", "exponent"], "where": ["condition", "self", "other"],
     "clip": ["self", "min", "max"],
 }
+_expose_saved([*_DEFAULT_ARG_NAMES, *sum(_ARG_NAMES.values(), []), "result",
+               *(f"{p}{k}" for p in ("result", "arg") for k in range(32))])
 
 # prim name -> PyTorch node name (Tensor methods rename where PyTorch distinguishes more)
 _NAMES = {  # where PyTorch's name is not the default of torch_name
@@ -1086,12 +1086,17 @@ def _torch_shape_error(prim: Primitive, args: list[Any], err: ValueError) -> Exc
     return err
 
 
-def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
+def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any], hooked: bool = False) -> Any:
     """Run ``prim`` on the raw values of ``args`` and record it if some input requires grad.
 
     The hot path of the Tensor layer (every operation): as ``ReverseTrace.process``,
     the raw call goes straight to ``prim.fast_fn`` when every argument is a plain array.
+    While an ft.func transform runs a function, the call goes through its hook first
+    (``FUNC_OPS``: views and no_grad of traced values, see ``_func_support``).
     """
+    hook = FUNC_OPS[0]
+    if hook is not None and not hooked:
+        return hook(_record_hooked, prim, args, kwargs, argnums)
     if len(argnums) == 1 and not kwargs:
         b = args[argnums[0]]
         st = _mode
@@ -1101,8 +1106,44 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             if one is None:
                 one = _ONE_BOX[prim] = prim.differentiable and not prim.multiple_results \
                     and prim.name not in _VIEW_PRIMS
-            if one:
-                return _record_one(prim, args, argnums[0], b)
+            if one:  # the most common call, the same node with less work: one Tensor argument (no view, not
+                # inference) requiring grad, grad mode on, a differentiable prim of one result that makes no view
+                i = argnums[0]
+                args[i] = b._value
+                ans = _raw_call(prim, args, {})
+                if type(ans) is not np.ndarray:
+                    ans = _as_array(ans)
+                out = _TENSOR_CLS[0]._make(ans, None, 0, True)
+                parent = b._node
+                if parent is None:
+                    parent = get_accumulator(b)
+                elif parent._n_outputs != 1:
+                    parent = target(parent, b._output_nr)
+                drop = prim.drop_cache.get((len(args), i)) if not _save_everything.on else None
+                if drop is None:
+                    drop = dropped(prim, [i], len(args)) or ((), False)
+                cls = _PRIM_NODE_CLASS.get(prim)
+                if cls is None:
+                    cls = _PRIM_NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
+                node = _new_node(cls)
+                node.prim = prim
+                node.parents = [parent]
+                node.argnums = node._inputs = [i]
+                node.kwargs = {}
+                node.out_index = node.versions = None
+                node._seq = next(_seq)
+                node._released = False
+                if i not in drop[0]:
+                    args[i] = save(b)
+                elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
+                    args[i] = ArraySpec(args[i])
+                node.args = args
+                out._node = node
+                node.ans = [(ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans) if drop[1]
+                            else save(out, True, 0, node)]
+                node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
+                node._has_saved = i not in drop[0] or not drop[1]
+                return out
     boxes = []
     tensor_out = False
     req = False
@@ -1182,6 +1223,8 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     node.argnums = live
     node._inputs = argnums
     node.kwargs = kwargs
+    if kwargs and not _SAVED_KEYS.issuperset(kwargs):
+        _expose_saved(kwargs)
     node.out_index = node.versions = None
     node._seq = next(_seq)
     node._released = False
@@ -1222,6 +1265,10 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     return tuple(outs) if prim.multiple_results else outs[0]
 
 
+_record_hooked = partial(record, hooked=True)
+TensorTrace.process = staticmethod(record)  # type: ignore[assignment,method-assign]  # (no frame between)
+
+
 def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
     """``prim`` on raw values, NumPy's floating-point warnings silenced: straight to ``prim.fast_fn``
     when every argument is a plain array (as ``ReverseTrace.process``), shape errors as PyTorch's."""
@@ -1242,48 +1289,7 @@ def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
 
 
 _PRIM_NODE_CLASS: dict[Any, Any] = {}  # primitive -> its node class (named as PyTorch names it)
-_ONE_BOX: dict[Any, bool] = {}  # primitive -> may take _record_one (differentiable, one result, no view)
-
-
-def _record_one(prim: Primitive, args: list[Any], i: int, b: Any) -> Any:
-    """:func:`record` for the most common call: one Tensor argument (not a view, not an inference
-    tensor) that requires grad, grad mode on, a differentiable primitive of one result that
-    makes no view, no keyword arguments. The same node as the general path, with less work."""
-    args[i] = b._value
-    ans = _raw_call(prim, args, {})
-    if type(ans) is not np.ndarray:
-        ans = _as_array(ans)
-    out = _TENSOR_CLS[0]._make(ans, None, 0, True)
-    parent = b._node
-    if parent is None:
-        parent = get_accumulator(b)
-    elif parent._n_outputs != 1:
-        parent = target(parent, b._output_nr)
-    drop = prim.drop_cache.get((len(args), i)) if not _save_everything.on else None
-    if drop is None:
-        drop = dropped(prim, [i], len(args)) or ((), False)
-    cls = _PRIM_NODE_CLASS.get(prim)
-    if cls is None:
-        cls = _PRIM_NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
-    node = _new_node(cls)
-    node.prim = prim
-    node.parents = [parent]
-    node.argnums = node._inputs = [i]
-    node.kwargs = {}
-    node.out_index = node.versions = None
-    node._seq = next(_seq)
-    node._released = False
-    if i not in drop[0]:
-        args[i] = save(b)
-    elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
-        args[i] = ArraySpec(args[i])
-    node.args = args
-    out._node = node
-    node.ans = [(ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans) if drop[1]
-                else save(out, True, 0, node)]
-    node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
-    node._has_saved = i not in drop[0] or not drop[1]
-    return out
+_ONE_BOX: dict[Any, bool] = {}  # primitive -> may take record's short path (differentiable, one result, no view)
 
 
 def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any = None) -> "SavedTensor":

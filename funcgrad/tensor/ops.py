@@ -40,10 +40,10 @@ __all__ = [
 
 def _method_fn(name: str) -> Callable[..., Any]:
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        if kwargs.get("out") is not None:
-            return _write_out(name, kwargs.pop("out"), input, args, kwargs)
-        kwargs.pop("out", None)
-        return getattr(_as_tensor(input), name)(*args, **kwargs)
+        out = kwargs.pop("out", None) if kwargs else None
+        if out is not None:
+            return _write_out(name, out, input, args, kwargs)
+        return getattr(input if input.__class__ is Tensor else _as_tensor(input), name)(*args, **kwargs)
 
     fn.__name__ = name
     fn.__qualname__ = name

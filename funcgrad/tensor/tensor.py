@@ -29,6 +29,7 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import namespace_of
 from ..core import Box
+from ..core import trace as _core_trace
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from . import graph as _graph
@@ -305,10 +306,16 @@ def _float(t: Tensor) -> Tensor:
 
 
 def _unary(name: str, t: Tensor) -> Tensor:
+    """``fnp.<name>(t)``, in floats for an integer ``t``. A primitive on a Tensor of the tensor
+    trace is recorded at once: what its traced call does then, less the generic checks."""
     fn = getattr(fnp, name, None)
     if fn is None:
         raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
-    return cast("Tensor", fn(_float(t)))
+    if t._value.dtype.kind in "biu":
+        t = _cast(t, _dt.get_default_dtype())
+    out: Tensor = _graph.record(prim, [t], {}, [0]) if (prim := getattr(fn, "primitive", None)) is not None \
+        and t._trace is _graph.TRACE and _core_trace.result_hook is None else fn(t)
+    return out
 
 
 def _special(name: str) -> Callable[..., Any] | None:
@@ -438,21 +445,13 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         x.grad                       # tensor([2., 4., 6.])
     """
 
-    __slots__ = ("_grad", "_retains_grad", "_hooks", "_post_hooks", "_accumulator", "__dict__")
+    __slots__ = ("_grad", "_retains_grad", "_hooks", "_post_hooks", "_accumulator", "__dict__")  # (set in _make)
     _grad: "Tensor | None"
     _retains_grad: builtins.bool
     _hooks: dict[builtins.int, Any] | None
     _post_hooks: dict[builtins.int, Any] | None
     _accumulator: Any
     __array_priority__ = 1000.0
-
-    @staticmethod
-    def _extra_init(b: "Tensor") -> None:
-        b._grad = None
-        b._retains_grad = False
-        b._hooks = None
-        b._post_hooks = None
-        b._accumulator = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
         if not args and not kwargs:
@@ -693,8 +692,6 @@ _UFUNC_OPS = {
     "greater": Tensor.__gt__, "greater_equal": Tensor.__ge__,
 }
 
-# a plain function: GraphBox._make calls it
-Tensor._extra_init = Tensor.__dict__["_extra_init"].__func__  # type: ignore[method-assign]
 _graph._TENSOR_CLS.append(Tensor)
 _PARAM: list[Any] = [Tensor]  # replaced by ft.nn.Parameter once defined (fast type checks)
 

@@ -102,6 +102,20 @@ def test_saved_tensors_exposed():
     assert s.grad_fn.name() == "SumBackward0"
 
 
+def test_saved_values_are_properties_of_node_classes():
+    # a __getattr__ on nodes would make every attribute read of every node slower (the hot path)
+    from funcgrad.tensor.graph import PrimNode
+
+    assert "__getattr__" not in vars(PrimNode)
+    x = ft.randn(3, requires_grad=True)
+    n = x.pow(2).grad_fn
+    assert n._saved_self is x and isinstance(n._raw_saved_self, ft.autograd.graph.SavedTensor)
+    assert not hasattr(n, "_saved_arg5") and not hasattr(n, "_raw_saved_result")
+    with pytest.raises(AttributeError, match="'PowBackward0' object has no attribute '_saved_nothing'"):
+        n._saved_nothing  # noqa: B018
+    assert "_saved_self" in dir(n) and "_saved_arg5" not in dir(n)
+
+
 def test_raw_saved_register_hooks():
     x = ft.randn(4, requires_grad=True)
     y = x.pow(2)
