@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import funcgrad.tensor as ft
+from recorded_compare import as_json, close
 
 FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "torch_hooks_compare.json"
 SCRIPTS = {}
@@ -182,37 +183,10 @@ def run(T, name):
     return SCRIPTS[name](T)
 
 
-def _close(ours, ref, path):
-    if isinstance(ref, dict):
-        assert isinstance(ours, dict) and set(ours) == set(ref), path
-        for k in ref:
-            _close(ours[k], ref[k], f"{path}.{k}")
-    elif isinstance(ref, (list, tuple)) and not (ref and isinstance(ref[0], (int, float)) and
-                                                 not isinstance(ref[0], bool)):
-        assert isinstance(ours, (list, tuple)) and len(ours) == len(ref), path
-        for i, (o, r) in enumerate(zip(ours, ref)):
-            _close(o, r, f"{path}[{i}]")
-    elif isinstance(ref, (list, float, int)) and not isinstance(ref, bool):
-        np.testing.assert_allclose(np.asarray(ours, dtype=float), np.asarray(ref, dtype=float), rtol=1e-10,
-                                   atol=1e-12, err_msg=path)
-    else:
-        assert ours == ref, f"{path}: {ours!r} != {ref!r}"
-
-
-def _json(v):
-    if isinstance(v, dict):
-        return {k: _json(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    return v
-
-
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_matches_recorded_torch(name):
     ref = json.loads(FIXTURE.read_text())["results"][name]
-    _close(_json(run(ft, name)), ref, name)
+    close(as_json(run(ft, name)), ref, name)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="live comparison needs torch")
@@ -220,4 +194,4 @@ def test_matches_recorded_torch(name):
 def test_matches_live_torch(name):
     import torch
 
-    _close(_json(run(ft, name)), _json(run(torch, name)), name)
+    close(as_json(run(ft, name)), as_json(run(torch, name)), name)
