@@ -253,8 +253,43 @@ class _Visitor(Visitor):
 
     def visit(self, node: Any, g: Any, live: bool) -> Any:
         if self.plain and node._plain and g is not None:
-            # the common case: a primitive's node of one output, no hooks, nothing to check
-            return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
+            # the common case: a primitive's node of one output, no hooks, nothing to check, its saved
+            # values as they were saved (else node.vjp: the SavedTensors' errors)
+            saved = node._saved
+            for _, _, vc, version, check in saved:
+                if vc[0] != version or not check._requires_grad:
+                    return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
+            prim = node.prim
+            args = node.args
+            kwargs = node.kwargs
+            ans = node.ans[0]
+            if prim.vjp_all is None:
+                vjps = prim.vjps
+                cts = []
+                for pos in node.argnums:
+                    rule = vjps.get(pos)
+                    if rule is None:
+                        raise prim.missing_rule("VJP", pos)
+                    cts.append(rule(g, ans, *args, **kwargs))
+            else:
+                cts = list(prim.vjp_all(g, ans, tuple(node.argnums), *args, **kwargs))
+            if saved and not self.keep_graph:  # release: drop the saved arrays (node.release, inline)
+                node._released = True
+                for e in saved:
+                    if e[0] >= 0:
+                        args[e[0]] = None
+                    else:
+                        node.ans[~e[0]] = None
+                node._saved = _graph._GONE
+            k = 0
+            for p in node.parents:  # each gradient in the dtype and shape of its input (_conformed, inline)
+                ct = cts[k]
+                if ct is not None:
+                    meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
+                    if type(ct) is not np.ndarray or ct.shape != meta[0] or ct.dtype != meta[1]:
+                        cts[k] = _match(ct, meta)
+                k += 1
+            return cts
         out_index = node.out_index
         if out_index is not None:  # one output of a node with several
             return self._arrive(node.parents[0], out_index, node, g)

@@ -464,15 +464,15 @@ class SavedTensor:
     version of the tensor when it was saved: a later in-place change makes
     backward raise PyTorch's "modified by an inplace operation" error.
     ``register_hooks(pack, unpack)`` moves the value out (pack) and back (unpack).
-    Made by :func:`save`.
+    Made by :func:`save` (custom Functions), or by a :class:`PrimNode` from what it
+    saved when something asks for the object (see ``PrimNode._saved``).
     """
 
-    __slots__ = ("_data", "_box", "_edge", "_requires_grad", "_vc", "_version", "_is_output", "_output_nr",
+    __slots__ = ("_data", "_box", "_edge", "_vc", "_version", "_is_output", "_output_nr",
                  "_packed", "_unpack", "_released", "_desc", "__weakref__")
     _data: Any  # the array (None once packed or released)
     _box: Any  # the saved input itself (for its graph), None for outputs
     _edge: Any  # (node, output_nr) of the saved value, or None
-    _requires_grad: bool
     _vc: list[int]  # the tensor's version counter, and its value when saved:
     _version: int
     _is_output: bool
@@ -480,15 +480,21 @@ class SavedTensor:
     _packed: Any
     _unpack: Callable[..., Any] | None
     _released: bool
-    _desc: tuple[Any, ...] | None
+    _desc: tuple[Any, ...] | None  # (node name, output_nr) of the saved value's history when saved, if any
 
-    def _pack_now(self, box: Any, pack: Callable[..., Any], unpack: Callable[..., Any]) -> None:
+    def __init__(self, data: Any, box: Any, vc: list[int], version: int, is_output: bool, output_nr: int,
+                 desc: tuple[Any, ...] | None, released: bool = False):
+        self._data, self._box, self._vc, self._version = data, box, vc, version
+        self._is_output, self._output_nr, self._desc, self._released = is_output, output_nr, desc, released
+        self._packed = self._unpack = self._edge = None
+
+    def _pack_now(self, pack: Callable[..., Any], unpack: Callable[..., Any], box: Any = None) -> None:
         """``pack`` gets a detached alias (same memory and version counter, no history) and runs
         without recording, as in PyTorch; changing that alias in place is an error."""
-        if not self._is_output and box._requires_grad:
+        if box is not None and not self._is_output and box._requires_grad:
             self._edge = edge_of(box)
-        vc = box._vc
-        alias = _TENSOR_CLS[0]._make(self._data, vc=vc, inference=box._inference)
+        vc = self._vc
+        alias = _TENSOR_CLS[0]._make(self._data, vc=vc, inference=box is not None and box._inference)
         version = vc[0]
         prev = _mode.enabled
         _mode.enabled = False
@@ -514,8 +520,7 @@ class SavedTensor:
             raise RuntimeError("SavedTensor hooks have already been set")
         if self._released:
             raise RuntimeError(_FREED)
-        box = self._box if self._box is not None else _TENSOR_CLS[0]._make(self._data, vc=self._vc)
-        self._pack_now(box, pack_hook, unpack_hook)
+        self._pack_now(pack_hook, unpack_hook, self._box)
 
     def _detach_copy(self) -> None:
         """Keep a private copy of the value (an in-place op is about to overwrite it)."""
@@ -642,16 +647,46 @@ def rename_node(node: "Node", name: str) -> None:
         node.__class__ = named_node_class(base, name)
 
 
+class _Attached:
+    """The detach check of a saved value that has none (an output, a leaf, an input without history)."""
+
+    _requires_grad = True
+
+
+_ATTACHED = _Attached()
+# ``PrimNode._saved`` once released: one entry that fails ``intact`` (version 0 of a counter at 1)
+_GONE = ((-1, None, [1], 0, _ATTACHED),)
+
+
+def intact(saved: tuple[Any, ...]) -> bool:
+    """Whether the values of ``PrimNode._saved`` entries are as saved: no in-place change since
+    (the version counters), no ``detach_()`` of an input that had history (PyTorch refuses
+    both, with the messages :class:`SavedTensor` gives), not released."""
+    for _, _, vc, version, check in saved:
+        if vc[0] != version or not check._requires_grad:
+            return False
+    return True
+
+
 class PrimNode(Node):
     """A recorded call of a funcgrad primitive; its backward runs the primitive's VJP rules.
 
-    ``args`` holds, per positional argument, a :class:`SavedTensor`, what the rules do
-    not read (the array when small, else its :class:`~funcgrad.core.reverse.ArraySpec`,
-    as the core keeps it), or the constant; ``ans`` one of those per output.
+    ``args`` holds, per positional argument, what the rules get: the array of a saved
+    tensor, what they do not read (the array when small, else its
+    :class:`~funcgrad.core.reverse.ArraySpec`, as the core keeps it), or the constant;
+    ``ans`` one of those per output. ``_saved`` says which are saved tensors, one
+    ``(position, input, version counter, version when saved, detach check)`` each
+    (position ``~k`` for output k, whose tensor is not kept: no reference cycle); the
+    backward pass checks the versions and calls the rules on the arrays as they are.
+    :class:`SavedTensor` objects are made from it only when something needs one
+    (``_raw_saved_*``, saved-tensor hooks, an error to report, an in-place change to
+    protect against): ``_materialize`` puts them in ``args``/``ans`` and sets ``_saved``
+    to None.
     """
 
-    __slots__ = ("_has_saved",)
+    __slots__ = ("_has_saved", "_saved")
     _has_saved: bool
+    _saved: Any  # tuple of entries (raw values in args/ans), or None (SavedTensors there)
     prim: Primitive
     _plain = True  # one output (class level: set False on nodes of several)
 
@@ -667,33 +702,26 @@ class PrimNode(Node):
         with ``release``, the saved values are freed afterwards."""
         if self._released and self._has_saved:
             raise RuntimeError(_FREED)
-        args = self.args
         prim = self.prim
-        if self._has_saved:
-            args = []
-            for a in self.args:
-                if type(a) is SavedTensor:
-                    box = a._box
-                    if create_graph:
-                        a = a.unpack(self)
-                    elif a._unpack is None and a._vc[0] == a._version and \
-                            (box is None or box._requires_grad or a._desc is None):  # (else: detached in place?)
-                        a = a._data
+        saved = self._saved
+        if saved is not None and not intact(saved):
+            self._materialize()  # changed in place or detached since: the SavedTensors' checks raise
+            saved = None
+        args, ans = self.args, self.ans
+        if saved is not None:
+            if create_graph and saved:  # recorded boxes: the saved inputs themselves, outputs of this node
+                args, ans = list(args), list(ans)
+                for pos, box, vc, _, _ in saved:
+                    if pos >= 0:
+                        args[pos] = as_numpy_box(box)
                     else:
-                        a = a.unpack_raw(self)
-                args.append(a)
-        if prim.multiple_results:
-            ans: Any = tuple((a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor
-                             else a for a in self.ans)
-        else:
-            ans = self.ans[0]
-            if type(ans) is SavedTensor:
-                if create_graph:
-                    ans = ans.unpack(self)
-                elif ans._unpack is None and ans._vc[0] == ans._version and ans._is_output:
-                    ans = ans._data
-                else:
-                    ans = ans.unpack_raw(self)
+                        ans[~pos] = NumpyBox._make(ans[~pos], self, ~pos, True, vc=vc)
+        elif self._has_saved:
+            args = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
+                    for a in args]
+            ans = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
+                   for a in ans]
+        ans = tuple(ans) if prim.multiple_results else ans[0]
         kwargs = self.kwargs
         if prim.vjp_all is not None:
             out = list(prim.vjp_all(g_all, ans, tuple(self.argnums), *args, **kwargs))
@@ -715,14 +743,49 @@ class PrimNode(Node):
         self._released = True
         if not self._has_saved:
             return
-        for a in self.args:
+        saved = self._saved
+        if saved is not None:
+            args, ans = self.args, self.ans
+            for e in saved:
+                if e[0] >= 0:
+                    args[e[0]] = None
+                else:
+                    ans[~e[0]] = None
+            self._saved = _GONE
+            return
+        for a in (*self.args, *self.ans):
             if type(a) is SavedTensor:
                 a._released = True
                 a._data = a._box = a._packed = None
-        for a in self.ans:
-            if type(a) is SavedTensor:
-                a._released = True
-                a._data = a._box = a._packed = None
+
+    def _materialize(self, hooks: tuple[Any, ...] | None = None) -> None:
+        """Put a :class:`SavedTensor` in ``args``/``ans`` for each saved value (packed by the
+        saved-tensor ``hooks`` (pack, unpack) if given); from then on they are what backward reads."""
+        saved = self._saved
+        if saved is None:
+            return
+        self._saved = None
+        self._plain = False  # the backward pass's short way reads raw values
+        args, ans = self.args, self.ans
+        if saved is _GONE:  # released: the saved values are gone (tensor inputs are never None otherwise)
+            for i in self._inputs:
+                if args[i] is None:
+                    args[i] = SavedTensor(None, None, [0], 0, False, 0, None, released=True)
+            for k, a in enumerate(ans):
+                if a is None:
+                    ans[k] = SavedTensor(None, None, [0], 0, True, k, None, released=True)
+            return
+        for pos, box, vc, version, check in saved:
+            if pos >= 0:
+                desc = None
+                if check is box:  # an input with history when saved: its (node, output_nr) then
+                    node, nr = public_edge(self.parents[self.argnums.index(pos)])
+                    desc = (node._name, nr)
+                s = args[pos] = SavedTensor(args[pos], box, vc, version, False, 0, desc)
+            else:
+                s = ans[~pos] = SavedTensor(ans[~pos], None, vc, version, True, ~pos, (self._name, ~pos))
+            if hooks is not None:
+                s._pack_now(*hooks, box)
 
     def _saved_names(self) -> list[Any]:
         return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
@@ -744,6 +807,7 @@ class PrimNode(Node):
         return drop[0] if drop is not None else ()
 
     def _lookup_saved(self, key: str) -> Any:
+        self._materialize()
         if key == "result":
             if len(self.ans) == 1 and type(self.ans[0]) is SavedTensor:
                 return self.ans[0]
@@ -762,6 +826,7 @@ class PrimNode(Node):
         return None
 
     def __dir__(self) -> list[Any]:
+        self._materialize()
         names = self._saved_names()
         extra = []
         for i, a in enumerate(self.args):
@@ -1133,16 +1198,24 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                 node.out_index = node.versions = None
                 node._seq = next(_seq)
                 node._released = False
+                saved: tuple[Any, ...] = ()
                 if i not in drop[0]:
-                    args[i] = save(b)
+                    vc = b._vc
+                    saved = ((i, b, vc, vc[0], b if b._node is not None else _ATTACHED),)
                 elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
                     args[i] = ArraySpec(args[i])
                 node.args = args
                 out._node = node
-                node.ans = [(ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans) if drop[1]
-                            else save(out, True, 0, node)]
+                if drop[1]:
+                    node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
+                else:
+                    node.ans = [ans]
+                    saved += ((-1, None, out._vc, 0, _ATTACHED),)
+                node._saved = saved
                 node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
-                node._has_saved = i not in drop[0] or not drop[1]
+                node._has_saved = bool(saved)
+                if saved and _hook_state.stack:
+                    node._materialize(_hook_state.stack[-1])
                 return out
     boxes = []
     tensor_out = False
@@ -1228,7 +1301,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     node.out_index = node.versions = None
     node._seq = next(_seq)
     node._released = False
-    saved_any = False
+    saved = []
     for i, b in zip(argnums, boxes):
         if i in drop_args:
             # what the rules do not read: its shape and dtype; a small array is kept as it is
@@ -1238,8 +1311,8 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         else:
             if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
                 raise RuntimeError(_INFERENCE_SAVED)
-            args[i] = save(b)
-            saved_any = True
+            check = b if b._requires_grad and type(parents[live.index(i)]) is not AccumulateGrad else _ATTACHED
+            saved.append((i, b, b._vc, b._vc[0], check))
     node.args = args
     out_meta = []
     ans_saved: list[Any] = []
@@ -1253,10 +1326,13 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         if drop_ans:
             ans_saved.append(ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
         else:
-            ans_saved.append(save(o, True, k, node))
-            saved_any = True
+            ans_saved.append(v)
+            saved.append((~k, None, o._vc, o._vc[0], _ATTACHED))
     node._out_meta = tuple(out_meta)
-    node._has_saved = saved_any
+    node._saved = tuple(saved)
+    node._has_saved = bool(saved)
+    if saved and _hook_state.stack:
+        node._materialize(_hook_state.stack[-1])
     if len(outs) != 1 or prim.multiple_results:
         node._n_outputs = len(outs)
         node._plain = False
@@ -1295,25 +1371,15 @@ _ONE_BOX: dict[Any, bool] = {}  # primitive -> may take record's short path (dif
 def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any = None) -> "SavedTensor":
     """A :class:`SavedTensor` of ``box`` (an input of its node, or output ``output_nr`` of ``owner``),
     packed at once by the innermost saved-tensor hooks if any."""
-    s = _new(SavedTensor)
-    s._data = box._value
-    vc = s._vc = box._vc
-    s._version = vc[0]
-    s._is_output = is_output
-    s._output_nr = output_nr
-    s._requires_grad = box._requires_grad
-    s._released = False
-    s._packed = s._unpack = s._edge = None
     if is_output:
-        s._box = None
-        s._desc = (owner._name, output_nr) if owner is not None else None
+        desc = (owner._name, output_nr) if owner is not None else None
     else:
-        s._box = box
         node = box._node
-        s._desc = (node._name, box._output_nr) if node is not None and type(node) is not AccumulateGrad else None
+        desc = (node._name, box._output_nr) if node is not None and type(node) is not AccumulateGrad else None
+    s = SavedTensor(box._value, None if is_output else box, box._vc, box._vc[0], is_output, output_nr, desc)
     stack = _hook_state.stack
     if stack:
-        s._pack_now(box, *stack[-1])
+        s._pack_now(*stack[-1], box)
     return s
 
 
@@ -1418,6 +1484,7 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
         return t
     node, nr = out._node, out._output_nr
     if isinstance(node, PrimNode) and node._seq >= start_seq and nr < len(node.ans):
+        node._materialize()
         s = node.ans[nr]  # a saved result is now t's memory (a later change of it is detected)
         if type(s) is SavedTensor and s._unpack is None:
             s._data = v
@@ -1525,6 +1592,7 @@ def _protect_saved(out: Any, t: Any, start_seq: int) -> None:
             continue
         seen.add(id(node))
         if isinstance(node, PrimNode):
+            node._materialize()
             for a in node.args:
                 if type(a) is SavedTensor and a._vc is vc and a._version == vc[0]:
                     a._detach_copy()
