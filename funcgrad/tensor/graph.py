@@ -1167,18 +1167,29 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         st = _mode
         if b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None \
                 and not (b._inference or st.inference or profiling.active or anomaly.enabled):
-            one = _ONE_BOX.get(prim)
-            if one is None:
-                one = _ONE_BOX[prim] = prim.differentiable and not prim.multiple_results \
-                    and prim.name not in _VIEW_PRIMS
-            if one:  # the most common call, the same node with less work: one Tensor argument (no view, not
+            cls = _ONE_BOX.get(prim)
+            if cls is None:
+                cls = _ONE_BOX[prim] = prim.differentiable and not prim.multiple_results \
+                    and prim.name not in _VIEW_PRIMS and _node_class(prim)
+            if cls:  # the most common call, the same node with less work: one Tensor argument (no view, not
                 # inference) requiring grad, grad mode on, a differentiable prim of one result that makes no view
                 i = argnums[0]
                 args[i] = b._value
-                ans = _raw_call(prim, args, {})
+                fast = prim.fast_types
+                for a in args:
+                    if type(a) not in fast:
+                        ans = _raw_call(prim, args, _NO_KWARGS)
+                        break
+                else:  # (_raw_call's fast case, inline)
+                    token = fp_quiet()
+                    try:
+                        ans = prim.fast_fn(*args)
+                    except ValueError as err:
+                        raise _torch_shape_error(prim, args, err) from None
+                    finally:
+                        fp_restore(token)
                 if type(ans) is not np.ndarray:
                     ans = _as_array(ans)
-                out = _TENSOR_CLS[0]._make(ans, None, 0, True)
                 parent = b._node
                 if parent is None:
                     parent = get_accumulator(b)
@@ -1187,25 +1198,22 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                 drop = prim.drop_cache.get((len(args), i)) if not _save_everything.on else None
                 if drop is None:
                     drop = dropped(prim, [i], len(args)) or ((), False)
-                cls = _PRIM_NODE_CLASS.get(prim)
-                if cls is None:
-                    cls = _PRIM_NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
                 node = _new_node(cls)
                 node.prim = prim
                 node.parents = [parent]
                 node.argnums = node._inputs = [i]
-                node.kwargs = {}
+                node.kwargs = _NO_KWARGS
                 node.out_index = node.versions = None
                 node._seq = next(_seq)
                 node._released = False
+                node.args = args
+                out = _TENSOR_CLS[0]._make(ans, node, 0, True)
                 saved: tuple[Any, ...] = ()
                 if i not in drop[0]:
                     vc = b._vc
                     saved = ((i, b, vc, vc[0], b if b._node is not None else _ATTACHED),)
                 elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
                     args[i] = ArraySpec(args[i])
-                node.args = args
-                out._node = node
                 if drop[1]:
                     node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
                 else:
@@ -1286,11 +1294,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     if drop is None:
         drop = dropped(prim, live, len(args)) or ((), False)
     drop_args, drop_ans = drop
-    cls = _PRIM_NODE_CLASS.get(prim)
-    if cls is None:
-        name = torch_name(prim.name)
-        cls = _PRIM_NODE_CLASS[prim] = _NAMED_CLASSES.get((PrimNode, name)) or named_node_class(PrimNode, name)
-    node = _new_node(cls)
+    node = _new_node(_NODE_CLASS.get(prim) or _node_class(prim))
     node.prim = prim
     node.parents = parents
     node.argnums = live
@@ -1364,8 +1368,18 @@ def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
         fp_restore(token)
 
 
-_PRIM_NODE_CLASS: dict[Any, Any] = {}  # primitive -> its node class (named as PyTorch names it)
-_ONE_BOX: dict[Any, bool] = {}  # primitive -> may take record's short path (differentiable, one result, no view)
+_ONE_BOX: dict[Any, Any] = {}  # primitive -> its node class if it may take record's short path, else False
+_NO_KWARGS: dict[str, Any] = {}  # (never written to)
+
+
+def _node_class(prim: Primitive) -> type:
+    """The node class of ``prim``'s calls, named as PyTorch names it."""
+    cls = _NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
+    return cls
+
+
+_NODE_CLASS: dict[Any, type] = {}  # primitive -> _node_class(primitive)
+
 
 
 def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any = None) -> "SavedTensor":
