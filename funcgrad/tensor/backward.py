@@ -29,7 +29,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from . import graph as _graph
 from ..core.reverse import VJPNode, Visitor, backward_pass, carry_thread_state
-from .graph import AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
+from .graph import _GONE, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
 from .forward_ad import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import state as _mode
 from .tensor import Tensor, _as_tensor, _grad_lock
@@ -257,22 +257,24 @@ class _Visitor(Visitor):
             # values as they were saved (else node.vjp: the SavedTensors' errors)
             saved = node._saved
             for _, _, vc, version, check in saved:
-                if vc[0] != version or not check._requires_grad:
+                if vc[0] != version or (check is not None and not check._requires_grad):
                     return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
             prim = node.prim
             args = node.args
-            kwargs = node.kwargs
-            ans = node.ans[0]
-            if prim.vjp_all is None:
-                vjps = prim.vjps
-                cts = []
-                for pos in node.argnums:
-                    rule = vjps.get(pos)
-                    if rule is None:
-                        raise prim.missing_rule("VJP", pos)
-                    cts.append(rule(g, ans, *args, **kwargs))
+            argnums = node.argnums
+            if prim.vjp_all is None and len(argnums) == 1:
+                rule = prim.vjps.get(argnums[0])
+                if rule is None:
+                    raise prim.missing_rule("VJP", argnums[0])
+                ct = rule(g, node.ans[0], *args, **node.kwargs)
+                if ct is not None:  # in the dtype and shape of the input (_conformed, inline)
+                    p = node.parents[0]
+                    meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
+                    if type(ct) is not np.ndarray or ct.dtype != meta[1] or ct.shape != meta[0]:
+                        ct = _match(ct, meta)
+                cts = [ct]
             else:
-                cts = list(prim.vjp_all(g, ans, tuple(node.argnums), *args, **kwargs))
+                cts = _conformed(node, node.vjp(g, g, False))
             if saved and not self.keep_graph:  # release: drop the saved arrays (node.release, inline)
                 node._released = True
                 for e in saved:
@@ -280,15 +282,7 @@ class _Visitor(Visitor):
                         args[e[0]] = None
                     else:
                         node.ans[~e[0]] = None
-                node._saved = _graph._GONE
-            k = 0
-            for p in node.parents:  # each gradient in the dtype and shape of its input (_conformed, inline)
-                ct = cts[k]
-                if ct is not None:
-                    meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
-                    if type(ct) is not np.ndarray or ct.shape != meta[0] or ct.dtype != meta[1]:
-                        cts[k] = _match(ct, meta)
-                k += 1
+                node._saved = _GONE
             return cts
         out_index = node.out_index
         if out_index is not None:  # one output of a node with several

@@ -647,15 +647,8 @@ def rename_node(node: "Node", name: str) -> None:
         node.__class__ = named_node_class(base, name)
 
 
-class _Attached:
-    """The detach check of a saved value that has none (an output, a leaf, an input without history)."""
-
-    _requires_grad = True
-
-
-_ATTACHED = _Attached()
 # ``PrimNode._saved`` once released: one entry that fails ``intact`` (version 0 of a counter at 1)
-_GONE = ((-1, None, [1], 0, _ATTACHED),)
+_GONE = ((-1, None, [1], 0, None),)
 
 
 def intact(saved: tuple[Any, ...]) -> bool:
@@ -663,7 +656,7 @@ def intact(saved: tuple[Any, ...]) -> bool:
     (the version counters), no ``detach_()`` of an input that had history (PyTorch refuses
     both, with the messages :class:`SavedTensor` gives), not released."""
     for _, _, vc, version, check in saved:
-        if vc[0] != version or not check._requires_grad:
+        if vc[0] != version or (check is not None and not check._requires_grad):
             return False
     return True
 
@@ -676,7 +669,8 @@ class PrimNode(Node):
     :class:`~funcgrad.core.reverse.ArraySpec`, as the core keeps it), or the constant;
     ``ans`` one of those per output. ``_saved`` says which are saved tensors, one
     ``(position, input, version counter, version when saved, detach check)`` each
-    (position ``~k`` for output k, whose tensor is not kept: no reference cycle); the
+    (position ``~k`` for output k, whose tensor is not kept: no reference cycle; the
+    detach check is the input itself when it had history, else None); the
     backward pass checks the versions and calls the rules on the arrays as they are.
     :class:`SavedTensor` objects are made from it only when something needs one
     (``_raw_saved_*``, saved-tensor hooks, an error to report, an in-place change to
@@ -1211,14 +1205,14 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                 saved: tuple[Any, ...] = ()
                 if i not in drop[0]:
                     vc = b._vc
-                    saved = ((i, b, vc, vc[0], b if b._node is not None else _ATTACHED),)
+                    saved = ((i, b, vc, vc[0], b if b._node is not None else None),)
                 elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
                     args[i] = ArraySpec(args[i])
                 if drop[1]:
                     node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
                 else:
                     node.ans = [ans]
-                    saved += ((-1, None, out._vc, 0, _ATTACHED),)
+                    saved += ((-1, None, out._vc, 0, None),)
                 node._saved = saved
                 node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
                 node._has_saved = bool(saved)
@@ -1315,7 +1309,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         else:
             if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
                 raise RuntimeError(_INFERENCE_SAVED)
-            check = b if b._requires_grad and type(parents[live.index(i)]) is not AccumulateGrad else _ATTACHED
+            check = b if b._requires_grad and type(parents[live.index(i)]) is not AccumulateGrad else None
             saved.append((i, b, b._vc, b._vc[0], check))
     node.args = args
     out_meta = []
@@ -1331,7 +1325,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             ans_saved.append(ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
         else:
             ans_saved.append(v)
-            saved.append((~k, None, o._vc, o._vc[0], _ATTACHED))
+            saved.append((~k, None, o._vc, o._vc[0], None))
     node._out_meta = tuple(out_meta)
     node._saved = tuple(saved)
     node._has_saved = bool(saved)
