@@ -270,7 +270,8 @@ class _Visitor(Visitor):
                 if ct is not None:  # in the dtype and shape of the input (_conformed, inline)
                     p = node.parents[0]
                     meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
-                    if type(ct) is not np.ndarray or ct.dtype != meta[1] or ct.shape != meta[0]:
+                    if type(ct) is not np.ndarray or ct.shape != meta[0] or (ct.dtype is not meta[1]
+                                                                              and ct.dtype != meta[1]):
                         ct = _match(ct, meta)
                 cts = [ct]
             else:

@@ -678,8 +678,7 @@ class PrimNode(Node):
     to None.
     """
 
-    __slots__ = ("_has_saved", "_saved")
-    _has_saved: bool
+    __slots__ = ("_saved",)
     _saved: Any  # tuple of entries (raw values in args/ans), or None (SavedTensors there)
     prim: Primitive
     _plain = True  # one output (class level: set False on nodes of several)
@@ -694,7 +693,7 @@ class PrimNode(Node):
         """The gradients of ``parents`` by the primitive's rules (``g_all``: what ``vjp_all``
         sees, None for results that got no gradient); on boxes that record with ``create_graph``;
         with ``release``, the saved values are freed afterwards."""
-        if self._released and self._has_saved:
+        if self._released and self._holds_saved():
             raise RuntimeError(_FREED)
         prim = self.prim
         saved = self._saved
@@ -710,7 +709,7 @@ class PrimNode(Node):
                         args[pos] = as_numpy_box(box)
                     else:
                         ans[~pos] = NumpyBox._make(ans[~pos], self, ~pos, True, vc=vc)
-        elif self._has_saved:
+        else:
             args = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
                     for a in args]
             ans = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
@@ -735,10 +734,13 @@ class PrimNode(Node):
         if self._released:
             return
         self._released = True
-        if not self._has_saved:
-            return
         saved = self._saved
-        if saved is not None:
+        if saved is None:
+            for a in (*self.args, *self.ans):
+                if type(a) is SavedTensor:
+                    a._released = True
+                    a._data = a._box = a._packed = None
+        elif saved:
             args, ans = self.args, self.ans
             for e in saved:
                 if e[0] >= 0:
@@ -746,11 +748,10 @@ class PrimNode(Node):
                 else:
                     ans[~e[0]] = None
             self._saved = _GONE
-            return
-        for a in (*self.args, *self.ans):
-            if type(a) is SavedTensor:
-                a._released = True
-                a._data = a._box = a._packed = None
+
+    def _holds_saved(self) -> bool:
+        saved = self._saved
+        return bool(saved) if saved is not None else any(type(a) is SavedTensor for a in (*self.args, *self.ans))
 
     def _materialize(self, hooks: tuple[Any, ...] | None = None) -> None:
         """Put a :class:`SavedTensor` in ``args``/``ans`` for each saved value (packed by the
@@ -1215,7 +1216,6 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                     saved += ((-1, None, out._vc, 0, None),)
                 node._saved = saved
                 node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
-                node._has_saved = bool(saved)
                 if saved and _hook_state.stack:
                     node._materialize(_hook_state.stack[-1])
                 return out
@@ -1328,7 +1328,6 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             saved.append((~k, None, o._vc, o._vc[0], None))
     node._out_meta = tuple(out_meta)
     node._saved = tuple(saved)
-    node._has_saved = bool(saved)
     if saved and _hook_state.stack:
         node._materialize(_hook_state.stack[-1])
     if len(outs) != 1 or prim.multiple_results:
