@@ -9,7 +9,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.core.reverse import VJPNode, Visitor, backward_pass, carry_thread_state
+from funcgrad.core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_thread_state
 
 
 def _chain(n):
@@ -102,3 +102,33 @@ def test_functional_grad_unchanged():
     c = np.cos(x)
     t = np.tanh(np.sin(x))
     np.testing.assert_allclose(fg.grad(f)(x), t + x * (1 - t * t) * c)
+
+
+class _StepPlusOne(_PlusOne):
+    """The same work, done by ``step`` for nodes of one parent except ``declined`` ones."""
+
+    def __init__(self, declined=()):
+        super().__init__()
+        self.stepped = []
+        self.declined = set(declined)
+
+    def step(self, node, g):
+        if node in self.declined:
+            return DECLINE
+        self.stepped.append(node)
+        return g + 1
+
+
+def test_visitor_step_runs_single_parent_nodes_and_hands_declined_ones_to_visit():
+    x, a, b = _chain(2)
+    c = VJPNode(None, (a, b), (0, 1), None, None, None)  # two parents: always visited
+    for declined in ((), (b,), (a, b)):
+        v = _StepPlusOne(declined)
+        backward_pass([(c, 0)], visitor=v)
+        assert [g for n, g, _ in v.seen if n is x] == [4]  # the same sums as with visits only
+        assert set(v.stepped) == {a, b} - set(declined)
+        assert {n for n, _, _ in v.seen} == {c, x} | set(declined)
+    # a pruned pass (targets) visits every node: step is not tried
+    v = _StepPlusOne()
+    backward_pass([(c, 0)], visitor=v, targets=[x])
+    assert v.stepped == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
+from functools import partial
 from sys import getrefcount
 from typing import Any, Callable
 
@@ -28,7 +29,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import graph as _graph
-from ..core.reverse import VJPNode, Visitor, backward_pass, carry_thread_state
+from ..core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_thread_state
 from .graph import _GONE, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
 from .forward_ad import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import state as _mode
@@ -250,41 +251,13 @@ class _Visitor(Visitor):
         self.prof = _graph.profiling.active
         # nothing but the rules to run at plain nodes: no graph to record, no capture, no checks
         self.plain = not create_graph and not self.capture_at and not self.prof and not _graph.anomaly.enabled
+        if self.plain:  # (functions, not bound methods: no reference cycle through the visitor)
+            self.step = _step if not keep_graph else partial(_step, release=False)
 
     def visit(self, node: Any, g: Any, live: bool) -> Any:
         if self.plain and node._plain and g is not None:
-            # the common case: a primitive's node of one output, no hooks, nothing to check, its saved
-            # values as they were saved (else node.vjp: the SavedTensors' errors)
-            saved = node._saved
-            for _, _, vc, version, check in saved:
-                if vc[0] != version or (check is not None and not check._requires_grad):
-                    return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
-            prim = node.prim
-            args = node.args
-            argnums = node.argnums
-            if prim.vjp_all is None and len(argnums) == 1:
-                rule = prim.vjps.get(argnums[0])
-                if rule is None:
-                    raise prim.missing_rule("VJP", argnums[0])
-                ct = rule(g, node.ans[0], *args, **node.kwargs)
-                if ct is not None:  # in the dtype and shape of the input (_conformed, inline)
-                    p = node.parents[0]
-                    meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
-                    if type(ct) is not np.ndarray or ct.shape != meta[0] or (ct.dtype is not meta[1]
-                                                                              and ct.dtype != meta[1]):
-                        ct = _match(ct, meta)
-                cts = [ct]
-            else:
-                cts = _conformed(node, node.vjp(g, g, False))
-            if saved and not self.keep_graph:  # release: drop the saved arrays (node.release, inline)
-                node._released = True
-                for e in saved:
-                    if e[0] >= 0:
-                        args[e[0]] = None
-                    else:
-                        node.ans[~e[0]] = None
-                node._saved = _GONE
-            return cts
+            # a primitive's node of one output, no hooks, nothing to check
+            return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
         out_index = node.out_index
         if out_index is not None:  # one output of a node with several
             return self._arrive(node.parents[0], out_index, node, g)
@@ -395,6 +368,43 @@ class _Visitor(Visitor):
         if not self.keep_graph:
             node.release()
         return _conformed(node, outs)
+
+
+
+def _step(node: Any, g: Any, release: bool = True) -> Any:
+    """The walk's short way for a node of one parent (see ``Visitor.step``): a primitive's
+    node of one output, no hooks, its saved values as they were saved (else ``visit``, whose
+    ``node.vjp`` raises the SavedTensors' errors); the gradient in the dtype and shape of
+    its input, the saved values dropped unless ``retain_graph``."""
+    if not node._plain:
+        return DECLINE
+    saved = node._saved
+    for _, _, vc, version, check in saved:
+        if vc[0] != version or (check is not None and not check._requires_grad):
+            return DECLINE
+    prim = node.prim
+    if prim.vjp_all is not None:
+        return DECLINE
+    args = node.args
+    pos = node.argnums[0]
+    rule = prim.vjps.get(pos)
+    if rule is None:
+        raise prim.missing_rule("VJP", pos)
+    ct = rule(g, node.ans[0], *args, **node.kwargs)
+    if ct is not None:  # (_conformed, inline)
+        p = node.parents[0]
+        meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
+        if type(ct) is not np.ndarray or ct.shape != meta[0] or (ct.dtype is not meta[1] and ct.dtype != meta[1]):
+            ct = _match(ct, meta)
+    if saved and release:  # (node.release, inline)
+        node._released = True
+        for e in saved:
+            if e[0] >= 0:
+                args[e[0]] = None
+            else:
+                node.ans[~e[0]] = None
+        node._saved = _GONE
+    return ct
 
 
 def _conformed(node: Any, cts: list[Any]) -> list[Any]:
