@@ -1196,7 +1196,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                 node = _new_node(cls)
                 node.prim = prim
                 node.parents = [parent]
-                node.argnums = node._inputs = [i]
+                node.argnums = node._inputs = argnums
                 node.kwargs = _NO_KWARGS
                 node.out_index = node.versions = None
                 node._seq = next(_seq)
@@ -1215,7 +1215,8 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                     node.ans = [ans]
                     saved += ((-1, None, out._vc, 0, None),)
                 node._saved = saved
-                node._out_meta = ((ans.shape, ans.dtype, np if type(ans) is np.ndarray else namespace_of(ans)),)
+                meta = _METAS.get((ans.shape, ans.dtype)) if type(ans) is np.ndarray else None
+                node._out_meta = meta if meta is not None else _out_meta(ans)
                 if saved and _hook_state.stack:
                     node._materialize(_hook_state.stack[-1])
                 return out
@@ -1317,7 +1318,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     node.ans = ans_saved
     for k, o in enumerate(outs):
         v = o._value
-        out_meta.append((v.shape, v.dtype, np if type(v) is np.ndarray else namespace_of(v)))
+        out_meta.append(_out_meta(v)[0])
         o._node = node
         o._output_nr = k
         o._requires_grad = True
@@ -1361,6 +1362,19 @@ def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
         fp_restore(token)
 
 
+def _out_meta(v: Any) -> tuple[Any, ...]:
+    """A node's ``_out_meta`` for its one output ``v``: ((shape, dtype, namespace),), one shared
+    tuple per NumPy shape and dtype (fewer objects per node, for the garbage collector to count)."""
+    ns = np if type(v) is np.ndarray else namespace_of(v)
+    meta = ((v.shape, v.dtype, ns),)
+    if ns is np:
+        if len(_METAS) > 4096:  # (bounded: shapes may vary without end)
+            _METAS.clear()
+        _METAS[(v.shape, v.dtype)] = meta
+    return meta
+
+
+_METAS: dict[Any, tuple[Any, ...]] = {}
 _ONE_BOX: dict[Any, Any] = {}  # primitive -> its node class if it may take record's short path, else False
 _NO_KWARGS: dict[str, Any] = {}  # (never written to)
 
