@@ -8,8 +8,8 @@ Tensor lands in :func:`record`:
 1. the raw arrays are computed by the primitive's raw function;
 2. if grad mode is on and some input requires grad, a :class:`PrimNode` (a kind of
    the engine's ``VJPNode``) is made. It keeps what the primitive's VJP rules read,
-   and only that (the primitive's declared ``reads``), each as a :class:`SavedTensor`
-   that checks version counters and applies saved-tensor hooks;
+   and only that (the primitive's declared ``reads``): the arrays with their version
+   counters, as :class:`SavedTensor` objects (hooks, ``_raw_saved_*``) when asked;
 3. views (reshape, transpose, basic indexing ...) share their base's version counter
    and remember how to replay themselves on the base, so that an in-place change
    through a view can rebase the graph (:func:`apply_inplace`, the ``CopySlices`` node).
