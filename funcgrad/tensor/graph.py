@@ -697,19 +697,12 @@ class PrimNode(Node):
             raise RuntimeError(_FREED)
         prim = self.prim
         saved = self._saved
-        if saved is not None and not intact(saved):
-            self._materialize()  # changed in place or detached since: the SavedTensors' checks raise
+        if saved and (create_graph or not intact(saved)):
+            # recorded boxes to unpack, or changed in place or detached since: the SavedTensors' checks raise
+            self._materialize()
             saved = None
         args, ans = self.args, self.ans
-        if saved is not None:
-            if create_graph and saved:  # recorded boxes: the saved inputs themselves, outputs of this node
-                args, ans = list(args), list(ans)
-                for pos, box, vc, _, _ in saved:
-                    if pos >= 0:
-                        args[pos] = as_numpy_box(box)
-                    else:
-                        ans[~pos] = NumpyBox._make(ans[~pos], self, ~pos, True, vc=vc)
-        else:
+        if saved is None:
             args = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
                     for a in args]
             ans = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
