@@ -186,62 +186,14 @@ class _MathMixin:
         mark = _seq_mark()
         return _rename(fnp.square(self), "PowBackward0", mark)
 
-    def sqrt(self: Tensor) -> "Tensor":
-        return _unary("sqrt", self)
+    sqrt, exp, exp2, expm1, log, log2, log10, log1p, sin, cos, tan, tanh, sinh, cosh, asin, acos, atan = (
+        _unary(n) for n in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+                            "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan"))
+    arcsin, arccos, arctan = asin, acos, atan
 
     def rsqrt(self: Tensor) -> "Tensor":
         mark = _seq_mark()
         return _rename(1.0 / fnp.sqrt(_float(self)), "RsqrtBackward0", mark)
-
-    def exp(self: Tensor) -> "Tensor":
-        return _unary("exp", self)
-
-    def exp2(self: Tensor) -> "Tensor":
-        return _unary("exp2", self)
-
-    def expm1(self: Tensor) -> "Tensor":
-        return _unary("expm1", self)
-
-    def log(self: Tensor) -> "Tensor":
-        return _unary("log", self)
-
-    def log2(self: Tensor) -> "Tensor":
-        return _unary("log2", self)
-
-    def log10(self: Tensor) -> "Tensor":
-        return _unary("log10", self)
-
-    def log1p(self: Tensor) -> "Tensor":
-        return _unary("log1p", self)
-
-    def sin(self: Tensor) -> "Tensor":
-        return _unary("sin", self)
-
-    def cos(self: Tensor) -> "Tensor":
-        return _unary("cos", self)
-
-    def tan(self: Tensor) -> "Tensor":
-        return _unary("tan", self)
-
-    def tanh(self: Tensor) -> "Tensor":
-        return _unary("tanh", self)
-
-    def sinh(self: Tensor) -> "Tensor":
-        return _unary("sinh", self)
-
-    def cosh(self: Tensor) -> "Tensor":
-        return _unary("cosh", self)
-
-    def asin(self: Tensor) -> "Tensor":
-        return _unary("arcsin", self)
-
-    def acos(self: Tensor) -> "Tensor":
-        return _unary("arccos", self)
-
-    def atan(self: Tensor) -> "Tensor":
-        return _unary("arctan", self)
-
-    arcsin, arccos, arctan = asin, acos, atan
 
     def atan2(self: Tensor, other: Any) -> "Tensor":
         a, b = _promote(_float(self), other)
@@ -390,7 +342,7 @@ class _MathMixin:
         return cast("Tensor", fnp.imag(self))
 
     def angle(self: Tensor) -> "Tensor":
-        return fnp.angle(self) if self.is_complex() else _unary("arctan2", self) * 0
+        return cast("Tensor", fnp.angle(_float(self)))
 
     # ------------------------------------------------------------------ comparisons
     def __eq__(self: Tensor, other: Any) -> "Tensor":  # type: ignore[override]

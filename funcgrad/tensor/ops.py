@@ -13,7 +13,9 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..core import trace as _core_trace
 from . import dtypes as _dt
+from .graph import record as _record
 from .tensor import Tensor, _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
 
 # a literal list, so that type checkers see what ``from .ops import *`` exports
@@ -39,16 +41,26 @@ __all__ = [
 
 
 def _method_fn(name: str) -> Callable[..., Any]:
-    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        out = kwargs.pop("out", None) if kwargs else None
-        if out is not None:
-            return _write_out(name, out, input, args, kwargs)
-        return getattr(input if input.__class__ is Tensor else _as_tensor(input), name)(*args, **kwargs)
+    method = getattr(Tensor, name)
+    prim: Any = getattr(method, "_prim", None)  # a unary primitive's method (tensor._unary): its short path, inline
 
-    fn.__name__ = name
-    fn.__qualname__ = name
-    fn.__doc__ = f"``ft.{name}(input, ...)`` is ``input.{name}(...)`` (PyTorch's ``torch.{name}``)."
-    return fn
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if kwargs and (out := kwargs.pop("out", None)) is not None:
+            return _write_out(name, out, input, args, kwargs)
+        if input.__class__ is Tensor:
+            return method(input, *args, **kwargs)
+        return getattr(_as_tensor(input), name)(*args, **kwargs)
+
+    def unary(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if input.__class__ is Tensor and not args and not kwargs and input._value.dtype.kind in "fc" \
+                and _core_trace.result_hook is None:
+            return _record(prim, [input], {}, [0])
+        return fn(input, *args, **kwargs)
+
+    f = fn if prim is None else unary
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"``ft.{name}(input, ...)`` is ``input.{name}(...)`` (PyTorch's ``torch.{name}``)."
+    return f
 
 
 # spelled out, one per method name, so that type checkers and readers see every name

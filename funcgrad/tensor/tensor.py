@@ -41,6 +41,7 @@ __all__ = ["Tensor", "Size", "device", "is_tensor"]
 
 _pyint, _pyfloat, _pybool, _pycomplex = builtins.int, builtins.float, builtins.bool, builtins.complex
 _grad_lock = threading.RLock()
+_record = _graph.record
 
 
 class Size(tuple[int, ...]):
@@ -270,12 +271,18 @@ def _zero_like_scalar(t: Tensor) -> Any:
 
 def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> Tensor:
     a, b = _promote(a, b)
-    if true_div:
-        kind = (a.dtype if isinstance(a, Tensor) else b.dtype).np.kind
-        if kind in "biu":
-            d = _dt.get_default_dtype()
-            a = _cast(a, d) if isinstance(a, Tensor) else _pyfloat(a)
-            b = _cast(b, d) if isinstance(b, Tensor) else _pyfloat(b)
+    if true_div and (a if isinstance(a, Tensor) else b)._value.dtype.kind in "biu":
+        d = _dt.get_default_dtype()
+        a = _cast(a, d) if isinstance(a, Tensor) else _pyfloat(a)
+        b = _cast(b, d) if isinstance(b, Tensor) else _pyfloat(b)
+    out: Tensor
+    if _core_trace.result_hook is None:  # recorded at once, as the traced call would (Tensors and numbers here)
+        if isinstance(a, Tensor):
+            out = _record(fn.primitive, [a, b], {}, [0, 1] if isinstance(b, Tensor) else [0])  # type: ignore[attr-defined]
+            return out
+        if isinstance(b, Tensor):
+            out = _record(fn.primitive, [a, b], {}, [1])  # type: ignore[attr-defined]
+            return out
     out = fn(a, b)
     return out if isinstance(out, Tensor) else _as_tensor(out)
 
@@ -305,17 +312,22 @@ def _float(t: Tensor) -> Tensor:
     return t
 
 
-def _unary(name: str, t: Tensor) -> Tensor:
-    """``fnp.<name>(t)``, in floats for an integer ``t``. A primitive on a Tensor of the tensor
-    trace is recorded at once: what its traced call does then, less the generic checks."""
-    fn = getattr(fnp, name, None)
-    if fn is None:
-        raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
-    if t._value.dtype.kind in "biu":
-        t = _cast(t, _dt.get_default_dtype())
-    out: Tensor = _graph.record(prim, [t], {}, [0]) if (prim := getattr(fn, "primitive", None)) is not None \
-        and t._trace is _graph.TRACE and _core_trace.result_hook is None else fn(t)
-    return out
+def _unary(name: str) -> Callable[[Tensor], Tensor]:
+    """The method ``t.<name>()``: ``fnp.<name>(t)``, in floats for an integer ``t``. Its primitive is
+    found once, here; on a Tensor it is recorded at once (what the traced call does then, less the
+    generic checks). ``ft.<name>`` takes the same short path (``_prim``, see ops.py)."""
+    fn = getattr(fnp, name)
+    prim = fn.primitive
+
+    def method(self: Tensor) -> Tensor:
+        if self._value.dtype.kind in "biu":
+            self = _cast(self, _dt.get_default_dtype())
+        out: Tensor = _record(prim, [self], {}, [0]) if _core_trace.result_hook is None else fn(self)
+        return out
+
+    method.__name__ = method.__qualname__ = name
+    method._prim = prim  # type: ignore[attr-defined]
+    return method
 
 
 def _special(name: str) -> Callable[..., Any] | None:
