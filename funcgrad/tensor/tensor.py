@@ -457,12 +457,13 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         x.grad                       # tensor([2., 4., 6.])
     """
 
-    __slots__ = ("_grad", "_retains_grad", "_hooks", "_post_hooks", "_accumulator", "__dict__")  # (set in _make)
-    _grad: "Tensor | None"
-    _retains_grad: builtins.bool
-    _hooks: dict[builtins.int, Any] | None
-    _post_hooks: dict[builtins.int, Any] | None
-    _accumulator: Any
+    __slots__ = ("__dict__",)
+    # Set on few tensors (leaves, hooks, retain_grad): class defaults until then, so _make writes none of them.
+    _grad: "Tensor | None" = None
+    _retains_grad: builtins.bool = False
+    _hooks: dict[builtins.int, Any] | None = None
+    _post_hooks: dict[builtins.int, Any] | None = None
+    _accumulator: Any = None
     __array_priority__ = 1000.0
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
