@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
+_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (3, 3): "BmmBackward0"}  # PyTorch's, by ndims
+
+
 class _MathMixin:
     __slots__ = ()
 
@@ -78,9 +81,6 @@ class _MathMixin:
     def __rpow__(self: Tensor, other: Any) -> "Tensor":
         mark = _seq_mark()
         return _rename(_binary(fnp.power, other, self), "PowBackward2", mark)
-
-    def __matmul__(self: Tensor, other: Any) -> "Tensor":
-        return self.matmul(other)
 
     def __rmatmul__(self: Tensor, other: Any) -> "Tensor":
         return _as_tensor(other).matmul(self)
@@ -407,21 +407,21 @@ class _MathMixin:
     # ------------------------------------------------------------------ reductions
     def sum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
             axis: Any = None) -> "Tensor":
-        mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
-        axes = _dims(dim, x.dim())
-        out = fnp.sum(x, axis=axes, keepdims=keepdim)
-        return _rename(out, "SumBackward0" if dim is None else "SumBackward1", mark)
+        if dim is None:  # the node's own name: SumBackward0
+            out: Tensor = fnp.sum(x, keepdims=keepdim)
+            return out
+        mark = _seq_mark()
+        return _rename(fnp.sum(x, axis=_dims(dim, x.dim()), keepdims=keepdim), "SumBackward1", mark)
 
     def nansum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return cast("Tensor", fnp.where(self._value != self._value, 0, self).sum(dim, keepdim))
 
     def mean(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
              axis: Any = None) -> "Tensor":
-        mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind not in "fc":
@@ -429,9 +429,11 @@ class _MathMixin:
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                 f"dtype. Got: {_dt.SCALAR_NAMES[x.dtype]}"
             )
-        axes = _dims(dim, x.dim())
-        out = fnp.mean(x, axis=axes, keepdims=keepdim)
-        return _rename(out, "MeanBackward0" if dim is None else "MeanBackward1", mark)
+        if dim is None:  # the node's own name: MeanBackward0
+            out: Tensor = fnp.mean(x, keepdims=keepdim)
+            return out
+        mark = _seq_mark()
+        return _rename(fnp.mean(x, axis=_dims(dim, x.dim()), keepdims=keepdim), "MeanBackward1", mark)
 
     def prod(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "Tensor":
         x = self if dtype is None else self.to(dtype)
@@ -568,15 +570,15 @@ class _MathMixin:
     # ------------------------------------------------------------------ linear algebra
     def matmul(self: Tensor, other: Any) -> "Tensor":
         other = _as_tensor(other)
-        if self.dim() == 0 or other.dim() == 0:
-            raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
-                               f"{self.dim()}D and {other.dim()}D")
-        a, b = _promote(self, other)
+        nd = (self._value.ndim, other._value.ndim)
+        if 0 in nd:
+            raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {nd[0]}D and {nd[1]}D")
+        if nd == (2, 2):  # the node's own name: MmBackward0
+            return _binary(fnp.matmul, self, other)
         mark = _seq_mark()
-        out = fnp.matmul(a, b)
-        nd = (a.dim(), b.dim())
-        name = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0", (3, 3): "BmmBackward0"}.get(nd, "MatmulBackward0")
-        return _rename(out, name, mark)
+        return _rename(_binary(fnp.matmul, self, other), _MATMUL_NAMES.get(nd, "MatmulBackward0"), mark)
+
+    __matmul__ = matmul
 
     def mm(self: Tensor, mat2: "Tensor") -> "Tensor":
         if self.dim() != 2 or _as_tensor(mat2).dim() != 2:

@@ -700,7 +700,7 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
 
 _UFUNC_OPS = {
     "add": Tensor.__add__, "subtract": Tensor.__sub__, "multiply": Tensor.__mul__, "true_divide": Tensor.__truediv__,
-    "divide": Tensor.__truediv__, "power": Tensor.__pow__, "matmul": Tensor.__matmul__,
+    "divide": Tensor.__truediv__, "power": Tensor.__pow__, "matmul": Tensor.matmul,
     "equal": Tensor.__eq__, "not_equal": Tensor.__ne__, "less": Tensor.__lt__, "less_equal": Tensor.__le__,
     "greater": Tensor.__gt__, "greater_equal": Tensor.__ge__,
 }
