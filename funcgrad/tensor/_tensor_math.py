@@ -23,7 +23,7 @@ from . import graph as _graph
 
 from .tensor import (
     _pyint, _pybool, DimArg, MaxMin, _seq_mark, _rename, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand,
-    _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _compare, _logical, _wrap_nondiff, _float, _unary,
+    _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
     _special,
 )
 
@@ -38,45 +38,17 @@ class _MathMixin:
     __slots__ = ()
 
     # ------------------------------------------------------------------ arithmetic
-    def __add__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.add, self, other)
-
-    def __radd__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.add, other, self)
-
-    def __sub__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.subtract, self, other)
+    __add__, __sub__, __mul__, __floordiv__, __mod__ = (
+        _binop(f) for f in (fnp.add, fnp.subtract, fnp.multiply, fnp.floor_divide, fnp.remainder))
+    __radd__, __rmul__, __rfloordiv__, __rmod__ = (
+        _binop(f, reflected=True) for f in (fnp.add, fnp.multiply, fnp.floor_divide, fnp.remainder))
+    __truediv__, __rtruediv__ = _binop(fnp.divide, true_div=True), _binop(fnp.divide, reflected=True, true_div=True)
+    mul = multiply = __mul__
+    floor_divide, remainder, true_divide, fmod = __floordiv__, __mod__, __truediv__, _binop(fnp.fmod)
 
     def __rsub__(self: Tensor, other: Any) -> "Tensor":
         mark = _seq_mark()
         return _rename(_binary(fnp.subtract, other, self), "RsubBackward1", mark)
-
-    def __mul__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.multiply, self, other)
-
-    def __rmul__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.multiply, other, self)
-
-    def __truediv__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.divide, self, other, true_div=True)
-
-    def __rtruediv__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.divide, other, self, true_div=True)
-
-    def __floordiv__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.floor_divide, self, other)
-
-    def __rfloordiv__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.floor_divide, other, self)
-
-    def __mod__(self: Tensor, other: Any) -> "Tensor":
-        return self.remainder(other)
-
-    def __rmod__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.remainder, other, self)
-
-    def __pow__(self: Tensor, other: Any) -> "Tensor":
-        return self.pow(other)
 
     def __rpow__(self: Tensor, other: Any) -> "Tensor":
         mark = _seq_mark()
@@ -127,11 +99,6 @@ class _MathMixin:
 
     subtract = sub
 
-    def mul(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.multiply, self, other)
-
-    multiply = mul
-
     def div(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> "Tensor":
         if rounding_mode is None:
             return _binary(fnp.divide, self, other, true_div=True)
@@ -143,24 +110,18 @@ class _MathMixin:
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
     divide = div
-    true_divide = __truediv__
-
-    def floor_divide(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.floor_divide, self, other)
-
-    def remainder(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.remainder, self, other)
-
-    fmod = remainder
 
     def pow(self: Tensor, exponent: Any) -> "Tensor":
-        mark = _seq_mark()
-        if isinstance(exponent, Tensor) and exponent.dim() > 0 or isinstance(exponent, Tensor) and exponent._requires_grad:
+        if isinstance(exponent, Tensor) and (exponent.dim() > 0 or exponent._requires_grad):
+            mark = _seq_mark()
             return _rename(_binary(fnp.power, self, exponent), "PowBackward1", mark)
-        if isinstance(exponent, (_pyint, np.integer)) and not isinstance(exponent, _pybool) and self.is_floating_point():
-            if exponent == 2:
-                return _rename(fnp.square(self), "PowBackward0", mark)
-        return _rename(_binary(fnp.power, self, exponent), "PowBackward0", mark)
+        if isinstance(exponent, (_pyint, np.integer)) and not isinstance(exponent, _pybool) and exponent == 2 \
+                and self._value.dtype.kind == "f":
+            out: Tensor = fnp.square(self)  # the same node (PowBackward0), cheaper
+            return out
+        return _binary(fnp.power, self, exponent)  # PowBackward0: the node's own name
+
+    __pow__ = pow
 
     def float_power(self: Tensor, exponent: Any) -> "Tensor":
         return self.double().pow(exponent.double() if isinstance(exponent, Tensor) else exponent)

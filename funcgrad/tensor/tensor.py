@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import operator
 import threading
 import warnings
 from typing import Any, Callable, Sequence, SupportsIndex, Union, cast
@@ -285,6 +286,17 @@ def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> T
             return out
     out = fn(a, b)
     return out if isinstance(out, Tensor) else _as_tensor(out)
+
+
+def _binop(fn: Callable[..., Any], reflected: bool = False, true_div: bool = False) -> Callable[[Tensor, Any], Tensor]:
+    """The operator method ``self (op) other`` (``other (op) self`` when ``reflected``), through ``_binary``."""
+    if reflected:
+        def op(self: Tensor, other: Any) -> Tensor:
+            return _binary(fn, other, self, true_div)
+    else:
+        def op(self: Tensor, other: Any) -> Tensor:
+            return _binary(fn, self, other, true_div)
+    return op
 
 
 def _compare(fn: Callable[..., Any], a: Any, b: Any) -> Tensor:
@@ -698,9 +710,9 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         return func(*conv(args), **{k: conv(v) for k, v in kwargs.items()})
 
 
-_UFUNC_OPS = {
-    "add": Tensor.__add__, "subtract": Tensor.__sub__, "multiply": Tensor.__mul__, "true_divide": Tensor.__truediv__,
-    "divide": Tensor.__truediv__, "power": Tensor.__pow__, "matmul": Tensor.matmul,
+_UFUNC_OPS: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "true_divide": operator.truediv,
+    "divide": operator.truediv, "power": operator.pow, "matmul": Tensor.matmul,
     "equal": Tensor.__eq__, "not_equal": Tensor.__ne__, "less": Tensor.__lt__, "less_equal": Tensor.__le__,
     "greater": Tensor.__gt__, "greater_equal": Tensor.__ge__,
 }

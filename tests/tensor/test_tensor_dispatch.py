@@ -78,3 +78,26 @@ def test_angle_of_real_and_integer_tensors():
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
     assert ft.angle(ft.tensor([3, -1])).dtype is ft.float32
     np.testing.assert_allclose(ft.tensor([1j, -2.0]).angle().numpy(), [math.pi / 2, math.pi])
+
+
+def test_fmod_is_not_remainder():
+    x = ft.tensor([-3.0, 3.0, -1.5], requires_grad=True)
+    np.testing.assert_array_equal(ft.fmod(x, 2).detach().numpy(), np.fmod([-3.0, 3.0, -1.5], 2))  # sign of x
+    np.testing.assert_array_equal(x.remainder(2).detach().numpy(), np.remainder([-3.0, 3.0, -1.5], 2))
+    np.testing.assert_array_equal((x % 2).detach().numpy(), np.remainder([-3.0, 3.0, -1.5], 2))
+    assert ft.fmod(ft.tensor([-7]), 2).item() == -1 and ft.fmod(x, 2).grad_fn.name() == "FmodBackward0"
+    ft.fmod(x, 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones(3))
+
+
+def test_node_names_where_the_rename_is_skipped():
+    x = ft.randn(2, 3, requires_grad=True)
+    names = {
+        "MmBackward0": x @ x.T, "BmmBackward0": x[None] @ x.T[None], "MatmulBackward0": x[0] @ x.T,
+        "PowBackward0": x ** ft.tensor(3.0), "PowBackward2": 2.0 ** x, "SumBackward1": x.sum(()),
+        "SumBackward0": x.sum(), "MeanBackward1": x.mean(0),
+    }
+    for want, t in names.items():
+        assert t.grad_fn.name() == want and type(t.grad_fn).__name__ == want
+    assert (x.detach().long() ** 2).dtype is ft.int64 and (x ** 2).grad_fn.name() == "PowBackward0"
+    np.testing.assert_allclose((x ** 2).detach().numpy(), x.detach().numpy() ** 2)
