@@ -18,13 +18,13 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
+from ..scipy.special import expit
 from . import dtypes as _dt
 from . import graph as _graph
 
 from .tensor import (
     _pyint, _pybool, DimArg, MaxMin, _seq_mark, _rename, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand,
     _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
-    _special,
 )
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class _MathMixin:
         return _rename(fnp.square(self), "PowBackward0", mark)
 
     sqrt, exp, exp2, expm1, log, log2, log10, log1p, sin, cos, tan, tanh, sinh, cosh, asin, acos, atan = (
-        _unary(n) for n in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+        _unary(getattr(fnp, n)) for n in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
                             "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan"))
     arcsin, arccos, arctan = asin, acos, atan
 
@@ -162,12 +162,7 @@ class _MathMixin:
 
     arctan2 = atan2
 
-    def sigmoid(self: Tensor) -> "Tensor":
-        mark = _seq_mark()
-        x = _float(self)
-        expit = _special("expit")
-        out = expit(x) if expit is not None else 0.5 * (fnp.tanh(0.5 * x) + 1.0)
-        return _rename(out, "SigmoidBackward0", mark)
+    sigmoid = _unary(expit)  # SigmoidBackward0
 
     def relu(self: Tensor) -> "Tensor":
         mark = _seq_mark()

@@ -324,12 +324,11 @@ def _float(t: Tensor) -> Tensor:
     return t
 
 
-def _unary(name: str) -> Callable[[Tensor], Tensor]:
-    """The method ``t.<name>()``: ``fnp.<name>(t)``, in floats for an integer ``t``. Its primitive is
-    found once, here; on a Tensor it is recorded at once (what the traced call does then, less the
-    generic checks). ``ft.<name>`` takes the same short path (``_prim``, see ops.py)."""
-    fn = getattr(fnp, name)
-    prim = fn.primitive
+def _unary(fn: Callable[..., Any]) -> Callable[[Tensor], Tensor]:
+    """The method ``t.<name>()``: ``fn(t)`` (a one-argument primitive), in floats for an integer ``t``.
+    Its primitive is found once, here; on a Tensor it is recorded at once (what the traced call does
+    then, less the generic checks). ``ft.<name>`` takes the same short path (``_prim``, see ops.py)."""
+    prim = fn.primitive  # type: ignore[attr-defined]
 
     def method(self: Tensor) -> Tensor:
         if self._value.dtype.kind in "biu":
@@ -337,17 +336,9 @@ def _unary(name: str) -> Callable[[Tensor], Tensor]:
         out: Tensor = _record(prim, [self], {}, [0]) if _core_trace.result_hook is None else fn(self)
         return out
 
-    method.__name__ = method.__qualname__ = name
+    method.__name__ = method.__qualname__ = prim.name
     method._prim = prim  # type: ignore[attr-defined]
     return method
-
-
-def _special(name: str) -> Callable[..., Any] | None:
-    try:
-        from ..scipy import special
-    except ImportError:
-        return None
-    return getattr(special, name, None)
 
 
 def _fg_device(dev: device) -> Any:
@@ -407,7 +398,7 @@ def _format(t: Tensor) -> str:
         kind = v.dtype.kind
         fmt: dict[Any, Any] = {}
         if kind == "f":
-            finite = v[np.isfinite(v)]
+            finite = v[np.isfinite(v)].astype(np.float64)  # (float16: 1e8 would overflow in comparisons)
             absmax = np.abs(finite).max() if finite.size else 0.0
             nonzero = np.abs(finite[finite != 0])
             absmin = nonzero.min() if nonzero.size else 0.0

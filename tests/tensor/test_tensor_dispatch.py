@@ -2,6 +2,7 @@
 same values, dtypes, graph nodes and errors as the generic traced call it skips."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import funcgrad as fg
 import funcgrad.tensor as ft
 
 UNARY = [("sin", np.sin), ("tanh", np.tanh), ("exp", np.exp), ("log1p", np.log1p), ("asin", np.arcsin),
-         ("arccos", np.arccos), ("atan", np.arctan), ("sqrt", np.sqrt)]
+         ("arccos", np.arccos), ("atan", np.arctan), ("sqrt", np.sqrt), ("sigmoid", lambda a: 1 / (1 + np.exp(-a)))]
 
 
 @pytest.mark.parametrize("name,ref", UNARY)
@@ -101,3 +102,9 @@ def test_node_names_where_the_rename_is_skipped():
         assert t.grad_fn.name() == want and type(t.grad_fn).__name__ == want
     assert (x.detach().long() ** 2).dtype is ft.int64 and (x ** 2).grad_fn.name() == "PowBackward0"
     np.testing.assert_allclose((x ** 2).detach().numpy(), x.detach().numpy() ** 2)
+
+
+def test_float16_repr_has_no_overflow_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "3.0000e+04" in repr(ft.tensor([0.5, 3e4], dtype=ft.float16))
