@@ -134,10 +134,6 @@ class _MathMixin:
 
     negative = neg
 
-    def abs(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.abs(self))
-
-    absolute = abs
 
     def reciprocal(self: Tensor) -> "Tensor":
         mark = _seq_mark()
@@ -198,22 +194,14 @@ class _MathMixin:
             out = fnp.squeeze(out, axis=axes if axes is not None else tuple(range(raw.ndim)))
         return _rename(out, "LogsumexpBackward0", mark)
 
-    def sign(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.sign(self))
+    sign, floor, ceil, trunc, isnan, isinf, isfinite, logical_not, abs = (
+        _unary(getattr(fnp, n), to_float=False)
+        for n in ("sign", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "logical_not", "abs"))
 
-    sgn = sign
-
-    def floor(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.floor(self))
-
-    def ceil(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.ceil(self))
+    sgn, absolute = sign, abs
 
     def round(self: Tensor, decimals: builtins.int = 0) -> "Tensor":
         return _wrap_nondiff(fnp.round(self, decimals) if decimals else fnp.rint(self))
-
-    def trunc(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.trunc(self))
 
     def frac(self: Tensor) -> "Tensor":
         return self - self.trunc()
@@ -338,18 +326,6 @@ class _MathMixin:
                 equal_nan: builtins.bool = False) -> "Tensor":
         o = _as_tensor(other)
         return Tensor._make(namespace_of(self._value).isclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-    def isnan(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.isnan(self))
-
-    def isinf(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.isinf(self))
-
-    def isfinite(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.isfinite(self))
-
-    def logical_not(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.logical_not(self))
 
     def logical_and(self: Tensor, other: Any) -> "Tensor":
         return _logical(fnp.logical_and, self, other)

@@ -324,14 +324,15 @@ def _float(t: Tensor) -> Tensor:
     return t
 
 
-def _unary(fn: Callable[..., Any]) -> Callable[[Tensor], Tensor]:
-    """The method ``t.<name>()``: ``fn(t)`` (a one-argument primitive), in floats for an integer ``t``.
-    Its primitive is found once, here; on a Tensor it is recorded at once (what the traced call does
-    then, less the generic checks). ``ft.<name>`` takes the same short path (``_prim``, see ops.py)."""
+def _unary(fn: Callable[..., Any], to_float: bool = True) -> Callable[[Tensor], Tensor]:
+    """The method ``t.<name>()``: ``fn(t)`` (a one-argument primitive), in floats for an integer ``t``
+    when ``to_float``. Its primitive is found once, here; on a Tensor it is recorded at once (what the
+    traced call does then, less the generic checks). ``ft.<name>`` takes the same short path (``_prim``,
+    see ops.py)."""
     prim = fn.primitive  # type: ignore[attr-defined]
 
     def method(self: Tensor) -> Tensor:
-        if self._value.dtype.kind in "biu":
+        if to_float and self._value.dtype.kind in "biu":
             self = _cast(self, _dt.get_default_dtype())
         out: Tensor = _record(prim, [self], {}, [0]) if _core_trace.result_hook is None else fn(self)
         return out
