@@ -57,14 +57,8 @@ class _MathMixin:
     def __rmatmul__(self: Tensor, other: Any) -> "Tensor":
         return _as_tensor(other).matmul(self)
 
-    def __neg__(self: Tensor) -> "Tensor":
-        return self.neg()
-
     def __pos__(self: Tensor) -> "Tensor":
         return self
-
-    def __abs__(self: Tensor) -> "Tensor":
-        return self.abs()
 
     def __invert__(self: Tensor) -> "Tensor":
         if self._value.dtype.kind not in "biu":
@@ -132,7 +126,7 @@ class _MathMixin:
                                "to invert a mask, use the `~` or `logical_not()` operator instead.")
         return cast("Tensor", fnp.negative(self))
 
-    negative = neg
+    negative = __neg__ = neg
 
 
     def reciprocal(self: Tensor) -> "Tensor":
@@ -198,7 +192,7 @@ class _MathMixin:
         _unary(getattr(fnp, n), to_float=False)
         for n in ("sign", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "logical_not", "abs"))
 
-    sgn, absolute = sign, abs
+    sgn, absolute, __abs__ = sign, abs, abs
 
     def round(self: Tensor, decimals: builtins.int = 0) -> "Tensor":
         return _wrap_nondiff(fnp.round(self, decimals) if decimals else fnp.rint(self))
