@@ -108,3 +108,14 @@ def test_float16_repr_has_no_overflow_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "dtype=ft.float16" in repr(ft.tensor([0.5, 3e4, 1e-3], dtype=ft.float16))
+
+
+def test_every_method_function_is_bound_to_its_own_name():
+    from funcgrad.tensor import ops
+
+    methods = [n for n in ops.__all__ if (getattr(ops, n).__doc__ or "").startswith(f"``ft.{n}(input")]
+    assert len(methods) > 150 and {"sin", "sum", "matmul", "detach"} <= set(methods)
+    for n in ops.__all__:
+        f = getattr(ops, n)
+        if (f.__doc__ or "").startswith("``ft."):
+            assert f.__name__ == n and f.__doc__.startswith(f"``ft.{n}(input"), n
