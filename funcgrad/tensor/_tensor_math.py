@@ -18,81 +18,47 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
+from ..scipy.special import expit
 from . import dtypes as _dt
 from . import graph as _graph
 
 from .tensor import (
     _pyint, _pybool, DimArg, MaxMin, _seq_mark, _rename, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand,
-    _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _compare, _logical, _wrap_nondiff, _float, _unary,
-    _special,
+    _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
 )
 
 if TYPE_CHECKING:
     from .tensor import Tensor
 
 
+_MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (3, 3): "BmmBackward0"}  # PyTorch's, by ndims
+
+
 class _MathMixin:
     __slots__ = ()
 
     # ------------------------------------------------------------------ arithmetic
-    def __add__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.add, self, other)
-
-    def __radd__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.add, other, self)
-
-    def __sub__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.subtract, self, other)
+    __add__, __sub__, __mul__, __floordiv__, __mod__ = (
+        _binop(f) for f in (fnp.add, fnp.subtract, fnp.multiply, fnp.floor_divide, fnp.remainder))
+    __radd__, __rmul__, __rfloordiv__, __rmod__ = (
+        _binop(f, reflected=True) for f in (fnp.add, fnp.multiply, fnp.floor_divide, fnp.remainder))
+    __truediv__, __rtruediv__ = _binop(fnp.divide, true_div=True), _binop(fnp.divide, reflected=True, true_div=True)
+    mul = multiply = __mul__
+    floor_divide, remainder, true_divide, fmod = __floordiv__, __mod__, __truediv__, _binop(fnp.fmod)
 
     def __rsub__(self: Tensor, other: Any) -> "Tensor":
         mark = _seq_mark()
         return _rename(_binary(fnp.subtract, other, self), "RsubBackward1", mark)
 
-    def __mul__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.multiply, self, other)
-
-    def __rmul__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.multiply, other, self)
-
-    def __truediv__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.divide, self, other, true_div=True)
-
-    def __rtruediv__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.divide, other, self, true_div=True)
-
-    def __floordiv__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.floor_divide, self, other)
-
-    def __rfloordiv__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.floor_divide, other, self)
-
-    def __mod__(self: Tensor, other: Any) -> "Tensor":
-        return self.remainder(other)
-
-    def __rmod__(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.remainder, other, self)
-
-    def __pow__(self: Tensor, other: Any) -> "Tensor":
-        return self.pow(other)
-
     def __rpow__(self: Tensor, other: Any) -> "Tensor":
         mark = _seq_mark()
         return _rename(_binary(fnp.power, other, self), "PowBackward2", mark)
 
-    def __matmul__(self: Tensor, other: Any) -> "Tensor":
-        return self.matmul(other)
-
     def __rmatmul__(self: Tensor, other: Any) -> "Tensor":
         return _as_tensor(other).matmul(self)
 
-    def __neg__(self: Tensor) -> "Tensor":
-        return self.neg()
-
     def __pos__(self: Tensor) -> "Tensor":
         return self
-
-    def __abs__(self: Tensor) -> "Tensor":
-        return self.abs()
 
     def __invert__(self: Tensor) -> "Tensor":
         if self._value.dtype.kind not in "biu":
@@ -127,11 +93,6 @@ class _MathMixin:
 
     subtract = sub
 
-    def mul(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.multiply, self, other)
-
-    multiply = mul
-
     def div(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> "Tensor":
         if rounding_mode is None:
             return _binary(fnp.divide, self, other, true_div=True)
@@ -143,24 +104,18 @@ class _MathMixin:
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
     divide = div
-    true_divide = __truediv__
-
-    def floor_divide(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.floor_divide, self, other)
-
-    def remainder(self: Tensor, other: Any) -> "Tensor":
-        return _binary(fnp.remainder, self, other)
-
-    fmod = remainder
 
     def pow(self: Tensor, exponent: Any) -> "Tensor":
-        mark = _seq_mark()
-        if isinstance(exponent, Tensor) and exponent.dim() > 0 or isinstance(exponent, Tensor) and exponent._requires_grad:
+        if isinstance(exponent, Tensor) and (exponent.dim() > 0 or exponent._requires_grad):
+            mark = _seq_mark()
             return _rename(_binary(fnp.power, self, exponent), "PowBackward1", mark)
-        if isinstance(exponent, (_pyint, np.integer)) and not isinstance(exponent, _pybool) and self.is_floating_point():
-            if exponent == 2:
-                return _rename(fnp.square(self), "PowBackward0", mark)
-        return _rename(_binary(fnp.power, self, exponent), "PowBackward0", mark)
+        if isinstance(exponent, (_pyint, np.integer)) and not isinstance(exponent, _pybool) and exponent == 2 \
+                and self._value.dtype.kind == "f":
+            out: Tensor = fnp.square(self)  # the same node (PowBackward0), cheaper
+            return out
+        return _binary(fnp.power, self, exponent)  # PowBackward0: the node's own name
+
+    __pow__ = pow
 
     def float_power(self: Tensor, exponent: Any) -> "Tensor":
         return self.double().pow(exponent.double() if isinstance(exponent, Tensor) else exponent)
@@ -171,12 +126,8 @@ class _MathMixin:
                                "to invert a mask, use the `~` or `logical_not()` operator instead.")
         return cast("Tensor", fnp.negative(self))
 
-    negative = neg
+    negative = __neg__ = neg
 
-    def abs(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.abs(self))
-
-    absolute = abs
 
     def reciprocal(self: Tensor) -> "Tensor":
         mark = _seq_mark()
@@ -186,62 +137,14 @@ class _MathMixin:
         mark = _seq_mark()
         return _rename(fnp.square(self), "PowBackward0", mark)
 
-    def sqrt(self: Tensor) -> "Tensor":
-        return _unary("sqrt", self)
+    sqrt, exp, exp2, expm1, log, log2, log10, log1p, sin, cos, tan, tanh, sinh, cosh, asin, acos, atan = (
+        _unary(getattr(fnp, n)) for n in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+                            "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan"))
+    arcsin, arccos, arctan = asin, acos, atan
 
     def rsqrt(self: Tensor) -> "Tensor":
         mark = _seq_mark()
         return _rename(1.0 / fnp.sqrt(_float(self)), "RsqrtBackward0", mark)
-
-    def exp(self: Tensor) -> "Tensor":
-        return _unary("exp", self)
-
-    def exp2(self: Tensor) -> "Tensor":
-        return _unary("exp2", self)
-
-    def expm1(self: Tensor) -> "Tensor":
-        return _unary("expm1", self)
-
-    def log(self: Tensor) -> "Tensor":
-        return _unary("log", self)
-
-    def log2(self: Tensor) -> "Tensor":
-        return _unary("log2", self)
-
-    def log10(self: Tensor) -> "Tensor":
-        return _unary("log10", self)
-
-    def log1p(self: Tensor) -> "Tensor":
-        return _unary("log1p", self)
-
-    def sin(self: Tensor) -> "Tensor":
-        return _unary("sin", self)
-
-    def cos(self: Tensor) -> "Tensor":
-        return _unary("cos", self)
-
-    def tan(self: Tensor) -> "Tensor":
-        return _unary("tan", self)
-
-    def tanh(self: Tensor) -> "Tensor":
-        return _unary("tanh", self)
-
-    def sinh(self: Tensor) -> "Tensor":
-        return _unary("sinh", self)
-
-    def cosh(self: Tensor) -> "Tensor":
-        return _unary("cosh", self)
-
-    def asin(self: Tensor) -> "Tensor":
-        return _unary("arcsin", self)
-
-    def acos(self: Tensor) -> "Tensor":
-        return _unary("arccos", self)
-
-    def atan(self: Tensor) -> "Tensor":
-        return _unary("arctan", self)
-
-    arcsin, arccos, arctan = asin, acos, atan
 
     def atan2(self: Tensor, other: Any) -> "Tensor":
         a, b = _promote(_float(self), other)
@@ -249,12 +152,7 @@ class _MathMixin:
 
     arctan2 = atan2
 
-    def sigmoid(self: Tensor) -> "Tensor":
-        mark = _seq_mark()
-        x = _float(self)
-        expit = _special("expit")
-        out = expit(x) if expit is not None else 0.5 * (fnp.tanh(0.5 * x) + 1.0)
-        return _rename(out, "SigmoidBackward0", mark)
+    sigmoid = _unary(expit)  # SigmoidBackward0
 
     def relu(self: Tensor) -> "Tensor":
         mark = _seq_mark()
@@ -290,22 +188,14 @@ class _MathMixin:
             out = fnp.squeeze(out, axis=axes if axes is not None else tuple(range(raw.ndim)))
         return _rename(out, "LogsumexpBackward0", mark)
 
-    def sign(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.sign(self))
+    sign, floor, ceil, trunc, isnan, isinf, isfinite, logical_not, abs = (
+        _unary(getattr(fnp, n), to_float=False)
+        for n in ("sign", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "logical_not", "abs"))
 
-    sgn = sign
-
-    def floor(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.floor(self))
-
-    def ceil(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.ceil(self))
+    sgn, absolute, __abs__ = sign, abs, abs
 
     def round(self: Tensor, decimals: builtins.int = 0) -> "Tensor":
         return _wrap_nondiff(fnp.round(self, decimals) if decimals else fnp.rint(self))
-
-    def trunc(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.trunc(self))
 
     def frac(self: Tensor) -> "Tensor":
         return self - self.trunc()
@@ -390,7 +280,7 @@ class _MathMixin:
         return cast("Tensor", fnp.imag(self))
 
     def angle(self: Tensor) -> "Tensor":
-        return fnp.angle(self) if self.is_complex() else _unary("arctan2", self) * 0
+        return cast("Tensor", fnp.angle(_float(self)))
 
     # ------------------------------------------------------------------ comparisons
     def __eq__(self: Tensor, other: Any) -> "Tensor":  # type: ignore[override]
@@ -431,18 +321,6 @@ class _MathMixin:
         o = _as_tensor(other)
         return Tensor._make(namespace_of(self._value).isclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
-    def isnan(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.isnan(self))
-
-    def isinf(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.isinf(self))
-
-    def isfinite(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.isfinite(self))
-
-    def logical_not(self: Tensor) -> "Tensor":
-        return _wrap_nondiff(fnp.logical_not(self))
-
     def logical_and(self: Tensor, other: Any) -> "Tensor":
         return _logical(fnp.logical_and, self, other)
 
@@ -455,21 +333,21 @@ class _MathMixin:
     # ------------------------------------------------------------------ reductions
     def sum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
             axis: Any = None) -> "Tensor":
-        mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
-        axes = _dims(dim, x.dim())
-        out = fnp.sum(x, axis=axes, keepdims=keepdim)
-        return _rename(out, "SumBackward0" if dim is None else "SumBackward1", mark)
+        if dim is None:  # the node's own name: SumBackward0
+            out: Tensor = fnp.sum(x, keepdims=keepdim)
+            return out
+        mark = _seq_mark()
+        return _rename(fnp.sum(x, axis=_dims(dim, x.dim()), keepdims=keepdim), "SumBackward1", mark)
 
     def nansum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return cast("Tensor", fnp.where(self._value != self._value, 0, self).sum(dim, keepdim))
 
     def mean(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
              axis: Any = None) -> "Tensor":
-        mark = _seq_mark()
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind not in "fc":
@@ -477,9 +355,11 @@ class _MathMixin:
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                 f"dtype. Got: {_dt.SCALAR_NAMES[x.dtype]}"
             )
-        axes = _dims(dim, x.dim())
-        out = fnp.mean(x, axis=axes, keepdims=keepdim)
-        return _rename(out, "MeanBackward0" if dim is None else "MeanBackward1", mark)
+        if dim is None:  # the node's own name: MeanBackward0
+            out: Tensor = fnp.mean(x, keepdims=keepdim)
+            return out
+        mark = _seq_mark()
+        return _rename(fnp.mean(x, axis=_dims(dim, x.dim()), keepdims=keepdim), "MeanBackward1", mark)
 
     def prod(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "Tensor":
         x = self if dtype is None else self.to(dtype)
@@ -616,15 +496,15 @@ class _MathMixin:
     # ------------------------------------------------------------------ linear algebra
     def matmul(self: Tensor, other: Any) -> "Tensor":
         other = _as_tensor(other)
-        if self.dim() == 0 or other.dim() == 0:
-            raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
-                               f"{self.dim()}D and {other.dim()}D")
-        a, b = _promote(self, other)
+        nd = (self._value.ndim, other._value.ndim)
+        if 0 in nd:
+            raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {nd[0]}D and {nd[1]}D")
+        if nd == (2, 2):  # the node's own name: MmBackward0
+            return _binary(fnp.matmul, self, other)
         mark = _seq_mark()
-        out = fnp.matmul(a, b)
-        nd = (a.dim(), b.dim())
-        name = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0", (3, 3): "BmmBackward0"}.get(nd, "MatmulBackward0")
-        return _rename(out, name, mark)
+        return _rename(_binary(fnp.matmul, self, other), _MATMUL_NAMES.get(nd, "MatmulBackward0"), mark)
+
+    __matmul__ = matmul
 
     def mm(self: Tensor, mat2: "Tensor") -> "Tensor":
         if self.dim() != 2 or _as_tensor(mat2).dim() != 2:

@@ -155,9 +155,6 @@ class GraphBox(Box):
         b._view_fns = None
         b._view_version = 0
         b._inference = inference
-        if cls is not NumpyBox:  # a Tensor: its own slots, set here (no call)
-            b._grad = b._hooks = b._post_hooks = b._accumulator = None  # type: ignore[attr-defined]
-            b._retains_grad = False  # type: ignore[attr-defined]
         return b
 
     def _graph(self) -> tuple[Any, ...]:

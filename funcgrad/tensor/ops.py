@@ -13,7 +13,9 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..core import trace as _core_trace
 from . import dtypes as _dt
+from .graph import record as _record
 from .tensor import Tensor, _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
 
 # a literal list, so that type checkers see what ``from .ops import *`` exports
@@ -39,172 +41,59 @@ __all__ = [
 
 
 def _method_fn(name: str) -> Callable[..., Any]:
+    method = getattr(Tensor, name)
+    prim: Any = getattr(method, "_prim", None)  # a unary primitive's method (tensor._unary): its short path, inline
+
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        out = kwargs.pop("out", None) if kwargs else None
-        if out is not None:
+        if kwargs and (out := kwargs.pop("out", None)) is not None:
             return _write_out(name, out, input, args, kwargs)
-        return getattr(input if input.__class__ is Tensor else _as_tensor(input), name)(*args, **kwargs)
+        if input.__class__ is Tensor:
+            return method(input, *args, **kwargs)
+        return getattr(_as_tensor(input), name)(*args, **kwargs)
 
-    fn.__name__ = name
-    fn.__qualname__ = name
-    fn.__doc__ = f"``ft.{name}(input, ...)`` is ``input.{name}(...)`` (PyTorch's ``torch.{name}``)."
-    return fn
+    def unary(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if input.__class__ is Tensor and not args and not kwargs and input._value.dtype.kind in "fc" \
+                and _core_trace.result_hook is None:
+            return _record(prim, [input], {}, [0])
+        return fn(input, *args, **kwargs)
+
+    f = fn if prim is None else unary
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"``ft.{name}(input, ...)`` is ``input.{name}(...)`` (PyTorch's ``torch.{name}``)."
+    return f
 
 
-# spelled out, one per method name, so that type checkers and readers see every name
-add = _method_fn("add")
-sub = _method_fn("sub")
-subtract = _method_fn("subtract")
-mul = _method_fn("mul")
-multiply = _method_fn("multiply")
-div = _method_fn("div")
-divide = _method_fn("divide")
-true_divide = _method_fn("true_divide")
-floor_divide = _method_fn("floor_divide")
-remainder = _method_fn("remainder")
-fmod = _method_fn("fmod")
-pow = _method_fn("pow")  # noqa: A001
-float_power = _method_fn("float_power")
-neg = _method_fn("neg")
-negative = _method_fn("negative")
-abs = _method_fn("abs")  # noqa: A001
-absolute = _method_fn("absolute")
-reciprocal = _method_fn("reciprocal")
-square = _method_fn("square")
-sqrt = _method_fn("sqrt")
-rsqrt = _method_fn("rsqrt")
-exp = _method_fn("exp")
-exp2 = _method_fn("exp2")
-expm1 = _method_fn("expm1")
-log = _method_fn("log")
-log2 = _method_fn("log2")
-log10 = _method_fn("log10")
-log1p = _method_fn("log1p")
-sin = _method_fn("sin")
-cos = _method_fn("cos")
-tan = _method_fn("tan")
-tanh = _method_fn("tanh")
-sinh = _method_fn("sinh")
-cosh = _method_fn("cosh")
-asin = _method_fn("asin")
-acos = _method_fn("acos")
-atan = _method_fn("atan")
-arcsin = _method_fn("arcsin")
-arccos = _method_fn("arccos")
-arctan = _method_fn("arctan")
-atan2 = _method_fn("atan2")
-arctan2 = _method_fn("arctan2")
-sigmoid = _method_fn("sigmoid")
-relu = _method_fn("relu")
-softmax = _method_fn("softmax")
-log_softmax = _method_fn("log_softmax")
-logsumexp = _method_fn("logsumexp")
-sign = _method_fn("sign")
-sgn = _method_fn("sgn")
-floor = _method_fn("floor")
-ceil = _method_fn("ceil")
-round = _method_fn("round")  # noqa: A001
-trunc = _method_fn("trunc")
-frac = _method_fn("frac")
-clamp = _method_fn("clamp")
-clip = _method_fn("clip")
-clamp_min = _method_fn("clamp_min")
-clamp_max = _method_fn("clamp_max")
-maximum = _method_fn("maximum")
-minimum = _method_fn("minimum")
-lerp = _method_fn("lerp")
-masked_fill = _method_fn("masked_fill")
-conj = _method_fn("conj")
-conj_physical = _method_fn("conj_physical")
-resolve_conj = _method_fn("resolve_conj")
-angle = _method_fn("angle")
-eq = _method_fn("eq")
-ne = _method_fn("ne")
-lt = _method_fn("lt")
-le = _method_fn("le")
-gt = _method_fn("gt")
-ge = _method_fn("ge")
-greater = _method_fn("greater")
-less = _method_fn("less")
-greater_equal = _method_fn("greater_equal")
-less_equal = _method_fn("less_equal")
-not_equal = _method_fn("not_equal")
-equal = _method_fn("equal")
-allclose = _method_fn("allclose")
-isclose = _method_fn("isclose")
-isnan = _method_fn("isnan")
-isinf = _method_fn("isinf")
-isfinite = _method_fn("isfinite")
-logical_not = _method_fn("logical_not")
-logical_and = _method_fn("logical_and")
-logical_or = _method_fn("logical_or")
-logical_xor = _method_fn("logical_xor")
-sum = _method_fn("sum")  # noqa: A001
-nansum = _method_fn("nansum")
-mean = _method_fn("mean")
-prod = _method_fn("prod")
-max = _method_fn("max")  # noqa: A001
-min = _method_fn("min")  # noqa: A001
-amax = _method_fn("amax")
-amin = _method_fn("amin")
-argmax = _method_fn("argmax")
-argmin = _method_fn("argmin")
-argsort = _method_fn("argsort")
-sort = _method_fn("sort")
-topk = _method_fn("topk")
-var = _method_fn("var")
-std = _method_fn("std")
-norm = _method_fn("norm")
-cumsum = _method_fn("cumsum")
-cumprod = _method_fn("cumprod")
-all = _method_fn("all")  # noqa: A001
-any = _method_fn("any")  # noqa: A001
-count_nonzero = _method_fn("count_nonzero")
-matmul = _method_fn("matmul")
-mm = _method_fn("mm")
-bmm = _method_fn("bmm")
-mv = _method_fn("mv")
-dot = _method_fn("dot")
-outer = _method_fn("outer")
-ger = _method_fn("ger")
-reshape = _method_fn("reshape")
-flatten = _method_fn("flatten")
-unflatten = _method_fn("unflatten")
-squeeze = _method_fn("squeeze")
-unsqueeze = _method_fn("unsqueeze")
-transpose = _method_fn("transpose")
-swapaxes = _method_fn("swapaxes")
-swapdims = _method_fn("swapdims")
-t = _method_fn("t")
-permute = _method_fn("permute")
-movedim = _method_fn("movedim")
-moveaxis = _method_fn("moveaxis")
-repeat_interleave = _method_fn("repeat_interleave")
-flip = _method_fn("flip")
-roll = _method_fn("roll")
-narrow = _method_fn("narrow")
-select = _method_fn("select")
-unbind = _method_fn("unbind")
-split = _method_fn("split")
-chunk = _method_fn("chunk")
-diagonal = _method_fn("diagonal")
-trace = _method_fn("trace")
-tril = _method_fn("tril")
-triu = _method_fn("triu")
-gather = _method_fn("gather")
-index_select = _method_fn("index_select")
-masked_select = _method_fn("masked_select")
-take = _method_fn("take")
-nonzero = _method_fn("nonzero")
-clone = _method_fn("clone")
-numel = _method_fn("numel")
-is_complex = _method_fn("is_complex")
-is_floating_point = _method_fn("is_floating_point")
-broadcast_to = _method_fn("broadcast_to")
-tile = _method_fn("tile")
-adjoint = _method_fn("adjoint")
-diag = _method_fn("diag")
-detach = _method_fn("detach")
+# the ft.<name> that are ``input.<name>(...)``; spelled out so that type checkers and readers see every name
+(
+    add, sub, subtract, mul, multiply, div, divide, true_divide, floor_divide, remainder, fmod, pow,
+    float_power, neg, negative, abs, absolute, reciprocal, square, sqrt, rsqrt, exp, exp2, expm1, log, log2,
+    log10, log1p, sin, cos, tan, tanh, sinh, cosh, asin, acos, atan, arcsin, arccos, arctan, atan2, arctan2,
+    sigmoid, relu, softmax, log_softmax, logsumexp, sign, sgn, floor, ceil, round, trunc, frac, clamp, clip,
+    clamp_min, clamp_max, maximum, minimum, lerp, masked_fill, conj, conj_physical, resolve_conj, angle, eq,
+    ne, lt, le, gt, ge, greater, less, greater_equal, less_equal, not_equal, equal, allclose, isclose, isnan,
+    isinf, isfinite, logical_not, logical_and, logical_or, logical_xor, sum, nansum, mean, prod, max, min,
+    amax, amin, argmax, argmin, argsort, sort, topk, var, std, norm, cumsum, cumprod, all, any, count_nonzero,
+    matmul, mm, bmm, mv, dot, outer, ger, reshape, flatten, unflatten, squeeze, unsqueeze, transpose, swapaxes,
+    swapdims, t, permute, movedim, moveaxis, repeat_interleave, flip, roll, narrow, select, unbind, split,
+    chunk, diagonal, trace, tril, triu, gather, index_select, masked_select, take, nonzero, clone, numel,
+    is_complex, is_floating_point, broadcast_to, tile, adjoint, diag, detach,
+) = map(_method_fn, (  # noqa: A001 (pow, abs, round, sum, max, min, all, any)
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
+    "fmod", "pow", "float_power", "neg", "negative", "abs", "absolute", "reciprocal", "square", "sqrt",
+    "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh", "sinh",
+    "cosh", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "atan2", "arctan2", "sigmoid", "relu",
+    "softmax", "log_softmax", "logsumexp", "sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "clamp",
+    "clip", "clamp_min", "clamp_max", "maximum", "minimum", "lerp", "masked_fill", "conj", "conj_physical",
+    "resolve_conj", "angle", "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal",
+    "less_equal", "not_equal", "equal", "allclose", "isclose", "isnan", "isinf", "isfinite", "logical_not",
+    "logical_and", "logical_or", "logical_xor", "sum", "nansum", "mean", "prod", "max", "min", "amax", "amin",
+    "argmax", "argmin", "argsort", "sort", "topk", "var", "std", "norm", "cumsum", "cumprod", "all", "any",
+    "count_nonzero", "matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "reshape", "flatten", "unflatten",
+    "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "t", "permute", "movedim", "moveaxis",
+    "repeat_interleave", "flip", "roll", "narrow", "select", "unbind", "split", "chunk", "diagonal", "trace",
+    "tril", "triu", "gather", "index_select", "masked_select", "take", "nonzero", "clone", "numel",
+    "is_complex", "is_floating_point", "broadcast_to", "tile", "adjoint", "diag", "detach",
+))
 
 
 def _write_out(name: str, out: Any, input: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:  # noqa: A002

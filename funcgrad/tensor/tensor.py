@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import operator
 import threading
 import warnings
 from typing import Any, Callable, Sequence, SupportsIndex, Union, cast
@@ -41,6 +42,7 @@ __all__ = ["Tensor", "Size", "device", "is_tensor"]
 
 _pyint, _pyfloat, _pybool, _pycomplex = builtins.int, builtins.float, builtins.bool, builtins.complex
 _grad_lock = threading.RLock()
+_record = _graph.record
 
 
 class Size(tuple[int, ...]):
@@ -270,14 +272,31 @@ def _zero_like_scalar(t: Tensor) -> Any:
 
 def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> Tensor:
     a, b = _promote(a, b)
-    if true_div:
-        kind = (a.dtype if isinstance(a, Tensor) else b.dtype).np.kind
-        if kind in "biu":
-            d = _dt.get_default_dtype()
-            a = _cast(a, d) if isinstance(a, Tensor) else _pyfloat(a)
-            b = _cast(b, d) if isinstance(b, Tensor) else _pyfloat(b)
+    if true_div and (a if isinstance(a, Tensor) else b)._value.dtype.kind in "biu":
+        d = _dt.get_default_dtype()
+        a = _cast(a, d) if isinstance(a, Tensor) else _pyfloat(a)
+        b = _cast(b, d) if isinstance(b, Tensor) else _pyfloat(b)
+    out: Tensor
+    if _core_trace.result_hook is None:  # recorded at once, as the traced call would (Tensors and numbers here)
+        if isinstance(a, Tensor):
+            out = _record(fn.primitive, [a, b], {}, [0, 1] if isinstance(b, Tensor) else [0])  # type: ignore[attr-defined]
+            return out
+        if isinstance(b, Tensor):
+            out = _record(fn.primitive, [a, b], {}, [1])  # type: ignore[attr-defined]
+            return out
     out = fn(a, b)
     return out if isinstance(out, Tensor) else _as_tensor(out)
+
+
+def _binop(fn: Callable[..., Any], reflected: bool = False, true_div: bool = False) -> Callable[[Tensor, Any], Tensor]:
+    """The operator method ``self (op) other`` (``other (op) self`` when ``reflected``), through ``_binary``."""
+    if reflected:
+        def op(self: Tensor, other: Any) -> Tensor:
+            return _binary(fn, other, self, true_div)
+    else:
+        def op(self: Tensor, other: Any) -> Tensor:
+            return _binary(fn, self, other, true_div)
+    return op
 
 
 def _compare(fn: Callable[..., Any], a: Any, b: Any) -> Tensor:
@@ -305,25 +324,22 @@ def _float(t: Tensor) -> Tensor:
     return t
 
 
-def _unary(name: str, t: Tensor) -> Tensor:
-    """``fnp.<name>(t)``, in floats for an integer ``t``. A primitive on a Tensor of the tensor
-    trace is recorded at once: what its traced call does then, less the generic checks."""
-    fn = getattr(fnp, name, None)
-    if fn is None:
-        raise NotImplementedError(f"funcgrad.numpy has no '{name}' yet, which this Tensor method needs")
-    if t._value.dtype.kind in "biu":
-        t = _cast(t, _dt.get_default_dtype())
-    out: Tensor = _graph.record(prim, [t], {}, [0]) if (prim := getattr(fn, "primitive", None)) is not None \
-        and t._trace is _graph.TRACE and _core_trace.result_hook is None else fn(t)
-    return out
+def _unary(fn: Callable[..., Any], to_float: bool = True) -> Callable[[Tensor], Tensor]:
+    """The method ``t.<name>()``: ``fn(t)`` (a one-argument primitive), in floats for an integer ``t``
+    when ``to_float``. Its primitive is found once, here; on a Tensor it is recorded at once (what the
+    traced call does then, less the generic checks). ``ft.<name>`` takes the same short path (``_prim``,
+    see ops.py)."""
+    prim = fn.primitive  # type: ignore[attr-defined]
 
+    def method(self: Tensor) -> Tensor:
+        if to_float and self._value.dtype.kind in "biu":
+            self = _cast(self, _dt.get_default_dtype())
+        out: Tensor = _record(prim, [self], {}, [0]) if _core_trace.result_hook is None else fn(self)
+        return out
 
-def _special(name: str) -> Callable[..., Any] | None:
-    try:
-        from ..scipy import special
-    except ImportError:
-        return None
-    return getattr(special, name, None)
+    method.__name__ = method.__qualname__ = prim.name
+    method._prim = prim  # type: ignore[attr-defined]
+    return method
 
 
 def _fg_device(dev: device) -> Any:
@@ -383,7 +399,7 @@ def _format(t: Tensor) -> str:
         kind = v.dtype.kind
         fmt: dict[Any, Any] = {}
         if kind == "f":
-            finite = v[np.isfinite(v)]
+            finite = v[np.isfinite(v)].astype(np.float64)  # (float16: 1e8 would overflow in comparisons)
             absmax = np.abs(finite).max() if finite.size else 0.0
             nonzero = np.abs(finite[finite != 0])
             absmin = nonzero.min() if nonzero.size else 0.0
@@ -445,12 +461,13 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         x.grad                       # tensor([2., 4., 6.])
     """
 
-    __slots__ = ("_grad", "_retains_grad", "_hooks", "_post_hooks", "_accumulator", "__dict__")  # (set in _make)
-    _grad: "Tensor | None"
-    _retains_grad: builtins.bool
-    _hooks: dict[builtins.int, Any] | None
-    _post_hooks: dict[builtins.int, Any] | None
-    _accumulator: Any
+    __slots__ = ("__dict__",)
+    # Set on few tensors (leaves, hooks, retain_grad): class defaults until then, so _make writes none of them.
+    _grad: "Tensor | None" = None
+    _retains_grad: builtins.bool = False
+    _hooks: dict[builtins.int, Any] | None = None
+    _post_hooks: dict[builtins.int, Any] | None = None
+    _accumulator: Any = None
     __array_priority__ = 1000.0
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
@@ -685,9 +702,9 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         return func(*conv(args), **{k: conv(v) for k, v in kwargs.items()})
 
 
-_UFUNC_OPS = {
-    "add": Tensor.__add__, "subtract": Tensor.__sub__, "multiply": Tensor.__mul__, "true_divide": Tensor.__truediv__,
-    "divide": Tensor.__truediv__, "power": Tensor.__pow__, "matmul": Tensor.__matmul__,
+_UFUNC_OPS: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "true_divide": operator.truediv,
+    "divide": operator.truediv, "power": operator.pow, "matmul": Tensor.matmul,
     "equal": Tensor.__eq__, "not_equal": Tensor.__ne__, "less": Tensor.__lt__, "less_equal": Tensor.__le__,
     "greater": Tensor.__gt__, "greater_equal": Tensor.__ge__,
 }
