@@ -382,7 +382,7 @@ arccos = _unary("arccos", lambda ans, x: -1 / fnp.sqrt(1 - x * x), reads={0})
 arctan = _unary("arctan", lambda ans, x: 1 / (1 + x * x), reads={0})
 sinh = _unary("sinh", lambda ans, x: fnp.cosh(x), reads={0})
 cosh: UnaryUfunc = _unary("cosh", lambda ans, x: fnp.sinh(x), reads={0})
-tanh = _unary("tanh", lambda ans, x: 1 - ans * ans, reads={"ans"})
+tanh = _unary("tanh", lambda ans, x: -(ans * ans) + 1, reads={"ans"})
 arcsinh = _unary("arcsinh", lambda ans, x: 1 / fnp.sqrt(x * x + 1), reads={0})
 # sqrt(x - 1) * sqrt(x + 1) is the principal branch for complex x; equal to sqrt(x^2 - 1) for real x > 1.
 arccosh = _unary(
