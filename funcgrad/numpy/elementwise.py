@@ -382,6 +382,8 @@ arccos = _unary("arccos", lambda ans, x: -1 / fnp.sqrt(1 - x * x), reads={0})
 arctan = _unary("arctan", lambda ans, x: 1 / (1 + x * x), reads={0})
 sinh = _unary("sinh", lambda ans, x: fnp.cosh(x), reads={0})
 cosh: UnaryUfunc = _unary("cosh", lambda ans, x: fnp.sinh(x), reads={0})
+# ``-(x * x) + 1``, not ``1 - x * x`` (same bits, +0 included): NumPy computes an operator on a temporary
+# of >= 256 KiB in place, but not ``1 - t``; so the VJP ``g * d`` makes one array instead of two.
 tanh = _unary("tanh", lambda ans, x: -(ans * ans) + 1, reads={"ans"})
 arcsinh = _unary("arcsinh", lambda ans, x: 1 / fnp.sqrt(x * x + 1), reads={0})
 # sqrt(x - 1) * sqrt(x + 1) is the principal branch for complex x; equal to sqrt(x^2 - 1) for real x > 1.
@@ -390,7 +392,7 @@ arccosh = _unary(
     lambda ans, x: 1 / (fnp.sqrt(x - 1) * fnp.sqrt(x + 1) if is_complex(x) else fnp.sqrt(x * x - 1)),
     reads={0},
 )
-arctanh = _unary("arctanh", lambda ans, x: 1 / (1 - x * x), reads={0})
+arctanh = _unary("arctanh", lambda ans, x: 1 / (-(x * x) + 1), reads={0})
 
 
 def _arctan2_denominator(x1: Any, x2: Any) -> Any:
