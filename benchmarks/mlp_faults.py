@@ -6,33 +6,34 @@
 A step loop on glibc can fall into a cycle where freeing the step's last arrays leaves more
 than the trim threshold (twice the dynamic mmap threshold: 2 x 1.6 MB after the 784x256 float64
 weight gradient) free at the top of the heap, so glibc gives it back and the next step faults it
-in again (about 740 faults, +1.3 ms, a step). ``--states`` makes heap states (blocks of random
-sizes, every other one freed) in fresh processes and counts those in which the step lands in
-that cycle. See benchmarks/RESULTS.md, "Issue 12 (session 4)".
+in again (about 740 faults, +1.3 ms, a step). ``--states`` makes heap states in fresh processes
+(blocks of random sizes, every other one freed) and counts those in which the step lands in that
+cycle. See benchmarks/RESULTS.md, "Issue 12 (session 4)".
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
-import os
 import resource
-import statistics
-import subprocess
 import sys
 import time
 
 ROWS = ("funcgrad grad", "funcgrad.tensor backward")
 
 
+_TABLES: list[object] = []  # kept alive, as the harness keeps its table (its reference gradients are 2 MB)
+
+
 def _steps(dtype: str) -> dict[str, object]:
+    import threadpoolctl
+
     from benchmarks import peers
     from benchmarks.workloads import Context, mlp
 
     peers.set_enabled(set())
-    peers.pin_thread_env()
-    peers.pin_threads_now()
+    threadpoolctl.threadpool_limits(1)
     (table,) = mlp.build(Context(clock="cpu"), dtype)
+    _TABLES.append(table)
     return {e.name: e.fn for e in table.entries}
 
 
@@ -41,6 +42,8 @@ def _faults() -> int:
 
 
 def alternate(dtype: str, rounds: int = 15, steps: int = 20) -> None:
+    import statistics
+
     fns = {n: f for n, f in _steps(dtype).items() if n in ROWS}
     for f in fns.values():
         for _ in range(steps):
@@ -62,12 +65,22 @@ def alternate(dtype: str, rounds: int = 15, steps: int = 20) -> None:
 
 
 def one_state(dtype: str, row: str, seed: int, blocks: int) -> None:
+    """One heap state: ``blocks`` NumPy blocks of 512 B .. 512 KiB, every other one freed; then 10 steps,
+    and the faults and time per step over 30 more. (Which states fall into the cycle depends on every
+    allocation the process made before, down to the order of its imports: the counts are a sample.)"""
     import numpy as np
+    import threadpoolctl
 
-    fn = _steps(dtype)[row]
+    from benchmarks import peers
+    from benchmarks.workloads import Context, mlp
+
+    peers.set_enabled(set())
+    threadpoolctl.threadpool_limits(1)
+    (table,) = mlp.build(Context(clock="cpu"), dtype)
+    fn = {e.name: e.fn for e in table.entries}[row]
     fn()
     rng = np.random.default_rng(seed)
-    made = [np.empty(int(64 * 1024 ** rng.random()), np.float64) for _ in range(blocks)]  # 512 B .. 512 KiB
+    made = [np.empty(int(64 * 1024 ** rng.random()), np.float64) for _ in range(blocks)]
     held = made[::2]  # noqa: F841 - kept alive: the holes between them are the state
     del made
     gc.collect()
@@ -80,6 +93,9 @@ def one_state(dtype: str, row: str, seed: int, blocks: int) -> None:
 
 
 def states(dtype: str, row: str) -> None:
+    import os
+    import subprocess
+
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
     faults = []
     for blocks in (0, 10, 30, 100, 300, 1000, 3000):
@@ -91,16 +107,17 @@ def states(dtype: str, row: str) -> None:
     print(f"{row}: {bad} of {len(faults)} heap states fault every step; faults/step: {' '.join(map(str, faults))}")
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:2] == ["--one"]:  # (imports nothing more: each import moves the heap)
+    one_state(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+elif __name__ == "__main__":
+    import argparse
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dtype", default="float64")
     p.add_argument("--states", action="store_true", help="count heap states in the trim cycle")
     p.add_argument("--row", default=ROWS[1], help="row for --states (default: %(default)s)")
-    p.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     a = p.parse_args()
-    if a.one:
-        one_state(a.one[0], a.one[1], int(a.one[2]), int(a.one[3]))
-    elif a.states:
+    if a.states:
         states(a.dtype, a.row)
     else:
         alternate(a.dtype)

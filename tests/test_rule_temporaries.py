@@ -1,8 +1,9 @@
 """tanh's derivative is computed as ``-(y * y) + 1`` for a large NumPy array, so that NumPy computes
 it, and the VJP ``g * d``, in one temporary (NumPy computes an operator on a temporary of >= 256 KiB
-in place, but not ``1 - t``): one array of the layer's size fewer per tanh in every backward pass. The float64 MLP benchmark's
-Tensor step fell into glibc's trim-and-fault cycle by that one array (benchmarks/RESULTS.md,
-"Issue 12 (session 4)"). The derivative keeps ``1 - y * y``'s bits, +0 included."""
+in place, but not ``1 - t``): one array of the layer's size fewer per tanh in every backward pass.
+The float64 MLP benchmark's Tensor step fell into glibc's trim-and-fault cycle by that one array
+(benchmarks/RESULTS.md, "Issue 12 (session 4)"). The derivative keeps ``1 - y * y``'s bits, +0
+included."""
 
 import tracemalloc
 
@@ -16,14 +17,17 @@ import funcgrad.tensor as ft
 
 def _peak_new_bytes(fn, *args):
     """The most memory ``fn(*args)`` held at once beyond what was held before (NumPy's data included)."""
-    tracemalloc.start()
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
     try:
         tracemalloc.reset_peak()
         before, _ = tracemalloc.get_traced_memory()
         fn(*args)
         _, peak = tracemalloc.get_traced_memory()
     finally:
-        tracemalloc.stop()
+        if not tracing:
+            tracemalloc.stop()
     return peak - before
 
 
