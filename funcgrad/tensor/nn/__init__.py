@@ -614,14 +614,23 @@ class Sequential(Module):
         return self
 
 
-def _activation(name: str, fn: Callable[..., Any], extra: Callable[[Any], str] | None = None) -> type:
-    def forward(self: Module, x: Tensor) -> Tensor:
-        return cast("Tensor", fn(self, x))
+_SHAPES = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 
-    attrs = {"forward": forward, "__doc__": f"``{name}`` as a module."}
-    if extra is not None:
-        attrs["extra_repr"] = extra
-    return type(name, (Module,), attrs)
+
+def _per_rank(base: type, name: str, fns: tuple[Callable[..., Any], ...], doc: str,
+              ranks: tuple[int, ...] = (1, 2, 3)) -> tuple[type, ...]:
+    """The subclasses of ``base`` per rank (``Conv1d``, ``Conv2d``, ``Conv3d``): rank ``n``'s functional form
+    ``_fn`` is the matching entry of ``fns``; ``name`` and ``doc`` are formatted with ``n`` and the input ``shape``."""
+    return tuple(type(name.format(n=n), (base,), {"_n": n, "_fn": staticmethod(fn), "__module__": base.__module__,
+                                                  "__doc__": doc.format(n=n, shape=_SHAPES[n])})
+                 for n, fn in zip(ranks, fns))
+
+
+def _activation(name: str, fn: Callable[[Tensor], Tensor]) -> type:
+    def forward(self: Module, x: Tensor) -> Tensor:
+        return fn(x)
+
+    return type(name, (Module,), {"forward": forward, "__doc__": f"``{name}`` as a module."})
 
 
 class Identity(Module):
@@ -655,8 +664,8 @@ class ReLU(Module):
         return "inplace=True" if self.inplace else ""
 
 
-Sigmoid = _activation("Sigmoid", lambda self, x: x.sigmoid())
-Tanh = _activation("Tanh", lambda self, x: x.tanh())
+Sigmoid = _activation("Sigmoid", Tensor.sigmoid)
+Tanh = _activation("Tanh", Tensor.tanh)
 class SiLU(ReLU):
     """``silu`` as a module (``inplace=True`` overwrites its input, as PyTorch's)."""
 
