@@ -617,13 +617,13 @@ class Sequential(Module):
 _SHAPES = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 
 
-def _per_rank(base: type, name: str, fns: tuple[Callable[..., Any], ...], doc: str,
-              ranks: tuple[int, ...] = (1, 2, 3)) -> tuple[type, ...]:
-    """The subclasses of ``base`` per rank (``Conv1d``, ``Conv2d``, ``Conv3d``): rank ``n``'s functional form
-    ``_fn`` is the matching entry of ``fns``; ``name`` and ``doc`` are formatted with ``n`` and the input ``shape``."""
-    return tuple(type(name.format(n=n), (base,), {"_n": n, "_fn": staticmethod(fn), "__module__": base.__module__,
+def _per_rank(base: type, name: str, fn: str, doc: str, ranks: tuple[int, ...] = (1, 2, 3)) -> tuple[type, ...]:
+    """The subclasses of ``base`` per rank (``Conv1d``, ``Conv2d``, ``Conv3d``) whose functional form ``_fn`` is
+    ``F.<fn>`` (``conv1d`` ...); ``name``, ``fn`` and ``doc`` are formatted with ``n`` and the input ``shape``."""
+    return tuple(type(name.format(n=n), (base,), {"_n": n, "_fn": staticmethod(getattr(functional, fn.format(n=n))),
+                                                  "__module__": base.__module__,
                                                   "__doc__": doc.format(n=n, shape=_SHAPES[n])})
-                 for n, fn in zip(ranks, fns))
+                 for n in ranks)
 
 
 def _activation(name: str, fn: Callable[[Tensor], Tensor]) -> type:

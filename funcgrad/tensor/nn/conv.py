@@ -17,7 +17,6 @@ from typing import Any, cast
 
 from ..tensor import Tensor
 from . import Module, _per_rank, _uniform_param
-from . import functional as F
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -86,7 +85,7 @@ class _ConvNd(Module):
                                            self.groups))
 
 
-Conv1d, Conv2d, Conv3d = _per_rank(_ConvNd, "Conv{n}d", (F.conv1d, F.conv2d, F.conv3d),
+Conv1d, Conv2d, Conv3d = _per_rank(_ConvNd, "Conv{n}d", "conv{n}d",
                                    "{n}-d convolution over ``{shape}``. Example: ``ft.nn.Conv{n}d(1, 8, 3, padding=1)``.")
 
 
@@ -107,5 +106,5 @@ class _ConvTransposeNd(_ConvNd):
 
 
 ConvTranspose1d, ConvTranspose2d, ConvTranspose3d = _per_rank(
-    _ConvTransposeNd, "ConvTranspose{n}d", (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d),
+    _ConvTransposeNd, "ConvTranspose{n}d", "conv_transpose{n}d",
     "Transposed {n}-d convolution over ``{shape}``. Example: ``ft.nn.ConvTranspose{n}d(8, 4, 3, stride=2)``.")

@@ -35,7 +35,7 @@ class _DropoutNd(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-Dropout1d, Dropout2d, Dropout3d = _per_rank(_DropoutNd, "Dropout{n}d", (F.dropout1d, F.dropout2d, F.dropout3d),
+Dropout1d, Dropout2d, Dropout3d = _per_rank(_DropoutNd, "Dropout{n}d", "dropout{n}d",
                                             "Zero whole channels of ``{shape}``. Example: ``ft.nn.Dropout{n}d(0.2)``.")
 
 

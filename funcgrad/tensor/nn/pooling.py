@@ -53,7 +53,7 @@ class _MaxPool(_Windowed):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-MaxPool1d, MaxPool2d, MaxPool3d = _per_rank(_MaxPool, "MaxPool{n}d", (F.max_pool1d, F.max_pool2d, F.max_pool3d),
+MaxPool1d, MaxPool2d, MaxPool3d = _per_rank(_MaxPool, "MaxPool{n}d", "max_pool{n}d",
                                             "Max over windows of ``{shape}``. Example: ``ft.nn.MaxPool{n}d(2)``.")
 
 
@@ -80,7 +80,7 @@ class _AvgPoolNd(_Windowed):
                               self.divisor_override))
 
 
-AvgPool2d, AvgPool3d = _per_rank(_AvgPoolNd, "AvgPool{n}d", (F.avg_pool2d, F.avg_pool3d),
+AvgPool2d, AvgPool3d = _per_rank(_AvgPoolNd, "AvgPool{n}d", "avg_pool{n}d",
                                  "Mean over windows of ``{shape}``. Example: ``ft.nn.AvgPool{n}d(2)``.", (2, 3))
 
 
@@ -102,10 +102,10 @@ class _Adaptive(Module):
 
 
 AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d = _per_rank(
-    _Adaptive, "AdaptiveAvgPool{n}d", (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d),
+    _Adaptive, "AdaptiveAvgPool{n}d", "adaptive_avg_pool{n}d",
     "Average pooling of ``{shape}`` to a fixed size. Example: ``ft.nn.AdaptiveAvgPool{n}d(1)``.")
 AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d = _per_rank(
-    _Adaptive, "AdaptiveMaxPool{n}d", (F.adaptive_max_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool3d),
+    _Adaptive, "AdaptiveMaxPool{n}d", "adaptive_max_pool{n}d",
     "Max pooling of ``{shape}`` to a fixed size. Example: ``ft.nn.AdaptiveMaxPool{n}d(2)``.")
 
 
@@ -115,5 +115,5 @@ class _MaxUnpool(_Windowed):
 
 
 MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = _per_rank(
-    _MaxUnpool, "MaxUnpool{n}d", (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d),
+    _MaxUnpool, "MaxUnpool{n}d", "max_unpool{n}d",
     "Undo ``MaxPool{n}d(return_indices=True)``. Example: ``ft.nn.MaxUnpool{n}d(2)(y, idx)``.")
