@@ -617,13 +617,17 @@ class Sequential(Module):
 _SHAPES = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 
 
-def _per_rank(base: type, name: str, fn: str, doc: str, ranks: tuple[int, ...] = (1, 2, 3)) -> tuple[type, ...]:
-    """The subclasses of ``base`` per rank (``Conv1d``, ``Conv2d``, ``Conv3d``) whose functional form ``_fn`` is
-    ``F.<fn>`` (``conv1d`` ...); ``name``, ``fn`` and ``doc`` are formatted with ``n`` and the input ``shape``."""
-    return tuple(type(name.format(n=n), (base,), {"_n": n, "_fn": staticmethod(getattr(functional, fn.format(n=n))),
-                                                  "__module__": base.__module__,
-                                                  "__doc__": doc.format(n=n, shape=_SHAPES[n])})
-                 for n in ranks)
+def _per_rank(base: type, name: str, fn: str | None, doc: str, ranks: tuple[int, ...] = (1, 2, 3)) -> tuple[type, ...]:
+    """The subclasses of ``base`` per rank ``_n`` (``Conv1d``, ``Conv2d``, ``Conv3d``) whose functional form ``_fn``
+    is ``F.<fn>`` (``conv1d`` ...); ``name``, ``fn`` and ``doc`` are formatted with ``n`` and the input ``shape``."""
+
+    def attrs(n: int) -> dict[str, Any]:
+        out = {"_n": n, "__module__": base.__module__, "__doc__": doc.format(n=n, shape=_SHAPES[n])}
+        if fn is not None:
+            out["_fn"] = staticmethod(getattr(functional, fn.format(n=n)))
+        return out
+
+    return tuple(type(name.format(n=n), (base,), attrs(n)) for n in ranks)
 
 
 def _activation(name: str, fn: Callable[[Tensor], Tensor]) -> type:
