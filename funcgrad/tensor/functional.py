@@ -31,9 +31,9 @@ def _grad_enabled(fn: Callable[..., Any]) -> Callable[..., Any]:
     return tool
 
 
-def _check_outputs_require_grad(outs: tuple[Any, ...]) -> None:
-    """Strict mode: every output must depend differentiably on the inputs."""
-    for i, o in enumerate(outs):
+def _check_outputs_require_grad(outs: tuple[Any, ...], first: int = 0) -> None:
+    """Strict mode: every output (numbered from ``first``) must depend differentiably on the inputs."""
+    for i, o in enumerate(outs, first):
         if not o.requires_grad:
             raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
                                f"must be computed in a differentiable manner from the input when running in strict "
@@ -75,8 +75,7 @@ def _prep_inputs(inputs: tuple[Any, ...], create_graph: bool) -> tuple[Any, ...]
     return tuple(out)
 
 
-def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], is_tuple_in: bool,
-             fn: str) -> tuple[bool, tuple[Any, ...]]:
+def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], fn: str) -> tuple[bool, tuple[Any, ...]]:
     with enable_grad():
         out = func(*inputs)
     return _tuplify(out, "outputs of the user-provided function", fn)
@@ -125,20 +124,29 @@ def _check_filled(res: tuple[Any, ...], strict: bool, create_graph: bool, stage:
                                f"allowed in strict mode when create_graph=True.")
 
 
-def _grads(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool, strict: bool,
-           fn: str,
-           what: str = "input") -> tuple[Any, ...]:
-    needs = [o for o in outs if o.requires_grad]
-    pairs = [(o, g) for o, g in zip(outs, gouts) if o.requires_grad]
+def _grad_of(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool,
+             retain_graph: bool | None = True) -> tuple[Any, ...]:
+    """``autograd.grad`` of the ``outs`` that require grad (with their ``gouts``) w.r.t. ``ins``: None for an
+    input they do not depend on (all None when no output requires grad)."""
+    pairs = [(o, g) for o, g in zip(outs, gouts) if o is not None and o.requires_grad]
     if not pairs:
-        res: tuple[Any, ...] = (None,) * len(ins)
-    else:
-        res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
-                    retain_graph=True, allow_unused=True)
-    _check_filled(res, strict, create_graph, "back")
+        return (None,) * len(ins)
+    return tuple(_grad([o for o, _ in pairs], list(ins), [g for _, g in pairs], create_graph=create_graph,
+                       retain_graph=retain_graph, allow_unused=True))
+
+
+def _zeros_for_none(res: tuple[Any, ...], like: tuple[Any, ...]) -> tuple[Any, ...]:
     from .creation import zeros_like
 
-    return tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins)), needs
+    return tuple(zeros_like(t) if r is None else r for r, t in zip(res, like))
+
+
+def _grads(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool,
+           strict: bool) -> tuple[Any, ...]:
+    """The vector-Jacobian products (zeros where an input is not used), checked in strict mode."""
+    res = _grad_of(outs, ins, gouts, create_graph)
+    _check_filled(res, strict, create_graph, "back")
+    return _zeros_for_none(res, ins)
 
 
 def _finish(x: Any, create_graph: bool) -> Any:
@@ -158,11 +166,11 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     """
     is_tuple_in, ins = _tuplify(inputs, "inputs", "vjp")
     ins = _prep_inputs(ins, create_graph)
-    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "vjp")
+    is_tuple_out, outs = _outputs(func, ins, "vjp")
     vs = _check_v(v, outs, is_tuple_out, "outputs", "vjp")
     if strict:
         _check_outputs_require_grad(outs)
-    res, _ = _grads(outs, ins, vs, create_graph, strict, "vjp")
+    res = _grads(outs, ins, vs, create_graph, strict)
     out = outs if is_tuple_out else outs[0]
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 
@@ -179,7 +187,7 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple_in, ins = _tuplify(inputs, "inputs", "jvp")
     ins = _prep_inputs(ins, create_graph)
     vs = _check_v(v, ins, is_tuple_in, "inputs", "jvp")
-    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jvp")
+    is_tuple_out, outs = _outputs(func, ins, "jvp")
     if strict:
         _check_outputs_require_grad(outs)
     from .creation import zeros_like
@@ -187,16 +195,11 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     us = tuple(zeros_like(o).requires_grad_(True) if o.is_floating_point() or o.is_complex() else zeros_like(o)
                for o in outs)
     with enable_grad():
-        g, _ = _grads(outs, ins, us, True, strict, "jvp")
-        gsum = [x for x in g if x.requires_grad]
-        if not gsum:
-            res = tuple(zeros_like(o) for o in outs)
-        else:
-            pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
-            res = _grad([p[0] for p in pairs], list(us), [p[1] for p in pairs], create_graph=create_graph,
-                        retain_graph=True, allow_unused=True)
+        g = _grads(outs, ins, us, True, strict)
+        res = _grad_of(g, us, vs, create_graph)
+        if any(x.requires_grad for x in g):
             _check_filled(res, strict, create_graph, "back_trick")
-            res = tuple(zeros_like(o) if r is None else r for r, o in zip(res, outs))
+        res = _zeros_for_none(res, outs)
     out = outs if is_tuple_out else outs[0]
     return _finish(out, create_graph), _finish(res if is_tuple_out else res[0], create_graph)
 
@@ -233,7 +236,7 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
                            "together. Please either set `strict=False` or `vectorize=False`.")
     is_tuple_in, ins = _tuplify(inputs, "inputs", "jacobian")
     ins = _prep_inputs(ins, create_graph)
-    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jacobian")
+    is_tuple_out, outs = _outputs(func, ins, "jacobian")
     from .creation import zeros, zeros_like
     from .ops import stack
 
@@ -251,9 +254,7 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
         for k in range(n):
             if not o.requires_grad:
                 if strict:
-                    raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The "
-                                       f"outputs must be computed in a differentiable manner from the input when "
-                                       f"running in strict mode.")
+                    _check_outputs_require_grad((o,), i)
                 for j, t in enumerate(ins):
                     rows[j].append(zeros_like(t))
                 continue
@@ -362,7 +363,6 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
         ft.autograd.functional.hessian(lambda x: (x ** 3).sum(), ft.tensor([1., 2.]))   # diag(6, 12)
     """
     is_tuple_in, ins = _tuplify(inputs, "inputs", "hessian")
-    from .creation import zeros_like
 
     def jac_fn(*xs: Any) -> Any:
         out = func(*xs)
@@ -376,11 +376,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
         if strict:
             _check_outputs_require_grad((out,))
-        if out.requires_grad:
-            g = _grad(out.reshape(()), list(xs), create_graph=True, allow_unused=True)
-        else:
-            g = (None,) * len(xs)
-        g = tuple(zeros_like(x) if gi is None else gi for gi, x in zip(g, xs))
+        g = _zeros_for_none(_grad_of((out.reshape(()),), xs, (None,), True, retain_graph=None), xs)
         if strict:
             _check_jacobian_requires_grad(g)
         return g
@@ -404,7 +400,7 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple_in, ins = _tuplify(inputs, "inputs", _fn)
     ins = _prep_inputs(ins, create_graph)
     vs = _check_v(v, ins, is_tuple_in, "inputs", _fn)
-    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, _fn)
+    is_tuple_out, outs = _outputs(func, ins, _fn)
     if is_tuple_out:
         raise RuntimeError(f"The function given to {_fn} should return a single Tensor")
     out = outs[0]
@@ -422,14 +418,9 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         _check_filled(g, strict, False, "back")
         if strict:
             _check_jacobian_requires_grad(g)
-        pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None and gi.requires_grad]
-        if pairs:
-            res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
-                        allow_unused=True)
-        else:
-            res = (None,) * len(ins)
+        res = _grad_of(g, ins, vs, create_graph, retain_graph=None)
     _check_filled(res, strict, create_graph, "double_back")
-    res = tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins))
+    res = _zeros_for_none(res, ins)
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 
 
