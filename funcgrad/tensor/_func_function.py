@@ -106,7 +106,7 @@ def _dtype(v: Any) -> Any:
 
 
 def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any, call: _Call) -> list[Any]:
-    from .function import _backward_of
+    from .function import _backward_of, _gradients
     from .tensor import Tensor
 
     cls = call.cls
@@ -134,17 +134,9 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
                 any(_differentiated(v) for v in (*leaves, *ans, *g)):
             raise RuntimeError(f"trying to differentiate twice a function that was marked with @once_differentiable "
                                f"({cls.__name__}.backward under nested ft.func transforms)")
-        res = backward(ctx, *grads)
+        res = _gradients(backward(ctx, *grads), len(call.args), f"{cls.__name__}Backward")
     finally:
         _mode.enabled = prev
-    if not isinstance(res, tuple):
-        res = (res,)
-    n = len(call.args)
-    if len(res) > n and all(r is None for r in res[n:]):
-        res = res[:n]
-    if len(res) != n:
-        raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients (expected "
-                           f"{n}, got {len(res)})")
     out: list[Any] = []
     for j in argnums:
         p = call.pos[j]
@@ -177,16 +169,11 @@ def _differentiated(v: Any) -> bool:
 
 
 def _conform(v: Any, like: Any, what: str) -> Any:
-    shape, want = tuple(shape_of(like)), tuple(shape_of(v))
-    if want != shape:
-        size = int(np.prod(want, dtype=np.int64))
-        try:
-            ok = np.broadcast_shapes(want, shape) == shape and size == 1
-        except ValueError:
-            ok = False
-        if not ok:
-            raise RuntimeError(f"{what} - got [{', '.join(map(str, want))}] but expected shape compatible with "
-                               f"[{', '.join(map(str, shape))}]")
+    from .function import check_gradient_shape
+
+    shape, got = tuple(shape_of(like)), tuple(shape_of(v))
+    if got != shape:
+        check_gradient_shape(got, shape, what)
         v = fnp.broadcast_to(v, shape)
     if np.dtype(_dtype(v)) != np.dtype(_dtype(like)):
         v = fnp.astype(v, np.dtype(_dtype(like)))

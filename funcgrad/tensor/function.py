@@ -20,7 +20,10 @@ Example::
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, cast
+
+import numpy as np
 
 from . import forward_ad as _fwad
 from . import graph as _graph
@@ -128,17 +131,7 @@ class FunctionNode(Node):
                 user.append(_to_user(g, create_graph))
         backward = _backward_of(self._cls)
         with set_grad_enabled(create_graph):
-            res = backward(ctx, *user)
-        if not isinstance(res, tuple):
-            res = (res,)
-        if len(res) != self._n_args:
-            if len(res) > self._n_args and all(r is None for r in res[self._n_args:]):
-                res = res[: self._n_args]
-            else:
-                raise RuntimeError(
-                    f"function {self._name} returned an incorrect number of gradients (expected {self._n_args}, "
-                    f"got {len(res)})"
-                )
+            res = _gradients(backward(ctx, *user), self._n_args, self._name)
         out: list[Any] = []
         in_meta = dict(zip(self._inputs, self._in_meta))
         for pos in self.argnums:
@@ -152,20 +145,8 @@ class FunctionNode(Node):
                 else:
                     raise TypeError(f"function {self._name} returned a gradient of type {type(g).__name__} at index "
                                     f"{pos}; expected a Tensor or None")
-            shape = in_meta[pos][0]
-            if tuple(g.shape) != tuple(shape):
-                try:
-                    import numpy as np
-
-                    ok = np.broadcast_shapes(tuple(g.shape), tuple(shape)) == tuple(shape) and g.numel() == 1
-                except ValueError:
-                    ok = False
-                if not ok:
-                    raise RuntimeError(
-                        f"Function {self._name} returned an invalid gradient at index {pos} - got "
-                        f"[{', '.join(map(str, g.shape))}] but expected shape compatible with "
-                        f"[{', '.join(map(str, shape))}]"
-                    )
+            check_gradient_shape(tuple(g.shape), tuple(in_meta[pos][0]),
+                                 f"Function {self._name} returned an invalid gradient at index {pos}")
             out.append(_from_user(g, create_graph))
         return out
 
@@ -175,6 +156,29 @@ class FunctionNode(Node):
             for s in self._ctx._saved:
                 if s is not None:
                     s.release()
+
+
+def _gradients(returned: Any, n: int, name: str) -> tuple[Any, ...]:
+    """What ``backward`` returned, as one gradient per ``forward`` argument (extra trailing Nones are dropped)."""
+    res: tuple[Any, ...] = returned if isinstance(returned, tuple) else (returned,)
+    if len(res) > n and all(r is None for r in res[n:]):
+        res = res[:n]
+    if len(res) != n:
+        raise RuntimeError(f"function {name} returned an incorrect number of gradients (expected {n}, got {len(res)})")
+    return res
+
+
+def check_gradient_shape(got: tuple[Any, ...], shape: tuple[Any, ...], what: str) -> None:
+    """A gradient returned for an input of ``shape`` must have that shape, or be one element (it broadcasts)."""
+    if got == shape:
+        return
+    try:
+        ok = np.broadcast_shapes(got, shape) == shape and math.prod(got) == 1
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"{what} - got [{', '.join(map(str, got))}] but expected shape compatible with "
+                           f"[{', '.join(map(str, shape))}]")
 
 
 def _mark_output_views(outs: list[Any], results: list[Any], input_ids: dict[Any, Any], ctx: FunctionCtx) -> None:
