@@ -177,14 +177,10 @@ class Module:
     training: bool
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_parameters", collections.OrderedDict())
-        object.__setattr__(self, "_buffers", collections.OrderedDict())
-        object.__setattr__(self, "_modules", collections.OrderedDict())
+        for store in ("_parameters", "_buffers", "_modules", "_forward_pre_hooks", "_forward_hooks", "_backward_hooks",
+                      "_backward_pre_hooks"):
+            object.__setattr__(self, store, collections.OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
-        object.__setattr__(self, "_forward_pre_hooks", collections.OrderedDict())
-        object.__setattr__(self, "_forward_hooks", collections.OrderedDict())
-        object.__setattr__(self, "_backward_hooks", collections.OrderedDict())
-        object.__setattr__(self, "_backward_pre_hooks", collections.OrderedDict())
         object.__setattr__(self, "training", True)
 
     def _check_init(self) -> None:
@@ -371,27 +367,31 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True,
-                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+    def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool,
+                       persistent_only: bool = False) -> Iterator[tuple[str, Any]]:
+        """``(dotted name, tensor)`` of the entries of ``store`` (``_parameters`` or ``_buffers``) of this module
+        (and its sub-modules with ``recurse``), Nones left out."""
         seen: set[Any] = set()
         mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
         for mprefix, m in mods:
-            for name, p in m._parameters.items():
-                if p is None or (remove_duplicate and id(p) in seen):
+            skip = m.__dict__.get("_non_persistent_buffers_set", ()) if persistent_only else ()
+            for name, t in m.__dict__[store].items():
+                if t is None or name in skip or (remove_duplicate and id(t) in seen):
                     continue
-                seen.add(id(p))
-                yield mprefix + ("." if mprefix else "") + name, p
+                if remove_duplicate:
+                    seen.add(id(t))
+                yield mprefix + ("." if mprefix else "") + name, t
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
-        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
-        for mprefix, m in mods:
-            for name, b in m._buffers.items():
-                if b is not None:
-                    yield mprefix + ("." if mprefix else "") + name, b
+        return self._named_members("_buffers", prefix, recurse, False)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, b in self.named_buffers(recurse=recurse):
@@ -485,16 +485,10 @@ class Module:
                     out[dot + name] = b if keep_vars else b.detach()
         return out
 
-    def _persistent_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
-        for mprefix, m in self.named_modules(prefix=prefix):
-            for name, b in m._buffers.items():
-                if b is not None and name not in m.__dict__.get("_non_persistent_buffers_set", ()):
-                    yield mprefix + ("." if mprefix else "") + name, b
-
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
         """Copy values in (shapes must match); with ``strict``, missing or unexpected keys raise."""
         own: dict[str, Tensor] = dict(self.named_parameters())
-        own.update(dict(self._persistent_buffers()))
+        own.update(dict(self._named_members("_buffers", "", True, False, persistent_only=True)))
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []

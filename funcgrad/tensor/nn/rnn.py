@@ -119,7 +119,7 @@ class RNNBase(Module):
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{x.shape[-1]}")
-        L, N = x.shape[0], x.shape[1]
+        N = x.shape[1]
         ndir = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
         if hx is None:

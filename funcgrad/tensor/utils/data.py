@@ -187,6 +187,10 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
+def _num_batches(n: int, batch_size: int, drop_last: bool) -> int:
+    return n // batch_size if drop_last else -(-n // batch_size)
+
+
 def _batches(items: Iterable[Any], batch_size: int, drop_last: bool) -> Iterator[list[Any]]:
     """Lists of ``batch_size`` consecutive items (the last one short unless ``drop_last``)."""
     batch: list[Any] = []
@@ -211,8 +215,7 @@ class BatchSampler(Sampler):
         return _batches(self.sampler, self.batch_size, self.drop_last)
 
     def __len__(self) -> int:
-        n = len(self.sampler)  # type: ignore[arg-type]
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return _num_batches(len(self.sampler), self.batch_size, self.drop_last)  # type: ignore[arg-type]
 
 
 def default_collate(batch: list[Any]) -> Any:
@@ -229,9 +232,7 @@ def default_collate(batch: list[Any]) -> Any:
         return stack(list(batch), 0)
     if isinstance(first, np.ndarray):
         return tensor(np.stack(batch))
-    if isinstance(first, (bool, np.bool_)):
-        return tensor(list(batch))
-    if isinstance(first, numbers.Number) or isinstance(first, np.generic):
+    if isinstance(first, (numbers.Number, np.generic)):  # (bools too)
         return tensor(list(batch))
     if isinstance(first, (str, bytes)):
         return list(batch)
@@ -318,7 +319,5 @@ class DataLoader:
     def __len__(self) -> int:
         if self._iterable:
             n = len(self.dataset)
-            if self.batch_size is None:
-                return n
-            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+            return n if self.batch_size is None else _num_batches(n, self.batch_size, self.drop_last)
         return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
