@@ -184,20 +184,7 @@ class _InplaceMixin:
         mark = _seq_mark()
         return _finish_inplace(self, self._fill_like(v), mark, check_dtype=False)
 
-    def __iadd__(self: Tensor, other: Any) -> "Tensor":
-        return self.add_(other)
-
-    def __isub__(self: Tensor, other: Any) -> "Tensor":
-        return self.sub_(other)
-
-    def __imul__(self: Tensor, other: Any) -> "Tensor":
-        return self.mul_(other)
-
-    def __itruediv__(self: Tensor, other: Any) -> "Tensor":
-        return self.div_(other)
-
-    def __ipow__(self: Tensor, other: Any) -> "Tensor":
-        return self.pow_(other)
+    __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
 
     # ------------------------------------------------------------------ metadata changed in place
     def _check_meta_inplace(self: Tensor, op: str) -> None:

@@ -17,12 +17,9 @@ from typing import Any, cast
 
 from ..tensor import Tensor
 from . import Module, _per_rank, _uniform_param
+from .functional import _ntuple as _tup
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
-
-
-def _tup(v: Any, n: int) -> tuple[Any, ...]:
-    return (int(v),) * n if isinstance(v, int) else tuple(int(a) for a in v)
 
 
 class _ConvNd(Module):
