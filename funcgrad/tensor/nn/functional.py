@@ -1265,13 +1265,8 @@ def _inplace(fn: Any) -> Any:
     return f
 
 
-relu_ = _inplace(relu)
-elu_ = _inplace(elu)
-selu_ = _inplace(selu)
-celu_ = _inplace(celu)
-leaky_relu_ = _inplace(leaky_relu)
-hardtanh_ = _inplace(hardtanh)
-threshold_ = _inplace(threshold)
+relu_, elu_, selu_, celu_, leaky_relu_, hardtanh_, threshold_ = (
+    _inplace(f) for f in (relu, elu, selu, celu, leaky_relu, hardtanh, threshold))
 
 __all__ += ["hardshrink", "softshrink", "rms_norm", "pixel_shuffle", "pixel_unshuffle", "upsample_nearest",
             "upsample_bilinear", "bilinear", "pdist", "triplet_margin_loss", "multilabel_soft_margin_loss",
