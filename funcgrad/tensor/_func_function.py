@@ -23,6 +23,7 @@ from ..core import Box, JVPBox, VJPBox, defprimitive
 from ..core.trace import shape_of
 from ._func_support import _raw_value, is_traced, traced_inplace
 from .grad_mode import state as _mode
+from .tensor import Tensor
 
 __all__ = ["apply_function", "traced_args", "VmapInfo"]
 
@@ -43,16 +44,12 @@ class _Call:
         self.materialize = True
 
     def inputs(self, leaves: Any) -> tuple[Any, ...]:
-        from .tensor import Tensor
-
         full = list(self.args)
         for p, leaf in zip(self.pos, leaves):
             full[p] = Tensor._make(leaf)
         return tuple(full)
 
     def output(self, leaves: Any) -> Any:
-        from .tensor import Tensor
-
         it = iter(leaves)
         outs = [Tensor._make(next(it)) if c is None else c[0] for c in self.out_layout]
         return tuple(outs) if self.is_tuple else outs[0]
@@ -69,7 +66,6 @@ def _ctx_for(call: _Call, inputs: tuple[Any, ...], output: Any, needs: tuple[boo
 
 def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
     from .grad_mode import no_grad
-    from .tensor import Tensor
 
     copies = [namespace_of(x).array(x, copy=True) if hasattr(x, "shape") else x for x in leaves]
     inputs = call.inputs(copies)
@@ -107,7 +103,6 @@ def _dtype(v: Any) -> Any:
 
 def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any, call: _Call) -> list[Any]:
     from .function import _backward_of, _gradients
-    from .tensor import Tensor
 
     cls = call.cls
     inputs = call.inputs(leaves)
@@ -182,7 +177,6 @@ def _conform(v: Any, like: Any, what: str) -> Any:
 
 def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call) -> tuple[Any, ...]:
     from .function import Function
-    from .tensor import Tensor
 
     cls = call.cls
     if cls.jvp is Function.jvp or not callable(getattr(cls, "jvp", None)):  # type: ignore[attr-defined]
@@ -243,7 +237,6 @@ def _fn_batch(args: list[Any], dims: list[Any], call: _Call) -> tuple[Any, ...]:
     from ..core import get_primitive
     from ..numpy._batching import fallback
     from .function import Function
-    from .tensor import Tensor
 
     cls = call.cls
     size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
@@ -291,8 +284,6 @@ _FN = defprimitive(_fn_raw, name="autograd_function", vjp_all=_fn_vjp, jvp_all=_
 
 def traced_args(args: tuple[Any, ...]) -> bool:
     """Whether some Tensor argument holds a transform's traced value (``Function.apply`` under ft.func)."""
-    from .tensor import Tensor
-
     for a in args:
         if isinstance(a, Tensor) and is_traced(a._value):
             return True
@@ -315,7 +306,6 @@ def apply_function(cls: type, args: tuple[Any, ...]) -> Any:
         ft.func.grad(lambda x: Sq.apply(x).sum())(x)   # 2 * x, by Sq.backward
     """
     from .function import Function
-    from .tensor import Tensor
 
     if cls.setup_context is Function.setup_context:  # type: ignore[attr-defined]
         raise RuntimeError(

@@ -12,8 +12,11 @@ import functools
 import warnings
 from typing import Any, Callable, cast
 
+from ..backend import namespace_of
 from .backward import grad as _grad
+from .creation import ones_like, zeros, zeros_like
 from .grad_mode import enable_grad
+from .ops import stack
 from .tensor import Tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -87,8 +90,6 @@ def _check_v(v: Any, like: tuple[Any, ...], like_is_tuple: bool, name: str, fn: 
             what = ("the user-provided function returns a single Tensor" if name == "outputs" else
                     "the input to the user-provided function is a single Tensor")
             raise RuntimeError(f"The vector v can only be None if {what} with a single element.")
-        from .creation import ones_like
-
         return tuple(ones_like(t) for t in like)
     _, vs = _tuplify(v, "v", fn)
     if len(vs) != len(like):
@@ -136,8 +137,6 @@ def _grad_of(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...]
 
 
 def _zeros_for_none(res: tuple[Any, ...], like: tuple[Any, ...]) -> tuple[Any, ...]:
-    from .creation import zeros_like
-
     return tuple(zeros_like(t) if r is None else r for r, t in zip(res, like))
 
 
@@ -190,8 +189,6 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple_out, outs = _outputs(func, ins, "jvp")
     if strict:
         _check_outputs_require_grad(outs)
-    from .creation import zeros_like
-
     us = tuple(zeros_like(o).requires_grad_(True) if o.is_floating_point() or o.is_complex() else zeros_like(o)
                for o in outs)
     with enable_grad():
@@ -237,9 +234,6 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
     is_tuple_in, ins = _tuplify(inputs, "inputs", "jacobian")
     ins = _prep_inputs(ins, create_graph)
     is_tuple_out, outs = _outputs(func, ins, "jacobian")
-    from .creation import zeros, zeros_like
-    from .ops import stack
-
     jac: list[Any] = []
     for i, o in enumerate(outs):
         if (not create_graph and not strict and o.requires_grad and o.is_floating_point()
@@ -315,9 +309,6 @@ def _vectorized_rows(out: Tensor, ins: tuple[Any, ...]) -> tuple[Any, ...] | Non
     large (memory stays bounded). Blocks of shape ``out.shape + in.shape``; None when some step of
     the walk does not batch (the caller then loops over the rows)."""
     import funcgrad as fg
-
-    from ..backend import namespace_of
-    from .creation import zeros_like
 
     flat = out.reshape(-1)
     n = flat.numel()
@@ -406,8 +397,6 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     out = outs[0]
     if out.numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {_fn} should contain a single element")
-    from .creation import zeros_like
-
     with enable_grad():
         if not out.requires_grad:
             if strict:
