@@ -80,9 +80,7 @@ class _ConvertMixin:
         v = _fwad.primal_value(self._value)
         if namespace_of(v) is not np:
             if force:
-                from ..backend import to_numpy
-
-                return cast("np.ndarray", to_numpy(v))
+                return cast("np.ndarray", _backend.to_numpy(v))
             raise TypeError(
                 f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                 f"to host memory first."
@@ -136,9 +134,7 @@ class _ConvertMixin:
         return repr(self)
 
     def __reduce_ex__(self: Tensor, protocol: SupportsIndex) -> Any:
-        from ..backend import to_numpy
-
-        return (_rebuild, (to_numpy(self._value), self._requires_grad and self._node is None))
+        return (_rebuild, (_backend.to_numpy(self._value), self._requires_grad and self._node is None))
 
     def __deepcopy__(self: Tensor, memo: dict[Any, Any]) -> "Tensor":
         if self._node is not None:

@@ -25,12 +25,14 @@ import contextlib
 from typing import Any, Callable, Iterator, Sequence
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad import tree_util
 
 from ..core import Box
 from . import _func_support as _support
 from ._func_support import _raw_value
 from .grad_mode import state as _mode
+from .ops import stack
 from .tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call",
@@ -217,8 +219,6 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
         sizes = [tree_util.tree_leaves(a)[0].shape[d] for a, d in zip(raw, dims) if d is not None]
         if not sizes:
             raise ValueError("vmap: at least one argument must be mapped (in_dims not None)")
-        import funcgrad.numpy as fnp
-
         outs = [v(*part, **kwargs) for part in _chunks(raw, dims, sizes[0], chunk_size)]
         od = out_dims
         outs = [_to_raw(_result(o)) for o in outs]
@@ -274,8 +274,6 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
 def stack_module_state(models: Sequence[Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """``(params, buffers)``: each model's tensors stacked along a new first axis, by name (for ``vmap``
     over an ensemble). Example: ``params, buffers = stack_module_state(models)``."""
-    from .ops import stack
-
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
     if len({type(m) for m in models}) != 1:

@@ -25,6 +25,8 @@ from typing import Any, Callable, cast
 
 import numpy as np
 
+from ..backend import namespace_of
+from . import dtypes
 from . import forward_ad as _fwad
 from . import graph as _graph
 from .graph import GraphBox, Node, edge_of
@@ -239,8 +241,6 @@ def _backward_of(cls: type) -> Callable[..., Any]:
 
 
 def _dtype_of(np_dtype: Any) -> Any:
-    from . import dtypes
-
     return dtypes.from_numpy_dtype(np_dtype)
 
 
@@ -339,8 +339,6 @@ class Function:
             meta = []
             for k, o in enumerate(results):
                 if isinstance(o, Tensor):
-                    from ..backend import namespace_of
-
                     meta.append((o._value.shape, o._value.dtype, namespace_of(o._value)))
                     if id(outs[k]) in ctx._non_differentiable or o._value.dtype.kind not in "fc":
                         continue
@@ -418,8 +416,6 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
         res = []
         for o in tup:
             if isinstance(o, Tensor):
-                from ..backend import namespace_of
-
                 err = _DelayedError("trying to differentiate twice a function that was marked with "
                                     "@once_differentiable", edges, [(o._value.shape, o._value.dtype, namespace_of(o._value))])
                 o = Tensor._make(o._value, err, 0, True)

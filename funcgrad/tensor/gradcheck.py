@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import forward_ad as fwAD
 from .backward import grad as _grad
 from .creation import zeros_like
 from .grad_mode import enable_grad
@@ -151,8 +152,6 @@ def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, r
 def _forward_jacobians(func: Callable[..., Any], ins: tuple[Any, ...], diff: list[Any], n_outs: int) -> dict[Any, Any]:
     """{(output, input): d output / d input} column by column with forward AD: input ``j`` made
     dual with the unit tangent of each of its elements in turn."""
-    from . import forward_ad as fwAD
-
     jac: dict[Any, Any] = {}
     for j in diff:
         x = ins[j]

@@ -34,6 +34,7 @@ from ..graph import as_numpy_box, as_tensor_box
 from ..grad_mode import no_grad
 from ..tensor import Tensor, _as_tensor, _finish_inplace, _rename, _seq_mark
 from ..tensor import device as _device
+from ..toplevel import _on_default_device
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "ReLU",
@@ -548,8 +549,6 @@ def _const_param(shape: tuple[Any, ...], value: float, dtype: Any = None) -> Par
 
 def _new_param(values: Any, requires_grad: bool = True) -> Parameter:
     """A Parameter holding ``values``, on ft's default device (``ft.set_default_device``)."""
-    from ..toplevel import _on_default_device
-
     return Parameter(_on_default_device(Tensor._make(values)), requires_grad)
 
 

@@ -30,6 +30,8 @@ from .. import dtypes as _dt
 from .._func_support import is_traced as _func_traced
 from ..creation import default_generator
 from ..grad_mode import no_grad
+from .. import ops as _ops
+from ..graph import as_tensor_box as _as_tensor_box
 from ..tensor import Tensor, _as_tensor, _raw, _rename, _seq_mark
 from . import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace
 
@@ -150,9 +152,7 @@ def _ntuple(v: Any, n: int) -> tuple[Any, ...]:
 
 
 def _where(cond: Any, a: Any, b: Any) -> Tensor:
-    from ..ops import where
-
-    return cast("Tensor", where(cond, a, b))
+    return cast("Tensor", _ops.where(cond, a, b))
 
 
 def _const(t: Tensor, value: Any) -> Tensor:
@@ -588,8 +588,6 @@ def _adaptive_bounds(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _adaptive_avg(x: Tensor, output_size: Any, *, nsp: int) -> Tensor:
-    from ..ops import stack
-
     sizes, out = _adaptive_sizes(x, output_size, nsp, f"adaptive_avg_pool{nsp}d")
 
     def pool_axis(t: Tensor, axis: int, n_in: int, n_out: int) -> Tensor:
@@ -599,7 +597,7 @@ def _adaptive_avg(x: Tensor, output_size: Any, *, nsp: int) -> Tensor:
             t = t.reshape(shape[:axis] + (n_out, k) + shape[axis + 1:])
             return t.mean(axis + 1)
         lo, hi = _adaptive_bounds(n_in, n_out)
-        return stack([t.narrow(axis, int(a), int(b - a)).mean(axis) for a, b in zip(lo, hi)], axis)
+        return _ops.stack([t.narrow(axis, int(a), int(b - a)).mean(axis) for a, b in zip(lo, hi)], axis)
 
     # the mean over a product of windows separates axis by axis
     y = x
@@ -729,15 +727,13 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
     rm = None if running_mean is None else running_mean._value
     rv = None if running_var is None else running_var._value
-    from ..graph import as_tensor_box
-
     boxes = _boxes(x, weight, bias)
     y, nm, nv = _fnn.batch_norm(boxes[0], rm, rv, boxes[1], boxes[2], training=training, momentum=momentum,
                                 eps=eps, axis=1)
     if training and running_mean is not None:
         _update_running(running_mean, nm)
         _update_running(running_var, nv)
-    return cast("Tensor", as_tensor_box(y))
+    return cast("Tensor", _as_tensor_box(y))
 
 
 def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -1195,9 +1191,7 @@ def upsample_bilinear(x: Tensor, size: Any = None, scale_factor: Any = None) -> 
 
 def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``y_k = x1^T W_k x2 + b_k`` with ``weight (out, in1, in2)``. Example: ``F.bilinear(a, b, w)``."""
-    from ..ops import einsum
-
-    y = einsum("...i,kij,...j->...k", x1, weight, x2)
+    y = _ops.einsum("...i,kij,...j->...k", x1, weight, x2)
     return y + bias if bias is not None else y
 
 
@@ -1218,9 +1212,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        from ..ops import minimum
-
-        dn = minimum(dn, pairwise_distance(positive, negative, p, eps))
+        dn = _ops.minimum(dn, pairwise_distance(positive, negative, p, eps))
     return _reduce((dp - dn + margin).clamp_min(0.0), reduction)
 
 

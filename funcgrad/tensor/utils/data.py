@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..creation import Generator, _rng
+from ..creation import Generator, _rng, tensor
+from ..ops import stack
 from ..tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
@@ -224,9 +225,6 @@ def default_collate(batch: list[Any]) -> Any:
 
     Example: ``default_collate([(x0, 0), (x1, 1)]) -> (stack([x0, x1]), tensor([0, 1]))``.
     """
-    from ..creation import tensor
-    from ..ops import stack
-
     first = batch[0]
     if isinstance(first, Tensor):
         return stack(list(batch), 0)
