@@ -14,11 +14,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-import numpy as np
-
 import funcgrad.numpy as fnp
 
-from ..backend import namespace_of
+from ..backend import dtype_of, namespace_of
 from ..core import Box, JVPBox, VJPBox, defprimitive
 from ..core.trace import shape_of
 from ._func_support import _raw_value, is_traced, traced_inplace
@@ -91,14 +89,7 @@ def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
 
 
 def _conj(v: Any) -> Any:
-    return fnp.conj(v) if np.dtype(_dtype(v)).kind == "c" else v
-
-
-def _dtype(v: Any) -> Any:
-    while isinstance(v, Box):
-        v = v._value
-    d = getattr(v, "dtype", None)
-    return d if d is not None else np.result_type(v)
+    return fnp.conj(v) if dtype_of(v).kind == "c" else v
 
 
 def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any, call: _Call) -> list[Any]:
@@ -136,7 +127,7 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
     for j in argnums:
         p = call.pos[j]
         r, leaf = res[p], leaves[j]
-        if r is None or np.dtype(_dtype(leaf)).kind not in "fc":
+        if r is None or dtype_of(leaf).kind not in "fc":
             out.append(None)
             continue
         if not isinstance(r, Tensor):
@@ -170,8 +161,8 @@ def _conform(v: Any, like: Any, what: str) -> Any:
     if got != shape:
         check_gradient_shape(got, shape, what)
         v = fnp.broadcast_to(v, shape)
-    if np.dtype(_dtype(v)) != np.dtype(_dtype(like)):
-        v = fnp.astype(v, np.dtype(_dtype(like)))
+    if dtype_of(v) != dtype_of(like):
+        v = fnp.astype(v, dtype_of(like))
     return v
 
 
@@ -195,7 +186,7 @@ def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call
             t = tangents[j]
             if t is not None:
                 t_in[p] = Tensor._make(t)
-            elif np.dtype(_dtype(leaves[j])).kind in "fc":
+            elif dtype_of(leaves[j]).kind in "fc":
                 t_in[p] = Tensor._make(fnp.zeros_like(leaves[j]))
         ctx._in_jvp = True
         t_out = cls.jvp(ctx, *t_in)  # type: ignore[attr-defined]

@@ -311,12 +311,10 @@ class Function:
         input_ids = {id(a): a for a in args if isinstance(a, Tensor)}
         results = []
         for o in outs:
-            if isinstance(o, Tensor) and id(o) in input_ids and id(o) not in ctx._dirty:
-                o = Tensor._make(o._value, vc=o._vc)  # returning an input: a new tensor (an alias)
+            if isinstance(o, Tensor) and id(o) not in ctx._dirty and (id(o) in input_ids or o._node is not None):
+                o = Tensor._make(o._value, vc=o._vc)  # an input or a recorded result: a new tensor (an alias)
             elif isinstance(o, GraphBox) and not isinstance(o, Tensor):
                 o = _graph.as_tensor_box(o)
-            elif isinstance(o, Tensor) and o._node is not None and id(o) not in ctx._dirty:
-                o = Tensor._make(o._value, vc=o._vc)
             results.append(o)
         _mark_output_views(outs, results, input_ids, ctx)
         if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
