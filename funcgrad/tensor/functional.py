@@ -243,15 +243,10 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
                 jac.append(blocks if is_tuple_in else blocks[0])
                 continue
         rows: list[Any] = [[] for _ in ins]
-        n = o.numel()
+        if strict and o.numel() and not o.requires_grad:
+            _check_outputs_require_grad((o,), i)
         flat = o.reshape(-1)
-        for k in range(n):
-            if not o.requires_grad:
-                if strict:
-                    _check_outputs_require_grad((o,), i)
-                for j, t in enumerate(ins):
-                    rows[j].append(zeros_like(t))
-                continue
+        for k in range(o.numel() if o.requires_grad else 0):  # (no rows: zero blocks below)
             g = _grad(flat[k], list(ins), retain_graph=True, create_graph=create_graph, allow_unused=True)
             for j, (r, t) in enumerate(zip(g, ins)):
                 if r is None:
@@ -260,12 +255,8 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
                                            f"This is not allowed in strict mode.")
                     r = zeros_like(t)
                 rows[j].append(r)
-        per_in = []
-        for j, t in enumerate(ins):
-            if rows[j]:
-                per_in.append(stack(rows[j]).reshape(tuple(o.shape) + tuple(t.shape)))
-            else:
-                per_in.append(zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype))
+        per_in = [stack(r).reshape(tuple(o.shape) + tuple(t.shape)) if r
+                  else zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype) for r, t in zip(rows, ins)]
         jac.append(tuple(per_in) if is_tuple_in else per_in[0])
     result = tuple(jac) if is_tuple_out else jac[0]
     return _finish(result, create_graph)
