@@ -751,25 +751,18 @@ class RemovableHandle:
 from . import functional, init, utils  # noqa: E402,F401  (modules: import funcgrad.tensor.nn.functional as F)
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList  # noqa: E402
 from .activation import *  # noqa: E402,F401,F403
-from .activation import __all__ as _act_all  # noqa: E402
 from .conv import *  # noqa: E402,F401,F403
-from .conv import __all__ as _conv_all  # noqa: E402
 from .pooling import *  # noqa: E402,F401,F403
-from .pooling import __all__ as _pool_all  # noqa: E402
 from .norm import *  # noqa: E402,F401,F403
-from .norm import __all__ as _norm_all  # noqa: E402
 from .dropout import *  # noqa: E402,F401,F403
-from .dropout import __all__ as _drop_all  # noqa: E402
 from .sparse import Embedding  # noqa: E402
 from .rnn import *  # noqa: E402,F401,F403
-from .rnn import __all__ as _rnn_all  # noqa: E402
 from .transformer import *  # noqa: E402,F401,F403
-from .transformer import __all__ as _tr_all  # noqa: E402
 from .loss import *  # noqa: E402,F401,F403
-from .loss import __all__ as _loss_all  # noqa: E402
 from .misc import *  # noqa: E402,F401,F403
-from .misc import __all__ as _misc_all  # noqa: E402
+from . import activation, conv, dropout, loss, misc, norm, pooling, rnn, transformer  # noqa: E402
 
 __all__ += ["ParameterList", "ParameterDict", "RemovableHandle"]
-__all__ += _act_all + _conv_all + _pool_all + _norm_all + _drop_all + _rnn_all + _tr_all + _loss_all + _misc_all
+for _layers in (activation, conv, pooling, norm, dropout, rnn, transformer, loss, misc):
+    __all__ += _layers.__all__
 from . import parallel  # noqa: E402,F401  (ft.nn.parallel.DistributedDataParallel)
