@@ -20,7 +20,7 @@ from ..backend import dtype_of, namespace_of
 from ..core import Box, JVPBox, VJPBox, defprimitive
 from ..core.trace import shape_of
 from ._func_support import _raw_value, is_traced, traced_inplace
-from .grad_mode import state as _mode
+from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor
 
 __all__ = ["apply_function", "traced_args", "VmapInfo"]
@@ -63,8 +63,6 @@ def _ctx_for(call: _Call, inputs: tuple[Any, ...], output: Any, needs: tuple[boo
 
 
 def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
-    from .grad_mode import no_grad
-
     copies = [namespace_of(x).array(x, copy=True) if hasattr(x, "shape") else x for x in leaves]
     inputs = call.inputs(copies)
     with no_grad():
@@ -99,9 +97,7 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
     inputs = call.inputs(leaves)
     output = call.output(ans)
     needs = tuple(p in [call.pos[j] for j in argnums] for p in range(len(call.args)))
-    prev = _mode.enabled
-    _mode.enabled = True  # backward is differentiated by the enclosing transforms (higher order)
-    try:
+    with enable_grad():  # backward is differentiated by the enclosing transforms (higher order)
         ctx = _ctx_for(call, inputs, output, needs)
         grads: list[Any] = []
         leaf_k = 0
@@ -121,8 +117,6 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
             raise RuntimeError(f"trying to differentiate twice a function that was marked with @once_differentiable "
                                f"({cls.__name__}.backward under nested ft.func transforms)")
         res = _gradients(backward(ctx, *grads), len(call.args), f"{cls.__name__}Backward")
-    finally:
-        _mode.enabled = prev
     out: list[Any] = []
     for j in argnums:
         p = call.pos[j]
@@ -177,9 +171,7 @@ def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call
     inputs = call.inputs(leaves)
     output = call.output(ans)
     needs = tuple(p in call.pos for p in range(len(call.args)))
-    prev = _mode.enabled
-    _mode.enabled = True
-    try:
+    with enable_grad():
         ctx = _ctx_for(call, inputs, output, needs)
         t_in: list[Any] = [None] * len(call.args)
         for j, p in enumerate(call.pos):
@@ -190,8 +182,6 @@ def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call
                 t_in[p] = Tensor._make(fnp.zeros_like(leaves[j]))
         ctx._in_jvp = True
         t_out = cls.jvp(ctx, *t_in)  # type: ignore[attr-defined]
-    finally:
-        _mode.enabled = prev
     if not isinstance(t_out, tuple):
         t_out = (t_out,)
     if len(t_out) != len(call.out_layout):
