@@ -115,11 +115,7 @@ def as_dtype(d: Any) -> dtype:
         nd = np.dtype(d)
     except TypeError:
         raise TypeError(f"dtype must be an ft dtype (e.g. ft.float32), got {d!r}") from None
-    got = _BY_NP.get(nd)
-    if got is None:
-        raise TypeError(f"dtype {nd} is not supported by funcgrad.tensor; supported: "
-                        + ", ".join(x.name for x in _ALL))
-    return got
+    return from_numpy_dtype(nd)
 
 
 def from_numpy_dtype(nd: Any) -> dtype:

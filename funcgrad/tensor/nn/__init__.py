@@ -190,18 +190,13 @@ class Module:
 
     def __setattr__(self, name: str, value: Any) -> None:
         d = self.__dict__
-        if isinstance(value, Parameter):
+        if isinstance(value, (Parameter, Module)):  # registered, and no longer anything else
             self._check_init()
-            d["_buffers"].pop(name, None)
-            d["_modules"].pop(name, None)
+            store = "_parameters" if isinstance(value, Parameter) else "_modules"
+            for other in {"_parameters", "_buffers", "_modules"} - {store}:  # (its own keeps the order)
+                d[other].pop(name, None)
             d.pop(name, None)
-            d["_parameters"][name] = value
-        elif isinstance(value, Module):
-            self._check_init()
-            d["_parameters"].pop(name, None)
-            d["_buffers"].pop(name, None)
-            d.pop(name, None)
-            d["_modules"][name] = value
+            d[store][name] = value
         elif "_parameters" in d and name in d["_parameters"]:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' (ft.nn.Parameter or "
