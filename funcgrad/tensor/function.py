@@ -26,7 +26,6 @@ from typing import Any, Callable, cast
 import numpy as np
 
 from ..backend import namespace_of
-from . import dtypes
 from . import forward_ad as _fwad
 from . import graph as _graph
 from .graph import GraphBox, Node, edge_of
@@ -128,7 +127,7 @@ class FunctionNode(Node):
         for g, meta in zip(grads, self._out_meta):
             if g is None:  # non-tensor outputs get None, as in PyTorch
                 materialize = ctx.materialize_grads and meta[1] is not None
-                user.append(zeros(meta[0], dtype=_dtype_of(meta[1])) if materialize else None)
+                user.append(zeros(meta[0], dtype=meta[1]) if materialize else None)
             else:
                 user.append(_to_user(g, create_graph))
         backward = _backward_of(self._cls)
@@ -238,10 +237,6 @@ def _backward_of(cls: type) -> Callable[..., Any]:
         raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
                            "only implement one of them.")
     return cast("Callable[..., Any]", cls.vjp if has_vjp else cls.backward)  # type: ignore[attr-defined]
-
-
-def _dtype_of(np_dtype: Any) -> Any:
-    return dtypes.from_numpy_dtype(np_dtype)
 
 
 class Function:
