@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 
 def _cast_to(name: str) -> Callable[["Tensor"], "Tensor"]:
     """The method casting a tensor to ``ft.<name>`` (``x.double()`` is ``x.to(ft.float64)``)."""
+    dtype = getattr(_dt, name)
 
     def method(self: Tensor) -> "Tensor":
-        return _cast(self, getattr(_dt, name))
+        return _cast(self, dtype)
 
     return method
 
