@@ -169,6 +169,9 @@ def _per_rank(impl: Callable[..., _T], name: str, doc: str,
     their arguments and, by keyword, the number of spatial axes ``nsp``; ``name`` and ``doc`` are formatted
     with ``n`` and ``axes``."""
 
+    sig = inspect.signature(impl)
+    public = sig.replace(parameters=[p for p in sig.parameters.values() if p.name != "nsp"])
+
     def form(n: int) -> Callable[..., _T]:
         @functools.wraps(impl)
         def f(*args: Any, **kwargs: Any) -> _T:
@@ -176,6 +179,7 @@ def _per_rank(impl: Callable[..., _T], name: str, doc: str,
 
         f.__name__ = f.__qualname__ = name.format(n=n)
         f.__doc__ = doc.format(n=n, axes=_AXES[n])
+        setattr(f, "__signature__", public)  # the public arguments, without nsp
         return f
 
     return tuple(form(n) for n in ranks)
