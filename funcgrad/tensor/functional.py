@@ -388,13 +388,10 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     out = outs[0]
     if out.numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {_fn} should contain a single element")
-    with enable_grad():
-        if not out.requires_grad:
-            if strict:
-                _check_outputs_require_grad((out,))
-            return _finish(out, create_graph), _finish(tuple(zeros_like(t) for t in ins) if is_tuple_in
-                                                       else zeros_like(ins[0]), create_graph)
-        g = _grad(out, list(ins), create_graph=True, allow_unused=True)
+    if strict:
+        _check_outputs_require_grad((out,))
+    with enable_grad():  # (an output that needs no grad: all derivatives None, so zeros)
+        g = _grad_of((out,), ins, (None,), True, retain_graph=None)
         _check_filled(g, strict, False, "back")
         if strict:
             _check_jacobian_requires_grad(g)
