@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 from . import creation as _creation
-from . import dtypes as _dtypes
 from . import legacy as _legacy
 from . import ops
 from .dtypes import (  # noqa: F401

@@ -14,15 +14,14 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-import numpy as np
-
 import funcgrad.numpy as fnp
 
-from ..backend import namespace_of
+from ..backend import dtype_of, namespace_of
 from ..core import Box, JVPBox, VJPBox, defprimitive
 from ..core.trace import shape_of
 from ._func_support import _raw_value, is_traced, traced_inplace
-from .grad_mode import state as _mode
+from .grad_mode import enable_grad, no_grad
+from .tensor import Tensor
 
 __all__ = ["apply_function", "traced_args", "VmapInfo"]
 
@@ -43,16 +42,12 @@ class _Call:
         self.materialize = True
 
     def inputs(self, leaves: Any) -> tuple[Any, ...]:
-        from .tensor import Tensor
-
         full = list(self.args)
         for p, leaf in zip(self.pos, leaves):
             full[p] = Tensor._make(leaf)
         return tuple(full)
 
     def output(self, leaves: Any) -> Any:
-        from .tensor import Tensor
-
         it = iter(leaves)
         outs = [Tensor._make(next(it)) if c is None else c[0] for c in self.out_layout]
         return tuple(outs) if self.is_tuple else outs[0]
@@ -68,9 +63,6 @@ def _ctx_for(call: _Call, inputs: tuple[Any, ...], output: Any, needs: tuple[boo
 
 
 def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
-    from .grad_mode import no_grad
-    from .tensor import Tensor
-
     copies = [namespace_of(x).array(x, copy=True) if hasattr(x, "shape") else x for x in leaves]
     inputs = call.inputs(copies)
     with no_grad():
@@ -95,27 +87,17 @@ def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
 
 
 def _conj(v: Any) -> Any:
-    return fnp.conj(v) if np.dtype(_dtype(v)).kind == "c" else v
-
-
-def _dtype(v: Any) -> Any:
-    while isinstance(v, Box):
-        v = v._value
-    d = getattr(v, "dtype", None)
-    return d if d is not None else np.result_type(v)
+    return fnp.conj(v) if dtype_of(v).kind == "c" else v
 
 
 def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any, call: _Call) -> list[Any]:
-    from .function import _backward_of
-    from .tensor import Tensor
+    from .function import _backward_of, _gradients
 
     cls = call.cls
     inputs = call.inputs(leaves)
     output = call.output(ans)
     needs = tuple(p in [call.pos[j] for j in argnums] for p in range(len(call.args)))
-    prev = _mode.enabled
-    _mode.enabled = True  # backward is differentiated by the enclosing transforms (higher order)
-    try:
+    with enable_grad():  # backward is differentiated by the enclosing transforms (higher order)
         ctx = _ctx_for(call, inputs, output, needs)
         grads: list[Any] = []
         leaf_k = 0
@@ -134,22 +116,12 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
                 any(_differentiated(v) for v in (*leaves, *ans, *g)):
             raise RuntimeError(f"trying to differentiate twice a function that was marked with @once_differentiable "
                                f"({cls.__name__}.backward under nested ft.func transforms)")
-        res = backward(ctx, *grads)
-    finally:
-        _mode.enabled = prev
-    if not isinstance(res, tuple):
-        res = (res,)
-    n = len(call.args)
-    if len(res) > n and all(r is None for r in res[n:]):
-        res = res[:n]
-    if len(res) != n:
-        raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients (expected "
-                           f"{n}, got {len(res)})")
+        res = _gradients(backward(ctx, *grads), len(call.args), f"{cls.__name__}Backward")
     out: list[Any] = []
     for j in argnums:
         p = call.pos[j]
         r, leaf = res[p], leaves[j]
-        if r is None or np.dtype(_dtype(leaf)).kind not in "fc":
+        if r is None or dtype_of(leaf).kind not in "fc":
             out.append(None)
             continue
         if not isinstance(r, Tensor):
@@ -177,25 +149,19 @@ def _differentiated(v: Any) -> bool:
 
 
 def _conform(v: Any, like: Any, what: str) -> Any:
-    shape, want = tuple(shape_of(like)), tuple(shape_of(v))
-    if want != shape:
-        size = int(np.prod(want, dtype=np.int64))
-        try:
-            ok = np.broadcast_shapes(want, shape) == shape and size == 1
-        except ValueError:
-            ok = False
-        if not ok:
-            raise RuntimeError(f"{what} - got [{', '.join(map(str, want))}] but expected shape compatible with "
-                               f"[{', '.join(map(str, shape))}]")
+    from .function import check_gradient_shape
+
+    shape, got = tuple(shape_of(like)), tuple(shape_of(v))
+    if got != shape:
+        check_gradient_shape(got, shape, what)
         v = fnp.broadcast_to(v, shape)
-    if np.dtype(_dtype(v)) != np.dtype(_dtype(like)):
-        v = fnp.astype(v, np.dtype(_dtype(like)))
+    if dtype_of(v) != dtype_of(like):
+        v = fnp.astype(v, dtype_of(like))
     return v
 
 
 def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call) -> tuple[Any, ...]:
     from .function import Function
-    from .tensor import Tensor
 
     cls = call.cls
     if cls.jvp is Function.jvp or not callable(getattr(cls, "jvp", None)):  # type: ignore[attr-defined]
@@ -205,21 +171,17 @@ def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call
     inputs = call.inputs(leaves)
     output = call.output(ans)
     needs = tuple(p in call.pos for p in range(len(call.args)))
-    prev = _mode.enabled
-    _mode.enabled = True
-    try:
+    with enable_grad():
         ctx = _ctx_for(call, inputs, output, needs)
         t_in: list[Any] = [None] * len(call.args)
         for j, p in enumerate(call.pos):
             t = tangents[j]
             if t is not None:
                 t_in[p] = Tensor._make(t)
-            elif np.dtype(_dtype(leaves[j])).kind in "fc":
+            elif dtype_of(leaves[j]).kind in "fc":
                 t_in[p] = Tensor._make(fnp.zeros_like(leaves[j]))
         ctx._in_jvp = True
         t_out = cls.jvp(ctx, *t_in)  # type: ignore[attr-defined]
-    finally:
-        _mode.enabled = prev
     if not isinstance(t_out, tuple):
         t_out = (t_out,)
     if len(t_out) != len(call.out_layout):
@@ -256,7 +218,6 @@ def _fn_batch(args: list[Any], dims: list[Any], call: _Call) -> tuple[Any, ...]:
     from ..core import get_primitive
     from ..numpy._batching import fallback
     from .function import Function
-    from .tensor import Tensor
 
     cls = call.cls
     size = next(shape_of(a)[d] for a, d in zip(args, dims) if d is not None)
@@ -304,8 +265,6 @@ _FN = defprimitive(_fn_raw, name="autograd_function", vjp_all=_fn_vjp, jvp_all=_
 
 def traced_args(args: tuple[Any, ...]) -> bool:
     """Whether some Tensor argument holds a transform's traced value (``Function.apply`` under ft.func)."""
-    from .tensor import Tensor
-
     for a in args:
         if isinstance(a, Tensor) and is_traced(a._value):
             return True
@@ -328,7 +287,6 @@ def apply_function(cls: type, args: tuple[Any, ...]) -> Any:
         ft.func.grad(lambda x: Sq.apply(x).sum())(x)   # 2 * x, by Sq.backward
     """
     from .function import Function
-    from .tensor import Tensor
 
     if cls.setup_context is Function.setup_context:  # type: ignore[attr-defined]
         raise RuntimeError(

@@ -137,6 +137,7 @@ def is_traced(v: Any) -> bool:
 
 
 def _raw_value(t: Any) -> Any:
+    """The raw value inside ``t`` (a Tensor op on a traced value may wrap a Tensor around it again)."""
     from .tensor import Tensor
 
     while isinstance(t, Tensor):
@@ -181,13 +182,8 @@ def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[
     if not _local.frames:
         return record(prim, args, kwargs, argnums)
     src = args[argnums[0]]
-    traced = False
-    for i in argnums:
-        if is_traced(args[i]._value):
-            traced = True
-            break
-    else:
-        traced = any(isinstance(v, Box) and is_traced(getattr(v, "_value", None)) for v in kwargs.values())
+    traced = any(is_traced(args[i]._value) for i in argnums) or any(
+        isinstance(v, Box) and is_traced(getattr(v, "_value", None)) for v in kwargs.values())
     out = record(prim, args, kwargs, argnums)
     if not traced:
         if getattr(out, "_base", None) is not None and isinstance(out, _graph._TENSOR_CLS[0]):

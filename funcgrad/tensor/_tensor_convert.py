@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import copy as _copy
-from typing import TYPE_CHECKING, Any, SupportsIndex, cast
+from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, cast
 
 import numpy as np
 
@@ -30,6 +30,16 @@ from .tensor import (
 
 if TYPE_CHECKING:
     from .tensor import Tensor
+
+
+def _cast_to(name: str) -> Callable[["Tensor"], "Tensor"]:
+    """The method casting a tensor to ``ft.<name>`` (``x.double()`` is ``x.to(ft.float64)``)."""
+    dtype = getattr(_dt, name)
+
+    def method(self: Tensor) -> "Tensor":
+        return _cast(self, dtype)
+
+    return method
 
 
 class _ConvertMixin:
@@ -71,9 +81,7 @@ class _ConvertMixin:
         v = _fwad.primal_value(self._value)
         if namespace_of(v) is not np:
             if force:
-                from ..backend import to_numpy
-
-                return cast("np.ndarray", to_numpy(v))
+                return cast("np.ndarray", _backend.to_numpy(v))
             raise TypeError(
                 f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                 f"to host memory first."
@@ -91,7 +99,7 @@ class _ConvertMixin:
         v = _fwad.primal_value(self._value)
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
-        return v.reshape(()).item() if namespace_of(v) is np else v.reshape(()).item()
+        return v.reshape(()).item()
 
     def tolist(self: Tensor) -> Any:
         v = _fwad.primal_value(self._value)
@@ -127,9 +135,7 @@ class _ConvertMixin:
         return repr(self)
 
     def __reduce_ex__(self: Tensor, protocol: SupportsIndex) -> Any:
-        from ..backend import to_numpy
-
-        return (_rebuild, (to_numpy(self._value), self._requires_grad and self._node is None))
+        return (_rebuild, (_backend.to_numpy(self._value), self._requires_grad and self._node is None))
 
     def __deepcopy__(self: Tensor, memo: dict[Any, Any]) -> "Tensor":
         if self._node is not None:
@@ -187,29 +193,9 @@ class _ConvertMixin:
     def type_as(self: Tensor, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)
 
-    def float(self: Tensor) -> "Tensor":
-        return _cast(self, _dt.float32)
-
-    def double(self: Tensor) -> "Tensor":
-        return _cast(self, _dt.float64)
-
-    def half(self: Tensor) -> "Tensor":
-        return _cast(self, _dt.float16)
-
-    def long(self: Tensor) -> "Tensor":
-        return _cast(self, _dt.int64)
-
-    def int(self: Tensor) -> "Tensor":
-        return _cast(self, _dt.int32)
-
-    def bool(self: Tensor) -> "Tensor":
-        return _cast(self, _dt.bool)
-
-    def cfloat(self: Tensor) -> "Tensor":
-        return _cast(self, _dt.complex64)
-
-    def cdouble(self: Tensor) -> "Tensor":
-        return _cast(self, _dt.complex128)
+    # x.float(), x.double() ... : casts to a fixed dtype
+    float, double, half, long, int, bool, cfloat, cdouble = (
+        _cast_to(name) for name in ("float32", "float64", "float16", "int64", "int32", "bool", "complex64", "complex128"))
 
     def cpu(self: Tensor) -> "Tensor":
         """A copy in host memory (this tensor itself when it is there already); differentiable."""

@@ -29,6 +29,16 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
+def _unary_inplace(name: str) -> Callable[["Tensor"], "Tensor"]:
+    """The in-place form ``<name>_`` of the unary method ``name`` (``exp_`` writes ``exp()`` into the tensor)."""
+
+    def method(self: Tensor) -> "Tensor":
+        return self._inplace(getattr(Tensor, name))
+
+    method.__name__ = method.__qualname__ = name + "_"
+    return method
+
+
 class _InplaceMixin:
     __slots__ = ()
     _value: Any  # Box's slot: declared for mypy, which reads ``self._value = ...`` below as the mixin's own
@@ -77,41 +87,9 @@ class _InplaceMixin:
     def pow_(self: Tensor, exponent: Any) -> "Tensor":
         return self._inplace(Tensor.pow, exponent)
 
-    def neg_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.neg)
-
-    def abs_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.abs)
-
-    def exp_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.exp)
-
-    def log_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.log)
-
-    def sqrt_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.sqrt)
-
-    def sin_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.sin)
-
-    def cos_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.cos)
-
-    def tanh_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.tanh)
-
-    def sigmoid_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.sigmoid)
-
-    def relu_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.relu)
-
-    def reciprocal_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.reciprocal)
-
-    def square_(self: Tensor) -> "Tensor":
-        return self._inplace(Tensor.square)
+    neg_, abs_, exp_, log_, sqrt_, sin_, cos_, tanh_, sigmoid_, relu_, reciprocal_, square_ = (
+        _unary_inplace(name) for name in ("neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu",
+                                          "reciprocal", "square"))
 
     def clamp_(self: Tensor, min: Any = None, max: Any = None) -> "Tensor":  # noqa: A002
         return self._inplace(Tensor.clamp, min, max)
@@ -206,20 +184,7 @@ class _InplaceMixin:
         mark = _seq_mark()
         return _finish_inplace(self, self._fill_like(v), mark, check_dtype=False)
 
-    def __iadd__(self: Tensor, other: Any) -> "Tensor":
-        return self.add_(other)
-
-    def __isub__(self: Tensor, other: Any) -> "Tensor":
-        return self.sub_(other)
-
-    def __imul__(self: Tensor, other: Any) -> "Tensor":
-        return self.mul_(other)
-
-    def __itruediv__(self: Tensor, other: Any) -> "Tensor":
-        return self.div_(other)
-
-    def __ipow__(self: Tensor, other: Any) -> "Tensor":
-        return self.pow_(other)
+    __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
 
     # ------------------------------------------------------------------ metadata changed in place
     def _check_meta_inplace(self: Tensor, op: str) -> None:

@@ -11,6 +11,7 @@ after defining the helpers used here and binds ``Tensor`` here once the class ex
 from __future__ import annotations
 
 import builtins
+import math
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
 import numpy as np
@@ -114,21 +115,14 @@ class _ShapeMixin:
         if s == e:
             return self
         shp = self.shape
-        n = 1
-        for k in shp[s:e + 1]:
-            n *= k
-        return self.reshape(tuple(shp[:s]) + (n,) + tuple(shp[e + 1:]))
+        return self.reshape(tuple(shp[:s]) + (math.prod(shp[s:e + 1]),) + tuple(shp[e + 1:]))
 
     def unflatten(self: Tensor, dim: builtins.int, sizes: Sequence[builtins.int]) -> "Tensor":
         d = _wrap_dim(dim, self.dim())
         shp = tuple(self.shape)
         sizes = list(sizes)
         if -1 in sizes:
-            known = 1
-            for s in sizes:
-                if s != -1:
-                    known *= s
-            sizes[sizes.index(-1)] = shp[d] // known
+            sizes[sizes.index(-1)] = shp[d] // math.prod(s for s in sizes if s != -1)
         return self.reshape(shp[:d] + tuple(sizes) + shp[d + 1:])
 
     def squeeze(self: Tensor, dim: DimArg = None) -> "Tensor":

@@ -14,11 +14,12 @@ from typing import Any, cast
 
 import numpy as np
 
+from .. import backend as _backend
 from ..backend import namespace_of
 from . import dtypes as _dt
 from .grad_mode import state as _mode
 from .graph import GraphBox
-from .tensor import SizeArg, Tensor, _shape_arg, device
+from .tensor import SizeArg, Tensor, _fg_device, _shape_arg, device
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
@@ -92,9 +93,6 @@ def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor
     if device_ is not None:
         dev = device(device_)
         if dev.type != "cpu":  # made on the host, then copied to the device (explicitly)
-            from .. import backend as _backend
-            from .tensor import _fg_device
-
             value = _backend.device_put(value, _fg_device(dev))
     if requires_grad and value.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")

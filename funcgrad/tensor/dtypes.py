@@ -115,11 +115,7 @@ def as_dtype(d: Any) -> dtype:
         nd = np.dtype(d)
     except TypeError:
         raise TypeError(f"dtype must be an ft dtype (e.g. ft.float32), got {d!r}") from None
-    got = _BY_NP.get(nd)
-    if got is None:
-        raise TypeError(f"dtype {nd} is not supported by funcgrad.tensor; supported: "
-                        + ", ".join(x.name for x in _ALL))
-    return got
+    return from_numpy_dtype(nd)
 
 
 def from_numpy_dtype(nd: Any) -> dtype:
@@ -230,14 +226,10 @@ def result_type(*operands: Any) -> dtype:
     dim = zero = wrapped = None
     for x in operands:
         d = getattr(x, "dtype", None)
-        if isinstance(d, dtype) and hasattr(x, "dim"):  # a Tensor
-            if x.dim() > 0:
-                dim = d if dim is None else promote_types(dim, d)
-            else:
-                zero = d if zero is None else promote_types(zero, d)
-        elif isinstance(x, np.ndarray):
-            d = from_numpy_dtype(x.dtype)
-            if x.ndim > 0:
+        is_tensor = isinstance(d, dtype) and hasattr(x, "dim")
+        if is_tensor or isinstance(x, np.ndarray):
+            d = d if is_tensor else from_numpy_dtype(x.dtype)
+            if (x.dim() if is_tensor else x.ndim) > 0:
                 dim = d if dim is None else promote_types(dim, d)
             else:
                 zero = d if zero is None else promote_types(zero, d)

@@ -20,6 +20,9 @@ import contextlib
 import threading
 from typing import Any, Iterator, cast
 
+import funcgrad.numpy as fnp
+
+from ..backend import namespace_of
 from ..core import ForwardTrace, JVPBox, Primitive
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor"]
@@ -129,8 +132,6 @@ def _trace_of(level: int | None, what: str) -> DualTrace:
 
 def _alias(t: Any, value: Any) -> Any:
     """A new tensor with raw value ``value`` whose backward flows to ``t`` unchanged (an identity node)."""
-    import funcgrad.numpy as fnp
-
     out = fnp.positive(t)  # recorded (when t requires grad) with the identity VJP; reads nothing
     out._value = value
     return out
@@ -225,8 +226,6 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
         return UnpackedDualTensor(tensor if v is tensor._value else _alias(tensor, v), None)
     tangent = box._tangent
     if tangent is None:
-        import funcgrad.numpy as fnp
-
         tangent = fnp.zeros_like(box._value)
     t = Tensor._make(_strip_closed(tangent))
     return UnpackedDualTensor(_alias(tensor, box._value), t)
@@ -316,8 +315,6 @@ def is_dual(v: Any) -> bool:
 def _conform(v: Any, shape: tuple[Any, ...], dtype: Any, bottom: Any) -> Any:
     """The dual chain of raw value ``v`` rebuilt on ``bottom`` (the primal), with each open level's
     tangent broadcast to ``shape`` and cast to ``dtype``; stale levels are dropped."""
-    import funcgrad.numpy as fnp
-
     if not is_dual(v):
         return bottom
     inner = _conform(v._value, shape, dtype, bottom)
@@ -336,8 +333,6 @@ def inplace_write(t: Any, new: Any) -> tuple[Any, ...]:
     """An in-place write of the raw value ``new`` into tensor ``t`` where either is dual: ``t``'s
     tangents become ``new``'s (broadcast to ``t``'s shape and dtype); for a view, its base's tangents
     change in the viewed region. Returns ``t``'s raw memory and ``new``'s primal, for the caller to copy."""
-    import funcgrad.numpy as fnp
-    from ..backend import namespace_of
     from ..transforms import vjp
     from .graph import replay_view
 

@@ -25,11 +25,14 @@ import contextlib
 from typing import Any, Callable, Iterator, Sequence
 
 import funcgrad as fg
+import funcgrad.numpy as fnp
 from funcgrad import tree_util
 
 from ..core import Box
 from . import _func_support as _support
+from ._func_support import _raw_value
 from .grad_mode import state as _mode
+from .ops import stack
 from .tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call",
@@ -40,15 +43,9 @@ def _is_tensor(x: Any) -> bool:
     return isinstance(x, Tensor)
 
 
-def _value(t: Any) -> Any:
-    while isinstance(t, Tensor):  # a Tensor op on a traced value may wrap a Tensor around it again
-        t = t._value
-    return t
-
-
 def _to_raw(tree: Any) -> Any:
     """Tensors -> their values (arrays, or a transform's traced values), through any pytree."""
-    return tree_util.tree_map(_value, tree, is_leaf=_is_tensor)
+    return tree_util.tree_map(_raw_value, tree, is_leaf=_is_tensor)
 
 
 def _array_like(x: Any) -> bool:
@@ -64,7 +61,7 @@ def _result(tree: Any) -> Any:
     """A transform's result as Tensors; a traced value that escaped is an error, never a result."""
 
     def leaf(v: Any) -> Any:
-        inner = _value(v)
+        inner = _raw_value(v)
         if _support.depth() and isinstance(inner, Box):  # inside an outer ft.func transform: its traced value
             return Tensor._make(inner)
         if isinstance(inner, Box) or isinstance(getattr(inner, "_value", None), Box):
@@ -109,18 +106,22 @@ def _outer_no_grad(result: Any, enabled: bool) -> Any:
     return _support.stop_reverse(result)
 
 
+def _on_tensors(transformed: Callable[..., Any]) -> Callable[..., Any]:
+    """A reverse-mode transform of a lifted function, called on Tensors and returning Tensors."""
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        enabled = _mode.enabled
+        return _result(_outer_no_grad(transformed(*_to_raw(args), **kwargs), enabled))
+
+    return wrapped
+
+
 def grad(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The gradient of a scalar-valued ``func`` with respect to ``argnums`` (``fg.grad``).
 
     Example: ``ft.func.grad(lambda x: x.sin().sum())(x)  # cos(x)``.
     """
-    g = fg.grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux)
-
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        enabled = _mode.enabled
-        return _result(_outer_no_grad(g(*_to_raw(args), **kwargs), enabled))
-
-    return wrapped
+    return _on_tensors(fg.grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux))
 
 
 def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
@@ -172,13 +173,7 @@ def jvp(func: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any
 def jacrev(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, *, has_aux: bool = False,
            chunk_size: int | None = None) -> Callable[..., Any]:
     """Jacobian by reverse mode (``fg.jacrev``). Example: ``ft.func.jacrev(f)(x)``."""
-    j = fg.jacrev(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux)
-
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        enabled = _mode.enabled
-        return _result(_outer_no_grad(j(*_to_raw(args), **kwargs), enabled))
-
-    return wrapped
+    return _on_tensors(fg.jacrev(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux))
 
 
 def jacfwd(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False, *,
@@ -190,17 +185,10 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux
 
 def hessian(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0) -> Callable[..., Any]:
     """Hessian, forward over reverse (``fg.hessian``). Example: ``ft.func.hessian(f)(x)``."""
-    h = fg.hessian(_lift(func, reverse=True), argnums=argnums)
-
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        enabled = _mode.enabled
-        return _result(_outer_no_grad(h(*_to_raw(args), **kwargs), enabled))
-
-    return wrapped
+    return _on_tensors(fg.hessian(_lift(func, reverse=True), argnums=argnums))
 
 
-def _chunks(args: tuple[Any, ...], in_dims: Any, size: int, chunk: int) -> Iterator[tuple[Any, ...]]:
-    dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+def _chunks(args: tuple[Any, ...], dims: Any, size: int, chunk: int) -> Iterator[tuple[Any, ...]]:
     for lo in range(0, size, chunk):
         part = []
         for a, d in zip(args, dims):
@@ -231,9 +219,7 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
         sizes = [tree_util.tree_leaves(a)[0].shape[d] for a, d in zip(raw, dims) if d is not None]
         if not sizes:
             raise ValueError("vmap: at least one argument must be mapped (in_dims not None)")
-        import funcgrad.numpy as fnp
-
-        outs = [v(*part, **kwargs) for part in _chunks(raw, in_dims, sizes[0], chunk_size)]
+        outs = [v(*part, **kwargs) for part in _chunks(raw, dims, sizes[0], chunk_size)]
         od = out_dims
         outs = [_to_raw(_result(o)) for o in outs]
         return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=od), *outs))
@@ -288,8 +274,6 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
 def stack_module_state(models: Sequence[Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     """``(params, buffers)``: each model's tensors stacked along a new first axis, by name (for ``vmap``
     over an ensemble). Example: ``params, buffers = stack_module_state(models)``."""
-    from .ops import stack
-
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
     if len({type(m) for m in models}) != 1:

@@ -20,8 +20,12 @@ Example::
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, cast
 
+import numpy as np
+
+from ..backend import namespace_of
 from . import forward_ad as _fwad
 from . import graph as _graph
 from .graph import GraphBox, Node, edge_of
@@ -123,22 +127,12 @@ class FunctionNode(Node):
         for g, meta in zip(grads, self._out_meta):
             if g is None:  # non-tensor outputs get None, as in PyTorch
                 materialize = ctx.materialize_grads and meta[1] is not None
-                user.append(zeros(meta[0], dtype=_dtype_of(meta[1])) if materialize else None)
+                user.append(zeros(meta[0], dtype=meta[1]) if materialize else None)
             else:
                 user.append(_to_user(g, create_graph))
         backward = _backward_of(self._cls)
         with set_grad_enabled(create_graph):
-            res = backward(ctx, *user)
-        if not isinstance(res, tuple):
-            res = (res,)
-        if len(res) != self._n_args:
-            if len(res) > self._n_args and all(r is None for r in res[self._n_args:]):
-                res = res[: self._n_args]
-            else:
-                raise RuntimeError(
-                    f"function {self._name} returned an incorrect number of gradients (expected {self._n_args}, "
-                    f"got {len(res)})"
-                )
+            res = _gradients(backward(ctx, *user), self._n_args, self._name)
         out: list[Any] = []
         in_meta = dict(zip(self._inputs, self._in_meta))
         for pos in self.argnums:
@@ -152,20 +146,8 @@ class FunctionNode(Node):
                 else:
                     raise TypeError(f"function {self._name} returned a gradient of type {type(g).__name__} at index "
                                     f"{pos}; expected a Tensor or None")
-            shape = in_meta[pos][0]
-            if tuple(g.shape) != tuple(shape):
-                try:
-                    import numpy as np
-
-                    ok = np.broadcast_shapes(tuple(g.shape), tuple(shape)) == tuple(shape) and g.numel() == 1
-                except ValueError:
-                    ok = False
-                if not ok:
-                    raise RuntimeError(
-                        f"Function {self._name} returned an invalid gradient at index {pos} - got "
-                        f"[{', '.join(map(str, g.shape))}] but expected shape compatible with "
-                        f"[{', '.join(map(str, shape))}]"
-                    )
+            check_gradient_shape(tuple(g.shape), tuple(in_meta[pos][0]),
+                                 f"Function {self._name} returned an invalid gradient at index {pos}")
             out.append(_from_user(g, create_graph))
         return out
 
@@ -175,6 +157,29 @@ class FunctionNode(Node):
             for s in self._ctx._saved:
                 if s is not None:
                     s.release()
+
+
+def _gradients(returned: Any, n: int, name: str) -> tuple[Any, ...]:
+    """What ``backward`` returned, as one gradient per ``forward`` argument (extra trailing Nones are dropped)."""
+    res: tuple[Any, ...] = returned if isinstance(returned, tuple) else (returned,)
+    if len(res) > n and all(r is None for r in res[n:]):
+        res = res[:n]
+    if len(res) != n:
+        raise RuntimeError(f"function {name} returned an incorrect number of gradients (expected {n}, got {len(res)})")
+    return res
+
+
+def check_gradient_shape(got: tuple[Any, ...], shape: tuple[Any, ...], what: str) -> None:
+    """A gradient returned for an input of ``shape`` must have that shape, or be one element (it broadcasts)."""
+    if got == shape:
+        return
+    try:
+        ok = np.broadcast_shapes(got, shape) == shape and math.prod(got) == 1
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"{what} - got [{', '.join(map(str, got))}] but expected shape compatible with "
+                           f"[{', '.join(map(str, shape))}]")
 
 
 def _mark_output_views(outs: list[Any], results: list[Any], input_ids: dict[Any, Any], ctx: FunctionCtx) -> None:
@@ -232,12 +237,6 @@ def _backward_of(cls: type) -> Callable[..., Any]:
         raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
                            "only implement one of them.")
     return cast("Callable[..., Any]", cls.vjp if has_vjp else cls.backward)  # type: ignore[attr-defined]
-
-
-def _dtype_of(np_dtype: Any) -> Any:
-    from . import dtypes
-
-    return dtypes.from_numpy_dtype(np_dtype)
 
 
 class Function:
@@ -307,12 +306,10 @@ class Function:
         input_ids = {id(a): a for a in args if isinstance(a, Tensor)}
         results = []
         for o in outs:
-            if isinstance(o, Tensor) and id(o) in input_ids and id(o) not in ctx._dirty:
-                o = Tensor._make(o._value, vc=o._vc)  # returning an input: a new tensor (an alias)
+            if isinstance(o, Tensor) and id(o) not in ctx._dirty and (id(o) in input_ids or o._node is not None):
+                o = Tensor._make(o._value, vc=o._vc)  # an input or a recorded result: a new tensor (an alias)
             elif isinstance(o, GraphBox) and not isinstance(o, Tensor):
                 o = _graph.as_tensor_box(o)
-            elif isinstance(o, Tensor) and o._node is not None and id(o) not in ctx._dirty:
-                o = Tensor._make(o._value, vc=o._vc)
             results.append(o)
         _mark_output_views(outs, results, input_ids, ctx)
         if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
@@ -335,8 +332,6 @@ class Function:
             meta = []
             for k, o in enumerate(results):
                 if isinstance(o, Tensor):
-                    from ..backend import namespace_of
-
                     meta.append((o._value.shape, o._value.dtype, namespace_of(o._value)))
                     if id(outs[k]) in ctx._non_differentiable or o._value.dtype.kind not in "fc":
                         continue
@@ -414,8 +409,6 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
         res = []
         for o in tup:
             if isinstance(o, Tensor):
-                from ..backend import namespace_of
-
                 err = _DelayedError("trying to differentiate twice a function that was marked with "
                                     "@once_differentiable", edges, [(o._value.shape, o._value.dtype, namespace_of(o._value))])
                 o = Tensor._make(o._value, err, 0, True)

@@ -12,8 +12,11 @@ import functools
 import warnings
 from typing import Any, Callable, cast
 
+from ..backend import namespace_of
 from .backward import grad as _grad
+from .creation import ones_like, zeros, zeros_like
 from .grad_mode import enable_grad
+from .ops import stack
 from .tensor import Tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -31,9 +34,9 @@ def _grad_enabled(fn: Callable[..., Any]) -> Callable[..., Any]:
     return tool
 
 
-def _check_outputs_require_grad(outs: tuple[Any, ...]) -> None:
-    """Strict mode: every output must depend differentiably on the inputs."""
-    for i, o in enumerate(outs):
+def _check_outputs_require_grad(outs: tuple[Any, ...], first: int = 0) -> None:
+    """Strict mode: every output (numbered from ``first``) must depend differentiably on the inputs."""
+    for i, o in enumerate(outs, first):
         if not o.requires_grad:
             raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
                                f"must be computed in a differentiable manner from the input when running in strict "
@@ -75,8 +78,7 @@ def _prep_inputs(inputs: tuple[Any, ...], create_graph: bool) -> tuple[Any, ...]
     return tuple(out)
 
 
-def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], is_tuple_in: bool,
-             fn: str) -> tuple[bool, tuple[Any, ...]]:
+def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], fn: str) -> tuple[bool, tuple[Any, ...]]:
     with enable_grad():
         out = func(*inputs)
     return _tuplify(out, "outputs of the user-provided function", fn)
@@ -88,8 +90,6 @@ def _check_v(v: Any, like: tuple[Any, ...], like_is_tuple: bool, name: str, fn: 
             what = ("the user-provided function returns a single Tensor" if name == "outputs" else
                     "the input to the user-provided function is a single Tensor")
             raise RuntimeError(f"The vector v can only be None if {what} with a single element.")
-        from .creation import ones_like
-
         return tuple(ones_like(t) for t in like)
     _, vs = _tuplify(v, "v", fn)
     if len(vs) != len(like):
@@ -125,20 +125,27 @@ def _check_filled(res: tuple[Any, ...], strict: bool, create_graph: bool, stage:
                                f"allowed in strict mode when create_graph=True.")
 
 
-def _grads(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool, strict: bool,
-           fn: str,
-           what: str = "input") -> tuple[Any, ...]:
-    needs = [o for o in outs if o.requires_grad]
-    pairs = [(o, g) for o, g in zip(outs, gouts) if o.requires_grad]
+def _grad_of(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool,
+             retain_graph: bool | None = True) -> tuple[Any, ...]:
+    """``autograd.grad`` of the ``outs`` that require grad (with their ``gouts``) w.r.t. ``ins``: None for an
+    input they do not depend on (all None when no output requires grad)."""
+    pairs = [(o, g) for o, g in zip(outs, gouts) if o is not None and o.requires_grad]
     if not pairs:
-        res: tuple[Any, ...] = (None,) * len(ins)
-    else:
-        res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
-                    retain_graph=True, allow_unused=True)
-    _check_filled(res, strict, create_graph, "back")
-    from .creation import zeros_like
+        return (None,) * len(ins)
+    return tuple(_grad([o for o, _ in pairs], list(ins), [g for _, g in pairs], create_graph=create_graph,
+                       retain_graph=retain_graph, allow_unused=True))
 
-    return tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins)), needs
+
+def _zeros_for_none(res: tuple[Any, ...], like: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(zeros_like(t) if r is None else r for r, t in zip(res, like))
+
+
+def _grads(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool,
+           strict: bool) -> tuple[Any, ...]:
+    """The vector-Jacobian products (zeros where an input is not used), checked in strict mode."""
+    res = _grad_of(outs, ins, gouts, create_graph)
+    _check_filled(res, strict, create_graph, "back")
+    return _zeros_for_none(res, ins)
 
 
 def _finish(x: Any, create_graph: bool) -> Any:
@@ -158,11 +165,11 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     """
     is_tuple_in, ins = _tuplify(inputs, "inputs", "vjp")
     ins = _prep_inputs(ins, create_graph)
-    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "vjp")
+    is_tuple_out, outs = _outputs(func, ins, "vjp")
     vs = _check_v(v, outs, is_tuple_out, "outputs", "vjp")
     if strict:
         _check_outputs_require_grad(outs)
-    res, _ = _grads(outs, ins, vs, create_graph, strict, "vjp")
+    res = _grads(outs, ins, vs, create_graph, strict)
     out = outs if is_tuple_out else outs[0]
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 
@@ -179,24 +186,17 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple_in, ins = _tuplify(inputs, "inputs", "jvp")
     ins = _prep_inputs(ins, create_graph)
     vs = _check_v(v, ins, is_tuple_in, "inputs", "jvp")
-    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jvp")
+    is_tuple_out, outs = _outputs(func, ins, "jvp")
     if strict:
         _check_outputs_require_grad(outs)
-    from .creation import zeros_like
-
     us = tuple(zeros_like(o).requires_grad_(True) if o.is_floating_point() or o.is_complex() else zeros_like(o)
                for o in outs)
     with enable_grad():
-        g, _ = _grads(outs, ins, us, True, strict, "jvp")
-        gsum = [x for x in g if x.requires_grad]
-        if not gsum:
-            res = tuple(zeros_like(o) for o in outs)
-        else:
-            pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
-            res = _grad([p[0] for p in pairs], list(us), [p[1] for p in pairs], create_graph=create_graph,
-                        retain_graph=True, allow_unused=True)
+        g = _grads(outs, ins, us, True, strict)
+        res = _grad_of(g, us, vs, create_graph)
+        if any(x.requires_grad for x in g):
             _check_filled(res, strict, create_graph, "back_trick")
-            res = tuple(zeros_like(o) if r is None else r for r, o in zip(res, outs))
+        res = _zeros_for_none(res, outs)
     out = outs if is_tuple_out else outs[0]
     return _finish(out, create_graph), _finish(res if is_tuple_out else res[0], create_graph)
 
@@ -233,10 +233,7 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
                            "together. Please either set `strict=False` or `vectorize=False`.")
     is_tuple_in, ins = _tuplify(inputs, "inputs", "jacobian")
     ins = _prep_inputs(ins, create_graph)
-    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, "jacobian")
-    from .creation import zeros, zeros_like
-    from .ops import stack
-
+    is_tuple_out, outs = _outputs(func, ins, "jacobian")
     jac: list[Any] = []
     for i, o in enumerate(outs):
         if (not create_graph and not strict and o.requires_grad and o.is_floating_point()
@@ -246,17 +243,10 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
                 jac.append(blocks if is_tuple_in else blocks[0])
                 continue
         rows: list[Any] = [[] for _ in ins]
-        n = o.numel()
+        if strict and o.numel() and not o.requires_grad:
+            _check_outputs_require_grad((o,), i)
         flat = o.reshape(-1)
-        for k in range(n):
-            if not o.requires_grad:
-                if strict:
-                    raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The "
-                                       f"outputs must be computed in a differentiable manner from the input when "
-                                       f"running in strict mode.")
-                for j, t in enumerate(ins):
-                    rows[j].append(zeros_like(t))
-                continue
+        for k in range(o.numel() if o.requires_grad else 0):  # (no rows: zero blocks below)
             g = _grad(flat[k], list(ins), retain_graph=True, create_graph=create_graph, allow_unused=True)
             for j, (r, t) in enumerate(zip(g, ins)):
                 if r is None:
@@ -265,12 +255,8 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
                                            f"This is not allowed in strict mode.")
                     r = zeros_like(t)
                 rows[j].append(r)
-        per_in = []
-        for j, t in enumerate(ins):
-            if rows[j]:
-                per_in.append(stack(rows[j]).reshape(tuple(o.shape) + tuple(t.shape)))
-            else:
-                per_in.append(zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype))
+        per_in = [stack(r).reshape(tuple(o.shape) + tuple(t.shape)) if r
+                  else zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype) for r, t in zip(rows, ins)]
         jac.append(tuple(per_in) if is_tuple_in else per_in[0])
     result = tuple(jac) if is_tuple_out else jac[0]
     return _finish(result, create_graph)
@@ -314,9 +300,6 @@ def _vectorized_rows(out: Tensor, ins: tuple[Any, ...]) -> tuple[Any, ...] | Non
     large (memory stays bounded). Blocks of shape ``out.shape + in.shape``; None when some step of
     the walk does not batch (the caller then loops over the rows)."""
     import funcgrad as fg
-
-    from ..backend import namespace_of
-    from .creation import zeros_like
 
     flat = out.reshape(-1)
     n = flat.numel()
@@ -362,7 +345,6 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
         ft.autograd.functional.hessian(lambda x: (x ** 3).sum(), ft.tensor([1., 2.]))   # diag(6, 12)
     """
     is_tuple_in, ins = _tuplify(inputs, "inputs", "hessian")
-    from .creation import zeros_like
 
     def jac_fn(*xs: Any) -> Any:
         out = func(*xs)
@@ -376,11 +358,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
         if strict:
             _check_outputs_require_grad((out,))
-        if out.requires_grad:
-            g = _grad(out.reshape(()), list(xs), create_graph=True, allow_unused=True)
-        else:
-            g = (None,) * len(xs)
-        g = tuple(zeros_like(x) if gi is None else gi for gi, x in zip(g, xs))
+        g = _zeros_for_none(_grad_of((out.reshape(()),), xs, (None,), True, retain_graph=None), xs)
         if strict:
             _check_jacobian_requires_grad(g)
         return g
@@ -404,32 +382,22 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple_in, ins = _tuplify(inputs, "inputs", _fn)
     ins = _prep_inputs(ins, create_graph)
     vs = _check_v(v, ins, is_tuple_in, "inputs", _fn)
-    is_tuple_out, outs = _outputs(func, ins, is_tuple_in, _fn)
+    is_tuple_out, outs = _outputs(func, ins, _fn)
     if is_tuple_out:
         raise RuntimeError(f"The function given to {_fn} should return a single Tensor")
     out = outs[0]
     if out.numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {_fn} should contain a single element")
-    from .creation import zeros_like
-
-    with enable_grad():
-        if not out.requires_grad:
-            if strict:
-                _check_outputs_require_grad((out,))
-            return _finish(out, create_graph), _finish(tuple(zeros_like(t) for t in ins) if is_tuple_in
-                                                       else zeros_like(ins[0]), create_graph)
-        g = _grad(out, list(ins), create_graph=True, allow_unused=True)
+    if strict:
+        _check_outputs_require_grad((out,))
+    with enable_grad():  # (an output that needs no grad: all derivatives None, so zeros)
+        g = _grad_of((out,), ins, (None,), True, retain_graph=None)
         _check_filled(g, strict, False, "back")
         if strict:
             _check_jacobian_requires_grad(g)
-        pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None and gi.requires_grad]
-        if pairs:
-            res = _grad([p[0] for p in pairs], list(ins), [p[1] for p in pairs], create_graph=create_graph,
-                        allow_unused=True)
-        else:
-            res = (None,) * len(ins)
+        res = _grad_of(g, ins, vs, create_graph, retain_graph=None)
     _check_filled(res, strict, create_graph, "double_back")
-    res = tuple(zeros_like(t) if r is None else r for r, t in zip(res, ins))
+    res = _zeros_for_none(res, ins)
     return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
 
 

@@ -121,7 +121,10 @@ class _DecoratorContextManager:
 
 
 class _BareDecoratorContextManager(_DecoratorContextManager):
-    """Also usable as a bare decorator: ``@no_grad`` as well as ``@no_grad()``."""
+    """Turns recording to ``_enabled`` in its block (``no_grad``, ``enable_grad``); also usable as a bare
+    decorator: ``@no_grad`` as well as ``@no_grad()``."""
+
+    _enabled = False
 
     def __new__(cls, orig_func: Any = None) -> Any:
         if orig_func is not None:
@@ -133,6 +136,13 @@ class _BareDecoratorContextManager(_DecoratorContextManager):
 
     def __init__(self, orig_func: Any = None) -> None:
         pass
+
+    def __enter__(self) -> None:
+        self.prev = state.enabled
+        state.enabled = self._enabled
+
+    def __exit__(self, *exc: Any) -> None:
+        state.enabled = self.prev
 
 
 class no_grad(_BareDecoratorContextManager):
@@ -147,13 +157,6 @@ class no_grad(_BareDecoratorContextManager):
         def update(p): p -= 0.1 * p.grad
     """
 
-    def __enter__(self) -> None:
-        self.prev = state.enabled
-        state.enabled = False
-
-    def __exit__(self, *exc: Any) -> None:
-        state.enabled = self.prev
-
 
 class enable_grad(_BareDecoratorContextManager):
     """Enable recording in this thread (inside ``no_grad``, say).
@@ -165,12 +168,7 @@ class enable_grad(_BareDecoratorContextManager):
                 y = x * 2      # recorded
     """
 
-    def __enter__(self) -> None:
-        self.prev = state.enabled
-        state.enabled = True
-
-    def __exit__(self, *exc: Any) -> None:
-        state.enabled = self.prev
+    _enabled = True
 
 
 class set_grad_enabled(_DecoratorContextManager):

@@ -14,7 +14,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import forward_ad as fwAD
 from .backward import grad as _grad
+from .creation import zeros_like
 from .grad_mode import enable_grad
 from .tensor import Tensor
 
@@ -150,9 +152,6 @@ def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, r
 def _forward_jacobians(func: Callable[..., Any], ins: tuple[Any, ...], diff: list[Any], n_outs: int) -> dict[Any, Any]:
     """{(output, input): d output / d input} column by column with forward AD: input ``j`` made
     dual with the unit tangent of each of its elements in turn."""
-    from . import forward_ad as fwAD
-    from .creation import zeros_like
-
     jac: dict[Any, Any] = {}
     for j in diff:
         x = ins[j]
@@ -210,8 +209,6 @@ def _check_backward_mul_by_grad_output(outs: list[Any], diff_inputs: list[Any]) 
     """All-zero output gradients must give zero (or no) input gradients: PyTorch's
     "backward not multiplied by grad_output" check. An exception in backward propagates."""
     outs = [o for o in outs if o.requires_grad]
-    from .creation import zeros_like
-
     with enable_grad():
         grads = _grad(outs, diff_inputs, [zeros_like(o) for o in outs], retain_graph=True, allow_unused=True)
     for g in grads:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import dtypes as _dt
+from .creation import empty, tensor
 from .tensor import Size, Tensor, _as_tensor
 
 __all__ = [
@@ -26,8 +27,6 @@ class _LegacyTensorType(type):
         return isinstance(other, Tensor) and other.dtype == cls._dtype
 
     def __call__(cls, *args: Any) -> Tensor:
-        from .creation import empty, tensor
-
         if not args:
             return empty(0, dtype=cls._dtype)
         if len(args) == 1 and isinstance(args[0], Size):

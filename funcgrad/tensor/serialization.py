@@ -32,6 +32,7 @@ import numpy as np
 from .. import backend as _backend
 from .. import serialization as _ckpt
 from . import dtypes as _dt
+from .nn import Parameter
 from .tensor import Tensor
 from .tensor import device as _device
 
@@ -43,8 +44,6 @@ _KEY_TYPES = (str, int, float, bool, type(None))
 
 def _encode(obj: Any, arrays: list[Any], path: str) -> Any:
     if isinstance(obj, Tensor):
-        from .nn import Parameter
-
         arrays.append(np.array(obj.detach().numpy(force=True), copy=True))  # a device tensor: copied to the host
         node = {"t": "tensor", "i": len(arrays) - 1, "rg": bool(obj.requires_grad and obj.is_leaf),
                 "param": isinstance(obj, Parameter)}
@@ -185,8 +184,6 @@ class _Decoder:
             raise self.fail(at, f"names the device {dev!r:.40}; expected 'cpu', 'cuda' or 'cuda:N'")
         value = _placed(arr, dev, self.map_location)
         if param:
-            from .nn import Parameter
-
             return Parameter(Tensor._make(value), requires_grad=rg)
         return Tensor._make(value, requires_grad=rg)
 

@@ -34,6 +34,7 @@ from ..graph import as_numpy_box, as_tensor_box
 from ..grad_mode import no_grad
 from ..tensor import Tensor, _as_tensor, _finish_inplace, _rename, _seq_mark
 from ..tensor import device as _device
+from ..toplevel import _on_default_device
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "ReLU",
@@ -177,14 +178,10 @@ class Module:
     training: bool
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_parameters", collections.OrderedDict())
-        object.__setattr__(self, "_buffers", collections.OrderedDict())
-        object.__setattr__(self, "_modules", collections.OrderedDict())
+        for store in ("_parameters", "_buffers", "_modules", "_forward_pre_hooks", "_forward_hooks", "_backward_hooks",
+                      "_backward_pre_hooks"):
+            object.__setattr__(self, store, collections.OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
-        object.__setattr__(self, "_forward_pre_hooks", collections.OrderedDict())
-        object.__setattr__(self, "_forward_hooks", collections.OrderedDict())
-        object.__setattr__(self, "_backward_hooks", collections.OrderedDict())
-        object.__setattr__(self, "_backward_pre_hooks", collections.OrderedDict())
         object.__setattr__(self, "training", True)
 
     def _check_init(self) -> None:
@@ -193,18 +190,13 @@ class Module:
 
     def __setattr__(self, name: str, value: Any) -> None:
         d = self.__dict__
-        if isinstance(value, Parameter):
+        if isinstance(value, (Parameter, Module)):  # registered, and no longer anything else
             self._check_init()
-            d["_buffers"].pop(name, None)
-            d["_modules"].pop(name, None)
+            store = "_parameters" if isinstance(value, Parameter) else "_modules"
+            for other in {"_parameters", "_buffers", "_modules"} - {store}:  # (its own keeps the order)
+                d[other].pop(name, None)
             d.pop(name, None)
-            d["_parameters"][name] = value
-        elif isinstance(value, Module):
-            self._check_init()
-            d["_parameters"].pop(name, None)
-            d["_buffers"].pop(name, None)
-            d.pop(name, None)
-            d["_modules"][name] = value
+            d[store][name] = value
         elif "_parameters" in d and name in d["_parameters"]:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' (ft.nn.Parameter or "
@@ -371,27 +363,31 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True,
-                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+    def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool,
+                       persistent_only: bool = False) -> Iterator[tuple[str, Any]]:
+        """``(dotted name, tensor)`` of the entries of ``store`` (``_parameters`` or ``_buffers``) of this module
+        (and its sub-modules with ``recurse``), Nones left out."""
         seen: set[Any] = set()
         mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
         for mprefix, m in mods:
-            for name, p in m._parameters.items():
-                if p is None or (remove_duplicate and id(p) in seen):
+            skip = m.__dict__.get("_non_persistent_buffers_set", ()) if persistent_only else ()
+            for name, t in m.__dict__[store].items():
+                if t is None or name in skip or (remove_duplicate and id(t) in seen):
                     continue
-                seen.add(id(p))
-                yield mprefix + ("." if mprefix else "") + name, p
+                if remove_duplicate:
+                    seen.add(id(t))
+                yield mprefix + ("." if mprefix else "") + name, t
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
-        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
-        for mprefix, m in mods:
-            for name, b in m._buffers.items():
-                if b is not None:
-                    yield mprefix + ("." if mprefix else "") + name, b
+        return self._named_members("_buffers", prefix, recurse, False)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, b in self.named_buffers(recurse=recurse):
@@ -485,16 +481,10 @@ class Module:
                     out[dot + name] = b if keep_vars else b.detach()
         return out
 
-    def _persistent_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
-        for mprefix, m in self.named_modules(prefix=prefix):
-            for name, b in m._buffers.items():
-                if b is not None and name not in m.__dict__.get("_non_persistent_buffers_set", ()):
-                    yield mprefix + ("." if mprefix else "") + name, b
-
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
         """Copy values in (shapes must match); with ``strict``, missing or unexpected keys raise."""
         own: dict[str, Tensor] = dict(self.named_parameters())
-        own.update(dict(self._persistent_buffers()))
+        own.update(dict(self._named_members("_buffers", "", True, False, persistent_only=True)))
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
@@ -554,8 +544,6 @@ def _const_param(shape: tuple[Any, ...], value: float, dtype: Any = None) -> Par
 
 def _new_param(values: Any, requires_grad: bool = True) -> Parameter:
     """A Parameter holding ``values``, on ft's default device (``ft.set_default_device``)."""
-    from ..toplevel import _on_default_device
-
     return Parameter(_on_default_device(Tensor._make(values)), requires_grad)
 
 
@@ -614,14 +602,27 @@ class Sequential(Module):
         return self
 
 
-def _activation(name: str, fn: Callable[..., Any], extra: Callable[[Any], str] | None = None) -> type:
-    def forward(self: Module, x: Tensor) -> Tensor:
-        return cast("Tensor", fn(self, x))
+_SHAPES = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 
-    attrs = {"forward": forward, "__doc__": f"``{name}`` as a module."}
-    if extra is not None:
-        attrs["extra_repr"] = extra
-    return type(name, (Module,), attrs)
+
+def _per_rank(base: type, name: str, fn: str | None, doc: str, ranks: tuple[int, ...] = (1, 2, 3)) -> tuple[type, ...]:
+    """The subclasses of ``base`` per rank ``_n`` (``Conv1d``, ``Conv2d``, ``Conv3d``) whose functional form ``_fn``
+    is ``F.<fn>`` (``conv1d`` ...); ``name``, ``fn`` and ``doc`` are formatted with ``n`` and the input ``shape``."""
+
+    def attrs(n: int) -> dict[str, Any]:
+        out = {"_n": n, "__module__": base.__module__, "__doc__": doc.format(n=n, shape=_SHAPES[n])}
+        if fn is not None:
+            out["_fn"] = staticmethod(getattr(functional, fn.format(n=n)))
+        return out
+
+    return tuple(type(name.format(n=n), (base,), attrs(n)) for n in ranks)
+
+
+def _activation(name: str, fn: Callable[[Tensor], Tensor]) -> type:
+    def forward(self: Module, x: Tensor) -> Tensor:
+        return fn(x)
+
+    return type(name, (Module,), {"forward": forward, "__doc__": f"``{name}`` as a module."})
 
 
 class Identity(Module):
@@ -655,8 +656,8 @@ class ReLU(Module):
         return "inplace=True" if self.inplace else ""
 
 
-Sigmoid = _activation("Sigmoid", lambda self, x: x.sigmoid())
-Tanh = _activation("Tanh", lambda self, x: x.tanh())
+Sigmoid = _activation("Sigmoid", Tensor.sigmoid)
+Tanh = _activation("Tanh", Tensor.tanh)
 class SiLU(ReLU):
     """``silu`` as a module (``inplace=True`` overwrites its input, as PyTorch's)."""
 
@@ -745,25 +746,18 @@ class RemovableHandle:
 from . import functional, init, utils  # noqa: E402,F401  (modules: import funcgrad.tensor.nn.functional as F)
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList  # noqa: E402
 from .activation import *  # noqa: E402,F401,F403
-from .activation import __all__ as _act_all  # noqa: E402
 from .conv import *  # noqa: E402,F401,F403
-from .conv import __all__ as _conv_all  # noqa: E402
 from .pooling import *  # noqa: E402,F401,F403
-from .pooling import __all__ as _pool_all  # noqa: E402
 from .norm import *  # noqa: E402,F401,F403
-from .norm import __all__ as _norm_all  # noqa: E402
 from .dropout import *  # noqa: E402,F401,F403
-from .dropout import __all__ as _drop_all  # noqa: E402
 from .sparse import Embedding  # noqa: E402
 from .rnn import *  # noqa: E402,F401,F403
-from .rnn import __all__ as _rnn_all  # noqa: E402
 from .transformer import *  # noqa: E402,F401,F403
-from .transformer import __all__ as _tr_all  # noqa: E402
 from .loss import *  # noqa: E402,F401,F403
-from .loss import __all__ as _loss_all  # noqa: E402
 from .misc import *  # noqa: E402,F401,F403
-from .misc import __all__ as _misc_all  # noqa: E402
+from . import activation, conv, dropout, loss, misc, norm, pooling, rnn, transformer  # noqa: E402
 
 __all__ += ["ParameterList", "ParameterDict", "RemovableHandle"]
-__all__ += _act_all + _conv_all + _pool_all + _norm_all + _drop_all + _rnn_all + _tr_all + _loss_all + _misc_all
+for _layers in (activation, conv, pooling, norm, dropout, rnn, transformer, loss, misc):
+    __all__ += _layers.__all__
 from . import parallel  # noqa: E402,F401  (ft.nn.parallel.DistributedDataParallel)

@@ -8,7 +8,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from ..tensor import Tensor
 from . import Module, _const_param, _maybe_inplace

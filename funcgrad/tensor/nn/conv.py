@@ -16,14 +16,10 @@ import math
 from typing import Any, cast
 
 from ..tensor import Tensor
-from . import Module, _uniform_param
-from . import functional as F
+from . import Module, _per_rank, _uniform_param
+from .functional import _ntuple as _tup
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
-
-
-def _tup(v: Any, n: int) -> tuple[Any, ...]:
-    return (int(v),) * n if isinstance(v, int) else tuple(int(a) for a in v)
 
 
 class _ConvNd(Module):
@@ -86,25 +82,8 @@ class _ConvNd(Module):
                                            self.groups))
 
 
-class Conv1d(_ConvNd):
-    """1-d convolution over ``(N, C, L)``. Example: ``ft.nn.Conv1d(3, 8, 5, padding=2)``."""
-
-    _n = 1
-    _fn = staticmethod(F.conv1d)
-
-
-class Conv2d(_ConvNd):
-    """2-d convolution over ``(N, C, H, W)``. Example: ``ft.nn.Conv2d(1, 8, 3, padding=1)``."""
-
-    _n = 2
-    _fn = staticmethod(F.conv2d)
-
-
-class Conv3d(_ConvNd):
-    """3-d convolution over ``(N, C, D, H, W)``. Example: ``ft.nn.Conv3d(1, 4, 3)``."""
-
-    _n = 3
-    _fn = staticmethod(F.conv3d)
+Conv1d, Conv2d, Conv3d = _per_rank(_ConvNd, "Conv{n}d", "conv{n}d",
+                                   "{n}-d convolution over ``{shape}``. Example: ``ft.nn.Conv{n}d(1, 8, 3, padding=1)``.")
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -123,22 +102,6 @@ class _ConvTransposeNd(_ConvNd):
                                            self.groups, self.dilation))
 
 
-class ConvTranspose1d(_ConvTransposeNd):
-    """Transposed 1-d convolution. Example: ``ft.nn.ConvTranspose1d(8, 4, 3, stride=2)``."""
-
-    _n = 1
-    _fn = staticmethod(F.conv_transpose1d)
-
-
-class ConvTranspose2d(_ConvTransposeNd):
-    """Transposed 2-d convolution. Example: ``ft.nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)``."""
-
-    _n = 2
-    _fn = staticmethod(F.conv_transpose2d)
-
-
-class ConvTranspose3d(_ConvTransposeNd):
-    """Transposed 3-d convolution. Example: ``ft.nn.ConvTranspose3d(4, 2, 3, stride=2)``."""
-
-    _n = 3
-    _fn = staticmethod(F.conv_transpose3d)
+ConvTranspose1d, ConvTranspose2d, ConvTranspose3d = _per_rank(
+    _ConvTransposeNd, "ConvTranspose{n}d", "conv_transpose{n}d",
+    "Transposed {n}-d convolution over ``{shape}``. Example: ``ft.nn.ConvTranspose{n}d(8, 4, 3, stride=2)``.")

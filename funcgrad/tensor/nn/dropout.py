@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from . import Module, _check_dropout_p, _maybe_inplace
+from . import Module, _check_dropout_p, _maybe_inplace, _per_rank
 from . import functional as F
 
 __all__ = ["Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
@@ -35,22 +35,8 @@ class _DropoutNd(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-class Dropout1d(_DropoutNd):
-    """Zero whole channels of ``(N, C, L)``. Example: ``ft.nn.Dropout1d(0.2)``."""
-
-    _fn = staticmethod(F.dropout1d)
-
-
-class Dropout2d(_DropoutNd):
-    """Zero whole channels of ``(N, C, H, W)``. Example: ``ft.nn.Dropout2d(0.2)``."""
-
-    _fn = staticmethod(F.dropout2d)
-
-
-class Dropout3d(_DropoutNd):
-    """Zero whole channels of ``(N, C, D, H, W)``. Example: ``ft.nn.Dropout3d(0.2)``."""
-
-    _fn = staticmethod(F.dropout3d)
+Dropout1d, Dropout2d, Dropout3d = _per_rank(_DropoutNd, "Dropout{n}d", "dropout{n}d",
+                                            "Zero whole channels of ``{shape}``. Example: ``ft.nn.Dropout{n}d(0.2)``.")
 
 
 class AlphaDropout(_DropoutNd):

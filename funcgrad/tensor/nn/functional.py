@@ -17,7 +17,7 @@ import contextlib
 import functools
 import inspect
 import math
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Sequence, TypeVar, cast
 
 import numpy as np
 
@@ -30,6 +30,8 @@ from .. import dtypes as _dt
 from .._func_support import is_traced as _func_traced
 from ..creation import default_generator
 from ..grad_mode import no_grad
+from .. import ops as _ops
+from ..graph import as_tensor_box as _as_tensor_box
 from ..tensor import Tensor, _as_tensor, _raw, _rename, _seq_mark
 from . import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace
 
@@ -150,13 +152,37 @@ def _ntuple(v: Any, n: int) -> tuple[Any, ...]:
 
 
 def _where(cond: Any, a: Any, b: Any) -> Tensor:
-    from ..ops import where
-
-    return cast("Tensor", where(cond, a, b))
+    return cast("Tensor", _ops.where(cond, a, b))
 
 
 def _const(t: Tensor, value: Any) -> Tensor:
     return _like(t, np.asarray(value, dtype=t._value.dtype))
+
+
+_T = TypeVar("_T")
+_AXES = {1: "the last axis", 2: "the last two axes", 3: "the last three axes"}
+
+
+def _per_rank(impl: Callable[..., _T], name: str, doc: str,
+              ranks: tuple[int, ...] = (1, 2, 3)) -> tuple[Callable[..., _T], ...]:
+    """The public forms of ``impl`` per rank (``max_pool1d``, ``max_pool2d``, ``max_pool3d``): ``impl`` takes
+    their arguments and, by keyword, the number of spatial axes ``nsp``; ``name`` and ``doc`` are formatted
+    with ``n`` and ``axes``."""
+
+    sig = inspect.signature(impl)
+    public = sig.replace(parameters=[p for p in sig.parameters.values() if p.name != "nsp"])
+
+    def form(n: int) -> Callable[..., _T]:
+        @functools.wraps(impl)
+        def f(*args: Any, **kwargs: Any) -> _T:
+            return impl(*args, nsp=n, **kwargs)
+
+        f.__name__ = f.__qualname__ = name.format(n=n)
+        f.__doc__ = doc.format(n=n, axes=_AXES[n])
+        setattr(f, "__signature__", public)  # the public arguments, without nsp
+        return f
+
+    return tuple(form(n) for n in ranks)
 
 
 # --------------------------------------------------------------------------- activations
@@ -275,26 +301,16 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     return _dropout(x, p, training, tuple(x.shape))
 
 
-def _channel_dropout(x: Tensor, p: float, training: bool, nsp: int, name: str) -> Tensor:
+def _channel_dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+                     nsp: int) -> Tensor:
     _check_dropout_p(p)
     if x.dim() not in (nsp + 1, nsp + 2):
-        raise RuntimeError(f"{name}: Expected {nsp + 1}D or {nsp + 2}D input, but received a {x.dim()}D input")
+        raise RuntimeError(f"dropout{nsp}d: Expected {nsp + 1}D or {nsp + 2}D input, but received a {x.dim()}D input")
     return _dropout(x, p, training, tuple(x.shape[:-nsp]) + (1,) * nsp)
 
 
-def dropout1d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of ``(N, C, L)``. Example: ``F.dropout1d(x, 0.5)``."""
-    return _channel_dropout(x, p, training, 1, "dropout1d")
-
-
-def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of ``(N, C, H, W)``. Example: ``F.dropout2d(x, 0.5)``."""
-    return _channel_dropout(x, p, training, 2, "dropout2d")
-
-
-def dropout3d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of ``(N, C, D, H, W)``. Example: ``F.dropout3d(x, 0.5)``."""
-    return _channel_dropout(x, p, training, 3, "dropout3d")
+dropout1d, dropout2d, dropout3d = _per_rank(
+    _channel_dropout, "dropout{n}d", "Zero whole channels (the dims before {axes}). Example: ``F.dropout{n}d(x, 0.5)``.")
 
 
 def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
@@ -315,22 +331,15 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bo
 # --------------------------------------------------------------------------- convolution
 
 
-def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-           dilation: Any = 1, groups: int = 1) -> Tensor:
-    """1-d cross-correlation ``(N, C, L)`` with ``weight (O, C/groups, K)``. Example: ``F.conv1d(x, w)``."""
-    return _fg(_fnn.conv1d, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
+def _conv(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+          dilation: Any = 1, groups: int = 1, *, nsp: int) -> Tensor:
+    fn = (_fnn.conv1d, _fnn.conv2d, _fnn.conv3d)[nsp - 1]
+    return _fg(fn, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
 
 
-def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-           dilation: Any = 1, groups: int = 1) -> Tensor:
-    """2-d cross-correlation ``(N, C, H, W)`` with ``weight (O, C/groups, KH, KW)``. Example: ``F.conv2d(x, w, b, padding=1)``."""
-    return _fg(_fnn.conv2d, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
-
-
-def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-           dilation: Any = 1, groups: int = 1) -> Tensor:
-    """3-d cross-correlation. Example: ``F.conv3d(x, w)``."""
-    return _fg(_fnn.conv3d, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
+conv1d, conv2d, conv3d = _per_rank(
+    _conv, "conv{n}d", "{n}-d cross-correlation over {axes} of ``(N, C, *spatial)`` with ``weight (O, C/groups, "
+    "*kernel)`` (``funcgrad.nn.conv{n}d``). Example: ``F.conv{n}d(x, w, b, padding=1)``.")
 
 
 def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple[Any, ...], padding: tuple[Any, ...],
@@ -366,8 +375,8 @@ def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple[Any, ...],
     return y[0] if unbatched else y
 
 
-def _conv_transpose(x: Tensor, weight: Tensor, bias: Any, stride: Any, padding: Any, output_padding: Any,
-                    groups: int, dilation: Any, nsp: int) -> Tensor:
+def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+                    output_padding: Any = 0, groups: int = 1, dilation: Any = 1, *, nsp: int) -> Tensor:
     if weight.dim() != nsp + 2:
         raise RuntimeError(f"conv_transpose{nsp}d: weight must have {nsp + 2} dimensions, got {tuple(weight.shape)}")
     st, pd, op, dl = (_ntuple(v, nsp) for v in (stride, padding, output_padding, dilation))
@@ -377,22 +386,9 @@ def _conv_transpose(x: Tensor, weight: Tensor, bias: Any, stride: Any, padding: 
     return _fg(_conv_transpose_raw, x, weight, bias, st, pd, op, groups, dl)
 
 
-def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
-    """Transposed 1-d convolution, ``weight (C_in, C_out/groups, K)``. Example: ``F.conv_transpose1d(x, w, stride=2)``."""
-    return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 1)
-
-
-def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
-    """Transposed 2-d convolution, ``weight (C_in, C_out/groups, KH, KW)``. Example: ``F.conv_transpose2d(x, w, stride=2)``."""
-    return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 2)
-
-
-def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
-    """Transposed 3-d convolution, ``weight (C_in, C_out/groups, KD, KH, KW)``. Example: ``F.conv_transpose3d(x, w, stride=2)``."""
-    return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+conv_transpose1d, conv_transpose2d, conv_transpose3d = _per_rank(
+    _conv_transpose, "conv_transpose{n}d", "Transposed {n}-d convolution, ``weight (C_in, C_out/groups, *kernel)``. "
+    "Example: ``F.conv_transpose{n}d(x, w, stride=2)``.")
 
 
 def unfold(x: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Tensor:
@@ -523,8 +519,9 @@ class _GridPositions:
         return cast(Tensor, o * self.s[j] - self.p[j] + kj * self.d[j])
 
 
-def _max_pool(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
-              return_indices: bool, name: str) -> Any:
+def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+              ceil_mode: bool = False, return_indices: bool = False, *, nsp: int) -> Any:
+    name = f"max_pool{nsp}d"
     k, s, p, d = _pool_args(x, nsp, kernel_size, stride, padding, dilation, name)
     sizes = tuple(x.shape[-nsp:])
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
@@ -533,26 +530,21 @@ def _max_pool(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, 
     return (y, idx) if return_indices else y
 
 
-def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Any:
-    """Max over windows of the last axis. Example: ``F.max_pool1d(x, 2)``."""
-    return _max_pool(x, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool1d")
+def _max_pool_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                           ceil_mode: bool = False, return_indices: bool = True, *, nsp: int) -> Any:
+    return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, True, nsp=nsp)
 
 
-def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Any:
-    """Max over windows of the last two axes. Example: ``F.max_pool2d(x, 2)``."""
-    return _max_pool(x, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool2d")
+max_pool1d, max_pool2d, max_pool3d = _per_rank(
+    _max_pool, "max_pool{n}d", "Max over windows of {axes}. Example: ``F.max_pool{n}d(x, 2)``.")
+max_pool1d_with_indices, max_pool2d_with_indices, max_pool3d_with_indices = _per_rank(
+    _max_pool_with_indices, "max_pool{n}d_with_indices",
+    "``max_pool{n}d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool{n}d_with_indices(x, 2)``.")
 
 
-def max_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False, return_indices: bool = False) -> Any:
-    """Max over windows of the last three axes. Example: ``F.max_pool3d(x, 2)``."""
-    return _max_pool(x, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool3d")
-
-
-def _avg(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
-         count_include_pad: bool, divisor_override: Any, name: str) -> Tensor:
+def _avg(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+         count_include_pad: bool = True, divisor_override: Any = None, *, nsp: int) -> Tensor:
+    name = f"avg_pool{nsp}d"
     k, s, p, d = _pool_args(x, nsp, kernel_size, stride, padding, 1, name)
     if divisor_override is not None and int(divisor_override) == 0:
         raise RuntimeError(f"{name}: divisor must be not zero")
@@ -574,19 +566,11 @@ def _avg(x: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any, ceil_
 def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> Tensor:
     """Mean over windows of the last axis. Example: ``F.avg_pool1d(x, 2)``."""
-    return _avg(x, 1, kernel_size, stride, padding, ceil_mode, count_include_pad, None, "avg_pool1d")
+    return _avg(x, kernel_size, stride, padding, ceil_mode, count_include_pad, nsp=1)
 
 
-def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override: Any = None) -> Tensor:
-    """Mean over windows of the last two axes. Example: ``F.avg_pool2d(x, 2)``."""
-    return _avg(x, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool2d")
-
-
-def avg_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-               count_include_pad: bool = True, divisor_override: Any = None) -> Tensor:
-    """Mean over windows of the last three axes. Example: ``F.avg_pool3d(x, 2)``."""
-    return _avg(x, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool3d")
+avg_pool2d, avg_pool3d = _per_rank(
+    _avg, "avg_pool{n}d", "Mean over windows of {axes}. Example: ``F.avg_pool{n}d(x, 2)``.", (2, 3))
 
 
 def _adaptive_sizes(x: Tensor, output_size: Any, nsp: int, name: str) -> tuple[Any, ...]:
@@ -607,10 +591,8 @@ def _adaptive_bounds(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
     return (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
 
 
-def _adaptive(x: Tensor, output_size: Any, nsp: int, kind: str) -> Tensor:
-    from ..ops import stack
-
-    sizes, out = _adaptive_sizes(x, output_size, nsp, f"adaptive_{kind}_pool{nsp}d")
+def _adaptive_avg(x: Tensor, output_size: Any, *, nsp: int) -> Tensor:
+    sizes, out = _adaptive_sizes(x, output_size, nsp, f"adaptive_avg_pool{nsp}d")
 
     def pool_axis(t: Tensor, axis: int, n_in: int, n_out: int) -> Tensor:
         if n_in % n_out == 0:
@@ -619,7 +601,7 @@ def _adaptive(x: Tensor, output_size: Any, nsp: int, kind: str) -> Tensor:
             t = t.reshape(shape[:axis] + (n_out, k) + shape[axis + 1:])
             return t.mean(axis + 1)
         lo, hi = _adaptive_bounds(n_in, n_out)
-        return stack([t.narrow(axis, int(a), int(b - a)).mean(axis) for a, b in zip(lo, hi)], axis)
+        return _ops.stack([t.narrow(axis, int(a), int(b - a)).mean(axis) for a, b in zip(lo, hi)], axis)
 
     # the mean over a product of windows separates axis by axis
     y = x
@@ -641,7 +623,7 @@ class _TablePositions:
         return _where(pos < hi, pos, hi - 1)
 
 
-def _adaptive_max(x: Tensor, output_size: Any, nsp: int, return_indices: bool) -> Any:
+def _adaptive_max(x: Tensor, output_size: Any, return_indices: bool = False, *, nsp: int) -> Any:
     name = f"adaptive_max_pool{nsp}d"
     sizes, out = _adaptive_sizes(x, output_size, nsp, name)
     # per axis a table (out, kmax) of input positions; short windows repeat their last element, which never
@@ -665,71 +647,24 @@ def _adaptive_max(x: Tensor, output_size: Any, nsp: int, return_indices: bool) -
     return (y, idx) if return_indices else y
 
 
-def adaptive_avg_pool1d(x: Tensor, output_size: Any) -> Tensor:
-    """Average pooling to a given length. Example: ``F.adaptive_avg_pool1d(x, 4)``."""
-    return _adaptive(x, output_size, 1, "avg")
+def _adaptive_max_with_indices(x: Tensor, output_size: Any, return_indices: bool = True, *, nsp: int) -> Any:
+    return _adaptive_max(x, output_size, True, nsp=nsp)
 
 
-def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
-    """Average pooling to a given ``(H, W)`` (an entry None keeps that size). Example: ``F.adaptive_avg_pool2d(x, 1)``."""
-    return _adaptive(x, output_size, 2, "avg")
+adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d = _per_rank(
+    _adaptive_avg, "adaptive_avg_pool{n}d", "Average pooling of {axes} to a given size (an entry None keeps that "
+    "size). Example: ``F.adaptive_avg_pool{n}d(x, 1)``.")
+adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d = _per_rank(
+    _adaptive_max, "adaptive_max_pool{n}d", "Max pooling of {axes} to a given size. Example: "
+    "``F.adaptive_max_pool{n}d(x, 2)``.")
+adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, adaptive_max_pool3d_with_indices = _per_rank(
+    _adaptive_max_with_indices, "adaptive_max_pool{n}d_with_indices", "``adaptive_max_pool{n}d`` returning "
+    "``(values, indices)``. Example: ``F.adaptive_max_pool{n}d_with_indices(x, 2)``.")
 
 
-def adaptive_avg_pool3d(x: Tensor, output_size: Any) -> Tensor:
-    """Average pooling to a given ``(D, H, W)``. Example: ``F.adaptive_avg_pool3d(x, 1)``."""
-    return _adaptive(x, output_size, 3, "avg")
-
-
-def adaptive_max_pool1d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    """Max pooling to a given length. Example: ``F.adaptive_max_pool1d(x, 4)``."""
-    return _adaptive_max(x, output_size, 1, return_indices)
-
-
-def adaptive_max_pool2d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    """Max pooling to a given ``(H, W)``. Example: ``F.adaptive_max_pool2d(x, (2, 2))``."""
-    return _adaptive_max(x, output_size, 2, return_indices)
-
-
-def adaptive_max_pool3d(x: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    """Max pooling to a given ``(D, H, W)``. Example: ``F.adaptive_max_pool3d(x, 2)``."""
-    return _adaptive_max(x, output_size, 3, return_indices)
-
-
-def max_pool1d_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-                            ceil_mode: bool = False, return_indices: bool = True) -> Any:
-    """``max_pool1d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool1d_with_indices(x, 2)``."""
-    return _max_pool(x, 1, kernel_size, stride, padding, dilation, ceil_mode, True, "max_pool1d")
-
-
-def max_pool2d_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-                            ceil_mode: bool = False, return_indices: bool = True) -> Any:
-    """``max_pool2d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool2d_with_indices(x, 2)``."""
-    return _max_pool(x, 2, kernel_size, stride, padding, dilation, ceil_mode, True, "max_pool2d")
-
-
-def max_pool3d_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-                            ceil_mode: bool = False, return_indices: bool = True) -> Any:
-    """``max_pool3d`` returning ``(values, indices)``. Example: ``y, i = F.max_pool3d_with_indices(x, 2)``."""
-    return _max_pool(x, 3, kernel_size, stride, padding, dilation, ceil_mode, True, "max_pool3d")
-
-
-def adaptive_max_pool1d_with_indices(x: Tensor, output_size: Any, return_indices: bool = True) -> Any:
-    """``adaptive_max_pool1d`` returning ``(values, indices)``. Example: ``F.adaptive_max_pool1d_with_indices(x, 4)``."""
-    return _adaptive_max(x, output_size, 1, True)
-
-
-def adaptive_max_pool2d_with_indices(x: Tensor, output_size: Any, return_indices: bool = True) -> Any:
-    """``adaptive_max_pool2d`` returning ``(values, indices)``. Example: ``F.adaptive_max_pool2d_with_indices(x, 2)``."""
-    return _adaptive_max(x, output_size, 2, True)
-
-
-def adaptive_max_pool3d_with_indices(x: Tensor, output_size: Any, return_indices: bool = True) -> Any:
-    """``adaptive_max_pool3d`` returning ``(values, indices)``. Example: ``F.adaptive_max_pool3d_with_indices(x, 2)``."""
-    return _adaptive_max(x, output_size, 3, True)
-
-
-def _max_unpool(x: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stride: Any, padding: Any,
-                output_size: Any, name: str) -> Tensor:
+def _max_unpool(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                output_size: Any = None, *, nsp: int) -> Tensor:
+    name = f"max_unpool{nsp}d"
     _check_pool_rank(x, nsp, name)
     if tuple(indices.shape) != tuple(x.shape) or indices.is_floating_point():
         raise RuntimeError(f"{name}: indices must be integers of the input's shape {tuple(x.shape)}, "
@@ -767,22 +702,9 @@ def _max_unpool(x: Tensor, indices: Tensor, nsp: int, kernel_size: Any, stride: 
     return (added / _where(count > 0, count, _const(count, 1.0))).detach() + (added - added.detach())
 
 
-def max_unpool1d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 output_size: Any = None) -> Tensor:
-    """Put each value back at its max-pool index (zeros elsewhere). Example: ``F.max_unpool1d(y, i, 2)``."""
-    return _max_unpool(x, indices, 1, kernel_size, stride, padding, output_size, "max_unpool1d")
-
-
-def max_unpool2d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 output_size: Any = None) -> Tensor:
-    """The partial inverse of ``max_pool2d(..., return_indices=True)``. Example: ``F.max_unpool2d(y, i, 2)``."""
-    return _max_unpool(x, indices, 2, kernel_size, stride, padding, output_size, "max_unpool2d")
-
-
-def max_unpool3d(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 output_size: Any = None) -> Tensor:
-    """The partial inverse of ``max_pool3d(..., return_indices=True)``. Example: ``F.max_unpool3d(y, i, 2)``."""
-    return _max_unpool(x, indices, 3, kernel_size, stride, padding, output_size, "max_unpool3d")
+max_unpool1d, max_unpool2d, max_unpool3d = _per_rank(
+    _max_unpool, "max_unpool{n}d", "Put each value back at its ``max_pool{n}d`` index (zeros elsewhere): the "
+    "partial inverse of ``max_pool{n}d(..., return_indices=True)``. Example: ``F.max_unpool{n}d(y, i, 2)``.")
 
 
 # --------------------------------------------------------------------------- normalization
@@ -809,15 +731,13 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
     rm = None if running_mean is None else running_mean._value
     rv = None if running_var is None else running_var._value
-    from ..graph import as_tensor_box
-
     boxes = _boxes(x, weight, bias)
     y, nm, nv = _fnn.batch_norm(boxes[0], rm, rv, boxes[1], boxes[2], training=training, momentum=momentum,
                                 eps=eps, axis=1)
     if training and running_mean is not None:
         _update_running(running_mean, nm)
         _update_running(running_var, nv)
-    return cast("Tensor", as_tensor_box(y))
+    return cast("Tensor", _as_tensor_box(y))
 
 
 def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -1275,9 +1195,7 @@ def upsample_bilinear(x: Tensor, size: Any = None, scale_factor: Any = None) -> 
 
 def bilinear(x1: Tensor, x2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``y_k = x1^T W_k x2 + b_k`` with ``weight (out, in1, in2)``. Example: ``F.bilinear(a, b, w)``."""
-    from ..ops import einsum
-
-    y = einsum("...i,kij,...j->...k", x1, weight, x2)
+    y = _ops.einsum("...i,kij,...j->...k", x1, weight, x2)
     return y + bias if bias is not None else y
 
 
@@ -1298,9 +1216,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        from ..ops import minimum
-
-        dn = minimum(dn, pairwise_distance(positive, negative, p, eps))
+        dn = _ops.minimum(dn, pairwise_distance(positive, negative, p, eps))
     return _reduce((dp - dn + margin).clamp_min(0.0), reduction)
 
 
@@ -1345,13 +1261,8 @@ def _inplace(fn: Any) -> Any:
     return f
 
 
-relu_ = _inplace(relu)
-elu_ = _inplace(elu)
-selu_ = _inplace(selu)
-celu_ = _inplace(celu)
-leaky_relu_ = _inplace(leaky_relu)
-hardtanh_ = _inplace(hardtanh)
-threshold_ = _inplace(threshold)
+relu_, elu_, selu_, celu_, leaky_relu_, hardtanh_, threshold_ = (
+    _inplace(f) for f in (relu, elu, selu, celu, leaky_relu, hardtanh, threshold))
 
 __all__ += ["hardshrink", "softshrink", "rms_norm", "pixel_shuffle", "pixel_unshuffle", "upsample_nearest",
             "upsample_bilinear", "bilinear", "pdist", "triplet_margin_loss", "multilabel_soft_margin_loss",

@@ -70,12 +70,6 @@ def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearit
     return _draw(t, _init.kaiming_normal, a=a, mode=mode, nonlinearity=nonlinearity)
 
 
-def _fan_in_and_fan_out(t: Tensor) -> tuple[int, int]:
-    if t.dim() < 2:
-        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
-    return _init.fans(tuple(t.shape))
-
-
 def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator: Any = None) -> Tensor:
     """Normal values redrawn until inside ``[a, b]``. Example: ``trunc_normal_(w, std=0.02)``."""

@@ -21,7 +21,7 @@ import numpy as np
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from ..toplevel import _on_default_device
-from . import Module, _const_param, _np_dtype
+from . import Module, _const_param, _np_dtype, _per_rank
 from . import functional as F
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "InstanceNorm1d",
@@ -35,8 +35,7 @@ def _affine_params(module: Module, shape: tuple[Any, ...], weight: bool, bias: b
 
 
 class _NormBase(Module):
-    _dims: tuple[Any, ...] = (2, 3)
-    _name = "BatchNorm"
+    _n = 1  # spatial axes
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device: Any = None, dtype: Any = None) -> None:
@@ -61,9 +60,15 @@ class _NormBase(Module):
                 self.running_var.fill_(1.0)
                 self.num_batches_tracked.zero_()
 
+    def _dims(self) -> tuple[int, ...]:
+        """The input ranks taken: with the batch axis (batch norm: ``(N, C)`` too) or, instance norm, without."""
+        if isinstance(self, _InstanceNorm):
+            return (self._n + 1, self._n + 2)
+        return (2, 3) if self._n == 1 else (self._n + 2,)
+
     def _check_input_dim(self, x: Tensor) -> None:
-        if x.dim() not in self._dims:
-            raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._dims)} input (got {x.dim()}D input)")
+        if x.dim() not in self._dims():
+            raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._dims())} input (got {x.dim()}D input)")
 
     def _momentum(self) -> float:
         """Advance ``num_batches_tracked``; the momentum of this step (1/n for ``momentum=None``)."""
@@ -89,22 +94,9 @@ class _BatchNorm(_NormBase):
                             use_batch, m, self.eps)
 
 
-class BatchNorm1d(_BatchNorm):
-    """Batch normalization of ``(N, C)`` or ``(N, C, L)``. Example: ``ft.nn.BatchNorm1d(16)``."""
-
-    _dims = (2, 3)
-
-
-class BatchNorm2d(_BatchNorm):
-    """Batch normalization of ``(N, C, H, W)``. Example: ``ft.nn.BatchNorm2d(16)``."""
-
-    _dims = (4,)
-
-
-class BatchNorm3d(_BatchNorm):
-    """Batch normalization of ``(N, C, D, H, W)``. Example: ``ft.nn.BatchNorm3d(4)``."""
-
-    _dims = (5,)
+BatchNorm1d, BatchNorm2d, BatchNorm3d = _per_rank(
+    _BatchNorm, "BatchNorm{n}d", None, "Batch normalization of ``{shape}`` (``BatchNorm1d``: also ``(N, C)``). "
+    "Example: ``ft.nn.BatchNorm{n}d(16)``.")
 
 
 class _InstanceNorm(_NormBase):
@@ -114,7 +106,7 @@ class _InstanceNorm(_NormBase):
 
     def forward(self, x: Tensor) -> Tensor:
         self._check_input_dim(x)
-        unbatched = x.dim() == self._dims[0]
+        unbatched = x.dim() == self._n + 1
         if unbatched:
             x = x.unsqueeze(0)
         m = 0.1 if self.momentum is None else self.momentum  # InstanceNorm leaves num_batches_tracked alone
@@ -126,22 +118,9 @@ class _InstanceNorm(_NormBase):
         return y.squeeze(0) if unbatched else y
 
 
-class InstanceNorm1d(_InstanceNorm):
-    """Instance normalization of ``(N, C, L)`` or ``(C, L)``. Example: ``ft.nn.InstanceNorm1d(4)``."""
-
-    _dims = (2, 3)
-
-
-class InstanceNorm2d(_InstanceNorm):
-    """Instance normalization of ``(N, C, H, W)`` or ``(C, H, W)``. Example: ``ft.nn.InstanceNorm2d(4, affine=True)``."""
-
-    _dims = (3, 4)
-
-
-class InstanceNorm3d(_InstanceNorm):
-    """Instance normalization of ``(N, C, D, H, W)`` or ``(C, D, H, W)``. Example: ``ft.nn.InstanceNorm3d(4)``."""
-
-    _dims = (4, 5)
+InstanceNorm1d, InstanceNorm2d, InstanceNorm3d = _per_rank(
+    _InstanceNorm, "InstanceNorm{n}d", None, "Instance normalization of ``{shape}`` (or unbatched, without N). "
+    "Example: ``ft.nn.InstanceNorm{n}d(4, affine=True)``.")
 
 
 class LayerNorm(Module):

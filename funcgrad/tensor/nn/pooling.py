@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..tensor import Tensor
-from . import Module
+from . import Module, _per_rank
 from . import functional as F
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
@@ -53,22 +53,8 @@ class _MaxPool(_Windowed):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class MaxPool1d(_MaxPool):
-    """Max over windows of ``(N, C, L)``. Example: ``ft.nn.MaxPool1d(2)``."""
-
-    _fn = staticmethod(F.max_pool1d)
-
-
-class MaxPool2d(_MaxPool):
-    """Max over windows of ``(N, C, H, W)``. Example: ``ft.nn.MaxPool2d(2)``."""
-
-    _fn = staticmethod(F.max_pool2d)
-
-
-class MaxPool3d(_MaxPool):
-    """Max over windows of ``(N, C, D, H, W)``. Example: ``ft.nn.MaxPool3d(2, ceil_mode=True)``."""
-
-    _fn = staticmethod(F.max_pool3d)
+MaxPool1d, MaxPool2d, MaxPool3d = _per_rank(_MaxPool, "MaxPool{n}d", "max_pool{n}d",
+                                            "Max over windows of ``{shape}``. Example: ``ft.nn.MaxPool{n}d(2)``.")
 
 
 class AvgPool1d(_Windowed):
@@ -94,16 +80,8 @@ class _AvgPoolNd(_Windowed):
                               self.divisor_override))
 
 
-class AvgPool2d(_AvgPoolNd):
-    """Mean over windows of ``(N, C, H, W)``. Example: ``ft.nn.AvgPool2d(2)``."""
-
-    _fn = staticmethod(F.avg_pool2d)
-
-
-class AvgPool3d(_AvgPoolNd):
-    """Mean over windows of ``(N, C, D, H, W)``. Example: ``ft.nn.AvgPool3d(2, ceil_mode=True)``."""
-
-    _fn = staticmethod(F.avg_pool3d)
+AvgPool2d, AvgPool3d = _per_rank(_AvgPoolNd, "AvgPool{n}d", "avg_pool{n}d",
+                                 "Mean over windows of ``{shape}``. Example: ``ft.nn.AvgPool{n}d(2)``.", (2, 3))
 
 
 class _Adaptive(Module):
@@ -123,40 +101,12 @@ class _Adaptive(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_Adaptive):
-    """Average pooling to a fixed length. Example: ``ft.nn.AdaptiveAvgPool1d(4)``."""
-
-    _fn = staticmethod(F.adaptive_avg_pool1d)
-
-
-class AdaptiveAvgPool2d(_Adaptive):
-    """Average pooling to a fixed ``(H, W)``. Example: ``ft.nn.AdaptiveAvgPool2d((1, 1))``."""
-
-    _fn = staticmethod(F.adaptive_avg_pool2d)
-
-
-class AdaptiveAvgPool3d(_Adaptive):
-    """Average pooling to a fixed ``(D, H, W)``. Example: ``ft.nn.AdaptiveAvgPool3d(1)``."""
-
-    _fn = staticmethod(F.adaptive_avg_pool3d)
-
-
-class AdaptiveMaxPool1d(_Adaptive):
-    """Max pooling to a fixed length. Example: ``ft.nn.AdaptiveMaxPool1d(4)``."""
-
-    _fn = staticmethod(F.adaptive_max_pool1d)
-
-
-class AdaptiveMaxPool2d(_Adaptive):
-    """Max pooling to a fixed ``(H, W)``. Example: ``ft.nn.AdaptiveMaxPool2d(2)``."""
-
-    _fn = staticmethod(F.adaptive_max_pool2d)
-
-
-class AdaptiveMaxPool3d(_Adaptive):
-    """Max pooling to a fixed ``(D, H, W)``. Example: ``ft.nn.AdaptiveMaxPool3d(2)``."""
-
-    _fn = staticmethod(F.adaptive_max_pool3d)
+AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d = _per_rank(
+    _Adaptive, "AdaptiveAvgPool{n}d", "adaptive_avg_pool{n}d",
+    "Average pooling of ``{shape}`` to a fixed size. Example: ``ft.nn.AdaptiveAvgPool{n}d(1)``.")
+AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d = _per_rank(
+    _Adaptive, "AdaptiveMaxPool{n}d", "adaptive_max_pool{n}d",
+    "Max pooling of ``{shape}`` to a fixed size. Example: ``ft.nn.AdaptiveMaxPool{n}d(2)``.")
 
 
 class _MaxUnpool(_Windowed):
@@ -164,19 +114,6 @@ class _MaxUnpool(_Windowed):
         return cast(Tensor, type(self)._fn(x, indices, self.kernel_size, self.stride, self.padding, output_size))
 
 
-class MaxUnpool1d(_MaxUnpool):
-    """Undo ``MaxPool1d(return_indices=True)``. Example: ``ft.nn.MaxUnpool1d(2)(y, idx)``."""
-
-    _fn = staticmethod(F.max_unpool1d)
-
-
-class MaxUnpool2d(_MaxUnpool):
-    """Undo ``MaxPool2d(return_indices=True)``. Example: ``ft.nn.MaxUnpool2d(2)(y, idx)``."""
-
-    _fn = staticmethod(F.max_unpool2d)
-
-
-class MaxUnpool3d(_MaxUnpool):
-    """Undo ``MaxPool3d(return_indices=True)``. Example: ``ft.nn.MaxUnpool3d(2)(y, idx)``."""
-
-    _fn = staticmethod(F.max_unpool3d)
+MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = _per_rank(
+    _MaxUnpool, "MaxUnpool{n}d", "max_unpool{n}d",
+    "Undo ``MaxPool{n}d(return_indices=True)``. Example: ``ft.nn.MaxUnpool{n}d(2)(y, idx)``.")

@@ -37,6 +37,19 @@ def _gru_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh:
     return _fg(_fnn.gru_cell, x, h, w_ih, w_hh, b_ih, b_hh)
 
 
+def _register_weights(module: Module, sfx: str, gates: int, input_size: int, bias: bool, dtype: Any) -> list[str]:
+    """Register ``weight_ih<sfx>``, ``weight_hh<sfx>`` (and ``bias_ih<sfx>``, ``bias_hh<sfx>``) with PyTorch's
+    initialisation, uniform in ``±1/sqrt(hidden_size)``; returns their names."""
+    g, h = gates * module.hidden_size, module.hidden_size
+    bound = 1.0 / math.sqrt(h)
+    shapes: dict[str, tuple[int, ...]] = {"weight_ih": (g, input_size), "weight_hh": (g, h)}
+    if bias:
+        shapes.update(bias_ih=(g,), bias_hh=(g,))
+    for name, shape in shapes.items():
+        module.register_parameter(name + sfx, _uniform_param(shape, bound, dtype))
+    return [name + sfx for name in shapes]
+
+
 def _rnn_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any, *, relu: bool) -> Tensor:
     pre = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
     return pre.relu() if relu else pre.tanh()
@@ -65,21 +78,12 @@ class RNNBase(Module):
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = bidirectional, proj_size
         ndir = 2 if bidirectional else 1
-        g = _GATES[mode] * hidden_size
-        bound = 1.0 / math.sqrt(hidden_size)
         self._flat_weights_names = []
         for layer in range(num_layers):
             for d in range(ndir):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
                 in_sz = input_size if layer == 0 else hidden_size * ndir
-                names = ["weight_ih" + sfx, "weight_hh" + sfx]
-                setattr(self, names[0], _uniform_param((g, in_sz), bound, dtype))
-                setattr(self, names[1], _uniform_param((g, hidden_size), bound, dtype))
-                if bias:
-                    names += ["bias_ih" + sfx, "bias_hh" + sfx]
-                    setattr(self, names[2], _uniform_param((g,), bound, dtype))
-                    setattr(self, names[3], _uniform_param((g,), bound, dtype))
-                self._flat_weights_names.extend(names)
+                self._flat_weights_names += _register_weights(self, sfx, _GATES[mode], in_sz, bias, dtype)
 
     def _weights(self, layer: int, d: int) -> tuple[Any, ...]:
         sfx = f"_l{layer}" + ("_reverse" if d else "")
@@ -119,7 +123,7 @@ class RNNBase(Module):
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{x.shape[-1]}")
-        L, N = x.shape[0], x.shape[1]
+        N = x.shape[1]
         ndir = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
         if hx is None:
@@ -220,12 +224,10 @@ class RNNCellBase(Module):
                  dtype: Any = None) -> None:
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
-        g = self._gates * hidden_size
-        bound = 1.0 / math.sqrt(hidden_size)
-        self.weight_ih = _uniform_param((g, input_size), bound, dtype)
-        self.weight_hh = _uniform_param((g, hidden_size), bound, dtype)
-        self.register_parameter("bias_ih", _uniform_param((g,), bound, dtype) if bias else None)
-        self.register_parameter("bias_hh", _uniform_param((g,), bound, dtype) if bias else None)
+        _register_weights(self, "", self._gates, input_size, bias, dtype)
+        if not bias:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
 
     def _w(self) -> tuple[Any, ...]:
         return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh

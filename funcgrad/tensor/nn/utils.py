@@ -16,6 +16,7 @@ import numpy as np
 from funcgrad.backend import namespace_of
 
 from ..grad_mode import no_grad
+from ..ops import cat
 from ..tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "get_total_norm",
@@ -96,8 +97,6 @@ def clip_grad_value_(parameters: Any, clip_value: float, foreach: Any = None) ->
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """All parameters flattened and concatenated (differentiable). Example: ``v = parameters_to_vector(m.parameters())``."""
-    from ..ops import cat
-
     return cat([p.reshape(-1) for p in parameters])
 
 

@@ -19,11 +19,12 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Callable, Iterable, cast
 
 from ...backend import namespace_of
-from ..grad_mode import enable_grad
+from ..grad_mode import enable_grad, no_grad
 from .optimizer import Optimizer, _check
 
 __all__ = ["LBFGS"]
@@ -166,8 +167,6 @@ class LBFGS(Optimizer):
         """Run up to ``max_iter`` L-BFGS iterations; returns the closure's first loss."""
         if closure is None:
             raise RuntimeError("LBFGS.step needs a closure that re-evaluates the model and returns the loss")
-        from ..grad_mode import no_grad
-
         group = self.param_groups[0]
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
         tol_grad, tol_change = group["tolerance_grad"], group["tolerance_change"]
@@ -257,16 +256,12 @@ class LBFGS(Optimizer):
 
     def state_dict(self) -> dict[Any, Any]:
         """``{"state": {0: {...}}, "param_groups": [...]}``: the history (direction, steps, curvature pairs)."""
-        import copy
-
         groups = [{**{k: v for k, v in g.items() if k != "params"}, "params": list(range(len(g["params"])))}
                   for g in self.param_groups]
         st = self.state.get(self._params[0])
         return {"state": {} if st is None else {0: copy.deepcopy(st)}, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
-        import copy
-
         for k, v in state_dict["param_groups"][0].items():
             if k != "params":
                 self.param_groups[0][k] = v

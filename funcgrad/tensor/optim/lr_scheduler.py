@@ -30,6 +30,17 @@ def _check_optimizer(optimizer: Any) -> None:
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
+def _per_group(optimizer: Any, value: Any, error: str | None = None) -> list[Any]:
+    """``value`` for each param group: a list or tuple as it is (one entry per group; with ``error``, a message
+    taking ``n`` and ``got``, checked), anything else repeated."""
+    n = len(optimizer.param_groups)
+    if not isinstance(value, (list, tuple)):
+        return [value] * n
+    if error is not None and len(value) != n:
+        raise ValueError(error.format(n=n, got=len(value)))
+    return list(value)
+
+
 class LRScheduler:
     """Base class: ``step()`` advances ``last_epoch`` and writes ``get_lr()`` into the param groups."""
 
@@ -252,7 +263,7 @@ class OneCycleLR(LRScheduler):
             ]
         self.anneal_strategy = anneal_strategy
         groups = optimizer.param_groups
-        max_lrs = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr] * len(groups)
+        max_lrs = _per_group(optimizer, max_lr)
         if last_epoch == -1:
             for m, g in zip(max_lrs, groups):
                 g["initial_lr"] = m / div_factor
@@ -263,10 +274,8 @@ class OneCycleLR(LRScheduler):
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
                 raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
             self.use_beta1 = "betas" in optimizer.defaults
-            bms = list(base_momentum) if isinstance(base_momentum, (list, tuple)) else [base_momentum] * len(groups)
-            mms = list(max_momentum) if isinstance(max_momentum, (list, tuple)) else [max_momentum] * len(groups)
             if last_epoch == -1:
-                for mm, bm, g in zip(mms, bms, groups):
+                for mm, bm, g in zip(_per_group(optimizer, max_momentum), _per_group(optimizer, base_momentum), groups):
                     self._set_momentum(g, mm)
                     g["max_momentum"] = mm
                     g["base_momentum"] = bm
@@ -373,21 +382,12 @@ class PolynomialLR(LRScheduler):
                 for b in self.base_lrs]
 
 
-def _lambdas(optimizer: Any, lr_lambda: Any) -> list[Any]:
-    n = len(optimizer.param_groups)
-    if isinstance(lr_lambda, (list, tuple)):
-        if len(lr_lambda) != n:
-            raise ValueError(f"Expected {n} lr_lambdas, but got {len(lr_lambda)}")
-        return list(lr_lambda)
-    return [lr_lambda] * n
-
-
 class _LambdaScheduler(LRScheduler):
     """A scheduler driven by ``lr_lambda``: one function, or one per param group (``self.lr_lambdas``)."""
 
     def __init__(self, optimizer: Any, lr_lambda: Callable[..., Any] | list[Any], last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        self.lr_lambdas = _per_group(optimizer, lr_lambda, "Expected {n} lr_lambdas, but got {got}")
         super().__init__(optimizer, last_epoch)
 
 
@@ -500,13 +500,7 @@ class ReduceLROnPlateau(LRScheduler):
             raise ValueError("Factor should be < 1.0.")
         _check_optimizer(optimizer)
         self.optimizer = optimizer
-        n = len(optimizer.param_groups)
-        if isinstance(min_lr, (list, tuple)):
-            if len(min_lr) != n:
-                raise ValueError(f"expected {n} min_lrs, got {len(min_lr)}")
-            self.min_lrs = list(min_lr)
-        else:
-            self.min_lrs = [min_lr] * n
+        self.min_lrs = _per_group(optimizer, min_lr, "expected {n} min_lrs, got {got}")
         if mode not in ("min", "max"):
             raise ValueError("mode " + mode + " is unknown!")
         if threshold_mode not in ("rel", "abs"):

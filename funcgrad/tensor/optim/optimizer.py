@@ -26,7 +26,7 @@ import funcgrad.optim as _fopt
 from ... import tree_util
 from ...backend import device_of, namespace_of, put_array, to_numpy
 
-from ..grad_mode import no_grad
+from ..grad_mode import enable_grad, no_grad
 from ..nn import _zero_grads
 from ..tensor import Tensor
 
@@ -100,8 +100,6 @@ class Optimizer:
         """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss."""
         loss = None
         if closure is not None:
-            from ..grad_mode import enable_grad
-
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:

@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..creation import Generator, _rng
+from ..creation import Generator, _rng, tensor
+from ..ops import stack
 from ..tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split", "Sampler",
@@ -187,6 +188,10 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
+def _num_batches(n: int, batch_size: int, drop_last: bool) -> int:
+    return n // batch_size if drop_last else -(-n // batch_size)
+
+
 def _batches(items: Iterable[Any], batch_size: int, drop_last: bool) -> Iterator[list[Any]]:
     """Lists of ``batch_size`` consecutive items (the last one short unless ``drop_last``)."""
     batch: list[Any] = []
@@ -211,8 +216,7 @@ class BatchSampler(Sampler):
         return _batches(self.sampler, self.batch_size, self.drop_last)
 
     def __len__(self) -> int:
-        n = len(self.sampler)  # type: ignore[arg-type]
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return _num_batches(len(self.sampler), self.batch_size, self.drop_last)  # type: ignore[arg-type]
 
 
 def default_collate(batch: list[Any]) -> Any:
@@ -221,17 +225,12 @@ def default_collate(batch: list[Any]) -> Any:
 
     Example: ``default_collate([(x0, 0), (x1, 1)]) -> (stack([x0, x1]), tensor([0, 1]))``.
     """
-    from ..creation import tensor
-    from ..ops import stack
-
     first = batch[0]
     if isinstance(first, Tensor):
         return stack(list(batch), 0)
     if isinstance(first, np.ndarray):
         return tensor(np.stack(batch))
-    if isinstance(first, (bool, np.bool_)):
-        return tensor(list(batch))
-    if isinstance(first, numbers.Number) or isinstance(first, np.generic):
+    if isinstance(first, (numbers.Number, np.generic)):  # (bools too)
         return tensor(list(batch))
     if isinstance(first, (str, bytes)):
         return list(batch)
@@ -318,7 +317,5 @@ class DataLoader:
     def __len__(self) -> int:
         if self._iterable:
             n = len(self.dataset)
-            if self.batch_size is None:
-                return n
-            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+            return n if self.batch_size is None else _num_batches(n, self.batch_size, self.drop_last)
         return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
