@@ -510,9 +510,9 @@ def _walk(outputs: list[tuple[VJPNode, Any]], release: bool, visitor: Visitor | 
                     if ct is not None:
                         prev = grads.get(parent)
                         grads[parent] = ct if prev is None else _accumulate(prev, ct)
-                    c = counts[parent] - 1
-                    counts[parent] = c
-                    if c == 0:
+                    left = counts[parent] - 1
+                    counts[parent] = left
+                    if left == 0:
                         ready.append(parent)
                     ct = g = None  # hold no cotangent the next visit may find its sole owner of
                     continue

@@ -96,7 +96,7 @@ FUNC_OPS: list[Any] = [None]
 
 
 _new = object.__new__
-_new_node = object.__new__
+_new_node: Callable[[type], Any] = object.__new__
 _B = TypeVar("_B", bound="GraphBox")
 
 
@@ -770,7 +770,7 @@ class PrimNode(Node):
             else:
                 s = ans[~pos] = SavedTensor(ans[~pos], None, vc, version, True, ~pos, (self._name, ~pos))
             if hooks is not None:
-                s._pack_now(*hooks, box)
+                s._pack_now(hooks[0], hooks[1], box)
 
     def _saved_names(self) -> list[Any]:
         return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
@@ -1290,7 +1290,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     node.out_index = node.versions = None
     node._seq = next(_seq)
     node._released = False
-    saved = []
+    entries: list[Any] = []
     for i, b in zip(argnums, boxes):
         if i in drop_args:
             # what the rules do not read: its shape and dtype; a small array is kept as it is
@@ -1301,7 +1301,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
                 raise RuntimeError(_INFERENCE_SAVED)
             check = b if b._requires_grad and type(parents[live.index(i)]) is not AccumulateGrad else None
-            saved.append((i, b, b._vc, b._vc[0], check))
+            entries.append((i, b, b._vc, b._vc[0], check))
     node.args = args
     out_meta = []
     ans_saved: list[Any] = []
@@ -1316,10 +1316,10 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             ans_saved.append(ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
         else:
             ans_saved.append(v)
-            saved.append((~k, None, o._vc, o._vc[0], None))
+            entries.append((~k, None, o._vc, o._vc[0], None))
     node._out_meta = tuple(out_meta)
-    node._saved = tuple(saved)
-    if saved and _hook_state.stack:
+    node._saved = tuple(entries)
+    if entries and _hook_state.stack:
         node._materialize(_hook_state.stack[-1])
     if len(outs) != 1 or prim.multiple_results:
         node._n_outputs = len(outs)
@@ -1390,7 +1390,8 @@ def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any 
     s = SavedTensor(box._value, None if is_output else box, box._vc, box._vc[0], is_output, output_nr, desc)
     stack = _hook_state.stack
     if stack:
-        s._pack_now(*stack[-1], box)
+        pack, unpack = stack[-1]
+        s._pack_now(pack, unpack, box)
     return s
 
 
