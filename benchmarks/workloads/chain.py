@@ -160,6 +160,8 @@ def build(ctx: Context) -> list[Table]:
             Target("jit(grad) >= 5x faster than PyTorch eager (<= 0.2x)", "funcgrad jit(grad)",
                    ("torch eager backward",), 0.2, issue="13"),
             Target("grad(jit) <= 1.0x eager grad", "funcgrad grad(jit)", ("funcgrad grad",), 1.0, issue="13"),
+            Target("Tensor backward per op <= 1.3x fg.grad per op", "funcgrad.tensor backward", ("funcgrad grad",),
+                   1.3, issue="12"),
         ],
         notes=["Times are per op of the chain (total / %d). 'hand fwd+bwd' saves each op's input or output "
                "and runs the backward by hand; 'hand jvp' carries the tangent by hand." % length,

@@ -391,19 +391,19 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
     if rule is None:
         raise prim.missing_rule("VJP", pos)
     ct = rule(g, node.ans[0], *args, **node.kwargs)
-    if ct is not None:  # (_conformed, inline)
+    if ct is not None:  # (_conformed, inline; _match takes an equal dtype that is another object)
         p = node.parents[0]
         meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
-        if type(ct) is not np.ndarray or ct.shape != meta[0] or (ct.dtype is not meta[1] and ct.dtype != meta[1]):
+        if type(ct) is not np.ndarray or ct.dtype is not meta[1] or ct.shape != meta[0]:
             ct = _match(ct, meta)
     if saved and release:  # (node.release, inline)
         node._released = True
-        for e in saved:
-            if e[0] >= 0:
-                args[e[0]] = None
-            else:
-                node.ans[~e[0]] = None
         node._saved = _GONE
+        for k, _, _, _, _ in saved:
+            if k >= 0:
+                args[k] = None
+            else:
+                node.ans[~k] = None
     return ct
 
 
