@@ -1186,7 +1186,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                         break
                 else:  # (_raw_call's fast case, inline)
                     try:
-                        ans = quiet_run(prim.fast_fn, *args)
+                        ans = quiet_run(prim.fast_fn, args[0]) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
                     except ValueError as err:
                         raise _torch_shape_error(prim, args, err) from None
                     except RuntimeError as err:
