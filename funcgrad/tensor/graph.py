@@ -1366,20 +1366,31 @@ TensorTrace.process = staticmethod(record)  # type: ignore[assignment,method-ass
 def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
     """``prim`` on raw values, NumPy's floating-point warnings silenced: straight to ``prim.fast_fn``
     when every argument is a plain array (as ``ReverseTrace.process``), shape errors as PyTorch's."""
-    token = fp_quiet()
+    fast = prim.fast_types
+    plain = True
+    for a in args:
+        if type(a) not in fast:
+            plain = False
+            break
     try:
-        fast = prim.fast_types
-        for a in args:
-            if type(a) not in fast:
-                for b in args:
-                    if isinstance(b, Box):  # a box of a lower trace (a transform's value)
-                        return prim.call(*args, **kwargs)
-                return prim.raw(*args, **kwargs)
-        return prim.fast_fn(*args, **kwargs)
+        if plain:
+            try:
+                return quiet_run(prim.fast_fn, *args, **kwargs)
+            except RuntimeError as err:
+                if not context_busy(err):
+                    raise
+        token = fp_quiet()
+        try:
+            if plain:
+                return prim.fast_fn(*args, **kwargs)
+            for b in args:
+                if isinstance(b, Box):  # a box of a lower trace (a transform's value)
+                    return prim.call(*args, **kwargs)
+            return prim.raw(*args, **kwargs)
+        finally:
+            fp_restore(token)
     except ValueError as err:
         raise _torch_shape_error(prim, args, err) from None
-    finally:
-        fp_restore(token)
 
 
 def _out_meta(v: Any) -> tuple[Any, ...]:
