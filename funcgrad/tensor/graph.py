@@ -55,8 +55,10 @@ try:  # NumPy >= 2: set the floating-point error state directly (~0.3 us; np.err
     fp_restore: Callable[[Any], None] = _extobj_contextvar.reset
     # quiet_run(fn, *args): fn(*args) as under fp_quiet, in a context of its own whose error state
     # is "ignore" (entering a context costs ~10 ns; setting and resetting the variable ~140 ns).
-    # Only for calls of NumPy on arrays (they see no other context variable set); one thread at
-    # a time: another finds it entered (RuntimeError, see ``context_busy``) and falls back.
+    # Only for a primitive's declared fast path (``fast_fn`` on ``fast_types``: NumPy's own
+    # functions on arrays, no one's Python code), so nothing in it misses the caller's other
+    # context variables. One thread at a time: another finds it entered (RuntimeError, see
+    # ``context_busy``) and falls back.
     _QUIET_CONTEXT = contextvars.Context()
     _QUIET_CONTEXT.run(_extobj_contextvar.set, _make_extobj(all="ignore"))
     quiet_run: Callable[..., Any] = _QUIET_CONTEXT.run

@@ -181,3 +181,43 @@ def test_floating_point_warnings_do_not_leak_from_any_thread():
         with pytest.raises(FloatingPointError):
             np.log(np.array([0.0]))
     assert np.geterr()["divide"] == "warn"
+
+
+def test_a_users_primitive_runs_in_the_callers_context():
+    """Only declared fast paths (NumPy on arrays) run in the quiet context; a user's primitive
+    called on Tensors sees the caller's context variables (its inf/nan stay quiet all the same)."""
+    import contextvars
+
+    scale = contextvars.ContextVar("scale", default=1.0)
+    times_scale = fg.defprimitive(lambda x: x * scale.get(), name="times_scale",
+                                  vjp=lambda g, ans, x: g * scale.get())
+    log_zero = fg.defprimitive(lambda x: np.log(x - x), name="log_zero", vjp=lambda g, ans, x: g * 0.0)
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    token = scale.set(3.0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            y = times_scale(x)
+            z = log_zero(x)
+            y.sum().backward()
+    finally:
+        scale.reset(token)
+    np.testing.assert_array_equal(y.detach().numpy(), [3.0, 6.0])
+    assert np.all(np.isneginf(z.detach().numpy()))
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_fast_paths_run_no_users_code():
+    """What lets the quiet context hold no other context variable: every declared fast path is
+    NumPy's or funcgrad's own function (none takes a callable)."""
+    import gc
+
+    import funcgrad.scipy  # noqa: F401 - its primitives too
+    from funcgrad.core import Primitive
+
+    fast = [p for p in gc.get_objects() if isinstance(p, Primitive) and p.fast_types]
+    assert len(fast) > 100
+    for p in fast:
+        module = getattr(p.fast_fn, "__module__", None) or ""
+        assert module.split(".")[0] in ("numpy", "funcgrad"), (p.name, module)
+        assert p.name not in ("apply_along_axis", "piecewise", "vectorize", "frompyfunc"), p.name
