@@ -628,8 +628,7 @@ class AccumulateGrad(Node):
         super().__init__()
         self.ans = ()
         self._variable = weakref.ref(variable)
-        v = variable._value
-        self._out_meta = ((v.shape, v.dtype, namespace_of(v)),)
+        self._out_meta = _out_meta(variable._value)
 
     @property
     def variable(self) -> Any:
@@ -965,17 +964,23 @@ def _refresh_view(b: GraphBox) -> None:
         if _mode.enabled:
             raise RuntimeError(view_rebase_error(b, indirect=True))
         return  # stays stale: a later use with grad mode on raises, as in PyTorch
-    b._view_version = b._vc[0]
-    old = b._node, b._output_nr
-    if base._requires_grad:
-        w = fresh_view(base, b._view_fns)
-        if w._node is not base._node:
+    _follow_base(b)
+
+
+def _follow_base(t: Any) -> None:
+    """The view ``t`` takes its history from its base's current one: a fresh view of it
+    (``AsStridedBackward0``, as PyTorch names it), or none if the base needs no gradient."""
+    t._view_version = t._vc[0]
+    old = t._node, t._output_nr
+    if t._base._requires_grad:
+        w = fresh_view(t._base, t._view_fns)
+        if w._node is not t._base._node:
             rename_node(w._node, "AsStridedBackward0")
-        b._node, b._output_nr, b._requires_grad = w._node, w._output_nr, True
-    elif b._node is not None:
-        b._node, b._requires_grad = None, False
+        t._node, t._output_nr, t._requires_grad = w._node, w._output_nr, True
+    elif t._node is not None:
+        t._node, t._requires_grad = None, False
     # (else: a view that was made a leaf with requires_grad_() stays one, as in PyTorch)
-    move_retain(b, *old)
+    move_retain(t, *old)
 
 
 def fresh_view(base: GraphBox, view_fns: tuple[Any, ...]) -> Any:
@@ -1543,20 +1548,13 @@ def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
     the new base (``AsStridedBackward0``, as in PyTorch). ``retain_grad()`` of both follows."""
     root = t._base
     base_edge = edge_of(root) if root._requires_grad else None
-    rv = root._value
-    cs = CopySlices(base_edge, out_edge, t._view_fns, (rv.shape, rv.dtype, namespace_of(rv)))
+    cs = CopySlices(base_edge, out_edge, t._view_fns, _out_meta(root._value)[0])
     if anomaly.enabled:
         cs._stack = user_stack()
     old = root._node, root._output_nr
     root._node, root._output_nr, root._requires_grad = cs, 0, True
     move_retain(root, *old)
-    old = t._node, t._output_nr
-    w = fresh_view(root, t._view_fns)
-    if w._node is not cs:
-        rename_node(w._node, "AsStridedBackward0")
-    t._node, t._output_nr, t._requires_grad = w._node, w._output_nr, True
-    t._view_version = t._vc[0]
-    move_retain(t, *old)
+    _follow_base(t)
 
 
 def _hooks_on_view_chain(t: Any) -> bool:
