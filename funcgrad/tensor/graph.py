@@ -341,9 +341,7 @@ class Node(VJPNode):
     _released: bool
 
     def __init__(self, inputs: Any = (), edges: Any = ()) -> None:
-        self.prim = None
-        self.args = self.kwargs = self.ans = self.versions = None
-        self.out_index = None
+        self.prim = self.args = self.kwargs = self.ans = self.versions = self.out_index = None
         self._seq = _next_seq()
         self._out_meta = ()
         self._released = False
@@ -806,13 +804,10 @@ class PrimNode(Node):
 
     def _lookup_saved(self, key: str) -> Any:
         self._materialize()
-        if key == "result":
-            if len(self.ans) == 1 and type(self.ans[0]) is SavedTensor:
-                return self.ans[0]
-            return None
-        if key.startswith("result") and key[6:].isdigit():
-            k = int(key[6:])
-            return self.ans[k] if k < len(self.ans) and type(self.ans[k]) is SavedTensor else None
+        if key.startswith("result") and (key[6:].isdigit() or key == "result"):  # "result": of a node of one output
+            k = int(key[6:] or 0)
+            ok = k < len(self.ans) and (key != "result" or len(self.ans) == 1)
+            return self.ans[k] if ok and type(self.ans[k]) is SavedTensor else None
         unread = self._unread()
         for i, a in enumerate(self.args):
             if self._arg_name(i) == key and type(a) is not ArraySpec and i not in unread:
