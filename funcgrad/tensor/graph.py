@@ -922,8 +922,7 @@ _NAMES = {  # where PyTorch's name is not the default of torch_name
 def torch_name(prim_name: str) -> str:
     got = _NAMES.get(prim_name)
     if got is None:
-        got = "".join(p.capitalize() for p in prim_name.strip("_").split("_")) + "Backward0"
-        _NAMES[prim_name] = got
+        got = _NAMES[prim_name] = "".join(p.capitalize() for p in prim_name.strip("_").split("_")) + "Backward0"
     return got
 
 
