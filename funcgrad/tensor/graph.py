@@ -26,12 +26,12 @@ import threading
 import traceback
 import weakref
 from functools import partial
-from typing import Any, Callable, TypeVar, cast
+from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
 
 from ..backend import namespace_of
-from ..core import Box, Primitive, Trace, get_primitive
+from ..core import Box, Primitive, Trace
 from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, _save_everything, dropped
 from . import dtypes as _dt
 from . import forward_ad as _fwad
@@ -197,8 +197,7 @@ class NumpyBox(GraphBox):
     def _assign(self, new: Any) -> None:
         if not isinstance(new, GraphBox):
             new = NumpyBox._make(_as_array(new))
-        for slot in ("_value", "_node", "_output_nr", "_requires_grad", "_vc", "_base", "_view_fns",
-                     "_view_version", "_inference"):
+        for slot in ("_value", "_node", *GraphBox.__slots__):
             setattr(self, slot, getattr(new, slot))
 
     def __setitem__(self, idx: Any, value: Any) -> None:
@@ -229,8 +228,7 @@ def as_numpy_box(b: Any) -> Any:
     """The same recorded value as a NumpyBox (sharing node and version counter)."""
     if not isinstance(b, GraphBox) or type(b) is NumpyBox:
         return b
-    if b._base is not None and b._view_version != b._vc[0]:
-        _refresh_view(b)
+    b._graph()  # (refreshes a stale view)
     n = NumpyBox._make(b._value, b._node, b._output_nr, b._requires_grad, b._vc, b._inference)
     if b._node is None and b._requires_grad:  # a leaf: gradients go to its accumulator
         n._node = get_accumulator(b)
@@ -345,9 +343,7 @@ class Node(VJPNode):
     _released: bool
 
     def __init__(self, inputs: Any = (), edges: Any = ()) -> None:
-        self.prim = None
-        self.args = self.kwargs = self.ans = self.versions = None
-        self.out_index = None
+        self.prim = self.args = self.kwargs = self.ans = self.versions = self.out_index = None
         self._seq = _next_seq()
         self._out_meta = ()
         self._released = False
@@ -451,8 +447,6 @@ def public_edge(t: VJPNode) -> tuple[Any, int]:
     return (t.parents[0], t.out_index)
 
 
-
-
 class _HookState(threading.local):
     stack: list[Any] = []
     disabled: str | None = None
@@ -506,9 +500,10 @@ class SavedTensor:
         self._is_output, self._output_nr, self._desc, self._released = is_output, output_nr, desc, released
         self._packed = self._unpack = self._edge = None
 
-    def _pack_now(self, pack: Callable[..., Any], unpack: Callable[..., Any], box: Any = None) -> None:
-        """``pack`` gets a detached alias (same memory and version counter, no history) and runs
-        without recording, as in PyTorch; changing that alias in place is an error."""
+    def _pack_now(self, hooks: tuple[Callable[..., Any], Callable[..., Any]], box: Any = None) -> None:
+        """Pack the value with ``hooks`` (pack, unpack): ``pack`` gets a detached alias (same memory and
+        version counter, no history) and runs without recording, as in PyTorch; changing that alias
+        in place is an error."""
         if box is not None and not self._is_output and box._requires_grad:
             self._edge = edge_of(box)
         vc = self._vc
@@ -517,7 +512,7 @@ class SavedTensor:
         prev = _mode.enabled
         _mode.enabled = False
         try:
-            self._packed = pack(alias)
+            self._packed = hooks[0](alias)
         finally:
             _mode.enabled = prev
         if vc[0] != version:
@@ -526,7 +521,7 @@ class SavedTensor:
                 "can not be modified by in-place operations as this can lead to unexpected side-effects. Return "
                 "a modified copy instead."
             )
-        self._unpack = unpack
+        self._unpack = hooks[1]
         self._data = None
         self._box = None
 
@@ -538,7 +533,7 @@ class SavedTensor:
             raise RuntimeError("SavedTensor hooks have already been set")
         if self._released:
             raise RuntimeError(_FREED)
-        self._pack_now(pack_hook, unpack_hook, self._box)
+        self._pack_now((pack_hook, unpack_hook), self._box)
 
     def _detach_copy(self) -> None:
         """Keep a private copy of the value (an in-place op is about to overwrite it)."""
@@ -564,8 +559,7 @@ class SavedTensor:
                 where = f", which is output {self._desc[1]} of {_strip_backward(self._desc[0])},"
             else:
                 where = ""
-            value = self._data if self._data is not None else None
-            desc = _type_desc(value) if value is not None else "[a saved tensor]"
+            desc = _type_desc(self._data) if self._data is not None else "[a saved tensor]"
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {desc}{where} is at version {self._vc[0]}; expected version "
@@ -584,8 +578,7 @@ class SavedTensor:
     def unpack_raw(self, owner: Node | None = None) -> Any:
         if self._released:
             raise RuntimeError(_FREED)
-        if self._box is not None:
-            self._check_attached()
+        self._check_attached()
         if self._unpack is not None:
             t = self._unpack(self._packed)
             if not isinstance(t, GraphBox):
@@ -615,8 +608,8 @@ class SavedTensor:
             return cls._make(raw, owner, self._output_nr, True, vc=vc)
         if self._edge is not None:
             node, nr = self._edge
-            if isinstance(node, AccumulateGrad) and not numpy_box:
-                return node.variable if self._unpack is None else cls._make(raw, node, nr, True)
+            if isinstance(node, AccumulateGrad) and not numpy_box and self._unpack is None:
+                return node.variable
             return cls._make(raw, node, nr, True)
         return cls._make(raw)
 
@@ -635,8 +628,7 @@ class AccumulateGrad(Node):
         super().__init__()
         self.ans = ()
         self._variable = weakref.ref(variable)
-        v = variable._value
-        self._out_meta = ((v.shape, v.dtype, namespace_of(v)),)
+        self._out_meta = _out_meta(variable._value)
 
     @property
     def variable(self) -> Any:
@@ -721,10 +713,9 @@ class PrimNode(Node):
             saved = None
         args, ans = self.args, self.ans
         if saved is None:
-            args = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
-                    for a in args]
-            ans = [(a.unpack(self) if create_graph else a.unpack_raw(self)) if type(a) is SavedTensor else a
-                   for a in ans]
+            unpack = SavedTensor.unpack if create_graph else SavedTensor.unpack_raw
+            args = [unpack(a, self) if type(a) is SavedTensor else a for a in args]
+            ans = [unpack(a, self) if type(a) is SavedTensor else a for a in ans]
         ans = tuple(ans) if prim.multiple_results else ans[0]
         kwargs = self.kwargs
         if prim.vjp_all is not None:
@@ -749,8 +740,7 @@ class PrimNode(Node):
         if saved is None:
             for a in (*self.args, *self.ans):
                 if type(a) is SavedTensor:
-                    a._released = True
-                    a._data = a._box = a._packed = None
+                    a.release()
         elif saved:
             args, ans = self.args, self.ans
             for e in saved:
@@ -764,7 +754,7 @@ class PrimNode(Node):
         saved = self._saved
         return bool(saved) if saved is not None else any(type(a) is SavedTensor for a in (*self.args, *self.ans))
 
-    def _materialize(self, hooks: tuple[Any, ...] | None = None) -> None:
+    def _materialize(self, hooks: tuple[Callable[..., Any], Callable[..., Any]] | None = None) -> None:
         """Put a :class:`SavedTensor` in ``args``/``ans`` for each saved value (packed by the
         saved-tensor ``hooks`` (pack, unpack) if given); from then on they are what backward reads."""
         saved = self._saved
@@ -791,10 +781,12 @@ class PrimNode(Node):
             else:
                 s = ans[~pos] = SavedTensor(ans[~pos], None, vc, version, True, ~pos, (self._name, ~pos))
             if hooks is not None:
-                s._pack_now(hooks[0], hooks[1], box)
+                s._pack_now(hooks, box)
 
-    def _saved_names(self) -> list[Any]:
-        return _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
+    def _arg_name(self, i: int) -> str:
+        """PyTorch's name of positional argument ``i`` (``_saved_<name>``)."""
+        names = _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
+        return names[i] if i < len(names) else f"arg{i}"
 
     def _read_saved(self, key: str, raw: bool) -> Any:
         """``_saved_<key>`` (``raw``: ``_raw_saved_<key>``); see :func:`_expose_saved`."""
@@ -814,18 +806,13 @@ class PrimNode(Node):
 
     def _lookup_saved(self, key: str) -> Any:
         self._materialize()
-        if key == "result":
-            if len(self.ans) == 1 and type(self.ans[0]) is SavedTensor:
-                return self.ans[0]
-            return None
-        if key.startswith("result") and key[6:].isdigit():
-            k = int(key[6:])
-            return self.ans[k] if k < len(self.ans) and type(self.ans[k]) is SavedTensor else None
-        names = self._saved_names()
+        if key.startswith("result") and (key[6:].isdigit() or key == "result"):  # "result": of a node of one output
+            k = int(key[6:] or 0)
+            ok = k < len(self.ans) and (key != "result" or len(self.ans) == 1)
+            return self.ans[k] if ok and type(self.ans[k]) is SavedTensor else None
         unread = self._unread()
         for i, a in enumerate(self.args):
-            nm = names[i] if i < len(names) else f"arg{i}"
-            if nm == key and type(a) is not ArraySpec and i not in unread:
+            if self._arg_name(i) == key and type(a) is not ArraySpec and i not in unread:
                 return a
         if key in self.kwargs:
             return self.kwargs[key]
@@ -833,12 +820,10 @@ class PrimNode(Node):
 
     def __dir__(self) -> list[Any]:
         self._materialize()
-        names = self._saved_names()
         extra = []
         for i, a in enumerate(self.args):
             if type(a) is SavedTensor:
-                nm = names[i] if i < len(names) else f"arg{i}"
-                extra += [f"_saved_{nm}", f"_raw_saved_{nm}"]
+                extra += [f"_saved_{self._arg_name(i)}", f"_raw_saved_{self._arg_name(i)}"]
         if any(type(a) is SavedTensor for a in self.ans):
             extra += ["_saved_result", "_raw_saved_result"]
         own = [n for n in super().__dir__() if not n.startswith(("_saved_", "_raw_saved_"))]
@@ -891,7 +876,7 @@ class CopySlices(Node):
                 else:
                     out.append(fnp.where(m, 0, g))
             else:
-                out.append(_view_cotangent(g, self._view_fns, raw=not create_graph))
+                out.append(replay_view(g, self._view_fns, raw=not create_graph, cotangent=True))
         return out
 
 
@@ -907,17 +892,6 @@ def _overwritten(meta: tuple[Any, ...], view_fns: tuple[Any, ...]) -> Any:
         region.flags.writeable = True  # NumPy's diagonal: read-only by convention only
     region[...] = (1 + 1j if region.dtype.kind == "c" else 1) if complex_base else True
     return mask
-
-
-def _view_cotangent(g: Any, view_fns: tuple[Any, ...], raw: bool) -> Any:
-    """The cotangent of a view, from its base's: the same view of it, except that ``imag``
-    flips the sign (funcgrad's complex cotangents follow JAX: that of ``x + iy`` is
-    ``ct_x - i ct_y``)."""
-    for prim, rest, kwargs in view_fns:
-        g = (prim.raw if raw else prim.call)(g, *rest, **kwargs)
-        if prim.name == "imag":
-            g = -g
-    return g
 
 
 # --------------------------------------------------------------------------
@@ -950,40 +924,27 @@ _NAMES = {  # where PyTorch's name is not the default of torch_name
 def torch_name(prim_name: str) -> str:
     got = _NAMES.get(prim_name)
     if got is None:
-        got = "".join(p.capitalize() for p in prim_name.strip("_").split("_")) + "Backward0"
-        _NAMES[prim_name] = got
+        got = _NAMES[prim_name] = "".join(p.capitalize() for p in prim_name.strip("_").split("_")) + "Backward0"
     return got
 
 
 # --------------------------------------------------------------------------
 # views
 
-_VIEW_PRIMS: set[Any] = set()
+# the primitives whose result is a view of their first argument (tests/tensor/test_tensor_inplace_views.py
+# checks that each is one of funcgrad.numpy's)
+_VIEW_PRIMS = frozenset({"reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "diagonal", "real",
+                         "imag", "getitem"})
 
 
-def _init_view_prims() -> None:
-    import funcgrad.numpy as fnp
-
-    for fn_name in ("reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "broadcast_to",
-                    "diagonal", "real", "imag"):
-        fn: Any = getattr(fnp, fn_name, None)
-        try:
-            _VIEW_PRIMS.add(get_primitive(fn).name)
-        except TypeError:
-            pass
-    getitem: Any = getattr(getattr(fnp, "indexing", None), "_getitem", None)
-    for fn in (getitem,):
-        try:
-            _VIEW_PRIMS.add(get_primitive(fn).name)
-        except TypeError:
-            pass
-    _VIEW_PRIMS.update({"reshape", "transpose", "swapaxes", "expand_dims", "squeeze"})
-
-
-def replay_view(x: Any, view_fns: tuple[Any, ...], raw: bool) -> Any:
-    """Apply a recorded chain of view operations to ``x`` (a base-shaped array or box)."""
+def replay_view(x: Any, view_fns: tuple[Any, ...], raw: bool, cotangent: bool = False) -> Any:
+    """Apply a recorded chain of view operations to ``x`` (a base-shaped array or box). With
+    ``cotangent``, ``x`` is a cotangent of the base and ``imag`` also flips the sign (funcgrad's
+    complex cotangents follow JAX: that of ``x + iy`` is ``ct_x - i ct_y``)."""
     for prim, rest, kwargs in view_fns:
         x = (prim.raw if raw else prim.call)(x, *rest, **kwargs)
+        if cotangent and prim.name == "imag":
+            x = -x
     return x
 
 
@@ -999,17 +960,23 @@ def _refresh_view(b: GraphBox) -> None:
         if _mode.enabled:
             raise RuntimeError(view_rebase_error(b, indirect=True))
         return  # stays stale: a later use with grad mode on raises, as in PyTorch
-    b._view_version = b._vc[0]
-    old = b._node, b._output_nr
-    if base._requires_grad:
-        w = fresh_view(base, b._view_fns)
-        if w._node is not base._node:
+    _follow_base(b)
+
+
+def _follow_base(t: Any) -> None:
+    """The view ``t`` takes its history from its base's current one: a fresh view of it
+    (``AsStridedBackward0``, as PyTorch names it), or none if the base needs no gradient."""
+    t._view_version = t._vc[0]
+    old = t._node, t._output_nr
+    if t._base._requires_grad:
+        w = fresh_view(t._base, t._view_fns)
+        if w._node is not t._base._node:
             rename_node(w._node, "AsStridedBackward0")
-        b._node, b._output_nr, b._requires_grad = w._node, w._output_nr, True
-    elif b._node is not None:
-        b._node, b._requires_grad = None, False
+        t._node, t._output_nr, t._requires_grad = w._node, w._output_nr, True
+    elif t._node is not None:
+        t._node, t._requires_grad = None, False
     # (else: a view that was made a leaf with requires_grad_() stays one, as in PyTorch)
-    move_retain(b, *old)
+    move_retain(t, *old)
 
 
 def fresh_view(base: GraphBox, view_fns: tuple[Any, ...]) -> Any:
@@ -1041,13 +1008,12 @@ def move_retain(t: Any, old_node: Any, old_nr: int) -> None:
     node._retain[t._output_nr] = weakref.ref(t)
 
 
+_AMBIGUOUS_VIEW = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+                   "by moving both the view and the inplace either both inside the {} block (if you don't want the "
+                   "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
 _VIEW_FIX = {
-    "no_grad": (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
-                "by moving both the view and the inplace either both inside the no_grad block (if you don't want the "
-                "inplace to be tracked) or both outside (if you want the inplace to be tracked)."),
-    "inference": (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
-                  "by moving both the view and the inplace either both inside the inference_mode block (if you don't "
-                  "want the inplace to be tracked) or both outside (if you want the inplace to be tracked)."),
+    "no_grad": _AMBIGUOUS_VIEW.format("no_grad"),
+    "inference": _AMBIGUOUS_VIEW.format("inference_mode"),
     "multi_output": (" This view is the output of a function that returns multiple views. Such functions do not "
                      "allow the output views to be modified inplace. You should replace the inplace operation by an "
                      "out-of-place one."),
@@ -1432,7 +1398,6 @@ def _node_class(prim: Primitive) -> type:
 _NODE_CLASS: dict[Any, type] = {}  # primitive -> _node_class(primitive)
 
 
-
 def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any = None) -> "SavedTensor":
     """A :class:`SavedTensor` of ``box`` (an input of its node, or output ``output_nr`` of ``owner``),
     packed at once by the innermost saved-tensor hooks if any."""
@@ -1442,10 +1407,8 @@ def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any 
         node = box._node
         desc = (node._name, box._output_nr) if node is not None and type(node) is not AccumulateGrad else None
     s = SavedTensor(box._value, None if is_output else box, box._vc, box._vc[0], is_output, output_nr, desc)
-    stack = _hook_state.stack
-    if stack:
-        pack, unpack = stack[-1]
-        s._pack_now(pack, unpack, box)
+    if _hook_state.stack:
+        s._pack_now(_hook_state.stack[-1], box)
     return s
 
 
@@ -1470,9 +1433,8 @@ def user_stack() -> list[Any]:
 
 
 def _as_array(a: Any) -> Any:
-    if isinstance(a, np.generic):
-        return np.asarray(a)
-    if isinstance(a, (int, float, complex, bool)):
+    """A NumPy scalar or Python number as a 0-d array; anything else as it is."""
+    if isinstance(a, (np.generic, int, float, complex, bool)):
         return np.asarray(a)
     return a
 
@@ -1582,20 +1544,13 @@ def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
     the new base (``AsStridedBackward0``, as in PyTorch). ``retain_grad()`` of both follows."""
     root = t._base
     base_edge = edge_of(root) if root._requires_grad else None
-    rv = root._value
-    cs = CopySlices(base_edge, out_edge, t._view_fns, (rv.shape, rv.dtype, namespace_of(rv)))
+    cs = CopySlices(base_edge, out_edge, t._view_fns, _out_meta(root._value)[0])
     if anomaly.enabled:
         cs._stack = user_stack()
     old = root._node, root._output_nr
     root._node, root._output_nr, root._requires_grad = cs, 0, True
     move_retain(root, *old)
-    old = t._node, t._output_nr
-    w = fresh_view(root, t._view_fns)
-    if w._node is not cs:
-        rename_node(w._node, "AsStridedBackward0")
-    t._node, t._output_nr, t._requires_grad = w._node, w._output_nr, True
-    t._view_version = t._vc[0]
-    move_retain(t, *old)
+    _follow_base(t)
 
 
 def _hooks_on_view_chain(t: Any) -> bool:
@@ -1606,8 +1561,8 @@ def _hooks_on_view_chain(t: Any) -> bool:
             return False
         if node._prehooks or node._hooks or node._tensor_prehooks:
             return True
-        edge = node._edges[0] if node._edges else None
-        node = edge[0] if edge is not None else None
+        edges = node._edges
+        node = edges[0][0] if edges and edges[0] is not None else None
     return False
 
 
@@ -1618,24 +1573,13 @@ def _bypass_view_node(out: Any, start_seq: int, t: Any) -> None:
     base's history before the change (same gradient, no hooks)."""
     old_node, old_nr = t._node, t._output_nr
     new_edge: tuple[Any, ...] | None = None
-    seen = set()
-    stack = [out._node]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen or node._seq < start_seq:
-            continue
-        seen.add(id(node))
-        edges = node._edges
-        for k, e in enumerate(edges):
-            if e is None:
-                continue
-            if e[0] is old_node and e[1] == old_nr:
+    for node in _nodes_since(out._node, start_seq):
+        for k, e in enumerate(node._edges):
+            if e is not None and e[0] is old_node and e[1] == old_nr:
                 if new_edge is None:
                     w = fresh_view(t._base, t._view_fns)
                     new_edge = (w._node, w._output_nr)
                 _repoint_edge(node, k, new_edge)
-            else:
-                stack.append(e[0])
         for a in node.args or ():
             if type(a) is SavedTensor and a._edge is not None and a._edge[0] is old_node and new_edge is not None:
                 a._edge = new_edge
@@ -1649,22 +1593,28 @@ def _repoint_edge(node: Any, k: int, edge: tuple[Any, ...]) -> None:
 
 
 def _protect_saved(out: Any, t: Any, start_seq: int) -> None:
-    seen = set()
-    stack = [out._node]
+    """Nodes of the in-place op (made since ``start_seq``) that saved ``t`` as it is now keep a copy."""
     vc = t._vc
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen or node._seq < start_seq:
-            continue
-        seen.add(id(node))
+    for node in _nodes_since(out._node, start_seq):
         if isinstance(node, PrimNode):
             node._materialize()
             for a in node.args:
                 if type(a) is SavedTensor and a._vc is vc and a._version == vc[0]:
                     a._detach_copy()
-        for e in node._edges:
-            if e is not None:
-                stack.append(e[0])
+
+
+def _nodes_since(node: Any, start_seq: int) -> Iterator[Any]:
+    """Each node made since ``start_seq`` that ``node`` reaches through such nodes, once; a node's
+    edges are followed after the caller has seen it (and perhaps re-pointed them)."""
+    seen = set()
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen or node._seq < start_seq:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(e[0] for e in node._edges if e is not None)
 
 
 # --------------------------------------------------------------------------
@@ -1745,5 +1695,3 @@ class disable_saved_tensors_hooks:
     def __exit__(self, *exc: Any) -> None:
         _hook_state.disabled = self.prev
 
-
-_init_view_prims()

@@ -23,6 +23,20 @@ def _name(t):
     return None if t.grad_fn is None else type(t.grad_fn).__name__
 
 
+def test_view_prims_are_funcgrad_numpy_primitives_that_view():
+    """graph._VIEW_PRIMS names primitives (their results share memory with the first argument)."""
+    import funcgrad.numpy as fnp
+    from funcgrad.core import get_primitive
+    from funcgrad.tensor import graph
+
+    fns = {name: getattr(fnp, name, None) for name in graph._VIEW_PRIMS}
+    fns["getitem"] = fnp.indexing._getitem
+    assert {name: get_primitive(fn).name for name, fn in fns.items()} == {name: name for name in fns}
+    x = ft.ones((2, 3))
+    for view in (x.reshape(3, 2), x.t(), x[0], x.unsqueeze(0), x.diagonal(), x.transpose(0, 1)):
+        assert view._base is x
+
+
 # ---------------------------------------------------------------- 1. history at once
 
 

@@ -169,7 +169,7 @@ def to_dot(outputs: Any, rankdir: str = "TB") -> str:
             label = f"leaf\\n{_type_str(tuple(variable.shape), variable.dtype)}"
             lines.append(f'  {nid} [label="{_escape(label)}", shape=ellipse, style=filled, fillcolor="#cfe2ff"];')
         else:
-            saved = sorted({n[len("_saved_"):] for n in dir(fn) if n.startswith("_saved_") and n != "_saved_names"})
+            saved = sorted({n[len("_saved_"):] for n in dir(fn) if n.startswith("_saved_")})
             label = fn.name() + (f"\\nsaves {', '.join(saved)}" if saved else "")
             lines.append(f'  {nid} [label="{_escape(label)}", shape=box, style="rounded,filled", fillcolor="#fff8e1"];')
         for k, (child, _) in enumerate(fn.next_functions):
