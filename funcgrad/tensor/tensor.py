@@ -35,7 +35,6 @@ from . import dtypes as _dt
 from . import forward_ad as _fwad
 from . import graph as _graph
 from .graph import GraphBox, PrimNode, RemovableHandle, _add_hook, apply_inplace
-from .grad_mode import state as _mode
 from . import _func_support as _func
 
 __all__ = ["Tensor", "Size", "device", "is_tensor"]
@@ -170,15 +169,6 @@ def _rebuild(array: np.ndarray, requires_grad: bool) -> Tensor:
     return Tensor._make(array, requires_grad=requires_grad)
 
 
-class _no_record:
-    def __enter__(self) -> None:
-        self.prev = _mode.enabled
-        _mode.enabled = False
-
-    def __exit__(self, *exc: Any) -> None:
-        _mode.enabled = self.prev
-
-
 # --------------------------------------------------------------------------
 # helpers
 
@@ -253,8 +243,6 @@ def _promote(a: Any, b: Any) -> tuple[Any, ...]:
     rt = _dt.result_type(a, b)
     if isinstance(a, Tensor):
         a = _cast(a, rt)
-    elif isinstance(a, _pycomplex) and rt.is_floating_point:
-        pass
     if isinstance(b, Tensor):
         b = _cast(b, rt)
     return a, b
@@ -417,8 +405,6 @@ def _format(t: Tensor) -> str:
             fmt[key] = (lambda f_, w_: (lambda e: f_(e).rjust(w_)))(f, width)
         body = np.array2string(v, separator=", ", prefix=prefix, formatter=cast(Any, fmt or None), threshold=1000,
                                edgeitems=3)
-        if kind == "b":
-            body = body.replace("True", "True").replace("False", "False")
     extras = []
     if d not in (_dt.get_default_dtype(), _dt.int64, _dt.bool) and not (d.is_complex and d is _dt.default_complex()):
         extras.append(f"dtype={d!r}")
