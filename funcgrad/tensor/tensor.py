@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import functools
 import operator
 import threading
 import warnings
@@ -691,8 +692,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
 _UFUNC_OPS: dict[str, Callable[..., Any]] = {
     "add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "true_divide": operator.truediv,
     "divide": operator.truediv, "power": operator.pow, "matmul": Tensor.matmul,
-    "equal": Tensor.__eq__, "not_equal": Tensor.__ne__, "less": Tensor.__lt__, "less_equal": Tensor.__le__,
-    "greater": Tensor.__gt__, "greater_equal": Tensor.__ge__,
+    **{name: functools.partial(_compare, getattr(fnp, name))  # Tensor.__eq__ ... (_tensor_math._compare_op)
+       for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")},
 }
 
 _graph._TENSOR_CLS.append(Tensor)
