@@ -19,9 +19,11 @@ from __future__ import annotations
 import builtins
 import collections
 import functools
+import math
 import operator
 import threading
 import warnings
+import weakref
 from typing import Any, Callable, Sequence, SupportsIndex, Union, cast
 
 import numpy as np
@@ -49,10 +51,7 @@ class Size(tuple[int, ...]):
     """A tensor's shape, like ``torch.Size`` (a tuple with ``numel()``)."""
 
     def numel(self) -> int:
-        n = 1
-        for s in self:
-            n *= s
-        return n
+        return math.prod(self)
 
     def __repr__(self) -> str:
         return f"ft.Size([{', '.join(str(s) for s in self)}])"
@@ -131,9 +130,7 @@ def _dims(dim: Any, nd: int) -> tuple[Any, ...] | None:
     if dim is None:
         return None
     if isinstance(dim, (list, tuple)):
-        if len(dim) == 0:
-            return None
-        return tuple(_wrap_dim(d, nd) for d in dim)
+        return tuple(_wrap_dim(d, nd) for d in dim) or None  # () reduces over every dim, as None
     return (_wrap_dim(dim, nd),)
 
 
@@ -475,9 +472,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
 
     @classmethod
     def _from(cls, t: "Tensor", requires_grad: bool | None = None) -> "Tensor":
-        new = cls._make(t._value, t._node, t._output_nr, t._requires_grad if requires_grad is None else requires_grad,
-                        t._vc, t._inference)
-        return new
+        return cls._make(t._value, t._node, t._output_nr, t._requires_grad if requires_grad is None else requires_grad,
+                         t._vc, t._inference)
 
     def is_inference(self) -> bool:
         return self._inference
@@ -580,8 +576,6 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         node, nr = self._graph()
         if node is None:
             return
-        import weakref
-
         if node._retain is None:
             node._retain = {}
         node._retain[nr] = weakref.ref(self)
