@@ -133,9 +133,8 @@ class _ShapeMixin:
         else:
             axes = tuple(d for d in (_dims(dim, self.dim()) or ()) if self.shape[d] == 1)
             name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
-        if not axes:
-            return _rename(fnp.reshape(self, tuple(self.shape)), name, mark)
-        return _rename(fnp.squeeze(self, axis=axes), name, mark)
+        out = fnp.squeeze(self, axis=axes) if axes else fnp.reshape(self, tuple(self.shape))  # (no size-1 dim: an alias)
+        return _rename(out, name, mark)
 
     def unsqueeze(self: Tensor, dim: builtins.int) -> "Tensor":
         d = _wrap_dim(dim, self.dim() + 1)
@@ -227,9 +226,8 @@ class _ShapeMixin:
                 target.append(s)
         mark = _seq_mark()
         target = tuple(target)
-        if target == shp:
-            return _rename(fnp.reshape(self, shp), "ExpandBackward0", mark)
-        return _rename(fnp.broadcast_to(self, target), "ExpandBackward0", mark)
+        out = fnp.reshape(self, shp) if target == shp else fnp.broadcast_to(self, target)
+        return _rename(out, "ExpandBackward0", mark)
 
     def expand_as(self: Tensor, other: "Tensor") -> "Tensor":
         return self.expand(other.shape)
