@@ -230,9 +230,9 @@ class _MathMixin:
             out = fnp.minimum(a, b) if isinstance(max, Tensor) else fnp.where(_cond(_raw(a) >= _raw(b)), b, a)
         if not isinstance(out, Tensor):
             out = Tensor._make(_graph._as_array(out))
-        name = "ClampBackward1" if not isinstance(min, Tensor) and not isinstance(max, Tensor) else "ClampBackward0"
-        return _rename(out, name if min is not None and max is not None else
-                       ("ClampMinBackward0" if max is None else "ClampMaxBackward0"), mark)
+        name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
+                "ClampBackward0" if isinstance(min, Tensor) or isinstance(max, Tensor) else "ClampBackward1")
+        return _rename(out, name, mark)
 
     clip = clamp
 
