@@ -107,13 +107,17 @@ class _InplaceMixin:
         return _finish_inplace(self, out, mark, check_dtype=False)
 
     def fill_(self: Tensor, value: Any) -> "Tensor":
-        if isinstance(value, Tensor) and value.dim() != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
-        v = value if isinstance(value, Tensor) else Tensor._make(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
-        return self._fill_with(v, "FillBackward0" if not isinstance(value, Tensor) else "FillBackward1")
+        if isinstance(value, Tensor):
+            if value.dim() != 0:
+                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                                   f"dimensions.")
+            return self._fill_with(value, "FillBackward1")
+        v = Tensor._make(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
+        return self._fill_with(v, "FillBackward0")
 
     def zero_(self: Tensor) -> "Tensor":
-        return self._fill_with(Tensor._make(namespace_of(self._value).zeros((), dtype=self._value.dtype)), "ZeroBackward0")
+        zero = Tensor._make(namespace_of(self._value).zeros((), dtype=self._value.dtype))
+        return self._fill_with(zero, "ZeroBackward0")
 
     def _fill_with(self: Tensor, v: "Tensor", name: str | None = None) -> "Tensor":
         """Write ``v`` (broadcast) into this tensor; recorded (as node ``name``) only when a gradient can flow."""
@@ -121,9 +125,8 @@ class _InplaceMixin:
         mark = _seq_mark()
         out = v
         if _mode.enabled and (self.requires_grad or v.requires_grad):
-            ns = namespace_of(self._value)
-            out = _as_tensor(fnp.where(ns.ones((), dtype=bool), fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)),
-                                       self))
+            everywhere = namespace_of(self._value).ones((), dtype=bool)
+            out = _as_tensor(fnp.where(everywhere, fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))
             if name is not None:
                 _rename(out, name, mark)
         return _finish_inplace(self, out, mark, check_dtype=False)
@@ -137,7 +140,7 @@ class _InplaceMixin:
     def bernoulli_(self: Tensor, p: builtins.float = 0.5, generator: Any = None) -> "Tensor":
         return self._overwrite(generator, lambda rng, shape: rng.random(size=shape) < p)
 
-    def _overwrite(self: Tensor, generator: Any, draw: Callable[[np.random.Generator, tuple[Any, ...]], Any]) -> "Tensor":
+    def _overwrite(self: Tensor, generator: Any, draw: Callable[[Any, tuple[Any, ...]], Any]) -> "Tensor":
         """Fill with ``draw(rng, shape)``: host random numbers from ``generator`` (or the default one)."""
         from .creation import _rng
 

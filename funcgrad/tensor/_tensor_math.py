@@ -44,7 +44,7 @@ def _compare_op(fn: Any) -> Any:
 
 
 def _logical_op(logical: Any, bitwise: Any = None) -> Any:
-    """The method ``self (op) other``: ``logical`` on bool tensors (or always, without ``bitwise``), else ``bitwise``."""
+    """The method ``self (op) other``: ``logical`` on bool tensors (always without ``bitwise``), else ``bitwise``."""
 
     def op(self: Tensor, other: Any) -> "Tensor":
         return _logical(logical if bitwise is None or self._value.dtype.kind == "b" else bitwise, self, other)

@@ -133,7 +133,7 @@ class _ShapeMixin:
         else:
             axes = tuple(d for d in (_dims(dim, self.dim()) or ()) if self.shape[d] == 1)
             name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
-        out = fnp.squeeze(self, axis=axes) if axes else fnp.reshape(self, tuple(self.shape))  # (no size-1 dim: an alias)
+        out = fnp.squeeze(self, axis=axes) if axes else fnp.reshape(self, tuple(self.shape))  # (none: an alias)
         return _rename(out, name, mark)
 
     def unsqueeze(self: Tensor, dim: builtins.int) -> "Tensor":
