@@ -58,9 +58,6 @@ __all__ += _creation.__all__
 __all__ += ops.__all__
 __all__ += _legacy.__all__
 
-is_floating_point = ops.is_floating_point  # noqa: F405
-is_complex = ops.is_complex  # noqa: F405
-
 
 def is_inference(t: Tensor) -> object:
     """True for tensors created in inference mode."""

@@ -42,6 +42,19 @@ def _cast_to(name: str) -> Callable[["Tensor"], "Tensor"]:
     return method
 
 
+def _new_of(name: str) -> Callable[..., "Tensor"]:
+    """The method ``new_<name>(*size, dtype=None, requires_grad=False)``: ``ft.<name>`` in this tensor's dtype
+    unless ``dtype`` is given (``x.new_zeros(2, 3)``)."""
+
+    def method(self: Tensor, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
+        from . import creation
+
+        return cast("Tensor", getattr(creation, name)(*size, dtype=dtype or self.dtype, requires_grad=requires_grad))
+
+    method.__name__ = method.__qualname__ = "new_" + name
+    return method
+
+
 class _ConvertMixin:
     __slots__ = ()
 
@@ -221,25 +234,12 @@ class _ConvertMixin:
         return _rename(fnp.copy(self), "CloneBackward0", mark)
 
     # ------------------------------------------------------------------ new_* factories
-    def new_zeros(self: Tensor, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
-        from .creation import zeros
-
-        return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
-
-    def new_ones(self: Tensor, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
-        from .creation import ones
-
-        return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    new_zeros, new_ones, new_empty = _new_of("zeros"), _new_of("ones"), _new_of("empty")
 
     def new_full(self: Tensor, size: Any, fill_value: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
         from .creation import full
 
         return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
-
-    def new_empty(self: Tensor, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
-        from .creation import empty
-
-        return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
     def new_tensor(self: Tensor, data: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
         from .creation import tensor

@@ -22,18 +22,19 @@ from .grad_mode import state as _mode
 from .graph import check_stale_view
 
 from .tensor import (
-    _seq_mark, _rename, _to_raw_index, _is_basic, _no_record, _as_tensor, _cast, _scalar_like, _finish_inplace,
+    _seq_mark, _rename, _to_raw_index, _is_basic, _shape_arg, _as_tensor, _cast, _scalar_like, _finish_inplace,
 )
 
 if TYPE_CHECKING:
     from .tensor import Tensor
 
 
-def _unary_inplace(name: str) -> Callable[["Tensor"], "Tensor"]:
-    """The in-place form ``<name>_`` of the unary method ``name`` (``exp_`` writes ``exp()`` into the tensor)."""
+def _inplace_of(name: str) -> Callable[..., "Tensor"]:
+    """The in-place form ``<name>_`` of the method ``name``: ``exp_()`` writes ``exp()`` into the tensor,
+    ``add_(y, alpha=2)`` writes ``add(y, alpha=2)``."""
 
-    def method(self: Tensor) -> "Tensor":
-        return self._inplace(getattr(Tensor, name))
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> "Tensor":
+        return self._inplace(getattr(Tensor, name), *args, **kwargs)
 
     method.__name__ = method.__qualname__ = name + "_"
     return method
@@ -72,41 +73,12 @@ class _InplaceMixin:
         out = fn(self, *args, **kwargs)
         return _finish_inplace(self, _as_tensor(out), mark)
 
-    def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
-        return self._inplace(Tensor.add, other, alpha=alpha)
-
-    def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
-        return self._inplace(Tensor.sub, other, alpha=alpha)
-
-    def mul_(self: Tensor, other: Any) -> "Tensor":
-        return self._inplace(Tensor.mul, other)
-
-    def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> "Tensor":
-        return self._inplace(Tensor.div, other, rounding_mode=rounding_mode)
-
-    def pow_(self: Tensor, exponent: Any) -> "Tensor":
-        return self._inplace(Tensor.pow, exponent)
-
-    neg_, abs_, exp_, log_, sqrt_, sin_, cos_, tanh_, sigmoid_, relu_, reciprocal_, square_ = (
-        _unary_inplace(name) for name in ("neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-                                          "reciprocal", "square"))
-
-    def clamp_(self: Tensor, min: Any = None, max: Any = None) -> "Tensor":  # noqa: A002
-        return self._inplace(Tensor.clamp, min, max)
-
+    (add_, sub_, mul_, div_, pow_, clamp_, clamp_min_, clamp_max_, masked_fill_, lerp_, neg_, abs_, exp_, log_, sqrt_,
+     sin_, cos_, tanh_, sigmoid_, relu_, reciprocal_, square_) = (
+        _inplace_of(name) for name in ("add", "sub", "mul", "div", "pow", "clamp", "clamp_min", "clamp_max",
+                                       "masked_fill", "lerp", "neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh",
+                                       "sigmoid", "relu", "reciprocal", "square"))
     clip_ = clamp_
-
-    def clamp_min_(self: Tensor, min: Any) -> "Tensor":  # noqa: A002
-        return self._inplace(Tensor.clamp, min, None)
-
-    def clamp_max_(self: Tensor, max: Any) -> "Tensor":  # noqa: A002
-        return self._inplace(Tensor.clamp, None, max)
-
-    def masked_fill_(self: Tensor, mask: Any, value: Any) -> "Tensor":
-        return self._inplace(Tensor.masked_fill, mask, value)
-
-    def lerp_(self: Tensor, end: Any, weight: Any) -> "Tensor":
-        return self._inplace(Tensor.lerp, end, weight)
 
     def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
         return self._inplace(lambda s: s + value * tensor1 * tensor2)
@@ -135,54 +107,45 @@ class _InplaceMixin:
         return _finish_inplace(self, out, mark, check_dtype=False)
 
     def fill_(self: Tensor, value: Any) -> "Tensor":
-        v = value if isinstance(value, Tensor) else Tensor._make(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
-        check_stale_view(self)
-        mark = _seq_mark()
-        if isinstance(value, Tensor) and value.dim() != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
-        out = self._fill_like(v)
-        _rename(out, "FillBackward0" if not isinstance(value, Tensor) else "FillBackward1", mark)
-        return _finish_inplace(self, out, mark, check_dtype=False)
-
-    def _fill_like(self: Tensor, v: "Tensor") -> "Tensor":
-        if not _mode.enabled or not (self.requires_grad or v.requires_grad):
-            return v
-        ns = namespace_of(self._value)
-        return _as_tensor(fnp.where(ns.ones((), dtype=bool), fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))
+        if isinstance(value, Tensor):
+            if value.dim() != 0:
+                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                                   f"dimensions.")
+            return self._fill_with(value, "FillBackward1")
+        v = Tensor._make(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
+        return self._fill_with(v, "FillBackward0")
 
     def zero_(self: Tensor) -> "Tensor":
+        zero = Tensor._make(namespace_of(self._value).zeros((), dtype=self._value.dtype))
+        return self._fill_with(zero, "ZeroBackward0")
+
+    def _fill_with(self: Tensor, v: "Tensor", name: str | None = None) -> "Tensor":
+        """Write ``v`` (broadcast) into this tensor; recorded (as node ``name``) only when a gradient can flow."""
         check_stale_view(self)
         mark = _seq_mark()
-        v = Tensor._make(namespace_of(self._value).zeros((), dtype=self._value.dtype))
-        out = self._fill_like(v)
-        _rename(out, "ZeroBackward0", mark)
+        out = v
+        if _mode.enabled and (self.requires_grad or v.requires_grad):
+            everywhere = namespace_of(self._value).ones((), dtype=bool)
+            out = _as_tensor(fnp.where(everywhere, fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))
+            if name is not None:
+                _rename(out, name, mark)
         return _finish_inplace(self, out, mark, check_dtype=False)
 
     def uniform_(self: Tensor, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> "Tensor":
-        from .creation import _rng
-
-        with _no_record():
-            vals = _rng(generator).uniform(a, b, size=tuple(self.shape))
-        return self._overwrite(vals)
+        return self._overwrite(generator, lambda rng, shape: rng.uniform(a, b, size=shape))
 
     def normal_(self: Tensor, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> "Tensor":
-        from .creation import _rng
-
-        vals = _rng(generator).normal(mean, std, size=tuple(self.shape))
-        return self._overwrite(vals)
+        return self._overwrite(generator, lambda rng, shape: rng.normal(mean, std, size=shape))
 
     def bernoulli_(self: Tensor, p: builtins.float = 0.5, generator: Any = None) -> "Tensor":
+        return self._overwrite(generator, lambda rng, shape: rng.random(size=shape) < p)
+
+    def _overwrite(self: Tensor, generator: Any, draw: Callable[[Any, tuple[Any, ...]], Any]) -> "Tensor":
+        """Fill with ``draw(rng, shape)``: host random numbers from ``generator`` (or the default one)."""
         from .creation import _rng
 
-        vals = _rng(generator).random(size=tuple(self.shape)) < p
-        return self._overwrite(vals)
-
-    def _overwrite(self: Tensor, host_values: np.ndarray) -> "Tensor":
-        ns = namespace_of(self._value)
-        v = Tensor._make(ns.asarray(host_values.astype(self._value.dtype)))
-        check_stale_view(self)
-        mark = _seq_mark()
-        return _finish_inplace(self, self._fill_like(v), mark, check_dtype=False)
+        host_values = draw(_rng(generator), tuple(self.shape))
+        return self._fill_with(Tensor._make(namespace_of(self._value).asarray(host_values.astype(self._value.dtype))))
 
     __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
 
@@ -225,8 +188,7 @@ class _InplaceMixin:
         if self._requires_grad:
             raise RuntimeError("cannot resize variables that require grad")
         self._check_meta_inplace("resize_()")
-        shape = tuple(int(d) for d in (sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list))
-                                       else sizes))
+        shape = _shape_arg(sizes)
         if builtins.any(d < 0 for d in shape):
             raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
         xp = namespace_of(self._value)

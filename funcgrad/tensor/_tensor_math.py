@@ -34,6 +34,34 @@ if TYPE_CHECKING:
 _MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (3, 3): "BmmBackward0"}  # PyTorch's, by ndims
 
 
+def _compare_op(fn: Any) -> Any:
+    """The comparison method ``self (op) other`` (a bool tensor, no gradient), through ``_compare``."""
+
+    def op(self: Tensor, other: Any) -> "Tensor":
+        return _compare(fn, self, other)
+
+    return op
+
+
+def _logical_op(logical: Any, bitwise: Any = None) -> Any:
+    """The method ``self (op) other``: ``logical`` on bool tensors (always without ``bitwise``), else ``bitwise``."""
+
+    def op(self: Tensor, other: Any) -> "Tensor":
+        return _logical(logical if bitwise is None or self._value.dtype.kind == "b" else bitwise, self, other)
+
+    return op
+
+
+def _promoted_op(fn: Any, to_float: bool = False) -> Any:
+    """The method ``fn(self, other)`` on both promoted to a common dtype (floating first when ``to_float``)."""
+
+    def op(self: Tensor, other: Any) -> "Tensor":
+        a, b = _promote(_float(self) if to_float else self, other)
+        return cast("Tensor", fn(a, b))
+
+    return op
+
+
 class _MathMixin:
     __slots__ = ()
 
@@ -66,30 +94,16 @@ class _MathMixin:
         return _wrap_nondiff(fnp.logical_not(self) if self._value.dtype.kind == "b" else
                              Tensor._make(~self._value))
 
-    def __and__(self: Tensor, other: Any) -> "Tensor":
-        return _logical(fnp.logical_and if self._value.dtype.kind == "b" else fnp.bitwise_and, self, other)
-
-    __rand__ = __and__
-
-    def __or__(self: Tensor, other: Any) -> "Tensor":
-        return _logical(fnp.logical_or if self._value.dtype.kind == "b" else fnp.bitwise_or, self, other)
-
-    __ror__ = __or__
-
-    def __xor__(self: Tensor, other: Any) -> "Tensor":
-        return _logical(fnp.logical_xor if self._value.dtype.kind == "b" else fnp.bitwise_xor, self, other)
-
-    __rxor__ = __xor__
+    __and__, __or__, __xor__ = (_logical_op(f, g) for f, g in ((fnp.logical_and, fnp.bitwise_and),
+                                                             (fnp.logical_or, fnp.bitwise_or),
+                                                             (fnp.logical_xor, fnp.bitwise_xor)))
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def add(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
-        if alpha != 1:
-            other = _as_operand(other) * alpha
-        return _binary(fnp.add, self, other)
+        return _binary(fnp.add, self, other if alpha == 1 else _as_operand(other) * alpha)
 
     def sub(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
-        if alpha != 1:
-            other = _as_operand(other) * alpha
-        return _binary(fnp.subtract, self, other)
+        return _binary(fnp.subtract, self, other if alpha == 1 else _as_operand(other) * alpha)
 
     subtract = sub
 
@@ -128,7 +142,6 @@ class _MathMixin:
 
     negative = __neg__ = neg
 
-
     def reciprocal(self: Tensor) -> "Tensor":
         mark = _seq_mark()
         return _rename(_float(self).__rtruediv__(1.0), "ReciprocalBackward0", mark)
@@ -146,11 +159,7 @@ class _MathMixin:
         mark = _seq_mark()
         return _rename(1.0 / fnp.sqrt(_float(self)), "RsqrtBackward0", mark)
 
-    def atan2(self: Tensor, other: Any) -> "Tensor":
-        a, b = _promote(_float(self), other)
-        return cast("Tensor", fnp.arctan2(a, b))
-
-    arctan2 = atan2
+    atan2 = arctan2 = _promoted_op(fnp.arctan2, to_float=True)
 
     sigmoid = _unary(expit)  # SigmoidBackward0
 
@@ -221,9 +230,9 @@ class _MathMixin:
             out = fnp.minimum(a, b) if isinstance(max, Tensor) else fnp.where(_cond(_raw(a) >= _raw(b)), b, a)
         if not isinstance(out, Tensor):
             out = Tensor._make(_graph._as_array(out))
-        name = "ClampBackward1" if not isinstance(min, Tensor) and not isinstance(max, Tensor) else "ClampBackward0"
-        return _rename(out, name if min is not None and max is not None else
-                       ("ClampMinBackward0" if max is None else "ClampMaxBackward0"), mark)
+        name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
+                "ClampBackward0" if isinstance(min, Tensor) or isinstance(max, Tensor) else "ClampBackward1")
+        return _rename(out, name, mark)
 
     clip = clamp
 
@@ -233,13 +242,7 @@ class _MathMixin:
     def clamp_max(self: Tensor, max: Any) -> "Tensor":  # noqa: A002
         return self.clamp(max=max)
 
-    def maximum(self: Tensor, other: Any) -> "Tensor":
-        a, b = _promote(self, other)
-        return cast("Tensor", fnp.maximum(a, b))
-
-    def minimum(self: Tensor, other: Any) -> "Tensor":
-        a, b = _promote(self, other)
-        return cast("Tensor", fnp.minimum(a, b))
+    maximum, minimum = _promoted_op(fnp.maximum), _promoted_op(fnp.minimum)
 
     def lerp(self: Tensor, end: Any, weight: Any) -> "Tensor":
         return cast("Tensor", self + weight * (end - self))
@@ -261,8 +264,7 @@ class _MathMixin:
     def conj(self: Tensor) -> "Tensor":
         return fnp.conj(self) if self.is_complex() else self
 
-    def conj_physical(self: Tensor) -> "Tensor":
-        return self.conj()
+    conj_physical = conj
 
     def resolve_conj(self: Tensor) -> "Tensor":
         return self
@@ -283,23 +285,8 @@ class _MathMixin:
         return cast("Tensor", fnp.angle(_float(self)))
 
     # ------------------------------------------------------------------ comparisons
-    def __eq__(self: Tensor, other: Any) -> "Tensor":  # type: ignore[override]
-        return _compare(fnp.equal, self, other)
-
-    def __ne__(self: Tensor, other: Any) -> "Tensor":  # type: ignore[override]
-        return _compare(fnp.not_equal, self, other)
-
-    def __lt__(self: Tensor, other: Any) -> "Tensor":
-        return _compare(fnp.less, self, other)
-
-    def __le__(self: Tensor, other: Any) -> "Tensor":
-        return _compare(fnp.less_equal, self, other)
-
-    def __gt__(self: Tensor, other: Any) -> "Tensor":
-        return _compare(fnp.greater, self, other)
-
-    def __ge__(self: Tensor, other: Any) -> "Tensor":
-        return _compare(fnp.greater_equal, self, other)
+    __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = map(
+        _compare_op, (fnp.equal, fnp.not_equal, fnp.less, fnp.less_equal, fnp.greater, fnp.greater_equal))
 
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
     greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
@@ -321,14 +308,7 @@ class _MathMixin:
         o = _as_tensor(other)
         return Tensor._make(namespace_of(self._value).isclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
-    def logical_and(self: Tensor, other: Any) -> "Tensor":
-        return _logical(fnp.logical_and, self, other)
-
-    def logical_or(self: Tensor, other: Any) -> "Tensor":
-        return _logical(fnp.logical_or, self, other)
-
-    def logical_xor(self: Tensor, other: Any) -> "Tensor":
-        return _logical(fnp.logical_xor, self, other)
+    logical_and, logical_or, logical_xor = map(_logical_op, (fnp.logical_and, fnp.logical_or, fnp.logical_xor))
 
     # ------------------------------------------------------------------ reductions
     def sum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
@@ -536,7 +516,6 @@ class _MathMixin:
 
     def logdet(self: Tensor) -> "Tensor":
         from . import linalg
-
         from .ops import where
 
         sign, logabs = linalg.slogdet(self)

@@ -133,9 +133,8 @@ class _ShapeMixin:
         else:
             axes = tuple(d for d in (_dims(dim, self.dim()) or ()) if self.shape[d] == 1)
             name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
-        if not axes:
-            return _rename(fnp.reshape(self, tuple(self.shape)), name, mark)
-        return _rename(fnp.squeeze(self, axis=axes), name, mark)
+        out = fnp.squeeze(self, axis=axes) if axes else fnp.reshape(self, tuple(self.shape))  # (none: an alias)
+        return _rename(out, name, mark)
 
     def unsqueeze(self: Tensor, dim: builtins.int) -> "Tensor":
         d = _wrap_dim(dim, self.dim() + 1)
@@ -227,9 +226,8 @@ class _ShapeMixin:
                 target.append(s)
         mark = _seq_mark()
         target = tuple(target)
-        if target == shp:
-            return _rename(fnp.reshape(self, shp), "ExpandBackward0", mark)
-        return _rename(fnp.broadcast_to(self, target), "ExpandBackward0", mark)
+        out = fnp.reshape(self, shp) if target == shp else fnp.broadcast_to(self, target)
+        return _rename(out, "ExpandBackward0", mark)
 
     def expand_as(self: Tensor, other: "Tensor") -> "Tensor":
         return self.expand(other.shape)
@@ -365,13 +363,11 @@ class _ShapeMixin:
         return self.diagonal().sum()
 
     def tril(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
-        ns = namespace_of(self._value)
-        mask = ns.tri(*self.shape[-2:], k=diagonal, dtype=bool)
+        mask = namespace_of(self._value).tri(*self.shape[-2:], k=diagonal, dtype=bool)
         return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
 
     def triu(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
-        ns = namespace_of(self._value)
-        mask = ~ns.tri(*self.shape[-2:], k=diagonal - 1, dtype=bool)
+        mask = ~namespace_of(self._value).tri(*self.shape[-2:], k=diagonal - 1, dtype=bool)
         return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
 
     # ------------------------------------------------------------------ indexing
@@ -383,12 +379,9 @@ class _ShapeMixin:
             if Ellipsis not in tup:
                 tup = tup + (Ellipsis,)  # NumPy then returns a 0-d view rather than a scalar copy
             out = fnp.indexing.getitem(self, tup)
-            ints = any(isinstance(i, (_pyint, np.integer)) for i in tup)
-            slices = any(isinstance(i, slice) for i in tup)
-            name = "SelectBackward0" if ints and not slices else "SliceBackward0" if slices and not ints else (
-                "SliceBackward0" if slices else "AliasBackward0")
-            if any(i is None for i in tup):
-                name = "UnsqueezeBackward0" if not ints and not slices else name
+            name = ("SliceBackward0" if any(isinstance(i, slice) for i in tup) else
+                    "SelectBackward0" if any(isinstance(i, (_pyint, np.integer)) for i in tup) else
+                    "UnsqueezeBackward0" if any(i is None for i in tup) else "AliasBackward0")
             return _rename(out, name, mark)
         return _rename(fnp.indexing.getitem(self, idx), "IndexBackward0", mark)
 
@@ -404,7 +397,8 @@ class _ShapeMixin:
 
     def masked_select(self: Tensor, mask: "Tensor") -> "Tensor":
         m = _raw(mask)
-        return self.expand(*np.broadcast_shapes(tuple(self.shape), m.shape))[np.broadcast_to(m, np.broadcast_shapes(tuple(self.shape), m.shape))]
+        shape = np.broadcast_shapes(tuple(self.shape), m.shape)
+        return self.expand(*shape)[np.broadcast_to(m, shape)]
 
     def take(self: Tensor, index: "Tensor") -> "Tensor":
         return self.reshape(-1)[_raw(index)]

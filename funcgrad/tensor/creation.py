@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -167,11 +167,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         v = data._value
         value = namespace_of(v).array(v, dtype=None if dtype is None else _dt.as_dtype(dtype).np, copy=True)
         return _finish(value, dtype, device, requires_grad)
-    nd: np.dtype[Any] | None
-    if dtype is not None:
-        nd = _dt.as_dtype(dtype).np
-    else:
-        nd = _infer_np_dtype(data)
+    nd = _infer_np_dtype(data) if dtype is None else _np_dtype(dtype)
     if hasattr(data, "__array_namespace__") and not isinstance(data, np.ndarray):
         value = namespace_of(data).array(data, dtype=nd, copy=True)
     else:
@@ -203,8 +199,9 @@ def from_numpy(a: np.ndarray) -> Tensor:
     return Tensor._make(a, inference=_mode.inference)
 
 
-def _np_dtype(dtype: Any) -> np.dtype:
-    return (_dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()).np
+def _np_dtype(dtype: Any, default: _dt.dtype | None = None) -> np.dtype:
+    """The NumPy dtype of ``dtype``; when None, of ``default`` (the default dtype when that is None too)."""
+    return (_dt.as_dtype(dtype) if dtype is not None else default or _dt.get_default_dtype()).np
 
 
 def zeros(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: bool = False,
@@ -225,10 +222,7 @@ def empty(*size: SizeArg, dtype: Any = None, device: Any = None, requires_grad: 
 
 def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor filled with ``fill_value`` (dtype inferred from it when not given)."""
-    if dtype is None:
-        nd = _infer_np_dtype(fill_value)
-    else:
-        nd = _dt.as_dtype(dtype).np
+    nd = _infer_np_dtype(fill_value) if dtype is None else _np_dtype(dtype)
     return _finish(np.full(_shape_arg((size,) if isinstance(size, builtins.int) else tuple(size)), fill_value, dtype=nd),
                    dtype, device, requires_grad)
 
@@ -244,11 +238,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
         start, end = 0, start
     vals = [_plain(v) for v in (start, end, step)]
     vals = [v.item() if hasattr(v, "item") else v for v in vals]
-    if dtype is None:
-        nd = np.dtype(np.int64) if all(isinstance(v, builtins.int) and not isinstance(v, builtins.bool) for v in vals) \
-            else _dt.get_default_dtype().np
-    else:
-        nd = _dt.as_dtype(dtype).np
+    ints = all(isinstance(v, builtins.int) and not isinstance(v, builtins.bool) for v in vals)
+    nd = _np_dtype(dtype, _dt.int64 if ints else None)
     return _finish(np.arange(*vals, dtype=nd), dtype, device, requires_grad)
 
 
@@ -300,13 +291,13 @@ def randint(low: int, high: int | None = None, size: Any = None, *, generator: G
         low, high = 0, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
-    nd = _dt.as_dtype(dtype).np if dtype is not None else np.dtype(np.int64)
+    nd = _np_dtype(dtype, _dt.int64)
     return _finish(_rng(generator).integers(low, high, size=tuple(size)).astype(nd), dtype, device, requires_grad)
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
-    nd = _dt.as_dtype(dtype).np if dtype is not None else np.dtype(np.int64)
+    nd = _np_dtype(dtype, _dt.int64)
     return _finish(_rng(generator).permutation(n).astype(nd), dtype, device, requires_grad)
 
 
@@ -323,19 +314,19 @@ def _like(x: Tensor, dtype: Any) -> tuple[Any, ...]:
     return tuple(x.shape), d
 
 
-def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:  # noqa: A002
-    shape, d = _like(input, dtype)
-    return zeros(shape, dtype=d, device=device, requires_grad=requires_grad)
+def _like_of(factory: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``<factory>_like(input, *, dtype=None, device=None, requires_grad=False)``: ``input``'s shape and dtype."""
+
+    def like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,  # noqa: A002
+             **_: Any) -> Tensor:
+        shape, d = _like(input, dtype)
+        return factory(shape, dtype=d, device=device, requires_grad=requires_grad)
+
+    like.__name__ = like.__qualname__ = factory.__name__ + "_like"
+    return like
 
 
-def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:  # noqa: A002
-    shape, d = _like(input, dtype)
-    return ones(shape, dtype=d, device=device, requires_grad=requires_grad)
-
-
-def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:  # noqa: A002
-    shape, d = _like(input, dtype)
-    return empty(shape, dtype=d, device=device, requires_grad=requires_grad)
+zeros_like, ones_like, empty_like = _like_of(zeros), _like_of(ones), _like_of(empty)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002

@@ -103,14 +103,10 @@ def as_dtype(d: Any) -> dtype:
     """An ft dtype from an ft dtype, a NumPy dtype, a Python type or a name."""
     if isinstance(d, dtype):
         return d
-    if d is _builtin_bool:
-        return bool
-    if d is _builtins.float:
-        return float64
-    if d is _builtins.int:
-        return int64
-    if d is _builtins.complex:
-        return complex128
+    for py_type, got in ((_builtin_bool, bool), (_builtins.float, float64), (_builtins.int, int64),
+                         (_builtins.complex, complex128)):
+        if d is py_type:
+            return got
     try:
         nd = np.dtype(d)
     except TypeError:
@@ -257,14 +253,10 @@ def iinfo(d: Any) -> np.iinfo:
     return np.iinfo(as_dtype(d).np)
 
 
-# Names PyTorch prints in messages: torch.FloatTensor, torch.cuda.DoubleTensor ...
-TYPE_NAMES = {
-    float16: "HalfTensor", float32: "FloatTensor", float64: "DoubleTensor", complex64: "ComplexFloatTensor",
-    complex128: "ComplexDoubleTensor", int8: "CharTensor", int16: "ShortTensor", int32: "IntTensor",
-    int64: "LongTensor", uint8: "ByteTensor", bool: "BoolTensor",
-}
+# Names PyTorch prints in messages: Float, Long ... and the legacy types torch.FloatTensor, torch.LongTensor ...
 SCALAR_NAMES = {
     float16: "Half", float32: "Float", float64: "Double", complex64: "ComplexFloat",
     complex128: "ComplexDouble", int8: "Char", int16: "Short", int32: "Int", int64: "Long",
     uint8: "Byte", bool: "Bool",
 }
+TYPE_NAMES = {d: name + "Tensor" for d, name in SCALAR_NAMES.items()}

@@ -17,9 +17,11 @@ from ..core import trace as _core_trace
 from . import dtypes as _dt
 from .graph import _NO_KWARGS, ONE_ARG
 from .graph import record as _record
-from .tensor import Tensor, _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
+from .dtypes import can_cast, promote_types
+from .tensor import Tensor, is_tensor, _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
 
-# a literal list, so that type checkers see what ``from .ops import *`` exports
+# Literal lists, so that type checkers see what ``from .ops import *`` exports: first the ft.<name> that
+# are ``input.<name>(...)`` (made from this list below), then those written here (added after them).
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
     "fmod", "pow", "float_power", "neg", "negative", "abs", "absolute", "reciprocal", "square", "sqrt", "rsqrt",
@@ -35,9 +37,7 @@ __all__ = [
     "swapaxes", "swapdims", "t", "permute", "movedim", "moveaxis", "repeat_interleave", "flip", "roll", "narrow",
     "select", "unbind", "split", "chunk", "diagonal", "trace", "tril", "triu", "gather", "index_select",
     "masked_select", "take", "nonzero", "clone", "numel", "is_complex", "is_floating_point", "broadcast_to",
-    "tile", "adjoint", "diag", "detach", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "where",
-    "einsum", "real", "imag", "is_tensor", "broadcast_tensors", "meshgrid", "cdist", "tensordot", "view_as_real",
-    "atleast_1d", "result_type", "can_cast", "promote_types", "is_nonzero", "cross",
+    "tile", "adjoint", "diag", "detach",
 ]
 
 
@@ -78,23 +78,12 @@ def _method_fn(name: str) -> Callable[..., Any]:
     swapdims, t, permute, movedim, moveaxis, repeat_interleave, flip, roll, narrow, select, unbind, split,
     chunk, diagonal, trace, tril, triu, gather, index_select, masked_select, take, nonzero, clone, numel,
     is_complex, is_floating_point, broadcast_to, tile, adjoint, diag, detach,
-) = map(_method_fn, (  # noqa: A001 (pow, abs, round, sum, max, min, all, any)
-    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
-    "fmod", "pow", "float_power", "neg", "negative", "abs", "absolute", "reciprocal", "square", "sqrt",
-    "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh", "sinh",
-    "cosh", "asin", "acos", "atan", "arcsin", "arccos", "arctan", "atan2", "arctan2", "sigmoid", "relu",
-    "softmax", "log_softmax", "logsumexp", "sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "clamp",
-    "clip", "clamp_min", "clamp_max", "maximum", "minimum", "lerp", "masked_fill", "conj", "conj_physical",
-    "resolve_conj", "angle", "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal",
-    "less_equal", "not_equal", "equal", "allclose", "isclose", "isnan", "isinf", "isfinite", "logical_not",
-    "logical_and", "logical_or", "logical_xor", "sum", "nansum", "mean", "prod", "max", "min", "amax", "amin",
-    "argmax", "argmin", "argsort", "sort", "topk", "var", "std", "norm", "cumsum", "cumprod", "all", "any",
-    "count_nonzero", "matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "reshape", "flatten", "unflatten",
-    "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "t", "permute", "movedim", "moveaxis",
-    "repeat_interleave", "flip", "roll", "narrow", "select", "unbind", "split", "chunk", "diagonal", "trace",
-    "tril", "triu", "gather", "index_select", "masked_select", "take", "nonzero", "clone", "numel",
-    "is_complex", "is_floating_point", "broadcast_to", "tile", "adjoint", "diag", "detach",
-))
+) = map(_method_fn, __all__)  # noqa: A001 (pow, abs, round, sum, max, min, all, any)
+__all__ += [
+    "cat", "concat", "concatenate", "stack", "hstack", "vstack", "where", "einsum", "real", "imag", "is_tensor",
+    "broadcast_tensors", "meshgrid", "cdist", "tensordot", "view_as_real", "atleast_1d", "result_type", "can_cast",
+    "promote_types", "is_nonzero", "cross",
+]
 
 
 def _write_out(name: str, out: Any, input: Any, args: tuple[Any, ...], kwargs: dict[Any, Any]) -> Any:  # noqa: A002
@@ -133,11 +122,6 @@ def _write_out(name: str, out: Any, input: Any, args: tuple[Any, ...], kwargs: d
             out.resize_(tuple(res.shape))
         out.copy_(res)
     return out
-
-
-def is_tensor(x: Any) -> bool:
-    """True for ft Tensors."""
-    return isinstance(x, Tensor)
 
 
 def is_nonzero(x: Tensor) -> bool:
@@ -199,8 +183,8 @@ def hstack(tensors: Sequence[Any]) -> Tensor:
 
 
 def vstack(tensors: Sequence[Any]) -> Tensor:
-    ts = [_as_tensor(t) if _as_tensor(t).dim() > 1 else _as_tensor(t).reshape(1, -1) for t in tensors]
-    return cat(ts, 0)
+    ts = [_as_tensor(t) for t in tensors]
+    return cat([t if t.dim() > 1 else t.reshape(1, -1) for t in ts], 0)
 
 
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa: A002
@@ -245,16 +229,14 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Any, ...]:
         tensors = tuple(tensors[0])
     ts = [_as_tensor(t) for t in tensors]
     n = len(ts)
+    xy = indexing == "xy" and n >= 2  # the first two axes swapped
     shape = [t.numel() for t in ts]
-    if indexing == "xy" and n >= 2:
+    if xy:
         shape[0], shape[1] = shape[1], shape[0]
     out = []
     for i, t in enumerate(ts):
         view = [1] * n
-        j = i
-        if indexing == "xy" and n >= 2 and i < 2:
-            j = 1 - i
-        view[j] = t.numel()
+        view[1 - i if xy and i < 2 else i] = t.numel()
         out.append(t.reshape(view).expand(*shape))
     return tuple(out)
 
@@ -282,11 +264,3 @@ def atleast_1d(x: Tensor) -> Tensor:
 
 def result_type(a: Any, b: Any) -> _dt.dtype:
     return _dt.result_type(a, b)
-
-
-def can_cast(from_: Any, to: Any) -> bool:
-    return _dt.can_cast(from_, to)
-
-
-def promote_types(a: Any, b: Any) -> _dt.dtype:
-    return _dt.promote_types(a, b)

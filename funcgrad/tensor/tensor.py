@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import builtins
 import collections
+import functools
+import math
 import operator
 import threading
 import warnings
+import weakref
 from typing import Any, Callable, Sequence, SupportsIndex, Union, cast
 
 import numpy as np
@@ -35,7 +38,6 @@ from . import dtypes as _dt
 from . import forward_ad as _fwad
 from . import graph as _graph
 from .graph import GraphBox, PrimNode, RemovableHandle, _add_hook, apply_inplace
-from .grad_mode import state as _mode
 from . import _func_support as _func
 
 __all__ = ["Tensor", "Size", "device", "is_tensor"]
@@ -49,10 +51,7 @@ class Size(tuple[int, ...]):
     """A tensor's shape, like ``torch.Size`` (a tuple with ``numel()``)."""
 
     def numel(self) -> int:
-        n = 1
-        for s in self:
-            n *= s
-        return n
+        return math.prod(self)
 
     def __repr__(self) -> str:
         return f"ft.Size([{', '.join(str(s) for s in self)}])"
@@ -131,9 +130,7 @@ def _dims(dim: Any, nd: int) -> tuple[Any, ...] | None:
     if dim is None:
         return None
     if isinstance(dim, (list, tuple)):
-        if len(dim) == 0:
-            return None
-        return tuple(_wrap_dim(d, nd) for d in dim)
+        return tuple(_wrap_dim(d, nd) for d in dim) or None  # () reduces over every dim, as None
     return (_wrap_dim(dim, nd),)
 
 
@@ -168,15 +165,6 @@ def _is_basic(idx: tuple[Any, ...]) -> bool:
 
 def _rebuild(array: np.ndarray, requires_grad: bool) -> Tensor:
     return Tensor._make(array, requires_grad=requires_grad)
-
-
-class _no_record:
-    def __enter__(self) -> None:
-        self.prev = _mode.enabled
-        _mode.enabled = False
-
-    def __exit__(self, *exc: Any) -> None:
-        _mode.enabled = self.prev
 
 
 # --------------------------------------------------------------------------
@@ -253,8 +241,6 @@ def _promote(a: Any, b: Any) -> tuple[Any, ...]:
     rt = _dt.result_type(a, b)
     if isinstance(a, Tensor):
         a = _cast(a, rt)
-    elif isinstance(a, _pycomplex) and rt.is_floating_point:
-        pass
     if isinstance(b, Tensor):
         b = _cast(b, rt)
     return a, b
@@ -417,8 +403,6 @@ def _format(t: Tensor) -> str:
             fmt[key] = (lambda f_, w_: (lambda e: f_(e).rjust(w_)))(f, width)
         body = np.array2string(v, separator=", ", prefix=prefix, formatter=cast(Any, fmt or None), threshold=1000,
                                edgeitems=3)
-        if kind == "b":
-            body = body.replace("True", "True").replace("False", "False")
     extras = []
     if d not in (_dt.get_default_dtype(), _dt.int64, _dt.bool) and not (d.is_complex and d is _dt.default_complex()):
         extras.append(f"dtype={d!r}")
@@ -488,9 +472,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
 
     @classmethod
     def _from(cls, t: "Tensor", requires_grad: bool | None = None) -> "Tensor":
-        new = cls._make(t._value, t._node, t._output_nr, t._requires_grad if requires_grad is None else requires_grad,
-                        t._vc, t._inference)
-        return new
+        return cls._make(t._value, t._node, t._output_nr, t._requires_grad if requires_grad is None else requires_grad,
+                         t._vc, t._inference)
 
     def is_inference(self) -> bool:
         return self._inference
@@ -593,8 +576,6 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         node, nr = self._graph()
         if node is None:
             return
-        import weakref
-
         if node._retain is None:
             node._retain = {}
         node._retain[nr] = weakref.ref(self)
@@ -705,8 +686,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
 _UFUNC_OPS: dict[str, Callable[..., Any]] = {
     "add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "true_divide": operator.truediv,
     "divide": operator.truediv, "power": operator.pow, "matmul": Tensor.matmul,
-    "equal": Tensor.__eq__, "not_equal": Tensor.__ne__, "less": Tensor.__lt__, "less_equal": Tensor.__le__,
-    "greater": Tensor.__gt__, "greater_equal": Tensor.__ge__,
+    **{name: functools.partial(_compare, getattr(fnp, name))  # Tensor.__eq__ ... (_tensor_math._compare_op)
+       for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")},
 }
 
 _graph._TENSOR_CLS.append(Tensor)

@@ -102,10 +102,7 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     """
     t = _as_tensor(input)
     if dim is None:
-        flat = t.reshape(-1)
-        k = (flat.numel() - 1) // 2
-        vals, idx = flat.sort()
-        return vals[k]
+        return t.reshape(-1).sort().values[(t.numel() - 1) // 2]
     vals, idx = t.sort(dim)
     k = (t.shape[dim] - 1) // 2
     v, i = vals.select(dim, k), idx.select(dim, k)
