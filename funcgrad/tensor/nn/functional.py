@@ -100,28 +100,6 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _fg(_fnn.huber_loss, input, _as_tensor(target), delta=delta, reduction=reduction)
 
 
-def _cross_entropy_unweighted(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
-                              label_smoothing: float = 0.0, ignore_index: int = -100) -> Tensor:
-    """Class scores ``(N, C, ...)`` against int64 class indices ``(N, ...)`` or probabilities."""
-    _check_reduction(reduction)
-    target = _as_tensor(target)
-    axis = 1 if input.dim() > 1 else 0
-    if target.dtype.is_floating_point:
-        tgt: Any = target
-    else:
-        if target.dtype is not _dt.int64 and target.dtype is not _dt.int32:
-            raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
-        tv = target._value
-        if namespace_of(tv) is not np or (tv == ignore_index).any():
-            # Entries equal to ignore_index are left out (PyTorch's rule: the mean is over the
-            # others). On a device this path is always taken: checking for them first would
-            # read the labels back to the host.
-            return _cross_entropy_ignoring(input, tv, axis, label_smoothing, reduction, ignore_index)
-        tgt = tv
-    return _fg_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
-                     label_smoothing=label_smoothing, reduction=reduction)
-
-
 def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothing: float, reduction: str,  # noqa: A002
                             ignore_index: int) -> Tensor:
     """cross_entropy with the entries ``labels == ignore_index`` left out, without a host sync."""
@@ -132,12 +110,6 @@ def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothi
     per = _fg(_fnn.cross_entropy, input, safe, axis=axis, label_smoothing=label_smoothing, reduction="none")
     w = Tensor._make(keep.astype(per._value.dtype))
     return _rename(_reduce(per * w, reduction, w), "NllLossBackward0", mark)
-
-
-def _nll_unweighted(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
-    _check_reduction(reduction)
-    return _fg_named("NllLossBackward0", _fnn.nll_loss, input, _as_tensor(target)._value,
-                     axis=1 if input.dim() > 1 else 0, reduction=reduction)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
@@ -964,12 +936,6 @@ def _reduce(loss: Tensor, reduction: str, wt: Tensor | None = None) -> Tensor:
     return loss.sum() / wt.sum() if wt is not None else loss.mean()
 
 
-def _check_size(input: Tensor, target: Tensor, name: str) -> None:  # noqa: A002
-    if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"{name}: Using a target size ({list(target.shape)}) that is different to the input size "
-                         f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
-
-
 def _class_weights(logp: Tensor, target: Any, weight: Tensor | None, ignore_index: int) -> tuple[Tensor, Tensor]:
     """(per-sample -log p[target] times weight[target], the per-sample weight) with ignored entries at 0."""
     tv = _as_tensor(target)._value
@@ -991,11 +957,21 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if weight is None:
-        return _cross_entropy_unweighted(input, target, reduction=reduction, label_smoothing=label_smoothing,
-                                ignore_index=ignore_index)
     target = _as_tensor(target)
     axis = 1 if input.dim() > 1 else 0
+    if weight is None:
+        tgt: Any = target
+        if not target.dtype.is_floating_point:
+            if target.dtype is not _dt.int64 and target.dtype is not _dt.int32:
+                raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
+            tgt = target._value
+            if namespace_of(tgt) is not np or (tgt == ignore_index).any():
+                # Entries equal to ignore_index are left out (PyTorch's rule: the mean is over the
+                # others). On a device this path is always taken: checking for them first would
+                # read the labels back to the host.
+                return _cross_entropy_ignoring(input, tgt, axis, label_smoothing, reduction, ignore_index)
+        return _fg_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
+                         label_smoothing=label_smoothing, reduction=reduction)
     logp = input.log_softmax(axis)
     C = input.shape[axis]
     wshape = [1] * input.dim()
@@ -1022,7 +998,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     _check_reduction(reduction)
     tv = _as_tensor(target)._value
     if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
-        return _nll_unweighted(input, target, reduction)  # (on a device, checking would read the labels back)
+        # (on a device, checking would read the labels back)
+        return _fg_named("NllLossBackward0", _fnn.nll_loss, input, tv, axis=1 if input.dim() > 1 else 0,
+                         reduction=reduction)
     nll, wt = _class_weights(input, target, weight, ignore_index)
     return _reduce(nll, reduction, wt)
 
@@ -1031,7 +1009,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          reduce: Any = None, reduction: str = "mean") -> Tensor:
     """``-(t log p + (1 - t) log(1 - p))`` with logs clamped at -100 (as PyTorch). Example: ``F.binary_cross_entropy(p, t)``."""
     target = _as_tensor(target)
-    _check_size(input, target, "binary_cross_entropy")
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"binary_cross_entropy: Using a target size ({list(target.shape)}) that is different to the "
+                         f"input size ({list(input.shape)}) is deprecated. Please ensure they have the same size.")
     lo = input.log().clamp_min(-100.0)
     l1 = (1.0 - input).log().clamp_min(-100.0)
     loss = -(target * lo + (1.0 - target) * l1)
