@@ -44,7 +44,7 @@ class _Loss(Module):
 
 
 class _WeightedLoss(_Loss):
-    _options = ("weight",)
+    _options: tuple[str, ...] = ("weight",)
 
     def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
@@ -53,7 +53,7 @@ class _WeightedLoss(_Loss):
 
 
 class _MarginLoss(_Loss):
-    _options = ("margin",)
+    _options: tuple[str, ...] = ("margin",)
 
     def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
