@@ -351,8 +351,7 @@ class Module:
             yield from m.named_modules(memo, prefix + ("." if prefix else "") + name)
 
     def modules(self) -> Iterator["Module"]:
-        for _, m in self.named_modules():
-            yield m
+        return (m for _, m in self.named_modules())
 
     def named_children(self) -> Iterator[tuple[str, "Module"]]:
         for name, m in self._modules.items():
@@ -360,8 +359,7 @@ class Module:
                 yield name, m
 
     def children(self) -> Iterator["Module"]:
-        for _, m in self.named_children():
-            yield m
+        return (m for _, m in self.named_children())
 
     def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool,
                        persistent_only: bool = False) -> Iterator[tuple[str, Any]]:
@@ -383,15 +381,13 @@ class Module:
         return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
         return self._named_members("_buffers", prefix, recurse, False)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
-        for _, b in self.named_buffers(recurse=recurse):
-            yield b
+        return (b for _, b in self.named_buffers(recurse=recurse))
 
     # --- modes and grads
     def train(self, mode: bool = True) -> "Module":

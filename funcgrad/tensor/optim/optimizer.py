@@ -122,18 +122,13 @@ class Optimizer:
 
     def state_dict(self) -> dict[Any, Any]:
         """``{"state": {index: {...}}, "param_groups": [...]}``, as in PyTorch (ready for ``ft.save``)."""
-        index: dict[Any, Any] = {}
-        groups = []
+        groups: list[dict[Any, Any]] = []
+        state: dict[int, Any] = {}
         for g in self.param_groups:
-            entry = {k: v for k, v in g.items() if k != "params"}
-            entry["params"] = []
-            for p in g["params"]:
-                index[id(p)] = len(index)
-                entry["params"].append(index[id(p)])
-            groups.append(entry)
-        state = {}
-        for g in self.param_groups:
-            for p in g["params"]:
+            first = sum(len(e["params"]) for e in groups)
+            groups.append({**{k: v for k, v in g.items() if k != "params"},
+                           "params": list(range(first, first + len(g["params"])))})
+            for i, p in enumerate(g["params"], first):
                 st = self.state.get(p)
                 if st is None:
                     continue
@@ -149,7 +144,7 @@ class Optimizer:
                         out[key] = int(to_numpy(leaf))
                     else:  # a copy on the state's own device (PyTorch keeps optimizer state where it is)
                         out[key] = Tensor._make(namespace_of(leaf).array(leaf, copy=True))
-                state[index[id(p)]] = out
+                state[i] = out
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
