@@ -54,12 +54,10 @@ class _ConvNd(Module):
         self.output_padding = _tup(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
-        if self._transposed:
-            shape = (in_channels, out_channels // groups) + self.kernel_size
-            fan_in = out_channels // groups * math.prod(self.kernel_size)
-        else:
-            shape = (out_channels, in_channels // groups) + self.kernel_size
-            fan_in = in_channels // groups * math.prod(self.kernel_size)
+        # weight (out, in // groups, *kernel), transposed (in, out // groups, *kernel)
+        lead, split = (in_channels, out_channels) if self._transposed else (out_channels, in_channels)
+        shape = (lead, split // groups) + self.kernel_size
+        fan_in = split // groups * math.prod(self.kernel_size)
         # PyTorch's default: kaiming_uniform(a=sqrt(5)) = uniform(+-1/sqrt(fan_in)); the same bound for the bias
         bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
         self.weight = _uniform_param(shape, bound, dtype)
