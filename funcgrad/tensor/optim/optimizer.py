@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -122,30 +123,31 @@ class Optimizer:
 
     def state_dict(self) -> dict[Any, Any]:
         """``{"state": {index: {...}}, "param_groups": [...]}``, as in PyTorch (ready for ``ft.save``)."""
-        groups: list[dict[Any, Any]] = []
         state: dict[int, Any] = {}
-        for g in self.param_groups:
-            first = sum(len(e["params"]) for e in groups)
-            groups.append({**{k: v for k, v in g.items() if k != "params"},
-                           "params": list(range(first, first + len(g["params"])))})
-            for i, p in enumerate(g["params"], first):
-                st = self.state.get(p)
-                if st is None:
-                    continue
-                pairs, _ = tree_util.tree_flatten_with_path(st["functional"])
-                out: dict[str, Any] = {}
-                for path, leaf in pairs:
-                    name = tree_util.keystr(path).rsplit(".", 1)[-1]
-                    name = _FIELD_NAMES.get(name, name)
-                    key, k = name, 1
-                    while key in out:
-                        key, k = f"{name}_{k}", k + 1
-                    if name == "step":
-                        out[key] = int(to_numpy(leaf))
-                    else:  # a copy on the state's own device (PyTorch keeps optimizer state where it is)
-                        out[key] = Tensor._make(namespace_of(leaf).array(leaf, copy=True))
-                state[i] = out
-        return {"state": state, "param_groups": groups}
+        for i, p in enumerate(p for g in self.param_groups for p in g["params"]):
+            st = self.state.get(p)
+            if st is None:
+                continue
+            pairs, _ = tree_util.tree_flatten_with_path(st["functional"])
+            out: dict[str, Any] = {}
+            for path, leaf in pairs:
+                name = tree_util.keystr(path).rsplit(".", 1)[-1]
+                name = _FIELD_NAMES.get(name, name)
+                key, k = name, 1
+                while key in out:
+                    key, k = f"{name}_{k}", k + 1
+                if name == "step":
+                    out[key] = int(to_numpy(leaf))
+                else:  # a copy on the state's own device (PyTorch keeps optimizer state where it is)
+                    out[key] = Tensor._make(namespace_of(leaf).array(leaf, copy=True))
+            state[i] = out
+        return {"state": state, "param_groups": self._indexed_groups()}
+
+    def _indexed_groups(self) -> list[dict[Any, Any]]:
+        """The param groups with their parameters as indices (numbered across groups), as in a state_dict."""
+        index = itertools.count()
+        return [{**{k: v for k, v in g.items() if k != "params"}, "params": [next(index) for _ in g["params"]]}
+                for g in self.param_groups]
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
         groups = state_dict["param_groups"]
