@@ -38,7 +38,7 @@ from ..toplevel import _on_default_device
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "ReLU",
-    "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Dropout", "Embedding",
+    "GELU", "SiLU", "Dropout", "Embedding",
     "functional", "init", "utils",
 ]
 
@@ -614,13 +614,6 @@ def _per_rank(base: type, name: str, fn: str | None, doc: str, ranks: tuple[int,
     return tuple(type(name.format(n=n), (base,), attrs(n)) for n in ranks)
 
 
-def _activation(name: str, fn: Callable[[Tensor], Tensor]) -> type:
-    def forward(self: Module, x: Tensor) -> Tensor:
-        return fn(x)
-
-    return type(name, (Module,), {"forward": forward, "__doc__": f"``{name}`` as a module."})
-
-
 class Identity(Module):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
@@ -652,8 +645,6 @@ class ReLU(Module):
         return "inplace=True" if self.inplace else ""
 
 
-Sigmoid = _activation("Sigmoid", Tensor.sigmoid)
-Tanh = _activation("Tanh", Tensor.tanh)
 class SiLU(ReLU):
     """``silu`` as a module (``inplace=True`` overwrites its input, as PyTorch's)."""
 
@@ -668,36 +659,6 @@ class GELU(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return functional.gelu(x, self.approximate)
-
-
-class LeakyReLU(Module):
-    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
-        super().__init__()
-        self.negative_slope = negative_slope
-        self.inplace = inplace
-
-    def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, lambda t: functional.leaky_relu(t, self.negative_slope), self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
-
-
-class Softmax(Module):
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, x: Tensor) -> Tensor:
-        return functional.softmax(x, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
-
-
-class LogSoftmax(Softmax):
-    def forward(self, x: Tensor) -> Tensor:
-        return functional.log_softmax(x, self.dim)
 
 
 class Dropout(Module):
