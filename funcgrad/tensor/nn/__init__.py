@@ -38,7 +38,7 @@ from ..toplevel import _on_default_device
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "ReLU",
-    "GELU", "SiLU", "Dropout", "Embedding",
+    "GELU", "Dropout", "Embedding",
     "functional", "init", "utils",
 ]
 
@@ -643,13 +643,6 @@ class ReLU(Module):
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
-
-
-class SiLU(ReLU):
-    """``silu`` as a module (``inplace=True`` overwrites its input, as PyTorch's)."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, functional.silu, self.inplace)
 
 
 class GELU(Module):

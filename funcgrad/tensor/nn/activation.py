@@ -14,7 +14,7 @@ from ..tensor import Tensor
 from . import Module, _const_param, _maybe_inplace
 from . import functional as F
 
-__all__ = ["Sigmoid", "Tanh", "LeakyReLU", "Softmax", "LogSoftmax", "ReLU6", "ELU", "SELU", "CELU", "Mish",
+__all__ = ["Sigmoid", "Tanh", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "ReLU6", "ELU", "SELU", "CELU", "Mish",
            "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid", "Softmin", "Tanhshrink",
            "Threshold", "GLU", "PReLU", "Softmax2d"]
 
@@ -59,6 +59,7 @@ def _act(name: str, fn: Any, args: tuple[Any, ...] = (), defaults: dict[Any, Any
 
 Sigmoid = _act("Sigmoid", F.sigmoid)
 Tanh = _act("Tanh", F.tanh)
+SiLU = _act("SiLU", F.silu, shows_inplace=True)
 LeakyReLU = _act("LeakyReLU", F.leaky_relu, ("negative_slope",), {"negative_slope": 0.01}, True)
 Softmax = _act("Softmax", F.softmax, ("dim",), {"dim": None})
 LogSoftmax = _act("LogSoftmax", F.log_softmax, ("dim",), {"dim": None})
