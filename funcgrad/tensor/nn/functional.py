@@ -862,18 +862,16 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
     in_sizes = tuple(x.shape[2:])
     if size is not None:
         out = _ntuple(size, nsp)
-        scales: tuple[Any, ...] = tuple(o / i for o, i in zip(out, in_sizes))
-        use_scale = False
+        ratios = [i / o for i, o in zip(in_sizes, out)]
     else:
         sf = (float(scale_factor),) * nsp if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
         out = tuple(int(math.floor(i * s)) for i, s in zip(in_sizes, sf))
-        scales = sf
-        use_scale = not recompute_scale_factor
+        # the source step: 1 / scale_factor as given, unless recomputed from the sizes
+        ratios = [i / o if recompute_scale_factor else 1.0 / s for i, o, s in zip(in_sizes, out, sf)]
     y = x
     for j in range(nsp):
         axis = 2 + j
-        n_in, n_out = in_sizes[j], out[j]
-        ratio = (1.0 / scales[j]) if use_scale else n_in / n_out
+        n_in, n_out, ratio = in_sizes[j], out[j], ratios[j]
         if mode == "nearest":
             src = np.minimum(np.floor(np.arange(n_out) * ratio).astype(np.int64), n_in - 1)
             y = y.index_select(axis, _like(x, src))
