@@ -72,8 +72,7 @@ class Parameter(Tensor):
         data = _as_tensor(data)
         if requires_grad and data._value.dtype.kind not in "fc":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-        p = Parameter._make(data._value, requires_grad=requires_grad, inference=data._inference)
-        return p
+        return Parameter._make(data._value, requires_grad=requires_grad, inference=data._inference)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
