@@ -38,7 +38,7 @@ from ..toplevel import _on_default_device
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "ReLU",
-    "GELU", "Dropout", "Embedding",
+    "GELU", "Embedding",
     "functional", "init", "utils",
 ]
 
@@ -651,22 +651,6 @@ class GELU(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return functional.gelu(x, self.approximate)
-
-
-class Dropout(Module):
-    """Zeroes elements with probability ``p`` in training mode (scaled by ``1/(1-p)``); identity in eval mode."""
-
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        _check_dropout_p(p)
-        self.p = p
-        self.inplace = inplace
-
-    def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, lambda t: _dropout(t, self.p, self.training, tuple(t.shape)), self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class RemovableHandle:
