@@ -65,12 +65,9 @@ class _ConvNd(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0,) * self._n:
-            s += f", padding={self.padding}"
-        if self.dilation != (1,) * self._n:
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
+        for name, default in (("padding", (0,) * self._n), ("dilation", (1,) * self._n), ("groups", 1)):
+            if getattr(self, name) != default:
+                s += f", {name}={getattr(self, name)}"
         if self.bias is None:
             s += ", bias=False"
         return s

@@ -157,14 +157,9 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if self.batch_first:
-            s += ", batch_first=True"
-        if self.dropout:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional:
-            s += ", bidirectional=True"
+        for name, default in (("num_layers", 1), ("batch_first", False), ("dropout", 0.0), ("bidirectional", False)):
+            if getattr(self, name) != default:  # (PyTorch's repr shows only what differs)
+                s += f", {name}={getattr(self, name)}"
         return s
 
 
