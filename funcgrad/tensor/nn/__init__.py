@@ -507,10 +507,8 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = []
         extra = self.extra_repr()
-        if extra:
-            lines = extra.split("\n")
+        lines = extra.split("\n") if extra else []
         for name, m in self._modules.items():
             sub = repr(m).replace("\n", "\n  ")
             lines.append(f"({name}): {sub}")
