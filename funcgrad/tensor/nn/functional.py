@@ -461,34 +461,23 @@ def _arange_along(t: Tensor, n: int, j: int, nsp: int) -> Tensor:
     return _like(t, np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (nsp - 1 - j)))
 
 
-def _argmax_pick(cols: Tensor, nsp: int, positions: Any, sizes: tuple[Any, ...]) -> tuple[Tensor, Tensor]:
+def _argmax_pick(cols: Tensor, nsp: int, kernel: tuple[Any, ...], position: Callable[[int, Tensor], Tensor],
+                 sizes: tuple[Any, ...]) -> tuple[Tensor, Tensor]:
     """The first maximum of each window (NaN wins, as in PyTorch) and its flat index in the input plane.
 
-    ``positions(j, kj)`` gives the input coordinate along axis ``j`` of window offset ``kj``.
+    ``position(j, kj)`` gives the input coordinate along axis ``j`` of offset ``kj`` in a window of shape ``kernel``.
     """
     rem = cols.argmax(-1)
     first = rem.unsqueeze(-1) == _like(cols, np.arange(cols.shape[-1], dtype=np.int64))
     y = _where(first, cols, _const(cols, 0.0)).sum(-1)
     flat: Any = 0
     mult = 1
-    kshape = positions.kernel
     for j in reversed(range(nsp)):
-        kj = rem % kshape[j]
-        rem = rem // kshape[j]
-        flat = flat + positions(j, kj) * mult
+        kj = rem % kernel[j]
+        rem = rem // kernel[j]
+        flat = flat + position(j, kj) * mult
         mult *= sizes[j]
     return y, flat
-
-
-class _GridPositions:
-    """Input coordinate of window offset ``kj`` at output position ``o``: ``o * s - p + kj * d``."""
-
-    def __init__(self, like: Tensor, nsp: int, k: tuple[Any, ...], s: tuple[Any, ...], p: tuple[Any, ...], d: tuple[Any, ...], out: tuple[Any, ...]) -> None:
-        self.like, self.nsp, self.kernel, self.s, self.p, self.d, self.out = like, nsp, k, s, p, d, out
-
-    def __call__(self, j: int, kj: Tensor) -> Tensor:
-        o = _arange_along(self.like, self.out[j], j, self.nsp)
-        return cast(Tensor, o * self.s[j] - self.p[j] + kj * self.d[j])
 
 
 def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
@@ -498,7 +487,11 @@ def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
     sizes = tuple(x.shape[-nsp:])
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
     cols = _windows(x, nsp, k, s, p, hi, d, out, -math.inf)
-    y, idx = _argmax_pick(cols, nsp, _GridPositions(x, nsp, k, s, p, d, out), sizes)
+
+    def position(j: int, kj: Tensor) -> Tensor:  # o * s - p + kj * d at output position o
+        return cast(Tensor, _arange_along(x, out[j], j, nsp) * s[j] - p[j] + kj * d[j])
+
+    y, idx = _argmax_pick(cols, nsp, k, position, sizes)
     return (y, idx) if return_indices else y
 
 
@@ -582,19 +575,6 @@ def _adaptive_avg(x: Tensor, output_size: Any, *, nsp: int) -> Tensor:
     return y
 
 
-class _TablePositions:
-    """Input coordinate of window offset ``kj`` at adaptive output position ``o``: ``min(lo[o] + kj, hi[o] - 1)``."""
-
-    def __init__(self, like: Tensor, nsp: int, bounds: list[Any], k: tuple[Any, ...]) -> None:
-        self.like, self.nsp, self.bounds, self.kernel = like, nsp, bounds, k
-
-    def __call__(self, j: int, kj: Tensor) -> Tensor:
-        shape = (-1,) + (1,) * (self.nsp - 1 - j)
-        lo, hi = (_like(self.like, b.astype(np.int64).reshape(shape)) for b in self.bounds[j])
-        pos = lo + kj
-        return _where(pos < hi, pos, hi - 1)
-
-
 def _adaptive_max(x: Tensor, output_size: Any, return_indices: bool = False, *, nsp: int) -> Any:
     name = f"adaptive_max_pool{nsp}d"
     sizes, out = _adaptive_sizes(x, output_size, nsp, name)
@@ -615,7 +595,13 @@ def _adaptive_max(x: Tensor, output_size: Any, return_indices: bool = False, *, 
     # (*lead, o0, k0, o1, k1, ...) -> (*lead, o0, o1, ..., k0, k1, ...) -> (*lead, *out, prod(k))
     perm = tuple(range(lead)) + tuple(lead + 2 * j for j in range(nsp)) + tuple(lead + 2 * j + 1 for j in range(nsp))
     cols = cols.permute(*perm).reshape(tuple(x.shape[:lead]) + out + (math.prod(k),))
-    y, idx = _argmax_pick(cols, nsp, _TablePositions(x, nsp, bounds, k), sizes)
+
+    def position(j: int, kj: Tensor) -> Tensor:  # min(lo[o] + kj, hi[o] - 1) at output position o
+        lo, hi = (_like(x, b.astype(np.int64).reshape((-1,) + (1,) * (nsp - 1 - j))) for b in bounds[j])
+        pos = lo + kj
+        return _where(pos < hi, pos, hi - 1)
+
+    y, idx = _argmax_pick(cols, nsp, k, position, sizes)
     return (y, idx) if return_indices else y
 
 
