@@ -161,13 +161,12 @@ class Optimizer:
             for k, v in theirs.items():
                 if k != "params":
                     mine[k] = v
-            params.extend(zip(mine["params"], theirs["params"]))
+            params.extend((p, idx, mine) for p, idx in zip(mine["params"], theirs["params"]))
         self.state = {}
-        for p, idx in params:
+        for p, idx, group in params:
             saved = state_dict["state"].get(idx, state_dict["state"].get(str(idx)))
             if saved is None:
                 continue
-            group = next(g for g in self.param_groups if any(q is p for q in g["params"]))
             template = self._transform(group).init(p._value)
             leaves, treedef = tree_util.tree_flatten(template)
             values = list(saved.values())
