@@ -118,6 +118,12 @@ def test_losses_match_formulas():
     assert nn.LeakyReLU(0.1)(act).tolist() == pytest.approx([-0.1, 0.0, 2.0])
     np.testing.assert_allclose(nn.GELU()(act).numpy(), [-0.158655, 0.0, 1.954500], rtol=1e-4)
     np.testing.assert_allclose(nn.Softmax(dim=0)(act).sum().item(), 1.0, rtol=1e-6)
+    assert repr(nn.LeakyReLU(0.2, True)) == "LeakyReLU(negative_slope=0.2, inplace=True)"
+    assert repr(nn.LogSoftmax(1)) == "LogSoftmax(dim=1)"
+    with pytest.raises(TypeError, match=r"Softmax\(\) takes the arguments.*keywords \['dm'\]"):
+        nn.Softmax(dm=1)
+    with pytest.raises(TypeError, match="3 positional"):
+        nn.ELU(1.0, False, 2)
 
 
 @pytest.mark.parametrize("make", [lambda ps: ft.optim.SGD(ps, lr=0.1), lambda ps: ft.optim.Adam(ps, lr=0.1)])

@@ -38,7 +38,7 @@ from ..toplevel import _on_default_device
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "ReLU",
-    "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "Dropout", "Embedding",
+    "GELU", "Embedding",
     "functional", "init", "utils",
 ]
 
@@ -72,8 +72,7 @@ class Parameter(Tensor):
         data = _as_tensor(data)
         if requires_grad and data._value.dtype.kind not in "fc":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-        p = Parameter._make(data._value, requires_grad=requires_grad, inference=data._inference)
-        return p
+        return Parameter._make(data._value, requires_grad=requires_grad, inference=data._inference)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -351,8 +350,7 @@ class Module:
             yield from m.named_modules(memo, prefix + ("." if prefix else "") + name)
 
     def modules(self) -> Iterator["Module"]:
-        for _, m in self.named_modules():
-            yield m
+        return (m for _, m in self.named_modules())
 
     def named_children(self) -> Iterator[tuple[str, "Module"]]:
         for name, m in self._modules.items():
@@ -360,8 +358,7 @@ class Module:
                 yield name, m
 
     def children(self) -> Iterator["Module"]:
-        for _, m in self.named_children():
-            yield m
+        return (m for _, m in self.named_children())
 
     def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool,
                        persistent_only: bool = False) -> Iterator[tuple[str, Any]]:
@@ -383,15 +380,13 @@ class Module:
         return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
         return self._named_members("_buffers", prefix, recurse, False)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
-        for _, b in self.named_buffers(recurse=recurse):
-            yield b
+        return (b for _, b in self.named_buffers(recurse=recurse))
 
     # --- modes and grads
     def train(self, mode: bool = True) -> "Module":
@@ -512,10 +507,8 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = []
         extra = self.extra_repr()
-        if extra:
-            lines = extra.split("\n")
+        lines = extra.split("\n") if extra else []
         for name, m in self._modules.items():
             sub = repr(m).replace("\n", "\n  ")
             lines.append(f"({name}): {sub}")
@@ -618,13 +611,6 @@ def _per_rank(base: type, name: str, fn: str | None, doc: str, ranks: tuple[int,
     return tuple(type(name.format(n=n), (base,), attrs(n)) for n in ranks)
 
 
-def _activation(name: str, fn: Callable[[Tensor], Tensor]) -> type:
-    def forward(self: Module, x: Tensor) -> Tensor:
-        return fn(x)
-
-    return type(name, (Module,), {"forward": forward, "__doc__": f"``{name}`` as a module."})
-
-
 class Identity(Module):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
@@ -656,15 +642,6 @@ class ReLU(Module):
         return "inplace=True" if self.inplace else ""
 
 
-Sigmoid = _activation("Sigmoid", Tensor.sigmoid)
-Tanh = _activation("Tanh", Tensor.tanh)
-class SiLU(ReLU):
-    """``silu`` as a module (``inplace=True`` overwrites its input, as PyTorch's)."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, functional.silu, self.inplace)
-
-
 class GELU(Module):
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
@@ -672,52 +649,6 @@ class GELU(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return functional.gelu(x, self.approximate)
-
-
-class LeakyReLU(Module):
-    def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
-        super().__init__()
-        self.negative_slope = negative_slope
-        self.inplace = inplace
-
-    def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, lambda t: functional.leaky_relu(t, self.negative_slope), self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
-
-
-class Softmax(Module):
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, x: Tensor) -> Tensor:
-        return functional.softmax(x, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
-
-
-class LogSoftmax(Softmax):
-    def forward(self, x: Tensor) -> Tensor:
-        return functional.log_softmax(x, self.dim)
-
-
-class Dropout(Module):
-    """Zeroes elements with probability ``p`` in training mode (scaled by ``1/(1-p)``); identity in eval mode."""
-
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        _check_dropout_p(p)
-        self.p = p
-        self.inplace = inplace
-
-    def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, lambda t: _dropout(t, self.p, self.training, tuple(t.shape)), self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class RemovableHandle:

@@ -14,8 +14,9 @@ from ..tensor import Tensor
 from . import Module, _const_param, _maybe_inplace
 from . import functional as F
 
-__all__ = ["ReLU6", "ELU", "SELU", "CELU", "Mish", "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish",
-           "LogSigmoid", "Softmin", "Tanhshrink", "Threshold", "GLU", "PReLU", "Softmax2d"]
+__all__ = ["Sigmoid", "Tanh", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "ReLU6", "ELU", "SELU", "CELU", "Mish",
+           "Softplus", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid", "Softmin", "Tanhshrink",
+           "Threshold", "GLU", "PReLU", "Softmax2d"]
 
 
 class _Act(Module):
@@ -25,6 +26,10 @@ class _Act(Module):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
         names = self._args
+        extra = set(kwargs) - set(names) - {"inplace"}
+        if len(args) > len(names) + 1 or extra:
+            raise TypeError(f"{type(self).__name__}() takes the arguments {names + ('inplace',)}, got "
+                            f"{len(args)} positional and the keywords {sorted(kwargs)}")
         vals = dict(zip(names, args))
         vals.update({k: v for k, v in kwargs.items() if k in names})
         defaults = type(self)._defaults
@@ -52,6 +57,12 @@ def _act(name: str, fn: Any, args: tuple[Any, ...] = (), defaults: dict[Any, Any
                                 "_shows_inplace": shows_inplace})
 
 
+Sigmoid = _act("Sigmoid", F.sigmoid)
+Tanh = _act("Tanh", F.tanh)
+SiLU = _act("SiLU", F.silu, shows_inplace=True)
+LeakyReLU = _act("LeakyReLU", F.leaky_relu, ("negative_slope",), {"negative_slope": 0.01}, True)
+Softmax = _act("Softmax", F.softmax, ("dim",), {"dim": None})
+LogSoftmax = _act("LogSoftmax", F.log_softmax, ("dim",), {"dim": None})
 ReLU6 = _act("ReLU6", F.relu6, shows_inplace=True)
 ELU = _act("ELU", F.elu, ("alpha",), {"alpha": 1.0}, True)
 SELU = _act("SELU", F.selu, shows_inplace=True)

@@ -54,12 +54,10 @@ class _ConvNd(Module):
         self.output_padding = _tup(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
-        if self._transposed:
-            shape = (in_channels, out_channels // groups) + self.kernel_size
-            fan_in = out_channels // groups * math.prod(self.kernel_size)
-        else:
-            shape = (out_channels, in_channels // groups) + self.kernel_size
-            fan_in = in_channels // groups * math.prod(self.kernel_size)
+        # weight (out, in // groups, *kernel), transposed (in, out // groups, *kernel)
+        lead, split = (in_channels, out_channels) if self._transposed else (out_channels, in_channels)
+        shape = (lead, split // groups) + self.kernel_size
+        fan_in = split // groups * math.prod(self.kernel_size)
         # PyTorch's default: kaiming_uniform(a=sqrt(5)) = uniform(+-1/sqrt(fan_in)); the same bound for the bias
         bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
         self.weight = _uniform_param(shape, bound, dtype)
@@ -67,12 +65,9 @@ class _ConvNd(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        if self.padding != (0,) * self._n:
-            s += f", padding={self.padding}"
-        if self.dilation != (1,) * self._n:
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
+        for name, default in (("padding", (0,) * self._n), ("dilation", (1,) * self._n), ("groups", 1)):
+            if getattr(self, name) != default:
+                s += f", {name}={getattr(self, name)}"
         if self.bias is None:
             s += ", bias=False"
         return s

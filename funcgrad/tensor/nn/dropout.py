@@ -1,4 +1,4 @@
-"""Dropout variants: ``Dropout1d/2d/3d`` (whole channels) and ``AlphaDropout`` (for SELU networks).
+"""Dropout modules: ``Dropout``, ``Dropout1d/2d/3d`` (whole channels) and ``AlphaDropout`` (for SELU networks).
 
 Identity in eval mode. Random masks come from ft's generator, so they differ
 from PyTorch's for the same seed.
@@ -17,7 +17,7 @@ from ..tensor import Tensor
 from . import Module, _check_dropout_p, _maybe_inplace, _per_rank
 from . import functional as F
 
-__all__ = ["Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -33,6 +33,15 @@ class _DropoutNd(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """Zeroes elements with probability ``p`` in training mode (scaled by ``1/(1-p)``); identity in eval mode.
+
+    Example: ``ft.nn.Dropout(0.1)``.
+    """
+
+    _fn = staticmethod(F.dropout)
 
 
 Dropout1d, Dropout2d, Dropout3d = _per_rank(_DropoutNd, "Dropout{n}d", "dropout{n}d",

@@ -100,28 +100,6 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _fg(_fnn.huber_loss, input, _as_tensor(target), delta=delta, reduction=reduction)
 
 
-def _cross_entropy_unweighted(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
-                              label_smoothing: float = 0.0, ignore_index: int = -100) -> Tensor:
-    """Class scores ``(N, C, ...)`` against int64 class indices ``(N, ...)`` or probabilities."""
-    _check_reduction(reduction)
-    target = _as_tensor(target)
-    axis = 1 if input.dim() > 1 else 0
-    if target.dtype.is_floating_point:
-        tgt: Any = target
-    else:
-        if target.dtype is not _dt.int64 and target.dtype is not _dt.int32:
-            raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
-        tv = target._value
-        if namespace_of(tv) is not np or (tv == ignore_index).any():
-            # Entries equal to ignore_index are left out (PyTorch's rule: the mean is over the
-            # others). On a device this path is always taken: checking for them first would
-            # read the labels back to the host.
-            return _cross_entropy_ignoring(input, tv, axis, label_smoothing, reduction, ignore_index)
-        tgt = tv
-    return _fg_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
-                     label_smoothing=label_smoothing, reduction=reduction)
-
-
 def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothing: float, reduction: str,  # noqa: A002
                             ignore_index: int) -> Tensor:
     """cross_entropy with the entries ``labels == ignore_index`` left out, without a host sync."""
@@ -132,12 +110,6 @@ def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothi
     per = _fg(_fnn.cross_entropy, input, safe, axis=axis, label_smoothing=label_smoothing, reduction="none")
     w = Tensor._make(keep.astype(per._value.dtype))
     return _rename(_reduce(per * w, reduction, w), "NllLossBackward0", mark)
-
-
-def _nll_unweighted(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
-    _check_reduction(reduction)
-    return _fg_named("NllLossBackward0", _fnn.nll_loss, input, _as_tensor(target)._value,
-                     axis=1 if input.dim() > 1 else 0, reduction=reduction)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
@@ -489,34 +461,23 @@ def _arange_along(t: Tensor, n: int, j: int, nsp: int) -> Tensor:
     return _like(t, np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (nsp - 1 - j)))
 
 
-def _argmax_pick(cols: Tensor, nsp: int, positions: Any, sizes: tuple[Any, ...]) -> tuple[Tensor, Tensor]:
+def _argmax_pick(cols: Tensor, nsp: int, kernel: tuple[Any, ...], position: Callable[[int, Tensor], Tensor],
+                 sizes: tuple[Any, ...]) -> tuple[Tensor, Tensor]:
     """The first maximum of each window (NaN wins, as in PyTorch) and its flat index in the input plane.
 
-    ``positions(j, kj)`` gives the input coordinate along axis ``j`` of window offset ``kj``.
+    ``position(j, kj)`` gives the input coordinate along axis ``j`` of offset ``kj`` in a window of shape ``kernel``.
     """
     rem = cols.argmax(-1)
     first = rem.unsqueeze(-1) == _like(cols, np.arange(cols.shape[-1], dtype=np.int64))
     y = _where(first, cols, _const(cols, 0.0)).sum(-1)
     flat: Any = 0
     mult = 1
-    kshape = positions.kernel
     for j in reversed(range(nsp)):
-        kj = rem % kshape[j]
-        rem = rem // kshape[j]
-        flat = flat + positions(j, kj) * mult
+        kj = rem % kernel[j]
+        rem = rem // kernel[j]
+        flat = flat + position(j, kj) * mult
         mult *= sizes[j]
     return y, flat
-
-
-class _GridPositions:
-    """Input coordinate of window offset ``kj`` at output position ``o``: ``o * s - p + kj * d``."""
-
-    def __init__(self, like: Tensor, nsp: int, k: tuple[Any, ...], s: tuple[Any, ...], p: tuple[Any, ...], d: tuple[Any, ...], out: tuple[Any, ...]) -> None:
-        self.like, self.nsp, self.kernel, self.s, self.p, self.d, self.out = like, nsp, k, s, p, d, out
-
-    def __call__(self, j: int, kj: Tensor) -> Tensor:
-        o = _arange_along(self.like, self.out[j], j, self.nsp)
-        return cast(Tensor, o * self.s[j] - self.p[j] + kj * self.d[j])
 
 
 def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
@@ -526,7 +487,11 @@ def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
     sizes = tuple(x.shape[-nsp:])
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
     cols = _windows(x, nsp, k, s, p, hi, d, out, -math.inf)
-    y, idx = _argmax_pick(cols, nsp, _GridPositions(x, nsp, k, s, p, d, out), sizes)
+
+    def position(j: int, kj: Tensor) -> Tensor:  # o * s - p + kj * d at output position o
+        return cast(Tensor, _arange_along(x, out[j], j, nsp) * s[j] - p[j] + kj * d[j])
+
+    y, idx = _argmax_pick(cols, nsp, k, position, sizes)
     return (y, idx) if return_indices else y
 
 
@@ -610,19 +575,6 @@ def _adaptive_avg(x: Tensor, output_size: Any, *, nsp: int) -> Tensor:
     return y
 
 
-class _TablePositions:
-    """Input coordinate of window offset ``kj`` at adaptive output position ``o``: ``min(lo[o] + kj, hi[o] - 1)``."""
-
-    def __init__(self, like: Tensor, nsp: int, bounds: list[Any], k: tuple[Any, ...]) -> None:
-        self.like, self.nsp, self.bounds, self.kernel = like, nsp, bounds, k
-
-    def __call__(self, j: int, kj: Tensor) -> Tensor:
-        shape = (-1,) + (1,) * (self.nsp - 1 - j)
-        lo, hi = (_like(self.like, b.astype(np.int64).reshape(shape)) for b in self.bounds[j])
-        pos = lo + kj
-        return _where(pos < hi, pos, hi - 1)
-
-
 def _adaptive_max(x: Tensor, output_size: Any, return_indices: bool = False, *, nsp: int) -> Any:
     name = f"adaptive_max_pool{nsp}d"
     sizes, out = _adaptive_sizes(x, output_size, nsp, name)
@@ -643,7 +595,13 @@ def _adaptive_max(x: Tensor, output_size: Any, return_indices: bool = False, *, 
     # (*lead, o0, k0, o1, k1, ...) -> (*lead, o0, o1, ..., k0, k1, ...) -> (*lead, *out, prod(k))
     perm = tuple(range(lead)) + tuple(lead + 2 * j for j in range(nsp)) + tuple(lead + 2 * j + 1 for j in range(nsp))
     cols = cols.permute(*perm).reshape(tuple(x.shape[:lead]) + out + (math.prod(k),))
-    y, idx = _argmax_pick(cols, nsp, _TablePositions(x, nsp, bounds, k), sizes)
+
+    def position(j: int, kj: Tensor) -> Tensor:  # min(lo[o] + kj, hi[o] - 1) at output position o
+        lo, hi = (_like(x, b.astype(np.int64).reshape((-1,) + (1,) * (nsp - 1 - j))) for b in bounds[j])
+        pos = lo + kj
+        return _where(pos < hi, pos, hi - 1)
+
+    y, idx = _argmax_pick(cols, nsp, k, position, sizes)
     return (y, idx) if return_indices else y
 
 
@@ -890,18 +848,16 @@ def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str
     in_sizes = tuple(x.shape[2:])
     if size is not None:
         out = _ntuple(size, nsp)
-        scales: tuple[Any, ...] = tuple(o / i for o, i in zip(out, in_sizes))
-        use_scale = False
+        ratios = [i / o for i, o in zip(in_sizes, out)]
     else:
         sf = (float(scale_factor),) * nsp if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
         out = tuple(int(math.floor(i * s)) for i, s in zip(in_sizes, sf))
-        scales = sf
-        use_scale = not recompute_scale_factor
+        # the source step: 1 / scale_factor as given, unless recomputed from the sizes
+        ratios = [i / o if recompute_scale_factor else 1.0 / s for i, o, s in zip(in_sizes, out, sf)]
     y = x
     for j in range(nsp):
         axis = 2 + j
-        n_in, n_out = in_sizes[j], out[j]
-        ratio = (1.0 / scales[j]) if use_scale else n_in / n_out
+        n_in, n_out, ratio = in_sizes[j], out[j], ratios[j]
         if mode == "nearest":
             src = np.minimum(np.floor(np.arange(n_out) * ratio).astype(np.int64), n_in - 1)
             y = y.index_select(axis, _like(x, src))
@@ -964,12 +920,6 @@ def _reduce(loss: Tensor, reduction: str, wt: Tensor | None = None) -> Tensor:
     return loss.sum() / wt.sum() if wt is not None else loss.mean()
 
 
-def _check_size(input: Tensor, target: Tensor, name: str) -> None:  # noqa: A002
-    if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"{name}: Using a target size ({list(target.shape)}) that is different to the input size "
-                         f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
-
-
 def _class_weights(logp: Tensor, target: Any, weight: Tensor | None, ignore_index: int) -> tuple[Tensor, Tensor]:
     """(per-sample -log p[target] times weight[target], the per-sample weight) with ignored entries at 0."""
     tv = _as_tensor(target)._value
@@ -991,11 +941,21 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if weight is None:
-        return _cross_entropy_unweighted(input, target, reduction=reduction, label_smoothing=label_smoothing,
-                                ignore_index=ignore_index)
     target = _as_tensor(target)
     axis = 1 if input.dim() > 1 else 0
+    if weight is None:
+        tgt: Any = target
+        if not target.dtype.is_floating_point:
+            if target.dtype is not _dt.int64 and target.dtype is not _dt.int32:
+                raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
+            tgt = target._value
+            if namespace_of(tgt) is not np or (tgt == ignore_index).any():
+                # Entries equal to ignore_index are left out (PyTorch's rule: the mean is over the
+                # others). On a device this path is always taken: checking for them first would
+                # read the labels back to the host.
+                return _cross_entropy_ignoring(input, tgt, axis, label_smoothing, reduction, ignore_index)
+        return _fg_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
+                         label_smoothing=label_smoothing, reduction=reduction)
     logp = input.log_softmax(axis)
     C = input.shape[axis]
     wshape = [1] * input.dim()
@@ -1022,7 +982,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     _check_reduction(reduction)
     tv = _as_tensor(target)._value
     if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
-        return _nll_unweighted(input, target, reduction)  # (on a device, checking would read the labels back)
+        # (on a device, checking would read the labels back)
+        return _fg_named("NllLossBackward0", _fnn.nll_loss, input, tv, axis=1 if input.dim() > 1 else 0,
+                         reduction=reduction)
     nll, wt = _class_weights(input, target, weight, ignore_index)
     return _reduce(nll, reduction, wt)
 
@@ -1031,7 +993,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          reduce: Any = None, reduction: str = "mean") -> Tensor:
     """``-(t log p + (1 - t) log(1 - p))`` with logs clamped at -100 (as PyTorch). Example: ``F.binary_cross_entropy(p, t)``."""
     target = _as_tensor(target)
-    _check_size(input, target, "binary_cross_entropy")
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"binary_cross_entropy: Using a target size ({list(target.shape)}) that is different to the "
+                         f"input size ({list(input.shape)}) is deprecated. Please ensure they have the same size.")
     lo = input.log().clamp_min(-100.0)
     l1 = (1.0 - input).log().clamp_min(-100.0)
     loss = -(target * lo + (1.0 - target) * l1)

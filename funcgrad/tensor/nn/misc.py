@@ -230,18 +230,15 @@ class Bilinear(Module):
 class TripletMarginLoss(_Loss):
     """``max(d(a, p) - d(a, n) + margin, 0)``. Example: ``ft.nn.TripletMarginLoss(margin=0.5)(a, p, n)``."""
 
+    _fn, _options = staticmethod(F.triplet_margin_loss), ("margin", "p", "eps", "swap")
+
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False,
                  size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
-    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        return F.triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps, self.swap,
-                                     reduction=self.reduction)
-
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Multi-label binary cross entropy of logits, averaged over classes. Example: ``ft.nn.MultiLabelSoftMarginLoss()``."""
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        return F.multilabel_soft_margin_loss(input, target, self.weight, reduction=self.reduction)
+    _fn = staticmethod(F.multilabel_soft_margin_loss)

@@ -43,15 +43,12 @@ class _NormBase(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         _affine_params(self, (num_features,), affine, affine, dtype)
-        if track_running_stats:
-            d = _np_dtype(dtype)
-            self.register_buffer("running_mean", _on_default_device(Tensor._make(np.zeros(num_features, dtype=d))))
-            self.register_buffer("running_var", _on_default_device(Tensor._make(np.ones(num_features, dtype=d))))
-            self.register_buffer("num_batches_tracked", Tensor._make(np.zeros((), dtype=np.int64)))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        d = _np_dtype(dtype)
+        for name, init in (("running_mean", np.zeros), ("running_var", np.ones)):
+            stat = _on_default_device(Tensor._make(init(num_features, dtype=d))) if track_running_stats else None
+            self.register_buffer(name, stat)
+        steps = Tensor._make(np.zeros((), dtype=np.int64)) if track_running_stats else None
+        self.register_buffer("num_batches_tracked", steps)
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
@@ -89,9 +86,7 @@ class _BatchNorm(_NormBase):
         self._check_input_dim(x)
         m = self._momentum()
         use_batch = self.training or self.running_mean is None
-        return F.batch_norm(x, self.running_mean if self.training or not use_batch else None,
-                            self.running_var if self.training or not use_batch else None, self.weight, self.bias,
-                            use_batch, m, self.eps)
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_batch, m, self.eps)
 
 
 BatchNorm1d, BatchNorm2d, BatchNorm3d = _per_rank(
@@ -111,10 +106,9 @@ class _InstanceNorm(_NormBase):
             x = x.unsqueeze(0)
         m = 0.1 if self.momentum is None else self.momentum  # InstanceNorm leaves num_batches_tracked alone
         use_input = self.training or not self.track_running_stats
-        y = F.instance_norm(x, self.running_mean if self.training else None,
-                            self.running_var if self.training else None, self.weight, self.bias, use_input, m,
-                            self.eps) if use_input else F.instance_norm(
-            x, self.running_mean, self.running_var, self.weight, self.bias, False, m, self.eps)
+        stats = self.training or not use_input  # the running statistics to update (training) or to use
+        y = F.instance_norm(x, self.running_mean if stats else None, self.running_var if stats else None,
+                            self.weight, self.bias, use_input, m, self.eps)
         return y.squeeze(0) if unbatched else y
 
 

@@ -38,15 +38,15 @@ class _Bucket:
 
     __slots__ = ("params", "xp", "dtype", "size", "ready", "buffer", "plan", "orders", "views", "view_orders")
 
-    def __init__(self, params: list[Any], xp: Any, dtype: Any) -> None:
+    def __init__(self, params: list[Any]) -> None:
         self.params = params
-        self.xp = xp
-        self.dtype = dtype
+        self.xp = namespace_of(params[0]._value)
+        self.dtype = params[0]._value.dtype
         sizes = [int(p._value.size) for p in params]
         self.size = sum(sizes)
         self.ready: set[int] = set()
         self.buffer: Any = None  # allocated on first use; DDP owns it (every .grad keeps its own memory)
-        self.plan = _b.Bucket(xp, np.dtype(dtype), list(range(len(params))), sizes)
+        self.plan = _b.Bucket(self.xp, np.dtype(self.dtype), list(range(len(params))), sizes)
         self.orders: list[str] = ["C"] * len(params)
         # gradient_as_bucket_view: the .grad tensors made over the buffer, and the orders they assume
         self.views: list[Any] = [None] * len(params)
@@ -55,23 +55,19 @@ class _Bucket:
 
 def _plan(params: list[Any], cap_bytes: int) -> list[_Bucket]:
     """Buckets of consecutive parameters (reverse order) of one dtype and device, up to ``cap_bytes``."""
-    out: list[_Bucket] = []
-    cur: list[Any] = []
+    groups: list[list[Any]] = []
     key: Any = None
     nbytes = 0
     for p in reversed(params):
         v = p._value
         k = (id(namespace_of(v)), np.dtype(v.dtype).str)
         n = int(v.size) * np.dtype(v.dtype).itemsize
-        if cur and (k != key or nbytes + n > cap_bytes):
-            out.append(_Bucket(cur, namespace_of(cur[0]._value), cur[0]._value.dtype))
-            cur, nbytes = [], 0
-        cur.append(p)
-        key = k
+        if not groups or k != key or nbytes + n > cap_bytes:
+            groups.append([])
+            key, nbytes = k, 0
+        groups[-1].append(p)
         nbytes += n
-    if cur:
-        out.append(_Bucket(cur, namespace_of(cur[0]._value), cur[0]._value.dtype))
-    return out
+    return [_Bucket(g) for g in groups]
 
 
 class DistributedDataParallel(Module):
@@ -117,20 +113,18 @@ class DistributedDataParallel(Module):
         if not bucket_cap_mb > 0:
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got {bucket_cap_mb}")
         self.module = module
-        w = _dist.world()
-        object.__setattr__(self, "_world", w)
-        object.__setattr__(self, "broadcast_buffers", broadcast_buffers)
+        self._world = _dist.world()
+        self.broadcast_buffers = broadcast_buffers
         self._broadcast_state(params=True)
         params = [p for p in module.parameters() if p.requires_grad]
-        object.__setattr__(self, "_buckets", _plan(params, int(bucket_cap_mb * 2**20)))
-        where = {id(p): b for b, bucket in enumerate(self._buckets) for p in bucket.params}
-        object.__setattr__(self, "_bucket_of", where)
-        object.__setattr__(self, "require_backward_grad_sync", True)
-        object.__setattr__(self, "gradient_as_bucket_view", bool(gradient_as_bucket_view))
+        self._buckets = _plan(params, int(bucket_cap_mb * 2**20))
+        self._bucket_of = {id(p): b for b, bucket in enumerate(self._buckets) for p in bucket.params}
+        self.require_backward_grad_sync = True
+        self.gradient_as_bucket_view = bool(gradient_as_bucket_view)
         # test the started reductions from every later gradient hook (MPI progresses them only then)
-        object.__setattr__(self, "poll_progress", True)
-        object.__setattr__(self, "_launched", [])
-        object.__setattr__(self, "_handles", [p.register_post_accumulate_grad_hook(self._on_grad) for p in params])
+        self.poll_progress = True
+        self._launched: list[Any] = []
+        self._handles = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params]
 
     # ------------------------------------------------------------ construction
     def _broadcast_state(self, params: bool) -> None:
@@ -263,11 +257,11 @@ class DistributedDataParallel(Module):
             loss_fn(model(x2), y2).backward()         # averages the accumulated sum
         """
         prev = self.require_backward_grad_sync
-        object.__setattr__(self, "require_backward_grad_sync", False)
+        self.require_backward_grad_sync = False
         try:
             yield
         finally:
-            object.__setattr__(self, "require_backward_grad_sync", prev)
+            self.require_backward_grad_sync = prev
 
     def remove_hooks(self) -> None:
         """Take the gradient hooks off the wrapped module's parameters (to unwrap it)."""

@@ -14,7 +14,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any
 
 import funcgrad.nn as _fnn
 
@@ -91,7 +91,9 @@ class RNNBase(Module):
         b_hh = getattr(self, "bias_hh" + sfx) if self.bias else None
         return getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx), b_ih, b_hh
 
-    def _run_direction(self, xs: list[Any], state: Any, w: tuple[Any, ...], reverse: bool) -> tuple[list[Any], Any]:
+    def _run_direction(self, xs: list[Any], state: tuple[Any, ...], w: tuple[Any, ...],
+                       reverse: bool) -> tuple[list[Any], tuple[Any, ...]]:
+        """The outputs at every time step and the final state (``(h,)``, or ``(h, c)`` for an LSTM)."""
         steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
         if self.mode in ("LSTM", "GRU"):
             # the input projection of every time step in one matrix product; the cells take it as x
@@ -100,22 +102,19 @@ class RNNBase(Module):
         outs: list[Any] = [None] * len(xs)
         for t in steps:
             if self.mode == "LSTM":
-                state = _lstm_step(xs[t], state[0], state[1], *w)
-                outs[t] = state[0]
+                state = _lstm_step(xs[t], *state, *w)
             elif self.mode == "GRU":
-                state = _gru_step(xs[t], state, *w)
-                outs[t] = state
+                state = (_gru_step(xs[t], *state, *w),)
             else:
-                state = _rnn_step(xs[t], state, *w, relu=self.mode == "RNN_RELU")
-                outs[t] = state
+                state = (_rnn_step(xs[t], *state, *w, relu=self.mode == "RNN_RELU"),)
+            outs[t] = state[0]
         return outs, state
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Any, ...]:  # noqa: A002
         x = input
-        expect = 2 if x.dim() == 2 else 3
         if x.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {x.dim()}D instead")
-        unbatched = expect == 2
+        unbatched = x.dim() == 2
         if unbatched:
             x = x.unsqueeze(1)
         elif self.batch_first:
@@ -123,59 +122,44 @@ class RNNBase(Module):
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{x.shape[-1]}")
-        N = x.shape[1]
         ndir = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
+        want = (self.num_layers * ndir, x.shape[1], self.hidden_size)
+        # the initial state: (h0,), or (h0, c0) for an LSTM
         if hx is None:
-            z = zeros(self.num_layers * ndir, N, self.hidden_size, dtype=x.dtype, device=x.device)
-            h0: Tensor = z
-            c0: Tensor | None = z if lstm else None
+            h0: tuple[Any, ...] = (zeros(*want, dtype=x.dtype, device=x.device),) * (2 if lstm else 1)
         else:
-            h0, c0 = (hx if lstm else (hx, None))
+            h0 = tuple(hx) if lstm else (hx,)
             if unbatched:
-                h0 = h0.unsqueeze(1)
-                c0 = c0.unsqueeze(1) if c0 is not None else None
-            want = (self.num_layers * ndir, N, self.hidden_size)
-            if tuple(h0.shape) != want:
-                raise RuntimeError(f"Expected hidden size {want}, got {tuple(h0.shape)}")
+                h0 = tuple(h.unsqueeze(1) for h in h0)
+            if tuple(h0[0].shape) != want:
+                raise RuntimeError(f"Expected hidden size {want}, got {tuple(h0[0].shape)}")
         xs = list(x.unbind(0))
-        hn, cn = [], []
+        finals = []
         for layer in range(self.num_layers):
             outs_dirs = []
             for d in range(ndir):
                 k = layer * ndir + d
-                st = (h0[k], cast(Tensor, c0)[k]) if lstm else h0[k]
-                outs, st = self._run_direction(xs, st, self._weights(layer, d), reverse=bool(d))
+                outs, st = self._run_direction(xs, tuple(h[k] for h in h0), self._weights(layer, d), bool(d))
                 outs_dirs.append(outs)
-                if lstm:
-                    hn.append(st[0])
-                    cn.append(st[1])
-                else:
-                    hn.append(st)
+                finals.append(st)
             xs = outs_dirs[0] if ndir == 1 else [cat([a, b], -1) for a, b in zip(*outs_dirs)]
             if self.dropout and self.training and layer < self.num_layers - 1:
                 xs = [F.dropout(v, self.dropout, True) for v in xs]
         out = stack(xs, 0)
-        h_n = stack(hn, 0)
-        c_n = stack(cn, 0) if lstm else None
+        hn = tuple(stack([st[i] for st in finals], 0) for i in range(len(h0)))
         if unbatched:
             out = out.squeeze(1)
-            h_n = h_n.squeeze(1)
-            c_n = c_n.squeeze(1) if c_n is not None else None
+            hn = tuple(h.squeeze(1) for h in hn)
         elif self.batch_first:
             out = out.transpose(0, 1)
-        return (out, (h_n, c_n)) if lstm else (out, h_n)
+        return (out, hn) if lstm else (out, hn[0])
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if self.batch_first:
-            s += ", batch_first=True"
-        if self.dropout:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional:
-            s += ", bidirectional=True"
+        for name, default in (("num_layers", 1), ("batch_first", False), ("dropout", 0.0), ("bidirectional", False)):
+            if getattr(self, name) != default:  # (PyTorch's repr shows only what differs)
+                s += f", {name}={getattr(self, name)}"
         return s
 
 

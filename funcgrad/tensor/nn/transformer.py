@@ -73,9 +73,8 @@ class MultiheadAttention(Module):
         if self._qkv_same_embed_dim:
             self.in_proj_weight = _new_param(np.empty((3 * E, E), dtype=d))
             _init.xavier_uniform_(self.in_proj_weight)
-            self.register_parameter("q_proj_weight", None)
-            self.register_parameter("k_proj_weight", None)
-            self.register_parameter("v_proj_weight", None)
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
         else:
             self.register_parameter("in_proj_weight", None)
             for name, n_in in (("q_proj_weight", E), ("k_proj_weight", self.kdim), ("v_proj_weight", self.vdim)):
@@ -109,9 +108,9 @@ class MultiheadAttention(Module):
         if E != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
         H, hd = self.num_heads, self.head_dim
-        q = self._project(query, 0).reshape(L, N * H, hd).transpose(0, 1)  # (N*H, L, hd)
-        k = self._project(key, 1).reshape(S, N * H, hd).transpose(0, 1)
-        v = self._project(value, 2).reshape(S, N * H, hd).transpose(0, 1)
+        # (N*H, L or S, hd)
+        q, k, v = (self._project(t, i).reshape(t.shape[0], N * H, hd).transpose(0, 1)
+                   for i, t in enumerate((query, key, value)))
         logits = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(hd))  # (N*H, L, S)
         if is_causal and attn_mask is None:
             attn_mask = _like(query, np.triu(np.ones((L, S), dtype=bool), 1))

@@ -256,10 +256,8 @@ class LBFGS(Optimizer):
 
     def state_dict(self) -> dict[Any, Any]:
         """``{"state": {0: {...}}, "param_groups": [...]}``: the history (direction, steps, curvature pairs)."""
-        groups = [{**{k: v for k, v in g.items() if k != "params"}, "params": list(range(len(g["params"])))}
-                  for g in self.param_groups]
         st = self.state.get(self._params[0])
-        return {"state": {} if st is None else {0: copy.deepcopy(st)}, "param_groups": groups}
+        return {"state": {} if st is None else {0: copy.deepcopy(st)}, "param_groups": self._indexed_groups()}
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
         for k, v in state_dict["param_groups"][0].items():

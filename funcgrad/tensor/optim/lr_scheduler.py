@@ -250,17 +250,13 @@ class OneCycleLR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
         T = self.total_steps
+        # (last step, learning rate from, to, momentum from, to), the group's keys
+        self._phases = [(float(pct_start * T) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum")]
         if three_phase:
-            self._phases = [
-                (float(pct_start * T) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                (float(2 * pct_start * T) - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
-                (T - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
-            ]
+            self._phases += [(float(2 * pct_start * T) - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                             (T - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
         else:
-            self._phases = [
-                (float(pct_start * T) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                (T - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
-            ]
+            self._phases += [(T - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
         self.anneal_strategy = anneal_strategy
         groups = optimizer.param_groups
         max_lrs = _per_group(optimizer, max_lr)

@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -122,35 +123,31 @@ class Optimizer:
 
     def state_dict(self) -> dict[Any, Any]:
         """``{"state": {index: {...}}, "param_groups": [...]}``, as in PyTorch (ready for ``ft.save``)."""
-        index: dict[Any, Any] = {}
-        groups = []
-        for g in self.param_groups:
-            entry = {k: v for k, v in g.items() if k != "params"}
-            entry["params"] = []
-            for p in g["params"]:
-                index[id(p)] = len(index)
-                entry["params"].append(index[id(p)])
-            groups.append(entry)
-        state = {}
-        for g in self.param_groups:
-            for p in g["params"]:
-                st = self.state.get(p)
-                if st is None:
-                    continue
-                pairs, _ = tree_util.tree_flatten_with_path(st["functional"])
-                out: dict[str, Any] = {}
-                for path, leaf in pairs:
-                    name = tree_util.keystr(path).rsplit(".", 1)[-1]
-                    name = _FIELD_NAMES.get(name, name)
-                    key, k = name, 1
-                    while key in out:
-                        key, k = f"{name}_{k}", k + 1
-                    if name == "step":
-                        out[key] = int(to_numpy(leaf))
-                    else:  # a copy on the state's own device (PyTorch keeps optimizer state where it is)
-                        out[key] = Tensor._make(namespace_of(leaf).array(leaf, copy=True))
-                state[index[id(p)]] = out
-        return {"state": state, "param_groups": groups}
+        state: dict[int, Any] = {}
+        for i, p in enumerate(p for g in self.param_groups for p in g["params"]):
+            st = self.state.get(p)
+            if st is None:
+                continue
+            pairs, _ = tree_util.tree_flatten_with_path(st["functional"])
+            out: dict[str, Any] = {}
+            for path, leaf in pairs:
+                name = tree_util.keystr(path).rsplit(".", 1)[-1]
+                name = _FIELD_NAMES.get(name, name)
+                key, k = name, 1
+                while key in out:
+                    key, k = f"{name}_{k}", k + 1
+                if name == "step":
+                    out[key] = int(to_numpy(leaf))
+                else:  # a copy on the state's own device (PyTorch keeps optimizer state where it is)
+                    out[key] = Tensor._make(namespace_of(leaf).array(leaf, copy=True))
+            state[i] = out
+        return {"state": state, "param_groups": self._indexed_groups()}
+
+    def _indexed_groups(self) -> list[dict[Any, Any]]:
+        """The param groups with their parameters as indices (numbered across groups), as in a state_dict."""
+        index = itertools.count()
+        return [{**{k: v for k, v in g.items() if k != "params"}, "params": [next(index) for _ in g["params"]]}
+                for g in self.param_groups]
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
         groups = state_dict["param_groups"]
@@ -164,13 +161,12 @@ class Optimizer:
             for k, v in theirs.items():
                 if k != "params":
                     mine[k] = v
-            params.extend(zip(mine["params"], theirs["params"]))
+            params.extend((p, idx, mine) for p, idx in zip(mine["params"], theirs["params"]))
         self.state = {}
-        for p, idx in params:
+        for p, idx, group in params:
             saved = state_dict["state"].get(idx, state_dict["state"].get(str(idx)))
             if saved is None:
                 continue
-            group = next(g for g in self.param_groups if any(q is p for q in g["params"]))
             template = self._transform(group).init(p._value)
             leaves, treedef = tree_util.tree_flatten(template)
             values = list(saved.values())

@@ -299,20 +299,16 @@ class DataLoader:
             default_collate if batch_size is not None or batch_sampler is not None else (lambda x: x))
 
     def __iter__(self) -> Iterator[Any]:
+        samples: Iterable[Any]
         if self._iterable:
-            if self.batch_size is None:
-                for sample in self.dataset:
-                    yield self.collate_fn(sample)
-                return
-            for batch in _batches(self.dataset, self.batch_size, self.drop_last):
-                yield self.collate_fn(batch)
-            return
-        if self.batch_sampler is None:
-            for i in self.sampler:
-                yield self.collate_fn(self.dataset[i])
-            return
-        for idx in self.batch_sampler:
-            yield self.collate_fn([self.dataset[i] for i in idx])
+            samples = self.dataset if self.batch_size is None else _batches(self.dataset, self.batch_size,
+                                                                            self.drop_last)
+        elif self.batch_sampler is None:
+            samples = (self.dataset[i] for i in self.sampler)
+        else:
+            samples = ([self.dataset[i] for i in idx] for idx in self.batch_sampler)
+        for sample in samples:
+            yield self.collate_fn(sample)
 
     def __len__(self) -> int:
         if self._iterable:
