@@ -379,3 +379,56 @@ def test_top_level_helpers():
     assert set(ft.unique(ft.bernoulli(ft.full((50,), 0.5))).tolist()) <= {0.0, 1.0}
     f = lambda x: x  # noqa: E731
     assert ft.compile(f) is f and not ft.cuda.is_available() and not ft.backends.mps.is_available()
+
+
+# --------------------------------------------------------------------------- legacy reduction arguments
+
+LEGACY = [  # (size_average, reduce) -> the reduction PyTorch reads from them
+    ((None, False), "none"), ((False, None), "sum"), ((True, None), "mean"), ((False, True), "sum"),
+    ((True, False), "none"), ((None, True), "mean"),
+]
+
+
+@pytest.mark.parametrize("legacy,reduction", LEGACY)
+def test_deprecated_size_average_and_reduce_decide_the_reduction(legacy, reduction):
+    """PyTorch's deprecated arguments still decide the reduction, with its warning, in the functional
+    forms (positionally too) and the modules; they win over ``reduction``."""
+    rng = np.random.default_rng(0)
+    x = ft.tensor(rng.normal(size=(3, 4)))
+    y = ft.tensor(rng.uniform(size=(3, 4)))
+    size_average, reduce = legacy
+    cases = [
+        (F.mse_loss, nn.MSELoss, (x, y)), (F.l1_loss, nn.L1Loss, (x, y)),
+        (F.smooth_l1_loss, nn.SmoothL1Loss, (x, y)), (F.soft_margin_loss, nn.SoftMarginLoss, (x, y.sign())),
+        (F.binary_cross_entropy_with_logits, nn.BCEWithLogitsLoss, (x, y)),
+    ]
+    for fn, module, args in cases:
+        want = fn(*args, reduction=reduction)
+        with pytest.warns(UserWarning, match=f"please use reduction='{reduction}'"):
+            other = "sum" if reduction != "sum" else "none"
+            got = fn(*args, size_average=size_average, reduce=reduce, reduction=other)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), err_msg=fn.__name__)
+        with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+            m = module(size_average=size_average, reduce=reduce)
+        assert m.reduction == reduction
+        np.testing.assert_allclose(m(*args).numpy(), want.numpy(), err_msg=module.__name__)
+    with pytest.warns(UserWarning):  # positionally, in PyTorch's order
+        np.testing.assert_allclose(F.mse_loss(x, y, size_average, reduce).numpy(),
+                                   F.mse_loss(x, y, reduction=reduction).numpy())
+
+
+def test_bce_with_logits_weight_is_the_third_argument():
+    """``F.binary_cross_entropy_with_logits(input, target, weight, ...)``: PyTorch's order; the weight scales
+    each element's loss before the reduction, as the module's weight does."""
+    z = ft.tensor([[0.5, -1.0, 2.0], [1.5, 0.0, -0.5]], dtype=ft.float64, requires_grad=True)
+    t = ft.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.5]], dtype=ft.float64)
+    w = ft.tensor([0.2, 1.0, 3.0], dtype=ft.float64)
+    plain = F.binary_cross_entropy_with_logits(z, t, reduction="none")
+    got = F.binary_cross_entropy_with_logits(z, t, w)
+    np.testing.assert_allclose(got.item(), (plain * w).mean().item(), rtol=1e-12)
+    np.testing.assert_allclose(nn.BCEWithLogitsLoss(weight=w, reduction="sum")(z, t).item(),
+                               (plain * w).sum().item(), rtol=1e-12)
+    s = 1 / (1 + np.exp(-z.detach().numpy()))
+    got.backward()
+    np.testing.assert_allclose(z.grad.numpy(), (s - t.numpy()) * w.numpy() / 6, rtol=1e-12)
+    assert F.binary_cross_entropy_with_logits(z, t, pos_weight=ft.tensor(2.0)).item() > 0

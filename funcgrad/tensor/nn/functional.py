@@ -17,6 +17,7 @@ import contextlib
 import functools
 import inspect
 import math
+import warnings
 from typing import Any, Callable, Sequence, TypeVar, cast
 
 import numpy as np
@@ -80,17 +81,34 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out + bias if bias is not None else out
 
 
+def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """``reduction``, or what PyTorch's deprecated ``size_average``/``reduce`` say when either is given
+    (they take precedence, with PyTorch's warning): both true (or None) ``mean``, ``reduce`` alone ``sum``,
+    ``reduce=False`` ``none``. Example: ``_legacy_reduction(False, None, "mean") == "sum"``."""
+    if size_average is None and reduce is None:
+        return reduction
+    reduce = reduce is None or bool(reduce)
+    legacy = ("mean" if size_average is None or size_average else "sum") if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{legacy}' instead.",
+                  UserWarning, stacklevel=3)
+    return legacy
+
+
 def _check_reduction(reduction: str) -> None:
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+             reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     return _fg_named("MseLossBackward0", _fnn.mse_loss, input, _as_tensor(target), reduction=reduction)
 
 
-def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+            reduction: str = "mean") -> Tensor:
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     return _fg_named("L1LossBackward0", _fnn.l1_loss, input, _as_tensor(target), reduction=reduction)
 
@@ -112,9 +130,16 @@ def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothi
     return _rename(_reduce(per * w, reduction, w), "NllLossBackward0", mark)
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                                     size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
+    """Binary cross entropy of logits, computed stably; ``weight`` scales each element's loss (broadcast)
+    before the reduction, ``pos_weight`` the positive term. Example: ``F.binary_cross_entropy_with_logits(z, t)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    if weight is not None:
+        return _reduce(binary_cross_entropy_with_logits(input, target, reduction="none", pos_weight=pos_weight)
+                       * weight, reduction)
     return _fg_named("BinaryCrossEntropyWithLogitsBackward0", _fnn.binary_cross_entropy_with_logits, input,
                      _as_tensor(target), pos_weight=pos_weight, reduction=reduction)
 
@@ -938,6 +963,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
                   label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of class scores ``(N, C, ...)`` against indices or probabilities, with PyTorch's
     ``weight``, ``ignore_index`` and ``label_smoothing``. Example: ``F.cross_entropy(logits, y)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -979,6 +1005,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 
     Example: ``F.nll_loss(F.log_softmax(x, 1), y)``.
     """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     tv = _as_tensor(target)._value
     if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
@@ -992,6 +1019,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
                          reduce: Any = None, reduction: str = "mean") -> Tensor:
     """``-(t log p + (1 - t) log(1 - p))`` with logs clamped at -100 (as PyTorch). Example: ``F.binary_cross_entropy(p, t)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target)
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(f"binary_cross_entropy: Using a target size ({list(target.shape)}) that is different to the "
@@ -1007,6 +1035,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """Huber loss divided by ``beta`` (PyTorch's SmoothL1). Example: ``F.smooth_l1_loss(x, y)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta == 0.0:
         return l1_loss(input, target, reduction=reduction)
     return huber_loss(input, target, reduction=reduction, delta=beta) / beta
@@ -1016,6 +1045,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """``target * (log target - input)`` for log-probabilities ``input``; ``reduction='batchmean'`` divides
     the sum by the batch size. Example: ``F.kl_div(logq, p, reduction="batchmean")``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target)
     if log_target:
         loss = target.exp() * (target - input)
@@ -1030,18 +1060,21 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
                      reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-y x))``. Example: ``F.soft_margin_loss(x, y)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce(_softplus(-_as_tensor(target) * input), reduction)
 
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
     """``max(0, -y (x1 - x2) + margin)``. Example: ``F.margin_ranking_loss(a, b, y)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce((-_as_tensor(target) * (input1 - input2) + margin).clamp_min(0.0), reduction)
 
 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: Any = None,  # noqa: A002
                          reduce: Any = None, reduction: str = "mean") -> Tensor:
     """``x`` where ``y == 1``, ``max(0, margin - x)`` where ``y == -1``. Example: ``F.hinge_embedding_loss(x, y)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target)
     loss = _where(target == 1, input, _const(input, 0.0)) + _where(target == -1, (margin - input).clamp_min(0.0),
                                                                  _const(input, 0.0))
@@ -1051,6 +1084,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
     """``1 - cos`` for ``y == 1``, ``max(0, cos - margin)`` for ``y == -1``. Example: ``F.cosine_embedding_loss(a, b, y)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target)
     eps = 1e-12
     cos = (input1 * input2).sum(-1) / ((input1 * input1).sum(-1) + eps).sqrt() / ((input2 * input2).sum(-1) + eps).sqrt()
@@ -1073,6 +1107,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      size_average: Any = None, eps: float = 1e-8, reduce: Any = None,
                      reduction: str = "mean") -> Tensor:
     """``exp(x) - y x`` (log input) or ``x - y log(x + eps)``. Example: ``F.poisson_nll_loss(x, y)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     target = _as_tensor(target)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
@@ -1177,6 +1212,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
                         eps: float = 1e-6, swap: bool = False, size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Tensor:
     """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the pairwise distance. Example: ``F.triplet_margin_loss(a, p, n)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -1187,6 +1223,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                                 size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
     """Mean over classes of the binary cross entropy of logits. Example: ``F.multilabel_soft_margin_loss(z, t)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     t = _as_tensor(target)
     loss = -(t * logsigmoid(input) + (1.0 - t) * logsigmoid(-input))
     if weight is not None:

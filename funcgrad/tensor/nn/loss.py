@@ -31,6 +31,7 @@ class _Loss(Module):
 
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__()
+        reduction = F._legacy_reduction(size_average, reduce, reduction)
         if reduction not in _REDUCTIONS + (("batchmean",) if isinstance(self, KLDivLoss) else ()):
             raise ValueError(f"{reduction} is not a valid value for reduction")
         self.reduction = reduction
@@ -128,16 +129,12 @@ class BCELoss(_WeightedLoss):
 class BCEWithLogitsLoss(_WeightedLoss):
     """Binary cross entropy of logits (stable), with ``pos_weight``. Example: ``ft.nn.BCEWithLogitsLoss()(z, t)``."""
 
+    _fn, _options = staticmethod(F.binary_cross_entropy_with_logits), ("weight", "pos_weight")
+
     def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.register_buffer("pos_weight", pos_weight)
-
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
-        if self.weight is not None:
-            loss = F.binary_cross_entropy_with_logits(input, target, "none", self.pos_weight) * self.weight
-            return F._reduce(loss, self.reduction)
-        return F.binary_cross_entropy_with_logits(input, target, self.reduction, self.pos_weight)
 
 
 class KLDivLoss(_Loss):
