@@ -261,37 +261,21 @@ def primal_args(args: tuple[Any, ...], boxes: list[Any]) -> tuple[Any, ...]:
 def attach_tangents(cls: Any, ctx: Any, trace: DualTrace, args: tuple[Any, ...], boxes: list[Any],
                     results: list[Any]) -> None:
     """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
-    from .function import Function
+    from .creation import zeros_like
+    from .function import _check_tangent, _require_jvp, _run_jvp
     from .tensor import Tensor
 
-    if cls.jvp is Function.jvp or not callable(getattr(cls, "jvp", None)):
-        raise NotImplementedError(
-            f"You must implement the jvp function for custom autograd.Function to use it with forward mode AD "
-            f"({cls.__name__} was given a dual tensor): define a static jvp(ctx, *grad_inputs)")
-    from .creation import zeros_like
+    _require_jvp(cls, "was given a dual tensor")
 
     # as PyTorch: zeros for floating tensor inputs without a tangent, None for everything else
     t_in = [Tensor._make(b._tangent) if b is not None and b._tangent is not None
             else zeros_like(a) if isinstance(a, Tensor) and (a.is_floating_point() or a.is_complex()) else None
             for a, b in zip(args, boxes)]
-    ctx._in_jvp = True
-    try:
-        t_out = cls.jvp(ctx, *t_in)
-    finally:
-        ctx._in_jvp = False
-    if not isinstance(t_out, tuple):
-        t_out = (t_out,)
-    tensors = [k for k, o in enumerate(results) if isinstance(o, Tensor)]
-    if len(t_out) != len(results):
-        raise RuntimeError(f"Function {cls.__name__}.jvp returned {len(t_out)} tangents; expected one per output "
-                           f"of forward ({len(results)})")
-    for k in tensors:
-        o, t = results[k], t_out[k]
-        if t is None or not (o.is_floating_point() or o.is_complex()):
+    t_out = _run_jvp(cls, ctx, t_in, len(results))
+    for k, (o, t) in enumerate(zip(results, t_out)):
+        if not isinstance(o, Tensor) or t is None or not (o.is_floating_point() or o.is_complex()):
             continue
-        if not isinstance(t, Tensor):
-            raise TypeError(f"Function {cls.__name__}.jvp returned a {type(t).__name__} at index {k}; expected a "
-                            f"Tensor or None")
+        _check_tangent(cls, t, k)
         if tuple(t.shape) != tuple(o.shape):
             raise RuntimeError(f"Function {cls.__name__}.jvp returned a tangent of shape {list(t.shape)} at index "
                                f"{k}, but the output has shape {list(o.shape)}")

@@ -68,13 +68,8 @@ class FunctionCtx:
         if self._saved is None:
             return tuple(self.to_save)
         owner = self._node
-        out: list[Any] = []
-        for s in self._saved:
-            if s is None:
-                out.append(None)
-            else:
-                out.append(s.unpack(owner if s._is_output else None, numpy_box=False))
-        return tuple(out)
+        return tuple(None if s is None else s.unpack(owner if s._is_output else None, numpy_box=False)
+                     for s in self._saved)
 
     saved_variables = saved_tensors
 
@@ -239,6 +234,36 @@ def _backward_of(cls: type) -> Callable[..., Any]:
     return cast("Callable[..., Any]", cls.vjp if has_vjp else cls.backward)  # type: ignore[attr-defined]
 
 
+def _require_jvp(cls: type, why: str) -> None:
+    """An error when the Function has no ``jvp`` (``why``: how forward mode reached it)."""
+    jvp = getattr(cls, "jvp", None)
+    if jvp is Function.jvp or not callable(jvp):
+        raise NotImplementedError(f"You must implement the jvp function for custom autograd.Function to use it with "
+                                  f"forward mode AD ({cls.__name__} {why}): define a static jvp(ctx, *grad_inputs)")
+
+
+def _run_jvp(cls: type, ctx: FunctionCtx, tangents: list[Any], n_outputs: int) -> tuple[Any, ...]:
+    """``cls.jvp(ctx, *tangents)`` (where ``ctx.saved_tensors`` reads what ``save_for_forward`` saved):
+    one tangent per output of forward."""
+    ctx._in_jvp = True  # type: ignore[attr-defined]
+    try:
+        t_out = cls.jvp(ctx, *tangents)  # type: ignore[attr-defined]
+    finally:
+        ctx._in_jvp = False  # type: ignore[attr-defined]
+    if not isinstance(t_out, tuple):
+        t_out = (t_out,)
+    if len(t_out) != n_outputs:
+        raise RuntimeError(f"Function {cls.__name__}.jvp returned {len(t_out)} tangents; expected one per output of "
+                           f"forward ({n_outputs})")
+    return tuple(t_out)
+
+
+def _check_tangent(cls: type, t: Any, k: int) -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"Function {cls.__name__}.jvp returned a {type(t).__name__} at index {k}; expected a Tensor "
+                        f"or None")
+
+
 class Function:
     """Base class of custom differentiable operations (PyTorch's ``torch.autograd.Function``).
 
@@ -294,10 +319,7 @@ class Function:
                     a._graph()
         uses_setup = cls.setup_context is not Function.setup_context
         with no_grad():
-            if uses_setup:
-                output = cls.forward(*args)
-            else:
-                output = cls.forward(ctx, *args)
+            output = cls.forward(*args) if uses_setup else cls.forward(ctx, *args)
         if uses_setup:
             cls.setup_context(ctx, args, output)
         is_tuple = isinstance(output, tuple)
@@ -313,8 +335,7 @@ class Function:
             results.append(o)
         _mark_output_views(outs, results, input_ids, ctx)
         if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
-            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
-                               "The inputs that are modified inplace must all be outputs of the Function.")
+            raise RuntimeError(_func_function.DIRTY_NOT_RETURNED)
         for a in args:
             if isinstance(a, Tensor) and id(a) in ctx._dirty:
                 _check_dirty(a, record)
@@ -399,18 +420,15 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(ctx: Any, *args: Any) -> Any:
         with no_grad():
             outputs = fn(ctx, *args)
-        if not _mode.enabled:
+        edges = [edge_of(a) for a in args if isinstance(a, Tensor) and a._requires_grad] if _mode.enabled else []
+        if not edges:
             return outputs
-        requires = any(isinstance(a, Tensor) and a._requires_grad for a in args)
-        if not requires:
-            return outputs
-        tup = outputs if isinstance(outputs, tuple) else (outputs,)
-        edges = [edge_of(a) for a in args if isinstance(a, Tensor) and a._requires_grad]
         res = []
-        for o in tup:
+        for o in outputs if isinstance(outputs, tuple) else (outputs,):
             if isinstance(o, Tensor):
+                meta = (o._value.shape, o._value.dtype, namespace_of(o._value))
                 err = _DelayedError("trying to differentiate twice a function that was marked with "
-                                    "@once_differentiable", edges, [(o._value.shape, o._value.dtype, namespace_of(o._value))])
+                                    "@once_differentiable", edges, [meta])
                 o = Tensor._make(o._value, err, 0, True)
             res.append(o)
         return tuple(res) if isinstance(outputs, tuple) else res[0]
