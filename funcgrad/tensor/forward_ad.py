@@ -152,10 +152,9 @@ def make_dual(tensor: Any, tangent: Any, *, level: int | None = None) -> Any:
     trace = _trace_of(level, "create a dual Tensor for forward AD")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError(f"make_dual expects Tensors, got {type(tensor).__name__} and {type(tangent).__name__}")
-    if not (tensor.is_floating_point() or tensor.is_complex()):
-        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
-    if not (tangent.is_floating_point() or tangent.is_complex()):
-        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
+    for what, t in (("primal", tensor), ("tangent", tangent)):
+        if not (t.is_floating_point() or t.is_complex()):
+            raise ValueError(f"Expected {what} to be floating point or complex, but got: {t.dtype}")
     if tuple(tangent.shape) != tuple(tensor.shape):
         raise RuntimeError(
             "Trying to set a forward gradient that has a different size than that of the original Tensor, this is "
@@ -240,16 +239,9 @@ def dual_inputs(args: Any) -> tuple[DualTrace | None, list[Any]]:
     if not levels or _paused():
         return None, []
     for trace in reversed(levels):
-        tangents = [None] * len(args)
-        found = False
-        for i, a in enumerate(args):
-            if isinstance(a, Tensor):
-                box = _level_box(_fresh_value(a), trace)
-                if box is not None:
-                    found = True
-                    tangents[i] = box
-        if found:
-            return trace, tangents
+        boxes = [_level_box(_fresh_value(a), trace) if isinstance(a, Tensor) else None for a in args]
+        if any(b is not None for b in boxes):
+            return trace, boxes
     return None, []
 
 
