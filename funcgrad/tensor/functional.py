@@ -60,11 +60,9 @@ def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple[Any, ...]]:
     items = tuple(x) if is_tuple else (x,)
     for i, t in enumerate(items):
         if not isinstance(t, Tensor):
-            if is_tuple:
-                raise TypeError(f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but the "
-                                f"element {i} has type {type(t)}.")
-            raise TypeError(f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but the given "
-                            f"{arg} has type {type(t)}.")
+            which = f"element {i}" if is_tuple else f"given {arg}"
+            raise TypeError(f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but the {which} "
+                            f"has type {type(t)}.")
     return is_tuple, items
 
 
@@ -266,10 +264,9 @@ def _plain_graph(out: Tensor) -> bool:
     """True when a backward walk from ``out`` runs no user code (only primitive nodes and leaves;
     no tensor or node hooks, retained gradients, custom Functions, anomaly mode): then one batched
     walk is indistinguishable from the row-by-row loop, so ``vectorize=False`` may take it too."""
-    from . import graph as _g
+    from .graph import AccumulateGrad, PrimNode, anomaly
 
-    kinds = tuple(k for k in (getattr(_g, "PrimNode", None), getattr(_g, "AccumulateGrad", None)) if k is not None)
-    if len(kinds) != 2 or _g.anomaly.enabled:
+    if anomaly.enabled:
         return False
     seen: set[int] = set()
     stack = [out.grad_fn]
@@ -278,10 +275,10 @@ def _plain_graph(out: Tensor) -> bool:
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        if not isinstance(node, kinds) or any(
+        if not isinstance(node, (PrimNode, AccumulateGrad)) or any(
                 getattr(node, a, None) for a in ("_hooks", "_prehooks", "_tensor_prehooks", "_retain")):
             return False
-        if isinstance(node, kinds[1]):
+        if isinstance(node, AccumulateGrad):
             leaf = node.variable
             if leaf is not None and (getattr(leaf, "_hooks", None) or getattr(leaf, "_post_hooks", None)):
                 return False

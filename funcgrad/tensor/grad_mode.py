@@ -226,9 +226,7 @@ class inference_mode(_DecoratorContextManager):
         self.prev = (state.enabled, state.inference)
         if self.mode:
             state.enabled = False
-            state.inference = True
-        else:
-            state.inference = False
+        state.inference = self.mode
 
     def __exit__(self, *exc: Any) -> None:
         state.enabled, state.inference = self.prev
