@@ -33,7 +33,7 @@ from ..core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_threa
 from .graph import _GONE, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
 from .creation import zeros_like
 from .forward_ad import _local as _fwad_local, paused as _fwad_paused
-from .grad_mode import state as _mode
+from .grad_mode import no_grad, state as _mode
 from .tensor import Tensor, _as_tensor, _grad_lock
 
 __all__ = ["backward", "grad"]
@@ -612,11 +612,7 @@ def _batched_grad(outs: list[Any], ins: list[Any], gouts: list[Any], retain_grap
 def call_node(node: Node, grads: tuple[Any, ...]) -> Any:
     """``grad_fn(*grads)``: run one node on given output gradients (no accumulation)."""
     internal = [_from_user(g, False) for g in grads]
-    prev = _mode.enabled
-    _mode.enabled = False
-    try:
+    with no_grad():
         outs = node.apply(internal, False)
-    finally:
-        _mode.enabled = prev
     res = tuple(_to_user(g, False) if g is not None else None for g in outs)
     return res[0] if len(res) == 1 else res

@@ -220,9 +220,8 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
         if not sizes:
             raise ValueError("vmap: at least one argument must be mapped (in_dims not None)")
         outs = [v(*part, **kwargs) for part in _chunks(raw, dims, sizes[0], chunk_size)]
-        od = out_dims
         outs = [_to_raw(_result(o)) for o in outs]
-        return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=od), *outs))
+        return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=out_dims), *outs))
 
     return wrapped
 

@@ -340,15 +340,10 @@ class Function:
             if isinstance(a, Tensor) and id(a) in ctx._dirty:
                 _check_dirty(a, record)
         if record:
-            edges, positions, in_meta = [], [], []
-            for i, a in enumerate(args):
-                if isinstance(a, Tensor):
-                    e = edge_of(a) if a._requires_grad else None
-                    edges.append(e)
-                    positions.append(i)
-                    in_meta.append((a._value.shape, a._value.dtype))
-            node = FunctionNode(cls, ctx, edges, positions, len(args))
-            node._in_meta = in_meta
+            tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
+            edges = [edge_of(a) if a._requires_grad else None for _, a in tensors]
+            node = FunctionNode(cls, ctx, edges, [i for i, _ in tensors], len(args))
+            node._in_meta = [(a._value.shape, a._value.dtype) for _, a in tensors]
             ctx._node = node
             meta = []
             for k, o in enumerate(results):
