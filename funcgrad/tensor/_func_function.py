@@ -105,7 +105,7 @@ def _conj(v: Any) -> Any:
 
 
 def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any, call: _Call) -> list[Any]:
-    from .function import _backward_of, _gradients
+    from .function import _backward_of, _check_returned, _gradients
 
     cls = call.cls
     inputs = call.inputs(leaves)
@@ -133,9 +133,7 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
         if r is None or dtype_of(leaf).kind not in "fc":
             out.append(None)
             continue
-        if not isinstance(r, Tensor):
-            raise TypeError(f"function {cls.__name__}Backward returned a gradient of type {type(r).__name__} at index "
-                            f"{p}; expected a Tensor or None")
+        _check_returned(r, p, f"function {cls.__name__}Backward", "gradient of type ")
         out.append(_conform(_conj(_raw_value(r)), leaf, f"function {cls.__name__}Backward returned an invalid "
                                                       f"gradient at index {p}"))
     return out
@@ -170,7 +168,7 @@ def _conform(v: Any, like: Any, what: str) -> Any:
 
 
 def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call) -> tuple[Any, ...]:
-    from .function import _check_tangent, _require_jvp, _run_jvp
+    from .function import _check_returned, _require_jvp, _run_jvp
 
     cls = call.cls
     _require_jvp(cls, "is under ft.func.jvp / jacfwd / hessian")
@@ -193,7 +191,7 @@ def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call
         if t is None or k in call.non_diff:
             result.append(fnp.zeros_like(a))
         else:
-            _check_tangent(cls, t, k)
+            _check_returned(t, k, f"Function {cls.__name__}.jvp")
             result.append(_conform(_raw_value(t), a, f"Function {cls.__name__}.jvp returned an invalid tangent at "
                                                      f"index {k}"))
     return tuple(result)

@@ -471,8 +471,7 @@ def _input_edges(ins: list[Any], fn: str) -> list[Any]:
     return [edge_of(t) for t in ins]
 
 
-def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool,
-                is_grads_batched: bool = False) -> list[Any]:
+def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool) -> list[Any]:
     if len(grad_outputs) != len(outputs):
         raise RuntimeError("grad can be implicitly created only for scalar outputs" if not grad_outputs else
                            f"Mismatch in number of gradients: got {len(grad_outputs)} but expected {len(outputs)}")

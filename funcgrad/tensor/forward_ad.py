@@ -254,7 +254,7 @@ def attach_tangents(cls: Any, ctx: Any, trace: DualTrace, args: tuple[Any, ...],
                     results: list[Any]) -> None:
     """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
     from .creation import zeros_like
-    from .function import _check_tangent, _require_jvp, _run_jvp
+    from .function import _check_returned, _require_jvp, _run_jvp
     from .tensor import Tensor
 
     _require_jvp(cls, "was given a dual tensor")
@@ -267,7 +267,7 @@ def attach_tangents(cls: Any, ctx: Any, trace: DualTrace, args: tuple[Any, ...],
     for k, (o, t) in enumerate(zip(results, t_out)):
         if not isinstance(o, Tensor) or t is None or not (o.is_floating_point() or o.is_complex()):
             continue
-        _check_tangent(cls, t, k)
+        _check_returned(t, k, f"Function {cls.__name__}.jvp")
         if tuple(t.shape) != tuple(o.shape):
             raise RuntimeError(f"Function {cls.__name__}.jvp returned a tangent of shape {list(t.shape)} at index "
                                f"{k}, but the output has shape {list(o.shape)}")

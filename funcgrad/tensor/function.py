@@ -135,12 +135,9 @@ class FunctionNode(Node):
             if g is None:
                 out.append(None)
                 continue
-            if not isinstance(g, Tensor):
-                if isinstance(g, GraphBox):
-                    g = _graph.as_tensor_box(g)
-                else:
-                    raise TypeError(f"function {self._name} returned a gradient of type {type(g).__name__} at index "
-                                    f"{pos}; expected a Tensor or None")
+            if isinstance(g, GraphBox) and not isinstance(g, Tensor):
+                g = _graph.as_tensor_box(g)
+            _check_returned(g, pos, f"function {self._name}", "gradient of type ")
             check_gradient_shape(tuple(g.shape), tuple(in_meta[pos][0]),
                                  f"Function {self._name} returned an invalid gradient at index {pos}")
             out.append(_from_user(g, create_graph))
@@ -258,10 +255,10 @@ def _run_jvp(cls: type, ctx: FunctionCtx, tangents: list[Any], n_outputs: int) -
     return tuple(t_out)
 
 
-def _check_tangent(cls: type, t: Any, k: int) -> None:
+def _check_returned(t: Any, k: int, who: str, kind: str = "") -> None:
+    """What ``who`` (a backward, ``kind`` "gradient of type ", or a jvp) returned at index ``k`` must be a Tensor."""
     if not isinstance(t, Tensor):
-        raise TypeError(f"Function {cls.__name__}.jvp returned a {type(t).__name__} at index {k}; expected a Tensor "
-                        f"or None")
+        raise TypeError(f"{who} returned a {kind}{type(t).__name__} at index {k}; expected a Tensor or None")
 
 
 class Function:

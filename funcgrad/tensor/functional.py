@@ -82,6 +82,18 @@ def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], fn: str) -> tupl
     return _tuplify(out, "outputs of the user-provided function", fn)
 
 
+def _single_output(func: Callable[..., Any], inputs: tuple[Any, ...], fn: str, strict: bool) -> Any:
+    """The one-element Tensor that the function given to ``fn`` (hessian, vhp, hvp) must return."""
+    is_tuple, outs = _outputs(func, inputs, fn)
+    if is_tuple:
+        raise RuntimeError(f"The function given to {fn} should return a single Tensor")
+    if outs[0].numel() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {fn} should contain a single element")
+    if strict:
+        _check_outputs_require_grad(outs)
+    return outs[0]
+
+
 def _check_v(v: Any, like: tuple[Any, ...], like_is_tuple: bool, name: str, fn: str) -> tuple[Any, ...]:
     if v is None:
         if len(like) != 1 or like[0].numel() != 1:
@@ -344,17 +356,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
     is_tuple_in, ins = _tuplify(inputs, "inputs", "hessian")
 
     def jac_fn(*xs: Any) -> Any:
-        out = func(*xs)
-        if isinstance(out, (tuple, list)):
-            raise RuntimeError("The function given to hessian should return a single Tensor")
-        if not isinstance(out, Tensor):
-            raise TypeError(f"The outputs of the user-provided function given to hessian must be either a Tensor or "
-                            f"a tuple of Tensors but the given outputs of the user-provided function has type "
-                            f"{type(out)}.")
-        if out.numel() != 1:
-            raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
-        if strict:
-            _check_outputs_require_grad((out,))
+        out = _single_output(func, xs, "hessian", strict)
         g = _zeros_for_none(_grad_of((out.reshape(()),), xs, (None,), True, retain_graph=None), xs)
         if strict:
             _check_jacobian_requires_grad(g)
@@ -379,14 +381,7 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple_in, ins = _tuplify(inputs, "inputs", _fn)
     ins = _prep_inputs(ins, create_graph)
     vs = _check_v(v, ins, is_tuple_in, "inputs", _fn)
-    is_tuple_out, outs = _outputs(func, ins, _fn)
-    if is_tuple_out:
-        raise RuntimeError(f"The function given to {_fn} should return a single Tensor")
-    out = outs[0]
-    if out.numel() != 1:
-        raise RuntimeError(f"The Tensor returned by the function given to {_fn} should contain a single element")
-    if strict:
-        _check_outputs_require_grad((out,))
+    out = _single_output(func, ins, _fn, strict)
     with enable_grad():  # (an output that needs no grad: all derivatives None, so zeros)
         g = _grad_of((out,), ins, (None,), True, retain_graph=None)
         _check_filled(g, strict, False, "back")
