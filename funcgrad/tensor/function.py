@@ -310,7 +310,8 @@ class Function:
             args = _fwad.primal_args(args, dual_boxes)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)  # (views refreshed)
-        if _mode.enabled and any(ctx.needs_input_grad):
+        record = _mode.enabled and any(ctx.needs_input_grad)
+        if record:
             for a in args:  # as PyTorch reads every input's grad_fn before forward: stale views refresh (or raise)
                 if isinstance(a, Tensor) and a._base is not None:
                     a._graph()
@@ -321,7 +322,6 @@ class Function:
             cls.setup_context(ctx, args, output)
         is_tuple = isinstance(output, tuple)
         outs = list(output) if is_tuple else [output]
-        record = _mode.enabled and any(ctx.needs_input_grad)
         input_ids = {id(a): a for a in args if isinstance(a, Tensor)}
         results = []
         for o in outs:
