@@ -54,8 +54,8 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
         ft.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,))
     """
     try:
-        return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
-                          check_backward_ad, check_forward_ad)
+        return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, check_backward_ad,
+                          check_forward_ad)
     except GradcheckError:
         if raise_exception:
             raise
@@ -63,8 +63,7 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
 
 
 def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, rtol: float, nondet_tol: float,
-               check_undefined_grad: bool, check_grad_dtypes: bool, check_backward_ad: bool,
-               check_forward_ad: bool = False) -> bool:
+               check_grad_dtypes: bool, check_backward_ad: bool, check_forward_ad: bool) -> bool:
     ins = _as_tuple(inputs)
     diff = [i for i, t in enumerate(ins) if isinstance(t, Tensor) and t.requires_grad]
     if not diff:
@@ -123,14 +122,11 @@ def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, r
                 units = [1.0, 1j] if out.is_complex() else [1.0]
                 numerical = _numerical.setdefault((oi, j), np.zeros(
                     (len(units) * out.numel(), x.numel()), dtype=complex if cplx_in else float))
-                for ui, u in enumerate(units):
-                    # dL/dx with L = Re(conj(u) * out_m), for every m: real part, then imaginary part
-                    col = sum(c * np.real(np.conj(u) * d[oi]) for c, d in zip((1, 1j), diffs))
-                    numerical[ui * out.numel():(ui + 1) * out.numel(), k] = col
+                # dL/dx with L = Re(conj(u) * out_m), for each unit u and every m: real part, then imaginary part
+                numerical[:, k] = np.concatenate([sum(c * np.real(np.conj(u) * d[oi]) for c, d in zip((1, 1j), diffs))
+                                                  for u in units])
     for (oi, j), numerical in _numerical.items():
-        ana = analytical.get((oi, j))
-        if ana is None:
-            ana = np.zeros_like(numerical)
+        ana = analytical.get((oi, j), np.zeros_like(numerical))
         if check_backward_ad and not np.allclose(ana, numerical, rtol=rtol, atol=atol):
             raise GradcheckError(
                 f"Jacobian mismatch for output {oi} with respect to input {j},\nnumerical:{_show(numerical)}\n"
