@@ -29,18 +29,16 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 
 UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
-_local = threading.local()
+class _Local(threading.local):
+    """This thread's open dual levels (innermost last) and how many ``paused`` blocks it is in."""
+
+    paused = 0
+
+    def __init__(self) -> None:
+        self.levels: list[Any] = []
 
 
-def _levels() -> list[Any]:
-    lv = getattr(_local, "levels", None)
-    if lv is None:
-        lv = _local.levels = []
-    return lv
-
-
-def _paused() -> bool:
-    return getattr(_local, "paused", 0) > 0
+_local = _Local()
 
 
 class DualTrace(ForwardTrace):
@@ -58,7 +56,7 @@ class DualTrace(ForwardTrace):
         self.thread = None
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-        if self.closed or _paused():
+        if self.closed or _local.paused > 0:
             for i in argnums:
                 args[i] = args[i]._value
             return prim.call(*args, **kwargs)
@@ -68,7 +66,7 @@ class DualTrace(ForwardTrace):
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
     """Forward AD off in this thread (the backward pass runs so: primal gradients only)."""
-    _local.paused = getattr(_local, "paused", 0) + 1
+    _local.paused += 1
     try:
         yield
     finally:
@@ -82,7 +80,7 @@ def enter_dual_level() -> int:
 
         lvl = fwAD.enter_dual_level(); ...; fwAD.exit_dual_level(level=lvl)
     """
-    levels = _levels()
+    levels = _local.levels
     trace = DualTrace(len(levels))
     levels.append(trace)
     return trace.index
@@ -90,7 +88,7 @@ def enter_dual_level() -> int:
 
 def exit_dual_level(*, level: int | None = None) -> None:
     """Close the innermost dual level (``level`` must name it when given)."""
-    levels = _levels()
+    levels = _local.levels
     if not levels:
         raise RuntimeError("exit_dual_level: no dual level is open (use enter_dual_level() or dual_level())")
     if level is not None and level != levels[-1].index:
@@ -119,7 +117,7 @@ class dual_level:
 
 
 def _trace_of(level: int | None, what: str) -> DualTrace:
-    levels = _levels()
+    levels = _local.levels
     if not levels:
         raise RuntimeError(f"Trying to {what} but no level exists, make sure to enter_dual_level() first.")
     if level is None:
@@ -215,7 +213,7 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
 
     if not isinstance(tensor, Tensor):
         return UnpackedDualTensor(tensor, None)
-    levels = _levels()
+    levels = _local.levels
     if not levels:
         return UnpackedDualTensor(tensor, None)
     trace = _trace_of(level, "unpack a dual Tensor")
@@ -235,8 +233,8 @@ def dual_inputs(args: Any) -> tuple[DualTrace | None, list[Any]]:
     tangent there (None where none)."""
     from .tensor import Tensor
 
-    levels = _levels()
-    if not levels or _paused():
+    levels = _local.levels
+    if not levels or _local.paused > 0:
         return None, []
     for trace in reversed(levels):
         boxes = [_level_box(_fresh_value(a), trace) if isinstance(a, Tensor) else None for a in args]
