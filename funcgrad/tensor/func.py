@@ -130,12 +130,11 @@ def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
 
     Example: ``g, v = ft.func.grad_and_value(f)(x)``.
     """
-    vg = fg.value_and_grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux)
+    vg = _on_tensors(fg.value_and_grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux))
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        enabled = _mode.enabled
-        value, g = _outer_no_grad(vg(*_to_raw(args), **kwargs), enabled)
-        return _result(g), _result(value)
+        value, g = vg(*args, **kwargs)
+        return g, value
 
     return wrapped
 
