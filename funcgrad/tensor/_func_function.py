@@ -227,16 +227,11 @@ def _fn_batch(args: list[Any], dims: list[Any], call: _Call) -> tuple[Any, ...]:
         od = list(out_dims) if isinstance(out_dims, (tuple, list)) else [out_dims] * len(outs)
         if len(od) != len(outs):
             raise RuntimeError(f"{cls.__name__}.vmap returned {len(od)} out_dims for {len(outs)} outputs")
-        leaves, ldims = [], []
-        for o, d in zip(outs, od):
-            if isinstance(o, Tensor):
-                v = _raw_value(o)
-                if d is None:
-                    v = fnp.broadcast_to(fnp.expand_dims(v, 0), (size,) + tuple(shape_of(v)))
-                    d = 0
-                leaves.append(v)
-                ldims.append(d)
-        return tuple(leaves), tuple(ldims)
+        pairs = [(_raw_value(o), d) for o, d in zip(outs, od) if isinstance(o, Tensor)]
+        # an output without a batch dimension is the same for every example: broadcast along a new first one
+        leaves = tuple(v if d is not None else fnp.broadcast_to(fnp.expand_dims(v, 0), (size,) + tuple(shape_of(v)))
+                       for v, d in pairs)
+        return leaves, tuple(0 if d is None else d for _, d in pairs)
     if getattr(cls, "generate_vmap_rule", False):
         batched: tuple[Any, ...] = fallback(get_primitive(_FN), args, dims, size, {"call": call})
         return batched
