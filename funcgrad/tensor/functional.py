@@ -8,7 +8,6 @@ a gradient). Results are detached unless ``create_graph=True``.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import Any, Callable, cast
 
@@ -22,16 +21,9 @@ from .tensor import Tensor
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
-def _grad_enabled(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run a tool with grad mode on, as PyTorch's do: they work under ``no_grad``, and
-    ``create_graph=True`` records the history back to the user's inputs."""
-
-    @functools.wraps(fn)
-    def tool(*args: Any, **kwargs: Any) -> Any:
-        with enable_grad():
-            return fn(*args, **kwargs)
-
-    return tool
+# the tools run with grad mode on, as PyTorch's do: they work under ``no_grad``, and
+# ``create_graph=True`` records the history back to the user's inputs
+_grad_enabled = enable_grad()
 
 
 def _check_outputs_require_grad(outs: tuple[Any, ...], first: int = 0) -> None:
