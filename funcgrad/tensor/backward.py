@@ -486,8 +486,7 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool)
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if out._value.dtype.kind != "f":
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-            ns = namespace_of(out._value)
-            g_int = ns.ones(out._value.shape, dtype=out._value.dtype)
+            g_int = namespace_of(out._value).ones(out._value.shape, dtype=out._value.dtype)
         else:
             gt = _as_tensor(g)
             if tuple(gt.shape) != tuple(out.shape):

@@ -189,14 +189,9 @@ def hessian(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0) -> Cal
 
 def _chunks(args: tuple[Any, ...], dims: Any, size: int, chunk: int) -> Iterator[tuple[Any, ...]]:
     for lo in range(0, size, chunk):
-        part = []
-        for a, d in zip(args, dims):
-            if d is None:
-                part.append(a)
-            else:
-                part.append(tree_util.tree_map(
-                    lambda v, d=d: v[(slice(None),) * (d % v.ndim) + (slice(lo, lo + chunk),)], a))
-        yield tuple(part)
+        cut = (slice(lo, lo + chunk),)
+        yield tuple(a if d is None else tree_util.tree_map(lambda v, d=d: v[(slice(None),) * (d % v.ndim) + cut], a)
+                    for a, d in zip(args, dims))
 
 
 def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
@@ -218,8 +213,7 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
         sizes = [tree_util.tree_leaves(a)[0].shape[d] for a, d in zip(raw, dims) if d is not None]
         if not sizes:
             raise ValueError("vmap: at least one argument must be mapped (in_dims not None)")
-        outs = [v(*part, **kwargs) for part in _chunks(raw, dims, sizes[0], chunk_size)]
-        outs = [_to_raw(_result(o)) for o in outs]
+        outs = [_to_raw(_result(v(*part, **kwargs))) for part in _chunks(raw, dims, sizes[0], chunk_size)]
         return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=out_dims), *outs))
 
     return wrapped
