@@ -51,10 +51,10 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Save tensors (inputs or outputs) for ``backward``; read them back with ``ctx.saved_tensors``."""
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save variables, but argument "
-                                f"{tensors.index(t)} is of type {type(t).__name__}")
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type(t).__name__}")
         self.to_save = tensors
 
     def save_for_forward(self, *tensors: Any) -> None:
