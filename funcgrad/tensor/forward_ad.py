@@ -29,6 +29,7 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 
 UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
+
 class _Local(threading.local):
     """This thread's open dual levels (innermost last) and how many ``paused`` blocks it is in."""
 
