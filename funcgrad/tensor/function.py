@@ -118,13 +118,10 @@ class FunctionNode(Node):
         if self._released and self._ctx._saved:
             raise RuntimeError(_graph._FREED)
         ctx = self._ctx
-        user = []
-        for g, meta in zip(grads, self._out_meta):
-            if g is None:  # non-tensor outputs get None, as in PyTorch
-                materialize = ctx.materialize_grads and meta[1] is not None
-                user.append(zeros(meta[0], dtype=meta[1]) if materialize else None)
-            else:
-                user.append(_to_user(g, create_graph))
+        # no gradient: zeros, unless not materialize_grads (and None for non-tensor outputs, as in PyTorch)
+        user = [_to_user(g, create_graph) if g is not None
+                else zeros(meta[0], dtype=meta[1]) if ctx.materialize_grads and meta[1] is not None else None
+                for g, meta in zip(grads, self._out_meta)]
         backward = _backward_of(self._cls)
         with set_grad_enabled(create_graph):
             res = _gradients(backward(ctx, *user), self._n_args, self._name)
@@ -342,20 +339,17 @@ class Function:
             node = FunctionNode(cls, ctx, edges, [i for i, _ in tensors], len(args))
             node._in_meta = [(a._value.shape, a._value.dtype) for _, a in tensors]
             ctx._node = node
-            meta = []
-            for k, o in enumerate(results):
-                if isinstance(o, Tensor):
-                    meta.append((o._value.shape, o._value.dtype, namespace_of(o._value)))
-                    if id(outs[k]) in ctx._non_differentiable or o._value.dtype.kind not in "fc":
-                        continue
-                    if id(outs[k]) in ctx._dirty:
-                        _rebase_dirty(o, node, k, len(results))
-                    else:
-                        o._node, o._output_nr, o._requires_grad = node, k, True
-                else:
-                    meta.append(((), None, None))
-            node._out_meta = node.ans = tuple(meta)
+            node._out_meta = node.ans = tuple((o._value.shape, o._value.dtype, namespace_of(o._value))
+                                              if isinstance(o, Tensor) else ((), None, None) for o in results)
             node._n_outputs = len(results)
+            for k, o in enumerate(results):
+                if (not isinstance(o, Tensor) or id(outs[k]) in ctx._non_differentiable
+                        or o._value.dtype.kind not in "fc"):
+                    continue
+                if id(outs[k]) in ctx._dirty:
+                    _rebase_dirty(o, node, k, len(results))
+                else:
+                    o._node, o._output_nr, o._requires_grad = node, k, True
             if _graph.anomaly.enabled:
                 node._stack = _graph.user_stack()
             # saved tensors: outputs saved as outputs (no reference cycle), others as inputs
