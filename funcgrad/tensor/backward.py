@@ -194,10 +194,8 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
                 backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
         finally:
             _mode.enabled = prev_mode
-        k = 0
-        while k < len(bp.callbacks):  # then the callbacks queued on the pass, in order
-            bp.callbacks[k]()
-            k += 1
+        for callback in bp.callbacks:  # then the callbacks queued on the pass, in order (and those they queue)
+            callback()
     finally:
         stack.pop()
         _graph.fp_restore(token)
