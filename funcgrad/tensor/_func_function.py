@@ -25,6 +25,9 @@ from .tensor import Tensor
 
 __all__ = ["apply_function", "traced_args", "VmapInfo"]
 
+DIRTY_NOT_RETURNED = ("Some elements marked as dirty during the forward method were not returned as output. The "
+                      "inputs that are modified inplace must all be outputs of the Function.")
+
 
 class _Call:
     """One ``Function.apply`` under a transform: the class, the non-tensor arguments, the output layout."""
@@ -47,9 +50,23 @@ class _Call:
             full[p] = Tensor._make(leaf)
         return tuple(full)
 
-    def output(self, leaves: Any) -> Any:
+    def layout(self, output: Any) -> list[Any]:
+        """Record the layout of what forward (or vmap) returned; its outputs as a list."""
+        self.is_tuple = isinstance(output, tuple)
+        outs = list(output) if self.is_tuple else [output]
+        self.out_layout = [None if isinstance(o, Tensor) else (o,) for o in outs]
+        return outs
+
+    def tensor_outputs(self) -> list[int]:
+        """The indices of the tensor outputs (in the order of their leaves)."""
+        return [k for k, c in enumerate(self.out_layout) if c is None]
+
+    def outputs(self, leaves: Any) -> list[Any]:
         it = iter(leaves)
-        outs = [Tensor._make(next(it)) if c is None else c[0] for c in self.out_layout]
+        return [Tensor._make(next(it)) if c is None else c[0] for c in self.out_layout]
+
+    def output(self, leaves: Any) -> Any:
+        outs = self.outputs(leaves)
         return tuple(outs) if self.is_tuple else outs[0]
 
 
@@ -69,9 +86,7 @@ def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
         output = call.cls.forward(*inputs)  # type: ignore[attr-defined]
         needs = tuple(isinstance(a, Tensor) and a.is_floating_point() for a in inputs)
         ctx = _ctx_for(call, inputs, output, needs)
-    call.is_tuple = isinstance(output, tuple)
-    outs = list(output) if call.is_tuple else [output]
-    call.out_layout = [None if isinstance(o, Tensor) else (o,) for o in outs]
+    outs = call.layout(output)
     call.non_diff = {k for k, o in enumerate(outs) if isinstance(o, Tensor)
                      and (id(o) in ctx._non_differentiable or o._value.dtype.kind not in "fc")}
     call.materialize = ctx.materialize_grads
@@ -80,8 +95,7 @@ def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
     for p in call.pos:
         if id(inputs[p]) in ctx._dirty:
             if id(inputs[p]) not in by_id:
-                raise RuntimeError("Some elements marked as dirty during the forward method were not returned as "
-                                   "output. The inputs that are modified inplace must all be outputs of the Function.")
+                raise RuntimeError(DIRTY_NOT_RETURNED)
             call.dirty[p] = by_id[id(inputs[p])]
     return tuple(_raw_value(o) for o in outs if isinstance(o, Tensor))
 
@@ -91,7 +105,7 @@ def _conj(v: Any) -> Any:
 
 
 def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any, call: _Call) -> list[Any]:
-    from .function import _backward_of, _gradients
+    from .function import _backward_of, _check_returned, _gradients
 
     cls = call.cls
     inputs = call.inputs(leaves)
@@ -99,18 +113,13 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
     needs = tuple(p in [call.pos[j] for j in argnums] for p in range(len(call.args)))
     with enable_grad():  # backward is differentiated by the enclosing transforms (higher order)
         ctx = _ctx_for(call, inputs, output, needs)
-        grads: list[Any] = []
-        leaf_k = 0
-        for k, c in enumerate(call.out_layout):
-            if c is not None:
-                grads.append(None)
-                continue
-            gk, a = g[leaf_k], ans[leaf_k]
+        grads: list[Any] = [None] * len(call.out_layout)
+        for leaf_k, k in enumerate(call.tensor_outputs()):
+            gk = g[leaf_k]
             if gk is None or k in call.non_diff:
-                grads.append(Tensor._make(fnp.zeros_like(a)) if call.materialize or k in call.non_diff else None)
+                grads[k] = Tensor._make(fnp.zeros_like(ans[leaf_k])) if call.materialize or k in call.non_diff else None
             else:
-                grads.append(Tensor._make(_conj(gk)))
-            leaf_k += 1
+                grads[k] = Tensor._make(_conj(gk))
         backward = _backward_of(cls)
         if getattr(backward, "__code__", None) is _once_code() and \
                 any(_differentiated(v) for v in (*leaves, *ans, *g)):
@@ -124,9 +133,7 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
         if r is None or dtype_of(leaf).kind not in "fc":
             out.append(None)
             continue
-        if not isinstance(r, Tensor):
-            raise TypeError(f"function {cls.__name__}Backward returned a gradient of type {type(r).__name__} at index "
-                            f"{p}; expected a Tensor or None")
+        _check_returned(r, p, f"function {cls.__name__}Backward", "gradient of type ")
         out.append(_conform(_conj(_raw_value(r)), leaf, f"function {cls.__name__}Backward returned an invalid "
                                                       f"gradient at index {p}"))
     return out
@@ -161,13 +168,10 @@ def _conform(v: Any, like: Any, what: str) -> Any:
 
 
 def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call) -> tuple[Any, ...]:
-    from .function import Function
+    from .function import _check_returned, _require_jvp, _run_jvp
 
     cls = call.cls
-    if cls.jvp is Function.jvp or not callable(getattr(cls, "jvp", None)):  # type: ignore[attr-defined]
-        raise NotImplementedError(
-            f"You must implement the jvp function for custom autograd.Function to use it with forward mode AD "
-            f"({cls.__name__} is under ft.func.jvp / jacfwd / hessian): define a static jvp(ctx, *input_tangents)")
+    _require_jvp(cls, "is under ft.func.jvp / jacfwd / hessian")
     inputs = call.inputs(leaves)
     output = call.output(ans)
     needs = tuple(p in call.pos for p in range(len(call.args)))
@@ -180,29 +184,16 @@ def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call
                 t_in[p] = Tensor._make(t)
             elif dtype_of(leaves[j]).kind in "fc":
                 t_in[p] = Tensor._make(fnp.zeros_like(leaves[j]))
-        ctx._in_jvp = True
-        t_out = cls.jvp(ctx, *t_in)  # type: ignore[attr-defined]
-    if not isinstance(t_out, tuple):
-        t_out = (t_out,)
-    if len(t_out) != len(call.out_layout):
-        raise RuntimeError(f"Function {cls.__name__}.jvp returned {len(t_out)} tangents; expected one per output of "
-                           f"forward ({len(call.out_layout)})")
+        t_out = _run_jvp(cls, ctx, t_in, len(call.out_layout))
     result = []
-    leaf_k = 0
-    for k, c in enumerate(call.out_layout):
-        if c is not None:
-            continue
-        a = ans[leaf_k]
-        t = t_out[k]
+    for leaf_k, k in enumerate(call.tensor_outputs()):
+        a, t = ans[leaf_k], t_out[k]
         if t is None or k in call.non_diff:
             result.append(fnp.zeros_like(a))
         else:
-            if not isinstance(t, Tensor):
-                raise TypeError(f"Function {cls.__name__}.jvp returned a {type(t).__name__} at index {k}; expected a "
-                                f"Tensor or None")
+            _check_returned(t, k, f"Function {cls.__name__}.jvp")
             result.append(_conform(_raw_value(t), a, f"Function {cls.__name__}.jvp returned an invalid tangent at "
                                                      f"index {k}"))
-        leaf_k += 1
     return tuple(result)
 
 
@@ -224,33 +215,23 @@ def _fn_batch(args: list[Any], dims: list[Any], call: _Call) -> tuple[Any, ...]:
     own = getattr(cls, "vmap", None)
     if inspect.getattr_static(cls, "vmap", None) is not inspect.getattr_static(Function, "vmap"):
         in_dims: list[Any] = [None] * len(call.args)
-        for j, p in enumerate(call.pos):
-            in_dims[p] = dims[j]
         full = list(call.args)
-        for j, p in enumerate(call.pos):
+        for j, p in enumerate(call.pos):  # batched arguments move their batch dimension first
             full[p] = Tensor._make(fnp.moveaxis(args[j], dims[j], 0) if dims[j] is not None else args[j])
-            if dims[j] is not None:
-                in_dims[p] = 0
+            in_dims[p] = None if dims[j] is None else 0
         res = own(VmapInfo(size), tuple(in_dims), *full)  # type: ignore[misc]
         if not (isinstance(res, tuple) and len(res) == 2):
             raise RuntimeError(f"{cls.__name__}.vmap must return a pair (output, out_dims)")
         out, out_dims = res
-        outs = list(out) if isinstance(out, tuple) else [out]
+        outs = call.layout(out)
         od = list(out_dims) if isinstance(out_dims, (tuple, list)) else [out_dims] * len(outs)
         if len(od) != len(outs):
             raise RuntimeError(f"{cls.__name__}.vmap returned {len(od)} out_dims for {len(outs)} outputs")
-        call.is_tuple = isinstance(out, tuple)
-        call.out_layout = [None if isinstance(o, Tensor) else (o,) for o in outs]
-        leaves, ldims = [], []
-        for o, d in zip(outs, od):
-            if isinstance(o, Tensor):
-                v = _raw_value(o)
-                if d is None:
-                    v = fnp.broadcast_to(fnp.expand_dims(v, 0), (size,) + tuple(shape_of(v)))
-                    d = 0
-                leaves.append(v)
-                ldims.append(d)
-        return tuple(leaves), tuple(ldims)
+        pairs = [(_raw_value(o), d) for o, d in zip(outs, od) if isinstance(o, Tensor)]
+        # an output without a batch dimension is the same for every example: broadcast along a new first one
+        leaves = tuple(v if d is not None else fnp.broadcast_to(fnp.expand_dims(v, 0), (size,) + tuple(shape_of(v)))
+                       for v, d in pairs)
+        return leaves, tuple(0 if d is None else d for _, d in pairs)
     if getattr(cls, "generate_vmap_rule", False):
         batched: tuple[Any, ...] = fallback(get_primitive(_FN), args, dims, size, {"call": call})
         return batched
@@ -297,11 +278,7 @@ def apply_function(cls: type, args: tuple[Any, ...]) -> Any:
     pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
     call = _Call(cls, tuple(None if isinstance(a, Tensor) else a for a in args), pos)
     leaves = [_raw_value(args[p]) for p in pos]
-    outs = _FN(*leaves, call=call)
-    results: list[Any] = []
-    it = iter(outs)
-    for c in call.out_layout:
-        results.append(Tensor._make(next(it)) if c is None else c[0])
+    results = call.outputs(_FN(*leaves, call=call))
     for p, k in call.dirty.items():  # forward changed this input in place: it takes the output's value
         t = args[p]
         if not traced_inplace(t, results[k]):

@@ -98,11 +98,8 @@ def enter(reverse: bool) -> Frame:
 def leave(frame: Frame, ok: bool) -> None:
     """Close ``frame`` (restoring grad mode). With ``ok`` (the function returned and its outputs were
     converted), a tensor from outside the call that it wrote in place is an error, as in torch.func."""
-    frames = _local.frames
-    if frames and frames[-1] is frame:
-        frames.pop()
-    elif frame in frames:
-        frames.remove(frame)
+    if frame in _local.frames:
+        _local.frames.remove(frame)
     _mode.enabled = frame.prev_enabled
     with _open_lock:
         _open[0] -= 1

@@ -31,8 +31,9 @@ from ..backend import namespace_of
 from . import graph as _graph
 from ..core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_thread_state
 from .graph import _GONE, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
+from .creation import zeros_like
 from .forward_ad import _local as _fwad_local, paused as _fwad_paused
-from .grad_mode import state as _mode
+from .grad_mode import no_grad, state as _mode
 from .tensor import Tensor, _as_tensor, _grad_lock
 
 __all__ = ["backward", "grad"]
@@ -96,21 +97,13 @@ def _run_hooks(hooks: dict[Any, Any] | None, g: Any, create_graph: bool) -> Any:
         if r is not None:
             if not isinstance(r, Tensor):
                 raise TypeError(f"a tensor hook must return None or a Tensor, got {type(r).__name__}")
-            if tuple(r.shape) != tuple(t.shape):
-                raise RuntimeError(
-                    f"hook '{getattr(fn, '__name__', 'hook')}' has changed the size of value: expected "
-                    f"{list(t.shape)} but got {list(r.shape)}"
-                )
-            if r.dtype != t.dtype:
-                raise RuntimeError(
-                    f"hook '{getattr(fn, '__name__', 'hook')}' has changed the type of value (was "
-                    f"{t.type()} got {r.type()})"
-                )
-            if r.device != t.device:
-                raise RuntimeError(
-                    f"hook '{getattr(fn, '__name__', 'hook')}' has changed the device of value (was "
-                    f"{t.device} got {r.device})"
-                )
+            checks = (("size", r.shape == t.shape, f": expected {list(t.shape)} but got {list(r.shape)}"),
+                      ("type", r.dtype == t.dtype, f" (was {t.type()} got {r.type()})"),
+                      ("device", r.device == t.device, f" (was {t.device} got {r.device})"))
+            for what, same, detail in checks:
+                if not same:
+                    raise RuntimeError(f"hook '{getattr(fn, '__name__', 'hook')}' has changed the {what} of "
+                                       f"value{detail}")
             t = r
     return _from_user(t, create_graph)
 
@@ -134,11 +127,10 @@ def _anomaly_error(node: Node, err: BaseException) -> None:
         )
         parent = getattr(stack, "parent", None)
         while parent is not None and parent._stack:  # double backward: where each creator came from
-            p_trace = "".join(parent._stack)
-            warnings.warn(f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call that "
-                          f"induced the previous calculation:\n{p_trace}", UserWarning, stacklevel=3)
-            trace += (f"\nPrevious calculation was induced by {parent.name()}. Traceback of forward call that "
-                      f"induced the previous calculation:\n{p_trace}")
+            induced = (f"Previous calculation was induced by {parent.name()}. Traceback of forward call that "
+                       f"induced the previous calculation:\n{''.join(parent._stack)}")
+            warnings.warn(f"\n\n{induced}", UserWarning, stacklevel=3)
+            trace += f"\n{induced}"
             parent = getattr(parent._stack, "parent", None)
         msg = f"{err}\n\nTraceback of forward call that caused the error (operation {node.name()}):\n{trace}"
         raise type(err)(msg) from err
@@ -202,10 +194,8 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
                 backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
         finally:
             _mode.enabled = prev_mode
-        k = 0
-        while k < len(bp.callbacks):  # then the callbacks queued on the pass, in order
-            bp.callbacks[k]()
-            k += 1
+        for callback in bp.callbacks:  # then the callbacks queued on the pass, in order (and those they queue)
+            callback()
     finally:
         stack.pop()
         _graph.fp_restore(token)
@@ -273,7 +263,7 @@ class _Visitor(Visitor):
             buf = g if g is not None else [None] * n_out
         if not live:  # a captured non-leaf with nothing needed behind it
             if node._prehooks and self.accumulate and any(b is not None for b in buf):
-                self._prehooks(node, buf)
+                self._node_hooks(node._prehooks, buf)
             return None
         return self._run(node, buf)
 
@@ -294,24 +284,17 @@ class _Visitor(Visitor):
             self.captured[tape_node] = g
         return g
 
-    def _prehooks(self, node: Any, buf: list[Any]) -> list[Any]:
+    def _node_hooks(self, hooks: dict[Any, Any], grads: list[Any], outputs: list[Any] | None = None) -> list[Any]:
+        """Run a node's pre hooks ``fn(grad_outputs)`` or, given the ``outputs`` gradients, its post
+        hooks ``fn(grad_inputs, grad_outputs)``; a hook's non-None result replaces ``grads``."""
         cg = self.create_graph
-        user = [_to_user(g, cg) for g in buf]
-        for fn in list(node._prehooks.values()):
-            r = fn(tuple(user))
+        user = tuple(_to_user(g, cg) for g in grads)
+        extra = () if outputs is None else (tuple(_to_user(g, cg) for g in outputs),)
+        for fn in list(hooks.values()):
+            r = fn(user, *extra)
             if r is not None:
-                user = list(r)
+                user = tuple(r)
         return [_from_user(g, cg) for g in user]
-
-    def _posthooks(self, node: Any, outs: list[Any], buf: list[Any]) -> list[Any]:
-        cg = self.create_graph
-        user_in = tuple(_to_user(g, cg) for g in outs)
-        user_out = tuple(_to_user(g, cg) for g in buf)
-        for fn in list(node._hooks.values()):
-            r = fn(user_in, user_out)
-            if r is not None:
-                user_in = tuple(r)
-        return [_from_user(g, cg) for g in user_in]
 
     def _leaf(self, node: AccumulateGrad, g: Any, owned: bool) -> None:
         var = node.variable
@@ -327,17 +310,17 @@ class _Visitor(Visitor):
             if not self.accumulate:
                 return  # autograd.grad: hooks on the leaf's tensor run, its node does not
         if node._prehooks:
-            g = self._prehooks(node, [g])[0]
+            g = self._node_hooks(node._prehooks, [g])[0]
             owned = False
         if g is not None:
             _accumulate(var, g, cg, owned and not node._hooks)  # (post hooks see the gradient too)
         if node._hooks:
-            self._posthooks(node, [], [g])
+            self._node_hooks(node._hooks, [], [g])
 
     def _run(self, node: Any, buf: list[Any]) -> Any:
         cg = self.create_graph
         if node._prehooks:
-            buf = self._prehooks(node, buf)
+            buf = self._node_hooks(node._prehooks, buf)
         if all(g is None for g in buf):
             outs: list[Any] = [None] * len(node.parents)
         else:
@@ -364,7 +347,7 @@ class _Visitor(Visitor):
             if anomaly.enabled and anomaly.check_nan:
                 _nan_check(node, outs)
         if node._hooks:
-            outs = self._posthooks(node, outs, buf)
+            outs = self._node_hooks(node._hooks, outs, buf)
         if not self.keep_graph:
             node.release()
         return _conformed(node, outs)
@@ -476,8 +459,17 @@ def _as_list(x: Any) -> list[Any]:
     return [x]
 
 
-def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool,
-                is_grads_batched: bool = False) -> list[Any]:
+def _input_edges(ins: list[Any], fn: str) -> list[Any]:
+    """The graph edges of the tensors to differentiate with respect to (``inputs`` of ``fn()``)."""
+    for t in ins:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"inputs to {fn}() must be Tensors, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    return [edge_of(t) for t in ins]
+
+
+def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool) -> list[Any]:
     if len(grad_outputs) != len(outputs):
         raise RuntimeError("grad can be implicitly created only for scalar outputs" if not grad_outputs else
                            f"Mismatch in number of gradients: got {len(grad_outputs)} but expected {len(outputs)}")
@@ -492,8 +484,7 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool,
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if out._value.dtype.kind != "f":
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-            ns = namespace_of(out._value)
-            g_int = ns.ones(out._value.shape, dtype=out._value.dtype)
+            g_int = namespace_of(out._value).ones(out._value.shape, dtype=out._value.dtype)
         else:
             gt = _as_tensor(g)
             if tuple(gt.shape) != tuple(out.shape):
@@ -535,8 +526,6 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         grad_tensors = grad_variables
     outputs = _as_list(tensors)
     grads = _as_list(grad_tensors) if grad_tensors is not None else [None] * len(outputs)
-    if isinstance(grad_tensors, Tensor) or (grad_tensors is not None and not isinstance(grad_tensors, (list, tuple))):
-        grads = [grad_tensors]
     if retain_graph is None:
         retain_graph = create_graph
     roots = _make_seeds(outputs, grads, create_graph)
@@ -544,13 +533,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         ins = _as_list(inputs)
         if not ins:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-        edges: list[Any] = []
-        for t in ins:
-            if not isinstance(t, Tensor):
-                raise TypeError(f"inputs to backward() must be Tensors, got {type(t).__name__}")
-            if not t.requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
-            edges.append(edge_of(t))
+        edges = _input_edges(ins, "backward")
         captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=True)
         for t, e in zip(ins, edges):
             g = captured.get(e)
@@ -581,18 +564,11 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     if not ins:
         raise RuntimeError("grad requires at least one input")
     gouts = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
-    if isinstance(grad_outputs, Tensor):
-        gouts = [grad_outputs]
     if retain_graph is None:
         retain_graph = create_graph
-    for t in ins:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"inputs to grad() must be Tensors, got {type(t).__name__}")
-        if not t.requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    edges = _input_edges(ins, "grad")
     if is_grads_batched:
         return _batched_grad(outs, ins, gouts, retain_graph, create_graph, allow_unused, materialize_grads)
-    edges = [edge_of(t) for t in ins]
     roots = _make_seeds(outs, gouts, create_graph)
     captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=False)
     result: list[Any] = []
@@ -604,12 +580,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                     f"The differentiated Tensor at index {i} appears to not have been used in the graph. Set "
                     "allow_unused=True if this is the desired behavior."
                 )
-            if materialize_grads:
-                from .creation import zeros_like
-
-                result.append(zeros_like(t))
-            else:
-                result.append(None)
+            result.append(zeros_like(t) if materialize_grads else None)
             continue
         g = _match(g, (t._value.shape, t._value.dtype, None))
         gu = _to_user(g, create_graph)
@@ -623,36 +594,21 @@ def _batched_grad(outs: list[Any], ins: list[Any], gouts: list[Any], retain_grap
                   allow_unused: bool, materialize: bool) -> tuple[Any, ...]:
     from .ops import stack
 
-    n = None
-    for g in gouts:
-        if g is not None:
-            n = g.shape[0]
-    if n is None:
+    sizes = [g.shape[0] for g in gouts if g is not None]
+    if not sizes:
         raise RuntimeError("is_grads_batched=True requires grad_outputs with a leading batch dimension")
-    per: list[Any] = [[] for _ in ins]
-    for b in range(n):
-        gb = [g[b] if g is not None else None for g in gouts]
-        res = grad(outs, ins, gb, retain_graph=True if b < n - 1 else retain_graph, create_graph=create_graph,
-                   allow_unused=allow_unused, materialize_grads=materialize)
-        for k, r in enumerate(res):
-            per[k].append(r)
-    out: list[Any] = []
-    for k, t in enumerate(ins):
-        if any(r is None for r in per[k]):
-            out.append(None)
-        else:
-            out.append(stack(per[k]))
-    return tuple(out)
+    n = sizes[-1]
+    rows = [grad(outs, ins, [g[b] if g is not None else None for g in gouts],
+                 retain_graph=True if b < n - 1 else retain_graph, create_graph=create_graph,
+                 allow_unused=allow_unused, materialize_grads=materialize) for b in range(n)]
+    per = [[res[k] for res in rows] for k in range(len(ins))]
+    return tuple(None if any(r is None for r in rs) else stack(rs) for rs in per)
 
 
 def call_node(node: Node, grads: tuple[Any, ...]) -> Any:
     """``grad_fn(*grads)``: run one node on given output gradients (no accumulation)."""
     internal = [_from_user(g, False) for g in grads]
-    prev = _mode.enabled
-    _mode.enabled = False
-    try:
+    with no_grad():
         outs = node.apply(internal, False)
-    finally:
-        _mode.enabled = prev
     res = tuple(_to_user(g, False) if g is not None else None for g in outs)
     return res[0] if len(res) == 1 else res

@@ -29,18 +29,17 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 
 UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
-_local = threading.local()
+
+class _Local(threading.local):
+    """This thread's open dual levels (innermost last) and how many ``paused`` blocks it is in."""
+
+    paused = 0
+
+    def __init__(self) -> None:
+        self.levels: list[Any] = []
 
 
-def _levels() -> list[Any]:
-    lv = getattr(_local, "levels", None)
-    if lv is None:
-        lv = _local.levels = []
-    return lv
-
-
-def _paused() -> bool:
-    return getattr(_local, "paused", 0) > 0
+_local = _Local()
 
 
 class DualTrace(ForwardTrace):
@@ -58,7 +57,7 @@ class DualTrace(ForwardTrace):
         self.thread = None
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-        if self.closed or _paused():
+        if self.closed or _local.paused > 0:
             for i in argnums:
                 args[i] = args[i]._value
             return prim.call(*args, **kwargs)
@@ -68,7 +67,7 @@ class DualTrace(ForwardTrace):
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
     """Forward AD off in this thread (the backward pass runs so: primal gradients only)."""
-    _local.paused = getattr(_local, "paused", 0) + 1
+    _local.paused += 1
     try:
         yield
     finally:
@@ -82,7 +81,7 @@ def enter_dual_level() -> int:
 
         lvl = fwAD.enter_dual_level(); ...; fwAD.exit_dual_level(level=lvl)
     """
-    levels = _levels()
+    levels = _local.levels
     trace = DualTrace(len(levels))
     levels.append(trace)
     return trace.index
@@ -90,7 +89,7 @@ def enter_dual_level() -> int:
 
 def exit_dual_level(*, level: int | None = None) -> None:
     """Close the innermost dual level (``level`` must name it when given)."""
-    levels = _levels()
+    levels = _local.levels
     if not levels:
         raise RuntimeError("exit_dual_level: no dual level is open (use enter_dual_level() or dual_level())")
     if level is not None and level != levels[-1].index:
@@ -119,7 +118,7 @@ class dual_level:
 
 
 def _trace_of(level: int | None, what: str) -> DualTrace:
-    levels = _levels()
+    levels = _local.levels
     if not levels:
         raise RuntimeError(f"Trying to {what} but no level exists, make sure to enter_dual_level() first.")
     if level is None:
@@ -152,10 +151,9 @@ def make_dual(tensor: Any, tangent: Any, *, level: int | None = None) -> Any:
     trace = _trace_of(level, "create a dual Tensor for forward AD")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError(f"make_dual expects Tensors, got {type(tensor).__name__} and {type(tangent).__name__}")
-    if not (tensor.is_floating_point() or tensor.is_complex()):
-        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
-    if not (tangent.is_floating_point() or tangent.is_complex()):
-        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
+    for what, t in (("primal", tensor), ("tangent", tangent)):
+        if not (t.is_floating_point() or t.is_complex()):
+            raise ValueError(f"Expected {what} to be floating point or complex, but got: {t.dtype}")
     if tuple(tangent.shape) != tuple(tensor.shape):
         raise RuntimeError(
             "Trying to set a forward gradient that has a different size than that of the original Tensor, this is "
@@ -216,7 +214,7 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
 
     if not isinstance(tensor, Tensor):
         return UnpackedDualTensor(tensor, None)
-    levels = _levels()
+    levels = _local.levels
     if not levels:
         return UnpackedDualTensor(tensor, None)
     trace = _trace_of(level, "unpack a dual Tensor")
@@ -236,20 +234,13 @@ def dual_inputs(args: Any) -> tuple[DualTrace | None, list[Any]]:
     tangent there (None where none)."""
     from .tensor import Tensor
 
-    levels = _levels()
-    if not levels or _paused():
+    levels = _local.levels
+    if not levels or _local.paused > 0:
         return None, []
     for trace in reversed(levels):
-        tangents = [None] * len(args)
-        found = False
-        for i, a in enumerate(args):
-            if isinstance(a, Tensor):
-                box = _level_box(_fresh_value(a), trace)
-                if box is not None:
-                    found = True
-                    tangents[i] = box
-        if found:
-            return trace, tangents
+        boxes = [_level_box(_fresh_value(a), trace) if isinstance(a, Tensor) else None for a in args]
+        if any(b is not None for b in boxes):
+            return trace, boxes
     return None, []
 
 
@@ -261,37 +252,21 @@ def primal_args(args: tuple[Any, ...], boxes: list[Any]) -> tuple[Any, ...]:
 def attach_tangents(cls: Any, ctx: Any, trace: DualTrace, args: tuple[Any, ...], boxes: list[Any],
                     results: list[Any]) -> None:
     """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
-    from .function import Function
+    from .creation import zeros_like
+    from .function import _check_returned, _require_jvp, _run_jvp
     from .tensor import Tensor
 
-    if cls.jvp is Function.jvp or not callable(getattr(cls, "jvp", None)):
-        raise NotImplementedError(
-            f"You must implement the jvp function for custom autograd.Function to use it with forward mode AD "
-            f"({cls.__name__} was given a dual tensor): define a static jvp(ctx, *grad_inputs)")
-    from .creation import zeros_like
+    _require_jvp(cls, "was given a dual tensor")
 
     # as PyTorch: zeros for floating tensor inputs without a tangent, None for everything else
     t_in = [Tensor._make(b._tangent) if b is not None and b._tangent is not None
             else zeros_like(a) if isinstance(a, Tensor) and (a.is_floating_point() or a.is_complex()) else None
             for a, b in zip(args, boxes)]
-    ctx._in_jvp = True
-    try:
-        t_out = cls.jvp(ctx, *t_in)
-    finally:
-        ctx._in_jvp = False
-    if not isinstance(t_out, tuple):
-        t_out = (t_out,)
-    tensors = [k for k, o in enumerate(results) if isinstance(o, Tensor)]
-    if len(t_out) != len(results):
-        raise RuntimeError(f"Function {cls.__name__}.jvp returned {len(t_out)} tangents; expected one per output "
-                           f"of forward ({len(results)})")
-    for k in tensors:
-        o, t = results[k], t_out[k]
-        if t is None or not (o.is_floating_point() or o.is_complex()):
+    t_out = _run_jvp(cls, ctx, t_in, len(results))
+    for k, (o, t) in enumerate(zip(results, t_out)):
+        if not isinstance(o, Tensor) or t is None or not (o.is_floating_point() or o.is_complex()):
             continue
-        if not isinstance(t, Tensor):
-            raise TypeError(f"Function {cls.__name__}.jvp returned a {type(t).__name__} at index {k}; expected a "
-                            f"Tensor or None")
+        _check_returned(t, k, f"Function {cls.__name__}.jvp")
         if tuple(t.shape) != tuple(o.shape):
             raise RuntimeError(f"Function {cls.__name__}.jvp returned a tangent of shape {list(t.shape)} at index "
                                f"{k}, but the output has shape {list(o.shape)}")

@@ -130,12 +130,11 @@ def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
 
     Example: ``g, v = ft.func.grad_and_value(f)(x)``.
     """
-    vg = fg.value_and_grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux)
+    vg = _on_tensors(fg.value_and_grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux))
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        enabled = _mode.enabled
-        value, g = _outer_no_grad(vg(*_to_raw(args), **kwargs), enabled)
-        return _result(g), _result(value)
+        value, g = vg(*args, **kwargs)
+        return g, value
 
     return wrapped
 
@@ -190,14 +189,9 @@ def hessian(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0) -> Cal
 
 def _chunks(args: tuple[Any, ...], dims: Any, size: int, chunk: int) -> Iterator[tuple[Any, ...]]:
     for lo in range(0, size, chunk):
-        part = []
-        for a, d in zip(args, dims):
-            if d is None:
-                part.append(a)
-            else:
-                part.append(tree_util.tree_map(
-                    lambda v, d=d: v[(slice(None),) * (d % v.ndim) + (slice(lo, lo + chunk),)], a))
-        yield tuple(part)
+        cut = (slice(lo, lo + chunk),)
+        yield tuple(a if d is None else tree_util.tree_map(lambda v, d=d: v[(slice(None),) * (d % v.ndim) + cut], a)
+                    for a, d in zip(args, dims))
 
 
 def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
@@ -219,10 +213,8 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
         sizes = [tree_util.tree_leaves(a)[0].shape[d] for a, d in zip(raw, dims) if d is not None]
         if not sizes:
             raise ValueError("vmap: at least one argument must be mapped (in_dims not None)")
-        outs = [v(*part, **kwargs) for part in _chunks(raw, dims, sizes[0], chunk_size)]
-        od = out_dims
-        outs = [_to_raw(_result(o)) for o in outs]
-        return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=od), *outs))
+        outs = [_to_raw(_result(v(*part, **kwargs))) for part in _chunks(raw, dims, sizes[0], chunk_size)]
+        return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=out_dims), *outs))
 
     return wrapped
 

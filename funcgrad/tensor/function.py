@@ -51,10 +51,10 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Save tensors (inputs or outputs) for ``backward``; read them back with ``ctx.saved_tensors``."""
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save variables, but argument "
-                                f"{tensors.index(t)} is of type {type(t).__name__}")
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type(t).__name__}")
         self.to_save = tensors
 
     def save_for_forward(self, *tensors: Any) -> None:
@@ -68,13 +68,8 @@ class FunctionCtx:
         if self._saved is None:
             return tuple(self.to_save)
         owner = self._node
-        out: list[Any] = []
-        for s in self._saved:
-            if s is None:
-                out.append(None)
-            else:
-                out.append(s.unpack(owner if s._is_output else None, numpy_box=False))
-        return tuple(out)
+        return tuple(None if s is None else s.unpack(owner if s._is_output else None, numpy_box=False)
+                     for s in self._saved)
 
     saved_variables = saved_tensors
 
@@ -123,13 +118,10 @@ class FunctionNode(Node):
         if self._released and self._ctx._saved:
             raise RuntimeError(_graph._FREED)
         ctx = self._ctx
-        user = []
-        for g, meta in zip(grads, self._out_meta):
-            if g is None:  # non-tensor outputs get None, as in PyTorch
-                materialize = ctx.materialize_grads and meta[1] is not None
-                user.append(zeros(meta[0], dtype=meta[1]) if materialize else None)
-            else:
-                user.append(_to_user(g, create_graph))
+        # no gradient: zeros, unless not materialize_grads (and None for non-tensor outputs, as in PyTorch)
+        user = [_to_user(g, create_graph) if g is not None
+                else zeros(meta[0], dtype=meta[1]) if ctx.materialize_grads and meta[1] is not None else None
+                for g, meta in zip(grads, self._out_meta)]
         backward = _backward_of(self._cls)
         with set_grad_enabled(create_graph):
             res = _gradients(backward(ctx, *user), self._n_args, self._name)
@@ -140,12 +132,9 @@ class FunctionNode(Node):
             if g is None:
                 out.append(None)
                 continue
-            if not isinstance(g, Tensor):
-                if isinstance(g, GraphBox):
-                    g = _graph.as_tensor_box(g)
-                else:
-                    raise TypeError(f"function {self._name} returned a gradient of type {type(g).__name__} at index "
-                                    f"{pos}; expected a Tensor or None")
+            if isinstance(g, GraphBox) and not isinstance(g, Tensor):
+                g = _graph.as_tensor_box(g)
+            _check_returned(g, pos, f"function {self._name}", "gradient of type ")
             check_gradient_shape(tuple(g.shape), tuple(in_meta[pos][0]),
                                  f"Function {self._name} returned an invalid gradient at index {pos}")
             out.append(_from_user(g, create_graph))
@@ -239,6 +228,36 @@ def _backward_of(cls: type) -> Callable[..., Any]:
     return cast("Callable[..., Any]", cls.vjp if has_vjp else cls.backward)  # type: ignore[attr-defined]
 
 
+def _require_jvp(cls: type, why: str) -> None:
+    """An error when the Function has no ``jvp`` (``why``: how forward mode reached it)."""
+    jvp = getattr(cls, "jvp", None)
+    if jvp is Function.jvp or not callable(jvp):
+        raise NotImplementedError(f"You must implement the jvp function for custom autograd.Function to use it with "
+                                  f"forward mode AD ({cls.__name__} {why}): define a static jvp(ctx, *grad_inputs)")
+
+
+def _run_jvp(cls: type, ctx: FunctionCtx, tangents: list[Any], n_outputs: int) -> tuple[Any, ...]:
+    """``cls.jvp(ctx, *tangents)`` (where ``ctx.saved_tensors`` reads what ``save_for_forward`` saved):
+    one tangent per output of forward."""
+    ctx._in_jvp = True  # type: ignore[attr-defined]
+    try:
+        t_out = cls.jvp(ctx, *tangents)  # type: ignore[attr-defined]
+    finally:
+        ctx._in_jvp = False  # type: ignore[attr-defined]
+    if not isinstance(t_out, tuple):
+        t_out = (t_out,)
+    if len(t_out) != n_outputs:
+        raise RuntimeError(f"Function {cls.__name__}.jvp returned {len(t_out)} tangents; expected one per output of "
+                           f"forward ({n_outputs})")
+    return tuple(t_out)
+
+
+def _check_returned(t: Any, k: int, who: str, kind: str = "") -> None:
+    """What ``who`` (a backward, ``kind`` "gradient of type ", or a jvp) returned at index ``k`` must be a Tensor."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{who} returned a {kind}{type(t).__name__} at index {k}; expected a Tensor or None")
+
+
 class Function:
     """Base class of custom differentiable operations (PyTorch's ``torch.autograd.Function``).
 
@@ -288,21 +307,18 @@ class Function:
             args = _fwad.primal_args(args, dual_boxes)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)  # (views refreshed)
-        if _mode.enabled and any(ctx.needs_input_grad):
+        record = _mode.enabled and any(ctx.needs_input_grad)
+        if record:
             for a in args:  # as PyTorch reads every input's grad_fn before forward: stale views refresh (or raise)
                 if isinstance(a, Tensor) and a._base is not None:
                     a._graph()
         uses_setup = cls.setup_context is not Function.setup_context
         with no_grad():
-            if uses_setup:
-                output = cls.forward(*args)
-            else:
-                output = cls.forward(ctx, *args)
+            output = cls.forward(*args) if uses_setup else cls.forward(ctx, *args)
         if uses_setup:
             cls.setup_context(ctx, args, output)
         is_tuple = isinstance(output, tuple)
         outs = list(output) if is_tuple else [output]
-        record = _mode.enabled and any(ctx.needs_input_grad)
         input_ids = {id(a): a for a in args if isinstance(a, Tensor)}
         results = []
         for o in outs:
@@ -313,36 +329,27 @@ class Function:
             results.append(o)
         _mark_output_views(outs, results, input_ids, ctx)
         if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
-            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
-                               "The inputs that are modified inplace must all be outputs of the Function.")
+            raise RuntimeError(_func_function.DIRTY_NOT_RETURNED)
         for a in args:
             if isinstance(a, Tensor) and id(a) in ctx._dirty:
                 _check_dirty(a, record)
         if record:
-            edges, positions, in_meta = [], [], []
-            for i, a in enumerate(args):
-                if isinstance(a, Tensor):
-                    e = edge_of(a) if a._requires_grad else None
-                    edges.append(e)
-                    positions.append(i)
-                    in_meta.append((a._value.shape, a._value.dtype))
-            node = FunctionNode(cls, ctx, edges, positions, len(args))
-            node._in_meta = in_meta
+            tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, Tensor)]
+            edges = [edge_of(a) if a._requires_grad else None for _, a in tensors]
+            node = FunctionNode(cls, ctx, edges, [i for i, _ in tensors], len(args))
+            node._in_meta = [(a._value.shape, a._value.dtype) for _, a in tensors]
             ctx._node = node
-            meta = []
-            for k, o in enumerate(results):
-                if isinstance(o, Tensor):
-                    meta.append((o._value.shape, o._value.dtype, namespace_of(o._value)))
-                    if id(outs[k]) in ctx._non_differentiable or o._value.dtype.kind not in "fc":
-                        continue
-                    if id(outs[k]) in ctx._dirty:
-                        _rebase_dirty(o, node, k, len(results))
-                    else:
-                        o._node, o._output_nr, o._requires_grad = node, k, True
-                else:
-                    meta.append(((), None, None))
-            node._out_meta = node.ans = tuple(meta)
+            node._out_meta = node.ans = tuple((o._value.shape, o._value.dtype, namespace_of(o._value))
+                                              if isinstance(o, Tensor) else ((), None, None) for o in results)
             node._n_outputs = len(results)
+            for k, o in enumerate(results):
+                if (not isinstance(o, Tensor) or id(outs[k]) in ctx._non_differentiable
+                        or o._value.dtype.kind not in "fc"):
+                    continue
+                if id(outs[k]) in ctx._dirty:
+                    _rebase_dirty(o, node, k, len(results))
+                else:
+                    o._node, o._output_nr, o._requires_grad = node, k, True
             if _graph.anomaly.enabled:
                 node._stack = _graph.user_stack()
             # saved tensors: outputs saved as outputs (no reference cycle), others as inputs
@@ -399,18 +406,15 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(ctx: Any, *args: Any) -> Any:
         with no_grad():
             outputs = fn(ctx, *args)
-        if not _mode.enabled:
+        edges = [edge_of(a) for a in args if isinstance(a, Tensor) and a._requires_grad] if _mode.enabled else []
+        if not edges:
             return outputs
-        requires = any(isinstance(a, Tensor) and a._requires_grad for a in args)
-        if not requires:
-            return outputs
-        tup = outputs if isinstance(outputs, tuple) else (outputs,)
-        edges = [edge_of(a) for a in args if isinstance(a, Tensor) and a._requires_grad]
         res = []
-        for o in tup:
+        for o in outputs if isinstance(outputs, tuple) else (outputs,):
             if isinstance(o, Tensor):
+                meta = (o._value.shape, o._value.dtype, namespace_of(o._value))
                 err = _DelayedError("trying to differentiate twice a function that was marked with "
-                                    "@once_differentiable", edges, [(o._value.shape, o._value.dtype, namespace_of(o._value))])
+                                    "@once_differentiable", edges, [meta])
                 o = Tensor._make(o._value, err, 0, True)
             res.append(o)
         return tuple(res) if isinstance(outputs, tuple) else res[0]

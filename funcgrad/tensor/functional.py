@@ -8,7 +8,6 @@ a gradient). Results are detached unless ``create_graph=True``.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import Any, Callable, cast
 
@@ -22,16 +21,9 @@ from .tensor import Tensor
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
-def _grad_enabled(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run a tool with grad mode on, as PyTorch's do: they work under ``no_grad``, and
-    ``create_graph=True`` records the history back to the user's inputs."""
-
-    @functools.wraps(fn)
-    def tool(*args: Any, **kwargs: Any) -> Any:
-        with enable_grad():
-            return fn(*args, **kwargs)
-
-    return tool
+# the tools run with grad mode on, as PyTorch's do: they work under ``no_grad``, and
+# ``create_graph=True`` records the history back to the user's inputs
+_grad_enabled = enable_grad()
 
 
 def _check_outputs_require_grad(outs: tuple[Any, ...], first: int = 0) -> None:
@@ -60,11 +52,9 @@ def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple[Any, ...]]:
     items = tuple(x) if is_tuple else (x,)
     for i, t in enumerate(items):
         if not isinstance(t, Tensor):
-            if is_tuple:
-                raise TypeError(f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but the "
-                                f"element {i} has type {type(t)}.")
-            raise TypeError(f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but the given "
-                            f"{arg} has type {type(t)}.")
+            which = f"element {i}" if is_tuple else f"given {arg}"
+            raise TypeError(f"The {arg} given to {fn} must be either a Tensor or a tuple of Tensors but the {which} "
+                            f"has type {type(t)}.")
     return is_tuple, items
 
 
@@ -82,6 +72,18 @@ def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], fn: str) -> tupl
     with enable_grad():
         out = func(*inputs)
     return _tuplify(out, "outputs of the user-provided function", fn)
+
+
+def _single_output(func: Callable[..., Any], inputs: tuple[Any, ...], fn: str, strict: bool) -> Any:
+    """The one-element Tensor that the function given to ``fn`` (hessian, vhp, hvp) must return."""
+    is_tuple, outs = _outputs(func, inputs, fn)
+    if is_tuple:
+        raise RuntimeError(f"The function given to {fn} should return a single Tensor")
+    if outs[0].numel() != 1:
+        raise RuntimeError(f"The Tensor returned by the function given to {fn} should contain a single element")
+    if strict:
+        _check_outputs_require_grad(outs)
+    return outs[0]
 
 
 def _check_v(v: Any, like: tuple[Any, ...], like_is_tuple: bool, name: str, fn: str) -> tuple[Any, ...]:
@@ -266,10 +268,9 @@ def _plain_graph(out: Tensor) -> bool:
     """True when a backward walk from ``out`` runs no user code (only primitive nodes and leaves;
     no tensor or node hooks, retained gradients, custom Functions, anomaly mode): then one batched
     walk is indistinguishable from the row-by-row loop, so ``vectorize=False`` may take it too."""
-    from . import graph as _g
+    from .graph import AccumulateGrad, PrimNode, anomaly
 
-    kinds = tuple(k for k in (getattr(_g, "PrimNode", None), getattr(_g, "AccumulateGrad", None)) if k is not None)
-    if len(kinds) != 2 or _g.anomaly.enabled:
+    if anomaly.enabled:
         return False
     seen: set[int] = set()
     stack = [out.grad_fn]
@@ -278,10 +279,10 @@ def _plain_graph(out: Tensor) -> bool:
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        if not isinstance(node, kinds) or any(
+        if not isinstance(node, (PrimNode, AccumulateGrad)) or any(
                 getattr(node, a, None) for a in ("_hooks", "_prehooks", "_tensor_prehooks", "_retain")):
             return False
-        if isinstance(node, kinds[1]):
+        if isinstance(node, AccumulateGrad):
             leaf = node.variable
             if leaf is not None and (getattr(leaf, "_hooks", None) or getattr(leaf, "_post_hooks", None)):
                 return False
@@ -347,17 +348,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
     is_tuple_in, ins = _tuplify(inputs, "inputs", "hessian")
 
     def jac_fn(*xs: Any) -> Any:
-        out = func(*xs)
-        if isinstance(out, (tuple, list)):
-            raise RuntimeError("The function given to hessian should return a single Tensor")
-        if not isinstance(out, Tensor):
-            raise TypeError(f"The outputs of the user-provided function given to hessian must be either a Tensor or "
-                            f"a tuple of Tensors but the given outputs of the user-provided function has type "
-                            f"{type(out)}.")
-        if out.numel() != 1:
-            raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
-        if strict:
-            _check_outputs_require_grad((out,))
+        out = _single_output(func, xs, "hessian", strict)
         g = _zeros_for_none(_grad_of((out.reshape(()),), xs, (None,), True, retain_graph=None), xs)
         if strict:
             _check_jacobian_requires_grad(g)
@@ -382,14 +373,7 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple_in, ins = _tuplify(inputs, "inputs", _fn)
     ins = _prep_inputs(ins, create_graph)
     vs = _check_v(v, ins, is_tuple_in, "inputs", _fn)
-    is_tuple_out, outs = _outputs(func, ins, _fn)
-    if is_tuple_out:
-        raise RuntimeError(f"The function given to {_fn} should return a single Tensor")
-    out = outs[0]
-    if out.numel() != 1:
-        raise RuntimeError(f"The Tensor returned by the function given to {_fn} should contain a single element")
-    if strict:
-        _check_outputs_require_grad((out,))
+    out = _single_output(func, ins, _fn, strict)
     with enable_grad():  # (an output that needs no grad: all derivatives None, so zeros)
         g = _grad_of((out,), ins, (None,), True, retain_graph=None)
         _check_filled(g, strict, False, "back")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import types
 from typing import TYPE_CHECKING, Any, Callable
 
 __all__ = [
@@ -44,6 +45,7 @@ def is_inference_mode_enabled() -> bool:
     return state.inference
 
 
+@types.coroutine  # (awaitable too: a decorated coroutine awaits it)
 def _drive(it: Any, factory: Callable[..., Any]) -> Any:
     """Run generator or coroutine ``it`` one step at a time under a fresh mode from
     ``factory``, so its body sees the mode but the caller, between steps, does not.
@@ -66,16 +68,6 @@ def _drive(it: Any, factory: Callable[..., Any]) -> Any:
                     value = it.send(sent)
     except StopIteration as stop:
         return stop.value
-
-
-class _Awaitable:
-    """Awaits a coroutine through :func:`_drive`."""
-
-    def __init__(self, steps: Any) -> None:
-        self.steps = steps
-
-    def __await__(self) -> Any:
-        return self.steps
 
 
 class _DecoratorContextManager:
@@ -105,7 +97,7 @@ class _DecoratorContextManager:
         if inspect.iscoroutinefunction(fn):
             @functools.wraps(fn)
             async def coro_wrapper(*args: Any, **kwargs: Any) -> Any:
-                return await _Awaitable(_drive(fn(*args, **kwargs), factory))
+                return await _drive(fn(*args, **kwargs), factory)
 
             return coro_wrapper
 
@@ -226,9 +218,7 @@ class inference_mode(_DecoratorContextManager):
         self.prev = (state.enabled, state.inference)
         if self.mode:
             state.enabled = False
-            state.inference = True
-        else:
-            state.inference = False
+        state.inference = self.mode
 
     def __exit__(self, *exc: Any) -> None:
         state.enabled, state.inference = self.prev

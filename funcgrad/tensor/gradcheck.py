@@ -54,8 +54,8 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
         ft.autograd.gradcheck(lambda t: (t.sin() * t).sum(), (x,))
     """
     try:
-        return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
-                          check_backward_ad, check_forward_ad)
+        return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, check_backward_ad,
+                          check_forward_ad)
     except GradcheckError:
         if raise_exception:
             raise
@@ -63,8 +63,7 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
 
 
 def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, rtol: float, nondet_tol: float,
-               check_undefined_grad: bool, check_grad_dtypes: bool, check_backward_ad: bool,
-               check_forward_ad: bool = False) -> bool:
+               check_grad_dtypes: bool, check_backward_ad: bool, check_forward_ad: bool) -> bool:
     ins = _as_tuple(inputs)
     diff = [i for i, t in enumerate(ins) if isinstance(t, Tensor) and t.requires_grad]
     if not diff:
@@ -112,29 +111,22 @@ def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, r
         cplx_in = x.is_complex()
         for k in range(x.numel()):
             idx = tuple(int(i) for i in np.unravel_index(k, tuple(x.shape)))
-            plus, minus = evaluate(j, idx, eps), evaluate(j, idx, -eps)
-            if cplx_in:
-                plus_i, minus_i = evaluate(j, idx, 1j * eps), evaluate(j, idx, -1j * eps)
+            # central differences of every output along the element's real (and imaginary) direction
+            diffs = [[(p - m).reshape(-1) / (2 * eps) for p, m in zip(evaluate(j, idx, d), evaluate(j, idx, -d))]
+                     for d in ([eps, 1j * eps] if cplx_in else [eps])]
             for oi, out in enumerate(outs):
-                d_re = (plus[oi] - minus[oi]).reshape(-1) / (2 * eps)
-                d_im = (plus_i[oi] - minus_i[oi]).reshape(-1) / (2 * eps) if cplx_in else None
                 if not any_differentiable:
-                    if np.any(d_re != 0) or (d_im is not None and np.any(d_im != 0)):
+                    if any(np.any(d[oi] != 0) for d in diffs):
                         raise GradcheckError("Numerical gradient for function expected to be zero")
                     continue
                 units = [1.0, 1j] if out.is_complex() else [1.0]
                 numerical = _numerical.setdefault((oi, j), np.zeros(
                     (len(units) * out.numel(), x.numel()), dtype=complex if cplx_in else float))
-                for ui, u in enumerate(units):
-                    # dL/dx with L = Re(conj(u) * out_m), for every m
-                    col = np.real(np.conj(u) * d_re)
-                    if cplx_in:
-                        col = col + 1j * np.real(np.conj(u) * d_im)
-                    numerical[ui * out.numel():(ui + 1) * out.numel(), k] = col
+                # dL/dx with L = Re(conj(u) * out_m), for each unit u and every m: real part, then imaginary part
+                numerical[:, k] = np.concatenate([sum(c * np.real(np.conj(u) * d[oi]) for c, d in zip((1, 1j), diffs))
+                                                  for u in units])
     for (oi, j), numerical in _numerical.items():
-        ana = analytical.get((oi, j))
-        if ana is None:
-            ana = np.zeros_like(numerical)
+        ana = analytical.get((oi, j), np.zeros_like(numerical))
         if check_backward_ad and not np.allclose(ana, numerical, rtol=rtol, atol=atol):
             raise GradcheckError(
                 f"Jacobian mismatch for output {oi} with respect to input {j},\nnumerical:{_show(numerical)}\n"

@@ -86,10 +86,7 @@ class EventList(list[Any]):
         for ev in self:
             if isinstance(ev, FunctionEventAvg):
                 return self
-            avg = groups.get(ev.name)
-            if avg is None:
-                avg = groups[ev.name] = FunctionEventAvg(ev.name)
-            avg.add(ev)
+            groups.setdefault(ev.name, FunctionEventAvg(ev.name)).add(ev)
         return EventList(groups.values())
 
     @property

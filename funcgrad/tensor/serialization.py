@@ -151,10 +151,9 @@ class _Decoder:
         items = node["items"]
         if not isinstance(items, list):
             raise self.fail(at, f"is a {t!r} entry whose items are not a list")
-        if t == "list":
-            return [self.decode(v, f"{at}[{i}]", depth + 1) for i, v in enumerate(items)]
-        if t == "tuple":
-            return tuple(self.decode(v, f"{at}[{i}]", depth + 1) for i, v in enumerate(items))
+        if t in ("list", "tuple"):
+            seq = [self.decode(v, f"{at}[{i}]", depth + 1) for i, v in enumerate(items)]
+            return seq if t == "list" else tuple(seq)
         d: dict[Any, Any] = collections.OrderedDict() if t == "odict" else {}
         for i, kv in enumerate(items):
             if not isinstance(kv, list) or len(kv) != 2:

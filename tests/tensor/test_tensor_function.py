@@ -216,3 +216,14 @@ def test_setup_context_style_and_complex():
     assert ft.autograd.gradcheck(Mul.apply, (a, b))
     p, q = ft.randn(3, dtype=ft.float64, requires_grad=True), ft.randn(3, dtype=ft.float64, requires_grad=True)
     assert ft.autograd.gradcheck(Mul.apply, (p, q))
+
+
+def test_save_for_backward_names_the_bad_argument_after_a_tensor():
+    class Saves(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, 3)  # (a multi-element tensor before it: no elementwise == in the search)
+            return x * 2
+
+    with pytest.raises(TypeError, match="can only save variables, but argument 1 is of type int"):
+        Saves.apply(ft.ones(3, requires_grad=True))
