@@ -26,18 +26,18 @@ __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 _grad_enabled = enable_grad()
 
 
-def _check_outputs_require_grad(outs: tuple[Any, ...], first: int = 0) -> None:
+def _check_outputs_require_grad(outs: tuple[Any, ...], strict: bool, first: int = 0) -> None:
     """Strict mode: every output (numbered from ``first``) must depend differentiably on the inputs."""
-    for i, o in enumerate(outs, first):
+    for i, o in enumerate(outs if strict else (), first):
         if not o.requires_grad:
             raise RuntimeError(f"Output {i} of the user-provided function does not require gradients. The outputs "
                                f"must be computed in a differentiable manner from the input when running in strict "
                                f"mode.")
 
 
-def _check_jacobian_requires_grad(jac: tuple[Any, ...]) -> None:
+def _check_jacobian_requires_grad(jac: tuple[Any, ...], strict: bool) -> None:
     """Strict mode, second order: each first derivative must depend on the inputs."""
-    for i, g in enumerate(jac):
+    for i, g in enumerate(jac if strict else ()):
         if not g.requires_grad:
             raise RuntimeError(f"While computing the hessian, found that the jacobian of the user-provided function "
                                f"with respect to input {i} is independent of the input. This is not allowed in strict "
@@ -58,14 +58,12 @@ def _tuplify(x: Any, arg: str, fn: str) -> tuple[bool, tuple[Any, ...]]:
     return is_tuple, items
 
 
-def _prep_inputs(inputs: tuple[Any, ...], create_graph: bool) -> tuple[Any, ...]:
-    out = []
-    for t in inputs:
-        if create_graph and t.requires_grad:
-            out.append(t.view_as(t) if t.dim() else t * 1)
-        else:
-            out.append(t.detach().requires_grad_(True))
-    return tuple(out)
+def _prep_inputs(inputs: Any, create_graph: bool, fn: str) -> tuple[bool, tuple[Any, ...]]:
+    """(whether ``inputs`` is a tuple, the copies of them that ``fn`` differentiates with respect to):
+    with ``create_graph``, views keeping the history of those that require grad; else fresh leaves."""
+    is_tuple, ins = _tuplify(inputs, "inputs", fn)
+    return is_tuple, tuple((t.view_as(t) if t.dim() else t * 1) if create_graph and t.requires_grad
+                           else t.detach().requires_grad_(True) for t in ins)
 
 
 def _outputs(func: Callable[..., Any], inputs: tuple[Any, ...], fn: str) -> tuple[bool, tuple[Any, ...]]:
@@ -81,8 +79,7 @@ def _single_output(func: Callable[..., Any], inputs: tuple[Any, ...], fn: str, s
         raise RuntimeError(f"The function given to {fn} should return a single Tensor")
     if outs[0].numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {fn} should contain a single element")
-    if strict:
-        _check_outputs_require_grad(outs)
+    _check_outputs_require_grad(outs, strict)
     return outs[0]
 
 
@@ -156,6 +153,13 @@ def _finish(x: Any, create_graph: bool) -> Any:
     return x if create_graph or not isinstance(x, Tensor) else x.detach()
 
 
+def _answer(outs: tuple[Any, ...], out_is_tuple: bool, res: tuple[Any, ...], res_is_tuple: bool,
+            create_graph: bool) -> tuple[Any, Any]:
+    """``(output, derivative)`` as the user passed them (a lone Tensor or a tuple), detached unless create_graph."""
+    return (_finish(outs if out_is_tuple else outs[0], create_graph),
+            _finish(res if res_is_tuple else res[0], create_graph))
+
+
 @_grad_enabled
 def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
         strict: bool = False) -> tuple[Any, ...]:
@@ -165,15 +169,11 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
 
         out, g = ft.autograd.functional.vjp(lambda x: x ** 2, x, ft.ones(3))   # g = 2x
     """
-    is_tuple_in, ins = _tuplify(inputs, "inputs", "vjp")
-    ins = _prep_inputs(ins, create_graph)
+    is_tuple_in, ins = _prep_inputs(inputs, create_graph, "vjp")
     is_tuple_out, outs = _outputs(func, ins, "vjp")
     vs = _check_v(v, outs, is_tuple_out, "outputs", "vjp")
-    if strict:
-        _check_outputs_require_grad(outs)
-    res = _grads(outs, ins, vs, create_graph, strict)
-    out = outs if is_tuple_out else outs[0]
-    return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
+    _check_outputs_require_grad(outs, strict)
+    return _answer(outs, is_tuple_out, _grads(outs, ins, vs, create_graph, strict), is_tuple_in, create_graph)
 
 
 @_grad_enabled
@@ -185,12 +185,10 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
 
         out, t = ft.autograd.functional.jvp(lambda x: x.sin(), x, v)   # t = cos(x) * v
     """
-    is_tuple_in, ins = _tuplify(inputs, "inputs", "jvp")
-    ins = _prep_inputs(ins, create_graph)
+    is_tuple_in, ins = _prep_inputs(inputs, create_graph, "jvp")
     vs = _check_v(v, ins, is_tuple_in, "inputs", "jvp")
     is_tuple_out, outs = _outputs(func, ins, "jvp")
-    if strict:
-        _check_outputs_require_grad(outs)
+    _check_outputs_require_grad(outs, strict)
     us = tuple(zeros_like(o).requires_grad_(True) if o.is_floating_point() or o.is_complex() else zeros_like(o)
                for o in outs)
     with enable_grad():
@@ -199,8 +197,7 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         if any(x.requires_grad for x in g):
             _check_filled(res, strict, create_graph, "back_trick")
         res = _zeros_for_none(res, outs)
-    out = outs if is_tuple_out else outs[0]
-    return _finish(out, create_graph), _finish(res if is_tuple_out else res[0], create_graph)
+    return _answer(outs, is_tuple_out, res, is_tuple_out, create_graph)
 
 
 @_grad_enabled
@@ -233,35 +230,34 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
     if strict and vectorize:
         raise RuntimeError("ft.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not supported "
                            "together. Please either set `strict=False` or `vectorize=False`.")
-    is_tuple_in, ins = _tuplify(inputs, "inputs", "jacobian")
-    ins = _prep_inputs(ins, create_graph)
+    is_tuple_in, ins = _prep_inputs(inputs, create_graph, "jacobian")
     is_tuple_out, outs = _outputs(func, ins, "jacobian")
     jac: list[Any] = []
     for i, o in enumerate(outs):
+        blocks = None
         if (not create_graph and not strict and o.requires_grad and o.is_floating_point()
                 and (vectorize or _plain_graph(o))):
             blocks = _vectorized_rows(o, ins)
-            if blocks is not None:
-                jac.append(blocks if is_tuple_in else blocks[0])
-                continue
-        rows: list[Any] = [[] for _ in ins]
-        if strict and o.numel() and not o.requires_grad:
-            _check_outputs_require_grad((o,), i)
-        flat = o.reshape(-1)
-        for k in range(o.numel() if o.requires_grad else 0):  # (no rows: zero blocks below)
-            g = _grad(flat[k], list(ins), retain_graph=True, create_graph=create_graph, allow_unused=True)
-            for j, (r, t) in enumerate(zip(g, ins)):
-                if r is None:
-                    if strict:
-                        raise RuntimeError(f"Output {i} of the user-provided function is independent of input {j}. "
-                                           f"This is not allowed in strict mode.")
-                    r = zeros_like(t)
-                rows[j].append(r)
-        per_in = [stack(r).reshape(tuple(o.shape) + tuple(t.shape)) if r
-                  else zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype) for r, t in zip(rows, ins)]
-        jac.append(tuple(per_in) if is_tuple_in else per_in[0])
-    result = tuple(jac) if is_tuple_out else jac[0]
-    return _finish(result, create_graph)
+        if blocks is None:
+            blocks = _looped_rows(o, i, ins, create_graph, strict)
+        jac.append(blocks if is_tuple_in else blocks[0])
+    return _finish(tuple(jac) if is_tuple_out else jac[0], create_graph)
+
+
+def _looped_rows(o: Tensor, i: int, ins: tuple[Any, ...], create_graph: bool, strict: bool) -> tuple[Any, ...]:
+    """The blocks ``o.shape + in.shape`` of ``d o / d ins`` (``o`` is output ``i``), one backward walk
+    per element of ``o``; zeros where an input is unused (an error in strict mode)."""
+    _check_outputs_require_grad((o,) if o.numel() else (), strict, i)
+    flat = o.reshape(-1)
+    rows = []
+    for k in range(o.numel() if o.requires_grad else 0):  # (no rows: zero blocks below)
+        rows.append(_grad(flat[k], list(ins), retain_graph=True, create_graph=create_graph, allow_unused=True))
+        unused = [j for j, r in enumerate(rows[-1]) if r is None] if strict else []
+        if unused:
+            raise RuntimeError(f"Output {i} of the user-provided function is independent of input {unused[0]}. "
+                               f"This is not allowed in strict mode.")
+    return tuple(stack([zeros_like(t) if g[j] is None else g[j] for g in rows]).reshape(o.shape + t.shape) if rows
+                 else zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype) for j, t in enumerate(ins))
 
 
 def _plain_graph(out: Tensor) -> bool:
@@ -350,8 +346,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
     def jac_fn(*xs: Any) -> Any:
         out = _single_output(func, xs, "hessian", strict)
         g = _zeros_for_none(_grad_of((out.reshape(()),), xs, (None,), True, retain_graph=None), xs)
-        if strict:
-            _check_jacobian_requires_grad(g)
+        _check_jacobian_requires_grad(g, strict)
         return g
 
     res = jacobian(jac_fn, ins, create_graph=create_graph, strict=strict, vectorize=vectorize,
@@ -370,19 +365,16 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
 
         out, r = ft.autograd.functional.vhp(lambda x: (x ** 3).sum(), x, v)   # 6 x v
     """
-    is_tuple_in, ins = _tuplify(inputs, "inputs", _fn)
-    ins = _prep_inputs(ins, create_graph)
+    is_tuple_in, ins = _prep_inputs(inputs, create_graph, _fn)
     vs = _check_v(v, ins, is_tuple_in, "inputs", _fn)
     out = _single_output(func, ins, _fn, strict)
     with enable_grad():  # (an output that needs no grad: all derivatives None, so zeros)
         g = _grad_of((out,), ins, (None,), True, retain_graph=None)
         _check_filled(g, strict, False, "back")
-        if strict:
-            _check_jacobian_requires_grad(g)
+        _check_jacobian_requires_grad(g, strict)
         res = _grad_of(g, ins, vs, create_graph, retain_graph=None)
     _check_filled(res, strict, create_graph, "double_back")
-    res = _zeros_for_none(res, ins)
-    return _finish(out, create_graph), _finish(res if is_tuple_in else res[0], create_graph)
+    return _answer((out,), False, _zeros_for_none(res, ins), is_tuple_in, create_graph)
 
 
 def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
