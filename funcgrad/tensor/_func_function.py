@@ -91,12 +91,10 @@ def _fn_raw(*leaves: Any, call: _Call) -> tuple[Any, ...]:
                      and (id(o) in ctx._non_differentiable or o._value.dtype.kind not in "fc")}
     call.materialize = ctx.materialize_grads
     by_id = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
-    call.dirty = {}
-    for p in call.pos:
-        if id(inputs[p]) in ctx._dirty:
-            if id(inputs[p]) not in by_id:
-                raise RuntimeError(DIRTY_NOT_RETURNED)
-            call.dirty[p] = by_id[id(inputs[p])]
+    dirty = [p for p in call.pos if id(inputs[p]) in ctx._dirty]
+    if any(id(inputs[p]) not in by_id for p in dirty):
+        raise RuntimeError(DIRTY_NOT_RETURNED)
+    call.dirty = {p: by_id[id(inputs[p])] for p in dirty}
     return tuple(_raw_value(o) for o in outs if isinstance(o, Tensor))
 
 
@@ -108,11 +106,9 @@ def _fn_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Any, *leaves: Any
     from .function import _backward_of, _check_returned, _gradients
 
     cls = call.cls
-    inputs = call.inputs(leaves)
-    output = call.output(ans)
     needs = tuple(p in [call.pos[j] for j in argnums] for p in range(len(call.args)))
     with enable_grad():  # backward is differentiated by the enclosing transforms (higher order)
-        ctx = _ctx_for(call, inputs, output, needs)
+        ctx = _ctx_for(call, call.inputs(leaves), call.output(ans), needs)
         grads: list[Any] = [None] * len(call.out_layout)
         for leaf_k, k in enumerate(call.tensor_outputs()):
             gk = g[leaf_k]
@@ -172,11 +168,9 @@ def _fn_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, call: _Call
 
     cls = call.cls
     _require_jvp(cls, "is under ft.func.jvp / jacfwd / hessian")
-    inputs = call.inputs(leaves)
-    output = call.output(ans)
     needs = tuple(p in call.pos for p in range(len(call.args)))
     with enable_grad():
-        ctx = _ctx_for(call, inputs, output, needs)
+        ctx = _ctx_for(call, call.inputs(leaves), call.output(ans), needs)
         t_in: list[Any] = [None] * len(call.args)
         for j, p in enumerate(call.pos):
             t = tangents[j]
@@ -246,10 +240,7 @@ _FN = defprimitive(_fn_raw, name="autograd_function", vjp_all=_fn_vjp, jvp_all=_
 
 def traced_args(args: tuple[Any, ...]) -> bool:
     """Whether some Tensor argument holds a transform's traced value (``Function.apply`` under ft.func)."""
-    for a in args:
-        if isinstance(a, Tensor) and is_traced(a._value):
-            return True
-    return False
+    return any(isinstance(a, Tensor) and is_traced(a._value) for a in args)
 
 
 def apply_function(cls: type, args: tuple[Any, ...]) -> Any:
