@@ -98,12 +98,11 @@ def _lift(func: Callable[..., Any], has_aux: bool = False, reverse: bool = False
     return f
 
 
-def _outer_no_grad(result: Any, enabled: bool) -> Any:
-    """A reverse-mode transform called in a no_grad block inside another transform: its results
-    are constants for the enclosing reverse-mode transforms (torch.func's rule)."""
-    if enabled or not _support.depth():
-        return result
-    return _support.stop_reverse(result)
+def _reverse_result(result: Any, enabled: bool) -> Any:
+    """A reverse-mode transform's result as Tensors. Called in a no_grad block (``enabled`` False)
+    inside another transform, its results are constants for the enclosing reverse-mode transforms
+    (torch.func's rule)."""
+    return _result(result if enabled or not _support.depth() else _support.stop_reverse(result))
 
 
 def _on_tensors(transformed: Callable[..., Any]) -> Callable[..., Any]:
@@ -111,7 +110,7 @@ def _on_tensors(transformed: Callable[..., Any]) -> Callable[..., Any]:
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         enabled = _mode.enabled
-        return _result(_outer_no_grad(transformed(*_to_raw(args), **kwargs), enabled))
+        return _reverse_result(transformed(*_to_raw(args), **kwargs), enabled)
 
     return wrapped
 
@@ -145,15 +144,12 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
     Example: ``out, vjp_fn = ft.func.vjp(ft.sin, x); (g,) = vjp_fn(ft.ones_like(out))``.
     """
     enabled = _mode.enabled
-    res = fg.vjp(_lift(func, has_aux, reverse=True), *_to_raw(primals), has_aux=has_aux)
-    out, f_vjp = res[0], res[1]
+    out, f_vjp, *aux = fg.vjp(_lift(func, has_aux, reverse=True), *_to_raw(primals), has_aux=has_aux)
 
     def vjp_fn(cotangents: Any) -> tuple[Any, ...]:
-        return tuple(_result(_outer_no_grad(f_vjp(_to_raw(cotangents)), _mode.enabled)))
+        return tuple(_reverse_result(f_vjp(_to_raw(cotangents)), _mode.enabled))
 
-    if has_aux:
-        return _result(_outer_no_grad(out, enabled)), vjp_fn, _result(_outer_no_grad(res[2], enabled))
-    return _result(_outer_no_grad(out, enabled)), vjp_fn
+    return (_reverse_result(out, enabled), vjp_fn, *(_reverse_result(a, enabled) for a in aux))
 
 
 def jvp(func: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], *, strict: bool = False,
