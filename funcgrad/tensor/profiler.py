@@ -71,10 +71,9 @@ class FunctionEventAvg:
 
 
 def _fmt_us(us: float) -> str:
-    if us >= 1e6:
-        return f"{us / 1e6:.3f}s"
-    if us >= 1e3:
-        return f"{us / 1e3:.3f}ms"
+    for scale, unit in ((1e6, "s"), (1e3, "ms")):
+        if us >= scale:
+            return f"{us / scale:.3f}{unit}"
     return f"{us:.3f}us"
 
 
@@ -104,15 +103,10 @@ class EventList(list[Any]):
         name_w = max([len("Name")] + [len(r.key) for r in rows]) + 2
         header = f"{'Name':<{name_w}}{'CPU total %':>14}{'CPU total':>14}{'CPU time avg':>14}{'# of Calls':>12}"
         sep = "-" * len(header)
-        lines = [sep, header, sep]
-        for r in rows:
-            lines.append(
-                f"{r.key:<{name_w}}{100.0 * r.cpu_time_total / total:>13.2f}%{_fmt_us(r.cpu_time_total):>14}"
-                f"{_fmt_us(r.cpu_time):>14}{r.count:>12}"
-            )
-        lines.append(sep)
-        lines.append(f"Self CPU time total: {_fmt_us(sum(r.cpu_time_total for r in rows))}")
-        return "\n".join(lines) + "\n"
+        lines = [f"{r.key:<{name_w}}{100.0 * r.cpu_time_total / total:>13.2f}%{_fmt_us(r.cpu_time_total):>14}"
+                 f"{_fmt_us(r.cpu_time):>14}{r.count:>12}" for r in rows]
+        return "\n".join([sep, header, sep, *lines, sep,
+                          f"Self CPU time total: {_fmt_us(sum(r.cpu_time_total for r in rows))}"]) + "\n"
 
     def __str__(self) -> str:
         return self.table()
