@@ -102,12 +102,12 @@ def _check_v(v: Any, like: tuple[Any, ...], like_is_tuple: bool, name: str, fn: 
     return vs
 
 
-def _check_filled(res: tuple[Any, ...], strict: bool, create_graph: bool, stage: str) -> None:
-    """Strict mode on computed derivatives (PyTorch's checks per stage): a missing one is an
-    independence error; with create_graph=True, one without history is too."""
-    if not strict:
-        return
-    for i, r in enumerate(res):
+def _filled(res: tuple[Any, ...], like: tuple[Any, ...], strict: bool = False, create_graph: bool = False,
+            stage: str = "back") -> tuple[Any, ...]:
+    """Computed derivatives with zeros (shaped as ``like``) for the missing ones, after strict mode's
+    checks (PyTorch's, per stage): a missing one is an independence error; with create_graph=True,
+    one without history is too."""
+    for i, r in enumerate(res if strict else ()):
         if r is None:
             raise RuntimeError({
                 "back": f"The output of the user-provided function is independent of input {i}. This is not allowed "
@@ -122,6 +122,7 @@ def _check_filled(res: tuple[Any, ...], strict: bool, create_graph: bool, stage:
             what = "hessian" if stage.startswith("double") else "jacobian"
             raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. This is not "
                                f"allowed in strict mode when create_graph=True.")
+    return tuple(zeros_like(t) if r is None else r for r, t in zip(res, like))
 
 
 def _grad_of(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool,
@@ -133,18 +134,6 @@ def _grad_of(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...]
         return (None,) * len(ins)
     return tuple(_grad([o for o, _ in pairs], list(ins), [g for _, g in pairs], create_graph=create_graph,
                        retain_graph=retain_graph, allow_unused=True))
-
-
-def _zeros_for_none(res: tuple[Any, ...], like: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(zeros_like(t) if r is None else r for r, t in zip(res, like))
-
-
-def _grads(outs: tuple[Any, ...], ins: tuple[Any, ...], gouts: tuple[Any, ...], create_graph: bool,
-           strict: bool) -> tuple[Any, ...]:
-    """The vector-Jacobian products (zeros where an input is not used), checked in strict mode."""
-    res = _grad_of(outs, ins, gouts, create_graph)
-    _check_filled(res, strict, create_graph, "back")
-    return _zeros_for_none(res, ins)
 
 
 def _finish(x: Any, create_graph: bool) -> Any:
@@ -173,7 +162,8 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     is_tuple_out, outs = _outputs(func, ins, "vjp")
     vs = _check_v(v, outs, is_tuple_out, "outputs", "vjp")
     _check_outputs_require_grad(outs, strict)
-    return _answer(outs, is_tuple_out, _grads(outs, ins, vs, create_graph, strict), is_tuple_in, create_graph)
+    res = _filled(_grad_of(outs, ins, vs, create_graph), ins, strict, create_graph)
+    return _answer(outs, is_tuple_out, res, is_tuple_in, create_graph)
 
 
 @_grad_enabled
@@ -192,11 +182,9 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     us = tuple(zeros_like(o).requires_grad_(True) if o.is_floating_point() or o.is_complex() else zeros_like(o)
                for o in outs)
     with enable_grad():
-        g = _grads(outs, ins, us, True, strict)
-        res = _grad_of(g, us, vs, create_graph)
-        if any(x.requires_grad for x in g):
-            _check_filled(res, strict, create_graph, "back_trick")
-        res = _zeros_for_none(res, outs)
+        g = _filled(_grad_of(outs, ins, us, True), ins, strict, True)
+        res = _filled(_grad_of(g, us, vs, create_graph), outs, strict and any(x.requires_grad for x in g),
+                      create_graph, "back_trick")
     return _answer(outs, is_tuple_out, res, is_tuple_out, create_graph)
 
 
@@ -345,7 +333,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
 
     def jac_fn(*xs: Any) -> Any:
         out = _single_output(func, xs, "hessian", strict)
-        g = _zeros_for_none(_grad_of((out.reshape(()),), xs, (None,), True, retain_graph=None), xs)
+        g = _filled(_grad_of((out.reshape(()),), xs, (None,), True, retain_graph=None), xs)
         _check_jacobian_requires_grad(g, strict)
         return g
 
@@ -369,12 +357,10 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     vs = _check_v(v, ins, is_tuple_in, "inputs", _fn)
     out = _single_output(func, ins, _fn, strict)
     with enable_grad():  # (an output that needs no grad: all derivatives None, so zeros)
-        g = _grad_of((out,), ins, (None,), True, retain_graph=None)
-        _check_filled(g, strict, False, "back")
+        g = _filled(_grad_of((out,), ins, (None,), True, retain_graph=None), ins, strict)
         _check_jacobian_requires_grad(g, strict)
         res = _grad_of(g, ins, vs, create_graph, retain_graph=None)
-    _check_filled(res, strict, create_graph, "double_back")
-    return _answer((out,), False, _zeros_for_none(res, ins), is_tuple_in, create_graph)
+    return _answer((out,), False, _filled(res, ins, strict, create_graph, "double_back"), is_tuple_in, create_graph)
 
 
 def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
