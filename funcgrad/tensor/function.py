@@ -142,10 +142,9 @@ class FunctionNode(Node):
 
     def release(self) -> None:
         self._released = True
-        if self._ctx._saved:
-            for s in self._ctx._saved:
-                if s is not None:
-                    s.release()
+        for s in self._ctx._saved or ():
+            if s is not None:
+                s.release()
 
 
 def _gradients(returned: Any, n: int, name: str) -> tuple[Any, ...]:
@@ -353,17 +352,10 @@ class Function:
             if _graph.anomaly.enabled:
                 node._stack = _graph.user_stack()
             # saved tensors: outputs saved as outputs (no reference cycle), others as inputs
-            saved: list[Any] = []
             out_pos = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
-            for t in ctx.to_save:
-                if t is None:
-                    saved.append(None)
-                elif id(t) in out_pos:
-                    k = out_pos[id(t)]
-                    saved.append(_graph.save(results[k], is_output=True, output_nr=k, owner=node))
-                else:
-                    saved.append(_graph.save(t))
-            ctx._saved = saved
+            ctx._saved = [None if t is None else _graph.save(t) if id(t) not in out_pos else
+                          _graph.save(results[out_pos[id(t)]], is_output=True, output_nr=out_pos[id(t)], owner=node)
+                          for t in ctx.to_save]
             ctx.to_save = ()
         if dual is not None:
             _fwad.attach_tangents(cls, ctx, dual, args, dual_boxes, results)
