@@ -58,14 +58,9 @@ def _encode(obj: Any, arrays: list[Any], path: str) -> Any:
         return {"t": "ndarray", "i": len(arrays) - 1}
     if obj is None or isinstance(obj, (bool, str)):
         return obj
-    if isinstance(obj, (int, np.integer)):
-        return {"t": "int", "v": int(obj)}
-    if isinstance(obj, (float, np.floating)):
-        return {"t": "float", "v": repr(float(obj))}
-    if isinstance(obj, (complex, np.complexfloating)):
-        return {"t": "complex", "v": [repr(obj.real), repr(obj.imag)]}
-    if isinstance(obj, _dt.dtype):
-        return {"t": "dtype", "v": obj.name}
+    for t, (types, encode, _, _) in _SCALARS.items():
+        if isinstance(obj, types):
+            return {"t": t, "v": encode(obj)}
     if isinstance(obj, dict):
         items = []
         for k, v in obj.items():
@@ -105,10 +100,18 @@ def _placed(arr: np.ndarray, saved_device: str | None, map_location: Any) -> Any
 MAX_NESTING = 64  # containers inside containers; state dicts nest 3 or 4 deep
 _DEVICE_RE = re.compile(r"(cpu|cuda)(:[0-9]{1,4})?")
 _DTYPES = {d.name: d for d in _dt._ALL}
+# "t": (the Python types stored so, encode, whether a stored "v" is well-formed, decode); floats as reprs
+_SCALARS: dict[str, tuple[Any, ...]] = {
+    "int": ((int, np.integer), int, lambda v: type(v) is int, int),
+    "float": ((float, np.floating), lambda x: repr(float(x)), lambda v: isinstance(v, str) and len(v) <= 64, float),
+    "complex": ((complex, np.complexfloating), lambda x: [repr(x.real), repr(x.imag)],
+                lambda v: isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) and len(x) <= 64 for x in v),
+                lambda v: complex(float(v[0]), float(v[1]))),
+    "dtype": (_dt.dtype, lambda x: x.name, lambda v: isinstance(v, str) and v in _DTYPES, _DTYPES.__getitem__),
+}
 _NODE_KEYS = {"tensor": ({"t", "i", "rg", "param"}, {"device"}), "ndarray": ({"t", "i"}, set()),
-              "int": ({"t", "v"}, set()), "float": ({"t", "v"}, set()), "complex": ({"t", "v"}, set()),
-              "dtype": ({"t", "v"}, set()), "dict": ({"t", "items"}, set()), "odict": ({"t", "items"}, set()),
-              "list": ({"t", "items"}, set()), "tuple": ({"t", "items"}, set())}
+              **{t: ({"t", "v"}, set()) for t in _SCALARS},
+              **{t: ({"t", "items"}, set()) for t in ("dict", "odict", "list", "tuple")}}
 
 
 class _Decoder:
@@ -144,7 +147,7 @@ class _Decoder:
             raise self.fail(at, f"is a {t!r} entry with keys {sorted(node)!r:.120}; expected {sorted(required)}")
         if t in ("tensor", "ndarray"):
             return self.array(node, t, at)
-        if t in ("int", "float", "complex", "dtype"):
+        if t in _SCALARS:
             return self.scalar(node, t, at)
         if depth >= MAX_NESTING:
             raise self.fail(at, f"is nested more than {MAX_NESTING} containers deep")
@@ -188,16 +191,10 @@ class _Decoder:
 
     def scalar(self, node: dict[Any, Any], t: str, at: str) -> Any:
         v = node["v"]
+        _, _, well_formed, decode = _SCALARS[t]
         try:
-            if t == "int" and type(v) is int:
-                return v
-            if t == "float" and isinstance(v, str) and len(v) <= 64:
-                return float(v)
-            if (t == "complex" and isinstance(v, list) and len(v) == 2
-                    and all(isinstance(x, str) and len(x) <= 64 for x in v)):
-                return complex(float(v[0]), float(v[1]))
-            if t == "dtype" and isinstance(v, str) and v in _DTYPES:
-                return _DTYPES[v]
+            if well_formed(v):
+                return decode(v)
         except ValueError:
             pass
         raise self.fail(at, f"is a malformed {t!r} entry (value {v!r:.60})")
