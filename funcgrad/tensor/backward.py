@@ -574,19 +574,16 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     result: list[Any] = []
     for i, (t, e) in enumerate(zip(ins, edges)):
         g = captured.get(e)
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                f"The differentiated Tensor at index {i} appears to not have been used in the graph. Set "
+                "allow_unused=True if this is the desired behavior."
+            )
         if g is None:
-            if not allow_unused:
-                raise RuntimeError(
-                    f"The differentiated Tensor at index {i} appears to not have been used in the graph. Set "
-                    "allow_unused=True if this is the desired behavior."
-                )
             result.append(zeros_like(t) if materialize_grads else None)
-            continue
-        g = _match(g, (t._value.shape, t._value.dtype, None))
-        gu = _to_user(g, create_graph)
-        if not create_graph:
-            gu = Tensor._make(gu._value)
-        result.append(gu)
+        else:
+            gu = _to_user(_match(g, (t._value.shape, t._value.dtype, None)), create_graph)
+            result.append(gu if create_graph else Tensor._make(gu._value))
     return tuple(result)
 
 
