@@ -83,12 +83,9 @@ def _lift(func: Callable[..., Any], has_aux: bool = False, reverse: bool = False
         ok = False
         try:
             out = func(*_to_tensor(args), **kwargs)
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("has_aux=True: the function must return a tuple (output, aux)")
-                raw = (_to_raw(out[0]), _to_raw(out[1]))
-            else:
-                raw = _to_raw(out)
+            if has_aux and not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError("has_aux=True: the function must return a tuple (output, aux)")
+            raw = _to_raw(out)  # (with has_aux, the pair of both converted)
             del out  # (tensors the function made are gone now: those still alive were captured)
             ok = True
         finally:
@@ -266,9 +263,6 @@ def stack_module_state(models: Sequence[Any]) -> tuple[dict[Any, Any], dict[Any,
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
     if len({type(m) for m in models}) != 1:
         raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
-    names = [n for n, _ in models[0].named_parameters()]
-    params = {n: stack([dict(m.named_parameters())[n].detach() for m in models]).requires_grad_(True)
-              for n in names}
-    bnames = [n for n, _ in models[0].named_buffers()]
-    buffers = {n: stack([dict(m.named_buffers())[n] for m in models]) for n in bnames}
-    return params, buffers
+    ps, bs = [dict(m.named_parameters()) for m in models], [dict(m.named_buffers()) for m in models]
+    params = {n: stack([p[n].detach() for p in ps]).requires_grad_(True) for n in ps[0]}
+    return params, {n: stack([b[n] for b in bs]) for n in bs[0]}
