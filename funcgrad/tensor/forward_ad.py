@@ -212,19 +212,14 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
     """
     from .tensor import Tensor
 
-    if not isinstance(tensor, Tensor):
-        return UnpackedDualTensor(tensor, None)
-    levels = _local.levels
-    if not levels:
+    if not isinstance(tensor, Tensor) or not _local.levels:
         return UnpackedDualTensor(tensor, None)
     trace = _trace_of(level, "unpack a dual Tensor")
     box = _level_box(_fresh_value(tensor), trace)
     if box is None:
         v = _strip_closed(tensor._value)
         return UnpackedDualTensor(tensor if v is tensor._value else _alias(tensor, v), None)
-    tangent = box._tangent
-    if tangent is None:
-        tangent = fnp.zeros_like(box._value)
+    tangent = box._tangent if box._tangent is not None else fnp.zeros_like(box._value)
     t = Tensor._make(_strip_closed(tangent))
     return UnpackedDualTensor(_alias(tensor, box._value), t)
 
@@ -234,10 +229,9 @@ def dual_inputs(args: Any) -> tuple[DualTrace | None, list[Any]]:
     tangent there (None where none)."""
     from .tensor import Tensor
 
-    levels = _local.levels
-    if not levels or _local.paused > 0:
+    if _local.paused > 0:
         return None, []
-    for trace in reversed(levels):
+    for trace in reversed(_local.levels):
         boxes = [_level_box(_fresh_value(a), trace) if isinstance(a, Tensor) else None for a in args]
         if any(b is not None for b in boxes):
             return trace, boxes
