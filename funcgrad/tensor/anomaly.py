@@ -45,8 +45,7 @@ class detect_anomaly(_DecoratorContextManager):
 
     def __enter__(self) -> None:
         self.prev = (_anomaly.enabled, _anomaly.check_nan)
-        _anomaly.enabled = True
-        _anomaly.check_nan = self.check_nan
+        _anomaly.enabled, _anomaly.check_nan = True, self.check_nan
 
     def __exit__(self, *exc: Any) -> None:
         _anomaly.enabled, _anomaly.check_nan = self.prev
@@ -67,10 +66,8 @@ class set_detect_anomaly(_DecoratorContextManager):
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
         self.prev = (_anomaly.enabled, _anomaly.check_nan)
-        self.mode = mode
-        self.check_nan_ = check_nan
-        _anomaly.enabled = bool(mode)
-        _anomaly.check_nan = check_nan
+        self.mode, self.check_nan_ = mode, check_nan
+        _anomaly.enabled, _anomaly.check_nan = bool(mode), check_nan
 
     def __enter__(self) -> None:
         pass
