@@ -11,6 +11,7 @@ after defining the helpers used here and binds ``Tensor`` here once the class ex
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -220,14 +221,10 @@ class _MathMixin:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         mark = _seq_mark()
         out = self
-        if min is not None:
-            lo = min if isinstance(min, Tensor) else _scalar_like(min, self)
-            a, b = _promote(out, lo)
-            out = fnp.maximum(a, b) if isinstance(min, Tensor) else fnp.where(_cond(_raw(a) <= _raw(b)), b, a)
-        if max is not None:
-            hi = max if isinstance(max, Tensor) else _scalar_like(max, self)
-            a, b = _promote(out, hi)
-            out = fnp.minimum(a, b) if isinstance(max, Tensor) else fnp.where(_cond(_raw(a) >= _raw(b)), b, a)
+        for bound, tensor_fn, beyond in ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)):
+            if bound is not None:
+                a, b = _promote(out, bound if isinstance(bound, Tensor) else _scalar_like(bound, self))
+                out = tensor_fn(a, b) if isinstance(bound, Tensor) else fnp.where(_cond(beyond(_raw(a), _raw(b))), b, a)
         if not isinstance(out, Tensor):
             out = Tensor._make(_graph._as_array(out))
         name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
@@ -348,29 +345,28 @@ class _MathMixin:
         return cast("Tensor", fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim))
 
     def _reduce_extreme(self: Tensor, which: str, dim: Any, keepdim: builtins.bool) -> Any:
+        """``max``/``min`` (``which``): the full extreme, ``(values, indices)`` along ``dim``, or elementwise."""
+        name = which.capitalize()
         if dim is None:
             if self.numel() == 0:
                 raise RuntimeError(f"{which}(): Expected reduction dim to be specified for input.numel() == 0. "
                                    f"Specify the reduction dim with the 'dim' argument.")
             mark = _seq_mark()
-            out = (fnp.max if which == "max" else fnp.min)(self)
-            return _rename(out, "MaxBackward1" if which == "max" else "MinBackward1", mark)
+            return _rename(getattr(fnp, which)(self), f"{name}Backward1", mark)
         if isinstance(dim, Tensor):
             return self.maximum(dim) if which == "max" else self.minimum(dim)
         d = _wrap_dim(dim, self.dim())
         raw = self._value
         ns = namespace_of(raw)
-        idx = (ns.argmax if which == "max" else ns.argmin)(raw, axis=d, keepdims=True) if raw.ndim else ns.zeros((), np.int64)
+        if not raw.ndim:
+            mark = _seq_mark()
+            return MaxMin(_rename(fnp.copy(self), f"{name}Backward0", mark), Tensor._make(ns.zeros((), np.int64)))
+        idx = getattr(ns, "arg" + which)(raw, axis=d, keepdims=True)
         mark = _seq_mark()
-        if raw.ndim:
-            vals = fnp.take_along_axis(self, idx, axis=d)
-            if not keepdim:
-                vals = fnp.squeeze(vals, axis=d)
-                idx = ns.squeeze(idx, axis=d)
-        else:
-            vals = fnp.copy(self)
-        vals = _rename(vals, "MaxBackward0" if which == "max" else "MinBackward0", mark)
-        return MaxMin(vals, Tensor._make(idx.astype(np.int64)))
+        vals = fnp.take_along_axis(self, idx, axis=d)
+        if not keepdim:
+            vals, idx = fnp.squeeze(vals, axis=d), ns.squeeze(idx, axis=d)
+        return MaxMin(_rename(vals, f"{name}Backward0", mark), Tensor._make(idx.astype(np.int64)))
 
     def max(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """Full maximum, or ``(values, indices)`` along ``dim``; ``max(other)`` is elementwise."""

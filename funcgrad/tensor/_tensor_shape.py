@@ -11,6 +11,7 @@ after defining the helpers used here and binds ``Tensor`` here once the class ex
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
@@ -210,22 +211,17 @@ class _ShapeMixin:
                 f"in the tensor ({len(shp)})"
             )
         lead = len(sizes) - len(shp)
-        target: Any = []
-        for i, s in enumerate(sizes):
-            if s == -1:
-                if i < lead:
-                    raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
-                target.append(shp[i - lead])
-            else:
-                if i >= lead and shp[i - lead] not in (1, s):
-                    raise RuntimeError(
-                        f"The expanded size of the tensor ({s}) must match the existing size ({shp[i - lead]}) at "
-                        f"non-singleton dimension {i}.  Target sizes: [{', '.join(map(str, sizes))}].  Tensor sizes: "
-                        f"[{', '.join(map(str, shp))}]"
-                    )
-                target.append(s)
+        if -1 in sizes[:lead]:
+            raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
+        target = tuple(shp[i - lead] if s == -1 else s for i, s in enumerate(sizes))  # -1: the size kept
+        for i in range(lead, len(sizes)):
+            if shp[i - lead] not in (1, target[i]):
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({target[i]}) must match the existing size ({shp[i - lead]}) at "
+                    f"non-singleton dimension {i}.  Target sizes: [{', '.join(map(str, sizes))}].  Tensor sizes: "
+                    f"[{', '.join(map(str, shp))}]"
+                )
         mark = _seq_mark()
-        target = tuple(target)
         out = fnp.reshape(self, shp) if target == shp else fnp.broadcast_to(self, target)
         return _rename(out, "ExpandBackward0", mark)
 
@@ -326,11 +322,7 @@ class _ShapeMixin:
             sizes = list(split_size)
         else:
             sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) or [0]
-        out, start = [], 0
-        for s in sizes:
-            out.append(self.narrow(d, start, s))
-            start += s
-        return tuple(out)
+        return tuple(self.narrow(d, start, s) for start, s in zip(itertools.accumulate([0, *sizes]), sizes))
 
     def chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
         d = _wrap_dim(dim, self.dim())

@@ -19,7 +19,7 @@ from ..backend import namespace_of
 from . import dtypes as _dt
 from .grad_mode import state as _mode
 from .graph import GraphBox
-from .tensor import SizeArg, Tensor, _fg_device, _shape_arg, device
+from .tensor import SizeArg, Tensor, _fg_device, _raw, _shape_arg, device
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
@@ -101,44 +101,31 @@ def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor
     return Tensor._make(value, requires_grad=builtins.bool(requires_grad), inference=_mode.inference)
 
 
-def _walk_kinds(x: Any, kinds: set[Any]) -> None:
+def _walk_kinds(x: Any, arrays: set[Any], scalars: set[Any]) -> None:
+    """Collect the NumPy dtypes of the tensors and arrays in ``x`` and the ft dtypes of its numbers."""
     if isinstance(x, (list, tuple)):
         for e in x:
-            _walk_kinds(e, kinds)
-    elif isinstance(x, Tensor):
-        kinds.add(("t", x._value.dtype))
-    elif isinstance(x, (builtins.bool, np.bool_)):
-        kinds.add("b")
-    elif isinstance(x, (builtins.int, np.integer)):
-        kinds.add("i")
-    elif isinstance(x, (builtins.float, np.floating)):
-        kinds.add("f")
-    elif isinstance(x, (builtins.complex, np.complexfloating)):
-        kinds.add("c")
-    elif isinstance(x, np.ndarray):
-        kinds.add(("t", x.dtype))
+            _walk_kinds(e, arrays, scalars)
+    elif isinstance(x, (Tensor, np.ndarray)):
+        arrays.add(_raw(x).dtype)
     else:
-        raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+        try:
+            scalars.add(_dt._scalar_dtype(x))
+        except TypeError:
+            raise TypeError(f"Could not infer dtype of {type(x).__name__}") from None
 
 
 def _infer_np_dtype(data: Any) -> np.dtype | None:
-    """The dtype PyTorch infers for Python data (None: keep NumPy's)."""
+    """The dtype PyTorch infers for Python data (None: keep NumPy's): the tensors' and arrays' promoted
+    dtype, else the numbers' of the highest category (bool < int64 < default float < default complex)."""
     if isinstance(data, (np.ndarray, np.generic)):
         return None
-    kinds: set[Any] = set()
-    _walk_kinds(data, kinds)
-    tensor_dtypes = [k[1] for k in kinds if isinstance(k, tuple)]
-    if tensor_dtypes:
-        return np.result_type(*tensor_dtypes)
-    if "c" in kinds:
-        return _dt.default_complex().np
-    if "f" in kinds:
-        return _dt.get_default_dtype().np
-    if "i" in kinds:
-        return np.dtype(np.int64)
-    if "b" in kinds:
-        return np.dtype(np.bool_)
-    return _dt.get_default_dtype().np  # empty list
+    arrays: set[Any] = set()
+    scalars: set[Any] = set()
+    _walk_kinds(data, arrays, scalars)
+    if arrays:
+        return np.result_type(*arrays)
+    return max(scalars, key=_dt.category, default=_dt.get_default_dtype()).np  # (default: an empty list)
 
 
 def _plain(data: Any) -> Any:
