@@ -223,7 +223,7 @@ class _MathMixin:
         out = self
         for bound, tensor_fn, beyond in ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)):
             if bound is not None:
-                a, b = _promote(out, bound if isinstance(bound, Tensor) else _scalar_like(bound, self))
+                a, b = _promote(out, bound)  # (a NumPy scalar bound becomes a Python number there)
                 out = tensor_fn(a, b) if isinstance(bound, Tensor) else fnp.where(_cond(beyond(_raw(a), _raw(b))), b, a)
         if not isinstance(out, Tensor):
             out = Tensor._make(_graph._as_array(out))
@@ -400,9 +400,7 @@ class _MathMixin:
     def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False,
                 stable: builtins.bool = False) -> "Tensor":
         raw = self._value
-        ns = namespace_of(raw)
-        d = _wrap_dim(dim, raw.ndim)
-        idx = ns.argsort(-raw if descending else raw, axis=d, kind="stable")
+        idx = namespace_of(raw).argsort(-raw if descending else raw, axis=_wrap_dim(dim, raw.ndim), kind="stable")
         return Tensor._make(idx.astype(np.int64))
 
     def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Any:

@@ -327,10 +327,9 @@ class _ShapeMixin:
     def chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
-        size = -(-n // chunks)
         if not n:  # PyTorch: ``chunks`` empty pieces
             return multi_output_views(tuple(self.narrow(d, 0, 0) for _ in range(chunks)), "SplitBackward0")
-        return self.split(size, d)
+        return self.split(-(-n // chunks), d)
 
     def unsafe_chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
         """``chunk`` whose pieces may be modified in place (see ``unsafe_split``)."""
