@@ -37,6 +37,8 @@ class _LegacyTensorType(type):
             data = args[0]
             if isinstance(data, Tensor):
                 return data.to(cls._dtype)
+            if cls._dtype.is_floating_point:  # made in that precision (through float32, DoubleTensor([0.1]) lost digits)
+                return tensor(data, dtype=cls._dtype)
             return tensor(data).to(cls._dtype)  # floats to an integer type truncate, as in PyTorch
         raise TypeError(f"{cls.__name__}(): expected sizes (ints) or one data argument, got {args!r}")
 
