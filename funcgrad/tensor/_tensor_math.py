@@ -268,9 +268,7 @@ class _MathMixin:
 
     @property
     def real(self: Tensor) -> "Tensor":
-        if not self.is_complex():
-            return self
-        return cast("Tensor", fnp.real(self))
+        return cast("Tensor", fnp.real(self)) if self.is_complex() else self
 
     @property
     def imag(self: Tensor) -> "Tensor":

@@ -40,9 +40,7 @@ class _ShapeMixin:
         return Size(self._value.shape)
 
     def size(self: Tensor, dim: int | None = None) -> Any:
-        if dim is None:
-            return Size(self._value.shape)
-        return self._value.shape[_wrap_dim(dim, self._value.ndim)]
+        return Size(self._value.shape) if dim is None else self._value.shape[_wrap_dim(dim, self._value.ndim)]
 
     def dim(self: Tensor) -> int:
         return cast("int", self._value.ndim)
@@ -67,9 +65,7 @@ class _ShapeMixin:
         return True if flags is None else _pybool(flags.c_contiguous)
 
     def contiguous(self: Tensor, memory_format: Any = None) -> "Tensor":
-        if self.is_contiguous():
-            return self
-        return self.clone()
+        return self if self.is_contiguous() else self.clone()
 
     def __len__(self: Tensor) -> int:
         if self._value.ndim == 0:
@@ -161,9 +157,7 @@ class _ShapeMixin:
 
     @property
     def T(self: Tensor) -> "Tensor":
-        if self.dim() < 2:
-            return self
-        return self.permute(*reversed(range(self.dim())))
+        return self if self.dim() < 2 else self.permute(*reversed(range(self.dim())))
 
     @property
     def mT(self: Tensor) -> "Tensor":
@@ -346,9 +340,7 @@ class _ShapeMixin:
         return out
 
     def diag(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
-        if self.dim() == 1:
-            return _as_tensor(fnp.diag(self, diagonal))
-        return self.diagonal(diagonal)
+        return _as_tensor(fnp.diag(self, diagonal)) if self.dim() == 1 else self.diagonal(diagonal)
 
     def trace(self: Tensor) -> "Tensor":
         return self.diagonal().sum()
