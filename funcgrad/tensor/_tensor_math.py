@@ -434,9 +434,8 @@ class _MathMixin:
         mark = _seq_mark()
         x = _float(self)
         axes = _dims(dim, x.dim())
-        a = fnp.abs(x) if x.is_complex() or p not in (2, "fro") else x
-        if p in (2, "fro", None):
-            sq = a * a if not x.is_complex() else fnp.real(x * fnp.conj(x))
+        if p in (2, "fro", None):  # (x * x, not |x| * |x|: the second derivative at 0 is 2, not 0)
+            sq = fnp.real(x * fnp.conj(x)) if x.is_complex() else x * x
             out = fnp.sqrt(fnp.sum(sq, axis=axes, keepdims=keepdim))
         elif p == 1:
             out = fnp.sum(fnp.abs(x), axis=axes, keepdims=keepdim)
