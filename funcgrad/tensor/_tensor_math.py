@@ -63,6 +63,13 @@ def _promoted_op(fn: Any, to_float: bool = False) -> Any:
     return op
 
 
+def _untracked_reduction(t: Tensor, name: str, dim: Any, dtype: Any, **kwargs: Any) -> "Tensor":
+    """``<namespace>.<name>`` of ``t``'s value over ``dim``, as a tensor without history (in ``dtype`` when given);
+    a NumPy scalar result becomes a 0-d array of the same namespace (a device result stays on the device)."""
+    ns = namespace_of(t._value)
+    return Tensor._make(ns.asarray(getattr(ns, name)(t._value, axis=_dims(dim, t.dim()), **kwargs), dtype=dtype))
+
+
 class _MathMixin:
     __slots__ = ()
 
@@ -456,13 +463,13 @@ class _MathMixin:
         return cast("Tensor", fnp.cumprod(x, axis=_wrap_dim(dim, x.dim())))
 
     def all(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
-        return Tensor._make(np.asarray(namespace_of(self._value).all(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
+        return _untracked_reduction(self, "all", dim, None, keepdims=keepdim)
 
     def any(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
-        return Tensor._make(np.asarray(namespace_of(self._value).any(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
+        return _untracked_reduction(self, "any", dim, None, keepdims=keepdim)
 
     def count_nonzero(self: Tensor, dim: DimArg = None) -> "Tensor":
-        return Tensor._make(np.asarray(namespace_of(self._value).count_nonzero(self._value, axis=_dims(dim, self.dim()))).astype(np.int64))
+        return _untracked_reduction(self, "count_nonzero", dim, np.int64)
 
     # ------------------------------------------------------------------ linear algebra
     def matmul(self: Tensor, other: Any) -> "Tensor":
