@@ -381,7 +381,7 @@ class _ShapeMixin:
     def masked_select(self: Tensor, mask: "Tensor") -> "Tensor":
         m = _raw(mask)
         shape = np.broadcast_shapes(tuple(self.shape), m.shape)
-        return self.expand(*shape)[np.broadcast_to(m, shape)]
+        return self.expand(*shape)[namespace_of(m).broadcast_to(m, shape)]  # (a device mask stays there)
 
     def take(self: Tensor, index: "Tensor") -> "Tensor":
         return self.reshape(-1)[_raw(index)]
