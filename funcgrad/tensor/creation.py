@@ -101,18 +101,15 @@ def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor
     return Tensor._make(value, requires_grad=builtins.bool(requires_grad), inference=_mode.inference)
 
 
-def _walk_kinds(x: Any, arrays: set[Any], scalars: set[Any]) -> None:
-    """Collect the NumPy dtypes of the tensors and arrays in ``x`` and the ft dtypes of its numbers."""
+def _walk_kinds(x: Any, arrays: set[Any], scalars: dict[type, Any]) -> None:
+    """Collect the NumPy dtypes of the tensors and arrays in ``x`` and one number of each type in it."""
     if isinstance(x, (list, tuple)):
         for e in x:
             _walk_kinds(e, arrays, scalars)
     elif isinstance(x, (Tensor, np.ndarray)):
         arrays.add(_raw(x).dtype)
     else:
-        try:
-            scalars.add(_dt._scalar_dtype(x))
-        except TypeError:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}") from None
+        scalars[type(x)] = x
 
 
 def _infer_np_dtype(data: Any) -> np.dtype | None:
@@ -121,11 +118,18 @@ def _infer_np_dtype(data: Any) -> np.dtype | None:
     if isinstance(data, (np.ndarray, np.generic)):
         return None
     arrays: set[Any] = set()
-    scalars: set[Any] = set()
+    scalars: dict[type, Any] = {}
     _walk_kinds(data, arrays, scalars)
+    best = None
+    for t, x in scalars.items():
+        try:
+            d = _dt._scalar_dtype(x)
+        except TypeError:
+            raise TypeError(f"Could not infer dtype of {t.__name__}") from None
+        best = d if best is None or _dt.category(d) > _dt.category(best) else best
     if arrays:
         return np.result_type(*arrays)
-    return max(scalars, key=_dt.category, default=_dt.get_default_dtype()).np  # (default: an empty list)
+    return (best or _dt.get_default_dtype()).np  # (an empty list: the default dtype)
 
 
 def _plain(data: Any) -> Any:
