@@ -293,8 +293,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, d
 
 
 def normal(mean: Any, std: Any, size: Any = None, *, generator: Generator | None = None) -> Tensor:
-    m = mean._value if isinstance(mean, Tensor) else mean
-    s = std._value if isinstance(std, Tensor) else std
+    m, s = _raw(mean), _raw(std)
     shape = tuple(size) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     v = _rng(generator).normal(m, s, size=shape)
     return _finish(v.astype(_dt.get_default_dtype().np), None, None, False)
