@@ -103,9 +103,7 @@ class _ConvertMixin:
 
     def __array__(self: Tensor, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.numpy()
-        if dtype is not None:
-            a = a.astype(dtype)
-        return a
+        return a if dtype is None else a.astype(dtype)
 
     def item(self: Tensor) -> Any:
         """The value of a one-element tensor as a Python number."""
@@ -143,9 +141,7 @@ class _ConvertMixin:
     __str__ = __repr__
 
     def __format__(self: Tensor, spec: str) -> str:
-        if self._value.ndim == 0:
-            return format(self.item(), spec)
-        return repr(self)
+        return format(self.item(), spec) if self._value.ndim == 0 else repr(self)
 
     def __reduce_ex__(self: Tensor, protocol: SupportsIndex) -> Any:
         return (_rebuild, (_backend.to_numpy(self._value), self._requires_grad and self._node is None))
@@ -199,9 +195,7 @@ class _ConvertMixin:
         return out
 
     def type(self: Tensor, dtype: Any = None) -> Any:
-        if dtype is None:
-            return f"ft.{_dt.TYPE_NAMES[self.dtype]}"
-        return self.to(dtype)
+        return f"ft.{_dt.TYPE_NAMES[self.dtype]}" if dtype is None else self.to(dtype)
 
     def type_as(self: Tensor, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)

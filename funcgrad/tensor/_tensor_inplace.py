@@ -94,17 +94,7 @@ class _InplaceMixin:
                 f"output with shape [{', '.join(map(str, self.shape))}] doesn't match the broadcast shape "
                 f"[{', '.join(map(str, np.broadcast_shapes(tuple(src.shape), tuple(self.shape))))}]"
             )
-        check_stale_view(self)
-        mark = _seq_mark()
-        s = _cast(src, self.dtype) if src.dtype != self.dtype else src
-        if not (s.requires_grad or self.requires_grad) or not _mode.enabled:  # (properties: views refreshed)
-            out = s
-        else:
-            ns = namespace_of(self._value)
-            cond = ns.ones((), dtype=bool)
-            out = _as_tensor(fnp.where(cond, fnp.broadcast_to(s, tuple(self.shape)), self))
-            _rename(out, "CopyBackwards", mark)
-        return _finish_inplace(self, out, mark, check_dtype=False)
+        return self._fill_with(src, "CopyBackwards")
 
     def fill_(self: Tensor, value: Any) -> "Tensor":
         if isinstance(value, Tensor):

@@ -11,6 +11,7 @@ after defining the helpers used here and binds ``Tensor`` here once the class ex
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -60,6 +61,13 @@ def _promoted_op(fn: Any, to_float: bool = False) -> Any:
         return cast("Tensor", fn(a, b))
 
     return op
+
+
+def _untracked_reduction(t: Tensor, name: str, dim: Any, dtype: Any, **kwargs: Any) -> "Tensor":
+    """``<namespace>.<name>`` of ``t``'s value over ``dim``, as a tensor without history (in ``dtype`` when given);
+    a NumPy scalar result becomes a 0-d array of the same namespace (a device result stays on the device)."""
+    ns = namespace_of(t._value)
+    return Tensor._make(ns.asarray(getattr(ns, name)(t._value, axis=_dims(dim, t.dim()), **kwargs), dtype=dtype))
 
 
 class _MathMixin:
@@ -220,14 +228,10 @@ class _MathMixin:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         mark = _seq_mark()
         out = self
-        if min is not None:
-            lo = min if isinstance(min, Tensor) else _scalar_like(min, self)
-            a, b = _promote(out, lo)
-            out = fnp.maximum(a, b) if isinstance(min, Tensor) else fnp.where(_cond(_raw(a) <= _raw(b)), b, a)
-        if max is not None:
-            hi = max if isinstance(max, Tensor) else _scalar_like(max, self)
-            a, b = _promote(out, hi)
-            out = fnp.minimum(a, b) if isinstance(max, Tensor) else fnp.where(_cond(_raw(a) >= _raw(b)), b, a)
+        for bound, tensor_fn, beyond in ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)):
+            if bound is not None:
+                a, b = _promote(out, bound)  # (a NumPy scalar bound becomes a Python number there)
+                out = tensor_fn(a, b) if isinstance(bound, Tensor) else fnp.where(_cond(beyond(_raw(a), _raw(b))), b, a)
         if not isinstance(out, Tensor):
             out = Tensor._make(_graph._as_array(out))
         name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
@@ -271,9 +275,7 @@ class _MathMixin:
 
     @property
     def real(self: Tensor) -> "Tensor":
-        if not self.is_complex():
-            return self
-        return cast("Tensor", fnp.real(self))
+        return cast("Tensor", fnp.real(self)) if self.is_complex() else self
 
     @property
     def imag(self: Tensor) -> "Tensor":
@@ -348,29 +350,28 @@ class _MathMixin:
         return cast("Tensor", fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim))
 
     def _reduce_extreme(self: Tensor, which: str, dim: Any, keepdim: builtins.bool) -> Any:
+        """``max``/``min`` (``which``): the full extreme, ``(values, indices)`` along ``dim``, or elementwise."""
+        name = which.capitalize()
         if dim is None:
             if self.numel() == 0:
                 raise RuntimeError(f"{which}(): Expected reduction dim to be specified for input.numel() == 0. "
                                    f"Specify the reduction dim with the 'dim' argument.")
             mark = _seq_mark()
-            out = (fnp.max if which == "max" else fnp.min)(self)
-            return _rename(out, "MaxBackward1" if which == "max" else "MinBackward1", mark)
+            return _rename(getattr(fnp, which)(self), f"{name}Backward1", mark)
         if isinstance(dim, Tensor):
             return self.maximum(dim) if which == "max" else self.minimum(dim)
         d = _wrap_dim(dim, self.dim())
         raw = self._value
         ns = namespace_of(raw)
-        idx = (ns.argmax if which == "max" else ns.argmin)(raw, axis=d, keepdims=True) if raw.ndim else ns.zeros((), np.int64)
+        if not raw.ndim:
+            mark = _seq_mark()
+            return MaxMin(_rename(fnp.copy(self), f"{name}Backward0", mark), Tensor._make(ns.zeros((), np.int64)))
+        idx = getattr(ns, "arg" + which)(raw, axis=d, keepdims=True)
         mark = _seq_mark()
-        if raw.ndim:
-            vals = fnp.take_along_axis(self, idx, axis=d)
-            if not keepdim:
-                vals = fnp.squeeze(vals, axis=d)
-                idx = ns.squeeze(idx, axis=d)
-        else:
-            vals = fnp.copy(self)
-        vals = _rename(vals, "MaxBackward0" if which == "max" else "MinBackward0", mark)
-        return MaxMin(vals, Tensor._make(idx.astype(np.int64)))
+        vals = fnp.take_along_axis(self, idx, axis=d)
+        if not keepdim:
+            vals, idx = fnp.squeeze(vals, axis=d), ns.squeeze(idx, axis=d)
+        return MaxMin(_rename(vals, f"{name}Backward0", mark), Tensor._make(idx.astype(np.int64)))
 
     def max(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """Full maximum, or ``(values, indices)`` along ``dim``; ``max(other)`` is elementwise."""
@@ -404,9 +405,7 @@ class _MathMixin:
     def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False,
                 stable: builtins.bool = False) -> "Tensor":
         raw = self._value
-        ns = namespace_of(raw)
-        d = _wrap_dim(dim, raw.ndim)
-        idx = ns.argsort(-raw if descending else raw, axis=d, kind="stable")
+        idx = namespace_of(raw).argsort(-raw if descending else raw, axis=_wrap_dim(dim, raw.ndim), kind="stable")
         return Tensor._make(idx.astype(np.int64))
 
     def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Any:
@@ -442,9 +441,8 @@ class _MathMixin:
         mark = _seq_mark()
         x = _float(self)
         axes = _dims(dim, x.dim())
-        a = fnp.abs(x) if x.is_complex() or p not in (2, "fro") else x
-        if p in (2, "fro", None):
-            sq = a * a if not x.is_complex() else fnp.real(x * fnp.conj(x))
+        if p in (2, "fro", None):  # (x * x, not |x| * |x|: the second derivative at 0 is 2, not 0)
+            sq = fnp.real(x * fnp.conj(x)) if x.is_complex() else x * x
             out = fnp.sqrt(fnp.sum(sq, axis=axes, keepdims=keepdim))
         elif p == 1:
             out = fnp.sum(fnp.abs(x), axis=axes, keepdims=keepdim)
@@ -465,13 +463,13 @@ class _MathMixin:
         return cast("Tensor", fnp.cumprod(x, axis=_wrap_dim(dim, x.dim())))
 
     def all(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
-        return Tensor._make(np.asarray(namespace_of(self._value).all(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
+        return _untracked_reduction(self, "all", dim, None, keepdims=keepdim)
 
     def any(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
-        return Tensor._make(np.asarray(namespace_of(self._value).any(self._value, axis=_dims(dim, self.dim()), keepdims=keepdim)))
+        return _untracked_reduction(self, "any", dim, None, keepdims=keepdim)
 
     def count_nonzero(self: Tensor, dim: DimArg = None) -> "Tensor":
-        return Tensor._make(np.asarray(namespace_of(self._value).count_nonzero(self._value, axis=_dims(dim, self.dim()))).astype(np.int64))
+        return _untracked_reduction(self, "count_nonzero", dim, np.int64)
 
     # ------------------------------------------------------------------ linear algebra
     def matmul(self: Tensor, other: Any) -> "Tensor":

@@ -11,6 +11,7 @@ after defining the helpers used here and binds ``Tensor`` here once the class ex
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
@@ -39,9 +40,7 @@ class _ShapeMixin:
         return Size(self._value.shape)
 
     def size(self: Tensor, dim: int | None = None) -> Any:
-        if dim is None:
-            return Size(self._value.shape)
-        return self._value.shape[_wrap_dim(dim, self._value.ndim)]
+        return Size(self._value.shape) if dim is None else self._value.shape[_wrap_dim(dim, self._value.ndim)]
 
     def dim(self: Tensor) -> int:
         return cast("int", self._value.ndim)
@@ -66,9 +65,7 @@ class _ShapeMixin:
         return True if flags is None else _pybool(flags.c_contiguous)
 
     def contiguous(self: Tensor, memory_format: Any = None) -> "Tensor":
-        if self.is_contiguous():
-            return self
-        return self.clone()
+        return self if self.is_contiguous() else self.clone()
 
     def __len__(self: Tensor) -> int:
         if self._value.ndim == 0:
@@ -160,9 +157,7 @@ class _ShapeMixin:
 
     @property
     def T(self: Tensor) -> "Tensor":
-        if self.dim() < 2:
-            return self
-        return self.permute(*reversed(range(self.dim())))
+        return self if self.dim() < 2 else self.permute(*reversed(range(self.dim())))
 
     @property
     def mT(self: Tensor) -> "Tensor":
@@ -210,22 +205,17 @@ class _ShapeMixin:
                 f"in the tensor ({len(shp)})"
             )
         lead = len(sizes) - len(shp)
-        target: Any = []
-        for i, s in enumerate(sizes):
-            if s == -1:
-                if i < lead:
-                    raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
-                target.append(shp[i - lead])
-            else:
-                if i >= lead and shp[i - lead] not in (1, s):
-                    raise RuntimeError(
-                        f"The expanded size of the tensor ({s}) must match the existing size ({shp[i - lead]}) at "
-                        f"non-singleton dimension {i}.  Target sizes: [{', '.join(map(str, sizes))}].  Tensor sizes: "
-                        f"[{', '.join(map(str, shp))}]"
-                    )
-                target.append(s)
+        if -1 in sizes[:lead]:
+            raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
+        target = tuple(shp[i - lead] if s == -1 else s for i, s in enumerate(sizes))  # -1: the size kept
+        for i in range(lead, len(sizes)):
+            if shp[i - lead] not in (1, target[i]):
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({target[i]}) must match the existing size ({shp[i - lead]}) at "
+                    f"non-singleton dimension {i}.  Target sizes: [{', '.join(map(str, sizes))}].  Tensor sizes: "
+                    f"[{', '.join(map(str, shp))}]"
+                )
         mark = _seq_mark()
-        target = tuple(target)
         out = fnp.reshape(self, shp) if target == shp else fnp.broadcast_to(self, target)
         return _rename(out, "ExpandBackward0", mark)
 
@@ -326,19 +316,14 @@ class _ShapeMixin:
             sizes = list(split_size)
         else:
             sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) or [0]
-        out, start = [], 0
-        for s in sizes:
-            out.append(self.narrow(d, start, s))
-            start += s
-        return tuple(out)
+        return tuple(self.narrow(d, start, s) for start, s in zip(itertools.accumulate([0, *sizes]), sizes))
 
     def chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
-        size = -(-n // chunks)
         if not n:  # PyTorch: ``chunks`` empty pieces
             return multi_output_views(tuple(self.narrow(d, 0, 0) for _ in range(chunks)), "SplitBackward0")
-        return self.split(size, d)
+        return self.split(-(-n // chunks), d)
 
     def unsafe_chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
         """``chunk`` whose pieces may be modified in place (see ``unsafe_split``)."""
@@ -355,9 +340,7 @@ class _ShapeMixin:
         return out
 
     def diag(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
-        if self.dim() == 1:
-            return _as_tensor(fnp.diag(self, diagonal))
-        return self.diagonal(diagonal)
+        return _as_tensor(fnp.diag(self, diagonal)) if self.dim() == 1 else self.diagonal(diagonal)
 
     def trace(self: Tensor) -> "Tensor":
         return self.diagonal().sum()
@@ -398,7 +381,7 @@ class _ShapeMixin:
     def masked_select(self: Tensor, mask: "Tensor") -> "Tensor":
         m = _raw(mask)
         shape = np.broadcast_shapes(tuple(self.shape), m.shape)
-        return self.expand(*shape)[np.broadcast_to(m, shape)]
+        return self.expand(*shape)[namespace_of(m).broadcast_to(m, shape)]  # (a device mask stays there)
 
     def take(self: Tensor, index: "Tensor") -> "Tensor":
         return self.reshape(-1)[_raw(index)]

@@ -19,7 +19,7 @@ from ..backend import namespace_of
 from . import dtypes as _dt
 from .grad_mode import state as _mode
 from .graph import GraphBox
-from .tensor import SizeArg, Tensor, _fg_device, _shape_arg, device
+from .tensor import SizeArg, Tensor, _fg_device, _raw, _shape_arg, device
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
@@ -101,44 +101,35 @@ def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor
     return Tensor._make(value, requires_grad=builtins.bool(requires_grad), inference=_mode.inference)
 
 
-def _walk_kinds(x: Any, kinds: set[Any]) -> None:
+def _walk_kinds(x: Any, arrays: set[Any], scalars: dict[type, Any]) -> None:
+    """Collect the NumPy dtypes of the tensors and arrays in ``x`` and one number of each type in it."""
     if isinstance(x, (list, tuple)):
         for e in x:
-            _walk_kinds(e, kinds)
-    elif isinstance(x, Tensor):
-        kinds.add(("t", x._value.dtype))
-    elif isinstance(x, (builtins.bool, np.bool_)):
-        kinds.add("b")
-    elif isinstance(x, (builtins.int, np.integer)):
-        kinds.add("i")
-    elif isinstance(x, (builtins.float, np.floating)):
-        kinds.add("f")
-    elif isinstance(x, (builtins.complex, np.complexfloating)):
-        kinds.add("c")
-    elif isinstance(x, np.ndarray):
-        kinds.add(("t", x.dtype))
+            _walk_kinds(e, arrays, scalars)
+    elif isinstance(x, (Tensor, np.ndarray)):
+        arrays.add(_raw(x).dtype)
     else:
-        raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+        scalars[type(x)] = x
 
 
 def _infer_np_dtype(data: Any) -> np.dtype | None:
-    """The dtype PyTorch infers for Python data (None: keep NumPy's)."""
+    """The dtype PyTorch infers for Python data (None: keep NumPy's): the tensors' and arrays' promoted
+    dtype, else the numbers' of the highest category (bool < int64 < default float < default complex)."""
     if isinstance(data, (np.ndarray, np.generic)):
         return None
-    kinds: set[Any] = set()
-    _walk_kinds(data, kinds)
-    tensor_dtypes = [k[1] for k in kinds if isinstance(k, tuple)]
-    if tensor_dtypes:
-        return np.result_type(*tensor_dtypes)
-    if "c" in kinds:
-        return _dt.default_complex().np
-    if "f" in kinds:
-        return _dt.get_default_dtype().np
-    if "i" in kinds:
-        return np.dtype(np.int64)
-    if "b" in kinds:
-        return np.dtype(np.bool_)
-    return _dt.get_default_dtype().np  # empty list
+    arrays: set[Any] = set()
+    scalars: dict[type, Any] = {}
+    _walk_kinds(data, arrays, scalars)
+    best = None
+    for t, x in scalars.items():
+        try:
+            d = _dt._scalar_dtype(x)
+        except TypeError:
+            raise TypeError(f"Could not infer dtype of {t.__name__}") from None
+        best = d if best is None or _dt.category(d) > _dt.category(best) else best
+    if arrays:
+        return np.result_type(*arrays)
+    return (best or _dt.get_default_dtype()).np  # (an empty list: the default dtype)
 
 
 def _plain(data: Any) -> Any:
@@ -302,8 +293,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, d
 
 
 def normal(mean: Any, std: Any, size: Any = None, *, generator: Generator | None = None) -> Tensor:
-    m = mean._value if isinstance(mean, Tensor) else mean
-    s = std._value if isinstance(std, Tensor) else std
+    m, s = _raw(mean), _raw(std)
     shape = tuple(size) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
     v = _rng(generator).normal(m, s, size=shape)
     return _finish(v.astype(_dt.get_default_dtype().np), None, None, False)

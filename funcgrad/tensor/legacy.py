@@ -37,6 +37,8 @@ class _LegacyTensorType(type):
             data = args[0]
             if isinstance(data, Tensor):
                 return data.to(cls._dtype)
+            if cls._dtype.is_floating_point:  # made in that precision (through float32, DoubleTensor([0.1]) lost digits)
+                return tensor(data, dtype=cls._dtype)
             return tensor(data).to(cls._dtype)  # floats to an integer type truncate, as in PyTorch
         raise TypeError(f"{cls.__name__}(): expected sizes (ints) or one data argument, got {args!r}")
 
@@ -46,15 +48,10 @@ def _legacy(name: str, dtype: Any) -> Any:
                                         "__module__": __name__})
 
 
-FloatTensor = _legacy("FloatTensor", _dt.float32)
-DoubleTensor = _legacy("DoubleTensor", _dt.float64)
-HalfTensor = _legacy("HalfTensor", _dt.float16)
-LongTensor = _legacy("LongTensor", _dt.int64)
-IntTensor = _legacy("IntTensor", _dt.int32)
-ShortTensor = _legacy("ShortTensor", _dt.int16)
-CharTensor = _legacy("CharTensor", _dt.int8)
-ByteTensor = _legacy("ByteTensor", _dt.uint8)
-BoolTensor = _legacy("BoolTensor", _dt.bool)
+# FloatTensor is float32's, ..., named by dtypes.TYPE_NAMES
+FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor = (
+    _legacy(_dt.TYPE_NAMES[d], d) for d in (_dt.float32, _dt.float64, _dt.float16, _dt.int64, _dt.int32, _dt.int16,
+                                            _dt.int8, _dt.uint8, _dt.bool))
 
 
 def var_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,  # noqa: A002

@@ -7,6 +7,7 @@ the rest (cat, stack, where, ...) are written here once.
 from __future__ import annotations
 
 import builtins
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -140,9 +141,7 @@ def _common(tensors: Sequence[Any]) -> list[Any]:
     ts = [_as_tensor(t) for t in tensors]
     if not ts:
         raise RuntimeError("expected a non-empty list of Tensors")
-    d = ts[0].dtype
-    for t in ts[1:]:
-        d = _dt.promote_types(d, t.dtype)
+    d = functools.reduce(_dt.promote_types, [t.dtype for t in ts])
     return [_cast(t, d) for t in ts]
 
 
@@ -206,11 +205,8 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     ts = _common(operands)
-    fn = getattr(fnp, "einsum", None)
-    if fn is None:
-        raise NotImplementedError("funcgrad.numpy has no einsum yet")
     mark = _seq_mark()
-    return _rename(_as_tensor(fn(equation, *ts)), "EinsumBackward0", mark)
+    return _rename(_as_tensor(fnp.einsum(equation, *ts)), "EinsumBackward0", mark)
 
 
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
