@@ -524,6 +524,17 @@ class Module:
         return sorted(set(list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)))
 
 
+class _Functional(Module):
+    """A module whose ``forward`` is its functional form ``_fn`` applied to the input and then to the
+    attributes named in ``_args`` (``LayerNorm``: ``F.layer_norm(x, normalized_shape, weight, bias, eps)``)."""
+
+    _fn: Any = None
+    _args: tuple[str, ...] = ()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return cast("Tensor", type(self)._fn(x, *[getattr(self, a) for a in self._args]))
+
+
 def _uniform_param(shape: tuple[Any, ...], bound: float, dtype: Any = None) -> Parameter:
     """A Parameter drawn uniformly from ``[-bound, bound]`` with ft's generator (PyTorch's layer default)."""
     d = _np_dtype(dtype)

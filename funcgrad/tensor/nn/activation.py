@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from . import Module, _const_param, _maybe_inplace
+from . import Module, _const_param, _Functional, _maybe_inplace
 from . import functional as F
 
 __all__ = ["Sigmoid", "Tanh", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "ReLU6", "ELU", "SELU", "CELU", "Mish",
@@ -87,19 +87,18 @@ class Softmax2d(Module):
         return x.softmax(-3)
 
 
-class PReLU(Module):
+class PReLU(_Functional):
     """``x`` if positive else ``weight * x``; one learned slope or one per channel (``num_parameters``).
 
     Example: ``ft.nn.PReLU(num_parameters=8)``.
     """
 
+    _fn, _args = staticmethod(F.prelu), ("weight",)
+
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.num_parameters = num_parameters
         self.weight = _const_param((num_parameters,), init, dtype)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.prelu(x, self.weight)
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
