@@ -467,13 +467,9 @@ class Module:
         out = collections.OrderedDict() if destination is None else destination
         # PyTorch's order: each module's own parameters, then its persistent buffers, then its children
         for mprefix, m in self.named_modules(prefix=prefix.rstrip(".")):
-            dot = mprefix + ("." if mprefix else "")
-            for name, p in m._parameters.items():
-                if p is not None:
-                    out[dot + name] = p if keep_vars else p.detach()
-            for name, b in m._buffers.items():
-                if b is not None and name not in m.__dict__.get("_non_persistent_buffers_set", ()):
-                    out[dot + name] = b if keep_vars else b.detach()
+            for store in ("_parameters", "_buffers"):
+                for name, t in m._named_members(store, mprefix, False, False, persistent_only=store == "_buffers"):
+                    out[name] = t if keep_vars else t.detach()
         return out
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
