@@ -52,7 +52,6 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
     d_norm = float(xp.max(xp.abs(d)))
     g = g.copy()
     f_new, g_new = obj(x, t, d)
-    evals = 1
     gtd_new = float(xp.dot(g_new, d))
     t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
     done = False
@@ -73,7 +72,6 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
         t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step))
         t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.copy(), gtd_new
         f_new, g_new = obj(x, t, d)
-        evals += 1
         gtd_new = float(xp.dot(g_new, d))
         ls_iter += 1
     if ls_iter == max_ls:
@@ -96,7 +94,6 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
         else:
             insuf_progress = False
         f_new, g_new = obj(x, t, d)
-        evals += 1
         gtd_new = float(xp.dot(g_new, d))
         ls_iter += 1
         if f_new > f + c1 * t * gtd or f_new >= bf[low]:
@@ -108,7 +105,7 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
             elif gtd_new * (bracket[high] - bracket[low]) >= 0:
                 bracket[high], bf[high], bg[high], bgtd[high] = bracket[low], bf[low], bg[low], bgtd[low]
             bracket[low], bf[low], bg[low], bgtd[low] = t, f_new, g_new.copy(), gtd_new
-    return bf[low], bg[low], bracket[low], evals
+    return bf[low], bg[low], bracket[low], ls_iter + 1  # evaluations: the first, then one per iteration
 
 
 class LBFGS(Optimizer):
