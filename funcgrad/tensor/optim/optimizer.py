@@ -187,8 +187,7 @@ class Optimizer:
         lines = [f"{type(self).__name__} ("]
         for i, g in enumerate(self.param_groups):
             lines.append(f"Parameter Group {i}")
-            for k in sorted(k for k in g if k != "params"):
-                lines.append(f"    {k}: {g[k]}")
+            lines += [f"    {k}: {g[k]}" for k in sorted(k for k in g if k != "params")]
         lines.append(")")
         return "\n".join(lines)
 
