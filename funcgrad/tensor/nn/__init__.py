@@ -415,21 +415,17 @@ class Module:
         return self
 
     def _apply_tensors(self, fn: Callable[[Tensor], Tensor], grads_too: bool = False) -> "Module":
-        for m in self.modules():
-            for name, p in list(m._parameters.items()):
-                if p is not None:
-                    with no_grad():
-                        new = fn(p)
+        with no_grad():
+            for m in self.modules():
+                for name, p in list(m._parameters.items()):
+                    new = p if p is None else fn(p)
                     if new is p:
                         continue
-                    q = Parameter(new, p._requires_grad)
+                    q = m._parameters[name] = Parameter(new, p._requires_grad)
                     if grads_too and p._grad is not None:
-                        with no_grad():
-                            q._grad = fn(p._grad)
-                    m._parameters[name] = q
-            for name, b in list(m._buffers.items()):
-                if b is not None:
-                    with no_grad():
+                        q._grad = fn(p._grad)
+                for name, b in list(m._buffers.items()):
+                    if b is not None:
                         m._buffers[name] = fn(b)
         return self
 
