@@ -250,9 +250,8 @@ class Adam(Optimizer):
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
-        core = _fopt.scale_by_amsgrad(b1, b2, group["eps"]) if group["amsgrad"] else \
-            _fopt.scale_by_adam(b1, b2, group["eps"])
-        return _decayed(group, core)
+        scale = _fopt.scale_by_amsgrad if group["amsgrad"] else _fopt.scale_by_adam
+        return _decayed(group, scale(b1, b2, group["eps"]))
 
 
 class AdamW(Adam):
@@ -362,8 +361,7 @@ class NAdam(Optimizer):
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
-        core = _fopt.scale_by_nadam(b1, b2, group["eps"], group["momentum_decay"])
-        return _decayed(group, core)
+        return _decayed(group, _fopt.scale_by_nadam(b1, b2, group["eps"], group["momentum_decay"]))
 
 
 class RAdam(Optimizer):
@@ -379,5 +377,4 @@ class RAdam(Optimizer):
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
-        core = _fopt.scale_by_radam(b1, b2, group["eps"])
-        return _decayed(group, core)
+        return _decayed(group, _fopt.scale_by_radam(b1, b2, group["eps"]))
