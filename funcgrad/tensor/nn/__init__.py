@@ -243,10 +243,7 @@ class Module:
             raise KeyError(f"attribute '{name}' already exists")
         self.__dict__["_buffers"][name] = tensor
         nps = self.__dict__["_non_persistent_buffers_set"]
-        if persistent:
-            nps.discard(name)
-        else:
-            nps.add(name)
+        (nps.discard if persistent else nps.add)(name)
 
     def add_module(self, name: str, module: "Module | None") -> None:
         self._check_init()
