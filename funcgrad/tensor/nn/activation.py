@@ -19,10 +19,7 @@ __all__ = ["Sigmoid", "Tanh", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "ReL
            "Threshold", "GLU", "PReLU", "Softmax2d"]
 
 
-class _Act(Module):
-    _fn: Any = None
-    _args: tuple[Any, ...] = ()
-
+class _Act(_Functional):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
         names = self._args
@@ -40,8 +37,7 @@ class _Act(Module):
     _defaults: dict[Any, Any] = {}
 
     def forward(self, x: Tensor) -> Tensor:
-        args = tuple(getattr(self, n) for n in self._args)
-        return _maybe_inplace(x, lambda t: type(self)._fn(t, *args), self.inplace)
+        return _maybe_inplace(x, super().forward, self.inplace)
 
     _shows_inplace = False  # PyTorch's repr says inplace=True for some of them
 
