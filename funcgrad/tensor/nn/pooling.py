@@ -36,6 +36,8 @@ class _Windowed(_Functional):
 
 
 class _MaxPool(_Windowed):
+    _args = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__(kernel_size, stride, padding)
@@ -43,8 +45,7 @@ class _MaxPool(_Windowed):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
-        return type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                              self.return_indices)
+        return super().forward(x)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
