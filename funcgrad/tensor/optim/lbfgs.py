@@ -257,8 +257,6 @@ class LBFGS(Optimizer):
         return {"state": {} if st is None else {0: copy.deepcopy(st)}, "param_groups": self._indexed_groups()}
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
-        for k, v in state_dict["param_groups"][0].items():
-            if k != "params":
-                self.param_groups[0][k] = v
+        self.param_groups[0].update((k, v) for k, v in state_dict["param_groups"][0].items() if k != "params")
         saved = state_dict["state"].get(0, state_dict["state"].get("0"))
         self.state = {} if saved is None else {self._params[0]: copy.deepcopy(saved)}

@@ -158,9 +158,7 @@ class Optimizer:
             if len(mine["params"]) != len(theirs["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
                                  "optimizer's group")
-            for k, v in theirs.items():
-                if k != "params":
-                    mine[k] = v
+            mine.update((k, v) for k, v in theirs.items() if k != "params")
             params.extend((p, idx, mine) for p, idx in zip(mine["params"], theirs["params"]))
         self.state = {}
         for p, idx, group in params:
