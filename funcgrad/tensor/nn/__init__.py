@@ -468,7 +468,7 @@ class Module:
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
         """Copy values in (shapes must match); with ``strict``, missing or unexpected keys raise."""
         own: dict[str, Tensor] = dict(self.named_parameters())
-        own.update(dict(self._named_members("_buffers", "", True, False, persistent_only=True)))
+        own.update(self._named_members("_buffers", "", True, False, persistent_only=True))
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
@@ -566,12 +566,9 @@ class Sequential(Module):
 
     def __init__(self, *mods: Any) -> None:
         super().__init__()
-        if len(mods) == 1 and isinstance(mods[0], collections.OrderedDict):
-            for name, m in mods[0].items():
-                self.add_module(name, m)
-        else:
-            for i, m in enumerate(mods):
-                self.add_module(str(i), m)
+        named = len(mods) == 1 and isinstance(mods[0], collections.OrderedDict)
+        for name, m in mods[0].items() if named else ((str(i), m) for i, m in enumerate(mods)):
+            self.add_module(name, m)
 
     def forward(self, x: Any) -> Any:
         for m in self._modules.values():
