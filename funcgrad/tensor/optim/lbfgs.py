@@ -57,14 +57,12 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
     done = False
     ls_iter = 0
     while ls_iter < max_ls:
-        if f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev):
-            bracket, bf, bg, bgtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new.copy()], [gtd_prev, gtd_new]
-            break
-        if abs(gtd_new) <= -c2 * gtd:
+        too_high = f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev)  # no sufficient decrease
+        if not too_high and abs(gtd_new) <= -c2 * gtd:
             bracket, bf, bg, bgtd = [t], [f_new], [g_new], [gtd_new]
             done = True
             break
-        if gtd_new >= 0:
+        if too_high or gtd_new >= 0:  # a minimum lies between t_prev and t
             bracket, bf, bg, bgtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new.copy()], [gtd_prev, gtd_new]
             break
         min_step, max_step = t + 0.01 * (t - t_prev), t * 10
