@@ -243,10 +243,7 @@ class Module:
             raise KeyError(f"attribute '{name}' already exists")
         self.__dict__["_buffers"][name] = tensor
         nps = self.__dict__["_non_persistent_buffers_set"]
-        if persistent:
-            nps.discard(name)
-        else:
-            nps.add(name)
+        (nps.discard if persistent else nps.add)(name)
 
     def add_module(self, name: str, module: "Module | None") -> None:
         self._check_init()
@@ -415,21 +412,17 @@ class Module:
         return self
 
     def _apply_tensors(self, fn: Callable[[Tensor], Tensor], grads_too: bool = False) -> "Module":
-        for m in self.modules():
-            for name, p in list(m._parameters.items()):
-                if p is not None:
-                    with no_grad():
-                        new = fn(p)
+        with no_grad():
+            for m in self.modules():
+                for name, p in list(m._parameters.items()):
+                    new = p if p is None else fn(p)
                     if new is p:
                         continue
-                    q = Parameter(new, p._requires_grad)
+                    q = m._parameters[name] = Parameter(new, p._requires_grad)
                     if grads_too and p._grad is not None:
-                        with no_grad():
-                            q._grad = fn(p._grad)
-                    m._parameters[name] = q
-            for name, b in list(m._buffers.items()):
-                if b is not None:
-                    with no_grad():
+                        q._grad = fn(p._grad)
+                for name, b in list(m._buffers.items()):
+                    if b is not None:
                         m._buffers[name] = fn(b)
         return self
 
@@ -467,19 +460,15 @@ class Module:
         out = collections.OrderedDict() if destination is None else destination
         # PyTorch's order: each module's own parameters, then its persistent buffers, then its children
         for mprefix, m in self.named_modules(prefix=prefix.rstrip(".")):
-            dot = mprefix + ("." if mprefix else "")
-            for name, p in m._parameters.items():
-                if p is not None:
-                    out[dot + name] = p if keep_vars else p.detach()
-            for name, b in m._buffers.items():
-                if b is not None and name not in m.__dict__.get("_non_persistent_buffers_set", ()):
-                    out[dot + name] = b if keep_vars else b.detach()
+            for store in ("_parameters", "_buffers"):
+                for name, t in m._named_members(store, mprefix, False, False, persistent_only=store == "_buffers"):
+                    out[name] = t if keep_vars else t.detach()
         return out
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
         """Copy values in (shapes must match); with ``strict``, missing or unexpected keys raise."""
         own: dict[str, Tensor] = dict(self.named_parameters())
-        own.update(dict(self._named_members("_buffers", "", True, False, persistent_only=True)))
+        own.update(self._named_members("_buffers", "", True, False, persistent_only=True))
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
@@ -524,6 +513,17 @@ class Module:
         return sorted(set(list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)))
 
 
+class _Functional(Module):
+    """A module whose ``forward`` is its functional form ``_fn`` applied to the input and then to the
+    attributes named in ``_args`` (``LayerNorm``: ``F.layer_norm(x, normalized_shape, weight, bias, eps)``)."""
+
+    _fn: Any = None
+    _args: tuple[str, ...] = ()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return cast("Tensor", type(self)._fn(x, *[getattr(self, a) for a in self._args]))
+
+
 def _uniform_param(shape: tuple[Any, ...], bound: float, dtype: Any = None) -> Parameter:
     """A Parameter drawn uniformly from ``[-bound, bound]`` with ft's generator (PyTorch's layer default)."""
     d = _np_dtype(dtype)
@@ -566,12 +566,9 @@ class Sequential(Module):
 
     def __init__(self, *mods: Any) -> None:
         super().__init__()
-        if len(mods) == 1 and isinstance(mods[0], collections.OrderedDict):
-            for name, m in mods[0].items():
-                self.add_module(name, m)
-        else:
-            for i, m in enumerate(mods):
-                self.add_module(str(i), m)
+        named = len(mods) == 1 and isinstance(mods[0], collections.OrderedDict)
+        for name, m in mods[0].items() if named else ((str(i), m) for i, m in enumerate(mods)):
+            self.add_module(name, m)
 
     def forward(self, x: Any) -> Any:
         for m in self._modules.values():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from . import Module, _const_param, _maybe_inplace
+from . import Module, _const_param, _Functional, _maybe_inplace
 from . import functional as F
 
 __all__ = ["Sigmoid", "Tanh", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "ReLU6", "ELU", "SELU", "CELU", "Mish",
@@ -19,10 +19,7 @@ __all__ = ["Sigmoid", "Tanh", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "ReL
            "Threshold", "GLU", "PReLU", "Softmax2d"]
 
 
-class _Act(Module):
-    _fn: Any = None
-    _args: tuple[Any, ...] = ()
-
+class _Act(_Functional):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
         names = self._args
@@ -40,8 +37,7 @@ class _Act(Module):
     _defaults: dict[Any, Any] = {}
 
     def forward(self, x: Tensor) -> Tensor:
-        args = tuple(getattr(self, n) for n in self._args)
-        return _maybe_inplace(x, lambda t: type(self)._fn(t, *args), self.inplace)
+        return _maybe_inplace(x, super().forward, self.inplace)
 
     _shows_inplace = False  # PyTorch's repr says inplace=True for some of them
 
@@ -87,19 +83,18 @@ class Softmax2d(Module):
         return x.softmax(-3)
 
 
-class PReLU(Module):
+class PReLU(_Functional):
     """``x`` if positive else ``weight * x``; one learned slope or one per channel (``num_parameters``).
 
     Example: ``ft.nn.PReLU(num_parameters=8)``.
     """
 
+    _fn, _args = staticmethod(F.prelu), ("weight",)
+
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.num_parameters = num_parameters
         self.weight = _const_param((num_parameters,), init, dtype)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.prelu(x, self.weight)
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"

@@ -13,19 +13,19 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any
 
 from ..tensor import Tensor
-from . import Module, _per_rank, _uniform_param
+from . import _Functional, _per_rank, _uniform_param
 from .functional import _ntuple as _tup
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
-class _ConvNd(Module):
+class _ConvNd(_Functional):
     _n = 2
     _transposed = False
-    _fn: Any = None  # the functional form
+    _args: tuple[str, ...] = ("weight", "bias", "stride", "padding", "dilation", "groups")
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
@@ -72,10 +72,6 @@ class _ConvNd(Module):
             s += ", bias=False"
         return s
 
-    def forward(self, x: Tensor) -> Tensor:
-        return cast(Tensor, type(self)._fn(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                                           self.groups))
-
 
 Conv1d, Conv2d, Conv3d = _per_rank(_ConvNd, "Conv{n}d", "conv{n}d",
                                    "{n}-d convolution over ``{shape}``. Example: ``ft.nn.Conv{n}d(1, 8, 3, padding=1)``.")
@@ -83,6 +79,7 @@ Conv1d, Conv2d, Conv3d = _per_rank(_ConvNd, "Conv{n}d", "conv{n}d",
 
 class _ConvTransposeNd(_ConvNd):
     _transposed = True
+    _args = ("weight", "bias", "stride", "padding", "output_padding", "groups", "dilation")
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
@@ -93,8 +90,7 @@ class _ConvTransposeNd(_ConvNd):
                          padding_mode, device, dtype, output_padding)
 
     def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
-        return cast(Tensor, type(self)._fn(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                           self.groups, self.dilation))
+        return super().forward(x)
 
 
 ConvTranspose1d, ConvTranspose2d, ConvTranspose3d = _per_rank(

@@ -11,17 +11,15 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..tensor import Tensor
-from . import Module, _check_dropout_p, _maybe_inplace, _per_rank
+from . import _check_dropout_p, _Functional, _maybe_inplace, _per_rank
 from . import functional as F
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
 
 
-class _DropoutNd(Module):
-    _fn: Any = None
+class _DropoutNd(_Functional):
+    _args = ("p", "training")
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
@@ -29,7 +27,7 @@ class _DropoutNd(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, lambda t: type(self)._fn(t, self.p, self.training), self.inplace)
+        return _maybe_inplace(x, super().forward, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

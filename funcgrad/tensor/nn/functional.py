@@ -232,8 +232,7 @@ def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (as PyTorch). Example: ``F.softplus(x)``."""
-    sp = _softplus(x, beta)
-    return _where(x * beta > threshold, x, sp)
+    return _where(x * beta > threshold, x, _softplus(x, beta))
 
 
 def softsign(x: Tensor) -> Tensor:
@@ -848,9 +847,8 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float | No
         sl = tuple(slice(-lo if lo < 0 else None, hi if hi < 0 else None) for lo, hi in widths)
         x = x[sl]
         widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
-    if np_mode == "constant":
-        return _fg(lambda v: fnp.pad(v, tuple(widths), mode="constant", constant_values=value or 0.0), x)
-    return _fg(lambda v: fnp.pad(v, tuple(widths), mode=np_mode), x)
+    fill = {"constant_values": value or 0.0} if np_mode == "constant" else {}
+    return _fg(lambda v: fnp.pad(v, tuple(widths), mode=np_mode, **fill), x)
 
 
 def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",

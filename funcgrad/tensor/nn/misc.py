@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from ..tensor import Tensor
-from . import Module, _const_param, _uniform_param
+from . import Module, _const_param, _Functional, _uniform_param
 from . import functional as F
 from .loss import _Loss, _WeightedLoss
 
@@ -70,40 +70,37 @@ class ConstantPad2d(ConstantPad1d):
     _n = 2
 
 
-class PixelShuffle(Module):
+class PixelShuffle(_Functional):
     """``(*, C r^2, H, W) -> (*, C, H r, W r)``. Example: ``ft.nn.PixelShuffle(2)``."""
+
+    _fn, _args = staticmethod(F.pixel_shuffle), ("upscale_factor",)
 
     def __init__(self, upscale_factor: int) -> None:
         super().__init__()
         self.upscale_factor = upscale_factor
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.pixel_shuffle(x, self.upscale_factor)
 
-
-class PixelUnshuffle(Module):
+class PixelUnshuffle(_Functional):
     """``(*, C, H r, W r) -> (*, C r^2, H, W)``. Example: ``ft.nn.PixelUnshuffle(2)``."""
+
+    _fn, _args = staticmethod(F.pixel_unshuffle), ("downscale_factor",)
 
     def __init__(self, downscale_factor: int) -> None:
         super().__init__()
         self.downscale_factor = downscale_factor
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.pixel_unshuffle(x, self.downscale_factor)
 
-
-class Upsample(Module):
+class Upsample(_Functional):
     """Resize (``F.interpolate``). Example: ``ft.nn.Upsample(scale_factor=2, mode="bilinear")``."""
+
+    _fn = staticmethod(F.interpolate)
+    _args = ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor")
 
     def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                  align_corners: bool | None = None, recompute_scale_factor: bool | None = None) -> None:
         super().__init__()
         self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, align_corners
         self.recompute_scale_factor = recompute_scale_factor
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
-                             self.recompute_scale_factor)
 
 
 class UpsamplingNearest2d(Upsample):
@@ -131,28 +128,26 @@ class Unflatten(Module):
         return x.unflatten(self.dim, self.unflattened_size)
 
 
-class Unfold(Module):
+class Unfold(_Functional):
     """Sliding windows as columns (``F.unfold``). Example: ``ft.nn.Unfold(3, padding=1)``."""
+
+    _fn, _args = staticmethod(F.unfold), ("kernel_size", "dilation", "padding", "stride")
 
     def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> None:
         super().__init__()
         self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
 
-
-class Fold(Module):
+class Fold(_Functional):
     """Columns summed back into an image (``F.fold``). Example: ``ft.nn.Fold((4, 4), 2)``."""
+
+    _fn, _args = staticmethod(F.fold), ("output_size", "kernel_size", "dilation", "padding", "stride")
 
     def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
                  stride: Any = 1) -> None:
         super().__init__()
         self.output_size, self.kernel_size = output_size, kernel_size
         self.dilation, self.padding, self.stride = dilation, padding, stride
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.fold(x, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
 
 
 class CosineSimilarity(Module):
@@ -177,29 +172,29 @@ class PairwiseDistance(Module):
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
 
 
-class Hardshrink(Module):
+class Hardshrink(_Functional):
     """Zero inside ``[-lambd, lambd]``. Example: ``ft.nn.Hardshrink(0.3)``."""
+
+    _fn, _args = staticmethod(F.hardshrink), ("lambd",)
 
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.hardshrink(x, self.lambd)
-
 
 class Softshrink(Hardshrink):
     """Shrink towards zero by ``lambd``. Example: ``ft.nn.Softshrink(0.3)``."""
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.softshrink(x, self.lambd)
+    _fn = staticmethod(F.softshrink)
 
 
-class RMSNorm(Module):
+class RMSNorm(_Functional):
     """Root-mean-square normalization over the trailing ``normalized_shape`` axes, learned ``weight``.
 
     Example: ``ft.nn.RMSNorm(64)``.
     """
+
+    _fn, _args = staticmethod(F.rms_norm), ("normalized_shape", "weight", "eps")
 
     def __init__(self, normalized_shape: Any, eps: float | None = None, elementwise_affine: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
@@ -207,9 +202,6 @@ class RMSNorm(Module):
         ns = (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
         self.register_parameter("weight", _const_param(ns, 1.0, dtype) if elementwise_affine else None)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
 
 class Bilinear(Module):

@@ -21,7 +21,7 @@ import numpy as np
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from ..toplevel import _on_default_device
-from . import Module, _const_param, _np_dtype, _per_rank
+from . import Module, _const_param, _Functional, _np_dtype, _per_rank
 from . import functional as F
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "InstanceNorm1d",
@@ -117,11 +117,13 @@ InstanceNorm1d, InstanceNorm2d, InstanceNorm3d = _per_rank(
     "Example: ``ft.nn.InstanceNorm{n}d(4, affine=True)``.")
 
 
-class LayerNorm(Module):
+class LayerNorm(_Functional):
     """Normalization over the trailing ``normalized_shape`` axes, with ``weight``/``bias`` of that shape.
 
     Example: ``ft.nn.LayerNorm(64)``.
     """
+
+    _fn, _args = staticmethod(F.layer_norm), ("normalized_shape", "weight", "bias", "eps")
 
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
@@ -130,15 +132,14 @@ class LayerNorm(Module):
         self.normalized_shape, self.eps, self.elementwise_affine = ns, eps, elementwise_affine
         _affine_params(self, ns, elementwise_affine, elementwise_affine and bias, dtype)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
-
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
-class GroupNorm(Module):
+class GroupNorm(_Functional):
     """Group normalization of ``(N, C, *)`` with per-channel ``weight``/``bias``. Example: ``ft.nn.GroupNorm(2, 8)``."""
+
+    _fn, _args = staticmethod(F.group_norm), ("num_groups", "weight", "bias", "eps")
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
@@ -147,9 +148,6 @@ class GroupNorm(Module):
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         _affine_params(self, (num_channels,), affine, affine, dtype)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

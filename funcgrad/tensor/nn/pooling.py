@@ -14,18 +14,16 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..tensor import Tensor
-from . import Module, _per_rank
+from . import Module, _Functional, _per_rank
 from . import functional as F
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
-class _Windowed(Module):
+class _Windowed(_Functional):
     """A pool over windows: ``kernel_size``, ``stride`` (the kernel size when None) and ``padding``,
     shown by ``repr``; ``_fn`` is the functional form."""
-
-    _fn: Any = None
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
@@ -38,6 +36,8 @@ class _Windowed(Module):
 
 
 class _MaxPool(_Windowed):
+    _args = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__(kernel_size, stride, padding)
@@ -45,8 +45,7 @@ class _MaxPool(_Windowed):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
-        return type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                              self.return_indices)
+        return super().forward(x)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -60,24 +59,22 @@ MaxPool1d, MaxPool2d, MaxPool3d = _per_rank(_MaxPool, "MaxPool{n}d", "max_pool{n
 class AvgPool1d(_Windowed):
     """Mean over windows of ``(N, C, L)``. Example: ``ft.nn.AvgPool1d(3, stride=1, padding=1)``."""
 
+    _fn = staticmethod(F.avg_pool1d)
+    _args = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
         super().__init__(kernel_size, stride, padding)
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
-
 
 class _AvgPoolNd(_Windowed):
+    _args = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: Any = None) -> None:
         super().__init__(kernel_size, stride, padding)
         self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
-
-    def forward(self, x: Tensor) -> Tensor:
-        return cast(Tensor, type(self)._fn(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
-                              self.divisor_override))
 
 
 AvgPool2d, AvgPool3d = _per_rank(_AvgPoolNd, "AvgPool{n}d", "avg_pool{n}d",
@@ -110,7 +107,7 @@ AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d = _per_rank(
 
 
 class _MaxUnpool(_Windowed):
-    def forward(self, x: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+    def forward(self, x: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:  # type: ignore[override]
         return cast(Tensor, type(self)._fn(x, indices, self.kernel_size, self.stride, self.padding, output_size))
 
 

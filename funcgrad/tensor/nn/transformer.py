@@ -150,11 +150,9 @@ class MultiheadAttention(Module):
 def _activation(a: Any) -> Callable[..., Any]:
     if callable(a):
         return cast("Callable[..., Any]", a)
-    if a == "relu":
-        return F.relu
-    if a == "gelu":
-        return F.gelu
-    raise RuntimeError(f"activation should be relu/gelu, not {a}")
+    if a not in ("relu", "gelu"):
+        raise RuntimeError(f"activation should be relu/gelu, not {a}")
+    return cast("Callable[..., Any]", getattr(F, a))
 
 
 class TransformerEncoderLayer(Module):

@@ -52,20 +52,17 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
     d_norm = float(xp.max(xp.abs(d)))
     g = g.copy()
     f_new, g_new = obj(x, t, d)
-    evals = 1
     gtd_new = float(xp.dot(g_new, d))
     t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
     done = False
     ls_iter = 0
     while ls_iter < max_ls:
-        if f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev):
-            bracket, bf, bg, bgtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new.copy()], [gtd_prev, gtd_new]
-            break
-        if abs(gtd_new) <= -c2 * gtd:
+        too_high = f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev)  # no sufficient decrease
+        if not too_high and abs(gtd_new) <= -c2 * gtd:
             bracket, bf, bg, bgtd = [t], [f_new], [g_new], [gtd_new]
             done = True
             break
-        if gtd_new >= 0:
+        if too_high or gtd_new >= 0:  # a minimum lies between t_prev and t
             bracket, bf, bg, bgtd = [t_prev, t], [f_prev, f_new], [g_prev, g_new.copy()], [gtd_prev, gtd_new]
             break
         min_step, max_step = t + 0.01 * (t - t_prev), t * 10
@@ -73,7 +70,6 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
         t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step))
         t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new.copy(), gtd_new
         f_new, g_new = obj(x, t, d)
-        evals += 1
         gtd_new = float(xp.dot(g_new, d))
         ls_iter += 1
     if ls_iter == max_ls:
@@ -96,7 +92,6 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
         else:
             insuf_progress = False
         f_new, g_new = obj(x, t, d)
-        evals += 1
         gtd_new = float(xp.dot(g_new, d))
         ls_iter += 1
         if f_new > f + c1 * t * gtd or f_new >= bf[low]:
@@ -108,7 +103,7 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
             elif gtd_new * (bracket[high] - bracket[low]) >= 0:
                 bracket[high], bf[high], bg[high], bgtd[high] = bracket[low], bf[low], bg[low], bgtd[low]
             bracket[low], bf[low], bg[low], bgtd[low] = t, f_new, g_new.copy(), gtd_new
-    return bf[low], bg[low], bracket[low], evals
+    return bf[low], bg[low], bracket[low], ls_iter + 1  # evaluations: the first, then one per iteration
 
 
 class LBFGS(Optimizer):
@@ -260,8 +255,6 @@ class LBFGS(Optimizer):
         return {"state": {} if st is None else {0: copy.deepcopy(st)}, "param_groups": self._indexed_groups()}
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
-        for k, v in state_dict["param_groups"][0].items():
-            if k != "params":
-                self.param_groups[0][k] = v
+        self.param_groups[0].update((k, v) for k, v in state_dict["param_groups"][0].items() if k != "params")
         saved = state_dict["state"].get(0, state_dict["state"].get("0"))
         self.state = {} if saved is None else {self._params[0]: copy.deepcopy(saved)}

@@ -158,9 +158,7 @@ class Optimizer:
             if len(mine["params"]) != len(theirs["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
                                  "optimizer's group")
-            for k, v in theirs.items():
-                if k != "params":
-                    mine[k] = v
+            mine.update((k, v) for k, v in theirs.items() if k != "params")
             params.extend((p, idx, mine) for p, idx in zip(mine["params"], theirs["params"]))
         self.state = {}
         for p, idx, group in params:
@@ -187,8 +185,7 @@ class Optimizer:
         lines = [f"{type(self).__name__} ("]
         for i, g in enumerate(self.param_groups):
             lines.append(f"Parameter Group {i}")
-            for k in sorted(k for k in g if k != "params"):
-                lines.append(f"    {k}: {g[k]}")
+            lines += [f"    {k}: {g[k]}" for k in sorted(k for k in g if k != "params")]
         lines.append(")")
         return "\n".join(lines)
 
@@ -251,9 +248,8 @@ class Adam(Optimizer):
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
-        core = _fopt.scale_by_amsgrad(b1, b2, group["eps"]) if group["amsgrad"] else \
-            _fopt.scale_by_adam(b1, b2, group["eps"])
-        return _decayed(group, core)
+        scale = _fopt.scale_by_amsgrad if group["amsgrad"] else _fopt.scale_by_adam
+        return _decayed(group, scale(b1, b2, group["eps"]))
 
 
 class AdamW(Adam):
@@ -363,8 +359,7 @@ class NAdam(Optimizer):
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
-        core = _fopt.scale_by_nadam(b1, b2, group["eps"], group["momentum_decay"])
-        return _decayed(group, core)
+        return _decayed(group, _fopt.scale_by_nadam(b1, b2, group["eps"], group["momentum_decay"]))
 
 
 class RAdam(Optimizer):
@@ -380,5 +375,4 @@ class RAdam(Optimizer):
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
-        core = _fopt.scale_by_radam(b1, b2, group["eps"])
-        return _decayed(group, core)
+        return _decayed(group, _fopt.scale_by_radam(b1, b2, group["eps"]))

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import numbers
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -116,11 +117,7 @@ def random_split(dataset: Dataset, lengths: Sequence[Any], generator: Generator 
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     perm = _rng(generator).permutation(n).tolist()
-    out, off = [], 0
-    for k in lengths:
-        out.append(Subset(dataset, perm[off:off + k]))
-        off += k
-    return out
+    return [Subset(dataset, perm[end - k:end]) for k, end in zip(lengths, itertools.accumulate(lengths))]
 
 
 class Sampler:
