@@ -703,12 +703,10 @@ class PrimNode(Node):
         """The gradients of ``parents`` by the primitive's rules (``g_all``: what ``vjp_all``
         sees, None for results that got no gradient); on boxes that record with ``create_graph``;
         with ``release``, the saved values are freed afterwards."""
-        if self._released and self._holds_saved():
-            raise RuntimeError(_FREED)
         prim = self.prim
         saved = self._saved
         if saved and (create_graph or not intact(saved)):
-            # recorded boxes to unpack, or changed in place or detached since: the SavedTensors' checks raise
+            # recorded boxes to unpack, or changed in place, detached or freed since: the SavedTensors' checks raise
             self._materialize()
             saved = None
         args, ans = self.args, self.ans
@@ -749,10 +747,6 @@ class PrimNode(Node):
                 else:
                     ans[~e[0]] = None
             self._saved = _GONE
-
-    def _holds_saved(self) -> bool:
-        saved = self._saved
-        return bool(saved) if saved is not None else any(type(a) is SavedTensor for a in (*self.args, *self.ans))
 
     def _materialize(self, hooks: tuple[Callable[..., Any], Callable[..., Any]] | None = None) -> None:
         """Put a :class:`SavedTensor` in ``args``/``ans`` for each saved value (packed by the
@@ -1261,16 +1255,9 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     parents: list[Any] = []
     live: list[int] = []
     for i, b in zip(argnums, boxes):
-        if b._requires_grad:
-            if b._base is not None and b._view_version != b._vc[0]:
-                _refresh_view(b)
-            node = b._node
-            if node is None:
-                parents.append(get_accumulator(b))
-            elif node._n_outputs == 1:
-                parents.append(node)
-            else:
-                parents.append(target(node, b._output_nr))
+        e = edge_of(b)  # (refreshes a stale view that requires grad)
+        if e is not None:
+            parents.append(target(*e))
             live.append(i)
     # what the primitive's VJP rules do not read (its ``reads``), as ``dropped`` says (cached per call shape)
     drop = prim.drop_cache.get((len(args), *live)) if not _save_everything.on else None
@@ -1319,7 +1306,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     node._saved = tuple(entries)
     if entries and _hook_state.stack:
         node._materialize(_hook_state.stack[-1])
-    if len(outs) != 1 or prim.multiple_results:
+    if prim.multiple_results:
         node._n_outputs = len(outs)
         node._plain = False
     if anomaly.enabled:
@@ -1525,7 +1512,7 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
     else:
         if t._node is not None and out._requires_grad and _hooks_on_view_chain(t):
             _bypass_view_node(out, start_seq, t)  # (without such hooks, the same gradients either way)
-        rebase_view(t, edge_of(out) if out._requires_grad else None)
+        rebase_view(t, edge_of(out))
     return t
 
 
@@ -1543,8 +1530,7 @@ def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
     history becomes a ``CopySlices`` node, and ``t`` gets its new history at once, as a view of
     the new base (``AsStridedBackward0``, as in PyTorch). ``retain_grad()`` of both follows."""
     root = t._base
-    base_edge = edge_of(root) if root._requires_grad else None
-    cs = CopySlices(base_edge, out_edge, t._view_fns, _out_meta(root._value)[0])
+    cs = CopySlices(edge_of(root), out_edge, t._view_fns, _out_meta(root._value)[0])
     if anomaly.enabled:
         cs._stack = user_stack()
     old = root._node, root._output_nr
