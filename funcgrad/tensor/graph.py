@@ -504,7 +504,7 @@ class SavedTensor:
         """Pack the value with ``hooks`` (pack, unpack): ``pack`` gets a detached alias (same memory and
         version counter, no history) and runs without recording, as in PyTorch; changing that alias
         in place is an error."""
-        if box is not None and not self._is_output and box._requires_grad:
+        if box is not None and not self._is_output:
             self._edge = edge_of(box)
         vc = self._vc
         alias = _TENSOR_CLS[0]._make(self._data, vc=vc, inference=box is not None and box._inference)
@@ -539,7 +539,7 @@ class SavedTensor:
         """Keep a private copy of the value (an in-place op is about to overwrite it)."""
         if self._unpack is not None or self._data is None:
             return
-        if self._box is not None and self._box._requires_grad:
+        if self._box is not None:
             self._edge = edge_of(self._box)
         self._box = None
         self._data = namespace_of(self._data).array(self._data, copy=True)
@@ -567,18 +567,17 @@ class SavedTensor:
                 f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True, check_nan=False)."
             )
 
-    def _check_attached(self) -> None:
+    def unpack_raw(self, owner: Node | None = None) -> Any:
+        """The saved value's array, after the checks: not freed, not detached in place, not changed in place."""
+        if self._released:
+            raise RuntimeError(_FREED)
         box = self._box
         if self._desc is not None and box is not None and box._node is None and not box._requires_grad:
             raise RuntimeError(
                 "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). If you need "
                 "to mutate the saved tensor, use .detach() (which makes a new tensor) instead."
             )
-
-    def unpack_raw(self, owner: Node | None = None) -> Any:
-        if self._released:
-            raise RuntimeError(_FREED)
-        self._check_attached()
+        value = self._data
         if self._unpack is not None:
             t = self._unpack(self._packed)
             if not isinstance(t, GraphBox):
@@ -586,20 +585,15 @@ class SavedTensor:
                     f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                     f"{type(t).__name__}"
                 )
-            self._check_version(owner)
-            return t._value
+            value = t._value
         self._check_version(owner)
-        return self._data
+        return value
 
     def unpack(self, owner: Node | None = None, numpy_box: bool = True) -> Any:
         """The saved value as a recorded box carrying its graph (for create_graph and ``_saved_*``)."""
-        if self._released:
-            raise RuntimeError(_FREED)
-        if self._unpack is None and self._box is not None:
-            self._check_attached()
-            self._check_version(owner)
-            return as_numpy_box(self._box) if numpy_box else self._box
         raw = self.unpack_raw(owner)
+        if self._unpack is None and self._box is not None:
+            return as_numpy_box(self._box) if numpy_box else self._box
         cls = NumpyBox if numpy_box else _TENSOR_CLS[0]
         if self._is_output:
             vc = self._vc if self._unpack is None else None  # the output itself: its version counter
@@ -793,18 +787,14 @@ class PrimNode(Node):
             return entry
         raise AttributeError(f"'{self._name}' object has no attribute '{'_raw_saved_' if raw else '_saved_'}{key}'")
 
-    def _unread(self) -> tuple[int, ...]:
-        """Positions of tensor inputs the rules do not read (kept as they are when small)."""
-        drop = dropped(self.prim, list(self.argnums), len(self.args))
-        return drop[0] if drop is not None else ()
-
     def _lookup_saved(self, key: str) -> Any:
         self._materialize()
         if key.startswith("result") and (key[6:].isdigit() or key == "result"):  # "result": of a node of one output
             k = int(key[6:] or 0)
             ok = k < len(self.ans) and (key != "result" or len(self.ans) == 1)
             return self.ans[k] if ok and type(self.ans[k]) is SavedTensor else None
-        unread = self._unread()
+        drop = dropped(self.prim, list(self.argnums), len(self.args))
+        unread = drop[0] if drop is not None else ()  # tensor inputs the rules do not read (kept when small)
         for i, a in enumerate(self.args):
             if self._arg_name(i) == key and type(a) is not ArraySpec and i not in unread:
                 return a
@@ -978,7 +968,7 @@ def fresh_view(base: GraphBox, view_fns: tuple[Any, ...]) -> Any:
     prev = _mode.enabled
     _mode.enabled = True
     try:
-        return replay_view(as_numpy_box(base) if not isinstance(base, NumpyBox) else base, view_fns, raw=False)
+        return replay_view(as_numpy_box(base), view_fns, raw=False)
     finally:
         _mode.enabled = prev
 
