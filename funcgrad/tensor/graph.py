@@ -23,6 +23,7 @@ import contextvars
 import itertools
 import re
 import threading
+import time
 import traceback
 import weakref
 from functools import partial
@@ -333,7 +334,6 @@ class Node(VJPNode):
     _prehooks: dict[Any, Any] | None = None
     _tensor_prehooks: dict[Any, Any] | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
     _stack: Any = None  # forward traceback, in anomaly mode
-    _metadata: dict[Any, Any] | None = None
     _n_outputs = 1
     _out_meta: tuple[Any, ...]  # (shape, dtype, namespace) of each output
     _outs: list[Any] | None = None  # weakly, the out_index node of each output (nodes of several outputs)
@@ -349,7 +349,7 @@ class Node(VJPNode):
         self._released = False
         # edges [(node, output_nr) or None], one per tensor input, at positions ``inputs``
         self._inputs = tuple(inputs)
-        self.parents = [target(e[0], e[1]) for e in edges if e is not None]
+        self.parents = [target(*e) for e in edges if e is not None]
         self.argnums = [i for i, e in zip(self._inputs, edges) if e is not None]
 
     def name(self) -> str:
@@ -367,9 +367,7 @@ class Node(VJPNode):
 
     @property
     def metadata(self) -> dict[Any, Any]:
-        if self._metadata is None:
-            self._metadata = {}
-        return self._metadata
+        return cast("dict[Any, Any]", self.__dict__.setdefault("_metadata", {}))
 
     def _hook_dict(self, kind: str) -> dict[Any, Any]:
         got = getattr(self, kind)
@@ -1208,26 +1206,16 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             req = True
         if b._inference:
             inference_in = True
-    if kwargs:
-        for v in kwargs.values():
-            if isinstance(v, Box):
-                kwargs = {k2: (v2._value if isinstance(v2, GraphBox) else v2) for k2, v2 in kwargs.items()}
-                break
+    if kwargs and any(isinstance(v, Box) for v in kwargs.values()):
+        kwargs = {k: (v._value if isinstance(v, GraphBox) else v) for k, v in kwargs.items()}
     st = _mode
-    if req and not (st.enabled and prim.differentiable):
-        req = False
+    req = req and st.enabled and prim.differentiable
+    t0 = time.perf_counter() if profiling.active else 0.0
+    ans = _raw_call(prim, args, kwargs)
     if profiling.active:
-        from .profiler import timed_call
+        from .profiler import record_event
 
-        token = fp_quiet()
-        try:
-            ans = timed_call(prim, args, kwargs)
-        except ValueError as err:
-            raise _torch_shape_error(prim, args, err) from None
-        finally:
-            fp_restore(token)
-    else:
-        ans = _raw_call(prim, args, kwargs)
+        record_event(f"aten::{prim.name}", time.perf_counter() - t0)
     inference = st.inference
     is_view = argnums[0] == 0 and prim.name in _VIEW_PRIMS
     if (inference_in or inference) and is_view and getattr(ans, "base", None) is not None:
@@ -1564,7 +1552,7 @@ def _bypass_view_node(out: Any, start_seq: int, t: Any) -> None:
 def _repoint_edge(node: Any, k: int, edge: tuple[Any, ...]) -> None:
     """Send the gradient of ``node``'s k-th tensor input to ``edge`` (node, output_nr) instead."""
     parents = list(node.parents)
-    parents[node.argnums.index(node._inputs[k])] = target(edge[0], edge[1])
+    parents[node.argnums.index(node._inputs[k])] = target(*edge)
     node.parents = parents
 
 
