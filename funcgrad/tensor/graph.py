@@ -1260,26 +1260,23 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             # (replacing it would cost more than it saves, as in ReverseTrace.process)
             if getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:
                 args[i] = ArraySpec(args[i])
+        elif b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
+            raise RuntimeError(_INFERENCE_SAVED)
         else:
-            if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
-                raise RuntimeError(_INFERENCE_SAVED)
             check = b if b._requires_grad and type(parents[live.index(i)]) is not AccumulateGrad else None
             entries.append((i, b, b._vc, b._vc[0], check))
     node.args = args
     out_meta = []
-    ans_saved: list[Any] = []
-    node.ans = ans_saved
+    node.ans = ans_saved = []
     for k, o in enumerate(outs):
         v = o._value
         out_meta.append(_out_meta(v)[0])
-        o._node = node
-        o._output_nr = k
-        o._requires_grad = True
+        o._node, o._output_nr, o._requires_grad = node, k, True
         if drop_ans:
-            ans_saved.append(ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
+            v = ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v
         else:
-            ans_saved.append(v)
             entries.append((~k, None, o._vc, o._vc[0], None))
+        ans_saved.append(v)
     node._out_meta = tuple(out_meta)
     node._saved = tuple(entries)
     if entries and _hook_state.stack:
