@@ -777,9 +777,7 @@ class PrimNode(Node):
     def _read_saved(self, key: str, raw: bool) -> Any:
         """``_saved_<key>`` (``raw``: ``_raw_saved_<key>``); see :func:`_expose_saved`."""
         entry = self._lookup_saved(key)
-        if type(entry) is SavedTensor:
-            if self._released and not raw:
-                raise RuntimeError(_FREED)
+        if type(entry) is SavedTensor:  # (a freed one raises in unpack)
             return entry if raw else entry.unpack(self, numpy_box=False)
         if entry is not None and not raw:
             return entry
