@@ -1231,9 +1231,11 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     parents: list[Any] = []
     live: list[int] = []
     for i, b in zip(argnums, boxes):
-        e = edge_of(b)  # (refreshes a stale view that requires grad)
-        if e is not None:
-            parents.append(target(*e))
+        if b._requires_grad:
+            if b._base is not None and b._view_version != b._vc[0]:
+                _refresh_view(b)
+            node = b._node
+            parents.append(get_accumulator(b) if node is None else target(node, b._output_nr))
             live.append(i)
     # what the primitive's VJP rules do not read (its ``reads``), as ``dropped`` says (cached per call shape)
     drop = prim.drop_cache.get((len(args), *live)) if not _save_everything.on else None
