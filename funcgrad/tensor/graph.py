@@ -36,6 +36,7 @@ from ..core import Box, Primitive, Trace
 from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, _save_everything, dropped
 from . import dtypes as _dt
 from . import forward_ad as _fwad
+from .grad_mode import enable_grad, no_grad
 from .grad_mode import state as _mode
 
 __all__ = [
@@ -507,12 +508,8 @@ class SavedTensor:
         vc = self._vc
         alias = _TENSOR_CLS[0]._make(self._data, vc=vc, inference=box is not None and box._inference)
         version = vc[0]
-        prev = _mode.enabled
-        _mode.enabled = False
-        try:
+        with no_grad():
             self._packed = hooks[0](alias)
-        finally:
-            _mode.enabled = prev
         if vc[0] != version:
             raise RuntimeError(
                 "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook "
@@ -961,12 +958,8 @@ def _follow_base(t: Any) -> None:
 
 def fresh_view(base: GraphBox, view_fns: tuple[Any, ...]) -> Any:
     """Record ``view_fns`` afresh on ``base``'s current history (new nodes, no hooks)."""
-    prev = _mode.enabled
-    _mode.enabled = True
-    try:
+    with enable_grad():
         return replay_view(as_numpy_box(base), view_fns, raw=False)
-    finally:
-        _mode.enabled = prev
 
 
 def move_retain(t: Any, old_node: Any, old_nr: int) -> None:
