@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import os
 import re
 import threading
 import time
@@ -797,12 +798,10 @@ class PrimNode(Node):
 
     def __dir__(self) -> list[Any]:
         self._materialize()
-        extra = []
-        for i, a in enumerate(self.args):
-            if type(a) is SavedTensor:
-                extra += [f"_saved_{self._arg_name(i)}", f"_raw_saved_{self._arg_name(i)}"]
+        keys = [self._arg_name(i) for i, a in enumerate(self.args) if type(a) is SavedTensor]
         if any(type(a) is SavedTensor for a in self.ans):
-            extra += ["_saved_result", "_raw_saved_result"]
+            keys.append("result")
+        extra = [f"_{raw}saved_{key}" for key in keys for raw in ("", "raw_")]
         own = [n for n in super().__dir__() if not n.startswith(("_saved_", "_raw_saved_"))]
         return sorted(set(own + extra))
 
@@ -1367,7 +1366,7 @@ def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any 
     return s
 
 
-_PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class _Stack(list[Any]):
