@@ -1469,9 +1469,7 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
         node._materialize()
         s = node.ans[nr]  # a saved result is now t's memory (a later change of it is detected)
         if type(s) is SavedTensor and s._unpack is None:
-            s._data = v
-            s._vc = t._vc
-            s._version = t._vc[0]
+            s._data, s._vc, s._version = v, t._vc, t._vc[0]
     if root is None:
         old = t._node, t._output_nr
         t._node, t._output_nr, t._requires_grad = node, nr, out._requires_grad
