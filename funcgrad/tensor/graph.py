@@ -372,6 +372,7 @@ class Node(VJPNode):
         return cast("dict[Any, Any]", self.__dict__.setdefault("_metadata", {}))
 
     def _hook_dict(self, kind: str) -> dict[Any, Any]:
+        """The node's dict ``kind`` (hooks, retained tensors), made on first use."""
         got = getattr(self, kind)
         if got is None:
             got = {}
@@ -975,9 +976,7 @@ def move_retain(t: Any, old_node: Any, old_nr: int) -> None:
     if node is None:
         t._retains_grad = False
         return
-    if node._retain is None:
-        node._retain = {}
-    node._retain[t._output_nr] = weakref.ref(t)
+    node._hook_dict("_retain")[t._output_nr] = weakref.ref(t)
 
 
 _AMBIGUOUS_VIEW = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
@@ -1190,12 +1189,9 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         if b._base is not None and b._view_version != b._vc[0] and not b._requires_grad:
             _refresh_view(b)  # (views that require grad are refreshed when recorded, below)
         args[i] = b._value
-        if b.__class__ is not NumpyBox:
-            tensor_out = True
-        if b._requires_grad:
-            req = True
-        if b._inference:
-            inference_in = True
+        tensor_out = tensor_out or b.__class__ is not NumpyBox
+        req = req or b._requires_grad
+        inference_in = inference_in or b._inference
     if kwargs and any(isinstance(v, Box) for v in kwargs.values()):
         kwargs = {k: (v._value if isinstance(v, GraphBox) else v) for k, v in kwargs.items()}
     st = _mode
@@ -1621,8 +1617,7 @@ class save_on_cpu(saved_tensors_hooks):
             ns = namespace_of(v)
             if ns is np:
                 return (None, t)
-            host = v.get() if hasattr(v, "get") else ns.asnumpy(v)
-            return (ns, host)
+            return (ns, v.get() if hasattr(v, "get") else ns.asnumpy(v))
 
         def unpack(packed: tuple[Any, ...]) -> Any:
             ns, payload = packed
