@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import os
 import re
 import threading
+import time
 import traceback
 import weakref
 from functools import partial
@@ -35,6 +37,7 @@ from ..core import Box, Primitive, Trace
 from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, _save_everything, dropped
 from . import dtypes as _dt
 from . import forward_ad as _fwad
+from .grad_mode import enable_grad, no_grad
 from .grad_mode import state as _mode
 
 __all__ = [
@@ -333,7 +336,6 @@ class Node(VJPNode):
     _prehooks: dict[Any, Any] | None = None
     _tensor_prehooks: dict[Any, Any] | None = None  # output_nr -> {id: hook}: hooks of non-leaf tensors
     _stack: Any = None  # forward traceback, in anomaly mode
-    _metadata: dict[Any, Any] | None = None
     _n_outputs = 1
     _out_meta: tuple[Any, ...]  # (shape, dtype, namespace) of each output
     _outs: list[Any] | None = None  # weakly, the out_index node of each output (nodes of several outputs)
@@ -349,7 +351,7 @@ class Node(VJPNode):
         self._released = False
         # edges [(node, output_nr) or None], one per tensor input, at positions ``inputs``
         self._inputs = tuple(inputs)
-        self.parents = [target(e[0], e[1]) for e in edges if e is not None]
+        self.parents = [target(*e) for e in edges if e is not None]
         self.argnums = [i for i, e in zip(self._inputs, edges) if e is not None]
 
     def name(self) -> str:
@@ -367,11 +369,10 @@ class Node(VJPNode):
 
     @property
     def metadata(self) -> dict[Any, Any]:
-        if self._metadata is None:
-            self._metadata = {}
-        return self._metadata
+        return cast("dict[Any, Any]", self.__dict__.setdefault("_metadata", {}))
 
     def _hook_dict(self, kind: str) -> dict[Any, Any]:
+        """The node's dict ``kind`` (hooks, retained tensors), made on first use."""
         got = getattr(self, kind)
         if got is None:
             got = {}
@@ -504,17 +505,13 @@ class SavedTensor:
         """Pack the value with ``hooks`` (pack, unpack): ``pack`` gets a detached alias (same memory and
         version counter, no history) and runs without recording, as in PyTorch; changing that alias
         in place is an error."""
-        if box is not None and not self._is_output and box._requires_grad:
+        if box is not None and not self._is_output:
             self._edge = edge_of(box)
         vc = self._vc
         alias = _TENSOR_CLS[0]._make(self._data, vc=vc, inference=box is not None and box._inference)
         version = vc[0]
-        prev = _mode.enabled
-        _mode.enabled = False
-        try:
+        with no_grad():
             self._packed = hooks[0](alias)
-        finally:
-            _mode.enabled = prev
         if vc[0] != version:
             raise RuntimeError(
                 "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook "
@@ -539,7 +536,7 @@ class SavedTensor:
         """Keep a private copy of the value (an in-place op is about to overwrite it)."""
         if self._unpack is not None or self._data is None:
             return
-        if self._box is not None and self._box._requires_grad:
+        if self._box is not None:
             self._edge = edge_of(self._box)
         self._box = None
         self._data = namespace_of(self._data).array(self._data, copy=True)
@@ -567,18 +564,17 @@ class SavedTensor:
                 f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True, check_nan=False)."
             )
 
-    def _check_attached(self) -> None:
+    def unpack_raw(self, owner: Node | None = None) -> Any:
+        """The saved value's array, after the checks: not freed, not detached in place, not changed in place."""
+        if self._released:
+            raise RuntimeError(_FREED)
         box = self._box
         if self._desc is not None and box is not None and box._node is None and not box._requires_grad:
             raise RuntimeError(
                 "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). If you need "
                 "to mutate the saved tensor, use .detach() (which makes a new tensor) instead."
             )
-
-    def unpack_raw(self, owner: Node | None = None) -> Any:
-        if self._released:
-            raise RuntimeError(_FREED)
-        self._check_attached()
+        value = self._data
         if self._unpack is not None:
             t = self._unpack(self._packed)
             if not isinstance(t, GraphBox):
@@ -586,20 +582,15 @@ class SavedTensor:
                     f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                     f"{type(t).__name__}"
                 )
-            self._check_version(owner)
-            return t._value
+            value = t._value
         self._check_version(owner)
-        return self._data
+        return value
 
     def unpack(self, owner: Node | None = None, numpy_box: bool = True) -> Any:
         """The saved value as a recorded box carrying its graph (for create_graph and ``_saved_*``)."""
-        if self._released:
-            raise RuntimeError(_FREED)
-        if self._unpack is None and self._box is not None:
-            self._check_attached()
-            self._check_version(owner)
-            return as_numpy_box(self._box) if numpy_box else self._box
         raw = self.unpack_raw(owner)
+        if self._unpack is None and self._box is not None:
+            return as_numpy_box(self._box) if numpy_box else self._box
         cls = NumpyBox if numpy_box else _TENSOR_CLS[0]
         if self._is_output:
             vc = self._vc if self._unpack is None else None  # the output itself: its version counter
@@ -703,12 +694,10 @@ class PrimNode(Node):
         """The gradients of ``parents`` by the primitive's rules (``g_all``: what ``vjp_all``
         sees, None for results that got no gradient); on boxes that record with ``create_graph``;
         with ``release``, the saved values are freed afterwards."""
-        if self._released and self._holds_saved():
-            raise RuntimeError(_FREED)
         prim = self.prim
         saved = self._saved
         if saved and (create_graph or not intact(saved)):
-            # recorded boxes to unpack, or changed in place or detached since: the SavedTensors' checks raise
+            # recorded boxes to unpack, or changed in place, detached or freed since: the SavedTensors' checks raise
             self._materialize()
             saved = None
         args, ans = self.args, self.ans
@@ -750,10 +739,6 @@ class PrimNode(Node):
                     ans[~e[0]] = None
             self._saved = _GONE
 
-    def _holds_saved(self) -> bool:
-        saved = self._saved
-        return bool(saved) if saved is not None else any(type(a) is SavedTensor for a in (*self.args, *self.ans))
-
     def _materialize(self, hooks: tuple[Callable[..., Any], Callable[..., Any]] | None = None) -> None:
         """Put a :class:`SavedTensor` in ``args``/``ans`` for each saved value (packed by the
         saved-tensor ``hooks`` (pack, unpack) if given); from then on they are what backward reads."""
@@ -791,18 +776,11 @@ class PrimNode(Node):
     def _read_saved(self, key: str, raw: bool) -> Any:
         """``_saved_<key>`` (``raw``: ``_raw_saved_<key>``); see :func:`_expose_saved`."""
         entry = self._lookup_saved(key)
-        if type(entry) is SavedTensor:
-            if self._released and not raw:
-                raise RuntimeError(_FREED)
+        if type(entry) is SavedTensor:  # (a freed one raises in unpack)
             return entry if raw else entry.unpack(self, numpy_box=False)
         if entry is not None and not raw:
             return entry
         raise AttributeError(f"'{self._name}' object has no attribute '{'_raw_saved_' if raw else '_saved_'}{key}'")
-
-    def _unread(self) -> tuple[int, ...]:
-        """Positions of tensor inputs the rules do not read (kept as they are when small)."""
-        drop = dropped(self.prim, list(self.argnums), len(self.args))
-        return drop[0] if drop is not None else ()
 
     def _lookup_saved(self, key: str) -> Any:
         self._materialize()
@@ -810,7 +788,8 @@ class PrimNode(Node):
             k = int(key[6:] or 0)
             ok = k < len(self.ans) and (key != "result" or len(self.ans) == 1)
             return self.ans[k] if ok and type(self.ans[k]) is SavedTensor else None
-        unread = self._unread()
+        drop = dropped(self.prim, list(self.argnums), len(self.args))
+        unread = drop[0] if drop is not None else ()  # tensor inputs the rules do not read (kept when small)
         for i, a in enumerate(self.args):
             if self._arg_name(i) == key and type(a) is not ArraySpec and i not in unread:
                 return a
@@ -820,12 +799,10 @@ class PrimNode(Node):
 
     def __dir__(self) -> list[Any]:
         self._materialize()
-        extra = []
-        for i, a in enumerate(self.args):
-            if type(a) is SavedTensor:
-                extra += [f"_saved_{self._arg_name(i)}", f"_raw_saved_{self._arg_name(i)}"]
+        keys = [self._arg_name(i) for i, a in enumerate(self.args) if type(a) is SavedTensor]
         if any(type(a) is SavedTensor for a in self.ans):
-            extra += ["_saved_result", "_raw_saved_result"]
+            keys.append("result")
+        extra = [f"_{raw}saved_{key}" for key in keys for raw in ("", "raw_")]
         own = [n for n in super().__dir__() if not n.startswith(("_saved_", "_raw_saved_"))]
         return sorted(set(own + extra))
 
@@ -981,12 +958,8 @@ def _follow_base(t: Any) -> None:
 
 def fresh_view(base: GraphBox, view_fns: tuple[Any, ...]) -> Any:
     """Record ``view_fns`` afresh on ``base``'s current history (new nodes, no hooks)."""
-    prev = _mode.enabled
-    _mode.enabled = True
-    try:
-        return replay_view(as_numpy_box(base) if not isinstance(base, NumpyBox) else base, view_fns, raw=False)
-    finally:
-        _mode.enabled = prev
+    with enable_grad():
+        return replay_view(as_numpy_box(base), view_fns, raw=False)
 
 
 def move_retain(t: Any, old_node: Any, old_nr: int) -> None:
@@ -1003,9 +976,7 @@ def move_retain(t: Any, old_node: Any, old_nr: int) -> None:
     if node is None:
         t._retains_grad = False
         return
-    if node._retain is None:
-        node._retain = {}
-    node._retain[t._output_nr] = weakref.ref(t)
+    node._hook_dict("_retain")[t._output_nr] = weakref.ref(t)
 
 
 _AMBIGUOUS_VIEW = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
@@ -1218,32 +1189,19 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         if b._base is not None and b._view_version != b._vc[0] and not b._requires_grad:
             _refresh_view(b)  # (views that require grad are refreshed when recorded, below)
         args[i] = b._value
-        if b.__class__ is not NumpyBox:
-            tensor_out = True
-        if b._requires_grad:
-            req = True
-        if b._inference:
-            inference_in = True
-    if kwargs:
-        for v in kwargs.values():
-            if isinstance(v, Box):
-                kwargs = {k2: (v2._value if isinstance(v2, GraphBox) else v2) for k2, v2 in kwargs.items()}
-                break
+        tensor_out = tensor_out or b.__class__ is not NumpyBox
+        req = req or b._requires_grad
+        inference_in = inference_in or b._inference
+    if kwargs and any(isinstance(v, Box) for v in kwargs.values()):
+        kwargs = {k: (v._value if isinstance(v, GraphBox) else v) for k, v in kwargs.items()}
     st = _mode
-    if req and not (st.enabled and prim.differentiable):
-        req = False
+    req = req and st.enabled and prim.differentiable
+    t0 = time.perf_counter() if profiling.active else 0.0
+    ans = _raw_call(prim, args, kwargs)
     if profiling.active:
-        from .profiler import timed_call
+        from .profiler import record_event
 
-        token = fp_quiet()
-        try:
-            ans = timed_call(prim, args, kwargs)
-        except ValueError as err:
-            raise _torch_shape_error(prim, args, err) from None
-        finally:
-            fp_restore(token)
-    else:
-        ans = _raw_call(prim, args, kwargs)
+        record_event(f"aten::{prim.name}", time.perf_counter() - t0)
     inference = st.inference
     is_view = argnums[0] == 0 and prim.name in _VIEW_PRIMS
     if (inference_in or inference) and is_view and getattr(ans, "base", None) is not None:
@@ -1265,12 +1223,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             if b._base is not None and b._view_version != b._vc[0]:
                 _refresh_view(b)
             node = b._node
-            if node is None:
-                parents.append(get_accumulator(b))
-            elif node._n_outputs == 1:
-                parents.append(node)
-            else:
-                parents.append(target(node, b._output_nr))
+            parents.append(get_accumulator(b) if node is None else target(node, b._output_nr))
             live.append(i)
     # what the primitive's VJP rules do not read (its ``reads``), as ``dropped`` says (cached per call shape)
     drop = prim.drop_cache.get((len(args), *live)) if not _save_everything.on else None
@@ -1295,31 +1248,28 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             # (replacing it would cost more than it saves, as in ReverseTrace.process)
             if getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:
                 args[i] = ArraySpec(args[i])
+        elif b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
+            raise RuntimeError(_INFERENCE_SAVED)
         else:
-            if b._inference:  # only ops that save an inference tensor refuse it (PyTorch)
-                raise RuntimeError(_INFERENCE_SAVED)
             check = b if b._requires_grad and type(parents[live.index(i)]) is not AccumulateGrad else None
             entries.append((i, b, b._vc, b._vc[0], check))
     node.args = args
     out_meta = []
-    ans_saved: list[Any] = []
-    node.ans = ans_saved
+    node.ans = ans_saved = []
     for k, o in enumerate(outs):
         v = o._value
         out_meta.append(_out_meta(v)[0])
-        o._node = node
-        o._output_nr = k
-        o._requires_grad = True
+        o._node, o._output_nr, o._requires_grad = node, k, True
         if drop_ans:
-            ans_saved.append(ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v)
+            v = ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v
         else:
-            ans_saved.append(v)
             entries.append((~k, None, o._vc, o._vc[0], None))
+        ans_saved.append(v)
     node._out_meta = tuple(out_meta)
     node._saved = tuple(entries)
     if entries and _hook_state.stack:
         node._materialize(_hook_state.stack[-1])
-    if len(outs) != 1 or prim.multiple_results:
+    if prim.multiple_results:
         node._n_outputs = len(outs)
         node._plain = False
     if anomaly.enabled:
@@ -1412,7 +1362,7 @@ def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any 
     return s
 
 
-_PKG_DIR = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class _Stack(list[Any]):
@@ -1515,9 +1465,7 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
         node._materialize()
         s = node.ans[nr]  # a saved result is now t's memory (a later change of it is detected)
         if type(s) is SavedTensor and s._unpack is None:
-            s._data = v
-            s._vc = t._vc
-            s._version = t._vc[0]
+            s._data, s._vc, s._version = v, t._vc, t._vc[0]
     if root is None:
         old = t._node, t._output_nr
         t._node, t._output_nr, t._requires_grad = node, nr, out._requires_grad
@@ -1525,7 +1473,7 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
     else:
         if t._node is not None and out._requires_grad and _hooks_on_view_chain(t):
             _bypass_view_node(out, start_seq, t)  # (without such hooks, the same gradients either way)
-        rebase_view(t, edge_of(out) if out._requires_grad else None)
+        rebase_view(t, edge_of(out))
     return t
 
 
@@ -1543,8 +1491,7 @@ def rebase_view(t: Any, out_edge: tuple[Any, ...] | None) -> None:
     history becomes a ``CopySlices`` node, and ``t`` gets its new history at once, as a view of
     the new base (``AsStridedBackward0``, as in PyTorch). ``retain_grad()`` of both follows."""
     root = t._base
-    base_edge = edge_of(root) if root._requires_grad else None
-    cs = CopySlices(base_edge, out_edge, t._view_fns, _out_meta(root._value)[0])
+    cs = CopySlices(edge_of(root), out_edge, t._view_fns, _out_meta(root._value)[0])
     if anomaly.enabled:
         cs._stack = user_stack()
     old = root._node, root._output_nr
@@ -1588,7 +1535,7 @@ def _bypass_view_node(out: Any, start_seq: int, t: Any) -> None:
 def _repoint_edge(node: Any, k: int, edge: tuple[Any, ...]) -> None:
     """Send the gradient of ``node``'s k-th tensor input to ``edge`` (node, output_nr) instead."""
     parents = list(node.parents)
-    parents[node.argnums.index(node._inputs[k])] = target(edge[0], edge[1])
+    parents[node.argnums.index(node._inputs[k])] = target(*edge)
     node.parents = parents
 
 
@@ -1670,8 +1617,7 @@ class save_on_cpu(saved_tensors_hooks):
             ns = namespace_of(v)
             if ns is np:
                 return (None, t)
-            host = v.get() if hasattr(v, "get") else ns.asnumpy(v)
-            return (ns, host)
+            return (ns, v.get() if hasattr(v, "get") else ns.asnumpy(v))
 
         def unpack(packed: tuple[Any, ...]) -> Any:
             ns, payload = packed
