@@ -119,13 +119,6 @@ def record_event(name: str, seconds: float) -> None:
             p._events.append(ev)
 
 
-def timed_call(prim: Any, args: list[Any], kwargs: dict[Any, Any]) -> Any:
-    t0 = time.perf_counter()
-    ans = prim.raw(*args, **kwargs)
-    record_event(f"aten::{prim.name}", time.perf_counter() - t0)
-    return ans
-
-
 class profile:
     """Profile recorded operations and backward nodes (``torch.autograd.profiler.profile``).
 
