@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import operator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
@@ -64,10 +64,23 @@ def _promoted_op(fn: Any, to_float: bool = False) -> Any:
 
 
 def _untracked_reduction(t: Tensor, name: str, dim: Any, dtype: Any, **kwargs: Any) -> "Tensor":
-    """``<namespace>.<name>`` of ``t``'s value over ``dim``, as a tensor without history (in ``dtype`` when given);
-    a NumPy scalar result becomes a 0-d array of the same namespace (a device result stays on the device)."""
-    ns = namespace_of(t._value)
-    return Tensor._make(ns.asarray(getattr(ns, name)(t._value, axis=_dims(dim, t.dim()), **kwargs), dtype=dtype))
+    """``funcgrad.numpy.<name>`` of ``t``'s value over ``dim``, as a tensor without history (in ``dtype`` when
+    given); a scalar result becomes a 0-d array of the value's namespace (a device result stays on the device,
+    a transform's traced value stays traced: ``ft.func.vmap`` of ``t.all()``)."""
+    return _untracked(getattr(fnp, name)(t._value, axis=_dims(dim, t.dim()), **kwargs), dtype)
+
+
+def _untracked(value: Any, dtype: Any) -> "Tensor":
+    out = fnp.asarray(value)
+    return Tensor._make(out if dtype is None else fnp.astype(out, dtype))
+
+
+def _arg_extreme(fn: Callable[..., Any], t: Tensor, dim: Any, keepdim: bool) -> "Tensor":
+    """``argmax``/``argmin``: over the flattened tensor when ``dim`` is None (``keepdim`` then ignored)."""
+    raw = t._value
+    if dim is None:
+        return _untracked(fn(raw), np.int64)
+    return _untracked(fn(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim), np.int64)
 
 
 class _MathMixin:
@@ -389,24 +402,16 @@ class _MathMixin:
         return _rename(fnp.min(self, axis=_dims(dim, self.dim()), keepdims=keepdim), "AminBackward0", mark)
 
     def argmax(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
-        raw = self._value
-        ns = namespace_of(raw)
-        if dim is None:
-            return Tensor._make(ns.asarray(ns.argmax(raw)).astype(np.int64))
-        return Tensor._make(ns.argmax(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim).astype(np.int64))
+        return _arg_extreme(fnp.argmax, self, dim, keepdim)
 
     def argmin(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
-        raw = self._value
-        ns = namespace_of(raw)
-        if dim is None:
-            return Tensor._make(ns.asarray(ns.argmin(raw)).astype(np.int64))
-        return Tensor._make(ns.argmin(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim).astype(np.int64))
+        return _arg_extreme(fnp.argmin, self, dim, keepdim)
 
     def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False,
                 stable: builtins.bool = False) -> "Tensor":
         raw = self._value
-        idx = namespace_of(raw).argsort(-raw if descending else raw, axis=_wrap_dim(dim, raw.ndim), kind="stable")
-        return Tensor._make(idx.astype(np.int64))
+        return _untracked(fnp.argsort(-raw if descending else raw, axis=_wrap_dim(dim, raw.ndim), kind="stable"),
+                          np.int64)
 
     def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Any:
         idx = self.argsort(dim, descending)

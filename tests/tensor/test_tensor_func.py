@@ -190,3 +190,17 @@ def test_image_ops_under_vmap_and_grad_equal_loops(name):
         want_g.append(x.grad.numpy())
     np.testing.assert_allclose(_np(vmap(f)(X)), np.array([f(x).item() for x in X]), rtol=1e-10)
     np.testing.assert_allclose(_np(vmap(grad(f))(X)), np.array(want_g), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("argmax", {}), ("argmax", {"dim": 1, "keepdim": True}), ("argmin", {"dim": -1}), ("argsort", {"descending": True}),
+    ("all", {}), ("any", {"dim": 0}), ("count_nonzero", {}), ("count_nonzero", {"dim": 1}),
+])
+def test_vmap_of_index_and_boolean_reductions_equals_a_loop(name, kwargs):
+    """torch.func.vmap batches argmax/argmin/argsort/all/any/count_nonzero (integer and boolean results
+    of a traced value: they used to be refused as a NumPy conversion)."""
+    x = ft.tensor(np.random.default_rng(3).normal(size=(4, 3, 5))) * ft.tensor([1.0, 0.0, 1.0, 1.0, 0.0])
+    got = ft.func.vmap(lambda t: getattr(t, name)(**kwargs))(x)
+    want = ft.stack([getattr(t, name)(**kwargs) for t in x])
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
