@@ -362,6 +362,22 @@ class _MathMixin:
             x = _cast(x, _dt.int64)
         return cast("Tensor", fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim))
 
+    def median(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+        """The lower median (PyTorch's: no averaging); where a NaN is reduced, NaN and the index of the first
+        NaN, as PyTorch. With ``dim``, ``(values, indices)``. Example: ``ft.tensor([3.0, 1.0, 2.0, 4.0]).median()``
+        is ``tensor(2.)``."""
+        if dim is None:
+            return self.reshape(-1).median(0).values
+        if not self.dim():
+            return self.reshape(1).median(0)
+        d = _wrap_dim(dim, self.dim())
+        vals, idx = self.sort(d, stable=True)  # NaNs last, in their order
+        k = (self.shape[d] - 1) // 2
+        nans = self.isnan().sum(d, keepdim=True)
+        pos = (nans > 0).long() * (self.shape[d] - nans - k) + k  # the first NaN where there are NaNs
+        v, i = vals.gather(d, pos), idx.gather(d, pos)
+        return MaxMin(v, i) if keepdim else MaxMin(v.squeeze(d), i.squeeze(d))
+
     def _reduce_extreme(self: Tensor, which: str, dim: Any, keepdim: builtins.bool) -> Any:
         """``max``/``min`` (``which``): the full extreme, ``(values, indices)`` along ``dim``, or elementwise."""
         name = which.capitalize()

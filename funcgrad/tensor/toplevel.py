@@ -96,19 +96,12 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A002
-    """The lower median (PyTorch's: no averaging); with ``dim``, ``(values, indices)``.
+    """``input.median(dim, keepdim)``: the lower median (PyTorch's: no averaging), NaN where a NaN is
+    reduced; with ``dim``, ``(values, indices)``.
 
     Example: ``ft.median(ft.tensor([3.0, 1.0, 2.0, 4.0]))  # tensor(2.)``.
     """
-    t = _as_tensor(input)
-    if dim is None:
-        return t.reshape(-1).sort().values[(t.numel() - 1) // 2]
-    vals, idx = t.sort(dim)
-    k = (t.shape[dim] - 1) // 2
-    v, i = vals.select(dim, k), idx.select(dim, k)
-    if keepdim:
-        v, i = v.unsqueeze(dim), i.unsqueeze(dim)
-    return v, i
+    return _as_tensor(input).median(dim, keepdim)
 
 
 def set_printoptions(precision: int | None = None, threshold: int | None = None, edgeitems: int | None = None,

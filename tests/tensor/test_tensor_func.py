@@ -204,3 +204,21 @@ def test_vmap_of_index_and_boolean_reductions_equals_a_loop(name, kwargs):
     want = ft.stack([getattr(t, name)(**kwargs) for t in x])
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_median_method_nan_rows_and_gradient():
+    """Tensor.median as torch's (recorded from torch 2.15 on this input): the lower median, NaN and the
+    index of the first NaN where a NaN is reduced; the gradient goes to the chosen element."""
+    nan = float("nan")
+    x = ft.tensor([[3.0, nan, 1.0, nan], [4.0, 2.0, 1.0, 5.0], [nan, 0.0, 0.0, 7.0]], dtype=ft.float64)
+    assert np.isnan(x.median().item()) and ft.median(x[1]).item() == 2.0
+    v, i = x.median(1)
+    np.testing.assert_array_equal(v.numpy(), [nan, 2.0, nan])
+    np.testing.assert_array_equal(i.numpy(), [1, 1, 0])
+    v0, i0 = x.median(0, keepdim=True)
+    np.testing.assert_array_equal(v0.numpy(), [[nan, nan, 1.0, nan]])
+    np.testing.assert_array_equal(i0.numpy(), [[2, 0, 0, 0]])
+    assert tuple(ft.tensor(5.0).median(0)) == (5.0, 0) and ft.tensor(5.0).median(0).indices.dim() == 0
+    y = ft.tensor([[4.0, 2.0, 1.0, 5.0], [0.5, 3.0, 9.0, 6.0]], dtype=ft.float64, requires_grad=True)
+    y.median(1).values.sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [[0, 1, 0, 0], [0, 1, 0, 0]])
