@@ -111,10 +111,9 @@ def leave(frame: Frame, ok: bool) -> None:
 
 
 def _check_captured(frame: Frame, ok: bool) -> None:
+    if any(ref() is not None for ref, _ in frame.written):
+        gc.collect()  # tensors of the call kept alive only by reference cycles (none held here meanwhile)
     alive = [(ref(), old) for ref, old in frame.written if ref() is not None]
-    if alive:
-        gc.collect()  # tensors of the call kept alive only by reference cycles
-        alive = [(ref(), old) for ref, old in frame.written if ref() is not None]
     frame.written = []
     if not alive:
         return
