@@ -353,7 +353,6 @@ class _Visitor(Visitor):
         return _conformed(node, outs)
 
 
-
 def _step(node: Any, g: Any, release: bool = True) -> Any:
     """The walk's short way for a node of one parent (see ``Visitor.step``): a primitive's
     node of one output, no hooks, its saved values as they were saved (else ``visit``, whose

@@ -1121,7 +1121,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                 fast = prim.fast_types
                 for a in args:
                     if type(a) not in fast:
-                        ans = _raw_call(prim, args, _NO_KWARGS)
+                        ans = _raw_call(prim, args, NO_KWARGS)
                         break
                 else:  # (_raw_call's fast case, inline)
                     try:
@@ -1131,7 +1131,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                     except RuntimeError as err:
                         if not context_busy(err):
                             raise
-                        ans = _raw_call(prim, args, _NO_KWARGS)
+                        ans = _raw_call(prim, args, NO_KWARGS)
                 if type(ans) is not np.ndarray:
                     ans = _as_array(ans)
                 parent = b._node
@@ -1146,7 +1146,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
                 node.prim = prim
                 node.parents = [parent]
                 node.argnums = node._inputs = argnums
-                node.kwargs = _NO_KWARGS
+                node.kwargs = NO_KWARGS
                 node.out_index = node.versions = None
                 node._seq = _next_seq()
                 node._released = False
@@ -1335,7 +1335,7 @@ def _out_meta(v: Any) -> tuple[Any, ...]:
 _METAS_BY_DTYPE: dict[Any, tuple[Any, ...]] = {}
 _METAS: dict[Any, tuple[Any, ...]] = {}
 _ONE_BOX: dict[Any, Any] = {}  # primitive -> its node class if it may take record's short path, else False
-_NO_KWARGS: dict[str, Any] = {}  # (never written to)
+NO_KWARGS: dict[str, Any] = {}  # keyword arguments of a call with none, shared by its nodes (never written to)
 ONE_ARG = [0]  # argnums of a call of one argument, shared by its nodes (never written to)
 
 

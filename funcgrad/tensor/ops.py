@@ -16,7 +16,7 @@ import funcgrad.numpy as fnp
 
 from ..core import trace as _core_trace
 from . import dtypes as _dt
-from .graph import _NO_KWARGS, ONE_ARG
+from .graph import NO_KWARGS, ONE_ARG
 from .graph import record as _record
 from .dtypes import can_cast, promote_types
 from .tensor import Tensor, is_tensor, _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
@@ -56,7 +56,7 @@ def _method_fn(name: str) -> Callable[..., Any]:
     def unary(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
         if input.__class__ is Tensor and not args and not kwargs and input._value.dtype.kind in "fc" \
                 and _core_trace.result_hook is None:
-            return _record(prim, [input], _NO_KWARGS, ONE_ARG)
+            return _record(prim, [input], NO_KWARGS, ONE_ARG)
         return fn(input, *args, **kwargs)
 
     f = fn if prim is None else unary

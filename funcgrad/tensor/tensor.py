@@ -320,7 +320,9 @@ def _unary(fn: Callable[..., Any], to_float: bool = True) -> Callable[[Tensor], 
     def method(self: Tensor) -> Tensor:
         if to_float and self._value.dtype.kind in "biu":
             self = _cast(self, _dt.get_default_dtype())
-        out: Tensor = _record(prim, [self], _graph._NO_KWARGS, _graph.ONE_ARG) if _core_trace.result_hook is None else fn(self)
+        if _core_trace.result_hook is not None:
+            return fn(self)  # type: ignore[no-any-return]
+        out: Tensor = _record(prim, [self], _graph.NO_KWARGS, _graph.ONE_ARG)
         return out
 
     method.__name__ = method.__qualname__ = prim.name
