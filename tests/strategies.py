@@ -45,7 +45,17 @@ DOMAINS = {
     "spd": lambda rng, shape: _spd(rng.standard_normal(shape)),
     # well-conditioned square matrices (inv, solve, det): I * n plus noise
     "square": lambda rng, shape: rng.standard_normal(shape) + shape[-1] * np.eye(shape[-1]),
+    # real (..., n, n) with one negative eigenvalue, the others positive: sqrtm/logm/fractional
+    # powers have complex values there (the root sits on the branch cut)
+    "negative_eigenvalue": lambda rng, shape: _with_eigenvalues(rng, shape, -1.5),
 }
+
+
+def _with_eigenvalues(rng, shape, first):
+    n = shape[-1]
+    basis = rng.standard_normal(shape) * 0.3 + np.eye(n)
+    eigenvalues = np.concatenate([[first], np.linspace(1.0, 2.0, n - 1)])
+    return basis @ (eigenvalues[:, None] * np.linalg.inv(basis))
 
 
 def _spd(x):

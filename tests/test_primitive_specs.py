@@ -227,7 +227,31 @@ INDEXING = [_both(n, f, [R], [sh]) for n, f, sh in [
     ("sort", lambda m, x: m.sort(x, axis=1), M),
 ]]
 
-SPECS = NUMPY_UNARY + NUMPY_BINARY + NUMPY_OTHER + SPECIAL + REDUCTIONS + SHAPE_OPS + LINALG + INDEXING
+def _sl(name, fn, domain, **kw):
+    """A funcgrad.scipy.linalg line ``fn(linalg_module, a)`` on one 2 x 2 matrix."""
+    import scipy.linalg
+
+    import funcgrad.scipy.linalg as fsl
+
+    return Spec(name, lambda a: fn(fsl, a), lambda a: fn(scipy.linalg, a), [domain], shapes=((2, 2),), **kw)
+
+
+NEG = "negative_eigenvalue"
+COMPLEX_OUT = {"out32": "complex64", "skip": {"float32": "complex result; float32 tested in test_scipy_linalg.py"}}
+# matrix functions, also where the root is complex (issue 31: sqrtm's second reverse derivative)
+MATRIX_FUNCTIONS = [_sl(n, f, d, **kw) for n, f, d, kw in [
+    ("expm", lambda la, a: la.expm(a), NEG, {}),
+    ("sqrtm", lambda la, a: la.sqrtm(a), PD, {"rtol": 1e-8}),
+    ("logm", lambda la, a: la.logm(a), PD, {"rtol": 1e-8}),
+    ("fractional_matrix_power", lambda la, a: la.fractional_matrix_power(a, 0.3), PD, {"rtol": 1e-8}),
+    ("sqrtm_complex_root", lambda la, a: la.sqrtm(a), NEG, {"rtol": 1e-8, **COMPLEX_OUT}),
+    ("logm_complex_root", lambda la, a: la.logm(a), NEG, {"rtol": 1e-8, **COMPLEX_OUT}),
+    ("fractional_matrix_power_complex_root", lambda la, a: la.fractional_matrix_power(a, -0.7), NEG,
+     {"rtol": 1e-8, **COMPLEX_OUT}),
+]]
+
+SPECS = (NUMPY_UNARY + NUMPY_BINARY + NUMPY_OTHER + SPECIAL + REDUCTIONS + SHAPE_OPS + LINALG + INDEXING
+         + MATRIX_FUNCTIONS)
 
 
 def test_table_covers_the_elementwise_namespace():

@@ -188,3 +188,31 @@ def test_import_without_scipy_says_how_to_install(module):
     assert res.returncode == 0, res.stderr
     assert "IMPORTERROR" in res.stdout and "pip install funcgrad[scipy]" in res.stdout
     assert f"funcgrad.scipy.{module}" in res.stdout
+
+
+def test_sqrtm_second_reverse_derivative_at_a_complex_root():
+    """Issue 31: vjp of jvp of sqrtm at a real symmetric matrix with a negative eigenvalue was
+    4.9e12 (the block matrix's repeated eigenvalue split across the branch cut)."""
+    b = np.array([[1.0, 0.3], [0.3, -1.0]])
+    v = w = np.ones((2, 2))
+    e = np.zeros((2, 2), complex)
+    e[0, 0] = 1
+
+    def g(x):
+        return fg.jvp(L.sqrtm, (x,), (v,))[1]
+
+    got = np.sum(fg.vjp(g, b)[1](e)[0] * w)
+    h = 1e-6
+    numeric = np.sum(np.real(np.conj(e) * (g(b + h * w) - g(b - h * w)) / (2 * h)))
+    assert abs(got - numeric) < 1e-6 and abs(got + 0.463063) < 1e-5
+    fg.testing.check_grads(L.sqrtm, (b,), order=2, modes=("fwd", "rev"))
+    fg.testing.check_grads(L.logm, (b,), order=2, modes=("fwd", "rev"))
+
+
+def test_fractional_matrix_power():
+    np.testing.assert_allclose(L.fractional_matrix_power(S, 0.5), sl.sqrtm(S), rtol=1e-10)
+    np.testing.assert_allclose(L.fractional_matrix_power(S, 3), np.linalg.matrix_power(S, 3))
+    np.testing.assert_allclose(L.fractional_matrix_power(A, -0.25), sl.fractional_matrix_power(A, -0.25), rtol=1e-8)
+    # in t too: d/dt A^t = logm(A) A^t
+    got = fg.jacfwd(lambda t: L.fractional_matrix_power(S, t))(0.4)
+    np.testing.assert_allclose(got, sl.logm(S) @ sl.fractional_matrix_power(S, 0.4), rtol=1e-8)

@@ -1,5 +1,5 @@
 """Differentiable ``scipy.linalg``: triangular solves, Cholesky and LU factorizations and solves,
-matrix functions (``expm``, ``sqrtm``, ``logm``), ``block_diag``, ``eigh``, ``solve_sylvester``.
+matrix functions (``expm``, ``sqrtm``, ``logm``, ``fractional_matrix_power``), ``block_diag``, ``eigh``, ``solve_sylvester``.
 
 New primitives (``solve_triangular``, ``lu_factor``, ``expm``, ``sqrtm``, ``logm``,
 ``solve_sylvester``) carry VJP, JVP and batching rules written in funcgrad.numpy, so
@@ -35,14 +35,14 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from ..core import defprimitive
 from ..numpy._batching import move_to_front
-from ..numpy._util import dtype, ndim, shape
+from ..numpy._util import dtype, ndim, resolve, shape
 from ._scipy import require_scipy, scipy_function
 
 require_scipy("linalg")
 
 __all__ = [
     "solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "expm", "expm_frechet",
-    "sqrtm", "logm", "block_diag", "eigh", "solve_sylvester", "solve", "inv", "det", "cholesky",
+    "sqrtm", "logm", "fractional_matrix_power", "block_diag", "eigh", "solve_sylvester", "solve", "inv", "det", "cholesky",
     "LinAlgError",
 ]
 
@@ -419,10 +419,11 @@ def _block(a: Any, e: Any) -> Any:
     return fnp.concatenate([fnp.concatenate([a, e], axis=-1), fnp.concatenate([z, a], axis=-1)], axis=-2)
 
 
-def _matrix_function(name: str, doc: str) -> Callable[..., Any]:
+def _matrix_function(name: str, doc: str, branch: Callable[..., Any] | None = None) -> Callable[..., Any]:
     """A primary matrix function f computed by SciPy, with rules from the block identity
     f([[A, E], [0, A]]) = [[f(A), L_f(A, E)], [0, f(A)]] (L_f: the Frechet derivative); the
-    VJP is L_f(A^H, G), since f has a power series with real coefficients."""
+    VJP (a transpose, as everywhere in funcgrad) is L_f(A^T, G). ``branch``: for a
+    function with a branch cut, ``L(A, E, f(A))``, the Frechet derivative on f(A)'s branch."""
 
     def raw(a: Any) -> Any:
         kernel = scipy_function(namespace_of(a), "linalg", name)
@@ -436,12 +437,96 @@ def _matrix_function(name: str, doc: str) -> Callable[..., Any]:
         n = shape(a)[-1]
         return fn(_block(a, e))[..., :n, n:]
 
+    if branch is not None:
+        def vjp(g: Any, ans: Any, a: Any) -> Any:
+            return branch(_mT(a), g, _mT(ans))
+
+        def jvp(t: Any, ans: Any, a: Any) -> Any:
+            return branch(a, t, ans)
+    else:
+        def vjp(g: Any, ans: Any, a: Any) -> Any:
+            return frechet(_mT(a), g)
+
+        def jvp(t: Any, ans: Any, a: Any) -> Any:
+            return frechet(a, t)
+
     fn = defprimitive(
-        raw, name=name,
-        vjp=lambda g, ans, a: frechet(_H(a), g),
-        jvp=lambda t, ans, a: frechet(a, t),
+        raw, name=name, vjp=vjp, jvp=jvp,
         batch=lambda args, dims: (fn(move_to_front(args[0], dims[0])), 0),
         doc=doc,
+    )
+    return fn
+
+
+# sqrtm and logm have a branch cut on the negative real axis. A real matrix with a negative
+# eigenvalue sits on it (SciPy takes the root or logarithm from above the cut), and the block
+# [[A, E], [0, A]] repeats that eigenvalue in a Jordan-like block, which rounding splits by
+# about sqrt(eps) to both sides of the cut: sqrtm of the block then mixes the roots +i and -i
+# and divides by their sum (issue 31: a second derivative of 4.9e12 instead of -0.46). The
+# Frechet derivative below takes the branch from f(A) itself and turns the block's spectrum
+# away from the cut (f(z) = turn_back(f(r z)) with |r| = 1) before calling SciPy, and its rules
+# call it again, so every order sees the same branch.
+
+def _eigenvalue_arguments(name: str, root: Any) -> Any:
+    """The arguments (angles) of A's eigenvalues on the branch f(A) = root took, from root's
+    eigenvalues: sqrt halves an angle, log's imaginary part is it."""
+    xp = namespace_of(root)
+    mu = resolve(xp, "linalg.eigvals")(root.astype(np.complex128))
+    return 2 * xp.angle(mu) if name == "sqrtm" else mu.imag
+
+
+def _frechet_raw(name: str, a: Any, e: Any, root: Any) -> Any:
+    xp = namespace_of(a, e, root)
+    kernel = scipy_function(xp, "linalg", name)
+    a, e, root = xp.broadcast_arrays(a, e, root)
+    angles = _eigenvalue_arguments(name, root)
+    turn = -(xp.max(angles, axis=-1) + xp.min(angles, axis=-1)) / 2      # centre them on 0
+    real = all(x.dtype.kind != "c" for x in (a, e, root))
+    n = a.shape[-1]
+    big = xp.concatenate([xp.concatenate([a, e], axis=-1),
+                          xp.concatenate([xp.zeros_like(a), a], axis=-1)], axis=-2)
+    r = xp.exp(1j * turn)[..., None, None]      # computed in complex even when turn is 0: no sync
+    out = _per_matrix(lambda m: _as_result(kernel(m)), big.astype(np.complex128) * r)[..., :n, n:]
+    if name == "sqrtm":
+        out = out * xp.exp(-0.5j * turn)[..., None, None]   # f(z) = sqrt(r z) / sqrt(r), r = e^(i turn)
+    if real:
+        out = out.real
+    return _keep_dtype(out, xp.result_type(a, e, root))
+
+
+def _branch_frechet(name: str) -> Callable[..., Any]:
+    """``L(a, e, root)``: the Frechet derivative of sqrtm/logm at ``a`` in direction ``e`` on the
+    branch of ``root = f(a)`` (which only picks the branch: its derivative is zero)."""
+
+    def raw(a: Any, e: Any, root: Any) -> Any:
+        return _frechet_raw(name, a, e, root)
+
+    raw.__name__ = raw.__qualname__ = f"{name}_frechet"
+
+    def big_args(a: Any, e: Any, root: Any, ans: Any) -> tuple[Any, Any]:
+        # f([[a, e], [0, a]]) = [[root, ans], [0, root]]: the block and its root
+        return _block(a, e), _block(root, ans)
+
+    def vjp_a(g: Any, ans: Any, a: Any, e: Any, root: Any) -> Any:
+        n = shape(a)[-1]
+        big, big_root = big_args(a, e, root, ans)
+        z = fnp.zeros_like(g)
+        pad = fnp.concatenate([fnp.concatenate([z, g], axis=-1), fnp.concatenate([z, z], axis=-1)], axis=-2)
+        p = fn(_mT(big), pad, _mT(big_root))
+        return p[..., :n, :n] + p[..., n:, n:]
+
+    def jvp_a(t: Any, ans: Any, a: Any, e: Any, root: Any) -> Any:
+        n = shape(a)[-1]
+        big, big_root = big_args(a, e, root, ans)
+        return fn(big, _block(t, fnp.zeros_like(t)), big_root)[..., :n, n:]   # direction [[t, 0], [0, t]]
+
+    fn = defprimitive(
+        raw, name=f"{name}_frechet",
+        vjp={0: vjp_a, 1: lambda g, ans, a, e, root: fn(_mT(a), g, _mT(root)),
+             2: lambda g, ans, a, e, root: fnp.zeros_like(root)},
+        jvp={0: jvp_a, 1: lambda t, ans, a, e, root: fn(a, t, root),
+             2: lambda t, ans, a, e, root: fnp.zeros_like(ans)},
+        batch=_stack_rule(lambda a, e, root: fn(a, e, root), 3, (2, 2, 2)),
     )
     return fn
 
@@ -452,8 +537,10 @@ def _as_result(out: Any) -> Any:
 
 
 _expm = _matrix_function("expm", "")
-_sqrtm = _matrix_function("sqrtm", "")
-_logm = _matrix_function("logm", "")
+_sqrtm_frechet = _branch_frechet("sqrtm")
+_logm_frechet = _branch_frechet("logm")
+_sqrtm = _matrix_function("sqrtm", "", _sqrtm_frechet)
+_logm = _matrix_function("logm", "", _logm_frechet)
 
 
 def expm(A: Any) -> Any:
@@ -489,8 +576,9 @@ def sqrtm(A: Any, disp: bool = True, blocksize: int = 64) -> Any:
     """Principal matrix square root. Differentiable ``scipy.linalg.sqrtm``.
 
     Derivatives: ``X dX + dX X = dA``, solved through the block identity
-    ``sqrtm([[A, E], [0, A]])``. Matrices with eigenvalues on the negative real axis
-    have a complex root (as in SciPy); real input keeps its precision.
+    ``sqrtm([[A, E], [0, A]])`` on the branch of ``X`` (the block's spectrum is turned away
+    from the cut first). Matrices with eigenvalues on the negative real axis have a complex
+    root (as in SciPy) and derivatives of every order there; real input keeps its precision.
 
     Example::
 
@@ -503,7 +591,8 @@ def sqrtm(A: Any, disp: bool = True, blocksize: int = 64) -> Any:
 def logm(A: Any, disp: bool = True) -> Any:
     """Principal matrix logarithm. Differentiable ``scipy.linalg.logm``.
 
-    Derivatives through the block identity ``logm([[A, E], [0, A]])``.
+    Derivatives through the block identity ``logm([[A, E], [0, A]])``, on the branch of the
+    result (a real matrix with a negative eigenvalue has a complex logarithm, as in SciPy).
 
     Example::
 
@@ -512,6 +601,20 @@ def logm(A: Any, disp: bool = True) -> Any:
     _check_square(A, "logm")
     return _logm(A)
 
+
+def fractional_matrix_power(A: Any, t: Any) -> Any:
+    """``A`` to the power ``t``: ``matrix_power`` for an integer ``t``, else the principal power
+    ``expm(t * logm(A))`` (complex where a real ``A`` has a negative eigenvalue, as in SciPy).
+    Differentiable ``scipy.linalg.fractional_matrix_power``, in ``A`` and in ``t``.
+
+    Example::
+
+        fractional_matrix_power(fnp.array([[4.0, 0.0], [0.0, 9.0]]), 0.5)   # [[2, 0], [0, 3]]
+    """
+    _check_square(A, "fractional_matrix_power")
+    if isinstance(t, (int, np.integer)) or (isinstance(t, (float, np.floating)) and float(t).is_integer()):
+        return fnp.linalg.matrix_power(A, int(t))
+    return _expm(t * _logm(A))
 
 # --------------------------------------------------------------------------
 # solve_sylvester
