@@ -16,7 +16,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 from funcgrad.backend import device_constant, namespace_of
-from funcgrad.core.trace import Box
+from funcgrad.core.trace import Box, contains_box
 
 from ._util import normalize_axes as _axes
 
@@ -85,6 +85,8 @@ def _like(value: Any, *likes: Any) -> Any:
     device of the first of ``likes`` that lives on one. Traced and device arrays pass."""
     if isinstance(value, Box) or (hasattr(value, "shape") and not isinstance(value, np.ndarray)):
         return value
+    if type(value) in (list, tuple) and contains_box(value):
+        return fnp.array(value)
     host = np.asarray(value)
     for like in likes:
         if like is not None and namespace_of(like) is not np:

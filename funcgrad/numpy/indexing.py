@@ -639,7 +639,7 @@ _index_set: Callable[..., Any] = defprimitive(
 def _as_array(x: Any) -> Any:
     if isinstance(x, Box) or hasattr(x, "shape"):
         return x
-    return np.asarray(x)
+    return fnp.array(x) if contains_box(x) else np.asarray(x)
 
 
 def _update(prim: Callable[..., Any], x: Any, index: Any, v: Any) -> Any:

@@ -53,6 +53,7 @@ import funcgrad.numpy as fnp
 from ..backend import device_constant, namespace_of
 from ..core import Box, defprimitive
 from ..core.reverse import ArraySpec
+from ..core.trace import contains_box
 from ._batching import move_to_front
 from ._typing import Axis
 from ._util import backend_function, dtype, is_complex, ndim, resolve, shape, unbroadcast, pack
@@ -77,7 +78,7 @@ QRResult = namedtuple("QRResult", ["Q", "R"])
 def _untraced(*xs: Any) -> bool:
     """True when no argument is traced: the wrappers then call the backend directly."""
     for x in xs:
-        if isinstance(x, Box):
+        if isinstance(x, Box) or (type(x) in (list, tuple) and contains_box(x)):
             return False
     return True
 

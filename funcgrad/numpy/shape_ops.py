@@ -62,8 +62,9 @@ _AxisError = getattr(np, "exceptions", np).AxisError  # numpy.exceptions is NumP
 # small helpers
 
 def _any_box(items: Sequence[Any]) -> bool:
+    """True when an item is traced or is a (nested) list or tuple holding a traced value."""
     for a in items:
-        if isinstance(a, Box):
+        if isinstance(a, Box) or (type(a) in (list, tuple) and contains_box(a)):
             return True
     return False
 
@@ -346,6 +347,7 @@ def _ravel(a: Any, order: str = "C") -> Any:
 
         fnp.ravel(x)              # == fnp.reshape(x, -1)
     """
+    a = pack(a)
     if not isinstance(a, Box):
         return namespace_of(a).ravel(a, order=order)
     if order in ("K", "k"):
@@ -519,6 +521,7 @@ def broadcast_arrays(*args: Any, subok: bool = False) -> tuple[Any, ...]:
 
 
 def _atleast(a: Any, n: int) -> Any:
+    a = pack(a)
     if not isinstance(a, Box):
         return getattr(namespace_of(a), f"atleast_{n}d")(a)
     s = _shape(a)
@@ -854,6 +857,7 @@ def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
 
         first, rest = fnp.split(x, [1])
     """
+    ary = pack(ary)
     if not isinstance(ary, Box):
         pieces: list[Any] = namespace_of(ary).split(ary, indices_or_sections, axis=axis)
         return pieces
@@ -1003,6 +1007,7 @@ def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
 
         fnp.repeat(x, [1, 0, 2], axis=0)
     """
+    a = pack(a)
     if not isinstance(a, Box):
         return namespace_of(a).repeat(a, repeats, axis=axis)
     if axis is not None:
@@ -1183,6 +1188,7 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     """
     cv = kwargs.get("constant_values", 0)
     cv_traced = contains_box(cv)
+    array = pack(array)
     if not isinstance(array, Box) and not cv_traced:
         return namespace_of(array).pad(array, pad_width, mode=mode, **kwargs)
     if not isinstance(mode, str) or mode not in ("constant",) + _GATHER_MODES:
@@ -1280,6 +1286,7 @@ def diag(v: Any, k: int = 0) -> Any:
 
         fnp.diag(fnp.diag(x))    # keeps only the diagonal of a square x
     """
+    v = pack(v)
     if not isinstance(v, Box):
         return namespace_of(v).diag(v, k)
     nd = _ndim(v)
@@ -1298,6 +1305,7 @@ def diagflat(v: Any, k: int = 0) -> Any:
 
         fnp.diagflat(x)
     """
+    v = pack(v)
     if not isinstance(v, Box):
         return namespace_of(v).diagflat(v, k)
     return diag(_reshape(v, (-1,)), k)
@@ -1310,6 +1318,7 @@ def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = 
 
         fnp.trace(x)       # == fnp.sum(fnp.diagonal(x))
     """
+    a = pack(a)
     if not isinstance(a, Box):
         return namespace_of(a).trace(a, offset, axis1, axis2, dtype=dtype, out=out)
     if out is not None:
