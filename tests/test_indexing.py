@@ -742,3 +742,15 @@ def test_at_add_with_broadcast_values_and_repeats_is_exact():
     np.testing.assert_allclose(out, [1.3])
     out2 = fnp.at(np.array([0.7, 0.0]))[np.array([[0, -2], [0, 0]])].add(np.array([0.1, 0.2]))
     np.testing.assert_allclose(out2, [1.3, 0.0])
+
+
+@pytest.mark.parametrize("index", [(slice(None), (0,)), ((0, 2), (1,)), ((1, 0),), (Ellipsis, (1, 1))])
+def test_tuple_inside_the_index_tuple_is_an_index_array(index):
+    """Issue 31: ``M[:, (0,)]`` under vmap raised ``Tuple must have size 2``; NumPy reads an
+    inner tuple as an index array, as it does a list."""
+    x = np.arange(24.0).reshape(4, 3, 2)
+    got = fg.vmap(lambda m: m[index])(x)
+    np.testing.assert_array_equal(got, np.stack([m[index] for m in x]))
+    h = fg.hessian(lambda m: fnp.sum(m[index] ** 3))(x[0])
+    want = fg.hessian(lambda m: fnp.sum(m[tuple(list(i) if isinstance(i, tuple) else i for i in index)] ** 3))(x[0])
+    np.testing.assert_allclose(h, want)

@@ -79,8 +79,9 @@ def _static_item(item: Any, x: Any) -> Any:
     """One index entry, stripped (lists become arrays of ``x``'s namespace)."""
     if isinstance(item, Box):
         return _strip(item)
-    if isinstance(item, list):
-        if any(isinstance(i, (Box, list)) for i in item):
+    if isinstance(item, (list, tuple)):  # a sequence inside the index tuple: NumPy reads it as an array
+        item = list(item)
+        if any(isinstance(i, (Box, list, tuple)) for i in item):
             item = [_static_item(i, x) for i in item]
             if contains_box(item):
                 return _strip(fnp.array(item))  # per-example entries: stacked, still batched
@@ -94,7 +95,7 @@ def _static_item(item: Any, x: Any) -> Any:
 
 
 def _has_device_array(obj: Any) -> bool:
-    if isinstance(obj, list):
+    if isinstance(obj, (list, tuple)):
         return any(_has_device_array(o) for o in obj)
     return hasattr(obj, "shape") and not isinstance(obj, (np.ndarray, np.generic)) and namespace_of(obj) is not np
 
@@ -131,7 +132,7 @@ def normalize_index(idx: Any, x: Any = None) -> tuple[tuple[Any, ...], tuple[Any
     if type(idx) is not tuple:
         idx = (idx,)
     for item in idx:
-        if isinstance(item, (Box, list)):
+        if isinstance(item, (Box, list, tuple)):
             break
     else:
         return idx, ()
