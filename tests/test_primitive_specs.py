@@ -71,7 +71,8 @@ SPECIAL = [Spec(n, getattr(fsp, n), getattr(sp, n), ds, **kw) for n, ds, kw in [
     ("gammaln", [P], {}), ("gamma", [P], {}), ("digamma", [P], {"rtol": 1e-9}),
     ("psi", [P], {"rtol": 1e-9}),
     ("xlogy", [R, P], {}), ("xlog1py", [R, P], {}), ("i0", [R], {}), ("i1", [R], {}),
-    ("betaln", [P, P], {}),
+    ("betaln", [P, P], {}), ("beta", [P, P], {"rtol": 1e-9}), ("rgamma", [P], {"rtol": 1e-9}),
+    ("gammasgn", [N], {}),
     ("gammainc", [P, P], {"rtol": 1e-8, "skip": SYNCS}),
     ("gammaincc", [P, P], {"rtol": 1e-8, "skip": SYNCS}),
     ("ndtr", [R], {}), ("ndtri", [PR], {}), ("log_ndtr", [R], {}),
@@ -87,6 +88,7 @@ SPECIAL = [Spec(n, getattr(fsp, n), getattr(sp, n), ds, **kw) for n, ds, kw in [
     Spec("yv", lambda x: fsp.yv(1.5, x), lambda x: sp.yv(1.5, x), [P]),
     Spec("iv", lambda x: fsp.iv(1.5, x), lambda x: sp.iv(1.5, x), [P]),
     Spec("kv", lambda x: fsp.kv(1.5, x), lambda x: sp.kv(1.5, x), [P]),
+    Spec("ive", lambda x: fsp.ive(1.5, x), lambda x: sp.ive(1.5, x), [N]),
 ]
 
 

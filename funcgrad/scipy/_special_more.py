@@ -30,6 +30,7 @@ from .special import digamma, gammaln
 __all__: list[str] = [
     "betaln", "gammainc", "gammaincc", "multigammaln", "zeta", "ndtr", "ndtri", "log_ndtr",
     "entr", "rel_entr", "kl_div", "j0", "j1", "y0", "y1", "jv", "yv", "iv", "kv",
+    "beta", "gammasgn", "rgamma", "ive",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -94,6 +95,35 @@ betaln = _special("betaln", [
         betaln(fnp.array([1.0, 2.0]), fnp.array([1.0, 3.0]))   # [0, log(1/12)]
     """)
 
+
+beta: Callable[..., Any] = _special("beta", [
+    lambda ans, a, b: ans * (digamma(a) - digamma(a + b)),
+    lambda ans, a, b: ans * (digamma(b) - digamma(a + b)),
+], """The beta function B(a, b) = gamma(a) gamma(b) / gamma(a + b). Differentiable
+    ``scipy.special.beta``; d/da = B(a, b) (digamma(a) - digamma(a + b)).
+
+    Example::
+
+        beta(fnp.array([1.0, 2.0]), fnp.array([1.0, 3.0]))   # [1, 1/12]
+    """)
+
+gammasgn: Callable[..., Any] = _special("gammasgn", [lambda ans, x: fnp.zeros_like(x)],
+                                        """The sign of the gamma function (+1 or -1; 0 at its poles).
+    Differentiable ``scipy.special.gammasgn``: piecewise constant, so its derivative is 0.
+
+    Example::
+
+        gammasgn(fnp.array([2.5, -0.5, -1.5]))   # [1, -1, 1]
+    """)
+
+rgamma: Callable[..., Any] = _special("rgamma", [lambda ans, x: -ans * digamma(x)],
+                                      """The reciprocal gamma function 1 / gamma(x) (0 at the poles).
+    Differentiable ``scipy.special.rgamma``; d/dx = -rgamma(x) digamma(x) (away from the poles).
+
+    Example::
+
+        rgamma(fnp.array([5.0]))   # [1/24]
+    """)
 
 def _gammainc_dx(ans: Any, a: Any, x: Any) -> Any:
     return fnp.exp((a - 1) * fnp.log(x) - x - gammaln(a))
@@ -375,6 +405,17 @@ kv: Callable[..., Any] = _special("kv", [None, lambda ans, v, x: -(kv(v - 1, x) 
     Example::
 
         kv(1.0, fnp.array([1.0]))
+    """, _ORDER)
+
+ive: Callable[..., Any] = _special("ive", [
+    None, lambda ans, v, x: (ive(v - 1, x) + ive(v + 1, x)) / 2 - fnp.sign(x) * ans,
+], """Exponentially scaled modified Bessel function of the first kind, ``iv(v, x) exp(-|x|)``.
+    Differentiable ``scipy.special.ive`` in real x: d/dx = (ive(v-1, x) + ive(v+1, x)) / 2 -
+    sign(x) ive(v, x). The order is not differentiable (TypeError).
+
+    Example::
+
+        ive(1.0, fnp.array([100.0]))   # finite where iv overflows at larger x
     """, _ORDER)
 
 j0 = _special("j0", [lambda ans, x: -j1(x)], """Bessel J_0. Differentiable ``scipy.special.j0``; d/dx = -J_1(x).
