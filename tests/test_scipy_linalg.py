@@ -66,6 +66,13 @@ def block2(a, b):
     return L.block_diag(a, b, fnp.ones_like(b[0]))
 
 
+AB = rng.standard_normal((4, 3)) + np.array([[0.0], [0.0], [4.0], [0.0]])   # (l, u) = (1, 2), strong diagonal
+
+
+def solve_banded_12(ab, b):
+    return L.solve_banded((1, 2), ab, b)
+
+
 def expm_frechet_L(a, e):
     return L.expm_frechet(a, e, compute_expm=False)
 
@@ -80,6 +87,7 @@ CASES = {c.fn.__name__: c for c in (
         Case(sqrtm_spd, (S,), sl.sqrtm, rtol=1e-6),
         Case(L.logm, (S,), sl.logm, rtol=1e-6),
         Case(L.solve_sylvester, (S, C2, Q), sl.solve_sylvester),
+        Case(solve_banded_12, (AB, B), lambda ab, b: sl.solve_banded((1, 2), ab, b)),
         Case(block2, (A, B), lambda a, b: sl.block_diag(a, b, np.ones(2))),
         Case(eigvals_gen, (S, S + np.eye(3)), lambda a, b: sl.eigh(a, b, eigvals_only=True)),
     ])}
@@ -216,3 +224,14 @@ def test_fractional_matrix_power():
     # in t too: d/dt A^t = logm(A) A^t
     got = fg.jacfwd(lambda t: L.fractional_matrix_power(S, t))(0.4)
     np.testing.assert_allclose(got, sl.logm(S) @ sl.fractional_matrix_power(S, 0.4), rtol=1e-8)
+
+
+def test_solve_banded_vector_and_errors():
+    np.testing.assert_allclose(L.solve_banded((1, 2), AB, B[:, 0]), sl.solve_banded((1, 2), AB, B[:, 0]))
+    # entries of ab outside the matrix are ignored, as in SciPy: their gradient is zero
+    g = fg.grad(lambda ab: fnp.sum(L.solve_banded((1, 2), ab, B[:, 0])))(AB)
+    assert g[0, 0] == g[0, 1] == g[1, 0] == g[3, 2] == 0
+    with pytest.raises(ValueError, match=r"\(l \+ u \+ 1, n\)"):
+        L.solve_banded((1, 1), AB, B)
+    with pytest.raises(TypeError, match="two integers"):
+        L.solve_banded(1, AB, B)

@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -42,7 +43,8 @@ require_scipy("linalg")
 
 __all__ = [
     "solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "expm", "expm_frechet",
-    "sqrtm", "logm", "fractional_matrix_power", "block_diag", "eigh", "solve_sylvester", "solve", "inv", "det", "cholesky",
+    "sqrtm", "logm", "fractional_matrix_power", "block_diag", "eigh", "solve_sylvester", "solve",
+    "solve_banded", "inv", "det", "cholesky",
     "LinAlgError",
 ]
 
@@ -740,6 +742,35 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False, overwr
         solve(fnp.array([[2.0, 0.0], [0.0, 4.0]]), fnp.array([2.0, 2.0]))   # [1, 0.5]
     """
     return fnp.linalg.solve(_mT(a) if transposed else a, b)
+
+
+def solve_banded(l_and_u: tuple[int, int], ab: Any, b: Any, overwrite_ab: bool = False, overwrite_b: bool = False,
+                 check_finite: bool = True) -> Any:
+    """Solve ``a x = b`` for a banded ``a`` given in LAPACK band storage ``ab`` (shape
+    ``(l + u + 1, n)``, ``ab[u + i - j, j] = a[i, j]``). Differentiable
+    ``scipy.linalg.solve_banded`` in ``ab`` and ``b`` (the band is unpacked and solved densely:
+    O(n^3), meant for the moderate sizes where derivatives are wanted).
+
+    Example::
+
+        ab = fnp.array([[0.0, 1.0, 1.0], [4.0, 4.0, 4.0], [1.0, 1.0, 0.0]])   # tridiagonal
+        solve_banded((1, 1), ab, fnp.array([5.0, 6.0, 5.0]))                 # [1, 1, 1]
+    """
+    try:
+        lower, upper = (operator.index(k) for k in l_and_u)
+    except (TypeError, ValueError):
+        raise TypeError(f"solve_banded: l_and_u must be two integers (l, u), got {l_and_u!r}") from None
+    if ndim(ab) != 2 or shape(ab)[0] != lower + upper + 1:
+        raise ValueError(f"solve_banded: ab must have shape (l + u + 1, n) = ({lower + upper + 1}, n) for "
+                         f"(l, u) = ({lower}, {upper}), got shape {shape(ab)}")
+    n = shape(ab)[1]
+    if shape(b)[0] != n:
+        raise ValueError(f"solve_banded: b has {shape(b)[0]} rows but the banded matrix is {n} x {n}")
+    i, j = np.indices((n, n))
+    row = upper + i - j                         # where a[i, j] sits in ab
+    row[(row < 0) | (row > lower + upper)] = lower + upper + 1   # outside the band: a zero row
+    padded = fnp.concatenate([ab, fnp.zeros_like(ab[:1])], axis=0)
+    return fnp.linalg.solve(padded[row, j], b)
 
 
 def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
