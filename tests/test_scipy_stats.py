@@ -169,3 +169,51 @@ def test_errors():
 def test_gradients_outside_the_support_are_zero_not_nan(fn, args):
     g = fg.grad(lambda *a: fnp.sum(fnp.where(fnp.isfinite(fn(*a)), fn(*a), 0.0)), argnums=tuple(range(1, len(args))))(*args)
     assert all(np.all(np.isfinite(x)) for x in g), g
+
+
+_Q = np.linalg.qr(np.random.default_rng(5).standard_normal((3, 3)))[0]
+SINGULAR = _Q @ np.diag([2.0, 0.5, 0.0]) @ _Q.T          # rank 2
+ON_RANGE = _Q @ np.array([[0.3, -0.2, 0.0], [1.0, 0.4, 0.0]]).T
+
+
+def test_multivariate_normal_allow_singular():
+    for x in ON_RANGE.T:
+        want = st.multivariate_normal.logpdf(x, None, SINGULAR, allow_singular=True)
+        np.testing.assert_allclose(S.multivariate_normal.logpdf(x, None, SINGULAR, allow_singular=True), want, rtol=1e-10)
+    np.testing.assert_allclose(S.multivariate_normal.logpdf(ON_RANGE.T, np.zeros(3), SINGULAR, allow_singular=True),
+                               st.multivariate_normal.logpdf(ON_RANGE.T, np.zeros(3), SINGULAR, allow_singular=True),
+                               rtol=1e-10)
+    assert S.multivariate_normal.logpdf(_Q[:, 2], None, SINGULAR, allow_singular=True) == -np.inf  # off the range
+    # the gradient in x is -pinv(cov) (x - mean)
+    x = ON_RANGE[:, 0]
+    g = fg.grad(lambda x: S.multivariate_normal.logpdf(x, None, SINGULAR, allow_singular=True))(x)
+    np.testing.assert_allclose(g, -np.linalg.pinv(SINGULAR) @ x, rtol=1e-8)
+    # a nonsingular cov gives the Cholesky path's value
+    np.testing.assert_allclose(S.multivariate_normal.pdf(x, None, SINGULAR + np.eye(3), allow_singular=True),
+                               S.multivariate_normal.pdf(x, None, SINGULAR + np.eye(3)), rtol=1e-10)
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        S.multivariate_normal.logpdf(x, None, np.diag([1.0, 1.0, -1.0]), allow_singular=True)
+
+
+def test_multivariate_normal_entropy():
+    for mean, cov in [(None, SINGULAR), (np.zeros(3), SINGULAR + np.eye(3)), (None, 2.0), (np.zeros(2), 1.5)]:
+        np.testing.assert_allclose(S.multivariate_normal.entropy(mean, cov), st.multivariate_normal.entropy(mean, cov),
+                                   rtol=1e-12)
+    # d/dcov of log det(cov) / 2 is inv(cov) / 2
+    c = SINGULAR + np.eye(3)
+    np.testing.assert_allclose(fg.grad(lambda c: S.multivariate_normal.entropy(None, c))(c), np.linalg.inv(c) / 2,
+                               rtol=1e-8)
+
+
+def test_dirichlet_rvs_random_state_as_in_scipy():
+    a = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(S.dirichlet.rvs(a, 2, random_state=0), st.dirichlet.rvs(a, 2, random_state=0))
+    np.testing.assert_allclose(S.dirichlet.rvs(a, (2, 4), random_state=np.random.default_rng(3)),
+                               st.dirichlet.rvs(a, (2, 4), random_state=np.random.default_rng(3)))
+    np.testing.assert_allclose(S.dirichlet.rvs(a, random_state=np.random.RandomState(1)),
+                               st.dirichlet.rvs(a, random_state=np.random.RandomState(1)))
+    assert S.dirichlet.rvs(a).shape == (1, 3)
+    with pytest.raises(TypeError, match="random_state must be None, an int seed or a numpy.random.Generator"):
+        S.dirichlet.rvs(a, random_state="seed")
+    with pytest.raises(TypeError, match="no derivative"):
+        fg.grad(lambda a: fnp.sum(S.dirichlet.rvs(a)))(a)
