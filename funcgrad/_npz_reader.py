@@ -26,7 +26,13 @@ __all__ = ["MAX_NDIM", "MAX_NPY_HEADER", "CheckpointError", "Member", "check_sha
 
 
 class CheckpointError(ValueError):
-    """A checkpoint is unreadable, unsafe, or does not match the expected tree."""
+    """A checkpoint is unreadable, unsafe, or does not match the expected tree.
+
+    Raised by ``fg.load``; its public home is ``funcgrad.serialization`` (catch
+    ``funcgrad.serialization.CheckpointError``), which is how tracebacks name it.
+    """
+
+    __module__ = "funcgrad.serialization"
 
 
 MAX_NDIM = 64  # NumPy's own limit

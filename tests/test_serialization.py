@@ -256,3 +256,13 @@ def test_duplicate_key_paths_need_like(tmp_path):
         load(tmp_path / "dup.npz")
     back = load(tmp_path / "dup.npz", like=tree)
     assert [float(v[0]) for v in back.values()] == [0.0, 1.0]
+
+
+def test_checkpoint_error_is_named_by_its_public_module(tmp_path):
+    """Issue 31: tracebacks showed funcgrad._npz_reader.CheckpointError."""
+    assert f"{CheckpointError.__module__}.{CheckpointError.__qualname__}" == "funcgrad.serialization.CheckpointError"
+    assert pickle.loads(pickle.dumps(CheckpointError("x"))).args == ("x",)
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(CheckpointError):
+        fg.load(bad)

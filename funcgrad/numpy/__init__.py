@@ -64,12 +64,17 @@ _register_box_methods(_ConstMethods, _ConstBox)
 _register_zeros_like(zeros_like)  # noqa: F405  cotangents of unused results
 _register_sequence_packer(array)  # noqa: F405  lists holding traced values (fnp.mean([x, x + 2]))
 
+__version__ = _np.__version__  # the NumPy whose semantics this namespace follows (code checks np.__version__)
+
 
 if not _py_typing.TYPE_CHECKING:  # hidden from type checkers, so that they flag a misspelt name
 
     def __getattr__(name: str) -> _py_typing.NoReturn:  # the submodules of numpy not provided here: say why
-        from .coverage import REFUSED_MODULES
+        from .coverage import ELSEWHERE, REFUSED_MODULES
 
         if name in REFUSED_MODULES:
             raise AttributeError(f"funcgrad.numpy.{name} is not provided: {REFUSED_MODULES[name]}")
+        if name in ELSEWHERE:
+            raise AttributeError(f"module 'funcgrad.numpy' has no attribute {name!r} (NumPy has none either); "
+                                 f"use {ELSEWHERE[name]}")
         raise AttributeError(f"module 'funcgrad.numpy' has no attribute {name!r}")

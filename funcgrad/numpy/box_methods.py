@@ -166,6 +166,13 @@ class ArrayMethods:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> NoReturn:
         check_concrete(self, "conversion to a NumPy array (numpy.asarray)")
+        if dtype is not None:  # numpy.int64(x), numpy.float32(x), numpy.asarray(x, dtype=...)
+            name = np.dtype(dtype).name
+            raise TypeError(
+                f"numpy.{name}(x) (or numpy.asarray(x, dtype={name})) of a traced value (from "
+                f"{cast(Any, self)._trace.name}) would drop its derivative. Use fnp.astype(x, fnp.{name}) (an "
+                f"integer type carries no derivative), or fg.stop_gradient(x) first if no derivative is wanted"
+            )
         if dtype_of(self).kind in "iub":  # most often a traced index: Q[t] with Q a NumPy array
             raise TypeError(
                 f"an integer or boolean traced value (from {cast(Any, self)._trace.name}) cannot be converted to a "

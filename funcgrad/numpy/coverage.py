@@ -46,6 +46,25 @@ REFUSED_MODULES: dict[str, str] = {
     "f2py": "a Fortran build tool, not array code",
 }
 
+# Names users bring from other libraries (PyTorch, JAX, SciPy) that NumPy does not have: where they live.
+ELSEWHERE: dict[str, str] = {
+    "sigmoid": "funcgrad.scipy.special.expit, or fg.nn.sigmoid",
+    "log_sigmoid": "funcgrad.scipy.special.log_expit, or fg.nn.log_sigmoid",
+    "logit": "funcgrad.scipy.special.logit",
+    "softmax": "funcgrad.scipy.special.softmax, or fg.nn.softmax",
+    "log_softmax": "funcgrad.scipy.special.log_softmax, or fg.nn.log_softmax",
+    "logsumexp": "funcgrad.scipy.special.logsumexp, or fg.nn.logsumexp",
+    "softplus": "fg.nn.softplus (or fnp.logaddexp(0, x))",
+    "relu": "fg.nn.relu (or fnp.maximum(x, 0))",
+    "gelu": "fg.nn.gelu", "silu": "fg.nn.silu", "swish": "fg.nn.swish", "elu": "fg.nn.elu",
+    "leaky_relu": "fg.nn.leaky_relu", "one_hot": "fg.nn.one_hot",
+    "erf": "funcgrad.scipy.special.erf", "erfc": "funcgrad.scipy.special.erfc",
+    "gammaln": "funcgrad.scipy.special.gammaln", "lgamma": "funcgrad.scipy.special.gammaln",
+    "digamma": "funcgrad.scipy.special.digamma", "expit": "funcgrad.scipy.special.expit",
+    "xlogy": "funcgrad.scipy.special.xlogy",
+    "clamp": "fnp.clip", "cat": "fnp.concatenate", "numel": "fnp.size",
+}
+
 # Non-primitive functions whose results carry no derivative (queries, index builders,
 # creation from shapes, windows without a parameter ...). Primitives say it themselves.
 _PASSING = {

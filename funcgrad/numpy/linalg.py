@@ -399,8 +399,28 @@ def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any, **_: Any) -> Any:
     return unbroadcast(gb, b)
 
 
+_backend_matmul = backend_function("matmul", 2)
+
+
+def _matmul_raw(a: Any, b: Any, **kwargs: Any) -> Any:
+    try:
+        return _backend_matmul(a, b, **kwargs)
+    except ValueError as err:  # NumPy's message names a gufunc signature, not the operands' shapes
+        sa, sb = tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ()))
+        if not sa or not sb:
+            raise ValueError(f"matmul: operands must have at least one dimension, got shapes {sa} and {sb}") from None
+        inner_b = sb[0] if len(sb) == 1 else sb[-2]
+        if sa[-1] != inner_b:
+            where = "the length" if len(sb) == 1 else "the second-to-last axis"
+            raise ValueError(f"matmul: shapes {sa} and {sb} do not align: the last axis of the first ({sa[-1]}) "
+                             f"must equal {where} of the second ({inner_b})") from None
+        raise ValueError(f"matmul: shapes {sa} and {sb}: {err}") from None
+
+
+_matmul_raw.__name__ = _matmul_raw.__qualname__ = "matmul"
+
 matmul: Callable[..., Any] = defprimitive(
-    backend_function("matmul", 2), vjp=(_matmul_vjp_a, _matmul_vjp_b),
+    _matmul_raw, vjp=(_matmul_vjp_a, _matmul_vjp_b),
     jvp=(lambda t, ans, a, b, **kw: matmul(t, b, **kw), lambda t, ans, a, b, **kw: matmul(a, t, **kw)),
     batch=_matmul_batch, reads={0: {1}, 1: {0}},
     doc="""Matrix product with batch broadcasting. Differentiable ``numpy.matmul``.
