@@ -12,7 +12,9 @@ Example::
 
 from __future__ import annotations
 
-from . import tree_util  # noqa: F401
+__version__ = "0.1.0"  # first: funcgrad.tensor reads it
+
+from . import tree, tree_util  # noqa: F401
 from . import numpy  # noqa: F401  (registers array behaviour on traced values)
 from .core import LeakedTraceError, defprimitive, defjvp, defvjp, def_linear, nondiff_primitive, primitive  # noqa: F401
 from .core.batching import defbatch  # noqa: F401
@@ -29,10 +31,10 @@ from . import nn, optim  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from .visualize import make_graph  # noqa: F401
 from .backend import (  # noqa: F401
-    Device, default_device, device_of, device_put, devices, set_default_device, to_numpy,
+    Device, block_until_ready, default_device, device_get, device_of, device_put, devices, set_default_device,
+    to_numpy,
 )
 
-__version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "jacobian", "hessian",
@@ -41,4 +43,4 @@ __all__ = [
     "set_default_device",
     "while_loop", "cond", "switch", "debug_nans", "jit", "make_program", "config",
 ]
-__all__ += ["defbatch"]
+__all__ += ["defbatch", "tree", "device_get", "block_until_ready"]

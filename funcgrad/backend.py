@@ -171,6 +171,12 @@ class Backend:
         """A context manager within which ``namespace().zeros(...)`` lands on ``device_id``."""
         return _NullScope()
 
+    def synchronize(self, x: Any) -> None:
+        """Wait until the work producing ``x`` has finished (host arrays: already done)."""
+        device = getattr(x, "device", None)
+        if hasattr(device, "synchronize"):   # CuPy: the array's device waits for its streams
+            device.synchronize()
+
     def scatter(self, out: Any, index: Any, values: Any, op: str = "add") -> None:
         """``numpy.<op>.at(out, index, values)`` in place: repeated indices all apply.
 
@@ -782,6 +788,34 @@ def device_put(x: Any, device: Any = None) -> Any:
         elif not 0 <= dev.id < b.device_count():
             raise DeviceError(f"there is no device {dev}; {b.platform} has {b.device_count()} device(s)")
     return tree_util.tree_map(lambda v: _put_one(v, dev), x)
+
+
+def device_get(x: Any) -> Any:
+    """Every leaf of the pytree ``x`` as a host NumPy array (JAX's ``jax.device_get``;
+    the same as :func:`to_numpy`).
+
+    Example::
+
+        fg.device_get({"w": fg.device_put(fnp.ones(2), "cuda")})   # {"w": numpy array}
+    """
+    return to_numpy(x)
+
+
+def block_until_ready(x: Any) -> Any:
+    """Wait until every array of the pytree ``x`` is computed, and return ``x`` (JAX's
+    ``jax.block_until_ready``: for timing GPU code; host arrays are always ready).
+
+    Example::
+
+        y = fg.block_until_ready(f(x))
+    """
+    from . import tree_util
+
+    for leaf in tree_util.tree_leaves(x):
+        v = unbox_all(leaf)
+        if hasattr(v, "shape") and not isinstance(v, (np.ndarray, np.generic)):
+            _backend_of_namespace(namespace_of(v)).synchronize(v)
+    return x
 
 
 def to_numpy(x: Any) -> Any:

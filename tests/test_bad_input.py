@@ -310,3 +310,28 @@ def test_embedding_checks_ids_on_the_fake_device():
     np.testing.assert_allclose(to_numpy(out), emb.weight[[4, 0]])
     with pytest.raises(IndexError, match="got ids from -1 to 2"):
         emb_dev(fb.to_fake(np.array([2, -1])))
+
+
+def test_matmul_shape_mismatch_names_both_shapes():
+    """Issue 31: under a transform the message was NumPy's gufunc signature, without shapes."""
+    for call in (lambda: fg.grad(lambda a: fnp.sum(a @ np.ones(5)))(np.ones((3, 4))),
+                 lambda: fnp.matmul(np.ones((3, 4)), np.ones(5))):
+        with pytest.raises(ValueError, match=r"matmul: shapes \(3, 4\) and \(5,\) do not align"):
+            call()
+    with pytest.raises(ValueError, match=r"shapes \(2, 3, 4\) and \(5, 2\) do not align.*second-to-last axis"):
+        fg.vmap(lambda a: a @ np.ones((5, 2)))(np.ones((2, 3, 4)))
+
+
+@pytest.mark.parametrize("name, where", [("sigmoid", "funcgrad.scipy.special.expit, or fg.nn.sigmoid"),
+                                         ("relu", "fg.nn.relu"), ("logsumexp", "funcgrad.scipy.special.logsumexp"),
+                                         ("erf", "funcgrad.scipy.special.erf")])
+def test_names_from_other_libraries_point_to_their_home(name, where):
+    with pytest.raises(AttributeError, match=f"no attribute '{name}'.*use {where}"):
+        getattr(fnp, name)
+
+
+def test_numpy_scalar_type_of_a_traced_value_names_the_way_out():
+    with pytest.raises(TypeError, match=r"numpy.int64\(x\).*fnp.astype\(x, fnp.int64\)"):
+        fg.grad(lambda x: np.int64(x) * 1.0)(2.0)
+    with pytest.raises(TypeError, match=r"numpy.float32\(x\).*stop_gradient"):
+        fg.grad(lambda x: np.float32(x) * 1.0)(2.0)

@@ -39,6 +39,7 @@ from . import nn, optim, utils  # noqa: F401
 from . import distributed  # noqa: F401  (ft.distributed; mpi4py is loaded on first use)
 from .serialization import load, save  # noqa: F401
 from . import backends, cuda, func  # noqa: F401
+from .. import __version__ as __version__  # funcgrad's version (torch.__version__'s place)
 from .toplevel import (  # noqa: F401
     bernoulli, bincount, compile, get_default_device, median, multinomial, set_default_device, set_printoptions,
     unique,
