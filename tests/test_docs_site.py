@@ -67,3 +67,21 @@ def test_performance_page_includes_the_benchmark_results(site):
         assert "Not generated yet" not in page and "<table>" in page
     else:
         assert "Not generated yet" in page
+
+
+def test_api_reference_lists_public_names_once(site):
+    """Issue 31: the rendered reference showed funcgrad.transforms.jit's internals (Staged,
+    call_staged ...), make_program twice and vjp's four overload signatures."""
+    import collections
+    import re
+
+    api = (site / "api" / "index.html").read_text()
+    ids = re.findall(r'<h[2-6] id="([^"]+)" class="doc doc-heading', api)
+    assert len(ids) > 100
+    assert [i for i, n in collections.Counter(ids).items() if n > 1] == []
+    private = [i for i in ids if any(part.startswith("_") for part in i.split("."))]
+    assert private == [], f"private names in the API reference: {private[:10]}"
+    assert [i for i in ids if i.rsplit(".", 1)[-1] in ("make_program", "jit")] == [
+        "funcgrad.transforms.jit.jit", "funcgrad.make_program"]
+    assert not re.search(r'doc-class-name">Staged<|call_staged|packed_version', api)
+    assert "doc-overloads" not in api
