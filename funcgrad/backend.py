@@ -173,9 +173,9 @@ class Backend:
 
     def synchronize(self, x: Any) -> None:
         """Wait until the work producing ``x`` has finished (host arrays: already done)."""
-        device = getattr(x, "device", None)
-        if hasattr(device, "synchronize"):   # CuPy: the array's device waits for its streams
-            device.synchronize()
+        wait = getattr(getattr(x, "device", None), "synchronize", None)
+        if wait is not None:   # CuPy: the array's device waits for its streams
+            wait()
 
     def scatter(self, out: Any, index: Any, values: Any, op: str = "add") -> None:
         """``numpy.<op>.at(out, index, values)`` in place: repeated indices all apply.
