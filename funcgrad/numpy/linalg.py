@@ -413,7 +413,7 @@ def _matmul_raw(a: Any, b: Any, **kwargs: Any) -> Any:
         if sa[-1] != inner_b:
             where = "the length" if len(sb) == 1 else "the second-to-last axis"
             raise ValueError(f"matmul: shapes {sa} and {sb} do not align: the last axis of the first ({sa[-1]}) "
-                             f"must equal {where} of the second ({inner_b})") from None
+                             f"must equal {where} of the second ({inner_b}) [NumPy: {err}]") from None
         raise ValueError(f"matmul: shapes {sa} and {sb}: {err}") from None
 
 
