@@ -171,7 +171,8 @@ class ArrayMethods:
             raise TypeError(
                 f"numpy.{name}(x) (or numpy.asarray(x, dtype={name})) of a traced value (from "
                 f"{cast(Any, self)._trace.name}) would drop its derivative. Use fnp.astype(x, fnp.{name}) (an "
-                f"integer type carries no derivative), or fg.stop_gradient(x) first if no derivative is wanted"
+                f"integer type carries no derivative), or fg.stop_gradient(x) first if no derivative is wanted. "
+                + _PLAIN_ARRAY_HINT
             )
         if dtype_of(self).kind in "iub":  # most often a traced index: Q[t] with Q a NumPy array
             raise TypeError(
