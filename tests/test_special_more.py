@@ -47,6 +47,7 @@ CASES = {c.fn.__name__: c for c in [
     _all("j0", X), _all("j1", X), _all("y0", X), _all("y1", X),
     _in_x("iv", ORDERS), _in_x("kv", ORDERS), _in_x("jv", ORDERS), _in_x("yv", ORDERS),
     Case(multigammaln3, (X + 2,), lambda a: ss.multigammaln(a, 3)),
+    _all("beta", X, X + 1), _all("rgamma", X + 0.5), _all("gammasgn", X - 1.6), _in_x("ive", ORDERS),
 ]}
 # the shape a too: the series side (x < a + max(1, sqrt a)) and the quadrature side of the split
 GAMMAINC_A = np.array([0.7, 1.5, 3.0, 2.0])
