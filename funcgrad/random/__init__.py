@@ -3,3 +3,4 @@ from .threefry import PRNGKey, key, key_data, wrap_key_data, split, fold_in, bit
 from .continuous import (  # noqa: F401
     uniform, normal, exponential, laplace, logistic, gumbel, cauchy, truncated_normal, multivariate_normal, orthogonal,
 )
+from .discrete import randint, bernoulli, rademacher, permutation, choice, categorical, poisson  # noqa: F401
