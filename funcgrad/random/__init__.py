@@ -4,3 +4,4 @@ from .continuous import (  # noqa: F401
     uniform, normal, exponential, laplace, logistic, gumbel, cauchy, truncated_normal, multivariate_normal, orthogonal,
 )
 from .discrete import randint, bernoulli, rademacher, permutation, choice, categorical, poisson  # noqa: F401
+from .gamma import gamma, loggamma, beta, dirichlet, t, chisquare, generalized_normal, ball  # noqa: F401

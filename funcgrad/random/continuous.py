@@ -23,6 +23,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..core import Box
+from ..transforms import stop_gradient
 from .floats import erf_inv, log1p, scale_shift, unit_floats
 from .threefry import canonical_shape, check_key, random_bits, split
 
@@ -197,8 +198,8 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
     b = erf(upper / sqrt2)
     u = _uniform(key, shape, dt, a, b)
     out = sqrt2 * erf_inv(u)
-    lo = fnp.nextafter(fnp.stop_gradient(lower) if isinstance(lower, Box) else lower, np.array(np.inf, dt))
-    hi = fnp.nextafter(fnp.stop_gradient(upper) if isinstance(upper, Box) else upper, np.array(-np.inf, dt))
+    lo = fnp.nextafter(stop_gradient(lower), np.array(np.inf, dt))
+    hi = fnp.nextafter(stop_gradient(upper), np.array(-np.inf, dt))
     return fnp.clip(out, lo, hi)
 
 
@@ -235,6 +236,10 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     else:
         shape = canonical_shape(shape, "multivariate_normal")
         check_shape("normal", shape, ms[:-1], cs[:-2])
+    if method != "svd":
+        # cholesky/eigh read one triangle; symmetrizing (exact for a symmetric input) gives the
+        # symmetric gradient with respect to cov that JAX's rules give.
+        cov = (cov + fnp.swapaxes(cov, -1, -2)) / 2
     if method == "svd":
         u, s, _ = fnp.linalg.svd(cov)
         factor = u * fnp.sqrt(s[..., None, :])
