@@ -35,7 +35,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from ..core import Box, defprimitive
-from ..numpy._batching import batch_size, front
+from ..numpy._batching import batch_size, elementwise_rule, front
 from .continuous import _as, _normal_real, _uniform, check_shape, exponential, float_dtype, param_shape
 from .discrete import rademacher
 from .floats import _erf_inv_raw, _unit_floats_raw, fma, xla_log1p
@@ -150,7 +150,7 @@ def _implicit_gradient_raw(a: Any, sample: Any, log_space: bool = False) -> Any:
 
 
 _implicit_gradient = defprimitive(
-    _implicit_gradient_raw, name="random_gamma_implicit_gradient",
+    _implicit_gradient_raw, name="random_gamma_implicit_gradient", batch_from=elementwise_rule,
     doc="The implicit reparameterization gradient of a gamma sample with respect to its shape "
         "(first order: it has no derivative rule of its own, so differentiating it raises).",
 )
