@@ -26,7 +26,7 @@ from ..backend import namespace_of
 from ..core import Box, defprimitive
 from ..numpy._batching import elementwise_rule
 from .continuous import _gumbel, _uniform, check_shape, param_shape
-from .floats import unit_floats
+from .floats import fma, unit_floats, xla_log1p
 from .threefry import _bits_raw, _split_raw, canonical_shape, check_key, random_bits, split
 
 __all__ = ["randint", "bernoulli", "rademacher", "permutation", "choice", "categorical", "poisson"]
@@ -312,9 +312,30 @@ def _poisson_knuth(xp: Any, key: Any, lam: Any, out_dt: np.dtype) -> Any:
     return (k - 1).astype(out_dt)
 
 
-def _poisson_rejection(xp: Any, key: Any, lam: Any, out_dt: np.dtype) -> Any:
-    from scipy.special import gammaln
+_LANCZOS_G = 7.0
+_LANCZOS_BASE = 0.99999999999980993227684700473478
+_LANCZOS = (676.520368121885098567009190444019, -1259.13921672240287047156078755283,
+            771.3234287776530788486528258894, -176.61502916214059906584551354,
+            12.507343278686904814458936853, -0.13857109526572011689554707,
+            9.984369578019570859563e-6, 1.50563273514931155834e-7)
 
+
+def _lgamma_at_least_one(xp: Any, x: Any) -> Any:
+    """XLA's Lanczos ``lgamma`` (g = 7, 8 terms) in the dtype of ``x``, for ``x >= 0.5``."""
+    dt = np.dtype(x.dtype)
+    z = x - dt.type(1)
+    a = xp.full(x.shape, dt.type(_LANCZOS_BASE), dtype=dt)
+    for i, c in enumerate(_LANCZOS):
+        a = a + dt.type(c) / (z + dt.type(i + 1))
+    scale = dt.type(_LANCZOS_G + 0.5)
+    t = scale + z
+    log_t = dt.type(np.log(_LANCZOS_G + 0.5)) + xla_log1p(xp, z / scale)
+    r = (z + dt.type(0.5)) - t / log_t
+    out = fma(xp, r, log_t, xp.full(x.shape, dt.type((np.log(2) + np.log(np.pi)) / 2), dtype=dt))
+    return xp.where(xp.isinf(x), dt.type(np.inf), out + xp.log(a))
+
+
+def _poisson_rejection(xp: Any, key: Any, lam: Any, out_dt: np.dtype) -> Any:
     f32 = np.float32
     log_lam = xp.log(lam)
     b = f32(0.931) + f32(2.53) * xp.sqrt(lam)
@@ -332,7 +353,7 @@ def _poisson_rejection(xp: Any, key: Any, lam: Any, out_dt: np.dtype) -> Any:
         with np.errstate(divide="ignore", invalid="ignore"):
             k = xp.floor((f32(2) * a / u_shifted + b) * u + lam + f32(0.43))
             s = xp.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
-            t = -lam + k * log_lam - gammaln(k + 1).astype(f32)
+            t = -lam + k * log_lam - _lgamma_at_least_one(xp, xp.maximum(k + 1, f32(1)))
         accept1 = (u_shifted >= f32(0.07)) & (v <= v_r)
         reject = (k < 0) | ((u_shifted < f32(0.013)) & (v > u_shifted))
         accept = accept1 | (~reject & (s <= t))

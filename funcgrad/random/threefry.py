@@ -17,7 +17,7 @@ Example::
 
     key = fg.random.PRNGKey(0)
     key, sub = fg.random.split(key)
-    fg.random.bits(sub, (3,))          # uint32, the same numbers as jax.random.bits
+    fg.random.bits(sub, (3,))          # uint64, the same numbers as jax.random.bits
 """
 
 from __future__ import annotations
@@ -297,17 +297,18 @@ def random_bits(key: Any, width: int, shape: tuple[int, ...]) -> Any:
     return _bits_p(key, shape=shape, width=width)
 
 
-def bits(key: Any, shape: Any = (), dtype: Any = np.uint32) -> Any:
+def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Uniform random bits: an unsigned-integer array of ``shape``.
 
-    ``dtype`` is uint8, uint16, uint32 (default, as JAX without x64) or uint64.
+    ``dtype`` is uint8, uint16, uint32 or uint64 (the default, as JAX with x64,
+    like funcgrad's float64 and int64 defaults).
 
     Example::
 
         fg.random.bits(fg.random.PRNGKey(0), (2, 3), np.uint64)
     """
     key = check_key("bits", key)
-    dt = np.dtype(dtype)
+    dt = np.dtype(np.uint64 if dtype is None else dtype)
     if dt.kind != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
     return random_bits(key, dt.itemsize * 8, canonical_shape(shape, "bits"))
