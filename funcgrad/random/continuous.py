@@ -49,6 +49,10 @@ def _as(x: Any, dt: np.dtype) -> Any:
     """``x`` converted to ``dt`` (traced values stay traced)."""
     if isinstance(x, Box):
         return x if fnp.result_type(x) == dt else fnp.astype(x, dt)
+    if isinstance(x, (int, float, np.generic)) or np.ndim(x) == 0 and isinstance(x, np.ndarray):
+        return dt.type(x)  # a scalar mixes with arrays of any device
+    if hasattr(x, "astype") and hasattr(x, "dtype"):
+        return x if x.dtype == dt else x.astype(dt)
     return np.asarray(x, dtype=dt)
 
 
@@ -89,9 +93,9 @@ def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, max
 
 
 def _normal_real(key: Any, shape: tuple[int, ...], dt: np.dtype) -> Any:
-    lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))
-    u = _uniform(key, shape, dt, lo, np.array(1.0, dt))
-    return np.array(np.sqrt(2), dt) * erf_inv(u)
+    lo = np.nextafter(dt.type(-1.0), dt.type(0.0))
+    u = _uniform(key, shape, dt, lo, dt.type(1.0))
+    return dt.type(np.sqrt(2)) * erf_inv(u)
 
 
 def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:

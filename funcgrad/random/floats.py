@@ -101,18 +101,30 @@ _LOG1P_DEN = (1.0, 1.5062909083469192043167e1, 8.3047565967967209469434e1, 2.217
 def xla_log1p(xp: Any, x: Any) -> Any:
     """``log(1 + x)`` computed as XLA computes it on the CPU (plain float arrays)."""
     dt = np.dtype(x.dtype)
+    flat = x.reshape(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = xp.log(x + dt.type(1.0))
-    small = xp.abs(x) < dt.type(_LOG1P_SMALL)
-    idx = xp.nonzero(small.reshape(-1))[0]
-    if idx.size:
-        v = x.reshape(-1)[idx]
-        v2 = v * v
-        ratio = _horner(xp, _LOG1P_NUM, v, dt) / _horner(xp, _LOG1P_DEN, v, dt)
-        out = out.reshape(-1)
-        out[idx] = v + (dt.type(-0.5) * v2 + (v * v2) * ratio)
-        out = out.reshape(x.shape)
-    return out
+        out = xp.log(flat + dt.type(1.0))
+        small = xp.abs(flat) < dt.type(_LOG1P_SMALL)
+
+        def rational(v: Any) -> Any:
+            v2 = v * v
+            ratio = _horner(xp, _LOG1P_NUM, v, dt) / _horner(xp, _LOG1P_DEN, v, dt)
+            return v + (dt.type(-0.5) * v2 + (v * v2) * ratio)
+
+        out = _on_subset(xp, small, rational, flat, out)
+    return out.reshape(x.shape)
+
+
+def _on_subset(xp: Any, mask: Any, fn: Any, x: Any, out: Any) -> Any:
+    """``where(mask, fn(x), out)``; on NumPy ``fn`` runs only on the selected elements
+    (a device namespace computes every element, which needs no host synchronisation)."""
+    if xp is np:
+        idx = np.nonzero(mask)[0]
+        if idx.size:
+            out = out.copy()
+            out[idx] = fn(x[idx])
+        return out
+    return xp.where(mask, fn(x), out)
 
 
 def fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
@@ -121,13 +133,15 @@ def fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
     float32: the product is exact in float64. float64: Dekker's error-free
     product and Knuth's two-sum give the rounded sum to within an ulp in rare ties.
     """
-    dt = np.dtype(np.result_type(a, b, c))
+    dt = np.dtype(np.result_type(*(getattr(v, "dtype", v) for v in (a, b, c))))
+
+    def cast(v: Any, to: Any) -> Any:  # scalars stay scalars (no upload to a device)
+        return to.type(v) if isinstance(v, (int, float, np.generic)) else v.astype(to)
+
     if dt.itemsize <= 4:
-        wide = np.float64
-        return (xp.asarray(a).astype(wide) * xp.asarray(b).astype(wide) + xp.asarray(c).astype(wide)).astype(dt)
-    a = xp.asarray(a, dtype=dt)
-    b = xp.asarray(b, dtype=dt)
-    c = xp.asarray(c, dtype=dt)
+        wide = np.dtype(np.float64)
+        return (cast(a, wide) * cast(b, wide) + cast(c, wide)).astype(dt)
+    a, b, c = cast(a, dt), cast(b, dt), cast(c, dt)
     p = a * b
     split = dt.type(134217729.0)  # 2**27 + 1
     with np.errstate(over="ignore", invalid="ignore"):
@@ -142,15 +156,12 @@ def fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
         bv = s - p
         t = (p - (s - bv)) + (c - bv)
         out = s + (t + err)
-    bad = ~xp.isfinite(err) | ~xp.isfinite(out)
-    if bool(bad.any()):
-        out = xp.where(bad, p + c, out)
-    return out
+    return xp.where(xp.isfinite(err) & xp.isfinite(out), out, p + c)
 
 
 def _horner(xp: Any, coeffs: tuple[float, ...], w: Any, dt: np.dtype) -> Any:
-    p = xp.full(w.shape, dt.type(coeffs[0]), dtype=dt)
-    for c in coeffs[1:]:
+    p = fma(xp, dt.type(coeffs[0]), w, dt.type(coeffs[1]))
+    for c in coeffs[2:]:
         p = fma(xp, p, w, dt.type(c))
     return p
 
@@ -164,7 +175,7 @@ def _erf_inv_raw(x: Any) -> Any:
     compute = dt if dt.itemsize >= 4 else np.dtype(np.float32)
     xc = x.astype(compute).reshape(-1)
     w = -xla_log1p(xp, xc * -xc)
-    p = xp.empty_like(xc)
+    p = xc * compute.type(np.nan)
     if compute == np.float64:
         branches = ((w < 6.25, _F64_SMALL, lambda v: v - 3.125),
                     ((w >= 6.25) & (w < 16.0), _F64_MIDDLE, lambda v: xp.sqrt(v) - 3.25),
@@ -172,17 +183,10 @@ def _erf_inv_raw(x: Any) -> Any:
     else:
         branches = ((w < 5.0, _F32_SMALL, lambda v: v - compute.type(2.5)),
                     (w >= 5.0, _F32_LARGE, lambda v: xp.sqrt(v) - compute.type(3.0)))
-    for mask, coeffs, shift in branches:
-        idx = xp.nonzero(mask)[0]
-        if idx.size:
-            p[idx] = _horner(xp, coeffs, shift(w[idx]), compute)
-    nan = xp.isnan(w)
-    if bool(nan.any()):
-        p[nan] = np.nan
-    out = p * xc
-    edge = xp.abs(xc) == 1
-    if bool(edge.any()):
-        out[edge] = xc[edge] * compute.type(np.inf)
+    with np.errstate(invalid="ignore"):
+        for mask, coeffs, shift in branches:
+            p = _on_subset(xp, mask, lambda v, c=coeffs, f=shift: _horner(xp, c, f(v), compute), w, p)
+        out = xp.where(xp.abs(xc) == 1, xc * compute.type(np.inf), p * xc)
     return out.astype(dt).reshape(x.shape)
 
 
@@ -230,7 +234,7 @@ log1p = defprimitive(
 
 def _scale_shift_raw(u: Any, scale: Any, shift: Any) -> Any:
     xp = namespace_of(u, scale, shift)
-    dt = np.result_type(u, scale, shift)
+    dt = np.result_type(*(getattr(v, "dtype", v) for v in (u, scale, shift)))
     shape = np.broadcast_shapes(*(tuple(getattr(a, "shape", ())) for a in (u, scale, shift)))
     flat = [xp.broadcast_to(xp.asarray(a, dtype=dt), shape).reshape(-1) for a in (u, scale, shift)]
     return fma(xp, *flat).reshape(shape)

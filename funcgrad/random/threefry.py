@@ -167,7 +167,9 @@ def canonical_shape(shape: Any, name: str) -> tuple[int, ...]:
 
 
 def _dtype_of(x: Any) -> np.dtype:
-    return np.dtype(fnp.result_type(x)) if isinstance(x, Box) else np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
+    if isinstance(x, Box):
+        return np.dtype(fnp.result_type(x))
+    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
 
 
 def check_key(name: str, key: Any, batched: bool = False) -> Any:
