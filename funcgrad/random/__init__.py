@@ -21,17 +21,43 @@ Example::
     fg.grad(lambda a: fr.gamma(sub, a))(2.0)
 """
 
-from .threefry import PRNGKey, key, key_data, wrap_key_data, split, fold_in, bits  # noqa: F401
-from .continuous import (  # noqa: F401
-    uniform, normal, exponential, laplace, logistic, gumbel, cauchy, truncated_normal, multivariate_normal, orthogonal,
-)
-from .discrete import randint, bernoulli, rademacher, permutation, choice, categorical, poisson  # noqa: F401
-from .gamma import gamma, loggamma, beta, dirichlet, t, chisquare, generalized_normal, ball  # noqa: F401
+from __future__ import annotations
 
-__all__ = [
-    "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits",
-    "uniform", "normal", "exponential", "laplace", "logistic", "gumbel", "cauchy", "truncated_normal",
-    "multivariate_normal", "orthogonal", "randint", "bernoulli", "rademacher", "permutation", "choice",
-    "categorical", "poisson", "gamma", "loggamma", "beta", "dirichlet", "t", "chisquare",
-    "generalized_normal", "ball",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .continuous import (  # noqa: F401
+        cauchy, exponential, gumbel, laplace, logistic, multivariate_normal, normal, orthogonal, truncated_normal,
+        uniform,
+    )
+    from .discrete import bernoulli, categorical, choice, permutation, poisson, rademacher, randint  # noqa: F401
+    from .gamma_family import ball, beta, chisquare, dirichlet, gamma, generalized_normal, loggamma, t  # noqa: F401
+    from .threefry import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data  # noqa: F401
+
+# Each public name and the module defining it: the modules load on first use, so that
+# ``import funcgrad`` stays fast (funcgrad.nn only needs ``threefry.is_key`` up front).
+_HOME = {
+    **dict.fromkeys(["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits"], "threefry"),
+    **dict.fromkeys(["uniform", "normal", "exponential", "laplace", "logistic", "gumbel", "cauchy",
+                     "truncated_normal", "multivariate_normal", "orthogonal"], "continuous"),
+    **dict.fromkeys(["randint", "bernoulli", "rademacher", "permutation", "choice", "categorical", "poisson"],
+                    "discrete"),
+    **dict.fromkeys(["gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "generalized_normal", "ball"],
+                    "gamma_family"),
+}
+
+__all__ = list(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'funcgrad.random' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))

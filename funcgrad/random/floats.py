@@ -176,6 +176,7 @@ def _erf_inv_raw(x: Any) -> Any:
     xc = x.astype(compute).reshape(-1)
     w = -xla_log1p(xp, xc * -xc)
     p = xc * compute.type(np.nan)
+    branches: tuple[tuple[Any, tuple[float, ...], Any], ...]
     if compute == np.float64:
         branches = ((w < 6.25, _F64_SMALL, lambda v: v - 3.125),
                     ((w >= 6.25) & (w < 16.0), _F64_MIDDLE, lambda v: xp.sqrt(v) - 3.25),

@@ -33,7 +33,7 @@ from ..backend import namespace_of
 from ..core import Box, defprimitive
 from ..numpy._batching import batch_size, front
 
-__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "check_key", "canonical_shape"]
+__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "check_key", "is_key", "canonical_shape"]
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
@@ -170,6 +170,18 @@ def _dtype_of(x: Any) -> np.dtype:
     if isinstance(x, Box):
         return np.dtype(fnp.result_type(x))
     return np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+def is_key(x: Any) -> bool:
+    """Is ``x`` a single PRNG key (a ``uint32`` array of shape ``(2,)``, traced or not)?
+
+    Example::
+
+        is_key(fg.random.PRNGKey(0))   # True; an int seed or a numpy Generator: False
+    """
+    if not (isinstance(x, Box) or hasattr(x, "shape")) or isinstance(x, np.generic):
+        return False
+    return tuple(fnp.shape(x)) == (2,) and _dtype_of(x) == np.uint32
 
 
 def check_key(name: str, key: Any, batched: bool = False) -> Any:

@@ -122,7 +122,10 @@ def _cdf_shape_derivative(xp: Any, a: Any, x: Any) -> Any:
 
     special = _special_namespace(xp, "gammainc")
     upper = x > a + 1.0
-    f = lambda s: xp.where(upper, -special.gammaincc(s, x), special.gammainc(s, x))  # noqa: E731
+
+    def f(s: Any) -> Any:
+        return xp.where(upper, -special.gammaincc(s, x), special.gammainc(s, x))
+
     h = 1e-3 * xp.maximum(a, 1.0)
     h = xp.minimum(h, 0.5 * a)
     coarse = (f(a + h) - f(a - h)) / (2 * h)
