@@ -72,9 +72,15 @@ def check_shape(name: str, shape: tuple[int, ...], *param_shapes: tuple[int, ...
         )
 
 
+def _is_scalar(x: Any, value: float) -> bool:
+    return isinstance(x, (int, float, np.generic)) and not isinstance(x, bool) and float(x) == value
+
+
 def _uniform(key: Any, shape: tuple[int, ...], dt: np.dtype, minval: Any, maxval: Any) -> Any:
     nbits = dt.itemsize * 8
     floats = unit_floats(random_bits(key, nbits, shape), dt)
+    if _is_scalar(minval, 0.0) and _is_scalar(maxval, 1.0):
+        return floats  # max(0, floats * 1 + 0) is floats itself
     lo = _as(minval, dt)
     hi = _as(maxval, dt)
     return fnp.maximum(lo, scale_shift(floats, hi - lo, lo))
