@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     )
     from .discrete import bernoulli, categorical, choice, permutation, poisson, rademacher, randint  # noqa: F401
     from .gamma_family import ball, beta, chisquare, dirichlet, gamma, generalized_normal, loggamma, t  # noqa: F401
+    from .derived import (  # noqa: F401
+        double_sided_maxwell, f, geometric, lognormal, maxwell, pareto, rayleigh, triangular, wald, weibull_min,
+    )
     from .threefry import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data  # noqa: F401
 
 # Each public name and the module defining it: the modules load on first use, so that
@@ -45,6 +48,8 @@ _HOME = {
                     "discrete"),
     **dict.fromkeys(["gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "generalized_normal", "ball"],
                     "gamma_family"),
+    **dict.fromkeys(["pareto", "f", "maxwell", "double_sided_maxwell", "weibull_min", "rayleigh", "wald",
+                     "geometric", "triangular", "lognormal"], "derived"),
 }
 
 __all__ = list(_HOME)

@@ -102,15 +102,15 @@ def xla_log1p(xp: Any, x: Any) -> Any:
     """``log(1 + x)`` computed as XLA computes it on the CPU (plain float arrays)."""
     dt = np.dtype(x.dtype)
     flat = x.reshape(-1)
+
+    def rational(v: Any) -> Any:
+        v2 = v * v
+        ratio = _horner(xp, _LOG1P_NUM, v, dt) / _horner(xp, _LOG1P_DEN, v, dt)
+        return v + (dt.type(-0.5) * v2 + (v * v2) * ratio)
+
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = xp.log(flat + dt.type(1.0))
         small = xp.abs(flat) < dt.type(_LOG1P_SMALL)
-
-        def rational(v: Any) -> Any:
-            v2 = v * v
-            ratio = _horner(xp, _LOG1P_NUM, v, dt) / _horner(xp, _LOG1P_DEN, v, dt)
-            return v + (dt.type(-0.5) * v2 + (v * v2) * ratio)
-
+        out = _on_subset(xp, ~small, lambda v: xp.log(v + dt.type(1.0)), flat, flat * dt.type(np.nan))
         out = _on_subset(xp, small, rational, flat, out)
     return out.reshape(x.shape)
 
