@@ -33,9 +33,9 @@ def _shape_of(name: str, shape: Any, *params: Any) -> tuple[int, ...]:
     shapes = [param_shape(p) for p in params]
     if shape is None:
         return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
-    shape = canonical_shape(shape, name)
-    check_shape(name, shape, *shapes)
-    return shape
+    checked = canonical_shape(shape, name)
+    check_shape(name, checked, *shapes)
+    return checked
 
 
 def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
