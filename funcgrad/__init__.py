@@ -44,3 +44,12 @@ __all__ = [
     "while_loop", "cond", "switch", "debug_nans", "jit", "make_program", "config",
 ]
 __all__ += ["defbatch", "tree", "device_get", "block_until_ready"]
+
+
+def __getattr__(name: str) -> object:
+    """``fg.random`` without importing it in ``import funcgrad`` (it loads on first use)."""
+    if name == "random":
+        import importlib
+
+        return importlib.import_module(".random", __name__)
+    raise AttributeError(f"module 'funcgrad' has no attribute {name!r}")

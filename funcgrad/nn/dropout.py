@@ -1,4 +1,4 @@
-"""Dropout with explicit randomness: a ``key`` (int seed or numpy Generator) per call.
+"""Dropout with explicit randomness: a ``key`` per call (a ``fg.random`` key, an int seed or a numpy Generator).
 
 There is no global train/eval switch. Dropout is active exactly when the call
 is in training mode: ``training=True``, or ``training=None`` (the default)
@@ -13,6 +13,12 @@ Example::
     y = drop(x)                           # evaluation: identity
     rng = np.random.default_rng(0)
     y = drop(x, key=rng)                  # a Generator advances: a new mask each call
+    y = drop(x, key=fg.random.PRNGKey(0)) # a fg.random key (as Equinox): works under vmap and jit
+
+With a ``fg.random`` key the mask is ``fg.random.bernoulli(key, 1 - rate, x.shape)``
+(Equinox's and JAX's construction), a staged computation of the key: under
+``fg.vmap`` over a batch of keys each example gets its own mask, and under
+``fg.jit`` a new key gives a new mask.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
+from ..random.threefry import is_key
 from . import init as _init
 from .module import Module, static_field
 
@@ -35,7 +42,7 @@ def _training(training: bool | None, key: Any, name: str) -> bool:
         return key is not None
     if training and key is None:
         raise ValueError(
-            f"{name}: training=True needs a random key (an int seed or a numpy.random.Generator): "
+            f"{name}: training=True needs a random key (a fg.random key, an int seed or a numpy.random.Generator): "
             f"call it with key=..., or training=False for evaluation"
         )
     return bool(training)
@@ -47,12 +54,20 @@ def dropout(x: Any, rate: float, key: Any = None, training: bool | None = None) 
     Example::
 
         y = fg.nn.dropout(x, 0.1, key=np.random.default_rng(0))
+        y = fg.nn.dropout(x, 0.1, key=fg.random.PRNGKey(0))
     """
     if not 0.0 <= rate < 1.0:
         raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
     if not _training(training, key, "dropout") or rate == 0.0:
         return x
     shape = fnp.shape(x)
+    if is_key(key):
+        from ..random.discrete import bernoulli
+
+        dt = fnp.result_type(x)
+        q = 1.0 - rate
+        keep = bernoulli(key, np.asarray(q, dt if dt.kind == "f" else np.float64), shape)
+        return fnp.where(keep, x / q, fnp.zeros_like(x))
     keep = _init.rng(key).random(shape) >= rate
     dt = fnp.result_type(x)
     mask = (keep / (1.0 - rate)).astype(dt if dt.kind in "fc" else np.float32)
@@ -68,7 +83,8 @@ class Dropout(Module):
     Example::
 
         drop = fg.nn.Dropout(0.2)
-        y = drop(x, key=np.random.default_rng(0))
+        y = drop(x, key=fg.random.PRNGKey(0))
+        ys = fg.vmap(lambda x, k: drop(x, key=k))(xs, fg.random.split(key, len(xs)))  # per example
     """
 
     p: float = static_field(default=0.5)

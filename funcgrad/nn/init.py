@@ -1,9 +1,11 @@
-"""Parameter initializers, reproducible from a seed or a ``numpy.random.Generator``.
+"""Parameter initializers, reproducible from a key, a seed or a ``numpy.random.Generator``.
 
-Every initializer is ``init(key, shape, dtype=float32, ...) -> numpy array``.
-``key`` is an int seed, a ``numpy.random.Generator`` (numbers are drawn from it,
-so passing one generator to several layers in turn is reproducible) or
-``None`` (fresh, non-reproducible randomness). Fans follow PyTorch's layout:
+Every initializer is ``init(key, shape, dtype=float32, ...) -> array``.
+``key`` is a ``fg.random`` key (the numbers come from ``fg.random``, JAX's
+streams, and layers given a key seed a Generator from its bits), an int seed,
+a ``numpy.random.Generator`` (numbers are drawn from it, so passing one
+generator to several layers in turn is reproducible) or ``None`` (fresh,
+non-reproducible randomness). Fans follow PyTorch's layout:
 ``shape[0]`` is the number of outputs, ``shape[1]`` of inputs, and any further
 axes are the receptive field of a convolution kernel.
 
@@ -12,6 +14,7 @@ Example::
     from funcgrad.nn import init
     w = init.kaiming_uniform(0, (128, 64))                  # He et al., for relu
     w = init.glorot_uniform(np.random.default_rng(1), (10, 128))
+    w = init.glorot_normal(fg.random.PRNGKey(0), (10, 128))
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from ..backend import to_numpy as fg_to_numpy
+from ..random.threefry import is_key
 
 __all__ = [
     "rng", "fans", "calculate_gain", "zeros", "ones", "constant", "uniform", "normal",
@@ -32,20 +38,25 @@ Key = "int | np.random.Generator | None"
 
 
 def rng(key: Any) -> np.random.Generator:
-    """A ``numpy.random.Generator`` from a seed, a Generator (returned as is) or None.
+    """A ``numpy.random.Generator`` from a seed, a Generator (returned as is), a
+    ``fg.random`` key (seeded with the key's 64 bits) or None.
 
     Example::
 
         g = fg.nn.init.rng(0)
+        g = fg.nn.init.rng(fg.random.PRNGKey(3))
     """
     if isinstance(key, np.random.Generator):
         return key
+    if is_key(key):
+        hi, lo = (int(v) for v in np.asarray(fg_to_numpy(key)))
+        return np.random.default_rng((hi << 32) | lo)
     if key is None or isinstance(key, (int, np.integer, np.random.SeedSequence)):
         return np.random.default_rng(key)
     if isinstance(key, np.random.BitGenerator):
         return np.random.Generator(key)
     raise TypeError(
-        f"key must be an int seed, a numpy.random.Generator or None, got {type(key).__name__}"
+        f"key must be a fg.random key, an int seed, a numpy.random.Generator or None, got {type(key).__name__}"
     )
 
 
@@ -92,6 +103,13 @@ def calculate_gain(nonlinearity: str = "relu", param: float | None = None) -> fl
     raise ValueError(f"calculate_gain: unknown nonlinearity {nonlinearity!r}")
 
 
+def _cast_dtype(dtype: Any) -> np.dtype:
+    dt: np.dtype = np.dtype(dtype)
+    if dt.kind not in "fc":
+        raise TypeError(f"initializers make floating-point parameters; got dtype {dt}")
+    return dt
+
+
 def _cast(x: np.ndarray, dtype: Any) -> np.ndarray:
     dt = np.dtype(dtype)
     if dt.kind not in "fc":
@@ -120,11 +138,21 @@ def constant(value: float) -> Callable[..., np.ndarray]:
 
 def uniform(key: Any, shape: Any, dtype: Any = np.float32, low: float = 0.0, high: float = 1.0) -> np.ndarray:
     """Uniform on ``[low, high)``. Example: ``init.uniform(0, (3,), low=-1, high=1)``."""
+    if is_key(key):
+        from ..random.continuous import uniform as draw_uniform
+
+        drawn: np.ndarray = draw_uniform(key, _shape(shape), _cast_dtype(dtype), low, high)
+        return drawn
     return _cast(rng(key).uniform(low, high, size=_shape(shape)), dtype)
 
 
 def normal(key: Any, shape: Any, dtype: Any = np.float32, std: float = 1.0, mean: float = 0.0) -> np.ndarray:
     """Normal with the given mean and standard deviation. Example: ``init.normal(0, (3,), std=0.02)``."""
+    if is_key(key):
+        from ..random.continuous import normal as draw_normal
+
+        scaled: np.ndarray = draw_normal(key, _shape(shape), _cast_dtype(dtype)) * std + mean
+        return scaled
     return _cast(rng(key).normal(mean, std, size=_shape(shape)), dtype)
 
 
@@ -208,7 +236,13 @@ def orthogonal(key: Any, shape: Any, dtype: Any = np.float32, gain: float = 1.0)
     if len(shape) < 2:
         raise ValueError(f"orthogonal needs at least 2 dimensions, got shape {shape}")
     rows, cols = shape[0], int(np.prod(shape[1:]))
-    a = rng(key).normal(size=(max(rows, cols), min(rows, cols)))
+    size = (max(rows, cols), min(rows, cols))
+    if is_key(key):
+        from ..random.continuous import normal as draw_normal
+
+        a = np.asarray(fg_to_numpy(draw_normal(key, size)))
+    else:
+        a = rng(key).normal(size=size)
     q, r = np.linalg.qr(a)
     q = q * np.sign(np.diag(r))
     if rows < cols:
