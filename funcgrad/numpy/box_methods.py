@@ -22,6 +22,14 @@ from ..core.batching import BatchBox
 from ..core.staging import check_concrete
 
 
+
+def _defers(other: Any) -> bool:
+    """NumPy's protocol: an operand that is no array (no ``__array__``) and whose type sets
+    ``__array_ufunc__ = None`` (a sparse array, say) handles binary operators with arrays
+    itself (its reflected method runs)."""
+    t = type(other)
+    return getattr(t, "__array_ufunc__", False) is None and not hasattr(t, "__array__")
+
 class ConversionError(TypeError):
     """A traced value was converted to a Python number, which would drop its derivative.
 
@@ -231,24 +239,32 @@ class ArrayMethods:
         return fnp.abs(self)
 
     def __add__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
         return fnp.add(self, other)
 
     def __radd__(self, other: Any) -> Any:
         return fnp.add(other, self)
 
     def __sub__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
         return fnp.subtract(self, other)
 
     def __rsub__(self, other: Any) -> Any:
         return fnp.subtract(other, self)
 
     def __mul__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
         return fnp.multiply(self, other)
 
     def __rmul__(self, other: Any) -> Any:
         return fnp.multiply(other, self)
 
     def __truediv__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
         return fnp.divide(self, other)
 
     def __rtruediv__(self, other: Any) -> Any:
@@ -273,6 +289,8 @@ class ArrayMethods:
         return fnp.power(other, self)
 
     def __matmul__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
         return fnp.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Any:

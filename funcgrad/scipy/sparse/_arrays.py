@@ -56,7 +56,7 @@ def _is_foreign_sparse(x: Any) -> bool:
 
 
 def _as_values(data: Any, dtype_: Any) -> Any:
-    if isinstance(data, Box) or hasattr(data, "__array_namespace__") or type(data).__module__.startswith("cupy"):
+    if isinstance(data, Box) or (hasattr(data, "shape") and hasattr(data, "dtype")):
         out = data
     else:
         out = np.asarray(data)
@@ -291,9 +291,7 @@ class SparseArray:
         """The ``k``-th diagonal as a dense vector (differentiable)."""
         m, n = self.shape
         length = max(0, min(m + min(k, 0), n - max(k, 0)))
-        p = self._pattern
-        sel = np.nonzero(p.col - p.row == k)[0].astype(INDEX)
-        pos = (p.row[sel] if k >= 0 else p.col[sel]).astype(INDEX)
+        sel, pos = self._pattern.cached(("diagonal", k), lambda: _diagonal_plan(self._pattern, k))
         return segment_sum(gather(self._data, sel), pos, length)
 
     def trace(self, offset: int = 0) -> Any:
@@ -415,6 +413,11 @@ class SparseArray:
         return self.T.conj() @ y
 
 
+def _diagonal_plan(p: Pattern, k: int) -> tuple[np.ndarray, np.ndarray]:
+    sel = np.nonzero(p.col - p.row == k)[0].astype(INDEX)
+    return sel, (p.row[sel] if k >= 0 else p.col[sel]).astype(INDEX)
+
+
 def _check_same_shape(a: SparseArray, b: SparseArray, what: str) -> None:
     if a.shape != b.shape:
         raise ValueError(f"{what}: inconsistent shapes {a.shape} and {b.shape}")
@@ -441,11 +444,15 @@ def _to_order(data: Any, pattern: Pattern, fmt: str) -> tuple[Any, Pattern]:
     new, target, summed = canonical_plan(pattern, fmt)
     if summed:
         return segment_sum(data, target, new.nnz), new
+    perm = pattern.cached(("perm", fmt), lambda: _inverse_permutation(target))
+    return (data, new) if perm is None else (gather(data, perm), new)
+
+
+def _inverse_permutation(target: np.ndarray) -> np.ndarray | None:
+    """The gather that applies ``target`` (None for the identity)."""
     perm = np.empty_like(target)
     perm[target] = np.arange(target.shape[0], dtype=INDEX)
-    if np.array_equal(perm, np.arange(perm.shape[0])):
-        return data, new
-    return gather(data, perm), new
+    return None if np.array_equal(perm, np.arange(perm.shape[0])) else perm
 
 
 def _build(arg1: Any, shape_: Any, dtype_: Any) -> tuple[Any, Pattern]:

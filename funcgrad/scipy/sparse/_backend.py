@@ -5,14 +5,16 @@ solvers) go through these, so device values never make an implicit trip to the h
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
 from .._scipy import require_scipy
 
-__all__ = ["sparse_module", "sparse_linalg_module", "native_matrix"]
+__all__ = ["sparse_module", "sparse_linalg_module", "native_matrix", "device_index"]
 
 
 def sparse_module(xp: Any) -> Any:
@@ -47,6 +49,26 @@ def native_matrix(xp: Any, data: Any, pattern: Any, fmt: str) -> Any:
     """The backend's own csr/csc matrix holding raw ``data`` (already in ``fmt`` order)."""
     mod = sparse_module(xp)
     cls = getattr(mod, f"{fmt}_matrix")
-    idx = pattern.indices if xp is np else xp.asarray(pattern.indices)
-    ptr = pattern.indptr if xp is np else xp.asarray(pattern.indptr)
-    return cls((data, idx, ptr), shape=pattern.shape)
+    idx, ptr = device_index(pattern.indices, xp), device_index(pattern.indptr, xp)
+    return cls((xp.ascontiguousarray(data), idx, ptr), shape=pattern.shape)
+
+
+_ON_DEVICE: "OrderedDict[tuple[Any, ...], Any]" = OrderedDict()
+_KEEP = 512
+
+
+def device_index(idx: np.ndarray, xp: Any) -> Any:
+    """Host index array ``idx`` in namespace ``xp``. Uploads are remembered by content (a
+    pattern rebuilt each call, as user code does, is uploaded once; the last few hundred
+    index arrays are kept)."""
+    if xp is np:
+        return idx
+    key = (id(xp), idx.dtype.str, idx.shape, hashlib.blake2b(idx.tobytes(), digest_size=16).digest())
+    hit = _ON_DEVICE.get(key)
+    if hit is None:
+        hit = _ON_DEVICE[key] = xp.asarray(idx)
+        while len(_ON_DEVICE) > _KEEP:
+            _ON_DEVICE.popitem(last=False)
+    else:
+        _ON_DEVICE.move_to_end(key)
+    return hit

@@ -88,10 +88,9 @@ class Pattern:
 
     def cached(self, key: Any, make: Any) -> Any:
         """Memoized host plan ``make()`` under ``key`` (plans depend on the pattern only)."""
-        out = self._cache.get(key)
-        if out is None:
-            out = self._cache[key] = make()
-        return out
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     def has_duplicates(self) -> bool:
         return bool(self.cached("dups", lambda: _keys(self.row, self.col, self.shape, "csr").shape[0]

@@ -12,14 +12,14 @@ import funcgrad.numpy as fnp
 
 from ...backend import namespace_of
 from ...numpy._util import dtype, shape
+from ._backend import device_index
 
 __all__ = ["index_for", "gather", "segment_sum", "scatter_dense", "zeros"]
 
 
 def index_for(idx: np.ndarray, like: Any) -> Any:
     """Host index ``idx`` on ``like``'s device (an explicit upload; NumPy arrays unchanged)."""
-    xp = namespace_of(like)
-    return idx if xp is np else xp.asarray(idx)
+    return device_index(idx, namespace_of(like))
 
 
 def zeros(shape_: tuple[int, ...], like: Any, dtype_: Any = None) -> Any:

@@ -77,8 +77,7 @@ class SuperLU:
         self._system = System("lu", a.pattern)
         self.shape = a.shape
         self.nnz = a.nnz
-        from ....core import unbox_all
-        self._lu = factor(unbox_all(a.data), self._system) if _concrete(a.data) else None
+        self._lu = None if isinstance(a.data, Box) else factor(a.data, self._system)
 
     def solve(self, rhs: Any, trans: str = "N") -> Any:
         """``op(A)^-1 rhs`` with ``op`` ``'N'`` (A), ``'T'`` (transpose), ``'H'`` (conjugate transpose)."""
@@ -96,15 +95,6 @@ class SuperLU:
     U = property(lambda self: self._factor_attr("U"))
     perm_r = property(lambda self: self._factor_attr("perm_r"))
     perm_c = property(lambda self: self._factor_attr("perm_c"))
-
-
-def _concrete(x: Any) -> bool:
-    from ....core import unbox_all
-    try:
-        raw = unbox_all(x)
-    except Exception:  # pragma: no cover - defensive
-        return False
-    return not isinstance(raw, Box) and hasattr(raw, "dtype") and type(raw).__name__ != "StagedValue"
 
 
 def splu(A: Any, permc_spec: Any = None, diag_pivot_thresh: Any = None, relax: Any = None,  # noqa: N803
