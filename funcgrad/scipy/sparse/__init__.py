@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ._arrays import (SparseArray, coo_array, coo_matrix, csc_array, csc_matrix, csr_array, csr_matrix,
                       issparse, isspmatrix)
+from . import _interop  # noqa: F401  (SciPy sparse matrices @ traced values)
 from ._pattern import Pattern
 from .construct import block_diag, bmat, diags, diags_array, eye, eye_array, hstack, identity, kron, random, vstack
 

@@ -70,13 +70,10 @@ def _as_values(data: Any, dtype_: Any) -> Any:
 
 
 def _host_index(x: Any, name: str) -> np.ndarray:
-    if isinstance(x, Box):
+    from ...backend import to_numpy
+    if isinstance(x, Box) or (isinstance(x, (list, tuple)) and any(isinstance(v, Box) for v in x)):
         raise TypeError(f"sparse array {name} must be concrete integers (the pattern is static), got a traced value")
-    try:
-        from ...backend import to_numpy
-        a = to_numpy(x) if not isinstance(x, (list, tuple, np.ndarray)) else np.asarray(x)
-    except Exception:  # pragma: no cover - defensive
-        a = np.asarray(x)
+    a = np.asarray(x) if isinstance(x, (list, tuple, np.ndarray)) else to_numpy(x)
     if a.size and a.dtype.kind not in "iu":
         raise TypeError(f"sparse array {name} must be integers, got dtype {a.dtype}")
     return a.astype(INDEX).reshape(-1)

@@ -6,9 +6,10 @@ sparse ``A`` over ``system.pattern`` (or None for a :class:`LinearOperator`), ``
 says how to solve (a direct LU factorization, or an iterative method with its
 tolerances). Its rules are the implicit-function ones, whatever the method:
 
-- VJP: ``b_bar = op(A)^-H g`` (one adjoint solve; with LU the factorization of the
-  forward pass is reused), ``A_bar = -b_bar x^H`` read only at the stored positions
-  (``data_bar[k] = -b_bar[row_k] conj(x[col_k])`` for ``N``), never a dense n x n.
+- VJP: ``b_bar = op(A)^-T g`` (one adjoint solve; with LU the factorization of the
+  forward pass is reused), ``A_bar = -b_bar x^T`` read only at the stored positions
+  (``data_bar[k] = -b_bar[row_k] x[col_k]`` for ``N``), never a dense n x n. Complex
+  values follow funcgrad's (JAX's) convention: the VJP transposes the linear map.
 - JVP: ``dx = op(A)^-1 (db - op(dA) x)``.
 - vmap: a batch of right-hand sides is one solve with more columns; a batch of values
   is a loop of solves over one pattern.
@@ -138,23 +139,14 @@ def _iterative(xp: Any, data: Any, b: Any, x0: Any, system: System, trans: str, 
     return outs[0] if b.ndim == 1 else xp.stack(outs, axis=1)
 
 
-def _adjoint(data: Any, g: Any, system: System, trans: str) -> Any:
-    """``op(A)^-H g``."""
+def _transposed(data: Any, g: Any, system: System, trans: str) -> Any:
+    """``op(A)^-T g``: the transpose of the solve's linear map (funcgrad's, like JAX's, VJP
+    convention for complex values: transposes, no conjugation)."""
     if trans == "N":
-        return solve(data, g, None, system=system, trans="H")
-    if trans == "H":
+        return solve(data, g, None, system=system, trans="T")
+    if trans == "T":
         return solve(data, g, None, system=system, trans="N")
-    if _is_complex(data, g):
-        return fnp.conj(solve(data, fnp.conj(g), None, system=system, trans="N"))
-    return solve(data, g, None, system=system, trans="N")
-
-
-def _is_complex(*xs: Any) -> bool:
-    return any(x is not None and dtype(x).kind == "c" for x in xs)
-
-
-def _cj(x: Any) -> Any:
-    return fnp.conj(x) if dtype(x).kind == "c" else x
+    return fnp.conj(solve(data, fnp.conj(g), None, system=system, trans="N"))
 
 
 def _pair_product(u: Any, v: Any, ru: np.ndarray, rv: np.ndarray) -> Any:
@@ -164,19 +156,19 @@ def _pair_product(u: Any, v: Any, ru: np.ndarray, rv: np.ndarray) -> Any:
 
 
 def _vjp_data(g: Any, ans: Any, data: Any, b: Any, x0: Any, *, system: System, trans: str = "N") -> Any:
-    bb = _adjoint(data, g, system, trans)
+    bb = _transposed(data, g, system, trans)
     p = system.pattern
     if trans == "N":
-        out = -_pair_product(bb, _cj(ans), p.row, p.col)
-    elif trans == "H":
-        out = -_pair_product(ans, _cj(bb), p.row, p.col)
+        out = -_pair_product(bb, ans, p.row, p.col)
+    elif trans == "T":
+        out = -_pair_product(ans, bb, p.row, p.col)
     else:
-        out = -_pair_product(_cj(ans), bb, p.row, p.col)
+        out = -fnp.conj(_pair_product(ans, bb, p.row, p.col))
     return fnp.real(out) if dtype(data).kind != "c" and dtype(out).kind == "c" else out
 
 
 def _vjp_b(g: Any, ans: Any, data: Any, b: Any, x0: Any, *, system: System, trans: str = "N") -> Any:
-    out = _adjoint(data, g, system, trans)
+    out = _transposed(data, g, system, trans)
     return fnp.real(out) if dtype(b).kind != "c" and dtype(out).kind == "c" else out
 
 
@@ -191,7 +183,7 @@ def _op_times(t: Any, x: Any, system: System, trans: str) -> Any:
     if trans == "N":
         return segment_sum(tv * gather(x, p.col), p.row, p.shape[0])
     if trans == "H":
-        tv = _cj(tv)
+        tv = fnp.conj(tv) if dtype(tv).kind == "c" else tv
     return segment_sum(tv * gather(x, p.row), p.col, p.shape[1])
 
 
