@@ -235,3 +235,27 @@ def test_float32_stays_float32():
     assert fsl.cg(a, b)[0].dtype == np.float32
     assert fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b)))(a.data).dtype == np.float32
     assert (a @ b).dtype == np.float32 and a.toarray().dtype == np.float32
+
+
+def test_eigsh_values_and_their_gradient():
+    n = 12
+    s = ssp.random(n, n, density=0.3, rng=0)
+    s = (s + s.T + ssp.diags(np.arange(n) * 1.0)).tocsr()
+    a = fs.csr_array(s)
+
+    def sym(d):
+        return (a._like(d) + a._like(d).T) * 0.5
+
+    w, v = fsl.eigsh(a, k=3, which="LA")
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(s.toarray())[-3:], rtol=1e-10)
+    np.testing.assert_allclose(np.abs(v.T @ s.toarray() @ v), np.diag(w), atol=1e-8)
+    f = lambda d: fsl.eigsh(sym(d), k=3, which="LA", return_eigenvectors=False)  # noqa: E731
+    dense = lambda d: fnp.linalg.eigvalsh(sym(d).toarray())[-3:]  # noqa: E731
+    np.testing.assert_allclose(fg.jacrev(f)(a.data), fg.jacrev(dense)(a.data), atol=1e-10)
+    np.testing.assert_allclose(fg.jacfwd(f)(a.data), fg.jacrev(dense)(a.data), atol=1e-10)
+    check_grads(f, (a.data,), order=1, modes=("fwd", "rev"))
+    np.testing.assert_allclose(fg.vmap(f)(np.stack([a.data, 2 * a.data]))[1], 2 * f(a.data), rtol=1e-10)
+    with pytest.raises(NotImplementedError, match="eigenvectors"):
+        fg.grad(lambda d: fnp.sum(fsl.eigsh(a._like(d), k=2)[1] ** 3))(a.data)
+    with pytest.raises(ValueError, match="0 < k < n"):
+        fsl.eigsh(a, k=n)
