@@ -98,9 +98,8 @@ class Pattern:
 
 
 def _keys(row: np.ndarray, col: np.ndarray, shape: tuple[int, int], order: str) -> np.ndarray:
-    if order == "csc":
-        return col.astype(np.int64) * shape[0] + row
-    return row.astype(np.int64) * shape[1] + col
+    out: np.ndarray = col.astype(np.int64) * shape[0] + row if order == "csc" else row.astype(np.int64) * shape[1] + col
+    return out
 
 
 def canonical_plan(p: Pattern, order: str) -> tuple[Pattern, np.ndarray, bool]:

@@ -174,7 +174,7 @@ def bmat(blocks: Any, format: str | None = None, dtype: Any = None) -> SparseArr
         raise ValueError("bmat: blocks must be a non-empty rectangular 2-D grid")
     conv = [[None if b is None else _sparse(b).tocoo() for b in r] for r in grid]
     heights = [_one({b.shape[0] for b in r if b is not None}, f"block row {i}", "rows") for i, r in enumerate(conv)]
-    widths = [_one({r[j].shape[1] for r in conv if r[j] is not None}, f"block column {j}", "columns")
+    widths = [_one({b.shape[1] for b in (r[j] for r in conv) if b is not None}, f"block column {j}", "columns")
               for j in range(len(conv[0]))]
     r0 = np.concatenate([[0], np.cumsum(heights)]).astype(INDEX)
     c0 = np.concatenate([[0], np.cumsum(widths)]).astype(INDEX)

@@ -61,6 +61,12 @@ class System:
     def __repr__(self) -> str:
         return f"System({self.method!r}, {self.pattern or self.operator})"
 
+    def matrix_pattern(self) -> Pattern:
+        """The pattern (a system over a sparse matrix; operators have no values to differentiate)."""
+        if self.pattern is None:
+            raise TypeError(f"{self!r} has no sparse pattern")
+        return self.pattern
+
     @property
     def n(self) -> int:
         s = self.pattern.shape if self.pattern is not None else self.operator.shape
@@ -157,7 +163,7 @@ def _pair_product(u: Any, v: Any, ru: np.ndarray, rv: np.ndarray) -> Any:
 
 def _vjp_data(g: Any, ans: Any, data: Any, b: Any, x0: Any, *, system: System, trans: str = "N") -> Any:
     bb = _transposed(data, g, system, trans)
-    p = system.pattern
+    p = system.matrix_pattern()
     if trans == "N":
         out = -_pair_product(bb, ans, p.row, p.col)
     elif trans == "T":
@@ -178,7 +184,7 @@ def _vjp_x0(g: Any, ans: Any, data: Any, b: Any, x0: Any, **_: Any) -> Any:
 
 def _op_times(t: Any, x: Any, system: System, trans: str) -> Any:
     """``op(dA) x`` for values' tangent ``t``."""
-    p = system.pattern
+    p = system.matrix_pattern()
     tv = t if ndim(x) == 1 else fnp.reshape(t, (-1, 1))
     if trans == "N":
         return segment_sum(tv * gather(x, p.col), p.row, p.shape[0])
