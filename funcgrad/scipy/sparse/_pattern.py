@@ -12,6 +12,7 @@ differentiable gathers and scatter-adds.
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,7 @@ class Pattern:
         digest = hashlib.blake2b(self.row.tobytes() + b"|" + self.col.tobytes(), digest_size=16).hexdigest()
         self._key = (self.shape, order, digest)
         self._indptr: np.ndarray | None = None
-        self._cache: dict[Any, Any] = {}
+        self._cache = _plans_for(self._key)
 
     @property
     def nnz(self) -> int:
@@ -95,6 +96,23 @@ class Pattern:
     def has_duplicates(self) -> bool:
         return bool(self.cached("dups", lambda: _keys(self.row, self.col, self.shape, "csr").shape[0]
                                 != np.unique(_keys(self.row, self.col, self.shape, "csr")).shape[0]))
+
+
+_PLANS: "OrderedDict[tuple[Any, ...], dict[Any, Any]]" = OrderedDict()
+_KEEP_PLANS = 64
+
+
+def _plans_for(key: tuple[Any, ...]) -> dict[Any, Any]:
+    """The plan cache shared by every Pattern of this content (a pattern rebuilt on each
+    call, as user code does, finds its plans again); the most recent few are kept."""
+    plans = _PLANS.get(key)
+    if plans is None:
+        plans = _PLANS[key] = {}
+        while len(_PLANS) > _KEEP_PLANS:
+            _PLANS.popitem(last=False)
+    else:
+        _PLANS.move_to_end(key)
+    return plans
 
 
 def _keys(row: np.ndarray, col: np.ndarray, shape: tuple[int, int], order: str) -> np.ndarray:
