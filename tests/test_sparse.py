@@ -259,3 +259,30 @@ def test_eigsh_values_and_their_gradient():
         fg.grad(lambda d: fnp.sum(fsl.eigsh(a._like(d), k=2)[1] ** 3))(a.data)
     with pytest.raises(ValueError, match="0 < k < n"):
         fsl.eigsh(a, k=n)
+
+
+def test_benchmark_script_runs_at_smoke_size(capsys):
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from benchmarks import sparse_poisson
+
+    rows = sparse_poisson.main(["--sizes", "4", "--jax-sizes", "--repeat", "1"])
+    assert rows[0]["unknowns"] == 16 and rows[0]["fd_rel_err"] < 1e-5
+    assert "grad / spsolve" in capsys.readouterr().out
+
+
+def test_runs_without_torch_or_jax():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['jax'] = None\n"
+            "import numpy as np, funcgrad as fg, funcgrad.numpy as fnp\n"
+            "from funcgrad.scipy import sparse; from funcgrad.scipy.sparse import linalg\n"
+            "A = sparse.eye(3, format='csc') * 2.0\n"
+            "print(fg.grad(lambda d: fnp.sum(linalg.spsolve(A._like(d), np.ones(3))))(A.data))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    assert out.returncode == 0, out.stderr
+    assert "-0.25" in out.stdout
