@@ -286,3 +286,11 @@ def test_runs_without_torch_or_jax():
                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
     assert out.returncode == 0, out.stderr
     assert "-0.25" in out.stdout
+
+
+def test_values_changed_in_place_are_factorized_again():
+    a = fs.csc_array(np.array([[2.0, 0.0], [0.0, 4.0]]))
+    lu = fsl.splu(a)
+    np.testing.assert_allclose(lu.solve(np.ones(2)), [0.5, 0.25])
+    a.data[:] = [1.0, 1.0]          # SciPy users do this
+    np.testing.assert_allclose(fsl.spsolve(a, np.ones(2)), [1.0, 1.0])

@@ -19,6 +19,7 @@ The rules call the primitive again, so they differentiate again (second order).
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from typing import Any
 
@@ -76,32 +77,34 @@ class System:
 # --------------------------------------------------------------------------------------
 # factorizations, remembered per values array so that the adjoint solve reuses them
 
-_FACTORS: list[tuple[Any, System, Any]] = []
+_FACTORS: list[tuple[Any, System, bytes, Any]] = []
 _KEEP = 4
 
 
 def factor(data: Any, system: System) -> Any:
     """The LU factorization (the backend's ``splu``) of the matrix with values ``data``.
 
-    Remembered while ``data`` is alive (weakly; at most a few), so the VJP's adjoint
-    solve and ``splu(A).solve`` reuse the forward factorization.
+    For host (NumPy) values it is remembered while ``data`` is alive (weakly; at most a
+    few) together with a digest of the values, so that the VJP's adjoint solve and
+    ``splu(A).solve`` reuse the forward factorization, and values changed in place are
+    factorized again.
     """
-    for ref, sys_, lu in _FACTORS:
-        if ref() is data and sys_ == system:
-            return lu
+    digest = b""
+    if isinstance(data, np.ndarray):
+        digest = hashlib.blake2b(np.ascontiguousarray(data).tobytes(), digest_size=16).digest()
+        for ref, sys_, dig, lu in _FACTORS:
+            if ref() is data and dig == digest and sys_ == system:
+                return lu
     xp = namespace_of(data)
-    mat = native_matrix(xp, data, system.pattern, "csc")
+    mat = native_matrix(xp, data, system.matrix_pattern(), "csc")
     try:
         lu = sparse_linalg_module(xp).splu(mat)
     except RuntimeError as e:
         raise SingularMatrixError(f"funcgrad.scipy.sparse.linalg: the matrix is singular ({e}); a singular "
                                   f"system has no solution and no derivative") from e
-    try:
-        ref = weakref.ref(data)
-    except TypeError:
-        return lu
-    _FACTORS.append((ref, system, lu))
-    del _FACTORS[:-_KEEP]
+    if isinstance(data, np.ndarray):
+        _FACTORS.append((weakref.ref(data), system, digest, lu))
+        del _FACTORS[:-_KEEP]
     return lu
 
 
