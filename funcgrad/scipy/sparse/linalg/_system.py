@@ -132,7 +132,11 @@ def _iterative(xp: Any, data: Any, b: Any, x0: Any, system: System, trans: str, 
         op: Any = mat if trans == "N" else (mat.T if trans == "T" else mat.conj().T)
     else:
         op = system.operator.scipy_operator(trans, sla, want)
-    fn = getattr(sla, system.method)
+    fn = getattr(sla, system.method, None)
+    if fn is None:
+        raise NotImplementedError(f"funcgrad.scipy.sparse.linalg.{system.method}: {getattr(sla, '__name__', sla)} has "
+                                  f"no '{system.method}' for arrays of namespace {getattr(xp, '__name__', xp)!r}; "
+                                  f"use another solver or move the arrays to the host with fg.device_put(x, 'cpu')")
     opts = dict(system.options)
     precond = opts.pop("M", None)
     if precond is not None and trans != "N":
