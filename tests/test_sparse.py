@@ -294,3 +294,14 @@ def test_values_changed_in_place_are_factorized_again():
     np.testing.assert_allclose(lu.solve(np.ones(2)), [0.5, 0.25])
     a.data[:] = [1.0, 1.0]          # SciPy users do this
     np.testing.assert_allclose(fsl.spsolve(a, np.ones(2)), [1.0, 1.0])
+
+
+def test_matrix_forms_multiply_like_spmatrix():
+    s = ssp.random(4, 3, density=0.5, rng=4, format="csr")
+    m = fs.csr_matrix(s)
+    x, y = np.arange(3.0), np.arange(4.0)
+    np.testing.assert_allclose(m * x, s @ x)
+    np.testing.assert_allclose(y * m, y @ s.toarray())
+    np.testing.assert_allclose(np.ones((2, 4)) @ m, np.ones((2, 4)) @ s.toarray())
+    np.testing.assert_allclose(m.sum(axis=0), s.sum(axis=0))
+    np.testing.assert_allclose(fg.grad(lambda x: fnp.sum((m * x) ** 2))(x), 2 * s.T @ (s @ x))

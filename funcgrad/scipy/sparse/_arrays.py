@@ -338,7 +338,7 @@ class SparseArray:
 
     def __rmul__(self, other: Any) -> Any:
         if self._is_matrix and not (np.isscalar(other) or ndim(other) == 0):
-            return (self.T @ fnp.swapaxes(fnp.asarray(other), -1, -2) if ndim(other) == 2 else self.T @ other).T
+            return self.__rmatmul__(other)   # spmatrix: x * A is the matrix product
         return self.multiply(other)
 
     def __truediv__(self, other: Any) -> "SparseArray":
@@ -405,9 +405,6 @@ class SparseArray:
         if np.isscalar(other) or ndim(other) == 0:
             return self * other
         return self @ other
-
-    def _rmatvec(self, y: Any) -> Any:
-        return self.T.conj() @ y
 
 
 def _diagonal_plan(p: Pattern, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -542,6 +539,8 @@ class coo_array(SparseArray):  # noqa: N801  (SciPy's name)
     format = "coo"
 
     def sum_duplicates(self) -> "SparseArray":
+        """A coo array with duplicates summed (a new array: values are immutable here;
+        SciPy's changes the array in place)."""
         data, p = _to_order(self._data, self._pattern, "csr")
         return self._like(data, Pattern(p.row, p.col, p.shape, "coo"))
 
