@@ -305,3 +305,18 @@ def test_matrix_forms_multiply_like_spmatrix():
     np.testing.assert_allclose(np.ones((2, 4)) @ m, np.ones((2, 4)) @ s.toarray())
     np.testing.assert_allclose(m.sum(axis=0), s.sum(axis=0))
     np.testing.assert_allclose(fg.grad(lambda x: fnp.sum((m * x) ** 2))(x), 2 * s.T @ (s @ x))
+
+
+def test_complex_products_and_reductions():
+    rows, cols = np.array([0, 1, 2, 2, 0]), np.array([1, 0, 2, 1, 0])
+
+    def f(re, im, xr):
+        a = fs.csr_array((re + 1j * im, (rows, cols)), shape=(3, 3))
+        y = a @ (xr + 0.5j * xr) + (a @ a.T).conj() @ xr + a.multiply(a).sum(axis=0)
+        return fnp.real(fnp.sum(y * fnp.conj(y)))
+
+    args = (np.cos(np.arange(5.0)), np.sin(np.arange(5.0)), np.arange(3.0) + 1)
+    check_grads(f, args, order=2, modes=("fwd", "rev"))
+    a = fs.csr_array((args[0] + 1j * args[1], (rows, cols)), shape=(3, 3))
+    s = ssp.csr_array((args[0] + 1j * args[1], (rows, cols)), shape=(3, 3))
+    np.testing.assert_allclose((a @ a.T).conj().toarray(), (s @ s.T).conj().toarray())
