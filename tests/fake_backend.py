@@ -716,6 +716,150 @@ try:  # as cupyx.scipy.linalg / signal (the fake has every SciPy function CuPy m
 except ImportError:  # pragma: no cover
     pass
 
+# --------------------------------------------------------------------------
+# sparse: a cupyx.scipy.sparse-like module (csr/csc/coo matrices over FakeArrays; linalg
+# with splu, spsolve and the iterative solvers). Kernels run SciPy on the arrays' device
+# buffers; results come back as FakeArrays. A host (NumPy) operand is an error, as in CuPy.
+
+
+class _FakeSparseMatrix:
+    """A cupyx-like sparse matrix: ``csr_matrix((data, indices, indptr), shape=...)``."""
+
+    format = "csr"
+
+    def __init__(self, arg1: Any, shape: Any = None, dtype: Any = None):
+        import scipy.sparse as ssp
+
+        if isinstance(arg1, _FakeSparseMatrix):
+            self._m, self._dev = arg1._m.asformat(self.format), arg1._dev
+            return
+        dev = [None]
+        parts = tuple(np.ascontiguousarray(_unwrap(a, dev)) for a in (arg1 if isinstance(arg1, tuple) else (arg1,)))
+        if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], tuple):
+            parts = (_unwrap(arg1[0], dev), tuple(_unwrap(a, dev) for a in arg1[1]))
+        cls = getattr(ssp, f"{self.format}_matrix")
+        self._m = cls(parts if isinstance(arg1, tuple) else parts[0], shape=shape, dtype=dtype)
+        self._dev = _current_device() if dev[0] is None else dev[0]
+
+    @classmethod
+    def _of(cls, m: Any, dev: int) -> "_FakeSparseMatrix":
+        out = _FAKE_SPARSE[m.format].__new__(_FAKE_SPARSE[m.format])
+        out._m, out._dev = m, dev
+        return out
+
+    shape = property(lambda self: self._m.shape)
+    dtype = property(lambda self: self._m.dtype)
+    nnz = property(lambda self: self._m.nnz)
+    data = property(lambda self: FakeArray(self._m.data, self._dev))
+    T = property(lambda self: self._of(self._m.T, self._dev))
+
+    def conj(self) -> "_FakeSparseMatrix":
+        return self._of(self._m.conj(), self._dev)
+
+    def tocoo(self) -> "_FakeSparseMatrix":
+        return self._of(self._m.tocoo(), self._dev)
+
+    def tocsr(self) -> "_FakeSparseMatrix":
+        return self._of(self._m.tocsr(), self._dev)
+
+    def tocsc(self) -> "_FakeSparseMatrix":
+        return self._of(self._m.tocsc(), self._dev)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("row", "col", "indices", "indptr"):
+            return FakeArray(getattr(self._m, name), self._dev)
+        raise AttributeError(name)
+
+    def __matmul__(self, other: Any) -> Any:
+        if isinstance(other, _FakeSparseMatrix):
+            return self._of(self._m @ other._m, self._dev)
+        return FakeArray(np.asarray(self._m @ _unwrap(other, [self._dev])), self._dev)
+
+    dot = __matmul__
+
+
+class _FakeCsr(_FakeSparseMatrix):
+    format = "csr"
+
+
+class _FakeCsc(_FakeSparseMatrix):
+    format = "csc"
+
+
+class _FakeCoo(_FakeSparseMatrix):
+    format = "coo"
+
+
+_FAKE_SPARSE = {"csr": _FakeCsr, "csc": _FakeCsc, "coo": _FakeCoo}
+
+
+class _FakeSuperLU:
+    def __init__(self, lu: Any, dev: int):
+        self._lu, self._dev = lu, dev
+
+    def solve(self, rhs: Any, trans: str = "N") -> FakeArray:
+        return FakeArray(self._lu.solve(np.ascontiguousarray(_unwrap(rhs, [self._dev])), trans=trans), self._dev)
+
+
+def _sparse_operand(a: Any) -> Any:
+    if isinstance(a, _FakeSparseMatrix):
+        return a._m, a._dev
+    if isinstance(a, _FakeLinearOperator):
+        return a._host_operator(), a._dev
+    raise TypeError(f"expected a fake-device sparse matrix or LinearOperator, got {type(a).__name__}")
+
+
+class _FakeLinearOperator:
+    """cupyx's LinearOperator: matvec/rmatvec take and return device arrays."""
+
+    def __init__(self, shape: Any, matvec: Any, rmatvec: Any = None, dtype: Any = None):
+        self.shape, self._mv, self._rmv, self.dtype, self._dev = tuple(shape), matvec, rmatvec, dtype, 0
+
+    def _host_operator(self) -> Any:
+        import scipy.sparse.linalg as sla
+
+        def lift(fn: Any) -> Any:
+            return None if fn is None else (lambda v: _unwrap(fn(FakeArray(np.asarray(v), self._dev)), [self._dev]))
+        return sla.LinearOperator(self.shape, matvec=lift(self._mv), rmatvec=lift(self._rmv), dtype=self.dtype)
+
+
+def _fake_iterative(name: str) -> Callable:
+    def solver(A: Any, b: Any, x0: Any = None, **kwargs: Any) -> tuple[FakeArray, int]:  # noqa: N803
+        import scipy.sparse.linalg as sla
+
+        m, dev = _sparse_operand(A)
+        x0h = None if x0 is None else _unwrap(x0, [dev])
+        if kwargs.get("M") is not None:
+            kwargs["M"] = _sparse_operand(kwargs["M"])[0]
+        x, info = getattr(sla, name)(m, _unwrap(b, [dev]), x0=x0h, **kwargs)
+        return FakeArray(np.asarray(x), dev), info
+    solver.__name__ = name
+    return solver
+
+
+def _fake_splu(A: Any, **kwargs: Any) -> _FakeSuperLU:  # noqa: N803
+    import scipy.sparse.linalg as sla
+
+    m, dev = _sparse_operand(A)
+    return _FakeSuperLU(sla.splu(m.tocsc(), **kwargs), dev)
+
+
+try:
+    import scipy.sparse  # noqa: F401
+
+    fake.scipy_sparse = types.ModuleType("fakecupy.scipy_sparse")
+    fake.scipy_sparse.csr_matrix = _FakeCsr
+    fake.scipy_sparse.csc_matrix = _FakeCsc
+    fake.scipy_sparse.coo_matrix = _FakeCoo
+    fake.scipy_sparse.issparse = lambda x: isinstance(x, _FakeSparseMatrix)
+    fake.scipy_sparse.linalg = types.ModuleType("fakecupy.scipy_sparse.linalg")
+    fake.scipy_sparse.linalg.splu = _fake_splu
+    fake.scipy_sparse.linalg.LinearOperator = _FakeLinearOperator
+    for _solver in ("cg", "gmres", "bicgstab", "minres"):
+        setattr(fake.scipy_sparse.linalg, _solver, _fake_iterative(_solver))
+except ImportError:  # pragma: no cover
+    pass
+
 fake.cuda = types.ModuleType("fakecupy.cuda")
 fake.cuda.Device = _FakeDevice
 fake.cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 2)

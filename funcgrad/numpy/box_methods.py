@@ -22,6 +22,55 @@ from ..core.batching import BatchBox
 from ..core.staging import check_concrete
 
 
+
+def _defers(other: Any) -> bool:
+    """NumPy's protocol: an operand that is no array (no ``__array__``) and whose type sets
+    ``__array_ufunc__ = None`` (a sparse array, say) handles binary operators with arrays
+    itself (its reflected method runs)."""
+    t = type(other)
+    return getattr(t, "__array_ufunc__", False) is None and not hasattr(t, "__array__")
+
+
+# Operands of other libraries that a traced value meets in ``@`` / ``*`` (SciPy's sparse
+# matrices): a higher layer registers how to compute with them (funcgrad.scipy.sparse does
+# for scipy.sparse); unregistered ones from scipy.sparse get an error naming the way out.
+_FOREIGN: list[tuple[Any, Any]] = []
+_SPARSE_HINT = ("use funcgrad.scipy.sparse: import it (then SciPy sparse matrices work with traced values in "
+                "A @ x, x @ A and spmatrix * x), or wrap the matrix, funcgrad.scipy.sparse.csr_array(A) @ x")
+
+
+def register_foreign_operand(predicate: Any, handler: Any) -> None:
+    """``handler(op, left, right)`` computes ``left @ right`` (``op='matmul'``) or
+    ``left * right`` (``op='mul'``) when one side is a traced value and the other satisfies
+    ``predicate``; it may return NotImplemented.
+
+    Example::
+
+        register_foreign_operand(lambda o: isinstance(o, MyMatrix), my_handler)
+    """
+    _FOREIGN.append((predicate, handler))
+
+
+def _foreign(op: str, left: Any, right: Any, other: Any) -> Any:
+    """The registered result, or None when ``other`` is an ordinary operand."""
+    if isinstance(other, (np.ndarray, Box, int, float, complex)):
+        return None
+    t = type(other)
+    if t.__module__.startswith("funcgrad"):
+        return None
+    for predicate, handler in _FOREIGN:
+        if predicate(other):
+            return handler(op, left, right)
+    if t.__module__.startswith("scipy.sparse"):
+        raise TypeError(f"a scipy.sparse {t.__name__} and a traced value: " + _SPARSE_HINT)
+    return None
+
+
+def _scipy_sparse_caller() -> Any:
+    """When NumPy conversion of a traced value was asked by scipy.sparse: its frame."""
+    frame = sys._getframe(2)
+    return frame if str(frame.f_globals.get("__name__", "")).startswith("scipy.sparse") else None
+
 class ConversionError(TypeError):
     """A traced value was converted to a Python number, which would drop its derivative.
 
@@ -164,7 +213,18 @@ class ArrayMethods:
             "or use fg.stop_gradient(x) first if no derivative is wanted"
         )
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> NoReturn:
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        caller = _scipy_sparse_caller()
+        if caller is not None:
+            owner = caller.f_locals.get("self")
+            if caller.f_code.co_name == "_matmul_dispatch" and any(p(owner) for p, _ in _FOREIGN):
+                # SciPy returns NotImplemented for an opaque 0-d object array: Python then
+                # calls this value's __rmatmul__ / __rmul__, which the registered handler serves
+                out = np.empty((), dtype=object)
+                out[()] = self
+                return out
+            raise TypeError(f"scipy.sparse ({caller.f_code.co_name}) cannot compute with a traced value: "
+                            + _SPARSE_HINT)
         check_concrete(self, "conversion to a NumPy array (numpy.asarray)")
         if dtype is not None:  # numpy.int64(x), numpy.float32(x), numpy.asarray(x, dtype=...)
             name = np.dtype(dtype).name
@@ -239,24 +299,38 @@ class ArrayMethods:
         return fnp.abs(self)
 
     def __add__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
         return fnp.add(self, other)
 
     def __radd__(self, other: Any) -> Any:
         return fnp.add(other, self)
 
     def __sub__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
         return fnp.subtract(self, other)
 
     def __rsub__(self, other: Any) -> Any:
         return fnp.subtract(other, self)
 
     def __mul__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
+        done = _foreign("mul", self, other, other)
+        if done is not None:
+            return done
         return fnp.multiply(self, other)
 
     def __rmul__(self, other: Any) -> Any:
+        done = _foreign("mul", other, self, other)
+        if done is not None:
+            return done
         return fnp.multiply(other, self)
 
     def __truediv__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
         return fnp.divide(self, other)
 
     def __rtruediv__(self, other: Any) -> Any:
@@ -281,9 +355,17 @@ class ArrayMethods:
         return fnp.power(other, self)
 
     def __matmul__(self, other: Any) -> Any:
+        if _defers(other):
+            return NotImplemented
+        done = _foreign("matmul", self, other, other)
+        if done is not None:
+            return done
         return fnp.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Any:
+        done = _foreign("matmul", other, self, other)
+        if done is not None:
+            return done
         return fnp.matmul(other, self)
 
     # comparisons carry no derivative: they return plain boolean arrays

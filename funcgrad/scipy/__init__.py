@@ -7,8 +7,8 @@ that call SciPy's kernels (erf, gammaln, ...) raise an ImportError that says
 expit, logit, log_expit, softmax and log_softmax are written with the array
 namespace alone.
 
-``linalg``, ``stats``, ``signal``, ``integrate`` and ``optimize`` mirror the SciPy
-modules of the same names; they need SciPy, and importing one without it raises
+``linalg``, ``stats``, ``signal``, ``integrate``, ``optimize`` and ``sparse`` mirror the
+SciPy modules of the same names; they need SciPy, and importing one without it raises
 an ImportError that says ``pip install funcgrad[scipy]``.
 
 Example::
@@ -26,12 +26,12 @@ from typing import Any
 
 from . import special  # noqa: F401
 
-__all__ = ["special", "linalg", "stats", "signal", "integrate", "optimize"]
+__all__ = ["special", "linalg", "stats", "signal", "integrate", "optimize", "sparse"]
 
 # linalg, stats, signal, integrate and optimize need SciPy: imported on first use, so
 # that ``import funcgrad.scipy`` works without it and ``funcgrad.scipy.linalg`` says how
 # to install it.
-_LAZY = {"linalg", "stats", "signal", "integrate", "optimize"}
+_LAZY = {"linalg", "stats", "signal", "integrate", "optimize", "sparse"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,29 @@
+"""Differentiable ``scipy.sparse.linalg``: direct solves (``spsolve``, ``splu``,
+``factorized``), iterative solvers (``cg``, ``gmres``, ``bicgstab``, ``minres``) with
+implicit derivatives, ``LinearOperator``.
+
+Every solve is differentiable in the right-hand side and in the matrix's values by the
+implicit-function rule: one adjoint solve (reusing the LU factorization for direct
+solves), the matrix cotangent read only at the stored positions.
+
+Example::
+
+    import funcgrad as fg
+    import funcgrad.numpy as fnp
+    from funcgrad.scipy import sparse
+    from funcgrad.scipy.sparse.linalg import spsolve
+
+    A = sparse.csc_array(fnp.array([[4.0, 1.0], [1.0, 3.0]]))
+    fg.grad(lambda d: fnp.sum(spsolve(A._like(d), fnp.ones(2))))(A.data)
+"""
+
+from __future__ import annotations
+
+from ._direct import SuperLU, factorized, splu, spsolve
+from ._eigen import eigsh
+from ._interface import LinearOperator
+from ._iterative import bicgstab, cg, gmres, minres
+from ._system import SingularMatrixError
+
+__all__ = ["spsolve", "splu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres", "LinearOperator", "eigsh",
+           "SingularMatrixError"]

@@ -1,0 +1,322 @@
+"""funcgrad.scipy.sparse semantics a spec table cannot see: constructors against SciPy,
+pytrees, duplicates, SciPy sparse matrices in unchanged code, solver gradients against
+the dense solve and finite differences, implicit iterative gradients at tolerance,
+complex values, jit, LinearOperator, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.testing import check_grads
+
+ssp = pytest.importorskip("scipy.sparse")
+ssl = pytest.importorskip("scipy.sparse.linalg")
+
+from funcgrad.scipy import sparse as fs  # noqa: E402
+from funcgrad.scipy.sparse import linalg as fsl  # noqa: E402
+
+
+def poisson(n, k=None):
+    """1-D Dirichlet Laplacian with cell conductivities k (n + 1 faces), as a csc array."""
+    k = np.ones(n + 1) if k is None else k
+    main = k[:-1] + k[1:]
+    return fs.diags([-k[1:-1], main, -k[1:-1]], [-1, 0, 1], format="csc")
+
+
+def test_constructors_agree_with_scipy():
+    s = ssp.random(6, 5, density=0.4, rng=1, format="csr")
+    dense = s.toarray()
+    for a in (fs.csr_array(s), fs.csr_array((s.data, s.indices, s.indptr), shape=s.shape),
+              fs.csc_array(dense), fs.coo_array(s.tocoo()), fs.csr_matrix(dense),
+              fs.coo_array((s.tocoo().data, (s.tocoo().row, s.tocoo().col)), shape=s.shape)):
+        np.testing.assert_allclose(a.toarray(), dense)
+        assert a.shape == s.shape and a.nnz == s.nnz
+    c = fs.csc_array(dense)
+    np.testing.assert_array_equal(c.indptr, ssp.csc_array(dense).indptr)
+    np.testing.assert_array_equal(c.indices, ssp.csc_array(dense).indices)
+    assert fs.csr_array((3, 4)).nnz == 0 and fs.csr_array((3, 4)).shape == (3, 4)
+    for mine, theirs in [(fs.eye(4, k=1), ssp.eye(4, k=1)), (fs.identity(3), ssp.identity(3)),
+                         (fs.vstack([fs.eye(2), fs.eye(2)]), ssp.vstack([ssp.eye(2), ssp.eye(2)])),
+                         (fs.hstack([fs.eye(2), fs.eye(2)]), ssp.hstack([ssp.eye(2), ssp.eye(2)]))]:
+        np.testing.assert_allclose(mine.toarray(), theirs.toarray())
+    r = fs.random(20, 10, density=0.3, rng=np.random.default_rng(0))
+    assert r.nnz == 60 and r.format == "coo"
+
+
+def test_duplicates_are_summed_with_their_gradient():
+    a = fs.coo_array((np.array([1.0, 2.0, 3.0]), ([0, 0, 1], [1, 1, 0])), shape=(2, 2))
+    np.testing.assert_allclose(a.toarray(), [[0.0, 3.0], [3.0, 0.0]])
+    assert a.tocsr().nnz == 2
+    x = np.array([1.0, 10.0])
+    g = fg.grad(lambda d: fnp.sum(fs.coo_array((d, ([0, 0, 1], [1, 1, 0])), shape=(2, 2)).tocsr() @ x))(
+        np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(g, [10.0, 10.0, 1.0])
+
+
+def test_sparse_arrays_are_pytrees_and_gradients_keep_the_pattern():
+    a = fs.csr_array(ssp.random(5, 5, density=0.5, rng=2, format="csr"))
+    leaves, tree = fg.tree_util.tree_flatten(a)
+    assert len(leaves) == 1 and leaves[0] is a.data
+    x = np.arange(5.0)
+    g = fg.grad(lambda A: fnp.sum((A @ x) ** 2))(a)
+    assert isinstance(g, fs.csr_array) and g.pattern == a.pattern
+    np.testing.assert_allclose(g.data, 2 * (a.to_scipy() @ x)[a.row] * x[a.col])
+    out = fg.vmap(lambda A: A @ x)(fg.tree_util.tree_unflatten(tree, [np.stack([a.data, 3 * a.data])]))
+    np.testing.assert_allclose(out, [a.to_scipy() @ x, 3 * (a.to_scipy() @ x)])
+
+
+def test_scipy_sparse_matrix_in_unchanged_code():
+    s = ssp.csr_array(ssp.random(4, 4, density=0.5, rng=0))
+    m = ssp.csr_matrix(s)
+    x = np.arange(1.0, 5.0)
+    want = 2 * s.T @ (s @ x)
+    for f in (lambda x: fnp.sum((s @ x) ** 2), lambda x: fnp.sum((x @ s.T) ** 2),
+              lambda x: fnp.sum((m * x) ** 2), lambda x: fnp.sum(m.dot(x) ** 2)):
+        np.testing.assert_allclose(fg.grad(f)(x), want)
+        np.testing.assert_allclose(fg.jit(fg.grad(f))(x), want)
+    np.testing.assert_allclose(fg.jvp(lambda x: s @ x, (x,), (np.ones(4),))[1], s @ np.ones(4))
+    np.testing.assert_allclose(fg.vmap(lambda x: s @ x)(np.stack([x, -x])), [s @ x, -(s @ x)])
+
+
+def test_scipy_paths_that_cannot_be_intercepted_name_funcgrad_sparse():
+    s = ssp.csr_array(ssp.random(3, 3, density=0.6, rng=0))
+    with pytest.raises(TypeError, match="funcgrad.scipy.sparse"):
+        fg.grad(lambda x: fnp.sum(s.multiply(x[None, :]).toarray()))(np.ones(3))
+    with pytest.raises(TypeError, match="funcgrad.scipy.sparse"):   # sparray * x: SciPy's elementwise path
+        fg.grad(lambda x: fnp.sum((s * x).toarray()))(np.ones(3))
+
+
+def test_spsolve_gradient_matches_the_dense_solve():
+    n = 8
+    k0 = np.linspace(1.0, 2.0, n + 1)
+    b = np.sin(np.arange(1.0, n + 1))
+
+    def loss(k, b):
+        return fnp.sum(fsl.spsolve(poisson(n, k), b) ** 2)
+
+    def dense_loss(k, b):
+        return fnp.sum(fnp.linalg.solve(poisson(n, k).toarray(), b) ** 2)
+
+    g = fg.grad(loss, argnums=(0, 1))(k0, b)
+    gd = fg.grad(dense_loss, argnums=(0, 1))(k0, b)
+    np.testing.assert_allclose(g[0], gd[0], rtol=1e-10)
+    np.testing.assert_allclose(g[1], gd[1], rtol=1e-10)
+    check_grads(loss, (k0, b), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(fg.hessian(loss)(k0, b), fg.hessian(dense_loss)(k0, b), rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["cg", "minres", "gmres", "bicgstab"])
+def test_iterative_gradient_at_tolerance_matches_the_direct_solver(method):
+    n = 30
+    k0 = 1.0 + np.cos(np.arange(n + 1.0)) ** 2
+    b = np.cos(np.arange(n) * 0.3)
+    solver = getattr(fsl, method)
+
+    def it(k, b):
+        x, info = solver(poisson(n, k), b, rtol=1e-10)
+        return fnp.sum(x ** 3)
+
+    def direct(k, b):
+        return fnp.sum(fsl.spsolve(poisson(n, k), b) ** 3)
+
+    g, gd = fg.grad(it, (0, 1))(k0, b), fg.grad(direct, (0, 1))(k0, b)
+    scale = np.abs(gd[0]).max()
+    np.testing.assert_allclose(g[0], gd[0], atol=1e-7 * scale)
+    np.testing.assert_allclose(g[1], gd[1], atol=1e-7 * np.abs(gd[1]).max())
+    x, info = solver(poisson(n, k0), b, rtol=1e-10)
+    assert int(info) == 0
+    _, bad = solver(poisson(n, k0), b, rtol=1e-14, maxiter=2)
+    assert int(bad) > 0
+
+
+def test_spsolve_and_cg_under_jit():
+    n = 6
+    k0 = np.linspace(1.0, 2.0, n + 1)
+    b = np.ones(n)
+    f = fg.jit(lambda k: fnp.sum(fsl.spsolve(poisson(n, k), b) ** 2))
+    h = lambda k: fnp.sum(fsl.cg(poisson(n, k), b, rtol=1e-12)[0] ** 2)  # noqa: E731
+    np.testing.assert_allclose(f(k0), h(k0), rtol=1e-10)
+    np.testing.assert_allclose(fg.jit(fg.grad(f))(k0), fg.grad(h)(k0), rtol=1e-8)
+    np.testing.assert_allclose(fg.jit(fg.grad(h))(k0), fg.grad(h)(k0), rtol=1e-8)
+    np.testing.assert_allclose(f(2 * k0), h(2 * k0), rtol=1e-10)   # no stale factorization
+
+
+def test_complex_values():
+    n = 5
+    rows, cols = np.nonzero(np.eye(n) + np.eye(n, k=1) + np.eye(n, k=-1))
+    b = np.arange(1.0, n + 1) + 0.5j
+
+    def f(re, im):
+        a = fs.csr_array((re + 1j * im + 4.0 * (rows == cols), (rows, cols)), shape=(n, n))
+        x = fsl.spsolve(a, b)
+        return fnp.real(fnp.sum(x * fnp.conj(x)))
+
+    re, im = np.cos(np.arange(rows.size)), np.sin(np.arange(rows.size))
+    check_grads(f, (re, im), order=2, modes=("fwd", "rev"))
+    a = fs.csr_array((re + 1j * im + 4.0 * (rows == cols), (rows, cols)), shape=(n, n))
+    np.testing.assert_allclose(fsl.spsolve(a, b), np.linalg.solve(a.toarray(), b))
+    np.testing.assert_allclose(fsl.splu(a).solve(b, "H"), np.linalg.solve(a.toarray().conj().T, b))
+    check_grads(lambda re, im: fnp.real(fsl.splu(fs.csr_array(
+        (re + 1j * im + 4.0 * (rows == cols), (rows, cols)), shape=(n, n))).solve(b, "T")), (re, im), order=1)
+
+
+def test_linear_operator_with_cg():
+    d = np.array([2.0, 3.0, 4.0])
+    op = fsl.LinearOperator((3, 3), matvec=lambda v: d * v, rmatvec=lambda v: d * v)
+    b = np.array([2.0, 3.0, 8.0])
+    x, info = fsl.cg(op, b, rtol=1e-12)
+    np.testing.assert_allclose(x, b / d) and int(info) == 0
+    np.testing.assert_allclose(fg.grad(lambda b: fnp.sum(fsl.cg(op, b, rtol=1e-12)[0] ** 2))(b), 2 * b / d ** 2)
+    np.testing.assert_allclose(fg.grad(lambda b: fnp.sum(fsl.gmres(op, b, rtol=1e-12)[0]))(b), 1 / d)
+
+
+def test_factorization_is_reused_by_the_gradient(monkeypatch):
+    from funcgrad.scipy.sparse.linalg import _system
+
+    calls = []
+    real = _system.sparse_linalg_module
+
+    class Counting:
+        def __init__(self, mod):
+            self.mod = mod
+
+        def __getattr__(self, name):
+            if name == "splu":
+                def splu(*a, **k):
+                    calls.append(1)
+                    return self.mod.splu(*a, **k)
+                return splu
+            return getattr(self.mod, name)
+
+    monkeypatch.setattr(_system, "sparse_linalg_module", lambda xp: Counting(real(xp)))
+    n = 10
+    fg.grad(lambda k: fnp.sum(fsl.spsolve(poisson(n, k), np.ones(n)) ** 2))(np.linspace(1, 2, n + 1))
+    assert len(calls) == 1
+
+
+def test_bad_input_errors():
+    with pytest.raises(ValueError, match="row index 3 is out of range"):
+        fs.coo_array(([1.0], ([3], [0])), shape=(2, 2))
+    with pytest.raises(ValueError, match="column index -1"):
+        fs.csr_array(([1.0], ([0], [-1])), shape=(2, 2))
+    with pytest.raises(ValueError, match="indptr"):
+        fs.csr_array(([1.0], [0], [0, 2]), shape=(1, 2))
+    a = fs.eye(3, format="csc")
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        a @ np.ones(4)
+    with pytest.raises(ValueError, match="must be square"):
+        fsl.spsolve(fs.csr_array(np.ones((2, 3))), np.ones(2))
+    with pytest.raises(ValueError, match=r"b must have shape \(3,\)"):
+        fsl.spsolve(a, np.ones(4))
+    with pytest.raises(TypeError, match="dense vector or matrix"):
+        fsl.spsolve(a, fs.eye(3))
+    singular = fs.csc_array(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        fsl.spsolve(singular, np.ones(2))
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        fg.grad(lambda d: fnp.sum(fsl.spsolve(singular._like(d), np.ones(2))))(singular.data)
+    with pytest.raises(ValueError, match="inconsistent shapes"):
+        fs.eye(2) + fs.eye(3)
+    with pytest.raises(NotImplementedError, match="nonzero scalar"):
+        fs.eye(2) + 1.0
+    with pytest.raises(TypeError, match="concrete integers"):
+        fg.grad(lambda r: fnp.sum(fs.coo_array(([1.0], ([r], [0])), shape=(2, 2)).toarray()))(1.0)
+    with pytest.raises(ValueError, match="must be 'N', 'T' or 'H'"):
+        fsl.splu(a).solve(np.ones(3), "X")
+
+
+def test_float32_stays_float32():
+    a = poisson(5).astype(np.float32)
+    b = np.ones(5, np.float32)
+    assert fsl.spsolve(a, b).dtype == np.float32
+    assert fsl.cg(a, b)[0].dtype == np.float32
+    assert fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b)))(a.data).dtype == np.float32
+    assert (a @ b).dtype == np.float32 and a.toarray().dtype == np.float32
+
+
+def test_eigsh_values_and_their_gradient():
+    n = 12
+    s = ssp.random(n, n, density=0.3, rng=0)
+    s = (s + s.T + ssp.diags(np.arange(n) * 1.0)).tocsr()
+    a = fs.csr_array(s)
+
+    def sym(d):
+        return (a._like(d) + a._like(d).T) * 0.5
+
+    w, v = fsl.eigsh(a, k=3, which="LA")
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(s.toarray())[-3:], rtol=1e-10)
+    np.testing.assert_allclose(np.abs(v.T @ s.toarray() @ v), np.diag(w), atol=1e-8)
+    f = lambda d: fsl.eigsh(sym(d), k=3, which="LA", return_eigenvectors=False)  # noqa: E731
+    dense = lambda d: fnp.linalg.eigvalsh(sym(d).toarray())[-3:]  # noqa: E731
+    np.testing.assert_allclose(fg.jacrev(f)(a.data), fg.jacrev(dense)(a.data), atol=1e-10)
+    np.testing.assert_allclose(fg.jacfwd(f)(a.data), fg.jacrev(dense)(a.data), atol=1e-10)
+    check_grads(f, (a.data,), order=1, modes=("fwd", "rev"))
+    np.testing.assert_allclose(fg.vmap(f)(np.stack([a.data, 2 * a.data]))[1], 2 * f(a.data), rtol=1e-10)
+    with pytest.raises(NotImplementedError, match="eigenvectors"):
+        fg.grad(lambda d: fnp.sum(fsl.eigsh(a._like(d), k=2)[1] ** 3))(a.data)
+    with pytest.raises(ValueError, match="0 < k < n"):
+        fsl.eigsh(a, k=n)
+
+
+def test_benchmark_script_runs_at_smoke_size(capsys):
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from benchmarks import sparse_poisson
+
+    rows = sparse_poisson.main(["--sizes", "4", "--jax-sizes", "--repeat", "1"])
+    assert rows[0]["unknowns"] == 16 and rows[0]["fd_rel_err"] < 1e-5
+    assert "grad / spsolve" in capsys.readouterr().out
+
+
+def test_runs_without_torch_or_jax():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None; sys.modules['jax'] = None\n"
+            "import numpy as np, funcgrad as fg, funcgrad.numpy as fnp\n"
+            "from funcgrad.scipy import sparse; from funcgrad.scipy.sparse import linalg\n"
+            "A = sparse.eye(3, format='csc') * 2.0\n"
+            "print(fg.grad(lambda d: fnp.sum(linalg.spsolve(A._like(d), np.ones(3))))(A.data))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    assert out.returncode == 0, out.stderr
+    assert "-0.25" in out.stdout
+
+
+def test_values_changed_in_place_are_factorized_again():
+    a = fs.csc_array(np.array([[2.0, 0.0], [0.0, 4.0]]))
+    lu = fsl.splu(a)
+    np.testing.assert_allclose(lu.solve(np.ones(2)), [0.5, 0.25])
+    a.data[:] = [1.0, 1.0]          # SciPy users do this
+    np.testing.assert_allclose(fsl.spsolve(a, np.ones(2)), [1.0, 1.0])
+
+
+def test_matrix_forms_multiply_like_spmatrix():
+    s = ssp.random(4, 3, density=0.5, rng=4, format="csr")
+    m = fs.csr_matrix(s)
+    x, y = np.arange(3.0), np.arange(4.0)
+    np.testing.assert_allclose(m * x, s @ x)
+    np.testing.assert_allclose(y * m, y @ s.toarray())
+    np.testing.assert_allclose(np.ones((2, 4)) @ m, np.ones((2, 4)) @ s.toarray())
+    np.testing.assert_allclose(m.sum(axis=0), s.sum(axis=0))
+    np.testing.assert_allclose(fg.grad(lambda x: fnp.sum((m * x) ** 2))(x), 2 * s.T @ (s @ x))
+
+
+def test_complex_products_and_reductions():
+    rows, cols = np.array([0, 1, 2, 2, 0]), np.array([1, 0, 2, 1, 0])
+
+    def f(re, im, xr):
+        a = fs.csr_array((re + 1j * im, (rows, cols)), shape=(3, 3))
+        y = a @ (xr + 0.5j * xr) + (a @ a.T).conj() @ xr + a.multiply(a).sum(axis=0)
+        return fnp.real(fnp.sum(y * fnp.conj(y)))
+
+    args = (np.cos(np.arange(5.0)), np.sin(np.arange(5.0)), np.arange(3.0) + 1)
+    check_grads(f, args, order=2, modes=("fwd", "rev"))
+    a = fs.csr_array((args[0] + 1j * args[1], (rows, cols)), shape=(3, 3))
+    s = ssp.csr_array((args[0] + 1j * args[1], (rows, cols)), shape=(3, 3))
+    np.testing.assert_allclose((a @ a.T).conj().toarray(), (s @ s.T).conj().toarray())

@@ -1,0 +1,143 @@
+"""funcgrad.scipy.sparse through the shared spec table (tests/factories.py): each line is a
+function of a sparse array's values (and a dense operand) over a fixed pattern, checked
+against SciPy's values, with check_grads in both modes to order 2, vmap against a loop (a
+batch of values over one pattern), float32 and the fake device (its cupyx-like sparse
+module)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funcgrad.numpy as fnp
+from factories import CHECKS, Spec, check_spec
+
+ssp = pytest.importorskip("scipy.sparse")
+ssl = pytest.importorskip("scipy.sparse.linalg")
+
+from funcgrad.scipy import sparse as fs  # noqa: E402
+from funcgrad.scipy.sparse import linalg as fsl  # noqa: E402
+
+N = 5
+# a fixed pattern with its diagonal stored (so that solves are well posed)
+_P = (ssp.random(N, N, density=0.3, rng=3, format="coo") + ssp.eye(N)).tocsr()
+_P.sort_indices()
+ROWS, COLS = _P.tocoo().row, _P.tocoo().col
+NNZ = _P.nnz
+_Q = ssp.random(N, 4, density=0.4, rng=5, format="csr")
+_Q.sort_indices()
+QR, QC = _Q.tocoo().row, _Q.tocoo().col
+DIAG = (ROWS == COLS).astype(float)
+V, X, XM, Y4, QV = (NNZ,), (N,), (N, 2), (4,), (_Q.nnz,)
+
+
+def A(v, fmt="csr"):
+    """funcgrad sparse array of pattern _P with values v."""
+    return getattr(fs, f"{fmt}_array")((v, (ROWS, COLS)), shape=(N, N))
+
+
+def S(v, fmt="csr"):
+    """The same in SciPy."""
+    return getattr(ssp, f"{fmt}_array")((v, (ROWS, COLS)), shape=(N, N))
+
+
+def Aq(w):
+    return fs.csr_array((w, (QR, QC)), shape=(N, 4))
+
+
+def Sq(w):
+    return ssp.csr_array((w, (QR, QC)), shape=(N, 4))
+
+
+def Aq2(w):
+    """An N x 1 column from two of w's values (duplicated position: summed)."""
+    return fs.coo_array((w[:3], ([0, 3, 3], [0, 0, 0])), shape=(N, 1))
+
+
+def Sq2(w):
+    return ssp.coo_array((w[:3], ([0, 3, 3], [0, 0, 0])), shape=(N, 1))
+
+
+def well(v, fmt="csr"):
+    """A diagonally dominant matrix of pattern _P: 0.3 v plus 4 on the diagonal (built from
+    v itself, so that it lives on v's device in v's dtype)."""
+    return (A(0.3 * v) + fs.diags([v[:N] * 0 + 4.0], [0])).asformat(fmt)
+
+
+def S_well(v):
+    return (S(0.3 * v) + 4.0 * ssp.eye(N)).tocsc()
+
+
+def sym(a):
+    return a + a.T
+
+
+R = "real"
+S_ = "small"
+TOL = {"rtol": 1e-8, "atol": 1e-10}
+
+OPS = [
+    Spec("matvec", lambda v, x: A(v) @ x, lambda v, x: S(v) @ x, [R, R], shapes=(V, X)),
+    Spec("matvec_csc", lambda v, x: A(v, "csc") @ x, lambda v, x: S(v, "csc") @ x, [R, R], shapes=(V, X)),
+    Spec("matvec_coo", lambda v, x: A(v, "coo") @ x, lambda v, x: S(v, "coo") @ x, [R, R], shapes=(V, X)),
+    Spec("matmat", lambda v, x: A(v) @ x, lambda v, x: S(v) @ x, [R, R], shapes=(V, XM)),
+    Spec("rmatvec", lambda v, y: A(v).T @ y, lambda v, y: S(v).T @ y, [R, R], shapes=(V, X)),
+    Spec("vec_matmul", lambda v, y: y @ A(v), lambda v, y: y @ S(v), [R, R], shapes=(V, X)),
+    Spec("rect_matvec", lambda w, x: Aq(w) @ x, lambda w, x: Sq(w) @ x, [R, R], shapes=(QV, Y4)),
+    Spec("sparse_matmul", lambda v, w: (A(v) @ Aq(w)).toarray(), lambda v, w: (S(v) @ Sq(w)).toarray(),
+         [R, R], shapes=(V, QV)),
+    Spec("sparse_matmul_self", lambda v: (A(v) @ A(v, "csc")).toarray(), lambda v: (S(v) @ S(v)).toarray(),
+         [R], shapes=(V,)),
+    Spec("add", lambda v, w: (A(v) + 2.0 * A(w, "coo")).toarray(), lambda v, w: (S(v) + 2.0 * S(w)).toarray(),
+         [R, R], shapes=(V, V)),
+    Spec("sub_pattern_union", lambda v, w: (A(v) - fs.hstack([Aq(w), Aq2(w)])).toarray(),
+         lambda v, w: (S(v) - ssp.hstack([Sq(w), Sq2(w)])).toarray(), [R, R], shapes=(V, QV)),
+    Spec("multiply_sparse", lambda v, w: A(v).multiply(A(w, "csc")).toarray(),
+         lambda v, w: S(v).multiply(S(w)).toarray(), [R, R], shapes=(V, V)),
+    Spec("multiply_dense", lambda v, x: A(v).multiply(x).toarray(), lambda v, x: S(v).multiply(x).toarray(),
+         [R, R], shapes=(V, X)),
+    Spec("toarray", lambda v: A(v, "coo").toarray(), lambda v: S(v, "coo").toarray(), [R], shapes=(V,)),
+    Spec("tocsc_data", lambda v: A(v).tocsc().data, lambda v: S(v).tocsc().data, [R], shapes=(V,)),
+    Spec("transpose", lambda v: A(v).T.tocsr().data, lambda v: S(v).T.tocsr().data, [R], shapes=(V,)),
+    Spec("sum", lambda v: A(v).sum(), lambda v: S(v).sum(), [R], shapes=(V,)),
+    Spec("sum_axis0", lambda v: A(v).sum(axis=0), lambda v: S(v).sum(axis=0), [R], shapes=(V,)),
+    Spec("sum_axis1", lambda v: A(v, "csc").sum(axis=1), lambda v: S(v).sum(axis=1), [R], shapes=(V,)),
+    Spec("diagonal", lambda v: A(v).diagonal(), lambda v: S(v).diagonal(), [R], shapes=(V,)),
+    Spec("diagonal_k1", lambda v: A(v).diagonal(1), lambda v: S(v).diagonal(1), [R], shapes=(V,)),
+    Spec("data_function", lambda v: A(v)._map(fnp.sin).sum(axis=1), lambda v: S(np.sin(v)).sum(axis=1),
+         [R], shapes=(V,)),
+    Spec("power", lambda v: A(v).power(3).toarray(), lambda v: S(v).power(3).toarray(), [R], shapes=(V,)),
+    Spec("diags", lambda a, b: fs.diags([a, b], [0, 1], shape=(3, 3)).toarray(),
+         lambda a, b: ssp.diags([a, b], [0, 1], shape=(3, 3)).toarray(), [R, R], shapes=((3,), (2,))),
+    Spec("kron", lambda v, w: fs.kron(A(v), Aq(w)).toarray(), lambda v, w: ssp.kron(S(v), Sq(w)).toarray(),
+         [R, R], shapes=(V, QV)),
+    Spec("bmat", lambda v, w: fs.bmat([[A(v), Aq(w)], [Aq(w).T, None]]).toarray(),
+         lambda v, w: ssp.bmat([[S(v), Sq(w)], [Sq(w).T, None]]).toarray(), [R, R], shapes=(V, QV)),
+    Spec("block_diag", lambda v, w: fs.block_diag([A(v), Aq(w)]).toarray(),
+         lambda v, w: ssp.block_diag([S(v), Sq(w)]).toarray(), [R, R], shapes=(V, QV)),
+]
+
+SOLVES = [
+    Spec("spsolve", lambda v, b: fsl.spsolve(well(v, "csc"), b), lambda v, b: ssl.spsolve(S_well(v), b),
+         [R, R], shapes=(V, X), **TOL),
+    Spec("spsolve_matrix_rhs", lambda v, b: fsl.spsolve(well(v), b),
+         lambda v, b: ssl.spsolve(S_well(v), b), [R, R], shapes=(V, XM), **TOL),
+    Spec("splu_solve_T", lambda v, b: fsl.splu(well(v)).solve(b, "T"),
+         lambda v, b: ssl.splu(S_well(v)).solve(b, "T"), [R, R], shapes=(V, X), **TOL),
+    Spec("factorized", lambda v, b: fsl.factorized(well(v))(b),
+         lambda v, b: ssl.spsolve(S_well(v), b), [R, R], shapes=(V, X), **TOL),
+] + [
+    Spec(name, (lambda m, mk: lambda v, b: getattr(fsl, m)(mk(well(v)), b, rtol=1e-13)[0])(m, mk),
+         (lambda mk: lambda v, b: ssl.spsolve(mk(S_well(v)).tocsc(), b))(mk), [R, R], shapes=(V, X),
+         rtol=1e-7, atol=1e-9)
+    for name, m, mk in [("cg", "cg", sym), ("minres", "minres", sym), ("gmres", "gmres", lambda a: a),
+                        ("bicgstab", "bicgstab", lambda a: a)]
+]
+
+SPECS = OPS + SOLVES
+
+
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("spec", SPECS, ids=repr)
+def test_sparse_spec(spec, check):
+    check_spec(spec, check)
