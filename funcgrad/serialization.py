@@ -39,7 +39,7 @@ import json
 import os
 import tempfile
 import zipfile
-from typing import Any, NamedTuple
+from typing import IO, Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -49,7 +49,7 @@ from ._npz_reader import CheckpointError
 from .backend import device_of, namespace_of, put_array, to_numpy
 from .core import Box
 
-__all__ = ["save", "load", "CheckpointError"]
+__all__ = ["save", "load", "CheckpointError", "atomic_write"]
 
 FORMAT = "funcgrad-checkpoint"
 VERSION = 1
@@ -111,22 +111,33 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
         arr = _to_host(key, leaf)
         arrays.append(arr)
         entries.append({"path": key, "shape": list(arr.shape), "dtype": arr.dtype.str,
-                        "python_type": type(leaf).__name__ if isinstance(leaf, _PY_SCALARS) else None})
+                        "python_type": type(leaf).__name__ if type(leaf) in _PY_SCALARS else None})
     meta = {"format": FORMAT, "version": VERSION, "num_leaves": len(arrays), "leaves": entries,
             "treedef": repr(treedef)}
     meta_text = json.dumps(meta)
     if len(meta_text) > MAX_METADATA_BYTES:  # load would refuse it: never write what cannot be read back
         raise ValueError(f"fg.save: the tree's metadata ({len(arrays)} leaves) takes {len(meta_text)} bytes, over "
                          f"the {MAX_METADATA_BYTES}-byte limit of the format; save the tree in several files")
+
+    def write(f: IO[bytes]) -> None:
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            zf.writestr(_META, meta_text)
+            for i, arr in enumerate(arrays):
+                with zf.open(_leaf_name(i) + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, arr, allow_pickle=False)
+
+    atomic_write(path, write)
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> None:
+    """Call ``write(f)`` on a temporary file beside ``path``, flush it to disk and rename it over
+    ``path`` (atomic on POSIX and Windows): a crash mid-save leaves the previous file intact."""
+    path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".", suffix=".partial", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-                zf.writestr(_META, meta_text)
-                for i, arr in enumerate(arrays):
-                    with zf.open(_leaf_name(i) + ".npy", "w", force_zip64=True) as member:
-                        np.lib.format.write_array(member, arr, allow_pickle=False)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -295,10 +306,10 @@ def _read(path: str) -> tuple[dict[str, Any], list[_Entry], list[np.ndarray]]:
 
 
 def _restore_like(arr: np.ndarray, like: Any, device: Any = None) -> Any:
+    if isinstance(like, np.generic):  # before Python numbers: np.float64 is a float subclass
+        return arr[()]
     if isinstance(like, _PY_SCALARS):
         return type(like)(arr.item())
-    if isinstance(like, np.generic):
-        return arr[()]
     if device is not None:
         return put_array(arr, device)
     if isinstance(like, np.ndarray):
