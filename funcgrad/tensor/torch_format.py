@@ -73,15 +73,20 @@ def is_legacy(head: bytes) -> bool:
 
 
 def placed(arr: np.ndarray, saved_device: str | None, map_location: Any) -> Any:
-    """The array on the device PyTorch's rules give: ``map_location`` (a device, a string, or a
-    dict from saved to wanted device strings) if given, else the device it was saved from."""
+    """The array on the device PyTorch's rules give: ``map_location`` (a device, a string, a dict
+    from saved to wanted device strings, or a function ``(cpu tensor, saved location) -> tensor``,
+    like ``lambda storage, loc: storage``) if given, else the device it was saved from."""
     dev = saved_device or "cpu"
     if isinstance(map_location, dict):
         dev = map_location.get(dev, dev)
+    elif callable(map_location) and not isinstance(map_location, (str, _device)):
+        moved = map_location(Tensor._make(arr), dev)
+        if not isinstance(moved, Tensor):
+            raise TypeError(f"ft.load: map_location returned a {type(moved).__name__}; a function map_location "
+                            f"must return the tensor (storage) it is given, possibly moved to another device")
+        return moved._value
     elif map_location is not None:
         dev = map_location
-    if callable(dev) and not isinstance(dev, (str, _device)):
-        raise TypeError("ft.load: map_location as a function is not supported; pass a device, a string or a dict")
     d = _device(dev)
     if d.type == "cpu":
         return arr
@@ -512,6 +517,9 @@ def write_torch_file(obj: Any, f: IO[bytes], archive: str = "archive") -> None:
     enc = _Encoder()
     enc.encode(obj, "")
     enc.w.stop()
+    if len(enc.w.getvalue()) > tp.MAX_PICKLE_BYTES:  # ft.load would refuse it: never write what cannot be read back
+        raise ValueError(f"ft.save: the structure pickles to {len(enc.w.getvalue())} bytes, over the "
+                         f"{tp.MAX_PICKLE_BYTES}-byte limit of ft.load; save it in several files")
     records: list[tuple[str, Any]] = [("data.pkl", enc.w.getvalue()), (".format_version", b"1"),
                                       (".storage_alignment", b"64"), ("byteorder", b"little")]
     records += [(f"data/{i}", arr) for i, arr in enumerate(enc.storages)]
