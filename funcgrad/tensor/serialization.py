@@ -166,7 +166,7 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = N
     if isinstance(f, (str, os.PathLike)):
         buffer = io.BytesIO()
         torch_format.write_torch_file(obj, buffer)  # a TypeError here leaves no file behind
-        _ckpt.atomic_write(f, lambda out: out.write(buffer.getbuffer()))
+        _ckpt.atomic_write(f, lambda out: None if out.write(buffer.getbuffer()) else None)
     elif hasattr(f, "write"):
         torch_format.write_torch_file(obj, f)
     else:

@@ -97,7 +97,7 @@ def placed(arr: np.ndarray, saved_device: str | None, map_location: Any) -> Any:
 
 def _read_exact_into(f: IO[bytes], offset: int, arr: np.ndarray, where: str) -> int:
     """Fill ``arr`` from ``f`` at ``offset`` in chunks; returns the CRC-32 of the bytes read."""
-    view = memoryview(arr.reshape(-1).view(np.uint8))
+    view = memoryview(arr.reshape(-1).view(np.uint8).data)
     f.seek(offset)
     crc, pos = 0, 0
     while pos < len(view):
@@ -416,17 +416,30 @@ class _Encoder:
             w.float_(float(obj))
         elif isinstance(obj, (complex, np.complexfloating)):
             w.global_("builtins", "complex")
-            w.mark(), w.float_(obj.real), w.float_(obj.imag), w.tuple_end(), w.reduce()
+            w.mark()
+            w.float_(float(obj.real))
+            w.float_(float(obj.imag))
+            w.tuple_end()
+            w.reduce()
         elif isinstance(obj, str):
             w.str_(obj)
         elif isinstance(obj, _dt.dtype):
             w.global_("torch", obj.name)
         elif isinstance(obj, Size):
             w.global_("torch", "Size")
-            w.mark(), w.mark(), self.ints(obj), w.tuple_end(), w.tuple_end(), w.reduce()
+            w.mark()
+            w.mark()
+            self.ints(obj)
+            w.tuple_end()
+            w.tuple_end()
+            w.reduce()
         elif isinstance(obj, Parameter):
             w.global_("torch._utils", "_rebuild_parameter")
-            w.mark(), self.tensor(obj, False), w.bool_(obj.requires_grad), w.empty_ordered_dict(), w.tuple_end()
+            w.mark()
+            self.tensor(obj, False)
+            w.bool_(obj.requires_grad)
+            w.empty_ordered_dict()
+            w.tuple_end()
             w.reduce()
         elif isinstance(obj, Tensor):
             self.tensor(obj, bool(obj.requires_grad and obj.is_leaf))
@@ -483,15 +496,25 @@ class _Encoder:
         location = "cpu" if t.device.type == "cpu" else str(t.device)
         w.global_("torch._utils", "_rebuild_tensor_v2")
         w.mark()
-        w.mark(), w.str_("storage"), w.global_("torch", name), w.str_(key), w.str_(location), w.int_(arr.size)
-        w.tuple_end(), w.persid()
+        w.mark()
+        w.str_("storage")
+        w.global_("torch", name)
+        w.str_(key)
+        w.str_(location)
+        w.int_(arr.size)
+        w.tuple_end()
+        w.persid()
         w.int_(0)
-        w.mark(), self.ints(arr.shape), w.tuple_end()
+        w.mark()
+        self.ints(arr.shape)
+        w.tuple_end()
         strides, step = [], 1
         for n in reversed(arr.shape):
             strides.append(step)
             step *= n
-        w.mark(), self.ints(reversed(strides)), w.tuple_end()
+        w.mark()
+        self.ints(reversed(strides))
+        w.tuple_end()
         w.bool_(requires_grad)
         w.empty_ordered_dict()
         w.tuple_end()
@@ -526,7 +549,7 @@ def write_torch_file(obj: Any, f: IO[bytes], archive: str = "archive") -> None:
     records += [("version", b"3\n")]
     with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, payload in records:
-            data = memoryview(payload.view(np.uint8) if isinstance(payload, np.ndarray) else payload)
+            data = memoryview(payload.view(np.uint8).data if isinstance(payload, np.ndarray) else payload)
             info = _padded_info(zf, f"{archive}/{name}", data.nbytes)
             with zf.open(info, "w", force_zip64=data.nbytes * 1.05 > zipfile.ZIP64_LIMIT) as member:
                 for pos in range(0, data.nbytes, _CHUNK):

@@ -32,7 +32,7 @@ import io
 import pickle
 import pickletools
 import struct
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, cast
 
 import numpy as np
 
@@ -204,8 +204,8 @@ def check_opcodes(data: bytes, where: str) -> None:
                               f"(a weight file's pickle holds only its structure)")
     memo = 0
     try:
-        for op, arg, pos in pickletools.genops(io.BytesIO(data)):
-            name = op.name
+        for op, raw_arg, pos in pickletools.genops(io.BytesIO(data)):
+            name, arg = op.name, cast(Any, raw_arg)
             if name not in _ALLOWED_OPCODES:
                 raise CheckpointError(f"{where}: the pickle uses the opcode {name} at byte {pos}, which torch.save "
                                       f"never writes; refusing it")
