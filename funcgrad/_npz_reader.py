@@ -14,15 +14,16 @@ directory. ``.npy`` headers are parsed here with a strict pattern (never
 from __future__ import annotations
 
 import functools
+import json
 import re
 import struct
 import zlib
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
 __all__ = ["MAX_NDIM", "MAX_NPY_HEADER", "CheckpointError", "Member", "check_shape", "parse_dtype",
-           "read_directory", "read_member_bytes", "read_npy_data", "read_npy_header"]
+           "read_directory", "read_member_bytes", "read_npy_data", "read_npy_header", "parse_json"]
 
 
 class CheckpointError(ValueError):
@@ -327,3 +328,37 @@ def check_shape(value: object, where: str) -> tuple[int, ...]:
     if nonzero > _MAX_DIM:
         raise _fail(where, f"{value!r:.80} has more than 2**48 elements (even ignoring zero dimensions)")
     return tuple(dims)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(data: bytes, where: str) -> Any:
+    """Untrusted JSON text: duplicate keys, NaN/Infinity, bad UTF-8, deep nesting and anything
+    that would make ``json`` raise something else all give a :class:`CheckpointError`."""
+    try:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys,
+                          parse_constant=_refuse_constant)
+    except _DuplicateKey as e:
+        raise CheckpointError(f"{where}: the key {str(e)!r:.80} appears twice in one object; readers disagree "
+                              f"on which copy counts, so it is refused") from None
+    except RecursionError:
+        raise CheckpointError(f"{where}: nested too deeply") from None
+    except MemoryError:
+        raise CheckpointError(f"{where}: too large to parse") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, too many digits, NaN
+        raise CheckpointError(f"{where}: not valid JSON ({e!s:.200})") from None

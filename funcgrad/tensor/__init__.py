@@ -38,6 +38,7 @@ from . import autograd, linalg  # noqa: F401
 from . import nn, optim, utils  # noqa: F401
 from . import distributed  # noqa: F401  (ft.distributed; mpi4py is loaded on first use)
 from .serialization import load, save  # noqa: F401
+from . import safetensors  # noqa: F401  (ft.safetensors: the safetensors.torch API)
 from . import backends, cuda, func  # noqa: F401
 from .toplevel import (  # noqa: F401
     bernoulli, bincount, compile, get_default_device, median, multinomial, set_default_device, set_printoptions,

@@ -484,7 +484,7 @@ class _Encoder:
     def tensor(self, t: Tensor, requires_grad: bool) -> None:
         w = self.w
         key = self.keys.get(id(t))
-        arr = np.ascontiguousarray(t.detach().numpy(force=True))  # a device tensor is copied to the host
+        arr = np.asarray(t.detach().numpy(force=True), order="C")  # to the host; 0-d stays 0-d
         if key is None:
             key = str(len(self.storages))
             self.keys[id(t)] = key

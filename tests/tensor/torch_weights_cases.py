@@ -24,3 +24,10 @@ def ft_saved_object(ft):
                   1 + 2j]),
         ("plain", {"epoch": 3, "lr": 0.1}),
     ])
+
+
+def safetensors_object(ft):
+    return {"w": ft.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)), "wt": ft.tensor([[1.0, 2.0]]).t(),
+            "h": ft.tensor([0.25], dtype=ft.float16), "i": ft.tensor([-(2**40)]), "b": ft.tensor([True]),
+            "c": ft.tensor([1 + 1j], dtype=ft.complex64), "s": ft.tensor(2.0, dtype=ft.float64),
+            "e": ft.zeros(0, 2)}
