@@ -227,7 +227,7 @@ def _load_funcgrad_checkpoint(f: str | os.PathLike[str], where: str, map_locatio
     if raw.dtype != np.uint8 or raw.ndim != 1 or raw.size > _ckpt.MAX_METADATA_BYTES:
         raise _ckpt.CheckpointError(f"{where}: the structure must be a 1-D uint8 array of at most "
                                     f"{_ckpt.MAX_METADATA_BYTES} bytes (JSON text), got {raw.dtype} {raw.shape}")
-    meta = _ckpt.parse_json(raw.tobytes(), f"{where}: the structure")
+    meta = _npz.parse_json(raw.tobytes(), f"{where}: the structure")
     if not isinstance(meta, dict) or set(meta) != {"format", "structure"} or meta["format"] != _FORMAT:
         fmt = meta.get("format") if isinstance(meta, dict) else None
         raise _ckpt.CheckpointError(f"{where}: unknown format {fmt!r:.60} (expected an object with "
