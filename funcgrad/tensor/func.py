@@ -112,12 +112,29 @@ def _on_tensors(transformed: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
+def _scalar_output(f: Callable[..., Any], has_aux: bool, name: str) -> Callable[..., Any]:
+    """``f`` (lifted), raising torch.func's RuntimeError when its output is not a 0-d tensor."""
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        res = f(*args, **kwargs)
+        out = res[0] if has_aux else res
+        ndim = len(fnp.shape(out)) if hasattr(out, "shape") else None
+        if ndim != 0:
+            got = f"tensor with {ndim} dims" if ndim is not None else type(out).__name__
+            raise RuntimeError(f"{name}(f)(*args): Expected f(*args) to return a scalar Tensor, got {got}. Maybe "
+                               f"you wanted to use the vjp or jacrev APIs instead?")
+        return res
+
+    return checked
+
+
 def grad(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The gradient of a scalar-valued ``func`` with respect to ``argnums`` (``fg.grad``).
 
     Example: ``ft.func.grad(lambda x: x.sin().sum())(x)  # cos(x)``.
     """
-    return _on_tensors(fg.grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux))
+    lifted = _scalar_output(_lift(func, has_aux, reverse=True), has_aux, "grad")
+    return _on_tensors(fg.grad(lifted, argnums=argnums, has_aux=has_aux))
 
 
 def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
@@ -126,7 +143,8 @@ def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
 
     Example: ``g, v = ft.func.grad_and_value(f)(x)``.
     """
-    vg = _on_tensors(fg.value_and_grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux))
+    lifted = _scalar_output(_lift(func, has_aux, reverse=True), has_aux, "grad_and_value")
+    vg = _on_tensors(fg.value_and_grad(lifted, argnums=argnums, has_aux=has_aux))
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         value, g = vg(*args, **kwargs)
