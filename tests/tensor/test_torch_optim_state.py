@@ -1,0 +1,121 @@
+"""Optimizer state as PyTorch lays it out (issue 29): the live ``state[p]`` and ``state_dict()`` of
+every optimizer hold PyTorch's slots, in its order, and a state saved by torch (recorded in
+tests/fixtures/torch_optim_state.pt by make_torch_optim_state.py, read here with ft.load, no torch
+needed) loads into ft.optim and resumes to torch's parameters."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import funcgrad.tensor as ft
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+sys.path.insert(0, FIXTURES)
+import make_torch_optim as mk  # noqa: E402
+
+with open(os.path.join(FIXTURES, "torch_optim_state.json")) as _f:
+    RECORD = json.load(_f)
+TORCH_STATES = ft.load(os.path.join(FIXTURES, "torch_optim_state.pt"))
+
+
+def make(expr, params):
+    w, b = params
+    return eval(expr, {"optim": ft.optim, "P": [w, b], "w": w, "b": b})  # noqa: S307
+
+
+def params_at(values):
+    return [ft.tensor(values[0], dtype=ft.float64, requires_grad=True),
+            ft.tensor(values[1], dtype=ft.float64, requires_grad=True)]
+
+
+def steps(opt, params, n):
+    for _ in range(n):
+        opt.zero_grad()
+        mk.loss_fn(*params, ft).backward()
+        opt.step()
+
+
+@pytest.mark.parametrize("name", sorted(RECORD["cases"]))
+def test_state_dict_layout_and_values_are_torchs(name):
+    case = RECORD["cases"][name]
+    params = params_at([mk.W0, mk.B0])
+    opt = make(case["expr"], params)
+    steps(opt, params, 10)
+    ours, theirs = opt.state_dict(), TORCH_STATES[name]
+    assert list(ours) == ["state", "param_groups"]
+    assert [list(g) for g in ours["param_groups"]] == [list(g) for g in theirs["param_groups"]]
+    for mine, want in zip(ours["param_groups"], theirs["param_groups"]):
+        assert {k: v for k, v in mine.items() if k != "params"} == {k: v for k, v in want.items() if k != "params"}
+    assert list(ours["state"]) == list(theirs["state"])
+    for idx, want in theirs["state"].items():
+        got = ours["state"][idx]
+        assert list(got) == list(want), (name, idx)
+        for slot, v in want.items():
+            assert got[slot].dtype is v.dtype and got[slot].shape == v.shape, (name, idx, slot)
+            # torch's NAdam keeps mu_product as a float32 tensor (step's dtype) and rounds its moments with it
+            rtol = 1e-6 if v.dtype is ft.float32 else 1e-7 if name.startswith("nadam") else 1e-10
+            np.testing.assert_allclose(got[slot].numpy(), v.numpy(), rtol=rtol, atol=1e-14,
+                                       err_msg=f"{name} {idx} {slot}")
+    # the live state holds the same slots, as tensors the user can read and edit
+    live = opt.state[params[0]]
+    assert list(live) == list(theirs["state"].get(0, {})) and "functional" not in live
+
+
+@pytest.mark.parametrize("name", sorted(RECORD["cases"]))
+def test_a_state_saved_by_torch_resumes_identically(name):
+    case = RECORD["cases"][name]
+    params = params_at(case["params_10"])
+    opt = make(case["expr"], params)
+    opt.load_state_dict(TORCH_STATES[name])
+    steps(opt, params, 10)
+    np.testing.assert_allclose(params[0].detach().numpy(), case["params_20"][0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(params[1].detach().numpy(), case["params_20"][1], rtol=1e-9, atol=1e-12)
+
+
+def test_state_is_a_defaultdict_for_custom_optimizers():
+    class SignSGD(ft.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, {"lr": lr})
+
+        @ft.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = 0
+                    state["step"] += 1
+                    p.add_(p.grad.sign(), alpha=-group["lr"])
+
+    p = ft.nn.Parameter(ft.tensor([1.0, -2.0]))
+    opt = SignSGD([p])
+    assert isinstance(opt.state, collections.defaultdict)
+    for _ in range(3):
+        opt.zero_grad()
+        (p * p).sum().backward()
+        opt.step()
+    assert opt.state[p]["step"] == 3 and p.tolist() == pytest.approx([0.7, -1.7])
+    assert opt.state_dict()["state"] == {0: {"step": 3}}
+
+
+def test_editing_the_live_state_changes_the_next_step():
+    p = ft.nn.Parameter(ft.tensor([1.0]))
+    opt = ft.optim.SGD([p], lr=0.1, momentum=0.9)
+    (p * p).sum().backward()
+    opt.step()
+    assert opt.state[p]["momentum_buffer"].tolist() == [2.0]
+    opt.state[p]["momentum_buffer"].zero_()  # in place
+    opt.zero_grad()
+    (p * 0).sum().backward()
+    before = p.item()
+    opt.step()
+    assert p.item() == before  # zero gradient, zeroed buffer: no move
+    opt.state[p]["momentum_buffer"] = ft.tensor([10.0])  # replaced
+    opt.step()
+    assert p.item() == pytest.approx(before - 0.1 * 9.0)
