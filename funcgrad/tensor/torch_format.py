@@ -160,7 +160,8 @@ class Builder:
             if depth >= MAX_NESTING:
                 raise self.fail(at, f"is nested more than {MAX_NESTING} containers deep")
             if isinstance(obj, dict):
-                out: dict[Any, Any] = collections.OrderedDict() if isinstance(obj, tp.MappingRecord) else {}
+                out: dict[Any, Any] = (collections.OrderedDict() if isinstance(obj, tp.MappingRecord) else
+                                       collections.Counter() if isinstance(obj, tp.CounterRecord) else {})
                 for k, v in obj.items():
                     if type(k) not in _KEY_TYPES:
                         raise self.fail(at, f"is a dict with a key of type {type(k).__name__}; keys must be "
@@ -443,6 +444,12 @@ class _Encoder:
             w.reduce()
         elif isinstance(obj, Tensor):
             self.tensor(obj, bool(obj.requires_grad and obj.is_leaf))
+        elif isinstance(obj, collections.Counter):  # Counter(dict): how pickle writes it
+            w.global_("collections", "Counter")
+            w.mark()
+            self.encode(dict(obj), path)
+            w.tuple_end()
+            w.reduce()
         elif isinstance(obj, dict):
             if isinstance(obj, collections.OrderedDict):
                 w.empty_ordered_dict()

@@ -3,7 +3,7 @@
 ``torch.save`` stores a pickle whose only globals are a handful of PyTorch
 rebuild functions (``torch._utils._rebuild_tensor_v2``, ``_rebuild_parameter``),
 storage types (``torch.FloatStorage``, ...), ``torch.Size``, dtypes and
-``collections.OrderedDict``; the tensors' bytes live outside the pickle, named
+```collections.OrderedDict`` (and ``Counter``); the tensors' bytes live outside the pickle, named
 by persistent ids ``('storage', storage_type, key, location, numel)``.
 
 :func:`read_pickle` reads such a pickle without ever importing or calling
@@ -119,6 +119,16 @@ class MappingRecord(collections.OrderedDict):  # type: ignore[type-arg]
             raise CheckpointError("an OrderedDict in the pickle is given attributes other than _metadata")
 
 
+class CounterRecord(dict):  # type: ignore[type-arg]
+    """``collections.Counter`` as the pickle builds it (a scheduler's milestones)."""
+
+
+def _counter(mapping: Any = None) -> CounterRecord:
+    if mapping is not None and not isinstance(mapping, dict):
+        raise CheckpointError("collections.Counter in the pickle is built from something other than a dict")
+    return CounterRecord(mapping or {})
+
+
 def _rebuild_tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False,
                        backward_hooks: Any = None, metadata: Any = None) -> TensorRecord:
     return TensorRecord(storage, offset, size, stride, requires_grad)
@@ -155,6 +165,8 @@ def _complex(real: Any = 0.0, imag: Any = 0.0) -> complex:
 def _allowed_global(module: str, name: str) -> Any:
     if module == "collections" and name == "OrderedDict":
         return MappingRecord
+    if module == "collections" and name == "Counter":
+        return _counter
     if module == "torch._utils":
         found = {"_rebuild_tensor_v2": _rebuild_tensor_v2, "_rebuild_tensor": _rebuild_tensor,
                  "_rebuild_parameter": _rebuild_parameter,
@@ -175,6 +187,13 @@ def _allowed_global(module: str, name: str) -> Any:
     return None
 
 
+def _refused_global(where: str, module: Any, name: Any) -> CheckpointError:
+    return CheckpointError(
+        f"{where}: the pickle refers to the global {module!s:.100}.{name!s:.100}, which is not one of the tensor, "
+        f"storage, Size, dtype and container names a weight file needs; refusing it (nothing from the file is "
+        f"ever executed; save a state_dict() of tensors instead)")
+
+
 class RestrictedUnpickler(pickle.Unpickler):
     """Resolves only the globals of PyTorch weight files, each to a local stand-in that builds a record."""
 
@@ -186,10 +205,7 @@ class RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         found = _allowed_global(str(module), str(name))
         if found is None:
-            raise CheckpointError(
-                f"{self.where}: the pickle refers to the global {module!s:.100}.{name!s:.100}, which is not one of "
-                f"the tensor, storage, Size, dtype and OrderedDict names a weight file needs; refusing it "
-                f"(nothing from the file is ever executed; save a state_dict() of tensors instead)")
+            raise _refused_global(self.where, module, name)
         return found
 
     def persistent_load(self, pid: Any) -> Any:
@@ -209,7 +225,11 @@ def check_opcodes(data: bytes, where: str) -> None:
             if name not in _ALLOWED_OPCODES:
                 raise CheckpointError(f"{where}: the pickle uses the opcode {name} at byte {pos}, which torch.save "
                                       f"never writes; refusing it")
-            if name in ("BINPUT", "LONG_BINPUT"):
+            if name == "GLOBAL":  # named before any opcode that would use it
+                module, _, attr = str(arg).partition(" ")
+                if _allowed_global(module, attr) is None:
+                    raise _refused_global(where, module, attr)
+            elif name in ("BINPUT", "LONG_BINPUT"):
                 if not 0 <= arg <= memo:
                     raise CheckpointError(f"{where}: the pickle stores memo entry {arg} at byte {pos} when only "
                                           f"{memo} exist; refusing a crafted memo")
@@ -225,7 +245,8 @@ def check_opcodes(data: bytes, where: str) -> None:
     except CheckpointError:
         raise
     except Exception as e:  # truncated or malformed opcode stream
-        raise CheckpointError(f"{where}: the pickle is truncated or malformed ({type(e).__name__}: {e!s:.200})") from None
+        raise CheckpointError(f"{where}: the pickle is truncated or malformed ({type(e).__name__}: "
+                              f"{e!s:.200})") from None
 
 
 def read_pickle(data: bytes, persistent_load: Callable[[Any], Any], where: str) -> Any:

@@ -127,8 +127,9 @@ with open(FILE, "rb") as _f:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(["truncate", "flip", "grow"]), data=st.data())
 def test_damaged_safetensors_are_refused_or_well_formed(kind, data):
-    """No checksum in the format: a flipped data byte may load, but a load always has the original's
-    names, dtypes and shapes, and anything else is a CheckpointError."""
+    """No checksum in the format: a flipped byte may load (a changed value, or a changed name in the
+    header), but a load always has as many tensors, with the recorded sizes, and anything else is a
+    CheckpointError."""
     buf = bytearray(ORIGINAL)
     if kind == "truncate":
         buf = buf[:data.draw(st.integers(0, len(buf) - 1))]
@@ -143,8 +144,8 @@ def test_damaged_safetensors_are_refused_or_well_formed(kind, data):
             got = ft.safetensors.load(bytes(buf))
     except CheckpointError:
         return
-    for name, rec in RECORD["file"].items():
-        assert name in got and got[name].shape == tuple(rec["shape"])
+    assert len(got) == len(RECORD["file"])
+    assert sorted(t.numel() for t in got.values()) == sorted(int(np.prod(r["shape"])) for r in RECORD["file"].values())
 
 
 def test_file_objects_for_ft_save_and_load():

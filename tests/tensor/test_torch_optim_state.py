@@ -21,7 +21,10 @@ import make_torch_optim as mk  # noqa: E402
 
 with open(os.path.join(FIXTURES, "torch_optim_state.json")) as _f:
     RECORD = json.load(_f)
-TORCH_STATES = ft.load(os.path.join(FIXTURES, "torch_optim_state.pt"))
+_SAVED = ft.load(os.path.join(FIXTURES, "torch_optim_state.pt"))
+TORCH_STATES, TORCH_SCHEDULERS = _SAVED["optimizers"], _SAVED["schedulers"]
+with open(os.path.join(FIXTURES, "torch_lr_scheduler.json")) as _f:
+    LR_SEQUENCES = {c["name"]: c for c in json.load(_f)["cases"]}
 
 
 def make(expr, params):
@@ -119,3 +122,65 @@ def test_editing_the_live_state_changes_the_next_step():
     opt.state[p]["momentum_buffer"] = ft.tensor([10.0])  # replaced
     opt.step()
     assert p.item() == pytest.approx(before - 0.1 * 9.0)
+
+
+def scheduled(expr):
+    p1, p2 = ft.zeros(2, requires_grad=True), ft.zeros(2, requires_grad=True)
+    opt = ft.optim.SGD([{"params": [p1]}, {"params": [p2], "lr": 0.05}], lr=0.1, momentum=0.9)
+    return opt, eval(expr, {"lr_scheduler": ft.optim.lr_scheduler, "opt": opt})  # noqa: S307
+
+
+def advance(opt, sched, t):
+    opt.step()
+    if type(sched).__name__ == "ReduceLROnPlateau":
+        sched.step(mk.METRICS[t])
+    else:
+        sched.step()
+
+
+def plain(v):
+    """A state_dict value for comparison: tensors as lists, nested containers alike."""
+    if isinstance(v, dict):
+        return {k: plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    return v.tolist() if isinstance(v, ft.Tensor) else v
+
+
+@pytest.mark.parametrize("name, expr", mk.SCHEDULERS)
+def test_scheduler_state_dict_is_torchs(name, expr):
+    opt, sched = scheduled(expr)
+    for t in range(5):
+        advance(opt, sched, t)
+    ours, theirs = sched.state_dict(), TORCH_SCHEDULERS[name]["sched"]
+    assert list(ours) == list(theirs) == RECORD["schedulers"][name]["keys"]
+    for k in theirs:
+        same_value(plain(ours[k]), plain(theirs[k]), f"{name}.{k}")
+
+
+def same_value(got, want, path):
+    """Numbers to 1e-12 (relative), containers item by item, anything else equal."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), path
+        for k in want:
+            same_value(got[k], want[k], f"{path}.{k}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want)):
+            same_value(g, w, f"{path}[{i}]")
+    elif isinstance(want, float) and not isinstance(want, bool):
+        assert got == pytest.approx(want, rel=1e-12), path
+    else:
+        assert got == want and type(got) is type(want), path
+
+
+@pytest.mark.parametrize("name, expr", mk.SCHEDULERS)
+def test_a_scheduler_state_saved_by_torch_resumes_identically(name, expr):
+    opt, sched = scheduled(expr)
+    opt.load_state_dict(TORCH_SCHEDULERS[name]["opt"])
+    sched.load_state_dict(TORCH_SCHEDULERS[name]["sched"])
+    want = LR_SEQUENCES[name]["lrs"]
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx(want[5], rel=1e-12)
+    for t in range(5, 30):
+        advance(opt, sched, t)
+        assert [g["lr"] for g in opt.param_groups] == pytest.approx(want[t + 1], rel=1e-12), (name, t)
