@@ -77,8 +77,11 @@ def test_a_state_saved_by_torch_resumes_identically(name):
     opt = make(case["expr"], params)
     opt.load_state_dict(TORCH_STATES[name])
     steps(opt, params, 10)
-    np.testing.assert_allclose(params[0].detach().numpy(), case["params_20"][0], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(params[1].detach().numpy(), case["params_20"][1], rtol=1e-9, atol=1e-12)
+    # ASGD's eta is a float32 tensor in an uninterrupted run, cast to the parameters' float64 on loading
+    # (PyTorch's load_state_dict does the same), so a resumed run differs from it in the 9th digit
+    rtol = 1e-7 if name.startswith("asgd") else 1e-9
+    np.testing.assert_allclose(params[0].detach().numpy(), case["params_20"][0], rtol=rtol, atol=1e-12)
+    np.testing.assert_allclose(params[1].detach().numpy(), case["params_20"][1], rtol=rtol, atol=1e-12)
 
 
 def test_state_is_a_defaultdict_for_custom_optimizers():
