@@ -25,7 +25,6 @@ Example::
 from __future__ import annotations
 
 import collections
-import io
 import json
 import os
 import re
@@ -164,9 +163,8 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = N
     if not _use_new_zipfile_serialization:
         raise ValueError("ft.save writes only the zip format (_use_new_zipfile_serialization=True)")
     if isinstance(f, (str, os.PathLike)):
-        buffer = io.BytesIO()
-        torch_format.write_torch_file(obj, buffer)  # a TypeError here leaves no file behind
-        _ckpt.atomic_write(f, lambda out: None if out.write(buffer.getbuffer()) else None)
+        # (a TypeError midway removes the temporary file: the previous file, if any, stays)
+        _ckpt.atomic_write(f, lambda out: torch_format.write_torch_file(obj, out))
     elif hasattr(f, "write"):
         torch_format.write_torch_file(obj, f)
     else:
