@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Iterator, Sequence
 
 import funcgrad as fg
@@ -216,18 +217,80 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
     v = fg.vmap(_lift(func), in_axes=tuple(in_dims) if isinstance(in_dims, list) else in_dims, out_axes=out_dims)
 
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        raw = _to_raw(args)
+    def mapped(*raw: Any, **kwargs: Any) -> Any:
         if chunk_size is None:
-            return _result(v(*raw, **kwargs))
+            return v(*raw, **kwargs)
         dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(raw)
         sizes = [tree_util.tree_leaves(a)[0].shape[d] for a, d in zip(raw, dims) if d is not None]
         if not sizes:
             raise ValueError("vmap: at least one argument must be mapped (in_dims not None)")
-        outs = [_to_raw(_result(v(*part, **kwargs))) for part in _chunks(raw, dims, sizes[0], chunk_size)]
-        return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=out_dims), *outs))
+        outs = [v(*part, **kwargs) for part in _chunks(raw, dims, sizes[0], chunk_size)]
+        return tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=out_dims), *outs)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return _with_history(mapped, args, kwargs)
 
     return wrapped
+
+
+def _with_history(mapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``mapped`` (on raw values) of ``args`` as Tensors; outside other transforms, with grad mode on and
+    an argument that requires grad, the result is recorded as one node of the autograd graph whose
+    backward is funcgrad's VJP of ``mapped`` (so ``.backward()`` reaches the arguments, as with
+    torch.func.vmap; a create_graph backward through it raises: higher derivatives go through the
+    transforms)."""
+    flat, tree = tree_util.tree_flatten(args, is_leaf=_is_tensor)
+    tracked = [i for i, a in enumerate(flat) if isinstance(a, Tensor) and a.requires_grad]
+    if not tracked or not _mode.enabled or _support.depth():
+        return _result(mapped(*_to_raw(args), **kwargs))
+    raw = [_raw_value(a) if isinstance(a, Tensor) else a for a in flat]
+    out_tree: list[Any] = []
+
+    def on_tracked(*values: Any) -> tuple[Any, ...]:
+        vals = list(raw)
+        for i, x in zip(tracked, values):
+            vals[i] = x
+        outs, treedef = tree_util.tree_flatten(mapped(*tree_util.tree_unflatten(tree, vals), **kwargs))
+        out_tree[:] = [treedef]
+        return tuple(outs)
+
+    outs, f_vjp = fg.vjp(on_tracked, *[raw[i] for i in tracked])
+    inexact = [i for i, o in enumerate(outs) if hasattr(o, "dtype") and o.dtype.kind in "fc"]
+    if not inexact:
+        return _result(tree_util.tree_unflatten(out_tree[0], list(outs)))
+    recorded = _recorded_node().apply(f_vjp, outs, inexact, *[flat[i] for i in tracked])
+    results = list(_result(outs))  # integer and Python outputs: constants
+    for i, t in zip(inexact, recorded if isinstance(recorded, tuple) else (recorded,)):
+        results[i] = t
+    return tree_util.tree_unflatten(out_tree[0], results)
+
+
+@functools.cache
+def _recorded_node() -> Any:
+    from .function import Function
+
+    class TransformBackward(Function):
+        """Outputs a funcgrad transform computed, as one node; backward is the transform's VJP."""
+
+        @staticmethod
+        def forward(ctx: Any, f_vjp: Any, outs: tuple[Any, ...], inexact: list[int], *inputs: Any) -> Any:
+            ctx.f_vjp, ctx.outs, ctx.inexact = f_vjp, outs, inexact
+            return tuple(Tensor._make(outs[i]) for i in inexact)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            if _mode.enabled:  # create_graph: the VJP below is not recorded, so refuse rather than give zeros
+                raise RuntimeError(
+                    "the result of ft.func.vmap is recorded for one backward pass; differentiating through it "
+                    "again (create_graph=True) is not supported: take higher derivatives inside the transforms, "
+                    "e.g. ft.func.vmap(ft.func.hessian(f)) or ft.func.jacrev(ft.func.vmap(f))")
+            cotangents = [fnp.zeros_like(o) for o in ctx.outs]
+            for i, g in zip(ctx.inexact, grads):
+                if g is not None:
+                    cotangents[i] = g._value
+            return (None, None, None, *(Tensor._make(c) for c in ctx.f_vjp(tuple(cotangents))))
+
+    return TransformBackward
 
 
 @contextlib.contextmanager

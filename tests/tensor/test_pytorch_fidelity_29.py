@@ -75,3 +75,36 @@ def test_grad_of_non_scalar_output_is_a_runtime_error(name):
         transform(lambda x: (x * 2, None), has_aux=True)(ft.ones(3))
     g = transform(lambda x: (x * x).sum())(ft.ones(3))
     assert (g[0] if name == "grad_and_value" else g).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_vmap_result_keeps_autograd_history():
+    x = ft.tensor(np.arange(6.0).reshape(3, 2) / 5, requires_grad=True)
+    w = ft.tensor([0.3, -0.7], requires_grad=True)
+    y = ft.func.vmap(lambda r, ww: (r * ww).sin().sum(), in_dims=(0, None))(x, w)
+    assert y.requires_grad and y.grad_fn is not None
+    y.sum().backward()
+    xv, wv = x.detach().numpy(), w.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xv * wv) * wv, rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), (np.cos(xv * wv) * xv).sum(0), rtol=1e-6)
+    # chunked, and several outputs (an integer one is a constant)
+    s, idx = ft.func.vmap(lambda r: (r.sin(), r.argmax()), chunk_size=2)(x)
+    assert s.requires_grad and not idx.requires_grad and idx.tolist() == [1, 1, 1]
+    # functional_call with the parameters passed in (torch.func's pattern for per-example calls)
+    m = ft.nn.Linear(2, 1)
+    out = ft.func.vmap(lambda p, xx: ft.func.functional_call(m, p, (xx,)), in_dims=(None, 0))(
+        dict(m.named_parameters()), x.detach())
+    out.sum().backward()
+    np.testing.assert_allclose(m.weight.grad.numpy(), xv.sum(0, keepdims=True), rtol=1e-6)
+    assert m.bias.grad.tolist() == pytest.approx([3.0])
+    # without grad mode, or with nothing requiring grad: plain results
+    with ft.no_grad():
+        assert not ft.func.vmap(ft.sin)(x).requires_grad
+
+
+def test_vmap_result_refuses_a_second_order_backward():
+    x = ft.ones(3, 2, requires_grad=True)
+    y = ft.func.vmap(lambda r: (r ** 2).sum())(x).sum()
+    with pytest.raises(RuntimeError, match="recorded for one backward pass.*create_graph=True"):
+        ft.autograd.grad(y, x, create_graph=True)
+    (g,) = ft.autograd.grad(ft.func.vmap(lambda r: (r ** 2).sum())(x).sum(), x)
+    assert g.tolist() == [[2.0, 2.0]] * 3
