@@ -110,13 +110,14 @@ class StorageTypeRecord(NamedTuple):
     name: str
 
 
+# The stand-ins raise ValueError for bad arguments: read_pickle turns it into a CheckpointError naming the file.
 class MappingRecord(collections.OrderedDict):  # type: ignore[type-arg]
     """``collections.OrderedDict`` as the pickle builds it; BUILD may only attach ``_metadata``
     (PyTorch's per-module versions), which is dropped."""
 
     def __setstate__(self, state: Any) -> None:
         if not isinstance(state, dict) or set(state) - {"_metadata"}:
-            raise CheckpointError("an OrderedDict in the pickle is given attributes other than _metadata")
+            raise ValueError("an OrderedDict in the pickle is given attributes other than _metadata")
 
 
 class CounterRecord(dict):  # type: ignore[type-arg]
@@ -125,7 +126,7 @@ class CounterRecord(dict):  # type: ignore[type-arg]
 
 def _counter(mapping: Any = None) -> CounterRecord:
     if mapping is not None and not isinstance(mapping, dict):
-        raise CheckpointError("collections.Counter in the pickle is built from something other than a dict")
+        raise ValueError("collections.Counter in the pickle is built from something other than a dict")
     return CounterRecord(mapping or {})
 
 
@@ -152,13 +153,13 @@ def _size(dims: Any = ()) -> SizeRecord:
 
 def _latin1_bytes(text: Any, encoding: Any = "utf-8") -> bytes:
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
-        raise CheckpointError("_codecs.encode in the pickle is used for something other than bytes")
+        raise ValueError("_codecs.encode in the pickle is used for something other than bytes")
     return text.encode("latin1")
 
 
 def _complex(real: Any = 0.0, imag: Any = 0.0) -> complex:
     if not all(type(v) in (int, float) for v in (real, imag)):
-        raise CheckpointError("builtins.complex in the pickle is given something other than two numbers")
+        raise ValueError("builtins.complex in the pickle is given something other than two numbers")
     return complex(real, imag)
 
 

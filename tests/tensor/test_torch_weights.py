@@ -335,3 +335,10 @@ def test_damaged_files_load_exactly_or_are_refused(case):
                 assert g.dtype is w.dtype and np.array_equal(g.detach().numpy(), w.detach().numpy(), equal_nan=True)
         elif not name.endswith("legacy.pt"):
             assert g == w
+
+
+def test_errors_from_the_stand_ins_name_the_file():
+    """A BUILD giving an OrderedDict attributes other than _metadata (found by the fuzzer)."""
+    pkl = b"\x80\x02ccollections\nOrderedDict\n)R}X\x01\x00\x00\x00xK\x01sb."
+    with pytest.raises(CheckpointError, match=r"^ft\.load: <file object>: the pickle is malformed .*_metadata"):
+        ft.load(io.BytesIO(torch_zip(pkl)))
