@@ -311,7 +311,7 @@ def _leaves(obj):
 @given(case=damaged())
 def test_damaged_files_load_exactly_or_are_refused(case):
     """Zip files carry CRCs: a damaged one loads exactly or is refused. The legacy format has no
-    checksum, so there a flipped data byte may load; it must still be refused or well-formed."""
+    checksum, so there a flipped byte may load (a changed value or key), but only as plain data."""
     name, data = case
     tracemalloc.start()
     try:
@@ -327,13 +327,15 @@ def test_damaged_files_load_exactly_or_are_refused(case):
         assert peak < 16 * 2**20 + 50 * len(data), peak
     want = EXPECTED[name]
     got_leaves, want_leaves = _leaves(back), _leaves(want)
+    if name.endswith("legacy.pt"):  # no checksum: a changed key or value can load, but only as data
+        assert all(isinstance(g, (ft.Tensor, int, float, str, type(None))) for g in got_leaves)
+        return
     assert len(got_leaves) == len(want_leaves)
     for g, w in zip(got_leaves, want_leaves):
         if isinstance(w, ft.Tensor):
-            assert isinstance(g, ft.Tensor) and g.shape == w.shape
-            if not name.endswith("legacy.pt"):
-                assert g.dtype is w.dtype and np.array_equal(g.detach().numpy(), w.detach().numpy(), equal_nan=True)
-        elif not name.endswith("legacy.pt"):
+            assert isinstance(g, ft.Tensor) and g.shape == w.shape and g.dtype is w.dtype
+            assert np.array_equal(g.detach().numpy(), w.detach().numpy(), equal_nan=True)
+        else:
             assert g == w
 
 
