@@ -14,15 +14,16 @@ directory. ``.npy`` headers are parsed here with a strict pattern (never
 from __future__ import annotations
 
 import functools
+import json
 import re
 import struct
 import zlib
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
 __all__ = ["MAX_NDIM", "MAX_NPY_HEADER", "CheckpointError", "Member", "check_shape", "parse_dtype",
-           "read_directory", "read_member_bytes", "read_npy_data", "read_npy_header"]
+           "read_directory", "read_member_bytes", "read_npy_data", "read_npy_header", "parse_json"]
 
 
 class CheckpointError(ValueError):
@@ -132,10 +133,13 @@ def _end_records(f: IO[bytes], file_size: int, where: str) -> tuple[int, int, in
     return n_total, cd_offset, cd_size, start
 
 
-def read_directory(f: IO[bytes], file_size: int, where: str) -> dict[str, Member]:
+def read_directory(f: IO[bytes], file_size: int, where: str, foreign: bool = False) -> dict[str, Member]:
     """Every member of the archive, checked: names unique, stored, laid end to end, inside the file.
 
-    ``where`` (e.g. ``"fg.load: ckpt.npz"``) starts every error message.
+    ``where`` (e.g. ``"fg.load: ckpt.npz"``) starts every error message. ``foreign=True`` also
+    accepts what other stored-zip writers (PyTorch's) do: data descriptors after each member (a
+    local header with zero CRC and sizes; the central directory's count), gaps between members
+    (never overlaps) and UTF-8 names.
     """
     if file_size < _EOCD.size:
         raise _fail(where, f"is not a readable funcgrad checkpoint (not a complete zip/npz archive: only "
@@ -156,7 +160,7 @@ def read_directory(f: IO[bytes], file_size: int, where: str) -> dict[str, Member
             raise _fail(where, "malformed central directory entry")
         pos += _CDIR.size + n_len + x_len + c_len
         try:
-            name = raw_name.decode("ascii")
+            name = raw_name.decode("utf-8" if foreign else "ascii")
         except UnicodeDecodeError:
             raise _fail(where, f"member name {raw_name[:80]!r} is not ASCII; not a funcgrad checkpoint") from None
         mwhere = f"{where}: member {name!r}"
@@ -168,7 +172,7 @@ def read_directory(f: IO[bytes], file_size: int, where: str) -> dict[str, Member
             raise _fail(mwhere, "multi-disk zip archives are not checkpoints")
         z64 = _zip64_extra(extra, want, mwhere)
         usize, csize, loc = z64.get("usize", usize), z64.get("csize", csize), z64.get("offset", loc)
-        _check_entry(mwhere, flags, method, csize, usize)
+        _check_entry(mwhere, flags, method, csize, usize, foreign)
         if loc + _LOCAL.size + n_len + csize > cd_offset:
             raise _fail(mwhere, f"claims {csize} bytes at offset {loc}, past the end of the archive's data "
                                 f"({cd_offset} bytes; the file has {file_size}); the file is truncated or crafted")
@@ -182,6 +186,8 @@ def read_directory(f: IO[bytes], file_size: int, where: str) -> dict[str, Member
         lwant = [k for k, v in (("usize", lusize), ("csize", lcsize)) if v == _FFFFFFFF]
         l64 = _zip64_extra(lname_extra[ln_len:], lwant, mwhere)
         lusize, lcsize = l64.get("usize", lusize), l64.get("csize", lcsize)
+        if foreign and flags & 8 and lcrc == lcsize == lusize == 0:  # the sizes follow the data
+            lcrc, lcsize, lusize = crc, csize, usize
         if (lname_extra[:ln_len] != raw_name or lflags != flags or lmethod != method or lcrc != crc
                 or lcsize != csize or lusize != usize):
             raise _fail(mwhere, "its local header disagrees with the central directory (name, flags, method, "
@@ -195,23 +201,23 @@ def read_directory(f: IO[bytes], file_size: int, where: str) -> dict[str, Member
         raise _fail(where, "the central directory has trailing bytes")
     end = 0
     for start, stop, name in sorted(spans):
-        if start != end:
+        if start < end or (start != end and not foreign):
             raise _fail(f"{where}: member {name!r}", f"starts at offset {start}, but the previous member ends at "
                                                      f"{end}; members overlap or there are hidden bytes")
         end = stop
-    if end != cd_offset:
+    if end > cd_offset or (end != cd_offset and not foreign):
         raise _fail(where, f"{cd_offset - end} unaccounted bytes before the central directory")
     return members
 
 
-def _check_entry(where: str, flags: int, method: int, csize: int, usize: int) -> None:
+def _check_entry(where: str, flags: int, method: int, csize: int, usize: int, foreign: bool = False) -> None:
     if flags & 1:
         raise _fail(where, "is encrypted; funcgrad checkpoints never are")
     if method != 0:
         kind = _METHODS.get(method, f"method {method}")
         raise _fail(where, f"is compressed ({kind}); fg.save never compresses, and inflating an untrusted "
                            f"member could allocate far more memory than the file holds, so it is refused")
-    if flags & ~_ALLOWED_FLAGS:
+    if flags & ~(_ALLOWED_FLAGS | (8 if foreign else 0)):
         raise _fail(where, f"has zip flags {flags:#x} that fg.save never writes")
     if csize != usize:
         raise _fail(where, f"is stored (uncompressed) but its sizes disagree ({csize} != {usize} bytes)")
@@ -328,3 +334,37 @@ def check_shape(value: object, where: str) -> tuple[int, ...]:
     if nonzero > _MAX_DIM:
         raise _fail(where, f"{value!r:.80} has more than 2**48 elements (even ignoring zero dimensions)")
     return tuple(dims)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(data: bytes, where: str) -> Any:
+    """Untrusted JSON text: duplicate keys, NaN/Infinity, bad UTF-8, deep nesting and anything
+    that would make ``json`` raise something else all give a :class:`CheckpointError`."""
+    try:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys,
+                          parse_constant=_refuse_constant)
+    except _DuplicateKey as e:
+        raise CheckpointError(f"{where}: the key {str(e)!r:.80} appears twice in one object; readers disagree "
+                              f"on which copy counts, so it is refused") from None
+    except RecursionError:
+        raise CheckpointError(f"{where}: nested too deeply") from None
+    except MemoryError:
+        raise CheckpointError(f"{where}: too large to parse") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, too many digits, NaN
+        raise CheckpointError(f"{where}: not valid JSON ({e!s:.200})") from None

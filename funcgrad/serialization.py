@@ -39,17 +39,18 @@ import json
 import os
 import tempfile
 import zipfile
-from typing import Any, NamedTuple
+from typing import IO, Any, Callable, NamedTuple
 
 import numpy as np
 
 from . import _npz_reader as _npz
+from . import _safetensors
 from . import tree_util
-from ._npz_reader import CheckpointError
+from ._npz_reader import CheckpointError, parse_json
 from .backend import device_of, namespace_of, put_array, to_numpy
 from .core import Box
 
-__all__ = ["save", "load", "CheckpointError"]
+__all__ = ["save", "load", "CheckpointError", "atomic_write"]
 
 FORMAT = "funcgrad-checkpoint"
 VERSION = 1
@@ -90,8 +91,9 @@ def _to_host(path: str, x: Any) -> np.ndarray:
     return arr
 
 
-def save(path: str | os.PathLike[str], tree: Any) -> None:
-    """Write the pytree ``tree`` of arrays to ``path`` atomically (an ``.npz`` file).
+def save(path: str | os.PathLike[str], tree: Any, *, format: str = "npz") -> None:  # noqa: A002
+    """Write the pytree ``tree`` of arrays to ``path`` atomically (an ``.npz`` file, or with
+    ``format="safetensors"`` a safetensors file whose tensor names are the leaves' key paths).
 
     Leaves must be arrays (NumPy, CuPy: copied to the host) or Python numbers;
     the tree's containers and static fields (module configuration) are not
@@ -101,7 +103,10 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
     Example::
 
         fg.save("model.npz", model)
+        fg.save("model.safetensors", model, format="safetensors")
     """
+    if format not in ("npz", "safetensors"):
+        raise ValueError(f"fg.save: format must be 'npz' or 'safetensors', got {format!r:.40}")
     path = os.fspath(path)
     pairs, treedef = tree_util.tree_flatten_with_path(tree)
     arrays = []
@@ -111,22 +116,47 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
         arr = _to_host(key, leaf)
         arrays.append(arr)
         entries.append({"path": key, "shape": list(arr.shape), "dtype": arr.dtype.str,
-                        "python_type": type(leaf).__name__ if isinstance(leaf, _PY_SCALARS) else None})
+                        "python_type": type(leaf).__name__ if type(leaf) in _PY_SCALARS else None})
     meta = {"format": FORMAT, "version": VERSION, "num_leaves": len(arrays), "leaves": entries,
             "treedef": repr(treedef)}
+    if format == "safetensors":
+        _save_safetensors(path, entries, arrays)
+        return
     meta_text = json.dumps(meta)
     if len(meta_text) > MAX_METADATA_BYTES:  # load would refuse it: never write what cannot be read back
         raise ValueError(f"fg.save: the tree's metadata ({len(arrays)} leaves) takes {len(meta_text)} bytes, over "
                          f"the {MAX_METADATA_BYTES}-byte limit of the format; save the tree in several files")
+
+    def write(f: IO[bytes]) -> None:
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+            zf.writestr(_META, meta_text)
+            for i, arr in enumerate(arrays):
+                with zf.open(_leaf_name(i) + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, arr, allow_pickle=False)
+
+    atomic_write(path, write)
+
+
+def _save_safetensors(path: str, entries: list[dict[str, Any]], arrays: list[np.ndarray]) -> None:
+    named = {}
+    for e, arr in zip(entries, arrays):
+        if e["path"] in named:
+            raise ValueError(f"fg.save: two leaves have the key path {e['path']!r:.100}; safetensors names each "
+                             f"tensor by its key path, so save this tree with format='npz'")
+        named[e["path"]] = arr
+    metadata = {"format": FORMAT, "version": str(VERSION)}
+    atomic_write(path, lambda f: _safetensors.write(f, named, metadata))
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> None:
+    """Call ``write(f)`` on a temporary file beside ``path``, flush it to disk and rename it over
+    ``path`` (atomic on POSIX and Windows): a crash mid-save leaves the previous file intact."""
+    path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + ".", suffix=".partial", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-                zf.writestr(_META, meta_text)
-                for i, arr in enumerate(arrays):
-                    with zf.open(_leaf_name(i) + ".npy", "w", force_zip64=True) as member:
-                        np.lib.format.write_array(member, arr, allow_pickle=False)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -158,40 +188,6 @@ class _Entry(NamedTuple):
     path: str
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(k)
-        out[k] = v
-    return out
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def parse_json(data: bytes, where: str) -> Any:
-    """Untrusted JSON text: duplicate keys, NaN/Infinity, bad UTF-8, deep nesting and anything
-    that would make ``json`` raise something else all give a :class:`CheckpointError`."""
-    try:
-        return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys,
-                          parse_constant=_refuse_constant)
-    except _DuplicateKey as e:
-        raise CheckpointError(f"{where}: the key {str(e)!r:.80} appears twice in one object; readers disagree "
-                              f"on which copy counts, so it is refused") from None
-    except RecursionError:
-        raise CheckpointError(f"{where}: nested too deeply") from None
-    except MemoryError:
-        raise CheckpointError(f"{where}: too large to parse") from None
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, too many digits, NaN
-        raise CheckpointError(f"{where}: not valid JSON ({e!s:.200})") from None
 
 
 def _check_meta(meta: Any, where: str) -> list[_Entry]:
@@ -243,10 +239,19 @@ def _check_meta(meta: Any, where: str) -> list[_Entry]:
     return out
 
 
+def _read_safetensors(f: IO[bytes], where: str) -> tuple[dict[str, Any], list[_Entry], list[np.ndarray]]:
+    arrays, _ = _safetensors.read(f, where)
+    entries = [_Entry(name, tuple(arr.shape), arr.dtype) for name, arr in arrays.items()]
+    return {"treedef": "(a safetensors file: tensors by name)"}, entries, list(arrays.values())
+
+
 def _read(path: str) -> tuple[dict[str, Any], list[_Entry], list[np.ndarray]]:
     where = f"fg.load: {path}"
     with open(path, "rb") as f:
         file_size = os.fstat(f.fileno()).st_size
+        if _safetensors.is_safetensors(f.read(9)):
+            return _read_safetensors(f, where)
+        f.seek(0)
         if f.read(1) == b"\x80":
             raise CheckpointError(f"{where} is not a readable funcgrad checkpoint: it looks like a pickle; "
                                   f"funcgrad never loads pickles")
@@ -295,10 +300,10 @@ def _read(path: str) -> tuple[dict[str, Any], list[_Entry], list[np.ndarray]]:
 
 
 def _restore_like(arr: np.ndarray, like: Any, device: Any = None) -> Any:
+    if isinstance(like, np.generic):  # before Python numbers: np.float64 is a float subclass
+        return arr[()]
     if isinstance(like, _PY_SCALARS):
         return type(like)(arr.item())
-    if isinstance(like, np.generic):
-        return arr[()]
     if device is not None:
         return put_array(arr, device)
     if isinstance(like, np.ndarray):
@@ -316,7 +321,8 @@ def _like_dtype(x: Any) -> np.dtype:
 
 
 def load(path: str | os.PathLike[str], like: Any = None, *, device: Any = None) -> Any:
-    """Read a checkpoint written by :func:`save`; never executes code from the file.
+    """Read a checkpoint written by :func:`save` (either format; a safetensors file written by
+    another tool loads too, as ``{name: array}``); never executes code from the file.
 
     With ``like`` (a pytree of the expected structure, e.g. a freshly built
     model and ``opt.init(params)``), the result has ``like``'s structure and

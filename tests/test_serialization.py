@@ -231,7 +231,10 @@ def test_save_refuses_metadata_the_loader_would_refuse(tmp_path, monkeypatch):
     import funcgrad.serialization as ser
     import funcgrad.tensor as ft
 
+    import funcgrad.tensor.torch_pickle as tp
+
     monkeypatch.setattr(ser, "MAX_METADATA_BYTES", 500)
+    monkeypatch.setattr(tp, "MAX_PICKLE_BYTES", 500)
     with pytest.raises(ValueError, match="over the 500-byte limit"):
         save(tmp_path / "big.npz", {f"k{i}": np.zeros(1) for i in range(20)})
     with pytest.raises(ValueError, match="over the 500-byte limit"):

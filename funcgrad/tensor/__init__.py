@@ -38,6 +38,7 @@ from . import autograd, linalg  # noqa: F401
 from . import nn, optim, utils  # noqa: F401
 from . import distributed  # noqa: F401  (ft.distributed; mpi4py is loaded on first use)
 from .serialization import load, save  # noqa: F401
+from . import safetensors  # noqa: F401  (ft.safetensors: the safetensors.torch API)
 from . import backends, cuda, func  # noqa: F401
 from .. import __version__ as __version__  # funcgrad's version (torch.__version__'s place)
 from .toplevel import (  # noqa: F401

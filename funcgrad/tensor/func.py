@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Iterator, Sequence
 
 import funcgrad as fg
@@ -112,12 +113,29 @@ def _on_tensors(transformed: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
+def _scalar_output(f: Callable[..., Any], has_aux: bool, name: str) -> Callable[..., Any]:
+    """``f`` (lifted), raising torch.func's RuntimeError when its output is not a 0-d tensor."""
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        res = f(*args, **kwargs)
+        out = res[0] if has_aux else res
+        ndim = len(fnp.shape(out)) if hasattr(out, "shape") else None
+        if ndim != 0:
+            got = f"tensor with {ndim} dims" if ndim is not None else type(out).__name__
+            raise RuntimeError(f"{name}(f)(*args): Expected f(*args) to return a scalar Tensor, got {got}. Maybe "
+                               f"you wanted to use the vjp or jacrev APIs instead?")
+        return res
+
+    return checked
+
+
 def grad(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The gradient of a scalar-valued ``func`` with respect to ``argnums`` (``fg.grad``).
 
     Example: ``ft.func.grad(lambda x: x.sin().sum())(x)  # cos(x)``.
     """
-    return _on_tensors(fg.grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux))
+    lifted = _scalar_output(_lift(func, has_aux, reverse=True), has_aux, "grad")
+    return _on_tensors(fg.grad(lifted, argnums=argnums, has_aux=has_aux))
 
 
 def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
@@ -126,7 +144,8 @@ def grad_and_value(func: Callable[..., Any], argnums: int | tuple[Any, ...] = 0,
 
     Example: ``g, v = ft.func.grad_and_value(f)(x)``.
     """
-    vg = _on_tensors(fg.value_and_grad(_lift(func, has_aux, reverse=True), argnums=argnums, has_aux=has_aux))
+    lifted = _scalar_output(_lift(func, has_aux, reverse=True), has_aux, "grad_and_value")
+    vg = _on_tensors(fg.value_and_grad(lifted, argnums=argnums, has_aux=has_aux))
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         value, g = vg(*args, **kwargs)
@@ -198,18 +217,80 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
     v = fg.vmap(_lift(func), in_axes=tuple(in_dims) if isinstance(in_dims, list) else in_dims, out_axes=out_dims)
 
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        raw = _to_raw(args)
+    def mapped(*raw: Any, **kwargs: Any) -> Any:
         if chunk_size is None:
-            return _result(v(*raw, **kwargs))
+            return v(*raw, **kwargs)
         dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(raw)
         sizes = [tree_util.tree_leaves(a)[0].shape[d] for a, d in zip(raw, dims) if d is not None]
         if not sizes:
             raise ValueError("vmap: at least one argument must be mapped (in_dims not None)")
-        outs = [_to_raw(_result(v(*part, **kwargs))) for part in _chunks(raw, dims, sizes[0], chunk_size)]
-        return _result(tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=out_dims), *outs))
+        outs = [v(*part, **kwargs) for part in _chunks(raw, dims, sizes[0], chunk_size)]
+        return tree_util.tree_map(lambda *xs: fnp.concatenate(xs, axis=out_dims), *outs)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return _with_history(mapped, args, kwargs)
 
     return wrapped
+
+
+def _with_history(mapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``mapped`` (on raw values) of ``args`` as Tensors; outside other transforms, with grad mode on and
+    an argument that requires grad, the result is recorded as one node of the autograd graph whose
+    backward is funcgrad's VJP of ``mapped`` (so ``.backward()`` reaches the arguments, as with
+    torch.func.vmap; a create_graph backward through it raises: higher derivatives go through the
+    transforms)."""
+    flat, tree = tree_util.tree_flatten(args, is_leaf=_is_tensor)
+    tracked = [i for i, a in enumerate(flat) if isinstance(a, Tensor) and a.requires_grad]
+    if not tracked or not _mode.enabled or _support.depth():
+        return _result(mapped(*_to_raw(args), **kwargs))
+    raw = [_raw_value(a) if isinstance(a, Tensor) else a for a in flat]
+    out_tree: list[Any] = []
+
+    def on_tracked(*values: Any) -> tuple[Any, ...]:
+        vals = list(raw)
+        for i, x in zip(tracked, values):
+            vals[i] = x
+        outs, treedef = tree_util.tree_flatten(mapped(*tree_util.tree_unflatten(tree, vals), **kwargs))
+        out_tree[:] = [treedef]
+        return tuple(outs)
+
+    outs, f_vjp = fg.vjp(on_tracked, *[raw[i] for i in tracked])
+    inexact = [i for i, o in enumerate(outs) if hasattr(o, "dtype") and o.dtype.kind in "fc"]
+    if not inexact:
+        return _result(tree_util.tree_unflatten(out_tree[0], list(outs)))
+    recorded = _recorded_node().apply(f_vjp, outs, inexact, *[flat[i] for i in tracked])
+    results = list(_result(outs))  # integer and Python outputs: constants
+    for i, t in zip(inexact, recorded if isinstance(recorded, tuple) else (recorded,)):
+        results[i] = t
+    return tree_util.tree_unflatten(out_tree[0], results)
+
+
+@functools.cache
+def _recorded_node() -> Any:
+    from .function import Function
+
+    class TransformBackward(Function):
+        """Outputs a funcgrad transform computed, as one node; backward is the transform's VJP."""
+
+        @staticmethod
+        def forward(ctx: Any, f_vjp: Any, outs: tuple[Any, ...], inexact: list[int], *inputs: Any) -> Any:
+            ctx.f_vjp, ctx.outs, ctx.inexact = f_vjp, outs, inexact
+            return tuple(Tensor._make(outs[i]) for i in inexact)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            if _mode.enabled:  # create_graph: the VJP below is not recorded, so refuse rather than give zeros
+                raise RuntimeError(
+                    "the result of ft.func.vmap is recorded for one backward pass; differentiating through it "
+                    "again (create_graph=True) is not supported: take higher derivatives inside the transforms, "
+                    "e.g. ft.func.vmap(ft.func.hessian(f)) or ft.func.jacrev(ft.func.vmap(f))")
+            cotangents = [fnp.zeros_like(o) for o in ctx.outs]
+            for i, g in zip(ctx.inexact, grads):
+                if g is not None:
+                    cotangents[i] = g._value
+            return (None, None, None, *(Tensor._make(c) for c in ctx.f_vjp(tuple(cotangents))))
+
+    return TransformBackward
 
 
 @contextlib.contextmanager

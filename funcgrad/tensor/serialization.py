@@ -1,21 +1,24 @@
-"""``ft.save(obj, path)`` / ``ft.load(path)``: tensors and (nested) state dicts, never pickled.
+"""``ft.save(obj, f)`` / ``ft.load(f)``: PyTorch's weight files, read without ever unpickling code.
 
-The file is a funcgrad checkpoint (``fg.save``: an ``.npz`` archive read with
-``allow_pickle=False``, written atomically): one array per tensor, plus the
-container structure encoded as JSON text stored in a uint8 array. So
-``ft.load`` never executes code from the file (a pickle, such as a file
-written by ``torch.save``, is refused), and ``ft.save`` refuses objects the
-format cannot hold (anything but tensors, NumPy arrays, numbers, strings,
-None, ft dtypes and dicts/lists/tuples of them) with a ``TypeError``.
-``ft.load`` checks the structure as untrusted input: every entry's type and
-fields, tensor indices (in range, each array used exactly once), dict keys and
-nesting depth (at most ``MAX_NESTING`` containers); anything else is a
-``CheckpointError`` naming the file and the key path in the structure.
+``ft.save`` writes the zip format of ``torch.save`` (``torch.load(path,
+weights_only=True)`` reads it; see :mod:`funcgrad.tensor.torch_format`):
+tensors, Parameters, numbers, strings, None, dtypes, ``ft.Size`` and nested
+dicts/OrderedDicts/lists/tuples of them; anything else is a ``TypeError``
+(modules, optimizers and functions are never pickled: save their
+``state_dict()``).
+
+``ft.load`` reads files written by ``torch.save`` (zip and legacy formats),
+by ``ft.save``, and by ``ft.save`` of earlier funcgrad versions (a funcgrad
+checkpoint, ``.npz``). PyTorch's pickle is read by a restricted unpickler
+that resolves only the names a weight file needs and refuses any other
+global, naming it; every size, offset and CRC is checked before memory is
+allocated, so a crafted or damaged file is a ``CheckpointError`` naming the
+file and what was wrong, never code execution or a memory blow-up.
 
 Example::
 
-    ft.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.ft")
-    ckpt = ft.load("ckpt.ft")
+    ft.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.pt")
+    ckpt = ft.load("ckpt.pt")
     model.load_state_dict(ckpt["model"])
 """
 
@@ -25,76 +28,21 @@ import collections
 import json
 import os
 import re
-from typing import Any, cast
+from typing import IO, Any, cast
 
 import numpy as np
 
-from .. import backend as _backend
+from .. import _npz_reader as _npz
 from .. import serialization as _ckpt
 from . import dtypes as _dt
 from .nn import Parameter
 from .tensor import Tensor
-from .tensor import device as _device
+from . import torch_format
 
 __all__ = ["save", "load"]
 
 _FORMAT = "funcgrad.tensor/1"
 _KEY_TYPES = (str, int, float, bool, type(None))
-
-
-def _encode(obj: Any, arrays: list[Any], path: str) -> Any:
-    if isinstance(obj, Tensor):
-        arrays.append(np.array(obj.detach().numpy(force=True), copy=True))  # a device tensor: copied to the host
-        node = {"t": "tensor", "i": len(arrays) - 1, "rg": bool(obj.requires_grad and obj.is_leaf),
-                "param": isinstance(obj, Parameter)}
-        if obj.device.type != "cpu":
-            node["device"] = str(obj.device)
-        return node
-    if isinstance(obj, np.ndarray):
-        if obj.dtype.hasobject or obj.dtype.kind not in "biufc":
-            raise TypeError(f"ft.save: the array at {path or 'the root'} has dtype {obj.dtype}, which cannot be saved "
-                            f"safely (only boolean, integer, floating and complex arrays)")
-        arrays.append(np.array(obj, copy=True))
-        return {"t": "ndarray", "i": len(arrays) - 1}
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    for t, (types, encode, _, _) in _SCALARS.items():
-        if isinstance(obj, types):
-            return {"t": t, "v": encode(obj)}
-    if isinstance(obj, dict):
-        items = []
-        for k, v in obj.items():
-            if not isinstance(k, _KEY_TYPES):
-                raise TypeError(f"ft.save: dict key {k!r} at {path or 'the root'} is a {type(k).__name__}; keys must "
-                                f"be strings, numbers, booleans or None")
-            items.append([_encode(k, arrays, path), _encode(v, arrays, f"{path}[{k!r}]")])
-        return {"t": "odict" if isinstance(obj, collections.OrderedDict) else "dict", "items": items}
-    if isinstance(obj, (list, tuple)):
-        return {"t": "list" if isinstance(obj, list) else "tuple",
-                "items": [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(obj)]}
-    raise TypeError(
-        f"ft.save cannot store the {type(obj).__name__} at {path or 'the root'}: the format holds tensors, NumPy "
-        f"arrays, numbers, strings, None and (nested) dicts, lists and tuples of them. It never pickles, so "
-        f"arbitrary objects (modules, optimizers, functions) cannot be saved: save their state_dict() instead."
-    )
-
-
-def _placed(arr: np.ndarray, saved_device: str | None, map_location: Any) -> Any:
-    """The array on the device PyTorch's rules give: ``map_location`` (a device, a string, or a
-    dict from saved to wanted device strings) if given, else the device it was saved from."""
-    dev = saved_device or "cpu"
-    if isinstance(map_location, dict):
-        dev = map_location.get(dev, dev)
-    elif map_location is not None:
-        dev = map_location
-    if callable(dev) and not isinstance(dev, (str, _device)):
-        raise TypeError("ft.load: map_location as a function is not supported; pass a device, a string or a dict")
-    d = _device(dev)
-    if d.type == "cpu":
-        return arr
-    from .tensor import _fg_device
-
-    return _backend.device_put(arr, _fg_device(d))
 
 
 MAX_NESTING = 64  # containers inside containers; state dicts nest 3 or 4 deep
@@ -184,7 +132,7 @@ class _Decoder:
                                 f"tensors can require gradients")
         if dev is not None and (not isinstance(dev, str) or not _DEVICE_RE.fullmatch(dev)):
             raise self.fail(at, f"names the device {dev!r:.40}; expected 'cpu', 'cuda' or 'cuda:N'")
-        value = _placed(arr, dev, self.map_location)
+        value = torch_format.placed(arr, dev, self.map_location)
         if param:
             return Parameter(Tensor._make(value), requires_grad=rg)
         return Tensor._make(value, requires_grad=rg)
@@ -200,41 +148,69 @@ class _Decoder:
         raise self.fail(at, f"is a malformed {t!r} entry (value {v!r:.60})")
 
 
-def save(obj: Any, f: str | os.PathLike[str], pickle_module: Any = None, **_: Any) -> None:
-    """Save tensors / (nested) state dicts to ``f`` (a path) in a safe, pickle-free format.
+def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None,
+         _use_new_zipfile_serialization: bool = True, **_: Any) -> None:
+    """Save tensors / (nested) state dicts to ``f`` (a path or a writable binary file) in
+    torch.save's zip format; a path is written atomically (a temporary file renamed over it).
 
     Example::
 
-        ft.save(model.state_dict(), "model.ft")
+        ft.save(model.state_dict(), "model.pt")   # torch.load("model.pt", weights_only=True) reads it
     """
     if pickle_module is not None:
-        raise TypeError("ft.save never pickles; pickle_module is not supported")
-    if not isinstance(f, (str, os.PathLike)):
-        raise TypeError(f"ft.save(obj, f): f must be a file path, got {type(f).__name__}")
-    arrays: list[Any] = []
-    structure = _encode(obj, arrays, "")
-    text = json.dumps({"format": _FORMAT, "structure": structure}).encode("utf-8")
-    if len(text) > _ckpt.MAX_METADATA_BYTES:  # load would refuse it
-        raise ValueError(f"ft.save: the structure takes {len(text)} bytes of JSON, over the "
-                         f"{_ckpt.MAX_METADATA_BYTES}-byte limit of the format; save it in several files")
-    _ckpt.save(f, {"structure": np.frombuffer(text, dtype=np.uint8), "tensors": arrays})
+        raise TypeError("ft.save writes only the safe subset of pickle torch.load(weights_only=True) reads; "
+                        "pickle_module is not supported")
+    if not _use_new_zipfile_serialization:
+        raise ValueError("ft.save writes only the zip format (_use_new_zipfile_serialization=True)")
+    if isinstance(f, (str, os.PathLike)):
+        # (a TypeError midway removes the temporary file: the previous file, if any, stays)
+        _ckpt.atomic_write(f, lambda out: torch_format.write_torch_file(obj, out))
+    elif hasattr(f, "write"):
+        torch_format.write_torch_file(obj, f)
+    else:
+        raise TypeError(f"ft.save(obj, f): f must be a file path or a writable binary file, got {type(f).__name__}")
 
 
-def load(f: str | os.PathLike[str], map_location: Any = None, weights_only: bool = True, **_: Any) -> Any:
-    """Load what :func:`save` wrote. Never unpickles: a pickle (or any file crafted to run code) is
-    refused with ``funcgrad.serialization.CheckpointError`` before anything in it is interpreted.
+def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, weights_only: bool = True,
+         **_: Any) -> Any:
+    """Load a file written by ``torch.save`` (zip or legacy format) or ``ft.save``; ``f`` is a path or
+    a readable, seekable binary file. Never executes code from the file: any global but the tensor,
+    storage, Size, dtype and OrderedDict names of a weight file is refused with
+    ``funcgrad.serialization.CheckpointError`` naming it.
 
-    Tensors go back to the device they were saved from, as in PyTorch, unless
+    Tensors go to the device they were saved from, as in PyTorch, unless
     ``map_location`` says otherwise: a device (``"cpu"``, ``"cuda:1"``) for all of
-    them, or a dict such as ``{"cuda:0": "cpu"}``.
+    them, or a dict such as ``{"cuda:0": "cpu"}``. bfloat16 tensors are read as
+    float32 (with a warning); views of one storage share memory.
 
     Example::
 
-        model.load_state_dict(ft.load("model.ft"))
+        model.load_state_dict(ft.load("model.pt", map_location="cpu"))
     """
-    if not isinstance(f, (str, os.PathLike)):
-        raise TypeError(f"ft.load(f): f must be a file path, got {type(f).__name__}")
-    where = f"ft.load: {os.fspath(f)}"
+    if isinstance(f, (str, os.PathLike)):
+        where = f"ft.load: {os.fspath(f)}"
+        with open(f, "rb") as fh:
+            head = fh.read(4)
+            if torch_format.is_legacy(head) or (torch_format.is_zip(head) and not _is_funcgrad_checkpoint(fh)):
+                return torch_format.read_torch_file(fh, where, map_location)
+        if head[:1] == b"\x80":
+            raise _ckpt.CheckpointError(f"{where} is a plain pickle, not a torch.save file; funcgrad never loads "
+                                        f"arbitrary pickles (they can run code)")
+        return _load_funcgrad_checkpoint(f, where, map_location)
+    if hasattr(f, "read") and hasattr(f, "seek"):
+        return torch_format.read_torch_file(f, "ft.load: <file object>", map_location)
+    raise TypeError(f"ft.load(f): f must be a file path or a readable binary file, got {type(f).__name__}")
+
+
+def _is_funcgrad_checkpoint(f: IO[bytes]) -> bool:
+    """Whether the zip at ``f`` names the metadata member of fg.save (earlier ft.save files)."""
+    f.seek(0, os.SEEK_END)
+    members = _npz.read_directory(f, f.tell(), "ft.load", foreign=True)
+    return _ckpt._META in members
+
+
+def _load_funcgrad_checkpoint(f: str | os.PathLike[str], where: str, map_location: Any) -> Any:
+    """A file ``ft.save`` wrote before it wrote PyTorch's format (a funcgrad checkpoint)."""
     flat = _ckpt.load(f)
     skey = "['structure']"
     if skey not in flat:
@@ -249,7 +225,7 @@ def load(f: str | os.PathLike[str], map_location: Any = None, weights_only: bool
     if raw.dtype != np.uint8 or raw.ndim != 1 or raw.size > _ckpt.MAX_METADATA_BYTES:
         raise _ckpt.CheckpointError(f"{where}: the structure must be a 1-D uint8 array of at most "
                                     f"{_ckpt.MAX_METADATA_BYTES} bytes (JSON text), got {raw.dtype} {raw.shape}")
-    meta = _ckpt.parse_json(raw.tobytes(), f"{where}: the structure")
+    meta = _npz.parse_json(raw.tobytes(), f"{where}: the structure")
     if not isinstance(meta, dict) or set(meta) != {"format", "structure"} or meta["format"] != _FORMAT:
         fmt = meta.get("format") if isinstance(meta, dict) else None
         raise _ckpt.CheckpointError(f"{where}: unknown format {fmt!r:.60} (expected an object with "

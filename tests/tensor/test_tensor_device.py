@@ -182,8 +182,9 @@ def test_state_dicts_and_checkpoints_across_devices(tmp_path):
     m(ft.randn(5, 4, device="cuda")).sum().backward()
     opt.step()
     osd = opt.state_dict()  # the moments stay on the device, as in PyTorch
-    moments = [v for st in osd["state"].values() for v in st.values() if isinstance(v, ft.Tensor)]
+    moments = [v for st in osd["state"].values() for k, v in st.items() if isinstance(v, ft.Tensor) and k != "step"]
     assert moments and all(v.is_cuda for v in moments)
+    assert not any(st["step"].is_cuda for st in osd["state"].values())  # PyTorch keeps `step` on the host
     path = tmp_path / "ckpt.ft"
     ft.save({"model": m.state_dict(), "optim": osd}, path)
     back = ft.load(path)  # to the device each tensor was saved from

@@ -843,6 +843,12 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float | No
     np_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}.get(mode)
     if np_mode is None:
         raise NotImplementedError(f"pad(mode={mode!r}): expected 'constant', 'reflect', 'replicate' or 'circular'")
+    if mode == "reflect":  # PyTorch's check (NumPy would reflect repeatedly)
+        for d, (lo, hi) in enumerate(widths):
+            if (lo, hi) != (0, 0) and (lo >= x.shape[d] or hi >= x.shape[d]):
+                raise RuntimeError(f"Argument #{len(pad) + 2}: Padding size should be less than the corresponding "
+                                   f"input dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                                   f"{list(x.shape)}")
     if any(lo < 0 or hi < 0 for lo, hi in widths):
         sl = tuple(slice(-lo if lo < 0 else None, hi if hi < 0 else None) for lo, hi in widths)
         x = x[sl]
@@ -973,6 +979,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
             if target.dtype is not _dt.int64 and target.dtype is not _dt.int32:
                 raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
             tgt = target._value
+            _check_class_targets(tgt, input.shape[axis], ignore_index)
             if namespace_of(tgt) is not np or (tgt == ignore_index).any():
                 # Entries equal to ignore_index are left out (PyTorch's rule: the mean is over the
                 # others). On a device this path is always taken: checking for them first would
@@ -989,12 +996,23 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / C
         return _reduce(-(logp * wb * target).sum(axis), reduction, None)
+    _check_class_targets(target._value, C, ignore_index)
     nll, wt = _class_weights(logp, target, weight, ignore_index)
     if label_smoothing:
         keep = Tensor._make((target._value != ignore_index).astype(logp._value.dtype))
         smooth = -(logp * wb).sum(axis) * keep
         nll = nll * (1 - label_smoothing) + smooth * (label_smoothing / C)
     return _reduce(nll, reduction, wt)
+
+
+def _check_class_targets(tv: Any, n_classes: int, ignore_index: int) -> None:
+    """PyTorch's IndexError for a class index outside ``[0, n_classes)`` (other than ``ignore_index``);
+    host labels only (on a device, checking would read them back)."""
+    if namespace_of(tv) is not np:
+        return
+    bad = (tv != ignore_index) & ((tv < 0) | (tv >= n_classes))
+    if bad.any():
+        raise IndexError(f"Target {int(tv[bad].flat[0])} is out of bounds.")
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
@@ -1006,6 +1024,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     tv = _as_tensor(target)._value
+    _check_class_targets(tv, input.shape[1 if input.dim() > 1 else 0], ignore_index)
     if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
         # (on a device, checking would read the labels back)
         return _fg_named("NllLossBackward0", _fnn.nll_loss, input, tv, axis=1 if input.dim() > 1 else 0,

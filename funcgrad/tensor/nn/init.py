@@ -19,7 +19,26 @@ from ..creation import default_generator
 from ..tensor import Tensor
 from ..grad_mode import no_grad
 
-calculate_gain = _init.calculate_gain
+
+
+def calculate_gain(nonlinearity: str, param: Any = None) -> float | int:
+    """The recommended gain for a nonlinearity, with PyTorch's types: the Python int ``1`` for
+    linear, convolutions and sigmoid, floats otherwise.
+
+    Example::
+
+        ft.nn.init.calculate_gain("relu")          # 1.4142135623730951
+        ft.nn.init.calculate_gain("conv2d")        # 1
+    """
+    if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                        "conv_transpose3d", "sigmoid"):
+        return 1
+    if nonlinearity == "leaky_relu" and param is not None and (
+            isinstance(param, bool) or not isinstance(param, (int, float))):
+        raise ValueError(f"negative_slope {param} not a valid number")
+    if nonlinearity not in ("tanh", "relu", "leaky_relu", "selu"):
+        raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+    return _init.calculate_gain(nonlinearity, param)
 
 
 def _fill(t: Tensor, values: np.ndarray) -> Tensor:

@@ -17,7 +17,8 @@ from .optimizer import (  # noqa: F401
     SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, Optimizer, RAdam, RMSprop,
 )
 from .lbfgs import LBFGS  # noqa: F401
+from .direct import ASGD, Rprop  # noqa: F401
 from . import lr_scheduler  # noqa: F401
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "LBFGS",
-           "lr_scheduler"]
+           "Rprop", "ASGD", "lr_scheduler"]

@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import copy
 import math
 from typing import Any, Callable, Iterable, cast
@@ -167,7 +168,7 @@ class LBFGS(Optimizer):
         tol_grad, tol_change = group["tolerance_grad"], group["tolerance_change"]
         history, ls_fn = group["history_size"], group["line_search_fn"]
         xp = self._xp()
-        state = self.state.setdefault(self._params[0], {})
+        state: Any = self.state[self._params[0]]
         state.setdefault("func_evals", 0)
         state.setdefault("n_iter", 0)
         with enable_grad():
@@ -252,9 +253,11 @@ class LBFGS(Optimizer):
     def state_dict(self) -> dict[Any, Any]:
         """``{"state": {0: {...}}, "param_groups": [...]}``: the history (direction, steps, curvature pairs)."""
         st = self.state.get(self._params[0])
-        return {"state": {} if st is None else {0: copy.deepcopy(st)}, "param_groups": self._indexed_groups()}
+        return {"state": {0: copy.deepcopy(st)} if st else {}, "param_groups": self._indexed_groups()}
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
         self.param_groups[0].update((k, v) for k, v in state_dict["param_groups"][0].items() if k != "params")
         saved = state_dict["state"].get(0, state_dict["state"].get("0"))
-        self.state = {} if saved is None else {self._params[0]: copy.deepcopy(saved)}
+        self.state = collections.defaultdict(dict)
+        if saved is not None:
+            self.state[self._params[0]] = copy.deepcopy(saved)

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import math
+import types
 from bisect import bisect_right
 from collections import Counter
 from typing import Any, Callable, Sequence
@@ -61,7 +62,10 @@ class LRScheduler:
 
     def _initial_step(self) -> None:
         self._step_count = 0
+        self._is_initial = True  # (PyTorch's flags, kept so state_dict() has PyTorch's keys)
+        self._get_lr_called_within_step = False
         self.step()
+        self._is_initial = False
 
     def get_lr(self) -> list[Any]:
         raise NotImplementedError
@@ -87,12 +91,22 @@ class LRScheduler:
         self._last_lr = self._lrs()
 
     def state_dict(self) -> dict[Any, Any]:
-        """Everything but the optimizer (and functions: lambdas are not saved, as in PyTorch)."""
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer" and not callable(v)
-                and k != "lr_lambdas"}
+        """Everything but the optimizer, keyed and ordered as PyTorch's (so a state saved by either
+        loads into the other); functions are not saved (``lr_lambdas``: None for a plain function,
+        the ``__dict__`` of a callable object, as in PyTorch)."""
+        out = {k: v for k, v in self.__dict__.items() if k != "optimizer" and not callable(v) and k != "lr_lambdas"}
+        if "lr_lambdas" in self.__dict__:
+            out["lr_lambdas"] = [None if isinstance(f, types.FunctionType) else dict(f.__dict__)
+                                 for f in self.__dict__["lr_lambdas"]]
+        return out
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
-        self.__dict__.update(state_dict)
+        state = dict(state_dict)
+        lambdas = state.pop("lr_lambdas", None)
+        self.__dict__.update(state)
+        for f, saved in zip(self.__dict__.get("lr_lambdas", ()), lambdas or ()):
+            if saved is not None:
+                f.__dict__.update(saved)
 
     def _lrs(self) -> list[Any]:
         return [group["lr"] for group in self.optimizer.param_groups]
@@ -216,8 +230,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             else:
                 self.T_i = self.T_0
                 self.T_cur = epoch
-        self.last_epoch = math.floor(epoch)
-        self._step_count = getattr(self, "_step_count", 0) + 1
+        self.last_epoch = math.floor(epoch)  # (PyTorch's override leaves _step_count at 0: so does this one)
         self._set_lrs(self.get_lr())
 
 
@@ -250,14 +263,16 @@ class OneCycleLR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
         T = self.total_steps
-        # (last step, learning rate from, to, momentum from, to), the group's keys
-        self._phases = [(float(pct_start * T) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum")]
+        # each phase's last step and the group keys its learning rate and momentum go from and to (PyTorch's layout)
+        phases = [(float(pct_start * T) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum")]
         if three_phase:
-            self._phases += [(float(2 * pct_start * T) - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
-                             (T - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+            phases += [(float(2 * pct_start * T) - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                       (T - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
         else:
-            self._phases += [(T - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
-        self.anneal_strategy = anneal_strategy
+            phases += [(T - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+        fields = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
+        self._schedule_phases: list[dict[str, Any]] = [dict(zip(fields, ph)) for ph in phases]
+        self._anneal_func_type = anneal_strategy
         groups = optimizer.param_groups
         max_lrs = _per_group(optimizer, max_lr)
         if last_epoch == -1:
@@ -285,7 +300,7 @@ class OneCycleLR(LRScheduler):
             group["momentum"] = value
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
-        if self.anneal_strategy == "cos":
+        if self._anneal_func_type == "cos":
             return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
         return (end - start) * pct + start
 
@@ -297,12 +312,13 @@ class OneCycleLR(LRScheduler):
         for g in self.optimizer.param_groups:
             start = 0.0
             lr = mom = 0.0
-            for i, (end, lr0, lr1, m0, m1) in enumerate(self._phases):
-                if step <= end or i == len(self._phases) - 1:
+            for i, ph in enumerate(self._schedule_phases):
+                end = ph["end_step"]
+                if step <= end or i == len(self._schedule_phases) - 1:
                     pct = (step - start) / (end - start)
-                    lr = self._anneal(g[lr0], g[lr1], pct)
+                    lr = self._anneal(g[ph["start_lr"]], g[ph["end_lr"]], pct)
                     if self.cycle_momentum:
-                        mom = self._anneal(g[m0], g[m1], pct)
+                        mom = self._anneal(g[ph["start_momentum"]], g[ph["end_momentum"]], pct)
                     break
                 start = end
             lrs.append(lr)
@@ -439,7 +455,9 @@ class SequentialLR(LRScheduler):
         idx = bisect_right(self._milestones, self.last_epoch)
         s = self._schedulers[idx]
         if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            count = s._step_count
             s.step(0)
+            s._step_count = count  # PyTorch's switch at a milestone resets the lr without counting a step
         else:
             s.step()
         self._last_lr = s.get_last_lr()
@@ -495,17 +513,20 @@ class ReduceLROnPlateau(LRScheduler):
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         _check_optimizer(optimizer)
-        self.optimizer = optimizer
-        self.min_lrs = _per_group(optimizer, min_lr, "expected {n} min_lrs, got {got}")
         if mode not in ("min", "max"):
             raise ValueError("mode " + mode + " is unknown!")
         if threshold_mode not in ("rel", "abs"):
             raise ValueError("threshold mode " + threshold_mode + " is unknown!")
-        self.factor, self.patience, self.threshold, self.cooldown, self.eps = factor, patience, threshold, cooldown, eps
-        self.mode, self.threshold_mode = mode, threshold_mode
-        self.mode_worse = math.inf if mode == "min" else -math.inf
+        # attributes in PyTorch's order: state_dict() lists them so
+        self.factor = factor
+        self.optimizer = optimizer
+        self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr
+        self.min_lrs = _per_group(optimizer, min_lr, "expected {n} min_lrs, got {got}")
+        self.patience, self.cooldown, self.eps = patience, cooldown, eps
         self.last_epoch = 0
         self._last_lr = self._lrs()
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
         self.best = self.mode_worse
         self.cooldown_counter = 0
         self.num_bad_epochs = 0

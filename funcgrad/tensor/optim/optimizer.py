@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import itertools
 from typing import Any, Callable, Iterable
 
@@ -33,9 +34,7 @@ from ..tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
 
-# names PyTorch uses for the functional states' fields (state_dict keys)
-_FIELD_NAMES = {"count": "step", "mu": "exp_avg", "nu": "exp_avg_sq", "trace": "momentum_buffer",
-                "nu_max": "max_exp_avg_sq", "sum_of_squares": "sum"}
+_ADAM_FIELDS = {"count": "step", "mu": "exp_avg", "nu": "exp_avg_sq", "nu_max": "max_exp_avg_sq"}
 
 
 def _check(name: str, value: Any, ok: bool) -> None:
@@ -58,7 +57,10 @@ class Optimizer:
 
     def __init__(self, params: Iterable[Any], defaults: dict[Any, Any]) -> None:
         self.defaults = dict(defaults)
-        self.state: dict[Any, Any] = {}
+        # per-parameter state, PyTorch's slots (a defaultdict, so custom optimizers can write
+        # ``state = self.state[p]; if not state: state["step"] = 0``)
+        self.state: collections.defaultdict[Any, dict[str, Any]] = collections.defaultdict(dict)
+        self._functional: dict[Any, Any] = {}  # parameter -> (functional state, the slot tensors it matches)
         self.param_groups: list[dict[Any, Any]] = []
         if isinstance(params, Tensor):
             raise TypeError(f"params argument given to the optimizer should be an iterable of Tensors or dicts, but "
@@ -96,6 +98,77 @@ class Optimizer:
     def _transform(self, group: dict[Any, Any]) -> Any:
         raise NotImplementedError
 
+    # the functional state's fields -> PyTorch's slot names (subclasses extend it)
+    _FIELDS: dict[str, str] = {"count": "step"}
+
+    def _slot_names(self, group: dict[Any, Any]) -> list[str]:
+        """PyTorch's per-parameter state slots for ``group``, in PyTorch's order."""
+        raise NotImplementedError
+
+    def _derived_slots(self, group: dict[Any, Any], step: int) -> dict[str, float]:
+        """Slots PyTorch keeps that follow from the step count (NAdam's ``mu_product``)."""
+        return {}
+
+    def _field_names(self, fstate: Any) -> list[str]:
+        pairs, _ = tree_util.tree_flatten_with_path(fstate)
+        return [tree_util.keystr(path).rsplit(".", 1)[-1] for path, _ in pairs]
+
+    def _field_slots(self, fstate: Any) -> list[str | None]:
+        """For each leaf of the functional state, the slot it is stored in (None: not stored)."""
+        return [self._FIELDS.get(name) for name in self._field_names(fstate)]
+
+    def _functional_state(self, p: Tensor, group: dict[Any, Any], tx: Any) -> Any:
+        """The functional state of ``p``, rebuilt from ``self.state[p]`` when a slot was replaced (a loaded
+        state, a user's edit); in-place edits of the slot tensors reach it directly (they share memory)."""
+        st = self.state[p]
+        cached = self._functional.get(p)
+        if cached is not None and all(st.get(k) is v for k, v in cached[1].items()):
+            return cached[0]
+        template = tx.init(p._value)
+        leaves, treedef = tree_util.tree_flatten(template)
+        new = []
+        for field, slot, t in zip(self._field_names(template), self._field_slots(template), leaves):
+            if slot is None and field == "count" and st:  # a count PyTorch does not keep: past the first step
+                steps = st["step"]._value if isinstance(st.get("step"), Tensor) else st.get("step", 1)
+                new.append(np.array(int(to_numpy(steps)), dtype=t.dtype) if isinstance(t, np.ndarray) else t + 1)
+                continue
+            if slot is None or slot not in st:
+                if slot is not None and st:
+                    raise KeyError(f"{type(self).__name__}: the state of a parameter has no {slot!r} entry "
+                                   f"(it has {sorted(st)}); PyTorch's {type(self).__name__} keeps {slot!r} there")
+                new.append(t)
+                continue
+            v = st[slot]
+            arr = v._value if isinstance(v, Tensor) else np.asarray(v)
+            if isinstance(t, np.ndarray) and slot == "step":  # host state (the step count)
+                new.append(np.array(to_numpy(arr), dtype=t.dtype).reshape(t.shape))
+            else:  # state on the parameter's device, in its dtype, as PyTorch's load_state_dict casts it
+                arr = put_array(arr, device_of(t))
+                new.append(namespace_of(t).reshape(arr.astype(t.dtype, copy=False), t.shape))
+        return tree_util.tree_unflatten(treedef, new)
+
+    def _store(self, p: Tensor, group: dict[Any, Any], fstate: Any) -> None:
+        """Write ``fstate`` into ``self.state[p]`` under PyTorch's slot names (tensors sharing its memory)."""
+        st = self.state[p]
+        leaves = tree_util.tree_leaves(fstate)
+        by_slot = {slot: leaf for slot, leaf in zip(self._field_slots(fstate), leaves) if slot is not None}
+        step = int(to_numpy(by_slot["step"])) if "step" in by_slot else int(to_numpy(st["step"]._value)) + 1 \
+            if "step" in st else 1
+        derived = self._derived_slots(group, step)
+        for name in self._slot_names(group):
+            if name == "step":
+                value: Any = np.array(step, dtype=np.float32)  # PyTorch: a float32 0-d tensor on the host
+            elif name in derived:
+                value = np.array(derived[name], dtype=np.float32)
+            else:
+                value = by_slot[name]
+            old = st.get(name)
+            if isinstance(old, Tensor) and old._value.shape == value.shape and (name == "step" or name in derived):
+                old._value[...] = value  # in place: the tensor the user holds stays current
+            else:
+                st[name] = Tensor._make(value)
+        self._functional[p] = (fstate, {k: st[k] for k in self._slot_names(group)})
+
     @no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss."""
@@ -113,34 +186,23 @@ class Optimizer:
                 g = p._grad._value
                 if maximize:
                     g = -g
-                st = self.state.get(p)
-                if st is None:
-                    st = self.state[p] = {"functional": tx.init(p._value)}
-                updates, st["functional"] = tx.update(g, st["functional"], p._value)
+                fstate = self._functional_state(p, group, tx)
+                updates, fstate = tx.update(g, fstate, p._value)
                 p._value += (lr * updates).astype(p._value.dtype, copy=False)  # in place: views see it
                 p._vc[0] += 1
+                self._store(p, group, fstate)
         return loss
 
     def state_dict(self) -> dict[Any, Any]:
-        """``{"state": {index: {...}}, "param_groups": [...]}``, as in PyTorch (ready for ``ft.save``)."""
+        """``{"state": {index: {slot: value}}, "param_groups": [...]}``, laid out as PyTorch's (slot names,
+        their order, ``step`` as a float32 0-d tensor, the groups' keys), ready for ``ft.save``."""
         state: dict[int, Any] = {}
         for i, p in enumerate(p for g in self.param_groups for p in g["params"]):
             st = self.state.get(p)
-            if st is None:
+            if not st:
                 continue
-            pairs, _ = tree_util.tree_flatten_with_path(st["functional"])
-            out: dict[str, Any] = {}
-            for path, leaf in pairs:
-                name = tree_util.keystr(path).rsplit(".", 1)[-1]
-                name = _FIELD_NAMES.get(name, name)
-                key, k = name, 1
-                while key in out:
-                    key, k = f"{name}_{k}", k + 1
-                if name == "step":
-                    out[key] = int(to_numpy(leaf))
-                else:  # a copy on the state's own device (PyTorch keeps optimizer state where it is)
-                    out[key] = Tensor._make(namespace_of(leaf).array(leaf, copy=True))
-            state[i] = out
+            state[i] = {k: Tensor._make(namespace_of(v._value).array(v._value, copy=True)) if isinstance(v, Tensor)
+                        else v for k, v in st.items()}
         return {"state": state, "param_groups": self._indexed_groups()}
 
     def _indexed_groups(self) -> list[dict[Any, Any]]:
@@ -150,6 +212,9 @@ class Optimizer:
                 for g in self.param_groups]
 
     def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
+        """Load a state saved by :meth:`state_dict` here or by PyTorch's optimizer of the same kind:
+        tensors are moved to each parameter's device and (floating ones) cast to its dtype; ``step`` stays
+        a host tensor."""
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -159,27 +224,22 @@ class Optimizer:
                 raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
                                  "optimizer's group")
             mine.update((k, v) for k, v in theirs.items() if k != "params")
-            params.extend((p, idx, mine) for p, idx in zip(mine["params"], theirs["params"]))
-        self.state = {}
-        for p, idx, group in params:
+            params.extend((p, idx) for p, idx in zip(mine["params"], theirs["params"]))
+        self.state = collections.defaultdict(dict)
+        self._functional = {}
+        for p, idx in params:
             saved = state_dict["state"].get(idx, state_dict["state"].get(str(idx)))
             if saved is None:
                 continue
-            template = self._transform(group).init(p._value)
-            leaves, treedef = tree_util.tree_flatten(template)
-            values = list(saved.values())
-            if len(values) != len(leaves):
-                raise ValueError(f"optimizer state for parameter {idx} has {len(values)} entries, expected "
-                                 f"{len(leaves)}")
-            new = []
-            for v, t in zip(values, leaves):
-                arr = v._value if isinstance(v, Tensor) else np.asarray(v)
-                if isinstance(t, np.ndarray):  # host state (the step count)
-                    new.append(np.array(to_numpy(arr), dtype=t.dtype).reshape(t.shape))
-                else:  # state on the parameter's device, as PyTorch's load_state_dict moves it
-                    arr = put_array(arr, device_of(t))
-                    new.append(namespace_of(t).reshape(arr.astype(t.dtype), t.shape))
-            self.state[p] = {"functional": tree_util.tree_unflatten(treedef, new)}
+            st = self.state[p]
+            for k, v in saved.items():
+                if isinstance(v, Tensor) and k != "step" and v._value.dtype.kind in "fc":
+                    arr = put_array(v._value, device_of(p._value))
+                    st[k] = Tensor._make(namespace_of(arr).array(arr, dtype=p._value.dtype, copy=True))
+                elif isinstance(v, Tensor):
+                    st[k] = Tensor._make(np.array(to_numpy(v._value), copy=True))
+                else:
+                    st[k] = v
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -220,7 +280,13 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov, maximize=maximize))
+                                      nesterov=nesterov, maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused))
+
+    _FIELDS = {"trace": "momentum_buffer", "momentum_buffer": "momentum_buffer"}
+
+    def _slot_names(self, group: dict[Any, Any]) -> list[str]:
+        return ["momentum_buffer"] if group["momentum"] else []
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         if group["dampening"]:
@@ -243,8 +309,14 @@ class Adam(Optimizer):
                  decoupled_weight_decay: bool = False) -> None:
         _check_common(lr, eps, weight_decay, betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize,
+                                      amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable, fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay))
+
+    _FIELDS = _ADAM_FIELDS
+
+    def _slot_names(self, group: dict[Any, Any]) -> list[str]:
+        return ["step", "exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
@@ -262,7 +334,8 @@ class AdamW(Adam):
                  eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False, foreach: Any = None,
                  capturable: bool = False, differentiable: bool = False, fused: Any = None) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, foreach=foreach,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
 
 
@@ -279,8 +352,15 @@ class RMSprop(Optimizer):
         _check_common(lr, eps, weight_decay)
         _check("momentum value", momentum, momentum >= 0.0)
         _check("alpha value", alpha, alpha >= 0.0)
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
-                                      centered=centered, maximize=maximize))
+        super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                                      weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable))
+
+    _FIELDS = {"nu": "square_avg", "mu": "grad_avg", "trace": "momentum_buffer"}
+
+    def _slot_names(self, group: dict[Any, Any]) -> list[str]:
+        return (["step", "square_avg"] + (["momentum_buffer"] if group["momentum"] else [])
+                + (["grad_avg"] if group["centered"] else []))
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         parts = [_fopt.scale_by_rms(group["alpha"], group["eps"], 0.0, group["centered"])]
@@ -301,9 +381,14 @@ class Adagrad(Optimizer):
         _check_common(lr, eps, weight_decay)
         _check("lr_decay value", lr_decay, lr_decay >= 0.0)
         _check("initial_accumulator_value value", initial_accumulator_value, initial_accumulator_value >= 0.0)
-        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
-                                      initial_accumulator_value=initial_accumulator_value, eps=eps,
-                                      maximize=maximize))
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable, fused=fused))
+
+    _FIELDS = {"sum_of_squares": "sum", "count": "step"}
+
+    def _slot_names(self, group: dict[Any, Any]) -> list[str]:
+        return ["step", "sum"]
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         decay = group["lr_decay"]
@@ -321,7 +406,13 @@ class Adadelta(Optimizer):
                  differentiable: bool = False) -> None:
         _check_common(lr, eps, weight_decay)
         _check("rho value", rho, 0.0 <= rho <= 1.0)
-        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      capturable=capturable, foreach=foreach, differentiable=differentiable))
+
+    _FIELDS = {"square_avg": "square_avg", "acc_delta": "acc_delta"}
+
+    def _slot_names(self, group: dict[Any, Any]) -> list[str]:
+        return ["step", "square_avg", "acc_delta"]
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         return _coupled(group["weight_decay"], _fopt.scale_by_adadelta(group["rho"], group["eps"]))
@@ -336,7 +427,13 @@ class Adamax(Optimizer):
                  differentiable: bool = False, capturable: bool = False) -> None:
         _check_common(lr, eps, weight_decay, betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      maximize=maximize))
+                                      foreach=foreach, maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    _FIELDS = {"count": "step", "mu": "exp_avg", "exp_inf": "exp_inf"}
+
+    def _slot_names(self, group: dict[Any, Any]) -> list[str]:
+        return ["step", "exp_avg", "exp_inf"]
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
@@ -355,7 +452,20 @@ class NAdam(Optimizer):
         _check("momentum_decay value", momentum_decay, momentum_decay >= 0.0)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
-                                      maximize=maximize))
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable))
+
+    _FIELDS = _ADAM_FIELDS
+
+    def _slot_names(self, group: dict[Any, Any]) -> list[str]:
+        return ["step", "mu_product", "exp_avg", "exp_avg_sq"]
+
+    def _derived_slots(self, group: dict[Any, Any], step: int) -> dict[str, float]:
+        b1, psi = group["betas"][0], group["momentum_decay"]
+        mu_product = 1.0
+        for t in range(1, step + 1):
+            mu_product *= b1 * (1.0 - 0.5 * 0.96 ** (t * psi))
+        return {"mu_product": mu_product}
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]
@@ -371,7 +481,13 @@ class RAdam(Optimizer):
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
         _check_common(lr, eps, weight_decay, betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      decoupled_weight_decay=decoupled_weight_decay, maximize=maximize))
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable))
+
+    _FIELDS = _ADAM_FIELDS
+
+    def _slot_names(self, group: dict[Any, Any]) -> list[str]:
+        return ["step", "exp_avg", "exp_avg_sq"]
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         b1, b2 = group["betas"]

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..creation import Generator, _rng, tensor
+from ..dtypes import float64
 from ..ops import stack
 from ..tensor import Tensor
 
@@ -217,7 +218,8 @@ class BatchSampler(Sampler):
 
 
 def default_collate(batch: list[Any]) -> Any:
-    """Stack a list of samples: tensors and arrays stacked on a new first axis, numbers into a tensor,
+    """Stack a list of samples: tensors and arrays stacked on a new first axis, numbers into a tensor
+    (Python floats float64, ints int64, NumPy scalars their own dtype, as in PyTorch),
     tuples/lists/dicts collated field by field, strings left as a list.
 
     Example: ``default_collate([(x0, 0), (x1, 1)]) -> (stack([x0, x1]), tensor([0, 1]))``.
@@ -227,7 +229,11 @@ def default_collate(batch: list[Any]) -> Any:
         return stack(list(batch), 0)
     if isinstance(first, np.ndarray):
         return tensor(np.stack(batch))
-    if isinstance(first, (numbers.Number, np.generic)):  # (bools too)
+    if isinstance(first, np.generic) and not isinstance(first, (np.str_, np.bytes_)):
+        return tensor(np.array(batch))  # NumPy scalars keep their dtype (np.float32 -> float32), as in PyTorch
+    if isinstance(first, float):
+        return tensor(list(batch), dtype=float64)  # Python floats are float64 (PyTorch: not the default dtype)
+    if isinstance(first, numbers.Number):  # ints (int64), bools (bool)
         return tensor(list(batch))
     if isinstance(first, (str, bytes)):
         return list(batch)
