@@ -31,10 +31,12 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from ..core import defprimitive
 from . import init as _init
+from .kernels.convolution import conv_forward
+from .kernels.pooling import window_argmax, window_gather
 from .module import Module, static_field
 
 __all__ = [
-    "im2col", "col2im", "conv", "conv1d", "conv2d", "conv3d", "max_pool", "avg_pool", "max_pool1d",
+    "im2col", "col2im", "conv", "max_pool_windows", "conv1d", "conv2d", "conv3d", "max_pool", "avg_pool", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "Conv1d", "Conv2d", "Conv3d", "MaxPool1d", "MaxPool2d",
     "AvgPool1d", "AvgPool2d",
 ]
@@ -255,14 +257,7 @@ def conv(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 
         )
     stride_t, dil = _tuple(stride, nsp, "stride"), _tuple(dilation, nsp, "dilation")
     pads = _padding(padding, nsp, kernel, dil)
-    cols = _im2col(x, kernel, stride_t, pads, dil, 0.0)  # (N, C, *K, *O)
-    out_sp = fnp.shape(cols)[2 + nsp:]
-    ksize = math.prod(kernel)
-    osize = math.prod(out_sp)
-    cols = fnp.reshape(cols, (n, groups, c_in_g * ksize, osize))
-    w = fnp.reshape(weight, (groups, c_out // groups, c_in_g * ksize))
-    y = fnp.matmul(w, cols)  # (N, G, O/G, P)
-    y = fnp.reshape(y, (n, c_out) + tuple(out_sp))
+    y = conv_forward(x, weight, stride_t, pads, dil, int(groups))
     if bias is not None:
         y = y + fnp.reshape(bias, (c_out,) + (1,) * nsp)
     return y[0] if unbatched else y
@@ -311,6 +306,8 @@ def _pool(x: Any, kernel_size: Any, stride: Any, padding: Any, nsp: int, kind: s
     if len(shape) < nsp + 1:
         raise ValueError(f"{name}: input needs at least {nsp + 1} dimensions (C, *spatial), got {shape}")
     lead, spatial = shape[:-nsp], shape[-nsp:]
+    if kind == "max":
+        return max_pool_windows(x, kernel, stride_t, pads, (1,) * nsp)
     if stride_t == kernel and all(p == (0, 0) for p in pads):
         # Non-overlapping windows: a reshape, no copy of the windows.
         out = tuple(n // k for n, k in zip(spatial, kernel))
@@ -323,9 +320,22 @@ def _pool(x: Any, kernel_size: Any, stride: Any, padding: Any, nsp: int, kind: s
         pad_value = -math.inf if kind == "max" else 0.0
         x = _im2col(x, kernel, stride_t, pads, (1,) * nsp, pad_value)
         axes = tuple(range(len(lead), len(lead) + nsp))
-    if kind == "max":
-        return fnp.max(x, axis=axes)
     return fnp.mean(x, axis=axes)
+
+
+def max_pool_windows(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                     dilation: tuple[int, ...]) -> Any:
+    """Max over each window of the trailing ``len(kernel)`` axes (padding counts as -inf).
+
+    The argmax is found once (:func:`~funcgrad.nn.kernels.pooling.window_argmax`); the values are
+    gathered at it, and the backward pass scatters into it.
+
+    Example::
+
+        y = fg.nn.max_pool_windows(x, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1))
+    """
+    index = window_argmax(x, kernel, stride, pads, dilation)
+    return window_gather(x, index, kernel, stride, pads, dilation, -math.inf)
 
 
 def max_pool(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, *, ndim: int = 2) -> Any:
