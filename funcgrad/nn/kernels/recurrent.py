@@ -1,0 +1,215 @@
+"""The elementwise part of an LSTM and a GRU step, fused: one primitive forward, one backward.
+
+A step's gates come from matrix products (``x W_ih^T + h W_hh^T + b``, the
+four LSTM gates in one product); what follows is elementwise and is one
+primitive here:
+
+- ``lstm_pointwise(gates, c) -> (h', c')`` with gates ordered i, f, g, o;
+- ``gru_pointwise(gi, gh, h) -> h'`` with ``gi = x W_ih^T + b_ih`` and
+  ``gh = h W_hh^T + b_hh`` (gates r, z, n).
+
+Each one's VJP is one call of its backward primitive (``lstm_pointwise_backward``,
+``gru_pointwise_backward``), computed in a single pass from the saved inputs.
+The backward primitives differentiate again: their own VJP and JVP are those
+of the same formulas written in funcgrad.numpy (``*_backward_composed``), so
+double backward through a recurrent network works (and is checked in the
+tests). Both run on the arrays' own namespace.
+
+Example::
+
+    h, c = lstm_pointwise(x @ w_ih.T + h @ w_hh.T + b, c)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import funcgrad.numpy as fnp
+
+from ...backend import namespace_of
+from ...core import defprimitive
+from ...numpy._batching import batch_size, front
+from ...transforms.custom import _partial_jvp, _partial_vjp
+from ..functional import sigmoid
+
+__all__ = ["lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward"]
+
+
+def _sigmoid_raw(xp: Any, a: Any) -> Any:
+    return 0.5 * (1.0 + xp.tanh(0.5 * a))  # no overflow for large |a|
+
+
+def _split(a: Any, n: int) -> list[Any]:
+    size = fnp.shape(a)[-1] // n
+    return [a[..., k * size:(k + 1) * size] for k in range(n)]
+
+
+# --------------------------------------------------------------------------- LSTM
+
+
+def _lstm_raw(gates: Any, c: Any) -> tuple[Any, Any]:
+    xp = namespace_of(gates)
+    a_i, a_f, a_g, a_o = _split(gates, 4)
+    c_new = _sigmoid_raw(xp, a_f) * c + _sigmoid_raw(xp, a_i) * xp.tanh(a_g)
+    return _sigmoid_raw(xp, a_o) * xp.tanh(c_new), c_new
+
+
+def lstm_pointwise_composed(gates: Any, c: Any) -> tuple[Any, Any]:
+    """:func:`lstm_pointwise` in funcgrad.numpy operations (the reference)."""
+    a_i, a_f, a_g, a_o = _split(gates, 4)
+    c_new = sigmoid(a_f) * c + sigmoid(a_i) * fnp.tanh(a_g)
+    return sigmoid(a_o) * fnp.tanh(c_new), c_new
+
+
+def _lstm_backward_raw(gates: Any, c: Any, gh: Any, gc: Any) -> tuple[Any, Any]:
+    xp = namespace_of(gates)
+    a_i, a_f, a_g, a_o = _split(gates, 4)
+    i, f, o = _sigmoid_raw(xp, a_i), _sigmoid_raw(xp, a_f), _sigmoid_raw(xp, a_o)
+    g = xp.tanh(a_g)
+    tc = xp.tanh(f * c + i * g)
+    dc_new = gc + gh * o * (1.0 - tc * tc)
+    d = xp.concatenate([dc_new * g * i * (1.0 - i), dc_new * c * f * (1.0 - f), dc_new * i * (1.0 - g * g),
+                        gh * tc * o * (1.0 - o)], axis=-1)
+    return d, dc_new * f
+
+
+def lstm_pointwise_backward_composed(gates: Any, c: Any, gh: Any, gc: Any) -> tuple[Any, Any]:
+    """The cotangents of ``(gates, c)`` given those of ``(h', c')``, in funcgrad.numpy operations."""
+    a_i, a_f, a_g, a_o = _split(gates, 4)
+    i, f, o, g = sigmoid(a_i), sigmoid(a_f), sigmoid(a_o), fnp.tanh(a_g)
+    tc = fnp.tanh(f * c + i * g)
+    dc_new = gc + gh * o * (1.0 - tc * tc)
+    d = fnp.concatenate([dc_new * g * i * (1.0 - i), dc_new * c * f * (1.0 - f), dc_new * i * (1.0 - g * g),
+                         gh * tc * o * (1.0 - o)], axis=-1)
+    return d, dc_new * f
+
+
+# --------------------------------------------------------------------------- GRU
+
+
+def _gru_raw(gi: Any, gh: Any, h: Any) -> Any:
+    xp = namespace_of(gi)
+    i_r, i_z, i_n = _split(gi, 3)
+    h_r, h_z, h_n = _split(gh, 3)
+    r = _sigmoid_raw(xp, i_r + h_r)
+    z = _sigmoid_raw(xp, i_z + h_z)
+    n = xp.tanh(i_n + r * h_n)
+    return n + z * (h - n)
+
+
+def gru_pointwise_composed(gi: Any, gh: Any, h: Any) -> Any:
+    """:func:`gru_pointwise` in funcgrad.numpy operations (the reference)."""
+    i_r, i_z, i_n = _split(gi, 3)
+    h_r, h_z, h_n = _split(gh, 3)
+    r = sigmoid(i_r + h_r)
+    z = sigmoid(i_z + h_z)
+    n = fnp.tanh(i_n + r * h_n)
+    return n + z * (h - n)
+
+
+def _gru_backward_raw(gi: Any, gh: Any, h: Any, g: Any) -> tuple[Any, Any, Any]:
+    xp = namespace_of(gi)
+    i_r, i_z, i_n = _split(gi, 3)
+    h_r, h_z, h_n = _split(gh, 3)
+    r = _sigmoid_raw(xp, i_r + h_r)
+    z = _sigmoid_raw(xp, i_z + h_z)
+    n = xp.tanh(i_n + r * h_n)
+    da_n = g * (1.0 - z) * (1.0 - n * n)
+    da_z = g * (h - n) * z * (1.0 - z)
+    da_r = da_n * h_n * r * (1.0 - r)
+    dgi = xp.concatenate([da_r, da_z, da_n], axis=-1)
+    dgh = xp.concatenate([da_r, da_z, da_n * r], axis=-1)
+    return dgi, dgh, g * z
+
+
+def gru_pointwise_backward_composed(gi: Any, gh: Any, h: Any, g: Any) -> tuple[Any, Any, Any]:
+    """The cotangents of ``(gi, gh, h)`` given that of ``h'``, in funcgrad.numpy operations."""
+    i_r, i_z, i_n = _split(gi, 3)
+    h_r, h_z, h_n = _split(gh, 3)
+    r = sigmoid(i_r + h_r)
+    z = sigmoid(i_z + h_z)
+    n = fnp.tanh(i_n + r * h_n)
+    da_n = g * (1.0 - z) * (1.0 - n * n)
+    da_z = g * (h - n) * z * (1.0 - z)
+    da_r = da_n * h_n * r * (1.0 - r)
+    return (fnp.concatenate([da_r, da_z, da_n], axis=-1), fnp.concatenate([da_r, da_z, da_n * r], axis=-1),
+            g * z)
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+def _zeros_for(cts: Sequence[Any], likes: Sequence[Any]) -> list[Any]:
+    return [fnp.zeros_like(a) if ct is None else ct for ct, a in zip(cts, likes)]
+
+
+def _front_batch(fn: Callable[..., Any], n_out: int) -> Callable[..., Any]:
+    """vmap rule of an elementwise-over-leading-axes kernel: every argument's batch axis first."""
+
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
+        size = batch_size(args, dims)
+        out = fn(*(front(a, d, size) for a, d in zip(args, dims)))
+        return out, ((0,) * n_out if n_out > 1 else 0)
+
+    return rule
+
+
+def _composed_rules(composed: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """vjp_all and jvp_all of a multi-result primitive: those of its funcgrad.numpy composition."""
+
+    def vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any) -> list[Any]:
+        return _partial_vjp(composed, args, argnums, tuple(_zeros_for(g, ans)))
+
+    def jvp_all(tangents: list[Any], ans: tuple[Any, ...], *args: Any) -> tuple[Any, ...]:
+        return _partial_jvp(composed, args, tangents)
+
+    return vjp_all, jvp_all
+
+
+_lstm_bwd_vjp, _lstm_bwd_jvp = _composed_rules(lstm_pointwise_backward_composed)
+lstm_pointwise_backward = defprimitive(
+    _lstm_backward_raw, name="lstm_pointwise_backward", vjp_all=_lstm_bwd_vjp, jvp_all=_lstm_bwd_jvp,
+    multiple_results=True, batch=_front_batch(lambda *a: lstm_pointwise_backward(*a), 2),
+    doc="Cotangents ``(d gates, d c)`` of :func:`lstm_pointwise` for cotangents ``(gh, gc)`` of ``(h', c')``.")
+
+
+def _lstm_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], gates: Any, c: Any) -> list[Any]:
+    gh, gc = _zeros_for(g, ans)
+    cts = lstm_pointwise_backward(gates, c, gh, gc)
+    return [cts[k] for k in argnums]
+
+
+def _lstm_jvp_all(tangents: list[Any], ans: tuple[Any, ...], gates: Any, c: Any) -> tuple[Any, ...]:
+    return _partial_jvp(lstm_pointwise_composed, (gates, c), tangents)
+
+
+lstm_pointwise = defprimitive(
+    _lstm_raw, name="lstm_pointwise", vjp_all=_lstm_vjp_all, jvp_all=_lstm_jvp_all, multiple_results=True,
+    batch=_front_batch(lambda *a: lstm_pointwise(*a), 2),
+    doc="``(h', c')`` of an LSTM step from its gate pre-activations ``(..., 4H)`` (i, f, g, o) and ``c``.")
+
+
+def _gru_bwd_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any) -> list[Any]:
+    return _partial_vjp(gru_pointwise_backward_composed, args, argnums, tuple(_zeros_for(g, ans)))
+
+
+gru_pointwise_backward = defprimitive(
+    _gru_backward_raw, name="gru_pointwise_backward", vjp_all=_gru_bwd_vjp,
+    jvp_all=lambda tangents, ans, *args: _partial_jvp(gru_pointwise_backward_composed, args, tangents),
+    multiple_results=True, batch=_front_batch(lambda *a: gru_pointwise_backward(*a), 3),
+    doc="Cotangents ``(d gi, d gh, d h)`` of :func:`gru_pointwise` for the cotangent ``g`` of ``h'``.")
+
+
+def _gru_vjp_all(g: Any, ans: Any, argnums: Sequence[int], gi: Any, gh: Any, h: Any) -> list[Any]:
+    cts = gru_pointwise_backward(gi, gh, h, g)
+    return [cts[k] for k in argnums]
+
+
+def _gru_jvp_all(tangents: list[Any], ans: Any, gi: Any, gh: Any, h: Any) -> Any:
+    return _partial_jvp(lambda *a: (gru_pointwise_composed(*a),), (gi, gh, h), tangents)[0]
+
+
+gru_pointwise = defprimitive(
+    _gru_raw, name="gru_pointwise", vjp_all=_gru_vjp_all, jvp_all=_gru_jvp_all,
+    batch=_front_batch(lambda *a: gru_pointwise(*a), 1),
+    doc="``h'`` of a GRU step from ``gi = x W_ih^T + b_ih`` and ``gh = h W_hh^T + b_hh`` (gates r, z, n) and ``h``.")
