@@ -43,8 +43,8 @@ def conv_out_shape(spatial: tuple[int, ...], kernel: tuple[int, ...], stride: tu
     """The output's spatial shape; a clear error when the kernel does not fit."""
     out = tuple(pooled_size(n, k, s, p, d) for n, k, s, p, d in zip(spatial, kernel, stride, pads, dilation))
     if any(o <= 0 for o in out):
-        raise ValueError(f"conv: the kernel {kernel} (dilation {dilation}) is larger than the input {spatial} "
-                         f"padded by {pads}")
+        raise ValueError(f"conv: the kernel {kernel} (dilation {dilation}) is larger than the padded input: input "
+                         f"{spatial} with padding {pads}")
     return out
 
 

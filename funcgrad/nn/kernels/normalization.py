@@ -9,8 +9,8 @@ is self-adjoint: with ``xhat`` the result and ``rstd = 1 / sqrt(var + eps)``,
 
 (means over ``axes``): the backward's reductions in one expression instead of
 the graph of a dozen primitives the composition records. The rule is written
-with funcgrad.numpy operations on ``x`` and the result, so it differentiates
-again (double backward through a normalization layer works).
+with funcgrad.numpy operations on ``x`` (and ``standardize`` itself), so it
+differentiates again (double backward through a normalization layer works).
 
 Example::
 
@@ -39,8 +39,11 @@ def _standardize_raw(x: Any, axes: tuple[int, ...], eps: float) -> Any:
     return xc
 
 
-def _tangent(v: Any, xhat: Any, x: Any, axes: tuple[int, ...], eps: float) -> Any:
-    """``rstd * (v - mean(v) - xhat * mean(v * xhat))``: the VJP and the JVP alike."""
+def _tangent(v: Any, x: Any, axes: tuple[int, ...], eps: float) -> Any:
+    """``rstd * (v - mean(v) - xhat * mean(v * xhat))``: the VJP and the JVP alike.
+
+    Reads ``x`` only (not the result, which a following in-place op may overwrite, as in PyTorch)."""
+    xhat = standardize(x, axes, eps)
     rstd = 1.0 / fnp.sqrt(fnp.var(x, axis=axes, keepdims=True) + eps)
     return rstd * (v - fnp.mean(v, axis=axes, keepdims=True) - xhat * fnp.mean(v * xhat, axis=axes, keepdims=True))
 
@@ -54,7 +57,7 @@ def _batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
 
 standardize = defprimitive(
     _standardize_raw, name="standardize",
-    vjp=lambda g, ans, x, axes, eps: _tangent(g, ans, x, axes, eps),
-    jvp=lambda t, ans, x, axes, eps: _tangent(t, ans, x, axes, eps),
-    batch=_batch,
+    vjp=lambda g, ans, x, axes, eps: _tangent(g, x, axes, eps),
+    jvp=lambda t, ans, x, axes, eps: _tangent(t, x, axes, eps),
+    batch=_batch, reads={0: {0}},
     doc="``(x - mean) / sqrt(var + eps)`` with statistics over ``axes`` (biased variance), one primitive.")
