@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence, TypeVar, cast
 import numpy as np
 
 import funcgrad.nn as _fnn
+from funcgrad.nn.kernels.pooling import window_argmax, window_gather
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of
 from funcgrad.core import Box
@@ -510,13 +511,20 @@ def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
     k, s, p, d = _pool_args(x, nsp, kernel_size, stride, padding, dilation, name)
     sizes = tuple(x.shape[-nsp:])
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
-    cols = _windows(x, nsp, k, s, p, hi, d, out, -math.inf)
-
-    def position(j: int, kj: Tensor) -> Tensor:  # o * s - p + kj * d at output position o
-        return cast(Tensor, _arange_along(x, out[j], j, nsp) * s[j] - p[j] + kj * d[j])
-
-    y, idx = _argmax_pick(cols, nsp, k, position, sizes)
-    return (y, idx) if return_indices else y
+    pads = tuple(zip(p, hi))
+    if not return_indices:
+        return _fg(_fnn.max_pool_windows, x, k, s, pads, d)
+    # the kernel's argmax (a flat offset in each window) gives the values and PyTorch's flat input indices
+    rem = _fg(window_argmax, x.detach(), k, s, pads, d)
+    y = _fg(window_gather, x, rem, k, s, pads, d, -math.inf)
+    flat: Any = 0
+    mult = 1
+    for j in reversed(range(nsp)):
+        kj = rem % k[j]
+        rem = rem // k[j]
+        flat = flat + (_arange_along(x, out[j], j, nsp) * s[j] - p[j] + kj * d[j]) * mult
+        mult *= sizes[j]
+    return y, flat.long()
 
 
 def _max_pool_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
