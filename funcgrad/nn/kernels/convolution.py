@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import Any, Callable
 
 import funcgrad.numpy as fnp
 
@@ -235,19 +235,19 @@ def _weight_grad_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple
     return fnp.reshape(dw, (size,) + tuple(w_shape)), 0
 
 
-conv_forward = defprimitive(
+conv_forward: Callable[..., Any] = defprimitive(
     _conv_forward_raw, name="conv_forward", vjp={0: _fwd_vjp_x, 1: _fwd_vjp_w},
     jvp={0: lambda t, ans, x, w, *geom: conv_forward(t, w, *geom),
          1: lambda t, ans, x, w, *geom: conv_forward(x, t, *geom)},
     batch=_forward_batch, reads={0: {1}, 1: {0}},
     doc="Cross-correlation of ``x (N, C, *sp)`` with ``w (O, C/groups, *k)``: one GEMM per group.")
-conv_input_grad = defprimitive(
+conv_input_grad: Callable[..., Any] = defprimitive(
     _conv_input_grad_raw, name="conv_input_grad", vjp={0: _in_vjp_g, 1: _in_vjp_w},
     jvp={0: lambda t, ans, g, w, *rest: conv_input_grad(t, w, *rest),
          1: lambda t, ans, g, w, *rest: conv_input_grad(g, t, *rest)},
     batch=_input_grad_batch, reads={0: {1}, 1: {0}},
     doc="The transpose of :func:`conv_forward` in ``x``: ``col2im(W^T g)``, an array of ``x_shape``.")
-conv_weight_grad = defprimitive(
+conv_weight_grad: Callable[..., Any] = defprimitive(
     _conv_weight_grad_raw, name="conv_weight_grad", vjp={0: _wt_vjp_g, 1: _wt_vjp_x},
     jvp={0: lambda t, ans, g, x, *rest: conv_weight_grad(t, x, *rest),
          1: lambda t, ans, g, x, *rest: conv_weight_grad(g, t, *rest)},

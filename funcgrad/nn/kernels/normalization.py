@@ -19,7 +19,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import funcgrad.numpy as fnp
 
@@ -55,7 +55,7 @@ def _batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
     return standardize(move_to_front(x, dims[0]), shifted, eps), 0
 
 
-standardize = defprimitive(
+standardize: Callable[..., Any] = defprimitive(
     _standardize_raw, name="standardize",
     vjp=lambda g, ans, x, axes, eps: _tangent(g, x, axes, eps),
     jvp=lambda t, ans, x, axes, eps: _tangent(t, x, axes, eps),

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import funcgrad.numpy as fnp
 
@@ -96,7 +96,7 @@ def _argmax_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any,
     return window_argmax(move_to_front(x, dims[0]), *rest, **kwargs), 0
 
 
-window_argmax = defprimitive(
+window_argmax: Callable[..., Any] = defprimitive(
     _window_argmax_raw, name="window_argmax", differentiable=False, batch=_argmax_batch,
     doc="The flat kernel offset (C order) of the first maximum of each pooling window (int32; the first maximum; a NaN wins).")
 
@@ -185,12 +185,12 @@ def _front_or_unit(a: Any, d: Any, other: Any, other_d: Any) -> Any:
     return fnp.expand_dims(a, 0)
 
 
-window_gather = defprimitive(
+window_gather: Callable[..., Any] = defprimitive(
     _window_gather_raw, name="window_gather", vjp=_gather_vjp, jvp=_gather_jvp, batch=_gather_batch,
     reads={0: {1}},
     doc="The element of each pooling window at the offset ``index`` gives (padding reads ``pad_value``); "
         "linear in ``x``.")
-window_scatter = defprimitive(
+window_scatter: Callable[..., Any] = defprimitive(
     _window_scatter_raw, name="window_scatter", vjp=_scatter_vjp, jvp=_scatter_jvp, batch=_scatter_batch,
     reads={0: {1}},
     doc="The transpose of :func:`window_gather`: each value added into the input position its window's "

@@ -167,7 +167,7 @@ def _composed_rules(composed: Callable[..., Any]) -> tuple[Callable[..., Any], C
 
 
 _lstm_bwd_vjp, _lstm_bwd_jvp = _composed_rules(lstm_pointwise_backward_composed)
-lstm_pointwise_backward = defprimitive(
+lstm_pointwise_backward: Callable[..., Any] = defprimitive(
     _lstm_backward_raw, name="lstm_pointwise_backward", vjp_all=_lstm_bwd_vjp, jvp_all=_lstm_bwd_jvp,
     multiple_results=True, batch=_front_batch(lambda *a: lstm_pointwise_backward(*a), 2),
     doc="Cotangents ``(d gates, d c)`` of :func:`lstm_pointwise` for cotangents ``(gh, gc)`` of ``(h', c')``.")
@@ -183,7 +183,7 @@ def _lstm_jvp_all(tangents: list[Any], ans: tuple[Any, ...], gates: Any, c: Any)
     return _partial_jvp(lstm_pointwise_composed, (gates, c), tangents)
 
 
-lstm_pointwise = defprimitive(
+lstm_pointwise: Callable[..., Any] = defprimitive(
     _lstm_raw, name="lstm_pointwise", vjp_all=_lstm_vjp_all, jvp_all=_lstm_jvp_all, multiple_results=True,
     batch=_front_batch(lambda *a: lstm_pointwise(*a), 2),
     doc="``(h', c')`` of an LSTM step from its gate pre-activations ``(..., 4H)`` (i, f, g, o) and ``c``.")
@@ -193,7 +193,7 @@ def _gru_bwd_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int
     return _partial_vjp(gru_pointwise_backward_composed, args, argnums, tuple(_zeros_for(g, ans)))
 
 
-gru_pointwise_backward = defprimitive(
+gru_pointwise_backward: Callable[..., Any] = defprimitive(
     _gru_backward_raw, name="gru_pointwise_backward", vjp_all=_gru_bwd_vjp,
     jvp_all=lambda tangents, ans, *args: _partial_jvp(gru_pointwise_backward_composed, args, tangents),
     multiple_results=True, batch=_front_batch(lambda *a: gru_pointwise_backward(*a), 3),
@@ -209,7 +209,7 @@ def _gru_jvp_all(tangents: list[Any], ans: Any, gi: Any, gh: Any, h: Any) -> Any
     return _partial_jvp(lambda *a: (gru_pointwise_composed(*a),), (gi, gh, h), tangents)[0]
 
 
-gru_pointwise = defprimitive(
+gru_pointwise: Callable[..., Any] = defprimitive(
     _gru_raw, name="gru_pointwise", vjp_all=_gru_vjp_all, jvp_all=_gru_jvp_all,
     batch=_front_batch(lambda *a: gru_pointwise(*a), 1),
     doc="``h'`` of a GRU step from ``gi = x W_ih^T + b_ih`` and ``gh = h W_hh^T + b_hh`` (gates r, z, n) and ``h``.")
