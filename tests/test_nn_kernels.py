@@ -22,6 +22,7 @@ import funcgrad as fg
 import funcgrad.nn as nn
 import funcgrad.numpy as fnp
 from factories import CHECKS, Spec, check_spec
+from funcgrad.nn.kernels import attention as kattn
 from funcgrad.nn.kernels import convolution as kconv
 from funcgrad.nn.kernels import normalization as knorm
 from funcgrad.nn.kernels import pooling as kpool
@@ -141,7 +142,20 @@ RNN_SPECS = [
          shapes=((2, 6), (2, 6), (2, 2), (2, 2))),
 ]
 
-SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS
+def old_attention(q, k, v, bias, scale):
+    s = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) * scale
+    return fnp.matmul(nn.softmax(s if bias is None else s + bias, axis=-1), v)
+
+
+ATTENTION_SPECS = [
+    Spec("attention", lambda q, k, v: kattn.attention(q, k, v, None, 0.5),
+         lambda q, k, v: old_attention(q, k, v, None, 0.5), [R, R, R], shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3))),
+    Spec("attention_bias", lambda q, k, v, b: kattn.attention(q, k, v, b, 0.3),
+         lambda q, k, v, b: old_attention(q, k, v, b, 0.3), [R, R, R, R],
+         shapes=((2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3), (3, 5))),
+]
+
+SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -324,3 +338,33 @@ def test_conv_grad_keeps_float32_and_runs_under_jit():
     gj = fg.jit(fg.grad(loss))(w, x)
     assert g.dtype == np.float32 and gj.dtype == np.float32
     np.testing.assert_allclose(gj, g, rtol=1e-5, atol=1e-5)
+
+
+def test_masked_attention_matches_the_weights_path_and_torch_semantics():
+    rng = np.random.default_rng(6)
+    q, k, v = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5, 2))
+    mask = nn.causal_mask(4, 5)
+    fast = nn.dot_product_attention(q, k, v, mask)
+    slow, w = nn.dot_product_attention(q, k, v, mask, return_weights=True)
+    np.testing.assert_allclose(fast, slow, rtol=1e-12)
+    g1 = fg.grad(lambda q: fnp.sum(nn.dot_product_attention(q, k, v, mask) ** 2))(q)
+    g2 = fg.grad(lambda q: fnp.sum(nn.dot_product_attention(q, k, v, mask, return_weights=True)[0] ** 2))(q)
+    np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-12)
+
+
+def test_ft_multihead_attention_fast_path_matches_the_weights_path():
+    import funcgrad.tensor as ft
+
+    ft.manual_seed(0)
+    mha = ft.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    x = ft.tensor(np.random.default_rng(7).standard_normal((2, 4, 8)), requires_grad=True)
+    pad = ft.tensor([[False, False, False, True], [False, False, False, False]])
+    causal = ft.tensor(np.triu(np.ones((4, 4), bool), 1))
+    outs = []
+    for need in (False, True):
+        x.grad = None
+        y, _ = mha(x, x, x, key_padding_mask=pad, attn_mask=causal, need_weights=need)
+        (y ** 2).sum().backward()
+        outs.append((y.detach().numpy(), x.grad.numpy().copy()))
+    np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-10, atol=1e-12)

@@ -187,9 +187,11 @@ def conv2_table(ctx: Context) -> Table:
     rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), *fg_rows,
             *_torch_rows(make, init, xs, ys)]
     return Table("train_conv32", f"issue 26: two (Conv2d+BatchNorm2d+ReLU+MaxPool2d) blocks ({c1}, {c2} channels) + "
-                 f"Linear training step, batch {batch}, {hw}x{hw}, float32", rows, reference, rtol=2e-3, unit="ms",
+                 f"Linear training step, batch {batch}, {hw}x{hw}, float32", rows, reference, rtol=2e-2, unit="ms",
                  baselines=("torch eager step", "fg.nn step (fg.grad + fg.optim)"),
-                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update."])
+                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update.",
+                        "rtol 2e-2: on one thread PyTorch's float32 gradients of the first block are 1.2e-2 (relative) "
+                        "from its own float64 ones; funcgrad's float32 gradients are within 1.2e-6 of them."])
 
 
 def transformer_table(ctx: Context) -> Table:
