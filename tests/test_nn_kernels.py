@@ -207,6 +207,9 @@ def test_layers_match_recorded_torch(name, dtype):
     xs = [_arr(a) for a in rec["inputs"]]
     cot = _arr(rec["cot"])
     tol = _tol(dtype)
+    if kind in ("Conv2d", "ConvTranspose2d"):
+        _check_ft_module(kind, kw, xs, cot, rec, tol)
+        return
     if kind.startswith("max_pool"):
         import funcgrad.tensor as ft
 
@@ -244,6 +247,41 @@ def test_layers_match_recorded_torch(name, dtype):
     for i, ct in zip(live, f_vjp(cot)):
         np.testing.assert_allclose(ct, _arr(rec["grads"][i]), **tol, err_msg=f"{name}: gradient of input {i}")
         assert np.asarray(ct).dtype == dtype
+
+
+def _check_ft_module(kind, kw, xs, cot, rec, tol):
+    """ft.nn.Conv2d (padding_mode) / ft.nn.ConvTranspose2d (output_size) holding the recorded weights."""
+    import funcgrad.tensor as ft
+
+    kw = dict(kw)
+    output_size = kw.pop("output_size", None)
+    groups = kw.get("groups", 1)
+    w = xs[1]
+    c_in, c_out = (w.shape[1] * groups, w.shape[0]) if kind == "Conv2d" else (w.shape[0], w.shape[1] * groups)
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()}
+    m = getattr(ft.nn, kind)(c_in, c_out, tuple(w.shape[2:]), dtype=getattr(ft, str(w.dtype)), **kw)
+    with ft.no_grad():
+        m.weight.copy_(ft.tensor(xs[1]))
+        m.bias.copy_(ft.tensor(xs[2]))
+    x = ft.tensor(xs[0], requires_grad=True)
+    y = m(x) if output_size is None else m(x, output_size=output_size)
+    (y * ft.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), _arr(rec["out"]), **tol)
+    for got, want in zip((x.grad, m.weight.grad, m.bias.grad), rec["grads"]):
+        np.testing.assert_allclose(got.numpy(), _arr(want), **tol)
+        assert got.dtype == x.dtype
+
+
+def test_conv_module_errors_follow_pytorch():
+    import funcgrad.tensor as ft
+
+    m = ft.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1)
+    with pytest.raises(ValueError, match="valid sizes range from 7 to 8"):
+        m(ft.randn(1, 3, 4, 4), output_size=(9, 9))
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        ft.nn.Conv2d(1, 1, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="zeros"):
+        ft.nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")
 
 
 # --------------------------------------------------------------------------- double backward
