@@ -126,7 +126,10 @@ NORMS = {"batch": ((4, 3, 2, 2), (0, 2, 3)), "layer": ((2, 3, 5), (1, 2)), "grou
 
 NORM_SPECS = [Spec(f"standardize_{name}", lambda x, a=axes: knorm.standardize(x, a, 1e-5),
                    lambda x, a=axes: old_standardize(x, a, 1e-5), [R], shapes=(shape,), rtol=1e-9, atol=1e-10)
-              for name, (shape, axes) in NORMS.items()]
+              for name, (shape, axes) in NORMS.items()] + [
+    Spec("standardize_tangent", lambda v, x: knorm.standardize_tangent(v, x, (0, 2), 1e-5),
+         lambda v, x: _vjp_of(lambda x: old_standardize(x, (0, 2), 1e-5), 0)(v, x), [R, R], shapes=((3, 4, 2), (3, 4, 2)),
+         rtol=1e-9, atol=1e-10)]
 
 RNN_SPECS = [
     Spec("lstm_pointwise_h", lambda g, c: krnn.lstm_pointwise(g, c)[0],
@@ -153,6 +156,13 @@ ATTENTION_SPECS = [
     Spec("attention_bias", lambda q, k, v, b: kattn.attention(q, k, v, b, 0.3),
          lambda q, k, v, b: old_attention(q, k, v, b, 0.3), [R, R, R, R],
          shapes=((2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3), (3, 5))),
+    Spec("attention_backward_dq", lambda q, k, v, b, g: kattn.attention_backward(q, k, v, b, g, 0.3)[0],
+         lambda q, k, v, b, g: _vjp_of(lambda q: old_attention(q, k, v, b, 0.3), 0)(g, q), [R, R, R, R, R],
+         shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3), (3, 5), (2, 3, 3))),
+    Spec("attention_backward_dbias", lambda q, k, v, b, g: kattn.attention_backward(q, k, v, b, g, 0.3)[3],
+         lambda q, k, v, b, g: _vjp_of(lambda b: old_attention(q, k, v, fnp.broadcast_to(b, (2, 3, 5)), 0.3), 0)(
+             g, np.broadcast_to(b, (2, 3, 5))), [R, R, R, R, R],
+         shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3), (3, 5), (2, 3, 3))),
 ]
 
 SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS

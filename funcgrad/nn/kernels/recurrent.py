@@ -29,8 +29,8 @@ import funcgrad.numpy as fnp
 from ...backend import namespace_of
 from ...core import defprimitive
 from ...numpy._batching import batch_size, front
-from ...transforms.custom import _partial_jvp, _partial_vjp
 from ..functional import sigmoid
+from .composed import composed_rules, zeros_for
 
 __all__ = ["lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward"]
 
@@ -139,10 +139,6 @@ def gru_pointwise_backward_composed(gi: Any, gh: Any, h: Any, g: Any) -> tuple[A
 # --------------------------------------------------------------------------- declarations
 
 
-def _zeros_for(cts: Sequence[Any], likes: Sequence[Any]) -> list[Any]:
-    return [fnp.zeros_like(a) if ct is None else ct for ct, a in zip(cts, likes)]
-
-
 def _front_batch(fn: Callable[..., Any], n_out: int) -> Callable[..., Any]:
     """vmap rule of an elementwise-over-leading-axes kernel: every argument's batch axis first."""
 
@@ -154,19 +150,7 @@ def _front_batch(fn: Callable[..., Any], n_out: int) -> Callable[..., Any]:
     return rule
 
 
-def _composed_rules(composed: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """vjp_all and jvp_all of a multi-result primitive: those of its funcgrad.numpy composition."""
-
-    def vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any) -> list[Any]:
-        return _partial_vjp(composed, args, argnums, tuple(_zeros_for(g, ans)))
-
-    def jvp_all(tangents: list[Any], ans: tuple[Any, ...], *args: Any) -> tuple[Any, ...]:
-        return _partial_jvp(composed, args, tangents)
-
-    return vjp_all, jvp_all
-
-
-_lstm_bwd_vjp, _lstm_bwd_jvp = _composed_rules(lstm_pointwise_backward_composed)
+_lstm_bwd_vjp, _lstm_bwd_jvp = composed_rules(lstm_pointwise_backward_composed)
 lstm_pointwise_backward: Callable[..., Any] = defprimitive(
     _lstm_backward_raw, name="lstm_pointwise_backward", vjp_all=_lstm_bwd_vjp, jvp_all=_lstm_bwd_jvp,
     multiple_results=True, batch=_front_batch(lambda *a: lstm_pointwise_backward(*a), 2),
@@ -174,28 +158,21 @@ lstm_pointwise_backward: Callable[..., Any] = defprimitive(
 
 
 def _lstm_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], gates: Any, c: Any) -> list[Any]:
-    gh, gc = _zeros_for(g, ans)
+    gh, gc = zeros_for(g, ans)
     cts = lstm_pointwise_backward(gates, c, gh, gc)
     return [cts[k] for k in argnums]
 
 
-def _lstm_jvp_all(tangents: list[Any], ans: tuple[Any, ...], gates: Any, c: Any) -> tuple[Any, ...]:
-    return _partial_jvp(lstm_pointwise_composed, (gates, c), tangents)
-
-
+_lstm_jvp_all = composed_rules(lstm_pointwise_composed)[1]
 lstm_pointwise: Callable[..., Any] = defprimitive(
     _lstm_raw, name="lstm_pointwise", vjp_all=_lstm_vjp_all, jvp_all=_lstm_jvp_all, multiple_results=True,
     batch=_front_batch(lambda *a: lstm_pointwise(*a), 2),
     doc="``(h', c')`` of an LSTM step from its gate pre-activations ``(..., 4H)`` (i, f, g, o) and ``c``.")
 
 
-def _gru_bwd_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any) -> list[Any]:
-    return _partial_vjp(gru_pointwise_backward_composed, args, argnums, tuple(_zeros_for(g, ans)))
-
-
+_gru_bwd_vjp, _gru_bwd_jvp = composed_rules(gru_pointwise_backward_composed)
 gru_pointwise_backward: Callable[..., Any] = defprimitive(
-    _gru_backward_raw, name="gru_pointwise_backward", vjp_all=_gru_bwd_vjp,
-    jvp_all=lambda tangents, ans, *args: _partial_jvp(gru_pointwise_backward_composed, args, tangents),
+    _gru_backward_raw, name="gru_pointwise_backward", vjp_all=_gru_bwd_vjp, jvp_all=_gru_bwd_jvp,
     multiple_results=True, batch=_front_batch(lambda *a: gru_pointwise_backward(*a), 3),
     doc="Cotangents ``(d gi, d gh, d h)`` of :func:`gru_pointwise` for the cotangent ``g`` of ``h'``.")
 
@@ -205,10 +182,7 @@ def _gru_vjp_all(g: Any, ans: Any, argnums: Sequence[int], gi: Any, gh: Any, h: 
     return [cts[k] for k in argnums]
 
 
-def _gru_jvp_all(tangents: list[Any], ans: Any, gi: Any, gh: Any, h: Any) -> Any:
-    return _partial_jvp(lambda *a: (gru_pointwise_composed(*a),), (gi, gh, h), tangents)[0]
-
-
+_gru_jvp_all = composed_rules(gru_pointwise_composed, multiple_results=False)[1]
 gru_pointwise: Callable[..., Any] = defprimitive(
     _gru_raw, name="gru_pointwise", vjp_all=_gru_vjp_all, jvp_all=_gru_jvp_all,
     batch=_front_batch(lambda *a: gru_pointwise(*a), 1),
