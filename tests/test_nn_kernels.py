@@ -132,6 +132,10 @@ NORM_SPECS = [Spec(f"standardize_{name}", lambda x, a=axes: knorm.standardize(x,
          rtol=1e-9, atol=1e-10)]
 
 RNN_SPECS = [
+    Spec("fused_gates", krnn.fused_gates, krnn.gates_composed, [R] * 6,
+         shapes=((3, 4), (3, 5), (8, 4), (8, 5), (8,), (8,))),
+    Spec("fused_gates_projected", lambda x, h, w: krnn.fused_gates(x, h, None, w, None, None),
+         lambda x, h, w: krnn.gates_composed(x, h, None, w, None, None), [R] * 3, shapes=((3, 8), (3, 5), (8, 5))),
     Spec("lstm_pointwise_h", lambda g, c: krnn.lstm_pointwise(g, c)[0],
          lambda g, c: krnn.lstm_pointwise_composed(g, c)[0], [R, R], shapes=((3, 8), (3, 2))),
     Spec("lstm_pointwise_c", lambda g, c: krnn.lstm_pointwise(g, c)[1],

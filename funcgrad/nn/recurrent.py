@@ -22,7 +22,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from . import init as _init
-from .kernels.recurrent import gru_pointwise, lstm_pointwise
+from .kernels.recurrent import fused_gates, gru_pointwise, lstm_pointwise
 from .module import Module, static_field
 
 __all__ = ["GRUCell", "LSTMCell", "scan_cell", "gru_cell", "lstm_cell"]
@@ -76,8 +76,7 @@ def lstm_cell(x: Any, h: Any, c: Any, weight_ih: Any, weight_hh: Any, bias_ih: A
 
         h, c = fg.nn.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh)
     """
-    gates = _affine(x, weight_ih, bias_ih) + _affine(h, weight_hh, bias_hh)
-    h_new, c_new = lstm_pointwise(gates, c)
+    h_new, c_new = lstm_pointwise(fused_gates(x, h, weight_ih, weight_hh, bias_ih, bias_hh), c)
     return h_new, c_new
 
 

@@ -10,7 +10,8 @@ is self-adjoint: with ``xhat`` the result and ``rstd = 1 / sqrt(var + eps)``,
 (means over ``axes``): the backward's reductions in one pass
 (``standardize_tangent``, a primitive) instead of the graph of a dozen primitives
 the composition records. ``standardize_tangent`` reads ``x`` only and
-differentiates again through the same formula in funcgrad.numpy operations (double backward through a normalization layer works).
+differentiates again through the same formula in funcgrad.numpy operations
+(double backward through a normalization layer works).
 
 Example::
 

@@ -27,6 +27,8 @@ import itertools
 import math
 from typing import Any, Callable, Iterator
 
+import numpy as np  # shapes only (host tuples); arrays go through their own namespace
+
 import funcgrad.numpy as fnp
 
 from ...backend import namespace_of
@@ -98,7 +100,8 @@ def _argmax_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any,
 
 window_argmax: Callable[..., Any] = defprimitive(
     _window_argmax_raw, name="window_argmax", differentiable=False, batch=_argmax_batch,
-    doc="The flat kernel offset (C order) of the first maximum of each pooling window (int32; the first maximum; a NaN wins).")
+    doc="The flat kernel offset (C order) of each pooling window's maximum (int32; ties: the first maximum; "
+        "a NaN wins).")
 
 
 # --------------------------------------------------------------------------- the gather and its transpose
@@ -109,7 +112,7 @@ def _window_gather_raw(x: Any, index: Any, kernel: tuple[int, ...], stride: tupl
     xp = namespace_of(x)
     nsp = len(kernel)
     out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
-    lead = xp.broadcast_shapes(tuple(x.shape[:-nsp]), tuple(index.shape[:-nsp]))
+    lead = np.broadcast_shapes(tuple(x.shape[:-nsp]), tuple(index.shape[:-nsp]))
     xpad = _padded(x, pads, pad_value)
     pre = (slice(None),) * (x.ndim - nsp)
     y = xp.empty(lead + out, dtype=x.dtype)
@@ -128,7 +131,7 @@ def _window_scatter_raw(g: Any, index: Any, x_shape: tuple[int, ...], kernel: tu
     nsp = len(kernel)
     spatial = tuple(x_shape[-nsp:])
     out = tuple(g.shape[-nsp:])
-    lead = xp.broadcast_shapes(tuple(x_shape[:-nsp]), tuple(g.shape[:-nsp]), tuple(index.shape[:-nsp]))
+    lead = np.broadcast_shapes(tuple(x_shape[:-nsp]), tuple(g.shape[:-nsp]), tuple(index.shape[:-nsp]))
     padded = tuple(n + lo + hi for n, (lo, hi) in zip(spatial, pads))
     dx = xp.zeros(lead + padded, dtype=g.dtype)
     pre = (slice(None),) * len(lead)

@@ -29,10 +29,11 @@ import funcgrad.numpy as fnp
 from ...backend import namespace_of
 from ...core import defprimitive
 from ...numpy._batching import batch_size, front
+from ...numpy._util import unbroadcast
 from ..functional import sigmoid
 from .composed import composed_rules, zeros_for
 
-__all__ = ["lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward"]
+__all__ = ["fused_gates", "lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward"]
 
 
 def _sigmoid_raw(xp: Any, a: Any) -> Any:
@@ -134,6 +135,81 @@ def gru_pointwise_backward_composed(gi: Any, gh: Any, h: Any, g: Any) -> tuple[A
     da_r = da_n * h_n * r * (1.0 - r)
     return (fnp.concatenate([da_r, da_z, da_n], axis=-1), fnp.concatenate([da_r, da_z, da_n * r], axis=-1),
             g * z)
+
+
+# --------------------------------------------------------------------------- the gate pre-activations
+
+
+def gates_composed(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> Any:
+    """``x W_ih^T + h W_hh^T + b_ih + b_hh`` in funcgrad.numpy operations (``w_ih`` None: ``x`` is projected)."""
+    out = fnp.matmul(h, fnp.swapaxes(w_hh, -1, -2))
+    out = out + (x if w_ih is None else fnp.matmul(x, fnp.swapaxes(w_ih, -1, -2)))
+    for b in (b_ih, b_hh):
+        if b is not None:
+            out = out + (b if fnp.ndim(b) < 2 else fnp.expand_dims(b, -2))
+    return out
+
+
+def _gates_raw(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> Any:
+    xp = namespace_of(h)
+    out = xp.matmul(h, w_hh.T)
+    out += x if w_ih is None else xp.matmul(x, w_ih.T)
+    for b in (b_ih, b_hh):
+        if b is not None:
+            out += b
+    return out
+
+
+def _flat_outer(g: Any, a: Any) -> Any:
+    """``sum over leading axes of g^T a``: the weight cotangent of ``a @ W^T``."""
+    n = fnp.shape(g)[-1]
+    return fnp.matmul(fnp.swapaxes(fnp.reshape(g, (-1, n)), 0, 1), fnp.reshape(a, (-1, fnp.shape(a)[-1])))
+
+
+def _gates_vjp_all(g: Any, ans: Any, argnums: Sequence[int], x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any,
+                   b_hh: Any) -> list[Any]:
+    out = []
+    for a in argnums:
+        if a == 0:
+            out.append(unbroadcast(g if w_ih is None else fnp.matmul(g, w_ih), x))
+        elif a == 1:
+            out.append(unbroadcast(fnp.matmul(g, w_hh), h))
+        elif a == 2:
+            out.append(_flat_outer(fnp.broadcast_to(g, fnp.shape(ans)), x))
+        elif a == 3:
+            out.append(_flat_outer(fnp.broadcast_to(g, fnp.shape(ans)), h))
+        else:
+            out.append(unbroadcast(g, b_ih if a == 4 else b_hh))
+    return out
+
+
+def _gates_jvp_all(tangents: list[Any], ans: Any, x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> Any:
+    tx, th, tw_ih, tw_hh, tb_ih, tb_hh = tangents
+    out = None
+    terms = [
+        None if tx is None else (tx if w_ih is None else fnp.matmul(tx, fnp.swapaxes(w_ih, -1, -2))),
+        None if th is None else fnp.matmul(th, fnp.swapaxes(w_hh, -1, -2)),
+        None if tw_ih is None else fnp.matmul(x, fnp.swapaxes(tw_ih, -1, -2)),
+        None if tw_hh is None else fnp.matmul(h, fnp.swapaxes(tw_hh, -1, -2)),
+        tb_ih, tb_hh]
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    return fnp.broadcast_to(out, fnp.shape(ans))
+
+
+def _gates_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    size = batch_size(args, dims)
+    if all(d is None for d in dims[2:]):  # shared weights: the batch is more rows
+        x, h = (a if a is None else front(a, d, size) for a, d in zip(args[:2], dims[:2]))
+        return fused_gates(x, h, *args[2:]), 0
+    # per-example weights: the composition, on batched operands (its own primitives batch)
+    return gates_composed(*(a if a is None else front(a, d, size) for a, d in zip(args, dims))), 0
+
+
+fused_gates: Callable[..., Any] = defprimitive(
+    _gates_raw, name="fused_gates", vjp_all=_gates_vjp_all, jvp_all=_gates_jvp_all, batch=_gates_batch,
+    doc="``x W_ih^T + h W_hh^T + b_ih + b_hh`` as one primitive (``w_ih`` None: ``x`` is already projected).")
 
 
 # --------------------------------------------------------------------------- declarations
