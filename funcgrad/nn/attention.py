@@ -59,7 +59,7 @@ def dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None, *, dropout_r
         mask = mask if xp is np or not isinstance(mask, np.ndarray) else xp.asarray(mask)
     dropping = bool(dropout_rate) and (training is True or (training is None and key is not None))
     if not dropping and not return_weights:  # one primitive, closed-form backward
-        bias = None if mask is None else fnp.where(mask, fnp.zeros((), fnp.result_type(q, k)), big)
+        bias = None if mask is None else fnp.astype(fnp.where(mask, 0.0, big), fnp.result_type(q, k))
         return attention(q, k, v, bias, scale)
     logits = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) * scale
     if mask is not None:
