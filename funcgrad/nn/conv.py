@@ -20,9 +20,8 @@ Example::
 
 from __future__ import annotations
 
-import itertools
 import math
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -32,7 +31,7 @@ from ..backend import namespace_of
 from ..core import defprimitive
 from . import init as _init
 from .kernels.convolution import conv_forward
-from .kernels.pooling import window_argmax, window_gather
+from .kernels.pooling import pooled_size, window_argmax, window_gather, window_slices
 from .module import Module, static_field
 
 __all__ = [
@@ -82,19 +81,6 @@ def _padding(v: Any, n: int, kernel: tuple[int, ...], dilation: tuple[int, ...])
     return tuple(out)
 
 
-def _out_size(size: int, k: int, s: int, pad: tuple[int, int], d: int) -> int:
-    return (size + pad[0] + pad[1] - d * (k - 1) - 1) // s + 1
-
-
-def _window_slices(
-    kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...], out: tuple[int, ...]
-) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
-    """For each kernel offset: (offset index, slices into the padded input)."""
-    for idx in itertools.product(*(range(k) for k in kernel)):
-        sl = tuple(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in zip(idx, dilation, stride, out))
-        yield idx, sl
-
-
 # --------------------------------------------------------------------------- im2col / col2im primitives
 
 
@@ -106,7 +92,7 @@ def _im2col_raw(
     nsp = len(kernel)
     lead = x.shape[:-nsp]
     spatial = x.shape[-nsp:]
-    out = tuple(_out_size(n, k, s, p, d) for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation))
+    out = tuple(pooled_size(n, k, s, p, d) for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation))
     if any(o <= 0 for o in out):
         raise ValueError(
             f"the kernel {kernel} (dilation {dilation}) is larger than the padded input {spatial} "
@@ -116,7 +102,7 @@ def _im2col_raw(
         x = xp.pad(x, ((0, 0),) * len(lead) + tuple(padding), mode="constant", constant_values=pad_value)
     cols = xp.empty(lead + tuple(kernel) + out, dtype=x.dtype)
     pre = (slice(None),) * len(lead)
-    for idx, sl in _window_slices(kernel, stride, dilation, out):
+    for idx, sl in window_slices(kernel, stride, dilation, out):
         cols[pre + idx] = x[pre + sl]
     return cols
 
@@ -133,7 +119,7 @@ def _col2im_raw(
     out_sp = tuple(cols.shape[-nsp:])
     x = xp.zeros(lead + padded, dtype=cols.dtype)
     pre = (slice(None),) * len(lead)
-    for idx, sl in _window_slices(kernel, stride, dilation, out_sp):
+    for idx, sl in window_slices(kernel, stride, dilation, out_sp):
         x[pre + sl] += cols[pre + idx]
     if any(p != (0, 0) for p in padding):
         crop = tuple(slice(p[0], p[0] + n) for p, n in zip(padding, spatial))
@@ -245,7 +231,7 @@ def conv(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 
         )
     c_out, c_in_g = wshape[0], wshape[1]
     kernel = tuple(wshape[2:])
-    n, c_in = xshape[0], xshape[1]
+    c_in = xshape[1]
     if groups < 1 or c_in % groups or c_out % groups:
         raise ValueError(
             f"conv: groups={groups} must divide both in_channels ({c_in}) and out_channels ({c_out})"

@@ -24,7 +24,6 @@ Example::
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any, Callable
 
@@ -57,19 +56,14 @@ def _columns(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     """The im2col buffer ``(G, C/G * prod(kernel), N * prod(out))`` of ``x`` (one copy)."""
     xp = namespace_of(x)
     n, c = x.shape[:2]
-    nsp = len(kernel)
     out = conv_out_shape(tuple(x.shape[2:]), kernel, stride, pads, dilation)
     if any(p != (0, 0) for p in pads):
         x = xp.pad(x, ((0, 0), (0, 0)) + tuple(pads))
     xt = x.swapaxes(0, 1)  # (C, N, *padded): a view
     cols = xp.empty((c,) + tuple(kernel) + (n,) + out, dtype=x.dtype)
-    for (j, sl), idx in zip(window_slices(kernel, stride, dilation, out), _offsets(kernel)):
+    for idx, sl in window_slices(kernel, stride, dilation, out):
         cols[(slice(None),) + idx] = xt[(slice(None), slice(None)) + sl]
     return cols.reshape(groups, (c // groups) * math.prod(kernel), n * math.prod(out))
-
-
-def _offsets(kernel: tuple[int, ...]) -> list[tuple[int, ...]]:
-    return list(itertools.product(*(range(k) for k in kernel)))
 
 
 def _to_rows(g: Any, groups: int) -> Any:
@@ -121,7 +115,7 @@ def _conv_input_grad_raw(g: Any, w: Any, x_shape: tuple[int, ...], stride: tuple
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
     dx = xp.zeros((c, n) + padded, dtype=cols.dtype)  # summed channels-first, swapped once at the end
     disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
-    for (j, sl), idx in zip(window_slices(kernel, stride, dilation, out), _offsets(kernel)):
+    for idx, sl in window_slices(kernel, stride, dilation, out):
         target = (slice(None), slice(None)) + sl
         if disjoint:
             dx[target] = cols[(slice(None),) + idx]

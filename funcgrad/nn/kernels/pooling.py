@@ -46,10 +46,10 @@ def pooled_size(size: int, k: int, s: int, pad: tuple[int, int], d: int) -> int:
 
 
 def window_slices(kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...],
-                  out: tuple[int, ...]) -> Iterator[tuple[int, tuple[slice, ...]]]:
-    """For each kernel offset, in C order: (flat offset, slices of the padded input it sees)."""
-    for j, idx in enumerate(itertools.product(*(range(k) for k in kernel))):
-        yield j, tuple(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in zip(idx, dilation, stride, out))
+                  out: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
+    """For each kernel offset, in C order: (the offset, the slices of the padded input it sees)."""
+    for idx in itertools.product(*(range(k) for k in kernel)):
+        yield idx, tuple(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in zip(idx, dilation, stride, out))
 
 
 def _out_shape(spatial: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
@@ -81,7 +81,7 @@ def _window_argmax_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
     pre = (slice(None),) * (x.ndim - nsp)
     best = None
     index = xp.zeros(tuple(x.shape[:-nsp]) + out, dtype=xp.int32)
-    for j, sl in window_slices(kernel, stride, dilation, out):
+    for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
         v = xpad[pre + sl]
         if best is None:
             best = v.copy()
@@ -116,7 +116,7 @@ def _window_gather_raw(x: Any, index: Any, kernel: tuple[int, ...], stride: tupl
     xpad = _padded(x, pads, pad_value)
     pre = (slice(None),) * (x.ndim - nsp)
     y = xp.empty(lead + out, dtype=x.dtype)
-    for j, sl in window_slices(kernel, stride, dilation, out):
+    for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
         v = xpad[pre + sl]
         if j == 0:
             y[...] = v
@@ -137,7 +137,7 @@ def _window_scatter_raw(g: Any, index: Any, x_shape: tuple[int, ...], kernel: tu
     pre = (slice(None),) * len(lead)
     zero = xp.zeros((), dtype=g.dtype)
     disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
-    for j, sl in window_slices(kernel, stride, dilation, out):
+    for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
         if disjoint:  # every input position is in at most one window: write, do not add
             dx[pre + sl] = xp.where(index == j, g, zero)
         else:
