@@ -458,6 +458,11 @@ NN = [
     ("pools", lambda x: nn.max_pool2d(x, 2) + nn.avg_pool2d(x, 2), [_x((1, 2, 4, 4))]),
     ("attention", lambda q, k, v, m: nn.dot_product_attention(q, k, v, mask=m),
      [_x((2, 3, 4)), _x((2, 3, 4), 1), _x((2, 3, 4), 2)], (nn.causal_mask(3),)),
+    ("overlapping_avg_pool_im2col", lambda x: nn.avg_pool2d(x, 3, 1, 1) + nn.col2im(
+        nn.im2col(x, (2, 2), stride=2), (1, 2, 4, 4), (2, 2), stride=2), [_x((1, 2, 4, 4))]),
+    ("lstm_gru_cells", lambda x, h, wi, wh, wi3, wh3: fnp.sum(nn.lstm_cell(x, h, h, wi, wh)[0])
+     + fnp.sum(nn.gru_cell(x, h, wi3, wh3)), [_x((2, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3),
+                                               _x((6, 3), 4), _x((6, 2), 5)]),
 ]
 
 

@@ -37,6 +37,7 @@ from .containers import Flatten, Lambda, Sequential  # noqa: F401
 from .conv import (  # noqa: F401
     AvgPool1d, AvgPool2d, Conv1d, Conv2d, Conv3d, MaxPool1d, MaxPool2d, avg_pool, avg_pool1d,
     avg_pool2d, col2im, conv, conv1d, conv2d, conv3d, im2col, max_pool, max_pool1d, max_pool2d,
+    max_pool_windows,
 )
 from .norm import BatchNorm, BatchNormState, GroupNorm, LayerNorm, RMSNorm, batch_norm, group_norm, layer_norm  # noqa: F401
 from .recurrent import GRUCell, LSTMCell, gru_cell, lstm_cell, scan_cell  # noqa: F401
@@ -56,7 +57,7 @@ __all__ = [
     "log_sigmoid", "tanh", "softmax", "log_softmax", "logsumexp", "one_hot", "cross_entropy",
     "nll_loss", "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "huber_loss", "dropout",
     "conv", "conv1d", "conv2d", "conv3d", "im2col", "col2im", "max_pool", "avg_pool", "max_pool1d",
-    "max_pool2d", "avg_pool1d", "avg_pool2d", "layer_norm", "batch_norm", "group_norm", "scan_cell", "gru_cell",
+    "max_pool2d", "max_pool_windows", "avg_pool1d", "avg_pool2d", "layer_norm", "batch_norm", "group_norm", "scan_cell", "gru_cell",
     "lstm_cell", "dot_product_attention",
     "causal_mask",
 ]

@@ -20,6 +20,7 @@ from ..backend import namespace_of
 from . import init as _init
 from .dropout import dropout as _dropout
 from .functional import softmax
+from .kernels.attention import attention
 from .linear import Linear
 from .module import Module, static_field
 
@@ -51,13 +52,18 @@ def dot_product_attention(q: Any, k: Any, v: Any, mask: Any = None, *, dropout_r
         out = fg.nn.dot_product_attention(q, k, v, mask=fg.nn.causal_mask(L))
     """
     d = fnp.shape(q)[-1]
-    logits = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d))
+    scale = 1.0 / math.sqrt(d)
     if mask is not None:
-        dt = fnp.result_type(logits)
-        big = float(np.finfo(dt).min) / 2
-        xp = namespace_of(logits)
-        m = mask if xp is np or not isinstance(mask, np.ndarray) else xp.asarray(mask)
-        logits = fnp.where(m, logits, big)
+        big = float(np.finfo(fnp.result_type(q, k)).min) / 2
+        xp = namespace_of(q)
+        mask = mask if xp is np or not isinstance(mask, np.ndarray) else xp.asarray(mask)
+    dropping = bool(dropout_rate) and (training is True or (training is None and key is not None))
+    if not dropping and not return_weights:  # one primitive, closed-form backward
+        bias = None if mask is None else fnp.astype(fnp.where(mask, 0.0, big), fnp.result_type(q, k))
+        return attention(q, k, v, bias, scale)
+    logits = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) * scale
+    if mask is not None:
+        logits = fnp.where(mask, logits, big)
     weights = softmax(logits, axis=-1)
     if dropout_rate:
         weights = _dropout(weights, dropout_rate, key=key, training=training)
@@ -120,8 +126,9 @@ class MultiheadAttention(Module):
         if causal:
             cm = causal_mask(fnp.shape(q)[-2], fnp.shape(k)[-2])
             mask = cm if mask is None else fnp.logical_and(mask, cm)
-        out, w = dot_product_attention(q, k, v, mask, dropout_rate=self.dropout, key=dropout_key,
-                                       training=training, return_weights=True)
+        res = dot_product_attention(q, k, v, mask, dropout_rate=self.dropout, key=dropout_key,
+                                    training=training, return_weights=return_weights)
+        out, w = res if return_weights else (res, None)
         out = fnp.swapaxes(out, -2, -3)  # (..., seq, heads, head_dim)
         shape = fnp.shape(out)
         out = self.out_proj(fnp.reshape(out, shape[:-2] + (self.embed_dim,)))

@@ -20,9 +20,8 @@ Example::
 
 from __future__ import annotations
 
-import itertools
 import math
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -31,10 +30,12 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from ..core import defprimitive
 from . import init as _init
+from .kernels.convolution import conv_forward
+from .kernels.pooling import pooled_size, window_argmax, window_gather, window_slices
 from .module import Module, static_field
 
 __all__ = [
-    "im2col", "col2im", "conv", "conv1d", "conv2d", "conv3d", "max_pool", "avg_pool", "max_pool1d",
+    "im2col", "col2im", "conv", "max_pool_windows", "conv1d", "conv2d", "conv3d", "max_pool", "avg_pool", "max_pool1d",
     "max_pool2d", "avg_pool1d", "avg_pool2d", "Conv1d", "Conv2d", "Conv3d", "MaxPool1d", "MaxPool2d",
     "AvgPool1d", "AvgPool2d",
 ]
@@ -80,19 +81,6 @@ def _padding(v: Any, n: int, kernel: tuple[int, ...], dilation: tuple[int, ...])
     return tuple(out)
 
 
-def _out_size(size: int, k: int, s: int, pad: tuple[int, int], d: int) -> int:
-    return (size + pad[0] + pad[1] - d * (k - 1) - 1) // s + 1
-
-
-def _window_slices(
-    kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...], out: tuple[int, ...]
-) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
-    """For each kernel offset: (offset index, slices into the padded input)."""
-    for idx in itertools.product(*(range(k) for k in kernel)):
-        sl = tuple(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in zip(idx, dilation, stride, out))
-        yield idx, sl
-
-
 # --------------------------------------------------------------------------- im2col / col2im primitives
 
 
@@ -104,7 +92,7 @@ def _im2col_raw(
     nsp = len(kernel)
     lead = x.shape[:-nsp]
     spatial = x.shape[-nsp:]
-    out = tuple(_out_size(n, k, s, p, d) for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation))
+    out = tuple(pooled_size(n, k, s, p, d) for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation))
     if any(o <= 0 for o in out):
         raise ValueError(
             f"the kernel {kernel} (dilation {dilation}) is larger than the padded input {spatial} "
@@ -114,7 +102,7 @@ def _im2col_raw(
         x = xp.pad(x, ((0, 0),) * len(lead) + tuple(padding), mode="constant", constant_values=pad_value)
     cols = xp.empty(lead + tuple(kernel) + out, dtype=x.dtype)
     pre = (slice(None),) * len(lead)
-    for idx, sl in _window_slices(kernel, stride, dilation, out):
+    for idx, sl in window_slices(kernel, stride, dilation, out):
         cols[pre + idx] = x[pre + sl]
     return cols
 
@@ -131,7 +119,7 @@ def _col2im_raw(
     out_sp = tuple(cols.shape[-nsp:])
     x = xp.zeros(lead + padded, dtype=cols.dtype)
     pre = (slice(None),) * len(lead)
-    for idx, sl in _window_slices(kernel, stride, dilation, out_sp):
+    for idx, sl in window_slices(kernel, stride, dilation, out_sp):
         x[pre + sl] += cols[pre + idx]
     if any(p != (0, 0) for p in padding):
         crop = tuple(slice(p[0], p[0] + n) for p, n in zip(padding, spatial))
@@ -243,7 +231,7 @@ def conv(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 
         )
     c_out, c_in_g = wshape[0], wshape[1]
     kernel = tuple(wshape[2:])
-    n, c_in = xshape[0], xshape[1]
+    c_in = xshape[1]
     if groups < 1 or c_in % groups or c_out % groups:
         raise ValueError(
             f"conv: groups={groups} must divide both in_channels ({c_in}) and out_channels ({c_out})"
@@ -255,14 +243,7 @@ def conv(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 
         )
     stride_t, dil = _tuple(stride, nsp, "stride"), _tuple(dilation, nsp, "dilation")
     pads = _padding(padding, nsp, kernel, dil)
-    cols = _im2col(x, kernel, stride_t, pads, dil, 0.0)  # (N, C, *K, *O)
-    out_sp = fnp.shape(cols)[2 + nsp:]
-    ksize = math.prod(kernel)
-    osize = math.prod(out_sp)
-    cols = fnp.reshape(cols, (n, groups, c_in_g * ksize, osize))
-    w = fnp.reshape(weight, (groups, c_out // groups, c_in_g * ksize))
-    y = fnp.matmul(w, cols)  # (N, G, O/G, P)
-    y = fnp.reshape(y, (n, c_out) + tuple(out_sp))
+    y = conv_forward(x, weight, stride_t, pads, dil, int(groups))
     if bias is not None:
         y = y + fnp.reshape(bias, (c_out,) + (1,) * nsp)
     return y[0] if unbatched else y
@@ -311,6 +292,8 @@ def _pool(x: Any, kernel_size: Any, stride: Any, padding: Any, nsp: int, kind: s
     if len(shape) < nsp + 1:
         raise ValueError(f"{name}: input needs at least {nsp + 1} dimensions (C, *spatial), got {shape}")
     lead, spatial = shape[:-nsp], shape[-nsp:]
+    if kind == "max":
+        return max_pool_windows(x, kernel, stride_t, pads, (1,) * nsp)
     if stride_t == kernel and all(p == (0, 0) for p in pads):
         # Non-overlapping windows: a reshape, no copy of the windows.
         out = tuple(n // k for n, k in zip(spatial, kernel))
@@ -323,9 +306,22 @@ def _pool(x: Any, kernel_size: Any, stride: Any, padding: Any, nsp: int, kind: s
         pad_value = -math.inf if kind == "max" else 0.0
         x = _im2col(x, kernel, stride_t, pads, (1,) * nsp, pad_value)
         axes = tuple(range(len(lead), len(lead) + nsp))
-    if kind == "max":
-        return fnp.max(x, axis=axes)
     return fnp.mean(x, axis=axes)
+
+
+def max_pool_windows(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                     dilation: tuple[int, ...]) -> Any:
+    """Max over each window of the trailing ``len(kernel)`` axes (padding counts as -inf).
+
+    The argmax is found once (:func:`~funcgrad.nn.kernels.pooling.window_argmax`); the values are
+    gathered at it, and the backward pass scatters into it.
+
+    Example::
+
+        y = fg.nn.max_pool_windows(x, (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1))
+    """
+    index = window_argmax(x, kernel, stride, pads, dilation)
+    return window_gather(x, index, kernel, stride, pads, dilation, -math.inf)
 
 
 def max_pool(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, *, ndim: int = 2) -> Any:

@@ -22,6 +22,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..transforms import stop_gradient
+from .kernels.normalization import standardize
 from .module import Module, static_field
 
 __all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "BatchNormState", "layer_norm", "batch_norm", "group_norm"]
@@ -34,11 +35,8 @@ def layer_norm(x: Any, normalized_ndim: int = 1, weight: Any = None, bias: Any =
 
         y = fg.nn.layer_norm(x, 1, gamma, beta)
     """
-    axes = tuple(range(-normalized_ndim, 0))
-    mu = fnp.mean(x, axis=axes, keepdims=True)
-    xc = x - mu
-    var = fnp.mean(xc * xc, axis=axes, keepdims=True)
-    y = xc / fnp.sqrt(var + eps)
+    nd = fnp.ndim(x)
+    y = standardize(x, tuple(range(nd - normalized_ndim, nd)), float(eps))
     if weight is not None:
         y = y * weight
     if bias is not None:
@@ -55,7 +53,7 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, ep
     """
     shape = fnp.shape(x)
     xg = fnp.reshape(x, (shape[0], num_groups, -1))
-    y = fnp.reshape(layer_norm(xg, 1, eps=eps), shape)
+    y = fnp.reshape(standardize(xg, (2,), float(eps)), shape)
     bshape = (shape[1],) + (1,) * (len(shape) - 2)
     if weight is not None:
         y = y * fnp.reshape(weight, bshape)
@@ -89,14 +87,12 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
             count *= shape[i]
         if count < 2 and training:
             raise ValueError(f"batch_norm: training needs more than one value per channel, got input shape {shape}")
-        mean = fnp.mean(x, axis=axes, keepdims=True)
-        xc = x - mean
-        var = fnp.mean(xc * xc, axis=axes, keepdims=True)
-        y = xc / fnp.sqrt(var + eps)
+        y = standardize(x, axes, float(eps))
         if training and running_mean is not None:
             m = momentum
-            bm = stop_gradient(fnp.reshape(mean, (nf,)))
-            bv = stop_gradient(fnp.reshape(var, (nf,))) * (count / max(count - 1, 1))
+            xs = stop_gradient(x)
+            bm = fnp.mean(xs, axis=axes)
+            bv = fnp.var(xs, axis=axes) * (count / max(count - 1, 1))
             running_mean = fnp.astype((1 - m) * running_mean + m * bm, fnp.result_type(running_mean))
             running_var = fnp.astype((1 - m) * running_var + m * bv, fnp.result_type(running_var))
     else:

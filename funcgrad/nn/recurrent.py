@@ -22,7 +22,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from . import init as _init
-from .functional import sigmoid
+from .kernels.recurrent import fused_gates, gru_pointwise, lstm_pointwise
 from .module import Module, static_field
 
 __all__ = ["GRUCell", "LSTMCell", "scan_cell", "gru_cell", "lstm_cell"]
@@ -63,13 +63,7 @@ def gru_cell(x: Any, h: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any = None
 
         h = fg.nn.gru_cell(x, h, w_ih, w_hh, b_ih, b_hh)
     """
-    H = fnp.shape(weight_hh)[-1]
-    gi = _affine(x, weight_ih, bias_ih)
-    gh = _affine(h, weight_hh, bias_hh)
-    r = sigmoid(gi[..., :H] + gh[..., :H])
-    z = sigmoid(gi[..., H:2 * H] + gh[..., H:2 * H])
-    n = fnp.tanh(gi[..., 2 * H:] + r * gh[..., 2 * H:])
-    return (1.0 - z) * n + z * h
+    return gru_pointwise(_affine(x, weight_ih, bias_ih), _affine(h, weight_hh, bias_hh), h)
 
 
 def lstm_cell(x: Any, h: Any, c: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any = None,
@@ -82,14 +76,8 @@ def lstm_cell(x: Any, h: Any, c: Any, weight_ih: Any, weight_hh: Any, bias_ih: A
 
         h, c = fg.nn.lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh)
     """
-    H = fnp.shape(weight_hh)[-1]
-    gates = _affine(x, weight_ih, bias_ih) + _affine(h, weight_hh, bias_hh)
-    i = sigmoid(gates[..., :H])
-    f = sigmoid(gates[..., H:2 * H])
-    g = fnp.tanh(gates[..., 2 * H:3 * H])
-    o = sigmoid(gates[..., 3 * H:])
-    c = f * c + i * g
-    return o * fnp.tanh(c), c
+    h_new, c_new = lstm_pointwise(fused_gates(x, h, weight_ih, weight_hh, bias_ih, bias_hh), c)
+    return h_new, c_new
 
 
 class GRUCell(Module):

@@ -2,7 +2,9 @@
 
 ``Conv{1,2,3}d``: ``weight (out, in // groups, *kernel)``; ``ConvTranspose{1,2}d``:
 ``weight (in, out // groups, *kernel)``; both with ``bias (out,)``. The maths is
-``funcgrad.nn.conv`` / ``col2im``.
+``funcgrad.nn``'s convolution kernels (``funcgrad.nn.kernels.convolution``). ``padding_mode``
+``'reflect'``, ``'replicate'`` and ``'circular'`` pad first (``F.pad``), as PyTorch does;
+``ConvTranspose{n}d(...)(x, output_size=...)`` picks the output padding that gives that size.
 
 Example::
 
@@ -13,11 +15,15 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from ..tensor import Tensor
 from . import _Functional, _per_rank, _uniform_param
+from . import functional as F
 from .functional import _ntuple as _tup
+
+# padding_mode -> F.pad's mode
+_PAD_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "replicate", "circular": "circular"}
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -38,9 +44,10 @@ class _ConvNd(_Functional):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"padding_mode={padding_mode!r} is not supported by funcgrad.tensor "
-                                      f"(pad with ft.nn.functional.pad first)")
+        if padding_mode not in _PAD_MODES:
+            raise ValueError(f"padding_mode must be one of {sorted(_PAD_MODES)}, but got padding_mode='{padding_mode}'")
+        if padding_mode != "zeros" and self._transposed:
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
@@ -62,6 +69,20 @@ class _ConvNd(_Functional):
         bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
         self.weight = _uniform_param(shape, bound, dtype)
         self.register_parameter("bias", _uniform_param((out_channels,), bound, dtype) if bias else None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.padding_mode == "zeros":
+            return super().forward(x)
+        # PyTorch: pad with the mode first (the same amounts as the zero padding), then convolve unpadded
+        if self.padding == "same":
+            pairs = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(self.kernel_size, self.dilation)]
+        elif self.padding == "valid":
+            pairs = [(0, 0)] * self._n
+        else:
+            pairs = [(p, p) for p in self.padding]
+        flat = [v for lo_hi in reversed(pairs) for v in lo_hi]
+        x = F.pad(x, flat, mode=_PAD_MODES[self.padding_mode])
+        return cast(Tensor, type(self)._fn(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups))
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -90,7 +111,31 @@ class _ConvTransposeNd(_ConvNd):
                          padding_mode, device, dtype, output_padding)
 
     def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
-        return super().forward(x)
+        op = self.output_padding if output_size is None else self._output_padding(x, output_size)
+        return cast(Tensor, type(self)._fn(x, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                           self.dilation))
+
+    def _output_padding(self, x: Tensor, output_size: Any) -> tuple[int, ...]:
+        """PyTorch's rule: the output padding that makes the output ``output_size`` (spatial sizes, optionally
+        preceded by batch and channels), within the sizes this stride allows."""
+        n = self._n
+        want = [int(v) for v in output_size]
+        if len(want) == n + 2 or (len(want) == n + 1 and x.dim() == n + 1):
+            want = want[-n:]
+        if len(want) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {x.dim()}D input, output_size must have {n} or {n + 2} elements "
+                             f"(got {len(output_size)})")
+        spatial = tuple(x.shape[-n:])
+        pads = []
+        for j in range(n):
+            lo = ((spatial[j] - 1) * self.stride[j] - 2 * self.padding[j] + self.dilation[j] * (self.kernel_size[j] - 1)
+                  + 1)
+            hi = lo + self.stride[j] - 1
+            if not lo <= want[j] <= hi:
+                raise ValueError(f"requested an output size of {want}, but valid sizes range from {lo} to {hi} "
+                                 f"(for an input of {list(spatial)})")
+            pads.append(want[j] - lo)
+        return tuple(pads)
 
 
 ConvTranspose1d, ConvTranspose2d, ConvTranspose3d = _per_rank(

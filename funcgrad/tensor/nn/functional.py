@@ -23,6 +23,8 @@ from typing import Any, Callable, Sequence, TypeVar, cast
 import numpy as np
 
 import funcgrad.nn as _fnn
+from funcgrad.nn.kernels.convolution import conv_input_grad
+from funcgrad.nn.kernels.pooling import window_argmax, window_gather
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of
 from funcgrad.core import Box
@@ -341,31 +343,19 @@ conv1d, conv2d, conv3d = _per_rank(
 def _conv_transpose_raw(x: Any, weight: Any, bias: Any, stride: tuple[Any, ...], padding: tuple[Any, ...],
                         output_padding: tuple[Any, ...],
                         groups: int, dilation: tuple[Any, ...]) -> Any:
-    # The adjoint of the convolution: weight^T x gives the columns, col2im sums the windows back.
+    # The adjoint of the convolution in its input: funcgrad.nn's conv_input_grad kernel (one GEMM + col2im).
     nsp = len(stride)
     shape = fnp.shape(x)
     unbatched = len(shape) == nsp + 1
     if unbatched:
         x = fnp.expand_dims(x, 0)
         shape = fnp.shape(x)
-    n, c_in, spatial = shape[0], shape[1], tuple(shape[2:])
     wshape = fnp.shape(weight)
-    c_out_g, kernel = wshape[1], tuple(wshape[2:])
-    c_out = c_out_g * groups
-    ksize = math.prod(kernel)
-    w = fnp.reshape(weight, (groups, c_in // groups, c_out_g * ksize))
-    xs = fnp.reshape(x, (n, groups, c_in // groups, math.prod(spatial)))
-    cols = fnp.matmul(fnp.swapaxes(w, -1, -2), xs)  # (N, G, O/G * K, L)
-    cols = fnp.reshape(cols, (n, c_out) + kernel + spatial)
-    # the full (unpadded) transpose, then crop ``padding`` on the left and ``padding - output_padding`` on
-    # the right (zeros where that is negative)
-    full = tuple((L - 1) * s + d * (k - 1) + 1 for L, s, d, k in zip(spatial, stride, dilation, kernel))
-    y = _fnn.col2im(cols, (n, c_out) + full, kernel, stride, 0, dilation)
-    extra = tuple(max(op - p, 0) for p, op in zip(padding, output_padding))
-    if any(extra):
-        y = fnp.pad(y, ((0, 0), (0, 0)) + tuple((0, e) for e in extra))
-    y = y[(slice(None), slice(None)) + tuple(slice(p, f - p + op) if f - p + op <= f else slice(p, None)
-                                             for p, op, f in zip(padding, output_padding, full))]
+    c_out, kernel = wshape[1] * groups, tuple(wshape[2:])
+    out = tuple((L - 1) * s - 2 * p + d * (k - 1) + 1 + op
+                for L, s, p, d, k, op in zip(shape[2:], stride, padding, dilation, kernel, output_padding))
+    y = conv_input_grad(x, weight, (shape[0], c_out) + out, tuple(stride), tuple((p, p) for p in padding),
+                        tuple(dilation), groups)
     if bias is not None:
         y = y + fnp.reshape(bias, (c_out,) + (1,) * nsp)
     return y[0] if unbatched else y
@@ -510,13 +500,20 @@ def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
     k, s, p, d = _pool_args(x, nsp, kernel_size, stride, padding, dilation, name)
     sizes = tuple(x.shape[-nsp:])
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
-    cols = _windows(x, nsp, k, s, p, hi, d, out, -math.inf)
-
-    def position(j: int, kj: Tensor) -> Tensor:  # o * s - p + kj * d at output position o
-        return cast(Tensor, _arange_along(x, out[j], j, nsp) * s[j] - p[j] + kj * d[j])
-
-    y, idx = _argmax_pick(cols, nsp, k, position, sizes)
-    return (y, idx) if return_indices else y
+    pads = tuple(zip(p, hi))
+    if not return_indices:
+        return _fg(_fnn.max_pool_windows, x, k, s, pads, d)
+    # the kernel's argmax (a flat offset in each window) gives the values and PyTorch's flat input indices
+    rem = _fg(window_argmax, x.detach(), k, s, pads, d)
+    y = _fg(window_gather, x, rem, k, s, pads, d, -math.inf)
+    flat: Any = 0
+    mult = 1
+    for j in reversed(range(nsp)):
+        kj = rem % k[j]
+        rem = rem // k[j]
+        flat = flat + (_arange_along(x, out[j], j, nsp) * s[j] - p[j] + kj * d[j]) * mult
+        mult *= sizes[j]
+    return y, flat.long()
 
 
 def _max_pool_with_indices(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,

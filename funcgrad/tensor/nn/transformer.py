@@ -23,7 +23,9 @@ from funcgrad.backend import namespace_of
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, _as_tensor
-from . import Dropout, Linear, Module, _like, _new_param, _np_dtype
+from funcgrad.nn.kernels.attention import attention as _attention
+
+from . import Dropout, Linear, Module, _fg, _like, _new_param, _np_dtype
 from . import functional as F
 from . import init as _init
 from .containers import ModuleList
@@ -111,30 +113,36 @@ class MultiheadAttention(Module):
         # (N*H, L or S, hd)
         q, k, v = (self._project(t, i).reshape(t.shape[0], N * H, hd).transpose(0, 1)
                    for i, t in enumerate((query, key, value)))
-        logits = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(hd))  # (N*H, L, S)
         if is_causal and attn_mask is None:
             attn_mask = _like(query, np.triu(np.ones((L, S), dtype=bool), 1))
-        if attn_mask is not None:
-            am = _additive(attn_mask, logits)
-            if am.dim() == 2:
-                if tuple(am.shape) != (L, S):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(am.shape)}, but should be {(L, S)}.")
-                am = am.unsqueeze(0)
-            elif tuple(am.shape) != (N * H, L, S):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(am.shape)}, but should be "
-                                   f"{(N * H, L, S)}.")
-            logits = logits + am
-        if key_padding_mask is not None:
-            kp = _additive(key_padding_mask, logits)
-            if tuple(kp.shape) != (N, S):
-                raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(kp.shape)}")
-            logits = (logits.reshape(N, H, L, S) + kp.reshape(N, 1, 1, S)).reshape(N * H, L, S)
-        w = logits.softmax(-1)
-        wd = F.dropout(w, self.dropout, self.training) if self.dropout > 0.0 else w
-        out = wd.matmul(v).transpose(0, 1).reshape(L, N, E)
+        w: Tensor | None = None
+        if not need_weights and not (self.dropout > 0.0 and self.training):
+            # one primitive (funcgrad.nn's attention kernel, closed-form backward); masks as an additive bias
+            o = _fg(_attention, q, k, v, _bias(attn_mask, key_padding_mask, q, N, H, L, S), 1.0 / math.sqrt(hd))
+        else:
+            logits = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(hd))  # (N*H, L, S)
+            if attn_mask is not None:
+                am = _additive(attn_mask, logits)
+                if am.dim() == 2:
+                    if tuple(am.shape) != (L, S):
+                        raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(am.shape)}, but should be {(L, S)}.")
+                    am = am.unsqueeze(0)
+                elif tuple(am.shape) != (N * H, L, S):
+                    raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(am.shape)}, but should be "
+                                       f"{(N * H, L, S)}.")
+                logits = logits + am
+            if key_padding_mask is not None:
+                kp = _additive(key_padding_mask, logits)
+                if tuple(kp.shape) != (N, S):
+                    raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(kp.shape)}")
+                logits = (logits.reshape(N, H, L, S) + kp.reshape(N, 1, 1, S)).reshape(N * H, L, S)
+            w = logits.softmax(-1)
+            wd = F.dropout(w, self.dropout, self.training) if self.dropout > 0.0 else w
+            o = wd.matmul(v)
+        out = o.transpose(0, 1).reshape(L, N, E)
         out = self.out_proj(out)
         weights = None
-        if need_weights:
+        if need_weights and w is not None:
             weights = w.reshape(N, H, L, S)
             if average_attn_weights:
                 weights = weights.mean(1)
@@ -145,6 +153,23 @@ class MultiheadAttention(Module):
         elif self.batch_first:
             out = out.transpose(0, 1)
         return out, weights
+
+
+def _bias(attn_mask: Any, key_padding_mask: Any, q: Tensor, N: int, H: int, L: int, S: int) -> Tensor | None:
+    """The attention masks as one additive bias broadcasting to ``(N*H, L, S)`` (None without masks)."""
+    bias = None
+    if attn_mask is not None:
+        bias = _additive(attn_mask, q)
+        want = (L, S) if bias.dim() == 2 else (N * H, L, S)
+        if tuple(bias.shape) != want:
+            raise RuntimeError(f"The shape of the {bias.dim()}D attn_mask is {tuple(bias.shape)}, but should be {want}.")
+    if key_padding_mask is not None:
+        kp = _additive(key_padding_mask, q)
+        if tuple(kp.shape) != (N, S):
+            raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(kp.shape)}")
+        kp = kp.reshape(N, 1, 1, S).expand(N, H, 1, S).reshape(N * H, 1, S)
+        bias = kp if bias is None else bias + kp
+    return bias
 
 
 def _activation(a: Any) -> Callable[..., Any]:

@@ -1,0 +1,249 @@
+"""Convolution as three primitives, each one GEMM: the forward and its two backward products.
+
+``conv_forward(x, w)`` is ``y = W @ cols``, ``conv_input_grad(g, w)`` is
+``col2im(W^T @ g)`` and ``conv_weight_grad(g, x)`` is ``g @ cols^T``, with the
+columns laid out ``(C, *kernel, N, *out)`` so that each product is a single
+matrix product per group over the whole batch (no per-sample GEMMs, no sum over
+the batch afterwards). A call builds at most one column buffer; a 1x1 kernel
+with stride 1 and no padding builds none (the input is its own column matrix).
+
+The three are closed under differentiation (the convolution is bilinear):
+
+- ``conv_forward``: VJP in x is ``conv_input_grad(g, w)``, in w ``conv_weight_grad(g, x)``;
+- ``conv_input_grad(g, w)``: VJP in g is ``conv_forward(ct, w)``, in w ``conv_weight_grad(g, ct)``;
+- ``conv_weight_grad(g, x)``: VJP in g is ``conv_forward(x, ct)``, in x ``conv_input_grad(g, ct)``;
+
+and each JVP is the primitive itself applied to one tangent, so derivatives of any
+order are these three GEMMs again. ``x`` is ``(N, C, *spatial)``, ``w`` is
+``(O, C // groups, *kernel)``; ``pads`` are ``(lo, hi)`` pairs per spatial axis.
+
+Example::
+
+    y = conv_forward(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import funcgrad.numpy as fnp
+
+from ...backend import namespace_of
+from ...core import defprimitive
+from ...numpy._batching import batch_size, front
+from .pooling import pooled_size, window_slices
+
+__all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_out_shape"]
+
+
+def conv_out_shape(spatial: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+                   pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...]) -> tuple[int, ...]:
+    """The output's spatial shape; a clear error when the kernel does not fit."""
+    out = tuple(pooled_size(n, k, s, p, d) for n, k, s, p, d in zip(spatial, kernel, stride, pads, dilation))
+    if any(o <= 0 for o in out):
+        raise ValueError(f"conv: the kernel {kernel} (dilation {dilation}) is larger than the padded input: input "
+                         f"{spatial} with padding {pads}")
+    return out
+
+
+def _pointwise(kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> bool:
+    return all(k == 1 for k in kernel) and all(s == 1 for s in stride) and all(p == (0, 0) for p in pads)
+
+
+def _columns(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+             dilation: tuple[int, ...], groups: int) -> Any:
+    """The im2col buffer ``(G, C/G * prod(kernel), N * prod(out))`` of ``x`` (one copy)."""
+    xp = namespace_of(x)
+    n, c = x.shape[:2]
+    out = conv_out_shape(tuple(x.shape[2:]), kernel, stride, pads, dilation)
+    if any(p != (0, 0) for p in pads):
+        x = xp.pad(x, ((0, 0), (0, 0)) + tuple(pads))
+    xt = x.swapaxes(0, 1)  # (C, N, *padded): a view
+    cols = xp.empty((c,) + tuple(kernel) + (n,) + out, dtype=x.dtype)
+    for idx, sl in window_slices(kernel, stride, dilation, out):
+        cols[(slice(None),) + idx] = xt[(slice(None), slice(None)) + sl]
+    return cols.reshape(groups, (c // groups) * math.prod(kernel), n * math.prod(out))
+
+
+def _to_rows(g: Any, groups: int) -> Any:
+    """``(N, O, *out) -> (G, O/G, N * prod(out))`` (one transposing copy)."""
+    xp = namespace_of(g)
+    n, o = g.shape[:2]
+    p = math.prod(g.shape[2:])
+    return xp.ascontiguousarray(g.reshape(n, o, p).swapaxes(0, 1)).reshape(groups, o // groups, n * p)
+
+
+def _from_rows(y: Any, n: int, out: tuple[int, ...]) -> Any:
+    """``(G, O/G, N * prod(out)) -> (N, O, *out)``."""
+    xp = namespace_of(y)
+    o = y.shape[0] * y.shape[1]
+    return xp.ascontiguousarray(y.reshape(o, n, math.prod(out)).swapaxes(0, 1)).reshape((n, o) + out)
+
+
+# --------------------------------------------------------------------------- the three GEMMs
+
+
+def _conv_forward_raw(x: Any, w: Any, stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                      dilation: tuple[int, ...], groups: int) -> Any:
+    xp = namespace_of(x)
+    kernel = tuple(w.shape[2:])
+    n, c = x.shape[:2]
+    o = w.shape[0]
+    out = conv_out_shape(tuple(x.shape[2:]), kernel, stride, pads, dilation)
+    wm = w.reshape(groups, o // groups, -1)
+    if _pointwise(kernel, stride, pads):  # the input is its own column matrix: N GEMMs, no copy
+        xs = x.reshape(n, groups, c // groups, math.prod(out))
+        return xp.matmul(wm, xs).reshape((n, o) + out)
+    return _from_rows(xp.matmul(wm, _columns(x, kernel, stride, pads, dilation, groups)), n, out)
+
+
+def _conv_input_grad_raw(g: Any, w: Any, x_shape: tuple[int, ...], stride: tuple[int, ...],
+                         pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...], groups: int) -> Any:
+    xp = namespace_of(g)
+    kernel = tuple(w.shape[2:])
+    n, c = x_shape[:2]
+    spatial = tuple(x_shape[2:])
+    o = w.shape[0]
+    out = tuple(g.shape[2:])
+    wm = w.reshape(groups, o // groups, -1)
+    if _pointwise(kernel, stride, pads):
+        gs = g.reshape(n, groups, o // groups, math.prod(out))
+        return xp.matmul(wm.swapaxes(-1, -2), gs).reshape(tuple(x_shape))
+    cols = xp.matmul(wm.swapaxes(-1, -2), _to_rows(g, groups))  # (G, C/G * K, N * P)
+    cols = cols.reshape((c,) + kernel + (n,) + out)
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
+    dx = xp.zeros((c, n) + padded, dtype=cols.dtype)  # summed channels-first, swapped once at the end
+    disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
+    for idx, sl in window_slices(kernel, stride, dilation, out):
+        target = (slice(None), slice(None)) + sl
+        if disjoint:
+            dx[target] = cols[(slice(None),) + idx]
+        else:
+            dx[target] += cols[(slice(None),) + idx]
+    if any(p != (0, 0) for p in pads):
+        dx = dx[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, spatial))]
+    return xp.ascontiguousarray(dx.swapaxes(0, 1))
+
+
+def _conv_weight_grad_raw(g: Any, x: Any, w_shape: tuple[int, ...], stride: tuple[int, ...],
+                          pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...], groups: int) -> Any:
+    xp = namespace_of(g)
+    kernel = tuple(w_shape[2:])
+    n, c = x.shape[:2]
+    o = g.shape[1]
+    if _pointwise(kernel, stride, pads):
+        gs = g.reshape(n, groups, o // groups, -1)
+        xs = x.reshape(n, groups, c // groups, -1)
+        return xp.matmul(gs, xs.swapaxes(-1, -2)).sum(axis=0).reshape(tuple(w_shape))
+    cols = _columns(x, kernel, stride, pads, dilation, groups)
+    return xp.matmul(_to_rows(g, groups), cols.swapaxes(-1, -2)).reshape(tuple(w_shape))
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def _fwd_vjp_x(g: Any, ans: Any, x: Any, w: Any, *geom: Any) -> Any:
+    return conv_input_grad(g, w, fnp.shape(x), *geom)
+
+
+def _fwd_vjp_w(g: Any, ans: Any, x: Any, w: Any, *geom: Any) -> Any:
+    return conv_weight_grad(g, x, fnp.shape(w), *geom)
+
+
+def _in_vjp_g(ct: Any, ans: Any, g: Any, w: Any, x_shape: Any, *geom: Any) -> Any:
+    return conv_forward(ct, w, *geom)
+
+
+def _in_vjp_w(ct: Any, ans: Any, g: Any, w: Any, x_shape: Any, *geom: Any) -> Any:
+    return conv_weight_grad(g, ct, fnp.shape(w), *geom)
+
+
+def _wt_vjp_g(ct: Any, ans: Any, g: Any, x: Any, w_shape: Any, *geom: Any) -> Any:
+    return conv_forward(x, ct, *geom)
+
+
+def _wt_vjp_x(ct: Any, ans: Any, g: Any, x: Any, w_shape: Any, *geom: Any) -> Any:
+    return conv_input_grad(g, ct, fnp.shape(x), *geom)
+
+
+# vmap. A batch axis on the data only (x or g) folds into N. A batched weight runs the B problems
+# as B times the groups: channels (B, C) become B*C grouped channels, weights (B, O, ...) B*O.
+def _stack_groups(a: Any, d: Any, size: int) -> Any:
+    """``(B?, N, C, *sp) -> (N, B*C, *sp)``."""
+    a = front(a, d, size)
+    s = fnp.shape(a)
+    return fnp.reshape(fnp.swapaxes(a, 0, 1), (s[1], s[0] * s[2]) + tuple(s[3:]))
+
+
+def _stack_weights(w: Any, d: Any, size: int) -> Any:
+    """``(B?, O, C/G, *k) -> (B*O, C/G, *k)``."""
+    w = front(w, d, size)
+    s = fnp.shape(w)
+    return fnp.reshape(w, (s[0] * s[1],) + tuple(s[2:]))
+
+
+def _unstack_groups(y: Any, size: int) -> Any:
+    """``(N, B*O, *sp) -> (N, B, O, *sp)`` (batch axis 1)."""
+    s = fnp.shape(y)
+    return fnp.reshape(y, (s[0], size, s[1] // size) + tuple(s[2:]))
+
+
+def _fold_batch(a: Any, d: int) -> Any:
+    a = fnp.moveaxis(a, d, 0)
+    s = fnp.shape(a)
+    return fnp.reshape(a, (s[0] * s[1],) + tuple(s[2:]))
+
+
+def _forward_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    x, w, stride, pads, dilation, groups = args
+    size = batch_size(args[:2], dims[:2])
+    if dims[1] is None:
+        y = conv_forward(_fold_batch(x, dims[0]), w, stride, pads, dilation, groups)
+        s = fnp.shape(y)
+        return fnp.reshape(y, (size, s[0] // size) + tuple(s[1:])), 0
+    y = conv_forward(_stack_groups(x, dims[0], size), _stack_weights(w, dims[1], size), stride, pads, dilation,
+                     groups * size)
+    return _unstack_groups(y, size), 1
+
+
+def _input_grad_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    g, w, x_shape, stride, pads, dilation, groups = args
+    size = batch_size(args[:2], dims[:2])
+    if dims[1] is None:
+        n, rest = x_shape[0], tuple(x_shape[1:])
+        dx = conv_input_grad(_fold_batch(g, dims[0]), w, (size * n,) + rest, stride, pads, dilation, groups)
+        return fnp.reshape(dx, (size, n) + rest), 0
+    shape = (x_shape[0], size * x_shape[1]) + tuple(x_shape[2:])
+    dx = conv_input_grad(_stack_groups(g, dims[0], size), _stack_weights(w, dims[1], size), shape, stride, pads,
+                         dilation, groups * size)
+    return _unstack_groups(dx, size), 1
+
+
+def _weight_grad_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    g, x, w_shape, stride, pads, dilation, groups = args
+    size = batch_size(args[:2], dims[:2])
+    shape = (size * w_shape[0],) + tuple(w_shape[1:])
+    dw = conv_weight_grad(_stack_groups(g, dims[0], size), _stack_groups(x, dims[1], size), shape, stride, pads,
+                          dilation, groups * size)
+    return fnp.reshape(dw, (size,) + tuple(w_shape)), 0
+
+
+conv_forward: Callable[..., Any] = defprimitive(
+    _conv_forward_raw, name="conv_forward", vjp={0: _fwd_vjp_x, 1: _fwd_vjp_w},
+    jvp={0: lambda t, ans, x, w, *geom: conv_forward(t, w, *geom),
+         1: lambda t, ans, x, w, *geom: conv_forward(x, t, *geom)},
+    batch=_forward_batch, reads={0: {1}, 1: {0}},
+    doc="Cross-correlation of ``x (N, C, *sp)`` with ``w (O, C/groups, *k)``: one GEMM per group.")
+conv_input_grad: Callable[..., Any] = defprimitive(
+    _conv_input_grad_raw, name="conv_input_grad", vjp={0: _in_vjp_g, 1: _in_vjp_w},
+    jvp={0: lambda t, ans, g, w, *rest: conv_input_grad(t, w, *rest),
+         1: lambda t, ans, g, w, *rest: conv_input_grad(g, t, *rest)},
+    batch=_input_grad_batch, reads={0: {1}, 1: {0}},
+    doc="The transpose of :func:`conv_forward` in ``x``: ``col2im(W^T g)``, an array of ``x_shape``.")
+conv_weight_grad: Callable[..., Any] = defprimitive(
+    _conv_weight_grad_raw, name="conv_weight_grad", vjp={0: _wt_vjp_g, 1: _wt_vjp_x},
+    jvp={0: lambda t, ans, g, x, *rest: conv_weight_grad(t, x, *rest),
+         1: lambda t, ans, g, x, *rest: conv_weight_grad(g, t, *rest)},
+    batch=_weight_grad_batch, reads={0: {1}, 1: {0}},
+    doc="The transpose of :func:`conv_forward` in ``w``: ``g @ cols(x)^T``, an array of ``w_shape``.")

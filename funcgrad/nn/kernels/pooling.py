@@ -1,0 +1,200 @@
+"""Max pooling as three primitives: the argmax of each window, a gather and its transpose.
+
+``window_argmax`` runs once in the forward pass: one sweep over the kernel
+offsets, each a strided view of the (padded) input, keeping the running
+maximum and the offset where it was first reached (a NaN wins, as in
+PyTorch). The pooled values are ``window_gather(x, argmax)``; its VJP is
+``window_scatter``, which adds each cotangent into the input position the
+forward recorded (no second search), and the VJP of the scatter is the gather
+again, so derivatives of any order are two linear primitives. Non-overlapping
+windows (stride = kernel, the usual ``MaxPool2d(2)``) are strided views of
+the input itself: nothing is copied and no reduction runs.
+
+The geometry (``kernel``, ``stride``, ``pads`` as ``(lo, hi)`` pairs,
+``dilation``) acts on the trailing ``len(kernel)`` axes; leading axes (batch,
+channels, a vmap axis) broadcast. Everything runs on the input's own array
+namespace (NumPy or CuPy).
+
+Example::
+
+    idx = window_argmax(x, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))
+    y = window_gather(x, idx, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), -math.inf)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Callable, Iterator
+
+import numpy as np  # shapes only (host tuples); arrays go through their own namespace
+
+import funcgrad.numpy as fnp
+
+from ...backend import namespace_of
+from ...core import defprimitive
+from ...numpy._batching import batch_size, move_to_front
+
+__all__ = ["window_argmax", "window_gather", "window_scatter", "pooled_size", "window_slices"]
+
+Geometry = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
+
+
+def pooled_size(size: int, k: int, s: int, pad: tuple[int, int], d: int) -> int:
+    """Output length of one axis: windows of ``k`` (dilation ``d``) every ``s`` over the padded axis."""
+    return (size + pad[0] + pad[1] - d * (k - 1) - 1) // s + 1
+
+
+def window_slices(kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...],
+                  out: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
+    """For each kernel offset, in C order: (the offset, the slices of the padded input it sees)."""
+    for idx in itertools.product(*(range(k) for k in kernel)):
+        yield idx, tuple(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in zip(idx, dilation, stride, out))
+
+
+def _out_shape(spatial: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+               pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...]) -> tuple[int, ...]:
+    out = tuple(pooled_size(n, k, s, p, d) for n, k, s, p, d in zip(spatial, kernel, stride, pads, dilation))
+    if any(o <= 0 for o in out):
+        raise ValueError(f"pooling: the window {kernel} (dilation {dilation}) does not fit the input {spatial} "
+                         f"padded by {pads}")
+    return out
+
+
+def _padded(x: Any, pads: tuple[tuple[int, int], ...], value: float) -> Any:
+    if all(p == (0, 0) for p in pads):
+        return x
+    xp = namespace_of(x)
+    lead = x.ndim - len(pads)
+    return xp.pad(x, ((0, 0),) * lead + tuple(pads), mode="constant", constant_values=value)
+
+
+# --------------------------------------------------------------------------- forward: the argmax
+
+
+def _window_argmax_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                       dilation: tuple[int, ...]) -> Any:
+    xp = namespace_of(x)
+    nsp = len(kernel)
+    out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
+    xpad = _padded(x, pads, -math.inf)
+    pre = (slice(None),) * (x.ndim - nsp)
+    best = None
+    index = xp.zeros(tuple(x.shape[:-nsp]) + out, dtype=xp.int32)
+    for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
+        v = xpad[pre + sl]
+        if best is None:
+            best = v.copy()
+            continue
+        wins = v > best  # strictly greater: the first maximum stays
+        wins |= v != v   # a NaN wins (the last one, as PyTorch's kernel); the running maximum stays NaN
+        xp.copyto(index, j, where=wins)
+        xp.maximum(best, v, out=best)
+    return index
+
+
+def _argmax_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    x, *rest = args
+    return window_argmax(move_to_front(x, dims[0]), *rest, **kwargs), 0
+
+
+window_argmax: Callable[..., Any] = defprimitive(
+    _window_argmax_raw, name="window_argmax", differentiable=False, batch=_argmax_batch,
+    doc="The flat kernel offset (C order) of each pooling window's maximum (int32; ties: the first maximum; "
+        "a NaN wins).")
+
+
+# --------------------------------------------------------------------------- the gather and its transpose
+
+
+def _window_gather_raw(x: Any, index: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
+                       pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...], pad_value: float = 0.0) -> Any:
+    xp = namespace_of(x)
+    nsp = len(kernel)
+    out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
+    lead = np.broadcast_shapes(tuple(x.shape[:-nsp]), tuple(index.shape[:-nsp]))
+    xpad = _padded(x, pads, pad_value)
+    pre = (slice(None),) * (x.ndim - nsp)
+    y = xp.empty(lead + out, dtype=x.dtype)
+    for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
+        v = xpad[pre + sl]
+        if j == 0:
+            y[...] = v
+        else:
+            xp.copyto(y, v, where=index == j)
+    return y
+
+
+def _window_scatter_raw(g: Any, index: Any, x_shape: tuple[int, ...], kernel: tuple[int, ...],
+                        stride: tuple[int, ...], pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...]) -> Any:
+    xp = namespace_of(g)
+    nsp = len(kernel)
+    spatial = tuple(x_shape[-nsp:])
+    out = tuple(g.shape[-nsp:])
+    lead = np.broadcast_shapes(tuple(x_shape[:-nsp]), tuple(g.shape[:-nsp]), tuple(index.shape[:-nsp]))
+    padded = tuple(n + lo + hi for n, (lo, hi) in zip(spatial, pads))
+    dx = xp.zeros(lead + padded, dtype=g.dtype)
+    pre = (slice(None),) * len(lead)
+    zero = xp.zeros((), dtype=g.dtype)
+    disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
+    for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
+        if disjoint:  # every input position is in at most one window: write, do not add
+            dx[pre + sl] = xp.where(index == j, g, zero)
+        else:
+            dx[pre + sl] += xp.where(index == j, g, zero)
+    if any(p != (0, 0) for p in pads):
+        dx = dx[pre + tuple(slice(lo, lo + n) for (lo, _), n in zip(pads, spatial))]
+    return dx
+
+
+def _gather_vjp(g: Any, ans: Any, x: Any, index: Any, kernel: Any, stride: Any, pads: Any, dilation: Any,
+                pad_value: float = 0.0) -> Any:
+    return window_scatter(g, index, fnp.shape(x), kernel, stride, pads, dilation)
+
+
+def _gather_jvp(t: Any, ans: Any, x: Any, index: Any, kernel: Any, stride: Any, pads: Any, dilation: Any,
+                pad_value: float = 0.0) -> Any:
+    return window_gather(t, index, kernel, stride, pads, dilation, 0.0)
+
+
+def _scatter_vjp(g: Any, ans: Any, cot: Any, index: Any, x_shape: Any, kernel: Any, stride: Any, pads: Any,
+                 dilation: Any) -> Any:
+    return window_gather(g, index, kernel, stride, pads, dilation, 0.0)
+
+
+def _scatter_jvp(t: Any, ans: Any, cot: Any, index: Any, x_shape: Any, kernel: Any, stride: Any, pads: Any,
+                 dilation: Any) -> Any:
+    return window_scatter(t, index, x_shape, kernel, stride, pads, dilation)
+
+
+# vmap: batch axes go first; an unbatched partner broadcasts (the geometry only reads trailing axes)
+def _gather_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    x, index, *rest = args
+    return window_gather(_front_or_unit(x, dims[0], index, dims[1]), _front_or_unit(index, dims[1], x, dims[0]),
+                         *rest, **kwargs), 0
+
+
+def _scatter_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    g, index, x_shape, *rest = args
+    n = batch_size(args[:2], dims[:2])
+    return window_scatter(_front_or_unit(g, dims[0], index, dims[1]), _front_or_unit(index, dims[1], g, dims[0]),
+                          (n,) + tuple(x_shape), *rest, **kwargs), 0
+
+
+def _front_or_unit(a: Any, d: Any, other: Any, other_d: Any) -> Any:
+    """``a`` with its batch axis first, or (unbatched beside a batched partner) a unit axis there."""
+    if d is not None:
+        return move_to_front(a, d)
+    return fnp.expand_dims(a, 0)
+
+
+window_gather: Callable[..., Any] = defprimitive(
+    _window_gather_raw, name="window_gather", vjp=_gather_vjp, jvp=_gather_jvp, batch=_gather_batch,
+    reads={0: {1}},
+    doc="The element of each pooling window at the offset ``index`` gives (padding reads ``pad_value``); "
+        "linear in ``x``.")
+window_scatter: Callable[..., Any] = defprimitive(
+    _window_scatter_raw, name="window_scatter", vjp=_scatter_vjp, jvp=_scatter_jvp, batch=_scatter_batch,
+    reads={0: {1}},
+    doc="The transpose of :func:`window_gather`: each value added into the input position its window's "
+        "``index`` names; an array of ``x_shape``.")

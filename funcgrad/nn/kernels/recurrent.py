@@ -1,0 +1,265 @@
+"""The elementwise part of an LSTM and a GRU step, fused: one primitive forward, one backward.
+
+A step's gates come from matrix products (``x W_ih^T + h W_hh^T + b``, the
+four LSTM gates in one product); what follows is elementwise and is one
+primitive here:
+
+- ``lstm_pointwise(gates, c) -> (h', c')`` with gates ordered i, f, g, o;
+- ``gru_pointwise(gi, gh, h) -> h'`` with ``gi = x W_ih^T + b_ih`` and
+  ``gh = h W_hh^T + b_hh`` (gates r, z, n).
+
+Each one's VJP is one call of its backward primitive (``lstm_pointwise_backward``,
+``gru_pointwise_backward``), computed in a single pass from the saved inputs.
+The backward primitives differentiate again: their own VJP and JVP are those
+of the same formulas written in funcgrad.numpy (``*_backward_composed``), so
+double backward through a recurrent network works (and is checked in the
+tests). Both run on the arrays' own namespace.
+
+Example::
+
+    h, c = lstm_pointwise(x @ w_ih.T + h @ w_hh.T + b, c)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import funcgrad.numpy as fnp
+
+from ...backend import namespace_of
+from ...core import defprimitive
+from ...numpy._batching import batch_size, front
+from ...numpy._util import unbroadcast
+from ..functional import sigmoid
+from .composed import composed_rules, zeros_for
+
+__all__ = ["fused_gates", "lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward"]
+
+
+def _sigmoid_raw(xp: Any, a: Any) -> Any:
+    return 0.5 * (1.0 + xp.tanh(0.5 * a))  # no overflow for large |a|
+
+
+def _split(a: Any, n: int) -> list[Any]:
+    size = fnp.shape(a)[-1] // n
+    return [a[..., k * size:(k + 1) * size] for k in range(n)]
+
+
+# --------------------------------------------------------------------------- LSTM
+
+
+def _lstm_raw(gates: Any, c: Any) -> tuple[Any, Any]:
+    xp = namespace_of(gates)
+    a_i, a_f, a_g, a_o = _split(gates, 4)
+    c_new = _sigmoid_raw(xp, a_f) * c + _sigmoid_raw(xp, a_i) * xp.tanh(a_g)
+    return _sigmoid_raw(xp, a_o) * xp.tanh(c_new), c_new
+
+
+def lstm_pointwise_composed(gates: Any, c: Any) -> tuple[Any, Any]:
+    """:func:`lstm_pointwise` in funcgrad.numpy operations (the reference)."""
+    a_i, a_f, a_g, a_o = _split(gates, 4)
+    c_new = sigmoid(a_f) * c + sigmoid(a_i) * fnp.tanh(a_g)
+    return sigmoid(a_o) * fnp.tanh(c_new), c_new
+
+
+def _lstm_backward_raw(gates: Any, c: Any, gh: Any, gc: Any) -> tuple[Any, Any]:
+    xp = namespace_of(gates)
+    a_i, a_f, a_g, a_o = _split(gates, 4)
+    i, f, o = _sigmoid_raw(xp, a_i), _sigmoid_raw(xp, a_f), _sigmoid_raw(xp, a_o)
+    g = xp.tanh(a_g)
+    tc = xp.tanh(f * c + i * g)
+    dc_new = gc + gh * o * (1.0 - tc * tc)
+    d = xp.concatenate([dc_new * g * i * (1.0 - i), dc_new * c * f * (1.0 - f), dc_new * i * (1.0 - g * g),
+                        gh * tc * o * (1.0 - o)], axis=-1)
+    return d, dc_new * f
+
+
+def lstm_pointwise_backward_composed(gates: Any, c: Any, gh: Any, gc: Any) -> tuple[Any, Any]:
+    """The cotangents of ``(gates, c)`` given those of ``(h', c')``, in funcgrad.numpy operations."""
+    a_i, a_f, a_g, a_o = _split(gates, 4)
+    i, f, o, g = sigmoid(a_i), sigmoid(a_f), sigmoid(a_o), fnp.tanh(a_g)
+    tc = fnp.tanh(f * c + i * g)
+    dc_new = gc + gh * o * (1.0 - tc * tc)
+    d = fnp.concatenate([dc_new * g * i * (1.0 - i), dc_new * c * f * (1.0 - f), dc_new * i * (1.0 - g * g),
+                         gh * tc * o * (1.0 - o)], axis=-1)
+    return d, dc_new * f
+
+
+# --------------------------------------------------------------------------- GRU
+
+
+def _gru_raw(gi: Any, gh: Any, h: Any) -> Any:
+    xp = namespace_of(gi)
+    i_r, i_z, i_n = _split(gi, 3)
+    h_r, h_z, h_n = _split(gh, 3)
+    r = _sigmoid_raw(xp, i_r + h_r)
+    z = _sigmoid_raw(xp, i_z + h_z)
+    n = xp.tanh(i_n + r * h_n)
+    return n + z * (h - n)
+
+
+def gru_pointwise_composed(gi: Any, gh: Any, h: Any) -> Any:
+    """:func:`gru_pointwise` in funcgrad.numpy operations (the reference)."""
+    i_r, i_z, i_n = _split(gi, 3)
+    h_r, h_z, h_n = _split(gh, 3)
+    r = sigmoid(i_r + h_r)
+    z = sigmoid(i_z + h_z)
+    n = fnp.tanh(i_n + r * h_n)
+    return n + z * (h - n)
+
+
+def _gru_backward_raw(gi: Any, gh: Any, h: Any, g: Any) -> tuple[Any, Any, Any]:
+    xp = namespace_of(gi)
+    i_r, i_z, i_n = _split(gi, 3)
+    h_r, h_z, h_n = _split(gh, 3)
+    r = _sigmoid_raw(xp, i_r + h_r)
+    z = _sigmoid_raw(xp, i_z + h_z)
+    n = xp.tanh(i_n + r * h_n)
+    da_n = g * (1.0 - z) * (1.0 - n * n)
+    da_z = g * (h - n) * z * (1.0 - z)
+    da_r = da_n * h_n * r * (1.0 - r)
+    dgi = xp.concatenate([da_r, da_z, da_n], axis=-1)
+    dgh = xp.concatenate([da_r, da_z, da_n * r], axis=-1)
+    return dgi, dgh, g * z
+
+
+def gru_pointwise_backward_composed(gi: Any, gh: Any, h: Any, g: Any) -> tuple[Any, Any, Any]:
+    """The cotangents of ``(gi, gh, h)`` given that of ``h'``, in funcgrad.numpy operations."""
+    i_r, i_z, i_n = _split(gi, 3)
+    h_r, h_z, h_n = _split(gh, 3)
+    r = sigmoid(i_r + h_r)
+    z = sigmoid(i_z + h_z)
+    n = fnp.tanh(i_n + r * h_n)
+    da_n = g * (1.0 - z) * (1.0 - n * n)
+    da_z = g * (h - n) * z * (1.0 - z)
+    da_r = da_n * h_n * r * (1.0 - r)
+    return (fnp.concatenate([da_r, da_z, da_n], axis=-1), fnp.concatenate([da_r, da_z, da_n * r], axis=-1),
+            g * z)
+
+
+# --------------------------------------------------------------------------- the gate pre-activations
+
+
+def gates_composed(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> Any:
+    """``x W_ih^T + h W_hh^T + b_ih + b_hh`` in funcgrad.numpy operations (``w_ih`` None: ``x`` is projected)."""
+    out = fnp.matmul(h, fnp.swapaxes(w_hh, -1, -2))
+    out = out + (x if w_ih is None else fnp.matmul(x, fnp.swapaxes(w_ih, -1, -2)))
+    for b in (b_ih, b_hh):
+        if b is not None:
+            out = out + (b if fnp.ndim(b) < 2 else fnp.expand_dims(b, -2))
+    return out
+
+
+def _gates_raw(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> Any:
+    xp = namespace_of(h)
+    out = xp.matmul(h, w_hh.T)
+    out += x if w_ih is None else xp.matmul(x, w_ih.T)
+    for b in (b_ih, b_hh):
+        if b is not None:
+            out += b
+    return out
+
+
+def _flat_outer(g: Any, a: Any) -> Any:
+    """``sum over leading axes of g^T a``: the weight cotangent of ``a @ W^T``."""
+    n = fnp.shape(g)[-1]
+    return fnp.matmul(fnp.swapaxes(fnp.reshape(g, (-1, n)), 0, 1), fnp.reshape(a, (-1, fnp.shape(a)[-1])))
+
+
+def _gates_vjp_all(g: Any, ans: Any, argnums: Sequence[int], x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any,
+                   b_hh: Any) -> list[Any]:
+    out = []
+    for a in argnums:
+        if a == 0:
+            out.append(unbroadcast(g if w_ih is None else fnp.matmul(g, w_ih), x))
+        elif a == 1:
+            out.append(unbroadcast(fnp.matmul(g, w_hh), h))
+        elif a == 2:
+            out.append(_flat_outer(fnp.broadcast_to(g, fnp.shape(ans)), x))
+        elif a == 3:
+            out.append(_flat_outer(fnp.broadcast_to(g, fnp.shape(ans)), h))
+        else:
+            out.append(unbroadcast(g, b_ih if a == 4 else b_hh))
+    return out
+
+
+def _gates_jvp_all(tangents: list[Any], ans: Any, x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> Any:
+    tx, th, tw_ih, tw_hh, tb_ih, tb_hh = tangents
+    out = None
+    terms = [
+        None if tx is None else (tx if w_ih is None else fnp.matmul(tx, fnp.swapaxes(w_ih, -1, -2))),
+        None if th is None else fnp.matmul(th, fnp.swapaxes(w_hh, -1, -2)),
+        None if tw_ih is None else fnp.matmul(x, fnp.swapaxes(tw_ih, -1, -2)),
+        None if tw_hh is None else fnp.matmul(h, fnp.swapaxes(tw_hh, -1, -2)),
+        tb_ih, tb_hh]
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    return fnp.broadcast_to(out, fnp.shape(ans))
+
+
+def _gates_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    size = batch_size(args, dims)
+    if all(d is None for d in dims[2:]):  # shared weights: the batch is more rows
+        x, h = (a if a is None else front(a, d, size) for a, d in zip(args[:2], dims[:2]))
+        return fused_gates(x, h, *args[2:]), 0
+    # per-example weights: the composition, on batched operands (its own primitives batch)
+    return gates_composed(*(a if a is None else front(a, d, size) for a, d in zip(args, dims))), 0
+
+
+fused_gates: Callable[..., Any] = defprimitive(
+    _gates_raw, name="fused_gates", vjp_all=_gates_vjp_all, jvp_all=_gates_jvp_all, batch=_gates_batch,
+    doc="``x W_ih^T + h W_hh^T + b_ih + b_hh`` as one primitive (``w_ih`` None: ``x`` is already projected).")
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+def _front_batch(fn: Callable[..., Any], n_out: int) -> Callable[..., Any]:
+    """vmap rule of an elementwise-over-leading-axes kernel: every argument's batch axis first."""
+
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
+        size = batch_size(args, dims)
+        out = fn(*(front(a, d, size) for a, d in zip(args, dims)))
+        return out, ((0,) * n_out if n_out > 1 else 0)
+
+    return rule
+
+
+_lstm_bwd_vjp, _lstm_bwd_jvp = composed_rules(lstm_pointwise_backward_composed)
+lstm_pointwise_backward: Callable[..., Any] = defprimitive(
+    _lstm_backward_raw, name="lstm_pointwise_backward", vjp_all=_lstm_bwd_vjp, jvp_all=_lstm_bwd_jvp,
+    multiple_results=True, batch=_front_batch(lambda *a: lstm_pointwise_backward(*a), 2),
+    doc="Cotangents ``(d gates, d c)`` of :func:`lstm_pointwise` for cotangents ``(gh, gc)`` of ``(h', c')``.")
+
+
+def _lstm_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], gates: Any, c: Any) -> list[Any]:
+    gh, gc = zeros_for(g, ans)
+    cts = lstm_pointwise_backward(gates, c, gh, gc)
+    return [cts[k] for k in argnums]
+
+
+_lstm_jvp_all = composed_rules(lstm_pointwise_composed)[1]
+lstm_pointwise: Callable[..., Any] = defprimitive(
+    _lstm_raw, name="lstm_pointwise", vjp_all=_lstm_vjp_all, jvp_all=_lstm_jvp_all, multiple_results=True,
+    batch=_front_batch(lambda *a: lstm_pointwise(*a), 2),
+    doc="``(h', c')`` of an LSTM step from its gate pre-activations ``(..., 4H)`` (i, f, g, o) and ``c``.")
+
+
+_gru_bwd_vjp, _gru_bwd_jvp = composed_rules(gru_pointwise_backward_composed)
+gru_pointwise_backward: Callable[..., Any] = defprimitive(
+    _gru_backward_raw, name="gru_pointwise_backward", vjp_all=_gru_bwd_vjp, jvp_all=_gru_bwd_jvp,
+    multiple_results=True, batch=_front_batch(lambda *a: gru_pointwise_backward(*a), 3),
+    doc="Cotangents ``(d gi, d gh, d h)`` of :func:`gru_pointwise` for the cotangent ``g`` of ``h'``.")
+
+
+def _gru_vjp_all(g: Any, ans: Any, argnums: Sequence[int], gi: Any, gh: Any, h: Any) -> list[Any]:
+    cts = gru_pointwise_backward(gi, gh, h, g)
+    return [cts[k] for k in argnums]
+
+
+_gru_jvp_all = composed_rules(gru_pointwise_composed, multiple_results=False)[1]
+gru_pointwise: Callable[..., Any] = defprimitive(
+    _gru_raw, name="gru_pointwise", vjp_all=_gru_vjp_all, jvp_all=_gru_jvp_all,
+    batch=_front_batch(lambda *a: gru_pointwise(*a), 1),
+    doc="``h'`` of a GRU step from ``gi = x W_ih^T + b_ih`` and ``gh = h W_hh^T + b_hh`` (gates r, z, n) and ``h``.")

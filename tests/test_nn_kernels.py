@@ -1,0 +1,422 @@
+"""Issue 26's layer kernels (funcgrad/nn/kernels): convolution, max pooling, standardization,
+LSTM/GRU steps.
+
+Every kernel primitive goes through the shared spec checks (tests/factories.py: forward
+against the old composition it replaces, check_grads in both modes to second order, vmap
+without the loop fallback, float32, the fake device); the layers built on them are compared
+with PyTorch's recorded outputs and gradients (tests/fixtures/torch_kernels.json, written by
+tests/fixtures/make_torch_kernels.py; no torch needed here) in float64 and float32; double
+backward through conv, norm and LSTM is checked against the old compositions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.nn as nn
+import funcgrad.numpy as fnp
+from factories import CHECKS, Spec, check_spec
+from funcgrad.nn.kernels import attention as kattn
+from funcgrad.nn.kernels import convolution as kconv
+from funcgrad.nn.kernels import normalization as knorm
+from funcgrad.nn.kernels import pooling as kpool
+from funcgrad.nn.kernels import recurrent as krnn
+
+FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "torch_kernels.json"
+R = "real"
+
+
+# --------------------------------------------------------------------------- the old compositions
+
+
+def old_conv(x, w, stride, pads, dilation, groups):
+    """im2col + batched matmul: the convolution before the kernels."""
+    nsp = fnp.ndim(w) - 2
+    kernel = tuple(fnp.shape(w)[2:])
+    n = fnp.shape(x)[0]
+    c_out, c_in_g = fnp.shape(w)[:2]
+    cols = nn.im2col(x, kernel, stride, pads, dilation)
+    out = tuple(fnp.shape(cols)[2 + nsp:])
+    cols = fnp.reshape(cols, (n, groups, c_in_g * math.prod(kernel), math.prod(out)))
+    wm = fnp.reshape(w, (groups, c_out // groups, c_in_g * math.prod(kernel)))
+    return fnp.reshape(fnp.matmul(wm, cols), (n, c_out) + out)
+
+
+def old_max_pool(x, kernel, stride, pads, dilation):
+    cols = nn.im2col(x, kernel, stride, pads, dilation, pad_value=-math.inf)
+    return fnp.max(cols, axis=tuple(range(fnp.ndim(x) - len(kernel), fnp.ndim(x))))
+
+
+def old_standardize(x, axes, eps):
+    mu = fnp.mean(x, axis=axes, keepdims=True)
+    xc = x - mu
+    return xc / fnp.sqrt(fnp.mean(xc * xc, axis=axes, keepdims=True) + eps)
+
+
+def _vjp_of(f, argnum):
+    """``(g, *args) -> cotangent of args[argnum]`` of ``f``: the reference for a backward product."""
+    def call(g, *args):
+        return fg.vjp(lambda a: f(*(args[:argnum] + (a,) + args[argnum + 1:])), args[argnum])[1](g)[0]
+    return call
+
+
+# --------------------------------------------------------------------------- spec table
+
+CONV_GEOMETRY = {  # name: (x shape, w shape, stride, pads, dilation, groups)
+    "pad_groups": ((2, 4, 5, 6), (6, 2, 3, 2), (1, 1), ((1, 1), (1, 1)), (1, 1), 2),
+    "stride_dil": ((1, 3, 7, 7), (4, 3, 3, 3), (2, 2), ((1, 1), (2, 2)), (2, 1), 1),
+    "1x1": ((2, 3, 4, 4), (5, 3, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+    "patch": ((2, 2, 6, 6), (3, 2, 2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
+    "1d": ((2, 3, 9), (4, 3, 3), (2,), ((1, 2),), (2,), 1),
+}
+
+
+def _conv_specs():
+    specs = []
+    for name, (xs, ws, st, pd, dl, gr) in CONV_GEOMETRY.items():
+        geom = (st, pd, dl, gr)
+        ys = np.shape(old_conv(np.zeros(xs), np.zeros(ws), *geom))
+        specs.append(Spec(f"conv_forward_{name}", lambda x, w, g=geom: kconv.conv_forward(x, w, *g),
+                          lambda x, w, g=geom: old_conv(x, w, *g), [R, R], shapes=(xs, ws)))
+        specs.append(Spec(f"conv_input_grad_{name}",
+                          lambda g, w, xs=xs, geo=geom: kconv.conv_input_grad(g, w, xs, *geo),
+                          lambda g, w, xs=xs, geo=geom: _vjp_of(lambda x, w: old_conv(x, w, *geo), 0)(
+                              g, np.zeros(xs), w), [R, R], shapes=(ys, ws)))
+        specs.append(Spec(f"conv_weight_grad_{name}",
+                          lambda g, x, ws=ws, geo=geom: kconv.conv_weight_grad(g, x, ws, *geo),
+                          lambda g, x, ws=ws, geo=geom: _vjp_of(lambda x, w: old_conv(x, w, *geo), 1)(
+                              g, x, np.zeros(ws)), [R, R], shapes=(ys, xs)))
+    return specs
+
+
+POOLS = {  # name: (x shape, kernel, stride, pads, dilation)
+    "2x2": ((2, 3, 6, 6), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1)),
+    "overlap_pad": ((2, 2, 7, 5), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1)),
+    "ceil_dil": ((1, 2, 8, 7), (2, 3), (2, 2), ((0, 1), (0, 1)), (2, 1)),
+    "1d": ((3, 9), (3,), (1,), ((1, 1),), (1,)),
+}
+
+
+def _pool_specs():
+    specs = []
+    for name, (xs, k, s, p, d) in POOLS.items():
+        geom = (k, s, p, d)
+        specs.append(Spec(f"max_pool_windows_{name}", lambda x, g=geom: nn.max_pool_windows(x, *g),
+                          lambda x, g=geom: old_max_pool(x, *g), [R], shapes=(xs,)))
+        # the scatter, as a function of the cotangent (the argmax fixed by one input)
+        x0 = np.random.default_rng(5).standard_normal(xs)
+        idx = kpool.window_argmax(x0, *geom)
+        specs.append(Spec(f"window_scatter_{name}",
+                          lambda g, i=idx, xs=xs, geo=geom: kpool.window_scatter(g, i, xs, *geo),
+                          lambda g, geo=geom, x0=x0: _vjp_of(lambda x: old_max_pool(x, *geo), 0)(g, x0),
+                          [R], shapes=(np.shape(idx),),
+                          skip={"device": "the argmax is a host constant here; max_pool_windows' device check "
+                                          "runs the scatter on the device"}))
+    return specs
+
+
+NORMS = {"batch": ((4, 3, 2, 2), (0, 2, 3)), "layer": ((2, 3, 5), (1, 2)), "group": ((2, 3, 4), (2,)),
+         "negative_axis": ((3, 4), (-1,))}
+
+NORM_SPECS = [Spec(f"standardize_{name}", lambda x, a=axes: knorm.standardize(x, a, 1e-5),
+                   lambda x, a=axes: old_standardize(x, a, 1e-5), [R], shapes=(shape,), rtol=1e-9, atol=1e-10)
+              for name, (shape, axes) in NORMS.items()] + [
+    Spec("standardize_tangent", lambda v, x: knorm.standardize_tangent(v, x, (0, 2), 1e-5),
+         lambda v, x: _vjp_of(lambda x: old_standardize(x, (0, 2), 1e-5), 0)(v, x), [R, R], shapes=((3, 4, 2), (3, 4, 2)),
+         rtol=1e-9, atol=1e-10)]
+
+RNN_SPECS = [
+    Spec("fused_gates", krnn.fused_gates, krnn.gates_composed, [R] * 6,
+         shapes=((3, 4), (3, 5), (8, 4), (8, 5), (8,), (8,))),
+    Spec("fused_gates_projected", lambda x, h, w: krnn.fused_gates(x, h, None, w, None, None),
+         lambda x, h, w: krnn.gates_composed(x, h, None, w, None, None), [R] * 3, shapes=((3, 8), (3, 5), (8, 5))),
+    Spec("lstm_pointwise_h", lambda g, c: krnn.lstm_pointwise(g, c)[0],
+         lambda g, c: krnn.lstm_pointwise_composed(g, c)[0], [R, R], shapes=((3, 8), (3, 2))),
+    Spec("lstm_pointwise_c", lambda g, c: krnn.lstm_pointwise(g, c)[1],
+         lambda g, c: krnn.lstm_pointwise_composed(g, c)[1], [R, R], shapes=((3, 8), (3, 2))),
+    Spec("lstm_pointwise_backward", lambda a, c, gh, gc: krnn.lstm_pointwise_backward(a, c, gh, gc)[0],
+         lambda a, c, gh, gc: _vjp_of(lambda a, c: krnn.lstm_pointwise_composed(a, c), 0)((gh, gc), a, c),
+         [R, R, R, R], shapes=((2, 8), (2, 2), (2, 2), (2, 2))),
+    Spec("gru_pointwise", krnn.gru_pointwise, krnn.gru_pointwise_composed, [R, R, R], shapes=((3, 6), (3, 6), (3, 2))),
+    Spec("gru_pointwise_backward", lambda a, b, h, g: krnn.gru_pointwise_backward(a, b, h, g)[1],
+         lambda a, b, h, g: _vjp_of(krnn.gru_pointwise_composed, 1)(g, a, b, h), [R, R, R, R],
+         shapes=((2, 6), (2, 6), (2, 2), (2, 2))),
+]
+
+def old_attention(q, k, v, bias, scale):
+    s = fnp.matmul(q, fnp.swapaxes(k, -1, -2)) * scale
+    return fnp.matmul(nn.softmax(s if bias is None else s + bias, axis=-1), v)
+
+
+ATTENTION_SPECS = [
+    Spec("attention", lambda q, k, v: kattn.attention(q, k, v, None, 0.5),
+         lambda q, k, v: old_attention(q, k, v, None, 0.5), [R, R, R], shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3))),
+    Spec("attention_bias", lambda q, k, v, b: kattn.attention(q, k, v, b, 0.3),
+         lambda q, k, v, b: old_attention(q, k, v, b, 0.3), [R, R, R, R],
+         shapes=((2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 3), (3, 5))),
+    Spec("attention_backward_dq", lambda q, k, v, b, g: kattn.attention_backward(q, k, v, b, g, 0.3)[0],
+         lambda q, k, v, b, g: _vjp_of(lambda q: old_attention(q, k, v, b, 0.3), 0)(g, q), [R, R, R, R, R],
+         shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3), (3, 5), (2, 3, 3))),
+    Spec("attention_backward_dbias", lambda q, k, v, b, g: kattn.attention_backward(q, k, v, b, g, 0.3)[3],
+         lambda q, k, v, b, g: _vjp_of(lambda b: old_attention(q, k, v, fnp.broadcast_to(b, (2, 3, 5)), 0.3), 0)(
+             g, np.broadcast_to(b, (2, 3, 5))), [R, R, R, R, R],
+         shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3), (3, 5), (2, 3, 3))),
+]
+
+SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS
+
+
+@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize("spec", SPECS, ids=repr)
+def test_kernel_spec(spec, check):
+    check_spec(spec, check)
+
+
+# --------------------------------------------------------------------------- recorded PyTorch values
+
+
+def _load():
+    with open(FIXTURE) as f:
+        return json.load(f)
+
+
+TABLE = _load()
+
+
+def _arr(d):
+    return None if d is None else np.asarray(d["data"], dtype=d["dtype"]).reshape(d["shape"])
+
+
+def _layer_call(kind, kw, xs):
+    """The funcgrad.nn call of a case: ``(function of the float inputs, the inputs)``."""
+    if kind in ("conv1d", "conv2d", "conv3d"):
+        return (lambda x, w, b=None: getattr(nn, kind)(x, w, b, kw.get("stride", 1), kw.get("padding", 0),
+                                                        kw.get("dilation", 1), kw.get("groups", 1)))
+    if kind == "layer_norm":
+        return lambda x, w, b: nn.layer_norm(x, len(kw["normalized_shape"]), w, b)
+    if kind == "group_norm":
+        return lambda x, w, b: nn.group_norm(x, kw["num_groups"], w, b)
+    if kind == "lstm_cell":
+        return lambda *a: fnp.concatenate(nn.lstm_cell(*a), axis=-1)
+    if kind == "gru_cell":
+        return nn.gru_cell
+    raise AssertionError(kind)
+
+
+def _tol(dtype):
+    return {"rtol": 1e-10, "atol": 1e-12} if dtype == "float64" else {"rtol": 2e-5, "atol": 2e-5}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", list(TABLE["cases"]))
+def test_layers_match_recorded_torch(name, dtype):
+    rec = TABLE["cases"][name][dtype]
+    kind, kw = rec["kind"], rec["kwargs"]
+    xs = [_arr(a) for a in rec["inputs"]]
+    cot = _arr(rec["cot"])
+    tol = _tol(dtype)
+    if kind in ("Conv2d", "ConvTranspose2d"):
+        _check_ft_module(kind, kw, xs, cot, rec, tol)
+        return
+    if kind.startswith("max_pool"):
+        import funcgrad.tensor as ft
+
+        x = ft.tensor(xs[0], requires_grad=True)
+        y = getattr(ft.nn.functional, kind)(x, **kw)
+        (y * ft.tensor(cot)).sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), _arr(rec["out"]), **tol)
+        np.testing.assert_allclose(x.grad.numpy(), _arr(rec["grads"][0]), **tol)
+        assert y.dtype == x.dtype
+        return
+    if kind == "batch_norm":
+        c = xs[0].shape[1]
+        rm = np.linspace(-0.5, 0.5, c).astype(dtype)
+        rv = np.linspace(0.5, 1.5, c).astype(dtype)
+
+        def f(x, w, b):
+            return nn.batch_norm(x, rm, rv, w, b, training=True, momentum=kw["momentum"], eps=kw["eps"])[0]
+
+        _, nm, nv = nn.batch_norm(xs[0], rm, rv, xs[1], xs[2], training=True, momentum=kw["momentum"],
+                                  eps=kw["eps"])
+        np.testing.assert_allclose(nm, _arr(rec["running_mean"]), **tol)
+        np.testing.assert_allclose(nv, _arr(rec["running_var"]), **tol)
+        assert np.asarray(nm).dtype == dtype and np.asarray(nv).dtype == dtype
+    else:
+        f = _layer_call(kind, kw, xs)
+    live = [i for i, a in enumerate(xs) if a is not None]
+    args = [a for a in xs if a is not None]
+
+    def g(*a):
+        return f(*a)
+
+    out, f_vjp = fg.vjp(g, *args)
+    np.testing.assert_allclose(out, _arr(rec["out"]), **tol)
+    assert np.asarray(out).dtype == dtype
+    for i, ct in zip(live, f_vjp(cot)):
+        np.testing.assert_allclose(ct, _arr(rec["grads"][i]), **tol, err_msg=f"{name}: gradient of input {i}")
+        assert np.asarray(ct).dtype == dtype
+
+
+def _check_ft_module(kind, kw, xs, cot, rec, tol):
+    """ft.nn.Conv2d (padding_mode) / ft.nn.ConvTranspose2d (output_size) holding the recorded weights."""
+    import funcgrad.tensor as ft
+
+    kw = dict(kw)
+    output_size = kw.pop("output_size", None)
+    groups = kw.get("groups", 1)
+    w = xs[1]
+    c_in, c_out = (w.shape[1] * groups, w.shape[0]) if kind == "Conv2d" else (w.shape[0], w.shape[1] * groups)
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()}
+    m = getattr(ft.nn, kind)(c_in, c_out, tuple(w.shape[2:]), dtype=getattr(ft, str(w.dtype)), **kw)
+    with ft.no_grad():
+        m.weight.copy_(ft.tensor(xs[1]))
+        m.bias.copy_(ft.tensor(xs[2]))
+    x = ft.tensor(xs[0], requires_grad=True)
+    y = m(x) if output_size is None else m(x, output_size=output_size)
+    (y * ft.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), _arr(rec["out"]), **tol)
+    for got, want in zip((x.grad, m.weight.grad, m.bias.grad), rec["grads"]):
+        np.testing.assert_allclose(got.numpy(), _arr(want), **tol)
+        assert got.dtype == x.dtype
+
+
+def test_conv_module_errors_follow_pytorch():
+    import funcgrad.tensor as ft
+
+    m = ft.nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1)
+    with pytest.raises(ValueError, match="valid sizes range from 7 to 8"):
+        m(ft.randn(1, 3, 4, 4), output_size=(9, 9))
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        ft.nn.Conv2d(1, 1, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match="zeros"):
+        ft.nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")
+
+
+# --------------------------------------------------------------------------- double backward
+
+
+def _second_order(f, f_old, args):
+    """The Hessian-vector product of ``sum(sin(f))`` in every argument, against the old composition's."""
+    rng = np.random.default_rng(3)
+    vs = tuple(rng.standard_normal(np.shape(a)) for a in args)
+    argnums = tuple(range(len(args)))
+
+    def hvp(fun):
+        def loss(*a):
+            return fnp.sum(fnp.sin(fun(*a)))
+        gf = fg.grad(loss, argnums)
+        return fg.jvp(gf, tuple(args), vs)[1], fg.grad(lambda *a: sum(fnp.sum(gi * v) for gi, v in
+                                                                       zip(gf(*a), vs)), argnums)(*args)
+
+    for new, old in zip(hvp(f), hvp(f_old)):
+        for a, b in zip(new, old):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+
+
+def test_double_backward_through_conv():
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((2, 4, 5, 5)), rng.standard_normal((6, 2, 3, 3))
+    geom = ((2, 1), ((1, 1), (0, 1)), (1, 1), 2)
+    _second_order(lambda x, w: kconv.conv_forward(x, w, *geom), lambda x, w: old_conv(x, w, *geom), (x, w))
+
+
+def test_double_backward_through_norms():
+    rng = np.random.default_rng(1)
+    x, w, b = rng.standard_normal((4, 3, 2, 2)), rng.standard_normal(3), rng.standard_normal(3)
+
+    def old_bn(x, w, b):
+        return old_standardize(x, (0, 2, 3), 1e-5) * fnp.reshape(w, (3, 1, 1)) + fnp.reshape(b, (3, 1, 1))
+
+    _second_order(lambda x, w, b: nn.batch_norm(x, None, None, w, b, training=True)[0], old_bn, (x, w, b))
+    _second_order(lambda x: nn.group_norm(x, 3), lambda x: old_standardize(x.reshape(4, 3, 4), (2,), 1e-5).reshape(
+        4, 3, 2, 2), (x,))
+
+
+def test_double_backward_through_lstm_and_gru():
+    rng = np.random.default_rng(2)
+    x, h, c = rng.standard_normal((3, 4)), rng.standard_normal((3, 5)), rng.standard_normal((3, 5))
+    wi, wh, b = rng.standard_normal((20, 4)), rng.standard_normal((20, 5)), rng.standard_normal(20)
+
+    def run(cell):
+        def f(x, h, c, wi, wh, b):
+            hh, cc = h, c
+            for _ in range(3):
+                hh, cc = cell(x, hh, cc, wi, wh, b)
+            return hh + cc
+        return f
+
+    def old_cell(x, h, c, wi, wh, b):
+        return krnn.lstm_pointwise_composed(x @ wi.T + h @ wh.T + b, c)
+
+    _second_order(run(lambda *a: nn.lstm_cell(*a[:5], a[5])), run(old_cell), (x, h, c, wi, wh, b))
+    gi, gh = rng.standard_normal((3, 15)), rng.standard_normal((3, 15))
+    _second_order(krnn.gru_pointwise, krnn.gru_pointwise_composed, (gi, gh, h[:, :5]))
+
+
+# --------------------------------------------------------------------------- errors and layouts
+
+
+def test_kernel_errors_name_the_geometry():
+    with pytest.raises(ValueError, match="larger than the padded input"):
+        kconv.conv_forward(np.ones((1, 1, 2, 2)), np.ones((1, 1, 3, 3)), (1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    with pytest.raises(ValueError, match="does not fit"):
+        kpool.window_argmax(np.ones((1, 2, 2)), (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1))
+
+
+def test_max_pool_gradient_goes_to_the_first_maximum_and_nan_wins():
+    x = np.array([[1.0, 3.0, 3.0, 0.0]])
+    g = fg.grad(lambda x: fnp.sum(nn.max_pool_windows(x, (2,), (1,), ((0, 0),), (1,))))(x)
+    np.testing.assert_array_equal(g, [[0.0, 2.0, 1.0, 0.0]])  # windows (1,3) (3,3) (3,0): ties go to the first
+    y = nn.max_pool_windows(np.array([[1.0, np.nan, 2.0]]), (2,), (1,), ((0, 0),), (1,))
+    assert np.isnan(y).all()
+
+
+def test_conv_grad_keeps_float32_and_runs_under_jit():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+
+    def loss(w, x):
+        h = nn.batch_norm(nn.conv2d(x, w, padding=1), None, None, training=True)[0]
+        return fnp.sum(nn.max_pool2d(nn.relu(h), 2) ** 2)
+
+    g = fg.grad(loss)(w, x)
+    gj = fg.jit(fg.grad(loss))(w, x)
+    assert g.dtype == np.float32 and gj.dtype == np.float32
+    np.testing.assert_allclose(gj, g, rtol=1e-5, atol=1e-5)
+
+
+def test_masked_attention_matches_the_weights_path_and_torch_semantics():
+    rng = np.random.default_rng(6)
+    q, k, v = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5, 2))
+    mask = nn.causal_mask(4, 5)
+    fast = nn.dot_product_attention(q, k, v, mask)
+    slow, w = nn.dot_product_attention(q, k, v, mask, return_weights=True)
+    np.testing.assert_allclose(fast, slow, rtol=1e-12)
+    g1 = fg.grad(lambda q: fnp.sum(nn.dot_product_attention(q, k, v, mask) ** 2))(q)
+    g2 = fg.grad(lambda q: fnp.sum(nn.dot_product_attention(q, k, v, mask, return_weights=True)[0] ** 2))(q)
+    np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-12)
+
+
+def test_ft_multihead_attention_fast_path_matches_the_weights_path():
+    import funcgrad.tensor as ft
+
+    ft.manual_seed(0)
+    mha = ft.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    x = ft.tensor(np.random.default_rng(7).standard_normal((2, 4, 8)), requires_grad=True)
+    pad = ft.tensor([[False, False, False, True], [False, False, False, False]])
+    causal = ft.tensor(np.triu(np.ones((4, 4), bool), 1))
+    outs = []
+    for need in (False, True):
+        x.grad = None
+        y, _ = mha(x, x, x, key_padding_mask=pad, attn_mask=causal, need_weights=need)
+        (y ** 2).sum().backward()
+        outs.append((y.detach().numpy(), x.grad.numpy().copy()))
+    np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-10, atol=1e-12)
