@@ -51,25 +51,25 @@ class Config:
 
     @property
     def jit_threads(self) -> int:
-        from .core.blocking import settings
+        from .jit.blocking import settings
 
         return settings.threads
 
     @jit_threads.setter
     def jit_threads(self, value: int) -> None:
-        from .core.blocking import check_threads, settings
+        from .jit.blocking import check_threads, settings
 
         settings.threads = check_threads(value)
 
     @property
     def jit_parallel_min_size(self) -> int:
-        from .core.blocking import settings
+        from .jit.blocking import settings
 
         return settings.min_size
 
     @jit_parallel_min_size.setter
     def jit_parallel_min_size(self, value: int) -> None:
-        from .core.blocking import settings
+        from .jit.blocking import settings
 
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"jit_parallel_min_size must be an integer >= 0 (elements), got {value!r}")

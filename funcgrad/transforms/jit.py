@@ -1,10 +1,11 @@
-"""Staged execution: ``fg.jit`` and ``fg.make_program``.
+"""Staged execution: ``fg.jit`` and ``fg.make_program``, the user-facing transform.
 
 The first call of a jitted function for an input signature runs it once under
 a :class:`~funcgrad.core.staging.StagingTrace`, which records every primitive
-call (transforms opened inside the function record their derivative and
-batching computations too). Later calls with the same signature run the
-recorded program as generated straight-line Python. See docs/jit.md.
+call into a :class:`funcgrad.jit.ir.Program` (transforms opened inside the
+function record their derivative and batching computations too). Later calls
+with the same signature run the program compiled by :mod:`funcgrad.jit`.
+See docs/jit.md.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from ..core import Box, ReverseTrace, defprimitive
 from ..core.batching import BatchBox, BatchTrace
 from ..core.constant import ConstantTrace
 from ..core.forward import ForwardTrace
-from ..core import staging
-from ..core.staging import (OuterTraceError, Program, Var, StagedValueError, StagingBox, StagingTrace, eval_program,
-                            split_program)
+from ..core.staging import OuterTraceError, StagedValueError, StagingBox, StagingTrace
+from ..jit.ir import Program, Var, eval_program
+from ..jit.numpy_replay import compile_program, direct_call
+from ..jit.passes import optimize, split_program
 
 __all__ = ["jit", "make_program"]
 
@@ -151,7 +153,7 @@ class Staged:
     def __init__(self, program: Program, name: str):
         self.program = program
         self.name = name
-        self.run = program.compile(name=name)
+        self.run = compile_program(program, name=name)
         self.n_out = len(program.outs)
         self.n_res = 0
         self.splits: dict[tuple[int, ...], Any] = {}  # traced float leaves -> forward (or False)
@@ -204,7 +206,8 @@ class Staged:
         raw = [_example(x) for x in leaves]
         n = len(raw)
         float_outs = self._float_outs()
-        trace = StagingTrace("jit", self.name + " (vjp)")
+        joint = Program(function_for=direct_call)
+        trace = StagingTrace(joint, "jit", self.name + " (vjp)")
         with trace:
             xs = [trace.new_input(x) for x in raw]
             out_vals = self.run(*raw)
@@ -222,7 +225,7 @@ class Staged:
             _, pull = vjp(part, *[xs[i] for i in diff])
             grads = pull(tuple(cts))
             trace.program.outs = [trace.output(o) for o in list(all_outs) + list(grads)]
-        fwd_p, bwd_p = split_program(trace.program, n, self.n_out)
+        fwd_p, bwd_p = split_program(joint, n, self.n_out)
         fwd = Staged(fwd_p, self.name + " (forward)")
         fwd.n_res = len(fwd_p.outs) - self.n_out
         fwd.n_out = self.n_out
@@ -374,48 +377,6 @@ def call_staged(staged: Staged, leaves: list[Any]) -> list[Any]:
             outs = _staged_call(*leaves, staged=fwd)
             return list(outs[: staged.n_out])
     return list(_staged_call(*leaves, staged=staged))
-
-
-def _direct_call(prim: Any, args: list[Any]) -> Any:
-    """The backend function a NumPy-named primitive dispatches to for these (device)
-    arguments, so that the generated program calls it without dispatch; None otherwise."""
-    np_fn = prim.fast_fn
-    if prim.fast_fn is prim.raw or not hasattr(prim.raw, "fast_path"):
-        return None
-    name = getattr(np_fn, "__name__", None)
-    if name is None or getattr(np, name, None) is not np_fn:
-        return None  # not a top-level NumPy function (linalg, fft ...): keep the dispatch
-    arrays = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype")]
-    if not arrays:
-        return None
-    try:
-        ns = namespace_of(arrays[0])
-        if any(namespace_of(a) is not ns for a in arrays[1:]):
-            return None
-    except Exception:
-        return None
-    if ns is np:
-        return None
-    return getattr(ns, name, None)
-
-
-staging.register_direct_call(_direct_call)
-
-
-def _lower_sum(ins: list[Any], outs: list[Any]) -> Any:
-    """``sum`` of a host float array with only axis/keepdims set: ``numpy.add.reduce``
-    (what ``numpy.sum`` computes, without its Python-level argument handling)."""
-    if len(ins) != 7 or not isinstance(ins[0], Var):
-        return None
-    x, axis, dtype, out, keepdims, initial, where = ins
-    if (x.kind is not np.ndarray or not hasattr(x.dtype, "kind") or x.dtype.kind != "f" or dtype is not None
-            or out is not None or initial is not None or where is not None or type(keepdims) is not bool
-            or not (axis is None or type(axis) is int or (type(axis) is tuple and all(type(a) is int for a in axis)))):
-        return None
-    return np.add.reduce, [x, axis, None, None, keepdims]
-
-
-staging.register_lowering("sum", _lower_sum)
 
 
 def _closure_reads(fun: Callable[..., Any]) -> tuple[tuple[Any, ...], tuple[tuple[dict[str, Any], str], ...]]:
@@ -640,7 +601,8 @@ class _Jitted:
     def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
                statics: tuple[Any, ...], cache: bool = True) -> tuple[_Entry, list[Any]] | None:
         self._log_retrace(key)
-        trace = StagingTrace("jit", self.fname, example=_example)
+        recorded = Program(function_for=direct_call)
+        trace = StagingTrace(recorded, "jit", self.fname, example=_example)
         before = _random_states(self.fun, [s[2] for s in statics])
         try:
             with trace:
@@ -660,7 +622,7 @@ class _Jitted:
                 return None
             raise
         _check_random(before, self.fname)
-        program = trace.program.optimize()
+        program = optimize(recorded)
         entry = _Entry(program, Staged(program, self.fname), out_def)
         if trace.captures or not cache:
             # values read through f's closure from enclosing transforms (as in
