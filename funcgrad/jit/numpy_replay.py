@@ -33,7 +33,8 @@ from .python_floats import generate_scalar
 __all__ = ["compile_program", "direct_call", "LOWERINGS"]
 
 
-def compile_program(prog: Program, reuse_bytes: int = 1 << 16, name: str = "f") -> Callable[..., tuple[Any, ...]]:
+def compile_program(prog: Program, reuse_bytes: int = 1 << 16, name: str = "f",
+                    debug_version: Callable[..., tuple[Any, ...]] | None = None) -> Callable[..., tuple[Any, ...]]:
     """The program as a Python function ``f(*inputs) -> tuple of outputs``.
 
     Temporaries that die at a ufunc call with the same shape and dtype as its
@@ -47,9 +48,10 @@ def compile_program(prog: Program, reuse_bytes: int = 1 << 16, name: str = "f") 
 
     While ``fg.debug_nans`` is on, the function runs the equations one by one instead
     and checks each result, naming the first primitive that makes a NaN (``name`` is
-    the jitted function's, for the message).
+    the jitted function's, for the message), or ``debug_version`` where given (the replay
+    of a program whose native version this is).
     """
-    checked = _checked_runner(prog, name)
+    checked = debug_version or _checked_runner(prog, name)
     blocked = blocked_program(prog, _generate, reuse_bytes)
     array_fn = _generate(blocked, reuse_bytes, checked)
     if blocked is not prog:  # show what each blocked region runs per block
