@@ -337,11 +337,13 @@ def _index(name: str, s: tuple[int, ...], shape: tuple[int, ...]) -> str:
 _import_lock = threading.Lock()
 
 
-def _kernel(src: str, name: str) -> Any:
-    """The numba dispatcher of ``src``'s function ``name``, from a module written to the cache
-    directory (numba caches the machine code next to it, so a new process reuses it)."""
+def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
+    """The numba dispatcher of ``src``'s function ``name`` compiled for ``signature`` (and only
+    for it), from a module written to the cache directory (numba caches the machine code next
+    to it, so a new process reuses it)."""
     numba = _load_numba()
-    key = hashlib.sha256("\0".join((src, numba.__version__, np.__version__, sys.version)).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join((src, repr(signature), numba.__version__, np.__version__,
+                                     sys.version)).encode()).hexdigest()[:24]
     mod_name = f"funcgrad_native_{key}"
     with _import_lock:
         mod = sys.modules.get(mod_name)
@@ -357,8 +359,15 @@ def _kernel(src: str, name: str) -> Any:
             spec = importlib.util.spec_from_file_location(mod_name, path)
             assert spec is not None and spec.loader is not None
             mod = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(mod)
-            sys.modules[mod_name] = mod
+            sys.modules[mod_name] = mod  # (numba's cache finds the function's module by name)
+            try:
+                spec.loader.exec_module(mod)
+                kernel = getattr(mod, name)
+                kernel.compile(signature)
+                kernel.disable_compile()  # never compile on the caller's thread: other types raise TypeError
+            except BaseException:
+                del sys.modules[mod_name]
+                raise
     return getattr(mod, name)
 
 
@@ -369,7 +378,7 @@ def _numba_type(a: Any) -> Any:
     else:
         kind, dtype, shape = type(a.value), getattr(a.value, "dtype", None), tuple(getattr(a.value, "shape", ()))
     if is_host_array(kind):
-        return numba.types.Array(numba.from_dtype(np.dtype(dtype)), len(shape), "A")
+        return numba.types.Array(numba.from_dtype(np.dtype(dtype)), len(shape), "A", readonly=True)  # any array
     return numba.from_dtype(np.dtype(dtype if dtype is not None else "float64"))
 
 
@@ -377,9 +386,7 @@ def compile_segment(seg: Segment) -> Callable[..., tuple[Any, ...]]:
     """``seg`` compiled: a function of ``seg.ins``' values returning ``seg.outs``' values, with
     the kinds the replay gives them (NumPy scalars stay NumPy scalars)."""
     src = segment_source(seg, "segment")
-    kernel = _kernel(src, "segment")
-    kernel.compile(tuple(_numba_type(a) for a in seg.ins))
-    kernel.disable_compile()  # never compile on the caller's thread: other types raise TypeError
+    kernel = _kernel(src, "segment", tuple(_numba_type(a) for a in seg.ins))
     convert = [None if (o.shape and is_host_array(o.kind)) else (np.asarray if is_host_array(o.kind) else o.kind)
                for o in seg.outs]
     if all(c is None or c is float for c in convert):
