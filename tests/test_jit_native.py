@@ -66,6 +66,33 @@ def test_elementwise_chain_and_its_gradient_run_native_whole(dtype):
         assert_close(got, want)
 
 
+ULP_BOUND = 4
+UNARY = {  # function: inputs in its domain (and a few edges)
+    fnp.sin: (-10.0, 10.0), fnp.cos: (-10.0, 10.0), fnp.tan: (-1.5, 1.5), fnp.tanh: (-5.0, 5.0),
+    fnp.sinh: (-5.0, 5.0), fnp.cosh: (-5.0, 5.0), fnp.exp: (-20.0, 20.0), fnp.log: (1e-3, 1e3),
+    fnp.sqrt: (0.0, 100.0), fnp.arctan: (-10.0, 10.0), fnp.arcsin: (-1.0, 1.0), fnp.arccos: (-1.0, 1.0),
+    fnp.log1p: (-0.9, 10.0), fnp.expm1: (-5.0, 5.0), fnp.arctanh: (-0.99, 0.99), fnp.arcsinh: (-10.0, 10.0),
+    fnp.log10: (1e-3, 1e3), fnp.log2: (1e-3, 1e3), fnp.exp2: (-20.0, 20.0), fnp.reciprocal: (0.1, 10.0),
+    fnp.square: (-10.0, 10.0), fnp.absolute: (-10.0, 10.0), fnp.negative: (-10.0, 10.0), fnp.sign: (-1.0, 1.0),
+}
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_each_elementwise_function_is_within_the_ulp_bound_of_numpy(dtype):
+    grids = [np.linspace(lo, hi, 1001).astype(dtype) for lo, hi in UNARY.values()]
+
+    def f(*xs):
+        return tuple(fn(x) for fn, x in zip(UNARY, xs))
+
+    got, want, compiled = compiled_pair(f, *grids)
+    assert compiled.backend == "native" and compiled.left == 0
+    for fn, g, w in zip(UNARY, got, want):
+        assert g.dtype == w.dtype == np.dtype(dtype)
+        ulps = np.abs(g.astype(np.float64) - w) / np.spacing(np.abs(w).astype(dtype)).astype(np.float64)
+        assert np.max(ulps) <= ULP_BOUND, (fn.__name__, float(np.max(ulps)))
+
+
 @needs_numba
 def test_broadcasting_where_comparisons_and_constants():
     a = np.linspace(-2.0, 2.0, 12).reshape(3, 4)

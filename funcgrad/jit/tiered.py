@@ -91,6 +91,9 @@ class Tiered:
         if self.backend == "numpy" or not program.eqns:
             self._finish("replay only: backend 'numpy'" if self.backend == "numpy" else "replay only: no equations")
             return
+        if hasattr(self.replay, "array_version"):  # Python-float code: faster than a compiled call
+            self._finish("replay only: a program of float scalars runs as Python-float code")
+            return
         from . import native
 
         if not native.available():
