@@ -114,7 +114,8 @@ def rows() -> list[tuple[str, str, float, float, float, float, float]]:
         t0 = time.perf_counter()
         compiled = nat.lower(x).compile()
         until_native = time.perf_counter() - t0
-        assert compiled.backend == "native", compiled.why
+        # (programs of float scalars keep their Python-float code: it is faster than a compiled call)
+        assert compiled.backend == "native" or "Python-float" in compiled.why, compiled.why
         want = replay(x)  # (cancellation near the gradient's zeros: compare relative to the scale)
         np.testing.assert_allclose(nat(x), want, rtol=1e-12, atol=1e-13 * float(np.max(np.abs(want))))
         t_native = median_time(lambda: nat(x))
