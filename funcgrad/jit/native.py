@@ -23,7 +23,7 @@ if not, why.
 Example::
 
     from funcgrad.jit import native
-    run = native.compile_native(prog)     # prog: an optimized Program; None where nothing lowers
+    made = native.native_program(prog)   # (program calling compiled segments, lowered, left), or None
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
 from .known import SUM, WHERE, primitive_of
 
-__all__ = ["NATIVE_EXPR", "COMPARISONS", "available", "status", "plan", "compile_native", "cache_dir"]
+__all__ = ["NATIVE_EXPR", "COMPARISONS", "available", "status", "cache_dir", "lowerable", "Segment", "plan",
+           "segment_source", "compile_segment", "native_program"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -265,6 +266,7 @@ def segment_source(seg: Segment, name: str = "segment") -> str:
                 if isinstance(a, Var) and a in nest_of and nest_of[a] != k:
                     stored.add(a)
     stored |= seg_outs
+
     def read(a: Any, shape: tuple[int, ...], nest: int, dtype: str) -> str:
         """The expression for operand ``a`` inside nest ``nest`` (loop ``shape``)."""
         if isinstance(a, Var) and a in nest_of:  # made in this segment
@@ -290,7 +292,8 @@ def segment_source(seg: Segment, name: str = "segment") -> str:
                 acc = "np.float64"  # float32 sums accumulate in float64
                 lines.append(f"{ind}acc_{o.name} = {acc}(0.0)")
             elif o in stored and o.shape:
-                lines.append(f"{ind}a_{o.name} = np.empty({o.shape!r}, np.{o.dtype})")
+                dt = "np.bool_" if _dtype_name(o) == "bool" else f"np.{_dtype_name(o)}"
+                lines.append(f"{ind}a_{o.name} = np.empty({o.shape!r}, {dt})")
         depth = len(shape)
         for d in range(depth):
             lines.append(f"{ind}{'    ' * d}for i{d} in range({shape[d]}):")
@@ -354,7 +357,8 @@ def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
             if not os.path.exists(path):
                 tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
                 with open(tmp, "w") as fh:
-                    fh.write("import numpy as np\nimport numba\n\n\n@numba.njit(cache=True, error_model='numpy', nogil=True)\n" + src)
+                    fh.write("import numpy as np\nimport numba\n\n\n"
+                             "@numba.njit(cache=True, error_model='numpy', nogil=True)\n" + src)
                 os.replace(tmp, path)
             spec = importlib.util.spec_from_file_location(mod_name, path)
             assert spec is not None and spec.loader is not None
