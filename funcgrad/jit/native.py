@@ -43,7 +43,7 @@ from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
 from .known import SUM, WHERE, primitive_of
 
-__all__ = ["NATIVE_EXPR", "COMPARISONS", "available", "status", "cache_dir", "lowerable", "Segment", "plan",
+__all__ = ["NATIVE_EXPR", "COMPARISONS", "available", "installed", "status", "cache_dir", "lowerable", "Segment", "plan",
            "segment_source", "compile_segment", "native_program"]
 
 
@@ -95,8 +95,22 @@ def _load_numba() -> Any:
 
 
 def available() -> bool:
-    """Can programs be compiled to native code here (is numba importable)?"""
+    """Can programs be compiled to native code here (is numba importable)? Imports numba."""
     return _load_numba() is not None
+
+
+_installed: bool | None = None
+
+
+def installed() -> bool:
+    """Is numba installed (found without importing it: cheap enough for a first call)?"""
+    global _installed
+    if _installed is None:
+        try:
+            _installed = sys.modules.get("numba", 0) is not None and importlib.util.find_spec("numba") is not None
+        except (ImportError, ValueError):
+            _installed = False
+    return _installed
 
 
 def status() -> str:

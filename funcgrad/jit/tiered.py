@@ -96,7 +96,7 @@ class Tiered:
             return
         from . import native
 
-        if not native.available():
+        if not native.installed():  # (numba itself is imported where the compiling happens)
             self._finish("replay only: " + native.status())
             return
         if self.backend == "native" and settings.native_wait:
