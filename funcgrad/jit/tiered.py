@@ -158,7 +158,8 @@ class Tiered:
                 self._finish("replay only: no equation lowers")
                 return
             prog, self.lowered, self.left = made
-            fn = compile_program(prog, name=self.name, debug_version=self.replay)
+            compiled = compile_program(prog, name=self.name, debug_version=self.replay)
+            fn = _falling_back(compiled, self.replay)
         except Exception as exc:  # noqa: BLE001 - the replay stays, and says why on request
             self._finish(f"replay only: native compilation failed ({type(exc).__name__}: {exc})")
             return
@@ -167,3 +168,16 @@ class Tiered:
         self.native = fn
         self._swap(fn)
         self._finish("native")
+
+
+def _falling_back(compiled: Callable[..., Any], replay: Callable[..., Any]) -> Callable[..., Any]:
+    """``compiled``, or the replay for arguments its kernels were not compiled for (numba raises
+    TypeError for them: a value of another kind than the one traced, say a 0-d array for a float)."""
+    def run(*args: Any) -> Any:
+        try:
+            return compiled(*args)
+        except TypeError:
+            return replay(*args)
+    run.source = getattr(compiled, "source", "")  # type: ignore[attr-defined]
+    return run
+
