@@ -23,7 +23,8 @@ def _env_flag(name: str) -> bool:
 # JAX's spellings are accepted too, so code ported from JAX keeps working.
 _ALIASES = {"jax_debug_nans": "debug_nans", "funcgrad_debug_nans": "debug_nans",
             "jax_log_compiles": "jit_log_compiles"}
-_FLAGS = ("debug_nans", "jit_log_compiles", "jit_retrace_warn", "jit_threads", "jit_parallel_min_size")
+_FLAGS = ("debug_nans", "jit_log_compiles", "jit_retrace_warn", "jit_threads", "jit_parallel_min_size",
+          "jit_backend", "jit_native_after", "jit_native_wait")
 
 
 class Config:
@@ -43,6 +44,14 @@ class Config:
     - ``jit_parallel_min_size`` (default 131072): the fewest elements an elementwise region
       needs before it is split across threads (regions start at 65536 elements; regions of
       only arithmetic, comparisons and ``where`` are never split).
+    - ``jit_backend`` (env ``FUNCGRAD_JIT_BACKEND``; default ``"auto"``): how ``fg.jit``
+      runs programs: ``"numpy"`` (the NumPy replay), ``"native"`` (numba-compiled code,
+      compiled on a background thread and used once ready; the replay meanwhile) or
+      ``"auto"`` (native for programs called ``jit_native_after`` times). Without numba
+      (``pip install funcgrad[native]``) all three are the replay.
+    - ``jit_native_after`` (default 10): calls of one program before ``"auto"`` compiles it.
+    - ``jit_native_wait`` (env ``FUNCGRAD_JIT_NATIVE_WAIT=1``; default False): with
+      ``"native"``, compile on the calling thread at the first call instead (tests, benchmarks).
     """
 
     def __init__(self) -> None:
@@ -51,29 +60,69 @@ class Config:
 
     @property
     def jit_threads(self) -> int:
-        from .core.blocking import settings
+        from .jit.blocking import settings
 
         return settings.threads
 
     @jit_threads.setter
     def jit_threads(self, value: int) -> None:
-        from .core.blocking import check_threads, settings
+        from .jit.blocking import check_threads, settings
 
         settings.threads = check_threads(value)
 
     @property
     def jit_parallel_min_size(self) -> int:
-        from .core.blocking import settings
+        from .jit.blocking import settings
 
         return settings.min_size
 
     @jit_parallel_min_size.setter
     def jit_parallel_min_size(self, value: int) -> None:
-        from .core.blocking import settings
+        from .jit.blocking import settings
 
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"jit_parallel_min_size must be an integer >= 0 (elements), got {value!r}")
         settings.min_size = value
+
+    @property
+    def jit_backend(self) -> str:
+        from .jit.tiered import settings
+
+        return settings.backend
+
+    @jit_backend.setter
+    def jit_backend(self, value: str) -> None:
+        from .jit.tiered import check_backend, settings
+
+        settings.backend = check_backend(value, "jit_backend")
+
+    @property
+    def jit_native_after(self) -> int:
+        from .jit.tiered import settings
+
+        return settings.native_after
+
+    @jit_native_after.setter
+    def jit_native_after(self, value: int) -> None:
+        from .jit.tiered import settings
+
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"jit_native_after must be an integer >= 1 (calls), got {value!r}")
+        settings.native_after = value
+
+    @property
+    def jit_native_wait(self) -> bool:
+        from .jit.tiered import settings
+
+        return settings.native_wait
+
+    @jit_native_wait.setter
+    def jit_native_wait(self, value: bool) -> None:
+        from .jit.tiered import settings
+
+        if not isinstance(value, bool):
+            raise ValueError(f"jit_native_wait must be True or False, got {value!r}")
+        settings.native_wait = value
 
     @property
     def debug_nans(self) -> bool:

@@ -498,12 +498,12 @@ def test_captured_array_written_during_tracing_is_two_constants():
 # the two bit-for-bit rewrites of the compiler: diagonal products and blocked elementwise programs
 
 
-def _spy(monkeypatch, name, module="staging"):
-    """Count how often ``funcgrad.core.<module>``'s rewrite ``name`` is applied (white-box: the
+def _spy(monkeypatch, name, module="passes"):
+    """Count how often ``funcgrad.jit.<module>``'s rewrite ``name`` is applied (white-box: the
     rewrite fired)."""
     import importlib
 
-    staging = importlib.import_module(f"funcgrad.core.{module}")
+    staging = importlib.import_module(f"funcgrad.jit.{module}")
     calls = []
     original = getattr(staging, name)
 

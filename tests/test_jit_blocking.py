@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import fake_backend as fb
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.core import blocking
+from funcgrad.jit import blocking
 
 
 def same_bits(a, b):

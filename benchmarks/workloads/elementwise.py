@@ -11,7 +11,7 @@ import numpy as np
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.core.blocking import default_jit_threads
+from funcgrad.jit.blocking import default_jit_threads
 
 from .. import peers
 from . import Context, Entry, Table, Target

@@ -1,10 +1,11 @@
-"""Staged execution: ``fg.jit`` and ``fg.make_program``.
+"""Staged execution: ``fg.jit`` and ``fg.make_program``, the user-facing transform.
 
 The first call of a jitted function for an input signature runs it once under
 a :class:`~funcgrad.core.staging.StagingTrace`, which records every primitive
-call (transforms opened inside the function record their derivative and
-batching computations too). Later calls with the same signature run the
-recorded program as generated straight-line Python. See docs/jit.md.
+call into a :class:`funcgrad.jit.ir.Program` (transforms opened inside the
+function record their derivative and batching computations too). Later calls
+with the same signature run the program compiled by :mod:`funcgrad.jit`.
+See docs/jit.md.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from ..core import Box, ReverseTrace, defprimitive
 from ..core.batching import BatchBox, BatchTrace
 from ..core.constant import ConstantTrace
 from ..core.forward import ForwardTrace
-from ..core import staging
-from ..core.staging import (OuterTraceError, Program, Var, StagedValueError, StagingBox, StagingTrace, eval_program,
-                            split_program)
+from ..core.staging import OuterTraceError, StagedValueError, StagingBox, StagingTrace
+from ..jit.ir import Program, Var, eval_program
+from ..jit.numpy_replay import direct_call
+from ..jit.passes import optimize, split_program
+from ..jit.tiered import Tiered, check_backend
 
-__all__ = ["jit", "make_program"]
+__all__ = ["jit", "make_program", "Lowered", "Compiled"]
 
 log = logging.getLogger("funcgrad.jit")
 
@@ -148,10 +151,13 @@ class Staged:
     pattern of tangents, a batched program per pattern of batch axes. Each derived
     program is again a :class:`Staged`, so derivatives of derivatives stay staged."""
 
-    def __init__(self, program: Program, name: str):
+    def __init__(self, program: Program, name: str, backend: str | None = None):
         self.program = program
         self.name = name
-        self.run = program.compile(name=name)
+        self.backend = backend
+        self.tier = Tiered(program, name, backend)
+        self.run: Callable[..., Any] = self.tier.run
+        self.tier.hold(self)  # the native version replaces run when it is ready
         self.n_out = len(program.outs)
         self.n_res = 0
         self.splits: dict[tuple[int, ...], Any] = {}  # traced float leaves -> forward (or False)
@@ -170,6 +176,7 @@ class Staged:
             p = self.packed = Staged.__new__(Staged)
             p.__dict__.update(self.__dict__)
             p.pack, p.packed, p.derived = True, None, {}
+            self.tier.hold(p)
         return self.packed
 
     def __repr__(self) -> str:
@@ -204,7 +211,8 @@ class Staged:
         raw = [_example(x) for x in leaves]
         n = len(raw)
         float_outs = self._float_outs()
-        trace = StagingTrace("jit", self.name + " (vjp)")
+        joint = Program(function_for=direct_call)
+        trace = StagingTrace(joint, "jit", self.name + " (vjp)")
         with trace:
             xs = [trace.new_input(x) for x in raw]
             out_vals = self.run(*raw)
@@ -222,11 +230,11 @@ class Staged:
             _, pull = vjp(part, *[xs[i] for i in diff])
             grads = pull(tuple(cts))
             trace.program.outs = [trace.output(o) for o in list(all_outs) + list(grads)]
-        fwd_p, bwd_p = split_program(trace.program, n, self.n_out)
-        fwd = Staged(fwd_p, self.name + " (forward)")
+        fwd_p, bwd_p = split_program(joint, n, self.n_out)
+        fwd = Staged(fwd_p, self.name + " (forward)", self.backend)
         fwd.n_res = len(fwd_p.outs) - self.n_out
         fwd.n_out = self.n_out
-        fwd.bwd = Staged(bwd_p, self.name + " (backward)")
+        fwd.bwd = Staged(bwd_p, self.name + " (backward)", self.backend)
         fwd.diff = diff
         fwd.float_outs = float_outs
         return fwd
@@ -248,7 +256,7 @@ class Staged:
 
                 return jvp(part, tuple(leaves[i] for i in idx), tuple(tangents))[1]
 
-            found = self.derived[key] = jit(f_jvp)
+            found = self.derived[key] = jit(f_jvp, backend=self.backend)
         return found
 
     def batch_staged(self, dims: tuple[Any, ...]) -> Any:
@@ -257,7 +265,7 @@ class Staged:
         if found is None:
             from .batching import vmap
 
-            found = self.derived[key] = jit(vmap(self.fn, in_axes=dims, out_axes=0))
+            found = self.derived[key] = jit(vmap(self.fn, in_axes=dims, out_axes=0), backend=self.backend)
         return found
 
 
@@ -287,7 +295,7 @@ class _Residuals:
 
 
 def _staged_raw(*leaves: Any, staged: Staged) -> tuple[Any, ...]:
-    outs = staged.run(*leaves)
+    outs: tuple[Any, ...] = staged.run(*leaves)
     if staged.pack:
         n = staged.n_out
         return outs[:n] + (_Residuals(outs[n:]),)
@@ -376,48 +384,6 @@ def call_staged(staged: Staged, leaves: list[Any]) -> list[Any]:
     return list(_staged_call(*leaves, staged=staged))
 
 
-def _direct_call(prim: Any, args: list[Any]) -> Any:
-    """The backend function a NumPy-named primitive dispatches to for these (device)
-    arguments, so that the generated program calls it without dispatch; None otherwise."""
-    np_fn = prim.fast_fn
-    if prim.fast_fn is prim.raw or not hasattr(prim.raw, "fast_path"):
-        return None
-    name = getattr(np_fn, "__name__", None)
-    if name is None or getattr(np, name, None) is not np_fn:
-        return None  # not a top-level NumPy function (linalg, fft ...): keep the dispatch
-    arrays = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype")]
-    if not arrays:
-        return None
-    try:
-        ns = namespace_of(arrays[0])
-        if any(namespace_of(a) is not ns for a in arrays[1:]):
-            return None
-    except Exception:
-        return None
-    if ns is np:
-        return None
-    return getattr(ns, name, None)
-
-
-staging.register_direct_call(_direct_call)
-
-
-def _lower_sum(ins: list[Any], outs: list[Any]) -> Any:
-    """``sum`` of a host float array with only axis/keepdims set: ``numpy.add.reduce``
-    (what ``numpy.sum`` computes, without its Python-level argument handling)."""
-    if len(ins) != 7 or not isinstance(ins[0], Var):
-        return None
-    x, axis, dtype, out, keepdims, initial, where = ins
-    if (x.kind is not np.ndarray or not hasattr(x.dtype, "kind") or x.dtype.kind != "f" or dtype is not None
-            or out is not None or initial is not None or where is not None or type(keepdims) is not bool
-            or not (axis is None or type(axis) is int or (type(axis) is tuple and all(type(a) is int for a in axis)))):
-        return None
-    return np.add.reduce, [x, axis, None, None, keepdims]
-
-
-staging.register_lowering("sum", _lower_sum)
-
-
 def _closure_reads(fun: Callable[..., Any]) -> tuple[tuple[Any, ...], tuple[tuple[dict[str, Any], str], ...]]:
     """The closure cells and the module-level names (not modules, functions or classes) that
     ``fun``'s own code reads: where a value of an enclosing transform can reach it other than
@@ -460,7 +426,8 @@ class _Entry:
     def __init__(self, program: Program, staged: Staged, out_def: Any):
         self.program = program
         self.staged = staged
-        self.run = staged.run
+        self.run: Callable[..., Any] = staged.run
+        staged.tier.hold(self)  # the native version replaces run when it is ready
         self.out_def = out_def
         # the output is one leaf (an array or number): no tree to rebuild
         self.single = out_def == tree_util.tree_structure(0)
@@ -487,10 +454,12 @@ def _fast_key(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
 class _Jitted:
     """The object ``fg.jit`` returns: call it like the function."""
 
-    def __init__(self, fun: Callable[..., Any], static_argnums: Sequence[int], static_argnames: Sequence[str]):
+    def __init__(self, fun: Callable[..., Any], static_argnums: Sequence[int], static_argnames: Sequence[str],
+                 backend: str | None = None):
         # name and docstring only: copying fun's __dict__ would copy another jit's state
         functools.update_wrapper(self, fun, updated=())
         self.fun = fun
+        self.backend = backend
         self.fname = _fname(fun)
         self.static_argnums = tuple(static_argnums)
         self.static_argnames = tuple(static_argnames)
@@ -640,7 +609,8 @@ class _Jitted:
     def _trace(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], treedef: Any,
                statics: tuple[Any, ...], cache: bool = True) -> tuple[_Entry, list[Any]] | None:
         self._log_retrace(key)
-        trace = StagingTrace("jit", self.fname, example=_example)
+        recorded = Program(function_for=direct_call)
+        trace = StagingTrace(recorded, "jit", self.fname, example=_example)
         before = _random_states(self.fun, [s[2] for s in statics])
         try:
             with trace:
@@ -660,8 +630,8 @@ class _Jitted:
                 return None
             raise
         _check_random(before, self.fname)
-        program = trace.program.optimize()
-        entry = _Entry(program, Staged(program, self.fname), out_def)
+        program = optimize(recorded)
+        entry = _Entry(program, Staged(program, self.fname, self.backend), out_def)
         if trace.captures or not cache:
             # values read through f's closure from enclosing transforms (as in
             # grad(lambda y: jit(lambda x: x * y)(2.0))) are implicit inputs after the explicit
@@ -729,8 +699,7 @@ class _Jitted:
         """How many signatures have been traced and are cached."""
         return len(self.cache)
 
-    def program(self, *args: Any, **kwargs: Any) -> Program:
-        """The optimized program this function runs for these arguments (traced if needed)."""
+    def _entry(self, what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Entry:
         dyn_args, dyn_kwargs, statics = self._split(args, kwargs)
         leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         key = (treedef, tuple(_leaf_key(x, "", self.fname) for x in leaves), statics)
@@ -738,11 +707,66 @@ class _Jitted:
             self(*args, **kwargs)
         entry = self.cache.get(key)
         if entry is None:
-            raise TypeError(f"fg.make_program({self.fname}): the arguments are traced by an enclosing transform")
-        return entry.program
+            raise TypeError(f"{what}({self.fname}): the arguments are traced by an enclosing transform "
+                            f"(or the function read one through its closure), so there is no program of its own")
+        return entry
+
+    def program(self, *args: Any, **kwargs: Any) -> Program:
+        """The optimized program this function runs for these arguments (traced if needed)."""
+        return self._entry("fg.make_program", args, kwargs).program
+
+    def lower(self, *args: Any, **kwargs: Any) -> "Lowered":
+        """The program for these arguments (traced if needed, as by a call), ready to compile.
+
+        Example::
+
+            compiled = fg.jit(f).lower(x).compile()   # blocks until native code is in use
+            compiled(x)
+        """
+        return Lowered(self, self._entry("fg.jit(...).lower", args, kwargs))
 
 
-def jit(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = ()) -> Any:
+class Compiled:
+    """A jitted function whose program for one signature has been compiled (``lower(...).compile()``).
+
+    Call it like the function. ``backend`` says what runs: ``"native"`` (numba-compiled code)
+    or ``"numpy"`` (the replay; ``why`` says why, e.g. numba is not installed or no equation
+    lowers); ``lowered``/``left`` count the equations in compiled code and in the replay."""
+
+    def __init__(self, jitted: "_Jitted", entry: _Entry):
+        self._jitted = jitted
+        tier = entry.staged.tier
+        self.backend = "native" if tier.state == "native" else "numpy"
+        self.why = "" if tier.state == "native" else tier.state
+        self.lowered, self.left = tier.lowered, tier.left
+        self.compile_seconds = tier.compile_seconds
+        self.program = entry.program
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._jitted(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<compiled {self._jitted.fname}: {self.backend}{' (' + self.why + ')' if self.why else ''}>"
+
+
+class Lowered:
+    """The program of a jitted function for one signature (``fg.jit(f).lower(*args)``)."""
+
+    def __init__(self, jitted: "_Jitted", entry: _Entry):
+        self._jitted = jitted
+        self._entry = entry
+        self.program = entry.program
+
+    def compile(self) -> Compiled:
+        """Block until native code runs this program (compiling it now unless the background
+        compiler already is), or until it is known that the replay stays (backend ``"numpy"``,
+        numba missing, nothing lowers): see ``Compiled.backend`` / ``Compiled.why``."""
+        self._entry.staged.tier.wait()
+        return Compiled(self._jitted, self._entry)
+
+
+def jit(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        backend: str | None = None) -> Any:
     """Trace ``fun`` once per input signature and replay the recorded program.
 
     The signature is the pytree structure of the arguments, each leaf's type,
@@ -752,6 +776,11 @@ def jit(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (), stati
     program of backend calls. Python control flow on traced values raises (use
     ``static_argnums``, ``fnp.where`` or ``fg.scan``/``fg.fori_loop``); arrays
     captured from the enclosing scope are frozen at trace time. See docs/jit.md.
+
+    ``backend``: ``"numpy"`` replays the program as NumPy calls; ``"native"`` compiles
+    it with numba on a background thread and switches to that code when it is ready;
+    ``"auto"`` does so for programs called ``fg.config.jit_native_after`` times; ``None``
+    (default) follows ``fg.config.jit_backend``. Without numba every backend is the replay.
 
     Example::
 
@@ -766,7 +795,9 @@ def jit(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (), stati
     for n in nums:
         if not isinstance(n, int) or n < 0:
             raise TypeError(f"fg.jit: static_argnums must be non-negative ints, got {n!r}")
-    return _Jitted(fun, nums, names)
+    if backend is not None:
+        check_backend(backend, "fg.jit: backend")
+    return _Jitted(fun, nums, names, backend)
 
 
 def make_program(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),

@@ -9,7 +9,8 @@ values used after the region are allocated whole. The blocks are independent,
 so they may also run on a small thread pool (NumPy's ufuncs release the GIL):
 ``fg.config.jit_threads`` threads, for regions of at least
 ``fg.config.jit_parallel_min_size`` elements that call at least one function
-beyond arithmetic, comparison and selection (``CHEAP``: those are memory-bound).
+beyond arithmetic, comparison and selection (``CHEAP``, a set of primitives:
+those are memory-bound).
 A region of only cheap calls runs whole below ``BLOCK_MIN_BYTES``. The blocks
 are handed out one at a time to whichever thread asks next, the caller included,
 so a worker the scheduler starts late costs at most the block it took.
@@ -32,8 +33,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from .staging import Const, Eqn, Program, Var, _generate, _is_host_array, _is_ufunc
-from .trace import Primitive
+from .. import numpy as fnp
+from ..core.trace import Primitive
+from .ir import Const, Eqn, Program, Var
+from .kinds import is_host_array, is_ufunc
+from .known import WHERE, primitive_of
+
+# compiles a program of elementwise calls to a function (funcgrad.jit.numpy_replay's code generator)
+Generate = Callable[[Program, int], Callable[..., tuple[Any, ...]]]
 
 __all__ = ["settings", "Settings", "blocked_program", "default_jit_threads"]
 
@@ -92,18 +99,21 @@ def _executor(workers: int) -> ThreadPoolExecutor:
 
 # Arithmetic, comparisons and selections: memory-bound, so a region of only these gains little
 # from a second thread and can lose more (the handoff) on a busy machine; it stays on one.
-CHEAP = frozenset((
-    "add", "subtract", "multiply", "negative", "positive", "absolute", "fabs", "square", "sign",
-    "maximum", "minimum", "fmax", "fmin", "copysign", "greater", "greater_equal", "less", "less_equal",
-    "equal", "not_equal", "logical_and", "logical_or", "logical_not", "logical_xor", "where",
-    "isnan", "isinf", "isfinite", "signbit", "conjugate", "real", "imag",
+CHEAP: frozenset[Primitive] = frozenset(primitive_of(f) for f in (
+    fnp.add, fnp.subtract, fnp.multiply, fnp.negative, fnp.positive, fnp.absolute, fnp.fabs, fnp.square,
+    fnp.sign, fnp.maximum, fnp.minimum, fnp.fmax, fnp.fmin, fnp.copysign, fnp.greater, fnp.greater_equal,
+    fnp.less, fnp.less_equal, fnp.equal, fnp.not_equal, fnp.logical_and, fnp.logical_or, fnp.logical_not,
+    fnp.logical_xor, WHERE, fnp.isnan, fnp.isinf, fnp.isfinite, fnp.signbit, fnp.conjugate, fnp.real,
+    fnp.imag,
 ))
 
 
-def _is_where(fn: Any, ins: list[Any]) -> bool:
-    """NumPy's three-argument ``where``: elementwise (a selection) though not a ufunc; derivative
-    programs are full of it."""
-    return len(ins) == 3 and getattr(fn, "__name__", "") == "where" and getattr(fn, "__module__", "") == "numpy"
+def _is_where(e: Any) -> bool:
+    """``where`` run by NumPy's own three-argument function: elementwise (a selection) though
+    not a ufunc; derivative programs are full of it."""
+    import numpy as np
+
+    return e.prim is WHERE and len(e.ins) == 3 and e.fn is np.where
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -123,16 +133,16 @@ def _region_shape(e: Any, min_size: int) -> tuple[int, ...] | None:
     shape: tuple[int, ...] = tuple(out.shape)
     if len(shape) < 1 or shape[0] < 2 or _size(shape) < min_size:  # most equations stop here
         return None
-    if not (_is_ufunc(e.fn) or _is_where(e.fn, e.ins)) or e.kwargs or e.multiple or not _is_host_array(out.kind):
+    if not (is_ufunc(e.fn) or _is_where(e)) or e.kwargs or e.multiple or not is_host_array(out.kind):
         return None
     for a in e.ins:
         if isinstance(a, Var):
-            if not (_is_host_array(a.kind) or a.kind in (int, float, complex)
+            if not (is_host_array(a.kind) or a.kind in (int, float, complex)
                     or (a.shape == () and getattr(a.kind, "__module__", "") == "numpy")):
                 return None
         elif isinstance(a, Const):
             v = a.value
-            if not (_is_host_array(type(v)) or getattr(v, "shape", None) == () or isinstance(v, (int, float, complex))):
+            if not (is_host_array(type(v)) or getattr(v, "shape", None) == () or isinstance(v, (int, float, complex))):
                 return None
         elif not isinstance(a, (int, float, complex)) and getattr(a, "shape", None) != ():
             return None
@@ -153,11 +163,12 @@ def _sliced(a: Any, shape: tuple[int, ...]) -> bool:
 _REGION = Primitive(lambda *a: a, name="elementwise_blocks", multiple_results=True)
 
 
-def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int | None = None) -> Any:
+def blocked_program(prog: Any, generate: Generate, reuse_bytes: int = 1 << 16, min_size: int | None = None) -> Any:
     """``prog`` with each elementwise region replaced by one call that runs it block by block
     (a new program sharing ``prog``'s variables; ``prog`` itself is unchanged), or ``prog``
-    itself where no region is found. Pure equations between a region's equations that do not
-    read the region's values are moved before it."""
+    itself where no region is found. ``generate(program, reuse_bytes)`` compiles a region's
+    equations to the function each block runs. Pure equations between a region's equations
+    that do not read the region's values are moved before it."""
     if min_size is None:
         min_size = REGION_MIN_SIZE
     # (a result has at least as many bytes as elements: most equations stop at this test)
@@ -180,7 +191,7 @@ def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int | None 
         members = [prog.eqns[k] for k in region]
         if region and _worth_a_region(members):
             eqns.extend(prog.eqns[k] for k in hoisted)
-            eqns.append(_region_eqn(prog, members, set(region), users, final, reuse_bytes))
+            eqns.append(_region_eqn(prog, members, set(region), users, final, generate, reuse_bytes))
         else:  # as recorded: the program's own buffer reuse does better
             eqns.extend(prog.eqns[k] for k in sorted(region + hoisted))
         region, region_shape, made, hoisted = [], None, set(), []
@@ -200,14 +211,13 @@ def blocked_program(prog: Any, reuse_bytes: int = 1 << 16, min_size: int | None 
         flush()
         eqns.append(e)
     flush()
-    new = Program()
-    new._count = prog._count
+    new = prog.derived()
     new.invars, new.consts, new.outs, new.eqns = prog.invars, prog.consts, prog.outs, eqns
     return new
 
 
 def _heavy(members: list[Any]) -> bool:
-    return any(getattr(e.fn, "__name__", "") not in CHEAP for e in members)
+    return any(e.prim not in CHEAP for e in members)
 
 
 def _worth_a_region(members: list[Any]) -> bool:
@@ -224,7 +234,7 @@ def _worth_a_region(members: list[Any]) -> bool:
 
 
 def _region_eqn(prog: Any, members: list[Any], member_ids: set[int], users: dict[Any, set[int]],
-                final: set[Any], reuse_bytes: int) -> Any:
+                final: set[Any], generate: Generate, reuse_bytes: int) -> Any:
     """One equation running ``members`` blocked: its inputs are the values they read from
     outside, its outputs the values read after them."""
     shape = members[0].outs[0].shape
@@ -236,8 +246,7 @@ def _region_eqn(prog: Any, members: list[Any], member_ids: set[int], users: dict
                 ins.append(a)
     outs = [o for e in members for o in e.outs
             if o in final or any(k not in member_ids for k in users.get(o, ()))]
-    sub = Program()
-    sub._count = prog._count
+    sub = prog.derived()
     sub.eqns = list(members)
     sub.outs = outs
     sub.invars = []
@@ -245,11 +254,10 @@ def _region_eqn(prog: Any, members: list[Any], member_ids: set[int], users: dict
         if isinstance(a, Var):
             sub.invars.append(a)
         else:
-            v = Var(sub._count, a.value)
-            sub._count += 1
+            v = sub.new_var(a.value)
             sub.invars.append(v)
             sub.eqns = [_replace_in(e, a, v) for e in sub.eqns]
-    fn = _generate(sub, reuse_bytes)
+    fn = generate(sub, reuse_bytes)
     runner = _runner(fn, shape, [_sliced(a, shape) for a in ins], [o.dtype for o in outs], _heavy(members))
     runner.source = fn.source  # type: ignore[attr-defined]
     region = Eqn(_REGION, ins, {}, outs, runner)

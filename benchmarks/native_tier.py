@@ -1,0 +1,160 @@
+"""The native tier of fg.jit against the NumPy replay and JAX's jit, one thread, same run.
+
+    python benchmarks/native_tier.py            # prints a Markdown table (benchmarks/RESULTS.md, issue 25)
+
+Rows (medians of timed batches; the first call and the time until native code is in use
+reported separately):
+- the 200-op chain (tanh(sin(y)) x 100, then sum) over shape (3,): ``jit(grad)``, us per op;
+- the third derivative of f(x) = exp(sin x) + x tanh x at a scalar (nested grad);
+- a 1e6 float64 transcendental elementwise function, ``jit(grad)``:
+  f(x) = sum(sin(x) * tanh(x) + exp(-x * x)).
+The on-disk cache reload is timed in a fresh process (``--reload``).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import funcgrad as fg  # noqa: E402
+import funcgrad.numpy as fnp  # noqa: E402
+
+fg.config.jit_threads = 1
+
+
+def median_time(fn: Callable[[], Any], budget: float = 1.0) -> float:
+    """Median seconds per call over batches filling about ``budget`` seconds."""
+    fn()
+    n = 1
+    while True:
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        if time.perf_counter() - t > 0.05:
+            break
+        n *= 4
+    times = []
+    end = time.perf_counter() + budget
+    while time.perf_counter() < end or len(times) < 5:
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        times.append((time.perf_counter() - t) / n)
+    return float(np.median(times))
+
+
+def first_call(make: Callable[[], Callable[[], Any]]) -> float:
+    t = time.perf_counter()
+    make()()
+    return time.perf_counter() - t
+
+
+def chain_fg(y: Any) -> Any:
+    for _ in range(100):
+        y = fnp.tanh(fnp.sin(y))
+    return fnp.sum(y)
+
+
+def scalar_fg(x: Any) -> Any:
+    return fnp.exp(fnp.sin(x)) + fnp.tanh(x) * x
+
+
+def big_fg(x: Any) -> Any:
+    return fnp.sum(fnp.sin(x) * fnp.tanh(x) + fnp.exp(-x * x))
+
+
+def rows() -> list[tuple[str, str, float, float, float, float, float]]:
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_platforms", "cpu")
+
+    def chain_j(y: Any) -> Any:
+        for _ in range(100):
+            y = jnp.tanh(jnp.sin(y))
+        return jnp.sum(y)
+
+    def scalar_j(x: Any) -> Any:
+        return jnp.exp(jnp.sin(x)) + jnp.tanh(x) * x
+
+    def big_j(x: Any) -> Any:
+        return jnp.sum(jnp.sin(x) * jnp.tanh(x) + jnp.exp(-x * x))
+
+    cases = [
+        ("200-op chain (3,) jit(grad)", "us/op", 1, chain_fg, chain_j, np.array([0.1, 0.2, 0.3]), 200),
+        ("third derivative, scalar", "us", 3, scalar_fg, scalar_j, np.float64(0.7), 1),
+        ("1e6 elementwise jit(grad)", "ms", 1, big_fg, big_j, np.random.default_rng(0).uniform(-2, 2, 10**6), 1),
+    ]
+    out = []
+    for name, unit, depth, f_fg, f_j, x, per in cases:
+        scale = {"us/op": 1e6 / per, "us": 1e6, "ms": 1e3}[unit]
+        jg = jax.jit(_nest(jax.grad, f_j, depth))
+        jx = jnp.asarray(x)
+        jax_first = first_call(lambda: (lambda: jg(jx).block_until_ready()))
+        t_jax = median_time(lambda: jg(jx).block_until_ready())
+        replay = fg.jit(_nest(fg.grad, f_fg, depth), backend="numpy")
+        replay_first = first_call(lambda: (lambda: replay(x)))
+        t_replay = median_time(lambda: replay(x))
+        nat = fg.jit(_nest(fg.grad, f_fg, depth), backend="native")
+        native_first = first_call(lambda: (lambda: nat(x)))
+        t0 = time.perf_counter()
+        compiled = nat.lower(x).compile()
+        until_native = time.perf_counter() - t0
+        # (programs of float scalars keep their Python-float code: it is faster than a compiled call)
+        assert compiled.backend == "native" or "Python-float" in compiled.why, compiled.why
+        want = replay(x)  # (cancellation near the gradient's zeros: compare relative to the scale)
+        np.testing.assert_allclose(nat(x), want, rtol=1e-12, atol=1e-13 * float(np.max(np.abs(want))))
+        t_native = median_time(lambda: nat(x))
+        out.append((name, unit, t_native * scale, t_replay * scale, t_jax * scale,
+                    native_first, until_native))
+        print(f"{name}: native {t_native * scale:.3g} {unit}, replay {t_replay * scale:.3g}, "
+              f"jax jit {t_jax * scale:.3g}; first call native {native_first * 1e3:.1f} ms / replay "
+              f"{replay_first * 1e3:.1f} ms / jax {jax_first * 1e3:.1f} ms; native in use after "
+              f"{until_native:.2f} s more", flush=True)
+    return out
+
+
+def _nest(grad: Callable[..., Any], f: Callable[..., Any], depth: int) -> Callable[..., Any]:
+    for _ in range(depth):
+        f = grad(f)
+    return f
+
+
+def reload_seconds() -> float:
+    """Seconds until native code is in use in a new process whose kernels are on disk."""
+    code = ("import time, numpy as np, sys; sys.path.insert(0, %r)\n"
+            "import funcgrad as fg\n"
+            "from benchmarks.native_tier import chain_fg\n"
+            "x = np.array([0.1, 0.2, 0.3])\n"
+            "f = fg.jit(fg.grad(chain_fg), backend='native'); f(x)\n"
+            "t = time.perf_counter(); c = f.lower(x).compile(); print(time.perf_counter() - t, c.backend)\n"
+            % os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = ""
+    for _ in range(2):  # the first run may compile (and write) the kernels
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return float(out.split()[0])
+
+
+if __name__ == "__main__":
+    table = rows()
+    print("\n| row | unit | native | NumPy replay | JAX jit | native / JAX | first call (native backend) | "
+          "then native in use after |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, unit, nat, rep, jx, first, until in table:
+        print(f"| {name} | {unit} | {nat:.3g} | {rep:.3g} | {jx:.3g} | {nat / jx:.2f}x | {first * 1e3:.1f} ms | "
+              f"{until:.2f} s |")
+    print(f"\non-disk cache: native code in use {reload_seconds():.2f} s after the first call in a new process")

@@ -1,0 +1,183 @@
+"""Tiered execution: the NumPy replay at once, native code when it is ready.
+
+A :class:`Tiered` program runs the replay (:mod:`funcgrad.jit.numpy_replay`) from its
+first call, so nobody waits for the compiler. With the native tier on
+(``fg.config.jit_backend``: ``"auto"`` after ``fg.config.jit_native_after`` calls,
+``"native"`` at once) the native version (:mod:`funcgrad.jit.native`) is compiled on
+one background thread and swapped in when ready: every holder of the program's
+``run`` (registered with :meth:`Tiered.hold`) gets the new function. With
+``"numpy"``, or without numba, ``run`` is the replay and nothing else happens.
+
+Example::
+
+    tier = Tiered(prog, "f", backend="native")
+    tier.wait()               # block until native code is in use (or known impossible)
+    tier.run(*inputs)
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+from .ir import Program
+from .numpy_replay import compile_program
+
+__all__ = ["Tiered", "BACKENDS", "check_backend", "settings"]
+
+BACKENDS = ("auto", "numpy", "native")
+
+
+def check_backend(value: Any, name: str = "backend") -> str:
+    if value not in BACKENDS:
+        raise ValueError(f"{name} must be one of {', '.join(repr(b) for b in BACKENDS)} "
+                         f"(\"numpy\": the replay only; \"native\": numba-compiled code as soon as it "
+                         f"is ready; \"auto\": native for programs called often), got {value!r}")
+    return str(value)
+
+
+class Settings:
+    """Read when a program is compiled or called (``fg.config`` sets them)."""
+
+    def __init__(self) -> None:
+        import os
+
+        self.backend = check_backend(os.environ.get("FUNCGRAD_JIT_BACKEND", "auto").strip() or "auto",
+                                     "FUNCGRAD_JIT_BACKEND")
+        self.native_after = 10
+        self.native_wait = os.environ.get("FUNCGRAD_JIT_NATIVE_WAIT", "").strip() not in ("", "0")
+
+
+settings = Settings()
+
+_jobs: "queue.Queue[Tiered]" = queue.Queue()
+_worker: threading.Thread | None = None
+_worker_lock = threading.Lock()
+
+
+def _work() -> None:
+    while True:
+        tier = _jobs.get()
+        tier._compile()
+
+
+def _submit(tier: "Tiered") -> None:
+    global _worker
+    with _worker_lock:
+        if _worker is None or not _worker.is_alive():
+            _worker = threading.Thread(target=_work, name="funcgrad-native-compiler", daemon=True)
+            _worker.start()
+    _jobs.put(tier)
+
+
+class Tiered:
+    """A program's replay and, when compiled, its native version (see the module docstring)."""
+
+    def __init__(self, program: Program, name: str, backend: str | None = None) -> None:
+        self.program = program
+        self.name = name
+        self.replay = compile_program(program, name=name)
+        self.backend = check_backend(backend if backend is not None else settings.backend)
+        self.native: Callable[..., Any] | None = None
+        self.state = "replay"  # -> "queued" -> "native" | "replay only: <why>"
+        self.lowered = self.left = 0
+        self.compile_seconds = 0.0
+        self.done = threading.Event()
+        self.holders: list[Any] = []
+        self.calls = 0
+        self.run: Callable[..., Any] = self.replay
+        if self.backend == "numpy" or not program.eqns:
+            self._finish("replay only: backend 'numpy'" if self.backend == "numpy" else "replay only: no equations")
+            return
+        if hasattr(self.replay, "array_version"):  # Python-float code: faster than a compiled call
+            self._finish("replay only: a program of float scalars runs as Python-float code")
+            return
+        from . import native
+
+        if not native.installed():  # (numba itself is imported where the compiling happens)
+            self._finish("replay only: " + native.status())
+            return
+        if self.backend == "native" and settings.native_wait:
+            self._compile()
+        elif self.backend == "native":
+            self.request()
+        else:
+            self.run = self._counting()
+
+    def _counting(self) -> Callable[..., Any]:
+        """The replay, counting calls until the native version is worth compiling ("auto")."""
+        replay = self.replay
+
+        def counting(*args: Any) -> Any:
+            self.calls += 1
+            if self.calls >= settings.native_after and self.state == "replay":
+                self._swap(replay)
+                self.request()
+            return replay(*args)
+        counting.source = getattr(replay, "source", "")  # type: ignore[attr-defined]
+        return counting
+
+    def hold(self, holder: Any) -> None:
+        """Keep ``holder.run`` equal to this program's current function."""
+        self.holders.append(holder)
+        holder.run = self.run
+
+    def _swap(self, fn: Callable[..., Any]) -> None:
+        self.run = fn
+        for h in self.holders:
+            h.run = fn
+
+    def _finish(self, state: str) -> None:
+        self.state = state
+        self.done.set()
+
+    def request(self) -> None:
+        """Compile the native version on the background thread (once)."""
+        if self.state == "replay":
+            self.state = "queued"
+            _submit(self)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Compile now (on this thread) unless already under way, and block until native code is
+        in use or known impossible; True when native code runs."""
+        if self.state == "replay":
+            self.state = "queued"
+            self._compile()
+        self.done.wait(timeout)
+        return self.state == "native"
+
+    def _compile(self) -> None:
+        from . import native
+
+        start = time.perf_counter()
+        try:
+            made = native.native_program(self.program)
+            if made is None:
+                self._finish("replay only: no equation lowers")
+                return
+            prog, self.lowered, self.left = made
+            compiled = compile_program(prog, name=self.name, debug_version=self.replay)
+            fn = _falling_back(compiled, self.replay)
+        except Exception as exc:  # noqa: BLE001 - the replay stays, and says why on request
+            self._finish(f"replay only: native compilation failed ({type(exc).__name__}: {exc})")
+            return
+        finally:
+            self.compile_seconds = time.perf_counter() - start
+        self.native = fn
+        self._swap(fn)
+        self._finish("native")
+
+
+def _falling_back(compiled: Callable[..., Any], replay: Callable[..., Any]) -> Callable[..., Any]:
+    """``compiled``, or the replay for arguments its kernels were not compiled for (numba raises
+    TypeError for them: a value of another kind than the one traced, say a 0-d array for a float)."""
+    def run(*args: Any) -> Any:
+        try:
+            return compiled(*args)
+        except TypeError:
+            return replay(*args)
+    run.source = getattr(compiled, "source", "")  # type: ignore[attr-defined]
+    return run
+
