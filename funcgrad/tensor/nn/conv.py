@@ -16,7 +16,8 @@ import math
 from typing import Any
 
 from ..tensor import Tensor
-from . import _Functional, _per_rank, _uniform_param
+from .module import _Functional
+from .layers import _per_rank, _uniform_param
 from .functional import _ntuple as _tup
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]

@@ -23,7 +23,10 @@ from funcgrad.backend import namespace_of
 
 from .. import dtypes as _dt
 from ..tensor import Tensor, _as_tensor
-from . import Dropout, Linear, Module, _like, _new_param, _np_dtype
+from .dropout import Dropout
+from .layers import Linear, _new_param, _np_dtype
+from .module import Module
+from .bridge import _like
 from . import functional as F
 from . import init as _init
 from .containers import ModuleList
