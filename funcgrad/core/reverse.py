@@ -96,6 +96,7 @@ class VJPBox(Box):
     """A value traced by reverse mode: the value and the node that made it."""
 
     __slots__ = ()
+    _node: VJPNode
 
     def __init__(self, value: Any, trace: Trace, node: VJPNode):
         self._value = value
@@ -220,7 +221,7 @@ class ReverseTrace(Trace):
         return VJPBox(value, self, VJPNode(None, (), (), None, None, value))
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
-        parents = []
+        parents: list[Any] = []
         versions: list[tuple[int, int]] | None = None
         for i, a in enumerate(args):
             if not isinstance(a, Box):

@@ -122,7 +122,8 @@ class Trace:
 
 class TapeNode(Protocol):
     """What a box of a reverse trace points at (``core.reverse.VJPNode`` is one): the
-    recorded call, its parents' nodes, the positions they fill, and what it saved."""
+    recorded call, its parents' nodes, the positions they fill, and what it saved.
+    A protocol, so that this module needs no import of ``reverse.py``."""
 
     prim: Primitive | None
     parents: Sequence[Any]

@@ -21,6 +21,7 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import namespace_of
 from . import dtypes as _dt
+from . import graph as _graph
 from . import forward_ad as _fwad
 
 from .tensor import (
@@ -177,7 +178,7 @@ class _ConvertMixin:
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
-            if isinstance(a, Tensor):
+            if _graph.is_tensor(a):
                 dtype, dev = a.dtype, a.device
             elif isinstance(a, (_dt.dtype, np.dtype)) or a in (_pyfloat, _pyint, _pybool, _pycomplex):
                 dtype = a
@@ -247,8 +248,8 @@ class _ConvertMixin:
 
         if not args:
             return empty(0, dtype=self.dtype)
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            return args[0]
+        if len(args) == 1 and _graph.is_tensor(args[0]):
+            return cast("Tensor", args[0])
         if builtins.all(isinstance(a, (int, np.integer)) for a in args) or (
                 len(args) == 1 and isinstance(args[0], Size)):
             return empty(*args, dtype=self.dtype)

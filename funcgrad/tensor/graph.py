@@ -85,32 +85,6 @@ def context_busy(err: RuntimeError) -> bool:
     return str(err).startswith("cannot enter context")
 
 
-class TensorTrace(ReverseTrace):
-    """The reverse trace that Tensors belong to: level 0, always open, never on any thread's stack.
-
-    A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph
-    of ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``); calls are recorded
-    by :func:`record` (only when some input requires grad and grad mode is on) and
-    walked by ``core.reverse.backward_pass``, with the Tensor layer's visitor.
-    """
-
-    __slots__ = ()
-    opaque_results = False  # every result is a Tensor
-
-    def __init__(self) -> None:
-        Trace.__init__(self, "funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
-        self.keep_all = False
-        self.min_drop_bytes = 0
-        self.active = True
-
-    def __enter__(self) -> "TensorTrace":
-        raise RuntimeError("the tensor trace is always open; it is not entered")
-
-    def new_input(self, value: Any) -> Any:
-        return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
-
-
-TRACE = TensorTrace()
 # Set by funcgrad.tensor._func_support while an ft.func transform runs a function, else None.
 FUNC_OPS: list[Any] = [None]
 
@@ -208,23 +182,50 @@ class NumpyBox(GraphBox):
 
         self._assign(fnp.at(self)[idx].set(value))
 
-
-def _numpy_box_inplace(op_name: str) -> Callable[..., Any]:
-    def inplace(self: NumpyBox, other: Any) -> NumpyBox:
+    # ``a += b`` and the others: ``a`` rebound to ``a + b`` (its node, its version counter)
+    def _rebind(self, op_name: str, other: Any) -> "NumpyBox":
         import funcgrad.numpy as fnp
 
         self._assign(getattr(fnp, op_name)(self, other))
         return self
 
-    return inplace
+    def __iadd__(self, other: Any) -> "NumpyBox":
+        return self._rebind("add", other)
+
+    def __isub__(self, other: Any) -> "NumpyBox":
+        return self._rebind("subtract", other)
+
+    def __imul__(self, other: Any) -> "NumpyBox":
+        return self._rebind("multiply", other)
+
+    def __itruediv__(self, other: Any) -> "NumpyBox":
+        return self._rebind("divide", other)
+
+    def __ipow__(self, other: Any) -> "NumpyBox":
+        return self._rebind("power", other)
+
+    def __imatmul__(self, other: Any) -> "NumpyBox":
+        return self._rebind("matmul", other)
 
 
-for _iname, _op in (("__iadd__", "add"), ("__isub__", "subtract"), ("__imul__", "multiply"),
-                    ("__itruediv__", "divide"), ("__ipow__", "power"), ("__imatmul__", "matmul")):
-    setattr(NumpyBox, _iname, _numpy_box_inplace(_op))
+_TENSOR_CLS: list[Any] = []  # [Tensor], once tensor.py has registered it
 
 
-_TENSOR_CLS: list[Any] = []  # filled by tensor.py: [Tensor]
+def register_tensor_class(cls: type) -> None:
+    """Called once by ``tensor.py``: the class of the values this layer hands to users. The
+    modules below it (this one, the Tensor's method mixins) make and recognise Tensors through
+    :func:`new_tensor` and :func:`is_tensor` without importing it."""
+    _TENSOR_CLS[:] = [cls]
+
+
+def new_tensor(value: Any) -> Any:
+    """A Tensor of the array ``value``, with no history."""
+    return _TENSOR_CLS[0]._make(value)
+
+
+def is_tensor(x: Any) -> bool:
+    """Whether ``x`` is a Tensor (or a Parameter)."""
+    return isinstance(x, _TENSOR_CLS[0])
 
 
 def as_numpy_box(b: Any) -> Any:
@@ -1278,7 +1279,35 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
 
 
 _record_hooked = partial(record, hooked=True)
-TensorTrace.process = staticmethod(record)  # type: ignore[assignment,method-assign]  # (no frame between)
+
+
+class TensorTrace(ReverseTrace):
+    """The reverse trace that Tensors belong to: level 0, always open, never on any thread's stack.
+
+    A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph
+    of ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``); calls are recorded
+    by :func:`record` (only when some input requires grad and grad mode is on) and
+    walked by ``core.reverse.backward_pass``, with the Tensor layer's visitor.
+    """
+
+    __slots__ = ()
+    opaque_results = False  # every result is a Tensor
+    process = staticmethod(record)  # (no frame between the primitive wrapper and record)
+
+    def __init__(self) -> None:
+        Trace.__init__(self, "funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
+        self.keep_all = False
+        self.min_drop_bytes = 0
+        self.active = True
+
+    def __enter__(self) -> "TensorTrace":
+        raise RuntimeError("the tensor trace is always open; it is not entered")
+
+    def new_input(self, value: Any) -> Any:
+        return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
+
+
+TRACE = TensorTrace()
 
 
 def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:

@@ -692,9 +692,5 @@ _UFUNC_OPS: dict[str, Callable[..., Any]] = {
        for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")},
 }
 
-_graph._TENSOR_CLS.append(Tensor)
+_graph.register_tensor_class(Tensor)
 _PARAM: list[Any] = [Tensor]  # replaced by ft.nn.Parameter once defined (fast type checks)
-
-# the mixins' method bodies name ``Tensor``; bind it in their modules now that it exists
-for _mixin_module in (_tensor_math, _tensor_shape, _tensor_inplace, _tensor_convert):
-    setattr(_mixin_module, "Tensor", Tensor)
