@@ -707,17 +707,7 @@ class PrimNode(Node):
             args = [unpack(a, self) if type(a) is SavedTensor else a for a in args]
             ans = [unpack(a, self) if type(a) is SavedTensor else a for a in ans]
         ans = tuple(ans) if prim.multiple_results else ans[0]
-        kwargs = self.kwargs
-        if prim.vjp_all is not None:
-            out = list(prim.vjp_all(g_all, ans, tuple(self.argnums), *args, **kwargs))
-        else:
-            vjps = prim.vjps
-            out = []
-            for pos in self.argnums:
-                rule = vjps.get(pos)
-                if rule is None:
-                    raise prim.missing_rule("VJP", pos)
-                out.append(rule(g, ans, *args, **kwargs))
+        out = self.run_rules(g, g_all, ans, args, self.kwargs)
         if release:
             self.release()
         return out
