@@ -41,6 +41,7 @@ from ..core.constant import ConstBox as _ConstBox
 from ..core.trace import current_traces, shape_of, unbox_all
 from . import forward_ad as _fwad
 from . import graph as _graph
+from .tensor_class import _TENSOR_CLS, is_tensor
 from .grad_mode import state as _mode
 
 __all__ = ["Frame", "enter", "leave", "depth", "is_traced", "stop_reverse", "stop_all", "detach", "traced_inplace",
@@ -182,14 +183,14 @@ def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[
         isinstance(v, Box) and is_traced(getattr(v, "_value", None)) for v in kwargs.values())
     out = record(prim, args, kwargs, argnums)
     if not traced:
-        if getattr(out, "_base", None) is not None and isinstance(out, _graph._TENSOR_CLS[0]):
+        if getattr(out, "_base", None) is not None and is_tensor(out):
             _follow(out._base, out, out._view_fns, "view")  # an eager view: a traced write may come later
         return out
     if argnums[0] == 0 and prim.name in _graph._VIEW_PRIMS and not prim.multiple_results and is_traced(src._value) \
-            and isinstance(src, _graph._TENSOR_CLS[0]) and isinstance(out, _graph._TENSOR_CLS[0]) \
+            and is_tensor(src) and is_tensor(out) \
             and _is_view_call(prim, args):
         _mark_traced_view(out, src, prim, args, kwargs)
-    if prim.name.lstrip("_") == "broadcast_to" and isinstance(out, _graph._TENSOR_CLS[0]) \
+    if prim.name.lstrip("_") == "broadcast_to" and is_tensor(out) \
             and tuple(shape_of(out._value)) != tuple(shape_of(src._value)):
         out.__dict__[_EXPANDED] = True  # (its elements share memory in PyTorch: in-place writes are refused)
     if not _mode.enabled:
@@ -370,7 +371,7 @@ def detach(t: Any, data: bool) -> Any:
         v = _fwad.primal_value(v)
         if is_traced(v):
             return _detach_traced(t, v, data)
-    make = _graph._TENSOR_CLS[0]._make
+    make = _TENSOR_CLS[0]._make
     return make(v) if data else make(v, vc=t._vc, inference=t._inference)
 
 
@@ -382,7 +383,7 @@ def _detach_traced(t: Any, v: Any, data: bool) -> Any:
         kind, level = "data", v._trace.level
     else:
         kind, level = "detach", None
-    d = _graph._TENSOR_CLS[0]._make(_strip(v, kind, level))
+    d = _TENSOR_CLS[0]._make(_strip(v, kind, level))
     src = t._base if t._base is not None else t
     d.__dict__[_ALIAS] = (t, kind, level)
     _follow(src, d, t._view_fns if t._base is not None else (), kind, level)

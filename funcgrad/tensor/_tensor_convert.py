@@ -21,9 +21,9 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import namespace_of
 from . import dtypes as _dt
-from . import graph as _graph
 from . import forward_ad as _fwad
 
+from .tensor_class import is_tensor
 from .tensor import (
     _pyint, _pyfloat, _pybool, _pycomplex, Size, device, _CPU, _seq_mark, _rename, _rebuild, _cast, _to_device,
     _format,
@@ -178,7 +178,7 @@ class _ConvertMixin:
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
-            if _graph.is_tensor(a):
+            if is_tensor(a):
                 dtype, dev = a.dtype, a.device
             elif isinstance(a, (_dt.dtype, np.dtype)) or a in (_pyfloat, _pyint, _pybool, _pycomplex):
                 dtype = a
@@ -248,7 +248,7 @@ class _ConvertMixin:
 
         if not args:
             return empty(0, dtype=self.dtype)
-        if len(args) == 1 and _graph.is_tensor(args[0]):
+        if len(args) == 1 and is_tensor(args[0]):
             return cast("Tensor", args[0])
         if builtins.all(isinstance(a, (int, np.integer)) for a in args) or (
                 len(args) == 1 and isinstance(args[0], Size)):

@@ -29,6 +29,9 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import graph as _graph
+from .debug_modes import anomaly, profiling
+from .quiet import fp_quiet, fp_restore
+from .saved_hooks import _hook_state
 from ..core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_thread_state
 from .graph import _GONE, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
 from .creation import zeros_like
@@ -182,7 +185,7 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
     """
     visitor = _Visitor(keep_graph, create_graph, captures, accumulate)
     seeds = [(target(node, nr), g) for (node, nr), g in roots]
-    token = _graph.fp_quiet()
+    token = fp_quiet()
     bp = BackwardPass()
     stack = _passes.__dict__.setdefault("stack", [])
     stack.append(bp)
@@ -198,12 +201,12 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
             callback()
     finally:
         stack.pop()
-        _graph.fp_restore(token)
+        fp_restore(token)
     return {public_edge(t): g for t, g in visitor.captured.items()}
 
 
 # a backward pass nested deep in another (reentrant) goes on on a fresh thread with this layer's modes
-carry_thread_state(_mode, _graph._hook_state, _fwad_local, _passes)
+carry_thread_state(_mode, _hook_state, _fwad_local, _passes)
 
 
 class _Probe(Visitor):
@@ -238,9 +241,9 @@ class _Visitor(Visitor):
         self.accumulate = accumulate or captures is None
         self.capture_at = {target(node, nr) for node, nr in captures} if captures else set()
         self.captured: dict[Any, Any] = {}
-        self.prof = _graph.profiling.active
+        self.prof = profiling.active
         # nothing but the rules to run at plain nodes: no graph to record, no capture, no checks
-        self.plain = not create_graph and not self.capture_at and not self.prof and not _graph.anomaly.enabled
+        self.plain = not create_graph and not self.capture_at and not self.prof and not anomaly.enabled
         if self.plain:  # (functions, not bound methods: no reference cycle through the visitor)
             self.step = _step if not keep_graph else partial(_step, release=False)
 
@@ -326,7 +329,6 @@ class _Visitor(Visitor):
         else:
             prof = self.prof
             t0 = time.perf_counter() if prof else 0.0
-            anomaly = _graph.anomaly
             anomaly_prev = anomaly.running
             if anomaly.enabled:
                 anomaly.running = node

@@ -39,50 +39,16 @@ from . import dtypes as _dt
 from . import forward_ad as _fwad
 from .grad_mode import enable_grad, no_grad
 from .grad_mode import state as _mode
+from .quiet import context_busy, fp_quiet, fp_restore, quiet_run
+from .tensor_class import _TENSOR_CLS
+from .debug_modes import anomaly, profiling, user_stack
+from .torch_names import _ARG_NAMES, _DEFAULT_ARG_NAMES, _FREED, _INFERENCE_SAVED, _output_nr, _short_name, _strip_backward, _type_desc, named_node_class, rename_node, torch_name, view_rebase_error
+from .saved_hooks import _hook_state
 
 __all__ = [
-    "TRACE", "GraphBox", "NumpyBox", "Node", "PrimNode", "AccumulateGrad", "SavedTensor",
-    "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "RemovableHandle",
+    "TRACE", "GraphBox", "NumpyBox", "Node", "PrimNode", "AccumulateGrad", "SavedTensor", "RemovableHandle",
     "apply_inplace", "edge_of", "get_gradient_edge",
 ]
-
-
-try:  # NumPy >= 2: set the floating-point error state directly (~0.3 us; np.errstate costs ~2 us)
-    from numpy._core._ufunc_config import _extobj_contextvar  # type: ignore[attr-defined]
-    from numpy._core.umath import _make_extobj
-
-    # fp_quiet() silences NumPy's floating-point warnings (0/0, log(0), overflow) until
-    # fp_restore(token): tensor ops return inf/nan as PyTorch does, without a RuntimeWarning.
-    # (C callables: no Python frame on the hot path)
-    fp_quiet: Callable[[], Any] = partial(_extobj_contextvar.set, _make_extobj(all="ignore"))
-    fp_restore: Callable[[Any], None] = _extobj_contextvar.reset
-    # quiet_run(fn, *args): fn(*args) as under fp_quiet, in a context of its own whose error state
-    # is "ignore" (entering a context costs ~10 ns; setting and resetting the variable ~140 ns).
-    # Only for a primitive's declared fast path (``fast_fn`` on ``fast_types``: NumPy's own
-    # functions on arrays, no one's Python code), so nothing in it misses the caller's other
-    # context variables. One thread at a time: another finds it entered (RuntimeError, see
-    # ``context_busy``) and falls back.
-    _QUIET_CONTEXT = contextvars.Context()
-    _QUIET_CONTEXT.run(_extobj_contextvar.set, _make_extobj(all="ignore"))
-    quiet_run: Callable[..., Any] = _QUIET_CONTEXT.run
-except ImportError:  # pragma: no cover - older NumPy
-    def fp_quiet() -> Any:
-        state = np.errstate(all="ignore")
-        state.__enter__()
-        return state
-
-    def fp_restore(token: Any) -> None:
-        token.__exit__(None, None, None)
-
-    def quiet_run(fn: Callable[..., Any], *args: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return fn(*args)
-
-
-def context_busy(err: RuntimeError) -> bool:
-    """Whether ``err`` is ``quiet_run``'s context being in use already (by another thread, or
-    by a call further up this one's stack): the caller runs the call under fp_quiet instead."""
-    return str(err).startswith("cannot enter context")
 
 
 # Set by funcgrad.tensor._func_support while an ft.func transform runs a function, else None.
@@ -206,26 +172,6 @@ class NumpyBox(GraphBox):
 
     def __imatmul__(self, other: Any) -> "NumpyBox":
         return self._rebind("matmul", other)
-
-
-_TENSOR_CLS: list[Any] = []  # [Tensor], once tensor.py has registered it
-
-
-def register_tensor_class(cls: type) -> None:
-    """Called once by ``tensor.py``: the class of the values this layer hands to users. The
-    modules below it (this one, the Tensor's method mixins) make and recognise Tensors through
-    :func:`new_tensor` and :func:`is_tensor` without importing it."""
-    _TENSOR_CLS[:] = [cls]
-
-
-def new_tensor(value: Any) -> Any:
-    """A Tensor of the array ``value``, with no history."""
-    return _TENSOR_CLS[0]._make(value)
-
-
-def is_tensor(x: Any) -> bool:
-    """Whether ``x`` is a Tensor (or a Parameter)."""
-    return isinstance(x, _TENSOR_CLS[0])
 
 
 def as_numpy_box(b: Any) -> Any:
@@ -449,28 +395,6 @@ def public_edge(t: VJPNode) -> tuple[Any, int]:
     return (t.parents[0], t.out_index)
 
 
-class _HookState(threading.local):
-    stack: list[Any] = []
-    disabled: str | None = None
-
-
-_hook_state = _HookState()
-
-
-_FREED = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you call "
-    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-    "graph a second time or if you need to access saved tensors after calling backward."
-)
-
-
-def _type_desc(value: Any) -> str:
-    d: Any = _dt._BY_NP.get(np.dtype(value.dtype))
-    tname = _dt.TYPE_NAMES.get(d, str(value.dtype))
-    return f"[ft.{tname} [{', '.join(str(s) for s in value.shape)}]]"
-
-
 class SavedTensor:
     """One tensor a node saved for backward (``grad_fn._raw_saved_self``).
 
@@ -626,27 +550,6 @@ class AccumulateGrad(Node):
     def variable(self) -> Any:
         """The leaf tensor (None once it has been garbage-collected)."""
         return self._variable()
-
-
-_NAMED_CLASSES: dict[Any, Any] = {}
-
-
-def named_node_class(base: type, name: str) -> type:
-    """A subclass of ``base`` called ``name``, so that ``type(grad_fn).__name__`` is PyTorch's
-    node name (``MulBackward0``, ``<Function>Backward``); one class per name, cached."""
-    cls = _NAMED_CLASSES.get((base, name))
-    if cls is None:
-        cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "_name": name,
-                                                                   "__module__": base.__module__})
-    return cls
-
-
-def rename_node(node: "Node", name: str) -> None:
-    """Give ``node`` PyTorch's ``name`` (its ``name()`` and its class's name)."""
-    node._name = name
-    base = getattr(type(node), "_named_base", None)
-    if base is not None:
-        node.__class__ = named_node_class(base, name)
 
 
 # ``PrimNode._saved`` once released: one entry that fails ``intact`` (version 0 of a counter at 1)
@@ -865,35 +768,8 @@ def _overwritten(meta: tuple[Any, ...], view_fns: tuple[Any, ...]) -> Any:
 # --------------------------------------------------------------------------
 # PyTorch's names of saved values and of nodes (what a node saves is its primitive's ``reads``)
 
-_DEFAULT_ARG_NAMES = ["self", "other"]
-_ARG_NAMES: dict[str, list[Any]] = {
-    "matmul": ["self", "other"], "power": ["self", "exponent"], "where": ["condition", "self", "other"],
-    "clip": ["self", "min", "max"],
-}
 _expose_saved([*_DEFAULT_ARG_NAMES, *sum(_ARG_NAMES.values(), []), "result",
                *(f"{p}{k}" for p in ("result", "arg") for k in range(32))])
-
-# prim name -> PyTorch node name (Tensor methods rename where PyTorch distinguishes more)
-_NAMES = {  # where PyTorch's name is not the default of torch_name
-    "subtract": "SubBackward0", "multiply": "MulBackward0", "divide": "DivBackward0", "true_divide": "DivBackward0",
-    "negative": "NegBackward0", "positive": "AliasBackward0", "power": "PowBackward0", "square": "PowBackward0",
-    "absolute": "AbsBackward0", "max": "MaxBackward1", "min": "MinBackward1", "matmul": "MmBackward0",
-    "reshape": "ViewBackward0", "transpose": "PermuteBackward0", "swapaxes": "TransposeBackward0",
-    "moveaxis": "PermuteBackward0", "expand_dims": "UnsqueezeBackward0", "broadcast_to": "ExpandBackward0",
-    "getitem": "IndexBackward0", "_getitem": "IndexBackward0", "astype": "ToCopyBackward0",
-    "copy": "CloneBackward0", "concatenate": "CatBackward0", "_concatenate": "CatBackward0",
-    "clip": "ClampBackward1", "_clip": "ClampBackward1", "log1p": "Log1PBackward0", "conjugate": "ConjBackward0",
-    "tile": "RepeatBackward0", "take_along_axis": "GatherBackward0", "_take_along_axis": "GatherBackward0",
-    "arctan": "AtanBackward0", "arcsin": "AsinBackward0", "arccos": "AcosBackward0", "arctan2": "Atan2Backward0",
-    "expit": "SigmoidBackward0", "ravel": "ViewBackward0",
-}
-
-
-def torch_name(prim_name: str) -> str:
-    got = _NAMES.get(prim_name)
-    if got is None:
-        got = _NAMES[prim_name] = "".join(p.capitalize() for p in prim_name.strip("_").split("_")) + "Backward0"
-    return got
 
 
 # --------------------------------------------------------------------------
@@ -970,22 +846,6 @@ def move_retain(t: Any, old_node: Any, old_nr: int) -> None:
     node._hook_dict("_retain")[t._output_nr] = weakref.ref(t)
 
 
-_AMBIGUOUS_VIEW = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
-                   "by moving both the view and the inplace either both inside the {} block (if you don't want the "
-                   "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
-_VIEW_FIX = {
-    "no_grad": _AMBIGUOUS_VIEW.format("no_grad"),
-    "inference": _AMBIGUOUS_VIEW.format("inference_mode"),
-    "multi_output": (" This view is the output of a function that returns multiple views. Such functions do not "
-                     "allow the output views to be modified inplace. You should replace the inplace operation by an "
-                     "out-of-place one."),
-    "custom_function": (" This view was created inside a custom Function (or because an input was returned as-is) "
-                        "and the autograd logic to handle view+inplace would override the custom backward associated "
-                        "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You "
-                        "can fix this by cloning the output of the custom Function."),
-}
-
-
 def multi_output_views(views: tuple[Any, ...], name: str) -> tuple[Any, ...]:
     """Mark views that one op returned together (``split``, ``chunk``, ``unbind``): their nodes
     take PyTorch's ``name``, and in-place changes of them are refused when autograd is involved
@@ -1001,61 +861,8 @@ def multi_output_views(views: tuple[Any, ...], name: str) -> tuple[Any, ...]:
     return views
 
 
-def _output_nr(t: Any) -> int:
-    """PyTorch's ``output_nr`` of ``t`` (a piece of split/chunk/unbind is output k of one node)."""
-    return int(t.__dict__.get("_multi_index", t._output_nr))
-
-
-def _short_name(node: Any) -> str:
-    """A node's name as PyTorch's messages give it: ``MulBackward0`` -> ``Mul``."""
-    return _strip_backward(getattr(node, "_short", None) or node.name())
-
-
-def _strip_backward(name: str) -> str:
-    return re.sub(r"Backward\d*$", "", name)
-
-
-def view_rebase_error(t: Any, indirect: bool) -> str:
-    """PyTorch's message for a view that may not be rebased: ``t`` is modified in place
-    (``indirect=False``) or its base / another view of it was (``indirect=True``)."""
-    kind = t._view_kind
-    node = t._node
-    mode, with_mode = ("inference mode", " in normal mode.") if kind == "inference" else \
-        ("no_grad mode", " with grad mode enabled.")
-    what = "its base or another view of its base has been modified inplace" if indirect else "is being modified inplace"
-    if node is None:
-        head = f"A view was created in {mode} and "
-    elif kind in ("no_grad", "inference"):  # a view (with history) of such a view
-        head = f"Output {_output_nr(t)} of {_short_name(node)} is a view of a view which was created in {mode} and "
-    else:
-        head, with_mode = f"Output {_output_nr(t)} of {_short_name(node)} is a view and ", "."
-    return head + what + with_mode + _VIEW_FIX[kind]
-
-
 # --------------------------------------------------------------------------
 # recording
-
-
-class _Anomaly:
-    enabled = False
-    check_nan = True
-    running: Any = None  # the node whose backward is running (anomaly mode only)
-
-
-anomaly = _Anomaly()
-
-
-class _Profiling:
-    active: list[Any] = []
-
-
-profiling = _Profiling()
-
-_INFERENCE_SAVED = (
-    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
-    "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it "
-    "in autograd, or use `ft.no_grad()` instead of `ft.inference_mode()`."
-)
 
 
 def _torch_shape_error(prim: Primitive, args: list[Any], err: ValueError) -> Exception:
@@ -1381,26 +1188,6 @@ def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any 
     return s
 
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class _Stack(list[Any]):
-    """Formatted frames, and the node whose backward was running when they were taken (if any)."""
-
-    __slots__ = ("parent",)
-    parent: Any
-
-
-def user_stack() -> list[Any]:
-    """The current Python stack without funcgrad's own frames (for anomaly mode); its ``parent``
-    is the node whose backward created this one (double backward), for the nested report."""
-    frames = traceback.extract_stack()
-    keep = [f for f in frames if not f.filename.startswith(_PKG_DIR)]
-    stack = _Stack(traceback.format_list(keep))
-    stack.parent = anomaly.running
-    return stack
-
-
 def _as_array(a: Any) -> Any:
     """A NumPy scalar or Python number as a 0-d array; anything else as it is."""
     if isinstance(a, (np.generic, int, float, complex, bool)):
@@ -1586,77 +1373,4 @@ def _nodes_since(node: Any, start_seq: int) -> Iterator[Any]:
 # --------------------------------------------------------------------------
 # saved-tensor hooks
 
-
-class saved_tensors_hooks:
-    """Context manager: every tensor saved for backward inside is packed with
-    ``pack_hook(tensor)`` and unpacked with ``unpack_hook(packed)`` when backward
-    needs it (thread-local, innermost wins), as ``torch.autograd.graph.saved_tensors_hooks``.
-
-    Example::
-
-        def pack(t):
-            name = os.path.join(tmp, f"{uuid.uuid4()}.npy"); np.save(name, t.numpy()); return name
-        def unpack(name):
-            return ft.from_numpy(np.load(name))
-        with ft.autograd.graph.saved_tensors_hooks(pack, unpack):
-            y = (x * x).sum()
-        y.backward()          # same gradient, saved values read back from disk
-    """
-
-    def __init__(self, pack_hook: Callable[..., Any], unpack_hook: Callable[..., Any]):
-        if not callable(pack_hook) or not callable(unpack_hook):
-            raise TypeError("saved_tensors_hooks(pack_hook, unpack_hook): both hooks must be callable")
-        self.pack_hook = pack_hook
-        self.unpack_hook = unpack_hook
-
-    def __enter__(self) -> "saved_tensors_hooks":
-        if _hook_state.disabled is not None:
-            raise RuntimeError(_hook_state.disabled)
-        _hook_state.stack = _hook_state.stack + [(self.pack_hook, self.unpack_hook)]
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        _hook_state.stack = _hook_state.stack[:-1]
-
-
-class save_on_cpu(saved_tensors_hooks):
-    """Saved tensors are kept in host memory and moved back to their device in backward.
-
-    With NumPy arrays (already on the host) the value is kept as it is.
-
-    Example::
-
-        with ft.autograd.graph.save_on_cpu():
-            loss = model(x).sum()
-    """
-
-    def __init__(self, pin_memory: bool = False):
-        def pack(t: Any) -> tuple[Any, ...]:
-            v = t._value
-            ns = namespace_of(v)
-            if ns is np:
-                return (None, t)
-            return (ns, v.get() if hasattr(v, "get") else ns.asnumpy(v))
-
-        def unpack(packed: tuple[Any, ...]) -> Any:
-            ns, payload = packed
-            if ns is None:
-                return payload
-            return _TENSOR_CLS[0]._make(ns.asarray(payload))
-
-        super().__init__(pack, unpack)
-
-
-class disable_saved_tensors_hooks:
-    """Inside, registering saved-tensor hooks raises ``RuntimeError(error_message)``."""
-
-    def __init__(self, error_message: str):
-        self.message = error_message
-
-    def __enter__(self) -> None:
-        self.prev = _hook_state.disabled
-        _hook_state.disabled = self.message
-
-    def __exit__(self, *exc: Any) -> None:
-        _hook_state.disabled = self.prev
 

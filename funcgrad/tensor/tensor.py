@@ -39,6 +39,8 @@ from . import forward_ad as _fwad
 from . import graph as _graph
 from .graph import GraphBox, PrimNode, RemovableHandle, _add_hook, apply_inplace
 from . import _func_support as _func
+from .tensor_class import register_tensor_class
+from .torch_names import rename_node
 
 __all__ = ["Tensor", "Size", "device", "is_tensor"]
 
@@ -122,7 +124,7 @@ def _seq_mark() -> int:
 def _rename(out: Any, name: str, mark: int) -> Tensor:
     node = getattr(out, "_node", None)
     if node is not None and node._seq > mark and isinstance(node, PrimNode):
-        _graph.rename_node(node, name)
+        rename_node(node, name)
     return cast("Tensor", out)
 
 
@@ -692,5 +694,5 @@ _UFUNC_OPS: dict[str, Callable[..., Any]] = {
        for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")},
 }
 
-_graph.register_tensor_class(Tensor)
+register_tensor_class(Tensor)
 _PARAM: list[Any] = [Tensor]  # replaced by ft.nn.Parameter once defined (fast type checks)
