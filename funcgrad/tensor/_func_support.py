@@ -186,7 +186,7 @@ def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[
         if getattr(out, "_base", None) is not None and is_tensor(out):
             _follow(out._base, out, out._view_fns, "view")  # an eager view: a traced write may come later
         return out
-    if argnums[0] == 0 and prim.name in _graph._VIEW_PRIMS and not prim.multiple_results and is_traced(src._value) \
+    if argnums[0] == 0 and prim in _graph.VIEW_PRIMITIVES and not prim.multiple_results and is_traced(src._value) \
             and is_tensor(src) and is_tensor(out) \
             and _is_view_call(prim, args):
         _mark_traced_view(out, src, prim, args, kwargs)

@@ -32,9 +32,12 @@ from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
 
+import funcgrad.numpy as fnp
+
 from ..backend import namespace_of
-from ..core import Box, Primitive, Trace
+from ..core import Box, Primitive, Trace, get_primitive
 from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, _save_everything, dropped
+from ..numpy import indexing as _indexing
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from .grad_mode import enable_grad, no_grad
@@ -42,7 +45,10 @@ from .grad_mode import state as _mode
 from .quiet import context_busy, fp_quiet, fp_restore, quiet_run
 from .tensor_class import _TENSOR_CLS
 from .debug_modes import anomaly, profiling, user_stack
-from .torch_names import _ARG_NAMES, _DEFAULT_ARG_NAMES, _FREED, _INFERENCE_SAVED, _output_nr, _short_name, _strip_backward, _type_desc, named_node_class, rename_node, torch_name, view_rebase_error
+from .torch_names import (
+    _DEFAULT_ARG_NAMES, _FREED, _INFERENCE_SAVED, ARG_NAMES, _output_nr, _short_name, _strip_backward, _type_desc,
+    arg_names, named_node_class, rename_node, torch_name, view_rebase_error,
+)
 from .saved_hooks import _hook_state
 
 __all__ = [
@@ -144,14 +150,10 @@ class NumpyBox(GraphBox):
             setattr(self, slot, getattr(new, slot))
 
     def __setitem__(self, idx: Any, value: Any) -> None:
-        import funcgrad.numpy as fnp
-
         self._assign(fnp.at(self)[idx].set(value))
 
     # ``a += b`` and the others: ``a`` rebound to ``a + b`` (its node, its version counter)
     def _rebind(self, op_name: str, other: Any) -> "NumpyBox":
-        import funcgrad.numpy as fnp
-
         self._assign(getattr(fnp, op_name)(self, other))
         return self
 
@@ -664,7 +666,7 @@ class PrimNode(Node):
 
     def _arg_name(self, i: int) -> str:
         """PyTorch's name of positional argument ``i`` (``_saved_<name>``)."""
-        names = _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
+        names = arg_names(self.prim)
         return names[i] if i < len(names) else f"arg{i}"
 
     def _read_saved(self, key: str, raw: bool) -> Any:
@@ -735,8 +737,6 @@ class CopySlices(Node):
         self._out_meta = (meta,)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
-        import funcgrad.numpy as fnp
-
         g = grads[0]
         out: list[Any] = []
         for i in self.argnums:  # 0: the base before the change; 1: the values written through the view
@@ -768,7 +768,7 @@ def _overwritten(meta: tuple[Any, ...], view_fns: tuple[Any, ...]) -> Any:
 # --------------------------------------------------------------------------
 # PyTorch's names of saved values and of nodes (what a node saves is its primitive's ``reads``)
 
-_expose_saved([*_DEFAULT_ARG_NAMES, *sum(_ARG_NAMES.values(), []), "result",
+_expose_saved([*_DEFAULT_ARG_NAMES, *sum(ARG_NAMES.values(), []), "result",
                *(f"{p}{k}" for p in ("result", "arg") for k in range(32))])
 
 
@@ -776,9 +776,10 @@ _expose_saved([*_DEFAULT_ARG_NAMES, *sum(_ARG_NAMES.values(), []), "result",
 # views
 
 # the primitives whose result is a view of their first argument (tests/tensor/test_tensor_inplace_views.py
-# checks that each is one of funcgrad.numpy's)
-_VIEW_PRIMS = frozenset({"reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "diagonal", "real",
-                         "imag", "getitem"})
+# checks that each result shares its argument's memory)
+VIEW_PRIMITIVES = frozenset(get_primitive(fn) for fn in (
+    fnp.reshape, fnp.transpose, fnp.swapaxes, fnp.moveaxis, fnp.expand_dims, fnp.squeeze, fnp.diagonal, fnp.real,
+    fnp.imag, _indexing._getitem))
 
 
 def replay_view(x: Any, view_fns: tuple[Any, ...], raw: bool, cotangent: bool = False) -> Any:
@@ -911,7 +912,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             cls = _ONE_BOX.get(prim)
             if cls is None:
                 cls = _ONE_BOX[prim] = prim.differentiable and not prim.multiple_results \
-                    and prim.name not in _VIEW_PRIMS and _node_class(prim)
+                    and prim not in VIEW_PRIMITIVES and _node_class(prim)
             if cls:  # the most common call, the same node with less work: one Tensor argument (no view, not
                 # inference) requiring grad, grad mode on, a differentiable prim of one result that makes no view
                 i = argnums[0]
@@ -1001,7 +1002,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
 
         record_event(f"aten::{prim.name}", time.perf_counter() - t0)
     inference = st.inference
-    is_view = argnums[0] == 0 and prim.name in _VIEW_PRIMS
+    is_view = argnums[0] == 0 and prim in VIEW_PRIMITIVES
     if (inference_in or inference) and is_view and getattr(ans, "base", None) is not None:
         inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
     make = _TENSOR_CLS[0]._make if tensor_out else NumpyBox._make
@@ -1167,7 +1168,7 @@ ONE_ARG = [0]  # argnums of a call of one argument, shared by its nodes (never w
 
 def _node_class(prim: Primitive) -> type:
     """The node class of ``prim``'s calls, named as PyTorch names it."""
-    cls = _NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
+    cls = _NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim))
     return cls
 
 

@@ -11,6 +11,14 @@ from typing import Any
 
 import numpy as np
 
+import funcgrad.numpy as fnp
+
+from ..core import Primitive, get_primitive
+from ..numpy import creation as _creation
+from ..numpy import elementwise as _elementwise
+from ..numpy import indexing as _indexing
+from ..numpy import shape_ops as _shape_ops
+from ..scipy.special import expit
 from . import dtypes as _dt
 
 __all__ = ["torch_name", "named_node_class", "rename_node", "view_rebase_error"]
@@ -51,36 +59,42 @@ def rename_node(node: Any, name: str) -> None:
         node.__class__ = named_node_class(base, name)
 
 
+# PyTorch's names of positional arguments, for ``grad_fn._saved_<name>`` (default: self, other, arg<k>)
 _DEFAULT_ARG_NAMES = ["self", "other"]
-
-
-_ARG_NAMES: dict[str, list[Any]] = {
-    "matmul": ["self", "other"], "power": ["self", "exponent"], "where": ["condition", "self", "other"],
-    "clip": ["self", "min", "max"],
+ARG_NAMES: dict[Primitive, list[str]] = {
+    get_primitive(fnp.matmul): ["self", "other"], get_primitive(fnp.power): ["self", "exponent"],
+    get_primitive(_elementwise._where): ["condition", "self", "other"],
+    get_primitive(_elementwise._clip): ["self", "min", "max"],
 }
 
+# PyTorch's node class name per primitive, where it is not the default of torch_name (CamelCase of
+# the primitive's name + "Backward0"). Tensor methods rename where PyTorch distinguishes more.
+NODE_NAMES: dict[Primitive, str] = {get_primitive(fn): name for fn, name in (
+    (fnp.subtract, "SubBackward0"), (fnp.multiply, "MulBackward0"), (fnp.divide, "DivBackward0"),
+    (fnp.negative, "NegBackward0"), (fnp.positive, "AliasBackward0"), (fnp.power, "PowBackward0"),
+    (fnp.square, "PowBackward0"), (fnp.absolute, "AbsBackward0"), (fnp.max, "MaxBackward1"),
+    (fnp.min, "MinBackward1"), (fnp.matmul, "MmBackward0"), (fnp.reshape, "ViewBackward0"),
+    (fnp.transpose, "PermuteBackward0"), (fnp.swapaxes, "TransposeBackward0"), (fnp.moveaxis, "PermuteBackward0"),
+    (fnp.expand_dims, "UnsqueezeBackward0"), (_shape_ops._broadcast_to, "ExpandBackward0"),
+    (_indexing._getitem, "IndexBackward0"), (_creation._astype, "ToCopyBackward0"), (fnp.copy, "CloneBackward0"),
+    (_shape_ops._concatenate, "CatBackward0"), (_elementwise._clip, "ClampBackward1"),
+    (fnp.log1p, "Log1PBackward0"), (fnp.conjugate, "ConjBackward0"), (fnp.tile, "RepeatBackward0"),
+    (fnp.arctan, "AtanBackward0"), (fnp.arcsin, "AsinBackward0"), (fnp.arccos, "AcosBackward0"),
+    (fnp.arctan2, "Atan2Backward0"), (expit, "SigmoidBackward0"),
+)}
 
-# prim name -> PyTorch node name (Tensor methods rename where PyTorch distinguishes more)
-_NAMES = {  # where PyTorch's name is not the default of torch_name
-    "subtract": "SubBackward0", "multiply": "MulBackward0", "divide": "DivBackward0", "true_divide": "DivBackward0",
-    "negative": "NegBackward0", "positive": "AliasBackward0", "power": "PowBackward0", "square": "PowBackward0",
-    "absolute": "AbsBackward0", "max": "MaxBackward1", "min": "MinBackward1", "matmul": "MmBackward0",
-    "reshape": "ViewBackward0", "transpose": "PermuteBackward0", "swapaxes": "TransposeBackward0",
-    "moveaxis": "PermuteBackward0", "expand_dims": "UnsqueezeBackward0", "broadcast_to": "ExpandBackward0",
-    "getitem": "IndexBackward0", "_getitem": "IndexBackward0", "astype": "ToCopyBackward0",
-    "copy": "CloneBackward0", "concatenate": "CatBackward0", "_concatenate": "CatBackward0",
-    "clip": "ClampBackward1", "_clip": "ClampBackward1", "log1p": "Log1PBackward0", "conjugate": "ConjBackward0",
-    "tile": "RepeatBackward0", "take_along_axis": "GatherBackward0", "_take_along_axis": "GatherBackward0",
-    "arctan": "AtanBackward0", "arcsin": "AsinBackward0", "arccos": "AcosBackward0", "arctan2": "Atan2Backward0",
-    "expit": "SigmoidBackward0", "ravel": "ViewBackward0",
-}
 
-
-def torch_name(prim_name: str) -> str:
-    got = _NAMES.get(prim_name)
+def torch_name(prim: Primitive) -> str:
+    """PyTorch's name of the node that records ``prim`` (``MulBackward0``)."""
+    got = NODE_NAMES.get(prim)
     if got is None:
-        got = _NAMES[prim_name] = "".join(p.capitalize() for p in prim_name.strip("_").split("_")) + "Backward0"
+        got = NODE_NAMES[prim] = "".join(p.capitalize() for p in prim.name.strip("_").split("_")) + "Backward0"
     return got
+
+
+def arg_names(prim: Primitive) -> list[str]:
+    """PyTorch's names of ``prim``'s positional arguments, as far as they are known."""
+    return ARG_NAMES.get(prim, _DEFAULT_ARG_NAMES)
 
 
 _AMBIGUOUS_VIEW = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
