@@ -20,7 +20,7 @@ given their meaning for the transforms, as torch.func gives them:
   torch.func does for Functions written with ``setup_context`` (:mod:`._func_function`).
 
 ``ft.func`` opens a :class:`Frame` per call of the user's function; the Tensor layer calls in
-here only while a frame is open (``graph.FUNC_OPS``), so eager code pays one check per operation.
+here only while a frame is open (``graph.FUNC_TRANSFORM_HOOK``), so eager code pays one check per operation.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class _Local(threading.local):
 
 
 _local = _Local()
-_FUNC_OPS = _graph.FUNC_OPS
+_TRANSFORM_HOOK = _graph.FUNC_TRANSFORM_HOOK
 _open = [0]  # frames open in all threads (the Tensor layer's hook is installed while > 0)
 _open_lock = threading.Lock()
 
@@ -90,7 +90,7 @@ def enter(reverse: bool) -> Frame:
     _local.frames.append(frame)
     with _open_lock:
         _open[0] += 1
-        _graph.FUNC_OPS[0] = _on_op
+        _graph.FUNC_TRANSFORM_HOOK[0] = _on_op
     if reverse:
         _mode.enabled = True
     return frame
@@ -106,7 +106,7 @@ def leave(frame: Frame, ok: bool) -> None:
         _open[0] -= 1
         if _open[0] <= 0:
             _open[0] = 0
-            _graph.FUNC_OPS[0] = None
+            _graph.FUNC_TRANSFORM_HOOK[0] = None
     if frame.written:
         _check_captured(frame, ok)
 
@@ -338,7 +338,7 @@ def traced_inplace(t: Any, out: Any) -> bool:
     """An in-place write of ``out`` into ``t`` where either holds a traced value (inside an ft.func
     transform): ``t`` (and, for a view, its base and the base's other views) are rebound to the
     functional update. Returns False, doing nothing, for the eager case (memory is written then)."""
-    if _FUNC_OPS[0] is None:  # no ft.func transform is running a function (the eager fast path)
+    if _TRANSFORM_HOOK[0] is None:  # no ft.func transform is running a function (the eager fast path)
         return False
     frames = _local.frames
     if not frames:

@@ -33,7 +33,9 @@ from .debug_modes import anomaly, profiling
 from .quiet import fp_quiet, fp_restore
 from .saved_hooks import _hook_state
 from ..core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_thread_state
-from .graph import _GONE, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
+from .graph import (
+    _RELEASED, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target,
+)
 from .creation import zeros_like
 from .forward_ad import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import no_grad, state as _mode
@@ -248,7 +250,7 @@ class _Visitor(Visitor):
             self.step = _step if not keep_graph else partial(_step, release=False)
 
     def visit(self, node: Any, g: Any, live: bool) -> Any:
-        if self.plain and node._plain and g is not None:
+        if self.plain and node._short_step and g is not None:
             # a primitive's node of one output, no hooks, nothing to check
             return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
         out_index = node.out_index
@@ -360,7 +362,7 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
     node of one output, no hooks, its saved values as they were saved (else ``visit``, whose
     ``node.vjp`` raises the SavedTensors' errors); the gradient in the dtype and shape of
     its input, the saved values dropped unless ``retain_graph``."""
-    if not node._plain:
+    if not node._short_step:
         return DECLINE
     saved = node._saved
     for _, _, vc, version, check in saved:
@@ -386,7 +388,7 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
             ct = _match(ct, meta)
     if saved and release:  # (node.release, inline)
         node._released = True
-        node._saved = _GONE
+        node._saved = _RELEASED
         for k, _, _, _, _ in saved:
             if k >= 0:
                 args[k] = None

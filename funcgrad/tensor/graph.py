@@ -58,7 +58,7 @@ __all__ = [
 
 
 # Set by funcgrad.tensor._func_support while an ft.func transform runs a function, else None.
-FUNC_OPS: list[Any] = [None]
+FUNC_TRANSFORM_HOOK: list[Any] = [None]
 
 # --------------------------------------------------------------------------
 # boxes
@@ -289,7 +289,7 @@ class Node(VJPNode):
     _out_meta: tuple[Any, ...]  # (shape, dtype, namespace) of each output
     _outs: list[Any] | None = None  # weakly, the out_index node of each output (nodes of several outputs)
     # a primitive's node of one output and no hooks: the backward pass may take vjp directly
-    _plain = False
+    _short_step = False
     _inputs: Any  # the position of each tensor input (next_functions' order)
     _released: bool
 
@@ -326,7 +326,7 @@ class Node(VJPNode):
         if got is None:
             got = {}
             setattr(self, kind, got)
-            self._plain = False  # the backward pass has hooks to run here
+            self._short_step = False  # the backward pass has hooks to run here
         return cast("dict[Any, Any]", got)
 
     def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
@@ -348,7 +348,7 @@ class Node(VJPNode):
     @_retain.setter
     def _retain(self, value: dict[Any, Any] | None) -> None:
         self.__dict__["_retained"] = value
-        self._plain = False
+        self._short_step = False
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         """The gradients of ``parents`` (one each, or None) from the output gradients ``grads``
@@ -387,7 +387,7 @@ class OutputNode(VJPNode):
     """Output ``out_index`` of a node of several outputs, on the tape (as the core files them)."""
 
     __slots__ = ()
-    _plain = False
+    _short_step = False
 
 
 def public_edge(t: VJPNode) -> tuple[Any, int]:
@@ -555,7 +555,7 @@ class AccumulateGrad(Node):
 
 
 # ``PrimNode._saved`` once released: one entry that fails ``intact`` (version 0 of a counter at 1)
-_GONE = ((-1, None, [1], 0, None),)
+_RELEASED = ((-1, None, [1], 0, None),)
 
 
 def intact(saved: tuple[Any, ...]) -> bool:
@@ -588,7 +588,7 @@ class PrimNode(Node):
     __slots__ = ("_saved",)
     _saved: Any  # tuple of entries (raw values in args/ans), or None (SavedTensors there)
     prim: Primitive
-    _plain = True  # one output (class level: set False on nodes of several)
+    _short_step = True  # one output (class level: set False on nodes of several)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         if self.prim.multiple_results:
@@ -633,7 +633,7 @@ class PrimNode(Node):
                     args[e[0]] = None
                 else:
                     ans[~e[0]] = None
-            self._saved = _GONE
+            self._saved = _RELEASED
 
     def _materialize(self, hooks: tuple[Callable[..., Any], Callable[..., Any]] | None = None) -> None:
         """Put a :class:`SavedTensor` in ``args``/``ans`` for each saved value (packed by the
@@ -642,9 +642,9 @@ class PrimNode(Node):
         if saved is None:
             return
         self._saved = None
-        self._plain = False  # the backward pass's short way reads raw values
+        self._short_step = False  # the backward pass's short way reads raw values
         args, ans = self.args, self.ans
-        if saved is _GONE:  # released: the saved values are gone (tensor inputs are never None otherwise)
+        if saved is _RELEASED:  # released: the saved values are gone (tensor inputs are never None otherwise)
             for i in self._inputs:
                 if args[i] is None:
                     args[i] = SavedTensor(None, None, [0], 0, False, 0, None, released=True)
@@ -899,9 +899,9 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     The hot path of the Tensor layer (every operation): as ``ReverseTrace.process``,
     the raw call goes straight to ``prim.fast_fn`` when every argument is a plain array.
     While an ft.func transform runs a function, the call goes through its hook first
-    (``FUNC_OPS``: views and no_grad of traced values, see ``_func_support``).
+    (``FUNC_TRANSFORM_HOOK``: views and no_grad of traced values, see ``_func_support``).
     """
-    hook = FUNC_OPS[0]
+    hook = FUNC_TRANSFORM_HOOK[0]
     if hook is not None and not hooked:
         return hook(_record_hooked, prim, args, kwargs, argnums)
     if len(argnums) == 1 and not kwargs:
@@ -1070,7 +1070,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         node._materialize(_hook_state.stack[-1])
     if prim.multiple_results:
         node._n_outputs = len(outs)
-        node._plain = False
+        node._short_step = False
     if anomaly.enabled:
         node._stack = user_stack()
     return tuple(outs) if prim.multiple_results else outs[0]
