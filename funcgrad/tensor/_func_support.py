@@ -39,7 +39,7 @@ from ..backend import namespace_of
 from ..core import Box, JVPBox as _JVPBox, VJPBox as _VJPBox, defprimitive
 from ..core.constant import ConstBox as _ConstBox
 from ..core.trace import current_traces, shape_of, unbox_all
-from . import forward_ad as _fwad
+from .dual_trace import is_dual, primal_value
 from . import graph as _graph
 from .tensor_class import _TENSOR_CLS, is_tensor
 from .grad_mode import state as _mode
@@ -130,7 +130,7 @@ def _check_captured(frame: Frame, ok: bool) -> None:
 
 def is_traced(v: Any) -> bool:
     """True for a transform's traced value (not a forward-AD dual of ``ft.autograd.forward_ad``)."""
-    return isinstance(v, Box) and not _fwad.is_dual(v)
+    return isinstance(v, Box) and not is_dual(v)
 
 
 def _raw_value(t: Any) -> Any:
@@ -344,7 +344,7 @@ def traced_inplace(t: Any, out: Any) -> bool:
     if not frames:
         return False
     tv, ov = t._value, out._value
-    if _fwad.is_dual(tv) or _fwad.is_dual(ov):
+    if is_dual(tv) or is_dual(ov):
         return False
     top = t._base if t._base is not None else t
     if not (is_traced(tv) or is_traced(ov) or _ALIAS in top.__dict__):
@@ -368,7 +368,7 @@ def detach(t: Any, data: bool) -> Any:
     follows later in-place writes of ``t``, and writes into it change ``t``'s value, not its derivative."""
     v = t._value
     if type(v) is not np.ndarray:
-        v = _fwad.primal_value(v)
+        v = primal_value(v)
         if is_traced(v):
             return _detach_traced(t, v, data)
     make = _TENSOR_CLS[0]._make

@@ -21,7 +21,7 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import namespace_of
 from . import dtypes as _dt
-from . import forward_ad as _fwad
+from .dual_trace import primal_value
 
 from .tensor_class import is_tensor
 from .tensor import (
@@ -92,7 +92,7 @@ class _ConvertMixin:
         """The data as a NumPy array sharing memory (host tensors only)."""
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        v = _fwad.primal_value(self._value)
+        v = primal_value(self._value)
         if namespace_of(v) is not np:
             if force:
                 return cast("np.ndarray", _backend.to_numpy(v))
@@ -108,13 +108,13 @@ class _ConvertMixin:
 
     def item(self: Tensor) -> Any:
         """The value of a one-element tensor as a Python number."""
-        v = _fwad.primal_value(self._value)
+        v = primal_value(self._value)
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         return v.reshape(()).item()
 
     def tolist(self: Tensor) -> Any:
-        v = _fwad.primal_value(self._value)
+        v = primal_value(self._value)
         return v.tolist() if namespace_of(v) is np else v.get().tolist()
 
     def __float__(self: Tensor) -> float:

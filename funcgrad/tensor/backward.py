@@ -37,7 +37,7 @@ from .graph import (
     _RELEASED, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target,
 )
 from .creation import zeros_like
-from .forward_ad import _local as _fwad_local, paused as _fwad_paused
+from .dual_trace import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import no_grad, state as _mode
 from .tensor import Tensor, _as_tensor, _grad_lock
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, cast
 import numpy as np
 
 from ..backend import namespace_of
+from ..core import JVPBox
 from . import forward_ad as _fwad
 from . import graph as _graph
 from .debug_modes import anomaly, user_stack
@@ -360,7 +361,7 @@ class Function:
                           for t in ctx.to_save]
             ctx.to_save = ()
         if dual is not None:
-            _fwad.attach_tangents(cls, ctx, dual, args, dual_boxes, results)
+            _attach_tangents(cls, ctx, dual, args, dual_boxes, results)
         return tuple(results) if is_tuple else results[0]
 
     @staticmethod
@@ -414,3 +415,27 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
         return tuple(res) if isinstance(outputs, tuple) else res[0]
 
     return wrapper
+
+
+def _attach_tangents(cls: Any, ctx: Any, trace: Any, args: tuple[Any, ...], boxes: list[Any],
+                    results: list[Any]) -> None:
+    """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
+    from .creation import zeros_like
+
+    _require_jvp(cls, "was given a dual tensor")
+
+    # as PyTorch: zeros for floating tensor inputs without a tangent, None for everything else
+    t_in = [Tensor._make(b._tangent) if b is not None and b._tangent is not None
+            else zeros_like(a) if isinstance(a, Tensor) and (a.is_floating_point() or a.is_complex()) else None
+            for a, b in zip(args, boxes)]
+    t_out = _run_jvp(cls, ctx, t_in, len(results))
+    for k, (o, t) in enumerate(zip(results, t_out)):
+        if not isinstance(o, Tensor) or t is None or not (o.is_floating_point() or o.is_complex()):
+            continue
+        _check_returned(t, k, f"Function {cls.__name__}.jvp")
+        if tuple(t.shape) != tuple(o.shape):
+            raise RuntimeError(f"Function {cls.__name__}.jvp returned a tangent of shape {list(t.shape)} at index "
+                               f"{k}, but the output has shape {list(o.shape)}")
+        if t.dtype != o.dtype:
+            t = t.to(o.dtype)
+        o._value = JVPBox(o._value, trace, t._value)

@@ -39,7 +39,7 @@ from ..core import Box, Primitive, Trace, get_primitive
 from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, _save_everything, dropped
 from ..numpy import indexing as _indexing
 from . import dtypes as _dt
-from . import forward_ad as _fwad
+from .dual_trace import conform_dual, is_dual, primal_value
 from .grad_mode import enable_grad, no_grad
 from .grad_mode import state as _mode
 from .quiet import context_busy, fp_quiet, fp_restore, quiet_run
@@ -799,7 +799,7 @@ def _refresh_view(b: GraphBox) -> None:
     base (made in no-grad mode, by a custom Function, ...) raises instead; its
     ``retain_grad()`` moves to the new node, its hooks stay with the old one."""
     base = b._base
-    if _fwad.is_dual(base._value) or _fwad.is_dual(b._value):  # forward AD: the tangent follows the base's
+    if is_dual(base._value) or is_dual(b._value):  # forward AD: the tangent follows the base's
         b._value = replay_view(base._value, b._view_fns, raw=False)
     if b._view_kind is not None and (b._node is not None or base._requires_grad):
         if _mode.enabled:
@@ -1197,7 +1197,7 @@ def _as_array(a: Any) -> Any:
 
 
 def _mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> None:
-    a, o = _fwad.primal_value(args[0]), _fwad.primal_value(out._value)  # dual tensors view their primal's memory
+    a, o = primal_value(args[0]), primal_value(out._value)  # dual tensors view their primal's memory
     ob = getattr(o, "base", None)
     if ob is None or o is a or not (ob is a or ob is getattr(a, "base", None)):
         return
@@ -1254,8 +1254,8 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
     if out._requires_grad and st.enabled:
         _protect_saved(out, t, start_seq)
     ov = out._value
-    if _fwad.is_dual(v) or _fwad.is_dual(ov):  # forward AD: primal into memory, the tangent rebound
-        v, ov = _fwad.inplace_write(t, ov)  # the raw memory and the new primal
+    if is_dual(v) or is_dual(ov):  # forward AD: primal into memory, the tangent rebound
+        v, ov = _dual_inplace_write(t, ov)  # the raw memory and the new primal
     if getattr(ov, "shape", ()) != v.shape:
         ov = namespace_of(v).broadcast_to(ov, v.shape)
     if namespace_of(v) is np:
@@ -1375,3 +1375,25 @@ def _nodes_since(node: Any, start_seq: int) -> Iterator[Any]:
 # saved-tensor hooks
 
 
+def _dual_inplace_write(t: Any, new: Any) -> tuple[Any, ...]:
+    """An in-place write of the raw value ``new`` into tensor ``t`` where either is dual: ``t``'s
+    tangents become ``new``'s (broadcast to ``t``'s shape and dtype); for a view, its base's tangents
+    change in the viewed region. Returns ``t``'s raw memory and ``new``'s primal, for the caller to copy."""
+    from ..transforms import vjp
+
+    mem = primal_value(t._value)
+    shape, dtype = mem.shape, mem.dtype
+    if t._base is not None:
+        root, fns = t._base, t._view_fns
+        rmem = primal_value(root._value)
+        ns = namespace_of(rmem)
+        mask = ns.zeros(rmem.shape, dtype=bool)
+        replay_view(mask, fns, raw=True)[...] = True
+        bottom = ns.broadcast_to(ns.asarray(primal_value(new), dtype=dtype), shape)
+        w = conform_dual(new, shape, dtype, bottom)
+        # the view chain is linear: its transpose scatters the written values into a base-shaped array
+        _, pull = vjp(lambda r: replay_view(r, fns, raw=False), ns.zeros(rmem.shape, dtype=rmem.dtype))
+        (scattered,) = pull(w)
+        root._value = conform_dual(fnp.where(mask, scattered, root._value), rmem.shape, rmem.dtype, rmem)
+    t._value = conform_dual(new, shape, dtype, mem)
+    return mem, primal_value(new)

@@ -36,6 +36,7 @@ from ..core import Box
 from ..core import trace as _core_trace
 from . import dtypes as _dt
 from . import forward_ad as _fwad
+from .dual_trace import primal_value
 from . import graph as _graph
 from .graph import GraphBox, PrimNode, RemovableHandle, _add_hook, apply_inplace
 from . import _func_support as _func
@@ -376,7 +377,7 @@ def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True)
 
 
 def _format(t: Tensor) -> str:
-    v = _fwad.primal_value(t._value)
+    v = primal_value(t._value)
     if namespace_of(v) is not np:
         from ..backend import to_numpy
 
