@@ -1,4 +1,4 @@
-"""Recording: the tensor trace, graph nodes (``grad_fn``), saved tensors and their hooks.
+"""Recording: the tensor trace, boxes, graph nodes (``grad_fn``), saved tensors, views.
 
 Tensors are boxes of one process-wide reverse trace, :data:`TRACE` (a kind of the
 engine's ``ReverseTrace``), whose level (0) is below every functional transform's,
@@ -15,6 +15,10 @@ Tensor lands in :func:`record`:
    through a view can rebase the graph (:func:`apply_inplace`, the ``CopySlices`` node).
 
 Backward is the engine's ``backward_pass`` with this layer's visitor (``backward.py``).
+Beside this module: PyTorch's names and messages (``torch_names.py``), saved-tensor hooks
+(``saved_hooks.py``), NumPy's error state (``quiet.py``), the debugging flags
+(``debug_modes.py``), forward AD's levels (``dual_trace.py``) and the registered Tensor
+class (``tensor_class.py``).
 """
 
 from __future__ import annotations
