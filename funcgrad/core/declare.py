@@ -28,7 +28,7 @@ from typing_extensions import ParamSpec
 
 from .trace import Primitive, primitive
 
-__all__ = ["defprimitive", "Rules"]
+__all__ = ["defprimitive", "front_of", "Rules"]
 
 Rule = Callable[..., Any]
 P = ParamSpec("P")
@@ -154,3 +154,27 @@ def defprimitive(
     if doc is not None:
         fn.__doc__ = doc
     return cast("Callable[P, R]", fn)
+
+
+def front_of(declared: Callable[..., Any]) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorator: the decorated function is the public face of the primitive ``declared``
+    (what :func:`defprimitive` returned): it takes the user's arguments and calls
+    ``declared``. Its ``primitive`` is that primitive, so that the layers that look a
+    function's primitive up (the Tensor layer's direct recording, ``fg.jit``) find it,
+    said at the declaration rather than patched on afterwards.
+
+    Example::
+
+        _sum = defprimitive(_sum_raw, name="sum", vjp=...)
+
+        @front_of(_sum)
+        def sum(a, axis=None, keepdims=False):
+            return _sum(a, axis, keepdims)
+    """
+    prim = declared.primitive  # type: ignore[attr-defined]
+
+    def mark(face: Callable[P, R]) -> Callable[P, R]:
+        face.primitive = prim  # type: ignore[attr-defined]
+        return face
+
+    return mark

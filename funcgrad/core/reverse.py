@@ -87,6 +87,31 @@ class VJPNode:
         """Drop the saved values: the node cannot run again."""
         self.args = self.kwargs = self.ans = None
 
+    def run_rules(self, g: Any, g_all: Any, ans: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """The cotangents of ``parents`` by the primitive's VJP rules, one per traced position in
+        ``argnums``: ``vjp_all(g_all, ...)`` when the primitive declares one (``g_all`` has None for
+        results that got no cotangent), else each position's rule on ``g`` (for a primitive of
+        several results, a cotangent for each, zeros filled in). ``ans``, ``args`` and ``kwargs``
+        are what the rules read: the saved values (or, in the Tensor layer, what its saved
+        tensors unpack to). The one rule dispatch of every walk, core's and the Tensor layer's.
+
+        Example::
+
+            (ct,) = node.run_rules(g, g, node.ans, node.args, node.kwargs)
+        """
+        prim = self.prim
+        assert prim is not None  # (an input node has no rules; the walk files its cotangent)
+        if prim.vjp_all is not None:
+            return list(prim.vjp_all(g_all, ans, tuple(self.argnums), *args, **kwargs))
+        vjps = prim.vjps
+        cts = []
+        for argnum in self.argnums:
+            rule = vjps.get(argnum)
+            if rule is None:
+                raise prim.missing_rule("VJP", argnum)
+            cts.append(rule(g, ans, *args, **kwargs))
+        return cts
+
     def __repr__(self) -> str:
         what = "input" if self.prim is None else self.prim.name
         return f"<VJPNode {what}>"
@@ -96,6 +121,7 @@ class VJPBox(Box):
     """A value traced by reverse mode: the value and the node that made it."""
 
     __slots__ = ()
+    _node: VJPNode
 
     def __init__(self, value: Any, trace: Trace, node: VJPNode):
         self._value = value
@@ -220,7 +246,7 @@ class ReverseTrace(Trace):
         return VJPBox(value, self, VJPNode(None, (), (), None, None, value))
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
-        parents = []
+        parents: list[Any] = []
         versions: list[tuple[int, int]] | None = None
         for i, a in enumerate(args):
             if not isinstance(a, Box):
@@ -577,19 +603,14 @@ def _walk(outputs: list[tuple[VJPNode, Any]], release: bool, visitor: Visitor | 
                 if release:
                     node.args = node.kwargs = node.ans = None
                 continue
-            if prim.vjp_all is not None:
-                # sees None for unused results of a multi-result primitive
-                cts = prim.vjp_all(tuple(g) if prim.multiple_results else g, ans, node.argnums, *args, **kwargs)
-            else:
-                if prim.multiple_results:
+            if prim.multiple_results:
+                # vjp_all sees None for unused results; the per-argument rules get zeros there
+                g_all = tuple(g)
+                if prim.vjp_all is None:
                     g = tuple(zeros_like(a) if gk is None else gk for gk, a in zip(g, ans))
-                vjps = prim.vjps
-                cts = []
-                for argnum in node.argnums:
-                    rule = vjps.get(argnum)
-                    if rule is None:
-                        raise prim.missing_rule("VJP", argnum)
-                    cts.append(rule(g, ans, *args, **kwargs))
+            else:
+                g_all = g
+            cts = node.run_rules(g, g_all, ans, args, kwargs)
             if _trace.result_hook is not None:  # fg.debug_nans
                 _trace.result_hook(prim, tuple(c for c in cts if c is not None), "vjp")
             for parent, ct in zip(parents, cts):

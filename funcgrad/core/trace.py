@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import TYPE_CHECKING, Any, Callable
-
-if TYPE_CHECKING:
-    from .reverse import VJPNode
+from typing import Any, Callable, Protocol, Sequence
 
 __all__ = [
     "Box",
@@ -123,6 +120,20 @@ class Trace:
         return f"<{type(self).__name__} {self.name} level={self.level} {state}>"
 
 
+class TapeNode(Protocol):
+    """What a box of a reverse trace points at (``core.reverse.VJPNode`` is one): the
+    recorded call, its parents' nodes, the positions they fill, and what it saved.
+    A protocol, so that this module needs no import of ``reverse.py``."""
+
+    prim: Primitive | None
+    parents: Sequence[Any]
+    argnums: Sequence[int]
+    args: Any
+    kwargs: Any
+    ans: Any
+    out_index: int | None
+
+
 class Box:
     """A value traced by one trace. Array behaviour is added by funcgrad.numpy."""
 
@@ -140,7 +151,7 @@ class Box:
     # Slot types, for type checkers only (no runtime effect).
     _value: Any
     _trace: Trace
-    _node: VJPNode  # reverse mode
+    _node: TapeNode  # reverse mode
     _tangent: Any  # forward mode
     _bdim: int  # batching
     _view: Any

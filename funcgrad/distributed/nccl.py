@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .transport import Done
-from .world import DistributedError
+from .errors import DistributedError
 
 __all__ = ["NcclTransport"]
 

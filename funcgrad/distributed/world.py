@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..backend import namespace_of
+from .errors import DistributedError
 
 __all__ = [
     "DistributedError", "World", "initialize", "is_initialized", "shutdown", "world", "rank", "size",
@@ -24,10 +25,6 @@ __all__ = [
 ]
 
 _EXTRA_HINT = 'install the mpi extra: pip install "funcgrad[mpi]" (mpi4py plus the mpich wheel)'
-
-
-class DistributedError(RuntimeError):
-    """funcgrad.distributed cannot work here (no mpi4py or no MPI library, bad set-up)."""
 
 
 def import_mpi() -> Any:

@@ -22,7 +22,8 @@ from numpy import fromfunction  # noqa: F401  (calls the user's function on inde
 import funcgrad.numpy as fnp
 
 from ..core import Box
-from ..core.batching import is_batched
+from ..core.batching import BatchBox, BatchTrace, is_batched
+from ..core.constant import ConstBox
 from ._util import dtype, shape
 
 __all__ = ["apply_along_axis", "apply_over_axes", "piecewise", "vectorize", "fromfunction"]
@@ -167,8 +168,6 @@ class vectorize:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from .. import tree_util
-        from ..transforms import vmap
-
         from ..backend import namespace_of
 
         leaves = tree_util.tree_leaves((args, kwargs))
@@ -195,5 +194,26 @@ class vectorize:
                 kw[k] = e
             return self.pyfunc(*full, **kw)
 
-        out = vmap(one)(*flat)
+        out = _map_leading_axis(one, flat, int(np.prod(bshape, dtype=np.int64)))
         return tree_util.tree_map(lambda o: fnp.reshape(o, bshape), out)
+
+
+def _map_leading_axis(fn: Callable[..., Any], arrays: list[Any], size: int) -> Any:
+    """``fn`` run once over axis 0 of each of ``arrays`` (all of length ``size``) by the
+    batching trace: what ``vmap(fn)(*arrays)`` does, here where transforms may not be
+    imported (funcgrad.numpy sits below them). Outputs not depending on the batch are repeated."""
+    from .. import tree_util
+
+    trace = BatchTrace("vectorize", size)
+    with trace:
+        out = fn(*[trace.new_input(a, 0) for a in arrays])
+
+    def place(leaf: Any) -> Any:
+        if isinstance(leaf, BatchBox) and leaf._trace is trace:
+            return fnp.moveaxis(leaf._value, leaf._bdim, 0)
+        if type(leaf) is ConstBox:
+            leaf = leaf._value
+        leaf = fnp.asarray(leaf)
+        return fnp.broadcast_to(leaf, (size,) + tuple(shape(leaf)))
+
+    return tree_util.tree_map(place, out)

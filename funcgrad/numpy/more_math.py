@@ -21,6 +21,7 @@ import funcgrad.numpy as fnp
 
 from ..core import Box, defprimitive, nondiff_primitive
 from ..core.batching import defbatch
+from . import special_base
 from ._batching import elementwise_rule
 from ._util import backend_function, dtype, unbroadcast
 
@@ -129,9 +130,7 @@ def i0(x: Any) -> Any:
 
         fnp.i0(fnp.asarray([0.0, 1.0]))   # [1., 1.26606588]
     """
-    from ..scipy.special import i0 as _i0
-
-    return _i0(_arr(x))
+    return special_base.i0(_arr(x))
 
 
 def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: float = 2 * math.pi) -> Any:

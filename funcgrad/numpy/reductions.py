@@ -37,6 +37,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import _NAMESPACE_BY_TYPE, namespace_of
 from ..core import defprimitive
+from ..core.declare import front_of
 from ._batching import fallback, move_to_front
 from ._batching import batch_size as _batch_size, front as _front
 from ._typing import Array, ArrayLike, Axis, DTypeLike
@@ -219,23 +220,6 @@ def _sum_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keep
     return _ns(a).sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **_opt(initial=initial, where=where))
 
 
-def sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,  # noqa: A001
-        initial: Any = None, where: Any = None) -> Any:
-    """Sum of array elements over the given axes. Differentiable ``numpy.sum``.
-
-    Differentiable in ``a`` and in ``initial``. ``where`` (a boolean mask) and
-    ``initial`` may be traced or batched values: they are passed to the
-    primitive positionally, where every transform sees them.
-
-    Example::
-
-        fg.grad(lambda x: fnp.sum(x ** 2, axis=0).sum())(fnp.ones(3))   # [2., 2., 2.]
-    """
-    if out is None:
-        return _sum(a, axis, dtype, None, keepdims, initial, where)
-    return _sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
-
-
 def _sum_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
              keepdims: Any = False, initial: Any = None, where: Any = None) -> Any:
     axes = _axes(axis, len(shape(a)))
@@ -267,7 +251,24 @@ _sum = defprimitive(
     batch_from=_reduction_batch,
     reads={0: {1, 2, 3, 4, 6}, 5: {1, 2, 3, 4, 6}},  # not the values of a, initial or the result
 )
-sum.primitive = _sum.primitive  # type: ignore[attr-defined]
+
+
+@front_of(_sum)
+def sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,  # noqa: A001
+        initial: Any = None, where: Any = None) -> Any:
+    """Sum of array elements over the given axes. Differentiable ``numpy.sum``.
+
+    Differentiable in ``a`` and in ``initial``. ``where`` (a boolean mask) and
+    ``initial`` may be traced or batched values: they are passed to the
+    primitive positionally, where every transform sees them.
+
+    Example::
+
+        fg.grad(lambda x: fnp.sum(x ** 2, axis=0).sum())(fnp.ones(3))   # [2., 2., 2.]
+    """
+    if out is None:
+        return _sum(a, axis, dtype, None, keepdims, initial, where)
+    return _sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
 
 
 def _mean_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
@@ -277,21 +278,6 @@ def _mean_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, kee
     if where is None:
         return _ns(a).mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
     return _ns(a).mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-
-
-def mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *,
-         where: Any = None) -> Any:
-    """Arithmetic mean over the given axes. Differentiable ``numpy.mean``.
-
-    ``where`` (a boolean mask) may be a traced or batched value.
-
-    Example::
-
-        fg.grad(lambda x: fnp.mean(x))(fnp.ones(4))   # [0.25, 0.25, 0.25, 0.25]
-    """
-    if out is None:
-        return _mean(a, axis, dtype, None, keepdims, where)
-    return _mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
 
 def _mean_vjp(g: Any, ans: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
@@ -315,7 +301,22 @@ _mean = defprimitive(
     batch_from=_reduction_batch,
     reads={0: {1, 2, 3, 4, 5}},  # only the shape and dtype of ``a``
 )
-mean.primitive = _mean.primitive  # type: ignore[attr-defined]
+
+
+@front_of(_mean)
+def mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *,
+         where: Any = None) -> Any:
+    """Arithmetic mean over the given axes. Differentiable ``numpy.mean``.
+
+    ``where`` (a boolean mask) may be a traced or batched value.
+
+    Example::
+
+        fg.grad(lambda x: fnp.mean(x))(fnp.ones(4))   # [0.25, 0.25, 0.25, 0.25]
+    """
+    if out is None:
+        return _mean(a, axis, dtype, None, keepdims, where)
+    return _mean(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
 
 # --------------------------------------------------------------------------
@@ -493,23 +494,6 @@ def _prod_raw(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, kee
     return _ns(a).prod(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
 
 
-def prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
-         initial: Any = None) -> Any:
-    """Product of array elements over the given axes. Differentiable ``numpy.prod``.
-
-    The derivative is the product of the other factors, computed without
-    dividing by ``a``: exact when ``a`` has zeros, and to any order.
-    Differentiable in ``initial`` too, which may be a traced or batched value.
-
-    Example::
-
-        fg.grad(fnp.prod)(fnp.array([0., 2., 3.]))   # [6., 0., 0.]
-    """
-    if out is None:
-        return _prod(a, axis, dtype, None, keepdims, initial)
-    return _prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
-
-
 def _prod_factor(a: Any, axes: Any, initial: Any) -> Any:
     f = _others(a, axes)
     return f if initial is None else f * initial
@@ -541,7 +525,24 @@ _prod = defprimitive(
     _prod_raw, name="prod", vjp={0: _prod_vjp, 5: _prod_vjp_initial},
     jvp={0: _prod_jvp, 5: _prod_jvp_initial}, batch_from=_reduction_batch,
 )
-prod.primitive = _prod.primitive  # type: ignore[attr-defined]
+
+
+@front_of(_prod)
+def prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+         initial: Any = None) -> Any:
+    """Product of array elements over the given axes. Differentiable ``numpy.prod``.
+
+    The derivative is the product of the other factors, computed without
+    dividing by ``a``: exact when ``a`` has zeros, and to any order.
+    Differentiable in ``initial`` too, which may be a traced or batched value.
+
+    Example::
+
+        fg.grad(fnp.prod)(fnp.array([0., 2., 3.]))   # [6., 0., 0.]
+    """
+    if out is None:
+        return _prod(a, axis, dtype, None, keepdims, initial)
+    return _prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial)
 
 
 # --------------------------------------------------------------------------
@@ -595,8 +596,7 @@ def _chooser(name: str, doc: str) -> _Chooser:
 
     public.__name__ = public.__qualname__ = name
     public.__doc__ = doc
-    public.primitive = prim.primitive  # type: ignore[attr-defined]
-    return public
+    return front_of(prim)(public)
 
 
 max = _chooser("max", """Maximum over the given axes. Differentiable ``numpy.max``.

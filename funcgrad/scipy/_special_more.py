@@ -25,7 +25,7 @@ from ..core import defprimitive
 from ..numpy._batching import elementwise_rule
 from ..numpy._util import unbroadcast
 from ._scipy import scipy_function
-from .special import digamma, gammaln
+from .gamma_family import digamma, gammaln, polygamma
 
 __all__: list[str] = [
     "betaln", "gammainc", "gammaincc", "multigammaln", "zeta", "ndtr", "ndtri", "log_ndtr",
@@ -227,7 +227,6 @@ _gammainc_da = defprimitive(
 
 
 def _d2_dx(a: Any, x: Any) -> Any:
-    from .special import polygamma
     return _gammainc_dx(None, a, x) * (_log_x_minus_digamma(a, x) ** 2 - polygamma(1, a))
 
 
@@ -530,7 +529,6 @@ def _betainc_d_raw(a: Any, b: Any, x: Any, which: str = "a") -> Any:
 
 def _betainc_dx_shape(a: Any, b: Any, x: Any, which: str) -> Any:
     """d/dx of the shape derivative ``which``: the shape derivative of the density."""
-    from .special import polygamma
     f = _betainc_dx(None, a, b, x)
     la = fnp.log(x) - digamma(a) + digamma(a + b)
     lb = fnp.log1p(-x) - digamma(b) + digamma(a + b)

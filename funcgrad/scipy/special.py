@@ -43,6 +43,9 @@ from ..core import defprimitive
 from ..numpy._typing import Array, ArrayLike
 from ..numpy._batching import elementwise_rule, move_to_front, reduction_rule
 from ..numpy._util import ndim, shape, unbroadcast
+from ..numpy import special_base
+from ..numpy.special_base import _special_function, _special_namespace, _special_raw
+from ..numpy.special_base import unary_special as _unary
 
 __all__: list[str] = [
     "logsumexp", "softmax", "log_softmax", "expit", "logit", "log_expit",
@@ -56,77 +59,6 @@ _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
 
 # --------------------------------------------------------------------------
 # special-function module per array namespace
-
-_SPECIAL_BY_NAMESPACE: dict[int, tuple[Any, Any]] = {}  # id(xp) -> (xp, module): xp kept, so ids stay valid
-
-
-def _special_namespace(xp: Any, fn_name: str = "special functions") -> Any:
-    """The ``scipy.special``-like module for arrays of namespace ``xp``.
-
-    numpy -> ``scipy.special`` (needs the ``scipy`` extra); a namespace with a
-    ``scipy_special`` attribute -> that attribute; cupy -> ``cupyx.scipy.special``.
-    Imports happen on first use, so importing funcgrad never needs SciPy or CuPy.
-    """
-    hit = _SPECIAL_BY_NAMESPACE.get(id(xp))
-    if hit is not None and hit[0] is xp:
-        return hit[1]
-    ns_name = getattr(xp, "__name__", None) or type(xp).__name__
-    if xp is np:
-        try:
-            import scipy.special as mod
-        except ImportError as e:
-            raise ImportError(
-                f"funcgrad.scipy.special.{fn_name} on NumPy arrays needs SciPy, which could not be "
-                f"imported ({e}); install it with: pip install funcgrad[scipy]"
-            ) from e
-    elif getattr(xp, "scipy_special", None) is not None:
-        mod = xp.scipy_special
-    elif ns_name == "cupy" or ns_name.startswith("cupy."):
-        try:
-            import cupyx.scipy.special as mod
-        except ImportError as e:
-            raise ImportError(
-                f"funcgrad.scipy.special.{fn_name} on CuPy arrays needs cupyx.scipy.special, which "
-                f"could not be imported ({e}); install CuPy with: pip install funcgrad[cuda]"
-            ) from e
-    else:
-        raise NotImplementedError(
-            f"funcgrad.scipy.special.{fn_name}: no special-function module is known for arrays of "
-            f"namespace {ns_name!r}; it is neither numpy nor cupy and has no 'scipy_special' "
-            f"attribute (a module like scipy.special holding the functions for its arrays)"
-        )
-    _SPECIAL_BY_NAMESPACE[id(xp)] = (xp, mod)
-    return mod
-
-
-def _special_function(xp: Any, name: str) -> Callable[..., Any]:
-    mod = _special_namespace(xp, name)
-    fn = getattr(mod, name, None)
-    if fn is None:
-        raise NotImplementedError(
-            f"{getattr(mod, '__name__', mod)} has no function '{name}', which "
-            f"funcgrad.scipy.special.{name} needs for arrays of namespace "
-            f"{getattr(xp, '__name__', xp)!r}"
-        )
-    out: Callable[..., Any] = fn
-    return out
-
-
-def _special_raw(name: str) -> Callable[..., Any]:
-    """Raw function calling ``<special module of the arguments>.<name>``."""
-
-    def raw(*args: Any) -> Any:
-        return _special_function(namespace_of(*args), name)(*args)
-
-    raw.__name__ = raw.__qualname__ = name
-    return raw
-
-
-def _unary(name: str, d: Callable[[Any, Any], Any], doc: str) -> Callable[[ArrayLike], Array]:
-    """Declare the elementwise special function ``name`` whose derivative is ``d(ans, x)``."""
-    return defprimitive(_special_raw(name), vjp=lambda g, ans, x: g * d(ans, x), jvp=lambda t, ans, x: t * d(ans, x),
-                        batch_from=elementwise_rule, doc=doc)
-
 
 # --------------------------------------------------------------------------
 # helpers for the namespace-only functions
@@ -561,63 +493,9 @@ erfcinv: Callable[[ArrayLike], Array] = _unary("erfcinv", lambda ans, y: -_SQRT_
 
 
 # --------------------------------------------------------------------------
-# gamma family
+# gamma family (its own module: the other families' rules use it)
 
-def _polygamma_raw(n: Any, x: Any) -> Any:
-    out = _special_function(namespace_of(n, x), "polygamma")(n, x)
-    # scipy.special.polygamma computes in float64; keep the dtype of x.
-    want = getattr(x, "dtype", None)
-    if want is not None and want.kind == "f" and out.dtype != want:
-        out = out.astype(want)
-    return out
-
-
-def _polygamma_order_rule(*_: Any, **__: Any) -> Any:
-    raise TypeError(
-        "polygamma(n, x) is not differentiable with respect to the order n; pass n as a "
-        "constant (an int or integer array), not a traced value"
-    )
-
-
-polygamma: Callable[[ArrayLike, ArrayLike], Array] = defprimitive(
-    _polygamma_raw, name="polygamma",
-    vjp=(_polygamma_order_rule, lambda g, ans, n, x: unbroadcast(g * polygamma(n + 1, x), x)),
-    jvp=(_polygamma_order_rule, lambda t, ans, n, x: t * polygamma(n + 1, x)), batch_from=elementwise_rule,
-    doc="""The n-th derivative of digamma. Differentiable ``scipy.special.polygamma`` (in x).
-
-    d/dx polygamma(n, x) = polygamma(n + 1, x). The order ``n`` (a non-negative
-    integer, or an array of them) is not differentiable. Unlike SciPy the
-    result keeps the dtype of a floating ``x`` (SciPy returns float64).
-
-    Example::
-
-        polygamma(1, fnp.array([1.0, 2.0]))   # [pi^2/6, pi^2/6 - 1]
-    """,
-)
-
-digamma: Callable[[ArrayLike], Array] = _unary("digamma", lambda ans, x: polygamma(1, x), """The logarithmic derivative of the gamma function. Differentiable ``scipy.special.digamma``.
-
-    d/dx digamma(x) = polygamma(1, x).
-
-    Example::
-
-        digamma(fnp.array([1.0]))   # [-euler_gamma]
-    """)
-psi = digamma
-
-gammaln: Callable[[ArrayLike], Array] = _unary("gammaln", lambda ans, x: digamma(x), """log|Gamma(x)|. Differentiable ``scipy.special.gammaln``; d/dx = digamma(x).
-
-    Example::
-
-        gammaln(fnp.array([1.0, 5.0]))   # [0, log(24)]
-    """)
-
-gamma: Callable[[ArrayLike], Array] = _unary("gamma", lambda ans, x: ans * digamma(x), """The gamma function. Differentiable ``scipy.special.gamma``; d/dx = gamma(x) digamma(x).
-
-    Example::
-
-        gamma(fnp.array([5.0]))   # [24]
-    """)
+from .gamma_family import digamma, gamma, gammaln, polygamma, psi  # noqa: E402
 
 
 # --------------------------------------------------------------------------
@@ -660,30 +538,8 @@ xlog1py = defprimitive(
 # --------------------------------------------------------------------------
 # modified Bessel functions
 
-i0: Callable[[ArrayLike], Array] = _unary("i0", lambda ans, x: i1(x), """Modified Bessel function of the first kind, order 0. Differentiable ``scipy.special.i0``; d/dx = i1(x).
-
-    Example::
-
-        i0(fnp.array([0.0, 1.0]))
-    """)
-
-
-def _i1_prime(ans: Any, x: Any) -> Any:
-    at_zero = x == 0
-    safe_x = fnp.where(at_zero, 1.0, x)
-    return fnp.where(at_zero, 0.5, i0(x) - ans / safe_x)
-
-
-i1: Callable[[ArrayLike], Array] = _unary("i1", lambda ans, x: _i1_prime(ans, x), """Modified Bessel function of the first kind, order 1. Differentiable ``scipy.special.i1``.
-
-    d/dx = i0(x) - i1(x) / x, with its limit 1/2 at x = 0. At exactly x = 0
-    derivatives are exact to second order (third and higher read 0 there).
-
-    Example::
-
-        i1(fnp.array([0.0, 1.0]))
-    """)
-
+i0 = special_base.i0
+i1 = special_base.i1
 
 
 # --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ given their meaning for the transforms, as torch.func gives them:
   torch.func does for Functions written with ``setup_context`` (:mod:`._func_function`).
 
 ``ft.func`` opens a :class:`Frame` per call of the user's function; the Tensor layer calls in
-here only while a frame is open (``graph.FUNC_OPS``), so eager code pays one check per operation.
+here only while a frame is open (``graph.FUNC_TRANSFORM_HOOK``), so eager code pays one check per operation.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from ..backend import namespace_of
 from ..core import Box, JVPBox as _JVPBox, VJPBox as _VJPBox, defprimitive
 from ..core.constant import ConstBox as _ConstBox
 from ..core.trace import current_traces, shape_of, unbox_all
-from . import forward_ad as _fwad
+from .dual_trace import is_dual, primal_value
 from . import graph as _graph
+from .tensor_class import _TENSOR_CLS, is_tensor
 from .grad_mode import state as _mode
 
 __all__ = ["Frame", "enter", "leave", "depth", "is_traced", "stop_reverse", "stop_all", "detach", "traced_inplace",
@@ -73,7 +74,7 @@ class _Local(threading.local):
 
 
 _local = _Local()
-_FUNC_OPS = _graph.FUNC_OPS
+_TRANSFORM_HOOK = _graph.FUNC_TRANSFORM_HOOK
 _open = [0]  # frames open in all threads (the Tensor layer's hook is installed while > 0)
 _open_lock = threading.Lock()
 
@@ -89,7 +90,7 @@ def enter(reverse: bool) -> Frame:
     _local.frames.append(frame)
     with _open_lock:
         _open[0] += 1
-        _graph.FUNC_OPS[0] = _on_op
+        _graph.FUNC_TRANSFORM_HOOK[0] = _on_op
     if reverse:
         _mode.enabled = True
     return frame
@@ -105,7 +106,7 @@ def leave(frame: Frame, ok: bool) -> None:
         _open[0] -= 1
         if _open[0] <= 0:
             _open[0] = 0
-            _graph.FUNC_OPS[0] = None
+            _graph.FUNC_TRANSFORM_HOOK[0] = None
     if frame.written:
         _check_captured(frame, ok)
 
@@ -129,7 +130,7 @@ def _check_captured(frame: Frame, ok: bool) -> None:
 
 def is_traced(v: Any) -> bool:
     """True for a transform's traced value (not a forward-AD dual of ``ft.autograd.forward_ad``)."""
-    return isinstance(v, Box) and not _fwad.is_dual(v)
+    return isinstance(v, Box) and not is_dual(v)
 
 
 def _raw_value(t: Any) -> Any:
@@ -182,14 +183,14 @@ def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[
         isinstance(v, Box) and is_traced(getattr(v, "_value", None)) for v in kwargs.values())
     out = record(prim, args, kwargs, argnums)
     if not traced:
-        if getattr(out, "_base", None) is not None and isinstance(out, _graph._TENSOR_CLS[0]):
+        if getattr(out, "_base", None) is not None and is_tensor(out):
             _follow(out._base, out, out._view_fns, "view")  # an eager view: a traced write may come later
         return out
-    if argnums[0] == 0 and prim.name in _graph._VIEW_PRIMS and not prim.multiple_results and is_traced(src._value) \
-            and isinstance(src, _graph._TENSOR_CLS[0]) and isinstance(out, _graph._TENSOR_CLS[0]) \
+    if argnums[0] == 0 and prim in _graph.VIEW_PRIMITIVES and not prim.multiple_results and is_traced(src._value) \
+            and is_tensor(src) and is_tensor(out) \
             and _is_view_call(prim, args):
         _mark_traced_view(out, src, prim, args, kwargs)
-    if prim.name.lstrip("_") == "broadcast_to" and isinstance(out, _graph._TENSOR_CLS[0]) \
+    if prim.name.lstrip("_") == "broadcast_to" and is_tensor(out) \
             and tuple(shape_of(out._value)) != tuple(shape_of(src._value)):
         out.__dict__[_EXPANDED] = True  # (its elements share memory in PyTorch: in-place writes are refused)
     if not _mode.enabled:
@@ -337,13 +338,13 @@ def traced_inplace(t: Any, out: Any) -> bool:
     """An in-place write of ``out`` into ``t`` where either holds a traced value (inside an ft.func
     transform): ``t`` (and, for a view, its base and the base's other views) are rebound to the
     functional update. Returns False, doing nothing, for the eager case (memory is written then)."""
-    if _FUNC_OPS[0] is None:  # no ft.func transform is running a function (the eager fast path)
+    if _TRANSFORM_HOOK[0] is None:  # no ft.func transform is running a function (the eager fast path)
         return False
     frames = _local.frames
     if not frames:
         return False
     tv, ov = t._value, out._value
-    if _fwad.is_dual(tv) or _fwad.is_dual(ov):
+    if is_dual(tv) or is_dual(ov):
         return False
     top = t._base if t._base is not None else t
     if not (is_traced(tv) or is_traced(ov) or _ALIAS in top.__dict__):
@@ -367,10 +368,10 @@ def detach(t: Any, data: bool) -> Any:
     follows later in-place writes of ``t``, and writes into it change ``t``'s value, not its derivative."""
     v = t._value
     if type(v) is not np.ndarray:
-        v = _fwad.primal_value(v)
+        v = primal_value(v)
         if is_traced(v):
             return _detach_traced(t, v, data)
-    make = _graph._TENSOR_CLS[0]._make
+    make = _TENSOR_CLS[0]._make
     return make(v) if data else make(v, vc=t._vc, inference=t._inference)
 
 
@@ -382,7 +383,7 @@ def _detach_traced(t: Any, v: Any, data: bool) -> Any:
         kind, level = "data", v._trace.level
     else:
         kind, level = "detach", None
-    d = _graph._TENSOR_CLS[0]._make(_strip(v, kind, level))
+    d = _TENSOR_CLS[0]._make(_strip(v, kind, level))
     src = t._base if t._base is not None else t
     d.__dict__[_ALIAS] = (t, kind, level)
     _follow(src, d, t._view_fns if t._base is not None else (), kind, level)

@@ -21,8 +21,9 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import namespace_of
 from . import dtypes as _dt
-from . import forward_ad as _fwad
+from .dual_trace import primal_value
 
+from .tensor_class import is_tensor
 from .tensor import (
     _pyint, _pyfloat, _pybool, _pycomplex, Size, device, _CPU, _seq_mark, _rename, _rebuild, _cast, _to_device,
     _format,
@@ -91,7 +92,7 @@ class _ConvertMixin:
         """The data as a NumPy array sharing memory (host tensors only)."""
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        v = _fwad.primal_value(self._value)
+        v = primal_value(self._value)
         if namespace_of(v) is not np:
             if force:
                 return cast("np.ndarray", _backend.to_numpy(v))
@@ -107,13 +108,13 @@ class _ConvertMixin:
 
     def item(self: Tensor) -> Any:
         """The value of a one-element tensor as a Python number."""
-        v = _fwad.primal_value(self._value)
+        v = primal_value(self._value)
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         return v.reshape(()).item()
 
     def tolist(self: Tensor) -> Any:
-        v = _fwad.primal_value(self._value)
+        v = primal_value(self._value)
         return v.tolist() if namespace_of(v) is np else v.get().tolist()
 
     def __float__(self: Tensor) -> float:
@@ -177,7 +178,7 @@ class _ConvertMixin:
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
-            if isinstance(a, Tensor):
+            if is_tensor(a):
                 dtype, dev = a.dtype, a.device
             elif isinstance(a, (_dt.dtype, np.dtype)) or a in (_pyfloat, _pyint, _pybool, _pycomplex):
                 dtype = a
@@ -247,8 +248,8 @@ class _ConvertMixin:
 
         if not args:
             return empty(0, dtype=self.dtype)
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            return args[0]
+        if len(args) == 1 and is_tensor(args[0]):
+            return cast("Tensor", args[0])
         if builtins.all(isinstance(a, (int, np.integer)) for a in args) or (
                 len(args) == 1 and isinstance(args[0], Size)):
             return empty(*args, dtype=self.dtype)

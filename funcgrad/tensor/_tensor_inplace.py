@@ -21,6 +21,7 @@ from ..backend import namespace_of
 from .grad_mode import state as _mode
 from .graph import check_stale_view
 
+from .tensor_class import is_tensor, new_tensor
 from .tensor import (
     _seq_mark, _rename, _to_raw_index, _is_basic, _shape_arg, _as_tensor, _cast, _scalar_like, _finish_inplace,
 )
@@ -34,7 +35,7 @@ def _inplace_of(name: str) -> Callable[..., "Tensor"]:
     ``add_(y, alpha=2)`` writes ``add(y, alpha=2)``."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> "Tensor":
-        return self._inplace(getattr(Tensor, name), *args, **kwargs)
+        return self._inplace(getattr(type(self), name), *args, **kwargs)
 
     method.__name__ = method.__qualname__ = name + "_"
     return method
@@ -58,8 +59,8 @@ class _InplaceMixin:
             return
         check_stale_view(self)
         mark = _seq_mark()
-        v = value if isinstance(value, Tensor) else _scalar_like(value, self) if not isinstance(value, (list, np.ndarray)) else _as_tensor(value)
-        if isinstance(v, Tensor):
+        v = value if is_tensor(value) else _scalar_like(value, self) if not isinstance(value, (list, np.ndarray)) else _as_tensor(value)
+        if is_tensor(v):
             v = _cast(v, self.dtype)
         out = fnp.indexing.IndexUpdateRef(self, idx).set(v)
         out = _as_tensor(out)
@@ -97,16 +98,16 @@ class _InplaceMixin:
         return self._fill_with(src, "CopyBackwards")
 
     def fill_(self: Tensor, value: Any) -> "Tensor":
-        if isinstance(value, Tensor):
+        if is_tensor(value):
             if value.dim() != 0:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
                                    f"dimensions.")
             return self._fill_with(value, "FillBackward1")
-        v = Tensor._make(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
+        v = new_tensor(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
         return self._fill_with(v, "FillBackward0")
 
     def zero_(self: Tensor) -> "Tensor":
-        zero = Tensor._make(namespace_of(self._value).zeros((), dtype=self._value.dtype))
+        zero = new_tensor(namespace_of(self._value).zeros((), dtype=self._value.dtype))
         return self._fill_with(zero, "ZeroBackward0")
 
     def _fill_with(self: Tensor, v: "Tensor", name: str | None = None) -> "Tensor":
@@ -135,7 +136,7 @@ class _InplaceMixin:
         from .creation import _rng
 
         host_values = draw(_rng(generator), tuple(self.shape))
-        return self._fill_with(Tensor._make(namespace_of(self._value).asarray(host_values.astype(self._value.dtype))))
+        return self._fill_with(new_tensor(namespace_of(self._value).asarray(host_values.astype(self._value.dtype))))
 
     __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
 

@@ -23,6 +23,7 @@ from ..scipy.special import expit
 from . import dtypes as _dt
 from . import graph as _graph
 
+from .tensor_class import is_tensor, new_tensor
 from .tensor import (
     _pyint, _pybool, DimArg, MaxMin, _seq_mark, _rename, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand,
     _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
@@ -72,7 +73,7 @@ def _untracked_reduction(t: Tensor, name: str, dim: Any, dtype: Any, **kwargs: A
 
 def _untracked(value: Any, dtype: Any) -> "Tensor":
     out = fnp.asarray(value)
-    return Tensor._make(out if dtype is None else fnp.astype(out, dtype))
+    return cast("Tensor", new_tensor(out if dtype is None else fnp.astype(out, dtype)))
 
 
 def _arg_extreme(fn: Callable[..., Any], t: Tensor, dim: Any, keepdim: bool) -> "Tensor":
@@ -113,7 +114,7 @@ class _MathMixin:
         if self._value.dtype.kind not in "biu":
             raise TypeError("~ (bitwise_not) is only supported for integer and boolean tensors")
         return _wrap_nondiff(fnp.logical_not(self) if self._value.dtype.kind == "b" else
-                             Tensor._make(~self._value))
+                             new_tensor(~self._value))
 
     __and__, __or__, __xor__ = (_logical_op(f, g) for f, g in ((fnp.logical_and, fnp.bitwise_and),
                                                              (fnp.logical_or, fnp.bitwise_or),
@@ -141,7 +142,7 @@ class _MathMixin:
     divide = div
 
     def pow(self: Tensor, exponent: Any) -> "Tensor":
-        if isinstance(exponent, Tensor) and (exponent.dim() > 0 or exponent._requires_grad):
+        if is_tensor(exponent) and (exponent.dim() > 0 or exponent._requires_grad):
             mark = _seq_mark()
             return _rename(_binary(fnp.power, self, exponent), "PowBackward1", mark)
         if isinstance(exponent, (_pyint, np.integer)) and not isinstance(exponent, _pybool) and exponent == 2 \
@@ -153,7 +154,7 @@ class _MathMixin:
     __pow__ = pow
 
     def float_power(self: Tensor, exponent: Any) -> "Tensor":
-        return self.double().pow(exponent.double() if isinstance(exponent, Tensor) else exponent)
+        return self.double().pow(exponent.double() if is_tensor(exponent) else exponent)
 
     def neg(self: Tensor) -> "Tensor":
         if self._value.dtype.kind == "b":
@@ -194,7 +195,7 @@ class _MathMixin:
         mark = _seq_mark()
         x = _float(self if dtype is None else self.to(dtype))
         d = _wrap_dim(dim, x.dim())
-        m = Tensor._make(namespace_of(x._value).max(x._value, axis=d, keepdims=True)) if x.numel() else 0.0
+        m = new_tensor(namespace_of(x._value).max(x._value, axis=d, keepdims=True)) if x.numel() else 0.0
         e = (x - m).exp()
         return _rename(e / e.sum(d, keepdim=True), "SoftmaxBackward0", mark)
 
@@ -212,8 +213,8 @@ class _MathMixin:
         ns = namespace_of(raw)
         m = ns.max(raw, axis=axes, keepdims=True) if raw.size else ns.zeros((1,) * raw.ndim, raw.dtype)
         m = ns.where(ns.isfinite(m), m, ns.zeros_like(m))
-        s = fnp.sum(fnp.exp(x - Tensor._make(m)), axis=axes, keepdims=True)
-        out = fnp.log(s) + Tensor._make(m)
+        s = fnp.sum(fnp.exp(x - new_tensor(m)), axis=axes, keepdims=True)
+        out = fnp.log(s) + new_tensor(m)
         if not keepdim:
             out = fnp.squeeze(out, axis=axes if axes is not None else tuple(range(raw.ndim)))
         return _rename(out, "LogsumexpBackward0", mark)
@@ -244,11 +245,11 @@ class _MathMixin:
         for bound, tensor_fn, beyond in ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)):
             if bound is not None:
                 a, b = _promote(out, bound)  # (a NumPy scalar bound becomes a Python number there)
-                out = tensor_fn(a, b) if isinstance(bound, Tensor) else fnp.where(_cond(beyond(_raw(a), _raw(b))), b, a)
-        if not isinstance(out, Tensor):
-            out = Tensor._make(_graph._as_array(out))
+                out = tensor_fn(a, b) if is_tensor(bound) else fnp.where(_cond(beyond(_raw(a), _raw(b))), b, a)
+        if not is_tensor(out):
+            out = new_tensor(_graph._as_array(out))
         name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
-                "ClampBackward0" if isinstance(min, Tensor) or isinstance(max, Tensor) else "ClampBackward1")
+                "ClampBackward0" if is_tensor(min) or is_tensor(max) else "ClampBackward1")
         return _rename(out, name, mark)
 
     clip = clamp
@@ -274,8 +275,8 @@ class _MathMixin:
         m = _raw(mask)
         if getattr(m, "dtype", None) is not None and m.dtype.kind != "b":
             raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {_dt.from_numpy_dtype(m.dtype)}")
-        v = value if isinstance(value, Tensor) else _scalar_like(value, self)
-        v = _cast(_as_tensor(v), self.dtype) if isinstance(v, Tensor) else v
+        v = value if is_tensor(value) else _scalar_like(value, self)
+        v = _cast(_as_tensor(v), self.dtype) if is_tensor(v) else v
         return _rename(_as_tensor(fnp.where(_cond(m), v, self)), "MaskedFillBackward0", mark)
 
     def conj(self: Tensor) -> "Tensor":
@@ -321,7 +322,8 @@ class _MathMixin:
     def isclose(self: Tensor, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
                 equal_nan: builtins.bool = False) -> "Tensor":
         o = _as_tensor(other)
-        return Tensor._make(namespace_of(self._value).isclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
+        close = namespace_of(self._value).isclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        return cast("Tensor", new_tensor(close))
 
     logical_and, logical_or, logical_xor = map(_logical_op, (fnp.logical_and, fnp.logical_or, fnp.logical_xor))
 
@@ -387,20 +389,20 @@ class _MathMixin:
                                    f"Specify the reduction dim with the 'dim' argument.")
             mark = _seq_mark()
             return _rename(getattr(fnp, which)(self), f"{name}Backward1", mark)
-        if isinstance(dim, Tensor):
+        if is_tensor(dim):
             return self.maximum(dim) if which == "max" else self.minimum(dim)
         d = _wrap_dim(dim, self.dim())
         raw = self._value
         ns = namespace_of(raw)
         if not raw.ndim:
             mark = _seq_mark()
-            return MaxMin(_rename(fnp.copy(self), f"{name}Backward0", mark), Tensor._make(ns.zeros((), np.int64)))
+            return MaxMin(_rename(fnp.copy(self), f"{name}Backward0", mark), new_tensor(ns.zeros((), np.int64)))
         idx = getattr(ns, "arg" + which)(raw, axis=d, keepdims=True)
         mark = _seq_mark()
         vals = fnp.take_along_axis(self, idx, axis=d)
         if not keepdim:
             vals, idx = fnp.squeeze(vals, axis=d), ns.squeeze(idx, axis=d)
-        return MaxMin(_rename(vals, f"{name}Backward0", mark), Tensor._make(idx.astype(np.int64)))
+        return MaxMin(_rename(vals, f"{name}Backward0", mark), new_tensor(idx.astype(np.int64)))
 
     def max(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """Full maximum, or ``(values, indices)`` along ``dim``; ``max(other)`` is elementwise."""

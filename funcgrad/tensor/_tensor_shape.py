@@ -22,6 +22,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from . import dtypes as _dt
 from .graph import multi_output_views
+from .tensor_class import new_tensor
 from .tensor import (
     _pyint, _pybool, Size, SizeArg, DimArg, _seq_mark, _rename, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw,
     _shares, _shape_arg, _as_tensor, _zero_like_scalar,
@@ -390,8 +391,8 @@ class _ShapeMixin:
         raw = self._value
         nz = namespace_of(raw).nonzero(raw)
         if as_tuple:
-            return tuple(Tensor._make(i.astype(np.int64)) for i in nz)
-        return Tensor._make(namespace_of(raw).stack(nz, axis=-1).astype(np.int64) if nz else namespace_of(raw).zeros((0, 0), np.int64))
+            return tuple(new_tensor(i.astype(np.int64)) for i in nz)
+        return new_tensor(namespace_of(raw).stack(nz, axis=-1).astype(np.int64) if nz else namespace_of(raw).zeros((0, 0), np.int64))
 
 
 def _writable_like(view: Any, base: Any) -> None:

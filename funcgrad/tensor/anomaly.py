@@ -14,7 +14,7 @@ import warnings
 from typing import Any
 
 from .grad_mode import _DecoratorContextManager
-from .graph import anomaly as _anomaly
+from .debug_modes import anomaly as _anomaly
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
 

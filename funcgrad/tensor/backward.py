@@ -29,10 +29,15 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import graph as _graph
+from .debug_modes import anomaly, profiling
+from .quiet import fp_quiet, fp_restore
+from .saved_hooks import _hook_state
 from ..core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_thread_state
-from .graph import _GONE, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target
+from .graph import (
+    _RELEASED, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target,
+)
 from .creation import zeros_like
-from .forward_ad import _local as _fwad_local, paused as _fwad_paused
+from .dual_trace import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import no_grad, state as _mode
 from .tensor import Tensor, _as_tensor, _grad_lock
 
@@ -182,7 +187,7 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
     """
     visitor = _Visitor(keep_graph, create_graph, captures, accumulate)
     seeds = [(target(node, nr), g) for (node, nr), g in roots]
-    token = _graph.fp_quiet()
+    token = fp_quiet()
     bp = BackwardPass()
     stack = _passes.__dict__.setdefault("stack", [])
     stack.append(bp)
@@ -198,12 +203,12 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
             callback()
     finally:
         stack.pop()
-        _graph.fp_restore(token)
+        fp_restore(token)
     return {public_edge(t): g for t, g in visitor.captured.items()}
 
 
 # a backward pass nested deep in another (reentrant) goes on on a fresh thread with this layer's modes
-carry_thread_state(_mode, _graph._hook_state, _fwad_local, _passes)
+carry_thread_state(_mode, _hook_state, _fwad_local, _passes)
 
 
 class _Probe(Visitor):
@@ -238,14 +243,14 @@ class _Visitor(Visitor):
         self.accumulate = accumulate or captures is None
         self.capture_at = {target(node, nr) for node, nr in captures} if captures else set()
         self.captured: dict[Any, Any] = {}
-        self.prof = _graph.profiling.active
+        self.prof = profiling.active
         # nothing but the rules to run at plain nodes: no graph to record, no capture, no checks
-        self.plain = not create_graph and not self.capture_at and not self.prof and not _graph.anomaly.enabled
+        self.plain = not create_graph and not self.capture_at and not self.prof and not anomaly.enabled
         if self.plain:  # (functions, not bound methods: no reference cycle through the visitor)
             self.step = _step if not keep_graph else partial(_step, release=False)
 
     def visit(self, node: Any, g: Any, live: bool) -> Any:
-        if self.plain and node._plain and g is not None:
+        if self.plain and node._short_step and g is not None:
             # a primitive's node of one output, no hooks, nothing to check
             return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
         out_index = node.out_index
@@ -326,7 +331,6 @@ class _Visitor(Visitor):
         else:
             prof = self.prof
             t0 = time.perf_counter() if prof else 0.0
-            anomaly = _graph.anomaly
             anomaly_prev = anomaly.running
             if anomaly.enabled:
                 anomaly.running = node
@@ -358,7 +362,7 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
     node of one output, no hooks, its saved values as they were saved (else ``visit``, whose
     ``node.vjp`` raises the SavedTensors' errors); the gradient in the dtype and shape of
     its input, the saved values dropped unless ``retain_graph``."""
-    if not node._plain:
+    if not node._short_step:
         return DECLINE
     saved = node._saved
     for _, _, vc, version, check in saved:
@@ -384,7 +388,7 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
             ct = _match(ct, meta)
     if saved and release:  # (node.release, inline)
         node._released = True
-        node._saved = _GONE
+        node._saved = _RELEASED
         for k, _, _, _, _ in saved:
             if k >= 0:
                 args[k] = None

@@ -23,55 +23,12 @@ from typing import Any, Iterator, cast
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
-from ..core import ForwardTrace, JVPBox, Primitive
+from ..core import JVPBox
+from .dual_trace import DualTrace, _local, is_dual, paused, primal_value  # noqa: F401  (re-exported)
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor"]
 
 UnpackedDualTensor = collections.namedtuple("UnpackedDualTensor", ["primal", "tangent"])
-
-
-class _Local(threading.local):
-    """This thread's open dual levels (innermost last) and how many ``paused`` blocks it is in."""
-
-    paused = 0
-
-    def __init__(self) -> None:
-        self.levels: list[Any] = []
-
-
-_local = _Local()
-
-
-class DualTrace(ForwardTrace):
-    """One dual level. Open: a forward trace. Exited, or paused (backward pass): passes
-    primal values through and drops tangents, so stale dual tensors stay usable."""
-
-    __slots__ = ("index", "closed")
-
-    def __init__(self, index: int) -> None:
-        super().__init__(f"forward_ad.dual_level({index})")
-        self.index = index
-        self.closed = False
-        # Not pushed on the thread's trace stack: tensor code is not "inside a transform".
-        self.active = True
-        self.thread = None
-
-    def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-        if self.closed or _local.paused > 0:
-            for i in argnums:
-                args[i] = args[i]._value
-            return prim.call(*args, **kwargs)
-        return super().process(prim, args, kwargs, argnums)
-
-
-@contextlib.contextmanager
-def paused() -> Iterator[None]:
-    """Forward AD off in this thread (the backward pass runs so: primal gradients only)."""
-    _local.paused += 1
-    try:
-        yield
-    finally:
-        _local.paused -= 1
 
 
 def enter_dual_level() -> int:
@@ -243,81 +200,3 @@ def primal_args(args: tuple[Any, ...], boxes: list[Any]) -> tuple[Any, ...]:
     return tuple(_alias(a, b._value) if b is not None else a for a, b in zip(args, boxes))
 
 
-def attach_tangents(cls: Any, ctx: Any, trace: DualTrace, args: tuple[Any, ...], boxes: list[Any],
-                    results: list[Any]) -> None:
-    """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
-    from .creation import zeros_like
-    from .function import _check_returned, _require_jvp, _run_jvp
-    from .tensor import Tensor
-
-    _require_jvp(cls, "was given a dual tensor")
-
-    # as PyTorch: zeros for floating tensor inputs without a tangent, None for everything else
-    t_in = [Tensor._make(b._tangent) if b is not None and b._tangent is not None
-            else zeros_like(a) if isinstance(a, Tensor) and (a.is_floating_point() or a.is_complex()) else None
-            for a, b in zip(args, boxes)]
-    t_out = _run_jvp(cls, ctx, t_in, len(results))
-    for k, (o, t) in enumerate(zip(results, t_out)):
-        if not isinstance(o, Tensor) or t is None or not (o.is_floating_point() or o.is_complex()):
-            continue
-        _check_returned(t, k, f"Function {cls.__name__}.jvp")
-        if tuple(t.shape) != tuple(o.shape):
-            raise RuntimeError(f"Function {cls.__name__}.jvp returned a tangent of shape {list(t.shape)} at index "
-                               f"{k}, but the output has shape {list(o.shape)}")
-        if t.dtype != o.dtype:
-            t = t.to(o.dtype)
-        o._value = JVPBox(o._value, trace, t._value)
-
-
-def primal_value(v: Any) -> Any:
-    """The raw value ``v`` without the boxes of any dual level (what detach, numpy and printing see)."""
-    while isinstance(v, JVPBox) and isinstance(v._trace, DualTrace):
-        v = v._value
-    return v
-
-
-def is_dual(v: Any) -> bool:
-    """True when the raw value ``v`` carries a tangent of some dual level (open or stale)."""
-    return isinstance(v, JVPBox) and isinstance(v._trace, DualTrace)
-
-
-def _conform(v: Any, shape: tuple[Any, ...], dtype: Any, bottom: Any) -> Any:
-    """The dual chain of raw value ``v`` rebuilt on ``bottom`` (the primal), with each open level's
-    tangent broadcast to ``shape`` and cast to ``dtype``; stale levels are dropped."""
-    if not is_dual(v):
-        return bottom
-    inner = _conform(v._value, shape, dtype, bottom)
-    if v._trace.closed:
-        return inner
-    tan = v._tangent
-    if tan is not None:
-        if tuple(fnp.shape(tan)) != tuple(shape):
-            tan = fnp.broadcast_to(tan, shape)
-        if fnp.result_type(tan) != dtype:
-            tan = fnp.asarray(tan, dtype=dtype)
-    return JVPBox(inner, v._trace, tan)
-
-
-def inplace_write(t: Any, new: Any) -> tuple[Any, ...]:
-    """An in-place write of the raw value ``new`` into tensor ``t`` where either is dual: ``t``'s
-    tangents become ``new``'s (broadcast to ``t``'s shape and dtype); for a view, its base's tangents
-    change in the viewed region. Returns ``t``'s raw memory and ``new``'s primal, for the caller to copy."""
-    from ..transforms import vjp
-    from .graph import replay_view
-
-    mem = primal_value(t._value)
-    shape, dtype = mem.shape, mem.dtype
-    if t._base is not None:
-        root, fns = t._base, t._view_fns
-        rmem = primal_value(root._value)
-        ns = namespace_of(rmem)
-        mask = ns.zeros(rmem.shape, dtype=bool)
-        replay_view(mask, fns, raw=True)[...] = True
-        bottom = ns.broadcast_to(ns.asarray(primal_value(new), dtype=dtype), shape)
-        w = _conform(new, shape, dtype, bottom)
-        # the view chain is linear: its transpose scatters the written values into a base-shaped array
-        _, pull = vjp(lambda r: replay_view(r, fns, raw=False), ns.zeros(rmem.shape, dtype=rmem.dtype))
-        (scattered,) = pull(w)
-        root._value = _conform(fnp.where(mask, scattered, root._value), rmem.shape, rmem.dtype, rmem)
-    t._value = _conform(new, shape, dtype, mem)
-    return mem, primal_value(new)

@@ -26,8 +26,11 @@ from typing import Any, Callable, cast
 import numpy as np
 
 from ..backend import namespace_of
+from ..core import JVPBox
 from . import forward_ad as _fwad
 from . import graph as _graph
+from .debug_modes import anomaly, user_stack
+from .torch_names import _FREED, named_node_class, view_rebase_error
 from .graph import GraphBox, Node, edge_of
 from .grad_mode import no_grad, set_grad_enabled
 from .grad_mode import state as _mode
@@ -98,7 +101,7 @@ class FunctionNode(Node):
         self._cls = cls
         self._name = f"{cls.__name__}Backward"
         if type(self) is FunctionNode:
-            self.__class__ = _graph.named_node_class(FunctionNode, self._name)
+            self.__class__ = named_node_class(FunctionNode, self._name)
         self._ctx = ctx
         self._n_args = n_args
 
@@ -116,7 +119,7 @@ class FunctionNode(Node):
         from .creation import zeros
 
         if self._released and self._ctx._saved:
-            raise RuntimeError(_graph._FREED)
+            raise RuntimeError(_FREED)
         ctx = self._ctx
         # no gradient: zeros, unless not materialize_grads (and None for non-tensor outputs, as in PyTorch)
         user = [_to_user(g, create_graph) if g is not None
@@ -212,7 +215,7 @@ def _check_dirty(a: Tensor, recording: bool) -> None:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
     elif recording or a._base._requires_grad:
         if a._view_kind is not None:
-            raise RuntimeError(_graph.view_rebase_error(a, indirect=False))
+            raise RuntimeError(view_rebase_error(a, indirect=False))
         if a._base._node is None and a._base._requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
@@ -271,7 +274,7 @@ class Function:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._backward_cls = _graph.named_node_class(FunctionNode, f"{cls.__name__}Backward")
+        cls._backward_cls = named_node_class(FunctionNode, f"{cls.__name__}Backward")
 
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
@@ -349,8 +352,8 @@ class Function:
                     _rebase_dirty(o, node, k, len(results))
                 else:
                     o._node, o._output_nr, o._requires_grad = node, k, True
-            if _graph.anomaly.enabled:
-                node._stack = _graph.user_stack()
+            if anomaly.enabled:
+                node._stack = user_stack()
             # saved tensors: outputs saved as outputs (no reference cycle), others as inputs
             out_pos = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
             ctx._saved = [None if t is None else _graph.save(t) if id(t) not in out_pos else
@@ -358,7 +361,7 @@ class Function:
                           for t in ctx.to_save]
             ctx.to_save = ()
         if dual is not None:
-            _fwad.attach_tangents(cls, ctx, dual, args, dual_boxes, results)
+            _attach_tangents(cls, ctx, dual, args, dual_boxes, results)
         return tuple(results) if is_tuple else results[0]
 
     @staticmethod
@@ -412,3 +415,27 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
         return tuple(res) if isinstance(outputs, tuple) else res[0]
 
     return wrapper
+
+
+def _attach_tangents(cls: Any, ctx: Any, trace: Any, args: tuple[Any, ...], boxes: list[Any],
+                    results: list[Any]) -> None:
+    """Run ``cls.jvp(ctx, *input_tangents)`` and make the tensor outputs in ``results`` dual at ``trace``."""
+    from .creation import zeros_like
+
+    _require_jvp(cls, "was given a dual tensor")
+
+    # as PyTorch: zeros for floating tensor inputs without a tangent, None for everything else
+    t_in = [Tensor._make(b._tangent) if b is not None and b._tangent is not None
+            else zeros_like(a) if isinstance(a, Tensor) and (a.is_floating_point() or a.is_complex()) else None
+            for a, b in zip(args, boxes)]
+    t_out = _run_jvp(cls, ctx, t_in, len(results))
+    for k, (o, t) in enumerate(zip(results, t_out)):
+        if not isinstance(o, Tensor) or t is None or not (o.is_floating_point() or o.is_complex()):
+            continue
+        _check_returned(t, k, f"Function {cls.__name__}.jvp")
+        if tuple(t.shape) != tuple(o.shape):
+            raise RuntimeError(f"Function {cls.__name__}.jvp returned a tangent of shape {list(t.shape)} at index "
+                               f"{k}, but the output has shape {list(o.shape)}")
+        if t.dtype != o.dtype:
+            t = t.to(o.dtype)
+        o._value = JVPBox(o._value, trace, t._value)

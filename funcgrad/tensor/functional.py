@@ -252,7 +252,8 @@ def _plain_graph(out: Tensor) -> bool:
     """True when a backward walk from ``out`` runs no user code (only primitive nodes and leaves;
     no tensor or node hooks, retained gradients, custom Functions, anomaly mode): then one batched
     walk is indistinguishable from the row-by-row loop, so ``vectorize=False`` may take it too."""
-    from .graph import AccumulateGrad, PrimNode, anomaly
+    from .debug_modes import anomaly
+    from .graph import AccumulateGrad, PrimNode
 
     if anomaly.enabled:
         return False

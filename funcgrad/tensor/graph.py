@@ -1,4 +1,4 @@
-"""Recording: the tensor trace, graph nodes (``grad_fn``), saved tensors and their hooks.
+"""Recording: the tensor trace, boxes, graph nodes (``grad_fn``), saved tensors, views.
 
 Tensors are boxes of one process-wide reverse trace, :data:`TRACE` (a kind of the
 engine's ``ReverseTrace``), whose level (0) is below every functional transform's,
@@ -15,6 +15,10 @@ Tensor lands in :func:`record`:
    through a view can rebase the graph (:func:`apply_inplace`, the ``CopySlices`` node).
 
 Backward is the engine's ``backward_pass`` with this layer's visitor (``backward.py``).
+Beside this module: PyTorch's names and messages (``torch_names.py``), saved-tensor hooks
+(``saved_hooks.py``), NumPy's error state (``quiet.py``), the debugging flags
+(``debug_modes.py``), forward AD's levels (``dual_trace.py``) and the registered Tensor
+class (``tensor_class.py``).
 """
 
 from __future__ import annotations
@@ -32,87 +36,33 @@ from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
 
+import funcgrad.numpy as fnp
+
 from ..backend import namespace_of
-from ..core import Box, Primitive, Trace
+from ..core import Box, Primitive, Trace, get_primitive
 from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, VJPNode, _save_everything, dropped
+from ..numpy import indexing as _indexing
 from . import dtypes as _dt
-from . import forward_ad as _fwad
+from .dual_trace import conform_dual, is_dual, primal_value
 from .grad_mode import enable_grad, no_grad
 from .grad_mode import state as _mode
+from .quiet import context_busy, fp_quiet, fp_restore, quiet_run
+from .tensor_class import _TENSOR_CLS
+from .debug_modes import anomaly, profiling, user_stack
+from .torch_names import (
+    _DEFAULT_ARG_NAMES, _FREED, _INFERENCE_SAVED, ARG_NAMES, _output_nr, _short_name, _strip_backward, _type_desc,
+    arg_names, named_node_class, rename_node, torch_name, view_rebase_error,
+)
+from .saved_hooks import _hook_state
 
 __all__ = [
-    "TRACE", "GraphBox", "NumpyBox", "Node", "PrimNode", "AccumulateGrad", "SavedTensor",
-    "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "RemovableHandle",
+    "TRACE", "GraphBox", "NumpyBox", "Node", "PrimNode", "AccumulateGrad", "SavedTensor", "RemovableHandle",
     "apply_inplace", "edge_of", "get_gradient_edge",
 ]
 
 
-try:  # NumPy >= 2: set the floating-point error state directly (~0.3 us; np.errstate costs ~2 us)
-    from numpy._core._ufunc_config import _extobj_contextvar  # type: ignore[attr-defined]
-    from numpy._core.umath import _make_extobj
-
-    # fp_quiet() silences NumPy's floating-point warnings (0/0, log(0), overflow) until
-    # fp_restore(token): tensor ops return inf/nan as PyTorch does, without a RuntimeWarning.
-    # (C callables: no Python frame on the hot path)
-    fp_quiet: Callable[[], Any] = partial(_extobj_contextvar.set, _make_extobj(all="ignore"))
-    fp_restore: Callable[[Any], None] = _extobj_contextvar.reset
-    # quiet_run(fn, *args): fn(*args) as under fp_quiet, in a context of its own whose error state
-    # is "ignore" (entering a context costs ~10 ns; setting and resetting the variable ~140 ns).
-    # Only for a primitive's declared fast path (``fast_fn`` on ``fast_types``: NumPy's own
-    # functions on arrays, no one's Python code), so nothing in it misses the caller's other
-    # context variables. One thread at a time: another finds it entered (RuntimeError, see
-    # ``context_busy``) and falls back.
-    _QUIET_CONTEXT = contextvars.Context()
-    _QUIET_CONTEXT.run(_extobj_contextvar.set, _make_extobj(all="ignore"))
-    quiet_run: Callable[..., Any] = _QUIET_CONTEXT.run
-except ImportError:  # pragma: no cover - older NumPy
-    def fp_quiet() -> Any:
-        state = np.errstate(all="ignore")
-        state.__enter__()
-        return state
-
-    def fp_restore(token: Any) -> None:
-        token.__exit__(None, None, None)
-
-    def quiet_run(fn: Callable[..., Any], *args: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return fn(*args)
-
-
-def context_busy(err: RuntimeError) -> bool:
-    """Whether ``err`` is ``quiet_run``'s context being in use already (by another thread, or
-    by a call further up this one's stack): the caller runs the call under fp_quiet instead."""
-    return str(err).startswith("cannot enter context")
-
-
-class TensorTrace(ReverseTrace):
-    """The reverse trace that Tensors belong to: level 0, always open, never on any thread's stack.
-
-    A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph
-    of ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``); calls are recorded
-    by :func:`record` (only when some input requires grad and grad mode is on) and
-    walked by ``core.reverse.backward_pass``, with the Tensor layer's visitor.
-    """
-
-    __slots__ = ()
-    opaque_results = False  # every result is a Tensor
-
-    def __init__(self) -> None:
-        Trace.__init__(self, "funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
-        self.keep_all = False
-        self.min_drop_bytes = 0
-        self.active = True
-
-    def __enter__(self) -> "TensorTrace":
-        raise RuntimeError("the tensor trace is always open; it is not entered")
-
-    def new_input(self, value: Any) -> Any:
-        return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
-
-
-TRACE = TensorTrace()
 # Set by funcgrad.tensor._func_support while an ft.func transform runs a function, else None.
-FUNC_OPS: list[Any] = [None]
+FUNC_TRANSFORM_HOOK: list[Any] = [None]
 
 # --------------------------------------------------------------------------
 # boxes
@@ -204,27 +154,30 @@ class NumpyBox(GraphBox):
             setattr(self, slot, getattr(new, slot))
 
     def __setitem__(self, idx: Any, value: Any) -> None:
-        import funcgrad.numpy as fnp
-
         self._assign(fnp.at(self)[idx].set(value))
 
-
-def _numpy_box_inplace(op_name: str) -> Callable[..., Any]:
-    def inplace(self: NumpyBox, other: Any) -> NumpyBox:
-        import funcgrad.numpy as fnp
-
+    # ``a += b`` and the others: ``a`` rebound to ``a + b`` (its node, its version counter)
+    def _rebind(self, op_name: str, other: Any) -> "NumpyBox":
         self._assign(getattr(fnp, op_name)(self, other))
         return self
 
-    return inplace
+    def __iadd__(self, other: Any) -> "NumpyBox":
+        return self._rebind("add", other)
 
+    def __isub__(self, other: Any) -> "NumpyBox":
+        return self._rebind("subtract", other)
 
-for _iname, _op in (("__iadd__", "add"), ("__isub__", "subtract"), ("__imul__", "multiply"),
-                    ("__itruediv__", "divide"), ("__ipow__", "power"), ("__imatmul__", "matmul")):
-    setattr(NumpyBox, _iname, _numpy_box_inplace(_op))
+    def __imul__(self, other: Any) -> "NumpyBox":
+        return self._rebind("multiply", other)
 
+    def __itruediv__(self, other: Any) -> "NumpyBox":
+        return self._rebind("divide", other)
 
-_TENSOR_CLS: list[Any] = []  # filled by tensor.py: [Tensor]
+    def __ipow__(self, other: Any) -> "NumpyBox":
+        return self._rebind("power", other)
+
+    def __imatmul__(self, other: Any) -> "NumpyBox":
+        return self._rebind("matmul", other)
 
 
 def as_numpy_box(b: Any) -> Any:
@@ -340,7 +293,7 @@ class Node(VJPNode):
     _out_meta: tuple[Any, ...]  # (shape, dtype, namespace) of each output
     _outs: list[Any] | None = None  # weakly, the out_index node of each output (nodes of several outputs)
     # a primitive's node of one output and no hooks: the backward pass may take vjp directly
-    _plain = False
+    _short_step = False
     _inputs: Any  # the position of each tensor input (next_functions' order)
     _released: bool
 
@@ -377,7 +330,7 @@ class Node(VJPNode):
         if got is None:
             got = {}
             setattr(self, kind, got)
-            self._plain = False  # the backward pass has hooks to run here
+            self._short_step = False  # the backward pass has hooks to run here
         return cast("dict[Any, Any]", got)
 
     def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
@@ -399,7 +352,7 @@ class Node(VJPNode):
     @_retain.setter
     def _retain(self, value: dict[Any, Any] | None) -> None:
         self.__dict__["_retained"] = value
-        self._plain = False
+        self._short_step = False
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         """The gradients of ``parents`` (one each, or None) from the output gradients ``grads``
@@ -438,7 +391,7 @@ class OutputNode(VJPNode):
     """Output ``out_index`` of a node of several outputs, on the tape (as the core files them)."""
 
     __slots__ = ()
-    _plain = False
+    _short_step = False
 
 
 def public_edge(t: VJPNode) -> tuple[Any, int]:
@@ -446,28 +399,6 @@ def public_edge(t: VJPNode) -> tuple[Any, int]:
     if t.out_index is None:
         return (t, 0)
     return (t.parents[0], t.out_index)
-
-
-class _HookState(threading.local):
-    stack: list[Any] = []
-    disabled: str | None = None
-
-
-_hook_state = _HookState()
-
-
-_FREED = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you call "
-    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-    "graph a second time or if you need to access saved tensors after calling backward."
-)
-
-
-def _type_desc(value: Any) -> str:
-    d: Any = _dt._BY_NP.get(np.dtype(value.dtype))
-    tname = _dt.TYPE_NAMES.get(d, str(value.dtype))
-    return f"[ft.{tname} [{', '.join(str(s) for s in value.shape)}]]"
 
 
 class SavedTensor:
@@ -627,29 +558,8 @@ class AccumulateGrad(Node):
         return self._variable()
 
 
-_NAMED_CLASSES: dict[Any, Any] = {}
-
-
-def named_node_class(base: type, name: str) -> type:
-    """A subclass of ``base`` called ``name``, so that ``type(grad_fn).__name__`` is PyTorch's
-    node name (``MulBackward0``, ``<Function>Backward``); one class per name, cached."""
-    cls = _NAMED_CLASSES.get((base, name))
-    if cls is None:
-        cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "_name": name,
-                                                                   "__module__": base.__module__})
-    return cls
-
-
-def rename_node(node: "Node", name: str) -> None:
-    """Give ``node`` PyTorch's ``name`` (its ``name()`` and its class's name)."""
-    node._name = name
-    base = getattr(type(node), "_named_base", None)
-    if base is not None:
-        node.__class__ = named_node_class(base, name)
-
-
 # ``PrimNode._saved`` once released: one entry that fails ``intact`` (version 0 of a counter at 1)
-_GONE = ((-1, None, [1], 0, None),)
+_RELEASED = ((-1, None, [1], 0, None),)
 
 
 def intact(saved: tuple[Any, ...]) -> bool:
@@ -682,7 +592,7 @@ class PrimNode(Node):
     __slots__ = ("_saved",)
     _saved: Any  # tuple of entries (raw values in args/ans), or None (SavedTensors there)
     prim: Primitive
-    _plain = True  # one output (class level: set False on nodes of several)
+    _short_step = True  # one output (class level: set False on nodes of several)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         if self.prim.multiple_results:
@@ -706,17 +616,7 @@ class PrimNode(Node):
             args = [unpack(a, self) if type(a) is SavedTensor else a for a in args]
             ans = [unpack(a, self) if type(a) is SavedTensor else a for a in ans]
         ans = tuple(ans) if prim.multiple_results else ans[0]
-        kwargs = self.kwargs
-        if prim.vjp_all is not None:
-            out = list(prim.vjp_all(g_all, ans, tuple(self.argnums), *args, **kwargs))
-        else:
-            vjps = prim.vjps
-            out = []
-            for pos in self.argnums:
-                rule = vjps.get(pos)
-                if rule is None:
-                    raise prim.missing_rule("VJP", pos)
-                out.append(rule(g, ans, *args, **kwargs))
+        out = self.run_rules(g, g_all, ans, args, self.kwargs)
         if release:
             self.release()
         return out
@@ -737,7 +637,7 @@ class PrimNode(Node):
                     args[e[0]] = None
                 else:
                     ans[~e[0]] = None
-            self._saved = _GONE
+            self._saved = _RELEASED
 
     def _materialize(self, hooks: tuple[Callable[..., Any], Callable[..., Any]] | None = None) -> None:
         """Put a :class:`SavedTensor` in ``args``/``ans`` for each saved value (packed by the
@@ -746,9 +646,9 @@ class PrimNode(Node):
         if saved is None:
             return
         self._saved = None
-        self._plain = False  # the backward pass's short way reads raw values
+        self._short_step = False  # the backward pass's short way reads raw values
         args, ans = self.args, self.ans
-        if saved is _GONE:  # released: the saved values are gone (tensor inputs are never None otherwise)
+        if saved is _RELEASED:  # released: the saved values are gone (tensor inputs are never None otherwise)
             for i in self._inputs:
                 if args[i] is None:
                     args[i] = SavedTensor(None, None, [0], 0, False, 0, None, released=True)
@@ -770,7 +670,7 @@ class PrimNode(Node):
 
     def _arg_name(self, i: int) -> str:
         """PyTorch's name of positional argument ``i`` (``_saved_<name>``)."""
-        names = _ARG_NAMES.get(self.prim.name, _DEFAULT_ARG_NAMES)
+        names = arg_names(self.prim)
         return names[i] if i < len(names) else f"arg{i}"
 
     def _read_saved(self, key: str, raw: bool) -> Any:
@@ -841,8 +741,6 @@ class CopySlices(Node):
         self._out_meta = (meta,)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
-        import funcgrad.numpy as fnp
-
         g = grads[0]
         out: list[Any] = []
         for i in self.argnums:  # 0: the base before the change; 1: the values written through the view
@@ -874,44 +772,18 @@ def _overwritten(meta: tuple[Any, ...], view_fns: tuple[Any, ...]) -> Any:
 # --------------------------------------------------------------------------
 # PyTorch's names of saved values and of nodes (what a node saves is its primitive's ``reads``)
 
-_DEFAULT_ARG_NAMES = ["self", "other"]
-_ARG_NAMES: dict[str, list[Any]] = {
-    "matmul": ["self", "other"], "power": ["self", "exponent"], "where": ["condition", "self", "other"],
-    "clip": ["self", "min", "max"],
-}
-_expose_saved([*_DEFAULT_ARG_NAMES, *sum(_ARG_NAMES.values(), []), "result",
+_expose_saved([*_DEFAULT_ARG_NAMES, *sum(ARG_NAMES.values(), []), "result",
                *(f"{p}{k}" for p in ("result", "arg") for k in range(32))])
-
-# prim name -> PyTorch node name (Tensor methods rename where PyTorch distinguishes more)
-_NAMES = {  # where PyTorch's name is not the default of torch_name
-    "subtract": "SubBackward0", "multiply": "MulBackward0", "divide": "DivBackward0", "true_divide": "DivBackward0",
-    "negative": "NegBackward0", "positive": "AliasBackward0", "power": "PowBackward0", "square": "PowBackward0",
-    "absolute": "AbsBackward0", "max": "MaxBackward1", "min": "MinBackward1", "matmul": "MmBackward0",
-    "reshape": "ViewBackward0", "transpose": "PermuteBackward0", "swapaxes": "TransposeBackward0",
-    "moveaxis": "PermuteBackward0", "expand_dims": "UnsqueezeBackward0", "broadcast_to": "ExpandBackward0",
-    "getitem": "IndexBackward0", "_getitem": "IndexBackward0", "astype": "ToCopyBackward0",
-    "copy": "CloneBackward0", "concatenate": "CatBackward0", "_concatenate": "CatBackward0",
-    "clip": "ClampBackward1", "_clip": "ClampBackward1", "log1p": "Log1PBackward0", "conjugate": "ConjBackward0",
-    "tile": "RepeatBackward0", "take_along_axis": "GatherBackward0", "_take_along_axis": "GatherBackward0",
-    "arctan": "AtanBackward0", "arcsin": "AsinBackward0", "arccos": "AcosBackward0", "arctan2": "Atan2Backward0",
-    "expit": "SigmoidBackward0", "ravel": "ViewBackward0",
-}
-
-
-def torch_name(prim_name: str) -> str:
-    got = _NAMES.get(prim_name)
-    if got is None:
-        got = _NAMES[prim_name] = "".join(p.capitalize() for p in prim_name.strip("_").split("_")) + "Backward0"
-    return got
 
 
 # --------------------------------------------------------------------------
 # views
 
 # the primitives whose result is a view of their first argument (tests/tensor/test_tensor_inplace_views.py
-# checks that each is one of funcgrad.numpy's)
-_VIEW_PRIMS = frozenset({"reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "diagonal", "real",
-                         "imag", "getitem"})
+# checks that each result shares its argument's memory)
+VIEW_PRIMITIVES = frozenset(get_primitive(fn) for fn in (
+    fnp.reshape, fnp.transpose, fnp.swapaxes, fnp.moveaxis, fnp.expand_dims, fnp.squeeze, fnp.diagonal, fnp.real,
+    fnp.imag, _indexing._getitem))
 
 
 def replay_view(x: Any, view_fns: tuple[Any, ...], raw: bool, cotangent: bool = False) -> Any:
@@ -931,7 +803,7 @@ def _refresh_view(b: GraphBox) -> None:
     base (made in no-grad mode, by a custom Function, ...) raises instead; its
     ``retain_grad()`` moves to the new node, its hooks stay with the old one."""
     base = b._base
-    if _fwad.is_dual(base._value) or _fwad.is_dual(b._value):  # forward AD: the tangent follows the base's
+    if is_dual(base._value) or is_dual(b._value):  # forward AD: the tangent follows the base's
         b._value = replay_view(base._value, b._view_fns, raw=False)
     if b._view_kind is not None and (b._node is not None or base._requires_grad):
         if _mode.enabled:
@@ -979,22 +851,6 @@ def move_retain(t: Any, old_node: Any, old_nr: int) -> None:
     node._hook_dict("_retain")[t._output_nr] = weakref.ref(t)
 
 
-_AMBIGUOUS_VIEW = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
-                   "by moving both the view and the inplace either both inside the {} block (if you don't want the "
-                   "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
-_VIEW_FIX = {
-    "no_grad": _AMBIGUOUS_VIEW.format("no_grad"),
-    "inference": _AMBIGUOUS_VIEW.format("inference_mode"),
-    "multi_output": (" This view is the output of a function that returns multiple views. Such functions do not "
-                     "allow the output views to be modified inplace. You should replace the inplace operation by an "
-                     "out-of-place one."),
-    "custom_function": (" This view was created inside a custom Function (or because an input was returned as-is) "
-                        "and the autograd logic to handle view+inplace would override the custom backward associated "
-                        "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You "
-                        "can fix this by cloning the output of the custom Function."),
-}
-
-
 def multi_output_views(views: tuple[Any, ...], name: str) -> tuple[Any, ...]:
     """Mark views that one op returned together (``split``, ``chunk``, ``unbind``): their nodes
     take PyTorch's ``name``, and in-place changes of them are refused when autograd is involved
@@ -1010,61 +866,8 @@ def multi_output_views(views: tuple[Any, ...], name: str) -> tuple[Any, ...]:
     return views
 
 
-def _output_nr(t: Any) -> int:
-    """PyTorch's ``output_nr`` of ``t`` (a piece of split/chunk/unbind is output k of one node)."""
-    return int(t.__dict__.get("_multi_index", t._output_nr))
-
-
-def _short_name(node: Any) -> str:
-    """A node's name as PyTorch's messages give it: ``MulBackward0`` -> ``Mul``."""
-    return _strip_backward(getattr(node, "_short", None) or node.name())
-
-
-def _strip_backward(name: str) -> str:
-    return re.sub(r"Backward\d*$", "", name)
-
-
-def view_rebase_error(t: Any, indirect: bool) -> str:
-    """PyTorch's message for a view that may not be rebased: ``t`` is modified in place
-    (``indirect=False``) or its base / another view of it was (``indirect=True``)."""
-    kind = t._view_kind
-    node = t._node
-    mode, with_mode = ("inference mode", " in normal mode.") if kind == "inference" else \
-        ("no_grad mode", " with grad mode enabled.")
-    what = "its base or another view of its base has been modified inplace" if indirect else "is being modified inplace"
-    if node is None:
-        head = f"A view was created in {mode} and "
-    elif kind in ("no_grad", "inference"):  # a view (with history) of such a view
-        head = f"Output {_output_nr(t)} of {_short_name(node)} is a view of a view which was created in {mode} and "
-    else:
-        head, with_mode = f"Output {_output_nr(t)} of {_short_name(node)} is a view and ", "."
-    return head + what + with_mode + _VIEW_FIX[kind]
-
-
 # --------------------------------------------------------------------------
 # recording
-
-
-class _Anomaly:
-    enabled = False
-    check_nan = True
-    running: Any = None  # the node whose backward is running (anomaly mode only)
-
-
-anomaly = _Anomaly()
-
-
-class _Profiling:
-    active: list[Any] = []
-
-
-profiling = _Profiling()
-
-_INFERENCE_SAVED = (
-    "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
-    "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it "
-    "in autograd, or use `ft.no_grad()` instead of `ft.inference_mode()`."
-)
 
 
 def _torch_shape_error(prim: Primitive, args: list[Any], err: ValueError) -> Exception:
@@ -1100,9 +903,9 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
     The hot path of the Tensor layer (every operation): as ``ReverseTrace.process``,
     the raw call goes straight to ``prim.fast_fn`` when every argument is a plain array.
     While an ft.func transform runs a function, the call goes through its hook first
-    (``FUNC_OPS``: views and no_grad of traced values, see ``_func_support``).
+    (``FUNC_TRANSFORM_HOOK``: views and no_grad of traced values, see ``_func_support``).
     """
-    hook = FUNC_OPS[0]
+    hook = FUNC_TRANSFORM_HOOK[0]
     if hook is not None and not hooked:
         return hook(_record_hooked, prim, args, kwargs, argnums)
     if len(argnums) == 1 and not kwargs:
@@ -1113,7 +916,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
             cls = _ONE_BOX.get(prim)
             if cls is None:
                 cls = _ONE_BOX[prim] = prim.differentiable and not prim.multiple_results \
-                    and prim.name not in _VIEW_PRIMS and _node_class(prim)
+                    and prim not in VIEW_PRIMITIVES and _node_class(prim)
             if cls:  # the most common call, the same node with less work: one Tensor argument (no view, not
                 # inference) requiring grad, grad mode on, a differentiable prim of one result that makes no view
                 i = argnums[0]
@@ -1203,7 +1006,7 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
 
         record_event(f"aten::{prim.name}", time.perf_counter() - t0)
     inference = st.inference
-    is_view = argnums[0] == 0 and prim.name in _VIEW_PRIMS
+    is_view = argnums[0] == 0 and prim in VIEW_PRIMITIVES
     if (inference_in or inference) and is_view and getattr(ans, "base", None) is not None:
         inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
     make = _TENSOR_CLS[0]._make if tensor_out else NumpyBox._make
@@ -1271,14 +1074,42 @@ def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: li
         node._materialize(_hook_state.stack[-1])
     if prim.multiple_results:
         node._n_outputs = len(outs)
-        node._plain = False
+        node._short_step = False
     if anomaly.enabled:
         node._stack = user_stack()
     return tuple(outs) if prim.multiple_results else outs[0]
 
 
 _record_hooked = partial(record, hooked=True)
-TensorTrace.process = staticmethod(record)  # type: ignore[assignment,method-assign]  # (no frame between)
+
+
+class TensorTrace(ReverseTrace):
+    """The reverse trace that Tensors belong to: level 0, always open, never on any thread's stack.
+
+    A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph
+    of ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``); calls are recorded
+    by :func:`record` (only when some input requires grad and grad mode is on) and
+    walked by ``core.reverse.backward_pass``, with the Tensor layer's visitor.
+    """
+
+    __slots__ = ()
+    opaque_results = False  # every result is a Tensor
+    process = staticmethod(record)  # (no frame between the primitive wrapper and record)
+
+    def __init__(self) -> None:
+        Trace.__init__(self, "funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
+        self.keep_all = False
+        self.min_drop_bytes = 0
+        self.active = True
+
+    def __enter__(self) -> "TensorTrace":
+        raise RuntimeError("the tensor trace is always open; it is not entered")
+
+    def new_input(self, value: Any) -> Any:
+        return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
+
+
+TRACE = TensorTrace()
 
 
 def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
@@ -1341,7 +1172,7 @@ ONE_ARG = [0]  # argnums of a call of one argument, shared by its nodes (never w
 
 def _node_class(prim: Primitive) -> type:
     """The node class of ``prim``'s calls, named as PyTorch names it."""
-    cls = _NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim.name))
+    cls = _NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim))
     return cls
 
 
@@ -1362,26 +1193,6 @@ def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any 
     return s
 
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class _Stack(list[Any]):
-    """Formatted frames, and the node whose backward was running when they were taken (if any)."""
-
-    __slots__ = ("parent",)
-    parent: Any
-
-
-def user_stack() -> list[Any]:
-    """The current Python stack without funcgrad's own frames (for anomaly mode); its ``parent``
-    is the node whose backward created this one (double backward), for the nested report."""
-    frames = traceback.extract_stack()
-    keep = [f for f in frames if not f.filename.startswith(_PKG_DIR)]
-    stack = _Stack(traceback.format_list(keep))
-    stack.parent = anomaly.running
-    return stack
-
-
 def _as_array(a: Any) -> Any:
     """A NumPy scalar or Python number as a 0-d array; anything else as it is."""
     if isinstance(a, (np.generic, int, float, complex, bool)):
@@ -1390,7 +1201,7 @@ def _as_array(a: Any) -> Any:
 
 
 def _mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> None:
-    a, o = _fwad.primal_value(args[0]), _fwad.primal_value(out._value)  # dual tensors view their primal's memory
+    a, o = primal_value(args[0]), primal_value(out._value)  # dual tensors view their primal's memory
     ob = getattr(o, "base", None)
     if ob is None or o is a or not (ob is a or ob is getattr(a, "base", None)):
         return
@@ -1447,8 +1258,8 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
     if out._requires_grad and st.enabled:
         _protect_saved(out, t, start_seq)
     ov = out._value
-    if _fwad.is_dual(v) or _fwad.is_dual(ov):  # forward AD: primal into memory, the tangent rebound
-        v, ov = _fwad.inplace_write(t, ov)  # the raw memory and the new primal
+    if is_dual(v) or is_dual(ov):  # forward AD: primal into memory, the tangent rebound
+        v, ov = _dual_inplace_write(t, ov)  # the raw memory and the new primal
     if getattr(ov, "shape", ()) != v.shape:
         ov = namespace_of(v).broadcast_to(ov, v.shape)
     if namespace_of(v) is np:
@@ -1568,76 +1379,25 @@ def _nodes_since(node: Any, start_seq: int) -> Iterator[Any]:
 # saved-tensor hooks
 
 
-class saved_tensors_hooks:
-    """Context manager: every tensor saved for backward inside is packed with
-    ``pack_hook(tensor)`` and unpacked with ``unpack_hook(packed)`` when backward
-    needs it (thread-local, innermost wins), as ``torch.autograd.graph.saved_tensors_hooks``.
+def _dual_inplace_write(t: Any, new: Any) -> tuple[Any, ...]:
+    """An in-place write of the raw value ``new`` into tensor ``t`` where either is dual: ``t``'s
+    tangents become ``new``'s (broadcast to ``t``'s shape and dtype); for a view, its base's tangents
+    change in the viewed region. Returns ``t``'s raw memory and ``new``'s primal, for the caller to copy."""
+    from ..transforms import vjp
 
-    Example::
-
-        def pack(t):
-            name = os.path.join(tmp, f"{uuid.uuid4()}.npy"); np.save(name, t.numpy()); return name
-        def unpack(name):
-            return ft.from_numpy(np.load(name))
-        with ft.autograd.graph.saved_tensors_hooks(pack, unpack):
-            y = (x * x).sum()
-        y.backward()          # same gradient, saved values read back from disk
-    """
-
-    def __init__(self, pack_hook: Callable[..., Any], unpack_hook: Callable[..., Any]):
-        if not callable(pack_hook) or not callable(unpack_hook):
-            raise TypeError("saved_tensors_hooks(pack_hook, unpack_hook): both hooks must be callable")
-        self.pack_hook = pack_hook
-        self.unpack_hook = unpack_hook
-
-    def __enter__(self) -> "saved_tensors_hooks":
-        if _hook_state.disabled is not None:
-            raise RuntimeError(_hook_state.disabled)
-        _hook_state.stack = _hook_state.stack + [(self.pack_hook, self.unpack_hook)]
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        _hook_state.stack = _hook_state.stack[:-1]
-
-
-class save_on_cpu(saved_tensors_hooks):
-    """Saved tensors are kept in host memory and moved back to their device in backward.
-
-    With NumPy arrays (already on the host) the value is kept as it is.
-
-    Example::
-
-        with ft.autograd.graph.save_on_cpu():
-            loss = model(x).sum()
-    """
-
-    def __init__(self, pin_memory: bool = False):
-        def pack(t: Any) -> tuple[Any, ...]:
-            v = t._value
-            ns = namespace_of(v)
-            if ns is np:
-                return (None, t)
-            return (ns, v.get() if hasattr(v, "get") else ns.asnumpy(v))
-
-        def unpack(packed: tuple[Any, ...]) -> Any:
-            ns, payload = packed
-            if ns is None:
-                return payload
-            return _TENSOR_CLS[0]._make(ns.asarray(payload))
-
-        super().__init__(pack, unpack)
-
-
-class disable_saved_tensors_hooks:
-    """Inside, registering saved-tensor hooks raises ``RuntimeError(error_message)``."""
-
-    def __init__(self, error_message: str):
-        self.message = error_message
-
-    def __enter__(self) -> None:
-        self.prev = _hook_state.disabled
-        _hook_state.disabled = self.message
-
-    def __exit__(self, *exc: Any) -> None:
-        _hook_state.disabled = self.prev
-
+    mem = primal_value(t._value)
+    shape, dtype = mem.shape, mem.dtype
+    if t._base is not None:
+        root, fns = t._base, t._view_fns
+        rmem = primal_value(root._value)
+        ns = namespace_of(rmem)
+        mask = ns.zeros(rmem.shape, dtype=bool)
+        replay_view(mask, fns, raw=True)[...] = True
+        bottom = ns.broadcast_to(ns.asarray(primal_value(new), dtype=dtype), shape)
+        w = conform_dual(new, shape, dtype, bottom)
+        # the view chain is linear: its transpose scatters the written values into a base-shaped array
+        _, pull = vjp(lambda r: replay_view(r, fns, raw=False), ns.zeros(rmem.shape, dtype=rmem.dtype))
+        (scattered,) = pull(w)
+        root._value = conform_dual(fnp.where(mask, scattered, root._value), rmem.shape, rmem.dtype, rmem)
+    t._value = conform_dual(new, shape, dtype, mem)
+    return mem, primal_value(new)

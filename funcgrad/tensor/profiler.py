@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from .grad_mode import _DecoratorContextManager
-from .graph import profiling as _profiling
+from .debug_modes import profiling as _profiling
 
 __all__ = ["profile", "record_function", "FunctionEvent", "EventList", "FunctionEventAvg"]
 

@@ -36,9 +36,12 @@ from ..core import Box
 from ..core import trace as _core_trace
 from . import dtypes as _dt
 from . import forward_ad as _fwad
+from .dual_trace import primal_value
 from . import graph as _graph
 from .graph import GraphBox, PrimNode, RemovableHandle, _add_hook, apply_inplace
 from . import _func_support as _func
+from .tensor_class import register_tensor_class
+from .torch_names import rename_node
 
 __all__ = ["Tensor", "Size", "device", "is_tensor"]
 
@@ -122,7 +125,7 @@ def _seq_mark() -> int:
 def _rename(out: Any, name: str, mark: int) -> Tensor:
     node = getattr(out, "_node", None)
     if node is not None and node._seq > mark and isinstance(node, PrimNode):
-        _graph.rename_node(node, name)
+        rename_node(node, name)
     return cast("Tensor", out)
 
 
@@ -374,7 +377,7 @@ def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True)
 
 
 def _format(t: Tensor) -> str:
-    v = _fwad.primal_value(t._value)
+    v = primal_value(t._value)
     if namespace_of(v) is not np:
         from ..backend import to_numpy
 
@@ -692,9 +695,5 @@ _UFUNC_OPS: dict[str, Callable[..., Any]] = {
        for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")},
 }
 
-_graph._TENSOR_CLS.append(Tensor)
+register_tensor_class(Tensor)
 _PARAM: list[Any] = [Tensor]  # replaced by ft.nn.Parameter once defined (fast type checks)
-
-# the mixins' method bodies name ``Tensor``; bind it in their modules now that it exists
-for _mixin_module in (_tensor_math, _tensor_shape, _tensor_inplace, _tensor_convert):
-    setattr(_mixin_module, "Tensor", Tensor)

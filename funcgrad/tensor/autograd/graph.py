@@ -4,10 +4,8 @@ import threading
 import weakref
 from typing import Any, Callable, Sequence
 
-from ..graph import (  # noqa: F401
-    Node, RemovableHandle, SavedTensor, disable_saved_tensors_hooks, get_gradient_edge, save_on_cpu,
-    saved_tensors_hooks,
-)
+from ..graph import Node, RemovableHandle, SavedTensor, get_gradient_edge  # noqa: F401
+from ..saved_hooks import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks  # noqa: F401
 
 __all__ = ["Node", "SavedTensor", "RemovableHandle", "saved_tensors_hooks", "save_on_cpu",
            "disable_saved_tensors_hooks", "get_gradient_edge", "register_multi_grad_hook", "to_dot", "to_svg"]

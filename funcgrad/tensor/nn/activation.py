@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from . import Module, _const_param, _Functional, _maybe_inplace
+from .module import Module, _Functional
+from .layers import _const_param
+from .bridge import _maybe_inplace
 from . import functional as F
 
 __all__ = ["Sigmoid", "Tanh", "SiLU", "LeakyReLU", "Softmax", "LogSoftmax", "ReLU6", "ELU", "SELU", "CELU", "Mish",

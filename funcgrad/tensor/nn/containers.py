@@ -12,7 +12,8 @@ import operator
 from typing import Any, Iterable, Iterator, cast
 
 from ..tensor import Tensor
-from . import Module, Parameter
+from .module import Module
+from .parameter import Parameter
 
 __all__ = ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 

@@ -18,7 +18,8 @@ import math
 from typing import Any, cast
 
 from ..tensor import Tensor
-from . import _Functional, _per_rank, _uniform_param
+from .module import _Functional
+from .layers import _per_rank, _uniform_param
 from . import functional as F
 from .functional import _ntuple as _tup
 

@@ -12,7 +12,9 @@ Example::
 from __future__ import annotations
 
 from ..tensor import Tensor
-from . import _check_dropout_p, _Functional, _maybe_inplace, _per_rank
+from .bridge import _check_dropout_p, _maybe_inplace
+from .module import _Functional
+from .layers import _per_rank
 from . import functional as F
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]

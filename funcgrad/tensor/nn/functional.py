@@ -36,7 +36,7 @@ from ..grad_mode import no_grad
 from .. import ops as _ops
 from ..graph import as_tensor_box as _as_tensor_box
 from ..tensor import Tensor, _as_tensor, _raw, _rename, _seq_mark
-from . import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace
+from .bridge import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:

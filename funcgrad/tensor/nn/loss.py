@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..tensor import Tensor
-from . import Module
+from .module import Module
 from . import functional as F
 
 __all__ = ["MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss",

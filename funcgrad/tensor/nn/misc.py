@@ -13,7 +13,8 @@ import math
 from typing import Any
 
 from ..tensor import Tensor
-from . import Module, _const_param, _Functional, _uniform_param
+from .module import Module, _Functional
+from .layers import _const_param, _uniform_param
 from . import functional as F
 from .loss import _Loss, _WeightedLoss
 

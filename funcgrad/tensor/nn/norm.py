@@ -21,7 +21,8 @@ import numpy as np
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from ..toplevel import _on_default_device
-from . import Module, _const_param, _Functional, _np_dtype, _per_rank
+from .module import Module, _Functional
+from .layers import _const_param, _np_dtype, _per_rank
 from . import functional as F
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "InstanceNorm1d",

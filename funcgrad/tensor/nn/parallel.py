@@ -28,7 +28,7 @@ from ...distributed import buckets as _b
 from ...backend import namespace_of
 from ..grad_mode import no_grad
 from ..tensor import Tensor
-from . import Module
+from .module import Module
 
 __all__ = ["DistributedDataParallel"]
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..tensor import Tensor
-from . import Module, _Functional, _per_rank
+from .module import Module, _Functional
+from .layers import _per_rank
 from . import functional as F
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",

@@ -22,7 +22,9 @@ from ..graph import as_tensor_box
 from ..creation import zeros
 from ..ops import cat, stack
 from ..tensor import Tensor
-from . import Module, _boxes, _fg, _uniform_param
+from .module import Module
+from .bridge import _boxes, _fg
+from .layers import _uniform_param
 from . import functional as F
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]

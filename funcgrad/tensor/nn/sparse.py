@@ -14,7 +14,9 @@ import numpy as np
 
 from ..creation import default_generator
 from ..tensor import Tensor
-from . import Module, Parameter, _new_param, _np_dtype
+from .module import Module
+from .parameter import Parameter
+from .layers import _new_param, _np_dtype
 from . import functional as F
 
 __all__ = ["Embedding"]

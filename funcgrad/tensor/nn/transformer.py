@@ -25,7 +25,10 @@ from .. import dtypes as _dt
 from ..tensor import Tensor, _as_tensor
 from funcgrad.nn.kernels.attention import attention as _attention
 
-from . import Dropout, Linear, Module, _fg, _like, _new_param, _np_dtype
+from .dropout import Dropout
+from .layers import Linear, _new_param, _np_dtype
+from .module import Module
+from .bridge import _fg, _like
 from . import functional as F
 from . import init as _init
 from .containers import ModuleList

@@ -29,7 +29,7 @@ from ... import tree_util
 from ...backend import device_of, namespace_of, put_array, to_numpy
 
 from ..grad_mode import enable_grad, no_grad
-from ..nn import _zero_grads
+from ..nn.module import _zero_grads
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]

@@ -1,0 +1,64 @@
+"""Tensors through ``funcgrad.nn``'s functional maths: the helpers ``ft.nn.functional`` and
+the layers share (the Tensors go in as recorded NumPy-semantics boxes and come back as
+Tensors, so the formulas live in one place and record on the tensor graph)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, cast
+
+import numpy as np
+
+from funcgrad.backend import namespace_of
+
+from ..creation import default_generator
+from ..graph import as_numpy_box, as_tensor_box
+from ..tensor import Tensor, _as_tensor, _finish_inplace, _rename, _seq_mark
+
+
+def _maybe_inplace(x: Tensor, fn: Callable[[Tensor], Any], inplace: bool) -> Tensor:
+    """``fn(x)``; with ``inplace=True`` (PyTorch's activations and dropouts) written into ``x``,
+    which is returned: an in-place change like any other (values ``fn`` saved are kept, a leaf
+    that requires grad refuses)."""
+    if not inplace:
+        return cast("Tensor", fn(x))
+    mark = _seq_mark()
+    out = fn(x)
+    return x if out is x else _finish_inplace(x, _as_tensor(out), mark)
+
+
+def _boxes(*values: Any) -> list[Any]:
+    """The Tensors among ``values`` as recorded NumPy-semantics boxes, for ``funcgrad.nn``'s maths."""
+    return [as_numpy_box(t) if isinstance(t, Tensor) else t for t in values]
+
+
+def _fg(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
+    return cast("Tensor", as_tensor_box(fn(*_boxes(*tensors), **kwargs)))
+
+
+def _fg_named(name: str, fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
+    """``_fg(fn, ...)`` whose result's ``grad_fn`` carries PyTorch's node ``name`` (``MseLossBackward0``)."""
+    mark = _seq_mark()
+    return _rename(_fg(fn, *tensors, **kwargs), name, mark)
+
+
+def _like(t: Tensor, host: Any) -> Tensor:
+    """A constant made on the host (indices, masks, weights) as a Tensor on ``t``'s device."""
+    xp = namespace_of(t._value)
+    return Tensor._make(np.asarray(host) if xp is np else xp.asarray(host))
+
+
+def _check_dropout_p(p: float) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout(x: Tensor, p: float, training: bool, mask_shape: tuple[Any, ...]) -> Tensor:
+    """Zero with probability ``p`` through a mask of ``mask_shape`` (broadcast against ``x``: whole
+    channels when it has ones), scaling the rest by ``1/(1-p)``; ``x`` itself outside training."""
+    _check_dropout_p(p)
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    keep = default_generator._rng.random(mask_shape) >= p
+    return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
