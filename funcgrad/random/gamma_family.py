@@ -118,7 +118,7 @@ def _gamma_raw(keys: Any, a: Any, log_space: bool = False) -> Any:
 
 def _cdf_shape_derivative(xp: Any, a: Any, x: Any) -> Any:
     """``d/da`` of the regularized lower incomplete gamma function at ``(a, x)`` (float64)."""
-    from ..scipy.special import _special_namespace
+    from ..numpy.special_base import _special_namespace
 
     special = _special_namespace(xp, "gammainc")
     upper = x > a + 1.0
@@ -135,7 +135,7 @@ def _cdf_shape_derivative(xp: Any, a: Any, x: Any) -> Any:
 
 def _implicit_gradient_raw(a: Any, sample: Any, log_space: bool = False) -> Any:
     """``d sample / d a`` for a gamma sample (``d log-sample / d a`` in log space)."""
-    from ..scipy.special import _special_namespace
+    from ..numpy.special_base import _special_namespace
 
     xp = namespace_of(a, sample)
     dt = np.result_type(a, sample)
