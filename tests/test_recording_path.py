@@ -75,3 +75,98 @@ def test_tensor_facts_are_keyed_by_primitive_objects():
     assert type((x * 2).grad_fn).__name__ == "MulBackward0"
     assert type(x.reshape(6).grad_fn).__name__ == "ViewBackward0" and x.reshape(6)._base is x
     assert type(x.expand(4, 2, 3).grad_fn).__name__ == "ExpandBackward0"
+
+
+# --------------------------------------------------------------------------
+# one recording path: ReverseTrace.process is the skeleton, the Tensor trace overrides its steps
+
+from funcgrad.core.reverse import ReverseTrace  # noqa: E402
+
+_STEPS = ("unbox", "run", "new_node", "save_inputs", "new_boxes")
+
+
+def test_the_tensor_trace_overrides_the_steps_and_keeps_the_skeleton():
+    for step in _STEPS:
+        assert getattr(graph.TensorTrace, step) is not getattr(ReverseTrace, step), step
+    assert not hasattr(graph, "_record_hooked")
+    # its process is the ft.func hook and the short way of the commonest call, then the core's skeleton
+    import inspect
+
+    src = inspect.getsource(graph.TensorTrace.process)
+    assert "ReverseTrace.process(self" in src
+
+
+def test_a_reverse_trace_extends_the_skeleton_by_overriding_one_step():
+    made = []
+
+    class CountingTrace(ReverseTrace):
+        __slots__ = ()
+
+        def new_node(self, prim, links, argnums, kwargs):
+            node = super().new_node(prim, links, argnums, kwargs)
+            made.append(node.prim.name)
+            return node
+
+    with CountingTrace("counting") as trace:
+        x = trace.new_input(np.array([0.5, 1.5]))
+        y = fnp.sum(fnp.sin(x) * x)
+    assert made == ["sin", "multiply", "sum"]
+    (g,) = [ct for ct in fg.core.backward_pass([(y._node, np.array(1.0))]).values()]
+    np.testing.assert_allclose(g, np.cos([0.5, 1.5]) * [0.5, 1.5] + np.sin([0.5, 1.5]))
+
+
+def _traced_calls(fn):
+    import sys
+
+    seen = []
+
+    def prof(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "traced_call":
+            seen.append(frame.f_code.co_filename)
+
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return len(seen)
+
+
+@pytest.mark.parametrize("op", ["method", "function", "operator", "reflected", "unary_int"])
+def test_every_tensor_op_goes_through_the_primitive_wrapper(op):
+    x = ft.tensor([0.5, 1.5], requires_grad=True)
+    n = ft.tensor([1, 2])
+    call = {
+        "method": lambda: x.sin(),
+        "function": lambda: ft.tanh(x),
+        "operator": lambda: x * x,
+        "reflected": lambda: 2.0 - x,
+        "unary_int": lambda: n.exp(),
+    }[op]
+    assert _traced_calls(call) >= 1
+
+
+def _node_facts(out):
+    node = out.grad_fn
+    saved = tuple((pos, vc is not None, version) for pos, _, vc, version, _ in node._saved)
+    return (type(node).__name__, [type(p).__name__ for p in node.parents], list(node.argnums), list(node._inputs),
+            saved, [type(a).__name__ for a in node.args], [type(a).__name__ for a in node.ans], node._out_meta,
+            out._requires_grad, out._output_nr, node._short_step)
+
+
+@pytest.mark.parametrize("fn", [fnp.sin, fnp.exp, fnp.tanh, fnp.log1p, fnp.negative])
+@pytest.mark.parametrize("size", [3, 1000])  # small arrays kept, big ones replaced by their spec when unread
+def test_the_short_way_and_the_steps_make_the_same_node(fn, size):
+    prim = get_primitive(fn)
+    leaf = ft.tensor(np.linspace(0.1, 0.9, size), requires_grad=True)
+    for x in (leaf, leaf * 1.0):  # a leaf (AccumulateGrad parent) and a value with history
+        short = fn(x)  # TensorTrace.process's short way
+        steps = graph.record(prim, [x], {}, [0])  # the skeleton and the Tensor trace's steps
+        assert _node_facts(short) == _node_facts(steps)
+        np.testing.assert_array_equal(short.detach().numpy(), steps.detach().numpy())
+        short.sum().backward()
+        first = leaf.grad.numpy().copy()
+        leaf.grad = None
+        steps.sum().backward()
+        np.testing.assert_allclose(leaf.grad.numpy(), first)
+        leaf.grad = None

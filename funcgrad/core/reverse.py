@@ -246,6 +246,40 @@ class ReverseTrace(Trace):
         return VJPBox(value, self, VJPNode(None, (), (), None, None, value))
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
+        """Record one call of ``prim``: the one recording path of reverse mode, for ``fg.grad``'s
+        tape and for the Tensor layer's graph alike. A fixed skeleton; a kind of reverse trace
+        overrides its steps, never the skeleton:
+
+        1. :meth:`unbox`: this trace's boxes in ``args`` become their values (what links them is kept);
+        2. :meth:`run`: the primitive's raw function on the values;
+        3. :meth:`new_node`: the tape node, linked to its parents (None: nothing to record);
+        4. the declaration's ``reads``: an argument no VJP rule reads is kept as its
+           :class:`ArraySpec` when big enough to matter;
+        5. :meth:`save_inputs` and :meth:`new_boxes`: what the node keeps, and the result's boxes.
+        """
+        links = self.unbox(prim, args, kwargs, argnums)
+        ans = self.run(prim, args, kwargs)
+        node = self.new_node(prim, links, argnums, kwargs)
+        if node is None:
+            return self.new_boxes(prim, ans, None, links, args, kwargs, False)
+        drop_args: tuple[int, ...] = ()
+        drop_ans = False
+        if prim.reads is not None and not (self.keep_all or _save_everything.on):
+            found = prim.drop_cache.get((len(args), *node.argnums))  # (``_drops``, its cached case inline)
+            drop_args, drop_ans = found if found is not None else _drops(prim, node.argnums, len(args))
+            least = self.min_drop_bytes
+            for j in drop_args:
+                a = args[j]
+                if getattr(a, "nbytes", -1) >= least and not isinstance(a, Box):
+                    args[j] = ArraySpec(a)
+        self.save_inputs(node, args, drop_args, links)
+        return self.new_boxes(prim, ans, node, links, args, kwargs, drop_ans)
+
+    # -- the steps of ``process`` (a kind of reverse trace overrides these)
+
+    def unbox(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
+        """Replace this trace's boxes in ``args`` (at ``argnums``) by their values; returns what the
+        later steps need to link the node: here (parents' nodes, versions of enclosing boxes)."""
         parents: list[Any] = []
         versions: list[tuple[int, int]] | None = None
         for i, a in enumerate(args):
@@ -264,36 +298,48 @@ class ReverseTrace(Trace):
                 if versions is None:
                     versions = []
                 versions.append((i, a._version))
+        return parents, versions
+
+    def run(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The primitive on the unboxed arguments (straight to its fast path on plain arrays)."""
         fast = prim.fast_types
         for a in args:
             if type(a) not in fast:
-                ans = prim.call(*args, **kwargs)  # lower-level boxes or another backend
-                break
-        else:
-            ans = prim.fast_fn(*args, **kwargs)
+                return prim.call(*args, **kwargs)  # lower-level boxes or another backend
+        return prim.fast_fn(*args, **kwargs)
+
+    def new_node(self, prim: Primitive, links: Any, argnums: list[int], kwargs: dict[str, Any]) -> Any:
+        """The tape node of this call, its parents and traced positions set; None when the call is
+        not recorded (here: a primitive with no derivative)."""
         if not prim.differentiable:
-            return ans
+            return None
         node = _new_node(VJPNode)
         node.prim = prim
-        node.parents = parents
+        node.parents = links[0]
         node.argnums = argnums
-        saved_ans = ans
-        if prim.reads is not None and not self.keep_all:
-            drop_args, drop_ans = _drops(prim, argnums, len(args))
-            # Only arrays big enough to matter are replaced by their spec.
-            least = self.min_drop_bytes
-            for j in drop_args:
-                if j < len(args) and getattr(args[j], "nbytes", -1) >= least and not isinstance(args[j], Box):
-                    args[j] = ArraySpec(args[j])
-            if drop_ans and getattr(ans, "nbytes", -1) >= least and not isinstance(ans, Box):
-                saved_ans = ArraySpec(ans)
-            if versions is not None:
-                versions = [(i, v) for i, v in versions if isinstance(args[i], Box)] or None
-        node.args = args
         node.kwargs = kwargs
-        node.ans = saved_ans
         node.out_index = None
+        return node
+
+    def save_inputs(self, node: Any, args: list[Any], drop_args: tuple[int, ...], links: Any) -> None:
+        """Keep the arguments on ``node`` (those in ``drop_args``, which no rule reads, already
+        replaced by their specs where big), with the versions of the enclosing boxes kept."""
+        versions = links[1]
+        if versions is not None and drop_args:
+            versions = [(i, v) for i, v in versions if isinstance(args[i], Box)] or None
+        node.args = args
         node.versions = versions
+
+    def new_boxes(self, prim: Primitive, ans: Any, node: Any, links: Any, args: list[Any], kwargs: dict[str, Any],
+                  drop_ans: bool) -> Any:
+        """The result's boxes (the raw result when ``node`` is None), the result kept on ``node``
+        (its spec when ``drop_ans`` and big enough)."""
+        if node is None:
+            return ans
+        if drop_ans and getattr(ans, "nbytes", -1) >= self.min_drop_bytes and not isinstance(ans, Box):
+            node.ans = ArraySpec(ans)
+        else:
+            node.ans = ans
         if prim.multiple_results:
             return tuple(
                 VJPBox(a, self, VJPNode(None, (node,), (0,), None, None, a, k)) for k, a in enumerate(ans)

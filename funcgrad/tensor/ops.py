@@ -14,10 +14,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..core import trace as _core_trace
 from . import dtypes as _dt
-from .graph import NO_KWARGS, ONE_ARG
-from .graph import record as _record
 from .dtypes import can_cast, promote_types
 from .tensor import Tensor, is_tensor, _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
 
@@ -44,7 +41,8 @@ __all__ = [
 
 def _method_fn(name: str) -> Callable[..., Any]:
     method = getattr(Tensor, name)
-    prim: Any = getattr(method, "_prim", None)  # a unary primitive's method (tensor._unary): its short path, inline
+    prim: Any = getattr(method, "_prim", None)  # a unary primitive's method (tensor._unary): its primitive, called at once
+    call: Any = prim.call if prim is not None else None
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
         if kwargs and (out := kwargs.pop("out", None)) is not None:
@@ -54,9 +52,8 @@ def _method_fn(name: str) -> Callable[..., Any]:
         return getattr(_as_tensor(input), name)(*args, **kwargs)
 
     def unary(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        if input.__class__ is Tensor and not args and not kwargs and input._value.dtype.kind in "fc" \
-                and _core_trace.result_hook is None:
-            return _record(prim, [input], NO_KWARGS, ONE_ARG)
+        if input.__class__ is Tensor and not args and not kwargs and input._value.dtype.kind in "fc":
+            return call(input)
         return fn(input, *args, **kwargs)
 
     f = fn if prim is None else unary

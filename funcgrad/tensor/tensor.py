@@ -1,7 +1,8 @@
 """The ``Tensor`` class: a backend array plus PyTorch's autograd attributes and methods.
 
 Every method maps onto funcgrad.numpy functions (one place per operation);
-recording happens in ``graph.record`` because a Tensor is a box of the
+recording happens in the core's ``ReverseTrace.process`` (the steps ``graph.TensorTrace``
+overrides) because a Tensor is a box of the
 tensor trace. Type promotion follows PyTorch (``dtypes.result_type``) and is
 applied here, before the NumPy-semantics primitive is called.
 
@@ -33,7 +34,6 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import namespace_of
 from ..core import Box
-from ..core import trace as _core_trace
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from .dual_trace import primal_value
@@ -47,7 +47,6 @@ __all__ = ["Tensor", "Size", "device", "is_tensor"]
 
 _pyint, _pyfloat, _pybool, _pycomplex = builtins.int, builtins.float, builtins.bool, builtins.complex
 _grad_lock = threading.RLock()
-_record = _graph.record
 
 
 class Size(tuple[int, ...]):
@@ -265,14 +264,6 @@ def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> T
         d = _dt.get_default_dtype()
         a = _cast(a, d) if isinstance(a, Tensor) else _pyfloat(a)
         b = _cast(b, d) if isinstance(b, Tensor) else _pyfloat(b)
-    out: Tensor
-    if _core_trace.result_hook is None:  # recorded at once, as the traced call would (Tensors and numbers here)
-        if isinstance(a, Tensor):
-            out = _record(fn.primitive, [a, b], {}, [0, 1] if isinstance(b, Tensor) else [0])  # type: ignore[attr-defined]
-            return out
-        if isinstance(b, Tensor):
-            out = _record(fn.primitive, [a, b], {}, [1])  # type: ignore[attr-defined]
-            return out
     out = fn(a, b)
     return out if isinstance(out, Tensor) else _as_tensor(out)
 
@@ -315,18 +306,13 @@ def _float(t: Tensor) -> Tensor:
 
 def _unary(fn: Callable[..., Any], to_float: bool = True) -> Callable[[Tensor], Tensor]:
     """The method ``t.<name>()``: ``fn(t)`` (a one-argument primitive), in floats for an integer ``t``
-    when ``to_float``. Its primitive is found once, here; on a Tensor it is recorded at once (what the
-    traced call does then, less the generic checks). ``ft.<name>`` takes the same short path (``_prim``,
-    see ops.py)."""
+    when ``to_float``. ``ft.<name>`` calls the primitive the same way (``_prim``, see ops.py)."""
     prim = fn.primitive  # type: ignore[attr-defined]
 
     def method(self: Tensor) -> Tensor:
         if to_float and self._value.dtype.kind in "biu":
             self = _cast(self, _dt.get_default_dtype())
-        if _core_trace.result_hook is not None:
-            return fn(self)  # type: ignore[no-any-return]
-        out: Tensor = _record(prim, [self], _graph.NO_KWARGS, _graph.ONE_ARG)
-        return out
+        return fn(self)  # type: ignore[no-any-return]
 
     method.__name__ = method.__qualname__ = prim.name
     method._prim = prim  # type: ignore[attr-defined]
