@@ -34,7 +34,8 @@ from .quiet import fp_quiet, fp_restore
 from .saved_hooks import _hook_state
 from ..core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_thread_state
 from .graph import (
-    _RELEASED, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge, target,
+    _RELEASED, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge,
+    register_node_call, target,
 )
 from .creation import zeros_like
 from .dual_trace import _local as _fwad_local, paused as _fwad_paused
@@ -612,3 +613,6 @@ def call_node(node: Node, grads: tuple[Any, ...]) -> Any:
         outs = node.apply(internal, False)
     res = tuple(_to_user(g, False) if g is not None else None for g in outs)
     return res[0] if len(res) == 1 else res
+
+
+register_node_call(call_node)

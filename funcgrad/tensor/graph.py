@@ -368,9 +368,17 @@ class Node(VJPNode):
         return f"<{getattr(self, '_short', None) or self._name} object at {id(self):#x}>"
 
     def __call__(self, *grads: Any) -> Any:
-        from .backward import call_node
+        """``grad_fn(*grads)``: the node run on given output gradients (by ``backward.call_node``)."""
+        return _NODE_CALL[0](self, grads)
 
-        return call_node(self, grads)
+
+# how ``grad_fn(*grads)`` runs a node: registered by backward.py (which imports this module)
+_NODE_CALL: list[Callable[..., Any]] = []
+
+
+def register_node_call(fn: Callable[..., Any]) -> None:
+    """Register ``fn(node, grads)`` as what calling a node does (``backward.call_node``)."""
+    _NODE_CALL[:] = [fn]
 
 
 def target(node: Node, output_nr: int) -> VJPNode:

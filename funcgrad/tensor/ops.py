@@ -41,7 +41,7 @@ __all__ = [
 
 def _method_fn(name: str) -> Callable[..., Any]:
     method = getattr(Tensor, name)
-    prim: Any = getattr(method, "_prim", None)  # a unary primitive's method (tensor._unary): its primitive, called at once
+    prim: Any = getattr(method, "_prim", None)  # a unary method (tensor._unary): its primitive
     call: Any = prim.call if prim is not None else None
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
