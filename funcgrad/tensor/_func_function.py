@@ -21,12 +21,11 @@ from ..core import Box, JVPBox, VJPBox, defprimitive
 from ..core.trace import shape_of
 from ._func_support import _raw_value, is_traced, traced_inplace
 from .grad_mode import enable_grad, no_grad
+from .function import DIRTY_NOT_RETURNED, register_traced_apply
 from .tensor import Tensor
 
-__all__ = ["apply_function", "traced_args", "VmapInfo"]
+__all__ = ["apply_function", "VmapInfo"]
 
-DIRTY_NOT_RETURNED = ("Some elements marked as dirty during the forward method were not returned as output. The "
-                      "inputs that are modified inplace must all be outputs of the Function.")
 
 
 class _Call:
@@ -238,11 +237,6 @@ _FN = defprimitive(_fn_raw, name="autograd_function", vjp_all=_fn_vjp, jvp_all=_
                    multiple_results=True, doc="One ``ft.autograd.Function.apply`` under an ft.func transform.")
 
 
-def traced_args(args: tuple[Any, ...]) -> bool:
-    """Whether some Tensor argument holds a transform's traced value (``Function.apply`` under ft.func)."""
-    return any(isinstance(a, Tensor) and is_traced(a._value) for a in args)
-
-
 def apply_function(cls: type, args: tuple[Any, ...]) -> Any:
     """``cls.apply(*args)`` on traced tensors: the Function's rules become the transforms' rules.
 
@@ -276,3 +270,6 @@ def apply_function(cls: type, args: tuple[Any, ...]) -> Any:
             t._value = results[k]._value
         results[k] = t
     return tuple(results) if call.is_tuple else results[0]
+
+
+register_traced_apply(apply_function)

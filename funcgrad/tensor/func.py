@@ -30,6 +30,7 @@ import funcgrad.numpy as fnp
 from funcgrad import tree_util
 
 from ..core import Box
+from . import _func_function  # noqa: F401  (registers Function.apply on traced Tensors)
 from . import _func_support as _support
 from ._func_support import _raw_value
 from .grad_mode import state as _mode

@@ -34,8 +34,20 @@ from .torch_names import _FREED, named_node_class, view_rebase_error
 from .graph import GraphBox, Node, edge_of
 from .grad_mode import no_grad, set_grad_enabled
 from .grad_mode import state as _mode
+from ._func_support import is_traced
 from .tensor import Tensor
-from . import _func_function
+
+DIRTY_NOT_RETURNED = ("Some elements marked as dirty during the forward method were not returned as output. The "
+                      "inputs that are modified inplace must all be outputs of the Function.")
+
+# How ``Function.apply`` runs on Tensors holding a transform's traced values (under ft.func): registered
+# by _func_function.py (which imports this module), as ``apply_function(cls, args)``.
+_TRACED_APPLY: list[Callable[..., Any]] = []
+
+
+def register_traced_apply(fn: Callable[..., Any]) -> None:
+    """Register ``fn(cls, args)`` as ``Function.apply`` on traced Tensors (``_func_function.apply_function``)."""
+    _TRACED_APPLY[:] = [fn]
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable", "InplaceFunction", "NestedIOFunction"]
 
@@ -302,8 +314,8 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             raise TypeError(f"{cls.__name__}.apply() takes positional arguments only")
-        if _func_function.traced_args(args):  # under ft.func: one primitive whose rules are this Function's
-            return _func_function.apply_function(cls, args)
+        if any(isinstance(a, Tensor) and is_traced(a._value) for a in args):
+            return _TRACED_APPLY[0](cls, args)  # under ft.func: one primitive whose rules are this Function's
         dual, dual_boxes = _fwad.dual_inputs(args)
         if dual is not None:  # forward AD: forward runs on the primals, cls.jvp gives the tangents
             args = _fwad.primal_args(args, dual_boxes)
@@ -331,7 +343,7 @@ class Function:
             results.append(o)
         _mark_output_views(outs, results, input_ids, ctx)
         if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
-            raise RuntimeError(_func_function.DIRTY_NOT_RETURNED)
+            raise RuntimeError(DIRTY_NOT_RETURNED)
         for a in args:
             if isinstance(a, Tensor) and id(a) in ctx._dirty:
                 _check_dirty(a, record)
