@@ -135,8 +135,7 @@ def is_traced(v: Any) -> bool:
 
 def _raw_value(t: Any) -> Any:
     """The raw value inside ``t`` (a Tensor op on a traced value may wrap a Tensor around it again)."""
-    from .tensor import Tensor
-
+    Tensor = _TENSOR_CLS[0]
     while isinstance(t, Tensor):
         t = t._value
     return t

@@ -40,7 +40,7 @@ from .graph import (
 from .creation import zeros_like
 from .dual_trace import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import no_grad, state as _mode
-from .tensor import Tensor, _as_tensor, _grad_lock
+from .tensor import Tensor, _as_tensor, _grad_lock, register_backward
 
 __all__ = ["backward", "grad"]
 
@@ -616,3 +616,4 @@ def call_node(node: Node, grads: tuple[Any, ...]) -> Any:
 
 
 register_node_call(call_node)
+register_backward(backward)

@@ -19,7 +19,7 @@ from ..backend import namespace_of
 from . import dtypes as _dt
 from .grad_mode import state as _mode
 from .graph import GraphBox
-from .tensor import SizeArg, Tensor, _fg_device, _raw, _shape_arg, device
+from .tensor import SizeArg, Tensor, _fg_device, _raw, _shape_arg, device, register_constructors
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
@@ -347,3 +347,6 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001
 
 def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
     return abs * angle.cos() + (abs * angle.sin()) * 1j
+
+
+register_constructors(tensor=tensor, empty=empty)

@@ -24,6 +24,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from ..core import JVPBox
+from .tensor_class import _TENSOR_CLS
 from .dual_trace import DualTrace, _local, is_dual, paused, primal_value  # noqa: F401  (re-exported)
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "UnpackedDualTensor"]
@@ -103,8 +104,7 @@ def make_dual(tensor: Any, tangent: Any, *, level: int | None = None) -> Any:
             d = fwAD.make_dual(x, ft.ones_like(x))
             fwAD.unpack_dual((d * d).sum()).tangent   # 2 * x.sum()
     """
-    from .tensor import Tensor
-
+    Tensor = _TENSOR_CLS[0]
     trace = _trace_of(level, "create a dual Tensor for forward AD")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError(f"make_dual expects Tensors, got {type(tensor).__name__} and {type(tangent).__name__}")
@@ -167,8 +167,7 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
 
         p, t = fwAD.unpack_dual(y)
     """
-    from .tensor import Tensor
-
+    Tensor = _TENSOR_CLS[0]
     if not isinstance(tensor, Tensor) or not _local.levels:
         return UnpackedDualTensor(tensor, None)
     trace = _trace_of(level, "unpack a dual Tensor")
@@ -184,8 +183,7 @@ def unpack_dual(tensor: Any, *, level: int | None = None) -> UnpackedDualTensor:
 def dual_inputs(args: Any) -> tuple[DualTrace | None, list[Any]]:
     """For a custom Function: the innermost open level any Tensor argument is dual at, and each argument's
     tangent there (None where none)."""
-    from .tensor import Tensor
-
+    Tensor = _TENSOR_CLS[0]
     if _local.paused > 0:
         return None, []
     for trace in reversed(_local.levels):

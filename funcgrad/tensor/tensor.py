@@ -46,6 +46,24 @@ from .torch_names import rename_node
 __all__ = ["Tensor", "Size", "device", "is_tensor"]
 
 _pyint, _pyfloat, _pybool, _pycomplex = builtins.int, builtins.float, builtins.bool, builtins.complex
+
+# ``ft.tensor`` and ``ft.empty``, registered by creation.py (which imports this module): what ``Tensor(...)``
+# and ``_as_tensor`` of Python data call
+_CONSTRUCTORS: dict[str, Callable[..., Any]] = {}
+
+
+def register_constructors(**constructors: Callable[..., Any]) -> None:
+    """Register creation.py's ``tensor`` and ``empty``, which ``Tensor(...)`` calls."""
+    _CONSTRUCTORS.update(constructors)
+
+
+# ``ft.autograd.backward``, registered by backward.py (which imports this module): what ``Tensor.backward`` runs
+_BACKWARD: list[Callable[..., Any]] = []
+
+
+def register_backward(fn: Callable[..., Any]) -> None:
+    """Register ``fn(tensors, grad_tensors, retain_graph, create_graph, inputs=)`` as what ``Tensor.backward`` runs."""
+    _BACKWARD[:] = [fn]
 _grad_lock = threading.RLock()
 
 
@@ -198,11 +216,10 @@ def _as_tensor(x: Any) -> Tensor:
         raise TypeError(
             "a value traced by a funcgrad transform cannot be used as a Tensor; use funcgrad.numpy on it instead"
         )
-    from .creation import tensor
-
+    tensor = _CONSTRUCTORS["tensor"]
     if isinstance(x, np.ndarray):
         return Tensor._make(x) if x.dtype in _dt._BY_NP else tensor(x)
-    return tensor(x)
+    return tensor(x)  # type: ignore[no-any-return]
 
 
 def _cond(c: Any) -> Any:
@@ -448,12 +465,11 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
         if not args and not kwargs:
             return object.__new__(cls)
-        from . import creation
-
+        t: Tensor
         if args and all(isinstance(a, (_pyint, np.integer)) for a in args):
-            t = creation.empty(*args, **kwargs)
+            t = _CONSTRUCTORS["empty"](*args, **kwargs)
         else:
-            t = creation.tensor(args[0], dtype=kwargs.get("dtype", _dt.get_default_dtype()))
+            t = _CONSTRUCTORS["tensor"](args[0], dtype=kwargs.get("dtype", _dt.get_default_dtype()))
         if cls is not Tensor:
             t = cls._from(t)
         return t
@@ -644,10 +660,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         ``gradient`` is required unless the tensor has one element. See
         :func:`ft.autograd.backward`.
         """
-        from .backward import backward
-
         _func.check_backward(self)
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _BACKWARD[0](self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # NumPy interop: ndarray (op) Tensor defers to Tensor's reflected operators
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
