@@ -19,7 +19,7 @@ from ..backend import namespace_of
 from . import dtypes as _dt
 from .grad_mode import state as _mode
 from .graph import GraphBox
-from .tensor import SizeArg, Tensor, _fg_device, _raw, _shape_arg, device, register_constructors
+from .tensor import SizeArg, Tensor, _backend_device, _raw, _shape_arg, device, register_constructors
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
@@ -93,7 +93,7 @@ def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor
     if device_ is not None:
         dev = device(device_)
         if dev.type != "cpu":  # made on the host, then copied to the device (explicitly)
-            value = _backend.device_put(value, _fg_device(dev))
+            value = _backend.device_put(value, _backend_device(dev))
     if requires_grad and value.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     if value.dtype not in _dt._BY_NP:

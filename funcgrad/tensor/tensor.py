@@ -336,7 +336,7 @@ def _unary(fn: Callable[..., Any], to_float: bool = True) -> Callable[[Tensor], 
     return method
 
 
-def _fg_device(dev: device) -> Any:
+def _backend_device(dev: device) -> Any:
     """The funcgrad.backend Device for a Tensor-layer device (index None: device 0)."""
     return _backend.as_device("cpu" if dev.type == "cpu" else f"{dev.type}:{dev.index or 0}")
 
@@ -344,7 +344,7 @@ def _fg_device(dev: device) -> Any:
 def _to_device(t: Tensor, dev: device) -> Tensor:
     """``t`` on ``dev``: ``t`` itself when it is there already, else a copy that autograd
     records (``ToCopyBackward0``: the gradient goes back to ``t``'s device)."""
-    target = _fg_device(dev)
+    target = _backend_device(dev)
     if _backend.device_of(t._value) == target:
         return t
     from ..numpy.creation import device_copy

@@ -90,9 +90,9 @@ def placed(arr: np.ndarray, saved_device: str | None, map_location: Any) -> Any:
     d = _device(dev)
     if d.type == "cpu":
         return arr
-    from .tensor import _fg_device
+    from .tensor import _backend_device
 
-    return _backend.device_put(arr, _fg_device(d))
+    return _backend.device_put(arr, _backend_device(d))
 
 
 def _read_exact_into(f: IO[bytes], offset: int, arr: np.ndarray, where: str) -> int:
