@@ -231,6 +231,8 @@ class ReverseTrace(Trace):
 
     Nodes keep only what the VJP rules read (see ``Primitive.reads``), unless
     ``keep_all`` is set: ``linearize`` replays JVP rules on the tape, which read more.
+    :meth:`process` is the one recording path of every reverse trace; a kind of reverse
+    trace (the Tensor layer's, ``funcgrad.visualize``'s) overrides its steps.
     """
 
     __slots__ = ("keep_all", "min_drop_bytes")
