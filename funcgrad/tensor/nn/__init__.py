@@ -27,19 +27,23 @@ from .conv import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .rnn import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
+from .window_layers import *  # noqa: F401,F403
+from .ranking_loss_layers import *  # noqa: F401,F403
 from . import activation, conv, dropout, loss, misc, norm, pooling, rnn, transformer
+from . import ranking_loss_layers, window_layers
 from . import parallel  # noqa: F401  (ft.nn.parallel.DistributedDataParallel)
 
 __all__ = [
     "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "Identity", "Flatten", "ReLU",
-    "GELU", "Embedding",
+    "GELU", "Embedding", "EmbeddingBag",
     "functional", "init", "utils",
 ]
 __all__ += ["ParameterList", "ParameterDict", "RemovableHandle"]
-for _layers in (activation, conv, pooling, norm, dropout, rnn, transformer, loss, misc):
+for _layers in (activation, conv, pooling, norm, dropout, rnn, transformer, loss, misc, window_layers,
+                ranking_loss_layers):
     __all__ += _layers.__all__
