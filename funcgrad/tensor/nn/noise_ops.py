@@ -11,6 +11,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import cast
+
 from ..creation import default_generator
 from ..tensor import Tensor
 from .bridge import _check_dropout_p, _like, _maybe_inplace
@@ -64,6 +66,6 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         keep = (default_generator._rng.random(shape) >= p).astype(x._value.dtype)
         a = ((1 - p) * (1 + p * _SELU_SATURATION ** 2)) ** -0.5
         b = -a * _SELU_SATURATION * p
-        return (x * _like(x, keep) + _like(x, (1 - keep) * _SELU_SATURATION)) * a + b
+        return cast("Tensor", (x * _like(x, keep) + _like(x, (1 - keep) * _SELU_SATURATION)) * a + b)
 
     return _maybe_inplace(input, drop, inplace)

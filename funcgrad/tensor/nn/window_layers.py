@@ -10,7 +10,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..tensor import Tensor
 from .bridge import _check_dropout_p, _maybe_inplace
@@ -29,7 +29,8 @@ class _LPPool(Module):
         self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+        return cast("Tensor", type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride,
+                                              self.ceil_mode))
 
     def extra_repr(self) -> str:
         return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
