@@ -70,10 +70,13 @@ def test_optimizer_state_dict_resume(expr):
     ("NAdam", {"betas": (0.9, 1.5)}, "beta parameter at index 1"), ("RMSprop", {"alpha": -1.0}, "alpha"),
     ("SGD", {"momentum": -0.5}, "momentum"), ("Adadelta", {"rho": 1.5}, "rho"),
     ("Adagrad", {"lr_decay": -1.0}, "lr_decay"), ("RAdam", {"lr": -0.1}, "learning rate"),
+    ("Adafactor", {"beta2_decay": 0.5}, "beta2_decay should be <= 0"), ("Adafactor", {"d": 0.5}, "Clipping threshold"),
+    ("Adafactor", {"eps": (-1.0, 1e-3)}, "epsilon1"), ("SparseAdam", {"lr": 0.0}, "learning rate"),
+    ("Muon", {"adjust_lr_fn": "other"}, "not supported"),
 ])
 def test_hyperparameter_validation(cls, kw, word):
     with pytest.raises(ValueError, match=word):
-        getattr(ft.optim, cls)([ft.zeros(2, requires_grad=True)], **kw)
+        getattr(ft.optim, cls)([ft.zeros(2, 2, requires_grad=True)], **kw)
 
 
 def test_params_must_be_iterable():
@@ -141,3 +144,34 @@ def test_lbfgs_state_dict_resume():
     opt2.load_state_dict(sd)
     run(opt2, 2)
     np.testing.assert_allclose(w.detach().numpy(), end, rtol=1e-12)
+
+
+def test_muon_takes_matrices_and_sparse_adam_refuses_dense_gradients():
+    with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+        ft.optim.Muon([ft.zeros(3, requires_grad=True)])
+    p = ft.ones(2, requires_grad=True)
+    opt = ft.optim.SparseAdam([p])
+    (p * p).sum().backward()
+    with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients, please consider Adam"):
+        opt.step()
+
+
+def test_muon_orthogonalizes_the_update():
+    """With no momentum history, no decay and a square matrix the step is lr times the Newton-Schulz image of
+    the normalized gradient, whose singular values lie near 1 (within the quintic's band, about 0.7 to 1.2)."""
+    w = ft.zeros(4, 4, dtype=ft.float64, requires_grad=True)
+    g = np.random.default_rng(0).standard_normal((4, 4))
+    (w * ft.tensor(g)).sum().backward()
+    ft.optim.Muon([w], lr=1.0, weight_decay=0.0, nesterov=False, momentum=0.0, ns_steps=10).step()
+    s = np.linalg.svd(-w.detach().numpy(), compute_uv=False)
+    assert np.all((s > 0.6) & (s < 1.25)), s
+
+
+def test_adafactor_factored_state_shapes():
+    w = ft.ones(3, 4, 5, requires_grad=True)
+    b = ft.ones(5, requires_grad=True)
+    opt = ft.optim.Adafactor([w, b])
+    ((w * w).sum() + (b * b).sum()).backward()
+    opt.step()
+    assert list(opt.state[w]) == ["step", "row_var", "col_var"] and list(opt.state[b]) == ["step", "variance"]
+    assert opt.state[w]["row_var"].shape == (3, 4, 1) and opt.state[w]["col_var"].shape == (3, 1, 5)

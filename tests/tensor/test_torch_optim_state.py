@@ -66,7 +66,7 @@ def test_state_dict_layout_and_values_are_torchs(name):
             np.testing.assert_allclose(got[slot].numpy(), v.numpy(), rtol=rtol, atol=1e-14,
                                        err_msg=f"{name} {idx} {slot}")
     # the live state holds the same slots, as tensors the user can read and edit
-    live = opt.state[params[0]]
+    live = opt.state[opt.param_groups[0]["params"][0]]  # (state index 0: the first parameter optimized)
     assert list(live) == list(theirs["state"].get(0, {})) and "functional" not in live
 
 
