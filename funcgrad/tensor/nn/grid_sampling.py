@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from funcgrad.backend import namespace_of
+
 from ..tensor import Tensor, _as_tensor
 from .bridge import _like
 
@@ -83,8 +85,8 @@ def _reflect(c: Tensor, twice_low: int, twice_high: int) -> Tensor:
     span = (twice_high - twice_low) / 2.0
     c = (c - lo).abs()
     extra = c.fmod(span)
-    flips = np.floor(c.detach().numpy() / span).astype(np.int64)
-    even = _like(c, flips % 2 == 0)
+    flips = (c.detach() / span).floor()._value  # on the tensor's device
+    even = Tensor._make(flips % 2 == 0)
     return (extra + lo).where(even, span - extra + lo)
 
 
@@ -132,22 +134,20 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     ix = _source(grid[..., 0], W, align, padding_mode)  # (N, Ho, Wo)
     iy = _source(grid[..., 1], H, align, padding_mode)
     flat = input.reshape(N, C, H * W)
+    xp = namespace_of(input._value)
 
-    def tap(yi: np.ndarray, xi: np.ndarray) -> Tensor:
-        """``input[n, :, yi, xi]`` as ``(N, C, Ho, Wo)``, 0 where the pixel is outside."""
+    def tap(yi: Any, xi: Any) -> Tensor:
+        """``input[n, :, yi, xi]`` as ``(N, C, Ho, Wo)`` for integer arrays on the input's device, 0 outside."""
         inside = (yi >= 0) & (yi < H) & (xi >= 0) & (xi < W)
-        idx = np.where(inside, np.clip(yi, 0, H - 1) * W + np.clip(xi, 0, W - 1), 0).reshape(N, 1, Ho * Wo)
-        vals = flat.gather(2, _like(input, np.broadcast_to(idx, (N, C, Ho * Wo)).copy()))
-        return vals.reshape(N, C, Ho, Wo) * _like(input, inside.reshape(N, 1, Ho, Wo).astype(input._value.dtype))
+        idx = xp.where(inside, xp.clip(yi, 0, H - 1) * W + xp.clip(xi, 0, W - 1), 0).reshape(N, 1, Ho * Wo)
+        vals = flat.gather(2, Tensor._make(xp.broadcast_to(idx, (N, C, Ho * Wo)).copy()))
+        return vals.reshape(N, C, Ho, Wo) * Tensor._make(inside.reshape(N, 1, Ho, Wo).astype(input._value.dtype))
 
-    if mode == "nearest":
-        xr = np.round(ix.detach().numpy()).astype(np.int64)  # round half to even, as PyTorch's nearbyint
-        yr = np.round(iy.detach().numpy()).astype(np.int64)
-        return tap(yr, xr)
-    x0 = np.floor(ix.detach().numpy()).astype(np.int64)
-    y0 = np.floor(iy.detach().numpy()).astype(np.int64)
-    fx = (ix - _like(ix, x0.astype(ix._value.dtype))).unsqueeze(1)
-    fy = (iy - _like(iy, y0.astype(iy._value.dtype))).unsqueeze(1)
+    if mode == "nearest":  # round half to even, as PyTorch's nearbyint
+        return tap(iy.detach().round()._value.astype(xp.int64), ix.detach().round()._value.astype(xp.int64))
+    x0t, y0t = ix.detach().floor(), iy.detach().floor()
+    x0, y0 = x0t._value.astype(xp.int64), y0t._value.astype(xp.int64)
+    fx = (ix - x0t).unsqueeze(1)
+    fy = (iy - y0t).unsqueeze(1)
     return (tap(y0, x0) * (1 - fx) * (1 - fy) + tap(y0, x0 + 1) * fx * (1 - fy)
             + tap(y0 + 1, x0) * (1 - fx) * fy + tap(y0 + 1, x0 + 1) * fx * fy)
-
