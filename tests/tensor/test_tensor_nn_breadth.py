@@ -281,3 +281,20 @@ def test_embedding_bag_module_matches_manual_sums():
     assert np.allclose(out.detach().numpy(), [w[1], np.zeros(2), w[2] + w[3] + w[4]])
     frozen = ft.nn.EmbeddingBag.from_pretrained(ft.ones(3, 2), mode="max")
     assert not frozen.weight.requires_grad and frozen(ft.tensor([[0, 1]])).shape == (1, 2)
+
+
+def test_sync_batchnorm_is_batchnorm_in_one_process_and_converts_models():
+    ft.manual_seed(0)
+    model = ft.nn.Sequential(ft.nn.Conv2d(2, 3, 1), ft.nn.BatchNorm2d(3), ft.nn.Sequential(ft.nn.BatchNorm1d(3)))
+    ref = ft.nn.BatchNorm2d(3)
+    model[1].weight.data.mul_(2.0)
+    ref.load_state_dict(model[1].state_dict())
+    converted = ft.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert type(converted[1]) is ft.nn.SyncBatchNorm and type(converted[2][0]) is ft.nn.SyncBatchNorm
+    assert converted[1].weight is model[1].weight and list(converted.state_dict()) == list(model.state_dict())
+    x = ft.randn(4, 3, 2, 2)
+    np.testing.assert_allclose(converted[1](x).detach().numpy(), ref(x).detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(converted[1].running_var.numpy(), ref.running_var.numpy(), rtol=1e-6)
+    assert ft.nn.SyncBatchNorm(3)(ft.randn(2, 3, 2, 2, 2)).shape == (2, 3, 2, 2, 2)  # any rank
+    with pytest.raises(ValueError, match="expected at least 2D input"):
+        ft.nn.SyncBatchNorm(3)(ft.randn(3))

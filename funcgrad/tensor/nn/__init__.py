@@ -23,6 +23,7 @@ from .layers import GELU, Flatten, Identity, Linear, ReLU, Sequential
 from . import functional, init, utils  # noqa: F401  (modules: import funcgrad.tensor.nn.functional as F)
 from .containers import Container, ModuleDict, ModuleList, ParameterDict, ParameterList
 from .data_parallel import DataParallel
+from .sync_batchnorm import SyncBatchNorm
 from .activation import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
@@ -46,7 +47,7 @@ __all__ = [
     "GELU", "Embedding", "EmbeddingBag",
     "functional", "init", "utils",
 ]
-__all__ += ["ParameterList", "ParameterDict", "RemovableHandle", "Container", "DataParallel"]
+__all__ += ["ParameterList", "ParameterDict", "RemovableHandle", "Container", "DataParallel", "SyncBatchNorm"]
 for _layers in (activation, conv, pooling, norm, dropout, rnn, transformer, loss, misc, window_layers,
                 ranking_loss_layers, transformer_decoder, lazy):
     __all__ += _layers.__all__
