@@ -57,8 +57,9 @@ def _gather(opt: Any, group: dict[Any, Any], tx: Any, params: list[Tensor], flat
         if getattr(t, "shape", ()) == (total,):
             leaves.append(xp.concatenate([xp.reshape(row[j], (-1,)) for row in per]).astype(t.dtype, copy=False))
         else:
-            first = per[0][j]
-            if any(not bool(xp.all(row[j] == first)) for row in per[1:]):
+            first = per[0][j]  # a shared scalar: the step count, which funcgrad.optim keeps on the host
+            fx = namespace_of(first)
+            if any(not bool(fx.all(row[j] == first)) for row in per[1:]):
                 return None
             leaves.append(first)
     return tree_util.tree_unflatten(treedef, leaves)
