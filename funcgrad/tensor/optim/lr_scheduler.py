@@ -617,7 +617,7 @@ class CyclicLR(LRScheduler):
         if self.mode == "triangular":
             return 1.0
         if self.mode == "triangular2":
-            return 1 / (2.0 ** (x - 1))
+            return float(1 / (2.0 ** (x - 1)))
         return float(self.gamma ** x)
 
     def get_lr(self) -> list[Any]:
