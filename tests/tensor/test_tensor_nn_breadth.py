@@ -298,3 +298,22 @@ def test_sync_batchnorm_is_batchnorm_in_one_process_and_converts_models():
     assert ft.nn.SyncBatchNorm(3)(ft.randn(2, 3, 2, 2, 2)).shape == (2, 3, 2, 2, 2)  # any rank
     with pytest.raises(ValueError, match="expected at least 2D input"):
         ft.nn.SyncBatchNorm(3)(ft.randn(3))
+
+
+def test_adaptive_log_softmax_log_prob_predict_and_errors():
+    ft.manual_seed(0)
+    asm = ft.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0)
+    x = ft.randn(5, 8, dtype=ft.float32)
+    lp = asm.log_prob(x)
+    np.testing.assert_allclose(lp.exp().sum(1).detach().numpy(), 1.0, rtol=1e-5)
+    y = ft.tensor([0, 9, 4, 2, 6])
+    out, loss = asm(x, y)
+    np.testing.assert_allclose(out.detach().numpy(), lp.gather(1, y.unsqueeze(1)).squeeze(1).detach().numpy(),
+                               rtol=1e-5)
+    assert np.array_equal(asm.predict(x).numpy(), lp.argmax(1).numpy())
+    with pytest.raises(RuntimeError, match="Target values should be in"):
+        asm(x, ft.tensor([0, 1, 2, 3, 10]))
+    with pytest.raises(RuntimeError, match="same size in the batch dimension"):
+        asm(x, ft.tensor([0, 1]))
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
+        ft.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [6, 3])

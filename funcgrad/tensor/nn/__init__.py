@@ -24,6 +24,7 @@ from . import functional, init, utils  # noqa: F401  (modules: import funcgrad.t
 from .containers import Container, ModuleDict, ModuleList, ParameterDict, ParameterList
 from .data_parallel import DataParallel
 from .sync_batchnorm import SyncBatchNorm
+from .adaptive_softmax import AdaptiveLogSoftmaxWithLoss
 from .activation import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
@@ -47,7 +48,8 @@ __all__ = [
     "GELU", "Embedding", "EmbeddingBag",
     "functional", "init", "utils",
 ]
-__all__ += ["ParameterList", "ParameterDict", "RemovableHandle", "Container", "DataParallel", "SyncBatchNorm"]
+__all__ += ["ParameterList", "ParameterDict", "RemovableHandle", "Container", "DataParallel", "SyncBatchNorm",
+            "AdaptiveLogSoftmaxWithLoss"]
 for _layers in (activation, conv, pooling, norm, dropout, rnn, transformer, loss, misc, window_layers,
                 ranking_loss_layers, transformer_decoder, lazy):
     __all__ += _layers.__all__
