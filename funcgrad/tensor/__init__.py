@@ -38,6 +38,10 @@ from . import autograd, linalg  # noqa: F401
 from . import nn, optim, utils  # noqa: F401
 from . import distributed  # noqa: F401  (ft.distributed; mpi4py is loaded on first use)
 from .serialization import load, save  # noqa: F401
+from . import nn_ops as _nn_ops
+from .nn_ops import *  # noqa: F401,F403  (the torch namespace's forms of nn ops)
+from . import blas_ops as _blas_ops
+from .blas_ops import *  # noqa: F401,F403
 from . import safetensors  # noqa: F401  (ft.safetensors: the safetensors.torch API)
 from . import backends, cuda, func  # noqa: F401
 from .. import __version__ as __version__  # funcgrad's version (torch.__version__'s place)
@@ -59,6 +63,8 @@ __all__ = [
 __all__ += _creation.__all__
 __all__ += ops.__all__
 __all__ += _legacy.__all__
+__all__ += _nn_ops.__all__
+__all__ += _blas_ops.__all__
 
 
 def is_inference(t: Tensor) -> object:

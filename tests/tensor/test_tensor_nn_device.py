@@ -82,3 +82,22 @@ def test_layers_train_on_the_device_like_on_the_host(opt_name):
     np.testing.assert_allclose(d_loss, h_loss, rtol=1e-4)
     for a, b in zip(d_params, h_params):
         np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode, padding", [("bilinear", "zeros"), ("bilinear", "reflection"), ("nearest", "border")])
+def test_grid_sample_on_the_device_matches_the_host(mode, padding):
+    rng = np.random.default_rng(3)
+    x_host, theta_host = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((2, 2, 3)) * 0.6
+    outs = []
+    for dev in ("cpu", "cuda"):
+        x = ft.tensor(x_host, device=dev, requires_grad=True)
+        theta = ft.tensor(theta_host, device=dev, requires_grad=True)
+        with fb.no_host_sync() if dev != "cpu" else _null():
+            y = F.grid_sample(x, F.affine_grid(theta, (2, 3, 3, 4), align_corners=False), mode=mode,
+                              padding_mode=padding, align_corners=False)
+            (y * y).sum().backward()
+        outs.append([None if t is None else t.detach().cpu().numpy() for t in (y, x.grad, theta.grad)])
+    for a, b in zip(*outs):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

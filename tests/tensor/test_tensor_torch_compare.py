@@ -1563,18 +1563,20 @@ def test_script_runs_on_funcgrad_tensor(name):
     assert isinstance(result, dict) and result
 
 
-def _compare(a, b, path):
+def _compare(a, b, path, skip=frozenset()):
+    if path in skip:
+        return
     if isinstance(a, dict):
         assert set(a) == set(b), path
         for k in a:
-            _compare(a[k], b[k], f"{path}.{k}")
+            _compare(a[k], b[k], f"{path}.{k}", skip)
     elif isinstance(a, (list, tuple)):
         if isinstance(b, tuple) and isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str):
             assert a == b, path  # (exception type, message start)
             return
         assert len(a) == len(b), f"{path}: {a} != {b}"
         for i, (x, y) in enumerate(zip(a, b)):
-            _compare(x, y, f"{path}[{i}]")
+            _compare(x, y, f"{path}[{i}]", skip)
     elif isinstance(a, np.ndarray) or isinstance(a, (float, np.floating)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=1e-6, err_msg=path)
     else:
@@ -1616,13 +1618,48 @@ def test_fixture_encoding_round_trips():
     assert back["z"].dtype == np.complex128 and np.array_equal(back["z"], value["z"])
 
 
+# funcgrad.tensor follows the recorded PyTorch (torch_compare.json, 2.15). An older torch installed here
+# answers differently at these paths (checked live against 2.13: each line is what 2.13 gives), so the live
+# comparison leaves them out when the installed torch is older than the recorded one; the recorded
+# comparison above still checks every one of them.
+OLDER_TORCH_DIFFERS = {
+    "errors.mean_int": "RuntimeError (2.15: NotImplementedError) for the mean of an integer tensor",
+    "missing_ops.vac_dtype": "RuntimeError (2.15: NotImplementedError) for view_as_complex of an integer tensor",
+    "subgradients.clamp": "gradient 1 at the bounds of clamp(0, 1) (2.15: 0, only strictly inside)",
+    "subgradients.clamp_": "the same for the in-place clamp_",
+    "subgradients.clamp_min": "gradient 1 at the bound of clamp(min=0) (2.15: 0)",
+    "subgradients.clamp_max": "gradient 1 at the bound of clamp(max=1) (2.15: 0)",
+    "subgradients.clamp_tensors": "a tie with a tensor bound sends the whole gradient to x (2.15: half to each)",
+    "subgradients.clamp_min_tensor": "the same for clamp(min=tensor)",
+}
+# PyTorch 2.13 crashes (a segmentation fault inside its Tensor.register_hook) on one of the random programs
+# of views, hooks and in-place changes, taking the test process with it: that script is compared with the
+# recorded results only (test_script_matches_recorded_torch), never run live.
+CRASHES_LIVE_TORCH = {"inplace_random_programs"}
+
+
+def _older_than_recorded(version: str) -> bool:
+    def key(v: str) -> tuple:
+        return tuple(int(p) for p in v.split("+")[0].split(".")[:2])
+
+    return key(version) < key(_RECORDED["torch_version"])
+
+
+def test_older_torch_differences_name_real_paths():
+    for path in OLDER_TORCH_DIFFERS:
+        script_name, key = path.split(".")
+        assert key in _RECORDED["results"][script_name], path
+    assert CRASHES_LIVE_TORCH <= set(SCRIPTS)
+
+
 @pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch is not installed (it is only a reference, never a dependency)")
 @pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")
-@pytest.mark.parametrize("name", sorted(SCRIPTS))
+@pytest.mark.parametrize("name", sorted(set(SCRIPTS) - CRASHES_LIVE_TORCH))
 def test_script_matches_torch(name):
     import torch
 
     torch.set_default_dtype(torch.float32)
     ours = SCRIPTS[name](ft)
     theirs = SCRIPTS[name](torch)
-    _compare(ours, theirs, name)
+    _compare(ours, theirs, name, frozenset(OLDER_TORCH_DIFFERS) if _older_than_recorded(torch.__version__) else
+             frozenset())

@@ -44,6 +44,12 @@ def _close(ours: np.ndarray, theirs: np.ndarray, what: str) -> None:
     np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9, err_msg=what)
 
 
+# PyTorch's CrossMapLRN2d backward is written for the symmetric channel window, while its forward keeps
+# channel 0 in every window (a running sum that never subtracts it): its gradient is not the derivative
+# of its own output. Ours is (checked by gradcheck in test_tensor_nn_breadth.py); outputs are compared.
+OUTPUTS_ONLY = {"crossmaplrn_odd", "crossmaplrn_even"}
+
+
 def _run_case(case: dict) -> None:
     ft.set_default_dtype(ft.float64)
     env = {"nn": ft.nn, "F": F, "torch": ft}
@@ -80,6 +86,8 @@ def _run_case(case: dict) -> None:
             cot = ft.tensor(np.sin(1.0 + np.arange(o.numel())).reshape(tuple(o.shape)))
             term = (o * cot).sum()
             loss = term if loss is None else loss + term
+    if case["name"] in OUTPUTS_ONLY:
+        return
     params = list(m.named_parameters()) if m is not None else []
     targets = leaves + [p for _, p in params]
     if loss is not None and targets:
@@ -89,6 +97,8 @@ def _run_case(case: dict) -> None:
     for i, (g, ref) in enumerate(zip(grads[:len(leaves)], case["input_grads"])):
         if ref is None:
             assert g is None or not g.abs().sum().item()
+        elif g is None:  # unused here; PyTorch's gradient must then be zero (grid_sample's nearest grid)
+            assert not np.abs(_arr(ref)).sum(), f"grad of input {i} is None, PyTorch's is not zero"
         else:
             _close(g.numpy(), _arr(ref), f"grad of input {i}")
     for (n, _), g in zip(params, grads[len(leaves):]):
@@ -115,4 +125,11 @@ def test_loss_matches_torch(case):
 
 @pytest.mark.parametrize("case", _load("functional"), ids=lambda c: c["name"])
 def test_functional_matches_torch(case):
+    _run_case(case)
+
+
+@pytest.mark.parametrize("case", _load("breadth"), ids=lambda c: c["name"])
+def test_breadth_matches_torch(case):
+    """Issue 29's layers and functions (LP and fractional pooling, LRN, grid sampling, margin and CTC losses,
+    embedding bags, 3-d padding, ...) against PyTorch's recorded outputs and gradients."""
     _run_case(case)

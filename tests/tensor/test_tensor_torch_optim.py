@@ -70,10 +70,13 @@ def test_optimizer_state_dict_resume(expr):
     ("NAdam", {"betas": (0.9, 1.5)}, "beta parameter at index 1"), ("RMSprop", {"alpha": -1.0}, "alpha"),
     ("SGD", {"momentum": -0.5}, "momentum"), ("Adadelta", {"rho": 1.5}, "rho"),
     ("Adagrad", {"lr_decay": -1.0}, "lr_decay"), ("RAdam", {"lr": -0.1}, "learning rate"),
+    ("Adafactor", {"beta2_decay": 0.5}, "beta2_decay should be <= 0"), ("Adafactor", {"d": 0.5}, "Clipping threshold"),
+    ("Adafactor", {"eps": (-1.0, 1e-3)}, "epsilon1"), ("SparseAdam", {"lr": 0.0}, "learning rate"),
+    ("Muon", {"adjust_lr_fn": "other"}, "not supported"),
 ])
 def test_hyperparameter_validation(cls, kw, word):
     with pytest.raises(ValueError, match=word):
-        getattr(ft.optim, cls)([ft.zeros(2, requires_grad=True)], **kw)
+        getattr(ft.optim, cls)([ft.zeros(2, 2, requires_grad=True)], **kw)
 
 
 def test_params_must_be_iterable():
@@ -141,3 +144,125 @@ def test_lbfgs_state_dict_resume():
     opt2.load_state_dict(sd)
     run(opt2, 2)
     np.testing.assert_allclose(w.detach().numpy(), end, rtol=1e-12)
+
+
+def test_muon_takes_matrices_and_sparse_adam_refuses_dense_gradients():
+    with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+        ft.optim.Muon([ft.zeros(3, requires_grad=True)])
+    p = ft.ones(2, requires_grad=True)
+    opt = ft.optim.SparseAdam([p])
+    (p * p).sum().backward()
+    with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients, please consider Adam"):
+        opt.step()
+
+
+def test_muon_orthogonalizes_the_update():
+    """With no momentum history, no decay and a square matrix the step is lr times the Newton-Schulz image of
+    the normalized gradient, whose singular values lie near 1 (within the quintic's band, about 0.7 to 1.2)."""
+    w = ft.zeros(4, 4, dtype=ft.float64, requires_grad=True)
+    g = np.random.default_rng(0).standard_normal((4, 4))
+    (w * ft.tensor(g)).sum().backward()
+    ft.optim.Muon([w], lr=1.0, weight_decay=0.0, nesterov=False, momentum=0.0, ns_steps=10).step()
+    s = np.linalg.svd(-w.detach().numpy(), compute_uv=False)
+    assert np.all((s > 0.6) & (s < 1.25)), s
+
+
+def test_adafactor_factored_state_shapes():
+    w = ft.ones(3, 4, 5, requires_grad=True)
+    b = ft.ones(5, requires_grad=True)
+    opt = ft.optim.Adafactor([w, b])
+    ((w * w).sum() + (b * b).sum()).backward()
+    opt.step()
+    assert list(opt.state[w]) == ["step", "row_var", "col_var"] and list(opt.state[b]) == ["step", "variance"]
+    assert opt.state[w]["row_var"].shape == (3, 4, 1) and opt.state[w]["col_var"].shape == (3, 1, 5)
+
+
+FOREACH_CASES = [c for c in _cases("torch_optim.json") if not c["expr"].startswith(("optim.LBFGS", "optim.Muon"))]
+
+
+@pytest.mark.parametrize("case", FOREACH_CASES, ids=lambda c: c["name"])
+def test_foreach_trajectory_matches_torch(case):
+    """``foreach=True`` (one update over all parameters) follows PyTorch's recorded trajectory too."""
+    case = dict(case, expr=case["expr"][:-1] + ", foreach=True)")
+    test_optimizer_trajectory_matches_torch(case)
+
+
+def _two_params():
+    return (ft.tensor([0.5, -1.5, 2.0], dtype=ft.float64, requires_grad=True),
+            ft.tensor([[0.3, -0.7], [1.1, 0.2]], dtype=ft.float64, requires_grad=True))
+
+
+def _loss_step(opt, w, b, use_b=True):
+    opt.zero_grad()
+    loss = ((w - 1) ** 2).sum() + ((b * b).sum() + b.sin().sum() if use_b else 0.0)
+    loss.backward()
+    opt.step()
+
+
+@pytest.mark.parametrize("expr", ["optim.Adam(P, lr=0.1, amsgrad=True)", "optim.SGD(P, lr=0.1, momentum=0.9)",
+                                  "optim.NAdam(P, lr=0.05)", "optim.RMSprop(P, lr=0.01, centered=True)"])
+def test_foreach_state_is_per_parameter_views_and_matches_the_loop(expr):
+    runs = []
+    for foreach in (False, True):
+        w, b = _two_params()
+        opt = eval(expr[:-1] + f", foreach={foreach})", {"optim": ft.optim, "P": [w, b]})  # noqa: S307
+        for i in range(6):
+            _loss_step(opt, w, b, use_b=i not in (2, 3))  # b has no gradient at steps 3 and 4
+        runs.append((opt, w, b))
+    (o1, w1, b1), (o2, w2, b2) = runs
+    np.testing.assert_array_equal(w1.detach().numpy(), w2.detach().numpy())
+    np.testing.assert_array_equal(b1.detach().numpy(), b2.detach().numpy())
+    s1, s2 = o1.state_dict(), o2.state_dict()
+    for idx in s1["state"]:
+        assert list(s1["state"][idx]) == list(s2["state"][idx])
+        for k, v in s1["state"][idx].items():
+            np.testing.assert_array_equal(v.numpy(), s2["state"][idx][k].numpy(), err_msg=f"{idx} {k}")
+
+
+def test_foreach_live_state_edits_reach_the_next_step():
+    results = []
+    for foreach in (False, True):
+        w, b = _two_params()
+        opt = ft.optim.SGD([w, b], lr=0.1, momentum=0.9, foreach=foreach)
+        _loss_step(opt, w, b)
+        opt.state[b]["momentum_buffer"].mul_(0.0)  # in place
+        opt.state[w]["momentum_buffer"] = ft.ones(3, dtype=ft.float64)  # replaced
+        _loss_step(opt, w, b)
+        results.append((w.detach().numpy().copy(), b.detach().numpy().copy()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+def test_foreach_with_mixed_dtypes_updates_each_parameter():
+    w = ft.ones(3, dtype=ft.float64, requires_grad=True)
+    b = ft.ones(2, dtype=ft.float32, requires_grad=True)
+    opt = ft.optim.Adam([w, b], lr=0.1, foreach=True)
+    ((w * w).sum() + (b * b).sum().double()).backward()
+    opt.step()
+    assert not opt._flat and w.dtype is ft.float64 and b.dtype is ft.float32
+    assert np.allclose(w.detach().numpy(), 0.9) and np.allclose(b.detach().numpy(), 0.9)
+
+
+def test_foreach_runs_one_update_while_the_step_counts_agree():
+    """Once some parameters skipped steps (no gradient), step-counting optimizers (Adam's bias correction)
+    cannot share one flat state: they go on parameter by parameter, with the same result."""
+    w, b = _two_params()
+    opt = ft.optim.Adam([w, b], lr=0.1, foreach=True)
+    _loss_step(opt, w, b)
+    assert opt._flat and opt.state[b]["exp_avg"]._value.base is not None  # a view of the flat state
+    _loss_step(opt, w, b, use_b=False)
+    _loss_step(opt, w, b)
+    assert not opt._flat and int(opt.state[w]["step"].item()) == 3 and int(opt.state[b]["step"].item()) == 2
+
+
+def test_foreach_default_flattens_many_small_parameters_only():
+    many = [ft.ones(4, 4, requires_grad=True) for _ in range(10)]
+    few = [ft.ones(4, 4, requires_grad=True) for _ in range(3)]
+    for params, flat in ((many, True), (few, False)):
+        opt = ft.optim.Adam(params, lr=0.1)
+        sum((p * p).sum() for p in params).backward()
+        opt.step()
+        assert bool(opt._flat) is flat and opt.param_groups[0]["foreach"] is None
+    opt = ft.optim.Adam(many, lr=0.1, foreach=False)
+    opt.step()
+    assert not opt._flat

@@ -11,6 +11,7 @@ import numpy as np
 from funcgrad.backend import namespace_of
 
 from ..creation import default_generator
+from ..grad_mode import no_grad
 from ..graph import as_numpy_box, as_tensor_box
 from ..tensor import Tensor, _as_tensor, _finish_inplace, _rename, _seq_mark
 
@@ -62,3 +63,16 @@ def _dropout(x: Tensor, p: float, training: bool, mask_shape: tuple[Any, ...]) -
         return x * 0.0
     keep = default_generator._rng.random(mask_shape) >= p
     return x * _like(x, (keep / (1.0 - p)).astype(x._value.dtype))
+
+
+def _renorm_rows_(weight: Tensor, idx: Tensor, max_norm: float, norm_type: float) -> None:
+    """PyTorch's ``max_norm`` of the embeddings: the rows of ``weight`` that ``idx`` looks up and whose
+    ``norm_type``-norm exceeds ``max_norm`` are scaled down to it, in place and unrecorded."""
+    with no_grad():
+        w = weight._value
+        xp = namespace_of(w)
+        rows = xp.unique(idx._value)
+        norms = xp.sum(xp.abs(w[rows]) ** norm_type, axis=1) ** (1.0 / norm_type)
+        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        w[rows] = w[rows] * scale[:, None].astype(w.dtype)
+        weight._vc[0] += 1

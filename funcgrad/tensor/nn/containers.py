@@ -9,13 +9,14 @@ Example::
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any, Iterable, Iterator, cast
 
 from ..tensor import Tensor
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Container"]
 
 
 def _index(i: Any, n: int, what: str) -> int:
@@ -211,3 +212,17 @@ class ParameterDict(_NamedStore):
 
     def __setitem__(self, k: str, v: Any) -> None:
         self.register_parameter(k, _as_param(v))
+
+
+class Container(Module):
+    """PyTorch's deprecated ``nn.Container``: a Module holding the sub-modules given by keyword.
+
+    Example: ``ft.nn.Container(fc=ft.nn.Linear(2, 2))`` (warns; subclass ``ft.nn.Module`` instead).
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now implemented in nn.Module. "
+                      "Subclass that instead.", stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)

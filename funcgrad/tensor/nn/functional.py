@@ -36,7 +36,8 @@ from ..grad_mode import no_grad
 from .. import ops as _ops
 from ..graph import as_tensor_box as _as_tensor_box
 from ..tensor import Tensor, _as_tensor, _raw, _rename, _seq_mark
-from .bridge import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace
+from ._reduction import _check_reduction, _legacy_reduction, _reduce
+from .bridge import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace, _renorm_rows_
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
@@ -81,24 +82,6 @@ def log_softmax(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     out = x.matmul(weight.t())
     return out + bias if bias is not None else out
-
-
-def _legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
-    """``reduction``, or what PyTorch's deprecated ``size_average``/``reduce`` say when either is given
-    (they take precedence, with PyTorch's warning): both true (or None) ``mean``, ``reduce`` alone ``sum``,
-    ``reduce=False`` ``none``. Example: ``_legacy_reduction(False, None, "mean") == "sum"``."""
-    if size_average is None and reduce is None:
-        return reduction
-    reduce = reduce is None or bool(reduce)
-    legacy = ("mean" if size_average is None or size_average else "sum") if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{legacy}' instead.",
-                  UserWarning, stacklevel=3)
-    return legacy
-
-
-def _check_reduction(reduction: str) -> None:
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
@@ -796,14 +779,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
             f"got {int(v.min())} to {int(v.max())}"
         )
     if max_norm is not None:
-        with no_grad():
-            w = weight._value
-            xp = namespace_of(w)
-            rows = xp.unique(idx._value)
-            norms = xp.sum(xp.abs(w[rows]) ** norm_type, axis=1) ** (1.0 / norm_type)
-            scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-            w[rows] = w[rows] * scale[:, None].astype(w.dtype)
-            weight._vc[0] += 1
+        _renorm_rows_(weight, idx, max_norm, norm_type)
     out = weight[idx]
     if padding_idx is not None:
         pi = padding_idx % weight.shape[0]
@@ -934,16 +910,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
 
 # --------------------------------------------------------------------------- losses
-
-
-def _reduce(loss: Tensor, reduction: str, wt: Tensor | None = None) -> Tensor:
-    """PyTorch's ``reduction=``; with per-sample weights ``wt`` the mean is ``sum(loss) / sum(wt)``."""
-    _check_reduction(reduction)
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / wt.sum() if wt is not None else loss.mean()
 
 
 def _class_weights(logp: Tensor, target: Any, weight: Tensor | None, ignore_index: int) -> tuple[Tensor, Tensor]:
@@ -1282,3 +1248,27 @@ relu_, elu_, selu_, celu_, leaky_relu_, hardtanh_, threshold_ = (
 __all__ += ["hardshrink", "softshrink", "rms_norm", "pixel_shuffle", "pixel_unshuffle", "upsample_nearest",
             "upsample_bilinear", "bilinear", "pdist", "triplet_margin_loss", "multilabel_soft_margin_loss",
             "gumbel_softmax", "relu_", "elu_", "selu_", "celu_", "leaky_relu_", "hardtanh_", "threshold_"]
+
+# --------------------------------------------------------------------------- families in their own modules
+
+from .window_ops import (  # noqa: E402
+    channel_shuffle, conv_tbc, fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+    fractional_max_pool3d_with_indices, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d, native_channel_shuffle,
+)
+from .ranking_losses import (  # noqa: E402
+    ctc_loss, multi_margin_loss, multilabel_margin_loss, triplet_margin_with_distance_loss,
+)
+from .grid_sampling import affine_grid, grid_sample  # noqa: E402
+from .noise_ops import feature_alpha_dropout, rrelu, rrelu_  # noqa: E402
+from .embedding_bag import embedding_bag  # noqa: E402
+from .torch_function import (  # noqa: E402
+    assert_int_or_pair, boolean_dispatch, handle_torch_function, has_torch_function, has_torch_function_unary,
+    has_torch_function_variadic,
+)
+
+__all__ += ["channel_shuffle", "native_channel_shuffle", "conv_tbc", "fractional_max_pool2d",
+            "fractional_max_pool2d_with_indices", "fractional_max_pool3d", "fractional_max_pool3d_with_indices",
+            "local_response_norm", "lp_pool1d", "lp_pool2d", "lp_pool3d", "ctc_loss", "multi_margin_loss",
+            "multilabel_margin_loss", "triplet_margin_with_distance_loss", "affine_grid", "grid_sample",
+            "feature_alpha_dropout", "rrelu", "rrelu_", "embedding_bag", "assert_int_or_pair", "boolean_dispatch",
+            "handle_torch_function", "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"]

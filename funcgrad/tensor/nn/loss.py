@@ -14,6 +14,7 @@ from typing import Any, cast
 from ..tensor import Tensor
 from .module import Module
 from . import functional as F
+from ._reduction import _legacy_reduction
 
 __all__ = ["MSELoss", "L1Loss", "HuberLoss", "SmoothL1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
@@ -31,7 +32,7 @@ class _Loss(Module):
 
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__()
-        reduction = F._legacy_reduction(size_average, reduce, reduction)
+        reduction = _legacy_reduction(size_average, reduce, reduction)
         if reduction not in _REDUCTIONS + (("batchmean",) if isinstance(self, KLDivLoss) else ()):
             raise ValueError(f"{reduction} is not a valid value for reduction")
         self.reduction = reduction

@@ -22,7 +22,8 @@ __all__ = ["ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "Reflecti
            "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "PixelShuffle",
            "PixelUnshuffle", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "Unflatten", "Fold",
            "Unfold", "CosineSimilarity", "PairwiseDistance", "Hardshrink", "Softshrink", "RMSNorm", "Bilinear",
-           "TripletMarginLoss", "MultiLabelSoftMarginLoss"]
+           "TripletMarginLoss", "MultiLabelSoftMarginLoss", "ZeroPad3d", "ConstantPad3d", "ReflectionPad3d",
+           "ReplicationPad3d", "CircularPad3d"]
 
 
 class _Pad(Module):
@@ -235,3 +236,15 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Multi-label binary cross entropy of logits, averaged over classes. Example: ``ft.nn.MultiLabelSoftMarginLoss()``."""
 
     _fn = staticmethod(F.multilabel_soft_margin_loss)
+
+
+ZeroPad3d = _pad("ZeroPad3d", 3, "constant")
+ReflectionPad3d = _pad("ReflectionPad3d", 3, "reflect")
+ReplicationPad3d = _pad("ReplicationPad3d", 3, "replicate")
+CircularPad3d = _pad("CircularPad3d", 3, "circular")
+
+
+class ConstantPad3d(ConstantPad1d):
+    """Pad the last three axes with ``value``. Example: ``ft.nn.ConstantPad3d((1, 1, 2, 0, 1, 0), 0.5)``."""
+
+    _n = 3

@@ -28,9 +28,10 @@ from ...distributed import buckets as _b
 from ...backend import namespace_of
 from ..grad_mode import no_grad
 from ..tensor import Tensor
+from .data_parallel import DataParallel
 from .module import Module
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DistributedDataParallel", "DataParallel"]
 
 
 class _Bucket:

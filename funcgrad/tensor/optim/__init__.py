@@ -18,7 +18,8 @@ from .optimizer import (  # noqa: F401
 )
 from .lbfgs import LBFGS  # noqa: F401
 from .direct import ASGD, Rprop  # noqa: F401
+from .matrix_optimizers import Adafactor, Muon, SparseAdam  # noqa: F401
 from . import lr_scheduler  # noqa: F401
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "LBFGS",
-           "Rprop", "ASGD", "lr_scheduler"]
+           "Rprop", "ASGD", "Adafactor", "Muon", "SparseAdam", "lr_scheduler"]

@@ -42,7 +42,7 @@ class _Direct(Optimizer):
                 if p._grad is None:
                     continue
                 g = p._grad._value
-                self._update(p, -g if group["maximize"] else g, group)
+                self._update(p, -g if group.get("maximize", False) else g, group)
                 p._vc[0] += 1
         return loss
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, cast
 
 from ...backend import namespace_of
 from ..grad_mode import enable_grad, no_grad
+from ..tensor import Tensor
 from .optimizer import Optimizer, _check
 
 __all__ = ["LBFGS"]
@@ -107,6 +108,20 @@ def _strong_wolfe(obj: Callable[..., Any], x: Any, t: float, d: Any, f: float, g
     return bf[low], bg[low], bracket[low], ls_iter + 1  # evaluations: the first, then one per iteration
 
 
+def _array(v: Any) -> Any:
+    """A state entry's array (entries are Tensors, as PyTorch's; a state loaded from elsewhere may hold arrays)."""
+    return v._value if isinstance(v, Tensor) else v
+
+
+def _arrays(vs: Any) -> Any:
+    return None if vs is None else [_array(v) for v in vs]
+
+
+def _scalar_like(g: Any, value: float) -> Tensor:
+    """A 0-d tensor of ``g``'s dtype on its device (PyTorch keeps ``ro``, ``al`` and ``H_diag`` so)."""
+    return Tensor._make(namespace_of(g).asarray(value, dtype=g.dtype))
+
+
 class LBFGS(Optimizer):
     """Limited-memory BFGS on all parameters as one vector; ``step(closure)`` runs up to ``max_iter``
     iterations (the closure re-evaluates the loss and its gradients). One parameter group only."""
@@ -179,9 +194,13 @@ class LBFGS(Optimizer):
         g = self._flat_grad()
         if float(xp.max(xp.abs(g))) <= tol_grad:
             return orig_loss
-        d, t = state.get("d"), state.get("t")
-        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
-        H_diag, prev_g, prev_loss = state.get("H_diag"), state.get("prev_flat_grad"), state.get("prev_loss")
+        # the state holds PyTorch's entries as Tensors (d, old_dirs, old_stps, ro, H_diag, prev_flat_grad, al);
+        # the iteration works on their arrays
+        d, t = _array(state.get("d")), state.get("t")
+        old_dirs, old_stps = _arrays(state.get("old_dirs")), _arrays(state.get("old_stps"))
+        ro = [float(_array(r)) for r in state.get("ro") or []]
+        H_diag, prev_g, prev_loss = _array(state.get("H_diag")), _array(state.get("prev_flat_grad")), \
+            state.get("prev_loss")
         n_iter = 0
         with no_grad():
             while n_iter < max_iter:
@@ -189,7 +208,7 @@ class LBFGS(Optimizer):
                 state["n_iter"] += 1
                 if state["n_iter"] == 1:
                     d = -g
-                    old_dirs, old_stps, ro, H_diag = [], [], [], 1.0
+                    old_dirs, old_stps, ro, H_diag = [], [], [], 1
                 else:
                     y = g - prev_g
                     s = d * t
@@ -202,12 +221,15 @@ class LBFGS(Optimizer):
                         old_dirs.append(y)
                         old_stps.append(s)
                         ro.append(1.0 / ys)
-                        H_diag = ys / float(xp.dot(y, y))
+                        H_diag = xp.asarray(ys / float(xp.dot(y, y)), dtype=g.dtype)
+                    if "al" not in state:
+                        state["al"] = [None] * history
                     al = [0.0] * len(old_dirs)
                     q = -g
                     for i in range(len(old_dirs) - 1, -1, -1):
                         al[i] = float(xp.dot(old_stps[i], q)) * ro[i]
                         q = q - al[i] * old_dirs[i]
+                        state["al"][i] = _scalar_like(g, al[i])
                     r = q * H_diag
                     for i in range(len(old_dirs)):
                         be_i = float(xp.dot(old_dirs[i], r)) * ro[i]
@@ -246,8 +268,10 @@ class LBFGS(Optimizer):
                     break
                 if abs(loss - prev_loss) < tol_change:
                     break
-        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag, prev_flat_grad=prev_g,
-                     prev_loss=prev_loss)
+        state.update(d=Tensor._make(d), t=t, old_dirs=[Tensor._make(v) for v in old_dirs],
+                     old_stps=[Tensor._make(v) for v in old_stps], ro=[_scalar_like(g, r) for r in ro],
+                     H_diag=H_diag if isinstance(H_diag, (int, float)) else _scalar_like(g, float(H_diag)),
+                     prev_flat_grad=Tensor._make(prev_g), prev_loss=prev_loss)
         return orig_loss
 
     def state_dict(self) -> dict[Any, Any]:

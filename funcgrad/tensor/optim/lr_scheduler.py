@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
            "OneCycleLR", "LinearLR", "ConstantLR", "PolynomialLR", "LambdaLR", "MultiplicativeLR", "ReduceLROnPlateau",
-           "SequentialLR", "ChainedScheduler"]
+           "SequentialLR", "ChainedScheduler", "CyclicLR"]
 
 
 def _check_optimizer(optimizer: Any) -> None:
@@ -557,3 +557,90 @@ class ReduceLROnPlateau(LRScheduler):
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
         self._last_lr = self._lrs()
+
+
+class CyclicLR(LRScheduler):
+    """Cycle the learning rate between ``base_lr`` and ``max_lr`` (Smith's cyclical learning rates): up over
+    ``step_size_up`` steps, down over ``step_size_down``; the amplitude kept (``triangular``), halved each
+    cycle (``triangular2``) or scaled by ``gamma**step`` (``exp_range``), or by ``scale_fn``. With
+    ``cycle_momentum`` the momentum (or Adam's beta1) moves the opposite way between ``base_momentum`` and
+    ``max_momentum``. Step it after every batch.
+
+    Example: ``CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=2000)``.
+    """
+
+    def __init__(self, optimizer: Any, base_lr: Any, max_lr: Any, step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_fn: Callable[[float], float] | None = None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum: Any = 0.8, max_momentum: Any = 0.9,
+                 last_epoch: int = -1) -> None:
+        _check_optimizer(optimizer)
+        msg = "expected {n} values for {name}, got {got}"
+        base_lrs = _per_group(optimizer, base_lr, msg.replace("{name}", "base_lr"))
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group(optimizer, max_lr, msg.replace("{name}", "max_lr"))
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode if scale_fn is not None else ("iterations" if mode == "exp_range" else "cycle")
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group(optimizer, base_momentum, msg.replace("{name}", "base_momentum"))
+            self.max_momentums = _per_group(optimizer, max_momentum, msg.replace("{name}", "max_momentum"))
+            if last_epoch == -1:
+                for m_max, m_base, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
+                    self._set_momentum(group, m_max)
+                    group["max_momentum"], group["base_momentum"] = m_max, m_base
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _set_momentum(self, group: dict[Any, Any], value: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude's scale at cycle (or step) ``x``: the user's ``scale_fn``, else the mode's."""
+        if self._scale_fn_custom is not None:
+            return float(self._scale_fn_custom(x))
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return float(1 / (2.0 ** (x - 1)))
+        return float(self.gamma ** x)
+
+    def get_lr(self) -> list[Any]:
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [b + (m - b) * factor * self.scale_fn(at) for b, m in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, b, m in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                self._set_momentum(group, m - (m - b) * factor * self.scale_fn(at))
+        return lrs
+
+    def state_dict(self) -> dict[Any, Any]:
+        """PyTorch's layout: ``_scale_fn_custom`` last (None for a plain function, a callable object's ``__dict__``)."""
+        out = {k: v for k, v in super().state_dict().items() if k != "_scale_fn_custom"}
+        fn = self._scale_fn_custom
+        out["_scale_fn_custom"] = None if fn is None or isinstance(fn, types.FunctionType) else dict(fn.__dict__)
+        return out
+
+    def load_state_dict(self, state_dict: dict[Any, Any]) -> None:
+        state = dict(state_dict)
+        saved = state.pop("_scale_fn_custom", None)
+        super().load_state_dict(state)
+        if saved is not None and self._scale_fn_custom is not None:
+            self._scale_fn_custom.__dict__.update(saved)

@@ -31,6 +31,7 @@ from ...backend import device_of, namespace_of, put_array, to_numpy
 from ..grad_mode import enable_grad, no_grad
 from ..nn.module import _zero_grads
 from ..tensor import Tensor
+from .foreach import flat_step, flattening_pays
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
 
@@ -61,6 +62,7 @@ class Optimizer:
         # ``state = self.state[p]; if not state: state["step"] = 0``)
         self.state: collections.defaultdict[Any, dict[str, Any]] = collections.defaultdict(dict)
         self._functional: dict[Any, Any] = {}  # parameter -> (functional state, the slot tensors it matches)
+        self._flat: dict[int, Any] = {}  # id(group) -> the group's flat state, with foreach=True (see foreach.py)
         self.param_groups: list[dict[Any, Any]] = []
         if isinstance(params, Tensor):
             raise TypeError(f"params argument given to the optimizer should be an iterable of Tensors or dicts, but "
@@ -180,6 +182,10 @@ class Optimizer:
             tx = self._transform(group)
             lr = float(group["lr"])
             maximize = group.get("maximize", False)
+            foreach = group.get("foreach")
+            if (foreach or foreach is None and flattening_pays(group)) and flat_step(self, group, tx, lr, maximize):
+                continue
+            self._flat.pop(id(group), None)
             for p in group["params"]:
                 if p._grad is None:
                     continue
@@ -227,6 +233,7 @@ class Optimizer:
             params.extend((p, idx) for p, idx in zip(mine["params"], theirs["params"]))
         self.state = collections.defaultdict(dict)
         self._functional = {}
+        self._flat = {}
         for p, idx in params:
             saved = state_dict["state"].get(idx, state_dict["state"].get(str(idx)))
             if saved is None:

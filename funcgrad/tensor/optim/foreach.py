@@ -1,0 +1,143 @@
+"""``foreach=True``: one update over all the parameters of a group per step, as PyTorch's multi-tensor path
+(``foreach=None``, the default, takes it for groups of many small parameters; ``foreach=False`` never).
+
+The elementwise optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam) apply
+their ``funcgrad.optim`` transformation once to the concatenation of the group's gradients and
+parameters, instead of once per parameter: a handful of array operations per step whatever the number
+of parameters. The state is kept flat, and ``optimizer.state[p]``'s slots are views of their parameter's
+part of it (reading them sees the current values; an in-place edit reaches the next step; replacing a
+slot, or a change in which parameters have gradients, rebuilds the flat state from the slots). The
+arithmetic is the per-parameter path's, element for element, so the two give the same parameters.
+
+Example::
+
+    opt = ft.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import tree_util
+from ...backend import device_of, namespace_of
+from ..tensor import Tensor
+
+__all__ = ["flat_step", "flattening_pays"]
+
+# ``foreach=None`` (the default) flattens a group of at least this many parameters averaging at most this
+# many elements: there one update over the concatenation beats a loop of small updates; for a few large
+# parameters the concatenation costs more than it saves (benchmarks/optim_foreach.py, RESULTS.md).
+AUTO_MIN_PARAMS = 8
+AUTO_MAX_MEAN_SIZE = 16384
+
+
+class _Flat:
+    """A group's flat functional state: the parameters it covers, their offsets, and the per-parameter
+    slot tensors handed out last step (to notice a replaced slot)."""
+
+    __slots__ = ("params", "offsets", "fstate", "handed")
+
+    def __init__(self, params: list[Tensor], offsets: list[int], fstate: Any) -> None:
+        self.params, self.offsets, self.fstate = params, offsets, fstate
+        self.handed: list[dict[str, Any]] = []
+
+
+def _gather(opt: Any, group: dict[Any, Any], tx: Any, params: list[Tensor], flat_p: Any) -> Any:
+    """The flat state rebuilt from each parameter's slots (fresh where it has none); None when the
+    parameters' shared scalars (their step counts) differ, so one flat state cannot hold them."""
+    xp = namespace_of(flat_p)
+    template = tx.init(flat_p)
+    t_leaves, treedef = tree_util.tree_flatten(template)
+    per = [tree_util.tree_leaves(opt._functional_state(p, group, tx)) for p in params]
+    total = flat_p.shape[0]
+    leaves = []
+    for j, t in enumerate(t_leaves):
+        if getattr(t, "shape", ()) == (total,):
+            leaves.append(xp.concatenate([xp.reshape(row[j], (-1,)) for row in per]).astype(t.dtype, copy=False))
+        else:
+            first = per[0][j]  # a shared scalar: the step count, which funcgrad.optim keeps on the host
+            fx = namespace_of(first)
+            if any(not bool(fx.all(row[j] == first)) for row in per[1:]):
+                return None
+            leaves.append(first)
+    return tree_util.tree_unflatten(treedef, leaves)
+
+
+def flattening_pays(group: dict[Any, Any]) -> bool:
+    """Whether ``foreach=None`` takes the flat path for ``group``: many small parameters."""
+    params = group["params"]
+    if len(params) < AUTO_MIN_PARAMS:
+        return False
+    return sum(int(p._value.size) for p in params) <= AUTO_MAX_MEAN_SIZE * len(params)
+
+
+def flat_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: bool) -> bool:
+    """One ``foreach`` update of ``group``; False (nothing done) where the parameters do not share one
+    dtype and device, or their step counts differ: the caller then updates them one by one."""
+    params = [p for p in group["params"] if p._grad is not None]
+    if not params:
+        return True
+    first = params[0]._value
+    xp = namespace_of(first)
+    if any(p._value.dtype != first.dtype or namespace_of(p._value) is not xp or p._grad._value.dtype != first.dtype
+           for p in params):
+        return False
+    if xp is not np and len({str(device_of(p._value)) for p in params}) > 1:
+        return False
+    flat_g = xp.concatenate([xp.reshape(p._grad._value, (-1,)) for p in params])
+    if maximize:
+        flat_g = -flat_g
+    flat_p = xp.concatenate([xp.reshape(p._value, (-1,)) for p in params])
+    cache: _Flat | None = opt._flat.get(id(group))
+    fresh = cache is None or cache.params != params or any(
+        any(opt.state[p].get(k) is not v for k, v in handed.items()) for p, handed in zip(params, cache.handed))
+    if fresh:
+        offsets, at = [], 0
+        for p in params:
+            offsets.append(at)
+            at += int(p._value.size)
+        offsets.append(at)
+        fstate = _gather(opt, group, tx, params, flat_p)
+        if fstate is None:
+            return False
+        cache = _Flat(params, offsets, fstate)
+        opt._flat[id(group)] = cache
+    assert cache is not None
+    updates, cache.fstate = tx.update(flat_g, cache.fstate, flat_p)
+    step = (lr * updates).astype(first.dtype, copy=False)
+    _store_views(opt, group, cache, params, step, xp)
+    return True
+
+
+def _store_views(opt: Any, group: dict[Any, Any], cache: _Flat, params: list[Tensor], step: Any, xp: Any) -> None:
+    """Apply ``step`` and hand out PyTorch's slots of each parameter: views of the flat state (``step`` and
+    the slots derived from it, such as NAdam's ``mu_product``, as 0-d float32 host tensors)."""
+    leaves = tree_util.tree_leaves(cache.fstate)
+    total = int(step.shape[0])
+    by_slot = {slot: leaf for slot, leaf in zip(opt._field_slots(cache.fstate), leaves) if slot is not None}
+    names = opt._slot_names(group)
+    count = int(np.asarray(by_slot["step"])) if "step" in by_slot else None
+    cache.handed = []
+    for p, lo, hi in zip(params, cache.offsets, cache.offsets[1:]):
+        p._value += xp.reshape(step[lo:hi], p._value.shape)  # in place: views of the parameter see it
+        p._vc[0] += 1
+        st = opt.state[p]
+        opt._functional.pop(p, None)  # (the loop path rebuilds from the slots if it takes over)
+        n = count if count is not None else int(np.asarray(st["step"]._value)) + 1 if "step" in st else 1
+        derived = opt._derived_slots(group, n)
+        handed = {}
+        for name in names:
+            if name == "step" or name in derived:
+                value = np.array(n if name == "step" else derived[name], dtype=np.float32)
+                old = st.get(name)
+                if isinstance(old, Tensor) and old._value.shape == ():
+                    old._value[...] = value
+                else:
+                    st[name] = Tensor._make(value)
+                continue
+            leaf = by_slot[name]
+            view = leaf[lo:hi].reshape(p._value.shape) if getattr(leaf, "shape", ()) == (total,) else leaf
+            st[name] = handed[name] = Tensor._make(view)
+        cache.handed.append(handed)
