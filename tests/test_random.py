@@ -38,6 +38,8 @@ SAMPLERS = {
     "categorical": lambda k: fr.categorical(k, np.zeros(4), shape=(3,)),
     "bernoulli": lambda k: fr.bernoulli(k, 0.3, (5,)),
     "poisson": lambda k: fr.poisson(k, np.array([2.0, 30.0])),
+    "binomial": lambda k: fr.binomial(k, np.array([4.0, 300.0]), 0.4),
+    "multinomial": lambda k: fr.multinomial(k, 50.0, np.array([0.2, 0.3, 0.5])),
     "gamma": lambda k: fr.gamma(k, np.array([0.5, 2.0])),
     "beta": lambda k: fr.beta(k, 2.0, 3.0, (2,)),
     "dirichlet": lambda k: fr.dirichlet(k, np.ones(3)),
@@ -224,6 +226,11 @@ def test_spec(spec, check):
     (lambda: fr.permutation(KEY, 2.5), TypeError, "integer or at least 1-dimensional"),
     (lambda: fr.categorical(KEY, np.zeros(3), shape=(4,), replace=False), ValueError, "cannot exceed"),
     (lambda: fr.poisson(KEY, -1.0), ValueError, "non-negative"),
+    (lambda: fr.binomial(KEY, 5.0, 0.5, dtype=np.int64), ValueError, "float dtype"),
+    (lambda: fr.binomial(KEY, np.ones(3), 0.5, (2,)), ValueError, "broadcast-compatible"),
+    (lambda: fr.binomial(KEY, 5.0, np.array([0.5j])), TypeError, "real numbers"),
+    (lambda: fr.multinomial(KEY, 5.0, 0.5), ValueError, "outcome"),
+    (lambda: fr.multinomial(KEY, np.ones(4), np.ones((3, 2)) / 2), ValueError, "broadcast-compatible"),
     (lambda: fr.gumbel(KEY, (2,), mode="highest"), ValueError, "not implemented"),
 ])
 def test_bad_input_is_refused_clearly(call, error, words):
@@ -231,6 +238,25 @@ def test_bad_input_is_refused_clearly(call, error, words):
         call()
     if words:
         assert words in str(info.value)
+
+
+def test_binomial_and_multinomial_moments_and_invalid_parameters():
+    """Mean n p and variance n p (1 - p) over many draws on both algorithms (n q <= 10 and above);
+    nan for p outside [0, 1] or a negative n, inf for an infinite n (JAX's rules); multinomial
+    counts sum to n and have means n p."""
+    for n, p in [(8.0, 0.3), (200.0, 0.45), (1000.0, 0.9)]:
+        x = fr.binomial(KEY, n, p, (20000,))
+        assert x.dtype == np.float64 and np.all(x == np.floor(x)) and 0 <= x.min() and x.max() <= n
+        assert x.mean() == pytest.approx(n * p, rel=0.02)
+        assert x.var() == pytest.approx(n * p * (1 - p), rel=0.06)
+    odd = fr.binomial(KEY, np.array([5.0, -1.0, np.inf, np.nan, 3.0]), np.array([1.2, 0.5, 0.5, 0.5, 1.0]))
+    assert np.isnan(odd[:2]).all() and odd[2] == np.inf and np.isnan(odd[3]) and odd[4] == 3.0
+    assert fr.binomial(KEY, 10.0, np.float32(0.5), (3,), np.float32).dtype == np.float32
+    p = np.array([0.1, 0.6, 0.3])
+    counts = fr.multinomial(KEY, np.full(5000, 40.0), p, shape=(5000, 3))
+    assert counts.shape == (5000, 3)
+    np.testing.assert_array_equal(counts.sum(-1), 40.0)
+    np.testing.assert_allclose(counts.mean(0), 40 * p, rtol=0.03)
 
 
 def test_jax_behaviour_for_empty_randint_span_and_zero_draws():
