@@ -284,3 +284,31 @@ def test_draws_on_the_fake_device_stay_there():
     n = fr.normal(key, (50,))
     assert isinstance(n, fb.FakeArray)
     np.testing.assert_array_equal(fb.fake.asnumpy(n), fr.normal(KEY, (50,)))
+
+
+# ---------------------------------------------------------------- keys elsewhere
+
+
+def test_keys_seed_the_scipy_side_draws():
+    """A fg.random key is a random_state for dirichlet.rvs and sparse.random: it seeds NumPy's
+    generator with the key's 64 bits (as fg.nn.init.rng does); other keys give other draws."""
+    from funcgrad.scipy import sparse
+    from funcgrad.scipy.stats import dirichlet
+
+    key = fr.PRNGKey(2**33 + 5)
+    alpha = np.array([1.0, 2.0, 3.0])
+    draws = dirichlet.rvs(alpha, size=4, random_state=key)
+    np.testing.assert_array_equal(draws, np.random.default_rng(2**33 + 5).dirichlet(alpha, size=4))
+    np.testing.assert_array_equal(dirichlet.rvs(alpha, size=4, random_state=key), draws)
+    assert not np.array_equal(dirichlet.rvs(alpha, size=4, random_state=fr.split(key)[0]), draws)
+    a = sparse.random(6, 5, density=0.4, rng=key)
+    b = sparse.random(6, 5, density=0.4, random_state=key)
+    c = sparse.random(6, 5, density=0.4, rng=np.random.default_rng(2**33 + 5))
+    np.testing.assert_array_equal(a.todense(), c.todense())
+    np.testing.assert_array_equal(b.todense(), c.todense())
+    with pytest.raises(TypeError, match="random_state must be None, an int seed"):
+        dirichlet.rvs(alpha, random_state="seed")
+    with pytest.raises(TypeError, match="fg.random key"):
+        sparse.random(3, 3, rng=np.zeros(3, np.uint32))
+    with pytest.raises(TypeError, match="traced value"):
+        fg.vmap(lambda k: dirichlet.rvs(alpha, random_state=k))(fr.split(key, 2))
