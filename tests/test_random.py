@@ -171,9 +171,30 @@ def test_reparameterized_gradients_are_unbiased():
     assert g == pytest.approx(want, rel=0.05)
 
 
-def test_second_derivative_of_gamma_in_its_shape_raises():
-    with pytest.raises(NotImplementedError):
-        fg.grad(fg.grad(lambda a: fr.gamma(KEY, a)))(2.0)
+@pytest.mark.parametrize("sampler", ["gamma", "loggamma"])
+def test_second_derivative_of_gamma_in_its_shape(sampler):
+    """d2x/da2 at a fixed key, against central differences of the exact implicit path
+    x(a) = gammaincinv(a, u) at the sample's CDF level u (the rejection sampler's own output is
+    a different coupling, not smooth in a); the implicit gradient dx/da(a, x) is itself checked
+    by check_grads in both arguments and both modes (its derivative is the second derivative)."""
+    from funcgrad.random.gamma_family import _implicit_gradient
+
+    draw = getattr(fr, sampler)
+    a = np.array([0.4, 1.0, 2.5, 12.0, 150.0])
+    log_space = sampler == "loggamma"
+    check_grads(lambda a, x: _implicit_gradient(a, x, log_space=log_space), (a, draw(KEY, a)), order=1,
+                modes=("fwd", "rev"))
+    second = np.array([fg.grad(fg.grad(lambda s, i=i: draw(KEY, a + (np.arange(5) == i) * s)[i]))(0.0)
+                       for i in range(5)])
+    x = draw(KEY, a)
+    u = sp.gammainc(a, np.exp(x) if sampler == "loggamma" else x)
+    h = 1e-3 * a
+    path = (lambda a: np.log(sp.gammaincinv(a, u))) if sampler == "loggamma" else (lambda a: sp.gammaincinv(a, u))
+    fd = (path(a + h) - 2 * path(a) + path(a - h)) / h**2
+    np.testing.assert_allclose(second, fd, rtol=2e-4, atol=1e-8)
+    np.testing.assert_allclose(fg.hessian(lambda a: fnp.sum(draw(KEY, a)))(a).diagonal(), second, rtol=1e-10)
+    with pytest.raises(NotImplementedError, match="third derivative"):
+        fg.grad(fg.grad(fg.grad(lambda a: draw(KEY, a))))(2.0)
 
 
 def test_key_based_draws_do_not_differentiate_through_the_key():
@@ -312,3 +333,41 @@ def test_keys_seed_the_scipy_side_draws():
         sparse.random(3, 3, rng=np.zeros(3, np.uint32))
     with pytest.raises(TypeError, match="traced value"):
         fg.vmap(lambda k: dirichlet.rvs(alpha, random_state=k))(fr.split(key, 2))
+
+
+# ---------------------------------------------------------------- compiled kernels
+
+
+def test_compiled_hash_and_erf_inv_give_the_numpy_paths_bits():
+    """With numba installed, large host draws hash (and evaluate erf_inv) in compiled loops; the bits
+    must be the NumPy path's (fg.config.jit_backend = "numpy" forces it). Without numba the compiled
+    path reports itself off and every draw takes the NumPy path."""
+    from funcgrad.random import native
+
+    keys = fr.split(KEY, 3)
+    draws = [
+        lambda: fr.bits(KEY, (native.MIN_SIZE + 3,)),
+        lambda: fr.bits(KEY, (native.MIN_SIZE,), np.uint64),
+        lambda: fr.bits(KEY, (300, 300), np.uint8),
+        lambda: fr.split(KEY, (native.MIN_SIZE,)),
+        lambda: fg.vmap(lambda k: fr.bits(k, (native.MIN_SIZE,)))(keys),
+        lambda: fr.normal(KEY, (native.MIN_SIZE,)),
+        lambda: fr.normal(KEY, (native.MIN_SIZE,), np.float32),
+        lambda: fr.truncated_normal(KEY, -3.0, 4.0, (native.MIN_SIZE,)),
+        lambda: fr.truncated_normal(KEY, -3.0, 4.0, (native.MIN_SIZE,), np.float32),
+        lambda: erf_inv(np.concatenate([np.linspace(-1.0, 1.0, native.MIN_SIZE + 1), [np.nan]])),
+        lambda: erf_inv(np.concatenate([np.linspace(-1.0, 1.0, native.MIN_SIZE + 1), [np.nan]]).astype(np.float32)),
+    ]
+    before = fg.config.jit_backend
+    try:
+        fg.config.jit_backend = "auto"
+        compiled = [f() for f in draws]
+        if not native.enabled():
+            assert native.hash_counters(np.zeros((1, 2), np.uint32), 1 << 20, "xor") is None
+        fg.config.jit_backend = "numpy"
+        assert not native.enabled()
+        plain = [f() for f in draws]
+    finally:
+        fg.config.jit_backend = before
+    for a, b in zip(compiled, plain):
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
