@@ -49,6 +49,7 @@ SAMPLERS = {
     "laplace": lambda k: fr.laplace(k, (2,)),
     "logistic": lambda k: fr.logistic(k, (2,)),
     "gumbel": lambda k: fr.gumbel(k, (2,)),
+    "gumbel_highest": lambda k: fr.gumbel(k, (2,), np.float32, mode="highest"),
     "cauchy": lambda k: fr.cauchy(k, (2,)),
     "t": lambda k: fr.t(k, 3.0, (2,)),
     "orthogonal": lambda k: fr.orthogonal(k, 3),
@@ -252,7 +253,7 @@ def test_spec(spec, check):
     (lambda: fr.binomial(KEY, 5.0, np.array([0.5j])), TypeError, "real numbers"),
     (lambda: fr.multinomial(KEY, 5.0, 0.5), ValueError, "outcome"),
     (lambda: fr.multinomial(KEY, np.ones(4), np.ones((3, 2)) / 2), ValueError, "broadcast-compatible"),
-    (lambda: fr.gumbel(KEY, (2,), mode="highest"), ValueError, "not implemented"),
+    (lambda: fr.gumbel(KEY, (2,), mode="top"), ValueError, "'low', 'high' or 'highest'"),
 ])
 def test_bad_input_is_refused_clearly(call, error, words):
     with pytest.raises(error) as info:
