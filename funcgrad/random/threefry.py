@@ -122,7 +122,9 @@ def _hash_counters(keys: Any, shape: tuple[int, ...], combine: str = "pair") -> 
     if combine == "xor":
         return xp.bitwise_xor(b1, b2, out=b1)
     if combine == "wide":
-        return (b1.astype(xp.uint64) << xp.uint64(32)) | b2.astype(xp.uint64)
+        wide = b1.astype(xp.uint64)
+        xp.left_shift(wide, xp.uint64(32), out=wide)
+        return xp.bitwise_or(wide, b2, out=wide)
     return b1, b2
 
 
