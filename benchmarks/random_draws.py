@@ -6,7 +6,9 @@ Times ``normal(key, (n,))`` and ``uniform(key, (n,))`` in float64 and float32 (a
 ``bits``), each the median CPU time of ``--repeat`` calls after a warm-up, one
 thread each, beside ``numpy.random.default_rng().standard_normal/random`` for
 the same count and JAX's ``jax.random`` (jitted, x64, when JAX is installed).
-Prints a Markdown table with the ratio funcgrad / NumPy.
+Prints a Markdown table with the ratio funcgrad / NumPy. With numba installed, large
+draws hash in compiled loops (funcgrad.random.native); ``FUNCGRAD_JIT_BACKEND=numpy``
+measures the NumPy path instead.
 """
 
 from __future__ import annotations
@@ -65,6 +67,10 @@ def main(argv: list[str] | None = None) -> list[tuple[str, float, float, float |
         ("bits uint32", lambda: fr.bits(key, (n,), np.uint32),
          lambda: rng.integers(0, 2**32, n, dtype=np.uint32), "bits", np.uint32),
     ]
+    from funcgrad.random import native
+
+    path = "compiled hash and erf_inv (numba)" if native.enabled() else "NumPy rounds"
+    print(f"funcgrad path for large draws: {path} (FUNCGRAD_JIT_BACKEND=numpy forces the NumPy one)\n")
     print(f"| draw ({n} numbers) | funcgrad ms | NumPy default_rng ms | funcgrad / NumPy | JAX jit ms |")
     print("|---|---|---|---|---|")
     for label, ours, numpy_fn, jname, dt in cases:

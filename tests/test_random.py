@@ -38,6 +38,8 @@ SAMPLERS = {
     "categorical": lambda k: fr.categorical(k, np.zeros(4), shape=(3,)),
     "bernoulli": lambda k: fr.bernoulli(k, 0.3, (5,)),
     "poisson": lambda k: fr.poisson(k, np.array([2.0, 30.0])),
+    "binomial": lambda k: fr.binomial(k, np.array([4.0, 300.0]), 0.4),
+    "multinomial": lambda k: fr.multinomial(k, 50.0, np.array([0.2, 0.3, 0.5])),
     "gamma": lambda k: fr.gamma(k, np.array([0.5, 2.0])),
     "beta": lambda k: fr.beta(k, 2.0, 3.0, (2,)),
     "dirichlet": lambda k: fr.dirichlet(k, np.ones(3)),
@@ -47,6 +49,7 @@ SAMPLERS = {
     "laplace": lambda k: fr.laplace(k, (2,)),
     "logistic": lambda k: fr.logistic(k, (2,)),
     "gumbel": lambda k: fr.gumbel(k, (2,)),
+    "gumbel_highest": lambda k: fr.gumbel(k, (2,), np.float32, mode="highest"),
     "cauchy": lambda k: fr.cauchy(k, (2,)),
     "t": lambda k: fr.t(k, 3.0, (2,)),
     "orthogonal": lambda k: fr.orthogonal(k, 3),
@@ -169,9 +172,30 @@ def test_reparameterized_gradients_are_unbiased():
     assert g == pytest.approx(want, rel=0.05)
 
 
-def test_second_derivative_of_gamma_in_its_shape_raises():
-    with pytest.raises(NotImplementedError):
-        fg.grad(fg.grad(lambda a: fr.gamma(KEY, a)))(2.0)
+@pytest.mark.parametrize("sampler", ["gamma", "loggamma"])
+def test_second_derivative_of_gamma_in_its_shape(sampler):
+    """d2x/da2 at a fixed key, against central differences of the exact implicit path
+    x(a) = gammaincinv(a, u) at the sample's CDF level u (the rejection sampler's own output is
+    a different coupling, not smooth in a); the implicit gradient dx/da(a, x) is itself checked
+    by check_grads in both arguments and both modes (its derivative is the second derivative)."""
+    from funcgrad.random.gamma_family import _implicit_gradient
+
+    draw = getattr(fr, sampler)
+    a = np.array([0.4, 1.0, 2.5, 12.0, 150.0])
+    log_space = sampler == "loggamma"
+    check_grads(lambda a, x: _implicit_gradient(a, x, log_space=log_space), (a, draw(KEY, a)), order=1,
+                modes=("fwd", "rev"))
+    second = np.array([fg.grad(fg.grad(lambda s, i=i: draw(KEY, a + (np.arange(5) == i) * s)[i]))(0.0)
+                       for i in range(5)])
+    x = draw(KEY, a)
+    u = sp.gammainc(a, np.exp(x) if sampler == "loggamma" else x)
+    h = 1e-3 * a
+    path = (lambda a: np.log(sp.gammaincinv(a, u))) if sampler == "loggamma" else (lambda a: sp.gammaincinv(a, u))
+    fd = (path(a + h) - 2 * path(a) + path(a - h)) / h**2
+    np.testing.assert_allclose(second, fd, rtol=2e-4, atol=1e-8)
+    np.testing.assert_allclose(fg.hessian(lambda a: fnp.sum(draw(KEY, a)))(a).diagonal(), second, rtol=1e-10)
+    with pytest.raises(NotImplementedError, match="third derivative"):
+        fg.grad(fg.grad(fg.grad(lambda a: draw(KEY, a))))(2.0)
 
 
 def test_key_based_draws_do_not_differentiate_through_the_key():
@@ -224,13 +248,37 @@ def test_spec(spec, check):
     (lambda: fr.permutation(KEY, 2.5), TypeError, "integer or at least 1-dimensional"),
     (lambda: fr.categorical(KEY, np.zeros(3), shape=(4,), replace=False), ValueError, "cannot exceed"),
     (lambda: fr.poisson(KEY, -1.0), ValueError, "non-negative"),
-    (lambda: fr.gumbel(KEY, (2,), mode="highest"), ValueError, "not implemented"),
+    (lambda: fr.binomial(KEY, 5.0, 0.5, dtype=np.int64), ValueError, "float dtype"),
+    (lambda: fr.binomial(KEY, np.ones(3), 0.5, (2,)), ValueError, "broadcast-compatible"),
+    (lambda: fr.binomial(KEY, 5.0, np.array([0.5j])), TypeError, "real numbers"),
+    (lambda: fr.multinomial(KEY, 5.0, 0.5), ValueError, "outcome"),
+    (lambda: fr.multinomial(KEY, np.ones(4), np.ones((3, 2)) / 2), ValueError, "broadcast-compatible"),
+    (lambda: fr.gumbel(KEY, (2,), mode="top"), ValueError, "'low', 'high' or 'highest'"),
 ])
 def test_bad_input_is_refused_clearly(call, error, words):
     with pytest.raises(error) as info:
         call()
     if words:
         assert words in str(info.value)
+
+
+def test_binomial_and_multinomial_moments_and_invalid_parameters():
+    """Mean n p and variance n p (1 - p) over many draws on both algorithms (n q <= 10 and above);
+    nan for p outside [0, 1] or a negative n, inf for an infinite n (JAX's rules); multinomial
+    counts sum to n and have means n p."""
+    for n, p in [(8.0, 0.3), (200.0, 0.45), (1000.0, 0.9)]:
+        x = fr.binomial(KEY, n, p, (20000,))
+        assert x.dtype == np.float64 and np.all(x == np.floor(x)) and 0 <= x.min() and x.max() <= n
+        assert x.mean() == pytest.approx(n * p, rel=0.02)
+        assert x.var() == pytest.approx(n * p * (1 - p), rel=0.06)
+    odd = fr.binomial(KEY, np.array([5.0, -1.0, np.inf, np.nan, 3.0]), np.array([1.2, 0.5, 0.5, 0.5, 1.0]))
+    assert np.isnan(odd[:2]).all() and odd[2] == np.inf and np.isnan(odd[3]) and odd[4] == 3.0
+    assert fr.binomial(KEY, 10.0, np.float32(0.5), (3,), np.float32).dtype == np.float32
+    p = np.array([0.1, 0.6, 0.3])
+    counts = fr.multinomial(KEY, np.full(5000, 40.0), p, shape=(5000, 3))
+    assert counts.shape == (5000, 3)
+    np.testing.assert_array_equal(counts.sum(-1), 40.0)
+    np.testing.assert_allclose(counts.mean(0), 40 * p, rtol=0.03)
 
 
 def test_jax_behaviour_for_empty_randint_span_and_zero_draws():
@@ -258,3 +306,69 @@ def test_draws_on_the_fake_device_stay_there():
     n = fr.normal(key, (50,))
     assert isinstance(n, fb.FakeArray)
     np.testing.assert_array_equal(fb.fake.asnumpy(n), fr.normal(KEY, (50,)))
+
+
+# ---------------------------------------------------------------- keys elsewhere
+
+
+def test_keys_seed_the_scipy_side_draws():
+    """A fg.random key is a random_state for dirichlet.rvs and sparse.random: it seeds NumPy's
+    generator with the key's 64 bits (as fg.nn.init.rng does); other keys give other draws."""
+    from funcgrad.scipy import sparse
+    from funcgrad.scipy.stats import dirichlet
+
+    key = fr.PRNGKey(2**33 + 5)
+    alpha = np.array([1.0, 2.0, 3.0])
+    draws = dirichlet.rvs(alpha, size=4, random_state=key)
+    np.testing.assert_array_equal(draws, np.random.default_rng(2**33 + 5).dirichlet(alpha, size=4))
+    np.testing.assert_array_equal(dirichlet.rvs(alpha, size=4, random_state=key), draws)
+    assert not np.array_equal(dirichlet.rvs(alpha, size=4, random_state=fr.split(key)[0]), draws)
+    a = sparse.random(6, 5, density=0.4, rng=key)
+    b = sparse.random(6, 5, density=0.4, random_state=key)
+    c = sparse.random(6, 5, density=0.4, rng=np.random.default_rng(2**33 + 5))
+    np.testing.assert_array_equal(a.todense(), c.todense())
+    np.testing.assert_array_equal(b.todense(), c.todense())
+    with pytest.raises(TypeError, match="random_state must be None, an int seed"):
+        dirichlet.rvs(alpha, random_state="seed")
+    with pytest.raises(TypeError, match="fg.random key"):
+        sparse.random(3, 3, rng=np.zeros(3, np.uint32))
+    with pytest.raises(TypeError, match="traced value"):
+        fg.vmap(lambda k: dirichlet.rvs(alpha, random_state=k))(fr.split(key, 2))
+
+
+# ---------------------------------------------------------------- compiled kernels
+
+
+def test_compiled_hash_and_erf_inv_give_the_numpy_paths_bits():
+    """With numba installed, large host draws hash (and evaluate erf_inv) in compiled loops; the bits
+    must be the NumPy path's (fg.config.jit_backend = "numpy" forces it). Without numba the compiled
+    path reports itself off and every draw takes the NumPy path."""
+    from funcgrad.random import native
+
+    keys = fr.split(KEY, 3)
+    draws = [
+        lambda: fr.bits(KEY, (native.MIN_SIZE + 3,)),
+        lambda: fr.bits(KEY, (native.MIN_SIZE,), np.uint64),
+        lambda: fr.bits(KEY, (300, 300), np.uint8),
+        lambda: fr.split(KEY, (native.MIN_SIZE,)),
+        lambda: fg.vmap(lambda k: fr.bits(k, (native.MIN_SIZE,)))(keys),
+        lambda: fr.normal(KEY, (native.MIN_SIZE,)),
+        lambda: fr.normal(KEY, (native.MIN_SIZE,), np.float32),
+        lambda: fr.truncated_normal(KEY, -3.0, 4.0, (native.MIN_SIZE,)),
+        lambda: fr.truncated_normal(KEY, -3.0, 4.0, (native.MIN_SIZE,), np.float32),
+        lambda: erf_inv(np.concatenate([np.linspace(-1.0, 1.0, native.MIN_SIZE + 1), [np.nan]])),
+        lambda: erf_inv(np.concatenate([np.linspace(-1.0, 1.0, native.MIN_SIZE + 1), [np.nan]]).astype(np.float32)),
+    ]
+    before = fg.config.jit_backend
+    try:
+        fg.config.jit_backend = "auto"
+        compiled = [f() for f in draws]
+        if not native.enabled():
+            assert native.hash_counters(np.zeros((1, 2), np.uint32), 1 << 20, "xor") is None
+        fg.config.jit_backend = "numpy"
+        assert not native.enabled()
+        plain = [f() for f in draws]
+    finally:
+        fg.config.jit_backend = before
+    for a, b in zip(compiled, plain):
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)

@@ -22,7 +22,7 @@ import funcgrad.random as fr
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 
-from random_jax_cases import DRAWS, DTYPES, GRAD_SEEDS, GRADS, SEEDS  # noqa: E402
+from random_jax_cases import DRAWS, DTYPES, GRAD_SEEDS, GRADS, SECOND_DERIVATIVES, SEEDS  # noqa: E402
 
 RECORDED = np.load(FIXTURES / "random_jax.npz")
 
@@ -86,6 +86,16 @@ def test_gradients_match_jax(label, src, args):
         for i, g in enumerate(grads):
             np.testing.assert_allclose(g, RECORDED[f"grad|{label}|{si}|{i}"], rtol=1e-7, atol=1e-10,
                                        err_msg=f"{label} seed {seed} argument {i}")
+
+
+@pytest.mark.parametrize("label,src,point", SECOND_DERIVATIVES, ids=[c[0] for c in SECOND_DERIVATIVES])
+def test_second_derivatives_match_jax(label, src, point):
+    fn = eval(src)  # noqa: S307
+    for si, seed in enumerate(GRAD_SEEDS):
+        key = fr.PRNGKey(seed)
+        second = fg.jacfwd(fg.jacfwd(lambda a: fn(fr, key, a)))(np.asarray(point, dtype=np.float64))
+        np.testing.assert_allclose(np.einsum("iii->i", np.asarray(second)), RECORDED[f"second|{label}|{si}"],
+                                   rtol=1e-7, atol=1e-10, err_msg=f"{label} seed {seed}")
 
 
 def test_every_sampler_has_a_recorded_case():

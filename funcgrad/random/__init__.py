@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         cauchy, exponential, gumbel, laplace, logistic, multivariate_normal, normal, orthogonal, truncated_normal,
         uniform,
     )
+    from .counts import binomial, multinomial  # noqa: F401
     from .discrete import bernoulli, categorical, choice, permutation, poisson, rademacher, randint  # noqa: F401
     from .gamma_family import ball, beta, chisquare, dirichlet, gamma, generalized_normal, loggamma, t  # noqa: F401
     from .derived import (  # noqa: F401
@@ -46,6 +47,7 @@ _HOME = {
                      "truncated_normal", "multivariate_normal", "orthogonal"], "continuous"),
     **dict.fromkeys(["randint", "bernoulli", "rademacher", "permutation", "choice", "categorical", "poisson"],
                     "discrete"),
+    **dict.fromkeys(["binomial", "multinomial"], "counts"),
     **dict.fromkeys(["gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "generalized_normal", "ball"],
                     "gamma_family"),
     **dict.fromkeys(["pareto", "f", "maxwell", "double_sided_maxwell", "weibull_min", "rayleigh", "wald",

@@ -22,7 +22,9 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ..core import Box
+from ..backend import namespace_of
+from ..core import Box, defprimitive
+from ..numpy._batching import elementwise_rule
 from ..transforms import stop_gradient
 from .floats import erf_inv, log1p, scale_shift, unit_floats
 from .threefry import canonical_shape, check_key, random_bits, split
@@ -150,7 +152,8 @@ def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 
 
 def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None) -> Any:
-    """Standard Gumbel samples; ``mode`` "low" (default) or "high" (more bits near 1), as JAX.
+    """Standard Gumbel samples; ``mode`` "low" (default), "high" (more bits near 1) or "highest"
+    (float32: 64 bits per sample, the full exponent range near 0 and 1; float64: as "high"), as JAX.
 
     Example::
 
@@ -166,12 +169,56 @@ def _gumbel(key: Any, shape: tuple[int, ...], dt: np.dtype, mode: str | None) ->
     info = np.finfo(dt)
     if mode in (None, "low"):
         return -fnp.log(-fnp.log(_uniform(key, shape, dt, info.tiny, 1.0)))
-    if mode == "high":
+    if mode == "highest" and dt == np.float32:
+        both = random_bits(key, 32, (2,) + shape)
+        flip = both[0] < np.uint32(1 << 31)
+        x = _fine_unit_floats_p(both[0], both[1], flip)
+        return fnp.where(flip, -fnp.log(-log1p(-x)), -fnp.log(-fnp.log(x)))
+    if mode in ("high", "highest"):
         both = _uniform(key, (2,) + shape, dt, 0.0, 1.0)
         high, low = both[0], both[1]
         x = fnp.where(high >= 0.5, high, high + 2.0 ** -info.nmant * low + info.tiny)
         return -fnp.log(-log1p(-x))
-    raise ValueError(f"gumbel: mode must be None, 'low' or 'high', got {mode!r} ('highest' is not implemented)")
+    raise ValueError(f"gumbel: mode must be None, 'low', 'high' or 'highest', got {mode!r}")
+
+
+def _leading_zeros(xp: Any, v: Any) -> Any:
+    """Leading zero bits of ``uint32`` values (32 for zero): float64 holds every uint32 exactly."""
+    return (32 - xp.frexp(v.astype(xp.float64))[1]).astype(xp.uint32)
+
+
+def _shift(xp: Any, v: Any, by: Any, left: bool) -> Any:
+    """A logical ``uint32`` shift that gives 0 for shifts of 32 or more (XLA's rule, not the CPU's)."""
+    small = xp.minimum(by, xp.uint32(31)).astype(xp.uint32)
+    moved = xp.left_shift(v, small) if left else xp.right_shift(v, small)
+    return xp.where(by >= 32, xp.uint32(0), moved)
+
+
+def _fine_unit_floats_raw(high: Any, low: Any, flip: Any) -> Any:
+    """JAX's float32 of 64 random bits in (0, 1) with the full exponent range: the bits (or their
+    64-bit negation where ``flip`` is False) as a fixed-point fraction, normalised by its leading
+    zeros so that small values keep 23 bits of mantissa."""
+    xp = namespace_of(high, low, flip)
+    high = xp.asarray(high, dtype=xp.uint32)
+    low = xp.asarray(low, dtype=xp.uint32)
+    neg_high = xp.bitwise_not(high) + (xp.bitwise_not(low) == xp.uint32(0xFFFFFFFF)).astype(xp.uint32)
+    neg_low = xp.bitwise_not(low) + xp.uint32(1)
+    hi = xp.where(flip, high, neg_high)
+    lo = xp.where(flip, low, neg_low)
+    hi_lz = _leading_zeros(xp, hi)
+    lo_lz = _leading_zeros(xp, lo)
+    top = hi_lz == 32
+    mantissa = _shift(xp, hi, hi_lz, True) | xp.where(top, _shift(xp, lo, lo_lz, True),
+                                                       _shift(xp, lo, xp.uint32(32) - hi_lz, False))
+    mantissa = (mantissa >> xp.uint32(8)) & xp.uint32((1 << 23) - 1)
+    zeros = xp.where(top, xp.uint32(32) + lo_lz, hi_lz)
+    exponent = ((xp.uint32(126) - zeros) << xp.uint32(23)) & xp.uint32((1 << 30) - (1 << 22))
+    return (exponent | mantissa).view(xp.float32)
+
+
+_fine_unit_floats_p = defprimitive(
+    _fine_unit_floats_raw, name="random_fine_unit_floats", differentiable=False, batch_from=elementwise_rule,
+    doc="Two uint32 words -> float32 in (0, 1) with the full exponent range (JAX's gumbel mode 'highest').")
 
 
 def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Any:

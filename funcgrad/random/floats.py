@@ -29,6 +29,7 @@ from ..backend import namespace_of
 from ..core import defprimitive
 from ..numpy._batching import elementwise_rule
 from ..numpy._util import unbroadcast
+from . import native
 
 __all__ = ["unit_floats", "erf_inv", "log1p", "scale_shift"]
 
@@ -184,6 +185,18 @@ def _erf_inv_raw(x: Any) -> Any:
     dt = np.dtype(x.dtype)
     compute = dt if dt.itemsize >= 4 else np.dtype(np.float32)
     xc = x.astype(compute).reshape(-1)
+    kernels = native.kernels_for(xc.size) if xp is np and compute in (np.float32, np.float64) else None
+    if kernels is not None:
+        out = np.empty(xc.shape, dtype=compute)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_one_plus = np.log(xc * -xc + compute.type(1.0))  # NumPy's log, as xla_log1p above its cut
+        if compute == np.float64:
+            kernels.erf_inv_f64(xc, log_one_plus, _COEFFS[_LOG1P_NUM], _COEFFS[_LOG1P_DEN], _COEFFS[_F64_SMALL],
+                                _COEFFS[_F64_MIDDLE], _COEFFS[_F64_LARGE], out)
+        else:
+            kernels.erf_inv_f32(xc, log_one_plus, _COEFFS32[_LOG1P_NUM], _COEFFS32[_LOG1P_DEN],
+                                _COEFFS32[_F32_SMALL], _COEFFS32[_F32_LARGE], out)
+        return out.astype(dt, copy=False).reshape(x.shape)
     if xp is np and xc.size > _CHUNK:  # block by block: the forty-odd passes stay in cache
         out = np.empty(xc.shape, dtype=dt)
         for start in range(0, xc.size, _CHUNK):
@@ -193,6 +206,9 @@ def _erf_inv_raw(x: Any) -> Any:
 
 
 _CHUNK = 1 << 15
+# The coefficient tables as arrays, for the compiled erf_inv of funcgrad.random.native.
+_COEFFS = {c: np.array(c, dtype=np.float64) for c in (_LOG1P_NUM, _LOG1P_DEN, _F64_SMALL, _F64_MIDDLE, _F64_LARGE)}
+_COEFFS32 = {c: np.array(c, dtype=np.float32) for c in (_LOG1P_NUM, _LOG1P_DEN, _F32_SMALL, _F32_LARGE)}
 
 
 def _erf_inv_flat(xp: Any, xc: Any, compute: np.dtype) -> Any:

@@ -32,6 +32,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from ..core import Box, defprimitive
 from ..numpy._batching import batch_size, front
+from . import native
 
 __all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "check_key", "is_key", "canonical_shape"]
 
@@ -99,15 +100,32 @@ def _counters(xp: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     return hi.reshape(shape), lo.reshape(shape)
 
 
-def _hash_counters(keys: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
-    """Threefry of the counters of ``shape`` under each key of ``keys`` (``(..., 2)``)."""
+def _hash_counters(keys: Any, shape: tuple[int, ...], combine: str = "pair") -> Any:
+    """Threefry of the counters of ``shape`` under each key of ``keys`` (``(..., 2)``), as two
+    ``uint32`` arrays (``combine="pair"``), their xor (``"xor"``) or one ``uint64`` (``"wide"``).
+
+    Large host draws take the compiled kernel of :mod:`funcgrad.random.native` when numba is
+    installed (the same bits); everything else the vectorised NumPy/CuPy rounds."""
     xp = namespace_of(keys)
-    hi, lo = _counters(xp, shape)
     lead = tuple(keys.shape[:-1])
+    if xp is np:
+        done = native.hash_counters(keys.reshape(-1, 2), math.prod(shape), combine)
+        if done is not None:
+            if combine == "pair":
+                return done[0].reshape(lead + shape), done[1].reshape(lead + shape)
+            return done.reshape(lead + shape)
+    hi, lo = _counters(xp, shape)
     expand = lead + (1,) * len(shape)
     k1 = keys[..., 0].reshape(expand)
     k2 = keys[..., 1].reshape(expand)
-    return threefry2x32(k1, k2, hi, lo)
+    b1, b2 = threefry2x32(k1, k2, hi, lo)
+    if combine == "xor":
+        return xp.bitwise_xor(b1, b2, out=b1)
+    if combine == "wide":
+        wide = b1.astype(xp.uint64)
+        xp.left_shift(wide, xp.uint64(32), out=wide)
+        return xp.bitwise_or(wide, b2, out=wide)
+    return b1, b2
 
 
 def _split_raw(keys: Any, shape: tuple[int, ...] = (2,)) -> Any:
@@ -129,11 +147,9 @@ _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def _bits_raw(keys: Any, shape: tuple[int, ...] = (), width: int = 32) -> Any:
-    xp = namespace_of(keys)
-    b1, b2 = _hash_counters(keys, shape)
     if width == 64:
-        return (b1.astype(xp.uint64) << xp.uint64(32)) | b2.astype(xp.uint64)
-    out = b1 ^ b2
+        return _hash_counters(keys, shape, "wide")
+    out = _hash_counters(keys, shape, "xor")
     return out if width == 32 else out.astype(_UINT[width])
 
 

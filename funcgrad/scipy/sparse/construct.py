@@ -23,6 +23,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ...numpy._util import dtype, ndim, shape
+from .._random_state import numpy_generator
 from ._arrays import _CLASSES, SparseArray, coo_array, csr_array
 from ._pattern import INDEX, Pattern
 from ._values import gather
@@ -226,16 +227,20 @@ def vstack(blocks: Sequence[Any], format: str | None = None, dtype: Any = None) 
 def random(m: int, n: int, density: float = 0.01, format: str = "coo", dtype: Any = None,
            rng: Any = None, random_state: Any = None, data_rvs: Any = None) -> SparseArray:
     """Random sparse array (pattern and values from SciPy's ``scipy.sparse.random`` with the
-    given ``rng``: a seed or a ``numpy.random.Generator``).
+    given ``rng``: a seed, a ``numpy.random.Generator`` or ``RandomState``, or a ``fg.random``
+    key, which seeds NumPy's generator with its 64 bits; ``random_state`` is SciPy's older name).
 
     Example::
 
         random(5, 5, density=0.4, rng=0).nnz   # 10
+        random(5, 5, density=0.4, rng=fg.random.PRNGKey(0)).nnz   # 10
     """
     import scipy.sparse as sp
     if not 0 <= density <= 1:
         raise ValueError(f"random: density must be between 0 and 1, got {density}")
     gen = rng if rng is not None else random_state
+    if gen is not None and not isinstance(gen, (int, np.integer, np.random.Generator, np.random.RandomState)):
+        gen = numpy_generator(gen, "sparse.random")  # a fg.random key (or a clear error)
     a = sp.random(m, n, density=density, format="coo", dtype=dtype, rng=gen, data_rvs=data_rvs)
     return _assemble([(np.asarray(a.data), a.row.astype(INDEX), a.col.astype(INDEX))], (m, n), format, "coo")
 

@@ -19,6 +19,7 @@ import funcgrad.numpy as fnp
 from ...backend import device_of, device_put, namespace_of, to_numpy
 from ...core.trace import is_traced
 from ...numpy._util import ndim, shape
+from .._random_state import numpy_generator
 from ..special import gammaln, xlogy
 
 __all__ = ["logpdf", "pdf", "rvs"]
@@ -44,11 +45,14 @@ def pdf(x: Any, alpha: Any) -> Any:
 def rvs(alpha: Any, size: Any = 1, random_state: Any = None) -> Any:
     """Random draws, shape ``size + (K,)``, as ``scipy.stats.dirichlet.rvs``: ``random_state``
     is None (NumPy's global generator), an int seed, or a ``numpy.random.Generator`` /
-    ``RandomState``; the same seed gives SciPy's draws. The draws carry no derivative.
+    ``RandomState``; the same seed gives SciPy's draws. A ``fg.random`` key seeds NumPy's
+    generator with its 64 bits. The draws carry no derivative (``fg.random.dirichlet(key,
+    alpha)`` gives reparameterized draws, JAX's).
 
     Example::
 
         rvs(fnp.array([1.0, 2.0, 3.0]), size=2, random_state=0)   # shape (2, 3)
+        rvs(fnp.array([1.0, 2.0]), size=3, random_state=fg.random.PRNGKey(0))
     """
     if is_traced(alpha):
         raise TypeError("dirichlet.rvs: alpha is a traced value, but these draws carry no derivative; pass "
@@ -56,18 +60,6 @@ def rvs(alpha: Any, size: Any = 1, random_state: Any = None) -> Any:
     if ndim(alpha) != 1:
         raise ValueError(f"dirichlet: alpha must be a vector of concentrations, got shape {shape(alpha)}")
     host = np.asarray(to_numpy(alpha))
-    draws = _generator(random_state).dirichlet(host, size=size)
+    draws = numpy_generator(random_state, "dirichlet.rvs").dirichlet(host, size=size)
     return draws if namespace_of(alpha) is np else device_put(draws, device_of(alpha))
 
-
-def _generator(random_state: Any) -> Any:
-    """The NumPy generator SciPy would use for ``random_state`` (the one place a future
-    ``fg.random`` key would be accepted too)."""
-    if random_state is None:
-        return np.random.mtrand._rand
-    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
-        return random_state
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return np.random.RandomState(random_state)
-    raise TypeError(f"dirichlet.rvs: random_state must be None, an int seed or a numpy.random.Generator "
-                    f"(or RandomState), got {type(random_state).__name__}")
