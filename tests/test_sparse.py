@@ -253,12 +253,54 @@ def test_eigsh_values_and_their_gradient():
     dense = lambda d: fnp.linalg.eigvalsh(sym(d).toarray())[-3:]  # noqa: E731
     np.testing.assert_allclose(fg.jacrev(f)(a.data), fg.jacrev(dense)(a.data), atol=1e-10)
     np.testing.assert_allclose(fg.jacfwd(f)(a.data), fg.jacrev(dense)(a.data), atol=1e-10)
-    check_grads(f, (a.data,), order=1, modes=("fwd", "rev"))
+    check_grads(f, (a.data,), order=2, modes=("fwd", "rev"))
     np.testing.assert_allclose(fg.vmap(f)(np.stack([a.data, 2 * a.data]))[1], 2 * f(a.data), rtol=1e-10)
-    with pytest.raises(NotImplementedError, match="eigenvectors"):
-        fg.grad(lambda d: fnp.sum(fsl.eigsh(a._like(d), k=2)[1] ** 3))(a.data)
+
+
+def _aligned(v, ref):
+    """``v``'s columns with the signs of ``ref``'s (eigenvectors are unique up to sign)."""
+    return v * fnp.sign(fnp.sum(v * fg.stop_gradient(ref), axis=0))
+
+
+def test_eigsh_eigenvectors_are_differentiable_to_second_order():
+    n = 10
+    s = ssp.random(n, n, density=0.35, rng=1)
+    s = (s + s.T + ssp.diags(np.arange(n) * 1.5)).tocsr()
+    a = fs.csr_array(s)
+
+    def sym(d):
+        return (a._like(d) + a._like(d).T) * 0.5
+
+    w, v = fsl.eigsh(a, k=2, which="LA")
+    big = v[np.argmax(np.abs(v), axis=0), [0, 1]]
+    assert np.all(big > 0)  # the sign convention
+    weights = np.linspace(1.0, 2.0, n)[:, None] * np.array([1.0, -0.5])
+
+    def f(d):
+        return fnp.sum(weights * fsl.eigsh(sym(d), k=2, which="LA")[1] ** 3)
+
+    def dense(d):
+        vd = fnp.linalg.eigh(sym(d).toarray())[1][:, -2:]
+        return fnp.sum(weights * _aligned(vd, fsl.eigsh(sym(d), k=2, which="LA")[1]) ** 3)
+
+    np.testing.assert_allclose(fg.grad(f)(a.data), fg.grad(dense)(a.data), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fg.hessian(f)(a.data), fg.hessian(dense)(a.data), rtol=1e-6, atol=1e-7)
+    vecs = lambda d: fsl.eigsh(sym(d), k=2, which="LA")[1]  # noqa: E731
+    check_grads(vecs, (a.data,), order=2, modes=("fwd", "rev"))
+    both = lambda d: fnp.sum(fsl.eigsh(sym(d), k=2, which="LA")[0] ** 2) + f(d)  # noqa: E731
+    check_grads(both, (a.data,), order=2, modes=("fwd", "rev"))
+
+
+def test_eigsh_eigenvectors_of_a_repeated_eigenvalue_are_refused():
+    a = fs.diags([np.array([1.0, 2.0, 3.0, 3.0, 0.5])], [0]).tocsr()
+    with pytest.raises(fsl.SingularMatrixError, match="singular"):
+        fg.grad(lambda d: fnp.sum(fsl.eigsh(a._like(d), k=2, which="LA")[1][2:4] ** 3))(a.data)
+
+
+def test_eigsh_bad_k():
+    a = fs.eye(4, format="csr")
     with pytest.raises(ValueError, match="0 < k < n"):
-        fsl.eigsh(a, k=n)
+        fsl.eigsh(a, k=4)
 
 
 def test_benchmark_script_runs_at_smoke_size(capsys):

@@ -134,7 +134,34 @@ SOLVES = [
                         ("bicgstab", "bicgstab", lambda a: a)]
 ]
 
-SPECS = OPS + SOLVES
+def spread(v):
+    """A symmetric matrix of pattern _P with well separated eigenvalues (2 i on the
+    diagonal, plus 0.1 (v + v^T)), built on v's device in v's dtype."""
+    a = A(0.1 * v)
+    return a + a.T + fs.diags([fnp.cumsum(v[:N] * 0 + 2.0) - 2.0], [0])
+
+
+def S_spread(v):
+    s = S(0.1 * v)
+    return (s + s.T + ssp.diags(2.0 * np.arange(N))).toarray()
+
+
+def eigh_top2(v):
+    """The two largest eigenpairs by dense eigh, signed as funcgrad signs them (the entry
+    of largest magnitude positive)."""
+    w, u = np.linalg.eigh(S_spread(v))
+    u = u[:, -2:]
+    return w[-2:], u * np.sign(u[np.argmax(np.abs(u), axis=0), [0, 1]])
+
+
+EIGEN = [
+    Spec("eigsh_values", lambda v: fsl.eigsh(spread(v), k=2, which="LA", return_eigenvectors=False),
+         lambda v: eigh_top2(v)[0], [R], shapes=(V,), rtol=1e-9, atol=1e-10),
+    Spec("eigsh_vectors", lambda v: fsl.eigsh(spread(v), k=2, which="LA")[1],
+         lambda v: eigh_top2(v)[1], [R], shapes=(V,), rtol=1e-8, atol=1e-9),
+]
+
+SPECS = OPS + SOLVES + EIGEN
 
 
 @pytest.mark.parametrize("check", CHECKS)
