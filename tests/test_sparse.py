@@ -295,6 +295,9 @@ def test_eigsh_eigenvectors_of_a_repeated_eigenvalue_are_refused():
     a = fs.diags([np.array([1.0, 2.0, 3.0, 3.0, 0.5])], [0]).tocsr()
     with pytest.raises(fsl.SingularMatrixError, match="singular"):
         fg.grad(lambda d: fnp.sum(fsl.eigsh(a._like(d), k=2, which="LA")[1][2:4] ** 3))(a.data)
+    _, (tw, tv) = fg.jvp(lambda d: fsl.eigsh(a._like(d), k=2, which="LA"), (a.data,), (np.ones(5),))
+    np.testing.assert_allclose(tw, [1.0, 1.0])
+    assert np.all(np.isnan(tv))
 
 
 def test_eigsh_bad_k():

@@ -30,7 +30,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ....backend import namespace_of
-from ....core import defprimitive
+from ....core import defprimitive, unbox_all
 from ....numpy._batching import move_to_front
 from ....numpy._util import shape
 from .._arrays import coo_array
@@ -38,6 +38,7 @@ from .._backend import native_matrix, sparse_linalg_module
 from .._pattern import Pattern
 from .._values import gather, segment_sum
 from ._direct import as_square_sparse, spsolve
+from ._system import SingularMatrixError
 
 __all__ = ["eigsh"]
 
@@ -70,6 +71,27 @@ def _bordered_solve(data: Any, lam: Any, v: Any, rhs: Any, pattern: Pattern) -> 
     return full[:n]
 
 
+def _repeated(w: Any) -> bool:
+    """Whether the computed eigenvalues (host values) hold a repeated one. (A repetition with
+    an eigenvalue not computed makes the bordered solve singular instead.)"""
+    values = unbox_all(w)
+    if not isinstance(values, np.ndarray) or values.size < 2:
+        return False
+    gaps = np.diff(np.sort(values))
+    scale = max(float(np.max(np.abs(values))), float(np.finfo(values.dtype).tiny))
+    return bool(np.any(gaps <= (1e-10 if values.dtype == np.float64 else 1e-5) * scale))
+
+
+def _check_simple(w: Any) -> None:
+    """Refuse eigenvector derivatives at a repeated eigenvalue."""
+    if _repeated(w):
+        values = unbox_all(w)
+        raise SingularMatrixError(
+            f"eigsh: the computed eigenvalues {values} are repeated (a singular bordered system): the eigenvectors "
+            "of a repeated eigenvalue are not unique (only their span is), so they have no derivative; "
+            "differentiate the eigenvalues, or a function of the span (e.g. the projector v v^T)")
+
+
 def _times_vectors(t: Any, v: Any, p: Pattern) -> Any:
     """``dA v`` (n x k) for values' tangent ``t`` of pattern ``p``."""
     return segment_sum(fnp.reshape(t, (-1, 1)) * gather(v, p.col), p.row, p.shape[0])
@@ -83,6 +105,7 @@ def _vjp_all(g: tuple[Any, Any], ans: tuple[Any, Any], argnums: Any, data: Any, 
     if gw is not None:
         out = out + fnp.sum(gather(v, p.row) * gather(v, p.col) * gw, axis=1)
     if gv is not None and not (isinstance(gv, np.ndarray) and not gv.any()):  # skip a host zero cotangent
+        _check_simple(w)
         for i in range(shape(v)[1]):
             z = _bordered_solve(data, w[i], v[:, i], gv[:, i], p)
             out = out - gather(z, p.row) * gather(v[:, i], p.col)
@@ -94,6 +117,8 @@ def _jvp(t: Any, ans: tuple[Any, Any], data: Any, **kw: Any) -> tuple[Any, Any]:
     w, v = ans
     dav = _times_vectors(t, v, p)
     tw = fnp.sum(v * dav, axis=0)
+    if _repeated(w):  # the eigenvectors have no derivative: NaN, never a finite wrong number
+        return tw, fnp.full(shape(v), np.nan, dtype=fnp.result_type(v))
     tv = fnp.stack([_bordered_solve(data, w[i], v[:, i], -dav[:, i], p) for i in range(shape(v)[1])], axis=1)
     return tw, tv
 
