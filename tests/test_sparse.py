@@ -173,6 +173,50 @@ def test_linear_operator_with_cg():
     np.testing.assert_allclose(fg.grad(lambda b: fnp.sum(fsl.gmres(op, b, rtol=1e-12)[0]))(b), 1 / d)
 
 
+@pytest.mark.parametrize("method", ["cg", "gmres", "bicgstab", "minres"])
+def test_linear_operator_parameters_are_differentiable(method):
+    n = 5
+    rng = np.random.default_rng(4)
+    m0 = rng.normal(size=(n, n))
+    m0 = m0 @ m0.T + n * np.eye(n)
+    b0 = rng.normal(size=n)
+
+    def solve_with(m, b, rmatvec):
+        op = fsl.LinearOperator((n, n), matvec=lambda p, v: p["m"] @ v, params={"m": m},
+                                rmatvec=(lambda p, v: p["m"].T @ v) if rmatvec else None)
+        return getattr(fsl, method)(op, b, rtol=1e-13)[0]
+
+    def dense(m, b):
+        return fnp.linalg.solve(m, b)
+
+    for rmatvec in (True, False):
+        f = lambda m, b: solve_with(m, b, rmatvec)  # noqa: E731
+        for jac in (fg.jacrev, fg.jacfwd):
+            got, want = jac(f, argnums=(0, 1))(m0, b0), fg.jacrev(dense, argnums=(0, 1))(m0, b0)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9)
+    loss = lambda m: fnp.sum(solve_with(m, b0, False) ** 2)  # noqa: E731
+    np.testing.assert_allclose(fg.hessian(loss)(m0), fg.hessian(lambda m: fnp.sum(dense(m, b0) ** 2))(m0),
+                               rtol=1e-6, atol=1e-9)
+    check_grads(lambda m, b: solve_with(m, b, True), (m0, b0), order=2, modes=("fwd", "rev"))
+    batch = np.stack([m0, 2 * m0, m0 + np.eye(n)])
+    np.testing.assert_allclose(fg.vmap(lambda m: solve_with(m, b0, True))(batch),
+                               np.stack([np.linalg.solve(mi, b0) for mi in batch]), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fg.jit(lambda m: solve_with(m, b0, True))(m0), np.linalg.solve(m0, b0), rtol=1e-7)
+
+
+def test_linear_operator_closing_over_a_traced_value_says_to_pass_params():
+    m0 = np.diag([2.0, 3.0, 4.0])
+    b = np.ones(3)
+
+    def f(m):
+        return fnp.sum(fsl.cg(fsl.LinearOperator((3, 3), matvec=lambda v: m @ v), b)[0])
+
+    for transform in (fg.grad(f), lambda m: fg.jvp(f, (m,), (m,))):
+        with pytest.raises(TypeError, match=r"closes over a value traced by .*params="):
+            transform(m0)
+
+
 def test_factorization_is_reused_by_the_gradient(monkeypatch):
     from funcgrad.scipy.sparse.linalg import _system
 

@@ -134,6 +134,19 @@ SOLVES = [
                         ("bicgstab", "bicgstab", lambda a: a)]
 ]
 
+def operator_of(v):
+    """The symmetrized well-conditioned matrix of v as a LinearOperator with parameters v (its
+    transpose products by reverse mode through matvec)."""
+    return fsl.LinearOperator((N, N), matvec=lambda p, x: sym(well(p)) @ x, params=v)
+
+
+OPERATORS = [
+    Spec(f"{m}_operator_params", (lambda m: lambda v, b: getattr(fsl, m)(operator_of(v), b, rtol=1e-13)[0])(m),
+         lambda v, b: ssl.spsolve(sym(S_well(v)).tocsc(), b), [R, R], shapes=(V, X), rtol=1e-7, atol=1e-9)
+    for m in ("cg", "gmres", "minres", "bicgstab")
+]
+
+
 def spread(v):
     """A symmetric matrix of pattern _P with well separated eigenvalues (2 i on the
     diagonal, plus 0.1 (v + v^T)), built on v's device in v's dtype."""
@@ -161,7 +174,7 @@ EIGEN = [
          lambda v: eigh_top2(v)[1], [R], shapes=(V,), rtol=1e-8, atol=1e-9),
 ]
 
-SPECS = OPS + SOLVES + EIGEN
+SPECS = OPS + SOLVES + OPERATORS + EIGEN
 
 
 @pytest.mark.parametrize("check", CHECKS)

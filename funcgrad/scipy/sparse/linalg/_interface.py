@@ -16,7 +16,9 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
-from ....core import Box
+from ....backend import namespace_of
+from ....core import Box, unbox_all
+from ....numpy._util import ndim, shape
 from ....transforms import vjp
 from ....tree_util import tree_flatten, tree_unflatten
 
@@ -48,11 +50,13 @@ class LinearOperator:
                  dtype: Any = None, rmatmat: Callable[..., Any] | None = None, *, params: Any = None):
         m, n = (int(s) for s in shape)
         self.shape = (m, n)
-        self.dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
         self.params = params
         leaves, treedef = tree_flatten(params)
         self.leaves = tuple(leaves)
-        self.form = OperatorForm(self.shape, matvec, rmatvec, self.dtype, treedef if params is not None else None)
+        given = np.dtype(dtype) if dtype is not None else None
+        # SciPy's default is float64 ... unless the parameters say otherwise (float32 stays float32)
+        self.dtype = given or (fnp.result_type(*self.leaves) if self.leaves else np.dtype(np.float64))
+        self.form = OperatorForm(self.shape, matvec, rmatvec, given, treedef if params is not None else None)
 
     def matvec(self, x: Any) -> Any:
         """``A x``."""
@@ -75,7 +79,7 @@ class OperatorForm:
     __slots__ = ("shape", "matvec", "rmatvec", "dtype", "treedef")
 
     def __init__(self, shape: tuple[int, int], matvec: Callable[..., Any], rmatvec: Callable[..., Any] | None,
-                 dtype: np.dtype, treedef: Any):
+                 dtype: np.dtype | None, treedef: Any):
         self.shape, self.matvec, self.rmatvec, self.dtype, self.treedef = shape, matvec, rmatvec, dtype, treedef
 
     def __repr__(self) -> str:
@@ -86,7 +90,9 @@ class OperatorForm:
 
     def apply(self, leaves: Any, v: Any, trans: str = "N") -> Any:
         """``op(A) v`` with parameters ``leaves``, for ``trans`` 'N' (A), 'T' (A transposed)
-        or 'H' (conjugate transposed)."""
+        or 'H' (conjugate transposed); a matrix ``v`` column by column."""
+        if ndim(v) == 2:
+            return fnp.stack([self.apply(leaves, v[:, j], trans) for j in range(shape(v)[1])], axis=1)
         if trans == "N":
             return self._call(self.matvec, leaves, v)
         if self.rmatvec is not None:
@@ -99,7 +105,8 @@ class OperatorForm:
 
     def _transpose_product(self, leaves: Any, v: Any) -> Any:
         """``A^T v`` by reverse mode through ``matvec`` (which is linear in its vector)."""
-        start = fnp.zeros((self.shape[1],), dtype=fnp.result_type(v, self.dtype))
+        want = fnp.result_type(v, *(() if self.dtype is None else (self.dtype,)))
+        start = namespace_of(unbox_all(v)).zeros((self.shape[1],), dtype=want)  # on v's device
         try:
             _, pullback = vjp(lambda u: self._call(self.matvec, leaves, u), start)
             return pullback(v)[0]

@@ -253,7 +253,8 @@ _matrix_solve = defprimitive(
 
 def _operator_solve_raw(b: Any, x0: Any, *leaves: Any, system: System, trans: str = "N") -> Any:
     xp = namespace_of(b)
-    want = _result_dtype(b.dtype, system.operator.dtype, *(getattr(v, "dtype", np.float64) for v in leaves))
+    given = () if system.operator.dtype is None else (system.operator.dtype,)
+    want = _result_dtype(b.dtype, *given, *(getattr(v, "dtype", np.float64) for v in leaves))
     b = b.astype(want) if b.dtype != want else b
     return _iterative(xp, leaves, b, x0, system, trans, want)
 
