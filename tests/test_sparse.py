@@ -14,6 +14,7 @@ from funcgrad.testing import check_grads
 
 ssp = pytest.importorskip("scipy.sparse")
 ssl = pytest.importorskip("scipy.sparse.linalg")
+sla = pytest.importorskip("scipy.linalg")
 
 from funcgrad.scipy import sparse as fs  # noqa: E402
 from funcgrad.scipy.sparse import linalg as fsl  # noqa: E402
@@ -409,3 +410,44 @@ def test_complex_products_and_reductions():
     a = fs.csr_array((args[0] + 1j * args[1], (rows, cols)), shape=(3, 3))
     s = ssp.csr_array((args[0] + 1j * args[1], (rows, cols)), shape=(3, 3))
     np.testing.assert_allclose((a @ a.T).conj().toarray(), (s @ s.T).conj().toarray())
+
+
+def test_expm_multiply_derivatives_match_the_dense_and_the_block_identity():
+    import funcgrad.scipy.linalg as fsla
+
+    n = 6
+    s = (ssp.random(n, n, density=0.4, rng=2) + ssp.eye(n)).tocsr()
+    a = fs.csr_array(s)
+    b = np.random.default_rng(0).normal(size=(n, 2))
+    np.testing.assert_allclose(fsl.expm_multiply(a, b), ssl.expm_multiply(s, b), rtol=1e-13, atol=1e-14)
+    f = lambda d, b: fsl.expm_multiply(a._like(d), b)  # noqa: E731
+    dense = lambda d, b: fsla.expm(a._like(d).toarray()) @ b  # noqa: E731
+    want = fg.jacrev(dense, argnums=(0, 1))(a.data, b)
+    for jac in (fg.jacrev, fg.jacfwd):
+        for got, w in zip(jac(f, argnums=(0, 1))(a.data, b), want):
+            np.testing.assert_allclose(got, w, rtol=1e-11, atol=1e-12)
+    # the Fréchet derivative L(A, E) B is the top block of expm([[A, E], [0, A]]) [0; B]
+    e = np.random.default_rng(1).normal(size=a.nnz)
+    _, tangent = fg.jvp(lambda d: f(d, b), (a.data,), (e,))
+    block = fs.bmat([[a, a._like(e)], [None, a]])
+    np.testing.assert_allclose(tangent, fsl.expm_multiply(block, np.vstack([np.zeros_like(b), b]))[:n],
+                               rtol=1e-12, atol=1e-13)
+    # d/dt expm(t A) B = A expm(t A) B
+    t = 0.7
+    np.testing.assert_allclose(fg.grad(lambda t: fnp.sum(fsl.expm_multiply(t * a, b)))(t),
+                               np.sum(s @ sla.expm(t * s.toarray()) @ b), rtol=1e-12)
+    check_grads(lambda t, bb: fsl.expm_multiply(t * a, bb), (t, b), order=2, modes=("fwd", "rev"))
+
+
+def test_expm_multiply_large_norm_complex_and_jit():
+    n = 60
+    lap = ssp.diags([np.ones(n - 1), -2 * np.ones(n), np.ones(n - 1)], [-1, 0, 1]).tocsr() * (n ** 2 / 50.0)
+    b = np.sin(np.linspace(0, 3, n))
+    a = fs.csr_array(lap)
+    got = fsl.expm_multiply(a, b)
+    np.testing.assert_allclose(got, ssl.expm_multiply(lap, b), rtol=1e-12, atol=1e-13 * np.abs(got).max())
+    c = fs.csr_array(lap * (1 + 0.5j))
+    np.testing.assert_allclose(fsl.expm_multiply(c, b), sla.expm(lap.toarray() * (1 + 0.5j)) @ b, rtol=1e-10,
+                               atol=1e-12)
+    with pytest.raises(NotImplementedError, match="outside fg.jit"):
+        fg.jit(lambda d: fsl.expm_multiply(a._like(d), b))(a.data)

@@ -147,6 +147,17 @@ OPERATORS = [
 ]
 
 
+EXPM = [
+    Spec("expm_multiply", lambda v, b: fsl.expm_multiply(A(v), b), lambda v, b: ssl.expm_multiply(S(v), b),
+         [R, R], shapes=(V, XM), rtol=1e-12, atol=1e-13,
+         skip={"device": "the Taylor degree is chosen from the matrix norm, read on the host (one scalar "
+                         "transfer, which the fake device refuses)"}),
+    Spec("expm_multiply_time_grid", lambda v, b: fsl.expm_multiply(A(v, "csc"), b, start=0.5, stop=1.5, num=3),
+         lambda v, b: ssl.expm_multiply(S(v, "csc"), b, start=0.5, stop=1.5, num=3), [R, R], shapes=(V, X),
+         rtol=1e-12, atol=1e-13, skip={"device": "as expm_multiply"}),
+]
+
+
 def spread(v):
     """A symmetric matrix of pattern _P with well separated eigenvalues (2 i on the
     diagonal, plus 0.1 (v + v^T)), built on v's device in v's dtype."""
@@ -174,7 +185,7 @@ EIGEN = [
          lambda v: eigh_top2(v)[1], [R], shapes=(V,), rtol=1e-8, atol=1e-9),
 ]
 
-SPECS = OPS + SOLVES + OPERATORS + EIGEN
+SPECS = OPS + SOLVES + OPERATORS + EIGEN + EXPM
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from ._direct import SuperLU, factorized, splu, spsolve
 from ._eigen import eigsh
+from ._expm import expm_multiply
 from ._interface import LinearOperator
 from ._iterative import bicgstab, cg, gmres, minres
 from ._system import SingularMatrixError
 
-__all__ = ["spsolve", "splu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres", "LinearOperator", "eigsh",
+__all__ = ["spsolve", "splu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres", "LinearOperator", "eigsh", "expm_multiply",
            "SingularMatrixError"]
