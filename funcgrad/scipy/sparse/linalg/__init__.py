@@ -1,6 +1,7 @@
 """Differentiable ``scipy.sparse.linalg``: direct solves (``spsolve``, ``splu``,
 ``factorized``), iterative solvers (``cg``, ``gmres``, ``bicgstab``, ``minres``) with
-implicit derivatives, ``LinearOperator``.
+implicit derivatives, ``LinearOperator`` (with differentiable ``params``), ``eigsh``
+(eigenvalues and eigenvectors), ``expm_multiply``.
 
 Every solve is differentiable in the right-hand side and in the matrix's values by the
 implicit-function rule: one adjoint solve (reusing the LU factorization for direct

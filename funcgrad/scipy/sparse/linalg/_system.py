@@ -1,16 +1,20 @@
 """The differentiable linear solve under every sparse solver: ``x = op(A)^-1 b`` with
 ``op`` one of ``N`` (A), ``T`` (A transposed), ``H`` (A conjugate-transposed).
 
-One primitive, ``solve(data, b, x0, system=..., trans=...)``: ``data`` are the values of a
-sparse ``A`` over ``system.pattern`` (or None for a :class:`LinearOperator`), ``system``
-says how to solve (a direct LU factorization, or an iterative method with its
-tolerances). Its rules are the implicit-function ones, whatever the method:
+``solve(data, b, x0, system=..., trans=...)``: ``data`` are the values of a sparse ``A``
+over ``system.pattern`` (primitive ``sparse_solve``), or the parameters of a
+:class:`LinearOperator` (primitive ``sparse_operator_solve``, whose parameters are its
+trailing arguments); ``system`` says how to solve (a direct LU factorization, or an
+iterative method with its tolerances). The rules are the implicit-function ones, whatever
+the method:
 
 - VJP: ``b_bar = op(A)^-T g`` (one adjoint solve; with LU the factorization of the
   forward pass is reused), ``A_bar = -b_bar x^T`` read only at the stored positions
   (``data_bar[k] = -b_bar[row_k] x[col_k]`` for ``N``), never a dense n x n. Complex
   values follow funcgrad's (JAX's) convention: the VJP transposes the linear map.
 - JVP: ``dx = op(A)^-1 (db - op(dA) x)``.
+- An operator's parameters ``p``: ``op(dA) x`` is forward mode through its ``matvec`` at
+  the solution, and ``p_bar = -(d(op(A) x)/dp)^T b_bar`` reverse mode through it.
 - vmap: a batch of right-hand sides is one solve with more columns; a batch of values
   is a loop of solves over one pattern.
 
