@@ -451,3 +451,25 @@ def test_expm_multiply_large_norm_complex_and_jit():
                                atol=1e-12)
     with pytest.raises(NotImplementedError, match="outside fg.jit"):
         fg.jit(lambda d: fsl.expm_multiply(a._like(d), b))(a.data)
+
+
+@pytest.mark.parametrize("with_rmatvec", [True, False])
+def test_linear_operator_complex_parameters(with_rmatvec):
+    n = 4
+    rng = np.random.default_rng(0)
+    re, im = rng.normal(size=(n, n)) + n * np.eye(n), rng.normal(size=(n, n))
+    b = rng.normal(size=n) + 1j * rng.normal(size=n)
+    rmatvec = (lambda m, v: fnp.conj(m).T @ v) if with_rmatvec else None
+
+    def f(re, im):
+        op = fsl.LinearOperator((n, n), matvec=lambda m, v: m @ v, rmatvec=rmatvec, params=re + 1j * im)
+        x = fsl.gmres(op, b, rtol=1e-13)[0]
+        return fnp.real(fnp.sum(x * fnp.conj(x)))
+
+    def dense(re, im):
+        x = fnp.linalg.solve(re + 1j * im, b)
+        return fnp.real(fnp.sum(x * fnp.conj(x)))
+
+    for got, want in zip(fg.grad(f, argnums=(0, 1))(re, im), fg.grad(dense, argnums=(0, 1))(re, im)):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    check_grads(f, (re, im), order=2, modes=("fwd", "rev"))
