@@ -113,6 +113,8 @@ def _vjp_all(g: tuple[Any, Any], ans: tuple[Any, Any], argnums: Any, data: Any, 
 
 
 def _jvp(t: Any, ans: tuple[Any, Any], data: Any, **kw: Any) -> tuple[Any, Any]:
+    # The eigenvector tangents are computed even when only eigenvalues are returned: the
+    # eigenvalues' second derivative reads them (through ``v`` in ``tw``).
     p: Pattern = kw["pattern"]
     w, v = ans
     dav = _times_vectors(t, v, p)
