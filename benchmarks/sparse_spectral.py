@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import funcgrad as fg  # noqa: E402
 import funcgrad.numpy as fnp  # noqa: E402
@@ -94,17 +95,20 @@ def measure(n: int, repeat: int) -> list[tuple[str, float, float, float]]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> list[tuple[str, float, float, float]]:
     p = argparse.ArgumentParser(prog="python benchmarks/sparse_spectral.py")
     p.add_argument("--sizes", type=int, nargs="*", default=[16, 32, 64])
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args(argv)
     print("| grid | operation | forward | grad | grad / forward | grad vs FD |")
     print("|---|---|---|---|---|---|")
+    rows = []
     for n in args.sizes:
         for name, t_f, t_g, err in measure(n, args.repeat):
+            rows.append((name, t_f, t_g, err))
             print(f"| {n}x{n} | {name} | {t_f * 1e3:.1f} ms | {t_g * 1e3:.1f} ms | {t_g / t_f:.2f}x | {err:.1e} |",
                   flush=True)
+    return rows
 
 
 if __name__ == "__main__":

@@ -361,6 +361,10 @@ def test_benchmark_script_runs_at_smoke_size(capsys):
     rows = sparse_poisson.main(["--sizes", "4", "--jax-sizes", "--repeat", "1"])
     assert rows[0]["unknowns"] == 16 and rows[0]["fd_rel_err"] < 1e-5
     assert "grad / spsolve" in capsys.readouterr().out
+    from benchmarks import sparse_spectral
+
+    rows = sparse_spectral.main(["--sizes", "4", "--repeat", "1"])
+    assert len(rows) == 3 and all(err < 1e-4 for *_, err in rows), rows
 
 
 def test_runs_without_torch_or_jax():
