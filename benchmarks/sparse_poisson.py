@@ -176,6 +176,8 @@ def measure_jax(n: int, repeat: int) -> dict | None:
     if m >= 128 * 128:
         # minutes per call here: one cold call each (compilation, well under a second, included)
         t_fwd = median_time(lambda: fwd(k0).block_until_ready(), 1)
+        print(f"(JAX dense {n}x{n}: forward solve {t_fwd:.1f} s, peak RSS {_mb((_vmhwm_kib() or 0) * 1024)}; "
+              "now the gradient)", file=sys.stderr, flush=True)
         t = time.perf_counter()
         g = np.asarray(grad(k0).block_until_ready())
         t_grad = time.perf_counter() - t
