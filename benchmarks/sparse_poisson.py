@@ -172,12 +172,24 @@ def measure_jax(n: int, repeat: int) -> dict | None:
     fwd = jax.jit(lambda k: jnp.linalg.solve(jnp.zeros((m, m)).at[rows, cols].add(values(k, pattern, jnp)), f))
     grad = jax.jit(jax.grad(loss))
     k0 = jnp.ones(m)
-    fwd(k0).block_until_ready()
-    grad(k0).block_until_ready()
-    g = np.asarray(grad(k0))
+    rss0 = _vmhwm_kib()
+    if m >= 128 * 128:
+        # minutes per call here: one cold call each (compilation, well under a second, included)
+        t_fwd = median_time(lambda: fwd(k0).block_until_ready(), 1)
+        print(f"(JAX dense {n}x{n}: forward solve {t_fwd:.1f} s, peak RSS {_mb((_vmhwm_kib() or 0) * 1024)}; "
+              "now the gradient)", file=sys.stderr, flush=True)
+        t = time.perf_counter()
+        g = np.asarray(grad(k0).block_until_ready())
+        t_grad = time.perf_counter() - t
+    else:
+        fwd(k0).block_until_ready()
+        g = np.asarray(grad(k0).block_until_ready())
+        t_fwd = median_time(lambda: fwd(k0).block_until_ready(), repeat)
+        t_grad = median_time(lambda: grad(k0).block_until_ready(), repeat)
+    hwm = _vmhwm_kib()
     ours = fg.grad(problem(n)[3])(np.ones(m))
-    return {"n": n, "unknowns": m, "spsolve_s": median_time(lambda: fwd(k0).block_until_ready(), repeat),
-            "grad_s": median_time(lambda: grad(k0).block_until_ready(), repeat),
+    return {"n": n, "unknowns": m, "spsolve_s": t_fwd, "grad_s": t_grad,
+            "peak_rss": None if rss0 is None or hwm is None else hwm * 1024,
             "max_rel_diff": float(np.abs(g - ours).max() / np.abs(ours).max())}
 
 
@@ -203,8 +215,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
               f"| {r['fd_rel_err']:.1e} |", flush=True)
     if args.jax_sizes:
         print()
-        print("| JAX dense (jit, CPU) grid | unknowns | forward solve | grad | max rel. diff vs funcgrad |")
-        print("|---|---|---|---|---|")
+        print("| JAX dense (jit, CPU) grid | unknowns | forward solve | grad | peak RSS of the process "
+              "| max rel. diff vs funcgrad |")
+        print("|---|---|---|---|---|---|")
         for n in args.jax_sizes:
             r = measure_jax(n, max(1, args.repeat // (1 if n <= 32 else 5)))
             if r is None:
@@ -212,7 +225,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 break
             rows.append({"jax": True, **r})
             print(f"| {n}x{n} | {r['unknowns']} | {r['spsolve_s'] * 1e3:.1f} ms | {r['grad_s'] * 1e3:.1f} ms "
-                  f"| {r['max_rel_diff']:.1e} |", flush=True)
+                  f"| {_mb(r['peak_rss'])} | {r['max_rel_diff']:.1e} |", flush=True)
     return rows
 
 

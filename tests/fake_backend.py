@@ -844,6 +844,20 @@ def _fake_splu(A: Any, **kwargs: Any) -> _FakeSuperLU:  # noqa: N803
     return _FakeSuperLU(sla.splu(m.tocsc(), **kwargs), dev)
 
 
+def _fake_eigsh(a: Any, k: int = 6, *, which: str = "LM", v0: Any = None, ncv: Any = None, maxiter: Any = None,
+                tol: float = 0, return_eigenvectors: bool = True) -> Any:
+    """cupyx's ``eigsh`` (keyword-only options; no shift-invert)."""
+    import scipy.sparse.linalg as sla
+
+    m, dev = _sparse_operand(a)
+    start = None if v0 is None else _unwrap(v0, [dev])
+    out = sla.eigsh(m, k=k, which=which, v0=start, ncv=ncv, maxiter=maxiter, tol=tol,
+                    return_eigenvectors=return_eigenvectors)
+    if not return_eigenvectors:
+        return FakeArray(np.asarray(out), dev)
+    return FakeArray(np.asarray(out[0]), dev), FakeArray(np.asarray(out[1]), dev)
+
+
 try:
     import scipy.sparse  # noqa: F401
 
@@ -855,6 +869,7 @@ try:
     fake.scipy_sparse.linalg = types.ModuleType("fakecupy.scipy_sparse.linalg")
     fake.scipy_sparse.linalg.splu = _fake_splu
     fake.scipy_sparse.linalg.LinearOperator = _FakeLinearOperator
+    fake.scipy_sparse.linalg.eigsh = _fake_eigsh
     for _solver in ("cg", "gmres", "bicgstab", "minres"):
         setattr(fake.scipy_sparse.linalg, _solver, _fake_iterative(_solver))
 except ImportError:  # pragma: no cover

@@ -14,6 +14,7 @@ from funcgrad.testing import check_grads
 
 ssp = pytest.importorskip("scipy.sparse")
 ssl = pytest.importorskip("scipy.sparse.linalg")
+sla = pytest.importorskip("scipy.linalg")
 
 from funcgrad.scipy import sparse as fs  # noqa: E402
 from funcgrad.scipy.sparse import linalg as fsl  # noqa: E402
@@ -173,6 +174,50 @@ def test_linear_operator_with_cg():
     np.testing.assert_allclose(fg.grad(lambda b: fnp.sum(fsl.gmres(op, b, rtol=1e-12)[0]))(b), 1 / d)
 
 
+@pytest.mark.parametrize("method", ["cg", "gmres", "bicgstab", "minres"])
+def test_linear_operator_parameters_are_differentiable(method):
+    n = 5
+    rng = np.random.default_rng(4)
+    m0 = rng.normal(size=(n, n))
+    m0 = m0 @ m0.T + n * np.eye(n)
+    b0 = rng.normal(size=n)
+
+    def solve_with(m, b, rmatvec):
+        op = fsl.LinearOperator((n, n), matvec=lambda p, v: p["m"] @ v, params={"m": m},
+                                rmatvec=(lambda p, v: p["m"].T @ v) if rmatvec else None)
+        return getattr(fsl, method)(op, b, rtol=1e-13)[0]
+
+    def dense(m, b):
+        return fnp.linalg.solve(m, b)
+
+    for rmatvec in (True, False):
+        f = lambda m, b: solve_with(m, b, rmatvec)  # noqa: E731
+        for jac in (fg.jacrev, fg.jacfwd):
+            got, want = jac(f, argnums=(0, 1))(m0, b0), fg.jacrev(dense, argnums=(0, 1))(m0, b0)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9)
+    loss = lambda m: fnp.sum(solve_with(m, b0, False) ** 2)  # noqa: E731
+    np.testing.assert_allclose(fg.hessian(loss)(m0), fg.hessian(lambda m: fnp.sum(dense(m, b0) ** 2))(m0),
+                               rtol=1e-6, atol=1e-9)
+    check_grads(lambda m, b: solve_with(m, b, True), (m0, b0), order=2, modes=("fwd", "rev"))
+    batch = np.stack([m0, 2 * m0, m0 + np.eye(n)])
+    np.testing.assert_allclose(fg.vmap(lambda m: solve_with(m, b0, True))(batch),
+                               np.stack([np.linalg.solve(mi, b0) for mi in batch]), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fg.jit(lambda m: solve_with(m, b0, True))(m0), np.linalg.solve(m0, b0), rtol=1e-7)
+
+
+def test_linear_operator_closing_over_a_traced_value_says_to_pass_params():
+    m0 = np.diag([2.0, 3.0, 4.0])
+    b = np.ones(3)
+
+    def f(m):
+        return fnp.sum(fsl.cg(fsl.LinearOperator((3, 3), matvec=lambda v: m @ v), b)[0])
+
+    for transform in (fg.grad(f), lambda m: fg.jvp(f, (m,), (m,))):
+        with pytest.raises(TypeError, match=r"closes over a value traced by .*params="):
+            transform(m0)
+
+
 def test_factorization_is_reused_by_the_gradient(monkeypatch):
     from funcgrad.scipy.sparse.linalg import _system
 
@@ -253,12 +298,57 @@ def test_eigsh_values_and_their_gradient():
     dense = lambda d: fnp.linalg.eigvalsh(sym(d).toarray())[-3:]  # noqa: E731
     np.testing.assert_allclose(fg.jacrev(f)(a.data), fg.jacrev(dense)(a.data), atol=1e-10)
     np.testing.assert_allclose(fg.jacfwd(f)(a.data), fg.jacrev(dense)(a.data), atol=1e-10)
-    check_grads(f, (a.data,), order=1, modes=("fwd", "rev"))
+    check_grads(f, (a.data,), order=2, modes=("fwd", "rev"))
     np.testing.assert_allclose(fg.vmap(f)(np.stack([a.data, 2 * a.data]))[1], 2 * f(a.data), rtol=1e-10)
-    with pytest.raises(NotImplementedError, match="eigenvectors"):
-        fg.grad(lambda d: fnp.sum(fsl.eigsh(a._like(d), k=2)[1] ** 3))(a.data)
+
+
+def _aligned(v, ref):
+    """``v``'s columns with the signs of ``ref``'s (eigenvectors are unique up to sign)."""
+    return v * fnp.sign(fnp.sum(v * fg.stop_gradient(ref), axis=0))
+
+
+def test_eigsh_eigenvectors_are_differentiable_to_second_order():
+    n = 10
+    s = ssp.random(n, n, density=0.35, rng=1)
+    s = (s + s.T + ssp.diags(np.arange(n) * 1.5)).tocsr()
+    a = fs.csr_array(s)
+
+    def sym(d):
+        return (a._like(d) + a._like(d).T) * 0.5
+
+    w, v = fsl.eigsh(a, k=2, which="LA")
+    big = v[np.argmax(np.abs(v), axis=0), [0, 1]]
+    assert np.all(big > 0)  # the sign convention
+    weights = np.linspace(1.0, 2.0, n)[:, None] * np.array([1.0, -0.5])
+
+    def f(d):
+        return fnp.sum(weights * fsl.eigsh(sym(d), k=2, which="LA")[1] ** 3)
+
+    def dense(d):
+        vd = fnp.linalg.eigh(sym(d).toarray())[1][:, -2:]
+        return fnp.sum(weights * _aligned(vd, fsl.eigsh(sym(d), k=2, which="LA")[1]) ** 3)
+
+    np.testing.assert_allclose(fg.grad(f)(a.data), fg.grad(dense)(a.data), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fg.hessian(f)(a.data), fg.hessian(dense)(a.data), rtol=1e-6, atol=1e-7)
+    vecs = lambda d: fsl.eigsh(sym(d), k=2, which="LA")[1]  # noqa: E731
+    check_grads(vecs, (a.data,), order=2, modes=("fwd", "rev"))
+    both = lambda d: fnp.sum(fsl.eigsh(sym(d), k=2, which="LA")[0] ** 2) + f(d)  # noqa: E731
+    check_grads(both, (a.data,), order=2, modes=("fwd", "rev"))
+
+
+def test_eigsh_eigenvectors_of_a_repeated_eigenvalue_are_refused():
+    a = fs.diags([np.array([1.0, 2.0, 3.0, 3.0, 0.5])], [0]).tocsr()
+    with pytest.raises(fsl.SingularMatrixError, match="singular"):
+        fg.grad(lambda d: fnp.sum(fsl.eigsh(a._like(d), k=2, which="LA")[1][2:4] ** 3))(a.data)
+    _, (tw, tv) = fg.jvp(lambda d: fsl.eigsh(a._like(d), k=2, which="LA"), (a.data,), (np.ones(5),))
+    np.testing.assert_allclose(tw, [1.0, 1.0])
+    assert np.all(np.isnan(tv))
+
+
+def test_eigsh_bad_k():
+    a = fs.eye(4, format="csr")
     with pytest.raises(ValueError, match="0 < k < n"):
-        fsl.eigsh(a, k=n)
+        fsl.eigsh(a, k=4)
 
 
 def test_benchmark_script_runs_at_smoke_size(capsys):
@@ -271,6 +361,10 @@ def test_benchmark_script_runs_at_smoke_size(capsys):
     rows = sparse_poisson.main(["--sizes", "4", "--jax-sizes", "--repeat", "1"])
     assert rows[0]["unknowns"] == 16 and rows[0]["fd_rel_err"] < 1e-5
     assert "grad / spsolve" in capsys.readouterr().out
+    from benchmarks import sparse_spectral
+
+    rows = sparse_spectral.main(["--sizes", "4", "--repeat", "1"])
+    assert len(rows) == 3 and all(err < 1e-4 for *_, err in rows), rows
 
 
 def test_runs_without_torch_or_jax():
@@ -320,3 +414,66 @@ def test_complex_products_and_reductions():
     a = fs.csr_array((args[0] + 1j * args[1], (rows, cols)), shape=(3, 3))
     s = ssp.csr_array((args[0] + 1j * args[1], (rows, cols)), shape=(3, 3))
     np.testing.assert_allclose((a @ a.T).conj().toarray(), (s @ s.T).conj().toarray())
+
+
+def test_expm_multiply_derivatives_match_the_dense_and_the_block_identity():
+    import funcgrad.scipy.linalg as fsla
+
+    n = 6
+    s = (ssp.random(n, n, density=0.4, rng=2) + ssp.eye(n)).tocsr()
+    a = fs.csr_array(s)
+    b = np.random.default_rng(0).normal(size=(n, 2))
+    np.testing.assert_allclose(fsl.expm_multiply(a, b), ssl.expm_multiply(s, b), rtol=1e-13, atol=1e-14)
+    f = lambda d, b: fsl.expm_multiply(a._like(d), b)  # noqa: E731
+    dense = lambda d, b: fsla.expm(a._like(d).toarray()) @ b  # noqa: E731
+    want = fg.jacrev(dense, argnums=(0, 1))(a.data, b)
+    for jac in (fg.jacrev, fg.jacfwd):
+        for got, w in zip(jac(f, argnums=(0, 1))(a.data, b), want):
+            np.testing.assert_allclose(got, w, rtol=1e-11, atol=1e-12)
+    # the Fréchet derivative L(A, E) B is the top block of expm([[A, E], [0, A]]) [0; B]
+    e = np.random.default_rng(1).normal(size=a.nnz)
+    _, tangent = fg.jvp(lambda d: f(d, b), (a.data,), (e,))
+    block = fs.bmat([[a, a._like(e)], [None, a]])
+    np.testing.assert_allclose(tangent, fsl.expm_multiply(block, np.vstack([np.zeros_like(b), b]))[:n],
+                               rtol=1e-12, atol=1e-13)
+    # d/dt expm(t A) B = A expm(t A) B
+    t = 0.7
+    np.testing.assert_allclose(fg.grad(lambda t: fnp.sum(fsl.expm_multiply(t * a, b)))(t),
+                               np.sum(s @ sla.expm(t * s.toarray()) @ b), rtol=1e-12)
+    check_grads(lambda t, bb: fsl.expm_multiply(t * a, bb), (t, b), order=2, modes=("fwd", "rev"))
+
+
+def test_expm_multiply_large_norm_complex_and_jit():
+    n = 60
+    lap = ssp.diags([np.ones(n - 1), -2 * np.ones(n), np.ones(n - 1)], [-1, 0, 1]).tocsr() * (n ** 2 / 50.0)
+    b = np.sin(np.linspace(0, 3, n))
+    a = fs.csr_array(lap)
+    got = fsl.expm_multiply(a, b)
+    np.testing.assert_allclose(got, ssl.expm_multiply(lap, b), rtol=1e-12, atol=1e-13 * np.abs(got).max())
+    c = fs.csr_array(lap * (1 + 0.5j))
+    np.testing.assert_allclose(fsl.expm_multiply(c, b), sla.expm(lap.toarray() * (1 + 0.5j)) @ b, rtol=1e-10,
+                               atol=1e-12)
+    with pytest.raises(NotImplementedError, match="outside fg.jit"):
+        fg.jit(lambda d: fsl.expm_multiply(a._like(d), b))(a.data)
+
+
+@pytest.mark.parametrize("with_rmatvec", [True, False])
+def test_linear_operator_complex_parameters(with_rmatvec):
+    n = 4
+    rng = np.random.default_rng(0)
+    re, im = rng.normal(size=(n, n)) + n * np.eye(n), rng.normal(size=(n, n))
+    b = rng.normal(size=n) + 1j * rng.normal(size=n)
+    rmatvec = (lambda m, v: fnp.conj(m).T @ v) if with_rmatvec else None
+
+    def f(re, im):
+        op = fsl.LinearOperator((n, n), matvec=lambda m, v: m @ v, rmatvec=rmatvec, params=re + 1j * im)
+        x = fsl.gmres(op, b, rtol=1e-13)[0]
+        return fnp.real(fnp.sum(x * fnp.conj(x)))
+
+    def dense(re, im):
+        x = fnp.linalg.solve(re + 1j * im, b)
+        return fnp.real(fnp.sum(x * fnp.conj(x)))
+
+    for got, want in zip(fg.grad(f, argnums=(0, 1))(re, im), fg.grad(dense, argnums=(0, 1))(re, im)):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    check_grads(f, (re, im), order=2, modes=("fwd", "rev"))

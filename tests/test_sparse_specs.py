@@ -134,7 +134,58 @@ SOLVES = [
                         ("bicgstab", "bicgstab", lambda a: a)]
 ]
 
-SPECS = OPS + SOLVES
+def operator_of(v):
+    """The symmetrized well-conditioned matrix of v as a LinearOperator with parameters v (its
+    transpose products by reverse mode through matvec)."""
+    return fsl.LinearOperator((N, N), matvec=lambda p, x: sym(well(p)) @ x, params=v)
+
+
+OPERATORS = [
+    Spec(f"{m}_operator_params", (lambda m: lambda v, b: getattr(fsl, m)(operator_of(v), b, rtol=1e-13)[0])(m),
+         lambda v, b: ssl.spsolve(sym(S_well(v)).tocsc(), b), [R, R], shapes=(V, X), rtol=1e-7, atol=1e-9)
+    for m in ("cg", "gmres", "minres", "bicgstab")
+]
+
+
+EXPM = [
+    Spec("expm_multiply", lambda v, b: fsl.expm_multiply(A(v), b), lambda v, b: ssl.expm_multiply(S(v), b),
+         [R, R], shapes=(V, XM), rtol=1e-12, atol=1e-13,
+         skip={"device": "the Taylor degree is chosen from the matrix norm, read on the host (one scalar "
+                         "transfer, which the fake device refuses)"}),
+    Spec("expm_multiply_time_grid", lambda v, b: fsl.expm_multiply(A(v, "csc"), b, start=0.5, stop=1.5, num=3),
+         lambda v, b: ssl.expm_multiply(S(v, "csc"), b, start=0.5, stop=1.5, num=3), [R, R], shapes=(V, X),
+         rtol=1e-12, atol=1e-13, skip={"device": "as expm_multiply"}),
+]
+
+
+def spread(v):
+    """A symmetric matrix of pattern _P with well separated eigenvalues (2 i on the
+    diagonal, plus 0.1 (v + v^T)), built on v's device in v's dtype."""
+    a = A(0.1 * v)
+    return a + a.T + fs.diags([fnp.cumsum(v[:N] * 0 + 2.0) - 2.0], [0])
+
+
+def S_spread(v):
+    s = S(0.1 * v)
+    return (s + s.T + ssp.diags(2.0 * np.arange(N))).toarray()
+
+
+def eigh_top2(v):
+    """The two largest eigenpairs by dense eigh, signed as funcgrad signs them (the entry
+    of largest magnitude positive)."""
+    w, u = np.linalg.eigh(S_spread(v))
+    u = u[:, -2:]
+    return w[-2:], u * np.sign(u[np.argmax(np.abs(u), axis=0), [0, 1]])
+
+
+EIGEN = [
+    Spec("eigsh_values", lambda v: fsl.eigsh(spread(v), k=2, which="LA", return_eigenvectors=False),
+         lambda v: eigh_top2(v)[0], [R], shapes=(V,), rtol=1e-9, atol=1e-10),
+    Spec("eigsh_vectors", lambda v: fsl.eigsh(spread(v), k=2, which="LA")[1],
+         lambda v: eigh_top2(v)[1], [R], shapes=(V,), rtol=1e-8, atol=1e-9),
+]
+
+SPECS = OPS + SOLVES + OPERATORS + EIGEN + EXPM
 
 
 @pytest.mark.parametrize("check", CHECKS)

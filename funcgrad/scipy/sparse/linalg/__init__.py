@@ -1,6 +1,7 @@
 """Differentiable ``scipy.sparse.linalg``: direct solves (``spsolve``, ``splu``,
 ``factorized``), iterative solvers (``cg``, ``gmres``, ``bicgstab``, ``minres``) with
-implicit derivatives, ``LinearOperator``.
+implicit derivatives, ``LinearOperator`` (with differentiable ``params``), ``eigsh``
+(eigenvalues and eigenvectors), ``expm_multiply``.
 
 Every solve is differentiable in the right-hand side and in the matrix's values by the
 implicit-function rule: one adjoint solve (reusing the LU factorization for direct
@@ -21,9 +22,10 @@ from __future__ import annotations
 
 from ._direct import SuperLU, factorized, splu, spsolve
 from ._eigen import eigsh
+from ._expm import expm_multiply
 from ._interface import LinearOperator
 from ._iterative import bicgstab, cg, gmres, minres
 from ._system import SingularMatrixError
 
-__all__ = ["spsolve", "splu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres", "LinearOperator", "eigsh",
+__all__ = ["spsolve", "splu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres", "LinearOperator", "eigsh", "expm_multiply",
            "SingularMatrixError"]

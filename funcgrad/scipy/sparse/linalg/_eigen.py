@@ -1,9 +1,25 @@
-"""``eigsh``: a few eigenvalues (and eigenvectors) of a symmetric sparse matrix, through the
-backend's ``eigsh``. Eigenvalues are differentiable in the values: for a simple eigenvalue
-``d lam_i = v_i^T dA v_i``, so ``data_bar[k] = sum_i g_i v_i[row_k] v_i[col_k]`` (never a
-dense n x n). Eigenvectors are returned (unique up to sign; for a repeated eigenvalue only
-their span is defined), but their derivatives are refused with an error rather than given
-wrongly."""
+"""``eigsh``: a few eigenpairs of a real symmetric sparse matrix, through the backend's
+``eigsh``, differentiable in the values (eigenvalues and eigenvectors, to any order).
+
+For a simple eigenvalue ``lam`` with unit eigenvector ``v`` of symmetric ``A``:
+
+- ``d lam = v^T dA v``, so the eigenvalues' cotangent is
+  ``data_bar[k] = sum_i g_i v_i[row_k] v_i[col_k]`` (at the stored entries only);
+- ``dv = -(A - lam I)^+ (I - v v^T) dA v``: the pseudo-inverse acts on the rest of the
+  spectrum, which ``eigsh`` has not computed. Instead of a dense n x n, ``dv`` solves the
+  bordered system (sparse, (n+1) x (n+1), nonsingular exactly when ``lam`` is simple)::
+
+      [[A - lam I, v], [v^T, 0]] [dv; mu] = [-dA v; 0]     (then v^T dv = 0, mu = -d lam)
+
+  with the differentiable sparse LU solve. The system is symmetric, so the VJP is the same
+  solve applied to the cotangent: ``z = top of M^-1 [gv; 0]``, ``data_bar[k] -= z[row_k] v[col_k]``.
+
+Both rules are written with differentiable operations (the sparse solve, gathers,
+scatter-adds), so they differentiate again. Eigenvectors are made unique by their sign:
+the entry of largest magnitude is positive. A repeated eigenvalue has no differentiable
+eigenvectors (only their span is defined): the bordered system is then singular and the
+derivative raises :class:`SingularMatrixError` rather than give a wrong number.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +30,15 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ....backend import namespace_of
-from ....core import defprimitive
+from ....core import defprimitive, unbox_all
 from ....numpy._batching import move_to_front
 from ....numpy._util import shape
+from .._arrays import coo_array
 from .._backend import native_matrix, sparse_linalg_module
 from .._pattern import Pattern
 from .._values import gather, segment_sum
-from ._direct import as_square_sparse
+from ._direct import as_square_sparse, spsolve
+from ._system import SingularMatrixError
 
 __all__ = ["eigsh"]
 
@@ -33,37 +51,78 @@ def _eigsh_raw(data: Any, *, pattern: Pattern, k: int, which: str, tol: float) -
     start = xp.ones(n, dtype=data.dtype)
     w, v = fn(mat, k=k, which=which, tol=tol, v0=start)
     order = xp.argsort(w)
-    return w[order].astype(data.dtype), v[:, order].astype(data.dtype)
+    w, v = w[order], v[:, order]
+    # sign convention: the entry of largest magnitude of each eigenvector is positive
+    big = xp.take_along_axis(v, xp.argmax(xp.abs(v), axis=0)[None, :], axis=0)
+    v = v * xp.where(big < 0, -1.0, 1.0).astype(v.dtype)
+    return w.astype(data.dtype), v.astype(data.dtype)
 
 
-def _vjp(g: tuple[Any, Any], ans: tuple[Any, Any], data: Any, **kw: Any) -> Any:
-    gw, gv = g
-    if gv is not None and not _is_zero(gv):
-        raise NotImplementedError("eigsh: derivatives of the eigenvectors are not implemented (only the "
-                                  "eigenvalues are differentiable); use return_eigenvectors=False")
-    p: Pattern = kw["pattern"]
-    v = ans[1]
-    return fnp.sum(gather(v, p.row) * gather(v, p.col) * gw, axis=1)
+def _bordered_solve(data: Any, lam: Any, v: Any, rhs: Any, pattern: Pattern) -> Any:
+    """The first n entries of ``[[A - lam I, v], [v^T, 0]]^-1 [rhs; 0]`` (sparse LU)."""
+    n = pattern.shape[0]
+    diag = np.arange(n)
+    edge = np.full(n, n)
+    rows = np.concatenate([pattern.row, diag, diag, edge])
+    cols = np.concatenate([pattern.col, diag, edge, diag])
+    values = fnp.concatenate([data, fnp.zeros_like(v) - lam, v, v])
+    bordered = coo_array((values, (rows, cols)), shape=(n + 1, n + 1))
+    full = spsolve(bordered, fnp.concatenate([rhs, fnp.zeros_like(rhs[:1])]))
+    return full[:n]
 
 
-def _is_zero(x: Any) -> bool:
-    try:
-        return bool(fnp.all(x == 0))
-    except Exception:
+def _repeated(w: Any) -> bool:
+    """Whether the computed eigenvalues (host values) hold a repeated one. (A repetition with
+    an eigenvalue not computed makes the bordered solve singular instead.)"""
+    values = unbox_all(w)
+    if not isinstance(values, np.ndarray) or values.size < 2:
         return False
+    gaps = np.diff(np.sort(values))
+    scale = max(float(np.max(np.abs(values))), float(np.finfo(values.dtype).tiny))
+    return bool(np.any(gaps <= (1e-10 if values.dtype == np.float64 else 1e-5) * scale))
+
+
+def _check_simple(w: Any) -> None:
+    """Refuse eigenvector derivatives at a repeated eigenvalue."""
+    if _repeated(w):
+        values = unbox_all(w)
+        raise SingularMatrixError(
+            f"eigsh: the computed eigenvalues {values} are repeated (a singular bordered system): the eigenvectors "
+            "of a repeated eigenvalue are not unique (only their span is), so they have no derivative; "
+            "differentiate the eigenvalues, or a function of the span (e.g. the projector v v^T)")
+
+
+def _times_vectors(t: Any, v: Any, p: Pattern) -> Any:
+    """``dA v`` (n x k) for values' tangent ``t`` of pattern ``p``."""
+    return segment_sum(fnp.reshape(t, (-1, 1)) * gather(v, p.col), p.row, p.shape[0])
+
+
+def _vjp_all(g: tuple[Any, Any], ans: tuple[Any, Any], argnums: Any, data: Any, **kw: Any) -> list[Any]:
+    gw, gv = g
+    p: Pattern = kw["pattern"]
+    w, v = ans
+    out = fnp.zeros_like(data)
+    if gw is not None:
+        out = out + fnp.sum(gather(v, p.row) * gather(v, p.col) * gw, axis=1)
+    if gv is not None and not (isinstance(gv, np.ndarray) and not gv.any()):  # skip a host zero cotangent
+        _check_simple(w)
+        for i in range(shape(v)[1]):
+            z = _bordered_solve(data, w[i], v[:, i], gv[:, i], p)
+            out = out - gather(z, p.row) * gather(v[:, i], p.col)
+    return [out for _ in argnums]
 
 
 def _jvp(t: Any, ans: tuple[Any, Any], data: Any, **kw: Any) -> tuple[Any, Any]:
+    # The eigenvector tangents are computed even when only eigenvalues are returned: the
+    # eigenvalues' second derivative reads them (through ``v`` in ``tw``).
     p: Pattern = kw["pattern"]
-    v = ans[1]
-    tw = fnp.sum(fnp.reshape(t, (-1, 1)) * gather(v, p.row) * gather(v, p.col), axis=0)
-    return tw, _NoVectorTangent.make(v)
-
-
-class _NoVectorTangent:
-    @staticmethod
-    def make(v: Any) -> Any:
-        return fnp.full(shape(v), np.nan, dtype=fnp.result_type(v))  # NaN: never a finite wrong number
+    w, v = ans
+    dav = _times_vectors(t, v, p)
+    tw = fnp.sum(v * dav, axis=0)
+    if _repeated(w):  # the eigenvectors have no derivative: NaN, never a finite wrong number
+        return tw, fnp.full(shape(v), np.nan, dtype=fnp.result_type(v))
+    tv = fnp.stack([_bordered_solve(data, w[i], v[:, i], -dav[:, i], p) for i in range(shape(v)[1])], axis=1)
+    return tw, tv
 
 
 def _batch(args: list[Any], dims: list[Any], **kw: Any) -> tuple[Any, Any]:
@@ -72,21 +131,28 @@ def _batch(args: list[Any], dims: list[Any], **kw: Any) -> tuple[Any, Any]:
     return (fnp.stack([o[0] for o in outs]), fnp.stack([o[1] for o in outs])), (0, 0)
 
 
-_eigsh = defprimitive(_eigsh_raw, name="sparse_eigsh", vjp=_vjp, jvp=_jvp, batch=_batch, multiple_results=True)
+_eigsh = defprimitive(_eigsh_raw, name="sparse_eigsh", vjp_all=_vjp_all, jvp=_jvp, batch=_batch,
+                      multiple_results=True)
 
 
 def eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM", v0: Any = None,  # noqa: N803
           ncv: Any = None, maxiter: Any = None, tol: float = 0, return_eigenvectors: bool = True,
           Minv: Any = None, OPinv: Any = None, mode: str = "normal") -> Any:  # noqa: N803
     """``k`` eigenvalues (ascending) and eigenvectors of a real symmetric sparse ``A`` (SciPy's
-    ``eigsh``; ``which`` 'LM', 'SM', 'LA', 'SA' or 'BE'). Eigenvalues are differentiable in
-    ``A``'s values (simple eigenvalues); eigenvectors are unique up to sign, and their
-    derivatives are not implemented (an error, or NaN tangents in forward mode).
+    ``eigsh``; ``which`` 'LM', 'SM', 'LA', 'SA' or 'BE'), differentiable in ``A``'s values
+    to any order, without a dense n x n: eigenvalues by ``v^T dA v``, eigenvectors by one
+    sparse bordered solve per pair (see the module docstring).
+
+    Eigenvectors are unique up to sign; funcgrad makes the entry of largest magnitude
+    positive. For a repeated eigenvalue only the eigenvectors' span is defined: their
+    derivative raises ``SingularMatrixError`` (the eigenvalues' stays defined).
+    Differentiate through a symmetric function of the values (e.g. ``A + A.T``): the
+    derivative assumes ``A`` stays symmetric.
 
     Example::
 
-        w = eigsh(A, k=2, which="LA", return_eigenvectors=False)
-        fg.grad(lambda d: fnp.sum(eigsh(A._like(d), k=1, return_eigenvectors=False)))(A.data)
+        w, v = eigsh(A, k=2, which="LA")
+        fg.grad(lambda d: fnp.sum(eigsh(A._like(d), k=1, which="LA")[1] ** 4))(A.data)
     """
     if M is not None or sigma is not None or Minv is not None or OPinv is not None or mode != "normal":
         raise NotImplementedError("eigsh: generalized problems and shift-invert (M, sigma, Minv, OPinv, mode) "

@@ -30,7 +30,7 @@ def _iterate(method: str, A: Any, b: Any, x0: Any, rtol: float, atol: float, max
         if m != n:
             raise ValueError(f"{method}: A must be square, got shape {A.shape}")
         b = _rhs(b, n, method)
-        data, pattern, op = None, None, A
+        data, pattern, op = A.leaves, None, A.form
     else:
         a = as_square_sparse(A, "csr", method)
         b = _rhs(b, a.shape[0], method)

@@ -1,16 +1,20 @@
 """The differentiable linear solve under every sparse solver: ``x = op(A)^-1 b`` with
 ``op`` one of ``N`` (A), ``T`` (A transposed), ``H`` (A conjugate-transposed).
 
-One primitive, ``solve(data, b, x0, system=..., trans=...)``: ``data`` are the values of a
-sparse ``A`` over ``system.pattern`` (or None for a :class:`LinearOperator`), ``system``
-says how to solve (a direct LU factorization, or an iterative method with its
-tolerances). Its rules are the implicit-function ones, whatever the method:
+``solve(data, b, x0, system=..., trans=...)``: ``data`` are the values of a sparse ``A``
+over ``system.pattern`` (primitive ``sparse_solve``), or the parameters of a
+:class:`LinearOperator` (primitive ``sparse_operator_solve``, whose parameters are its
+trailing arguments); ``system`` says how to solve (a direct LU factorization, or an
+iterative method with its tolerances). The rules are the implicit-function ones, whatever
+the method:
 
 - VJP: ``b_bar = op(A)^-T g`` (one adjoint solve; with LU the factorization of the
   forward pass is reused), ``A_bar = -b_bar x^T`` read only at the stored positions
   (``data_bar[k] = -b_bar[row_k] x[col_k]`` for ``N``), never a dense n x n. Complex
   values follow funcgrad's (JAX's) convention: the VJP transposes the linear map.
 - JVP: ``dx = op(A)^-1 (db - op(dA) x)``.
+- An operator's parameters ``p``: ``op(dA) x`` is forward mode through its ``matvec`` at
+  the solution, and ``p_bar = -(d(op(A) x)/dp)^T b_bar`` reverse mode through it.
 - vmap: a batch of right-hand sides is one solve with more columns; a batch of values
   is a loop of solves over one pattern.
 
@@ -31,6 +35,7 @@ from ....backend import namespace_of
 from ....core import defprimitive
 from ....numpy._batching import move_to_front
 from ....numpy._util import dtype, ndim, shape
+from ....transforms import jvp, vjp
 from .._backend import native_matrix, sparse_linalg_module
 from .._pattern import Pattern
 from .._values import gather, segment_sum
@@ -114,9 +119,9 @@ def _result_dtype(*dts: Any) -> np.dtype:
 
 
 def _solve_raw(data: Any, b: Any, x0: Any, *, system: System, trans: str = "N") -> Any:
-    xp = namespace_of(b) if data is None else namespace_of(data, b)
-    want = _result_dtype(b.dtype, *(() if data is None else (data.dtype,)))
-    if data is not None and data.dtype != want:
+    xp = namespace_of(data, b)
+    want = _result_dtype(b.dtype, data.dtype)
+    if data.dtype != want:
         data = data.astype(want)
     b = b.astype(want) if b.dtype != want else b
     if system.method == "lu":
@@ -126,12 +131,13 @@ def _solve_raw(data: Any, b: Any, x0: Any, *, system: System, trans: str = "N") 
 
 
 def _iterative(xp: Any, data: Any, b: Any, x0: Any, system: System, trans: str, want: Any) -> Any:
+    """``data``: the values of a sparse matrix, or the parameters (a tuple) of an operator."""
     sla = sparse_linalg_module(xp)
-    if data is not None:
+    if system.operator is None:
         mat = native_matrix(xp, data, system.pattern, "csr")
         op: Any = mat if trans == "N" else (mat.T if trans == "T" else mat.conj().T)
     else:
-        op = system.operator.scipy_operator(trans, sla, want)
+        op = system.operator.scipy_operator(data, trans, sla, want)
     fn = getattr(sla, system.method, None)
     if fn is None:
         raise NotImplementedError(f"funcgrad.scipy.sparse.linalg.{system.method}: {getattr(sla, '__name__', sla)} has "
@@ -236,9 +242,86 @@ def _batch(args: list[Any], dims: list[Any], *, system: System, trans: str = "N"
     return fnp.reshape(out, per + (size,)), len(per)
 
 
-solve = defprimitive(
+_matrix_solve = defprimitive(
     _solve_raw, name="sparse_solve",
     vjp={0: _vjp_data, 1: _vjp_b, 2: _vjp_x0},
     jvp={0: _jvp_data, 1: _jvp_b, 2: _jvp_x0},
     batch=_batch,
 )
+
+
+
+# --------------------------------------------------------------------------------------
+# solves with a LinearOperator: the parameters are the primitive's trailing arguments
+
+
+def _operator_solve_raw(b: Any, x0: Any, *leaves: Any, system: System, trans: str = "N") -> Any:
+    xp = namespace_of(b)
+    given = () if system.operator.dtype is None else (system.operator.dtype,)
+    want = _result_dtype(b.dtype, *given, *(getattr(v, "dtype", np.float64) for v in leaves))
+    b = b.astype(want) if b.dtype != want else b
+    return _iterative(xp, leaves, b, x0, system, trans, want)
+
+
+def _operator_product(leaves: Any, x: Any, system: System, trans: str) -> Any:
+    return system.operator.apply(leaves, x, trans)
+
+
+def _operator_vjp_all(g: Any, ans: Any, argnums: Any, b: Any, x0: Any, *leaves: Any, system: System,
+                      trans: str = "N") -> list[Any]:
+    bb = _transposed(leaves, g, system, trans)
+    param_cts: Any = ()
+    if any(k >= 2 for k in argnums):  # -(d(op(A) x)/dp)^T bb, by reverse mode through matvec
+        _, pullback = vjp(lambda *ls: _operator_product(ls, ans, system, trans), *leaves)
+        param_cts = pullback(-bb)
+    out = []
+    for k in argnums:
+        if k == 0:
+            out.append(fnp.real(bb) if dtype(b).kind != "c" and dtype(bb).kind == "c" else bb)
+        elif k == 1:
+            out.append(fnp.zeros_like(x0))
+        else:
+            ct = param_cts[k - 2]
+            out.append(fnp.real(ct) if dtype(leaves[k - 2]).kind != "c" and dtype(ct).kind == "c" else ct)
+    return out
+
+
+def _operator_jvp_all(tangents: list[Any], ans: Any, b: Any, x0: Any, *leaves: Any, system: System,
+                      trans: str = "N") -> Any:
+    rhs = tangents[0] if tangents[0] is not None else fnp.zeros_like(ans)
+    moved = [i for i, t in enumerate(tangents[2:]) if t is not None]
+    if moved:  # op(dA) x, by forward mode through matvec
+        ts = tuple(tangents[2 + i] if tangents[2 + i] is not None else fnp.zeros_like(leaves[i])
+                   for i in range(len(leaves)))
+        _, d = jvp(lambda *ls: _operator_product(ls, ans, system, trans), tuple(leaves), ts)
+        rhs = rhs - d
+    return solve(leaves, rhs, None, system=system, trans=trans)
+
+
+def _operator_batch(args: list[Any], dims: list[Any], *, system: System, trans: str = "N") -> tuple[Any, Any]:
+    b, x0, leaves = args[0], args[1], args[2:]
+    bdim, xdim, ldims = dims[0], dims[1], dims[2:]
+    if all(d is None for d in ldims):  # a batch of right-hand sides: one operator
+        return _batch([tuple(leaves), b, x0], [None, bdim, xdim], system=system, trans=trans)
+    size = next(shape(v)[d] for v, d in zip(leaves, ldims) if d is not None)
+
+    def member(x: Any, d: Any, i: int) -> Any:
+        return x if d is None else move_to_front(x, d)[i]
+    outs = [solve(tuple(member(v, d, i) for v, d in zip(leaves, ldims)), member(b, bdim, i),
+                  None if x0 is None else member(x0, xdim, i), system=system, trans=trans) for i in range(size)]
+    return fnp.stack(outs), 0
+
+
+_operator_solve = defprimitive(
+    _operator_solve_raw, name="sparse_operator_solve",
+    vjp_all=_operator_vjp_all, jvp_all=_operator_jvp_all, batch=_operator_batch,
+)
+
+
+def solve(data: Any, b: Any, x0: Any, *, system: System, trans: str = "N") -> Any:
+    """``x = op(A)^-1 b``, differentiable in ``data`` and ``b`` (see the module docstring).
+    ``data``: the values of a sparse matrix over ``system.pattern``, or the parameters (a
+    tuple of arrays) of ``system.operator``, a LinearOperator's static form."""
+    if system.operator is None:
+        return _matrix_solve(data, b, x0, system=system, trans=trans)
+    return _operator_solve(b, x0, *data, system=system, trans=trans)
