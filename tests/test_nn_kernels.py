@@ -53,6 +53,11 @@ def old_max_pool(x, kernel, stride, pads, dilation):
     return fnp.max(cols, axis=tuple(range(fnp.ndim(x) - len(kernel), fnp.ndim(x))))
 
 
+def old_avg_pool(x, kernel, stride, pads, dilation):
+    cols = nn.im2col(x, kernel, stride, pads, dilation)
+    return fnp.mean(cols, axis=tuple(range(fnp.ndim(x) - len(kernel), fnp.ndim(x))))
+
+
 def old_standardize(x, axes, eps):
     mu = fnp.mean(x, axis=axes, keepdims=True)
     xc = x - mu
@@ -100,6 +105,7 @@ POOLS = {  # name: (x shape, kernel, stride, pads, dilation)
     "overlap_pad": ((2, 2, 7, 5), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1)),
     "ceil_dil": ((1, 2, 8, 7), (2, 3), (2, 2), ((0, 1), (0, 1)), (2, 1)),
     "1d": ((3, 9), (3,), (1,), ((1, 1),), (1,)),
+    "tiles_remainder": ((2, 2, 7, 5), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1)),
 }
 
 
@@ -118,6 +124,14 @@ def _pool_specs():
                           [R], shapes=(np.shape(idx),),
                           skip={"device": "the argmax is a host constant here; max_pool_windows' device check "
                                           "runs the scatter on the device"}))
+        # average pooling: the window sum (over the window size) and its transpose
+        k_size = math.prod(k)
+        specs.append(Spec(f"avg_pool_windows_{name}", lambda x, g=geom, n=k_size: kpool.window_sum(x, *g) / n,
+                          lambda x, g=geom: old_avg_pool(x, *g), [R], shapes=(xs,)))
+        ys = np.shape(old_avg_pool(np.zeros(xs), *geom))
+        specs.append(Spec(f"window_spread_{name}", lambda g, xs=xs, geo=geom: kpool.window_spread(g, xs, *geo),
+                          lambda g, xs=xs, geo=geom, n=k_size: _vjp_of(lambda x: old_avg_pool(x, *geo) * n, 0)(
+                              g, np.zeros(xs)), [R], shapes=(ys,)))
     return specs
 
 
@@ -129,7 +143,18 @@ NORM_SPECS = [Spec(f"standardize_{name}", lambda x, a=axes: knorm.standardize(x,
               for name, (shape, axes) in NORMS.items()] + [
     Spec("standardize_tangent", lambda v, x: knorm.standardize_tangent(v, x, (0, 2), 1e-5),
          lambda v, x: _vjp_of(lambda x: old_standardize(x, (0, 2), 1e-5), 0)(v, x), [R, R], shapes=((3, 4, 2), (3, 4, 2)),
-         rtol=1e-9, atol=1e-10)]
+         rtol=1e-9, atol=1e-10),
+    Spec("standardize_affine_batch", lambda x, w, b: knorm.standardize_affine(x, w, b, (0, 2, 3), 1e-5),
+         lambda x, w, b: old_standardize(x, (0, 2, 3), 1e-5) * w + b, [R, R, R],
+         shapes=((4, 3, 2, 2), (1, 3, 1, 1), (1, 3, 1, 1)), rtol=1e-9, atol=1e-10),
+    Spec("standardize_affine_trailing_w", lambda x, w, b: knorm.standardize_affine(x, w, b, (0,), 1e-5),
+         lambda x, w, b: old_standardize(x, (0,), 1e-5) * w + b, [R, R, R], shapes=((5, 3), (3,), (1, 3)),
+         rtol=1e-9, atol=1e-10)] + [
+    Spec(f"standardize_affine_backward_{k}",
+         lambda g, x, w, k=k: knorm.standardize_affine_backward(g, x, w, (0, 2), 1e-5)[k],
+         lambda g, x, w, k=k: fg.vjp(lambda x, w, b: old_standardize(x, (0, 2), 1e-5) * w + b, x, w,
+                                     fnp.zeros_like(w))[1](g)[k], [R, R, R],
+         shapes=((3, 2, 4), (3, 2, 4), (1, 2, 1)), rtol=1e-9, atol=1e-10) for k in range(3)]
 
 RNN_SPECS = [
     Spec("fused_gates", krnn.fused_gates, krnn.gates_composed, [R] * 6,

@@ -1,14 +1,21 @@
-"""Max pooling as three primitives: the argmax of each window, a gather and its transpose.
+"""Pooling as primitives: max pooling as a window argmax, a gather and its transpose; average pooling as a
+window sum and its transpose.
 
-``window_argmax`` runs once in the forward pass: one sweep over the kernel
-offsets, each a strided view of the (padded) input, keeping the running
-maximum and the offset where it was first reached (a NaN wins, as in
-PyTorch). The pooled values are ``window_gather(x, argmax)``; its VJP is
-``window_scatter``, which adds each cotangent into the input position the
-forward recorded (no second search), and the VJP of the scatter is the gather
-again, so derivatives of any order are two linear primitives. Non-overlapping
-windows (stride = kernel, the usual ``MaxPool2d(2)``) are strided views of
-the input itself: nothing is copied and no reduction runs.
+``window_argmax`` runs once in the forward pass. The windows are copied once
+into a contiguous ``(K, *lead, *out)`` buffer (for windows that tile the
+input, one transposing copy of a reshape), then one sweep over the K kernel
+offsets keeps the running maximum and the offset where it was first reached
+(a NaN wins, as in PyTorch); sweeping contiguous rows, with the index updated
+by arithmetic rather than a masked select, is several times faster than
+reducing over strided views. The pooled values are ``window_gather(x,
+argmax)``, one ``take`` at flat positions; its VJP is ``window_scatter``, one
+write (an add for overlapping windows) at the positions the forward recorded
+(no second search), and the VJP of the scatter is the gather again, so
+derivatives of any order are two linear primitives.
+
+``window_sum`` adds the strided view of each kernel offset (no reduction over
+strided axes); its transpose ``window_spread`` is, for windows that tile the
+input, one broadcasting copy of the cotangent.
 
 The geometry (``kernel``, ``stride``, ``pads`` as ``(lo, hi)`` pairs,
 ``dilation``) acts on the trailing ``len(kernel)`` axes; leading axes (batch,
@@ -19,6 +26,7 @@ Example::
 
     idx = window_argmax(x, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))
     y = window_gather(x, idx, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), -math.inf)
+    mean = window_sum(x, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1)) / 4
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ from ...backend import device_constant, namespace_of, scatter_add
 from ...core import defprimitive
 from ...numpy._batching import batch_size, move_to_front
 
-__all__ = ["window_argmax", "window_gather", "window_scatter", "pooled_size", "window_slices"]
+__all__ = ["window_argmax", "window_gather", "window_scatter", "window_sum", "window_spread", "pooled_size",
+           "window_slices"]
 
 Geometry = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
 
@@ -259,3 +268,75 @@ window_scatter: Callable[..., Any] = defprimitive(
     reads={0: {1}},
     doc="The transpose of :func:`window_gather`: each value added into the input position its window's "
         "``index`` names; an array of ``x_shape``.")
+
+
+# --------------------------------------------------------------------------- average pooling: window sums
+
+
+def _window_sum_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                    dilation: tuple[int, ...]) -> Any:
+    nsp = len(kernel)
+    out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
+    xpad = _padded(x, pads, 0.0)
+    pre = (slice(None),) * (x.ndim - nsp)
+    total = None
+    for _, sl in window_slices(kernel, stride, dilation, out):  # one strided add per kernel offset, no reduction
+        v = xpad[pre + sl]
+        if total is None:
+            total = v.copy()
+        else:
+            total += v
+    return total
+
+
+def _window_spread_raw(g: Any, x_shape: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+                       pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...]) -> Any:
+    xp = namespace_of(g)
+    nsp = len(kernel)
+    lead = tuple(g.shape[:-nsp])
+    spatial = tuple(x_shape[-nsp:])
+    out = tuple(g.shape[-nsp:])
+    nl = len(lead)
+    if all(p == (0, 0) for p in pads) and tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation):
+        # windows tile the input: one broadcasting copy, and zeros for a remainder no window covers
+        unit = g.reshape(lead + tuple(v for o in out for v in (o, 1)))
+        tiled = xp.broadcast_to(unit, lead + tuple(v for o, k in zip(out, kernel) for v in (o, k)))
+        dx = tiled.reshape(lead + tuple(o * k for o, k in zip(out, kernel)))
+        if dx.shape[nl:] != spatial:
+            dx = xp.pad(dx, ((0, 0),) * nl + tuple((0, n - o * k) for n, o, k in zip(spatial, out, kernel)))
+        return dx
+    padded = tuple(n + lo + hi for n, (lo, hi) in zip(spatial, pads))
+    dx = xp.zeros(lead + padded, dtype=g.dtype)
+    pre = (slice(None),) * nl
+    for _, sl in window_slices(kernel, stride, dilation, out):
+        dx[pre + sl] += g
+    if any(p != (0, 0) for p in pads):
+        dx = dx[pre + tuple(slice(lo, lo + n) for (lo, _), n in zip(pads, spatial))]
+    return dx
+
+
+def _sum_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    x, *rest = args
+    return window_sum(move_to_front(x, dims[0]), *rest), 0
+
+
+def _spread_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    g, x_shape, *rest = args
+    g = move_to_front(g, dims[0])
+    return window_spread(g, (fnp.shape(g)[0],) + tuple(x_shape), *rest), 0
+
+
+window_sum: Callable[..., Any] = defprimitive(
+    _window_sum_raw, name="window_sum",
+    vjp=lambda g, ans, x, *geom: window_spread(g, fnp.shape(x), *geom),
+    jvp=lambda t, ans, x, *geom: window_sum(t, *geom),
+    batch=_sum_batch,
+    doc="The sum of each pooling window of the trailing ``len(kernel)`` axes (padding reads 0); "
+        "linear in ``x``. Average pooling is this over the window size.")
+window_spread: Callable[..., Any] = defprimitive(
+    _window_spread_raw, name="window_spread",
+    vjp=lambda ct, ans, g, x_shape, *geom: window_sum(ct, *geom),
+    jvp=lambda t, ans, g, x_shape, *geom: window_spread(t, x_shape, *geom),
+    batch=_spread_batch,
+    doc="The transpose of :func:`window_sum`: each value added to every input position of its window; "
+        "an array of ``x_shape``'s spatial size.")
