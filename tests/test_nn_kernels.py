@@ -22,6 +22,7 @@ import funcgrad as fg
 import funcgrad.nn as nn
 import funcgrad.numpy as fnp
 from factories import CHECKS, Spec, check_spec
+from funcgrad.nn.kernels import activation as kact
 from funcgrad.nn.kernels import attention as kattn
 from funcgrad.nn.kernels import convolution as kconv
 from funcgrad.nn.kernels import normalization as knorm
@@ -194,7 +195,15 @@ ATTENTION_SPECS = [
          shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3), (3, 5), (2, 3, 3))),
 ]
 
-SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS
+ACTIVATION_SPECS = [  # inputs away from 0 (the kink) so that finite differences see one side
+    Spec("relu", kact.relu, lambda x: fnp.where(x > 0, x, 0.0), [R], shapes=((3, 5),)),
+    Spec("positive_part", kact.positive_part, lambda v, x: fnp.where(x > 0, v, 0.0), [R, R],
+         shapes=((3, 5), (3, 5))),
+    Spec("positive_part_broadcast", kact.positive_part, lambda v, x: fnp.where(x > 0, v, 0.0), [R, R],
+         shapes=((3, 1), (3, 5))),
+]
+
+SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS + ACTIVATION_SPECS
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -385,6 +394,15 @@ def test_double_backward_through_lstm_and_gru():
 
 
 # --------------------------------------------------------------------------- errors and layouts
+
+
+def test_relu_kernel_keeps_nan_and_zeroes_non_finite_cotangents_exactly():
+    x = np.array([-1.0, 0.0, 2.0, np.nan], dtype=np.float32)
+    y = nn.relu(x)
+    assert y.dtype == np.float32 and np.array_equal(y[:3], [0.0, 0.0, 2.0]) and np.isnan(y[3])
+    g = kact.positive_part(np.array([np.inf, np.nan, 1.0, 5.0], dtype=np.float32), x)
+    assert g.dtype == np.float32 and np.array_equal(g, [0.0, 0.0, 1.0, 0.0])  # a select, not a product
+    assert fg.grad(lambda x: fnp.sum(nn.relu(x)))(np.array([0.0, 1.0]))[0] == 0.0  # the derivative at 0
 
 
 def test_kernel_errors_name_the_geometry():
