@@ -22,7 +22,7 @@ import funcgrad as fg
 import funcgrad.nn as nn
 import funcgrad.numpy as fnp
 from factories import CHECKS, Spec, check_spec
-from funcgrad.nn.kernels import activation as kact
+from funcgrad.nn import rectifier as kact
 from funcgrad.nn.kernels import attention as kattn
 from funcgrad.nn.kernels import convolution as kconv
 from funcgrad.nn.kernels import normalization as knorm

@@ -27,7 +27,7 @@ import funcgrad.numpy as fnp
 from funcgrad.scipy import special as _special
 
 from ..backend import namespace_of
-from .kernels.activation import relu as relu_kernel
+from .rectifier import relu as relu_kernel
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "swish", "softplus", "sigmoid",

@@ -20,10 +20,10 @@ from typing import Any, Callable
 
 import funcgrad.numpy as fnp
 
-from ...backend import namespace_of
-from ...core import defprimitive
-from ...numpy._batching import elementwise_rule
-from ...numpy._util import unbroadcast
+from ..backend import namespace_of
+from ..core import defprimitive
+from ..numpy._batching import elementwise_rule
+from ..numpy._util import unbroadcast
 
 __all__ = ["relu", "positive_part"]
 
