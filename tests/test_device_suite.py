@@ -465,6 +465,8 @@ NN = [
     ("lstm_gru_cells", lambda x, h, wi, wh, wi3, wh3: fnp.sum(nn.lstm_cell(x, h, h, wi, wh)[0])
      + fnp.sum(nn.gru_cell(x, h, wi3, wh3)), [_x((2, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3),
                                                _x((6, 3), 4), _x((6, 2), 5)]),
+    ("lstm_sequence", lambda xs, h, wi, wh, b: fnp.sum(nn.lstm(xs, h, h, wi, wh, b, b)[0] ** 2),
+     [_x((3, 2, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3), _x((8,), 4)]),
 ]
 
 

@@ -180,6 +180,17 @@ def old_attention(q, k, v, bias, scale):
     return fnp.matmul(nn.softmax(s if bias is None else s + bias, axis=-1), v)
 
 
+LSTM_SEQ_SHAPES = ((3, 2, 3), (2, 4), (2, 4), (16, 3), (16, 4), (16,), (16,))
+RNN_SPECS += [
+    Spec(f"lstm_sequence_{k}", lambda *a, k=k: krnn.lstm_sequence(*a)[k],
+         lambda *a, k=k: krnn.lstm_sequence_composed(*a)[k], [R] * 7, shapes=LSTM_SEQ_SHAPES) for k in range(2)] + [
+    Spec(f"lstm_sequence_backward_{k}", lambda *a, k=k: krnn.lstm_sequence_backward(*a)[k],
+         lambda *a, k=k: krnn.lstm_sequence_backward_composed(*a)[k], [R] * 9,
+         shapes=LSTM_SEQ_SHAPES + ((3, 2, 4), (2, 4)),
+         skip={"grads": "second order of a backward is third order of the sequence: the double-backward test "
+                        "and lstm_sequence's own order-2 check cover it"} if k != 4 else None)
+    for k in (0, 4)]
+
 ATTENTION_SPECS = [
     Spec("attention", lambda q, k, v: kattn.attention(q, k, v, None, 0.5),
          lambda q, k, v: old_attention(q, k, v, None, 0.5), [R, R, R], shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3))),
@@ -394,6 +405,35 @@ def test_double_backward_through_lstm_and_gru():
 
 
 # --------------------------------------------------------------------------- errors and layouts
+
+
+def test_double_backward_through_the_lstm_sequence():
+    rng = np.random.default_rng(11)
+    args = [rng.standard_normal(s) for s in LSTM_SEQ_SHAPES]
+
+    def loss(seq, w_hh):
+        hs, c = seq(args[0], args[1], args[2], args[3], w_hh, args[5], args[6])
+        return fnp.sum(hs ** 2) + fnp.sum(fnp.sin(c))
+
+    v = rng.standard_normal(args[4].shape)
+    hvp = [fg.jvp(fg.grad(lambda w, f=f: loss(f, w)), (args[4],), (v,))[1]
+           for f in (krnn.lstm_sequence, krnn.lstm_sequence_composed)]
+    np.testing.assert_allclose(hvp[0], hvp[1], rtol=1e-9, atol=1e-10)
+    def by_bias(seq, b):
+        hs, c = seq(*args[:6], b)
+        return fnp.sum(hs ** 2) + fnp.sum(fnp.sin(c))
+
+    hess = [fg.hessian(lambda b, f=f: by_bias(f, b))(args[6]) for f in (krnn.lstm_sequence, krnn.lstm_sequence_composed)]
+    np.testing.assert_allclose(hess[0], hess[1], rtol=1e-9, atol=1e-10)
+    # fg.nn.lstm (batch_first) is the same layer as the loop of fg.nn.lstm_cell
+    xs = np.swapaxes(args[0], 0, 1)
+    hs, (h, c) = nn.lstm(xs, *args[1:], batch_first=True)
+    h2, c2 = args[1], args[2]
+    for t in range(xs.shape[1]):
+        h2, c2 = nn.lstm_cell(xs[:, t], h2, c2, *args[3:])
+        np.testing.assert_allclose(hs[:, t], h2, rtol=1e-12)
+    np.testing.assert_allclose(h, h2, rtol=1e-12)
+    np.testing.assert_allclose(c, c2, rtol=1e-12)
 
 
 def test_relu_kernel_keeps_nan_and_zeroes_non_finite_cotangents_exactly():

@@ -128,10 +128,9 @@ def lstm_table(ctx: Context) -> Table:
     compiled = _compiled_row(model, ft.tensor(xs), ft.tensor(ys), ft)
 
     def loss(p, x, y):
-        h = c = fnp.zeros((fnp.shape(x)[0], hid), dtype=x.dtype)
-        for t in range(fnp.shape(x)[1]):
-            h, c = fnn.lstm_cell(x[:, t], h, c, p["lstm.weight_ih_l0"], p["lstm.weight_hh_l0"],
-                                 p["lstm.bias_ih_l0"], p["lstm.bias_hh_l0"])
+        h0 = fnp.zeros((fnp.shape(x)[0], hid), dtype=x.dtype)
+        _, (h, _) = fnn.lstm(x, h0, h0, p["lstm.weight_ih_l0"], p["lstm.weight_hh_l0"], p["lstm.bias_ih_l0"],
+                             p["lstm.bias_hh_l0"], batch_first=True)
         return fnn.cross_entropy(h @ fnp.transpose(p["fc.weight"]) + p["fc.bias"], y, axis=-1)
 
     fg_step, fg_rows = _fg_rows(loss, dict(init), xs, ys, order)
@@ -146,8 +145,8 @@ def lstm_table(ctx: Context) -> Table:
     return Table("train_lstm", f"issue 19: LSTM({n_in},{hid}) over {T} steps + Linear training step, batch {batch}, "
                  "float32", rows, reference, rtol=2e-3, unit="ms",
                  baselines=("torch eager step", "fg.nn step (fg.grad + fg.optim)"),
-                 notes=["fg.nn loops fg.nn.lstm_cell over time under fg.grad; ft.nn.LSTM loops the same cell "
-                        "on tensors; PyTorch runs its fused LSTM kernel."])
+                 notes=["fg.nn runs fg.nn.lstm (the whole sequence as one kernel, its backward one more) under "
+                        "fg.grad; ft.nn.LSTM runs the same kernel on tensors; PyTorch runs its fused LSTM kernel."])
 
 
 def _torch_rows(make, init, xs, ys):
