@@ -99,8 +99,8 @@ class RNNBase(Module):
         steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
         if self.mode == "LSTM":  # the whole sequence as one kernel (funcgrad.nn.lstm)
             hs, (h, c) = _fnn.lstm(*_boxes(stack(xs[::-1] if reverse else xs, 0), *state, *w))
-            outs = list(as_tensor_box(hs).unbind(0))
-            return (outs[::-1] if reverse else outs), (as_tensor_box(h), as_tensor_box(c))
+            per_step = list(as_tensor_box(hs).unbind(0))
+            return (per_step[::-1] if reverse else per_step), (as_tensor_box(h), as_tensor_box(c))
         if self.mode == "GRU":
             # the input projection of every time step in one matrix product; the cells take it as x
             proj = F.linear(stack(xs, 0), w[0], w[2]).unbind(0)
