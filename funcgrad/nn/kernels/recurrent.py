@@ -49,11 +49,26 @@ def _split(a: Any, n: int) -> list[Any]:
 # --------------------------------------------------------------------------- LSTM
 
 
+def _activated(xp: Any, gates: Any) -> tuple[Any, Any, Any, Any]:
+    """``(sigmoid(i), sigmoid(f), tanh(g), sigmoid(o))`` with one tanh over all four gates (few array calls:
+    at LSTM sizes the cost is the number of NumPy calls, not their arithmetic)."""
+    n = gates.shape[-1] // 4
+    act = gates * 0.5
+    act[..., 2 * n:3 * n] = gates[..., 2 * n:3 * n]
+    xp.tanh(act, out=act)  # sigmoid(a) = (1 + tanh(a / 2)) / 2: no overflow for large |a|
+    for lo, hi in ((0, 2 * n), (3 * n, 4 * n)):
+        part = act[..., lo:hi]
+        part += 1.0
+        part *= 0.5
+    return act[..., :n], act[..., n:2 * n], act[..., 2 * n:3 * n], act[..., 3 * n:]
+
+
 def _lstm_raw(gates: Any, c: Any) -> tuple[Any, Any]:
     xp = namespace_of(gates)
-    a_i, a_f, a_g, a_o = _split(gates, 4)
-    c_new = _sigmoid_raw(xp, a_f) * c + _sigmoid_raw(xp, a_i) * xp.tanh(a_g)
-    return _sigmoid_raw(xp, a_o) * xp.tanh(c_new), c_new
+    i, f, g, o = _activated(xp, gates)
+    c_new = f * c
+    c_new += i * g
+    return o * xp.tanh(c_new), c_new
 
 
 def lstm_pointwise_composed(gates: Any, c: Any) -> tuple[Any, Any]:
@@ -65,13 +80,20 @@ def lstm_pointwise_composed(gates: Any, c: Any) -> tuple[Any, Any]:
 
 def _lstm_backward_raw(gates: Any, c: Any, gh: Any, gc: Any) -> tuple[Any, Any]:
     xp = namespace_of(gates)
-    a_i, a_f, a_g, a_o = _split(gates, 4)
-    i, f, o = _sigmoid_raw(xp, a_i), _sigmoid_raw(xp, a_f), _sigmoid_raw(xp, a_o)
-    g = xp.tanh(a_g)
-    tc = xp.tanh(f * c + i * g)
-    dc_new = gc + gh * o * (1.0 - tc * tc)
-    d = xp.concatenate([dc_new * g * i * (1.0 - i), dc_new * c * f * (1.0 - f), dc_new * i * (1.0 - g * g),
-                        gh * tc * o * (1.0 - o)], axis=-1)
+    i, f, g, o = _activated(xp, gates)
+    tc = f * c
+    tc += i * g
+    xp.tanh(tc, out=tc)
+    dc_new = gh * o
+    dc_new *= 1.0 - tc * tc
+    dc_new += gc
+    lead = xp.broadcast_shapes(gates.shape[:-1], dc_new.shape[:-1])
+    d = xp.empty(tuple(lead) + (gates.shape[-1],), dtype=xp.result_type(gates, dc_new))
+    n = i.shape[-1]
+    xp.multiply(dc_new * g, i * (1.0 - i), out=d[..., :n])
+    xp.multiply(dc_new * c, f * (1.0 - f), out=d[..., n:2 * n])
+    xp.multiply(dc_new * i, 1.0 - g * g, out=d[..., 2 * n:3 * n])
+    xp.multiply(gh * tc, o * (1.0 - o), out=d[..., 3 * n:])
     return d, dc_new * f
 
 
