@@ -456,6 +456,8 @@ NN = [
     ("conv2d", lambda x, w: nn.conv2d(x, w, stride=1, padding=1), [_x((2, 2, 5, 5)), _x((3, 2, 3, 3), 1)]),
     ("conv1d_strided", lambda x, w: nn.conv1d(x, w, stride=2, dilation=1), [_x((2, 3, 7)), _x((2, 3, 3), 1)]),
     ("pools", lambda x: nn.max_pool2d(x, 2) + nn.avg_pool2d(x, 2), [_x((1, 2, 4, 4))]),
+    ("batch_norm_affine", lambda x, w, b: nn.batch_norm(x, None, None, w, b, training=True)[0],
+     [_x((3, 2, 2, 2)), _x((2,), 1), _x((2,), 2)]),
     ("attention", lambda q, k, v, m: nn.dot_product_attention(q, k, v, mask=m),
      [_x((2, 3, 4)), _x((2, 3, 4), 1), _x((2, 3, 4), 2)], (nn.causal_mask(3),)),
     ("overlapping_avg_pool_im2col", lambda x: nn.avg_pool2d(x, 3, 1, 1) + nn.col2im(
@@ -463,6 +465,8 @@ NN = [
     ("lstm_gru_cells", lambda x, h, wi, wh, wi3, wh3: fnp.sum(nn.lstm_cell(x, h, h, wi, wh)[0])
      + fnp.sum(nn.gru_cell(x, h, wi3, wh3)), [_x((2, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3),
                                                _x((6, 3), 4), _x((6, 2), 5)]),
+    ("lstm_sequence", lambda xs, h, wi, wh, b: fnp.sum(nn.lstm(xs, h, h, wi, wh, b, b)[0] ** 2),
+     [_x((3, 2, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3), _x((8,), 4)]),
 ]
 
 

@@ -22,6 +22,7 @@ import funcgrad as fg
 import funcgrad.nn as nn
 import funcgrad.numpy as fnp
 from factories import CHECKS, Spec, check_spec
+from funcgrad.nn import rectifier as kact
 from funcgrad.nn.kernels import attention as kattn
 from funcgrad.nn.kernels import convolution as kconv
 from funcgrad.nn.kernels import normalization as knorm
@@ -51,6 +52,11 @@ def old_conv(x, w, stride, pads, dilation, groups):
 def old_max_pool(x, kernel, stride, pads, dilation):
     cols = nn.im2col(x, kernel, stride, pads, dilation, pad_value=-math.inf)
     return fnp.max(cols, axis=tuple(range(fnp.ndim(x) - len(kernel), fnp.ndim(x))))
+
+
+def old_avg_pool(x, kernel, stride, pads, dilation):
+    cols = nn.im2col(x, kernel, stride, pads, dilation)
+    return fnp.mean(cols, axis=tuple(range(fnp.ndim(x) - len(kernel), fnp.ndim(x))))
 
 
 def old_standardize(x, axes, eps):
@@ -100,6 +106,7 @@ POOLS = {  # name: (x shape, kernel, stride, pads, dilation)
     "overlap_pad": ((2, 2, 7, 5), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1)),
     "ceil_dil": ((1, 2, 8, 7), (2, 3), (2, 2), ((0, 1), (0, 1)), (2, 1)),
     "1d": ((3, 9), (3,), (1,), ((1, 1),), (1,)),
+    "tiles_remainder": ((2, 2, 7, 5), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1)),
 }
 
 
@@ -118,6 +125,14 @@ def _pool_specs():
                           [R], shapes=(np.shape(idx),),
                           skip={"device": "the argmax is a host constant here; max_pool_windows' device check "
                                           "runs the scatter on the device"}))
+        # average pooling: the window sum (over the window size) and its transpose
+        k_size = math.prod(k)
+        specs.append(Spec(f"avg_pool_windows_{name}", lambda x, g=geom, n=k_size: kpool.window_sum(x, *g) / n,
+                          lambda x, g=geom: old_avg_pool(x, *g), [R], shapes=(xs,)))
+        ys = np.shape(old_avg_pool(np.zeros(xs), *geom))
+        specs.append(Spec(f"window_spread_{name}", lambda g, xs=xs, geo=geom: kpool.window_spread(g, xs, *geo),
+                          lambda g, xs=xs, geo=geom, n=k_size: _vjp_of(lambda x: old_avg_pool(x, *geo) * n, 0)(
+                              g, np.zeros(xs)), [R], shapes=(ys,)))
     return specs
 
 
@@ -129,7 +144,18 @@ NORM_SPECS = [Spec(f"standardize_{name}", lambda x, a=axes: knorm.standardize(x,
               for name, (shape, axes) in NORMS.items()] + [
     Spec("standardize_tangent", lambda v, x: knorm.standardize_tangent(v, x, (0, 2), 1e-5),
          lambda v, x: _vjp_of(lambda x: old_standardize(x, (0, 2), 1e-5), 0)(v, x), [R, R], shapes=((3, 4, 2), (3, 4, 2)),
-         rtol=1e-9, atol=1e-10)]
+         rtol=1e-9, atol=1e-10),
+    Spec("standardize_affine_batch", lambda x, w, b: knorm.standardize_affine(x, w, b, (0, 2, 3), 1e-5),
+         lambda x, w, b: old_standardize(x, (0, 2, 3), 1e-5) * w + b, [R, R, R],
+         shapes=((4, 3, 2, 2), (1, 3, 1, 1), (1, 3, 1, 1)), rtol=1e-9, atol=1e-10),
+    Spec("standardize_affine_trailing_w", lambda x, w, b: knorm.standardize_affine(x, w, b, (0,), 1e-5),
+         lambda x, w, b: old_standardize(x, (0,), 1e-5) * w + b, [R, R, R], shapes=((5, 3), (3,), (1, 3)),
+         rtol=1e-9, atol=1e-10)] + [
+    Spec(f"standardize_affine_backward_{k}",
+         lambda g, x, w, k=k: knorm.standardize_affine_backward(g, x, w, (0, 2), 1e-5)[k],
+         lambda g, x, w, k=k: fg.vjp(lambda x, w, b: old_standardize(x, (0, 2), 1e-5) * w + b, x, w,
+                                     fnp.zeros_like(w))[1](g)[k], [R, R, R],
+         shapes=((3, 2, 4), (3, 2, 4), (1, 2, 1)), rtol=1e-9, atol=1e-10) for k in range(3)]
 
 RNN_SPECS = [
     Spec("fused_gates", krnn.fused_gates, krnn.gates_composed, [R] * 6,
@@ -154,6 +180,17 @@ def old_attention(q, k, v, bias, scale):
     return fnp.matmul(nn.softmax(s if bias is None else s + bias, axis=-1), v)
 
 
+LSTM_SEQ_SHAPES = ((3, 2, 3), (2, 4), (2, 4), (16, 3), (16, 4), (16,), (16,))
+RNN_SPECS += [
+    Spec(f"lstm_sequence_{k}", lambda *a, k=k: krnn.lstm_sequence(*a)[k],
+         lambda *a, k=k: krnn.lstm_sequence_composed(*a)[k], [R] * 7, shapes=LSTM_SEQ_SHAPES) for k in range(2)] + [
+    Spec(f"lstm_sequence_backward_{k}", lambda *a, k=k: krnn.lstm_sequence_backward(*a)[k],
+         lambda *a, k=k: krnn.lstm_sequence_backward_composed(*a)[k], [R] * 9,
+         shapes=LSTM_SEQ_SHAPES + ((3, 2, 4), (2, 4)),
+         skip={"grads": "second order of a backward is third order of the sequence: the double-backward test "
+                        "and lstm_sequence's own order-2 check cover it"} if k != 4 else None)
+    for k in (0, 4)]
+
 ATTENTION_SPECS = [
     Spec("attention", lambda q, k, v: kattn.attention(q, k, v, None, 0.5),
          lambda q, k, v: old_attention(q, k, v, None, 0.5), [R, R, R], shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3))),
@@ -169,7 +206,15 @@ ATTENTION_SPECS = [
          shapes=((2, 3, 4), (2, 5, 4), (2, 5, 3), (3, 5), (2, 3, 3))),
 ]
 
-SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS
+ACTIVATION_SPECS = [  # inputs away from 0 (the kink) so that finite differences see one side
+    Spec("relu", kact.relu, lambda x: fnp.where(x > 0, x, 0.0), [R], shapes=((3, 5),)),
+    Spec("positive_part", kact.positive_part, lambda v, x: fnp.where(x > 0, v, 0.0), [R, R],
+         shapes=((3, 5), (3, 5))),
+    Spec("positive_part_broadcast", kact.positive_part, lambda v, x: fnp.where(x > 0, v, 0.0), [R, R],
+         shapes=((3, 1), (3, 5))),
+]
+
+SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS + ACTIVATION_SPECS
 
 
 @pytest.mark.parametrize("check", CHECKS)
@@ -360,6 +405,44 @@ def test_double_backward_through_lstm_and_gru():
 
 
 # --------------------------------------------------------------------------- errors and layouts
+
+
+def test_double_backward_through_the_lstm_sequence():
+    rng = np.random.default_rng(11)
+    args = [rng.standard_normal(s) for s in LSTM_SEQ_SHAPES]
+
+    def loss(seq, w_hh):
+        hs, c = seq(args[0], args[1], args[2], args[3], w_hh, args[5], args[6])
+        return fnp.sum(hs ** 2) + fnp.sum(fnp.sin(c))
+
+    v = rng.standard_normal(args[4].shape)
+    hvp = [fg.jvp(fg.grad(lambda w, f=f: loss(f, w)), (args[4],), (v,))[1]
+           for f in (krnn.lstm_sequence, krnn.lstm_sequence_composed)]
+    np.testing.assert_allclose(hvp[0], hvp[1], rtol=1e-9, atol=1e-10)
+    def by_bias(seq, b):
+        hs, c = seq(*args[:6], b)
+        return fnp.sum(hs ** 2) + fnp.sum(fnp.sin(c))
+
+    hess = [fg.hessian(lambda b, f=f: by_bias(f, b))(args[6]) for f in (krnn.lstm_sequence, krnn.lstm_sequence_composed)]
+    np.testing.assert_allclose(hess[0], hess[1], rtol=1e-9, atol=1e-10)
+    # fg.nn.lstm (batch_first) is the same layer as the loop of fg.nn.lstm_cell
+    xs = np.swapaxes(args[0], 0, 1)
+    hs, (h, c) = nn.lstm(xs, *args[1:], batch_first=True)
+    h2, c2 = args[1], args[2]
+    for t in range(xs.shape[1]):
+        h2, c2 = nn.lstm_cell(xs[:, t], h2, c2, *args[3:])
+        np.testing.assert_allclose(hs[:, t], h2, rtol=1e-12)
+    np.testing.assert_allclose(h, h2, rtol=1e-12)
+    np.testing.assert_allclose(c, c2, rtol=1e-12)
+
+
+def test_relu_kernel_keeps_nan_and_zeroes_non_finite_cotangents_exactly():
+    x = np.array([-1.0, 0.0, 2.0, np.nan], dtype=np.float32)
+    y = nn.relu(x)
+    assert y.dtype == np.float32 and np.array_equal(y[:3], [0.0, 0.0, 2.0]) and np.isnan(y[3])
+    g = kact.positive_part(np.array([np.inf, np.nan, 1.0, 5.0], dtype=np.float32), x)
+    assert g.dtype == np.float32 and np.array_equal(g, [0.0, 0.0, 1.0, 0.0])  # a select, not a product
+    assert fg.grad(lambda x: fnp.sum(nn.relu(x)))(np.array([0.0, 1.0]))[0] == 0.0  # the derivative at 0
 
 
 def test_kernel_errors_name_the_geometry():

@@ -31,6 +31,11 @@ def _ft_rows(model, x, y, ft):
     return step
 
 
+def _compiled_row(model, x, y, ft):
+    """The ft.nn step with the model's forward (and so its backward) staged by ft.compile."""
+    return Entry("ft.compile(model) step", _ft_rows(ft.compile(model, fullgraph=True), x, y, ft), check=lambda g: g)
+
+
 def _fg_step(loss, params, x, y, order, jit=False):
     opt = fg.optim.sgd(0.0, momentum=0.9)
     state = [opt.init(params)]
@@ -79,7 +84,8 @@ def conv_table(ctx: Context) -> Table:
     params = {k: init[k] for k in order}
     fg_step, fg_rows = _fg_rows(loss, params, xs, ys, order)
     reference = fg_step()
-    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), *fg_rows]
+    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g),
+            _compiled_row(model, fx, fy, ft), *fg_rows]
     torch = peers.torch()
     if torch is not None:
         tm = torch.nn.Sequential(torch.nn.Conv2d(c, ch, 3, padding=1, bias=False), torch.nn.BatchNorm2d(ch), torch.nn.ReLU(),
@@ -119,17 +125,17 @@ def lstm_table(ctx: Context) -> Table:
     init = {k: v.numpy().copy() for k, v in model.state_dict().items()}
     order = list(init)
     ft_step = _ft_rows(model, ft.tensor(xs), ft.tensor(ys), ft)
+    compiled = _compiled_row(model, ft.tensor(xs), ft.tensor(ys), ft)
 
     def loss(p, x, y):
-        h = c = fnp.zeros((fnp.shape(x)[0], hid), dtype=x.dtype)
-        for t in range(fnp.shape(x)[1]):
-            h, c = fnn.lstm_cell(x[:, t], h, c, p["lstm.weight_ih_l0"], p["lstm.weight_hh_l0"],
-                                 p["lstm.bias_ih_l0"], p["lstm.bias_hh_l0"])
+        h0 = fnp.zeros((fnp.shape(x)[0], hid), dtype=x.dtype)
+        _, (h, _) = fnn.lstm(x, h0, h0, p["lstm.weight_ih_l0"], p["lstm.weight_hh_l0"], p["lstm.bias_ih_l0"],
+                             p["lstm.bias_hh_l0"], batch_first=True)
         return fnn.cross_entropy(h @ fnp.transpose(p["fc.weight"]) + p["fc.bias"], y, axis=-1)
 
     fg_step, fg_rows = _fg_rows(loss, dict(init), xs, ys, order)
     reference = fg_step()
-    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), *fg_rows]
+    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), compiled, *fg_rows]
     torch = peers.torch()
     if torch is not None:
         tm = net(torch.nn)
@@ -139,8 +145,8 @@ def lstm_table(ctx: Context) -> Table:
     return Table("train_lstm", f"issue 19: LSTM({n_in},{hid}) over {T} steps + Linear training step, batch {batch}, "
                  "float32", rows, reference, rtol=2e-3, unit="ms",
                  baselines=("torch eager step", "fg.nn step (fg.grad + fg.optim)"),
-                 notes=["fg.nn loops fg.nn.lstm_cell over time under fg.grad; ft.nn.LSTM loops the same cell "
-                        "on tensors; PyTorch runs its fused LSTM kernel."])
+                 notes=["fg.nn runs fg.nn.lstm (the whole sequence as one kernel, its backward one more) under "
+                        "fg.grad; ft.nn.LSTM runs the same kernel on tensors; PyTorch runs its fused LSTM kernel."])
 
 
 def _torch_rows(make, init, xs, ys):
@@ -172,6 +178,7 @@ def conv2_table(ctx: Context) -> Table:
     init = {k: v.numpy().copy() for k, v in model.state_dict().items()}
     order = ["0.weight", "1.weight", "1.bias", "4.weight", "5.weight", "5.bias", "9.weight", "9.bias"]
     ft_step = _ft_rows(model, ft.tensor(xs), ft.tensor(ys), ft)
+    compiled = _compiled_row(model, ft.tensor(xs), ft.tensor(ys), ft)
 
     def loss(p, x, y):
         h = x
@@ -184,7 +191,7 @@ def conv2_table(ctx: Context) -> Table:
 
     fg_step, fg_rows = _fg_rows(loss, {k: init[k] for k in order}, xs, ys, order)
     reference = fg_step()
-    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), *fg_rows,
+    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), compiled, *fg_rows,
             *_torch_rows(make, init, xs, ys)]
     return Table("train_conv32", f"issue 26: two (Conv2d+BatchNorm2d+ReLU+MaxPool2d) blocks ({c1}, {c2} channels) + "
                  f"Linear training step, batch {batch}, {hw}x{hw}, float32", rows, reference, rtol=2e-2, unit="ms",
@@ -222,6 +229,7 @@ def transformer_table(ctx: Context) -> Table:
     init = {k: v.numpy().copy() for k, v in model.state_dict().items()}
     order = list(init)
     ft_step = _ft_rows(model, ft.tensor(xs), ft.tensor(ys), ft)
+    compiled = _compiled_row(model, ft.tensor(xs), ft.tensor(ys), ft)
 
     def linear(h, p, name, w="weight", b="bias"):
         return h @ fnp.transpose(p[f"{name}.{w}"]) + p[f"{name}.{b}"]
@@ -239,7 +247,7 @@ def transformer_table(ctx: Context) -> Table:
 
     fg_step, fg_rows = _fg_rows(loss, dict(init), xs, ys, order)
     reference = fg_step()
-    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), *fg_rows,
+    rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), compiled, *fg_rows,
             *_torch_rows(make, init, xs, ys)]
     return Table("train_transformer", f"issue 26: TransformerEncoderLayer(d_model={d}, nhead={heads}, "
                  f"dim_feedforward={ff}, dropout=0) + Linear training step, batch {batch} x {T} tokens, float32",

@@ -40,7 +40,7 @@ from .conv import (  # noqa: F401
     max_pool_windows,
 )
 from .norm import BatchNorm, BatchNormState, GroupNorm, LayerNorm, RMSNorm, batch_norm, group_norm, layer_norm  # noqa: F401
-from .recurrent import GRUCell, LSTMCell, gru_cell, lstm_cell, scan_cell  # noqa: F401
+from .recurrent import GRUCell, LSTMCell, gru_cell, lstm, lstm_cell, scan_cell  # noqa: F401
 from .attention import MultiheadAttention, causal_mask, dot_product_attention  # noqa: F401
 
 __all__ = [
@@ -58,6 +58,6 @@ __all__ = [
     "nll_loss", "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "huber_loss", "dropout",
     "conv", "conv1d", "conv2d", "conv3d", "im2col", "col2im", "max_pool", "avg_pool", "max_pool1d",
     "max_pool2d", "max_pool_windows", "avg_pool1d", "avg_pool2d", "layer_norm", "batch_norm", "group_norm", "scan_cell", "gru_cell",
-    "lstm_cell", "dot_product_attention",
+    "lstm_cell", "lstm", "dot_product_attention",
     "causal_mask",
 ]

@@ -31,7 +31,7 @@ from ..backend import namespace_of
 from ..core import defprimitive
 from . import init as _init
 from .kernels.convolution import conv_forward
-from .kernels.pooling import pooled_size, window_argmax, window_gather, window_slices
+from .kernels.pooling import pooled_size, window_argmax, window_gather, window_slices, window_sum
 from .module import Module, static_field
 
 __all__ = [
@@ -291,22 +291,10 @@ def _pool(x: Any, kernel_size: Any, stride: Any, padding: Any, nsp: int, kind: s
     shape = fnp.shape(x)
     if len(shape) < nsp + 1:
         raise ValueError(f"{name}: input needs at least {nsp + 1} dimensions (C, *spatial), got {shape}")
-    lead, spatial = shape[:-nsp], shape[-nsp:]
     if kind == "max":
         return max_pool_windows(x, kernel, stride_t, pads, (1,) * nsp)
-    if stride_t == kernel and all(p == (0, 0) for p in pads):
-        # Non-overlapping windows: a reshape, no copy of the windows.
-        out = tuple(n // k for n, k in zip(spatial, kernel))
-        if out != tuple(n / k for n, k in zip(spatial, kernel)):
-            x = x[(slice(None),) * len(lead) + tuple(slice(0, o * k) for o, k in zip(out, kernel))]
-        split = lead + tuple(v for o, k in zip(out, kernel) for v in (o, k))
-        x = fnp.reshape(x, split)
-        axes = tuple(len(lead) + 2 * i + 1 for i in range(nsp))
-    else:
-        pad_value = -math.inf if kind == "max" else 0.0
-        x = _im2col(x, kernel, stride_t, pads, (1,) * nsp, pad_value)
-        axes = tuple(range(len(lead), len(lead) + nsp))
-    return fnp.mean(x, axis=axes)
+    # padded zeros count in the mean (PyTorch's count_include_pad=True)
+    return window_sum(x, kernel, stride_t, pads, (1,) * nsp) / math.prod(kernel)
 
 
 def max_pool_windows(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],

@@ -27,6 +27,7 @@ import funcgrad.numpy as fnp
 from funcgrad.scipy import special as _special
 
 from ..backend import namespace_of
+from .rectifier import relu as relu_kernel
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "swish", "softplus", "sigmoid",
@@ -39,13 +40,13 @@ __all__ = [
 
 
 def relu(x: Any) -> Any:
-    """max(x, 0); the derivative at 0 is taken as 0 (as in PyTorch and JAX).
+    """max(x, 0); the derivative at 0 is taken as 0 and a NaN stays NaN (as in PyTorch and JAX).
 
     Example::
 
         nn.relu(fnp.array([-1.0, 2.0]))   # [0, 2]
     """
-    return fnp.where(x > 0, x, 0.0)
+    return relu_kernel(x)
 
 
 def relu6(x: Any) -> Any:

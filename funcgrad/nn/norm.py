@@ -22,7 +22,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..transforms import stop_gradient
-from .kernels.normalization import standardize
+from .kernels.normalization import standardize, standardize_affine
 from .module import Module, static_field
 
 __all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "BatchNormState", "layer_norm", "batch_norm", "group_norm"]
@@ -87,7 +87,11 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
             count *= shape[i]
         if count < 2 and training:
             raise ValueError(f"batch_norm: training needs more than one value per channel, got input shape {shape}")
-        y = standardize(x, axes, float(eps))
+        if weight is not None and bias is not None:  # the per-channel affine fused into the kernel
+            y = standardize_affine(x, fnp.reshape(weight, bshape), fnp.reshape(bias, bshape), axes, float(eps))
+            weight = bias = None
+        else:
+            y = standardize(x, axes, float(eps))
         if training and running_mean is not None:
             m = momentum
             xs = stop_gradient(x)

@@ -22,10 +22,10 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from . import init as _init
-from .kernels.recurrent import fused_gates, gru_pointwise, lstm_pointwise
+from .kernels.recurrent import fused_gates, gru_pointwise, lstm_pointwise, lstm_sequence
 from .module import Module, static_field
 
-__all__ = ["GRUCell", "LSTMCell", "scan_cell", "gru_cell", "lstm_cell"]
+__all__ = ["GRUCell", "LSTMCell", "scan_cell", "gru_cell", "lstm_cell", "lstm"]
 
 
 def _uniform_params(
@@ -78,6 +78,28 @@ def lstm_cell(x: Any, h: Any, c: Any, weight_ih: Any, weight_hh: Any, bias_ih: A
     """
     h_new, c_new = lstm_pointwise(fused_gates(x, h, weight_ih, weight_hh, bias_ih, bias_hh), c)
     return h_new, c_new
+
+
+def lstm(xs: Any, h0: Any, c0: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any = None, bias_hh: Any = None, *,
+         batch_first: bool = False) -> tuple[Any, tuple[Any, Any]]:
+    """One LSTM layer over a whole sequence: ``(hs, (h_T, c_T))`` (PyTorch's ``nn.LSTM`` for one layer and
+    direction). ``xs`` is ``(T, batch, input)`` (``batch_first``: ``(batch, T, input)``), ``hs`` likewise.
+
+    The sequence is one primitive (the input projection of every step in one GEMM, the recurrence
+    on raw arrays) and its backward one more (back through time, the weight gradients as single
+    GEMMs over all steps), so a step costs no per-time-step bookkeeping; both differentiate again.
+
+    Example::
+
+        hs, (h, c) = fg.nn.lstm(xs, h0, c0, w_ih, w_hh, b_ih, b_hh, batch_first=True)
+    """
+    if batch_first:
+        xs = fnp.swapaxes(xs, 0, 1)
+    zeros = fnp.zeros((fnp.shape(weight_hh)[0],), dtype=fnp.result_type(weight_hh))
+    hs, c = lstm_sequence(xs, h0, c0, weight_ih, weight_hh, zeros if bias_ih is None else bias_ih,
+                          zeros if bias_hh is None else bias_hh)
+    h = hs[-1] if fnp.shape(hs)[0] else fnp.broadcast_to(h0, fnp.shape(c))
+    return (fnp.swapaxes(hs, 0, 1) if batch_first else hs), (h, c)
 
 
 class GRUCell(Module):

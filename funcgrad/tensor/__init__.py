@@ -46,9 +46,10 @@ from . import safetensors  # noqa: F401  (ft.safetensors: the safetensors.torch 
 from . import backends, cuda, func  # noqa: F401
 from .. import __version__ as __version__  # funcgrad's version (torch.__version__'s place)
 from .toplevel import (  # noqa: F401
-    bernoulli, bincount, compile, get_default_device, median, multinomial, set_default_device, set_printoptions,
+    bernoulli, bincount, get_default_device, median, multinomial, set_default_device, set_printoptions,
     unique,
 )
+from .compiled import compile  # noqa: F401  (torch.compile: staged with fg.jit)
 
 # the public names; ``creation``, ``ops`` and ``legacy`` contribute their own lists (star-imported above)
 __all__ = [

@@ -1,5 +1,5 @@
 """Top-level torch functions that tutorials use and the rest of ``ft`` lacks: the default device,
-``multinomial``, ``bernoulli``, ``unique``, ``bincount``, ``median``, ``set_printoptions``, ``compile``.
+``multinomial``, ``bernoulli``, ``unique``, ``bincount``, ``median``, ``set_printoptions``.
 
 Example::
 
@@ -18,7 +18,7 @@ from .creation import Generator
 from .tensor import Tensor, _as_tensor, device
 
 __all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli", "unique", "bincount", "median",
-           "set_printoptions", "compile"]
+           "set_printoptions"]
 
 
 def set_default_device(dev: Any) -> None:
@@ -112,11 +112,3 @@ def set_printoptions(precision: int | None = None, threshold: int | None = None,
     if sci_mode is not None:
         kw["suppress"] = not sci_mode
     np.set_printoptions(**kw)
-
-
-def compile(model: Callable[..., Any] | None = None, **kwargs: Any) -> Any:  # noqa: A001
-    """No compilation: returns ``model`` unchanged (so scripts that call ``torch.compile`` run); use
-    ``funcgrad.jit`` on functional code for tracing. Example: ``model = ft.compile(model)``."""
-    if model is None:
-        return lambda m: m
-    return model

@@ -20,16 +20,18 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import math
+from typing import Any, Callable, Sequence
 
 import funcgrad.numpy as fnp
 
 from ...backend import namespace_of
+from ...numpy._util import unbroadcast
 from ...core import defprimitive
 from ...numpy._batching import batch_size, front, move_to_front
 from .composed import composed_rules
 
-__all__ = ["standardize", "standardize_tangent"]
+__all__ = ["standardize", "standardize_tangent", "standardize_affine", "standardize_affine_backward"]
 
 
 def _standardize_raw(x: Any, axes: tuple[int, ...], eps: float) -> Any:
@@ -89,3 +91,111 @@ standardize: Callable[..., Any] = defprimitive(
     jvp=lambda t, ans, x, axes, eps: standardize_tangent(t, x, axes, eps),
     batch=_batch, reads={0: {0}},
     doc="``(x - mean) / sqrt(var + eps)`` with statistics over ``axes`` (biased variance), one primitive.")
+
+
+# --------------------------------------------------------------------------- with a per-feature scale and shift
+
+
+def standardize_affine_composed(x: Any, w: Any, b: Any, axes: tuple[int, ...], eps: float) -> Any:
+    """``standardize(x) * w + b`` in funcgrad.numpy operations (the reference of :func:`standardize_affine`)."""
+    return standardize(x, axes, eps) * w + b
+
+
+def standardize_affine_backward_composed(g: Any, x: Any, w: Any, axes: tuple[int, ...], eps: float
+                                         ) -> tuple[Any, Any, Any]:
+    """Cotangents ``(dx, dw, sum of g over axes)`` of :func:`standardize_affine` in funcgrad.numpy operations
+    (the shift's cotangent is the last summed down to the shift's shape)."""
+    xhat = standardize(x, axes, eps)
+    return (standardize_tangent(g * w, x, axes, eps), unbroadcast(g * xhat, w),
+            fnp.sum(g, axis=axes, keepdims=True))
+
+
+def _sum_to(a: Any, shape: tuple[int, ...]) -> Any:
+    """``a`` (already summed over the normalized axes, kept) summed down to a broadcastable ``shape``."""
+    extra = a.ndim - len(shape)
+    if extra:
+        a = a.sum(axis=tuple(range(extra)))
+    rest = tuple(i for i, n in enumerate(shape) if n == 1 and a.shape[i] != 1)
+    return a.sum(axis=rest, keepdims=True) if rest else a
+
+
+def _statistics(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
+    """``(mean, x - mean, rstd)`` over ``axes`` (kept), in ``x``'s dtype."""
+    xp = namespace_of(x)
+    mean = xp.mean(x, axis=axes, keepdims=True)
+    xc = x - mean
+    var = xp.mean(xp.square(xc), axis=axes, keepdims=True)
+    return mean, xc, (1.0 / xp.sqrt(var + eps)).astype(x.dtype, copy=False)
+
+
+def _affine_raw(x: Any, w: Any, b: Any, axes: tuple[int, ...], eps: float) -> Any:
+    mean, xc, rstd = _statistics(x, axes, eps)
+    xc *= rstd * w  # one pass: the scale folded into the statistics, per feature
+    xc += b
+    return xc
+
+
+def _affine_backward_raw(g: Any, x: Any, w: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
+    xp = namespace_of(x)
+    _, xhat, rstd = _statistics(x, axes, eps)
+    xhat *= rstd
+    count = math.prod(x.shape[a] for a in axes)
+    g_sum = xp.sum(g, axis=axes, keepdims=True)
+    gx_sum = xp.sum(g * xhat, axis=axes, keepdims=True)
+    # w is constant along axes: mean(g w) = w mean(g), mean(g w xhat) = w mean(g xhat); so
+    # dx = w rstd (g - mean(g) - xhat mean(g xhat)), per feature three coefficients
+    scale = w * rstd
+    xhat *= scale * (gx_sum / -count)
+    dx = g * scale
+    dx += xhat
+    dx -= scale * (g_sum / count)
+    shape = tuple(w.shape)
+    return dx, _sum_to(gx_sum, shape).astype(w.dtype, copy=False), g_sum
+
+
+def _affine_backward_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
+    g, x, w, axes, eps = args
+    size = batch_size(args[:3], dims[:3])
+    nd = fnp.ndim(x) - (dims[1] is not None)
+    shifted = tuple((a % nd) + 1 for a in axes)
+    g, x, w = (front(a, d, size) for a, d in zip((g, x, w), dims[:3]))
+    w = _aligned(w, fnp.ndim(x))
+    return standardize_affine_backward(g, x, w, shifted, eps), (0, 0, 0)
+
+
+def _aligned(w: Any, nd: int) -> Any:
+    """``w`` with leading unit axes up to ``nd`` dimensions (its batch axis stays first)."""
+    s = fnp.shape(w)
+    return fnp.reshape(w, (s[0],) + (1,) * (nd - len(s)) + tuple(s[1:])) if len(s) < nd else w
+
+
+_affine_bwd_vjp, _affine_bwd_jvp = composed_rules(standardize_affine_backward_composed)
+standardize_affine_backward: Callable[..., Any] = defprimitive(
+    _affine_backward_raw, name="standardize_affine_backward", vjp_all=_affine_bwd_vjp, jvp_all=_affine_bwd_jvp,
+    multiple_results=True, batch=_affine_backward_batch,
+    doc="Cotangents ``(dx, dw, sum of g over axes)`` of :func:`standardize_affine` for the cotangent ``g``, "
+        "one pass; differentiable again.")
+
+
+def _affine_vjp_all(g: Any, ans: Any, argnums: Sequence[int], x: Any, w: Any, b: Any, axes: tuple[int, ...],
+                    eps: float) -> list[Any]:
+    dx, dw, db = standardize_affine_backward(g, x, w, axes, eps)
+    return [(dx, dw, unbroadcast(db, b))[k] for k in argnums]
+
+
+def _affine_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    x, w, b, axes, eps = args
+    size = batch_size(args[:3], dims[:3])
+    nd = fnp.ndim(x) - (dims[0] is not None)
+    shifted = tuple((a % nd) + 1 for a in axes)
+    x, w, b = (front(a, d, size) for a, d in zip((x, w, b), dims[:3]))
+    return standardize_affine(x, _aligned(w, nd + 1), _aligned(b, nd + 1), shifted, eps), 0
+
+
+standardize_affine: Callable[..., Any] = defprimitive(
+    _affine_raw, name="standardize_affine", vjp_all=_affine_vjp_all,
+    jvp_all=composed_rules(standardize_affine_composed, multiple_results=False)[1], batch=_affine_batch,
+    reads={0: {0, 1}, 1: {0, 1}, 2: {0, 1}},
+    doc="``standardize(x, axes, eps) * w + b`` as one primitive, for a scale ``w`` and shift ``b`` that are "
+        "constant along ``axes`` (batch normalization's per-channel affine); the backward is one pass "
+        "(:func:`standardize_affine_backward`).")

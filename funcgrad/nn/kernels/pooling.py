@@ -1,14 +1,21 @@
-"""Max pooling as three primitives: the argmax of each window, a gather and its transpose.
+"""Pooling as primitives: max pooling as a window argmax, a gather and its transpose; average pooling as a
+window sum and its transpose.
 
-``window_argmax`` runs once in the forward pass: one sweep over the kernel
-offsets, each a strided view of the (padded) input, keeping the running
-maximum and the offset where it was first reached (a NaN wins, as in
-PyTorch). The pooled values are ``window_gather(x, argmax)``; its VJP is
-``window_scatter``, which adds each cotangent into the input position the
-forward recorded (no second search), and the VJP of the scatter is the gather
-again, so derivatives of any order are two linear primitives. Non-overlapping
-windows (stride = kernel, the usual ``MaxPool2d(2)``) are strided views of
-the input itself: nothing is copied and no reduction runs.
+``window_argmax`` runs once in the forward pass. The windows are copied once
+into a contiguous ``(K, *lead, *out)`` buffer (for windows that tile the
+input, one transposing copy of a reshape), then one sweep over the K kernel
+offsets keeps the running maximum and the offset where it was first reached
+(a NaN wins, as in PyTorch); sweeping contiguous rows, with the index updated
+by arithmetic rather than a masked select, is several times faster than
+reducing over strided views. The pooled values are ``window_gather(x,
+argmax)``, one ``take`` at flat positions; its VJP is ``window_scatter``, one
+write (an add for overlapping windows) at the positions the forward recorded
+(no second search), and the VJP of the scatter is the gather again, so
+derivatives of any order are two linear primitives.
+
+``window_sum`` adds the strided view of each kernel offset (no reduction over
+strided axes); its transpose ``window_spread`` is, for windows that tile the
+input, one broadcasting copy of the cotangent.
 
 The geometry (``kernel``, ``stride``, ``pads`` as ``(lo, hi)`` pairs,
 ``dilation``) acts on the trailing ``len(kernel)`` axes; leading axes (batch,
@@ -19,6 +26,7 @@ Example::
 
     idx = window_argmax(x, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))
     y = window_gather(x, idx, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), -math.inf)
+    mean = window_sum(x, (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1)) / 4
 """
 
 from __future__ import annotations
@@ -31,11 +39,12 @@ import numpy as np  # shapes only (host tuples); arrays go through their own nam
 
 import funcgrad.numpy as fnp
 
-from ...backend import namespace_of
+from ...backend import device_constant, namespace_of, scatter_add
 from ...core import defprimitive
 from ...numpy._batching import batch_size, move_to_front
 
-__all__ = ["window_argmax", "window_gather", "window_scatter", "pooled_size", "window_slices"]
+__all__ = ["window_argmax", "window_gather", "window_scatter", "window_sum", "window_spread", "pooled_size",
+           "window_slices"]
 
 Geometry = tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
 
@@ -72,23 +81,49 @@ def _padded(x: Any, pads: tuple[tuple[int, int], ...], value: float) -> Any:
 # --------------------------------------------------------------------------- forward: the argmax
 
 
+def _window_stack(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                  dilation: tuple[int, ...], out: tuple[int, ...], pad_value: float) -> Any:
+    """The windows as one contiguous ``(K, *lead, *out)`` buffer (one copy of the input's windowed elements).
+
+    Sweeping contiguous rows is several times faster than sweeping strided views of the input, and for
+    windows that tile the input (stride = kernel, no padding) the buffer is one transposing copy of a reshape.
+    """
+    xp = namespace_of(x)
+    nsp = len(kernel)
+    lead = tuple(x.shape[:-nsp])
+    spatial = tuple(x.shape[-nsp:])
+    tiles = (all(p == (0, 0) for p in pads) and tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation)
+             and all(o * k == n for o, k, n in zip(out, kernel, spatial)))
+    if tiles:  # (*lead, o0, k0, o1, k1, ...) -> (k0, k1, ..., *lead, o0, o1, ...)
+        split = x.reshape(lead + tuple(v for o, k in zip(out, kernel) for v in (o, k)))
+        nl = len(lead)
+        order = tuple(nl + 2 * a + 1 for a in range(nsp)) + tuple(range(nl)) + tuple(nl + 2 * a for a in range(nsp))
+        return xp.ascontiguousarray(split.transpose(order)).reshape((math.prod(kernel),) + lead + out)
+    xpad = _padded(x, pads, pad_value)
+    pre = (slice(None),) * len(lead)
+    stack = xp.empty((math.prod(kernel),) + lead + out, dtype=x.dtype)
+    for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
+        stack[j] = xpad[pre + sl]
+    return stack
+
+
 def _window_argmax_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
                        dilation: tuple[int, ...]) -> Any:
     xp = namespace_of(x)
     nsp = len(kernel)
     out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
-    xpad = _padded(x, pads, -math.inf)
-    pre = (slice(None),) * (x.ndim - nsp)
-    best = None
-    index = xp.zeros(tuple(x.shape[:-nsp]) + out, dtype=xp.int32)
-    for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
-        v = xpad[pre + sl]
-        if best is None:
-            best = v.copy()
-            continue
+    stack = _window_stack(x, kernel, stride, pads, dilation, out, -math.inf)
+    best = stack[0].copy()
+    index = xp.zeros(best.shape, dtype=xp.int32)
+    step = xp.empty(best.shape, dtype=xp.int32)
+    for j in range(1, stack.shape[0]):
+        v = stack[j]
         wins = v > best  # strictly greater: the first maximum stays
         wins |= v != v   # a NaN wins (the last one, as PyTorch's kernel); the running maximum stays NaN
-        xp.copyto(index, j, where=wins)
+        # index = where(wins, j, index) by arithmetic: a masked select is branchy and several times slower
+        xp.subtract(j, index, out=step)
+        step *= wins
+        index += step
         xp.maximum(best, v, out=best)
     return index
 
@@ -107,13 +142,39 @@ window_argmax: Callable[..., Any] = defprimitive(
 # --------------------------------------------------------------------------- the gather and its transpose
 
 
+def _flat_positions(index: Any, lead: tuple[int, ...], padded: tuple[int, ...], kernel: tuple[int, ...],
+                    stride: tuple[int, ...], dilation: tuple[int, ...], out: tuple[int, ...]) -> Any:
+    """The position in the flattened padded input ``(*lead, *padded)`` of each window element ``index`` names."""
+    xp = namespace_of(index)
+    nsp = len(kernel)
+    steps = tuple(math.prod(padded[a + 1:]) for a in range(nsp))
+    offsets = np.zeros(kernel, dtype=np.intp)  # host tables: the geometry is static
+    corners = np.zeros(out, dtype=np.intp)
+    for a in range(nsp):
+        shape = (1,) * a + (-1,) + (1,) * (nsp - a - 1)
+        offsets = offsets + (np.arange(kernel[a]) * (dilation[a] * steps[a])).reshape(shape)
+        corners = corners + (np.arange(out[a]) * (stride[a] * steps[a])).reshape(shape)
+    table = device_constant(index, offsets.reshape(-1))
+    base = device_constant(index, corners)
+    rows = xp.arange(math.prod(lead), dtype=xp.intp).reshape(lead + (1,) * nsp) * math.prod(padded)
+    return xp.take(table, index) + base + rows
+
+
+def _same_lead(a: Any, b: Any, nsp: int) -> bool:
+    return tuple(a.shape[:-nsp]) == tuple(b.shape[:-nsp])
+
+
 def _window_gather_raw(x: Any, index: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
                        pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...], pad_value: float = 0.0) -> Any:
     xp = namespace_of(x)
     nsp = len(kernel)
     out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
-    lead = np.broadcast_shapes(tuple(x.shape[:-nsp]), tuple(index.shape[:-nsp]))
     xpad = _padded(x, pads, pad_value)
+    if _same_lead(x, index, nsp):  # one gather by flat position
+        pos = _flat_positions(index, tuple(x.shape[:-nsp]), tuple(xpad.shape[-nsp:]), kernel, stride, dilation, out)
+        return xp.take(xp.ascontiguousarray(xpad).reshape(-1), pos)
+    # leading axes that broadcast (vmap beside an unbatched partner): select per kernel offset
+    lead = np.broadcast_shapes(tuple(x.shape[:-nsp]), tuple(index.shape[:-nsp]))
     pre = (slice(None),) * (x.ndim - nsp)
     y = xp.empty(lead + out, dtype=x.dtype)
     for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
@@ -133,15 +194,24 @@ def _window_scatter_raw(g: Any, index: Any, x_shape: tuple[int, ...], kernel: tu
     out = tuple(g.shape[-nsp:])
     lead = np.broadcast_shapes(tuple(x_shape[:-nsp]), tuple(g.shape[:-nsp]), tuple(index.shape[:-nsp]))
     padded = tuple(n + lo + hi for n, (lo, hi) in zip(spatial, pads))
-    dx = xp.zeros(lead + padded, dtype=g.dtype)
-    pre = (slice(None),) * len(lead)
-    zero = xp.zeros((), dtype=g.dtype)
     disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
-    for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
+    pre = (slice(None),) * len(lead)
+    if _same_lead(g, index, nsp) and tuple(g.shape[:-nsp]) == lead:  # one scatter by flat position
+        pos = _flat_positions(index, lead, padded, kernel, stride, dilation, out).reshape(-1)
+        flat = xp.zeros(math.prod(lead) * math.prod(padded), dtype=g.dtype)
         if disjoint:  # every input position is in at most one window: write, do not add
-            dx[pre + sl] = xp.where(index == j, g, zero)
+            flat[pos] = g.reshape(-1)
         else:
-            dx[pre + sl] += xp.where(index == j, g, zero)
+            scatter_add(flat, pos, g.reshape(-1))
+        dx = flat.reshape(lead + padded)
+    else:
+        dx = xp.zeros(lead + padded, dtype=g.dtype)
+        zero = xp.zeros((), dtype=g.dtype)
+        for j, (_, sl) in enumerate(window_slices(kernel, stride, dilation, out)):
+            if disjoint:
+                dx[pre + sl] = xp.where(index == j, g, zero)
+            else:
+                dx[pre + sl] += xp.where(index == j, g, zero)
     if any(p != (0, 0) for p in pads):
         dx = dx[pre + tuple(slice(lo, lo + n) for (lo, _), n in zip(pads, spatial))]
     return dx
@@ -198,3 +268,75 @@ window_scatter: Callable[..., Any] = defprimitive(
     reads={0: {1}},
     doc="The transpose of :func:`window_gather`: each value added into the input position its window's "
         "``index`` names; an array of ``x_shape``.")
+
+
+# --------------------------------------------------------------------------- average pooling: window sums
+
+
+def _window_sum_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                    dilation: tuple[int, ...]) -> Any:
+    nsp = len(kernel)
+    out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
+    xpad = _padded(x, pads, 0.0)
+    pre = (slice(None),) * (x.ndim - nsp)
+    total = None
+    for _, sl in window_slices(kernel, stride, dilation, out):  # one strided add per kernel offset, no reduction
+        v = xpad[pre + sl]
+        if total is None:
+            total = v.copy()
+        else:
+            total += v
+    return total
+
+
+def _window_spread_raw(g: Any, x_shape: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+                       pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...]) -> Any:
+    xp = namespace_of(g)
+    nsp = len(kernel)
+    lead = tuple(g.shape[:-nsp])
+    spatial = tuple(x_shape[-nsp:])
+    out = tuple(g.shape[-nsp:])
+    nl = len(lead)
+    if all(p == (0, 0) for p in pads) and tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation):
+        # windows tile the input: one broadcasting copy, and zeros for a remainder no window covers
+        unit = g.reshape(lead + tuple(v for o in out for v in (o, 1)))
+        tiled = xp.broadcast_to(unit, lead + tuple(v for o, k in zip(out, kernel) for v in (o, k)))
+        dx = tiled.reshape(lead + tuple(o * k for o, k in zip(out, kernel)))
+        if dx.shape[nl:] != spatial:
+            dx = xp.pad(dx, ((0, 0),) * nl + tuple((0, n - o * k) for n, o, k in zip(spatial, out, kernel)))
+        return dx
+    padded = tuple(n + lo + hi for n, (lo, hi) in zip(spatial, pads))
+    dx = xp.zeros(lead + padded, dtype=g.dtype)
+    pre = (slice(None),) * nl
+    for _, sl in window_slices(kernel, stride, dilation, out):
+        dx[pre + sl] += g
+    if any(p != (0, 0) for p in pads):
+        dx = dx[pre + tuple(slice(lo, lo + n) for (lo, _), n in zip(pads, spatial))]
+    return dx
+
+
+def _sum_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    x, *rest = args
+    return window_sum(move_to_front(x, dims[0]), *rest), 0
+
+
+def _spread_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    g, x_shape, *rest = args
+    g = move_to_front(g, dims[0])
+    return window_spread(g, (fnp.shape(g)[0],) + tuple(x_shape), *rest), 0
+
+
+window_sum: Callable[..., Any] = defprimitive(
+    _window_sum_raw, name="window_sum",
+    vjp=lambda g, ans, x, *geom: window_spread(g, fnp.shape(x), *geom),
+    jvp=lambda t, ans, x, *geom: window_sum(t, *geom),
+    batch=_sum_batch,
+    doc="The sum of each pooling window of the trailing ``len(kernel)`` axes (padding reads 0); "
+        "linear in ``x``. Average pooling is this over the window size.")
+window_spread: Callable[..., Any] = defprimitive(
+    _window_spread_raw, name="window_spread",
+    vjp=lambda ct, ans, g, x_shape, *geom: window_sum(ct, *geom),
+    jvp=lambda t, ans, g, x_shape, *geom: window_spread(t, x_shape, *geom),
+    batch=_spread_batch,
+    doc="The transpose of :func:`window_sum`: each value added to every input position of its window; "
+        "an array of ``x_shape``'s spatial size.")

@@ -33,7 +33,8 @@ from ...numpy._util import unbroadcast
 from ..functional import sigmoid
 from .composed import composed_rules, zeros_for
 
-__all__ = ["fused_gates", "lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward"]
+__all__ = ["fused_gates", "lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward",
+           "lstm_sequence", "lstm_sequence_backward"]
 
 
 def _sigmoid_raw(xp: Any, a: Any) -> Any:
@@ -48,11 +49,26 @@ def _split(a: Any, n: int) -> list[Any]:
 # --------------------------------------------------------------------------- LSTM
 
 
+def _activated(xp: Any, gates: Any) -> tuple[Any, Any, Any, Any]:
+    """``(sigmoid(i), sigmoid(f), tanh(g), sigmoid(o))`` with one tanh over all four gates (few array calls:
+    at LSTM sizes the cost is the number of NumPy calls, not their arithmetic)."""
+    n = gates.shape[-1] // 4
+    act = gates * 0.5
+    act[..., 2 * n:3 * n] = gates[..., 2 * n:3 * n]
+    xp.tanh(act, out=act)  # sigmoid(a) = (1 + tanh(a / 2)) / 2: no overflow for large |a|
+    for lo, hi in ((0, 2 * n), (3 * n, 4 * n)):
+        part = act[..., lo:hi]
+        part += 1.0
+        part *= 0.5
+    return act[..., :n], act[..., n:2 * n], act[..., 2 * n:3 * n], act[..., 3 * n:]
+
+
 def _lstm_raw(gates: Any, c: Any) -> tuple[Any, Any]:
     xp = namespace_of(gates)
-    a_i, a_f, a_g, a_o = _split(gates, 4)
-    c_new = _sigmoid_raw(xp, a_f) * c + _sigmoid_raw(xp, a_i) * xp.tanh(a_g)
-    return _sigmoid_raw(xp, a_o) * xp.tanh(c_new), c_new
+    i, f, g, o = _activated(xp, gates)
+    c_new = f * c
+    c_new += i * g
+    return o * xp.tanh(c_new), c_new
 
 
 def lstm_pointwise_composed(gates: Any, c: Any) -> tuple[Any, Any]:
@@ -64,13 +80,20 @@ def lstm_pointwise_composed(gates: Any, c: Any) -> tuple[Any, Any]:
 
 def _lstm_backward_raw(gates: Any, c: Any, gh: Any, gc: Any) -> tuple[Any, Any]:
     xp = namespace_of(gates)
-    a_i, a_f, a_g, a_o = _split(gates, 4)
-    i, f, o = _sigmoid_raw(xp, a_i), _sigmoid_raw(xp, a_f), _sigmoid_raw(xp, a_o)
-    g = xp.tanh(a_g)
-    tc = xp.tanh(f * c + i * g)
-    dc_new = gc + gh * o * (1.0 - tc * tc)
-    d = xp.concatenate([dc_new * g * i * (1.0 - i), dc_new * c * f * (1.0 - f), dc_new * i * (1.0 - g * g),
-                        gh * tc * o * (1.0 - o)], axis=-1)
+    i, f, g, o = _activated(xp, gates)
+    tc = f * c
+    tc += i * g
+    xp.tanh(tc, out=tc)
+    dc_new = gh * o
+    dc_new *= 1.0 - tc * tc
+    dc_new += gc
+    lead = xp.broadcast_shapes(gates.shape[:-1], dc_new.shape[:-1])
+    d = xp.empty(tuple(lead) + (gates.shape[-1],), dtype=xp.result_type(gates, dc_new))
+    n = i.shape[-1]
+    xp.multiply(dc_new * g, i * (1.0 - i), out=d[..., :n])
+    xp.multiply(dc_new * c, f * (1.0 - f), out=d[..., n:2 * n])
+    xp.multiply(dc_new * i, 1.0 - g * g, out=d[..., 2 * n:3 * n])
+    xp.multiply(gh * tc, o * (1.0 - o), out=d[..., 3 * n:])
     return d, dc_new * f
 
 
@@ -263,3 +286,119 @@ gru_pointwise: Callable[..., Any] = defprimitive(
     _gru_raw, name="gru_pointwise", vjp_all=_gru_vjp_all, jvp_all=_gru_jvp_all,
     batch=_front_batch(lambda *a: gru_pointwise(*a), 1),
     doc="``h'`` of a GRU step from ``gi = x W_ih^T + b_ih`` and ``gh = h W_hh^T + b_hh`` (gates r, z, n) and ``h``.")
+
+
+# --------------------------------------------------------------------------- a whole LSTM sequence
+
+
+def lstm_sequence_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any
+                           ) -> tuple[Any, Any]:
+    """:func:`lstm_sequence` as a loop of the per-step kernels (the reference; differentiable by the transforms)."""
+    proj = fnp.matmul(xs, fnp.swapaxes(w_ih, -1, -2)) + b_ih
+    h, c = h0, c0
+    hs = []
+    for t in range(fnp.shape(xs)[0]):
+        h, c = lstm_pointwise(fused_gates(proj[t], h, None, w_hh, None, b_hh), c)
+        hs.append(h)
+    return fnp.stack(hs), c
+
+
+def _lstm_sequence_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> tuple[Any, Any]:
+    xp = namespace_of(xs)
+    proj = xp.matmul(xs, w_ih.T)  # every step's input projection in one GEMM
+    proj += b_ih
+    proj += b_hh
+    w_hh_t = w_hh.T
+    h, c = h0, c0
+    hs = xp.empty((xs.shape[0],) + tuple(xp.broadcast_shapes(h0.shape, c0.shape)), dtype=proj.dtype)
+    for t in range(xs.shape[0]):
+        gates = xp.matmul(h, w_hh_t)
+        gates += proj[t]
+        h, c = _lstm_raw(gates, c)
+        hs[t] = h
+    return hs, c
+
+
+def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, ghs: Any,
+                                gc: Any) -> tuple[Any, ...]:
+    xp = namespace_of(xs)
+    T = xs.shape[0]
+    proj = xp.matmul(xs, w_ih.T)
+    proj += b_ih
+    proj += b_hh
+    w_hh_t = w_hh.T
+    shape = tuple(xp.broadcast_shapes(h0.shape, c0.shape))
+    gates = xp.empty((T,) + shape[:-1] + (proj.shape[-1],), dtype=proj.dtype)
+    h_prev = xp.empty((T,) + shape, dtype=proj.dtype)  # the state each step starts from
+    c_prev = xp.empty((T,) + shape, dtype=proj.dtype)
+    h, c = xp.broadcast_to(h0, shape), xp.broadcast_to(c0, shape)
+    for t in range(T):  # the forward again, keeping what the backward reads
+        h_prev[t], c_prev[t] = h, c
+        xp.matmul(h, w_hh_t, out=gates[t])
+        gates[t] += proj[t]
+        h, c = _lstm_raw(gates[t], c)
+    dgates = xp.empty_like(gates)
+    dh = xp.zeros(shape, dtype=proj.dtype)
+    dc = xp.broadcast_to(gc, shape)
+    for t in range(T - 1, -1, -1):
+        dgates[t], dc = _lstm_backward_raw(gates[t], c_prev[t], ghs[t] + dh, dc)
+        dh = xp.matmul(dgates[t], w_hh)
+    n = dgates.shape[-1]
+    flat = dgates.reshape(-1, n)
+    dxs = xp.matmul(dgates, w_ih)
+    dw_ih = xp.matmul(flat.T, xs.reshape(-1, xs.shape[-1]))  # the weight products over all steps at once
+    dw_hh = xp.matmul(flat.T, h_prev.reshape(-1, shape[-1]))
+    db = flat.sum(axis=0)
+    return dxs, _sum_like(dh, h0), _sum_like(dc, c0), dw_ih, dw_hh, db, db.copy()
+
+
+def _sum_like(a: Any, like: Any) -> Any:
+    """``a`` summed down to ``like``'s (broadcast) shape."""
+    extra = a.ndim - like.ndim
+    if extra:
+        a = a.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, n in enumerate(like.shape) if n == 1 and a.shape[i] != 1)
+    return a.sum(axis=axes, keepdims=True) if axes else a
+
+
+def lstm_sequence_backward_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+                                    ghs: Any, gc: Any) -> tuple[Any, ...]:
+    """The cotangents of :func:`lstm_sequence`'s seven arguments, through the transforms (the reference)."""
+    from ...transforms.autodiff import vjp
+
+    _, pull = vjp(lstm_sequence_composed, xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    return tuple(pull((ghs, gc)))
+
+
+def _vmapped(fn: Callable[..., Any], n_out: int) -> Callable[..., Any]:
+    """vmap rule running ``fn`` (a composition of batchable primitives) under ``fg.vmap``."""
+
+    def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
+        from ...transforms.batching import vmap
+
+        return vmap(fn, in_axes=tuple(dims))(*args), (0,) * n_out
+
+    return rule
+
+
+_seq_bwd_vjp, _seq_bwd_jvp = composed_rules(lstm_sequence_backward_composed)
+lstm_sequence_backward: Callable[..., Any] = defprimitive(
+    _lstm_sequence_backward_raw, name="lstm_sequence_backward", vjp_all=_seq_bwd_vjp, jvp_all=_seq_bwd_jvp,
+    multiple_results=True, batch=_vmapped(lstm_sequence_backward_composed, 7),
+    doc="Cotangents of :func:`lstm_sequence`'s arguments for cotangents ``(ghs, gc)`` of ``(hs, c_T)``: the "
+        "forward again, then back through time, with the weight products over all steps as single GEMMs.")
+
+
+def _seq_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any) -> list[Any]:
+    ghs, gc = zeros_for(g, ans)
+    cts = lstm_sequence_backward(*args, ghs, gc)
+    return [cts[k] for k in argnums]
+
+
+lstm_sequence: Callable[..., Any] = defprimitive(
+    _lstm_sequence_raw, name="lstm_sequence", vjp_all=_seq_vjp_all,
+    jvp_all=composed_rules(lstm_sequence_composed)[1], multiple_results=True,
+    batch=_vmapped(lstm_sequence_composed, 2),
+    doc="``(hs, c_T)`` of an LSTM layer over a time-major sequence ``xs (T, ..., I)`` from ``(h0, c0)``: one "
+        "primitive for the whole sequence (PyTorch's fused LSTM), its backward one more "
+        "(:func:`lstm_sequence_backward`).")

@@ -24,7 +24,7 @@ import numpy as np
 
 import funcgrad.nn as _fnn
 from funcgrad.nn.kernels.convolution import conv_input_grad
-from funcgrad.nn.kernels.pooling import window_argmax, window_gather
+from funcgrad.nn.kernels.pooling import window_argmax, window_gather, window_sum
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of
 from funcgrad.core import Box
@@ -439,20 +439,6 @@ def _pool_out(sizes: tuple[Any, ...], k: tuple[Any, ...], s: tuple[Any, ...], p:
     return tuple(out), tuple(hi)
 
 
-def _windows(x: Tensor, nsp: int, k: tuple[Any, ...], s: tuple[Any, ...], p: tuple[Any, ...], hi: tuple[Any, ...], d: tuple[Any, ...], out: tuple[Any, ...],
-             fill: float) -> Tensor:
-    """``(*lead, *spatial) -> (*lead, *out, prod(k))``: every window, padded with ``fill``."""
-    lead = tuple(x.shape[:-nsp])
-    nk = math.prod(k)
-
-    def raw(v: Any) -> Any:
-        cols = _fnn.im2col(v, k, s, tuple(zip(p, hi)), d, pad_value=fill)
-        cols = fnp.reshape(cols, lead + (nk,) + out)
-        return fnp.moveaxis(cols, len(lead), -1)
-
-    return _fg(raw, x)
-
-
 def _arange_along(t: Tensor, n: int, j: int, nsp: int) -> Tensor:
     """``arange(n)`` shaped to broadcast along spatial axis ``j`` of an ``(*lead, *out)`` tensor."""
     return _like(t, np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (nsp - 1 - j)))
@@ -519,7 +505,7 @@ def _avg(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil
         raise RuntimeError(f"{name}: divisor must be not zero")
     sizes = tuple(x.shape[-nsp:])
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
-    total = _windows(x, nsp, k, s, p, hi, d, out, 0.0).sum(-1)
+    total = _fg(window_sum, x, k, s, tuple(zip(p, hi)), d)
     if divisor_override is not None:
         return total / float(divisor_override)
     # PyTorch's divisor: the window clipped to the padded input (or to the input without count_include_pad)

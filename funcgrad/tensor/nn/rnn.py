@@ -97,15 +97,17 @@ class RNNBase(Module):
                        reverse: bool) -> tuple[list[Any], tuple[Any, ...]]:
         """The outputs at every time step and the final state (``(h,)``, or ``(h, c)`` for an LSTM)."""
         steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
-        if self.mode in ("LSTM", "GRU"):
+        if self.mode == "LSTM":  # the whole sequence as one kernel (funcgrad.nn.lstm)
+            hs, (h, c) = _fnn.lstm(*_boxes(stack(xs[::-1] if reverse else xs, 0), *state, *w))
+            per_step = list(as_tensor_box(hs).unbind(0))
+            return (per_step[::-1] if reverse else per_step), (as_tensor_box(h), as_tensor_box(c))
+        if self.mode == "GRU":
             # the input projection of every time step in one matrix product; the cells take it as x
             proj = F.linear(stack(xs, 0), w[0], w[2]).unbind(0)
             xs, w = list(proj), (None, w[1], None, w[3])
         outs: list[Any] = [None] * len(xs)
         for t in steps:
-            if self.mode == "LSTM":
-                state = _lstm_step(xs[t], *state, *w)
-            elif self.mode == "GRU":
+            if self.mode == "GRU":
                 state = (_gru_step(xs[t], *state, *w),)
             else:
                 state = (_rnn_step(xs[t], *state, *w, relu=self.mode == "RNN_RELU"),)

@@ -1,0 +1,60 @@
+"""The rectifier as two primitives: ``relu`` and its derivative's mask, each one pass.
+
+``relu(x) = max(x, 0)`` (a NaN stays NaN, as in PyTorch and JAX). Its VJP and JVP
+are ``positive_part(v, x)``: ``v`` where ``x > 0`` and an exact zero elsewhere (the
+derivative at 0 is 0), linear in ``v`` and constant in ``x``, so it differentiates
+again into itself. Both avoid ``where`` over a data-dependent mask, which NumPy runs
+several times slower than an arithmetic pass: the mask zeroes the cotangent's bits
+(an ``and`` with all-ones or all-zeros words), which keeps an infinite or NaN
+cotangent out of the zeroed positions, as a select would.
+
+Example::
+
+    y = relu(x)
+    dx = positive_part(g, x)      # the VJP of relu at x for the cotangent g
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import funcgrad.numpy as fnp
+
+from ..backend import namespace_of
+from ..core import defprimitive
+from ..numpy._batching import elementwise_rule
+from ..numpy._util import unbroadcast
+
+__all__ = ["relu", "positive_part"]
+
+_WORDS = {2: "int16", 4: "int32", 8: "int64"}
+
+
+def _relu_raw(x: Any) -> Any:
+    return namespace_of(x).maximum(x, 0)
+
+
+def _positive_part_raw(v: Any, x: Any) -> Any:
+    xp = namespace_of(v)
+    keep = x > 0
+    word = _WORDS.get(v.dtype.itemsize) if v.dtype.kind == "f" else None
+    if word is None or tuple(v.shape) != tuple(keep.shape):
+        return xp.where(keep, v, xp.zeros((), dtype=v.dtype))
+    bits = keep.astype(word)
+    xp.negative(bits, out=bits)  # 0 -> all bits clear, 1 -> all bits set
+    bits &= xp.ascontiguousarray(v).view(word)
+    return bits.view(v.dtype)
+
+
+positive_part: Callable[..., Any] = defprimitive(
+    _positive_part_raw, name="positive_part",
+    vjp={0: lambda g, ans, v, x: unbroadcast(positive_part(g, x), v), 1: lambda g, ans, v, x: fnp.zeros_like(x)},
+    jvp={0: lambda t, ans, v, x: positive_part(t, x), 1: lambda t, ans, v, x: fnp.zeros_like(ans)},
+    batch_from=elementwise_rule, reads={0: {1}, 1: {1}},
+    doc="``v`` where ``x > 0``, exactly 0 elsewhere: the derivative of :func:`relu` at ``x`` applied to ``v``.")
+
+relu: Callable[..., Any] = defprimitive(
+    _relu_raw, name="relu",
+    vjp=lambda g, ans, x: positive_part(g, x), jvp=lambda t, ans, x: positive_part(t, x),
+    batch_from=elementwise_rule, reads={0: {0}},
+    doc="``max(x, 0)``, one pass; the derivative at 0 is 0 (as in PyTorch and JAX), a NaN stays NaN.")
