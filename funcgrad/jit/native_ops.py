@@ -42,7 +42,7 @@ from .kinds import is_host_array
 from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, primitive_of
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "kind_of", "reduction", "view_map",
-           "Contraction", "contraction", "basic_index", "dtype_name", "is_literal"]
+           "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -83,7 +83,7 @@ RESHAPE = primitive_of(fnp.reshape)
 GETITEM = primitive_of(_indexing._getitem)
 UNINDEX, INDEX_ADD, INDEX_SET = (primitive_of(_indexing._unindex), primitive_of(_indexing._index_add),
                                  primitive_of(_indexing._index_set))
-CONCATENATE = primitive_of(_shape_ops._concatenate)
+CONCATENATE, SPLIT = primitive_of(_shape_ops._concatenate), primitive_of(_shape_ops._split)
 MATMUL, DOT = primitive_of(fnp.matmul), primitive_of(fnp.dot)
 
 FLOATS = ("float64", "float32")
@@ -167,6 +167,8 @@ def _ints(value: Any) -> bool:
 
 def kind_of(e: Eqn) -> str | None:
     """How the native backend lowers ``e`` (see the module docstring), or None where it does not."""
+    if e.prim is SPLIT:
+        return "view" if split_maps(e) is not None else None
     if e.multiple or len(e.outs) != 1 or not e.prim.pure:
         return None
     o, p = e.outs[0], e.prim
@@ -316,7 +318,7 @@ def view_map(e: Eqn) -> IndexMap | None:
         return None
     x, o = e.ins[0], e.outs[0]
     xs, os_ = tuple(x.shape), tuple(o.shape)
-    if dtype_name(x) != dtype_name(o) or not _out_ok(o, FLOATS + ("bool",)) or not is_host_array(o.kind):
+    if dtype_name(x) != dtype_name(o) or not _out_ok(o, FLOATS + ("bool",)):
         return None
     if not all(_ints(a) or a is None for a in e.ins[1:]) and e.prim is not GETITEM:
         return None
@@ -351,7 +353,7 @@ def view_map(e: Eqn) -> IndexMap | None:
         def mapping(ix: list[str]) -> list[str]:
             it = iter(ix)
             return ["0" if d in gone else next(it) for d in range(len(xs))]
-    elif p is RESHAPE and not e.kwargs and len(args) == 1:
+    elif p is RESHAPE and e.kwargs in ({}, {"order": "C"}) and len(args) == 1:
         mapping = _reshaped(xs, os_)
     elif p is BROADCAST_TO and not e.kwargs and len(args) == 1:
         lead = len(os_) - len(xs)
@@ -366,6 +368,30 @@ def view_map(e: Eqn) -> IndexMap | None:
     if len(mapping(["i"] * len(os_))) != len(xs):
         return None
     return mapping
+
+
+def split_maps(e: Eqn) -> list[IndexMap] | None:
+    """``split(x, indices, axis)``: one index map per piece (a slice of ``x`` along ``axis``)."""
+    if e.kwargs or len(e.ins) != 3 or not _is_array_var(e.ins[0]) or not _ints(e.ins[2]):
+        return None
+    x, indices, axis = e.ins
+    if not (isinstance(indices, tuple) and _ints(indices)) or not all(
+            is_host_array(o.kind) and dtype_name(o) == dtype_name(x) for o in e.outs):
+        return None
+    xs = tuple(x.shape)
+    if not xs or not -len(xs) <= int(axis) < len(xs):
+        return None
+    axis = int(axis) % len(xs)
+    maps: list[IndexMap] = []
+    bounds = [0] + [min(max(int(i), 0), xs[axis]) for i in indices] + [xs[axis]]
+    for o in e.outs:
+        start = bounds[len(maps)]
+        stop = max(bounds[len(maps) + 1], start)
+        made = basic_index((slice(None),) * axis + (slice(start, stop),), xs)
+        if made is None or made[1] != tuple(o.shape):
+            return None
+        maps.append(made[0])
+    return maps
 
 
 def _permuted(axes: list[int]) -> IndexMap:
@@ -396,8 +422,8 @@ def _reshaped(xs: tuple[int, ...], os_: tuple[int, ...]) -> IndexMap:
 # -- blocks --------------------------------------------------------------------------------------
 
 class Contraction:
-    """``out[o...] = sum over c... of a[a_index] * b[b_index]``, index expressions in the
-    counters ``o0 ...`` (the result's axes) and ``c0 ...`` (the contracted ones)."""
+    """``out[r...] = sum over s... of a[a_index] * b[b_index]``, index expressions in the
+    counters ``r0 ...`` (the result's axes) and ``s0 ...`` (the summed ones)."""
 
     def __init__(self, a: Any, b: Any, sizes: tuple[int, ...], a_index: list[str], b_index: list[str],
                  matrix: bool) -> None:
@@ -449,15 +475,15 @@ def _matmul(a: tuple[int, ...], b: tuple[int, ...]) -> Any:
     except ValueError:
         return None
     nb = len(batch)
-    o = [f"o{j}" for j in range(nb + 2)]
+    o = [f"r{j}" for j in range(nb + 2)]
     shape = batch + (() if a1 else (am[-2],)) + (() if b1 else (bm[-1],))
     m_label, n_label = o[nb], o[nb + 1] if not a1 else o[nb]
 
     def batch_index(s: tuple[int, ...]) -> list[str]:
         lead = nb - len(s)
         return ["0" if n == 1 and batch[lead + d] != 1 else o[lead + d] for d, n in enumerate(s)]
-    ai = batch_index(am[:-2]) + ([] if a1 else [m_label]) + ["c0"]
-    bi = batch_index(bm[:-2]) + ["c0"] + ([] if b1 else [n_label])
+    ai = batch_index(am[:-2]) + ([] if a1 else [m_label]) + ["s0"]
+    bi = batch_index(bm[:-2]) + ["s0"] + ([] if b1 else [n_label])
     return shape, (am[-1],), ai, bi
 
 
@@ -471,8 +497,8 @@ def _tensordot(a: tuple[int, ...], b: tuple[int, ...], axes: tuple[tuple[int, ..
     free_a = [d for d in range(len(a)) if d not in ax_a]
     free_b = [d for d in range(len(b)) if d not in ax_b]
     shape = tuple(a[d] for d in free_a) + tuple(b[d] for d in free_b)
-    ai = [f"c{ax_a.index(d)}" if d in ax_a else f"o{free_a.index(d)}" for d in range(len(a))]
-    bi = [f"c{ax_b.index(d)}" if d in ax_b else f"o{len(free_a) + free_b.index(d)}" for d in range(len(b))]
+    ai = [f"s{ax_a.index(d)}" if d in ax_a else f"r{free_a.index(d)}" for d in range(len(a))]
+    bi = [f"s{ax_b.index(d)}" if d in ax_b else f"r{len(free_a) + free_b.index(d)}" for d in range(len(b))]
     return shape, tuple(a[d] for d in ax_a), ai, bi
 
 

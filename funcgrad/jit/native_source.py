@@ -28,7 +28,8 @@ from typing import Any
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
-                         contraction, dtype_name, is_literal, kind_of, reduction, scatter_region, view_map)
+                         SPLIT, contraction, dtype_name, is_literal, kind_of, reduction, scatter_region, split_maps,
+                         view_map)
 
 __all__ = ["segment_source", "BLAS_MIN_WORK"]
 
@@ -70,10 +71,12 @@ class _Source:
         for e in eqns:
             k = kind_of(e)
             assert k is not None, e
-            self.kind[e.outs[0]] = k
-            self.eqn_of[e.outs[0]] = e
-            if k == "view":
-                self.maps[e.outs[0]] = view_map(e)
+            maps = (split_maps(e) if e.prim is SPLIT else [view_map(e)]) if k == "view" else [None] * len(e.outs)
+            for o, mapping in zip(e.outs, maps):  # type: ignore[arg-type]
+                self.kind[o] = k
+                self.eqn_of[o] = e
+                if k == "view":
+                    self.maps[o] = mapping
         self.step_of: dict[Var, int] = {}
         self.steps: list[tuple[str, Any, list[Eqn]]] = []  # ("nest", shape, eqns) | ("block", None, [e])
         self._make_steps()
@@ -289,7 +292,7 @@ class _Source:
             target = f"a_{o.name}" if o.shape else o.name
             self.emit(0, f"{target} = np.dot({a}, {b})")
             return
-        oc, cc = _counters("o", len(o.shape)), _counters("c", len(c.sizes))
+        oc, cc = _counters("r", len(o.shape)), _counters("s", len(c.sizes))
         acc_dt = "float64"
         if o.shape:
             self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
