@@ -111,7 +111,7 @@ def rows() -> list[tuple[str, str, float, float, float, float, float]]:
     n = 2000
     a = rng.standard_normal((n, n)) / np.sqrt(n)
     f_fg, f_j = _hessian_problem(a, jnp)
-    cases.append((f"HVP n={n} jit(hvp)", "us", lambda x, v: fg.hvp(f_fg, (x,), (v,))[1],
+    cases.append((f"HVP n={n} jit(hvp)", "us", lambda x, v, f=f_fg: fg.hvp(f, (x,), (v,))[1],
                   jax.jit(lambda x, v: jax.jvp(jax.grad(f_j), (x,), (v,))[1]),
                   (rng.standard_normal(n), rng.standard_normal(n)), 1))
     out = []
@@ -161,6 +161,59 @@ def _nest(grad: Callable[..., Any], f: Callable[..., Any], depth: int) -> Callab
     return f
 
 
+MEMORY_PROBE = """
+import sys, json, numpy as np
+sys.path.insert(0, %(root)r)
+from benchmarks.memprobe import _reset_hwm, _status
+which, n, layers = %(which)r, %(n)d, %(layers)d
+x = np.random.default_rng(0).uniform(-1.0, 1.0, n)
+if which == "jax":
+    import jax, jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+    def chain(y):
+        for _ in range(layers):
+            y = jnp.tanh(0.9 * y + 0.1)
+        return jnp.sum(y)
+    g = jax.jit(jax.grad(chain)).lower(x).compile()  # compiled ahead: the measured call is its first run
+    call = lambda: g(x).block_until_ready()
+else:
+    import funcgrad as fg, funcgrad.numpy as fnp
+    fg.config.jit_threads = 1
+    def chain(y):
+        for _ in range(layers):
+            y = fnp.tanh(0.9 * y + 0.1)
+        return fnp.sum(y)
+    g = fg.jit(fg.grad(chain), backend=which)
+    g(x)
+    assert g.lower(x).compile().backend == which
+    call = lambda: g(x)
+if which != "jax":  # (XLA keeps what its first run allocated: JAX's measured call is its first)
+    call(); call()
+before = _status("VmRSS")
+assert _reset_hwm()
+out = call()
+print(json.dumps({"peak": _status("VmHWM") - before}))
+"""
+
+
+def peak_memory(n: int = 10**6, layers: int = 50) -> dict[str, float]:
+    """MiB the peak resident set rises during one call of jit(grad) of the 50-layer chain
+    y = tanh(0.9 y + 0.1) (benchmarks/memprobe.py's), each in a fresh process, warm (glibc's
+    malloc told to map large blocks, so that memory freed by the warm calls is not counted
+    as resident already)."""
+    import json
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = {}
+    for which in ("native", "numpy", "jax"):
+        code = MEMORY_PROBE % {"root": root, "which": which, "n": n, "layers": layers}
+        # large blocks from mmap (given back when freed): the warm calls' memory is not resident still
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+        out[which] = json.loads(run.stdout.strip().splitlines()[-1])["peak"] / 2**20
+    return out
+
+
 def reload_seconds() -> float:
     """Seconds until native code is in use in a new process whose kernels are on disk."""
     code = ("import time, numpy as np, sys; sys.path.insert(0, %r)\n"
@@ -184,4 +237,8 @@ if __name__ == "__main__":
     for name, unit, nat, rep, jx, first, until in table:
         print(f"| {name} | {unit} | {nat:.3g} | {rep:.3g} | {jx:.3g} | {nat / jx:.2f}x | {first * 1e3:.1f} ms | "
               f"{until:.2f} s |")
+    mem = peak_memory()
+    print(f"\npeak memory, jit(grad) of the 50-layer chain on 1e6 float64 (rise of VmHWM during one warm call): "
+          f"native {mem['native']:.1f} MiB, replay {mem['numpy']:.1f} MiB, JAX jit {mem['jax']:.1f} MiB "
+          f"(native / JAX {mem['native'] / mem['jax']:.2f}x)")
     print(f"\non-disk cache: native code in use {reload_seconds():.2f} s after the first call in a new process")

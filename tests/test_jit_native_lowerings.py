@@ -72,6 +72,8 @@ LOWERINGS = {
     "matmul blas": (lambda a, b: fnp.sin(a) @ fnp.cos(b), (grid(40, 50), grid(50, 40)), 50),
     "dot": (lambda a, b: fnp.dot(fnp.sin(a), b) + fnp.dot(b[:, 0], b[:, 1]), (grid(3, 4), grid(4, 2)), 4),
     "tensordot": (lambda a, b: fnp.tensordot(a * 2.0, b, axes=((0, 2), (1, 0))), (grid(2, 3, 4), grid(4, 2, 5)), 8),
+    "tensordot blas": (lambda a, b: fnp.tensordot(fnp.sin(a), b.T, axes=((0, 2), (1, 0))),
+                       (grid(8, 10, 12), grid(40, 8, 12)), 96),
     "concatenate": (lambda a, b: fnp.concatenate([fnp.sin(a), b * 2.0, a], axis=1) + 1.0, (grid(3, 2), grid(3, 4)), 1),
     "at set and add": (lambda x: fnp.exp(x).at[0].set(1.0).at[:, 1:3].add(x[:, :2] * 2.0), (grid(3, 4),), 1),
     "maximum and minimum": (lambda x, y: fnp.maximum(fnp.sin(x), y) * fnp.minimum(x, 0.25), (grid(3, 4), grid(4)), 1),

@@ -423,12 +423,17 @@ def _reshaped(xs: tuple[int, ...], os_: tuple[int, ...]) -> IndexMap:
 
 class Contraction:
     """``out[r...] = sum over s... of a[a_index] * b[b_index]``, index expressions in the
-    counters ``r0 ...`` (the result's axes) and ``s0 ...`` (the summed ones)."""
+    counters ``r0 ...`` (the result's axes) and ``s0 ...`` (the summed ones).
+
+    ``a_order``/``b_order``, where not None, say how the product is one matrix product for
+    BLAS: ``a`` with its axes in ``a_order`` (free ones, then summed ones) reshaped to
+    (M, K) times ``b`` with its axes in ``b_order`` (summed, then free) reshaped to (K, N)
+    is the result reshaped to (M, N)."""
 
     def __init__(self, a: Any, b: Any, sizes: tuple[int, ...], a_index: list[str], b_index: list[str],
-                 matrix: bool) -> None:
+                 a_order: list[int] | None, b_order: list[int] | None) -> None:
         self.a, self.b, self.sizes, self.a_index, self.b_index = a, b, sizes, a_index, b_index
-        self.matrix = matrix  # operands of at most 2 axes, np.dot's layout: BLAS may run it
+        self.a_order, self.b_order = a_order, b_order
 
 
 def contraction(e: Eqn) -> Contraction | None:
@@ -444,7 +449,8 @@ def contraction(e: Eqn) -> Contraction | None:
     if an == 0 or bn == 0:
         return None
     if e.prim is MATMUL and len(e.ins) == 2:
-        made = _matmul(ash, bsh)
+        made = _matmul(ash, bsh) if an > 2 or bn > 2 else \
+            _tensordot(ash, bsh, ((an - 1,), (0 if bn == 1 else bn - 2,)))
     elif e.prim is DOT and len(e.ins) == 2:
         made = _tensordot(ash, bsh, ((an - 1,), (0 if bn == 1 else bn - 2,)))
     elif e.prim is TENSORDOT and len(e.ins) == 3:
@@ -459,9 +465,8 @@ def contraction(e: Eqn) -> Contraction | None:
         return None
     if made is None or made[0] != tuple(o.shape):
         return None
-    shape, sizes, ai, bi = made
-    matrix = an <= 2 and bn <= 2 and e.prim in (MATMUL, DOT)
-    return Contraction(a, b, sizes, ai, bi, matrix)
+    shape, sizes, ai, bi, orders = made
+    return Contraction(a, b, sizes, ai, bi, *orders)
 
 
 def _matmul(a: tuple[int, ...], b: tuple[int, ...]) -> Any:
@@ -484,7 +489,7 @@ def _matmul(a: tuple[int, ...], b: tuple[int, ...]) -> Any:
         return ["0" if n == 1 and batch[lead + d] != 1 else o[lead + d] for d, n in enumerate(s)]
     ai = batch_index(am[:-2]) + ([] if a1 else [m_label]) + ["s0"]
     bi = batch_index(bm[:-2]) + ["s0"] + ([] if b1 else [n_label])
-    return shape, (am[-1],), ai, bi
+    return shape, (am[-1],), ai, bi, (None, None)
 
 
 def _tensordot(a: tuple[int, ...], b: tuple[int, ...], axes: tuple[tuple[int, ...], tuple[int, ...]]) -> Any:
@@ -499,7 +504,7 @@ def _tensordot(a: tuple[int, ...], b: tuple[int, ...], axes: tuple[tuple[int, ..
     shape = tuple(a[d] for d in free_a) + tuple(b[d] for d in free_b)
     ai = [f"s{ax_a.index(d)}" if d in ax_a else f"r{free_a.index(d)}" for d in range(len(a))]
     bi = [f"s{ax_b.index(d)}" if d in ax_b else f"r{len(free_a) + free_b.index(d)}" for d in range(len(b))]
-    return shape, tuple(a[d] for d in ax_a), ai, bi
+    return shape, tuple(a[d] for d in ax_a), ai, bi, (free_a + ax_a, ax_b + free_b)
 
 
 def _concatenate_ok(e: Eqn) -> bool:

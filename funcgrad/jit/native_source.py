@@ -287,17 +287,22 @@ class _Source:
         work = 1
         for n in tuple(o.shape) + c.sizes:
             work *= n
-        if c.matrix and work >= BLAS_MIN_WORK:
-            a, b = self._contiguous(c.a, k), self._contiguous(c.b, k)
-            target = f"a_{o.name}" if o.shape else o.name
-            self.emit(0, f"{target} = np.dot({a}, {b})")
+        if c.a_order is not None and c.b_order is not None and work >= BLAS_MIN_WORK:
+            kk = 1
+            for n in c.sizes:
+                kk *= n
+            a = self._matrix(c.a, c.a_order, kk, False, k)
+            b = self._matrix(c.b, c.b_order, kk, True, k)
+            if o.shape:
+                self.emit(0, f"a_{o.name} = np.dot({a}, {b}).reshape({tuple(o.shape)!r})")
+            else:
+                self.emit(0, f"{o.name} = np.dot({a}, {b})[0, 0]")
             return
         oc, cc = _counters("r", len(o.shape)), _counters("s", len(c.sizes))
-        acc_dt = "float64"
         if o.shape:
             self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
         depth = self.loops(0, oc, tuple(o.shape))
-        self.emit(depth, f"acc_{o.name} = np.{acc_dt}(0.0)")
+        self.emit(depth, f"acc_{o.name} = np.float64(0.0)")
         inner = self.loops(depth, cc, c.sizes)
         a = self.value_at(c.a, c.a_index, k, odt)
         b = self.value_at(c.b, c.b_index, k, odt)
@@ -307,18 +312,30 @@ class _Source:
         else:
             self.emit(depth, f"{o.name} = np.{odt}(acc_{o.name})")
 
-    def _contiguous(self, a: Var, k: int) -> str:
-        """``a`` as a C-contiguous array (a copy through its view map where it is a view)."""
-        if a not in self.maps:
+    def _matrix(self, a: Any, order: list[int], summed: int, summed_first: bool, k: int) -> str:
+        """Operand ``a`` with its axes in ``order``, as a C-contiguous (M, K) matrix (``summed``
+        = K; (K, N) where ``summed_first``): the array itself where it is one in that order, a
+        copy through its view map otherwise."""
+        shape = tuple(a.shape) if isinstance(a, Var) else tuple(a.value.shape)
+        size = 1
+        for n in shape:
+            size *= n
+        other = size // summed if summed else 0
+        two = (summed, other) if summed_first else (other, summed)
+        if a not in self.maps and order == sorted(order):
             name = f"a_{a.name}" if self._made_here(a) else a.name
-            return f"np.ascontiguousarray({name})"
+            return f"np.ascontiguousarray({name}).reshape({two!r})"
         self.temps += 1
         t = f"m{self.temps}"
-        self.emit(0, f"{t} = np.empty({tuple(a.shape)!r}, np.{dtype_name(a)})")
-        ix = _counters("i", len(a.shape))
-        depth = self.loops(0, ix, tuple(a.shape))
-        self.emit(depth, f"{t}[{', '.join(ix)}] = {self.value_at(a, ix, k, dtype_name(a))}")
-        return t
+        permuted = tuple(shape[d] for d in order)
+        self.emit(0, f"{t} = np.empty({permuted!r}, np.{dtype_name(a)})")
+        ix = _counters("i", len(permuted))
+        at = [""] * len(order)
+        for j, d in enumerate(order):
+            at[d] = ix[j]
+        depth = self.loops(0, ix, permuted)
+        self.emit(depth, f"{t}[{', '.join(ix)}] = {self.value_at(a, at, k, dtype_name(a))}")
+        return f"{t}.reshape({two!r})"
 
     # -- the function ----------------------------------------------------------------------------
 
