@@ -197,7 +197,10 @@ def test_a_program_with_nothing_to_lower_stays_on_the_replay_and_says_so():
 
 @needs_numba
 def test_auto_tier_swaps_native_code_in_after_enough_calls(monkeypatch):
+    from funcgrad.jit import tiered
+
     monkeypatch.setattr(fg.config, "jit_native_after", 3)
+    monkeypatch.setattr(tiered, "MARGIN", float("inf"))  # (the trial's timing decides nothing here)
     f = fg.jit(fg.grad(chain), backend="auto")
     x = np.linspace(-1.0, 1.0, 5)
     want = f(x)
@@ -207,7 +210,31 @@ def test_auto_tier_swaps_native_code_in_after_enough_calls(monkeypatch):
         assert_close(f(x), want)
     assert entry.staged.tier.state in ("queued", "native")
     assert entry.staged.tier.done.wait(300) and entry.staged.tier.state == "native"
+    for _ in range(2 * tiered.TRIALS):  # the timed trial of both versions
+        assert_close(f(x), want)
     assert entry.run is entry.staged.tier.native  # swapped in where the fast path looks
+    assert_close(f(x), want)
+
+
+@needs_numba
+@pytest.mark.parametrize("native_wins", [True, False])
+def test_auto_tier_keeps_the_faster_version(monkeypatch, native_wins):
+    from funcgrad.jit import tiered
+
+    # MARGIN 0: native code "loses" whatever the timings; inf: it wins
+    monkeypatch.setattr(tiered, "MARGIN", float("inf") if native_wins else 0.0)
+    f = fg.jit(fg.grad(chain), backend="auto")
+    x = np.linspace(-1.0, 1.0, 5)
+    want = f(x)
+    tier = next(iter(f.cache.values())).staged.tier
+    assert tier.wait()  # compiled: the trial begins
+    for _ in range(2 * tiered.TRIALS):
+        assert_close(f(x), want)
+    entry = next(iter(f.cache.values()))
+    if native_wins:
+        assert tier.state == "native" and entry.run is tier.native
+    else:
+        assert tier.state.startswith("replay only: faster than the native code") and entry.run is tier.replay
     assert_close(f(x), want)
 
 
