@@ -41,7 +41,7 @@ from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, primitive_of
 
-__all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "kind_of", "reduction", "view_map",
+__all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal"]
 
 
@@ -346,9 +346,8 @@ def view_map(e: Eqn) -> IndexMap | None:
         mapping = lambda ix: [i for j, i in enumerate(ix) if j not in new]  # noqa: E731
     elif p is SQUEEZE and len(args) + len(e.kwargs) <= 1:
         axis = args[0] if args else e.kwargs.get("axis")
-        raw = [d for d, n in enumerate(xs) if n == 1] if axis is None else \
-            [int(a) % len(xs) for a in (axis if isinstance(axis, tuple) else (axis,))]
-        gone = set(raw)
+        gone = {d for d, n in enumerate(xs) if n == 1} if axis is None else \
+            {int(a) % len(xs) for a in (axis if isinstance(axis, tuple) else (axis,))}
 
         def mapping(ix: list[str]) -> list[str]:
             it = iter(ix)

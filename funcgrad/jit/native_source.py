@@ -148,7 +148,7 @@ class _Source:
             return _literal(a, dtype)
         if isinstance(a, Var) and a in self.maps:
             return self.value_at(self.eqn_of[a].ins[0], self.maps[a](ix), step, dtype)
-        if self._made_here(a):
+        if isinstance(a, Var) and self._made_here(a):
             if not a.shape or (self.step_of[a] == step and self.kind[a] == "elementwise"):
                 return a.name
             return f"a_{a.name}[{', '.join(ix)}]"
