@@ -10,14 +10,16 @@ core's staging trace; this package does the rest:
   calling the backend's functions), with :mod:`~funcgrad.jit.blocking` (elementwise
   regions of large host arrays in cache-sized blocks, on threads) and
   :mod:`~funcgrad.jit.python_floats` (programs of float scalars on Python floats);
-- :mod:`~funcgrad.jit.native`: the native backend (numba loops fusing elementwise work;
-  segments called from the replay where not everything lowers), imported only when used;
+- :mod:`~funcgrad.jit.native`: the native backend (numba loops fusing elementwise work,
+  reductions, views, contractions; segments called from the replay where not everything
+  lowers), imported only when used, with :mod:`~funcgrad.jit.native_ops` (what lowers,
+  per primitive) and :mod:`~funcgrad.jit.native_source` (the generated source);
 - :mod:`~funcgrad.jit.tiered`: the replay first, native code swapped in when compiled.
 
 What a backend needs to know about a primitive lives in that backend's table keyed by the
 primitive object (:data:`funcgrad.jit.numpy_replay.LOWERINGS`,
 :data:`funcgrad.jit.python_floats.SCALAR_EXPR`, :data:`funcgrad.jit.blocking.CHEAP`,
-:data:`funcgrad.jit.native.NATIVE_EXPR`);
+:data:`funcgrad.jit.native_ops.NATIVE_EXPR` and the other tables there);
 :mod:`~funcgrad.jit.known` names the funcgrad.numpy primitives they use.
 
 Layering: ``core <- numpy <- jit <- transforms``. The core records (it knows nothing of

@@ -6,6 +6,9 @@ first call, so nobody waits for the compiler. With the native tier on
 ``"native"`` at once) the native version (:mod:`funcgrad.jit.native`) is compiled on
 one background thread and swapped in when ready: every holder of the program's
 ``run`` (registered with :meth:`Tiered.hold`) gets the new function. With
+``"auto"`` the next calls alternate between the two (:data:`TRIALS` each, timed)
+and the faster stays: native code loses to NumPy's SIMD loops on large arrays of
+transcendental functions, say. ``"native"`` keeps the native code. With
 ``"numpy"``, or without numba, ``run`` is the replay and nothing else happens.
 
 Example::
@@ -25,9 +28,11 @@ from typing import Any, Callable
 from .ir import Program
 from .numpy_replay import compile_program
 
-__all__ = ["Tiered", "BACKENDS", "check_backend", "settings"]
+__all__ = ["Tiered", "BACKENDS", "TRIALS", "check_backend", "settings"]
 
 BACKENDS = ("auto", "numpy", "native")
+TRIALS = 3  # timed calls of each version before "auto" keeps the faster
+MARGIN = 1.1  # the replay stays only where native code is slower than this times the replay
 
 
 def check_backend(value: Any, name: str = "backend") -> str:
@@ -166,8 +171,32 @@ class Tiered:
         finally:
             self.compile_seconds = time.perf_counter() - start
         self.native = fn
-        self._swap(fn)
+        self._swap(fn if self.backend == "native" else self._trial(fn))
         self._finish("native")
+
+    def _trial(self, native: Callable[..., Any]) -> Callable[..., Any]:
+        """Alternate native code and replay, timing each call; after :data:`TRIALS` of each,
+        keep the native code unless it was slower than :data:`MARGIN` times the replay."""
+        replay = self.replay
+        times: dict[bool, list[float]] = {True: [], False: []}
+
+        def trial(*args: Any) -> Any:
+            use_native = len(times[True]) <= len(times[False])
+            start = time.perf_counter()
+            out = (native if use_native else replay)(*args)
+            times[use_native].append(time.perf_counter() - start)
+            if len(times[False]) >= TRIALS and self.run is trial:
+                fast, slow = min(times[True]), min(times[False])
+                if fast > MARGIN * slow:
+                    self.native = None
+                    self._swap(replay)
+                    self.state = (f"replay only: faster than the native code here "
+                                  f"({slow * 1e6:.3g} us against {fast * 1e6:.3g} us a call)")
+                else:
+                    self._swap(native)
+            return out
+        trial.source = getattr(native, "source", "")  # type: ignore[attr-defined]
+        return trial
 
 
 def _falling_back(compiled: Callable[..., Any], replay: Callable[..., Any]) -> Callable[..., Any]:

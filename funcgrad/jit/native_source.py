@@ -1,0 +1,367 @@
+"""The Python source numba compiles for a segment of lowerable equations.
+
+The equations become *steps*, run in order:
+
+- a **loop nest** over one shape runs a row of elementwise equations of that shape and
+  the reductions of operands of that shape, element by element: a value read only inside
+  its nest lives in a local (no temporary array); one read later is stored whole; a
+  reduction accumulates as the nest goes (float64 accumulators for float32 sums, means
+  and products) and is ready after it;
+- a **block** computes one whole-array result (a contraction, a concatenation, a scatter)
+  with loops of its own, or BLAS through ``np.dot`` for large matrices;
+- a **view** makes no step: whoever reads it indexes its operand through the view's map
+  of indices (:func:`funcgrad.jit.native_ops.view_map`).
+
+An equation joins the open nest when it has the nest's shape and reads nothing of that
+nest other than element-for-element (not a reduction made in it, not a view of a value
+made in it); otherwise a new nest opens.
+
+Example::
+
+    print(segment_source(segment))   # def segment(v0, c1): ...
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ir import Const, Eqn, Var
+from .kinds import is_host_array
+from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
+                         SPLIT, contraction, dtype_name, is_literal, kind_of, reduction, scatter_region, split_maps,
+                         view_map)
+
+__all__ = ["segment_source", "BLAS_MIN_WORK"]
+
+# contractions of at least this many multiply-adds on matrices go to BLAS (numba's np.dot)
+BLAS_MIN_WORK = 32 * 32 * 32
+
+
+def _literal(value: Any, dtype: str) -> str:
+    if isinstance(value, bool):
+        return repr(value)
+    v = float(value)
+    if v != v:
+        text = "np.nan"
+    elif v in (float("inf"), float("-inf")):
+        text = "np.inf" if v > 0 else "-np.inf"
+    else:
+        text = repr(v)
+    return f"np.{dtype}({text})"
+
+
+def _counters(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}{d}" for d in range(n)]
+
+
+def _broadcast_index(s: tuple[int, ...], shape: tuple[int, ...], ix: list[str]) -> list[str]:
+    """Indices into a value of shape ``s`` broadcast against ``shape`` (counters ``ix``)."""
+    lead = len(shape) - len(s)
+    return ["0" if d == 1 and shape[lead + j] != 1 else ix[lead + j] for j, d in enumerate(s)]
+
+
+class _Source:
+    """The generator of one segment's source (see the module docstring)."""
+
+    def __init__(self, eqns: list[Eqn], ins: list[Any], outs: list[Var]) -> None:
+        self.eqns, self.ins, self.outs = eqns, ins, outs
+        self.kind: dict[Var, str] = {}
+        self.eqn_of: dict[Var, Eqn] = {}
+        self.maps: dict[Var, Any] = {}
+        for e in eqns:
+            k = kind_of(e)
+            assert k is not None, e
+            maps = (split_maps(e) if e.prim is SPLIT else [view_map(e)]) if k == "view" else [None] * len(e.outs)
+            for o, mapping in zip(e.outs, maps):  # type: ignore[arg-type]
+                self.kind[o] = k
+                self.eqn_of[o] = e
+                if k == "view":
+                    self.maps[o] = mapping
+        self.step_of: dict[Var, int] = {}
+        self.steps: list[tuple[str, Any, list[Eqn]]] = []  # ("nest", shape, eqns) | ("block", None, [e])
+        self._make_steps()
+        self.stored = self._stored()
+        self.lines: list[str] = []
+        self.temps = 0
+
+    # -- structure -------------------------------------------------------------------------------
+
+    def root(self, a: Any) -> Any:
+        while isinstance(a, Var) and a in self.maps:
+            a = self.eqn_of[a].ins[0]
+        return a
+
+    def _made_here(self, a: Any) -> bool:
+        return isinstance(a, Var) and a in self.kind and a not in self.maps
+
+    def _make_steps(self) -> None:
+        open_nest: int | None = None
+        for e in self.eqns:
+            o = e.outs[0]
+            k = self.kind[o]
+            if k == "view":
+                continue
+            if k == "block":
+                self.steps.append(("block", None, [e]))
+                self.step_of[o] = len(self.steps) - 1
+                open_nest = None
+                continue
+            shape = tuple(e.ins[0].shape) if k == "reduce" else tuple(o.shape)
+            if open_nest is None or self.steps[open_nest][1] != shape or any(
+                    self._conflicts(a, open_nest) for a in e.ins):
+                self.steps.append(("nest", shape, []))
+                open_nest = len(self.steps) - 1
+            self.steps[open_nest][2].append(e)
+            self.step_of[o] = open_nest
+
+    def _conflicts(self, a: Any, nest: int) -> bool:
+        """Does reading ``a`` in ``nest`` need more than this element of a value made in it?"""
+        r = self.root(a)
+        if not self._made_here(r) or self.step_of.get(r) != nest:
+            return False
+        return a is not r or self.kind[r] == "reduce"
+
+    def _stored(self) -> set[Var]:
+        """Values made in a nest that must exist as whole arrays (read by another step or returned)."""
+        stored: set[Var] = set()
+
+        def need(a: Any, step: int | None) -> None:
+            r = self.root(a)
+            if self._made_here(r) and r.shape and self.kind[r] == "elementwise" and self.step_of[r] != step:
+                stored.add(r)
+
+        for k, (_, _, eqns) in enumerate(self.steps):
+            for e in eqns:
+                for a in e.ins:
+                    need(a, k)
+        for o in self.outs:
+            need(o, None)
+        return stored
+
+    # -- reading values ----------------------------------------------------------------------------
+
+    def value_at(self, a: Any, ix: list[str], step: int | None, dtype: str) -> str:
+        """The expression for ``a`` at indices ``ix`` (one per axis of ``a``) inside ``step``."""
+        if isinstance(a, Const) and is_literal(a.value):
+            a = a.value
+        if not isinstance(a, (Var, Const)):
+            return _literal(a, dtype)
+        if isinstance(a, Var) and a in self.maps:
+            return self.value_at(self.eqn_of[a].ins[0], self.maps[a](ix), step, dtype)
+        if isinstance(a, Var) and self._made_here(a):
+            if not a.shape or (self.step_of[a] == step and self.kind[a] == "elementwise"):
+                return a.name
+            return f"a_{a.name}[{', '.join(ix)}]"
+        kind = a.kind if isinstance(a, Var) else type(a.value)
+        if not is_host_array(kind):
+            return a.name  # a scalar argument
+        return f"{a.name}[()]" if not ix else f"{a.name}[{', '.join(ix)}]"
+
+    def read(self, a: Any, shape: tuple[int, ...], ix: list[str], step: int | None, dtype: str) -> str:
+        """``a`` broadcast against a loop over ``shape`` with counters ``ix``."""
+        s = a.shape if isinstance(a, Var) else tuple(getattr(a.value, "shape", ())) if isinstance(a, Const) else ()
+        return self.value_at(a, _broadcast_index(tuple(s), shape, ix), step, dtype)
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * (depth + 1) + text)
+
+    def loops(self, depth: int, counters: list[str], shape: tuple[int, ...]) -> int:
+        for d, (c, n) in enumerate(zip(counters, shape)):
+            self.emit(depth + d, f"for {c} in range({n}):")
+        return depth + len(shape)
+
+    # -- steps -------------------------------------------------------------------------------------
+
+    def nest(self, k: int, shape: tuple[int, ...], eqns: list[Eqn]) -> None:
+        ix = _counters("i", len(shape))
+        for e in eqns:
+            o = e.outs[0]
+            odt = dtype_name(o)
+            if self.kind[o] == "reduce":
+                op, axes, keep = reduction(e)  # type: ignore[misc]
+                acc_dt = "float64" if op in ("sum", "mean", "prod") else odt
+                start = {"sum": "0.0", "mean": "0.0", "prod": "1.0", "max": "-np.inf", "min": "np.inf"}[op]
+                if o.shape:
+                    self.emit(0, f"acc_{o.name} = np.full({tuple(o.shape)!r}, {start}, np.{acc_dt})")
+                else:
+                    self.emit(0, f"acc_{o.name} = np.{acc_dt}({start})")
+            elif o in self.stored:
+                dt = "np.bool_" if odt == "bool" else f"np.{odt}"
+                self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, {dt})")
+        depth = self.loops(0, ix, shape)
+        for e in eqns:
+            o = e.outs[0]
+            odt = dtype_name(o)
+            if self.kind[o] == "reduce":
+                self._accumulate(e, shape, ix, k, depth)
+                continue
+            self.emit(depth, f"{o.name} = {self._elementwise(e, shape, ix, k)}")
+            if o in self.stored:
+                self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {o.name}")
+        for e in eqns:
+            o = e.outs[0]
+            if self.kind[o] != "reduce":
+                continue
+            op, axes, _ = reduction(e)  # type: ignore[misc]
+            odt = dtype_name(o)
+            count = 1
+            for a in axes:
+                count *= e.ins[0].shape[a]
+            value = f"acc_{o.name} / {float(count)!r}" if op == "mean" else f"acc_{o.name}"
+            if o.shape:
+                self.emit(0, f"a_{o.name} = ({value}).astype(np.{odt})")
+            else:
+                self.emit(0, f"{o.name} = np.{odt}({value})")
+
+    def _elementwise(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int) -> str:
+        o = e.outs[0]
+        odt = dtype_name(o)
+        if e.prim in COMPARISONS:
+            dts = [dtype_name(a) if isinstance(a, Var) else dtype_name(a.value) for a in e.ins
+                   if isinstance(a, (Var, Const)) and not (isinstance(a, Const) and is_literal(a.value))]
+            args = [self.read(a, shape, ix, k, dts[0]) for a in e.ins]
+            return COMPARISONS[e.prim].format(*args)
+        if e.prim is WHERE:
+            c, x, y = (self.read(a, shape, ix, k, odt) for a in e.ins)
+            return f"({x} if {c} else {y})"
+        if e.prim is ASTYPE:
+            return f"np.{odt}({self.read(e.ins[0], shape, ix, k, odt)})"
+        args = [self.read(a, shape, ix, k, odt) for a in e.ins]
+        if e.prim in SELECTIONS:
+            return SELECTIONS[e.prim].format(*args)
+        return f"np.{odt}(" + NATIVE_EXPR[e.prim].format(*args, t=f"np.{odt}") + ")"
+
+    def _accumulate(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int, depth: int) -> None:
+        o = e.outs[0]
+        op, axes, keep = reduction(e)  # type: ignore[misc]
+        x = self.read(e.ins[0], shape, ix, k, dtype_name(o))
+        if o.shape:
+            at = [("0" if d in axes else i) for d, i in enumerate(ix)] if keep else \
+                [i for d, i in enumerate(ix) if d not in axes]
+            acc = f"acc_{o.name}[{', '.join(at)}]"
+        else:
+            acc = f"acc_{o.name}"
+        if op in ("sum", "mean"):
+            self.emit(depth, f"{acc} += {x}")
+        elif op == "prod":
+            self.emit(depth, f"{acc} *= {x}")
+        else:  # max/min: NaN wins, as in NumPy
+            self.emit(depth, f"t_{o.name} = {x}")
+            cmp = ">" if op == "max" else "<"
+            self.emit(depth, f"if t_{o.name} {cmp} {acc} or t_{o.name} != t_{o.name}:")
+            self.emit(depth + 1, f"{acc} = t_{o.name}")
+
+    def block(self, k: int, e: Eqn) -> None:
+        o = e.outs[0]
+        odt = dtype_name(o)
+        if e.prim is CONCATENATE:
+            axis = int(e.ins[0]) % len(o.shape)
+            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
+            offset = 0
+            for piece in e.ins[1:]:
+                ix = _counters("i", len(piece.shape))
+                depth = self.loops(0, ix, tuple(piece.shape))
+                at = [f"{offset} + {i}" if d == axis and offset else i for d, i in enumerate(ix)]
+                self.emit(depth, f"a_{o.name}[{', '.join(at)}] = {self.value_at(piece, ix, k, odt)}")
+                offset += piece.shape[axis]
+            return
+        c = contraction(e)
+        if c is not None:
+            self._contract(k, o, c)
+            return
+        base, values, mapping, region = scatter_region(e)
+        if base is None:
+            self.emit(0, f"a_{o.name} = np.zeros({tuple(o.shape)!r}, np.{odt})")
+        else:
+            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
+            ix = _counters("i", len(o.shape))
+            depth = self.loops(0, ix, tuple(o.shape))
+            self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {self.value_at(base, ix, k, odt)}")
+        ix = _counters("i", len(region))
+        depth = self.loops(0, ix, region)
+        op = "+=" if e.prim is INDEX_ADD else "="
+        self.emit(depth, f"a_{o.name}[{', '.join(mapping(ix))}] {op} {self.read(values, region, ix, k, odt)}")
+
+    def _contract(self, k: int, o: Var, c: Contraction) -> None:
+        odt = dtype_name(o)
+        work = 1
+        for n in tuple(o.shape) + c.sizes:
+            work *= n
+        if c.a_order is not None and c.b_order is not None and work >= BLAS_MIN_WORK:
+            kk = 1
+            for n in c.sizes:
+                kk *= n
+            a = self._matrix(c.a, c.a_order, kk, False, k)
+            b = self._matrix(c.b, c.b_order, kk, True, k)
+            if o.shape:
+                self.emit(0, f"a_{o.name} = np.dot({a}, {b}).reshape({tuple(o.shape)!r})")
+            else:
+                self.emit(0, f"{o.name} = np.dot({a}, {b})[0, 0]")
+            return
+        oc, cc = _counters("r", len(o.shape)), _counters("s", len(c.sizes))
+        if o.shape:
+            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
+        depth = self.loops(0, oc, tuple(o.shape))
+        self.emit(depth, f"acc_{o.name} = np.float64(0.0)")
+        inner = self.loops(depth, cc, c.sizes)
+        a = self.value_at(c.a, c.a_index, k, odt)
+        b = self.value_at(c.b, c.b_index, k, odt)
+        self.emit(inner, f"acc_{o.name} += {a} * {b}")
+        if o.shape:
+            self.emit(depth, f"a_{o.name}[{', '.join(oc)}] = np.{odt}(acc_{o.name})")
+        else:
+            self.emit(depth, f"{o.name} = np.{odt}(acc_{o.name})")
+
+    def _matrix(self, a: Any, order: list[int], summed: int, summed_first: bool, k: int) -> str:
+        """Operand ``a`` with its axes in ``order``, as a C-contiguous (M, K) matrix (``summed``
+        = K; (K, N) where ``summed_first``): the array itself where it is one in that order, a
+        copy through its view map otherwise."""
+        shape = tuple(a.shape) if isinstance(a, Var) else tuple(a.value.shape)
+        size = 1
+        for n in shape:
+            size *= n
+        other = size // summed if summed else 0
+        two = (summed, other) if summed_first else (other, summed)
+        if a not in self.maps and order == sorted(order):
+            name = f"a_{a.name}" if self._made_here(a) else a.name
+            return f"np.ascontiguousarray({name}).reshape({two!r})"
+        self.temps += 1
+        t = f"m{self.temps}"
+        permuted = tuple(shape[d] for d in order)
+        self.emit(0, f"{t} = np.empty({permuted!r}, np.{dtype_name(a)})")
+        ix = _counters("i", len(permuted))
+        at = [""] * len(order)
+        for j, d in enumerate(order):
+            at[d] = ix[j]
+        depth = self.loops(0, ix, permuted)
+        self.emit(depth, f"{t}[{', '.join(ix)}] = {self.value_at(a, at, k, dtype_name(a))}")
+        return f"{t}.reshape({two!r})"
+
+    # -- the function ----------------------------------------------------------------------------
+
+    def source(self, name: str) -> str:
+        for k, (what, shape, eqns) in enumerate(self.steps):
+            if what == "nest":
+                self.nest(k, shape, eqns)
+            else:
+                self.block(k, eqns[0])
+        rets = []
+        for o in self.outs:
+            if o in self.maps:  # a view returned: copied out
+                if o.shape:
+                    self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{dtype_name(o)})")
+                    ix = _counters("i", len(o.shape))
+                    depth = self.loops(0, ix, tuple(o.shape))
+                    self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {self.value_at(o, ix, None, dtype_name(o))}")
+                else:
+                    self.emit(0, f"{o.name} = {self.value_at(o, [], None, dtype_name(o))}")
+            rets.append(f"a_{o.name}" if o.shape else o.name)
+        params = ", ".join(a.name for a in self.ins)
+        return (f"def {name}({params}):\n" + "\n".join(self.lines)
+                + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
+
+
+def segment_source(eqns: list[Eqn], ins: list[Any], outs: list[Var], name: str = "segment") -> str:
+    """The Python source of the equations ``eqns`` as a numba-compilable function of the
+    values ``ins`` returning ``outs``."""
+    return _Source(eqns, ins, outs).source(name)

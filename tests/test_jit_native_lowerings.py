@@ -1,0 +1,162 @@
+"""Each lowering of the native tier beyond elementwise loops (funcgrad/jit/native_ops.py):
+the native result equals the NumPy replay within the bound docs/jit.md states, and the
+program runs wholly native (a test fails if it silently falls back to the replay).
+
+Bound: elementwise values within tests/test_jit_native.py's RTOL of the replay's; sums,
+means, products and contractions over n terms within n * eps * (the same reduction of
+the terms' magnitudes), as any order of summation is. Skips without numba (the
+`native` extra).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.jit import native
+
+needs_numba = pytest.mark.skipif(not native.available(), reason="the native extra (numba) is not installed")
+pytestmark = needs_numba
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUNCGRAD_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def run_both(f, *args):
+    """(native result, replay result, Compiled) of fg.jit(f) on ``args``."""
+    nat = fg.jit(f, backend="native")
+    compiled = nat.lower(*args).compile()
+    want = fg.jit(f, backend="numpy")(*args)
+    return nat(*args), want, compiled
+
+
+def assert_within_bound(got, want, terms=1):
+    """Equal up to ``terms`` roundings per value (relative to the values' magnitude)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    eps = np.finfo(want.dtype).eps if want.dtype.kind == "f" else 0
+    scale = np.maximum(np.abs(want), 1.0)
+    assert np.all(np.abs(got - want) <= 8 * terms * eps * scale), np.max(np.abs(got - want) / scale)
+
+
+def grid(*shape, dtype="float64", lo=-1.0, hi=1.5):
+    n = int(np.prod(shape))
+    return np.linspace(lo, hi, n).reshape(shape).astype(dtype)
+
+
+# name: (function, arguments, terms per value of the largest reduction in it)
+LOWERINGS = {
+    "sum axis": (lambda x: fnp.sin(fnp.sum(fnp.exp(x), axis=1)), (grid(3, 4),), 4),
+    "sum axes keepdims": (lambda x: fnp.sum(fnp.tanh(x), axis=(0, 2), keepdims=True) * x, (grid(2, 3, 4),), 8),
+    "sum negative axis": (lambda x: fnp.sum(x * x, axis=-1) + 1.0, (grid(5, 3),), 3),
+    "mean": (lambda x: fnp.mean(fnp.sin(x), axis=0) * fnp.mean(x), (grid(4, 3),), 12),
+    "prod": (lambda x: fnp.prod(x + 2.0, axis=1, keepdims=True) - x, (grid(3, 5),), 5),
+    "max and min": (lambda x: fnp.max(fnp.sin(x), axis=0) - fnp.min(x, axis=1, keepdims=True), (grid(4, 4),), 1),
+    "max whole": (lambda x: fnp.max(x * 3.0) + fnp.min(fnp.cos(x)), (grid(7),), 1),
+    "transpose": (lambda x: fnp.sin(x).T * fnp.arange(3.0) + fnp.transpose(x, (1, 0)), (grid(3, 4),), 1),
+    "swapaxes and moveaxis": (lambda x: fnp.swapaxes(fnp.exp(x), 0, 1) + fnp.moveaxis(x, 0, -1), (grid(2, 3, 2),), 1),
+    "reshape": (lambda x: fnp.reshape(fnp.sin(x), (6, 2)) * fnp.reshape(x, (2, 6)).T, (grid(3, 4),), 1),
+    "expand and squeeze": (lambda x: fnp.squeeze(fnp.expand_dims(fnp.cos(x), 0), 0) + x[:, None, :].sum(1),
+                           (grid(3, 4),), 1),
+    "broadcast_to": (lambda x: fnp.broadcast_to(fnp.sin(x), (2, 3, 4)) * 2.0, (grid(3, 4),), 1),
+    "slicing": (lambda x: fnp.sin(x)[1:, ::2] * fnp.cos(x)[:-1, 1::2] + x[0, -1], (grid(3, 4),), 1),
+    "negative step": (lambda x: fnp.exp(x)[::-1, 2] - x[..., 0], (grid(3, 4),), 1),
+    "matmul small": (lambda x: fnp.tanh(fnp.sin(x) @ fnp.cos(x).T), (grid(3, 4),), 4),
+    "matmul batched": (lambda a, b: fnp.matmul(fnp.exp(a), b), (grid(2, 3, 4), grid(4, 2)), 4),
+    "matmul vector": (lambda a, v: (a @ v) * (v @ a.T), (grid(3, 4), grid(4)), 4),
+    "matmul blas": (lambda a, b: fnp.sin(a) @ fnp.cos(b), (grid(40, 50), grid(50, 40)), 50),
+    "dot": (lambda a, b: fnp.dot(fnp.sin(a), b) + fnp.dot(b[:, 0], b[:, 1]), (grid(3, 4), grid(4, 2)), 4),
+    "tensordot": (lambda a, b: fnp.tensordot(a * 2.0, b, axes=((0, 2), (1, 0))), (grid(2, 3, 4), grid(4, 2, 5)), 8),
+    "tensordot blas": (lambda a, b: fnp.tensordot(fnp.sin(a), b.T, axes=((0, 2), (1, 0))),
+                       (grid(8, 10, 12), grid(40, 8, 12)), 96),
+    "concatenate": (lambda a, b: fnp.concatenate([fnp.sin(a), b * 2.0, a], axis=1) + 1.0, (grid(3, 2), grid(3, 4)), 1),
+    "at set and add": (lambda x: fnp.exp(x).at[0].set(1.0).at[:, 1:3].add(x[:, :2] * 2.0), (grid(3, 4),), 1),
+    "maximum and minimum": (lambda x, y: fnp.maximum(fnp.sin(x), y) * fnp.minimum(x, 0.25), (grid(3, 4), grid(4)), 1),
+    "astype": (lambda x: (x > 0.0).astype(x.dtype) * fnp.sin(x), (grid(3, 4),), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOWERINGS))
+def test_lowering_runs_native_and_equals_the_replay(name):
+    f, args, terms = LOWERINGS[name]
+    got, want, compiled = run_both(f, *args)
+    # fails if any equation silently stays on the replay where a lowering exists
+    assert compiled.backend == "native", compiled.why
+    assert compiled.left == 0, [e for e in compiled.program.eqns if not native.lowerable(e)]
+    assert_within_bound(got, want, terms)
+
+
+GRADIENTS = {  # gradients go through the transposes of these lowerings (scatters, views, contractions)
+    "indexing": (lambda x: fnp.sum(fnp.sin(x)[1:, ::2] * fnp.cos(x)[0, ::2]), grid(3, 4)),
+    "reductions": (lambda x: fnp.sum(fnp.mean(fnp.exp(x), axis=0) * fnp.sum(x, axis=1).sum()), grid(3, 4)),
+    "matmul": (lambda x: fnp.sum(fnp.tanh(x @ x.T) * 2.0), grid(3, 4)),
+    "concatenate and reshape": (lambda x: fnp.sum(fnp.reshape(fnp.concatenate([x, fnp.sin(x)]), (4, 6)) ** 2),
+                                grid(2, 6)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRADIENTS))
+def test_gradients_through_lowerings_run_native(name):
+    f, x = GRADIENTS[name]
+    got, want, compiled = run_both(fg.grad(f), x)
+    assert compiled.backend == "native", compiled.why
+    assert compiled.left == 0, [e for e in compiled.program.eqns if not native.lowerable(e)]
+    assert_within_bound(got, want, 12)
+
+
+def test_float32_reductions_and_contractions():
+    x = grid(4, 6, dtype="float32")
+    got, want, compiled = run_both(lambda x: (fnp.sum(x, axis=0), fnp.max(fnp.sin(x), axis=1), x @ x.T), x)
+    assert compiled.backend == "native" and compiled.left == 0
+    for g, w in zip(got, want):
+        assert g.dtype == np.float32
+        assert_within_bound(g, w, 6)
+
+
+def test_max_and_min_let_nan_win_as_numpy_does():
+    x = np.array([[1.0, np.nan, 3.0], [-np.inf, 2.0, 0.5]])
+    got, want, compiled = run_both(lambda x: (fnp.max(x, axis=1), fnp.min(x, axis=0), fnp.maximum(x, 1.0)), x)
+    assert compiled.backend == "native" and compiled.left == 0
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_views_alone_stay_on_the_replay():
+    """A view alone is free in NumPy and a copy in native code: it is not lowered by itself."""
+    f = fg.jit(lambda x: fnp.cumsum(x.T, axis=0), backend="native")
+    c = f.lower(grid(3, 4)).compile()
+    assert c.backend == "numpy" and "no equation lowers" in c.why
+
+
+COMPLEX = {
+    "elementwise": lambda z: fnp.sin(z) * z + 1.0,
+    "reduction": lambda z: fnp.sum(z * z, axis=0),
+    "matmul": lambda z: z @ z.T,
+    "view": lambda z: fnp.exp(z.T)[1:],
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPLEX))
+def test_complex_programs_fall_back_to_the_replay_cleanly(name):
+    z = grid(3, 3) + 1j * grid(3, 3)[::-1]
+    f = fg.jit(COMPLEX[name], backend="native")
+    c = f.lower(z).compile()
+    assert c.backend == "numpy" and "no equation lowers" in c.why
+    np.testing.assert_array_equal(c(z), fg.jit(COMPLEX[name], backend="numpy")(z))
+
+
+def test_complex_values_in_a_real_program_stay_on_the_replay_and_the_rest_lowers():
+    x = grid(3, 4)
+
+    def f(x):
+        z = fnp.exp(1j * fnp.sin(x))  # complex: replayed
+        return fnp.tanh(fnp.real(z) * 2.0) + fnp.cos(x)
+
+    got, want, compiled = run_both(f, x)
+    assert compiled.backend == "native" and compiled.lowered > 0 and compiled.left > 0
+    assert_within_bound(got, want)
