@@ -244,6 +244,11 @@ def _looped_rows(o: Tensor, i: int, ins: tuple[Any, ...], create_graph: bool, st
         if unused:
             raise RuntimeError(f"Output {i} of the user-provided function is independent of input {unused[0]}. "
                                f"This is not allowed in strict mode.")
+        if strict and create_graph and any(not r.requires_grad for r in rows[-1]):
+            # a row with no history: the Jacobian is constant, so create_graph has nothing to record
+            # (PyTorch numbers this message by the output, as here)
+            raise RuntimeError(f"The jacobian of the user-provided function is independent of input {i}. This is not "
+                               f"allowed in strict mode when create_graph=True.")
     return tuple(stack([zeros_like(t) if g[j] is None else g[j] for g in rows]).reshape(o.shape + t.shape) if rows
                  else zeros(tuple(o.shape) + tuple(t.shape), dtype=t.dtype) for j, t in enumerate(ins))
 

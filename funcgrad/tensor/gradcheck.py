@@ -55,7 +55,7 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
     """
     try:
         return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_grad_dtypes, check_backward_ad,
-                          check_forward_ad)
+                          check_forward_ad, check_undefined_grad)
     except GradcheckError:
         if raise_exception:
             raise
@@ -63,7 +63,8 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
 
 
 def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, rtol: float, nondet_tol: float,
-               check_grad_dtypes: bool, check_backward_ad: bool, check_forward_ad: bool) -> bool:
+               check_grad_dtypes: bool, check_backward_ad: bool, check_forward_ad: bool,
+               check_undefined_grad: bool = True) -> bool:
     ins = _as_tuple(inputs)
     diff = [i for i, t in enumerate(ins) if isinstance(t, Tensor) and t.requires_grad]
     if not diff:
@@ -95,6 +96,8 @@ def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, r
             data[idx] = orig + delta
             with enable_grad():  # func may differentiate internally (gradgradcheck)
                 res = _diff_outputs(func(*ins))
+            # copied before the restore: an output may be the input itself or a view of it
+            values = [np.array(r.detach().numpy(), copy=True) for r in res]
         finally:
             data[idx] = orig
         for r, o in zip(res, outs):
@@ -102,7 +105,7 @@ def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, r
                 if a != b:
                     raise AssertionError(f"Expected `func` to return outputs with the same {what} when inputs are "
                                          f"perturbed on index {idx} by {eps}, but got: {what}s {a} and {b}.")
-        return [np.array(r.detach().numpy(), copy=True) for r in res]
+        return values
 
     any_differentiable = any(o.requires_grad for o in outs)
     _numerical: dict[Any, Any] = {}
@@ -125,15 +128,40 @@ def _gradcheck(func: Callable[..., Any], inputs: Any, eps: float, atol: float, r
                 # dL/dx with L = Re(conj(u) * out_m), for each unit u and every m: real part, then imaginary part
                 numerical[:, k] = np.concatenate([sum(c * np.real(np.conj(u) * d[oi]) for c, d in zip((1, 1j), diffs))
                                                   for u in units])
-    for (oi, j), numerical in _numerical.items():
-        for mode, ana in (("", analytical.get((oi, j), np.zeros_like(numerical)) if check_backward_ad else None),
-                          (" computed with forward mode", forward.get((oi, j)))):
-            if ana is not None and not np.allclose(ana, numerical, rtol=rtol, atol=atol):
-                raise GradcheckError(f"Jacobian{mode} mismatch for output {oi} with respect to input {j},\n"
-                                     f"numerical:{_show(numerical)}\nanalytical:{_show(ana)}\n")
+    if check_backward_ad:
+        _compare_backward(_numerical, analytical, outs, rtol, atol)
+    for (oi, j), numerical in sorted(_numerical.items()):
+        ana = forward.get((oi, j))
+        if ana is not None and not np.allclose(ana, numerical, rtol=rtol, atol=atol):
+            raise GradcheckError(_mismatch(" computed with forward mode", oi, j, numerical, ana))
     if check_backward_ad and any_differentiable:
         _check_backward_mul_by_grad_output(outs, [ins[j] for j in diff])
+        if check_undefined_grad:
+            _check_undefined_output_grads(func, ins, [ins[j] for j in diff])
     return True
+
+
+def _compare_backward(numerical: dict[Any, Any], analytical: dict[Any, Any], outs: list[Any], rtol: float,
+                      atol: float) -> None:
+    """Backward Jacobians against numerical ones, in PyTorch's order and words: the imaginary parts of
+    complex outputs (real outputs as they are) for every output and input, then the real parts."""
+    any_complex = any(o.is_complex() for o in outs)
+    for part in (("imaginary", "real") if any_complex else ("real",)):
+        for (oi, j), num in sorted(numerical.items()):
+            ana = analytical.get((oi, j), np.zeros_like(num))
+            prefix = ""
+            if outs[oi].is_complex():  # rows: the real part's block, then the imaginary part's
+                n_out = outs[oi].numel()
+                rows = slice(n_out, None) if part == "imaginary" else slice(0, n_out)
+                num, ana = num[rows], ana[rows]
+                prefix = f"While considering the {part} part of complex outputs only, "
+            if not np.allclose(ana, num, rtol=rtol, atol=atol):
+                raise GradcheckError(prefix + _mismatch("", oi, j, num, ana))
+
+
+def _mismatch(mode: str, oi: int, j: int, numerical: np.ndarray, analytical: np.ndarray) -> str:
+    return (f"Jacobian{mode} mismatch for output {oi} with respect to input {j},\n"
+            f"numerical:{_show(numerical)}\nanalytical:{_show(analytical)}\n")
 
 
 def _forward_jacobians(func: Callable[..., Any], ins: tuple[Any, ...], diff: list[Any], n_outs: int) -> dict[Any, Any]:
@@ -201,6 +229,30 @@ def _check_backward_mul_by_grad_output(outs: list[Any], diff_inputs: list[Any]) 
     for g in grads:
         if g is not None and np.any(np.asarray(g.detach().numpy()) != 0):
             raise GradcheckError("backward not multiplied by grad_output")
+
+
+def _check_undefined_output_grads(func: Callable[..., Any], ins: tuple[Any, ...], diff_inputs: list[Any]) -> None:
+    """PyTorch's ``check_undefined_grad``: backward must run when output gradients are undefined (None: no
+    gradient reaches that output, so a custom Function with ``set_materialize_grads(False)`` sees None), all
+    of them or, with several outputs, one at a time (the others zero); the input gradients must then be
+    undefined or zero."""
+    with enable_grad():
+        n_outs = len([o for o in _diff_outputs(func(*ins)) if o.requires_grad])
+    # all undefined: nothing is seeded, so no backward runs (a node runs only when a gradient reaches it)
+    for undefined in range(n_outs if n_outs > 1 else 0):
+        with enable_grad():
+            outs = [o for o in _diff_outputs(func(*ins)) if o.requires_grad]
+        seeded = [o for k, o in enumerate(outs) if k != undefined]
+        try:
+            with enable_grad():
+                grads = _grad(seeded, diff_inputs, [zeros_like(o) for o in seeded], allow_unused=True)
+        except Exception as err:  # noqa: BLE001 - any failure of backward on undefined gradients
+            raise GradcheckError('Expected backward function to handle undefined output grads. Please look at "Notes '
+                                 'about undefined output gradients" in "tools/autograd/derivatives.yaml"') from err
+        if any(g is not None and np.any(np.asarray(g.detach().numpy()) != 0) for g in grads):
+            raise GradcheckError("Expected all input grads to be undefined or zero when all output grads are undefined "
+                                 'or zero. Please look at "Notes about undefined output gradients" in '
+                                 '"tools/autograd/derivatives.yaml"')
 
 
 def _show(a: np.ndarray) -> str:
