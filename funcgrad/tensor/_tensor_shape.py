@@ -448,11 +448,10 @@ def _scatter_index(self: Tensor, dim: Any, index: Any, src: Tensor, name: str) -
         raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self {list(shape)} apart from "
                            f"dimension {d} and to be no larger size than src {list(src_shape)}")
     if idx.size and self.dim():
-        xp = namespace_of(idx)
-        low, high, n = int(xp.min(idx)), int(xp.max(idx)), shape[d]
-        if low < -n or high >= n or low < 0:
-            bad = high if high >= n else low
-            raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+        xp, n = namespace_of(idx), shape[d]
+        if bool(xp.any((idx < 0) | (idx >= n))):  # one flag crosses to the host, the indices only on error
+            low, high = int(xp.min(idx)), int(xp.max(idx))
+            raise RuntimeError(f"index {high if high >= n else low} is out of bounds for dimension {d} with size {n}")
     return idx
 
 

@@ -265,3 +265,26 @@ def test_relu_gradients_and_dtypes():
     assert y.relu_() is y and y.tolist() == [0.0, 3.0]
     with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
         ft.tensor([True]).relu()
+
+
+# --- on the (fake) device
+
+def test_scatter_add_and_relu_stay_on_the_device():
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    import fake_backend as fb
+
+    with fb.as_cuda():
+        x = ft.zeros(3, 2).cuda().requires_grad_()
+        src = ft.tensor([[1.0, 2.0], [3.0, 4.0]]).cuda().requires_grad_()
+        index = ft.tensor([[2, 0], [2, 1]]).cuda()
+        out = x.scatter_add(0, index, src)  # the bounds check reads one flag on the host (as embedding's)
+        with fb.no_host_sync():
+            out.relu().sum().backward()
+        assert out.is_cuda and src.grad.is_cuda
+        np.testing.assert_array_equal(out.cpu().detach().numpy(), [[0, 2], [0, 4], [4, 0]])
+        np.testing.assert_array_equal(src.grad.cpu().numpy(), np.ones((2, 2)))
+        with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 0 with size 3"):
+            x.scatter_add(0, ft.tensor([[3, 0]]).cuda(), src)
