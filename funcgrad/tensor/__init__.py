@@ -50,6 +50,7 @@ from .toplevel import (  # noqa: F401
     unique,
 )
 from .compiled import compile  # noqa: F401  (torch.compile: staged with fg.jit)
+from .anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 
 # the public names; ``creation``, ``ops`` and ``legacy`` contribute their own lists (star-imported above)
 __all__ = [
@@ -59,7 +60,8 @@ __all__ = [
     "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "Size", "Tensor", "device", "default_generator",
     "autograd", "linalg", "nn", "optim", "utils", "distributed", "backends", "cuda", "func", "load", "save",
     "bernoulli", "bincount", "compile", "get_default_device", "median", "multinomial", "set_default_device",
-    "set_printoptions", "unique", "is_inference", "get_rng_state", "set_rng_state",
+    "set_printoptions", "unique", "is_inference", "get_rng_state", "set_rng_state", "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
 ]
 __all__ += _creation.__all__
 __all__ += ops.__all__

@@ -128,8 +128,25 @@ class _InplaceMixin:
     def normal_(self: Tensor, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> "Tensor":
         return self._overwrite(generator, lambda rng, shape: rng.normal(mean, std, size=shape))
 
-    def bernoulli_(self: Tensor, p: builtins.float = 0.5, generator: Any = None) -> "Tensor":
-        return self._overwrite(generator, lambda rng, shape: rng.random(size=shape) < p)
+    def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> "Tensor":
+        """Fill with 0/1 draws, 1 with probability ``p`` (a float, or a tensor broadcast to ``self``).
+
+        Example: ``ft.empty(3).bernoulli_(0.5)``.
+        """
+        if is_tensor(p):
+            probs = np.broadcast_to(np.asarray(p.detach().cpu()._value, dtype=np.float64), tuple(self.shape))
+        else:
+            probs = np.float64(p)
+        if np.any((probs < 0) | (probs > 1)) or np.any(np.isnan(probs)):
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        return self._overwrite(generator, lambda rng, shape: rng.random(size=shape) < probs)
+
+    def scatter_add_(self: Tensor, dim: builtins.int, index: Any, src: Any) -> "Tensor":
+        """In-place ``scatter_add``: ``self[index[i][j]][j] += src[i][j]`` for ``dim=0``.
+
+        Example: ``ft.zeros(3).scatter_add_(0, ft.tensor([0, 0, 2]), ft.ones(3))``.
+        """
+        return self._inplace(type(self).scatter_add, dim, index, src)
 
     def _overwrite(self: Tensor, generator: Any, draw: Callable[[Any, tuple[Any, ...]], Any]) -> "Tensor":
         """Fill with ``draw(rng, shape)``: host random numbers from ``generator`` (or the default one)."""

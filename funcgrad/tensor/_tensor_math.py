@@ -19,6 +19,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
+from ..nn.rectifier import relu as _relu_primitive
 from ..scipy.special import expit
 from . import dtypes as _dt
 from . import graph as _graph
@@ -189,7 +190,13 @@ class _MathMixin:
         mark = _seq_mark()
         if self._value.dtype.kind == "b":
             raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
-        return _rename(fnp.where(_cond(self._value > 0), self, _zero_like_scalar(self)), "ReluBackward0", mark)
+        return _rename(_relu_primitive(self), "ReluBackward0", mark)  # one pass; NaN stays NaN
+
+    def bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> "Tensor":
+        """0/1 draws with probability ``self`` (or ``p``); no gradient. Example: ``ft.full((3,), 0.5).bernoulli()``."""
+        from .toplevel import bernoulli
+
+        return bernoulli(self, p, generator=generator)
 
     def softmax(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
         mark = _seq_mark()

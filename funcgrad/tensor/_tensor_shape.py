@@ -22,7 +22,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from . import dtypes as _dt
 from .graph import multi_output_views
-from .tensor_class import new_tensor
+from .tensor_class import is_tensor, new_tensor
 from .tensor import (
     _pyint, _pybool, Size, SizeArg, DimArg, _seq_mark, _rename, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw,
     _shares, _shape_arg, _as_tensor, _zero_like_scalar,
@@ -246,9 +246,17 @@ class _ShapeMixin:
             return cast("Tensor", fnp.repeat(self.reshape(-1), r, axis=0))
         return cast("Tensor", fnp.repeat(self, r, axis=_wrap_dim(dim, self.dim())))
 
-    def flip(self: Tensor, *dims: Any) -> "Tensor":
-        dims = _shape_arg(dims)
-        return cast("Tensor", fnp.flip(self, axis=tuple(_wrap_dim(d, self.dim()) for d in dims)))
+    def flip(self: Tensor, *positional_dims: Any, dims: Any = None) -> "Tensor":
+        """Reverse the order along ``dims``, given positionally or by keyword (PyTorch accepts both).
+
+        Example: ``x.flip(0, 1)``, ``x.flip((0, 1))`` and ``x.flip(dims=(0, 1))`` are the same.
+        """
+        if dims is not None and positional_dims:
+            raise TypeError("flip() received dims both positionally and as a keyword")
+        if dims is None and not positional_dims:
+            raise TypeError('flip() missing 1 required positional arguments: "dims"')
+        axes = _shape_arg(positional_dims if dims is None else (dims,))
+        return cast("Tensor", fnp.flip(self, axis=tuple(_wrap_dim(d, self.dim()) for d in axes)))
 
     def roll(self: Tensor, shifts: Any, dims: Any = None) -> "Tensor":
         return cast("Tensor", fnp.roll(self, shifts, axis=dims))
@@ -373,6 +381,29 @@ class _ShapeMixin:
         mark = _seq_mark()
         return _rename(fnp.take_along_axis(self, _raw(index), axis=_wrap_dim(dim, self.dim())), "GatherBackward0", mark)
 
+    def scatter_add(self: Tensor, dim: builtins.int, index: "Tensor", src: "Tensor") -> "Tensor":
+        """``self`` plus ``src`` summed into the positions ``index`` names along ``dim`` (PyTorch's scatter_add).
+
+        For a 2-D tensor and ``dim=0``: ``out[index[i][j]][j] += src[i][j]``. ``index`` may be smaller than
+        ``src`` (only its leading part is used); repeated indices accumulate. Differentiable in ``self``
+        and ``src``. Example: ``ft.zeros(3).scatter_add(0, ft.tensor([0, 0, 2]), ft.ones(3))`` is
+        ``[2., 0., 1.]``.
+        """
+        src = _as_tensor(src)
+        idx = _scatter_index(self, dim, index, src, "scatter_add")
+        d = _wrap_dim(dim, self.dim()) if self.dim() else 0
+        mark = _seq_mark()
+        if src.dtype != self.dtype:
+            raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, but got "
+                               f"self.dtype {self.dtype} and src.dtype {src.dtype}")
+        if idx.size == 0:
+            return _rename(self + 0 * src.sum(), "ScatterAddBackward0", mark)
+        xp = namespace_of(idx)
+        positions = tuple(idx if axis == d else xp.reshape(xp.arange(n), (1,) * axis + (n,) + (1,) * (idx.ndim - axis - 1))
+                          for axis, n in enumerate(idx.shape))
+        part = src[tuple(slice(0, n) for n in idx.shape)] if src.dim() else src
+        return _rename(fnp.indexing.at(self)[positions].add(part.reshape(idx.shape)), "ScatterAddBackward0", mark)
+
     def index_select(self: Tensor, dim: builtins.int, index: "Tensor") -> "Tensor":
         d = _wrap_dim(dim, self.dim())
         mark = _seq_mark()
@@ -393,6 +424,35 @@ class _ShapeMixin:
         if as_tuple:
             return tuple(new_tensor(i.astype(np.int64)) for i in nz)
         return new_tensor(namespace_of(raw).stack(nz, axis=-1).astype(np.int64) if nz else namespace_of(raw).zeros((0, 0), np.int64))
+
+
+def _scatter_index(self: Tensor, dim: Any, index: Any, src: Tensor, name: str) -> Any:
+    """The raw int64 ``index`` of a scatter, checked against ``self`` and ``src`` as PyTorch checks it."""
+    if not is_tensor(index):
+        raise TypeError(f"{name}(): argument 'index' (position 2) must be Tensor, not {type(index).__name__}")
+    idx = _raw(index)
+    if idx.dtype not in (np.int32, np.int64):
+        raise RuntimeError(f"scatter(): Expected dtype int32/int64 for index, got {index.dtype}")
+    nd = max(self.dim(), 1)
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    if not (max(idx.ndim, 1) == nd and max(src.dim(), 1) == nd):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor"
+                           if max(idx.ndim, 1) != nd else
+                           "Index tensor must have the same number of dimensions as src tensor")
+    if self.dim() == 0:
+        idx = idx.reshape(())
+    d = dim % nd
+    shape, src_shape = tuple(self.shape), tuple(src.shape)
+    if any(idx.shape[a] > src_shape[a] or (a != d and idx.shape[a] > shape[a]) for a in range(idx.ndim)):
+        raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self {list(shape)} apart from "
+                           f"dimension {d} and to be no larger size than src {list(src_shape)}")
+    if idx.size and self.dim():
+        xp, n = namespace_of(idx), shape[d]
+        if bool(xp.any((idx < 0) | (idx >= n))):  # one flag crosses to the host, the indices only on error
+            low, high = int(xp.min(idx)), int(xp.max(idx))
+            raise RuntimeError(f"index {high if high >= n else low} is out of bounds for dimension {d} with size {n}")
+    return idx
 
 
 def _writable_like(view: Any, base: Any) -> None:

@@ -35,7 +35,7 @@ __all__ = [
     "swapaxes", "swapdims", "t", "permute", "movedim", "moveaxis", "repeat_interleave", "flip", "roll", "narrow",
     "select", "unbind", "split", "chunk", "diagonal", "trace", "tril", "triu", "gather", "index_select",
     "masked_select", "take", "nonzero", "clone", "numel", "is_complex", "is_floating_point", "broadcast_to",
-    "tile", "adjoint", "diag", "detach",
+    "tile", "adjoint", "diag", "detach", "scatter_add",
 ]
 
 
@@ -75,7 +75,7 @@ def _method_fn(name: str) -> Callable[..., Any]:
     matmul, mm, bmm, mv, dot, outer, ger, reshape, flatten, unflatten, squeeze, unsqueeze, transpose, swapaxes,
     swapdims, t, permute, movedim, moveaxis, repeat_interleave, flip, roll, narrow, select, unbind, split,
     chunk, diagonal, trace, tril, triu, gather, index_select, masked_select, take, nonzero, clone, numel,
-    is_complex, is_floating_point, broadcast_to, tile, adjoint, diag, detach,
+    is_complex, is_floating_point, broadcast_to, tile, adjoint, diag, detach, scatter_add,
 ) = map(_method_fn, __all__)  # noqa: A001 (pow, abs, round, sum, max, min, all, any)
 __all__ += [
     "cat", "concat", "concatenate", "stack", "hstack", "vstack", "where", "einsum", "real", "imag", "is_tensor",

@@ -64,9 +64,17 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:  # noqa: A002
-    """0/1 draws with probability ``input`` (or ``p``), in ``input``'s dtype. Example: ``ft.bernoulli(ft.full((3,), 0.5))``."""
+    """0/1 draws with probability ``input`` (or ``p``), in ``input``'s dtype; no gradient flows (as in PyTorch).
+
+    Example: ``ft.bernoulli(ft.full((3,), 0.5))`` or ``ft.full((3,), 0.5).bernoulli()``.
+    """
     t = _as_tensor(input)
+    if not t.is_floating_point():
+        raise RuntimeError(f"bernoulli expects a floating point input (the probabilities), got {t.dtype}")
     probs = np.asarray(t.detach().cpu()._value) if p is None else np.full(tuple(t.shape), p)
+    if np.any((probs < 0) | (probs > 1)) or np.any(np.isnan(probs)):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false: bernoulli probabilities "
+                           "must lie in [0, 1]")
     rng = _creation._rng(generator)
     return Tensor._make((rng.random(probs.shape) < probs).astype(t._value.dtype))
 

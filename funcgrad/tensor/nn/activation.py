@@ -38,8 +38,8 @@ class _Act(_Functional):
 
     _defaults: dict[Any, Any] = {}
 
-    def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, super().forward, self.inplace)
+    def forward(self, input: Tensor) -> Tensor:
+        return _maybe_inplace(input, super().forward, self.inplace)
 
     _shows_inplace = False  # PyTorch's repr says inplace=True for some of them
 
@@ -81,8 +81,8 @@ GLU = _act("GLU", F.glu, ("dim",), {"dim": -1})
 class Softmax2d(Module):
     """Softmax over the channel axis of ``(N, C, H, W)`` or ``(C, H, W)``. Example: ``ft.nn.Softmax2d()(x)``."""
 
-    def forward(self, x: Tensor) -> Tensor:
-        return x.softmax(-3)
+    def forward(self, input: Tensor) -> Tensor:
+        return input.softmax(-3)
 
 
 class PReLU(_Functional):

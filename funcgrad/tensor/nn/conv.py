@@ -71,9 +71,9 @@ class _ConvNd(_Functional):
         self.weight = _uniform_param(shape, bound, dtype)
         self.register_parameter("bias", _uniform_param((out_channels,), bound, dtype) if bias else None)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor:
         if self.padding_mode == "zeros":
-            return super().forward(x)
+            return super().forward(input)
         # PyTorch: pad with the mode first (the same amounts as the zero padding), then convolve unpadded
         if self.padding == "same":
             pairs = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(self.kernel_size, self.dilation)]
@@ -82,8 +82,8 @@ class _ConvNd(_Functional):
         else:
             pairs = [(p, p) for p in self.padding]
         flat = [v for lo_hi in reversed(pairs) for v in lo_hi]
-        x = F.pad(x, flat, mode=_PAD_MODES[self.padding_mode])
-        return cast(Tensor, type(self)._fn(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups))
+        input = F.pad(input, flat, mode=_PAD_MODES[self.padding_mode])
+        return cast(Tensor, type(self)._fn(input, self.weight, self.bias, self.stride, 0, self.dilation, self.groups))
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -111,9 +111,9 @@ class _ConvTransposeNd(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, device, dtype, output_padding)
 
-    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
-        op = self.output_padding if output_size is None else self._output_padding(x, output_size)
-        return cast(Tensor, type(self)._fn(x, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        op = self.output_padding if output_size is None else self._output_padding(input, output_size)
+        return cast(Tensor, type(self)._fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
                                            self.dilation))
 
     def _output_padding(self, x: Tensor, output_size: Any) -> tuple[int, ...]:

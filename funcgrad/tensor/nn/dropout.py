@@ -28,8 +28,8 @@ class _DropoutNd(_Functional):
         _check_dropout_p(p)
         self.p, self.inplace = p, inplace
 
-    def forward(self, x: Tensor) -> Tensor:
-        return _maybe_inplace(x, super().forward, self.inplace)
+    def forward(self, input: Tensor) -> Tensor:
+        return _maybe_inplace(input, super().forward, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"

@@ -53,8 +53,8 @@ class Linear(Module):
         bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
         self.register_parameter("bias", _uniform_param((out_features,), bound, dtype) if bias else None)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return functional.linear(x, self.weight, self.bias)
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -69,10 +69,10 @@ class Sequential(Module):
         for name, m in mods[0].items() if named else ((str(i), m) for i, m in enumerate(mods)):
             self.add_module(name, m)
 
-    def forward(self, x: Any) -> Any:
+    def forward(self, input: Any) -> Any:
         for m in self._modules.values():
-            x = m(x)
-        return x
+            input = m(input)
+        return input
 
     def __getitem__(self, i: Any) -> Any:
         mods = list(self._modules.values())
@@ -111,8 +111,8 @@ class Identity(Module):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
 
-    def forward(self, x: Any) -> Any:
-        return x
+    def forward(self, input: Any) -> Any:
+        return input
 
 
 class Flatten(Module):
@@ -120,8 +120,8 @@ class Flatten(Module):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, x: Tensor) -> Tensor:
-        return x.flatten(self.start_dim, self.end_dim)
+    def forward(self, input: Tensor) -> Tensor:
+        return input.flatten(self.start_dim, self.end_dim)
 
 
 class ReLU(Module):
@@ -131,8 +131,8 @@ class ReLU(Module):
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, x: Tensor) -> Tensor:
-        return x.relu_() if self.inplace else x.relu()
+    def forward(self, input: Tensor) -> Tensor:
+        return input.relu_() if self.inplace else input.relu()
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -143,5 +143,5 @@ class GELU(Module):
         super().__init__()
         self.approximate = approximate
 
-    def forward(self, x: Tensor) -> Tensor:
-        return functional.gelu(x, self.approximate)
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.gelu(input, self.approximate)

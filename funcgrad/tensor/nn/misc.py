@@ -35,8 +35,8 @@ class _Pad(Module):
         self.padding = (int(padding),) * (2 * self._n) if isinstance(padding, int) else tuple(padding)
         self.value = value
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.pad(x, self.padding, self._mode, self.value if self._mode == "constant" else None)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pad(input, self.padding, self._mode, self.value if self._mode == "constant" else None)
 
     def extra_repr(self) -> str:
         return f"{self.padding}"
@@ -126,8 +126,8 @@ class Unflatten(Module):
         super().__init__()
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return x.unflatten(self.dim, self.unflattened_size)
+    def forward(self, input: Tensor) -> Tensor:
+        return input.unflatten(self.dim, self.unflattened_size)
 
 
 class Unfold(_Functional):

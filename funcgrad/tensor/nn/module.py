@@ -57,8 +57,8 @@ class Module:
             def __init__(self):
                 super().__init__()
                 self.fc = ft.nn.Linear(4, 2)
-            def forward(self, x):
-                return self.fc(x).relu()
+            def forward(self, input):
+                return self.fc(input).relu()
     """
 
     training: bool
@@ -232,6 +232,43 @@ class Module:
             if m is None:
                 continue
             yield from m.named_modules(memo, prefix + ("." if prefix else "") + name)
+
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at the dotted path ``target`` (``""`` is ``self``), as PyTorch finds it.
+
+        Example: ``net.get_submodule("encoder.layers.0")``.
+        """
+        if target == "":
+            return self
+        mod: Module = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(type(mod).__name__ + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target``. Example: ``net.get_parameter("fc.weight")``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(type(mod).__name__ + " has no attribute `" + name + "`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Any:
+        """The buffer at the dotted path ``target``. Example: ``bn.get_buffer("running_mean")``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(type(mod).__name__ + " has no attribute `" + name + "`")
+        if name not in mod._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return mod._buffers[name]
 
     def modules(self) -> Iterator["Module"]:
         return (m for _, m in self.named_modules())
@@ -407,8 +444,8 @@ class _Functional(Module):
     _fn: Any = None
     _args: tuple[str, ...] = ()
 
-    def forward(self, x: Tensor) -> Tensor:
-        return cast("Tensor", type(self)._fn(x, *[getattr(self, a) for a in self._args]))
+    def forward(self, input: Tensor) -> Tensor:
+        return cast("Tensor", type(self)._fn(input, *[getattr(self, a) for a in self._args]))
 
 
 class RemovableHandle:

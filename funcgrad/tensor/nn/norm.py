@@ -83,11 +83,11 @@ class _NormBase(Module):
 
 
 class _BatchNorm(_NormBase):
-    def forward(self, x: Tensor) -> Tensor:
-        self._check_input_dim(x)
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
         m = self._momentum()
         use_batch = self.training or self.running_mean is None
-        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_batch, m, self.eps)
+        return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias, use_batch, m, self.eps)
 
 
 BatchNorm1d, BatchNorm2d, BatchNorm3d = _per_rank(
@@ -100,15 +100,15 @@ class _InstanceNorm(_NormBase):
                  track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
-    def forward(self, x: Tensor) -> Tensor:
-        self._check_input_dim(x)
-        unbatched = x.dim() == self._n + 1
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        unbatched = input.dim() == self._n + 1
         if unbatched:
-            x = x.unsqueeze(0)
+            input = input.unsqueeze(0)
         m = 0.1 if self.momentum is None else self.momentum  # InstanceNorm leaves num_batches_tracked alone
         use_input = self.training or not self.track_running_stats
         stats = self.training or not use_input  # the running statistics to update (training) or to use
-        y = F.instance_norm(x, self.running_mean if stats else None, self.running_var if stats else None,
+        y = F.instance_norm(input, self.running_mean if stats else None, self.running_var if stats else None,
                             self.weight, self.bias, use_input, m, self.eps)
         return y.squeeze(0) if unbatched else y
 

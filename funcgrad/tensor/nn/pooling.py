@@ -45,8 +45,8 @@ class _MaxPool(_Windowed):
         self.dilation = dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
-    def forward(self, x: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
-        return super().forward(x)
+    def forward(self, input: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
+        return super().forward(input)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -90,10 +90,10 @@ class _Adaptive(Module):
         self.output_size = output_size
         self.return_indices = return_indices
 
-    def forward(self, x: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
+    def forward(self, input: Tensor) -> Any:  # a tensor, or (values, indices) with return_indices
         if self.return_indices:
-            return type(self)._fn(x, self.output_size, True)
-        return type(self)._fn(x, self.output_size)
+            return type(self)._fn(input, self.output_size, True)
+        return type(self)._fn(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
@@ -108,8 +108,8 @@ AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d = _per_rank(
 
 
 class _MaxUnpool(_Windowed):
-    def forward(self, x: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:  # type: ignore[override]
-        return cast(Tensor, type(self)._fn(x, indices, self.kernel_size, self.stride, self.padding, output_size))
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:  # type: ignore[override]
+        return cast(Tensor, type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size))
 
 
 MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = _per_rank(

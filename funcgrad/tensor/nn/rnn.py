@@ -243,10 +243,10 @@ class RNNCell(RNNCellBase):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         self.nonlinearity = nonlinearity
 
-    def forward(self, x: Tensor, hx: Tensor | None = None) -> Tensor:
-        self._check(x)
-        h = self._zeros(x) if hx is None else hx
-        return _rnn_step(x, h, *self._w(), relu=self.nonlinearity == "relu")
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        self._check(input)
+        h = self._zeros(input) if hx is None else hx
+        return _rnn_step(input, h, *self._w(), relu=self.nonlinearity == "relu")
 
 
 class LSTMCell(RNNCellBase):
@@ -254,10 +254,10 @@ class LSTMCell(RNNCellBase):
 
     _gates = 4
 
-    def forward(self, x: Tensor, hx: Any = None) -> tuple[Any, ...]:
-        self._check(x)
-        h, c = (self._zeros(x), self._zeros(x)) if hx is None else hx
-        return _lstm_step(x, h, c, *self._w())
+    def forward(self, input: Tensor, hx: Any = None) -> tuple[Any, ...]:
+        self._check(input)
+        h, c = (self._zeros(input), self._zeros(input)) if hx is None else hx
+        return _lstm_step(input, h, c, *self._w())
 
 
 class GRUCell(RNNCellBase):
@@ -265,7 +265,7 @@ class GRUCell(RNNCellBase):
 
     _gates = 3
 
-    def forward(self, x: Tensor, hx: Tensor | None = None) -> Tensor:
-        self._check(x)
-        h = self._zeros(x) if hx is None else hx
-        return _gru_step(x, h, *self._w())
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        self._check(input)
+        h = self._zeros(input) if hx is None else hx
+        return _gru_step(input, h, *self._w())

@@ -40,12 +40,12 @@ class SyncBatchNorm(_BatchNorm):
         if x.dim() < 2:
             raise ValueError(f"expected at least 2D input (got {x.dim()}D input)")
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, input: Tensor) -> Tensor:
         if self.training and _dist.is_initialized() and _dist.get_world_size(self.process_group) > 1:
             raise NotImplementedError("SyncBatchNorm across several processes (reducing the batch statistics over "
                                       "the ranks) is not supported by funcgrad.tensor; use BatchNorm (per-rank "
                                       "statistics) or train with one process")
-        return super().forward(x)
+        return super().forward(input)
 
     @classmethod
     def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
