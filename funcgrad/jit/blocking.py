@@ -174,12 +174,8 @@ def blocked_program(prog: Any, generate: Generate, reuse_bytes: int = 1 << 16, m
     # (a result has at least as many bytes as elements: most equations stop at this test)
     if not any(len(e.outs) == 1 and e.outs[0].nbytes >= min_size and _region_shape(e, min_size) for e in prog.eqns):
         return prog
-    users: dict[Var, set[int]] = {}
-    for k, e in enumerate(prog.eqns):
-        for a in e.ins:
-            if isinstance(a, Var):
-                users.setdefault(a, set()).add(k)
-    final = {o for o in prog.outs if isinstance(o, Var)}
+    users = prog.readers()
+    final = prog.output_vars()
     eqns: list[Any] = []
     region: list[int] = []
     region_shape: tuple[int, ...] | None = None

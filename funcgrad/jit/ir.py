@@ -130,6 +130,19 @@ class Program:
     def function_for(self, prim: Primitive, args: list[Any]) -> Callable[..., Any] | None:
         return None if self._function_for is None else self._function_for(prim, args)
 
+    def readers(self) -> dict["Var", set[int]]:
+        """For each value an equation reads, the indices of the equations that read it."""
+        found: dict[Var, set[int]] = {}
+        for k, e in enumerate(self.eqns):
+            for a in e.ins:
+                if isinstance(a, Var):
+                    found.setdefault(a, set()).add(k)
+        return found
+
+    def output_vars(self) -> set["Var"]:
+        """The program's outputs that are computed values (not constants)."""
+        return {o for o in self.outs if isinstance(o, Var)}
+
     def derived(self) -> "Program":
         """An empty program numbering its values after this one's (for programs made of its parts)."""
         new = Program()

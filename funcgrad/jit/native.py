@@ -117,12 +117,8 @@ class Segment:
 
 def plan(prog: Program) -> list[Any]:
     """``prog``'s equations with each maximal run of lowerable ones replaced by a :class:`Segment`."""
-    users: dict[Var, set[int]] = {}
-    for k, e in enumerate(prog.eqns):
-        for a in e.ins:
-            if isinstance(a, Var):
-                users.setdefault(a, set()).add(k)
-    final = {o for o in prog.outs if isinstance(o, Var)}
+    users = prog.readers()
+    final = prog.output_vars()
     items: list[Any] = []
     run: list[int] = []
 

@@ -249,12 +249,17 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
-    def get_parameter(self, target: str) -> Parameter:
-        """The parameter at the dotted path ``target``. Example: ``net.get_parameter("fc.weight")``."""
+    def _owner_of(self, target: str) -> "tuple[Module, str]":
+        """The submodule holding the attribute at the dotted path ``target``, and its name."""
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, name):
             raise AttributeError(type(mod).__name__ + " has no attribute `" + name + "`")
+        return mod, name
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target``. Example: ``net.get_parameter("fc.weight")``."""
+        mod, name = self._owner_of(target)
         param = getattr(mod, name)
         if not isinstance(param, Parameter):
             raise AttributeError("`" + name + "` is not an nn.Parameter")
@@ -262,10 +267,7 @@ class Module:
 
     def get_buffer(self, target: str) -> Any:
         """The buffer at the dotted path ``target``. Example: ``bn.get_buffer("running_mean")``."""
-        module_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, name):
-            raise AttributeError(type(mod).__name__ + " has no attribute `" + name + "`")
+        mod, name = self._owner_of(target)
         if name not in mod._buffers:
             raise AttributeError("`" + name + "` is not a buffer")
         return mod._buffers[name]
