@@ -21,6 +21,7 @@ from ..backend import namespace_of
 from .grad_mode import state as _mode
 from .graph import check_stale_view
 
+from .inplace_variant import inplace_variant
 from .tensor_class import is_tensor, new_tensor
 from .tensor import (
     _seq_mark, _rename, _to_raw_index, _is_basic, _shape_arg, _as_tensor, _cast, _scalar_like, _finish_inplace,
@@ -28,17 +29,6 @@ from .tensor import (
 
 if TYPE_CHECKING:
     from .tensor import Tensor
-
-
-def _inplace_of(name: str) -> Callable[..., "Tensor"]:
-    """The in-place form ``<name>_`` of the method ``name``: ``exp_()`` writes ``exp()`` into the tensor,
-    ``add_(y, alpha=2)`` writes ``add(y, alpha=2)``."""
-
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> "Tensor":
-        return self._inplace(getattr(type(self), name), *args, **kwargs)
-
-    method.__name__ = method.__qualname__ = name + "_"
-    return method
 
 
 class _InplaceMixin:
@@ -76,7 +66,7 @@ class _InplaceMixin:
 
     (add_, sub_, mul_, div_, pow_, clamp_, clamp_min_, clamp_max_, masked_fill_, lerp_, neg_, abs_, exp_, log_, sqrt_,
      sin_, cos_, tanh_, sigmoid_, relu_, reciprocal_, square_) = (
-        _inplace_of(name) for name in ("add", "sub", "mul", "div", "pow", "clamp", "clamp_min", "clamp_max",
+        inplace_variant(name) for name in ("add", "sub", "mul", "div", "pow", "clamp", "clamp_min", "clamp_max",
                                        "masked_fill", "lerp", "neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh",
                                        "sigmoid", "relu", "reciprocal", "square"))
     clip_ = clamp_
