@@ -9,13 +9,18 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
 from . import creation as _creation
 from .creation import Generator
-from .tensor import Tensor, _as_tensor, device
+from .size_device import device
+from .tensor_class import new_tensor
+from .tensor_helpers import _as_tensor
+
+if TYPE_CHECKING:
+    from .tensor import Tensor  # (type-only: this module is below tensor.py)
 
 __all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli", "unique", "bincount", "median",
            "set_printoptions"]
@@ -60,7 +65,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         out.append(rng.choice(len(r), size=num_samples, replace=replacement, p=r / s))
     res = np.asarray(out, dtype=np.int64)
-    return Tensor._make(res[0] if p.ndim == 1 else res)
+    return cast("Tensor", new_tensor(res[0] if p.ndim == 1 else res))
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:  # noqa: A002
@@ -76,7 +81,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false: bernoulli probabilities "
                            "must lie in [0, 1]")
     rng = _creation._rng(generator)
-    return Tensor._make((rng.random(probs.shape) < probs).astype(t._value.dtype))
+    return cast("Tensor", new_tensor((rng.random(probs.shape) < probs).astype(t._value.dtype)))
 
 
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
@@ -86,11 +91,11 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
         raise NotImplementedError("unique(dim=...) is not supported by funcgrad.tensor")
     v = _as_tensor(input).detach().cpu()._value
     vals, inv, cnt = np.unique(v, return_inverse=True, return_counts=True)
-    out: list[Any] = [Tensor._make(vals)]
+    out: list[Any] = [new_tensor(vals)]
     if return_inverse:
-        out.append(Tensor._make(inv.reshape(v.shape).astype(np.int64)))
+        out.append(new_tensor(inv.reshape(v.shape).astype(np.int64)))
     if return_counts:
-        out.append(Tensor._make(cnt.astype(np.int64)))
+        out.append(new_tensor(cnt.astype(np.int64)))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -100,7 +105,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     if v.ndim != 1 or v.dtype.kind not in "iu":
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     w = None if weights is None else _as_tensor(weights)._value
-    return Tensor._make(np.bincount(v, w, minlength))
+    return cast("Tensor", new_tensor(np.bincount(v, w, minlength)))
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A002
