@@ -106,13 +106,24 @@ def xla_log1p(xp: Any, x: Any) -> Any:
 
     def rational(v: Any) -> Any:
         v2 = v * v
-        ratio = _horner(xp, _LOG1P_NUM, v, dt) / _horner(xp, _LOG1P_DEN, v, dt)
-        return v + (dt.type(-0.5) * v2 + (v * v2) * ratio)
+        ratio = _horner(xp, _LOG1P_NUM, v, dt)
+        ratio /= _horner(xp, _LOG1P_DEN, v, dt)
+        ratio *= v * v2
+        v2 *= dt.type(-0.5)
+        ratio += v2
+        ratio += v
+        return ratio
 
-    with np.errstate(divide="ignore", invalid="ignore"):
-        small = xp.abs(flat) < dt.type(_LOG1P_SMALL)
-        out = _on_subset(xp, ~small, lambda v: xp.log(v + dt.type(1.0)), flat, flat * dt.type(np.nan))
-        out = _on_subset(xp, small, rational, flat, out)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        large = xp.abs(flat) >= dt.type(_LOG1P_SMALL)
+        out = rational(flat)
+        if xp is not np:  # a device computes every element (no host synchronisation)
+            return xp.where(large, xp.log(flat + dt.type(1.0)), out).reshape(x.shape)
+        # NumPy: the short rational function on every element (cheaper than gathering the
+        # elements below the cut), log(1 + x) on the others only (float64 log is slow).
+        idx = np.flatnonzero(large)
+        if idx.size:
+            out[idx] = np.log(flat[idx] + dt.type(1.0))
     return out.reshape(x.shape)
 
 
@@ -164,13 +175,28 @@ def fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
 
 def _horner(xp: Any, coeffs: tuple[float, ...], w: Any, dt: np.dtype) -> Any:
     """Horner's rule; fused steps in float32 (as XLA, and cheap to emulate), plain ones in
-    float64 (emulating fusion costs ten times more and changes results by under an ulp)."""
+    float64 (emulating fusion costs ten times more and changes results by under an ulp).
+
+    A float32 step ``fma(p, w, c)`` is the float64 product (exact) plus ``c``, rounded to
+    float32: three passes over preallocated buffers (``w`` widened once)."""
     if dt.itemsize <= 4:
-        p = fma(xp, dt.type(coeffs[0]), w, dt.type(coeffs[1]))
+        if not (hasattr(w, "shape") and getattr(w, "ndim", 0) > 0):
+            p = fma(xp, dt.type(coeffs[0]), w, dt.type(coeffs[1]))
+            for c in coeffs[2:]:
+                p = fma(xp, p, w, dt.type(c))
+            return p
+        wide = np.dtype(np.float64)
+        w64 = w.astype(wide)
+        p64 = w64 * wide.type(dt.type(coeffs[0]))
+        p64 += wide.type(dt.type(coeffs[1]))
+        p = p64.astype(dt)
         for c in coeffs[2:]:
-            p = fma(xp, p, w, dt.type(c))
+            xp.multiply(p, w64, out=p64)
+            p64 += wide.type(dt.type(c))
+            p[...] = p64
         return p
-    p = w * dt.type(coeffs[0]) + dt.type(coeffs[1])
+    p = w * dt.type(coeffs[0])
+    p += dt.type(coeffs[1])
     for c in coeffs[2:]:
         p *= w
         p += dt.type(c)
@@ -212,19 +238,41 @@ _COEFFS32 = {c: np.array(c, dtype=np.float32) for c in (_LOG1P_NUM, _LOG1P_DEN, 
 
 
 def _erf_inv_flat(xp: Any, xc: Any, compute: np.dtype) -> Any:
-    w = -xla_log1p(xp, xc * -xc)
-    p = xc * compute.type(np.nan)
+    w = xc * xc
+    xp.negative(w, out=w)
+    w = xla_log1p(xp, w)
+    xp.negative(w, out=w)
     branches: tuple[tuple[Any, tuple[float, ...], Any], ...]
     if compute == np.float64:
-        branches = ((w < 6.25, _F64_SMALL, lambda v: v - 3.125),
-                    ((w >= 6.25) & (w < 16.0), _F64_MIDDLE, lambda v: xp.sqrt(v) - 3.25),
-                    (w >= 16.0, _F64_LARGE, lambda v: xp.sqrt(v) - 5.0))
+        branches = ((lambda v: v < 6.25, _F64_SMALL, lambda v: v - 3.125),
+                    (lambda v: (v >= 6.25) & (v < 16.0), _F64_MIDDLE, lambda v: xp.sqrt(v) - 3.25),
+                    (lambda v: v >= 16.0, _F64_LARGE, lambda v: xp.sqrt(v) - 5.0))
     else:
-        branches = ((w < 5.0, _F32_SMALL, lambda v: v - compute.type(2.5)),
-                    (w >= 5.0, _F32_LARGE, lambda v: xp.sqrt(v) - compute.type(3.0)))
-    with np.errstate(invalid="ignore"):
-        for mask, coeffs, shift in branches:
-            p = _on_subset(xp, mask, lambda v, c=coeffs, f=shift: _horner(xp, c, f(v), compute), w, p)
+        branches = ((lambda v: v < 5.0, _F32_SMALL, lambda v: v - compute.type(2.5)),
+                    (lambda v: v >= 5.0, _F32_LARGE, lambda v: xp.sqrt(v) - compute.type(3.0)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        if xp is np:
+            # The first branch (all but the tails, |x| < 0.998) on every element, in place;
+            # the tail branches on their few elements.
+            _, coeffs, shift = branches[0]
+            p = _horner(xp, coeffs, shift(w), compute)
+            tail = ~branches[0][0](w)
+            if tail.any():
+                idx = np.nonzero(tail)[0]
+                wt = w[idx]
+                pt = p[idx]
+                for in_branch, coeffs, shift in branches[1:]:
+                    pt = _on_subset(xp, in_branch(wt), lambda v, c=coeffs, f=shift: _horner(xp, c, f(v), compute),
+                                    wt, pt)
+                p[idx] = pt
+            p *= xc
+            edge = xp.abs(xc) == 1
+            if edge.any():
+                p[edge] = xc[edge] * compute.type(np.inf)
+            return p
+        p = xc * compute.type(np.nan)
+        for in_branch, coeffs, shift in branches:
+            p = _on_subset(xp, in_branch(w), lambda v, c=coeffs, f=shift: _horner(xp, c, f(v), compute), w, p)
         return xp.where(xp.abs(xc) == 1, xc * compute.type(np.inf), p * xc)
 
 

@@ -57,26 +57,41 @@ def threefry2x32(k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
     xp = namespace_of(k1, k2, x1, x2)
     shape = np.broadcast_shapes(*(tuple(a.shape) for a in (k1, k2, x1, x2)))
     n = math.prod(shape)
+    k1, k2 = (xp.asarray(a, dtype=xp.uint32) for a in (k1, k2))
+    keys: tuple[Any, Any]
+    if xp is np and k1.size == 1 and k2.size == 1:
+        keys = (int(k1.reshape(-1)[0]), int(k2.reshape(-1)[0]))  # one key: its words as scalars
+    else:
+        keys = (xp.broadcast_to(k1, shape).reshape(n), xp.broadcast_to(k2, shape).reshape(n))
     # Flat 1-d arrays: uint32 array arithmetic wraps silently (0-d scalars would warn).
-    k1, k2, x1, x2 = (xp.broadcast_to(xp.asarray(a, dtype=xp.uint32), shape).reshape(n) for a in (k1, k2, x1, x2))
-    out1 = xp.empty(n, dtype=xp.uint32)
-    out2 = xp.empty(n, dtype=xp.uint32)
+    x1, x2 = (xp.broadcast_to(xp.asarray(a, dtype=xp.uint32), shape).reshape(n) for a in (x1, x2))
+    state = xp.empty((2, n), dtype=xp.uint32)  # both halves in one buffer: one add injects the key
     block = _BLOCK if xp is np else max(n, 1)
     for start in range(0, n, block):
         part = slice(start, min(n, start + block))
-        _rounds(xp, k1[part], k2[part], x1[part], x2[part], out1[part], out2[part])
-    return out1.reshape(shape), out2.reshape(shape)
+        block_keys = keys if isinstance(keys[0], int) else (keys[0][part], keys[1][part])
+        _rounds(xp, block_keys, x1[part], x2[part], state[:, part])
+    return state[0].reshape(shape), state[1].reshape(shape)
 
 
 _BLOCK = 1 << 16
+_MASK = 0xFFFFFFFF
 
 
-def _rounds(xp: Any, k1: Any, k2: Any, x1: Any, x2: Any, a: Any, b: Any) -> None:
-    """The 20 rounds and 5 key injections, written into ``a`` and ``b`` in place."""
-    ks = (k1, k2, k1 ^ k2 ^ xp.uint32(_PARITY))
-    xp.add(x1, ks[0], out=a)
-    xp.add(x2, ks[1], out=b)
+def _rounds(xp: Any, keys: tuple[Any, Any], x1: Any, x2: Any, state: Any) -> None:
+    """The 20 rounds and 5 key injections of the counters ``(x1, x2)``, written into the rows
+    of ``state`` (``(2, m)``) in place. ``keys`` are two ints (one key) or two arrays."""
+    a, b = state[0], state[1]
+    k1, k2 = keys
+    ks = (k1, k2, k1 ^ k2 ^ _PARITY)
     spill = xp.empty_like(b)
+    scalar = isinstance(k1, int)
+    if scalar:
+        xp.add(x1, xp.uint32(k1), out=a)
+        xp.add(x2, xp.uint32(k2), out=b)
+    else:
+        xp.add(x1, ks[0], out=a)
+        xp.add(x2, ks[1], out=b)
     for group in range(5):
         for r in _ROTATIONS[group % 2]:
             xp.add(a, b, out=a)
@@ -84,9 +99,13 @@ def _rounds(xp: Any, k1: Any, k2: Any, x1: Any, x2: Any, a: Any, b: Any) -> None
             xp.right_shift(b, xp.uint32(32 - r), out=b)
             xp.bitwise_or(b, spill, out=b)
             xp.bitwise_xor(b, a, out=b)
-        xp.add(a, ks[(group + 1) % 3], out=a)
-        xp.add(b, ks[(group + 2) % 3], out=b)
-        xp.add(b, xp.uint32(group + 1), out=b)
+        if scalar:  # both injections in one pass over the two rows
+            inject = np.array([[ks[(group + 1) % 3]], [(ks[(group + 2) % 3] + group + 1) & _MASK]], np.uint32)
+            xp.add(state, inject, out=state)
+        else:
+            xp.add(a, ks[(group + 1) % 3], out=a)
+            xp.add(b, ks[(group + 2) % 3], out=b)
+            xp.add(b, xp.uint32(group + 1), out=b)
 
 
 def _counters(xp: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
