@@ -242,37 +242,38 @@ def _erf_inv_flat(xp: Any, xc: Any, compute: np.dtype) -> Any:
     xp.negative(w, out=w)
     w = xla_log1p(xp, w)
     xp.negative(w, out=w)
-    branches: tuple[tuple[Any, tuple[float, ...], Any], ...]
+    branches: list[tuple[float, float, tuple[float, ...], float, bool]]  # [low, high) of w: coeffs at f(w) - shift
     if compute == np.float64:
-        branches = ((lambda v: v < 6.25, _F64_SMALL, lambda v: v - 3.125),
-                    (lambda v: (v >= 6.25) & (v < 16.0), _F64_MIDDLE, lambda v: xp.sqrt(v) - 3.25),
-                    (lambda v: v >= 16.0, _F64_LARGE, lambda v: xp.sqrt(v) - 5.0))
+        branches = [(-np.inf, 6.25, _F64_SMALL, 3.125, False), (6.25, 16.0, _F64_MIDDLE, 3.25, True),
+                    (16.0, np.inf, _F64_LARGE, 5.0, True)]
     else:
-        branches = ((lambda v: v < 5.0, _F32_SMALL, lambda v: v - compute.type(2.5)),
-                    (lambda v: v >= 5.0, _F32_LARGE, lambda v: xp.sqrt(v) - compute.type(3.0)))
+        branches = [(-np.inf, 5.0, _F32_SMALL, 2.5, False), (5.0, np.inf, _F32_LARGE, 3.0, True)]
+
+    def polynomial(v: Any, coeffs: tuple[float, ...], shift: float, root: bool) -> Any:
+        return _horner(xp, coeffs, (xp.sqrt(v) if root else v) - compute.type(shift), compute)
+
     with np.errstate(invalid="ignore", over="ignore"):
         if xp is np:
             # The first branch (all but the tails, |x| < 0.998) on every element, in place;
             # the tail branches on their few elements.
-            _, coeffs, shift = branches[0]
-            p = _horner(xp, coeffs, shift(w), compute)
-            tail = ~branches[0][0](w)
-            if tail.any():
-                idx = np.nonzero(tail)[0]
-                wt = w[idx]
-                pt = p[idx]
-                for in_branch, coeffs, shift in branches[1:]:
-                    pt = _on_subset(xp, in_branch(wt), lambda v, c=coeffs, f=shift: _horner(xp, c, f(v), compute),
-                                    wt, pt)
+            first_high = branches[0][1]
+            p = polynomial(w, *branches[0][2:])
+            idx = np.flatnonzero(~(w < first_high))
+            if idx.size:
+                wt, pt = w[idx], p[idx]
+                for low, high, coeffs, shift, root in branches[1:]:
+                    pt = _on_subset(xp, (wt >= low) & (wt < high),
+                                    lambda v, c=coeffs, s=shift, r=root: polynomial(v, c, s, r), wt, pt)
                 p[idx] = pt
             p *= xc
-            edge = xp.abs(xc) == 1
-            if edge.any():
+            edge = np.flatnonzero(np.abs(xc) == 1)
+            if edge.size:
                 p[edge] = xc[edge] * compute.type(np.inf)
             return p
         p = xc * compute.type(np.nan)
-        for in_branch, coeffs, shift in branches:
-            p = _on_subset(xp, in_branch(w), lambda v, c=coeffs, f=shift: _horner(xp, c, f(v), compute), w, p)
+        for low, high, coeffs, shift, root in branches:
+            p = _on_subset(xp, (w >= low) & (w < high),
+                           lambda v, c=coeffs, s=shift, r=root: polynomial(v, c, s, r), w, p)
         return xp.where(xp.abs(xc) == 1, xc * compute.type(np.inf), p * xc)
 
 

@@ -69,7 +69,7 @@ def threefry2x32(k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
     block = _BLOCK if xp is np else max(n, 1)
     for start in range(0, n, block):
         part = slice(start, min(n, start + block))
-        block_keys = keys if isinstance(keys[0], int) else (keys[0][part], keys[1][part])
+        block_keys = keys if isinstance(keys[0], int) else (keys[0][part], keys[1][part])  # type: ignore[index]
         _rounds(xp, block_keys, x1[part], x2[part], state[:, part])
     return state[0].reshape(shape), state[1].reshape(shape)
 
