@@ -43,8 +43,11 @@ def _unit_floats_raw(bits: Any, dtype: Any = np.float64) -> Any:
     uint = _UINT_OF[dt.itemsize]
     bits = xp.asarray(bits).astype(uint, copy=False)
     one = np.array(1.0, dt).view(uint)
-    mant = (bits >> uint(info.bits - info.nmant)) | uint(one)
-    return mant.view(dt) - dt.type(1.0)
+    mant = bits >> uint(info.bits - info.nmant)  # a new array: the rest runs in place on it
+    mant |= uint(one)
+    out = mant.view(dt)
+    out -= dt.type(1.0)
+    return out
 
 
 _unit_floats_p = defprimitive(_unit_floats_raw, name="random_unit_floats", differentiable=False,
