@@ -51,7 +51,7 @@ def _as(x: Any, dt: np.dtype) -> Any:
     """``x`` converted to ``dt`` (traced values stay traced)."""
     if isinstance(x, Box):
         return x if fnp.result_type(x) == dt else fnp.astype(x, dt)
-    if isinstance(x, (int, float, np.generic)) or np.ndim(x) == 0 and isinstance(x, np.ndarray):
+    if isinstance(x, (int, float, np.generic)) or isinstance(x, np.ndarray) and x.ndim == 0:
         return dt.type(x)  # a scalar mixes with arrays of any device
     if hasattr(x, "astype") and hasattr(x, "dtype"):
         return x if x.dtype == dt else x.astype(dt)
