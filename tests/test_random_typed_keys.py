@@ -203,6 +203,14 @@ def test_key_arrays_are_pytrees_over_their_data():
     np.testing.assert_array_equal(out, fr.normal(KEYS[1], (2,)))
 
 
+def test_key_arrays_save_and_load_as_their_data(tmp_path):
+    tree = {"keys": fr.split(fr.key(3), 2), "w": np.ones(2)}
+    fg.save(tmp_path / "state.npz", tree)
+    back = fg.load(tmp_path / "state.npz", like=tree)
+    assert isinstance(back["keys"], fr.PRNGKeyArray) and back["keys"].shape == (2,)
+    np.testing.assert_array_equal(data(back["keys"]), data(tree["keys"]))
+
+
 def test_typed_keys_on_the_fake_device_stay_there():
     import fake_backend as fb
 
