@@ -237,6 +237,8 @@ def test_typed_keys_in_nn_and_scipy():
     w = fg.nn.init.normal(KEYS[1], (3, 2))
     np.testing.assert_array_equal(w, fg.nn.init.normal(fr.key_data(KEYS[1]), (3, 2)))
     assert fg.nn.init.rng(KEYS[2]).random() == fg.nn.init.rng(fr.key_data(KEYS[2])).random()
+    layer, same = fg.nn.Linear(3, 2, key=KEYS[3]), fg.nn.Linear(3, 2, key=fr.key_data(KEYS[3]))
+    np.testing.assert_array_equal(layer.weight, same.weight)
     alpha = np.array([1.0, 2.0])
     np.testing.assert_array_equal(dirichlet.rvs(alpha, size=3, random_state=KEY),
                                   dirichlet.rvs(alpha, size=3, random_state=fr.PRNGKey(0)))
