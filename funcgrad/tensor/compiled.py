@@ -196,11 +196,11 @@ class CompiledFunction:
                     out = fn(*args, **kwargs)
                     buffers = []  # read back: the forward may have written them (running statistics)
                     written = []
-                    for (m, name, is_buffer), before, version in zip(state.entries, values, state_versions):
+                    for (m, name, is_buffer), held, version in zip(state.entries, values, state_versions):
                         if is_buffer:
                             store, leaf = _lookup(m, name)
                             buffers.append(store[leaf]._value)
-                            written.append(store[leaf] is not before or before._vc[0] != version)
+                            written.append(store[leaf] is not held or held._vc[0] != version)
                     out_info["written"] = written
                 for i, (t, before) in enumerate(zip(inputs, versions)):
                     if t._vc[0] != before:

@@ -7,7 +7,8 @@ comes out as ``(N, O, *out)`` and ``W^T @ g`` scatters straight into ``(N, C, *s
 (no transposing copy of the output, the cotangent or the input gradient; the batch
 is the leading axis of one batched matrix product). A call builds at most one
 column buffer; a 1x1 kernel with stride 1 and no padding builds none (the input is
-its own column matrix).
+its own column matrix), and the weight gradient reuses the forward's buffer of the
+same input (:class:`_ColumnMemo`): one im2col per convolution per training step.
 
 The three are closed under differentiation (the convolution is bilinear):
 
@@ -27,6 +28,9 @@ Example::
 from __future__ import annotations
 
 import math
+import threading
+import weakref
+from collections import OrderedDict
 from typing import Any, Callable
 
 import funcgrad.numpy as fnp
@@ -69,6 +73,55 @@ def _columns(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     return cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out))
 
 
+class _ColumnMemo:
+    """The column buffers of this thread's last few convolution forwards, for the weight gradient of the
+    same input: the backward reuses the forward's im2col instead of building it again.
+
+    An entry is found by the input's identity (a weak reference, so it never keeps the input alive and is
+    dropped with it) and the geometry; the weight gradient takes it out, so a buffer lives from the
+    forward to its backward. At most ``SIZE`` entries are kept (a forward whose weight gradient is never
+    asked for is evicted by later ones), and none over ``MAX_BYTES``.
+    """
+
+    SIZE = 4
+    MAX_BYTES = 256 * 2 ** 20
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+
+    def _entries(self) -> "OrderedDict[Any, Any]":
+        entries = getattr(self.local, "entries", None)
+        if entries is None:
+            entries = self.local.entries = OrderedDict()
+        return entries
+
+    def put(self, x: Any, geometry: tuple[Any, ...], cols: Any) -> None:
+        if getattr(cols, "nbytes", self.MAX_BYTES + 1) > self.MAX_BYTES:
+            return
+        entries = self._entries()
+        key = (id(x), tuple(x.shape), str(x.dtype)) + geometry
+        def forget(_: Any) -> None:
+            entries.pop(key, None)
+
+        try:
+            ref = weakref.ref(x, forget)
+        except TypeError:  # an array type without weak references: nothing kept
+            return
+        entries[key] = (ref, cols)
+        while len(entries) > self.SIZE:
+            entries.popitem(last=False)
+
+    def take(self, x: Any, geometry: tuple[Any, ...]) -> Any:
+        """The forward's columns of this very ``x`` (removed from the memo), or None."""
+        found = self._entries().pop((id(x), tuple(x.shape), str(x.dtype)) + geometry, None)
+        if found is None or found[0]() is not x:
+            return None
+        return found[1]
+
+
+_memo = _ColumnMemo()
+
+
 # --------------------------------------------------------------------------- the three GEMMs
 
 
@@ -84,6 +137,7 @@ def _conv_forward_raw(x: Any, w: Any, stride: tuple[int, ...], pads: tuple[tuple
         cols = x.reshape(n, groups, c // groups, math.prod(out))
     else:
         cols = _columns(x, kernel, stride, pads, dilation, groups)
+        _memo.put(x, (kernel, stride, pads, dilation, groups), cols)  # for the weight gradient
     return xp.matmul(wm, cols).reshape((n, o) + out)  # (N, G, O/G, P): already (N, O, *out)
 
 
@@ -124,7 +178,9 @@ def _conv_weight_grad_raw(g: Any, x: Any, w_shape: tuple[int, ...], stride: tupl
     if _pointwise(kernel, stride, pads):
         cols = x.reshape(n, groups, c // groups, -1)
     else:
-        cols = _columns(x, kernel, stride, pads, dilation, groups)
+        cols = _memo.take(x, (kernel, stride, pads, dilation, groups))
+        if cols is None:
+            cols = _columns(x, kernel, stride, pads, dilation, groups)
     # one product per sample, (N, G, O/G, C/G * K), summed over the batch
     return xp.matmul(gs, cols.swapaxes(-1, -2)).sum(axis=0).reshape(tuple(w_shape))
 
