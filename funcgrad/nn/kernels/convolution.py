@@ -84,7 +84,7 @@ class _ColumnMemo:
     """
 
     SIZE = 4
-    MAX_BYTES = 256 * 2 ** 20
+    MAX_BYTES = 64 * 2 ** 20  # at most 256 MiB held per thread
 
     def __init__(self) -> None:
         self.local = threading.local()
