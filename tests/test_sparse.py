@@ -336,6 +336,70 @@ def test_eigsh_eigenvectors_are_differentiable_to_second_order():
     check_grads(both, (a.data,), order=2, modes=("fwd", "rev"))
 
 
+def _hermitian_case(n=8):
+    rng = np.random.default_rng(4)
+    s = ssp.random(n, n, density=0.35, rng=5, format="csr")
+    s.sort_indices()
+    z = s.data * (rng.normal(size=s.nnz) + 1j * rng.normal(size=s.nnz))
+    shifts = ssp.diags(np.arange(n) * 1.5 + 0j)
+
+    def herm(z):
+        a = fs.csr_array((z, s.indices, s.indptr), shape=(n, n))
+        return a + a.conj().T + shifts
+    return z, herm
+
+
+def _gauge(v):
+    """Dense eigenvectors in eigsh's gauge: each one's entry of largest magnitude real and positive."""
+    big = v[np.argmax(np.abs(fg.stop_gradient(v)), axis=0), np.arange(v.shape[1])]
+    return v * fnp.conj(big) / fnp.abs(big)
+
+
+def test_eigsh_complex_hermitian_matches_dense_eigh():
+    z, herm = _hermitian_case()
+    h = herm(z)
+    w, v = fsl.eigsh(h, k=2, which="LA")
+    wd, vd = np.linalg.eigh(h.toarray())
+    assert w.dtype == np.float64 and v.dtype == np.complex128
+    np.testing.assert_allclose(w, wd[-2:], rtol=1e-12)
+    np.testing.assert_allclose(v, _gauge(vd[:, -2:]), atol=1e-12)   # same gauge, same vectors
+    big = v[np.argmax(np.abs(v), axis=0), [0, 1]]
+    assert np.all(np.abs(big.imag) < 1e-15) and np.all(big.real > 0)
+
+    # gauge-invariant losses (values, |v|^2, the projector v v^H): gradient and Hessian against dense eigh
+    weights = np.linspace(1.0, 2.0, 8)[:, None] * np.array([1.0, -0.5])
+
+    def loss(z, vectors):
+        w, v = vectors(z)
+        proj = v[:, 0:1] * fnp.conj(v[:, 0:1]).T
+        return fnp.sum(w * np.array([0.3, 0.7])) + fnp.sum(weights * fnp.abs(v) ** 4) + fnp.sum(fnp.imag(proj) ** 2)
+
+    sparse_pairs = lambda z: fsl.eigsh(herm(z), k=2, which="LA")  # noqa: E731
+
+    def dense_pairs(z):
+        wd, vd = fnp.linalg.eigh(herm(z).toarray())
+        return wd[-2:], vd[:, -2:]
+
+    np.testing.assert_allclose(loss(z, sparse_pairs), loss(z, dense_pairs), rtol=1e-12)
+    np.testing.assert_allclose(fg.grad(loss)(z, sparse_pairs), fg.grad(loss)(z, dense_pairs), atol=1e-12)
+    split = lambda re, im, pairs: loss(re + 1j * im, pairs)  # noqa: E731  (real Hessian over re, im)
+    hs = fg.hessian(split, argnums=(0, 1))(z.real, z.imag, sparse_pairs)
+    hd = fg.hessian(split, argnums=(0, 1))(z.real, z.imag, dense_pairs)
+    for rs, rd in zip(hs, hd):
+        for a_, b_ in zip(rs, rd):
+            np.testing.assert_allclose(a_, b_, atol=1e-10)
+    check_grads(lambda z: loss(z, sparse_pairs), (z,), order=2, modes=("fwd", "rev"))
+
+    # the vectors themselves, in the gauge: Jacobians in both modes against dense eigh in the same gauge
+    vecs = lambda re, im: fnp.real(sparse_pairs(re + 1j * im)[1] * np.exp(0.4j))  # noqa: E731
+    dense_vecs = lambda re, im: fnp.real(_gauge(dense_pairs(re + 1j * im)[1]) * np.exp(0.4j))  # noqa: E731
+    want = fg.jacrev(dense_vecs, argnums=(0, 1))(z.real, z.imag)
+    for jac in (fg.jacrev, fg.jacfwd):
+        for got, w_ in zip(jac(vecs, argnums=(0, 1))(z.real, z.imag), want):
+            np.testing.assert_allclose(got, w_, atol=1e-11)
+    check_grads(vecs, (z.real, z.imag), order=2, modes=("fwd", "rev"))
+
+
 def test_eigsh_eigenvectors_of_a_repeated_eigenvalue_are_refused():
     a = fs.diags([np.array([1.0, 2.0, 3.0, 3.0, 0.5])], [0]).tocsr()
     with pytest.raises(fsl.SingularMatrixError, match="singular"):

@@ -185,6 +185,35 @@ EIGEN = [
          lambda v: eigh_top2(v)[1], [R], shapes=(V,), rtol=1e-8, atol=1e-9),
 ]
 
+def hermitian(re, im):
+    """A complex Hermitian matrix of pattern _P with well separated eigenvalues: 0.1 (Z + Z^H)
+    for Z = re + i im, plus 2 i on the diagonal (on re's device, in its precision)."""
+    a = A((re + 1j * im) * 0.1)
+    return a + a.conj().T + fs.diags([fnp.cumsum(re[:N] * 0 + 2.0) - 2.0], [0])
+
+
+def S_hermitian(re, im):
+    s = S((re + 1j * im) * 0.1)
+    return (s + s.conj().T + ssp.diags(2.0 * np.arange(N))).toarray()
+
+
+def projectors(v):
+    """Gauge-invariant functions of eigenvectors v (columns): |v|^2 and the real and
+    imaginary parts of each projector v v^H (unchanged by v -> e^{i phi} v)."""
+    outer = v[:, None, :] * fnp.conj(v[None, :, :])
+    return fnp.concatenate([fnp.ravel(fnp.abs(v) ** 2), fnp.ravel(fnp.real(outer)), fnp.ravel(fnp.imag(outer))])
+
+
+EIGEN += [
+    Spec("eigsh_hermitian_values",
+         lambda re, im: fsl.eigsh(hermitian(re, im), k=2, which="LA", return_eigenvectors=False),
+         lambda re, im: np.linalg.eigvalsh(S_hermitian(re, im))[-2:], [R, R], shapes=(V, V), rtol=1e-9, atol=1e-10),
+    Spec("eigsh_hermitian_projectors",
+         lambda re, im: projectors(fsl.eigsh(hermitian(re, im), k=2, which="SA")[1]),
+         lambda re, im: projectors(np.linalg.eigh(S_hermitian(re, im))[1][:, :2]), [R, R], shapes=(V, V),
+         rtol=1e-8, atol=1e-9),
+]
+
 SPECS = OPS + SOLVES + OPERATORS + EIGEN + EXPM
 
 

@@ -52,23 +52,45 @@ def _eigsh_raw(data: Any, *, pattern: Pattern, k: int, which: str, tol: float) -
     w, v = fn(mat, k=k, which=which, tol=tol, v0=start)
     order = xp.argsort(w)
     w, v = w[order], v[:, order]
-    # sign convention: the entry of largest magnitude of each eigenvector is positive
+    # the gauge: the entry of largest magnitude of each eigenvector is real and positive
     big = xp.take_along_axis(v, xp.argmax(xp.abs(v), axis=0)[None, :], axis=0)
-    v = v * xp.where(big < 0, -1.0, 1.0).astype(v.dtype)
-    return w.astype(data.dtype), v.astype(data.dtype)
+    if np.dtype(data.dtype).kind == "c":
+        v = v * (xp.conj(big) / xp.abs(big))
+    else:
+        v = v * xp.where(big < 0, -1.0, 1.0).astype(v.dtype)
+    return w.astype(_real_dtype(data.dtype)), v.astype(data.dtype)
+
+
+def _real_dtype(dt: Any) -> np.dtype:
+    return np.empty(0, dtype=dt).real.dtype
+
+
+def _is_complex(x: Any) -> bool:
+    return bool(fnp.result_type(x).kind == "c")
 
 
 def _bordered_solve(data: Any, lam: Any, v: Any, rhs: Any, pattern: Pattern) -> Any:
-    """The first n entries of ``[[A - lam I, v], [v^T, 0]]^-1 [rhs; 0]`` (sparse LU)."""
+    """The first n entries of ``[[A - lam I, v], [v^H, 0]]^-1 [rhs; 0]`` (sparse LU)."""
     n = pattern.shape[0]
     diag = np.arange(n)
     edge = np.full(n, n)
     rows = np.concatenate([pattern.row, diag, diag, edge])
     cols = np.concatenate([pattern.col, diag, edge, diag])
-    values = fnp.concatenate([data, fnp.zeros_like(v) - lam, v, v])
+    values = fnp.concatenate([data, fnp.zeros_like(v) - lam, v, fnp.conj(v) if _is_complex(v) else v])
     bordered = coo_array((values, (rows, cols)), shape=(n + 1, n + 1))
     full = spsolve(bordered, fnp.concatenate([rhs, fnp.zeros_like(rhs[:1])]))
     return full[:n]
+
+
+def _gauge_entries(v: Any) -> Any:
+    """Per eigenvector, the position of its entry of largest magnitude (where the gauge
+    makes it real and positive), as a traced index (no host read; jit records it)."""
+    return fnp.argmax(fnp.abs(v), axis=0)
+
+
+def _entry(x: Any, position: Any) -> Any:
+    """``x[position]`` (a 1-element array) for a traced 0-d ``position``."""
+    return fnp.take(x, fnp.reshape(position, (1,)))
 
 
 def _repeated(w: Any) -> bool:
@@ -101,14 +123,25 @@ def _vjp_all(g: tuple[Any, Any], ans: tuple[Any, Any], argnums: Any, data: Any, 
     gw, gv = g
     p: Pattern = kw["pattern"]
     w, v = ans
+    complex_ = _is_complex(v)
     out = fnp.zeros_like(data)
     if gw is not None:
-        out = out + fnp.sum(gather(v, p.row) * gather(v, p.col) * gw, axis=1)
+        left = gather(fnp.conj(v) if complex_ else v, p.row)
+        out = out + fnp.sum(left * gather(v, p.col) * gw, axis=1)
     if gv is not None and not (isinstance(gv, np.ndarray) and not gv.any()):  # skip a host zero cotangent
         _check_simple(w)
+        where = _gauge_entries(v) if complex_ else None
         for i in range(shape(v)[1]):
-            z = _bordered_solve(data, w[i], v[:, i], gv[:, i], p)
-            out = out - gather(z, p.row) * gather(v[:, i], p.col)
+            vi, gi = v[:, i], gv[:, i]
+            if complex_:
+                # the gauge's phase correction (see _jvp), transposed: gi - i Im(gi . vi) / vi[p] e_p
+                s = fnp.sum(gi * vi)
+                fix = -1j * fnp.imag(s) / _entry(vi, where[i])
+                gi = fnp.at(gi)[fnp.reshape(where[i], (1,))].add(fix)
+                z = fnp.conj(_bordered_solve(data, w[i], vi, fnp.conj(gi), p))
+            else:
+                z = _bordered_solve(data, w[i], vi, gi, p)
+            out = out - gather(z, p.row) * gather(vi, p.col)
     return [out for _ in argnums]
 
 
@@ -117,12 +150,21 @@ def _jvp(t: Any, ans: tuple[Any, Any], data: Any, **kw: Any) -> tuple[Any, Any]:
     # eigenvalues' second derivative reads them (through ``v`` in ``tw``).
     p: Pattern = kw["pattern"]
     w, v = ans
+    complex_ = _is_complex(v)
     dav = _times_vectors(t, v, p)
-    tw = fnp.sum(v * dav, axis=0)
+    tw = fnp.sum((fnp.conj(v) if complex_ else v) * dav, axis=0)
+    if complex_:
+        tw = fnp.real(tw)
     if _repeated(w):  # the eigenvectors have no derivative: NaN, never a finite wrong number
         return tw, fnp.full(shape(v), np.nan, dtype=fnp.result_type(v))
-    tv = fnp.stack([_bordered_solve(data, w[i], v[:, i], -dav[:, i], p) for i in range(shape(v)[1])], axis=1)
-    return tw, tv
+    where = _gauge_entries(v) if complex_ else None
+    cols = []
+    for i in range(shape(v)[1]):
+        z = _bordered_solve(data, w[i], v[:, i], -dav[:, i], p)     # v^H z = 0
+        if complex_:  # keep v[p] real: remove the imaginary part of z[p] / v[p] along v
+            z = z - 1j * fnp.imag(_entry(z, where[i]) / _entry(v[:, i], where[i])) * v[:, i]
+        cols.append(z)
+    return tw, fnp.stack(cols, axis=1)
 
 
 def _batch(args: list[Any], dims: list[Any], **kw: Any) -> tuple[Any, Any]:
@@ -158,8 +200,6 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM
         raise NotImplementedError("eigsh: generalized problems and shift-invert (M, sigma, Minv, OPinv, mode) "
                                   "are not supported")
     a = as_square_sparse(A, "csr", "eigsh")
-    if fnp.result_type(a.data).kind == "c":
-        raise NotImplementedError("eigsh: complex Hermitian matrices are not supported; give real symmetric values")
     n = a.shape[0]
     if not 0 < k < n:
         raise ValueError(f"eigsh: k must satisfy 0 < k < n = {n}, got {k}")
