@@ -1,5 +1,6 @@
-"""``eigsh``: a few eigenpairs of a real symmetric sparse matrix, through the backend's
-``eigsh``, differentiable in the values (eigenvalues and eigenvectors, to any order).
+"""``eigsh``: a few eigenpairs of a real symmetric or complex Hermitian sparse matrix,
+through the backend's ``eigsh``, differentiable in the values (eigenvalues and
+eigenvectors, to any order).
 
 For a simple eigenvalue ``lam`` with unit eigenvector ``v`` of symmetric ``A``:
 
@@ -16,7 +17,14 @@ For a simple eigenvalue ``lam`` with unit eigenvector ``v`` of symmetric ``A``:
 
 Both rules are written with differentiable operations (the sparse solve, gathers,
 scatter-adds), so they differentiate again. Eigenvectors are made unique by their sign:
-the entry of largest magnitude is positive. A repeated eigenvalue has no differentiable
+the entry of largest magnitude is positive.
+
+Complex Hermitian ``A``: ``d lam = Re(v^H dA v)``; the bordered system has ``v^H`` in its
+last row (so ``v^H dv = 0``), and the gauge (the entry ``v[p]`` of largest magnitude real
+and positive) adds the phase correction ``dv -= i Im(dv[p] / v[p]) v``. The VJP is the
+transpose of these maps in funcgrad's (JAX's) convention for complex values: the
+correction's transpose moves ``-i Im(g . v) / v[p]`` onto the cotangent's entry ``p``,
+and the bordered solve's transpose is ``conj(M^-1 conj(.))`` (``M`` is Hermitian). A repeated eigenvalue has no differentiable
 eigenvectors (only their span is defined): the bordered system is then singular and the
 derivative raises :class:`SingularMatrixError` rather than give a wrong number.
 """
@@ -130,7 +138,7 @@ def _vjp_all(g: tuple[Any, Any], ans: tuple[Any, Any], argnums: Any, data: Any, 
         out = out + fnp.sum(left * gather(v, p.col) * gw, axis=1)
     if gv is not None and not (isinstance(gv, np.ndarray) and not gv.any()):  # skip a host zero cotangent
         _check_simple(w)
-        where = _gauge_entries(v) if complex_ else None
+        where: Any = _gauge_entries(v) if complex_ else None
         for i in range(shape(v)[1]):
             vi, gi = v[:, i], gv[:, i]
             if complex_:
@@ -157,7 +165,7 @@ def _jvp(t: Any, ans: tuple[Any, Any], data: Any, **kw: Any) -> tuple[Any, Any]:
         tw = fnp.real(tw)
     if _repeated(w):  # the eigenvectors have no derivative: NaN, never a finite wrong number
         return tw, fnp.full(shape(v), np.nan, dtype=fnp.result_type(v))
-    where = _gauge_entries(v) if complex_ else None
+    where: Any = _gauge_entries(v) if complex_ else None
     cols = []
     for i in range(shape(v)[1]):
         z = _bordered_solve(data, w[i], v[:, i], -dav[:, i], p)     # v^H z = 0
@@ -180,16 +188,18 @@ _eigsh = defprimitive(_eigsh_raw, name="sparse_eigsh", vjp_all=_vjp_all, jvp=_jv
 def eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM", v0: Any = None,  # noqa: N803
           ncv: Any = None, maxiter: Any = None, tol: float = 0, return_eigenvectors: bool = True,
           Minv: Any = None, OPinv: Any = None, mode: str = "normal") -> Any:  # noqa: N803
-    """``k`` eigenvalues (ascending) and eigenvectors of a real symmetric sparse ``A`` (SciPy's
-    ``eigsh``; ``which`` 'LM', 'SM', 'LA', 'SA' or 'BE'), differentiable in ``A``'s values
-    to any order, without a dense n x n: eigenvalues by ``v^T dA v``, eigenvectors by one
-    sparse bordered solve per pair (see the module docstring).
+    """``k`` eigenvalues (ascending) and eigenvectors of a real symmetric or complex
+    Hermitian sparse ``A`` (SciPy's ``eigsh``; ``which`` 'LM', 'SM', 'LA', 'SA', or 'BE' for
+    real ``A``), differentiable in ``A``'s values to any order, without a dense n x n:
+    eigenvalues by ``v^H dA v``, eigenvectors by one sparse bordered solve per pair (see
+    the module docstring).
 
-    Eigenvectors are unique up to sign; funcgrad makes the entry of largest magnitude
-    positive. For a repeated eigenvalue only the eigenvectors' span is defined: their
+    Eigenvectors are unique up to sign (a phase, when complex); funcgrad makes the entry of
+    largest magnitude real and positive, and differentiates in that gauge (compare phase-
+    invariant quantities such as ``|v|^2`` or ``v v^H`` with other libraries). For a repeated eigenvalue only the eigenvectors' span is defined: their
     derivative raises ``SingularMatrixError`` (the eigenvalues' stays defined).
-    Differentiate through a symmetric function of the values (e.g. ``A + A.T``): the
-    derivative assumes ``A`` stays symmetric.
+    Differentiate through a symmetric (Hermitian) function of the values (e.g. ``A + A.T``,
+    ``A + A.conj().T``): the derivative assumes ``A`` stays so.
 
     Example::
 
