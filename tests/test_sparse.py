@@ -517,8 +517,57 @@ def test_expm_multiply_large_norm_complex_and_jit():
     c = fs.csr_array(lap * (1 + 0.5j))
     np.testing.assert_allclose(fsl.expm_multiply(c, b), sla.expm(lap.toarray() * (1 + 0.5j)) @ b, rtol=1e-10,
                                atol=1e-12)
-    with pytest.raises(NotImplementedError, match="outside fg.jit"):
-        fg.jit(lambda d: fsl.expm_multiply(a._like(d), b))(a.data)
+
+
+def test_expm_multiply_under_jit_matches_eager():
+    n = 60
+    lap = ssp.diags([np.ones(n - 1), -2 * np.ones(n), np.ones(n - 1)], [-1, 0, 1]).tocsr() * (n ** 2 / 50.0)
+    b = np.sin(np.linspace(0, 3, n))
+    a = fs.csr_array(lap)
+    f = lambda d, b: fsl.expm_multiply(a._like(d), b)  # noqa: E731
+    staged = fg.jit(f)
+    for scale in (1.0, 1.5, 0.2):   # later calls with other values: the budget of the first still holds
+        eager = f(a.data * scale, b)
+        np.testing.assert_allclose(staged(a.data * scale, b), eager, rtol=0, atol=1e-13 * np.abs(eager).max())
+    loss = lambda d: fnp.sum(f(d, b) ** 2)  # noqa: E731
+    g = fg.grad(loss)(a.data)
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(a.data), g, rtol=0, atol=1e-13 * np.abs(g).max())
+    # values beyond the traced budget (2 ||A||_1 of the values traced): NaN, never a truncated series
+    assert np.all(np.isnan(staged(a.data * 5.0, b)))
+    # a static norm bound: the same result, eager or staged, and NaN in value and gradient beyond it
+    bounded = lambda d: fsl.expm_multiply(a._like(d), b, norm_bound=300.0)  # noqa: E731
+    np.testing.assert_allclose(fg.jit(bounded)(a.data), f(a.data, b), rtol=0, atol=1e-13 * np.abs(f(a.data, b)).max())
+    np.testing.assert_allclose(fg.grad(lambda d: fnp.sum(bounded(d) ** 2))(a.data), g, rtol=0,
+                               atol=1e-13 * np.abs(g).max())
+    short = lambda d: fsl.expm_multiply(a._like(d), b, norm_bound=100.0)  # noqa: E731
+    assert np.all(np.isnan(short(a.data)))
+    assert np.all(np.isnan(fg.grad(lambda d: fnp.sum(short(d) ** 2))(a.data)))
+    # only B staged: the degree comes from A's concrete values, without the early stop
+    np.testing.assert_allclose(fg.jit(lambda b: fsl.expm_multiply(a, b))(2 * b), 2 * f(a.data, b), rtol=1e-13,
+                               atol=1e-13 * np.abs(f(a.data, b)).max())
+    # a budget covers ||A||_1 even where the shift by trace(A)/n would raise the norm
+    d4 = fs.diags([np.array([1.0, 1.0, 1.0, -1.0])], [0])
+    np.testing.assert_allclose(fsl.expm_multiply(d4, np.ones(4), norm_bound=1.0), np.exp([1.0, 1.0, 1.0, -1.0]),
+                               rtol=1e-15)
+    with pytest.raises(ValueError, match="norm_bound must be a finite number"):
+        fsl.expm_multiply(d4, np.ones(4), norm_bound=-1.0)
+
+
+def test_expm_multiply_on_a_device_reads_no_norm_back():
+    import fake_backend as fb
+
+    fb.install()
+    s = (ssp.random(6, 6, density=0.4, rng=2) + ssp.eye(6)).tocsr()
+    data, b = fb.to_fake(s.data), fb.to_fake(np.ones(6))
+    a = fs.csr_array((data, s.indices, s.indptr), shape=(6, 6))
+    with pytest.raises(ValueError, match="norm_bound="):
+        fsl.expm_multiply(a, b)
+    with fb.no_host_sync():
+        out = fsl.expm_multiply(a, b, norm_bound=10.0)
+        g = fg.grad(lambda d: fnp.sum(fsl.expm_multiply(a._like(d), b, norm_bound=10.0) ** 2))(data)
+    np.testing.assert_allclose(fb.to_numpy(out) if hasattr(fb, "to_numpy") else fg.to_numpy(out),
+                               ssl.expm_multiply(s, np.ones(6)), rtol=1e-13)
+    assert type(g).__module__ == type(data).__module__
 
 
 @pytest.mark.parametrize("with_rmatvec", [True, False])

@@ -150,11 +150,17 @@ OPERATORS = [
 EXPM = [
     Spec("expm_multiply", lambda v, b: fsl.expm_multiply(A(v), b), lambda v, b: ssl.expm_multiply(S(v), b),
          [R, R], shapes=(V, XM), rtol=1e-12, atol=1e-13,
-         skip={"device": "the Taylor degree is chosen from the matrix norm, read on the host (one scalar "
-                         "transfer, which the fake device refuses)"}),
+         skip={"device": "on a device the step budget needs norm_bound= (expm_multiply_norm_bound)"}),
     Spec("expm_multiply_time_grid", lambda v, b: fsl.expm_multiply(A(v, "csc"), b, start=0.5, stop=1.5, num=3),
          lambda v, b: ssl.expm_multiply(S(v, "csc"), b, start=0.5, stop=1.5, num=3), [R, R], shapes=(V, X),
          rtol=1e-12, atol=1e-13, skip={"device": "as expm_multiply"}),
+    # a static norm bound fixes the number of products (the device and fg.jit path: no host read)
+    Spec("expm_multiply_norm_bound", lambda v, b: fsl.expm_multiply(A(v), b, norm_bound=8.0),
+         lambda v, b: ssl.expm_multiply(S(v), b), [R, R], shapes=(V, XM), rtol=1e-12, atol=1e-13),
+    Spec("expm_multiply_time_grid_norm_bound",
+         lambda v, b: fsl.expm_multiply(A(v, "csc"), b, start=0.5, stop=1.5, num=3, norm_bound=8.0),
+         lambda v, b: ssl.expm_multiply(S(v, "csc"), b, start=0.5, stop=1.5, num=3), [R, R], shapes=(V, X),
+         rtol=1e-12, atol=1e-13),
 ]
 
 
