@@ -590,3 +590,88 @@ def test_linear_operator_complex_parameters(with_rmatvec):
     for got, want in zip(fg.grad(f, argnums=(0, 1))(re, im), fg.grad(dense, argnums=(0, 1))(re, im)):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     check_grads(f, (re, im), order=2, modes=("fwd", "rev"))
+
+
+def test_extrema_and_count_nonzero_agree_with_scipy():
+    """Random small arrays with implicit zeros, stored zeros and a duplicate (coo): max, min,
+    argmax, argmin and count_nonzero over all entries and along each axis, as SciPy."""
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        m, n = rng.integers(1, 5, 2)
+        dense = rng.integers(-2, 3, (m, n)).astype(float) * (rng.random((m, n)) < 0.6)
+        s = ssp.csr_array(dense).tocoo()
+        dup = ssp.coo_array((np.r_[s.data, 0.0], (np.r_[s.row, 0], np.r_[s.col, 0])), shape=(m, n))
+        for ref, ours in ((s.tocsr(), fs.csr_array(s)), (dup, fs.coo_array(dup))):
+            for axis in (None, 0, 1):
+                for name in ("max", "min", "argmax", "argmin"):
+                    want = getattr(ref, name)(axis=axis)
+                    want = want.toarray() if hasattr(want, "toarray") else want
+                    np.testing.assert_array_equal(getattr(ours, name)(axis=axis), want, err_msg=f"{name} {axis}")
+                np.testing.assert_array_equal(ours.count_nonzero(axis=axis), ref.count_nonzero(axis=axis))
+    a = fs.csr_array(np.array([[-1.0, 0.0], [0.0, -2.0]]))
+    g = fg.grad(lambda d: a._like(d).min())(a.data)
+    np.testing.assert_array_equal(g, [0.0, 1.0])
+    assert fs.csr_matrix(a).max(axis=0).shape == (1, 2)          # the matrix form keeps two axes
+    assert a.sorted_indices() is a and a.has_sorted_indices
+
+
+def test_extrema_errors():
+    a = fs.csr_array(np.array([[1.0, 0.0], [0.0, 2.0]]))
+    with pytest.raises(TypeError, match="complex values have no ordering"):
+        a.astype(complex).max()
+    with pytest.raises(ValueError, match="axis must be None, 0 or 1"):
+        a.argmax(axis=2)
+    with pytest.raises(ValueError, match="empty"):
+        fs.csr_array((0, 3)).max()
+    with pytest.raises(NotImplementedError, match="explicit=True"):
+        a.max(explicit=True)
+
+
+def test_norms_onenormest_triangular_svds_errors_and_extras():
+    s = ssp.random(6, 5, density=0.5, rng=1, format="csr")
+    a = fs.csr_array(s)
+    for ord_ in (None, "fro", 1, -1, np.inf, -np.inf):
+        np.testing.assert_allclose(fsl.norm(a, ord_), ssl.norm(s, ord_), rtol=1e-14)
+    for axis in (0, 1, (1,)):
+        for ord_ in (None, 1, np.inf, -np.inf, 0, 0.5):
+            np.testing.assert_allclose(fsl.norm(a, ord_, axis=axis), ssl.norm(s, ord_, axis=axis), rtol=1e-14)
+    np.testing.assert_allclose(fsl.norm(a, 1, axis=(1, 0)), ssl.norm(s, 1, axis=(1, 0)))
+    with pytest.raises(NotImplementedError, match="svds"):
+        fsl.norm(a, 2)
+    with pytest.raises(ValueError, match="invalid norm order"):
+        fsl.norm(a, 3)
+    with pytest.raises(TypeError, match="funcgrad.numpy.linalg.norm"):
+        fsl.norm(np.eye(2))
+    sq = (ssp.random(5, 5, density=0.5, rng=2) + ssp.eye(5)).tocsr()
+    est, v, w = fsl.onenormest(fs.csr_array(sq), compute_v=True, compute_w=True)
+    want = ssl.onenormest(sq, compute_v=True, compute_w=True)
+    for got, ref in zip((est, v, w), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-14)
+    with pytest.raises(TypeError, match="LinearOperator has no stored entries"):
+        fsl.onenormest(fsl.LinearOperator((2, 2), matvec=lambda x: x))
+    with pytest.raises(np.linalg.LinAlgError, match="diagonal"):
+        fsl.spsolve_triangular(fs.csr_array(np.array([[0.0, 0.0], [1.0, 3.0]])), np.ones(2))
+    with pytest.raises(ValueError, match="0 < k < min"):
+        fsl.svds(a, k=5)
+    with pytest.raises(NotImplementedError, match="'LM'"):
+        fsl.svds(a, k=2, which="SM")
+    # complex values: the singular values and a phase-invariant function of the vectors, against dense SVD
+    z = s.data * (1.0 + 0.5j * np.cos(np.arange(s.nnz)))
+    c = fs.csr_array((z, s.indices, s.indptr), shape=s.shape)
+    u, sv, vh = fsl.svds(c, k=2)
+    dense = np.linalg.svd(c.toarray())
+    np.testing.assert_allclose(sv, dense[1][1::-1], rtol=1e-12)
+    np.testing.assert_allclose(u @ np.diag(sv) @ vh, (dense[0][:, :2] * dense[1][:2]) @ dense[2][:2],
+                               atol=1e-12)
+
+    def top(z, by_svds):
+        m = fs.csr_array((z, s.indices, s.indptr), shape=s.shape)
+        if by_svds:
+            u, sv, vh = fsl.svds(m, k=1)
+        else:
+            uu, sd, vvh = fnp.linalg.svd(m.toarray(), full_matrices=False)
+            u, sv, vh = uu[:, :1], sd[:1], vvh[:1]
+        return sv[0] + fnp.sum(fnp.abs(u) ** 4) + fnp.sum(fnp.abs(vh) ** 3)
+
+    np.testing.assert_allclose(fg.grad(top)(z, True), fg.grad(top)(z, False), atol=1e-11)
+    check_grads(lambda z: top(z, True), (z,), order=2, modes=("fwd", "rev"))

@@ -220,7 +220,51 @@ EIGEN += [
          rtol=1e-8, atol=1e-9),
 ]
 
-SPECS = OPS + SOLVES + OPERATORS + EIGEN + EXPM
+def svd_top2(w):
+    """The two largest singular values (ascending) of Sq(w), and sign-invariant functions of
+    their vectors: u_i * u_i and the outer products u_i v_i^T."""
+    u, s, vh = np.linalg.svd(Sq(w).toarray())
+    u, s, vh = u[:, 1::-1], s[1::-1], vh[1::-1]
+    return np.concatenate([s, (u * u).ravel(), np.einsum("ik,kj->kij", u, vh).ravel()])
+
+
+def svds_top2(w):
+    u, s, vh = fsl.svds(Aq(w), k=2)
+    return fnp.concatenate([s, fnp.ravel(u * u), fnp.ravel(u.T[:, :, None] * vh[:, None, :])])
+
+
+NORMS = [
+    Spec("max", lambda v: A(v).max(), lambda v: S(v).max(), [R], shapes=(V,)),
+    Spec("min_axis0", lambda v: A(v).min(axis=0), lambda v: S(v).min(axis=0).toarray(), [R], shapes=(V,)),
+    Spec("max_axis1_coo", lambda v: A(v, "coo").max(axis=1), lambda v: S(v).max(axis=1).toarray(), [R],
+         shapes=(V,)),
+    Spec("norm_fro", lambda v: fsl.norm(A(v)), lambda v: ssl.norm(S(v)), [R], shapes=(V,)),
+    Spec("norm_1", lambda v: fsl.norm(A(v, "csc"), 1), lambda v: ssl.norm(S(v), 1), [R], shapes=(V,)),
+    Spec("norm_inf", lambda v: fsl.norm(A(v), np.inf), lambda v: ssl.norm(S(v), np.inf), [R], shapes=(V,)),
+    Spec("norm_rows", lambda v: fsl.norm(well(v), axis=1), lambda v: ssl.norm(S_well(v), axis=1), [R],
+         shapes=(V,)),
+    Spec("norm_columns_p3", lambda v: fsl.norm(well(v), 3, axis=0), lambda v: ssl.norm(S_well(v), 3, axis=0),
+         [R], shapes=(V,)),
+    Spec("onenormest", lambda v: fsl.onenormest(A(v)), lambda v: ssl.onenormest(S(v)), [R], shapes=(V,)),
+]
+
+SOLVES += [
+    Spec("spsolve_triangular_lower", lambda v, b: fsl.spsolve_triangular(well(v), b),
+         lambda v, b: ssl.spsolve_triangular(ssp.tril(S_well(v)).tocsr(), b), [R, R], shapes=(V, X), **TOL),
+    Spec("spsolve_triangular_upper_unit",
+         lambda v, b: fsl.spsolve_triangular(A(v), b, lower=False, unit_diagonal=True),
+         lambda v, b: ssl.spsolve_triangular(ssp.triu(S(v)).tocsr(), b, lower=False, unit_diagonal=True),
+         [R, R], shapes=(V, XM), **TOL),
+]
+
+EIGEN += [
+    Spec("svds", svds_top2, svd_top2, [R], shapes=(QV,), rtol=1e-8, atol=1e-9),
+    Spec("svds_values", lambda w: fsl.svds(Aq(w), k=2, return_singular_vectors=False),
+         lambda w: np.linalg.svd(Sq(w).toarray(), compute_uv=False)[1::-1], [R], shapes=(QV,), rtol=1e-9,
+         atol=1e-10),
+]
+
+SPECS = NORMS + OPS + SOLVES + OPERATORS + EIGEN + EXPM
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -294,6 +294,53 @@ class SparseArray:
     def trace(self, offset: int = 0) -> Any:
         return fnp.sum(self.diagonal(offset))
 
+    def max(self, axis: int | None = None, out: Any = None, *, explicit: bool = False) -> Any:
+        """Largest entry, over all or along ``axis`` (implicit zeros count, as in SciPy);
+        differentiable in the values. Along an axis the result is dense (SciPy's is a 1-D
+        sparse array).
+
+        Example::
+
+            csr_array(fnp.array([[-1.0, 0.0], [0.0, -2.0]])).max()   # 0.0 (an implicit zero)
+        """
+        from ._extrema import extremum
+        _no_explicit(explicit, "max")
+        return extremum(self, axis, largest=True)
+
+    def min(self, axis: int | None = None, out: Any = None, *, explicit: bool = False) -> Any:
+        """Smallest entry, over all or along ``axis`` (see :meth:`max`)."""
+        from ._extrema import extremum
+        _no_explicit(explicit, "min")
+        return extremum(self, axis, largest=False)
+
+    def argmax(self, axis: int | None = None, out: Any = None, *, explicit: bool = False) -> Any:
+        """Position of the first largest entry: flat (C order) for ``axis=None``, else per
+        column (``axis=0``: a row index) or per row (``axis=1``: a column index).
+
+        Example::
+
+            csr_array(fnp.array([[1.0, 3.0], [0.0, 2.0]])).argmax()   # 1
+        """
+        from ._extrema import arg_extremum
+        _no_explicit(explicit, "argmax")
+        return arg_extremum(self, axis, largest=True)
+
+    def argmin(self, axis: int | None = None, out: Any = None, *, explicit: bool = False) -> Any:
+        """Position of the first smallest entry (see :meth:`argmax`)."""
+        from ._extrema import arg_extremum
+        _no_explicit(explicit, "argmin")
+        return arg_extremum(self, axis, largest=False)
+
+    def count_nonzero(self, axis: int | None = None) -> Any:
+        """Number of nonzero entries (stored zeros do not count; duplicates are summed first).
+
+        Example::
+
+            coo_array(([1.0, 0.0], ([0, 1], [0, 1])), shape=(2, 2)).count_nonzero()   # 1
+        """
+        from ._extrema import count_nonzero
+        return count_nonzero(self, axis)
+
     # ---- elementwise ------------------------------------------------------------
     def _map(self, fn: Callable[[Any], Any]) -> "SparseArray":
         return self._like(fn(self._data))
@@ -405,6 +452,12 @@ class SparseArray:
         if np.isscalar(other) or ndim(other) == 0:
             return self * other
         return self @ other
+
+
+def _no_explicit(explicit: bool, what: str) -> None:
+    if explicit:
+        raise NotImplementedError(f"{what}(explicit=True) (stored entries only) is not supported; "
+                                  f"reduce A.data instead")
 
 
 def _diagonal_plan(p: Pattern, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -556,7 +609,16 @@ class _Compressed(SparseArray):
         return self
 
     def sort_indices(self) -> None:
+        """Nothing to do: csr/csc indices are always sorted here."""
         return None
+
+    def sorted_indices(self) -> "SparseArray":
+        """This array (its indices are always sorted)."""
+        return self
+
+    @property
+    def has_sorted_indices(self) -> bool:
+        return True
 
     @property
     def has_canonical_format(self) -> bool:
