@@ -205,6 +205,18 @@ class SparseArray:
     def __bool__(self) -> bool:
         raise ValueError("the truth value of a sparse array is ambiguous")
 
+    def __getitem__(self, key: Any) -> Any:
+        """``A[i, j]`` (an entry), ``A[rows, cols]`` with slices, integer arrays or masks (a
+        sparse array of the selection); differentiable in the values.
+
+        Example::
+
+            A = csr_array(fnp.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
+            A[0, 2], A[:, [0, 2]].toarray(), A[[1]].nnz   # 2.0, [[1, 2], [0, 0]], 1
+        """
+        from ._indexing import getitem
+        return getitem(self, key)
+
     # ---- conversions ----------------------------------------------------------
     def asformat(self, format: str | None, copy: bool = False) -> "SparseArray":  # noqa: A002
         """This array in another format (``'csr'``, ``'csc'``, ``'coo'``); values move
