@@ -706,3 +706,17 @@ def test_indexing_agrees_with_scipy_and_refuses_one_dimensional_results():
     with pytest.raises(TypeError, match="concrete"):
         fg.jit(lambda rows: a[rows, :].toarray())(np.array([0, 1]))
     assert a[0, 1] == 0.0 and a[[0, 0], :].nnz == 2 * a[[0], :].nnz
+
+
+def test_setdiag_in_place_as_scipy():
+    dense = np.array([[1.0, 2.0, 0.0], [0.0, 0.0, 3.0], [4.0, 0.0, 0.0]])
+    for fmt in ("csr", "csc", "coo"):
+        for values, k in (([7.0, 8.0], 0), (0.0, 1), ([1.0, 2.0, 3.0, 4.0, 5.0], -1), ([9.0], -2), (5.0, 2)):
+            want = getattr(ssp, f"{fmt}_array")(dense)
+            want.setdiag(values, k=k)
+            got = getattr(fs, f"{fmt}_array")(dense)
+            assert got.setdiag(values, k=k) is None
+            np.testing.assert_array_equal(got.toarray(), want.toarray())
+            assert got.nnz == want.nnz and got.format == fmt
+    with pytest.raises(ValueError, match="out of range"):
+        fs.csr_array(dense).setdiag(1.0, k=3)

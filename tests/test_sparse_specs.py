@@ -72,6 +72,12 @@ def sym(a):
     return a + a.T
 
 
+def setdiag(a, values, k):
+    """``a`` after ``a.setdiag(values, k)`` (in place, as SciPy)."""
+    a.setdiag(values, k)
+    return a
+
+
 R = "real"
 S_ = "small"
 TOL = {"rtol": 1e-8, "atol": 1e-10}
@@ -112,6 +118,8 @@ OPS = [
          lambda v: S(v, "csc")[::2, np.array([1, 0, 1, 1, 0], bool)].toarray(), [R], shapes=(V,)),
     Spec("getitem_entry", lambda v: A(v)[2, 2] + A(v, "coo")[0, 1] * 2.0,
          lambda v: S(v)[2, 2] + S(v, "csr")[0, 1] * 2.0, [R], shapes=(V,)),
+    Spec("setdiag", lambda v, d: setdiag(A(v, "csc"), d, 1).toarray(),
+         lambda v, d: setdiag(S(v, "csc"), d, 1).toarray(), [R, R], shapes=(V, (3,))),
     Spec("power", lambda v: A(v).power(3).toarray(), lambda v: S(v).power(3).toarray(), [R], shapes=(V,)),
     Spec("diags", lambda a, b: fs.diags([a, b], [0, 1], shape=(3, 3)).toarray(),
          lambda a, b: ssp.diags([a, b], [0, 1], shape=(3, 3)).toarray(), [R, R], shapes=((3,), (2,))),

@@ -303,6 +303,43 @@ class SparseArray:
         sel, pos = self._pattern.cached(("diagonal", k), lambda: _diagonal_plan(self._pattern, k))
         return segment_sum(gather(self._data, sel), pos, length)
 
+    def setdiag(self, values: Any, k: int = 0) -> None:
+        """Set diagonal ``k`` to ``values`` (a scalar, or an array: when shorter than the
+        diagonal only its first entries are set, when longer the rest is ignored), in place,
+        as SciPy does: the array takes the new pattern (the positions set are stored, zeros
+        included) and values that stay differentiable in both the old values and ``values``.
+
+        Example::
+
+            A = csr_array(fnp.array([[1.0, 2.0], [0.0, 0.0]]))
+            A.setdiag(fnp.array([5.0, 6.0]))
+            A.toarray()   # [[5., 2.], [0., 6.]]
+        """
+        m, n = self.shape
+        k = int(k)
+        if not -m < k < n:
+            raise ValueError(f"setdiag: k={k} is out of range for a sparse array of shape {self.shape}")
+        length = min(m + min(k, 0), n - max(k, 0))
+        if not isinstance(values, Box) and not hasattr(values, "shape"):
+            values = np.asarray(values, dtype=np.result_type(self.dtype, np.asarray(values).dtype))
+        if ndim(values) == 0:
+            values = fnp.broadcast_to(values, (length,))
+        elif ndim(values) != 1:
+            raise ValueError(f"setdiag: values must be a scalar or 1-D, got shape {tuple(shape(values))}")
+        values = values[:length]
+        count = shape(values)[0]
+        i = np.arange(count, dtype=INDEX)
+        rows, cols = i - min(k, 0), i + max(k, 0)
+        p = self._pattern
+        on = (p.col - p.row == k) & (p.row + min(k, 0) < count)   # the positions being set
+        keep = np.nonzero(~on)[0].astype(INDEX)
+        want = np.result_type(self.dtype, dtype(values))
+        old = self._data if dtype(self._data) == want else fnp.astype(self._data, want)
+        new = values if dtype(values) == want else fnp.astype(values, want)
+        data = fnp.concatenate([gather(old, keep), new])
+        joined = Pattern(np.concatenate([p.row[keep], rows]), np.concatenate([p.col[keep], cols]), p.shape, "coo")
+        self._set(*_to_order(data, joined, self.format))
+
     def trace(self, offset: int = 0) -> Any:
         return fnp.sum(self.diagonal(offset))
 
