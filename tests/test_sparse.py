@@ -720,3 +720,16 @@ def test_setdiag_in_place_as_scipy():
             assert got.nnz == want.nnz and got.format == fmt
     with pytest.raises(ValueError, match="out of range"):
         fs.csr_array(dense).setdiag(1.0, k=3)
+
+
+def test_splu_and_spsolve_pass_their_options_to_the_factorization():
+    s = (ssp.random(8, 8, density=0.4, rng=3) + 4 * ssp.eye(8)).tocsc()
+    a = fs.csc_array(s)
+    np.testing.assert_array_equal(fsl.splu(a, permc_spec="NATURAL").perm_c, np.arange(8))
+    assert not np.array_equal(fsl.splu(a, permc_spec="COLAMD").perm_c, np.arange(8))
+    b = np.arange(8.0)
+    for spec in ("NATURAL", "MMD_AT_PLUS_A"):
+        np.testing.assert_allclose(fsl.spsolve(a, b, permc_spec=spec), ssl.spsolve(s, b), rtol=1e-12)
+        g = fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b, permc_spec=spec) ** 2))(a.data)
+        np.testing.assert_allclose(g, fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b) ** 2))(a.data),
+                                   rtol=1e-10)

@@ -57,7 +57,14 @@ def spsolve(A: Any, b: Any, permc_spec: Any = None, use_umfpack: bool = True) ->
     """
     a = as_square_sparse(A, "csc", "spsolve")
     b = _rhs(b, a.shape[0], "spsolve")
-    return solve(a.data, b, None, system=System("lu", a.pattern), trans="N")
+    return solve(a.data, b, None, system=System("lu", a.pattern, options=_lu_options(permc_spec=permc_spec)),
+                 trans="N")
+
+
+def _lu_options(**given: Any) -> tuple[tuple[str, Any], ...]:
+    """The backend ``splu``'s options that were given (SciPy's names: ``permc_spec`` is the
+    column ordering, e.g. ``"MMD_AT_PLUS_A"`` for a structurally symmetric matrix)."""
+    return tuple((k, v) for k, v in given.items() if v is not None)
 
 
 class SuperLU:
@@ -72,9 +79,9 @@ class SuperLU:
         y = lu.solve(b, "T")     # A^T y = b
     """
 
-    def __init__(self, a: SparseArray):
+    def __init__(self, a: SparseArray, options: tuple[tuple[str, Any], ...] = ()):
         self._a = a
-        self._system = System("lu", a.pattern)
+        self._system = System("lu", a.pattern, options=options)
         self.shape = a.shape
         self.nnz = a.nnz
         self._lu = None if isinstance(a.data, Box) else factor(a.data, self._system)
@@ -106,7 +113,9 @@ def splu(A: Any, permc_spec: Any = None, diag_pivot_thresh: Any = None, relax: A
         lu = splu(sparse.csc_array(fnp.array([[2.0, 0.0], [1.0, 1.0]])))
         lu.solve(fnp.array([2.0, 2.0]))   # [1., 1.]
     """
-    return SuperLU(as_square_sparse(A, "csc", "splu"))
+    return SuperLU(as_square_sparse(A, "csc", "splu"),
+                   _lu_options(permc_spec=permc_spec, diag_pivot_thresh=diag_pivot_thresh, relax=relax,
+                               panel_size=panel_size, options=options))
 
 
 def factorized(A: Any) -> Callable[[Any], Any]:  # noqa: N803

@@ -86,7 +86,8 @@ def _bordered_solve(data: Any, lam: Any, v: Any, rhs: Any, pattern: Pattern) -> 
     cols = np.concatenate([pattern.col, diag, edge, diag])
     values = fnp.concatenate([data, fnp.zeros_like(v) - lam, v, fnp.conj(v) if _is_complex(v) else v])
     bordered = coo_array((values, (rows, cols)), shape=(n + 1, n + 1))
-    full = spsolve(bordered, fnp.concatenate([rhs, fnp.zeros_like(rhs[:1])]))
+    # structurally symmetric: a minimum-degree ordering of A + A^T keeps the LU's fill low
+    full = spsolve(bordered, fnp.concatenate([rhs, fnp.zeros_like(rhs[:1])]), permc_spec="MMD_AT_PLUS_A")
     return full[:n]
 
 

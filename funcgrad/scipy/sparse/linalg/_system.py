@@ -103,7 +103,7 @@ def factor(data: Any, system: System) -> Any:
     xp = namespace_of(data)
     mat = native_matrix(xp, data, system.matrix_pattern(), "csc")
     try:
-        lu = sparse_linalg_module(xp).splu(mat)
+        lu = sparse_linalg_module(xp).splu(mat, **dict(system.options))
     except RuntimeError as e:
         raise SingularMatrixError(f"funcgrad.scipy.sparse.linalg: the matrix is singular ({e}); a singular "
                                   f"system has no solution and no derivative") from e
