@@ -858,6 +858,19 @@ def _fake_eigsh(a: Any, k: int = 6, *, which: str = "LM", v0: Any = None, ncv: A
     return FakeArray(np.asarray(out[0]), dev), FakeArray(np.asarray(out[1]), dev)
 
 
+def _fake_least_squares(name: str) -> Callable:
+    """cupyx's ``lsqr``/``lsmr``: ``x`` and the diagnostics come back on the device."""
+    def solver(A: Any, b: Any, **kwargs: Any) -> tuple:  # noqa: N803
+        import scipy.sparse.linalg as sla
+
+        m, dev = _sparse_operand(A)
+        out = getattr(sla, name)(m, _unwrap(b, [dev]), **kwargs)
+        return (FakeArray(np.asarray(out[0]), dev),) + tuple(FakeArray(np.asarray(v, dtype=float), dev)
+                                                               for v in out[1:])
+    solver.__name__ = name
+    return solver
+
+
 try:
     import scipy.sparse  # noqa: F401
 
@@ -872,6 +885,8 @@ try:
     fake.scipy_sparse.linalg.eigsh = _fake_eigsh
     for _solver in ("cg", "gmres", "bicgstab", "minres"):
         setattr(fake.scipy_sparse.linalg, _solver, _fake_iterative(_solver))
+    for _solver in ("lsqr", "lsmr"):
+        setattr(fake.scipy_sparse.linalg, _solver, _fake_least_squares(_solver))
 except ImportError:  # pragma: no cover
     pass
 

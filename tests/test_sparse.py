@@ -733,3 +733,47 @@ def test_splu_and_spsolve_pass_their_options_to_the_factorization():
         g = fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b, permc_spec=spec) ** 2))(a.data)
         np.testing.assert_allclose(g, fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b) ** 2))(a.data),
                                    rtol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["lsqr", "lsmr"])
+def test_least_squares_derivatives_match_the_normal_equations(method):
+    s = (ssp.random(8, 5, density=0.5, rng=0, format="csr") + ssp.eye(8, 5)).tocsr()
+    a = fs.csr_array(s)
+    b = np.cos(np.arange(8.0))
+    tight = {"atol": 1e-14, "btol": 1e-14}
+    for damp in (0.0, 0.3):
+        got, want = getattr(fsl, method)(a, b, damp=damp, **tight), getattr(ssl, method)(s, b, damp=damp, **tight)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        assert len(got) == len(want) and isinstance(got[1], int) and got[1:3] == want[1:3]
+        f = lambda d, b: getattr(fsl, method)(a._like(d), b, damp=damp, **tight)[0]  # noqa: E731, B023
+
+        def dense(d, b):
+            m = a._like(d).toarray()
+            return fnp.linalg.solve(m.T @ m + damp ** 2 * np.eye(5), m.T @ b)  # noqa: B023
+        want_j = fg.jacrev(dense, argnums=(0, 1))(a.data, b)
+        for jac in (fg.jacrev, fg.jacfwd):
+            for g, w in zip(jac(f, argnums=(0, 1))(a.data, b), want_j):
+                np.testing.assert_allclose(g, w, atol=1e-12)
+        check_grads(f, (a.data, b), order=2, modes=("fwd", "rev"))
+    # complex values, damped
+    z = s.data * (1 + 0.3j * np.sin(np.arange(s.nnz)))
+    bc = b * (1 - 0.5j)
+
+    def loss(z, by):
+        m = a._like(z)
+        if by == "sparse":
+            x = getattr(fsl, method)(m, bc, damp=0.2, **tight)[0]
+        else:
+            d = m.toarray()
+            x = fnp.linalg.solve(fnp.conj(d).T @ d + 0.04 * np.eye(5), fnp.conj(d).T @ bc)
+        return fnp.sum(fnp.abs(x) ** 2)
+    np.testing.assert_allclose(fg.grad(loss)(z, "sparse"), fg.grad(loss)(z, "dense"), atol=1e-12)
+    check_grads(lambda z: loss(z, "sparse"), (z,), order=2, modes=("fwd", "rev"))
+    # a rank-deficient A without damping: no unique solution, so no derivative
+    deficient = fs.csr_array(np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]]))
+    with pytest.raises(fsl.SingularMatrixError):
+        fg.grad(lambda d: fnp.sum(getattr(fsl, method)(deficient._like(d), np.ones(3))[0]))(deficient.data)
+    with pytest.raises(NotImplementedError, match="x0"):
+        getattr(fsl, method)(a, b, x0=np.zeros(5))
+    with pytest.raises(ValueError, match="length 8"):
+        getattr(fsl, method)(a, np.ones(5))

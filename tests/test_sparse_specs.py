@@ -262,7 +262,24 @@ NORMS = [
     Spec("onenormest", lambda v: fsl.onenormest(A(v)), lambda v: ssl.onenormest(S(v)), [R], shapes=(V,)),
 ]
 
+def tall(v):
+    """A (2N, N) matrix of full column rank: the well-conditioned matrix over 0.2 A(v)."""
+    return fs.vstack([well(v), A(0.2 * v)])
+
+
+def S_tall(v):
+    return ssp.vstack([S_well(v), S(0.2 * v)]).tocsr()
+
+
+LSQ = {"atol": 1e-14, "btol": 1e-14}
+
 SOLVES += [
+    Spec("lsqr", lambda v, b: fsl.lsqr(tall(v), b, **LSQ)[0], lambda v, b: ssl.lsqr(S_tall(v), b, **LSQ)[0],
+         [R, R], shapes=(V, (2 * N,)), rtol=1e-9, atol=1e-11),
+    Spec("lsmr_damped", lambda v, b: fsl.lsmr(tall(v), b, damp=0.5, **LSQ)[0],
+         lambda v, b: ssl.lsmr(S_tall(v), b, damp=0.5, **LSQ)[0], [R, R], shapes=(V, (2 * N,)), rtol=1e-9,
+         atol=1e-11),
+
     Spec("spsolve_triangular_lower", lambda v, b: fsl.spsolve_triangular(well(v), b),
          lambda v, b: ssl.spsolve_triangular(ssp.tril(S_well(v)).tocsr(), b), [R, R], shapes=(V, X), **TOL),
     Spec("spsolve_triangular_upper_unit",

@@ -1,6 +1,6 @@
 """Differentiable ``scipy.sparse.linalg``: direct solves (``spsolve``, ``splu``,
 ``factorized``, ``spsolve_triangular``), iterative solvers (``cg``, ``gmres``,
-``bicgstab``, ``minres``) with implicit derivatives, ``LinearOperator`` (with
+``bicgstab``, ``minres``) and least squares (``lsqr``, ``lsmr``) with implicit derivatives, ``LinearOperator`` (with
 differentiable ``params``), ``eigsh`` (eigenvalues and eigenvectors, real symmetric or
 complex Hermitian), ``svds``, ``expm_multiply``, ``norm``, ``onenormest``.
 
@@ -26,10 +26,11 @@ from ._eigen import eigsh
 from ._expm import expm_multiply
 from ._interface import LinearOperator
 from ._iterative import bicgstab, cg, gmres, minres
+from ._least_squares import lsmr, lsqr
 from ._norms import norm, onenormest
 from ._svds import svds
 from ._system import SingularMatrixError
 from ._triangular import spsolve_triangular
 
 __all__ = ["spsolve", "spsolve_triangular", "splu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres",
-           "LinearOperator", "eigsh", "svds", "expm_multiply", "norm", "onenormest", "SingularMatrixError"]
+           "lsqr", "lsmr", "LinearOperator", "eigsh", "svds", "expm_multiply", "norm", "onenormest", "SingularMatrixError"]
