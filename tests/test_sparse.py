@@ -777,3 +777,20 @@ def test_least_squares_derivatives_match_the_normal_equations(method):
         getattr(fsl, method)(a, b, x0=np.zeros(5))
     with pytest.raises(ValueError, match="length 8"):
         getattr(fsl, method)(a, np.ones(5))
+
+
+def test_argmax_and_count_nonzero_stay_on_the_device():
+    import fake_backend as fb
+
+    fb.install()
+    s = ssp.random(5, 6, density=0.4, rng=4, format="csr")
+    s.data -= 0.5
+    a = fs.csr_array((fb.to_fake(s.data), s.indices, s.indptr), shape=s.shape)
+    with fb.no_host_sync():
+        outs = [a.argmax(), a.argmin(axis=0), a.argmax(axis=1), a.count_nonzero(), a.count_nonzero(axis=0),
+                a.max(axis=1), fsl.norm(a, -np.inf)]
+    wants = [s.argmax(), s.argmin(axis=0), s.argmax(axis=1), s.count_nonzero(), s.count_nonzero(axis=0),
+             s.max(axis=1).toarray(), ssl.norm(s, -np.inf)]
+    for got, want in zip(outs, wants):
+        assert type(got).__module__ == type(a.data).__module__
+        np.testing.assert_array_equal(np.ravel(fg.to_numpy(got)), np.ravel(want))
