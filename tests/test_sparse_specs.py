@@ -120,6 +120,8 @@ OPS = [
          lambda v: S(v)[2, 2] + S(v, "csr")[0, 1] * 2.0, [R], shapes=(V,)),
     Spec("setdiag", lambda v, d: setdiag(A(v, "csc"), d, 1).toarray(),
          lambda v, d: setdiag(S(v, "csc"), d, 1).toarray(), [R, R], shapes=(V, (3,))),
+    Spec("tril_triu", lambda v, w: (fs.tril(A(v), -1) + fs.triu(A(w, "csc"), 1, format="csr")).toarray(),
+         lambda v, w: (ssp.tril(S(v), -1) + ssp.triu(S(w), 1)).toarray(), [R, R], shapes=(V, V)),
     Spec("power", lambda v: A(v).power(3).toarray(), lambda v: S(v).power(3).toarray(), [R], shapes=(V,)),
     Spec("diags", lambda a, b: fs.diags([a, b], [0, 1], shape=(3, 3)).toarray(),
          lambda a, b: ssp.diags([a, b], [0, 1], shape=(3, 3)).toarray(), [R, R], shapes=((3,), (2,))),
