@@ -794,3 +794,18 @@ def test_argmax_and_count_nonzero_stay_on_the_device():
     for got, want in zip(outs, wants):
         assert type(got).__module__ == type(a.data).__module__
         np.testing.assert_array_equal(np.ravel(fg.to_numpy(got)), np.ravel(want))
+
+
+@pytest.mark.parametrize("method", ["cg", "gmres", "bicgstab", "minres"])
+def test_preconditioner_without_rmatvec_in_the_gradient(method):
+    """An ILU preconditioner as SciPy users write it (a LinearOperator with matvec only): the
+    adjoint solve uses M^H when it exists, else M (Hermitian methods) or none."""
+    n = 30
+    s = ssp.diags([-np.ones(n - 1), 2.5 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1]).tocsc()
+    a, b = fs.csc_array(s), np.cos(np.arange(n))
+    ilu = ssl.spilu(s)
+    for m in (ssl.LinearOperator(s.shape, ilu.solve), fsl.LinearOperator(s.shape, matvec=ilu.solve),
+              ssl.LinearOperator(s.shape, ilu.solve, rmatvec=lambda v: ilu.solve(v, "T"))):
+        loss = lambda d: fnp.sum(getattr(fsl, method)(a._like(d), b, rtol=1e-12, M=m)[0] ** 2)  # noqa: E731, B023
+        want = fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b) ** 2))(a.data)
+        np.testing.assert_allclose(fg.grad(loss)(a.data), want, rtol=1e-8, atol=1e-10)

@@ -107,7 +107,7 @@ def arg_extremum(a: Any, axis: Any, largest: bool) -> Any:
     implicit zero counts, as in SciPy); flat (C order) for ``axis=None``."""
     what = "argmax" if largest else "argmin"
     axis = _check(a, axis, what)
-    a = _canonical(fnp_stop(a))
+    a = _canonical(_without_derivative(a))
     t = _table(a, axis)
     value = extremum(a, axis, largest)
     value = fnp.reshape(value, (-1,))
@@ -119,7 +119,7 @@ def arg_extremum(a: Any, axis: Any, largest: bool) -> Any:
     return fnp.reshape(out, ()) if axis is None else out
 
 
-def fnp_stop(a: Any) -> Any:
+def _without_derivative(a: Any) -> Any:
     """``a`` with its values cut from differentiation (positions have no derivative)."""
     from ...transforms import stop_gradient
     return a._like(stop_gradient(a.data))
@@ -129,7 +129,7 @@ def count_nonzero(a: Any, axis: Any = None) -> Any:
     """The number of nonzero entries (duplicates summed first), in all or along ``axis``."""
     if axis is not None and axis not in (0, 1, -1, -2):
         raise ValueError(f"count_nonzero: axis must be None, 0 or 1, got {axis!r}")
-    a = _canonical(fnp_stop(a))
+    a = _canonical(_without_derivative(a))
     nonzero = fnp.astype(a.data != 0, np.int64)
     if axis is None:
         return fnp.sum(nonzero)
