@@ -844,6 +844,13 @@ def _fake_splu(A: Any, **kwargs: Any) -> _FakeSuperLU:  # noqa: N803
     return _FakeSuperLU(sla.splu(m.tocsc(), **kwargs), dev)
 
 
+def _fake_spilu(A: Any, **kwargs: Any) -> _FakeSuperLU:  # noqa: N803
+    import scipy.sparse.linalg as sla
+
+    m, dev = _sparse_operand(A)
+    return _FakeSuperLU(sla.spilu(m.tocsc(), **kwargs), dev)
+
+
 def _fake_eigsh(a: Any, k: int = 6, *, which: str = "LM", v0: Any = None, ncv: Any = None, maxiter: Any = None,
                 tol: float = 0, return_eigenvectors: bool = True) -> Any:
     """cupyx's ``eigsh`` (keyword-only options; no shift-invert)."""
@@ -881,6 +888,7 @@ try:
     fake.scipy_sparse.issparse = lambda x: isinstance(x, _FakeSparseMatrix)
     fake.scipy_sparse.linalg = types.ModuleType("fakecupy.scipy_sparse.linalg")
     fake.scipy_sparse.linalg.splu = _fake_splu
+    fake.scipy_sparse.linalg.spilu = _fake_spilu
     fake.scipy_sparse.linalg.LinearOperator = _FakeLinearOperator
     fake.scipy_sparse.linalg.eigsh = _fake_eigsh
     for _solver in ("cg", "gmres", "bicgstab", "minres"):

@@ -21,7 +21,7 @@ Example::
 
 from __future__ import annotations
 
-from ._direct import SuperLU, factorized, splu, spsolve
+from ._direct import SuperLU, factorized, spilu, splu, spsolve
 from ._eigen import eigsh
 from ._expm import expm_multiply
 from ._interface import LinearOperator
@@ -32,5 +32,5 @@ from ._svds import svds
 from ._system import SingularMatrixError
 from ._triangular import spsolve_triangular
 
-__all__ = ["spsolve", "spsolve_triangular", "splu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres",
+__all__ = ["spsolve", "spsolve_triangular", "splu", "spilu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres",
            "lsqr", "lsmr", "LinearOperator", "eigsh", "svds", "expm_multiply", "norm", "onenormest", "SingularMatrixError"]

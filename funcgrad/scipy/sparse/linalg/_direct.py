@@ -14,7 +14,7 @@ from ....numpy._util import ndim, shape
 from .._arrays import SparseArray, _is_foreign_sparse, csc_array
 from ._system import System, factor, solve
 
-__all__ = ["spsolve", "splu", "factorized", "SuperLU", "as_square_sparse"]
+__all__ = ["spsolve", "splu", "spilu", "factorized", "SuperLU", "as_square_sparse"]
 
 
 def as_square_sparse(A: Any, fmt: str, what: str) -> SparseArray:  # noqa: N803
@@ -127,3 +127,36 @@ def factorized(A: Any) -> Callable[[Any], Any]:  # noqa: N803
         x = solve(b)
     """
     return splu(A).solve
+
+
+def spilu(A: Any, drop_tol: Any = None, fill_factor: Any = None, drop_rule: Any = None,  # noqa: N803
+          permc_spec: Any = None, diag_pivot_thresh: Any = None, relax: Any = None, panel_size: Any = None,
+          options: Any = None) -> Any:
+    """Incomplete LU factorization, for a preconditioner (SciPy's ``spilu``): the backend's
+    own factorization object, whose ``solve`` approximates ``A^-1``. It is not
+    differentiated and need not be: a preconditioner changes how fast an iterative solver
+    converges, not its solution, and the solvers' derivatives are those of the exact solve.
+    Values traced by ``grad``/``jvp`` are read as constants; under ``fg.jit`` or ``fg.vmap``
+    build it outside the transform (it needs one concrete matrix).
+
+    Example::
+
+        ilu = spilu(A, drop_tol=1e-4)
+        M = LinearOperator(A.shape, matvec=ilu.solve)
+        x, info = gmres(A, b, M=M, rtol=1e-10)
+    """
+    from ....backend import namespace_of
+    from ....core.batching import BatchBox
+    from ....core.staging import StagingBox
+    from .._backend import native_matrix, sparse_linalg_module
+    a = as_square_sparse(A, "csc", "spilu")
+    data = a.data
+    while isinstance(data, Box):
+        if isinstance(data, (StagingBox, BatchBox)):
+            raise TypeError("spilu: the values are staged by fg.jit or batched by fg.vmap; build the preconditioner "
+                            "outside the transform (it needs one concrete matrix and is not differentiated)")
+        data = data._value
+    xp = namespace_of(data)
+    given = _lu_options(drop_tol=drop_tol, fill_factor=fill_factor, drop_rule=drop_rule, permc_spec=permc_spec,
+                        diag_pivot_thresh=diag_pivot_thresh, relax=relax, panel_size=panel_size, options=options)
+    return sparse_linalg_module(xp).spilu(native_matrix(xp, data, a.pattern, "csc"), **dict(given))
