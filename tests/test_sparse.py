@@ -822,3 +822,28 @@ def test_preconditioner_without_rmatvec_in_the_gradient(method):
     with fb.no_host_sync():
         y = fsl.spilu(on_device, drop_tol=1e-4).solve(fb.to_fake(b))
     np.testing.assert_allclose(fg.to_numpy(y), ilu.solve(b))
+
+
+def test_eigsh_shift_invert_vectors_and_errors():
+    n = 10
+    s = ssp.random(n, n, density=0.35, rng=1)
+    s = (s + s.T + ssp.diags(np.arange(n) * 1.5)).tocsr()
+    a = fs.csr_array(s)
+
+    def sym(d):
+        return (a._like(d) + a._like(d).T) * 0.5
+
+    w, v = fsl.eigsh(a, k=2, sigma=4.0)
+    dense_w = np.linalg.eigvalsh(s.toarray())
+    np.testing.assert_allclose(w, np.sort(dense_w[np.argsort(np.abs(dense_w - 4.0))[:2]]), rtol=1e-10)
+    vecs = lambda d: fsl.eigsh(sym(d), k=2, sigma=4.0)[1]  # noqa: E731
+    check_grads(vecs, (a.data,), order=2, modes=("fwd", "rev"))
+    with pytest.raises(TypeError, match="sigma must be a concrete real number"):
+        fsl.eigsh(a, k=2, sigma=1j)
+    with pytest.raises(NotImplementedError, match="generalized"):
+        fsl.eigsh(a, k=2, M=a)
+    import fake_backend as fb
+
+    fb.install()
+    with pytest.raises(NotImplementedError, match="cupyx's eigsh has no sigma"):
+        fsl.eigsh(fs.csr_array((fb.to_fake(s.data), s.indices, s.indptr), shape=s.shape), k=2, sigma=4.0)

@@ -38,7 +38,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ....backend import namespace_of
-from ....core import defprimitive, unbox_all
+from ....core import Box, defprimitive, unbox_all
 from ....numpy._batching import move_to_front
 from ....numpy._util import shape
 from .._arrays import coo_array
@@ -51,13 +51,21 @@ from ._system import SingularMatrixError
 __all__ = ["eigsh"]
 
 
-def _eigsh_raw(data: Any, *, pattern: Pattern, k: int, which: str, tol: float) -> tuple[Any, Any]:
+def _eigsh_raw(data: Any, *, pattern: Pattern, k: int, which: str, tol: float,
+               sigma: float | None = None) -> tuple[Any, Any]:
     xp = namespace_of(data)
     mat = native_matrix(xp, data, pattern, "csr")
     n = pattern.shape[0]
     fn = sparse_linalg_module(xp).eigsh
     start = xp.ones(n, dtype=data.dtype)
-    w, v = fn(mat, k=k, which=which, tol=tol, v0=start)
+    if sigma is None:
+        w, v = fn(mat, k=k, which=which, tol=tol, v0=start)
+    elif xp is np:   # shift-invert: the eigenpairs of A nearest sigma (the derivative rules are A's)
+        w, v = fn(mat.tocsc(), k=k, sigma=sigma, which=which, tol=tol, v0=start)
+    else:
+        raise NotImplementedError(f"eigsh(sigma=...): shift-invert is not available for arrays of namespace "
+                                  f"{getattr(xp, '__name__', xp)!r} (cupyx's eigsh has no sigma); move the "
+                                  f"values to the host with fg.device_put(x, 'cpu')")
     order = xp.argsort(w)
     w, v = w[order], v[:, order]
     # the gauge: the entry of largest magnitude of each eigenvector is real and positive
@@ -191,7 +199,8 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM
           Minv: Any = None, OPinv: Any = None, mode: str = "normal") -> Any:  # noqa: N803
     """``k`` eigenvalues (ascending) and eigenvectors of a real symmetric or complex
     Hermitian sparse ``A`` (SciPy's ``eigsh``; ``which`` 'LM', 'SM', 'LA', 'SA', or 'BE' for
-    real ``A``), differentiable in ``A``'s values to any order, without a dense n x n:
+    real ``A``; with ``sigma``, shift-invert mode: the eigenpairs nearest ``sigma``, on the
+    host), differentiable in ``A``'s values to any order, without a dense n x n:
     eigenvalues by ``v^H dA v``, eigenvectors by one sparse bordered solve per pair (see
     the module docstring).
 
@@ -207,12 +216,16 @@ def eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM
         w, v = eigsh(A, k=2, which="LA")
         fg.grad(lambda d: fnp.sum(eigsh(A._like(d), k=1, which="LA")[1] ** 4))(A.data)
     """
-    if M is not None or sigma is not None or Minv is not None or OPinv is not None or mode != "normal":
-        raise NotImplementedError("eigsh: generalized problems and shift-invert (M, sigma, Minv, OPinv, mode) "
+    if M is not None or Minv is not None or OPinv is not None or mode != "normal":
+        raise NotImplementedError("eigsh: generalized problems (M, Minv, OPinv) and the modes other than 'normal' "
                                   "are not supported")
+    if sigma is not None and (isinstance(sigma, Box) or not np.isscalar(sigma) or np.iscomplexobj(sigma)):
+        raise TypeError(f"eigsh: sigma must be a concrete real number (the shift picks which eigenpairs; "
+                        f"their derivatives are A's), got {sigma!r}")
     a = as_square_sparse(A, "csr", "eigsh")
     n = a.shape[0]
     if not 0 < k < n:
         raise ValueError(f"eigsh: k must satisfy 0 < k < n = {n}, got {k}")
-    w, v = _eigsh(a.data, pattern=a.pattern, k=int(k), which=which, tol=float(tol))
+    w, v = _eigsh(a.data, pattern=a.pattern, k=int(k), which=which, tol=float(tol),
+                  sigma=None if sigma is None else float(sigma))  # type: ignore[arg-type]
     return (w, v) if return_eigenvectors else w
