@@ -847,3 +847,23 @@ def test_eigsh_shift_invert_vectors_and_errors():
     fb.install()
     with pytest.raises(NotImplementedError, match="cupyx's eigsh has no sigma"):
         fsl.eigsh(fs.csr_array((fb.to_fake(s.data), s.indices, s.indptr), shape=s.shape), k=2, sigma=4.0)
+
+
+def test_nonzero_find_and_eliminate_zeros_as_scipy():
+    s = ssp.coo_array((np.array([2.0, 3.0, 1.0, 0.0, 5.0, -5.0]),
+                       (np.array([0, 1, 1, 0, 1, 1]), np.array([1, 0, 2, 0, 1, 1]))), shape=(2, 3))
+    for ref in (s, s.tocsr(), s.tocsc()):
+        ours = getattr(fs, f"{ref.format}_array")(ref)
+        for got, want in zip(ours.nonzero(), ref.nonzero()):
+            np.testing.assert_array_equal(got, want)
+        for got, want in zip(fs.find(ours), ssp.find(ref)):
+            np.testing.assert_array_equal(got, want)
+    a, ref = fs.csr_array(s), s.tocsr()
+    a.eliminate_zeros()
+    ref.eliminate_zeros()
+    assert a.nnz == ref.nnz and np.array_equal(a.toarray(), ref.toarray())
+    c = fs.coo_array(s)
+    np.testing.assert_array_equal(fg.grad(lambda v: fnp.sum(fs.find(c._like(v))[2] ** 2))(c.data),
+                                  [4.0, 6.0, 2.0, 0.0, 0.0, 0.0])
+    with pytest.raises(TypeError, match="outside the transform"):
+        fg.jit(lambda v: fs.find(c._like(v))[2])(c.data)

@@ -22,13 +22,13 @@ from ._arrays import (SparseArray, coo_array, coo_matrix, csc_array, csc_matrix,
                       issparse, isspmatrix)
 from . import _interop  # noqa: F401  (SciPy sparse matrices @ traced values)
 from ._pattern import Pattern
-from .construct import (block_array, block_diag, bmat, diags, diags_array, eye, eye_array, hstack, identity, kron,
-                        random, random_array, tril, triu, vstack)
+from .construct import (block_array, block_diag, bmat, diags, diags_array, eye, eye_array, find, hstack, identity,
+                        kron, random, random_array, tril, triu, vstack)
 
 __all__ = [
     "SparseArray", "Pattern", "csr_array", "csc_array", "coo_array", "csr_matrix", "csc_matrix", "coo_matrix",
     "issparse", "isspmatrix", "diags", "diags_array", "eye", "eye_array", "identity", "kron", "block_diag",
-    "bmat", "block_array", "hstack", "vstack", "tril", "triu", "random", "random_array", "linalg",
+    "bmat", "block_array", "hstack", "vstack", "tril", "triu", "find", "random", "random_array", "linalg",
 ]
 
 

@@ -303,6 +303,40 @@ class SparseArray:
         sel, pos = self._pattern.cached(("diagonal", k), lambda: _diagonal_plan(self._pattern, k))
         return segment_sum(gather(self._data, sel), pos, length)
 
+    def _nonzero_entries(self, what: str) -> np.ndarray:
+        """Positions (in storage order, duplicates summed) of the entries whose value is not
+        zero. The pattern would depend on the values, so they must be concrete: traced by
+        grad/jvp is fine (their current value is read), staged by jit or batched by vmap is not."""
+        from ...backend import to_numpy
+        from ...core.batching import BatchBox
+        from ...core.staging import StagingBox
+        values = self._data
+        while isinstance(values, Box):
+            if isinstance(values, (StagingBox, BatchBox)):
+                raise TypeError(f"{what}: which entries are zero depends on the values, which fg.jit stages or "
+                                f"fg.vmap batches; call it outside the transform (the pattern is static)")
+            values = values._value
+        return np.nonzero(to_numpy(values) != 0)[0].astype(INDEX)
+
+    def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and columns of the stored entries whose value is not zero, as SciPy orders
+        them (coo: storage order, duplicates not summed; csr and csc: row by row).
+
+        Example::
+
+            coo_array(([1.0, 0.0], ([0, 1], [1, 0])), shape=(2, 2)).nonzero()   # ([0], [1])
+        """
+        a = self.tocsr() if self.format == "csc" else self
+        keep = a._nonzero_entries("nonzero")
+        return a._pattern.row[keep], a._pattern.col[keep]
+
+    def eliminate_zeros(self) -> None:
+        """Drop the stored zeros, in place (as SciPy); the values kept stay differentiable.
+        The values must be concrete (see :meth:`nonzero`)."""
+        keep = self._nonzero_entries("eliminate_zeros")
+        p = self._pattern
+        self._set(gather(self._data, keep), Pattern(p.row[keep], p.col[keep], p.shape, p.order))
+
     def setdiag(self, values: Any, k: int = 0) -> None:
         """Set diagonal ``k`` to ``values`` (a scalar, or an array: when shorter than the
         diagonal only its first entries are set, when longer the rest is ignored), in place,

@@ -30,7 +30,7 @@ from ._pattern import INDEX, Pattern
 from ._values import gather
 
 __all__ = ["diags", "diags_array", "eye", "eye_array", "identity", "kron", "block_diag", "bmat", "block_array",
-           "hstack", "vstack", "tril", "triu", "random", "random_array"]
+           "hstack", "vstack", "tril", "triu", "find", "random", "random_array"]
 
 
 def _assemble(parts: Sequence[tuple[Any, np.ndarray, np.ndarray]], shape_: tuple[int, int], format: str | None,
@@ -297,3 +297,17 @@ def random_array(shape: tuple[int, int], *, density: float = 0.01, format: str =
     if len(shape) != 2:
         raise ValueError(f"random_array: funcgrad's sparse arrays are 2-D, got shape {shape}")
     return random(int(shape[0]), int(shape[1]), density, format, dtype, rng, random_state, data_sampler)
+
+
+def find(A: Any) -> tuple[np.ndarray, np.ndarray, Any]:  # noqa: N803
+    """Rows, columns and values of the nonzero entries (SciPy's ``find``; duplicates summed,
+    stored zeros left out). The values are differentiable; which entries are nonzero is read
+    from the concrete values (not under ``fg.jit`` or ``fg.vmap``).
+
+    Example::
+
+        find(csr_array(fnp.array([[0.0, 2.0], [3.0, 0.0]])))   # ([0, 1], [1, 0], [2., 3.])
+    """
+    a = _sparse(A).tocsr()
+    keep = a._nonzero_entries("find")
+    return a.row[keep], a.col[keep], gather(a.data, keep)
