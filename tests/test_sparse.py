@@ -608,6 +608,16 @@ def test_extrema_and_count_nonzero_agree_with_scipy():
                     want = want.toarray() if hasattr(want, "toarray") else want
                     np.testing.assert_array_equal(getattr(ours, name)(axis=axis), want, err_msg=f"{name} {axis}")
                 np.testing.assert_array_equal(ours.count_nonzero(axis=axis), ref.count_nonzero(axis=axis))
+    # an arrow matrix (one full row and column): reduced without a dense segments x longest-row table
+    n = 3000
+    arrow = ssp.csr_array(ssp.eye(n) * 2 + ssp.coo_array((np.linspace(-1, 1, 2 * n), (
+        np.r_[np.zeros(n, int), np.arange(n)], np.r_[np.arange(n), np.zeros(n, int)])), shape=(n, n)))
+    big = fs.csr_array(arrow)
+    for axis in (0, 1):
+        np.testing.assert_array_equal(big.max(axis=axis), arrow.max(axis=axis).toarray())
+        np.testing.assert_array_equal(big.argmin(axis=axis), arrow.argmin(axis=axis))
+    g = fg.grad(lambda d: fnp.sum(big._like(d).max(axis=1)))(big.data)
+    assert g.sum() == n and set(np.unique(g)) <= {0.0, 1.0}
     a = fs.csr_array(np.array([[-1.0, 0.0], [0.0, -2.0]]))
     g = fg.grad(lambda d: a._like(d).min())(a.data)
     np.testing.assert_array_equal(g, [0.0, 1.0])

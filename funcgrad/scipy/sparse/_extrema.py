@@ -1,11 +1,14 @@
 """``max``, ``min``, ``argmax``, ``argmin`` and ``count_nonzero`` of a sparse array, over all
 entries (the implicit zeros count, as in SciPy) or along an axis.
 
-The entries of each segment (the whole array, a row or a column) are laid out on the host
-in a padded table (segments x the longest segment's count), filled from the values by one
-gather, and reduced along the table's rows: differentiable (gather and max), no rounds of
-scatters, and no host read of the values on a device. Which segments have implicit zeros,
-and the first implicit zero's position in each, are static (pattern only).
+The entries are sorted by segment (the whole array, a row or a column) on the host, and
+each segment is reduced by a log-step scan: at step ``d`` every entry takes
+``op(itself, the entry d places before it)`` when that one is in its segment, so after
+``ceil(log2(longest segment))`` steps a segment's last entry holds its extremum. Gathers,
+selections and ``maximum``/``minimum`` only: differentiable, O(nnz) memory per step (never
+a dense table, even with one full row), no host read of the values on a device. Which
+segments have implicit zeros, and the first implicit zero's position in each, are static
+(pattern only).
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from ._values import index_for, zeros
 __all__ = ["extremum", "arg_extremum", "count_nonzero"]
 
 
-class _Table:
-    """Padded layout of a canonical (csr) pattern's entries by segment."""
+class _Plan:
+    """The host plan of a segmented reduction of a canonical (csr) pattern's entries."""
 
     def __init__(self, p: Pattern, axis: int | None):
         m, n = p.shape
@@ -34,33 +37,36 @@ class _Table:
             seg, pos, nseg, length = p.row, p.col, m, n
         else:
             seg, pos, nseg, length = p.col, p.row, n, m
-        order = np.lexsort((pos, seg)).astype(INDEX)
+        self.order = np.lexsort((pos, seg)).astype(INDEX)
+        self.segment = seg[self.order].astype(INDEX)
+        self.position = pos[self.order].astype(np.int64)
         counts = np.bincount(seg, minlength=nseg).astype(INDEX)
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(INDEX)
-        rank = np.arange(p.nnz, dtype=INDEX) - starts[seg[order]]
-        self.width = max(int(counts.max()) if counts.size else 0, 1)
-        self.slot = np.full((nseg, self.width), p.nnz, dtype=INDEX)     # p.nnz: the padding entry
-        self.slot[seg[order], rank] = order
+        rank = np.arange(p.nnz, dtype=INDEX) - starts[self.segment]
+        # the last entry of each segment (p.nnz, the padding, for an empty one)
+        self.last = np.where(counts > 0, starts + counts - 1, p.nnz).astype(INDEX)
+        self.steps: list[tuple[np.ndarray, np.ndarray]] = []
+        index, d = np.arange(p.nnz, dtype=INDEX), 1
+        while d < (int(counts.max()) if counts.size else 0):
+            source = np.maximum(index - d, 0)
+            self.steps.append((source, (index >= d) & (self.segment[source] == self.segment)))
+            d *= 2
         self.implicit = counts < length                                   # segments with implicit zeros
-        big = np.int64(length)
-        keys = np.full((nseg, self.width), big, dtype=np.int64)
-        keys[seg[order], rank] = pos[order]
-        self.keys = keys
-        # the first implicit zero of each segment: the first rank whose sorted position differs
-        mismatch = keys != np.arange(self.width, dtype=np.int64)[None, :]
-        first = np.where(mismatch.any(axis=1), mismatch.argmax(axis=1), self.width).astype(np.int64)
-        self.first_implicit = np.where(self.implicit, first, big)
-        self.big = big
-        self.nseg = nseg
+        self.big = np.int64(length)
+        # the first implicit zero of a segment: its first rank whose sorted position differs from the rank
+        first = counts.astype(np.int64)
+        differs = self.position != rank
+        np.minimum.at(first, self.segment[differs], rank[differs])
+        self.first_implicit = np.where(self.implicit, first, self.big)
 
 
 def _canonical(a: Any) -> Any:
     return a.tocsr() if a.format == "coo" and a.pattern.has_duplicates() else a
 
 
-def _table(a: Any, axis: int | None) -> _Table:
+def _plan(a: Any, axis: int | None) -> _Plan:
     p = a.pattern
-    return p.cached(("extrema table", axis), lambda: _Table(p, axis))  # type: ignore[no-any-return]
+    return p.cached(("extrema plan", axis), lambda: _Plan(p, axis))  # type: ignore[no-any-return]
 
 
 def _check(a: Any, axis: Any, what: str) -> int | None:
@@ -73,10 +79,13 @@ def _check(a: Any, axis: Any, what: str) -> int | None:
     return None if axis is None else axis % 2
 
 
-def _grid(a: Any, t: _Table, pad: float) -> Any:
-    """The values laid out in ``t``'s table, ``pad`` in the unused slots."""
-    vals = fnp.concatenate([a.data, zeros((1,), a.data) + pad])
-    return fnp.take(vals, index_for(t.slot, vals), axis=0)
+def _segment_reduce(values: Any, plan: _Plan, op: Any, pad: Any) -> Any:
+    """``op``-reduction of each segment of ``values`` (given in the plan's sorted order);
+    ``pad`` for an empty segment."""
+    for source, valid in plan.steps:
+        values = fnp.where(index_for(valid, values), op(values, fnp.take(values, index_for(source, values))), values)
+    padded = fnp.concatenate([values, zeros((1,), values) + pad])
+    return fnp.take(padded, index_for(plan.last, padded))
 
 
 def _shape_like(a: Any, out: Any, axis: int | None) -> Any:
@@ -91,14 +100,15 @@ def extremum(a: Any, axis: Any, largest: bool) -> Any:
     """``A.max(axis)`` (``largest``) or ``A.min(axis)``: differentiable in the values."""
     axis = _check(a, axis, "max" if largest else "min")
     a = _canonical(a)
-    t = _table(a, axis)
+    plan = _plan(a, axis)
+    sorted_values = fnp.take(a.data, index_for(plan.order, a.data))
     if largest:
-        best = fnp.max(_grid(a, t, -np.inf), axis=1)
+        best = _segment_reduce(sorted_values, plan, fnp.maximum, -np.inf)
         with_zero = fnp.maximum(best, 0)
     else:
-        best = fnp.min(_grid(a, t, np.inf), axis=1)
+        best = _segment_reduce(sorted_values, plan, fnp.minimum, np.inf)
         with_zero = fnp.minimum(best, 0)
-    best = fnp.where(index_for(t.implicit, best), with_zero, best)
+    best = fnp.where(index_for(plan.implicit, best), with_zero, best)
     return _shape_like(a, best, axis)
 
 
@@ -108,13 +118,13 @@ def arg_extremum(a: Any, axis: Any, largest: bool) -> Any:
     what = "argmax" if largest else "argmin"
     axis = _check(a, axis, what)
     a = _canonical(_without_derivative(a))
-    t = _table(a, axis)
-    value = extremum(a, axis, largest)
-    value = fnp.reshape(value, (-1,))
-    grid = _grid(a, t, -np.inf if largest else np.inf)
-    keys = index_for(t.keys, grid)
-    stored = fnp.min(fnp.where(grid == value[:, None], keys, t.big), axis=1)
-    implicit = fnp.where(value == 0, index_for(t.first_implicit, grid), t.big)
+    plan = _plan(a, axis)
+    value = fnp.reshape(extremum(a, axis, largest), (-1,))
+    sorted_values = fnp.take(a.data, index_for(plan.order, a.data))
+    at_extremum = sorted_values == fnp.take(value, index_for(plan.segment, value))
+    candidates = fnp.where(at_extremum, index_for(plan.position, value), plan.big)
+    stored = _segment_reduce(candidates, plan, fnp.minimum, plan.big)
+    implicit = fnp.where(value == 0, index_for(plan.first_implicit, value), plan.big)
     out = fnp.minimum(stored, implicit)
     return fnp.reshape(out, ()) if axis is None else out
 
