@@ -46,11 +46,12 @@ from ..numpy._util import ndim, shape, unbroadcast
 from ..numpy import special_base
 from ..numpy.special_base import _special_function, _special_namespace, _special_raw
 from ..numpy.special_base import unary_special as _unary
+from .prefix_scans import logcumsumexp  # noqa: F401  (the scan of logaddexp: logsumexp's cumulative form)
 
 __all__: list[str] = [
     "logsumexp", "softmax", "log_softmax", "expit", "logit", "log_expit",
     "erf", "erfc", "erfinv", "erfcinv", "gammaln", "gamma", "digamma", "psi", "polygamma",
-    "xlogy", "xlog1py", "i0", "i1",
+    "xlogy", "xlog1py", "i0", "i1", "logcumsumexp",
 ]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
