@@ -230,11 +230,7 @@ class _ReductionsMoreMixin:
             lo, hi = builtins.float(xp.min(raw)), builtins.float(xp.max(raw))  # (one transfer, as PyTorch's)
         if lo == hi:
             lo, hi = lo - 1, hi + 1
-        inside = (raw >= lo) & (raw <= hi)
-        where = xp.clip(((raw - lo) * (bins / (hi - lo))).astype(np.int64), 0, bins - 1)
-        counts = xp.bincount(xp.where(inside, where, 0).reshape(-1), weights=inside.reshape(-1).astype(raw.dtype),
-                             minlength=bins)
-        return cast("Tensor", new_tensor(counts.astype(raw.dtype)))
+        return cast("Tensor", new_tensor(_bin_counts(raw, lo, hi, bins, None)))
 
     def histogram(self: Tensor, bins: Any = 100, *, range: Any = None, weight: Any = None,  # noqa: A002
                   density: builtins.bool = False) -> Any:
@@ -245,11 +241,26 @@ class _ReductionsMoreMixin:
                                f"input {_dt.SCALAR_NAMES[self.dtype]} and bins {_dt.SCALAR_NAMES[self.dtype]}")
         raw = self._value
         xp = namespace_of(raw)
-        edges = bins._value if is_tensor(bins) else builtins.int(bins)
         w = None if weight is None else weight._value
-        hist, bin_edges = xp.histogram(raw.reshape(-1), bins=edges, range=range, weights=None if w is None else
-                                       w.reshape(-1), density=density)
-        return Histogram(new_tensor(hist.astype(raw.dtype)), new_tensor(bin_edges.astype(raw.dtype)))
+        if is_tensor(bins):
+            edges = bins._value.astype(raw.dtype)
+            lo, hi, n = edges[0], edges[-1], edges.shape[0] - 1
+            hist = _bin_counts(raw, builtins.float(lo), builtins.float(hi), edges, w)
+        else:
+            n = builtins.int(bins)
+            if range is not None:
+                lo, hi = (builtins.float(r) for r in range)
+            elif raw.size:
+                lo, hi = builtins.float(xp.min(raw)), builtins.float(xp.max(raw))  # (one transfer, as PyTorch's)
+            else:
+                lo, hi = 0.0, 0.0
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges = _linspace(xp, lo, hi, n + 1, raw.dtype)
+            hist = _bin_counts(raw, lo, hi, n, w, edges)
+        if density:
+            hist = hist / (xp.sum(hist) * (edges[1:] - edges[:-1]))
+        return Histogram(new_tensor(hist), new_tensor(edges))
 
     def bincount(self: Tensor, weights: Any = None, minlength: builtins.int = 0) -> "Tensor":
         """Counts of each non-negative integer (weighted sums with ``weights``: float64 unless they are
@@ -374,12 +385,42 @@ class _ReductionsMoreMixin:
     renorm_ = inplace_variant("renorm")
 
 
+def _linspace(xp: Any, lo: float, hi: float, n: int, dtype: Any) -> Any:
+    """``n`` points from ``lo`` to ``hi``, as PyTorch's ``linspace`` computes them (the first half stepped
+    from ``lo``, the second from ``hi``), so that bin edges equal PyTorch's to the last bit."""
+    i = xp.arange(n, dtype=np.float64)
+    step = (hi - lo) / max(n - 1, 1)
+    return xp.where(i < n // 2, lo + i * step, hi - (n - 1 - i) * step).astype(dtype)
+
+
+def _bin_counts(raw: Any, lo: float, hi: float, bins: Any, weights: Any, edges: Any = None) -> Any:
+    """Counts (or summed ``weights``) of the values of ``raw`` in ``bins`` (a number of equal bins over
+    ``[lo, hi]``, or an array of edges), in ``raw``'s dtype; values outside ``[lo, hi]`` are left out, the
+    last bin is closed. Equal bins are found as PyTorch does, by ``(x - lo) * bins / (hi - lo)`` (then moved
+    by one where that lands beside the value's bin among ``edges``, when given: ``histogram``'s search)."""
+    xp = namespace_of(raw)
+    flat = raw.reshape(-1)
+    if isinstance(bins, builtins.int):
+        n = bins
+        where = xp.floor((flat - lo) * n / (hi - lo)) if hi > lo else xp.zeros_like(flat)
+        where = xp.clip(where, 0, n - 1).astype(np.int64)
+        if edges is not None:
+            where = where - (flat < edges[where]) + ((flat >= edges[where + 1]) & (where + 1 < n))
+    else:
+        n = bins.shape[0] - 1
+        where = xp.searchsorted(bins, flat, side="right") - 1
+    inside = (flat >= lo) & (flat <= hi)
+    where = xp.clip(xp.where(inside, where, 0), 0, n - 1).astype(np.int64)
+    w = inside.astype(raw.dtype) if weights is None else xp.where(inside, weights.reshape(-1), 0).astype(raw.dtype)
+    return xp.bincount(where, weights=w, minlength=n).astype(raw.dtype)
+
+
 def _quantile(t: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ignore_nan: bool) -> "Tensor":
     op = "nanquantile" if ignore_nan else "quantile"
     if t._value.dtype.kind != "f":
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
-        raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
                          f"Got {interpolation}")
     scalar_q = not is_tensor(q)
     xp = namespace_of(t._value)
@@ -417,8 +458,9 @@ def _quantile(t: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ig
     v_hi = rows.gather(-1, _index_tensor(hi))
     if interpolation == "midpoint":
         out = (v_lo + v_hi) * 0.5
-    elif interpolation == "linear":
-        out = v_lo + (v_hi - v_lo) * new_tensor((rank - lo).astype(t._value.dtype))
+    elif interpolation == "linear":  # (PyTorch's lerp: from the nearer end, so an infinite end stays infinite)
+        w = new_tensor((rank - lo).astype(t._value.dtype))
+        out = fnp.where((w < 0.5)._value, v_lo + (v_hi - v_lo) * w, v_hi - (v_hi - v_lo) * (1 - w))
     else:
         out = v_lo
     undefined = (valid == 0) if ignore_nan else xp.any(nans, axis=-1, keepdims=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import math
 from typing import Any, Callable, cast
 
 import numpy as np
@@ -103,7 +104,7 @@ def _integer_binary(fn: Callable[..., Any], name: str) -> Callable[..., "Tensor"
         kind = (a if is_tensor(a) else b)._value.dtype.kind
         if kind not in "iu" and not (kind == "b" and name.startswith("bitwise")):
             dt = (a if is_tensor(a) else b).dtype
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_dt.SCALAR_NAMES[dt]}\'')
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dt.SCALAR_NAMES[dt]}\'')
         return cast("Tensor", fn(a, b))
 
     method.__name__ = method.__qualname__ = name
@@ -134,16 +135,20 @@ class _SpecialMixin:
         """The log of the multivariate gamma function of dimension ``p``. Example: ``ft.tensor([2.5]).mvlgamma(2)``."""
         if p < 1:
             raise RuntimeError("p has to be greater than or equal to 1")
+        # sum_j lgamma(x - j/2) + p(p-1)/4 log(pi), as PyTorch (no domain check: lgamma's values outside it)
         x = _floating(self)
-        if x.numel() and not builtins.bool((x._value > (p - 1) / 2).all()):
-            raise RuntimeError(f"All elements must be greater than (p-1)/2")
-        return cast("Tensor", fsp.multigammaln(x, p))
+        out = fsp.gammaln(x)
+        for j in builtins.range(1, p):
+            out = out + fsp.gammaln(x - j / 2)
+        return cast("Tensor", out + p * (p - 1) / 4 * math.log(math.pi))
 
     def logit(self: Tensor, eps: builtins.float | None = None) -> "Tensor":
         """``log(x / (1 - x))``; with ``eps``, ``x`` is first clamped to ``[eps, 1 - eps]`` (zero gradient outside).
         Example: ``ft.tensor([0.25]).logit()  # log(1/3)``."""
         x = _floating(self)
-        return cast("Tensor", fsp.logit(x if eps is None else x.clamp(eps, 1.0 - eps)))
+        if eps is not None:  # (the gradient passes at the bounds themselves, as PyTorch's)
+            x = fnp.where((x < eps)._value, eps, fnp.where((x > 1.0 - eps)._value, 1.0 - eps, x))
+        return cast("Tensor", fsp.logit(x))
 
     def nan_to_num(self: Tensor, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
                    neginf: builtins.float | None = None) -> "Tensor":
@@ -196,7 +201,7 @@ class _SpecialMixin:
             raise TypeError(f"heaviside(): argument 'values' must be Tensor, not {type(values).__name__}")
         if values.dtype != self.dtype:
             raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
-        return cast("Tensor", fnp.heaviside(self.detach(), values.detach()))
+        return cast("Tensor", fnp.heaviside(self.detach(), values.detach())).to(self.dtype)
 
     def ldexp(self: Tensor, other: Any) -> "Tensor":
         """``self * 2 ** other`` (floating result); differentiable in both."""
@@ -218,7 +223,7 @@ class _SpecialMixin:
                 or isinstance(other, builtins.float):
             bad = self if self._value.dtype.kind not in "biu" else other
             name = _scalar_name(bad) if is_tensor(bad) else "Float"
-            raise RuntimeError(f'"{op}_cpu" not implemented for \'{name}\'')
+            raise NotImplementedError(f'"{op}_cpu" not implemented for \'{name}\'')
         return cast("Tensor", getattr(fnp, "logical" + op[7:] if self._value.dtype.kind == "b" and (
             not is_tensor(other) or other._value.dtype.kind == "b") else op)(*_promoted(op, self, other)))
 

@@ -23,7 +23,7 @@ import funcgrad.numpy as fnp
 
 from . import dtypes as _dt
 from .creation import _finish, _np_dtype
-from .ops import _method_fn
+from .ops import _method_fn, cat
 from .tensor import Tensor, _as_tensor, _wrap_dim
 
 # ``ft.<name>(input, ...)`` is ``input.<name>(...)``, for these (spelled out for type checkers and readers)
@@ -113,8 +113,38 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
         steps = [s if isinstance(s, Tensor) else builtins.float(s) for s in spacing]
     else:
         steps = [builtins.float(spacing)] * len(dims)
-    out = [fnp.gradient(x, steps[i], axis=d, edge_order=edge_order) for i, d in enumerate(dims)]
+    out = [_nonuniform_gradient(x, steps[i], d, edge_order) if isinstance(steps[i], Tensor) else
+           fnp.gradient(x, steps[i], axis=d, edge_order=edge_order) for i, d in enumerate(dims)]
     return tuple(_as_tensor(g) for g in out)
+
+
+def _nonuniform_gradient(f: Tensor, coordinates: Tensor, d: int, edge_order: int) -> Tensor:
+    """``numpy.gradient``'s second-order differences for sample points ``coordinates`` along dim ``d``
+    (one-sided ones of ``edge_order`` at the two ends)."""
+    n = f.shape[d]
+    if coordinates.dim() != 1 or coordinates.shape[0] != n:
+        raise RuntimeError(f"torch.gradient expected each tensor to be on the same device and to have as many "
+                           f"elements as the input's dimension {d} ({n}), but got {list(coordinates.shape)}")
+    shape = [-1 if i == d else 1 for i in range(f.dim())]
+    h = coordinates.to(f.dtype).diff()
+
+    def at(t: Tensor, start: int, length: int) -> Tensor:
+        return t.narrow(d, start, length) if t.dim() == f.dim() else t.narrow(0, start, length).reshape(shape)
+
+    h1, h2 = at(h, 0, n - 2), at(h, 1, n - 2)  # the steps before and after each inner point
+    inner = (-h2 / (h1 * (h1 + h2)) * at(f, 0, n - 2) + (h2 - h1) / (h1 * h2) * at(f, 1, n - 2)
+             + h1 / (h2 * (h1 + h2)) * at(f, 2, n - 2))
+    if edge_order == 1:
+        first = (at(f, 1, 1) - at(f, 0, 1)) / at(h, 0, 1)
+        last = (at(f, n - 1, 1) - at(f, n - 2, 1)) / at(h, n - 2, 1)
+    else:
+        a1, a2 = at(h, 0, 1), at(h, 1, 1)
+        first = (-(2 * a1 + a2) / (a1 * (a1 + a2)) * at(f, 0, 1) + (a1 + a2) / (a1 * a2) * at(f, 1, 1)
+                 - a1 / (a2 * (a1 + a2)) * at(f, 2, 1))
+        b1, b2 = at(h, n - 3, 1), at(h, n - 2, 1)
+        last = (b2 / (b1 * (b1 + b2)) * at(f, n - 3, 1) - (b1 + b2) / (b1 * b2) * at(f, n - 2, 1)
+                + (2 * b2 + b1) / (b2 * (b1 + b2)) * at(f, n - 1, 1))
+    return cat([first, inner, last], d)
 
 
 def _intervals(y: Tensor, x: Any, dx: Any, dim: int) -> tuple[Tensor, Any]:
