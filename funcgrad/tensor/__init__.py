@@ -55,6 +55,7 @@ from . import torch_math as _torch_math
 from .torch_math import *  # noqa: F401,F403  (maths: special functions, scans, quantiles, windows, in-place forms)
 from . import runtime_settings as _runtime_settings
 from .runtime_settings import *  # noqa: F401,F403  (threads, deterministic algorithms, matmul precision)
+from . import special  # noqa: F401  (ft.special: torch.special's functions)
 
 # the public names; ``creation``, ``ops`` and ``legacy`` contribute their own lists (star-imported above)
 __all__ = [
@@ -73,7 +74,7 @@ __all__ += _legacy.__all__
 __all__ += _nn_ops.__all__
 __all__ += _blas_ops.__all__
 __all__ += _torch_math.__all__
-__all__ += _runtime_settings.__all__
+__all__ += _runtime_settings.__all__ + ["special"]
 
 
 def is_inference(t: Tensor) -> object:

@@ -113,9 +113,13 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
         steps = [s if isinstance(s, Tensor) else builtins.float(s) for s in spacing]
     else:
         steps = [builtins.float(spacing)] * len(dims)
-    out = [_nonuniform_gradient(x, steps[i], d, edge_order) if isinstance(steps[i], Tensor) else
-           fnp.gradient(x, steps[i], axis=d, edge_order=edge_order) for i, d in enumerate(dims)]
-    return tuple(_as_tensor(g) for g in out)
+    out = []
+    for step, d in zip(steps, dims):
+        if isinstance(step, Tensor):
+            out.append(_nonuniform_gradient(x, step, d, edge_order))
+        else:
+            out.append(_as_tensor(fnp.gradient(x, step, axis=d, edge_order=edge_order)))
+    return tuple(out)
 
 
 def _nonuniform_gradient(f: Tensor, coordinates: Tensor, d: int, edge_order: int) -> Tensor:

@@ -49,7 +49,8 @@ TORCH_GRADIENT_DIFFERS = {"ldexp", "ldexp:ft", "ldexp_", "ldexp_:ft"}
 # before) leave a result without history, so their in-place forms do too; PyTorch records their zero
 # gradient. The comparison checks that PyTorch's gradient is zero everywhere there.
 ZERO_GRADIENT_WITHOUT_HISTORY = {"ceil_", "ceil_:ft", "floor_", "floor_:ft", "round_", "round_:ft", "round_:decimals",
-                                 "trunc_", "trunc_:ft", "sgn_", "sign_", "fix", "fix:ft", "fix_", "fix_:ft"}
+                                 "trunc_", "trunc_:ft", "sgn_", "sign_", "fix", "fix:ft", "fix_", "fix_:ft",
+                                 "special.round"}
 
 
 def _compare(ours, theirs, key):
@@ -107,8 +108,9 @@ SETTINGS = set(runtime_settings.__all__)
 
 
 @pytest.mark.parametrize("names", [set(torch_math.__all__), _mixin_names(_tensor_special._SpecialMixin),
-                                   _mixin_names(_tensor_reductions_more._ReductionsMoreMixin)],
-                         ids=["torch_math", "special_mixin", "reductions_mixin"])
+                                   _mixin_names(_tensor_reductions_more._ReductionsMoreMixin),
+                                   {f"special.{n}" for n in ft.special.__all__}],
+                         ids=["torch_math", "special_mixin", "reductions_mixin", "ft.special"])
 def test_every_new_name_has_a_recorded_case(names):
     covered = {k.split(":")[0] for k in CASES}
     missing = sorted(n for n in names if n not in covered and n not in
@@ -155,6 +157,13 @@ GRADGRAD = {
     "trapezoid_x": (lambda y, x: ft.trapezoid(y, x), [X, np.array([0.0, 0.5, 1.5, 1.75])]),
     "cumulative_trapezoid": (lambda y: ft.cumulative_trapezoid(y, dim=0), [X]),
     "gradient_edge2": (lambda x: ft.gradient(x, dim=1, edge_order=2)[0], [X]),
+    "gradient_coordinates": (lambda x: ft.gradient(x, spacing=[ft.tensor([0.0, 0.5, 1.5, 1.75])], dim=1)[0], [X]),
+    "special.airy_ai": (lambda x: ft.special.airy_ai(x), [np.array([-2.0, -0.5, 0.7, 2.5])]),
+    "special.i0e": (lambda x: ft.special.i0e(x), [3 * X]),
+    "special.ndtri": (lambda x: ft.special.ndtri(x), [U]),
+    "special.bessel_y1": (lambda x: ft.special.bessel_y1(x), [2 * P]),
+    "special.chebyshev_t": (lambda x: ft.special.chebyshev_polynomial_t(x, ft.tensor([0, 1, 3, 6])), [X[0]]),
+    "special.laguerre_l": (lambda x: ft.special.laguerre_polynomial_l(x, 3), [X]),
 }
 
 

@@ -276,6 +276,39 @@ case("hamming_window:alpha_beta", lambda T: T.hamming_window(8, True, 0.5, 0.5),
 case("kaiser_window:beta", lambda T: T.kaiser_window(9, False, 5.0), grad=False)
 
 
+# ---------------------------------------------------------------- ft.special (torch.special)
+for name, data in [("airy_ai", np.array([-3.0, -1.2, -0.3, 0.4, 1.5, 4.0])), ("bessel_j0", 2 * P), ("bessel_j1", 2 * P),
+                   ("bessel_y0", 2 * P), ("bessel_y1", 2 * P), ("digamma", P), ("entr", P), ("erf", X), ("erfc", X),
+                   ("erfinv", X), ("exp2", X), ("expit", X), ("expm1", X), ("gammaln", P), ("i0", X), ("i0e", 3 * X),
+                   ("i1", X), ("i1e", 3 * X), ("log1p", P), ("log_ndtr", 3 * X), ("modified_bessel_i0", X),
+                   ("modified_bessel_i1", X), ("modified_bessel_k0", P), ("modified_bessel_k1", P), ("ndtr", X),
+                   ("ndtri", U), ("psi", P), ("round", 3 * X), ("sinc", X), ("spherical_bessel_j0", 3 * X)]:
+    # (torch has no derivative for its Bessel functions and polynomials: those compare values only)
+    g = not (name.startswith(("bessel", "modified_bessel", "spherical", "airy")))
+    case(f"special.{name}", lambda T, x, n=name: getattr(T.special, n)(x), data, grad=g)
+case("special.erf:int", lambda T, x: T.special.erf(x), I, grad=False)
+case("special.polygamma", lambda T, x: T.special.polygamma(2, x), P)
+case("special.multigammaln", lambda T, x: T.special.multigammaln(x, 2), 1 + P)
+case("special.logit", lambda T, x: T.special.logit(x, eps=0.25), U)
+case("special.round:decimals", lambda T, x: T.special.round(x, decimals=1), 3 * X, grad=False)
+case("special.softmax", lambda T, x: T.special.softmax(x, 1), X)
+case("special.log_softmax", lambda T, x: T.special.log_softmax(x, 0), X)
+case("special.logsumexp", lambda T, x: T.special.logsumexp(x, 1, keepdim=True), X)
+for name, a, b in [("xlogy", X, P), ("xlog1py", X, P), ("zeta", 1.5 + P, P), ("gammainc", P, 2 * U),
+                   ("gammaincc", P, 2 * U)]:
+    g = True if name in ("xlogy", "xlog1py") else (False, True)
+    if name == "zeta":
+        g = False  # (torch: no derivative)
+    case(f"special.{name}", lambda T, x, y, n=name: getattr(T.special, n)(x, y), a, b, grad=g)
+case("special.xlogy:number", lambda T, y: T.special.xlogy(2.0, y), P)
+for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+             "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+             "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+             "laguerre_polynomial_l", "legendre_polynomial_p"):
+    case(f"special.{name}", lambda T, x, n=name: getattr(T.special, n)(x, 4), X, grad=False)
+    case(f"special.{name}:tensor_n", lambda T, x, k, n=name: getattr(T.special, n)(x, k), X[0],
+         np.array([0, 1, 3, 6]), grad=False)
+
 # ---------------------------------------------------------------- errors (PyTorch's type and message)
 def error(key: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
     def register(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
