@@ -263,6 +263,18 @@ class _SpecialMixin:
         """``x`` where ``|x| > lambd``, else 0."""
         return cast("Tensor", fnp.where((self.abs() > lambd)._value, self, 0.0))
 
+    def prelu(self: Tensor, weight: Any) -> "Tensor":
+        """``x`` where ``x > 0``, else ``weight * x``; ``weight`` has one element or one per channel (dim 1)."""
+        w = weight
+        if w.numel() > 1:
+            channels = self.shape[1] if self.dim() >= 2 else self.shape[0] if self.dim() else 1
+            if w.numel() != channels:
+                raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                                   f"{w.numel()} and channel size = {channels}.")
+            if self.dim() >= 2:
+                w = w.reshape((channels,) + (1,) * (self.dim() - 2))
+        return cast("Tensor", fnp.where((self > 0)._value, self, w * self))
+
     # ------------------------------------------------------------------ in-place forms
     (acosh_, asinh_, atanh_, arccosh_, arcsinh_, arctanh_, erf_, erfc_, erfinv_, digamma_, lgamma_, i0_, sinc_,
      deg2rad_, rad2deg_, polygamma_, mvlgamma_, logit_, nan_to_num_, fix_, hypot_, copysign_, nextafter_, xlogy_,

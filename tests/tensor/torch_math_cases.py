@@ -109,6 +109,8 @@ case("__rshift__", lambda T, a: a >> 1, J, grad=False)
 case("addcmul", lambda T, x, a, b: x.addcmul(a, b, value=0.5), X, Y, P)
 case("addcdiv", lambda T, x, a, b: x.addcdiv(a, b, value=-2.0), X, Y, P)
 case("hardshrink", lambda T, x: x.hardshrink(0.3), X)
+case("prelu", lambda T, x, w: x.prelu(w), X, np.array([0.25, -0.5, 1.5]))
+case("prelu:one_weight", lambda T, x, w: x.prelu(w), Y, np.array([0.1]))
 case("hardshrink:default", lambda T, x: x.hardshrink(), 2 * X)
 case("rsub", lambda T, x, y: T.rsub(x, y), X, Y)
 case("rsub:alpha_number", lambda T, x: T.rsub(x, 2.0, alpha=3), X)
@@ -308,6 +310,27 @@ for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_poly
     case(f"special.{name}", lambda T, x, n=name: getattr(T.special, n)(x, 4), X, grad=False)
     case(f"special.{name}:tensor_n", lambda T, x, k, n=name: getattr(T.special, n)(x, k), X[0],
          np.array([0, 1, 3, 6]), grad=False)
+
+# ---------------------------------------------------------------- the torch namespace's losses (reduction enums)
+case("binary_cross_entropy_with_logits", lambda T, x, t: T.binary_cross_entropy_with_logits(x, t), X, U,
+     grad=(True, False))
+case("binary_cross_entropy_with_logits:weights_sum", lambda T, x, t, w, pw: T.binary_cross_entropy_with_logits(
+    x, t, w, pw, 2), X, U, P[0], P[1], grad=(True, False, False, False))
+case("kl_div", lambda T, x, t: T.kl_div(x, t), X, U, grad=(True, False))
+case("kl_div:log_target_none", lambda T, x, t: T.kl_div(x, t, 0, log_target=True), X, Y)
+case("poisson_nll_loss", lambda T, x, t: T.poisson_nll_loss(x, t, True, False, 1e-8, 1), X, 3 * U, grad=(True, False))
+case("poisson_nll_loss:full_sum", lambda T, x, t: T.poisson_nll_loss(x, t, False, True, 1e-6, 2), P, 3 * U + 1,
+     grad=(True, False))
+case("hinge_embedding_loss", lambda T, x, t: T.hinge_embedding_loss(x, t, 0.5, 0), X, np.sign(Y), grad=(True, False))
+case("cosine_embedding_loss", lambda T, a, b, t: T.cosine_embedding_loss(a, b, t, 0.1), X, Y,
+     np.array([1.0, -1.0, 1.0]), grad=(True, True, False))
+case("margin_ranking_loss", lambda T, a, b, t: T.margin_ranking_loss(a, b, t, 0.2, 2), X[0], Y[0],
+     np.array([1.0, -1.0, 1.0, -1.0]), grad=(True, True, False))
+case("triplet_margin_loss", lambda T, a, p, n: T.triplet_margin_loss(a, p, n, 1.0, 2.0, 1e-6, True, 1), X, Y, P)
+case("ctc_loss", lambda T, lp, t: T.ctc_loss(lp.log_softmax(2), t, [4, 4], [2, 1], 0, 1, False),
+     np.linspace(-1, 1, 24).reshape(4, 2, 3), np.array([[1, 2], [1, 0]]), grad=(True, False))
+case("ctc_loss:default_none", lambda T, lp, t: T.ctc_loss(lp.log_softmax(2), t, [4, 3], [2, 1]),
+     np.linspace(-1, 1, 24).reshape(4, 2, 3) ** 2, np.array([[1, 2], [2, 0]]), grad=(True, False))
 
 # ---------------------------------------------------------------- errors (PyTorch's type and message)
 def error(key: str) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
