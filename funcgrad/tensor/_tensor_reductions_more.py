@@ -304,6 +304,7 @@ class _ReductionsMoreMixin:
             if builtins.bool((aweights._value < 0).any()):
                 raise RuntimeError("cov(): aweights cannot be negative")
             w = aweights if w is None else w * aweights
+            x = x.to(_dt.promote_types(x.dtype, aweights.dtype))  # (float64 weights: a float64 result)
         if w is None:
             mean = x.mean(1, keepdim=True)
             norm: Any = n - correction

@@ -84,11 +84,11 @@ def _float_unary(fn: Callable[..., Any], name: str) -> Callable[..., "Tensor"]:
     return method
 
 
-def _float_binary(fn: Callable[..., Any], name: str) -> Callable[..., "Tensor"]:
-    """The method ``t.<name>(other)``: ``fn`` of both, promoted to a common floating dtype."""
+def _float_binary(fn: Callable[..., Any], name: str, to_float: bool = True) -> Callable[..., "Tensor"]:
+    """The method ``t.<name>(other)``: ``fn`` of both, promoted to a common (floating, when ``to_float``) dtype."""
 
     def method(self: Tensor, other: Any) -> "Tensor":
-        a, b = _promoted(name, self, other, to_float=True)
+        a, b = _promoted(name, self, other, to_float=to_float)
         return cast("Tensor", fn(a, b))
 
     method.__name__ = method.__qualname__ = name
@@ -177,10 +177,11 @@ class _SpecialMixin:
         return Frexp(mantissa, exponent)
 
     # ------------------------------------------------------------------ binary functions
-    hypot, logaddexp, logaddexp2, copysign, fmax, fmin, nextafter = (
+    hypot, logaddexp, logaddexp2, copysign, nextafter = (
         _float_binary(f, n) for f, n in (
             (fnp.hypot, "hypot"), (fnp.logaddexp, "logaddexp"), (fnp.logaddexp2, "logaddexp2"),
-            (fnp.copysign, "copysign"), (fnp.fmax, "fmax"), (fnp.fmin, "fmin"), (fnp.nextafter, "nextafter")))
+            (fnp.copysign, "copysign"), (fnp.nextafter, "nextafter")))
+    fmax, fmin = _float_binary(fnp.fmax, "fmax", to_float=False), _float_binary(fnp.fmin, "fmin", to_float=False)
     xlogy = _float_binary(fsp.xlogy, "xlogy")
 
     def igamma(self: Tensor, other: Any) -> "Tensor":
