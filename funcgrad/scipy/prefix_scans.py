@@ -3,7 +3,9 @@
 
 :func:`prefix_scan` works in ``log2(n)`` steps of whole-array operations (each element combined with the
 one ``1, 2, 4, ...`` places before it), so it needs no ``ufunc.accumulate`` (CuPy and the fake device have
-none) and never leaves the device. The Tensor layer builds ``cummax``/``cummin`` (values and indices) on it.
+none) and never leaves the device; :func:`accumulate` uses the namespace's ``ufunc.accumulate`` (one pass)
+where there is one and the scan elsewhere. The Tensor layer builds ``cummax``/``cummin`` (values and indices)
+on them.
 
 Example::
 
@@ -27,7 +29,7 @@ from ..core import defprimitive
 from ..numpy._batching import move_to_front
 from ..numpy._util import ndim
 
-__all__ = ["prefix_scan", "logcumsumexp"]
+__all__ = ["prefix_scan", "accumulate", "logcumsumexp"]
 
 
 def _along(nd: int, axis: int, part: slice) -> tuple[slice, ...]:
@@ -62,14 +64,24 @@ def prefix_scan(arrays: Sequence[Any], axis: int,
     return ys
 
 
+def accumulate(ufunc: Any, x: Any, axis: int) -> Any:
+    """``ufunc.accumulate(x, axis)`` where the namespace's ufunc has it (NumPy: one sequential pass), else
+    the same scan by :func:`prefix_scan` (CuPy and devices without ``accumulate``). ``ufunc`` is a binary
+    associative ufunc of ``x``'s namespace (``xp.maximum``, ``xp.logaddexp``, ...)."""
+    direct = getattr(ufunc, "accumulate", None)
+    if direct is not None:
+        return direct(x, axis=axis)
+    (out,) = prefix_scan([x], axis, lambda e, l: (ufunc(e[0], l[0]),))
+    return out
+
+
 def _logcumsumexp_raw(a: Any, axis: int) -> Any:
     xp = namespace_of(a)
     if a.dtype.kind not in "fc":
         a = a.astype(xp.float64)
     if not a.ndim:
         return a + 0
-    (out,) = prefix_scan([a], axis, lambda e, l: (xp.logaddexp(e[0], l[0]),))
-    return out
+    return accumulate(xp.logaddexp, a, axis)
 
 
 def _log_positive(v: Any) -> Any:

@@ -25,7 +25,7 @@ from typing import Any, cast
 import numpy as np
 
 import funcgrad.numpy as fnp
-from funcgrad.scipy.prefix_scans import logcumsumexp as _logcumsumexp, prefix_scan
+from funcgrad.scipy.prefix_scans import accumulate, logcumsumexp as _logcumsumexp
 
 from ..backend import namespace_of
 from . import dtypes as _dt
@@ -77,14 +77,11 @@ def _cumulative_extreme(t: Tensor, dim: Any, largest: bool) -> tuple["Tensor", "
     shape = [1] * raw.ndim
     shape[d] = raw.shape[d]
     positions = xp.broadcast_to(xp.reshape(xp.arange(raw.shape[d]), shape), raw.shape)
-    better = xp.greater_equal if largest else xp.less_equal
-
-    def combine(earlier: tuple[Any, ...], later: tuple[Any, ...]) -> tuple[Any, ...]:
-        (v0, i0), (v1, i1) = earlier, later
-        take_later = _is_nan(v1) | (~_is_nan(v0) & better(v1, v0))
-        return xp.where(take_later, v1, v0), xp.where(take_later, i1, i0)
-
-    _, idx = prefix_scan([raw, positions], d, combine)
+    # the running extreme (NaN, once met, stays: maximum/minimum propagate it), then the index of the last
+    # element equal to it (or NaN) so far
+    running = accumulate(xp.maximum if largest else xp.minimum, raw, d)
+    reached = (raw == running) | _is_nan(raw)
+    idx = accumulate(xp.maximum, xp.where(reached, positions, 0), d)
     index = _index_tensor(idx)
     return t.gather(d, index), index
 
