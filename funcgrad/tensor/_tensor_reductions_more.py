@@ -195,8 +195,8 @@ class _ReductionsMoreMixin:
         if x._value.dtype.kind not in "fc":
             raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                                f"{_dt.SCALAR_NAMES[x.dtype]}")
-        count = (~x.isnan()).sum(dim, keepdim)
-        return cast("Tensor", x.nansum(dim, keepdim) / count)
+        nans = x.isnan()
+        return cast("Tensor", fnp.where(nans, 0.0, x).sum(dim, keepdim) / (~nans).sum(dim, keepdim))
 
     def quantile(self: Tensor, q: Any, dim: Any = None, keepdim: builtins.bool = False, *,
                  interpolation: str = "linear") -> "Tensor":
@@ -377,7 +377,7 @@ class _ReductionsMoreMixin:
         d = _dim(dim, self.dim())
         others = tuple(i for i in builtins.range(self.dim()) if i != d)
         norms = self.norm(p, dim=others, keepdim=True)
-        factor = fnp.where((norms > maxnorm)._value, maxnorm / (norms + 1e-7), 1.0)
+        factor = fnp.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
         return cast("Tensor", self * factor)
 
     renorm_ = inplace_variant("renorm")
@@ -458,7 +458,7 @@ def _quantile(t: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ig
         out = (v_lo + v_hi) * 0.5
     elif interpolation == "linear":  # (PyTorch's lerp: from the nearer end, so an infinite end stays infinite)
         w = new_tensor((rank - lo).astype(t._value.dtype))
-        out = fnp.where((w < 0.5)._value, v_lo + (v_hi - v_lo) * w, v_hi - (v_hi - v_lo) * (1 - w))
+        out = fnp.where(w < 0.5, v_lo + (v_hi - v_lo) * w, v_hi - (v_hi - v_lo) * (1 - w))
     else:
         out = v_lo
     undefined = (valid == 0) if ignore_nan else xp.any(nans, axis=-1, keepdims=True)

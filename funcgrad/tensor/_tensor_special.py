@@ -7,7 +7,8 @@ A mixin of :class:`funcgrad.tensor.tensor.Tensor` that does not import ``tensor.
 ``funcgrad.numpy`` / ``funcgrad.scipy.special`` primitive to the tensor (a Tensor is a box of the tensor
 trace, so the call is recorded and returns a Tensor), or composes the tensor's own methods. Integer and bool
 inputs are promoted as PyTorch does (``dtypes.result_type``; to the default float dtype for the functions
-that are only defined on floats).
+that are only defined on floats). Conditions are bool Tensors (never a tensor's raw value), so that the
+methods also run under ``ft.func``'s transforms, where that value is traced.
 
 Example::
 
@@ -147,7 +148,7 @@ class _SpecialMixin:
         Example: ``ft.tensor([0.25]).logit()  # log(1/3)``."""
         x = _floating(self)
         if eps is not None:  # (the gradient passes at the bounds themselves, as PyTorch's)
-            x = fnp.where((x < eps)._value, eps, fnp.where((x > 1.0 - eps)._value, 1.0 - eps, x))
+            x = fnp.where(x < eps, eps, fnp.where(x > 1.0 - eps, 1.0 - eps, x))
         return cast("Tensor", fsp.logit(x))
 
     def nan_to_num(self: Tensor, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
@@ -262,7 +263,7 @@ class _SpecialMixin:
 
     def hardshrink(self: Tensor, lambd: builtins.float = 0.5) -> "Tensor":
         """``x`` where ``|x| > lambd``, else 0."""
-        return cast("Tensor", fnp.where((self.abs() > lambd)._value, self, 0.0))
+        return cast("Tensor", fnp.where(self.abs() > lambd, self, 0.0))
 
     def prelu(self: Tensor, weight: Any) -> "Tensor":
         """``x`` where ``x > 0``, else ``weight * x``; ``weight`` has one element or one per channel (dim 1)."""
@@ -274,7 +275,7 @@ class _SpecialMixin:
                                    f"{w.numel()} and channel size = {channels}.")
             if self.dim() >= 2:
                 w = w.reshape((channels,) + (1,) * (self.dim() - 2))
-        return cast("Tensor", fnp.where((self > 0)._value, self, w * self))
+        return cast("Tensor", fnp.where(self > 0, self, w * self))
 
     # ------------------------------------------------------------------ in-place forms
     (acosh_, asinh_, atanh_, arccosh_, arcsinh_, arctanh_, erf_, erfc_, erfinv_, digamma_, lgamma_, i0_, sinc_,

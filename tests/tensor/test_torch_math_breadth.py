@@ -267,3 +267,30 @@ def test_runtime_settings_are_recorded_and_reported():
         ft.set_float32_matmul_precision("highest")
         ft.set_warn_always(False)
     assert set(runtime_settings.__all__) <= set(ft.__all__)
+
+
+# ---------------------------------------------------------------------------- under ft.func's transforms
+UNDER_FUNC = {
+    "erfinv": lambda r: r.erfinv(), "lgamma": lambda r: (r.abs() + 0.5).lgamma(), "hypot": lambda r: r.hypot(r * 2),
+    "xlogy": lambda r: r.xlogy(r.abs() + 1), "hardshrink": lambda r: r.hardshrink(0.3),
+    "logit_eps": lambda r: r.abs().logit(0.2), "prelu": lambda r: r.unsqueeze(0).prelu(ft.tensor([0.1])),
+    "logcumsumexp": lambda r: r.logcumsumexp(0), "nanmean": lambda r: r.nanmean(), "aminmax": lambda r: r.aminmax().max,
+    "frexp": lambda r: r.frexp().mantissa, "diff": lambda r: r.diff(), "dist": lambda r: r.dist(r * 2, 3),
+    "cov": lambda r: r.reshape(2, 2).cov(), "renorm": lambda r: r.reshape(2, 2).renorm(2, 0, 0.5),
+    "trapezoid": lambda r: ft.trapezoid(r), "gradient": lambda r: ft.gradient(r)[0],
+    "special.airy_ai": lambda r: ft.special.airy_ai(r), "special.i0e": lambda r: ft.special.i0e(r),
+    "special.chebyshev_t": lambda r: ft.special.chebyshev_polynomial_t(r, 3),
+}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name", sorted(UNDER_FUNC))
+def test_composes_with_ft_func_vmap_and_grad(name):
+    f = UNDER_FUNC[name]
+    x = ft.tensor(X[:2])
+    batched = ft.func.vmap(f)(x)
+    np.testing.assert_allclose(batched.numpy(), ft.stack([f(x[i]) for i in range(2)]).numpy())
+    g = ft.func.grad(lambda r: f(r).sum())(x[0])
+    leaf = x[0].clone().requires_grad_(True)
+    f(leaf).sum().backward()
+    np.testing.assert_allclose(g.numpy(), leaf.grad.numpy())
