@@ -31,7 +31,7 @@ import funcgrad.scipy.special as fsp
 
 from . import dtypes as _dt
 from .inplace_variant import inplace_variant
-from .tensor_class import is_tensor
+from .tensor_class import is_tensor, new_tensor
 
 # The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
 # import contracts count type-only imports): ``Tensor`` is ``Any`` here.
@@ -276,6 +276,31 @@ class _SpecialMixin:
             if self.dim() >= 2:
                 w = w.reshape((channels,) + (1,) * (self.dim() - 2))
         return cast("Tensor", fnp.where(self > 0, self, w * self))
+
+    # ------------------------------------------------------------------ Python functions applied elementwise
+    def _host_elementwise(self: Tensor, op: str, fn: Callable[..., Any], *others: Any) -> "Tensor":
+        """Write ``fn(self[i], *(o[i] for o in others))`` into ``self`` (``others`` broadcast to it): a Python
+        loop over host values, as PyTorch's (CPU tensors only; the result is a copy into ``self``)."""
+        arrays = [t._value for t in (self, *others)]
+        if builtins.any(not isinstance(a, np.ndarray) for a in arrays):
+            raise TypeError(f"{op} is only implemented on CPU tensors")
+        shape = self._value.shape
+        flat = [np.broadcast_to(a, shape).ravel().tolist() for a in arrays]
+        values = np.array([fn(*items) for items in zip(*flat)], dtype=self._value.dtype).reshape(shape)
+        return cast("Tensor", self.copy_(new_tensor(values)))
+
+    def apply_(self: Tensor, callable: Callable[[Any], Any]) -> "Tensor":  # noqa: A002
+        """Replace each element ``v`` by ``callable(v)`` (a Python number function; CPU tensors only, slow).
+        Example: ``ft.arange(3.0).apply_(lambda v: v * 2)``."""
+        return self._host_elementwise("apply_", callable)
+
+    def map_(self: Tensor, tensor: Any, callable: Callable[[Any, Any], Any]) -> "Tensor":  # noqa: A002
+        """Replace each element ``v`` by ``callable(v, w)``, ``w`` the element of ``tensor`` (broadcast)."""
+        return self._host_elementwise("map_", callable, tensor)
+
+    def map2_(self: Tensor, x: Any, y: Any, callable: Callable[[Any, Any, Any], Any]) -> "Tensor":  # noqa: A002
+        """Replace each element ``v`` by ``callable(v, a, b)``, ``a``/``b`` the elements of ``x``/``y``."""
+        return self._host_elementwise("map2_", callable, x, y)
 
     # ------------------------------------------------------------------ in-place forms
     (acosh_, asinh_, atanh_, arccosh_, arcsinh_, arctanh_, erf_, erfc_, erfinv_, digamma_, lgamma_, i0_, sinc_,

@@ -272,6 +272,14 @@ case("diff:prepend_append", lambda T, x, a, b: x.diff(dim=1, prepend=a, append=b
 case("diff:bool", lambda T, x: x.diff(), BA, grad=False)
 case("diff:int", lambda T, x: T.diff(x), I, grad=False)
 case("renorm", lambda T, x: x.renorm(2, 0, 0.8), X)
+case("sum_to_size", lambda T, x: x.sum_to_size(1, 4), X)
+case("sum_to_size:tuple_lead", lambda T, x: x.sum_to_size((4,)), X)
+case("sum_to_size:same", lambda T, x: x.sum_to_size(3, 4), X)
+case("sum_to_size:inner", lambda T, x: x.reshape(3, 2, 2).sum_to_size(3, 1, 2), X)
+case("apply_", lambda T, x: x.clone().apply_(lambda v: v * v - 1), X, grad=False)
+case("map_", lambda T, x, y: x.clone().map_(y, lambda a, b: a * 2 + b), X, Y[0], grad=False)
+case("map2_", lambda T, x, y, z: x.clone().map2_(y, z, lambda a, b, c: a - b * c), I, J, np.array([1, 2, 3]),
+     grad=False)
 case("renorm:ft_p1_dim1", lambda T, x: T.renorm(x, 1, 1, 0.5), X)
 
 # ---------------------------------------------------------------- torch functions that are not methods
@@ -389,6 +397,7 @@ error("renorm_1d")(lambda T: T.tensor(V).renorm(2, 0, 1.0))
 error("aminmax_empty")(lambda T: T.zeros(0).aminmax())
 error("cummax_dim")(lambda T: T.tensor(X).cummax(2))
 error("logit__int")(lambda T: T.tensor(I).logit_())
+error("sum_to_size")(lambda T: T.tensor(X).sum_to_size(5))
 
 
 # ---------------------------------------------------------------- running a case
