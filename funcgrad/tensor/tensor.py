@@ -438,9 +438,11 @@ from ._tensor_inplace import _InplaceMixin  # noqa: E402
 from ._tensor_convert import _ConvertMixin  # noqa: E402
 from ._tensor_special import _SpecialMixin  # noqa: E402
 from ._tensor_reductions_more import _ReductionsMoreMixin  # noqa: E402
+from ._tensor_spectral import _SpectralMixin  # noqa: E402
 
 
-class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _SpecialMixin, _ReductionsMoreMixin, GraphBox):
+class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _SpecialMixin, _ReductionsMoreMixin, _SpectralMixin,
+             GraphBox):
     """A multi-dimensional array that records operations for autograd, like ``torch.Tensor``.
 
     Create tensors with :func:`ft.tensor`, :func:`ft.zeros`, :func:`ft.randn` ...;

@@ -33,7 +33,8 @@ _METHODS = [
     "logaddexp", "logaddexp2", "copysign", "fmax", "fmin", "nextafter", "igamma", "igammac", "heaviside", "ldexp",
     "gcd", "lcm", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
     "bitwise_right_shift", "aminmax", "cummax", "cummin", "logcumsumexp", "kthvalue", "msort", "mode", "nanmedian",
-    "nanmean", "quantile", "nanquantile", "histc", "histogram", "cov", "corrcoef", "dist", "diff", "renorm",
+    "nanmean", "quantile", "nanquantile", "histc", "histogram", "cov", "corrcoef", "dist", "diff", "renorm", "stft",
+    "istft",
 ]
 # ``ft.<name>_(input, ...)``: the in-place method, as ``torch.exp_``
 _INPLACE = [
@@ -53,7 +54,7 @@ __all__ = _METHODS + _INPLACE + [
     mvlgamma, logit, nan_to_num, positive, fix, frexp, hypot, logaddexp, logaddexp2, copysign, fmax, fmin, nextafter,
     igamma, igammac, heaviside, ldexp, gcd, lcm, bitwise_and, bitwise_or, bitwise_xor, bitwise_not,
     bitwise_left_shift, bitwise_right_shift, aminmax, cummax, cummin, logcumsumexp, kthvalue, msort, mode, nanmedian,
-    nanmean, quantile, nanquantile, histc, histogram, cov, corrcoef, dist, diff, renorm,
+    nanmean, quantile, nanquantile, histc, histogram, cov, corrcoef, dist, diff, renorm, stft, istft,
 ) = map(_method_fn, _METHODS)
 (
     abs_, acos_, acosh_, arccos_, arccosh_, arcsin_, arcsinh_, arctan_, arctanh_, asin_, asinh_, atan_, atanh_,

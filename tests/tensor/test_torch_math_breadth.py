@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import funcgrad.tensor as ft
-from funcgrad.tensor import _tensor_reductions_more, _tensor_special, loss_ops, runtime_settings, torch_math
+from funcgrad.tensor import _tensor_reductions_more, _tensor_special, _tensor_spectral, loss_ops, runtime_settings, torch_math
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from torch_math_cases import CASES, ERRORS, P, U, X, Y, run_case, run_error  # noqa: E402
+from torch_math_cases import CASES, ERRORS, P, SIG, U, X, Y, run_case, run_error  # noqa: E402
 
 try:
     HAVE_TORCH = importlib.util.find_spec("torch") is not None
@@ -114,8 +114,9 @@ SETTINGS = set(runtime_settings.__all__)
 
 @pytest.mark.parametrize("names", [set(torch_math.__all__) | set(loss_ops.__all__), _mixin_names(_tensor_special._SpecialMixin),
                                    _mixin_names(_tensor_reductions_more._ReductionsMoreMixin),
+                                   _mixin_names(_tensor_spectral._SpectralMixin),
                                    {f"special.{n}" for n in ft.special.__all__}],
-                         ids=["torch_math", "special_mixin", "reductions_mixin", "ft.special"])
+                         ids=["torch_math", "special_mixin", "reductions_mixin", "spectral_mixin", "ft.special"])
 def test_every_new_name_has_a_recorded_case(names):
     covered = {k.split(":")[0] for k in CASES}
     missing = sorted(n for n in names if n not in covered and n not in
@@ -169,6 +170,8 @@ GRADGRAD = {
     "special.bessel_y1": (lambda x: ft.special.bessel_y1(x), [2 * P]),
     "special.chebyshev_t": (lambda x: ft.special.chebyshev_polynomial_t(x, ft.tensor([0, 1, 3, 6])), [X[0]]),
     "special.laguerre_l": (lambda x: ft.special.laguerre_polynomial_l(x, 3), [X]),
+    "stft": (lambda x, w: x.stft(8, 3, window=w, return_complex=True).abs(), [SIG[:20], np.hanning(8) + 0.1]),
+    "istft": (lambda s: ft.istft(ft.complex(s[0], s[1]), 8, 3), [np.cos(np.arange(70.0)).reshape(2, 5, 7)]),
 }
 
 
@@ -294,3 +297,20 @@ def test_composes_with_ft_func_vmap_and_grad(name):
     leaf = x[0].clone().requires_grad_(True)
     f(leaf).sum().backward()
     np.testing.assert_allclose(g.numpy(), leaf.grad.numpy())
+
+
+def test_istft_refuses_a_window_whose_overlap_vanishes():
+    w = ft.hann_window(16, dtype=ft.float64)
+    spec = ft.tensor(SIG).stft(16, 4, window=w, center=False, return_complex=True)
+    with pytest.raises(RuntimeError, match="window overlap add min"):
+        spec.istft(16, 4, window=w, center=False)
+
+
+def test_istft_inverts_stft_with_the_identity_as_gradient():
+    x = _t(SIG)
+    w = ft.hann_window(16, dtype=ft.float64)
+    y = x.stft(16, 4, window=w, return_complex=True).istft(16, 4, window=w, length=100)
+    weights = np.cos(np.arange(100.0))
+    (y * ft.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), SIG, atol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), weights, atol=1e-12)

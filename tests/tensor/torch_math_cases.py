@@ -343,6 +343,31 @@ for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_poly
     case(f"special.{name}:tensor_n", lambda T, x, k, n=name: getattr(T.special, n)(x, k), X[0],
          np.array([0, 1, 3, 6]), grad=False)
 
+# ---------------------------------------------------------------- stft / istft
+SIG = np.sin(np.arange(100.0) * 0.3) + 0.1 * np.arange(100.0) / 100
+case("stft", lambda T, x: T.stft(x, 16, return_complex=True).abs(), SIG)
+case("stft:hann_hop5", lambda T, x: x.stft(16, 5, window=T.hann_window(16, dtype=T.float64), return_complex=True)
+     .abs(), SIG)
+case("stft:win10_not_centered", lambda T, x: T.stft(x, 16, win_length=10, window=T.hann_window(10, dtype=T.float64),
+                                                      center=False, return_complex=True).abs(), SIG)
+case("stft:constant_normalized", lambda T, x: T.stft(x, 16, pad_mode="constant", normalized=True,
+                                                       return_complex=True).abs(), SIG)
+case("stft:twosided", lambda T, x: T.stft(x, 16, onesided=False, return_complex=True).abs(), SIG)
+case("stft:replicate_real_view", lambda T, x: T.stft(x, 16, pad_mode="replicate", return_complex=False), SIG)
+case("stft:circular_batch", lambda T, x: T.stft(x, 8, 3, pad_mode="circular", return_complex=True).abs(),
+     np.stack([SIG[:40], SIG[40:80]]))
+case("stft:window_grad", lambda T, x, w: T.stft(x, 16, 4, window=w, return_complex=True).abs(), SIG,
+     np.hanning(16) + 0.1)
+case("istft", lambda T, x: T.istft(T.stft(x, 16, 4, window=T.hann_window(16, dtype=T.float64), return_complex=True),
+                                   16, 4, window=T.hann_window(16, dtype=T.float64)), SIG)
+case("istft:length", lambda T, x: x.stft(16, 5, window=T.hann_window(16, dtype=T.float64), return_complex=True)
+     .istft(16, 5, window=T.hann_window(16, dtype=T.float64), length=90), SIG)
+case("istft:normalized_padded", lambda T, x: T.istft(
+    T.stft(x, 16, 4, window=T.hann_window(16, dtype=T.float64), normalized=True, return_complex=True), 16, 4,
+    window=T.hann_window(16, dtype=T.float64), normalized=True, length=120), SIG)
+case("istft:twosided_batch", lambda T, x: T.istft(T.stft(x, 8, 2, onesided=False, return_complex=True), 8, 2,
+                                                  onesided=False), np.stack([SIG[:40], SIG[40:80]]))
+
 # ---------------------------------------------------------------- the torch namespace's losses (reduction enums)
 case("binary_cross_entropy_with_logits", lambda T, x, t: T.binary_cross_entropy_with_logits(x, t), X, U,
      grad=(True, False))
@@ -398,6 +423,8 @@ error("aminmax_empty")(lambda T: T.zeros(0).aminmax())
 error("cummax_dim")(lambda T: T.tensor(X).cummax(2))
 error("logit__int")(lambda T: T.tensor(I).logit_())
 error("sum_to_size")(lambda T: T.tensor(X).sum_to_size(5))
+error("stft_return_complex")(lambda T: T.tensor(SIG).stft(16))
+error("istft_real")(lambda T: T.tensor(SIG).reshape(10, 10).istft(16))
 
 
 # ---------------------------------------------------------------- running a case
