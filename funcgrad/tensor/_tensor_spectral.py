@@ -169,7 +169,8 @@ class _SpectralMixin:
         out = new_tensor(xp.zeros(batch + (total,), dtype=segments._value.dtype))
         out = cast("Tensor", fnp.indexing.IndexUpdateRef(out, (Ellipsis, xp.asarray(starts))).add(
             segments.reshape(batch + (-1,))))
-        envelope = fnp.indexing.IndexUpdateRef(fnp.zeros(total, dtype=w._value.dtype), xp.asarray(starts)).add(
+        wxp = namespace_of(w._value)
+        envelope = fnp.indexing.IndexUpdateRef(wxp.zeros(total, dtype=w._value.dtype), wxp.asarray(starts)).add(
             fnp.reshape(fnp.broadcast_to(w * w, (frames, n_fft)), (-1,)))
         start = n_fft // 2 if center else 0
         end = total - (n_fft // 2 if center else 0)

@@ -20,7 +20,7 @@ import funcgrad.tensor as ft
 from funcgrad.tensor import _tensor_reductions_more, _tensor_special, _tensor_spectral, loss_ops, runtime_settings, torch_math
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from torch_math_cases import CASES, ERRORS, P, SIG, U, X, Y, run_case, run_error  # noqa: E402
+from torch_math_cases import CASES, ERRORS, P, SIG, U, V, X, Y, run_case, run_error  # noqa: E402
 
 try:
     HAVE_TORCH = importlib.util.find_spec("torch") is not None
@@ -314,3 +314,25 @@ def test_istft_inverts_stft_with_the_identity_as_gradient():
     (y * ft.tensor(weights)).sum().backward()
     np.testing.assert_allclose(y.detach().numpy(), SIG, atol=1e-12)
     np.testing.assert_allclose(x.grad.numpy(), weights, atol=1e-12)
+
+
+def test_counts_selections_and_spectra_stay_on_the_device():
+    fake_backend = pytest.importorskip("fake_backend")
+    fake_backend.install()
+    fake = fake_backend.fake
+    x = ft.tensor(X).to("fake")
+    labels = ft.tensor(np.array([0, 3, 3, 1])).to("fake")
+    results = {
+        "histc": x.histc(4, -1.0, 1.0), "histogram": x.histogram(3).hist, "bincount": labels.bincount(),
+        "bincount_weights": labels.bincount(ft.tensor(V[:4]).to("fake")), "mode": x.mode(1).values,
+        "kthvalue": x.kthvalue(2, 1).indices, "cov": x.cov(), "diff": x.diff(), "cummin": x.cummin(0).indices,
+        "stft": ft.tensor(SIG).to("fake").stft(16, 4, window=ft.hann_window(16, dtype=ft.float64).to("fake"),
+                                               return_complex=True),
+        "erfinv_": x.clone().erfinv_(), "special.i0e": ft.special.i0e(x), "nan_to_num": x.nan_to_num(),
+    }
+    for name, t in results.items():
+        assert type(t._value).__name__ == "FakeArray", name
+    np.testing.assert_array_equal(fake.asnumpy(results["bincount"]._value), [1, 1, 0, 2])
+    np.testing.assert_allclose(fake.asnumpy(results["histc"]._value), ft.tensor(X).histc(4, -1.0, 1.0).numpy())
+    back = results["stft"].istft(16, 4, window=ft.hann_window(16, dtype=ft.float64).to("fake"), length=100)
+    np.testing.assert_allclose(fake.asnumpy(back._value), SIG, atol=1e-12)
