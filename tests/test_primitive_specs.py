@@ -66,7 +66,7 @@ NUMPY_OTHER = [
 ]
 
 SPECIAL = [Spec(n, getattr(fsp, n), getattr(sp, n), ds, **kw) for n, ds, kw in [
-    ("erf", [R], {}), ("erfc", [R], {}), ("erfinv", [U1], {}), ("erfcinv", [PR], {}),
+    ("erf", [R], {}), ("erfc", [R], {}), ("erfcx", [R], {}), ("erfinv", [U1], {}), ("erfcinv", [PR], {}),
     ("expit", [R], {}), ("logit", [PR], {}), ("log_expit", [R], {}),
     ("gammaln", [P], {}), ("gamma", [P], {}), ("digamma", [P], {"rtol": 1e-9}),
     ("psi", [P], {"rtol": 1e-9}),

@@ -50,7 +50,7 @@ from .prefix_scans import logcumsumexp  # noqa: F401  (the scan of logaddexp: lo
 
 __all__: list[str] = [
     "logsumexp", "softmax", "log_softmax", "expit", "logit", "log_expit",
-    "erf", "erfc", "erfinv", "erfcinv", "gammaln", "gamma", "digamma", "psi", "polygamma",
+    "erf", "erfc", "erfcx", "erfinv", "erfcinv", "gammaln", "gamma", "digamma", "psi", "polygamma",
     "xlogy", "xlog1py", "i0", "i1", "logcumsumexp",
 ]
 
@@ -476,6 +476,13 @@ erfc: Callable[[ArrayLike], Array] = _unary("erfc", lambda ans, x: -_TWO_OVER_SQ
     Example::
 
         erfc(fnp.array([0.0, 5.0]))
+    """)
+
+erfcx: Callable[[ArrayLike], Array] = _unary("erfcx", lambda ans, x: 2.0 * x * ans - _TWO_OVER_SQRT_PI, """The scaled complementary error function ``exp(x^2) erfc(x)``, without overflow for large x. Differentiable ``scipy.special.erfcx``; d/dx = 2x erfcx(x) - 2/sqrt(pi).
+
+    Example::
+
+        erfcx(fnp.array([0.0, 30.0]))    # [1, ~1/(30 sqrt(pi))]
     """)
 
 erfinv: Callable[[ArrayLike], Array] = _unary("erfinv", lambda ans, y: _SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erf on (-1, 1). Differentiable ``scipy.special.erfinv``; d/dy = sqrt(pi)/2 exp(erfinv(y)^2).

@@ -216,7 +216,9 @@ class _ReductionsMoreMixin:
                  interpolation: str = "linear") -> "Tensor":
         """The ``q``-th quantiles (``q`` a float or a 1-D tensor in ``[0, 1]``: then a leading dim of
         ``len(q)``) along ``dim``, interpolated as NumPy's ``linear``/``lower``/``higher``/``midpoint``/
-        ``nearest``; NaN where a NaN is reduced. Differentiable. Example: ``ft.tensor([1.0, 2.0, 4.0]).quantile(0.5)``."""
+        ``nearest``; NaN where a NaN is reduced. Differentiable.
+
+        Example: ``ft.tensor([1.0, 2.0, 4.0]).quantile(0.5)  # 2.``."""
         return _quantile(self, q, dim, keepdim, interpolation, ignore_nan=False)
 
     def nanquantile(self: Tensor, q: Any, dim: Any = None, keepdim: builtins.bool = False, *,
@@ -293,7 +295,9 @@ class _ReductionsMoreMixin:
     # ------------------------------------------------------------------ statistics of rows
     def cov(self: Tensor, *, correction: builtins.int = 1, fweights: Any = None, aweights: Any = None) -> "Tensor":
         """The covariance matrix of the variables in the rows (observations in the columns), with frequency and
-        importance weights, as ``numpy.cov``; differentiable. Example: ``ft.tensor([[0., 1., 2.], [2., 1., 0.]]).cov()``."""
+        importance weights, as ``numpy.cov``; differentiable.
+
+        Example: ``ft.tensor([[0., 1., 2.], [2., 1., 0.]]).cov()``."""
         if self.dim() > 2:
             raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                                f"{self.dim()} dimensions")

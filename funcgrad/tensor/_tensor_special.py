@@ -324,4 +324,5 @@ class _SpecialMixin:
             "sgn", "sign", "trunc", "divide", "multiply", "subtract", "true_divide", "floor_divide", "fmod",
             "remainder", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
             "not_equal", "logical_and", "logical_or", "logical_xor", "logical_not"))
+    conj_physical_ = inplace_variant("conj_physical")
 

@@ -50,7 +50,8 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool,
     return F.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
 
 
-def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: Any = 0) -> Tensor:  # noqa: A002
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # noqa: A002
+                         reduction: Any = 0) -> Tensor:
     """``F.hinge_embedding_loss`` (reduction enum)."""
     return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
 

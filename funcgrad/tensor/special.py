@@ -30,7 +30,7 @@ from .tensor import Tensor, _as_tensor
 __all__ = [
     "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
     "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma", "entr", "erf", "erfc",
-    "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h",
+    "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h",
     "hermite_polynomial_he", "i0", "i0e", "i1", "i1e", "laguerre_polynomial_l", "legendre_polynomial_p", "log1p",
     "log_ndtr", "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
     "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
@@ -82,6 +82,7 @@ def _binary(fn: Callable[..., Any], name: str, doc: str) -> Callable[..., Tensor
     (fsp.y0, "bessel_y0", "The Bessel function of the second kind, order 0"),
     (fsp.y1, "bessel_y1", "The Bessel function of the second kind, order 1")))
 psi = digamma
+erfcx = _unary(fsp.erfcx, "erfcx", "``exp(x^2) erfc(x)``, without overflow for large ``x``")
 modified_bessel_i0, modified_bessel_i1 = i0, i1
 i0e = _unary(lambda x: fsp.ive(0.0, x), "i0e", "``i0(x) * exp(-|x|)``")
 i1e = _unary(lambda x: fsp.ive(1.0, x), "i1e", "``i1(x) * exp(-|x|)``")

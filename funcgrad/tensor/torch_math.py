@@ -43,6 +43,7 @@ _INPLACE = [
     "erfc_", "exp2_", "exp_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "i0_", "lcm_", "ldexp_", "log10_",
     "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "round_",
     "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_",
+    "conj_physical_",
 ]
 __all__ = _METHODS + _INPLACE + [
     "polygamma", "xlogy", "rsub", "gradient", "trapezoid", "trapz", "cumulative_trapezoid", "hann_window",
@@ -61,7 +62,7 @@ __all__ = _METHODS + _INPLACE + [
     ceil_, clamp_, clamp_max_, clamp_min_, clip_, cos_, cosh_, deg2rad_, erf_, erfc_, exp2_, exp_, expm1_, fix_,
     floor_, frac_, gcd_, i0_, lcm_, ldexp_, log10_, log1p_, log2_, log_, logit_, nan_to_num_, neg_, negative_,
     rad2deg_, reciprocal_, round_, rsqrt_, sigmoid_, sin_, sinc_, sinh_, sqrt_, square_, tan_, tanh_, trunc_,
-    xlogy_,
+    xlogy_, conj_physical_,
 ) = map(_method_fn, _INPLACE)
 
 
@@ -89,7 +90,8 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002
     return cast(Tensor, x.__rsub__(other) if alpha == 1 else (x * alpha).__rsub__(other))
 
 
-def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: int = 1) -> tuple[Tensor, ...]:  # noqa: A002
+def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,  # noqa: A002
+             edge_order: int = 1) -> tuple[Tensor, ...]:
     """Derivative estimates along each of ``dim`` (all dims when None) by central differences inside and
     one-sided ones (of order ``edge_order``) at the edges, as ``numpy.gradient``: one tensor per dim.
     ``spacing`` is one number, one number per dim, or one coordinate tensor per dim. Differentiable.

@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 import funcgrad.tensor as ft
-from funcgrad.tensor import _tensor_reductions_more, _tensor_special, _tensor_spectral, loss_ops, runtime_settings, torch_math
+from funcgrad.tensor import (
+    _tensor_reductions_more, _tensor_special, _tensor_spectral, loss_ops, runtime_settings, torch_math,
+)
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from torch_math_cases import CASES, ERRORS, P, SIG, U, V, X, Y, run_case, run_error  # noqa: E402
@@ -112,7 +114,8 @@ def _mixin_names(mixin):
 SETTINGS = set(runtime_settings.__all__)
 
 
-@pytest.mark.parametrize("names", [set(torch_math.__all__) | set(loss_ops.__all__), _mixin_names(_tensor_special._SpecialMixin),
+@pytest.mark.parametrize("names", [set(torch_math.__all__) | set(loss_ops.__all__),
+                                   _mixin_names(_tensor_special._SpecialMixin),
                                    _mixin_names(_tensor_reductions_more._ReductionsMoreMixin),
                                    _mixin_names(_tensor_spectral._SpectralMixin),
                                    {f"special.{n}" for n in ft.special.__all__}],

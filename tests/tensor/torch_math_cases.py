@@ -177,6 +177,8 @@ case("logit_:eps", lambda T, x: x.clone().logit_(0.2), U)
 case("round_:decimals", lambda T, x: x.clone().round_(decimals=1), 3 * X)
 case("eq_:number", lambda T, x: x.clone().eq_(0.2), X, grad=False)
 case("lt_:int_self", lambda T, x, y: x.clone().lt_(y), I, J, grad=False)
+case("conj_physical_", lambda T, x: T.view_as_real(T.complex(x, 2 * x).conj_physical_()), X)
+case("conj_physical_:ft", lambda T, x: T.view_as_real(T.conj_physical_(T.complex(x, x * x))), X)
 TORCH_INPLACE = {  # ft.<name>_(x)
     "abs_": X, "acos_": X, "acosh_": 1 + P, "arccos_": X, "arccosh_": 1 + P, "arcsin_": X, "arcsinh_": X,
     "arctan_": X, "arctanh_": X, "asin_": X, "asinh_": X, "atan_": X, "atanh_": X, "ceil_": 3 * X, "cos_": X,
@@ -313,7 +315,8 @@ case("kaiser_window:beta", lambda T: T.kaiser_window(9, False, 5.0), grad=False)
 # ---------------------------------------------------------------- ft.special (torch.special)
 for name, data in [("airy_ai", np.array([-3.0, -1.2, -0.3, 0.4, 1.5, 4.0])), ("bessel_j0", 2 * P), ("bessel_j1", 2 * P),
                    ("bessel_y0", 2 * P), ("bessel_y1", 2 * P), ("digamma", P), ("entr", P), ("erf", X), ("erfc", X),
-                   ("erfinv", X), ("exp2", X), ("expit", X), ("expm1", X), ("gammaln", P), ("i0", X), ("i0e", 3 * X),
+                   ("erfinv", X), ("erfcx", 6 * X), ("exp2", X), ("expit", X), ("expm1", X), ("gammaln", P),
+                   ("i0", X), ("i0e", 3 * X),
                    ("i1", X), ("i1e", 3 * X), ("log1p", P), ("log_ndtr", 3 * X), ("modified_bessel_i0", X),
                    ("modified_bessel_i1", X), ("modified_bessel_k0", P), ("modified_bessel_k1", P), ("ndtr", X),
                    ("ndtri", U), ("psi", P), ("round", 3 * X), ("sinc", X), ("spherical_bessel_j0", 3 * X)]:
