@@ -337,7 +337,7 @@ class _ReductionsMoreMixin:
         xm = x - mean
         xw = xm if w is None else xm * w
         out = xw.matmul(xm.transpose(0, 1).conj()) / norm
-        return cast("Tensor", out.reshape(()) if self.dim() < 2 else out)
+        return cast("Tensor", out.reshape(()) if out.shape[0] == 1 else out)  # (one variable: 0-d, as PyTorch)
 
     def corrcoef(self: Tensor) -> "Tensor":
         """Pearson correlation coefficients of the variables in the rows (``numpy.corrcoef``), clipped to

@@ -263,6 +263,8 @@ case("cov:aweights", lambda T, x, a: x.cov(aweights=a), X, P[0], grad=True)
 case("cov:both", lambda T, x, f, a: x.cov(fweights=f, aweights=a), X, np.array([1, 2, 1, 3]), P[1],
      grad=(True, False, True))
 case("cov:int", lambda T, x: x.cov(), I, grad=False)
+case("cov:one_variable", lambda T, x: x.cov(), X[:1])
+case("corrcoef:one_variable", lambda T, x: x.corrcoef(), X[:1], grad=False)
 case("corrcoef", lambda T, x: x.corrcoef(), X)
 case("corrcoef:ft", lambda T, x: T.corrcoef(x), Y)
 for p in (2, 1, 3, float("inf"), 0):
