@@ -64,11 +64,14 @@ def _operand(op: str, other: Any) -> Any:
     raise TypeError(f"{op}(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
 
 
-def _promoted(op: str, a: Any, b: Any, to_float: bool = False) -> tuple[Any, Any]:
+def _promoted(op: str, a: Any, b: Any, to_float: bool = False, floats_only: bool = False) -> tuple[Any, Any]:
     """``a``, ``b`` (Tensors or numbers) cast to PyTorch's result dtype (a floating one when ``to_float``);
-    numbers stay numbers (weak, as in PyTorch)."""
+    numbers stay numbers (weak, as in PyTorch). ``floats_only``: integer or bool operands alone are refused
+    with PyTorch's error (its kernel for ``op`` has no integer form)."""
     a, b = _operand(op, a), _operand(op, b)
     rt = _dt.result_type(a, b)
+    if floats_only and not (rt.is_floating_point or rt.is_complex):
+        raise NotImplementedError(f'"{op}_cpu" not implemented for \'{_dt.SCALAR_NAMES[rt]}\'')
     if to_float and not (rt.is_floating_point or rt.is_complex):
         rt = _dt.get_default_dtype()
     return (a.to(rt) if is_tensor(a) else a), (b.to(rt) if is_tensor(b) else b)
@@ -85,11 +88,13 @@ def _float_unary(fn: Callable[..., Any], name: str) -> Callable[..., "Tensor"]:
     return method
 
 
-def _float_binary(fn: Callable[..., Any], name: str, to_float: bool = True) -> Callable[..., "Tensor"]:
-    """The method ``t.<name>(other)``: ``fn`` of both, promoted to a common (floating, when ``to_float``) dtype."""
+def _float_binary(fn: Callable[..., Any], name: str, to_float: bool = True,
+                  floats_only: bool = False) -> Callable[..., "Tensor"]:
+    """The method ``t.<name>(other)``: ``fn`` of both, promoted to a common (floating, when ``to_float``) dtype;
+    ``floats_only``: PyTorch's error when neither is floating."""
 
     def method(self: Tensor, other: Any) -> "Tensor":
-        a, b = _promoted(name, self, other, to_float=to_float)
+        a, b = _promoted(name, self, other, to_float=to_float, floats_only=floats_only)
         return cast("Tensor", fn(a, b))
 
     method.__name__ = method.__qualname__ = name
@@ -97,15 +102,16 @@ def _float_binary(fn: Callable[..., Any], name: str, to_float: bool = True) -> C
     return method
 
 
-def _integer_binary(fn: Callable[..., Any], name: str) -> Callable[..., "Tensor"]:
-    """The method ``t.<name>(other)`` on integer tensors (no gradient): floats are refused, as in PyTorch."""
+def _integer_binary(fn: Callable[..., Any], name: str, kernel: str | None = None) -> Callable[..., "Tensor"]:
+    """The method ``t.<name>(other)`` on integer tensors (no gradient): floats and bools are refused, as in
+    PyTorch (whose error names its kernel, ``kernel``)."""
 
     def method(self: Tensor, other: Any) -> "Tensor":
         a, b = _promoted(name, self, other)
         kind = (a if is_tensor(a) else b)._value.dtype.kind
-        if kind not in "iu" and not (kind == "b" and name.startswith("bitwise")):
+        if kind not in "iu":
             dt = (a if is_tensor(a) else b).dtype
-            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dt.SCALAR_NAMES[dt]}\'')
+            raise NotImplementedError(f'"{kernel or name}_cpu" not implemented for \'{_dt.SCALAR_NAMES[dt]}\'')
         return cast("Tensor", fn(a, b))
 
     method.__name__ = method.__qualname__ = name
@@ -178,22 +184,23 @@ class _SpecialMixin:
         return Frexp(mantissa, exponent)
 
     # ------------------------------------------------------------------ binary functions
-    hypot, logaddexp, logaddexp2, copysign, nextafter = (
-        _float_binary(f, n) for f, n in (
+    hypot, logaddexp, logaddexp2, nextafter = (
+        _float_binary(f, n, floats_only=True) for f, n in (
             (fnp.hypot, "hypot"), (fnp.logaddexp, "logaddexp"), (fnp.logaddexp2, "logaddexp2"),
-            (fnp.copysign, "copysign"), (fnp.nextafter, "nextafter")))
+            (fnp.nextafter, "nextafter")))
+    copysign = _float_binary(fnp.copysign, "copysign")
     fmax, fmin = _float_binary(fnp.fmax, "fmax", to_float=False), _float_binary(fnp.fmin, "fmin", to_float=False)
     xlogy = _float_binary(fsp.xlogy, "xlogy")
 
     def igamma(self: Tensor, other: Any) -> "Tensor":
         """The regularized lower incomplete gamma function ``P(self, other)`` (``scipy.special.gammainc``).
         Unlike PyTorch, the derivative in ``self`` is given too."""
-        a, x = _promoted("igamma", self, other, to_float=True)
+        a, x = _promoted("igamma", self, other, to_float=True, floats_only=True)
         return cast("Tensor", fsp.gammainc(a, x))
 
     def igammac(self: Tensor, other: Any) -> "Tensor":
         """The regularized upper incomplete gamma function ``Q(self, other) = 1 - P(self, other)``."""
-        a, x = _promoted("igammac", self, other, to_float=True)
+        a, x = _promoted("igammac", self, other, to_float=True, floats_only=True)
         return cast("Tensor", fsp.gammaincc(a, x))
 
     def heaviside(self: Tensor, values: Any) -> "Tensor":
@@ -217,8 +224,8 @@ class _SpecialMixin:
         return self._inplace(type(self).float_power, exponent)
 
     gcd, lcm = _integer_binary(fnp.gcd, "gcd"), _integer_binary(fnp.lcm, "lcm")
-    bitwise_left_shift = __lshift__ = _integer_binary(fnp.left_shift, "bitwise_left_shift")
-    bitwise_right_shift = __rshift__ = _integer_binary(fnp.right_shift, "bitwise_right_shift")
+    bitwise_left_shift = __lshift__ = _integer_binary(fnp.left_shift, "bitwise_left_shift", "lshift")
+    bitwise_right_shift = __rshift__ = _integer_binary(fnp.right_shift, "bitwise_right_shift", "rshift")
 
     def _bitwise(self: Tensor, op: str, other: Any) -> "Tensor":
         if self._value.dtype.kind not in "biu" or (is_tensor(other) and other._value.dtype.kind not in "biu") \
@@ -243,6 +250,8 @@ class _SpecialMixin:
 
     def bitwise_not(self: Tensor) -> "Tensor":
         """Elementwise NOT of an integer or bool tensor (``~``)."""
+        if self._value.dtype.kind not in "biu":
+            raise NotImplementedError(f'"bitwise_not_cpu" not implemented for \'{_scalar_name(self)}\'')
         return cast("Tensor", ~self)
 
     def addcmul(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
