@@ -23,7 +23,7 @@ import funcgrad.numpy as fnp
 
 from . import dtypes as _dt
 from .creation import _finish, _np_dtype
-from .ops import _method_fn, cat
+from .ops import _method_fn, cat, stack
 from .tensor import Tensor, _as_tensor, _wrap_dim
 
 # ``ft.<name>(input, ...)`` is ``input.<name>(...)``, for these (spelled out for type checkers and readers)
@@ -46,7 +46,7 @@ _INPLACE = [
     "conj_physical_",
 ]
 __all__ = _METHODS + _INPLACE + [
-    "polygamma", "xlogy", "rsub", "gradient", "trapezoid", "trapz", "cumulative_trapezoid", "hann_window",
+    "polygamma", "xlogy", "rsub", "vander", "gradient", "trapezoid", "trapz", "cumulative_trapezoid", "hann_window",
     "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
 ]
 
@@ -88,6 +88,30 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002
     """``other - alpha * input``. Example: ``ft.rsub(ft.tensor([1.0]), 3.0)  # [2.]``."""
     x = _as_tensor(input)
     return cast(Tensor, x.__rsub__(other) if alpha == 1 else (x * alpha).__rsub__(other))
+
+
+def vander(x: Any, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803
+    """The Vandermonde matrix of the 1-D ``x``: columns ``x ** (N-1), ..., x, 1`` (ascending powers when
+    ``increasing``); ``N`` defaults to ``len(x)``; bools count as int64. Differentiable in ``x``.
+
+    Example: ``ft.vander(ft.tensor([1, 2, 3]))  # [[1, 1, 1], [4, 2, 1], [9, 3, 1]]``.
+    """
+    t = _as_tensor(x)
+    if t.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = t.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    if t._value.dtype.kind == "b":
+        t = t.long()
+    if n == 0:
+        return t.unsqueeze(1)[:, :0]
+    columns = [t * 0 + 1]
+    for _ in range(n - 1):
+        columns.append(columns[-1] * t)
+    if not increasing:
+        columns.reverse()
+    return stack(columns, 1)
 
 
 def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,  # noqa: A002
