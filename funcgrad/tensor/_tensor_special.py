@@ -233,8 +233,9 @@ class _SpecialMixin:
             bad = self if self._value.dtype.kind not in "biu" else other
             name = _scalar_name(bad) if is_tensor(bad) else "Float"
             raise NotImplementedError(f'"{op}_cpu" not implemented for \'{name}\'')
-        return cast("Tensor", getattr(fnp, "logical" + op[7:] if self._value.dtype.kind == "b" and (
-            not is_tensor(other) or other._value.dtype.kind == "b") else op)(*_promoted(op, self, other)))
+        a, b = _promoted(op, self, other)
+        both_bool = a._value.dtype.kind == "b"  # (the promoted dtype: bool only when both are)
+        return cast("Tensor", getattr(fnp, "logical" + op[len("bitwise"):] if both_bool else op)(a, b))
 
     def bitwise_and(self: Tensor, other: Any) -> "Tensor":
         """Elementwise AND of integer or bool tensors (``&``)."""

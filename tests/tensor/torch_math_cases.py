@@ -99,6 +99,7 @@ for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     case(f"{name}:bool", lambda T, a, b, n=name: getattr(a, n)(b), BA, BB, grad=False)
     case(f"{name}:number", lambda T, a, n=name: getattr(a, n)(6), I, grad=False)
 case("bitwise_not", lambda T, a: a.bitwise_not(), I, grad=False)
+case("bitwise_and:bool_number", lambda T, a: (a.bitwise_and(6), a.bitwise_xor(True)), BA, grad=False)
 case("bitwise_not:ft_bool", lambda T, a: T.bitwise_not(a), BA, grad=False)
 case("bitwise_left_shift", lambda T, a, b: a.bitwise_left_shift(b), J, np.array([1, 2, 3]), grad=False)
 case("bitwise_left_shift:ft", lambda T, a: T.bitwise_left_shift(a, 2), J, grad=False)
