@@ -66,7 +66,7 @@ NUMPY_OTHER = [
 ]
 
 SPECIAL = [Spec(n, getattr(fsp, n), getattr(sp, n), ds, **kw) for n, ds, kw in [
-    ("erf", [R], {}), ("erfc", [R], {}), ("erfinv", [U1], {}), ("erfcinv", [PR], {}),
+    ("erf", [R], {}), ("erfc", [R], {}), ("erfcx", [R], {}), ("erfinv", [U1], {}), ("erfcinv", [PR], {}),
     ("expit", [R], {}), ("logit", [PR], {}), ("log_expit", [R], {}),
     ("gammaln", [P], {}), ("gamma", [P], {}), ("digamma", [P], {"rtol": 1e-9}),
     ("psi", [P], {"rtol": 1e-9}),
@@ -119,7 +119,12 @@ REDUCTIONS = [_kw(fnp, np, n, d, shape, **kw) for n, d, shape, kw in [
     ("logsumexp", M, {}), ("logsumexp", M, {"axis": 1}), ("logsumexp", M, {"axis": 0, "keepdims": True}),
     ("softmax", M, {"axis": 1}), ("softmax", M, {"axis": 0}), ("log_softmax", M, {"axis": 1}),
     ("log_softmax", M, {"axis": 0}),
-]]
+]] + [
+    Spec("logcumsumexp_axis1", lambda x: fsp.logcumsumexp(x, 1),
+         lambda x: np.logaddexp.accumulate(x, axis=1), [R], shapes=((3, 5),)),
+    Spec("logcumsumexp_axis0", lambda x: fsp.logcumsumexp(x, 0),
+         lambda x: np.logaddexp.accumulate(x, axis=0), [R], shapes=((4, 2),)),
+]
 
 
 def _both(name, fn, domains, shapes):

@@ -46,11 +46,12 @@ from ..numpy._util import ndim, shape, unbroadcast
 from ..numpy import special_base
 from ..numpy.special_base import _special_function, _special_namespace, _special_raw
 from ..numpy.special_base import unary_special as _unary
+from .prefix_scans import logcumsumexp  # noqa: F401  (the scan of logaddexp: logsumexp's cumulative form)
 
 __all__: list[str] = [
     "logsumexp", "softmax", "log_softmax", "expit", "logit", "log_expit",
-    "erf", "erfc", "erfinv", "erfcinv", "gammaln", "gamma", "digamma", "psi", "polygamma",
-    "xlogy", "xlog1py", "i0", "i1",
+    "erf", "erfc", "erfcx", "erfinv", "erfcinv", "gammaln", "gamma", "digamma", "psi", "polygamma",
+    "xlogy", "xlog1py", "i0", "i1", "logcumsumexp",
 ]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -475,6 +476,13 @@ erfc: Callable[[ArrayLike], Array] = _unary("erfc", lambda ans, x: -_TWO_OVER_SQ
     Example::
 
         erfc(fnp.array([0.0, 5.0]))
+    """)
+
+erfcx: Callable[[ArrayLike], Array] = _unary("erfcx", lambda ans, x: 2.0 * x * ans - _TWO_OVER_SQRT_PI, """The scaled complementary error function ``exp(x^2) erfc(x)``, without overflow for large x. Differentiable ``scipy.special.erfcx``; d/dx = 2x erfcx(x) - 2/sqrt(pi).
+
+    Example::
+
+        erfcx(fnp.array([0.0, 30.0]))    # [1, ~1/(30 sqrt(pi))]
     """)
 
 erfinv: Callable[[ArrayLike], Array] = _unary("erfinv", lambda ans, y: _SQRT_PI_OVER_TWO * fnp.exp(ans * ans), """Inverse of erf on (-1, 1). Differentiable ``scipy.special.erfinv``; d/dy = sqrt(pi)/2 exp(erfinv(y)^2).

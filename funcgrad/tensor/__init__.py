@@ -51,6 +51,13 @@ from .toplevel import (  # noqa: F401
 )
 from .compiled import compile  # noqa: F401  (torch.compile: staged with fg.jit)
 from .anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
+from . import torch_math as _torch_math
+from .torch_math import *  # noqa: F401,F403  (maths: special functions, scans, quantiles, windows, in-place forms)
+from . import runtime_settings as _runtime_settings
+from .runtime_settings import *  # noqa: F401,F403  (threads, deterministic algorithms, matmul precision)
+from . import special  # noqa: F401  (ft.special: torch.special's functions)
+from . import loss_ops as _loss_ops
+from .loss_ops import *  # noqa: F401,F403  (torch.kl_div, ...: the losses with reduction enums)
 
 # the public names; ``creation``, ``ops`` and ``legacy`` contribute their own lists (star-imported above)
 __all__ = [
@@ -68,6 +75,9 @@ __all__ += ops.__all__
 __all__ += _legacy.__all__
 __all__ += _nn_ops.__all__
 __all__ += _blas_ops.__all__
+__all__ += _torch_math.__all__
+__all__ += _runtime_settings.__all__ + ["special"]
+__all__ += _loss_ops.__all__
 
 
 def is_inference(t: Tensor) -> object:

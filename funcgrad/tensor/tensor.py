@@ -40,6 +40,9 @@ from ._tensor_convert import _ConvertMixin
 from ._tensor_inplace import _InplaceMixin
 from ._tensor_math import _MathMixin
 from ._tensor_shape import _ShapeMixin
+from ._tensor_special import _SpecialMixin
+from ._tensor_reductions_more import _ReductionsMoreMixin
+from ._tensor_spectral import _SpectralMixin
 from .size_device import Size, device
 from .tensor_class import is_tensor, register_tensor_class
 from .tensor_helpers import _CONSTRUCTORS, _as_tensor, _compare
@@ -69,7 +72,8 @@ def _rebuild(array: np.ndarray, requires_grad: bool) -> Tensor:
 
 
 
-class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
+class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _SpecialMixin, _ReductionsMoreMixin, _SpectralMixin,
+             GraphBox):
     """A multi-dimensional array that records operations for autograd, like ``torch.Tensor``.
 
     Create tensors with :func:`ft.tensor`, :func:`ft.zeros`, :func:`ft.randn` ...;

@@ -101,11 +101,7 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, ret
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:  # noqa: A002
     """Counts of each non-negative integer (weighted sums with ``weights``). Example: ``ft.bincount(labels)``."""
-    v = _as_tensor(input)._value
-    if v.ndim != 1 or v.dtype.kind not in "iu":
-        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    w = None if weights is None else _as_tensor(weights)._value
-    return cast("Tensor", new_tensor(np.bincount(v, w, minlength)))
+    return cast("Tensor", _as_tensor(input).bincount(weights, minlength))
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A002
