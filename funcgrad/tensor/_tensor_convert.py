@@ -25,9 +25,10 @@ from . import forward_ad as _fwad
 from .dual_trace import primal_value
 
 from .tensor_class import is_tensor
+from .torch_names import named
 from .size_device import Size, device, _CPU
 from .tensor_helpers import (
-    _pyint, _pyfloat, _pybool, _pycomplex, _seq_mark, _rename, _cast, _to_device,
+    _pyint, _pyfloat, _pybool, _pycomplex, _cast, _to_device,
 )
 
 if TYPE_CHECKING:
@@ -223,8 +224,7 @@ class _ConvertMixin:
         return _to_device(self, dev)
 
     def clone(self: Tensor, memory_format: Any = None) -> "Tensor":
-        mark = _seq_mark()
-        return _rename(fnp.copy(self), "CloneBackward0", mark)
+        return cast("Tensor", named("CloneBackward0", fnp.copy)(self))
 
     # ------------------------------------------------------------------ new_* factories
     new_zeros, new_ones, new_empty = _new_of("zeros"), _new_of("ones"), _new_of("empty")

@@ -182,7 +182,7 @@ class CompiledFunction:
             try:
                 values = [Tensor._make(v) for v in flat]
                 inputs = values[n_state:]
-                versions = [t._vc[0] for t in inputs]
+                versions = [t._version_counter[0] for t in inputs]
                 per_module: dict[int, tuple[Module, dict[str, Any]]] = {}
                 for (m, name, _), v in zip(state.entries, values):
                     per_module.setdefault(id(m), (m, {}))[1][name] = v
@@ -198,7 +198,7 @@ class CompiledFunction:
                             store, leaf = _lookup(m, name)
                             buffers.append(store[leaf]._value)
                 for i, (t, before) in enumerate(zip(inputs, versions)):
-                    if t._vc[0] != before:
+                    if t._version_counter[0] != before:
                         raise CompileError(f"ft.compile: the function changed its tensor argument {i} (shape "
                                            f"{tuple(t.shape)}) in place; a staged program cannot write into the "
                                            f"caller's tensors")

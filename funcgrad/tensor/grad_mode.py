@@ -24,6 +24,9 @@ class _State(threading.local):
 
     enabled = True
     inference = False
+    # (primitive, PyTorch node name) while ``torch_names.named`` runs a call: the node of that
+    # primitive made then is of that name's class
+    name_request: Any = None
 
 
 state = _State()

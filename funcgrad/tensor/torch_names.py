@@ -7,7 +7,7 @@ against PyTorch read the same here.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,8 +20,9 @@ from ..numpy import indexing as _indexing
 from ..numpy import shape_ops as _shape_ops
 from ..scipy.special import expit
 from . import dtypes as _dt
+from .grad_mode import state as _mode
 
-__all__ = ["torch_name", "named_node_class", "rename_node", "view_rebase_error"]
+__all__ = ["torch_name", "named", "named_node_class", "rename_node", "view_rebase_error"]
 
 
 _FREED = (
@@ -49,6 +50,34 @@ def named_node_class(base: type, name: str) -> type:
         cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "_name": name,
                                                                    "__module__": base.__module__})
     return cls
+
+
+def named(name: str | tuple[str, str], fn: Callable[..., Any], prim: Any = None) -> Callable[..., Any]:
+    """``fn`` whose call records its node under PyTorch's class ``name``, where the name depends on the
+    op rather than on the primitive (``x.t()`` and ``x.permute(1, 0)`` both call ``transpose``):
+    the node of ``prim`` (default: ``fn``'s own primitive; give it when ``fn`` is a function that
+    calls it) made during the call is of that class from the start. A pair names a view primitive's
+    node by its result: (the name when it is a view, the name when it is a copy). The outermost op
+    names the nodes: ``x.unbind()`` is made of ``x[i]`` calls, whose nodes are ``UnbindBackward0``.
+
+    Example::
+
+        named("TBackward0", fnp.transpose)(x)        # x.t(): grad_fn is TBackward0
+    """
+    target = prim if isinstance(prim, Primitive) else get_primitive(fn if prim is None else prim)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        state = _mode
+        outer = state.name_request
+        if outer is not None and outer[0] is target:  # an enclosing op of the same primitive names it
+            return fn(*args, **kwargs)
+        state.name_request = (target, name)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            state.name_request = outer
+
+    return call
 
 
 def rename_node(node: Any, name: str) -> None:
