@@ -7,6 +7,7 @@ against PyTorch read the same here.
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -59,25 +60,33 @@ def named(name: str | tuple[str, str], fn: Callable[..., Any], prim: Any = None)
     calls it) made during the call is of that class from the start. A pair names a view primitive's
     node by its result: (the name when it is a view, the name when it is a copy). The outermost op
     names the nodes: ``x.unbind()`` is made of ``x[i]`` calls, whose nodes are ``UnbindBackward0``.
+    Where ``name`` is the primitive's own (:func:`torch_name`), ``fn`` itself is returned.
 
     Example::
 
         named("TBackward0", fnp.transpose)(x)        # x.t(): grad_fn is TBackward0
     """
-    target = prim if isinstance(prim, Primitive) else get_primitive(fn if prim is None else prim)
+    key = (name, fn if prim is None else prim)  # (module-level objects: the primitive's function)
+    request = _REQUESTS.get(key, False)
+    if request is False:
+        target = prim if isinstance(prim, Primitive) else get_primitive(fn if prim is None else prim)
+        request = _REQUESTS[key] = None if name == torch_name(target) else (target, name)
+    return fn if request is None else partial(_call_named, request, fn)
 
-    def call(*args: Any, **kwargs: Any) -> Any:
-        state = _mode
-        outer = state.name_request
-        if outer is not None and outer[0] is target:  # an enclosing op of the same primitive names it
-            return fn(*args, **kwargs)
-        state.name_request = (target, name)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            state.name_request = outer
 
-    return call
+_REQUESTS: dict[Any, Any] = {}  # (name, primitive function) -> (primitive, name), None where it is its own
+
+
+def _call_named(request: tuple[Primitive, Any], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    state = _mode
+    outer = state.name_request
+    if outer is not None and outer[0] is request[0]:  # an enclosing op of the same primitive names it
+        return fn(*args, **kwargs)
+    state.name_request = request
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        state.name_request = outer
 
 
 def rename_node(node: Any, name: str) -> None:

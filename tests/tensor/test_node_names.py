@@ -162,3 +162,10 @@ def test_composites_of_funcgrad_nn_name_their_result():
     assert ft.nn.functional.mse_loss(x, y).grad_fn.name() == "MseLossBackward0"
     assert ft.nn.functional.mse_loss(x, y, reduction="none").grad_fn.name() == "MseLossBackward0"
     assert ft.nn.functional.cross_entropy(x, ft.tensor([0, 1, 2, 0])).grad_fn.name() == "NllLossBackward0"
+
+
+def test_a_name_that_is_the_primitives_own_costs_nothing():
+    assert named("PermuteBackward0", fnp.transpose) is fnp.transpose  # the table's name: no request
+    assert named("TBackward0", fnp.transpose) is not fnp.transpose
+    with pytest.raises(TypeError, match="not a funcgrad primitive"):
+        named("XBackward0", lambda a: a)
