@@ -24,6 +24,7 @@ from .grad_mode import state as _mode
 from .inplace_writes import check_stale_view
 
 from .inplace_variant import inplace_variant
+from .creation import _rng
 from .tensor_class import is_tensor, new_tensor
 from .torch_names import named
 from .tensor_helpers import (
@@ -140,8 +141,6 @@ class _InplaceMixin:
 
     def _overwrite(self: Tensor, generator: Any, draw: Callable[[Any, tuple[Any, ...]], Any]) -> "Tensor":
         """Fill with ``draw(rng, shape)``: host random numbers from ``generator`` (or the default one)."""
-        from .creation import _rng
-
         host_values = draw(_rng(generator), tuple(self.shape))
         return self._fill_with(new_tensor(namespace_of(self._value).asarray(host_values.astype(self._value.dtype))))
 

@@ -26,7 +26,9 @@ from ..scipy.special import expit
 from . import dtypes as _dt
 from . import boxes as _boxes
 
+from . import linalg
 from .conditional import where
+from .toplevel import bernoulli
 from .tensor_class import is_tensor, new_tensor
 from .torch_names import named
 from .size_device import DimArg, MaxMin
@@ -191,8 +193,6 @@ class _MathMixin:
 
     def bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> "Tensor":
         """0/1 draws with probability ``self`` (or ``p``); no gradient. Example: ``ft.full((3,), 0.5).bernoulli()``."""
-        from .toplevel import bernoulli
-
         return bernoulli(self, p, generator=generator)
 
     def softmax(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
@@ -523,26 +523,18 @@ class _MathMixin:
         return self.matmul(other)
 
     def inverse(self: Tensor) -> "Tensor":
-        from . import linalg
-
         return linalg.inv(self)
 
     def det(self: Tensor) -> "Tensor":
-        from . import linalg
-
         return linalg.det(self)
 
     def logdet(self: Tensor) -> "Tensor":
-        from . import linalg
-
         sign, logabs = linalg.slogdet(self)
         if self.is_complex():
             return cast("Tensor", logabs + sign.log())
         return cast("Tensor", where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs)))
 
     def cholesky(self: Tensor, upper: builtins.bool = False) -> "Tensor":
-        from . import linalg
-
         return linalg.cholesky(self, upper=upper)
 
     def outer(self: Tensor, vec2: "Tensor") -> "Tensor":
