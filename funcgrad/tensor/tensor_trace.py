@@ -45,7 +45,7 @@ from .quiet import context_busy, fp_quiet, fp_restore, quiet_run
 from .saved_hooks import _hook_state
 
 from .tensor_class import _TENSOR_CLS
-from .torch_names import _INFERENCE_SAVED, named_node_class, torch_name
+from .torch_names import _INFERENCE_SAVED, NAMING, named_node_class, torch_name
 from .views import VIEW_PRIMITIVES, mark_view
 
 __all__ = ["TRACE", "TensorTrace", "record", "FUNC_TRANSFORM_HOOK"]
@@ -124,7 +124,7 @@ class TensorTrace(ReverseTrace):
             st = _mode
             if b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None \
                     and not (b._inference or st.inference or profiling.active or anomaly.enabled) \
-                    and st.name_request is None:
+                    and not NAMING[0]:
                 cls = _ONE_TENSOR.get(prim)
                 if cls is None:
                     cls = _ONE_TENSOR[prim] = prim.differentiable and not prim.multiple_results \
@@ -254,7 +254,7 @@ class TensorTrace(ReverseTrace):
                 live.append(i)
         if not live:
             return None
-        request = _mode.name_request  # (torch_names.named: this call's node is of a name given by the op)
+        request = _mode.name_request if NAMING[0] else None  # (torch_names.named: the op names this call's node)
         if request is not None and request[0] is prim:
             name = request[1]  # (a pair: the name of a view first; new_boxes takes the other for a copy)
             node = _new_node(named_node_class(PrimNode, name if type(name) is str else name[0]))
@@ -311,7 +311,7 @@ class TensorTrace(ReverseTrace):
             outs = [make(ans if type(ans) is np.ndarray else _as_array(ans), inference=inference)]
             if is_view:
                 mark_view(outs[0], boxes[0], prim, args, kwargs)
-                request = _mode.name_request
+                request = _mode.name_request if NAMING[0] else None
                 if node is not None and outs[0]._base is None and request is not None and request[0] is prim \
                         and type(request[1]) is tuple:  # torch_names.named's name of a result that is no view
                     node.__class__ = named_node_class(PrimNode, request[1][1])

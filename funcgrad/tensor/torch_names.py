@@ -7,6 +7,7 @@ against PyTorch read the same here.
 from __future__ import annotations
 
 import re
+import threading
 from functools import partial
 from typing import Any, Callable
 
@@ -77,16 +78,26 @@ def named(name: str | tuple[str, str], fn: Callable[..., Any], prim: Any = None)
 _REQUESTS: dict[Any, Any] = {}  # (name, primitive function) -> (primitive, name), None where it is its own
 
 
+# How many named calls run now, in all threads: while none does, the recorder need not read its
+# thread's request (a thread-local read on every op costs more than this list's)
+NAMING: list[int] = [0]
+_naming_lock = threading.Lock()
+
+
 def _call_named(request: tuple[Primitive, Any], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     state = _mode
     outer = state.name_request
     if outer is not None and outer[0] is request[0]:  # an enclosing op of the same primitive names it
         return fn(*args, **kwargs)
+    with _naming_lock:
+        NAMING[0] += 1
     state.name_request = request
     try:
         return fn(*args, **kwargs)
     finally:
         state.name_request = outer
+        with _naming_lock:
+            NAMING[0] -= 1
 
 
 def rename_node(node: Any, name: str) -> None:

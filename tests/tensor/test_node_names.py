@@ -169,3 +169,35 @@ def test_a_name_that_is_the_primitives_own_costs_nothing():
     assert named("TBackward0", fnp.transpose) is not fnp.transpose
     with pytest.raises(TypeError, match="not a funcgrad primitive"):
         named("XBackward0", lambda a: a)
+
+
+def test_the_count_of_named_calls_returns_to_zero_after_an_error():
+    x = ft.randn(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError):
+        x.reshape(5)  # a named call (ViewBackward0 / UnsafeViewBackward0) that fails
+    assert torch_names.NAMING[0] == 0 and grad_mode.state.name_request is None
+    y = x.sin()  # the short way again
+    assert y.grad_fn.name() == "SinBackward0"
+
+
+def test_names_in_threads_at_once():
+    errors = []
+
+    def work():
+        try:
+            for _ in range(200):
+                x = ft.randn(2, 3, requires_grad=True) * 1.0
+                assert x.t().grad_fn.name() == "TBackward0"
+                assert x.permute(1, 0).grad_fn.name() == "PermuteBackward0"
+                assert x.sin().grad_fn.name() == "SinBackward0"
+                assert {p.grad_fn.name() for p in x.unbind()} == {"UnbindBackward0"}
+        except AssertionError as err:  # pragma: no cover - the failure is reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert torch_names.NAMING[0] == 0
