@@ -10,13 +10,14 @@ import timeit
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import funcgrad.numpy as fnp  # noqa: E402
 import funcgrad.tensor as ft  # noqa: E402
-from funcgrad.tensor.tensor import _cond, _rename, _seq_mark, _zero_like_scalar  # noqa: E402
+from funcgrad.numpy import elementwise as _elementwise  # noqa: E402
+from funcgrad.tensor.tensor_helpers import _cond, _zero_like_scalar  # noqa: E402
+from funcgrad.tensor.torch_names import named  # noqa: E402
 
 
 def relu_by_where(t):
     """The former ``Tensor.relu``: a select over the mask ``t > 0`` (NaN became 0)."""
-    mark = _seq_mark()
-    return _rename(fnp.where(_cond(t._value > 0), t, _zero_like_scalar(t)), "ReluBackward0", mark)
+    return named("ReluBackward0", fnp.where, _elementwise._where)(_cond(t._value > 0), t, _zero_like_scalar(t))
 
 
 def main() -> None:

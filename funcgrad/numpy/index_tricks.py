@@ -106,9 +106,8 @@ def ndenumerate(arr: Any) -> Iterator[tuple[tuple[int, ...], Any]]:
         yield idx, arr[idx]
 
 
-def _plain(*xs: Any) -> bool:
-    from ..backend import namespace_of
-
+def _none_traced(*xs: Any) -> bool:
+    """Whether no argument is a traced value (NumPy's own function may run)."""
     return not any(isinstance(x, Box) for x in xs)
 
 
@@ -143,7 +142,7 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
 
         a = fnp.zeros((3, 3)); fnp.fill_diagonal(a, x)   # inside a transform
     """
-    if _plain(a, val) and isinstance(a, np.ndarray):
+    if _none_traced(a, val) and isinstance(a, np.ndarray):
         return np.fill_diagonal(a, val, wrap)
     _rewrite(a, val, lambda lab, lv: np.fill_diagonal(lab, lv.reshape(-1) if lv.ndim else lv, wrap), "fill_diagonal")
     return None
@@ -156,7 +155,7 @@ def put(a: Any, ind: Any, v: Any, mode: Literal["raise", "wrap", "clip"] = "rais
 
         fnp.put(a, [0, 2], x)
     """
-    if _plain(a, v, ind) and isinstance(a, np.ndarray):
+    if _none_traced(a, v, ind) and isinstance(a, np.ndarray):
         return np.put(a, ind, v, mode)
     ind = _concrete(ind, "put")
     _rewrite(a, v, lambda lab, lv: np.put(lab, ind, lv, mode), "put")
@@ -170,7 +169,7 @@ def place(arr: Any, mask: Any, vals: Any) -> None:
 
         fnp.place(a, a > 0, x)
     """
-    if _plain(arr, mask, vals) and isinstance(arr, np.ndarray):
+    if _none_traced(arr, mask, vals) and isinstance(arr, np.ndarray):
         return np.place(arr, mask, vals)
     mask = _concrete(mask, "place")
     _rewrite(arr, vals, lambda lab, lv: np.place(lab, mask, lv), "place")
@@ -184,7 +183,7 @@ def putmask(a: Any, mask: Any, values: Any) -> None:
 
         fnp.putmask(a, a > 0, x)
     """
-    if _plain(a, mask, values) and isinstance(a, np.ndarray):
+    if _none_traced(a, mask, values) and isinstance(a, np.ndarray):
         return np.putmask(a, mask, values)
     mask = _concrete(mask, "putmask")
     _rewrite(a, values, lambda lab, lv: np.putmask(lab, mask, lv), "putmask")
@@ -199,7 +198,7 @@ def copyto(dst: Any, src: Any, casting: Literal["no", "equiv", "safe", "same_kin
 
         fnp.copyto(a, x, where=mask)
     """
-    if _plain(dst, src, where) and isinstance(dst, np.ndarray):
+    if _none_traced(dst, src, where) and isinstance(dst, np.ndarray):
         return np.copyto(dst, src, casting=casting, where=where)
     if isinstance(where, np.ndarray):  # a host mask beside device arrays: upload it (cached)
         where = device_constant(unbox_all(dst), where)

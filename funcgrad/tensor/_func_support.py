@@ -230,9 +230,9 @@ def _follow(root: Any, t: Any, view_fns: tuple[Any, ...], kind: str, level: Any 
 def _mark_traced_view(out: Any, src: Any, prim: Any, args: list[Any], kwargs: dict[Any, Any]) -> None:
     root = src._base if src._base is not None else src
     out._base = root
-    out._vc = src._vc
+    out._version_counter = src._version_counter
     out._view_fns = (src._view_fns or ()) + ((prim, tuple(args[1:]), dict(kwargs)),)
-    out._view_version = src._vc[0]
+    out._view_version = src._version_counter[0]
     _follow(root, out, out._view_fns, "view")
 
 
@@ -301,8 +301,8 @@ def _write(t: Any, new: Any, frame: Frame) -> None:
     if root is not None:
         _rebind(root, _scatter(root._value, t._view_fns, new), frame)
     _rebind(t, new, frame)
-    t._vc[0] += 1
-    t._view_version = t._vc[0]
+    t._version_counter[0] += 1
+    t._view_version = t._version_counter[0]
     top = root if root is not None else t
     _refresh_followers(top, t, frame)
     alias = top.__dict__.get(_ALIAS)
@@ -328,7 +328,7 @@ def _refresh_followers(root: Any, skip: Any, frame: Frame) -> None:
         value = _boxes.replay_view(root._value, fns, raw=False) if fns else root._value
         if kind == "view":
             _rebind(v, value, frame)
-            v._view_version = v._vc[0]
+            v._view_version = v._version_counter[0]
         else:  # a detached alias follows its source's value
             _rebind(v, _strip(value, kind, level), frame)
             _refresh_followers(v, None, frame)
@@ -373,7 +373,7 @@ def detach(t: Any, data: bool) -> Any:
         if is_traced(v):
             return _detach_traced(t, v, data)
     make = _TENSOR_CLS[0]._make
-    return make(v) if data else make(v, vc=t._vc, inference=t._inference)
+    return make(v) if data else make(v, vc=t._version_counter, inference=t._inference)
 
 
 def _detach_traced(t: Any, v: Any, data: bool) -> Any:

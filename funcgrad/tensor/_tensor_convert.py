@@ -21,13 +21,15 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import namespace_of
 from . import dtypes as _dt
+from . import creation
 from . import forward_ad as _fwad
 from .dual_trace import primal_value
 
 from .tensor_class import is_tensor
+from .torch_names import named
 from .size_device import Size, device, _CPU
 from .tensor_helpers import (
-    _pyint, _pyfloat, _pybool, _pycomplex, _seq_mark, _rename, _cast, _to_device,
+    _pyint, _pyfloat, _pybool, _pycomplex, _cast, _to_device,
 )
 
 if TYPE_CHECKING:
@@ -49,8 +51,6 @@ def _new_of(name: str) -> Callable[..., "Tensor"]:
     unless ``dtype`` is given (``x.new_zeros(2, 3)``)."""
 
     def method(self: Tensor, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
-        from . import creation
-
         return cast("Tensor", getattr(creation, name)(*size, dtype=dtype or self.dtype, requires_grad=requires_grad))
 
     method.__name__ = method.__qualname__ = "new_" + name
@@ -223,36 +223,29 @@ class _ConvertMixin:
         return _to_device(self, dev)
 
     def clone(self: Tensor, memory_format: Any = None) -> "Tensor":
-        mark = _seq_mark()
-        return _rename(fnp.copy(self), "CloneBackward0", mark)
+        return cast("Tensor", named("CloneBackward0", fnp.copy)(self))
 
     # ------------------------------------------------------------------ new_* factories
     new_zeros, new_ones, new_empty = _new_of("zeros"), _new_of("ones"), _new_of("empty")
 
     def new_full(self: Tensor, size: Any, fill_value: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
-        from .creation import full
-
-        return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return creation.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
     def new_tensor(self: Tensor, data: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
-        from .creation import tensor
-
-        return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
     def new(self: Tensor, *args: Any) -> "Tensor":
         """Legacy constructor: ``x.new(2, 3)`` is uninitialised with ``x``'s dtype, ``x.new([1, 2])``
         converts data to ``x``'s dtype, ``x.new()`` is empty and ``x.new(t)`` is ``t`` itself."""
-        from .creation import empty, tensor
-
         if not args:
-            return empty(0, dtype=self.dtype)
+            return creation.empty(0, dtype=self.dtype)
         if len(args) == 1 and is_tensor(args[0]):
             return cast("Tensor", args[0])
         if builtins.all(isinstance(a, (int, np.integer)) for a in args) or (
                 len(args) == 1 and isinstance(args[0], Size)):
-            return empty(*args, dtype=self.dtype)
+            return creation.empty(*args, dtype=self.dtype)
         if len(args) == 1:
-            return tensor(args[0], dtype=self.dtype)
+            return creation.tensor(args[0], dtype=self.dtype)
         raise TypeError(f"new(): expected sizes (ints) or one data argument, got {args!r}")
 
 

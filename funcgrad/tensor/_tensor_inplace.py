@@ -18,13 +18,17 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
+from ..numpy import elementwise as _elementwise
+from ..numpy import indexing as _indexing
 from .grad_mode import state as _mode
 from .inplace_writes import check_stale_view
 
 from .inplace_variant import inplace_variant
+from .creation import _rng
 from .tensor_class import is_tensor, new_tensor
+from .torch_names import named
 from .tensor_helpers import (
-    _seq_mark, _rename, _to_raw_index, _is_basic, _shape_arg, _as_tensor, _cast, _scalar_like, _finish_inplace,
+    node_mark, _to_raw_index, _is_basic, _shape_arg, _as_tensor, _cast, _scalar_like, _finish_inplace,
 )
 
 if TYPE_CHECKING:
@@ -48,19 +52,17 @@ class _InplaceMixin:
             target.copy_(value)
             return
         check_stale_view(self)
-        mark = _seq_mark()
+        mark = node_mark()
         v = value if is_tensor(value) else _scalar_like(value, self) if not isinstance(value, (list, np.ndarray)) else _as_tensor(value)
         if is_tensor(v):
             v = _cast(v, self.dtype)
-        out = fnp.indexing.IndexUpdateRef(self, idx).set(v)
-        out = _as_tensor(out)
-        _rename(out, "IndexPutBackward0", mark)
+        out = _as_tensor(named("IndexPutBackward0", fnp.indexing.IndexUpdateRef(self, idx).set, _indexing._index_set)(v))
         _finish_inplace(self, out, mark)
 
     # ------------------------------------------------------------------ in-place
     def _inplace(self: Tensor, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Tensor":
         check_stale_view(self)
-        mark = _seq_mark()
+        mark = node_mark()
         out = fn(self, *args, **kwargs)
         return _finish_inplace(self, _as_tensor(out), mark)
 
@@ -103,13 +105,12 @@ class _InplaceMixin:
     def _fill_with(self: Tensor, v: "Tensor", name: str | None = None) -> "Tensor":
         """Write ``v`` (broadcast) into this tensor; recorded (as node ``name``) only when a gradient can flow."""
         check_stale_view(self)
-        mark = _seq_mark()
+        mark = node_mark()
         out = v
         if _mode.enabled and (self.requires_grad or v.requires_grad):
             everywhere = namespace_of(self._value).ones((), dtype=bool)
-            out = _as_tensor(fnp.where(everywhere, fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))
-            if name is not None:
-                _rename(out, name, mark)
+            where = fnp.where if name is None else named(name, fnp.where, _elementwise._where)
+            out = _as_tensor(where(everywhere, fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))
         return _finish_inplace(self, out, mark, check_dtype=False)
 
     def uniform_(self: Tensor, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> "Tensor":
@@ -140,8 +141,6 @@ class _InplaceMixin:
 
     def _overwrite(self: Tensor, generator: Any, draw: Callable[[Any, tuple[Any, ...]], Any]) -> "Tensor":
         """Fill with ``draw(rng, shape)``: host random numbers from ``generator`` (or the default one)."""
-        from .creation import _rng
-
         host_values = draw(_rng(generator), tuple(self.shape))
         return self._fill_with(new_tensor(namespace_of(self._value).asarray(host_values.astype(self._value.dtype))))
 
@@ -160,7 +159,7 @@ class _InplaceMixin:
 
     def _set_value_inplace(self: Tensor, value: Any) -> "Tensor":
         self._value = value
-        self._vc[0] += 1
+        self._version_counter[0] += 1
         return self
 
     def transpose_(self: Tensor, dim0: builtins.int, dim1: builtins.int) -> "Tensor":

@@ -19,16 +19,21 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
+from ..numpy import elementwise as _elementwise
+from ..numpy import indexing as _indexing
 from ..nn.rectifier import relu as _relu_primitive
 from ..scipy.special import expit
 from . import dtypes as _dt
 from . import boxes as _boxes
 
+from . import linalg
 from .conditional import where
+from .toplevel import bernoulli
 from .tensor_class import is_tensor, new_tensor
+from .torch_names import named
 from .size_device import DimArg, MaxMin
 from .tensor_helpers import (
-    _pyint, _pybool, _seq_mark, _rename, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand, _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
+    _pyint, _pybool, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand, _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
 )
 
 if TYPE_CHECKING:
@@ -99,12 +104,10 @@ class _MathMixin:
     floor_divide, remainder, true_divide, fmod = __floordiv__, __mod__, __truediv__, _binop(fnp.fmod)
 
     def __rsub__(self: Tensor, other: Any) -> "Tensor":
-        mark = _seq_mark()
-        return _rename(_binary(fnp.subtract, other, self), "RsubBackward1", mark)
+        return _binary(named("RsubBackward1", fnp.subtract), other, self)
 
     def __rpow__(self: Tensor, other: Any) -> "Tensor":
-        mark = _seq_mark()
-        return _rename(_binary(fnp.power, other, self), "PowBackward2", mark)
+        return _binary(named("PowBackward2", fnp.power), other, self)
 
     def __rmatmul__(self: Tensor, other: Any) -> "Tensor":
         return _as_tensor(other).matmul(self)
@@ -145,8 +148,7 @@ class _MathMixin:
 
     def pow(self: Tensor, exponent: Any) -> "Tensor":
         if is_tensor(exponent) and (exponent.dim() > 0 or exponent._requires_grad):
-            mark = _seq_mark()
-            return _rename(_binary(fnp.power, self, exponent), "PowBackward1", mark)
+            return _binary(named("PowBackward1", fnp.power), self, exponent)
         if isinstance(exponent, (_pyint, np.integer)) and not isinstance(exponent, _pybool) and exponent == 2 \
                 and self._value.dtype.kind == "f":
             out: Tensor = fnp.square(self)  # the same node (PowBackward0), cheaper
@@ -167,12 +169,10 @@ class _MathMixin:
     negative = __neg__ = neg
 
     def reciprocal(self: Tensor) -> "Tensor":
-        mark = _seq_mark()
-        return _rename(_float(self).__rtruediv__(1.0), "ReciprocalBackward0", mark)
+        return _binary(named("ReciprocalBackward0", fnp.divide), 1.0, _float(self), true_div=True)
 
     def square(self: Tensor) -> "Tensor":
-        mark = _seq_mark()
-        return _rename(fnp.square(self), "PowBackward0", mark)
+        return cast("Tensor", named("PowBackward0", fnp.square)(self))
 
     sqrt, exp, exp2, expm1, log, log2, log10, log1p, sin, cos, tan, tanh, sinh, cosh, asin, acos, atan = (
         _unary(getattr(fnp, n)) for n in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
@@ -180,41 +180,34 @@ class _MathMixin:
     arcsin, arccos, arctan = asin, acos, atan
 
     def rsqrt(self: Tensor) -> "Tensor":
-        mark = _seq_mark()
-        return _rename(1.0 / fnp.sqrt(_float(self)), "RsqrtBackward0", mark)
+        return _binary(named("RsqrtBackward0", fnp.divide), 1.0, fnp.sqrt(_float(self)), true_div=True)
 
     atan2 = arctan2 = _promoted_op(fnp.arctan2, to_float=True)
 
     sigmoid = _unary(expit)  # SigmoidBackward0
 
     def relu(self: Tensor) -> "Tensor":
-        mark = _seq_mark()
         if self._value.dtype.kind == "b":
             raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
-        return _rename(_relu_primitive(self), "ReluBackward0", mark)  # one pass; NaN stays NaN
+        return cast("Tensor", named("ReluBackward0", _relu_primitive)(self))  # one pass; NaN stays NaN
 
     def bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> "Tensor":
         """0/1 draws with probability ``self`` (or ``p``); no gradient. Example: ``ft.full((3,), 0.5).bernoulli()``."""
-        from .toplevel import bernoulli
-
         return bernoulli(self, p, generator=generator)
 
     def softmax(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
-        mark = _seq_mark()
         x = _float(self if dtype is None else self.to(dtype))
         d = _wrap_dim(dim, x.dim())
         m = new_tensor(namespace_of(x._value).max(x._value, axis=d, keepdims=True)) if x.numel() else 0.0
         e = (x - m).exp()
-        return _rename(e / e.sum(d, keepdim=True), "SoftmaxBackward0", mark)
+        return _binary(named("SoftmaxBackward0", fnp.divide), e, e.sum(d, keepdim=True), true_div=True)
 
     def log_softmax(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
-        mark = _seq_mark()
         x = _float(self if dtype is None else self.to(dtype))
         d = _wrap_dim(dim, x.dim())
-        return _rename(x - x.logsumexp(d, keepdim=True), "LogSoftmaxBackward0", mark)
+        return _binary(named("LogSoftmaxBackward0", fnp.subtract), x, x.logsumexp(d, keepdim=True))
 
     def logsumexp(self: Tensor, dim: DimArg, keepdim: builtins.bool = False) -> "Tensor":
-        mark = _seq_mark()
         x = _float(self)
         axes = _dims(dim, x.dim())
         raw = x._value
@@ -222,10 +215,11 @@ class _MathMixin:
         m = ns.max(raw, axis=axes, keepdims=True) if raw.size else ns.zeros((1,) * raw.ndim, raw.dtype)
         m = ns.where(ns.isfinite(m), m, ns.zeros_like(m))
         s = fnp.sum(fnp.exp(x - new_tensor(m)), axis=axes, keepdims=True)
+        if keepdim:
+            return _binary(named("LogsumexpBackward0", fnp.add), fnp.log(s), new_tensor(m))
         out = fnp.log(s) + new_tensor(m)
-        if not keepdim:
-            out = fnp.squeeze(out, axis=axes if axes is not None else tuple(range(raw.ndim)))
-        return _rename(out, "LogsumexpBackward0", mark)
+        squeeze = named("LogsumexpBackward0", fnp.squeeze)
+        return cast("Tensor", squeeze(out, axis=axes if axes is not None else tuple(range(raw.ndim))))
 
     sign, floor, ceil, trunc, isnan, isinf, isfinite, logical_not, abs = (
         _unary(getattr(fnp, n), to_float=False)
@@ -248,17 +242,22 @@ class _MathMixin:
         """
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-        mark = _seq_mark()
-        out = self
-        for bound, tensor_fn, beyond in ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)):
-            if bound is not None:
-                a, b = _promote(out, bound)  # (a NumPy scalar bound becomes a Python number there)
-                out = tensor_fn(a, b) if is_tensor(bound) else fnp.where(_cond(beyond(_raw(a), _raw(b))), b, a)
-        if not is_tensor(out):
-            out = new_tensor(_boxes._as_array(out))
         name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
                 "ClampBackward0" if is_tensor(min) or is_tensor(max) else "ClampBackward1")
-        return _rename(out, name, mark)
+        steps = [(bound, tensor_fn, beyond) for bound, tensor_fn, beyond in
+                 ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)) if bound is not None]
+        out = self
+        for k, (bound, tensor_fn, beyond) in enumerate(steps):
+            last = k == len(steps) - 1  # the node of the op's result: PyTorch's name
+            a, b = _promote(out, bound)  # (a NumPy scalar bound becomes a Python number there)
+            if is_tensor(bound):
+                out = (named(name, tensor_fn) if last else tensor_fn)(a, b)
+            else:
+                out = (named(name, fnp.where, _elementwise._where) if last else fnp.where)(
+                    _cond(beyond(_raw(a), _raw(b))), b, a)
+        if not is_tensor(out):
+            out = new_tensor(_boxes._as_array(out))
+        return out
 
     clip = clamp
 
@@ -277,13 +276,12 @@ class _MathMixin:
         return cast("Tensor", where(condition, self, other))
 
     def masked_fill(self: Tensor, mask: Any, value: Any) -> "Tensor":
-        mark = _seq_mark()
         m = _raw(mask)
         if getattr(m, "dtype", None) is not None and m.dtype.kind != "b":
             raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {_dt.from_numpy_dtype(m.dtype)}")
         v = value if is_tensor(value) else _scalar_like(value, self)
         v = _cast(_as_tensor(v), self.dtype) if is_tensor(v) else v
-        return _rename(_as_tensor(fnp.where(_cond(m), v, self)), "MaskedFillBackward0", mark)
+        return _as_tensor(named("MaskedFillBackward0", fnp.where, _elementwise._where)(_cond(m), v, self))
 
     def conj(self: Tensor) -> "Tensor":
         return fnp.conj(self) if self.is_complex() else self
@@ -343,8 +341,7 @@ class _MathMixin:
         if dim is None:  # the node's own name: SumBackward0
             out: Tensor = fnp.sum(x, keepdims=keepdim)
             return out
-        mark = _seq_mark()
-        return _rename(fnp.sum(x, axis=_dims(dim, x.dim()), keepdims=keepdim), "SumBackward1", mark)
+        return cast("Tensor", named("SumBackward1", fnp.sum)(x, axis=_dims(dim, x.dim()), keepdims=keepdim))
 
     def nansum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return cast("Tensor", fnp.where(self._value != self._value, 0, self).sum(dim, keepdim))
@@ -361,8 +358,7 @@ class _MathMixin:
         if dim is None:  # the node's own name: MeanBackward0
             out: Tensor = fnp.mean(x, keepdims=keepdim)
             return out
-        mark = _seq_mark()
-        return _rename(fnp.mean(x, axis=_dims(dim, x.dim()), keepdims=keepdim), "MeanBackward1", mark)
+        return cast("Tensor", named("MeanBackward1", fnp.mean)(x, axis=_dims(dim, x.dim()), keepdims=keepdim))
 
     def prod(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "Tensor":
         x = self if dtype is None else self.to(dtype)
@@ -393,22 +389,21 @@ class _MathMixin:
             if self.numel() == 0:
                 raise RuntimeError(f"{which}(): Expected reduction dim to be specified for input.numel() == 0. "
                                    f"Specify the reduction dim with the 'dim' argument.")
-            mark = _seq_mark()
-            return _rename(getattr(fnp, which)(self), f"{name}Backward1", mark)
+            return cast("Tensor", named(f"{name}Backward1", getattr(fnp, which))(self))
         if is_tensor(dim):
             return self.maximum(dim) if which == "max" else self.minimum(dim)
         d = _wrap_dim(dim, self.dim())
         raw = self._value
         ns = namespace_of(raw)
         if not raw.ndim:
-            mark = _seq_mark()
-            return MaxMin(_rename(fnp.copy(self), f"{name}Backward0", mark), new_tensor(ns.zeros((), np.int64)))
+            return MaxMin(named(f"{name}Backward0", fnp.copy)(self), new_tensor(ns.zeros((), np.int64)))
         idx = getattr(ns, "arg" + which)(raw, axis=d, keepdims=True)
-        mark = _seq_mark()
-        vals = fnp.take_along_axis(self, idx, axis=d)
-        if not keepdim:
-            vals, idx = fnp.squeeze(vals, axis=d), ns.squeeze(idx, axis=d)
-        return MaxMin(_rename(vals, f"{name}Backward0", mark), new_tensor(idx.astype(np.int64)))
+        if keepdim:
+            vals = named(f"{name}Backward0", fnp.take_along_axis, _indexing._getitem)(self, idx, axis=d)
+        else:
+            vals = named(f"{name}Backward0", fnp.squeeze)(fnp.take_along_axis(self, idx, axis=d), axis=d)
+            idx = ns.squeeze(idx, axis=d)
+        return MaxMin(vals, new_tensor(idx.astype(np.int64)))
 
     def max(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """Full maximum, or ``(values, indices)`` along ``dim``; ``max(other)`` is elementwise."""
@@ -418,12 +413,10 @@ class _MathMixin:
         return self._reduce_extreme("min", dim, keepdim)
 
     def amax(self: Tensor, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
-        mark = _seq_mark()
-        return _rename(fnp.max(self, axis=_dims(dim, self.dim()), keepdims=keepdim), "AmaxBackward0", mark)
+        return cast("Tensor", named("AmaxBackward0", fnp.max)(self, axis=_dims(dim, self.dim()), keepdims=keepdim))
 
     def amin(self: Tensor, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
-        mark = _seq_mark()
-        return _rename(fnp.min(self, axis=_dims(dim, self.dim()), keepdims=keepdim), "AminBackward0", mark)
+        return cast("Tensor", named("AminBackward0", fnp.min)(self, axis=_dims(dim, self.dim()), keepdims=keepdim))
 
     def argmax(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
         return _arg_extreme(fnp.argmax, self, dim, keepdim)
@@ -454,9 +447,8 @@ class _MathMixin:
             dim, unbiased = unbiased, True  # var(dim) positional
         ddof = correction if correction is not None else (1 if unbiased in (None, True) else 0)
         x = _float(self)
-        mark = _seq_mark()
-        out = (fnp.std if std else fnp.var)(x, axis=_dims(dim, x.dim()), ddof=ddof, keepdims=keepdim)
-        return _rename(out, "StdBackward0" if std else "VarBackward0", mark)
+        spread = named("StdBackward0", fnp.std) if std else named("VarBackward0", fnp.var)
+        return cast("Tensor", spread(x, axis=_dims(dim, x.dim()), ddof=ddof, keepdims=keepdim))
 
     def var(self: Tensor, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
             correction: Any = None) -> "Tensor":
@@ -467,19 +459,19 @@ class _MathMixin:
         return self._var(dim, unbiased, keepdim, correction, True)
 
     def norm(self: Tensor, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> "Tensor":
-        mark = _seq_mark()
         x = _float(self)
         axes = _dims(dim, x.dim())
+        name = "LinalgVectorNormBackward0"
         if p in (2, "fro", None):  # (x * x, not |x| * |x|: the second derivative at 0 is 2, not 0)
             sq = fnp.real(x * fnp.conj(x)) if x.is_complex() else x * x
-            out = fnp.sqrt(fnp.sum(sq, axis=axes, keepdims=keepdim))
+            out = named(name, fnp.sqrt)(fnp.sum(sq, axis=axes, keepdims=keepdim))
         elif p == 1:
-            out = fnp.sum(fnp.abs(x), axis=axes, keepdims=keepdim)
+            out = named(name, fnp.sum)(fnp.abs(x), axis=axes, keepdims=keepdim)
         elif p in (float("inf"), "inf"):
-            out = fnp.max(fnp.abs(x), axis=axes, keepdims=keepdim)
+            out = named(name, fnp.max)(fnp.abs(x), axis=axes, keepdims=keepdim)
         else:
-            out = fnp.sum(fnp.abs(x) ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
-        return _rename(out, "LinalgVectorNormBackward0", mark)
+            out = _binary(named(name, fnp.power), fnp.sum(fnp.abs(x) ** p, axis=axes, keepdims=keepdim), 1.0 / p)
+        return cast("Tensor", out)
 
     def cumsum(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
         x = self if dtype is None else self.to(dtype)
@@ -508,8 +500,7 @@ class _MathMixin:
             raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {nd[0]}D and {nd[1]}D")
         if nd == (2, 2):  # the node's own name: MmBackward0
             return _binary(fnp.matmul, self, other)
-        mark = _seq_mark()
-        return _rename(_binary(fnp.matmul, self, other), _MATMUL_NAMES.get(nd, "MatmulBackward0"), mark)
+        return _binary(named(_MATMUL_NAMES.get(nd, "MatmulBackward0"), fnp.matmul), self, other)
 
     __matmul__ = matmul
 
@@ -532,26 +523,18 @@ class _MathMixin:
         return self.matmul(other)
 
     def inverse(self: Tensor) -> "Tensor":
-        from . import linalg
-
         return linalg.inv(self)
 
     def det(self: Tensor) -> "Tensor":
-        from . import linalg
-
         return linalg.det(self)
 
     def logdet(self: Tensor) -> "Tensor":
-        from . import linalg
-
         sign, logabs = linalg.slogdet(self)
         if self.is_complex():
             return cast("Tensor", logabs + sign.log())
         return cast("Tensor", where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs)))
 
     def cholesky(self: Tensor, upper: builtins.bool = False) -> "Tensor":
-        from . import linalg
-
         return linalg.cholesky(self, upper=upper)
 
     def outer(self: Tensor, vec2: "Tensor") -> "Tensor":

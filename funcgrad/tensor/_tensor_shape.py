@@ -20,12 +20,15 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
+from ..numpy import indexing as _indexing
+from ..numpy import shape_ops as _shape_ops
 from . import dtypes as _dt
+from .torch_names import named
 from .views import multi_output_views
 from .tensor_class import is_tensor, new_tensor
 from .size_device import Size, SizeArg, DimArg
 from .tensor_helpers import (
-    _pyint, _pybool, _seq_mark, _rename, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw, _shares, _shape_arg, _as_tensor, _zero_like_scalar,
+    _pyint, _pybool, _binary, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw, _shares, _shape_arg, _as_tensor, _zero_like_scalar,
 )
 
 if TYPE_CHECKING:
@@ -81,9 +84,7 @@ class _ShapeMixin:
     # ------------------------------------------------------------------ shapes
     def reshape(self: Tensor, *shape: SizeArg) -> "Tensor":
         dims = _shape_arg(shape)
-        mark = _seq_mark()
-        out = fnp.reshape(self, dims)
-        return _rename(out, "ViewBackward0" if out._base is not None else "UnsafeViewBackward0", mark)
+        return cast("Tensor", named(("ViewBackward0", "UnsafeViewBackward0"), fnp.reshape)(self, dims))
 
     def view(self: Tensor, *shape: Any) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (_dt.dtype, np.dtype)):
@@ -124,27 +125,25 @@ class _ShapeMixin:
         return self.reshape(shp[:d] + tuple(sizes) + shp[d + 1:])
 
     def squeeze(self: Tensor, dim: DimArg = None) -> "Tensor":
-        mark = _seq_mark()
         if dim is None:
             axes = tuple(i for i, s in enumerate(self.shape) if s == 1)
             name = "SqueezeBackward0"
         else:
             axes = tuple(d for d in (_dims(dim, self.dim()) or ()) if self.shape[d] == 1)
             name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
-        out = fnp.squeeze(self, axis=axes) if axes else fnp.reshape(self, tuple(self.shape))  # (none: an alias)
-        return _rename(out, name, mark)
+        if not axes:  # an alias
+            return cast("Tensor", named(name, fnp.reshape)(self, tuple(self.shape)))
+        return cast("Tensor", named(name, fnp.squeeze)(self, axis=axes))
 
     def unsqueeze(self: Tensor, dim: builtins.int) -> "Tensor":
         d = _wrap_dim(dim, self.dim() + 1)
-        mark = _seq_mark()
-        return _rename(fnp.expand_dims(self, d), "UnsqueezeBackward0", mark)
+        return cast("Tensor", named("UnsqueezeBackward0", fnp.expand_dims)(self, d))
 
     def transpose(self: Tensor, dim0: builtins.int, dim1: builtins.int) -> "Tensor":
         nd = self.dim()
         if nd == 0:
             return self
-        mark = _seq_mark()
-        return _rename(fnp.swapaxes(self, _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)), "TransposeBackward0", mark)
+        return cast("Tensor", named("TransposeBackward0", fnp.swapaxes)(self, _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)))
 
     swapaxes = swapdims = transpose
 
@@ -153,8 +152,7 @@ class _ShapeMixin:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
         if self.dim() < 2:
             return self
-        mark = _seq_mark()
-        return _rename(fnp.transpose(self), "TBackward0", mark)
+        return cast("Tensor", named("TBackward0", fnp.transpose)(self))
 
     @property
     def T(self: Tensor) -> "Tensor":
@@ -188,8 +186,7 @@ class _ShapeMixin:
         perm = tuple(_wrap_dim(d, nd) for d in dims)
         if len(set(perm)) != nd:
             raise RuntimeError("permute(): duplicate dims are not allowed.")
-        mark = _seq_mark()
-        return _rename(fnp.transpose(self, perm), "PermuteBackward0", mark)
+        return cast("Tensor", named("PermuteBackward0", fnp.transpose)(self, perm))
 
     def movedim(self: Tensor, source: Any, destination: Any) -> "Tensor":
         return cast("Tensor", fnp.moveaxis(self, source, destination))
@@ -216,9 +213,9 @@ class _ShapeMixin:
                     f"non-singleton dimension {i}.  Target sizes: [{', '.join(map(str, sizes))}].  Tensor sizes: "
                     f"[{', '.join(map(str, shp))}]"
                 )
-        mark = _seq_mark()
-        out = fnp.reshape(self, shp) if target == shp else fnp.broadcast_to(self, target)
-        return _rename(out, "ExpandBackward0", mark)
+        if target == shp:
+            return cast("Tensor", named("ExpandBackward0", fnp.reshape)(self, shp))
+        return cast("Tensor", named("ExpandBackward0", fnp.broadcast_to, _shape_ops._broadcast_to)(self, target))
 
     def expand_as(self: Tensor, other: "Tensor") -> "Tensor":
         return self.expand(other.shape)
@@ -230,9 +227,8 @@ class _ShapeMixin:
         sizes = _shape_arg(sizes)
         if len(sizes) < self.dim():
             raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
-        mark = _seq_mark()
         x = self.reshape((1,) * (len(sizes) - self.dim()) + tuple(self.shape))
-        return _rename(fnp.tile(x, sizes), "RepeatBackward0", mark)
+        return cast("Tensor", named("RepeatBackward0", fnp.tile)(x, sizes))
 
     def tile(self: Tensor, *dims: Any) -> "Tensor":
         dims = _shape_arg(dims)
@@ -290,7 +286,7 @@ class _ShapeMixin:
         if self.dim() == 0:
             raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         d = _wrap_dim(dim, self.dim())
-        return multi_output_views(tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0")
+        return multi_output_views(lambda: tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0")
 
     def split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """Views of consecutive pieces along ``dim`` (refusing in-place changes with autograd, as
@@ -302,7 +298,7 @@ class _ShapeMixin:
             ft.arange(5.).split([1, 4])   # sizes
         """
         name = "SplitWithSizesBackward0" if isinstance(split_size, (list, tuple)) else "SplitBackward0"
-        return multi_output_views(self.unsafe_split(split_size, dim), name)
+        return multi_output_views(lambda: self.unsafe_split(split_size, dim), name)
 
     def unsafe_split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """``split`` whose pieces may be modified in place (the caller vouches that is sound).
@@ -331,7 +327,7 @@ class _ShapeMixin:
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         if not n:  # PyTorch: ``chunks`` empty pieces
-            return multi_output_views(tuple(self.narrow(d, 0, 0) for _ in range(chunks)), "SplitBackward0")
+            return multi_output_views(lambda: tuple(self.narrow(d, 0, 0) for _ in range(chunks)), "SplitBackward0")
         return self.split(-(-n // chunks), d)
 
     def unsafe_chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
@@ -366,20 +362,18 @@ class _ShapeMixin:
     def __getitem__(self: Tensor, idx: Any) -> "Tensor":
         idx = _to_raw_index(idx)
         tup = idx if isinstance(idx, tuple) else (idx,)
-        mark = _seq_mark()
         if _is_basic(tup):
             if Ellipsis not in tup:
                 tup = tup + (Ellipsis,)  # NumPy then returns a 0-d view rather than a scalar copy
-            out = fnp.indexing.getitem(self, tup)
             name = ("SliceBackward0" if any(isinstance(i, slice) for i in tup) else
                     "SelectBackward0" if any(isinstance(i, (_pyint, np.integer)) for i in tup) else
                     "UnsqueezeBackward0" if any(i is None for i in tup) else "AliasBackward0")
-            return _rename(out, name, mark)
-        return _rename(fnp.indexing.getitem(self, idx), "IndexBackward0", mark)
+            return cast("Tensor", named(name, fnp.indexing.getitem, _indexing._getitem)(self, tup))
+        return cast("Tensor", named("IndexBackward0", fnp.indexing.getitem, _indexing._getitem)(self, idx))
 
     def gather(self: Tensor, dim: builtins.int, index: "Tensor") -> "Tensor":
-        mark = _seq_mark()
-        return _rename(fnp.take_along_axis(self, _raw(index), axis=_wrap_dim(dim, self.dim())), "GatherBackward0", mark)
+        gather = named("GatherBackward0", fnp.take_along_axis, _indexing._getitem)
+        return cast("Tensor", gather(self, _raw(index), axis=_wrap_dim(dim, self.dim())))
 
     def scatter_add(self: Tensor, dim: builtins.int, index: "Tensor", src: "Tensor") -> "Tensor":
         """``self`` plus ``src`` summed into the positions ``index`` names along ``dim`` (PyTorch's scatter_add).
@@ -392,23 +386,22 @@ class _ShapeMixin:
         src = _as_tensor(src)
         idx = _scatter_index(self, dim, index, src, "scatter_add")
         d = _wrap_dim(dim, self.dim()) if self.dim() else 0
-        mark = _seq_mark()
         if src.dtype != self.dtype:
             raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, but got "
                                f"self.dtype {self.dtype} and src.dtype {src.dtype}")
         if idx.size == 0:
-            return _rename(self + 0 * src.sum(), "ScatterAddBackward0", mark)
+            return _binary(named("ScatterAddBackward0", fnp.add), self, 0 * src.sum())
         xp = namespace_of(idx)
         positions = tuple(idx if axis == d else xp.reshape(xp.arange(n), (1,) * axis + (n,) + (1,) * (idx.ndim - axis - 1))
                           for axis, n in enumerate(idx.shape))
         part = src[tuple(slice(0, n) for n in idx.shape)] if src.dim() else src
-        return _rename(fnp.indexing.at(self)[positions].add(part.reshape(idx.shape)), "ScatterAddBackward0", mark)
+        add = named("ScatterAddBackward0", fnp.indexing.at(self)[positions].add, _indexing._index_add)
+        return cast("Tensor", add(part.reshape(idx.shape)))
 
     def index_select(self: Tensor, dim: builtins.int, index: "Tensor") -> "Tensor":
         d = _wrap_dim(dim, self.dim())
-        mark = _seq_mark()
         idx = (slice(None),) * d + (_raw(index),)
-        return _rename(fnp.indexing.getitem(self, idx), "IndexSelectBackward0", mark)
+        return cast("Tensor", named("IndexSelectBackward0", fnp.indexing.getitem, _indexing._getitem)(self, idx))
 
     def masked_select(self: Tensor, mask: "Tensor") -> "Tensor":
         m = _raw(mask)

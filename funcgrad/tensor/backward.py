@@ -445,7 +445,7 @@ def _accumulate(var: Tensor, g: Any, create_graph: bool, owned: bool = False) ->
                 np.add(cv, gu._value, out=cv)
             else:
                 cur._value = cv + gu._value
-            cur._vc[0] += 1
+            cur._version_counter[0] += 1
     if var._post_hooks:
         for fn in list(var._post_hooks.values()):
             fn(var)

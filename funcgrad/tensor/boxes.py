@@ -24,7 +24,7 @@ from .grad_mode import enable_grad
 from .grad_mode import state as _mode
 from .nodes import AccumulateGrad
 from .tensor_class import _TENSOR_CLS
-from .torch_names import rename_node, view_rebase_error
+from .torch_names import named, view_rebase_error
 
 __all__ = ["GraphBox", "NumpyBox", "as_numpy_box", "as_tensor_box", "edge_of", "get_gradient_edge", "get_accumulator",
            "register_trace", "replay_view", "fresh_view", "move_retain"]
@@ -53,11 +53,11 @@ class GraphBox(Box):
     """
 
     # ``_node`` is the Box slot; these are the Tensor layer's own.
-    __slots__ = ("_output_nr", "_requires_grad", "_vc", "_base", "_view_fns", "_view_version", "_inference")
+    __slots__ = ("_output_nr", "_requires_grad", "_version_counter", "_base", "_view_fns", "_view_version", "_inference")
     _node: Any  # this layer's nodes.Node (core's Box declares a VJPNode)
     _output_nr: int
     _requires_grad: bool
-    _vc: list[int]  # the version counter, shared by a tensor and its views
+    _version_counter: list[int]  # the version counter, shared by a tensor and its views
     _base: Any  # the tensor this one is a view of, or None
     _view_fns: Any
     _view_version: int
@@ -76,11 +76,11 @@ class GraphBox(Box):
 
     @property
     def _version(self) -> int:
-        return self._vc[0]
+        return self._version_counter[0]
 
     @_version.setter
     def _version(self, value: int) -> None:
-        self._vc[0] = value
+        self._version_counter[0] = value
 
     @classmethod
     def _make(cls: type[_B], value: Any, node: Any = None, output_nr: int = 0, requires_grad: bool = False,
@@ -91,7 +91,7 @@ class GraphBox(Box):
         b._node = node
         b._output_nr = output_nr
         b._requires_grad = requires_grad
-        b._vc = [0] if vc is None else vc
+        b._version_counter = [0] if vc is None else vc
         b._base = None
         b._view_fns = None
         b._view_version = 0
@@ -100,7 +100,7 @@ class GraphBox(Box):
 
     def _graph(self) -> tuple[Any, ...]:
         """(node, output_nr) of this value for recording; refreshes a stale view first."""
-        if self._base is not None and self._view_version != self._vc[0]:
+        if self._base is not None and self._view_version != self._version_counter[0]:
             _refresh_view(self)
         return self._node, self._output_nr
 
@@ -153,7 +153,7 @@ def as_numpy_box(b: Any) -> Any:
     if not isinstance(b, GraphBox) or type(b) is NumpyBox:
         return b
     b._graph()  # (refreshes a stale view)
-    n = NumpyBox._make(b._value, b._node, b._output_nr, b._requires_grad, b._vc, b._inference)
+    n = NumpyBox._make(b._value, b._node, b._output_nr, b._requires_grad, b._version_counter, b._inference)
     if b._node is None and b._requires_grad:  # a leaf: gradients go to its accumulator
         n._node = get_accumulator(b)
     return n
@@ -167,7 +167,7 @@ def as_tensor_box(b: Any) -> Any:
     if isinstance(b, GraphBox):
         if isinstance(b._node, AccumulateGrad):
             return b._node.variable  # a leaf travelling through rules: hand back the leaf
-        return T._make(b._value, b._node, b._output_nr, b._requires_grad, b._vc, b._inference)
+        return T._make(b._value, b._node, b._output_nr, b._requires_grad, b._version_counter, b._inference)
     return T._make(b)
 
 
@@ -235,12 +235,10 @@ def _refresh_view(b: GraphBox) -> None:
 def _follow_base(t: Any) -> None:
     """The view ``t`` takes its history from its base's current one: a fresh view of it
     (``AsStridedBackward0``, as PyTorch names it), or none if the base needs no gradient."""
-    t._view_version = t._vc[0]
+    t._view_version = t._version_counter[0]
     old = t._node, t._output_nr
     if t._base._requires_grad:
-        w = fresh_view(t._base, t._view_fns)
-        if w._node is not t._base._node:
-            rename_node(w._node, "AsStridedBackward0")
+        w = fresh_view(t._base, t._view_fns, "AsStridedBackward0")
         t._node, t._output_nr, t._requires_grad = w._node, w._output_nr, True
     elif t._node is not None:
         t._node, t._requires_grad = None, False
@@ -248,10 +246,20 @@ def _follow_base(t: Any) -> None:
     move_retain(t, *old)
 
 
-def fresh_view(base: GraphBox, view_fns: tuple[Any, ...]) -> Any:
-    """Record ``view_fns`` afresh on ``base``'s current history (new nodes, no hooks)."""
-    with enable_grad():
-        return replay_view(as_numpy_box(base), view_fns, raw=False)
+def fresh_view(base: GraphBox, view_fns: tuple[Any, ...], name: str | None = None) -> Any:
+    """Record ``view_fns`` afresh on ``base``'s current history (new nodes, no hooks); the last
+    one's node of PyTorch's class ``name`` if given. (Not named by an op being recorded now, whose
+    primitive it may call: the refresh of a stale view it reads.)"""
+    outer, _mode.name_request = _mode.name_request, None
+    try:
+        with enable_grad():
+            if name is None:
+                return replay_view(as_numpy_box(base), view_fns, raw=False)
+            x = replay_view(as_numpy_box(base), view_fns[:-1], raw=False)
+            prim, rest, kwargs = view_fns[-1]
+            return named(name, prim.call, prim)(x, *rest, **kwargs)
+    finally:
+        _mode.name_request = outer
 
 
 def move_retain(t: Any, old_node: Any, old_nr: int) -> None:

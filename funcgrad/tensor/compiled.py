@@ -183,8 +183,8 @@ class CompiledFunction:
             try:
                 values = [Tensor._make(v) for v in flat]
                 inputs = values[n_state:]
-                versions = [t._vc[0] for t in inputs]
-                state_versions = [t._vc[0] for t in values[:n_state]]
+                versions = [t._version_counter[0] for t in inputs]
+                state_versions = [t._version_counter[0] for t in values[:n_state]]
                 per_module: dict[int, tuple[Module, dict[str, Any]]] = {}
                 for (m, name, _), v in zip(state.entries, values):
                     per_module.setdefault(id(m), (m, {}))[1][name] = v
@@ -200,10 +200,10 @@ class CompiledFunction:
                         if is_buffer:
                             store, leaf = _lookup(m, name)
                             buffers.append(store[leaf]._value)
-                            written.append(store[leaf] is not held or held._vc[0] != version)
+                            written.append(store[leaf] is not held or held._version_counter[0] != version)
                     out_info["written"] = written
                 for i, (t, before) in enumerate(zip(inputs, versions)):
-                    if t._vc[0] != before:
+                    if t._version_counter[0] != before:
                         raise CompileError(f"ft.compile: the function changed its tensor argument {i} (shape "
                                            f"{tuple(t.shape)}) in place; a staged program cannot write into the "
                                            f"caller's tensors")

@@ -12,8 +12,11 @@ from typing import Any
 
 import funcgrad.numpy as fnp
 
+from ..numpy import elementwise as _elementwise
+
 from . import dtypes as _dt
-from .tensor_helpers import _as_tensor, _cond, _promote, _raw, _rename, _seq_mark
+from .tensor_helpers import _as_tensor, _cond, _promote, _raw
+from .torch_names import named
 
 __all__ = ["where"]
 
@@ -27,6 +30,4 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{_dt.from_numpy_dtype(c.dtype).name}")
     a, b = _promote(input, other)
-    mark = _seq_mark()
-    out = fnp.where(_cond(c), a, b)
-    return _rename(_as_tensor(out), "WhereBackward0", mark)
+    return _as_tensor(named("WhereBackward0", fnp.where, _elementwise._where)(_cond(c), a, b))

@@ -137,11 +137,12 @@ def _infer_np_dtype(data: Any) -> np.dtype | None:
     return (best or _dt.get_default_dtype()).np  # (an empty list: the default dtype)
 
 
-def _plain(data: Any) -> Any:
+def _unboxed(data: Any) -> Any:
+    """Nested Python data with the Tensors in it replaced by their arrays."""
     if isinstance(data, GraphBox):
         return data._value
     if isinstance(data, (list, tuple)):
-        return [_plain(d) for d in data]
+        return [_unboxed(d) for d in data]
     return data
 
 
@@ -167,7 +168,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     if hasattr(data, "__array_namespace__") and not isinstance(data, np.ndarray):
         value = namespace_of(data).array(data, dtype=nd, copy=True)
     else:
-        value = np.array(_plain(data), dtype=nd, copy=True)
+        value = np.array(_unboxed(data), dtype=nd, copy=True)
     return _finish(value, dtype, device, requires_grad)
 
 
@@ -232,7 +233,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     """Values in ``[start, end)`` with ``step``; int64 if all are integers, else the default dtype."""
     if end is None:
         start, end = 0, start
-    vals = [_plain(v) for v in (start, end, step)]
+    vals = [_unboxed(v) for v in (start, end, step)]
     vals = [v.item() if hasattr(v, "item") else v for v in vals]
     ints = all(isinstance(v, builtins.int) and not isinstance(v, builtins.bool) for v in vals)
     nd = _np_dtype(dtype, _dt.int64 if ints else None)

@@ -129,7 +129,7 @@ def make_dual(tensor: Any, tangent: Any, *, level: int | None = None) -> Any:
 
 def _fresh_value(t: Any) -> Any:
     """``t``'s raw value; a view whose base was written in place first re-derives it (its tangent)."""
-    if t._base is not None and t._view_version != t._vc[0]:
+    if t._base is not None and t._view_version != t._version_counter[0]:
         from .boxes import _refresh_view
 
         _refresh_view(t)

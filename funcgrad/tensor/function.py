@@ -198,7 +198,7 @@ def _mark_output_views(outs: list[Any], results: list[Any], input_ids: dict[Any,
         if o is not src or o._base is None:  # an alias made above: a view of what ``src`` views
             o._base = src._base if src._base is not None else src
             o._view_fns = src._view_fns or ()
-        o._view_version = o._vc[0]
+        o._view_version = o._version_counter[0]
         o._view_kind = "multi_output" if len(views) > 1 else "custom_function"
 
 
@@ -340,7 +340,7 @@ class Function:
         results = []
         for o in outs:
             if isinstance(o, Tensor) and id(o) not in ctx._dirty and (id(o) in input_ids or o._node is not None):
-                o = Tensor._make(o._value, vc=o._vc)  # an input or a recorded result: a new tensor (an alias)
+                o = Tensor._make(o._value, vc=o._version_counter)  # an input or a recorded result: a new tensor (an alias)
             elif isinstance(o, GraphBox) and not isinstance(o, Tensor):
                 o = _boxes.as_tensor_box(o)
             results.append(o)

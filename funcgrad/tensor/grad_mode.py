@@ -22,8 +22,16 @@ __all__ = [
 class _State(threading.local):
     """Per-thread flags read by the recorder on every operation."""
 
-    enabled = True
-    inference = False
+    enabled: bool
+    inference: bool
+    # (primitive, PyTorch node name) while ``torch_names.named`` runs a call: the node of that
+    # primitive made then is of that name's class
+    name_request: Any
+
+    def __init__(self) -> None:  # (run once per thread: the flags in the thread's own dict, the fastest to read)
+        self.enabled = True
+        self.inference = False
+        self.name_request = None
 
 
 state = _State()

@@ -77,7 +77,7 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
         if isinstance(ov, np.ndarray) and ov.ndim:  # CuPy refuses a host array here: upload it
             ov = namespace_of(v).asarray(ov)
         v[...] = ov
-    t._vc[0] += 1
+    t._version_counter[0] += 1
     if not st.enabled or not req:
         return t
     node, nr = out._node, out._output_nr
@@ -85,7 +85,7 @@ def apply_inplace(t: Any, out: Any, start_seq: int) -> Any:
         node._materialize()
         s = node.ans[nr]  # a saved result is now t's memory (a later change of it is detected)
         if type(s) is SavedTensor and s._unpack is None:
-            s._data, s._vc, s._version = v, t._vc, t._vc[0]
+            s._data, s._version_counter, s._version = v, t._version_counter, t._version_counter[0]
     if root is None:
         old = t._node, t._output_nr
         t._node, t._output_nr, t._requires_grad = node, nr, out._requires_grad
@@ -101,7 +101,7 @@ def check_stale_view(t: Any) -> None:
     """Before an in-place op on ``t`` computes anything: if ``t`` is a view that may not be rebased
     and its base changed since, the error is that of this change (PyTorch checks before it would
     refresh the view, whose own error names the earlier change)."""
-    if t._view_kind is not None and t._base is not None and t._view_version != t._vc[0] and _mode.enabled \
+    if t._view_kind is not None and t._base is not None and t._view_version != t._version_counter[0] and _mode.enabled \
             and (t._node is not None or t._base._requires_grad):
         raise RuntimeError(view_rebase_error(t, indirect=False))
 
@@ -161,12 +161,12 @@ def _repoint_edge(node: Any, k: int, edge: tuple[Any, ...]) -> None:
 
 def _protect_saved(out: Any, t: Any, start_seq: int) -> None:
     """Nodes of the in-place op (made since ``start_seq``) that saved ``t`` as it is now keep a copy."""
-    vc = t._vc
+    vc = t._version_counter
     for node in _nodes_since(out._node, start_seq):
         if isinstance(node, PrimNode):
             node._materialize()
             for a in node.args:
-                if type(a) is SavedTensor and a._vc is vc and a._version == vc[0]:
+                if type(a) is SavedTensor and a._version_counter is vc and a._version == vc[0]:
                     a._detach_copy()
 
 

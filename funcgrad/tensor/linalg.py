@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import funcgrad.numpy as fnp
 
-from .tensor_helpers import _as_tensor, _float, _rename, _seq_mark
+from .tensor_helpers import _as_tensor, _float
+from .torch_names import named
 
 if TYPE_CHECKING:
     from .tensor import Tensor  # (type-only: this module is below tensor.py)
@@ -32,9 +33,8 @@ def _t(x: Any) -> Tensor:
 
 
 def _named(name: str, fn: Any, A: Tensor) -> Tensor:
-    """``fn(A)`` as a Tensor whose ``grad_fn`` carries PyTorch's node ``name``."""
-    mark = _seq_mark()
-    return _rename(_as_tensor(fn(_t(A))), name, mark)
+    """``fn(A)`` (a primitive) as a Tensor whose ``grad_fn`` is PyTorch's node ``name``."""
+    return _as_tensor(named(name, fn)(_t(A)))
 
 
 def _results(kind: Any, outs: Any) -> Any:

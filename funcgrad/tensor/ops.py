@@ -14,11 +14,15 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 
+from ..numpy import linalg as _linalg
+from ..numpy import shape_ops as _shape_ops
+
 from . import dtypes as _dt
 from .dtypes import can_cast, promote_types
 from .tensor import Tensor, is_tensor
 from .conditional import where
-from .tensor_helpers import _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
+from .tensor_helpers import _as_tensor, _cast, _cond, _promote, _raw, _wrap_dim
+from .torch_names import named
 
 # Literal lists, so that type checkers see what ``from .ops import *`` exports: first the ft.<name> that
 # are ``input.<name>(...)`` (made from this list below), then those written here (added after them).
@@ -152,9 +156,7 @@ def cat(tensors: Sequence[Any], dim: int = 0, *, axis: Any = None) -> Tensor:
     dim = axis if axis is not None else dim
     nd = builtins.max(t.dim() for t in ts)
     ts = [t for t in ts if not (t.dim() == 1 and t.numel() == 0)] or ts[:1]  # legacy: empty 1-D skipped
-    mark = _seq_mark()
-    out = _as_tensor(fnp.concatenate(ts, axis=_wrap_dim(dim, nd)))
-    return _rename(out, "CatBackward0", mark)
+    return _as_tensor(named("CatBackward0", fnp.concatenate, _shape_ops._concatenate)(ts, axis=_wrap_dim(dim, nd)))
 
 
 concat = concatenate = cat
@@ -170,9 +172,8 @@ def stack(tensors: Sequence[Any], dim: int = 0) -> Tensor:
             f"stack expects each tensor to be equal size, but got [{', '.join(map(str, ts[0].shape))}] at entry 0 "
             f"and [{', '.join(map(str, ts[i].shape))}] at entry {i}"
         )
-    mark = _seq_mark()
-    out = _as_tensor(fnp.stack(ts, axis=_wrap_dim(dim, ts[0].dim() + 1)))
-    return _rename(out, "StackBackward0", mark)
+    stacked = named("StackBackward0", fnp.stack, _shape_ops._concatenate)
+    return _as_tensor(stacked(ts, axis=_wrap_dim(dim, ts[0].dim() + 1)))
 
 
 def hstack(tensors: Sequence[Any]) -> Tensor:
@@ -190,8 +191,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     ts = _common(operands)
-    mark = _seq_mark()
-    return _rename(_as_tensor(fnp.einsum(equation, *ts)), "EinsumBackward0", mark)
+    return _as_tensor(named("EinsumBackward0", fnp.einsum, _linalg._einsum)(equation, *ts))
 
 
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from ..backend import namespace_of
 from .boxes import GraphBox, NumpyBox, as_numpy_box, edge_of
 from .grad_mode import no_grad
+from .grad_mode import state as _mode
 from .nodes import AccumulateGrad, Node
 from .saved_hooks import _hook_state
 from .tensor_class import _TENSOR_CLS
@@ -34,12 +35,12 @@ class SavedTensor:
     saved when something asks for the object (see ``PrimNode._saved``).
     """
 
-    __slots__ = ("_data", "_box", "_edge", "_vc", "_version", "_is_output", "_output_nr",
+    __slots__ = ("_data", "_box", "_edge", "_version_counter", "_version", "_is_output", "_output_nr",
                  "_packed", "_unpack", "_released", "_desc", "__weakref__")
     _data: Any  # the array (None once packed or released)
     _box: Any  # the saved input itself (for its graph), None for outputs
     _edge: Any  # (node, output_nr) of the saved value, or None
-    _vc: list[int]  # the tensor's version counter, and its value when saved:
+    _version_counter: list[int]  # the tensor's version counter, and its value when saved:
     _version: int
     _is_output: bool
     _output_nr: int
@@ -50,7 +51,7 @@ class SavedTensor:
 
     def __init__(self, data: Any, box: Any, vc: list[int], version: int, is_output: bool, output_nr: int,
                  desc: tuple[Any, ...] | None, released: bool = False):
-        self._data, self._box, self._vc, self._version = data, box, vc, version
+        self._data, self._box, self._version_counter, self._version = data, box, vc, version
         self._is_output, self._output_nr, self._desc, self._released = is_output, output_nr, desc, released
         self._packed = self._unpack = self._edge = None
 
@@ -60,11 +61,15 @@ class SavedTensor:
         in place is an error."""
         if box is not None and not self._is_output:
             self._edge = edge_of(box)
-        vc = self._vc
+        vc = self._version_counter
         alias = _TENSOR_CLS[0]._make(self._data, vc=vc, inference=box is not None and box._inference)
         version = vc[0]
-        with no_grad():
-            self._packed = hooks[0](alias)
+        outer, _mode.name_request = _mode.name_request, None  # (the user's hook: not named by the op being recorded)
+        try:
+            with no_grad():
+                self._packed = hooks[0](alias)
+        finally:
+            _mode.name_request = outer
         if vc[0] != version:
             raise RuntimeError(
                 "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook "
@@ -93,11 +98,11 @@ class SavedTensor:
             self._edge = edge_of(self._box)
         self._box = None
         self._data = namespace_of(self._data).array(self._data, copy=True)
-        self._vc = [0]
+        self._version_counter = [0]
         self._version = 0
 
     def _check_version(self, owner: Node | None) -> None:
-        if self._vc[0] != self._version:
+        if self._version_counter[0] != self._version:
             # PyTorch names the node that made a saved result, and the current history of a saved
             # input (what changed it in place), without the "Backward<N>" suffix
             box = self._box
@@ -112,7 +117,7 @@ class SavedTensor:
             desc = _type_desc(self._data) if self._data is not None else "[a saved tensor]"
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {desc}{where} is at version {self._vc[0]}; expected version "
+                f"inplace operation: {desc}{where} is at version {self._version_counter[0]}; expected version "
                 f"{self._version} instead. Hint: enable anomaly detection to find the operation that "
                 f"failed to compute its gradient, with ft.autograd.set_detect_anomaly(True, check_nan=False)."
             )
@@ -146,7 +151,7 @@ class SavedTensor:
             return as_numpy_box(self._box) if numpy_box else self._box
         cls = NumpyBox if numpy_box else _TENSOR_CLS[0]
         if self._is_output:
-            vc = self._vc if self._unpack is None else None  # the output itself: its version counter
+            vc = self._version_counter if self._unpack is None else None  # the output itself: its version counter
             if owner is None:
                 return cls._make(raw, vc=vc)
             return cls._make(raw, owner, self._output_nr, True, vc=vc)
@@ -170,7 +175,7 @@ def save(box: GraphBox, is_output: bool = False, output_nr: int = 0, owner: Any 
     else:
         node = box._node
         desc = (node._name, box._output_nr) if node is not None and type(node) is not AccumulateGrad else None
-    s = SavedTensor(box._value, None if is_output else box, box._vc, box._vc[0], is_output, output_nr, desc)
+    s = SavedTensor(box._value, None if is_output else box, box._version_counter, box._version_counter[0], is_output, output_nr, desc)
     if _hook_state.stack:
         s._pack_now(_hook_state.stack[-1], box)
     return s

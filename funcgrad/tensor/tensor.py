@@ -115,7 +115,7 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _SpecialMixi
     @classmethod
     def _from(cls, t: "Tensor", requires_grad: bool | None = None) -> "Tensor":
         return cls._make(t._value, t._node, t._output_nr, t._requires_grad if requires_grad is None else requires_grad,
-                         t._vc, t._inference)
+                         t._version_counter, t._inference)
 
     def is_inference(self) -> bool:
         return self._inference

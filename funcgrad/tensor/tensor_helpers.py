@@ -24,7 +24,7 @@ from .inplace_writes import apply_inplace
 from .prim_node import PrimNode
 from .size_device import Size, device, _backend_device
 from .tensor_class import _PARAM, _TENSOR_CLS
-from .torch_names import rename_node
+from .torch_names import named, rename_node
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -41,15 +41,31 @@ def register_constructors(**constructors: Callable[..., Any]) -> None:
     _CONSTRUCTORS.update(constructors)
 
 
-def _seq_mark() -> int:
+def node_mark() -> int:
+    """A mark in the order nodes are made: the nodes made after this call have a larger ``_seq``
+    (in-place ops protect what the nodes made since then saved; see ``apply_inplace``)."""
     return next(_nodes._seq)
 
 
-def _rename(out: Any, name: str, mark: int) -> Tensor:
-    node = getattr(out, "_node", None)
-    if node is not None and node._seq > mark and isinstance(node, PrimNode):
-        rename_node(node, name)
-    return cast("Tensor", out)
+def named_result(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """For a composite op (several primitives, the last one depending on the arguments, as
+    ``mse_loss``'s on its reduction): ``fn`` whose result's node, made during the call, takes
+    PyTorch's ``name`` when it returns. An op whose node is one primitive call's names it as it is
+    made, with ``torch_names.named``.
+
+    Example::
+
+        named_result("NllLossBackward0", loss_of)(input, target)
+    """
+    def call(*args: Any, **kwargs: Any) -> Any:
+        mark = next(_nodes._seq)
+        out = fn(*args, **kwargs)
+        node = getattr(out, "_node", None)
+        if node is not None and node._seq > mark and isinstance(node, PrimNode):
+            rename_node(node, name)
+        return out
+
+    return call
 
 
 def _dims(dim: Any, nd: int) -> tuple[Any, ...] | None:
@@ -246,10 +262,9 @@ def _to_device(t: Tensor, dev: device) -> Tensor:
     target = _backend_device(dev)
     if _backend.device_of(t._value) == target:
         return t
-    from ..numpy.creation import device_copy
+    from ..numpy import creation
 
-    mark = _seq_mark()
-    return _rename(_as_tensor(device_copy(t, target)), "ToCopyBackward0", mark)
+    return _as_tensor(named("ToCopyBackward0", creation.device_copy, creation._device_copy)(t, target))
 
 
 def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True) -> Tensor:

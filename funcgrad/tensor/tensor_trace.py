@@ -45,7 +45,7 @@ from .quiet import context_busy, fp_quiet, fp_restore, quiet_run
 from .saved_hooks import _hook_state
 
 from .tensor_class import _TENSOR_CLS
-from .torch_names import _INFERENCE_SAVED, named_node_class, torch_name
+from .torch_names import _INFERENCE_SAVED, NAMING, named_node_class, torch_name
 from .views import VIEW_PRIMITIVES, mark_view
 
 __all__ = ["TRACE", "TensorTrace", "record", "FUNC_TRANSFORM_HOOK"]
@@ -123,7 +123,8 @@ class TensorTrace(ReverseTrace):
             b = args[argnums[0]]
             st = _mode
             if b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None \
-                    and not (b._inference or st.inference or profiling.active or anomaly.enabled):
+                    and not (b._inference or st.inference or profiling.active or anomaly.enabled) \
+                    and not NAMING[0]:
                 cls = _ONE_TENSOR.get(prim)
                 if cls is None:
                     cls = _ONE_TENSOR[prim] = prim.differentiable and not prim.multiple_results \
@@ -173,14 +174,14 @@ class TensorTrace(ReverseTrace):
                     out._node = node
                     out._output_nr = 0
                     out._requires_grad = True
-                    out._vc = [0]
+                    out._version_counter = [0]
                     out._base = None
                     out._view_fns = None
                     out._view_version = 0
                     out._inference = False
                     saved: tuple[Any, ...] = ()
                     if i not in drop[0]:
-                        vc = b._vc
+                        vc = b._version_counter
                         saved = ((i, b, vc, vc[0], b if b._node is not None else None),)
                     elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
                         args[i] = ArraySpec(args[i])
@@ -188,7 +189,7 @@ class TensorTrace(ReverseTrace):
                         node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
                     else:
                         node.ans = [ans]
-                        saved += ((-1, None, out._vc, 0, None),)
+                        saved += ((-1, None, out._version_counter, 0, None),)
                     node._saved = saved
                     meta = _METAS.get(ans.shape)  # (_out_meta's common case, inline)
                     node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
@@ -204,7 +205,7 @@ class TensorTrace(ReverseTrace):
         for i in argnums:
             b = args[i]
             boxes.append(b)
-            if b._base is not None and b._view_version != b._vc[0] and not b._requires_grad:
+            if b._base is not None and b._view_version != b._version_counter[0] and not b._requires_grad:
                 _refresh_view(b)
             args[i] = b._value
         if kwargs:
@@ -246,14 +247,19 @@ class TensorTrace(ReverseTrace):
         live: list[int] = []
         for i, b in zip(*links):
             if b._requires_grad:
-                if b._base is not None and b._view_version != b._vc[0]:
+                if b._base is not None and b._view_version != b._version_counter[0]:
                     _refresh_view(b)
                 node = b._node
                 parents.append(get_accumulator(b) if node is None else target(node, b._output_nr))
                 live.append(i)
         if not live:
             return None
-        node = _new_node(_NODE_CLASS.get(prim) or _node_class(prim))
+        request = _mode.name_request if NAMING[0] else None  # (torch_names.named: the op names this call's node)
+        if request is not None and request[0] is prim:
+            name = request[1]  # (a pair: the name of a view first; new_boxes takes the other for a copy)
+            node = _new_node(named_node_class(PrimNode, name if type(name) is str else name[0]))
+        else:
+            node = _new_node(_NODE_CLASS.get(prim) or _node_class(prim))
         node.prim = prim
         node.parents = parents
         node.argnums = live
@@ -276,7 +282,7 @@ class TensorTrace(ReverseTrace):
                 continue
             if b._inference:
                 raise RuntimeError(_INFERENCE_SAVED)
-            vc = b._vc
+            vc = b._version_counter
             node_of = b._node
             has_history = b._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
             entries.append((i, b, vc, vc[0], b if has_history else None))
@@ -305,6 +311,10 @@ class TensorTrace(ReverseTrace):
             outs = [make(ans if type(ans) is np.ndarray else _as_array(ans), inference=inference)]
             if is_view:
                 mark_view(outs[0], boxes[0], prim, args, kwargs)
+                request = _mode.name_request if NAMING[0] else None
+                if node is not None and outs[0]._base is None and request is not None and request[0] is prim \
+                        and type(request[1]) is tuple:  # torch_names.named's name of a result that is no view
+                    node.__class__ = named_node_class(PrimNode, request[1][1])
         if node is not None:
             entries = node._saved
             node.ans = ans_saved = []
@@ -314,7 +324,7 @@ class TensorTrace(ReverseTrace):
                 if drop_ans:
                     v = ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v
                 else:
-                    entries.append((~k, None, o._vc, o._vc[0], None))
+                    entries.append((~k, None, o._version_counter, o._version_counter[0], None))
                 ans_saved.append(v)
             node._saved = tuple(entries)
             if len(outs) == 1:

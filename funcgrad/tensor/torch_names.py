@@ -7,7 +7,9 @@ against PyTorch read the same here.
 from __future__ import annotations
 
 import re
-from typing import Any
+import threading
+from functools import partial
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,8 +22,9 @@ from ..numpy import indexing as _indexing
 from ..numpy import shape_ops as _shape_ops
 from ..scipy.special import expit
 from . import dtypes as _dt
+from .grad_mode import state as _mode
 
-__all__ = ["torch_name", "named_node_class", "rename_node", "view_rebase_error"]
+__all__ = ["torch_name", "named", "named_node_class", "rename_node", "view_rebase_error"]
 
 
 _FREED = (
@@ -49,6 +52,52 @@ def named_node_class(base: type, name: str) -> type:
         cls = _NAMED_CLASSES[(base, name)] = type(name, (base,), {"_named_base": base, "_name": name,
                                                                    "__module__": base.__module__})
     return cls
+
+
+def named(name: str | tuple[str, str], fn: Callable[..., Any], prim: Any = None) -> Callable[..., Any]:
+    """``fn`` whose call records its node under PyTorch's class ``name``, where the name depends on the
+    op rather than on the primitive (``x.t()`` and ``x.permute(1, 0)`` both call ``transpose``):
+    the node of ``prim`` (default: ``fn``'s own primitive; give it when ``fn`` is a function that
+    calls it) made during the call is of that class from the start. A pair names a view primitive's
+    node by its result: (the name when it is a view, the name when it is a copy). The outermost op
+    names the nodes: ``x.unbind()`` is made of ``x[i]`` calls, whose nodes are ``UnbindBackward0``.
+    Where ``name`` is the primitive's own (:func:`torch_name`), ``fn`` itself is returned.
+
+    Example::
+
+        named("TBackward0", fnp.transpose)(x)        # x.t(): grad_fn is TBackward0
+    """
+    key = (name, fn if prim is None else prim)  # (module-level objects: the primitive's function)
+    request = _REQUESTS.get(key, False)
+    if request is False:
+        target = prim if isinstance(prim, Primitive) else get_primitive(fn if prim is None else prim)
+        request = _REQUESTS[key] = None if name == torch_name(target) else (target, name)
+    return fn if request is None else partial(_call_named, request, fn)
+
+
+_REQUESTS: dict[Any, Any] = {}  # (name, primitive function) -> (primitive, name), None where it is its own
+
+
+# How many named calls run now, in all threads: while none does, the recorder need not read its
+# thread's request (a thread-local read on every op costs more than this list's)
+NAMING: list[int] = [0]
+_naming_lock = threading.Lock()
+
+
+def _call_named(request: tuple[Primitive, Any], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    state = _mode
+    outer = state.name_request
+    if outer is not None and outer[0] is request[0]:  # an enclosing op of the same primitive names it
+        return fn(*args, **kwargs)
+    with _naming_lock:
+        NAMING[0] += 1
+    state.name_request = request
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        state.name_request = outer
+        with _naming_lock:
+            NAMING[0] -= 1
 
 
 def rename_node(node: Any, name: str) -> None:

@@ -10,7 +10,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from .boxes import GraphBox, NumpyBox, replay_view
 from .dual_trace import primal_value
 from .grad_mode import state as _mode
 from .nodes import Node
-from .torch_names import rename_node
+from .torch_names import named
 
 __all__ = ["VIEW_PRIMITIVES", "CopySlices", "multi_output_views", "mark_view"]
 
@@ -41,9 +41,9 @@ def mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list[Any], kw
         return
     root = src._base if src._base is not None else src
     out._base = root
-    out._vc = src._vc
+    out._version_counter = src._version_counter
     out._view_fns = (src._view_fns or ()) + ((prim, tuple(args[1:]), dict(kwargs)),)
-    out._view_version = src._vc[0]
+    out._view_version = src._version_counter[0]
     kind = src._view_kind if src._base is not None else None  # a view of a view inherits (PyTorch)
     if kind is None and not _mode.enabled:
         kind = "inference" if _mode.inference else "no_grad"
@@ -51,15 +51,14 @@ def mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list[Any], kw
         out.__dict__["_view_kind"] = kind  # (Tensors have a __dict__; GraphBox's class default is None)
 
 
-def multi_output_views(views: tuple[Any, ...], name: str) -> tuple[Any, ...]:
-    """Mark views that one op returned together (``split``, ``chunk``, ``unbind``): their nodes
-    take PyTorch's ``name``, and in-place changes of them are refused when autograd is involved
-    (PyTorch's rule for multi-output views)."""
+def multi_output_views(make: Callable[[], tuple[Any, ...]], name: str) -> tuple[Any, ...]:
+    """The views ``make()`` returns together (``split``, ``chunk``, ``unbind``, pieces indexed out of
+    one tensor): their nodes are PyTorch's ``name``, and in-place changes of them are refused when
+    autograd is involved (PyTorch's rule for multi-output views)."""
+    views: tuple[Any, ...] = named(name, make, _indexing._getitem)()
     for k, v in enumerate(views):
         if v._base is None:
             continue
-        if v._node is not None:
-            rename_node(v._node, name)
         if v._view_kind is None:
             v._view_kind = "multi_output"
         v._multi_index = k  # "Output k of Split" in the messages (each piece has a node of its own here)

@@ -135,7 +135,7 @@ def test_short_path_tensor_has_every_field_make_sets():
         if name.startswith("__") or not hasattr(made, name):
             continue
         a, b = getattr(fast, name), getattr(made, name)
-        if name == "_vc":  # a counter of its own
+        if name == "_version_counter":  # a counter of its own
             assert a == b and a is not b
         else:
             assert a is b or (type(a) is type(b) and not isinstance(a, np.ndarray) and a == b), name

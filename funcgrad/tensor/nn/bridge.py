@@ -14,7 +14,7 @@ from ..creation import default_generator
 from ..grad_mode import no_grad
 from ..boxes import as_numpy_box, as_tensor_box
 from ..tensor import Tensor
-from ..tensor_helpers import _as_tensor, _finish_inplace, _rename, _seq_mark
+from ..tensor_helpers import _as_tensor, _finish_inplace, named_result, node_mark
 
 
 def _maybe_inplace(x: Tensor, fn: Callable[[Tensor], Any], inplace: bool) -> Tensor:
@@ -23,7 +23,7 @@ def _maybe_inplace(x: Tensor, fn: Callable[[Tensor], Any], inplace: bool) -> Ten
     that requires grad refuses)."""
     if not inplace:
         return cast("Tensor", fn(x))
-    mark = _seq_mark()
+    mark = node_mark()
     out = fn(x)
     return x if out is x else _finish_inplace(x, _as_tensor(out), mark)
 
@@ -33,14 +33,14 @@ def _boxes(*values: Any) -> list[Any]:
     return [as_numpy_box(t) if isinstance(t, Tensor) else t for t in values]
 
 
-def _fg(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
+def _run_on_tensors(fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
     return cast("Tensor", as_tensor_box(fn(*_boxes(*tensors), **kwargs)))
 
 
-def _fg_named(name: str, fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
-    """``_fg(fn, ...)`` whose result's ``grad_fn`` carries PyTorch's node ``name`` (``MseLossBackward0``)."""
-    mark = _seq_mark()
-    return _rename(_fg(fn, *tensors, **kwargs), name, mark)
+def _run_on_tensors_named(name: str, fn: Callable[..., Any], *tensors: Any, **kwargs: Any) -> Tensor:
+    """``_run_on_tensors(fn, ...)`` whose result's ``grad_fn`` carries PyTorch's node ``name`` (``MseLossBackward0``;
+    ``fn`` is a composite of ``funcgrad.nn``, its last primitive depending on the arguments)."""
+    return cast("Tensor", named_result(name, _run_on_tensors)(fn, *tensors, **kwargs))
 
 
 def _like(t: Tensor, host: Any) -> Tensor:
@@ -76,4 +76,4 @@ def _renorm_rows_(weight: Tensor, idx: Tensor, max_norm: float, norm_type: float
         norms = xp.sum(xp.abs(w[rows]) ** norm_type, axis=1) ** (1.0 / norm_type)
         scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         w[rows] = w[rows] * scale[:, None].astype(w.dtype)
-        weight._vc[0] += 1
+        weight._version_counter[0] += 1

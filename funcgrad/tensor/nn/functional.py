@@ -37,9 +37,9 @@ from ..grad_mode import no_grad
 from .. import ops as _ops
 from ..boxes import as_tensor_box as _as_tensor_box
 from ..tensor import Tensor
-from ..tensor_helpers import _as_tensor, _raw, _rename, _seq_mark
+from ..tensor_helpers import _as_tensor, _raw, named_result
 from ._reduction import _check_reduction, _legacy_reduction, _reduce
-from .bridge import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace, _renorm_rows_
+from .bridge import _boxes, _check_dropout_p, _dropout, _run_on_tensors, _run_on_tensors_named, _like, _maybe_inplace, _renorm_rows_
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
@@ -55,18 +55,18 @@ def tanh(x: Tensor) -> Tensor:
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-    return _fg_named("GeluBackward0", _fnn.gelu, x, approximate=(approximate == "tanh"))
+    return _run_on_tensors_named("GeluBackward0", _fnn.gelu, x, approximate=(approximate == "tanh"))
 
 
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
-    return _fg(_fnn.silu, x)
+    return _run_on_tensors(_fnn.silu, x)
 
 
 def _softplus(x: Tensor, beta: float = 1.0) -> Tensor:
     """``funcgrad.nn.softplus(beta x) / beta``, without PyTorch's linear ``threshold`` (see :func:`softplus`)."""
     if beta != 1.0:
-        return _fg(_fnn.softplus, x * beta) / beta
-    return _fg(_fnn.softplus, x)
+        return _run_on_tensors(_fnn.softplus, x * beta) / beta
+    return _run_on_tensors(_fnn.softplus, x)
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -90,19 +90,19 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
              reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    return _fg_named("MseLossBackward0", _fnn.mse_loss, input, _as_tensor(target), reduction=reduction)
+    return _run_on_tensors_named("MseLossBackward0", _fnn.mse_loss, input, _as_tensor(target), reduction=reduction)
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
             reduction: str = "mean") -> Tensor:
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    return _fg_named("L1LossBackward0", _fnn.l1_loss, input, _as_tensor(target), reduction=reduction)
+    return _run_on_tensors_named("L1LossBackward0", _fnn.l1_loss, input, _as_tensor(target), reduction=reduction)
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:  # noqa: A002
     _check_reduction(reduction)
-    return _fg(_fnn.huber_loss, input, _as_tensor(target), delta=delta, reduction=reduction)
+    return _run_on_tensors(_fnn.huber_loss, input, _as_tensor(target), delta=delta, reduction=reduction)
 
 
 def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothing: float, reduction: str,  # noqa: A002
@@ -111,10 +111,12 @@ def _cross_entropy_ignoring(input: Tensor, labels: Any, axis: int, label_smoothi
     xp = namespace_of(labels)
     keep = labels != ignore_index
     safe = xp.where(keep, labels, 0)
-    mark = _seq_mark()
-    per = _fg(_fnn.cross_entropy, input, safe, axis=axis, label_smoothing=label_smoothing, reduction="none")
-    w = Tensor._make(keep.astype(per._value.dtype))
-    return _rename(_reduce(per * w, reduction, w), "NllLossBackward0", mark)
+    def loss() -> Tensor:
+        per = _run_on_tensors(_fnn.cross_entropy, input, safe, axis=axis, label_smoothing=label_smoothing, reduction="none")
+        w = Tensor._make(keep.astype(per._value.dtype))
+        return _reduce(per * w, reduction, w)
+
+    return cast("Tensor", named_result("NllLossBackward0", loss)())
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
@@ -127,7 +129,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     if weight is not None:
         return _reduce(binary_cross_entropy_with_logits(input, target, reduction="none", pos_weight=pos_weight)
                        * weight, reduction)
-    return _fg_named("BinaryCrossEntropyWithLogitsBackward0", _fnn.binary_cross_entropy_with_logits, input,
+    return _run_on_tensors_named("BinaryCrossEntropyWithLogitsBackward0", _fnn.binary_cross_entropy_with_logits, input,
                      _as_tensor(target), pos_weight=pos_weight, reduction=reduction)
 
 
@@ -203,7 +205,7 @@ def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bo
 
 def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` if positive else ``alpha * (exp(x) - 1)`` (``funcgrad.nn.elu``). Example: ``F.elu(x)``."""
-    return _fg(_fnn.elu, x, alpha=alpha)
+    return _run_on_tensors(_fnn.elu, x, alpha=alpha)
 
 
 def selu(x: Tensor, inplace: bool = False) -> Tensor:
@@ -244,7 +246,7 @@ def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
 
 def logsigmoid(x: Tensor) -> Tensor:
     """``log(sigmoid(x))``, stable (``funcgrad.nn.log_sigmoid``). Example: ``F.logsigmoid(x)``."""
-    return _fg(_fnn.log_sigmoid, x)
+    return _run_on_tensors(_fnn.log_sigmoid, x)
 
 
 def tanhshrink(x: Tensor) -> Tensor:
@@ -317,7 +319,7 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bo
 def _conv(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
           dilation: Any = 1, groups: int = 1, *, nsp: int) -> Tensor:
     fn = (_fnn.conv1d, _fnn.conv2d, _fnn.conv3d)[nsp - 1]
-    return _fg(fn, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return _run_on_tensors(fn, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
 
 
 conv1d, conv2d, conv3d = _per_rank(
@@ -354,7 +356,7 @@ def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None = None, strid
     for o, s, d in zip(op, st, dl):
         if o >= max(s, d):
             raise RuntimeError("output padding must be smaller than either stride or dilation")
-    return _fg(_conv_transpose_raw, x, weight, bias, st, pd, op, groups, dl)
+    return _run_on_tensors(_conv_transpose_raw, x, weight, bias, st, pd, op, groups, dl)
 
 
 conv_transpose1d, conv_transpose2d, conv_transpose3d = _per_rank(
@@ -374,7 +376,7 @@ def unfold(x: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, str
         s = fnp.shape(cols)
         return fnp.reshape(cols, (s[0], s[1] * k[0] * k[1], -1))
 
-    return _fg(raw, x)
+    return _run_on_tensors(raw, x)
 
 
 def fold(x: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
@@ -393,7 +395,7 @@ def fold(x: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, paddi
         cols = fnp.reshape(v, (s[0], c) + k + tuple(n_out))
         return _fnn.col2im(cols, (s[0], c) + out, k, st, pd, dl)
 
-    return _fg(raw, x)
+    return _run_on_tensors(raw, x)
 
 
 # --------------------------------------------------------------------------- pooling
@@ -473,10 +475,10 @@ def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
     pads = tuple(zip(p, hi))
     if not return_indices:
-        return _fg(_fnn.max_pool_windows, x, k, s, pads, d)
+        return _run_on_tensors(_fnn.max_pool_windows, x, k, s, pads, d)
     # the kernel's argmax (a flat offset in each window) gives the values and PyTorch's flat input indices
-    rem = _fg(window_argmax, x.detach(), k, s, pads, d)
-    y = _fg(window_gather, x, rem, k, s, pads, d, -math.inf)
+    rem = _run_on_tensors(window_argmax, x.detach(), k, s, pads, d)
+    y = _run_on_tensors(window_gather, x, rem, k, s, pads, d, -math.inf)
     flat: Any = 0
     mult = 1
     for j in reversed(range(nsp)):
@@ -507,7 +509,7 @@ def _avg(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil
         raise RuntimeError(f"{name}: divisor must be not zero")
     sizes = tuple(x.shape[-nsp:])
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
-    total = _fg(window_sum, x, k, s, tuple(zip(p, hi)), d)
+    total = _run_on_tensors(window_sum, x, k, s, tuple(zip(p, hi)), d)
     if divisor_override is not None:
         return total / float(divisor_override)
     # PyTorch's divisor: the window clipped to the padded input (or to the input without count_include_pad)
@@ -583,7 +585,7 @@ def _adaptive_max(x: Tensor, output_size: Any, return_indices: bool = False, *, 
             v = fnp.take(v, t, axis=lead + 2 * j)
         return v
 
-    cols = _fg(gather, x, *(_like(x, t) for t in tables))
+    cols = _run_on_tensors(gather, x, *(_like(x, t) for t in tables))
     # (*lead, o0, k0, o1, k1, ...) -> (*lead, o0, o1, ..., k0, k1, ...) -> (*lead, *out, prod(k))
     perm = tuple(range(lead)) + tuple(lead + 2 * j for j in range(nsp)) + tuple(lead + 2 * j + 1 for j in range(nsp))
     cols = cols.permute(*perm).reshape(tuple(x.shape[:lead]) + out + (math.prod(k),))
@@ -645,8 +647,8 @@ def _max_unpool(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None
         return fnp.reshape(flat, lead + out)
 
     zeros = x.new_zeros((math.prod(lead) * total,))
-    added = _fg(scatter_add, zeros, x, indices, offsets)
-    count = _fg(scatter_add, zeros, x.new_ones(tuple(x.shape)), indices, offsets)
+    added = _run_on_tensors(scatter_add, zeros, x, indices, offsets)
+    count = _run_on_tensors(scatter_add, zeros, x.new_ones(tuple(x.shape)), indices, offsets)
     # Overlapping windows can repeat an index, always with the same value (it is one input element): the
     # value is the mean of the writes; the gradient is PyTorch's, a gather at the indices (that of the sum).
     return (added / _where(count > 0, count, _const(count, 1.0))).detach() + (added - added.detach())
@@ -665,7 +667,7 @@ def _update_running(buf: Tensor | None, new: Any) -> None:
         return
     v = _raw(new)
     buf._value[...] = v.astype(buf._value.dtype, copy=False)
-    buf._vc[0] += 1
+    buf._version_counter[0] += 1
 
 
 def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
@@ -715,7 +717,7 @@ def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, b
     if tuple(x.shape[-len(ns):]) != ns:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size {list(x.shape)}")
-    return _fg(_fnn.layer_norm, x, len(ns), weight, bias, eps)
+    return _run_on_tensors(_fnn.layer_norm, x, len(ns), weight, bias, eps)
 
 
 def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
@@ -724,7 +726,7 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None, bias: T
     if x.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(x.shape)} and num_groups={num_groups}")
-    return _fg(_fnn.group_norm, x, num_groups, weight, bias, eps)
+    return _run_on_tensors(_fnn.group_norm, x, num_groups, weight, bias, eps)
 
 
 def instance_norm(x: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
@@ -833,7 +835,7 @@ def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float | No
         x = x[sl]
         widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
     fill = {"constant_values": value or 0.0} if np_mode == "constant" else {}
-    return _fg(lambda v: fnp.pad(v, tuple(widths), mode=np_mode, **fill), x)
+    return _run_on_tensors(lambda v: fnp.pad(v, tuple(widths), mode=np_mode, **fill), x)
 
 
 def interpolate(x: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
@@ -954,7 +956,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
                 # others). On a device this path is always taken: checking for them first would
                 # read the labels back to the host.
                 return _cross_entropy_ignoring(input, tgt, axis, label_smoothing, reduction, ignore_index)
-        return _fg_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
+        return _run_on_tensors_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
                          label_smoothing=label_smoothing, reduction=reduction)
     logp = input.log_softmax(axis)
     C = input.shape[axis]
@@ -996,7 +998,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     _check_class_targets(tv, input.shape[1 if input.dim() > 1 else 0], ignore_index)
     if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
         # (on a device, checking would read the labels back)
-        return _fg_named("NllLossBackward0", _fnn.nll_loss, input, tv, axis=1 if input.dim() > 1 else 0,
+        return _run_on_tensors_named("NllLossBackward0", _fnn.nll_loss, input, tv, axis=1 if input.dim() > 1 else 0,
                          reduction=reduction)
     nll, wt = _class_weights(input, target, weight, ignore_index)
     return _reduce(nll, reduction, wt)

@@ -72,7 +72,7 @@ class _NormBase(Module):
         """Advance ``num_batches_tracked``; the momentum of this step (1/n for ``momentum=None``)."""
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked._value[...] += 1
-            self.num_batches_tracked._vc[0] += 1
+            self.num_batches_tracked._version_counter[0] += 1
             if self.momentum is None:
                 return 1.0 / float(self.num_batches_tracked._value)
         return 0.0 if self.momentum is None else self.momentum

@@ -24,7 +24,7 @@ from ..creation import zeros
 from ..ops import cat, stack
 from ..tensor import Tensor
 from .module import Module
-from .bridge import _boxes, _fg
+from .bridge import _boxes, _run_on_tensors
 from .layers import _uniform_param
 from . import functional as F
 
@@ -37,7 +37,7 @@ def _lstm_step(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih
 
 
 def _gru_step(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> Tensor:
-    return _fg(_fnn.gru_cell, x, h, w_ih, w_hh, b_ih, b_hh)
+    return _run_on_tensors(_fnn.gru_cell, x, h, w_ih, w_hh, b_ih, b_hh)
 
 
 def _register_weights(module: Module, sfx: str, gates: int, input_size: int, bias: bool, dtype: Any) -> list[str]:

@@ -72,7 +72,7 @@ def clip_grads_with_norm_(parameters: Any, max_norm: float, total_norm: Tensor, 
     with no_grad():
         for g in _grads(parameters):
             g._value *= coef.astype(g._value.dtype)
-            g._vc[0] += 1
+            g._version_counter[0] += 1
 
 
 def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,

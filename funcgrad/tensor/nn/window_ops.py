@@ -24,7 +24,7 @@ import funcgrad.numpy as fnp
 from ..creation import default_generator
 from ..tensor import Tensor
 from ..tensor_helpers import _as_tensor
-from .bridge import _fg, _like
+from .bridge import _run_on_tensors, _like
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
            "fractional_max_pool3d", "fractional_max_pool3d_with_indices", "local_response_norm", "cross_map_lrn",
@@ -64,7 +64,7 @@ def _window_mean(x: Tensor, k: tuple[int, ...], s: tuple[int, ...], ceil_mode: b
         cols = _fnn.im2col(v, k, s, tuple((0, h) for h in hi), 1)
         return fnp.sum(fnp.reshape(cols, lead + (nk,) + tuple(out)), axis=len(lead))
 
-    total = _fg(window_sum, x)
+    total = _run_on_tensors(window_sum, x)
     div = np.ones((), dtype=np.float64)
     for n, kk, ss, o in zip(sizes, k, s, out):
         lo = np.arange(o) * ss
@@ -210,7 +210,7 @@ def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_s
 def _channel_window_sum(sq: Tensor, before: int, after: int) -> Tensor:
     """``sum(sq[:, c - before : c + after + 1])`` per channel ``c`` (axis 1), zero outside the channels."""
     widths = ((0, 0), (before, after)) + ((0, 0),) * (sq.dim() - 2)
-    padded = _fg(lambda v: fnp.pad(v, widths), sq)
+    padded = _run_on_tensors(lambda v: fnp.pad(v, widths), sq)
     C = int(sq.shape[1])
     total = padded[:, 0:C]
     for j in range(1, before + after + 1):
@@ -286,5 +286,5 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
     if int(input.shape[2]) != int(weight.shape[1]):
         raise RuntimeError(f"Input dim 2 (input channels, {int(input.shape[2])}) is not == dim 1 in the weight "
                            f"tensor ({int(weight.shape[1])})")
-    out = _fg(_fnn.conv1d, input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=int(pad))
+    out = _run_on_tensors(_fnn.conv1d, input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=int(pad))
     return out.permute(2, 0, 1)

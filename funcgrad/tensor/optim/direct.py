@@ -43,7 +43,7 @@ class _Direct(Optimizer):
                     continue
                 g = p._grad._value
                 self._update(p, -g if group.get("maximize", False) else g, group)
-                p._vc[0] += 1
+                p._version_counter[0] += 1
         return loss
 
 

@@ -122,7 +122,7 @@ def _store_views(opt: Any, group: dict[Any, Any], cache: _Flat, params: list[Ten
     cache.handed = []
     for p, lo, hi in zip(params, cache.offsets, cache.offsets[1:]):
         p._value += xp.reshape(step[lo:hi], p._value.shape)  # in place: views of the parameter see it
-        p._vc[0] += 1
+        p._version_counter[0] += 1
         st = opt.state[p]
         opt._functional.pop(p, None)  # (the loop path rebuilds from the slots if it takes over)
         n = count if count is not None else int(np.asarray(st["step"]._value)) + 1 if "step" in st else 1

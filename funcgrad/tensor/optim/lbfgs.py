@@ -155,7 +155,7 @@ class LBFGS(Optimizer):
         for p in self._params:
             n = p.numel()
             p._value += (t * d[off:off + n]).reshape(p._value.shape).astype(p._value.dtype, copy=False)
-            p._vc[0] += 1
+            p._version_counter[0] += 1
             off += n
 
     def _clone(self) -> list[Any]:
@@ -164,7 +164,7 @@ class LBFGS(Optimizer):
     def _set(self, values: list[Any]) -> None:
         for p, v in zip(self._params, values):
             p._value[...] = v
-            p._vc[0] += 1
+            p._version_counter[0] += 1
 
     def _evaluate(self, closure: Callable[..., Any], x: list[Any], t: float, d: Any) -> tuple[Any, ...]:
         self._add_grad(t, d)

@@ -204,7 +204,7 @@ class Optimizer:
                 fstate = self._functional_state(p, group, tx)
                 updates, fstate = tx.update(g, fstate, p._value)
                 p._value += (lr * updates).astype(p._value.dtype, copy=False)  # in place: views see it
-                p._vc[0] += 1
+                p._version_counter[0] += 1
                 self._store(p, group, fstate)
         return loss
 
