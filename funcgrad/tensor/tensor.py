@@ -436,9 +436,10 @@ from ._tensor_math import _MathMixin  # noqa: E402
 from ._tensor_shape import _ShapeMixin  # noqa: E402
 from ._tensor_inplace import _InplaceMixin  # noqa: E402
 from ._tensor_convert import _ConvertMixin  # noqa: E402
+from ._tensor_breadth_b import _BreadthMixinB  # noqa: E402
 
 
-class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
+class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _BreadthMixinB, GraphBox):
     """A multi-dimensional array that records operations for autograd, like ``torch.Tensor``.
 
     Create tensors with :func:`ft.tensor`, :func:`ft.zeros`, :func:`ft.randn` ...;

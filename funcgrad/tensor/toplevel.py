@@ -15,6 +15,7 @@ import numpy as np
 
 from . import creation as _creation
 from .creation import Generator
+from .sampling import multinomial_draws
 from .tensor import Tensor, _as_tensor, device
 
 __all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli", "unique", "bincount", "median",
@@ -45,22 +46,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  
     Example: ``ft.multinomial(ft.tensor([1.0, 3.0]), 4, replacement=True)``.
     """
     p = np.asarray(_as_tensor(input).detach().cpu()._value, dtype=np.float64)
-    if p.ndim not in (1, 2):
-        raise RuntimeError("prob_dist must be 1 or 2 dim")
-    if (p < 0).any() or not np.isfinite(p).all():
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    rows = p.reshape(-1, p.shape[-1])
-    if not replacement and num_samples > rows.shape[1]:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rng = _creation._rng(generator)
-    out = []
-    for r in rows:
-        s = r.sum()
-        if s <= 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        out.append(rng.choice(len(r), size=num_samples, replace=replacement, p=r / s))
-    res = np.asarray(out, dtype=np.int64)
-    return Tensor._make(res[0] if p.ndim == 1 else res)
+    return Tensor._make(multinomial_draws(_creation._rng(generator), p, num_samples, replacement))
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:  # noqa: A002

@@ -1,0 +1,73 @@
+"""Argument handling shared by the Tensor method mixins that sit below ``tensor.py`` (they may not import
+it): dimension wrapping, raw arrays of tensor arguments, and tensor operands on ``self``'s dtype and device.
+
+Example::
+
+    wrap_dim(-1, 3)            # 2
+    operand(x, 2.0)            # a 0-d tensor of x's dtype, on x's device
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from ..backend import namespace_of
+from . import dtypes as _dt
+from .tensor_class import is_tensor, new_tensor
+
+__all__ = ["wrap_dim", "raw", "operand", "promoted", "index_array", "int_list"]
+
+
+def wrap_dim(d: Any, nd: int) -> int:
+    """``d`` as a dimension of an ``nd``-dimensional tensor (negative counts from the end; a 0-d tensor
+    accepts 0 and -1), with PyTorch's IndexError otherwise."""
+    d = builtins.int(d)
+    n = max(nd, 1)
+    if not -n <= d < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d % n
+
+
+def raw(x: Any) -> Any:
+    """The array of a tensor; anything else as it is."""
+    return x._value if is_tensor(x) else x
+
+
+def operand(self: Any, x: Any) -> Any:
+    """``x`` as a tensor: a tensor as it is, a number or array as a constant tensor of ``self``'s dtype
+    (for numbers) on ``self``'s device."""
+    if is_tensor(x):
+        return x
+    xp = namespace_of(self._value)
+    if isinstance(x, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
+        return new_tensor(xp.asarray(x, dtype=self._value.dtype))
+    return new_tensor(xp.asarray(x))
+
+
+def promoted(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b`` (tensors) cast to their common dtype, as PyTorch's binary ops promote."""
+    if a.dtype == b.dtype:
+        return a, b
+    common = _dt.promote_types(a.dtype, b.dtype)
+    return a.to(common), b.to(common)
+
+
+def index_array(index: Any, op: str, arg: str = "index") -> Any:
+    """The raw integer array of an index tensor, refused (PyTorch's wording) when it is not a tensor or
+    not of an integer dtype."""
+    if not is_tensor(index):
+        raise TypeError(f"{op}(): argument '{arg}' must be Tensor, not {type(index).__name__}")
+    idx = index._value
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for {arg}, but got {index.dtype}")
+    return idx
+
+
+def int_list(x: Any) -> list[int]:
+    """A size or dims argument (an int, a sequence or a 1-D integer tensor) as a list of Python ints."""
+    if is_tensor(x):
+        return [builtins.int(v) for v in x.tolist()] if x.dim() else [builtins.int(x.item())]
+    if isinstance(x, (list, tuple)):
+        return [builtins.int(v) for v in x]
+    return [builtins.int(x)]
