@@ -51,6 +51,10 @@ from .toplevel import (  # noqa: F401
 )
 from .compiled import compile  # noqa: F401  (torch.compile: staged with fg.jit)
 from .anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
+from . import torch_shapes as _torch_shapes, torch_config as _torch_config  # noqa: E401
+from .torch_shapes import *  # noqa: F401,F403  (shapes, indexing, linalg, creation: issue 29 part B)
+from .torch_config import *  # noqa: F401,F403  (threads, determinism, matmul precision)
+from .func import vmap  # noqa: F401,E402  (torch.vmap is torch.func.vmap)
 
 # the public names; ``creation``, ``ops`` and ``legacy`` contribute their own lists (star-imported above)
 __all__ = [
@@ -68,6 +72,7 @@ __all__ += ops.__all__
 __all__ += _legacy.__all__
 __all__ += _nn_ops.__all__
 __all__ += _blas_ops.__all__
+__all__ += _torch_shapes.__all__ + _torch_config.__all__ + ["vmap"]
 
 
 def is_inference(t: Tensor) -> object:

@@ -1,5 +1,5 @@
 """Linear-algebra methods of ``Tensor``: the fused BLAS products (``addmm``, ``addmv``, ``addr``, ``baddbmm``,
-``addbmm``, ``addcmul``, ``addcdiv``, each with its in-place form), ``vdot``, ``matrix_power``,
+``addbmm``, ``addcmul``, ``addcdiv``, each with its in-place form), ``vdot``, ``geqrf``/``orgqr``/``ormqr``, ``matrix_power``,
 ``matrix_exp``, ``pinverse``, ``slogdet``, ``qr``, ``svd``, ``lu``/``lu_solve``, ``triangular_solve``,
 ``cholesky_solve``/``cholesky_inverse``, and PyTorch's removed legacy names (``solve``, ``lstsq``, ``eig``,
 ``symeig``), which raise PyTorch's error pointing at ``ft.linalg``.
@@ -42,6 +42,7 @@ QRResult = collections.namedtuple("qr", ["Q", "R"])  # type: ignore[name-match]
 SVDResult = collections.namedtuple("svd", ["U", "S", "V"])  # type: ignore[name-match]
 TriangularSolveResult = collections.namedtuple(  # type: ignore[name-match]
     "triangular_solve", ["solution", "cloned_coefficient"])
+GeqrfResult = collections.namedtuple("geqrf", ["a", "tau"])  # type: ignore[name-match]
 LUUnpackResult = collections.namedtuple("lu_unpack", ["P", "L", "U"])  # type: ignore[name-match]
 
 REMOVED = {
@@ -281,6 +282,59 @@ class _LinalgMixin:
         """
         _square(self, "cholesky_inverse")
         return _eye_like(self, self.shape[-1]).expand(*self.shape).cholesky_solve(self, upper)
+
+    # ------------------------------------------------------------------ Householder (LAPACK's geqrf form)
+    def geqrf(self: Tensor) -> Any:
+        """``(a, tau)``: LAPACK's QR in Householder form (``R`` on and above the diagonal, the reflectors'
+        tails below, their scales in ``tau``); not differentiable, as PyTorch's. Example: ``a, tau = A.geqrf()``."""
+        if self.dim() < 2:
+            raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+        A = _float(self).detach()
+        xp = namespace_of(A._value)
+        flat = xp.reshape(A._value, (-1,) + tuple(A.shape[-2:]))
+        hs, taus = [], []
+        for m in flat:
+            h, tau = xp.linalg.qr(m, mode="raw")
+            hs.append(h.T)
+            taus.append(tau)
+        k = builtins.min(A.shape[-2:])
+        a = xp.reshape(xp.stack(hs), tuple(A.shape))
+        tau = xp.reshape(xp.stack(taus), tuple(A.shape[:-2]) + (k,))
+        return GeqrfResult(new_tensor(xp.ascontiguousarray(a)), new_tensor(tau))
+
+    def _householder_q(self: Tensor, tau: Any, columns: builtins.int) -> "Tensor":
+        """``H_1 H_2 ... H_k`` (``H_i = I - tau_i v_i v_i^H``, ``v_i`` = column ``i`` of ``self`` below the
+        diagonal with a unit on it), its first ``columns`` columns; differentiable in ``self`` and ``tau``."""
+        m, n = self.shape[-2], self.shape[-1]
+        tau = operand(self, tau)
+        k = tau.shape[-1]
+        if k > n:
+            raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal "
+                               "to tau.shape[-1]")
+        reflectors = self.tril(-1) + _eye_like(self, builtins.max(m, n))[:m, :n]
+        Q = _eye_like(self, m).expand(*(tuple(self.shape[:-2]) + (m, m)))
+        for i in range(k):
+            v = reflectors[..., :, i:i + 1]
+            Q = Q - tau[..., i:i + 1].unsqueeze(-1) * Q.matmul(v).matmul(v.mH)
+        return Q[..., :columns]
+
+    def orgqr(self: Tensor, input2: Any) -> "Tensor":
+        """The first ``n`` columns of ``Q`` from ``geqrf``'s ``(self, tau=input2)`` (``householder_product``);
+        differentiable. Example: ``Q = a.orgqr(tau)``."""
+        if self.shape[-2] < self.shape[-1]:
+            raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal "
+                               "to input.shape[-1]")
+        return self._householder_q(input2, self.shape[-1])
+
+    def ormqr(self: Tensor, input2: Any, input3: Any, left: builtins.bool = True,
+              transpose: builtins.bool = False) -> "Tensor":
+        """``Q @ other`` (``left=False``: ``other @ Q``; ``transpose``: with ``Q^H``) for the full ``Q`` of
+        ``geqrf``'s ``(self, tau=input2)``; differentiable. Example: ``a.ormqr(tau, C)``."""
+        Q = self._householder_q(input2, self.shape[-2])
+        if transpose:
+            Q = Q.mH
+        other = operand(self, input3)
+        return Q.matmul(other) if left else other.matmul(Q)
 
     solve = removed("solve")
     lstsq = removed("lstsq")
