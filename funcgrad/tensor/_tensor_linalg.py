@@ -30,7 +30,7 @@ import funcgrad.scipy.linalg as fsl
 from ..backend import namespace_of
 from . import dtypes as _dt
 from .inplace_variant import inplace_variant
-from .method_args import operand
+from .method_args import operand, raw
 from .tensor_class import new_tensor
 
 if TYPE_CHECKING:
@@ -82,8 +82,9 @@ def _check_dim(t: Any, dim: int, what: str) -> None:
 def _combine(self: Any, product: Any, beta: Any, alpha: Any) -> Any:
     """``beta * self + alpha * product`` (``self`` not read when ``beta == 0``, as PyTorch)."""
     scaled = product if alpha == 1 else product * alpha
-    if beta == 0:
-        return scaled
+    if beta == 0:  # ``self`` gets a zero gradient; its NaNs do not reach the result
+        everywhere = namespace_of(self._value).ones((), dtype=bool)
+        return fnp.where(everywhere, scaled, self)
     return (self if beta == 1 else self * beta) + scaled
 
 
@@ -121,20 +122,22 @@ class _LinalgMixin:
     # ------------------------------------------------------------------ fused products
     def addmm(self: Tensor, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
         """``beta * self + alpha * (mat1 @ mat2)``. Example: ``bias.addmm(x, w)``."""
-        _check_dim(mat1, 2, "mat1")
-        _check_dim(mat2, 2, "mat2")
+        for name, m in (("mat1", mat1), ("mat2", mat2)):
+            if m.dim() != 2:
+                raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
         return _combine(self, mat1.matmul(mat2), beta, alpha)
 
     def addmv(self: Tensor, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
         """``beta * self + alpha * (mat @ vec)``. Example: ``b.addmv(A, v)``."""
-        _check_dim(mat, 2, "mat")
-        _check_dim(vec, 1, "vec")
+        if mat.dim() != 2 or vec.dim() != 1 or self.dim() > 1:
+            raise RuntimeError(f"vector + matrix @ vector expected, got {self.dim()}, {mat.dim()}, {vec.dim()}")
         return _combine(self, mat.matmul(vec), beta, alpha)
 
     def addr(self: Tensor, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
         """``beta * self + alpha * outer(vec1, vec2)``. Example: ``M.addr(u, v)``."""
-        _check_dim(vec1, 1, "vec1")
-        _check_dim(vec2, 1, "vec2")
+        for name, v in (("vec1", vec1), ("vec2", vec2)):
+            if v.dim() != 1:
+                raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.dim()}-D")
         return _combine(self, vec1.unsqueeze(1) * vec2.unsqueeze(0), beta, alpha)
 
     def baddbmm(self: Tensor, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
@@ -236,7 +239,7 @@ class _LinalgMixin:
         _square(self, "torch.lu")
         LU, piv = fsl.lu_factor(_float(self))
         xp = namespace_of(self._value)
-        pivots = new_tensor(xp.asarray(piv).astype(np.int32) + 1)
+        pivots = new_tensor(xp.asarray(raw(piv)).astype(np.int32) + 1)
         if get_infos:
             return LU, pivots, new_tensor(xp.zeros(tuple(self.shape[:-2]), dtype=np.int32))
         return LU, pivots

@@ -35,15 +35,26 @@ if TYPE_CHECKING:
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 
-def _check_bounds(idx: Any, size: int, dim: int) -> None:
-    """PyTorch's out-of-bounds error; reads one flag from a device (the indices only on error)."""
+def _check_bounds(idx: Any, size: int, dim: int, op: str) -> None:
+    """PyTorch's out-of-bounds error of ``op`` (its type and wording differ by op); reads one flag from a
+    device (the indices only on error)."""
     if not idx.size:
         return
     xp = namespace_of(idx)
-    if builtins.bool(xp.any((idx < -size) | (idx >= size))):
-        low, high = builtins.int(xp.min(idx)), builtins.int(xp.max(idx))
-        raise IndexError(f"index {high if high >= size else low} is out of bounds for dimension {dim} with size "
-                         f"{size}")
+    if not builtins.bool(xp.any((idx < -size) | (idx >= size))):
+        return
+    low, high = builtins.int(xp.min(idx)), builtins.int(xp.max(idx))
+    bad = high if high >= size else low
+    plain = f"index {bad} is out of bounds for dimension {dim} with size {size}"
+    if op in ("scatter", "scatter_reduce", "index_add"):
+        raise RuntimeError(plain)
+    if op == "index_copy":
+        raise IndexError(f"index_copy_(): {plain}")
+    if op == "index_reduce":
+        raise IndexError("index out of range in self")
+    if op == "put":
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {size} elements.")
+    raise IndexError(plain)
 
 
 def _scatter_positions(self: Tensor, dim: Any, index: Any, src: Any, op: str) -> tuple[tuple[Any, ...], int]:
@@ -64,7 +75,7 @@ def _scatter_positions(self: Tensor, dim: Any, index: Any, src: Any, op: str) ->
         raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self {list(shape)} apart from "
                            f"dimension {d}" + (f" and to be no larger size than src {list(src_shape)}"
                                                if src_shape is not None else ""))
-    _check_bounds(idx, shape[d], d)
+    _check_bounds(idx, shape[d], d, op)
     xp = namespace_of(idx)
     positions = tuple(idx if a == d else xp.reshape(xp.arange(n), (1,) * a + (n,) + (1,) * (idx.ndim - a - 1))
                       for a, n in enumerate(idx.shape))
@@ -91,6 +102,7 @@ def _flat(src: Any) -> Any:
 def _reduce_at(self: Tensor, pos: tuple[Any, ...], values: Any, reduce: str, include_self: builtins.bool,
                op: str) -> Any:
     """``self`` with ``values`` reduced into the positions ``pos`` (repeated positions all count)."""
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # PyTorch's older spellings
     if reduce not in _REDUCTIONS:
         raise RuntimeError(f"{op}(): reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     base = self
@@ -127,20 +139,33 @@ def _index_positions(self: Tensor, dim: Any, index: Any, op: str) -> tuple[tuple
     d = wrap_dim(dim, self.dim())
     if self.dim() == 0:
         return (idx.reshape(-1),) if idx.ndim else (), 0
-    _check_bounds(idx, self.shape[d], d)
+    _check_bounds(idx, self.shape[d], d, op)
     return (slice(None),) * d + (idx.reshape(-1),), d
 
 
 def _index_source(self: Tensor, source: Any, pos: tuple[Any, ...], d: int, n: int, op: str) -> Any:
-    """``source`` checked against the slice shape ``self[pos]`` expects (the index's length along ``d``)."""
+    """``source`` checked against the slices ``self[pos]`` (``n`` of them along ``d``), with PyTorch's errors."""
     source = operand(self, source)
     if source.dtype != self.dtype:
-        raise RuntimeError(f"{op}(): self ({self.dtype}) and source ({source.dtype}) must have the same scalar type")
-    want = tuple(self.shape[:d]) + (n,) + tuple(self.shape[d + 1:]) if self.dim() else (n,) if pos else ()
-    if source.dim() and tuple(source.shape) != want and source.numel() != 1:
-        raise RuntimeError(f"{op}(): Source/destination tensor must have same slice shapes. Destination slice "
-                           f"shape: {list(want)}, source shape {list(source.shape)}")
-    return source.reshape(want) if source.numel() == 1 and want else source
+        raise RuntimeError(f"{op}_(): self ({self.dtype}) and source ({source.dtype}) must have the same scalar "
+                           f"type")
+    if not self.dim() or not source.dim():
+        return source
+    count = source.shape[d] if source.dim() > d else 1
+    if count != n:
+        if op == "index_copy":
+            raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({count})")
+        raise RuntimeError(f"{op}_(): Number of indices ({n}) should be equal to source.size(dim): ({count}), for "
+                           f"dim: {d}")
+    rest_self = tuple(self.shape[:d]) + tuple(self.shape[d + 1:])
+    rest_source = tuple(source.shape[:d]) + tuple(source.shape[d + 1:])
+    if rest_self != rest_source:
+        if op == "index_copy":
+            raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. Destination "
+                               f"slice shape: {list(rest_self)} and source slice shape: {list(rest_source)}.")
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    return source
 
 
 class _ScatterMixin:
@@ -161,8 +186,8 @@ class _ScatterMixin:
             src = value
         if self.dim() == 0:
             return self.reshape(1).scatter(0, index.reshape(-1), _flat(src), reduce=reduce).reshape(())
-        pos, _ = _scatter_positions(self, dim, index, src, "scatter")
-        values = _values_for(src, pos[0].shape, self)
+        pos, d = _scatter_positions(self, dim, index, src, "scatter")
+        values = _values_for(src, pos[d].shape, self)
         at = fnp.indexing.at(self)[pos]
         if reduce is None:
             return at.set(values)
@@ -184,8 +209,8 @@ class _ScatterMixin:
         if self.dim() == 0:
             return self.reshape(1).scatter_reduce(0, index.reshape(-1), src.reshape(-1), reduce,
                                                   include_self=include_self).reshape(())
-        pos, _ = _scatter_positions(self, dim, index, src, "scatter_reduce")
-        return _reduce_at(self, pos, _values_for(src, pos[0].shape, self), reduce, include_self, "scatter_reduce")
+        pos, d = _scatter_positions(self, dim, index, src, "scatter_reduce")
+        return _reduce_at(self, pos, _values_for(src, pos[d].shape, self), reduce, include_self, "scatter_reduce")
 
     # ------------------------------------------------------------------ index_* family
     def index_add(self: Tensor, dim: builtins.int, index: Any, source: Any, *, alpha: Any = 1) -> "Tensor":
@@ -288,9 +313,9 @@ class _ScatterMixin:
         idx = index_array(index, "put")
         source = operand(self, source)
         if idx.size != source.numel():
-            raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+            raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                                f"source.numel() = {source.numel()}, index.numel() = {idx.size}")
-        _check_bounds(idx, self.numel(), 0)
+        _check_bounds(idx, self.numel(), 0, "put")
         xp = namespace_of(idx)
         at = fnp.indexing.at(self.reshape(-1))[(xp.reshape(idx, (-1,)),)]
         values = source.reshape(-1).to(self.dtype)

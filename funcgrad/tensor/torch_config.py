@@ -123,8 +123,8 @@ def set_flush_denormal(mode: bool) -> bool:
 
 
 def typename(obj: Any) -> str:
-    """The PyTorch-style type name: ``"torch.FloatTensor"`` for a float32 CPU tensor, else the object's
-    qualified type name. Example: ``ft.typename(ft.ones(1))``."""
+    """The type name: a tensor's ``type()`` (``"ft.FloatTensor"`` for a float32 CPU tensor, as PyTorch's
+    ``"torch.FloatTensor"``), else the object's qualified type name. Example: ``ft.typename(ft.ones(1))``."""
     from .tensor import Tensor
 
     if isinstance(obj, Tensor):

@@ -194,7 +194,7 @@ def combinations(input: Any, r: int = 2, with_replacement: bool = False) -> Tens
     if r == 0:
         return _creation.empty(0, dtype=t.dtype)
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    rows = np.asarray(list(pick(range(t.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    rows = np.asarray(list(pick(builtins.range(t.shape[0]), r)), dtype=np.int64).reshape(-1, r)
     return t[_backend.device_constant(t._value, rows)]
 
 
@@ -250,7 +250,7 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
         raise RuntimeError(f"unravel_index: an index is out of bounds for shape {tuple(dims)}")
     flat = xp.where(v < 0, v + total, v).astype(np.int64)
     out = []
-    for k in range(len(dims)):
+    for k in builtins.range(len(dims)):
         step = math.prod(dims[k + 1:])
         out.append(Tensor._make((flat // step) % dims[k]))
     return tuple(out)
@@ -391,7 +391,16 @@ def fill(input: Any, value: Any) -> Tensor:  # noqa: A002
     v = value if isinstance(value, Tensor) else _creation.tensor(value, dtype=t.dtype, device=t.device)
     if v.dim():
         raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {v.dim()} dimensions.")
-    return v.to(t.dtype).expand(*t.shape).clone() if t.dim() else v.to(t.dtype).clone()
+    return _overwrite(t, v.to(t.dtype))
+
+
+def _overwrite(t: Tensor, v: Any) -> Tensor:
+    """``v`` broadcast to ``t``'s shape, recorded as replacing ``t`` (``t`` gets a zero gradient, as in PyTorch;
+    its NaNs do not reach the result)."""
+    import funcgrad.numpy as fnp
+
+    everywhere = _backend.namespace_of(t._value).ones((), dtype=bool)
+    return _as_tensor(fnp.where(everywhere, fnp.broadcast_to(v, tuple(t.shape)), t))
 
 
 def range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,  # noqa: A001
