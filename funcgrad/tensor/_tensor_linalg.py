@@ -14,13 +14,11 @@ Example::
     x = b.lu_solve(LU, pivots)                   # solves A x = b
 """
 
-# mypy: disable-error-code="misc"
-
 from __future__ import annotations
 
 import builtins
 import collections
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +31,9 @@ from .inplace_variant import inplace_variant
 from .method_args import operand, raw
 from .tensor_class import new_tensor
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
+# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
+# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
+Tensor = Any
 
 # torch.return_types: named tuples that print as PyTorch's
 SlogdetResult = collections.namedtuple("slogdet", ["sign", "logabsdet"])  # type: ignore[name-match]

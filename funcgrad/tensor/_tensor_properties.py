@@ -13,13 +13,11 @@ Example::
     ft.tensor([1., float("inf")]).isposinf()   # [False, True]
 """
 
-# mypy: disable-error-code="misc"
-
 from __future__ import annotations
 
 import builtins
 import warnings
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -29,8 +27,9 @@ from . import dtypes as _dt
 from .sampling import multinomial_draws
 from .tensor_class import new_tensor
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
+# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
+# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
+Tensor = Any
 
 
 def _cast_to(name: str) -> Callable[..., "Tensor"]:

@@ -14,13 +14,11 @@ Example::
     ft.arange(5.).unfold(0, 2, 1)                   # sliding windows [[0, 1], [1, 2], [2, 3], [3, 4]]
 """
 
-# mypy: disable-error-code="misc"
-
 from __future__ import annotations
 
 import builtins
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +30,9 @@ from .inplace_variant import inplace_variant
 from .method_args import int_list, operand, promoted, raw, wrap_dim
 from .tensor_class import is_tensor, new_tensor
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
+# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
+# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
+Tensor = Any
 
 
 def _split_sizes(n: int, sections_or_indices: Any) -> list[int]:
@@ -103,28 +102,28 @@ class _ReshapingMixin:
         starts = itertools.accumulate([0, *sizes])
         return multi_output_views(tuple(self.narrow(d, s, n) for s, n in zip(starts, sizes)), "SplitWithSizesBackward0")
 
-    def _split_along(self: Tensor, dim: builtins.int, sections: Any, name: str) -> tuple[Any, ...]:
+    def _split_along(self: Tensor, dim: builtins.int, sections: Any, name: str) -> Any:
         """``hsplit``/``vsplit``/``dsplit``: ``tensor_split`` whose integer sections must divide evenly."""
         if isinstance(sections, (builtins.int, np.integer)) and (sections <= 0 or self.shape[dim] % sections):
             raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
                                f"dimension {self.shape[dim]} is not divisible by the split_size {sections}!")
         return self.tensor_split(sections, dim)
 
-    def hsplit(self: Tensor, sections: Any) -> tuple[Any, ...]:
+    def hsplit(self: Tensor, sections: Any) -> Any:
         """Split along columns (dimension 1; dimension 0 of a 1-D tensor). Example: ``x.hsplit(2)``."""
         if self.dim() < 1:
             raise RuntimeError("torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with "
                                "0 dimensions!")
         return self._split_along(1 if self.dim() > 1 else 0, sections, "hsplit")
 
-    def vsplit(self: Tensor, sections: Any) -> tuple[Any, ...]:
+    def vsplit(self: Tensor, sections: Any) -> Any:
         """Split along rows (dimension 0; at least 2-D). Example: ``x.vsplit([1])``."""
         if self.dim() < 2:
             raise RuntimeError(f"torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with "
                                f"{self.dim()} dimensions!")
         return self._split_along(0, sections, "vsplit")
 
-    def dsplit(self: Tensor, sections: Any) -> tuple[Any, ...]:
+    def dsplit(self: Tensor, sections: Any) -> Any:
         """Split along depth (dimension 2; at least 3-D). Example: ``x.dsplit(2)``."""
         if self.dim() < 3:
             raise RuntimeError(f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with "
@@ -291,7 +290,7 @@ class _ReshapingMixin:
             return 0
         start = v.__array_interface__["data"][0]
         low = np.byte_bounds(base)[0] if hasattr(np, "byte_bounds") else np.lib.array_utils.byte_bounds(base)[0]
-        return builtins.int(start - low) // v.dtype.itemsize
+        return builtins.int(start - low) // builtins.int(v.dtype.itemsize)
 
     def dim_order(self: Tensor, *, ambiguity_check: Any = False) -> tuple[builtins.int, ...]:
         """The dimensions from outermost to innermost in memory (``(0, 1, ..., n-1)`` when contiguous).

@@ -15,12 +15,10 @@ Example::
     x.index_add(0, ft.tensor([0, 0]), ft.ones(2, 2))          # row 0 gets 2
 """
 
-# mypy: disable-error-code="misc"
-
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import funcgrad.numpy as fnp
 
@@ -29,8 +27,9 @@ from .inplace_variant import inplace_variant
 from .method_args import index_array, int_list, operand, raw, wrap_dim
 from .tensor_class import is_tensor, new_tensor
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
+# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
+# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
+Tensor = Any
 
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 

@@ -26,7 +26,7 @@ def wrap_dim(d: Any, nd: int) -> int:
     n = max(nd, 1)
     if not -n <= d < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return d % n
+    return builtins.int(d % n)
 
 
 def raw(x: Any) -> Any:

@@ -128,7 +128,7 @@ def typename(obj: Any) -> str:
     from .tensor import Tensor
 
     if isinstance(obj, Tensor):
-        return obj.type()
+        return str(obj.type())
     t = type(obj)
     return t.__qualname__ if t.__module__ in ("builtins", "__builtin__", None) else f"{t.__module__}.{t.__qualname__}"
 
