@@ -13,7 +13,8 @@ from ._tensor_linalg import _LinalgMixin
 from ._tensor_properties import _PropertiesMixin
 from ._tensor_reshaping import _ReshapingMixin
 from ._tensor_scatter import _ScatterMixin
+from ._tensor_sets import _SetsMixin
 
 
-class _BreadthMixinB(_ScatterMixin, _ReshapingMixin, _LinalgMixin, _PropertiesMixin):
+class _BreadthMixinB(_ScatterMixin, _ReshapingMixin, _LinalgMixin, _PropertiesMixin, _SetsMixin):
     __slots__ = ()

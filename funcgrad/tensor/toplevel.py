@@ -67,17 +67,9 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
 
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
            dim: int | None = None) -> Any:
-    """The distinct values (sorted), optionally with inverse indices and counts. Example: ``ft.unique(t)``."""
-    if dim is not None:
-        raise NotImplementedError("unique(dim=...) is not supported by funcgrad.tensor")
-    v = _as_tensor(input).detach().cpu()._value
-    vals, inv, cnt = np.unique(v, return_inverse=True, return_counts=True)
-    out: list[Any] = [Tensor._make(vals)]
-    if return_inverse:
-        out.append(Tensor._make(inv.reshape(v.shape).astype(np.int64)))
-    if return_counts:
-        out.append(Tensor._make(cnt.astype(np.int64)))
-    return out[0] if len(out) == 1 else tuple(out)
+    """The distinct values (sorted; with ``dim``, slices), optionally with inverse indices and counts:
+    ``input.unique(...)``. Example: ``ft.unique(t)``."""
+    return _as_tensor(input).unique(sorted, return_inverse, return_counts, dim)
 
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:  # noqa: A002

@@ -38,6 +38,7 @@ __all__ = [
     "qr", "svd", "lu_solve", "vdot", "is_conj", "is_neg", "is_same_size", "is_signed", "isreal", "isposinf",
     "isneginf", "resolve_neg", "fill_", "zero_", "ravel", "unsafe_chunk", "unsafe_split", "split_with_sizes",
     "unsafe_split_with_sizes", "get_device", "addmv_", "geqrf", "orgqr", "ormqr", "detach_", "resize_as_",
+    "unique_consecutive",
 ]
 (
     fliplr, flipud, rot90, tensor_split, hsplit, vsplit, dsplit, diag_embed, diagflat, kron, narrow_copy,
@@ -46,7 +47,7 @@ __all__ = [
     argwhere, nonzero_static, det, cholesky, cholesky_inverse, cholesky_solve, inverse, logdet, slogdet, matrix_exp,
     matrix_power, pinverse, qr, svd, lu_solve, vdot, is_conj, is_neg, is_same_size, is_signed, isreal, isposinf,
     isneginf, resolve_neg, fill_, zero_, ravel, unsafe_chunk, unsafe_split, split_with_sizes, unsafe_split_with_sizes,
-    get_device, addmv_, geqrf, orgqr, ormqr, detach_, resize_as_,
+    get_device, addmv_, geqrf, orgqr, ormqr, detach_, resize_as_, unique_consecutive,
 ) = map(_method_fn, __all__)
 
 # the ``*_copy`` forms: the view op's result as a new tensor (``torch.<op>_copy``)
@@ -58,7 +59,8 @@ __all__ += [
     "dstack", "column_stack", "row_stack", "atleast_2d", "atleast_3d", "block_diag", "cartesian_prod",
     "combinations", "broadcast_shapes", "tril_indices", "triu_indices", "unravel_index", "vander", "asarray",
     "empty_strided", "frombuffer", "fill", "binomial", "poisson", "lu", "lu_unpack", "triangular_solve", "range",
-    "solve", "lstsq", "eig", "symeig", "matrix_rank", "searchsorted", "bucketize",
+    "solve", "lstsq", "eig", "symeig", "matrix_rank", "searchsorted", "bucketize", "empty_permuted", "from_dlpack",
+    "to_dlpack",
 ]
 
 solve, lstsq, eig, symeig, matrix_rank = (removed(n) for n in ("solve", "lstsq", "eig", "symeig", "matrix_rank"))
@@ -360,6 +362,39 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
     if len(tuple(size)) != len(tuple(stride)):
         raise RuntimeError("mismatch in length of strides and shape")
     return _creation.empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_permuted(size: Any, physical_layout: Any, *, dtype: Any = None, device: Any = None,
+                   requires_grad: bool = False, **_: Any) -> Tensor:
+    """An uninitialised tensor of ``size`` (row-major here; ``physical_layout``, a permutation, is checked and
+    accepted). Example: ``ft.empty_permuted((2, 3), (1, 0))``."""
+    if sorted(physical_layout) != list(builtins.range(len(tuple(size)))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "
+                           f"or physical_layout is not a permutation: {list(physical_layout)}")
+    return _creation.empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def from_dlpack(ext_tensor: Any) -> Tensor:
+    """A tensor sharing the memory of any DLPack producer (a NumPy or CuPy array, a PyTorch or JAX tensor).
+
+    Example: ``ft.from_dlpack(np.arange(3.))``.
+    """
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    device_type = ext_tensor.__dlpack_device__()[0] if hasattr(ext_tensor, "__dlpack_device__") else 1
+    if device_type == 1:  # kDLCPU
+        return _creation.from_numpy(np.from_dlpack(ext_tensor))
+    import cupy  # a device producer: CuPy reads it where it lives
+
+    return Tensor._make(cupy.from_dlpack(ext_tensor))
+
+
+def to_dlpack(tensor: Any) -> Any:
+    """The DLPack capsule of a tensor's memory (for ``from_dlpack`` of another library).
+
+    Example: ``torch.utils.dlpack.from_dlpack(ft.to_dlpack(t))``.
+    """
+    return _as_tensor(tensor).detach()._value.__dlpack__()
 
 
 def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
