@@ -114,13 +114,13 @@ def _reduce_at(self: Tensor, pos: tuple[Any, ...], values: Any, reduce: str, inc
         else:
             identity = 1 if reduce == "prod" else 0
         base = fnp.indexing.at(self)[pos].set(operand(self, identity))
+    if reduce in ("amax", "amin"):
+        return _extreme_at(self, base, pos, operand(self, values), reduce, include_self)
     updates = fnp.indexing.at(base)[pos]
     if reduce in ("sum", "mean"):
         out = updates.add(values)
-    elif reduce == "prod":
-        out = updates.multiply(values)
     else:
-        out = updates.max(values) if reduce == "amax" else updates.min(values)
+        out = updates.multiply(values)  # (in rounds where positions repeat: one per repetition)
     if reduce == "mean":
         xp = namespace_of(self._value)
         ones = xp.ones(fnp.indexing.getitem(self._value, pos).shape, dtype=self._value.dtype) if pos else 1
@@ -128,6 +128,30 @@ def _reduce_at(self: Tensor, pos: tuple[Any, ...], values: Any, reduce: str, inc
         count = xp.maximum(counts.add(ones), 1)
         out = out / count if self.dtype.is_floating_point or self.dtype.is_complex else out // count
     return out
+
+
+def _extreme_at(self: Tensor, base: Any, pos: tuple[Any, ...], values: Any, reduce: str,
+                include_self: builtins.bool) -> Any:
+    """``amax``/``amin`` of ``values`` into ``base`` at ``pos``, in one scatter whatever the repetitions.
+
+    The extremes ``m`` come from one unrecorded ``maximum.at``/``minimum.at``; the recorded result is
+    ``m + sum over the elements equal to m of (element - m) / their count``: exactly ``m``, and each
+    element that attains the extreme (of ``values``, and of ``self`` with ``include_self``) receives
+    ``grad / count``, PyTorch's rule for ties. Linear in the inputs, so differentiable again.
+    """
+    updates = fnp.indexing.at(raw(base))[pos]
+    m = updates.max(raw(values)) if reduce == "amax" else updates.min(raw(values))
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        return new_tensor(m)
+    xp = namespace_of(m)
+    at_pos = fnp.indexing.getitem(m, pos)
+    src_wins = raw(values) == at_pos
+    touched = fnp.indexing.at(xp.zeros(m.shape, dtype=bool))[pos].set(True)
+    self_wins = (self._value == m) & (True if include_self else ~touched)
+    zeros = xp.zeros(m.shape, dtype=m.dtype)
+    count = self_wins.astype(m.dtype) + fnp.indexing.at(zeros)[pos].add(src_wins.astype(m.dtype))
+    from_src = fnp.indexing.at(zeros)[pos].add(fnp.where(src_wins, values - at_pos, 0.0))
+    return (fnp.where(self_wins, self - m, 0.0) + from_src) / count + m
 
 
 def _index_positions(self: Tensor, dim: Any, index: Any, op: str) -> tuple[tuple[Any, ...], int]:
