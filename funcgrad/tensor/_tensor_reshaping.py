@@ -27,7 +27,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from .graph import multi_output_views
 from .inplace_variant import inplace_variant
-from .method_args import int_list, operand, promoted, raw, wrap_dim
+from .method_args import int_list, operand, promoted, wrap_dim
 from .tensor_class import is_tensor, new_tensor
 
 # The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
