@@ -12,7 +12,8 @@ import funcgrad.tensor as ft
 from funcgrad.core import Primitive, defprimitive, get_primitive
 from funcgrad.core.declare import front_of
 from funcgrad.core.reverse import VJPNode
-from funcgrad.tensor import graph, torch_names
+from funcgrad.tensor import tensor_trace as _trace, views as _views
+from funcgrad.tensor import torch_names
 
 
 def _scale_raw(x, y):
@@ -67,7 +68,7 @@ def test_front_of_names_the_primitive_at_the_declaration():
 
 
 def test_tensor_facts_are_keyed_by_primitive_objects():
-    assert all(isinstance(p, Primitive) for p in graph.VIEW_PRIMITIVES)
+    assert all(isinstance(p, Primitive) for p in _views.VIEW_PRIMITIVES)
     assert all(isinstance(p, Primitive) for p in torch_names.NODE_NAMES)
     assert torch_names.torch_name(get_primitive(fnp.multiply)) == "MulBackward0"
     assert torch_names.torch_name(get_primitive(scale)) == "ScaleForRunRulesBackward0"  # the default
@@ -87,12 +88,12 @@ _STEPS = ("unbox", "run", "new_node", "save_inputs", "new_boxes")
 
 def test_the_tensor_trace_overrides_the_steps_and_keeps_the_skeleton():
     for step in _STEPS:
-        assert getattr(graph.TensorTrace, step) is not getattr(ReverseTrace, step), step
-    assert not hasattr(graph, "_record_hooked")
+        assert getattr(_trace.TensorTrace, step) is not getattr(ReverseTrace, step), step
+    assert not hasattr(_trace, "_record_hooked")
     # its process is the ft.func hook and the short way of the commonest call, then the core's skeleton
     import inspect
 
-    src = inspect.getsource(graph.TensorTrace.process)
+    src = inspect.getsource(_trace.TensorTrace.process)
     assert "ReverseTrace.process(self" in src
 
 
@@ -161,7 +162,7 @@ def test_the_short_way_and_the_steps_make_the_same_node(fn, size):
     leaf = ft.tensor(np.linspace(0.1, 0.9, size), requires_grad=True)
     for x in (leaf, leaf * 1.0):  # a leaf (AccumulateGrad parent) and a value with history
         short = fn(x)  # TensorTrace.process's short way
-        steps = graph.record(prim, [x], {}, [0])  # the skeleton and the Tensor trace's steps
+        steps = _trace.record(prim, [x], {}, [0])  # the skeleton and the Tensor trace's steps
         assert _node_facts(short) == _node_facts(steps)
         np.testing.assert_array_equal(short.detach().numpy(), steps.detach().numpy())
         short.sum().backward()

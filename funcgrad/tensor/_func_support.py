@@ -20,7 +20,7 @@ given their meaning for the transforms, as torch.func gives them:
   torch.func does for Functions written with ``setup_context`` (:mod:`._func_function`).
 
 ``ft.func`` opens a :class:`Frame` per call of the user's function; the Tensor layer calls in
-here only while a frame is open (``graph.FUNC_TRANSFORM_HOOK``), so eager code pays one check per operation.
+here only while a frame is open (``tensor_trace.FUNC_TRANSFORM_HOOK``), so eager code pays one check per operation.
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ from ..core import Box, JVPBox as _JVPBox, VJPBox as _VJPBox, defprimitive
 from ..core.constant import ConstBox as _ConstBox
 from ..core.trace import current_traces, shape_of, unbox_all
 from .dual_trace import is_dual, primal_value
-from . import graph as _graph
+from . import boxes as _boxes
+from . import tensor_trace as _trace
+from . import views as _views
 from .tensor_class import _TENSOR_CLS, is_tensor
 from .grad_mode import state as _mode
 
@@ -74,7 +76,7 @@ class _Local(threading.local):
 
 
 _local = _Local()
-_TRANSFORM_HOOK = _graph.FUNC_TRANSFORM_HOOK
+_TRANSFORM_HOOK = _trace.FUNC_TRANSFORM_HOOK
 _open = [0]  # frames open in all threads (the Tensor layer's hook is installed while > 0)
 _open_lock = threading.Lock()
 
@@ -90,7 +92,7 @@ def enter(reverse: bool) -> Frame:
     _local.frames.append(frame)
     with _open_lock:
         _open[0] += 1
-        _graph.FUNC_TRANSFORM_HOOK[0] = _on_op
+        _trace.FUNC_TRANSFORM_HOOK[0] = _on_op
     if reverse:
         _mode.enabled = True
     return frame
@@ -106,7 +108,7 @@ def leave(frame: Frame, ok: bool) -> None:
         _open[0] -= 1
         if _open[0] <= 0:
             _open[0] = 0
-            _graph.FUNC_TRANSFORM_HOOK[0] = None
+            _trace.FUNC_TRANSFORM_HOOK[0] = None
     if frame.written:
         _check_captured(frame, ok)
 
@@ -185,7 +187,7 @@ def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[
         if getattr(out, "_base", None) is not None and is_tensor(out):
             _follow(out._base, out, out._view_fns, "view")  # an eager view: a traced write may come later
         return out
-    if argnums[0] == 0 and prim in _graph.VIEW_PRIMITIVES and not prim.multiple_results and is_traced(src._value) \
+    if argnums[0] == 0 and prim in _views.VIEW_PRIMITIVES and not prim.multiple_results and is_traced(src._value) \
             and is_tensor(src) and is_tensor(out) \
             and _is_view_call(prim, args):
         _mark_traced_view(out, src, prim, args, kwargs)
@@ -246,7 +248,7 @@ def _scatter(base: Any, view_fns: tuple[Any, ...], new: Any) -> Any:
     shape = tuple(shape_of(base))
     n = int(np.prod(shape, dtype=np.int64))
     # which base elements the view shows: shapes only, so computed on the host (no device sync)
-    idx = _graph.replay_view(np.arange(n).reshape(shape), view_fns, raw=True)
+    idx = _boxes.replay_view(np.arange(n).reshape(shape), view_fns, raw=True)
     flat = idx.ravel()
     if np.unique(flat).size != flat.size:
         raise RuntimeError(_OVERLAP)
@@ -323,7 +325,7 @@ def _refresh_followers(root: Any, skip: Any, frame: Frame) -> None:
         keep.append(entry)
         if v is skip:
             continue
-        value = _graph.replay_view(root._value, fns, raw=False) if fns else root._value
+        value = _boxes.replay_view(root._value, fns, raw=False) if fns else root._value
         if kind == "view":
             _rebind(v, value, frame)
             v._view_version = v._vc[0]
@@ -355,7 +357,7 @@ def traced_inplace(t: Any, out: Any) -> bool:
     if tuple(shape_of(new)) != shape:
         new = fnp.broadcast_to(new, shape)
     if not _mode.enabled:  # under no_grad the value changes, not the reverse-mode derivative (torch.func)
-        old = t._value if t._base is None else _graph.replay_view(t._base._value, t._view_fns, raw=False)
+        old = t._value if t._base is None else _boxes.replay_view(t._base._value, t._view_fns, raw=False)
         new = old + _stop_reverse(new - old)
     _write(t, new, frames[-1])
     return True

@@ -1,7 +1,7 @@
 """Conversion methods of ``Tensor``: dtype and device, ``numpy()``, ``item()``, ``tolist()``, printing, copying, ``new_*`` factories.
 
-A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass); tensor.py imports this module
-after defining the helpers used here and binds ``Tensor`` here once the class exists.
+A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass). It takes the helpers it shares from
+``tensor_helpers`` and ``size_device`` and never imports ``tensor.py`` at run time (``Tensor`` only in annotations).
 """
 
 # The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
@@ -21,12 +21,13 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import namespace_of
 from . import dtypes as _dt
+from . import forward_ad as _fwad
 from .dual_trace import primal_value
 
 from .tensor_class import is_tensor
-from .tensor import (
-    _pyint, _pyfloat, _pybool, _pycomplex, Size, device, _CPU, _seq_mark, _rename, _rebuild, _cast, _to_device,
-    _format,
+from .size_device import Size, device, _CPU
+from .tensor_helpers import (
+    _pyint, _pyfloat, _pybool, _pycomplex, _seq_mark, _rename, _cast, _to_device,
 )
 
 if TYPE_CHECKING:
@@ -144,9 +145,6 @@ class _ConvertMixin:
     def __format__(self: Tensor, spec: str) -> str:
         return format(self.item(), spec) if self._value.ndim == 0 else repr(self)
 
-    def __reduce_ex__(self: Tensor, protocol: SupportsIndex) -> Any:
-        return (_rebuild, (_backend.to_numpy(self._value), self._requires_grad and self._node is None))
-
     def __deepcopy__(self: Tensor, memo: dict[Any, Any]) -> "Tensor":
         if self._node is not None:
             raise RuntimeError(
@@ -256,3 +254,55 @@ class _ConvertMixin:
         if len(args) == 1:
             return tensor(args[0], dtype=self.dtype)
         raise TypeError(f"new(): expected sizes (ints) or one data argument, got {args!r}")
+
+
+# --------------------------------------------------------------------------
+# printing
+
+
+def _format(t: Tensor) -> str:
+    v = primal_value(t._value)
+    if namespace_of(v) is not np:
+        from ..backend import to_numpy
+
+        v = to_numpy(v)
+    d = t.dtype
+    prefix = "tensor("
+    if v.size == 0:
+        body = "[]" if v.ndim == 1 else f"[], size=({', '.join(map(str, v.shape))},)"
+    else:
+        kind = v.dtype.kind
+        fmt: dict[Any, Any] = {}
+        if kind == "f":
+            finite = v[np.isfinite(v)].astype(np.float64)  # (float16: 1e8 would overflow in comparisons)
+            absmax = np.abs(finite).max() if finite.size else 0.0
+            nonzero = np.abs(finite[finite != 0])
+            absmin = nonzero.min() if nonzero.size else 0.0
+            if finite.size and np.all(finite == np.round(finite)) and absmax < 1e8:
+                fmt["float_kind"] = lambda x: f"{x:.0f}." if np.isfinite(x) else str(x)
+            elif absmax >= 1e8 or (absmin and absmin < 1e-4) or (absmin and absmax / absmin > 1e5):
+                fmt["float_kind"] = lambda x: f"{x:.4e}"
+            else:
+                fmt["float_kind"] = lambda x: f"{x:.4f}"
+        elif kind == "c":
+            fmt["complex_kind"] = lambda x: f"{x.real:.4f}{x.imag:+.4f}j"
+        for key, f in list(fmt.items()):
+            sample = v.ravel() if v.size <= 1000 else np.concatenate([v.ravel()[:3], v.ravel()[-3:]])
+            width = max(len(f(e)) for e in sample)
+            fmt[key] = (lambda f_, w_: (lambda e: f_(e).rjust(w_)))(f, width)
+        body = np.array2string(v, separator=", ", prefix=prefix, formatter=cast(Any, fmt or None), threshold=1000,
+                               edgeitems=3)
+    extras = []
+    if d not in (_dt.get_default_dtype(), _dt.int64, _dt.bool) and not (d.is_complex and d is _dt.default_complex()):
+        extras.append(f"dtype={d!r}")
+    node = t._graph()[0] if t._base is not None and t._view_kind is None else t._node  # (a stale view: refreshed)
+    if node is not None:
+        extras.append(f"grad_fn=<{getattr(node, '_short', None) or node.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    tangent = _fwad.unpack_dual(t).tangent if t._value is not v else None
+    if tangent is not None:
+        extras.append(f"tangent={tangent!r}")
+    if t.device.type != "cpu":
+        extras.insert(0, f"device='{t.device}'")
+    return prefix + body + "".join(", " + e for e in extras) + ")"

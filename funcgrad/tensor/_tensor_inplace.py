@@ -1,7 +1,7 @@
 """In-place methods of ``Tensor``: the ``*_`` methods, ``__setitem__``, ``__i*__`` operators.
 
-A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass); tensor.py imports this module
-after defining the helpers used here and binds ``Tensor`` here once the class exists.
+A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass). It takes the helpers it shares from
+``tensor_helpers`` and ``size_device`` and never imports ``tensor.py`` at run time (``Tensor`` only in annotations).
 """
 
 # The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
@@ -19,11 +19,11 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from .grad_mode import state as _mode
-from .graph import check_stale_view
+from .inplace_writes import check_stale_view
 
 from .inplace_variant import inplace_variant
 from .tensor_class import is_tensor, new_tensor
-from .tensor import (
+from .tensor_helpers import (
     _seq_mark, _rename, _to_raw_index, _is_basic, _shape_arg, _as_tensor, _cast, _scalar_like, _finish_inplace,
 )
 

@@ -28,7 +28,8 @@ import funcgrad.scipy.linalg as fsl
 from ..backend import namespace_of
 from . import dtypes as _dt
 from .inplace_variant import inplace_variant
-from .method_args import operand, raw
+from .method_args import operand
+from .tensor_helpers import _raw
 from .tensor_class import new_tensor
 
 # The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
@@ -238,7 +239,7 @@ class _LinalgMixin:
         _square(self, "torch.lu")
         LU, piv = fsl.lu_factor(_float(self))
         xp = namespace_of(self._value)
-        pivots = new_tensor(xp.asarray(raw(piv)).astype(np.int32) + 1)
+        pivots = new_tensor(xp.asarray(_raw(piv)).astype(np.int32) + 1)
         if get_infos:
             return LU, pivots, new_tensor(xp.zeros(tuple(self.shape[:-2]), dtype=np.int32))
         return LU, pivots

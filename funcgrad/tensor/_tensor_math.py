@@ -1,7 +1,7 @@
 """Arithmetic, elementwise, comparison, reduction and linear-algebra methods and operators of ``Tensor``.
 
-A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass); tensor.py imports this module
-after defining the helpers used here and binds ``Tensor`` here once the class exists.
+A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass). It takes the helpers it shares from
+``tensor_helpers`` and ``size_device`` and never imports ``tensor.py`` at run time (``Tensor`` only in annotations).
 """
 
 # The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
@@ -22,12 +22,13 @@ from ..backend import namespace_of
 from ..nn.rectifier import relu as _relu_primitive
 from ..scipy.special import expit
 from . import dtypes as _dt
-from . import graph as _graph
+from . import boxes as _boxes
 
+from .conditional import where
 from .tensor_class import is_tensor, new_tensor
-from .tensor import (
-    _pyint, _pybool, DimArg, MaxMin, _seq_mark, _rename, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand,
-    _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
+from .size_device import DimArg, MaxMin
+from .tensor_helpers import (
+    _pyint, _pybool, _seq_mark, _rename, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand, _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
 )
 
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ class _MathMixin:
                 a, b = _promote(out, bound)  # (a NumPy scalar bound becomes a Python number there)
                 out = tensor_fn(a, b) if is_tensor(bound) else fnp.where(_cond(beyond(_raw(a), _raw(b))), b, a)
         if not is_tensor(out):
-            out = new_tensor(_graph._as_array(out))
+            out = new_tensor(_boxes._as_array(out))
         name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
                 "ClampBackward0" if is_tensor(min) or is_tensor(max) else "ClampBackward1")
         return _rename(out, name, mark)
@@ -273,8 +274,6 @@ class _MathMixin:
         return cast("Tensor", self + weight * (end - self))
 
     def where(self: Tensor, condition: Any, other: Any) -> "Tensor":
-        from .ops import where
-
         return cast("Tensor", where(condition, self, other))
 
     def masked_fill(self: Tensor, mask: Any, value: Any) -> "Tensor":
@@ -544,7 +543,6 @@ class _MathMixin:
 
     def logdet(self: Tensor) -> "Tensor":
         from . import linalg
-        from .ops import where
 
         sign, logabs = linalg.slogdet(self)
         if self.is_complex():

@@ -25,9 +25,10 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
-from .graph import multi_output_views
+from .views import multi_output_views
 from .inplace_variant import inplace_variant
-from .method_args import int_list, operand, promoted, wrap_dim
+from .method_args import int_list, operand, promoted
+from .tensor_helpers import _wrap_dim
 from .tensor_class import is_tensor, new_tensor
 
 # The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
@@ -76,7 +77,7 @@ class _ReshapingMixin:
             raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
         if self.dim() < 2:
             raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.dim()}")
-        d0, d1 = wrap_dim(dims[0], self.dim()), wrap_dim(dims[1], self.dim())
+        d0, d1 = _wrap_dim(dims[0], self.dim()), _wrap_dim(dims[1], self.dim())
         if d0 == d1:
             raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
         k %= 4
@@ -97,7 +98,7 @@ class _ReshapingMixin:
         if self.dim() == 0:
             raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 "
                                "dims")
-        d = wrap_dim(dim, self.dim())
+        d = _wrap_dim(dim, self.dim())
         sizes = _split_sizes(self.shape[d], indices_or_sections)
         starts = itertools.accumulate([0, *sizes])
         return multi_output_views(tuple(self.narrow(d, s, n) for s, n in zip(starts, sizes)), "SplitWithSizesBackward0")
@@ -139,7 +140,7 @@ class _ReshapingMixin:
         Example: ``ft.tensor([1., 2.]).diag_embed()`` is ``[[1, 0], [0, 2]]``.
         """
         nd = self.dim() + 1
-        d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+        d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
         if d1 == d2:
             raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
         n = self.shape[-1] if self.dim() else 1
@@ -205,7 +206,7 @@ class _ReshapingMixin:
             dim = next((i for i, n in enumerate(a.shape) if n == 3), None)
             if dim is None:
                 raise RuntimeError("no dimension of size 3 in input")
-        d = wrap_dim(dim, a.dim())
+        d = _wrap_dim(dim, a.dim())
         if a.shape[d] != 3:
             raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got {a.shape[d]} and "
                                f"{b.shape[d]}")
@@ -226,7 +227,7 @@ class _ReshapingMixin:
 
         Example: ``ft.arange(5.).unfold(0, 2, 2)`` is ``[[0, 1], [2, 3]]``.
         """
-        d = wrap_dim(dimension, self.dim())
+        d = _wrap_dim(dimension, self.dim())
         n = self.shape[d] if self.dim() else 1
         if size > n:
             raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
@@ -277,7 +278,7 @@ class _ReshapingMixin:
         strides = tuple(builtins.int(s) // item for s in getattr(v, "strides", ()) or ())
         if len(strides) != v.ndim:  # an array without strides: its row-major layout
             strides = tuple(builtins.int(np.prod(v.shape[i + 1:])) for i in range(v.ndim))
-        return strides if dim is None else strides[wrap_dim(dim, v.ndim)]
+        return strides if dim is None else strides[_wrap_dim(dim, v.ndim)]
 
     def storage_offset(self: Tensor) -> builtins.int:
         """How many elements into its memory block this tensor starts (0 unless it is a view).

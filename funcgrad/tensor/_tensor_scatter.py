@@ -24,7 +24,8 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from .inplace_variant import inplace_variant
-from .method_args import index_array, int_list, operand, raw, wrap_dim
+from .method_args import index_array, int_list, operand
+from .tensor_helpers import _raw, _wrap_dim
 from .tensor_class import is_tensor, new_tensor
 
 # The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
@@ -61,7 +62,7 @@ def _scatter_positions(self: Tensor, dim: Any, index: Any, src: Any, op: str) ->
     (``index`` along ``dim``, its own coordinates elsewhere), checked as PyTorch checks it."""
     idx = index_array(index, op)
     nd = max(self.dim(), 1)
-    d = wrap_dim(dim, self.dim())
+    d = _wrap_dim(dim, self.dim())
     src_nd = max(src.dim(), 1) if is_tensor(src) else nd
     if max(idx.ndim, 1) != nd:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
@@ -139,13 +140,13 @@ def _extreme_at(self: Tensor, base: Any, pos: tuple[Any, ...], values: Any, redu
     element that attains the extreme (of ``values``, and of ``self`` with ``include_self``) receives
     ``grad / count``, PyTorch's rule for ties. Linear in the inputs, so differentiable again.
     """
-    updates = fnp.indexing.at(raw(base))[pos]
-    m = updates.max(raw(values)) if reduce == "amax" else updates.min(raw(values))
+    updates = fnp.indexing.at(_raw(base))[pos]
+    m = updates.max(_raw(values)) if reduce == "amax" else updates.min(_raw(values))
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         return new_tensor(m)
     xp = namespace_of(m)
     at_pos = fnp.indexing.getitem(m, pos)
-    src_wins = raw(values) == at_pos
+    src_wins = _raw(values) == at_pos
     touched = fnp.indexing.at(xp.zeros(m.shape, dtype=bool))[pos].set(True)
     self_wins = (self._value == m) & (True if include_self else ~touched)
     zeros = xp.zeros(m.shape, dtype=m.dtype)
@@ -159,7 +160,7 @@ def _index_positions(self: Tensor, dim: Any, index: Any, op: str) -> tuple[tuple
     idx = index_array(index, op)
     if idx.ndim > 1:
         raise IndexError(f"{op}(): Index is supposed to be a vector")
-    d = wrap_dim(dim, self.dim())
+    d = _wrap_dim(dim, self.dim())
     if self.dim() == 0:
         return (idx.reshape(-1),) if idx.ndim else (), 0
     _check_bounds(idx, self.shape[d], d, op)
@@ -242,7 +243,7 @@ class _ScatterMixin:
         Example: ``ft.zeros(3, 2).index_add(0, ft.tensor([0, 2, 0]), ft.ones(3, 2))``.
         """
         pos, d = _index_positions(self, dim, index, "index_add")
-        source = _index_source(self, source, pos, d, raw(index).size, "index_add")
+        source = _index_source(self, source, pos, d, _raw(index).size, "index_add")
         return fnp.indexing.at(self)[pos].add(source if alpha == 1 else source * alpha)
 
     def index_copy(self: Tensor, dim: builtins.int, index: Any, source: Any) -> "Tensor":
@@ -251,7 +252,7 @@ class _ScatterMixin:
         Example: ``ft.zeros(3, 2).index_copy(0, ft.tensor([2, 0]), ft.ones(2, 2))``.
         """
         pos, d = _index_positions(self, dim, index, "index_copy")
-        source = _index_source(self, source, pos, d, raw(index).size, "index_copy")
+        source = _index_source(self, source, pos, d, _raw(index).size, "index_copy")
         return fnp.indexing.at(self)[pos].set(source)
 
     def index_fill(self: Tensor, dim: builtins.int, index: Any, value: Any) -> "Tensor":
@@ -278,7 +279,7 @@ class _ScatterMixin:
             raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
                                f"{reduce}.")
         pos, d = _index_positions(self, dim, index, "index_reduce")
-        source = _index_source(self, source, pos, d, raw(index).size, "index_reduce")
+        source = _index_source(self, source, pos, d, _raw(index).size, "index_reduce")
         return _reduce_at(self, pos, source, reduce, include_self, "index_reduce")
 
     def index_put(self: Tensor, indices: Any, values: Any, accumulate: builtins.bool = False) -> "Tensor":
@@ -292,7 +293,7 @@ class _ScatterMixin:
                             f"{type(indices).__name__}")
         if len(indices) > max(self.dim(), 1):
             raise IndexError(f"too many indices for tensor of dimension {self.dim()} (got {len(indices)})")
-        pos = tuple(slice(None) if i is None else raw(i) for i in indices)
+        pos = tuple(slice(None) if i is None else _raw(i) for i in indices)
         values = operand(self, values)
         if values.dtype != self.dtype:
             raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
@@ -307,7 +308,7 @@ class _ScatterMixin:
         Example: ``ft.zeros(4).masked_scatter(ft.tensor([True, False, True, False]), ft.tensor([1., 2.]))``
         is ``[1., 0., 2., 0.]``.
         """
-        m = raw(mask)
+        m = _raw(mask)
         if not is_tensor(mask) or m.dtype.kind != "b":
             raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                                f"{getattr(mask, 'dtype', type(mask).__name__)}")
@@ -353,7 +354,7 @@ class _ScatterMixin:
         idx = index_array(indices, "take_along_dim", "indices")
         if dim is None:
             return self.reshape(-1).gather(0, new_tensor(namespace_of(idx).reshape(idx, (-1,))))
-        d = wrap_dim(dim, self.dim())
+        d = _wrap_dim(dim, self.dim())
         if idx.ndim != self.dim():
             raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of "
                                f"dimensions, but got {self.dim()} dimensions for input, and {idx.ndim} dimensions "
@@ -375,7 +376,7 @@ class _ScatterMixin:
 
         Example: ``ft.zeros(2, 2).select_scatter(ft.ones(2), 0, 0)`` is ``[[1, 1], [0, 0]]``.
         """
-        d = wrap_dim(dim, self.dim())
+        d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         if not -n <= index < n:
             raise IndexError(f"select(): index {index} out of range for tensor of size {list(self.shape)} at "
@@ -388,7 +389,7 @@ class _ScatterMixin:
 
         Example: ``ft.zeros(4).slice_scatter(ft.ones(2), start=2)`` is ``[0, 0, 1, 1]``.
         """
-        d = wrap_dim(dim, self.dim())
+        d = _wrap_dim(dim, self.dim())
         return self._embed((slice(None),) * d + (slice(start, end, step),), src, "slice_scatter")
 
     def diagonal_scatter(self: Tensor, src: Any, offset: builtins.int = 0, dim1: builtins.int = 0,
@@ -397,7 +398,7 @@ class _ScatterMixin:
 
         Example: ``ft.zeros(2, 2).diagonal_scatter(ft.ones(2))`` is the identity.
         """
-        d1, d2 = wrap_dim(dim1, self.dim()), wrap_dim(dim2, self.dim())
+        d1, d2 = _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())
         if d1 == d2:
             raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
         moved = fnp.moveaxis(self, (d1, d2), (-2, -1))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..backend import namespace_of
-from .method_args import wrap_dim
+from .tensor_helpers import _wrap_dim
 from .tensor_class import new_tensor
 
 # The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
@@ -49,7 +49,7 @@ class _SetsMixin:
         if dim is None:
             vals, inv, cnt = xp.unique(v, return_inverse=True, return_counts=True)
             return _results(vals, xp.reshape(inv, v.shape), cnt, return_inverse, return_counts)
-        d = wrap_dim(dim, v.ndim)
+        d = _wrap_dim(dim, v.ndim)
         vals, inv, cnt = xp.unique(v, return_inverse=True, return_counts=True, axis=d)
         return _results(vals, xp.reshape(inv, (-1,)), cnt, return_inverse, return_counts)
 
@@ -66,7 +66,7 @@ class _SetsMixin:
         if dim is None:
             v, d = xp.reshape(v, (-1,)), 0
         else:
-            d = wrap_dim(dim, v.ndim)
+            d = _wrap_dim(dim, v.ndim)
         moved = xp.moveaxis(v, d, 0)
         n = moved.shape[0]
         if n == 0:

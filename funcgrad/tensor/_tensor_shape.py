@@ -1,7 +1,7 @@
 """Shape, view and indexing methods of ``Tensor``.
 
-A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass); tensor.py imports this module
-after defining the helpers used here and binds ``Tensor`` here once the class exists.
+A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass). It takes the helpers it shares from
+``tensor_helpers`` and ``size_device`` and never imports ``tensor.py`` at run time (``Tensor`` only in annotations).
 """
 
 # The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
@@ -21,11 +21,11 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from . import dtypes as _dt
-from .graph import multi_output_views
+from .views import multi_output_views
 from .tensor_class import is_tensor, new_tensor
-from .tensor import (
-    _pyint, _pybool, Size, SizeArg, DimArg, _seq_mark, _rename, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw,
-    _shares, _shape_arg, _as_tensor, _zero_like_scalar,
+from .size_device import Size, SizeArg, DimArg
+from .tensor_helpers import (
+    _pyint, _pybool, _seq_mark, _rename, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw, _shares, _shape_arg, _as_tensor, _zero_like_scalar,
 )
 
 if TYPE_CHECKING:

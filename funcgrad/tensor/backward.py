@@ -28,19 +28,19 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
-from . import graph as _graph
+from . import boxes as _boxes
 from .debug_modes import anomaly, profiling
 from .quiet import fp_quiet, fp_restore
 from .saved_hooks import _hook_state
 from ..core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_thread_state
-from .graph import (
-    _RELEASED, AccumulateGrad, GraphBox, Node, NumpyBox, as_numpy_box, as_tensor_box, edge_of, public_edge,
-    register_node_call, target,
-)
+from .boxes import as_numpy_box, as_tensor_box, edge_of, GraphBox, NumpyBox
+from .nodes import AccumulateGrad, Node, public_edge, register_node_call, target
+from .saved_tensors import _RELEASED
 from .creation import zeros_like
 from .dual_trace import _local as _fwad_local, paused as _fwad_paused
 from .grad_mode import no_grad, state as _mode
-from .tensor import Tensor, _as_tensor, _grad_lock, register_backward
+from .tensor import Tensor, _grad_lock, register_backward
+from .tensor_helpers import _as_tensor
 
 __all__ = ["backward", "grad"]
 
@@ -62,7 +62,7 @@ def _to_user(g: Any, create_graph: bool) -> Any:
     g = _conj(g)
     if isinstance(g, GraphBox):
         return as_tensor_box(g)
-    return Tensor._make(_graph._as_array(g))
+    return Tensor._make(_boxes._as_array(g))
 
 
 def _from_user(t: Any, create_graph: bool) -> Any:

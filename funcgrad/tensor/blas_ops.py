@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from .ops import matmul
-from .tensor import Tensor, _as_tensor
+from .tensor import Tensor
+from .tensor_helpers import _as_tensor
 
 __all__ = ["addmm", "addmv", "addr", "baddbmm", "addbmm", "addcmul", "addcdiv", "chain_matmul", "inner"]
 

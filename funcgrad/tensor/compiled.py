@@ -46,7 +46,7 @@ from . import _func_support as _support
 from .func import _swapped
 from .grad_mode import no_grad
 from .grad_mode import state as _grad_mode
-from .graph import as_tensor_box
+from .boxes import as_tensor_box
 from .nn.bridge import _boxes
 from .nn.module import Module
 from .tensor import Tensor

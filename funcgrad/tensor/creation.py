@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
@@ -18,8 +18,13 @@ from .. import backend as _backend
 from ..backend import namespace_of
 from . import dtypes as _dt
 from .grad_mode import state as _mode
-from .graph import GraphBox
-from .tensor import SizeArg, Tensor, _backend_device, _raw, _shape_arg, device, register_constructors
+from .boxes import GraphBox
+from .size_device import SizeArg, _backend_device, device
+from .tensor_class import _TENSOR_CLS, is_tensor
+from .tensor_helpers import _raw, _shape_arg, register_constructors
+
+if TYPE_CHECKING:
+    from .tensor import Tensor  # (type-only: this module is below tensor.py)
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
@@ -98,7 +103,7 @@ def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     if value.dtype not in _dt._BY_NP:
         raise TypeError(f"dtype {value.dtype} is not supported by funcgrad.tensor")
-    return Tensor._make(value, requires_grad=builtins.bool(requires_grad), inference=_mode.inference)
+    return cast("Tensor", _TENSOR_CLS[0]._make(value, requires_grad=builtins.bool(requires_grad), inference=_mode.inference))
 
 
 def _walk_kinds(x: Any, arrays: set[Any], scalars: dict[type, Any]) -> None:
@@ -106,7 +111,7 @@ def _walk_kinds(x: Any, arrays: set[Any], scalars: dict[type, Any]) -> None:
     if isinstance(x, (list, tuple)):
         for e in x:
             _walk_kinds(e, arrays, scalars)
-    elif isinstance(x, (Tensor, np.ndarray)):
+    elif is_tensor(x) or isinstance(x, np.ndarray):
         arrays.add(_raw(x).dtype)
     else:
         scalars[type(x)] = x
@@ -149,7 +154,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         ft.tensor([[1., 2.], [3., 4.]], requires_grad=True)
         ft.tensor([1, 2]).dtype          # ft.int64
     """
-    if isinstance(data, Tensor):
+    if is_tensor(data):
         warnings.warn(
             "To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
             "sourceTensor.clone().detach().requires_grad_(True), rather than ft.tensor(sourceTensor).",
@@ -168,10 +173,10 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """Like :func:`tensor`, but shares memory with a NumPy array (or returns a tensor itself) when it can."""
-    if isinstance(data, Tensor):
-        return data if dtype is None else data.to(dtype)
+    if is_tensor(data):
+        return cast("Tensor", data) if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray) and (dtype is None or _dt.as_dtype(dtype).np == data.dtype) and device in (None, "cpu"):
-        return Tensor._make(data, inference=_mode.inference)
+        return cast("Tensor", _TENSOR_CLS[0]._make(data, inference=_mode.inference))
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -187,7 +192,7 @@ def from_numpy(a: np.ndarray) -> Tensor:
             f"can't convert np.ndarray of type numpy.{a.dtype}. The only supported types are: float64, float32, "
             f"float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool."
         )
-    return Tensor._make(a, inference=_mode.inference)
+    return cast("Tensor", _TENSOR_CLS[0]._make(a, inference=_mode.inference))
 
 
 def _np_dtype(dtype: Any, default: _dt.dtype | None = None) -> np.dtype:

@@ -3,7 +3,7 @@
 A dual level is a :class:`~funcgrad.core.ForwardTrace`. ``make_dual`` gives a Tensor whose raw
 value is a ``JVPBox`` of that trace (primal and tangent); every Tensor operation is a
 funcgrad.numpy primitive call on raw values, so the box's trace carries the tangent through
-the primitive's own JVP rule (``graph.record`` hands boxed raw values to ``prim.call``).
+the primitive's own JVP rule (``tensor_trace.record`` hands boxed raw values to ``prim.call``).
 Nothing here differentiates anything: one engine, one rule per primitive.
 
 Levels nest (PyTorch refuses nesting): each level is its own trace, so tangents of two
@@ -130,7 +130,7 @@ def make_dual(tensor: Any, tangent: Any, *, level: int | None = None) -> Any:
 def _fresh_value(t: Any) -> Any:
     """``t``'s raw value; a view whose base was written in place first re-derives it (its tangent)."""
     if t._base is not None and t._view_version != t._vc[0]:
-        from .graph import _refresh_view
+        from .boxes import _refresh_view
 
         _refresh_view(t)
     return t._value

@@ -28,10 +28,13 @@ import numpy as np
 from ..backend import namespace_of
 from ..core import JVPBox
 from . import forward_ad as _fwad
-from . import graph as _graph
+from . import boxes as _boxes
+from . import inplace_writes as _inplace
+from . import saved_tensors as _saved
 from .debug_modes import anomaly, user_stack
 from .torch_names import _FREED, named_node_class, view_rebase_error
-from .graph import GraphBox, Node, edge_of
+from .boxes import edge_of, GraphBox
+from .nodes import Node
 from .grad_mode import no_grad, set_grad_enabled
 from .grad_mode import state as _mode
 from ._func_support import is_traced
@@ -148,7 +151,7 @@ class FunctionNode(Node):
                 out.append(None)
                 continue
             if isinstance(g, GraphBox) and not isinstance(g, Tensor):
-                g = _graph.as_tensor_box(g)
+                g = _boxes.as_tensor_box(g)
             _check_returned(g, pos, f"function {self._name}", "gradient of type ")
             check_gradient_shape(tuple(g.shape), tuple(in_meta[pos][0]),
                                  f"Function {self._name} returned an invalid gradient at index {pos}")
@@ -205,7 +208,7 @@ def _rebase_dirty(o: Tensor, node: "FunctionNode", k: int, n_outputs: int) -> No
     if o._base is None:
         old = o._node, o._output_nr
         o._node, o._output_nr, o._requires_grad = node, k, True
-        _graph.move_retain(o, *old)
+        _boxes.move_retain(o, *old)
         return
     if n_outputs > 1:
         raise RuntimeError(
@@ -215,7 +218,7 @@ def _rebase_dirty(o: Tensor, node: "FunctionNode", k: int, n_outputs: int) -> No
             "Tensor (potentially splitting it into two Functions: one doing the inplace that returns a single "
             "Tensor and a second one that does the other operations)."
         )
-    _graph.rebase_view(o, (node, k))
+    _inplace.rebase_view(o, (node, k))
 
 
 def _check_dirty(a: Tensor, recording: bool) -> None:
@@ -339,7 +342,7 @@ class Function:
             if isinstance(o, Tensor) and id(o) not in ctx._dirty and (id(o) in input_ids or o._node is not None):
                 o = Tensor._make(o._value, vc=o._vc)  # an input or a recorded result: a new tensor (an alias)
             elif isinstance(o, GraphBox) and not isinstance(o, Tensor):
-                o = _graph.as_tensor_box(o)
+                o = _boxes.as_tensor_box(o)
             results.append(o)
         _mark_output_views(outs, results, input_ids, ctx)
         if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
@@ -368,8 +371,8 @@ class Function:
                 node._stack = user_stack()
             # saved tensors: outputs saved as outputs (no reference cycle), others as inputs
             out_pos = {id(o): k for k, o in enumerate(outs) if isinstance(o, Tensor)}
-            ctx._saved = [None if t is None else _graph.save(t) if id(t) not in out_pos else
-                          _graph.save(results[out_pos[id(t)]], is_output=True, output_nr=out_pos[id(t)], owner=node)
+            ctx._saved = [None if t is None else _saved.save(t) if id(t) not in out_pos else
+                          _saved.save(results[out_pos[id(t)]], is_output=True, output_nr=out_pos[id(t)], owner=node)
                           for t in ctx.to_save]
             ctx.to_save = ()
         if dual is not None:

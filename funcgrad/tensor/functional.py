@@ -258,7 +258,8 @@ def _plain_graph(out: Tensor) -> bool:
     no tensor or node hooks, retained gradients, custom Functions, anomaly mode): then one batched
     walk is indistinguishable from the row-by-row loop, so ``vectorize=False`` may take it too."""
     from .debug_modes import anomaly
-    from .graph import AccumulateGrad, PrimNode
+    from .nodes import AccumulateGrad
+    from .prim_node import PrimNode
 
     if anomaly.enabled:
         return False

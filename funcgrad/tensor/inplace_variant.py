@@ -8,11 +8,10 @@ Mixins declare in-place forms with it, without importing ``tensor.py``::
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-# The mixins that tensor.py imports use this module, so it may not import tensor.py, not even for types
-# (the import contracts count type-only imports): ``Tensor`` is ``Any`` here.
-Tensor = Any
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 
 def inplace_variant(name: str) -> Callable[..., "Tensor"]:

@@ -9,7 +9,8 @@ from typing import Any
 
 from . import dtypes as _dt
 from .creation import empty, tensor
-from .tensor import Size, Tensor, _as_tensor
+from .tensor import Size, Tensor
+from .tensor_helpers import _as_tensor
 
 __all__ = [
     "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",

@@ -9,11 +9,14 @@ Example::
 from __future__ import annotations
 
 import collections
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import funcgrad.numpy as fnp
 
-from .tensor import Tensor, _as_tensor, _float, _rename, _seq_mark
+from .tensor_helpers import _as_tensor, _float, _rename, _seq_mark
+
+if TYPE_CHECKING:
+    from .tensor import Tensor  # (type-only: this module is below tensor.py)
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "norm",
            "vector_norm", "matrix_norm", "pinv", "matrix_power"]

@@ -1,10 +1,10 @@
-"""Argument handling shared by the Tensor method mixins that sit below ``tensor.py`` (they may not import
-it): dimension wrapping, raw arrays of tensor arguments, and tensor operands on ``self``'s dtype and device.
+"""Argument handling of the breadth mixins (issue 29 part B) that ``tensor_helpers`` does not have: tensor
+operands on ``self``'s dtype and device, promoted pairs, checked index arrays, size and dims lists.
 
 Example::
 
-    wrap_dim(-1, 3)            # 2
     operand(x, 2.0)            # a 0-d tensor of x's dtype, on x's device
+    int_list((2, 3))           # [2, 3]
 """
 
 from __future__ import annotations
@@ -16,22 +16,7 @@ from ..backend import namespace_of
 from . import dtypes as _dt
 from .tensor_class import is_tensor, new_tensor
 
-__all__ = ["wrap_dim", "raw", "operand", "promoted", "index_array", "int_list"]
-
-
-def wrap_dim(d: Any, nd: int) -> int:
-    """``d`` as a dimension of an ``nd``-dimensional tensor (negative counts from the end; a 0-d tensor
-    accepts 0 and -1), with PyTorch's IndexError otherwise."""
-    d = builtins.int(d)
-    n = max(nd, 1)
-    if not -n <= d < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return builtins.int(d % n)
-
-
-def raw(x: Any) -> Any:
-    """The array of a tensor; anything else as it is."""
-    return x._value if is_tensor(x) else x
+__all__ = ["operand", "promoted", "index_array", "int_list"]
 
 
 def operand(self: Any, x: Any) -> Any:

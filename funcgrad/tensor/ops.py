@@ -16,7 +16,9 @@ import funcgrad.numpy as fnp
 
 from . import dtypes as _dt
 from .dtypes import can_cast, promote_types
-from .tensor import Tensor, is_tensor, _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
+from .tensor import Tensor, is_tensor
+from .conditional import where
+from .tensor_helpers import _as_tensor, _cast, _cond, _promote, _raw, _rename, _seq_mark, _wrap_dim
 
 # Literal lists, so that type checkers see what ``from .ops import *`` exports: first the ft.<name> that
 # are ``input.<name>(...)`` (made from this list below), then those written here (added after them).
@@ -181,20 +183,6 @@ def hstack(tensors: Sequence[Any]) -> Tensor:
 def vstack(tensors: Sequence[Any]) -> Tensor:
     ts = [_as_tensor(t) for t in tensors]
     return cat([t if t.dim() > 1 else t.reshape(1, -1) for t in ts], 0)
-
-
-def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa: A002
-    """Elements of ``input`` where ``condition`` holds, else of ``other`` (``torch.where``)."""
-    if input is None and other is None:
-        return _as_tensor(condition).nonzero(as_tuple=True)
-    c = _raw(condition)
-    if getattr(c, "dtype", None) is not None and c.dtype.kind != "b":
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{_dt.from_numpy_dtype(c.dtype).name}")
-    a, b = _promote(input, other)
-    mark = _seq_mark()
-    out = fnp.where(_cond(c), a, b)
-    return _rename(_as_tensor(out), "WhereBackward0", mark)
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:

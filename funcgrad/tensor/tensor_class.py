@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["register_tensor_class", "new_tensor", "is_tensor"]
+__all__ = ["register_tensor_class", "register_parameter_class", "new_tensor", "is_tensor"]
 
 
 _TENSOR_CLS: list[Any] = []  # [Tensor], once tensor.py has registered it
+# [Parameter] once ft.nn.Parameter is defined (until then [Tensor]): the two exact types the hot paths check
+_PARAM: list[Any] = []
 
 
 def register_tensor_class(cls: type) -> None:
@@ -18,6 +20,14 @@ def register_tensor_class(cls: type) -> None:
     modules below it (this one, the Tensor's method mixins) make and recognise Tensors through
     :func:`new_tensor` and :func:`is_tensor` without importing it."""
     _TENSOR_CLS[:] = [cls]
+    if not _PARAM:
+        _PARAM[:] = [cls]
+
+
+def register_parameter_class(cls: type) -> None:
+    """Called once by ``nn/parameter.py``: ``Parameter``, which the Tensor layer's type checks
+    on hot paths test by exact type beside ``Tensor``."""
+    _PARAM[:] = [cls]
 
 
 def new_tensor(value: Any) -> Any:

@@ -9,14 +9,19 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from . import creation as _creation
 from .creation import Generator
 from .sampling import multinomial_draws
-from .tensor import Tensor, _as_tensor, device
+from .size_device import device
+from .tensor_class import new_tensor
+from .tensor_helpers import _as_tensor
+
+if TYPE_CHECKING:
+    from .tensor import Tensor  # (type-only: this module is below tensor.py)
 
 __all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli", "unique", "bincount", "median",
            "set_printoptions"]
@@ -46,7 +51,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  
     Example: ``ft.multinomial(ft.tensor([1.0, 3.0]), 4, replacement=True)``.
     """
     p = np.asarray(_as_tensor(input).detach().cpu()._value, dtype=np.float64)
-    return Tensor._make(multinomial_draws(_creation._rng(generator), p, num_samples, replacement))
+    return cast("Tensor", new_tensor(multinomial_draws(_creation._rng(generator), p, num_samples, replacement)))
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:  # noqa: A002
@@ -62,7 +67,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false: bernoulli probabilities "
                            "must lie in [0, 1]")
     rng = _creation._rng(generator)
-    return Tensor._make((rng.random(probs.shape) < probs).astype(t._value.dtype))
+    return cast("Tensor", new_tensor((rng.random(probs.shape) < probs).astype(t._value.dtype)))
 
 
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
@@ -78,7 +83,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     if v.ndim != 1 or v.dtype.kind not in "iu":
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     w = None if weights is None else _as_tensor(weights)._value
-    return Tensor._make(np.bincount(v, w, minlength))
+    return cast("Tensor", new_tensor(np.bincount(v, w, minlength)))
 
 
 def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A002

@@ -90,7 +90,7 @@ def placed(arr: np.ndarray, saved_device: str | None, map_location: Any) -> Any:
     d = _device(dev)
     if d.type == "cpu":
         return arr
-    from .tensor import _backend_device
+    from .size_device import _backend_device
 
     return _backend.device_put(arr, _backend_device(d))
 

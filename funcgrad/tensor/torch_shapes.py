@@ -26,8 +26,10 @@ from . import creation as _creation
 from . import dtypes as _dt
 from ._tensor_linalg import lu_unpack, removed
 from .creation import Generator
+from .size_device import Size
 from .ops import _method_fn, cat, stack
-from .tensor import Tensor, _as_tensor
+from .tensor import Tensor
+from .tensor_helpers import _as_tensor
 
 __all__ = [
     "fliplr", "flipud", "rot90", "tensor_split", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat", "kron",
@@ -205,8 +207,6 @@ def broadcast_shapes(*shapes: Any) -> Any:
 
     Example: ``ft.broadcast_shapes((2, 1), (3,))`` is ``ft.Size([2, 3])``.
     """
-    from .tensor import Size
-
     norm = [(s,) if isinstance(s, (builtins.int, np.integer)) else tuple(s) for s in shapes]
     try:
         return Size(np.broadcast_shapes(*norm))

@@ -13,13 +13,13 @@ import pytest
 
 import funcgrad.tensor as ft
 from funcgrad.core.reverse import VJPNode, ReverseTrace
-from funcgrad.tensor import graph as _graph
+from funcgrad.tensor import inplace_writes as _inplace, tensor_trace as _trace
 
 
 def test_nodes_are_tape_nodes_and_the_trace_a_reverse_trace():
     x = ft.tensor([1.0, 2.0], requires_grad=True)
     y = (x * 2).sin()
-    assert isinstance(_graph.TRACE, ReverseTrace)
+    assert isinstance(_trace.TRACE, ReverseTrace)
     assert isinstance(y.grad_fn, VJPNode)
     acc = y.grad_fn.next_functions[0][0].next_functions[0][0]
     assert isinstance(acc, VJPNode) and acc.variable is x
@@ -352,7 +352,7 @@ def test_a_re_pointed_edge_changes_where_gradients_go():
     x = ft.tensor([1.0, 2.0], requires_grad=True)
     z = ft.tensor([3.0, 4.0], requires_grad=True)
     y = x * 2
-    _graph._repoint_edge(y.grad_fn, 0, ft.autograd.graph.get_gradient_edge(z))
+    _inplace._repoint_edge(y.grad_fn, 0, ft.autograd.graph.get_gradient_edge(z))
     assert y.grad_fn.next_functions[0][0].variable is z
     y.sum().backward()
     assert x.grad is None
@@ -360,7 +360,7 @@ def test_a_re_pointed_edge_changes_where_gradients_go():
 
 
 def test_a_node_returning_gradients_per_input_runs_on_the_walk():
-    from funcgrad.tensor.graph import Node
+    from funcgrad.tensor.nodes import Node
 
     class Triple(Node):
         """Gradients returned per input (None where no edge), not per parent."""

@@ -124,7 +124,7 @@ def test_every_method_function_is_bound_to_its_own_name():
 def test_short_path_tensor_has_every_field_make_sets():
     """record's short path builds its output field by field (GraphBox._make, inline): the same
     fields, with what _make would give a recorded output."""
-    from funcgrad.tensor.graph import GraphBox
+    from funcgrad.tensor.boxes import GraphBox
 
     x = ft.tensor([0.1, 0.2], requires_grad=True)
     fast = x.sin()
@@ -168,14 +168,14 @@ def test_floating_point_warnings_do_not_leak_from_any_thread():
     assert not errors
     # the context entered already (here by the caller; a thread's call in progress alike): the op
     # falls back to setting the error state, and other RuntimeErrors are not taken for that
-    from funcgrad.tensor import graph
+    from funcgrad.tensor import quiet
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        y = graph.quiet_run(lambda: x.log())
+        y = quiet.quiet_run(lambda: x.log())
     assert y.grad_fn is not None and np.isneginf(y.detach().numpy()[0])
     with pytest.raises(RuntimeError, match="boom"):
-        graph.quiet_run(lambda: (_ for _ in ()).throw(RuntimeError("boom")))
+        quiet.quiet_run(lambda: (_ for _ in ()).throw(RuntimeError("boom")))
     with np.errstate(divide="raise"):
         x.log()  # quiet even where the caller raises
         with pytest.raises(FloatingPointError):

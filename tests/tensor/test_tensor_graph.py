@@ -104,7 +104,7 @@ def test_saved_tensors_exposed():
 
 def test_saved_values_are_properties_of_node_classes():
     # a __getattr__ on nodes would make every attribute read of every node slower (the hot path)
-    from funcgrad.tensor.graph import PrimNode
+    from funcgrad.tensor.prim_node import PrimNode
 
     assert "__getattr__" not in vars(PrimNode)
     x = ft.randn(3, requires_grad=True)

@@ -24,15 +24,15 @@ def _name(t):
 
 
 def test_view_prims_are_funcgrad_numpy_primitives_that_view():
-    """graph.VIEW_PRIMITIVES holds funcgrad.numpy's primitives whose results share memory with the first argument."""
+    """_views.VIEW_PRIMITIVES holds funcgrad.numpy's primitives whose results share memory with the first argument."""
     import funcgrad.numpy as fnp
     from funcgrad.core import Primitive, get_primitive
-    from funcgrad.tensor import graph
+    from funcgrad.tensor import views as _views
 
-    assert all(isinstance(p, Primitive) for p in graph.VIEW_PRIMITIVES)
-    assert {p.name for p in graph.VIEW_PRIMITIVES} == {"reshape", "transpose", "swapaxes", "moveaxis", "expand_dims",
+    assert all(isinstance(p, Primitive) for p in _views.VIEW_PRIMITIVES)
+    assert {p.name for p in _views.VIEW_PRIMITIVES} == {"reshape", "transpose", "swapaxes", "moveaxis", "expand_dims",
                                                       "squeeze", "diagonal", "real", "imag", "getitem"}
-    assert get_primitive(fnp.reshape) in graph.VIEW_PRIMITIVES and get_primitive(fnp.indexing._getitem) in graph.VIEW_PRIMITIVES
+    assert get_primitive(fnp.reshape) in _views.VIEW_PRIMITIVES and get_primitive(fnp.indexing._getitem) in _views.VIEW_PRIMITIVES
     x = ft.ones((2, 3))
     for view in (x.reshape(3, 2), x.t(), x[0], x.unsqueeze(0), x.diagonal(), x.transpose(0, 1)):
         assert view._base is x

@@ -37,7 +37,7 @@ class Variable(metaclass=_VariableMeta):
     def __new__(cls, data: Any = None, requires_grad: bool = False, volatile: bool = False) -> Tensor:  # type: ignore[misc]
         warnings.warn("The Variable API is deprecated: use tensors directly (Variable(t) returns t).",
                       DeprecationWarning, stacklevel=2)
-        from ..tensor import _as_tensor
+        from ..tensor_helpers import _as_tensor
 
         t = _as_tensor(data) if data is not None else Tensor._make(__import__("numpy").zeros(0, "float32"))
         if requires_grad:

@@ -4,7 +4,9 @@ import threading
 import weakref
 from typing import Any, Callable, Sequence
 
-from ..graph import Node, RemovableHandle, SavedTensor, get_gradient_edge  # noqa: F401
+from ..boxes import get_gradient_edge  # noqa: F401
+from ..nodes import Node, RemovableHandle
+from ..saved_tensors import SavedTensor
 from ..saved_hooks import disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks  # noqa: F401
 
 __all__ = ["Node", "SavedTensor", "RemovableHandle", "saved_tensors_hooks", "save_on_cpu",

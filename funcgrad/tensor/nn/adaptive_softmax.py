@@ -16,7 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..ops import cat
-from ..tensor import Tensor, _as_tensor
+from ..tensor import Tensor
+from ..tensor_helpers import _as_tensor
 from .containers import ModuleList
 from .layers import Linear, Sequential
 from .module import Module

@@ -12,8 +12,9 @@ from funcgrad.backend import namespace_of
 
 from ..creation import default_generator
 from ..grad_mode import no_grad
-from ..graph import as_numpy_box, as_tensor_box
-from ..tensor import Tensor, _as_tensor, _finish_inplace, _rename, _seq_mark
+from ..boxes import as_numpy_box, as_tensor_box
+from ..tensor import Tensor
+from ..tensor_helpers import _as_tensor, _finish_inplace, _rename, _seq_mark
 
 
 def _maybe_inplace(x: Tensor, fn: Callable[[Tensor], Any], inplace: bool) -> Tensor:

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor, _as_tensor
+from ..tensor import Tensor
+from ..tensor_helpers import _as_tensor
 from .bridge import _like, _renorm_rows_
 
 __all__ = ["embedding_bag"]

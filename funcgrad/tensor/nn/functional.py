@@ -34,8 +34,9 @@ from .._func_support import is_traced as _func_traced
 from ..creation import default_generator
 from ..grad_mode import no_grad
 from .. import ops as _ops
-from ..graph import as_tensor_box as _as_tensor_box
-from ..tensor import Tensor, _as_tensor, _raw, _rename, _seq_mark
+from ..boxes import as_tensor_box as _as_tensor_box
+from ..tensor import Tensor
+from ..tensor_helpers import _as_tensor, _raw, _rename, _seq_mark
 from ._reduction import _check_reduction, _legacy_reduction, _reduce
 from .bridge import _boxes, _check_dropout_p, _dropout, _fg, _fg_named, _like, _maybe_inplace, _renorm_rows_
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from funcgrad.backend import namespace_of
 
-from ..tensor import Tensor, _as_tensor
+from ..tensor import Tensor
+from ..tensor_helpers import _as_tensor
 from .bridge import _like
 
 __all__ = ["affine_grid", "grid_sample"]

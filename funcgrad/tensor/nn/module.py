@@ -9,7 +9,8 @@ from typing import Any, Callable, Iterable, Iterator, cast
 
 from .. import dtypes as _dt
 from ..grad_mode import no_grad
-from ..tensor import Tensor, _as_tensor
+from ..tensor import Tensor
+from ..tensor_helpers import _as_tensor
 from ..tensor import device as _device
 from .parameter import Parameter
 

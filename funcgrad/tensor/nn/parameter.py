@@ -7,7 +7,9 @@ from typing import Any, SupportsIndex
 import numpy as np
 
 from .. import dtypes as _dt
-from ..tensor import _PARAM, Tensor, _as_tensor
+from ..tensor import Tensor
+from ..tensor_class import register_parameter_class
+from ..tensor_helpers import _as_tensor
 
 __all__ = ["Parameter"]
 
@@ -38,4 +40,4 @@ class Parameter(Tensor):
         return (Parameter, (Tensor._make(np.array(self._value)), self._requires_grad))
 
 
-_PARAM[0] = Parameter  # the Tensor layer makes Parameters (copies, deepcopy) through this slot
+register_parameter_class(Parameter)  # the Tensor layer makes Parameters (copies, deepcopy) through it

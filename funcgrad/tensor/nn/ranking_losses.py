@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..tensor import Tensor, _as_tensor
+from ..tensor import Tensor
+from ..tensor_helpers import _as_tensor
 from ..ops import cat, stack
 from ._reduction import _check_reduction, _legacy_reduction, _reduce
 from .bridge import _like

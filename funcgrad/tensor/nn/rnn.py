@@ -18,7 +18,7 @@ from typing import Any
 
 import funcgrad.nn as _fnn
 
-from ..graph import as_tensor_box
+from ..boxes import as_tensor_box
 from ..creation import zeros
 from ..ops import cat, stack
 from ..tensor import Tensor

@@ -22,7 +22,8 @@ import funcgrad.nn as _fnn
 import funcgrad.numpy as fnp
 
 from ..creation import default_generator
-from ..tensor import Tensor, _as_tensor
+from ..tensor import Tensor
+from ..tensor_helpers import _as_tensor
 from .bridge import _fg, _like
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",

@@ -1,0 +1,386 @@
+"""The tensor trace: how a call of a primitive on Tensors is recorded.
+
+Tensors are boxes of one process-wide reverse trace, :data:`TRACE` (a :class:`TensorTrace`,
+a kind of the engine's ``ReverseTrace``), whose level (0) is below every functional
+transform's, and which is never closed. So every ``funcgrad.numpy`` primitive called on a
+Tensor reaches, through the primitive wrapper, the core's one recording path,
+``ReverseTrace.process``, whose steps the Tensor trace overrides:
+
+1. ``run``: the raw arrays are computed by the primitive's raw function;
+2. ``new_node``: if grad mode is on and some input requires grad, a :class:`PrimNode` (a
+   kind of the engine's ``VJPNode``, of the primitive's PyTorch class) is made. It keeps
+   what the primitive's VJP rules read, and only that (the primitive's declared ``reads``,
+   applied by the skeleton): ``save_inputs`` keeps the arrays with their version counters,
+   as :class:`SavedTensor` objects (hooks, ``_raw_saved_*``) when asked;
+3. ``new_boxes``: the results are Tensors; views (reshape, transpose, basic indexing ...)
+   share their base's version counter and remember how to replay themselves on the base,
+   so that an in-place change through a view can rebase the graph (:func:`apply_inplace`,
+   the ``CopySlices`` node).
+
+Backward is the engine's ``backward_pass`` with this layer's visitor (``backward.py``).
+What the steps make lives beside this module, one concern each: the boxes and a view's
+history (``boxes.py``), the nodes (``nodes.py``; a primitive's node, ``prim_node.py``), saved
+tensors (``saved_tensors.py``), views and ``CopySlices`` (``views.py``), in-place writes
+(``inplace_writes.py``), PyTorch's names and messages (``torch_names.py``), saved-tensor hooks
+(``saved_hooks.py``), NumPy's error state (``quiet.py``), the debugging flags
+(``debug_modes.py``), forward AD's levels (``dual_trace.py``) and the registered Tensor class
+(``tensor_class.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core import Box, Primitive, Trace
+from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, _save_everything, dropped
+from .boxes import GraphBox, NumpyBox, _as_array, _refresh_view, get_accumulator, register_trace
+from .debug_modes import anomaly, profiling, user_stack
+from .grad_mode import state as _mode
+from .nodes import _METAS, AccumulateGrad, _next_seq, _out_meta, target
+from .prim_node import _SAVED_KEYS, PrimNode, _expose_saved
+from .quiet import context_busy, fp_quiet, fp_restore, quiet_run
+from .saved_hooks import _hook_state
+
+from .tensor_class import _TENSOR_CLS
+from .torch_names import _INFERENCE_SAVED, named_node_class, torch_name
+from .views import VIEW_PRIMITIVES, mark_view
+
+__all__ = ["TRACE", "TensorTrace", "record", "FUNC_TRANSFORM_HOOK"]
+
+
+# Set by funcgrad.tensor._func_support while an ft.func transform runs a function, else None.
+FUNC_TRANSFORM_HOOK: list[Any] = [None]
+_new = object.__new__
+_new_node: Callable[[type], Any] = object.__new__
+
+
+def _torch_shape_error(prim: Primitive, args: list[Any], err: ValueError) -> Exception:
+    """NumPy's ValueError for operands whose shapes do not fit, as PyTorch's RuntimeError
+    (the type Tensor code catches); any other error unchanged."""
+    msg = str(err)
+    shapes = [tuple(a.shape) for a in args if hasattr(a, "shape")]
+    if "could not be broadcast" in msg:
+        acc: tuple[Any, ...] = ()
+        for sb in shapes:  # fold left, as PyTorch reports it: tensor a is what came before
+            n = max(len(acc), len(sb))
+            for k in range(1, n + 1):  # from the right, as broadcasting aligns them
+                a = acc[-k] if k <= len(acc) else 1
+                b = sb[-k] if k <= len(sb) else 1
+                if a != b and a != 1 and b != 1:
+                    return RuntimeError(
+                        f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                        f"non-singleton dimension {n - k}"
+                    )
+            acc = tuple(np.broadcast_shapes(acc, sb))
+        return RuntimeError(msg)
+    if len(shapes) >= 2 and "mismatch in its core dimension" in msg:
+        fmt = ["x".join(map(str, sh)) for sh in shapes[:2]]
+        return RuntimeError(f"{prim.name}: mat1 and mat2 shapes cannot be multiplied ({fmt[0]} and {fmt[1]})")
+    if "input array dimensions except for the concatenation axis" in msg or "must have the same shape" in msg:
+        return RuntimeError(f"{prim.name}: sizes of tensors must match: {msg}")
+    return err
+
+
+class TensorTrace(ReverseTrace):
+    """The reverse trace that Tensors belong to: level 0, always open, never on any thread's stack.
+
+    A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph of
+    ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``). It records through the core's
+    one recording path, ``ReverseTrace.process``, and overrides only its steps: what a box
+    links (:meth:`unbox`: the Tensors and their version counters), the raw call (:meth:`run`:
+    NumPy's warnings silenced, PyTorch's shape errors, the profiler), the node
+    (:meth:`new_node`: PyTorch's node class, only when grad mode is on and an input requires
+    grad), what it saves (:meth:`save_inputs`: version-checked entries, packed by saved-tensor
+    hooks) and the results (:meth:`new_boxes`: Tensors, views of their base). The graph is
+    walked by ``core.reverse.backward_pass`` with the Tensor layer's visitor.
+    """
+
+    __slots__ = ()
+    opaque_results = False  # every result is a Tensor
+
+    def __init__(self) -> None:
+        Trace.__init__(self, "funcgrad.tensor", level=0)  # below every transform (their levels count from 1)
+        self.keep_all = False
+        self.min_drop_bytes = _MIN_DROP_BYTES
+        self.active = True
+
+    def __enter__(self) -> "TensorTrace":
+        raise RuntimeError("the tensor trace is always open; it is not entered")
+
+    def new_input(self, value: Any) -> Any:
+        return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
+
+    def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
+        """``ReverseTrace.process``; while an ft.func transform runs a function, through its hook
+        (``FUNC_TRANSFORM_HOOK``: views and no_grad of traced values, see ``_func_support``)."""
+        hook = FUNC_TRANSFORM_HOOK[0]
+        if hook is not None:
+            return hook(record, prim, args, kwargs, argnums)
+        if len(argnums) == 1 and not kwargs:
+            b = args[argnums[0]]
+            st = _mode
+            if b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None \
+                    and not (b._inference or st.inference or profiling.active or anomaly.enabled):
+                cls = _ONE_TENSOR.get(prim)
+                if cls is None:
+                    cls = _ONE_TENSOR[prim] = prim.differentiable and not prim.multiple_results \
+                        and prim not in VIEW_PRIMITIVES and _node_class(prim)
+                if cls:  # the commonest call (one Tensor argument, not a view, not an inference tensor,
+                    # requiring grad, grad mode on, no keyword arguments, a differentiable primitive of one result
+                    # that makes no view): the steps below, done in this frame (tests/test_recording_path.py
+                    # checks that both make the same node)
+                    i = argnums[0]
+                    args[i] = b._value
+                    fast = prim.fast_types
+                    for a in args:
+                        if type(a) not in fast:
+                            ans = _raw_call(prim, args, NO_KWARGS)
+                            break
+                    else:  # (TensorTrace.run, inline)
+                        try:
+                            ans = quiet_run(prim.fast_fn, args[0]) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
+                        except ValueError as err:
+                            raise _torch_shape_error(prim, args, err) from None
+                        except RuntimeError as err:
+                            if not context_busy(err):
+                                raise
+                            ans = _raw_call(prim, args, NO_KWARGS)
+                    if type(ans) is not np.ndarray:
+                        ans = _as_array(ans)
+                    parent = b._node
+                    if parent is None:
+                        parent = get_accumulator(b)
+                    elif parent._n_outputs != 1:
+                        parent = target(parent, b._output_nr)
+                    drop = prim.drop_cache.get((len(args), i)) if not _save_everything.on else None
+                    if drop is None:
+                        drop = dropped(prim, [i], len(args)) or ((), False)
+                    node = _new_node(cls)
+                    node.prim = prim
+                    node.parents = [parent]
+                    node.argnums = node._inputs = argnums
+                    node.kwargs = NO_KWARGS
+                    node.out_index = node.versions = None
+                    node._seq = _next_seq()
+                    node._released = False
+                    node.args = args
+                    out = _new(_TENSOR_CLS[0])  # (GraphBox._make, inline)
+                    out._value = ans
+                    out._trace = TRACE
+                    out._node = node
+                    out._output_nr = 0
+                    out._requires_grad = True
+                    out._vc = [0]
+                    out._base = None
+                    out._view_fns = None
+                    out._view_version = 0
+                    out._inference = False
+                    saved: tuple[Any, ...] = ()
+                    if i not in drop[0]:
+                        vc = b._vc
+                        saved = ((i, b, vc, vc[0], b if b._node is not None else None),)
+                    elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
+                        args[i] = ArraySpec(args[i])
+                    if drop[1]:
+                        node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
+                    else:
+                        node.ans = [ans]
+                        saved += ((-1, None, out._vc, 0, None),)
+                    node._saved = saved
+                    meta = _METAS.get(ans.shape)  # (_out_meta's common case, inline)
+                    node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
+                    if saved and _hook_state.stack:
+                        node._materialize(_hook_state.stack[-1])
+                    return out
+        return ReverseTrace.process(self, prim, args, kwargs, argnums)
+
+    def unbox(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
+        """The Tensors at ``argnums`` become their arrays; returns (argnums, the Tensors). A stale
+        view that needs no gradient is refreshed now (one that does, when :meth:`new_node` links it)."""
+        boxes = []
+        for i in argnums:
+            b = args[i]
+            boxes.append(b)
+            if b._base is not None and b._view_version != b._vc[0] and not b._requires_grad:
+                _refresh_view(b)
+            args[i] = b._value
+        if kwargs:
+            for k, v in list(kwargs.items()):
+                if isinstance(v, GraphBox):
+                    kwargs[k] = v._value
+        return argnums, boxes
+
+    def run(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
+        """``prim`` on the arrays, NumPy's floating-point warnings silenced, shape errors as PyTorch's
+        (straight to ``prim.fast_fn`` when every argument is a plain array); timed when profiling."""
+        if profiling.active:
+            from .profiler import record_event
+
+            t0 = time.perf_counter()
+            ans = _raw_call(prim, args, kwargs)
+            record_event(f"aten::{prim.name}", time.perf_counter() - t0)
+            return ans
+        fast = prim.fast_types
+        for a in args:
+            if type(a) not in fast:
+                return _raw_call(prim, args, kwargs)
+        try:
+            return quiet_run(prim.fast_fn, *args, **kwargs)
+        except ValueError as err:
+            raise _torch_shape_error(prim, args, err) from None
+        except RuntimeError as err:
+            if not context_busy(err):
+                raise
+            return _raw_call(prim, args, kwargs)
+
+    def new_node(self, prim: Primitive, links: Any, argnums: list[Any], kwargs: dict[Any, Any]) -> Any:
+        """The call's ``grad_fn`` (of the primitive's PyTorch class), linked to the nodes of the
+        inputs that require grad (a leaf's ``AccumulateGrad``); None when grad mode is off or no
+        input requires grad."""
+        if not (prim.differentiable and _mode.enabled):
+            return None
+        parents: list[Any] = []
+        live: list[int] = []
+        for i, b in zip(*links):
+            if b._requires_grad:
+                if b._base is not None and b._view_version != b._vc[0]:
+                    _refresh_view(b)
+                node = b._node
+                parents.append(get_accumulator(b) if node is None else target(node, b._output_nr))
+                live.append(i)
+        if not live:
+            return None
+        node = _new_node(_NODE_CLASS.get(prim) or _node_class(prim))
+        node.prim = prim
+        node.parents = parents
+        node.argnums = live
+        node._inputs = argnums
+        node.kwargs = kwargs
+        if kwargs and not _SAVED_KEYS.issuperset(kwargs):
+            _expose_saved(kwargs)
+        node.out_index = node.versions = None
+        node._seq = _next_seq()
+        node._released = False
+        return node
+
+    def save_inputs(self, node: Any, args: list[Any], drop_args: tuple[int, ...], links: Any) -> None:
+        """Keep the arguments; each Tensor a rule reads gets an entry of ``node._saved`` (its version
+        counter and version now: an in-place change before backward is an error). An inference
+        tensor may not be saved (PyTorch)."""
+        entries = []
+        for i, b in zip(*links):
+            if i in drop_args:
+                continue
+            if b._inference:
+                raise RuntimeError(_INFERENCE_SAVED)
+            vc = b._vc
+            node_of = b._node
+            has_history = b._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
+            entries.append((i, b, vc, vc[0], b if has_history else None))
+        node.args = args
+        node._saved = entries  # (new_boxes adds the results' entries and makes it a tuple)
+
+    def new_boxes(self, prim: Primitive, ans: Any, node: Any, links: Any, args: list[Any], kwargs: dict[Any, Any],
+                  drop_ans: bool) -> Any:
+        """The results as Tensors (NumpyBoxes when every input was one: a rule recorded in create_graph
+        mode), a view marked as one of its input; with ``node``, each its ``grad_fn`` and, unless no rule
+        reads it, saved."""
+        argnums, boxes = links
+        tensor_out = False
+        for b in boxes:
+            if b.__class__ is not NumpyBox:
+                tensor_out = True
+                break
+        make = _TENSOR_CLS[0]._make if tensor_out else NumpyBox._make
+        inference = _mode.inference
+        is_view = argnums[0] == 0 and prim in VIEW_PRIMITIVES
+        if is_view and getattr(ans, "base", None) is not None and (inference or any(b._inference for b in boxes)):
+            inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
+        if prim.multiple_results:
+            outs = [make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans]
+        else:
+            outs = [make(ans if type(ans) is np.ndarray else _as_array(ans), inference=inference)]
+            if is_view:
+                mark_view(outs[0], boxes[0], prim, args, kwargs)
+        if node is not None:
+            entries = node._saved
+            node.ans = ans_saved = []
+            for k, o in enumerate(outs):
+                v = o._value
+                o._node, o._output_nr, o._requires_grad = node, k, True
+                if drop_ans:
+                    v = ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v
+                else:
+                    entries.append((~k, None, o._vc, o._vc[0], None))
+                ans_saved.append(v)
+            node._saved = tuple(entries)
+            if len(outs) == 1:
+                node._out_meta = _out_meta(outs[0]._value)
+            else:
+                node._out_meta = tuple(_out_meta(o._value)[0] for o in outs)
+            if entries and _hook_state.stack:
+                node._materialize(_hook_state.stack[-1])
+            if prim.multiple_results:
+                node._n_outputs = len(outs)
+                node._short_step = False
+            if anomaly.enabled:
+                node._stack = user_stack()
+        return tuple(outs) if prim.multiple_results else outs[0]
+
+
+TRACE = TensorTrace()
+register_trace(TRACE)
+
+# primitive -> its node class when its calls may take TensorTrace.process's short way, else False
+_ONE_TENSOR: dict[Any, Any] = {}
+
+
+def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
+    """Record one call of ``prim`` on Tensors (``args`` at ``argnums``) through the one recording
+    path, ``ReverseTrace.process`` of :data:`TRACE`, bypassing ft.func's hook (which calls it)."""
+    return ReverseTrace.process(TRACE, prim, args, kwargs, argnums)
+
+
+def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
+    """``prim`` on raw values, NumPy's floating-point warnings silenced: straight to ``prim.fast_fn``
+    when every argument is a plain array (as ``ReverseTrace.process``), shape errors as PyTorch's."""
+    fast = prim.fast_types
+    plain = True
+    for a in args:
+        if type(a) not in fast:
+            plain = False
+            break
+    try:
+        if plain:
+            try:
+                return quiet_run(prim.fast_fn, *args, **kwargs)
+            except RuntimeError as err:
+                if not context_busy(err):
+                    raise
+        token = fp_quiet()
+        try:
+            if plain:
+                return prim.fast_fn(*args, **kwargs)
+            for b in args:
+                if isinstance(b, Box):  # a box of a lower trace (a transform's value)
+                    return prim.call(*args, **kwargs)
+            return prim.raw(*args, **kwargs)
+        finally:
+            fp_restore(token)
+    except ValueError as err:
+        raise _torch_shape_error(prim, args, err) from None
+
+
+NO_KWARGS: dict[str, Any] = {}  # keyword arguments of a call with none, shared by its nodes (never written to)
+
+
+def _node_class(prim: Primitive) -> type:
+    """The node class of ``prim``'s calls, named as PyTorch names it."""
+    cls = _NODE_CLASS[prim] = named_node_class(PrimNode, torch_name(prim))
+    return cls
+
+
+_NODE_CLASS: dict[Any, type] = {}  # primitive -> _node_class(primitive)
