@@ -28,7 +28,7 @@ import funcgrad.scipy.linalg as fsl
 from ..backend import namespace_of
 from . import dtypes as _dt
 from .inplace_variant import inplace_variant
-from .method_args import operand
+from .method_args import operand, recorded_as
 from .tensor_helpers import _raw
 from .tensor_class import new_tensor
 
@@ -120,6 +120,7 @@ class _LinalgMixin:
     __slots__ = ()
 
     # ------------------------------------------------------------------ fused products
+    @recorded_as("AddmmBackward0")
     def addmm(self: Tensor, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
         """``beta * self + alpha * (mat1 @ mat2)``. Example: ``bias.addmm(x, w)``."""
         for name, m in (("mat1", mat1), ("mat2", mat2)):
@@ -127,12 +128,14 @@ class _LinalgMixin:
                 raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
         return _combine(self, mat1.matmul(mat2), beta, alpha)
 
+    @recorded_as("AddmvBackward0")
     def addmv(self: Tensor, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
         """``beta * self + alpha * (mat @ vec)``. Example: ``b.addmv(A, v)``."""
         if mat.dim() != 2 or vec.dim() != 1 or self.dim() > 1:
             raise RuntimeError(f"vector + matrix @ vector expected, got {self.dim()}, {mat.dim()}, {vec.dim()}")
         return _combine(self, mat.matmul(vec), beta, alpha)
 
+    @recorded_as("AddrBackward0")
     def addr(self: Tensor, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
         """``beta * self + alpha * outer(vec1, vec2)``. Example: ``M.addr(u, v)``."""
         for name, v in (("vec1", vec1), ("vec2", vec2)):
@@ -140,22 +143,26 @@ class _LinalgMixin:
                 raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.dim()}-D")
         return _combine(self, vec1.unsqueeze(1) * vec2.unsqueeze(0), beta, alpha)
 
+    @recorded_as("BaddbmmBackward0")
     def baddbmm(self: Tensor, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
         """``beta * self + alpha * (batch1 @ batch2)`` over a batch of matrices. Example: ``c.baddbmm(a, b)``."""
         _check_dim(batch1, 3, "batch1")
         _check_dim(batch2, 3, "batch2")
         return _combine(self, batch1.matmul(batch2), beta, alpha)
 
+    @recorded_as("AddbmmBackward0")
     def addbmm(self: Tensor, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
         """``beta * self + alpha * sum_b(batch1[b] @ batch2[b])``. Example: ``c.addbmm(a, b)``."""
         _check_dim(batch1, 3, "batch1")
         _check_dim(batch2, 3, "batch2")
         return _combine(self, batch1.matmul(batch2).sum(0), beta, alpha)
 
+    @recorded_as("AddcmulBackward0")
     def addcmul(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
         """``self + value * tensor1 * tensor2``. Example: ``x.addcmul(a, b, value=0.5)``."""
         return self + operand(self, tensor1) * operand(self, tensor2) * value
 
+    @recorded_as("AddcdivBackward0")
     def addcdiv(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
         """``self + value * tensor1 / tensor2`` (floating tensors). Example: ``x.addcdiv(a, b, value=0.5)``."""
         t1, t2 = operand(self, tensor1), operand(self, tensor2)
@@ -170,6 +177,7 @@ class _LinalgMixin:
     baddbmm_ = inplace_variant("baddbmm")
     addbmm_ = inplace_variant("addbmm")
 
+    @recorded_as("VdotBackward0")
     def vdot(self: Tensor, other: Any) -> "Tensor":
         """``sum(conj(self) * other)`` of two 1-D tensors. Example: ``ft.tensor([1., 2.]).vdot(ft.tensor([3., 4.]))``."""
         other = operand(self, other)
@@ -186,11 +194,13 @@ class _LinalgMixin:
         _square(self, "linalg.matrix_power")
         return fnp.linalg.matrix_power(self, n)
 
+    @recorded_as("LinalgMatrixExpBackward0")
     def matrix_exp(self: Tensor) -> "Tensor":
         """The matrix exponential (batched). Example: ``ft.zeros(2, 2).matrix_exp()`` is the identity."""
         _square(self, "linalg.matrix_exp")
         return fsl.expm(_float(self))
 
+    @recorded_as("LinalgPinvBackward0")
     def pinverse(self: Tensor, rcond: builtins.float = 1e-15) -> "Tensor":
         """The Moore-Penrose pseudo-inverse. Example: ``ft.ones(2, 3).pinverse()``."""
         return fnp.linalg.pinv(_float(self), rcond)
@@ -244,6 +254,7 @@ class _LinalgMixin:
             return LU, pivots, new_tensor(xp.zeros(tuple(self.shape[:-2]), dtype=np.int32))
         return LU, pivots
 
+    @recorded_as("LinalgLuSolveBackward0")
     def lu_solve(self: Tensor, LU_data: Any, LU_pivots: Any) -> "Tensor":
         """The solution ``X`` of ``A X = self`` from ``A.lu()``'s ``LU_data`` and ``LU_pivots``; differentiable
         in ``self`` and ``LU_data`` (the pivots are read on the host).
@@ -270,6 +281,7 @@ class _LinalgMixin:
             tri = tri.mT
         return TriangularSolveResult(fnp.linalg.solve(tri, self), A.clone())
 
+    @recorded_as("CholeskySolveBackward0")
     def cholesky_solve(self: Tensor, input2: Any, upper: builtins.bool = False) -> "Tensor":
         """The solution ``X`` of ``A X = self`` where ``A = L L^H`` has the Cholesky factor ``input2`` (``upper``:
         ``A = U^H U``). Example: ``X = B.cholesky_solve(ft.linalg.cholesky(A))``."""
@@ -278,6 +290,7 @@ class _LinalgMixin:
             L = L.mH
         return fnp.linalg.solve(L.mH, fnp.linalg.solve(L, self))
 
+    @recorded_as("CholeskyInverseBackward0")
     def cholesky_inverse(self: Tensor, upper: builtins.bool = False) -> "Tensor":
         """The inverse of ``A = L L^H`` from its Cholesky factor ``self`` (``upper``: ``A = U^H U``).
 
@@ -321,6 +334,7 @@ class _LinalgMixin:
             Q = Q - tau[..., i:i + 1].unsqueeze(-1) * Q.matmul(v).matmul(v.mH)
         return Q[..., :columns]
 
+    @recorded_as("LinalgHouseholderProductBackward0")
     def orgqr(self: Tensor, input2: Any) -> "Tensor":
         """The first ``n`` columns of ``Q`` from ``geqrf``'s ``(self, tau=input2)`` (``householder_product``);
         differentiable. Example: ``Q = a.orgqr(tau)``."""
@@ -329,6 +343,7 @@ class _LinalgMixin:
                                "to input.shape[-1]")
         return self._householder_q(input2, self.shape[-1])
 
+    @recorded_as("OrmqrBackward0")
     def ormqr(self: Tensor, input2: Any, input3: Any, left: builtins.bool = True,
               transpose: builtins.bool = False) -> "Tensor":
         """``Q @ other`` (``left=False``: ``other @ Q``; ``transpose``: with ``Q^H``) for the full ``Q`` of

@@ -27,7 +27,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from .views import multi_output_views
 from .inplace_variant import inplace_variant
-from .method_args import int_list, operand, promoted
+from .method_args import int_list, operand, promoted, recorded_as
 from .tensor_helpers import _wrap_dim
 from .tensor_class import is_tensor, new_tensor
 
@@ -67,6 +67,7 @@ class _ReshapingMixin:
             raise RuntimeError("Input must be >= 1-d.")
         return self.flip(0)
 
+    @recorded_as("Rot90Backward0")
     def rot90(self: Tensor, k: builtins.int = 1, dims: Any = (0, 1)) -> "Tensor":
         """Rotated by 90 degrees ``k`` times, from the first of ``dims`` towards the second.
 
@@ -132,6 +133,7 @@ class _ReshapingMixin:
         return self._split_along(2, sections, "dsplit")
 
     # ------------------------------------------------------------------ diagonals
+    @recorded_as("DiagEmbedBackward0")
     def diag_embed(self: Tensor, offset: builtins.int = 0, dim1: builtins.int = -2,
                    dim2: builtins.int = -1) -> "Tensor":
         """A tensor whose diagonals (``offset``, in the planes ``dim1``/``dim2`` of the result) hold the last
@@ -193,6 +195,7 @@ class _ReshapingMixin:
         a, b = promoted(self, operand(self, other))
         return fnp.kron(a, b)
 
+    @recorded_as("LinalgCrossBackward0")
     def cross(self: Tensor, other: Any, dim: builtins.int | None = None) -> "Tensor":
         """The cross product of 3-vectors along ``dim`` (default: the first dimension of size 3).
 
@@ -221,6 +224,7 @@ class _ReshapingMixin:
         return fnp.inner(a, b) if a.dim() and b.dim() else a * b
 
     # ------------------------------------------------------------------ windows and strided reads
+    @recorded_as("UnfoldBackward0")
     def unfold(self: Tensor, dimension: builtins.int, size: builtins.int, step: builtins.int) -> "Tensor":
         """Every window of ``size`` elements along ``dimension``, ``step`` apart: that dimension becomes the
         window count and a last dimension of ``size`` is added (a copy of PyTorch's view).
@@ -239,6 +243,7 @@ class _ReshapingMixin:
         x = self if self.dim() else self.reshape(1)
         return fnp.moveaxis(fnp.take(x, windows, axis=d), d + 1, -1)
 
+    @recorded_as("AsStridedBackward0")
     def as_strided(self: Tensor, size: Any, stride: Any, storage_offset: builtins.int | None = None) -> "Tensor":
         """The elements a strided view of ``size``/``stride`` (in elements of ``self`` in row-major order,
         from ``storage_offset``) reads, as a copy; overlapping reads add up in the gradient.
@@ -248,6 +253,7 @@ class _ReshapingMixin:
         flat = self._strided_positions(size, stride, storage_offset or 0)
         return fnp.take(self.reshape(-1), flat)
 
+    @recorded_as("NarrowCopyBackward0")
     def narrow_copy(self: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> "Tensor":
         """``narrow`` as a new tensor. Example: ``ft.arange(5.).narrow_copy(0, 1, 2)`` is ``[1, 2]``."""
         return self.narrow(dim, start, length).clone()

@@ -24,8 +24,8 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from .inplace_variant import inplace_variant
-from .method_args import index_array, int_list, operand
-from .tensor_helpers import _raw, _wrap_dim
+from .method_args import index_array, int_list, operand, recorded_as
+from .tensor_helpers import _raw, _rename, _seq_mark, _wrap_dim
 from .tensor_class import is_tensor, new_tensor
 
 # The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
@@ -212,15 +212,14 @@ class _ScatterMixin:
             return self.reshape(1).scatter(0, index.reshape(-1), _flat(src), reduce=reduce).reshape(())
         pos, d = _scatter_positions(self, dim, index, src, "scatter")
         values = _values_for(src, pos[d].shape, self)
+        if reduce not in (None, "add", "multiply"):
+            raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+        mark = _seq_mark()
         at = fnp.indexing.at(self)[pos]
-        if reduce is None:
-            return at.set(values)
-        if reduce == "add":
-            return at.add(values)
-        if reduce == "multiply":
-            return at.multiply(values)
-        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+        out = at.set(values) if reduce is None else at.add(values) if reduce == "add" else at.multiply(values)
+        return _rename(out, "ScatterBackward0" if is_tensor(src) else "ScatterBackward1", mark)
 
+    @recorded_as("ScatterReduceBackward0")
     def scatter_reduce(self: Tensor, dim: builtins.int, index: Any, src: Any, reduce: str, *,
                        include_self: builtins.bool = True) -> "Tensor":
         """``self`` with ``src`` reduced (``"sum"``, ``"prod"``, ``"mean"``, ``"amax"``, ``"amin"``) into the
@@ -237,6 +236,7 @@ class _ScatterMixin:
         return _reduce_at(self, pos, _values_for(src, pos[d].shape, self), reduce, include_self, "scatter_reduce")
 
     # ------------------------------------------------------------------ index_* family
+    @recorded_as("IndexAddBackward0")
     def index_add(self: Tensor, dim: builtins.int, index: Any, source: Any, *, alpha: Any = 1) -> "Tensor":
         """``self`` with ``alpha * source`` added at the slices ``index`` names along ``dim`` (repeats add up).
 
@@ -246,6 +246,7 @@ class _ScatterMixin:
         source = _index_source(self, source, pos, d, _raw(index).size, "index_add")
         return fnp.indexing.at(self)[pos].add(source if alpha == 1 else source * alpha)
 
+    @recorded_as("IndexCopyBackward0")
     def index_copy(self: Tensor, dim: builtins.int, index: Any, source: Any) -> "Tensor":
         """``self`` with the slices ``index`` names along ``dim`` replaced by ``source``'s.
 
@@ -262,12 +263,15 @@ class _ScatterMixin:
         Example: ``ft.ones(2, 3).index_fill(1, ft.tensor([0, 2]), -1.0)``.
         """
         pos, _ = _index_positions(self, dim, index, "index_fill")
+        name = "IndexFillBackward1" if is_tensor(value) else "IndexFillBackward0"
         value = operand(self, value)
         if value.dim():
             raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                f"{value.dim()} dimension(s).")
-        return fnp.indexing.at(self)[pos].set(value.to(self.dtype))
+        mark = _seq_mark()
+        return _rename(fnp.indexing.at(self)[pos].set(value.to(self.dtype)), name, mark)
 
+    @recorded_as("IndexReduceBackward0")
     def index_reduce(self: Tensor, dim: builtins.int, index: Any, source: Any, reduce: str, *,
                      include_self: builtins.bool = True) -> "Tensor":
         """``self`` with ``source``'s slices reduced (``"prod"``, ``"mean"``, ``"amax"``, ``"amin"``) into the
@@ -282,6 +286,7 @@ class _ScatterMixin:
         source = _index_source(self, source, pos, d, _raw(index).size, "index_reduce")
         return _reduce_at(self, pos, source, reduce, include_self, "index_reduce")
 
+    @recorded_as("IndexPutBackward0")
     def index_put(self: Tensor, indices: Any, values: Any, accumulate: builtins.bool = False) -> "Tensor":
         """``self`` with ``values`` written (or with ``accumulate=True`` added) at ``self[indices]``;
         ``indices`` is a tuple of index tensors (integer or boolean), one per leading dimension.
@@ -301,6 +306,7 @@ class _ScatterMixin:
         at = fnp.indexing.at(self)[pos]
         return at.add(values) if accumulate else at.set(values)
 
+    @recorded_as("MaskedScatterBackward0")
     def masked_scatter(self: Tensor, mask: Any, source: Any) -> "Tensor":
         """``self`` with the positions where ``mask`` (broadcast to ``self``) is True filled, in order, by
         consecutive elements of ``source``.
@@ -328,6 +334,7 @@ class _ScatterMixin:
         picked = source.reshape(-1)[order].reshape(tuple(self.shape))
         return fnp.where(m, picked, self)
 
+    @recorded_as("PutBackward0")
     def put(self: Tensor, index: Any, source: Any, accumulate: builtins.bool = False) -> "Tensor":
         """``self`` with ``source``'s elements written (or added) at the flat positions ``index`` of ``self``
         (row-major, as if ``self`` were 1-D; negative positions count from the end).
@@ -371,6 +378,7 @@ class _ScatterMixin:
         return x.gather(d, new_tensor(namespace_of(idx).broadcast_to(idx, tuple(i_shape))))
 
     # ------------------------------------------------------------------ *_scatter: embed into a copy
+    @recorded_as("SelectScatterBackward0")
     def select_scatter(self: Tensor, src: Any, dim: builtins.int, index: builtins.int) -> "Tensor":
         """``self`` with ``self.select(dim, index)`` replaced by ``src``.
 
@@ -383,6 +391,7 @@ class _ScatterMixin:
                              f"dimension {d}")
         return self._embed((slice(None),) * d + (builtins.int(index),), src, "select_scatter")
 
+    @recorded_as("SliceScatterBackward0")
     def slice_scatter(self: Tensor, src: Any, dim: builtins.int = 0, start: builtins.int | None = None,
                       end: builtins.int | None = None, step: builtins.int = 1) -> "Tensor":
         """``self`` with ``self[..., start:end:step, ...]`` (along ``dim``) replaced by ``src``.
@@ -392,6 +401,7 @@ class _ScatterMixin:
         d = _wrap_dim(dim, self.dim())
         return self._embed((slice(None),) * d + (slice(start, end, step),), src, "slice_scatter")
 
+    @recorded_as("DiagonalScatterBackward0")
     def diagonal_scatter(self: Tensor, src: Any, offset: builtins.int = 0, dim1: builtins.int = 0,
                          dim2: builtins.int = 1) -> "Tensor":
         """``self`` with ``self.diagonal(offset, dim1, dim2)`` replaced by ``src``.
@@ -410,6 +420,7 @@ class _ScatterMixin:
         out = moved._embed((Ellipsis, r, c), src, "diagonal_scatter")
         return fnp.moveaxis(out, (-2, -1), (d1, d2))
 
+    @recorded_as("AsStridedScatterBackward0")
     def as_strided_scatter(self: Tensor, src: Any, size: Any, stride: Any,
                            storage_offset: builtins.int | None = None) -> "Tensor":
         """``self`` with the elements ``self.as_strided(size, stride, storage_offset)`` reads replaced by ``src``

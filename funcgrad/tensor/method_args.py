@@ -10,13 +10,17 @@ Example::
 from __future__ import annotations
 
 import builtins
-from typing import Any
+import functools
+from typing import Any, Callable, TypeVar
 
 from ..backend import namespace_of
 from . import dtypes as _dt
 from .tensor_class import is_tensor, new_tensor
+from .tensor_helpers import _rename, _seq_mark
 
-__all__ = ["operand", "promoted", "index_array", "int_list"]
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+__all__ = ["operand", "promoted", "index_array", "int_list", "recorded_as"]
 
 
 def operand(self: Any, x: Any) -> Any:
@@ -56,3 +60,25 @@ def int_list(x: Any) -> list[int]:
     if isinstance(x, (list, tuple)):
         return [builtins.int(v) for v in x]
     return [builtins.int(x)]
+
+
+def recorded_as(name: str) -> Callable[[_Method], _Method]:
+    """A method whose result's ``grad_fn`` carries PyTorch's node name ``name`` (the last node the method
+    records is renamed; a result that is not a recorded tensor is returned as it is).
+
+    Example::
+
+        @recorded_as("IndexAddBackward0")
+        def index_add(self, dim, index, source, *, alpha=1): ...
+    """
+
+    def decorate(method: _Method) -> _Method:
+        @functools.wraps(method)
+        def named(*args: Any, **kwargs: Any) -> Any:
+            mark = _seq_mark()
+            out = method(*args, **kwargs)
+            return _rename(out, name, mark) if is_tensor(out) else out
+
+        return named  # type: ignore[return-value]
+
+    return decorate

@@ -29,7 +29,7 @@ from .creation import Generator
 from .size_device import Size
 from .ops import _method_fn, cat, stack
 from .tensor import Tensor
-from .tensor_helpers import _as_tensor
+from .tensor_helpers import _as_tensor, _rename, _seq_mark
 
 __all__ = [
     "fliplr", "flipud", "rot90", "tensor_split", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat", "kron",
@@ -158,6 +158,7 @@ def block_diag(*tensors: Any) -> Tensor:
     for b in blocks[1:]:
         dtype = _dt.promote_types(dtype, b.dtype)
     cols = builtins.sum(b.shape[1] for b in blocks)
+    mark = _seq_mark()
     rows = []
     left = 0
     for b in blocks:
@@ -166,7 +167,7 @@ def block_diag(*tensors: Any) -> Tensor:
                  _creation.zeros(r, cols - left - c, dtype=dtype, device=b.device)]
         rows.append(cat(parts, 1))
         left += c
-    return cat(rows, 0)
+    return _rename(cat(rows, 0), "BlockDiagBackward0", mark)
 
 
 def cartesian_prod(*tensors: Any) -> Tensor:
@@ -423,10 +424,12 @@ def fill(input: Any, value: Any) -> Tensor:  # noqa: A002
     Example: ``ft.fill(ft.ones(2), 3.0)`` is ``[3., 3.]``.
     """
     t = _as_tensor(input)
+    name = "FillBackward1" if isinstance(value, Tensor) else "FillBackward0"
     v = value if isinstance(value, Tensor) else _creation.tensor(value, dtype=t.dtype, device=t.device)
     if v.dim():
         raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {v.dim()} dimensions.")
-    return _overwrite(t, v.to(t.dtype))
+    mark = _seq_mark()
+    return _rename(_overwrite(t, v.to(t.dtype)), name, mark)
 
 
 def _overwrite(t: Tensor, v: Any) -> Tensor:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE.parent / "fixtures"))
 sys.path.insert(0, str(HERE.parent))
 
 from make_torch_shape_breadth import decode  # noqa: E402
-from torch_shape_cases import CASES, ERRORS, run_case  # noqa: E402
+from torch_shape_cases import CASES, ERRORS, NAMED, node_name, run_case  # noqa: E402
 
 RECORDED = json.loads((HERE.parent / "fixtures" / "torch_shape_breadth.json").read_text())
 try:
@@ -97,6 +97,12 @@ def test_matches_recorded_torch(name, float64_default):
 def test_every_case_was_recorded():
     assert set(RECORDED["cases"]) == set(CASES) and set(RECORDED["errors"]) == set(ERRORS)
     assert RECORDED["torch_version"].startswith("2.")
+
+
+@pytest.mark.parametrize("name", NAMED)
+def test_node_names_are_torchs(name, float64_default):
+    fn, inputs = CASES[name]
+    assert node_name(ft, fn, [np.asarray(a) for a in inputs]) == RECORDED["node_names"][name]
 
 
 @pytest.mark.parametrize("name", sorted(ERRORS))
