@@ -307,3 +307,57 @@ def test_scatter_family_stays_on_the_device():
         assert all(o.is_cuda for o in outs) and x.grad.is_cuda and src.grad.is_cuda
         assert np.isfinite(src.grad.cpu().numpy()).all()
         np.testing.assert_array_equal(outs[0].detach().cpu().numpy()[:, 0], [1.0 * 4, 0, 0.0])
+
+
+# ---------------------------------------------------------------------- properties against a loop reference
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_REDUCE = {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+
+
+def _scatter_reference(x, dim, index, src, reduce, include_self):
+    """``scatter_reduce`` by its definition, element by element."""
+    out = x.copy()
+    seen = np.zeros(x.shape, dtype=bool)
+    total = np.where(include_self, 1, 0) * np.ones(x.shape)
+    for pos in np.ndindex(*index.shape):
+        target = list(pos)
+        target[dim] = index[pos]
+        target = tuple(target)
+        if not include_self and not seen[target]:
+            out[target] = src[pos]
+            total[target] = 1
+        else:
+            out[target] = (out[target] + src[pos] if reduce == "mean" else _REDUCE[reduce](out[target], src[pos]))
+            total[target] += 1
+        seen[target] = True
+    if reduce == "mean":
+        out = out / np.maximum(total, 1)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_scatter_reduce_matches_its_definition(data):
+    nd = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=nd, max_size=nd)))
+    dim = data.draw(st.integers(0, nd - 1))
+    index_shape = tuple(data.draw(st.integers(1, n)) if a != dim else data.draw(st.integers(1, 6))
+                        for a, n in enumerate(shape))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    x, src = rng.standard_normal(shape), rng.standard_normal(index_shape)
+    index = rng.integers(0, shape[dim], index_shape)
+    reduce = data.draw(st.sampled_from(["sum", "prod", "mean", "amax", "amin"]))
+    include_self = data.draw(st.booleans())
+    ours = ft.tensor(x).scatter_reduce(dim, ft.tensor(index), ft.tensor(src), reduce, include_self=include_self)
+    np.testing.assert_allclose(ours.numpy(), _scatter_reference(x, dim, index, src, reduce, include_self),
+                               rtol=1e-12, atol=1e-12)
+    # index_add along dim with a 1-D index: the same as adding slice by slice
+    idx = rng.integers(0, shape[dim], index_shape[dim])
+    source = rng.standard_normal(shape[:dim] + (len(idx),) + shape[dim + 1:])
+    expected = x.copy()
+    for k, i in enumerate(idx):
+        expected[(slice(None),) * dim + (i,)] += 0.5 * source[(slice(None),) * dim + (k,)]
+    got = ft.tensor(x).index_add(dim, ft.tensor(idx), ft.tensor(source), alpha=0.5)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-12)
