@@ -361,3 +361,20 @@ def test_scatter_reduce_matches_its_definition(data):
         expected[(slice(None),) * dim + (i,)] += 0.5 * source[(slice(None),) * dim + (k,)]
     got = ft.tensor(x).index_add(dim, ft.tensor(idx), ft.tensor(source), alpha=0.5)
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_search_shapes_and_products_stay_on_the_device():
+    import fake_backend as fb
+
+    with fb.as_cuda():
+        s = ft.tensor([1.0, 3.0, 5.0]).cuda()
+        v = ft.tensor([[3.0, 6.0], [0.0, 5.0]]).cuda()
+        x = ft.tensor(np.arange(9.0).reshape(3, 3) / 10).cuda().requires_grad_()
+        with fb.no_host_sync():
+            found = [ft.searchsorted(s, v), ft.bucketize(v, s, right=True),
+                     ft.searchsorted(ft.tensor([[1.0, 3.0, 5.0], [0.0, 2.0, 4.0]]).cuda(), v)]
+            outs = [x.kron(x), x.diag_embed(), x.rot90(), ft.block_diag(x, x), x.addmm(x, x), x.matrix_exp(),
+                    x.cross(x, dim=1), x.fliplr(), ft.dstack([x, x]), x.as_strided((2, 2), (3, 1), 1)]
+            sum((o * o).sum() for o in outs).backward()
+        assert all(t.is_cuda for t in found + outs) and x.grad.is_cuda
+        assert found[0].cpu().tolist() == [[1, 3], [0, 2]] and found[2].cpu().tolist() == [[1, 3], [0, 3]]
