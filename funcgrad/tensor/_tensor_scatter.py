@@ -135,22 +135,25 @@ def _extreme_at(self: Tensor, base: Any, pos: tuple[Any, ...], values: Any, redu
                 include_self: builtins.bool) -> Any:
     """``amax``/``amin`` of ``values`` into ``base`` at ``pos``, in one scatter whatever the repetitions.
 
-    The extremes ``m`` come from one unrecorded ``maximum.at``/``minimum.at``; the recorded result is
+    The extremes ``m`` come from one ``maximum.at``/``minimum.at`` of detached values; the recorded result is
     ``m + sum over the elements equal to m of (element - m) / their count``: exactly ``m``, and each
     element that attains the extreme (of ``values``, and of ``self`` with ``include_self``) receives
     ``grad / count``, PyTorch's rule for ties. Linear in the inputs, so differentiable again.
     """
-    updates = fnp.indexing.at(_raw(base))[pos]
-    m = updates.max(_raw(values)) if reduce == "amax" else updates.min(_raw(values))
+    values_held = values.detach()
+    updates = fnp.indexing.at(base.detach())[pos]
+    m = updates.max(values_held) if reduce == "amax" else updates.min(values_held)
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
-        return new_tensor(m)
-    xp = namespace_of(m)
+        return m
+    xp = namespace_of(self._value)
     at_pos = fnp.indexing.getitem(m, pos)
-    src_wins = _raw(values) == at_pos
-    touched = fnp.indexing.at(xp.zeros(m.shape, dtype=bool))[pos].set(True)
-    self_wins = (self._value == m) & (True if include_self else ~touched)
-    zeros = xp.zeros(m.shape, dtype=m.dtype)
-    count = self_wins.astype(m.dtype) + fnp.indexing.at(zeros)[pos].add(src_wins.astype(m.dtype))
+    src_wins = values_held == at_pos
+    self_wins = self.detach() == m
+    if not include_self:
+        untouched = fnp.indexing.at(xp.ones(tuple(self.shape), dtype=bool))[pos].set(False)
+        self_wins = fnp.logical_and(self_wins, untouched)
+    zeros = xp.zeros(tuple(self.shape), dtype=self._value.dtype)
+    count = fnp.where(self_wins, 1.0, 0.0) + fnp.indexing.at(zeros)[pos].add(fnp.where(src_wins, 1.0, 0.0))
     from_src = fnp.indexing.at(zeros)[pos].add(fnp.where(src_wins, values - at_pos, 0.0))
     return (fnp.where(self_wins, self - m, 0.0) + from_src) / count + m
 

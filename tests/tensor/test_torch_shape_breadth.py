@@ -378,3 +378,39 @@ def test_search_shapes_and_products_stay_on_the_device():
             sum((o * o).sum() for o in outs).backward()
         assert all(t.is_cuda for t in found + outs) and x.grad.is_cuda
         assert found[0].cpu().tolist() == [[1, 3], [0, 2]] and found[2].cpu().tolist() == [[1, 3], [0, 3]]
+
+
+VMAPPED = {
+    "scatter": lambda x: x.scatter(0, ft.tensor([[2, 0, 1, 2, 1]]), x[:1] * 3),
+    "scatter_reduce_amax": lambda x: x.scatter_reduce(1, ft.tensor([[0, 0, 4], [1, 1, 1], [2, 3, 3]]), x[:, :3] * 2,
+                                                      "amax", include_self=False),
+    "scatter_reduce_mean": lambda x: x.scatter_reduce(1, ft.tensor([[0, 0, 4], [1, 1, 1], [2, 3, 3]]), x[:, 1:4],
+                                                      "mean"),
+    "index_add": lambda x: x.index_add(1, ft.tensor([0, 0, 2]), x[:, 2:]),
+    "index_reduce_prod": lambda x: x.index_reduce(0, ft.tensor([0, 0]), x[1:], "prod"),
+    "masked_scatter": lambda x: x.masked_scatter(ft.tensor([True, False, True, False, True]), x.flip(0)),
+    "put": lambda x: x.put(ft.tensor([0, 7]), x[2, :2], accumulate=True),
+    "take_along_dim": lambda x: x.take_along_dim(ft.tensor([[0], [4], [2]]), 1),
+    "diagonal_scatter": lambda x: x.diagonal_scatter(x[0, :3] * 5),
+    "diag_embed": lambda x: x.diag_embed(1),
+    "kron": lambda x: x.kron(x[:2, :2]),
+    "unfold": lambda x: x.unfold(1, 2, 1),
+    "as_strided": lambda x: x.as_strided((2, 2), (5, 1), 1),
+    "rot90": lambda x: x.rot90(),
+    "addmm": lambda x: x[:, :3].addmm(x[:, :3], x[:, 2:], beta=0.5),
+    "matrix_exp": lambda x: x[:, :3].matrix_exp(),
+    "cholesky_solve": lambda x: x[:, :2].cholesky_solve(ft.eye(3, dtype=ft.float64) * 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VMAPPED))
+def test_ft_func_vmap_and_grad_compose_with_the_new_methods(name):
+    f = VMAPPED[name]
+    batch = ft.tensor(np.random.default_rng(5).standard_normal((4, 3, 5)))
+    got = ft.func.vmap(f)(batch)
+    np.testing.assert_allclose(got.numpy(), ft.stack([f(b) for b in batch]).numpy(), rtol=1e-12, atol=1e-12)
+    grads = ft.func.vmap(ft.func.grad(lambda x: (f(x) ** 2).sum()))(batch)
+    for b, g in zip(batch, grads):
+        x = b.clone().requires_grad_()
+        (f(x) ** 2).sum().backward()
+        np.testing.assert_allclose(g.numpy(), x.grad.numpy(), rtol=1e-10, atol=1e-12)
