@@ -23,6 +23,7 @@ from typing import Any
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
+from ..core import Box
 from .inplace_variant import inplace_variant
 from .method_args import index_array, int_list, operand, recorded_as
 from .tensor_helpers import _raw, _rename, _seq_mark, _wrap_dim
@@ -140,9 +141,13 @@ def _extreme_at(self: Tensor, base: Any, pos: tuple[Any, ...], values: Any, redu
     element that attains the extreme (of ``values``, and of ``self`` with ``include_self``) receives
     ``grad / count``, PyTorch's rule for ties. Linear in the inputs, so differentiable again.
     """
-    values_held = values.detach()
-    updates = fnp.indexing.at(base.detach())[pos]
-    m = updates.max(values_held) if reduce == "amax" else updates.min(values_held)
+    values_held, base_held = values.detach(), base.detach()
+    if isinstance(base_held._value, Box) or isinstance(values_held._value, Box):  # traced by ft.func
+        updates = fnp.indexing.at(base_held)[pos]
+        m = updates.max(values_held) if reduce == "amax" else updates.min(values_held)
+    else:  # plain arrays: one maximum.at / minimum.at
+        updates = fnp.indexing.at(base_held._value)[pos]
+        m = new_tensor(updates.max(values_held._value) if reduce == "amax" else updates.min(values_held._value))
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         return m
     xp = namespace_of(self._value)
