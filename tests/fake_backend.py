@@ -844,6 +844,13 @@ def _fake_splu(A: Any, **kwargs: Any) -> _FakeSuperLU:  # noqa: N803
     return _FakeSuperLU(sla.splu(m.tocsc(), **kwargs), dev)
 
 
+def _fake_spilu(A: Any, **kwargs: Any) -> _FakeSuperLU:  # noqa: N803
+    import scipy.sparse.linalg as sla
+
+    m, dev = _sparse_operand(A)
+    return _FakeSuperLU(sla.spilu(m.tocsc(), **kwargs), dev)
+
+
 def _fake_eigsh(a: Any, k: int = 6, *, which: str = "LM", v0: Any = None, ncv: Any = None, maxiter: Any = None,
                 tol: float = 0, return_eigenvectors: bool = True) -> Any:
     """cupyx's ``eigsh`` (keyword-only options; no shift-invert)."""
@@ -858,6 +865,19 @@ def _fake_eigsh(a: Any, k: int = 6, *, which: str = "LM", v0: Any = None, ncv: A
     return FakeArray(np.asarray(out[0]), dev), FakeArray(np.asarray(out[1]), dev)
 
 
+def _fake_least_squares(name: str) -> Callable:
+    """cupyx's ``lsqr``/``lsmr``: ``x`` and the diagnostics come back on the device."""
+    def solver(A: Any, b: Any, **kwargs: Any) -> tuple:  # noqa: N803
+        import scipy.sparse.linalg as sla
+
+        m, dev = _sparse_operand(A)
+        out = getattr(sla, name)(m, _unwrap(b, [dev]), **kwargs)
+        return (FakeArray(np.asarray(out[0]), dev),) + tuple(FakeArray(np.asarray(v, dtype=float), dev)
+                                                               for v in out[1:])
+    solver.__name__ = name
+    return solver
+
+
 try:
     import scipy.sparse  # noqa: F401
 
@@ -868,10 +888,13 @@ try:
     fake.scipy_sparse.issparse = lambda x: isinstance(x, _FakeSparseMatrix)
     fake.scipy_sparse.linalg = types.ModuleType("fakecupy.scipy_sparse.linalg")
     fake.scipy_sparse.linalg.splu = _fake_splu
+    fake.scipy_sparse.linalg.spilu = _fake_spilu
     fake.scipy_sparse.linalg.LinearOperator = _FakeLinearOperator
     fake.scipy_sparse.linalg.eigsh = _fake_eigsh
     for _solver in ("cg", "gmres", "bicgstab", "minres"):
         setattr(fake.scipy_sparse.linalg, _solver, _fake_iterative(_solver))
+    for _solver in ("lsqr", "lsmr"):
+        setattr(fake.scipy_sparse.linalg, _solver, _fake_least_squares(_solver))
 except ImportError:  # pragma: no cover
     pass
 

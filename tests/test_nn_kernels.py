@@ -503,3 +503,32 @@ def test_ft_multihead_attention_fast_path_matches_the_weights_path():
         outs.append((y.detach().numpy(), x.grad.numpy().copy()))
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-10, atol=1e-12)
+
+
+def test_conv_weight_gradient_reuses_the_forwards_columns_of_the_same_input_only():
+    """The memo hands the forward's im2col to the weight gradient of that very input (and no other), never
+    keeps an input alive, and stays bounded."""
+    import gc
+
+    rng = np.random.default_rng(4)
+    geom = ((2, 1), ((1, 0), (2, 1)), (1, 2), 2)  # stride, pads, dilation, groups
+    x = rng.standard_normal((3, 4, 7, 6))
+    w = rng.standard_normal((6, 2, 3, 2))
+    g = rng.standard_normal(np.shape(kconv.conv_forward(x, w, *geom)))
+    fresh = kconv.conv_weight_grad(g, x, w.shape, *geom)  # the forward above left its columns behind
+    assert kconv._memo.take(x, ((3, 2),) + geom) is None  # ... which the weight gradient took
+    again = kconv.conv_weight_grad(g, x, w.shape, *geom)  # built afresh
+    np.testing.assert_allclose(fresh, again, rtol=1e-12)
+    np.testing.assert_allclose(fresh, fg.grad(lambda w_: fnp.sum(old_conv(x, w_, *geom) * g))(w), rtol=1e-10)
+    kconv.conv_forward(x, w, *geom)
+    other = x.copy()  # equal values, another array: no hit
+    assert kconv._memo.take(other, ((3, 2),) + geom) is None
+    del x
+    gc.collect()
+    assert not kconv._memo._entries()  # dropped with its input
+    alive = [rng.standard_normal((2, 4, 5, 5)) for _ in range(3 * kconv._ColumnMemo.SIZE)]
+    for a in alive:
+        kconv.conv_forward(a, w, *geom)
+    assert len(kconv._memo._entries()) == kconv._ColumnMemo.SIZE  # the oldest evicted
+    assert kconv._memo.take(alive[0], ((3, 2),) + geom) is None
+    assert kconv._memo.take(alive[-1], ((3, 2),) + geom) is not None

@@ -198,6 +198,17 @@ def test_second_derivative_of_gamma_in_its_shape(sampler):
         fg.grad(fg.grad(fg.grad(lambda a: draw(KEY, a))))(2.0)
 
 
+def test_exact_erf_inv_differentiates_and_batches_like_the_fast_one():
+    """erf_inv's exact mode (the gamma family's, maxwell's, wald's, orthogonal's normals): the same
+    rules; its values within an ulp or two of the fast path's and equal to XLA's polynomial."""
+    x = np.array([-0.9, -0.3, 0.1, 0.7, 0.999])
+    check_grads(lambda v: erf_inv(v, exact=True), (x,), order=2)
+    np.testing.assert_allclose(erf_inv(x, exact=True), erf_inv(x), rtol=1e-15)
+    np.testing.assert_array_equal(fg.vmap(lambda v: erf_inv(v, exact=True))(x), erf_inv(x, exact=True))
+    x32 = x.astype(np.float32)
+    np.testing.assert_allclose(erf_inv(x32, exact=True), sp.erfinv(x32.astype(np.float64)), rtol=1e-6)
+
+
 def test_key_based_draws_do_not_differentiate_through_the_key():
     assert fg.grad(lambda s: fnp.sum(fr.normal(KEY, (3,))) * s)(2.0) == pytest.approx(float(np.sum(fr.normal(KEY, (3,)))))
 
@@ -306,6 +317,21 @@ def test_draws_on_the_fake_device_stay_there():
     n = fr.normal(key, (50,))
     assert isinstance(n, fb.FakeArray)
     np.testing.assert_array_equal(fb.fake.asnumpy(n), fr.normal(KEY, (50,)))
+
+
+def test_gamma_family_on_the_fake_device_stays_there():
+    """The gamma loop (XLA's float32 log, the rsqrt, the fused erf_inv) runs in the device's
+    namespace: the draws stay on the device and equal the host's (float64 rsqrt: the device has
+    no extended precision, so its rsqrt may round once more)."""
+    import fake_backend as fb
+
+    fb.install()
+    for dt, rtol in ((np.float32, 0.0), (np.float64, 1e-15)):
+        a = np.array([0.3, 2.0, 7.5], dt)
+        for sampler in (fr.gamma, fr.loggamma):
+            on_device = sampler(fb.to_fake(KEY), fb.to_fake(a), (4, 3), dt)
+            assert isinstance(on_device, fb.FakeArray)
+            np.testing.assert_allclose(fb.fake.asnumpy(on_device), sampler(KEY, a, (4, 3), dt), rtol=rtol)
 
 
 # ---------------------------------------------------------------- keys elsewhere

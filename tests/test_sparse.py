@@ -336,6 +336,70 @@ def test_eigsh_eigenvectors_are_differentiable_to_second_order():
     check_grads(both, (a.data,), order=2, modes=("fwd", "rev"))
 
 
+def _hermitian_case(n=8):
+    rng = np.random.default_rng(4)
+    s = ssp.random(n, n, density=0.35, rng=5, format="csr")
+    s.sort_indices()
+    z = s.data * (rng.normal(size=s.nnz) + 1j * rng.normal(size=s.nnz))
+    shifts = ssp.diags(np.arange(n) * 1.5 + 0j)
+
+    def herm(z):
+        a = fs.csr_array((z, s.indices, s.indptr), shape=(n, n))
+        return a + a.conj().T + shifts
+    return z, herm
+
+
+def _gauge(v):
+    """Dense eigenvectors in eigsh's gauge: each one's entry of largest magnitude real and positive."""
+    big = v[np.argmax(np.abs(fg.stop_gradient(v)), axis=0), np.arange(v.shape[1])]
+    return v * fnp.conj(big) / fnp.abs(big)
+
+
+def test_eigsh_complex_hermitian_matches_dense_eigh():
+    z, herm = _hermitian_case()
+    h = herm(z)
+    w, v = fsl.eigsh(h, k=2, which="LA")
+    wd, vd = np.linalg.eigh(h.toarray())
+    assert w.dtype == np.float64 and v.dtype == np.complex128
+    np.testing.assert_allclose(w, wd[-2:], rtol=1e-12)
+    np.testing.assert_allclose(v, _gauge(vd[:, -2:]), atol=1e-12)   # same gauge, same vectors
+    big = v[np.argmax(np.abs(v), axis=0), [0, 1]]
+    assert np.all(np.abs(big.imag) < 1e-15) and np.all(big.real > 0)
+
+    # gauge-invariant losses (values, |v|^2, the projector v v^H): gradient and Hessian against dense eigh
+    weights = np.linspace(1.0, 2.0, 8)[:, None] * np.array([1.0, -0.5])
+
+    def loss(z, vectors):
+        w, v = vectors(z)
+        proj = v[:, 0:1] * fnp.conj(v[:, 0:1]).T
+        return fnp.sum(w * np.array([0.3, 0.7])) + fnp.sum(weights * fnp.abs(v) ** 4) + fnp.sum(fnp.imag(proj) ** 2)
+
+    sparse_pairs = lambda z: fsl.eigsh(herm(z), k=2, which="LA")  # noqa: E731
+
+    def dense_pairs(z):
+        wd, vd = fnp.linalg.eigh(herm(z).toarray())
+        return wd[-2:], vd[:, -2:]
+
+    np.testing.assert_allclose(loss(z, sparse_pairs), loss(z, dense_pairs), rtol=1e-12)
+    np.testing.assert_allclose(fg.grad(loss)(z, sparse_pairs), fg.grad(loss)(z, dense_pairs), atol=1e-12)
+    split = lambda re, im, pairs: loss(re + 1j * im, pairs)  # noqa: E731  (real Hessian over re, im)
+    hs = fg.hessian(split, argnums=(0, 1))(z.real, z.imag, sparse_pairs)
+    hd = fg.hessian(split, argnums=(0, 1))(z.real, z.imag, dense_pairs)
+    for rs, rd in zip(hs, hd):
+        for a_, b_ in zip(rs, rd):
+            np.testing.assert_allclose(a_, b_, atol=1e-10)
+    check_grads(lambda z: loss(z, sparse_pairs), (z,), order=2, modes=("fwd", "rev"))
+
+    # the vectors themselves, in the gauge: Jacobians in both modes against dense eigh in the same gauge
+    vecs = lambda re, im: fnp.real(sparse_pairs(re + 1j * im)[1] * np.exp(0.4j))  # noqa: E731
+    dense_vecs = lambda re, im: fnp.real(_gauge(dense_pairs(re + 1j * im)[1]) * np.exp(0.4j))  # noqa: E731
+    want = fg.jacrev(dense_vecs, argnums=(0, 1))(z.real, z.imag)
+    for jac in (fg.jacrev, fg.jacfwd):
+        for got, w_ in zip(jac(vecs, argnums=(0, 1))(z.real, z.imag), want):
+            np.testing.assert_allclose(got, w_, atol=1e-11)
+    check_grads(vecs, (z.real, z.imag), order=2, modes=("fwd", "rev"))
+
+
 def test_eigsh_eigenvectors_of_a_repeated_eigenvalue_are_refused():
     a = fs.diags([np.array([1.0, 2.0, 3.0, 3.0, 0.5])], [0]).tocsr()
     with pytest.raises(fsl.SingularMatrixError, match="singular"):
@@ -364,7 +428,7 @@ def test_benchmark_script_runs_at_smoke_size(capsys):
     from benchmarks import sparse_spectral
 
     rows = sparse_spectral.main(["--sizes", "4", "--repeat", "1"])
-    assert len(rows) == 3 and all(err < 1e-4 for *_, err in rows), rows
+    assert len(rows) == 6 and all(err < 1e-4 for *_, err in rows), rows
 
 
 def test_runs_without_torch_or_jax():
@@ -453,8 +517,57 @@ def test_expm_multiply_large_norm_complex_and_jit():
     c = fs.csr_array(lap * (1 + 0.5j))
     np.testing.assert_allclose(fsl.expm_multiply(c, b), sla.expm(lap.toarray() * (1 + 0.5j)) @ b, rtol=1e-10,
                                atol=1e-12)
-    with pytest.raises(NotImplementedError, match="outside fg.jit"):
-        fg.jit(lambda d: fsl.expm_multiply(a._like(d), b))(a.data)
+
+
+def test_expm_multiply_under_jit_matches_eager():
+    n = 60
+    lap = ssp.diags([np.ones(n - 1), -2 * np.ones(n), np.ones(n - 1)], [-1, 0, 1]).tocsr() * (n ** 2 / 50.0)
+    b = np.sin(np.linspace(0, 3, n))
+    a = fs.csr_array(lap)
+    f = lambda d, b: fsl.expm_multiply(a._like(d), b)  # noqa: E731
+    staged = fg.jit(f)
+    for scale in (1.0, 1.5, 0.2):   # later calls with other values: the budget of the first still holds
+        eager = f(a.data * scale, b)
+        np.testing.assert_allclose(staged(a.data * scale, b), eager, rtol=0, atol=1e-13 * np.abs(eager).max())
+    loss = lambda d: fnp.sum(f(d, b) ** 2)  # noqa: E731
+    g = fg.grad(loss)(a.data)
+    np.testing.assert_allclose(fg.jit(fg.grad(loss))(a.data), g, rtol=0, atol=1e-13 * np.abs(g).max())
+    # values beyond the traced budget (2 ||A||_1 of the values traced): NaN, never a truncated series
+    assert np.all(np.isnan(staged(a.data * 5.0, b)))
+    # a static norm bound: the same result, eager or staged, and NaN in value and gradient beyond it
+    bounded = lambda d: fsl.expm_multiply(a._like(d), b, norm_bound=300.0)  # noqa: E731
+    np.testing.assert_allclose(fg.jit(bounded)(a.data), f(a.data, b), rtol=0, atol=1e-13 * np.abs(f(a.data, b)).max())
+    np.testing.assert_allclose(fg.grad(lambda d: fnp.sum(bounded(d) ** 2))(a.data), g, rtol=0,
+                               atol=1e-13 * np.abs(g).max())
+    short = lambda d: fsl.expm_multiply(a._like(d), b, norm_bound=100.0)  # noqa: E731
+    assert np.all(np.isnan(short(a.data)))
+    assert np.all(np.isnan(fg.grad(lambda d: fnp.sum(short(d) ** 2))(a.data)))
+    # only B staged: the degree comes from A's concrete values, without the early stop
+    np.testing.assert_allclose(fg.jit(lambda b: fsl.expm_multiply(a, b))(2 * b), 2 * f(a.data, b), rtol=1e-13,
+                               atol=1e-13 * np.abs(f(a.data, b)).max())
+    # a budget covers ||A||_1 even where the shift by trace(A)/n would raise the norm
+    d4 = fs.diags([np.array([1.0, 1.0, 1.0, -1.0])], [0])
+    np.testing.assert_allclose(fsl.expm_multiply(d4, np.ones(4), norm_bound=1.0), np.exp([1.0, 1.0, 1.0, -1.0]),
+                               rtol=1e-15)
+    with pytest.raises(ValueError, match="norm_bound must be a finite number"):
+        fsl.expm_multiply(d4, np.ones(4), norm_bound=-1.0)
+
+
+def test_expm_multiply_on_a_device_reads_no_norm_back():
+    import fake_backend as fb
+
+    fb.install()
+    s = (ssp.random(6, 6, density=0.4, rng=2) + ssp.eye(6)).tocsr()
+    data, b = fb.to_fake(s.data), fb.to_fake(np.ones(6))
+    a = fs.csr_array((data, s.indices, s.indptr), shape=(6, 6))
+    with pytest.raises(ValueError, match="norm_bound="):
+        fsl.expm_multiply(a, b)
+    with fb.no_host_sync():
+        out = fsl.expm_multiply(a, b, norm_bound=10.0)
+        g = fg.grad(lambda d: fnp.sum(fsl.expm_multiply(a._like(d), b, norm_bound=10.0) ** 2))(data)
+    np.testing.assert_allclose(fb.to_numpy(out) if hasattr(fb, "to_numpy") else fg.to_numpy(out),
+                               ssl.expm_multiply(s, np.ones(6)), rtol=1e-13)
+    assert type(g).__module__ == type(data).__module__
 
 
 @pytest.mark.parametrize("with_rmatvec", [True, False])
@@ -477,3 +590,290 @@ def test_linear_operator_complex_parameters(with_rmatvec):
     for got, want in zip(fg.grad(f, argnums=(0, 1))(re, im), fg.grad(dense, argnums=(0, 1))(re, im)):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     check_grads(f, (re, im), order=2, modes=("fwd", "rev"))
+
+
+def test_extrema_and_count_nonzero_agree_with_scipy():
+    """Random small arrays with implicit zeros, stored zeros and a duplicate (coo): max, min,
+    argmax, argmin and count_nonzero over all entries and along each axis, as SciPy."""
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        m, n = rng.integers(1, 5, 2)
+        dense = rng.integers(-2, 3, (m, n)).astype(float) * (rng.random((m, n)) < 0.6)
+        s = ssp.csr_array(dense).tocoo()
+        dup = ssp.coo_array((np.r_[s.data, 0.0], (np.r_[s.row, 0], np.r_[s.col, 0])), shape=(m, n))
+        for ref, ours in ((s.tocsr(), fs.csr_array(s)), (dup, fs.coo_array(dup))):
+            for axis in (None, 0, 1):
+                for name in ("max", "min", "argmax", "argmin"):
+                    want = getattr(ref, name)(axis=axis)
+                    want = want.toarray() if hasattr(want, "toarray") else want
+                    np.testing.assert_array_equal(getattr(ours, name)(axis=axis), want, err_msg=f"{name} {axis}")
+                np.testing.assert_array_equal(ours.count_nonzero(axis=axis), ref.count_nonzero(axis=axis))
+    # an arrow matrix (one full row and column): reduced without a dense segments x longest-row table
+    n = 3000
+    arrow = ssp.csr_array(ssp.eye(n) * 2 + ssp.coo_array((np.linspace(-1, 1, 2 * n), (
+        np.r_[np.zeros(n, int), np.arange(n)], np.r_[np.arange(n), np.zeros(n, int)])), shape=(n, n)))
+    big = fs.csr_array(arrow)
+    for axis in (0, 1):
+        np.testing.assert_array_equal(big.max(axis=axis), arrow.max(axis=axis).toarray())
+        np.testing.assert_array_equal(big.argmin(axis=axis), arrow.argmin(axis=axis))
+    g = fg.grad(lambda d: fnp.sum(big._like(d).max(axis=1)))(big.data)
+    assert g.sum() == n and set(np.unique(g)) <= {0.0, 1.0}
+    a = fs.csr_array(np.array([[-1.0, 0.0], [0.0, -2.0]]))
+    g = fg.grad(lambda d: a._like(d).min())(a.data)
+    np.testing.assert_array_equal(g, [0.0, 1.0])
+    assert fs.csr_matrix(a).max(axis=0).shape == (1, 2)          # the matrix form keeps two axes
+    assert a.sorted_indices() is a and a.has_sorted_indices
+
+
+def test_extrema_errors():
+    a = fs.csr_array(np.array([[1.0, 0.0], [0.0, 2.0]]))
+    with pytest.raises(TypeError, match="complex values have no ordering"):
+        a.astype(complex).max()
+    with pytest.raises(ValueError, match="axis must be None, 0 or 1"):
+        a.argmax(axis=2)
+    with pytest.raises(ValueError, match="empty"):
+        fs.csr_array((0, 3)).max()
+    with pytest.raises(NotImplementedError, match="explicit=True"):
+        a.max(explicit=True)
+
+
+def test_norms_onenormest_triangular_svds_errors_and_extras():
+    s = ssp.random(6, 5, density=0.5, rng=1, format="csr")
+    a = fs.csr_array(s)
+    for ord_ in (None, "fro", 1, -1, np.inf, -np.inf):
+        np.testing.assert_allclose(fsl.norm(a, ord_), ssl.norm(s, ord_), rtol=1e-14)
+    for axis in (0, 1, (1,)):
+        for ord_ in (None, 1, np.inf, -np.inf, 0, 0.5):
+            np.testing.assert_allclose(fsl.norm(a, ord_, axis=axis), ssl.norm(s, ord_, axis=axis), rtol=1e-14)
+    np.testing.assert_allclose(fsl.norm(a, 1, axis=(1, 0)), ssl.norm(s, 1, axis=(1, 0)))
+    with pytest.raises(NotImplementedError, match="svds"):
+        fsl.norm(a, 2)
+    with pytest.raises(ValueError, match="invalid norm order"):
+        fsl.norm(a, 3)
+    with pytest.raises(TypeError, match="funcgrad.numpy.linalg.norm"):
+        fsl.norm(np.eye(2))
+    sq = (ssp.random(5, 5, density=0.5, rng=2) + ssp.eye(5)).tocsr()
+    est, v, w = fsl.onenormest(fs.csr_array(sq), compute_v=True, compute_w=True)
+    want = ssl.onenormest(sq, compute_v=True, compute_w=True)
+    for got, ref in zip((est, v, w), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-14)
+    with pytest.raises(TypeError, match="LinearOperator has no stored entries"):
+        fsl.onenormest(fsl.LinearOperator((2, 2), matvec=lambda x: x))
+    with pytest.raises(np.linalg.LinAlgError, match="diagonal"):
+        fsl.spsolve_triangular(fs.csr_array(np.array([[0.0, 0.0], [1.0, 3.0]])), np.ones(2))
+    with pytest.raises(ValueError, match="0 < k < min"):
+        fsl.svds(a, k=5)
+    with pytest.raises(NotImplementedError, match="'LM'"):
+        fsl.svds(a, k=2, which="SM")
+    # complex values: the singular values and a phase-invariant function of the vectors, against dense SVD
+    z = s.data * (1.0 + 0.5j * np.cos(np.arange(s.nnz)))
+    c = fs.csr_array((z, s.indices, s.indptr), shape=s.shape)
+    u, sv, vh = fsl.svds(c, k=2)
+    dense = np.linalg.svd(c.toarray())
+    np.testing.assert_allclose(sv, dense[1][1::-1], rtol=1e-12)
+    np.testing.assert_allclose(u @ np.diag(sv) @ vh, (dense[0][:, :2] * dense[1][:2]) @ dense[2][:2],
+                               atol=1e-12)
+
+    def top(z, by_svds):
+        m = fs.csr_array((z, s.indices, s.indptr), shape=s.shape)
+        if by_svds:
+            u, sv, vh = fsl.svds(m, k=1)
+        else:
+            uu, sd, vvh = fnp.linalg.svd(m.toarray(), full_matrices=False)
+            u, sv, vh = uu[:, :1], sd[:1], vvh[:1]
+        return sv[0] + fnp.sum(fnp.abs(u) ** 4) + fnp.sum(fnp.abs(vh) ** 3)
+
+    np.testing.assert_allclose(fg.grad(top)(z, True), fg.grad(top)(z, False), atol=1e-11)
+    check_grads(lambda z: top(z, True), (z,), order=2, modes=("fwd", "rev"))
+
+
+def test_indexing_agrees_with_scipy_and_refuses_one_dimensional_results():
+    rng = np.random.default_rng(0)
+    dense = rng.integers(-2, 3, (5, 6)).astype(float) * (rng.random((5, 6)) < 0.5)
+    keys = [(1, 2), (-1, -2), (slice(1, 4), slice(None)), ([3, 1, 3], slice(1, 5)), (slice(None, None, 2), [5, 0, 0]),
+            (np.array([True, False, True, False, True]), slice(1, 3)), [4]]
+    for fmt in ("csr", "csc", "coo"):
+        ours = getattr(fs, f"{fmt}_array")(dense)
+        for key in keys:
+            want = ssp.csr_array(dense)[key]
+            got = ours[key]
+            np.testing.assert_array_equal(got.toarray() if hasattr(got, "toarray") else got,
+                                          want.toarray() if hasattr(want, "toarray") else want, err_msg=str(key))
+        matrix = getattr(fs, f"{fmt}_matrix")(dense)
+        for key in [(2, slice(None)), (slice(None), 3), 2]:
+            np.testing.assert_array_equal(matrix[key].toarray(), ssp.csr_matrix(dense)[key].toarray())
+    a = fs.csr_array(dense)
+    with pytest.raises(NotImplementedError, match=r"A\[\[2\]\]"):
+        a[2]
+    with pytest.raises(NotImplementedError, match=r"A\[:, \[3\]\]"):
+        a[:, 3]
+    with pytest.raises(IndexError, match="out of range"):
+        a[5, 0]
+    with pytest.raises(IndexError, match="two index arrays"):
+        a[[0, 1], [1, 2]]
+    with pytest.raises(IndexError, match="boolean row mask must have shape"):
+        a[np.ones(3, bool)]
+    with pytest.raises(TypeError, match="concrete"):
+        fg.jit(lambda rows: a[rows, :].toarray())(np.array([0, 1]))
+    assert a[0, 1] == 0.0 and a[[0, 0], :].nnz == 2 * a[[0], :].nnz
+
+
+def test_setdiag_in_place_as_scipy():
+    dense = np.array([[1.0, 2.0, 0.0], [0.0, 0.0, 3.0], [4.0, 0.0, 0.0]])
+    for fmt in ("csr", "csc", "coo"):
+        for values, k in (([7.0, 8.0], 0), (0.0, 1), ([1.0, 2.0, 3.0, 4.0, 5.0], -1), ([9.0], -2), (5.0, 2)):
+            want = getattr(ssp, f"{fmt}_array")(dense)
+            want.setdiag(values, k=k)
+            got = getattr(fs, f"{fmt}_array")(dense)
+            assert got.setdiag(values, k=k) is None
+            np.testing.assert_array_equal(got.toarray(), want.toarray())
+            assert got.nnz == want.nnz and got.format == fmt
+    with pytest.raises(ValueError, match="out of range"):
+        fs.csr_array(dense).setdiag(1.0, k=3)
+
+
+def test_splu_and_spsolve_pass_their_options_to_the_factorization():
+    s = (ssp.random(8, 8, density=0.4, rng=3) + 4 * ssp.eye(8)).tocsc()
+    a = fs.csc_array(s)
+    np.testing.assert_array_equal(fsl.splu(a, permc_spec="NATURAL").perm_c, np.arange(8))
+    assert not np.array_equal(fsl.splu(a, permc_spec="COLAMD").perm_c, np.arange(8))
+    b = np.arange(8.0)
+    for spec in ("NATURAL", "MMD_AT_PLUS_A"):
+        np.testing.assert_allclose(fsl.spsolve(a, b, permc_spec=spec), ssl.spsolve(s, b), rtol=1e-12)
+        g = fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b, permc_spec=spec) ** 2))(a.data)
+        np.testing.assert_allclose(g, fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b) ** 2))(a.data),
+                                   rtol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["lsqr", "lsmr"])
+def test_least_squares_derivatives_match_the_normal_equations(method):
+    s = (ssp.random(8, 5, density=0.5, rng=0, format="csr") + ssp.eye(8, 5)).tocsr()
+    a = fs.csr_array(s)
+    b = np.cos(np.arange(8.0))
+    tight = {"atol": 1e-14, "btol": 1e-14}
+    for damp in (0.0, 0.3):
+        got, want = getattr(fsl, method)(a, b, damp=damp, **tight), getattr(ssl, method)(s, b, damp=damp, **tight)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+        assert len(got) == len(want) and isinstance(got[1], int) and got[1:3] == want[1:3]
+        f = lambda d, b: getattr(fsl, method)(a._like(d), b, damp=damp, **tight)[0]  # noqa: E731, B023
+
+        def dense(d, b):
+            m = a._like(d).toarray()
+            return fnp.linalg.solve(m.T @ m + damp ** 2 * np.eye(5), m.T @ b)  # noqa: B023
+        want_j = fg.jacrev(dense, argnums=(0, 1))(a.data, b)
+        for jac in (fg.jacrev, fg.jacfwd):
+            for g, w in zip(jac(f, argnums=(0, 1))(a.data, b), want_j):
+                np.testing.assert_allclose(g, w, atol=1e-12)
+        check_grads(f, (a.data, b), order=2, modes=("fwd", "rev"))
+    # complex values, damped
+    z = s.data * (1 + 0.3j * np.sin(np.arange(s.nnz)))
+    bc = b * (1 - 0.5j)
+
+    def loss(z, by):
+        m = a._like(z)
+        if by == "sparse":
+            x = getattr(fsl, method)(m, bc, damp=0.2, **tight)[0]
+        else:
+            d = m.toarray()
+            x = fnp.linalg.solve(fnp.conj(d).T @ d + 0.04 * np.eye(5), fnp.conj(d).T @ bc)
+        return fnp.sum(fnp.abs(x) ** 2)
+    np.testing.assert_allclose(fg.grad(loss)(z, "sparse"), fg.grad(loss)(z, "dense"), atol=1e-12)
+    check_grads(lambda z: loss(z, "sparse"), (z,), order=2, modes=("fwd", "rev"))
+    # a rank-deficient A without damping: no unique solution, so no derivative
+    deficient = fs.csr_array(np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]]))
+    with pytest.raises(fsl.SingularMatrixError):
+        fg.grad(lambda d: fnp.sum(getattr(fsl, method)(deficient._like(d), np.ones(3))[0]))(deficient.data)
+    with pytest.raises(NotImplementedError, match="x0"):
+        getattr(fsl, method)(a, b, x0=np.zeros(5))
+    with pytest.raises(ValueError, match="length 8"):
+        getattr(fsl, method)(a, np.ones(5))
+
+
+def test_argmax_and_count_nonzero_stay_on_the_device():
+    import fake_backend as fb
+
+    fb.install()
+    s = ssp.random(5, 6, density=0.4, rng=4, format="csr")
+    s.data -= 0.5
+    a = fs.csr_array((fb.to_fake(s.data), s.indices, s.indptr), shape=s.shape)
+    with fb.no_host_sync():
+        outs = [a.argmax(), a.argmin(axis=0), a.argmax(axis=1), a.count_nonzero(), a.count_nonzero(axis=0),
+                a.max(axis=1), fsl.norm(a, -np.inf)]
+    wants = [s.argmax(), s.argmin(axis=0), s.argmax(axis=1), s.count_nonzero(), s.count_nonzero(axis=0),
+             s.max(axis=1).toarray(), ssl.norm(s, -np.inf)]
+    for got, want in zip(outs, wants):
+        assert type(got).__module__ == type(a.data).__module__
+        np.testing.assert_array_equal(np.ravel(fg.to_numpy(got)), np.ravel(want))
+
+
+@pytest.mark.parametrize("method", ["cg", "gmres", "bicgstab", "minres"])
+def test_preconditioner_without_rmatvec_in_the_gradient(method):
+    """An ILU preconditioner as SciPy users write it (a LinearOperator with matvec only): the
+    adjoint solve uses M^H when it exists, else M (Hermitian methods) or none."""
+    n = 30
+    s = ssp.diags([-np.ones(n - 1), 2.5 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1]).tocsc()
+    a, b = fs.csc_array(s), np.cos(np.arange(n))
+    ilu = fsl.spilu(a, drop_tol=1e-4)
+    np.testing.assert_allclose(ilu.solve(b), ssl.spilu(s, drop_tol=1e-4).solve(b))
+    for m in (ssl.LinearOperator(s.shape, ilu.solve), fsl.LinearOperator(s.shape, matvec=ilu.solve),
+              ssl.LinearOperator(s.shape, ilu.solve, rmatvec=lambda v: ilu.solve(v, "T"))):
+        loss = lambda d: fnp.sum(getattr(fsl, method)(a._like(d), b, rtol=1e-12, M=m)[0] ** 2)  # noqa: E731, B023
+        want = fg.grad(lambda d: fnp.sum(fsl.spsolve(a._like(d), b) ** 2))(a.data)
+        np.testing.assert_allclose(fg.grad(loss)(a.data), want, rtol=1e-8, atol=1e-10)
+    # traced by grad: read as a constant; staged by jit: refused with the way out
+    fg.grad(lambda d: fnp.sum(fsl.gmres(a._like(d), b, M=fsl.LinearOperator(
+        s.shape, matvec=fsl.spilu(a._like(d)).solve))[0]))(a.data)
+    with pytest.raises(TypeError, match="outside the transform"):
+        fg.jit(lambda d: fsl.spilu(a._like(d)).solve(b))(a.data)
+    import fake_backend as fb   # on a device: the device's incomplete LU, its solve on the device
+
+    fb.install()
+    on_device = fs.csc_array((fb.to_fake(s.data), s.indices, s.indptr), shape=s.shape)
+    with fb.no_host_sync():
+        y = fsl.spilu(on_device, drop_tol=1e-4).solve(fb.to_fake(b))
+    np.testing.assert_allclose(fg.to_numpy(y), ilu.solve(b))
+
+
+def test_eigsh_shift_invert_vectors_and_errors():
+    n = 10
+    s = ssp.random(n, n, density=0.35, rng=1)
+    s = (s + s.T + ssp.diags(np.arange(n) * 1.5)).tocsr()
+    a = fs.csr_array(s)
+
+    def sym(d):
+        return (a._like(d) + a._like(d).T) * 0.5
+
+    w, v = fsl.eigsh(a, k=2, sigma=4.0)
+    dense_w = np.linalg.eigvalsh(s.toarray())
+    np.testing.assert_allclose(w, np.sort(dense_w[np.argsort(np.abs(dense_w - 4.0))[:2]]), rtol=1e-10)
+    vecs = lambda d: fsl.eigsh(sym(d), k=2, sigma=4.0)[1]  # noqa: E731
+    check_grads(vecs, (a.data,), order=2, modes=("fwd", "rev"))
+    with pytest.raises(TypeError, match="sigma must be a concrete real number"):
+        fsl.eigsh(a, k=2, sigma=1j)
+    with pytest.raises(NotImplementedError, match="generalized"):
+        fsl.eigsh(a, k=2, M=a)
+    import fake_backend as fb
+
+    fb.install()
+    with pytest.raises(NotImplementedError, match="cupyx's eigsh has no sigma"):
+        fsl.eigsh(fs.csr_array((fb.to_fake(s.data), s.indices, s.indptr), shape=s.shape), k=2, sigma=4.0)
+
+
+def test_nonzero_find_and_eliminate_zeros_as_scipy():
+    s = ssp.coo_array((np.array([2.0, 3.0, 1.0, 0.0, 5.0, -5.0]),
+                       (np.array([0, 1, 1, 0, 1, 1]), np.array([1, 0, 2, 0, 1, 1]))), shape=(2, 3))
+    for ref in (s, s.tocsr(), s.tocsc()):
+        ours = getattr(fs, f"{ref.format}_array")(ref)
+        for got, want in zip(ours.nonzero(), ref.nonzero()):
+            np.testing.assert_array_equal(got, want)
+        for got, want in zip(fs.find(ours), ssp.find(ref)):
+            np.testing.assert_array_equal(got, want)
+    a, ref = fs.csr_array(s), s.tocsr()
+    a.eliminate_zeros()
+    ref.eliminate_zeros()
+    assert a.nnz == ref.nnz and np.array_equal(a.toarray(), ref.toarray())
+    c = fs.coo_array(s)
+    np.testing.assert_array_equal(fg.grad(lambda v: fnp.sum(fs.find(c._like(v))[2] ** 2))(c.data),
+                                  [4.0, 6.0, 2.0, 0.0, 0.0, 0.0])
+    with pytest.raises(TypeError, match="outside the transform"):
+        fg.jit(lambda v: fs.find(c._like(v))[2])(c.data)

@@ -72,6 +72,12 @@ def sym(a):
     return a + a.T
 
 
+def setdiag(a, values, k):
+    """``a`` after ``a.setdiag(values, k)`` (in place, as SciPy)."""
+    a.setdiag(values, k)
+    return a
+
+
 R = "real"
 S_ = "small"
 TOL = {"rtol": 1e-8, "atol": 1e-10}
@@ -106,6 +112,16 @@ OPS = [
     Spec("diagonal_k1", lambda v: A(v).diagonal(1), lambda v: S(v).diagonal(1), [R], shapes=(V,)),
     Spec("data_function", lambda v: A(v)._map(fnp.sin).sum(axis=1), lambda v: S(np.sin(v)).sum(axis=1),
          [R], shapes=(V,)),
+    Spec("getitem_rows_cols", lambda v: A(v)[[3, 1, 3], 1:4].toarray(), lambda v: S(v)[[3, 1, 3], 1:4].toarray(),
+         [R], shapes=(V,)),
+    Spec("getitem_mask_csc", lambda v: A(v, "csc")[::2, np.array([1, 0, 1, 1, 0], bool)].toarray(),
+         lambda v: S(v, "csc")[::2, np.array([1, 0, 1, 1, 0], bool)].toarray(), [R], shapes=(V,)),
+    Spec("getitem_entry", lambda v: A(v)[2, 2] + A(v, "coo")[0, 1] * 2.0,
+         lambda v: S(v)[2, 2] + S(v, "csr")[0, 1] * 2.0, [R], shapes=(V,)),
+    Spec("setdiag", lambda v, d: setdiag(A(v, "csc"), d, 1).toarray(),
+         lambda v, d: setdiag(S(v, "csc"), d, 1).toarray(), [R, R], shapes=(V, (3,))),
+    Spec("tril_triu", lambda v, w: (fs.tril(A(v), -1) + fs.triu(A(w, "csc"), 1, format="csr")).toarray(),
+         lambda v, w: (ssp.tril(S(v), -1) + ssp.triu(S(w), 1)).toarray(), [R, R], shapes=(V, V)),
     Spec("power", lambda v: A(v).power(3).toarray(), lambda v: S(v).power(3).toarray(), [R], shapes=(V,)),
     Spec("diags", lambda a, b: fs.diags([a, b], [0, 1], shape=(3, 3)).toarray(),
          lambda a, b: ssp.diags([a, b], [0, 1], shape=(3, 3)).toarray(), [R, R], shapes=((3,), (2,))),
@@ -150,11 +166,17 @@ OPERATORS = [
 EXPM = [
     Spec("expm_multiply", lambda v, b: fsl.expm_multiply(A(v), b), lambda v, b: ssl.expm_multiply(S(v), b),
          [R, R], shapes=(V, XM), rtol=1e-12, atol=1e-13,
-         skip={"device": "the Taylor degree is chosen from the matrix norm, read on the host (one scalar "
-                         "transfer, which the fake device refuses)"}),
+         skip={"device": "on a device the step budget needs norm_bound= (expm_multiply_norm_bound)"}),
     Spec("expm_multiply_time_grid", lambda v, b: fsl.expm_multiply(A(v, "csc"), b, start=0.5, stop=1.5, num=3),
          lambda v, b: ssl.expm_multiply(S(v, "csc"), b, start=0.5, stop=1.5, num=3), [R, R], shapes=(V, X),
          rtol=1e-12, atol=1e-13, skip={"device": "as expm_multiply"}),
+    # a static norm bound fixes the number of products (the device and fg.jit path: no host read)
+    Spec("expm_multiply_norm_bound", lambda v, b: fsl.expm_multiply(A(v), b, norm_bound=8.0),
+         lambda v, b: ssl.expm_multiply(S(v), b), [R, R], shapes=(V, XM), rtol=1e-12, atol=1e-13),
+    Spec("expm_multiply_time_grid_norm_bound",
+         lambda v, b: fsl.expm_multiply(A(v, "csc"), b, start=0.5, stop=1.5, num=3, norm_bound=8.0),
+         lambda v, b: ssl.expm_multiply(S(v, "csc"), b, start=0.5, stop=1.5, num=3), [R, R], shapes=(V, X),
+         rtol=1e-12, atol=1e-13),
 ]
 
 
@@ -185,7 +207,105 @@ EIGEN = [
          lambda v: eigh_top2(v)[1], [R], shapes=(V,), rtol=1e-8, atol=1e-9),
 ]
 
-SPECS = OPS + SOLVES + OPERATORS + EIGEN + EXPM
+def hermitian(re, im):
+    """A complex Hermitian matrix of pattern _P with well separated eigenvalues: 0.1 (Z + Z^H)
+    for Z = re + i im, plus 2 i on the diagonal (on re's device, in its precision)."""
+    a = A((re + 1j * im) * 0.1)
+    return a + a.conj().T + fs.diags([fnp.cumsum(re[:N] * 0 + 2.0) - 2.0], [0])
+
+
+def S_hermitian(re, im):
+    s = S((re + 1j * im) * 0.1)
+    return (s + s.conj().T + ssp.diags(2.0 * np.arange(N))).toarray()
+
+
+def projectors(v):
+    """Gauge-invariant functions of eigenvectors v (columns): |v|^2 and the real and
+    imaginary parts of each projector v v^H (unchanged by v -> e^{i phi} v)."""
+    outer = v[:, None, :] * fnp.conj(v[None, :, :])
+    return fnp.concatenate([fnp.ravel(fnp.abs(v) ** 2), fnp.ravel(fnp.real(outer)), fnp.ravel(fnp.imag(outer))])
+
+
+EIGEN += [
+    Spec("eigsh_hermitian_values",
+         lambda re, im: fsl.eigsh(hermitian(re, im), k=2, which="LA", return_eigenvectors=False),
+         lambda re, im: np.linalg.eigvalsh(S_hermitian(re, im))[-2:], [R, R], shapes=(V, V), rtol=1e-9, atol=1e-10),
+    Spec("eigsh_hermitian_projectors",
+         lambda re, im: projectors(fsl.eigsh(hermitian(re, im), k=2, which="SA")[1]),
+         lambda re, im: projectors(np.linalg.eigh(S_hermitian(re, im))[1][:, :2]), [R, R], shapes=(V, V),
+         rtol=1e-8, atol=1e-9),
+]
+
+def svd_top2(w):
+    """The two largest singular values (ascending) of Sq(w), and sign-invariant functions of
+    their vectors: u_i * u_i and the outer products u_i v_i^T."""
+    u, s, vh = np.linalg.svd(Sq(w).toarray())
+    u, s, vh = u[:, 1::-1], s[1::-1], vh[1::-1]
+    return np.concatenate([s, (u * u).ravel(), np.einsum("ik,kj->kij", u, vh).ravel()])
+
+
+def svds_top2(w):
+    u, s, vh = fsl.svds(Aq(w), k=2)
+    return fnp.concatenate([s, fnp.ravel(u * u), fnp.ravel(u.T[:, :, None] * vh[:, None, :])])
+
+
+NORMS = [
+    Spec("max", lambda v: A(v).max(), lambda v: S(v).max(), [R], shapes=(V,)),
+    Spec("min_axis0", lambda v: A(v).min(axis=0), lambda v: S(v).min(axis=0).toarray(), [R], shapes=(V,)),
+    Spec("max_axis1_coo", lambda v: A(v, "coo").max(axis=1), lambda v: S(v).max(axis=1).toarray(), [R],
+         shapes=(V,)),
+    Spec("norm_fro", lambda v: fsl.norm(A(v)), lambda v: ssl.norm(S(v)), [R], shapes=(V,)),
+    Spec("norm_1", lambda v: fsl.norm(A(v, "csc"), 1), lambda v: ssl.norm(S(v), 1), [R], shapes=(V,)),
+    Spec("norm_inf", lambda v: fsl.norm(A(v), np.inf), lambda v: ssl.norm(S(v), np.inf), [R], shapes=(V,)),
+    Spec("norm_rows", lambda v: fsl.norm(well(v), axis=1), lambda v: ssl.norm(S_well(v), axis=1), [R],
+         shapes=(V,)),
+    Spec("norm_columns_p3", lambda v: fsl.norm(well(v), 3, axis=0), lambda v: ssl.norm(S_well(v), 3, axis=0),
+         [R], shapes=(V,)),
+    Spec("onenormest", lambda v: fsl.onenormest(A(v)), lambda v: ssl.onenormest(S(v)), [R], shapes=(V,)),
+]
+
+def tall(v):
+    """A (2N, N) matrix of full column rank: the well-conditioned matrix over 0.2 A(v)."""
+    return fs.vstack([well(v), A(0.2 * v)])
+
+
+def S_tall(v):
+    return ssp.vstack([S_well(v), S(0.2 * v)]).tocsr()
+
+
+LSQ = {"atol": 1e-14, "btol": 1e-14}
+
+SOLVES += [
+    Spec("lsqr", lambda v, b: fsl.lsqr(tall(v), b, **LSQ)[0], lambda v, b: ssl.lsqr(S_tall(v), b, **LSQ)[0],
+         [R, R], shapes=(V, (2 * N,)), rtol=1e-9, atol=1e-11),
+    Spec("lsmr_damped", lambda v, b: fsl.lsmr(tall(v), b, damp=0.5, **LSQ)[0],
+         lambda v, b: ssl.lsmr(S_tall(v), b, damp=0.5, **LSQ)[0], [R, R], shapes=(V, (2 * N,)), rtol=1e-9,
+         atol=1e-11),
+
+    Spec("spsolve_triangular_lower", lambda v, b: fsl.spsolve_triangular(well(v), b),
+         lambda v, b: ssl.spsolve_triangular(ssp.tril(S_well(v)).tocsr(), b), [R, R], shapes=(V, X), **TOL),
+    Spec("spsolve_triangular_upper_unit",
+         lambda v, b: fsl.spsolve_triangular(A(v), b, lower=False, unit_diagonal=True),
+         lambda v, b: ssl.spsolve_triangular(ssp.triu(S(v)).tocsr(), b, lower=False, unit_diagonal=True),
+         [R, R], shapes=(V, XM), **TOL),
+]
+
+def eigh_nearest(v, sigma, k):
+    w = np.linalg.eigvalsh(S_spread(v))
+    return np.sort(w[np.argsort(np.abs(w - sigma))[:k]])
+
+
+EIGEN += [
+    Spec("eigsh_shift_invert", lambda v: fsl.eigsh(spread(v), k=2, sigma=2.9, return_eigenvectors=False),
+         lambda v: eigh_nearest(v, 2.9, 2), [R], shapes=(V,), rtol=1e-9, atol=1e-10,
+         skip={"device": "shift-invert runs on the host (cupyx's eigsh has no sigma): tested to raise"}),
+    Spec("svds", svds_top2, svd_top2, [R], shapes=(QV,), rtol=1e-8, atol=1e-9),
+    Spec("svds_values", lambda w: fsl.svds(Aq(w), k=2, return_singular_vectors=False),
+         lambda w: np.linalg.svd(Sq(w).toarray(), compute_uv=False)[1::-1], [R], shapes=(QV,), rtol=1e-9,
+         atol=1e-10),
+]
+
+SPECS = NORMS + OPS + SOLVES + OPERATORS + EIGEN + EXPM
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -25,7 +25,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..backend import to_numpy as fg_to_numpy
-from ..random.threefry import is_key
+from ..random.threefry import is_key, key_data
+from ..scipy._random_state import key_generator
 
 __all__ = [
     "rng", "fans", "calculate_gain", "zeros", "ones", "constant", "uniform", "normal",
@@ -49,8 +50,7 @@ def rng(key: Any) -> np.random.Generator:
     if isinstance(key, np.random.Generator):
         return key
     if is_key(key):
-        hi, lo = (int(v) for v in np.asarray(fg_to_numpy(key)))
-        return np.random.default_rng((hi << 32) | lo)
+        return key_generator(key_data(key))
     if key is None or isinstance(key, (int, np.integer, np.random.SeedSequence)):
         return np.random.default_rng(key)
     if isinstance(key, np.random.BitGenerator):

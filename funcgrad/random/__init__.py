@@ -1,6 +1,7 @@
 """funcgrad.random: functional random numbers with JAX's keys and JAX's streams.
 
-A key is a ``uint32[2]`` array; every draw is a pure function of its key, so
+A key is a typed key array (``key(seed)``, shape ``()``) or its raw
+``uint32[2]`` data (``PRNGKey(seed)``); every draw is a pure function of its key, so
 draws compose with every transform: ``vmap`` over a batch of keys equals a
 loop, ``fg.jit`` stages the draws (a new key gives new numbers, nothing is
 frozen), ``scan``/``fori_loop`` carry keys, and reparameterized samples
@@ -37,12 +38,15 @@ if TYPE_CHECKING:
     from .derived import (  # noqa: F401
         double_sided_maxwell, f, geometric, lognormal, maxwell, pareto, rayleigh, triangular, wald, weibull_min,
     )
-    from .threefry import PRNGKey, bits, fold_in, key, key_data, split, wrap_key_data  # noqa: F401
+    from .key_array import PRNGKeyArray, issubdtype, prng_key  # noqa: F401
+    from .threefry import PRNGKey, bits, fold_in, key, key_data, key_impl, split, wrap_key_data  # noqa: F401
 
 # Each public name and the module defining it: the modules load on first use, so that
 # ``import funcgrad`` stays fast (funcgrad.nn only needs ``threefry.is_key`` up front).
 _HOME = {
-    **dict.fromkeys(["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits"], "threefry"),
+    **dict.fromkeys(["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "split", "fold_in", "bits"],
+                    "threefry"),
+    **dict.fromkeys(["PRNGKeyArray", "prng_key", "issubdtype"], "key_array"),
     **dict.fromkeys(["uniform", "normal", "exponential", "laplace", "logistic", "gumbel", "cauchy",
                      "truncated_normal", "multivariate_normal", "orthogonal"], "continuous"),
     **dict.fromkeys(["randint", "bernoulli", "rademacher", "permutation", "choice", "categorical", "poisson"],

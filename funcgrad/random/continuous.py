@@ -51,7 +51,7 @@ def _as(x: Any, dt: np.dtype) -> Any:
     """``x`` converted to ``dt`` (traced values stay traced)."""
     if isinstance(x, Box):
         return x if fnp.result_type(x) == dt else fnp.astype(x, dt)
-    if isinstance(x, (int, float, np.generic)) or np.ndim(x) == 0 and isinstance(x, np.ndarray):
+    if isinstance(x, (int, float, np.generic)) or isinstance(x, np.ndarray) and x.ndim == 0:
         return dt.type(x)  # a scalar mixes with arrays of any device
     if hasattr(x, "astype") and hasattr(x, "dtype"):
         return x if x.dtype == dt else x.astype(dt)
@@ -100,10 +100,11 @@ def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, max
     return _uniform(key, canonical_shape(shape, "uniform"), dt, minval, maxval)
 
 
-def _normal_real(key: Any, shape: tuple[int, ...], dt: np.dtype) -> Any:
+def _normal_real(key: Any, shape: tuple[int, ...], dt: np.dtype, exact: bool = False) -> Any:
+    """JAX's normals; ``exact`` for samplers that amplify the last bits (erf_inv's exact mode)."""
     lo = np.nextafter(dt.type(-1.0), dt.type(0.0))
     u = _uniform(key, shape, dt, lo, dt.type(1.0))
-    return dt.type(np.sqrt(2)) * erf_inv(u)
+    return dt.type(np.sqrt(2)) * (erf_inv(u, exact=True) if exact else erf_inv(u))
 
 
 def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
@@ -321,7 +322,7 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
     shape = canonical_shape(shape, "orthogonal")
     n = int(n)
     m = n if m is None else int(m)
-    z = _normal_real(key, shape + (max(n, m), min(n, m)), dt)
+    z = _normal_real(key, shape + (max(n, m), min(n, m)), dt, exact=True)
     q, r = fnp.linalg.qr(z)
     d = fnp.diagonal(r, axis1=-2, axis2=-1)
     x = q * fnp.expand_dims(fnp.sign(d), -2)

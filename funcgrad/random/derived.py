@@ -62,7 +62,7 @@ def maxwell(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Maxwell samples: the norm of a 3-d standard normal. Example: ``fg.random.maxwell(key, (2,))``."""
     key = check_key("maxwell", key)
     dt = float_dtype("maxwell", dtype)
-    z = _normal_real(key, canonical_shape(shape, "maxwell") + (3,), dt)
+    z = _normal_real(key, canonical_shape(shape, "maxwell") + (3,), dt, exact=True)
     return fnp.sqrt(fnp.sum(z * z, axis=-1))
 
 
@@ -108,7 +108,7 @@ def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None) -> Any:
     shape = _shape_of("wald", shape, mean)
     k1, k2 = split(key)
     mean = fnp.broadcast_to(_as(mean, dt), shape)
-    v = _normal_real(k1, shape, dt)
+    v = _normal_real(k1, shape, dt, exact=True)
     z = _uniform(k2, shape, dt, 0.0, 1.0)
     y = v * v
     mean_sq = mean * mean

@@ -33,8 +33,10 @@ from ..backend import namespace_of
 from ..core import Box, defprimitive
 from ..numpy._batching import batch_size, front
 from . import native
+from .key_array import PRNGImpl, PRNGKeyArray, resolve_impl, threefry2x32_impl, typed_data
 
-__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits", "check_key", "is_key", "canonical_shape"]
+__all__ = ["PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "split", "fold_in", "bits", "check_key",
+           "is_key", "canonical_shape"]
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
@@ -55,26 +57,41 @@ def threefry2x32(k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
     xp = namespace_of(k1, k2, x1, x2)
     shape = np.broadcast_shapes(*(tuple(a.shape) for a in (k1, k2, x1, x2)))
     n = math.prod(shape)
+    k1, k2 = (xp.asarray(a, dtype=xp.uint32) for a in (k1, k2))
+    keys: tuple[Any, Any]
+    if xp is np and k1.size == 1 and k2.size == 1:
+        keys = (int(k1.reshape(-1)[0]), int(k2.reshape(-1)[0]))  # one key: its words as scalars
+    else:
+        keys = (xp.broadcast_to(k1, shape).reshape(n), xp.broadcast_to(k2, shape).reshape(n))
     # Flat 1-d arrays: uint32 array arithmetic wraps silently (0-d scalars would warn).
-    k1, k2, x1, x2 = (xp.broadcast_to(xp.asarray(a, dtype=xp.uint32), shape).reshape(n) for a in (k1, k2, x1, x2))
-    out1 = xp.empty(n, dtype=xp.uint32)
-    out2 = xp.empty(n, dtype=xp.uint32)
+    x1, x2 = (xp.broadcast_to(xp.asarray(a, dtype=xp.uint32), shape).reshape(n) for a in (x1, x2))
+    state = xp.empty((2, n), dtype=xp.uint32)  # both halves in one buffer: one add injects the key
     block = _BLOCK if xp is np else max(n, 1)
     for start in range(0, n, block):
         part = slice(start, min(n, start + block))
-        _rounds(xp, k1[part], k2[part], x1[part], x2[part], out1[part], out2[part])
-    return out1.reshape(shape), out2.reshape(shape)
+        block_keys = keys if isinstance(keys[0], int) else (keys[0][part], keys[1][part])  # type: ignore[index]
+        _rounds(xp, block_keys, x1[part], x2[part], state[:, part])
+    return state[0].reshape(shape), state[1].reshape(shape)
 
 
 _BLOCK = 1 << 16
+_MASK = 0xFFFFFFFF
 
 
-def _rounds(xp: Any, k1: Any, k2: Any, x1: Any, x2: Any, a: Any, b: Any) -> None:
-    """The 20 rounds and 5 key injections, written into ``a`` and ``b`` in place."""
-    ks = (k1, k2, k1 ^ k2 ^ xp.uint32(_PARITY))
-    xp.add(x1, ks[0], out=a)
-    xp.add(x2, ks[1], out=b)
+def _rounds(xp: Any, keys: tuple[Any, Any], x1: Any, x2: Any, state: Any) -> None:
+    """The 20 rounds and 5 key injections of the counters ``(x1, x2)``, written into the rows
+    of ``state`` (``(2, m)``) in place. ``keys`` are two ints (one key) or two arrays."""
+    a, b = state[0], state[1]
+    k1, k2 = keys
+    ks = (k1, k2, k1 ^ k2 ^ _PARITY)
     spill = xp.empty_like(b)
+    scalar = isinstance(k1, int)
+    if scalar:
+        xp.add(x1, xp.uint32(k1), out=a)
+        xp.add(x2, xp.uint32(k2), out=b)
+    else:
+        xp.add(x1, ks[0], out=a)
+        xp.add(x2, ks[1], out=b)
     for group in range(5):
         for r in _ROTATIONS[group % 2]:
             xp.add(a, b, out=a)
@@ -82,9 +99,13 @@ def _rounds(xp: Any, k1: Any, k2: Any, x1: Any, x2: Any, a: Any, b: Any) -> None
             xp.right_shift(b, xp.uint32(32 - r), out=b)
             xp.bitwise_or(b, spill, out=b)
             xp.bitwise_xor(b, a, out=b)
-        xp.add(a, ks[(group + 1) % 3], out=a)
-        xp.add(b, ks[(group + 2) % 3], out=b)
-        xp.add(b, xp.uint32(group + 1), out=b)
+        if scalar:  # both injections in one pass over the two rows
+            inject = np.array([[ks[(group + 1) % 3]], [(ks[(group + 2) % 3] + group + 1) & _MASK]], np.uint32)
+            xp.add(state, inject, out=state)
+        else:
+            xp.add(a, ks[(group + 1) % 3], out=a)
+            xp.add(b, ks[(group + 2) % 3], out=b)
+            xp.add(b, xp.uint32(group + 1), out=b)
 
 
 def _counters(xp: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
@@ -202,45 +223,62 @@ def _dtype_of(x: Any) -> np.dtype:
 
 
 def is_key(x: Any) -> bool:
-    """Is ``x`` a single PRNG key (a ``uint32`` array of shape ``(2,)``, traced or not)?
+    """Is ``x`` a single PRNG key: a typed key of shape ``()`` or raw ``uint32`` data of shape ``(2,)``
+    (traced or not)?
 
     Example::
 
-        is_key(fg.random.PRNGKey(0))   # True; an int seed or a numpy Generator: False
+        is_key(fg.random.PRNGKey(0)), is_key(fg.random.key(0))   # True True; an int seed: False
     """
+    if isinstance(x, PRNGKeyArray):
+        return x.shape == ()
     if not (isinstance(x, Box) or hasattr(x, "shape")) or isinstance(x, np.generic):
         return False
     return tuple(fnp.shape(x)) == (2,) and _dtype_of(x) == np.uint32
 
 
-def check_key(name: str, key: Any, batched: bool = False) -> Any:
-    """``key`` if it is a key (``uint32`` of shape ``(2,)``; ``(..., 2)`` when ``batched``), else a clear error."""
-    if isinstance(key, (int, float, np.integer, np.floating)) or key is None:
+def _check_data(name: str, data: Any) -> Any:
+    """``data`` if it is raw key data (``uint32`` of shape ``(..., 2)``), else a clear error."""
+    if isinstance(data, (int, float, np.integer, np.floating)) or data is None:
         raise TypeError(
-            f"{name}: expected a PRNG key (a uint32 array of shape (2,), from fg.random.PRNGKey(seed) "
-            f"or split), got {type(key).__name__} {key!r}; make one with fg.random.PRNGKey({key!r})"
+            f"{name}: expected a PRNG key (fg.random.key(seed), or the raw uint32 array of shape (2,) "
+            f"of fg.random.PRNGKey(seed)), got {type(data).__name__} {data!r}; make one with "
+            f"fg.random.key({data!r})"
         )
-    if not isinstance(key, Box) and not hasattr(key, "shape"):
-        key = np.asarray(key)
-    shape = tuple(fnp.shape(key))
-    dtype = _dtype_of(key)
+    if not isinstance(data, Box) and not hasattr(data, "shape"):
+        data = np.asarray(data)
+    shape = tuple(fnp.shape(data))
+    dtype = _dtype_of(data)
     if dtype != np.uint32 or not shape or shape[-1] != 2:
         raise TypeError(
-            f"{name}: expected a PRNG key (a uint32 array of shape (2,), from fg.random.PRNGKey(seed) "
-            f"or split), got an array of dtype {dtype} and shape {shape}"
+            f"{name}: expected a PRNG key (fg.random.key(seed), or the raw uint32 array of shape (2,) "
+            f"of fg.random.PRNGKey(seed)), got an array of dtype {dtype} and shape {shape}"
         )
+    return data
+
+
+def check_key(name: str, key: Any, batched: bool = False) -> Any:
+    """The raw ``uint32`` data of ``key`` (typed, or raw of shape ``(2,)``; a batch of keys when
+    ``batched``), else a clear error."""
+    typed = isinstance(key, PRNGKeyArray)
+    data = _check_data(name, typed_data(key) if typed else key)
+    shape = tuple(fnp.shape(data))
     if not batched and len(shape) != 1:
-        raise ValueError(
-            f"{name} accepts a single key, but was given a key array of shape {shape} != (2,). "
-            f"Use fg.vmap for batching."
-        )
-    return key
+        shown = f"{shape[:-1]} != ()" if typed else f"{shape} != (2,)"
+        raise ValueError(f"{name} accepts a single key, but was given a key array of shape {shown}. "
+                         f"Use fg.vmap for batching.")
+    return data
+
+
+def _like(key: Any, data: Any) -> Any:
+    """``data`` as typed keys when ``key`` was typed, raw otherwise (JAX's rule for split/fold_in)."""
+    return PRNGKeyArray(data) if isinstance(key, PRNGKeyArray) else data
 
 
 # ---------------------------------------------------------------- public
 
 
-def PRNGKey(seed: Any) -> Any:
+def PRNGKey(seed: Any, impl: Any = None) -> Any:
     """The key of an integer seed: ``uint32[2]`` holding the seed's 64 bits (high word first).
 
     JAX's ``jax.random.PRNGKey`` with ``jax_enable_x64`` (the seed is a 64-bit
@@ -252,6 +290,9 @@ def PRNGKey(seed: Any) -> Any:
 
         key = fg.random.PRNGKey(42)      # array([ 0, 42], dtype=uint32)
     """
+    resolve_impl(impl, "PRNGKey")
+    if isinstance(seed, PRNGKeyArray):
+        raise TypeError("PRNGKey accepts a scalar seed, but was given a PRNG key")
     if isinstance(seed, Box):
         if _dtype_of(seed).kind not in "iu" or fnp.shape(seed) != ():
             raise TypeError(f"PRNGKey: the seed must be a scalar integer, got dtype {_dtype_of(seed)} "
@@ -272,43 +313,78 @@ def PRNGKey(seed: Any) -> Any:
     return np.array([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32)
 
 
-def key(seed: Any) -> Any:
-    """A key from a seed. funcgrad has no typed key arrays: this is :func:`PRNGKey`.
+def key(seed: Any, impl: Any = None) -> PRNGKeyArray:
+    """A typed key array of shape ``()`` from an integer seed (JAX's ``jax.random.key``).
+
+    Its numbers are those of ``PRNGKey(seed)`` (the same data); ``key_data`` gives the data.
+    ``impl`` may be None or ``"threefry2x32"`` (the only implementation). A traced seed works
+    (inside ``fg.jit``).
 
     Example::
 
-        k = fg.random.key(0)
-        fg.random.key_data(k)            # the same uint32[2]
+        k = fg.random.key(0)             # PRNGKeyArray((), dtype=key<fry>)
+        fg.random.key_data(k)            # array([0, 0], dtype=uint32)
     """
-    return PRNGKey(seed)
+    resolve_impl(impl, "key")
+    if isinstance(seed, PRNGKeyArray) or (hasattr(seed, "shape") and tuple(fnp.shape(seed)) == (2,)
+                                          and _dtype_of(seed) == np.uint32):
+        raise TypeError("key accepts a scalar seed, but was given a PRNG key; a key needs no re-keying "
+                        "(wrap raw uint32 key data with fg.random.wrap_key_data)")
+    if (isinstance(seed, Box) or hasattr(seed, "shape")) and tuple(fnp.shape(seed)) != ():
+        raise TypeError(f"key accepts a scalar seed, but was given an array of shape {tuple(fnp.shape(seed))} "
+                        f"!= (). Use fg.vmap for batching")
+    return PRNGKeyArray(PRNGKey(seed))
 
 
 def key_data(keys: Any) -> Any:
-    """The ``uint32`` data of a key (array) -- the keys themselves, checked.
+    """The ``uint32`` data of a key array, shape ``keys.shape + (2,)`` (raw keys: themselves, checked).
 
     Example::
 
         fg.random.key_data(fg.random.split(fg.random.key(0)))   # shape (2, 2)
     """
+    if isinstance(keys, PRNGKeyArray):
+        return _check_data("key_data", typed_data(keys))
     return check_key("key_data", keys, batched=True)
 
 
-def wrap_key_data(key_bits_array: Any) -> Any:
-    """Keys from their ``uint32`` data (the data itself, checked). Example: ``wrap_key_data(np.array([0, 1], np.uint32))``."""
-    return check_key("wrap_key_data", key_bits_array, batched=True)
+def wrap_key_data(key_bits_array: Any, impl: Any = None) -> PRNGKeyArray:
+    """Typed keys around their ``uint32`` data (shape ``batch + (2,)``): the inverse of :func:`key_data`.
+
+    Example::
+
+        k = fg.random.wrap_key_data(np.array([0, 1], np.uint32))   # a key of shape ()
+    """
+    resolve_impl(impl, "wrap_key_data")
+    if isinstance(key_bits_array, PRNGKeyArray):
+        raise TypeError("wrap_key_data expects uint32 key data, but was given a typed key array; "
+                        "it is already wrapped (fg.random.key_data unwraps)")
+    return PRNGKeyArray(_check_data("wrap_key_data", key_bits_array))
+
+
+def key_impl(keys: Any) -> PRNGImpl:
+    """The implementation of a key (array), typed or raw: Threefry-2x32, the only one funcgrad has.
+
+    Example::
+
+        str(fg.random.key_impl(fg.random.key(0)))   # 'threefry2x32'
+    """
+    check_key("key_impl", keys, batched=True)
+    return threefry2x32_impl
 
 
 def split(key: Any, num: int | Sequence[int] = 2) -> Any:
-    """``num`` new keys (``num`` an int or a shape) from one key: ``(num, 2)``.
+    """``num`` new keys (``num`` an int or a shape) from one key: raw data ``(num, 2)``, or a typed
+    key array of shape ``(num,)`` from a typed key.
 
     Example::
 
         key, sub = fg.random.split(key)
         keys = fg.random.split(key, 8)         # (8, 2), e.g. one per example for vmap
     """
-    key = check_key("split", key)
+    data = check_key("split", key)
     shape = canonical_shape(num, "split")
-    return _split_p(key, shape=shape)
+    return _like(key, _split_p(data, shape=shape))
 
 
 def fold_in(key: Any, data: Any) -> Any:
@@ -321,7 +397,7 @@ def fold_in(key: Any, data: Any) -> Any:
 
         step_key = fg.random.fold_in(key, step)
     """
-    key = check_key("fold_in", key)
+    data_of_key = check_key("fold_in", key)
     if fnp.ndim(data) != 0:
         raise TypeError(f"fold_in accepts a scalar, but was given an array of shape {fnp.shape(data)} != (). "
                         f"Use fg.vmap for batching.")
@@ -332,7 +408,7 @@ def fold_in(key: Any, data: Any) -> Any:
         data = np.asarray(int(arr) & 0xFFFFFFFF, dtype=np.uint32)
     elif _dtype_of(data).kind not in "iu":
         raise TypeError(f"fold_in: data must be an integer, got dtype {_dtype_of(data)}")
-    return _fold_in_p(key, data)
+    return _like(key, _fold_in_p(data_of_key, data))
 
 
 def random_bits(key: Any, width: int, shape: tuple[int, ...]) -> Any:

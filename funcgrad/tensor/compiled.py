@@ -41,13 +41,14 @@ from typing import Any, Callable
 
 import funcgrad as fg
 from funcgrad import tree_util
+from funcgrad.backend import namespace_of
+from funcgrad.core import Box
 
 from . import _func_support as _support
 from .func import _swapped
 from .grad_mode import no_grad
 from .grad_mode import state as _grad_mode
-from .boxes import as_tensor_box
-from .nn.bridge import _boxes
+from .boxes import as_numpy_box, as_tensor_box
 from .nn.module import Module
 from .tensor import Tensor
 
@@ -183,6 +184,7 @@ class CompiledFunction:
                 values = [Tensor._make(v) for v in flat]
                 inputs = values[n_state:]
                 versions = [t._vc[0] for t in inputs]
+                state_versions = [t._vc[0] for t in values[:n_state]]
                 per_module: dict[int, tuple[Module, dict[str, Any]]] = {}
                 for (m, name, _), v in zip(state.entries, values):
                     per_module.setdefault(id(m), (m, {}))[1][name] = v
@@ -193,10 +195,13 @@ class CompiledFunction:
                 with _swapped_all(list(per_module.values())):
                     out = fn(*args, **kwargs)
                     buffers = []  # read back: the forward may have written them (running statistics)
-                    for m, name, is_buffer in state.entries:
+                    written = []
+                    for (m, name, is_buffer), held, version in zip(state.entries, values, state_versions):
                         if is_buffer:
                             store, leaf = _lookup(m, name)
                             buffers.append(store[leaf]._value)
+                            written.append(store[leaf] is not held or held._vc[0] != version)
+                    out_info["written"] = written
                 for i, (t, before) in enumerate(zip(inputs, versions)):
                     if t._vc[0] != before:
                         raise CompileError(f"ft.compile: the function changed its tensor argument {i} (shape "
@@ -225,24 +230,24 @@ class CompiledFunction:
         state = self._state.tensors()
         inputs = [leaves[i] for i in slots]
         key = (treedef, _hashable(statics), tuple(slots), self._state.signature(), _grad_mode.enabled,
-               tuple((tuple(t.shape), t.dtype) for t in (*state, *inputs)))
+               tuple((tuple(t.shape), t.dtype, t.requires_grad) for t in (*state, *inputs)))
         found = self._programs.get(key)
         if found is None:
             out_info: dict[str, Any] = {}
             try:
                 program = self._program(treedef, statics, slots, out_info)
-                flat = program(*_boxes(*state, *inputs))
+                flat = program(*_arguments(state, inputs, self._state.entries, None))
             except Exception as err:  # noqa: BLE001  (a staging failure: decide below)
                 return self._refuse(_reason(err), args, kwargs, err)
             self._programs[key] = (program, out_info)
         else:
             program, out_info = found
-            flat = program(*_boxes(*state, *inputs))
+            flat = program(*_arguments(state, inputs, self._state.entries, out_info["written"]))
         buffers = [t for t, (_, _, is_buffer) in zip(state, self._state.entries) if is_buffer]
         n_out = len(flat) - len(buffers)
-        if buffers:
-            with no_grad():
-                for target, value in zip(buffers, flat[n_out:]):
+        with no_grad():
+            for target, value, written in zip(buffers, flat[n_out:], out_info["written"]):
+                if written:
                     target.copy_(as_tensor_box(value))
         leaves_out = [as_tensor_box(o) if is_t else o for o, is_t in zip(flat[:n_out], out_info["is_tensor"])]
         return tree_util.tree_unflatten(out_info["def"], leaves_out)
@@ -259,6 +264,26 @@ class CompiledFunction:
                           f"(fullgraph=True makes this an error)", UserWarning, stacklevel=3)
         self._eager = True
         return out
+
+
+def _arguments(state: list[Tensor], inputs: list[Tensor], entries: list[tuple[Module, str, bool]],
+               written: list[bool] | None) -> list[Any]:
+    """The program's arguments: a recorded box for a tensor that requires grad (its gradient comes from the
+    staged backward), the raw array for one that does not (a plain input: no gradient is staged for it, and
+    the node keeps no reference to its version). A buffer the forward writes goes in as a copy (all buffers
+    on the first call, before it is known which): the copy back into it must not change a value the staged
+    backward reads."""
+    out: list[Any] = []
+    buffers = iter(written) if written is not None else None
+    for i, t in enumerate((*state, *inputs)):
+        copy = i < len(entries) and entries[i][2] and (buffers is None or next(buffers))
+        if t.requires_grad:
+            out.append(as_numpy_box(t))
+        elif copy and not isinstance(t._value, Box):
+            out.append(namespace_of(t._value).array(t._value, copy=True))
+        else:
+            out.append(t._value)
+    return out
 
 
 def _reason(err: BaseException) -> str:

@@ -172,3 +172,55 @@ def test_loose_tensor_that_requires_grad_is_refused():
     w = ft.randn(3, requires_grad=True)
     with pytest.raises(CompileError, match="requires grad outside any module"):
         ft.compile(lambda x: x * w, fullgraph=True)(ft.ones(3))
+
+
+def _staged_traces(fast):
+    return sum(program.traces for program, _ in fast._compiled._programs.values())
+
+
+def test_compiled_training_step_traces_once_and_stages_only_what_requires_grad():
+    """BatchNorm's running statistics and an input batch that needs no gradient are plain program inputs:
+    the program is traced once for the signature (not once per call) and stages no gradient for them."""
+    model, twin = _pair(_cnn)
+    fast = ft.compile(model, fullgraph=True)
+    x, y = ft.randn(2, 3, 6, 6), ft.tensor([1, 3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a retrace per call would warn
+        for _ in range(4):
+            for net in (fast, twin):
+                net.zero_grad()
+                ft.nn.functional.cross_entropy(net(x), y).backward()
+    assert _staged_traces(fast) == 1
+    for p, q in zip(model.parameters(), twin.parameters()):
+        _close(p.grad, q.grad)
+    _close(model[1].running_mean, twin[1].running_mean)
+    _close(model[1].running_var, twin[1].running_var)
+    assert int(model[1].num_batches_tracked) == 4
+    xg = x.clone().requires_grad_(True)  # an input that requires grad: another signature, its gradient staged
+    xe = x.clone().requires_grad_(True)
+    ft.nn.functional.cross_entropy(fast(xg), y).backward()
+    ft.nn.functional.cross_entropy(twin(xe), y).backward()
+    _close(xg.grad, xe.grad)
+
+
+class _Rescale(ft.nn.Module):
+    """y = x * scale, then the buffer scale is doubled in place: the gradient is the old scale's."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", ft.full((3,), 2.0))
+
+    def forward(self, x):
+        y = x * self.scale
+        with ft.no_grad():
+            self.scale.mul_(2.0)
+        return y
+
+
+def test_compiled_buffer_written_back_after_use_keeps_the_gradient_of_the_value_read():
+    fast = ft.compile(_Rescale(), fullgraph=True)
+    for k in range(3):
+        x = ft.ones(3, requires_grad=True)
+        fast(x).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0 ** (k + 1)))
+    np.testing.assert_allclose(fast.scale.numpy(), np.full(3, 16.0))

@@ -232,6 +232,63 @@ def test_float32_stays_float32():
     assert out.dtype == ft.float32 and h.dtype == ft.float32
 
 
+@pytest.mark.parametrize("mode", ["RNN_TANH", "RNN_RELU", "GRU", "LSTM"])
+def test_recurrent_stacks_follow_their_cells_step_by_step(mode):
+    """Two bidirectional layers, batch_first: each direction is its cell run over the steps (the reverse one
+    from the last step), the layers' outputs concatenated; the final states stacked per layer and direction."""
+    rng = np.random.default_rng(7)
+    kind = {"RNN_TANH": "RNN", "RNN_RELU": "RNN", "GRU": "GRU", "LSTM": "LSTM"}[mode]
+    extra = {"nonlinearity": "relu"} if mode == "RNN_RELU" else {}
+    net = getattr(nn, kind)(3, 4, num_layers=2, bidirectional=True, batch_first=True, **extra).double()
+    x = ft.tensor(rng.standard_normal((2, 5, 3)), requires_grad=True)
+    out, hn = net(x)
+    hn = hn if kind == "LSTM" else (hn,)
+    cell = {"RNN": lambda i, h, w: (np.maximum(0, i @ w[0].T + w[2] + h[0] @ w[1].T + w[3]) if extra else
+                                    np.tanh(i @ w[0].T + w[2] + h[0] @ w[1].T + w[3]),),
+            "GRU": lambda i, h, w: (_gru_ref(i, h[0], *w),),
+            "LSTM": lambda i, h, w: _lstm_ref(i, h[0], h[1], *w)}[kind]
+    seq = x.detach().numpy().swapaxes(0, 1)
+    finals = []
+    for layer in range(2):
+        outs = []
+        for d in range(2):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            w = [getattr(net, n + sfx).detach().numpy() for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            h = tuple(np.zeros((2, 4)) for _ in range(2 if kind == "LSTM" else 1))
+            steps = range(4, -1, -1) if d else range(5)
+            ys = [None] * 5
+            for t in steps:
+                h = cell(seq[t], h, w)
+                ys[t] = h[0]
+            outs.append(np.stack(ys))
+            finals.append(h)
+        seq = np.concatenate(outs, -1)
+    np.testing.assert_allclose(out.detach().numpy(), seq.swapaxes(0, 1), rtol=1e-12, atol=1e-12)
+    for k, h in enumerate(hn):
+        np.testing.assert_allclose(h.detach().numpy(), np.stack([f[k] for f in finals]), rtol=1e-12, atol=1e-12)
+    out.sum().backward()
+    assert x.grad.shape == x.shape and np.all(np.isfinite(x.grad.numpy()))
+
+
+def _sigmoid(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def _gru_ref(x, h, w_ih, w_hh, b_ih, b_hh):
+    gi, gh = x @ w_ih.T + b_ih, h @ w_hh.T + b_hh
+    r = _sigmoid(gi[:, :4] + gh[:, :4])
+    z = _sigmoid(gi[:, 4:8] + gh[:, 4:8])
+    n = np.tanh(gi[:, 8:] + r * gh[:, 8:])
+    return (1 - z) * n + z * h
+
+
+def _lstm_ref(x, h, c, w_ih, w_hh, b_ih, b_hh):
+    g = x @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+    i, f, o = _sigmoid(g[:, :4]), _sigmoid(g[:, 4:8]), _sigmoid(g[:, 12:])
+    c = f * c + i * np.tanh(g[:, 8:12])
+    return o * np.tanh(c), c
+
+
 # --------------------------------------------------------------------------- errors
 
 

@@ -1,11 +1,14 @@
 """Convolution as three primitives, each one GEMM: the forward and its two backward products.
 
 ``conv_forward(x, w)`` is ``y = W @ cols``, ``conv_input_grad(g, w)`` is
-``col2im(W^T @ g)`` and ``conv_weight_grad(g, x)`` is ``g @ cols^T``, with the
-columns laid out ``(C, *kernel, N, *out)`` so that each product is a single
-matrix product per group over the whole batch (no per-sample GEMMs, no sum over
-the batch afterwards). A call builds at most one column buffer; a 1x1 kernel
-with stride 1 and no padding builds none (the input is its own column matrix).
+``col2im(W^T @ g)`` and ``conv_weight_grad(g, x)`` is ``sum over the batch of g @ cols^T``,
+with the columns laid out ``(N, C, *kernel, *out)``: per sample, so that ``W @ cols``
+comes out as ``(N, O, *out)`` and ``W^T @ g`` scatters straight into ``(N, C, *spatial)``
+(no transposing copy of the output, the cotangent or the input gradient; the batch
+is the leading axis of one batched matrix product). A call builds at most one
+column buffer; a 1x1 kernel with stride 1 and no padding builds none (the input is
+its own column matrix), and the weight gradient reuses the forward's buffer of the
+same input (:class:`_ColumnMemo`): one im2col per convolution per training step.
 
 The three are closed under differentiation (the convolution is bilinear):
 
@@ -25,6 +28,9 @@ Example::
 from __future__ import annotations
 
 import math
+import threading
+import weakref
+from collections import OrderedDict
 from typing import Any, Callable
 
 import funcgrad.numpy as fnp
@@ -53,32 +59,67 @@ def _pointwise(kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tup
 
 def _columns(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
              dilation: tuple[int, ...], groups: int) -> Any:
-    """The im2col buffer ``(G, C/G * prod(kernel), N * prod(out))`` of ``x`` (one copy)."""
+    """The im2col buffer ``(N, G, C/G * prod(kernel), prod(out))`` of ``x`` (one copy): each sample's
+    column matrix, so the products below come out in ``x``'s ``(N, C, ...)`` layout with no transposing copy."""
     xp = namespace_of(x)
     n, c = x.shape[:2]
     out = conv_out_shape(tuple(x.shape[2:]), kernel, stride, pads, dilation)
     if any(p != (0, 0) for p in pads):
         x = xp.pad(x, ((0, 0), (0, 0)) + tuple(pads))
-    xt = x.swapaxes(0, 1)  # (C, N, *padded): a view
-    cols = xp.empty((c,) + tuple(kernel) + (n,) + out, dtype=x.dtype)
+    cols = xp.empty((n, c) + tuple(kernel) + out, dtype=x.dtype)
+    lead = (slice(None), slice(None))
     for idx, sl in window_slices(kernel, stride, dilation, out):
-        cols[(slice(None),) + idx] = xt[(slice(None), slice(None)) + sl]
-    return cols.reshape(groups, (c // groups) * math.prod(kernel), n * math.prod(out))
+        cols[lead + idx] = x[lead + sl]
+    return cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out))
 
 
-def _to_rows(g: Any, groups: int) -> Any:
-    """``(N, O, *out) -> (G, O/G, N * prod(out))`` (one transposing copy)."""
-    xp = namespace_of(g)
-    n, o = g.shape[:2]
-    p = math.prod(g.shape[2:])
-    return xp.ascontiguousarray(g.reshape(n, o, p).swapaxes(0, 1)).reshape(groups, o // groups, n * p)
+class _ColumnMemo:
+    """The column buffers of this thread's last few convolution forwards, for the weight gradient of the
+    same input: the backward reuses the forward's im2col instead of building it again.
+
+    An entry is found by the input's identity (a weak reference, so it never keeps the input alive and is
+    dropped with it) and the geometry; the weight gradient takes it out, so a buffer lives from the
+    forward to its backward. At most ``SIZE`` entries are kept (a forward whose weight gradient is never
+    asked for is evicted by later ones), and none over ``MAX_BYTES``.
+    """
+
+    SIZE = 4
+    MAX_BYTES = 64 * 2 ** 20  # at most 256 MiB held per thread
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+
+    def _entries(self) -> "OrderedDict[Any, Any]":
+        entries = getattr(self.local, "entries", None)
+        if entries is None:
+            entries = self.local.entries = OrderedDict()
+        return entries
+
+    def put(self, x: Any, geometry: tuple[Any, ...], cols: Any) -> None:
+        if getattr(cols, "nbytes", self.MAX_BYTES + 1) > self.MAX_BYTES:
+            return
+        entries = self._entries()
+        key = (id(x), tuple(x.shape), str(x.dtype)) + geometry
+        def forget(_: Any) -> None:
+            entries.pop(key, None)
+
+        try:
+            ref = weakref.ref(x, forget)
+        except TypeError:  # an array type without weak references: nothing kept
+            return
+        entries[key] = (ref, cols)
+        while len(entries) > self.SIZE:
+            entries.popitem(last=False)
+
+    def take(self, x: Any, geometry: tuple[Any, ...]) -> Any:
+        """The forward's columns of this very ``x`` (removed from the memo), or None."""
+        found = self._entries().pop((id(x), tuple(x.shape), str(x.dtype)) + geometry, None)
+        if found is None or found[0]() is not x:
+            return None
+        return found[1]
 
 
-def _from_rows(y: Any, n: int, out: tuple[int, ...]) -> Any:
-    """``(G, O/G, N * prod(out)) -> (N, O, *out)``."""
-    xp = namespace_of(y)
-    o = y.shape[0] * y.shape[1]
-    return xp.ascontiguousarray(y.reshape(o, n, math.prod(out)).swapaxes(0, 1)).reshape((n, o) + out)
+_memo = _ColumnMemo()
 
 
 # --------------------------------------------------------------------------- the three GEMMs
@@ -92,10 +133,12 @@ def _conv_forward_raw(x: Any, w: Any, stride: tuple[int, ...], pads: tuple[tuple
     o = w.shape[0]
     out = conv_out_shape(tuple(x.shape[2:]), kernel, stride, pads, dilation)
     wm = w.reshape(groups, o // groups, -1)
-    if _pointwise(kernel, stride, pads):  # the input is its own column matrix: N GEMMs, no copy
-        xs = x.reshape(n, groups, c // groups, math.prod(out))
-        return xp.matmul(wm, xs).reshape((n, o) + out)
-    return _from_rows(xp.matmul(wm, _columns(x, kernel, stride, pads, dilation, groups)), n, out)
+    if _pointwise(kernel, stride, pads):  # the input is its own column matrix: no copy
+        cols = x.reshape(n, groups, c // groups, math.prod(out))
+    else:
+        cols = _columns(x, kernel, stride, pads, dilation, groups)
+        _memo.put(x, (kernel, stride, pads, dilation, groups), cols)  # for the weight gradient
+    return xp.matmul(wm, cols).reshape((n, o) + out)  # (N, G, O/G, P): already (N, O, *out)
 
 
 def _conv_input_grad_raw(g: Any, w: Any, x_shape: tuple[int, ...], stride: tuple[int, ...],
@@ -106,24 +149,23 @@ def _conv_input_grad_raw(g: Any, w: Any, x_shape: tuple[int, ...], stride: tuple
     spatial = tuple(x_shape[2:])
     o = w.shape[0]
     out = tuple(g.shape[2:])
-    wm = w.reshape(groups, o // groups, -1)
+    wt = w.reshape(groups, o // groups, -1).swapaxes(-1, -2)
+    gs = g.reshape(n, groups, o // groups, math.prod(out))
     if _pointwise(kernel, stride, pads):
-        gs = g.reshape(n, groups, o // groups, math.prod(out))
-        return xp.matmul(wm.swapaxes(-1, -2), gs).reshape(tuple(x_shape))
-    cols = xp.matmul(wm.swapaxes(-1, -2), _to_rows(g, groups))  # (G, C/G * K, N * P)
-    cols = cols.reshape((c,) + kernel + (n,) + out)
+        return xp.matmul(wt, gs).reshape(tuple(x_shape))
+    cols = xp.matmul(wt, gs).reshape((n, c) + kernel + out)  # each sample's columns, (N, C, *kernel, *out)
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
-    dx = xp.zeros((c, n) + padded, dtype=cols.dtype)  # summed channels-first, swapped once at the end
+    dx = xp.zeros((n, c) + padded, dtype=cols.dtype)
     disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
+    lead = (slice(None), slice(None))
     for idx, sl in window_slices(kernel, stride, dilation, out):
-        target = (slice(None), slice(None)) + sl
         if disjoint:
-            dx[target] = cols[(slice(None),) + idx]
+            dx[lead + sl] = cols[lead + idx]
         else:
-            dx[target] += cols[(slice(None),) + idx]
+            dx[lead + sl] += cols[lead + idx]
     if any(p != (0, 0) for p in pads):
-        dx = dx[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, spatial))]
-    return xp.ascontiguousarray(dx.swapaxes(0, 1))
+        dx = xp.ascontiguousarray(dx[lead + tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, spatial))])
+    return dx
 
 
 def _conv_weight_grad_raw(g: Any, x: Any, w_shape: tuple[int, ...], stride: tuple[int, ...],
@@ -132,12 +174,15 @@ def _conv_weight_grad_raw(g: Any, x: Any, w_shape: tuple[int, ...], stride: tupl
     kernel = tuple(w_shape[2:])
     n, c = x.shape[:2]
     o = g.shape[1]
+    gs = g.reshape(n, groups, o // groups, -1)
     if _pointwise(kernel, stride, pads):
-        gs = g.reshape(n, groups, o // groups, -1)
-        xs = x.reshape(n, groups, c // groups, -1)
-        return xp.matmul(gs, xs.swapaxes(-1, -2)).sum(axis=0).reshape(tuple(w_shape))
-    cols = _columns(x, kernel, stride, pads, dilation, groups)
-    return xp.matmul(_to_rows(g, groups), cols.swapaxes(-1, -2)).reshape(tuple(w_shape))
+        cols = x.reshape(n, groups, c // groups, -1)
+    else:
+        cols = _memo.take(x, (kernel, stride, pads, dilation, groups))
+        if cols is None:
+            cols = _columns(x, kernel, stride, pads, dilation, groups)
+    # one product per sample, (N, G, O/G, C/G * K), summed over the batch
+    return xp.matmul(gs, cols.swapaxes(-1, -2)).sum(axis=0).reshape(tuple(w_shape))
 
 
 # --------------------------------------------------------------------------- rules

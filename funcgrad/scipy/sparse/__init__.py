@@ -2,7 +2,7 @@
 
 ``csr_array``, ``csc_array``, ``coo_array`` (and the ``*_matrix`` forms) are built as in
 SciPy; constructors ``diags``, ``eye``, ``identity``, ``kron``, ``block_diag``, ``bmat``,
-``hstack``, ``vstack``, ``random``. Sparse arrays are pytrees whose leaf is ``.data``.
+``block_array``, ``hstack``, ``vstack``, ``tril``, ``triu``, ``random``, ``random_array``. Sparse arrays are pytrees whose leaf is ``.data``.
 ``funcgrad.scipy.sparse.linalg`` has the solvers (``spsolve``, ``splu``, ``cg`` ...),
 differentiated by adjoint solves. See docs/sparse.md.
 
@@ -22,12 +22,13 @@ from ._arrays import (SparseArray, coo_array, coo_matrix, csc_array, csc_matrix,
                       issparse, isspmatrix)
 from . import _interop  # noqa: F401  (SciPy sparse matrices @ traced values)
 from ._pattern import Pattern
-from .construct import block_diag, bmat, diags, diags_array, eye, eye_array, hstack, identity, kron, random, vstack
+from .construct import (block_array, block_diag, bmat, diags, diags_array, eye, eye_array, find, hstack, identity,
+                        kron, random, random_array, tril, triu, vstack)
 
 __all__ = [
     "SparseArray", "Pattern", "csr_array", "csc_array", "coo_array", "csr_matrix", "csc_matrix", "coo_matrix",
     "issparse", "isspmatrix", "diags", "diags_array", "eye", "eye_array", "identity", "kron", "block_diag",
-    "bmat", "hstack", "vstack", "random", "linalg",
+    "bmat", "block_array", "hstack", "vstack", "tril", "triu", "find", "random", "random_array", "linalg",
 ]
 
 

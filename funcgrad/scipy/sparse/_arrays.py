@@ -205,6 +205,18 @@ class SparseArray:
     def __bool__(self) -> bool:
         raise ValueError("the truth value of a sparse array is ambiguous")
 
+    def __getitem__(self, key: Any) -> Any:
+        """``A[i, j]`` (an entry), ``A[rows, cols]`` with slices, integer arrays or masks (a
+        sparse array of the selection); differentiable in the values.
+
+        Example::
+
+            A = csr_array(fnp.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
+            A[0, 2], A[:, [0, 2]].toarray(), A[[1]].nnz   # 2.0, [[1, 2], [0, 0]], 1
+        """
+        from ._indexing import getitem
+        return getitem(self, key)
+
     # ---- conversions ----------------------------------------------------------
     def asformat(self, format: str | None, copy: bool = False) -> "SparseArray":  # noqa: A002
         """This array in another format (``'csr'``, ``'csc'``, ``'coo'``); values move
@@ -291,8 +303,126 @@ class SparseArray:
         sel, pos = self._pattern.cached(("diagonal", k), lambda: _diagonal_plan(self._pattern, k))
         return segment_sum(gather(self._data, sel), pos, length)
 
+    def _nonzero_entries(self, what: str) -> np.ndarray:
+        """Positions (in storage order, duplicates summed) of the entries whose value is not
+        zero. The pattern would depend on the values, so they must be concrete: traced by
+        grad/jvp is fine (their current value is read), staged by jit or batched by vmap is not."""
+        from ...backend import to_numpy
+        from ...core.batching import BatchBox
+        from ...core.staging import StagingBox
+        values = self._data
+        while isinstance(values, Box):
+            if isinstance(values, (StagingBox, BatchBox)):
+                raise TypeError(f"{what}: which entries are zero depends on the values, which fg.jit stages or "
+                                f"fg.vmap batches; call it outside the transform (the pattern is static)")
+            values = values._value
+        return np.nonzero(to_numpy(values) != 0)[0].astype(INDEX)
+
+    def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and columns of the stored entries whose value is not zero, as SciPy orders
+        them (coo: storage order, duplicates not summed; csr and csc: row by row).
+
+        Example::
+
+            coo_array(([1.0, 0.0], ([0, 1], [1, 0])), shape=(2, 2)).nonzero()   # ([0], [1])
+        """
+        a = self.tocsr() if self.format == "csc" else self
+        keep = a._nonzero_entries("nonzero")
+        return a._pattern.row[keep], a._pattern.col[keep]
+
+    def eliminate_zeros(self) -> None:
+        """Drop the stored zeros, in place (as SciPy); the values kept stay differentiable.
+        The values must be concrete (see :meth:`nonzero`)."""
+        keep = self._nonzero_entries("eliminate_zeros")
+        p = self._pattern
+        self._set(gather(self._data, keep), Pattern(p.row[keep], p.col[keep], p.shape, p.order))
+
+    def setdiag(self, values: Any, k: int = 0) -> None:
+        """Set diagonal ``k`` to ``values`` (a scalar, or an array: when shorter than the
+        diagonal only its first entries are set, when longer the rest is ignored), in place,
+        as SciPy does: the array takes the new pattern (the positions set are stored, zeros
+        included) and values that stay differentiable in both the old values and ``values``.
+
+        Example::
+
+            A = csr_array(fnp.array([[1.0, 2.0], [0.0, 0.0]]))
+            A.setdiag(fnp.array([5.0, 6.0]))
+            A.toarray()   # [[5., 2.], [0., 6.]]
+        """
+        m, n = self.shape
+        k = int(k)
+        if not -m < k < n:
+            raise ValueError(f"setdiag: k={k} is out of range for a sparse array of shape {self.shape}")
+        length = min(m + min(k, 0), n - max(k, 0))
+        if not isinstance(values, Box) and not hasattr(values, "shape"):
+            values = np.asarray(values, dtype=np.result_type(self.dtype, np.asarray(values).dtype))
+        if ndim(values) == 0:
+            values = fnp.broadcast_to(values, (length,))
+        elif ndim(values) != 1:
+            raise ValueError(f"setdiag: values must be a scalar or 1-D, got shape {tuple(shape(values))}")
+        values = values[:length]
+        count = shape(values)[0]
+        i = np.arange(count, dtype=INDEX)
+        rows, cols = i - min(k, 0), i + max(k, 0)
+        p = self._pattern
+        on = (p.col - p.row == k) & (p.row + min(k, 0) < count)   # the positions being set
+        keep = np.nonzero(~on)[0].astype(INDEX)
+        want = np.result_type(self.dtype, dtype(values))
+        old = self._data if dtype(self._data) == want else fnp.astype(self._data, want)
+        new = values if dtype(values) == want else fnp.astype(values, want)
+        data = fnp.concatenate([gather(old, keep), new])
+        joined = Pattern(np.concatenate([p.row[keep], rows]), np.concatenate([p.col[keep], cols]), p.shape, "coo")
+        self._set(*_to_order(data, joined, self.format))
+
     def trace(self, offset: int = 0) -> Any:
         return fnp.sum(self.diagonal(offset))
+
+    def max(self, axis: int | None = None, out: Any = None, *, explicit: bool = False) -> Any:
+        """Largest entry, over all or along ``axis`` (implicit zeros count, as in SciPy);
+        differentiable in the values. Along an axis the result is dense (SciPy's is a 1-D
+        sparse array).
+
+        Example::
+
+            csr_array(fnp.array([[-1.0, 0.0], [0.0, -2.0]])).max()   # 0.0 (an implicit zero)
+        """
+        from ._extrema import extremum
+        _no_explicit(explicit, "max")
+        return extremum(self, axis, largest=True)
+
+    def min(self, axis: int | None = None, out: Any = None, *, explicit: bool = False) -> Any:
+        """Smallest entry, over all or along ``axis`` (see :meth:`max`)."""
+        from ._extrema import extremum
+        _no_explicit(explicit, "min")
+        return extremum(self, axis, largest=False)
+
+    def argmax(self, axis: int | None = None, out: Any = None, *, explicit: bool = False) -> Any:
+        """Position of the first largest entry: flat (C order) for ``axis=None``, else per
+        column (``axis=0``: a row index) or per row (``axis=1``: a column index).
+
+        Example::
+
+            csr_array(fnp.array([[1.0, 3.0], [0.0, 2.0]])).argmax()   # 1
+        """
+        from ._extrema import arg_extremum
+        _no_explicit(explicit, "argmax")
+        return arg_extremum(self, axis, largest=True)
+
+    def argmin(self, axis: int | None = None, out: Any = None, *, explicit: bool = False) -> Any:
+        """Position of the first smallest entry (see :meth:`argmax`)."""
+        from ._extrema import arg_extremum
+        _no_explicit(explicit, "argmin")
+        return arg_extremum(self, axis, largest=False)
+
+    def count_nonzero(self, axis: int | None = None) -> Any:
+        """Number of nonzero entries (stored zeros do not count; duplicates are summed first).
+
+        Example::
+
+            coo_array(([1.0, 0.0], ([0, 1], [0, 1])), shape=(2, 2)).count_nonzero()   # 1
+        """
+        from ._extrema import count_nonzero
+        return count_nonzero(self, axis)
 
     # ---- elementwise ------------------------------------------------------------
     def _map(self, fn: Callable[[Any], Any]) -> "SparseArray":
@@ -405,6 +535,12 @@ class SparseArray:
         if np.isscalar(other) or ndim(other) == 0:
             return self * other
         return self @ other
+
+
+def _no_explicit(explicit: bool, what: str) -> None:
+    if explicit:
+        raise NotImplementedError(f"{what}(explicit=True) (stored entries only) is not supported; "
+                                  f"reduce A.data instead")
 
 
 def _diagonal_plan(p: Pattern, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -556,7 +692,16 @@ class _Compressed(SparseArray):
         return self
 
     def sort_indices(self) -> None:
+        """Nothing to do: csr/csc indices are always sorted here."""
         return None
+
+    def sorted_indices(self) -> "SparseArray":
+        """This array (its indices are always sorted)."""
+        return self
+
+    @property
+    def has_sorted_indices(self) -> bool:
+        return True
 
     @property
     def has_canonical_format(self) -> bool:

@@ -1,5 +1,6 @@
 """Constructors of sparse arrays, as in ``scipy.sparse``: ``diags``, ``eye``, ``identity``,
-``kron``, ``block_diag``, ``bmat``, ``hstack``, ``vstack``, ``random``.
+``kron``, ``block_diag``, ``bmat``/``block_array``, ``hstack``, ``vstack``, ``tril``, ``triu``,
+``random``/``random_array``.
 
 Values given as (possibly traced) arrays stay differentiable; the patterns are computed on
 the host from the shapes and offsets.
@@ -28,8 +29,8 @@ from ._arrays import _CLASSES, SparseArray, coo_array, csr_array
 from ._pattern import INDEX, Pattern
 from ._values import gather
 
-__all__ = ["diags", "diags_array", "eye", "eye_array", "identity", "kron", "block_diag", "bmat", "hstack",
-           "vstack", "random"]
+__all__ = ["diags", "diags_array", "eye", "eye_array", "identity", "kron", "block_diag", "bmat", "block_array",
+           "hstack", "vstack", "tril", "triu", "find", "random", "random_array"]
 
 
 def _assemble(parts: Sequence[tuple[Any, np.ndarray, np.ndarray]], shape_: tuple[int, int], format: str | None,
@@ -245,3 +246,68 @@ def random(m: int, n: int, density: float = 0.01, format: str = "coo", dtype: An
     return _assemble([(np.asarray(a.data), a.row.astype(INDEX), a.col.astype(INDEX))], (m, n), format, "coo")
 
 
+
+
+def block_array(blocks: Any, *, format: str | None = None, dtype: Any = None) -> SparseArray:
+    """SciPy's ``block_array`` (the sparse-array spelling of :func:`bmat`).
+
+    Example::
+
+        block_array([[eye(2), None], [None, eye(1)]]).shape   # (3, 3)
+    """
+    return bmat(blocks, format, dtype)
+
+
+def _triangle(A: Any, k: int, format: str | None, lower: bool) -> SparseArray:  # noqa: N803
+    a = _sparse(A).tocoo()
+    keep = (a.col - a.row <= k) if lower else (a.col - a.row >= k)
+    sel = np.nonzero(keep)[0].astype(INDEX)
+    return _assemble([(gather(a.data, sel), a.row[sel], a.col[sel])], a.shape, format, "coo")
+
+
+def tril(A: Any, k: int = 0, format: str | None = None) -> SparseArray:  # noqa: N803
+    """The entries on and below diagonal ``k`` (SciPy's ``tril``; default format coo),
+    differentiable in the values.
+
+    Example::
+
+        tril(csr_array(fnp.array([[1.0, 2.0], [3.0, 4.0]]))).toarray()   # [[1, 0], [3, 4]]
+    """
+    return _triangle(A, int(k), format, lower=True)
+
+
+def triu(A: Any, k: int = 0, format: str | None = None) -> SparseArray:  # noqa: N803
+    """The entries on and above diagonal ``k`` (SciPy's ``triu``; default format coo).
+
+    Example::
+
+        triu(csr_array(fnp.array([[1.0, 2.0], [3.0, 4.0]])), k=1).toarray()   # [[0, 2], [0, 0]]
+    """
+    return _triangle(A, int(k), format, lower=False)
+
+
+def random_array(shape: tuple[int, int], *, density: float = 0.01, format: str = "coo", dtype: Any = None,
+                 rng: Any = None, data_sampler: Any = None, random_state: Any = None) -> SparseArray:
+    """SciPy's ``random_array`` (the shape-first spelling of :func:`random`).
+
+    Example::
+
+        random_array((5, 5), density=0.4, rng=0).nnz   # 10
+    """
+    if len(shape) != 2:
+        raise ValueError(f"random_array: funcgrad's sparse arrays are 2-D, got shape {shape}")
+    return random(int(shape[0]), int(shape[1]), density, format, dtype, rng, random_state, data_sampler)
+
+
+def find(A: Any) -> tuple[np.ndarray, np.ndarray, Any]:  # noqa: N803
+    """Rows, columns and values of the nonzero entries (SciPy's ``find``; duplicates summed,
+    stored zeros left out). The values are differentiable; which entries are nonzero is read
+    from the concrete values (not under ``fg.jit`` or ``fg.vmap``).
+
+    Example::
+
+        find(csr_array(fnp.array([[0.0, 2.0], [3.0, 0.0]])))   # ([0, 1], [1, 0], [2., 3.])
+    """
+    a = _sparse(A).tocsr()
+    keep = a._nonzero_entries("find")
+    return a.row[keep], a.col[keep], gather(a.data, keep)

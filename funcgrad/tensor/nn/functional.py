@@ -28,6 +28,7 @@ from funcgrad.nn.kernels.pooling import window_argmax, window_gather, window_sum
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of
 from funcgrad.core import Box
+from funcgrad.transforms import stop_gradient
 
 from .. import dtypes as _dt
 from .._func_support import is_traced as _func_traced
@@ -678,15 +679,33 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
         size = x.numel() // x.shape[1]
         if size < 2:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
-    rm = None if running_mean is None else running_mean._value
-    rv = None if running_var is None else running_var._value
+    # the running statistics are blended outside the Tensor graph (nothing recorded for them)
+    track = training and running_mean is not None
+    rm = None if running_mean is None or track else running_mean._value
+    rv = None if running_var is None or track else running_var._value
     boxes = _boxes(x, weight, bias)
-    y, nm, nv = _fnn.batch_norm(boxes[0], rm, rv, boxes[1], boxes[2], training=training, momentum=momentum,
-                                eps=eps, axis=1)
-    if training and running_mean is not None:
-        _update_running(running_mean, nm)
-        _update_running(running_var, nv)
+    y, _, _ = _fnn.batch_norm(boxes[0], rm, rv, boxes[1], boxes[2], training=training, momentum=momentum,
+                              eps=eps, axis=1)
+    if track:
+        _blend_batch_statistics(x._value, cast(Tensor, running_mean), running_var, momentum)
     return cast("Tensor", _as_tensor_box(y))
+
+
+def _blend_batch_statistics(x: Any, running_mean: Tensor, running_var: Tensor | None, momentum: float) -> None:
+    """``running = (1 - momentum) running + momentum batch`` for the mean and the unbiased variance of
+    ``x`` (a raw array, or a value traced by ``ft.compile`` / ``ft.func``: then not differentiated) over
+    every axis but 1, written into the buffers in place (their version counters advance)."""
+    if isinstance(x, Box):
+        x = stop_gradient(x)
+    shape = fnp.shape(x)
+    axes = (0,) + tuple(range(2, len(shape)))
+    count = math.prod(shape) // shape[1]
+    mean = fnp.mean(x, axis=axes)
+    _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * mean)
+    if running_var is not None:
+        centred = x - fnp.reshape(mean, (1, shape[1]) + (1,) * (len(shape) - 2))
+        var = fnp.mean(fnp.square(centred), axis=axes) * (count / max(count - 1, 1))
+        _update_running(running_var, (1 - momentum) * running_var._value + momentum * var)
 
 
 def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,

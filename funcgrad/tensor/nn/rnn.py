@@ -3,7 +3,8 @@
 (``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), gate order and initialisation.
 
 One time step is ``funcgrad.nn.lstm_cell`` / ``gru_cell`` on the tensors; the
-sequence modules loop over time in Python.
+sequence modules loop over time in Python, except the LSTM, whose whole sequence is one
+kernel (``funcgrad.nn.lstm``).
 
 Example::
 
@@ -93,26 +94,30 @@ class RNNBase(Module):
         b_hh = getattr(self, "bias_hh" + sfx) if self.bias else None
         return getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx), b_ih, b_hh
 
-    def _run_direction(self, xs: list[Any], state: tuple[Any, ...], w: tuple[Any, ...],
-                       reverse: bool) -> tuple[list[Any], tuple[Any, ...]]:
-        """The outputs at every time step and the final state (``(h,)``, or ``(h, c)`` for an LSTM)."""
-        steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
+    def _run_direction(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...],
+                       reverse: bool) -> tuple[Tensor, tuple[Any, ...]]:
+        """The outputs ``(L, N, H)`` of every time step and the final state (``(h,)``, or ``(h, c)`` for an LSTM);
+        ``reverse`` runs the sequence from its last step (outputs in input order)."""
+        if reverse:
+            x = x.flip(0)
         if self.mode == "LSTM":  # the whole sequence as one kernel (funcgrad.nn.lstm)
-            hs, (h, c) = _fnn.lstm(*_boxes(stack(xs[::-1] if reverse else xs, 0), *state, *w))
-            per_step = list(as_tensor_box(hs).unbind(0))
-            return (per_step[::-1] if reverse else per_step), (as_tensor_box(h), as_tensor_box(c))
-        if self.mode == "GRU":
-            # the input projection of every time step in one matrix product; the cells take it as x
-            proj = F.linear(stack(xs, 0), w[0], w[2]).unbind(0)
-            xs, w = list(proj), (None, w[1], None, w[3])
-        outs: list[Any] = [None] * len(xs)
-        for t in steps:
+            hs, (h, c) = _fnn.lstm(*_boxes(x, *state, *w))
+            out, final = as_tensor_box(hs), (as_tensor_box(h), as_tensor_box(c))
+        else:
             if self.mode == "GRU":
-                state = (_gru_step(xs[t], *state, *w),)
+                # the input projection of every time step in one matrix product; the cells take it as x
+                xs, w = F.linear(x, w[0], w[2]).unbind(0), (None, w[1], None, w[3])
             else:
-                state = (_rnn_step(xs[t], *state, *w, relu=self.mode == "RNN_RELU"),)
-            outs[t] = state[0]
-        return outs, state
+                xs = x.unbind(0)
+            outs = []
+            for xt in xs:
+                if self.mode == "GRU":
+                    state = (_gru_step(xt, *state, *w),)
+                else:
+                    state = (_rnn_step(xt, *state, *w, relu=self.mode == "RNN_RELU"),)
+                outs.append(state[0])
+            out, final = stack(outs, 0), state
+        return (out.flip(0) if reverse else out), final
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Any, ...]:  # noqa: A002
         x = input
@@ -138,20 +143,22 @@ class RNNBase(Module):
                 h0 = tuple(h.unsqueeze(1) for h in h0)
             if tuple(h0[0].shape) != want:
                 raise RuntimeError(f"Expected hidden size {want}, got {tuple(h0[0].shape)}")
-        xs = list(x.unbind(0))
         finals = []
         for layer in range(self.num_layers):
             outs_dirs = []
             for d in range(ndir):
                 k = layer * ndir + d
-                outs, st = self._run_direction(xs, tuple(h[k] for h in h0), self._weights(layer, d), bool(d))
+                outs, st = self._run_direction(x, tuple(h[k] for h in h0), self._weights(layer, d), bool(d))
                 outs_dirs.append(outs)
                 finals.append(st)
-            xs = outs_dirs[0] if ndir == 1 else [cat([a, b], -1) for a, b in zip(*outs_dirs)]
+            x = outs_dirs[0] if ndir == 1 else cat(outs_dirs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
-                xs = [F.dropout(v, self.dropout, True) for v in xs]
-        out = stack(xs, 0)
-        hn = tuple(stack([st[i] for st in finals], 0) for i in range(len(h0)))
+                x = F.dropout(x, self.dropout, True)
+        out = x
+        if len(finals) == 1:
+            hn = tuple(s.unsqueeze(0) for s in finals[0])
+        else:
+            hn = tuple(stack([st[i] for st in finals], 0) for i in range(len(h0)))
         if unbatched:
             out = out.squeeze(1)
             hn = tuple(h.squeeze(1) for h in hn)

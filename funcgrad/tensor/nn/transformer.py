@@ -107,16 +107,25 @@ class MultiheadAttention(Module):
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
             if key_padding_mask is not None:
                 key_padding_mask = _as_tensor(key_padding_mask).unsqueeze(0)
-        elif self.batch_first:
+        # self-attention with batch_first stays (N, L, E) throughout: no transposes in or out
+        packed = query is key and key is value and self._qkv_same_embed_dim
+        seq_first = unbatched or not self.batch_first
+        if not seq_first and not packed:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        L, N, E = query.shape
-        S = key.shape[0]
+            seq_first = True
+        L, N, E = query.shape if seq_first else (query.shape[1], query.shape[0], query.shape[2])
+        S = key.shape[0] if seq_first else L
         if E != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
         H, hd = self.num_heads, self.head_dim
-        # (N*H, L or S, hd)
-        q, k, v = (self._project(t, i).reshape(t.shape[0], N * H, hd).transpose(0, 1)
-                   for i, t in enumerate((query, key, value)))
+        # q, k, v: (N*H, L or S, hd)
+        if packed:  # one projection for the three, one copy into the heads' layout
+            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
+            heads = (2, 1, 3, 0, 4) if seq_first else (2, 0, 3, 1, 4)  # -> (3, N, H, L, hd)
+            q, k, v = qkv.reshape(qkv.shape[0], qkv.shape[1], 3, H, hd).permute(*heads).reshape(3, N * H, L, hd)
+        else:
+            q, k, v = (self._project(t, i).reshape(t.shape[0], N * H, hd).transpose(0, 1)
+                       for i, t in enumerate((query, key, value)))
         if is_causal and attn_mask is None:
             attn_mask = _like(query, np.triu(np.ones((L, S), dtype=bool), 1))
         w: Tensor | None = None
@@ -143,7 +152,10 @@ class MultiheadAttention(Module):
             w = logits.softmax(-1)
             wd = F.dropout(w, self.dropout, self.training) if self.dropout > 0.0 else w
             o = wd.matmul(v)
-        out = o.transpose(0, 1).reshape(L, N, E)
+        if seq_first:
+            out = o.transpose(0, 1).reshape(L, N, E)
+        else:  # (N*H, L, hd) -> (N, L, H, hd) -> (N, L, E)
+            out = o.reshape(N, H, L, hd).transpose(1, 2).reshape(N, L, E)
         out = self.out_proj(out)
         weights = None
         if need_weights and w is not None:
@@ -154,7 +166,7 @@ class MultiheadAttention(Module):
                 weights = weights.squeeze(0)
         if unbatched:
             out = out.squeeze(1)
-        elif self.batch_first:
+        elif self.batch_first and seq_first:
             out = out.transpose(0, 1)
         return out, weights
 

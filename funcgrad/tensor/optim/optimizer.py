@@ -53,6 +53,9 @@ def _check_common(lr: Any, eps: Any = 0.0, weight_decay: Any = 0.0, betas: Any =
         _check("beta parameter at index 1", betas[1], 0.0 <= betas[1] < 1.0)
 
 
+_FIELD_NAMES: dict[Any, list[str]] = {}  # a functional state's structure -> its leaves' field names
+
+
 class Optimizer:
     """Base class: ``param_groups`` (dicts with ``params`` and hyperparameters), ``state``, ``zero_grad``, ``step``."""
 
@@ -112,8 +115,14 @@ class Optimizer:
         return {}
 
     def _field_names(self, fstate: Any) -> list[str]:
-        pairs, _ = tree_util.tree_flatten_with_path(fstate)
-        return [tree_util.keystr(path).rsplit(".", 1)[-1] for path, _ in pairs]
+        """The last key of each leaf's path in the functional state (``mu``, ``count``, ...); computed once
+        per state structure (the optimizers' states keep theirs from step to step)."""
+        treedef = tree_util.tree_structure(fstate)
+        found = _FIELD_NAMES.get(treedef)
+        if found is None:
+            pairs, _ = tree_util.tree_flatten_with_path(fstate)
+            found = _FIELD_NAMES[treedef] = [tree_util.keystr(path).rsplit(".", 1)[-1] for path, _ in pairs]
+        return found
 
     def _field_slots(self, fstate: Any) -> list[str | None]:
         """For each leaf of the functional state, the slot it is stored in (None: not stored)."""

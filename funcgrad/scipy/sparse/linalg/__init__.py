@@ -1,7 +1,8 @@
 """Differentiable ``scipy.sparse.linalg``: direct solves (``spsolve``, ``splu``,
-``factorized``), iterative solvers (``cg``, ``gmres``, ``bicgstab``, ``minres``) with
-implicit derivatives, ``LinearOperator`` (with differentiable ``params``), ``eigsh``
-(eigenvalues and eigenvectors), ``expm_multiply``.
+``factorized``, ``spsolve_triangular``), iterative solvers (``cg``, ``gmres``,
+``bicgstab``, ``minres``) and least squares (``lsqr``, ``lsmr``) with implicit derivatives, ``LinearOperator`` (with
+differentiable ``params``), ``eigsh`` (eigenvalues and eigenvectors, real symmetric or
+complex Hermitian), ``svds``, ``expm_multiply``, ``norm``, ``onenormest``.
 
 Every solve is differentiable in the right-hand side and in the matrix's values by the
 implicit-function rule: one adjoint solve (reusing the LU factorization for direct
@@ -20,12 +21,16 @@ Example::
 
 from __future__ import annotations
 
-from ._direct import SuperLU, factorized, splu, spsolve
+from ._direct import SuperLU, factorized, spilu, splu, spsolve
 from ._eigen import eigsh
 from ._expm import expm_multiply
 from ._interface import LinearOperator
 from ._iterative import bicgstab, cg, gmres, minres
+from ._least_squares import lsmr, lsqr
+from ._norms import norm, onenormest
+from ._svds import svds
 from ._system import SingularMatrixError
+from ._triangular import spsolve_triangular
 
-__all__ = ["spsolve", "splu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres", "LinearOperator", "eigsh", "expm_multiply",
-           "SingularMatrixError"]
+__all__ = ["spsolve", "spsolve_triangular", "splu", "spilu", "factorized", "SuperLU", "cg", "gmres", "bicgstab", "minres",
+           "lsqr", "lsmr", "LinearOperator", "eigsh", "svds", "expm_multiply", "norm", "onenormest", "SingularMatrixError"]

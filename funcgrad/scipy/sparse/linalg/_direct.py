@@ -14,7 +14,7 @@ from ....numpy._util import ndim, shape
 from .._arrays import SparseArray, _is_foreign_sparse, csc_array
 from ._system import System, factor, solve
 
-__all__ = ["spsolve", "splu", "factorized", "SuperLU", "as_square_sparse"]
+__all__ = ["spsolve", "splu", "spilu", "factorized", "SuperLU", "as_square_sparse"]
 
 
 def as_square_sparse(A: Any, fmt: str, what: str) -> SparseArray:  # noqa: N803
@@ -57,7 +57,14 @@ def spsolve(A: Any, b: Any, permc_spec: Any = None, use_umfpack: bool = True) ->
     """
     a = as_square_sparse(A, "csc", "spsolve")
     b = _rhs(b, a.shape[0], "spsolve")
-    return solve(a.data, b, None, system=System("lu", a.pattern), trans="N")
+    return solve(a.data, b, None, system=System("lu", a.pattern, options=_lu_options(permc_spec=permc_spec)),
+                 trans="N")
+
+
+def _lu_options(**given: Any) -> tuple[tuple[str, Any], ...]:
+    """The backend ``splu``'s options that were given (SciPy's names: ``permc_spec`` is the
+    column ordering, e.g. ``"MMD_AT_PLUS_A"`` for a structurally symmetric matrix)."""
+    return tuple((k, v) for k, v in given.items() if v is not None)
 
 
 class SuperLU:
@@ -72,9 +79,9 @@ class SuperLU:
         y = lu.solve(b, "T")     # A^T y = b
     """
 
-    def __init__(self, a: SparseArray):
+    def __init__(self, a: SparseArray, options: tuple[tuple[str, Any], ...] = ()):
         self._a = a
-        self._system = System("lu", a.pattern)
+        self._system = System("lu", a.pattern, options=options)
         self.shape = a.shape
         self.nnz = a.nnz
         self._lu = None if isinstance(a.data, Box) else factor(a.data, self._system)
@@ -106,7 +113,9 @@ def splu(A: Any, permc_spec: Any = None, diag_pivot_thresh: Any = None, relax: A
         lu = splu(sparse.csc_array(fnp.array([[2.0, 0.0], [1.0, 1.0]])))
         lu.solve(fnp.array([2.0, 2.0]))   # [1., 1.]
     """
-    return SuperLU(as_square_sparse(A, "csc", "splu"))
+    return SuperLU(as_square_sparse(A, "csc", "splu"),
+                   _lu_options(permc_spec=permc_spec, diag_pivot_thresh=diag_pivot_thresh, relax=relax,
+                               panel_size=panel_size, options=options))
 
 
 def factorized(A: Any) -> Callable[[Any], Any]:  # noqa: N803
@@ -118,3 +127,36 @@ def factorized(A: Any) -> Callable[[Any], Any]:  # noqa: N803
         x = solve(b)
     """
     return splu(A).solve
+
+
+def spilu(A: Any, drop_tol: Any = None, fill_factor: Any = None, drop_rule: Any = None,  # noqa: N803
+          permc_spec: Any = None, diag_pivot_thresh: Any = None, relax: Any = None, panel_size: Any = None,
+          options: Any = None) -> Any:
+    """Incomplete LU factorization, for a preconditioner (SciPy's ``spilu``): the backend's
+    own factorization object, whose ``solve`` approximates ``A^-1``. It is not
+    differentiated and need not be: a preconditioner changes how fast an iterative solver
+    converges, not its solution, and the solvers' derivatives are those of the exact solve.
+    Values traced by ``grad``/``jvp`` are read as constants; under ``fg.jit`` or ``fg.vmap``
+    build it outside the transform (it needs one concrete matrix).
+
+    Example::
+
+        ilu = spilu(A, drop_tol=1e-4)
+        M = LinearOperator(A.shape, matvec=ilu.solve)
+        x, info = gmres(A, b, M=M, rtol=1e-10)
+    """
+    from ....backend import namespace_of
+    from ....core.batching import BatchBox
+    from ....core.staging import StagingBox
+    from .._backend import native_matrix, sparse_linalg_module
+    a = as_square_sparse(A, "csc", "spilu")
+    data = a.data
+    while isinstance(data, Box):
+        if isinstance(data, (StagingBox, BatchBox)):
+            raise TypeError("spilu: the values are staged by fg.jit or batched by fg.vmap; build the preconditioner "
+                            "outside the transform (it needs one concrete matrix and is not differentiated)")
+        data = data._value
+    xp = namespace_of(data)
+    given = _lu_options(drop_tol=drop_tol, fill_factor=fill_factor, drop_rule=drop_rule, permc_spec=permc_spec,
+                        diag_pivot_thresh=diag_pivot_thresh, relax=relax, panel_size=panel_size, options=options)
+    return sparse_linalg_module(xp).spilu(native_matrix(xp, data, a.pattern, "csc"), **dict(given))

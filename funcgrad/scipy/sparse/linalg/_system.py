@@ -103,7 +103,7 @@ def factor(data: Any, system: System) -> Any:
     xp = namespace_of(data)
     mat = native_matrix(xp, data, system.matrix_pattern(), "csc")
     try:
-        lu = sparse_linalg_module(xp).splu(mat)
+        lu = sparse_linalg_module(xp).splu(mat, **dict(system.options))
     except RuntimeError as e:
         raise SingularMatrixError(f"funcgrad.scipy.sparse.linalg: the matrix is singular ({e}); a singular "
                                   f"system has no solution and no derivative") from e
@@ -146,7 +146,7 @@ def _iterative(xp: Any, data: Any, b: Any, x0: Any, system: System, trans: str, 
     opts = dict(system.options)
     precond = opts.pop("M", None)
     if precond is not None and trans != "N":
-        precond = precond.H if hasattr(precond, "H") else precond.conj().T
+        precond = _adjoint_preconditioner(precond, system.method, xp, b.shape[0], want)
     if precond is not None:
         opts["M"] = precond
     cols = [b] if b.ndim == 1 else [b[:, j] for j in range(b.shape[1])]
@@ -156,6 +156,20 @@ def _iterative(xp: Any, data: Any, b: Any, x0: Any, system: System, trans: str, 
         x, _ = fn(op, col, x0=start, **opts)
         outs.append(x.astype(want) if x.dtype != want else x)
     return outs[0] if b.ndim == 1 else xp.stack(outs, axis=1)
+
+
+def _adjoint_preconditioner(precond: Any, method: str, xp: Any, n: int, want: Any) -> Any:
+    """The preconditioner of the adjoint solve: ``M^H`` when ``M`` has one (a matrix, or an
+    operator with ``rmatvec``). Otherwise ``M`` itself for the Hermitian methods (cg,
+    minres: ``M`` is Hermitian there) and none for the others. A preconditioner changes how
+    fast the solver converges, never the solution, so the derivative is unchanged."""
+    try:
+        adjoint = precond.H if hasattr(precond, "H") else precond.conj().T
+        if hasattr(adjoint, "matvec"):
+            adjoint.matvec(xp.zeros(n, dtype=want))   # an operator without rmatvec fails here
+        return adjoint
+    except (TypeError, NotImplementedError, AttributeError):
+        return precond if method in ("cg", "minres") else None
 
 
 def _transposed(data: Any, g: Any, system: System, trans: str) -> Any:
