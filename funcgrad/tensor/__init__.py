@@ -53,11 +53,13 @@ from .compiled import compile  # noqa: F401  (torch.compile: staged with fg.jit)
 from .anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 from . import torch_math as _torch_math
 from .torch_math import *  # noqa: F401,F403  (maths: special functions, scans, quantiles, windows, in-place forms)
-from . import runtime_settings as _runtime_settings
-from .runtime_settings import *  # noqa: F401,F403  (threads, deterministic algorithms, matmul precision)
 from . import special  # noqa: F401  (ft.special: torch.special's functions)
 from . import loss_ops as _loss_ops
 from .loss_ops import *  # noqa: F401,F403  (torch.kl_div, ...: the losses with reduction enums)
+from . import torch_shapes as _torch_shapes, torch_config as _torch_config  # noqa: E401
+from .torch_shapes import *  # noqa: F401,F403  (shapes, indexing, linalg, creation: issue 29 part B)
+from .torch_config import *  # noqa: F401,F403  (threads, determinism, matmul precision)
+from .func import vmap  # noqa: F401,E402  (torch.vmap is torch.func.vmap)
 
 # the public names; ``creation``, ``ops`` and ``legacy`` contribute their own lists (star-imported above)
 __all__ = [
@@ -76,8 +78,9 @@ __all__ += _legacy.__all__
 __all__ += _nn_ops.__all__
 __all__ += _blas_ops.__all__
 __all__ += _torch_math.__all__
-__all__ += _runtime_settings.__all__ + ["special"]
+__all__ += ["special"]
 __all__ += _loss_ops.__all__
+__all__ += _torch_shapes.__all__ + _torch_config.__all__ + ["vmap"]
 
 
 def is_inference(t: Tensor) -> object:

@@ -134,20 +134,6 @@ class _ReductionsMoreMixin:
 
     cumsum_, cumprod_ = inplace_variant("cumsum"), inplace_variant("cumprod")
 
-    def sum_to_size(self: Tensor, *size: Any) -> "Tensor":
-        """The sum over the dims that broadcasting ``size`` to this shape would expand (the reverse of
-        ``expand``). Example: ``ft.ones(2, 3).sum_to_size(1, 3)  # [[2, 2, 2]]``."""
-        shape = tuple(builtins.int(s) for s in (size[0] if len(size) == 1 and isinstance(size[0], (tuple, list))
-                                                 else size))
-        mine = tuple(self.shape)
-        lead = len(mine) - len(shape)
-        if lead < 0 or builtins.any(s not in (1, m) for s, m in zip(shape, mine[lead:])):
-            raise RuntimeError(f"size {{[{', '.join(map(str, shape))}]}} is not expandable to size "
-                               f"{{[{', '.join(map(str, mine))}]}}.")
-        dims = tuple(range(lead)) + tuple(lead + i for i, (s, m) in enumerate(zip(shape, mine[lead:]))
-                                          if s == 1 and m != 1)
-        return self.sum(dims, keepdim=True).reshape(shape) if dims else self
-
     # ------------------------------------------------------------------ order statistics
     def kthvalue(self: Tensor, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
         """``(values, indices)`` of the ``k``-th smallest element (1-based) along ``dim``. Example:

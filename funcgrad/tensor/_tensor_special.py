@@ -250,22 +250,6 @@ class _SpecialMixin:
             raise NotImplementedError(f'"bitwise_not_cpu" not implemented for \'{_scalar_name(self)}\'')
         return cast("Tensor", ~self)
 
-    def addcmul(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
-        """``self + value * tensor1 * tensor2``."""
-        return cast("Tensor", self + value * tensor1 * tensor2)
-
-    def addcdiv(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
-        """``self + value * tensor1 / tensor2``; integer division is refused, as in PyTorch."""
-        if is_tensor(tensor1) and is_tensor(tensor2) and tensor1._value.dtype.kind in "biu" \
-                and tensor2._value.dtype.kind in "biu":
-            raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release "
-                               "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
-                               "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
-                               ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
-                               "float inputs. The future addcdiv behavior is just the latter implementation: "
-                               "(input + value * tensor1 / tensor2), for all dtypes.")
-        return cast("Tensor", self + value * tensor1 / tensor2)
-
     def hardshrink(self: Tensor, lambd: builtins.float = 0.5) -> "Tensor":
         """``x`` where ``|x| > lambd``, else 0."""
         return cast("Tensor", fnp.where(self.abs() > lambd, self, 0.0))
@@ -281,31 +265,6 @@ class _SpecialMixin:
             if self.dim() >= 2:
                 w = w.reshape((channels,) + (1,) * (self.dim() - 2))
         return cast("Tensor", fnp.where(self > 0, self, w * self))
-
-    # ------------------------------------------------------------------ Python functions applied elementwise
-    def _host_elementwise(self: Tensor, op: str, fn: Callable[..., Any], *others: Any) -> "Tensor":
-        """Write ``fn(self[i], *(o[i] for o in others))`` into ``self`` (``others`` broadcast to it): a Python
-        loop over host values, as PyTorch's (CPU tensors only; the result is a copy into ``self``)."""
-        arrays = [t._value for t in (self, *others)]
-        if builtins.any(not isinstance(a, np.ndarray) for a in arrays):
-            raise TypeError(f"{op} is only implemented on CPU tensors")
-        shape = self._value.shape
-        flat = [np.broadcast_to(a, shape).ravel().tolist() for a in arrays]
-        values = np.array([fn(*items) for items in zip(*flat)], dtype=self._value.dtype).reshape(shape)
-        return cast("Tensor", self.copy_(new_tensor(values)))
-
-    def apply_(self: Tensor, callable: Callable[[Any], Any]) -> "Tensor":  # noqa: A002
-        """Replace each element ``v`` by ``callable(v)`` (a Python number function; CPU tensors only, slow).
-        Example: ``ft.arange(3.0).apply_(lambda v: v * 2)``."""
-        return self._host_elementwise("apply_", callable)
-
-    def map_(self: Tensor, tensor: Any, callable: Callable[[Any, Any], Any]) -> "Tensor":  # noqa: A002
-        """Replace each element ``v`` by ``callable(v, w)``, ``w`` the element of ``tensor`` (broadcast)."""
-        return self._host_elementwise("map_", callable, tensor)
-
-    def map2_(self: Tensor, x: Any, y: Any, callable: Callable[[Any, Any, Any], Any]) -> "Tensor":  # noqa: A002
-        """Replace each element ``v`` by ``callable(v, a, b)``, ``a``/``b`` the elements of ``x``/``y``."""
-        return self._host_elementwise("map2_", callable, x, y)
 
     # ------------------------------------------------------------------ in-place forms
     (acosh_, asinh_, atanh_, arccosh_, arcsinh_, arctanh_, erf_, erfc_, erfinv_, digamma_, lgamma_, i0_, sinc_,

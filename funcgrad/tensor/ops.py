@@ -227,12 +227,11 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0) -> Tensor:
     return d.norm(p=p, dim=-1)
 
 
-def cross(a: Tensor, b: Tensor, dim: int = -1) -> Tensor:
-    x, y = _promote(a, b)
-    d = _wrap_dim(dim, x.dim())
-    i = [x.select(d, k) for k in range(3)]
-    j = [y.select(d, k) for k in range(3)]
-    return stack([i[1] * j[2] - i[2] * j[1], i[2] * j[0] - i[0] * j[2], i[0] * j[1] - i[1] * j[0]], d)
+def cross(a: Tensor, b: Tensor, dim: int | None = None) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (default: the first dimension of size 3), as
+    ``torch.cross``: ``a.cross(b, dim)``. Example: ``ft.cross(ft.eye(3), ft.ones(3, 3), dim=1)``."""
+    out: Tensor = _as_tensor(a).cross(b, dim)
+    return out
 
 
 def view_as_real(x: Tensor) -> Tensor:

@@ -36,6 +36,7 @@ from . import dtypes as _dt
 from .boxes import GraphBox
 from .nodes import _add_hook, RemovableHandle
 from . import _func_support as _func
+from ._tensor_breadth_b import _BreadthMixinB
 from ._tensor_convert import _ConvertMixin
 from ._tensor_inplace import _InplaceMixin
 from ._tensor_math import _MathMixin
@@ -73,7 +74,7 @@ def _rebuild(array: np.ndarray, requires_grad: bool) -> Tensor:
 
 
 class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _SpecialMixin, _ReductionsMoreMixin, _SpectralMixin,
-             GraphBox):
+             _BreadthMixinB, GraphBox):
     """A multi-dimensional array that records operations for autograd, like ``torch.Tensor``.
 
     Create tensors with :func:`ft.tensor`, :func:`ft.zeros`, :func:`ft.randn` ...;

@@ -9,12 +9,13 @@ Example::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from . import creation as _creation
 from .creation import Generator
+from .sampling import multinomial_draws
 from .size_device import device
 from .tensor_class import new_tensor
 from .tensor_helpers import _as_tensor
@@ -50,22 +51,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  
     Example: ``ft.multinomial(ft.tensor([1.0, 3.0]), 4, replacement=True)``.
     """
     p = np.asarray(_as_tensor(input).detach().cpu()._value, dtype=np.float64)
-    if p.ndim not in (1, 2):
-        raise RuntimeError("prob_dist must be 1 or 2 dim")
-    if (p < 0).any() or not np.isfinite(p).all():
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    rows = p.reshape(-1, p.shape[-1])
-    if not replacement and num_samples > rows.shape[1]:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rng = _creation._rng(generator)
-    out = []
-    for r in rows:
-        s = r.sum()
-        if s <= 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        out.append(rng.choice(len(r), size=num_samples, replace=replacement, p=r / s))
-    res = np.asarray(out, dtype=np.int64)
-    return cast("Tensor", new_tensor(res[0] if p.ndim == 1 else res))
+    return cast("Tensor", new_tensor(multinomial_draws(_creation._rng(generator), p, num_samples, replacement)))
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:  # noqa: A002
@@ -86,17 +72,9 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
 
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
            dim: int | None = None) -> Any:
-    """The distinct values (sorted), optionally with inverse indices and counts. Example: ``ft.unique(t)``."""
-    if dim is not None:
-        raise NotImplementedError("unique(dim=...) is not supported by funcgrad.tensor")
-    v = _as_tensor(input).detach().cpu()._value
-    vals, inv, cnt = np.unique(v, return_inverse=True, return_counts=True)
-    out: list[Any] = [new_tensor(vals)]
-    if return_inverse:
-        out.append(new_tensor(inv.reshape(v.shape).astype(np.int64)))
-    if return_counts:
-        out.append(new_tensor(cnt.astype(np.int64)))
-    return out[0] if len(out) == 1 else tuple(out)
+    """The distinct values (sorted; with ``dim``, slices), optionally with inverse indices and counts:
+    ``input.unique(...)``. Example: ``ft.unique(t)``."""
+    return _as_tensor(input).unique(sorted, return_inverse, return_counts, dim)
 
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:  # noqa: A002

@@ -1,5 +1,5 @@
 """The cases of tests/tensor/test_torch_math_breadth.py: every maths name of ``funcgrad.tensor`` added for
-issue 29 (``torch_math``, ``runtime_settings`` aside, and the ``_tensor_special``/``_tensor_reductions_more``
+issue 29 (``torch_math``, ``torch_config`` aside, and the ``_tensor_special``/``_tensor_reductions_more``
 mixins), run the same way on ``ft`` and on ``torch``.
 
 ``CASES[key] = (fn, inputs, grad)``: ``fn(T, *tensors)`` with ``T`` the module; ``inputs`` are NumPy arrays
