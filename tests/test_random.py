@@ -14,6 +14,7 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 import funcgrad.random as fr
 from factories import CHECKS, Spec, check_spec
+from funcgrad.random import xla_math
 from funcgrad.random.floats import erf_inv, log1p, scale_shift
 from funcgrad.testing import check_grads
 
@@ -217,6 +218,8 @@ def test_key_based_draws_do_not_differentiate_through_the_key():
 RANDOM_SPECS = [
     Spec("random_erf_inv", erf_inv, sp.erfinv, ["unit"], rtol=1e-11, atol=1e-13),
     Spec("random_log1p", log1p, np.log1p, ["positive"], rtol=1e-14),
+    Spec("random_xla_exp", xla_math.exp, np.exp, ["real"], rtol=1e-15),
+    Spec("random_xla_erf", xla_math.erf, sp.erf, ["real"], rtol=1e-14),
     Spec("random_scale_shift", scale_shift, lambda u, a, b: u * a + b, ["real", "real", "real"],
          shapes=((2, 3), (3,), (2, 1)), rtol=1e-14),
 ]

@@ -27,6 +27,7 @@ from ..core import Box, defprimitive
 from ..numpy._batching import elementwise_rule
 from ..transforms import stop_gradient
 from .floats import erf_inv, log1p, scale_shift, unit_floats
+from . import xla_math
 from .threefry import canonical_shape, check_key, random_bits, split
 
 __all__ = [
@@ -100,11 +101,17 @@ def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, max
     return _uniform(key, canonical_shape(shape, "uniform"), dt, minval, maxval)
 
 
-def _normal_real(key: Any, shape: tuple[int, ...], dt: np.dtype, exact: bool = False) -> Any:
-    """JAX's normals; ``exact`` for samplers that amplify the last bits (erf_inv's exact mode)."""
+def _normal_real(key: Any, shape: tuple[int, ...], dt: np.dtype, exact: bool = False, scale: Any = None) -> Any:
+    """JAX's normals; ``exact`` for samplers that amplify the last bits (erf_inv's exact mode).
+
+    ``scale`` multiplies them as XLA does when a product follows: ``erf_inv(u) * (scale * sqrt2)``
+    (its simplifier gathers the constant factors)."""
     lo = np.nextafter(dt.type(-1.0), dt.type(0.0))
     u = _uniform(key, shape, dt, lo, dt.type(1.0))
-    return dt.type(np.sqrt(2)) * (erf_inv(u, exact=True) if exact else erf_inv(u))
+    e = erf_inv(u, exact=True) if exact else erf_inv(u)
+    if scale is None:
+        return dt.type(np.sqrt(2)) * e
+    return e * (scale * dt.type(np.sqrt(2)))
 
 
 def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
@@ -240,8 +247,6 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
 
         fg.random.truncated_normal(key, -1.0, 2.0, (5,))
     """
-    from ..scipy.special import erf
-
     key = check_key("truncated_normal", key)
     dt = float_dtype("truncated_normal", dtype)
     if shape is None:
@@ -252,10 +257,12 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
     sqrt2 = np.array(np.sqrt(2), dt)
     lower = _as(lower, dt)
     upper = _as(upper, dt)
-    a = erf(lower / sqrt2)
-    b = erf(upper / sqrt2)
+    # XLA turns ``x / sqrt2`` into ``x * (1 / sqrt2)``; float32: its own erf, as JAX's
+    inv_sqrt2 = np.array(1, dt) / sqrt2
+    a = xla_math.erf(lower * inv_sqrt2)
+    b = xla_math.erf(upper * inv_sqrt2)
     u = _uniform(key, shape, dt, a, b)
-    out = sqrt2 * erf_inv(u)
+    out = sqrt2 * erf_inv(u, exact=dt == np.float32)  # float32: JAX's bits (exact mode costs little there)
     lo = fnp.nextafter(stop_gradient(lower), np.array(np.inf, dt))
     hi = fnp.nextafter(stop_gradient(upper), np.array(-np.inf, dt))
     return fnp.clip(out, lo, hi)
