@@ -12,6 +12,9 @@ recorded in tests/fixtures/random_xla_math_jax.npz):
   ``m`` capped at 127 so that ``2**m`` is a float32, and results below the smallest
   normal flushed to zero (XLA's CPU code runs with denormals off). float64: the Cephes
   rational function ``1 + 2 p / (q - p)`` with the reduction and ``p`` fused.
+- ``rsqrt``: the processor's estimate (``rsqrtps`` in float32, 2 x 1024 entries;
+  ``rsqrt14`` in float64, 2 x 32768 entries; tables read from an Intel CPU, in
+  funcgrad/random/rsqrt_estimates.py) refined by two fused Newton steps.
 - ``erf`` (float32): Eigen's rational function ``x p(x**2) / q(x**2)`` with fused
   Horner steps, ``sign(x)`` from ``|x| >= 3.8325...`` on. float64 ``erf`` is the C
   library's, which SciPy's matches closely: it is left to ``fnp`` callers.
@@ -23,7 +26,9 @@ Example::
 
 from __future__ import annotations
 
+import base64
 import math
+import zlib
 from typing import Any
 
 import numpy as np
@@ -35,7 +40,7 @@ from ..core import defprimitive
 from ..numpy._batching import elementwise_rule
 from .floats import fma
 
-__all__ = ["exp", "erf", "xla_exp", "xla_erf"]
+__all__ = ["exp", "erf", "xla_exp", "xla_erf", "xla_rsqrt"]
 
 # float32 exp: log2(e), ln 2 = _LN2_HEAD + _LN2_TAIL, Cephes' expf coefficients (highest degree first).
 _LOG2E = 1.44269504088896341
@@ -117,6 +122,58 @@ def xla_erf(xp: Any, x: Any) -> Any:
         p = x * _fused_horner(xp, _ERF32_NUM, x2, np.dtype(f))
         q = _fused_horner(xp, _ERF32_DEN, x2, np.dtype(f))
         return xp.where(xp.abs(x) >= f(_ERF32_SATURATES), xp.copysign(f(1.0), x), p / q)
+
+
+_RSQRT_TABLES: dict[str, np.ndarray] = {}
+
+
+def _rsqrt_table(dt: np.dtype) -> np.ndarray:
+    """The processor's estimates for ``x0`` in ``[1, 2)`` (row 0) and ``[2, 4)`` (row 1), built once:
+    float32 ``rsqrtps`` (2 x 1024), float64 ``rsqrt14`` (2 x 32768)."""
+    if dt.name not in _RSQRT_TABLES:
+        from . import rsqrt_estimates
+
+        if dt == np.float32:
+            digits = "".join(rsqrt_estimates.MANTISSAS)
+            mantissas = np.array([int(digits[i:i + 3], 16) for i in range(0, len(digits), 3)], np.float64)
+            table = (0.5 * (1.0 + mantissas / 4096.0)).astype(np.float32)
+        else:
+            packed = base64.b64decode("".join(rsqrt_estimates.SCALED_STEPS_64))
+            steps = np.frombuffer(zlib.decompress(packed), dtype="<i4").astype(np.int64)
+            table = np.ldexp(np.cumsum(steps).astype(np.float64), -17)
+        _RSQRT_TABLES[dt.name] = table.reshape(2, -1)
+    return _RSQRT_TABLES[dt.name]
+
+
+def xla_rsqrt(xp: Any, x: Any) -> Any:
+    """``1 / sqrt(x)`` as XLA computes it on an x86 CPU with AVX-512 (a plain positive float32
+    or float64 array): the processor's estimate (``rsqrtps`` in float32, ``rsqrt14`` in
+    float64) from its table, then two Newton steps, each ``y + (-y/2) * fma(x y, y, -1)``
+    with fused multiply-adds.
+
+    Example::
+
+        xla_rsqrt(np, np.array([4.0, 2.0], np.float32))     # [0.5, 0.70710677]
+    """
+    dt = np.dtype(x.dtype)
+    f = dt.type
+    table = _rsqrt_table(dt)
+    if xp is not np:
+        table = xp.asarray(table)
+    m, e = xp.frexp(x)  # x = (2 m) 2**(e - 1), 2 m in [1, 2)
+    e = e - 1
+    odd = e % 2
+    index = xp.floor((m * f(2.0) - f(1.0)) * f(table.shape[1])).astype(np.int64)  # exact: the top mantissa bits
+    estimate = table[odd, index]
+    if dt != np.float32:  # rsqrt14 is exact at powers of 4
+        estimate = xp.where((m == f(0.5)) & (odd == 0), f(1.0), estimate)
+    y = xp.ldexp(estimate, -((e - odd) // 2))
+    for _ in range(2):
+        half = y * f(-0.5)
+        h = fma(xp, x * y, y, f(-1.0))
+        y = fma(xp, half, h, y)
+    tiny_or_inf = (x < f(np.finfo(dt).tiny)) | (x == f(np.inf))
+    return xp.where(tiny_or_inf, f(1.0) / xp.sqrt(x), y)
 
 
 def _plain(fn: Any) -> Any:
