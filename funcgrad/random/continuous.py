@@ -322,9 +322,12 @@ def _float32_lapack_qr(z: np.ndarray) -> tuple[Any, Any]:
     ``sorgqr`` through SciPy, the routines jaxlib calls on the CPU (NumPy's ``qr`` computes in
     float64, which rounds differently: up to 3 ulp from JAX's). NumPy's ``qr`` without SciPy."""
     try:
+        from scipy import __version__ as scipy_version
         from scipy.linalg import qr
     except ImportError:  # pragma: no cover - SciPy is an optional dependency
         return fnp.linalg.qr(z)
+    if z.ndim == 2 or tuple(int(v) for v in scipy_version.split(".")[:2]) >= (1, 15):  # batched from 1.15
+        return qr(z, mode="economic", check_finite=False)
     k = min(z.shape[-2:])
     q = np.empty(z.shape[:-1] + (k,), z.dtype)
     r = np.empty(z.shape[:-2] + (k, z.shape[-1]), z.dtype)
