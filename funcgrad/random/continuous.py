@@ -317,7 +317,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     return mean + fnp.einsum("...ij,...j->...i", factor, z)
 
 
-def _float32_lapack_qr(z: np.ndarray) -> tuple[Any, Any]:
+def _float32_lapack_qr(z: np.ndarray) -> Any:
     """Reduced QR of a stack of float32 matrices with LAPACK's single-precision ``sgeqrf`` and
     ``sorgqr`` through SciPy, the routines jaxlib calls on the CPU (NumPy's ``qr`` computes in
     float64, which rounds differently: up to 3 ulp from JAX's). NumPy's ``qr`` without SciPy."""
