@@ -11,7 +11,7 @@ differentiate with respect to their parameters (implicitly for ``gamma``,
 For the same key, shape and dtype, keys, bits, the integer samplers,
 ``permutation``, ``choice`` and ``bernoulli`` give exactly JAX's values
 (``jax.random`` with its default threefry2x32 and ``jax_enable_x64``); float
-samplers agree within a few ulp (see docs/random.md for each bound).
+samplers agree within 2 ulp, several exactly (see docs/random.md for each bound).
 
 Example::
 

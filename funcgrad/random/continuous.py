@@ -27,6 +27,7 @@ from ..core import Box, defprimitive
 from ..numpy._batching import elementwise_rule
 from ..transforms import stop_gradient
 from .floats import erf_inv, log1p, scale_shift, unit_floats
+from . import xla_math
 from .threefry import canonical_shape, check_key, random_bits, split
 
 __all__ = [
@@ -100,11 +101,17 @@ def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, max
     return _uniform(key, canonical_shape(shape, "uniform"), dt, minval, maxval)
 
 
-def _normal_real(key: Any, shape: tuple[int, ...], dt: np.dtype, exact: bool = False) -> Any:
-    """JAX's normals; ``exact`` for samplers that amplify the last bits (erf_inv's exact mode)."""
+def _normal_real(key: Any, shape: tuple[int, ...], dt: np.dtype, exact: bool = False, scale: Any = None) -> Any:
+    """JAX's normals; ``exact`` for samplers that amplify the last bits (erf_inv's exact mode).
+
+    ``scale`` multiplies them as XLA does when a product follows: ``erf_inv(u) * (scale * sqrt2)``
+    (its simplifier gathers the constant factors)."""
     lo = np.nextafter(dt.type(-1.0), dt.type(0.0))
     u = _uniform(key, shape, dt, lo, dt.type(1.0))
-    return dt.type(np.sqrt(2)) * (erf_inv(u, exact=True) if exact else erf_inv(u))
+    e = erf_inv(u, exact=True) if exact else erf_inv(u)
+    if scale is None:
+        return dt.type(np.sqrt(2)) * e
+    return e * (scale * dt.type(np.sqrt(2)))
 
 
 def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
@@ -240,8 +247,6 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
 
         fg.random.truncated_normal(key, -1.0, 2.0, (5,))
     """
-    from ..scipy.special import erf
-
     key = check_key("truncated_normal", key)
     dt = float_dtype("truncated_normal", dtype)
     if shape is None:
@@ -252,10 +257,12 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
     sqrt2 = np.array(np.sqrt(2), dt)
     lower = _as(lower, dt)
     upper = _as(upper, dt)
-    a = erf(lower / sqrt2)
-    b = erf(upper / sqrt2)
+    # XLA turns ``x / sqrt2`` into ``x * (1 / sqrt2)``; float32: its own erf, as JAX's
+    inv_sqrt2 = np.array(1, dt) / sqrt2
+    a = xla_math.erf(lower * inv_sqrt2)
+    b = xla_math.erf(upper * inv_sqrt2)
     u = _uniform(key, shape, dt, a, b)
-    out = sqrt2 * erf_inv(u)
+    out = sqrt2 * erf_inv(u, exact=dt == np.float32)  # float32: JAX's bits (exact mode costs little there)
     lo = fnp.nextafter(stop_gradient(lower), np.array(np.inf, dt))
     hi = fnp.nextafter(stop_gradient(upper), np.array(-np.inf, dt))
     return fnp.clip(out, lo, hi)
@@ -310,6 +317,25 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     return mean + fnp.einsum("...ij,...j->...i", factor, z)
 
 
+def _float32_lapack_qr(z: np.ndarray) -> Any:
+    """Reduced QR of a stack of float32 matrices with LAPACK's single-precision ``sgeqrf`` and
+    ``sorgqr`` through SciPy, the routines jaxlib calls on the CPU (NumPy's ``qr`` computes in
+    float64, which rounds differently: up to 3 ulp from JAX's). NumPy's ``qr`` without SciPy."""
+    try:
+        from scipy import __version__ as scipy_version
+        from scipy.linalg import qr
+    except ImportError:  # pragma: no cover - SciPy is an optional dependency
+        return fnp.linalg.qr(z)
+    if z.ndim == 2 or tuple(int(v) for v in scipy_version.split(".")[:2]) >= (1, 15):  # batched from 1.15
+        return qr(z, mode="economic", check_finite=False)
+    k = min(z.shape[-2:])
+    q = np.empty(z.shape[:-1] + (k,), z.dtype)
+    r = np.empty(z.shape[:-2] + (k, z.shape[-1]), z.dtype)
+    for index in np.ndindex(*z.shape[:-2]):
+        q[index], r[index] = qr(z[index], mode="economic", check_finite=False)
+    return q, r
+
+
 def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None) -> Any:
     """Uniformly distributed orthogonal ``(n, m)`` matrices (``m`` defaults to ``n``), as JAX.
 
@@ -323,7 +349,7 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
     n = int(n)
     m = n if m is None else int(m)
     z = _normal_real(key, shape + (max(n, m), min(n, m)), dt, exact=True)
-    q, r = fnp.linalg.qr(z)
+    q, r = _float32_lapack_qr(z) if dt == np.float32 and isinstance(z, np.ndarray) else fnp.linalg.qr(z)
     d = fnp.diagonal(r, axis1=-2, axis2=-1)
     x = q * fnp.expand_dims(fnp.sign(d), -2)
     return fnp.swapaxes(x, -1, -2) if n < m else x

@@ -22,6 +22,7 @@ from .continuous import _as, _normal_real, _uniform, check_shape, exponential, f
 from .discrete import rademacher
 from .floats import log1p
 from .gamma_family import chisquare
+from . import xla_math
 from .threefry import canonical_shape, check_key, split
 
 __all__ = ["pareto", "f", "maxwell", "double_sided_maxwell", "weibull_min", "rayleigh", "wald", "geometric",
@@ -152,8 +153,11 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None, dt
 
 
 def lognormal(key: Any, sigma: Any = 1.0, shape: Any = None, dtype: Any = None) -> Any:
-    """Log-normal samples: ``exp(sigma * normal)``. Example: ``fg.random.lognormal(key, 0.5, (3,))``."""
+    """Log-normal samples: ``exp(sigma * normal)`` (float32: XLA's ``exp``, as JAX's).
+    Example: ``fg.random.lognormal(key, 0.5, (3,))``."""
     key = check_key("lognormal", key)
     dt = float_dtype("lognormal", dtype)
     shape = _shape_of("lognormal", shape, sigma)
+    if dt == np.float32:  # exp turns an ulp of the normal into |x| ulp: XLA's arithmetic throughout
+        return xla_math.exp(_normal_real(key, shape, dt, exact=True, scale=_as(sigma, dt)))
     return fnp.exp(_normal_real(key, shape, dt) * _as(sigma, dt))

@@ -41,6 +41,8 @@ from ..scipy.special import gammaln
 from .continuous import _as, _normal_real, _uniform, check_shape, exponential, float_dtype, param_shape
 from .discrete import rademacher
 from .floats import _erf_inv_raw, _unit_floats_raw, fma, xla_log, xla_log1p
+from . import xla_math
+from .xla_math import xla_rsqrt
 from .threefry import _bits_raw, _split_raw, canonical_shape, check_key, split
 
 __all__ = ["gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "generalized_normal", "ball"]
@@ -58,14 +60,12 @@ def _uniform_scalars(keys: Any, dt: np.dtype) -> Any:
 
 
 def _rsqrt(xp: Any, d: Any) -> Any:
-    """``1 / sqrt(d)`` correctly rounded (but in rare double-rounding ties): through float64 for
-    float32, through NumPy's extended precision for float64 where it has one (x86), else plain."""
+    """``1 / sqrt(d)`` as XLA's, bit for bit, in float32 and float64 (:func:`xla_math.xla_rsqrt`);
+    correctly rounded through float64 for other float dtypes."""
     dt = np.dtype(d.dtype)
-    if dt.itemsize < 8:
-        return (1.0 / xp.sqrt(d.astype(np.float64))).astype(dt)
-    if xp is np and np.finfo(np.longdouble).nmant > np.finfo(dt).nmant:
-        return (1 / np.sqrt(d.astype(np.longdouble))).astype(dt)
-    return dt.type(1.0) / xp.sqrt(d)
+    if dt in (np.float32, np.float64):
+        return xla_rsqrt(xp, d)
+    return (1.0 / xp.sqrt(d.astype(np.float64))).astype(dt)
 
 
 def _gamma_one(xp: Any, keys: Any, alpha: Any, log_space: bool) -> Any:
@@ -75,9 +75,8 @@ def _gamma_one(xp: Any, keys: Any, alpha: Any, log_space: bool) -> Any:
     boost_mask = alpha >= one
     alpha_b = xp.where(boost_mask, alpha, alpha + one)
     d = alpha_b - third
-    # XLA rewrites a / sqrt(d) as a * rsqrt(d), and its rsqrt starts from the hardware's
-    # estimate, which NumPy cannot reproduce: the correctly rounded rsqrt is the closest we
-    # have (measured: equal to XLA's for 87% of float32 and 90% of float64 inputs, within 2 ulp).
+    # XLA rewrites a / sqrt(d) as a * rsqrt(d), and its rsqrt starts from the processor's
+    # estimate (rebuilt from its tables, see xla_math.xla_rsqrt).
     c = third * _rsqrt(xp, d)
     pair = _split_raw(keys)
     key, subkey = pair[:, 0], pair[:, 1]
@@ -303,7 +302,7 @@ def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
     df = _as(df, dt)
     half_df = df / dt.type(2)
     log_g = loggamma(key, half_df, shape, dt)
-    return dt.type(2) * fnp.exp(log_g)
+    return dt.type(2) * xla_math.exp(log_g)  # XLA's exp: the loggamma draws are JAX's to an ulp
 
 
 def generalized_normal(key: Any, p: float, shape: Any = (), dtype: Any = None) -> Any:
