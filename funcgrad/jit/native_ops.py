@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -37,12 +38,14 @@ import numpy as np
 from .. import numpy as fnp
 from ..core.trace import Primitive
 from ..numpy import creation as _creation, indexing as _indexing, linalg as _linalg, shape_ops as _shape_ops
-from .ir import Const, Eqn, Var
+from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
+from .loops import Loop, loop_of
 from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, primitive_of
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
-           "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal"]
+           "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
+           "loop_consts", "reads_of"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -167,6 +170,9 @@ def _ints(value: Any) -> bool:
 
 def kind_of(e: Eqn) -> str | None:
     """How the native backend lowers ``e`` (see the module docstring), or None where it does not."""
+    loop = loop_of(e)
+    if loop is not None:
+        return "loop" if loop_lowers(e, loop) else None
     if e.prim is SPLIT:
         return "view" if split_maps(e) is not None else None
     if e.multiple or len(e.outs) != 1 or not e.prim.pure:
@@ -204,6 +210,66 @@ def kind_of(e: Eqn) -> str | None:
               and _atom_ok(e.ins[0], FLOATS + ("bool",), o.shape) and e.ins[0].shape == o.shape)
         return "elementwise" if ok else None
     return None
+
+
+# -- loops: a compiled loop calling the compiled body -------------------------------------------
+
+_body_lowers: "weakref.WeakKeyDictionary[Program, bool]" = weakref.WeakKeyDictionary()
+
+
+def _loop_value_ok(a: Any, like: Any) -> bool:
+    """Can ``a`` stand where ``like`` (a body input) is: the same float dtype and shape, both
+    scalars or both arrays of at least one axis (so the loop's carry keeps one native type)?"""
+    if not (isinstance(a, Var) or (isinstance(a, Const) and not is_literal(a.value))):
+        return False
+    if not _atom_ok(a, FLOATS, None) or dtype_name(a) != dtype_name(like) or _shape_of(a) != tuple(like.shape):
+        return False
+    array = _is_array(a)
+    return array == is_host_array(like.kind) and (not array or len(like.shape) > 0)
+
+
+def loop_lowers(e: Eqn, loop: Loop) -> bool:
+    """Does the loop ``e`` lower: a body whose every equation lowers, carries that keep their
+    dtype, shape and kind from step to step, stacked inputs that are host arrays?"""
+    body, nc, nx = loop.body, loop.n_carry, loop.n_xs
+    if loop.length < 1 or len(e.ins) != nc + nx or len(body.invars) != nc + nx or len(body.outs) < nc:
+        return False
+    if len(e.outs) != 2 * nc + len(body.outs) - nc:
+        return False
+    ok = _body_lowers.get(body)
+    if ok is None:
+        ok = all(kind_of(b) is not None for b in body.eqns) and all(
+            isinstance(o, Var) and _out_ok(o, FLOATS) and (o.shape == () or is_host_array(o.kind))
+            for o in body.outs)
+        ok = ok and all(_loop_value_ok(o, v) for o, v in zip(body.outs[:nc], body.invars[:nc]))
+        _body_lowers[body] = ok
+    if not ok:
+        return False
+    if not all(_loop_value_ok(a, v) for a, v in zip(e.ins[:nc], body.invars[:nc])):
+        return False
+    for a, v in zip(e.ins[nc:], body.invars[nc:]):
+        if not (_is_array(a) and _shape_of(a)[:1] == (loop.length,) and _shape_of(a)[1:] == tuple(v.shape)):
+            return False
+    return True
+
+
+def loop_consts(loop: Loop) -> list[Const]:
+    """The array constants the loop's body reads (its nested loops' included): parameters of
+    the compiled body, passed in by the code around it (their names are the body's own)."""
+    found: list[Const] = []
+    for b in loop.body.eqns:
+        inner = loop_of(b)
+        for c in [a for a in b.ins if isinstance(a, Const) and not is_literal(a.value)] + (
+                loop_consts(inner) if inner is not None else []):
+            if all(c is not f for f in found):
+                found.append(c)
+    return found
+
+
+def reads_of(e: Eqn) -> list[Any]:
+    """What the lowered ``e`` reads: its operands, and a loop's body constants."""
+    loop = loop_of(e)
+    return list(e.ins) + (loop_consts(loop) if loop is not None else [])
 
 
 # -- reductions --------------------------------------------------------------------------------

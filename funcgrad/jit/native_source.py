@@ -27,9 +27,10 @@ from typing import Any
 
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
+from .loops import loop_of
 from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
-                         SPLIT, contraction, dtype_name, is_literal, kind_of, reduction, scatter_region, split_maps,
-                         view_map)
+                         SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
+                         split_maps, view_map)
 
 __all__ = ["segment_source", "BLAS_MIN_WORK"]
 
@@ -63,8 +64,9 @@ def _broadcast_index(s: tuple[int, ...], shape: tuple[int, ...], ix: list[str]) 
 class _Source:
     """The generator of one segment's source (see the module docstring)."""
 
-    def __init__(self, eqns: list[Eqn], ins: list[Any], outs: list[Var]) -> None:
+    def __init__(self, eqns: list[Eqn], ins: list[Any], outs: list[Any], helpers: list[str] | None = None) -> None:
         self.eqns, self.ins, self.outs = eqns, ins, outs
+        self.helpers: list[str] = [] if helpers is None else helpers  # loop bodies' functions, shared
         self.kind: dict[Var, str] = {}
         self.eqn_of: dict[Var, Eqn] = {}
         self.maps: dict[Var, Any] = {}
@@ -101,9 +103,10 @@ class _Source:
             k = self.kind[o]
             if k == "view":
                 continue
-            if k == "block":
-                self.steps.append(("block", None, [e]))
-                self.step_of[o] = len(self.steps) - 1
+            if k in ("block", "loop"):
+                self.steps.append((k, None, [e]))
+                for out in e.outs:
+                    self.step_of[out] = len(self.steps) - 1
                 open_nest = None
                 continue
             shape = tuple(e.ins[0].shape) if k == "reduce" else tuple(o.shape)
@@ -282,6 +285,57 @@ class _Source:
         op = "+=" if e.prim is INDEX_ADD else "="
         self.emit(depth, f"a_{o.name}[{', '.join(mapping(ix))}] {op} {self.read(values, region, ix, k, odt)}")
 
+    def _whole(self, a: Any, k: int) -> str:
+        """A name for ``a`` as a whole array (a view is copied out first)."""
+        if isinstance(a, Var) and a in self.maps:
+            self.temps += 1
+            t = f"m{self.temps}"
+            shape = tuple(a.shape)
+            self.emit(0, f"{t} = np.empty({shape!r}, np.{dtype_name(a)})")
+            ix = _counters("i", len(shape))
+            depth = self.loops(0, ix, shape)
+            self.emit(depth, f"{t}[{', '.join(ix)}] = {self.value_at(a, ix, k, dtype_name(a))}")
+            return t
+        return f"a_{a.name}" if self._made_here(a) else a.name
+
+    def loop(self, k: int, e: Eqn) -> None:
+        """A loop equation: its body as a function of its own, called once a step."""
+        lp = loop_of(e)
+        assert lp is not None
+        body, nc, nx = lp.body, lp.n_carry, lp.n_xs
+        consts = loop_consts(lp)
+        slot = len(self.helpers)
+        self.helpers.append("")
+        fname = f"loop_body_{slot}"
+        sub = _Source(body.eqns, list(body.invars) + consts, list(body.outs), self.helpers)
+        self.helpers[slot] = sub.source(fname)
+        carries = []
+        for j, a in enumerate(e.ins[:nc]):
+            c = f"carry{k}_{j}"
+            if body.invars[j].shape:
+                self.emit(0, f"{c} = np.copy({self._whole(a, k)})")
+            else:
+                self.emit(0, f"{c} = {self.value_at(a, [], k, dtype_name(body.invars[j]))}")
+            carries.append(c)
+        xs = [self._whole(a, k) for a in e.ins[nc:nc + nx]]
+        ny = len(body.outs) - nc
+        ys, entering = e.outs[nc:nc + ny], e.outs[nc + ny:]
+        for o, like in list(zip(ys, body.outs[nc:])) + list(zip(entering, body.invars[:nc])):
+            dt = "np.bool_" if dtype_name(like) == "bool" else f"np.{dtype_name(like)}"
+            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, {dt})")
+        t = f"t{k}"
+        self.emit(0, f"for {t} in range({lp.length - 1}, -1, -1):" if lp.reverse else f"for {t} in range({lp.length}):")
+        for o, c in zip(entering, carries):
+            self.emit(1, f"a_{o.name}[{t}] = {c}")
+        args = carries + [f"{x}[{t}]" for x in xs] + [c.name for c in consts]
+        self.emit(1, f"r{k} = {fname}({', '.join(args)})")
+        for j, c in enumerate(carries):
+            self.emit(1, f"{c} = r{k}[{j}]")
+        for j, o in enumerate(ys):
+            self.emit(1, f"a_{o.name}[{t}] = r{k}[{nc + j}]")
+        for o, c in zip(e.outs[:nc], carries):
+            self.emit(0, f"{'a_' if o.shape else ''}{o.name} = {c}")
+
     def _contract(self, k: int, o: Var, c: Contraction) -> None:
         odt = dtype_name(o)
         work = 1
@@ -343,10 +397,15 @@ class _Source:
         for k, (what, shape, eqns) in enumerate(self.steps):
             if what == "nest":
                 self.nest(k, shape, eqns)
+            elif what == "loop":
+                self.loop(k, eqns[0])
             else:
                 self.block(k, eqns[0])
         rets = []
         for o in self.outs:
+            if isinstance(o, Var) and not self._made_here(o) and o not in self.maps:  # an input returned
+                rets.append(f"np.copy({o.name})" if is_host_array(o.kind) else o.name)
+                continue
             if o in self.maps:  # a view returned: copied out
                 if o.shape:
                     self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{dtype_name(o)})")
@@ -357,7 +416,7 @@ class _Source:
                     self.emit(0, f"{o.name} = {self.value_at(o, [], None, dtype_name(o))}")
             rets.append(f"a_{o.name}" if o.shape else o.name)
         params = ", ".join(a.name for a in self.ins)
-        return (f"def {name}({params}):\n" + "\n".join(self.lines)
+        return "".join(h + "\n\n" for h in self.helpers if h) + (f"def {name}({params}):\n" + "\n".join(self.lines)
                 + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
 
 

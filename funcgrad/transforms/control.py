@@ -18,6 +18,8 @@ from ..core.trace import shape_of
 from .. import tree_util
 from ..core import Box, defprimitive, get_primitive
 from ..core.batching import is_batched
+from ..core.staging import is_staged
+from ..jit.loops import Loop, register_loop, stage_body
 from ..numpy._batching import fallback
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
 
@@ -41,7 +43,7 @@ def _is_float(x: Any) -> bool:
 
 
 class _ScanSpec(_Spec):
-    __slots__ = ("f", "n_carry", "n_xs", "length", "reverse", "carry_def", "xs_def", "y_def", "n_y")
+    __slots__ = ("f", "n_carry", "n_xs", "length", "reverse", "carry_def", "xs_def", "y_def", "n_y", "body")
 
     # Slot types, for type checkers only (no runtime effect).
     f: Callable[..., Any]
@@ -53,6 +55,7 @@ class _ScanSpec(_Spec):
     xs_def: Any  # a PyTreeDef, or None when xs is None
     y_def: Any  # a PyTreeDef once the step function has run
     n_y: int
+    body: Any  # the step staged into a funcgrad.jit.ir.Program when the scan is staged, else None
 
 
 def _step_fn(spec: _ScanSpec) -> Callable[..., Any]:
@@ -108,29 +111,32 @@ def _scan_raw(*leaves: Any, spec: _ScanSpec) -> tuple[Any, ...]:
 
 
 def _scan_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _ScanSpec) -> list[Any]:
+    """The cotangents of the leaves: a scan running the other way whose step is the VJP of
+    ``f`` at the carry entering that step (so it is a loop again, staged and compiled as one)."""
     import funcgrad.numpy as fnp
 
     nc, ny = spec.n_carry, spec.n_y
     g = _fill(g[: nc + ny], ans[: nc + ny])
-    g_carry = list(g[:nc])
-    g_ys = g[nc:nc + ny]
-    entering = ans[nc + ny:]
-    xs = leaves[nc:]
+    entering = list(ans[nc + ny:])
+    xs = list(leaves[nc:])
+    nx = len(xs)
+    if not spec.length:
+        by_leaf = {i: fnp.zeros_like(leaves[i]) if i >= nc else g[i] for i in range(nc + nx)}
+        return [by_leaf[i] for i in argnums]
     step = _step_fn(spec)
-    n_leaves = nc + len(xs)
-    diff = [i for i in range(n_leaves) if _is_float(leaves[i])]
-    g_xs: list[list[Any]] = [[None] * spec.length for _ in xs]
-    for t in reversed(list(_order(spec))):
-        point = [c[t] for c in entering] + [x[t] for x in xs]
-        cts = _partial_vjp(step, point, diff, tuple(g_carry) + tuple(gy[t] for gy in g_ys))
-        by_leaf = dict(zip(diff, cts))
-        g_carry = [by_leaf.get(i, fnp.zeros_like(point[i])) for i in range(nc)]
-        for k in range(len(xs)):
-            g_xs[k][t] = by_leaf.get(nc + k, fnp.zeros_like(point[nc + k]))
-    result_by_leaf = {i: g_carry[i] for i in range(nc)}
-    for k in range(len(xs)):
-        result_by_leaf[nc + k] = fnp.stack(g_xs[k]) if spec.length else fnp.zeros_like(xs[k])
-    return [result_by_leaf[i] for i in argnums]
+    diff = [i for i in range(nc + nx) if _is_float(leaves[i])]
+
+    def back(g_carry: list[Any], at: tuple[list[Any], list[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
+        carry_in, x, g_y = at
+        point = list(carry_in) + list(x)
+        by_leaf = dict(zip(diff, _partial_vjp(step, point, diff, tuple(g_carry) + tuple(g_y))))
+        g_point = [by_leaf[i] if i in by_leaf else fnp.zeros_like(point[i]) for i in range(nc + nx)]
+        return g_point[:nc], g_point[nc:]
+
+    g_init, g_xs = scan(back, list(g[:nc]), (entering, xs, list(g[nc:])), length=spec.length,
+                        reverse=not spec.reverse)
+    result = list(g_init) + list(g_xs)
+    return [result[i] for i in argnums]
 
 
 def _scan_vjp_all_full(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _ScanSpec) -> list[Any]:
@@ -162,6 +168,14 @@ _scan = defprimitive(
     batch=_scan_batch,
     multiple_results=True,
 )
+
+
+def _scan_loop(e: Any) -> Loop | None:
+    spec: _ScanSpec = e.kwargs["spec"]
+    return None if spec.body is None else Loop(spec.body, spec.n_carry, spec.n_xs, spec.length, spec.reverse)
+
+
+register_loop(get_primitive(_scan), _scan_loop)
 
 
 def scan(
@@ -203,6 +217,11 @@ def scan(
     spec.f, spec.n_carry, spec.n_xs, spec.length, spec.reverse = f, len(init_leaves), len(xs_leaves), length, reverse
     y_def: Any = None  # set by the step function
     spec.carry_def, spec.xs_def, spec.y_def, spec.n_y = carry_def, (xs_def if xs is not None else None), y_def, 0
+    spec.body = None
+    if length and any(is_staged(x) for x in leaves):  # inside fg.jit: the step as a program too
+        first = length - 1 if reverse else 0
+        spec.body = stage_body(_step_fn(spec), [_raw_value(c) for c in init_leaves]
+                               + [_raw_value(x)[first] for x in xs_leaves], "scan step")
     if not any(isinstance(x, Box) for x in leaves):
         out = _run(tuple(leaves), spec)
     else:

@@ -1,0 +1,77 @@
+"""Loops a backend may compile: a primitive that runs a staged body program over steps.
+
+``fg.scan`` (and ``fori_loop``, and the reverse scan that is the derivative of a
+scan) records one equation whose parameters hold the Python step function. While
+that equation is being staged, the step function is staged too, once, into its own
+:class:`~funcgrad.jit.ir.Program` (:func:`stage_body`), and the primitive is
+registered here (:func:`register_loop`) with a function that reads the equation as
+a :class:`Loop`. A backend that can compile the body compiles the loop as a real
+loop calling it (:mod:`funcgrad.jit.native_source`); the NumPy replay keeps calling
+the primitive, which runs the Python step function.
+
+Layering: this module knows programs, not ``fg.scan``; ``funcgrad.transforms.control``
+registers its primitive here.
+
+Example::
+
+    from funcgrad.jit.loops import loop_of
+    prog = fg.make_program(lambda x: fg.fori_loop(0, 3, lambda i, c: c * 2.0, x))(fnp.ones(2))
+    loop_of(prog.eqns[0]).body      # the staged step: (i, c) -> (2 c,)
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Sequence
+
+from ..core.staging import OuterTraceError, StagedValueError, StagingTrace
+from ..core.trace import Primitive
+from .ir import Eqn, Program
+from .numpy_replay import direct_call
+from .passes import optimize
+
+__all__ = ["Loop", "register_loop", "loop_of", "stage_body"]
+
+
+class Loop:
+    """``carry, ys, entering = loop(*carry, *xs)``: ``length`` steps (last to first where
+    ``reverse``) of ``body(*carry, *x_t) -> (*carry, *y_t)``; the equation's results are the
+    final carry, the stacked ``y`` and the stacked carries entering each step."""
+
+    __slots__ = ("body", "n_carry", "n_xs", "length", "reverse")
+
+    def __init__(self, body: Program, n_carry: int, n_xs: int, length: int, reverse: bool) -> None:
+        self.body, self.n_carry, self.n_xs, self.length, self.reverse = body, n_carry, n_xs, length, reverse
+
+
+_LOOPS: dict[Primitive, Callable[[Eqn], "Loop | None"]] = {}
+
+
+def register_loop(prim: Primitive, describe: Callable[[Eqn], "Loop | None"]) -> None:
+    """Declare ``prim`` a loop: ``describe(eqn)`` is its :class:`Loop` (None: not compilable)."""
+    _LOOPS[prim] = describe
+
+
+def loop_of(e: Eqn) -> Loop | None:
+    """The loop equation ``e`` runs, or None (not a loop, or its body was not staged)."""
+    describe = _LOOPS.get(e.prim)
+    return None if describe is None else describe(e)
+
+
+_bodies = itertools.count()
+
+
+def stage_body(fn: Callable[..., Sequence[Any]], examples: Sequence[Any], name: str = "body") -> Program | None:
+    """``fn(*leaves) -> tuple of leaves`` staged at the plain values ``examples`` into an
+    optimised program; None where it cannot be (Python decided on a value, or the function
+    reads a value traced outside it)."""
+    prog = Program(function_for=direct_call, const_prefix=f"b{next(_bodies)}c")  # its own constant names
+    trace = StagingTrace(prog, "loop body", name)
+    try:
+        with trace:
+            boxes = [trace.new_input(x) for x in examples]
+            outs = fn(*boxes)
+            prog.outs = [trace.output(x) for x in outs]
+    except (StagedValueError, OuterTraceError, TypeError, ValueError):
+        return None
+    return optimize(prog)
