@@ -1,9 +1,9 @@
 """Loops a backend may compile: a primitive that runs a staged body program over steps.
 
-``fg.scan`` (and ``fori_loop``, and the reverse scan that is the derivative of a
-scan) records one equation whose parameters hold the Python step function. While
-that equation is being staged, the step function is staged too, once, into its own
-:class:`~funcgrad.jit.ir.Program` (:func:`stage_body`), and the primitive is
+``fg.scan`` (and ``fori_loop``, and the scans that are the derivatives of a scan)
+records one equation whose parameters hold the Python step function. While that
+equation is being staged, the step function is staged too, once per kind of operands,
+into its own :class:`~funcgrad.jit.ir.Program` (:func:`stage_body`), and the primitive is
 registered here (:func:`register_loop`) with a function that reads the equation as
 a :class:`Loop`. A backend that can compile the body compiles the loop as a real
 loop calling it (:mod:`funcgrad.jit.native_source`); the NumPy replay keeps calling
@@ -25,12 +25,12 @@ import itertools
 from typing import Any, Callable, Sequence
 
 from ..core.staging import OuterTraceError, StagedValueError, StagingTrace
-from ..core.trace import Primitive
-from .ir import Eqn, Program
+from ..core.trace import Primitive, current_traces
+from .ir import Const, Eqn, Program, Var
 from .numpy_replay import direct_call
 from .passes import optimize
 
-__all__ = ["Loop", "register_loop", "loop_of", "stage_body"]
+__all__ = ["Loop", "register_loop", "loop_of", "stage_body", "staging_now", "avals"]
 
 
 class Loop:
@@ -56,6 +56,22 @@ def loop_of(e: Eqn) -> Loop | None:
     """The loop equation ``e`` runs, or None (not a loop, or its body was not staged)."""
     describe = _LOOPS.get(e.prim)
     return None if describe is None else describe(e)
+
+
+def staging_now() -> bool:
+    """Is a program being staged in this thread (is ``fg.jit`` tracing)?"""
+    return any(isinstance(t, StagingTrace) for t in current_traces())
+
+
+def avals(values: Sequence[Any]) -> tuple[Any, ...]:
+    """What a program knows of each value (kind, shape, dtype): the same for a plain value
+    and for the program atom recorded for it, so a body staged for the one is found from the other."""
+    def one(x: Any) -> Any:
+        if isinstance(x, Const):
+            x = x.value
+        v = x if isinstance(x, Var) else Var(0, x)
+        return v.kind, v.shape, str(v.dtype)
+    return tuple(one(x) for x in values)
 
 
 _bodies = itertools.count()

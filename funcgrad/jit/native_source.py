@@ -30,7 +30,7 @@ from .kinds import is_host_array
 from .loops import loop_of
 from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
-                         split_maps, view_map)
+                         reads_of, split_maps, view_map)
 
 __all__ = ["segment_source", "BLAS_MIN_WORK"]
 
@@ -83,6 +83,7 @@ class _Source:
         self.steps: list[tuple[str, Any, list[Eqn]]] = []  # ("nest", shape, eqns) | ("block", None, [e])
         self._make_steps()
         self.stored = self._stored()
+        self.wanted = {a for e in eqns for a in reads_of(e) if isinstance(a, Var)} | {o for o in outs if isinstance(o, Var)}
         self.lines: list[str] = []
         self.temps = 0
 
@@ -321,18 +322,22 @@ class _Source:
         ny = len(body.outs) - nc
         ys, entering = e.outs[nc:nc + ny], e.outs[nc + ny:]
         for o, like in list(zip(ys, body.outs[nc:])) + list(zip(entering, body.invars[:nc])):
+            if o not in self.wanted:
+                continue
             dt = "np.bool_" if dtype_name(like) == "bool" else f"np.{dtype_name(like)}"
             self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, {dt})")
         t = f"t{k}"
         self.emit(0, f"for {t} in range({lp.length - 1}, -1, -1):" if lp.reverse else f"for {t} in range({lp.length}):")
         for o, c in zip(entering, carries):
-            self.emit(1, f"a_{o.name}[{t}] = {c}")
+            if o in self.wanted:
+                self.emit(1, f"a_{o.name}[{t}] = {c}")
         args = carries + [f"{x}[{t}]" for x in xs] + [c.name for c in consts]
         self.emit(1, f"r{k} = {fname}({', '.join(args)})")
         for j, c in enumerate(carries):
             self.emit(1, f"{c} = r{k}[{j}]")
         for j, o in enumerate(ys):
-            self.emit(1, f"a_{o.name}[{t}] = r{k}[{nc + j}]")
+            if o in self.wanted:
+                self.emit(1, f"a_{o.name}[{t}] = r{k}[{nc + j}]")
         for o, c in zip(e.outs[:nc], carries):
             self.emit(0, f"{'a_' if o.shape else ''}{o.name} = {c}")
 

@@ -18,8 +18,7 @@ from ..core.trace import shape_of
 from .. import tree_util
 from ..core import Box, defprimitive, get_primitive
 from ..core.batching import is_batched
-from ..core.staging import is_staged
-from ..jit.loops import Loop, register_loop, stage_body
+from ..jit.loops import Loop, avals, register_loop, stage_body, staging_now
 from ..numpy._batching import fallback
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
 
@@ -43,7 +42,7 @@ def _is_float(x: Any) -> bool:
 
 
 class _ScanSpec(_Spec):
-    __slots__ = ("f", "n_carry", "n_xs", "length", "reverse", "carry_def", "xs_def", "y_def", "n_y", "body")
+    __slots__ = ("f", "n_carry", "n_xs", "length", "reverse", "carry_def", "xs_def", "y_def", "n_y", "bodies")
 
     # Slot types, for type checkers only (no runtime effect).
     f: Callable[..., Any]
@@ -55,7 +54,7 @@ class _ScanSpec(_Spec):
     xs_def: Any  # a PyTreeDef, or None when xs is None
     y_def: Any  # a PyTreeDef once the step function has run
     n_y: int
-    body: Any  # the step staged into a funcgrad.jit.ir.Program when the scan is staged, else None
+    bodies: dict[Any, Any]  # operands' avals -> the step staged into a program (while fg.jit traces)
 
 
 def _step_fn(spec: _ScanSpec) -> Callable[..., Any]:
@@ -105,6 +104,12 @@ def _run(leaves: tuple[Any, ...], spec: _ScanSpec) -> tuple[Any, ...]:
 
 
 def _scan_raw(*leaves: Any, spec: _ScanSpec) -> tuple[Any, ...]:
+    if spec.length and staging_now():  # recorded by fg.jit: the step as a program too, for compiling
+        key = avals(leaves)
+        if key not in spec.bodies:
+            first = spec.length - 1 if spec.reverse else 0
+            spec.bodies[key] = stage_body(_step_fn(spec), list(leaves[:spec.n_carry])
+                                          + [x[first] for x in leaves[spec.n_carry:]], "scan step")
     out = _run(leaves, spec)
     spec.check_closure(out)
     return out
@@ -151,13 +156,71 @@ def _scan_vjp_all_full(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequen
 
 
 def _scan_jvp_all(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _ScanSpec) -> tuple[Any, ...]:
-    return _partial_jvp(lambda *ls: _run(ls, spec), leaves, tangents)
+    """The output tangents: a scan of ``f`` and its JVP side by side (the carry holds the
+    float carries' tangents too), so that it is a loop again, staged and compiled as one."""
+    import funcgrad.numpy as fnp
+    from .autodiff import jvp
+
+    nc = spec.n_carry
+    if not spec.length:
+        return _partial_jvp(lambda *ls: _run(ls, spec), leaves, tangents)
+    step = _step_fn(spec)
+    floats = [i for i in range(nc) if _is_float(leaves[i])]
+    moving = [i for i in range(nc, len(leaves)) if tangents[i] is not None]
+    carry_t = [tangents[i] if tangents[i] is not None else fnp.zeros_like(leaves[i]) for i in floats]
+
+    def both(state: tuple[list[Any], list[Any]], at: tuple[list[Any], list[Any]]) -> Any:
+        carry, t_carry = state
+        x, t_x = at
+        point = list(carry) + list(x)
+        diff = floats + moving
+
+        def of_diff(*d: Any) -> tuple[Any, ...]:
+            full = list(point)
+            for i, v in zip(diff, d):
+                full[i] = v
+            return tuple(step(*full))
+        out, t_out = jvp(of_diff, tuple(point[i] for i in diff), tuple(t_carry) + tuple(t_x))
+        new_t = [t_out[i] for i in floats]
+        return (list(out[:nc]), new_t), (list(t_out[nc:]), list(carry), list(t_carry))
+
+    (_, t_final), (t_ys, _, t_entering) = scan(both, (list(leaves[:nc]), carry_t),
+                                               (list(leaves[nc:]), [tangents[i] for i in moving]),
+                                               length=spec.length, reverse=spec.reverse)
+    by_carry = dict(zip(floats, zip(t_final, t_entering)))
+    ny = spec.n_y
+    out_t: list[Any] = []
+    for i in range(nc):
+        out_t.append(by_carry[i][0] if i in by_carry else fnp.zeros_like(ans[i]))
+    out_t.extend(t_ys[:ny])
+    for i in range(nc):
+        out_t.append(by_carry[i][1] if i in by_carry else fnp.zeros_like(ans[nc + ny + i]))
+    return tuple(out_t)
 
 
 def _scan_batch(args: list[Any], dims: list[Any], spec: _ScanSpec) -> tuple[Any, ...]:
+    """One scan of the batched step (every carry batched along axis 0, batched xs along axis 1),
+    so that a vmapped loop stays one loop (and one compiled loop under fg.jit)."""
+    import funcgrad.numpy as fnp
+    from .batching import vmap
+
     size = next((shape_of(a)[d] for a, d in zip(args, dims) if d is not None))
-    batched: tuple[Any, ...] = fallback(get_primitive(_scan), args, dims, size, {"spec": spec})
-    return batched
+    nc = spec.n_carry
+    if not spec.length:
+        batched: tuple[Any, ...] = fallback(get_primitive(_scan), args, dims, size, {"spec": spec})
+        return batched
+    carries = [fnp.moveaxis(a, d, 0) if d is not None else fnp.broadcast_to(a, (size,) + tuple(shape_of(a)))
+               for a, d in zip(args[:nc], dims[:nc])]
+    xs = [fnp.moveaxis(a, d, 1) if d is not None else a for a, d in zip(args[nc:], dims[nc:])]
+    step = vmap(_step_fn(spec), in_axes=(0,) * nc + tuple(None if d is None else 0 for d in dims[nc:]))
+
+    def batched_step(carry: list[Any], x: list[Any]) -> tuple[list[Any], tuple[list[Any], list[Any]]]:
+        out = step(*carry, *x)
+        return list(out[:nc]), (list(out[nc:]), list(carry))
+
+    final, (ys, entering) = scan(batched_step, carries, xs, length=spec.length, reverse=spec.reverse)
+    outs = tuple(final) + tuple(ys) + tuple(entering)
+    return outs, (0,) * nc + (1,) * (len(ys) + nc)
 
 
 _scan = defprimitive(
@@ -172,7 +235,8 @@ _scan = defprimitive(
 
 def _scan_loop(e: Any) -> Loop | None:
     spec: _ScanSpec = e.kwargs["spec"]
-    return None if spec.body is None else Loop(spec.body, spec.n_carry, spec.n_xs, spec.length, spec.reverse)
+    body = spec.bodies.get(avals(e.ins))
+    return None if body is None else Loop(body, spec.n_carry, spec.n_xs, spec.length, spec.reverse)
 
 
 register_loop(get_primitive(_scan), _scan_loop)
@@ -217,11 +281,7 @@ def scan(
     spec.f, spec.n_carry, spec.n_xs, spec.length, spec.reverse = f, len(init_leaves), len(xs_leaves), length, reverse
     y_def: Any = None  # set by the step function
     spec.carry_def, spec.xs_def, spec.y_def, spec.n_y = carry_def, (xs_def if xs is not None else None), y_def, 0
-    spec.body = None
-    if length and any(is_staged(x) for x in leaves):  # inside fg.jit: the step as a program too
-        first = length - 1 if reverse else 0
-        spec.body = stage_body(_step_fn(spec), [_raw_value(c) for c in init_leaves]
-                               + [_raw_value(x)[first] for x in xs_leaves], "scan step")
+    spec.bodies = {}
     if not any(isinstance(x, Box) for x in leaves):
         out = _run(tuple(leaves), spec)
     else:
