@@ -22,7 +22,7 @@ Example::
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 from ..core.staging import OuterTraceError, StagedValueError, StagingTrace
 from ..core.trace import Primitive, current_traces
@@ -30,7 +30,7 @@ from .ir import Const, Eqn, Program, Var
 from .numpy_replay import direct_call
 from .passes import optimize
 
-__all__ = ["Loop", "register_loop", "loop_of", "stage_body", "staging_now", "avals"]
+__all__ = ["Loop", "Branches", "WhileLoop", "Structured", "register_loop", "loop_of", "stage_body", "staging_now", "avals"]
 
 
 class Loop:
@@ -44,15 +44,36 @@ class Loop:
         self.body, self.n_carry, self.n_xs, self.length, self.reverse = body, n_carry, n_xs, length, reverse
 
 
-_LOOPS: dict[Primitive, Callable[[Eqn], "Loop | None"]] = {}
+class Branches:
+    """``outs = bodies[index](*operands)`` for ``switch(index, *operands)``: ``index`` clamped
+    to the bodies, or (``is_cond``) the truth of a predicate choosing ``bodies[1]`` over ``bodies[0]``."""
+
+    __slots__ = ("bodies", "is_cond")
+
+    def __init__(self, bodies: list[Program], is_cond: bool) -> None:
+        self.bodies, self.is_cond = bodies, is_cond
 
 
-def register_loop(prim: Primitive, describe: Callable[[Eqn], "Loop | None"]) -> None:
-    """Declare ``prim`` a loop: ``describe(eqn)`` is its :class:`Loop` (None: not compilable)."""
+class WhileLoop:
+    """``while cond(*carry)[0]: carry = body(*carry)`` for ``while(*carry)``."""
+
+    __slots__ = ("cond", "body")
+
+    def __init__(self, cond: Program, body: Program) -> None:
+        self.cond, self.body = cond, body
+
+
+Structured = Union[Loop, Branches, WhileLoop]
+_LOOPS: dict[Primitive, Callable[[Eqn], "Structured | None"]] = {}
+
+
+def register_loop(prim: Primitive, describe: Callable[[Eqn], "Structured | None"]) -> None:
+    """Declare ``prim`` a loop or branch: ``describe(eqn)`` is its :class:`Loop`,
+    :class:`Branches` or :class:`WhileLoop` (None: not compilable)."""
     _LOOPS[prim] = describe
 
 
-def loop_of(e: Eqn) -> Loop | None:
+def loop_of(e: Eqn) -> Structured | None:
     """The loop equation ``e`` runs, or None (not a loop, or its body was not staged)."""
     describe = _LOOPS.get(e.prim)
     return None if describe is None else describe(e)

@@ -40,7 +40,7 @@ from ..core.trace import Primitive
 from ..numpy import creation as _creation, indexing as _indexing, linalg as _linalg, shape_ops as _shape_ops
 from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
-from .loops import Loop, loop_of
+from .loops import Branches, Structured, WhileLoop, loop_of
 from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, primitive_of
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
@@ -214,7 +214,19 @@ def kind_of(e: Eqn) -> str | None:
 
 # -- loops: a compiled loop calling the compiled body -------------------------------------------
 
-_body_lowers: "weakref.WeakKeyDictionary[Program, bool]" = weakref.WeakKeyDictionary()
+_lowers: "weakref.WeakKeyDictionary[Program, bool]" = weakref.WeakKeyDictionary()
+
+
+def _program_lowers(prog: Program) -> bool:
+    """Does every equation of the (body) program lower, and are its results values it makes
+    or reads (float or bool scalars, or host arrays)?"""
+    ok = _lowers.get(prog)
+    if ok is None:
+        ok = all(kind_of(b) is not None for b in prog.eqns) and all(
+            isinstance(o, Var) and _out_ok(o, FLOATS + ("bool",)) and (o.shape == () or is_host_array(o.kind))
+            for o in prog.outs)
+        _lowers[prog] = ok
+    return ok
 
 
 def _loop_value_ok(a: Any, like: Any) -> bool:
@@ -228,22 +240,42 @@ def _loop_value_ok(a: Any, like: Any) -> bool:
     return array == is_host_array(like.kind) and (not array or len(like.shape) > 0)
 
 
-def loop_lowers(e: Eqn, loop: Loop) -> bool:
-    """Does the loop ``e`` lower: a body whose every equation lowers, carries that keep their
-    dtype, shape and kind from step to step, stacked inputs that are host arrays?"""
+def _passable(a: Any) -> bool:
+    """Can ``a`` be passed to a compiled body (which reads it only if its equations lower)?"""
+    if isinstance(a, Const):
+        return is_literal(a.value) or is_host_array(type(a.value)) or isinstance(a.value, np.generic)
+    if isinstance(a, Var):
+        return is_host_array(a.kind) or (a.shape == () and isinstance(a.kind, type) and issubclass(
+            a.kind, (int, float, np.integer, np.floating, np.bool_)))
+    return is_literal(a)
+
+
+def loop_lowers(e: Eqn, loop: Structured) -> bool:
+    """Does the loop or branch ``e`` lower: bodies whose every equation lowers, carries that keep
+    their dtype, shape and kind from step to step (and branches that agree), host operands?"""
+    if isinstance(loop, Branches):
+        ops = e.ins[1:]
+        if not (_is_scalar_var(e.ins[0]) or (isinstance(e.ins[0], Var) and e.ins[0].shape == ()
+                                             and _passable(e.ins[0]) and not is_host_array(e.ins[0].kind))):
+            return False
+        return all(_passable(a) for a in ops) and all(
+            len(b.invars) == len(ops) and len(b.outs) == len(e.outs) and _program_lowers(b)
+            and all(_loop_value_ok(o, w) for o, w in zip(b.outs, e.outs)) for b in loop.bodies)
+    if isinstance(loop, WhileLoop):
+        cond, body = loop.cond, loop.body
+        nc = len(e.ins)
+        return (len(cond.invars) == nc == len(body.invars) == len(body.outs) == len(e.outs) and len(cond.outs) == 1
+                and _program_lowers(cond) and _program_lowers(body) and dtype_name(cond.outs[0]) == "bool"
+                and cond.outs[0].shape == ()
+                and all(_loop_value_ok(o, v) for o, v in zip(body.outs, body.invars))
+                and all(_loop_value_ok(a, v) for a, v in zip(e.ins, body.invars)))
     body, nc, nx = loop.body, loop.n_carry, loop.n_xs
     if loop.length < 1 or len(e.ins) != nc + nx or len(body.invars) != nc + nx or len(body.outs) < nc:
         return False
     if len(e.outs) != 2 * nc + len(body.outs) - nc:
         return False
-    ok = _body_lowers.get(body)
-    if ok is None:
-        ok = all(kind_of(b) is not None for b in body.eqns) and all(
-            isinstance(o, Var) and _out_ok(o, FLOATS) and (o.shape == () or is_host_array(o.kind))
-            for o in body.outs)
-        ok = ok and all(_loop_value_ok(o, v) for o, v in zip(body.outs[:nc], body.invars[:nc]))
-        _body_lowers[body] = ok
-    if not ok:
+    if not (_program_lowers(body) and all(_out_ok(o, FLOATS) for o in body.outs)
+            and all(_loop_value_ok(o, v) for o, v in zip(body.outs[:nc], body.invars[:nc]))):
         return False
     if not all(_loop_value_ok(a, v) for a, v in zip(e.ins[:nc], body.invars[:nc])):
         return False
@@ -253,16 +285,26 @@ def loop_lowers(e: Eqn, loop: Loop) -> bool:
     return True
 
 
-def loop_consts(loop: Loop) -> list[Const]:
-    """The array constants the loop's body reads (its nested loops' included): parameters of
-    the compiled body, passed in by the code around it (their names are the body's own)."""
+def bodies_of(loop: Structured) -> list[Program]:
+    """The programs a loop or branch runs."""
+    if isinstance(loop, Branches):
+        return list(loop.bodies)
+    if isinstance(loop, WhileLoop):
+        return [loop.cond, loop.body]
+    return [loop.body]
+
+
+def loop_consts(loop: Structured) -> list[Const]:
+    """The array constants the loop's bodies read (their nested loops' included): parameters of
+    the compiled bodies, passed in by the code around them (their names are the bodies' own)."""
     found: list[Const] = []
-    for b in loop.body.eqns:
-        inner = loop_of(b)
-        for c in [a for a in b.ins if isinstance(a, Const) and not is_literal(a.value)] + (
-                loop_consts(inner) if inner is not None else []):
-            if all(c is not f for f in found):
-                found.append(c)
+    for body in bodies_of(loop):
+        for b in body.eqns:
+            inner = loop_of(b)
+            for c in [a for a in b.ins if isinstance(a, Const) and not is_literal(a.value)] + (
+                    loop_consts(inner) if inner is not None else []):
+                if all(c is not f for f in found):
+                    found.append(c)
     return found
 
 

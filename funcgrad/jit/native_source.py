@@ -27,7 +27,7 @@ from typing import Any
 
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
-from .loops import loop_of
+from .loops import Branches, WhileLoop, loop_of
 from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
                          reads_of, split_maps, view_map)
@@ -299,25 +299,67 @@ class _Source:
             return t
         return f"a_{a.name}" if self._made_here(a) else a.name
 
-    def loop(self, k: int, e: Eqn) -> None:
-        """A loop equation: its body as a function of its own, called once a step."""
-        lp = loop_of(e)
-        assert lp is not None
-        body, nc, nx = lp.body, lp.n_carry, lp.n_xs
-        consts = loop_consts(lp)
+    def _function(self, prog: Any, consts: list[Const]) -> str:
+        """The name of a new function computing the (body) program ``prog`` of its inputs and
+        the constants ``consts``."""
         slot = len(self.helpers)
         self.helpers.append("")
-        fname = f"loop_body_{slot}"
-        sub = _Source(body.eqns, list(body.invars) + consts, list(body.outs), self.helpers)
-        self.helpers[slot] = sub.source(fname)
+        name = f"body_{slot}"
+        self.helpers[slot] = _Source(prog.eqns, list(prog.invars) + consts, list(prog.outs), self.helpers).source(name)
+        return name
+
+    def _carries(self, k: int, ins: list[Any], likes: list[Var]) -> list[str]:
+        """Locals holding a loop's carries, started from ``ins`` (arrays copied: the loop owns them)."""
         carries = []
-        for j, a in enumerate(e.ins[:nc]):
+        for j, (a, like) in enumerate(zip(ins, likes)):
             c = f"carry{k}_{j}"
-            if body.invars[j].shape:
+            if like.shape:
                 self.emit(0, f"{c} = np.copy({self._whole(a, k)})")
             else:
-                self.emit(0, f"{c} = {self.value_at(a, [], k, dtype_name(body.invars[j]))}")
+                self.emit(0, f"{c} = {self.value_at(a, [], k, dtype_name(like))}")
             carries.append(c)
+        return carries
+
+    def _results(self, depth: int, outs: list[Var], values: list[str]) -> None:
+        for o, v in zip(outs, values):
+            self.emit(depth, f"{'a_' if o.shape else ''}{o.name} = {v}")
+
+    def loop(self, k: int, e: Eqn) -> None:
+        """A loop or branch equation: each body a function of its own, called from here."""
+        lp = loop_of(e)
+        assert lp is not None
+        consts = loop_consts(lp)
+        const_args = [c.name for c in consts]
+        if isinstance(lp, Branches):
+            names = [self._function(b, consts) for b in lp.bodies]
+            args = ", ".join([self._operand(a, k) for a in e.ins[1:]] + const_args)
+            index = self.value_at(e.ins[0], [], k, dtype_name(e.ins[0]))
+            if lp.is_cond:
+                self.emit(0, f"if {index}:")
+                self.emit(1, f"r{k} = {names[1]}({args})")
+                self.emit(0, "else:")
+                self.emit(1, f"r{k} = {names[0]}({args})")
+            else:
+                self.emit(0, f"k{k} = min(max(int({index}), 0), {len(names) - 1})")
+                for j, name in enumerate(names):
+                    self.emit(0, ("if" if j == 0 else "elif" if j < len(names) - 1 else "else") +
+                              (f" k{k} == {j}:" if j < len(names) - 1 else ":"))
+                    self.emit(1, f"r{k} = {name}({args})")
+            self._results(0, e.outs, [f"r{k}[{j}]" for j in range(len(e.outs))])
+            return
+        if isinstance(lp, WhileLoop):
+            cond, body = self._function(lp.cond, consts), self._function(lp.body, consts)
+            carries = self._carries(k, list(e.ins), list(lp.body.invars))
+            args = ", ".join(carries + const_args)
+            self.emit(0, f"while {cond}({args})[0]:")
+            self.emit(1, f"r{k} = {body}({args})")
+            for j, c in enumerate(carries):
+                self.emit(1, f"{c} = r{k}[{j}]")
+            self._results(0, e.outs, carries)
+            return
+        body, nc, nx = lp.body, lp.n_carry, lp.n_xs
+        fname = self._function(body, consts)
+        carries = self._carries(k, e.ins[:nc], body.invars[:nc])
         xs = [self._whole(a, k) for a in e.ins[nc:nc + nx]]
         ny = len(body.outs) - nc
         ys, entering = e.outs[nc:nc + ny], e.outs[nc + ny:]
@@ -331,15 +373,24 @@ class _Source:
         for o, c in zip(entering, carries):
             if o in self.wanted:
                 self.emit(1, f"a_{o.name}[{t}] = {c}")
-        args = carries + [f"{x}[{t}]" for x in xs] + [c.name for c in consts]
+        args = carries + [f"{x}[{t}]" for x in xs] + const_args
         self.emit(1, f"r{k} = {fname}({', '.join(args)})")
         for j, c in enumerate(carries):
             self.emit(1, f"{c} = r{k}[{j}]")
         for j, o in enumerate(ys):
             if o in self.wanted:
                 self.emit(1, f"a_{o.name}[{t}] = r{k}[{nc + j}]")
-        for o, c in zip(e.outs[:nc], carries):
-            self.emit(0, f"{'a_' if o.shape else ''}{o.name} = {c}")
+        self._results(0, e.outs[:nc], carries)
+
+    def _operand(self, a: Any, k: int) -> str:
+        """An operand passed whole to a body function."""
+        if isinstance(a, (Var, Const)) and not (isinstance(a, Const) and is_literal(a.value)):
+            shape = a.shape if isinstance(a, Var) else tuple(getattr(a.value, "shape", ()))
+            kind = a.kind if isinstance(a, Var) else type(a.value)
+            if is_host_array(kind) and (a in self.maps or not self._made_here(a)):
+                return self._whole(a, k)
+            return self.value_at(a, [], k, dtype_name(a))
+        return self.value_at(a, [], k, "float64")
 
     def _contract(self, k: int, o: Var, c: Contraction) -> None:
         odt = dtype_name(o)

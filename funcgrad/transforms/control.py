@@ -20,7 +20,9 @@ from ..core import Box, defprimitive, get_primitive
 from ..core.batching import is_batched
 from ..jit.loops import Loop, avals, register_loop, stage_body, staging_now
 from ..numpy._batching import fallback
+from ..core.staging import is_staged
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
+from .staged_control import staged_switch, staged_while
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch"]
 
@@ -375,6 +377,11 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
     """
     val = init_val
     pred = _scalar_pred(cond_fun(val), "while_loop", "cond_fun's result")
+    if is_staged(pred) and not is_batched(pred):  # inside fg.jit: one equation, a real loop
+        leaves, treedef = tree_util.tree_flatten(val)
+        out = staged_while(_flat(lambda v: (cond_fun(v),), treedef, []), _flat(body_fun, treedef, [treedef]),
+                           leaves)
+        return tree_util.tree_unflatten(treedef, list(out))
     while True:
         if is_batched(pred):
             if not _any(pred):
@@ -412,7 +419,11 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
         fg.cond(x > 0, lambda x: x * 2.0, lambda x: -x, x)
     """
     _scalar_pred(pred, "cond", "pred")
-    if not is_batched(pred):
+    if is_staged(pred) and not is_batched(pred):  # inside fg.jit: one equation, real branches
+        done = _staged_branches(pred, [false_fun, true_fun], operands, True)
+        if done is not None:
+            return done[0]
+    elif not is_batched(pred):
         return true_fun(*operands) if _truth(pred) else false_fun(*operands)
     import funcgrad.numpy as fnp
 
@@ -441,7 +452,11 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     if dtype(index).kind not in "iub":
         raise TypeError(f"switch: index must be an integer scalar, got dtype {dtype(index)}")
     last = len(branches) - 1
-    if not is_batched(index):
+    if is_staged(index) and not is_batched(index):  # inside fg.jit: one equation, real branches
+        done = _staged_branches(index, branches, operands, False)
+        if done is not None:
+            return done[0]
+    elif not is_batched(index):
         from ..core import unbox_all
 
         return branches[min(max(int(unbox_all(index)), 0), last)](*operands)
@@ -453,3 +468,36 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     for k in range(last - 1, -1, -1):
         result = _select(fnp.equal(index, k), outs[k], result)
     return result
+
+
+def _flat(fun: Callable[..., Any], in_def: Any, out_defs: list[Any]) -> Callable[..., tuple[Any, ...]]:
+    """``fun`` of one pytree (of ``in_def``) as a function of its leaves returning leaves;
+    the structure of each result is appended to ``out_defs`` (checked equal to the first)."""
+    def flat(*leaves: Any) -> tuple[Any, ...]:
+        out_leaves, out_def = tree_util.tree_flatten(fun(tree_util.tree_unflatten(in_def, list(leaves))))
+        if out_defs and out_def != out_defs[0]:
+            raise TypeError(f"the function must return the structure {out_defs[0]}, but returned {out_def}")
+        out_defs.append(out_def)
+        return tuple(out_leaves)
+    return flat
+
+
+def _staged_branches(index: Any, branches: Sequence[Callable[..., Any]], operands: tuple[Any, ...],
+                     is_cond: bool) -> tuple[Any] | None:
+    """The chosen branch's output recorded as one switch equation (in a 1-tuple), or None where
+    a branch reads traced values through its closure: then every branch runs and one is selected."""
+    leaves, treedef = tree_util.tree_flatten(operands)
+    defs: list[list[Any]] = [[] for _ in branches]
+    flats = [_flat(lambda ops, b=b: b(*ops), treedef, d) for b, d in zip(branches, defs)]
+    try:
+        out = staged_switch(index, flats, leaves, is_cond)
+    except TypeError:
+        if len({d[0] for d in defs if d}) > 1:
+            fn = "cond" if is_cond else "switch"
+            names = ("false_fun", "true_fun") if is_cond else ("branch 0", "branch 1")
+            raise TypeError(f"{fn}: {names[0]}'s output and {names[1]}'s output must have the same pytree "
+                            f"structure, but got {' and '.join(str(d[0]) for d in defs if d)}") from None
+        raise
+    if out is None:
+        return None
+    return (tree_util.tree_unflatten(next(d[0] for d in defs if d), list(out)),)
