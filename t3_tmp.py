@@ -24,3 +24,12 @@ print(fg.jit(fg.vmap(fc))(np.array([[1.0,2,3],[-4,5,-6]])), fg.vmap(fc)(np.array
 for fun, x in ((fc, np.ones(3)*0.3), (fw, np.ones(3)), (fc, -np.ones(3)*0.3)):
     nat = fg.jit(fun, backend="native"); c = nat.lower(x).compile(); print(c, c.lowered, c.left, nat(x), fun(x))
 nat = fg.jit(fg.grad(fc), backend="native"); c = nat.lower(x).compile(); print(c, c.lowered, c.left, nat(x), fg.grad(fc)(x))
+from tests.test_control_flow import newton_sqrt
+ns = fg.jit(newton_sqrt)
+print(ns(2.0), ns(9.0), fg.jit(fg.jacfwd(newton_sqrt))(4.0))
+a = np.array([1.0, 2.0])
+fcl = lambda x, y: fnp.sum(fg.cond(fnp.sum(x) > 0, lambda: fnp.sin(x) * y, lambda: x * y ** 2))
+print(fg.jit(fg.grad(fcl, argnums=(0,1)))(a, 3.0), fg.grad(fcl, argnums=(0,1))(a, 3.0))
+print(fg.jit(fg.grad(fcl, argnums=(0,1)))(-a, 3.0), fg.grad(fcl, argnums=(0,1))(-a, 3.0))
+nat = fg.jit(fg.grad(fcl), backend="native"); c = nat.lower(a, 3.0).compile(); print(c, c.lowered, c.left, nat(a, 3.0), nat(-a, 3.0))
+print(fg.make_program(fg.grad(fcl))(a, 3.0))

@@ -30,7 +30,8 @@ from .ir import Const, Eqn, Program, Var
 from .numpy_replay import direct_call
 from .passes import optimize
 
-__all__ = ["Loop", "Branches", "WhileLoop", "Structured", "register_loop", "loop_of", "stage_body", "staging_now", "avals"]
+__all__ = ["Loop", "Branches", "WhileLoop", "Structured", "register_loop", "loop_of", "stage_body", "stage_closure",
+           "staging_now", "avals"]
 
 
 class Loop:
@@ -98,12 +99,39 @@ def avals(values: Sequence[Any]) -> tuple[Any, ...]:
 _bodies = itertools.count()
 
 
-def stage_body(fn: Callable[..., Sequence[Any]], examples: Sequence[Any], name: str = "body") -> Program | None:
-    """``fn(*leaves) -> tuple of leaves`` staged at the plain values ``examples`` into an
-    optimised program; None where it cannot be (Python decided on a value, or the function
-    reads a value traced outside it)."""
+class _ClosureTrace(StagingTrace):
+    """A staging trace that makes the values of enclosing transforms a function reads through
+    its closure (values staged by an enclosing ``fg.jit`` included) extra inputs of the program,
+    after the explicit ones (:attr:`captures`). Batched values are refused (their plain value
+    holds the whole batch)."""
+
+    __slots__ = ()
+
+    def capture(self, box: Any) -> tuple[Any, Any]:
+        from ..core import unbox_all
+        from ..core.batching import is_batched
+
+        seen = self.captured.get(id(box))
+        if seen is not None:
+            return seen[1], seen[2]
+        trace = box._trace
+        if not trace.active or trace.level >= self.level or is_batched(box):
+            raise OuterTraceError(trace.name)
+        value = unbox_all(box)
+        var = self.program.new_var(value)
+        self.program.invars.append(var)
+        self.captures.append(box)
+        self.captured[id(box)] = (box, var, value)
+        return var, value
+
+
+_bodies = itertools.count()
+
+
+def _stage(trace_type: type, fn: Callable[..., Sequence[Any]], examples: Sequence[Any],
+           name: str) -> tuple[Program, list[Any]] | None:
     prog = Program(function_for=direct_call, const_prefix=f"b{next(_bodies)}c")  # its own constant names
-    trace = StagingTrace(prog, "loop body", name)
+    trace = trace_type(prog, "loop body", name)
     try:
         with trace:
             boxes = [trace.new_input(x) for x in examples]
@@ -111,4 +139,20 @@ def stage_body(fn: Callable[..., Sequence[Any]], examples: Sequence[Any], name: 
             prog.outs = [trace.output(x) for x in outs]
     except (StagedValueError, OuterTraceError, TypeError, ValueError):
         return None
-    return optimize(prog)
+    return optimize(prog), list(trace.captures)
+
+
+def stage_body(fn: Callable[..., Sequence[Any]], examples: Sequence[Any], name: str = "body") -> Program | None:
+    """``fn(*leaves) -> tuple of leaves`` staged at the plain values ``examples`` into an
+    optimised program; None where it cannot be (Python decided on a value, or the function
+    reads a value traced outside it)."""
+    made = _stage(StagingTrace, fn, examples, name)
+    return None if made is None else made[0]
+
+
+def stage_closure(fn: Callable[..., Sequence[Any]], examples: Sequence[Any],
+                  name: str = "body") -> tuple[Program, list[Any]] | None:
+    """Like :func:`stage_body`, but traced values ``fn`` reads through its closure become inputs
+    of the program after ``examples``' (returned with it: the boxes to pass there); None where
+    ``fn`` cannot be staged (Python decided on a value, or it reads a batched value)."""
+    return _stage(_ClosureTrace, fn, examples, name)

@@ -13,11 +13,16 @@ would be frozen into every later call), so the choice is recorded as one equatio
   refused (as JAX does; use ``fori_loop`` or ``scan`` with a fixed length). Batched, it
   runs until every example is done, freezing the finished ones.
 
-Each function works on flat leaves; while ``fg.jit`` traces, each is staged into a
-program too (:func:`funcgrad.jit.loops.stage_body`), so the native tier compiles real
-branches and loops. Traced values must reach the functions through their operands
-(the carry), not their closure: :func:`staged_cond` says None where they do not, and
-``cond``/``switch`` then run every branch and select.
+Each function works on flat leaves. It is staged into a program first, and traced
+values it reads through its closure (arguments of the jitted function, say) become
+extra operands of the equation (closure conversion, as JAX does); the equation then
+runs the program (:func:`funcgrad.jit.ir.eval_program`), so the replay never calls the
+user's function with values of a finished trace. Where a function cannot be staged on
+its own (Python decides on a traced value, or it reads a value batched by an enclosing
+vmap through its closure), ``cond``/``switch`` run every branch and select, and
+``while_loop`` says what to change. While ``fg.jit`` traces the equation, each program
+is staged again at its exact operands (:func:`funcgrad.jit.loops.stage_body`), so the
+native tier compiles real branches and loops.
 
 Example::
 
@@ -31,7 +36,8 @@ from typing import Any, Callable, Sequence
 
 from ..core import defprimitive, get_primitive
 from ..core.trace import shape_of
-from ..jit.loops import Branches, WhileLoop, avals, register_loop, stage_body, staging_now
+from ..jit.ir import eval_program
+from ..jit.loops import Branches, WhileLoop, avals, register_loop, stage_body, stage_closure, staging_now
 
 __all__ = ["staged_switch", "staged_while"]
 
@@ -169,23 +175,57 @@ def _switch_branches(e: Any) -> Branches | None:
 register_loop(get_primitive(_switch), _switch_branches)
 
 
-def staged_switch(index: Any, funs: Sequence[Flat], leaves: Sequence[Any], is_cond: bool) -> tuple[Any, ...] | None:
-    """``funs[index](*leaves)`` as one recorded equation, or None where a function reads a
-    traced value through its closure (it cannot be staged on its own)."""
-    spec = _Funs(funs, is_cond)
+def _program_fn(prog: Any, n: int, picks: list[int], passed: int = 0) -> Flat:
+    """The staged ``prog`` as a flat function of ``n`` operands and the shared captured values
+    (``picks``: which of them ``prog`` reads), returning its results and then the last ``passed``
+    arguments unchanged."""
+    def run(*args: Any) -> tuple[Any, ...]:
+        out = eval_program(prog, *args[:n], *[args[n + j] for j in picks])
+        return out + (tuple(args[len(args) - passed:]) if passed else ())
+    return run
+
+
+def _closure_converted(funs: Sequence[Flat], leaves: Sequence[Any], what: Sequence[str]) -> Any:
+    """Each function staged at ``leaves`` (traced values read through its closure become extra
+    operands): (programs, the captured values shared by all), or None where one cannot be."""
     examples = [_raw(x) for x in leaves]
-    progs = [stage_body(f, examples, "branch") for f in funs]
-    if any(p is None for p in progs):
+    made = [stage_closure(f, examples, w) for f, w in zip(funs, what)]
+    if any(m is None for m in made):
         return None
-    shapes = [avals(p.outs) for p in progs if p is not None]
+    caps: list[Any] = []
+    for _, own in made:  # type: ignore[misc]
+        for b in own:
+            if all(b is not c for c in caps):
+                caps.append(b)
+    progs = [(prog, [next(j for j, c in enumerate(caps) if c is b) for b in own]) for prog, own in made]  # type: ignore[misc]
+    return progs, caps
+
+
+def staged_switch(index: Any, funs: Sequence[Flat], leaves: Sequence[Any], is_cond: bool) -> tuple[Any, ...] | None:
+    """``funs[index](*leaves)`` as one recorded equation (traced values the functions read
+    through their closure are passed in as operands too), or None where a function cannot
+    be staged on its own."""
+    made = _closure_converted(funs, leaves, ["branch"] * len(funs))
+    if made is None:
+        return None
+    progs, caps = made
+    shapes = [avals(p.outs) for p, _ in progs]
     for k, s in enumerate(shapes[1:], 1):
         if s != shapes[0]:
             first, other = ("false_fun", "true_fun") if is_cond else ("branch 0", f"branch {k}")
             raise TypeError(f"{'cond' if is_cond else 'switch'}: {first}'s output and {other}'s output must have "
                             f"the same shapes and dtypes inside fg.jit, but they are {_show(shapes[0])} and {_show(s)}")
-    spec.bodies[avals(examples)] = progs
-    out: tuple[Any, ...] = _switch(index, *leaves, spec=spec)
+    spec = _Funs([_program_fn(p, len(leaves), picks) for p, picks in progs], is_cond)
+    out: tuple[Any, ...] = _switch(index, *leaves, *caps, spec=spec)
     return out
+
+
+_PYTHON_DTYPES = {"int": "int64", "float": "float64", "bool": "bool", "complex": "complex128"}
+
+
+def _loose(aval: Any) -> tuple[Any, str]:
+    """Shape and dtype, a Python number counting as NumPy's default dtype of its kind."""
+    return aval[1], _PYTHON_DTYPES.get(aval[2], aval[2])
 
 
 def _show(vals: Sequence[Any]) -> str:
@@ -279,24 +319,22 @@ register_loop(get_primitive(_while), _while_loop)
 
 
 def staged_while(cond: Flat, body: Flat, leaves: Sequence[Any]) -> tuple[Any, ...]:
-    """The loop as one recorded equation; a clear error where a function reads a traced
-    value through its closure."""
-    examples = [_raw(x) for x in leaves]
-    progs = []
-    for what, f in (("cond_fun", cond), ("body_fun", body)):
-        progs.append(stage_body(f, examples, what))
-        if progs[-1] is None:
-            raise TypeError(
-                f"while_loop inside fg.jit: {what} could not be staged on its own. It must get "
-                f"every traced value through the carry (init_val), not its closure, and decide "
-                f"with array operations (fnp.where), not Python `if` on values. Put the values it "
-                f"reads into the carry, e.g. while_loop(lambda c: c[0] < c[1], ..., (x, limit))"
-            )
-    before, after = avals(examples), avals(progs[1].outs)  # type: ignore[union-attr]
-    if [a[1:] for a in before] != [a[1:] for a in after]:
+    """The loop as one recorded equation (traced values the functions read through their
+    closure ride along in the carry, unchanged); a clear error where one cannot be staged."""
+    made = _closure_converted([cond, body], leaves, ["cond_fun", "body_fun"])
+    if made is None:
+        raise TypeError(
+            "while_loop inside fg.jit: cond_fun or body_fun could not be staged on its own: it must "
+            "decide with array operations (fnp.where), not Python `if` on traced values, and not read "
+            "values batched by an enclosing vmap through its closure (pass them in the carry)"
+        )
+    (cond_prog, cond_picks), (body_prog, body_picks) = made[0]
+    caps = made[1]
+    before, after = avals([_raw(x) for x in leaves]), avals(body_prog.outs)
+    if [_loose(a) for a in before] != [_loose(a) for a in after]:
         raise TypeError(f"while_loop: body_fun must return a carry with the shapes and dtypes of init_val, "
                         f"{_show(before)}, but returned {_show(after)}")
-    spec = _Funs([cond, body])
-    spec.bodies[before] = progs
-    out: tuple[Any, ...] = _while(*leaves, spec=spec)
-    return out
+    n = len(leaves)
+    spec = _Funs([_program_fn(cond_prog, n, cond_picks), _program_fn(body_prog, n, body_picks, len(caps))])
+    out: tuple[Any, ...] = _while(*leaves, *caps, spec=spec)
+    return out[:n]
