@@ -211,7 +211,7 @@ def staged_switch(index: Any, funs: Sequence[Flat], leaves: Sequence[Any], is_co
     progs, caps = made
     shapes = [avals(p.outs) for p, _ in progs]
     for k, s in enumerate(shapes[1:], 1):
-        if s != shapes[0]:
+        if [_loose(a) for a in s] != [_loose(a) for a in shapes[0]]:
             first, other = ("false_fun", "true_fun") if is_cond else ("branch 0", f"branch {k}")
             raise TypeError(f"{'cond' if is_cond else 'switch'}: {first}'s output and {other}'s output must have "
                             f"the same shapes and dtypes inside fg.jit, but they are {_show(shapes[0])} and {_show(s)}")
