@@ -45,7 +45,7 @@ from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, pr
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
-           "loop_consts", "reads_of"]
+           "loop_consts", "reads_of", "STACK"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -87,11 +87,13 @@ GETITEM = primitive_of(_indexing._getitem)
 UNINDEX, INDEX_ADD, INDEX_SET = (primitive_of(_indexing._unindex), primitive_of(_indexing._index_add),
                                  primitive_of(_indexing._index_set))
 CONCATENATE, SPLIT = primitive_of(_shape_ops._concatenate), primitive_of(_shape_ops._split)
+STACK = primitive_of(_shape_ops._stack)
 MATMUL, DOT = primitive_of(fnp.matmul), primitive_of(fnp.dot)
 
 FLOATS = ("float64", "float32")
 _SCALAR_KINDS = (float, np.float64, np.float32)
-_REDUCTIONS = {SUM: "sum", MEAN: "mean", PROD: "prod", MAX: "max", MIN: "min"}
+ANY, ALL = primitive_of(fnp.any), primitive_of(fnp.all)
+_REDUCTIONS = {SUM: "sum", MEAN: "mean", PROD: "prod", MAX: "max", MIN: "min", ANY: "any", ALL: "all"}
 # the positional arguments after ``axis`` that must be left at their defaults, and where keepdims is
 _REDUCTION_ARGS = {SUM: (7, 4), MEAN: (6, 4), PROD: (6, 4), MAX: (5, 3), MIN: (5, 3)}
 _VIEWS = (TRANSPOSE, SWAPAXES, MOVEAXIS, EXPAND_DIMS, SQUEEZE, RESHAPE, BROADCAST_TO, GETITEM)
@@ -186,6 +188,8 @@ def kind_of(e: Eqn) -> str | None:
         return "block" if contraction(e) is not None else None
     if p is CONCATENATE:
         return "block" if _concatenate_ok(e) else None
+    if p is STACK:
+        return "block" if _stack_ok(e) else None
     if p in _SCATTERS:
         return "block" if _scatter_ok(e) else None
     if e.kwargs:
@@ -317,16 +321,24 @@ def reads_of(e: Eqn) -> list[Any]:
 # -- reductions --------------------------------------------------------------------------------
 
 def reduction(e: Eqn) -> tuple[str, tuple[int, ...], bool] | None:
-    """(``"sum"|"mean"|"prod"|"max"|"min"``, reduced axes, keepdims) of a lowerable reduction."""
-    n, keep_at = _REDUCTION_ARGS[e.prim]
-    if e.kwargs or len(e.ins) != n or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0])):
-        return None
-    x, axis, keepdims, o = e.ins[0], e.ins[1], e.ins[keep_at], e.outs[0]
-    rest = [a for k, a in enumerate(e.ins[2:], 2) if k != keep_at]
-    if any(a is not None for a in rest) or not isinstance(keepdims, bool):
-        return None
-    if not (_out_ok(o, FLOATS) and dtype_name(x) == dtype_name(o)):
-        return None
+    """(``"sum"|"mean"|"prod"|"max"|"min"|"any"|"all"``, reduced axes, keepdims) of a lowerable
+    reduction (``any``/``all`` of bool arrays)."""
+    if e.prim in (ANY, ALL):  # axis and keepdims come as keywords
+        if len(e.ins) != 1 or set(e.kwargs) - {"axis", "keepdims"} or not _is_array_var(e.ins[0]):
+            return None
+        x, axis, keepdims, o = e.ins[0], e.kwargs.get("axis"), e.kwargs.get("keepdims", False), e.outs[0]
+        if dtype_name(x) != "bool" or not _out_ok(o, ("bool",)) or not isinstance(keepdims, bool):
+            return None
+    else:
+        n, keep_at = _REDUCTION_ARGS[e.prim]
+        if e.kwargs or len(e.ins) != n or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0])):
+            return None
+        x, axis, keepdims, o = e.ins[0], e.ins[1], e.ins[keep_at], e.outs[0]
+        rest = [a for k, a in enumerate(e.ins[2:], 2) if k != keep_at]
+        if any(a is not None for a in rest) or not isinstance(keepdims, bool):
+            return None
+        if not (_out_ok(o, FLOATS) and dtype_name(x) == dtype_name(o)):
+            return None
     nd = len(x.shape)
     if nd == 0 and axis not in (None, 0, -1, ()):
         return None
@@ -629,6 +641,20 @@ def _concatenate_ok(e: Eqn) -> bool:
         return False
     return (sum(p.shape[axis] for p in pieces) == o.shape[axis]
             and all(p.shape[d] == o.shape[d] for p in pieces for d in range(nd) if d != axis))
+
+
+def _stack_ok(e: Eqn) -> bool:
+    """``stack(axis, *pieces)`` of host float arrays or scalars of one shape and the result's dtype."""
+    if e.kwargs or len(e.ins) < 2 or not _ints(e.ins[0]) or isinstance(e.ins[0], tuple):
+        return False
+    o = e.outs[0]
+    if not (_out_ok(o, FLOATS) and is_host_array(o.kind)) or not 0 <= int(e.ins[0]) < len(o.shape):
+        return False
+    axis = int(e.ins[0])
+    want = tuple(o.shape[:axis]) + tuple(o.shape[axis + 1:])
+    return o.shape[axis] == len(e.ins) - 1 and all(
+        (_is_array_var(p) or _is_scalar_var(p)) and dtype_name(p) == dtype_name(o) and tuple(p.shape) == want
+        for p in e.ins[1:])
 
 
 def scatter_region(e: Eqn) -> tuple[Any, Any, IndexMap, tuple[int, ...]]:

@@ -28,7 +28,7 @@ from typing import Any
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
-from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
+from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
                          reads_of, split_maps, view_map)
 
@@ -183,8 +183,9 @@ class _Source:
             odt = dtype_name(o)
             if self.kind[o] == "reduce":
                 op, axes, keep = reduction(e)  # type: ignore[misc]
-                acc_dt = "float64" if op in ("sum", "mean", "prod") else odt
-                start = {"sum": "0.0", "mean": "0.0", "prod": "1.0", "max": "-np.inf", "min": "np.inf"}[op]
+                acc_dt = "float64" if op in ("sum", "mean", "prod") else "bool_" if odt == "bool" else odt
+                start = {"sum": "0.0", "mean": "0.0", "prod": "1.0", "max": "-np.inf", "min": "np.inf",
+                         "any": "False", "all": "True"}[op]
                 if o.shape:
                     self.emit(0, f"acc_{o.name} = np.full({tuple(o.shape)!r}, {start}, np.{acc_dt})")
                 else:
@@ -212,7 +213,9 @@ class _Source:
             for a in axes:
                 count *= e.ins[0].shape[a]
             value = f"acc_{o.name} / {float(count)!r}" if op == "mean" else f"acc_{o.name}"
-            if o.shape:
+            if odt == "bool":
+                self.emit(0, f"{'a_' if o.shape else ''}{o.name} = {value}")
+            elif o.shape:
                 self.emit(0, f"a_{o.name} = ({value}).astype(np.{odt})")
             else:
                 self.emit(0, f"{o.name} = np.{odt}({value})")
@@ -245,7 +248,10 @@ class _Source:
             acc = f"acc_{o.name}[{', '.join(at)}]"
         else:
             acc = f"acc_{o.name}"
-        if op in ("sum", "mean"):
+        if op in ("any", "all"):
+            self.emit(depth, f"if {'' if op == 'any' else 'not '}{x}:")
+            self.emit(depth + 1, f"{acc} = {op == 'any'}")
+        elif op in ("sum", "mean"):
             self.emit(depth, f"{acc} += {x}")
         elif op == "prod":
             self.emit(depth, f"{acc} *= {x}")
@@ -258,6 +264,15 @@ class _Source:
     def block(self, k: int, e: Eqn) -> None:
         o = e.outs[0]
         odt = dtype_name(o)
+        if e.prim is STACK:
+            axis = int(e.ins[0])
+            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
+            for j, piece in enumerate(e.ins[1:]):
+                ix = _counters("i", len(piece.shape))
+                depth = self.loops(0, ix, tuple(piece.shape))
+                at = ix[:axis] + [str(j)] + ix[axis:]
+                self.emit(depth, f"a_{o.name}[{', '.join(at)}] = {self.value_at(piece, ix, k, odt)}")
+            return
         if e.prim is CONCATENATE:
             axis = int(e.ins[0]) % len(o.shape)
             self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")

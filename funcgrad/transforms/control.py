@@ -133,16 +133,19 @@ def _scan_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[in
     step = _step_fn(spec)
     diff = [i for i in range(nc + nx) if _is_float(leaves[i])]
 
+    float_xs = [i for i in diff if i >= nc]
+
     def back(g_carry: list[Any], at: tuple[list[Any], list[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
         carry_in, x, g_y = at
         point = list(carry_in) + list(x)
         by_leaf = dict(zip(diff, _partial_vjp(step, point, diff, tuple(g_carry) + tuple(g_y))))
-        g_point = [by_leaf[i] if i in by_leaf else fnp.zeros_like(point[i]) for i in range(nc + nx)]
-        return g_point[:nc], g_point[nc:]
+        return ([by_leaf[i] if i in by_leaf else fnp.zeros_like(point[i]) for i in range(nc)],
+                [by_leaf[i] for i in float_xs])  # (integer xs have no cotangent: none is stacked)
 
     g_init, g_xs = scan(back, list(g[:nc]), (entering, xs, list(g[nc:])), length=spec.length,
                         reverse=not spec.reverse)
-    result = list(g_init) + list(g_xs)
+    by_xs = dict(zip(float_xs, g_xs))
+    result = list(g_init) + [by_xs[nc + k] if nc + k in by_xs else fnp.zeros_like(xs[k]) for k in range(nx)]
     return [result[i] for i in argnums]
 
 
