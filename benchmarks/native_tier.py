@@ -9,6 +9,12 @@ reported separately):
 - a 1e6 float64 transcendental elementwise function, ``jit(grad)``:
   f(x) = sum(sin(x) * tanh(x) + exp(-x * x)).
 The on-disk cache reload is timed in a fresh process (``--reload``).
+
+    python benchmarks/native_tier.py --loops    # only the loop rows (benchmarks/native_loops.py):
+
+- an ODE integrator, fori_loop of 1000 RK4 steps on a state of 4: ``jit(f)`` and ``jit(grad)``;
+- an N-body leapfrog, 32 particles, 200 steps in fori_loop, ``jit(grad)`` w.r.t. the initial state;
+JAX runs the same programs with ``lax.fori_loop``.
 """
 
 from __future__ import annotations
@@ -76,12 +82,28 @@ def big_fg(x: Any) -> Any:
     return fnp.sum(fnp.sin(x) * fnp.tanh(x) + fnp.exp(-x * x))
 
 
-def rows() -> list[tuple[str, str, float, float, float, float, float]]:
+def loop_cases(jax: Any, jnp: Any) -> list[Any]:
+    from benchmarks.native_loops import nbody_program, nbody_start, rk4_program
+
+    rk_fg, rk_j = rk4_program(fnp, fg.fori_loop), rk4_program(jnp, jax.lax.fori_loop)
+    nb_fg, nb_j = nbody_program(fnp, fg.fori_loop), nbody_program(jnp, jax.lax.fori_loop)
+    x0 = np.array([1.0, 0.5, 0.0, 0.0])
+    return [
+        ("ODE RK4 x1000 fori_loop jit(f)", "us", rk_fg, jax.jit(rk_j), (x0,), 1),
+        ("ODE RK4 x1000 fori_loop jit(grad)", "us", fg.grad(rk_fg), jax.jit(jax.grad(rk_j)), (x0,), 1),
+        ("N-body 32 x200 leapfrog jit(grad)", "ms", fg.grad(nb_fg, argnums=(0, 1)),
+         jax.jit(jax.grad(nb_j, argnums=(0, 1))), nbody_start(), 1),
+    ]
+
+
+def rows(only_loops: bool = False) -> list[tuple[str, str, float, float, float, float, float]]:
     import jax
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_platforms", "cpu")
+    if only_loops:
+        return measure(loop_cases(jax, jnp), jnp)
 
     def chain_j(y: Any) -> Any:
         for _ in range(100):
@@ -114,6 +136,10 @@ def rows() -> list[tuple[str, str, float, float, float, float, float]]:
     cases.append((f"HVP n={n} jit(hvp)", "us", lambda x, v, f=f_fg: fg.hvp(f, (x,), (v,))[1],
                   jax.jit(lambda x, v: jax.jvp(jax.grad(f_j), (x,), (v,))[1]),
                   (rng.standard_normal(n), rng.standard_normal(n)), 1))
+    return measure(cases + loop_cases(jax, jnp), jnp)
+
+
+def measure(cases: list[Any], jnp: Any) -> list[tuple[str, str, float, float, float, float, float]]:
     out = []
     for name, unit, f_fg, jg, args, per in cases:
         scale = {"us/op": 1e6 / per, "us": 1e6, "ms": 1e3}[unit]
@@ -131,7 +157,8 @@ def rows() -> list[tuple[str, str, float, float, float, float, float]]:
         # (programs of float scalars keep their Python-float code: it is faster than a compiled call)
         assert compiled.backend == "native" or "Python-float" in compiled.why, compiled.why
         want = replay(*args)  # (cancellation near the gradient's zeros: compare relative to the scale)
-        np.testing.assert_allclose(nat(*args), want, rtol=1e-10, atol=1e-12 * float(np.max(np.abs(want))))
+        for got, w in zip(fg.tree_util.tree_leaves(nat(*args)), fg.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(got, w, rtol=1e-10, atol=1e-12 * float(np.max(np.abs(w))))
         t_native = median_time(lambda: nat(*args))
         out.append((name, unit, t_native * scale, t_replay * scale, t_jax * scale,
                     native_first, until_native))
@@ -230,13 +257,16 @@ def reload_seconds() -> float:
 
 
 if __name__ == "__main__":
-    table = rows()
+    loops_only = "--loops" in sys.argv
+    table = rows(loops_only)
     print("\n| row | unit | native | NumPy replay | JAX jit | native / JAX | first call (native backend) | "
           "then native in use after |")
     print("|---|---|---|---|---|---|---|---|")
     for name, unit, nat, rep, jx, first, until in table:
         print(f"| {name} | {unit} | {nat:.3g} | {rep:.3g} | {jx:.3g} | {nat / jx:.2f}x | {first * 1e3:.1f} ms | "
               f"{until:.2f} s |")
+    if loops_only:
+        sys.exit(0)
     mem = peak_memory()
     print(f"\npeak memory, jit(grad) of the 50-layer chain on 1e6 float64 (rise of VmHWM during one warm call): "
           f"native {mem['native']:.1f} MiB, replay {mem['numpy']:.1f} MiB, JAX jit {mem['jax']:.1f} MiB "
