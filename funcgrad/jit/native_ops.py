@@ -45,7 +45,7 @@ from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, pr
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
-           "loop_consts", "reads_of", "STACK"]
+           "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -64,7 +64,11 @@ NATIVE_EXPR: dict[Primitive, str] = _table([
     (fnp.arccos, "np.arccos({0})"), (fnp.log1p, "np.log1p({0})"), (fnp.expm1, "np.expm1({0})"),
     (fnp.arctanh, "np.arctanh({0})"), (fnp.arcsinh, "np.arcsinh({0})"), (fnp.log10, "np.log10({0})"),
     (fnp.log2, "np.log2({0})"), (fnp.exp2, "np.exp2({0})"), (fnp.sign, "np.sign({0})"),
+    (fnp.zeros_like, "{t}(0.0)"), (fnp.ones_like, "{t}(1.0)"),
 ])
+
+# arithmetic that also takes a bool operand (as 0 or 1: the gradient of eigh adds an identity mask)
+TAKES_BOOL = frozenset(primitive_of(fn) for fn in (fnp.add, fnp.subtract, fnp.multiply))
 
 # comparisons: a bool result from operands of one float dtype
 COMPARISONS: dict[Primitive, str] = _table([
@@ -88,6 +92,12 @@ UNINDEX, INDEX_ADD, INDEX_SET = (primitive_of(_indexing._unindex), primitive_of(
                                  primitive_of(_indexing._index_set))
 CONCATENATE, SPLIT = primitive_of(_shape_ops._concatenate), primitive_of(_shape_ops._split)
 STACK = primitive_of(_shape_ops._stack)
+INV, SOLVE, DET = primitive_of(_linalg.inv), primitive_of(_linalg.solve), primitive_of(_linalg.det)
+CHOLESKY, EIGH = primitive_of(_linalg._cholesky), primitive_of(_linalg._eigh)
+# numba's LAPACK bindings, on one square matrix (no stacks): the expression of the operands' names
+LINALG: dict[Primitive, str] = {INV: "np.linalg.inv({0})", SOLVE: "np.linalg.solve({0}, {1})",
+                                DET: "np.linalg.det({0})", CHOLESKY: "np.linalg.cholesky({0})",
+                                EIGH: "np.linalg.eigh({0})"}
 MATMUL, DOT = primitive_of(fnp.matmul), primitive_of(fnp.dot)
 
 FLOATS = ("float64", "float32")
@@ -175,6 +185,8 @@ def kind_of(e: Eqn) -> str | None:
     loop = loop_of(e)
     if loop is not None:
         return "loop" if loop_lowers(e, loop) else None
+    if e.prim in LINALG:
+        return "block" if linalg_ok(e) else None
     if e.prim is SPLIT:
         return "view" if split_maps(e) is not None else None
     if e.multiple or len(e.outs) != 1 or not e.prim.pure:
@@ -195,8 +207,9 @@ def kind_of(e: Eqn) -> str | None:
     if e.kwargs:
         return None
     if p in NATIVE_EXPR or p in SELECTIONS:
+        want = (dtype_name(o), "bool") if p in TAKES_BOOL else (dtype_name(o),)
         ok = (_out_ok(o, FLOATS) and len(e.ins) in ((1, 2) if p in NATIVE_EXPR else (2,))
-              and all(_atom_ok(a, (dtype_name(o),), o.shape) for a in e.ins))
+              and all(_atom_ok(a, want, o.shape) for a in e.ins))
         return "elementwise" if ok else None
     if p in COMPARISONS:
         if not _out_ok(o, ("bool",)) or len(e.ins) != 2:
@@ -641,6 +654,29 @@ def _concatenate_ok(e: Eqn) -> bool:
         return False
     return (sum(p.shape[axis] for p in pieces) == o.shape[axis]
             and all(p.shape[d] == o.shape[d] for p in pieces for d in range(nd) if d != axis))
+
+
+def linalg_ok(e: Eqn) -> bool:
+    """A LAPACK call numba has: ``inv``/``det``/``cholesky``/``eigh`` (lower triangle) of one
+    square host float matrix, ``solve`` of one with a vector or matrix right-hand side."""
+    a = e.ins[0] if e.ins else None
+    if not (_is_array(a) and len(_shape_of(a)) == 2 and _shape_of(a)[0] == _shape_of(a)[1] > 0):
+        return False
+    dt = dtype_name(a)
+    if dt not in FLOATS or not all(dtype_name(o) == dt for o in e.outs):
+        return False
+    if e.prim is EIGH:
+        return len(e.ins) == 1 and e.kwargs.get("UPLO", "L") == "L" and set(e.kwargs) <= {"UPLO"} \
+            and all(_out_ok(o, FLOATS) and is_host_array(o.kind) for o in e.outs)
+    if e.kwargs or len(e.outs) != 1:
+        return False
+    if e.prim is SOLVE:
+        b = e.ins[1] if len(e.ins) == 2 else None
+        return (_is_array(b) and dtype_name(b) == dt and 1 <= len(_shape_of(b)) <= 2
+                and _shape_of(b)[0] == _shape_of(a)[0] and _shape_of(e.outs[0]) == _shape_of(b))
+    if len(e.ins) != 1:
+        return False
+    return _out_ok(e.outs[0], FLOATS) if e.prim is DET else is_host_array(e.outs[0].kind)
 
 
 def _stack_ok(e: Eqn) -> bool:

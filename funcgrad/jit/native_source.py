@@ -28,7 +28,7 @@ from typing import Any
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
-from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
+from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
                          reads_of, split_maps, view_map)
 
@@ -49,6 +49,10 @@ def _literal(value: Any, dtype: str) -> str:
     else:
         text = repr(v)
     return f"np.{dtype}({text})"
+
+
+def _is_bool(a: Any) -> bool:
+    return isinstance(a, (Var, Const)) and dtype_name(a) == "bool"
 
 
 def _counters(prefix: str, n: int) -> list[str]:
@@ -233,7 +237,8 @@ class _Source:
             return f"({x} if {c} else {y})"
         if e.prim is ASTYPE:
             return f"np.{odt}({self.read(e.ins[0], shape, ix, k, odt)})"
-        args = [self.read(a, shape, ix, k, odt) for a in e.ins]
+        args = [f"np.{odt}({self.read(a, shape, ix, k, odt)})" if _is_bool(a) else self.read(a, shape, ix, k, odt)
+                for a in e.ins]
         if e.prim in SELECTIONS:
             return SELECTIONS[e.prim].format(*args)
         return f"np.{odt}(" + NATIVE_EXPR[e.prim].format(*args, t=f"np.{odt}") + ")"
@@ -264,6 +269,16 @@ class _Source:
     def block(self, k: int, e: Eqn) -> None:
         o = e.outs[0]
         odt = dtype_name(o)
+        if e.prim in LINALG:
+            args = [f"np.ascontiguousarray({self._whole(a, k)})" for a in e.ins]
+            call = LINALG[e.prim].format(*args)
+            if len(e.outs) > 1:
+                self.emit(0, f"{', '.join('a_' + x.name for x in e.outs)} = {call}")
+            elif o.shape:
+                self.emit(0, f"a_{o.name} = {call}")
+            else:
+                self.emit(0, f"{o.name} = np.{odt}({call})")
+            return
         if e.prim is STACK:
             axis = int(e.ins[0])
             self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
