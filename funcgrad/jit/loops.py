@@ -27,11 +27,9 @@ from typing import Any, Callable, Sequence, Union
 from ..core.staging import OuterTraceError, StagedValueError, StagingTrace
 from ..core.trace import Primitive, current_traces
 from .ir import Const, Eqn, Program, Var
-from .numpy_replay import direct_call
-from .passes import optimize
 
 __all__ = ["Loop", "Branches", "WhileLoop", "Structured", "register_loop", "loop_of", "stage_body", "stage_closure",
-           "staging_now", "avals"]
+           "staging_now", "avals", "replay_runner"]
 
 
 class Loop:
@@ -130,6 +128,9 @@ _bodies = itertools.count()
 
 def _stage(trace_type: type, fn: Callable[..., Sequence[Any]], examples: Sequence[Any],
            name: str) -> tuple[Program, list[Any]] | None:
+    from .numpy_replay import direct_call
+    from .passes import optimize
+
     prog = Program(function_for=direct_call, const_prefix=f"b{next(_bodies)}c")  # its own constant names
     trace = trace_type(prog, "loop body", name)
     try:
@@ -156,3 +157,45 @@ def stage_closure(fn: Callable[..., Sequence[Any]], examples: Sequence[Any],
     of the program after ``examples``' (returned with it: the boxes to pass there); None where
     ``fn`` cannot be staged (Python decided on a value, or it reads a batched value)."""
     return _stage(_ClosureTrace, fn, examples, name)
+
+
+def replay_runner(loop: Structured, compile_body: Callable[[Program], Callable[..., tuple[Any, ...]]]
+                  ) -> Callable[..., tuple[Any, ...]]:
+    """The loop or branch as a function of its equation's operands that runs its bodies'
+    replays (``compile_body(program)``) instead of the Python functions (no tracing per step)."""
+    if isinstance(loop, Branches):
+        bodies = [compile_body(b) for b in loop.bodies]
+        last = len(bodies) - 1
+        is_cond = loop.is_cond
+
+        def branch(index: Any, *operands: Any) -> tuple[Any, ...]:
+            k = (1 if bool(index) else 0) if is_cond else min(max(int(index), 0), last)
+            return bodies[k](*operands)
+        return branch
+    if isinstance(loop, WhileLoop):
+        cond, body = compile_body(loop.cond), compile_body(loop.body)
+
+        def while_(*carry: Any) -> tuple[Any, ...]:
+            while bool(cond(*carry)[0]):
+                carry = body(*carry)
+            return tuple(carry)
+        return while_
+    step = compile_body(loop.body)
+    nc, length, reverse = loop.n_carry, loop.length, loop.reverse
+    ny = len(loop.body.outs) - nc
+
+    def scan(*leaves: Any) -> tuple[Any, ...]:
+        from ..backend import namespace_of
+
+        carry = tuple(leaves[:nc])
+        xs = leaves[nc:]
+        ys: list[Any] = [None] * length
+        entering: list[Any] = [None] * length
+        for t in (range(length - 1, -1, -1) if reverse else range(length)):
+            entering[t] = carry
+            out = step(*carry, *[x[t] for x in xs])
+            carry, ys[t] = out[:nc], out[nc:]
+        xp = namespace_of(leaves[0] if leaves else 0.0)
+        return (carry + tuple(xp.stack([y[j] for y in ys]) for j in range(ny))
+                + tuple(xp.stack([c[j] for c in entering]) for j in range(nc)))
+    return scan
