@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import Any, Callable, Sequence, Union
 
 from ..core.staging import OuterTraceError, StagedValueError, StagingTrace
@@ -29,7 +30,7 @@ from ..core.trace import Primitive, current_traces
 from .ir import Const, Eqn, Program, Var
 
 __all__ = ["Loop", "Branches", "WhileLoop", "Structured", "register_loop", "loop_of", "stage_body", "stage_closure",
-           "staging_now", "avals", "replay_runner"]
+           "staging_now", "avals", "replay_runner", "replayed"]
 
 
 class Loop:
@@ -157,6 +158,21 @@ def stage_closure(fn: Callable[..., Sequence[Any]], examples: Sequence[Any],
     of the program after ``examples``' (returned with it: the boxes to pass there); None where
     ``fn`` cannot be staged (Python decided on a value, or it reads a batched value)."""
     return _stage(_ClosureTrace, fn, examples, name)
+
+
+_replays: "weakref.WeakKeyDictionary[Program, Callable[..., tuple[Any, ...]]]" = weakref.WeakKeyDictionary()
+
+
+def replayed(loop: Structured) -> Callable[..., tuple[Any, ...]]:
+    """:func:`replay_runner` of the loop with its bodies' NumPy replays, made once per body (what
+    its primitive runs while ``fg.jit`` traces it: no Python step function traced per step)."""
+    from .numpy_replay import compile_program
+
+    key = loop.bodies[0] if isinstance(loop, Branches) else loop.body
+    run = _replays.get(key)
+    if run is None:
+        run = _replays[key] = replay_runner(loop, compile_program)
+    return run
 
 
 def replay_runner(loop: Structured, compile_body: Callable[[Program], Callable[..., tuple[Any, ...]]]

@@ -18,7 +18,7 @@ from ..core.trace import shape_of
 from .. import tree_util
 from ..core import Box, defprimitive, get_primitive
 from ..core.batching import is_batched
-from ..jit.loops import Loop, avals, register_loop, stage_body, staging_now
+from ..jit.loops import Loop, avals, register_loop, replayed, stage_body, staging_now
 from ..numpy._batching import fallback
 from ..core.staging import is_staged
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
@@ -112,6 +112,9 @@ def _scan_raw(*leaves: Any, spec: _ScanSpec) -> tuple[Any, ...]:
             first = spec.length - 1 if spec.reverse else 0
             spec.bodies[key] = stage_body(_step_fn(spec), list(leaves[:spec.n_carry])
                                           + [x[first] for x in leaves[spec.n_carry:]], "scan step")
+        body = spec.bodies[key]
+        if body is not None:  # run the step's replay: no Python step function per step
+            return replayed(Loop(body, spec.n_carry, spec.n_xs, spec.length, spec.reverse))(*leaves)
     out = _run(leaves, spec)
     spec.check_closure(out)
     return out

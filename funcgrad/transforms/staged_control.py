@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 from ..core import defprimitive, get_primitive
 from ..core.trace import shape_of
 from ..jit.ir import eval_program
-from ..jit.loops import Branches, WhileLoop, avals, register_loop, stage_body, stage_closure, staging_now
+from ..jit.loops import Branches, WhileLoop, avals, register_loop, replayed, stage_body, stage_closure, staging_now
 
 __all__ = ["staged_switch", "staged_while"]
 
@@ -240,6 +240,9 @@ def _truth(x: Any) -> bool:
 
 def _while_raw(*leaves: Any, spec: _Funs) -> tuple[Any, ...]:
     spec.stage(leaves)
+    progs = spec.programs(leaves) if staging_now() else None
+    if progs is not None:  # while fg.jit traces: the bodies' replays, no tracing per iteration
+        return replayed(WhileLoop(progs[0], progs[1]))(*leaves)
     cond, body = spec.funs
     while _truth(cond(*leaves)[0]):
         leaves = tuple(body(*leaves))
