@@ -86,6 +86,9 @@ LOWERINGS = {
     "at set and add": (lambda x: fnp.exp(x).at[0].set(1.0).at[:, 1:3].add(x[:, :2] * 2.0), (grid(3, 4),), 1),
     "maximum and minimum": (lambda x, y: fnp.maximum(fnp.sin(x), y) * fnp.minimum(x, 0.25), (grid(3, 4), grid(4)), 1),
     "astype": (lambda x: (x > 0.0).astype(x.dtype) * fnp.sin(x), (grid(3, 4),), 1),
+    # x ** p for literal p in {±0.5, ±1, ±1.5, ±2, ±2.5, 3}: products and square roots, within the bound
+    "power literal exponents": (lambda x: x ** 2 + x ** 3 - x ** 0.5 + x ** 1.5 * x ** -1.5 + x ** 2.5 - x ** -2.5
+                                + x ** -0.5 + x ** -1 + x ** -2 + x ** 1.7, (grid(3, 4, lo=0.1, hi=3.0),), 8),
     # LAPACK through numba: within a few roundings of NumPy's LAPACK on well-conditioned matrices
     "linalg solve and inv": (lambda a, b: fnp.linalg.solve(a, b) + fnp.sum(fnp.linalg.inv(a), axis=0),
                              (spd(4), grid(4)), 16),

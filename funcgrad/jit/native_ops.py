@@ -45,7 +45,7 @@ from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, pr
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
-           "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok"]
+           "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -66,6 +66,16 @@ NATIVE_EXPR: dict[Primitive, str] = _table([
     (fnp.log2, "np.log2({0})"), (fnp.exp2, "np.exp2({0})"), (fnp.sign, "np.sign({0})"),
     (fnp.zeros_like, "{t}(0.0)"), (fnp.ones_like, "{t}(1.0)"),
 ])
+
+# x ** p for these literal exponents p as products and square roots, {0} the base, {t} the dtype:
+# within the elementwise bound of pow's result (away from overflow), and several times faster
+POWER = primitive_of(fnp.power)
+POWERS: dict[float, str] = {
+    1.0: "{0}", 2.0: "{0} * {0}", 3.0: "{0} * {0} * {0}", 0.5: "np.sqrt({0})", 1.5: "{0} * np.sqrt({0})",
+    2.5: "{0} * {0} * np.sqrt({0})", -1.0: "{t}(1.0) / {0}", -2.0: "{t}(1.0) / ({0} * {0})",
+    -0.5: "{t}(1.0) / np.sqrt({0})", -1.5: "{t}(1.0) / ({0} * np.sqrt({0}))",
+    -2.5: "{t}(1.0) / ({0} * {0} * np.sqrt({0}))",
+}
 
 # arithmetic that also takes a bool operand (as 0 or 1: the gradient of eigh adds an identity mask)
 TAKES_BOOL = frozenset(primitive_of(fn) for fn in (fnp.add, fnp.subtract, fnp.multiply))

@@ -28,7 +28,7 @@ from typing import Any
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
-from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
+from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
                          reads_of, split_maps, view_map)
 
@@ -241,6 +241,10 @@ class _Source:
                 for a in e.ins]
         if e.prim in SELECTIONS:
             return SELECTIONS[e.prim].format(*args)
+        if e.prim is POWER:
+            p = e.ins[1].value if isinstance(e.ins[1], Const) else e.ins[1]
+            if is_literal(p) and not isinstance(p, bool) and float(p) in POWERS:
+                return f"np.{odt}(" + POWERS[float(p)].format(f"({args[0]})", t=f"np.{odt}") + ")"
         return f"np.{odt}(" + NATIVE_EXPR[e.prim].format(*args, t=f"np.{odt}") + ")"
 
     def _accumulate(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int, depth: int) -> None:
