@@ -382,11 +382,11 @@ class _Source:
             self._results(0, e.outs, [f"r{k}[{j}]" for j in range(len(e.outs))])
             return
         if isinstance(lp, WhileLoop):
-            cond, body = self._function(lp.cond, consts), self._function(lp.body, consts)
+            cond_fn, body_fn = self._function(lp.cond, consts), self._function(lp.body, consts)
             carries = self._carries(k, list(e.ins), list(lp.body.invars))
             args = ", ".join(carries + const_args)
-            self.emit(0, f"while {cond}({args})[0]:")
-            self.emit(1, f"r{k} = {body}({args})")
+            self.emit(0, f"while {cond_fn}({args})[0]:")
+            self.emit(1, f"r{k} = {body_fn}({args})")
             for j, c in enumerate(carries):
                 self.emit(1, f"{c} = r{k}[{j}]")
             self._results(0, e.outs, carries)
@@ -407,8 +407,8 @@ class _Source:
         for o, c in zip(entering, carries):
             if o in self.wanted:
                 self.emit(1, f"a_{o.name}[{t}] = {c}")
-        args = carries + [f"{x}[{t}]" for x in xs] + const_args
-        self.emit(1, f"r{k} = {fname}({', '.join(args)})")
+        step_args = carries + [f"{x}[{t}]" for x in xs] + const_args
+        self.emit(1, f"r{k} = {fname}({', '.join(step_args)})")
         for j, c in enumerate(carries):
             self.emit(1, f"{c} = r{k}[{j}]")
         for j, o in enumerate(ys):

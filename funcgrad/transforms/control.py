@@ -387,7 +387,8 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
         leaves, treedef = tree_util.tree_flatten(val)
         out = staged_while(_flat(lambda v: (cond_fun(v),), treedef, []), _flat(body_fun, treedef, [treedef]),
                            leaves)
-        return tree_util.tree_unflatten(treedef, list(out))
+        final: T = tree_util.tree_unflatten(treedef, list(out))
+        return final
     while True:
         if is_batched(pred):
             if not _any(pred):
