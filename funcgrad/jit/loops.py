@@ -3,7 +3,7 @@
 ``fg.scan`` (and ``fori_loop``, and the scans that are the derivatives of a scan)
 records one equation whose parameters hold the Python step function. While that
 equation is being staged, the step function is staged too, once per kind of operands,
-into its own :class:`~funcgrad.jit.ir.Program` (:func:`stage_body`), and the primitive is
+into its own :class:`~funcgrad.jit.ir.Program` (:func:`funcgrad.jit.bodies.stage_body`), and the primitive is
 registered here (:func:`register_loop`) with a function that reads the equation as
 a :class:`Loop`. A backend that can compile the body compiles the loop as a real
 loop calling it (:mod:`funcgrad.jit.native_source`); the NumPy replay keeps calling
@@ -21,16 +21,12 @@ Example::
 
 from __future__ import annotations
 
-import itertools
-import weakref
 from typing import Any, Callable, Sequence, Union
 
-from ..core.staging import OuterTraceError, StagedValueError, StagingTrace
-from ..core.trace import Primitive, current_traces
+from ..core.trace import Primitive
 from .ir import Const, Eqn, Program, Var
 
-__all__ = ["Loop", "Branches", "WhileLoop", "Structured", "register_loop", "loop_of", "stage_body", "stage_closure",
-           "staging_now", "avals", "replay_runner", "replayed"]
+__all__ = ["Loop", "Branches", "WhileLoop", "Structured", "register_loop", "loop_of", "avals", "replay_runner"]
 
 
 class Loop:
@@ -79,11 +75,6 @@ def loop_of(e: Eqn) -> Structured | None:
     return None if describe is None else describe(e)
 
 
-def staging_now() -> bool:
-    """Is a program being staged in this thread (is ``fg.jit`` tracing)?"""
-    return any(isinstance(t, StagingTrace) for t in current_traces())
-
-
 def avals(values: Sequence[Any]) -> tuple[Any, ...]:
     """What a program knows of each value (kind, shape, dtype): the same for a plain value
     and for the program atom recorded for it, so a body staged for the one is found from the other."""
@@ -93,86 +84,6 @@ def avals(values: Sequence[Any]) -> tuple[Any, ...]:
         v = x if isinstance(x, Var) else Var(0, x)
         return v.kind, v.shape, str(v.dtype)
     return tuple(one(x) for x in values)
-
-
-_bodies = itertools.count()
-
-
-class _ClosureTrace(StagingTrace):
-    """A staging trace that makes the values of enclosing transforms a function reads through
-    its closure (values staged by an enclosing ``fg.jit`` included) extra inputs of the program,
-    after the explicit ones (:attr:`captures`). Batched values are refused (their plain value
-    holds the whole batch)."""
-
-    __slots__ = ()
-
-    def capture(self, box: Any) -> tuple[Any, Any]:
-        from ..core import unbox_all
-        from ..core.batching import is_batched
-
-        seen = self.captured.get(id(box))
-        if seen is not None:
-            return seen[1], seen[2]
-        trace = box._trace
-        if not trace.active or trace.level >= self.level or is_batched(box):
-            raise OuterTraceError(trace.name)
-        value = unbox_all(box)
-        var = self.program.new_var(value)
-        self.program.invars.append(var)
-        self.captures.append(box)
-        self.captured[id(box)] = (box, var, value)
-        return var, value
-
-
-_bodies = itertools.count()
-
-
-def _stage(trace_type: type, fn: Callable[..., Sequence[Any]], examples: Sequence[Any],
-           name: str) -> tuple[Program, list[Any]] | None:
-    from .numpy_replay import direct_call
-    from .passes import optimize
-
-    prog = Program(function_for=direct_call, const_prefix=f"b{next(_bodies)}c")  # its own constant names
-    trace = trace_type(prog, "loop body", name)
-    try:
-        with trace:
-            boxes = [trace.new_input(x) for x in examples]
-            outs = fn(*boxes)
-            prog.outs = [trace.output(x) for x in outs]
-    except (StagedValueError, OuterTraceError, TypeError, ValueError):
-        return None
-    return optimize(prog), list(trace.captures)
-
-
-def stage_body(fn: Callable[..., Sequence[Any]], examples: Sequence[Any], name: str = "body") -> Program | None:
-    """``fn(*leaves) -> tuple of leaves`` staged at the plain values ``examples`` into an
-    optimised program; None where it cannot be (Python decided on a value, or the function
-    reads a value traced outside it)."""
-    made = _stage(StagingTrace, fn, examples, name)
-    return None if made is None else made[0]
-
-
-def stage_closure(fn: Callable[..., Sequence[Any]], examples: Sequence[Any],
-                  name: str = "body") -> tuple[Program, list[Any]] | None:
-    """Like :func:`stage_body`, but traced values ``fn`` reads through its closure become inputs
-    of the program after ``examples``' (returned with it: the boxes to pass there); None where
-    ``fn`` cannot be staged (Python decided on a value, or it reads a batched value)."""
-    return _stage(_ClosureTrace, fn, examples, name)
-
-
-_replays: "weakref.WeakKeyDictionary[Program, Callable[..., tuple[Any, ...]]]" = weakref.WeakKeyDictionary()
-
-
-def replayed(loop: Structured) -> Callable[..., tuple[Any, ...]]:
-    """:func:`replay_runner` of the loop with its bodies' NumPy replays, made once per body (what
-    its primitive runs while ``fg.jit`` traces it: no Python step function traced per step)."""
-    from .numpy_replay import compile_program
-
-    key = loop.bodies[0] if isinstance(loop, Branches) else loop.body
-    run = _replays.get(key)
-    if run is None:
-        run = _replays[key] = replay_runner(loop, compile_program)
-    return run
 
 
 def replay_runner(loop: Structured, compile_body: Callable[[Program], Callable[..., tuple[Any, ...]]]

@@ -18,7 +18,8 @@ from ..core.trace import shape_of
 from .. import tree_util
 from ..core import Box, defprimitive, get_primitive
 from ..core.batching import is_batched
-from ..jit.loops import Loop, avals, register_loop, replayed, stage_body, staging_now
+from ..jit.bodies import replayed, stage_body, staging_now
+from ..jit.loops import Loop, avals, register_loop
 from ..numpy._batching import fallback
 from ..core.staging import is_staged
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split

@@ -21,7 +21,7 @@ user's function with values of a finished trace. Where a function cannot be stag
 its own (Python decides on a traced value, or it reads a value batched by an enclosing
 vmap through its closure), ``cond``/``switch`` run every branch and select, and
 ``while_loop`` says what to change. While ``fg.jit`` traces the equation, each program
-is staged again at its exact operands (:func:`funcgrad.jit.loops.stage_body`), so the
+is staged again at its exact operands (:func:`funcgrad.jit.bodies.stage_body`), so the
 native tier compiles real branches and loops.
 
 Example::
@@ -37,7 +37,8 @@ from typing import Any, Callable, Sequence
 from ..core import defprimitive, get_primitive
 from ..core.trace import shape_of
 from ..jit.ir import eval_program
-from ..jit.loops import Branches, WhileLoop, avals, register_loop, replayed, stage_body, stage_closure, staging_now
+from ..jit.bodies import replayed, stage_body, stage_closure, staging_now
+from ..jit.loops import Branches, WhileLoop, avals, register_loop
 
 __all__ = ["staged_switch", "staged_while"]
 
