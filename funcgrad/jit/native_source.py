@@ -14,7 +14,12 @@ The equations become *steps*, run in order:
 
 An equation joins the open nest when it has the nest's shape and reads nothing of that
 nest other than element-for-element (not a reduction made in it, not a view of a value
-made in it); otherwise a new nest opens.
+made in it); otherwise an elementwise equation joins the latest earlier nest of its shape
+that comes after the steps making its operands (one pass over memory less), and only
+then does a new nest open.
+
+A **loop** or **branch** step (``fg.scan``, ``while_loop``, ``cond``/``switch``) calls
+its bodies, each generated as a function of its own (:meth:`_Source.loop`).
 
 Example::
 
@@ -115,12 +120,27 @@ class _Source:
                 open_nest = None
                 continue
             shape = tuple(e.ins[0].shape) if k == "reduce" else tuple(o.shape)
+            target = open_nest
             if open_nest is None or self.steps[open_nest][1] != shape or any(
                     self._conflicts(a, open_nest) for a in e.ins):
-                self.steps.append(("nest", shape, []))
-                open_nest = len(self.steps) - 1
-            self.steps[open_nest][2].append(e)
-            self.step_of[o] = open_nest
+                target = self._earlier_nest(e, shape) if k == "elementwise" else None
+                if target is None:
+                    self.steps.append(("nest", shape, []))
+                    open_nest = target = len(self.steps) - 1
+            self.steps[target][2].append(e)
+            self.step_of[o] = target
+
+    def _earlier_nest(self, e: Eqn, shape: tuple[int, ...]) -> int | None:
+        """An earlier loop nest of ``shape`` that the elementwise ``e`` can join (one pass less):
+        the latest one after every step that makes an operand of ``e``, if it reads them element
+        for element; None where there is none."""
+        made = {self.step_of[self.root(a)] for a in e.ins if self._made_here(self.root(a))}
+        first = max(made, default=-1)
+        for j in range(len(self.steps) - 1, first - 1, -1):
+            what, nest_shape, _ = self.steps[j]
+            if what == "nest" and nest_shape == shape and not any(self._conflicts(a, j) for a in e.ins):
+                return j
+        return None
 
     def _conflicts(self, a: Any, nest: int) -> bool:
         """Does reading ``a`` in ``nest`` need more than this element of a value made in it?"""
