@@ -135,7 +135,7 @@ class _Source:
         the latest one after every step that makes an operand of ``e``, if it reads them element
         for element; None where there is none."""
         made = {self.step_of[self.root(a)] for a in e.ins if self._made_here(self.root(a))}
-        first = max(made, default=-1)
+        first = max(made, default=0)
         for j in range(len(self.steps) - 1, first - 1, -1):
             what, nest_shape, _ = self.steps[j]
             if what == "nest" and nest_shape == shape and not any(self._conflicts(a, j) for a in e.ins):
