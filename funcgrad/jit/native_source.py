@@ -120,13 +120,13 @@ class _Source:
                 open_nest = None
                 continue
             shape = tuple(e.ins[0].shape) if k == "reduce" else tuple(o.shape)
-            target = open_nest
+            target: int | None = open_nest
             if open_nest is None or self.steps[open_nest][1] != shape or any(
                     self._conflicts(a, open_nest) for a in e.ins):
                 target = self._earlier_nest(e, shape) if k == "elementwise" else None
-                if target is None:
-                    self.steps.append(("nest", shape, []))
-                    open_nest = target = len(self.steps) - 1
+            if target is None:
+                self.steps.append(("nest", shape, []))
+                open_nest = target = len(self.steps) - 1
             self.steps[target][2].append(e)
             self.step_of[o] = target
 
