@@ -178,3 +178,20 @@ def test_jit_errors():
         fg.jit(lambda x: fg.cond(x > 0, lambda v: (v, v), lambda v: v, x))(1.0)
     with pytest.raises(TypeError, match=r"body_fun must return a carry with the shapes and dtypes of init_val"):
         fg.jit(lambda x: fg.while_loop(lambda c: c[0] < 3.0, lambda c: fnp.stack([c, c]), x))(np.ones(2))
+
+
+@pytest.mark.parametrize("name,f,xs", [c for c in FUNCS if c[0] in ("cond", "switch")], ids=["cond", "switch"])
+def test_derivatives_of_a_jitted_call(name, f, xs):
+    # the jitted call is one primitive whose rules are staged programs; its backward program
+    # reads the predicate (a bool), which has no tangent under hessian
+    for x in xs:
+        np.testing.assert_allclose(fg.grad(fg.jit(f))(x), fg.grad(f)(x), rtol=1e-12)
+        np.testing.assert_allclose(fg.hessian(fg.jit(f))(x), fg.hessian(f)(x), rtol=1e-12, atol=1e-15)
+    w = lambda x: fnp.where(x > 0, x ** 3, fnp.sin(x))  # noqa: E731  (a bool residual too: broke before)
+    np.testing.assert_allclose(fg.hessian(fg.jit(w))(0.3), fg.hessian(w)(0.3), rtol=1e-12)
+
+
+def test_debug_nans_names_the_primitive_inside_a_staged_branch():
+    with fg.debug_nans(), np.errstate(invalid="ignore"):
+        with pytest.raises(FloatingPointError, match="'log'"):
+            fg.jit(lambda x: fg.cond(x > 0, lambda v: fnp.log(v - 1.0), lambda v: v, x))(0.5)

@@ -330,6 +330,9 @@ def _staged_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int]
 
 
 def _staged_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, staged: Staged) -> tuple[Any, ...]:
+    # (a bool or integer input, such as a `where` condition kept for the backward program, has
+    # no derivative: its tangent, a zero made by an enclosing transform, is dropped)
+    tangents = [t if t is not None and _is_float(x) else None for t, x in zip(tangents, leaves)]
     mask = tuple(t is not None for t in tangents)
     f_jvp = staged.jvp_staged(mask)
     return tuple(f_jvp(list(leaves), [t for t in tangents if t is not None]))
