@@ -189,9 +189,20 @@ def test_derivatives_of_a_jitted_call(name, f, xs):
         np.testing.assert_allclose(fg.hessian(fg.jit(f))(x), fg.hessian(f)(x), rtol=1e-12, atol=1e-15)
     w = lambda x: fnp.where(x > 0, x ** 3, fnp.sin(x))  # noqa: E731  (a bool residual too: broke before)
     np.testing.assert_allclose(fg.hessian(fg.jit(w))(0.3), fg.hessian(w)(0.3), rtol=1e-12)
+    check_grads(fg.jit(w), (0.3,), order=2, modes=("fwd", "rev"))
 
 
 def test_debug_nans_names_the_primitive_inside_a_staged_branch():
     with fg.debug_nans(), np.errstate(invalid="ignore"):
         with pytest.raises(FloatingPointError, match="'log'"):
             fg.jit(lambda x: fg.cond(x > 0, lambda v: fnp.log(v - 1.0), lambda v: v, x))(0.5)
+
+
+@pytest.mark.parametrize("name,f,xs", FUNCS, ids=IDS)
+def test_check_grads_through_the_staged_primitives(name, f, xs):
+    # the switch / while equations' own rules, to second order (reverse mode through a staged
+    # while_loop is refused: forward mode only there)
+    modes = ("fwd",) if name in ("newton_sqrt", "while_grow") else ("fwd", "rev")
+    for x in xs[:2]:
+        check_grads(fg.jit(f), (x,), order=2, modes=modes)
+        check_grads(fg.jit(fg.jacfwd(f)), (x,), order=1, modes=("fwd",))
