@@ -9,6 +9,14 @@ reported separately):
 - a 1e6 float64 transcendental elementwise function, ``jit(grad)``:
   f(x) = sum(sin(x) * tanh(x) + exp(-x * x)).
 The on-disk cache reload is timed in a fresh process (``--reload``).
+
+    python benchmarks/native_tier.py --loops    # only the loop rows (benchmarks/native_loops.py):
+
+- an ODE integrator, fori_loop of 1000 RK4 steps on a state of 4: ``jit(f)`` and ``jit(grad)``;
+- an N-body leapfrog, 32 particles, 200 steps in fori_loop, ``jit(grad)`` w.r.t. the initial state;
+JAX runs the same programs with ``lax.fori_loop``.
+
+    python benchmarks/native_tier.py --hessian  # best-of-200 times of the Hessian rows
 """
 
 from __future__ import annotations
@@ -76,12 +84,28 @@ def big_fg(x: Any) -> Any:
     return fnp.sum(fnp.sin(x) * fnp.tanh(x) + fnp.exp(-x * x))
 
 
-def rows() -> list[tuple[str, str, float, float, float, float, float]]:
+def loop_cases(jax: Any, jnp: Any) -> list[Any]:
+    from benchmarks.native_loops import nbody_program, nbody_start, rk4_program
+
+    rk_fg, rk_j = rk4_program(fnp, fg.fori_loop), rk4_program(jnp, jax.lax.fori_loop)
+    nb_fg, nb_j = nbody_program(fnp, fg.fori_loop), nbody_program(jnp, jax.lax.fori_loop)
+    x0 = np.array([1.0, 0.5, 0.0, 0.0])
+    return [
+        ("ODE RK4 x1000 fori_loop jit(f)", "us", rk_fg, jax.jit(rk_j), (x0,), 1),
+        ("ODE RK4 x1000 fori_loop jit(grad)", "us", fg.grad(rk_fg), jax.jit(jax.grad(rk_j)), (x0,), 1),
+        ("N-body 32 x200 leapfrog jit(grad)", "ms", fg.grad(nb_fg, argnums=(0, 1)),
+         jax.jit(jax.grad(nb_j, argnums=(0, 1))), nbody_start(), 1),
+    ]
+
+
+def rows(only_loops: bool = False) -> list[tuple[str, str, float, float, float, float, float]]:
     import jax
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_platforms", "cpu")
+    if only_loops:
+        return measure(loop_cases(jax, jnp), jnp)
 
     def chain_j(y: Any) -> Any:
         for _ in range(100):
@@ -114,12 +138,16 @@ def rows() -> list[tuple[str, str, float, float, float, float, float]]:
     cases.append((f"HVP n={n} jit(hvp)", "us", lambda x, v, f=f_fg: fg.hvp(f, (x,), (v,))[1],
                   jax.jit(lambda x, v: jax.jvp(jax.grad(f_j), (x,), (v,))[1]),
                   (rng.standard_normal(n), rng.standard_normal(n)), 1))
+    return measure(cases + loop_cases(jax, jnp), jnp)
+
+
+def measure(cases: list[Any], jnp: Any) -> list[tuple[str, str, float, float, float, float, float]]:
     out = []
     for name, unit, f_fg, jg, args, per in cases:
         scale = {"us/op": 1e6 / per, "us": 1e6, "ms": 1e3}[unit]
         jargs = tuple(jnp.asarray(x) for x in args)
-        jax_first = first_call(lambda: (lambda: jg(*jargs).block_until_ready()))
-        t_jax = median_time(lambda: jg(*jargs).block_until_ready())
+        jax_first = first_call(lambda: (lambda: jax_block(jg(*jargs))))
+        t_jax = median_time(lambda: jax_block(jg(*jargs)))
         replay = fg.jit(f_fg, backend="numpy")
         replay_first = first_call(lambda: (lambda: replay(*args)))
         t_replay = median_time(lambda: replay(*args))
@@ -131,7 +159,8 @@ def rows() -> list[tuple[str, str, float, float, float, float, float]]:
         # (programs of float scalars keep their Python-float code: it is faster than a compiled call)
         assert compiled.backend == "native" or "Python-float" in compiled.why, compiled.why
         want = replay(*args)  # (cancellation near the gradient's zeros: compare relative to the scale)
-        np.testing.assert_allclose(nat(*args), want, rtol=1e-10, atol=1e-12 * float(np.max(np.abs(want))))
+        for got, w in zip(fg.tree_util.tree_leaves(nat(*args)), fg.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(got, w, rtol=1e-10, atol=1e-12 * float(np.max(np.abs(w))))
         t_native = median_time(lambda: nat(*args))
         out.append((name, unit, t_native * scale, t_replay * scale, t_jax * scale,
                     native_first, until_native))
@@ -140,6 +169,13 @@ def rows() -> list[tuple[str, str, float, float, float, float, float]]:
               f"{replay_first * 1e3:.1f} ms / jax {jax_first * 1e3:.1f} ms; native in use after "
               f"{until_native:.2f} s more ({compiled.lowered} equations lowered, {compiled.left} replayed)",
               flush=True)
+    return out
+
+
+def jax_block(out: Any) -> Any:
+    """Wait for every array of a JAX result (a pytree)."""
+    for leaf in fg.tree_util.tree_leaves(out):
+        leaf.block_until_ready()
     return out
 
 
@@ -229,14 +265,51 @@ def reload_seconds() -> float:
     return float(out.split()[0])
 
 
+def hessian_best(calls: int = 200) -> None:
+    """Best-of-``calls`` times of jit(hessian) at n=50 and 200 (native, replay, JAX): less moved by a
+    loaded machine than medians (``--hessian``)."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(0)
+
+    def best(fn: Callable[[], Any]) -> float:
+        fn()
+        times = []
+        for _ in range(calls):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return min(times) * 1e6
+
+    for n in (50, 200):
+        a = rng.standard_normal((n, n)) / np.sqrt(n)
+        x = rng.standard_normal(n)
+        f_fg, f_j = _hessian_problem(a, jnp)
+        nat = fg.jit(fg.hessian(f_fg), backend="native")
+        assert nat.lower(x).compile().backend == "native"
+        rep = fg.jit(fg.hessian(f_fg), backend="numpy")
+        jh, jx = jax.jit(jax.hessian(f_j)), jnp.asarray(x)
+        t_nat, t_rep, t_jax = best(lambda: nat(x)), best(lambda: rep(x)), best(lambda: jh(jx).block_until_ready())
+        print(f"Hessian n={n}, best of {calls}: native {t_nat:.0f} us, replay {t_rep:.0f} us, JAX jit {t_jax:.0f} us "
+              f"(native / JAX {t_nat / t_jax:.2f}x)")
+
+
 if __name__ == "__main__":
-    table = rows()
+    if "--hessian" in sys.argv:
+        hessian_best()
+        sys.exit(0)
+    loops_only = "--loops" in sys.argv
+    table = rows(loops_only)
     print("\n| row | unit | native | NumPy replay | JAX jit | native / JAX | first call (native backend) | "
           "then native in use after |")
     print("|---|---|---|---|---|---|---|---|")
     for name, unit, nat, rep, jx, first, until in table:
         print(f"| {name} | {unit} | {nat:.3g} | {rep:.3g} | {jx:.3g} | {nat / jx:.2f}x | {first * 1e3:.1f} ms | "
               f"{until:.2f} s |")
+    if loops_only:
+        sys.exit(0)
     mem = peak_memory()
     print(f"\npeak memory, jit(grad) of the 50-layer chain on 1e6 float64 (rise of VmHWM during one warm call): "
           f"native {mem['native']:.1f} MiB, replay {mem['numpy']:.1f} MiB, JAX jit {mem['jax']:.1f} MiB "

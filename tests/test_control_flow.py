@@ -117,3 +117,92 @@ def test_errors():
         fg.switch(0.5, [lambda: 1])
     with pytest.raises(ValueError, match="non-empty"):
         fg.switch(0, [])
+
+
+# -- inside fg.jit: the predicate is a staged value, so the choice is one recorded equation ----------
+
+def _prims(f, *args):
+    return [e.prim.name for e in fg.make_program(f)(*args).eqns]
+
+
+@pytest.mark.parametrize("name,f,xs", FUNCS, ids=IDS)
+def test_jit_follows_the_predicate_of_each_call(name, f, xs):
+    # before: the branch (or trip count) seen while tracing was frozen into every later call
+    jitted = fg.jit(f)
+    for x in xs:
+        np.testing.assert_allclose(jitted(x), f(x), rtol=1e-13)
+    np.testing.assert_allclose(fg.jit(fg.vmap(f))(xs), fg.vmap(f)(xs), rtol=1e-13)
+
+
+def test_jit_records_one_equation():
+    assert _prims(piecewise_cond, 0.3).count("switch") == 1
+    assert _prims(three_way, 0.3).count("switch") == 1
+    prims = _prims(grow, 0.3)
+    assert prims.count("while") == 1 and "sin" not in prims  # the body is in the loop, not unrolled
+    s = fg.jit(lambda i, x: fg.switch(i, [lambda v: v, lambda v: v * 2.0, lambda v: v * 3.0], x))
+    assert [float(s(i, 1.0)) for i in (-4, 0, 1, 2, 9)] == [1.0, 1.0, 2.0, 3.0, 3.0]  # clamped
+
+
+@pytest.mark.parametrize("name,f,xs", FUNCS, ids=IDS)
+def test_jit_derivatives(name, f, xs):
+    for x in xs:
+        np.testing.assert_allclose(fg.jit(fg.jacfwd(f))(x), fg.jacfwd(f)(x), rtol=1e-10)
+        if name not in ("newton_sqrt", "while_grow"):
+            np.testing.assert_allclose(fg.jit(fg.grad(f))(x), fg.grad(f)(x), rtol=1e-10)
+            np.testing.assert_allclose(fg.jit(fg.hessian(f))(x), fg.hessian(f)(x), rtol=1e-10, atol=1e-14)
+
+
+def test_jit_reverse_mode_through_while_loop_is_refused_clearly():
+    with pytest.raises(TypeError, match=r"reverse-mode.*while_loop.*fg\.jit.*fori_loop"):
+        fg.jit(fg.grad(grow))(0.3)
+    assert fg.grad(grow)(0.3) == fg.grad(grow)(0.3)  # eagerly it works (the steps are recorded)
+
+
+def test_jit_closures_become_operands():
+    y = np.array([1.0, -2.0])
+
+    def f(x, w):
+        return fnp.sum(fg.cond(fnp.sum(x) > 0, lambda: fnp.sin(x) * w, lambda: x * w ** 2))
+
+    for x in (y, -y * 3.0):
+        want = fg.grad(f, argnums=(0, 1))(x, 3.0)
+        got = fg.jit(fg.grad(f, argnums=(0, 1)))(x, 3.0)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-13)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-13)
+
+
+def test_jit_errors():
+    with pytest.raises(TypeError, match=r"same shapes and dtypes inside fg\.jit"):
+        fg.jit(lambda x: fg.cond(x > 0, lambda v: v, lambda v: fnp.stack([v, v]), x))(1.0)
+    with pytest.raises(TypeError, match=r"same pytree structure"):
+        fg.jit(lambda x: fg.cond(x > 0, lambda v: (v, v), lambda v: v, x))(1.0)
+    with pytest.raises(TypeError, match=r"body_fun must return a carry with the shapes and dtypes of init_val"):
+        fg.jit(lambda x: fg.while_loop(lambda c: c[0] < 3.0, lambda c: fnp.stack([c, c]), x))(np.ones(2))
+
+
+@pytest.mark.parametrize("name,f,xs", [c for c in FUNCS if c[0] in ("cond", "switch")], ids=["cond", "switch"])
+def test_derivatives_of_a_jitted_call(name, f, xs):
+    # the jitted call is one primitive whose rules are staged programs; its backward program
+    # reads the predicate (a bool), which has no tangent under hessian
+    for x in xs:
+        np.testing.assert_allclose(fg.grad(fg.jit(f))(x), fg.grad(f)(x), rtol=1e-12)
+        np.testing.assert_allclose(fg.hessian(fg.jit(f))(x), fg.hessian(f)(x), rtol=1e-12, atol=1e-15)
+    w = lambda x: fnp.where(x > 0, x ** 3, fnp.sin(x))  # noqa: E731  (a bool residual too: broke before)
+    np.testing.assert_allclose(fg.hessian(fg.jit(w))(0.3), fg.hessian(w)(0.3), rtol=1e-12)
+    check_grads(fg.jit(w), (0.3,), order=2, modes=("fwd", "rev"))
+
+
+def test_debug_nans_names_the_primitive_inside_a_staged_branch():
+    with fg.debug_nans(), np.errstate(invalid="ignore"):
+        with pytest.raises(FloatingPointError, match="'log'"):
+            fg.jit(lambda x: fg.cond(x > 0, lambda v: fnp.log(v - 1.0), lambda v: v, x))(0.5)
+
+
+@pytest.mark.parametrize("name,f,xs", FUNCS, ids=IDS)
+def test_check_grads_through_the_staged_primitives(name, f, xs):
+    # the switch / while equations' own rules, to second order (reverse mode through a staged
+    # while_loop is refused: forward mode only there)
+    modes = ("fwd",) if name in ("newton_sqrt", "while_grow") else ("fwd", "rev")
+    for x in xs[:2]:
+        check_grads(fg.jit(f), (x,), order=2, modes=modes)
+        check_grads(fg.jit(fg.jacfwd(f)), (x,), order=1, modes=("fwd",))

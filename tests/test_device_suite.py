@@ -852,6 +852,10 @@ NOT_COVERED = {
     **{name: "shape-derivative series: one explicit device-to-host read per 16 terms (convergence), so not "
              "sync-free; tests/test_special_more.py::test_*_shape_derivative_on_the_fake_device"
        for name in ("gammainc_da", "gammainc_da2", "betainc_shape_derivative")},
+    **{name: "fg.jit's staged cond/switch/while_loop (funcgrad/transforms/staged_control.py): choosing a "
+             "branch or another iteration reads the predicate on the host, one device-to-host read per "
+             "choice, as the eager cond/while_loop do (tests/test_control_flow.py checks them on the host)"
+       for name in ("switch", "while")},
 }
 
 

@@ -49,6 +49,14 @@ def grid(*shape, dtype="float64", lo=-1.0, hi=1.5):
     return np.linspace(lo, hi, n).reshape(shape).astype(dtype)
 
 
+def spd(n):
+    """A well-conditioned symmetric positive definite matrix (upper triangle perturbed: only the lower is read)."""
+    g = grid(n, n)
+    a = g @ g.T + n * np.eye(n)
+    a[0, n - 1] += 0.25
+    return a
+
+
 # name: (function, arguments, terms per value of the largest reduction in it)
 LOWERINGS = {
     "sum axis": (lambda x: fnp.sin(fnp.sum(fnp.exp(x), axis=1)), (grid(3, 4),), 4),
@@ -78,6 +86,15 @@ LOWERINGS = {
     "at set and add": (lambda x: fnp.exp(x).at[0].set(1.0).at[:, 1:3].add(x[:, :2] * 2.0), (grid(3, 4),), 1),
     "maximum and minimum": (lambda x, y: fnp.maximum(fnp.sin(x), y) * fnp.minimum(x, 0.25), (grid(3, 4), grid(4)), 1),
     "astype": (lambda x: (x > 0.0).astype(x.dtype) * fnp.sin(x), (grid(3, 4),), 1),
+    # x ** p for literal p in {±0.5, ±1, ±1.5, ±2, ±2.5, 3}: products and square roots, within the bound
+    "power literal exponents": (lambda x: x ** 2 + x ** 3 - x ** 0.5 + x ** 1.5 * x ** -1.5 + x ** 2.5 - x ** -2.5
+                                + x ** -0.5 + x ** -1 + x ** -2 + x ** 1.7, (grid(3, 4, lo=0.1, hi=3.0),), 8),
+    # LAPACK through numba: within a few roundings of NumPy's LAPACK on well-conditioned matrices
+    "linalg solve and inv": (lambda a, b: fnp.linalg.solve(a, b) + fnp.sum(fnp.linalg.inv(a), axis=0),
+                             (spd(4), grid(4)), 16),
+    "linalg solve matrix": (lambda a, b: fnp.linalg.solve(a * 2.0, b), (spd(4), grid(4, 2)), 16),
+    "linalg cholesky det eigh": (lambda a: fnp.linalg.cholesky(a) * fnp.linalg.det(a) + fnp.linalg.eigh(a)[0]
+                                 + fnp.linalg.eigh(a)[1] ** 2, (spd(4),), 16),
 }
 
 
@@ -97,6 +114,8 @@ GRADIENTS = {  # gradients go through the transposes of these lowerings (scatter
     "matmul": (lambda x: fnp.sum(fnp.tanh(x @ x.T) * 2.0), grid(3, 4)),
     "concatenate and reshape": (lambda x: fnp.sum(fnp.reshape(fnp.concatenate([x, fnp.sin(x)]), (4, 6)) ** 2),
                                 grid(2, 6)),
+    "linalg": (lambda a: fnp.sum(fnp.linalg.solve(a, grid(4))) + fnp.linalg.det(a) + fnp.sum(fnp.linalg.inv(a))
+               + fnp.sum(fnp.linalg.cholesky(a) ** 2) + fnp.sum(fnp.linalg.eigh(a)[0] ** 2), spd(4)),
 }
 
 

@@ -93,3 +93,26 @@ def test_scan_errors():
     # untraced init and xs: the loop is simply recorded, closures included
     g = fg.grad(lambda w: fnp.sum(fg.scan(lambda c, x: (c * w + x, c), H0, XS)[0]))(0.5)
     assert np.isfinite(g)
+
+
+@pytest.mark.eager_only
+def test_staged_derivatives_of_a_scan_are_loops():
+    # grad of a scan is a reverse scan, its JVP a scan of f and its JVP, its vmap one scan of
+    # the vmapped step: the program does not grow with the number of steps
+    def f(x, n):
+        c, ys = fg.scan(lambda c, t: (fnp.sin(c) * 1.1 + t, c * c), x, fnp.linspace(0.0, 1.0, n))
+        return fnp.sum(c) + fnp.sum(ys)
+
+    x = np.linspace(0.1, 0.5, 3)
+    for transform in (fg.grad, fg.hessian, lambda g: fg.vmap(fg.grad(g))):
+        sizes = []
+        for n in (4, 40):
+            arg = np.stack([x, x]) if transform not in (fg.grad, fg.hessian) else x
+            prog = fg.make_program(transform(lambda v: f(v, n)))(arg)
+            names = [e.prim.name for e in prog.eqns]
+            assert "scan" in names and "sin" not in names and "cos" not in names  # no step unrolled
+            sizes.append(len(prog.eqns))
+        assert sizes[0] == sizes[1]
+    for n in (1, 5):
+        np.testing.assert_allclose(fg.jit(fg.hessian(lambda v: f(v, n)))(x), fg.hessian(lambda v: f(v, n))(x),
+                                   rtol=1e-12, atol=1e-15)

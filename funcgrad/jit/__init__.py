@@ -14,7 +14,10 @@ core's staging trace; this package does the rest:
   reductions, views, contractions; segments called from the replay where not everything
   lowers), imported only when used, with :mod:`~funcgrad.jit.native_ops` (what lowers,
   per primitive) and :mod:`~funcgrad.jit.native_source` (the generated source);
-- :mod:`~funcgrad.jit.tiered`: the replay first, native code swapped in when compiled.
+- :mod:`~funcgrad.jit.tiered`: the replay first, native code swapped in when compiled;
+- :mod:`~funcgrad.jit.loops` (what a loop or branch equation runs, registered by
+  ``fg.scan``/``cond``/``switch``/``while_loop``) and :mod:`~funcgrad.jit.bodies` (their
+  bodies staged into programs while ``fg.jit`` traces).
 
 What a backend needs to know about a primitive lives in that backend's table keyed by the
 primitive object (:data:`funcgrad.jit.numpy_replay.LOWERINGS`,

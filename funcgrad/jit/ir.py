@@ -47,15 +47,16 @@ class Var:
 class Const:
     """A value fixed when the program was traced (arrays captured or created in ``f``)."""
 
-    __slots__ = ("n", "value")
+    __slots__ = ("n", "value", "prefix")
 
-    def __init__(self, n: int, value: Any) -> None:
+    def __init__(self, n: int, value: Any, prefix: str = "c") -> None:
         self.n = n
         self.value = value
+        self.prefix = prefix  # a sub-program's constants have their own, so names never clash
 
     @property
     def name(self) -> str:
-        return f"c{self.n}"
+        return f"{self.prefix}{self.n}"
 
     def __repr__(self) -> str:
         return self.name
@@ -103,12 +104,14 @@ class Program:
     :func:`funcgrad.jit.numpy_replay.compile_program` makes it a function.
     """
 
-    def __init__(self, function_for: Callable[[Primitive, list[Any]], Any] | None = None) -> None:
+    def __init__(self, function_for: Callable[[Primitive, list[Any]], Any] | None = None,
+                 const_prefix: str = "c") -> None:
         self.invars: list[Var] = []
         self.eqns: list[Eqn] = []
         self.consts: list[Const] = []
         self.outs: list[Any] = []  # Var or Const
         self._count = 0
+        self.const_prefix = const_prefix
         # while recording: the backend function that computes a primitive on these arguments
         # without its dispatch (CuPy's, say), or None (see funcgrad.jit.numpy_replay.direct_call)
         self._function_for = function_for
@@ -119,7 +122,7 @@ class Program:
         return v
 
     def new_const(self, value: Any) -> Const:
-        c = Const(len(self.consts), value)
+        c = Const(len(self.consts), value, self.const_prefix)
         self.consts.append(c)
         return c
 
@@ -145,7 +148,7 @@ class Program:
 
     def derived(self) -> "Program":
         """An empty program numbering its values after this one's (for programs made of its parts)."""
-        new = Program()
+        new = Program(const_prefix=self.const_prefix)
         new._count = self._count
         return new
 

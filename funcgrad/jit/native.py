@@ -41,7 +41,7 @@ import numpy as np
 from ..core.trace import Primitive
 from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
-from .native_ops import COMPARISONS, NATIVE_EXPR, is_literal as _is_literal, kind_of
+from .native_ops import COMPARISONS, NATIVE_EXPR, is_literal as _is_literal, kind_of, reads_of
 from .native_source import segment_source
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "available", "installed", "status", "cache_dir", "lowerable", "Segment", "plan",
@@ -132,7 +132,7 @@ def plan(prog: Program) -> list[Any]:
             made = {o for e in members for o in e.outs}
             ins: list[Any] = []
             for e in members:
-                for a in e.ins:
+                for a in reads_of(e):
                     if (isinstance(a, Var) or (isinstance(a, Const) and not _is_literal(a.value))) \
                             and a not in made and a not in ins:
                         ins.append(a)
@@ -172,9 +172,9 @@ def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
             path = os.path.join(folder, mod_name + ".py")
             if not os.path.exists(path):
                 tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-                with open(tmp, "w") as fh:
-                    fh.write("import numpy as np\nimport numba\n\n\n"
-                             "@numba.njit(cache=True, error_model='numpy', nogil=True)\n" + src)
+                with open(tmp, "w") as fh:  # every function compiled (a loop's body is one)
+                    fh.write("import numpy as np\nimport numba\n\n\n" + src.replace(
+                        "def ", "@numba.njit(cache=True, error_model='numpy', nogil=True)\ndef "))
                 os.replace(tmp, path)
             spec = importlib.util.spec_from_file_location(mod_name, path)
             assert spec is not None and spec.loader is not None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -37,12 +38,14 @@ import numpy as np
 from .. import numpy as fnp
 from ..core.trace import Primitive
 from ..numpy import creation as _creation, indexing as _indexing, linalg as _linalg, shape_ops as _shape_ops
-from .ir import Const, Eqn, Var
+from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
+from .loops import Branches, Structured, WhileLoop, loop_of
 from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, primitive_of
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
-           "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal"]
+           "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
+           "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -61,7 +64,21 @@ NATIVE_EXPR: dict[Primitive, str] = _table([
     (fnp.arccos, "np.arccos({0})"), (fnp.log1p, "np.log1p({0})"), (fnp.expm1, "np.expm1({0})"),
     (fnp.arctanh, "np.arctanh({0})"), (fnp.arcsinh, "np.arcsinh({0})"), (fnp.log10, "np.log10({0})"),
     (fnp.log2, "np.log2({0})"), (fnp.exp2, "np.exp2({0})"), (fnp.sign, "np.sign({0})"),
+    (fnp.zeros_like, "{t}(0.0)"), (fnp.ones_like, "{t}(1.0)"),
 ])
+
+# x ** p for these literal exponents p as products and square roots, {0} the base, {t} the dtype:
+# within the elementwise bound of pow's result (away from overflow), and several times faster
+POWER = primitive_of(fnp.power)
+POWERS: dict[float, str] = {
+    1.0: "{0}", 2.0: "{0} * {0}", 3.0: "{0} * {0} * {0}", 0.5: "np.sqrt({0})", 1.5: "{0} * np.sqrt({0})",
+    2.5: "{0} * {0} * np.sqrt({0})", -1.0: "{t}(1.0) / {0}", -2.0: "{t}(1.0) / ({0} * {0})",
+    -0.5: "{t}(1.0) / np.sqrt({0})", -1.5: "{t}(1.0) / ({0} * np.sqrt({0}))",
+    -2.5: "{t}(1.0) / ({0} * {0} * np.sqrt({0}))",
+}
+
+# arithmetic that also takes a bool operand (as 0 or 1: the gradient of eigh adds an identity mask)
+TAKES_BOOL = frozenset(primitive_of(fn) for fn in (fnp.add, fnp.subtract, fnp.multiply))
 
 # comparisons: a bool result from operands of one float dtype
 COMPARISONS: dict[Primitive, str] = _table([
@@ -84,11 +101,19 @@ GETITEM = primitive_of(_indexing._getitem)
 UNINDEX, INDEX_ADD, INDEX_SET = (primitive_of(_indexing._unindex), primitive_of(_indexing._index_add),
                                  primitive_of(_indexing._index_set))
 CONCATENATE, SPLIT = primitive_of(_shape_ops._concatenate), primitive_of(_shape_ops._split)
+STACK = primitive_of(_shape_ops._stack)
+INV, SOLVE, DET = primitive_of(_linalg.inv), primitive_of(_linalg.solve), primitive_of(_linalg.det)
+CHOLESKY, EIGH = primitive_of(_linalg._cholesky), primitive_of(_linalg._eigh)
+# numba's LAPACK bindings, on one square matrix (no stacks): the expression of the operands' names
+LINALG: dict[Primitive, str] = {INV: "np.linalg.inv({0})", SOLVE: "np.linalg.solve({0}, {1})",
+                                DET: "np.linalg.det({0})", CHOLESKY: "np.linalg.cholesky({0})",
+                                EIGH: "np.linalg.eigh({0})"}
 MATMUL, DOT = primitive_of(fnp.matmul), primitive_of(fnp.dot)
 
 FLOATS = ("float64", "float32")
 _SCALAR_KINDS = (float, np.float64, np.float32)
-_REDUCTIONS = {SUM: "sum", MEAN: "mean", PROD: "prod", MAX: "max", MIN: "min"}
+ANY, ALL = primitive_of(fnp.any), primitive_of(fnp.all)
+_REDUCTIONS = {SUM: "sum", MEAN: "mean", PROD: "prod", MAX: "max", MIN: "min", ANY: "any", ALL: "all"}
 # the positional arguments after ``axis`` that must be left at their defaults, and where keepdims is
 _REDUCTION_ARGS = {SUM: (7, 4), MEAN: (6, 4), PROD: (6, 4), MAX: (5, 3), MIN: (5, 3)}
 _VIEWS = (TRANSPOSE, SWAPAXES, MOVEAXIS, EXPAND_DIMS, SQUEEZE, RESHAPE, BROADCAST_TO, GETITEM)
@@ -167,6 +192,11 @@ def _ints(value: Any) -> bool:
 
 def kind_of(e: Eqn) -> str | None:
     """How the native backend lowers ``e`` (see the module docstring), or None where it does not."""
+    loop = loop_of(e)
+    if loop is not None:
+        return "loop" if loop_lowers(e, loop) else None
+    if e.prim in LINALG:
+        return "block" if linalg_ok(e) else None
     if e.prim is SPLIT:
         return "view" if split_maps(e) is not None else None
     if e.multiple or len(e.outs) != 1 or not e.prim.pure:
@@ -180,13 +210,16 @@ def kind_of(e: Eqn) -> str | None:
         return "block" if contraction(e) is not None else None
     if p is CONCATENATE:
         return "block" if _concatenate_ok(e) else None
+    if p is STACK:
+        return "block" if _stack_ok(e) else None
     if p in _SCATTERS:
         return "block" if _scatter_ok(e) else None
     if e.kwargs:
         return None
     if p in NATIVE_EXPR or p in SELECTIONS:
+        want = (dtype_name(o), "bool") if p in TAKES_BOOL else (dtype_name(o),)
         ok = (_out_ok(o, FLOATS) and len(e.ins) in ((1, 2) if p in NATIVE_EXPR else (2,))
-              and all(_atom_ok(a, (dtype_name(o),), o.shape) for a in e.ins))
+              and all(_atom_ok(a, want, o.shape) for a in e.ins))
         return "elementwise" if ok else None
     if p in COMPARISONS:
         if not _out_ok(o, ("bool",)) or len(e.ins) != 2:
@@ -206,19 +239,129 @@ def kind_of(e: Eqn) -> str | None:
     return None
 
 
+# -- loops: a compiled loop calling the compiled body -------------------------------------------
+
+_lowers: "weakref.WeakKeyDictionary[Program, bool]" = weakref.WeakKeyDictionary()
+
+
+def _program_lowers(prog: Program) -> bool:
+    """Does every equation of the (body) program lower, and are its results values it makes
+    or reads (float or bool scalars, or host arrays)?"""
+    ok = _lowers.get(prog)
+    if ok is None:
+        ok = all(kind_of(b) is not None for b in prog.eqns) and all(
+            isinstance(o, Var) and _out_ok(o, FLOATS + ("bool",)) and (o.shape == () or is_host_array(o.kind))
+            for o in prog.outs)
+        _lowers[prog] = ok
+    return ok
+
+
+def _loop_value_ok(a: Any, like: Any) -> bool:
+    """Can ``a`` stand where ``like`` (a body input) is: the same float dtype and shape, both
+    scalars or both arrays of at least one axis (so the loop's carry keeps one native type)?"""
+    if not (isinstance(a, Var) or (isinstance(a, Const) and not is_literal(a.value))):
+        return False
+    if not _atom_ok(a, FLOATS, None) or dtype_name(a) != dtype_name(like) or _shape_of(a) != tuple(like.shape):
+        return False
+    array = _is_array(a)
+    return array == is_host_array(like.kind) and (not array or len(like.shape) > 0)
+
+
+def _passable(a: Any) -> bool:
+    """Can ``a`` be passed to a compiled body (which reads it only if its equations lower)?"""
+    if isinstance(a, Const):
+        return is_literal(a.value) or is_host_array(type(a.value)) or isinstance(a.value, np.generic)
+    if isinstance(a, Var):
+        return is_host_array(a.kind) or (a.shape == () and isinstance(a.kind, type) and issubclass(
+            a.kind, (int, float, np.integer, np.floating, np.bool_)))
+    return is_literal(a)
+
+
+def loop_lowers(e: Eqn, loop: Structured) -> bool:
+    """Does the loop or branch ``e`` lower: bodies whose every equation lowers, carries that keep
+    their dtype, shape and kind from step to step (and branches that agree), host operands?"""
+    if isinstance(loop, Branches):
+        ops = e.ins[1:]
+        if not (_is_scalar_var(e.ins[0]) or (isinstance(e.ins[0], Var) and e.ins[0].shape == ()
+                                             and _passable(e.ins[0]) and not is_host_array(e.ins[0].kind))):
+            return False
+        return all(_passable(a) for a in ops) and all(
+            len(b.invars) == len(ops) and len(b.outs) == len(e.outs) and _program_lowers(b)
+            and all(_loop_value_ok(o, w) for o, w in zip(b.outs, e.outs)) for b in loop.bodies)
+    if isinstance(loop, WhileLoop):
+        cond, body = loop.cond, loop.body
+        nc = len(e.ins)
+        return (len(cond.invars) == nc == len(body.invars) == len(body.outs) == len(e.outs) and len(cond.outs) == 1
+                and _program_lowers(cond) and _program_lowers(body) and dtype_name(cond.outs[0]) == "bool"
+                and cond.outs[0].shape == ()
+                and all(_loop_value_ok(o, v) for o, v in zip(body.outs, body.invars))
+                and all(_loop_value_ok(a, v) for a, v in zip(e.ins, body.invars)))
+    body, nc, nx = loop.body, loop.n_carry, loop.n_xs
+    if loop.length < 1 or len(e.ins) != nc + nx or len(body.invars) != nc + nx or len(body.outs) < nc:
+        return False
+    if len(e.outs) != 2 * nc + len(body.outs) - nc:
+        return False
+    if not (_program_lowers(body) and all(_out_ok(o, FLOATS) for o in body.outs)
+            and all(_loop_value_ok(o, v) for o, v in zip(body.outs[:nc], body.invars[:nc]))):
+        return False
+    if not all(_loop_value_ok(a, v) for a, v in zip(e.ins[:nc], body.invars[:nc])):
+        return False
+    for a, v in zip(e.ins[nc:], body.invars[nc:]):
+        if not (_is_array(a) and _shape_of(a)[:1] == (loop.length,) and _shape_of(a)[1:] == tuple(v.shape)):
+            return False
+    return True
+
+
+def bodies_of(loop: Structured) -> list[Program]:
+    """The programs a loop or branch runs."""
+    if isinstance(loop, Branches):
+        return list(loop.bodies)
+    if isinstance(loop, WhileLoop):
+        return [loop.cond, loop.body]
+    return [loop.body]
+
+
+def loop_consts(loop: Structured) -> list[Const]:
+    """The array constants the loop's bodies read (their nested loops' included): parameters of
+    the compiled bodies, passed in by the code around them (their names are the bodies' own)."""
+    found: list[Const] = []
+    for body in bodies_of(loop):
+        for b in body.eqns:
+            inner = loop_of(b)
+            for c in [a for a in b.ins if isinstance(a, Const) and not is_literal(a.value)] + (
+                    loop_consts(inner) if inner is not None else []):
+                if all(c is not f for f in found):
+                    found.append(c)
+    return found
+
+
+def reads_of(e: Eqn) -> list[Any]:
+    """What the lowered ``e`` reads: its operands, and a loop's body constants."""
+    loop = loop_of(e)
+    return list(e.ins) + (loop_consts(loop) if loop is not None else [])
+
+
 # -- reductions --------------------------------------------------------------------------------
 
 def reduction(e: Eqn) -> tuple[str, tuple[int, ...], bool] | None:
-    """(``"sum"|"mean"|"prod"|"max"|"min"``, reduced axes, keepdims) of a lowerable reduction."""
-    n, keep_at = _REDUCTION_ARGS[e.prim]
-    if e.kwargs or len(e.ins) != n or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0])):
-        return None
-    x, axis, keepdims, o = e.ins[0], e.ins[1], e.ins[keep_at], e.outs[0]
-    rest = [a for k, a in enumerate(e.ins[2:], 2) if k != keep_at]
-    if any(a is not None for a in rest) or not isinstance(keepdims, bool):
-        return None
-    if not (_out_ok(o, FLOATS) and dtype_name(x) == dtype_name(o)):
-        return None
+    """(``"sum"|"mean"|"prod"|"max"|"min"|"any"|"all"``, reduced axes, keepdims) of a lowerable
+    reduction (``any``/``all`` of bool arrays)."""
+    if e.prim in (ANY, ALL):  # axis and keepdims come as keywords
+        if len(e.ins) != 1 or set(e.kwargs) - {"axis", "keepdims"} or not _is_array_var(e.ins[0]):
+            return None
+        x, axis, keepdims, o = e.ins[0], e.kwargs.get("axis"), e.kwargs.get("keepdims", False), e.outs[0]
+        if dtype_name(x) != "bool" or not _out_ok(o, ("bool",)) or not isinstance(keepdims, bool):
+            return None
+    else:
+        n, keep_at = _REDUCTION_ARGS[e.prim]
+        if e.kwargs or len(e.ins) != n or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0])):
+            return None
+        x, axis, keepdims, o = e.ins[0], e.ins[1], e.ins[keep_at], e.outs[0]
+        rest = [a for k, a in enumerate(e.ins[2:], 2) if k != keep_at]
+        if any(a is not None for a in rest) or not isinstance(keepdims, bool):
+            return None
+        if not (_out_ok(o, FLOATS) and dtype_name(x) == dtype_name(o)):
+            return None
     nd = len(x.shape)
     if nd == 0 and axis not in (None, 0, -1, ()):
         return None
@@ -521,6 +664,43 @@ def _concatenate_ok(e: Eqn) -> bool:
         return False
     return (sum(p.shape[axis] for p in pieces) == o.shape[axis]
             and all(p.shape[d] == o.shape[d] for p in pieces for d in range(nd) if d != axis))
+
+
+def linalg_ok(e: Eqn) -> bool:
+    """A LAPACK call numba has: ``inv``/``det``/``cholesky``/``eigh`` (lower triangle) of one
+    square host float matrix, ``solve`` of one with a vector or matrix right-hand side."""
+    a = e.ins[0] if e.ins else None
+    if not (_is_array(a) and len(_shape_of(a)) == 2 and _shape_of(a)[0] == _shape_of(a)[1] > 0):
+        return False
+    dt = dtype_name(a)
+    if dt not in FLOATS or not all(dtype_name(o) == dt for o in e.outs):
+        return False
+    if e.prim is EIGH:
+        return len(e.ins) == 1 and e.kwargs.get("UPLO", "L") == "L" and set(e.kwargs) <= {"UPLO"} \
+            and all(_out_ok(o, FLOATS) and is_host_array(o.kind) for o in e.outs)
+    if e.kwargs or len(e.outs) != 1:
+        return False
+    if e.prim is SOLVE:
+        b = e.ins[1] if len(e.ins) == 2 else None
+        return (_is_array(b) and dtype_name(b) == dt and 1 <= len(_shape_of(b)) <= 2
+                and _shape_of(b)[0] == _shape_of(a)[0] and _shape_of(e.outs[0]) == _shape_of(b))
+    if len(e.ins) != 1:
+        return False
+    return _out_ok(e.outs[0], FLOATS) if e.prim is DET else is_host_array(e.outs[0].kind)
+
+
+def _stack_ok(e: Eqn) -> bool:
+    """``stack(axis, *pieces)`` of host float arrays or scalars of one shape and the result's dtype."""
+    if e.kwargs or len(e.ins) < 2 or not _ints(e.ins[0]) or isinstance(e.ins[0], tuple):
+        return False
+    o = e.outs[0]
+    if not (_out_ok(o, FLOATS) and is_host_array(o.kind)) or not 0 <= int(e.ins[0]) < len(o.shape):
+        return False
+    axis = int(e.ins[0])
+    want = tuple(o.shape[:axis]) + tuple(o.shape[axis + 1:])
+    return o.shape[axis] == len(e.ins) - 1 and all(
+        (_is_array_var(p) or _is_scalar_var(p)) and dtype_name(p) == dtype_name(o) and tuple(p.shape) == want
+        for p in e.ins[1:])
 
 
 def scatter_region(e: Eqn) -> tuple[Any, Any, IndexMap, tuple[int, ...]]:

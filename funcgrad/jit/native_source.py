@@ -14,7 +14,12 @@ The equations become *steps*, run in order:
 
 An equation joins the open nest when it has the nest's shape and reads nothing of that
 nest other than element-for-element (not a reduction made in it, not a view of a value
-made in it); otherwise a new nest opens.
+made in it); otherwise an elementwise equation joins the latest earlier nest of its shape
+that comes after the steps making its operands (one pass over memory less), and only
+then does a new nest open.
+
+A **loop** or **branch** step (``fg.scan``, ``while_loop``, ``cond``/``switch``) calls
+its bodies, each generated as a function of its own (:meth:`_Source.loop`).
 
 Example::
 
@@ -27,9 +32,10 @@ from typing import Any
 
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
-from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
-                         SPLIT, contraction, dtype_name, is_literal, kind_of, reduction, scatter_region, split_maps,
-                         view_map)
+from .loops import Branches, WhileLoop, loop_of
+from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
+                         SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
+                         reads_of, split_maps, view_map)
 
 __all__ = ["segment_source", "BLAS_MIN_WORK"]
 
@@ -50,6 +56,10 @@ def _literal(value: Any, dtype: str) -> str:
     return f"np.{dtype}({text})"
 
 
+def _is_bool(a: Any) -> bool:
+    return isinstance(a, (Var, Const)) and dtype_name(a) == "bool"
+
+
 def _counters(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{d}" for d in range(n)]
 
@@ -63,8 +73,9 @@ def _broadcast_index(s: tuple[int, ...], shape: tuple[int, ...], ix: list[str]) 
 class _Source:
     """The generator of one segment's source (see the module docstring)."""
 
-    def __init__(self, eqns: list[Eqn], ins: list[Any], outs: list[Var]) -> None:
+    def __init__(self, eqns: list[Eqn], ins: list[Any], outs: list[Any], helpers: list[str] | None = None) -> None:
         self.eqns, self.ins, self.outs = eqns, ins, outs
+        self.helpers: list[str] = [] if helpers is None else helpers  # loop bodies' functions, shared
         self.kind: dict[Var, str] = {}
         self.eqn_of: dict[Var, Eqn] = {}
         self.maps: dict[Var, Any] = {}
@@ -81,6 +92,7 @@ class _Source:
         self.steps: list[tuple[str, Any, list[Eqn]]] = []  # ("nest", shape, eqns) | ("block", None, [e])
         self._make_steps()
         self.stored = self._stored()
+        self.wanted = {a for e in eqns for a in reads_of(e) if isinstance(a, Var)} | {o for o in outs if isinstance(o, Var)}
         self.lines: list[str] = []
         self.temps = 0
 
@@ -101,18 +113,34 @@ class _Source:
             k = self.kind[o]
             if k == "view":
                 continue
-            if k == "block":
-                self.steps.append(("block", None, [e]))
-                self.step_of[o] = len(self.steps) - 1
+            if k in ("block", "loop"):
+                self.steps.append((k, None, [e]))
+                for out in e.outs:
+                    self.step_of[out] = len(self.steps) - 1
                 open_nest = None
                 continue
             shape = tuple(e.ins[0].shape) if k == "reduce" else tuple(o.shape)
+            target: int | None = open_nest
             if open_nest is None or self.steps[open_nest][1] != shape or any(
                     self._conflicts(a, open_nest) for a in e.ins):
+                target = self._earlier_nest(e, shape) if k == "elementwise" else None
+            if target is None:
                 self.steps.append(("nest", shape, []))
-                open_nest = len(self.steps) - 1
-            self.steps[open_nest][2].append(e)
-            self.step_of[o] = open_nest
+                open_nest = target = len(self.steps) - 1
+            self.steps[target][2].append(e)
+            self.step_of[o] = target
+
+    def _earlier_nest(self, e: Eqn, shape: tuple[int, ...]) -> int | None:
+        """An earlier loop nest of ``shape`` that the elementwise ``e`` can join (one pass less):
+        the latest one after every step that makes an operand of ``e``, if it reads them element
+        for element; None where there is none."""
+        made = {self.step_of[self.root(a)] for a in e.ins if self._made_here(self.root(a))}
+        first = max(made, default=0)
+        for j in range(len(self.steps) - 1, first - 1, -1):
+            what, nest_shape, _ = self.steps[j]
+            if what == "nest" and nest_shape == shape and not any(self._conflicts(a, j) for a in e.ins):
+                return j
+        return None
 
     def _conflicts(self, a: Any, nest: int) -> bool:
         """Does reading ``a`` in ``nest`` need more than this element of a value made in it?"""
@@ -179,8 +207,9 @@ class _Source:
             odt = dtype_name(o)
             if self.kind[o] == "reduce":
                 op, axes, keep = reduction(e)  # type: ignore[misc]
-                acc_dt = "float64" if op in ("sum", "mean", "prod") else odt
-                start = {"sum": "0.0", "mean": "0.0", "prod": "1.0", "max": "-np.inf", "min": "np.inf"}[op]
+                acc_dt = "float64" if op in ("sum", "mean", "prod") else "bool_" if odt == "bool" else odt
+                start = {"sum": "0.0", "mean": "0.0", "prod": "1.0", "max": "-np.inf", "min": "np.inf",
+                         "any": "False", "all": "True"}[op]
                 if o.shape:
                     self.emit(0, f"acc_{o.name} = np.full({tuple(o.shape)!r}, {start}, np.{acc_dt})")
                 else:
@@ -208,7 +237,9 @@ class _Source:
             for a in axes:
                 count *= e.ins[0].shape[a]
             value = f"acc_{o.name} / {float(count)!r}" if op == "mean" else f"acc_{o.name}"
-            if o.shape:
+            if odt == "bool":
+                self.emit(0, f"{'a_' if o.shape else ''}{o.name} = {value}")
+            elif o.shape:
                 self.emit(0, f"a_{o.name} = ({value}).astype(np.{odt})")
             else:
                 self.emit(0, f"{o.name} = np.{odt}({value})")
@@ -226,9 +257,14 @@ class _Source:
             return f"({x} if {c} else {y})"
         if e.prim is ASTYPE:
             return f"np.{odt}({self.read(e.ins[0], shape, ix, k, odt)})"
-        args = [self.read(a, shape, ix, k, odt) for a in e.ins]
+        args = [f"np.{odt}({self.read(a, shape, ix, k, odt)})" if _is_bool(a) else self.read(a, shape, ix, k, odt)
+                for a in e.ins]
         if e.prim in SELECTIONS:
             return SELECTIONS[e.prim].format(*args)
+        if e.prim is POWER:
+            p = e.ins[1].value if isinstance(e.ins[1], Const) else e.ins[1]
+            if is_literal(p) and not isinstance(p, bool) and float(p) in POWERS:
+                return f"np.{odt}(" + POWERS[float(p)].format(f"({args[0]})", t=f"np.{odt}") + ")"
         return f"np.{odt}(" + NATIVE_EXPR[e.prim].format(*args, t=f"np.{odt}") + ")"
 
     def _accumulate(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int, depth: int) -> None:
@@ -241,7 +277,10 @@ class _Source:
             acc = f"acc_{o.name}[{', '.join(at)}]"
         else:
             acc = f"acc_{o.name}"
-        if op in ("sum", "mean"):
+        if op in ("any", "all"):
+            self.emit(depth, f"if {'' if op == 'any' else 'not '}{x}:")
+            self.emit(depth + 1, f"{acc} = {op == 'any'}")
+        elif op in ("sum", "mean"):
             self.emit(depth, f"{acc} += {x}")
         elif op == "prod":
             self.emit(depth, f"{acc} *= {x}")
@@ -254,6 +293,25 @@ class _Source:
     def block(self, k: int, e: Eqn) -> None:
         o = e.outs[0]
         odt = dtype_name(o)
+        if e.prim in LINALG:
+            args = [f"np.ascontiguousarray({self._whole(a, k)})" for a in e.ins]
+            call = LINALG[e.prim].format(*args)
+            if len(e.outs) > 1:
+                self.emit(0, f"{', '.join('a_' + x.name for x in e.outs)} = {call}")
+            elif o.shape:
+                self.emit(0, f"a_{o.name} = {call}")
+            else:
+                self.emit(0, f"{o.name} = np.{odt}({call})")
+            return
+        if e.prim is STACK:
+            axis = int(e.ins[0])
+            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
+            for j, piece in enumerate(e.ins[1:]):
+                ix = _counters("i", len(piece.shape))
+                depth = self.loops(0, ix, tuple(piece.shape))
+                at = ix[:axis] + [str(j)] + ix[axis:]
+                self.emit(depth, f"a_{o.name}[{', '.join(at)}] = {self.value_at(piece, ix, k, odt)}")
+            return
         if e.prim is CONCATENATE:
             axis = int(e.ins[0]) % len(o.shape)
             self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
@@ -281,6 +339,112 @@ class _Source:
         depth = self.loops(0, ix, region)
         op = "+=" if e.prim is INDEX_ADD else "="
         self.emit(depth, f"a_{o.name}[{', '.join(mapping(ix))}] {op} {self.read(values, region, ix, k, odt)}")
+
+    def _whole(self, a: Any, k: int) -> str:
+        """A name for ``a`` as a whole array (a view is copied out first)."""
+        if isinstance(a, Var) and a in self.maps:
+            self.temps += 1
+            t = f"m{self.temps}"
+            shape = tuple(a.shape)
+            self.emit(0, f"{t} = np.empty({shape!r}, np.{dtype_name(a)})")
+            ix = _counters("i", len(shape))
+            depth = self.loops(0, ix, shape)
+            self.emit(depth, f"{t}[{', '.join(ix)}] = {self.value_at(a, ix, k, dtype_name(a))}")
+            return t
+        return f"a_{a.name}" if self._made_here(a) else a.name
+
+    def _function(self, prog: Any, consts: list[Const]) -> str:
+        """The name of a new function computing the (body) program ``prog`` of its inputs and
+        the constants ``consts``."""
+        slot = len(self.helpers)
+        self.helpers.append("")
+        name = f"body_{slot}"
+        self.helpers[slot] = _Source(prog.eqns, list(prog.invars) + consts, list(prog.outs), self.helpers).source(name)
+        return name
+
+    def _carries(self, k: int, ins: list[Any], likes: list[Var]) -> list[str]:
+        """Locals holding a loop's carries, started from ``ins`` (arrays copied: the loop owns them)."""
+        carries = []
+        for j, (a, like) in enumerate(zip(ins, likes)):
+            c = f"carry{k}_{j}"
+            if like.shape:
+                self.emit(0, f"{c} = np.copy({self._whole(a, k)})")
+            else:
+                self.emit(0, f"{c} = {self.value_at(a, [], k, dtype_name(like))}")
+            carries.append(c)
+        return carries
+
+    def _results(self, depth: int, outs: list[Var], values: list[str]) -> None:
+        for o, v in zip(outs, values):
+            self.emit(depth, f"{'a_' if o.shape else ''}{o.name} = {v}")
+
+    def loop(self, k: int, e: Eqn) -> None:
+        """A loop or branch equation: each body a function of its own, called from here."""
+        lp = loop_of(e)
+        assert lp is not None
+        consts = loop_consts(lp)
+        const_args = [c.name for c in consts]
+        if isinstance(lp, Branches):
+            names = [self._function(b, consts) for b in lp.bodies]
+            args = ", ".join([self._operand(a, k) for a in e.ins[1:]] + const_args)
+            index = self.value_at(e.ins[0], [], k, dtype_name(e.ins[0]))
+            if lp.is_cond:
+                self.emit(0, f"if {index}:")
+                self.emit(1, f"r{k} = {names[1]}({args})")
+                self.emit(0, "else:")
+                self.emit(1, f"r{k} = {names[0]}({args})")
+            else:
+                self.emit(0, f"k{k} = min(max(int({index}), 0), {len(names) - 1})")
+                for j, name in enumerate(names):
+                    self.emit(0, ("if" if j == 0 else "elif" if j < len(names) - 1 else "else") +
+                              (f" k{k} == {j}:" if j < len(names) - 1 else ":"))
+                    self.emit(1, f"r{k} = {name}({args})")
+            self._results(0, e.outs, [f"r{k}[{j}]" for j in range(len(e.outs))])
+            return
+        if isinstance(lp, WhileLoop):
+            cond_fn, body_fn = self._function(lp.cond, consts), self._function(lp.body, consts)
+            carries = self._carries(k, list(e.ins), list(lp.body.invars))
+            args = ", ".join(carries + const_args)
+            self.emit(0, f"while {cond_fn}({args})[0]:")
+            self.emit(1, f"r{k} = {body_fn}({args})")
+            for j, c in enumerate(carries):
+                self.emit(1, f"{c} = r{k}[{j}]")
+            self._results(0, e.outs, carries)
+            return
+        body, nc, nx = lp.body, lp.n_carry, lp.n_xs
+        fname = self._function(body, consts)
+        carries = self._carries(k, e.ins[:nc], body.invars[:nc])
+        xs = [self._whole(a, k) for a in e.ins[nc:nc + nx]]
+        ny = len(body.outs) - nc
+        ys, entering = e.outs[nc:nc + ny], e.outs[nc + ny:]
+        for o, like in list(zip(ys, body.outs[nc:])) + list(zip(entering, body.invars[:nc])):
+            if o not in self.wanted:
+                continue
+            dt = "np.bool_" if dtype_name(like) == "bool" else f"np.{dtype_name(like)}"
+            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, {dt})")
+        t = f"t{k}"
+        self.emit(0, f"for {t} in range({lp.length - 1}, -1, -1):" if lp.reverse else f"for {t} in range({lp.length}):")
+        for o, c in zip(entering, carries):
+            if o in self.wanted:
+                self.emit(1, f"a_{o.name}[{t}] = {c}")
+        step_args = carries + [f"{x}[{t}]" for x in xs] + const_args
+        self.emit(1, f"r{k} = {fname}({', '.join(step_args)})")
+        for j, c in enumerate(carries):
+            self.emit(1, f"{c} = r{k}[{j}]")
+        for j, o in enumerate(ys):
+            if o in self.wanted:
+                self.emit(1, f"a_{o.name}[{t}] = r{k}[{nc + j}]")
+        self._results(0, e.outs[:nc], carries)
+
+    def _operand(self, a: Any, k: int) -> str:
+        """An operand passed whole to a body function."""
+        if isinstance(a, (Var, Const)) and not (isinstance(a, Const) and is_literal(a.value)):
+            shape = a.shape if isinstance(a, Var) else tuple(getattr(a.value, "shape", ()))
+            kind = a.kind if isinstance(a, Var) else type(a.value)
+            if is_host_array(kind) and (a in self.maps or not self._made_here(a)):
+                return self._whole(a, k)
+            return self.value_at(a, [], k, dtype_name(a))
+        return self.value_at(a, [], k, "float64")
 
     def _contract(self, k: int, o: Var, c: Contraction) -> None:
         odt = dtype_name(o)
@@ -343,10 +507,15 @@ class _Source:
         for k, (what, shape, eqns) in enumerate(self.steps):
             if what == "nest":
                 self.nest(k, shape, eqns)
+            elif what == "loop":
+                self.loop(k, eqns[0])
             else:
                 self.block(k, eqns[0])
         rets = []
         for o in self.outs:
+            if isinstance(o, Var) and not self._made_here(o) and o not in self.maps:  # an input returned
+                rets.append(f"np.copy({o.name})" if is_host_array(o.kind) else o.name)
+                continue
             if o in self.maps:  # a view returned: copied out
                 if o.shape:
                     self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{dtype_name(o)})")
@@ -357,7 +526,7 @@ class _Source:
                     self.emit(0, f"{o.name} = {self.value_at(o, [], None, dtype_name(o))}")
             rets.append(f"a_{o.name}" if o.shape else o.name)
         params = ", ".join(a.name for a in self.ins)
-        return (f"def {name}({params}):\n" + "\n".join(self.lines)
+        return "".join(h + "\n\n" for h in self.helpers if h) + (f"def {name}({params}):\n" + "\n".join(self.lines)
                 + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
 
 

@@ -26,6 +26,7 @@ from ..core.staging import user_line
 from ..core.trace import Primitive
 from .blocking import blocked_program
 from .ir import Const, Eqn, Program, Var
+from .loops import loop_of, replay_runner
 from .kinds import is_gufunc, is_host_array, is_ufunc
 from .known import EXPAND_DIMS, SQUEEZE, SUM
 from .python_floats import generate_scalar
@@ -204,8 +205,11 @@ def _generate(prog: Program, reuse_bytes: int,
             return False
         return v.nbytes >= reuse_bytes or is_host_array(v.kind)
     for k, e in enumerate(prog.eqns):
-        call_fn, call_ins = e.fn, e.ins
-        lower = LOWERINGS.get(e.prim)
+        call_fn, call_ins, kwargs = e.fn, e.ins, e.kwargs
+        loop = loop_of(e)
+        if loop is not None:  # the bodies' replays, not the Python functions (no tracing per step)
+            call_fn, kwargs = replay_runner(loop, lambda body: compile_program(body, reuse_bytes)), {}
+        lower = LOWERINGS.get(e.prim) if loop is None else None
         lowered = lower(e) if lower is not None else None
         if isinstance(lowered, str):  # an expression of the arguments' names: no call at all
             body.append(f"    {e.outs[0].name} = {lowered}")
@@ -232,7 +236,7 @@ def _generate(prog: Program, reuse_bytes: int,
                 args.append(repr(a))
             else:
                 args.append(literal(a))
-        for key, val in e.kwargs.items():
+        for key, val in kwargs.items():
             args.append(f"{key}={literal(val)}")
         out = None
         reusable = [a for a in e.ins if isinstance(a, Var) and a.fresh and last.get(id(a)) == k

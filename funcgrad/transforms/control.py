@@ -18,8 +18,12 @@ from ..core.trace import shape_of
 from .. import tree_util
 from ..core import Box, defprimitive, get_primitive
 from ..core.batching import is_batched
+from ..jit.bodies import replayed, stage_body, staging_now
+from ..jit.loops import Loop, avals, register_loop
 from ..numpy._batching import fallback
+from ..core.staging import is_staged
 from .custom import _fill, _partial_jvp, _partial_vjp, _Spec, _split
+from .staged_control import staged_switch, staged_while
 
 __all__ = ["scan", "fori_loop", "while_loop", "cond", "switch"]
 
@@ -41,7 +45,7 @@ def _is_float(x: Any) -> bool:
 
 
 class _ScanSpec(_Spec):
-    __slots__ = ("f", "n_carry", "n_xs", "length", "reverse", "carry_def", "xs_def", "y_def", "n_y")
+    __slots__ = ("f", "n_carry", "n_xs", "length", "reverse", "carry_def", "xs_def", "y_def", "n_y", "bodies")
 
     # Slot types, for type checkers only (no runtime effect).
     f: Callable[..., Any]
@@ -53,6 +57,7 @@ class _ScanSpec(_Spec):
     xs_def: Any  # a PyTreeDef, or None when xs is None
     y_def: Any  # a PyTreeDef once the step function has run
     n_y: int
+    bodies: dict[Any, Any]  # operands' avals -> the step staged into a program (while fg.jit traces)
 
 
 def _step_fn(spec: _ScanSpec) -> Callable[..., Any]:
@@ -102,35 +107,50 @@ def _run(leaves: tuple[Any, ...], spec: _ScanSpec) -> tuple[Any, ...]:
 
 
 def _scan_raw(*leaves: Any, spec: _ScanSpec) -> tuple[Any, ...]:
+    if spec.length and staging_now():  # recorded by fg.jit: the step as a program too, for compiling
+        key = avals(leaves)
+        if key not in spec.bodies:
+            first = spec.length - 1 if spec.reverse else 0
+            spec.bodies[key] = stage_body(_step_fn(spec), list(leaves[:spec.n_carry])
+                                          + [x[first] for x in leaves[spec.n_carry:]], "scan step")
+        body = spec.bodies[key]
+        if body is not None:  # run the step's replay: no Python step function per step
+            return replayed(Loop(body, spec.n_carry, spec.n_xs, spec.length, spec.reverse))(*leaves)
     out = _run(leaves, spec)
     spec.check_closure(out)
     return out
 
 
 def _scan_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _ScanSpec) -> list[Any]:
+    """The cotangents of the leaves: a scan running the other way whose step is the VJP of
+    ``f`` at the carry entering that step (so it is a loop again, staged and compiled as one)."""
     import funcgrad.numpy as fnp
 
     nc, ny = spec.n_carry, spec.n_y
     g = _fill(g[: nc + ny], ans[: nc + ny])
-    g_carry = list(g[:nc])
-    g_ys = g[nc:nc + ny]
-    entering = ans[nc + ny:]
-    xs = leaves[nc:]
+    entering = list(ans[nc + ny:])
+    xs = list(leaves[nc:])
+    nx = len(xs)
+    if not spec.length:
+        by_leaf = {i: fnp.zeros_like(leaves[i]) if i >= nc else g[i] for i in range(nc + nx)}
+        return [by_leaf[i] for i in argnums]
     step = _step_fn(spec)
-    n_leaves = nc + len(xs)
-    diff = [i for i in range(n_leaves) if _is_float(leaves[i])]
-    g_xs: list[list[Any]] = [[None] * spec.length for _ in xs]
-    for t in reversed(list(_order(spec))):
-        point = [c[t] for c in entering] + [x[t] for x in xs]
-        cts = _partial_vjp(step, point, diff, tuple(g_carry) + tuple(gy[t] for gy in g_ys))
-        by_leaf = dict(zip(diff, cts))
-        g_carry = [by_leaf.get(i, fnp.zeros_like(point[i])) for i in range(nc)]
-        for k in range(len(xs)):
-            g_xs[k][t] = by_leaf.get(nc + k, fnp.zeros_like(point[nc + k]))
-    result_by_leaf = {i: g_carry[i] for i in range(nc)}
-    for k in range(len(xs)):
-        result_by_leaf[nc + k] = fnp.stack(g_xs[k]) if spec.length else fnp.zeros_like(xs[k])
-    return [result_by_leaf[i] for i in argnums]
+    diff = [i for i in range(nc + nx) if _is_float(leaves[i])]
+
+    float_xs = [i for i in diff if i >= nc]
+
+    def back(g_carry: list[Any], at: tuple[list[Any], list[Any], list[Any]]) -> tuple[list[Any], list[Any]]:
+        carry_in, x, g_y = at
+        point = list(carry_in) + list(x)
+        by_leaf = dict(zip(diff, _partial_vjp(step, point, diff, tuple(g_carry) + tuple(g_y))))
+        return ([by_leaf[i] if i in by_leaf else fnp.zeros_like(point[i]) for i in range(nc)],
+                [by_leaf[i] for i in float_xs])  # (integer xs have no cotangent: none is stacked)
+
+    g_init, g_xs = scan(back, list(g[:nc]), (entering, xs, list(g[nc:])), length=spec.length,
+                        reverse=not spec.reverse)
+    by_xs = dict(zip(float_xs, g_xs))
+    result = list(g_init) + [by_xs[nc + k] if nc + k in by_xs else fnp.zeros_like(xs[k]) for k in range(nx)]
+    return [result[i] for i in argnums]
 
 
 def _scan_vjp_all_full(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *leaves: Any, spec: _ScanSpec) -> list[Any]:
@@ -145,13 +165,71 @@ def _scan_vjp_all_full(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequen
 
 
 def _scan_jvp_all(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, spec: _ScanSpec) -> tuple[Any, ...]:
-    return _partial_jvp(lambda *ls: _run(ls, spec), leaves, tangents)
+    """The output tangents: a scan of ``f`` and its JVP side by side (the carry holds the
+    float carries' tangents too), so that it is a loop again, staged and compiled as one."""
+    import funcgrad.numpy as fnp
+    from .autodiff import jvp
+
+    nc = spec.n_carry
+    if not spec.length:
+        return _partial_jvp(lambda *ls: _run(ls, spec), leaves, tangents)
+    step = _step_fn(spec)
+    floats = [i for i in range(nc) if _is_float(leaves[i])]
+    moving = [i for i in range(nc, len(leaves)) if tangents[i] is not None]
+    carry_t = [tangents[i] if tangents[i] is not None else fnp.zeros_like(leaves[i]) for i in floats]
+
+    def both(state: tuple[list[Any], list[Any]], at: tuple[list[Any], list[Any]]) -> Any:
+        carry, t_carry = state
+        x, t_x = at
+        point = list(carry) + list(x)
+        diff = floats + moving
+
+        def of_diff(*d: Any) -> tuple[Any, ...]:
+            full = list(point)
+            for i, v in zip(diff, d):
+                full[i] = v
+            return tuple(step(*full))
+        out, t_out = jvp(of_diff, tuple(point[i] for i in diff), tuple(t_carry) + tuple(t_x))
+        new_t = [t_out[i] for i in floats]
+        return (list(out[:nc]), new_t), (list(t_out[nc:]), list(carry), list(t_carry))
+
+    (_, t_final), (t_ys, _, t_entering) = scan(both, (list(leaves[:nc]), carry_t),
+                                               (list(leaves[nc:]), [tangents[i] for i in moving]),
+                                               length=spec.length, reverse=spec.reverse)
+    by_carry = dict(zip(floats, zip(t_final, t_entering)))
+    ny = spec.n_y
+    out_t: list[Any] = []
+    for i in range(nc):
+        out_t.append(by_carry[i][0] if i in by_carry else fnp.zeros_like(ans[i]))
+    out_t.extend(t_ys[:ny])
+    for i in range(nc):
+        out_t.append(by_carry[i][1] if i in by_carry else fnp.zeros_like(ans[nc + ny + i]))
+    return tuple(out_t)
 
 
 def _scan_batch(args: list[Any], dims: list[Any], spec: _ScanSpec) -> tuple[Any, ...]:
+    """One scan of the batched step (every carry batched along axis 0, batched xs along axis 1),
+    so that a vmapped loop stays one loop (and one compiled loop under fg.jit)."""
+    import funcgrad.numpy as fnp
+    from .batching import vmap
+
     size = next((shape_of(a)[d] for a, d in zip(args, dims) if d is not None))
-    batched: tuple[Any, ...] = fallback(get_primitive(_scan), args, dims, size, {"spec": spec})
-    return batched
+    nc = spec.n_carry
+    if not spec.length:
+        batched: tuple[Any, ...] = fallback(get_primitive(_scan), args, dims, size, {"spec": spec})
+        return batched
+    carries = [fnp.moveaxis(a, d, 0) if d is not None else fnp.broadcast_to(a, (size,) + tuple(shape_of(a)))
+               for a, d in zip(args[:nc], dims[:nc])]
+    xs = [fnp.moveaxis(a, d, 1) if d is not None else a for a, d in zip(args[nc:], dims[nc:])]
+    step = vmap(_step_fn(spec), in_axes=(0,) * nc + tuple(None if d is None else 0 for d in dims[nc:]))
+
+    def batched_step(carry: list[Any], x: list[Any]) -> tuple[list[Any], tuple[list[Any], list[Any]]]:
+        out = step(*carry, *x)
+        return list(out[:nc]), (list(out[nc:]), list(carry))
+
+    final, (ys, entering) = scan(batched_step, carries, xs, length=spec.length, reverse=spec.reverse)
+    outs = tuple(final) + tuple(ys) + tuple(entering)
+    return outs, (0,) * nc + (1,) * (len(ys) + nc)
 
 
 _scan = defprimitive(
@@ -162,6 +240,15 @@ _scan = defprimitive(
     batch=_scan_batch,
     multiple_results=True,
 )
+
+
+def _scan_loop(e: Any) -> Loop | None:
+    spec: _ScanSpec = e.kwargs["spec"]
+    body = spec.bodies.get(avals(e.ins))
+    return None if body is None else Loop(body, spec.n_carry, spec.n_xs, spec.length, spec.reverse)
+
+
+register_loop(get_primitive(_scan), _scan_loop)
 
 
 def scan(
@@ -203,6 +290,7 @@ def scan(
     spec.f, spec.n_carry, spec.n_xs, spec.length, spec.reverse = f, len(init_leaves), len(xs_leaves), length, reverse
     y_def: Any = None  # set by the step function
     spec.carry_def, spec.xs_def, spec.y_def, spec.n_y = carry_def, (xs_def if xs is not None else None), y_def, 0
+    spec.bodies = {}
     if not any(isinstance(x, Box) for x in leaves):
         out = _run(tuple(leaves), spec)
     else:
@@ -296,6 +384,12 @@ def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_va
     """
     val = init_val
     pred = _scalar_pred(cond_fun(val), "while_loop", "cond_fun's result")
+    if is_staged(pred) and not is_batched(pred):  # inside fg.jit: one equation, a real loop
+        leaves, treedef = tree_util.tree_flatten(val)
+        out = staged_while(_flat(lambda v: (cond_fun(v),), treedef, []), _flat(body_fun, treedef, [treedef]),
+                           leaves)
+        final: T = tree_util.tree_unflatten(treedef, list(out))
+        return final
     while True:
         if is_batched(pred):
             if not _any(pred):
@@ -333,7 +427,11 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
         fg.cond(x > 0, lambda x: x * 2.0, lambda x: -x, x)
     """
     _scalar_pred(pred, "cond", "pred")
-    if not is_batched(pred):
+    if is_staged(pred) and not is_batched(pred):  # inside fg.jit: one equation, real branches
+        done = _staged_branches(pred, [false_fun, true_fun], operands, True)
+        if done is not None:
+            return done[0]
+    elif not is_batched(pred):
         return true_fun(*operands) if _truth(pred) else false_fun(*operands)
     import funcgrad.numpy as fnp
 
@@ -362,7 +460,11 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     if dtype(index).kind not in "iub":
         raise TypeError(f"switch: index must be an integer scalar, got dtype {dtype(index)}")
     last = len(branches) - 1
-    if not is_batched(index):
+    if is_staged(index) and not is_batched(index):  # inside fg.jit: one equation, real branches
+        done = _staged_branches(index, branches, operands, False)
+        if done is not None:
+            return done[0]
+    elif not is_batched(index):
         from ..core import unbox_all
 
         return branches[min(max(int(unbox_all(index)), 0), last)](*operands)
@@ -374,3 +476,36 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     for k in range(last - 1, -1, -1):
         result = _select(fnp.equal(index, k), outs[k], result)
     return result
+
+
+def _flat(fun: Callable[..., Any], in_def: Any, out_defs: list[Any]) -> Callable[..., tuple[Any, ...]]:
+    """``fun`` of one pytree (of ``in_def``) as a function of its leaves returning leaves;
+    the structure of each result is appended to ``out_defs`` (checked equal to the first)."""
+    def flat(*leaves: Any) -> tuple[Any, ...]:
+        out_leaves, out_def = tree_util.tree_flatten(fun(tree_util.tree_unflatten(in_def, list(leaves))))
+        if out_defs and out_def != out_defs[0]:
+            raise TypeError(f"the function must return the structure {out_defs[0]}, but returned {out_def}")
+        out_defs.append(out_def)
+        return tuple(out_leaves)
+    return flat
+
+
+def _staged_branches(index: Any, branches: Sequence[Callable[..., Any]], operands: tuple[Any, ...],
+                     is_cond: bool) -> tuple[Any] | None:
+    """The chosen branch's output recorded as one switch equation (in a 1-tuple), or None where
+    a branch reads traced values through its closure: then every branch runs and one is selected."""
+    leaves, treedef = tree_util.tree_flatten(operands)
+    defs: list[list[Any]] = [[] for _ in branches]
+    flats = [_flat(lambda ops, b=b: b(*ops), treedef, d) for b, d in zip(branches, defs)]
+    try:
+        out = staged_switch(index, flats, leaves, is_cond)
+    except TypeError:
+        if len({d[0] for d in defs if d}) > 1:
+            fn = "cond" if is_cond else "switch"
+            names = ("false_fun", "true_fun") if is_cond else ("branch 0", "branch 1")
+            raise TypeError(f"{fn}: {names[0]}'s output and {names[1]}'s output must have the same pytree "
+                            f"structure, but got {' and '.join(str(d[0]) for d in defs if d)}") from None
+        raise
+    if out is None:
+        return None
+    return (tree_util.tree_unflatten(next(d[0] for d in defs if d), list(out)),)

@@ -316,7 +316,9 @@ def _staged_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int]
         return [by_leaf.get(i) for i in argnums]
     # cotangents for residuals too (a derivative of a derivative): differentiate the
     # forward program itself, equation by equation
-    cts = [fnp.zeros_like(a) if x is None else x for x, a in zip(g, ans)]
+    # (a bool or integer output, such as a `where` condition kept as a residual, takes a float zero)
+    cts = [(x if x is not None else fnp.zeros_like(a)) if _is_float(a) else fnp.zeros(fnp.shape(a))
+           for x, a in zip(g, ans)]
     nums = [i for i in argnums]
 
     def part(*d: Any) -> tuple[Any, ...]:
@@ -330,6 +332,9 @@ def _staged_vjp(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int]
 
 
 def _staged_jvp(tangents: list[Any], ans: tuple[Any, ...], *leaves: Any, staged: Staged) -> tuple[Any, ...]:
+    # (a bool or integer input, such as a `where` condition kept for the backward program, has
+    # no derivative: its tangent, a zero made by an enclosing transform, is dropped)
+    tangents = [t if t is not None and _is_float(x) else None for t, x in zip(tangents, leaves)]
     mask = tuple(t is not None for t in tangents)
     f_jvp = staged.jvp_staged(mask)
     return tuple(f_jvp(list(leaves), [t for t in tangents if t is not None]))
