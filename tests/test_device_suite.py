@@ -223,6 +223,15 @@ def test_special_polygamma_n_on_device():
     check(lambda x, n: polygamma(n, x), [_tsp.POS], consts=[n], what="polygamma(n array)")
 
 
+def test_erfcx_and_logcumsumexp_on_device():
+    from funcgrad.scipy.prefix_scans import logcumsumexp
+    from funcgrad.scipy.special import erfcx
+
+    x = np.array([[-1.5, 0.2, 3.0], [0.7, -0.3, 12.0]])
+    check(erfcx, [x], what="erfcx")
+    check(lambda a: logcumsumexp(a, 1), [x], what="logcumsumexp")
+
+
 @pytest.mark.parametrize("name", ["logsumexp_b", "softmax", "expit", "erf", "gammaln"])
 def test_special_float32(name):
     f, inputs, _ = _tsp.CASES[name]
