@@ -363,7 +363,7 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
     node of one output, no hooks, its saved values as they were saved (else ``visit``, whose
     ``node.vjp`` raises the SavedTensors' errors); the gradient in the dtype and shape of
     its input, the saved values dropped unless ``retain_graph``."""
-    if not node._short_step:
+    if not node._short_step or node._released:
         return DECLINE
     saved = node._saved
     for _, _, vc, version, check in saved:
@@ -387,8 +387,9 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
         meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
         if type(ct) is not np.ndarray or ct.dtype is not meta[1] or ct.shape != meta[0]:
             ct = _match(ct, meta)
-    if saved and release:  # (node.release, inline)
+    if release:  # (node.release, inline)
         node._released = True
+    if saved and release:
         node._saved = _RELEASED
         for k, _, _, _, _ in saved:
             if k >= 0:

@@ -177,6 +177,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value._value.shape != self._value.shape:
                 raise RuntimeError(
                     f"attempting to assign a gradient of size '[{', '.join(map(str, value.shape))}]' to a tensor of "
@@ -260,6 +262,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         _func.check_data_set(self, value)
+        if self._requires_grad and value._value.dtype.kind not in "fc":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._value = value._value
 
     def detach(self) -> "Tensor":
