@@ -189,6 +189,8 @@ class _InplaceMixin:
         shape = _shape_arg(sizes)
         if builtins.any(d < 0 for d in shape):
             raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+        if tuple(shape) == tuple(self._value.shape):
+            return self  # nothing changes: no version bump, as in PyTorch
         xp = namespace_of(self._value)
         flat = xp.reshape(self._value, (-1,))
         n = int(np.prod(shape, dtype=np.int64))

@@ -252,3 +252,104 @@ def test_graph_freed_by_reference_counting_after_a_nested_anomaly_error():
         assert marker_ref()() is None
     finally:
         gc.enable()
+
+
+# ---------------------------------------------------------------- in-place, views, conversions
+
+def test_write_one_element_of_a_clone_of_an_expanded_tensor():
+    x = ft.zeros(1, 3).expand(2, 3).clone()
+    x[0, 0] = 5.0
+    assert x.tolist() == [[5.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    a = ft.zeros(1, 3, requires_grad=True)
+    y = a.expand(2, 3).clone()
+    y[0, 0] = 5.0
+    y.sum().backward()
+    assert a.grad.tolist() == [[1.0, 2.0, 2.0]]
+
+
+def test_numpy_under_no_grad_on_a_tensor_requiring_grad():
+    x = ft.randn(3, requires_grad=True)
+    with ft.no_grad():
+        assert x.numpy().shape == (3,)  # PyTorch 2.13 allows it under no_grad
+    with ft.inference_mode():
+        assert x.numpy().shape == (3,)
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+        x.numpy()
+
+
+def test_resize_to_the_same_size_keeps_the_version():
+    x = ft.randn(2, 3)
+    x.resize_(2, 3)
+    x.resize_(ft.Size([2, 3]))
+    x.resize_as_(ft.empty(2, 3))
+    assert x._version == 0
+    x.resize_(3, 2)
+    assert x._version == 1 and x.shape == (3, 2)
+
+
+def test_node_hooks_accept_callable_objects():
+    class Counter:
+        def __init__(self):
+            self.calls = 0
+
+        def __call__(self, *args):
+            self.calls += 1
+
+    x = ft.randn(3, requires_grad=True)
+    y = x * 2
+    count = Counter()
+    y.grad_fn.register_hook(count)
+    y.grad_fn.register_prehook(count)
+    y.grad_fn.next_functions[0][0].register_hook(count)
+    y.register_hook(count)
+    x.register_post_accumulate_grad_hook(count)
+    y.sum().backward()
+    assert count.calls == 5
+
+
+def test_list_index_holding_slices_is_read_as_a_tuple():
+    x = ft.arange(24.0).reshape(2, 3, 4)
+    with pytest.warns(UserWarning, match="non-tuple sequence for multidimensional indexing"):
+        assert x[[slice(None), slice(None), [1, 3]]].shape == (2, 3, 2)
+    with pytest.warns(UserWarning):
+        assert x[[0, [1, 2]]].shape == (2, 4)
+    with pytest.warns(UserWarning):
+        assert x[[None, 0]].shape == (1, 3, 4)
+    with pytest.warns(UserWarning):
+        x[[slice(None), 0, [1, 3]]] = 7.0
+    assert x[:, 0].tolist() == [[0.0, 7.0, 2.0, 7.0], [12.0, 7.0, 14.0, 7.0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert x[[0, 1]].shape == (2, 3, 4)  # a list of integers stays an index array
+
+
+def test_view_as_real_of_view_as_complex_then_mul_():
+    x = ft.randn(3, 2, requires_grad=True)
+    z = ft.view_as_real(ft.view_as_complex(x * 1))
+    z.mul_(2)
+    z.sum().backward()
+    assert x.grad.tolist() == [[2.0, 2.0]] * 3
+
+
+def test_stack_result_changed_in_place_keeps_the_backward():
+    a = ft.randn(3, requires_grad=True)
+    z = ft.stack([a, a * 3])
+    z.mul_(2)
+    w = ft.cat([a, a]).add_(1)
+    (z.sum() + w.sum()).backward()
+    assert a.grad.tolist() == [10.0] * 3
+
+
+@pytest.mark.parametrize("mode", [ft.inference_mode, ft.no_grad])
+def test_view_made_in_inference_mode_reports_requires_grad_as_pytorch(mode):
+    for requires_grad in (True, False):
+        s = ft.ones(1, 2, 3, requires_grad=requires_grad)
+        a = s.clone()
+        with mode():
+            a.add_(2)
+            view = a.view_as(a)
+            piece = a[0]
+            other = a * 2
+        assert view.requires_grad == requires_grad and piece.requires_grad == requires_grad
+        assert view.is_leaf and view.grad_fn is None and not view.is_inference()
+        assert not other.requires_grad
