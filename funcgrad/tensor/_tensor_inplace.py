@@ -20,6 +20,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from .grad_mode import state as _mode
 from .inplace_writes import check_stale_view
+from .torch_names import view_rebase_error
 
 from .inplace_variant import inplace_variant
 from .tensor_class import is_tensor, new_tensor
@@ -164,14 +165,29 @@ class _InplaceMixin:
         return self
 
     def transpose_(self: Tensor, dim0: builtins.int, dim1: builtins.int) -> "Tensor":
-        """In-place ``transpose`` (of a tensor that does not require grad).
+        """In-place ``transpose``: this tensor becomes its transpose (no memory is written; a view
+        stays a view of the same base). With history the change is recorded, and the version
+        bumped, as in PyTorch (a value saved for backward then refuses it, there too).
 
         Example::
 
             t = ft.zeros(2, 3); t.transpose_(0, 1)   # t.shape == (3, 2)
         """
-        self._check_meta_inplace("transpose_()")
-        return self._set_value_inplace(self.transpose(dim0, dim1)._value)
+        if not self.requires_grad and self._base is None:  # (the property: a stale view is refreshed first)
+            return self._set_value_inplace(self.transpose(dim0, dim1)._value)
+        if self._requires_grad and self._node is None and self._base is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        check_stale_view(self)
+        if self._view_kind is not None and _mode.enabled and (self._node is not None or self._base._requires_grad):
+            raise RuntimeError(view_rebase_error(self, indirect=False))  # no_grad, inference or multi-output view
+        out = self.transpose(dim0, dim1)  # recorded; of a view, a view of the same base
+        self._value = out._value
+        if out._node is not None:
+            self._node, self._output_nr = out._node, out._output_nr
+        self._vc[0] += 1
+        if self._base is not None:
+            self._view_fns, self._view_version = out._view_fns, self._vc[0]
+        return self
 
     swapdims_ = swapaxes_ = transpose_
 

@@ -353,3 +353,60 @@ def test_view_made_in_inference_mode_reports_requires_grad_as_pytorch(mode):
         assert view.requires_grad == requires_grad and piece.requires_grad == requires_grad
         assert view.is_leaf and view.grad_fn is None and not view.is_inference()
         assert not other.requires_grad
+
+
+# ---------------------------------------------------------------- transpose_ (values checked live against PyTorch 2.13)
+
+_W = [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+
+
+def test_transpose__of_a_tensor_with_history():
+    x = ft.arange(6.0).reshape(2, 3).requires_grad_()
+    y = x * 2
+    y.transpose_(0, 1)
+    assert y.tolist() == [[0.0, 6.0], [2.0, 8.0], [4.0, 10.0]] and y._version == 1
+    (y * ft.tensor(_W)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 4.0, 8.0], [2.0, 6.0, 10.0]]
+    z = ft.randn(2, 3, requires_grad=True).exp()  # exp saves its result: the metadata change bumps its version
+    z.transpose_(0, 1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    leaf = ft.randn(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        leaf.transpose_(0, 1)
+
+
+def test_transpose__of_a_view():
+    x = ft.arange(6.0).reshape(2, 3).requires_grad_()
+    y = x * 1
+    v = y[:, 1:]
+    v.transpose_(0, 1)
+    assert v.shape == (2, 2) and v._base is y and v._version == y._version == 1
+    assert v.tolist() == [[1.0, 4.0], [2.0, 5.0]]
+    (v * ft.arange(4.0).reshape(2, 2)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 2.0], [0.0, 1.0, 3.0]]
+    y = ft.arange(6.0).reshape(2, 3)
+    v = y[:, 1:]
+    v.transpose_(0, 1)
+    v[0, 1] = 50.0  # still a view of y
+    assert y.tolist() == [[0.0, 1.0, 2.0], [3.0, 50.0, 5.0]]
+    x = ft.arange(6.0).reshape(2, 3).requires_grad_()
+    y = x * 1
+    v = y[:, 1:]
+    v.swapdims_(0, 1)
+    v.mul_(2)
+    (y * ft.arange(6.0).reshape(2, 3)).sum().backward()
+    assert y.tolist() == x.grad.tolist() == [[0.0, 2.0, 4.0], [3.0, 8.0, 10.0]]
+
+
+def test_transpose__of_an_inference_mode_view():
+    s = ft.ones(1, 2, 3, requires_grad=True)
+    a = s.clone()
+    with ft.inference_mode():
+        v = a.view_as(a)
+    with pytest.raises(RuntimeError, match="A view was created in inference mode and is being modified inplace"):
+        v.transpose_(0, 1)
+    b = ft.ones(1, 2, 3).clone()
+    with ft.inference_mode():
+        w = b.view_as(b)
+    assert w.transpose_(0, 1).shape == (2, 1, 3)
