@@ -506,8 +506,8 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool)
             gt = _as_tensor(g)
             if tuple(gt.shape) != tuple(out.shape):
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{i}] has a shape of {gt.shape} and output[{i}] has a shape "
-                    f"of {out.shape}."
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {gt.shape.torch_repr()} and output[{i}] "
+                    f"has a shape of {out.shape.torch_repr()}."
                 )
             if gt.is_complex() != out.is_complex():
                 raise RuntimeError(

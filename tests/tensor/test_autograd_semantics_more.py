@@ -5,6 +5,7 @@ nodes, in-place and view corner cases, and messages."""
 from __future__ import annotations
 
 import gc
+import re
 import warnings
 import weakref
 
@@ -410,3 +411,21 @@ def test_transpose__of_an_inference_mode_view():
     with ft.inference_mode():
         w = b.view_as(b)
     assert w.transpose_(0, 1).shape == (2, 1, 3)
+
+
+# ---------------------------------------------------------------- messages print torch.Size, as PyTorch's
+
+def test_errors_print_torch_size_as_pytorch():
+    x = ft.randn(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Mismatch in shape: grad_output[0] has a shape of torch.Size([3]) and output[0] has a shape of "
+            "torch.Size([2]).")):
+        (x * 2).backward(ft.ones(3))
+    with pytest.raises(RuntimeError, match=re.escape(
+            "v has invalid size: should be torch.Size([3]) but got torch.Size([2]).")):
+        ft.autograd.functional.vjp(lambda a: a * 2, ft.randn(3), ft.randn(2))
+    with pytest.raises(RuntimeError, match=re.escape(
+            "size mismatch for weight: copying a param with shape torch.Size([3, 3]) from checkpoint, the shape in "
+            "current model is torch.Size([3, 2]).")):
+        ft.nn.Linear(2, 3).load_state_dict({"weight": ft.randn(3, 3), "bias": ft.randn(3)})
+    assert repr(ft.Size([2, 3])) == "ft.Size([2, 3])"  # the value itself prints as ours
