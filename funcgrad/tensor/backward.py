@@ -279,6 +279,12 @@ class _Visitor(Visitor):
             buf = [self._arrive(node, 0, node, g)]
         else:
             buf = g if g is not None else [None] * n_out
+            hooks = node._tensor_prehooks
+            if hooks:  # tensor hooks of the outputs no gradient reached run with None (PyTorch)
+                for k, hk in hooks.items():
+                    if buf[k] is None and hk:
+                        for fn in list(hk.values()):
+                            fn(None)
         if not live:  # a captured non-leaf with nothing needed behind it
             if node._prehooks and self.accumulate and any(b is not None for b in buf):
                 self._node_hooks(node._prehooks, buf)

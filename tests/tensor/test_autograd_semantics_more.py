@@ -429,3 +429,48 @@ def test_errors_print_torch_size_as_pytorch():
             "current model is torch.Size([3, 2]).")):
         ft.nn.Linear(2, 3).load_state_dict({"weight": ft.randn(3, 3), "bias": ft.randn(3)})
     assert repr(ft.Size([2, 3])) == "ft.Size([2, 3])"  # the value itself prints as ours
+
+
+# ---------------------------------------------------------------- multi-output nodes
+
+@pytest.mark.parametrize("op, name", [(ft.var_mean, "VarMeanBackward0"), (ft.std_mean, "StdMeanBackward0")])
+def test_var_mean_is_one_node_whose_prehook_gets_both_gradients(op, name):
+    x = ft.tensor([1.0, 2.0, 4.0, 7.0], dtype=ft.float64, requires_grad=True)
+    a, m = op(x)
+    assert a.grad_fn is m.grad_fn and a.grad_fn.name() == name and type(a.grad_fn).__name__ == name
+    assert (a.output_nr, m.output_nr) == (0, 1)
+    got = []
+    a.grad_fn.register_prehook(lambda grads: got.append(grads))
+    (a + 2 * m).backward()
+    assert len(got) == 1 and [g.item() for g in got[0]] == [1.0, 2.0]
+    with ft.no_grad():
+        assert op(x)[0].grad_fn is None
+
+
+def test_var_mean_gradients_second_order():
+    x = ft.tensor([1.0, 2.0, 4.0, 7.0], dtype=ft.float64, requires_grad=True)
+    s, m = ft.std_mean(x, dim=0, keepdim=True)
+    (g,) = ft.autograd.grad((s * m).sum(), x, create_graph=True)
+    (h,) = ft.autograd.grad(g.sum(), x)
+    # PyTorch 2.13's values for this input
+    assert ft.allclose(g, ft.tensor([-4.4096e-01, 1.1102e-16, 8.8192e-01, 2.2048e+00], dtype=ft.float64), atol=1e-4)
+    assert ft.allclose(h, ft.tensor([-0.3150, -0.1890, 0.0630, 0.4410], dtype=ft.float64), atol=1e-4)
+    assert ft.autograd.gradgradcheck(lambda t: ft.var_mean(t, dim=1), (ft.randn(2, 3, dtype=ft.float64,
+                                                                                   requires_grad=True),))
+
+
+def test_hook_of_an_unreached_output_runs_with_none():
+    x = ft.randn(2, 3, requires_grad=True)
+    a, b = x.unbind(0)
+    assert a.grad_fn is b.grad_fn and a.grad_fn.name() == "UnbindBackward0" and (a.output_nr, b.output_nr) == (0, 1)
+    got = []
+    b.register_hook(lambda g: got.append(g))
+    a.sum().backward()
+    assert got == [None]
+    assert x.grad.tolist() == [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+    v, m = ft.var_mean(ft.randn(4, requires_grad=True))
+    seen = []
+    v.register_hook(lambda g: seen.append(("var", g)))
+    m.register_hook(lambda g: seen.append(("mean", None if g is None else g.item())))
+    m.backward()
+    assert sorted(seen, key=str) == [("mean", 1.0), ("var", None)]
