@@ -191,7 +191,8 @@ class _MathMixin:
         mark = _seq_mark()
         if self._value.dtype.kind == "b":
             raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
-        return _rename(_relu_primitive(self), "ReluBackward0", mark)  # one pass; NaN stays NaN
+        # one pass; NaN stays NaN, and its gradient passes there (PyTorch's threshold_backward)
+        return _rename(_relu_primitive(self, nan_passes=True), "ReluBackward0", mark)
 
     def bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> "Tensor":
         """0/1 draws with probability ``self`` (or ``p``); no gradient. Example: ``ft.full((3,), 0.5).bernoulli()``."""

@@ -474,3 +474,19 @@ def test_hook_of_an_unreached_output_runs_with_none():
     m.register_hook(lambda g: seen.append(("mean", None if g is None else g.item())))
     m.backward()
     assert sorted(seen, key=str) == [("mean", 1.0), ("var", None)]
+
+
+# ---------------------------------------------------------------- relu's gradient at NaN: PyTorch's
+
+def test_relu_gradient_at_nan_passes_as_pytorch():
+    """PyTorch 2.13 zeroes relu's gradient exactly where the input is <= 0, so at a NaN input it
+    passes (checked live: grad [1, 0, 1] for [nan, -1, 1]); funcgrad's functional relu keeps JAX's 0."""
+    x = ft.tensor([float("nan"), -1.0, 0.0, 1.0], requires_grad=True)
+    for fn in (ft.relu, lambda t: t.relu(), ft.nn.functional.relu, ft.nn.ReLU(),
+               lambda t: (t * 1).relu_()):
+        x.grad = None
+        fn(x).sum().backward()
+        assert x.grad.tolist() == [1.0, 0.0, 0.0, 1.0]
+    (g,) = ft.autograd.grad(ft.relu(x).sum(), x, create_graph=True)  # differentiable again: zero second derivative
+    (h,) = ft.autograd.grad(g.sum(), x)
+    assert h.tolist() == [0.0, 0.0, 0.0, 0.0]
