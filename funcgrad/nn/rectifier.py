@@ -36,18 +36,17 @@ def _relu_raw(x: Any, nan_passes: bool = False) -> Any:
 
 def _positive_part_raw(v: Any, x: Any, nan_passes: bool = False) -> Any:
     xp = namespace_of(v)
-    zeroed = (x <= 0) if nan_passes else None  # PyTorch's mask: a NaN in x lets v through
-    keep = x > 0 if zeroed is None else None
+    # True where v is zeroed (x <= 0: PyTorch's mask, a NaN in x lets v through), else where v is kept
+    mask = (x <= 0) if nan_passes else (x > 0)
     word = _WORDS.get(v.dtype.itemsize) if v.dtype.kind == "f" else None
     if word is None or tuple(v.shape) != tuple(x.shape):
         zero = xp.zeros((), dtype=v.dtype)
-        return xp.where(keep, v, zero) if zeroed is None else xp.where(zeroed, zero, v)
-    if zeroed is None:
-        bits = keep.astype(word)
-        xp.negative(bits, out=bits)  # 0 -> all bits clear, 1 -> all bits set
-    else:
-        bits = zeroed.astype(word)
+        return xp.where(mask, zero, v) if nan_passes else xp.where(mask, v, zero)
+    bits = mask.astype(word)
+    if nan_passes:
         bits -= 1  # 1 (zeroed) -> all bits clear, 0 -> all bits set
+    else:
+        xp.negative(bits, out=bits)  # 0 -> all bits clear, 1 -> all bits set
     bits &= xp.ascontiguousarray(v).view(word)
     return bits.view(v.dtype)
 

@@ -180,13 +180,7 @@ class _InplaceMixin:
         check_stale_view(self)
         if self._view_kind is not None and _mode.enabled and (self._node is not None or self._base._requires_grad):
             raise RuntimeError(view_rebase_error(self, indirect=False))  # no_grad, inference or multi-output view
-        out = self.transpose(dim0, dim1)  # recorded; of a view, a view of the same base
-        self._value = out._value
-        if out._node is not None:
-            self._node, self._output_nr = out._node, out._output_nr
-        self._vc[0] += 1
-        if self._base is not None:
-            self._view_fns, self._view_version = out._view_fns, self._vc[0]
+        _become(self, self.transpose(dim0, dim1))  # recorded; of a view, a view of the same base
         return self
 
     swapdims_ = swapaxes_ = transpose_
@@ -217,3 +211,14 @@ class _InplaceMixin:
 
     def resize_as_(self: Tensor, other: "Tensor") -> "Tensor":
         return self.resize_(tuple(other.shape))
+
+
+def _become(t: Any, out: Any) -> None:
+    """``t`` takes the value and history of ``out``, computed from it by a view operation (an
+    in-place change of metadata: ``transpose_``); its version is bumped, as PyTorch's is."""
+    t._value = out._value
+    if out._node is not None:
+        t._node, t._output_nr = out._node, out._output_nr
+    t._vc[0] += 1
+    if t._base is not None:
+        t._view_fns, t._view_version = out._view_fns, t._vc[0]

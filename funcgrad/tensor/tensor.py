@@ -127,7 +127,7 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, GraphBox):
             if self._view_kind is None:
                 self._graph()  # a view whose base changed in place takes its history from the base now
             elif self._view_kind in ("no_grad", "inference") and not self._requires_grad:
-                return self._base.requires_grad  # as PyTorch reports such a view (it records nothing)
+                return bool(self._base.requires_grad)  # as PyTorch reports such a view (it records nothing)
         return self._requires_grad
 
     @requires_grad.setter
