@@ -212,6 +212,13 @@ ACTIVATION_SPECS = [  # inputs away from 0 (the kink) so that finite differences
          shapes=((3, 5), (3, 5))),
     Spec("positive_part_broadcast", kact.positive_part, lambda v, x: fnp.where(x > 0, v, 0.0), [R, R],
          shapes=((3, 1), (3, 5))),
+    # PyTorch's mask (the Tensor layer's relu): zero where x <= 0, so a NaN in x lets v through
+    Spec("relu_nan_passes", lambda x: kact.relu(x, nan_passes=True), lambda x: fnp.where(x > 0, x, 0.0), [R],
+         shapes=((3, 5),)),
+    Spec("positive_part_nan_passes", lambda v, x: kact.positive_part(v, x, nan_passes=True),
+         lambda v, x: fnp.where(x <= 0, 0.0, v), [R, R], shapes=((3, 5), (3, 5))),
+    Spec("positive_part_nan_passes_broadcast", lambda v, x: kact.positive_part(v, x, nan_passes=True),
+         lambda v, x: fnp.where(x <= 0, 0.0, v), [R, R], shapes=((3, 1), (3, 5))),
 ]
 
 SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS + ACTIVATION_SPECS
@@ -443,6 +450,14 @@ def test_relu_kernel_keeps_nan_and_zeroes_non_finite_cotangents_exactly():
     g = kact.positive_part(np.array([np.inf, np.nan, 1.0, 5.0], dtype=np.float32), x)
     assert g.dtype == np.float32 and np.array_equal(g, [0.0, 0.0, 1.0, 0.0])  # a select, not a product
     assert fg.grad(lambda x: fnp.sum(nn.relu(x)))(np.array([0.0, 1.0]))[0] == 0.0  # the derivative at 0
+    # PyTorch's mask: the cotangent passes where x is NaN, still exactly 0 where x <= 0
+    g = kact.positive_part(np.array([np.inf, np.nan, 1.0, 5.0], dtype=np.float32), x, nan_passes=True)
+    assert g.dtype == np.float32 and np.array_equal(g, [0.0, 0.0, 1.0, 5.0])
+    g = kact.positive_part(np.array([2.0]), np.array([[np.nan], [-1.0]]), nan_passes=True)  # broadcast: a select
+    assert np.array_equal(g, [[2.0], [0.0]])
+    gx = fg.grad(lambda x: fnp.sum(kact.relu(x, nan_passes=True)))(np.array([np.nan, 0.0, -1.0, 2.0]))
+    assert np.array_equal(gx, [1.0, 0.0, 0.0, 1.0])
+    assert np.array_equal(fg.grad(lambda x: fnp.sum(nn.relu(x)))(np.array([np.nan, 2.0])), [0.0, 1.0])  # JAX's
 
 
 def test_kernel_errors_name_the_geometry():

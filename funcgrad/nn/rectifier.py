@@ -30,31 +30,41 @@ __all__ = ["relu", "positive_part"]
 _WORDS = {2: "int16", 4: "int32", 8: "int64"}
 
 
-def _relu_raw(x: Any) -> Any:
+def _relu_raw(x: Any, nan_passes: bool = False) -> Any:
     return namespace_of(x).maximum(x, 0)
 
 
-def _positive_part_raw(v: Any, x: Any) -> Any:
+def _positive_part_raw(v: Any, x: Any, nan_passes: bool = False) -> Any:
     xp = namespace_of(v)
-    keep = x > 0
+    # True where v is zeroed (x <= 0: PyTorch's mask, a NaN in x lets v through), else where v is kept
+    mask = (x <= 0) if nan_passes else (x > 0)
     word = _WORDS.get(v.dtype.itemsize) if v.dtype.kind == "f" else None
-    if word is None or tuple(v.shape) != tuple(keep.shape):
-        return xp.where(keep, v, xp.zeros((), dtype=v.dtype))
-    bits = keep.astype(word)
-    xp.negative(bits, out=bits)  # 0 -> all bits clear, 1 -> all bits set
+    if word is None or tuple(v.shape) != tuple(x.shape):
+        zero = xp.zeros((), dtype=v.dtype)
+        return xp.where(mask, zero, v) if nan_passes else xp.where(mask, v, zero)
+    bits = mask.astype(word)
+    if nan_passes:
+        bits -= 1  # 1 (zeroed) -> all bits clear, 0 -> all bits set
+    else:
+        xp.negative(bits, out=bits)  # 0 -> all bits clear, 1 -> all bits set
     bits &= xp.ascontiguousarray(v).view(word)
     return bits.view(v.dtype)
 
 
 positive_part: Callable[..., Any] = defprimitive(
     _positive_part_raw, name="positive_part",
-    vjp={0: lambda g, ans, v, x: unbroadcast(positive_part(g, x), v), 1: lambda g, ans, v, x: fnp.zeros_like(x)},
-    jvp={0: lambda t, ans, v, x: positive_part(t, x), 1: lambda t, ans, v, x: fnp.zeros_like(ans)},
+    vjp={0: lambda g, ans, v, x, nan_passes=False: unbroadcast(positive_part(g, x, nan_passes=nan_passes), v),
+         1: lambda g, ans, v, x, nan_passes=False: fnp.zeros_like(x)},
+    jvp={0: lambda t, ans, v, x, nan_passes=False: positive_part(t, x, nan_passes=nan_passes),
+         1: lambda t, ans, v, x, nan_passes=False: fnp.zeros_like(ans)},
     batch_from=elementwise_rule, reads={0: {1}, 1: {1}},
-    doc="``v`` where ``x > 0``, exactly 0 elsewhere: the derivative of :func:`relu` at ``x`` applied to ``v``.")
+    doc="``v`` where ``x > 0``, exactly 0 elsewhere: the derivative of :func:`relu` at ``x`` applied to ``v``; "
+        "with ``nan_passes=True``, ``v`` also where ``x`` is NaN (zero exactly where ``x <= 0``, as PyTorch).")
 
 relu: Callable[..., Any] = defprimitive(
     _relu_raw, name="relu",
-    vjp=lambda g, ans, x: positive_part(g, x), jvp=lambda t, ans, x: positive_part(t, x),
+    vjp=lambda g, ans, x, nan_passes=False: positive_part(g, x, nan_passes=nan_passes),
+    jvp=lambda t, ans, x, nan_passes=False: positive_part(t, x, nan_passes=nan_passes),
     batch_from=elementwise_rule, reads={0: {0}},
-    doc="``max(x, 0)``, one pass; the derivative at 0 is 0 (as in PyTorch and JAX), a NaN stays NaN.")
+    doc="``max(x, 0)``, one pass; the derivative at 0 is 0 (as in PyTorch and JAX), a NaN stays NaN. Its "
+        "derivative at a NaN is 0 (JAX's), or, with ``nan_passes=True``, 1 (PyTorch's: the Tensor layer's).")

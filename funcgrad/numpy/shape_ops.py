@@ -663,13 +663,17 @@ def _join_batch(fn: Any, new_axis: int) -> Any:
     return rule
 
 
+# The VJPs of a join read the axis and the arrays' shapes and dtypes, never their values nor
+# the result: the tape keeps no joined array (so ``stack([a, b]).mul_(2)`` leaves the backward
+# intact). Declared per array for joins of up to 256 arrays; longer ones keep everything.
+_JOIN_READS = {i: {0} for i in range(1, 257)}
 _concatenate = defprimitive(
     _concatenate_raw, name="concatenate", vjp_all=_concatenate_vjp_all, jvp_all=_concatenate_jvp_all,
-    batch_from=lambda fn: _join_batch(fn, 0),
+    batch_from=lambda fn: _join_batch(fn, 0), reads=_JOIN_READS,
 )
 _stack = defprimitive(
     _stack_raw, name="stack", vjp_all=_stack_vjp_all, jvp_all=_stack_jvp_all,
-    batch_from=lambda fn: _join_batch(fn, 1),
+    batch_from=lambda fn: _join_batch(fn, 1), reads=_JOIN_READS,
 )
 
 

@@ -24,6 +24,7 @@ from . import dtypes as _dt
 from . import creation
 from . import forward_ad as _fwad
 from .dual_trace import primal_value
+from .grad_mode import state as _grad_mode
 
 from .tensor_class import is_tensor
 from .torch_names import named
@@ -90,8 +91,9 @@ class _ConvertMixin:
         return cast("bool", self._value.dtype.kind == "c")
 
     def numpy(self: Tensor, force: bool = False) -> np.ndarray:
-        """The data as a NumPy array sharing memory (host tensors only)."""
-        if self.requires_grad and not force:
+        """The data as a NumPy array sharing memory (host tensors only); a tensor that requires grad
+        is refused while grad mode is on (under ``no_grad`` it is not, as in PyTorch)."""
+        if self.requires_grad and not force and _grad_mode.enabled:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         v = primal_value(self._value)
         if namespace_of(v) is not np:

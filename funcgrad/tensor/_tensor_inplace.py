@@ -22,6 +22,7 @@ from ..numpy import elementwise as _elementwise
 from ..numpy import indexing as _indexing
 from .grad_mode import state as _mode
 from .inplace_writes import check_stale_view
+from .torch_names import view_rebase_error
 
 from .inplace_variant import inplace_variant
 from .creation import _rng
@@ -163,14 +164,23 @@ class _InplaceMixin:
         return self
 
     def transpose_(self: Tensor, dim0: builtins.int, dim1: builtins.int) -> "Tensor":
-        """In-place ``transpose`` (of a tensor that does not require grad).
+        """In-place ``transpose``: this tensor becomes its transpose (no memory is written; a view
+        stays a view of the same base). With history the change is recorded, and the version
+        bumped, as in PyTorch (a value saved for backward then refuses it, there too).
 
         Example::
 
             t = ft.zeros(2, 3); t.transpose_(0, 1)   # t.shape == (3, 2)
         """
-        self._check_meta_inplace("transpose_()")
-        return self._set_value_inplace(self.transpose(dim0, dim1)._value)
+        if not self.requires_grad and self._base is None:  # (the property: a stale view is refreshed first)
+            return self._set_value_inplace(self.transpose(dim0, dim1)._value)
+        if self._requires_grad and self._node is None and self._base is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        check_stale_view(self)
+        if self._view_kind is not None and _mode.enabled and (self._node is not None or self._base._requires_grad):
+            raise RuntimeError(view_rebase_error(self, indirect=False))  # no_grad, inference or multi-output view
+        _become(self, self.transpose(dim0, dim1))  # recorded; of a view, a view of the same base
+        return self
 
     swapdims_ = swapaxes_ = transpose_
 
@@ -188,6 +198,8 @@ class _InplaceMixin:
         shape = _shape_arg(sizes)
         if builtins.any(d < 0 for d in shape):
             raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+        if tuple(shape) == tuple(self._value.shape):
+            return self  # nothing changes: no version bump, as in PyTorch
         xp = namespace_of(self._value)
         flat = xp.reshape(self._value, (-1,))
         n = int(np.prod(shape, dtype=np.int64))
@@ -198,3 +210,14 @@ class _InplaceMixin:
 
     def resize_as_(self: Tensor, other: "Tensor") -> "Tensor":
         return self.resize_(tuple(other.shape))
+
+
+def _become(t: Any, out: Any) -> None:
+    """``t`` takes the value and history of ``out``, computed from it by a view operation (an
+    in-place change of metadata: ``transpose_``); its version is bumped, as PyTorch's is."""
+    t._value = out._value
+    if out._node is not None:
+        t._node, t._output_nr = out._node, out._output_nr
+    t._version_counter[0] += 1
+    if t._base is not None:
+        t._view_fns, t._view_version = out._view_fns, t._version_counter[0]

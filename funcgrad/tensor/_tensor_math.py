@@ -189,7 +189,8 @@ class _MathMixin:
     def relu(self: Tensor) -> "Tensor":
         if self._value.dtype.kind == "b":
             raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
-        return cast("Tensor", named("ReluBackward0", _relu_primitive)(self))  # one pass; NaN stays NaN
+        # one pass; NaN stays NaN, and its gradient passes there (PyTorch's threshold_backward)
+        return cast("Tensor", named("ReluBackward0", lambda x: _relu_primitive(x, nan_passes=True), _relu_primitive)(self))
 
     def bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> "Tensor":
         """0/1 draws with probability ``self`` (or ``p``); no gradient. Example: ``ft.full((3,), 0.5).bernoulli()``."""

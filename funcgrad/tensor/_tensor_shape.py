@@ -25,6 +25,7 @@ from ..numpy import shape_ops as _shape_ops
 from . import dtypes as _dt
 from .torch_names import named
 from .views import multi_output_views
+from .nodes import join_outputs
 from .tensor_class import is_tensor, new_tensor
 from .size_device import Size, SizeArg, DimArg
 from .tensor_helpers import (
@@ -286,7 +287,9 @@ class _ShapeMixin:
         if self.dim() == 0:
             raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         d = _wrap_dim(dim, self.dim())
-        return multi_output_views(lambda: tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0")
+        return multi_output_views(  # one node, as PyTorch's: its hooks see every piece
+            lambda: join_outputs(tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0"),
+            "UnbindBackward0")
 
     def split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """Views of consecutive pieces along ``dim`` (refusing in-place changes with autograd, as

@@ -16,6 +16,7 @@ Functions); nothing changes for real dtypes.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import warnings
@@ -124,23 +125,34 @@ def _nan_check(node: Node, outs: list[Any]) -> None:
 
 
 def _anomaly_error(node: Node, err: BaseException) -> None:
+    """Re-raise ``err``, raised at ``node`` in anomaly mode, after warning where the node was made
+    (PyTorch's "Error detected in ..." warnings, and "No forward pass information" for a node made
+    outside anomaly mode); the forward traceback is appended to the message too."""
     stack = node._stack
-    if stack:
-        trace = "".join(stack)
-        warnings.warn(
-            f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}",
-            UserWarning, stacklevel=3,
-        )
-        parent = getattr(stack, "parent", None)
-        while parent is not None and parent._stack:  # double backward: where each creator came from
-            induced = (f"Previous calculation was induced by {parent.name()}. Traceback of forward call that "
-                       f"induced the previous calculation:\n{''.join(parent._stack)}")
-            warnings.warn(f"\n\n{induced}", UserWarning, stacklevel=3)
-            trace += f"\n{induced}"
-            parent = getattr(parent._stack, "parent", None)
-        msg = f"{err}\n\nTraceback of forward call that caused the error (operation {node.name()}):\n{trace}"
-        raise type(err)(msg) from err
-    raise err
+    if not stack:
+        _anomaly_warn(f"Error detected in {node.name()}. No forward pass information available. Enable detect "
+                      "anomaly during forward pass for more information.")
+        raise err
+    trace = "".join(stack)
+    _anomaly_warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}")
+    parent = getattr(stack, "parent", None)
+    while parent is not None and parent._stack:  # double backward: where each creator came from
+        induced = (f"Previous calculation was induced by {parent.name()}. Traceback of forward call that "
+                   f"induced the previous calculation:\n{''.join(parent._stack)}")
+        _anomaly_warn(f"\n\n{induced}")
+        trace += f"\n{induced}"
+        parent = getattr(parent._stack, "parent", None)
+    msg = f"{err}\n\nTraceback of forward call that caused the error (operation {node.name()}):\n{trace}"
+    raise type(err)(msg) from err
+
+
+def _anomaly_warn(message: str) -> None:
+    """Warn; a warning escalated to an error (``warnings.simplefilter("error")``) is printed to
+    stderr instead, so that the error being reported is the one raised, as in PyTorch."""
+    try:
+        warnings.warn(message, UserWarning, stacklevel=4)
+    except Warning as escalated:
+        print(f"{type(escalated).__name__}: {escalated}", file=sys.stderr)
 
 
 class BackwardPass:
@@ -267,6 +279,12 @@ class _Visitor(Visitor):
             buf = [self._arrive(node, 0, node, g)]
         else:
             buf = g if g is not None else [None] * n_out
+            hooks = node._tensor_prehooks
+            if hooks:  # tensor hooks of the outputs no gradient reached run with None (PyTorch)
+                for k, hk in hooks.items():
+                    if buf[k] is None and hk:
+                        for fn in list(hk.values()):
+                            fn(None)
         if not live:  # a captured non-leaf with nothing needed behind it
             if node._prehooks and self.accumulate and any(b is not None for b in buf):
                 self._node_hooks(node._prehooks, buf)
@@ -340,7 +358,7 @@ class _Visitor(Visitor):
                 if len(outs) != len(node.parents):  # one per input (None where no edge): keep those with one
                     outs = [outs[node._inputs.index(i)] for i in node.argnums]
             except Exception as err:  # noqa: BLE001 - re-raised with the forward traceback
-                if node._stack:
+                if anomaly.enabled:
                     _anomaly_error(node, err)
                 raise
             finally:
@@ -363,7 +381,7 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
     node of one output, no hooks, its saved values as they were saved (else ``visit``, whose
     ``node.vjp`` raises the SavedTensors' errors); the gradient in the dtype and shape of
     its input, the saved values dropped unless ``retain_graph``."""
-    if not node._short_step:
+    if not node._short_step or node._released:
         return DECLINE
     saved = node._saved
     for _, _, vc, version, check in saved:
@@ -387,8 +405,9 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
         meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
         if type(ct) is not np.ndarray or ct.dtype is not meta[1] or ct.shape != meta[0]:
             ct = _match(ct, meta)
-    if saved and release:  # (node.release, inline)
+    if release:  # (node.release, inline)
         node._released = True
+    if saved and release:
         node._saved = _RELEASED
         for k, _, _, _, _ in saved:
             if k >= 0:
@@ -493,8 +512,8 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool)
             gt = _as_tensor(g)
             if tuple(gt.shape) != tuple(out.shape):
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{i}] has a shape of {gt.shape} and output[{i}] has a shape "
-                    f"of {out.shape}."
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {gt.shape.torch_repr()} and output[{i}] "
+                    f"has a shape of {out.shape.torch_repr()}."
                 )
             if gt.is_complex() != out.is_complex():
                 raise RuntimeError(
@@ -509,6 +528,15 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool)
             g_int = NumpyBox._make(g_int)
         roots.append((edge_of(out), g_int))
     return roots
+
+
+# PyTorch's warning (once per process there; here per call site, Python's default warning filter)
+_CREATE_GRAPH_CYCLE = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+    "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
+    "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None "
+    "after use to break the cycle and avoid the leak."
+)
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
@@ -533,6 +561,8 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     if retain_graph is None:
         retain_graph = create_graph
     roots = _make_seeds(outputs, grads, create_graph)
+    if create_graph:
+        warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=2)
     if inputs is not None:
         ins = _as_list(inputs)
         if not ins:
@@ -584,7 +614,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                 "allow_unused=True if this is the desired behavior."
             )
         if g is None:
-            result.append(zeros_like(t) if materialize_grads else None)
+            # materialized zeros are differentiable again under create_graph, as PyTorch's
+            result.append(zeros_like(t).requires_grad_(create_graph) if materialize_grads else None)
         else:
             gu = _to_user(_match(g, (t._value.shape, t._value.dtype, None)), create_graph)
             result.append(gu if create_graph else Tensor._make(gu._value))

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
+import weakref
 from typing import Any, Callable, cast
 
 import numpy as np
@@ -65,7 +67,17 @@ class FunctionCtx:
         self._dirty: set[Any] = set()
         self.materialize_grads = True
         self.needs_input_grad: tuple[Any, ...] = ()
-        self._node: "FunctionNode | None" = None
+        self._node_ref: Callable[[], "FunctionNode | None"] = lambda: None
+
+    @property
+    def _node(self) -> "FunctionNode | None":
+        """The Function's node, held weakly (the node holds this ctx: no reference cycle, so a
+        graph is freed when its last tensor goes, without waiting for the garbage collector)."""
+        return self._node_ref()
+
+    @_node.setter
+    def _node(self, node: "FunctionNode") -> None:
+        self._node_ref = weakref.ref(node)
 
     def save_for_backward(self, *tensors: Any) -> None:
         """Save tensors (inputs or outputs) for ``backward``; read them back with ``ctx.saved_tensors``."""
@@ -347,6 +359,9 @@ class Function:
         _mark_output_views(outs, results, input_ids, ctx)
         if ctx._dirty and not set(ctx._dirty) <= {id(o) for o in outs}:
             raise RuntimeError(DIRTY_NOT_RETURNED)
+        if not set(ctx._dirty) <= set(input_ids):
+            warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have "
+                          "been mutated should be passed to ctx.mark_dirty().", UserWarning, stacklevel=2)
         for a in args:
             if isinstance(a, Tensor) and id(a) in ctx._dirty:
                 _check_dirty(a, record)

@@ -98,7 +98,8 @@ def _check_v(v: Any, like: tuple[Any, ...], like_is_tuple: bool, name: str, fn: 
     for i, (a, b) in enumerate(zip(vs, like)):
         if tuple(a.shape) != tuple(b.shape):
             entry = f"Entry {i} in " if like_is_tuple else ""
-            raise RuntimeError(f"{entry}v has invalid size: should be {b.shape} but got {a.shape}.")
+            raise RuntimeError(f"{entry}v has invalid size: should be {b.shape.torch_repr()} but got "
+                               f"{a.shape.torch_repr()}.")
     return vs
 
 

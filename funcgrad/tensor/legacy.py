@@ -11,6 +11,7 @@ from . import dtypes as _dt
 from .creation import empty, tensor
 from .tensor import Size, Tensor
 from .tensor_helpers import _as_tensor
+from .nodes import join_outputs
 
 __all__ = [
     "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
@@ -64,14 +65,16 @@ def var_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = 
         v, m = ft.var_mean(ft.tensor([1., 2., 4.]))   # (2.3333, 2.3333)
     """
     x = _as_tensor(input)
-    return x.var(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
+    return join_outputs((x.var(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)),
+                        "VarMeanBackward0")
 
 
 def std_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,  # noqa: A002
              correction: Any = None) -> tuple[Any, ...]:
     """``(std, mean)`` over ``dim`` (PyTorch's ``torch.std_mean``)."""
     x = _as_tensor(input)
-    return x.std(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
+    return join_outputs((x.std(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)),
+                        "StdMeanBackward0")
 
 
 def view_as_complex(input: Any) -> Tensor:  # noqa: A002
@@ -88,3 +91,4 @@ def view_as_complex(input: Any) -> Tensor:  # noqa: A002
     if x.dim() == 0 or x.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     return x[..., 0] + x[..., 1] * 1j
+

@@ -19,8 +19,9 @@ import numpy as np
 
 from ..backend import namespace_of
 from ..core.reverse import VJPNode
+from .torch_names import named_node_class
 
-__all__ = ["Node", "AccumulateGrad", "OutputNode", "RemovableHandle", "register_node_call", "target", "public_edge"]
+__all__ = ["Node", "AccumulateGrad", "JoinedOutputs", "join_outputs", "OutputNode", "RemovableHandle", "register_node_call", "target", "public_edge"]
 
 
 _seq = itertools.count()
@@ -196,6 +197,33 @@ def public_edge(t: VJPNode) -> tuple[Any, int]:
     if t.out_index is None:
         return (t, 0)
     return (t.parents[0], t.out_index)
+
+
+class JoinedOutputs(Node):
+    """One node for outputs computed apart that PyTorch makes with one op (``var_mean`` ...):
+    the gradient of output k passes unchanged to the node that computed it."""
+
+    def __init__(self, edges: list[tuple[Any, int]], values: list[Any], name: str):
+        super().__init__(range(len(edges)), edges)
+        self._name = name
+        self._n_outputs = len(edges)
+        self._out_meta = self.ans = tuple(_out_meta(v)[0] for v in values)  # (the walk sizes its slots by ans)
+
+    def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
+        return list(grads)
+
+
+def join_outputs(outs: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+    """Give tensors computed apart the one node (``name``, output k each) that PyTorch's single
+    op has, so hooks see them together: a pre hook gets ``(grad_0, grad_1, ...)``, and a tensor
+    hook of an output that no gradient reached runs with None when the node runs."""
+    if not all(o._node is not None and o._requires_grad for o in outs):
+        return outs  # nothing recorded (no grad mode, no input requiring grad), or traced by ft.func
+    cls = named_node_class(JoinedOutputs, name)  # type(grad_fn).__name__ is PyTorch's name too
+    node = cls([(o._node, o._output_nr) for o in outs], [o._value for o in outs], name)
+    for k, o in enumerate(outs):
+        o._node, o._output_nr = node, k
+    return outs
 
 
 class AccumulateGrad(Node):

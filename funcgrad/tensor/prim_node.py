@@ -18,7 +18,7 @@ from ..core import Primitive
 from ..core.reverse import ArraySpec, dropped
 from .nodes import Node, _zeros, public_edge
 from .saved_tensors import _RELEASED, SavedTensor, intact
-from .torch_names import _DEFAULT_ARG_NAMES, ARG_NAMES, arg_names
+from .torch_names import _DEFAULT_ARG_NAMES, _FREED, ARG_NAMES, arg_names
 
 __all__ = ["PrimNode"]
 
@@ -56,6 +56,8 @@ class PrimNode(Node):
         sees, None for results that got no gradient); on boxes that record with ``create_graph``;
         with ``release``, the saved values are freed afterwards."""
         prim = self.prim
+        if self._released and _reads_index_arrays(self):
+            raise RuntimeError(_FREED)  # PyTorch saves index and mask arrays, and frees them
         saved = self._saved
         if saved and (create_graph or not intact(saved)):
             # recorded boxes to unpack, or changed in place, detached or freed since: the SavedTensors' checks raise
@@ -156,6 +158,21 @@ class PrimNode(Node):
         extra = [f"_{raw}saved_{key}" for key in keys for raw in ("", "raw_")]
         own = [n for n in super().__dir__() if not n.startswith(("_saved_", "_raw_saved_"))]
         return sorted(set(own + extra))
+
+
+def _reads_index_arrays(node: PrimNode) -> bool:
+    """Whether ``node`` holds integer or boolean arrays among its constant arguments (the index of
+    ``x[[1, 1]]``, the mask of ``where``): PyTorch saves those as tensors, so a second backward
+    through the node without ``retain_graph`` raises there, and so it does here."""
+    constants = [a for i, a in enumerate(node.args) if i not in node._inputs]
+    constants += list(node.kwargs.values()) if node.kwargs else []
+    while constants:
+        a = constants.pop()
+        if isinstance(a, (tuple, list)):
+            constants.extend(a)
+        elif getattr(a, "ndim", 0) > 0 and getattr(a, "dtype", None) is not None and a.dtype.kind in "biu":
+            return True
+    return False
 
 
 _SAVED_KEYS: set[str] = set()

@@ -26,6 +26,11 @@ class Size(tuple[int, ...]):
     def __repr__(self) -> str:
         return f"ft.Size([{', '.join(str(s) for s in self)}])"
 
+    def torch_repr(self) -> str:
+        """How PyTorch prints this size (``torch.Size([2, 3])``): what error messages show, so
+        that code matching PyTorch's messages works unchanged."""
+        return f"torch.Size([{', '.join(str(s) for s in self)}])"
+
 
 class device:
     """Where a tensor's data lives: ``device('cpu')`` or ``device('cuda', 0)``.

@@ -128,8 +128,11 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _SpecialMixi
 
     @property
     def requires_grad(self) -> bool:
-        if self._base is not None and self._view_kind is None:
-            self._graph()  # a view whose base changed in place takes its history from the base now
+        if self._base is not None:
+            if self._view_kind is None:
+                self._graph()  # a view whose base changed in place takes its history from the base now
+            elif self._view_kind in ("no_grad", "inference") and not self._requires_grad:
+                return bool(self._base.requires_grad)  # as PyTorch reports such a view (it records nothing)
         return self._requires_grad
 
     @requires_grad.setter
@@ -182,6 +185,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _SpecialMixi
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value._value.shape != self._value.shape:
                 raise RuntimeError(
                     f"attempting to assign a gradient of size '[{', '.join(map(str, value.shape))}]' to a tensor of "
@@ -265,6 +270,8 @@ class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _SpecialMixi
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         _func.check_data_set(self, value)
+        if self._requires_grad and value._value.dtype.kind not in "fc":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._value = value._value
 
     def detach(self) -> "Tensor":

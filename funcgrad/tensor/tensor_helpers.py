@@ -6,6 +6,7 @@ in-place results. Below ``tensor.py``: the Tensor class comes from ``tensor_clas
 from __future__ import annotations
 
 import builtins
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
@@ -85,13 +86,31 @@ def _wrap_dim(d: Any, nd: int) -> int:
 
 
 def _to_raw_index(idx: Any) -> Any:
-    """Tensors inside an index become raw arrays; indices carry no derivative."""
+    """Tensors inside an index become raw arrays; indices carry no derivative. A list holding a
+    slice, ``...``, None, a sequence or a tensor is read as a tuple, with PyTorch's warning
+    (``x[[slice(None), [1, 3]]]`` is ``x[:, [1, 3]]``, NumPy's old rule that PyTorch keeps)."""
+    if type(idx) is list and _sequence_as_tuple(idx):
+        warnings.warn(
+            "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+            "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as tensor "
+            "index, x[torch.tensor(seq)], which will result either in an error or a different result",
+            UserWarning, stacklevel=3)
+        idx = tuple(idx)
+    return _raw_index(idx)
+
+
+def _sequence_as_tuple(idx: list[Any]) -> bool:
+    return len(idx) < 32 and any(i is None or i is Ellipsis or isinstance(i, (slice, list, tuple, GraphBox, np.ndarray))
+                                 for i in idx)
+
+
+def _raw_index(idx: Any) -> Any:
     if isinstance(idx, tuple):
-        return tuple(_to_raw_index(i) for i in idx)
+        return tuple(_raw_index(i) for i in idx)
     if isinstance(idx, GraphBox):
         return idx._value
     if isinstance(idx, list) and any(isinstance(i, GraphBox) for i in idx):
-        return [_to_raw_index(i) for i in idx]
+        return [_raw_index(i) for i in idx]
     return idx
 
 

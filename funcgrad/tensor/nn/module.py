@@ -404,8 +404,8 @@ class Module:
                 continue
             v = _as_tensor(state_dict[k])
             if tuple(v.shape) != tuple(t.shape):
-                errors.append(f"size mismatch for {k}: copying a param with shape {v.shape} from checkpoint, the "
-                              f"shape in current model is {t.shape}.")
+                errors.append(f"size mismatch for {k}: copying a param with shape {v.shape.torch_repr()} from "
+                              f"checkpoint, the shape in current model is {t.shape.torch_repr()}.")
                 continue
             with no_grad():
                 t.copy_(v)

@@ -141,7 +141,7 @@ class Muon(_Direct):
             for p in group["params"]:
                 if p.dim() != 2:
                     raise ValueError(f"Muon only supports 2D parameters whereas we found a parameter with size: "
-                                     f"{p.size()}")
+                                     f"{p.size().torch_repr()}")
 
     def _update(self, p: Tensor, g: Any, group: dict[Any, Any]) -> None:
         xp = namespace_of(p._value)
