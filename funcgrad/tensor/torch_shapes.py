@@ -1,6 +1,6 @@
 """The ``torch`` namespace's shape, indexing, linear-algebra and creation functions of the breadth work
 (issue 29, part B): most are ``input.<name>(...)``; the rest (stacking, ``block_diag``,
-``cartesian_prod``, ``combinations``, index grids, ``vander``, the ``*_copy`` forms, ``asarray``,
+``cartesian_prod``, ``combinations``, index grids, the ``*_copy`` forms, ``asarray``,
 ``frombuffer``, ``binomial``, ``poisson``, ...) are written here once, from recorded Tensor operations
 (differentiable where PyTorch's are).
 
@@ -59,7 +59,7 @@ _COPIES = ["alias", "detach", "diagonal", "expand", "permute", "select", "slice"
 __all__ += [f"{name}_copy" for name in _COPIES]
 __all__ += [
     "dstack", "column_stack", "row_stack", "atleast_2d", "atleast_3d", "block_diag", "cartesian_prod",
-    "combinations", "broadcast_shapes", "tril_indices", "triu_indices", "unravel_index", "vander", "asarray",
+    "combinations", "broadcast_shapes", "tril_indices", "triu_indices", "unravel_index", "asarray",
     "empty_strided", "frombuffer", "fill", "binomial", "poisson", "lu", "lu_unpack", "triangular_solve", "range",
     "solve", "lstsq", "eig", "symeig", "matrix_rank", "searchsorted", "bucketize", "empty_permuted", "from_dlpack",
     "to_dlpack",
@@ -256,26 +256,6 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
         step = math.prod(dims[k + 1:])
         out.append(Tensor._make((flat // step) % dims[k]))
     return tuple(out)
-
-
-def vander(x: Any, N: int | None = None, increasing: bool = False) -> Tensor:
-    """The Vandermonde matrix of a 1-D tensor: columns ``x**(N-1), ..., x**0`` (``increasing``: the other way).
-
-    Example: ``ft.vander(ft.tensor([1, 2, 3]))``.
-    """
-    t = _as_tensor(x)
-    if t.dim() != 1:
-        raise RuntimeError("x must be a one-dimensional tensor.")
-    n = t.shape[0] if N is None else N
-    if n < 0:
-        raise RuntimeError("N must be non-negative.")
-    if t.dtype == _dt.bool or t.dtype in (_dt.uint8, _dt.int8, _dt.int16, _dt.int32):
-        t = t.to(_dt.int64)
-    if n == 0:
-        return _creation.empty(t.shape[0], 0, dtype=t.dtype)
-    powers = [t ** k if k else t.new_ones(t.shape) for k in builtins.range(n)]
-    cols = powers if increasing else powers[::-1]
-    return stack(cols, 1)
 
 
 # ---------------------------------------------------------------------- sorted search
