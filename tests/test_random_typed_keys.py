@@ -274,3 +274,19 @@ def test_a_typed_key_argument_through_every_transform(name):
     raw = run(_draw, 1.5, fr.key_data(KEYS[2]))
     for a, b in zip(fg.tree_util.tree_leaves(typed), fg.tree_util.tree_leaves(raw)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_negative_vmap_axes_count_from_the_end_of_the_key_shape():
+    # a key array's data has a trailing axis of 2: -1 must mean the keys' last axis, not the key words
+    # (with exactly 2 keys a wrong reading would pass silently)
+    two = fr.split(fr.key(0), 2)
+    assert np.array_equal(fg.vmap(lambda k: fr.normal(k, (3,)), in_axes=-1)(two),
+                          fg.vmap(lambda k: fr.normal(k, (3,)), in_axes=0)(two))
+    grid = fr.split(fr.key(1), 6).reshape(2, 3)
+    assert np.array_equal(fg.vmap(fr.key_data, in_axes=-1)(grid), fg.vmap(fr.key_data, in_axes=1)(grid))
+    keys = fr.split(fr.key(2), 3)
+    last = fg.vmap(lambda k: fr.split(k, 4), out_axes=-1)(keys)
+    assert last.shape == (4, 3)
+    assert np.array_equal(fr.key_data(last), fr.key_data(fg.vmap(lambda k: fr.split(k, 4), out_axes=1)(keys)))
+    x = np.arange(10.0).reshape(2, 5)  # plain arrays keep NumPy's meaning of -1
+    assert fg.vmap(lambda k, r: fr.normal(k) * r, in_axes=(-1, -1))(fr.split(fr.key(3), 5), x).shape == (5, 2)

@@ -15,8 +15,12 @@ __all__ = ["vmap"]
 P = ParamSpec("P")
 
 
-def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> tuple[list[Any], list[str]]:
-    """One axis spec per leaf of ``tree``, from a pytree prefix of specs (None is a spec)."""
+def _broadcast_prefix(prefix: Any, tree: Any, what: str, batched: int = 0) -> tuple[list[Any], list[str]]:
+    """One axis spec per leaf of ``tree``, from a pytree prefix of specs (None is a spec). A negative
+    axis counts from the end of the shape the user sees: an object that is a pytree node with a
+    ``shape`` of its own (a typed key array, whose data has a trailing axis of 2) has its negative
+    axis made non-negative against that shape (plus ``batched``: 1 for out_axes, whose range
+    includes the batch axis) before it reaches its leaves."""
     prefix_def = tree_util.tree_structure(prefix, is_leaf=lambda x: x is None)
     spec_pairs, _ = tree_util.tree_flatten_with_path(prefix, is_leaf=lambda x: x is None)
     try:
@@ -27,10 +31,18 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> tuple[list[Any], lis
         ) from None
     axes, paths = [], []
     for (spec_path, spec), sub in zip(spec_pairs, subtrees):
-        pairs, _ = tree_util.tree_flatten_with_path(sub)
-        for path, _leaf in pairs:
-            axes.append(spec)
-            paths.append(tree_util.keystr(tuple(spec_path) + tuple(path)))
+        if not (isinstance(spec, int) and spec < 0):
+            pairs, _ = tree_util.tree_flatten_with_path(sub)
+            axes.extend([spec] * len(pairs))
+            paths.extend(tree_util.keystr(tuple(spec_path) + tuple(path)) for path, _leaf in pairs)
+            continue
+        shaped, _ = tree_util.tree_flatten_with_path(sub, is_leaf=lambda x: hasattr(x, "shape"))
+        for node_path, node in shaped:
+            nd = len(node.shape) + batched if hasattr(node, "shape") else 0
+            own = spec + nd if spec + nd >= 0 else spec
+            for path, _leaf in tree_util.tree_flatten_with_path(node)[0]:
+                axes.append(own)
+                paths.append(tree_util.keystr(tuple(spec_path) + tuple(node_path) + tuple(path)))
     return axes, paths
 
 
@@ -106,8 +118,8 @@ def _place_outputs(out: Any, trace: BatchTrace, size: int, out_axes: Any) -> Any
     import funcgrad.numpy as fnp
 
     leaves, treedef = tree_util.tree_flatten(out)
-    if isinstance(out_axes, (tuple, list, dict)):
-        axes, paths = _broadcast_prefix(out_axes, out, "out_axes")
+    if isinstance(out_axes, (tuple, list, dict)) or (isinstance(out_axes, int) and out_axes < 0):
+        axes, paths = _broadcast_prefix(out_axes, out, "out_axes", batched=1)
     else:
         axes, paths = [out_axes] * len(leaves), [""] * len(leaves)
     placed = []
