@@ -754,3 +754,16 @@ def test_tuple_inside_the_index_tuple_is_an_index_array(index):
     h = fg.hessian(lambda m: fnp.sum(m[index] ** 3))(x[0])
     want = fg.hessian(lambda m: fnp.sum(m[tuple(list(i) if isinstance(i, tuple) else i for i in index)] ** 3))(x[0])
     np.testing.assert_allclose(h, want)
+
+
+@pytest.mark.eager_only  # the result's width depends on the values: no staged bincount
+def test_bincount_batches_as_one_call_padded_to_the_longest_row():
+    import warnings
+
+    rows = np.array([[0, 1, 1, 3], [2, 2, 0, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a batching rule, not the Python-loop fallback
+        counts = fg.vmap(fnp.bincount)(rows)
+        wide = fg.vmap(lambda r: fnp.bincount(r, minlength=6), in_axes=1)(rows.T)
+    np.testing.assert_array_equal(counts, [[1, 2, 0, 1], [2, 0, 2, 0]])
+    np.testing.assert_array_equal(wide, [np.bincount(r, minlength=6) for r in rows])

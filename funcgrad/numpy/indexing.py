@@ -1074,9 +1074,24 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
     return (values,) + extra if extra else values
 
 
+def _bincount_batch(args: list[Any], dims: list[Any], minlength: int = 0) -> tuple[Any, int]:
+    """A batch of bincounts as one: row ``b``'s values are shifted by ``b * length`` (``length``, the
+    longest row's count, is the result's width, as vmap needs one shape for every row; the maximum is
+    read on the host, as bincount's own output size is)."""
+    x, *rest = args
+    size = _batch_size(args, dims)
+    xs = _front(x, dims[0], size)
+    xp = namespace_of(xs)
+    length = max(int(minlength), int(xp.max(xs)) + 1 if xs.size else 0)
+    shifted = xs + xp.arange(size, dtype=xs.dtype)[:, None] * length
+    weights = None if not rest or rest[0] is None else xp.reshape(_front(rest[0], dims[1], size), (-1,))
+    flat = xp.bincount(xp.reshape(shifted, (-1,)), weights, minlength=size * length)
+    return xp.reshape(flat, (size, length)), 0
+
+
 _bincount_nondiff = defprimitive(
     lambda x, *args, **kwargs: namespace_of(x).bincount(x, *args, **kwargs), name="bincount",
-    differentiable=False,
+    differentiable=False, batch=_bincount_batch,
 )
 
 

@@ -17,7 +17,7 @@ import builtins
 import itertools
 import math
 import warnings
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -166,7 +166,7 @@ def block_diag(*tensors: Any) -> Tensor:
                  _creation.zeros(r, cols - left - c, dtype=dtype, device=b.device)]
         rows.append(cat(parts, 1))
         left += c
-    return named_result("BlockDiagBackward0", cat)(rows, 0)
+    return cast(Tensor, named_result("BlockDiagBackward0", cat)(rows, 0))
 
 
 def cartesian_prod(*tensors: Any) -> Tensor:
@@ -407,7 +407,7 @@ def fill(input: Any, value: Any) -> Tensor:  # noqa: A002
     v = value if isinstance(value, Tensor) else _creation.tensor(value, dtype=t.dtype, device=t.device)
     if v.dim():
         raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with {v.dim()} dimensions.")
-    return named_result(name, _overwrite)(t, v.to(t.dtype))
+    return cast(Tensor, named_result(name, _overwrite)(t, v.to(t.dtype)))
 
 
 def _overwrite(t: Tensor, v: Any) -> Tensor:

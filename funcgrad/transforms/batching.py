@@ -29,7 +29,8 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str, batched: int = 0) -> tu
         raise ValueError(
             f"vmap: {what} must be an int, None, or a pytree prefix of the arguments; {err}"
         ) from None
-    axes, paths = [], []
+    axes: list[Any] = []
+    paths: list[str] = []
     for (spec_path, spec), sub in zip(spec_pairs, subtrees):
         if not (isinstance(spec, int) and spec < 0):
             pairs, _ = tree_util.tree_flatten_with_path(sub)
