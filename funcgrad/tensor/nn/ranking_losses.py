@@ -155,7 +155,7 @@ def _lengths_on_host(*lengths: Any) -> list[np.ndarray]:
     """The lengths of ``ctc_loss`` as host int64 vectors. They set how many steps each sequence's recursion
     runs and which of its targets it reads: sizes of the computation, so (as in PyTorch, which copies them
     to the CPU too) lengths on a device cross to the host, in ONE explicit read of all of them together."""
-    arrays = [v if isinstance(v, (list, tuple, int)) else _as_tensor(v)._value for v in lengths]
+    arrays: list[Any] = [v if isinstance(v, (list, tuple, int)) else _as_tensor(v)._value for v in lengths]
     held = [i for i, a in enumerate(arrays) if not isinstance(a, (list, tuple, int)) and namespace_of(a) is not np]
     if held:
         xp = namespace_of(arrays[held[0]])
