@@ -308,3 +308,29 @@ _LENGTH_CHECKS = [
 def test_ctc_length_checks_on_the_host_and_the_device(call, words, dev):
     with pytest.raises(RuntimeError, match=words):
         call(dev)
+
+
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_gumbel_softmax_hard_builds_its_one_hot_on_the_device(dim):
+    x_host = _RNG.standard_normal((3, 4))
+
+    def run(dev):
+        ft.manual_seed(3)
+        x = ft.tensor(x_host, device=dev, requires_grad=True)
+        y = F.gumbel_softmax(x, tau=0.5, hard=True, dim=dim)
+        (y * ft.arange(4.0, device=dev)).sum().backward()
+        return [y, x.grad]
+
+    pairs = list(_on_both(run))
+    _assert_same(pairs)
+    assert set(np.unique(pairs[0][1])) == {0.0, 1.0}
+
+
+def test_deepcopy_of_a_module_keeps_its_parameters_on_the_device():
+    import copy
+
+    layer = nn.Linear(3, 2).to("cuda")
+    with fb.no_host_sync():
+        twin = copy.deepcopy(layer)
+    assert twin.weight.is_cuda and isinstance(twin.weight, nn.Parameter) and twin.weight is not layer.weight
+    np.testing.assert_array_equal(twin.weight.cpu().detach().numpy(), layer.weight.cpu().detach().numpy())

@@ -1228,9 +1228,11 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     y = ((logits + _like(logits, g.astype(logits._value.dtype))) / tau).softmax(dim)
     if not hard:
         return y
-    idx = y.detach().argmax(dim, keepdim=True)
-    hard_y = Tensor._make(np.zeros(tuple(y.shape), dtype=y._value.dtype))
-    np.put_along_axis(hard_y._value, idx._value, 1.0, axis=dim)
+    idx = y.detach().argmax(dim, keepdim=True)._value
+    xp = namespace_of(idx)
+    axis = dim % y.dim()
+    position = xp.arange(y.shape[axis]).reshape((-1,) + (1,) * (y.dim() - 1 - axis))
+    hard_y = Tensor._make((position == idx).astype(y._value.dtype))  # one-hot on y's own device
     return hard_y - y.detach() + y
 
 

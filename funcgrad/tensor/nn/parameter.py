@@ -32,12 +32,12 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __deepcopy__(self, memo: dict[Any, Any]) -> "Parameter":
-        new = Parameter(Tensor._make(np.array(self._value, copy=True)), self._requires_grad)
+        new = Parameter(Tensor._make(self._value.copy()), self._requires_grad)  # on the parameter's device
         memo[id(self)] = new
         return new
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
-        return (Parameter, (Tensor._make(np.array(self._value)), self._requires_grad))
+        return (Parameter, (Tensor._make(self._value.copy()), self._requires_grad))
 
 
 register_parameter_class(Parameter)  # the Tensor layer makes Parameters (copies, deepcopy) through it
