@@ -334,3 +334,33 @@ def test_deepcopy_of_a_module_keeps_its_parameters_on_the_device():
         twin = copy.deepcopy(layer)
     assert twin.weight.is_cuda and isinstance(twin.weight, nn.Parameter) and twin.weight is not layer.weight
     np.testing.assert_array_equal(twin.weight.cpu().detach().numpy(), layer.weight.cpu().detach().numpy())
+
+
+@pytest.mark.parametrize("nsp", [1, 2])
+def test_max_unpool_scatters_on_the_device(nsp):
+    x_host = _RNG.standard_normal((2, 3) + (6,) * nsp)
+    pool, unpool = (F.max_pool1d, F.max_unpool1d) if nsp == 1 else (F.max_pool2d, F.max_unpool2d)
+
+    def run(dev):
+        x = ft.tensor(x_host, device=dev, requires_grad=True)
+        y, i = pool(x, 2, return_indices=True)
+        z = unpool(y, i, 2)
+        (z * z).sum().backward()
+        return [z, x.grad]
+
+    _assert_same(_on_both(run))
+
+
+def test_one_hot_on_the_device_reads_only_to_count_classes():
+    labels = [[0, 3], [2, 2]]
+    _assert_same(_on_both(lambda dev: [F.one_hot(ft.tensor(labels, device=dev), 5)]))
+    _assert_same(_on_both(lambda dev: [F.one_hot(ft.tensor(labels, device=dev))], reads=1))  # the largest value
+
+
+def test_max_norm_renormalizes_the_looked_up_rows_on_the_device():
+    def run(dev):
+        w = ft.tensor(_W, device=dev)
+        y = F.embedding_bag(ft.tensor([1, 2, 1, 5], device=dev), w, ft.tensor([0, 2], device=dev), max_norm=0.5)
+        return [y, w]
+
+    _assert_same(_on_both(run))
