@@ -15,9 +15,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from funcgrad.backend import to_numpy
+
 from ..ops import cat
 from ..tensor import Tensor
 from ..tensor_helpers import _as_tensor
+from .bridge import _like
 from .containers import ModuleList
 from .layers import Linear, Sequential
 from .module import Module
@@ -75,7 +78,9 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         batched = target_.dim() > 0
         x = input_ if batched else input_.unsqueeze(0)
-        t = np.asarray(target_.detach().numpy()).reshape(-1).astype(np.int64)
+        # which rows go to which cluster sets the sizes of the tail computations, so (as PyTorch's nonzero
+        # does) the targets cross to the host: ONE explicit read; the indices built from them go back up
+        t = to_numpy(target_._value).reshape(-1).astype(np.int64)
         if t.size and (t.min() < 0 or t.max() >= self.n_classes):
             raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but values in range "
                                f"[{int(t.min())}, {int(t.max())}] were found. ")
@@ -89,12 +94,12 @@ class AdaptiveLogSoftmaxWithLoss(Module):
                 continue
             rows = np.nonzero(member)[0]
             gather[rows] = self.shortlist_size + i - 1
-            local = self.tail[i - 1](x[Tensor._make(rows)]).log_softmax(1)
-            picked = local.gather(1, Tensor._make((t[rows] - lo)[:, None])).squeeze(1)
+            local = self.tail[i - 1](x[_like(x, rows)]).log_softmax(1)
+            picked = local.gather(1, _like(x, (t[rows] - lo)[:, None])).squeeze(1)
             scatter = np.zeros((len(t), len(rows)), dtype=x._value.dtype)
             scatter[rows, np.arange(len(rows))] = 1.0
-            output = output + Tensor._make(scatter).matmul(picked)  # each picked row back at its place
-        output = head_logprob.gather(1, Tensor._make(gather[:, None])).squeeze(1) + output
+            output = output + _like(x, scatter).matmul(picked)  # each picked row back at its place
+        output = head_logprob.gather(1, _like(x, gather[:, None])).squeeze(1) + output
         loss = (-output).mean()
         return _ASMoutput(output if batched else output.squeeze(0), loss)
 

@@ -72,7 +72,9 @@ def _renorm_rows_(weight: Tensor, idx: Tensor, max_norm: float, norm_type: float
     with no_grad():
         w = weight._value
         xp = namespace_of(w)
-        rows = xp.unique(idx._value)
+        # every looked-up row, repeats included (a repeated row gets the same scale, written twice): no
+        # unique(), whose size would have to be read back from a device
+        rows = idx._value.reshape(-1)
         norms = xp.sum(xp.abs(w[rows]) ** norm_type, axis=1) ** (1.0 / norm_type)
         scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         w[rows] = w[rows] * scale[:, None].astype(w.dtype)

@@ -26,7 +26,7 @@ import funcgrad.nn as _fnn
 from funcgrad.nn.kernels.convolution import conv_input_grad
 from funcgrad.nn.kernels.pooling import window_argmax, window_gather, window_sum
 import funcgrad.numpy as fnp
-from funcgrad.backend import namespace_of
+from funcgrad.backend import namespace_of, to_numpy
 from funcgrad.core import Box
 from funcgrad.transforms import stop_gradient
 
@@ -646,9 +646,11 @@ def _max_unpool(x: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None
         flat = fnp.at(z)[fnp.reshape(fnp.reshape(iv, (-1, m)) + off, (-1,))].add(fnp.reshape(v, (-1,)))
         return fnp.reshape(flat, lead + out)
 
-    zeros = x.new_zeros((math.prod(lead) * total,))
+    xp = namespace_of(x._value)  # made on x's device (x.new_zeros gives host arrays today)
+    zeros = Tensor._make(xp.zeros((math.prod(lead) * total,), dtype=x._value.dtype))
     added = _run_on_tensors(scatter_add, zeros, x, indices, offsets)
-    count = _run_on_tensors(scatter_add, zeros, x.new_ones(tuple(x.shape)), indices, offsets)
+    count = _run_on_tensors(scatter_add, zeros, Tensor._make(xp.ones(tuple(x.shape), dtype=x._value.dtype)), indices,
+                            offsets)
     # Overlapping windows can repeat an index, always with the same value (it is one input element): the
     # value is the mean of the writes; the gradient is PyTorch's, a gather at the indices (that of the sum).
     return (added / _where(count > 0, count, _const(count, 1.0))).detach() + (added - added.detach())
@@ -802,12 +804,17 @@ def one_hot(t: Tensor, num_classes: int = -1) -> Tensor:
     if t.dtype.is_floating_point:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     v = t._value
-    if v.size and v.min() < 0:
+    xp = namespace_of(v)
+    if xp is np and v.size and v.min() < 0:  # host values only: a device would read back (PyTorch's CUDA too)
         raise RuntimeError("Class values must be non-negative.")
-    n = (int(v.max()) + 1 if v.size else 0) if num_classes == -1 else num_classes
-    if v.size and int(v.max()) >= n:
+    if num_classes == -1:
+        # the number of classes sets the output's size: one explicit read of the largest value, as in PyTorch
+        n = int(to_numpy(v.max())) + 1 if v.size else 0
+    else:
+        n = num_classes
+    if xp is np and v.size and int(v.max()) >= n:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    return Tensor._make(np.eye(n, dtype=np.int64)[v])
+    return Tensor._make((v[..., None] == xp.arange(n)).astype(xp.int64))  # on v's device
 
 
 def pad(x: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
@@ -1228,9 +1235,11 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     y = ((logits + _like(logits, g.astype(logits._value.dtype))) / tau).softmax(dim)
     if not hard:
         return y
-    idx = y.detach().argmax(dim, keepdim=True)
-    hard_y = Tensor._make(np.zeros(tuple(y.shape), dtype=y._value.dtype))
-    np.put_along_axis(hard_y._value, idx._value, 1.0, axis=dim)
+    idx = y.detach().argmax(dim, keepdim=True)._value
+    xp = namespace_of(idx)
+    axis = dim % y.dim()
+    position = xp.arange(y.shape[axis]).reshape((-1,) + (1,) * (y.dim() - 1 - axis))
+    hard_y = Tensor._make((position == idx).astype(y._value.dtype))  # one-hot on y's own device
     return hard_y - y.detach() + y
 
 

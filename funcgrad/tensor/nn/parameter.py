@@ -6,12 +6,19 @@ from typing import Any, SupportsIndex
 
 import numpy as np
 
+from funcgrad.backend import namespace_of
+
 from .. import dtypes as _dt
 from ..tensor import Tensor
 from ..tensor_class import register_parameter_class
 from ..tensor_helpers import _as_tensor
 
 __all__ = ["Parameter"]
+
+
+def _copy(value: Any) -> Any:
+    """A copy of ``value`` on its own device (deepcopy and pickling of a Parameter)."""
+    return namespace_of(value).array(value, copy=True)
 
 
 class Parameter(Tensor):
@@ -32,12 +39,12 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __deepcopy__(self, memo: dict[Any, Any]) -> "Parameter":
-        new = Parameter(Tensor._make(np.array(self._value, copy=True)), self._requires_grad)
+        new = Parameter(Tensor._make(_copy(self._value)), self._requires_grad)
         memo[id(self)] = new
         return new
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
-        return (Parameter, (Tensor._make(np.array(self._value)), self._requires_grad))
+        return (Parameter, (Tensor._make(_copy(self._value)), self._requires_grad))
 
 
 register_parameter_class(Parameter)  # the Tensor layer makes Parameters (copies, deepcopy) through it

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from funcgrad.backend import namespace_of, to_numpy
+
 from ..tensor import Tensor
 from ..tensor_helpers import _as_tensor
 from ..ops import cat, stack
@@ -23,9 +25,9 @@ from .bridge import _like
 __all__ = ["multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss", "ctc_loss"]
 
 
-def _classes_2d(input: Tensor, target: Any, name: str) -> tuple[Tensor, np.ndarray, bool]:  # noqa: A002
-    """``(input as (N, C), target as host ints, was 1-d)`` with PyTorch's shape checks."""
-    t = np.asarray(_as_tensor(target).detach().numpy())
+def _classes_2d(input: Tensor, target: Any, name: str) -> tuple[Tensor, Any, bool]:  # noqa: A002
+    """``(input as (N, C), target's array on its own device, was 1-d)`` with PyTorch's shape checks."""
+    t = _as_tensor(target)._value
     if input.dim() not in (1, 2):
         raise RuntimeError(f"{name}: expected a 1-d or 2-d input of scores, got shape {list(input.shape)}")
     one = input.dim() == 1
@@ -48,16 +50,17 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     t = t.reshape(-1)
     if t.shape != (N,):
         raise RuntimeError(f"inconsistent target size: {list(t.shape)} for input of size: {list(input.shape)}")
-    if t.size and (t.min() < 0 or t.max() >= C):
+    xp = namespace_of(t)
+    if xp is np and t.size and (t.min() < 0 or t.max() >= C):  # host targets only (a device would read back)
         raise RuntimeError("target out of range")
-    idx = _like(x, t.reshape(N, 1))
+    idx = Tensor._make(t.reshape(N, 1))
     picked = x.gather(1, idx)
     hinge = (x - picked + margin).clamp(min=0)
     if p == 2:
         hinge = hinge * hinge
     if weight is not None:
-        hinge = hinge * _as_tensor(weight).reshape(-1)[_like(x, t)].reshape(N, 1)
-    others = _like(x, (np.arange(C)[None, :] != t[:, None]).astype(x._value.dtype))
+        hinge = hinge * _as_tensor(weight).reshape(-1)[Tensor._make(t)].reshape(N, 1)
+    others = Tensor._make((xp.arange(C)[None, :] != t[:, None]).astype(x._value.dtype))
     loss = (hinge * others).sum(1) / C
     return _reduce(loss.squeeze(0) if one else loss, reduction)
 
@@ -76,17 +79,15 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     t = t.reshape(N, -1) if t.size else t
     if t.shape != (N, C):
         raise RuntimeError(f"inconsistent target size: {list(t.shape)} for input of size: {list(input.shape)}")
-    is_target = np.zeros((N, C), dtype=bool)
-    for i in range(N):
-        for c in t[i]:
-            if c < 0:
-                break
-            if c >= C:
-                raise RuntimeError(f"multilabel_margin_loss: target index {int(c)} is out of bounds for {C} classes")
-            is_target[i, c] = True
+    xp = namespace_of(t)
+    listed = xp.cumprod(t >= 0, axis=1).astype(bool)  # each row's targets end at its first negative entry
+    if xp is np and np.any(listed & (t >= C)):  # host targets only (a device would read back)
+        c = int(t[listed & (t >= C)][0])
+        raise RuntimeError(f"multilabel_margin_loss: target index {c} is out of bounds for {C} classes")
+    is_target = ((t[:, :, None] == xp.arange(C)) & listed[:, :, None]).any(1)  # (N, C)
     pair = (is_target[:, :, None] & ~is_target[:, None, :]).astype(x._value.dtype)  # (N, j target, k not)
     hinge = (1.0 - (x.unsqueeze(2) - x.unsqueeze(1))).clamp(min=0)
-    loss = (hinge * _like(x, pair)).sum((1, 2)) / C
+    loss = (hinge * Tensor._make(pair)).sum((1, 2)) / C
     return _reduce(loss.squeeze(0) if one else loss, reduction)
 
 
@@ -125,20 +126,22 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
 _NEG = -1e300  # log(0) stand-in: keeps logsumexp and its gradient finite where -inf would give NaN
 
 
-def _ctc_one(lp: Tensor, labels: np.ndarray, T: int, blank: int) -> Tensor:
-    """``-log p(labels | lp[:T])`` for one sequence, by the CTC forward recursion over the labels with blanks."""
-    ext = np.full(2 * len(labels) + 1, blank, dtype=np.int64)
+def _ctc_one(lp: Tensor, labels: Any, T: int, blank: int) -> Tensor:
+    """``-log p(labels | lp[:T])`` for one sequence, by the CTC forward recursion over the labels with blanks
+    (``labels`` stays on its device: the extended label sequence and its skip mask are built there)."""
+    xp = namespace_of(labels)
+    L = 2 * labels.shape[0] + 1
+    ext = xp.full(L, blank, dtype=xp.int64)
     ext[1::2] = labels
-    L = len(ext)
-    skip_ok = np.zeros(L, dtype=bool)
+    skip_ok = xp.zeros(L, dtype=bool)
     skip_ok[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
-    emit = lp[:T][:, _like(lp, ext)]  # (T, L)
+    emit = lp[:T][:, _like(lp, ext)]  # (T, L); targets may sit on the host while lp is on a device
     start = np.full(L, _NEG)
     start[:min(2, L)] = 0.0
     alpha = emit[0] + _like(lp, start.astype(lp._value.dtype))
     neg = _like(lp, np.full(1, _NEG, dtype=lp._value.dtype))
     neg2 = _like(lp, np.full(2, _NEG, dtype=lp._value.dtype))
-    skip_bias = _like(lp, np.where(skip_ok, 0.0, _NEG).astype(lp._value.dtype))
+    skip_bias = _like(lp, xp.where(skip_ok, 0.0, _NEG).astype(lp._value.dtype))
     for t in range(1, T):
         stay = alpha
         step = cat([neg, alpha[:-1]]) if L > 1 else neg
@@ -146,6 +149,21 @@ def _ctc_one(lp: Tensor, labels: np.ndarray, T: int, blank: int) -> Tensor:
         alpha = stack([stay, step, jump]).logsumexp(0) + emit[t]
     tail = alpha[-2:] if L > 1 else alpha
     return -tail.logsumexp(0)
+
+
+def _lengths_on_host(*lengths: Any) -> list[np.ndarray]:
+    """The lengths of ``ctc_loss`` as host int64 vectors. They set how many steps each sequence's recursion
+    runs and which of its targets it reads: sizes of the computation, so (as in PyTorch, which copies them
+    to the CPU too) lengths on a device cross to the host, in ONE explicit read of all of them together."""
+    arrays: list[Any] = [v if isinstance(v, (list, tuple, int)) else _as_tensor(v)._value for v in lengths]
+    held = [i for i, a in enumerate(arrays) if not isinstance(a, (list, tuple, int)) and namespace_of(a) is not np]
+    if held:
+        xp = namespace_of(arrays[held[0]])
+        parts = [arrays[i].reshape(-1).astype(xp.int64) for i in held]
+        flat = to_numpy(xp.concatenate(parts))  # the one device-to-host read of ctc_loss
+        for i, piece in zip(held, np.split(flat, np.cumsum([p.shape[0] for p in parts])[:-1])):
+            arrays[i] = piece
+    return [np.asarray(a).reshape(-1).astype(np.int64) for a in arrays]
 
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any, blank: int = 0,
@@ -167,11 +185,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     T, N, C = (int(s) for s in lp.shape)
     if not 0 <= blank < C:
         raise RuntimeError("blank must be in label range")
-    tg = np.asarray(_as_tensor(targets).detach().numpy()).astype(np.int64)
-    il = np.asarray(_as_tensor(input_lengths).detach().numpy() if not isinstance(input_lengths, (list, tuple, int))
-                    else input_lengths).reshape(-1).astype(np.int64)
-    tl = np.asarray(_as_tensor(target_lengths).detach().numpy() if not isinstance(target_lengths, (list, tuple, int))
-                    else target_lengths).reshape(-1).astype(np.int64)
+    tg = _as_tensor(targets)._value
+    tg = tg.astype(namespace_of(tg).int64)
+    il, tl = _lengths_on_host(input_lengths, target_lengths)
     if unbatched and tg.ndim == 1:
         tg = tg.reshape(1, -1)
     if il.shape != (N,) or tl.shape != (N,):
@@ -190,7 +206,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
                                f"{tg.shape[1]} for argument #2 'targets' (while checking arguments for ctc_loss_cpu)")
         losses.append(_ctc_one(lp[:, n], labels, int(il[n]), blank))
     loss = stack(losses)
-    impossible = _like(loss, (loss.detach().numpy() > 1e299))
+    impossible = loss.detach() > 1e299
     if zero_infinity:
         loss = loss.masked_fill(impossible, 0.0)
     else:

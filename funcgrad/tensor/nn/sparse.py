@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..creation import default_generator
 from ..tensor import Tensor
 from .module import Module
@@ -57,7 +55,7 @@ class Embedding(Module):
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         n, d = embeddings.shape
         return cls(n, d, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
-                   _weight=Tensor._make(np.array(embeddings._value)), _freeze=freeze)
+                   _weight=Tensor._make(embeddings._value.copy()), _freeze=freeze)
 
     def forward(self, idx: Tensor) -> Tensor:
         return F.embedding(idx, self.weight, self.padding_idx, self.max_norm, self.norm_type)
@@ -110,7 +108,7 @@ class EmbeddingBag(Module):
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         n, d = embeddings.shape
         bag = cls(n, d, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
-                  _weight=Tensor._make(np.array(embeddings._value)), include_last_offset=include_last_offset,
+                  _weight=Tensor._make(embeddings._value.copy()), include_last_offset=include_last_offset,
                   padding_idx=padding_idx)
         bag.weight.requires_grad_(not freeze)
         return bag

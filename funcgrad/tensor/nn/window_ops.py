@@ -20,6 +20,7 @@ import numpy as np
 
 import funcgrad.nn as _fnn
 import funcgrad.numpy as fnp
+from funcgrad.backend import namespace_of
 
 from ..creation import default_generator
 from ..tensor import Tensor
@@ -101,15 +102,17 @@ def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = N
 # --------------------------------------------------------------------------- fractional max pooling
 
 
-def _intervals(sample: np.ndarray, n_in: int, n_out: int, pool: int) -> np.ndarray:
+def _intervals(sample: Any, n_in: int, n_out: int, pool: int) -> Any:
     """PyTorch's pseudo-random window starts: ``int((i + u) a) - int(u a)`` with ``a = (n_in - pool) / (n_out - 1)``,
-    the last window ending at the input's end; ``sample`` (any shape) holds ``u``, the result adds an axis."""
-    starts = np.empty(sample.shape + (n_out,), dtype=np.int64)
+    the last window ending at the input's end; ``sample`` (any shape) holds ``u``, the result adds an axis.
+    Computed in ``sample``'s own namespace, so samples on a device stay there."""
+    xp = namespace_of(sample)
+    starts = xp.empty(sample.shape + (n_out,), dtype=xp.int64)
     if n_out > 1:
         alpha = (n_in - pool) / (n_out - 1)
-        i = np.arange(n_out - 1)
-        starts[..., :-1] = ((i + sample[..., None]) * alpha).astype(np.int64) - (sample[..., None] * alpha).astype(
-            np.int64)
+        i = xp.arange(n_out - 1)
+        starts[..., :-1] = ((i + sample[..., None]) * alpha).astype(xp.int64) - (sample[..., None] * alpha).astype(
+            xp.int64)
     starts[..., -1] = n_in - pool
     return starts
 
@@ -140,16 +143,18 @@ def _fractional_max(x: Tensor, kernel_size: Any, output_size: Any, output_ratio:
     if random_samples is None:
         samples = default_generator._rng.random((N, C, nsp))
     else:
-        samples = np.asarray(_as_tensor(random_samples).detach().numpy(), dtype=np.float64)
+        samples = _as_tensor(random_samples)._value
+        samples = samples.astype(namespace_of(samples).float64)
         if samples.shape != (N, C, nsp):
             raise RuntimeError(f"{name}(): expected _random_samples of shape {(N, C, nsp)}, got {samples.shape}")
     # PyTorch's order of the samples: (width, height) in 2-d, (time, height, width) in 3-d
     order = (1, 0) if nsp == 2 else (0, 1, 2)
     starts = [_intervals(samples[..., order[j]], sizes[j], out[j], k[j]) for j in range(nsp)]  # (N, C, out_j)
     # flat input index of every (output position, window offset): (N, C, *out, prod(k))
-    flat = np.zeros((N, C) + out + (math.prod(k),), dtype=np.int64)
+    xp = namespace_of(samples)
+    flat = xp.zeros((N, C) + out + (math.prod(k),), dtype=xp.int64)
     mult = 1
-    offsets = np.indices(k).reshape(nsp, -1)
+    offsets = xp.indices(k).reshape(nsp, -1)
     for j in reversed(range(nsp)):
         shape = (N, C) + tuple(out[i] if i == j else 1 for i in range(nsp)) + (1,)
         pos = starts[j].reshape(shape) + offsets[j]
