@@ -48,11 +48,13 @@ def _cast_to(name: str) -> Callable[["Tensor"], "Tensor"]:
 
 
 def _new_of(name: str) -> Callable[..., "Tensor"]:
-    """The method ``new_<name>(*size, dtype=None, requires_grad=False)``: ``ft.<name>`` in this tensor's dtype
-    unless ``dtype`` is given (``x.new_zeros(2, 3)``)."""
+    """The method ``new_<name>(*size, dtype=None, device=None, requires_grad=False)``: ``ft.<name>`` in this
+    tensor's dtype and on its device unless ``dtype``/``device`` are given (``x.new_zeros(2, 3)``)."""
 
-    def method(self: Tensor, *size: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
-        return cast("Tensor", getattr(creation, name)(*size, dtype=dtype or self.dtype, requires_grad=requires_grad))
+    def method(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
+               requires_grad: builtins.bool = False, **_: Any) -> "Tensor":
+        return cast("Tensor", getattr(creation, name)(*size, dtype=dtype or self.dtype, device=device or self.device,
+                                                      requires_grad=requires_grad))
 
     method.__name__ = method.__qualname__ = "new_" + name
     return method
@@ -230,11 +232,15 @@ class _ConvertMixin:
     # ------------------------------------------------------------------ new_* factories
     new_zeros, new_ones, new_empty = _new_of("zeros"), _new_of("ones"), _new_of("empty")
 
-    def new_full(self: Tensor, size: Any, fill_value: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
-        return creation.full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_full(self: Tensor, size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: builtins.bool = False, **_: Any) -> "Tensor":
+        return creation.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                             requires_grad=requires_grad)
 
-    def new_tensor(self: Tensor, data: Any, dtype: Any = None, requires_grad: builtins.bool = False) -> "Tensor":
-        return creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
+                   requires_grad: builtins.bool = False, **_: Any) -> "Tensor":
+        return creation.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                               requires_grad=requires_grad)
 
     def new(self: Tensor, *args: Any) -> "Tensor":
         """Legacy constructor: ``x.new(2, 3)`` is uninitialised with ``x``'s dtype, ``x.new([1, 2])``

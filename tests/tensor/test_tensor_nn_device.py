@@ -364,3 +364,14 @@ def test_max_norm_renormalizes_the_looked_up_rows_on_the_device():
         return [y, w]
 
     _assert_same(_on_both(run))
+
+
+def test_new_constructors_keep_the_tensor_device():
+    x = ft.ones(2, 3, device="cuda")
+    with fb.no_host_sync():
+        made = [x.new_zeros(2), x.new_ones((2, 2)), x.new_empty(3), x.new_full((2,), 7.0),
+                x.new_tensor([1.0, 2.0])]
+    for t in made:
+        assert t.device.type == "cuda" and t.dtype == x.dtype
+    assert x.new_zeros(2, device="cpu").device.type == "cpu"
+    assert ft.ones(1).new_zeros(2).device.type == "cpu"
