@@ -572,7 +572,7 @@ class _Source:
                 self.loop(k, eqns[0])
             else:
                 self.block(k, eqns[0])
-        rets = []
+        rets: list[str] = []
         for o in self.outs:
             if isinstance(o, Var) and not self._made_here(o) and o not in self.maps:  # an input returned
                 if is_host_array(o.kind) and o.shape:
