@@ -16,6 +16,7 @@ The on-disk cache reload is timed in a fresh process (``--reload``).
 - an N-body leapfrog, 32 particles, 200 steps in fori_loop, ``jit(grad)`` w.r.t. the initial state;
 JAX runs the same programs with ``lax.fori_loop``.
 
+    python benchmarks/native_tier.py --rk4      # only the RK4 jit(f) row (quick: before/after runs)
     python benchmarks/native_tier.py --hessian  # best-of-200 times of the Hessian rows
 """
 
@@ -98,14 +99,14 @@ def loop_cases(jax: Any, jnp: Any) -> list[Any]:
     ]
 
 
-def rows(only_loops: bool = False) -> list[tuple[str, str, float, float, float, float, float]]:
+def rows(only_loops: bool = False, only_rk4: bool = False) -> list[tuple[str, str, float, float, float, float, float]]:
     import jax
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_platforms", "cpu")
-    if only_loops:
-        return measure(loop_cases(jax, jnp), jnp)
+    if only_loops or only_rk4:
+        return measure(loop_cases(jax, jnp)[:1 if only_rk4 else None], jnp)
 
     def chain_j(y: Any) -> Any:
         for _ in range(100):
@@ -300,8 +301,8 @@ if __name__ == "__main__":
     if "--hessian" in sys.argv:
         hessian_best()
         sys.exit(0)
-    loops_only = "--loops" in sys.argv
-    table = rows(loops_only)
+    loops_only = "--loops" in sys.argv or "--rk4" in sys.argv
+    table = rows(loops_only, "--rk4" in sys.argv)
     print("\n| row | unit | native | NumPy replay | JAX jit | native / JAX | first call (native backend) | "
           "then native in use after |")
     print("|---|---|---|---|---|---|---|---|")

@@ -15,6 +15,7 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad.jit import native
 from funcgrad.jit.loops import loop_of
+from funcgrad.jit.native_source import SCRATCH_MAX_SIZE
 from test_jit_native_lowerings import assert_within_bound
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the native extra (numba) is not installed")
@@ -100,12 +101,76 @@ def test_while_loop_is_a_compiled_loop():
 
 
 def test_a_body_that_does_not_lower_stays_on_the_replay_and_is_right():
-    # the step reads the loop index in float arithmetic (integers do not lower): the scan
-    # runs on the replay, the rest natively, and the answer is the replay's
-    f = lambda x: fnp.sum(fnp.exp(fg.fori_loop(0, 4, lambda i, c: c * 0.5 + i, x)))  # noqa: E731
+    # the step takes the loop index modulo 2 (integer division and remainders do not lower): the
+    # scan runs on the replay, the rest natively, and the answer is the replay's
+    f = lambda x: fnp.sum(fnp.exp(fg.fori_loop(0, 4, lambda i, c: c * 0.5 + i % 2, x)))  # noqa: E731
     x = np.linspace(0.0, 1.0, 3)
     nat = fg.jit(f, backend="native")
     compiled = nat.lower(x).compile()
     assert compiled.backend == "native" and compiled.left >= 1
     assert loops_left(f, x) == ["scan"]
     assert_within_bound(nat(x), f(x))
+
+
+def clock(x0, n=30, dt=0.05):
+    """A forced oscillator whose step reads the loop index as a time: i * dt, astype, int + and *."""
+    def step(i, s):
+        t = i * dt
+        half = fnp.astype(2 * i + 1, s.dtype) * (0.5 * dt)  # the middle of the step
+        force = fnp.sin(t) + 0.1 * fnp.cos(half) + (i - 3) / 7
+        return fnp.stack([s[0] + dt * s[1], s[1] - dt * s[0] + dt * force])
+    return fg.fori_loop(0, n, step, x0)
+
+
+def test_a_body_reading_the_loop_index_as_a_float_lowers():
+    x0 = np.array([1.0, 0.0])
+    compiled = check(clock, [(x0,), (x0 * 3.0,)], steps=30)
+    assert compiled.left == 0
+    compiled = check(fg.grad(lambda x: fnp.sum(clock(x) ** 2)), [(x0,)], steps=30)
+    assert compiled.left == 0  # the reverse scan's body reads the index too
+    # float32 state: the index converted to float32 (astype) keeps the carry float32
+    f32 = lambda x: fg.fori_loop(0, 5, lambda i, s: s * 0.5 + fnp.astype(i + 1, s.dtype) * fnp.sin(s), x)  # noqa: E731
+    compiled = check(f32, [(np.array([1.0, 0.25], np.float32),)], steps=5)
+    assert compiled.left == 0
+
+
+def test_integer_arithmetic_wraps_as_numpy_does():
+    big = np.int64(2**62)
+    f = lambda i, x: x * fnp.astype(i * 2 + i, fnp.float64)  # noqa: E731  (i * 2 overflows int64)
+    compiled = check(f, [(big, np.array([1.0, 2.0])), (np.int64(5), np.array([1.0, 2.0]))])
+    assert compiled.left == 0
+
+
+def body_source(f, *args):
+    """The source of the compiled segment of fg.jit(f) at ``args`` that runs the loop."""
+    made = native.native_program(fg.jit(f).program(*args))
+    assert made is not None
+    return "\n".join(e.fn.source for e in made[0].eqns if hasattr(e.fn, "source"))
+
+
+def test_loop_bodies_write_small_arrays_into_buffers_made_once():
+    src = body_source(rk4, np.array([1.0, 0.0]))
+    body = src[src.index("def body_"):src.index("def segment")]
+    assert "np.empty" not in body and "np.copy" not in body  # no allocation per step
+    loop = src[src.index("def segment"):]
+    assert loop.count("np.empty((2,), np.float64)") >= 2  # made before the loop: two sets, alternated
+    big = lambda x: fg.fori_loop(0, 2, lambda i, c: fnp.sin(c[::-1]) * 2.0 + c, x)  # noqa: E731
+    src = body_source(big, np.ones(SCRATCH_MAX_SIZE + 1))
+    assert "np.empty" in src[src.index("def body_"):src.index("def segment")]  # a large one: per step
+
+
+def test_buffers_never_alias_the_carry_a_step_reads():
+    # each step reads its carry in another order than it writes it, passes a carry through
+    # unchanged, and runs a nested loop, a while loop and a branch on small arrays: with one set
+    # of buffers the step would overwrite the carry it reads
+    def step(i, state):
+        a, b = state
+        inner = fg.fori_loop(0, 3, lambda j, c: c[::-1] * 0.9 + fnp.sum(c) * 0.01, a)
+        grown = fg.while_loop(lambda c: fnp.sum(c * c) < 4.0, lambda c: c * 1.5 + 0.1, b[::-1] * 0.5)
+        picked = fg.cond(fnp.sum(a) > 0, lambda v: v[::-1], lambda v: -v, grown)
+        return (picked + inner[::-1], a)
+
+    f = lambda a, b: fg.fori_loop(0, 7, step, (a, b))  # noqa: E731
+    a, b = np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, -0.3])
+    compiled = check(f, [(a, b), (-a, b * 2.0)], steps=30)
+    assert compiled.left == 0

@@ -17,8 +17,10 @@ Four kinds of equation lower (:func:`kind_of` says which an equation is):
   gradient of indexing: ``index_set``, ``index_add``, ``unindex``).
 
 Operands must be host float32/float64 arrays (bool for conditions), NumPy or Python
-scalars; anything else (complex, integer, device arrays, advanced indices) stays on the
-replay.
+scalars, or integer scalars (a loop's index): ``+``/``-``/``*`` between integer scalars,
+``astype`` of one to a float dtype, and float arithmetic reading one (converted first, as
+NumPy does); anything else (complex, integer arrays, device arrays, advanced indices) stays
+on the replay.
 
 Example::
 
@@ -43,7 +45,7 @@ from .kinds import is_host_array
 from .loops import Branches, Structured, WhileLoop, loop_of
 from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, primitive_of
 
-__all__ = ["NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
+__all__ = ["INTS", "is_int_scalar", "NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
            "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
 
@@ -80,6 +82,10 @@ POWERS: dict[float, str] = {
 # arithmetic that also takes a bool operand (as 0 or 1: the gradient of eigh adds an identity mask)
 TAKES_BOOL = frozenset(primitive_of(fn) for fn in (fnp.add, fnp.subtract, fnp.multiply))
 
+# integer arithmetic on scalars (a loop's index: ``i + 1``, ``2 * i``), wrapping as NumPy's does
+INT_ARITHMETIC = frozenset(primitive_of(fn) for fn in (fnp.add, fnp.subtract, fnp.multiply, fnp.negative,
+                                                        fnp.positive))
+
 # comparisons: a bool result from operands of one float dtype
 COMPARISONS: dict[Primitive, str] = _table([
     (fnp.greater, "{0} > {1}"), (fnp.greater_equal, "{0} >= {1}"), (fnp.less, "{0} < {1}"),
@@ -111,7 +117,9 @@ LINALG: dict[Primitive, str] = {INV: "np.linalg.inv({0})", SOLVE: "np.linalg.sol
 MATMUL, DOT = primitive_of(fnp.matmul), primitive_of(fnp.dot)
 
 FLOATS = ("float64", "float32")
+INTS = ("int64", "int32")
 _SCALAR_KINDS = (float, np.float64, np.float32)
+_INT_KINDS = (int, np.int64, np.int32)
 ANY, ALL = primitive_of(fnp.any), primitive_of(fnp.all)
 _REDUCTIONS = {SUM: "sum", MEAN: "mean", PROD: "prod", MAX: "max", MIN: "min", ANY: "any", ALL: "all"}
 # the positional arguments after ``axis`` that must be left at their defaults, and where keepdims is
@@ -178,6 +186,16 @@ def _is_array(a: Any) -> bool:
     return _is_array_var(a) or (isinstance(a, Const) and is_host_array(type(a.value)))
 
 
+def is_int_scalar(a: Any) -> bool:
+    """An integer scalar of the program (a loop's index and arithmetic on it), int64 or int32."""
+    return (isinstance(a, Var) and a.shape == () and dtype_name(a) in INTS
+            and (a.kind in _INT_KINDS or is_host_array(a.kind)))
+
+
+def _int_operand(a: Any) -> bool:
+    return is_int_scalar(a) or type(a) is int or (isinstance(a, Const) and type(a.value) is int)
+
+
 def _is_scalar_var(a: Any) -> bool:
     return isinstance(a, Var) and a.shape == () and a.kind in _SCALAR_KINDS
 
@@ -217,9 +235,12 @@ def kind_of(e: Eqn) -> str | None:
     if e.kwargs:
         return None
     if p in NATIVE_EXPR or p in SELECTIONS:
+        if o.shape == () and dtype_name(o) in INTS and (o.kind in _INT_KINDS or is_host_array(o.kind)):
+            ok = p in INT_ARITHMETIC and len(e.ins) in (1, 2) and all(_int_operand(a) for a in e.ins)
+            return "elementwise" if ok else None
         want = (dtype_name(o), "bool") if p in TAKES_BOOL else (dtype_name(o),)
         ok = (_out_ok(o, FLOATS) and len(e.ins) in ((1, 2) if p in NATIVE_EXPR else (2,))
-              and all(_atom_ok(a, want, o.shape) for a in e.ins))
+              and all(_atom_ok(a, want, o.shape) or is_int_scalar(a) for a in e.ins))
         return "elementwise" if ok else None
     if p in COMPARISONS:
         if not _out_ok(o, ("bool",)) or len(e.ins) != 2:
@@ -233,8 +254,9 @@ def kind_of(e: Eqn) -> str | None:
               and not is_literal(e.ins[0]) and all(_atom_ok(a, (dtype_name(o),), o.shape) for a in e.ins[1:]))
         return "elementwise" if ok else None
     if p is ASTYPE:
-        ok = (len(e.ins) == 2 and _out_ok(o, FLOATS) and _is_array_var(e.ins[0])
-              and _atom_ok(e.ins[0], FLOATS + ("bool",), o.shape) and e.ins[0].shape == o.shape)
+        ok = len(e.ins) == 2 and _out_ok(o, FLOATS) and (
+            (_is_array_var(e.ins[0]) and _atom_ok(e.ins[0], FLOATS + ("bool",), o.shape) and e.ins[0].shape == o.shape)
+            or (is_int_scalar(e.ins[0]) and o.shape == ()))
         return "elementwise" if ok else None
     return None
 

@@ -33,19 +33,24 @@ from typing import Any
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
-from .native_ops import (ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
+from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
                          reads_of, split_maps, view_map)
 
-__all__ = ["segment_source", "BLAS_MIN_WORK"]
+__all__ = ["segment_source", "BLAS_MIN_WORK", "SCRATCH_MAX_SIZE"]
 
 # contractions of at least this many multiply-adds on matrices go to BLAS (numba's np.dot)
 BLAS_MIN_WORK = 32 * 32 * 32
+# a loop or branch body's arrays of at most this many elements are buffers made once before the
+# loop (two sets, alternated) instead of at every step; larger ones are made per step (memory)
+SCRATCH_MAX_SIZE = 4096
 
 
 def _literal(value: Any, dtype: str) -> str:
     if isinstance(value, bool):
         return repr(value)
+    if isinstance(value, int) and dtype in INTS:
+        return f"np.{dtype}({value!r})"
     v = float(value)
     if v != v:
         text = "np.nan"
@@ -73,9 +78,12 @@ def _broadcast_index(s: tuple[int, ...], shape: tuple[int, ...], ix: list[str]) 
 class _Source:
     """The generator of one segment's source (see the module docstring)."""
 
-    def __init__(self, eqns: list[Eqn], ins: list[Any], outs: list[Any], helpers: list[str] | None = None) -> None:
+    def __init__(self, eqns: list[Eqn], ins: list[Any], outs: list[Any], helpers: list[str] | None = None,
+                 scratch: bool = False) -> None:
         self.eqns, self.ins, self.outs = eqns, ins, outs
         self.helpers: list[str] = [] if helpers is None else helpers  # loop bodies' functions, shared
+        # a body's small arrays are buffers its caller passes in (name, shape, dtype): None at the top
+        self.scratch: list[tuple[str, tuple[int, ...], str]] | None = [] if scratch else None
         self.kind: dict[Var, str] = {}
         self.eqn_of: dict[Var, Eqn] = {}
         self.maps: dict[Var, Any] = {}
@@ -193,6 +201,28 @@ class _Source:
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * (depth + 1) + text)
 
+    def alloc(self, name: str, shape: tuple[int, ...], dt: str, fill: str | None = None) -> None:
+        """Array ``name`` of ``shape`` and dtype ``dt`` (``np.float64``...), of zeros or ``fill``
+        where given: in a body, a small one is a buffer the caller made once (:data:`SCRATCH_MAX_SIZE`)."""
+        size = 1
+        for n in shape:
+            size *= n
+        if self.scratch is not None and shape and size <= SCRATCH_MAX_SIZE:
+            self.scratch.append((name, tuple(shape), dt))
+            if fill is not None:
+                ix = _counters("i", len(shape))
+                self.emit(self.loops(0, ix, shape), f"{name}[{', '.join(ix)}] = {fill}")
+        elif fill is None:
+            self.emit(0, f"{name} = np.empty({tuple(shape)!r}, {dt})")
+        else:
+            self.emit(0, f"{name} = np.full({tuple(shape)!r}, {fill}, {dt})")
+
+    def copy_into(self, name: str, source: str, shape: tuple[int, ...], dt: str) -> None:
+        """``name = a copy of the array source``, into a buffer where this is a body."""
+        self.alloc(name, shape, dt)
+        ix = _counters("i", len(shape))
+        self.emit(self.loops(0, ix, shape), f"{name}[{', '.join(ix)}] = {source}[{', '.join(ix)}]")
+
     def loops(self, depth: int, counters: list[str], shape: tuple[int, ...]) -> int:
         for d, (c, n) in enumerate(zip(counters, shape)):
             self.emit(depth + d, f"for {c} in range({n}):")
@@ -211,12 +241,12 @@ class _Source:
                 start = {"sum": "0.0", "mean": "0.0", "prod": "1.0", "max": "-np.inf", "min": "np.inf",
                          "any": "False", "all": "True"}[op]
                 if o.shape:
-                    self.emit(0, f"acc_{o.name} = np.full({tuple(o.shape)!r}, {start}, np.{acc_dt})")
+                    self.alloc(f"acc_{o.name}", tuple(o.shape), f"np.{acc_dt}", start)
                 else:
                     self.emit(0, f"acc_{o.name} = np.{acc_dt}({start})")
             elif o in self.stored:
                 dt = "np.bool_" if odt == "bool" else f"np.{odt}"
-                self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, {dt})")
+                self.alloc(f"a_{o.name}", tuple(o.shape), dt)
         depth = self.loops(0, ix, shape)
         for e in eqns:
             o = e.outs[0]
@@ -240,7 +270,11 @@ class _Source:
             if odt == "bool":
                 self.emit(0, f"{'a_' if o.shape else ''}{o.name} = {value}")
             elif o.shape:
-                self.emit(0, f"a_{o.name} = ({value}).astype(np.{odt})")
+                self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
+                rx = _counters("i", len(o.shape))
+                at = ", ".join(rx)
+                self.emit(self.loops(0, rx, tuple(o.shape)), f"a_{o.name}[{at}] = np.{odt}(acc_{o.name}[{at}]"
+                          + (f" / {float(count)!r})" if op == "mean" else ")"))
             else:
                 self.emit(0, f"{o.name} = np.{odt}({value})")
 
@@ -257,8 +291,8 @@ class _Source:
             return f"({x} if {c} else {y})"
         if e.prim is ASTYPE:
             return f"np.{odt}({self.read(e.ins[0], shape, ix, k, odt)})"
-        args = [f"np.{odt}({self.read(a, shape, ix, k, odt)})" if _is_bool(a) else self.read(a, shape, ix, k, odt)
-                for a in e.ins]
+        args = [f"np.{odt}({self.read(a, shape, ix, k, odt)})" if _is_bool(a) or is_int_scalar(a)
+                else self.read(a, shape, ix, k, odt) for a in e.ins]
         if e.prim in SELECTIONS:
             return SELECTIONS[e.prim].format(*args)
         if e.prim is POWER:
@@ -305,7 +339,7 @@ class _Source:
             return
         if e.prim is STACK:
             axis = int(e.ins[0])
-            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
+            self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
             for j, piece in enumerate(e.ins[1:]):
                 ix = _counters("i", len(piece.shape))
                 depth = self.loops(0, ix, tuple(piece.shape))
@@ -314,7 +348,7 @@ class _Source:
             return
         if e.prim is CONCATENATE:
             axis = int(e.ins[0]) % len(o.shape)
-            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
+            self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
             offset = 0
             for piece in e.ins[1:]:
                 ix = _counters("i", len(piece.shape))
@@ -329,9 +363,9 @@ class _Source:
             return
         base, values, mapping, region = scatter_region(e)
         if base is None:
-            self.emit(0, f"a_{o.name} = np.zeros({tuple(o.shape)!r}, np.{odt})")
+            self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}", "0")
         else:
-            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
+            self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
             ix = _counters("i", len(o.shape))
             depth = self.loops(0, ix, tuple(o.shape))
             self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {self.value_at(base, ix, k, odt)}")
@@ -346,21 +380,42 @@ class _Source:
             self.temps += 1
             t = f"m{self.temps}"
             shape = tuple(a.shape)
-            self.emit(0, f"{t} = np.empty({shape!r}, np.{dtype_name(a)})")
+            self.alloc(t, shape, f"np.{dtype_name(a)}")
             ix = _counters("i", len(shape))
             depth = self.loops(0, ix, shape)
             self.emit(depth, f"{t}[{', '.join(ix)}] = {self.value_at(a, ix, k, dtype_name(a))}")
             return t
         return f"a_{a.name}" if self._made_here(a) else a.name
 
-    def _function(self, prog: Any, consts: list[Const]) -> str:
+    def _function(self, prog: Any, consts: list[Const], k: int, copies: int = 1) -> tuple[str, list[list[str]]]:
         """The name of a new function computing the (body) program ``prog`` of its inputs and
-        the constants ``consts``."""
+        the constants ``consts``, then of its small arrays' buffers, made here once (before step
+        ``k``'s loop) in ``copies`` sets: a loop alternates two, so that a step never writes
+        into the buffers its carries were read from."""
         slot = len(self.helpers)
         self.helpers.append("")
         name = f"body_{slot}"
-        self.helpers[slot] = _Source(prog.eqns, list(prog.invars) + consts, list(prog.outs), self.helpers).source(name)
-        return name
+        body = _Source(prog.eqns, list(prog.invars) + consts, list(prog.outs), self.helpers, scratch=True)
+        self.helpers[slot] = body.source(name)
+        sets: list[list[str]] = []
+        for c in range(copies):
+            names = []
+            for j, (_, shape, dt) in enumerate(body.scratch or []):
+                names.append(f"s{k}_{slot}_{j}_{c}")
+                self.alloc(names[-1], shape, dt)
+            sets.append(names)
+        return name, sets
+
+    def _call(self, depth: int, result: str, name: str, args: list[str], sets: list[list[str]],
+              parity: str) -> None:
+        """``result = name(*args, *buffers)``, the buffers of the set ``parity`` (an int expression) picks."""
+        if len(sets) == 1 or not sets[0]:
+            self.emit(depth, f"{result} = {name}({', '.join(args + sets[0])})")
+            return
+        self.emit(depth, f"if {parity} % 2 == 0:")
+        self.emit(depth + 1, f"{result} = {name}({', '.join(args + sets[0])})")
+        self.emit(depth, "else:")
+        self.emit(depth + 1, f"{result} = {name}({', '.join(args + sets[1])})")
 
     def _carries(self, k: int, ins: list[Any], likes: list[Var]) -> list[str]:
         """Locals holding a loop's carries, started from ``ins`` (arrays copied: the loop owns them)."""
@@ -368,7 +423,7 @@ class _Source:
         for j, (a, like) in enumerate(zip(ins, likes)):
             c = f"carry{k}_{j}"
             if like.shape:
-                self.emit(0, f"{c} = np.copy({self._whole(a, k)})")
+                self.copy_into(c, self._whole(a, k), tuple(like.shape), f"np.{dtype_name(like)}")
             else:
                 self.emit(0, f"{c} = {self.value_at(a, [], k, dtype_name(like))}")
             carries.append(c)
@@ -385,34 +440,40 @@ class _Source:
         consts = loop_consts(lp)
         const_args = [c.name for c in consts]
         if isinstance(lp, Branches):
-            names = [self._function(b, consts) for b in lp.bodies]
-            args = ", ".join([self._operand(a, k) for a in e.ins[1:]] + const_args)
+            funcs = [self._function(b, consts, k) for b in lp.bodies]
+            args = [self._operand(a, k) for a in e.ins[1:]] + const_args
             index = self.value_at(e.ins[0], [], k, dtype_name(e.ins[0]))
             if lp.is_cond:
                 self.emit(0, f"if {index}:")
-                self.emit(1, f"r{k} = {names[1]}({args})")
+                self._call(1, f"r{k}", funcs[1][0], args, funcs[1][1], "0")
                 self.emit(0, "else:")
-                self.emit(1, f"r{k} = {names[0]}({args})")
+                self._call(1, f"r{k}", funcs[0][0], args, funcs[0][1], "0")
             else:
-                self.emit(0, f"k{k} = min(max(int({index}), 0), {len(names) - 1})")
-                for j, name in enumerate(names):
-                    self.emit(0, ("if" if j == 0 else "elif" if j < len(names) - 1 else "else") +
-                              (f" k{k} == {j}:" if j < len(names) - 1 else ":"))
-                    self.emit(1, f"r{k} = {name}({args})")
+                self.emit(0, f"k{k} = min(max(int({index}), 0), {len(funcs) - 1})")
+                for j, (name, sets) in enumerate(funcs):
+                    self.emit(0, ("if" if j == 0 else "elif" if j < len(funcs) - 1 else "else") +
+                              (f" k{k} == {j}:" if j < len(funcs) - 1 else ":"))
+                    self._call(1, f"r{k}", name, args, sets, "0")
             self._results(0, e.outs, [f"r{k}[{j}]" for j in range(len(e.outs))])
             return
         if isinstance(lp, WhileLoop):
-            cond_fn, body_fn = self._function(lp.cond, consts), self._function(lp.body, consts)
+            (cond_fn, cond_sets), (body_fn, body_sets) = (self._function(lp.cond, consts, k),
+                                                          self._function(lp.body, consts, k, 2))
             carries = self._carries(k, list(e.ins), list(lp.body.invars))
-            args = ", ".join(carries + const_args)
-            self.emit(0, f"while {cond_fn}({args})[0]:")
-            self.emit(1, f"r{k} = {body_fn}({args})")
+            args = carries + const_args
+            self.emit(0, f"w{k} = 0")
+            self.emit(0, "while True:")
+            self._call(1, f"q{k}", cond_fn, args, cond_sets, "0")
+            self.emit(1, f"if not q{k}[0]:")
+            self.emit(2, "break")
+            self._call(1, f"r{k}", body_fn, args, body_sets, f"w{k}")
+            self.emit(1, f"w{k} += 1")
             for j, c in enumerate(carries):
                 self.emit(1, f"{c} = r{k}[{j}]")
             self._results(0, e.outs, carries)
             return
         body, nc, nx = lp.body, lp.n_carry, lp.n_xs
-        fname = self._function(body, consts)
+        fname, sets = self._function(body, consts, k, 2)
         carries = self._carries(k, e.ins[:nc], body.invars[:nc])
         xs = [self._whole(a, k) for a in e.ins[nc:nc + nx]]
         ny = len(body.outs) - nc
@@ -421,14 +482,14 @@ class _Source:
             if o not in self.wanted:
                 continue
             dt = "np.bool_" if dtype_name(like) == "bool" else f"np.{dtype_name(like)}"
-            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, {dt})")
+            self.alloc(f"a_{o.name}", tuple(o.shape), dt)
         t = f"t{k}"
         self.emit(0, f"for {t} in range({lp.length - 1}, -1, -1):" if lp.reverse else f"for {t} in range({lp.length}):")
         for o, c in zip(entering, carries):
             if o in self.wanted:
                 self.emit(1, f"a_{o.name}[{t}] = {c}")
         step_args = carries + [f"{x}[{t}]" for x in xs] + const_args
-        self.emit(1, f"r{k} = {fname}({', '.join(step_args)})")
+        self._call(1, f"r{k}", fname, step_args, sets, t)
         for j, c in enumerate(carries):
             self.emit(1, f"{c} = r{k}[{j}]")
         for j, o in enumerate(ys):
@@ -441,7 +502,7 @@ class _Source:
         if isinstance(a, (Var, Const)) and not (isinstance(a, Const) and is_literal(a.value)):
             shape = a.shape if isinstance(a, Var) else tuple(getattr(a.value, "shape", ()))
             kind = a.kind if isinstance(a, Var) else type(a.value)
-            if is_host_array(kind) and (a in self.maps or not self._made_here(a)):
+            if is_host_array(kind) and (a in self.maps or not self._made_here(a) or shape):
                 return self._whole(a, k)
             return self.value_at(a, [], k, dtype_name(a))
         return self.value_at(a, [], k, "float64")
@@ -464,7 +525,7 @@ class _Source:
             return
         oc, cc = _counters("r", len(o.shape)), _counters("s", len(c.sizes))
         if o.shape:
-            self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{odt})")
+            self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
         depth = self.loops(0, oc, tuple(o.shape))
         self.emit(depth, f"acc_{o.name} = np.float64(0.0)")
         inner = self.loops(depth, cc, c.sizes)
@@ -492,7 +553,7 @@ class _Source:
         self.temps += 1
         t = f"m{self.temps}"
         permuted = tuple(shape[d] for d in order)
-        self.emit(0, f"{t} = np.empty({permuted!r}, np.{dtype_name(a)})")
+        self.alloc(t, permuted, f"np.{dtype_name(a)}")
         ix = _counters("i", len(permuted))
         at = [""] * len(order)
         for j, d in enumerate(order):
@@ -511,21 +572,27 @@ class _Source:
                 self.loop(k, eqns[0])
             else:
                 self.block(k, eqns[0])
-        rets = []
+        rets: list[str] = []
         for o in self.outs:
             if isinstance(o, Var) and not self._made_here(o) and o not in self.maps:  # an input returned
-                rets.append(f"np.copy({o.name})" if is_host_array(o.kind) else o.name)
+                if is_host_array(o.kind) and o.shape:
+                    self.copy_into(f"out{len(rets)}", o.name, tuple(o.shape), f"np.{dtype_name(o)}")
+                    rets.append(f"out{len(rets)}")
+                else:
+                    rets.append(f"np.copy({o.name})" if is_host_array(o.kind) else o.name)
                 continue
-            if o in self.maps:  # a view returned: copied out
+            if o in self.maps and o in self.outs[:len(rets)]:  # the same view returned again
+                pass
+            elif o in self.maps:  # a view returned: copied out
                 if o.shape:
-                    self.emit(0, f"a_{o.name} = np.empty({tuple(o.shape)!r}, np.{dtype_name(o)})")
+                    self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{dtype_name(o)}")
                     ix = _counters("i", len(o.shape))
                     depth = self.loops(0, ix, tuple(o.shape))
                     self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {self.value_at(o, ix, None, dtype_name(o))}")
                 else:
                     self.emit(0, f"{o.name} = {self.value_at(o, [], None, dtype_name(o))}")
             rets.append(f"a_{o.name}" if o.shape else o.name)
-        params = ", ".join(a.name for a in self.ins)
+        params = ", ".join([a.name for a in self.ins] + [name for name, _, _ in self.scratch or []])
         return "".join(h + "\n\n" for h in self.helpers if h) + (f"def {name}({params}):\n" + "\n".join(self.lines)
                 + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
 
