@@ -699,11 +699,20 @@ def _blend_batch_statistics(x: Any, running_mean: Tensor, running_var: Tensor | 
     """``running = (1 - momentum) running + momentum batch`` for the mean and the unbiased variance of
     ``x`` (a raw array, or a value traced by ``ft.compile`` / ``ft.func``: then not differentiated) over
     every axis but 1, written into the buffers in place (their version counters advance)."""
-    if isinstance(x, Box):
-        x = stop_gradient(x)
     shape = fnp.shape(x)
     axes = (0,) + tuple(range(2, len(shape)))
     count = math.prod(shape) // shape[1]
+    if not isinstance(x, Box):  # the array's own namespace, the centred copy squared in place (the same numbers)
+        xp = namespace_of(x)
+        mean_kept = xp.mean(x, axis=axes, keepdims=True)
+        _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * xp.reshape(mean_kept, (-1,)))
+        if running_var is not None:
+            centred = x - mean_kept
+            centred *= centred
+            var = xp.mean(centred, axis=axes) * (count / max(count - 1, 1))
+            _update_running(running_var, (1 - momentum) * running_var._value + momentum * var)
+        return
+    x = stop_gradient(x)
     mean = fnp.mean(x, axis=axes)
     _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * mean)
     if running_var is not None:
