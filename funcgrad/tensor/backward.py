@@ -444,8 +444,30 @@ def _copy(v: Any) -> Any:
 def _accumulate(var: Tensor, g: Any, create_graph: bool, owned: bool = False) -> None:
     """Add a gradient into a leaf's ``.grad``: in place normally, out of place with create_graph.
     An ``owned`` gradient (no one else holds it) that owns its memory becomes ``.grad`` as it is."""
+    value = var._value
+    if not create_graph and type(g) is np.ndarray and type(value) is np.ndarray and g.dtype == value.dtype \
+            and g.shape == value.shape and g.dtype.kind != "c":
+        # the common case: a real host array of the leaf's dtype and shape (the steps below, without wrapping it)
+        with _grad_lock:
+            cur = var._grad
+            if cur is None:
+                steal = owned and g.base is None and g.flags.writeable
+                var._grad = Tensor._make(g if steal else np.array(g, copy=True))
+            elif cur._requires_grad:
+                var._grad = cur + Tensor._make(g)
+            else:
+                cv = cur._value
+                if type(cv) is np.ndarray and cv.flags.writeable:
+                    np.add(cv, g, out=cv)
+                else:
+                    cur._value = cv + g
+                cur._version_counter[0] += 1
+        if var._post_hooks:
+            for fn in list(var._post_hooks.values()):
+                fn(var)
+        return
     g0 = g
-    g = _match(g, (var._value.shape, var._value.dtype, None))
+    g = _match(g, (value.shape, value.dtype, None))
     gu = _to_user(g, create_graph)
     with _grad_lock:
         cur = var._grad
