@@ -1,0 +1,78 @@
+"""Issue 26: the Tensor layer's training step against the functional one, this tree beside another.
+
+Run: ``git archive <base> | tar -x -C /tmp/before`` (any older tree), then
+``python benchmarks/tensor_step_overhead.py /tmp/before [rounds] [smoke|quick]`` from the repository
+root. Each round runs, for each model of ``benchmarks/workloads/training.py`` (the CNN and the LSTM)
+and each tree in turn, one process that times its ``funcgrad.tensor`` step (``ft.nn`` + ``ft.optim`` +
+``loss.backward()``) and its functional step (``fg.nn`` + ``fg.grad`` + ``fg.optim``) interleaved, three
+steps a sample, process CPU time, one thread, the collector frozen. Printed per model and tree: the
+median over the rounds of each process's median step times and of its ratio ft / fg.nn (the ratio is
+what this script compares: both rows of a process see the same load). ``smoke`` sizes leave only
+the per-op overhead (the kernels' arrays are tiny); ``quick`` are the harness's sizes.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = ("conv_table", "lstm_table")
+
+
+def _one(model: str, size: str, samples: int) -> None:
+    """In a child process whose working directory is the tree to measure: print 'ft fg' medians (ms)."""
+    import gc
+    import time
+
+    sys.path.insert(0, os.getcwd())
+    sys.modules["torch"] = None  # type: ignore[assignment]  # (the peer's rows are not needed here)
+    from benchmarks import peers
+    from benchmarks.workloads import Context, training
+
+    peers.pin_thread_env()
+    peers.pin_threads_now()
+    table = getattr(training, model)(Context(quick=True, smoke=size == "smoke"))
+    fns = [next(e.fn for e in table.entries if e.name.startswith(row)) for row in ("funcgrad.tensor", "fg.nn")]
+    for fn in fns:
+        for _ in range(5):
+            fn()
+    gc.collect()
+    gc.freeze()
+    times: list[list[float]] = [[], []]
+    for _ in range(samples):
+        for k, fn in enumerate(fns):
+            t = time.process_time()
+            fn(), fn(), fn()
+            times[k].append((time.process_time() - t) / 3)
+    print(*(statistics.median(v) * 1e3 for v in times))
+
+
+def main(argv: list[str]) -> None:
+    other = os.path.abspath(argv[0])
+    rounds = int(argv[1]) if len(argv) > 1 else 5
+    size = argv[2] if len(argv) > 2 else "quick"
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    trees = {"other": other, "this": HERE}
+    got: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for _ in range(rounds):
+        for model in MODELS:
+            for name, tree in trees.items():
+                out = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", model, size, "30"], cwd=tree,
+                                     env=env, capture_output=True, text=True, check=True).stdout.split()
+                got.setdefault((model, name), []).append((float(out[-2]), float(out[-1])))
+    print(f"{size} sizes, {rounds} rounds, medians over rounds (ms per step)")
+    for (model, name), rows in got.items():
+        ft_ms = statistics.median(r[0] for r in rows)
+        fg_ms = statistics.median(r[1] for r in rows)
+        ratio = statistics.median(r[0] / r[1] for r in rows)
+        print(f"  {model:<11} {name:<5} ({trees[name]}): ft {ft_ms:6.2f}  fg.nn {fg_ms:6.2f}  ft / fg.nn {ratio:.3f}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--one"]:
+        _one(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        main(sys.argv[1:])
