@@ -1,4 +1,5 @@
-"""``ft.nn.utils``: gradient clipping and flattening parameters to a vector (PyTorch's semantics).
+"""``ft.nn.utils``: gradient clipping and flattening parameters to a vector (PyTorch's semantics); the
+submodule ``rnn`` pads and packs variable-length sequences.
 
 Example::
 
@@ -15,12 +16,13 @@ import numpy as np
 
 from funcgrad.backend import namespace_of
 
-from ..grad_mode import no_grad
-from ..ops import cat
-from ..tensor import Tensor
+from ...grad_mode import no_grad
+from ...ops import cat
+from ...tensor import Tensor
+from . import rnn  # noqa: F401  (the submodule ft.nn.utils.rnn)
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "get_total_norm",
-           "clip_grads_with_norm_"]
+           "clip_grads_with_norm_", "rnn"]
 
 
 def _params(parameters: Any) -> list[Any]:
