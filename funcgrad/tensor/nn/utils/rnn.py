@@ -1,6 +1,6 @@
 """``ft.nn.utils.rnn``: padding and packing variable-length sequences (PyTorch's ``torch.nn.utils.rnn``).
 
-Everything is composed of recorded Tensor ops (slicing, ``cat``, ``stack``, ``index_select``), so
+Everything is composed of recorded Tensor ops (slicing, ``cat``, ``stack``, ``index_select``, ``F.pad``), so
 gradients flow from a packed or padded result back to the sequences. Lengths and ``batch_sizes`` are
 host data (int64 CPU tensors), as in PyTorch.
 
@@ -23,6 +23,7 @@ from ...creation import full, tensor
 from ...dtypes import int64
 from ...ops import cat, stack
 from ...tensor import Tensor
+from .. import functional as F
 
 __all__ = ["PackedSequence", "pad_sequence", "unpad_sequence", "pack_padded_sequence", "pad_packed_sequence",
            "pack_sequence", "unpack_sequence", "invert_permutation"]
@@ -91,7 +92,9 @@ class PackedSequence(_PackedFields):
         """The same packing over new ``data``; the indices follow the data's device."""
         if data is self.data:
             return self
-        move = (lambda t: None if t is None else t.to(device=data.device))
+        def move(indices: Tensor | None) -> Tensor | None:
+            return None if indices is None else indices.to(device=data.device)
+
         return type(self)(data, self.batch_sizes, move(self.sorted_indices), move(self.unsorted_indices))
 
     def to(self, *args: Any, **kwargs: Any) -> "PackedSequence":
@@ -141,7 +144,7 @@ def pad_sequence(sequences: Any, batch_first: bool = False, padding_value: float
     Example: ``pad_sequence([ft.ones(2), ft.ones(1)], batch_first=True)`` is ``[[1, 1], [1, 0]]``.
     """
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     seqs = list(sequences)
     if not seqs:
         raise RuntimeError("received an empty list of sequences")
@@ -151,14 +154,12 @@ def pad_sequence(sequences: Any, batch_first: bool = False, padding_value: float
             raise RuntimeError(f"pad_sequence: every sequence must have the trailing shape {trailing} of the "
                                f"first, but one has shape {tuple(s.shape)}")
     longest = max(int(s.shape[0]) for s in seqs)
+    keep_trailing = (0, 0) * len(trailing)  # F.pad's widths run from the last dimension to the first
     rows = []
     for s in seqs:
         missing = longest - int(s.shape[0])
-        if missing == 0:
-            rows.append(s)
-            continue
-        filler = full((missing, *trailing), padding_value, dtype=s.dtype, device=s.device)
-        rows.append(cat([s, filler]) if padding_side == "right" else cat([filler, s]))
+        widths = (0, missing) if padding_side == "right" else (missing, 0)
+        rows.append(F.pad(s, keep_trailing + widths, value=padding_value) if missing else s)
     return stack(rows, dim=0 if batch_first else 1)
 
 
