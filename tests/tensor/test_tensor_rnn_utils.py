@@ -56,6 +56,10 @@ def _assert_same(ours, theirs):
         assert (got is None) == (want is None)
         if want is not None:
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-12)
+    assert ours.get("parameter_grads", {}).keys() == theirs.get("parameter_grads", {}).keys()
+    for key, want in theirs.get("parameter_grads", {}).items():
+        np.testing.assert_allclose(np.asarray(ours["parameter_grads"][key]), np.asarray(want), rtol=1e-6, atol=1e-12,
+                                   err_msg=key)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

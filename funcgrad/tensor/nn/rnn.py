@@ -17,16 +17,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 import funcgrad.nn as _fnn
 
 from ..boxes import as_tensor_box
-from ..creation import zeros
+from ..creation import tensor, zeros
 from ..ops import cat, stack
 from ..tensor import Tensor
 from .module import Module
 from .bridge import _boxes, _run_on_tensors
 from .layers import _uniform_param
 from . import functional as F
+from .utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -119,7 +122,40 @@ class RNNBase(Module):
             out, final = stack(outs, 0), state
         return (out.flip(0) if reverse else out), final
 
-    def forward(self, input: Tensor, hx: Any = None) -> tuple[Any, ...]:  # noqa: A002
+    def _run_direction_masked(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...], reverse: bool,
+                              mask: Tensor) -> tuple[Tensor, tuple[Any, ...]]:
+        """:meth:`_run_direction` over a padded batch: ``mask`` ``(L, N, 1)`` is 1 on each sequence's valid steps and
+        0 past its length, where the state is carried unchanged, so the final state is the one of each sequence's
+        last valid step (its first, running in reverse)."""
+        outs: list[Any] = [None] * int(x.shape[0])
+        for t in (reversed(range(len(outs))) if reverse else range(len(outs))):
+            if self.mode == "LSTM":
+                new: tuple[Any, ...] = _lstm_step(x[t], *state, *w)
+            elif self.mode == "GRU":
+                new = (_gru_step(x[t], *state, *w),)
+            else:
+                new = (_rnn_step(x[t], *state, *w, relu=self.mode == "RNN_RELU"),)
+            state = tuple(mask[t] * n + (1 - mask[t]) * old for n, old in zip(new, state))
+            outs[t] = state[0]
+        return stack(outs, 0), state
+
+    def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[Any, ...]:
+        """A :class:`PackedSequence` input: run on the padded batch with each state frozen past its sequence's
+        length; the output is packed as the input, ``h_n`` (and ``c_n``) come from each sequence's last step."""
+        padded, lengths = pad_packed_sequence(packed)  # (L, N, H_in), batch in the user's order, as hx
+        host_lengths = np.asarray(lengths.tolist(), dtype=np.int64)
+        valid = np.arange(int(padded.shape[0]))[:, None, None] < host_lengths[None, :, None]
+        mask = tensor(valid.astype(np.float64), dtype=padded.dtype, device=padded.device)
+        out, hn = self._stack_layers(padded, hx, mask)
+        if packed.sorted_indices is not None:  # back to the packed order, whose lengths decrease
+            out = out.index_select(1, packed.sorted_indices)
+            host_lengths = host_lengths[np.asarray(packed.sorted_indices.tolist(), dtype=np.int64)]
+        data = pack_padded_sequence(out, host_lengths).data
+        return PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), hn
+
+    def forward(self, input: Any, hx: Any = None) -> tuple[Any, ...]:  # noqa: A002
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         x = input
         if x.dim() not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {x.dim()}D instead")
@@ -128,6 +164,16 @@ class RNNBase(Module):
             x = x.unsqueeze(1)
         elif self.batch_first:
             x = x.transpose(0, 1)
+        out, hn = self._stack_layers(x, hx, None, unbatched)
+        if unbatched:
+            out = out.squeeze(1)
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        return out, hn
+
+    def _stack_layers(self, x: Tensor, hx: Any, mask: Tensor | None, unbatched: bool = False) -> tuple[Any, ...]:
+        """Every layer and direction over the time-major ``x`` ``(L, N, H_in)``: ``(output, h_n)`` (``h_n`` is
+        ``(h_n, c_n)`` for an LSTM, squeezed when ``unbatched``); ``mask`` freezes states past each length."""
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{x.shape[-1]}")
@@ -148,7 +194,11 @@ class RNNBase(Module):
             outs_dirs = []
             for d in range(ndir):
                 k = layer * ndir + d
-                outs, st = self._run_direction(x, tuple(h[k] for h in h0), self._weights(layer, d), bool(d))
+                state, weights = tuple(h[k] for h in h0), self._weights(layer, d)
+                if mask is None:
+                    outs, st = self._run_direction(x, state, weights, bool(d))
+                else:
+                    outs, st = self._run_direction_masked(x, state, weights, bool(d), mask)
                 outs_dirs.append(outs)
                 finals.append(st)
             x = outs_dirs[0] if ndir == 1 else cat(outs_dirs, -1)
@@ -160,10 +210,7 @@ class RNNBase(Module):
         else:
             hn = tuple(stack([st[i] for st in finals], 0) for i in range(len(h0)))
         if unbatched:
-            out = out.squeeze(1)
             hn = tuple(h.squeeze(1) for h in hn)
-        elif self.batch_first:
-            out = out.transpose(0, 1)
         return (out, hn) if lstm else (out, hn[0])
 
     def extra_repr(self) -> str:
