@@ -134,3 +134,41 @@ def test_on_a_device_matches_the_host():
     assert results[0][1] == results[1][1] == [3, 5, 2]
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][2], results[1][2])
+
+
+def test_gradients_to_second_order():
+    rng = np.random.default_rng(2)
+    x = ft.tensor(rng.standard_normal((4, 3, 2)), requires_grad=True)
+
+    def round_trip(x):
+        packed = rnn.pack_padded_sequence(x, [1, 4, 2], enforce_sorted=False)
+        padded, _ = rnn.pad_packed_sequence(packed, batch_first=True, padding_value=0.5, total_length=5)
+        return padded.tanh()
+
+    assert ft.autograd.gradcheck(round_trip, (x,))
+    assert ft.autograd.gradgradcheck(round_trip, (x,))
+    gru = ft.nn.GRU(2, 3, dtype=ft.float64)
+
+    def packed_gru(x):
+        out, h = gru(rnn.pack_padded_sequence(x, [1, 4, 2], enforce_sorted=False))
+        return out.data, h
+
+    assert ft.autograd.gradcheck(packed_gru, (x,))
+    assert ft.autograd.gradgradcheck(packed_gru, (x,))
+
+
+def test_packed_recurrent_modules_on_a_device_match_the_host():
+    rng = np.random.default_rng(3)
+    host = rng.standard_normal((3, 4, 2))
+    results = []
+    for dev in ("cpu", "cuda"):
+        with fb.as_cuda():
+            ft.manual_seed(0)
+            lstm = ft.nn.LSTM(2, 3, bidirectional=True, batch_first=True).double().to(dev)
+            x = ft.tensor(host, device=dev, requires_grad=True)
+            out, (h, c) = lstm(rnn.pack_padded_sequence(x, [2, 4, 1], batch_first=True, enforce_sorted=False))
+            assert isinstance(out, rnn.PackedSequence) and out.data.device.type == dev
+            (out.data.sum() + h.sum() + c.sum()).backward()
+            results.append([t.cpu().detach().numpy() for t in (out.data, h, c, x.grad)])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)

@@ -4,7 +4,8 @@
 
 One time step is ``funcgrad.nn.lstm_cell`` / ``gru_cell`` on the tensors; the
 sequence modules loop over time in Python, except the LSTM, whose whole sequence is one
-kernel (``funcgrad.nn.lstm``).
+kernel (``funcgrad.nn.lstm``). A :class:`~funcgrad.tensor.nn.utils.rnn.PackedSequence` input runs on its
+padded form step by step, each state frozen past its sequence's length, and comes back packed.
 
 Example::
 
