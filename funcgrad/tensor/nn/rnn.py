@@ -189,7 +189,7 @@ class RNNBase(Module):
             if unbatched:
                 h0 = tuple(h.unsqueeze(1) for h in h0)
             if tuple(h0[0].shape) != want:
-                raise RuntimeError(f"Expected hidden size {want}, got {tuple(h0[0].shape)}")
+                raise RuntimeError(f"Expected hidden size {want}, got {[int(n) for n in h0[0].shape]}")
         finals = []
         for layer in range(self.num_layers):
             outs_dirs = []
