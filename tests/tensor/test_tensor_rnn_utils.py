@@ -37,7 +37,7 @@ def _references(record_of):
     refs = [record_of(RECORDED)]
     torch = _live_torch()
     if torch is not None:
-        refs.append(record_of(None if torch is None else torch))
+        refs.append(record_of(torch))
     return refs
 
 
