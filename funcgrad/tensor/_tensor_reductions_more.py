@@ -103,6 +103,16 @@ def _keep(out: Tensor, t: Tensor, d: int | None, keepdim: bool, lead: int = 0) -
     return out.unsqueeze(lead + d)
 
 
+def _cov_weights(w: Any, name: str, kinds: str, kind_name: str) -> Any:
+    """``cov``'s ``fweights``/``aweights``, checked as PyTorch checks them (dtype kind, no negative entry)."""
+    if w._value.dtype.kind not in kinds:
+        raise RuntimeError(f"cov(): expected {name} to have {kind_name} dtype but got {name} with "
+                           f"{_dt.SCALAR_NAMES[w.dtype]} dtype")
+    if builtins.bool((w._value < 0).any()):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+    return w
+
+
 class _ReductionsMoreMixin:
     __slots__ = ()
 
@@ -292,18 +302,9 @@ class _ReductionsMoreMixin:
         n = x.shape[1]
         w = None
         if fweights is not None:
-            if fweights._value.dtype.kind not in "iu":
-                raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
-                                   f"{_dt.SCALAR_NAMES[fweights.dtype]} dtype")
-            if builtins.bool((fweights._value < 0).any()):
-                raise RuntimeError("cov(): fweights cannot be negative")
-            w = fweights
+            w = _cov_weights(fweights, "fweights", "iu", "integral")
         if aweights is not None:
-            if aweights._value.dtype.kind not in "f":
-                raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
-                                   f"{_dt.SCALAR_NAMES[aweights.dtype]} dtype")
-            if builtins.bool((aweights._value < 0).any()):
-                raise RuntimeError("cov(): aweights cannot be negative")
+            aweights = _cov_weights(aweights, "aweights", "f", "floating point")
             w = aweights if w is None else w * aweights
             x = x.to(_dt.promote_types(x.dtype, aweights.dtype))  # (float64 weights: a float64 result)
         if w is None:
