@@ -252,11 +252,11 @@ def _jvp_of_loss(w, x):
 def test_derivatives_through_jit_on_the_device(make, reference):
     g = make()
     fw, fx = fb.to_fake(W), fb.to_fake(XS)
-    before = _built()
+    calls = fb.KERNEL_STATS["calls"]
     with fb.no_host_sync():
         for _ in range(2):  # the first call compiles (native_wait), the second runs the kernels again
             got = g(fw, fx)
-    assert _new_kernels(before), "no kernel was made for the derivative program"
+    assert fb.KERNEL_STATS["calls"] >= calls + 2, "no kernel ran the derivative program"
     np.testing.assert_allclose(fb.fake.asnumpy(got), reference(W, XS), rtol=1e-12, atol=1e-14)
 
 
@@ -288,7 +288,6 @@ def test_auto_switches_to_kernels_after_enough_calls(monkeypatch):
     monkeypatch.setattr(tiered.settings, "native_wait", False)
     g = fg.jit(fg.grad(loss), backend="auto")
     fw, fx = fb.to_fake(W), fb.to_fake(XS)
-    before = _built()
     with fb.no_host_sync():
         for _ in range(5):  # the first call traces; then 3 counted replays
             g(fw, fx)
@@ -297,7 +296,7 @@ def test_auto_switches_to_kernels_after_enough_calls(monkeypatch):
     calls = fb.KERNEL_STATS["calls"]
     with fb.no_host_sync():
         got = g(fw, fx)
-    assert fb.KERNEL_STATS["calls"] > calls and _new_kernels(before)
+    assert fb.KERNEL_STATS["calls"] > calls
     np.testing.assert_allclose(fb.fake.asnumpy(got), fg.grad(loss)(W, XS), rtol=1e-12)
 
 
