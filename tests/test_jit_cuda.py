@@ -346,3 +346,18 @@ def test_stand_in_checks_argument_types():
     with pytest.raises(TypeError, match="declared float32"):
         k(fb.to_fake(np.ones(3)))
     np.testing.assert_array_equal(fb.fake.asnumpy(k(fb.to_fake(np.ones(3, np.float32)))), np.full(3, 2.0, np.float32))
+
+
+def test_a_kernel_that_does_not_compile_leaves_the_replay(monkeypatch):
+    from funcgrad.jit import cuda_ops
+    from funcgrad.jit.known import primitive_of
+
+    monkeypatch.setitem(cuda_ops.CUDA_EXPR, primitive_of(fnp.sinh), "frob({0})")  # CuPy's compiler would refuse
+
+    def f(x):
+        return fnp.sinh(x) * 2.0 + x
+
+    x = np.linspace(0, 1, 3)
+    out, compiled = _run(f, x)
+    assert compiled.backend == "numpy" and "frob" in compiled.why
+    _assert_ulp(out, f(x))

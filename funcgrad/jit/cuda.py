@@ -15,7 +15,9 @@ for what lowers and the C it emits). The rest of the program runs in the NumPy r
 
 Kernels are built once per (source, dtypes) and process (:func:`kernel_for`, counted by
 :func:`cache_info`); CuPy compiles each on its first launch and keeps the binary in its
-own disk cache. Arithmetic is compiled without FMA contraction (``--fmad=false``), so
+own disk cache: :func:`warm` launches each once on tiny arrays when the program is compiled
+(on the background compiler's thread), so the caller never waits for CuPy's compiler and a
+kernel that does not compile leaves the program on the replay. Arithmetic is compiled without FMA contraction (``--fmad=false``), so
 ``+ - * /`` round as NumPy's do; the math functions are CUDA's (docs/jit.md states the
 bound). Nothing is copied to the host.
 
@@ -41,7 +43,7 @@ from .native import Segment, plan
 from .native_ops import dtype_name, is_literal
 
 __all__ = ["device_kind", "kernel_namespace", "Region", "regions", "region_source", "kernel_for", "cache_info",
-           "clear_cache", "cuda_program", "MIN_EQUATIONS", "OPTIONS"]
+           "clear_cache", "warm", "cuda_program", "MIN_EQUATIONS", "OPTIONS"]
 
 # a region of fewer equations stays one backend call (a kernel would launch as often)
 MIN_EQUATIONS = 2
@@ -200,9 +202,23 @@ def clear_cache() -> None:
         _stats.update(built=0, hits=0)
 
 
-def _region_function(xp: Any, r: Region) -> Callable[..., tuple[Any, ...]]:
+def warm(xp: Any, kernel: Any, r: Region, device: type) -> None:
+    """Launch ``kernel`` once on tiny arrays of its inputs' dtypes and broadcasting pattern (each
+    axis of length 1 or 2), so that CuPy compiles it here (the background compiler's thread) and
+    a source it cannot compile is found before the program swaps it in."""
+    args: list[Any] = []
+    for a in r.ins:
+        if (a.kind if isinstance(a, Var) else type(a.value)) is device:
+            args.append(xp.zeros(tuple(1 if d == 1 else 2 for d in _shape_of(a)), dtype=dtype_name(a)))
+        else:
+            args.append(0.0)
+    kernel(*args)
+
+
+def _region_function(xp: Any, r: Region, device: type) -> Callable[..., tuple[Any, ...]]:
     in_params, out_params, operation = region_source(r)
     kernel = kernel_for(xp, in_params, out_params, operation)
+    warm(xp, kernel, r, device)
 
     def region(*args: Any) -> tuple[Any, ...]:
         return kernel(*args)  # type: ignore[no-any-return]
@@ -244,7 +260,7 @@ def cuda_program(prog: Program) -> tuple[Program, int, int] | None:
             lowered += len(it.eqns)
             for o in it.outs:
                 o.fresh = False  # made by a kernel: never written into by the replay
-            new.eqns.append(Eqn(_CUDA, list(it.ins), {}, list(it.outs), _region_function(xp, it)))
+            new.eqns.append(Eqn(_CUDA, list(it.ins), {}, list(it.outs), _region_function(xp, it, device)))
         else:
             left += 1
             new.eqns.append(it)
