@@ -361,3 +361,23 @@ def test_a_kernel_that_does_not_compile_leaves_the_replay(monkeypatch):
     out, compiled = _run(f, x)
     assert compiled.backend == "numpy" and "frob" in compiled.why
     _assert_ulp(out, f(x))
+
+
+def test_host_programs_are_not_cuda_programs():
+    prog = fg.make_program(lambda x: fnp.sin(x) * 2.0 + x)(np.ones(3))
+    assert cuda.device_kind(prog) is None and cuda.kernel_namespace(prog) is None
+    assert cuda.cuda_program(prog) is None
+    dev = fg.make_program(lambda x: fnp.sin(x) * 2.0 + x)(fb.to_fake(np.ones(3)))
+    assert cuda.device_kind(dev) is fb.FakeArray and cuda.kernel_namespace(dev) is fb.fake
+
+
+def test_float32_gradient_keeps_float32():
+    w, x = W.astype(np.float32), XS.astype(np.float32)
+    g = fg.jit(fg.grad(loss), backend="native")
+    fw, fx = fb.to_fake(w), fb.to_fake(x)
+    assert g.lower(fw, fx).compile().backend == "native"
+    with fb.no_host_sync():
+        got = g(fw, fx)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(fb.fake.asnumpy(got), fg.grad(loss)(w, x), rtol=2e-6)
+    assert any("float32 v" in k.in_params and "float(" in k.operation for k in fb.KERNELS)
