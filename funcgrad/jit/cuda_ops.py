@@ -49,13 +49,9 @@ __all__ = ["CUDA_EXPR", "CUDA_COMPARISONS", "CUDA_SELECTIONS", "COMPLEX_OK", "C_
            "FUNCTIONS", "lowers", "c_literal"]
 
 
-def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
-    return {primitive_of(fn): expr for fn, expr in pairs}
-
-
 # Each primitive's CUDA C expression of its (already cast) operands ``{0}``, ``{1}``; ``{t}`` is
 # the result's C type (double, float, complex<double>, complex<float>).
-CUDA_EXPR: dict[Primitive, str] = _table([
+CUDA_EXPR: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
     (fnp.add, "({0} + {1})"), (fnp.subtract, "({0} - {1})"), (fnp.multiply, "({0} * {1})"),
     (fnp.divide, "({0} / {1})"), (fnp.negative, "(-{0})"), (fnp.positive, "{0}"), (fnp.power, "pow({0}, {1})"),
     (fnp.square, "({0} * {0})"), (fnp.reciprocal, "({t}(1) / {0})"), (fnp.absolute, "fabs({0})"),
@@ -68,19 +64,19 @@ CUDA_EXPR: dict[Primitive, str] = _table([
     # NumPy's sign: -1, 0 or 1, and NaN for NaN (the last branch returns x itself)
     (fnp.sign, "({0} > {t}(0) ? {t}(1) : ({0} < {t}(0) ? {t}(-1) : {0}))"),
     (fnp.zeros_like, "{t}(0)"), (fnp.ones_like, "{t}(1)"),
-])
+]}
 
 # comparisons: a bool result from operands of one float dtype
-CUDA_COMPARISONS: dict[Primitive, str] = _table([
+CUDA_COMPARISONS: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
     (fnp.greater, "({0} > {1})"), (fnp.greater_equal, "({0} >= {1})"), (fnp.less, "({0} < {1})"),
     (fnp.less_equal, "({0} <= {1})"), (fnp.equal, "({0} == {1})"), (fnp.not_equal, "({0} != {1})"),
-])
+]}
 
 # NumPy's maximum/minimum: a NaN in either operand wins
-CUDA_SELECTIONS: dict[Primitive, str] = _table([
+CUDA_SELECTIONS: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
     (fnp.maximum, "(({0} > {1} || {0} != {0}) ? {0} : {1})"),
     (fnp.minimum, "(({0} < {1} || {0} != {0}) ? {0} : {1})"),
-])
+]}
 
 # the primitives whose CUDA spelling also holds for complex operands (thrust::complex overloads)
 COMPLEX_OK = frozenset(primitive_of(fn) for fn in (
