@@ -129,10 +129,6 @@ def _broadcasts_to_region(r: Region, device: type) -> bool:
 
 # -- source --------------------------------------------------------------------------------------
 
-def _param_type(a: Any) -> str:
-    return dtype_name(a)
-
-
 def region_source(r: Region) -> tuple[str, str, str]:
     """``(in_params, out_params, operation)`` of ``r``'s kernel (the C subset of
     :mod:`funcgrad.jit.cuda_ops`)."""
@@ -161,7 +157,7 @@ def region_source(r: Region) -> tuple[str, str, str]:
             table = CUDA_SELECTIONS if e.prim in CUDA_SELECTIONS else CUDA_EXPR
             expr = table[e.prim].format(*(read(a, ctype, dt) for a in e.ins), t=ctype)
         lines.append(f"{o.name} = {expr};" if o in outs else f"{ctype} {o.name} = {expr};")
-    in_params = ", ".join(f"{_param_type(a)} {a.name}" for a in r.ins)
+    in_params = ", ".join(f"{dtype_name(a)} {a.name}" for a in r.ins)
     out_params = ", ".join(f"{dtype_name(o)} {o.name}" for o in r.outs)
     return in_params, out_params, "\n".join(lines)
 
