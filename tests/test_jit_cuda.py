@@ -381,3 +381,55 @@ def test_float32_gradient_keeps_float32():
     assert got.dtype == np.float32
     np.testing.assert_allclose(fb.fake.asnumpy(got), fg.grad(loss)(w, x), rtol=2e-6)
     assert any("float32 v" in k.in_params and "float(" in k.operation for k in fb.KERNELS)
+
+
+# --- generated programs: random elementwise chains with broadcasting ---------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+_SAFE_UNARY = [fnp.sin, fnp.cos, fnp.tanh, fnp.exp, fnp.arctan, fnp.negative, fnp.square, fnp.expm1, fnp.sign]
+_SAFE_BINARY = [fnp.add, fnp.subtract, fnp.multiply, fnp.maximum, fnp.minimum]
+
+
+@st.composite
+def _programs(draw):
+    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3))
+    steps = draw(st.lists(st.tuples(st.sampled_from(_SAFE_UNARY + _SAFE_BINARY + [fnp.where]),
+                                    st.integers(0, 10), st.integers(0, 10)), min_size=2, max_size=12))
+    dtype = draw(st.sampled_from([np.float64, np.float32]))
+    return shapes.input_shapes, steps, dtype
+
+
+def _program_fn(steps):
+    def f(x, y):
+        vals = [x, y]
+        for fn, i, j in steps:
+            a, b = vals[i % len(vals)], vals[j % len(vals)]
+            if fn is fnp.where:
+                vals.append(fnp.where(a > 0.25, b, a * 0.5))
+            elif fn in _SAFE_BINARY:
+                vals.append(fn(a, b))
+            else:
+                vals.append(fn(a) * 0.75)
+        return vals[-1] + x * y
+    return f
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(_programs())
+def test_generated_elementwise_programs(program):
+    (sx, sy), steps, dtype = program
+    rng = np.random.default_rng(len(steps))
+    x, y = rng.uniform(-1.5, 1.5, sx).astype(dtype), rng.uniform(-1.5, 1.5, sy).astype(dtype)
+    f = _program_fn(steps)
+    with np.errstate(all="ignore"):
+        want = f(x, y)
+        out, compiled = _run(f, x, y)
+        _assert_ulp(out, np.asarray(want))
+        assert compiled.lowered >= 2  # at least the last two equations (x * y, +) are one kernel
+        g = lambda a, b: fnp.sum(f(a, b))  # noqa: E731
+        gout, _ = _run(fg.grad(g, argnums=(0, 1)), x, y)
+        gwant = fg.grad(g, argnums=(0, 1))(x, y)
+    for got_i, want_i in zip(gout, gwant):
+        _assert_ulp(got_i, want_i, ulp=64)  # sums of products: the replay's own order, same dtype
