@@ -25,6 +25,9 @@ host to device); inside :func:`no_host_sync` a device-to-host transfer raises
 :class:`HostSyncError` (an ``AssertionError``), with a traceback that points at
 the culprit. :func:`install` registers the backend with funcgrad (platform
 ``'fake'``); :func:`as_cuda` also serves ``'cuda'`` device strings with it.
+Inside :func:`elementwise_kernels` the namespace also has CuPy's
+``ElementwiseKernel`` (:class:`FakeElementwiseKernel`: it checks a kernel's
+parameters and body and evaluates the small C subset fg.jit's CUDA backend emits).
 """
 
 from __future__ import annotations
