@@ -433,3 +433,42 @@ def test_generated_elementwise_programs(program):
         gwant = fg.grad(g, argnums=(0, 1))(x, y)
     for got_i, want_i in zip(gout, gwant):
         _assert_ulp(got_i, want_i, ulp=64)  # sums of products: the replay's own order, same dtype
+
+
+def test_reductions_and_indexing_between_chains_do_not_split_the_region():
+    g = fg.jit(fg.grad(loss), backend="native")
+    g.lower(fb.to_fake(W), fb.to_fake(XS)).compile()
+    program = next(iter(g.cache.values())).program
+    made = cuda.cuda_program(program)
+    assert made is not None
+    fused = [e for e in made[0].eqns if e.prim.name == "cuda_region"]
+    # the forward chain, the backward chain and the product feeding the second sum: one kernel,
+    # with the indexing moved ahead of it and the sums after it
+    assert len(fused) == 1 and len(fused[0].outs) == 2 and made[1] > 2 * made[2]
+
+
+def test_reordering_keeps_dependencies_and_impure_equations_in_place():
+    from funcgrad.core.trace import Primitive
+    from funcgrad.jit.cuda import reordered
+    from funcgrad.jit.ir import Program
+
+    fuse, other, effect = Primitive(abs, "fuse"), Primitive(abs, "other"), Primitive(abs, "effect")
+    effect.pure = False
+    prog = Program()
+    x = prog.new_var(np.ones(3))
+    prog.invars = [x]
+
+    def eqn(prim, *ins):
+        out = prog.new_var(np.ones(3))
+        prog.add_eqn(prim, list(ins), {}, [out], abs)
+        return out
+
+    a = eqn(fuse, x)        # run
+    b = eqn(other, x)       # reads nothing of the run: moves ahead of it
+    c = eqn(other, a)       # reads the run: after it
+    d = eqn(fuse, a, b)     # joins the run
+    e = eqn(effect, x)      # impure: ends the run, stays where it is
+    f = eqn(fuse, c)        # reads a deferred value
+    prog.outs = [d, e, f]
+    new = reordered(prog, lambda q: q.prim is fuse)
+    assert [q.outs[0] for q in new.eqns] == [b, a, d, c, e, f]

@@ -4,7 +4,8 @@ A program whose arrays live on a device whose namespace has CuPy's
 ``ElementwiseKernel`` (CuPy itself; the fake device of the tests on request) has its
 elementwise equations fused: the native backend's region finder
 (:func:`funcgrad.jit.native.plan`, with :func:`funcgrad.jit.cuda_ops.lowers` as what
-lowers) finds the maximal runs of them, each run is split by result shape into
+lowers) finds the maximal runs of them (after :func:`reordered` moves the equations that
+do not lower out of the way of a run), each run is split by result shape into
 :class:`Region` s (an equation joins the latest region of its shape that comes after the
 regions making its operands), and each region of two equations or more becomes one
 kernel: its inputs and outputs are typed parameters (CuPy broadcasts them), the values
@@ -42,7 +43,7 @@ from .known import WHERE
 from .native import Segment, plan
 from .native_ops import dtype_name, is_literal
 
-__all__ = ["device_kind", "kernel_namespace", "Region", "regions", "region_source", "kernel_for", "cache_info",
+__all__ = ["device_kind", "kernel_namespace", "Region", "reordered", "regions", "region_source", "kernel_for", "cache_info",
            "clear_cache", "warm", "cuda_program", "MIN_EQUATIONS", "OPTIONS"]
 
 # a region of fewer equations stays one backend call (a kernel would launch as often)
@@ -111,6 +112,46 @@ def regions(seg: Segment) -> list[Region]:
         later = {a for other in found[j + 1:] for e in other.eqns for a in e.ins if isinstance(a, Var)}
         r.outs = [e.outs[0] for e in r.eqns if e.outs[0] in wanted or e.outs[0] in later]
     return found
+
+
+def reordered(prog: Program, lowers: Callable[[Eqn], bool]) -> Program:
+    """``prog`` with its pure equations that do not lower moved out of the way of the run of
+    lowering ones around them: ahead of the run where they read nothing it makes, after it
+    (until a lowering equation reads them) where they do. An indexing or a reduction between
+    two elementwise chains then does not split their region."""
+    order: list[Eqn] = []
+    run: list[Eqn] = []
+    later: list[Eqn] = []  # equations that read the run, deferred until it ends
+    made: set[Var] = set()
+    waiting: set[Var] = set()
+
+    def flush() -> None:
+        order.extend(run)
+        order.extend(later)
+        for pending in (run, later, made, waiting):
+            pending.clear()
+
+    for e in prog.eqns:
+        reads = {a for a in e.ins if isinstance(a, Var)}
+        if lowers(e):
+            if reads & waiting:
+                flush()
+            run.append(e)
+            made.update(e.outs)
+        elif not e.prim.pure:
+            flush()
+            order.append(e)
+        elif reads & (made | waiting):
+            later.append(e)
+            waiting.update(e.outs)
+        else:
+            order.append(e)
+    flush()
+    if order == prog.eqns:
+        return prog
+    new = prog.derived()
+    new.invars, new.consts, new.outs, new.eqns = prog.invars, prog.consts, prog.outs, order
+    return new
 
 
 def _shape_of(a: Any) -> tuple[int, ...]:
@@ -237,7 +278,8 @@ def cuda_program(prog: Program) -> tuple[Program, int, int] | None:
     device = device_kind(prog)
     assert device is not None
     items: list[Any] = []
-    for it in plan(prog, lambda e: lowers(e, device)):
+    fuses: Callable[[Eqn], bool] = lambda e: lowers(e, device)  # noqa: E731
+    for it in plan(reordered(prog, fuses), fuses):
         if not isinstance(it, Segment):
             items.append(it)
             continue
