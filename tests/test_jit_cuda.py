@@ -472,3 +472,16 @@ def test_reordering_keeps_dependencies_and_impure_equations_in_place():
     prog.outs = [d, e, f]
     new = reordered(prog, lambda q: q.prim is fuse)
     assert [q.outs[0] for q in new.eqns] == [b, a, d, c, e, f]
+
+
+def test_astype_between_float_dtypes_and_from_bool():
+    def f(x):
+        lo = fnp.sin(x).astype(np.float32)
+        mask = (x > 0.2).astype(np.float64)
+        return (lo * 2.0).astype(np.float64) + mask * x
+
+    x = np.linspace(-1, 1, 7)
+    out, compiled = _run(f, x)
+    assert compiled.left == 0
+    _assert_ulp(out, f(x))
+    assert "float(" in fb.KERNELS[-1].operation and "double(" in fb.KERNELS[-1].operation

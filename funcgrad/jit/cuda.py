@@ -41,7 +41,7 @@ from .kinds import is_host_array
 from .cuda_ops import (C_TYPES, CUDA_COMPARISONS, CUDA_EXPR, CUDA_SELECTIONS, c_literal, lowers)
 from .known import WHERE
 from .native import Segment, plan
-from .native_ops import dtype_name, is_literal
+from .native_ops import ASTYPE, dtype_name, is_literal
 
 __all__ = ["device_kind", "kernel_namespace", "Region", "reordered", "regions", "region_source", "kernel_for", "cache_info",
            "clear_cache", "warm", "cuda_program", "MIN_EQUATIONS", "OPTIONS"]
@@ -191,6 +191,8 @@ def region_source(r: Region) -> tuple[str, str, str]:
             arg_dt = next(dtype_name(a) for a in e.ins if isinstance(a, Var)
                           or (isinstance(a, Const) and not is_literal(a.value)))
             expr = CUDA_COMPARISONS[e.prim].format(*(read(a, C_TYPES[arg_dt], arg_dt) for a in e.ins))
+        elif e.prim is ASTYPE:
+            expr = read(e.ins[0], ctype, dt)
         elif e.prim is WHERE:
             c, x, y = e.ins
             expr = f"({read(c, 'bool', 'bool')} ? {read(x, ctype, dt)} : {read(y, ctype, dt)})"

@@ -19,7 +19,7 @@ tables' keys equal, so a primitive that lowers on the host lowers on the device 
   ``c ? a : b`` and parentheses.
 
 Operands must be device arrays of the result's dtype (float32, float64, complex64,
-complex128; bool for conditions), finite Python numbers, or float scalars (cast to the
+complex128; bool for conditions and for ``astype`` to a float dtype), finite Python numbers, or float scalars (cast to the
 result's dtype first, as NumPy does with a weak scalar). Complex results take the
 functions of :data:`COMPLEX_OK` (thrust's complex overloads); everything else stays on
 the replay.
@@ -43,7 +43,7 @@ from ..core.trace import Primitive
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .known import WHERE, primitive_of
-from .native_ops import TAKES_BOOL, dtype_name, is_literal
+from .native_ops import ASTYPE, TAKES_BOOL, dtype_name, is_literal
 
 __all__ = ["CUDA_EXPR", "CUDA_COMPARISONS", "CUDA_SELECTIONS", "COMPLEX_OK", "C_TYPES", "PARAM_TYPES",
            "FUNCTIONS", "lowers", "c_literal"]
@@ -147,6 +147,10 @@ def lowers(e: Eqn, device: type) -> bool:
         dts = {dtype_name(a) for a in e.ins if isinstance(a, Var) or (isinstance(a, Const) and not is_literal(a.value))}
         return len(dts) == 1 and dts <= set(FLOATS) and all(
             _operand_ok(a, device, tuple(dts), shape, True) for a in e.ins)
+    if p is ASTYPE:  # between float dtypes, or from bool: a C conversion (rounding as NumPy's)
+        x = e.ins[0] if len(e.ins) == 2 else None
+        return (isinstance(x, Var) and x.kind is device and odt in FLOATS
+                and dtype_name(x) in FLOATS + ("bool",) and tuple(x.shape) == shape)
     if p is WHERE:
         return (len(e.ins) == 3 and odt in FLOATS + COMPLEX and not _finite_literal(e.ins[0])
                 and _operand_ok(e.ins[0], device, ("bool",), shape, False)
