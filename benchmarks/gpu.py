@@ -1,6 +1,6 @@
 """GPU benchmarks: funcgrad on CuPy against PyTorch on CUDA; skipped without a GPU.
 
-Two workloads, each timed on the GPU (every timed call ends with a device
+Three workloads, each timed on the GPU (every timed call ends with a device
 synchronization, so the numbers are wall-clock times of finished work) and,
 for scale, with funcgrad on the CPU:
 
@@ -11,6 +11,10 @@ for scale, with funcgrad on the CPU:
 * ``gpu_hvp``: a Hessian-vector product of f(x) = sum(tanh(A x)^2) + x.x/2 at
   n = 4096, float64 (forward-over-reverse ``fg.hvp`` against
   ``torch.func.jvp(torch.func.grad(f))``).
+* ``gpu_jit_kernels``: ``fg.jit(fg.grad(f))`` of a 50-layer elementwise chain over 1e7
+  float64 values: the replay (one CuPy kernel per primitive) against fg.jit's CUDA
+  backend (the elementwise regions as ``ElementwiseKernel`` s), with the kernels'
+  build-and-compile time and the memory pool's growth per call.
 
 Run on its own (prints a table; ``--quick`` for shorter timing)::
 
@@ -204,13 +208,77 @@ def hvp_table(ctx: Context, cp: Any) -> Table:
     )
 
 
+# --------------------------------------------------------------------------
+# fg.jit's CUDA kernels: fused elementwise regions against one CuPy kernel per primitive
+
+def _layers(x: Any, layers: int) -> Any:
+    for _ in range(layers):
+        x = fnp.tanh(fnp.sin(x) * 1.1 + 0.1)
+    return fnp.sum(x * x)
+
+
+def jit_kernels_table(ctx: Context, cp: Any) -> Table:
+    """``jit(grad)`` of a 50-layer elementwise chain on the GPU: the NumPy replay (one CuPy kernel
+    per primitive) against the CUDA backend (elementwise regions as ElementwiseKernels)."""
+    import time
+
+    n = ctx.pick(10**7, quick=10**6, smoke=1000)
+    layers = ctx.pick(50, quick=50, smoke=3)
+    x = np.linspace(-1.0, 1.0, n)
+    reference = fg.grad(lambda v: _layers(v, layers))(x)
+    dx = device_put(x, "cuda")
+    sync = cp.cuda.get_current_stream().synchronize
+    replay = fg.jit(fg.grad(lambda v: _layers(v, layers)), backend="numpy")
+    fused = fg.jit(fg.grad(lambda v: _layers(v, layers)), backend="native")
+    start = time.perf_counter()
+    compiled = fused.lower(dx).compile()  # builds and launches each kernel once (CuPy compiles it)
+    compile_s = time.perf_counter() - start
+    pool = cp.get_default_memory_pool()
+    peaks = {}
+    for label, fn in (("replay", replay), ("kernels", fused)):
+        fn(dx)
+        sync()
+        pool.free_all_blocks()
+        before = pool.total_bytes()
+        fn(dx)
+        sync()
+        peaks[label] = (pool.total_bytes() - before) / 2**20
+    rows = [
+        Entry("funcgrad cupy jit(grad) replay", _synced(lambda: replay(dx), sync), check=to_numpy),
+        Entry("funcgrad cupy jit(grad) kernels", _synced(lambda: fused(dx), sync), check=to_numpy),
+    ]
+    torch = _torch_cuda()
+    if torch is not None:
+        tx = torch.tensor(x, device="cuda")
+
+        def tchain(v: Any) -> Any:
+            for _ in range(layers):
+                v = torch.tanh(torch.sin(v) * 1.1 + 0.1)
+            return torch.sum(v * v)
+
+        rows.append(Entry("torch.func grad cuda", _synced(lambda: torch.func.grad(tchain)(tx), torch.cuda.synchronize),
+                          check=lambda r: r.cpu().numpy()))
+    return Table(
+        "gpu_jit_kernels", f"GPU: jit(grad) of a {layers}-layer elementwise chain, n = {n}, float64",
+        rows, reference, rtol=1e-9, unit="ms", baselines=("funcgrad cupy jit(grad) replay",),
+        targets=[Target("GPU jit(grad) with CUDA kernels <= 0.5x the replay", "funcgrad cupy jit(grad) kernels",
+                        ("funcgrad cupy jit(grad) replay",), 0.5, issue="25")],
+        notes=[f"CUDA backend: {compiled.backend} ({compiled.lowered} equations in kernels, {compiled.left} "
+               f"left to the replay{'; ' + compiled.why if compiled.why else ''}); building and compiling the "
+               f"kernels took {compile_s:.2f} s (CuPy's disk cache makes a second process faster).",
+               f"Memory pool growth of one call: replay {peaks['replay']:.1f} MiB, kernels "
+               f"{peaks['kernels']:.1f} MiB.",
+               "Wall clock; each timed call ends with a device synchronization."],
+    )
+
+
 def build(ctx: Context) -> list[Table]:
     """The GPU tables, or none when CuPy or a GPU is missing (the reason is printed)."""
     cp, why = gpu_status()
     if cp is None:
         print(f"  (gpu: skipped: {why})")
         return []
-    return [mlp_table(ctx, cp), hvp_table(ctx, cp)]
+    return [mlp_table(ctx, cp), hvp_table(ctx, cp), jit_kernels_table(ctx, cp)]
 
 
 def main(argv: list[str] | None = None) -> int:

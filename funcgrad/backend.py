@@ -40,6 +40,7 @@ __all__ = [
     "Device", "Backend", "namespace_of", "register_namespace", "register_backend", "get_backend",
     "devices", "device_of", "default_device", "set_default_device", "device_put", "to_numpy",
     "shape_of", "dtype_of", "is_float_dtype", "scatter", "scatter_add", "DeviceError", "device_constant", "fused", "FusedSpec",
+    "namespace_of_type",
 ]
 
 
@@ -527,6 +528,18 @@ def _lookup(t: type) -> Any:
             _NAMESPACE_BY_TYPE[t] = cp
             return cp
     return np
+
+
+def namespace_of_type(t: type) -> Any:
+    """The array namespace owning values of type ``t`` (NumPy for host arrays, scalars and
+    unknown types): what a compiler needs when it has a traced value's type, not the value.
+
+    Example::
+
+        namespace_of_type(np.ndarray)   # numpy
+    """
+    ns = _NAMESPACE_BY_TYPE.get(t)
+    return ns if ns is not None else _lookup(t)
 
 
 def namespace_of(*xs: Any) -> Any:

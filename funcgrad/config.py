@@ -48,7 +48,8 @@ class Config:
       runs programs: ``"numpy"`` (the NumPy replay), ``"native"`` (numba-compiled code,
       compiled on a background thread and used once ready; the replay meanwhile) or
       ``"auto"`` (native for programs called ``jit_native_after`` times). Without numba
-      (``pip install funcgrad[native]``) all three are the replay.
+      (``pip install funcgrad[native]``) all three are the replay. On CuPy arrays,
+      ``"native"`` and ``"auto"`` run elementwise regions as CUDA kernels instead (no numba).
     - ``jit_native_after`` (default 10): calls of one program before ``"auto"`` compiles it.
     - ``jit_native_wait`` (env ``FUNCGRAD_JIT_NATIVE_WAIT=1``; default False): with
       ``"native"``, compile on the calling thread at the first call instead (tests, benchmarks).

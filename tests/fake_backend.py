@@ -25,6 +25,9 @@ host to device); inside :func:`no_host_sync` a device-to-host transfer raises
 :class:`HostSyncError` (an ``AssertionError``), with a traceback that points at
 the culprit. :func:`install` registers the backend with funcgrad (platform
 ``'fake'``); :func:`as_cuda` also serves ``'cuda'`` device strings with it.
+Inside :func:`elementwise_kernels` the namespace also has CuPy's
+``ElementwiseKernel`` (:class:`FakeElementwiseKernel`: it checks a kernel's
+parameters and body and evaluates the small C subset fg.jit's CUDA backend emits).
 """
 
 from __future__ import annotations
@@ -993,3 +996,268 @@ def as_cuda() -> Iterator[Any]:
     finally:
         backend._BACKENDS["cuda"] = old
         backend._BACKEND_BY_NAMESPACE[id(fake)] = _installed[0]
+
+
+# --------------------------------------------------------------------------
+# ElementwiseKernel: a stand-in for cupy.ElementwiseKernel (opt-in: elementwise_kernels())
+#
+# It checks the parameter declarations and parses the body at construction (as CuPy's
+# compiler would reject it), then evaluates the body with the fake namespace's array
+# functions. It knows the small C subset funcgrad's CUDA backend emits (see
+# funcgrad/jit/cuda_ops.py): typed parameters, one statement a line (`ctype name = expr;`
+# or `name = expr;`), names, decimal literals, true/false, calls of math functions and of
+# type conversions, unary - and !, binary + - * /, comparisons, && and ||, c ? a : b.
+
+import re as _re
+
+_KERNEL_DTYPES = {"float64": np.float64, "float32": np.float32, "complex128": np.complex128,
+                  "complex64": np.complex64, "bool": np.bool_}
+_KERNEL_CTYPES = {"double": np.float64, "float": np.float32, "complex<double>": np.complex128,
+                  "complex<float>": np.complex64, "bool": np.bool_}
+_KERNEL_FUNCTIONS = {"pow": "power", "fabs": "absolute", "atan": "arctan", "asin": "arcsin", "acos": "arccos",
+                     "atanh": "arctanh", "asinh": "arcsinh", **{n: n for n in (
+                         "sin", "cos", "tan", "tanh", "sinh", "cosh", "exp", "log", "sqrt", "log1p", "expm1",
+                         "log10", "log2", "exp2")}}
+_TOKEN = _re.compile(r"\s*(complex<(?:double|float)>|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|"
+                     r"[A-Za-z_]\w*|&&|\|\||[<>=!]=|[-+*/<>!?:(),=])")
+# binary operators by precedence (higher binds tighter)
+_BINARY = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6, "/": 6}
+KERNEL_STATS = {"built": 0, "calls": 0}
+KERNELS: list = []  # every stand-in kernel built, in order
+
+
+class KernelSourceError(ValueError):
+    """A kernel's parameters or body are outside what the stand-in (and CuPy) accepts."""
+
+
+def _tokens(text: str) -> list[str]:
+    out, pos = [], 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise KernelSourceError(f"cannot read kernel source at {text[pos:pos + 20]!r}")
+        out.append(m.group(1))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    """Expressions of the subset as nested tuples: ("num", v) ("name", n) ("call", f, args)
+    ("unary", op, x) ("binary", op, a, b) ("cond", c, a, b)."""
+
+    def __init__(self, tokens: list[str]):
+        self.toks, self.k = tokens, 0
+
+    def peek(self) -> str | None:
+        return self.toks[self.k] if self.k < len(self.toks) else None
+
+    def take(self, want: str | None = None) -> str:
+        tok = self.peek()
+        if tok is None or (want is not None and tok != want):
+            raise KernelSourceError(f"expected {want or 'more'} in kernel source, found {tok!r}")
+        self.k += 1
+        return tok
+
+    def expr(self) -> tuple:
+        c = self.binary(1)
+        if self.peek() == "?":
+            self.take("?")
+            a = self.expr()
+            self.take(":")
+            return ("cond", c, a, self.expr())
+        return c
+
+    def binary(self, level: int) -> tuple:
+        left = self.unary()
+        while self.peek() in _BINARY and _BINARY[self.peek()] >= level:  # type: ignore[index]
+            op = self.take()
+            left = ("binary", op, left, self.binary(_BINARY[op] + 1))
+        return left
+
+    def unary(self) -> tuple:
+        if self.peek() in ("-", "!"):
+            return ("unary", self.take(), self.unary())
+        return self.primary()
+
+    def primary(self) -> tuple:
+        tok = self.take()
+        if tok == "(":
+            e = self.expr()
+            self.take(")")
+            return e
+        if tok[0].isdigit() or tok[0] == ".":
+            return ("num", float(tok) if any(c in tok for c in ".eE") else int(tok))
+        if tok in ("true", "false"):
+            return ("num", tok == "true")
+        if not (tok[0].isalpha() or tok[0] == "_"):
+            raise KernelSourceError(f"unexpected {tok!r} in kernel source")
+        if self.peek() == "(":
+            if tok not in _KERNEL_FUNCTIONS and tok not in _KERNEL_CTYPES:
+                raise KernelSourceError(f"unknown function {tok!r} in kernel source (known: "
+                                        f"{', '.join(sorted(_KERNEL_FUNCTIONS))} and the conversions "
+                                        f"{', '.join(_KERNEL_CTYPES)})")
+            self.take("(")
+            args = [self.expr()]
+            while self.peek() == ",":
+                self.take(",")
+                args.append(self.expr())
+            self.take(")")
+            return ("call", tok, args)
+        return ("name", tok)
+
+
+def _names_in(node: tuple) -> Iterator[str]:
+    if node[0] == "name":
+        yield node[1]
+    for part in node[1:]:
+        if isinstance(part, tuple):
+            yield from _names_in(part)
+        elif isinstance(part, list):
+            for p in part:
+                yield from _names_in(p)
+
+
+def _params(text: str, what: str) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for decl in (p.strip() for p in text.split(",")) if text.strip() else ():
+        parts = decl.split()
+        if len(parts) != 2 or parts[0] not in _KERNEL_DTYPES or not _re.fullmatch(r"[A-Za-z_]\w*", parts[1]):
+            raise KernelSourceError(f"{what} parameter {decl!r} is not '<dtype> <name>' with a dtype of "
+                                    f"{', '.join(_KERNEL_DTYPES)}")
+        if parts[1] in [n for n, _ in found] or parts[1] in ("i", "_ind"):
+            raise KernelSourceError(f"{what} parameter name {parts[1]!r} is repeated or reserved")
+        found.append((parts[1], _KERNEL_DTYPES[parts[0]]))
+    return found
+
+
+class FakeElementwiseKernel:
+    """``cupy.ElementwiseKernel(in_params, out_params, operation, name, return_tuple=..., options=...)``
+    on the fake device (see the comment above)."""
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel",
+                 reduce_dims: bool = True, preamble: str = "", no_return: bool = False,
+                 return_tuple: bool = False, options: tuple = (), **_: Any):
+        self.in_params, self.out_params, self.operation, self.name = in_params, out_params, operation, name
+        self.options, self.return_tuple = tuple(options), return_tuple
+        if not _re.fullmatch(r"[A-Za-z_]\w*", name):
+            raise KernelSourceError(f"kernel name {name!r} is not a C identifier")
+        self.ins = _params(in_params, "input")
+        self.outs = _params(out_params, "output")
+        if not self.outs:
+            raise KernelSourceError("a kernel needs an output parameter")
+        clash = {n for n, _ in self.ins} & {n for n, _ in self.outs}
+        if clash:
+            raise KernelSourceError(f"{sorted(clash)} declared as both input and output")
+        known = {n for n, _ in self.ins} | {n for n, _ in self.outs}
+        outs = {n for n, _ in self.outs}
+        self.statements: list[tuple[str, Any, tuple]] = []  # (target, local dtype or None, expression)
+        assigned: set[str] = set()
+        for line in operation.strip().splitlines():
+            line = line.strip()
+            if not line.endswith(";"):
+                raise KernelSourceError(f"kernel statement {line!r} does not end with ';'")
+            toks = _tokens(line[:-1])
+            local = None
+            if toks and toks[0] in _KERNEL_CTYPES:
+                local = _KERNEL_CTYPES[toks.pop(0)]
+            if len(toks) < 3 or toks[1] != "=" or not _re.fullmatch(r"[A-Za-z_]\w*", toks[0]):
+                raise KernelSourceError(f"kernel statement {line!r} is not 'name = expression;'")
+            target = toks[0]
+            if local is None and target not in outs:
+                raise KernelSourceError(f"kernel statement {line!r} assigns {target!r}, which is not an output")
+            if local is not None and target in known:
+                raise KernelSourceError(f"kernel statement {line!r} declares {target!r} again")
+            parser = _Parser(toks[2:])
+            tree = parser.expr()
+            if parser.peek() is not None:
+                raise KernelSourceError(f"unexpected {parser.peek()!r} in kernel statement {line!r}")
+            missing = set(_names_in(tree)) - known - assigned
+            if missing:
+                raise KernelSourceError(f"kernel statement {line!r} reads {sorted(missing)} before they exist")
+            known.add(target)
+            assigned.add(target)
+            self.statements.append((target, local, tree))
+        if outs - assigned:
+            raise KernelSourceError(f"kernel outputs {sorted(outs - assigned)} are never assigned")
+        KERNEL_STATS["built"] += 1
+        KERNELS.append(self)
+
+    def _eval(self, node: tuple, env: dict) -> Any:
+        what = node[0]
+        if what == "num":
+            return node[1]
+        if what == "name":
+            return env[node[1]]
+        if what == "call":
+            args = [self._eval(a, env) for a in node[2]]
+            if node[1] in _KERNEL_CTYPES:
+                (x,) = args
+                dt = _KERNEL_CTYPES[node[1]]
+                return x.astype(dt) if type(x) is FakeArray else dt(x)
+            return getattr(fake, _KERNEL_FUNCTIONS[node[1]])(*args)
+        if what == "unary":
+            x = self._eval(node[2], env)
+            return -x if node[1] == "-" else fake.logical_not(x)
+        if what == "cond":
+            return fake.where(self._eval(node[1], env), self._eval(node[2], env), self._eval(node[3], env))
+        op, a, b = node[1], self._eval(node[2], env), self._eval(node[3], env)
+        if op == "&&":
+            return fake.logical_and(a, b)
+        if op == "||":
+            return fake.logical_or(a, b)
+        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+                "<": lambda: a < b, "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b,
+                "==": lambda: a == b, "!=": lambda: a != b}[op]()
+
+    def __call__(self, *args: Any, size: Any = None, block_size: Any = None, stream: Any = None) -> Any:
+        n_in = len(self.ins)
+        if len(args) not in (n_in, n_in + len(self.outs)):
+            raise TypeError(f"{self.name} takes {n_in} inputs (and optionally {len(self.outs)} outputs), "
+                            f"got {len(args)} arguments")
+        env: dict[str, Any] = {}
+        devs, shapes = set(), []
+        for (name, dt), x in zip(self.ins, args[:n_in]):
+            if type(x) is FakeArray:
+                if x.dtype != np.dtype(dt):
+                    raise TypeError(f"{self.name}: input {name} is declared {np.dtype(dt)} but got {x.dtype}")
+                devs.add(x._dev)
+                shapes.append(x.shape)
+                env[name] = x
+            elif isinstance(x, _SCALARS):
+                env[name] = dt(x)
+            else:
+                raise TypeError(f"{self.name}: input {name} must be a fake device array or a scalar, got "
+                                f"{type(x).__name__}")
+        if len(devs) > 1:
+            raise ValueError(f"{self.name}: inputs on devices {sorted(devs)}")
+        dev = devs.pop() if devs else _current_device()
+        given = list(args[n_in:])
+        shape = np.broadcast_shapes(*shapes, *(o.shape for o in given))
+        KERNEL_STATS["calls"] += 1
+        with np.errstate(all="ignore"):
+            for target, local, tree in self.statements:
+                value = self._eval(tree, env)
+                env[target] = value if local is None else (
+                    value.astype(local) if type(value) is FakeArray else local(value))
+        results = []
+        for j, (name, dt) in enumerate(self.outs):
+            out = given[j] if given else FakeArray(np.empty(shape, dt), dev)
+            out[...] = env[name]
+            results.append(out)
+        return tuple(results) if self.return_tuple or len(results) > 1 else results[0]
+
+
+@contextlib.contextmanager
+def elementwise_kernels() -> Iterator[None]:
+    """Give the fake namespace CuPy's ``ElementwiseKernel`` (:class:`FakeElementwiseKernel`) inside
+    the block, so that code which compiles kernels on CuPy (``fg.jit``'s CUDA backend) does so here."""
+    old = getattr(fake, "ElementwiseKernel", None)
+    fake.ElementwiseKernel = FakeElementwiseKernel
+    try:
+        yield
+    finally:
+        if old is None:
+            del fake.ElementwiseKernel
+        else:
+            fake.ElementwiseKernel = old

@@ -14,6 +14,9 @@ core's staging trace; this package does the rest:
   reductions, views, contractions; segments called from the replay where not everything
   lowers), imported only when used, with :mod:`~funcgrad.jit.native_ops` (what lowers,
   per primitive) and :mod:`~funcgrad.jit.native_source` (the generated source);
+- :mod:`~funcgrad.jit.cuda`: the CUDA backend for programs on CuPy arrays (each elementwise
+  region one ``cupy.ElementwiseKernel``), with :mod:`~funcgrad.jit.cuda_ops` (each lowered
+  primitive's CUDA C spelling);
 - :mod:`~funcgrad.jit.tiered`: the replay first, native code swapped in when compiled;
 - :mod:`~funcgrad.jit.loops` (what a loop or branch equation runs, registered by
   ``fg.scan``/``cond``/``switch``/``while_loop``) and :mod:`~funcgrad.jit.bodies` (their
@@ -22,7 +25,8 @@ core's staging trace; this package does the rest:
 What a backend needs to know about a primitive lives in that backend's table keyed by the
 primitive object (:data:`funcgrad.jit.numpy_replay.LOWERINGS`,
 :data:`funcgrad.jit.python_floats.SCALAR_EXPR`, :data:`funcgrad.jit.blocking.CHEAP`,
-:data:`funcgrad.jit.native_ops.NATIVE_EXPR` and the other tables there);
+:data:`funcgrad.jit.native_ops.NATIVE_EXPR` and the other tables there,
+:data:`funcgrad.jit.cuda_ops.CUDA_EXPR`);
 :mod:`~funcgrad.jit.known` names the funcgrad.numpy primitives they use.
 
 Layering: ``core <- numpy <- jit <- transforms``. The core records (it knows nothing of

@@ -115,8 +115,10 @@ class Segment:
         self.eqns, self.ins, self.outs = eqns, ins, outs
 
 
-def plan(prog: Program) -> list[Any]:
-    """``prog``'s equations with each maximal run of lowerable ones replaced by a :class:`Segment`."""
+def plan(prog: Program, lowers: Callable[[Eqn], bool] = lowerable) -> list[Any]:
+    """``prog``'s equations with each maximal run of lowerable ones replaced by a :class:`Segment`
+    (``lowers``: which equations a backend lowers; this backend's by default, the CUDA
+    backend's for device programs)."""
     users = prog.readers()
     final = prog.output_vars()
     items: list[Any] = []
@@ -142,7 +144,7 @@ def plan(prog: Program) -> list[Any]:
             run.clear()
 
     for k, e in enumerate(prog.eqns):
-        if lowerable(e):
+        if lowers(e):
             run.append(k)
         else:
             flush()

@@ -10,6 +10,8 @@ one background thread and swapped in when ready: every holder of the program's
 and the faster stays: native code loses to NumPy's SIMD loops on large arrays of
 transcendental functions, say. ``"native"`` keeps the native code. With
 ``"numpy"``, or without numba, ``run`` is the replay and nothing else happens.
+A program on device arrays (CuPy) gets CUDA kernels for its elementwise regions
+(:mod:`funcgrad.jit.cuda`) the same way, without the timed trials.
 
 Example::
 
@@ -93,15 +95,21 @@ class Tiered:
         self.holders: list[Any] = []
         self.calls = 0
         self.run: Callable[..., Any] = self.replay
+        self.device = False  # a program on device arrays (compiled to CUDA kernels, not numba)
         if self.backend == "numpy" or not program.eqns:
             self._finish("replay only: backend 'numpy'" if self.backend == "numpy" else "replay only: no equations")
             return
         if hasattr(self.replay, "array_version"):  # Python-float code: faster than a compiled call
             self._finish("replay only: a program of float scalars runs as Python-float code")
             return
-        from . import native
+        from . import cuda, native
 
-        if not native.installed():  # (numba itself is imported where the compiling happens)
+        # a device program: its elementwise regions as CUDA kernels (funcgrad.jit.cuda), not numba
+        self.device = cuda.device_kind(program) is not None
+        if self.device and cuda.kernel_namespace(program) is None:
+            self._finish("replay only: the device's array namespace has no ElementwiseKernel")
+            return
+        if not self.device and not native.installed():  # (numba is imported where the compiling happens)
             self._finish("replay only: " + native.status())
             return
         if self.backend == "native" and settings.native_wait:
@@ -154,13 +162,14 @@ class Tiered:
         return self.state == "native"
 
     def _compile(self) -> None:
-        from . import native
+        from . import cuda, native
 
         start = time.perf_counter()
         try:
-            made = native.native_program(self.program)
+            made = (cuda.cuda_program if self.device else native.native_program)(self.program)
             if made is None:
-                self._finish("replay only: no equation lowers")
+                self._finish("replay only: no equation lowers" if not self.device else
+                             "replay only: no elementwise region of two equations or more on the device")
                 return
             prog, self.lowered, self.left = made
             compiled = compile_program(prog, name=self.name, debug_version=self.replay)
@@ -171,7 +180,8 @@ class Tiered:
         finally:
             self.compile_seconds = time.perf_counter() - start
         self.native = fn
-        self._swap(fn if self.backend == "native" else self._trial(fn))
+        # (device work is asynchronous: host timings would not say which is faster; fusing is)
+        self._swap(fn if self.backend == "native" or self.device else self._trial(fn))
         self._finish("native")
 
     def _trial(self, native: Callable[..., Any]) -> Callable[..., Any]:

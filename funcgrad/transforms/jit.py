@@ -734,8 +734,8 @@ class _Jitted:
 class Compiled:
     """A jitted function whose program for one signature has been compiled (``lower(...).compile()``).
 
-    Call it like the function. ``backend`` says what runs: ``"native"`` (numba-compiled code)
-    or ``"numpy"`` (the replay; ``why`` says why, e.g. numba is not installed or no equation
+    Call it like the function. ``backend`` says what runs: ``"native"`` (numba-compiled code, or
+    CUDA kernels for a program on CuPy arrays) or ``"numpy"`` (the replay; ``why`` says why, e.g. numba is not installed or no equation
     lowers); ``lowered``/``left`` count the equations in compiled code and in the replay."""
 
     def __init__(self, jitted: "_Jitted", entry: _Entry):
@@ -786,6 +786,8 @@ def jit(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (), stati
     it with numba on a background thread and switches to that code when it is ready;
     ``"auto"`` does so for programs called ``fg.config.jit_native_after`` times; ``None``
     (default) follows ``fg.config.jit_backend``. Without numba every backend is the replay.
+    On CuPy arrays, "native" and "auto" run the program's elementwise regions as CUDA kernels
+    (``cupy.ElementwiseKernel``; numba is not needed), "numpy" the replay.
 
     Example::
 
