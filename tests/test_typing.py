@@ -198,3 +198,26 @@ def test_public_api_types_for_user_code(cache_dir: pathlib.Path, tmp_path: pathl
     user.write_text(textwrap.dedent(_USER_CODE))
     res = _mypy(cache_dir, str(user))
     assert res.returncode == 0, "mypy --strict on user code failed:\n" + res.stdout + res.stderr
+
+
+# What users see of the Tensor layer's results. The method mixins and the helpers below tensor.py are
+# generic in the Tensor class (tensor_type.TensorT) instead of importing it: each of these must still
+# be typed `Tensor`, for a Parameter argument too (never `Any`, never the Parameter subclass).
+_TENSOR_RESULTS = [
+    "ft.zeros(2)", "ft.tensor([1.0])", "ft.cat([x])", "ft.linalg.inv(x)", "ft.linalg.inv(p)", "ft.bernoulli(x)",
+    "x.reshape(2)", "p.reshape(2)", "x + 1", "1 + x", "p * x", "-x", "x[0]", "x.T", "x.clone()", "x.float()",
+    "x.to('cpu')", "x.new_zeros(2)", "x.sum()", "x.abs()", "x.exp()", "x.erf()", "x.lgamma()", "x.xlogy(x)",
+    "x.inverse()", "x.bernoulli()", "x.index_add(0, x, x)", "x.kron(x)", "x.logcumsumexp(0)", "x.scatter(0, x, x)",
+]
+
+
+@needs_mypy
+def test_tensor_results_are_typed_tensor(cache_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    user = tmp_path / "tensor_results.py"
+    user.write_text("import funcgrad.tensor as ft\n\nx = ft.zeros(2)\np = ft.nn.Parameter(ft.ones(2))\n"
+                    + "".join(f"reveal_type({expr})\n" for expr in _TENSOR_RESULTS))
+    res = _mypy(cache_dir, str(user))
+    revealed = [line.split("Revealed type is ", 1)[1] for line in res.stdout.splitlines() if "Revealed type is" in line]
+    assert len(revealed) == len(_TENSOR_RESULTS), res.stdout + res.stderr
+    wrong = [f"{expr}: {got}" for expr, got in zip(_TENSOR_RESULTS, revealed) if got != '"funcgrad.tensor.tensor.Tensor"']
+    assert not wrong, "not typed Tensor:\n" + "\n".join(wrong)

@@ -14,7 +14,9 @@ from ._tensor_properties import _PropertiesMixin
 from ._tensor_reshaping import _ReshapingMixin
 from ._tensor_scatter import _ScatterMixin
 from ._tensor_sets import _SetsMixin
+from .tensor_type import TensorT
 
 
-class _BreadthMixinB(_ScatterMixin, _ReshapingMixin, _LinalgMixin, _PropertiesMixin, _SetsMixin):
+class _BreadthMixinB(_ScatterMixin[TensorT], _ReshapingMixin[TensorT], _LinalgMixin[TensorT], _PropertiesMixin[TensorT],
+                     _SetsMixin[TensorT]):
     __slots__ = ()

@@ -1,18 +1,19 @@
 """Conversion methods of ``Tensor``: dtype and device, ``numpy()``, ``item()``, ``tolist()``, printing, copying, ``new_*`` factories.
 
 A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass). It takes the helpers it shares from
-``tensor_helpers`` and ``size_device`` and never imports ``tensor.py`` at run time (``Tensor`` only in annotations).
+``tensor_helpers`` and ``size_device`` and never imports ``tensor.py``: it is generic in the Tensor class
+(``TensorT``, see ``tensor_type.py``).
 """
 
-# The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
-# not a supertype of its class as "misc", hence:
-# mypy: disable-error-code="misc"
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
 
 from __future__ import annotations
 
 import builtins
 import copy as _copy
-from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, cast
+from typing import Any, Callable, SupportsIndex, cast
 
 import numpy as np
 
@@ -21,7 +22,6 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from ..backend import namespace_of
 from . import dtypes as _dt
-from . import creation
 from . import forward_ad as _fwad
 from .dual_trace import primal_value
 from .grad_mode import state as _grad_mode
@@ -30,45 +30,43 @@ from .tensor_class import is_tensor
 from .torch_names import named
 from .size_device import Size, device, _CPU
 from .tensor_helpers import (
-    _pyint, _pyfloat, _pybool, _pycomplex, _cast, _to_device,
+    _CONSTRUCTORS, _pyint, _pyfloat, _pybool, _pycomplex, _cast, _to_device,
 )
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
+from .tensor_type import TensorBase, TensorT
 
 
-def _cast_to(name: str) -> Callable[["Tensor"], "Tensor"]:
+def _cast_to(name: str) -> Callable[["TensorT"], "TensorT"]:
     """The method casting a tensor to ``ft.<name>`` (``x.double()`` is ``x.to(ft.float64)``)."""
     dtype = getattr(_dt, name)
 
-    def method(self: Tensor) -> "Tensor":
+    def method(self: TensorT) -> "TensorT":
         return _cast(self, dtype)
 
     return method
 
 
-def _new_of(name: str) -> Callable[..., "Tensor"]:
+def _new_of(name: str) -> Callable[..., Any]:
     """The method ``new_<name>(*size, dtype=None, device=None, requires_grad=False)``: ``ft.<name>`` in this
     tensor's dtype and on its device unless ``dtype``/``device`` are given (``x.new_zeros(2, 3)``)."""
 
-    def method(self: Tensor, *size: Any, dtype: Any = None, device: Any = None,
-               requires_grad: builtins.bool = False, **_: Any) -> "Tensor":
-        return cast("Tensor", getattr(creation, name)(*size, dtype=dtype or self.dtype, device=device or self.device,
-                                                      requires_grad=requires_grad))
+    def method(self: TensorT, *size: Any, dtype: Any = None, device: Any = None,
+               requires_grad: builtins.bool = False, **_: Any) -> "TensorT":
+        return _CONSTRUCTORS[name](*size, dtype=dtype or self.dtype, device=device or self.device,
+                                   requires_grad=requires_grad)
 
     method.__name__ = method.__qualname__ = "new_" + name
     return method
 
 
-class _ConvertMixin:
+class _ConvertMixin(TensorBase[TensorT]):
     __slots__ = ()
 
     @property
-    def dtype(self: Tensor) -> _dt.dtype:
+    def dtype(self: TensorT) -> _dt.dtype:
         return _dt._BY_NP[self._value.dtype]
 
     @property
-    def device(self: Tensor) -> device:
+    def device(self: TensorT) -> device:
         ns = namespace_of(self._value)
         if ns is np:
             return _CPU
@@ -76,23 +74,23 @@ class _ConvertMixin:
         return device(d.platform, d.id)
 
     @property
-    def is_cuda(self: Tensor) -> bool:
+    def is_cuda(self: TensorT) -> bool:
         return self.device.type == "cuda"
 
     @property
-    def is_cpu(self: Tensor) -> bool:
+    def is_cpu(self: TensorT) -> bool:
         return self.device.type == "cpu"
 
-    def element_size(self: Tensor) -> int:
+    def element_size(self: TensorT) -> int:
         return cast("int", self._value.dtype.itemsize)
 
-    def is_floating_point(self: Tensor) -> bool:
+    def is_floating_point(self: TensorT) -> bool:
         return cast("bool", self._value.dtype.kind == "f")
 
-    def is_complex(self: Tensor) -> bool:
+    def is_complex(self: TensorT) -> bool:
         return cast("bool", self._value.dtype.kind == "c")
 
-    def numpy(self: Tensor, force: bool = False) -> np.ndarray:
+    def numpy(self: TensorT, force: bool = False) -> np.ndarray:
         """The data as a NumPy array sharing memory (host tensors only); a tensor that requires grad
         is refused while grad mode is on (under ``no_grad`` it is not, as in PyTorch)."""
         if self.requires_grad and not force and _grad_mode.enabled:
@@ -107,49 +105,49 @@ class _ConvertMixin:
             )
         return cast("np.ndarray", v)
 
-    def __array__(self: Tensor, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self: TensorT, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
-    def item(self: Tensor) -> Any:
+    def item(self: TensorT) -> Any:
         """The value of a one-element tensor as a Python number."""
         v = primal_value(self._value)
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         return v.reshape(()).item()
 
-    def tolist(self: Tensor) -> Any:
+    def tolist(self: TensorT) -> Any:
         v = primal_value(self._value)
         return v.tolist() if namespace_of(v) is np else v.get().tolist()
 
-    def __float__(self: Tensor) -> float:
+    def __float__(self: TensorT) -> float:
         return _pyfloat(self.item())
 
-    def __int__(self: Tensor) -> int:
+    def __int__(self: TensorT) -> int:
         return _pyint(self.item())
 
-    def __complex__(self: Tensor) -> complex:
+    def __complex__(self: TensorT) -> complex:
         return _pycomplex(self.item())
 
-    def __index__(self: Tensor) -> int:
+    def __index__(self: TensorT) -> int:
         if self._value.dtype.kind not in "iub" or self._value.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return _pyint(self.item())
 
-    def __bool__(self: Tensor) -> bool:
+    def __bool__(self: TensorT) -> bool:
         if self._value.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return _pybool(self.item())
 
-    def __repr__(self: Tensor) -> str:
+    def __repr__(self: TensorT) -> str:
         return _format(self)
 
     __str__ = __repr__
 
-    def __format__(self: Tensor, spec: str) -> str:
+    def __format__(self: TensorT, spec: str) -> str:
         return format(self.item(), spec) if self._value.ndim == 0 else repr(self)
 
-    def __deepcopy__(self: Tensor, memo: dict[Any, Any]) -> "Tensor":
+    def __deepcopy__(self: TensorT, memo: dict[Any, Any]) -> "TensorT":
         if self._node is not None:
             raise RuntimeError(
                 "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
@@ -157,7 +155,7 @@ class _ConvertMixin:
                 "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
             )
         if id(self) in memo:
-            return cast("Tensor", memo[id(self)])
+            return memo[id(self)]
         v = self._value
         new = type(self)._make(namespace_of(v).array(v, copy=True), requires_grad=self._requires_grad)
         memo[id(self)] = new
@@ -167,11 +165,11 @@ class _ConvertMixin:
             new.__dict__.update(_copy.deepcopy(self.__dict__, memo))
         return new
 
-    def __copy__(self: Tensor) -> "Tensor":
+    def __copy__(self: TensorT) -> "TensorT":
         return self.__deepcopy__({})
 
     # ------------------------------------------------------------------ conversion
-    def to(self: Tensor, *args: Any, **kwargs: Any) -> "Tensor":
+    def to(self: TensorT, *args: Any, **kwargs: Any) -> "TensorT":
         """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; ``copy=True`` forces a copy."""
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)
@@ -197,21 +195,21 @@ class _ConvertMixin:
             out = self.clone()
         return out
 
-    def type(self: Tensor, dtype: Any = None) -> Any:
+    def type(self: TensorT, dtype: Any = None) -> Any:
         return f"ft.{_dt.TYPE_NAMES[self.dtype]}" if dtype is None else self.to(dtype)
 
-    def type_as(self: Tensor, other: "Tensor") -> "Tensor":
+    def type_as(self: TensorT, other: "TensorT") -> "TensorT":
         return self.to(other.dtype)
 
     # x.float(), x.double() ... : casts to a fixed dtype
     float, double, half, long, int, bool, cfloat, cdouble = (
         _cast_to(name) for name in ("float32", "float64", "float16", "int64", "int32", "bool", "complex64", "complex128"))
 
-    def cpu(self: Tensor) -> "Tensor":
+    def cpu(self: TensorT) -> "TensorT":
         """A copy in host memory (this tensor itself when it is there already); differentiable."""
         return _to_device(self, _CPU)
 
-    def cuda(self: Tensor, device_: Any = None, non_blocking: builtins.bool = False) -> "Tensor":
+    def cuda(self: TensorT, device_: Any = None, non_blocking: builtins.bool = False) -> "TensorT":
         """A copy on a CUDA GPU (``device_``: an index, ``'cuda:1'`` or a device; default GPU 0).
 
         Needs CuPy (``pip install 'funcgrad[cuda]'``) and a visible GPU; differentiable.
@@ -226,34 +224,37 @@ class _ConvertMixin:
                 raise RuntimeError(f"Invalid device, must be cuda device, got {dev}")
         return _to_device(self, dev)
 
-    def clone(self: Tensor, memory_format: Any = None) -> "Tensor":
-        return cast("Tensor", named("CloneBackward0", fnp.copy)(self))
+    def clone(self: TensorT, memory_format: Any = None) -> "TensorT":
+        return named("CloneBackward0", fnp.copy)(self)
 
     # ------------------------------------------------------------------ new_* factories
+    new_zeros: Callable[..., TensorT]
+    new_ones: Callable[..., TensorT]
+    new_empty: Callable[..., TensorT]
     new_zeros, new_ones, new_empty = _new_of("zeros"), _new_of("ones"), _new_of("empty")
 
-    def new_full(self: Tensor, size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
-                 requires_grad: builtins.bool = False, **_: Any) -> "Tensor":
-        return creation.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-                             requires_grad=requires_grad)
+    def new_full(self: TensorT, size: Any, fill_value: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: builtins.bool = False, **_: Any) -> "TensorT":
+        return _CONSTRUCTORS["full"](size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                                     requires_grad=requires_grad)
 
-    def new_tensor(self: Tensor, data: Any, dtype: Any = None, device: Any = None,
-                   requires_grad: builtins.bool = False, **_: Any) -> "Tensor":
-        return creation.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
-                               requires_grad=requires_grad)
+    def new_tensor(self: TensorT, data: Any, dtype: Any = None, device: Any = None,
+                   requires_grad: builtins.bool = False, **_: Any) -> "TensorT":
+        return _CONSTRUCTORS["tensor"](data, dtype=dtype or self.dtype, device=device or self.device,
+                                         requires_grad=requires_grad)
 
-    def new(self: Tensor, *args: Any) -> "Tensor":
+    def new(self: TensorT, *args: Any) -> "TensorT":
         """Legacy constructor: ``x.new(2, 3)`` is uninitialised with ``x``'s dtype, ``x.new([1, 2])``
         converts data to ``x``'s dtype, ``x.new()`` is empty and ``x.new(t)`` is ``t`` itself."""
         if not args:
-            return creation.empty(0, dtype=self.dtype)
+            return _CONSTRUCTORS["empty"](0, dtype=self.dtype)
         if len(args) == 1 and is_tensor(args[0]):
-            return cast("Tensor", args[0])
+            return args[0]
         if builtins.all(isinstance(a, (int, np.integer)) for a in args) or (
                 len(args) == 1 and isinstance(args[0], Size)):
-            return creation.empty(*args, dtype=self.dtype)
+            return _CONSTRUCTORS["empty"](*args, dtype=self.dtype)
         if len(args) == 1:
-            return creation.tensor(args[0], dtype=self.dtype)
+            return _CONSTRUCTORS["tensor"](args[0], dtype=self.dtype)
         raise TypeError(f"new(): expected sizes (ints) or one data argument, got {args!r}")
 
 
@@ -261,7 +262,7 @@ class _ConvertMixin:
 # printing
 
 
-def _format(t: Tensor) -> str:
+def _format(t: TensorT) -> str:
     v = primal_value(t._value)
     if namespace_of(v) is not np:
         from ..backend import to_numpy

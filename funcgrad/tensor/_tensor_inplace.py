@@ -1,17 +1,18 @@
 """In-place methods of ``Tensor``: the ``*_`` methods, ``__setitem__``, ``__i*__`` operators.
 
 A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass). It takes the helpers it shares from
-``tensor_helpers`` and ``size_device`` and never imports ``tensor.py`` at run time (``Tensor`` only in annotations).
+``tensor_helpers`` and ``size_device`` and never imports ``tensor.py``: it is generic in the Tensor class
+(``TensorT``, see ``tensor_type.py``).
 """
 
-# The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
-# not a supertype of its class as "misc", hence:
-# mypy: disable-error-code="misc"
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
 
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -25,27 +26,25 @@ from .inplace_writes import check_stale_view
 from .torch_names import view_rebase_error
 
 from .inplace_variant import inplace_variant
-from .creation import _rng
+from .factory_defaults import _rng
 from .tensor_class import is_tensor, new_tensor
 from .torch_names import named
 from .tensor_helpers import (
     node_mark, _to_raw_index, _is_basic, _shape_arg, _as_tensor, _cast, _scalar_like, _finish_inplace,
 )
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
+from .tensor_type import TensorBase, TensorT
 
 
-class _InplaceMixin:
+class _InplaceMixin(TensorBase[TensorT]):
     __slots__ = ()
     _value: Any  # Box's slot: declared for mypy, which reads ``self._value = ...`` below as the mixin's own
 
-    def t_(self: Tensor) -> "Tensor":
+    def t_(self: TensorT) -> "TensorT":
         if self.dim() > 2:
             raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
         return self.transpose_(0, 1) if self.dim() == 2 else self
 
-    def __setitem__(self: Tensor, idx: Any, value: Any) -> None:
+    def __setitem__(self: TensorT, idx: Any, value: Any) -> None:
         idx = _to_raw_index(idx)
         tup = idx if isinstance(idx, tuple) else (idx,)
         if _is_basic(tup):
@@ -61,7 +60,7 @@ class _InplaceMixin:
         _finish_inplace(self, out, mark)
 
     # ------------------------------------------------------------------ in-place
-    def _inplace(self: Tensor, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "Tensor":
+    def _inplace(self: TensorT, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "TensorT":
         check_stale_view(self)
         mark = node_mark()
         out = fn(self, *args, **kwargs)
@@ -74,13 +73,13 @@ class _InplaceMixin:
                                        "sigmoid", "relu", "reciprocal", "square"))
     clip_ = clamp_
 
-    def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
+    def addcmul_(self: TensorT, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "TensorT":
         return self._inplace(lambda s: s + value * tensor1 * tensor2)
 
-    def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
+    def addcdiv_(self: TensorT, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "TensorT":
         return self._inplace(lambda s: s + value * tensor1 / tensor2)
 
-    def copy_(self: Tensor, src: Any, non_blocking: builtins.bool = False) -> "Tensor":
+    def copy_(self: TensorT, src: Any, non_blocking: builtins.bool = False) -> "TensorT":
         """Copy ``src`` (broadcast, cast to this dtype) into this tensor, in place."""
         src = _as_tensor(src)
         if src.dim() > self.dim() or np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
@@ -90,7 +89,7 @@ class _InplaceMixin:
             )
         return self._fill_with(src, "CopyBackwards")
 
-    def fill_(self: Tensor, value: Any) -> "Tensor":
+    def fill_(self: TensorT, value: Any) -> "TensorT":
         if is_tensor(value):
             if value.dim() != 0:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
@@ -99,11 +98,11 @@ class _InplaceMixin:
         v = new_tensor(namespace_of(self._value).asarray(value, dtype=self._value.dtype))
         return self._fill_with(v, "FillBackward0")
 
-    def zero_(self: Tensor) -> "Tensor":
+    def zero_(self: TensorT) -> "TensorT":
         zero = new_tensor(namespace_of(self._value).zeros((), dtype=self._value.dtype))
         return self._fill_with(zero, "ZeroBackward0")
 
-    def _fill_with(self: Tensor, v: "Tensor", name: str | None = None) -> "Tensor":
+    def _fill_with(self: TensorT, v: "TensorT", name: str | None = None) -> "TensorT":
         """Write ``v`` (broadcast) into this tensor; recorded (as node ``name``) only when a gradient can flow."""
         check_stale_view(self)
         mark = node_mark()
@@ -114,13 +113,14 @@ class _InplaceMixin:
             out = _as_tensor(where(everywhere, fnp.broadcast_to(_cast(v, self.dtype), tuple(self.shape)), self))
         return _finish_inplace(self, out, mark, check_dtype=False)
 
-    def uniform_(self: Tensor, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> "Tensor":
+    def uniform_(self: TensorT, a: builtins.float = 0.0, b: builtins.float = 1.0, generator: Any = None) -> "TensorT":
         return self._overwrite(generator, lambda rng, shape: rng.uniform(a, b, size=shape))
 
-    def normal_(self: Tensor, mean: builtins.float = 0.0, std: builtins.float = 1.0, generator: Any = None) -> "Tensor":
+    def normal_(self: TensorT, mean: builtins.float = 0.0, std: builtins.float = 1.0,
+                generator: Any = None) -> "TensorT":
         return self._overwrite(generator, lambda rng, shape: rng.normal(mean, std, size=shape))
 
-    def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Any = None) -> "Tensor":
+    def bernoulli_(self: TensorT, p: Any = 0.5, *, generator: Any = None) -> "TensorT":
         """Fill with 0/1 draws, 1 with probability ``p`` (a float, or a tensor broadcast to ``self``).
 
         Example: ``ft.empty(3).bernoulli_(0.5)``.
@@ -133,14 +133,14 @@ class _InplaceMixin:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         return self._overwrite(generator, lambda rng, shape: rng.random(size=shape) < probs)
 
-    def scatter_add_(self: Tensor, dim: builtins.int, index: Any, src: Any) -> "Tensor":
+    def scatter_add_(self: TensorT, dim: builtins.int, index: Any, src: Any) -> "TensorT":
         """In-place ``scatter_add``: ``self[index[i][j]][j] += src[i][j]`` for ``dim=0``.
 
         Example: ``ft.zeros(3).scatter_add_(0, ft.tensor([0, 0, 2]), ft.ones(3))``.
         """
         return self._inplace(type(self).scatter_add, dim, index, src)
 
-    def _overwrite(self: Tensor, generator: Any, draw: Callable[[Any, tuple[Any, ...]], Any]) -> "Tensor":
+    def _overwrite(self: TensorT, generator: Any, draw: Callable[[Any, tuple[Any, ...]], Any]) -> "TensorT":
         """Fill with ``draw(rng, shape)``: host random numbers from ``generator`` (or the default one)."""
         host_values = draw(_rng(generator), tuple(self.shape))
         return self._fill_with(new_tensor(namespace_of(self._value).asarray(host_values.astype(self._value.dtype))))
@@ -148,7 +148,7 @@ class _InplaceMixin:
     __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
 
     # ------------------------------------------------------------------ metadata changed in place
-    def _check_meta_inplace(self: Tensor, op: str) -> None:
+    def _check_meta_inplace(self: TensorT, op: str) -> None:
         if self._requires_grad:
             if self._node is None:
                 raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
@@ -158,12 +158,12 @@ class _InplaceMixin:
             raise NotImplementedError(f"{op} on a view is not supported here; call it on the base tensor or use "
                                       f"the out-of-place form")
 
-    def _set_value_inplace(self: Tensor, value: Any) -> "Tensor":
+    def _set_value_inplace(self: TensorT, value: Any) -> "TensorT":
         self._value = value
         self._version_counter[0] += 1
         return self
 
-    def transpose_(self: Tensor, dim0: builtins.int, dim1: builtins.int) -> "Tensor":
+    def transpose_(self: TensorT, dim0: builtins.int, dim1: builtins.int) -> "TensorT":
         """In-place ``transpose``: this tensor becomes its transpose (no memory is written; a view
         stays a view of the same base). With history the change is recorded, and the version
         bumped, as in PyTorch (a value saved for backward then refuses it, there too).
@@ -184,7 +184,7 @@ class _InplaceMixin:
 
     swapdims_ = swapaxes_ = transpose_
 
-    def resize_(self: Tensor, *sizes: Any) -> "Tensor":
+    def resize_(self: TensorT, *sizes: Any) -> "TensorT":
         """Resize in place, keeping the first elements in row-major order; new elements are zero
         (PyTorch leaves them uninitialised). Refused for tensors that require grad, as in PyTorch.
 
@@ -208,7 +208,7 @@ class _InplaceMixin:
         new[:k] = flat[:k]
         return self._set_value_inplace(xp.reshape(new, shape))
 
-    def resize_as_(self: Tensor, other: "Tensor") -> "Tensor":
+    def resize_as_(self: TensorT, other: "TensorT") -> "TensorT":
         return self.resize_(tuple(other.shape))
 
 

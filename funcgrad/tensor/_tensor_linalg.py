@@ -14,6 +14,10 @@ Example::
     x = b.lu_solve(LU, pivots)                   # solves A x = b
 """
 
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
+
 from __future__ import annotations
 
 import builtins
@@ -31,10 +35,7 @@ from .inplace_variant import inplace_variant
 from .method_args import operand, recorded_as
 from .tensor_helpers import _raw
 from .tensor_class import new_tensor
-
-# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
-# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
-Tensor = Any
+from .tensor_type import TensorBase, TensorT
 
 # torch.return_types: named tuples that print as PyTorch's
 SlogdetResult = collections.namedtuple("slogdet", ["sign", "logabsdet"])  # type: ignore[name-match]
@@ -116,12 +117,12 @@ def _permutations(pivots: Any, n: int) -> Any:
     return out.reshape(piv.shape[:-1] + (n, n))
 
 
-class _LinalgMixin:
+class _LinalgMixin(TensorBase[TensorT]):
     __slots__ = ()
 
     # ------------------------------------------------------------------ fused products
     @recorded_as("AddmmBackward0")
-    def addmm(self: Tensor, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
+    def addmm(self: TensorT, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> "TensorT":
         """``beta * self + alpha * (mat1 @ mat2)``. Example: ``bias.addmm(x, w)``."""
         for name, m in (("mat1", mat1), ("mat2", mat2)):
             if m.dim() != 2:
@@ -129,14 +130,14 @@ class _LinalgMixin:
         return _combine(self, mat1.matmul(mat2), beta, alpha)
 
     @recorded_as("AddmvBackward0")
-    def addmv(self: Tensor, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
+    def addmv(self: TensorT, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> "TensorT":
         """``beta * self + alpha * (mat @ vec)``. Example: ``b.addmv(A, v)``."""
         if mat.dim() != 2 or vec.dim() != 1 or self.dim() > 1:
             raise RuntimeError(f"vector + matrix @ vector expected, got {self.dim()}, {mat.dim()}, {vec.dim()}")
         return _combine(self, mat.matmul(vec), beta, alpha)
 
     @recorded_as("AddrBackward0")
-    def addr(self: Tensor, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
+    def addr(self: TensorT, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> "TensorT":
         """``beta * self + alpha * outer(vec1, vec2)``. Example: ``M.addr(u, v)``."""
         for name, v in (("vec1", vec1), ("vec2", vec2)):
             if v.dim() != 1:
@@ -144,26 +145,26 @@ class _LinalgMixin:
         return _combine(self, vec1.unsqueeze(1) * vec2.unsqueeze(0), beta, alpha)
 
     @recorded_as("BaddbmmBackward0")
-    def baddbmm(self: Tensor, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
+    def baddbmm(self: TensorT, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> "TensorT":
         """``beta * self + alpha * (batch1 @ batch2)`` over a batch of matrices. Example: ``c.baddbmm(a, b)``."""
         _check_dim(batch1, 3, "batch1")
         _check_dim(batch2, 3, "batch2")
         return _combine(self, batch1.matmul(batch2), beta, alpha)
 
     @recorded_as("AddbmmBackward0")
-    def addbmm(self: Tensor, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> "Tensor":
+    def addbmm(self: TensorT, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> "TensorT":
         """``beta * self + alpha * sum_b(batch1[b] @ batch2[b])``. Example: ``c.addbmm(a, b)``."""
         _check_dim(batch1, 3, "batch1")
         _check_dim(batch2, 3, "batch2")
         return _combine(self, batch1.matmul(batch2).sum(0), beta, alpha)
 
     @recorded_as("AddcmulBackward0")
-    def addcmul(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
+    def addcmul(self: TensorT, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "TensorT":
         """``self + value * tensor1 * tensor2``. Example: ``x.addcmul(a, b, value=0.5)``."""
         return self + operand(self, tensor1) * operand(self, tensor2) * value
 
     @recorded_as("AddcdivBackward0")
-    def addcdiv(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "Tensor":
+    def addcdiv(self: TensorT, tensor1: Any, tensor2: Any, *, value: Any = 1) -> "TensorT":
         """``self + value * tensor1 / tensor2`` (floating tensors). Example: ``x.addcdiv(a, b, value=0.5)``."""
         t1, t2 = operand(self, tensor1), operand(self, tensor2)
         if not (t1.is_floating_point() or t1.is_complex() or t2.is_floating_point() or t2.is_complex()):
@@ -182,7 +183,7 @@ class _LinalgMixin:
     addbmm_ = inplace_variant("addbmm")
 
     @recorded_as("VdotBackward0")
-    def vdot(self: Tensor, other: Any) -> "Tensor":
+    def vdot(self: TensorT, other: Any) -> "TensorT":
         """``sum(conj(self) * other)`` of two 1-D tensors. Example: ``ft.tensor([1., 2.]).vdot(ft.tensor([3., 4.]))``."""
         other = operand(self, other)
         if self.dim() != 1 or other.dim() != 1:
@@ -193,29 +194,29 @@ class _LinalgMixin:
         return (self.conj() * other).sum()
 
     # ------------------------------------------------------------------ matrix functions
-    def matrix_power(self: Tensor, n: builtins.int) -> "Tensor":
+    def matrix_power(self: TensorT, n: builtins.int) -> "TensorT":
         """``self`` multiplied by itself ``n`` times (the inverse's powers for ``n < 0``). Example: ``A.matrix_power(3)``."""
         _square(self, "linalg.matrix_power")
         return fnp.linalg.matrix_power(self, n)
 
     @recorded_as("LinalgMatrixExpBackward0")
-    def matrix_exp(self: Tensor) -> "Tensor":
+    def matrix_exp(self: TensorT) -> "TensorT":
         """The matrix exponential (batched). Example: ``ft.zeros(2, 2).matrix_exp()`` is the identity."""
         _square(self, "linalg.matrix_exp")
         return fsl.expm(_float(self))
 
     @recorded_as("LinalgPinvBackward0")
-    def pinverse(self: Tensor, rcond: builtins.float = 1e-15) -> "Tensor":
+    def pinverse(self: TensorT, rcond: builtins.float = 1e-15) -> "TensorT":
         """The Moore-Penrose pseudo-inverse. Example: ``ft.ones(2, 3).pinverse()``."""
         return fnp.linalg.pinv(_float(self), rcond)
 
-    def slogdet(self: Tensor) -> Any:
+    def slogdet(self: TensorT) -> Any:
         """``(sign, logabsdet)`` of the determinant. Example: ``sign, logabs = A.slogdet()``."""
         _square(self, "linalg.slogdet")
         sign, logabs = fnp.linalg.slogdet(_float(self))
         return SlogdetResult(sign, logabs)
 
-    def qr(self: Tensor, some: builtins.bool = True) -> Any:
+    def qr(self: TensorT, some: builtins.bool = True) -> Any:
         """``(Q, R)`` with ``Q`` orthonormal and ``R`` upper triangular (``some=False``: complete ``Q``).
 
         Example: ``Q, R = A.qr()``.
@@ -223,7 +224,7 @@ class _LinalgMixin:
         Q, R = fnp.linalg.qr(_float(self), mode="reduced" if some else "complete")
         return QRResult(Q, R)
 
-    def svd(self: Tensor, some: builtins.bool = True, compute_uv: builtins.bool = True) -> Any:
+    def svd(self: TensorT, some: builtins.bool = True, compute_uv: builtins.bool = True) -> Any:
         """``(U, S, V)`` with ``self = U diag(S) V^H`` (``V``, not ``Vh``, as PyTorch's legacy ``svd``).
 
         Example: ``U, S, V = A.svd()``.
@@ -241,7 +242,7 @@ class _LinalgMixin:
         return SVDResult(U, S, Vh.mH)
 
     # ------------------------------------------------------------------ factorizations and solves
-    def lu(self: Tensor, pivot: builtins.bool = True, get_infos: builtins.bool = False) -> Any:
+    def lu(self: TensorT, pivot: builtins.bool = True, get_infos: builtins.bool = False) -> Any:
         """``(LU, pivots)``: the packed LU factorization (unit lower factor below the diagonal, upper factor on
         and above it) and LAPACK's 1-based int32 row interchanges; ``get_infos=True`` adds a zero info tensor.
         Differentiable in ``self``.
@@ -259,7 +260,7 @@ class _LinalgMixin:
         return LU, pivots
 
     @recorded_as("LinalgLuSolveBackward0")
-    def lu_solve(self: Tensor, LU_data: Any, LU_pivots: Any) -> "Tensor":
+    def lu_solve(self: TensorT, LU_data: Any, LU_pivots: Any) -> "TensorT":
         """The solution ``X`` of ``A X = self`` from ``A.lu()``'s ``LU_data`` and ``LU_pivots``; differentiable
         in ``self`` and ``LU_data`` (the pivots are read on the host).
 
@@ -269,7 +270,7 @@ class _LinalgMixin:
         y = fnp.linalg.solve(L, P.mT.matmul(self))
         return fnp.linalg.solve(U, y)
 
-    def triangular_solve(self: Tensor, A: Any, upper: builtins.bool = True, transpose: builtins.bool = False,
+    def triangular_solve(self: TensorT, A: Any, upper: builtins.bool = True, transpose: builtins.bool = False,
                          unitriangular: builtins.bool = False) -> Any:
         """``(X, A.clone())`` with ``X`` solving ``A X = self`` for the upper (or lower) triangle of ``A``;
         ``transpose`` solves with ``A^T``, ``unitriangular`` takes ``A``'s diagonal as ones.
@@ -286,7 +287,7 @@ class _LinalgMixin:
         return TriangularSolveResult(fnp.linalg.solve(tri, self), A.clone())
 
     @recorded_as("CholeskySolveBackward0")
-    def cholesky_solve(self: Tensor, input2: Any, upper: builtins.bool = False) -> "Tensor":
+    def cholesky_solve(self: TensorT, input2: Any, upper: builtins.bool = False) -> "TensorT":
         """The solution ``X`` of ``A X = self`` where ``A = L L^H`` has the Cholesky factor ``input2`` (``upper``:
         ``A = U^H U``). Example: ``X = B.cholesky_solve(ft.linalg.cholesky(A))``."""
         L = operand(self, input2)
@@ -295,7 +296,7 @@ class _LinalgMixin:
         return fnp.linalg.solve(L.mH, fnp.linalg.solve(L, self))
 
     @recorded_as("CholeskyInverseBackward0")
-    def cholesky_inverse(self: Tensor, upper: builtins.bool = False) -> "Tensor":
+    def cholesky_inverse(self: TensorT, upper: builtins.bool = False) -> "TensorT":
         """The inverse of ``A = L L^H`` from its Cholesky factor ``self`` (``upper``: ``A = U^H U``).
 
         Example: ``ft.linalg.cholesky(A).cholesky_inverse()`` is ``A.inverse()``.
@@ -304,7 +305,7 @@ class _LinalgMixin:
         return _eye_like(self, self.shape[-1]).expand(*self.shape).cholesky_solve(self, upper)
 
     # ------------------------------------------------------------------ Householder (LAPACK's geqrf form)
-    def geqrf(self: Tensor) -> Any:
+    def geqrf(self: TensorT) -> Any:
         """``(a, tau)``: LAPACK's QR in Householder form (``R`` on and above the diagonal, the reflectors'
         tails below, their scales in ``tau``); not differentiable, as PyTorch's. Example: ``a, tau = A.geqrf()``."""
         if self.dim() < 2:
@@ -322,7 +323,7 @@ class _LinalgMixin:
         tau = xp.reshape(xp.stack(taus), tuple(A.shape[:-2]) + (k,))
         return GeqrfResult(new_tensor(xp.ascontiguousarray(a)), new_tensor(tau))
 
-    def _householder_q(self: Tensor, tau: Any, columns: builtins.int) -> "Tensor":
+    def _householder_q(self: TensorT, tau: Any, columns: builtins.int) -> "TensorT":
         """``H_1 H_2 ... H_k`` (``H_i = I - tau_i v_i v_i^H``, ``v_i`` = column ``i`` of ``self`` below the
         diagonal with a unit on it), its first ``columns`` columns; differentiable in ``self`` and ``tau``."""
         m, n = self.shape[-2], self.shape[-1]
@@ -339,7 +340,7 @@ class _LinalgMixin:
         return Q[..., :columns]
 
     @recorded_as("LinalgHouseholderProductBackward0")
-    def orgqr(self: Tensor, input2: Any) -> "Tensor":
+    def orgqr(self: TensorT, input2: Any) -> "TensorT":
         """The first ``n`` columns of ``Q`` from ``geqrf``'s ``(self, tau=input2)`` (``householder_product``);
         differentiable. Example: ``Q = a.orgqr(tau)``."""
         if self.shape[-2] < self.shape[-1]:
@@ -348,8 +349,8 @@ class _LinalgMixin:
         return self._householder_q(input2, self.shape[-1])
 
     @recorded_as("OrmqrBackward0")
-    def ormqr(self: Tensor, input2: Any, input3: Any, left: builtins.bool = True,
-              transpose: builtins.bool = False) -> "Tensor":
+    def ormqr(self: TensorT, input2: Any, input3: Any, left: builtins.bool = True,
+              transpose: builtins.bool = False) -> "TensorT":
         """``Q @ other`` (``left=False``: ``other @ Q``; ``transpose``: with ``Q^H``) for the full ``Q`` of
         ``geqrf``'s ``(self, tau=input2)``; differentiable. Example: ``a.ormqr(tau, C)``."""
         Q = self._householder_q(input2, self.shape[-2])

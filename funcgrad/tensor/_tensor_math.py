@@ -1,18 +1,19 @@
 """Arithmetic, elementwise, comparison, reduction and linear-algebra methods and operators of ``Tensor``.
 
 A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass). It takes the helpers it shares from
-``tensor_helpers`` and ``size_device`` and never imports ``tensor.py`` at run time (``Tensor`` only in annotations).
+``tensor_helpers`` and ``size_device`` and never imports ``tensor.py``: it is generic in the Tensor class
+(``TensorT``, see ``tensor_type.py``).
 """
 
-# The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
-# not a supertype of its class as "misc", hence:
-# mypy: disable-error-code="misc"
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
 
 from __future__ import annotations
 
 import builtins
 import operator
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,9 +36,7 @@ from .size_device import DimArg, MaxMin
 from .tensor_helpers import (
     _pyint, _pybool, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand, _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
 )
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
+from .tensor_type import TensorBase, TensorT
 
 
 _MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (3, 3): "BmmBackward0"}  # PyTorch's, by ndims
@@ -46,7 +45,7 @@ _MATMUL_NAMES = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (3, 3): "BmmBack
 def _compare_op(fn: Any) -> Any:
     """The comparison method ``self (op) other`` (a bool tensor, no gradient), through ``_compare``."""
 
-    def op(self: Tensor, other: Any) -> "Tensor":
+    def op(self: TensorT, other: Any) -> "TensorT":
         return _compare(fn, self, other)
 
     return op
@@ -55,7 +54,7 @@ def _compare_op(fn: Any) -> Any:
 def _logical_op(logical: Any, bitwise: Any = None) -> Any:
     """The method ``self (op) other``: ``logical`` on bool tensors (always without ``bitwise``), else ``bitwise``."""
 
-    def op(self: Tensor, other: Any) -> "Tensor":
+    def op(self: TensorT, other: Any) -> "TensorT":
         return _logical(logical if bitwise is None or self._value.dtype.kind == "b" else bitwise, self, other)
 
     return op
@@ -64,26 +63,26 @@ def _logical_op(logical: Any, bitwise: Any = None) -> Any:
 def _promoted_op(fn: Any, to_float: bool = False) -> Any:
     """The method ``fn(self, other)`` on both promoted to a common dtype (floating first when ``to_float``)."""
 
-    def op(self: Tensor, other: Any) -> "Tensor":
+    def op(self: TensorT, other: Any) -> "TensorT":
         a, b = _promote(_float(self) if to_float else self, other)
-        return cast("Tensor", fn(a, b))
+        return fn(a, b)
 
     return op
 
 
-def _untracked_reduction(t: Tensor, name: str, dim: Any, dtype: Any, **kwargs: Any) -> "Tensor":
+def _untracked_reduction(t: TensorT, name: str, dim: Any, dtype: Any, **kwargs: Any) -> "TensorT":
     """``funcgrad.numpy.<name>`` of ``t``'s value over ``dim``, as a tensor without history (in ``dtype`` when
     given); a scalar result becomes a 0-d array of the value's namespace (a device result stays on the device,
     a transform's traced value stays traced: ``ft.func.vmap`` of ``t.all()``)."""
     return _untracked(getattr(fnp, name)(t._value, axis=_dims(dim, t.dim()), **kwargs), dtype)
 
 
-def _untracked(value: Any, dtype: Any) -> "Tensor":
+def _untracked(value: Any, dtype: Any) -> Any:
     out = fnp.asarray(value)
-    return cast("Tensor", new_tensor(out if dtype is None else fnp.astype(out, dtype)))
+    return new_tensor(out if dtype is None else fnp.astype(out, dtype))
 
 
-def _arg_extreme(fn: Callable[..., Any], t: Tensor, dim: Any, keepdim: bool) -> "Tensor":
+def _arg_extreme(fn: Callable[..., Any], t: TensorT, dim: Any, keepdim: bool) -> "TensorT":
     """``argmax``/``argmin``: over the flattened tensor when ``dim`` is None (``keepdim`` then ignored)."""
     raw = t._value
     if dim is None:
@@ -91,7 +90,7 @@ def _arg_extreme(fn: Callable[..., Any], t: Tensor, dim: Any, keepdim: bool) -> 
     return _untracked(fn(raw, axis=_wrap_dim(dim, raw.ndim), keepdims=keepdim), np.int64)
 
 
-class _MathMixin:
+class _MathMixin(TensorBase[TensorT]):
     __slots__ = ()
 
     # ------------------------------------------------------------------ arithmetic
@@ -103,19 +102,19 @@ class _MathMixin:
     mul = multiply = __mul__
     floor_divide, remainder, true_divide, fmod = __floordiv__, __mod__, __truediv__, _binop(fnp.fmod)
 
-    def __rsub__(self: Tensor, other: Any) -> "Tensor":
+    def __rsub__(self: TensorT, other: Any) -> "TensorT":
         return _binary(named("RsubBackward1", fnp.subtract), other, self)
 
-    def __rpow__(self: Tensor, other: Any) -> "Tensor":
+    def __rpow__(self: TensorT, other: Any) -> "TensorT":
         return _binary(named("PowBackward2", fnp.power), other, self)
 
-    def __rmatmul__(self: Tensor, other: Any) -> "Tensor":
+    def __rmatmul__(self: TensorT, other: Any) -> "TensorT":
         return _as_tensor(other).matmul(self)
 
-    def __pos__(self: Tensor) -> "Tensor":
+    def __pos__(self: TensorT) -> "TensorT":
         return self
 
-    def __invert__(self: Tensor) -> "Tensor":
+    def __invert__(self: TensorT) -> "TensorT":
         if self._value.dtype.kind not in "biu":
             raise TypeError("~ (bitwise_not) is only supported for integer and boolean tensors")
         return _wrap_nondiff(fnp.logical_not(self) if self._value.dtype.kind == "b" else
@@ -126,15 +125,15 @@ class _MathMixin:
                                                              (fnp.logical_xor, fnp.bitwise_xor)))
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
-    def add(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
+    def add(self: TensorT, other: Any, *, alpha: Any = 1) -> "TensorT":
         return _binary(fnp.add, self, other if alpha == 1 else _as_operand(other) * alpha)
 
-    def sub(self: Tensor, other: Any, *, alpha: Any = 1) -> "Tensor":
+    def sub(self: TensorT, other: Any, *, alpha: Any = 1) -> "TensorT":
         return _binary(fnp.subtract, self, other if alpha == 1 else _as_operand(other) * alpha)
 
     subtract = sub
 
-    def div(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> "Tensor":
+    def div(self: TensorT, other: Any, *, rounding_mode: str | None = None) -> "TensorT":
         if rounding_mode is None:
             return _binary(fnp.divide, self, other, true_div=True)
         if rounding_mode == "floor":
@@ -146,69 +145,69 @@ class _MathMixin:
 
     divide = div
 
-    def pow(self: Tensor, exponent: Any) -> "Tensor":
+    def pow(self: TensorT, exponent: Any) -> "TensorT":
         if is_tensor(exponent) and (exponent.dim() > 0 or exponent._requires_grad):
             return _binary(named("PowBackward1", fnp.power), self, exponent)
         if isinstance(exponent, (_pyint, np.integer)) and not isinstance(exponent, _pybool) and exponent == 2 \
                 and self._value.dtype.kind == "f":
-            out: Tensor = fnp.square(self)  # the same node (PowBackward0), cheaper
+            out: TensorT = fnp.square(self)  # the same node (PowBackward0), cheaper
             return out
         return _binary(fnp.power, self, exponent)  # PowBackward0: the node's own name
 
     __pow__ = pow
 
-    def float_power(self: Tensor, exponent: Any) -> "Tensor":
+    def float_power(self: TensorT, exponent: Any) -> "TensorT":
         return self.double().pow(exponent.double() if is_tensor(exponent) else exponent)
 
-    def neg(self: Tensor) -> "Tensor":
+    def neg(self: TensorT) -> "TensorT":
         if self._value.dtype.kind == "b":
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                                "to invert a mask, use the `~` or `logical_not()` operator instead.")
-        return cast("Tensor", fnp.negative(self))
+        return fnp.negative(self)
 
     negative = __neg__ = neg
 
-    def reciprocal(self: Tensor) -> "Tensor":
+    def reciprocal(self: TensorT) -> "TensorT":
         return _binary(named("ReciprocalBackward0", fnp.divide), 1.0, _float(self), true_div=True)
 
-    def square(self: Tensor) -> "Tensor":
-        return cast("Tensor", named("PowBackward0", fnp.square)(self))
+    def square(self: TensorT) -> "TensorT":
+        return named("PowBackward0", fnp.square)(self)
 
     sqrt, exp, exp2, expm1, log, log2, log10, log1p, sin, cos, tan, tanh, sinh, cosh, asin, acos, atan = (
         _unary(getattr(fnp, n)) for n in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
                             "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan"))
     arcsin, arccos, arctan = asin, acos, atan
 
-    def rsqrt(self: Tensor) -> "Tensor":
+    def rsqrt(self: TensorT) -> "TensorT":
         return _binary(named("RsqrtBackward0", fnp.divide), 1.0, fnp.sqrt(_float(self)), true_div=True)
 
     atan2 = arctan2 = _promoted_op(fnp.arctan2, to_float=True)
 
     sigmoid = _unary(expit)  # SigmoidBackward0
 
-    def relu(self: Tensor) -> "Tensor":
+    def relu(self: TensorT) -> "TensorT":
         if self._value.dtype.kind == "b":
             raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
         # one pass; NaN stays NaN, and its gradient passes there (PyTorch's threshold_backward)
-        return cast("Tensor", named("ReluBackward0", lambda x: _relu_primitive(x, nan_passes=True), _relu_primitive)(self))
+        return named("ReluBackward0", lambda x: _relu_primitive(x, nan_passes=True), _relu_primitive)(self)
 
-    def bernoulli(self: Tensor, p: Any = None, *, generator: Any = None) -> "Tensor":
+    def bernoulli(self: TensorT, p: Any = None, *, generator: Any = None) -> "TensorT":
         """0/1 draws with probability ``self`` (or ``p``); no gradient. Example: ``ft.full((3,), 0.5).bernoulli()``."""
         return bernoulli(self, p, generator=generator)
 
-    def softmax(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
+    def softmax(self: TensorT, dim: builtins.int, dtype: Any = None) -> "TensorT":
         x = _float(self if dtype is None else self.to(dtype))
         d = _wrap_dim(dim, x.dim())
         m = new_tensor(namespace_of(x._value).max(x._value, axis=d, keepdims=True)) if x.numel() else 0.0
         e = (x - m).exp()
         return _binary(named("SoftmaxBackward0", fnp.divide), e, e.sum(d, keepdim=True), true_div=True)
 
-    def log_softmax(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
+    def log_softmax(self: TensorT, dim: builtins.int, dtype: Any = None) -> "TensorT":
         x = _float(self if dtype is None else self.to(dtype))
         d = _wrap_dim(dim, x.dim())
         return _binary(named("LogSoftmaxBackward0", fnp.subtract), x, x.logsumexp(d, keepdim=True))
 
-    def logsumexp(self: Tensor, dim: DimArg, keepdim: builtins.bool = False) -> "Tensor":
+    def logsumexp(self: TensorT, dim: DimArg, keepdim: builtins.bool = False) -> "TensorT":
         x = _float(self)
         axes = _dims(dim, x.dim())
         raw = x._value
@@ -220,7 +219,7 @@ class _MathMixin:
             return _binary(named("LogsumexpBackward0", fnp.add), fnp.log(s), new_tensor(m))
         out = fnp.log(s) + new_tensor(m)
         squeeze = named("LogsumexpBackward0", fnp.squeeze)
-        return cast("Tensor", squeeze(out, axis=axes if axes is not None else tuple(range(raw.ndim))))
+        return squeeze(out, axis=axes if axes is not None else tuple(range(raw.ndim)))
 
     sign, floor, ceil, trunc, isnan, isinf, isfinite, logical_not, abs = (
         _unary(getattr(fnp, n), to_float=False)
@@ -228,13 +227,13 @@ class _MathMixin:
 
     sgn, absolute, __abs__ = sign, abs, abs
 
-    def round(self: Tensor, decimals: builtins.int = 0) -> "Tensor":
+    def round(self: TensorT, decimals: builtins.int = 0) -> "TensorT":
         return _wrap_nondiff(fnp.round(self, decimals) if decimals else fnp.rint(self))
 
-    def frac(self: Tensor) -> "Tensor":
+    def frac(self: TensorT) -> "TensorT":
         return self - self.trunc()
 
-    def clamp(self: Tensor, min: Any = None, max: Any = None) -> "Tensor":  # noqa: A002
+    def clamp(self: TensorT, min: Any = None, max: Any = None) -> "TensorT":  # noqa: A002
         """Limit to ``[min, max]``, with PyTorch 2.15's gradient.
 
         Number bounds: the gradient passes only strictly inside, ``min < x < max``
@@ -262,21 +261,21 @@ class _MathMixin:
 
     clip = clamp
 
-    def clamp_min(self: Tensor, min: Any) -> "Tensor":  # noqa: A002
+    def clamp_min(self: TensorT, min: Any) -> "TensorT":  # noqa: A002
         return self.clamp(min=min)
 
-    def clamp_max(self: Tensor, max: Any) -> "Tensor":  # noqa: A002
+    def clamp_max(self: TensorT, max: Any) -> "TensorT":  # noqa: A002
         return self.clamp(max=max)
 
     maximum, minimum = _promoted_op(fnp.maximum), _promoted_op(fnp.minimum)
 
-    def lerp(self: Tensor, end: Any, weight: Any) -> "Tensor":
-        return cast("Tensor", self + weight * (end - self))
+    def lerp(self: TensorT, end: Any, weight: Any) -> "TensorT":
+        return self + weight * (end - self)
 
-    def where(self: Tensor, condition: Any, other: Any) -> "Tensor":
-        return cast("Tensor", where(condition, self, other))
+    def where(self: TensorT, condition: Any, other: Any) -> "TensorT":
+        return where(condition, self, other)
 
-    def masked_fill(self: Tensor, mask: Any, value: Any) -> "Tensor":
+    def masked_fill(self: TensorT, mask: Any, value: Any) -> "TensorT":
         m = _raw(mask)
         if getattr(m, "dtype", None) is not None and m.dtype.kind != "b":
             raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {_dt.from_numpy_dtype(m.dtype)}")
@@ -284,26 +283,26 @@ class _MathMixin:
         v = _cast(_as_tensor(v), self.dtype) if is_tensor(v) else v
         return _as_tensor(named("MaskedFillBackward0", fnp.where, _elementwise._where)(_cond(m), v, self))
 
-    def conj(self: Tensor) -> "Tensor":
+    def conj(self: TensorT) -> "TensorT":
         return fnp.conj(self) if self.is_complex() else self
 
     conj_physical = conj
 
-    def resolve_conj(self: Tensor) -> "Tensor":
+    def resolve_conj(self: TensorT) -> "TensorT":
         return self
 
     @property
-    def real(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.real(self)) if self.is_complex() else self
+    def real(self: TensorT) -> "TensorT":
+        return fnp.real(self) if self.is_complex() else self
 
     @property
-    def imag(self: Tensor) -> "Tensor":
+    def imag(self: TensorT) -> "TensorT":
         if not self.is_complex():
             raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-        return cast("Tensor", fnp.imag(self))
+        return fnp.imag(self)
 
-    def angle(self: Tensor) -> "Tensor":
-        return cast("Tensor", fnp.angle(_float(self)))
+    def angle(self: TensorT) -> "TensorT":
+        return fnp.angle(_float(self))
 
     # ------------------------------------------------------------------ comparisons
     __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = map(
@@ -312,43 +311,43 @@ class _MathMixin:
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
     greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
-    def equal(self: Tensor, other: "Tensor") -> builtins.bool:
+    def equal(self: TensorT, other: "TensorT") -> builtins.bool:
         """True if both tensors have the same shape and elements."""
         o = _as_tensor(other)
         if self.shape != o.shape:
             return False
         return _pybool(namespace_of(self._value).all(self._value == o._value))
 
-    def allclose(self: Tensor, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+    def allclose(self: TensorT, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
                  equal_nan: builtins.bool = False) -> builtins.bool:
         o = _as_tensor(other)
         return _pybool(namespace_of(self._value).allclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
-    def isclose(self: Tensor, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
-                equal_nan: builtins.bool = False) -> "Tensor":
+    def isclose(self: TensorT, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                equal_nan: builtins.bool = False) -> "TensorT":
         o = _as_tensor(other)
         close = namespace_of(self._value).isclose(self._value, o._value, rtol=rtol, atol=atol, equal_nan=equal_nan)
-        return cast("Tensor", new_tensor(close))
+        return new_tensor(close)
 
     logical_and, logical_or, logical_xor = map(_logical_op, (fnp.logical_and, fnp.logical_or, fnp.logical_xor))
 
     # ------------------------------------------------------------------ reductions
-    def sum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
-            axis: Any = None) -> "Tensor":
+    def sum(self: TensorT, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
+            axis: Any = None) -> "TensorT":
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
         if dim is None:  # the node's own name: SumBackward0
-            out: Tensor = fnp.sum(x, keepdims=keepdim)
+            out: TensorT = fnp.sum(x, keepdims=keepdim)
             return out
-        return cast("Tensor", named("SumBackward1", fnp.sum)(x, axis=_dims(dim, x.dim()), keepdims=keepdim))
+        return named("SumBackward1", fnp.sum)(x, axis=_dims(dim, x.dim()), keepdims=keepdim)
 
-    def nansum(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
-        return cast("Tensor", fnp.where(self._value != self._value, 0, self).sum(dim, keepdim))
+    def nansum(self: TensorT, dim: DimArg = None, keepdim: builtins.bool = False) -> "TensorT":
+        return fnp.where(self._value != self._value, 0, self).sum(dim, keepdim)
 
-    def mean(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
-             axis: Any = None) -> "Tensor":
+    def mean(self: TensorT, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None,
+             axis: Any = None) -> "TensorT":
         dim = axis if dim is None else dim
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind not in "fc":
@@ -357,17 +356,17 @@ class _MathMixin:
                 f"dtype. Got: {_dt.SCALAR_NAMES[x.dtype]}"
             )
         if dim is None:  # the node's own name: MeanBackward0
-            out: Tensor = fnp.mean(x, keepdims=keepdim)
+            out: TensorT = fnp.mean(x, keepdims=keepdim)
             return out
-        return cast("Tensor", named("MeanBackward1", fnp.mean)(x, axis=_dims(dim, x.dim()), keepdims=keepdim))
+        return named("MeanBackward1", fnp.mean)(x, axis=_dims(dim, x.dim()), keepdims=keepdim)
 
-    def prod(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "Tensor":
+    def prod(self: TensorT, dim: DimArg = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "TensorT":
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
-        return cast("Tensor", fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim))
+        return fnp.prod(x, axis=None if dim is None else _wrap_dim(dim, x.dim()), keepdims=keepdim)
 
-    def median(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    def median(self: TensorT, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """The lower median (PyTorch's: no averaging); where a NaN is reduced, NaN and the index of the first
         NaN, as PyTorch. With ``dim``, ``(values, indices)``. Example: ``ft.tensor([3.0, 1.0, 2.0, 4.0]).median()``
         is ``tensor(2.)``."""
@@ -383,14 +382,14 @@ class _MathMixin:
         v, i = vals.gather(d, pos), idx.gather(d, pos)
         return MaxMin(v, i) if keepdim else MaxMin(v.squeeze(d), i.squeeze(d))
 
-    def _reduce_extreme(self: Tensor, which: str, dim: Any, keepdim: builtins.bool) -> Any:
+    def _reduce_extreme(self: TensorT, which: str, dim: Any, keepdim: builtins.bool) -> Any:
         """``max``/``min`` (``which``): the full extreme, ``(values, indices)`` along ``dim``, or elementwise."""
         name = which.capitalize()
         if dim is None:
             if self.numel() == 0:
                 raise RuntimeError(f"{which}(): Expected reduction dim to be specified for input.numel() == 0. "
                                    f"Specify the reduction dim with the 'dim' argument.")
-            return cast("Tensor", named(f"{name}Backward1", getattr(fnp, which))(self))
+            return named(f"{name}Backward1", getattr(fnp, which))(self)
         if is_tensor(dim):
             return self.maximum(dim) if which == "max" else self.minimum(dim)
         d = _wrap_dim(dim, self.dim())
@@ -406,60 +405,62 @@ class _MathMixin:
             idx = ns.squeeze(idx, axis=d)
         return MaxMin(vals, new_tensor(idx.astype(np.int64)))
 
-    def max(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    def max(self: TensorT, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """Full maximum, or ``(values, indices)`` along ``dim``; ``max(other)`` is elementwise."""
         return self._reduce_extreme("max", dim, keepdim)
 
-    def min(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    def min(self: TensorT, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         return self._reduce_extreme("min", dim, keepdim)
 
-    def amax(self: Tensor, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
-        return cast("Tensor", named("AmaxBackward0", fnp.max)(self, axis=_dims(dim, self.dim()), keepdims=keepdim))
+    def amax(self: TensorT, dim: DimArg = (), keepdim: builtins.bool = False) -> "TensorT":
+        return named("AmaxBackward0", fnp.max)(self, axis=_dims(dim, self.dim()), keepdims=keepdim)
 
-    def amin(self: Tensor, dim: DimArg = (), keepdim: builtins.bool = False) -> "Tensor":
-        return cast("Tensor", named("AminBackward0", fnp.min)(self, axis=_dims(dim, self.dim()), keepdims=keepdim))
+    def amin(self: TensorT, dim: DimArg = (), keepdim: builtins.bool = False) -> "TensorT":
+        return named("AminBackward0", fnp.min)(self, axis=_dims(dim, self.dim()), keepdims=keepdim)
 
-    def argmax(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+    def argmax(self: TensorT, dim: DimArg = None, keepdim: builtins.bool = False) -> "TensorT":
         return _arg_extreme(fnp.argmax, self, dim, keepdim)
 
-    def argmin(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+    def argmin(self: TensorT, dim: DimArg = None, keepdim: builtins.bool = False) -> "TensorT":
         return _arg_extreme(fnp.argmin, self, dim, keepdim)
 
-    def argsort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False,
-                stable: builtins.bool = False) -> "Tensor":
+    def argsort(self: TensorT, dim: builtins.int = -1, descending: builtins.bool = False,
+                stable: builtins.bool = False) -> "TensorT":
         raw = self._value
         return _untracked(fnp.argsort(-raw if descending else raw, axis=_wrap_dim(dim, raw.ndim), kind="stable"),
                           np.int64)
 
-    def sort(self: Tensor, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Any:
+    def sort(self: TensorT, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Any:
         idx = self.argsort(dim, descending)
         vals = self.gather(_wrap_dim(dim, self.dim()), idx) if self.dim() else self.clone()
         return MaxMin(vals, idx)
 
-    def topk(self: Tensor, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+    def topk(self: TensorT, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
              sorted: builtins.bool = True) -> Any:  # noqa: A002
         idx = self.argsort(dim, descending=largest)
         d = _wrap_dim(dim, self.dim())
         idx = idx.narrow(d, 0, k).contiguous()
         return MaxMin(self.gather(d, idx), idx)
 
-    def _var(self: Tensor, dim: Any, unbiased: Any, keepdim: builtins.bool, correction: Any, std: builtins.bool) -> "Tensor":
+    def _var(self: TensorT, dim: Any, unbiased: Any, keepdim: builtins.bool, correction: Any,
+             std: builtins.bool) -> "TensorT":
         if isinstance(unbiased, (_pyint, tuple, list)) and not isinstance(unbiased, _pybool) and dim is None:
             dim, unbiased = unbiased, True  # var(dim) positional
         ddof = correction if correction is not None else (1 if unbiased in (None, True) else 0)
         x = _float(self)
         spread = named("StdBackward0", fnp.std) if std else named("VarBackward0", fnp.var)
-        return cast("Tensor", spread(x, axis=_dims(dim, x.dim()), ddof=ddof, keepdims=keepdim))
+        return spread(x, axis=_dims(dim, x.dim()), ddof=ddof, keepdims=keepdim)
 
-    def var(self: Tensor, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
-            correction: Any = None) -> "Tensor":
+    def var(self: TensorT, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
+            correction: Any = None) -> "TensorT":
         return self._var(dim, unbiased, keepdim, correction, False)
 
-    def std(self: Tensor, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
-            correction: Any = None) -> "Tensor":
+    def std(self: TensorT, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
+            correction: Any = None) -> "TensorT":
         return self._var(dim, unbiased, keepdim, correction, True)
 
-    def norm(self: Tensor, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False, dtype: Any = None) -> "Tensor":
+    def norm(self: TensorT, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False,
+             dtype: Any = None) -> "TensorT":
         x = _float(self)
         axes = _dims(dim, x.dim())
         name = "LinalgVectorNormBackward0"
@@ -472,29 +473,29 @@ class _MathMixin:
             out = named(name, fnp.max)(fnp.abs(x), axis=axes, keepdims=keepdim)
         else:
             out = _binary(named(name, fnp.power), fnp.sum(fnp.abs(x) ** p, axis=axes, keepdims=keepdim), 1.0 / p)
-        return cast("Tensor", out)
+        return out
 
-    def cumsum(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
+    def cumsum(self: TensorT, dim: builtins.int, dtype: Any = None) -> "TensorT":
         x = self if dtype is None else self.to(dtype)
         if x._value.dtype.kind in "biu" and dtype is None:
             x = _cast(x, _dt.int64)
-        return cast("Tensor", fnp.cumsum(x, axis=_wrap_dim(dim, x.dim())))
+        return fnp.cumsum(x, axis=_wrap_dim(dim, x.dim()))
 
-    def cumprod(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
+    def cumprod(self: TensorT, dim: builtins.int, dtype: Any = None) -> "TensorT":
         x = self if dtype is None else self.to(dtype)
-        return cast("Tensor", fnp.cumprod(x, axis=_wrap_dim(dim, x.dim())))
+        return fnp.cumprod(x, axis=_wrap_dim(dim, x.dim()))
 
-    def all(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+    def all(self: TensorT, dim: DimArg = None, keepdim: builtins.bool = False) -> "TensorT":
         return _untracked_reduction(self, "all", dim, None, keepdims=keepdim)
 
-    def any(self: Tensor, dim: DimArg = None, keepdim: builtins.bool = False) -> "Tensor":
+    def any(self: TensorT, dim: DimArg = None, keepdim: builtins.bool = False) -> "TensorT":
         return _untracked_reduction(self, "any", dim, None, keepdims=keepdim)
 
-    def count_nonzero(self: Tensor, dim: DimArg = None) -> "Tensor":
+    def count_nonzero(self: TensorT, dim: DimArg = None) -> "TensorT":
         return _untracked_reduction(self, "count_nonzero", dim, np.int64)
 
     # ------------------------------------------------------------------ linear algebra
-    def matmul(self: Tensor, other: Any) -> "Tensor":
+    def matmul(self: TensorT, other: Any) -> "TensorT":
         other = _as_tensor(other)
         nd = (self._value.ndim, other._value.ndim)
         if 0 in nd:
@@ -505,40 +506,40 @@ class _MathMixin:
 
     __matmul__ = matmul
 
-    def mm(self: Tensor, mat2: "Tensor") -> "Tensor":
+    def mm(self: TensorT, mat2: "TensorT") -> "TensorT":
         if self.dim() != 2 or _as_tensor(mat2).dim() != 2:
             raise RuntimeError("self must be a matrix" if self.dim() != 2 else "mat2 must be a matrix")
         return self.matmul(mat2)
 
-    def bmm(self: Tensor, mat2: "Tensor") -> "Tensor":
+    def bmm(self: TensorT, mat2: "TensorT") -> "TensorT":
         if self.dim() != 3 or _as_tensor(mat2).dim() != 3:
             raise RuntimeError("batch1 must be a 3D tensor" if self.dim() != 3 else "batch2 must be a 3D tensor")
         return self.matmul(mat2)
 
-    def mv(self: Tensor, vec: "Tensor") -> "Tensor":
+    def mv(self: TensorT, vec: "TensorT") -> "TensorT":
         return self.matmul(vec)
 
-    def dot(self: Tensor, other: "Tensor") -> "Tensor":
+    def dot(self: TensorT, other: "TensorT") -> "TensorT":
         if self.dim() != 1 or _as_tensor(other).dim() != 1:
             raise RuntimeError(f"1D tensors expected, but got {self.dim()}D and {_as_tensor(other).dim()}D tensors")
         return self.matmul(other)
 
-    def inverse(self: Tensor) -> "Tensor":
+    def inverse(self: TensorT) -> "TensorT":
         return linalg.inv(self)
 
-    def det(self: Tensor) -> "Tensor":
+    def det(self: TensorT) -> "TensorT":
         return linalg.det(self)
 
-    def logdet(self: Tensor) -> "Tensor":
+    def logdet(self: TensorT) -> "TensorT":
         sign, logabs = linalg.slogdet(self)
         if self.is_complex():
-            return cast("Tensor", logabs + sign.log())
-        return cast("Tensor", where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs)))
+            return logabs + sign.log()
+        return where(sign._value < 0, float("nan"), where(sign._value == 0, float("-inf"), logabs))
 
-    def cholesky(self: Tensor, upper: builtins.bool = False) -> "Tensor":
+    def cholesky(self: TensorT, upper: builtins.bool = False) -> "TensorT":
         return linalg.cholesky(self, upper=upper)
 
-    def outer(self: Tensor, vec2: "Tensor") -> "Tensor":
+    def outer(self: TensorT, vec2: "TensorT") -> "TensorT":
         return self.unsqueeze(1) * _as_tensor(vec2).unsqueeze(0)
 
     ger = outer

@@ -15,12 +15,16 @@ Example::
     x.quantile(0.5, dim=1)      # [2, 0]
 """
 
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
+
 from __future__ import annotations
 
 import builtins
 import collections
 import warnings
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -31,10 +35,7 @@ from ..backend import namespace_of
 from . import dtypes as _dt
 from .inplace_variant import inplace_variant
 from .tensor_class import is_tensor, new_tensor
-
-# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
-# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
-Tensor = Any
+from .tensor_type import TensorBase, TensorT
 
 # torch.return_types.<name>
 Aminmax = collections.namedtuple("aminmax", ["min", "max"])  # type: ignore[name-match]
@@ -57,16 +58,16 @@ def _dim(d: Any, nd: int) -> int:
     return builtins.int(d % n)
 
 
-def _index_tensor(raw: Any) -> "Tensor":
+def _index_tensor(raw: Any) -> Any:
     """A history-free int64 tensor of the raw index array ``raw``."""
-    return cast("Tensor", new_tensor(raw.astype(np.int64)))
+    return new_tensor(raw.astype(np.int64))
 
 
 def _is_nan(raw: Any) -> Any:
     return raw != raw  # (any dtype: integers and booleans are never NaN)
 
 
-def _cumulative_extreme(t: Tensor, dim: Any, largest: bool) -> tuple["Tensor", "Tensor"]:
+def _cumulative_extreme(t: TensorT, dim: Any, largest: bool) -> tuple["TensorT", "TensorT"]:
     """``cummax``/``cummin``: the running extreme and the index where it was reached (the last of equal
     values; a NaN, once met, is the extreme from there on, as in PyTorch)."""
     if t.dim() == 0:
@@ -86,7 +87,7 @@ def _cumulative_extreme(t: Tensor, dim: Any, largest: bool) -> tuple["Tensor", "
     return t.gather(d, index), index
 
 
-def _rows_last(t: Tensor, dim: Any) -> tuple["Tensor", int | None]:
+def _rows_last(t: TensorT, dim: Any) -> tuple["TensorT", int | None]:
     """``t`` with the reduced dim last (flattened to one dim when ``dim`` is None), and that dim."""
     if dim is None:
         return t.reshape(-1), None
@@ -94,7 +95,7 @@ def _rows_last(t: Tensor, dim: Any) -> tuple["Tensor", int | None]:
     return (t.movedim(d, -1) if t.dim() else t.reshape(1)), d
 
 
-def _keep(out: Tensor, t: Tensor, d: int | None, keepdim: bool, lead: int = 0) -> "Tensor":
+def _keep(out: TensorT, t: TensorT, d: int | None, keepdim: bool, lead: int = 0) -> "TensorT":
     """A reduction's result (reduced dim gone, ``lead`` extra leading dims) with the dim kept when asked."""
     if not keepdim or not t.dim():
         return out
@@ -113,11 +114,11 @@ def _cov_weights(w: Any, name: str, kinds: str, kind_name: str) -> Any:
     return w
 
 
-class _ReductionsMoreMixin:
+class _ReductionsMoreMixin(TensorBase[TensorT]):
     __slots__ = ()
 
     # ------------------------------------------------------------------ running extremes, log-sum scans
-    def aminmax(self: Tensor, *, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    def aminmax(self: TensorT, *, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """``(min, max)`` over ``dim`` (all elements when None). Example: ``ft.tensor([1, 3, 2]).aminmax()``."""
         if self.numel() == 0:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
@@ -128,24 +129,24 @@ class _ReductionsMoreMixin:
                 Aminmax(lo, hi)
         return Aminmax(self.amin(dim, keepdim), self.amax(dim, keepdim))
 
-    def cummax(self: Tensor, dim: builtins.int) -> Any:
+    def cummax(self: TensorT, dim: builtins.int) -> Any:
         """``(values, indices)``: the running maximum along ``dim`` and where it was reached. Example:
         ``ft.tensor([1.0, 3.0, 2.0]).cummax(0)  # values [1, 3, 3], indices [0, 1, 1]``."""
         return Cummax(*_cumulative_extreme(self, dim, largest=True))
 
-    def cummin(self: Tensor, dim: builtins.int) -> Any:
+    def cummin(self: TensorT, dim: builtins.int) -> Any:
         """``(values, indices)``: the running minimum along ``dim`` and where it was reached."""
         return Cummin(*_cumulative_extreme(self, dim, largest=False))
 
-    def logcumsumexp(self: Tensor, dim: builtins.int) -> "Tensor":
+    def logcumsumexp(self: TensorT, dim: builtins.int) -> "TensorT":
         """``log(cumsum(exp(self), dim))``, computed stably. Example: ``ft.zeros(3).logcumsumexp(0)``."""
         x = self if self._value.dtype.kind in "fc" else self.to(_dt.get_default_dtype())
-        return cast("Tensor", _logcumsumexp(x, _dim(dim, self.dim())))
+        return _logcumsumexp(x, _dim(dim, self.dim()))
 
     cumsum_, cumprod_ = inplace_variant("cumsum"), inplace_variant("cumprod")
 
     # ------------------------------------------------------------------ order statistics
-    def kthvalue(self: Tensor, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
+    def kthvalue(self: TensorT, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
         """``(values, indices)`` of the ``k``-th smallest element (1-based) along ``dim``. Example:
         ``ft.tensor([3.0, 1.0, 2.0]).kthvalue(2)  # (2., 2)``."""
         d = _dim(dim, self.dim())
@@ -159,11 +160,11 @@ class _ReductionsMoreMixin:
             return Kthvalue(vals.reshape(()), idx.reshape(()))
         return Kthvalue(vals, idx) if keepdim else Kthvalue(vals.squeeze(d), idx.squeeze(d))
 
-    def msort(self: Tensor) -> "Tensor":
+    def msort(self: TensorT) -> "TensorT":
         """``sort(self, dim=0).values``."""
-        return cast("Tensor", self.sort(0).values)
+        return self.sort(0).values
 
-    def mode(self: Tensor, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
+    def mode(self: TensorT, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
         """``(values, indices)``: the most frequent value along ``dim`` (the smallest of equally frequent ones)
         and the last index where it occurs. Example: ``ft.tensor([2, 1, 2, 1, 3]).mode()  # (1, 3)``."""
         x, d = _rows_last(self, dim)
@@ -184,7 +185,7 @@ class _ReductionsMoreMixin:
         index = index.squeeze(-1)
         return Mode(_keep(vals, self, d, keepdim), _keep(index, self, d, keepdim))
 
-    def nanmedian(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    def nanmedian(self: TensorT, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """The lower median of the non-NaN elements (NaN where all are NaN); with ``dim``, ``(values, indices)``.
         Example: ``ft.tensor([1.0, float('nan'), 3.0, 2.0]).nanmedian()  # 2.``."""
         if dim is None:
@@ -198,7 +199,7 @@ class _ReductionsMoreMixin:
         index = index.squeeze(-1)
         return Nanmedian(_keep(vals, self, d, keepdim), _keep(index, self, d, keepdim))
 
-    def nanmean(self: Tensor, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "Tensor":
+    def nanmean(self: TensorT, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> "TensorT":
         """The mean of the non-NaN elements (NaN where all are NaN). Example:
         ``ft.tensor([1.0, float('nan'), 3.0]).nanmean()  # 2.``."""
         x = self if dtype is None else self.to(dtype)
@@ -206,10 +207,10 @@ class _ReductionsMoreMixin:
             raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                                f"{_dt.SCALAR_NAMES[x.dtype]}")
         nans = x.isnan()
-        return cast("Tensor", fnp.where(nans, 0.0, x).sum(dim, keepdim) / (~nans).sum(dim, keepdim))
+        return fnp.where(nans, 0.0, x).sum(dim, keepdim) / (~nans).sum(dim, keepdim)
 
-    def quantile(self: Tensor, q: Any, dim: Any = None, keepdim: builtins.bool = False, *,
-                 interpolation: str = "linear") -> "Tensor":
+    def quantile(self: TensorT, q: Any, dim: Any = None, keepdim: builtins.bool = False, *,
+                 interpolation: str = "linear") -> "TensorT":
         """The ``q``-th quantiles (``q`` a float or a 1-D tensor in ``[0, 1]``: then a leading dim of
         ``len(q)``) along ``dim``, interpolated as NumPy's ``linear``/``lower``/``higher``/``midpoint``/
         ``nearest``; NaN where a NaN is reduced. Differentiable.
@@ -217,13 +218,13 @@ class _ReductionsMoreMixin:
         Example: ``ft.tensor([1.0, 2.0, 4.0]).quantile(0.5)  # 2.``."""
         return _quantile(self, q, dim, keepdim, interpolation, ignore_nan=False)
 
-    def nanquantile(self: Tensor, q: Any, dim: Any = None, keepdim: builtins.bool = False, *,
-                    interpolation: str = "linear") -> "Tensor":
+    def nanquantile(self: TensorT, q: Any, dim: Any = None, keepdim: builtins.bool = False, *,
+                    interpolation: str = "linear") -> "TensorT":
         """``quantile`` of the non-NaN elements (NaN where all are NaN)."""
         return _quantile(self, q, dim, keepdim, interpolation, ignore_nan=True)
 
     # ------------------------------------------------------------------ counts
-    def histc(self: Tensor, bins: builtins.int = 100, min: Any = 0, max: Any = 0) -> "Tensor":  # noqa: A002
+    def histc(self: TensorT, bins: builtins.int = 100, min: Any = 0, max: Any = 0) -> "TensorT":  # noqa: A002
         """Counts in ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0; values outside
         are left out), in this tensor's dtype; no gradient. Example: ``ft.tensor([1., 2., 1.]).histc(4, 0, 3)``."""
         if self._value.dtype.kind not in "f":
@@ -239,9 +240,9 @@ class _ReductionsMoreMixin:
             lo, hi = builtins.float(xp.min(raw)), builtins.float(xp.max(raw))  # (one transfer, as PyTorch's)
         if lo == hi:
             lo, hi = lo - 1, hi + 1
-        return cast("Tensor", new_tensor(_bin_counts(raw, lo, hi, bins, None)))
+        return new_tensor(_bin_counts(raw, lo, hi, bins, None))
 
-    def histogram(self: Tensor, bins: Any = 100, *, range: Any = None, weight: Any = None,  # noqa: A002
+    def histogram(self: TensorT, bins: Any = 100, *, range: Any = None, weight: Any = None,  # noqa: A002
                   density: builtins.bool = False) -> Any:
         """``(hist, bin_edges)`` as ``numpy.histogram`` (``bins`` an int or a tensor of edges), in this tensor's
         dtype; no gradient. Example: ``ft.tensor([1., 2., 1.]).histogram(2)``."""
@@ -271,7 +272,7 @@ class _ReductionsMoreMixin:
             hist = hist / (xp.sum(hist) * (edges[1:] - edges[:-1]))
         return Histogram(new_tensor(hist), new_tensor(edges))
 
-    def bincount(self: Tensor, weights: Any = None, minlength: builtins.int = 0) -> "Tensor":
+    def bincount(self: TensorT, weights: Any = None, minlength: builtins.int = 0) -> "TensorT":
         """Counts of each non-negative integer (weighted sums with ``weights``: float64 unless they are
         float32, as PyTorch); no gradient. Example: ``ft.tensor([0, 2, 2]).bincount()  # [1, 0, 2]``."""
         raw = self._value
@@ -286,10 +287,10 @@ class _ReductionsMoreMixin:
         if w.shape != raw.shape:
             raise RuntimeError("weights should be 1-d and have the same length as input")
         out_dtype = w.dtype if w.dtype == np.float32 else np.float64
-        return cast("Tensor", new_tensor(xp.bincount(raw, weights=w, minlength=minlength).astype(out_dtype)))
+        return new_tensor(xp.bincount(raw, weights=w, minlength=minlength).astype(out_dtype))
 
     # ------------------------------------------------------------------ statistics of rows
-    def cov(self: Tensor, *, correction: builtins.int = 1, fweights: Any = None, aweights: Any = None) -> "Tensor":
+    def cov(self: TensorT, *, correction: builtins.int = 1, fweights: Any = None, aweights: Any = None) -> "TensorT":
         """The covariance matrix of the variables in the rows (observations in the columns), with frequency and
         importance weights, as ``numpy.cov``; differentiable.
 
@@ -324,20 +325,20 @@ class _ReductionsMoreMixin:
         xm = x - mean
         xw = xm if w is None else xm * w
         out = xw.matmul(xm.transpose(0, 1).conj()) / norm
-        return cast("Tensor", out.reshape(()) if out.shape[0] == 1 else out)  # (one variable: 0-d, as PyTorch)
+        return out.reshape(()) if out.shape[0] == 1 else out  # (one variable: 0-d, as PyTorch)
 
-    def corrcoef(self: Tensor) -> "Tensor":
+    def corrcoef(self: TensorT) -> "TensorT":
         """Pearson correlation coefficients of the variables in the rows (``numpy.corrcoef``), clipped to
         ``[-1, 1]``; differentiable."""
         c = self.cov()
         if c.dim() == 0:
-            return cast("Tensor", c / c)
+            return c / c
         d = c.diagonal()
         std = d.sqrt() if not c.is_complex() else d.real.sqrt()
         c = c / std.unsqueeze(1) / std.unsqueeze(0)
-        return c if c.is_complex() else cast("Tensor", c.clamp(-1, 1))
+        return c if c.is_complex() else c.clamp(-1, 1)
 
-    def dist(self: Tensor, other: Any, p: Any = 2) -> "Tensor":
+    def dist(self: TensorT, other: Any, p: Any = 2) -> "TensorT":
         """The ``p``-norm of ``self - other`` (``p`` = 0 counts the differing elements, ``inf`` the largest one).
         Example: ``ft.tensor([1.0, 1.0]).dist(ft.zeros(2))  # sqrt(2)``."""
         d = self - other
@@ -345,15 +346,15 @@ class _ReductionsMoreMixin:
             raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                                f"{_dt.SCALAR_NAMES[d.dtype]}")
         if p == 0:
-            return cast("Tensor", (d != 0).sum().to(d.dtype))
+            return (d != 0).sum().to(d.dtype)
         if p == float("inf"):
-            return cast("Tensor", d.abs().amax())
+            return d.abs().amax()
         if p == -float("inf"):
-            return cast("Tensor", d.abs().amin())
-        return cast("Tensor", d.norm(p))
+            return d.abs().amin()
+        return d.norm(p)
 
-    def diff(self: Tensor, n: builtins.int = 1, dim: builtins.int = -1, prepend: Any = None,
-             append: Any = None) -> "Tensor":
+    def diff(self: TensorT, n: builtins.int = 1, dim: builtins.int = -1, prepend: Any = None,
+             append: Any = None) -> "TensorT":
         """The ``n``-th forward difference along ``dim`` (``prepend``/``append`` joined first); XOR for bool
         tensors. Example: ``ft.tensor([1, 3, 6]).diff()  # [2, 3]``."""
         if self.dim() == 0:
@@ -361,7 +362,7 @@ class _ReductionsMoreMixin:
         d = _dim(dim, self.dim())
         parts = [p if p.dim() else p.expand(*self.shape[:d], 1, *self.shape[d + 1:])
                  for p in (prepend, self, append) if p is not None]
-        x = cast("Tensor", fnp.concatenate(parts, axis=d)) if len(parts) > 1 else self
+        x = fnp.concatenate(parts, axis=d) if len(parts) > 1 else self
         for _ in builtins.range(n):
             m = x.shape[d]
             if m == 0:
@@ -370,7 +371,7 @@ class _ReductionsMoreMixin:
             x = hi.logical_xor(lo) if x._value.dtype.kind == "b" else hi - lo
         return x
 
-    def renorm(self: Tensor, p: Any, dim: builtins.int, maxnorm: Any) -> "Tensor":
+    def renorm(self: TensorT, p: Any, dim: builtins.int, maxnorm: Any) -> "TensorT":
         """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled to norm ``maxnorm``;
         differentiable. Example: ``ft.ones(2, 3).renorm(2, 0, 1.0)``."""
         if p <= 0:
@@ -383,7 +384,7 @@ class _ReductionsMoreMixin:
         others = tuple(i for i in builtins.range(self.dim()) if i != d)
         norms = self.norm(p, dim=others, keepdim=True)
         factor = fnp.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
-        return cast("Tensor", self * factor)
+        return self * factor
 
     renorm_ = inplace_variant("renorm")
 
@@ -418,7 +419,7 @@ def _bin_counts(raw: Any, lo: float, hi: float, bins: Any, weights: Any, edges: 
     return xp.bincount(where, weights=w, minlength=n).astype(raw.dtype)
 
 
-def _quantile(t: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ignore_nan: bool) -> "Tensor":
+def _quantile(t: TensorT, q: Any, dim: Any, keepdim: bool, interpolation: str, ignore_nan: bool) -> "TensorT":
     op = "nanquantile" if ignore_nan else "quantile"
     if t._value.dtype.kind != "f":
         raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
@@ -467,6 +468,6 @@ def _quantile(t: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ig
     else:
         out = v_lo
     undefined = (valid == 0) if ignore_nan else xp.any(nans, axis=-1, keepdims=True)
-    out = cast("Tensor", fnp.where(xp.broadcast_to(undefined, out._value.shape), xp.nan, out)).squeeze(-1)
+    out = fnp.where(xp.broadcast_to(undefined, out._value.shape), xp.nan, out).squeeze(-1)
     out = _keep(out, t, d, keepdim, lead=1)
     return out.squeeze(0) if scalar_q else out

@@ -14,6 +14,10 @@ Example::
     ft.arange(5.).unfold(0, 2, 1)                   # sliding windows [[0, 1], [1, 2], [2, 3], [3, 4]]
 """
 
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
+
 from __future__ import annotations
 
 import builtins
@@ -30,10 +34,7 @@ from .inplace_variant import inplace_variant
 from .method_args import int_list, operand, promoted, recorded_as
 from .tensor_helpers import _wrap_dim
 from .tensor_class import is_tensor, new_tensor
-
-# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
-# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
-Tensor = Any
+from .tensor_type import TensorBase, TensorT
 
 
 def _split_sizes(n: int, sections_or_indices: Any) -> list[int]:
@@ -51,24 +52,24 @@ def _split_sizes(n: int, sections_or_indices: Any) -> list[int]:
     return [builtins.max(b - a, 0) for a, b in zip(bounds, bounds[1:])]
 
 
-class _ReshapingMixin:
+class _ReshapingMixin(TensorBase[TensorT]):
     __slots__ = ()
 
     # ------------------------------------------------------------------ flips and rotations
-    def fliplr(self: Tensor) -> "Tensor":
+    def fliplr(self: TensorT) -> "TensorT":
         """Columns in reverse order (``flip(1)``; at least 2-D). Example: ``ft.eye(2).fliplr()``."""
         if self.dim() < 2:
             raise RuntimeError("Input must be >= 2-d.")
         return self.flip(1)
 
-    def flipud(self: Tensor) -> "Tensor":
+    def flipud(self: TensorT) -> "TensorT":
         """Rows in reverse order (``flip(0)``; at least 1-D). Example: ``ft.arange(3.).flipud()``."""
         if self.dim() < 1:
             raise RuntimeError("Input must be >= 1-d.")
         return self.flip(0)
 
     @recorded_as("Rot90Backward0")
-    def rot90(self: Tensor, k: builtins.int = 1, dims: Any = (0, 1)) -> "Tensor":
+    def rot90(self: TensorT, k: builtins.int = 1, dims: Any = (0, 1)) -> "TensorT":
         """Rotated by 90 degrees ``k`` times, from the first of ``dims`` towards the second.
 
         Example: ``ft.tensor([[1, 2], [3, 4]]).rot90()`` is ``[[2, 4], [1, 3]]``.
@@ -91,7 +92,7 @@ class _ReshapingMixin:
         return self.clone()
 
     # ------------------------------------------------------------------ splits
-    def tensor_split(self: Tensor, indices_or_sections: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
+    def tensor_split(self: TensorT, indices_or_sections: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """Views of ``self`` cut along ``dim`` into ``k`` near-equal sections (an int) or at the given indices.
 
         Example: ``ft.arange(5.).tensor_split(2)`` is ``(tensor([0., 1., 2.]), tensor([3., 4.]))``.
@@ -105,28 +106,28 @@ class _ReshapingMixin:
         return multi_output_views(lambda: tuple(self.narrow(d, s, n) for s, n in zip(starts, sizes)),
                                   "SplitWithSizesBackward0")
 
-    def _split_along(self: Tensor, dim: builtins.int, sections: Any, name: str) -> Any:
+    def _split_along(self: TensorT, dim: builtins.int, sections: Any, name: str) -> Any:
         """``hsplit``/``vsplit``/``dsplit``: ``tensor_split`` whose integer sections must divide evenly."""
         if isinstance(sections, (builtins.int, np.integer)) and (sections <= 0 or self.shape[dim] % sections):
             raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
                                f"dimension {self.shape[dim]} is not divisible by the split_size {sections}!")
         return self.tensor_split(sections, dim)
 
-    def hsplit(self: Tensor, sections: Any) -> Any:
+    def hsplit(self: TensorT, sections: Any) -> Any:
         """Split along columns (dimension 1; dimension 0 of a 1-D tensor). Example: ``x.hsplit(2)``."""
         if self.dim() < 1:
             raise RuntimeError("torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with "
                                "0 dimensions!")
         return self._split_along(1 if self.dim() > 1 else 0, sections, "hsplit")
 
-    def vsplit(self: Tensor, sections: Any) -> Any:
+    def vsplit(self: TensorT, sections: Any) -> Any:
         """Split along rows (dimension 0; at least 2-D). Example: ``x.vsplit([1])``."""
         if self.dim() < 2:
             raise RuntimeError(f"torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with "
                                f"{self.dim()} dimensions!")
         return self._split_along(0, sections, "vsplit")
 
-    def dsplit(self: Tensor, sections: Any) -> Any:
+    def dsplit(self: TensorT, sections: Any) -> Any:
         """Split along depth (dimension 2; at least 3-D). Example: ``x.dsplit(2)``."""
         if self.dim() < 3:
             raise RuntimeError(f"torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with "
@@ -135,8 +136,8 @@ class _ReshapingMixin:
 
     # ------------------------------------------------------------------ diagonals
     @recorded_as("DiagEmbedBackward0")
-    def diag_embed(self: Tensor, offset: builtins.int = 0, dim1: builtins.int = -2,
-                   dim2: builtins.int = -1) -> "Tensor":
+    def diag_embed(self: TensorT, offset: builtins.int = 0, dim1: builtins.int = -2,
+                   dim2: builtins.int = -1) -> "TensorT":
         """A tensor whose diagonals (``offset``, in the planes ``dim1``/``dim2`` of the result) hold the last
         dimension of ``self``; zero elsewhere.
 
@@ -159,11 +160,11 @@ class _ReshapingMixin:
         out = fnp.moveaxis(filled, (-2, -1), (lo, hi))
         return out if d1 < d2 else out.transpose(lo, hi)
 
-    def diagflat(self: Tensor, offset: builtins.int = 0) -> "Tensor":
+    def diagflat(self: TensorT, offset: builtins.int = 0) -> "TensorT":
         """The flattened ``self`` on the ``offset`` diagonal of a square matrix. Example: ``ft.ones(2, 1).diagflat()``."""
         return self.reshape(-1).diag_embed(offset)
 
-    def fill_diagonal_(self: Tensor, fill_value: Any, wrap: builtins.bool = False) -> "Tensor":
+    def fill_diagonal_(self: TensorT, fill_value: Any, wrap: builtins.bool = False) -> "TensorT":
         """Write ``fill_value`` on the main diagonal, in place (all dimensions equal beyond 2-D; ``wrap``
         restarts the diagonal below a tall matrix's square part every ``ncols + 1`` rows).
 
@@ -191,13 +192,13 @@ class _ReshapingMixin:
         return self._inplace(fill)
 
     # ------------------------------------------------------------------ products of shapes
-    def kron(self: Tensor, other: Any) -> "Tensor":
+    def kron(self: TensorT, other: Any) -> "TensorT":
         """The Kronecker product. Example: ``ft.eye(2).kron(ft.ones(2, 2))`` is block diagonal."""
         a, b = promoted(self, operand(self, other))
         return fnp.kron(a, b)
 
     @recorded_as("LinalgCrossBackward0")
-    def cross(self: Tensor, other: Any, dim: builtins.int | None = None) -> "Tensor":
+    def cross(self: TensorT, other: Any, dim: builtins.int | None = None) -> "TensorT":
         """The cross product of 3-vectors along ``dim`` (default: the first dimension of size 3).
 
         Example: ``ft.tensor([1., 0, 0]).cross(ft.tensor([0., 1, 0]))`` is ``[0, 0, 1]``.
@@ -216,7 +217,7 @@ class _ReshapingMixin:
                                f"{b.shape[d]}")
         return fnp.cross(a, b, axis=d)
 
-    def inner(self: Tensor, other: Any) -> "Tensor":
+    def inner(self: TensorT, other: Any) -> "TensorT":
         """The inner product over the last dimensions (a product with a scalar). Example: ``x.inner(y)``."""
         a, b = promoted(self, operand(self, other))
         if a.dim() and b.dim() and a.shape[-1] != b.shape[-1]:
@@ -226,7 +227,7 @@ class _ReshapingMixin:
 
     # ------------------------------------------------------------------ windows and strided reads
     @recorded_as("UnfoldBackward0")
-    def unfold(self: Tensor, dimension: builtins.int, size: builtins.int, step: builtins.int) -> "Tensor":
+    def unfold(self: TensorT, dimension: builtins.int, size: builtins.int, step: builtins.int) -> "TensorT":
         """Every window of ``size`` elements along ``dimension``, ``step`` apart: that dimension becomes the
         window count and a last dimension of ``size`` is added (a copy of PyTorch's view).
 
@@ -245,7 +246,7 @@ class _ReshapingMixin:
         return fnp.moveaxis(fnp.take(x, windows, axis=d), d + 1, -1)
 
     @recorded_as("AsStridedBackward0")
-    def as_strided(self: Tensor, size: Any, stride: Any, storage_offset: builtins.int | None = None) -> "Tensor":
+    def as_strided(self: TensorT, size: Any, stride: Any, storage_offset: builtins.int | None = None) -> "TensorT":
         """The elements a strided view of ``size``/``stride`` (in elements of ``self`` in row-major order,
         from ``storage_offset``) reads, as a copy; overlapping reads add up in the gradient.
 
@@ -255,11 +256,11 @@ class _ReshapingMixin:
         return fnp.take(self.reshape(-1), flat)
 
     @recorded_as("NarrowCopyBackward0")
-    def narrow_copy(self: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> "Tensor":
+    def narrow_copy(self: TensorT, dim: builtins.int, start: builtins.int, length: builtins.int) -> "TensorT":
         """``narrow`` as a new tensor. Example: ``ft.arange(5.).narrow_copy(0, 1, 2)`` is ``[1, 2]``."""
         return self.narrow(dim, start, length).clone()
 
-    def sum_to_size(self: Tensor, *size: Any) -> "Tensor":
+    def sum_to_size(self: TensorT, *size: Any) -> "TensorT":
         """Summed down to ``size`` (which must broadcast to ``self``'s shape): the adjoint of ``expand``.
 
         Example: ``ft.ones(2, 3).sum_to_size(1, 3)`` is ``[[2, 2, 2]]``.
@@ -275,7 +276,7 @@ class _ReshapingMixin:
         return out.sum(keep, keepdim=True) if keep else out
 
     # ------------------------------------------------------------------ layout
-    def stride(self: Tensor, dim: builtins.int | None = None) -> Any:
+    def stride(self: TensorT, dim: builtins.int | None = None) -> Any:
         """The step in elements between neighbours along each dimension (of the array as stored here).
 
         Example: ``ft.zeros(2, 3).stride()`` is ``(3, 1)``.
@@ -287,7 +288,7 @@ class _ReshapingMixin:
             strides = tuple(builtins.int(np.prod(v.shape[i + 1:])) for i in range(v.ndim))
         return strides if dim is None else strides[_wrap_dim(dim, v.ndim)]
 
-    def storage_offset(self: Tensor) -> builtins.int:
+    def storage_offset(self: TensorT) -> builtins.int:
         """How many elements into its memory block this tensor starts (0 unless it is a view).
 
         Example: ``ft.arange(4.)[2:].storage_offset()`` is ``2``.
@@ -300,7 +301,7 @@ class _ReshapingMixin:
         low = np.byte_bounds(base)[0] if hasattr(np, "byte_bounds") else np.lib.array_utils.byte_bounds(base)[0]
         return builtins.int(start - low) // builtins.int(v.dtype.itemsize)
 
-    def dim_order(self: Tensor, *, ambiguity_check: Any = False) -> tuple[builtins.int, ...]:
+    def dim_order(self: TensorT, *, ambiguity_check: Any = False) -> tuple[builtins.int, ...]:
         """The dimensions from outermost to innermost in memory (``(0, 1, ..., n-1)`` when contiguous).
 
         Example: ``ft.zeros(2, 3).t().dim_order()`` is ``(1, 0)``.
@@ -308,19 +309,19 @@ class _ReshapingMixin:
         strides = self.stride()
         return tuple(sorted(range(self.dim()), key=lambda i: (-builtins.abs(strides[i]), i)))
 
-    def new_empty_strided(self: Tensor, size: Any, stride: Any, *, dtype: Any = None, device: Any = None,
-                          requires_grad: builtins.bool = False) -> "Tensor":
+    def new_empty_strided(self: TensorT, size: Any, stride: Any, *, dtype: Any = None, device: Any = None,
+                          requires_grad: builtins.bool = False) -> "TensorT":
         """An uninitialised tensor of ``size`` (row-major here; ``stride`` is accepted). Example:
         ``x.new_empty_strided((2, 3), (3, 1))``."""
         return self.new_empty(tuple(int_list(size)), dtype=dtype, requires_grad=requires_grad)
 
     # ------------------------------------------------------------------ in place
-    def squeeze_(self: Tensor, dim: Any = None) -> "Tensor":
+    def squeeze_(self: TensorT, dim: Any = None) -> "TensorT":
         """In-place ``squeeze`` (of a tensor that does not require grad). Example: ``ft.zeros(1, 2).squeeze_()``."""
         self._check_meta_inplace("squeeze_()")
         return self._set_value_inplace(self.squeeze(dim)._value if dim is not None else self.squeeze()._value)
 
-    def unsqueeze_(self: Tensor, dim: builtins.int) -> "Tensor":
+    def unsqueeze_(self: TensorT, dim: builtins.int) -> "TensorT":
         """In-place ``unsqueeze`` (of a tensor that does not require grad). Example: ``ft.zeros(2).unsqueeze_(0)``."""
         self._check_meta_inplace("unsqueeze_()")
         return self._set_value_inplace(self.unsqueeze(dim)._value)

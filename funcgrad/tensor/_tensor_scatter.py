@@ -15,6 +15,10 @@ Example::
     x.index_add(0, ft.tensor([0, 0]), ft.ones(2, 2))          # row 0 gets 2
 """
 
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
+
 from __future__ import annotations
 
 import builtins
@@ -28,10 +32,7 @@ from .inplace_variant import inplace_variant
 from .method_args import index_array, int_list, operand, recorded_as
 from .tensor_helpers import _raw, _wrap_dim, named_result
 from .tensor_class import is_tensor, new_tensor
-
-# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
-# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
-Tensor = Any
+from .tensor_type import TensorBase, TensorT
 
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
@@ -58,7 +59,7 @@ def _check_bounds(idx: Any, size: int, dim: int, op: str) -> None:
     raise IndexError(plain)
 
 
-def _scatter_positions(self: Tensor, dim: Any, index: Any, src: Any, op: str) -> tuple[tuple[Any, ...], int]:
+def _scatter_positions(self: TensorT, dim: Any, index: Any, src: Any, op: str) -> tuple[tuple[Any, ...], int]:
     """The full position tuple of ``self``'s elements that ``scatter``'s ``index`` names along ``dim``
     (``index`` along ``dim``, its own coordinates elsewhere), checked as PyTorch checks it."""
     idx = index_array(index, op)
@@ -83,7 +84,7 @@ def _scatter_positions(self: Tensor, dim: Any, index: Any, src: Any, op: str) ->
     return positions, d
 
 
-def _values_for(src: Any, idx_shape: tuple[int, ...], self: Tensor) -> Any:
+def _values_for(src: Any, idx_shape: tuple[int, ...], self: TensorT) -> Any:
     """The leading ``idx_shape`` block of ``src`` (a tensor), or a number as a constant of ``self``'s dtype."""
     if not is_tensor(src):
         return operand(self, src)
@@ -100,7 +101,7 @@ def _flat(src: Any) -> Any:
     return src.reshape(-1) if is_tensor(src) else src
 
 
-def _reduce_at(self: Tensor, pos: tuple[Any, ...], values: Any, reduce: str, include_self: builtins.bool,
+def _reduce_at(self: TensorT, pos: tuple[Any, ...], values: Any, reduce: str, include_self: builtins.bool,
                op: str) -> Any:
     """``self`` with ``values`` reduced into the positions ``pos`` (repeated positions all count)."""
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # PyTorch's older spellings
@@ -132,7 +133,7 @@ def _reduce_at(self: Tensor, pos: tuple[Any, ...], values: Any, reduce: str, inc
     return out
 
 
-def _extreme_at(self: Tensor, base: Any, pos: tuple[Any, ...], values: Any, reduce: str,
+def _extreme_at(self: TensorT, base: Any, pos: tuple[Any, ...], values: Any, reduce: str,
                 include_self: builtins.bool) -> Any:
     """``amax``/``amin`` of ``values`` into ``base`` at ``pos``, in one scatter whatever the repetitions.
 
@@ -163,7 +164,7 @@ def _extreme_at(self: Tensor, base: Any, pos: tuple[Any, ...], values: Any, redu
     return (fnp.where(self_wins, self - m, 0.0) + from_src) / count + m
 
 
-def _index_positions(self: Tensor, dim: Any, index: Any, op: str) -> tuple[tuple[Any, ...], int]:
+def _index_positions(self: TensorT, dim: Any, index: Any, op: str) -> tuple[tuple[Any, ...], int]:
     """``(slice(None),) * dim + (index,)``: the positions ``index_add``/``index_copy``/... address."""
     idx = index_array(index, op)
     if idx.ndim > 1:
@@ -175,7 +176,7 @@ def _index_positions(self: Tensor, dim: Any, index: Any, op: str) -> tuple[tuple
     return (slice(None),) * d + (idx.reshape(-1),), d
 
 
-def _index_source(self: Tensor, source: Any, pos: tuple[Any, ...], d: int, n: int, op: str) -> Any:
+def _index_source(self: TensorT, source: Any, pos: tuple[Any, ...], d: int, n: int, op: str) -> Any:
     """``source`` checked against the slices ``self[pos]`` (``n`` of them along ``d``), with PyTorch's errors."""
     source = operand(self, source)
     if source.dtype != self.dtype:
@@ -200,12 +201,12 @@ def _index_source(self: Tensor, source: Any, pos: tuple[Any, ...], d: int, n: in
     return source
 
 
-class _ScatterMixin:
+class _ScatterMixin(TensorBase[TensorT]):
     __slots__ = ()
 
     # ------------------------------------------------------------------ scatter family
-    def scatter(self: Tensor, dim: builtins.int, index: Any, src: Any = None, value: Any = None, *,
-                reduce: str | None = None) -> "Tensor":
+    def scatter(self: TensorT, dim: builtins.int, index: Any, src: Any = None, value: Any = None, *,
+                reduce: str | None = None) -> "TensorT":
         """``self`` with ``src`` (a tensor or a number) written at the positions ``index`` names along ``dim``:
         for 2-D and ``dim=0``, ``out[index[i][j]][j] = src[i][j]``. ``reduce="add"``/``"multiply"`` combine
         instead. Repeated positions: the last write wins (PyTorch leaves it unspecified).
@@ -229,8 +230,8 @@ class _ScatterMixin:
         return named_result("ScatterBackward0" if is_tensor(src) else "ScatterBackward1", update)(self)
 
     @recorded_as("ScatterReduceBackward0")
-    def scatter_reduce(self: Tensor, dim: builtins.int, index: Any, src: Any, reduce: str, *,
-                       include_self: builtins.bool = True) -> "Tensor":
+    def scatter_reduce(self: TensorT, dim: builtins.int, index: Any, src: Any, reduce: str, *,
+                       include_self: builtins.bool = True) -> "TensorT":
         """``self`` with ``src`` reduced (``"sum"``, ``"prod"``, ``"mean"``, ``"amax"``, ``"amin"``) into the
         positions ``index`` names along ``dim``; ``include_self=False`` leaves ``self``'s values out of the
         reduction where anything is scattered.
@@ -246,7 +247,7 @@ class _ScatterMixin:
 
     # ------------------------------------------------------------------ index_* family
     @recorded_as("IndexAddBackward0")
-    def index_add(self: Tensor, dim: builtins.int, index: Any, source: Any, *, alpha: Any = 1) -> "Tensor":
+    def index_add(self: TensorT, dim: builtins.int, index: Any, source: Any, *, alpha: Any = 1) -> "TensorT":
         """``self`` with ``alpha * source`` added at the slices ``index`` names along ``dim`` (repeats add up).
 
         Example: ``ft.zeros(3, 2).index_add(0, ft.tensor([0, 2, 0]), ft.ones(3, 2))``.
@@ -256,7 +257,7 @@ class _ScatterMixin:
         return fnp.indexing.at(self)[pos].add(source if alpha == 1 else source * alpha)
 
     @recorded_as("IndexCopyBackward0")
-    def index_copy(self: Tensor, dim: builtins.int, index: Any, source: Any) -> "Tensor":
+    def index_copy(self: TensorT, dim: builtins.int, index: Any, source: Any) -> "TensorT":
         """``self`` with the slices ``index`` names along ``dim`` replaced by ``source``'s.
 
         Example: ``ft.zeros(3, 2).index_copy(0, ft.tensor([2, 0]), ft.ones(2, 2))``.
@@ -265,7 +266,7 @@ class _ScatterMixin:
         source = _index_source(self, source, pos, d, _raw(index).size, "index_copy")
         return fnp.indexing.at(self)[pos].set(source)
 
-    def index_fill(self: Tensor, dim: builtins.int, index: Any, value: Any) -> "Tensor":
+    def index_fill(self: TensorT, dim: builtins.int, index: Any, value: Any) -> "TensorT":
         """``self`` with the slices ``index`` names along ``dim`` set to ``value`` (a number or 0-d tensor,
         which gets the gradient of every filled element).
 
@@ -280,8 +281,8 @@ class _ScatterMixin:
         return named_result(name, lambda target: fnp.indexing.at(target)[pos].set(value.to(target.dtype)))(self)
 
     @recorded_as("IndexReduceBackward0")
-    def index_reduce(self: Tensor, dim: builtins.int, index: Any, source: Any, reduce: str, *,
-                     include_self: builtins.bool = True) -> "Tensor":
+    def index_reduce(self: TensorT, dim: builtins.int, index: Any, source: Any, reduce: str, *,
+                     include_self: builtins.bool = True) -> "TensorT":
         """``self`` with ``source``'s slices reduced (``"prod"``, ``"mean"``, ``"amax"``, ``"amin"``) into the
         slices ``index`` names along ``dim``.
 
@@ -295,7 +296,7 @@ class _ScatterMixin:
         return _reduce_at(self, pos, source, reduce, include_self, "index_reduce")
 
     @recorded_as("IndexPutBackward0")
-    def index_put(self: Tensor, indices: Any, values: Any, accumulate: builtins.bool = False) -> "Tensor":
+    def index_put(self: TensorT, indices: Any, values: Any, accumulate: builtins.bool = False) -> "TensorT":
         """``self`` with ``values`` written (or with ``accumulate=True`` added) at ``self[indices]``;
         ``indices`` is a tuple of index tensors (integer or boolean), one per leading dimension.
 
@@ -315,7 +316,7 @@ class _ScatterMixin:
         return at.add(values) if accumulate else at.set(values)
 
     @recorded_as("MaskedScatterBackward0")
-    def masked_scatter(self: Tensor, mask: Any, source: Any) -> "Tensor":
+    def masked_scatter(self: TensorT, mask: Any, source: Any) -> "TensorT":
         """``self`` with the positions where ``mask`` (broadcast to ``self``) is True filled, in order, by
         consecutive elements of ``source``.
 
@@ -343,7 +344,7 @@ class _ScatterMixin:
         return fnp.where(m, picked, self)
 
     @recorded_as("PutBackward0")
-    def put(self: Tensor, index: Any, source: Any, accumulate: builtins.bool = False) -> "Tensor":
+    def put(self: TensorT, index: Any, source: Any, accumulate: builtins.bool = False) -> "TensorT":
         """``self`` with ``source``'s elements written (or added) at the flat positions ``index`` of ``self``
         (row-major, as if ``self`` were 1-D; negative positions count from the end).
 
@@ -360,7 +361,7 @@ class _ScatterMixin:
         values = source.reshape(-1).to(self.dtype)
         return (at.add(values) if accumulate else at.set(values)).reshape(tuple(self.shape))
 
-    def take_along_dim(self: Tensor, indices: Any, dim: builtins.int | None = None) -> "Tensor":
+    def take_along_dim(self: TensorT, indices: Any, dim: builtins.int | None = None) -> "TensorT":
         """The elements at ``indices`` along ``dim`` (``self`` and ``indices`` broadcast in the other
         dimensions); with ``dim=None``, at the flat positions of both flattened.
 
@@ -387,7 +388,7 @@ class _ScatterMixin:
 
     # ------------------------------------------------------------------ *_scatter: embed into a copy
     @recorded_as("SelectScatterBackward0")
-    def select_scatter(self: Tensor, src: Any, dim: builtins.int, index: builtins.int) -> "Tensor":
+    def select_scatter(self: TensorT, src: Any, dim: builtins.int, index: builtins.int) -> "TensorT":
         """``self`` with ``self.select(dim, index)`` replaced by ``src``.
 
         Example: ``ft.zeros(2, 2).select_scatter(ft.ones(2), 0, 0)`` is ``[[1, 1], [0, 0]]``.
@@ -400,8 +401,8 @@ class _ScatterMixin:
         return self._embed((slice(None),) * d + (builtins.int(index),), src, "select_scatter")
 
     @recorded_as("SliceScatterBackward0")
-    def slice_scatter(self: Tensor, src: Any, dim: builtins.int = 0, start: builtins.int | None = None,
-                      end: builtins.int | None = None, step: builtins.int = 1) -> "Tensor":
+    def slice_scatter(self: TensorT, src: Any, dim: builtins.int = 0, start: builtins.int | None = None,
+                      end: builtins.int | None = None, step: builtins.int = 1) -> "TensorT":
         """``self`` with ``self[..., start:end:step, ...]`` (along ``dim``) replaced by ``src``.
 
         Example: ``ft.zeros(4).slice_scatter(ft.ones(2), start=2)`` is ``[0, 0, 1, 1]``.
@@ -410,8 +411,8 @@ class _ScatterMixin:
         return self._embed((slice(None),) * d + (slice(start, end, step),), src, "slice_scatter")
 
     @recorded_as("DiagonalScatterBackward0")
-    def diagonal_scatter(self: Tensor, src: Any, offset: builtins.int = 0, dim1: builtins.int = 0,
-                         dim2: builtins.int = 1) -> "Tensor":
+    def diagonal_scatter(self: TensorT, src: Any, offset: builtins.int = 0, dim1: builtins.int = 0,
+                         dim2: builtins.int = 1) -> "TensorT":
         """``self`` with ``self.diagonal(offset, dim1, dim2)`` replaced by ``src``.
 
         Example: ``ft.zeros(2, 2).diagonal_scatter(ft.ones(2))`` is the identity.
@@ -429,8 +430,8 @@ class _ScatterMixin:
         return fnp.moveaxis(out, (-2, -1), (d1, d2))
 
     @recorded_as("AsStridedScatterBackward0")
-    def as_strided_scatter(self: Tensor, src: Any, size: Any, stride: Any,
-                           storage_offset: builtins.int | None = None) -> "Tensor":
+    def as_strided_scatter(self: TensorT, src: Any, size: Any, stride: Any,
+                           storage_offset: builtins.int | None = None) -> "TensorT":
         """``self`` with the elements ``self.as_strided(size, stride, storage_offset)`` reads replaced by ``src``
         (strides count elements of ``self`` in row-major order).
 
@@ -445,7 +446,7 @@ class _ScatterMixin:
         out = fnp.indexing.at(self.reshape(-1))[(xp.reshape(flat, (-1,)),)].set(src.reshape(-1).to(self.dtype))
         return out.reshape(tuple(self.shape))
 
-    def _embed(self: Tensor, pos: tuple[Any, ...], src: Any, op: str) -> "Tensor":
+    def _embed(self: TensorT, pos: tuple[Any, ...], src: Any, op: str) -> "TensorT":
         """``self`` with ``self[pos]`` replaced by ``src`` of exactly that shape."""
         src = operand(self, src)
         want = tuple(fnp.indexing.getitem(self._value, pos).shape)
@@ -454,7 +455,7 @@ class _ScatterMixin:
                                f"{list(src.shape)}, slice size = {list(want)}")
         return fnp.indexing.at(self)[pos].set(src.to(self.dtype))
 
-    def _strided_positions(self: Tensor, size: Any, stride: Any, storage_offset: builtins.int) -> Any:
+    def _strided_positions(self: TensorT, size: Any, stride: Any, storage_offset: builtins.int) -> Any:
         """The flat (row-major) positions in ``self`` that a strided view of ``size``/``stride`` reads."""
         size, stride = int_list(size), int_list(stride)
         if len(size) != len(stride):
@@ -475,14 +476,14 @@ class _ScatterMixin:
                                f"{self.numel() * self.element_size()}")
         return flat
 
-    def argwhere(self: Tensor) -> "Tensor":
+    def argwhere(self: TensorT) -> "TensorT":
         """The indices of the non-zero elements, one row each (``nonzero()``).
 
         Example: ``ft.tensor([0, 3, 0, 4]).argwhere()`` is ``[[1], [3]]``.
         """
         return self.nonzero()
 
-    def nonzero_static(self: Tensor, *, size: builtins.int, fill_value: builtins.int = -1) -> "Tensor":
+    def nonzero_static(self: TensorT, *, size: builtins.int, fill_value: builtins.int = -1) -> "TensorT":
         """``nonzero()`` with exactly ``size`` rows: truncated, or padded with ``fill_value``.
 
         Example: ``ft.tensor([0, 3]).nonzero_static(size=3)`` is ``[[1], [-1], [-1]]``.

@@ -8,6 +8,10 @@ Example::
     ft.tensor([1, 1, 2, 1]).unique_consecutive()              # tensor([1, 2, 1])
 """
 
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
+
 from __future__ import annotations
 
 import builtins
@@ -18,10 +22,7 @@ import numpy as np
 from ..backend import namespace_of
 from .tensor_helpers import _wrap_dim
 from .tensor_class import new_tensor
-
-# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
-# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
-Tensor = Any
+from .tensor_type import TensorBase, TensorT
 
 
 def _results(values: Any, inverse: Any, counts: Any, return_inverse: builtins.bool,
@@ -34,10 +35,10 @@ def _results(values: Any, inverse: Any, counts: Any, return_inverse: builtins.bo
     return out[0] if len(out) == 1 else tuple(out)
 
 
-class _SetsMixin:
+class _SetsMixin(TensorBase[TensorT]):
     __slots__ = ()
 
-    def unique(self: Tensor, sorted: builtins.bool = True, return_inverse: builtins.bool = False,  # noqa: A002
+    def unique(self: TensorT, sorted: builtins.bool = True, return_inverse: builtins.bool = False,  # noqa: A002
                return_counts: builtins.bool = False, dim: builtins.int | None = None) -> Any:
         """The distinct values (sorted; with ``dim``, the distinct slices along it), optionally with the
         inverse indices (where each element or slice went) and the counts.
@@ -53,7 +54,7 @@ class _SetsMixin:
         vals, inv, cnt = xp.unique(v, return_inverse=True, return_counts=True, axis=d)
         return _results(vals, xp.reshape(inv, (-1,)), cnt, return_inverse, return_counts)
 
-    def unique_consecutive(self: Tensor, return_inverse: builtins.bool = False,
+    def unique_consecutive(self: TensorT, return_inverse: builtins.bool = False,
                            return_counts: builtins.bool = False, dim: builtins.int | None = None) -> Any:
         """Each run of equal consecutive values (with ``dim``: slices along it) collapsed to one, optionally
         with the inverse indices and the run lengths; computed where the data lives.

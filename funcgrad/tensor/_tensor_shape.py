@@ -1,19 +1,20 @@
 """Shape, view and indexing methods of ``Tensor``.
 
 A mixin of :class:`funcgrad.tensor.tensor.Tensor` (its only subclass). It takes the helpers it shares from
-``tensor_helpers`` and ``size_device`` and never imports ``tensor.py`` at run time (``Tensor`` only in annotations).
+``tensor_helpers`` and ``size_device`` and never imports ``tensor.py``: it is generic in the Tensor class
+(``TensorT``, see ``tensor_type.py``).
 """
 
-# The methods annotate ``self: Tensor`` (they run on Tensors only); mypy reports a self type that is
-# not a supertype of its class as "misc", hence:
-# mypy: disable-error-code="misc"
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
 
 from __future__ import annotations
 
 import builtins
 import itertools
 import math
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
+from typing import Any, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -31,63 +32,61 @@ from .size_device import Size, SizeArg, DimArg
 from .tensor_helpers import (
     _pyint, _pybool, _binary, _dims, _wrap_dim, _to_raw_index, _is_basic, _raw, _shares, _shape_arg, _as_tensor, _zero_like_scalar,
 )
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
+from .tensor_type import TensorBase, TensorT
 
 
-class _ShapeMixin:
+class _ShapeMixin(TensorBase[TensorT]):
     __slots__ = ()
 
     # ------------------------------------------------------------------ metadata
     @property
-    def shape(self: Tensor) -> Size:
+    def shape(self: TensorT) -> Size:
         return Size(self._value.shape)
 
-    def size(self: Tensor, dim: int | None = None) -> Any:
+    def size(self: TensorT, dim: int | None = None) -> Any:
         return Size(self._value.shape) if dim is None else self._value.shape[_wrap_dim(dim, self._value.ndim)]
 
-    def dim(self: Tensor) -> int:
+    def dim(self: TensorT) -> int:
         return cast("int", self._value.ndim)
 
     ndimension = dim
 
-    def _is_view(self: Tensor) -> bool:
+    def _is_view(self: TensorT) -> bool:
         """Whether this tensor is a view of another (``self._base``), as PyTorch's ``_is_view()``."""
         return self._base is not None
 
     @property
-    def ndim(self: Tensor) -> int:
+    def ndim(self: TensorT) -> int:
         return cast("int", self._value.ndim)
 
-    def numel(self: Tensor) -> int:
+    def numel(self: TensorT) -> int:
         return _pyint(self._value.size)
 
     nelement = numel
 
-    def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
+    def is_contiguous(self: TensorT, memory_format: Any = None) -> bool:
         flags = getattr(self._value, "flags", None)
         return True if flags is None else _pybool(flags.c_contiguous)
 
-    def contiguous(self: Tensor, memory_format: Any = None) -> "Tensor":
+    def contiguous(self: TensorT, memory_format: Any = None) -> "TensorT":
         return self if self.is_contiguous() else self.clone()
 
-    def __len__(self: Tensor) -> int:
+    def __len__(self: TensorT) -> int:
         if self._value.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return cast("int", self._value.shape[0])
 
-    def __iter__(self: Tensor) -> Iterator["Tensor"]:
+    def __iter__(self: TensorT) -> Iterator["TensorT"]:
         if self._value.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._value.shape[0]))
 
     # ------------------------------------------------------------------ shapes
-    def reshape(self: Tensor, *shape: SizeArg) -> "Tensor":
+    def reshape(self: TensorT, *shape: SizeArg) -> "TensorT":
         dims = _shape_arg(shape)
-        return cast("Tensor", named(("ViewBackward0", "UnsafeViewBackward0"), fnp.reshape)(self, dims))
+        return named(("ViewBackward0", "UnsafeViewBackward0"), fnp.reshape)(self, dims)
 
-    def view(self: Tensor, *shape: Any) -> "Tensor":
+    def view(self: TensorT, *shape: Any) -> "TensorT":
         if len(shape) == 1 and isinstance(shape[0], (_dt.dtype, np.dtype)):
             raise NotImplementedError("view(dtype) is not supported; use .to(dtype)")
         shape = _shape_arg(shape)
@@ -99,13 +98,13 @@ class _ShapeMixin:
             )
         return out
 
-    def view_as(self: Tensor, other: "Tensor") -> "Tensor":
+    def view_as(self: TensorT, other: "TensorT") -> "TensorT":
         return self.view(other.shape)
 
-    def reshape_as(self: Tensor, other: "Tensor") -> "Tensor":
+    def reshape_as(self: TensorT, other: "TensorT") -> "TensorT":
         return self.reshape(other.shape)
 
-    def flatten(self: Tensor, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> "Tensor":
+    def flatten(self: TensorT, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> "TensorT":
         nd = self.dim()
         if nd == 0:
             return self.reshape(1)
@@ -117,7 +116,7 @@ class _ShapeMixin:
         shp = self.shape
         return self.reshape(tuple(shp[:s]) + (math.prod(shp[s:e + 1]),) + tuple(shp[e + 1:]))
 
-    def unflatten(self: Tensor, dim: builtins.int, sizes: Sequence[builtins.int]) -> "Tensor":
+    def unflatten(self: TensorT, dim: builtins.int, sizes: Sequence[builtins.int]) -> "TensorT":
         d = _wrap_dim(dim, self.dim())
         shp = tuple(self.shape)
         sizes = list(sizes)
@@ -125,7 +124,7 @@ class _ShapeMixin:
             sizes[sizes.index(-1)] = shp[d] // math.prod(s for s in sizes if s != -1)
         return self.reshape(shp[:d] + tuple(sizes) + shp[d + 1:])
 
-    def squeeze(self: Tensor, dim: DimArg = None) -> "Tensor":
+    def squeeze(self: TensorT, dim: DimArg = None) -> "TensorT":
         if dim is None:
             axes = tuple(i for i, s in enumerate(self.shape) if s == 1)
             name = "SqueezeBackward0"
@@ -133,50 +132,50 @@ class _ShapeMixin:
             axes = tuple(d for d in (_dims(dim, self.dim()) or ()) if self.shape[d] == 1)
             name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
         if not axes:  # an alias
-            return cast("Tensor", named(name, fnp.reshape)(self, tuple(self.shape)))
-        return cast("Tensor", named(name, fnp.squeeze)(self, axis=axes))
+            return named(name, fnp.reshape)(self, tuple(self.shape))
+        return named(name, fnp.squeeze)(self, axis=axes)
 
-    def unsqueeze(self: Tensor, dim: builtins.int) -> "Tensor":
+    def unsqueeze(self: TensorT, dim: builtins.int) -> "TensorT":
         d = _wrap_dim(dim, self.dim() + 1)
-        return cast("Tensor", named("UnsqueezeBackward0", fnp.expand_dims)(self, d))
+        return named("UnsqueezeBackward0", fnp.expand_dims)(self, d)
 
-    def transpose(self: Tensor, dim0: builtins.int, dim1: builtins.int) -> "Tensor":
+    def transpose(self: TensorT, dim0: builtins.int, dim1: builtins.int) -> "TensorT":
         nd = self.dim()
         if nd == 0:
             return self
-        return cast("Tensor", named("TransposeBackward0", fnp.swapaxes)(self, _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)))
+        return named("TransposeBackward0", fnp.swapaxes)(self, _wrap_dim(dim0, nd), _wrap_dim(dim1, nd))
 
     swapaxes = swapdims = transpose
 
-    def t(self: Tensor) -> "Tensor":
+    def t(self: TensorT) -> "TensorT":
         if self.dim() > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
         if self.dim() < 2:
             return self
-        return cast("Tensor", named("TBackward0", fnp.transpose)(self))
+        return named("TBackward0", fnp.transpose)(self)
 
     @property
-    def T(self: Tensor) -> "Tensor":
+    def T(self: TensorT) -> "TensorT":
         return self if self.dim() < 2 else self.permute(*reversed(range(self.dim())))
 
     @property
-    def mT(self: Tensor) -> "Tensor":
+    def mT(self: TensorT) -> "TensorT":
         if self.dim() < 2:
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
         return self.transpose(-2, -1)
 
     @property
-    def H(self: Tensor) -> "Tensor":
+    def H(self: TensorT) -> "TensorT":
         return self.T.conj()
 
     @property
-    def mH(self: Tensor) -> "Tensor":
+    def mH(self: TensorT) -> "TensorT":
         return self.mT.conj()
 
-    def adjoint(self: Tensor) -> "Tensor":
+    def adjoint(self: TensorT) -> "TensorT":
         return self.mH
 
-    def permute(self: Tensor, *dims: Any) -> "Tensor":
+    def permute(self: TensorT, *dims: Any) -> "TensorT":
         dims = _shape_arg(dims)
         nd = self.dim()
         if len(dims) != nd:
@@ -187,14 +186,14 @@ class _ShapeMixin:
         perm = tuple(_wrap_dim(d, nd) for d in dims)
         if len(set(perm)) != nd:
             raise RuntimeError("permute(): duplicate dims are not allowed.")
-        return cast("Tensor", named("PermuteBackward0", fnp.transpose)(self, perm))
+        return named("PermuteBackward0", fnp.transpose)(self, perm)
 
-    def movedim(self: Tensor, source: Any, destination: Any) -> "Tensor":
-        return cast("Tensor", fnp.moveaxis(self, source, destination))
+    def movedim(self: TensorT, source: Any, destination: Any) -> "TensorT":
+        return fnp.moveaxis(self, source, destination)
 
     moveaxis = movedim
 
-    def expand(self: Tensor, *sizes: Any) -> "Tensor":
+    def expand(self: TensorT, *sizes: Any) -> "TensorT":
         sizes = _shape_arg(sizes)
         shp = tuple(self.shape)
         if len(sizes) < len(shp):
@@ -215,35 +214,35 @@ class _ShapeMixin:
                     f"[{', '.join(map(str, shp))}]"
                 )
         if target == shp:
-            return cast("Tensor", named("ExpandBackward0", fnp.reshape)(self, shp))
-        return cast("Tensor", named("ExpandBackward0", fnp.broadcast_to, _shape_ops._broadcast_to)(self, target))
+            return named("ExpandBackward0", fnp.reshape)(self, shp)
+        return named("ExpandBackward0", fnp.broadcast_to, _shape_ops._broadcast_to)(self, target)
 
-    def expand_as(self: Tensor, other: "Tensor") -> "Tensor":
+    def expand_as(self: TensorT, other: "TensorT") -> "TensorT":
         return self.expand(other.shape)
 
-    def broadcast_to(self: Tensor, size: Any) -> "Tensor":
+    def broadcast_to(self: TensorT, size: Any) -> "TensorT":
         return self.expand(*size)
 
-    def repeat(self: Tensor, *sizes: Any) -> "Tensor":
+    def repeat(self: TensorT, *sizes: Any) -> "TensorT":
         sizes = _shape_arg(sizes)
         if len(sizes) < self.dim():
             raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
         x = self.reshape((1,) * (len(sizes) - self.dim()) + tuple(self.shape))
-        return cast("Tensor", named("RepeatBackward0", fnp.tile)(x, sizes))
+        return named("RepeatBackward0", fnp.tile)(x, sizes)
 
-    def tile(self: Tensor, *dims: Any) -> "Tensor":
+    def tile(self: TensorT, *dims: Any) -> "TensorT":
         dims = _shape_arg(dims)
         if len(dims) < self.dim():
             dims = (1,) * (self.dim() - len(dims)) + tuple(dims)
         return self.repeat(*dims)
 
-    def repeat_interleave(self: Tensor, repeats: Any, dim: Any = None) -> "Tensor":
+    def repeat_interleave(self: TensorT, repeats: Any, dim: Any = None) -> "TensorT":
         r = _raw(repeats)
         if dim is None:
-            return cast("Tensor", fnp.repeat(self.reshape(-1), r, axis=0))
-        return cast("Tensor", fnp.repeat(self, r, axis=_wrap_dim(dim, self.dim())))
+            return fnp.repeat(self.reshape(-1), r, axis=0)
+        return fnp.repeat(self, r, axis=_wrap_dim(dim, self.dim()))
 
-    def flip(self: Tensor, *positional_dims: Any, dims: Any = None) -> "Tensor":
+    def flip(self: TensorT, *positional_dims: Any, dims: Any = None) -> "TensorT":
         """Reverse the order along ``dims``, given positionally or by keyword (PyTorch accepts both).
 
         Example: ``x.flip(0, 1)``, ``x.flip((0, 1))`` and ``x.flip(dims=(0, 1))`` are the same.
@@ -253,12 +252,12 @@ class _ShapeMixin:
         if dims is None and not positional_dims:
             raise TypeError('flip() missing 1 required positional arguments: "dims"')
         axes = _shape_arg(positional_dims if dims is None else (dims,))
-        return cast("Tensor", fnp.flip(self, axis=tuple(_wrap_dim(d, self.dim()) for d in axes)))
+        return fnp.flip(self, axis=tuple(_wrap_dim(d, self.dim()) for d in axes))
 
-    def roll(self: Tensor, shifts: Any, dims: Any = None) -> "Tensor":
-        return cast("Tensor", fnp.roll(self, shifts, axis=dims))
+    def roll(self: TensorT, shifts: Any, dims: Any = None) -> "TensorT":
+        return fnp.roll(self, shifts, axis=dims)
 
-    def narrow(self: Tensor, dim: builtins.int, start: builtins.int, length: builtins.int) -> "Tensor":
+    def narrow(self: TensorT, dim: builtins.int, start: builtins.int, length: builtins.int) -> "TensorT":
         d = _wrap_dim(dim, self.dim())
         start, length, n = _pyint(start), _pyint(length), self.shape[d]
         if not -n <= start <= n:
@@ -272,11 +271,11 @@ class _ShapeMixin:
         idx = (slice(None),) * d + (slice(start, start + length),)
         return self[idx]
 
-    def select(self: Tensor, dim: builtins.int, index: builtins.int) -> "Tensor":
+    def select(self: TensorT, dim: builtins.int, index: builtins.int) -> "TensorT":
         d = _wrap_dim(dim, self.dim())
         return self[(slice(None),) * d + (_pyint(index),)]
 
-    def unbind(self: Tensor, dim: builtins.int = 0) -> tuple[Any, ...]:
+    def unbind(self: TensorT, dim: builtins.int = 0) -> tuple[Any, ...]:
         """Views of the slices along ``dim``; like every op that returns several views, they refuse
         in-place changes when autograd is involved (PyTorch's rule; ``unsafe_split`` does not).
 
@@ -291,7 +290,7 @@ class _ShapeMixin:
             lambda: join_outputs(tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0"),
             "UnbindBackward0")
 
-    def split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
+    def split(self: TensorT, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """Views of consecutive pieces along ``dim`` (refusing in-place changes with autograd, as
         ``unbind``).
 
@@ -303,7 +302,7 @@ class _ShapeMixin:
         name = "SplitWithSizesBackward0" if isinstance(split_size, (list, tuple)) else "SplitBackward0"
         return multi_output_views(lambda: self.unsafe_split(split_size, dim), name)
 
-    def unsafe_split(self: Tensor, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
+    def unsafe_split(self: TensorT, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """``split`` whose pieces may be modified in place (the caller vouches that is sound).
 
         Example::
@@ -326,14 +325,14 @@ class _ShapeMixin:
             sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) or [0]
         return tuple(self.narrow(d, start, s) for start, s in zip(itertools.accumulate([0, *sizes]), sizes))
 
-    def chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
+    def chunk(self: TensorT, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
         if not n:  # PyTorch: ``chunks`` empty pieces
             return multi_output_views(lambda: tuple(self.narrow(d, 0, 0) for _ in range(chunks)), "SplitBackward0")
         return self.split(-(-n // chunks), d)
 
-    def unsafe_chunk(self: Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
+    def unsafe_chunk(self: TensorT, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
         """``chunk`` whose pieces may be modified in place (see ``unsafe_split``)."""
         d = _wrap_dim(dim, self.dim())
         n = self.shape[d]
@@ -342,27 +341,27 @@ class _ShapeMixin:
     split_with_sizes = split
     unsafe_split_with_sizes = unsafe_split
 
-    def diagonal(self: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> "Tensor":
-        out = cast("Tensor", fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim())))
+    def diagonal(self: TensorT, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> "TensorT":
+        out = fnp.diagonal(self, offset, _wrap_dim(dim1, self.dim()), _wrap_dim(dim2, self.dim()))
         _writable_like(out._value, self._value)
         return out
 
-    def diag(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
+    def diag(self: TensorT, diagonal: builtins.int = 0) -> "TensorT":
         return _as_tensor(fnp.diag(self, diagonal)) if self.dim() == 1 else self.diagonal(diagonal)
 
-    def trace(self: Tensor) -> "Tensor":
+    def trace(self: TensorT) -> "TensorT":
         return self.diagonal().sum()
 
-    def tril(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
+    def tril(self: TensorT, diagonal: builtins.int = 0) -> "TensorT":
         mask = namespace_of(self._value).tri(*self.shape[-2:], k=diagonal, dtype=bool)
-        return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
+        return fnp.where(mask, self, _zero_like_scalar(self))
 
-    def triu(self: Tensor, diagonal: builtins.int = 0) -> "Tensor":
+    def triu(self: TensorT, diagonal: builtins.int = 0) -> "TensorT":
         mask = ~namespace_of(self._value).tri(*self.shape[-2:], k=diagonal - 1, dtype=bool)
-        return cast("Tensor", fnp.where(mask, self, _zero_like_scalar(self)))
+        return fnp.where(mask, self, _zero_like_scalar(self))
 
     # ------------------------------------------------------------------ indexing
-    def __getitem__(self: Tensor, idx: Any) -> "Tensor":
+    def __getitem__(self: TensorT, idx: Any) -> "TensorT":
         idx = _to_raw_index(idx)
         tup = idx if isinstance(idx, tuple) else (idx,)
         if _is_basic(tup):
@@ -371,14 +370,14 @@ class _ShapeMixin:
             name = ("SliceBackward0" if any(isinstance(i, slice) for i in tup) else
                     "SelectBackward0" if any(isinstance(i, (_pyint, np.integer)) for i in tup) else
                     "UnsqueezeBackward0" if any(i is None for i in tup) else "AliasBackward0")
-            return cast("Tensor", named(name, fnp.indexing.getitem, _indexing._getitem)(self, tup))
-        return cast("Tensor", named("IndexBackward0", fnp.indexing.getitem, _indexing._getitem)(self, idx))
+            return named(name, fnp.indexing.getitem, _indexing._getitem)(self, tup)
+        return named("IndexBackward0", fnp.indexing.getitem, _indexing._getitem)(self, idx)
 
-    def gather(self: Tensor, dim: builtins.int, index: "Tensor") -> "Tensor":
+    def gather(self: TensorT, dim: builtins.int, index: "TensorT") -> "TensorT":
         gather = named("GatherBackward0", fnp.take_along_axis, _indexing._getitem)
-        return cast("Tensor", gather(self, _raw(index), axis=_wrap_dim(dim, self.dim())))
+        return gather(self, _raw(index), axis=_wrap_dim(dim, self.dim()))
 
-    def scatter_add(self: Tensor, dim: builtins.int, index: "Tensor", src: "Tensor") -> "Tensor":
+    def scatter_add(self: TensorT, dim: builtins.int, index: "TensorT", src: "TensorT") -> "TensorT":
         """``self`` plus ``src`` summed into the positions ``index`` names along ``dim`` (PyTorch's scatter_add).
 
         For a 2-D tensor and ``dim=0``: ``out[index[i][j]][j] += src[i][j]``. ``index`` may be smaller than
@@ -399,22 +398,22 @@ class _ShapeMixin:
                           for axis, n in enumerate(idx.shape))
         part = src[tuple(slice(0, n) for n in idx.shape)] if src.dim() else src
         add = named("ScatterAddBackward0", fnp.indexing.at(self)[positions].add, _indexing._index_add)
-        return cast("Tensor", add(part.reshape(idx.shape)))
+        return add(part.reshape(idx.shape))
 
-    def index_select(self: Tensor, dim: builtins.int, index: "Tensor") -> "Tensor":
+    def index_select(self: TensorT, dim: builtins.int, index: "TensorT") -> "TensorT":
         d = _wrap_dim(dim, self.dim())
         idx = (slice(None),) * d + (_raw(index),)
-        return cast("Tensor", named("IndexSelectBackward0", fnp.indexing.getitem, _indexing._getitem)(self, idx))
+        return named("IndexSelectBackward0", fnp.indexing.getitem, _indexing._getitem)(self, idx)
 
-    def masked_select(self: Tensor, mask: "Tensor") -> "Tensor":
+    def masked_select(self: TensorT, mask: "TensorT") -> "TensorT":
         m = _raw(mask)
         shape = np.broadcast_shapes(tuple(self.shape), m.shape)
         return self.expand(*shape)[namespace_of(m).broadcast_to(m, shape)]  # (a device mask stays there)
 
-    def take(self: Tensor, index: "Tensor") -> "Tensor":
+    def take(self: TensorT, index: "TensorT") -> "TensorT":
         return self.reshape(-1)[_raw(index)]
 
-    def nonzero(self: Tensor, as_tuple: builtins.bool = False) -> Any:
+    def nonzero(self: TensorT, as_tuple: builtins.bool = False) -> Any:
         raw = self._value
         nz = namespace_of(raw).nonzero(raw)
         if as_tuple:
@@ -422,7 +421,7 @@ class _ShapeMixin:
         return new_tensor(namespace_of(raw).stack(nz, axis=-1).astype(np.int64) if nz else namespace_of(raw).zeros((0, 0), np.int64))
 
 
-def _scatter_index(self: Tensor, dim: Any, index: Any, src: Tensor, name: str) -> Any:
+def _scatter_index(self: TensorT, dim: Any, index: Any, src: TensorT, name: str) -> Any:
     """The raw int64 ``index`` of a scatter, checked against ``self`` and ``src`` as PyTorch checks it."""
     if not is_tensor(index):
         raise TypeError(f"{name}(): argument 'index' (position 2) must be Tensor, not {type(index).__name__}")

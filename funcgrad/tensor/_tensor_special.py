@@ -17,12 +17,16 @@ Example::
     x.detach().clone().lgamma_()         # in place
 """
 
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
+
 from __future__ import annotations
 
 import builtins
 import collections
 import math
-from typing import Any, Callable, cast
+from typing import Any, Callable
 
 import numpy as np
 
@@ -33,10 +37,7 @@ from . import dtypes as _dt
 from .inplace_variant import inplace_variant
 from .tensor_class import is_tensor, new_tensor
 from .tensor_helpers import _float as _floating  # ints and bools to the default float dtype (PyTorch promotion)
-
-# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
-# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
-Tensor = Any
+from .tensor_type import TensorBase, TensorT
 
 _NUMBER = (builtins.bool, builtins.int, builtins.float, builtins.complex, np.generic)
 
@@ -44,7 +45,7 @@ _NUMBER = (builtins.bool, builtins.int, builtins.float, builtins.complex, np.gen
 Frexp = collections.namedtuple("frexp", ["mantissa", "exponent"])  # type: ignore[name-match]
 
 
-def _scalar_name(t: Tensor) -> str:
+def _scalar_name(t: TensorT) -> str:
     return _dt.SCALAR_NAMES[t.dtype]
 
 
@@ -72,11 +73,11 @@ def _promoted(op: str, a: Any, b: Any, to_float: bool = False, floats_only: bool
     return (a.to(rt) if is_tensor(a) else a), (b.to(rt) if is_tensor(b) else b)
 
 
-def _float_unary(fn: Callable[..., Any], name: str) -> Callable[..., "Tensor"]:
+def _float_unary(fn: Callable[..., Any], name: str) -> Callable[[TensorBase[TensorT]], TensorT]:
     """The method ``t.<name>()``: ``fn(t)``, integers and booleans computed in the default float dtype."""
 
-    def method(self: Tensor) -> "Tensor":
-        return cast("Tensor", fn(_floating(self)))
+    def method(self: TensorBase[TensorT]) -> TensorT:
+        return fn(_floating(self))
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``Tensor.{name}``); differentiable to any order."
@@ -84,37 +85,38 @@ def _float_unary(fn: Callable[..., Any], name: str) -> Callable[..., "Tensor"]:
 
 
 def _float_binary(fn: Callable[..., Any], name: str, to_float: bool = True,
-                  floats_only: bool = False) -> Callable[..., "Tensor"]:
+                  floats_only: bool = False) -> Callable[[TensorBase[TensorT], Any], TensorT]:
     """The method ``t.<name>(other)``: ``fn`` of both, promoted to a common (floating, when ``to_float``) dtype;
     ``floats_only``: PyTorch's error when neither is floating."""
 
-    def method(self: Tensor, other: Any) -> "Tensor":
+    def method(self: TensorBase[TensorT], other: Any) -> TensorT:
         a, b = _promoted(name, self, other, to_float=to_float, floats_only=floats_only)
-        return cast("Tensor", fn(a, b))
+        return fn(a, b)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"Elementwise ``{name}`` (PyTorch's ``Tensor.{name}``), broadcasting; differentiable."
     return method
 
 
-def _integer_binary(fn: Callable[..., Any], name: str, kernel: str | None = None) -> Callable[..., "Tensor"]:
+def _integer_binary(fn: Callable[..., Any], name: str,
+                    kernel: str | None = None) -> Callable[[TensorBase[TensorT], Any], TensorT]:
     """The method ``t.<name>(other)`` on integer tensors (no gradient): floats and bools are refused, as in
     PyTorch (whose error names its kernel, ``kernel``)."""
 
-    def method(self: Tensor, other: Any) -> "Tensor":
+    def method(self: TensorBase[TensorT], other: Any) -> TensorT:
         a, b = _promoted(name, self, other)
         kind = (a if is_tensor(a) else b)._value.dtype.kind
         if kind not in "iu":
             dt = (a if is_tensor(a) else b).dtype
             raise NotImplementedError(f'"{kernel or name}_cpu" not implemented for \'{_dt.SCALAR_NAMES[dt]}\'')
-        return cast("Tensor", fn(a, b))
+        return fn(a, b)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"Elementwise ``{name}`` of integer tensors (PyTorch's ``Tensor.{name}``); no gradient."
     return method
 
 
-class _SpecialMixin:
+class _SpecialMixin(TensorBase[TensorT]):
     __slots__ = ()
 
     # ------------------------------------------------------------------ unary functions on floats
@@ -125,15 +127,15 @@ class _SpecialMixin:
             (fsp.i0, "i0"), (fnp.sinc, "sinc"), (fnp.deg2rad, "deg2rad"), (fnp.rad2deg, "rad2deg")))
     arccosh, arcsinh, arctanh = acosh, asinh, atanh
 
-    def polygamma(self: Tensor, n: builtins.int) -> "Tensor":
+    def polygamma(self: TensorT, n: builtins.int) -> "TensorT":
         """The ``n``-th derivative of ``digamma`` (``polygamma(0, x)`` is ``digamma``). Example:
         ``ft.tensor([1.0]).polygamma(1)  # pi^2 / 6``."""
         if n < 0:
             raise RuntimeError("polygamma(n, x) does not support negative n.")
         x = _floating(self)
-        return cast("Tensor", fsp.digamma(x) if n == 0 else fsp.polygamma(n, x))
+        return fsp.digamma(x) if n == 0 else fsp.polygamma(n, x)
 
-    def mvlgamma(self: Tensor, p: builtins.int) -> "Tensor":
+    def mvlgamma(self: TensorT, p: builtins.int) -> "TensorT":
         """The log of the multivariate gamma function of dimension ``p``. Example: ``ft.tensor([2.5]).mvlgamma(2)``."""
         if p < 1:
             raise RuntimeError("p has to be greater than or equal to 1")
@@ -142,35 +144,35 @@ class _SpecialMixin:
         out = fsp.gammaln(x)
         for j in builtins.range(1, p):
             out = out + fsp.gammaln(x - j / 2)
-        return cast("Tensor", out + p * (p - 1) / 4 * math.log(math.pi))
+        return out + p * (p - 1) / 4 * math.log(math.pi)
 
-    def logit(self: Tensor, eps: builtins.float | None = None) -> "Tensor":
+    def logit(self: TensorT, eps: builtins.float | None = None) -> "TensorT":
         """``log(x / (1 - x))``; with ``eps``, ``x`` is first clamped to ``[eps, 1 - eps]`` (zero gradient outside).
         Example: ``ft.tensor([0.25]).logit()  # log(1/3)``."""
         x = _floating(self)
         if eps is not None:  # (the gradient passes at the bounds themselves, as PyTorch's)
             x = fnp.where(x < eps, eps, fnp.where(x > 1.0 - eps, 1.0 - eps, x))
-        return cast("Tensor", fsp.logit(x))
+        return fsp.logit(x)
 
-    def nan_to_num(self: Tensor, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
-                   neginf: builtins.float | None = None) -> "Tensor":
+    def nan_to_num(self: TensorT, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
+                   neginf: builtins.float | None = None) -> "TensorT":
         """NaN to ``nan``, infinities to ``posinf``/``neginf`` (default: the dtype's largest and smallest finite
         values). Example: ``ft.tensor([float('nan'), float('inf')]).nan_to_num()``."""
         if self._value.dtype.kind not in "fc":
             return self.clone()
-        return cast("Tensor", fnp.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf))
+        return fnp.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf)
 
-    def positive(self: Tensor) -> "Tensor":
+    def positive(self: TensorT) -> "TensorT":
         """``self`` (``+x``); refused for bool tensors, as in PyTorch."""
         if self._value.dtype.kind == "b":
             raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
         return self
 
-    def fix(self: Tensor) -> "Tensor":
+    def fix(self: TensorT) -> "TensorT":
         """``trunc``: rounding towards zero."""
         return self.trunc()
 
-    def frexp(self: Tensor) -> Any:
+    def frexp(self: TensorT) -> Any:
         """``(mantissa, exponent)`` with ``self = mantissa * 2 ** exponent``, ``0.5 <= |mantissa| < 1`` and an int32
         exponent; the mantissa is differentiable. Example: ``ft.tensor([8.0]).frexp()  # (0.5, 4)``."""
         if self._value.dtype.kind not in "f":
@@ -187,31 +189,31 @@ class _SpecialMixin:
     fmax, fmin = _float_binary(fnp.fmax, "fmax", to_float=False), _float_binary(fnp.fmin, "fmin", to_float=False)
     xlogy = _float_binary(fsp.xlogy, "xlogy")
 
-    def igamma(self: Tensor, other: Any) -> "Tensor":
+    def igamma(self: TensorT, other: Any) -> "TensorT":
         """The regularized lower incomplete gamma function ``P(self, other)`` (``scipy.special.gammainc``).
         Unlike PyTorch, the derivative in ``self`` is given too."""
         a, x = _promoted("igamma", self, other, to_float=True, floats_only=True)
-        return cast("Tensor", fsp.gammainc(a, x))
+        return fsp.gammainc(a, x)
 
-    def igammac(self: Tensor, other: Any) -> "Tensor":
+    def igammac(self: TensorT, other: Any) -> "TensorT":
         """The regularized upper incomplete gamma function ``Q(self, other) = 1 - P(self, other)``."""
         a, x = _promoted("igammac", self, other, to_float=True, floats_only=True)
-        return cast("Tensor", fsp.gammaincc(a, x))
+        return fsp.gammaincc(a, x)
 
-    def heaviside(self: Tensor, values: Any) -> "Tensor":
+    def heaviside(self: TensorT, values: Any) -> "TensorT":
         """0 where ``self < 0``, ``values`` where ``self == 0``, 1 where ``self > 0``; no gradient. Both must
         have one dtype, as in PyTorch."""
         if not is_tensor(values):
             raise TypeError(f"heaviside(): argument 'values' must be Tensor, not {type(values).__name__}")
         if values.dtype != self.dtype:
             raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
-        return cast("Tensor", fnp.heaviside(self.detach(), values.detach())).to(self.dtype)
+        return fnp.heaviside(self.detach(), values.detach()).to(self.dtype)
 
-    def ldexp(self: Tensor, other: Any) -> "Tensor":
+    def ldexp(self: TensorT, other: Any) -> "TensorT":
         """``self * 2 ** other`` (floating result); differentiable in both."""
-        return cast("Tensor", _floating(self) * (2.0 ** _operand("ldexp", other)))
+        return _floating(self) * (2.0 ** _operand("ldexp", other))
 
-    def float_power_(self: Tensor, exponent: Any) -> "Tensor":
+    def float_power_(self: TensorT, exponent: Any) -> "TensorT":
         """In-place ``float_power``: ``self`` must be float64 (complex128), as the result is."""
         if self._value.dtype.kind not in "fc" or self._value.dtype.itemsize < (16 if self.is_complex() else 8):
             raise RuntimeError(f"the base given to float_power_ has dtype {_scalar_name(self)} but the operation's "
@@ -222,7 +224,7 @@ class _SpecialMixin:
     bitwise_left_shift = __lshift__ = _integer_binary(fnp.left_shift, "bitwise_left_shift", "lshift")
     bitwise_right_shift = __rshift__ = _integer_binary(fnp.right_shift, "bitwise_right_shift", "rshift")
 
-    def _bitwise(self: Tensor, op: str, other: Any) -> "Tensor":
+    def _bitwise(self: TensorT, op: str, other: Any) -> "TensorT":
         if self._value.dtype.kind not in "biu" or (is_tensor(other) and other._value.dtype.kind not in "biu") \
                 or isinstance(other, builtins.float):
             bad = self if self._value.dtype.kind not in "biu" else other
@@ -230,31 +232,31 @@ class _SpecialMixin:
             raise NotImplementedError(f'"{op}_cpu" not implemented for \'{name}\'')
         a, b = _promoted(op, self, other)
         both_bool = a._value.dtype.kind == "b"  # (the promoted dtype: bool only when both are)
-        return cast("Tensor", getattr(fnp, "logical" + op[len("bitwise"):] if both_bool else op)(a, b))
+        return getattr(fnp, "logical" + op[len("bitwise"):] if both_bool else op)(a, b)
 
-    def bitwise_and(self: Tensor, other: Any) -> "Tensor":
+    def bitwise_and(self: TensorT, other: Any) -> "TensorT":
         """Elementwise AND of integer or bool tensors (``&``)."""
         return self._bitwise("bitwise_and", other)
 
-    def bitwise_or(self: Tensor, other: Any) -> "Tensor":
+    def bitwise_or(self: TensorT, other: Any) -> "TensorT":
         """Elementwise OR of integer or bool tensors (``|``)."""
         return self._bitwise("bitwise_or", other)
 
-    def bitwise_xor(self: Tensor, other: Any) -> "Tensor":
+    def bitwise_xor(self: TensorT, other: Any) -> "TensorT":
         """Elementwise XOR of integer or bool tensors (``^``)."""
         return self._bitwise("bitwise_xor", other)
 
-    def bitwise_not(self: Tensor) -> "Tensor":
+    def bitwise_not(self: TensorT) -> "TensorT":
         """Elementwise NOT of an integer or bool tensor (``~``)."""
         if self._value.dtype.kind not in "biu":
             raise NotImplementedError(f'"bitwise_not_cpu" not implemented for \'{_scalar_name(self)}\'')
-        return cast("Tensor", ~self)
+        return ~self
 
-    def hardshrink(self: Tensor, lambd: builtins.float = 0.5) -> "Tensor":
+    def hardshrink(self: TensorT, lambd: builtins.float = 0.5) -> "TensorT":
         """``x`` where ``|x| > lambd``, else 0."""
-        return cast("Tensor", fnp.where(self.abs() > lambd, self, 0.0))
+        return fnp.where(self.abs() > lambd, self, 0.0)
 
-    def prelu(self: Tensor, weight: Any) -> "Tensor":
+    def prelu(self: TensorT, weight: Any) -> "TensorT":
         """``x`` where ``x > 0``, else ``weight * x``; ``weight`` has one element or one per channel (dim 1)."""
         w = weight
         if w.numel() > 1:
@@ -264,7 +266,7 @@ class _SpecialMixin:
                                    f"{w.numel()} and channel size = {channels}.")
             if self.dim() >= 2:
                 w = w.reshape((channels,) + (1,) * (self.dim() - 2))
-        return cast("Tensor", fnp.where(self > 0, self, w * self))
+        return fnp.where(self > 0, self, w * self)
 
     # ------------------------------------------------------------------ in-place forms
     (acosh_, asinh_, atanh_, arccosh_, arcsinh_, arctanh_, erf_, erfc_, erfinv_, digamma_, lgamma_, i0_, sinc_,

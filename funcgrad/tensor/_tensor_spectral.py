@@ -12,12 +12,16 @@ Example::
     back = spec.istft(64, hop_length=16, window=ft.hann_window(64), length=400)         # x again
 """
 
+# A method's result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor
+# class ``TensorT`` (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
+
 from __future__ import annotations
 
 import builtins
 import math
 import warnings
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -26,10 +30,7 @@ import funcgrad.numpy as fnp
 from ..backend import namespace_of
 from . import dtypes as _dt
 from .tensor_class import new_tensor
-
-# The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
-# import contracts count type-only imports): ``Tensor`` is ``Any`` here.
-Tensor = Any
+from .tensor_type import TensorBase, TensorT
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
@@ -72,13 +73,13 @@ def _window(window: Any, win_length: int, n_fft: int, like: Any) -> Any:
     return w
 
 
-class _SpectralMixin:
+class _SpectralMixin(TensorBase[TensorT]):
     __slots__ = ()
 
-    def stft(self: Tensor, n_fft: builtins.int, hop_length: builtins.int | None = None,
+    def stft(self: TensorT, n_fft: builtins.int, hop_length: builtins.int | None = None,
              win_length: builtins.int | None = None, window: Any = None, center: builtins.bool = True,
              pad_mode: str = "reflect", normalized: builtins.bool = False, onesided: builtins.bool | None = None,
-             return_complex: builtins.bool | None = None) -> "Tensor":
+             return_complex: builtins.bool | None = None) -> "TensorT":
         """The short-time Fourier transform of a 1-D signal or a batch of them (``(B, L)``): frames of
         ``n_fft`` samples every ``hop_length`` (default ``n_fft // 4``), multiplied by ``window`` (default
         ones, zero-padded to ``n_fft``), transformed; ``(B,) freq x frames``. ``center`` pads ``n_fft // 2``
@@ -127,15 +128,15 @@ class _SpectralMixin:
         spectrum = fnp.fft.rfft(segments, axis=-1) if side else fnp.fft.fft(segments, axis=-1)
         if normalized:
             spectrum = spectrum * (1.0 / math.sqrt(n_fft))
-        out = cast("Tensor", spectrum).transpose(-1, -2)
+        out = spectrum.transpose(-1, -2)
         if return_complex:
             return out
-        return cast("Tensor", fnp.stack([fnp.real(out), fnp.imag(out)], axis=-1))
+        return fnp.stack([fnp.real(out), fnp.imag(out)], axis=-1)
 
-    def istft(self: Tensor, n_fft: builtins.int, hop_length: builtins.int | None = None,
+    def istft(self: TensorT, n_fft: builtins.int, hop_length: builtins.int | None = None,
               win_length: builtins.int | None = None, window: Any = None, center: builtins.bool = True,
               normalized: builtins.bool = False, onesided: builtins.bool | None = None,
-              length: builtins.int | None = None, return_complex: builtins.bool = False) -> "Tensor":
+              length: builtins.int | None = None, return_complex: builtins.bool = False) -> "TensorT":
         """The inverse of :meth:`stft` (a complex ``(B,) freq x frames`` input): each frame transformed back,
         windowed and overlap-added, divided by the overlap-added squared window (which must not vanish);
         ``center`` trims the padding; ``length`` trims or zero-pads the result. Differentiable."""
@@ -161,13 +162,13 @@ class _SpectralMixin:
             if not return_complex:
                 segments = fnp.real(segments)
         w = _window(window, win, n_fft, new_tensor(fnp.real(self._value)) if window is None else window)
-        segments = cast("Tensor", segments) * w
+        segments = segments * w
         total = n_fft + hop * (frames - 1)
         starts = (np.arange(frames)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1)
         xp = namespace_of(self._value)
         batch = tuple(self.shape[:-2])
         out = new_tensor(xp.zeros(batch + (total,), dtype=segments._value.dtype))
-        out = cast("Tensor", fnp.indexing.IndexUpdateRef(out, (Ellipsis, xp.asarray(starts))).add(
+        out = (fnp.indexing.IndexUpdateRef(out, (Ellipsis, xp.asarray(starts))).add(
             segments.reshape(batch + (-1,))))
         wxp = namespace_of(w._value)
         envelope = fnp.indexing.IndexUpdateRef(wxp.zeros(total, dtype=w._value.dtype), wxp.asarray(starts)).add(
@@ -184,6 +185,6 @@ class _SpectralMixin:
         out = out / envelope
         if length is not None and out.shape[-1] < length:
             pad = new_tensor(xp.zeros(batch + (length - out.shape[-1],), dtype=out._value.dtype))
-            out = cast("Tensor", fnp.concatenate([out, pad], axis=-1))
+            out = fnp.concatenate([out, pad], axis=-1)
         return out
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .ops import matmul
 from .tensor import Tensor
-from .tensor_helpers import _as_tensor
+from .tensor import _as_tensor
 
 __all__ = ["addmm", "addmv", "addr", "baddbmm", "addbmm", "addcmul", "addcdiv", "chain_matmul", "inner"]
 

@@ -1,4 +1,5 @@
-"""Tensor creation: ``tensor``, ``zeros``, ``ones``, ``arange``, ``randn`` ... and the random generator.
+"""Tensor creation: ``tensor``, ``zeros``, ``ones``, ``arange``, ``randn`` ... (the random generator they draw
+from is ``factory_defaults.Generator``, re-exported here).
 
 Floating Python data gets the default dtype (float32 unless changed with
 ``ft.set_default_dtype``), integer data int64, booleans bool; NumPy arrays
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -23,8 +24,11 @@ from .size_device import SizeArg, _backend_device, device
 from .tensor_class import _TENSOR_CLS, is_tensor
 from .tensor_helpers import _raw, _shape_arg, register_constructors
 
-if TYPE_CHECKING:
-    from .tensor import Tensor  # (type-only: this module is below tensor.py)
+from .factory_defaults import (  # ft.Generator, ft.manual_seed ... are these
+    _DEFAULT_DEVICE as _DEFAULT_DEVICE, Generator as Generator, _rng as _rng, default_generator as default_generator,
+    initial_seed as initial_seed, manual_seed as manual_seed, seed as seed,
+)
+from .tensor import Tensor
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
@@ -32,64 +36,6 @@ __all__ = [
     "rand_like", "randn_like", "randint_like", "manual_seed", "seed", "initial_seed", "Generator", "scalar_tensor",
     "complex", "polar",
 ]
-
-
-class Generator:
-    """A random generator (NumPy's PCG64), like ``torch.Generator``.
-
-    Example::
-
-        g = ft.Generator().manual_seed(0)
-        ft.randn(3, generator=g)
-    """
-
-    def __init__(self, device: Any = "cpu"):
-        self._seed = 67280421310721
-        self._rng = np.random.default_rng(self._seed)
-
-    def manual_seed(self, seed: int) -> "Generator":
-        seed = builtins.int(seed)
-        self._seed = seed
-        self._rng = np.random.default_rng(seed & 0xFFFFFFFFFFFFFFFF)
-        return self
-
-    def seed(self) -> int:
-        s = builtins.int(cast(Any, np.random.SeedSequence().entropy)) & 0xFFFFFFFFFFFFFFFF
-        self.manual_seed(s)
-        return s
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-    def get_state(self) -> dict[Any, Any]:
-        return cast("dict[Any, Any]", self._rng.bit_generator.state)
-
-    def set_state(self, state: dict[Any, Any]) -> "Generator":
-        self._rng.bit_generator.state = state
-        return self
-
-
-default_generator = Generator()
-
-
-def manual_seed(seed: int) -> Generator:
-    """Seed the default generator (``ft.rand``, ``ft.randn``, module initialisation ...)."""
-    return default_generator.manual_seed(seed)
-
-
-def seed() -> int:
-    return default_generator.seed()
-
-
-def initial_seed() -> int:
-    return default_generator.initial_seed()
-
-
-def _rng(generator: Generator | None) -> np.random.Generator:
-    return (generator or default_generator)._rng
-
-
-_DEFAULT_DEVICE: list[Any] = [None]  # ft.set_default_device: where factories put tensors made without device=
 
 
 def _finish(value: Any, dtype: Any, device_: Any, requires_grad: bool) -> Tensor:
@@ -355,4 +301,4 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
     return abs * angle.cos() + (abs * angle.sin()) * 1j
 
 
-register_constructors(tensor=tensor, empty=empty)
+register_constructors(tensor=tensor, empty=empty, full=full, zeros=zeros, ones=ones)

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-# The mixins that tensor.py imports use this module, so it may not import tensor.py, not even for types
-# (the import contracts count type-only imports): ``Tensor`` is ``Any`` here.
-Tensor = Any
+from .tensor_type import TensorBase
 
 
-def inplace_variant(name: str) -> Callable[..., "Tensor"]:
+def inplace_variant(name: str) -> Callable[..., Any]:
     """The in-place form ``<name>_`` of the method ``name``: ``exp_()`` writes ``exp()`` into the tensor,
     ``add_(y, alpha=2)`` writes ``add(y, alpha=2)`` (through ``Tensor._inplace``: version bump, view
     propagation and the autograd checks of every in-place op)."""
 
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> "Tensor":
+    def method(self: TensorBase[Any], *args: Any, **kwargs: Any) -> Any:
         return self._inplace(getattr(type(self), name), *args, **kwargs)
 
     method.__name__ = method.__qualname__ = name + "_"

@@ -10,7 +10,7 @@ from typing import Any
 from . import dtypes as _dt
 from .creation import empty, tensor
 from .tensor import Size, Tensor
-from .tensor_helpers import _as_tensor
+from .tensor import _as_tensor
 from .nodes import join_outputs
 
 __all__ = [

@@ -21,7 +21,8 @@ from . import dtypes as _dt
 from .dtypes import can_cast, promote_types
 from .tensor import Tensor, is_tensor
 from .conditional import where
-from .tensor_helpers import _as_tensor, _cast, _cond, _promote, _raw, _wrap_dim
+from .tensor import _as_tensor
+from .tensor_helpers import _cast, _cond, _promote, _raw, _wrap_dim
 from .torch_names import named
 
 # Literal lists, so that type checkers see what ``from .ops import *`` exports: first the ft.<name> that

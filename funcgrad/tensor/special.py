@@ -26,7 +26,7 @@ import funcgrad.scipy.special as fsp
 from . import dtypes as _dt
 from ._tensor_special import _promoted
 from .tensor import Tensor
-from .tensor_helpers import _as_tensor
+from .tensor import _as_tensor
 
 __all__ = [
     "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
@@ -118,17 +118,17 @@ def airy_ai(input: Any, *, out: Any = None) -> Tensor:  # noqa: A002
 
 def polygamma(n: int, input: Any, *, out: Any = None) -> Tensor:  # noqa: A002
     """The ``n``-th derivative of ``digamma`` (``torch.special.polygamma``)."""
-    return cast(Tensor, _as_tensor(input).polygamma(n))
+    return _as_tensor(input).polygamma(n)
 
 
 def multigammaln(input: Any, p: int, *, out: Any = None) -> Tensor:  # noqa: A002
     """The log of the multivariate gamma function of dimension ``p`` (``torch.special.multigammaln``)."""
-    return cast(Tensor, _as_tensor(input).mvlgamma(p))
+    return _as_tensor(input).mvlgamma(p)
 
 
 def logit(input: Any, eps: float | None = None, *, out: Any = None) -> Tensor:  # noqa: A002
     """``log(x / (1 - x))``, ``x`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
-    return cast(Tensor, _as_tensor(input).logit(eps))
+    return _as_tensor(input).logit(eps)
 
 
 def round(input: Any, *, decimals: int = 0, out: Any = None) -> Tensor:  # noqa: A001,A002

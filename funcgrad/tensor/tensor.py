@@ -46,7 +46,8 @@ from ._tensor_reductions_more import _ReductionsMoreMixin
 from ._tensor_spectral import _SpectralMixin
 from .size_device import Size, device
 from .tensor_class import is_tensor, register_tensor_class
-from .tensor_helpers import _CONSTRUCTORS, _as_tensor, _compare
+from . import tensor_helpers as _helpers
+from .tensor_helpers import _CONSTRUCTORS, _compare
 
 __all__ = ["Tensor", "Size", "device", "is_tensor"]
 
@@ -73,8 +74,9 @@ def _rebuild(array: np.ndarray, requires_grad: bool) -> Tensor:
 
 
 
-class Tensor(_MathMixin, _ShapeMixin, _InplaceMixin, _ConvertMixin, _SpecialMixin, _ReductionsMoreMixin, _SpectralMixin,
-             _BreadthMixinB, GraphBox):
+class Tensor(_MathMixin["Tensor"], _ShapeMixin["Tensor"], _InplaceMixin["Tensor"], _ConvertMixin["Tensor"],
+             _SpecialMixin["Tensor"], _ReductionsMoreMixin["Tensor"], _SpectralMixin["Tensor"],
+             _BreadthMixinB["Tensor"], GraphBox):
     """A multi-dimensional array that records operations for autograd, like ``torch.Tensor``.
 
     Create tensors with :func:`ft.tensor`, :func:`ft.zeros`, :func:`ft.randn` ...;
@@ -340,5 +342,9 @@ _UFUNC_OPS: dict[str, Callable[..., Any]] = {
     **{name: functools.partial(_compare, getattr(fnp, name))  # Tensor.__eq__ ... (_tensor_math._compare_op)
        for name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")},
 }
+
+# ``tensor_helpers._as_tensor`` (the same function) with its result typed as this class, for the modules
+# above tensor.py: below it, a result made from Python data is only known as ``Any``.
+_as_tensor: Callable[[Any], Tensor] = _helpers._as_tensor
 
 register_tensor_class(Tensor)

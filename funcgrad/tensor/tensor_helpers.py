@@ -3,11 +3,15 @@ operands as Tensors, PyTorch's type promotion, dims, indices, binary and unary m
 in-place results. Below ``tensor.py``: the Tensor class comes from ``tensor_class``.
 """
 
+# A result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor class
+# ``TensorT`` of the argument (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
+
 from __future__ import annotations
 
 import builtins
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import Any, Callable, cast, overload
 
 import numpy as np
 
@@ -26,19 +30,18 @@ from .prim_node import PrimNode
 from .size_device import Size, device, _backend_device
 from .tensor_class import _PARAM, _TENSOR_CLS
 from .torch_names import named, rename_node
+from .tensor_type import TensorBase, TensorT
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
 
 _pyint, _pyfloat, _pybool, _pycomplex = builtins.int, builtins.float, builtins.bool, builtins.complex
 
-# ``ft.tensor`` and ``ft.empty``, registered by creation.py: what ``Tensor(...)`` and ``_as_tensor`` of
-# Python data call
+# ``ft.tensor``, ``ft.empty``, ``ft.full``, ``ft.zeros``, ``ft.ones``, registered by creation.py (which is above
+# tensor.py): what ``Tensor(...)``, ``_as_tensor`` of Python data and ``x.new_*(...)`` call
 _CONSTRUCTORS: dict[str, Callable[..., Any]] = {}
 
 
 def register_constructors(**constructors: Callable[..., Any]) -> None:
-    """Register creation.py's ``tensor`` and ``empty``, which ``Tensor(...)`` calls."""
+    """Register creation.py's factories, which ``Tensor(...)`` and ``x.new_*(...)`` call."""
     _CONSTRUCTORS.update(constructors)
 
 
@@ -143,20 +146,26 @@ def _shape_arg(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(_pyint(s) for s in shape)
 
 
-def _as_tensor(x: Any) -> Tensor:
+@overload
+def _as_tensor(x: TensorT) -> TensorT: ...
+@overload
+def _as_tensor(x: Any) -> Any: ...
+
+
+def _as_tensor(x: Any) -> Any:
     """A Tensor from a Tensor, a NumPy array, a box or Python data (untracked)."""
     if isinstance(x, _TENSOR_CLS[0]):
-        return cast("Tensor", x)
+        return x
     if isinstance(x, GraphBox):
-        return cast("Tensor", _boxes.as_tensor_box(x))
+        return _boxes.as_tensor_box(x)
     if isinstance(x, Box):
         raise TypeError(
             "a value traced by a funcgrad transform cannot be used as a Tensor; use funcgrad.numpy on it instead"
         )
     tensor = _CONSTRUCTORS["tensor"]
     if isinstance(x, np.ndarray):
-        return cast("Tensor", _TENSOR_CLS[0]._make(x)) if x.dtype in _dt._BY_NP else tensor(x)
-    return tensor(x)  # type: ignore[no-any-return]
+        return _TENSOR_CLS[0]._make(x) if x.dtype in _dt._BY_NP else tensor(x)
+    return tensor(x)
 
 
 def _cond(c: Any) -> Any:
@@ -176,7 +185,7 @@ def _as_operand(x: Any) -> Any:
     return _as_tensor(x)
 
 
-def _cast(t: Tensor, d: _dt.dtype) -> Tensor:
+def _cast(t: TensorT, d: _dt.dtype) -> TensorT:
     if t._value.dtype == d.np:
         return t
     return _as_tensor(fnp.astype(t, d.np))
@@ -203,17 +212,17 @@ def _promote(a: Any, b: Any) -> tuple[Any, ...]:
     return a, b
 
 
-def _scalar_like(v: Any, t: Tensor) -> Any:
+def _scalar_like(v: Any, t: TensorT) -> Any:
     if isinstance(v, np.generic):
         return v.item()
     return v
 
 
-def _zero_like_scalar(t: Tensor) -> Any:
+def _zero_like_scalar(t: TensorT) -> Any:
     return namespace_of(t._value).zeros((), dtype=t._value.dtype)
 
 
-def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> Tensor:
+def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> Any:
     a, b = _promote(a, b)
     tensor_cls = _TENSOR_CLS[0]
     if true_div and (a if isinstance(a, tensor_cls) else b)._value.dtype.kind in "biu":
@@ -221,61 +230,63 @@ def _binary(fn: Callable[..., Any], a: Any, b: Any, true_div: bool = False) -> T
         a = _cast(a, d) if isinstance(a, tensor_cls) else _pyfloat(a)
         b = _cast(b, d) if isinstance(b, tensor_cls) else _pyfloat(b)
     out = fn(a, b)
-    return cast("Tensor", out) if isinstance(out, tensor_cls) else _as_tensor(out)
+    return out if isinstance(out, tensor_cls) else _as_tensor(out)
 
 
-def _binop(fn: Callable[..., Any], reflected: bool = False, true_div: bool = False) -> Callable[[Tensor, Any], Tensor]:
+def _binop(fn: Callable[..., Any], reflected: bool = False,
+           true_div: bool = False) -> Callable[[TensorBase[TensorT], Any], TensorT]:
     """The operator method ``self (op) other`` (``other (op) self`` when ``reflected``), through ``_binary``."""
     if reflected:
-        def op(self: Tensor, other: Any) -> Tensor:
+        def op(self: TensorBase[TensorT], other: Any) -> TensorT:
             return _binary(fn, other, self, true_div)
     else:
-        def op(self: Tensor, other: Any) -> Tensor:
+        def op(self: TensorBase[TensorT], other: Any) -> TensorT:
             return _binary(fn, self, other, true_div)
     return op
 
 
-def _compare(fn: Callable[..., Any], a: Any, b: Any) -> Tensor:
+def _compare(fn: Callable[..., Any], a: TensorT, b: Any) -> TensorT:
     if b is None or isinstance(b, str):
-        return cast("Tensor", NotImplemented)
+        return NotImplemented
     a, b = _promote(a, b)
     return _wrap_nondiff(fn(_raw(a), _raw(b)))
 
 
-def _logical(fn: Callable[..., Any], a: Any, b: Any) -> Tensor:
+def _logical(fn: Callable[..., Any], a: TensorT, b: Any) -> TensorT:
     return _wrap_nondiff(fn(_raw(a), _raw(_as_operand(b))))
 
 
-def _wrap_nondiff(v: Any) -> Tensor:
+def _wrap_nondiff(v: Any) -> Any:
+    """A Tensor (without history) of ``v``: a Tensor, a box or an array."""
     if isinstance(v, _TENSOR_CLS[0]):
-        return cast("Tensor", v)
+        return v
     if isinstance(v, GraphBox):
-        return cast("Tensor", _boxes.as_tensor_box(v))
-    return cast("Tensor", _TENSOR_CLS[0]._make(_boxes._as_array(v)))
+        return _boxes.as_tensor_box(v)
+    return _TENSOR_CLS[0]._make(_boxes._as_array(v))
 
 
-def _float(t: Tensor) -> Tensor:
+def _float(t: TensorT) -> TensorT:
     if t._value.dtype.kind in "biu":
         return _cast(t, _dt.get_default_dtype())
     return t
 
 
-def _unary(fn: Callable[..., Any], to_float: bool = True) -> Callable[[Tensor], Tensor]:
+def _unary(fn: Callable[..., Any], to_float: bool = True) -> Callable[[TensorBase[TensorT]], TensorT]:
     """The method ``t.<name>()``: ``fn(t)`` (a one-argument primitive), in floats for an integer ``t``
     when ``to_float``. ``ft.<name>`` calls the primitive the same way (``_prim``, see ops.py)."""
     prim = fn.primitive  # type: ignore[attr-defined]
 
-    def method(self: Tensor) -> Tensor:
+    def method(self: TensorBase[TensorT]) -> TensorT:
         if to_float and self._value.dtype.kind in "biu":
             self = _cast(self, _dt.get_default_dtype())
-        return fn(self)  # type: ignore[no-any-return]
+        return fn(self)
 
     method.__name__ = method.__qualname__ = prim.name
     method._prim = prim  # type: ignore[attr-defined]
     return method
 
 
-def _to_device(t: Tensor, dev: device) -> Tensor:
+def _to_device(t: TensorT, dev: device) -> TensorT:
     """``t`` on ``dev``: ``t`` itself when it is there already, else a copy that autograd
     records (``ToCopyBackward0``: the gradient goes back to ``t``'s device)."""
     target = _backend_device(dev)
@@ -286,7 +297,7 @@ def _to_device(t: Tensor, dev: device) -> Tensor:
     return _as_tensor(named("ToCopyBackward0", creation.device_copy, creation._device_copy)(t, target))
 
 
-def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True) -> Tensor:
+def _finish_inplace(t: TensorT, out: TensorT, mark: int, check_dtype: bool = True) -> TensorT:
     if out._value.dtype != t._value.dtype:
         if check_dtype and not _dt.can_cast(out.dtype, t.dtype):
             raise RuntimeError(
@@ -305,4 +316,4 @@ def _finish_inplace(t: Tensor, out: Tensor, mark: int, check_dtype: bool = True)
             out = _as_tensor(fnp.broadcast_to(out, t._value.shape))
     if _func.traced_inplace(t, out):  # under ft.func: a traced value is rebound to the update, not written
         return t
-    return cast("Tensor", apply_inplace(t, out, mark))
+    return apply_inplace(t, out, mark)

@@ -7,21 +7,24 @@ Example::
     idx = ft.multinomial(ft.tensor([0.1, 0.9]), 5, replacement=True)
 """
 
+# A result is made by funcgrad.numpy from Tensors (typed ``Any``) and returned as the Tensor class
+# ``TensorT`` of the argument (see tensor_type.py), hence:
+# mypy: disable-error-code="no-any-return"
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 import numpy as np
 
-from . import creation as _creation
-from .creation import Generator
+from . import factory_defaults as _defaults
+from .factory_defaults import Generator
 from .sampling import multinomial_draws
 from .size_device import device
 from .tensor_class import new_tensor
 from .tensor_helpers import _as_tensor
+from .tensor_type import TensorBase, TensorT
 
-if TYPE_CHECKING:
-    from .tensor import Tensor  # (type-only: this module is below tensor.py)
 
 __all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli", "unique", "bincount", "median",
            "set_printoptions"]
@@ -30,31 +33,31 @@ __all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli
 def set_default_device(dev: Any) -> None:
     """Factories (``ft.zeros``, ``ft.randn``, ``ft.tensor``, ...) and new ``ft.nn`` layers put tensors made
     without ``device=`` on ``dev`` (None restores the CPU). Example: ``ft.set_default_device("cuda")``."""
-    _creation._DEFAULT_DEVICE[0] = None if dev is None else device(dev)
+    _defaults._DEFAULT_DEVICE[0] = None if dev is None else device(dev)
 
 
 def get_default_device() -> device:
     """The device factories use when none is given. Example: ``ft.get_default_device()  # device(type='cpu')``."""
-    d = _creation._DEFAULT_DEVICE[0]
+    d = _defaults._DEFAULT_DEVICE[0]
     return device("cpu") if d is None else d
 
 
-def _on_default_device(t: Tensor) -> Tensor:
-    d = _creation._DEFAULT_DEVICE[0]
+def _on_default_device(t: TensorT) -> TensorT:
+    d = _defaults._DEFAULT_DEVICE[0]
     return t if d is None or d.type == "cpu" else t.to(d)
 
 
-def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,  # noqa: A002
-                generator: Generator | None = None) -> Tensor:
+def multinomial(input: TensorBase[TensorT], num_samples: int, replacement: bool = False, *,  # noqa: A002
+                generator: Generator | None = None) -> TensorT:
     """Draw ``num_samples`` category indices per row with probabilities proportional to ``input``.
 
     Example: ``ft.multinomial(ft.tensor([1.0, 3.0]), 4, replacement=True)``.
     """
     p = np.asarray(_as_tensor(input).detach().cpu()._value, dtype=np.float64)
-    return cast("Tensor", new_tensor(multinomial_draws(_creation._rng(generator), p, num_samples, replacement)))
+    return new_tensor(multinomial_draws(_defaults._rng(generator), p, num_samples, replacement))
 
 
-def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | None = None) -> Tensor:  # noqa: A002
+def bernoulli(input: TensorBase[TensorT], p: float | None = None, *, generator: Generator | None = None) -> TensorT:  # noqa: A002
     """0/1 draws with probability ``input`` (or ``p``), in ``input``'s dtype; no gradient flows (as in PyTorch).
 
     Example: ``ft.bernoulli(ft.full((3,), 0.5))`` or ``ft.full((3,), 0.5).bernoulli()``.
@@ -66,23 +69,23 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Generator | N
     if np.any((probs < 0) | (probs > 1)) or np.any(np.isnan(probs)):
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false: bernoulli probabilities "
                            "must lie in [0, 1]")
-    rng = _creation._rng(generator)
-    return cast("Tensor", new_tensor((rng.random(probs.shape) < probs).astype(t._value.dtype)))
+    rng = _defaults._rng(generator)
+    return new_tensor((rng.random(probs.shape) < probs).astype(t._value.dtype))
 
 
-def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
+def unique(input: TensorBase[TensorT], sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
            dim: int | None = None) -> Any:
     """The distinct values (sorted; with ``dim``, slices), optionally with inverse indices and counts:
     ``input.unique(...)``. Example: ``ft.unique(t)``."""
     return _as_tensor(input).unique(sorted, return_inverse, return_counts, dim)
 
 
-def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:  # noqa: A002
+def bincount(input: TensorBase[TensorT], weights: TensorBase[TensorT] | None = None, minlength: int = 0) -> TensorT:  # noqa: A002
     """Counts of each non-negative integer (weighted sums with ``weights``). Example: ``ft.bincount(labels)``."""
-    return cast("Tensor", _as_tensor(input).bincount(weights, minlength))
+    return _as_tensor(input).bincount(weights, minlength)
 
 
-def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A002
+def median(input: TensorBase[TensorT], dim: int | None = None, keepdim: bool = False) -> Any:  # noqa: A002
     """``input.median(dim, keepdim)``: the lower median (PyTorch's: no averaging), NaN where a NaN is
     reduced; with ``dim``, ``(values, indices)``.
 

@@ -25,7 +25,8 @@ from . import dtypes as _dt
 from .creation import _finish, _np_dtype
 from .ops import _method_fn, cat, stack
 from .tensor import Tensor
-from .tensor_helpers import _as_tensor, _wrap_dim
+from .tensor import _as_tensor
+from .tensor_helpers import _wrap_dim
 
 # ``ft.<name>(input, ...)`` is ``input.<name>(...)``, for these (spelled out for type checkers and readers)
 _METHODS = [
@@ -72,7 +73,7 @@ def polygamma(n: int, input: Any) -> Tensor:  # noqa: A002
 
     Example: ``ft.polygamma(1, ft.tensor([1.0]))  # pi^2 / 6``.
     """
-    return cast(Tensor, _as_tensor(input).polygamma(n))
+    return _as_tensor(input).polygamma(n)
 
 
 def xlogy(input: Any, other: Any) -> Tensor:  # noqa: A002
@@ -81,8 +82,8 @@ def xlogy(input: Any, other: Any) -> Tensor:  # noqa: A002
     Example: ``ft.xlogy(ft.tensor([0.0, 2.0]), ft.tensor([0.0, 3.0]))  # [0, 2 log 3]``.
     """
     if isinstance(input, Tensor):
-        return cast(Tensor, input.xlogy(other))
-    return cast(Tensor, _as_tensor(input).to(_dt.result_type(input, _as_tensor(other))).xlogy(other))
+        return input.xlogy(other)
+    return _as_tensor(input).to(_dt.result_type(input, _as_tensor(other))).xlogy(other)
 
 
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002

@@ -29,7 +29,8 @@ from .creation import Generator
 from .size_device import Size
 from .ops import _method_fn, cat, stack
 from .tensor import Tensor
-from .tensor_helpers import _as_tensor, named_result
+from .tensor import _as_tensor
+from .tensor_helpers import named_result
 
 __all__ = [
     "fliplr", "flipud", "rot90", "tensor_split", "hsplit", "vsplit", "dsplit", "diag_embed", "diagflat", "kron",

@@ -14,7 +14,8 @@ from ..creation import default_generator
 from ..grad_mode import no_grad
 from ..boxes import as_numpy_box, as_tensor_box
 from ..tensor import Tensor
-from ..tensor_helpers import _as_tensor, _finish_inplace, named_result, node_mark
+from ..tensor import _as_tensor
+from ..tensor_helpers import _finish_inplace, named_result, node_mark
 
 
 def _maybe_inplace(x: Tensor, fn: Callable[[Tensor], Any], inplace: bool) -> Tensor:

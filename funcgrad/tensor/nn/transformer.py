@@ -23,7 +23,7 @@ from funcgrad.backend import namespace_of
 
 from .. import dtypes as _dt
 from ..tensor import Tensor
-from ..tensor_helpers import _as_tensor
+from ..tensor import _as_tensor
 from funcgrad.nn.kernels.attention import attention as _attention
 
 from .dropout import Dropout
