@@ -282,13 +282,12 @@ class ReverseTrace(Trace):
         node = self.new_node(prim, links, argnums, kwargs)
         if node is None:
             return self.new_boxes(prim, ans, None, links, args, kwargs, False)
-        if prim.reads is None or self.keep_all or _save_everything.on:
-            self.save_inputs(node, args, (), links)
-            return self.new_boxes(prim, ans, node, links, args, kwargs, False)
-        live = node.argnums  # (``_drops``, its cached case inline)
-        found = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
-        drop_args, drop_ans = found if found is not None else _drops(prim, live, len(args))
-        if drop_args:
+        drop_args: tuple[int, ...] = ()
+        drop_ans = False
+        if prim.reads is not None and not (self.keep_all or _save_everything.on):
+            live = node.argnums  # (``_drops``, its cached case inline)
+            found = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
+            drop_args, drop_ans = found if found is not None else _drops(prim, live, len(args))
             least = self.min_drop_bytes
             for j in drop_args:
                 a = args[j]

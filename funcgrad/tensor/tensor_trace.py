@@ -4,8 +4,11 @@ Tensors are boxes of one process-wide reverse trace, :data:`TRACE` (a :class:`Te
 a kind of the engine's ``ReverseTrace``), whose level (0) is below every functional
 transform's, and which is never closed. So every ``funcgrad.numpy`` primitive called on a
 Tensor reaches, through the primitive wrapper, the core's one recording path,
-``ReverseTrace.process``, whose steps the Tensor trace overrides:
+``ReverseTrace.process``, whose steps the Tensor trace overrides (it has no ``process`` of
+its own):
 
+0. ``record_one``: the commonest call (one Tensor that requires grad, a primitive of one
+   result that makes no view) recorded in one frame, as the steps below would record it;
 1. ``run``: the raw arrays are computed by the primitive's raw function;
 2. ``new_node``: if grad mode is on and some input requires grad, a :class:`PrimNode` (a
    kind of the engine's ``VJPNode``, of the primitive's PyTorch class) is made. It keeps
@@ -87,13 +90,16 @@ class TensorTrace(ReverseTrace):
 
     A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph of
     ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``). It records through the core's
-    one recording path, ``ReverseTrace.process``, and overrides only its steps: what a box
+    one recording path, ``ReverseTrace.process``, and overrides only its steps: the commonest
+    call in one frame (:meth:`record_one`), what a box
     links (:meth:`unbox`: the Tensors and their version counters), the raw call (:meth:`run`:
     NumPy's warnings silenced, PyTorch's shape errors, the profiler), the node
     (:meth:`new_node`: PyTorch's node class, only when grad mode is on and an input requires
     grad), what it saves (:meth:`save_inputs`: version-checked entries, packed by saved-tensor
     hooks) and the results (:meth:`new_boxes`: Tensors, views of their base). The graph is
-    walked by ``core.reverse.backward_pass`` with the Tensor layer's visitor.
+    walked by ``core.reverse.backward_pass`` with the Tensor layer's visitor. While an
+    ``ft.func`` transform runs a function, :data:`TRACE` is of the subclass
+    ``_func_support.FuncTransformTrace``.
     """
 
     __slots__ = ()
