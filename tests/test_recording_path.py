@@ -81,20 +81,35 @@ def test_tensor_facts_are_keyed_by_primitive_objects():
 # --------------------------------------------------------------------------
 # one recording path: ReverseTrace.process is the skeleton, the Tensor trace overrides its steps
 
-from funcgrad.core.reverse import ReverseTrace  # noqa: E402
+from funcgrad.core.reverse import USE_STEPS, ReverseTrace  # noqa: E402
 
 _STEPS = ("unbox", "run", "new_node", "save_inputs", "new_boxes")
 
 
 def test_the_tensor_trace_overrides_the_steps_and_keeps_the_skeleton():
-    for step in _STEPS:
+    for step in (*_STEPS, "record_one"):
         assert getattr(_trace.TensorTrace, step) is not getattr(ReverseTrace, step), step
-    assert not hasattr(_trace, "_record_hooked")
-    # its process is the ft.func hook and the short way of the commonest call, then the core's skeleton
-    import inspect
+    assert "process" not in vars(_trace.TensorTrace)  # the core's skeleton, not an override
+    assert _trace.TensorTrace.process is ReverseTrace.process
+    for gone in ("record", "FUNC_TRANSFORM_HOOK", "_record_hooked"):
+        assert not hasattr(_trace, gone), gone
 
-    src = inspect.getsource(_trace.TensorTrace.process)
-    assert "ReverseTrace.process(self" in src
+
+def test_ft_func_installs_its_trace_kind_only_while_a_function_runs():
+    from funcgrad.tensor import _func_support
+
+    seen = []
+
+    def f(x):
+        seen.append(type(_trace.TRACE))
+        return (x.sin() * 2).sum()
+
+    assert type(_trace.TRACE) is _trace.TensorTrace
+    g = ft.func.grad(f)(ft.tensor([0.5, 1.5]))
+    assert seen == [_func_support.FuncTransformTrace]
+    assert type(_trace.TRACE) is _trace.TensorTrace
+    np.testing.assert_allclose(g.numpy(), 2 * np.cos([0.5, 1.5]))
+    assert "process" not in vars(_trace.TensorTrace)
 
 
 def test_a_reverse_trace_extends_the_skeleton_by_overriding_one_step():
@@ -111,9 +126,61 @@ def test_a_reverse_trace_extends_the_skeleton_by_overriding_one_step():
     with CountingTrace("counting") as trace:
         x = trace.new_input(np.array([0.5, 1.5]))
         y = fnp.sum(fnp.sin(x) * x)
-    assert made == ["sin", "multiply", "sum"]
+    assert made == ["sin", "multiply", "sum"]  # one-box calls too: record_one leaves them to the steps
+    assert CountingTrace.record_one is None
     (g,) = [ct for ct in fg.core.backward_pass([(y._node, np.array(1.0))]).values()]
     np.testing.assert_allclose(g, np.cos([0.5, 1.5]) * [0.5, 1.5] + np.sin([0.5, 1.5]))
+
+
+class _StepsOnly(ReverseTrace):
+    __slots__ = ()
+    record_one = None
+
+
+def _tape_facts(box):
+    node = box._node
+    return (node.prim.name, [p.prim for p in node.parents], list(node.argnums), node.kwargs, node.out_index,
+            node.versions, [type(a).__name__ for a in node.args], type(node.ans).__name__, type(box).__name__)
+
+
+@pytest.mark.parametrize("fn", [fnp.sin, fnp.exp, fnp.tanh, lambda x: fnp.multiply(x, 2.0), lambda x: fnp.sum(x)])
+@pytest.mark.parametrize("size", [3, 1000])
+@pytest.mark.parametrize("min_drop_bytes", [0, 4096])
+def test_record_one_and_the_steps_make_the_same_tape_node(fn, size, min_drop_bytes):
+    a = np.linspace(0.1, 0.9, size)
+    boxes = {}
+    for kind in (ReverseTrace, _StepsOnly):
+        with kind("compare", min_drop_bytes=min_drop_bytes) as trace:
+            x = trace.new_input(a)
+            y = fn(fn(x) if fn in (fnp.sin, fnp.exp, fnp.tanh) else x)
+            boxes[kind] = y
+            (g,) = fg.core.backward_pass([(y._node, np.ones_like(y._value))]).values()
+            boxes[kind, "grad"] = g
+    assert _tape_facts(boxes[ReverseTrace]) == _tape_facts(boxes[_StepsOnly])
+    np.testing.assert_array_equal(boxes[ReverseTrace]._value, boxes[_StepsOnly]._value)
+    np.testing.assert_allclose(boxes[ReverseTrace, "grad"], boxes[_StepsOnly, "grad"])
+
+
+def test_record_one_leaves_nested_and_boxed_calls_to_the_steps():
+    taken = []
+
+    class Spy(ReverseTrace):
+        __slots__ = ()
+
+        def record_one(self, prim, args, argnums):
+            out = super().record_one(prim, args, argnums)
+            taken.append(out is not USE_STEPS)
+            return out
+
+    with ReverseTrace("outer") as outer:
+        a = outer.new_input(np.array([0.5, 1.5]))
+        with Spy("spy") as trace:
+            x = trace.new_input(np.array([0.25, 0.75]))
+            fnp.sin(x)  # taken
+            fnp.multiply(x, a)  # another argument a box of an enclosing trace: the steps keep its version
+            nested = fnp.sin(trace.new_input(a))  # the box's value a box: the steps
+        assert nested._node.versions == [(0, 0)] and nested._node.args[0] is a  # (what record_one would lose)
+    assert taken == [True, False, False]
 
 
 def _traced_calls(fn):
@@ -157,12 +224,24 @@ def _node_facts(out):
 
 @pytest.mark.parametrize("fn", [fnp.sin, fnp.exp, fnp.tanh, fnp.log1p, fnp.negative])
 @pytest.mark.parametrize("size", [3, 1000])  # small arrays kept, big ones replaced by their spec when unread
-def test_the_short_way_and_the_steps_make_the_same_node(fn, size):
-    prim = get_primitive(fn)
+def test_record_one_and_the_steps_make_the_same_tensor_node(fn, size, monkeypatch):
+    taken = []
+    one = _trace.TensorTrace.record_one
+
+    def spy(self, prim, args, argnums):
+        out = one(self, prim, args, argnums)
+        taken.append(out is not USE_STEPS)
+        return out
+
     leaf = ft.tensor(np.linspace(0.1, 0.9, size), requires_grad=True)
     for x in (leaf, leaf * 1.0):  # a leaf (AccumulateGrad parent) and a value with history
-        short = fn(x)  # TensorTrace.process's short way
-        steps = _trace.record(prim, [x], {}, [0])  # the skeleton and the Tensor trace's steps
+        monkeypatch.setattr(_trace.TensorTrace, "record_one", spy)
+        taken.clear()
+        short = fn(x)  # TensorTrace.record_one
+        assert taken == [True]
+        monkeypatch.setattr(_trace.TensorTrace, "record_one", None)
+        steps = fn(x)  # the skeleton and the Tensor trace's steps
+        monkeypatch.undo()
         assert _node_facts(short) == _node_facts(steps)
         np.testing.assert_array_equal(short.detach().numpy(), steps.detach().numpy())
         short.sum().backward()
@@ -171,3 +250,35 @@ def test_the_short_way_and_the_steps_make_the_same_node(fn, size):
         steps.sum().backward()
         np.testing.assert_allclose(leaf.grad.numpy(), first)
         leaf.grad = None
+
+
+@pytest.mark.parametrize("case", ["view", "no_grad", "two_tensors", "keyword", "inference"])
+def test_record_one_leaves_other_calls_to_the_steps(case, monkeypatch):
+    taken = []
+    one = _trace.TensorTrace.record_one
+
+    def spy(self, prim, args, argnums):
+        out = one(self, prim, args, argnums)
+        taken.append(out is not USE_STEPS)
+        return out
+
+    x = ft.tensor([0.5, 1.5, 2.5], requires_grad=True)
+    monkeypatch.setattr(_trace.TensorTrace, "record_one", spy)
+    if case == "view":
+        out = x.reshape(3, 1)
+        assert out._base is x and type(out.grad_fn).__name__ == "ViewBackward0"
+    elif case == "no_grad":
+        with ft.no_grad():
+            out = x.sin()
+        assert out.grad_fn is None
+    elif case == "two_tensors":
+        out = x * x
+        assert type(out.grad_fn).__name__ == "MulBackward0"
+    elif case == "keyword":
+        out = x.sum(dim=0)
+        assert type(out.grad_fn).__name__ == "SumBackward1"
+    else:
+        with ft.inference_mode():
+            out = ft.ones(3).sin()
+        assert out.is_inference()
+    assert not any(taken)

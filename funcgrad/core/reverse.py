@@ -23,7 +23,7 @@ from .hooks import _watchers, zeros_like
 from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order", "save_everything",
-           "dropped", "Visitor", "DECLINE", "carry_thread_state"]
+           "dropped", "Visitor", "DECLINE", "carry_thread_state", "USE_STEPS"]
 
 # Allocation without an __init__ call: the hot path of recording fills the slots inline.
 _new_node = object.__new__
@@ -168,6 +168,9 @@ class ArraySpec:
         return f"ArraySpec(shape={self.shape}, dtype={self.dtype})"
 
 
+USE_STEPS = object()  # what ReverseTrace.record_one returns for a call it leaves to the steps
+_NO_KWARGS: dict[str, Any] = {}  # the keyword arguments of a recorded call with none (never written to)
+
 # Smaller arrays are kept as they are: replacing them saves less than it costs.
 _MIN_DROP_BYTES = 4096
 
@@ -247,11 +250,22 @@ class ReverseTrace(Trace):
     def new_input(self, value: Any) -> VJPBox:
         return VJPBox(value, self, VJPNode(None, (), (), None, None, value))
 
+    # the steps of :meth:`process`; a kind of reverse trace that overrides one of them and not
+    # ``record_one`` records every call through the steps (see ``__init_subclass__``)
+    _STEPS = ("unbox", "run", "new_node", "save_inputs", "new_boxes")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "record_one" not in cls.__dict__ and any(step in cls.__dict__ for step in ReverseTrace._STEPS):
+            cls.record_one = None  # type: ignore[assignment]  # (its steps would be bypassed)
+
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         """Record one call of ``prim``: the one recording path of reverse mode, for ``fg.grad``'s
         tape and for the Tensor layer's graph alike. A fixed skeleton; a kind of reverse trace
         overrides its steps, never the skeleton:
 
+        0. :meth:`record_one`, for the commonest call (one boxed argument, no keyword arguments):
+           the steps below done in one go when they would do nothing else, else :data:`USE_STEPS`;
         1. :meth:`unbox`: this trace's boxes in ``args`` become their values (what links them is kept);
         2. :meth:`run`: the primitive's raw function on the values;
         3. :meth:`new_node`: the tape node, linked to its parents (None: nothing to record);
@@ -259,6 +273,10 @@ class ReverseTrace(Trace):
            :class:`ArraySpec` when big enough to matter;
         5. :meth:`save_inputs` and :meth:`new_boxes`: what the node keeps, and the result's boxes.
         """
+        if not kwargs and len(argnums) == 1 and self.record_one is not None:
+            out = self.record_one(prim, args, argnums)
+            if out is not USE_STEPS:
+                return out
         links = self.unbox(prim, args, kwargs, argnums)
         ans = self.run(prim, args, kwargs)
         node = self.new_node(prim, links, argnums, kwargs)
@@ -267,8 +285,9 @@ class ReverseTrace(Trace):
         drop_args: tuple[int, ...] = ()
         drop_ans = False
         if prim.reads is not None and not (self.keep_all or _save_everything.on):
-            found = prim.drop_cache.get((len(args), *node.argnums))  # (``_drops``, its cached case inline)
-            drop_args, drop_ans = found if found is not None else _drops(prim, node.argnums, len(args))
+            live = node.argnums  # (``_drops``, its cached case inline)
+            found = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
+            drop_args, drop_ans = found if found is not None else _drops(prim, live, len(args))
             least = self.min_drop_bytes
             for j in drop_args:
                 a = args[j]
@@ -278,6 +297,51 @@ class ReverseTrace(Trace):
         return self.new_boxes(prim, ans, node, links, args, kwargs, drop_ans)
 
     # -- the steps of ``process`` (a kind of reverse trace overrides these)
+
+    def record_one(self, prim: Primitive, args: list[Any], argnums: list[int]) -> Any:
+        """The commonest call, one box of this trace at ``argnums[0]`` and no keyword arguments,
+        recorded in one frame when the steps would do nothing more (every other argument a plain
+        array or number, the box's value not itself a box); else :data:`USE_STEPS`, and the call
+        takes the steps. Makes what the steps make (``tests/test_recording_path.py`` checks)."""
+        i = argnums[0]
+        b = args[i]
+        v = b._value
+        fast = prim.fast_types
+        if type(v) not in fast or not prim.differentiable:
+            return USE_STEPS
+        for a in args:
+            if type(a) not in fast and a is not b:
+                return USE_STEPS
+        args[i] = v
+        ans = prim.fast_fn(v) if len(args) == 1 else prim.fast_fn(*args)
+        node = _new_node(VJPNode)
+        node.prim = prim
+        node.parents = [b._node]
+        node.argnums = argnums
+        node.kwargs = _NO_KWARGS
+        node.out_index = node.versions = None
+        node.args = args
+        node.ans = ans
+        if prim.reads is not None and not (self.keep_all or _save_everything.on):
+            found = prim.drop_cache.get((len(args), i))
+            drop_args, drop_ans = found if found is not None else _drops(prim, argnums, len(args))
+            least = self.min_drop_bytes
+            for j in drop_args:
+                if getattr(args[j], "nbytes", -1) >= least:
+                    args[j] = ArraySpec(args[j])
+            if drop_ans and getattr(ans, "nbytes", -1) >= least:
+                node.ans = ArraySpec(ans)
+        if prim.multiple_results:
+            return tuple(
+                VJPBox(a, self, VJPNode(None, (node,), (0,), None, None, a, k)) for k, a in enumerate(ans)
+            )
+        box = _new_box(VJPBox)
+        box._value = ans
+        box._trace = self
+        box._node = node
+        box._view = None
+        box._version = 0
+        return box
 
     def unbox(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         """Replace this trace's boxes in ``args`` (at ``argnums``) by their values; returns what the

@@ -19,8 +19,9 @@ given their meaning for the transforms, as torch.func gives them:
   Function's ``backward`` (reverse mode), ``jvp`` (forward mode) and ``vmap`` (batching), as
   torch.func does for Functions written with ``setup_context`` (:mod:`._func_function`).
 
-``ft.func`` opens a :class:`Frame` per call of the user's function; the Tensor layer calls in
-here only while a frame is open (``tensor_trace.FUNC_TRANSFORM_HOOK``), so eager code pays one check per operation.
+``ft.func`` opens a :class:`Frame` per call of the user's function. While a frame is open (in any
+thread) the tensor trace is a :class:`FuncTransformTrace`, whose ``process`` does the above around
+the one recording path; eager code, outside every frame, pays nothing for it.
 """
 
 from __future__ import annotations
@@ -76,8 +77,7 @@ class _Local(threading.local):
 
 
 _local = _Local()
-_TRANSFORM_HOOK = _trace.FUNC_TRANSFORM_HOOK
-_open = [0]  # frames open in all threads (the Tensor layer's hook is installed while > 0)
+_open = [0]  # frames open in all threads (the tensor trace is a FuncTransformTrace while > 0)
 _open_lock = threading.Lock()
 
 
@@ -92,7 +92,7 @@ def enter(reverse: bool) -> Frame:
     _local.frames.append(frame)
     with _open_lock:
         _open[0] += 1
-        _trace.FUNC_TRANSFORM_HOOK[0] = _on_op
+        _trace.TRACE.__class__ = FuncTransformTrace
     if reverse:
         _mode.enabled = True
     return frame
@@ -108,7 +108,7 @@ def leave(frame: Frame, ok: bool) -> None:
         _open[0] -= 1
         if _open[0] <= 0:
             _open[0] = 0
-            _trace.FUNC_TRANSFORM_HOOK[0] = None
+            _trace.TRACE.__class__ = _trace.TensorTrace
     if frame.written:
         _check_captured(frame, ok)
 
@@ -174,11 +174,26 @@ def stop_reverse(tree: Any) -> Any:
     return tree_util.tree_map(lambda v: _stop_reverse(v) if is_traced(v) else v, tree)
 
 
+class FuncTransformTrace(_trace.TensorTrace):
+    """The tensor trace while an ``ft.func`` frame is open (in any thread): the same steps; around
+    them, a Tensor operation of a frame's thread marks views of traced values and stops the
+    reverse-mode derivatives of results computed in a no_grad block. ``enter`` installs it as the
+    class of ``tensor_trace.TRACE`` and the last ``leave`` takes it away, so eager code never
+    runs this.
+    """
+
+    __slots__ = ()
+
+    def process(self, prim: Any, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
+        if not _local.frames:  # an eager operation of another thread
+            return super().process(prim, args, kwargs, argnums)
+        return _on_op(super().process, prim, args, kwargs, argnums)
+
+
 def _on_op(record: Callable[..., Any], prim: Any, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-    """A Tensor operation while an ft.func frame is open (any thread): mark views of traced values,
-    and stop reverse-mode derivatives of results computed in a no_grad block."""
-    if not _local.frames:
-        return record(prim, args, kwargs, argnums)
+    """A Tensor operation of a thread running an ft.func frame: ``record`` (the tensor trace's
+    recording path), views of traced values marked, reverse-mode derivatives of results computed
+    in a no_grad block stopped."""
     src = args[argnums[0]]
     traced = any(is_traced(args[i]._value) for i in argnums) or any(
         isinstance(v, Box) and is_traced(getattr(v, "_value", None)) for v in kwargs.values())
@@ -339,7 +354,7 @@ def traced_inplace(t: Any, out: Any) -> bool:
     """An in-place write of ``out`` into ``t`` where either holds a traced value (inside an ft.func
     transform): ``t`` (and, for a view, its base and the base's other views) are rebound to the
     functional update. Returns False, doing nothing, for the eager case (memory is written then)."""
-    if _TRANSFORM_HOOK[0] is None:  # no ft.func transform is running a function (the eager fast path)
+    if _open[0] == 0:  # no ft.func transform is running a function (the eager fast path)
         return False
     frames = _local.frames
     if not frames:

@@ -3,7 +3,7 @@
 A dual level is a :class:`~funcgrad.core.ForwardTrace`. ``make_dual`` gives a Tensor whose raw
 value is a ``JVPBox`` of that trace (primal and tangent); every Tensor operation is a
 funcgrad.numpy primitive call on raw values, so the box's trace carries the tangent through
-the primitive's own JVP rule (``tensor_trace.record`` hands boxed raw values to ``prim.call``).
+the primitive's own JVP rule (the tensor trace's ``run`` step hands boxed raw values to ``prim.call``).
 Nothing here differentiates anything: one engine, one rule per primitive.
 
 Levels nest (PyTorch refuses nesting): each level is its own trace, so tangents of two

@@ -4,8 +4,11 @@ Tensors are boxes of one process-wide reverse trace, :data:`TRACE` (a :class:`Te
 a kind of the engine's ``ReverseTrace``), whose level (0) is below every functional
 transform's, and which is never closed. So every ``funcgrad.numpy`` primitive called on a
 Tensor reaches, through the primitive wrapper, the core's one recording path,
-``ReverseTrace.process``, whose steps the Tensor trace overrides:
+``ReverseTrace.process``, whose steps the Tensor trace overrides (it has no ``process`` of
+its own):
 
+0. ``record_one``: the commonest call (one Tensor that requires grad, a primitive of one
+   result that makes no view) recorded in one frame, as the steps below would record it;
 1. ``run``: the raw arrays are computed by the primitive's raw function;
 2. ``new_node``: if grad mode is on and some input requires grad, a :class:`PrimNode` (a
    kind of the engine's ``VJPNode``, of the primitive's PyTorch class) is made. It keeps
@@ -35,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import Box, Primitive, Trace
-from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace, _save_everything, dropped
+from ..core.reverse import _MIN_DROP_BYTES, USE_STEPS, ArraySpec, ReverseTrace, _drops, _save_everything
 from .boxes import GraphBox, NumpyBox, _as_array, _refresh_view, get_accumulator, register_trace
 from .debug_modes import anomaly, profiling, user_stack
 from .grad_mode import state as _mode
@@ -48,11 +51,9 @@ from .tensor_class import _TENSOR_CLS
 from .torch_names import _INFERENCE_SAVED, NAMING, named_node_class, torch_name
 from .views import VIEW_PRIMITIVES, mark_view
 
-__all__ = ["TRACE", "TensorTrace", "record", "FUNC_TRANSFORM_HOOK"]
+__all__ = ["TRACE", "TensorTrace"]
 
 
-# Set by funcgrad.tensor._func_support while an ft.func transform runs a function, else None.
-FUNC_TRANSFORM_HOOK: list[Any] = [None]
 _new = object.__new__
 _new_node: Callable[[type], Any] = object.__new__
 
@@ -89,13 +90,16 @@ class TensorTrace(ReverseTrace):
 
     A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph of
     ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``). It records through the core's
-    one recording path, ``ReverseTrace.process``, and overrides only its steps: what a box
+    one recording path, ``ReverseTrace.process``, and overrides only its steps: the commonest
+    call in one frame (:meth:`record_one`), what a box
     links (:meth:`unbox`: the Tensors and their version counters), the raw call (:meth:`run`:
     NumPy's warnings silenced, PyTorch's shape errors, the profiler), the node
     (:meth:`new_node`: PyTorch's node class, only when grad mode is on and an input requires
     grad), what it saves (:meth:`save_inputs`: version-checked entries, packed by saved-tensor
     hooks) and the results (:meth:`new_boxes`: Tensors, views of their base). The graph is
-    walked by ``core.reverse.backward_pass`` with the Tensor layer's visitor.
+    walked by ``core.reverse.backward_pass`` with the Tensor layer's visitor. While an
+    ``ft.func`` transform runs a function, :data:`TRACE` is of the subclass
+    ``_func_support.FuncTransformTrace``.
     """
 
     __slots__ = ()
@@ -113,101 +117,103 @@ class TensorTrace(ReverseTrace):
     def new_input(self, value: Any) -> Any:
         return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
 
-    def process(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-        """``ReverseTrace.process``; while an ft.func transform runs a function, through its hook
-        (``FUNC_TRANSFORM_HOOK``: views and no_grad of traced values, see ``_func_support``)."""
-        hook = FUNC_TRANSFORM_HOOK[0]
-        if hook is not None:
-            return hook(record, prim, args, kwargs, argnums)
-        if len(argnums) == 1 and not kwargs:
-            b = args[argnums[0]]
-            st = _mode
-            if b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None \
-                    and not (b._inference or st.inference or profiling.active or anomaly.enabled) \
-                    and not NAMING[0]:
-                cls = _ONE_TENSOR.get(prim)
-                if cls is None:
-                    cls = _ONE_TENSOR[prim] = prim.differentiable and not prim.multiple_results \
-                        and prim not in VIEW_PRIMITIVES and _node_class(prim)
-                if cls:  # the commonest call (one Tensor argument, not a view, not an inference tensor,
-                    # requiring grad, grad mode on, no keyword arguments, a differentiable primitive of one result
-                    # that makes no view): the steps below, done in this frame (tests/test_recording_path.py
-                    # checks that both make the same node)
-                    i = argnums[0]
-                    args[i] = b._value
-                    fast = prim.fast_types
-                    for a in args:
-                        if type(a) not in fast:
-                            ans = _raw_call(prim, args, NO_KWARGS)
-                            break
-                    else:  # (TensorTrace.run, inline)
-                        try:
-                            ans = quiet_run(prim.fast_fn, args[0]) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
-                        except ValueError as err:
-                            raise _torch_shape_error(prim, args, err) from None
-                        except RuntimeError as err:
-                            if not context_busy(err):
-                                raise
-                            ans = _raw_call(prim, args, NO_KWARGS)
-                    if type(ans) is not np.ndarray:
-                        ans = _as_array(ans)
-                    parent = b._node
-                    if parent is None:
-                        parent = get_accumulator(b)
-                    elif parent._n_outputs != 1:
-                        parent = target(parent, b._output_nr)
-                    drop = prim.drop_cache.get((len(args), i)) if not _save_everything.on else None
-                    if drop is None:
-                        drop = dropped(prim, [i], len(args)) or ((), False)
-                    node = _new_node(cls)
-                    node.prim = prim
-                    node.parents = [parent]
-                    node.argnums = node._inputs = argnums
-                    node.kwargs = NO_KWARGS
-                    node.out_index = node.versions = None
-                    node._seq = _next_seq()
-                    node._released = False
-                    node.args = args
-                    out = _new(_TENSOR_CLS[0])  # (GraphBox._make, inline)
-                    out._value = ans
-                    out._trace = TRACE
-                    out._node = node
-                    out._output_nr = 0
-                    out._requires_grad = True
-                    out._version_counter = [0]
-                    out._base = None
-                    out._view_fns = None
-                    out._view_version = 0
-                    out._inference = False
-                    saved: tuple[Any, ...] = ()
-                    if i not in drop[0]:
-                        vc = b._version_counter
-                        saved = ((i, b, vc, vc[0], b if b._node is not None else None),)
-                    elif getattr(args[i], "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
-                        args[i] = ArraySpec(args[i])
-                    if drop[1]:
-                        node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
-                    else:
-                        node.ans = [ans]
-                        saved += ((-1, None, out._version_counter, 0, None),)
-                    node._saved = saved
-                    meta = _METAS.get(ans.shape)  # (_out_meta's common case, inline)
-                    node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
-                    if saved and _hook_state.stack:
-                        node._materialize(_hook_state.stack[-1])
-                    return out
-        return ReverseTrace.process(self, prim, args, kwargs, argnums)
+    def record_one(self, prim: Primitive, args: list[Any], argnums: list[Any]) -> Any:
+        """The commonest call in one frame: one Tensor argument (not a view, not an inference
+        tensor) that requires grad, grad mode on, a differentiable primitive of one result that
+        makes no view; what the steps make (``tests/test_recording_path.py`` checks). Any other
+        call: ``USE_STEPS``."""
+        b = args[argnums[0]]
+        st = _mode
+        if not (b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None) \
+                or b._inference or st.inference or profiling.active or anomaly.enabled or NAMING[0]:
+            return USE_STEPS
+        cls = _ONE_BOX_CLASS.get(prim)
+        if cls is None:
+            cls = _ONE_BOX_CLASS[prim] = prim.differentiable and not prim.multiple_results \
+                and prim not in VIEW_PRIMITIVES and _node_class(prim)
+        if not cls:
+            return USE_STEPS
+        i = argnums[0]
+        args[i] = v = b._value
+        fast = prim.fast_types
+        for a in args:  # (run)
+            if type(a) not in fast:
+                ans = _raw_call(prim, args, NO_KWARGS)
+                break
+        else:
+            try:
+                ans = quiet_run(prim.fast_fn, v) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
+            except ValueError as err:
+                raise _torch_shape_error(prim, args, err) from None
+            except RuntimeError as err:
+                if not context_busy(err):
+                    raise
+                ans = _raw_call(prim, args, NO_KWARGS)
+        if type(ans) is not np.ndarray:
+            ans = _as_array(ans)
+        parent = b._node  # (new_node)
+        if parent is None:
+            parent = get_accumulator(b)
+        elif parent._n_outputs != 1:
+            parent = target(parent, b._output_nr)
+        node = _new_node(cls)
+        node.prim = prim
+        node.parents = [parent]
+        node.argnums = node._inputs = argnums
+        node.kwargs = NO_KWARGS
+        node.out_index = node.versions = None
+        node._seq = _next_seq()
+        node._released = False
+        node.args = args
+        drop = prim.drop_cache.get((len(args), i)) if prim.reads is not None and not _save_everything.on else _KEEP_ALL
+        if drop is None:
+            drop = _drops(prim, argnums, len(args))
+        out = _new(_TENSOR_CLS[0])  # (new_boxes; GraphBox._make, inline)
+        out._value = ans
+        out._trace = TRACE
+        out._node = node
+        out._output_nr = 0
+        out._requires_grad = True
+        out._version_counter = [0]
+        out._base = None
+        out._view_fns = None
+        out._view_version = 0
+        out._inference = False
+        saved: tuple[Any, ...] = ()  # (save_inputs)
+        if i not in drop[0]:
+            vc = b._version_counter
+            saved = ((i, b, vc, vc[0], b if b._node is not None else None),)
+        elif getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
+            args[i] = ArraySpec(v)
+        if drop[1]:
+            node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
+        else:
+            node.ans = [ans]
+            saved += ((-1, None, out._version_counter, 0, None),)
+        node._saved = saved
+        meta = _METAS.get(ans.shape) if type(ans) is np.ndarray else None  # (_out_meta's common case, inline)
+        node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
+        if saved and _hook_state.stack:
+            node._materialize(_hook_state.stack[-1])
+        return out
 
     def unbox(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
         """The Tensors at ``argnums`` become their arrays; returns (argnums, the Tensors). A stale
         view that needs no gradient is refreshed now (one that does, when :meth:`new_node` links it)."""
-        boxes = []
-        for i in argnums:
-            b = args[i]
-            boxes.append(b)
-            if b._base is not None and b._view_version != b._version_counter[0] and not b._requires_grad:
+        if len(argnums) == 1:  # (the commonest call: one Tensor argument)
+            b = args[argnums[0]]
+            if b._base is not None and not b._requires_grad and b._view_version != b._version_counter[0]:
                 _refresh_view(b)
-            args[i] = b._value
+            args[argnums[0]] = b._value
+            boxes: Any = (b,)
+        else:
+            boxes = []
+            for i in argnums:
+                b = args[i]
+                boxes.append(b)
+                if b._base is not None and not b._requires_grad and b._view_version != b._version_counter[0]:
+                    _refresh_view(b)
+                args[i] = b._value
         if kwargs:
             for k, v in list(kwargs.items()):
                 if isinstance(v, GraphBox):
@@ -229,7 +235,9 @@ class TensorTrace(ReverseTrace):
             if type(a) not in fast:
                 return _raw_call(prim, args, kwargs)
         try:
-            return quiet_run(prim.fast_fn, *args, **kwargs)
+            if kwargs:
+                return quiet_run(prim.fast_fn, *args, **kwargs)
+            return quiet_run(prim.fast_fn, args[0]) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
         except ValueError as err:
             raise _torch_shape_error(prim, args, err) from None
         except RuntimeError as err:
@@ -241,19 +249,34 @@ class TensorTrace(ReverseTrace):
         """The call's ``grad_fn`` (of the primitive's PyTorch class), linked to the nodes of the
         inputs that require grad (a leaf's ``AccumulateGrad``); None when grad mode is off or no
         input requires grad."""
-        if not (prim.differentiable and _mode.enabled):
+        if not (_mode.enabled and prim.differentiable):
             return None
-        parents: list[Any] = []
-        live: list[int] = []
-        for i, b in zip(*links):
-            if b._requires_grad:
-                if b._base is not None and b._view_version != b._version_counter[0]:
-                    _refresh_view(b)
-                node = b._node
-                parents.append(get_accumulator(b) if node is None else target(node, b._output_nr))
-                live.append(i)
-        if not live:
-            return None
+        boxes = links[1]
+        if len(boxes) == 1:
+            b = boxes[0]
+            if not b._requires_grad:
+                return None
+            if b._base is not None and b._view_version != b._version_counter[0]:
+                _refresh_view(b)
+            parent = b._node
+            if parent is None:
+                parent = get_accumulator(b)
+            elif parent._n_outputs != 1:
+                parent = target(parent, b._output_nr)
+            parents = [parent]
+            live = argnums
+        else:
+            parents = []
+            live = []
+            for i, b in zip(argnums, boxes):
+                if b._requires_grad:
+                    if b._base is not None and b._view_version != b._version_counter[0]:
+                        _refresh_view(b)
+                    parent = b._node
+                    parents.append(get_accumulator(b) if parent is None else target(parent, b._output_nr))
+                    live.append(i)
+            if not live:
+                return None
         request = _mode.name_request if NAMING[0] else None  # (torch_names.named: the op names this call's node)
         if request is not None and request[0] is prim:
             name = request[1]  # (a pair: the name of a view first; new_boxes takes the other for a copy)
@@ -264,9 +287,12 @@ class TensorTrace(ReverseTrace):
         node.parents = parents
         node.argnums = live
         node._inputs = argnums
-        node.kwargs = kwargs
-        if kwargs and not _SAVED_KEYS.issuperset(kwargs):
-            _expose_saved(kwargs)
+        if kwargs:
+            node.kwargs = kwargs
+            if not _SAVED_KEYS.issuperset(kwargs):
+                _expose_saved(kwargs)
+        else:
+            node.kwargs = NO_KWARGS
         node.out_index = node.versions = None
         node._seq = _next_seq()
         node._released = False
@@ -276,8 +302,22 @@ class TensorTrace(ReverseTrace):
         """Keep the arguments; each Tensor a rule reads gets an entry of ``node._saved`` (its version
         counter and version now: an in-place change before backward is an error). An inference
         tensor may not be saved (PyTorch)."""
-        entries = []
-        for i, b in zip(*links):
+        node.args = args
+        argnums, boxes = links
+        if len(boxes) == 1:  # (the commonest call)
+            i = argnums[0]
+            if i in drop_args:
+                node._saved = ()
+                return
+            b = boxes[0]
+            if b._inference:
+                raise RuntimeError(_INFERENCE_SAVED)
+            vc = b._version_counter
+            node_of = b._node  # (b requires grad: a node is made)
+            node._saved = ((i, b, vc, vc[0], b if node_of is not None and type(node_of) is not AccumulateGrad else None),)
+            return
+        entries: Any = ()
+        for i, b in zip(argnums, boxes):
             if i in drop_args:
                 continue
             if b._inference:
@@ -285,9 +325,8 @@ class TensorTrace(ReverseTrace):
             vc = b._version_counter
             node_of = b._node
             has_history = b._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
-            entries.append((i, b, vc, vc[0], b if has_history else None))
-        node.args = args
-        node._saved = entries  # (new_boxes adds the results' entries and makes it a tuple)
+            entries += ((i, b, vc, vc[0], b if has_history else None),)
+        node._saved = entries  # (new_boxes adds the results' entries)
 
     def new_boxes(self, prim: Primitive, ans: Any, node: Any, links: Any, args: list[Any], kwargs: dict[Any, Any],
                   drop_ans: bool) -> Any:
@@ -295,64 +334,79 @@ class TensorTrace(ReverseTrace):
         mode), a view marked as one of its input; with ``node``, each its ``grad_fn`` and, unless no rule
         reads it, saved."""
         argnums, boxes = links
-        tensor_out = False
+        cls = NumpyBox
         for b in boxes:
             if b.__class__ is not NumpyBox:
-                tensor_out = True
+                cls = _TENSOR_CLS[0]
                 break
-        make = _TENSOR_CLS[0]._make if tensor_out else NumpyBox._make
         inference = _mode.inference
         is_view = argnums[0] == 0 and prim in VIEW_PRIMITIVES
         if is_view and getattr(ans, "base", None) is not None and (inference or any(b._inference for b in boxes)):
             inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
         if prim.multiple_results:
-            outs = [make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans]
+            return _many_boxes(cls, ans, node, drop_ans, inference)
+        out = _new(cls)  # (GraphBox._make, inline: the commonest result)
+        out._value = ans = ans if type(ans) is np.ndarray else _as_array(ans)
+        out._trace = TRACE
+        out._node = node
+        out._output_nr = 0
+        out._requires_grad = node is not None
+        out._version_counter = [0]
+        out._base = None
+        out._view_fns = None
+        out._view_version = 0
+        out._inference = inference
+        if is_view:
+            mark_view(out, boxes[0], prim, args, kwargs)
+            request = _mode.name_request if NAMING[0] else None
+            if node is not None and out._base is None and request is not None and request[0] is prim \
+                    and type(request[1]) is tuple:  # torch_names.named's name of a result that is no view
+                node.__class__ = named_node_class(PrimNode, request[1][1])
+        if node is None:
+            return out
+        saved = node._saved
+        if drop_ans:
+            node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
         else:
-            outs = [make(ans if type(ans) is np.ndarray else _as_array(ans), inference=inference)]
-            if is_view:
-                mark_view(outs[0], boxes[0], prim, args, kwargs)
-                request = _mode.name_request if NAMING[0] else None
-                if node is not None and outs[0]._base is None and request is not None and request[0] is prim \
-                        and type(request[1]) is tuple:  # torch_names.named's name of a result that is no view
-                    node.__class__ = named_node_class(PrimNode, request[1][1])
-        if node is not None:
-            entries = node._saved
-            node.ans = ans_saved = []
-            for k, o in enumerate(outs):
-                v = o._value
-                o._node, o._output_nr, o._requires_grad = node, k, True
-                if drop_ans:
-                    v = ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v
-                else:
-                    entries.append((~k, None, o._version_counter, o._version_counter[0], None))
-                ans_saved.append(v)
-            node._saved = tuple(entries)
-            if len(outs) == 1:
-                node._out_meta = _out_meta(outs[0]._value)
-            else:
-                node._out_meta = tuple(_out_meta(o._value)[0] for o in outs)
-            if entries and _hook_state.stack:
-                node._materialize(_hook_state.stack[-1])
-            if prim.multiple_results:
-                node._n_outputs = len(outs)
-                node._short_step = False
-            if anomaly.enabled:
-                node._stack = user_stack()
-        return tuple(outs) if prim.multiple_results else outs[0]
+            node.ans = [ans]
+            vc = out._version_counter
+            node._saved = saved = saved + ((-1, None, vc, vc[0], None),)
+        meta = _METAS.get(ans.shape) if type(ans) is np.ndarray else None  # (_out_meta's common case, inline)
+        node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
+        if saved and _hook_state.stack:
+            node._materialize(_hook_state.stack[-1])
+        if anomaly.enabled:
+            node._stack = user_stack()
+        return out
 
+
+def _many_boxes(cls: Any, ans: Any, node: Any, drop_ans: bool, inference: bool) -> tuple[Any, ...]:
+    """The results of a primitive of several results, as :meth:`TensorTrace.new_boxes` makes them."""
+    outs = tuple(cls._make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans)
+    if node is None:
+        return outs
+    entries = node._saved
+    node.ans = ans_saved = []
+    for k, o in enumerate(outs):
+        v = o._value
+        o._node, o._output_nr, o._requires_grad = node, k, True
+        if drop_ans:
+            v = ArraySpec(v) if getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES else v
+        else:
+            entries += ((~k, None, o._version_counter, o._version_counter[0], None),)
+        ans_saved.append(v)
+    node._saved = entries
+    node._out_meta = tuple(_out_meta(o._value)[0] for o in outs)
+    if entries and _hook_state.stack:
+        node._materialize(_hook_state.stack[-1])
+    node._n_outputs = len(outs)
+    node._short_step = False
+    if anomaly.enabled:
+        node._stack = user_stack()
+    return outs
 
 TRACE = TensorTrace()
 register_trace(TRACE)
-
-# primitive -> its node class when its calls may take TensorTrace.process's short way, else False
-_ONE_TENSOR: dict[Any, Any] = {}
-
-
-def record(prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-    """Record one call of ``prim`` on Tensors (``args`` at ``argnums``) through the one recording
-    path, ``ReverseTrace.process`` of :data:`TRACE`, bypassing ft.func's hook (which calls it)."""
-    return ReverseTrace.process(TRACE, prim, args, kwargs, argnums)
-
 
 def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
     """``prim`` on raw values, NumPy's floating-point warnings silenced: straight to ``prim.fast_fn``
@@ -383,6 +437,10 @@ def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
     except ValueError as err:
         raise _torch_shape_error(prim, args, err) from None
 
+
+# primitive -> its node class when its calls may take TensorTrace.record_one's way, else False
+_ONE_BOX_CLASS: dict[Any, Any] = {}
+_KEEP_ALL = ((), False)  # what a call keeps when nothing is dropped: every argument and the result
 
 NO_KWARGS: dict[str, Any] = {}  # keyword arguments of a call with none, shared by its nodes (never written to)
 
