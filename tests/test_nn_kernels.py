@@ -155,7 +155,19 @@ NORM_SPECS = [Spec(f"standardize_{name}", lambda x, a=axes: knorm.standardize(x,
          lambda g, x, w, k=k: knorm.standardize_affine_backward(g, x, w, (0, 2), 1e-5)[k],
          lambda g, x, w, k=k: fg.vjp(lambda x, w, b: old_standardize(x, (0, 2), 1e-5) * w + b, x, w,
                                      fnp.zeros_like(w))[1](g)[k], [R, R, R],
-         shapes=((3, 2, 4), (3, 2, 4), (1, 2, 1)), rtol=1e-9, atol=1e-10) for k in range(3)]
+         shapes=((3, 2, 4), (3, 2, 4), (1, 2, 1)), rtol=1e-9, atol=1e-10) for k in range(3)] + [
+    # each result of the kernel that also returns its batch statistics (mean, biased variance), and all three
+    # at once (the VJP with every cotangent present)
+    Spec(f"standardize_affine_statistics_{k}",
+         lambda x, w, b, k=k: knorm.standardize_affine_statistics(x, w, b, (0, 2), 1e-5)[k],
+         lambda x, w, b, k=k: knorm.standardize_affine_statistics_composed(x, w, b, (0, 2), 1e-5)[k], [R, R, R],
+         shapes=((3, 2, 4), (1, 2, 1), (1, 2, 1)), rtol=1e-9, atol=1e-10) for k in range(3)] + [
+    Spec("standardize_affine_statistics_all",
+         lambda x, w, b: sum(fnp.sum(r * c) for r, c in zip(
+             knorm.standardize_affine_statistics(x, w, b, (0,), 1e-5), (1.0, 0.7, -1.3))),
+         lambda x, w, b: sum(fnp.sum(r * c) for r, c in zip(
+             knorm.standardize_affine_statistics_composed(x, w, b, (0,), 1e-5), (1.0, 0.7, -1.3))), [R, R, R],
+         shapes=((5, 3), (3,), (1, 3)), rtol=1e-9, atol=1e-10)]
 
 RNN_SPECS = [
     Spec("fused_gates", krnn.fused_gates, krnn.gates_composed, [R] * 6,
