@@ -688,8 +688,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     if track and running_var is not None and weight is not None and bias is not None:
         # the kernel that normalizes returns the batch statistics too: no second pass over x
         y, mean, var = _fnn.norm.batch_norm_train(*_boxes(x, weight, bias), eps=eps, axis=1)
-        _blend_running(running_mean, running_var, fnp.reshape(_raw(mean), (-1,)), fnp.reshape(_raw(var), (-1,)),
-                       x.numel() // x.shape[1], momentum)
+        _blend_running(cast(Tensor, running_mean), running_var, fnp.reshape(_raw(mean), (-1,)),
+                       fnp.reshape(_raw(var), (-1,)), x.numel() // x.shape[1], momentum)
         return cast("Tensor", _as_tensor_box(y))
     rm = None if running_mean is None or track else running_mean._value
     rv = None if running_var is None or track else running_var._value
