@@ -25,6 +25,7 @@ from factories import CHECKS, Spec, check_spec
 from funcgrad.nn import rectifier as kact
 from funcgrad.nn.kernels import attention as kattn
 from funcgrad.nn.kernels import convolution as kconv
+from funcgrad.nn.kernels import dense as kdense
 from funcgrad.nn.kernels import normalization as knorm
 from funcgrad.nn.kernels import pooling as kpool
 from funcgrad.nn.kernels import recurrent as krnn
@@ -233,7 +234,16 @@ ACTIVATION_SPECS = [  # inputs away from 0 (the kink) so that finite differences
          lambda v, x: fnp.where(x <= 0, 0.0, v), [R, R], shapes=((3, 1), (3, 5))),
 ]
 
-SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS + ACTIVATION_SPECS
+DENSE_SPECS = [  # x @ w.T + b: a matrix, a stack, one vector, no bias, a bias broadcast over rows
+    Spec("dense", kdense.dense, kdense.dense_composed, [R, R, R], shapes=((4, 3), (2, 3), (2,))),
+    Spec("dense_stack", kdense.dense, kdense.dense_composed, [R, R, R], shapes=((2, 4, 3), (5, 3), (5,))),
+    Spec("dense_vector", kdense.dense, kdense.dense_composed, [R, R, R], shapes=((3,), (2, 3), (2,))),
+    Spec("dense_no_bias", lambda x, w: kdense.dense(x, w, None), lambda x, w: kdense.dense_composed(x, w, None),
+         [R, R], shapes=((4, 3), (2, 3))),
+    Spec("dense_full_bias", kdense.dense, kdense.dense_composed, [R, R, R], shapes=((4, 3), (2, 3), (4, 2))),
+]
+
+SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS + ACTIVATION_SPECS + DENSE_SPECS
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -24,6 +24,7 @@ import numpy as np
 
 import funcgrad.nn as _fnn
 from funcgrad.nn.kernels.convolution import conv_input_grad
+from funcgrad.nn.kernels.dense import dense
 from funcgrad.nn.kernels.pooling import window_argmax, window_gather, window_sum
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of, to_numpy
@@ -82,6 +83,17 @@ def log_softmax(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight.T + bias``. Example: ``F.linear(x, w, b)``.
+
+    One recorded node (``funcgrad.nn.kernels.dense``) for a real floating ``x`` of at least two axes
+    whose last matches the matrix ``weight`` in size and dtype (as the bias); otherwise the product and
+    the sum, whose errors are PyTorch's.
+    """
+    if (weight.dim() == 2 and x.dim() >= 2 and x.shape[-1] == weight.shape[1] and x.dtype is weight.dtype
+            and x.dtype.is_floating_point and not x.dtype.is_complex
+            and (bias is None or isinstance(bias, Tensor) and bias.dtype is x.dtype and bias.dim() <= 1)):
+        name = ("AddmmBackward0" if bias is not None else "MmBackward0") if x.dim() == 2 else "ViewBackward0"
+        return _run_on_tensors_named(name, dense, x, weight, bias)
     out = x.matmul(weight.t())
     return out + bias if bias is not None else out
 
