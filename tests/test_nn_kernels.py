@@ -26,6 +26,7 @@ from funcgrad.nn import rectifier as kact
 from funcgrad.nn.kernels import attention as kattn
 from funcgrad.nn.kernels import convolution as kconv
 from funcgrad.nn.kernels import dense as kdense
+from funcgrad.nn.kernels import losses as klosses
 from funcgrad.nn.kernels import normalization as knorm
 from funcgrad.nn.kernels import pooling as kpool
 from funcgrad.nn.kernels import recurrent as krnn
@@ -243,7 +244,17 @@ DENSE_SPECS = [  # x @ w.T + b: a matrix, a stack, one vector, no bias, a bias b
     Spec("dense_full_bias", kdense.dense, kdense.dense_composed, [R, R, R], shapes=((4, 3), (2, 3), (4, 2))),
 ]
 
-SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS + ACTIVATION_SPECS + DENSE_SPECS
+LOSS_SPECS = [  # logits and targets both differentiated (probabilities, or rows that do not sum to 1)
+    Spec("softmax_cross_entropy", lambda x, t: klosses.softmax_cross_entropy(x, t, -1),
+         lambda x, t: klosses.softmax_cross_entropy_composed(x, t, -1), [R, R], shapes=((4, 5), (4, 5))),
+    Spec("softmax_cross_entropy_axis1", lambda x, t: klosses.softmax_cross_entropy(x, t, 1),
+         lambda x, t: klosses.softmax_cross_entropy_composed(x, t, 1), [R, R], shapes=((2, 3, 4), (2, 3, 4))),
+    Spec("softmax_cross_entropy_vector", lambda x, t: klosses.softmax_cross_entropy(x, t, 0),
+         lambda x, t: klosses.softmax_cross_entropy_composed(x, t, 0), [R, R], shapes=((5,), (5,))),
+]
+
+SPECS = (_conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS + ACTIVATION_SPECS + DENSE_SPECS
+         + LOSS_SPECS)
 
 
 @pytest.mark.parametrize("check", CHECKS)
