@@ -26,7 +26,7 @@ from funcgrad.nn import rectifier as kact
 from funcgrad.nn.kernels import attention as kattn
 from funcgrad.nn.kernels import convolution as kconv
 from funcgrad.nn.kernels import dense as kdense
-from funcgrad.nn.kernels import losses as klosses
+from funcgrad.nn import softmax_loss as klosses
 from funcgrad.nn.kernels import normalization as knorm
 from funcgrad.nn.kernels import pooling as kpool
 from funcgrad.nn.kernels import recurrent as krnn

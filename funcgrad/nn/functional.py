@@ -27,7 +27,7 @@ import funcgrad.numpy as fnp
 from funcgrad.scipy import special as _special
 
 from ..backend import namespace_of
-from .kernels.losses import softmax_cross_entropy
+from .softmax_loss import softmax_cross_entropy
 from .rectifier import relu as relu_kernel
 
 __all__ = [

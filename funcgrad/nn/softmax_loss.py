@@ -5,8 +5,11 @@ multiply, sum, negative). Its rules, in funcgrad.numpy operations (so they diffe
 again), with ``p = softmax(x)``:
 
     d/dx = g * (p * sum(t) - t)          d/dt = -g * log_softmax(x)
+    tangent = -sum(t * (tx - sum(p * tx)) + tt * log_softmax(x))
 
 (``sum(t)`` over ``axis`` is 1 for probabilities and one-hot labels; the rule does not assume it.)
+Like ``rectifier.py`` it sits beside ``functional.py``, not in ``kernels/`` (whose modules import
+``functional``).
 
 Example::
 
@@ -19,11 +22,10 @@ from typing import Any, Callable
 
 import funcgrad.numpy as fnp
 
-from ...backend import namespace_of
-from ...core import defprimitive
-from ...numpy._batching import batch_size, front
-from ...scipy.special import log_softmax, softmax
-from .composed import composed_rules
+from ..backend import namespace_of
+from ..core import defprimitive
+from ..numpy._batching import batch_size, front
+from ..scipy.special import log_softmax, softmax
 
 __all__ = ["softmax_cross_entropy", "softmax_cross_entropy_composed"]
 
@@ -56,9 +58,17 @@ def _batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
     return softmax_cross_entropy(front(x, dims[0], size), front(t, dims[1], size), axis % nd + 1), 0
 
 
+def _logits_jvp(tx: Any, ans: Any, x: Any, t: Any, axis: int) -> Any:
+    return -fnp.sum(t * (tx - fnp.sum(softmax(x, axis=axis) * tx, axis=axis, keepdims=True)), axis=axis)
+
+
+def _targets_jvp(tt: Any, ans: Any, x: Any, t: Any, axis: int) -> Any:
+    return -fnp.sum(tt * log_softmax(x, axis=axis), axis=axis)
+
+
 softmax_cross_entropy: Callable[..., Any] = defprimitive(
-    _raw, name="softmax_cross_entropy", vjp=(_logits_vjp, _targets_vjp),
-    jvp_all=composed_rules(softmax_cross_entropy_composed, multiple_results=False)[1], batch=_batch,
+    _raw, name="softmax_cross_entropy", vjp=(_logits_vjp, _targets_vjp), jvp=(_logits_jvp, _targets_jvp),
+    batch=_batch,
     reads={0: {0, 1}, 1: {0}},
     doc="``-sum(t * log_softmax(x, axis), axis)``: the cross-entropy of logits ``x`` against target "
         "probabilities ``t`` (one-hot labels included) along ``axis``, one primitive.")
