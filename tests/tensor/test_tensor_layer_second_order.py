@@ -60,3 +60,19 @@ def test_batch_norm_training_second_order_and_running_statistics():
     xv = x.detach().numpy()
     np.testing.assert_allclose(bn.running_mean.numpy(), 0.3 * xv.mean(axis=(0, 2, 3)), rtol=1e-12)
     np.testing.assert_allclose(bn.running_var.numpy(), 0.7 + 0.3 * xv.var(axis=(0, 2, 3), ddof=1), rtol=1e-12)
+
+
+def test_batch_norm_training_under_ft_func_grad():
+    """Under ft.func.grad the kernel's statistics are traced (the parameters are): the running ones are
+    blended from their values, not differentiated, and the gradients are the eager step's."""
+    ft.manual_seed(2)
+    bn = ft.nn.BatchNorm2d(3).double()
+    x = ft.randn(4, 3, 2, 2, dtype=ft.float64)
+    params, buffers = dict(bn.named_parameters()), dict(bn.named_buffers())
+    grads = ft.func.grad(lambda p: (ft.func.functional_call(bn, (p, buffers), (x,)) ** 3).sum())(params)
+    after_func = bn.running_mean.numpy().copy()
+    bn.reset_running_stats()
+    (bn(x) ** 3).sum().backward()
+    np.testing.assert_allclose(after_func, bn.running_mean.numpy(), rtol=1e-12)
+    for name, g in grads.items():
+        np.testing.assert_allclose(g.numpy(), getattr(bn, name).grad.numpy(), rtol=1e-10, atol=1e-12)

@@ -718,7 +718,9 @@ def _blend_running(running_mean: Tensor, running_var: Tensor | None, mean: Any, 
     """``running = (1 - momentum) running + momentum batch`` for the batch's per-channel ``mean`` and biased
     ``var`` (shape ``(C,)``; raw arrays, or values traced by ``ft.compile`` / ``ft.func``) over ``count``
     values each, the variance made unbiased, written into the buffers in place (their version counters
-    advance)."""
+    advance). Traced statistics are not differentiated (the running ones are state, not a result)."""
+    if isinstance(mean, Box):
+        mean, var = stop_gradient(mean), stop_gradient(var)
     _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * mean)
     if running_var is not None:
         var = var * (count / max(count - 1, 1))
