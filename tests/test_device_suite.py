@@ -444,6 +444,7 @@ def test_transforms(name, f, args):
 # nn: layers and losses as pytrees moved to the device with device_put
 
 import funcgrad.nn as nn  # noqa: E402
+from funcgrad.nn.kernels.dense import dense  # noqa: E402
 
 
 def _x(shape, seed=0):
@@ -467,6 +468,10 @@ NN = [
     ("pools", lambda x: nn.max_pool2d(x, 2) + nn.avg_pool2d(x, 2), [_x((1, 2, 4, 4))]),
     ("batch_norm_affine", lambda x, w, b: nn.batch_norm(x, None, None, w, b, training=True)[0],
      [_x((3, 2, 2, 2)), _x((2,), 1), _x((2,), 2)]),
+    ("batch_norm_running", lambda x, w, b, r: sum(fnp.sum(v ** 2) for v in nn.batch_norm(x, r, r + 1.0, w, b,
+                                                                                          training=True)),
+     [_x((3, 2, 2, 2)), _x((2,), 1), _x((2,), 2)], (np.zeros(2),)),
+    ("dense", lambda x, w, b: dense(x, w, b), [_x((3, 4)), _x((2, 4), 1), _x((2,), 2)]),
     ("attention", lambda q, k, v, m: nn.dot_product_attention(q, k, v, mask=m),
      [_x((2, 3, 4)), _x((2, 3, 4), 1), _x((2, 3, 4), 2)], (nn.causal_mask(3),)),
     ("overlapping_avg_pool_im2col", lambda x: nn.avg_pool2d(x, 3, 1, 1) + nn.col2im(

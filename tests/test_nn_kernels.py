@@ -25,6 +25,8 @@ from factories import CHECKS, Spec, check_spec
 from funcgrad.nn import rectifier as kact
 from funcgrad.nn.kernels import attention as kattn
 from funcgrad.nn.kernels import convolution as kconv
+from funcgrad.nn.kernels import dense as kdense
+from funcgrad.nn import softmax_loss as klosses
 from funcgrad.nn.kernels import normalization as knorm
 from funcgrad.nn.kernels import pooling as kpool
 from funcgrad.nn.kernels import recurrent as krnn
@@ -155,7 +157,19 @@ NORM_SPECS = [Spec(f"standardize_{name}", lambda x, a=axes: knorm.standardize(x,
          lambda g, x, w, k=k: knorm.standardize_affine_backward(g, x, w, (0, 2), 1e-5)[k],
          lambda g, x, w, k=k: fg.vjp(lambda x, w, b: old_standardize(x, (0, 2), 1e-5) * w + b, x, w,
                                      fnp.zeros_like(w))[1](g)[k], [R, R, R],
-         shapes=((3, 2, 4), (3, 2, 4), (1, 2, 1)), rtol=1e-9, atol=1e-10) for k in range(3)]
+         shapes=((3, 2, 4), (3, 2, 4), (1, 2, 1)), rtol=1e-9, atol=1e-10) for k in range(3)] + [
+    # each result of the kernel that also returns its batch statistics (mean, biased variance), and all three
+    # at once (the VJP with every cotangent present)
+    Spec(f"standardize_affine_statistics_{k}",
+         lambda x, w, b, k=k: knorm.standardize_affine_statistics(x, w, b, (0, 2), 1e-5)[k],
+         lambda x, w, b, k=k: knorm.standardize_affine_statistics_composed(x, w, b, (0, 2), 1e-5)[k], [R, R, R],
+         shapes=((3, 2, 4), (1, 2, 1), (1, 2, 1)), rtol=1e-9, atol=1e-10) for k in range(3)] + [
+    Spec("standardize_affine_statistics_all",
+         lambda x, w, b: sum(fnp.sum(r * c) for r, c in zip(
+             knorm.standardize_affine_statistics(x, w, b, (0,), 1e-5), (1.0, 0.7, -1.3))),
+         lambda x, w, b: sum(fnp.sum(r * c) for r, c in zip(
+             knorm.standardize_affine_statistics_composed(x, w, b, (0,), 1e-5), (1.0, 0.7, -1.3))), [R, R, R],
+         shapes=((5, 3), (3,), (1, 3)), rtol=1e-9, atol=1e-10)]
 
 RNN_SPECS = [
     Spec("fused_gates", krnn.fused_gates, krnn.gates_composed, [R] * 6,
@@ -221,7 +235,26 @@ ACTIVATION_SPECS = [  # inputs away from 0 (the kink) so that finite differences
          lambda v, x: fnp.where(x <= 0, 0.0, v), [R, R], shapes=((3, 1), (3, 5))),
 ]
 
-SPECS = _conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS + ACTIVATION_SPECS
+DENSE_SPECS = [  # x @ w.T + b: a matrix, a stack, one vector, no bias, a bias broadcast over rows
+    Spec("dense", kdense.dense, kdense.dense_composed, [R, R, R], shapes=((4, 3), (2, 3), (2,))),
+    Spec("dense_stack", kdense.dense, kdense.dense_composed, [R, R, R], shapes=((2, 4, 3), (5, 3), (5,))),
+    Spec("dense_vector", kdense.dense, kdense.dense_composed, [R, R, R], shapes=((3,), (2, 3), (2,))),
+    Spec("dense_no_bias", lambda x, w: kdense.dense(x, w, None), lambda x, w: kdense.dense_composed(x, w, None),
+         [R, R], shapes=((4, 3), (2, 3))),
+    Spec("dense_full_bias", kdense.dense, kdense.dense_composed, [R, R, R], shapes=((4, 3), (2, 3), (4, 2))),
+]
+
+LOSS_SPECS = [  # logits and targets both differentiated (probabilities, or rows that do not sum to 1)
+    Spec("softmax_cross_entropy", lambda x, t: klosses.softmax_cross_entropy(x, t, -1),
+         lambda x, t: klosses.softmax_cross_entropy_composed(x, t, -1), [R, R], shapes=((4, 5), (4, 5))),
+    Spec("softmax_cross_entropy_axis1", lambda x, t: klosses.softmax_cross_entropy(x, t, 1),
+         lambda x, t: klosses.softmax_cross_entropy_composed(x, t, 1), [R, R], shapes=((2, 3, 4), (2, 3, 4))),
+    Spec("softmax_cross_entropy_vector", lambda x, t: klosses.softmax_cross_entropy(x, t, 0),
+         lambda x, t: klosses.softmax_cross_entropy_composed(x, t, 0), [R, R], shapes=((5,), (5,))),
+]
+
+SPECS = (_conv_specs() + _pool_specs() + NORM_SPECS + RNN_SPECS + ATTENTION_SPECS + ACTIVATION_SPECS + DENSE_SPECS
+         + LOSS_SPECS)
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -27,6 +27,7 @@ import funcgrad.numpy as fnp
 from funcgrad.scipy import special as _special
 
 from ..backend import namespace_of
+from .softmax_loss import softmax_cross_entropy
 from .rectifier import relu as relu_kernel
 
 __all__ = [
@@ -213,7 +214,6 @@ def cross_entropy(logits: Any, targets: Any, *, axis: int = -1, label_smoothing:
     if not shape:
         raise ValueError("cross_entropy: logits must have a class axis, got a scalar")
     num_classes = shape[axis]
-    logp = log_softmax(logits, axis=axis)
     tkind = fnp.result_type(targets).kind
     if tkind in "iub":
         tshape = fnp.shape(targets)
@@ -232,7 +232,7 @@ def cross_entropy(logits: Any, targets: Any, *, axis: int = -1, label_smoothing:
         )
     if label_smoothing:
         targets = (1.0 - label_smoothing) * targets + label_smoothing / num_classes
-    loss = -fnp.sum(targets * logp, axis=axis)
+    loss = softmax_cross_entropy(logits, targets, axis)  # one primitive: -sum(targets * log_softmax(logits))
     return _reduce(loss, reduction, "cross_entropy")
 
 

@@ -22,10 +22,11 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..transforms import stop_gradient
-from .kernels.normalization import standardize, standardize_affine
+from .kernels.normalization import standardize, standardize_affine, standardize_affine_statistics
 from .module import Module, static_field
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "BatchNormState", "layer_norm", "batch_norm", "group_norm"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "BatchNormState", "layer_norm", "batch_norm", "group_norm",
+           "batch_norm_train"]
 
 
 def layer_norm(x: Any, normalized_ndim: int = 1, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
@@ -62,6 +63,25 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, ep
     return y
 
 
+def batch_norm_train(x: Any, weight: Any, bias: Any, *, eps: float = 1e-5, axis: int = 1) -> tuple[Any, Any, Any]:
+    """Batch normalization with batch statistics and a per-feature affine, and those statistics:
+    ``(y, mean, var)``, the mean and biased variance over every axis but ``axis``, kept (shape 1 there),
+    from the one kernel that normalizes (no second pass over ``x`` for running statistics). The
+    statistics are differentiable results; :func:`batch_norm` blends them into its running ones.
+
+    Example::
+
+        y, mean, var = fg.nn.norm.batch_norm_train(x, gamma, beta)   # x: (N, C, H, W); mean: (1, C, 1, 1)
+    """
+    shape = fnp.shape(x)
+    ax = axis % len(shape)
+    bshape = tuple(n if i == ax else 1 for i, n in enumerate(shape))
+    axes = tuple(i for i in range(len(shape)) if i != ax)
+    out: tuple[Any, Any, Any] = standardize_affine_statistics(x, fnp.reshape(weight, bshape),
+                                                              fnp.reshape(bias, bshape), axes, float(eps))
+    return out
+
+
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None, *,
                training: bool, momentum: float = 0.1, eps: float = 1e-5, axis: int = 1) -> tuple[Any, Any, Any]:
     """Batch normalization over every axis but ``axis``: returns ``(y, new_running_mean, new_running_var)``.
@@ -87,16 +107,22 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
             count *= shape[i]
         if count < 2 and training:
             raise ValueError(f"batch_norm: training needs more than one value per channel, got input shape {shape}")
-        if weight is not None and bias is not None:  # the per-channel affine fused into the kernel
+        tracked = training and running_mean is not None
+        if weight is not None and bias is not None and tracked:  # the statistics come from the kernel
+            y, bm, bv = batch_norm_train(x, weight, bias, eps=eps, axis=ax)
+            bm, bv = fnp.reshape(stop_gradient(bm), (nf,)), fnp.reshape(stop_gradient(bv), (nf,))
+            weight = bias = None
+        elif weight is not None and bias is not None:  # the per-channel affine fused into the kernel
             y = standardize_affine(x, fnp.reshape(weight, bshape), fnp.reshape(bias, bshape), axes, float(eps))
             weight = bias = None
         else:
             y = standardize(x, axes, float(eps))
-        if training and running_mean is not None:
+            if tracked:
+                xs = stop_gradient(x)
+                bm, bv = fnp.mean(xs, axis=axes), fnp.var(xs, axis=axes)
+        if tracked:
             m = momentum
-            xs = stop_gradient(x)
-            bm = fnp.mean(xs, axis=axes)
-            bv = fnp.var(xs, axis=axes) * (count / max(count - 1, 1))
+            bv = bv * (count / max(count - 1, 1))
             running_mean = fnp.astype((1 - m) * running_mean + m * bm, fnp.result_type(running_mean))
             running_var = fnp.astype((1 - m) * running_var + m * bv, fnp.result_type(running_var))
     else:

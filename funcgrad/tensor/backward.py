@@ -38,7 +38,7 @@ from .boxes import as_numpy_box, as_tensor_box, edge_of, GraphBox, NumpyBox
 from .nodes import AccumulateGrad, Node, public_edge, register_node_call, target
 from .saved_tensors import _RELEASED
 from .creation import zeros_like
-from .dual_trace import _local as _fwad_local, paused as _fwad_paused
+from .dual_trace import _local as _fwad_local
 from .grad_mode import no_grad, state as _mode
 from .tensor import Tensor, _grad_lock, register_backward
 from .tensor_helpers import _as_tensor
@@ -208,8 +208,11 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
         prev_mode = _mode.enabled
         _mode.enabled = create_graph
         try:
-            with _fwad_paused():  # gradients of primals only: dual levels drop tangents in backward
+            _fwad_local.paused += 1  # (dual_trace.paused, inline) gradients of primals only: no tangents in backward
+            try:
                 backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
+            finally:
+                _fwad_local.paused -= 1
         finally:
             _mode.enabled = prev_mode
         for callback in bp.callbacks:  # then the callbacks queued on the pass, in order (and those they queue)

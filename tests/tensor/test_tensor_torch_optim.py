@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import funcgrad.tensor as ft
+from funcgrad.tensor.optim import foreach
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 _spec = importlib.util.spec_from_file_location("make_torch_optim", os.path.join(FIX, "make_torch_optim.py"))
@@ -239,7 +240,7 @@ def test_foreach_with_mixed_dtypes_updates_each_parameter():
     opt = ft.optim.Adam([w, b], lr=0.1, foreach=True)
     ((w * w).sum() + (b * b).sum().double()).backward()
     opt.step()
-    assert not opt._flat and w.dtype is ft.float64 and b.dtype is ft.float32
+    assert not _flattened(opt) and w.dtype is ft.float64 and b.dtype is ft.float32
     assert np.allclose(w.detach().numpy(), 0.9) and np.allclose(b.detach().numpy(), 0.9)
 
 
@@ -249,7 +250,7 @@ def test_foreach_runs_one_update_while_the_step_counts_agree():
     w, b = _two_params()
     opt = ft.optim.Adam([w, b], lr=0.1, foreach=True)
     _loss_step(opt, w, b)
-    assert opt._flat and opt.state[b]["exp_avg"]._value.base is not None  # a view of the flat state
+    assert _flattened(opt) and opt.state[b]["exp_avg"]._value.base is not None  # a view of the flat state
     _loss_step(opt, w, b, use_b=False)
     _loss_step(opt, w, b)
     assert not opt._flat and int(opt.state[w]["step"].item()) == 3 and int(opt.state[b]["step"].item()) == 2
@@ -262,7 +263,59 @@ def test_foreach_default_flattens_many_small_parameters_only():
         opt = ft.optim.Adam(params, lr=0.1)
         sum((p * p).sum() for p in params).backward()
         opt.step()
-        assert bool(opt._flat) is flat and opt.param_groups[0]["foreach"] is None
+        assert _flattened(opt) is flat and opt.param_groups[0]["foreach"] is None
     opt = ft.optim.Adam(many, lr=0.1, foreach=False)
     opt.step()
-    assert not opt._flat
+    assert not _flattened(opt)
+
+
+def _flattened(opt):
+    """Whether the optimizer's last step took the flat (concatenated) path."""
+    return any(isinstance(c, foreach._Flat) for c in opt._flat.values())
+
+
+def _updated_as_a_list(opt):
+    """Whether the optimizer's last step was one update over the list of the parameters (not flattened)."""
+    return any(isinstance(c, foreach._Tree) for c in opt._flat.values())
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "NAdam", "RAdam", "Adagrad", "RMSprop"])
+def test_one_update_over_the_parameter_list_equals_one_per_parameter(name):
+    """Groups that do not flatten take one update over the list of their parameters: the same numbers and
+    slots as one update per parameter (the loop, taken here by giving each parameter its own group)."""
+    kwargs = {"lr": 0.1, "momentum": 0.9} if name == "SGD" else {"lr": 0.1}
+    results = []
+    for grouped in (True, False):
+        rng = np.random.default_rng(0)
+        params = [ft.tensor(rng.standard_normal(s), requires_grad=True) for s in ((3, 2), (2,), (4,))]
+        groups = [{"params": params}] if grouped else [{"params": [p]} for p in params]
+        opt = getattr(ft.optim, name)(groups, foreach=False, **kwargs)
+        for k in range(3):
+            opt.zero_grad()
+            sum(((p - k) ** 2 * (i + 1)).sum() for i, p in enumerate(params)).backward()
+            opt.step()
+        assert _updated_as_a_list(opt)
+        results.append(([p.detach().numpy().copy() for p in params],
+                        [{k: np.array(v.numpy() if isinstance(v, ft.Tensor) else v) for k, v in opt.state[p].items()}
+                         for p in params]))
+    for a, b in zip(results[0][0], results[1][0]):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(results[0][1], results[1][1]):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_the_list_update_sees_slot_edits_and_parameters_that_skip_a_step():
+    w, b = ft.ones(3, requires_grad=True), ft.ones(2, requires_grad=True)
+    opt = ft.optim.SGD([w, b], lr=0.1, momentum=0.9)
+    ((w * w).sum() + (b * b).sum()).backward()
+    opt.step()
+    opt.state[w]["momentum_buffer"].mul_(0.0)  # in place: the next step starts from zero momentum
+    opt.zero_grad()
+    (w * w).sum().backward()  # b gets no gradient this step: only w is updated
+    before_b = b.detach().numpy().copy()
+    w_before = w.detach().numpy().copy()
+    opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), w_before - 0.1 * 2 * w_before)
+    np.testing.assert_array_equal(b.detach().numpy(), before_b)

@@ -31,7 +31,8 @@ from ...core import defprimitive
 from ...numpy._batching import batch_size, front, move_to_front
 from .composed import composed_rules
 
-__all__ = ["standardize", "standardize_tangent", "standardize_affine", "standardize_affine_backward"]
+__all__ = ["standardize", "standardize_tangent", "standardize_affine", "standardize_affine_backward",
+           "standardize_affine_statistics"]
 
 
 def _standardize_raw(x: Any, axes: tuple[int, ...], eps: float) -> Any:
@@ -119,13 +120,18 @@ def _sum_to(a: Any, shape: tuple[int, ...]) -> Any:
     return a.sum(axis=rest, keepdims=True) if rest else a
 
 
-def _statistics(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
-    """``(mean, x - mean, rstd)`` over ``axes`` (kept), in ``x``'s dtype."""
+def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, Any]:
+    """``(mean, x - mean, biased variance)`` over ``axes`` (kept), in ``x``'s dtype."""
     xp = namespace_of(x)
     mean = xp.mean(x, axis=axes, keepdims=True)
     xc = x - mean
-    var = xp.mean(xp.square(xc), axis=axes, keepdims=True)
-    return mean, xc, (1.0 / xp.sqrt(var + eps)).astype(x.dtype, copy=False)
+    return mean, xc, xp.mean(xp.square(xc), axis=axes, keepdims=True)
+
+
+def _statistics(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
+    """``(mean, x - mean, rstd)`` over ``axes`` (kept), in ``x``'s dtype."""
+    mean, xc, var = _moments(x, axes)
+    return mean, xc, (1.0 / namespace_of(x).sqrt(var + eps)).astype(x.dtype, copy=False)
 
 
 def _affine_raw(x: Any, w: Any, b: Any, axes: tuple[int, ...], eps: float) -> Any:
@@ -183,13 +189,18 @@ def _affine_vjp_all(g: Any, ans: Any, argnums: Sequence[int], x: Any, w: Any, b:
     return [(dx, dw, unbroadcast(db, b))[k] for k in argnums]
 
 
-def _affine_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+def _affine_batched_args(args: list[Any], dims: list[Any]) -> tuple[Any, ...]:
+    """``(x, w, b, axes, eps)`` with the batch axis first in each array and ``axes`` shifted past it."""
     x, w, b, axes, eps = args
     size = batch_size(args[:3], dims[:3])
     nd = fnp.ndim(x) - (dims[0] is not None)
     shifted = tuple((a % nd) + 1 for a in axes)
     x, w, b = (front(a, d, size) for a, d in zip((x, w, b), dims[:3]))
-    return standardize_affine(x, _aligned(w, nd + 1), _aligned(b, nd + 1), shifted, eps), 0
+    return x, _aligned(w, nd + 1), _aligned(b, nd + 1), shifted, eps
+
+
+def _affine_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    return standardize_affine(*_affine_batched_args(args, dims)), 0
 
 
 standardize_affine: Callable[..., Any] = defprimitive(
@@ -199,3 +210,54 @@ standardize_affine: Callable[..., Any] = defprimitive(
     doc="``standardize(x, axes, eps) * w + b`` as one primitive, for a scale ``w`` and shift ``b`` that are "
         "constant along ``axes`` (batch normalization's per-channel affine); the backward is one pass "
         "(:func:`standardize_affine_backward`).")
+
+
+# --------------------------------------------------------------------------- with the batch statistics as results
+
+
+def standardize_affine_statistics_composed(x: Any, w: Any, b: Any, axes: tuple[int, ...], eps: float
+                                           ) -> tuple[Any, Any, Any]:
+    """``(standardize(x) * w + b, mean, biased variance)`` (statistics over ``axes``, kept) in funcgrad.numpy
+    operations: the reference of :func:`standardize_affine_statistics`."""
+    return (standardize_affine(x, w, b, axes, eps), fnp.mean(x, axis=axes, keepdims=True),
+            fnp.var(x, axis=axes, keepdims=True))
+
+
+def _affine_statistics_raw(x: Any, w: Any, b: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
+    mean, xc, var = _moments(x, axes)
+    xc *= (1.0 / namespace_of(x).sqrt(var + eps)).astype(x.dtype, copy=False) * w
+    xc += b
+    return xc, mean, var
+
+
+def _moments_vjp(g_mean: Any, g_var: Any, x: Any, axes: tuple[int, ...]) -> Any:
+    """The cotangent of ``x`` from cotangents of its mean and biased variance over ``axes`` (None: none):
+    ``g_mean / n + 2 (x - mean) g_var / n``."""
+    count = math.prod(fnp.shape(x)[a] for a in axes)
+    out = fnp.zeros_like(x) if g_mean is None else fnp.broadcast_to(g_mean / count, fnp.shape(x))
+    if g_var is not None:
+        out = out + (x - fnp.mean(x, axis=axes, keepdims=True)) * (g_var * (2.0 / count))
+    return out
+
+
+def _affine_statistics_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], x: Any, w: Any,
+                               b: Any, axes: tuple[int, ...], eps: float) -> list[Any]:
+    g_y, g_mean, g_var = g
+    dx, dw, db = standardize_affine_backward(fnp.zeros_like(x) if g_y is None else g_y, x, w, axes, eps)
+    if g_mean is not None or g_var is not None:  # (running statistics take none: they are not differentiated)
+        dx = dx + _moments_vjp(g_mean, g_var, x, axes)
+    return [(dx, dw, unbroadcast(db, b))[k] for k in argnums]
+
+
+def _affine_statistics_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, tuple[int, ...]]:
+    return standardize_affine_statistics(*_affine_batched_args(args, dims)), (0, 0, 0)
+
+
+standardize_affine_statistics: Callable[..., Any] = defprimitive(
+    _affine_statistics_raw, name="standardize_affine_statistics", vjp_all=_affine_statistics_vjp_all,
+    jvp_all=composed_rules(standardize_affine_statistics_composed)[1], batch=_affine_statistics_batch,
+    multiple_results=True, reads={0: {0, 1}, 1: {0, 1}, 2: {0, 1}},
+    doc="``(standardize(x, axes, eps) * w + b, mean, var)``: :func:`standardize_affine` with the batch "
+        "statistics it computes (mean and biased variance over ``axes``, kept) as two more results, so that "
+        "batch normalization's running statistics need no second pass over ``x``. Differentiable in all "
+        "three results; the backward of the first is :func:`standardize_affine_backward`.")

@@ -24,6 +24,7 @@ import numpy as np
 
 import funcgrad.nn as _fnn
 from funcgrad.nn.kernels.convolution import conv_input_grad
+from funcgrad.nn.kernels.dense import dense
 from funcgrad.nn.kernels.pooling import window_argmax, window_gather, window_sum
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of, to_numpy
@@ -82,6 +83,17 @@ def log_softmax(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight.T + bias``. Example: ``F.linear(x, w, b)``.
+
+    One recorded node (``funcgrad.nn.kernels.dense``) for a real floating ``x`` of at least two axes
+    whose last matches the matrix ``weight`` in size and dtype (as the bias); otherwise the product and
+    the sum, whose errors are PyTorch's.
+    """
+    if (weight.dim() == 2 and x.dim() >= 2 and x.shape[-1] == weight.shape[1] and x.dtype is weight.dtype
+            and x.dtype.is_floating_point and not x.dtype.is_complex
+            and (bias is None or isinstance(bias, Tensor) and bias.dtype is x.dtype and bias.dim() <= 1)):
+        name = ("AddmmBackward0" if bias is not None else "MmBackward0") if x.dim() == 2 else "ViewBackward0"
+        return _run_on_tensors_named(name, dense, x, weight, bias)
     out = x.matmul(weight.t())
     return out + bias if bias is not None else out
 
@@ -685,6 +697,12 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
     # the running statistics are blended outside the Tensor graph (nothing recorded for them)
     track = training and running_mean is not None
+    if track and running_var is not None and weight is not None and bias is not None:
+        # the kernel that normalizes returns the batch statistics too: no second pass over x
+        y, mean, var = _fnn.norm.batch_norm_train(*_boxes(x, weight, bias), eps=eps, axis=1)
+        _blend_running(cast(Tensor, running_mean), running_var, fnp.reshape(_raw(mean), (-1,)),
+                       fnp.reshape(_raw(var), (-1,)), x.numel() // x.shape[1], momentum)
+        return cast("Tensor", _as_tensor_box(y))
     rm = None if running_mean is None or track else running_mean._value
     rv = None if running_var is None or track else running_var._value
     boxes = _boxes(x, weight, bias)
@@ -695,30 +713,38 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     return cast("Tensor", _as_tensor_box(y))
 
 
+def _blend_running(running_mean: Tensor, running_var: Tensor | None, mean: Any, var: Any, count: int,
+                   momentum: float) -> None:
+    """``running = (1 - momentum) running + momentum batch`` for the batch's per-channel ``mean`` and biased
+    ``var`` (shape ``(C,)``; raw arrays, or values traced by ``ft.compile`` / ``ft.func``) over ``count``
+    values each, the variance made unbiased, written into the buffers in place (their version counters
+    advance). Traced statistics are not differentiated (the running ones are state, not a result)."""
+    if isinstance(mean, Box):
+        mean, var = stop_gradient(mean), stop_gradient(var)
+    _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * mean)
+    if running_var is not None:
+        var = var * (count / max(count - 1, 1))
+        _update_running(running_var, (1 - momentum) * running_var._value + momentum * var)
+
+
 def _blend_batch_statistics(x: Any, running_mean: Tensor, running_var: Tensor | None, momentum: float) -> None:
-    """``running = (1 - momentum) running + momentum batch`` for the mean and the unbiased variance of
-    ``x`` (a raw array, or a value traced by ``ft.compile`` / ``ft.func``: then not differentiated) over
-    every axis but 1, written into the buffers in place (their version counters advance)."""
+    """:func:`_blend_running` with the statistics of ``x`` (a raw array, or a value traced by ``ft.compile`` /
+    ``ft.func``: then not differentiated) over every axis but 1."""
     shape = fnp.shape(x)
     axes = (0,) + tuple(range(2, len(shape)))
     count = math.prod(shape) // shape[1]
     if not isinstance(x, Box):  # the array's own namespace, the centred copy squared in place (the same numbers)
         xp = namespace_of(x)
         mean_kept = xp.mean(x, axis=axes, keepdims=True)
-        _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * xp.reshape(mean_kept, (-1,)))
-        if running_var is not None:
-            centred = x - mean_kept
-            centred *= centred
-            var = xp.mean(centred, axis=axes) * (count / max(count - 1, 1))
-            _update_running(running_var, (1 - momentum) * running_var._value + momentum * var)
+        centred = x - mean_kept
+        centred *= centred
+        _blend_running(running_mean, running_var, xp.reshape(mean_kept, (-1,)), xp.mean(centred, axis=axes), count,
+                       momentum)
         return
     x = stop_gradient(x)
     mean = fnp.mean(x, axis=axes)
-    _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * mean)
-    if running_var is not None:
-        centred = x - fnp.reshape(mean, (1, shape[1]) + (1,) * (len(shape) - 2))
-        var = fnp.mean(fnp.square(centred), axis=axes) * (count / max(count - 1, 1))
-        _update_running(running_var, (1 - momentum) * running_var._value + momentum * var)
+    centred = x - fnp.reshape(mean, (1, shape[1]) + (1,) * (len(shape) - 2))
+    _blend_running(running_mean, running_var, mean, fnp.mean(fnp.square(centred), axis=axes), count, momentum)
 
 
 def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,

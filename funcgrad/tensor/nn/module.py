@@ -304,7 +304,35 @@ class Module:
         return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        return (p for _, p in self.named_parameters(recurse=recurse))
+        if type(self).named_parameters is not Module.named_parameters:  # (a subclass's names decide)
+            return (p for _, p in self.named_parameters(recurse=recurse))
+        return self._unnamed_parameters(recurse)
+
+    def _unnamed_parameters(self, recurse: bool) -> Iterator[Parameter]:
+        """``named_parameters``' tensors, in its order, without building the dotted names (a training loop
+        may walk the parameters at every step)."""
+        seen: set[int] = set()
+        for m in self._module_list() if recurse else (self,):
+            for p in m.__dict__["_parameters"].values():
+                if p is not None and id(p) not in seen:
+                    seen.add(id(p))
+                    yield p
+
+    def _module_list(self) -> list["Module"]:
+        """Every module of the tree once, depth first from this one: ``named_modules``' order, without names."""
+        if type(self).named_modules is not Module.named_modules:
+            return [m for _, m in self.named_modules()]
+        out: list[Module] = []
+        seen: set[int] = set()
+        stack: list[Module] = [self]
+        while stack:
+            m = stack.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            out.append(m)
+            stack.extend(c for c in reversed(list(m.__dict__["_modules"].values())) if c is not None)
+        return out
 
     def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:
         return self._named_members("_buffers", prefix, recurse, False)

@@ -4,7 +4,7 @@
 
 One time step is ``funcgrad.nn.lstm_cell`` / ``gru_cell`` on the tensors; the
 sequence modules loop over time in Python, except the LSTM, whose whole sequence is one
-kernel (``funcgrad.nn.lstm``). A :class:`~funcgrad.tensor.nn.utils.rnn.PackedSequence` input runs on its
+kernel (``lstm_sequence``, as in ``funcgrad.nn.lstm``; ``h_n`` and ``c_n`` one recorded op each). A :class:`~funcgrad.tensor.nn.utils.rnn.PackedSequence` input runs on its
 padded form step by step, each state frozen past its sequence's length, and comes back packed.
 
 Example::
@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 import funcgrad.nn as _fnn
+from funcgrad.backend import namespace_of
+from funcgrad.nn.kernels.recurrent import lstm_sequence
 
 from ..boxes import as_tensor_box
 from ..creation import tensor, zeros
@@ -100,13 +102,22 @@ class RNNBase(Module):
 
     def _run_direction(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...],
                        reverse: bool) -> tuple[Tensor, tuple[Any, ...]]:
-        """The outputs ``(L, N, H)`` of every time step and the final state (``(h,)``, or ``(h, c)`` for an LSTM);
-        ``reverse`` runs the sequence from its last step (outputs in input order)."""
+        """The outputs ``(L, N, H)`` of every time step and the final state (``(h,)``, or ``(h, c)`` for an LSTM),
+        each with a leading axis of 1; ``reverse`` runs the sequence from its last step (outputs in input
+        order)."""
         if reverse:
             x = x.flip(0)
-        if self.mode == "LSTM":  # the whole sequence as one kernel (funcgrad.nn.lstm)
+        if self.mode == "LSTM" and x.shape[0]:  # the whole sequence as one kernel
+            w_ih, w_hh, b_ih, b_hh = w
+            if b_ih is None:
+                no_bias = namespace_of(w_hh._value).zeros((w_hh.shape[0],), dtype=w_hh._value.dtype)
+                b_ih = b_hh = no_bias
+            hs, c = lstm_sequence(*_boxes(x, *state, w_ih, w_hh, b_ih, b_hh))
+            out = as_tensor_box(hs)
+            final: tuple[Any, ...] = (out[-1:], as_tensor_box(c).unsqueeze(0))  # (one op each)
+        elif self.mode == "LSTM":  # an empty sequence: the initial state
             hs, (h, c) = _fnn.lstm(*_boxes(x, *state, *w))
-            out, final = as_tensor_box(hs), (as_tensor_box(h), as_tensor_box(c))
+            out, final = as_tensor_box(hs), (as_tensor_box(h).unsqueeze(0), as_tensor_box(c).unsqueeze(0))
         else:
             if self.mode == "GRU":
                 # the input projection of every time step in one matrix product; the cells take it as x
@@ -120,7 +131,7 @@ class RNNBase(Module):
                 else:
                     state = (_rnn_step(xt, *state, *w, relu=self.mode == "RNN_RELU"),)
                 outs.append(state[0])
-            out, final = stack(outs, 0), state
+            out, final = stack(outs, 0), tuple(st.unsqueeze(0) for st in state)
         return (out.flip(0) if reverse else out), final
 
     def _run_direction_masked(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...], reverse: bool,
@@ -138,7 +149,7 @@ class RNNBase(Module):
                 new = (_rnn_step(x[t], *state, *w, relu=self.mode == "RNN_RELU"),)
             state = tuple(mask[t] * n + (1 - mask[t]) * old for n, old in zip(new, state))
             outs[t] = state[0]
-        return stack(outs, 0), state
+        return stack(outs, 0), tuple(st.unsqueeze(0) for st in state)
 
     def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[Any, ...]:
         """A :class:`PackedSequence` input: run on the padded batch with each state frozen past its sequence's
@@ -181,9 +192,10 @@ class RNNBase(Module):
         ndir = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
         want = (self.num_layers * ndir, x.shape[1], self.hidden_size)
-        # the initial state: (h0,), or (h0, c0) for an LSTM
+        # the initial state: (h0,), or (h0, c0) for an LSTM; zeros as a raw array shared by every layer
+        h0: tuple[Any, ...] | None = None
         if hx is None:
-            h0: tuple[Any, ...] = (zeros(*want, dtype=x.dtype, device=x.device),) * (2 if lstm else 1)
+            zero = namespace_of(x._value).zeros(want[1:], dtype=x._value.dtype)
         else:
             h0 = tuple(hx) if lstm else (hx,)
             if unbatched:
@@ -195,7 +207,11 @@ class RNNBase(Module):
             outs_dirs = []
             for d in range(ndir):
                 k = layer * ndir + d
-                state, weights = tuple(h[k] for h in h0), self._weights(layer, d)
+                if h0 is None:  # (the LSTM kernel takes the raw zeros; the cells and the mask take tensors)
+                    state = (zero, zero) if lstm and mask is None else (Tensor._make(zero),) * (2 if lstm else 1)
+                else:
+                    state = tuple(h[k] for h in h0)
+                weights = self._weights(layer, d)
                 if mask is None:
                     outs, st = self._run_direction(x, state, weights, bool(d))
                 else:
@@ -207,9 +223,9 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         out = x
         if len(finals) == 1:
-            hn = tuple(s.unsqueeze(0) for s in finals[0])
+            hn = finals[0]
         else:
-            hn = tuple(stack([st[i] for st in finals], 0) for i in range(len(h0)))
+            hn = tuple(cat([st[i] for st in finals], 0) for i in range(len(finals[0])))
         if unbatched:
             hn = tuple(h.squeeze(1) for h in hn)
         return (out, hn) if lstm else (out, hn[0])

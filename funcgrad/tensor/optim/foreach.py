@@ -9,6 +9,10 @@ part of it (reading them sees the current values; an in-place edit reaches the n
 slot, or a change in which parameters have gradients, rebuilds the flat state from the slots). The
 arithmetic is the per-parameter path's, element for element, so the two give the same parameters.
 
+Groups that do not flatten (``foreach=False``, or a few large parameters) still take one update per
+step: the transformation applied once to the list of the group's parameters (:func:`tree_step`), which
+is the per-parameter arithmetic leaf by leaf, without the concatenation's copies.
+
 Example::
 
     opt = ft.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
@@ -24,7 +28,7 @@ from ... import tree_util
 from ...backend import device_of, namespace_of
 from ..tensor import Tensor
 
-__all__ = ["flat_step", "flattening_pays"]
+__all__ = ["flat_step", "flattening_pays", "tree_step"]
 
 # ``foreach=None`` (the default) flattens a group of at least this many parameters averaging at most this
 # many elements: there one update over the concatenation beats a loop of small updates; for a few large
@@ -90,7 +94,8 @@ def flat_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
     if maximize:
         flat_g = -flat_g
     flat_p = xp.concatenate([xp.reshape(p._value, (-1,)) for p in params])
-    cache: _Flat | None = opt._flat.get(id(group))
+    found = opt._flat.get(id(group))
+    cache = found if isinstance(found, _Flat) else None
     fresh = cache is None or cache.params != params or any(
         any(opt.state[p].get(k) is not v for k, v in handed.items()) for p, handed in zip(params, cache.handed))
     if fresh:
@@ -130,14 +135,111 @@ def _store_views(opt: Any, group: dict[Any, Any], cache: _Flat, params: list[Ten
         handed = {}
         for name in names:
             if name == "step" or name in derived:
-                value = np.array(n if name == "step" else derived[name], dtype=np.float32)
-                old = st.get(name)
-                if isinstance(old, Tensor) and old._value.shape == ():
-                    old._value[...] = value
-                else:
-                    st[name] = Tensor._make(value)
+                _set_scalar(st, name, n if name == "step" else derived[name])
                 continue
             leaf = by_slot[name]
             view = leaf[lo:hi].reshape(p._value.shape) if getattr(leaf, "shape", ()) == (total,) else leaf
             st[name] = handed[name] = Tensor._make(view)
         cache.handed.append(handed)
+
+
+# --------------------------------------------------------------------------- one update over the list of parameters
+
+
+class _Tree:
+    """A group's functional state over the list of its parameters (a state field that is per parameter
+    holds a list, one array each; the step count is shared), and the slot tensors handed out last step."""
+
+    __slots__ = ("params", "fstate", "slots", "handed")
+
+    def __init__(self, params: list[Tensor], fstate: Any, slots: list[str | None]) -> None:
+        self.params, self.fstate, self.slots = params, fstate, slots  # slots: each field's slot name (or None)
+        self.handed: list[dict[str, Any]] = []
+
+
+def _per_parameter(values: list[Any]) -> Any:
+    """``is_leaf`` for a list state: True at a field holding one array per parameter of ``values``."""
+    shapes = [v.shape for v in values]
+
+    def is_field(node: Any) -> bool:
+        return type(node) is list and len(node) == len(shapes) and all(
+            getattr(a, "shape", None) == s for a, s in zip(node, shapes))
+
+    return is_field
+
+
+def _same_params(a: list[Tensor], b: list[Tensor]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _tree_gather(opt: Any, group: dict[Any, Any], tx: Any, params: list[Tensor], values: list[Any]) -> Any:
+    """The list state rebuilt from each parameter's slots (fresh where it has none); None when their shared
+    scalars (the step counts) differ."""
+    fields, treedef = tree_util.tree_flatten(tx.init(values), is_leaf=_per_parameter(values))
+    per = [tree_util.tree_leaves(opt._functional_state(p, group, tx)) for p in params]
+    if any(len(row) != len(fields) for row in per):
+        return None
+    is_field = _per_parameter(values)
+    new: list[Any] = []
+    for j, field in enumerate(fields):
+        if is_field(field):
+            new.append([row[j] for row in per])
+            continue
+        first = per[0][j]  # a shared scalar: the step count, which funcgrad.optim keeps on the host
+        fx = namespace_of(first)
+        if any(not bool(fx.all(row[j] == first)) for row in per[1:]):
+            return None
+        new.append(first)
+    return tree_util.tree_unflatten(treedef, new)
+
+
+def tree_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: bool) -> bool:
+    """One update of ``group``: ``tx`` applied once to the list of its parameters that have gradients,
+    each written in place; False (nothing done) where their step counts differ: the caller then updates
+    them one by one."""
+    params = [p for p in group["params"] if p._grad is not None]
+    if not params:
+        return True
+    values = [p._value for p in params]
+    grads = [-p._grad._value for p in params] if maximize else [p._grad._value for p in params]
+    found = opt._flat.get(id(group))
+    cache = found if isinstance(found, _Tree) else None
+    if cache is None or not _same_params(cache.params, params) or any(
+            any(opt.state[p].get(k) is not v for k, v in handed.items()) for p, handed in zip(params, cache.handed)):
+        fstate = _tree_gather(opt, group, tx, params, values)
+        if fstate is None:
+            return False
+        cache = _Tree(params, fstate, opt._field_slots(tx.init(values[0])))
+        opt._flat[id(group)] = cache
+    updates, cache.fstate = tx.update(grads, cache.fstate, values)
+    for p, u in zip(params, updates):
+        p._value += (lr * u).astype(p._value.dtype, copy=False)  # in place: views of the parameter see it
+        p._version_counter[0] += 1
+    fields = tree_util.tree_leaves(cache.fstate, is_leaf=_per_parameter(values))
+    by_slot = {slot: f for slot, f in zip(cache.slots, fields) if slot is not None}
+    count = int(np.asarray(by_slot["step"])) if "step" in by_slot else None
+    names = opt._slot_names(group)
+    cache.handed = []
+    for i, p in enumerate(params):
+        st = opt.state[p]
+        opt._functional.pop(p, None)  # (the loop path rebuilds from the slots if it takes over)
+        n = count if count is not None else int(np.asarray(st["step"]._value)) + 1 if "step" in st else 1
+        derived = opt._derived_slots(group, n)
+        handed = {}
+        for name in names:
+            if name == "step" or name in derived:
+                _set_scalar(st, name, n if name == "step" else derived[name])
+                continue
+            field = by_slot[name]
+            st[name] = handed[name] = Tensor._make(field[i] if type(field) is list else field)
+        cache.handed.append(handed)
+    return True
+
+
+def _set_scalar(st: dict[str, Any], name: str, value: Any) -> None:
+    """Slot ``name`` of a parameter's state: a 0-d float32 host tensor, updated in place when it is one."""
+    old = st.get(name)
+    if isinstance(old, Tensor) and old._value.shape == ():
+        old._value[...] = np.array(value, dtype=np.float32)
+    else:
+        st[name] = Tensor._make(np.array(value, dtype=np.float32))

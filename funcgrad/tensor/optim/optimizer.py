@@ -31,7 +31,7 @@ from ...backend import device_of, namespace_of, put_array, to_numpy
 from ..grad_mode import enable_grad, no_grad
 from ..nn.module import _zero_grads
 from ..tensor import Tensor
-from .foreach import flat_step, flattening_pays
+from .foreach import flat_step, flattening_pays, tree_step
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
 
@@ -193,6 +193,8 @@ class Optimizer:
             maximize = group.get("maximize", False)
             foreach = group.get("foreach")
             if (foreach or foreach is None and flattening_pays(group)) and flat_step(self, group, tx, lr, maximize):
+                continue
+            if tree_step(self, group, tx, lr, maximize):  # one update over the list of the parameters
                 continue
             self._flat.pop(id(group), None)
             for p in group["params"]:

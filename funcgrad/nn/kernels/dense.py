@@ -1,0 +1,83 @@
+"""The dense layer's product ``x @ w.T + b`` as one primitive (PyTorch's ``addmm`` behind ``F.linear``).
+
+Recorded as one node instead of three (transpose, matmul, add), with the rules of the
+three in one place; every rule is a funcgrad.numpy expression, so it differentiates
+again:
+
+    dx = g @ w                 dw = g.T @ x (over every leading axis)      db = g summed to b's shape
+    tangent = tx @ w.T + x @ tw.T + tb
+
+``w`` is a matrix ``(out, in)``; ``x`` is ``(..., in)``; ``b`` is None or broadcasts against
+``(..., out)``.
+
+Example::
+
+    y = dense(x, w, b)     # x: (32, 64), w: (10, 64), b: (10,) -> y: (32, 10)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import funcgrad.numpy as fnp
+
+from ...backend import namespace_of
+from ...core import defprimitive
+from ...numpy._batching import batch_size, front, move_to_front
+from ...numpy._util import unbroadcast
+
+__all__ = ["dense", "dense_composed"]
+
+
+def dense_composed(x: Any, w: Any, b: Any) -> Any:
+    """``x @ w.T + b`` in funcgrad.numpy operations (the reference of :func:`dense`)."""
+    y = fnp.matmul(x, fnp.transpose(w))
+    return y if b is None else y + b
+
+
+def _dense_raw(x: Any, w: Any, b: Any) -> Any:
+    out = namespace_of(x).matmul(x, w.T)
+    if b is None:
+        return out
+    if b.dtype == out.dtype and b.ndim <= 1:
+        out += b  # (in place: the product's own buffer)
+        return out
+    return out + b
+
+
+def _weight_vjp(g: Any, ans: Any, x: Any, w: Any, b: Any) -> Any:
+    n_out, n_in = fnp.shape(w)
+    return fnp.matmul(fnp.transpose(fnp.reshape(g, (-1, n_out))), fnp.reshape(x, (-1, n_in)))
+
+
+def _batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, int]:
+    x, w, b = args
+    if dims[1] is None and (b is None or dims[2] is None):  # the common case: only x is batched
+        return dense(move_to_front(x, dims[0]), w, b), 0
+    size = batch_size(args, dims)
+    xb, wb = front(x, dims[0], size), front(w, dims[1], size)  # (B, ..., in), (B, out, in)
+    lead = fnp.ndim(xb) - 2  # x's own leading axes
+    if lead == 0:  # a batch of vectors: one row each
+        xb = fnp.reshape(xb, (size, 1, fnp.shape(xb)[-1]))
+    wb = fnp.reshape(wb, (size,) + (1,) * max(lead - 1, 0) + tuple(fnp.shape(wb)[1:]))
+    y = fnp.matmul(xb, fnp.swapaxes(wb, -1, -2))
+    if lead == 0:
+        y = fnp.reshape(y, (size, fnp.shape(y)[-1]))
+    if b is not None:
+        if dims[2] is None:
+            y = y + b
+        else:  # the batch axis of b lined up with y's
+            bb = move_to_front(b, dims[2])
+            y = y + fnp.reshape(bb, (size,) + (1,) * (fnp.ndim(y) - fnp.ndim(bb)) + tuple(fnp.shape(bb)[1:]))
+    return y, 0
+
+
+dense: Callable[..., Any] = defprimitive(
+    _dense_raw, name="dense",
+    vjp=(lambda g, ans, x, w, b: fnp.matmul(g, w), _weight_vjp, lambda g, ans, x, w, b: unbroadcast(g, b)),
+    jvp=(lambda t, ans, x, w, b: fnp.matmul(t, fnp.transpose(w)),
+         lambda t, ans, x, w, b: fnp.matmul(x, fnp.transpose(t)),
+         lambda t, ans, x, w, b: fnp.broadcast_to(t, fnp.shape(ans))),
+    batch=_batch, reads={0: {1}, 1: {0}, 2: set()},
+    doc="``x @ w.T + b`` (``b`` may be None) for a matrix ``w`` ``(out, in)`` and ``x`` ``(..., in)``, one "
+        "primitive (PyTorch's ``F.linear``).")

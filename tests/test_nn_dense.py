@@ -1,0 +1,69 @@
+"""The dense kernel (``x @ w.T + b`` as one primitive): each batching path against a loop, and the
+batch-statistics result of the normalization kernel against a separate pass (the specs of
+tests/test_nn_kernels.py check both kernels' derivatives to second order)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.nn.kernels import dense as kdense
+from funcgrad.nn.kernels import normalization as knorm
+
+RNG = np.random.default_rng(0)
+
+
+def _loop(f, args, in_axes):
+    size = next(np.shape(a)[d] for a, d in zip(args, in_axes) if d is not None)
+    return np.stack([f(*[a if d is None else np.take(a, i, axis=d) for a, d in zip(args, in_axes)])
+                     for i in range(size)])
+
+
+AXES = [(0, None, None), (1, None, None), (None, 0, None), (None, None, 0), (0, 0, 0), (2, 1, None), (None, 2, 1)]
+
+
+@pytest.mark.parametrize("x_shape,in_axes", [(s, a) for s in ((4, 3), (2, 4, 3), (3,)) for a in AXES
+                                             if a[0] is None or a[0] <= len(s)])
+def test_dense_vmap_matches_a_loop(x_shape, in_axes):
+    B = 5
+    x = RNG.standard_normal(x_shape[:in_axes[0]] + (B,) + x_shape[in_axes[0]:] if in_axes[0] is not None else x_shape)
+    w = RNG.standard_normal((2, 3) if in_axes[1] is None else ((2, 3)[:in_axes[1]] + (B,) + (2, 3)[in_axes[1]:]))
+    b = RNG.standard_normal((2,) if in_axes[2] is None else ((B, 2) if in_axes[2] == 0 else (2, B)))
+    got = fg.vmap(kdense.dense, in_axes=in_axes)(x, w, b)
+    np.testing.assert_allclose(got, _loop(kdense.dense_composed, (x, w, b), in_axes), rtol=1e-12)
+
+
+def test_dense_keeps_float32_and_takes_no_bias():
+    x, w = RNG.standard_normal((4, 3)).astype(np.float32), RNG.standard_normal((2, 3)).astype(np.float32)
+    y = kdense.dense(x, w, None)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-6)
+    gx, gw = fg.grad(lambda x, w: fnp.sum(kdense.dense(x, w, None) ** 2), argnums=(0, 1))(x, w)
+    assert gx.dtype == gw.dtype == np.float32
+
+
+def test_dense_bias_of_another_dtype_promotes_as_the_sum():
+    x, w, b = np.ones((2, 3), np.float32), np.ones((4, 3), np.float32), np.ones(4, np.float64)
+    assert kdense.dense(x, w, b).dtype == (x @ w.T + b).dtype
+
+
+def test_statistics_are_those_of_a_separate_pass():
+    x = RNG.standard_normal((6, 3, 4, 5)).astype(np.float32)
+    w, b = RNG.standard_normal((1, 3, 1, 1)), RNG.standard_normal((1, 3, 1, 1))
+    y, mean, var = knorm.standardize_affine_statistics(x, w.astype(np.float32), b.astype(np.float32), (0, 2, 3), 1e-5)
+    np.testing.assert_array_equal(y, knorm.standardize_affine(x, w.astype(np.float32), b.astype(np.float32),
+                                                              (0, 2, 3), 1e-5))
+    np.testing.assert_allclose(mean, x.mean(axis=(0, 2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(var, x.var(axis=(0, 2, 3), keepdims=True), rtol=1e-5)
+    assert mean.dtype == var.dtype == np.float32
+
+
+def test_statistics_batch_over_a_stack():
+    x = RNG.standard_normal((3, 4, 2, 5))  # vmapped over axis 0: batch norm of (4, 2, 5) over (0, 2)
+    w, b = RNG.standard_normal((1, 2, 1)), RNG.standard_normal((1, 2, 1))
+    got = fg.vmap(lambda x: knorm.standardize_affine_statistics(x, w, b, (0, 2), 1e-5))(x)
+    for k in range(3):
+        ref = np.stack([knorm.standardize_affine_statistics_composed(xi, w, b, (0, 2), 1e-5)[k] for xi in x])
+        np.testing.assert_allclose(got[k], ref, rtol=1e-10, atol=1e-12)
