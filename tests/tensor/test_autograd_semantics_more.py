@@ -475,7 +475,84 @@ def test_hook_of_an_unreached_output_runs_with_none():
     v.register_hook(lambda g: seen.append(("var", g)))
     m.register_hook(lambda g: seen.append(("mean", None if g is None else g.item())))
     m.backward()
-    assert sorted(seen, key=str) == [("mean", 1.0), ("var", None)]
+    assert seen == [("var", None), ("mean", 1.0)]  # output order, as PyTorch
+
+
+def test_hooks_of_a_multi_output_node_run_in_output_order():
+    """PyTorch 2.13 runs the tensor hooks of a node's outputs in output order, those of the outputs
+    no gradient reached with None (recorded: [(0, None), (1, g), (2, g)] here)."""
+    x = ft.randn(3, 2, requires_grad=True)
+    outs = x.unbind(0)
+    order = []
+    for i, o in enumerate(outs):
+        o.register_hook(lambda g, i=i: order.append((i, g is None)))
+    (outs[2].sum() + outs[1].sum()).backward()
+    assert order == [(0, True), (1, False), (2, False)]
+    order.clear()
+    parts = ft.randn(6, requires_grad=True).split(2)
+    for i, o in enumerate(parts):
+        o.register_hook(lambda g, i=i: order.append((i, g is None)))
+    (parts[2] * 2).sum().backward()
+    assert order == [(0, True), (1, True), (2, False)]
+    v, m = ft.var_mean(ft.randn(3, 4, requires_grad=True), 1)
+    order.clear()
+    v.register_hook(lambda g: order.append(("v", g is None)))
+    m.register_hook(lambda g: order.append(("m", g is None)) or g * 2)  # a hook's result still replaces the gradient
+    m.sum().backward()
+    assert order == [("v", True), ("m", False)]
+    x = ft.randn(2, 3, requires_grad=True)
+    a, b = x.unbind(0)
+    b.register_hook(lambda g: g * 3)
+    a.retain_grad()
+    b.retain_grad()
+    (a + b).sum().backward()
+    assert b.grad.tolist() == [3.0] * 3 and x.grad.tolist() == [[1.0] * 3, [3.0] * 3]
+
+
+# ---------------------------------------------------------------- Python numbers: saved as PyTorch wraps them
+
+@pytest.mark.parametrize("fn", [lambda x: x * 2, lambda x: 2 * x, lambda x: x / 2, lambda x: 2 / x,
+                                lambda x: x.mul(2.5), lambda x: x.div(3), lambda x: x ** 2, lambda x: 2 ** x],
+                         ids=["mul", "rmul", "div", "rdiv", "mul_method", "div_method", "pow", "rpow"])
+def test_second_backward_through_an_op_with_a_python_number_raises(fn):
+    """PyTorch wraps the number in a tensor; mul and div save it, so the second backward raises
+    (recorded on torch 2.13 for each op here)."""
+    x = ft.randn(3, requires_grad=True)
+    y = fn(x)
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match=_FREED):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("fn", [lambda x: x + 2, lambda x: 2 + x, lambda x: x - 2, lambda x: 2 - x, lambda x: -x,
+                                lambda x: x + x],
+                         ids=["add", "radd", "sub", "rsub", "neg", "add_self"])
+def test_second_backward_through_add_or_sub_of_a_python_number_is_allowed(fn):
+    """Add and sub save nothing in PyTorch 2.13 (recorded): a second backward runs."""
+    x = ft.randn(3, requires_grad=True)
+    y = fn(x)
+    y.sum().backward()
+    y.sum().backward()
+    assert x.grad.abs().sum().item() > 0
+
+
+# ---------------------------------------------------------------- cat's legacy empty 1-D inputs
+
+def test_cat_gives_empty_1d_inputs_an_empty_gradient():
+    """torch.cat skips empty 1-D tensors in its shape checks (a legacy rule) yet they get a gradient
+    of shape (0,) (recorded on torch 2.13)."""
+    a = ft.randn(0, requires_grad=True)
+    b = ft.randn(2, 3, requires_grad=True)
+    c = ft.cat([a, b, a], 1)
+    assert tuple(c.shape) == (2, 3) and c.grad_fn.name() == "CatBackward0"
+    c.sum().backward()
+    assert tuple(a.grad.shape) == (0,) and a.grad.dtype == a.dtype
+    assert b.grad.tolist() == [[1.0] * 3] * 2
+    e = ft.randn(0, requires_grad=True)
+    d = ft.cat([e, ft.randn(2, requires_grad=True)])
+    d.sum().backward()
+    assert tuple(e.grad.shape) == (0,)
+    assert tuple(ft.cat([e, e]).shape) == (0,)
 
 
 # ---------------------------------------------------------------- relu's gradient at NaN: PyTorch's
