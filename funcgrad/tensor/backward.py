@@ -352,7 +352,7 @@ class _Visitor(Visitor):
         cg = self.create_graph
         if node._prehooks:
             buf = self._node_hooks(node._prehooks, buf)
-        if all(g is None for g in buf):
+        if not node._runs_on_undefined and all(g is None for g in buf):
             outs: list[Any] = [None] * len(node.parents)
         else:
             prof = self.prof

@@ -122,6 +122,7 @@ class FunctionNode(Node):
     """The graph node of one ``Function.apply`` call, named ``<Class>Backward``."""
 
     _in_meta: list[Any]  # (shape, dtype) of each tensor input, set by Function.apply
+    _runs_on_undefined = True  # backward sees None (or zeros) for every output, as in PyTorch
 
     def __init__(self, cls: type, ctx: FunctionCtx, edges: list[Any], positions: list[Any], n_args: int):
         super().__init__(positions, edges)

@@ -84,6 +84,9 @@ class Node(VJPNode):
     _outs: list[Any] | None = None  # weakly, the out_index node of each output (nodes of several outputs)
     # a primitive's node of one output and no hooks: the backward pass may take vjp directly
     _short_step = False
+    # run even when every gradient reaching it is undefined (a custom Function's backward, as in PyTorch);
+    # other nodes then pass None on without running
+    _runs_on_undefined = False
     _inputs: Any  # the position of each tensor input (next_functions' order)
     _released: bool
 

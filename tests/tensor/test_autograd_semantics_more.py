@@ -569,3 +569,93 @@ def test_relu_gradient_at_nan_passes_as_pytorch():
     (g,) = ft.autograd.grad(ft.relu(x).sum(), x, create_graph=True)  # differentiable again: zero second derivative
     (h,) = ft.autograd.grad(g.sum(), x)
     assert h.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+# ---------------------------------------------------------------- gradcheck's check_undefined_grad
+
+def _function(backward_on_none):
+    class Fn(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return backward_on_none(g) if g is None else g * 2
+
+    return Fn
+
+
+def test_gradcheck_runs_backward_with_every_output_gradient_undefined():
+    seen = []
+    fn = _function(lambda g: seen.append(g))
+    x = ft.randn(3, dtype=ft.float64, requires_grad=True)
+    assert ft.autograd.gradcheck(fn.apply, (x,))
+    assert seen == [None]  # once, from the all-undefined check (PyTorch 2.13 too)
+    assert ft.autograd.gradcheck(fn.apply, (x,), check_undefined_grad=False) and seen == [None]
+
+
+def test_gradcheck_undefined_grad_errors_as_pytorch():
+    x = ft.randn(3, dtype=ft.float64, requires_grad=True)
+
+    def refuse(g):
+        raise RuntimeError("cannot handle None")
+
+    with pytest.warns(UserWarning, match="check_undefined_grad=False"):
+        with pytest.raises(RuntimeError, match="Expected backward function to handle undefined output grads") as err:
+            ft.autograd.gradcheck(_function(refuse).apply, (x,))
+    assert "cannot handle None" in str(err.value.__cause__)
+    with pytest.warns(UserWarning, match="Backwards compatibility"):
+        with pytest.raises(RuntimeError, match="Expected all input grads to be undefined or zero"):
+            ft.autograd.gradcheck(_function(lambda g: ft.ones(3, dtype=ft.float64)).apply, (x,))
+    with pytest.warns(UserWarning, match="Backwards compatibility"):
+        assert not ft.autograd.gradcheck(_function(lambda g: ft.ones(3, dtype=ft.float64)).apply, (x,),
+                                         raise_exception=False)
+    with pytest.raises(TypeError):  # not a RuntimeError: PyTorch lets it through
+        ft.autograd.gradcheck(_function(lambda g: g * 2).apply, (x,))
+
+
+def test_gradcheck_undefines_one_output_at_a_time():
+    class Two(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            seen.append((ga is None, gb is None))
+            return sum(g * c for g, c in ((ga, 2), (gb, 3)) if g is not None) if (ga, gb) != (None, None) else None
+
+    seen = []
+    x = ft.randn(3, dtype=ft.float64, requires_grad=True)
+    assert ft.autograd.gradcheck(Two.apply, (x,))
+    assert seen[-3:] == [(True, True), (True, False), (False, True)]
+
+
+def test_a_custom_function_runs_when_only_undefined_gradients_reach_it():
+    class Record(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(g)
+            return None if g is None else g * 2
+
+    class NoGradient(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    seen = []
+    x = ft.randn(3, requires_grad=True)
+    NoGradient.apply(Record.apply(x)).sum().backward()
+    assert seen == [None] and x.grad is None
