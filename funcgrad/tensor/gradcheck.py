@@ -254,14 +254,14 @@ def _check_undefined_output_grads(func: Callable[..., Any], ins: tuple[Any, ...]
     several outputs, when one is undefined at a time (the others zero); the input gradients must then be
     undefined or zero. A RuntimeError of backward becomes a GradcheckError; other errors propagate, as
     in PyTorch."""
-    def outputs(undefined: Callable[[int], bool]) -> list[Any]:
+    def outputs(undefined: int | None) -> list[Any]:  # None: all undefined
         with enable_grad():
             outs = [o for o in _diff_outputs(func(*ins)) if o.requires_grad]
-            return [_UndefinedGrad.apply(o) if undefined(k) else o for k, o in enumerate(outs)]
+            return [_UndefinedGrad.apply(o) if undefined in (None, k) else o for k, o in enumerate(outs)]
 
-    cases = [outputs(lambda k: True)]
+    cases = [outputs(None)]
     if len(cases[0]) > 1:
-        cases += [outputs(lambda k, u=u: k == u) for u in range(len(cases[0]))]
+        cases += [outputs(k) for k in range(len(cases[0]))]
     for outs in cases:
         try:
             with enable_grad():
