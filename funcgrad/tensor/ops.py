@@ -18,6 +18,7 @@ from ..numpy import linalg as _linalg
 from ..numpy import shape_ops as _shape_ops
 
 from . import dtypes as _dt
+from .complex_views import view_as_real_array
 from .dtypes import can_cast, promote_types
 from .tensor import Tensor, is_tensor
 from .conditional import where
@@ -246,7 +247,17 @@ def cross(a: Tensor, b: Tensor, dim: int | None = None) -> Tensor:
 
 
 def view_as_real(x: Tensor) -> Tensor:
-    return stack([x.real, x.imag], -1)
+    """A complex tensor's elements as ``(re, im)`` pairs along a new last dimension: a view of the same
+    memory, as ``torch.view_as_real`` (writes through it change ``x``).
+
+    Example::
+
+        ft.view_as_real(ft.tensor([1 + 2j]))   # tensor([[1., 2.]])
+    """
+    x = _as_tensor(x)
+    if not x.is_complex():
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return _as_tensor(view_as_real_array(x))
 
 
 def atleast_1d(x: Tensor) -> Tensor:

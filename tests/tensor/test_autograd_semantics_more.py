@@ -659,3 +659,68 @@ def test_a_custom_function_runs_when_only_undefined_gradients_reach_it():
     x = ft.randn(3, requires_grad=True)
     NoGradient.apply(Record.apply(x)).sum().backward()
     assert seen == [None] and x.grad is None
+
+
+# ---------------------------------------------------------------- view_as_real / view_as_complex: views
+
+def test_view_as_real_and_complex_share_memory_and_version():
+    z = ft.tensor([1 + 2j, 3 - 1j])
+    r = ft.view_as_real(z)
+    assert r._base is z and r.grad_fn is None and r.dtype == ft.float32 and tuple(r.shape) == (2, 2)
+    r.mul_(2)
+    assert z.tolist() == [2 + 4j, 6 - 2j] and z._version == r._version == 1
+    r[0, 1] = 7.0
+    assert z.tolist() == [2 + 7j, 6 - 2j]
+    c = ft.view_as_complex(r)
+    assert c._base is z
+    c[1] = 0
+    assert r.tolist() == [[2.0, 7.0], [0.0, 0.0]] and z.tolist() == [2 + 7j, 0j]
+    x = ft.zeros(3, 2, dtype=ft.float64)
+    w = ft.view_as_complex(x)
+    assert w._base is x and w.dtype == ft.complex128
+    w.add_(1 - 2j)
+    assert x.tolist() == [[1.0, -2.0]] * 3
+
+
+def test_in_place_through_view_as_complex_rebases_the_base():
+    x = ft.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    y = x * 1
+    c = ft.view_as_complex(y)
+    assert c.grad_fn.name() == "ViewAsComplexBackward0"
+    c.mul_(2j)  # (a + ib) 2i = -2b + 2ai
+    assert y.grad_fn.name() == "torch::autograd::CopySlices" and c.grad_fn.name() == "ViewAsComplexBackward0"
+    assert y.tolist() == [[-4.0, 2.0], [-8.0, 6.0], [-12.0, 10.0]]
+    y.sum().backward()
+    assert x.grad.tolist() == [[2.0, -2.0]] * 3  # recorded on torch 2.13
+
+
+def test_in_place_through_view_as_real_of_a_complex_value():
+    z = ft.tensor([0.75 + 0.5j, 0.5 - 0.25j], dtype=ft.complex128, requires_grad=True)
+    w = z * 1
+    r = ft.view_as_real(w)
+    assert r.grad_fn.name() == "ViewAsRealBackward0"
+    r[0, 1] = 0.0
+    (w.abs() ** 2).sum().backward()
+    assert z.grad.tolist() == [1.5 + 0j, 1.0 - 0.5j]  # torch: 2 w, with w[0]'s imaginary part cut
+    z.grad = None
+    (ft.view_as_real(z * 1) * ft.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=ft.float64)).sum().backward()
+    assert z.grad.tolist() == [1 + 2j, 3 + 4j]
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: ft.randn(3, 4)[:, ::2], "Tensor must have a last dimension with stride 1"),
+    (lambda: ft.randn(6)[1:5].view(2, 2), "Tensor must have a storage_offset divisible by 2"),
+    (lambda: ft.randn(2, 3), "Tensor must have a last dimension of size 2"),
+    (lambda: ft.ones(3, 2, dtype=ft.int64), "view_as_complex is only supported for half, float and double tensors"),
+])
+def test_view_as_complex_refuses_layouts_as_pytorch(make, words):
+    with pytest.raises(RuntimeError, match=words):
+        ft.view_as_complex(make())
+
+
+def test_view_as_complex_of_a_view_with_an_even_offset():
+    x = ft.arange(24.0).reshape(4, 3, 2)[:, 1:]
+    c = ft.view_as_complex(x)
+    assert tuple(c.shape) == (4, 2) and c[0, 0].item() == 2 + 3j
+    with pytest.raises(RuntimeError, match="view_as_real is only supported for complex tensors"):
+        ft.view_as_real(ft.ones(3))
