@@ -32,6 +32,7 @@ from .toplevel import bernoulli
 from .tensor_class import is_tensor, new_tensor
 from .torch_names import named
 from .size_device import DimArg, MaxMin
+from .tensor_helpers import evenly_shared
 from .tensor_helpers import (
     _pyint, _pybool, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand, _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
 )
@@ -371,8 +372,8 @@ class _MathMixin:
         """The lower median (PyTorch's: no averaging); where a NaN is reduced, NaN and the index of the first
         NaN, as PyTorch. With ``dim``, ``(values, indices)``. Example: ``ft.tensor([3.0, 1.0, 2.0, 4.0]).median()``
         is ``tensor(2.)``."""
-        if dim is None:
-            return self.reshape(-1).median(0).values
+        if dim is None:  # the gradient shared by the elements equal to the median, as PyTorch's
+            return evenly_shared(self, self.reshape(-1).median(0).values, "MedianBackward0")
         if not self.dim():
             return self.reshape(1).median(0)
         d = _wrap_dim(dim, self.dim())
@@ -465,13 +466,14 @@ class _MathMixin:
         name = "LinalgVectorNormBackward0"
         if p in (2, "fro", None):  # (x * x, not |x| * |x|: the second derivative at 0 is 2, not 0)
             sq = fnp.real(x * fnp.conj(x)) if x.is_complex() else x * x
-            out = named(name, fnp.sqrt)(fnp.sum(sq, axis=axes, keepdims=keepdim))
+            out = _root_flat_at_zero(fnp.sum(sq, axis=axes, keepdims=keepdim), fnp.sqrt, name)
         elif p == 1:
             out = named(name, fnp.sum)(fnp.abs(x), axis=axes, keepdims=keepdim)
         elif p in (float("inf"), "inf"):
             out = named(name, fnp.max)(fnp.abs(x), axis=axes, keepdims=keepdim)
         else:
-            out = _binary(named(name, fnp.power), fnp.sum(fnp.abs(x) ** p, axis=axes, keepdims=keepdim), 1.0 / p)
+            out = _root_flat_at_zero(fnp.sum(fnp.abs(x) ** p, axis=axes, keepdims=keepdim),
+                                     lambda s: _binary(fnp.power, s, 1.0 / p), name)
         return cast("Tensor", out)
 
     def cumsum(self: Tensor, dim: builtins.int, dtype: Any = None) -> "Tensor":
@@ -542,3 +544,11 @@ class _MathMixin:
         return self.unsqueeze(1) * _as_tensor(vec2).unsqueeze(0)
 
     ger = outer
+
+
+def _root_flat_at_zero(total: Any, root: Callable[[Any], Any], name: str) -> Any:
+    """``root(total)`` (a p-norm from its sum of powers) whose gradient is 0 where the norm is 0, as
+    PyTorch's norm backward (the root's own derivative there is infinite, times 0: NaN); the node of
+    the last op is ``name``. The zeros are never read on the host."""
+    zero = total == 0
+    return named(name, fnp.where, _elementwise._where)(zero, 0.0, root(fnp.where(zero, 1.0, total)))

@@ -31,6 +31,7 @@ from ..backend import namespace_of
 from . import dtypes as _dt
 from .inplace_variant import inplace_variant
 from .tensor_class import is_tensor, new_tensor
+from .tensor_helpers import evenly_shared
 
 # The methods run on Tensors only, but this module may not import tensor.py, not even for types (the
 # import contracts count type-only imports): ``Tensor`` is ``Any`` here.
@@ -187,8 +188,8 @@ class _ReductionsMoreMixin:
     def nanmedian(self: Tensor, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """The lower median of the non-NaN elements (NaN where all are NaN); with ``dim``, ``(values, indices)``.
         Example: ``ft.tensor([1.0, float('nan'), 3.0, 2.0]).nanmedian()  # 2.``."""
-        if dim is None:
-            return self.reshape(-1).nanmedian(0).values
+        if dim is None:  # the gradient shared by the elements equal to the median, as PyTorch's
+            return evenly_shared(self, self.reshape(-1).nanmedian(0).values, "NanmedianBackward0")
         x, d = _rows_last(self, dim)
         order = x.sort(-1, stable=True).indices  # NaNs last
         valid = (~x.isnan()).sum(-1, keepdim=True)

@@ -724,3 +724,36 @@ def test_view_as_complex_of_a_view_with_an_even_offset():
     assert tuple(c.shape) == (4, 2) and c[0, 0].item() == 2 + 3j
     with pytest.raises(RuntimeError, match="view_as_real is only supported for complex tensors"):
         ft.view_as_real(ft.ones(3))
+
+
+# ---------------------------------------------------------------- subgradients of norm and median (torch 2.13)
+
+@pytest.mark.parametrize("p", [2, 3, "fro"])
+def test_norm_gradient_at_zero_is_zero(p):
+    x = ft.zeros(3, requires_grad=True)
+    n = x.norm(p)
+    n.backward()
+    assert n.item() == 0.0 and x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_normalize_of_a_zero_row_has_a_finite_gradient():
+    x = ft.zeros(2, 3, requires_grad=True)
+    ft.nn.functional.normalize(x, dim=1).sum().backward()
+    assert x.grad.flatten().tolist() == pytest.approx([1e12] * 6, rel=1e-6)  # 1 / eps, as PyTorch
+
+
+def test_full_median_shares_the_gradient_between_ties():
+    x = ft.tensor([1.0, 2.0, 2.0, 3.0], requires_grad=True)
+    m = x.median()
+    assert m.grad_fn.name() == "MedianBackward0" and m.item() == 2.0
+    m.backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.5, 0.0]
+    x = ft.tensor([1.0, 2.0, float("nan"), 2.0, 3.0], requires_grad=True)
+    m = x.nanmedian()
+    assert m.grad_fn.name() == "NanmedianBackward0"
+    m.backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.0, 0.5, 0.0]
+    x = ft.tensor([1.0, float("nan"), 2.0, float("nan")], requires_grad=True)
+    x.median().backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.0, 0.5]  # a NaN median: the NaNs share it
+    assert ft.tensor([1, 3, 2]).median().item() == 2 and ft.tensor([1, 3, 2]).median().dtype == ft.int64
