@@ -285,7 +285,8 @@ def _run_jvp(cls: type, ctx: FunctionCtx, tangents: list[Any], n_outputs: int) -
 def _check_returned(t: Any, k: int, who: str, kind: str = "") -> None:
     """What ``who`` (a backward, ``kind`` "gradient of type ", or a jvp) returned at index ``k`` must be a Tensor."""
     if not isinstance(t, Tensor):
-        raise TypeError(f"{who} returned a {kind}{type(t).__name__} at index {k}; expected a Tensor or None")
+        raise RuntimeError(f"{who} returned a {kind}{type(t).__name__} at index {k}; expected a Tensor or None "
+                           f"(PyTorch: expected Variable or None (got {type(t).__name__}))")
 
 
 class Function:
