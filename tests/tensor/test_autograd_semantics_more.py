@@ -757,3 +757,21 @@ def test_full_median_shares_the_gradient_between_ties():
     x.median().backward()
     assert x.grad.tolist() == [0.0, 0.5, 0.0, 0.5]  # a NaN median: the NaNs share it
     assert ft.tensor([1, 3, 2]).median().item() == 2 and ft.tensor([1, 3, 2]).median().dtype == ft.int64
+
+
+# ---------------------------------------------------------------- next_functions of a Python number operand
+
+@pytest.mark.parametrize("fn, edges", [
+    (lambda x: x * 2, ["leaf", None]), (lambda x: 2 * x, ["leaf", None]), (lambda x: x + 2, ["leaf", None]),
+    (lambda x: 2 + x, ["leaf", None]), (lambda x: x - 2, ["leaf", None]), (lambda x: 2 - x, ["leaf"]),
+    (lambda x: x / 2, ["leaf", None]), (lambda x: x ** 2, ["leaf"]), (lambda x: x * True, ["leaf", None]),
+    (lambda x: ft.where(x > 0, x, 0.0), ["leaf", None]), (lambda x: ft.where(x > 0, 0.0, x), [None, "leaf"]),
+    (lambda x: x * x, ["leaf", "leaf"]), (lambda x: x.add(2, alpha=3), ["leaf", None]),
+], ids=["mul", "rmul", "add", "radd", "sub", "rsub", "div", "pow", "mul_bool", "where", "where_first", "square",
+        "add_alpha"])
+def test_next_functions_list_a_wrapped_number_as_pytorch(fn, edges):
+    """PyTorch wraps a Python number operand of mul/add/sub/div/where in a tensor, listed as
+    (None, 0) in next_functions (recorded on torch 2.13)."""
+    x = ft.ones(2, requires_grad=True)
+    got = [None if node is None else "leaf" for node, _ in fn(x).grad_fn.next_functions]
+    assert got == edges
