@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
@@ -450,7 +451,15 @@ class _MathMixin:
         ddof = correction if correction is not None else (1 if unbiased in (None, True) else 0)
         x = _float(self)
         spread = named("StdBackward0", fnp.std) if std else named("VarBackward0", fnp.var)
-        return cast("Tensor", spread(x, axis=_dims(dim, x.dim()), ddof=ddof, keepdims=keepdim))
+        axes = _dims(dim, x.dim())
+        reduced = x.numel() if axes is None else builtins.int(np.prod([x.shape[a] for a in axes]))
+        if reduced - ddof > 0:
+            return cast("Tensor", spread(x, axis=axes, ddof=ddof, keepdims=keepdim))
+        warnings.warn(f"{'std' if std else 'var'}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      f"than the reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+        with warnings.catch_warnings():  # (PyTorch's warning, not NumPy's too)
+            warnings.filterwarnings("ignore", "Degrees of freedom", RuntimeWarning)
+            return cast("Tensor", spread(x, axis=axes, ddof=ddof, keepdims=keepdim))
 
     def var(self: Tensor, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
             correction: Any = None) -> "Tensor":

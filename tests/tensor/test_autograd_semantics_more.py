@@ -775,3 +775,15 @@ def test_next_functions_list_a_wrapped_number_as_pytorch(fn, edges):
     x = ft.ones(2, requires_grad=True)
     got = [None if node is None else "leaf" for node, _ in fn(x).grad_fn.next_functions]
     assert got == edges
+
+
+def test_var_and_std_without_degrees_of_freedom_warn_as_pytorch():
+    for call, name in ((lambda: ft.tensor([1.0]).std(), "std"), (lambda: ft.ones(2, 1).var(1), "var"),
+                       (lambda: ft.ones(3).var(correction=3), "var")):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = call()
+        assert out.isnan().all()
+        assert [str(w.message).split(" (Triggered")[0] for w in seen] == [
+            f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+            f"(input numel divided by output numel)."]
