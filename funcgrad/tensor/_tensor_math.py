@@ -247,6 +247,8 @@ class _MathMixin:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
                 "ClampBackward0" if is_tensor(min) or is_tensor(max) else "ClampBackward1")
+        if min is not None and max is not None and not is_tensor(min) and not is_tensor(max):
+            return _clamp_between_numbers(self, min, max, name)
         steps = [(bound, tensor_fn, beyond) for bound, tensor_fn, beyond in
                  ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)) if bound is not None]
         out = self
@@ -561,3 +563,15 @@ def _root_flat_at_zero(total: Any, root: Callable[[Any], Any], name: str) -> Any
     the last op is ``name``. The zeros are never read on the host."""
     zero = total == 0
     return named(name, fnp.where, _elementwise._where)(zero, 0.0, root(fnp.where(zero, 1.0, total)))
+
+
+def _clamp_between_numbers(x: Tensor, low: Any, high: Any, name: str) -> "Tensor":
+    """``x.clamp(low, high)`` for number bounds as one recorded op (one node, as PyTorch's): ``x`` where
+    ``low < x < high`` (the gradient passes), the bound elsewhere (``high`` everywhere when
+    ``low > high``, as PyTorch), NaN kept."""
+    a, lo = _promote(x, low)
+    a, hi = _promote(a, high)
+    v = _raw(a)
+    at_bound = (v <= lo) | (v >= hi)
+    fill = fnp.astype(fnp.where((v >= hi) if lo <= hi else True, hi, lo), fnp.result_type(v))
+    return cast("Tensor", named(name, fnp.where, _elementwise._where)(_cond(at_bound), _cond(fill), a))

@@ -787,3 +787,12 @@ def test_var_and_std_without_degrees_of_freedom_warn_as_pytorch():
         assert [str(w.message).split(" (Triggered")[0] for w in seen] == [
             f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
             f"(input numel divided by output numel)."]
+
+
+def test_clamp_between_numbers_is_one_node():
+    x = ft.tensor([-1.0, 0.5, 3.0], requires_grad=True)
+    y = x.clamp(0, 2)
+    assert y.grad_fn.name() == "ClampBackward1"
+    assert [n.name() for n, _ in y.grad_fn.next_functions] == ["torch::autograd::AccumulateGrad"]
+    assert ft.tensor([1.0, 5.0, 9.0]).clamp(6, 2).tolist() == [2.0, 2.0, 2.0]  # min > max: max, as PyTorch
+    assert ft.tensor([1, 5, 9]).clamp(2.5, 6).tolist() == [2.5, 5.0, 6.0]
