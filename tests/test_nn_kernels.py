@@ -200,7 +200,11 @@ RNN_SPECS += [
          shapes=MASKED_SEQ_SHAPES + ((3, 2, 4), (2, 4)),
          skip={"grads": "third order of the sequence: masked_lstm_sequence's own order-2 check covers it"}
          if k != 7 else None)
-    for k in (0, 4, 7)]
+    for k in (0, 4, 7)] + [
+    Spec("masked_lstm_sequence_backward_constant_mask",  # the mask's own cotangent skipped (zeros)
+         lambda *a: krnn.masked_lstm_sequence_backward(*a, mask_cotangent=False)[0],
+         lambda *a: krnn.masked_lstm_sequence_backward_composed(*a, mask_cotangent=False)[0], [R] * 10,
+         shapes=MASKED_SEQ_SHAPES + ((3, 2, 4), (2, 4)), skip={"grads": "as masked_lstm_sequence_backward_0"})]
 
 ATTENTION_SPECS = [
     Spec("attention", lambda q, k, v: kattn.attention(q, k, v, None, 0.5),

@@ -434,7 +434,7 @@ def masked_lstm_sequence_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: An
 
 
 def _masked_lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
-                                       mask: Any, ghs: Any, gc: Any) -> tuple[Any, ...]:
+                                       mask: Any, ghs: Any, gc: Any, mask_cotangent: bool = True) -> tuple[Any, ...]:
     xp = namespace_of(xs)
     T = xs.shape[0]
     proj = xp.matmul(xs, w_ih.T)
@@ -452,33 +452,40 @@ def _masked_lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_h
         h_step[t], c_step[t] = _lstm_raw(gates[t], c)
         h, c = _blend(mask[t], h_step[t], h), _blend(mask[t], c_step[t], c)
     dgates = xp.empty_like(gates)
-    dmask = xp.empty((T,) + shape, dtype=proj.dtype)
+    dmask = xp.empty((T,) + shape, dtype=proj.dtype) if mask_cotangent else None
+    keep = 1.0 - mask
     dh = xp.zeros(shape, dtype=proj.dtype)
     dc = xp.broadcast_to(gc, shape)
     for t in range(T - 1, -1, -1):
         m = mask[t]
         dh_t = ghs[t] + dh  # the cotangents of the state after step t
-        dmask[t] = dh_t * (h_step[t] - h_prev[t]) + dc * (c_step[t] - c_prev[t])
+        if dmask is not None:
+            dmask[t] = dh_t * (h_step[t] - h_prev[t]) + dc * (c_step[t] - c_prev[t])
         dgates[t], dc_cell = _lstm_backward_raw(gates[t], c_prev[t], m * dh_t, m * dc)
         dh = xp.matmul(dgates[t], w_hh)
-        dh += (1.0 - m) * dh_t
-        dc = dc_cell + (1.0 - m) * dc
+        dh += keep[t] * dh_t
+        dc_cell += keep[t] * dc
+        dc = dc_cell
     n = dgates.shape[-1]
     flat = dgates.reshape(-1, n)
     dxs = xp.matmul(dgates, w_ih)
     dw_ih = xp.matmul(flat.T, xs.reshape(-1, xs.shape[-1]))
     dw_hh = xp.matmul(flat.T, h_prev.reshape(-1, shape[-1]))
     db = flat.sum(axis=0)
-    return dxs, _sum_like(dh, h0), _sum_like(dc, c0), dw_ih, dw_hh, db, db.copy(), _sum_like(dmask, mask)
+    dm = _sum_like(dmask, mask) if dmask is not None else xp.zeros_like(mask)
+    return dxs, _sum_like(dh, h0), _sum_like(dc, c0), dw_ih, dw_hh, db, db.copy(), dm
 
 
 def masked_lstm_sequence_backward_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
-                                           mask: Any, ghs: Any, gc: Any) -> tuple[Any, ...]:
-    """The cotangents of :func:`masked_lstm_sequence`'s eight arguments, through the transforms (the reference)."""
+                                           mask: Any, ghs: Any, gc: Any, mask_cotangent: bool = True
+                                           ) -> tuple[Any, ...]:
+    """The cotangents of :func:`masked_lstm_sequence`'s eight arguments, through the transforms (the reference);
+    without ``mask_cotangent`` the mask's is zeros (a constant mask: the kernel skips that work)."""
     from ...transforms.autodiff import vjp
 
     _, pull = vjp(masked_lstm_sequence_composed, xs, h0, c0, w_ih, w_hh, b_ih, b_hh, mask)
-    return tuple(pull((ghs, gc)))
+    cts = tuple(pull((ghs, gc)))
+    return cts if mask_cotangent else cts[:7] + (fnp.zeros_like(mask),)
 
 
 _masked_bwd_vjp, _masked_bwd_jvp = composed_rules(masked_lstm_sequence_backward_composed)
@@ -490,7 +497,7 @@ masked_lstm_sequence_backward: Callable[..., Any] = defprimitive(
 
 def _masked_seq_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any) -> list[Any]:
     ghs, gc = zeros_for(g, ans)
-    cts = masked_lstm_sequence_backward(*args, ghs, gc)
+    cts = masked_lstm_sequence_backward(*args, ghs, gc, mask_cotangent=7 in argnums)
     return [cts[k] for k in argnums]
 
 
