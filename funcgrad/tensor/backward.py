@@ -600,7 +600,8 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=True)
         for t, e in zip(ins, edges):
             g = captured.get(e)
-            if g is not None and not isinstance(e[0], AccumulateGrad):
+            # a non-leaf input gets its gradient in .grad, once: retain_grad() has put it there already
+            if g is not None and not isinstance(e[0], AccumulateGrad) and not getattr(t, "_retains_grad", False):
                 _accumulate(t, g, create_graph)
         return
     run_backward(roots, retain_graph, create_graph)

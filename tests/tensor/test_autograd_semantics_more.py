@@ -796,3 +796,14 @@ def test_clamp_between_numbers_is_one_node():
     assert [n.name() for n, _ in y.grad_fn.next_functions] == ["torch::autograd::AccumulateGrad"]
     assert ft.tensor([1.0, 5.0, 9.0]).clamp(6, 2).tolist() == [2.0, 2.0, 2.0]  # min > max: max, as PyTorch
     assert ft.tensor([1, 5, 9]).clamp(2.5, 6).tolist() == [2.5, 5.0, 6.0]
+
+
+def test_backward_inputs_with_a_retained_non_leaf_accumulates_once():
+    a = ft.ones(2, requires_grad=True)
+    b = a * 2
+    b.retain_grad()
+    (b * 3).sum().backward(inputs=[b])
+    assert b.grad.tolist() == [3.0, 3.0] and a.grad is None  # torch 2.13: once, not twice
+    c = a * 2
+    (c * 3).sum().backward(inputs=[c])
+    assert c.grad.tolist() == [3.0, 3.0]
