@@ -481,6 +481,9 @@ NN = [
                                                _x((6, 3), 4), _x((6, 2), 5)]),
     ("lstm_sequence", lambda xs, h, wi, wh, b: fnp.sum(nn.lstm(xs, h, h, wi, wh, b, b)[0] ** 2),
      [_x((3, 2, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3), _x((8,), 4)]),
+    ("masked_lstm_sequence", lambda xs, h, wi, wh, b, m: fnp.sum(nn.lstm(xs, h, h, wi, wh, b, b, mask=m)[0] ** 2),
+     [_x((3, 2, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3), _x((8,), 4)], (np.array([[1.0, 1.0], [1.0, 0.0],
+                                                                                         [0.0, 0.0]]),)),
 ]
 
 

@@ -204,6 +204,21 @@ RNN_SPECS += [
          skip={"grads": "second order of a backward is third order of the sequence: the double-backward test "
                         "and lstm_sequence's own order-2 check cover it"} if k != 4 else None)
     for k in (0, 4)]
+MASKED_SEQ_SHAPES = LSTM_SEQ_SHAPES + ((3, 2, 1),)  # the mask: any real values (the blend is smooth in it)
+RNN_SPECS += [
+    Spec(f"masked_lstm_sequence_{k}", lambda *a, k=k: krnn.masked_lstm_sequence(*a)[k],
+         lambda *a, k=k: krnn.masked_lstm_sequence_composed(*a)[k], [R] * 8, shapes=MASKED_SEQ_SHAPES)
+    for k in range(2)] + [
+    Spec(f"masked_lstm_sequence_backward_{k}", lambda *a, k=k: krnn.masked_lstm_sequence_backward(*a)[k],
+         lambda *a, k=k: krnn.masked_lstm_sequence_backward_composed(*a)[k], [R] * 10,
+         shapes=MASKED_SEQ_SHAPES + ((3, 2, 4), (2, 4)),
+         skip={"grads": "third order of the sequence: masked_lstm_sequence's own order-2 check covers it"}
+         if k != 7 else None)
+    for k in (0, 4, 7)] + [
+    Spec("masked_lstm_sequence_backward_constant_mask",  # the mask's own cotangent skipped (zeros)
+         lambda *a: krnn.masked_lstm_sequence_backward(*a, mask_cotangent=False)[0],
+         lambda *a: krnn.masked_lstm_sequence_backward_composed(*a, mask_cotangent=False)[0], [R] * 10,
+         shapes=MASKED_SEQ_SHAPES + ((3, 2, 4), (2, 4)), skip={"grads": "as masked_lstm_sequence_backward_0"})]
 
 ATTENTION_SPECS = [
     Spec("attention", lambda q, k, v: kattn.attention(q, k, v, None, 0.5),

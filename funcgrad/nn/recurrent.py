@@ -22,7 +22,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from . import init as _init
-from .kernels.recurrent import fused_gates, gru_pointwise, lstm_pointwise, lstm_sequence
+from .kernels.recurrent import fused_gates, gru_pointwise, lstm_pointwise, lstm_sequence, masked_lstm_sequence
 from .module import Module, static_field
 
 __all__ = ["GRUCell", "LSTMCell", "scan_cell", "gru_cell", "lstm_cell", "lstm"]
@@ -81,7 +81,7 @@ def lstm_cell(x: Any, h: Any, c: Any, weight_ih: Any, weight_hh: Any, bias_ih: A
 
 
 def lstm(xs: Any, h0: Any, c0: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any = None, bias_hh: Any = None, *,
-         batch_first: bool = False) -> tuple[Any, tuple[Any, Any]]:
+         batch_first: bool = False, mask: Any = None) -> tuple[Any, tuple[Any, Any]]:
     """One LSTM layer over a whole sequence: ``(hs, (h_T, c_T))`` (PyTorch's ``nn.LSTM`` for one layer and
     direction). ``xs`` is ``(T, batch, input)`` (``batch_first``: ``(batch, T, input)``), ``hs`` likewise.
 
@@ -89,17 +89,42 @@ def lstm(xs: Any, h0: Any, c0: Any, weight_ih: Any, weight_hh: Any, bias_ih: Any
     on raw arrays) and its backward one more (back through time, the weight gradients as single
     GEMMs over all steps), so a step costs no per-time-step bookkeeping; both differentiate again.
 
+    ``mask`` (optional, ``(T, batch)`` or ``(batch, T)`` with ``batch_first``; 1 on a sequence's valid
+    steps, 0 past its length) freezes each state past its sequence's length, in the same one
+    primitive (:func:`~funcgrad.nn.kernels.recurrent.masked_lstm_sequence`): ``(h_T, c_T)`` are then
+    each sequence's state at its last valid step, and ``hs`` repeats it after that step (a packed
+    batch of sequences of different lengths, as PyTorch's ``PackedSequence``).
+
     Example::
 
         hs, (h, c) = fg.nn.lstm(xs, h0, c0, w_ih, w_hh, b_ih, b_hh, batch_first=True)
+        lengths = np.array([3, 1]); mask = np.arange(3)[:, None] < lengths   # (T, batch)
+        hs, (h, c) = fg.nn.lstm(xs_time_major, h0, c0, w_ih, w_hh, b_ih, b_hh, mask=mask)
     """
     if batch_first:
         xs = fnp.swapaxes(xs, 0, 1)
     zeros = fnp.zeros((fnp.shape(weight_hh)[0],), dtype=fnp.result_type(weight_hh))
-    hs, c = lstm_sequence(xs, h0, c0, weight_ih, weight_hh, zeros if bias_ih is None else bias_ih,
-                          zeros if bias_hh is None else bias_hh)
+    b_ih, b_hh = zeros if bias_ih is None else bias_ih, zeros if bias_hh is None else bias_hh
+    if mask is None:
+        hs, c = lstm_sequence(xs, h0, c0, weight_ih, weight_hh, b_ih, b_hh)
+    else:
+        hs, c = masked_lstm_sequence(xs, h0, c0, weight_ih, weight_hh, b_ih, b_hh,
+                                     _state_mask(mask, fnp.shape(xs), batch_first, fnp.result_type(xs)))
     h = hs[-1] if fnp.shape(hs)[0] else fnp.broadcast_to(h0, fnp.shape(c))
     return (fnp.swapaxes(hs, 0, 1) if batch_first else hs), (h, c)
+
+
+def _state_mask(mask: Any, xs_shape: tuple[int, ...], batch_first: bool, dtype: Any) -> Any:
+    """``mask`` ``(T, batch...)`` (``batch_first``: ``(batch, T)``) as the kernel's ``(T, batch..., 1)`` of ``dtype``."""
+    if batch_first:
+        if fnp.ndim(mask) != 2:
+            raise ValueError(f"lstm: a batch_first mask must be (batch, T), got shape {tuple(fnp.shape(mask))}")
+        mask = fnp.swapaxes(mask, 0, 1)
+    want = tuple(xs_shape[:-1])
+    if tuple(fnp.shape(mask)) != want:
+        raise ValueError(f"lstm: mask must have the shape of the input without its feature axis, (T, batch...) = "
+                         f"{want}, got {tuple(fnp.shape(mask))}")
+    return fnp.expand_dims(fnp.astype(mask, dtype), -1)
 
 
 class GRUCell(Module):

@@ -46,9 +46,10 @@ from . import safetensors  # noqa: F401  (ft.safetensors: the safetensors.torch 
 from . import backends, cuda, func  # noqa: F401
 from .. import __version__ as __version__  # funcgrad's version (torch.__version__'s place)
 from .toplevel import (  # noqa: F401
-    bernoulli, bincount, get_default_device, median, multinomial, set_default_device, set_printoptions,
+    bernoulli, bincount, get_default_device, median, multinomial, set_default_device,
     unique,
 )
+from .tensor_repr import set_printoptions  # noqa: F401
 from .compiled import compile  # noqa: F401  (torch.compile: staged with fg.jit)
 from .anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 from . import torch_math as _torch_math

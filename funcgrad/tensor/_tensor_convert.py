@@ -27,6 +27,7 @@ from .dual_trace import primal_value
 from .grad_mode import state as _grad_mode
 
 from .tensor_class import is_tensor
+from .tensor_repr import format_tensor
 from .torch_names import named
 from .size_device import Size, device, _CPU
 from .tensor_helpers import (
@@ -269,33 +270,13 @@ def _format(t: TensorT) -> str:
 
         v = to_numpy(v)
     d = t.dtype
-    prefix = "tensor("
-    if v.size == 0:
-        body = "[]" if v.ndim == 1 else f"[], size=({', '.join(map(str, v.shape))},)"
-    else:
-        kind = v.dtype.kind
-        fmt: dict[Any, Any] = {}
-        if kind == "f":
-            finite = v[np.isfinite(v)].astype(np.float64)  # (float16: 1e8 would overflow in comparisons)
-            absmax = np.abs(finite).max() if finite.size else 0.0
-            nonzero = np.abs(finite[finite != 0])
-            absmin = nonzero.min() if nonzero.size else 0.0
-            if finite.size and np.all(finite == np.round(finite)) and absmax < 1e8:
-                fmt["float_kind"] = lambda x: f"{x:.0f}." if np.isfinite(x) else str(x)
-            elif absmax >= 1e8 or (absmin and absmin < 1e-4) or (absmin and absmax / absmin > 1e5):
-                fmt["float_kind"] = lambda x: f"{x:.4e}"
-            else:
-                fmt["float_kind"] = lambda x: f"{x:.4f}"
-        elif kind == "c":
-            fmt["complex_kind"] = lambda x: f"{x.real:.4f}{x.imag:+.4f}j"
-        for key, f in list(fmt.items()):
-            sample = v.ravel() if v.size <= 1000 else np.concatenate([v.ravel()[:3], v.ravel()[-3:]])
-            width = max(len(f(e)) for e in sample)
-            fmt[key] = (lambda f_, w_: (lambda e: f_(e).rjust(w_)))(f, width)
-        body = np.array2string(v, separator=", ", prefix=prefix, formatter=cast(Any, fmt or None), threshold=1000,
-                               edgeitems=3)
     extras = []
-    if d not in (_dt.get_default_dtype(), _dt.int64, _dt.bool) and not (d.is_complex and d is _dt.default_complex()):
+    if v.size == 0:  # nothing to tell an integer dtype by: shown unless it is the default float
+        if v.ndim != 1:
+            extras.append(f"size={tuple(v.shape)}")
+        if d is not _dt.get_default_dtype():
+            extras.append(f"dtype={d!r}")
+    elif d not in (_dt.get_default_dtype(), _dt.int64, _dt.bool) and not (d.is_complex and d is _dt.default_complex()):
         extras.append(f"dtype={d!r}")
     node = t._graph()[0] if t._base is not None and t._view_kind is None else t._node  # (a stale view: refreshed)
     if node is not None:
@@ -307,4 +288,4 @@ def _format(t: TensorT) -> str:
         extras.append(f"tangent={tangent!r}")
     if t.device.type != "cpu":
         extras.insert(0, f"device='{t.device}'")
-    return prefix + body + "".join(", " + e for e in extras) + ")"
+    return format_tensor(v, extras)

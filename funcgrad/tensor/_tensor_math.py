@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -33,6 +34,7 @@ from .toplevel import bernoulli
 from .tensor_class import is_tensor, new_tensor
 from .torch_names import named
 from .size_device import DimArg, MaxMin
+from .tensor_helpers import evenly_shared
 from .tensor_helpers import (
     _pyint, _pybool, _dims, _wrap_dim, _raw, _as_tensor, _cond, _as_operand, _cast, _promote, _scalar_like, _zero_like_scalar, _binary, _binop, _compare, _logical, _wrap_nondiff, _float, _unary,
 )
@@ -244,6 +246,8 @@ class _MathMixin(TensorBase[TensorT]):
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
                 "ClampBackward0" if is_tensor(min) or is_tensor(max) else "ClampBackward1")
+        if min is not None and max is not None and not is_tensor(min) and not is_tensor(max):
+            return _clamp_between_numbers(self, min, max, name)
         steps = [(bound, tensor_fn, beyond) for bound, tensor_fn, beyond in
                  ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)) if bound is not None]
         out = self
@@ -370,8 +374,8 @@ class _MathMixin(TensorBase[TensorT]):
         """The lower median (PyTorch's: no averaging); where a NaN is reduced, NaN and the index of the first
         NaN, as PyTorch. With ``dim``, ``(values, indices)``. Example: ``ft.tensor([3.0, 1.0, 2.0, 4.0]).median()``
         is ``tensor(2.)``."""
-        if dim is None:
-            return self.reshape(-1).median(0).values
+        if dim is None:  # the gradient shared by the elements equal to the median, as PyTorch's
+            return evenly_shared(self, self.reshape(-1).median(0).values, "MedianBackward0")
         if not self.dim():
             return self.reshape(1).median(0)
         d = _wrap_dim(dim, self.dim())
@@ -449,7 +453,15 @@ class _MathMixin(TensorBase[TensorT]):
         ddof = correction if correction is not None else (1 if unbiased in (None, True) else 0)
         x = _float(self)
         spread = named("StdBackward0", fnp.std) if std else named("VarBackward0", fnp.var)
-        return spread(x, axis=_dims(dim, x.dim()), ddof=ddof, keepdims=keepdim)
+        axes = _dims(dim, x.dim())
+        reduced = x.numel() if axes is None else builtins.int(np.prod([x.shape[a] for a in axes]))
+        if reduced - ddof > 0:
+            return spread(x, axis=axes, ddof=ddof, keepdims=keepdim)
+        warnings.warn(f"{'std' if std else 'var'}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      f"than the reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+        with warnings.catch_warnings():  # (PyTorch's warning, not NumPy's too)
+            warnings.filterwarnings("ignore", "Degrees of freedom", RuntimeWarning)
+            return spread(x, axis=axes, ddof=ddof, keepdims=keepdim)
 
     def var(self: TensorT, dim: Any = None, unbiased: Any = None, keepdim: builtins.bool = False, *,
             correction: Any = None) -> "TensorT":
@@ -466,13 +478,14 @@ class _MathMixin(TensorBase[TensorT]):
         name = "LinalgVectorNormBackward0"
         if p in (2, "fro", None):  # (x * x, not |x| * |x|: the second derivative at 0 is 2, not 0)
             sq = fnp.real(x * fnp.conj(x)) if x.is_complex() else x * x
-            out = named(name, fnp.sqrt)(fnp.sum(sq, axis=axes, keepdims=keepdim))
+            out = _root_flat_at_zero(fnp.sum(sq, axis=axes, keepdims=keepdim), fnp.sqrt, name)
         elif p == 1:
             out = named(name, fnp.sum)(fnp.abs(x), axis=axes, keepdims=keepdim)
         elif p in (float("inf"), "inf"):
             out = named(name, fnp.max)(fnp.abs(x), axis=axes, keepdims=keepdim)
         else:
-            out = _binary(named(name, fnp.power), fnp.sum(fnp.abs(x) ** p, axis=axes, keepdims=keepdim), 1.0 / p)
+            out = _root_flat_at_zero(fnp.sum(fnp.abs(x) ** p, axis=axes, keepdims=keepdim),
+                                     lambda s: _binary(fnp.power, s, 1.0 / p), name)
         return out
 
     def cumsum(self: TensorT, dim: builtins.int, dtype: Any = None) -> "TensorT":
@@ -543,3 +556,23 @@ class _MathMixin(TensorBase[TensorT]):
         return self.unsqueeze(1) * _as_tensor(vec2).unsqueeze(0)
 
     ger = outer
+
+
+def _root_flat_at_zero(total: Any, root: Callable[[Any], Any], name: str) -> Any:
+    """``root(total)`` (a p-norm from its sum of powers) whose gradient is 0 where the norm is 0, as
+    PyTorch's norm backward (the root's own derivative there is infinite, times 0: NaN); the node of
+    the last op is ``name``. The zeros are never read on the host."""
+    zero = total == 0
+    return named(name, fnp.where, _elementwise._where)(zero, 0.0, root(fnp.where(zero, 1.0, total)))
+
+
+def _clamp_between_numbers(x: Tensor, low: Any, high: Any, name: str) -> "Tensor":
+    """``x.clamp(low, high)`` for number bounds as one recorded op (one node, as PyTorch's): ``x`` where
+    ``low < x < high`` (the gradient passes), the bound elsewhere (``high`` everywhere when
+    ``low > high``, as PyTorch), NaN kept."""
+    a, lo = _promote(x, low)
+    a, hi = _promote(a, high)
+    v = _raw(a)
+    at_bound = (v <= lo) | (v >= hi)
+    fill = fnp.astype(fnp.where((v >= hi) if lo <= hi else True, hi, lo), fnp.result_type(v))
+    return cast("Tensor", named(name, fnp.where, _elementwise._where)(_cond(at_bound), _cond(fill), a))

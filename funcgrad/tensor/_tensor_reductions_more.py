@@ -36,6 +36,7 @@ from . import dtypes as _dt
 from .inplace_variant import inplace_variant
 from .tensor_class import is_tensor, new_tensor
 from .tensor_type import TensorBase, TensorT
+from .tensor_helpers import evenly_shared
 
 # torch.return_types.<name>
 Aminmax = collections.namedtuple("aminmax", ["min", "max"])  # type: ignore[name-match]
@@ -188,8 +189,8 @@ class _ReductionsMoreMixin(TensorBase[TensorT]):
     def nanmedian(self: TensorT, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """The lower median of the non-NaN elements (NaN where all are NaN); with ``dim``, ``(values, indices)``.
         Example: ``ft.tensor([1.0, float('nan'), 3.0, 2.0]).nanmedian()  # 2.``."""
-        if dim is None:
-            return self.reshape(-1).nanmedian(0).values
+        if dim is None:  # the gradient shared by the elements equal to the median, as PyTorch's
+            return evenly_shared(self, self.reshape(-1).nanmedian(0).values, "NanmedianBackward0")
         x, d = _rows_last(self, dim)
         order = x.sort(-1, stable=True).indices  # NaNs last
         valid = (~x.isnan()).sum(-1, keepdim=True)

@@ -300,7 +300,7 @@ class _ShapeMixin(TensorBase[TensorT]):
             ft.arange(5.).split([1, 4])   # sizes
         """
         name = "SplitWithSizesBackward0" if isinstance(split_size, (list, tuple)) else "SplitBackward0"
-        return multi_output_views(lambda: self.unsafe_split(split_size, dim), name)
+        return multi_output_views(lambda: join_outputs(self.unsafe_split(split_size, dim), name), name)
 
     def unsafe_split(self: TensorT, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """``split`` whose pieces may be modified in place (the caller vouches that is sound).

@@ -271,6 +271,8 @@ class _Visitor(Visitor):
             return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
         out_index = node.out_index
         if out_index is not None:  # one output of a node with several
+            if node.parents[0]._tensor_prehooks and node not in self.capture_at:
+                return g  # its tensor hooks run with the node's, in output order (PyTorch)
             return self._arrive(node.parents[0], out_index, node, g)
         if type(node) is AccumulateGrad:
             # a gradient only this pass holds may become the leaf's .grad as it is (no copy)
@@ -283,10 +285,15 @@ class _Visitor(Visitor):
         else:
             buf = g if g is not None else [None] * n_out
             hooks = node._tensor_prehooks
-            if hooks:  # tensor hooks of the outputs no gradient reached run with None (PyTorch)
-                for k, hk in hooks.items():
-                    if buf[k] is None and hk:
-                        for fn in list(hk.values()):
+            if hooks:  # in output order; those of the outputs no gradient reached run with None (PyTorch)
+                buf = list(buf)
+                for k in range(n_out):
+                    if buf[k] is not None:
+                        tape_node = target(node, k)
+                        if tape_node not in self.capture_at:  # (a captured one ran its hooks on arrival)
+                            buf[k] = self._arrive(node, k, tape_node, buf[k])
+                    elif hooks.get(k):
+                        for fn in list(hooks[k].values()):
                             fn(None)
         if not live:  # a captured non-leaf with nothing needed behind it
             if node._prehooks and self.accumulate and any(b is not None for b in buf):
@@ -348,7 +355,7 @@ class _Visitor(Visitor):
         cg = self.create_graph
         if node._prehooks:
             buf = self._node_hooks(node._prehooks, buf)
-        if all(g is None for g in buf):
+        if not node._runs_on_undefined and all(g is None for g in buf):
             outs: list[Any] = [None] * len(node.parents)
         else:
             prof = self.prof
@@ -596,7 +603,8 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=True)
         for t, e in zip(ins, edges):
             g = captured.get(e)
-            if g is not None and not isinstance(e[0], AccumulateGrad):
+            # a non-leaf input gets its gradient in .grad, once: retain_grad() has put it there already
+            if g is not None and not isinstance(e[0], AccumulateGrad) and not getattr(t, "_retains_grad", False):
                 _accumulate(t, g, create_graph)
         return
     run_backward(roots, retain_graph, create_graph)

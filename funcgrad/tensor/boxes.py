@@ -211,9 +211,11 @@ def replay_view(x: Any, view_fns: tuple[Any, ...], raw: bool, cotangent: bool = 
     ``cotangent``, ``x`` is a cotangent of the base and ``imag`` also flips the sign (funcgrad's
     complex cotangents follow JAX: that of ``x + iy`` is ``ct_x - i ct_y``)."""
     for prim, rest, kwargs in view_fns:
+        if cotangent and prim.name == "view_as_real":  # (re, im) of the value: (ct_x, ct_y) = (Re, -Im) of ct
+            x = fnp.conj(x)
         x = (prim.raw if raw else prim.call)(x, *rest, **kwargs)
-        if cotangent and prim.name == "imag":
-            x = -x
+        if cotangent and prim.name in ("imag", "view_as_complex"):
+            x = -x if prim.name == "imag" else fnp.conj(x)
     return x
 
 
@@ -238,7 +240,9 @@ def _follow_base(t: Any) -> None:
     t._view_version = t._version_counter[0]
     old = t._node, t._output_nr
     if t._base._requires_grad:
-        w = fresh_view(t._base, t._view_fns, "AsStridedBackward0")
+        # (as_strided cannot change the dtype: a chain reading memory as another dtype keeps its ops' names)
+        reread = any(prim.name in ("view_as_real", "view_as_complex") for prim, _, _ in t._view_fns)
+        w = fresh_view(t._base, t._view_fns, None if reread else "AsStridedBackward0")
         t._node, t._output_nr, t._requires_grad = w._node, w._output_nr, True
     elif t._node is not None:
         t._node, t._requires_grad = None, False

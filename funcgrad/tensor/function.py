@@ -122,6 +122,7 @@ class FunctionNode(Node):
     """The graph node of one ``Function.apply`` call, named ``<Class>Backward``."""
 
     _in_meta: list[Any]  # (shape, dtype) of each tensor input, set by Function.apply
+    _runs_on_undefined = True  # backward sees None (or zeros) for every output, as in PyTorch
 
     def __init__(self, cls: type, ctx: FunctionCtx, edges: list[Any], positions: list[Any], n_args: int):
         super().__init__(positions, edges)
@@ -284,7 +285,8 @@ def _run_jvp(cls: type, ctx: FunctionCtx, tangents: list[Any], n_outputs: int) -
 def _check_returned(t: Any, k: int, who: str, kind: str = "") -> None:
     """What ``who`` (a backward, ``kind`` "gradient of type ", or a jvp) returned at index ``k`` must be a Tensor."""
     if not isinstance(t, Tensor):
-        raise TypeError(f"{who} returned a {kind}{type(t).__name__} at index {k}; expected a Tensor or None")
+        raise RuntimeError(f"{who} returned a {kind}{type(t).__name__} at index {k}; expected a Tensor or None "
+                           f"(PyTorch: expected Variable or None (got {type(t).__name__}))")
 
 
 class Function:

@@ -17,6 +17,7 @@ import numpy as np
 from . import forward_ad as fwAD
 from .backward import grad as _grad
 from .creation import zeros_like
+from .function import Function
 from .grad_mode import enable_grad
 from .tensor import Tensor
 
@@ -231,28 +232,54 @@ def _check_backward_mul_by_grad_output(outs: list[Any], diff_inputs: list[Any]) 
             raise GradcheckError("backward not multiplied by grad_output")
 
 
+class _UndefinedGrad(Function):
+    """The identity whose backward gives an undefined (None) gradient, as PyTorch's
+    ``torch._C._functions.UndefinedGrad``: the node before it then runs with None."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        return None
+
+
+_UNDEFINED_NOTE = 'Please look at "Notes about undefined output gradients" in "tools/autograd/derivatives.yaml"'
+
+
 def _check_undefined_output_grads(func: Callable[..., Any], ins: tuple[Any, ...], diff_inputs: list[Any]) -> None:
-    """PyTorch's ``check_undefined_grad``: backward must run when output gradients are undefined (None: no
-    gradient reaches that output, so a custom Function with ``set_materialize_grads(False)`` sees None), all
-    of them or, with several outputs, one at a time (the others zero); the input gradients must then be
-    undefined or zero."""
-    with enable_grad():
-        n_outs = len([o for o in _diff_outputs(func(*ins)) if o.requires_grad])
-    # all undefined: nothing is seeded, so no backward runs (a node runs only when a gradient reaches it)
-    for undefined in range(n_outs if n_outs > 1 else 0):
+    """PyTorch's ``check_undefined_grad``: backward must run when every output gradient is undefined
+    (None: a custom Function with ``set_materialize_grads(False)`` sees None, others zeros) and, with
+    several outputs, when one is undefined at a time (the others zero); the input gradients must then be
+    undefined or zero. A RuntimeError of backward becomes a GradcheckError; other errors propagate, as
+    in PyTorch."""
+    def outputs(undefined: int | None) -> list[Any]:  # None: all undefined
         with enable_grad():
             outs = [o for o in _diff_outputs(func(*ins)) if o.requires_grad]
-        seeded = [o for k, o in enumerate(outs) if k != undefined]
+            return [_UndefinedGrad.apply(o) if undefined in (None, k) else o for k, o in enumerate(outs)]
+
+    cases = [outputs(None)]
+    if len(cases[0]) > 1:
+        cases += [outputs(k) for k in range(len(cases[0]))]
+    for outs in cases:
         try:
             with enable_grad():
-                grads = _grad(seeded, diff_inputs, [zeros_like(o) for o in seeded], allow_unused=True)
-        except Exception as err:  # noqa: BLE001 - any failure of backward on undefined gradients
-            raise GradcheckError('Expected backward function to handle undefined output grads. Please look at "Notes '
-                                 'about undefined output gradients" in "tools/autograd/derivatives.yaml"') from err
+                grads = _grad(outs, diff_inputs, [zeros_like(o) for o in outs], allow_unused=True)
+        except RuntimeError as err:
+            _warn_undefined_check_is_new()
+            raise GradcheckError(f"Expected backward function to handle undefined output grads. {_UNDEFINED_NOTE}") \
+                from err
         if any(g is not None and np.any(np.asarray(g.detach().numpy()) != 0) for g in grads):
+            _warn_undefined_check_is_new()
             raise GradcheckError("Expected all input grads to be undefined or zero when all output grads are undefined "
-                                 'or zero. Please look at "Notes about undefined output gradients" in '
-                                 '"tools/autograd/derivatives.yaml"')
+                                 f"or zero. {_UNDEFINED_NOTE}")
+
+
+def _warn_undefined_check_is_new() -> None:
+    warnings.warn("Backwards compatibility: New undefined gradient support checking feature is enabled by default, "
+                  "but it may break existing callers of this function. If this is true for you, you can call this "
+                  'function with "check_undefined_grad=False" to disable the feature', stacklevel=4)
 
 
 def _show(a: np.ndarray) -> str:

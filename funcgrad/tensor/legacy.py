@@ -5,9 +5,10 @@ classes (``ft.FloatTensor``, ``ft.LongTensor``, ...), ``var_mean``/``std_mean`` 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from . import dtypes as _dt
+from .complex_views import view_as_complex_array, view_as_complex_problem
 from .creation import empty, tensor
 from .tensor import Size, Tensor
 from .tensor import _as_tensor
@@ -78,7 +79,9 @@ def std_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = 
 
 
 def view_as_complex(input: Any) -> Tensor:  # noqa: A002
-    """Pairs ``(..., 2)`` of reals as complex numbers (differentiable; a copy, not a view of the memory).
+    """Pairs ``(..., 2)`` of reals as complex numbers: a view of the same memory, as
+    ``torch.view_as_complex`` (the pairs must be adjacent: PyTorch's layout errors otherwise).
+    A float16 tensor gives a complex64 copy (NumPy has no complex type of half precision).
 
     Example::
 
@@ -88,7 +91,8 @@ def view_as_complex(input: Any) -> Tensor:  # noqa: A002
     if x.dtype not in (_dt.float16, _dt.float32, _dt.float64):
         raise NotImplementedError(f"view_as_complex is only supported for half, float and double tensors, but got "
                                   f"a tensor of scalar type: {_dt.SCALAR_NAMES[x.dtype]}")
-    if x.dim() == 0 or x.shape[-1] != 2:
-        raise RuntimeError("Tensor must have a last dimension of size 2")
-    return x[..., 0] + x[..., 1] * 1j
+    problem = view_as_complex_problem(tuple(x.shape), tuple(x.stride()), x.storage_offset())
+    if problem is not None:
+        raise RuntimeError(problem)
+    return cast(Tensor, view_as_complex_array(x))
 

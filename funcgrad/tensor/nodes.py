@@ -84,6 +84,9 @@ class Node(VJPNode):
     _outs: list[Any] | None = None  # weakly, the out_index node of each output (nodes of several outputs)
     # a primitive's node of one output and no hooks: the backward pass may take vjp directly
     _short_step = False
+    # run even when every gradient reaching it is undefined (a custom Function's backward, as in PyTorch);
+    # other nodes then pass None on without running
+    _runs_on_undefined = False
     _inputs: Any  # the position of each tensor input (next_functions' order)
     _released: bool
 
@@ -108,7 +111,17 @@ class Node(VJPNode):
 
     @property
     def next_functions(self) -> tuple[Any, ...]:
-        return tuple(e if e is not None else (None, 0) for e in self._edges)
+        edges = [e if e is not None else (None, 0) for e in self._edges]
+        slots = _WRAPPED_NUMBER_SLOTS.get(self._name)
+        if slots is None or self.args is None or len(edges) != 1:
+            return tuple(edges)
+        # PyTorch wraps a Python number operand of these ops in a tensor: its edge is (None, 0)
+        number = [p for p in slots if p not in self._inputs and p < len(self.args)
+                  and isinstance(self.args[p], (int, float, complex))]
+        if not number:
+            return tuple(edges)
+        before = self._name == "WhereBackward0" and number[0] < self._inputs[0]  # where keeps its order
+        return ((None, 0), edges[0]) if before else (edges[0], (None, 0))
 
     @property
     def metadata(self) -> dict[Any, Any]:
@@ -197,6 +210,12 @@ def public_edge(t: VJPNode) -> tuple[Any, int]:
     if t.out_index is None:
         return (t, 0)
     return (t.parents[0], t.out_index)
+
+
+# the binary ops whose Python number operand PyTorch lists in next_functions, and their two operand positions
+# (a reflected ``2 * x`` is ``mul(x, 2)`` there: the tensor first)
+_WRAPPED_NUMBER_SLOTS = {name: (0, 1) for name in ("MulBackward0", "AddBackward0", "SubBackward0", "DivBackward0")}
+_WRAPPED_NUMBER_SLOTS["WhereBackward0"] = (1, 2)
 
 
 class JoinedOutputs(Node):

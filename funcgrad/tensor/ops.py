@@ -18,6 +18,7 @@ from ..numpy import linalg as _linalg
 from ..numpy import shape_ops as _shape_ops
 
 from . import dtypes as _dt
+from .complex_views import view_as_real_array
 from .dtypes import can_cast, promote_types
 from .tensor import Tensor, is_tensor
 from .conditional import where
@@ -149,6 +150,17 @@ def _common(tensors: Sequence[Any]) -> list[Any]:
     return [_cast(t, d) for t in ts]
 
 
+def _fit_legacy_empty(ts: list[Any], dim: int) -> list[Any]:
+    """PyTorch's legacy rule: an empty 1-D tensor is skipped in ``cat``'s shape checks. It is reshaped
+    to the others' shape with size 0 along ``dim``, so it still gets a (zero-size) gradient."""
+    full = [t for t in ts if not (t.dim() == 1 and t.numel() == 0)]
+    if not full or len(full) == len(ts):
+        return ts
+    shape = list(full[0].shape)
+    shape[dim] = 0
+    return [t if t.dim() != 1 or t.numel() != 0 else t.reshape(shape) for t in ts]
+
+
 def cat(tensors: Sequence[Any], dim: int = 0, *, axis: Any = None) -> Tensor:
     """Concatenate along an existing dimension (``torch.cat``)."""
     if isinstance(tensors, Tensor):
@@ -156,7 +168,7 @@ def cat(tensors: Sequence[Any], dim: int = 0, *, axis: Any = None) -> Tensor:
     ts = _common(tensors)
     dim = axis if axis is not None else dim
     nd = builtins.max(t.dim() for t in ts)
-    ts = [t for t in ts if not (t.dim() == 1 and t.numel() == 0)] or ts[:1]  # legacy: empty 1-D skipped
+    ts = _fit_legacy_empty(ts, _wrap_dim(dim, nd))
     return _as_tensor(named("CatBackward0", fnp.concatenate, _shape_ops._concatenate)(ts, axis=_wrap_dim(dim, nd)))
 
 
@@ -236,7 +248,17 @@ def cross(a: Tensor, b: Tensor, dim: int | None = None) -> Tensor:
 
 
 def view_as_real(x: Tensor) -> Tensor:
-    return stack([x.real, x.imag], -1)
+    """A complex tensor's elements as ``(re, im)`` pairs along a new last dimension: a view of the same
+    memory, as ``torch.view_as_real`` (writes through it change ``x``).
+
+    Example::
+
+        ft.view_as_real(ft.tensor([1 + 2j]))   # tensor([[1., 2.]])
+    """
+    x = _as_tensor(x)
+    if not x.is_complex():
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return _as_tensor(view_as_real_array(x))
 
 
 def atleast_1d(x: Tensor) -> Tensor:

@@ -160,11 +160,17 @@ class PrimNode(Node):
         return sorted(set(own + extra))
 
 
+_SAVES_WRAPPED_NUMBER = frozenset({"MulBackward0", "DivBackward0"})  # add/sub rules do not read the number
+
+
 def _reads_index_arrays(node: PrimNode) -> bool:
     """Whether ``node`` holds integer or boolean arrays among its constant arguments (the index of
     ``x[[1, 1]]``, the mask of ``where``): PyTorch saves those as tensors, so a second backward
-    through the node without ``retain_graph`` raises there, and so it does here."""
+    through the node without ``retain_graph`` raises there, and so it does here. The same holds for
+    the Python number of ``x * 2`` and ``x / 2``: PyTorch wraps it in a tensor that its rule saves."""
     constants = [a for i, a in enumerate(node.args) if i not in node._inputs]
+    if node._name in _SAVES_WRAPPED_NUMBER and any(isinstance(a, (int, float, complex)) for a in constants):
+        return True
     constants += list(node.kwargs.values()) if node.kwargs else []
     while constants:
         a = constants.pop()

@@ -172,7 +172,7 @@ class Tensor(_MathMixin["Tensor"], _ShapeMixin["Tensor"], _InplaceMixin["Tensor"
 
     @property
     def grad(self) -> "Tensor | None":
-        if self._node is not None and not self._retains_grad:
+        if self._node is not None and not self._retains_grad and self._grad is None:  # (PyTorch: only when unset)
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
                 "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "

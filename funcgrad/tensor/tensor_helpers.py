@@ -317,3 +317,14 @@ def _finish_inplace(t: TensorT, out: TensorT, mark: int, check_dtype: bool = Tru
     if _func.traced_inplace(t, out):  # under ft.func: a traced value is rebound to the update, not written
         return t
     return apply_inplace(t, out, mark)
+
+
+def evenly_shared(x: Any, value: Any, name: str) -> Any:
+    """``value`` (a 0-d selection of ``x``: its median) whose gradient the elements of ``x`` equal to
+    it share evenly (the NaNs where it is NaN), as PyTorch's full reductions that select (``median()``,
+    ``nanmedian()``); the node is named ``name``."""
+    if not (x.is_floating_point() or x.is_complex()):
+        return value
+    v = value.detach()
+    ties = (x == v) | (x.isnan() & v.isnan())
+    return named(name, fnp.divide)(x.masked_fill(~ties, 0).sum(), ties.sum().to(x.dtype))

@@ -1,5 +1,5 @@
 """Top-level torch functions that tutorials use and the rest of ``ft`` lacks: the default device,
-``multinomial``, ``bernoulli``, ``unique``, ``bincount``, ``median``, ``set_printoptions``.
+``multinomial``, ``bernoulli``, ``unique``, ``bincount``, ``median``.
 
 Example::
 
@@ -26,8 +26,7 @@ from .tensor_helpers import _as_tensor
 from .tensor_type import TensorBase, TensorT
 
 
-__all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli", "unique", "bincount", "median",
-           "set_printoptions"]
+__all__ = ["set_default_device", "get_default_device", "multinomial", "bernoulli", "unique", "bincount", "median"]
 
 
 def set_default_device(dev: Any) -> None:
@@ -94,11 +93,3 @@ def median(input: TensorBase[TensorT], dim: int | None = None, keepdim: bool = F
     return _as_tensor(input).median(dim, keepdim)
 
 
-def set_printoptions(precision: int | None = None, threshold: int | None = None, edgeitems: int | None = None,
-                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
-    """Printing options (NumPy's, which ``repr`` of a Tensor uses). Example: ``ft.set_printoptions(precision=2)``."""
-    kw: dict[str, Any] = {k: v for k, v in dict(precision=precision, threshold=threshold, edgeitems=edgeitems,
-                                linewidth=linewidth).items() if v is not None}
-    if sci_mode is not None:
-        kw["suppress"] = not sci_mode
-    np.set_printoptions(**kw)

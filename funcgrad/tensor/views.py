@@ -18,6 +18,7 @@ import funcgrad.numpy as fnp
 
 from ..core import Primitive, get_primitive
 from ..numpy import indexing as _indexing
+from .complex_views import view_as_complex_array, view_as_real_array
 from .boxes import GraphBox, NumpyBox, replay_view
 from .dual_trace import primal_value
 from .grad_mode import state as _mode
@@ -31,7 +32,7 @@ __all__ = ["VIEW_PRIMITIVES", "CopySlices", "multi_output_views", "mark_view"]
 # checks that each result shares its argument's memory)
 VIEW_PRIMITIVES = frozenset(get_primitive(fn) for fn in (
     fnp.reshape, fnp.transpose, fnp.swapaxes, fnp.moveaxis, fnp.expand_dims, fnp.squeeze, fnp.diagonal, fnp.real,
-    fnp.imag, _indexing._getitem))
+    fnp.imag, _indexing._getitem, view_as_real_array, view_as_complex_array))
 
 
 def mark_view(out: GraphBox, src: GraphBox, prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> None:
@@ -103,9 +104,14 @@ def _overwritten(meta: tuple[Any, ...], view_fns: tuple[Any, ...]) -> Any:
     component, as ``.real``/``.imag`` views overwrite one)."""
     shape, dtype, ns = meta
     complex_base = np.dtype(dtype).kind == "c"
-    mask = ns.zeros(shape, dtype=dtype if complex_base else bool)
+    # a real base read as complex numbers needs a mask of its own dtype (a bool one cannot be viewed so)
+    reread = not complex_base and any(prim is _AS_COMPLEX for prim, _, _ in view_fns)
+    mask = ns.zeros(shape, dtype=dtype if complex_base or reread else bool)
     region = replay_view(mask, view_fns, raw=True)
     if type(region) is np.ndarray and not region.flags.writeable:
         region.flags.writeable = True  # NumPy's diagonal: read-only by convention only
-    region[...] = (1 + 1j if region.dtype.kind == "c" else 1) if complex_base else True
-    return mask
+    region[...] = (1 + 1j if region.dtype.kind == "c" else 1) if complex_base or reread else True
+    return mask != 0 if reread else mask
+
+
+_AS_COMPLEX = get_primitive(view_as_complex_array)

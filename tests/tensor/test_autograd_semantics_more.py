@@ -475,7 +475,84 @@ def test_hook_of_an_unreached_output_runs_with_none():
     v.register_hook(lambda g: seen.append(("var", g)))
     m.register_hook(lambda g: seen.append(("mean", None if g is None else g.item())))
     m.backward()
-    assert sorted(seen, key=str) == [("mean", 1.0), ("var", None)]
+    assert seen == [("var", None), ("mean", 1.0)]  # output order, as PyTorch
+
+
+def test_hooks_of_a_multi_output_node_run_in_output_order():
+    """PyTorch 2.13 runs the tensor hooks of a node's outputs in output order, those of the outputs
+    no gradient reached with None (recorded: [(0, None), (1, g), (2, g)] here)."""
+    x = ft.randn(3, 2, requires_grad=True)
+    outs = x.unbind(0)
+    order = []
+    for i, o in enumerate(outs):
+        o.register_hook(lambda g, i=i: order.append((i, g is None)))
+    (outs[2].sum() + outs[1].sum()).backward()
+    assert order == [(0, True), (1, False), (2, False)]
+    order.clear()
+    parts = ft.randn(6, requires_grad=True).split(2)
+    for i, o in enumerate(parts):
+        o.register_hook(lambda g, i=i: order.append((i, g is None)))
+    (parts[2] * 2).sum().backward()
+    assert order == [(0, True), (1, True), (2, False)]
+    v, m = ft.var_mean(ft.randn(3, 4, requires_grad=True), 1)
+    order.clear()
+    v.register_hook(lambda g: order.append(("v", g is None)))
+    m.register_hook(lambda g: order.append(("m", g is None)) or g * 2)  # a hook's result still replaces the gradient
+    m.sum().backward()
+    assert order == [("v", True), ("m", False)]
+    x = ft.randn(2, 3, requires_grad=True)
+    a, b = x.unbind(0)
+    b.register_hook(lambda g: g * 3)
+    a.retain_grad()
+    b.retain_grad()
+    (a + b).sum().backward()
+    assert b.grad.tolist() == [3.0] * 3 and x.grad.tolist() == [[1.0] * 3, [3.0] * 3]
+
+
+# ---------------------------------------------------------------- Python numbers: saved as PyTorch wraps them
+
+@pytest.mark.parametrize("fn", [lambda x: x * 2, lambda x: 2 * x, lambda x: x / 2, lambda x: 2 / x,
+                                lambda x: x.mul(2.5), lambda x: x.div(3), lambda x: x ** 2, lambda x: 2 ** x],
+                         ids=["mul", "rmul", "div", "rdiv", "mul_method", "div_method", "pow", "rpow"])
+def test_second_backward_through_an_op_with_a_python_number_raises(fn):
+    """PyTorch wraps the number in a tensor; mul and div save it, so the second backward raises
+    (recorded on torch 2.13 for each op here)."""
+    x = ft.randn(3, requires_grad=True)
+    y = fn(x)
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match=_FREED):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("fn", [lambda x: x + 2, lambda x: 2 + x, lambda x: x - 2, lambda x: 2 - x, lambda x: -x,
+                                lambda x: x + x],
+                         ids=["add", "radd", "sub", "rsub", "neg", "add_self"])
+def test_second_backward_through_add_or_sub_of_a_python_number_is_allowed(fn):
+    """Add and sub save nothing in PyTorch 2.13 (recorded): a second backward runs."""
+    x = ft.randn(3, requires_grad=True)
+    y = fn(x)
+    y.sum().backward()
+    y.sum().backward()
+    assert x.grad.abs().sum().item() > 0
+
+
+# ---------------------------------------------------------------- cat's legacy empty 1-D inputs
+
+def test_cat_gives_empty_1d_inputs_an_empty_gradient():
+    """torch.cat skips empty 1-D tensors in its shape checks (a legacy rule) yet they get a gradient
+    of shape (0,) (recorded on torch 2.13)."""
+    a = ft.randn(0, requires_grad=True)
+    b = ft.randn(2, 3, requires_grad=True)
+    c = ft.cat([a, b, a], 1)
+    assert tuple(c.shape) == (2, 3) and c.grad_fn.name() == "CatBackward0"
+    c.sum().backward()
+    assert tuple(a.grad.shape) == (0,) and a.grad.dtype == a.dtype
+    assert b.grad.tolist() == [[1.0] * 3] * 2
+    e = ft.randn(0, requires_grad=True)
+    d = ft.cat([e, ft.randn(2, requires_grad=True)])
+    d.sum().backward()
+    assert tuple(e.grad.shape) == (0,)
+    assert tuple(ft.cat([e, e]).shape) == (0,)
 
 
 # ---------------------------------------------------------------- relu's gradient at NaN: PyTorch's
@@ -492,3 +569,245 @@ def test_relu_gradient_at_nan_passes_as_pytorch():
     (g,) = ft.autograd.grad(ft.relu(x).sum(), x, create_graph=True)  # differentiable again: zero second derivative
     (h,) = ft.autograd.grad(g.sum(), x)
     assert h.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+# ---------------------------------------------------------------- gradcheck's check_undefined_grad
+
+def _function(backward_on_none):
+    class Fn(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return backward_on_none(g) if g is None else g * 2
+
+    return Fn
+
+
+def test_gradcheck_runs_backward_with_every_output_gradient_undefined():
+    seen = []
+    fn = _function(lambda g: seen.append(g))
+    x = ft.randn(3, dtype=ft.float64, requires_grad=True)
+    assert ft.autograd.gradcheck(fn.apply, (x,))
+    assert seen == [None]  # once, from the all-undefined check (PyTorch 2.13 too)
+    assert ft.autograd.gradcheck(fn.apply, (x,), check_undefined_grad=False) and seen == [None]
+
+
+def test_gradcheck_undefined_grad_errors_as_pytorch():
+    x = ft.randn(3, dtype=ft.float64, requires_grad=True)
+
+    def refuse(g):
+        raise RuntimeError("cannot handle None")
+
+    with pytest.warns(UserWarning, match="check_undefined_grad=False"):
+        with pytest.raises(RuntimeError, match="Expected backward function to handle undefined output grads") as err:
+            ft.autograd.gradcheck(_function(refuse).apply, (x,))
+    assert "cannot handle None" in str(err.value.__cause__)
+    with pytest.warns(UserWarning, match="Backwards compatibility"):
+        with pytest.raises(RuntimeError, match="Expected all input grads to be undefined or zero"):
+            ft.autograd.gradcheck(_function(lambda g: ft.ones(3, dtype=ft.float64)).apply, (x,))
+    with pytest.warns(UserWarning, match="Backwards compatibility"):
+        assert not ft.autograd.gradcheck(_function(lambda g: ft.ones(3, dtype=ft.float64)).apply, (x,),
+                                         raise_exception=False)
+    with pytest.raises(TypeError):  # not a RuntimeError: PyTorch lets it through
+        ft.autograd.gradcheck(_function(lambda g: g * 2).apply, (x,))
+
+
+def test_gradcheck_undefines_one_output_at_a_time():
+    class Two(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            seen.append((ga is None, gb is None))
+            return sum(g * c for g, c in ((ga, 2), (gb, 3)) if g is not None) if (ga, gb) != (None, None) else None
+
+    seen = []
+    x = ft.randn(3, dtype=ft.float64, requires_grad=True)
+    assert ft.autograd.gradcheck(Two.apply, (x,))
+    assert seen[-3:] == [(True, True), (True, False), (False, True)]
+
+
+def test_a_custom_function_runs_when_only_undefined_gradients_reach_it():
+    class Record(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(g)
+            return None if g is None else g * 2
+
+    class NoGradient(ft.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    seen = []
+    x = ft.randn(3, requires_grad=True)
+    NoGradient.apply(Record.apply(x)).sum().backward()
+    assert seen == [None] and x.grad is None
+
+
+# ---------------------------------------------------------------- view_as_real / view_as_complex: views
+
+def test_view_as_real_and_complex_share_memory_and_version():
+    z = ft.tensor([1 + 2j, 3 - 1j])
+    r = ft.view_as_real(z)
+    assert r._base is z and r.grad_fn is None and r.dtype == ft.float32 and tuple(r.shape) == (2, 2)
+    r.mul_(2)
+    assert z.tolist() == [2 + 4j, 6 - 2j] and z._version == r._version == 1
+    r[0, 1] = 7.0
+    assert z.tolist() == [2 + 7j, 6 - 2j]
+    c = ft.view_as_complex(r)
+    assert c._base is z
+    c[1] = 0
+    assert r.tolist() == [[2.0, 7.0], [0.0, 0.0]] and z.tolist() == [2 + 7j, 0j]
+    x = ft.zeros(3, 2, dtype=ft.float64)
+    w = ft.view_as_complex(x)
+    assert w._base is x and w.dtype == ft.complex128
+    w.add_(1 - 2j)
+    assert x.tolist() == [[1.0, -2.0]] * 3
+
+
+def test_in_place_through_view_as_complex_rebases_the_base():
+    x = ft.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    y = x * 1
+    c = ft.view_as_complex(y)
+    assert c.grad_fn.name() == "ViewAsComplexBackward0"
+    c.mul_(2j)  # (a + ib) 2i = -2b + 2ai
+    assert y.grad_fn.name() == "torch::autograd::CopySlices" and c.grad_fn.name() == "ViewAsComplexBackward0"
+    assert y.tolist() == [[-4.0, 2.0], [-8.0, 6.0], [-12.0, 10.0]]
+    y.sum().backward()
+    assert x.grad.tolist() == [[2.0, -2.0]] * 3  # recorded on torch 2.13
+
+
+def test_in_place_through_view_as_real_of_a_complex_value():
+    z = ft.tensor([0.75 + 0.5j, 0.5 - 0.25j], dtype=ft.complex128, requires_grad=True)
+    w = z * 1
+    r = ft.view_as_real(w)
+    assert r.grad_fn.name() == "ViewAsRealBackward0"
+    r[0, 1] = 0.0
+    (w.abs() ** 2).sum().backward()
+    assert z.grad.tolist() == [1.5 + 0j, 1.0 - 0.5j]  # torch: 2 w, with w[0]'s imaginary part cut
+    z.grad = None
+    (ft.view_as_real(z * 1) * ft.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=ft.float64)).sum().backward()
+    assert z.grad.tolist() == [1 + 2j, 3 + 4j]
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: ft.randn(3, 4)[:, ::2], "Tensor must have a last dimension with stride 1"),
+    (lambda: ft.randn(6)[1:5].view(2, 2), "Tensor must have a storage_offset divisible by 2"),
+    (lambda: ft.randn(2, 3), "Tensor must have a last dimension of size 2"),
+    (lambda: ft.ones(3, 2, dtype=ft.int64), "view_as_complex is only supported for half, float and double tensors"),
+])
+def test_view_as_complex_refuses_layouts_as_pytorch(make, words):
+    with pytest.raises(RuntimeError, match=words):
+        ft.view_as_complex(make())
+
+
+def test_view_as_complex_of_a_view_with_an_even_offset():
+    x = ft.arange(24.0).reshape(4, 3, 2)[:, 1:]
+    c = ft.view_as_complex(x)
+    assert tuple(c.shape) == (4, 2) and c[0, 0].item() == 2 + 3j
+    with pytest.raises(RuntimeError, match="view_as_real is only supported for complex tensors"):
+        ft.view_as_real(ft.ones(3))
+
+
+# ---------------------------------------------------------------- subgradients of norm and median (torch 2.13)
+
+@pytest.mark.parametrize("p", [2, 3, "fro"])
+def test_norm_gradient_at_zero_is_zero(p):
+    x = ft.zeros(3, requires_grad=True)
+    n = x.norm(p)
+    n.backward()
+    assert n.item() == 0.0 and x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_normalize_of_a_zero_row_has_a_finite_gradient():
+    x = ft.zeros(2, 3, requires_grad=True)
+    ft.nn.functional.normalize(x, dim=1).sum().backward()
+    assert x.grad.flatten().tolist() == pytest.approx([1e12] * 6, rel=1e-6)  # 1 / eps, as PyTorch
+
+
+def test_full_median_shares_the_gradient_between_ties():
+    x = ft.tensor([1.0, 2.0, 2.0, 3.0], requires_grad=True)
+    m = x.median()
+    assert m.grad_fn.name() == "MedianBackward0" and m.item() == 2.0
+    m.backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.5, 0.0]
+    x = ft.tensor([1.0, 2.0, float("nan"), 2.0, 3.0], requires_grad=True)
+    m = x.nanmedian()
+    assert m.grad_fn.name() == "NanmedianBackward0"
+    m.backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.0, 0.5, 0.0]
+    x = ft.tensor([1.0, float("nan"), 2.0, float("nan")], requires_grad=True)
+    x.median().backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.0, 0.5]  # a NaN median: the NaNs share it
+    assert ft.tensor([1, 3, 2]).median().item() == 2 and ft.tensor([1, 3, 2]).median().dtype == ft.int64
+
+
+# ---------------------------------------------------------------- next_functions of a Python number operand
+
+@pytest.mark.parametrize("fn, edges", [
+    (lambda x: x * 2, ["leaf", None]), (lambda x: 2 * x, ["leaf", None]), (lambda x: x + 2, ["leaf", None]),
+    (lambda x: 2 + x, ["leaf", None]), (lambda x: x - 2, ["leaf", None]), (lambda x: 2 - x, ["leaf"]),
+    (lambda x: x / 2, ["leaf", None]), (lambda x: x ** 2, ["leaf"]), (lambda x: x * True, ["leaf", None]),
+    (lambda x: ft.where(x > 0, x, 0.0), ["leaf", None]), (lambda x: ft.where(x > 0, 0.0, x), [None, "leaf"]),
+    (lambda x: x * x, ["leaf", "leaf"]), (lambda x: x.add(2, alpha=3), ["leaf", None]),
+], ids=["mul", "rmul", "add", "radd", "sub", "rsub", "div", "pow", "mul_bool", "where", "where_first", "square",
+        "add_alpha"])
+def test_next_functions_list_a_wrapped_number_as_pytorch(fn, edges):
+    """PyTorch wraps a Python number operand of mul/add/sub/div/where in a tensor, listed as
+    (None, 0) in next_functions (recorded on torch 2.13)."""
+    x = ft.ones(2, requires_grad=True)
+    got = [None if node is None else "leaf" for node, _ in fn(x).grad_fn.next_functions]
+    assert got == edges
+
+
+def test_var_and_std_without_degrees_of_freedom_warn_as_pytorch():
+    for call, name in ((lambda: ft.tensor([1.0]).std(), "std"), (lambda: ft.ones(2, 1).var(1), "var"),
+                       (lambda: ft.ones(3).var(correction=3), "var")):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = call()
+        assert out.isnan().all()
+        assert [str(w.message).split(" (Triggered")[0] for w in seen] == [
+            f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction factor "
+            f"(input numel divided by output numel)."]
+
+
+def test_clamp_between_numbers_is_one_node():
+    x = ft.tensor([-1.0, 0.5, 3.0], requires_grad=True)
+    y = x.clamp(0, 2)
+    assert y.grad_fn.name() == "ClampBackward1"
+    assert [n.name() for n, _ in y.grad_fn.next_functions] == ["torch::autograd::AccumulateGrad"]
+    assert ft.tensor([1.0, 5.0, 9.0]).clamp(6, 2).tolist() == [2.0, 2.0, 2.0]  # min > max: max, as PyTorch
+    assert ft.tensor([1, 5, 9]).clamp(2.5, 6).tolist() == [2.5, 5.0, 6.0]
+
+
+def test_backward_inputs_with_a_retained_non_leaf_accumulates_once():
+    a = ft.ones(2, requires_grad=True)
+    b = a * 2
+    b.retain_grad()
+    (b * 3).sum().backward(inputs=[b])
+    assert b.grad.tolist() == [3.0, 3.0] and a.grad is None  # torch 2.13: once, not twice
+    c = a * 2
+    (c * 3).sum().backward(inputs=[c])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a non-leaf's .grad that is set: no warning (torch 2.13)
+        assert c.grad.tolist() == [3.0, 3.0]
+    with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
+        assert (a * 2).grad is None

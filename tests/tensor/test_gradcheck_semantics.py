@@ -75,10 +75,16 @@ def _scaled(grads):
     return [g * k for g, k in zip(grads, (2, 3, 4)) if g is not None]
 
 
+def _or_none(grads, total):
+    """``total`` of the defined gradients, None when every one is undefined."""
+    return None if all(g is None for g in grads) else total
+
+
 def test_undefined_grad_backward_that_fails_on_some_none():
-    # in funcgrad's engine a node that no gradient reaches does not run, and the analytical Jacobian
-    # seeds one output at a time: a backward assuming "all or exactly one defined" passes those, and
-    # only the undefined-gradient check (one output undefined, the others zero) reaches its bug
+    # a backward assuming "all or exactly one defined" passes the Jacobian checks (one output seeded
+    # at a time); the undefined-gradient check runs it with every gradient undefined first, where it
+    # fails with a ValueError, which propagates (only a RuntimeError becomes a GradcheckError, as in
+    # PyTorch 2.13: this file passes on torch too)
     def backward(grads):
         if all(g is not None for g in grads):
             return sum(_scaled(grads))
@@ -86,25 +92,44 @@ def test_undefined_grad_backward_that_fails_on_some_none():
         return only
 
     fn, x = _three_outputs(backward), _double(3)
-    with pytest.raises(GradcheckError, match="Expected backward function to handle undefined output grads"):
+    with pytest.raises(ValueError, match="not enough values to unpack"):
         ft.autograd.gradcheck(fn, (x,))
-    assert ft.autograd.gradcheck(fn, (x,), raise_exception=False) is False
     assert ft.autograd.gradcheck(fn, (x,), check_undefined_grad=False)
+
+    def refuse_some_none(grads):  # the same bug, raised as a RuntimeError
+        if 0 < sum(g is None for g in grads) < 2 or all(g is None for g in grads):
+            raise RuntimeError("cannot handle an undefined gradient")
+        return sum(_scaled(grads))
+
+    fn = _three_outputs(refuse_some_none)
+    with pytest.warns(UserWarning, match="check_undefined_grad=False"):
+        with pytest.raises(GradcheckError, match="Expected backward function to handle undefined output grads"):
+            ft.autograd.gradcheck(fn, (x,))
+    with pytest.warns(UserWarning, match="Backwards compatibility"):
+        assert ft.autograd.gradcheck(fn, (x,), raise_exception=False) is False
 
 
 def test_undefined_grad_backward_handling_none_passes():
-    assert ft.autograd.gradcheck(_three_outputs(lambda grads: sum(_scaled(grads))), (_double(3),))
+    assert ft.autograd.gradcheck(_three_outputs(lambda grads: _or_none(grads, sum(_scaled(grads)))), (_double(3),))
+
+
+def test_undefined_grad_backward_returning_a_number_is_refused():
+    # every gradient undefined: sum([]) is the int 0, which PyTorch refuses with a RuntimeError
+    with pytest.warns(UserWarning, match="Backwards compatibility"):
+        with pytest.raises(GradcheckError, match="Expected backward function to handle undefined output grads"):
+            ft.autograd.gradcheck(_three_outputs(lambda grads: sum(_scaled(grads))), (_double(3),))
 
 
 def test_undefined_grad_must_give_zero_input_grads():
     def backward(grads):  # invents a gradient when exactly one output's is undefined
         if sum(g is None for g in grads) == 1:
             return sum(_scaled(grads)) + 1
-        return sum(_scaled(grads))
+        return _or_none(grads, sum(_scaled(grads)))
 
-    with pytest.raises(GradcheckError, match="Expected all input grads to be undefined or zero when all output grads "
-                                             "are undefined or zero"):
-        ft.autograd.gradcheck(_three_outputs(backward), (_double(3),))
+    with pytest.warns(UserWarning, match="Backwards compatibility"):
+        with pytest.raises(GradcheckError, match="Expected all input grads to be undefined or zero when all output "
+                                                 "grads are undefined or zero"):
+            ft.autograd.gradcheck(_three_outputs(backward), (_double(3),))
 
 
 def test_undefined_grad_materialized_by_default():

@@ -31,7 +31,8 @@ def test_view_prims_are_funcgrad_numpy_primitives_that_view():
 
     assert all(isinstance(p, Primitive) for p in _views.VIEW_PRIMITIVES)
     assert {p.name for p in _views.VIEW_PRIMITIVES} == {"reshape", "transpose", "swapaxes", "moveaxis", "expand_dims",
-                                                      "squeeze", "diagonal", "real", "imag", "getitem"}
+                                                      "squeeze", "diagonal", "real", "imag", "getitem",
+                                                      "view_as_real", "view_as_complex"}
     assert get_primitive(fnp.reshape) in _views.VIEW_PRIMITIVES and get_primitive(fnp.indexing._getitem) in _views.VIEW_PRIMITIVES
     x = ft.ones((2, 3))
     for view in (x.reshape(3, 2), x.t(), x[0], x.unsqueeze(0), x.diagonal(), x.transpose(0, 1)):

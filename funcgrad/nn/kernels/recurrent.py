@@ -34,7 +34,7 @@ from ..functional import sigmoid
 from .composed import composed_rules, zeros_for
 
 __all__ = ["fused_gates", "lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward",
-           "lstm_sequence", "lstm_sequence_backward"]
+           "lstm_sequence", "lstm_sequence_backward", "masked_lstm_sequence", "masked_lstm_sequence_backward"]
 
 
 def _sigmoid_raw(xp: Any, a: Any) -> Any:
@@ -303,7 +303,8 @@ def lstm_sequence_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih
     return fnp.stack(hs), c
 
 
-def _lstm_sequence_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> tuple[Any, Any]:
+def _lstm_sequence_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, mask: Any = None
+                       ) -> tuple[Any, Any]:
     xp = namespace_of(xs)
     proj = xp.matmul(xs, w_ih.T)  # every step's input projection in one GEMM
     proj += b_ih
@@ -314,9 +315,21 @@ def _lstm_sequence_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: An
     for t in range(xs.shape[0]):
         gates = xp.matmul(h, w_hh_t)
         gates += proj[t]
-        h, c = _lstm_raw(gates, c)
+        if mask is None:
+            h, c = _lstm_raw(gates, c)
+        else:  # the state moves to the step's result where mask[t] is 1, stays where it is 0
+            h_new, c_new = _lstm_raw(gates, c)
+            h, c = _blend(mask[t], h_new, h), _blend(mask[t], c_new, c)
         hs[t] = h
     return hs, c
+
+
+def _blend(m: Any, new: Any, old: Any) -> Any:
+    """``old + m (new - old)``: ``new`` where the mask is 1, ``old`` where it is 0."""
+    out = new - old
+    out *= m
+    out += old
+    return out
 
 
 def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, ghs: Any,
@@ -402,3 +415,97 @@ lstm_sequence: Callable[..., Any] = defprimitive(
     doc="``(hs, c_T)`` of an LSTM layer over a time-major sequence ``xs (T, ..., I)`` from ``(h0, c0)``: one "
         "primitive for the whole sequence (PyTorch's fused LSTM), its backward one more "
         "(:func:`lstm_sequence_backward`).")
+
+
+# --------------------------------------------------------------------------- a masked LSTM sequence (packed input)
+
+
+def masked_lstm_sequence_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, mask: Any
+                                  ) -> tuple[Any, Any]:
+    """:func:`masked_lstm_sequence` as a loop of the per-step kernels (the reference)."""
+    proj = fnp.matmul(xs, fnp.swapaxes(w_ih, -1, -2)) + b_ih
+    h, c = h0, c0
+    hs = []
+    for t in range(fnp.shape(xs)[0]):
+        h_new, c_new = lstm_pointwise(fused_gates(proj[t], h, None, w_hh, None, b_hh), c)
+        h, c = h + mask[t] * (h_new - h), c + mask[t] * (c_new - c)
+        hs.append(h)
+    return fnp.stack(hs), c
+
+
+def _masked_lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+                                       mask: Any, ghs: Any, gc: Any, mask_cotangent: bool = True) -> tuple[Any, ...]:
+    xp = namespace_of(xs)
+    T = xs.shape[0]
+    proj = xp.matmul(xs, w_ih.T)
+    proj += b_ih
+    proj += b_hh
+    w_hh_t = w_hh.T
+    shape = tuple(xp.broadcast_shapes(h0.shape, c0.shape))
+    gates = xp.empty((T,) + shape[:-1] + (proj.shape[-1],), dtype=proj.dtype)
+    h_prev, c_prev, h_step, c_step = (xp.empty((T,) + shape, dtype=proj.dtype) for _ in range(4))
+    h, c = xp.broadcast_to(h0, shape), xp.broadcast_to(c0, shape)
+    for t in range(T):  # the forward again, keeping each step's start state and unblended result
+        h_prev[t], c_prev[t] = h, c
+        xp.matmul(h, w_hh_t, out=gates[t])
+        gates[t] += proj[t]
+        h_step[t], c_step[t] = _lstm_raw(gates[t], c)
+        h, c = _blend(mask[t], h_step[t], h), _blend(mask[t], c_step[t], c)
+    dgates = xp.empty_like(gates)
+    dmask = xp.empty((T,) + shape, dtype=proj.dtype) if mask_cotangent else None
+    keep = 1.0 - mask
+    dh = xp.zeros(shape, dtype=proj.dtype)
+    dc = xp.broadcast_to(gc, shape)
+    for t in range(T - 1, -1, -1):
+        m = mask[t]
+        dh_t = ghs[t] + dh  # the cotangents of the state after step t
+        if dmask is not None:
+            dmask[t] = dh_t * (h_step[t] - h_prev[t]) + dc * (c_step[t] - c_prev[t])
+        dgates[t], dc_cell = _lstm_backward_raw(gates[t], c_prev[t], m * dh_t, m * dc)
+        dh = xp.matmul(dgates[t], w_hh)
+        dh += keep[t] * dh_t
+        dc_cell += keep[t] * dc
+        dc = dc_cell
+    n = dgates.shape[-1]
+    flat = dgates.reshape(-1, n)
+    dxs = xp.matmul(dgates, w_ih)
+    dw_ih = xp.matmul(flat.T, xs.reshape(-1, xs.shape[-1]))
+    dw_hh = xp.matmul(flat.T, h_prev.reshape(-1, shape[-1]))
+    db = flat.sum(axis=0)
+    dm = _sum_like(dmask, mask) if dmask is not None else xp.zeros_like(mask)
+    return dxs, _sum_like(dh, h0), _sum_like(dc, c0), dw_ih, dw_hh, db, db.copy(), dm
+
+
+def masked_lstm_sequence_backward_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+                                           mask: Any, ghs: Any, gc: Any, mask_cotangent: bool = True
+                                           ) -> tuple[Any, ...]:
+    """The cotangents of :func:`masked_lstm_sequence`'s eight arguments, through the transforms (the reference);
+    without ``mask_cotangent`` the mask's is zeros (a constant mask: the kernel skips that work)."""
+    from ...transforms.autodiff import vjp
+
+    _, pull = vjp(masked_lstm_sequence_composed, xs, h0, c0, w_ih, w_hh, b_ih, b_hh, mask)
+    cts = tuple(pull((ghs, gc)))
+    return cts if mask_cotangent else cts[:7] + (fnp.zeros_like(mask),)
+
+
+_masked_bwd_vjp, _masked_bwd_jvp = composed_rules(masked_lstm_sequence_backward_composed)
+masked_lstm_sequence_backward: Callable[..., Any] = defprimitive(
+    _masked_lstm_sequence_backward_raw, name="masked_lstm_sequence_backward", vjp_all=_masked_bwd_vjp,
+    jvp_all=_masked_bwd_jvp, multiple_results=True, batch=_vmapped(masked_lstm_sequence_backward_composed, 8),
+    doc="Cotangents of :func:`masked_lstm_sequence`'s arguments (the mask's too) for cotangents ``(ghs, gc)``.")
+
+
+def _masked_seq_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any) -> list[Any]:
+    ghs, gc = zeros_for(g, ans)
+    cts = masked_lstm_sequence_backward(*args, ghs, gc, mask_cotangent=7 in argnums)
+    return [cts[k] for k in argnums]
+
+
+masked_lstm_sequence: Callable[..., Any] = defprimitive(
+    _lstm_sequence_raw, name="masked_lstm_sequence", vjp_all=_masked_seq_vjp_all,
+    jvp_all=composed_rules(masked_lstm_sequence_composed)[1], multiple_results=True,
+    batch=_vmapped(masked_lstm_sequence_composed, 2),
+    doc="``(hs, c_T)`` of :func:`lstm_sequence` with a ``mask`` ``(T, ..., 1)`` (broadcast against the state): "
+        "at step t the state becomes ``old + mask[t] (new - old)``, so where the mask is 0 (past a sequence's "
+        "length) it stays frozen: a packed batch of sequences of different lengths in one primitive. "
+        "Differentiable in every argument, the mask included, to any order.")

@@ -4,8 +4,9 @@
 
 One time step is ``funcgrad.nn.lstm_cell`` / ``gru_cell`` on the tensors; the
 sequence modules loop over time in Python, except the LSTM, whose whole sequence is one
-kernel (``lstm_sequence``, as in ``funcgrad.nn.lstm``; ``h_n`` and ``c_n`` one recorded op each). A :class:`~funcgrad.tensor.nn.utils.rnn.PackedSequence` input runs on its
-padded form step by step, each state frozen past its sequence's length, and comes back packed.
+kernel (``lstm_sequence``, as in ``funcgrad.nn.lstm``; ``h_n`` and ``c_n`` one recorded op each). A
+:class:`~funcgrad.tensor.nn.utils.rnn.PackedSequence` input runs on its padded form, each state frozen past its
+sequence's length (an LSTM in the one masked-sequence kernel, the others step by step), and comes back packed.
 
 Example::
 
@@ -26,6 +27,7 @@ from funcgrad.nn.kernels.recurrent import lstm_sequence
 
 from ..boxes import as_tensor_box
 from ..creation import tensor, zeros
+from ..conditional import where
 from ..ops import cat, stack
 from ..tensor import Tensor
 from .module import Module
@@ -138,16 +140,25 @@ class RNNBase(Module):
                               mask: Tensor) -> tuple[Tensor, tuple[Any, ...]]:
         """:meth:`_run_direction` over a padded batch: ``mask`` ``(L, N, 1)`` is 1 on each sequence's valid steps and
         0 past its length, where the state is carried unchanged, so the final state is the one of each sequence's
-        last valid step (its first, running in reverse)."""
+        last valid step (its first, running in reverse). An LSTM runs as one masked-sequence kernel."""
+        if self.mode == "LSTM":
+            xs, m = (x.flip(0), mask.flip(0)) if reverse else (x, mask)
+            xs_box, *rest = _boxes(xs, *state, *w, m[..., 0])
+            hs, (h, c) = _fnn.lstm(xs_box, *rest[:-1], mask=rest[-1])
+            out = as_tensor_box(hs)
+            return (out.flip(0) if reverse else out), (as_tensor_box(h).unsqueeze(0), as_tensor_box(c).unsqueeze(0))
+        if self.mode == "GRU":  # every step's input projection in one matrix product, as unmasked
+            steps, w = F.linear(x, w[0], w[2]).unbind(0), (None, w[1], None, w[3])
+        else:
+            steps = x.unbind(0)
+        valid = (mask > 0).unbind(0)
         outs: list[Any] = [None] * int(x.shape[0])
         for t in (reversed(range(len(outs))) if reverse else range(len(outs))):
-            if self.mode == "LSTM":
-                new: tuple[Any, ...] = _lstm_step(x[t], *state, *w)
-            elif self.mode == "GRU":
-                new = (_gru_step(x[t], *state, *w),)
+            if self.mode == "GRU":
+                new = _gru_step(steps[t], *state, *w)
             else:
-                new = (_rnn_step(x[t], *state, *w, relu=self.mode == "RNN_RELU"),)
-            state = tuple(mask[t] * n + (1 - mask[t]) * old for n, old in zip(new, state))
+                new = _rnn_step(steps[t], *state, *w, relu=self.mode == "RNN_RELU")
+            state = (where(valid[t], new, state[0]),)  # frozen past the length
             outs[t] = state[0]
         return stack(outs, 0), tuple(st.unsqueeze(0) for st in state)
 

@@ -190,16 +190,16 @@ def _pack_sorted(input: Tensor, lengths: np.ndarray) -> tuple[Tensor, Tensor]:
     if lengths[0] > steps:
         raise RuntimeError(f"pack_padded_sequence: a length of {int(lengths[0])} exceeds the {steps} time steps "
                            f"of the input")
-    trailing = tuple(input.shape[2:])
-    pieces, batch_sizes, start = [], [], 0
-    # one slice per run of equal batch size: steps [start, stop) all hold the first `running` sequences
-    for running in range(batch, 0, -1):
-        stop = int(lengths[running - 1])
-        if stop > start:
-            pieces.append(input[start:stop, :running].reshape(-1, *trailing))
-            batch_sizes += [running] * (stop - start)
-            start = stop
-    return cat(pieces), _cpu_long(np.asarray(batch_sizes))
+    batch_sizes = (lengths[None, :] > np.arange(int(lengths[0]))[:, None]).sum(axis=1)
+    # step t holds the first batch_sizes[t] sequences: rows t * batch + b of the flattened input, in one gather
+    rows = np.nonzero(np.arange(batch)[None, :] < batch_sizes[:, None])
+    flat = input.reshape(steps * batch, *input.shape[2:])
+    return flat[_index_on(rows[0] * batch + rows[1], input)], _cpu_long(batch_sizes.astype(np.int64))
+
+
+def _index_on(index: np.ndarray, like: Tensor) -> Tensor:
+    """A host index array as an int64 tensor on ``like``'s device (a gather then stays there)."""
+    return tensor(index.astype(np.int64), dtype=int64, device=like.device)
 
 
 def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
@@ -239,16 +239,14 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     data = sequence.data
     batch = int(batch_sizes[0]) if steps else 0
     trailing = tuple(data.shape[1:])
-    rows, offset = [], 0
-    for running in batch_sizes.tolist():
-        row = data[offset:offset + running]
-        if running < batch:
-            row = cat([row, full((batch - running, *trailing), padding_value, dtype=data.dtype, device=data.device)])
-        rows.append(row)
-        offset += running
-    if total_length > steps:
-        rows += [full((batch, *trailing), padding_value, dtype=data.dtype, device=data.device)] * (total_length - steps)
-    padded = stack(rows)
+    # every padded position (t, b) reads one row of the data and the padding one more row: one gather
+    pad_row = int(data.shape[0])
+    index = np.full((total_length, batch), pad_row, dtype=np.int64)
+    starts = np.cumsum(batch_sizes) - batch_sizes
+    valid = np.arange(batch)[None, :] < batch_sizes[:, None]
+    index[:steps][valid] = (starts[:, None] + np.arange(batch)[None, :])[valid]
+    rows = cat([data, full((1, *trailing), padding_value, dtype=data.dtype, device=data.device)])
+    padded = rows[_index_on(index, data)]
     host_lengths = (batch_sizes[None, :] > np.arange(batch)[:, None]).sum(axis=1).astype(np.int64)
     if sequence.unsorted_indices is not None:
         padded = padded.index_select(1, sequence.unsorted_indices)
