@@ -566,7 +566,7 @@ def _root_flat_at_zero(total: Any, root: Callable[[Any], Any], name: str) -> Any
     return named(name, fnp.where, _elementwise._where)(zero, 0.0, root(fnp.where(zero, 1.0, total)))
 
 
-def _clamp_between_numbers(x: Tensor, low: Any, high: Any, name: str) -> "Tensor":
+def _clamp_between_numbers(x: TensorT, low: Any, high: Any, name: str) -> TensorT:
     """``x.clamp(low, high)`` for number bounds as one recorded op (one node, as PyTorch's): ``x`` where
     ``low < x < high`` (the gradient passes), the bound elsewhere (``high`` everywhere when
     ``low > high``, as PyTorch), NaN kept."""
@@ -575,4 +575,4 @@ def _clamp_between_numbers(x: Tensor, low: Any, high: Any, name: str) -> "Tensor
     v = _raw(a)
     at_bound = (v <= lo) | (v >= hi)
     fill = fnp.astype(fnp.where((v >= hi) if lo <= hi else True, hi, lo), fnp.result_type(v))
-    return cast("Tensor", named(name, fnp.where, _elementwise._where)(_cond(at_bound), _cond(fill), a))
+    return named(name, fnp.where, _elementwise._where)(_cond(at_bound), _cond(fill), a)
