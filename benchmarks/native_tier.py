@@ -18,6 +18,7 @@ JAX runs the same programs with ``lax.fori_loop``.
 
     python benchmarks/native_tier.py --rk4      # only the RK4 jit(f) row (quick: before/after runs)
     python benchmarks/native_tier.py --hessian  # best-of-200 times of the Hessian rows
+    python benchmarks/native_tier.py --only HVP --only 1e6   # only the rows whose names contain these
 """
 
 from __future__ import annotations
@@ -142,9 +143,17 @@ def rows(only_loops: bool = False, only_rk4: bool = False) -> list[tuple[str, st
     return measure(cases + loop_cases(jax, jnp), jnp)
 
 
+def only_names() -> list[str]:
+    """The ``--only NAME`` arguments: measure only rows whose names contain one of them."""
+    return [sys.argv[j + 1] for j, a in enumerate(sys.argv[:-1]) if a == "--only"]
+
+
 def measure(cases: list[Any], jnp: Any) -> list[tuple[str, str, float, float, float, float, float]]:
     out = []
+    wanted = only_names()
     for name, unit, f_fg, jg, args, per in cases:
+        if wanted and not any(w in name for w in wanted):
+            continue
         scale = {"us/op": 1e6 / per, "us": 1e6, "ms": 1e3}[unit]
         jargs = tuple(jnp.asarray(x) for x in args)
         jax_first = first_call(lambda: (lambda: jax_block(jg(*jargs))))
@@ -309,7 +318,7 @@ if __name__ == "__main__":
     for name, unit, nat, rep, jx, first, until in table:
         print(f"| {name} | {unit} | {nat:.3g} | {rep:.3g} | {jx:.3g} | {nat / jx:.2f}x | {first * 1e3:.1f} ms | "
               f"{until:.2f} s |")
-    if loops_only:
+    if loops_only or only_names():
         sys.exit(0)
     mem = peak_memory()
     print(f"\npeak memory, jit(grad) of the 50-layer chain on 1e6 float64 (rise of VmHWM during one warm call): "

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import native_math
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
-from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
+from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
                          reads_of, split_maps, view_map)
 
@@ -103,6 +104,7 @@ class _Source:
         self.wanted = {a for e in eqns for a in reads_of(e) if isinstance(a, Var)} | {o for o in outs if isinstance(o, Var)}
         self.lines: list[str] = []
         self.temps = 0
+        self.paired = self._shared_matrix_pairs()
 
     # -- structure -------------------------------------------------------------------------------
 
@@ -156,6 +158,39 @@ class _Source:
         if not self._made_here(r) or self.step_of.get(r) != nest:
             return False
         return a is not r or self.kind[r] == "reduce"
+
+    def _blas_matvec(self, e: Eqn) -> Contraction | None:
+        """``e`` as a matrix-vector product that goes to BLAS (:func:`_contract`), or None."""
+        c = contraction(e)
+        if c is None or c.a_order is None or c.b_order is None or c.b_order != sorted(c.b_order):
+            return None
+        o = e.outs[0]
+        work = 1
+        for n in tuple(o.shape) + c.sizes:
+            work *= n
+        b_shape = tuple(c.b.shape) if isinstance(c.b, Var) else tuple(c.b.value.shape)
+        if work < BLAS_MIN_WORK or not o.shape or b_shape != c.sizes or c.b in self.maps:
+            return None
+        return c
+
+    def _shared_matrix_pairs(self) -> dict[int, tuple[int, Contraction, Contraction]]:
+        """Matrix-vector products of one matrix (``A x`` and ``A v``, as in a Hessian-vector
+        product) whose vectors are both ready at the first: its step -> (the second's step, both
+        contractions); both are made there by one matrix-matrix product (one pass over ``A``)."""
+        products = [(k, c) for k, (what, _, eqns) in enumerate(self.steps) if what == "block"
+                    for c in [self._blas_matvec(eqns[0])] if c is not None]
+        pairs: dict[int, tuple[int, Contraction, Contraction]] = {}
+        taken: set[int] = set()
+        for j, (k1, c1) in enumerate(products):
+            for k2, c2 in products[j + 1:]:
+                if k1 in taken or k2 in taken:
+                    continue
+                ready = not self._made_here(c2.b) or self.step_of[c2.b] < k1
+                if (c2.a is c1.a and c2.a_order == c1.a_order and c2.sizes == c1.sizes and ready
+                        and dtype_name(c2.b) == dtype_name(c1.b)):
+                    pairs[k1] = (k2, c1, c2)
+                    taken |= {k1, k2}
+        return pairs
 
     def _stored(self) -> set[Var]:
         """Values made in a nest that must exist as whole arrays (read by another step or returned)."""
@@ -299,7 +334,8 @@ class _Source:
             p = e.ins[1].value if isinstance(e.ins[1], Const) else e.ins[1]
             if is_literal(p) and not isinstance(p, bool) and float(p) in POWERS:
                 return f"np.{odt}(" + POWERS[float(p)].format(f"({args[0]})", t=f"np.{odt}") + ")"
-        return f"np.{odt}(" + NATIVE_EXPR[e.prim].format(*args, t=f"np.{odt}") + ")"
+        table = NATIVE_EXPR_FLOAT64 if odt == "float64" and e.prim in NATIVE_EXPR_FLOAT64 else NATIVE_EXPR
+        return f"np.{odt}(" + table[e.prim].format(*args, t=f"np.{odt}") + ")"
 
     def _accumulate(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int, depth: int) -> None:
         o = e.outs[0]
@@ -328,6 +364,10 @@ class _Source:
         o = e.outs[0]
         odt = dtype_name(o)
         if e.prim in LINALG:
+            batch = tuple(e.ins[0].shape if isinstance(e.ins[0], Var) else e.ins[0].value.shape)[:-2]
+            if batch:
+                self._linalg_stack(k, e, batch)
+                return
             args = [f"np.ascontiguousarray({self._whole(a, k)})" for a in e.ins]
             call = LINALG[e.prim].format(*args)
             if len(e.outs) > 1:
@@ -357,6 +397,11 @@ class _Source:
                 self.emit(depth, f"a_{o.name}[{', '.join(at)}] = {self.value_at(piece, ix, k, odt)}")
                 offset += piece.shape[axis]
             return
+        if k in self.paired:
+            self._contract_pair(k, e, self.steps[self.paired[k][0]][2][0], *self.paired[k][1:])
+            return
+        if any(second == k for second, _, _ in self.paired.values()):
+            return  # made with the first of its pair
         c = contraction(e)
         if c is not None:
             self._contract(k, o, c)
@@ -373,6 +418,23 @@ class _Source:
         depth = self.loops(0, ix, region)
         op = "+=" if e.prim is INDEX_ADD else "="
         self.emit(depth, f"a_{o.name}[{', '.join(mapping(ix))}] {op} {self.read(values, region, ix, k, odt)}")
+
+    def _linalg_stack(self, k: int, e: Eqn, batch: tuple[int, ...]) -> None:
+        """A LAPACK call on each matrix of a stack (..., n, n) (:func:`~funcgrad.jit.native_ops.linalg_ok`)."""
+        ix = _counters("i", len(batch))
+        args = []
+        for a in e.ins:
+            whole = self._whole(a, k)
+            nd = len(a.shape if isinstance(a, Var) else a.value.shape)
+            args.append(f"np.ascontiguousarray({whole}[{', '.join(ix)}])" if nd > 1 else
+                        f"np.ascontiguousarray({whole})")  # (a vector b is the same for every matrix)
+        for o in e.outs:
+            self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{dtype_name(o)}")
+        depth = self.loops(0, ix, batch)
+        results = [f"x{k}_{j}" for j in range(len(e.outs))]
+        self.emit(depth, f"{', '.join(results)} = {LINALG[e.prim].format(*args)}")
+        for o, r in zip(e.outs, results):
+            self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {r}")
 
     def _whole(self, a: Any, k: int) -> str:
         """A name for ``a`` as a whole array (a view is copied out first)."""
@@ -537,6 +599,22 @@ class _Source:
         else:
             self.emit(depth, f"{o.name} = np.{odt}(acc_{o.name})")
 
+    def _contract_pair(self, k: int, e1: Eqn, e2: Eqn, c1: Contraction, c2: Contraction) -> None:
+        """``A x`` and ``A v`` (:meth:`_shared_matrix_pairs`) as the two rows of ``[x, v] A^T``."""
+        kk = 1
+        for n in c1.sizes:
+            kk *= n
+        a = self._matrix(c1.a, c1.a_order, kk, False, k)  # type: ignore[arg-type]
+        dt = dtype_name(e1.outs[0])
+        self.temps += 1
+        both = f"m{self.temps}"
+        self.alloc(both, (2, kk), f"np.{dt}")
+        for row, c in enumerate((c1, c2)):
+            self.emit(0, f"{both}[{row}] = np.ascontiguousarray({self._whole(c.b, k)}).reshape(({kk},))")
+        self.emit(0, f"p{both} = np.dot({both}, {a}.T)")
+        for row, e in enumerate((e1, e2)):
+            self.emit(0, f"a_{e.outs[0].name} = p{both}[{row}].reshape({tuple(e.outs[0].shape)!r})")
+
     def _matrix(self, a: Any, order: list[int], summed: int, summed_first: bool, k: int) -> str:
         """Operand ``a`` with its axes in ``order``, as a C-contiguous (M, K) matrix (``summed``
         = K; (K, N) where ``summed_first``): the array itself where it is one in that order, a
@@ -600,4 +678,5 @@ class _Source:
 def segment_source(eqns: list[Eqn], ins: list[Any], outs: list[Var], name: str = "segment") -> str:
     """The Python source of the equations ``eqns`` as a numba-compilable function of the
     values ``ins`` returning ``outs``."""
-    return _Source(eqns, ins, outs).source(name)
+    src = _Source(eqns, ins, outs).source(name)
+    return native_math.SOURCE + "\n\n" + src if native_math.uses(src) else src
