@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import native_math
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
@@ -64,6 +66,15 @@ def _literal(value: Any, dtype: str) -> str:
 
 def _is_bool(a: Any) -> bool:
     return isinstance(a, (Var, Const)) and dtype_name(a) == "bool"
+
+
+def _is_strided_array(a: Any) -> bool:
+    """A host array argument of at least one axis: numba compiles the segment for arrays of any
+    layout, whose every read multiplies strides (twice as slow on a transcendental 1e6 loop), so
+    the segment reads it through ``np.ascontiguousarray`` (no copy when it is C-contiguous)."""
+    if isinstance(a, Var):
+        return is_host_array(a.kind) and len(a.shape) > 0
+    return isinstance(a, Const) and is_host_array(type(a.value)) and np.ndim(a.value) > 0
 
 
 def _counters(prefix: str, n: int) -> list[str]:
@@ -600,20 +611,16 @@ class _Source:
             self.emit(depth, f"{o.name} = np.{odt}(acc_{o.name})")
 
     def _contract_pair(self, k: int, e1: Eqn, e2: Eqn, c1: Contraction, c2: Contraction) -> None:
-        """``A x`` and ``A v`` (:meth:`_shared_matrix_pairs`) as the two rows of ``[x, v] A^T``."""
+        """``A x`` and ``A v`` (:meth:`_shared_matrix_pairs`) in one pass over ``A``
+        (:data:`~funcgrad.jit.native_math.MATVEC_PAIR`)."""
         kk = 1
         for n in c1.sizes:
             kk *= n
         a = self._matrix(c1.a, c1.a_order, kk, False, k)  # type: ignore[arg-type]
-        dt = dtype_name(e1.outs[0])
-        self.temps += 1
-        both = f"m{self.temps}"
-        self.alloc(both, (2, kk), f"np.{dt}")
-        for row, c in enumerate((c1, c2)):
-            self.emit(0, f"{both}[{row}] = np.ascontiguousarray({self._whole(c.b, k)}).reshape(({kk},))")
-        self.emit(0, f"p{both} = np.dot({both}, {a}.T)")
+        x, v = (f"np.ascontiguousarray({self._whole(c.b, k)}).reshape(({kk},))" for c in (c1, c2))
+        self.emit(0, f"p{k}_0, p{k}_1 = {native_math.MATVEC_PAIR}({a}, {x}, {v})")
         for row, e in enumerate((e1, e2)):
-            self.emit(0, f"a_{e.outs[0].name} = p{both}[{row}].reshape({tuple(e.outs[0].shape)!r})")
+            self.emit(0, f"a_{e.outs[0].name} = p{k}_{row}.reshape({tuple(e.outs[0].shape)!r})")
 
     def _matrix(self, a: Any, order: list[int], summed: int, summed_first: bool, k: int) -> str:
         """Operand ``a`` with its axes in ``order``, as a C-contiguous (M, K) matrix (``summed``
@@ -670,8 +677,16 @@ class _Source:
                 else:
                     self.emit(0, f"{o.name} = {self.value_at(o, [], None, dtype_name(o))}")
             rets.append(f"a_{o.name}" if o.shape else o.name)
-        params = ", ".join([a.name for a in self.ins] + [name for name, _, _ in self.scratch or []])
-        return "".join(h + "\n\n" for h in self.helpers if h) + (f"def {name}({params}):\n" + "\n".join(self.lines)
+        params, entry = [], []
+        for a in self.ins:
+            if _is_strided_array(a):  # read as a C-contiguous array: a view where it is one, else a copy
+                params.append(f"{a.name}_in")
+                entry.append(f"    {a.name} = np.ascontiguousarray({a.name}_in)")
+            else:
+                params.append(a.name)
+        params += [name for name, _, _ in self.scratch or []]
+        return "".join(h + "\n\n" for h in self.helpers if h) + (f"def {name}({', '.join(params)}):\n"
+                                                                  + "\n".join(entry + self.lines)
                 + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
 
 
