@@ -6,7 +6,7 @@ Rows (medians of timed batches; the first call and the time until native code is
 reported separately):
 - the 200-op chain (tanh(sin(y)) x 100, then sum) over shape (3,): ``jit(grad)``, us per op;
 - the third derivative of f(x) = exp(sin x) + x tanh x at a scalar (nested grad);
-- a 1e6 float64 transcendental elementwise function, ``jit(grad)``:
+- a 1e6 and a 1e7 float64 transcendental elementwise function, ``jit(grad)``:
   f(x) = sum(sin(x) * tanh(x) + exp(-x * x)).
 The on-disk cache reload is timed in a fresh process (``--reload``).
 
@@ -135,6 +135,8 @@ def rows(only_loops: bool = False, only_rk4: bool = False) -> list[tuple[str, st
          (np.float64(0.7),), 1),
         ("1e6 elementwise jit(grad)", "ms", fg.grad(big_fg), jax.jit(jax.grad(big_j)),
          (rng.uniform(-2, 2, 10**6),), 1),
+        ("1e7 elementwise jit(grad)", "ms", fg.grad(big_fg), jax.jit(jax.grad(big_j)),
+         (rng.uniform(-2, 2, 10**7),), 1),
     ]
     for n in (50, 200):
         a = rng.standard_normal((n, n)) / np.sqrt(n)

@@ -7,8 +7,10 @@ The equations become *steps*, run in order:
   its nest lives in a local (no temporary array); one read later is stored whole; a
   reduction accumulates as the nest goes (float64 accumulators for float32 sums, means
   and products) and is ready after it;
-- a **block** computes one whole-array result (a contraction, a concatenation, a scatter)
-  with loops of its own, or BLAS through ``np.dot`` for large matrices;
+- a **block** computes one whole-array result (a contraction, a concatenation, a scatter,
+  a LAPACK call, looped over a stack of matrices) with loops of its own, or BLAS through
+  ``np.dot`` for large matrices; two products ``A x`` and ``A v`` of one large matrix whose
+  vectors are both ready are made together, in one pass over ``A``;
 - a **view** makes no step: whoever reads it indexes its operand through the view's map
   of indices (:func:`funcgrad.jit.native_ops.view_map`).
 
@@ -17,6 +19,9 @@ nest other than element-for-element (not a reduction made in it, not a view of a
 made in it); otherwise an elementwise equation joins the latest earlier nest of its shape
 that comes after the steps making its operands (one pass over memory less), and only
 then does a new nest open.
+
+The segment reads its array arguments as C-contiguous arrays (numba compiles for any
+layout); float64 ``exp``/``tanh`` call the inline functions of :mod:`funcgrad.jit.native_math`.
 
 A **loop** or **branch** step (``fg.scan``, ``while_loop``, ``cond``/``switch``) calls
 its bodies, each generated as a function of its own (:meth:`_Source.loop`).
@@ -171,7 +176,7 @@ class _Source:
         return a is not r or self.kind[r] == "reduce"
 
     def _blas_matvec(self, e: Eqn) -> Contraction | None:
-        """``e`` as a matrix-vector product that goes to BLAS (:func:`_contract`), or None."""
+        """``e`` as a matrix-vector product large enough for BLAS (:meth:`_contract`), or None."""
         c = contraction(e)
         if c is None or c.a_order is None or c.b_order is None or c.b_order != sorted(c.b_order):
             return None
@@ -187,7 +192,7 @@ class _Source:
     def _shared_matrix_pairs(self) -> dict[int, tuple[int, Contraction, Contraction]]:
         """Matrix-vector products of one matrix (``A x`` and ``A v``, as in a Hessian-vector
         product) whose vectors are both ready at the first: its step -> (the second's step, both
-        contractions); both are made there by one matrix-matrix product (one pass over ``A``)."""
+        contractions); both are made there in one pass over ``A`` (:meth:`_contract_pair`)."""
         products = [(k, c) for k, (what, _, eqns) in enumerate(self.steps) if what == "block"
                     for c in [self._blas_matvec(eqns[0])] if c is not None]
         pairs: dict[int, tuple[int, Contraction, Contraction]] = {}
