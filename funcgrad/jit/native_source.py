@@ -21,7 +21,7 @@ that comes after the steps making its operands (one pass over memory less), and 
 then does a new nest open.
 
 The segment reads its array arguments as C-contiguous arrays (numba compiles for any
-layout); float64 ``exp``/``tanh`` call the inline functions of :mod:`funcgrad.jit.native_math`.
+layout; a loop body, called at every step, reads them as they come); float64 ``exp``/``tanh`` call the inline functions of :mod:`funcgrad.jit.native_math`.
 
 A **loop** or **branch** step (``fg.scan``, ``while_loop``, ``cond``/``switch``) calls
 its bodies, each generated as a function of its own (:meth:`_Source.loop`).
@@ -684,7 +684,7 @@ class _Source:
             rets.append(f"a_{o.name}" if o.shape else o.name)
         params, entry = [], []
         for a in self.ins:
-            if _is_strided_array(a):  # read as a C-contiguous array: a view where it is one, else a copy
+            if _is_strided_array(a) and self.scratch is None:  # (a body's step is too short to gain)
                 params.append(f"{a.name}_in")
                 entry.append(f"    {a.name} = np.ascontiguousarray({a.name}_in)")
             else:
