@@ -216,3 +216,14 @@ def test_products_of_one_matrix_with_two_ready_vectors_read_it_once():
         made = native.native_program(fg.jit(fn).program(x, v))
         src = "\n".join(e.fn.source for e in made[0].eqns if hasattr(e.fn, "source"))
         assert src.count("np.dot(") == 1 and "matvec_pair(" in src, src  # the pair; then sin(x + v) or the cotangent alone
+
+
+def test_strided_arguments_are_read_right():
+    # a segment reads its array arguments as C-contiguous arrays: views are copied, not misread
+    base = grid(6, 8)
+    f = lambda a, v: fnp.tanh(a) * 2.0 + fnp.exp(v)[:, None] + fnp.sum(a * a, axis=0)  # noqa: E731
+    for a, v in ((base.T, grid(16)[::2]), (base[::2, ::3].T, base[::2, 1])):
+        assert not a.flags.c_contiguous and not v.flags.c_contiguous
+        got, want, compiled = run_both(f, a, v)
+        assert compiled.backend == "native" and compiled.left == 0, compiled.why
+        assert_within_bound(got, want, 8)
