@@ -6,7 +6,7 @@ Rows (medians of timed batches; the first call and the time until native code is
 reported separately):
 - the 200-op chain (tanh(sin(y)) x 100, then sum) over shape (3,): ``jit(grad)``, us per op;
 - the third derivative of f(x) = exp(sin x) + x tanh x at a scalar (nested grad);
-- a 1e6 float64 transcendental elementwise function, ``jit(grad)``:
+- a 1e6 and a 1e7 float64 transcendental elementwise function, ``jit(grad)``:
   f(x) = sum(sin(x) * tanh(x) + exp(-x * x)).
 The on-disk cache reload is timed in a fresh process (``--reload``).
 
@@ -18,6 +18,11 @@ JAX runs the same programs with ``lax.fori_loop``.
 
     python benchmarks/native_tier.py --rk4      # only the RK4 jit(f) row (quick: before/after runs)
     python benchmarks/native_tier.py --hessian  # best-of-200 times of the Hessian rows
+    python benchmarks/native_tier.py --only HVP --only 1e6   # only the rows whose names contain these
+    python benchmarks/native_tier.py --cpu      # time with the process's CPU time, not the wall clock
+
+``--cpu`` is for a loaded machine: every timed library runs on one thread (the settings
+below), so CPU time is its time less the time other processes took the core from it.
 """
 
 from __future__ import annotations
@@ -44,24 +49,27 @@ import funcgrad.numpy as fnp  # noqa: E402
 fg.config.jit_threads = 1
 
 
+clock = time.process_time if "--cpu" in sys.argv else time.perf_counter
+
+
 def median_time(fn: Callable[[], Any], budget: float = 1.0) -> float:
     """Median seconds per call over batches filling about ``budget`` seconds."""
     fn()
     n = 1
     while True:
-        t = time.perf_counter()
+        t = clock()
         for _ in range(n):
             fn()
-        if time.perf_counter() - t > 0.05:
+        if clock() - t > 0.05:
             break
         n *= 4
     times = []
     end = time.perf_counter() + budget
     while time.perf_counter() < end or len(times) < 5:
-        t = time.perf_counter()
+        t = clock()
         for _ in range(n):
             fn()
-        times.append((time.perf_counter() - t) / n)
+        times.append((clock() - t) / n)
     return float(np.median(times))
 
 
@@ -127,6 +135,8 @@ def rows(only_loops: bool = False, only_rk4: bool = False) -> list[tuple[str, st
          (np.float64(0.7),), 1),
         ("1e6 elementwise jit(grad)", "ms", fg.grad(big_fg), jax.jit(jax.grad(big_j)),
          (rng.uniform(-2, 2, 10**6),), 1),
+        ("1e7 elementwise jit(grad)", "ms", fg.grad(big_fg), jax.jit(jax.grad(big_j)),
+         (rng.uniform(-2, 2, 10**7),), 1),
     ]
     for n in (50, 200):
         a = rng.standard_normal((n, n)) / np.sqrt(n)
@@ -142,9 +152,17 @@ def rows(only_loops: bool = False, only_rk4: bool = False) -> list[tuple[str, st
     return measure(cases + loop_cases(jax, jnp), jnp)
 
 
+def only_names() -> list[str]:
+    """The ``--only NAME`` arguments: measure only rows whose names contain one of them."""
+    return [sys.argv[j + 1] for j, a in enumerate(sys.argv[:-1]) if a == "--only"]
+
+
 def measure(cases: list[Any], jnp: Any) -> list[tuple[str, str, float, float, float, float, float]]:
     out = []
+    wanted = only_names()
     for name, unit, f_fg, jg, args, per in cases:
+        if wanted and not any(w in name for w in wanted):
+            continue
         scale = {"us/op": 1e6 / per, "us": 1e6, "ms": 1e3}[unit]
         jargs = tuple(jnp.asarray(x) for x in args)
         jax_first = first_call(lambda: (lambda: jax_block(jg(*jargs))))
@@ -279,9 +297,9 @@ def hessian_best(calls: int = 200) -> None:
         fn()
         times = []
         for _ in range(calls):
-            t = time.perf_counter()
+            t = clock()
             fn()
-            times.append(time.perf_counter() - t)
+            times.append(clock() - t)
         return min(times) * 1e6
 
     for n in (50, 200):
@@ -309,7 +327,7 @@ if __name__ == "__main__":
     for name, unit, nat, rep, jx, first, until in table:
         print(f"| {name} | {unit} | {nat:.3g} | {rep:.3g} | {jx:.3g} | {nat / jx:.2f}x | {first * 1e3:.1f} ms | "
               f"{until:.2f} s |")
-    if loops_only:
+    if loops_only or only_names():
         sys.exit(0)
     mem = peak_memory()
     print(f"\npeak memory, jit(grad) of the 50-layer chain on 1e6 float64 (rise of VmHWM during one warm call): "

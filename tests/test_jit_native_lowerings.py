@@ -57,6 +57,12 @@ def spd(n):
     return a
 
 
+def spd_stack(*batch, n=4):
+    """A stack (*batch, n, n) of different well-conditioned symmetric positive definite matrices."""
+    count = int(np.prod(batch))
+    return np.stack([spd(n) * (1.0 + 0.5 * j) + j * np.eye(n) for j in range(count)]).reshape(batch + (n, n))
+
+
 # name: (function, arguments, terms per value of the largest reduction in it)
 LOWERINGS = {
     "sum axis": (lambda x: fnp.sin(fnp.sum(fnp.exp(x), axis=1)), (grid(3, 4),), 4),
@@ -95,6 +101,15 @@ LOWERINGS = {
     "linalg solve matrix": (lambda a, b: fnp.linalg.solve(a * 2.0, b), (spd(4), grid(4, 2)), 16),
     "linalg cholesky det eigh": (lambda a: fnp.linalg.cholesky(a) * fnp.linalg.det(a) + fnp.linalg.eigh(a)[0]
                                  + fnp.linalg.eigh(a)[1] ** 2, (spd(4),), 16),
+    # stacks (..., n, n): a loop over the matrices, one LAPACK call each
+    "linalg stacks solve and inv": (lambda a, b: fnp.linalg.solve(a, b) + fnp.linalg.inv(a) @ b,
+                                    (spd_stack(2, 3), grid(2, 3, 4, 2)), 16),
+    "linalg stack solve vector": (lambda a, v: fnp.linalg.solve(a * 2.0, fnp.sin(v)), (spd_stack(3), grid(4)), 16),
+    "linalg stack solve vectors": (lambda a, v: fnp.linalg.solve(a, v[..., None])[..., 0], (spd_stack(3), grid(3, 4)),
+                                   16),
+    "linalg stack cholesky det eigh": (lambda a: fnp.linalg.cholesky(a) * fnp.linalg.det(a)[..., None, None]
+                                       + fnp.linalg.eigh(a)[0][..., None] + fnp.linalg.eigh(a)[1] ** 2,
+                                       (spd_stack(2, 2),), 16),
 }
 
 
@@ -116,6 +131,9 @@ GRADIENTS = {  # gradients go through the transposes of these lowerings (scatter
                                 grid(2, 6)),
     "linalg": (lambda a: fnp.sum(fnp.linalg.solve(a, grid(4))) + fnp.linalg.det(a) + fnp.sum(fnp.linalg.inv(a))
                + fnp.sum(fnp.linalg.cholesky(a) ** 2) + fnp.sum(fnp.linalg.eigh(a)[0] ** 2), spd(4)),
+    "linalg stack": (lambda a: fnp.sum(fnp.linalg.solve(a, grid(3, 4, 2))) + fnp.sum(fnp.linalg.det(a))
+                     + fnp.sum(fnp.linalg.inv(a)) + fnp.sum(fnp.linalg.cholesky(a) ** 2)
+                     + fnp.sum(fnp.linalg.eigh(a)[0] ** 2), spd_stack(3)),
 }
 
 
@@ -179,3 +197,33 @@ def test_complex_values_in_a_real_program_stay_on_the_replay_and_the_rest_lowers
     got, want, compiled = run_both(f, x)
     assert compiled.backend == "native" and compiled.lowered > 0 and compiled.left > 0
     assert_within_bound(got, want)
+
+
+def test_products_of_one_matrix_with_two_ready_vectors_read_it_once():
+    # A x and A v (a Hessian-vector product's forward and tangent): one BLAS product [x, v] A^T
+    a, x, v = grid(200, 200), grid(200, lo=-2.0), grid(200, lo=0.5, hi=-1.0)
+
+    def f(x, v):
+        return fnp.tanh(a @ x) * (a @ v) + (a @ fnp.sin(x + v)) * 0.5
+
+    def hvp(x, v):
+        return fg.hvp(lambda y: fnp.sum(fnp.tanh(a @ y) ** 2), (x,), (v,))[1]
+
+    for fn, terms in ((f, 200), (hvp, 400)):
+        got, want, compiled = run_both(fn, x, v)
+        assert compiled.backend == "native" and compiled.left == 0, compiled.why
+        assert_within_bound(got, want, terms)
+        made = native.native_program(fg.jit(fn).program(x, v))
+        src = "\n".join(e.fn.source for e in made[0].eqns if hasattr(e.fn, "source"))
+        assert src.count("np.dot(") == 1 and "matvec_pair(" in src, src  # the pair; then sin(x + v) or the cotangent alone
+
+
+def test_strided_arguments_are_read_right():
+    # a segment reads its array arguments as C-contiguous arrays: views are copied, not misread
+    base = grid(6, 8)
+    f = lambda a, v: fnp.tanh(a) * 2.0 + fnp.exp(v)[:, None] + fnp.sum(a * a, axis=0)  # noqa: E731
+    for a, v in ((base.T, grid(16)[::2]), (base[::2, ::3].T, base[::2, 1])):
+        assert not a.flags.c_contiguous and not v.flags.c_contiguous
+        got, want, compiled = run_both(f, a, v)
+        assert compiled.backend == "native" and compiled.left == 0, compiled.why
+        assert_within_bound(got, want, 8)

@@ -175,8 +175,7 @@ def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
             if not os.path.exists(path):
                 tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
                 with open(tmp, "w") as fh:  # every function compiled (a loop's body is one)
-                    fh.write("import numpy as np\nimport numba\n\n\n" + src.replace(
-                        "def ", "@numba.njit(cache=True, error_model='numpy', nogil=True)\ndef "))
+                    fh.write("import numpy as np\nimport numba\n\n\n" + _decorated(src))
                 os.replace(tmp, path)
             spec = importlib.util.spec_from_file_location(mod_name, path)
             assert spec is not None and spec.loader is not None
@@ -191,6 +190,18 @@ def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
                 del sys.modules[mod_name]
                 raise
     return getattr(mod, name)
+
+
+def _decorated(src: str) -> str:
+    """``src`` with each function compiled by numba: those without a decorator of their own (the
+    inline helpers of :mod:`funcgrad.jit.native_math` have one) get the segments' decorator."""
+    lines = src.split("\n")
+    out = []
+    for j, line in enumerate(lines):
+        if line.startswith("def ") and not (j and lines[j - 1].startswith("@")):
+            out.append("@numba.njit(cache=True, error_model='numpy', nogil=True)")
+        out.append(line)
+    return "\n".join(out)
 
 
 def _numba_type(a: Any) -> Any:

@@ -40,12 +40,13 @@ import numpy as np
 from .. import numpy as fnp
 from ..core.trace import Primitive
 from ..numpy import creation as _creation, indexing as _indexing, linalg as _linalg, shape_ops as _shape_ops
+from . import native_math
 from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
 from .loops import Branches, Structured, WhileLoop, loop_of
 from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, primitive_of
 
-__all__ = ["INTS", "is_int_scalar", "NATIVE_EXPR", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
+__all__ = ["INTS", "is_int_scalar", "NATIVE_EXPR", "NATIVE_EXPR_FLOAT64", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
            "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
 
@@ -67,6 +68,11 @@ NATIVE_EXPR: dict[Primitive, str] = _table([
     (fnp.arctanh, "np.arctanh({0})"), (fnp.arcsinh, "np.arcsinh({0})"), (fnp.log10, "np.log10({0})"),
     (fnp.log2, "np.log2({0})"), (fnp.exp2, "np.exp2({0})"), (fnp.sign, "np.sign({0})"),
     (fnp.zeros_like, "{t}(0.0)"), (fnp.ones_like, "{t}(1.0)"),
+])
+
+# float64 results of these primitives use inline arithmetic instead (funcgrad/jit/native_math.py)
+NATIVE_EXPR_FLOAT64: dict[Primitive, str] = _table([
+    (fnp.exp, native_math.EXP64 + "({0})"), (fnp.tanh, native_math.TANH64 + "({0})"),
 ])
 
 # x ** p for these literal exponents p as products and square roots, {0} the base, {t} the dtype:
@@ -110,7 +116,8 @@ CONCATENATE, SPLIT = primitive_of(_shape_ops._concatenate), primitive_of(_shape_
 STACK = primitive_of(_shape_ops._stack)
 INV, SOLVE, DET = primitive_of(_linalg.inv), primitive_of(_linalg.solve), primitive_of(_linalg.det)
 CHOLESKY, EIGH = primitive_of(_linalg._cholesky), primitive_of(_linalg._eigh)
-# numba's LAPACK bindings, on one square matrix (no stacks): the expression of the operands' names
+# numba's LAPACK bindings, on one square matrix (a stack loops over them): the expression of the
+# operands' names
 LINALG: dict[Primitive, str] = {INV: "np.linalg.inv({0})", SOLVE: "np.linalg.solve({0}, {1})",
                                 DET: "np.linalg.det({0})", CHOLESKY: "np.linalg.cholesky({0})",
                                 EIGH: "np.linalg.eigh({0})"}
@@ -689,26 +696,36 @@ def _concatenate_ok(e: Eqn) -> bool:
 
 
 def linalg_ok(e: Eqn) -> bool:
-    """A LAPACK call numba has: ``inv``/``det``/``cholesky``/``eigh`` (lower triangle) of one
-    square host float matrix, ``solve`` of one with a vector or matrix right-hand side."""
+    """A LAPACK call numba has: ``inv``/``det``/``cholesky``/``eigh`` (lower triangle) of a
+    square host float matrix or a stack of them (..., n, n), ``solve`` of one (or a stack)
+    with a vector (n,) or a right-hand side of the same batch axes (..., n) / (..., n, k)
+    (batch axes that broadcast stay on the replay): a stack is a loop over its matrices."""
     a = e.ins[0] if e.ins else None
-    if not (_is_array(a) and len(_shape_of(a)) == 2 and _shape_of(a)[0] == _shape_of(a)[1] > 0):
+    if not (_is_array(a) and len(_shape_of(a)) >= 2 and _shape_of(a)[-1] == _shape_of(a)[-2] > 0):
         return False
-    dt = dtype_name(a)
+    dt, batch, n = dtype_name(a), _shape_of(a)[:-2], _shape_of(a)[-1]
     if dt not in FLOATS or not all(dtype_name(o) == dt for o in e.outs):
         return False
     if e.prim is EIGH:
         return len(e.ins) == 1 and e.kwargs.get("UPLO", "L") == "L" and set(e.kwargs) <= {"UPLO"} \
-            and all(_out_ok(o, FLOATS) and is_host_array(o.kind) for o in e.outs)
+            and all(_out_ok(o, FLOATS) and is_host_array(o.kind) for o in e.outs) \
+            and [_shape_of(o) for o in e.outs] == [batch + (n,), batch + (n, n)]
     if e.kwargs or len(e.outs) != 1:
         return False
+    o = e.outs[0]
     if e.prim is SOLVE:
         b = e.ins[1] if len(e.ins) == 2 else None
-        return (_is_array(b) and dtype_name(b) == dt and 1 <= len(_shape_of(b)) <= 2
-                and _shape_of(b)[0] == _shape_of(a)[0] and _shape_of(e.outs[0]) == _shape_of(b))
+        if not (_is_array(b) and dtype_name(b) == dt and is_host_array(o.kind)):
+            return False
+        bs = _shape_of(b)
+        if len(bs) == 1:
+            return bs[0] == n and _shape_of(o) == batch + (n,)
+        return bs[:-2] == batch and bs[-2] == n and _shape_of(o) == bs
     if len(e.ins) != 1:
         return False
-    return _out_ok(e.outs[0], FLOATS) if e.prim is DET else is_host_array(e.outs[0].kind)
+    if e.prim is DET:
+        return _out_ok(o, FLOATS) and _shape_of(o) == batch and (is_host_array(o.kind) or not batch)
+    return is_host_array(o.kind) and _shape_of(o) == batch + (n, n)
 
 
 def _stack_ok(e: Eqn) -> bool:

@@ -7,8 +7,10 @@ The equations become *steps*, run in order:
   its nest lives in a local (no temporary array); one read later is stored whole; a
   reduction accumulates as the nest goes (float64 accumulators for float32 sums, means
   and products) and is ready after it;
-- a **block** computes one whole-array result (a contraction, a concatenation, a scatter)
-  with loops of its own, or BLAS through ``np.dot`` for large matrices;
+- a **block** computes one whole-array result (a contraction, a concatenation, a scatter,
+  a LAPACK call, looped over a stack of matrices) with loops of its own, or BLAS through
+  ``np.dot`` for large matrices; two products ``A x`` and ``A v`` of one large matrix whose
+  vectors are both ready are made together, in one pass over ``A``;
 - a **view** makes no step: whoever reads it indexes its operand through the view's map
   of indices (:func:`funcgrad.jit.native_ops.view_map`).
 
@@ -17,6 +19,9 @@ nest other than element-for-element (not a reduction made in it, not a view of a
 made in it); otherwise an elementwise equation joins the latest earlier nest of its shape
 that comes after the steps making its operands (one pass over memory less), and only
 then does a new nest open.
+
+The segment reads its array arguments as C-contiguous arrays (numba compiles for any
+layout; a loop body, called at every step, reads them as they come); float64 ``exp``/``tanh`` call the inline functions of :mod:`funcgrad.jit.native_math`.
 
 A **loop** or **branch** step (``fg.scan``, ``while_loop``, ``cond``/``switch``) calls
 its bodies, each generated as a function of its own (:meth:`_Source.loop`).
@@ -30,10 +35,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from . import native_math
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
-from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, SELECTIONS, WHERE, Contraction,
+from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
                          reads_of, split_maps, view_map)
 
@@ -63,6 +71,15 @@ def _literal(value: Any, dtype: str) -> str:
 
 def _is_bool(a: Any) -> bool:
     return isinstance(a, (Var, Const)) and dtype_name(a) == "bool"
+
+
+def _is_strided_array(a: Any) -> bool:
+    """A host array argument of at least one axis: numba compiles the segment for arrays of any
+    layout, whose every read multiplies strides (twice as slow on a transcendental 1e6 loop), so
+    the segment reads it through ``np.ascontiguousarray`` (no copy when it is C-contiguous)."""
+    if isinstance(a, Var):
+        return is_host_array(a.kind) and len(a.shape) > 0
+    return isinstance(a, Const) and is_host_array(type(a.value)) and np.ndim(a.value) > 0
 
 
 def _counters(prefix: str, n: int) -> list[str]:
@@ -103,6 +120,7 @@ class _Source:
         self.wanted = {a for e in eqns for a in reads_of(e) if isinstance(a, Var)} | {o for o in outs if isinstance(o, Var)}
         self.lines: list[str] = []
         self.temps = 0
+        self.paired = self._shared_matrix_pairs()
 
     # -- structure -------------------------------------------------------------------------------
 
@@ -156,6 +174,39 @@ class _Source:
         if not self._made_here(r) or self.step_of.get(r) != nest:
             return False
         return a is not r or self.kind[r] == "reduce"
+
+    def _blas_matvec(self, e: Eqn) -> Contraction | None:
+        """``e`` as a matrix-vector product large enough for BLAS (:meth:`_contract`), or None."""
+        c = contraction(e)
+        if c is None or c.a_order is None or c.b_order is None or c.b_order != sorted(c.b_order):
+            return None
+        o = e.outs[0]
+        work = 1
+        for n in tuple(o.shape) + c.sizes:
+            work *= n
+        b_shape = tuple(c.b.shape) if isinstance(c.b, Var) else tuple(c.b.value.shape)
+        if work < BLAS_MIN_WORK or not o.shape or b_shape != c.sizes or c.b in self.maps:
+            return None
+        return c
+
+    def _shared_matrix_pairs(self) -> dict[int, tuple[int, Contraction, Contraction]]:
+        """Matrix-vector products of one matrix (``A x`` and ``A v``, as in a Hessian-vector
+        product) whose vectors are both ready at the first: its step -> (the second's step, both
+        contractions); both are made there in one pass over ``A`` (:meth:`_contract_pair`)."""
+        products = [(k, c) for k, (what, _, eqns) in enumerate(self.steps) if what == "block"
+                    for c in [self._blas_matvec(eqns[0])] if c is not None]
+        pairs: dict[int, tuple[int, Contraction, Contraction]] = {}
+        taken: set[int] = set()
+        for j, (k1, c1) in enumerate(products):
+            for k2, c2 in products[j + 1:]:
+                if k1 in taken or k2 in taken:
+                    continue
+                ready = not self._made_here(c2.b) or self.step_of[c2.b] < k1
+                if (c2.a is c1.a and c2.a_order == c1.a_order and c2.sizes == c1.sizes and ready
+                        and dtype_name(c2.b) == dtype_name(c1.b)):
+                    pairs[k1] = (k2, c1, c2)
+                    taken |= {k1, k2}
+        return pairs
 
     def _stored(self) -> set[Var]:
         """Values made in a nest that must exist as whole arrays (read by another step or returned)."""
@@ -299,7 +350,8 @@ class _Source:
             p = e.ins[1].value if isinstance(e.ins[1], Const) else e.ins[1]
             if is_literal(p) and not isinstance(p, bool) and float(p) in POWERS:
                 return f"np.{odt}(" + POWERS[float(p)].format(f"({args[0]})", t=f"np.{odt}") + ")"
-        return f"np.{odt}(" + NATIVE_EXPR[e.prim].format(*args, t=f"np.{odt}") + ")"
+        table = NATIVE_EXPR_FLOAT64 if odt == "float64" and e.prim in NATIVE_EXPR_FLOAT64 else NATIVE_EXPR
+        return f"np.{odt}(" + table[e.prim].format(*args, t=f"np.{odt}") + ")"
 
     def _accumulate(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int, depth: int) -> None:
         o = e.outs[0]
@@ -328,6 +380,10 @@ class _Source:
         o = e.outs[0]
         odt = dtype_name(o)
         if e.prim in LINALG:
+            batch = tuple(e.ins[0].shape if isinstance(e.ins[0], Var) else e.ins[0].value.shape)[:-2]
+            if batch:
+                self._linalg_stack(k, e, batch)
+                return
             args = [f"np.ascontiguousarray({self._whole(a, k)})" for a in e.ins]
             call = LINALG[e.prim].format(*args)
             if len(e.outs) > 1:
@@ -357,6 +413,11 @@ class _Source:
                 self.emit(depth, f"a_{o.name}[{', '.join(at)}] = {self.value_at(piece, ix, k, odt)}")
                 offset += piece.shape[axis]
             return
+        if k in self.paired:
+            self._contract_pair(k, e, self.steps[self.paired[k][0]][2][0], *self.paired[k][1:])
+            return
+        if any(second == k for second, _, _ in self.paired.values()):
+            return  # made with the first of its pair
         c = contraction(e)
         if c is not None:
             self._contract(k, o, c)
@@ -373,6 +434,23 @@ class _Source:
         depth = self.loops(0, ix, region)
         op = "+=" if e.prim is INDEX_ADD else "="
         self.emit(depth, f"a_{o.name}[{', '.join(mapping(ix))}] {op} {self.read(values, region, ix, k, odt)}")
+
+    def _linalg_stack(self, k: int, e: Eqn, batch: tuple[int, ...]) -> None:
+        """A LAPACK call on each matrix of a stack (..., n, n) (:func:`~funcgrad.jit.native_ops.linalg_ok`)."""
+        ix = _counters("i", len(batch))
+        args = []
+        for a in e.ins:
+            whole = self._whole(a, k)
+            nd = len(a.shape if isinstance(a, Var) else a.value.shape)
+            args.append(f"np.ascontiguousarray({whole}[{', '.join(ix)}])" if nd > 1 else
+                        f"np.ascontiguousarray({whole})")  # (a vector b is the same for every matrix)
+        for o in e.outs:
+            self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{dtype_name(o)}")
+        depth = self.loops(0, ix, batch)
+        results = [f"x{k}_{j}" for j in range(len(e.outs))]
+        self.emit(depth, f"{', '.join(results)} = {LINALG[e.prim].format(*args)}")
+        for o, r in zip(e.outs, results):
+            self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {r}")
 
     def _whole(self, a: Any, k: int) -> str:
         """A name for ``a`` as a whole array (a view is copied out first)."""
@@ -537,6 +615,18 @@ class _Source:
         else:
             self.emit(depth, f"{o.name} = np.{odt}(acc_{o.name})")
 
+    def _contract_pair(self, k: int, e1: Eqn, e2: Eqn, c1: Contraction, c2: Contraction) -> None:
+        """``A x`` and ``A v`` (:meth:`_shared_matrix_pairs`) in one pass over ``A``
+        (:data:`~funcgrad.jit.native_math.MATVEC_PAIR`)."""
+        kk = 1
+        for n in c1.sizes:
+            kk *= n
+        a = self._matrix(c1.a, c1.a_order, kk, False, k)  # type: ignore[arg-type]
+        x, v = (f"np.ascontiguousarray({self._whole(c.b, k)}).reshape(({kk},))" for c in (c1, c2))
+        self.emit(0, f"p{k}_0, p{k}_1 = {native_math.MATVEC_PAIR}({a}, {x}, {v})")
+        for row, e in enumerate((e1, e2)):
+            self.emit(0, f"a_{e.outs[0].name} = p{k}_{row}.reshape({tuple(e.outs[0].shape)!r})")
+
     def _matrix(self, a: Any, order: list[int], summed: int, summed_first: bool, k: int) -> str:
         """Operand ``a`` with its axes in ``order``, as a C-contiguous (M, K) matrix (``summed``
         = K; (K, N) where ``summed_first``): the array itself where it is one in that order, a
@@ -592,12 +682,21 @@ class _Source:
                 else:
                     self.emit(0, f"{o.name} = {self.value_at(o, [], None, dtype_name(o))}")
             rets.append(f"a_{o.name}" if o.shape else o.name)
-        params = ", ".join([a.name for a in self.ins] + [name for name, _, _ in self.scratch or []])
-        return "".join(h + "\n\n" for h in self.helpers if h) + (f"def {name}({params}):\n" + "\n".join(self.lines)
+        params, entry = [], []
+        for a in self.ins:
+            if _is_strided_array(a) and self.scratch is None:  # (a body's step is too short to gain)
+                params.append(f"{a.name}_in")
+                entry.append(f"    {a.name} = np.ascontiguousarray({a.name}_in)")
+            else:
+                params.append(a.name)
+        params += [name for name, _, _ in self.scratch or []]
+        return "".join(h + "\n\n" for h in self.helpers if h) + (f"def {name}({', '.join(params)}):\n"
+                                                                  + "\n".join(entry + self.lines)
                 + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
 
 
 def segment_source(eqns: list[Eqn], ins: list[Any], outs: list[Var], name: str = "segment") -> str:
     """The Python source of the equations ``eqns`` as a numba-compilable function of the
     values ``ins`` returning ``outs``."""
-    return _Source(eqns, ins, outs).source(name)
+    src = _Source(eqns, ins, outs).source(name)
+    return native_math.SOURCE + "\n\n" + src if native_math.uses(src) else src
