@@ -28,7 +28,7 @@ from .blocking import blocked_program
 from .ir import Const, Eqn, Program, Var
 from .loops import loop_of, replay_runner
 from .kinds import is_gufunc, is_host_array, is_ufunc
-from .known import EXPAND_DIMS, SQUEEZE, SUM
+from .known import EXPAND_DIMS, MATMUL, SQUEEZE, SUM
 from .python_floats import generate_scalar
 
 __all__ = ["compile_program", "direct_call", "LOWERINGS"]
@@ -127,7 +127,34 @@ def _lower_unit_axis(e: Eqn) -> Lowered:
     return None
 
 
+def _rows_matmul(a: Any, b: Any, out: Any = None) -> Any:
+    """``a @ b`` for a C-contiguous ``a`` of shape ``(..., n, k)`` and a matrix ``b``: one product of
+    ``a``'s rows ``(prod(...) * n, k)`` with ``b`` (a batch of small products is slower in NumPy)."""
+    if not a.flags.c_contiguous or (out is not None and not out.flags.c_contiguous):
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    rows = a.reshape(-1, a.shape[-1])
+    if out is None:
+        return np.matmul(rows, b).reshape(a.shape[:-1] + b.shape[-1:])
+    np.matmul(rows, b, out=out.reshape(rows.shape[0], b.shape[-1]))
+    return out
+
+
+def _lower_matmul(e: Eqn) -> Lowered:
+    """``matmul`` of a host stack of matrices ``(..., n, k)`` with one matrix ``(k, m)``: the rows of the
+    stack times the matrix, one GEMM (:func:`_rows_matmul`)."""
+    if e.kwargs or len(e.ins) != 2 or not isinstance(e.ins[0], Var):
+        return None
+    a, b = e.ins
+    b_shape = b.shape if isinstance(b, Var) else getattr(getattr(b, "value", b), "shape", ())
+    b_kind = b.kind if isinstance(b, Var) else type(getattr(b, "value", b))
+    if (a.kind is not np.ndarray or b_kind is not np.ndarray or len(a.shape) < 3 or len(b_shape) != 2
+            or a.dtype != e.outs[0].dtype):
+        return None
+    return _rows_matmul, [a, b]
+
+
 LOWERINGS: dict[Primitive, Callable[[Eqn], Lowered]] = {
+    MATMUL: _lower_matmul,
     SUM: _lower_sum,
     EXPAND_DIMS: _lower_unit_axis,
     SQUEEZE: _lower_unit_axis,
