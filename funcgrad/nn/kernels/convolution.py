@@ -27,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import weakref
@@ -71,6 +72,67 @@ def _columns(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     for idx, sl in window_slices(kernel, stride, dilation, out):
         cols[lead + idx] = x[lead + sl]
     return cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out))
+
+
+def _shifted(kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> bool:
+    """Stride 1 (and not the column-free 1x1 case): the columns are whole shifted rows of the flattened
+    padded input (:func:`_shifted_columns`)."""
+    return all(s == 1 for s in stride) and not _pointwise(kernel, stride, pads)
+
+
+class _Shift:
+    """The geometry of the shifted-rows layout for a stride-1 convolution.
+
+    Flatten the padded input's spatial axes: the window offset ``k`` of output position ``p`` is element
+    ``p' + offsets[k]``, where ``p'`` is ``p`` counted in the padded grid. So the columns of offset ``k`` for
+    all outputs are one contiguous run ``flat[offsets[k] : offsets[k] + length]`` (``length`` = the first
+    output axis times the padded row of the others): each copy is a long contiguous run instead of one short
+    row per output row. The products then also produce values at the ``padded - out`` positions past each
+    output row, which the forward crops and the backward products meet as zeros of the padded cotangent.
+    """
+
+    def __init__(self, spatial: tuple[int, ...], kernel: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                 dilation: tuple[int, ...]) -> None:
+        self.padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
+        self.out = conv_out_shape(spatial, kernel, (1,) * len(kernel), pads, dilation)
+        strides = [math.prod(self.padded[a + 1:]) for a in range(len(kernel))]
+        self.grid = (self.out[0],) + self.padded[1:]  # the outputs, counted in the padded grid
+        self.length = math.prod(self.grid)
+        self.offsets = [sum(i * d * st for i, d, st in zip(idx, dilation, strides))
+                        for idx in itertools.product(*(range(k) for k in kernel))]
+        self.flat = max(self.offsets) + self.length  # >= prod(padded): the last rows' tails read zeros
+        self.inner = tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, spatial))
+        self.crop = (slice(None),) * 3 + tuple(slice(0, o) for o in self.out[1:])  # of (N, O, *grid)
+
+    def flat_input(self, x: Any) -> Any:
+        """``x`` zero-padded into a ``(N, C, flat)`` buffer (one copy)."""
+        xp = namespace_of(x)
+        n, c = x.shape[:2]
+        buf = xp.zeros((n, c, self.flat), dtype=x.dtype)
+        buf[:, :, :math.prod(self.padded)].reshape((n, c) + self.padded)[(slice(None), slice(None)) + self.inner] = x
+        return buf
+
+    def grid_cotangent(self, g: Any) -> Any:
+        """The output cotangent ``(N, O, *out)`` laid out on the padded grid ``(N, O, length)``, zeros past
+        each output row (the identity when the outputs fill the grid)."""
+        if tuple(g.shape[2:]) == self.grid:
+            return g.reshape(g.shape[:2] + (self.length,))
+        xp = namespace_of(g)
+        buf = xp.zeros(tuple(g.shape[:2]) + self.grid, dtype=g.dtype)
+        buf[(slice(None), slice(None)) + tuple(slice(0, o) for o in self.out)] = g
+        return buf.reshape(g.shape[:2] + (self.length,))
+
+
+def _shifted_columns(x: Any, shift: _Shift, groups: int) -> Any:
+    """The columns ``(N, G, C/G * K, length)`` of a stride-1 convolution in the shifted-rows layout: one
+    contiguous run per sample, channel and kernel offset."""
+    xp = namespace_of(x)
+    n, c = x.shape[:2]
+    flat = shift.flat_input(x)
+    cols = xp.empty((n, c, len(shift.offsets), shift.length), dtype=x.dtype)
+    for k, off in enumerate(shift.offsets):
+        cols[:, :, k] = flat[:, :, off:off + shift.length]
+    return cols.reshape(n, groups, (c // groups) * len(shift.offsets), shift.length)
 
 
 class _ColumnMemo:
@@ -135,6 +197,12 @@ def _conv_forward_raw(x: Any, w: Any, stride: tuple[int, ...], pads: tuple[tuple
     wm = w.reshape(groups, o // groups, -1)
     if _pointwise(kernel, stride, pads):  # the input is its own column matrix: no copy
         cols = x.reshape(n, groups, c // groups, math.prod(out))
+    elif _shifted(kernel, stride, pads):
+        shift = _Shift(tuple(x.shape[2:]), kernel, pads, dilation)
+        cols = _shifted_columns(x, shift, groups)
+        _memo.put(x, (kernel, stride, pads, dilation, groups), cols)
+        y = xp.matmul(wm, cols).reshape((n, o) + shift.grid)
+        return y if shift.grid == out else xp.ascontiguousarray(y[shift.crop])
     else:
         cols = _columns(x, kernel, stride, pads, dilation, groups)
         _memo.put(x, (kernel, stride, pads, dilation, groups), cols)  # for the weight gradient
@@ -153,6 +221,15 @@ def _conv_input_grad_raw(g: Any, w: Any, x_shape: tuple[int, ...], stride: tuple
     gs = g.reshape(n, groups, o // groups, math.prod(out))
     if _pointwise(kernel, stride, pads):
         return xp.matmul(wt, gs).reshape(tuple(x_shape))
+    if _shifted(kernel, stride, pads):
+        shift = _Shift(spatial, kernel, pads, dilation)
+        gs = shift.grid_cotangent(g).reshape(n, groups, o // groups, shift.length)
+        cols = xp.matmul(wt, gs).reshape(n, c, len(shift.offsets), shift.length)
+        flat = xp.zeros((n, c, shift.flat), dtype=cols.dtype)
+        for k, off in enumerate(shift.offsets):
+            flat[:, :, off:off + shift.length] += cols[:, :, k]
+        dx = flat[:, :, :math.prod(shift.padded)].reshape((n, c) + shift.padded)
+        return xp.ascontiguousarray(dx[(slice(None), slice(None)) + shift.inner])
     cols = xp.matmul(wt, gs).reshape((n, c) + kernel + out)  # each sample's columns, (N, C, *kernel, *out)
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
     dx = xp.zeros((n, c) + padded, dtype=cols.dtype)
@@ -177,12 +254,20 @@ def _conv_weight_grad_raw(g: Any, x: Any, w_shape: tuple[int, ...], stride: tupl
     gs = g.reshape(n, groups, o // groups, -1)
     if _pointwise(kernel, stride, pads):
         cols = x.reshape(n, groups, c // groups, -1)
+    elif _shifted(kernel, stride, pads):
+        shift = _Shift(tuple(x.shape[2:]), kernel, pads, dilation)
+        gs = shift.grid_cotangent(g).reshape(n, groups, o // groups, shift.length)
+        cols = _memo.take(x, (kernel, stride, pads, dilation, groups))
+        if cols is None:
+            cols = _shifted_columns(x, shift, groups)
     else:
         cols = _memo.take(x, (kernel, stride, pads, dilation, groups))
         if cols is None:
             cols = _columns(x, kernel, stride, pads, dilation, groups)
-    # one product per sample, (N, G, O/G, C/G * K), summed over the batch
-    return xp.matmul(gs, cols.swapaxes(-1, -2)).sum(axis=0).reshape(tuple(w_shape))
+    # one product per sample, summed over the batch: cols @ g^T, (N, G, C/G * K, O/G), reads the long column
+    # rows in memory order (faster than g @ cols^T, which walks them across), transposed once at the end
+    dw = xp.matmul(cols, gs.swapaxes(-1, -2)).sum(axis=0).swapaxes(-1, -2)
+    return xp.ascontiguousarray(dw).reshape(tuple(w_shape))
 
 
 # --------------------------------------------------------------------------- rules
