@@ -591,3 +591,30 @@ def test_batch_norm_backward_sums_of_products_equal_the_composition():
         for a, b in zip(got, want):
             assert a.dtype == dtype
             np.testing.assert_allclose(a, np.asarray(b), rtol=tol, atol=tol * float(np.abs(np.asarray(b)).max()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lstm_sequence_backward_takes_the_forwards_gates_and_equals_the_recomputation(dtype):
+    """The sequence backward reuses the forward's gates and states of the very same inputs (no second
+    forward), even when the caller writes into the returned ``hs``; it equals the recomputing path and the
+    composition, and leaves nothing behind."""
+    rng = np.random.default_rng(9)
+    T, N, I, H = 4, 3, 5, 2
+    args = [rng.standard_normal(s).astype(dtype) for s in
+            ((T, N, I), (N, H), (1, H), (4 * H, I), (4 * H, H), (4 * H,), (4 * H,))]
+    ghs, gc = rng.standard_normal((T, N, H)).astype(dtype), rng.standard_normal((N, H)).astype(dtype)
+    hs, _ = krnn._lstm_sequence_raw(*args)
+    hs[...] = 7.0  # the caller's buffer now: the backward must not read it
+    kept = krnn._lstm_sequence_backward_raw(*args, ghs, gc)
+    assert krnn._steps.take(tuple(args), ()) is None  # taken by the backward
+    fresh = krnn._lstm_sequence_backward_raw(*args, ghs, gc)  # nothing kept: the forward again
+    want = krnn.lstm_sequence_backward_composed(*(a.astype(np.float64) for a in args),
+                                                ghs.astype(np.float64), gc.astype(np.float64))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a, b, c, arg in zip(kept, fresh, want, args):
+        assert a.dtype == dtype and a.shape == arg.shape
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+        np.testing.assert_allclose(a, krnn._sum_like(np.asarray(c), arg), rtol=tol, atol=tol)
+    other = [a.copy() for a in args]  # equal values, other arrays: not found
+    krnn._lstm_sequence_raw(*args)
+    assert krnn._steps.take(tuple(other), ()) is None

@@ -29,9 +29,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
-import weakref
-from collections import OrderedDict
 from typing import Any, Callable
 
 import funcgrad.numpy as fnp
@@ -39,6 +36,7 @@ import funcgrad.numpy as fnp
 from ...backend import namespace_of
 from ...core import defprimitive
 from ...numpy._batching import batch_size, front
+from .forward_memo import ForwardMemo
 from .pooling import pooled_size, window_slices
 
 __all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_out_shape"]
@@ -135,50 +133,16 @@ def _shifted_columns(x: Any, shift: _Shift, groups: int) -> Any:
     return cols.reshape(n, groups, (c // groups) * len(shift.offsets), shift.length)
 
 
-class _ColumnMemo:
+class _ColumnMemo(ForwardMemo):
     """The column buffers of this thread's last few convolution forwards, for the weight gradient of the
-    same input: the backward reuses the forward's im2col instead of building it again.
+    same input (:class:`~funcgrad.nn.kernels.forward_memo.ForwardMemo` keyed by ``x`` alone): the backward
+    reuses the forward's im2col instead of building it again."""
 
-    An entry is found by the input's identity (a weak reference, so it never keeps the input alive and is
-    dropped with it) and the geometry; the weight gradient takes it out, so a buffer lives from the
-    forward to its backward. At most ``SIZE`` entries are kept (a forward whose weight gradient is never
-    asked for is evicted by later ones), and none over ``MAX_BYTES``.
-    """
+    def put(self, x: Any, geometry: tuple[Any, ...], cols: Any) -> None:  # type: ignore[override]
+        super().put((x,), geometry, cols)
 
-    SIZE = 4
-    MAX_BYTES = 64 * 2 ** 20  # at most 256 MiB held per thread
-
-    def __init__(self) -> None:
-        self.local = threading.local()
-
-    def _entries(self) -> "OrderedDict[Any, Any]":
-        entries = getattr(self.local, "entries", None)
-        if entries is None:
-            entries = self.local.entries = OrderedDict()
-        return entries
-
-    def put(self, x: Any, geometry: tuple[Any, ...], cols: Any) -> None:
-        if getattr(cols, "nbytes", self.MAX_BYTES + 1) > self.MAX_BYTES:
-            return
-        entries = self._entries()
-        key = (id(x), tuple(x.shape), str(x.dtype)) + geometry
-        def forget(_: Any) -> None:
-            entries.pop(key, None)
-
-        try:
-            ref = weakref.ref(x, forget)
-        except TypeError:  # an array type without weak references: nothing kept
-            return
-        entries[key] = (ref, cols)
-        while len(entries) > self.SIZE:
-            entries.popitem(last=False)
-
-    def take(self, x: Any, geometry: tuple[Any, ...]) -> Any:
-        """The forward's columns of this very ``x`` (removed from the memo), or None."""
-        found = self._entries().pop((id(x), tuple(x.shape), str(x.dtype)) + geometry, None)
-        if found is None or found[0]() is not x:
-            return None
-        return found[1]
+    def take(self, x: Any, geometry: tuple[Any, ...]) -> Any:  # type: ignore[override]
+        return super().take((x,), geometry)
 
 
 _memo = _ColumnMemo()
