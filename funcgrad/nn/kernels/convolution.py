@@ -74,7 +74,7 @@ def _columns(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
 
 def _shifted(kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> bool:
     """Stride 1 (and not the column-free 1x1 case): the columns are whole shifted rows of the flattened
-    padded input (:func:`_shifted_columns`)."""
+    padded input (:class:`_Shift`), built and used a few samples at a time."""
     return all(s == 1 for s in stride) and not _pointwise(kernel, stride, pads)
 
 
@@ -121,16 +121,73 @@ class _Shift:
         return buf.reshape(g.shape[:2] + (self.length,))
 
 
-def _shifted_columns(x: Any, shift: _Shift, groups: int) -> Any:
-    """The columns ``(N, G, C/G * K, length)`` of a stride-1 convolution in the shifted-rows layout: one
-    contiguous run per sample, channel and kernel offset."""
-    xp = namespace_of(x)
-    n, c = x.shape[:2]
-    flat = shift.flat_input(x)
-    cols = xp.empty((n, c, len(shift.offsets), shift.length), dtype=x.dtype)
+CHUNK_BYTES = 512 * 1024  # the column block of a few samples: stays in the core's cache between its copy and its GEMM
+
+
+def _chunks(n: int, shift: _Shift, c: int, itemsize: int) -> list[slice]:
+    """Sample blocks whose columns ``(B, C * K, length)`` take about :data:`CHUNK_BYTES`."""
+    per_sample = c * len(shift.offsets) * shift.length * itemsize
+    b = max(1, min(n, CHUNK_BYTES // max(per_sample, 1)))
+    return [slice(s, min(s + b, n)) for s in range(0, n, b)]
+
+
+def _fill_columns(cols: Any, flat: Any, shift: _Shift) -> None:
+    """``cols (B, C, K, length)`` from the flattened padded input ``flat (B, C, flat)``: one contiguous run
+    per sample, channel and kernel offset."""
     for k, off in enumerate(shift.offsets):
         cols[:, :, k] = flat[:, :, off:off + shift.length]
-    return cols.reshape(n, groups, (c // groups) * len(shift.offsets), shift.length)
+
+
+def _shifted_forward(x: Any, w: Any, shift: _Shift, groups: int) -> Any:
+    xp = namespace_of(x)
+    n, c = x.shape[:2]
+    o, K = w.shape[0], len(shift.offsets)
+    wm = w.reshape(groups, o // groups, -1)
+    flat = shift.flat_input(x)
+    y = xp.empty((n, groups, o // groups, shift.length), dtype=xp.result_type(x, w))
+    cols = None
+    for sl in _chunks(n, shift, c, x.dtype.itemsize):
+        b = sl.stop - sl.start
+        if cols is None or cols.shape[0] != b:
+            cols = xp.empty((b, c, K, shift.length), dtype=x.dtype)
+        _fill_columns(cols, flat[sl], shift)
+        xp.matmul(wm, cols.reshape(b, groups, (c // groups) * K, shift.length), out=y[sl])
+    y = y.reshape((n, o) + shift.grid)
+    return y if shift.grid == shift.out else xp.ascontiguousarray(y[shift.crop])
+
+
+def _shifted_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
+    xp = namespace_of(g)
+    n, c = x_shape[:2]
+    o, K = w.shape[0], len(shift.offsets)
+    wt = xp.ascontiguousarray(w.reshape(groups, o // groups, -1).swapaxes(-1, -2))
+    gs = shift.grid_cotangent(g).reshape(n, groups, o // groups, shift.length)
+    flat = xp.zeros((n, c, shift.flat), dtype=xp.result_type(g, w))
+    for sl in _chunks(n, shift, c, flat.dtype.itemsize):
+        cols = xp.matmul(wt, gs[sl]).reshape(sl.stop - sl.start, c, K, shift.length)
+        part = flat[sl]
+        for k, off in enumerate(shift.offsets):  # col2im: long contiguous adds
+            part[:, :, off:off + shift.length] += cols[:, :, k]
+    dx = flat[:, :, :math.prod(shift.padded)].reshape((n, c) + shift.padded)
+    return xp.ascontiguousarray(dx[(slice(None), slice(None)) + shift.inner])
+
+
+def _shifted_weight_grad(g: Any, x: Any, w_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
+    xp = namespace_of(g)
+    n, c = x.shape[:2]
+    o, K = g.shape[1], len(shift.offsets)
+    gt = shift.grid_cotangent(g).reshape(n, groups, o // groups, shift.length).swapaxes(-1, -2)
+    flat = shift.flat_input(x)
+    dw = xp.zeros((groups, (c // groups) * K, o // groups), dtype=xp.result_type(g, x))
+    cols = None
+    for sl in _chunks(n, shift, c, x.dtype.itemsize):
+        b = sl.stop - sl.start
+        if cols is None or cols.shape[0] != b:
+            cols = xp.empty((b, c, K, shift.length), dtype=x.dtype)
+        _fill_columns(cols, flat[sl], shift)
+        # cols @ g^T reads the long column rows in memory order (faster than g @ cols^T)
+        dw += xp.matmul(cols.reshape(b, groups, (c // groups) * K, shift.length), gt[sl]).sum(axis=0)
+    return xp.ascontiguousarray(dw.swapaxes(-1, -2)).reshape(tuple(w_shape))
 
 
 class _ColumnMemo(ForwardMemo):
@@ -138,10 +195,10 @@ class _ColumnMemo(ForwardMemo):
     same input (:class:`~funcgrad.nn.kernels.forward_memo.ForwardMemo` keyed by ``x`` alone): the backward
     reuses the forward's im2col instead of building it again."""
 
-    def put(self, x: Any, geometry: tuple[Any, ...], cols: Any) -> None:  # type: ignore[override]
+    def put(self, x: Any, geometry: tuple[Any, ...], cols: Any) -> None:
         super().put((x,), geometry, cols)
 
-    def take(self, x: Any, geometry: tuple[Any, ...]) -> Any:  # type: ignore[override]
+    def take(self, x: Any, geometry: tuple[Any, ...]) -> Any:
         return super().take((x,), geometry)
 
 
@@ -161,12 +218,8 @@ def _conv_forward_raw(x: Any, w: Any, stride: tuple[int, ...], pads: tuple[tuple
     wm = w.reshape(groups, o // groups, -1)
     if _pointwise(kernel, stride, pads):  # the input is its own column matrix: no copy
         cols = x.reshape(n, groups, c // groups, math.prod(out))
-    elif _shifted(kernel, stride, pads):
-        shift = _Shift(tuple(x.shape[2:]), kernel, pads, dilation)
-        cols = _shifted_columns(x, shift, groups)
-        _memo.put(x, (kernel, stride, pads, dilation, groups), cols)
-        y = xp.matmul(wm, cols).reshape((n, o) + shift.grid)
-        return y if shift.grid == out else xp.ascontiguousarray(y[shift.crop])
+    elif _shifted(kernel, stride, pads):  # blocks of samples, each block's columns built and used in cache
+        return _shifted_forward(x, w, _Shift(tuple(x.shape[2:]), kernel, pads, dilation), groups)
     else:
         cols = _columns(x, kernel, stride, pads, dilation, groups)
         _memo.put(x, (kernel, stride, pads, dilation, groups), cols)  # for the weight gradient
@@ -186,14 +239,7 @@ def _conv_input_grad_raw(g: Any, w: Any, x_shape: tuple[int, ...], stride: tuple
     if _pointwise(kernel, stride, pads):
         return xp.matmul(wt, gs).reshape(tuple(x_shape))
     if _shifted(kernel, stride, pads):
-        shift = _Shift(spatial, kernel, pads, dilation)
-        gs = shift.grid_cotangent(g).reshape(n, groups, o // groups, shift.length)
-        cols = xp.matmul(wt, gs).reshape(n, c, len(shift.offsets), shift.length)
-        flat = xp.zeros((n, c, shift.flat), dtype=cols.dtype)
-        for k, off in enumerate(shift.offsets):
-            flat[:, :, off:off + shift.length] += cols[:, :, k]
-        dx = flat[:, :, :math.prod(shift.padded)].reshape((n, c) + shift.padded)
-        return xp.ascontiguousarray(dx[(slice(None), slice(None)) + shift.inner])
+        return _shifted_input_grad(g, w, tuple(x_shape), _Shift(spatial, kernel, pads, dilation), groups)
     cols = xp.matmul(wt, gs).reshape((n, c) + kernel + out)  # each sample's columns, (N, C, *kernel, *out)
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
     dx = xp.zeros((n, c) + padded, dtype=cols.dtype)
@@ -219,11 +265,7 @@ def _conv_weight_grad_raw(g: Any, x: Any, w_shape: tuple[int, ...], stride: tupl
     if _pointwise(kernel, stride, pads):
         cols = x.reshape(n, groups, c // groups, -1)
     elif _shifted(kernel, stride, pads):
-        shift = _Shift(tuple(x.shape[2:]), kernel, pads, dilation)
-        gs = shift.grid_cotangent(g).reshape(n, groups, o // groups, shift.length)
-        cols = _memo.take(x, (kernel, stride, pads, dilation, groups))
-        if cols is None:
-            cols = _shifted_columns(x, shift, groups)
+        return _shifted_weight_grad(g, x, tuple(w_shape), _Shift(tuple(x.shape[2:]), kernel, pads, dilation), groups)
     else:
         cols = _memo.take(x, (kernel, stride, pads, dilation, groups))
         if cols is None:
