@@ -102,23 +102,26 @@ class _Shift:
         self.inner = tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, spatial))
         self.crop = (slice(None),) * 3 + tuple(slice(0, o) for o in self.out[1:])  # of (N, O, *grid)
 
-    def flat_input(self, x: Any) -> Any:
-        """``x`` zero-padded into a ``(N, C, flat)`` buffer (one copy)."""
+    def flat_input(self, x: Any, buf: Any = None) -> Any:
+        """``x (B, C, *spatial)`` zero-padded into a ``(B, C, flat)`` buffer (one copy); ``buf``: one made by an
+        earlier call for a block of the same shape (its zeros stay, the inside is overwritten)."""
         xp = namespace_of(x)
         n, c = x.shape[:2]
-        buf = xp.zeros((n, c, self.flat), dtype=x.dtype)
+        if buf is None or buf.shape[0] != n:
+            buf = xp.zeros((n, c, self.flat), dtype=x.dtype)
         buf[:, :, :math.prod(self.padded)].reshape((n, c) + self.padded)[(slice(None), slice(None)) + self.inner] = x
         return buf
 
-    def grid_cotangent(self, g: Any) -> Any:
-        """The output cotangent ``(N, O, *out)`` laid out on the padded grid ``(N, O, length)``, zeros past
-        each output row (the identity when the outputs fill the grid)."""
+    def grid_cotangent(self, g: Any, buf: Any = None) -> Any:
+        """The output cotangent ``(B, O, *out)`` laid out on the padded grid ``(B, O, length)``, zeros past
+        each output row (a view of ``g`` when the outputs fill the grid); ``buf`` as in :meth:`flat_input`."""
         if tuple(g.shape[2:]) == self.grid:
             return g.reshape(g.shape[:2] + (self.length,))
         xp = namespace_of(g)
-        buf = xp.zeros(tuple(g.shape[:2]) + self.grid, dtype=g.dtype)
-        buf[(slice(None), slice(None)) + tuple(slice(0, o) for o in self.out)] = g
-        return buf.reshape(g.shape[:2] + (self.length,))
+        if buf is None or buf.shape[0] != g.shape[0]:
+            buf = xp.zeros(tuple(g.shape[:2]) + (self.length,), dtype=g.dtype)
+        buf.reshape(tuple(g.shape[:2]) + self.grid)[(slice(None), slice(None)) + tuple(slice(0, o) for o in self.out)] = g
+        return buf
 
 
 CHUNK_BYTES = 512 * 1024  # the column block of a few samples: stays in the core's cache between its copy and its GEMM
@@ -138,55 +141,73 @@ def _fill_columns(cols: Any, flat: Any, shift: _Shift) -> None:
         cols[:, :, k] = flat[:, :, off:off + shift.length]
 
 
+def _block_buffer(buf: Any, xp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """``buf`` when it has ``shape`` (the blocks but the last have the same size), else a new empty array."""
+    return buf if buf is not None and tuple(buf.shape) == shape else xp.empty(shape, dtype=dtype)
+
+
 def _shifted_forward(x: Any, w: Any, shift: _Shift, groups: int) -> Any:
+    """Block by block: pad, columns, one GEMM, crop into the result (every buffer but the result is one
+    block's and is reused by the next block)."""
     xp = namespace_of(x)
     n, c = x.shape[:2]
     o, K = w.shape[0], len(shift.offsets)
     wm = w.reshape(groups, o // groups, -1)
-    flat = shift.flat_input(x)
-    y = xp.empty((n, groups, o // groups, shift.length), dtype=xp.result_type(x, w))
-    cols = None
+    dtype = xp.result_type(x, w)
+    y = xp.empty((n, o) + shift.out, dtype=dtype)
+    flat = cols = prod = None
     for sl in _chunks(n, shift, c, x.dtype.itemsize):
         b = sl.stop - sl.start
-        if cols is None or cols.shape[0] != b:
-            cols = xp.empty((b, c, K, shift.length), dtype=x.dtype)
-        _fill_columns(cols, flat[sl], shift)
-        xp.matmul(wm, cols.reshape(b, groups, (c // groups) * K, shift.length), out=y[sl])
-    y = y.reshape((n, o) + shift.grid)
-    return y if shift.grid == shift.out else xp.ascontiguousarray(y[shift.crop])
+        flat = shift.flat_input(x[sl], flat)
+        cols = _block_buffer(cols, xp, (b, c, K, shift.length), x.dtype)
+        _fill_columns(cols, flat, shift)
+        prod = _block_buffer(prod, xp, (b, groups, o // groups, shift.length), dtype)
+        xp.matmul(wm, cols.reshape(b, groups, (c // groups) * K, shift.length), out=prod)
+        y[sl] = prod.reshape((b, o) + shift.grid)[shift.crop]
+    return y
 
 
 def _shifted_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
+    """Block by block: the cotangent on the padded grid, ``W^T g`` (the block's columns), col2im as long
+    contiguous adds, crop into the result."""
     xp = namespace_of(g)
     n, c = x_shape[:2]
     o, K = w.shape[0], len(shift.offsets)
     wt = xp.ascontiguousarray(w.reshape(groups, o // groups, -1).swapaxes(-1, -2))
-    gs = shift.grid_cotangent(g).reshape(n, groups, o // groups, shift.length)
-    flat = xp.zeros((n, c, shift.flat), dtype=xp.result_type(g, w))
-    for sl in _chunks(n, shift, c, flat.dtype.itemsize):
-        cols = xp.matmul(wt, gs[sl]).reshape(sl.stop - sl.start, c, K, shift.length)
-        part = flat[sl]
-        for k, off in enumerate(shift.offsets):  # col2im: long contiguous adds
-            part[:, :, off:off + shift.length] += cols[:, :, k]
-    dx = flat[:, :, :math.prod(shift.padded)].reshape((n, c) + shift.padded)
-    return xp.ascontiguousarray(dx[(slice(None), slice(None)) + shift.inner])
+    dtype = xp.result_type(g, w)
+    dx = xp.empty((n, c) + tuple(x_shape[2:]), dtype=dtype)
+    grid = flat = cols = None
+    for sl in _chunks(n, shift, c, dtype.itemsize):
+        b = sl.stop - sl.start
+        grid = shift.grid_cotangent(g[sl], grid)
+        cols = _block_buffer(cols, xp, (b, groups, (c // groups) * K, shift.length), dtype)
+        xp.matmul(wt, grid.reshape(b, groups, o // groups, shift.length), out=cols)
+        flat = _block_buffer(flat, xp, (b, c, shift.flat), dtype)
+        flat[...] = 0
+        spread = cols.reshape(b, c, K, shift.length)
+        for k, off in enumerate(shift.offsets):
+            flat[:, :, off:off + shift.length] += spread[:, :, k]
+        dx[sl] = flat[:, :, :math.prod(shift.padded)].reshape((b, c) + shift.padded)[
+            (slice(None), slice(None)) + shift.inner]
+    return dx
 
 
 def _shifted_weight_grad(g: Any, x: Any, w_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
+    """Block by block: pad, columns, ``cols @ g^T`` (reads the long column rows in memory order, faster
+    than ``g @ cols^T``), summed over the samples; transposed once at the end."""
     xp = namespace_of(g)
     n, c = x.shape[:2]
     o, K = g.shape[1], len(shift.offsets)
-    gt = shift.grid_cotangent(g).reshape(n, groups, o // groups, shift.length).swapaxes(-1, -2)
-    flat = shift.flat_input(x)
     dw = xp.zeros((groups, (c // groups) * K, o // groups), dtype=xp.result_type(g, x))
-    cols = None
+    flat = cols = grid = None
     for sl in _chunks(n, shift, c, x.dtype.itemsize):
         b = sl.stop - sl.start
-        if cols is None or cols.shape[0] != b:
-            cols = xp.empty((b, c, K, shift.length), dtype=x.dtype)
-        _fill_columns(cols, flat[sl], shift)
-        # cols @ g^T reads the long column rows in memory order (faster than g @ cols^T)
-        dw += xp.matmul(cols.reshape(b, groups, (c // groups) * K, shift.length), gt[sl]).sum(axis=0)
+        flat = shift.flat_input(x[sl], flat)
+        cols = _block_buffer(cols, xp, (b, c, K, shift.length), x.dtype)
+        _fill_columns(cols, flat, shift)
+        grid = shift.grid_cotangent(g[sl], grid)
+        gt = grid.reshape(b, groups, o // groups, shift.length).swapaxes(-1, -2)
+        dw += xp.matmul(cols.reshape(b, groups, (c // groups) * K, shift.length), gt).sum(axis=0)
     return xp.ascontiguousarray(dw.swapaxes(-1, -2)).reshape(tuple(w_shape))
 
 
