@@ -1,7 +1,7 @@
 """Time per equation of the staged training steps (issue 26): where ``fg.jit(fg.grad(loss))`` spends its time.
 
 Runs the program recorded for the functional step of the 32x32 CNN, the LSTM and the Transformer of
-``benchmarks/workloads/training.py`` equation by equation (each call timed, best of ``--repeat``), sums the time
+``benchmarks/workloads/training.py`` equation by equation (each call timed in process CPU time, robust on a shared machine; best of ``--repeat``), sums the time
 per primitive and prints the top equations; with torch installed it also prints torch.profiler's top ops
 for the same step (one thread).
 
@@ -104,9 +104,9 @@ def profile_program(prog: Any, inputs: list[Any], repeat: int) -> list[tuple[flo
         env: dict[Any, Any] = dict(zip(prog.invars, inputs))
         for k, e in enumerate(prog.eqns):
             args = [env[a] if isinstance(a, Var) else (a.value if isinstance(a, Const) else a) for a in e.ins]
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             out = e.fn(*args, **e.kwargs)
-            best[k] = min(best[k], time.perf_counter() - t0)
+            best[k] = min(best[k], time.process_time() - t0)
             env.update(zip(e.outs, out) if e.multiple else ((e.outs[0], out),))
     return [(t, _describe(e)) for t, e in zip(best, prog.eqns)]
 
@@ -151,9 +151,9 @@ def main() -> None:
 
 
 def _timed(fn: Any) -> float:
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     fn()
-    return time.perf_counter() - t0
+    return time.process_time() - t0
 
 
 if __name__ == "__main__":
