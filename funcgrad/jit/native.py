@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import sys
 import threading
@@ -41,7 +42,8 @@ import numpy as np
 from ..core.trace import Primitive
 from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
-from .native_ops import COMPARISONS, NATIVE_EXPR, is_literal as _is_literal, kind_of, reads_of
+from .known import TENSORDOT
+from .native_ops import COMPARISONS, DOT, MATMUL, NATIVE_EXPR, contraction, is_literal as _is_literal, kind_of, reads_of
 from .native_source import segment_source
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "available", "installed", "status", "cache_dir", "lowerable", "Segment", "plan",
@@ -102,9 +104,19 @@ def cache_dir() -> str:
 
 # -- what lowers ------------------------------------------------------------------------
 
+BLAS_MIN_PRODUCTS = 1 << 15  # multiply-adds from which a contraction stays with the replay's BLAS call
+
+
 def lowerable(e: Eqn) -> bool:
-    """Does this backend lower equation ``e`` (see :func:`funcgrad.jit.native_ops.kind_of`)?"""
-    return kind_of(e) is not None
+    """Does this backend lower equation ``e`` (see :func:`funcgrad.jit.native_ops.kind_of`)? Contractions of
+    at least :data:`BLAS_MIN_PRODUCTS` multiply-adds do not: compiled loops are many times slower than BLAS
+    there (a training step's layer products ran 10x slower natively than replayed)."""
+    kind = kind_of(e)
+    if kind == "block" and e.prim in (MATMUL, DOT, TENSORDOT):
+        made = contraction(e)
+        if made is not None and math.prod(e.outs[0].shape) * math.prod(made.sizes) >= BLAS_MIN_PRODUCTS:
+            return False
+    return kind is not None
 
 
 class Segment:
