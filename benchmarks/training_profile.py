@@ -2,25 +2,28 @@
 
 Runs the program recorded for the functional step of the 32x32 CNN, the LSTM and the Transformer of
 ``benchmarks/workloads/training.py`` equation by equation (each call timed in process CPU time, robust on a shared machine; best of ``--repeat``), sums the time
-per primitive and prints the top equations; with torch installed it also prints torch.profiler's top ops
-for the same step (one thread).
+per primitive and prints the top equations. Each equation runs on its own (no buffer reuse between calls),
+so fresh allocations (page faults) are counted where they happen.
 
-    python benchmarks/training_profile.py [--repeat 5] [--top 15] [--only cnn32,lstm,transformer]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/training_profile.py [--repeat 5] [--top 15] [--only cnn32,lstm,transformer]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
-import funcgrad as fg
-import funcgrad.nn as fnn
-import funcgrad.numpy as fnp
-from funcgrad.jit.ir import Const, Var
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import funcgrad as fg  # noqa: E402
+import funcgrad.nn as fnn  # noqa: E402
+import funcgrad.numpy as fnp  # noqa: E402
+from funcgrad.jit.ir import Const, Var  # noqa: E402
 
 
 def cnn32() -> tuple[Any, dict[str, Any], Any, Any]:
@@ -109,20 +112,6 @@ def profile_program(prog: Any, inputs: list[Any], repeat: int) -> list[tuple[flo
             best[k] = min(best[k], time.process_time() - t0)
             env.update(zip(e.outs, out) if e.multiple else ((e.outs[0], out),))
     return [(t, _describe(e)) for t, e in zip(best, prog.eqns)]
-
-
-def torch_profile(name: str, top: int) -> None:
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.set_num_threads(1)
-    import benchmarks.workloads.training as training  # noqa: F401 - the same torch models
-    from benchmarks.workloads import Context
-
-    ctx = Context(quick=True) if "quick" in Context.__init__.__code__.co_varnames else None
-    del ctx
-    print("  (torch: see `python -m benchmarks --only training --peers torch` for its step time)")
 
 
 def main() -> None:
