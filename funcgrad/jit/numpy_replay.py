@@ -185,6 +185,9 @@ def direct_call(prim: Primitive, args: list[Any]) -> Any:
     return getattr(ns, name, None)
 
 
+RELEASE_BYTES = 1 << 16  # temporaries from this size are deleted after their last use (smaller ones: not worth a line)
+
+
 def _generate(prog: Program, reuse_bytes: int,
               checked: Callable[..., Any] | None = None) -> Callable[..., tuple[Any, ...]]:
     names: dict[str, Any] = {}
@@ -231,6 +234,24 @@ def _generate(prog: Program, reuse_bytes: int,
         if not hasattr(v.dtype, "kind") or v.shape == ():
             return False
         return v.nbytes >= reuse_bytes or is_host_array(v.kind)
+    written: set[str] = set()  # names whose buffers a later result was written into
+
+    def release(k: int, e: Eqn) -> None:
+        """``del`` the large temporaries whose last reader is equation ``k`` (and results nothing reads), so
+        that their memory is freed there, as eager execution frees it, rather than when the program
+        returns: a training step's program otherwise holds every activation and cotangent to its end, and
+        the larger heap is given back to the system and faulted in again at every call. Buffers kept for a
+        later ``out=`` stay."""
+        dead = [a for a in e.ins if isinstance(a, Var) and last.get(id(a)) == k]
+        dead += [o for o in e.outs if id(o) not in last]
+        names = []
+        for v in dead:
+            if (v.nbytes >= RELEASE_BYTES and id(v) not in inputs and id(v) not in outputs and v not in pooled
+                    and v.name not in written and v.name not in names):
+                names.append(v.name)
+        if names:
+            body.append(f"    del {', '.join(names)}")
+
     for k, e in enumerate(prog.eqns):
         call_fn, call_ins, kwargs = e.fn, e.ins, e.kwargs
         loop = loop_of(e)
@@ -240,6 +261,7 @@ def _generate(prog: Program, reuse_bytes: int,
         lowered = lower(e) if lower is not None else None
         if isinstance(lowered, str):  # an expression of the arguments' names: no call at all
             body.append(f"    {e.outs[0].name} = {lowered}")
+            release(k, e)
             continue
         if lowered is not None:
             call_fn, call_ins = lowered
@@ -297,6 +319,9 @@ def _generate(prog: Program, reuse_bytes: int,
         if e.multiple and not e.outs:
             lhs = "_"
         body.append(f"    {lhs} = {fname}({', '.join(args)})")
+        if out is not None:
+            written.add(out)
+        release(k, e)
     rets = []
     for o in prog.outs:
         if isinstance(o, Const):
