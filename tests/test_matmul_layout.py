@@ -118,3 +118,16 @@ class _replay_only:
 
     def __exit__(self, *exc):
         fg.config.jit_backend = self.old
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 3, 0), (0, 4)), ((2, 0, 5), (5, 4)), ((0, 3, 5), (5, 2))])
+def test_stacked_times_matrix_with_empty_axes(a_shape, b_shape):
+    """Empty stacks and empty inner axes: the rows product has explicit row counts (a -1 is ambiguous there)."""
+    a, b = np.ones(a_shape), np.ones(b_shape)
+    ga, gb = fg.grad(lambda a, b: fnp.sum(fnp.sin(a @ b)), argnums=(0, 1))(a, b)
+    assert ga.shape == a.shape and gb.shape == b.shape
+    np.testing.assert_array_equal(gb, np.zeros(b.shape))  # an empty sum of products
+    with _replay_only():
+        jitted = fg.jit(lambda a, b: fnp.sin(a @ b))
+        jitted(a, b)
+        assert jitted(a, b).shape == (a @ b).shape

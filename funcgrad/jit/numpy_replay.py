@@ -132,7 +132,7 @@ def _rows_matmul(a: Any, b: Any, out: Any = None) -> Any:
     ``a``'s rows ``(prod(...) * n, k)`` with ``b`` (a batch of small products is slower in NumPy)."""
     if not a.flags.c_contiguous or (out is not None and not out.flags.c_contiguous):
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    rows = a.reshape(-1, a.shape[-1])
+    rows = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
     if out is None:
         return np.matmul(rows, b).reshape(a.shape[:-1] + b.shape[-1:])
     np.matmul(rows, b, out=out.reshape(rows.shape[0], b.shape[-1]))

@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import funcgrad.numpy as fnp
@@ -306,7 +307,8 @@ def lstm_sequence_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih
 
 def _input_projection(xp: Any, xs: Any, w_ih: Any, b_ih: Any, b_hh: Any) -> Any:
     """Every step's input part of the gates, ``xs W_ih^T + b_ih + b_hh``: one GEMM over all ``T * N`` rows."""
-    proj = xp.matmul(xs.reshape(-1, xs.shape[-1]), w_ih.T).reshape(tuple(xs.shape[:-1]) + (w_ih.shape[0],))
+    rows = xs.reshape(math.prod(xs.shape[:-1]), xs.shape[-1])
+    proj = xp.matmul(rows, w_ih.T).reshape(tuple(xs.shape[:-1]) + (w_ih.shape[0],))
     proj += b_ih
     proj += b_hh
     return proj
