@@ -305,13 +305,19 @@ def lstm_sequence_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih
     return fnp.stack(hs), c
 
 
-def _input_projection(xp: Any, xs: Any, w_ih: Any, b_ih: Any, b_hh: Any) -> Any:
-    """Every step's input part of the gates, ``xs W_ih^T + b_ih + b_hh``: one GEMM over all ``T * N`` rows."""
+def _input_projection(xp: Any, xs: Any, w_ih: Any, b_ih: Any, b_hh: Any, state: tuple[int, ...]) -> Any:
+    """Every step's input part of the gates, ``xs W_ih^T + b_ih + b_hh``: one GEMM over all ``T * N`` rows,
+    as a ``(T, *state[:-1], 4H)`` buffer each step adds its hidden part to (broadcast where the state has
+    more leading axes than the input)."""
     rows = xs.reshape(math.prod(xs.shape[:-1]), xs.shape[-1])
     proj = xp.matmul(rows, w_ih.T).reshape(tuple(xs.shape[:-1]) + (w_ih.shape[0],))
     proj += b_ih
     proj += b_hh
-    return proj
+    full = (xs.shape[0],) + tuple(xp.broadcast_shapes(tuple(state[:-1]), tuple(xs.shape[1:-1]))) + (w_ih.shape[0],)
+    if tuple(proj.shape) == full:
+        return proj
+    aligned = proj.reshape((proj.shape[0],) + (1,) * (len(full) - proj.ndim) + tuple(proj.shape[1:]))
+    return xp.ascontiguousarray(xp.broadcast_to(aligned, full))
 
 
 _steps = ForwardMemo()  # the forward's gates and cell states, for the backward of the same inputs
@@ -319,9 +325,9 @@ _steps = ForwardMemo()  # the forward's gates and cell states, for the backward 
 
 def _lstm_sequence_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> tuple[Any, Any]:
     xp = namespace_of(xs)
-    gates = _input_projection(xp, xs, w_ih, b_ih, b_hh)  # each step adds its hidden part in place
-    w_hh_t = xp.ascontiguousarray(w_hh.T)  # a C-ordered operand: faster small products
     shape = tuple(xp.broadcast_shapes(h0.shape, c0.shape))
+    gates = _input_projection(xp, xs, w_ih, b_ih, b_hh, shape)  # each step adds its hidden part in place
+    w_hh_t = xp.ascontiguousarray(w_hh.T)  # a C-ordered operand: faster small products
     h, c = h0, c0
     hs = xp.empty((xs.shape[0],) + shape, dtype=gates.dtype)
     h_prev = xp.empty((xs.shape[0],) + shape, dtype=gates.dtype)  # the state each step starts from (not hs,
@@ -344,7 +350,7 @@ def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any,
     if kept is not None:  # the forward's own gates and states: no second forward
         gates, h_prev, c_prev = kept
     else:
-        gates = _input_projection(xp, xs, w_ih, b_ih, b_hh)
+        gates = _input_projection(xp, xs, w_ih, b_ih, b_hh, shape)
         w_hh_t = xp.ascontiguousarray(w_hh.T)
         h_prev = xp.empty((T,) + shape, dtype=gates.dtype)
         c_prev = xp.empty((T,) + shape, dtype=gates.dtype)
@@ -361,7 +367,7 @@ def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any,
         dh = xp.matmul(dgates[t], w_hh)
     n = dgates.shape[-1]
     flat = dgates.reshape(-1, n)
-    dxs = xp.matmul(flat, w_ih).reshape(tuple(xs.shape[:-1]) + (w_ih.shape[1],))
+    dxs = xp.matmul(flat, w_ih).reshape(tuple(dgates.shape[:-1]) + (w_ih.shape[1],))
     dw_ih = xp.matmul(flat.T, xs.reshape(-1, xs.shape[-1]))  # the weight products over all steps at once
     dw_hh = xp.matmul(flat.T, h_prev.reshape(-1, shape[-1]))
     db = flat.sum(axis=0)
