@@ -82,6 +82,11 @@ CONV_GEOMETRY = {  # name: (x shape, w shape, stride, pads, dilation, groups)
     "1x1": ((2, 3, 4, 4), (5, 3, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
     "patch": ((2, 2, 6, 6), (3, 2, 2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
     "1d": ((2, 3, 9), (4, 3, 3), (2,), ((1, 2),), (2,), 1),
+    # stride 1: the shifted-rows columns (kconv._Shift), cropped where the padded rows are longer than the output
+    "s1_dil_asym": ((1, 3, 5, 7), (4, 3, 3, 2), (1, 1), ((2, 0), (1, 2)), (2, 1), 1),
+    "s1_no_pad": ((1, 2, 6, 5), (2, 2, 3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+    "s1_3d": ((2, 2, 3, 4, 5), (3, 2, 2, 3, 2), (1, 1, 1), ((1, 0), (0, 1), (1, 1)), (1, 1, 1), 1),
+    "s1_1d_groups": ((2, 4, 9), (6, 2, 3), (1,), ((0, 1),), (3,), 2),
 }
 
 
@@ -595,3 +600,69 @@ def test_conv_weight_gradient_reuses_the_forwards_columns_of_the_same_input_only
     assert len(kconv._memo._entries()) == kconv._ColumnMemo.SIZE  # the oldest evicted
     assert kconv._memo.take(alive[0], ((3, 2),) + geom) is None
     assert kconv._memo.take(alive[-1], ((3, 2),) + geom) is not None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("geom", [((1, 1), ((1, 1), (1, 1)), (1, 1), 1), ((1, 1), ((0, 2), (1, 0)), (1, 2), 2),
+                                  ((1,), ((2, 1),), (2,), 1)], ids=["3x3_pad1", "dil_groups_asym", "1d"])
+def test_shifted_row_columns_equal_the_general_columns(monkeypatch, dtype, geom):
+    """The stride-1 fast path (columns as shifted rows of the flattened padded input) against the general
+    im2col path it replaces, for the forward and both backward products, batch 1 and odd sizes."""
+    rng = np.random.default_rng(7)
+    nsp = len(geom[0])
+    x = rng.standard_normal((1, 4) + (7, 5)[:nsp]).astype(dtype)
+    w = rng.standard_normal((6, 4 // geom[3]) + (3, 2)[:nsp]).astype(dtype)
+    fast = [kconv._conv_forward_raw(x, w, *geom)]
+    g = rng.standard_normal(fast[0].shape).astype(dtype)
+    fast += [kconv._conv_input_grad_raw(g, w, x.shape, *geom), kconv._conv_weight_grad_raw(g, x, w.shape, *geom)]
+    monkeypatch.setattr(kconv, "_shifted", lambda *a: False)
+    monkeypatch.setattr(kconv, "_memo", kconv._ColumnMemo())
+    general = [kconv._conv_forward_raw(x, w, *geom), kconv._conv_input_grad_raw(g, w, x.shape, *geom),
+               kconv._conv_weight_grad_raw(g, x, w.shape, *geom)]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a, b in zip(fast, general):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.flags.c_contiguous
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_batch_norm_backward_sums_of_products_equal_the_composition():
+    """standardize_affine_backward forms neither ``xhat`` nor ``g * xhat``: its values against the old
+    composition in float32 on a large batch (the one-pass sums keep float32 accuracy) and float64."""
+    rng = np.random.default_rng(8)
+    for dtype, tol in ((np.float32, 2e-5), (np.float64, 1e-12)):
+        x = (3 * rng.standard_normal((16, 5, 12, 12)) + 2).astype(dtype)
+        g = rng.standard_normal(x.shape).astype(dtype)
+        w = rng.standard_normal((1, 5, 1, 1)).astype(dtype)
+        got = knorm._affine_backward_raw(g, x, w, (0, 2, 3), 1e-5)
+        x64, g64, w64 = (a.astype(np.float64) for a in (x, g, w))
+        want = knorm.standardize_affine_backward_composed(g64, x64, w64, (0, 2, 3), 1e-5)
+        for a, b in zip(got, want):
+            assert a.dtype == dtype
+            np.testing.assert_allclose(a, np.asarray(b), rtol=tol, atol=tol * float(np.abs(np.asarray(b)).max()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lstm_sequence_backward_takes_the_forwards_gates_and_equals_the_recomputation(dtype):
+    """The sequence backward reuses the forward's gates and states of the very same inputs (no second
+    forward), even when the caller writes into the returned ``hs``; it equals the recomputing path and the
+    composition, and leaves nothing behind."""
+    rng = np.random.default_rng(9)
+    T, N, I, H = 4, 3, 5, 2
+    args = [rng.standard_normal(s).astype(dtype) for s in
+            ((T, N, I), (N, H), (1, H), (4 * H, I), (4 * H, H), (4 * H,), (4 * H,))]
+    ghs, gc = rng.standard_normal((T, N, H)).astype(dtype), rng.standard_normal((N, H)).astype(dtype)
+    hs, _ = krnn._lstm_sequence_raw(*args)
+    hs[...] = 7.0  # the caller's buffer now: the backward must not read it
+    kept = krnn._lstm_sequence_backward_raw(*args, ghs, gc)
+    assert krnn._steps.take(tuple(args), ()) is None  # taken by the backward
+    fresh = krnn._lstm_sequence_backward_raw(*args, ghs, gc)  # nothing kept: the forward again
+    want = krnn.lstm_sequence_backward_composed(*(a.astype(np.float64) for a in args),
+                                                ghs.astype(np.float64), gc.astype(np.float64))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a, b, c, arg in zip(kept, fresh, want, args):
+        assert a.dtype == dtype and a.shape == arg.shape
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+        np.testing.assert_allclose(a, krnn._sum_like(np.asarray(c), arg), rtol=tol, atol=tol)
+    other = [a.copy() for a in args]  # equal values, other arrays: not found
+    krnn._lstm_sequence_raw(*args)
+    assert krnn._steps.take(tuple(other), ()) is None

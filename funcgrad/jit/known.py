@@ -13,7 +13,7 @@ from .. import numpy as fnp
 from ..numpy import elementwise as _elementwise, linalg as _linalg, shape_ops as _shape_ops
 
 __all__ = ["primitive_of", "ADD", "SUBTRACT", "MULTIPLY", "WHERE", "SUM", "BROADCAST_TO", "TENSORDOT",
-           "EXPAND_DIMS", "SQUEEZE"]
+           "EXPAND_DIMS", "SQUEEZE", "MATMUL"]
 
 
 def primitive_of(fn: Any) -> Primitive:
@@ -31,3 +31,4 @@ SQUEEZE = primitive_of(fnp.squeeze)
 WHERE = primitive_of(_elementwise._where)
 BROADCAST_TO = primitive_of(_shape_ops._broadcast_to)
 TENSORDOT = primitive_of(_linalg._tensordot)
+MATMUL = primitive_of(fnp.matmul)

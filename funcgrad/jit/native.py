@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import sys
 import threading
@@ -41,8 +42,9 @@ import numpy as np
 from ..core.trace import Primitive
 from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
-from .native_ops import COMPARISONS, NATIVE_EXPR, is_literal as _is_literal, kind_of, reads_of
-from .native_source import segment_source
+from .known import TENSORDOT
+from .native_ops import COMPARISONS, DOT, MATMUL, NATIVE_EXPR, contraction, is_literal as _is_literal, kind_of, reads_of
+from .native_source import BLAS_MIN_WORK, segment_source
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "available", "installed", "status", "cache_dir", "lowerable", "Segment", "plan",
            "segment_source", "compile_segment", "native_program"]
@@ -103,8 +105,18 @@ def cache_dir() -> str:
 # -- what lowers ------------------------------------------------------------------------
 
 def lowerable(e: Eqn) -> bool:
-    """Does this backend lower equation ``e`` (see :func:`funcgrad.jit.native_ops.kind_of`)?"""
-    return kind_of(e) is not None
+    """Does this backend lower equation ``e`` (see :func:`funcgrad.jit.native_ops.kind_of`)? A contraction
+    of at least ``native_source.BLAS_MIN_WORK`` multiply-adds that the native code would write as loops (one
+    that is not a product of two matrices, e.g. a stack of matrices times a matrix) does not: it stays with
+    the replay's BLAS call, many times faster there (a training step's layer products ran 10x slower as
+    compiled loops)."""
+    kind = kind_of(e)
+    if kind == "block" and e.prim in (MATMUL, DOT, TENSORDOT):
+        made = contraction(e)
+        if (made is not None and (made.a_order is None or made.b_order is None)
+                and math.prod(e.outs[0].shape) * math.prod(made.sizes) >= BLAS_MIN_WORK):
+            return False
+    return kind is not None
 
 
 class Segment:

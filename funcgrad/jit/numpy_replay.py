@@ -28,7 +28,7 @@ from .blocking import blocked_program
 from .ir import Const, Eqn, Program, Var
 from .loops import loop_of, replay_runner
 from .kinds import is_gufunc, is_host_array, is_ufunc
-from .known import EXPAND_DIMS, SQUEEZE, SUM
+from .known import EXPAND_DIMS, MATMUL, SQUEEZE, SUM
 from .python_floats import generate_scalar
 
 __all__ = ["compile_program", "direct_call", "LOWERINGS"]
@@ -127,7 +127,34 @@ def _lower_unit_axis(e: Eqn) -> Lowered:
     return None
 
 
+def _rows_matmul(a: Any, b: Any, out: Any = None) -> Any:
+    """``a @ b`` for a C-contiguous ``a`` of shape ``(..., n, k)`` and a matrix ``b``: one product of
+    ``a``'s rows ``(prod(...) * n, k)`` with ``b`` (a batch of small products is slower in NumPy)."""
+    if not a.flags.c_contiguous or (out is not None and not out.flags.c_contiguous):
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    rows = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+    if out is None:
+        return np.matmul(rows, b).reshape(a.shape[:-1] + b.shape[-1:])
+    np.matmul(rows, b, out=out.reshape(rows.shape[0], b.shape[-1]))
+    return out
+
+
+def _lower_matmul(e: Eqn) -> Lowered:
+    """``matmul`` of a host stack of matrices ``(..., n, k)`` with one matrix ``(k, m)``: the rows of the
+    stack times the matrix, one GEMM (:func:`_rows_matmul`)."""
+    if e.kwargs or len(e.ins) != 2 or not isinstance(e.ins[0], Var):
+        return None
+    a, b = e.ins
+    b_shape = b.shape if isinstance(b, Var) else getattr(getattr(b, "value", b), "shape", ())
+    b_kind = b.kind if isinstance(b, Var) else type(getattr(b, "value", b))
+    if (a.kind is not np.ndarray or b_kind is not np.ndarray or len(a.shape) < 3 or len(b_shape) != 2
+            or a.dtype != e.outs[0].dtype):
+        return None
+    return _rows_matmul, [a, b]
+
+
 LOWERINGS: dict[Primitive, Callable[[Eqn], Lowered]] = {
+    MATMUL: _lower_matmul,
     SUM: _lower_sum,
     EXPAND_DIMS: _lower_unit_axis,
     SQUEEZE: _lower_unit_axis,
@@ -156,6 +183,9 @@ def direct_call(prim: Primitive, args: list[Any]) -> Any:
     if ns is np:
         return None
     return getattr(ns, name, None)
+
+
+RELEASE_BYTES = 1 << 16  # temporaries from this size are deleted after their last use (smaller ones: not worth a line)
 
 
 def _generate(prog: Program, reuse_bytes: int,
@@ -204,6 +234,24 @@ def _generate(prog: Program, reuse_bytes: int,
         if not hasattr(v.dtype, "kind") or v.shape == ():
             return False
         return v.nbytes >= reuse_bytes or is_host_array(v.kind)
+    written: set[str] = set()  # names whose buffers a later result was written into
+
+    def release(k: int, e: Eqn) -> None:
+        """``del`` the large temporaries whose last reader is equation ``k`` (and results nothing reads), so
+        that their memory is freed there, as eager execution frees it, rather than when the program
+        returns: a training step's program otherwise holds every activation and cotangent to its end, and
+        the larger heap is given back to the system and faulted in again at every call. Buffers kept for a
+        later ``out=`` stay."""
+        dead = [a for a in e.ins if isinstance(a, Var) and last.get(id(a)) == k]
+        dead += [o for o in e.outs if id(o) not in last]
+        names = []
+        for v in dead:
+            if (v.nbytes >= RELEASE_BYTES and id(v) not in inputs and id(v) not in outputs and v not in pooled
+                    and v.name not in written and v.name not in names):
+                names.append(v.name)
+        if names:
+            body.append(f"    del {', '.join(names)}")
+
     for k, e in enumerate(prog.eqns):
         call_fn, call_ins, kwargs = e.fn, e.ins, e.kwargs
         loop = loop_of(e)
@@ -213,6 +261,7 @@ def _generate(prog: Program, reuse_bytes: int,
         lowered = lower(e) if lower is not None else None
         if isinstance(lowered, str):  # an expression of the arguments' names: no call at all
             body.append(f"    {e.outs[0].name} = {lowered}")
+            release(k, e)
             continue
         if lowered is not None:
             call_fn, call_ins = lowered
@@ -270,6 +319,9 @@ def _generate(prog: Program, reuse_bytes: int,
         if e.multiple and not e.outs:
             lhs = "_"
         body.append(f"    {lhs} = {fname}({', '.join(args)})")
+        if out is not None:
+            written.add(out)
+        release(k, e)
     rets = []
     for o in prog.outs:
         if isinstance(o, Const):

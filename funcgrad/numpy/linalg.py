@@ -392,8 +392,14 @@ def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any, **_: Any) -> Any:
         gb = tensordot(g, a, ndim(g))
     elif na == 1:  # g: (..., m); a: (k,)
         gb = fnp.expand_dims(a, -1) * fnp.expand_dims(g, -2)
-    elif na == 2 and nb == 2 and _column_major(b):
-        gb = fnp.transpose(matmul(fnp.transpose(g), a))  # in b's layout (x @ w.T: w's gradient C-ordered)
+    elif nb == 2:  # (..., n, k) @ (k, m): one product over all rows (no batch of products summed afterwards)
+        if na > 2:  # (explicit row counts: -1 is ambiguous for empty arrays)
+            rows = functools.reduce(operator.mul, shape(a)[:-1], 1)
+            a, g = fnp.reshape(a, (rows, shape(a)[-1])), fnp.reshape(g, (rows, shape(g)[-1]))
+        if _column_major(b):
+            gb = fnp.transpose(matmul(fnp.transpose(g), a))  # in b's layout (x @ w.T: w's gradient C-ordered)
+        else:
+            gb = matmul(fnp.transpose(a), g)
     else:
         gb = matmul(_mT(a), g)
     return unbroadcast(gb, b)

@@ -27,10 +27,8 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import math
-import threading
-import weakref
-from collections import OrderedDict
 from typing import Any, Callable
 
 import funcgrad.numpy as fnp
@@ -38,6 +36,7 @@ import funcgrad.numpy as fnp
 from ...backend import namespace_of
 from ...core import defprimitive
 from ...numpy._batching import batch_size, front
+from .forward_memo import ForwardMemo
 from .pooling import pooled_size, window_slices
 
 __all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_out_shape"]
@@ -73,50 +72,155 @@ def _columns(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tup
     return cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(out))
 
 
-class _ColumnMemo:
-    """The column buffers of this thread's last few convolution forwards, for the weight gradient of the
-    same input: the backward reuses the forward's im2col instead of building it again.
+def _shifted(kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> bool:
+    """Stride 1 (and not the column-free 1x1 case): the columns are whole shifted rows of the flattened
+    padded input (:class:`_Shift`), built and used a few samples at a time."""
+    return all(s == 1 for s in stride) and not _pointwise(kernel, stride, pads)
 
-    An entry is found by the input's identity (a weak reference, so it never keeps the input alive and is
-    dropped with it) and the geometry; the weight gradient takes it out, so a buffer lives from the
-    forward to its backward. At most ``SIZE`` entries are kept (a forward whose weight gradient is never
-    asked for is evicted by later ones), and none over ``MAX_BYTES``.
+
+class _Shift:
+    """The geometry of the shifted-rows layout for a stride-1 convolution.
+
+    Flatten the padded input's spatial axes: the window offset ``k`` of output position ``p`` is element
+    ``p' + offsets[k]``, where ``p'`` is ``p`` counted in the padded grid. So the columns of offset ``k`` for
+    all outputs are one contiguous run ``flat[offsets[k] : offsets[k] + length]`` (``length`` = the first
+    output axis times the padded row of the others): each copy is a long contiguous run instead of one short
+    row per output row. The products then also produce values at the ``padded - out`` positions past each
+    output row, which the forward crops and the backward products meet as zeros of the padded cotangent.
     """
 
-    SIZE = 4
-    MAX_BYTES = 64 * 2 ** 20  # at most 256 MiB held per thread
+    def __init__(self, spatial: tuple[int, ...], kernel: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                 dilation: tuple[int, ...]) -> None:
+        self.padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
+        self.out = conv_out_shape(spatial, kernel, (1,) * len(kernel), pads, dilation)
+        strides = [math.prod(self.padded[a + 1:]) for a in range(len(kernel))]
+        self.grid = (self.out[0],) + self.padded[1:]  # the outputs, counted in the padded grid
+        self.length = math.prod(self.grid)
+        self.offsets = [sum(i * d * st for i, d, st in zip(idx, dilation, strides))
+                        for idx in itertools.product(*(range(k) for k in kernel))]
+        self.flat = max(self.offsets) + self.length  # >= prod(padded): the last rows' tails read zeros
+        self.inner = tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, spatial))
+        self.crop = (slice(None),) * 3 + tuple(slice(0, o) for o in self.out[1:])  # of (N, O, *grid)
 
-    def __init__(self) -> None:
-        self.local = threading.local()
+    def flat_input(self, x: Any, buf: Any = None) -> Any:
+        """``x (B, C, *spatial)`` zero-padded into a ``(B, C, flat)`` buffer (one copy); ``buf``: one made by an
+        earlier call for a block of the same shape (its zeros stay, the inside is overwritten)."""
+        xp = namespace_of(x)
+        n, c = x.shape[:2]
+        if buf is None or buf.shape[0] != n:
+            buf = xp.zeros((n, c, self.flat), dtype=x.dtype)
+        buf[:, :, :math.prod(self.padded)].reshape((n, c) + self.padded)[(slice(None), slice(None)) + self.inner] = x
+        return buf
 
-    def _entries(self) -> "OrderedDict[Any, Any]":
-        entries = getattr(self.local, "entries", None)
-        if entries is None:
-            entries = self.local.entries = OrderedDict()
-        return entries
+    def grid_cotangent(self, g: Any, buf: Any = None) -> Any:
+        """The output cotangent ``(B, O, *out)`` laid out on the padded grid ``(B, O, length)``, zeros past
+        each output row (a view of ``g`` when the outputs fill the grid); ``buf`` as in :meth:`flat_input`."""
+        if tuple(g.shape[2:]) == self.grid:
+            return g.reshape(g.shape[:2] + (self.length,))
+        xp = namespace_of(g)
+        if buf is None or buf.shape[0] != g.shape[0]:
+            buf = xp.zeros(tuple(g.shape[:2]) + (self.length,), dtype=g.dtype)
+        buf.reshape(tuple(g.shape[:2]) + self.grid)[(slice(None), slice(None)) + tuple(slice(0, o) for o in self.out)] = g
+        return buf
+
+
+CHUNK_BYTES = 512 * 1024  # the column block of a few samples: stays in the core's cache between its copy and its GEMM
+
+
+def _chunks(n: int, shift: _Shift, c: int, itemsize: int) -> list[slice]:
+    """Sample blocks whose columns ``(B, C * K, length)`` take about :data:`CHUNK_BYTES`."""
+    per_sample = c * len(shift.offsets) * shift.length * itemsize
+    b = max(1, min(n, CHUNK_BYTES // max(per_sample, 1)))
+    return [slice(s, min(s + b, n)) for s in range(0, n, b)]
+
+
+def _fill_columns(cols: Any, flat: Any, shift: _Shift) -> None:
+    """``cols (B, C, K, length)`` from the flattened padded input ``flat (B, C, flat)``: one contiguous run
+    per sample, channel and kernel offset."""
+    for k, off in enumerate(shift.offsets):
+        cols[:, :, k] = flat[:, :, off:off + shift.length]
+
+
+def _block_buffer(buf: Any, xp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """``buf`` when it has ``shape`` (the blocks but the last have the same size), else a new empty array."""
+    return buf if buf is not None and tuple(buf.shape) == shape else xp.empty(shape, dtype=dtype)
+
+
+def _shifted_forward(x: Any, w: Any, shift: _Shift, groups: int) -> Any:
+    """Block by block: pad, columns, one GEMM, crop into the result (every buffer but the result is one
+    block's and is reused by the next block)."""
+    xp = namespace_of(x)
+    n, c = x.shape[:2]
+    o, K = w.shape[0], len(shift.offsets)
+    wm = w.reshape(groups, o // groups, -1)
+    dtype = xp.result_type(x, w)
+    y = xp.empty((n, o) + shift.out, dtype=dtype)
+    flat = cols = prod = None
+    for sl in _chunks(n, shift, c, x.dtype.itemsize):
+        b = sl.stop - sl.start
+        flat = shift.flat_input(x[sl], flat)
+        cols = _block_buffer(cols, xp, (b, c, K, shift.length), x.dtype)
+        _fill_columns(cols, flat, shift)
+        prod = _block_buffer(prod, xp, (b, groups, o // groups, shift.length), dtype)
+        xp.matmul(wm, cols.reshape(b, groups, (c // groups) * K, shift.length), out=prod)
+        y[sl] = prod.reshape((b, o) + shift.grid)[shift.crop]
+    return y
+
+
+def _shifted_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
+    """Block by block: the cotangent on the padded grid, ``W^T g`` (the block's columns), col2im as long
+    contiguous adds, crop into the result."""
+    xp = namespace_of(g)
+    n, c = x_shape[:2]
+    o, K = w.shape[0], len(shift.offsets)
+    wt = xp.ascontiguousarray(w.reshape(groups, o // groups, -1).swapaxes(-1, -2))
+    dtype = xp.result_type(g, w)
+    dx = xp.empty((n, c) + tuple(x_shape[2:]), dtype=dtype)
+    grid = flat = cols = None
+    for sl in _chunks(n, shift, c, dtype.itemsize):
+        b = sl.stop - sl.start
+        grid = shift.grid_cotangent(g[sl], grid)
+        cols = _block_buffer(cols, xp, (b, groups, (c // groups) * K, shift.length), dtype)
+        xp.matmul(wt, grid.reshape(b, groups, o // groups, shift.length), out=cols)
+        flat = _block_buffer(flat, xp, (b, c, shift.flat), dtype)
+        flat[...] = 0
+        spread = cols.reshape(b, c, K, shift.length)
+        for k, off in enumerate(shift.offsets):
+            flat[:, :, off:off + shift.length] += spread[:, :, k]
+        dx[sl] = flat[:, :, :math.prod(shift.padded)].reshape((b, c) + shift.padded)[
+            (slice(None), slice(None)) + shift.inner]
+    return dx
+
+
+def _shifted_weight_grad(g: Any, x: Any, w_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
+    """Block by block: pad, columns, ``cols @ g^T`` (reads the long column rows in memory order, faster
+    than ``g @ cols^T``), summed over the samples; transposed once at the end."""
+    xp = namespace_of(g)
+    n, c = x.shape[:2]
+    o, K = g.shape[1], len(shift.offsets)
+    dw = xp.zeros((groups, (c // groups) * K, o // groups), dtype=xp.result_type(g, x))
+    flat = cols = grid = None
+    for sl in _chunks(n, shift, c, x.dtype.itemsize):
+        b = sl.stop - sl.start
+        flat = shift.flat_input(x[sl], flat)
+        cols = _block_buffer(cols, xp, (b, c, K, shift.length), x.dtype)
+        _fill_columns(cols, flat, shift)
+        grid = shift.grid_cotangent(g[sl], grid)
+        gt = grid.reshape(b, groups, o // groups, shift.length).swapaxes(-1, -2)
+        dw += xp.matmul(cols.reshape(b, groups, (c // groups) * K, shift.length), gt).sum(axis=0)
+    return xp.ascontiguousarray(dw.swapaxes(-1, -2)).reshape(tuple(w_shape))
+
+
+class _ColumnMemo(ForwardMemo):
+    """The column buffers of this thread's last few convolution forwards, for the weight gradient of the
+    same input (:class:`~funcgrad.nn.kernels.forward_memo.ForwardMemo` keyed by ``x`` alone): the backward
+    reuses the forward's im2col instead of building it again."""
 
     def put(self, x: Any, geometry: tuple[Any, ...], cols: Any) -> None:
-        if getattr(cols, "nbytes", self.MAX_BYTES + 1) > self.MAX_BYTES:
-            return
-        entries = self._entries()
-        key = (id(x), tuple(x.shape), str(x.dtype)) + geometry
-        def forget(_: Any) -> None:
-            entries.pop(key, None)
-
-        try:
-            ref = weakref.ref(x, forget)
-        except TypeError:  # an array type without weak references: nothing kept
-            return
-        entries[key] = (ref, cols)
-        while len(entries) > self.SIZE:
-            entries.popitem(last=False)
+        super().put((x,), geometry, cols)
 
     def take(self, x: Any, geometry: tuple[Any, ...]) -> Any:
-        """The forward's columns of this very ``x`` (removed from the memo), or None."""
-        found = self._entries().pop((id(x), tuple(x.shape), str(x.dtype)) + geometry, None)
-        if found is None or found[0]() is not x:
-            return None
-        return found[1]
+        return super().take((x,), geometry)
 
 
 _memo = _ColumnMemo()
@@ -135,6 +239,8 @@ def _conv_forward_raw(x: Any, w: Any, stride: tuple[int, ...], pads: tuple[tuple
     wm = w.reshape(groups, o // groups, -1)
     if _pointwise(kernel, stride, pads):  # the input is its own column matrix: no copy
         cols = x.reshape(n, groups, c // groups, math.prod(out))
+    elif _shifted(kernel, stride, pads):  # blocks of samples, each block's columns built and used in cache
+        return _shifted_forward(x, w, _Shift(tuple(x.shape[2:]), kernel, pads, dilation), groups)
     else:
         cols = _columns(x, kernel, stride, pads, dilation, groups)
         _memo.put(x, (kernel, stride, pads, dilation, groups), cols)  # for the weight gradient
@@ -153,6 +259,8 @@ def _conv_input_grad_raw(g: Any, w: Any, x_shape: tuple[int, ...], stride: tuple
     gs = g.reshape(n, groups, o // groups, math.prod(out))
     if _pointwise(kernel, stride, pads):
         return xp.matmul(wt, gs).reshape(tuple(x_shape))
+    if _shifted(kernel, stride, pads):
+        return _shifted_input_grad(g, w, tuple(x_shape), _Shift(spatial, kernel, pads, dilation), groups)
     cols = xp.matmul(wt, gs).reshape((n, c) + kernel + out)  # each sample's columns, (N, C, *kernel, *out)
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
     dx = xp.zeros((n, c) + padded, dtype=cols.dtype)
@@ -177,12 +285,16 @@ def _conv_weight_grad_raw(g: Any, x: Any, w_shape: tuple[int, ...], stride: tupl
     gs = g.reshape(n, groups, o // groups, -1)
     if _pointwise(kernel, stride, pads):
         cols = x.reshape(n, groups, c // groups, -1)
+    elif _shifted(kernel, stride, pads):
+        return _shifted_weight_grad(g, x, tuple(w_shape), _Shift(tuple(x.shape[2:]), kernel, pads, dilation), groups)
     else:
         cols = _memo.take(x, (kernel, stride, pads, dilation, groups))
         if cols is None:
             cols = _columns(x, kernel, stride, pads, dilation, groups)
-    # one product per sample, (N, G, O/G, C/G * K), summed over the batch
-    return xp.matmul(gs, cols.swapaxes(-1, -2)).sum(axis=0).reshape(tuple(w_shape))
+    # one product per sample, summed over the batch: cols @ g^T, (N, G, C/G * K, O/G), reads the long column
+    # rows in memory order (faster than g @ cols^T, which walks them across), transposed once at the end
+    dw = xp.matmul(cols, gs.swapaxes(-1, -2)).sum(axis=0).swapaxes(-1, -2)
+    return xp.ascontiguousarray(dw).reshape(tuple(w_shape))
 
 
 # --------------------------------------------------------------------------- rules

@@ -120,12 +120,22 @@ def _sum_to(a: Any, shape: tuple[int, ...]) -> Any:
     return a.sum(axis=rest, keepdims=True) if rest else a
 
 
+def _sum_of_products(a: Any, b: Any, axes: tuple[int, ...]) -> Any:
+    """``sum(a * b, axes, keepdims=True)`` in one pass, without the product as a temporary (``einsum``)."""
+    xp = namespace_of(a)
+    letters = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
+    reduced = {ax % a.ndim for ax in axes}
+    kept = "".join(c for i, c in enumerate(letters) if i not in reduced)
+    out = xp.einsum(f"{letters},{letters}->{kept}", a, b)
+    return out.reshape(tuple(1 if i in reduced else n for i, n in enumerate(a.shape)))
+
+
 def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, Any]:
     """``(mean, x - mean, biased variance)`` over ``axes`` (kept), in ``x``'s dtype."""
-    xp = namespace_of(x)
-    mean = xp.mean(x, axis=axes, keepdims=True)
+    mean = namespace_of(x).mean(x, axis=axes, keepdims=True)
     xc = x - mean
-    return mean, xc, xp.mean(xp.square(xc), axis=axes, keepdims=True)
+    count = math.prod(x.shape[a] for a in axes)
+    return mean, xc, _sum_of_products(xc, xc, axes) / count
 
 
 def _statistics(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
@@ -143,18 +153,17 @@ def _affine_raw(x: Any, w: Any, b: Any, axes: tuple[int, ...], eps: float) -> An
 
 def _affine_backward_raw(g: Any, x: Any, w: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
     xp = namespace_of(x)
-    _, xhat, rstd = _statistics(x, axes, eps)
-    xhat *= rstd
+    _, xc, rstd = _statistics(x, axes, eps)
     count = math.prod(x.shape[a] for a in axes)
     g_sum = xp.sum(g, axis=axes, keepdims=True)
-    gx_sum = xp.sum(g * xhat, axis=axes, keepdims=True)
+    gx_sum = _sum_of_products(g, xc, axes) * rstd  # sum(g * xhat), xhat = xc * rstd never formed
     # w is constant along axes: mean(g w) = w mean(g), mean(g w xhat) = w mean(g xhat); so
-    # dx = w rstd (g - mean(g) - xhat mean(g xhat)), per feature three coefficients
+    # dx = w rstd (g - mean(g) - xhat mean(g xhat)) = scale g + (scale rstd mean(g xhat)) xc + shift per feature
     scale = w * rstd
-    xhat *= scale * (gx_sum / -count)
+    xc *= scale * rstd * (gx_sum / -count)
+    xc -= scale * (g_sum / count)
     dx = g * scale
-    dx += xhat
-    dx -= scale * (g_sum / count)
+    dx += xc
     shape = tuple(w.shape)
     return dx, _sum_to(gx_sum, shape).astype(w.dtype, copy=False), g_sum
 

@@ -157,7 +157,10 @@ def _flat_positions(index: Any, lead: tuple[int, ...], padded: tuple[int, ...], 
     table = device_constant(index, offsets.reshape(-1))
     base = device_constant(index, corners)
     rows = xp.arange(math.prod(lead), dtype=xp.intp).reshape(lead + (1,) * nsp) * math.prod(padded)
-    return xp.take(table, index) + base + rows
+    pos = xp.take(table, index)
+    pos += base  # in place: one position array per call, not three
+    pos += rows
+    return pos
 
 
 def _same_lead(a: Any, b: Any, nsp: int) -> bool:

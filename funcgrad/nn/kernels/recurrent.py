@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import funcgrad.numpy as fnp
@@ -32,6 +33,7 @@ from ...numpy._batching import batch_size, front
 from ...numpy._util import unbroadcast
 from ..functional import sigmoid
 from .composed import composed_rules, zeros_for
+from .forward_memo import ForwardMemo
 
 __all__ = ["fused_gates", "lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward",
            "lstm_sequence", "lstm_sequence_backward", "masked_lstm_sequence", "masked_lstm_sequence_backward"]
@@ -303,24 +305,45 @@ def lstm_sequence_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih
     return fnp.stack(hs), c
 
 
+def _input_projection(xp: Any, xs: Any, w_ih: Any, b_ih: Any, b_hh: Any, state: tuple[int, ...]) -> Any:
+    """Every step's input part of the gates, ``xs W_ih^T + b_ih + b_hh``: one GEMM over all ``T * N`` rows,
+    as a ``(T, *state[:-1], 4H)`` buffer each step adds its hidden part to (broadcast where the state has
+    more leading axes than the input)."""
+    rows = xs.reshape(math.prod(xs.shape[:-1]), xs.shape[-1])
+    proj = xp.matmul(rows, w_ih.T).reshape(tuple(xs.shape[:-1]) + (w_ih.shape[0],))
+    proj += b_ih
+    proj += b_hh
+    full = (xs.shape[0],) + tuple(xp.broadcast_shapes(tuple(state[:-1]), tuple(xs.shape[1:-1]))) + (w_ih.shape[0],)
+    if tuple(proj.shape) == full:
+        return proj
+    aligned = proj.reshape((proj.shape[0],) + (1,) * (len(full) - proj.ndim) + tuple(proj.shape[1:]))
+    return xp.ascontiguousarray(xp.broadcast_to(aligned, full))
+
+
+_steps = ForwardMemo()  # the forward's gates and cell states, for the backward of the same inputs
+
+
 def _lstm_sequence_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, mask: Any = None
                        ) -> tuple[Any, Any]:
     xp = namespace_of(xs)
-    proj = xp.matmul(xs, w_ih.T)  # every step's input projection in one GEMM
-    proj += b_ih
-    proj += b_hh
-    w_hh_t = w_hh.T
+    shape = tuple(xp.broadcast_shapes(h0.shape, c0.shape))
+    gates = _input_projection(xp, xs, w_ih, b_ih, b_hh, shape)  # each step adds its hidden part in place
+    w_hh_t = xp.ascontiguousarray(w_hh.T)  # a C-ordered operand: faster small products
     h, c = h0, c0
-    hs = xp.empty((xs.shape[0],) + tuple(xp.broadcast_shapes(h0.shape, c0.shape)), dtype=proj.dtype)
+    hs = xp.empty((xs.shape[0],) + shape, dtype=gates.dtype)
+    h_prev = xp.empty((xs.shape[0],) + shape, dtype=gates.dtype)  # the state each step starts from (not hs,
+    c_prev = xp.empty((xs.shape[0],) + shape, dtype=gates.dtype)  # which the caller may write into)
     for t in range(xs.shape[0]):
-        gates = xp.matmul(h, w_hh_t)
-        gates += proj[t]
+        h_prev[t], c_prev[t] = h, c
+        gates[t] += xp.matmul(h, w_hh_t)
         if mask is None:
-            h, c = _lstm_raw(gates, c)
+            h, c = _lstm_raw(gates[t], c)
         else:  # the state moves to the step's result where mask[t] is 1, stays where it is 0
-            h_new, c_new = _lstm_raw(gates, c)
+            h_new, c_new = _lstm_raw(gates[t], c)
             h, c = _blend(mask[t], h_new, h), _blend(mask[t], c_new, c)
         hs[t] = h
+    if mask is None:  # (the masked backward runs its forward again: its key would not tell the mask apart)
+        _steps.put((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), (), (gates, h_prev, c_prev))
     return hs, c
 
 
@@ -336,29 +359,29 @@ def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any,
                                 gc: Any) -> tuple[Any, ...]:
     xp = namespace_of(xs)
     T = xs.shape[0]
-    proj = xp.matmul(xs, w_ih.T)
-    proj += b_ih
-    proj += b_hh
-    w_hh_t = w_hh.T
     shape = tuple(xp.broadcast_shapes(h0.shape, c0.shape))
-    gates = xp.empty((T,) + shape[:-1] + (proj.shape[-1],), dtype=proj.dtype)
-    h_prev = xp.empty((T,) + shape, dtype=proj.dtype)  # the state each step starts from
-    c_prev = xp.empty((T,) + shape, dtype=proj.dtype)
-    h, c = xp.broadcast_to(h0, shape), xp.broadcast_to(c0, shape)
-    for t in range(T):  # the forward again, keeping what the backward reads
-        h_prev[t], c_prev[t] = h, c
-        xp.matmul(h, w_hh_t, out=gates[t])
-        gates[t] += proj[t]
-        h, c = _lstm_raw(gates[t], c)
+    kept = _steps.take((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), ())
+    if kept is not None:  # the forward's own gates and states: no second forward
+        gates, h_prev, c_prev = kept
+    else:
+        gates = _input_projection(xp, xs, w_ih, b_ih, b_hh, shape)
+        w_hh_t = xp.ascontiguousarray(w_hh.T)
+        h_prev = xp.empty((T,) + shape, dtype=gates.dtype)
+        c_prev = xp.empty((T,) + shape, dtype=gates.dtype)
+        h, c = xp.broadcast_to(h0, shape), xp.broadcast_to(c0, shape)
+        for t in range(T):  # the forward again, keeping what the backward reads
+            h_prev[t], c_prev[t] = h, c
+            gates[t] += xp.matmul(h_prev[t], w_hh_t)
+            h, c = _lstm_raw(gates[t], c)
     dgates = xp.empty_like(gates)
-    dh = xp.zeros(shape, dtype=proj.dtype)
+    dh = xp.zeros(shape, dtype=gates.dtype)
     dc = xp.broadcast_to(gc, shape)
     for t in range(T - 1, -1, -1):
         dgates[t], dc = _lstm_backward_raw(gates[t], c_prev[t], ghs[t] + dh, dc)
         dh = xp.matmul(dgates[t], w_hh)
     n = dgates.shape[-1]
     flat = dgates.reshape(-1, n)
-    dxs = xp.matmul(dgates, w_ih)
+    dxs = xp.matmul(flat, w_ih).reshape(tuple(dgates.shape[:-1]) + (w_ih.shape[1],))
     dw_ih = xp.matmul(flat.T, xs.reshape(-1, xs.shape[-1]))  # the weight products over all steps at once
     dw_hh = xp.matmul(flat.T, h_prev.reshape(-1, shape[-1]))
     db = flat.sum(axis=0)
