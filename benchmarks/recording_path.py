@@ -13,9 +13,6 @@ Run: ``git archive <base> | tar -x -C /tmp/before`` (any older tree), then
    subclass of this tree's ``ReverseTrace`` beside it, both recording and walking the chain,
    interleaved: the cost of the skeleton's step calls, with no load drift between the two.
 
-``--steps-only`` (after the tree) runs this tree's side with ``record_one = None`` on
-``ReverseTrace`` and ``TensorTrace``: every call through the steps, the variant without the
-one-frame way for the commonest call.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _workloads(tree: str, steps_only: bool = False) -> None:
+def _workloads(tree: str) -> None:
     sys.path.insert(0, tree)
     import numpy as np
 
@@ -38,12 +35,6 @@ def _workloads(tree: str, steps_only: bool = False) -> None:
     import funcgrad.tensor as ft
 
     assert fg.__file__.startswith(tree), fg.__file__
-    if steps_only:
-        from funcgrad.core.reverse import ReverseTrace
-        from funcgrad.tensor.tensor_trace import TensorTrace
-
-        ReverseTrace.record_one = TensorTrace.record_one = None  # type: ignore[assignment]
-
     def per_op_tensor() -> None:
         y = x = ft.tensor(np.array([0.1, 0.2, 0.3]), requires_grad=True)
         for _ in range(100):
@@ -143,17 +134,16 @@ def _skeleton(other: str) -> None:
 
 def main() -> None:
     if len(sys.argv) >= 3 and sys.argv[1] == "--workloads":
-        return _workloads(sys.argv[2], "--steps-only" in sys.argv)
+        return _workloads(sys.argv[2])
     if len(sys.argv) >= 3 and sys.argv[1] == "--skeleton":
         return _skeleton(sys.argv[2])
     other = os.path.abspath(sys.argv[1])
-    variant = ["--steps-only"] if "--steps-only" in sys.argv else []
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     me = [sys.executable, os.path.abspath(__file__), "--workloads"]
     rows: dict[str, list[dict[str, float]]] = {"other": [], "this": []}
     for k in range(6):
         order = [("other", other), ("this", HERE)] if k % 2 == 0 else [("this", HERE), ("other", other)]
-        procs = [(key, subprocess.Popen(me + [tree] + (variant if key == "this" else []), stdout=subprocess.PIPE,
+        procs = [(key, subprocess.Popen(me + [tree], stdout=subprocess.PIPE,
                                         text=True, env=env, cwd="/"))
                  for key, tree in order]
         for key, p in procs:
