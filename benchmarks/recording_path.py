@@ -26,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _workloads(tree: str) -> None:
+def _workloads(tree: str, steps_only: bool = False) -> None:
     sys.path.insert(0, tree)
     import numpy as np
 
@@ -35,6 +35,10 @@ def _workloads(tree: str) -> None:
     import funcgrad.tensor as ft
 
     assert fg.__file__.startswith(tree), fg.__file__
+    if steps_only:
+        from funcgrad.tensor.tensor_trace import TensorTrace
+
+        TensorTrace.record_one = None  # type: ignore[assignment]
     def per_op_tensor() -> None:
         y = x = ft.tensor(np.array([0.1, 0.2, 0.3]), requires_grad=True)
         for _ in range(100):
@@ -134,16 +138,17 @@ def _skeleton(other: str) -> None:
 
 def main() -> None:
     if len(sys.argv) >= 3 and sys.argv[1] == "--workloads":
-        return _workloads(sys.argv[2])
+        return _workloads(sys.argv[2], "--steps-only" in sys.argv)
     if len(sys.argv) >= 3 and sys.argv[1] == "--skeleton":
         return _skeleton(sys.argv[2])
     other = os.path.abspath(sys.argv[1])
+    variant = ["--steps-only"] if "--steps-only" in sys.argv else []
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     me = [sys.executable, os.path.abspath(__file__), "--workloads"]
     rows: dict[str, list[dict[str, float]]] = {"other": [], "this": []}
     for k in range(6):
         order = [("other", other), ("this", HERE)] if k % 2 == 0 else [("this", HERE), ("other", other)]
-        procs = [(key, subprocess.Popen(me + [tree], stdout=subprocess.PIPE,
+        procs = [(key, subprocess.Popen(me + [tree] + (variant if key == "this" else []), stdout=subprocess.PIPE,
                                         text=True, env=env, cwd="/"))
                  for key, tree in order]
         for key, p in procs:

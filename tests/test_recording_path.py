@@ -81,7 +81,7 @@ def test_tensor_facts_are_keyed_by_primitive_objects():
 # --------------------------------------------------------------------------
 # one recording path: ReverseTrace.process is the skeleton, the Tensor trace overrides its steps
 
-from funcgrad.core.reverse import ReverseTrace  # noqa: E402
+from funcgrad.core.reverse import USE_STEPS, ReverseTrace  # noqa: E402
 
 _STEPS = ("link", "run", "save_and_box")
 
@@ -92,9 +92,10 @@ def test_the_tensor_trace_overrides_the_steps_and_keeps_the_skeleton():
         assert getattr(_trace.TensorTrace, step) is not getattr(ReverseTrace, step), step
     assert "process" not in vars(_trace.TensorTrace)  # the core's skeleton, not an override
     assert _trace.TensorTrace.process is ReverseTrace.process
-    for gone in ("record", "record_one", "FUNC_TRANSFORM_HOOK", "_record_hooked"):  # no short way of its own
-        assert not hasattr(_trace, gone) and not hasattr(_trace.TensorTrace, gone), gone
-    assert not hasattr(ReverseTrace, "record_one")
+    for gone in ("record", "FUNC_TRANSFORM_HOOK", "_record_hooked"):
+        assert not hasattr(_trace, gone), gone
+    assert ReverseTrace.record_one is None  # fg.grad's tape: every call through the steps
+    assert callable(_trace.TensorTrace.record_one)  # the one short way left (see docs/architecture.md)
 
 
 def test_ft_func_installs_its_trace_kind_only_while_a_function_runs():
@@ -227,10 +228,22 @@ _SAVES = {fnp.sin: 0, fnp.exp: -1, fnp.tanh: -1, fnp.log1p: 0, fnp.negative: Non
 
 @pytest.mark.parametrize("fn", list(_SAVES))
 @pytest.mark.parametrize("size", [3, 1000])  # small arrays kept, big ones replaced by their spec when unread
-def test_the_steps_make_the_expected_tensor_node(fn, size):
+@pytest.mark.parametrize("way", ["record_one", "steps"])
+def test_record_one_and_the_steps_make_the_expected_tensor_node(fn, size, way, monkeypatch):
+    taken = []
+    one = _trace.TensorTrace.record_one
+
+    def spy(self, prim, args, argnums):
+        out = one(self, prim, args, argnums)
+        taken.append(out is not USE_STEPS)
+        return out
+
+    monkeypatch.setattr(_trace.TensorTrace, "record_one", spy if way == "record_one" else None)
     leaf = ft.tensor(np.linspace(0.1, 0.9, size), requires_grad=True)
     for x, parent in ((leaf, "AccumulateGrad"), (leaf * 1.0, "MulBackward0")):  # a leaf, a value with history
+        taken.clear()
         out = fn(x)
+        assert taken == ([True] if way == "record_one" else [])
         pos = _SAVES[fn]
         big = size * 8 >= 4096
         want = (
@@ -249,7 +262,16 @@ def test_the_steps_make_the_expected_tensor_node(fn, size):
 
 
 @pytest.mark.parametrize("case", ["view", "no_grad", "two_tensors", "keyword", "inference", "stale_view"])
-def test_the_steps_record_the_other_calls(case):
+def test_record_one_leaves_the_other_calls_to_the_steps(case, monkeypatch):
+    taken = []
+    one = _trace.TensorTrace.record_one
+
+    def spy(self, prim, args, argnums):
+        out = one(self, prim, args, argnums)
+        taken.append(out is not USE_STEPS)
+        return out
+
+    monkeypatch.setattr(_trace.TensorTrace, "record_one", spy)
     x = ft.tensor([0.5, 1.5, 2.5], requires_grad=True)
     if case == "view":
         out = x.reshape(3, 1)
@@ -276,3 +298,5 @@ def test_the_steps_record_the_other_calls(case):
         out = view.sin()
         out.sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), [3 * np.cos(1.5), 3 * np.cos(4.5), 0.0])
+        return
+    assert not any(taken)

@@ -23,7 +23,7 @@ from .hooks import _watchers, zeros_like
 from .trace import Box, Primitive, Trace
 
 __all__ = ["VJPNode", "VJPBox", "ReverseTrace", "ArraySpec", "backward_pass", "tape_order", "save_everything",
-           "dropped", "Visitor", "DECLINE", "carry_thread_state"]
+           "dropped", "Visitor", "DECLINE", "carry_thread_state", "USE_STEPS"]
 
 # Allocation without an __init__ call: the hot path of recording fills the slots inline.
 _new_node = object.__new__
@@ -168,6 +168,7 @@ class ArraySpec:
         return f"ArraySpec(shape={self.shape}, dtype={self.dtype})"
 
 
+USE_STEPS = object()  # what a trace kind's ``record_one`` returns for a call it leaves to the steps
 _NO_KWARGS: dict[str, Any] = {}  # the keyword arguments of a recorded call with none (never written to)
 _KEEP_ALL: tuple[tuple[int, ...], bool] = ((), False)  # what a call drops when it keeps everything
 
@@ -252,6 +253,9 @@ class ReverseTrace(Trace):
 
     # the steps of :meth:`process`, which a kind of reverse trace overrides (never the skeleton)
     STEPS = ("link", "run", "save_and_box")
+    # record_one(prim, args, argnums): a kind of reverse trace may record the commonest call (one
+    # box of its own, no keyword arguments) in one frame, or return USE_STEPS (the Tensor trace does)
+    record_one: Any = None
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         """Record one call of ``prim``: the one recording path of reverse mode, for ``fg.grad``'s
@@ -264,15 +268,21 @@ class ReverseTrace(Trace):
         3. the declaration's ``reads``: an argument no VJP rule of the node's traced positions
            reads is kept as its :class:`ArraySpec` when big enough to matter;
         4. :meth:`save_and_box`: what the node keeps (arguments and result), and the result's boxes.
+
+        Before them, a trace kind's ``record_one`` (when it has one) may record the call in one
+        frame, exactly as the steps would, or leave it to them (:data:`USE_STEPS`).
         """
+        if self.record_one is not None and not kwargs and len(argnums) == 1:
+            out = self.record_one(prim, args, argnums)
+            if out is not USE_STEPS:
+                return out
         node, links = self.link(prim, args, kwargs, argnums)
         ans = self.run(prim, args, kwargs)
         drop = _KEEP_ALL
         if node is not None and prim.reads is not None and not (self.keep_all or _save_everything.on):
             live = node.argnums  # (``_drops``, its cached case inline)
-            drop = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
-            if drop is None:
-                drop = _drops(prim, live, len(args))
+            found = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
+            drop = found if found is not None else _drops(prim, live, len(args))
             least = self.min_drop_bytes
             for j in drop[0]:
                 a = args[j]

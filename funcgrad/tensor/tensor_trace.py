@@ -8,17 +8,18 @@ Tensor reaches, through the primitive wrapper, the core's one recording path,
 its own):
 
 0. ``record_one``: the commonest call (one Tensor that requires grad, a primitive of one
-   result that makes no view) recorded in one frame, as the steps below would record it;
-1. ``run``: the raw arrays are computed by the primitive's raw function;
-2. ``new_node``: if grad mode is on and some input requires grad, a :class:`PrimNode` (a
-   kind of the engine's ``VJPNode``, of the primitive's PyTorch class) is made. It keeps
-   what the primitive's VJP rules read, and only that (the primitive's declared ``reads``,
-   applied by the skeleton): ``save_inputs`` keeps the arrays with their version counters,
-   as :class:`SavedTensor` objects (hooks, ``_raw_saved_*``) when asked;
-3. ``new_boxes``: the results are Tensors; views (reshape, transpose, basic indexing ...)
-   share their base's version counter and remember how to replay themselves on the base,
-   so that an in-place change through a view can rebase the graph (:func:`apply_inplace`,
-   the ``CopySlices`` node).
+   result that makes no view) recorded in one frame, as the steps below would record it (the
+   one short way left: the steps alone cost ~10 % more per Tensor op, docs/architecture.md);
+1. ``link``: the Tensors become their arrays and, if grad mode is on and some input requires
+   grad, a :class:`PrimNode` (a kind of the engine's ``VJPNode``, of the primitive's PyTorch
+   class) is made, linked to the inputs' nodes;
+2. ``run``: the raw arrays are computed by the primitive's raw function;
+3. ``save_and_box``: the node keeps what the primitive's VJP rules read, and only that (the
+   declared ``reads``, applied by the skeleton): the arrays with their version counters, as
+   :class:`SavedTensor` objects (hooks, ``_raw_saved_*``) when asked; the results are
+   Tensors; views (reshape, transpose, basic indexing ...) share their base's version counter
+   and remember how to replay themselves on the base, so that an in-place change through a
+   view can rebase the graph (:func:`apply_inplace`, the ``CopySlices`` node).
 
 Backward is the engine's ``backward_pass`` with this layer's visitor (``backward.py``).
 What the steps make lives beside this module, one concern each: the boxes and a view's
@@ -38,7 +39,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import Box, Primitive, Trace
-from ..core.reverse import _MIN_DROP_BYTES, ArraySpec, ReverseTrace
+from ..core.reverse import _KEEP_ALL, _MIN_DROP_BYTES, USE_STEPS, ArraySpec, ReverseTrace, _drops, _save_everything
 from .boxes import GraphBox, NumpyBox, _as_array, _refresh_view, get_accumulator, register_trace
 from .debug_modes import anomaly, profiling, user_stack
 from .grad_mode import state as _mode
@@ -91,12 +92,11 @@ class TensorTrace(ReverseTrace):
     A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph of
     ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``). It records through the core's
     one recording path, ``ReverseTrace.process``, and overrides only its steps: the commonest
-    call in one frame (:meth:`record_one`), what a box
-    links (:meth:`unbox`: the Tensors and their version counters), the raw call (:meth:`run`:
-    NumPy's warnings silenced, PyTorch's shape errors, the profiler), the node
-    (:meth:`new_node`: PyTorch's node class, only when grad mode is on and an input requires
-    grad), what it saves (:meth:`save_inputs`: version-checked entries, packed by saved-tensor
-    hooks) and the results (:meth:`new_boxes`: Tensors, views of their base). The graph is
+    call in one frame (:meth:`record_one`), the inputs and the node (:meth:`link`: the Tensors,
+    PyTorch's node class, only when grad mode is on and an input requires grad), the raw call
+    (:meth:`run`: NumPy's warnings silenced, PyTorch's shape errors, the profiler), what the node
+    saves and the results (:meth:`save_and_box`: version-checked entries, packed by saved-tensor
+    hooks; Tensors, views of their base). The graph is
     walked by ``core.reverse.backward_pass`` with the Tensor layer's visitor. While an
     ``ft.func`` transform runs a function, :data:`TRACE` is of the subclass
     ``_func_support.FuncTransformTrace``.
@@ -116,6 +116,86 @@ class TensorTrace(ReverseTrace):
 
     def new_input(self, value: Any) -> Any:
         return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
+
+    def record_one(self, prim: Primitive, args: list[Any], argnums: list[Any]) -> Any:
+        """The commonest call in one frame: one Tensor argument (not a view, not an inference
+        tensor) that requires grad, grad mode on, a differentiable primitive of one result that
+        makes no view; what the steps make (``tests/test_recording_path.py`` checks). Any other
+        call: ``USE_STEPS``."""
+        b = args[argnums[0]]
+        st = _mode
+        if not (b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None) \
+                or b._inference or st.inference or profiling.active or anomaly.enabled or NAMING[0]:
+            return USE_STEPS
+        cls = _ONE_BOX_CLASS.get(prim)
+        if cls is None:
+            cls = _ONE_BOX_CLASS[prim] = prim.differentiable and not prim.multiple_results \
+                and prim not in VIEW_PRIMITIVES and _node_class(prim)
+        if not cls:
+            return USE_STEPS
+        i = argnums[0]
+        args[i] = v = b._value
+        fast = prim.fast_types
+        for a in args:  # (run)
+            if type(a) not in fast:
+                ans = _raw_call(prim, args, NO_KWARGS)
+                break
+        else:
+            try:
+                ans = quiet_run(prim.fast_fn, v) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
+            except ValueError as err:
+                raise _torch_shape_error(prim, args, err) from None
+            except RuntimeError as err:
+                if not context_busy(err):
+                    raise
+                ans = _raw_call(prim, args, NO_KWARGS)
+        if type(ans) is not np.ndarray:
+            ans = _as_array(ans)
+        parent = b._node  # (link)
+        if parent is None:
+            parent = get_accumulator(b)
+        elif parent._n_outputs != 1:
+            parent = target(parent, b._output_nr)
+        node = _new_node(cls)
+        node.prim = prim
+        node.parents = [parent]
+        node.argnums = node._inputs = argnums
+        node.kwargs = NO_KWARGS
+        node.out_index = node.versions = None
+        node._seq = _next_seq()
+        node._released = False
+        node.args = args
+        drop = prim.drop_cache.get((len(args), i)) if prim.reads is not None and not _save_everything.on else _KEEP_ALL
+        if drop is None:
+            drop = _drops(prim, argnums, len(args))
+        out = _new(_TENSOR_CLS[0])  # (save_and_box; GraphBox._make, inline)
+        out._value = ans
+        out._trace = TRACE
+        out._node = node
+        out._output_nr = 0
+        out._requires_grad = True
+        out._version_counter = [0]
+        out._base = None
+        out._view_fns = None
+        out._view_version = 0
+        out._inference = False
+        saved: tuple[Any, ...] = ()  # (save_and_box)
+        if i not in drop[0]:
+            vc = b._version_counter
+            saved = ((i, b, vc, vc[0], b if b._node is not None else None),)
+        elif getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
+            args[i] = ArraySpec(v)
+        if drop[1]:
+            node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
+        else:
+            node.ans = [ans]
+            saved += ((-1, None, out._version_counter, 0, None),)
+        node._saved = saved
+        meta = _METAS.get(ans.shape) if type(ans) is np.ndarray else None  # (_out_meta's common case, inline)
+        node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
+        if saved and _hook_state.stack:
+            node._materialize(_hook_state.stack[-1])
+        return out
 
     def link(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
         """The Tensors at ``argnums`` become their arrays, and the call's ``grad_fn`` (of the
@@ -216,30 +296,45 @@ class TensorTrace(ReverseTrace):
         entry of ``node._saved`` (its version counter and version now: an in-place change before
         backward is an error). An inference tensor may not be saved (PyTorch)."""
         boxes = links
-        cls = NumpyBox
-        for b in boxes:
-            if b.__class__ is not NumpyBox:
-                cls = _TENSOR_CLS[0]
-                break
+        b = boxes[0]
         inference = _mode.inference
-        is_view = argnums[0] == 0 and prim in VIEW_PRIMITIVES
-        if is_view and getattr(ans, "base", None) is not None and (inference or any(b._inference for b in boxes)):
-            inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
         saved: Any = ()
-        if node is not None:
-            node.args = args
-            drop_args = drop[0]
-            for k, b in enumerate(boxes):
-                i = argnums[k]
-                if i in drop_args:
-                    continue
-                if b._inference:
-                    raise RuntimeError(_INFERENCE_SAVED)
-                vc = b._version_counter
-                node_of = b._node
-                has_history = b._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
-                saved += ((i, b, vc, vc[0], b if has_history else None),)
-            node._saved = saved
+        if len(boxes) == 1:  # (the commonest call: one Tensor argument)
+            cls = NumpyBox if b.__class__ is NumpyBox else _TENSOR_CLS[0]
+            if node is not None:
+                node.args = args
+                i = argnums[0]
+                if i not in drop[0]:
+                    if b._inference:
+                        raise RuntimeError(_INFERENCE_SAVED)
+                    vc = b._version_counter
+                    node_of = b._node  # (b requires grad: a node is made)
+                    saved = ((i, b, vc, vc[0], b if node_of is not None and type(node_of) is not AccumulateGrad
+                              else None),)
+                node._saved = saved
+        else:
+            cls = NumpyBox
+            for a in boxes:
+                if a.__class__ is not NumpyBox:
+                    cls = _TENSOR_CLS[0]
+                    break
+            if node is not None:
+                node.args = args
+                drop_args = drop[0]
+                for k, a in enumerate(boxes):
+                    i = argnums[k]
+                    if i in drop_args:
+                        continue
+                    if a._inference:
+                        raise RuntimeError(_INFERENCE_SAVED)
+                    vc = a._version_counter
+                    node_of = a._node
+                    has_history = a._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
+                    saved += ((i, a, vc, vc[0], a if has_history else None),)
+                node._saved = saved
+        is_view = argnums[0] == 0 and prim in VIEW_PRIMITIVES
+        if is_view and getattr(ans, "base", None) is not None and (inference or any(a._inference for a in boxes)):
+            inference = b._inference  # a view is an inference tensor exactly when its base is (PyTorch)
         if prim.multiple_results:
             return _many_boxes(cls, ans, node, drop[1], inference)
         out = _new(cls)  # (GraphBox._make, inline: the commonest result)
@@ -283,7 +378,7 @@ def _unbox_kwargs(kwargs: dict[Any, Any]) -> None:
 
 
 def _many_boxes(cls: Any, ans: Any, node: Any, drop_ans: bool, inference: bool) -> tuple[Any, ...]:
-    """The results of a primitive of several results, as :meth:`TensorTrace.new_boxes` makes them."""
+    """The results of a primitive of several results, as :meth:`TensorTrace.save_and_box` makes them."""
     outs = tuple(cls._make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans)
     if node is None:
         return outs
@@ -340,6 +435,8 @@ def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
         raise _torch_shape_error(prim, args, err) from None
 
 
+# primitive -> its node class when its calls may take TensorTrace.record_one's way, else False
+_ONE_BOX_CLASS: dict[Any, Any] = {}
 NO_KWARGS: dict[str, Any] = {}  # keyword arguments of a call with none, shared by its nodes (never written to)
 
 
