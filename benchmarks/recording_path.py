@@ -13,9 +13,6 @@ Run: ``git archive <base> | tar -x -C /tmp/before`` (any older tree), then
    subclass of this tree's ``ReverseTrace`` beside it, both recording and walking the chain,
    interleaved: the cost of the skeleton's step calls, with no load drift between the two.
 
-``--steps-only`` (after the tree) runs this tree's side with ``record_one = None`` on
-``ReverseTrace`` and ``TensorTrace``: every call through the steps, the variant without the
-one-frame way for the commonest call.
 """
 
 from __future__ import annotations
@@ -39,11 +36,9 @@ def _workloads(tree: str, steps_only: bool = False) -> None:
 
     assert fg.__file__.startswith(tree), fg.__file__
     if steps_only:
-        from funcgrad.core.reverse import ReverseTrace
         from funcgrad.tensor.tensor_trace import TensorTrace
 
-        ReverseTrace.record_one = TensorTrace.record_one = None  # type: ignore[assignment]
-
+        TensorTrace.record_one = None  # type: ignore[assignment]
     def per_op_tensor() -> None:
         y = x = ft.tensor(np.array([0.1, 0.2, 0.3]), requires_grad=True)
         for _ in range(100):

@@ -168,8 +168,9 @@ class ArraySpec:
         return f"ArraySpec(shape={self.shape}, dtype={self.dtype})"
 
 
-USE_STEPS = object()  # what ReverseTrace.record_one returns for a call it leaves to the steps
+USE_STEPS = object()  # what a trace kind's ``record_one`` returns for a call it leaves to the steps
 _NO_KWARGS: dict[str, Any] = {}  # the keyword arguments of a recorded call with none (never written to)
+_KEEP_ALL: tuple[tuple[int, ...], bool] = ((), False)  # what a call drops when it keeps everything
 
 # Smaller arrays are kept as they are: replacing them saves less than it costs.
 _MIN_DROP_BYTES = 4096
@@ -250,102 +251,52 @@ class ReverseTrace(Trace):
     def new_input(self, value: Any) -> VJPBox:
         return VJPBox(value, self, VJPNode(None, (), (), None, None, value))
 
-    # the steps of :meth:`process`; a kind of reverse trace that overrides one of them and not
-    # ``record_one`` records every call through the steps (see ``__init_subclass__``)
-    _STEPS = ("unbox", "run", "new_node", "save_inputs", "new_boxes")
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "record_one" not in cls.__dict__ and any(step in cls.__dict__ for step in ReverseTrace._STEPS):
-            cls.record_one = None  # type: ignore[assignment]  # (its steps would be bypassed)
+    # the steps of :meth:`process`, which a kind of reverse trace overrides (never the skeleton)
+    STEPS = ("link", "run", "save_and_box")
+    # record_one(prim, args, argnums): a kind of reverse trace may record the commonest call (one
+    # box of its own, no keyword arguments) in one frame, or return USE_STEPS (the Tensor trace does)
+    record_one: Any = None
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
         """Record one call of ``prim``: the one recording path of reverse mode, for ``fg.grad``'s
         tape and for the Tensor layer's graph alike. A fixed skeleton; a kind of reverse trace
-        overrides its steps, never the skeleton:
+        overrides its three steps, never the skeleton:
 
-        0. :meth:`record_one`, for the commonest call (one boxed argument, no keyword arguments):
-           the steps below done in one go when they would do nothing else, else :data:`USE_STEPS`;
-        1. :meth:`unbox`: this trace's boxes in ``args`` become their values (what links them is kept);
+        1. :meth:`link`: this trace's boxes in ``args`` become their values, and the tape node
+           is made, linked to their nodes (None: nothing to record);
         2. :meth:`run`: the primitive's raw function on the values;
-        3. :meth:`new_node`: the tape node, linked to its parents (None: nothing to record);
-        4. the declaration's ``reads``: an argument no VJP rule reads is kept as its
-           :class:`ArraySpec` when big enough to matter;
-        5. :meth:`save_inputs` and :meth:`new_boxes`: what the node keeps, and the result's boxes.
+        3. the declaration's ``reads``: an argument no VJP rule of the node's traced positions
+           reads is kept as its :class:`ArraySpec` when big enough to matter;
+        4. :meth:`save_and_box`: what the node keeps (arguments and result), and the result's boxes.
+
+        Before them, a trace kind's ``record_one`` (when it has one) may record the call in one
+        frame, exactly as the steps would, or leave it to them (:data:`USE_STEPS`).
         """
-        if not kwargs and len(argnums) == 1 and self.record_one is not None:
+        if self.record_one is not None and not kwargs and len(argnums) == 1:
             out = self.record_one(prim, args, argnums)
             if out is not USE_STEPS:
                 return out
-        links = self.unbox(prim, args, kwargs, argnums)
+        node, links = self.link(prim, args, kwargs, argnums)
         ans = self.run(prim, args, kwargs)
-        node = self.new_node(prim, links, argnums, kwargs)
-        if node is None:
-            return self.new_boxes(prim, ans, None, links, args, kwargs, False)
-        drop_args: tuple[int, ...] = ()
-        drop_ans = False
-        if prim.reads is not None and not (self.keep_all or _save_everything.on):
+        drop = _KEEP_ALL
+        if node is not None and prim.reads is not None and not (self.keep_all or _save_everything.on):
             live = node.argnums  # (``_drops``, its cached case inline)
             found = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
-            drop_args, drop_ans = found if found is not None else _drops(prim, live, len(args))
+            drop = found if found is not None else _drops(prim, live, len(args))
             least = self.min_drop_bytes
-            for j in drop_args:
+            for j in drop[0]:
                 a = args[j]
                 if getattr(a, "nbytes", -1) >= least and not isinstance(a, Box):
                     args[j] = ArraySpec(a)
-        self.save_inputs(node, args, drop_args, links)
-        return self.new_boxes(prim, ans, node, links, args, kwargs, drop_ans)
+        return self.save_and_box(prim, ans, node, links, args, kwargs, argnums, drop)
 
     # -- the steps of ``process`` (a kind of reverse trace overrides these)
 
-    def record_one(self, prim: Primitive, args: list[Any], argnums: list[int]) -> Any:
-        """The commonest call, one box of this trace at ``argnums[0]`` and no keyword arguments,
-        recorded in one frame when the steps would do nothing more (every other argument a plain
-        array or number, the box's value not itself a box); else :data:`USE_STEPS`, and the call
-        takes the steps. Makes what the steps make (``tests/test_recording_path.py`` checks)."""
-        i = argnums[0]
-        b = args[i]
-        v = b._value
-        fast = prim.fast_types
-        if type(v) not in fast or not prim.differentiable:
-            return USE_STEPS
-        for a in args:
-            if type(a) not in fast and a is not b:
-                return USE_STEPS
-        args[i] = v
-        ans = prim.fast_fn(v) if len(args) == 1 else prim.fast_fn(*args)
-        node = _new_node(VJPNode)
-        node.prim = prim
-        node.parents = [b._node]
-        node.argnums = argnums
-        node.kwargs = _NO_KWARGS
-        node.out_index = node.versions = None
-        node.args = args
-        node.ans = ans
-        if prim.reads is not None and not (self.keep_all or _save_everything.on):
-            found = prim.drop_cache.get((len(args), i))
-            drop_args, drop_ans = found if found is not None else _drops(prim, argnums, len(args))
-            least = self.min_drop_bytes
-            for j in drop_args:
-                if getattr(args[j], "nbytes", -1) >= least:
-                    args[j] = ArraySpec(args[j])
-            if drop_ans and getattr(ans, "nbytes", -1) >= least:
-                node.ans = ArraySpec(ans)
-        if prim.multiple_results:
-            return tuple(
-                VJPBox(a, self, VJPNode(None, (node,), (0,), None, None, a, k)) for k, a in enumerate(ans)
-            )
-        box = _new_box(VJPBox)
-        box._value = ans
-        box._trace = self
-        box._node = node
-        box._view = None
-        box._version = 0
-        return box
-
-    def unbox(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
-        """Replace this trace's boxes in ``args`` (at ``argnums``) by their values; returns what the
-        later steps need to link the node: here (parents' nodes, versions of enclosing boxes)."""
+    def link(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
+        """Replace this trace's boxes in ``args`` (at ``argnums``) by their values, and make the
+        tape node of the call, linked to their nodes (None when the call is not recorded: here, a
+        primitive with no derivative). Returns (the node, what :meth:`save_and_box` needs besides:
+        here the versions of the enclosing boxes that stay in ``args``)."""
         parents: list[Any] = []
         versions: list[tuple[int, int]] | None = None
         for i, a in enumerate(args):
@@ -364,7 +315,15 @@ class ReverseTrace(Trace):
                 if versions is None:
                     versions = []
                 versions.append((i, a._version))
-        return parents, versions
+        if not prim.differentiable:
+            return None, versions
+        node = _new_node(VJPNode)
+        node.prim = prim
+        node.parents = parents
+        node.argnums = argnums
+        node.kwargs = kwargs or _NO_KWARGS
+        node.out_index = None
+        return node, versions
 
     def run(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """The primitive on the unboxed arguments (straight to its fast path on plain arrays)."""
@@ -374,34 +333,19 @@ class ReverseTrace(Trace):
                 return prim.call(*args, **kwargs)  # lower-level boxes or another backend
         return prim.fast_fn(*args, **kwargs)
 
-    def new_node(self, prim: Primitive, links: Any, argnums: list[int], kwargs: dict[str, Any]) -> Any:
-        """The tape node of this call, its parents and traced positions set; None when the call is
-        not recorded (here: a primitive with no derivative)."""
-        if not prim.differentiable:
-            return None
-        node = _new_node(VJPNode)
-        node.prim = prim
-        node.parents = links[0]
-        node.argnums = argnums
-        node.kwargs = kwargs
-        node.out_index = None
-        return node
-
-    def save_inputs(self, node: Any, args: list[Any], drop_args: tuple[int, ...], links: Any) -> None:
-        """Keep the arguments on ``node`` (those in ``drop_args``, which no rule reads, already
-        replaced by their specs where big), with the versions of the enclosing boxes kept."""
-        versions = links[1]
-        if versions is not None and drop_args:
-            versions = [(i, v) for i, v in versions if isinstance(args[i], Box)] or None
-        node.args = args
-        node.versions = versions
-
-    def new_boxes(self, prim: Primitive, ans: Any, node: Any, links: Any, args: list[Any], kwargs: dict[str, Any],
-                  drop_ans: bool) -> Any:
-        """The result's boxes (the raw result when ``node`` is None), the result kept on ``node``
-        (its spec when ``drop_ans`` and big enough)."""
+    def save_and_box(self, prim: Primitive, ans: Any, node: Any, links: Any, args: list[Any],
+                     kwargs: dict[str, Any], argnums: list[int], drop: tuple[tuple[int, ...], bool]) -> Any:
+        """Keep the arguments and the result on ``node`` (``drop``: the positions, already replaced
+        by their specs where big, and whether the result, that no rule reads), with the versions of
+        the enclosing boxes kept (``links``); returns the result's boxes (the raw result when
+        ``node`` is None)."""
         if node is None:
             return ans
+        drop_args, drop_ans = drop
+        if links is not None and drop_args:
+            links = [(i, v) for i, v in links if isinstance(args[i], Box)] or None
+        node.args = args
+        node.versions = links
         if drop_ans and getattr(ans, "nbytes", -1) >= self.min_drop_bytes and not isinstance(ans, Box):
             node.ans = ArraySpec(ans)
         else:

@@ -8,17 +8,18 @@ Tensor reaches, through the primitive wrapper, the core's one recording path,
 its own):
 
 0. ``record_one``: the commonest call (one Tensor that requires grad, a primitive of one
-   result that makes no view) recorded in one frame, as the steps below would record it;
-1. ``run``: the raw arrays are computed by the primitive's raw function;
-2. ``new_node``: if grad mode is on and some input requires grad, a :class:`PrimNode` (a
-   kind of the engine's ``VJPNode``, of the primitive's PyTorch class) is made. It keeps
-   what the primitive's VJP rules read, and only that (the primitive's declared ``reads``,
-   applied by the skeleton): ``save_inputs`` keeps the arrays with their version counters,
-   as :class:`SavedTensor` objects (hooks, ``_raw_saved_*``) when asked;
-3. ``new_boxes``: the results are Tensors; views (reshape, transpose, basic indexing ...)
-   share their base's version counter and remember how to replay themselves on the base,
-   so that an in-place change through a view can rebase the graph (:func:`apply_inplace`,
-   the ``CopySlices`` node).
+   result that makes no view) recorded in one frame, as the steps below would record it (the
+   one short way left: the steps alone cost ~10 % more per Tensor op, docs/architecture.md);
+1. ``link``: the Tensors become their arrays and, if grad mode is on and some input requires
+   grad, a :class:`PrimNode` (a kind of the engine's ``VJPNode``, of the primitive's PyTorch
+   class) is made, linked to the inputs' nodes;
+2. ``run``: the raw arrays are computed by the primitive's raw function;
+3. ``save_and_box``: the node keeps what the primitive's VJP rules read, and only that (the
+   declared ``reads``, applied by the skeleton): the arrays with their version counters, as
+   :class:`SavedTensor` objects (hooks, ``_raw_saved_*``) when asked; the results are
+   Tensors; views (reshape, transpose, basic indexing ...) share their base's version counter
+   and remember how to replay themselves on the base, so that an in-place change through a
+   view can rebase the graph (:func:`apply_inplace`, the ``CopySlices`` node).
 
 Backward is the engine's ``backward_pass`` with this layer's visitor (``backward.py``).
 What the steps make lives beside this module, one concern each: the boxes and a view's
@@ -38,7 +39,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import Box, Primitive, Trace
-from ..core.reverse import _MIN_DROP_BYTES, USE_STEPS, ArraySpec, ReverseTrace, _drops, _save_everything
+from ..core.reverse import _KEEP_ALL, _MIN_DROP_BYTES, USE_STEPS, ArraySpec, ReverseTrace, _drops, _save_everything
 from .boxes import GraphBox, NumpyBox, _as_array, _refresh_view, get_accumulator, register_trace
 from .debug_modes import anomaly, profiling, user_stack
 from .grad_mode import state as _mode
@@ -91,12 +92,11 @@ class TensorTrace(ReverseTrace):
     A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph of
     ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``). It records through the core's
     one recording path, ``ReverseTrace.process``, and overrides only its steps: the commonest
-    call in one frame (:meth:`record_one`), what a box
-    links (:meth:`unbox`: the Tensors and their version counters), the raw call (:meth:`run`:
-    NumPy's warnings silenced, PyTorch's shape errors, the profiler), the node
-    (:meth:`new_node`: PyTorch's node class, only when grad mode is on and an input requires
-    grad), what it saves (:meth:`save_inputs`: version-checked entries, packed by saved-tensor
-    hooks) and the results (:meth:`new_boxes`: Tensors, views of their base). The graph is
+    call in one frame (:meth:`record_one`), the inputs and the node (:meth:`link`: the Tensors,
+    PyTorch's node class, only when grad mode is on and an input requires grad), the raw call
+    (:meth:`run`: NumPy's warnings silenced, PyTorch's shape errors, the profiler), what the node
+    saves and the results (:meth:`save_and_box`: version-checked entries, packed by saved-tensor
+    hooks; Tensors, views of their base). The graph is
     walked by ``core.reverse.backward_pass`` with the Tensor layer's visitor. While an
     ``ft.func`` transform runs a function, :data:`TRACE` is of the subclass
     ``_func_support.FuncTransformTrace``.
@@ -151,7 +151,7 @@ class TensorTrace(ReverseTrace):
                 ans = _raw_call(prim, args, NO_KWARGS)
         if type(ans) is not np.ndarray:
             ans = _as_array(ans)
-        parent = b._node  # (new_node)
+        parent = b._node  # (link)
         if parent is None:
             parent = get_accumulator(b)
         elif parent._n_outputs != 1:
@@ -168,7 +168,7 @@ class TensorTrace(ReverseTrace):
         drop = prim.drop_cache.get((len(args), i)) if prim.reads is not None and not _save_everything.on else _KEEP_ALL
         if drop is None:
             drop = _drops(prim, argnums, len(args))
-        out = _new(_TENSOR_CLS[0])  # (new_boxes; GraphBox._make, inline)
+        out = _new(_TENSOR_CLS[0])  # (save_and_box; GraphBox._make, inline)
         out._value = ans
         out._trace = TRACE
         out._node = node
@@ -179,7 +179,7 @@ class TensorTrace(ReverseTrace):
         out._view_fns = None
         out._view_version = 0
         out._inference = False
-        saved: tuple[Any, ...] = ()  # (save_inputs)
+        saved: tuple[Any, ...] = ()  # (save_and_box)
         if i not in drop[0]:
             vc = b._version_counter
             saved = ((i, b, vc, vc[0], b if b._node is not None else None),)
@@ -197,28 +197,71 @@ class TensorTrace(ReverseTrace):
             node._materialize(_hook_state.stack[-1])
         return out
 
-    def unbox(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
-        """The Tensors at ``argnums`` become their arrays; returns (argnums, the Tensors). A stale
-        view that needs no gradient is refreshed now (one that does, when :meth:`new_node` links it)."""
+    def link(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
+        """The Tensors at ``argnums`` become their arrays, and the call's ``grad_fn`` (of the
+        primitive's PyTorch class) is made, linked to the nodes of the inputs that require grad
+        (a leaf's ``AccumulateGrad``); the node is None when grad mode is off or no input
+        requires grad. Returns (the node, the Tensors). A stale view is refreshed first (one
+        that requires grad only when it is linked)."""
+        linking = _mode.enabled and prim.differentiable
         if len(argnums) == 1:  # (the commonest call: one Tensor argument)
-            b = args[argnums[0]]
-            if b._base is not None and not b._requires_grad and b._view_version != b._version_counter[0]:
+            i = argnums[0]
+            b = args[i]
+            if b._base is not None and b._view_version != b._version_counter[0] \
+                    and (linking or not b._requires_grad):
                 _refresh_view(b)
-            args[argnums[0]] = b._value
+            args[i] = b._value
             boxes: Any = (b,)
+            if kwargs:
+                _unbox_kwargs(kwargs)
+            if not (linking and b._requires_grad):
+                return None, boxes
+            parent = b._node
+            if parent is None:
+                parent = get_accumulator(b)
+            elif parent._n_outputs != 1:
+                parent = target(parent, b._output_nr)
+            parents = [parent]
+            live = argnums
         else:
             boxes = []
+            parents = []
+            live = []
             for i in argnums:
                 b = args[i]
                 boxes.append(b)
-                if b._base is not None and not b._requires_grad and b._view_version != b._version_counter[0]:
+                if b._base is not None and b._view_version != b._version_counter[0] \
+                        and (linking or not b._requires_grad):
                     _refresh_view(b)
                 args[i] = b._value
+                if linking and b._requires_grad:
+                    parent = b._node
+                    parents.append(get_accumulator(b) if parent is None else target(parent, b._output_nr))
+                    live.append(i)
+            if kwargs:
+                _unbox_kwargs(kwargs)
+            if not live:
+                return None, boxes
+        request = _mode.name_request if NAMING[0] else None  # (torch_names.named: the op names this call's node)
+        if request is not None and request[0] is prim:
+            name = request[1]  # (a pair: the name of a view first; save_and_box takes the other for a copy)
+            node = _new_node(named_node_class(PrimNode, name if type(name) is str else name[0]))
+        else:
+            node = _new_node(_NODE_CLASS.get(prim) or _node_class(prim))
+        node.prim = prim
+        node.parents = parents
+        node.argnums = live
+        node._inputs = argnums
         if kwargs:
-            for k, v in list(kwargs.items()):
-                if isinstance(v, GraphBox):
-                    kwargs[k] = v._value
-        return argnums, boxes
+            node.kwargs = kwargs
+            if not _SAVED_KEYS.issuperset(kwargs):
+                _expose_saved(kwargs)
+        else:
+            node.kwargs = NO_KWARGS
+        node.out_index = node.versions = None
+        node._seq = _next_seq()
+        node._released = False
+        return node, boxes
 
     def run(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
         """``prim`` on the arrays, NumPy's floating-point warnings silenced, shape errors as PyTorch's
@@ -245,113 +288,62 @@ class TensorTrace(ReverseTrace):
                 raise
             return _raw_call(prim, args, kwargs)
 
-    def new_node(self, prim: Primitive, links: Any, argnums: list[Any], kwargs: dict[Any, Any]) -> Any:
-        """The call's ``grad_fn`` (of the primitive's PyTorch class), linked to the nodes of the
-        inputs that require grad (a leaf's ``AccumulateGrad``); None when grad mode is off or no
-        input requires grad."""
-        if not (_mode.enabled and prim.differentiable):
-            return None
-        boxes = links[1]
-        if len(boxes) == 1:
-            b = boxes[0]
-            if not b._requires_grad:
-                return None
-            if b._base is not None and b._view_version != b._version_counter[0]:
-                _refresh_view(b)
-            parent = b._node
-            if parent is None:
-                parent = get_accumulator(b)
-            elif parent._n_outputs != 1:
-                parent = target(parent, b._output_nr)
-            parents = [parent]
-            live = argnums
-        else:
-            parents = []
-            live = []
-            for i, b in zip(argnums, boxes):
-                if b._requires_grad:
-                    if b._base is not None and b._view_version != b._version_counter[0]:
-                        _refresh_view(b)
-                    parent = b._node
-                    parents.append(get_accumulator(b) if parent is None else target(parent, b._output_nr))
-                    live.append(i)
-            if not live:
-                return None
-        request = _mode.name_request if NAMING[0] else None  # (torch_names.named: the op names this call's node)
-        if request is not None and request[0] is prim:
-            name = request[1]  # (a pair: the name of a view first; new_boxes takes the other for a copy)
-            node = _new_node(named_node_class(PrimNode, name if type(name) is str else name[0]))
-        else:
-            node = _new_node(_NODE_CLASS.get(prim) or _node_class(prim))
-        node.prim = prim
-        node.parents = parents
-        node.argnums = live
-        node._inputs = argnums
-        if kwargs:
-            node.kwargs = kwargs
-            if not _SAVED_KEYS.issuperset(kwargs):
-                _expose_saved(kwargs)
-        else:
-            node.kwargs = NO_KWARGS
-        node.out_index = node.versions = None
-        node._seq = _next_seq()
-        node._released = False
-        return node
-
-    def save_inputs(self, node: Any, args: list[Any], drop_args: tuple[int, ...], links: Any) -> None:
-        """Keep the arguments; each Tensor a rule reads gets an entry of ``node._saved`` (its version
-        counter and version now: an in-place change before backward is an error). An inference
-        tensor may not be saved (PyTorch)."""
-        node.args = args
-        argnums, boxes = links
-        if len(boxes) == 1:  # (the commonest call)
-            i = argnums[0]
-            if i in drop_args:
-                node._saved = ()
-                return
-            b = boxes[0]
-            if b._inference:
-                raise RuntimeError(_INFERENCE_SAVED)
-            vc = b._version_counter
-            node_of = b._node  # (b requires grad: a node is made)
-            node._saved = ((i, b, vc, vc[0], b if node_of is not None and type(node_of) is not AccumulateGrad else None),)
-            return
-        entries: Any = ()
-        for i, b in zip(argnums, boxes):
-            if i in drop_args:
-                continue
-            if b._inference:
-                raise RuntimeError(_INFERENCE_SAVED)
-            vc = b._version_counter
-            node_of = b._node
-            has_history = b._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
-            entries += ((i, b, vc, vc[0], b if has_history else None),)
-        node._saved = entries  # (new_boxes adds the results' entries)
-
-    def new_boxes(self, prim: Primitive, ans: Any, node: Any, links: Any, args: list[Any], kwargs: dict[Any, Any],
-                  drop_ans: bool) -> Any:
+    def save_and_box(self, prim: Primitive, ans: Any, node: Any, links: Any, args: list[Any],
+                     kwargs: dict[Any, Any], argnums: list[Any], drop: tuple[tuple[int, ...], bool]) -> Any:
         """The results as Tensors (NumpyBoxes when every input was one: a rule recorded in create_graph
-        mode), a view marked as one of its input; with ``node``, each its ``grad_fn`` and, unless no rule
-        reads it, saved."""
-        argnums, boxes = links
-        cls = NumpyBox
-        for b in boxes:
-            if b.__class__ is not NumpyBox:
-                cls = _TENSOR_CLS[0]
-                break
+        mode), a view marked as one of its input. With ``node``, each result's ``grad_fn``; the
+        node keeps the arguments, and each Tensor and result a rule reads (not in ``drop``) gets an
+        entry of ``node._saved`` (its version counter and version now: an in-place change before
+        backward is an error). An inference tensor may not be saved (PyTorch)."""
+        boxes = links
+        b = boxes[0]
         inference = _mode.inference
+        saved: Any = ()
+        if len(boxes) == 1:  # (the commonest call: one Tensor argument)
+            cls = NumpyBox if b.__class__ is NumpyBox else _TENSOR_CLS[0]
+            if node is not None:
+                node.args = args
+                i = argnums[0]
+                if i not in drop[0]:
+                    if b._inference:
+                        raise RuntimeError(_INFERENCE_SAVED)
+                    vc = b._version_counter
+                    node_of = b._node  # (b requires grad: a node is made)
+                    saved = ((i, b, vc, vc[0], b if node_of is not None and type(node_of) is not AccumulateGrad
+                              else None),)
+                node._saved = saved
+        else:
+            cls = NumpyBox
+            for a in boxes:
+                if a.__class__ is not NumpyBox:
+                    cls = _TENSOR_CLS[0]
+                    break
+            if node is not None:
+                node.args = args
+                drop_args = drop[0]
+                for k, a in enumerate(boxes):
+                    i = argnums[k]
+                    if i in drop_args:
+                        continue
+                    if a._inference:
+                        raise RuntimeError(_INFERENCE_SAVED)
+                    vc = a._version_counter
+                    node_of = a._node
+                    has_history = a._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
+                    saved += ((i, a, vc, vc[0], a if has_history else None),)
+                node._saved = saved
         is_view = argnums[0] == 0 and prim in VIEW_PRIMITIVES
-        if is_view and getattr(ans, "base", None) is not None and (inference or any(b._inference for b in boxes)):
-            inference = boxes[0]._inference  # a view is an inference tensor exactly when its base is (PyTorch)
+        if is_view and getattr(ans, "base", None) is not None and (inference or any(a._inference for a in boxes)):
+            inference = b._inference  # a view is an inference tensor exactly when its base is (PyTorch)
         if prim.multiple_results:
-            return _many_boxes(cls, ans, node, drop_ans, inference)
+            return _many_boxes(cls, ans, node, drop[1], inference)
         out = _new(cls)  # (GraphBox._make, inline: the commonest result)
         out._value = ans = ans if type(ans) is np.ndarray else _as_array(ans)
         out._trace = TRACE
         out._node = node
         out._output_nr = 0
         out._requires_grad = node is not None
-        out._version_counter = [0]
+        out._version_counter = vc = [0]
         out._base = None
         out._view_fns = None
         out._view_version = 0
@@ -364,12 +356,10 @@ class TensorTrace(ReverseTrace):
                 node.__class__ = named_node_class(PrimNode, request[1][1])
         if node is None:
             return out
-        saved = node._saved
-        if drop_ans:
+        if drop[1]:
             node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
         else:
             node.ans = [ans]
-            vc = out._version_counter
             node._saved = saved = saved + ((-1, None, vc, vc[0], None),)
         meta = _METAS.get(ans.shape) if type(ans) is np.ndarray else None  # (_out_meta's common case, inline)
         node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
@@ -380,8 +370,15 @@ class TensorTrace(ReverseTrace):
         return out
 
 
+def _unbox_kwargs(kwargs: dict[Any, Any]) -> None:
+    """Tensors passed by keyword become their arrays."""
+    for k, v in list(kwargs.items()):
+        if isinstance(v, GraphBox):
+            kwargs[k] = v._value
+
+
 def _many_boxes(cls: Any, ans: Any, node: Any, drop_ans: bool, inference: bool) -> tuple[Any, ...]:
-    """The results of a primitive of several results, as :meth:`TensorTrace.new_boxes` makes them."""
+    """The results of a primitive of several results, as :meth:`TensorTrace.save_and_box` makes them."""
     outs = tuple(cls._make(a if type(a) is np.ndarray else _as_array(a), inference=inference) for a in ans)
     if node is None:
         return outs
@@ -440,8 +437,6 @@ def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
 
 # primitive -> its node class when its calls may take TensorTrace.record_one's way, else False
 _ONE_BOX_CLASS: dict[Any, Any] = {}
-_KEEP_ALL = ((), False)  # what a call keeps when nothing is dropped: every argument and the result
-
 NO_KWARGS: dict[str, Any] = {}  # keyword arguments of a call with none, shared by its nodes (never written to)
 
 
