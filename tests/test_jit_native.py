@@ -306,3 +306,50 @@ def test_kernels_are_reused_from_the_disk_cache_by_a_new_process(tmp_path):
     env = {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels")}
     assert _python(code, env).split() == ["native", "0"]  # compiled and written
     assert _python(code, env).split() == ["native", "1"]  # loaded from disk
+
+
+def _kernel_modules():
+    return {n: m for n, m in sys.modules.items() if n.startswith("funcgrad_native_")}
+
+
+@needs_numba
+def test_the_cache_key_covers_the_njit_options_and_the_versions(monkeypatch):
+    def f(y):  # (a program no other test compiles: its modules are this test's own)
+        return fnp.sum(fnp.cos(fnp.tanh(y) * 0.123456789))
+
+    x = np.linspace(-1.0, 1.0, 4)
+
+    def compile_anew():
+        before = set(_kernel_modules())
+        assert fg.jit(f, backend="native").lower(x).compile().backend == "native"
+        return {n: m for n, m in _kernel_modules().items() if n not in before}
+
+    def forget(mods):  # what a new process would not have
+        for n in mods:
+            del sys.modules[n]
+
+    first = compile_anew()
+    assert first and all(m.segment.stats.cache_misses for m in first.values())  # compiled and written
+    forget(first)
+    again = compile_anew()
+    assert set(again) == set(first)
+    assert all(m.segment.stats.cache_hits and not m.segment.stats.cache_misses for m in again.values())
+    forget(again)
+
+    monkeypatch.setattr(native, "NJIT_OPTIONS", native.NJIT_OPTIONS + ", fastmath=True")
+    fast = compile_anew()
+    assert fast and not set(fast) & set(first)  # another module: the machine code of the others is not reused
+    assert all(m.segment.stats.cache_misses and not m.segment.stats.cache_hits for m in fast.values())
+    for m in fast.values():
+        with open(m.__file__) as fh:
+            assert "fastmath=True" in fh.read()
+    forget(fast)
+
+    text = native.kernel_module_text("def segment(x):\n    return (x,)\n")
+    key = native.cache_key(text, ("float64",))
+    assert native.cache_key(native.kernel_module_text("def segment(x):\n    return (x,)\n", "cache=True"),
+                            ("float64",)) != key
+    for name in ("numba", "llvmlite", "numpy", "funcgrad"):
+        assert name in native.versions()
+    monkeypatch.setattr(native, "versions", lambda: "numba 0.0")
+    assert native.cache_key(text, ("float64",)) != key

@@ -45,7 +45,8 @@ from .native_ops import COMPARISONS, NATIVE_EXPR, is_literal as _is_literal, kin
 from .native_source import segment_source
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "available", "installed", "status", "cache_dir", "lowerable", "Segment", "plan",
-           "segment_source", "compile_segment", "native_program"]
+           "segment_source", "NJIT_OPTIONS", "kernel_module_text", "versions", "cache_key", "compile_segment",
+           "native_program"]
 
 
 # -- is numba there? ----------------------------------------------------------------------
@@ -155,15 +156,41 @@ def plan(prog: Program) -> list[Any]:
 
 _import_lock = threading.Lock()
 
+#: The options of every compiled function's ``@numba.njit(...)`` line: part of the cache key.
+NJIT_OPTIONS = "cache=True, error_model='numpy', nogil=True"
+
+
+def kernel_module_text(src: str, options: str | None = None) -> str:
+    """The module written to the cache folder for ``src``: numba's imports, then each of its
+    functions (a loop's body is one) under ``@numba.njit(<options>)`` (:data:`NJIT_OPTIONS`)."""
+    line = f"@numba.njit({NJIT_OPTIONS if options is None else options})\n"
+    return "import numpy as np\nimport numba\n\n\n" + src.replace("def ", line + "def ")
+
+
+def versions() -> str:
+    """The versions a compiled kernel depends on besides its text: funcgrad, numba, llvmlite,
+    NumPy and Python (part of the cache key)."""
+    import llvmlite
+
+    from .. import __version__
+
+    return (f"funcgrad {__version__}, numba {_load_numba().__version__}, llvmlite {llvmlite.__version__}, "
+            f"numpy {np.__version__}, python {sys.version}")
+
+
+def cache_key(text: str, signature: tuple[Any, ...]) -> str:
+    """The name under which ``text`` (:func:`kernel_module_text`: the source and its decorator
+    lines) compiled for ``signature`` is cached: a hash of both and of :func:`versions`."""
+    return hashlib.sha256("\0".join((text, repr(signature), versions())).encode()).hexdigest()[:24]
+
 
 def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
     """The numba dispatcher of ``src``'s function ``name`` compiled for ``signature`` (and only
     for it), from a module written to the cache directory (numba caches the machine code next
-    to it, so a new process reuses it)."""
-    numba = _load_numba()
-    key = hashlib.sha256("\0".join((src, repr(signature), numba.__version__, np.__version__,
-                                     sys.version)).encode()).hexdigest()[:24]
-    mod_name = f"funcgrad_native_{key}"
+    to it, so a new process reuses it). The module's name is its :func:`cache_key`: a change of
+    source, decorator options or versions is a new module, compiled afresh."""
+    text = kernel_module_text(src)
+    mod_name = f"funcgrad_native_{cache_key(text, signature)}"
     with _import_lock:
         mod = sys.modules.get(mod_name)
         if mod is None:
@@ -172,9 +199,8 @@ def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
             path = os.path.join(folder, mod_name + ".py")
             if not os.path.exists(path):
                 tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-                with open(tmp, "w") as fh:  # every function compiled (a loop's body is one)
-                    fh.write("import numpy as np\nimport numba\n\n\n" + src.replace(
-                        "def ", "@numba.njit(cache=True, error_model='numpy', nogil=True)\ndef "))
+                with open(tmp, "w") as fh:
+                    fh.write(text)
                 os.replace(tmp, path)
             spec = importlib.util.spec_from_file_location(mod_name, path)
             assert spec is not None and spec.loader is not None
