@@ -293,6 +293,36 @@ def test_without_numba_everything_replays_and_says_why_once_asked():
 
 
 @needs_numba
+def test_exiting_while_compiling_stops_the_background_compiler_first(tmp_path):
+    # The process returns while the background thread compiles one program and another waits:
+    # the exit hook drops the waiting one, lets the current one end and joins the thread before
+    # the interpreter (and numba, and LLVM) shut down. Before the hook such exits could segfault.
+    code = ("import atexit, sys\n"
+            "import numpy as np, funcgrad as fg, funcgrad.numpy as fnp\n"
+            "from funcgrad.jit import tiered\n"
+            "def make(k):\n"
+            "    def f(y):\n"
+            "        for _ in range(8 + k):\n"
+            "            y = fnp.tanh(fnp.sin(y)) * 1.5\n"
+            "        return fnp.sum(y)\n"
+            "    return f\n"
+            "tiers = []\n"
+            "for k in range(2):\n"
+            "    g = fg.jit(fg.grad(make(k)), backend='native')\n"
+            "    g(np.ones(3))\n"
+            "    tiers.append(next(iter(g.cache.values())).staged.tier)\n"
+            "def report():\n"  # registered before the compiler's hook: runs after it
+            "    print(tiers[0].state.split(' (')[0], '|', tiers[1].state, '|', tiered._worker.is_alive())\n"
+            "atexit.register(report)\n"
+            "atexit.unregister(tiered.stop_compiler)\n"
+            "atexit.register(tiered.stop_compiler)\n")
+    first, second, alive = _python(code, {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels")}).strip().split(" | ")
+    assert first in ("native", "replay only: native compilation failed", "replay only: the process is exiting")
+    assert second in ("replay only: the process is exiting", "native")
+    assert alive == "False"
+
+
+@needs_numba
 def test_kernels_are_reused_from_the_disk_cache_by_a_new_process(tmp_path):
     code = ("import numpy as np, funcgrad as fg, funcgrad.numpy as fnp, sys\n"
             "def f(y):\n"

@@ -249,9 +249,14 @@ def compile_segment(seg: Segment) -> Callable[..., tuple[Any, ...]]:
 _NATIVE = Primitive(lambda *a: a, name="native_segment", multiple_results=True)
 
 
-def native_program(prog: Program) -> tuple[Program, int, int] | None:
+class Stopped(RuntimeError):
+    """Compiling was given up between two segments (the process is exiting)."""
+
+
+def native_program(prog: Program, stop: Callable[[], bool] | None = None) -> tuple[Program, int, int] | None:
     """``prog`` with each segment replaced by one call of its compiled function, the number
-    of equations lowered and of those left to the replay; None where nothing lowers."""
+    of equations lowered and of those left to the replay; None where nothing lowers.
+    ``stop``, asked before each segment is compiled, gives up (:class:`Stopped`) when true."""
     if not available():
         return None
     items = plan(prog)
@@ -263,6 +268,8 @@ def native_program(prog: Program) -> tuple[Program, int, int] | None:
     lowered = left = 0
     for it in items:
         if isinstance(it, Segment):
+            if stop is not None and stop():
+                raise Stopped("the process is exiting")
             fn = compile_segment(it)
             lowered += len(it.eqns)
             for o in it.outs:

@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import atexit
 import queue
 import threading
 import time
@@ -28,7 +29,7 @@ from typing import Any, Callable
 from .ir import Program
 from .numpy_replay import compile_program
 
-__all__ = ["Tiered", "BACKENDS", "TRIALS", "check_backend", "settings"]
+__all__ = ["Tiered", "BACKENDS", "TRIALS", "check_backend", "settings", "closing", "stop_compiler"]
 
 BACKENDS = ("auto", "numpy", "native")
 TRIALS = 3  # timed calls of each version before "auto" keeps the faster
@@ -57,24 +58,73 @@ class Settings:
 
 settings = Settings()
 
-_jobs: "queue.Queue[Tiered]" = queue.Queue()
+# -- the background compiler: one daemon thread, stopped before the interpreter finalizes ------
+#
+# A compile left running at exit would be cut off inside numba/LLVM while the main thread tears
+# the interpreter down: numba's exit handlers shut its runtime down, weakref finalizers run, and
+# exit() runs LLVM's static destructors under the compiling thread. So the first job registers
+# an exit hook (and registers it again once numba is imported, so that it runs before numba's own
+# exit handlers) that drops the jobs not started, lets the current one finish its segment (the
+# compile checks :func:`closing` between segments) and joins the thread.
+
+_jobs: "queue.Queue[Tiered | None]" = queue.Queue()
 _worker: threading.Thread | None = None
 _worker_lock = threading.Lock()
+_closing = threading.Event()
+EXIT_JOIN_SECONDS = 120.0  # the longest the exit hook waits for the compile under way
+
+
+def closing() -> bool:
+    """Is the process exiting (the background compiler told to stop)?"""
+    return _closing.is_set()
 
 
 def _work() -> None:
+    from . import native
+
+    native.available()  # numba imported here, off the caller's thread, then:
+    atexit.unregister(stop_compiler)
+    atexit.register(stop_compiler)  # above numba's exit handlers: runs before them
     while True:
         tier = _jobs.get()
-        tier._compile()
+        if tier is None:
+            return
+        if _closing.is_set():
+            tier._finish("replay only: the process is exiting")
+        else:
+            tier._compile()
 
 
 def _submit(tier: "Tiered") -> None:
     global _worker
     with _worker_lock:
+        if _closing.is_set():
+            tier._finish("replay only: the process is exiting")
+            return
         if _worker is None or not _worker.is_alive():
+            atexit.register(stop_compiler)
             _worker = threading.Thread(target=_work, name="funcgrad-native-compiler", daemon=True)
             _worker.start()
     _jobs.put(tier)
+
+
+def stop_compiler(timeout: float = EXIT_JOIN_SECONDS) -> None:
+    """Stop the background compiler: drop the programs not started, let the one under way
+    finish its current segment and join the thread (at most ``timeout`` seconds). Run at exit;
+    programs requested after it keep the replay."""
+    with _worker_lock:
+        _closing.set()
+        worker = _worker
+    while True:
+        try:
+            tier = _jobs.get_nowait()
+        except queue.Empty:
+            break
+        if tier is not None:
+            tier._finish("replay only: the process is exiting")
+    _jobs.put(None)
+    if worker is not None and worker is not threading.current_thread():
+        worker.join(timeout)
 
 
 class Tiered:
@@ -92,6 +142,7 @@ class Tiered:
         self.done = threading.Event()
         self.holders: list[Any] = []
         self.calls = 0
+        self.fallbacks = 0  # calls the native code handed to the replay (arguments of another kind)
         self.run: Callable[..., Any] = self.replay
         if self.backend == "numpy" or not program.eqns:
             self._finish("replay only: backend 'numpy'" if self.backend == "numpy" else "replay only: no equations")
@@ -158,13 +209,13 @@ class Tiered:
 
         start = time.perf_counter()
         try:
-            made = native.native_program(self.program)
+            made = native.native_program(self.program, stop=closing)
             if made is None:
                 self._finish("replay only: no equation lowers")
                 return
             prog, self.lowered, self.left = made
             compiled = compile_program(prog, name=self.name, debug_version=self.replay)
-            fn = _falling_back(compiled, self.replay)
+            fn = self._falling_back(compiled)
         except Exception as exc:  # noqa: BLE001 - the replay stays, and says why on request
             self._finish(f"replay only: native compilation failed ({type(exc).__name__}: {exc})")
             return
@@ -173,6 +224,21 @@ class Tiered:
         self.native = fn
         self._swap(fn if self.backend == "native" else self._trial(fn))
         self._finish("native")
+
+    def _falling_back(self, compiled: Callable[..., Any]) -> Callable[..., Any]:
+        """``compiled``, or the replay for arguments its kernels were not compiled for (numba
+        raises TypeError for them: a value of another kind than the one traced, say a 0-d array
+        for a float), counted in :attr:`fallbacks`."""
+        replay = self.replay
+
+        def run(*args: Any) -> Any:
+            try:
+                return compiled(*args)
+            except TypeError:
+                self.fallbacks += 1
+                return replay(*args)
+        run.source = getattr(compiled, "source", "")  # type: ignore[attr-defined]
+        return run
 
     def _trial(self, native: Callable[..., Any]) -> Callable[..., Any]:
         """Alternate native code and replay, timing each call; after :data:`TRIALS` of each,
@@ -197,16 +263,3 @@ class Tiered:
             return out
         trial.source = getattr(native, "source", "")  # type: ignore[attr-defined]
         return trial
-
-
-def _falling_back(compiled: Callable[..., Any], replay: Callable[..., Any]) -> Callable[..., Any]:
-    """``compiled``, or the replay for arguments its kernels were not compiled for (numba raises
-    TypeError for them: a value of another kind than the one traced, say a 0-d array for a float)."""
-    def run(*args: Any) -> Any:
-        try:
-            return compiled(*args)
-        except TypeError:
-            return replay(*args)
-    run.source = getattr(compiled, "source", "")  # type: ignore[attr-defined]
-    return run
-
