@@ -47,16 +47,21 @@ def assert_close(got, want):
     np.testing.assert_allclose(got, want, rtol=RTOL[want.dtype], atol=0)
 
 
-def chain(y):
-    for _ in range(50):
+def chain(y, steps=50):
+    for _ in range(steps):
         y = fnp.tanh(fnp.sin(y)) * 1.5 + 0.25
     return fnp.sum(y)
+
+
+# The tests compiling grad(chain) share this argument, so its kernel is compiled once per session
+# (kernels are specific to shapes).
+X7 = np.linspace(-1.0, 1.0, 7)
 
 
 @needs_numba
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_elementwise_chain_and_its_gradient_run_native_whole(dtype):
-    x = np.linspace(-1.0, 1.0, 7).astype(dtype)
+    x = X7.astype(dtype)
     for f in (chain, fg.grad(chain)):
         got, want, compiled = compiled_pair(f, x)
         # fails if the program silently stays on the replay where every equation has a lowering
@@ -202,7 +207,7 @@ def test_auto_tier_swaps_native_code_in_after_enough_calls(monkeypatch):
     monkeypatch.setattr(fg.config, "jit_native_after", 3)
     monkeypatch.setattr(tiered, "MARGIN", float("inf"))  # (the trial's timing decides nothing here)
     f = fg.jit(fg.grad(chain), backend="auto")
-    x = np.linspace(-1.0, 1.0, 5)
+    x = X7
     want = f(x)
     entry = next(iter(f.cache.values()))
     assert entry.staged.tier.state == "replay"
@@ -224,7 +229,7 @@ def test_auto_tier_keeps_the_faster_version(monkeypatch, native_wins):
     # MARGIN 0: native code "loses" whatever the timings; inf: it wins
     monkeypatch.setattr(tiered, "MARGIN", float("inf") if native_wins else 0.0)
     f = fg.jit(fg.grad(chain), backend="auto")
-    x = np.linspace(-1.0, 1.0, 5)
+    x = X7
     want = f(x)
     tier = next(iter(f.cache.values())).staged.tier
     assert tier.wait()  # compiled: the trial begins
@@ -240,9 +245,12 @@ def test_auto_tier_keeps_the_faster_version(monkeypatch, native_wins):
 
 @needs_numba
 def test_native_code_is_used_under_grad_of_jit():
-    f = fg.jit(chain, backend="native")
-    x = np.linspace(-1.0, 1.0, 5)
-    want = fg.grad(chain)(x)
+    def short(y):  # (the forward and backward programs of grad-of-jit are compiled: keep them small)
+        return chain(y, steps=5)
+
+    f = fg.jit(short, backend="native")
+    x = X7
+    want = fg.grad(short)(x)
     fg.grad(f)(x)
     for staged in list(f.cache.values())[0].staged.splits.values():
         assert staged.tier.wait() and staged.bwd.tier.wait()
@@ -379,7 +387,7 @@ def test_the_cache_key_covers_the_njit_options_and_the_versions(monkeypatch):
     key = native.cache_key(text, ("float64",))
     assert native.cache_key(native.kernel_module_text("def segment(x):\n    return (x,)\n", "cache=True"),
                             ("float64",)) != key
-    for name in ("numba", "llvmlite", "numpy", "funcgrad"):
+    for name in ("numba", "llvmlite", "numpy", "funcgrad", "opt", "boundscheck"):
         assert name in native.versions()
     monkeypatch.setattr(native, "versions", lambda: "numba 0.0")
     assert native.cache_key(text, ("float64",)) != key

@@ -169,13 +169,16 @@ def kernel_module_text(src: str, options: str | None = None) -> str:
 
 def versions() -> str:
     """The versions a compiled kernel depends on besides its text: funcgrad, numba, llvmlite,
-    NumPy and Python (part of the cache key)."""
+    NumPy and Python, and numba's process-wide code settings (``NUMBA_OPT``,
+    ``NUMBA_BOUNDSCHECK``), which numba's own cache does not tell apart (part of the cache key)."""
     import llvmlite
 
     from .. import __version__
 
-    return (f"funcgrad {__version__}, numba {_load_numba().__version__}, llvmlite {llvmlite.__version__}, "
-            f"numpy {np.__version__}, python {sys.version}")
+    numba = _load_numba()
+    return (f"funcgrad {__version__}, numba {numba.__version__}, llvmlite {llvmlite.__version__}, "
+            f"numpy {np.__version__}, python {sys.version}, "
+            f"opt {int(numba.config.OPT)}, boundscheck {numba.config.BOUNDSCHECK}")
 
 
 def cache_key(text: str, signature: tuple[Any, ...]) -> str:
