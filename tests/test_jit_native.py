@@ -257,6 +257,35 @@ def test_native_code_is_used_under_grad_of_jit():
     assert_close(fg.grad(f)(x), want)
 
 
+@needs_numba
+def test_the_native_run_of_the_transform_suites_fails_where_the_replay_runs_instead(monkeypatch):
+    # tests/jit_modes.py's "native" run must fail, not pass on the replay's values, when a program
+    # that lowers is left to the replay, or when its native code hands calls to the replay
+    from jit_modes import _native
+
+    def f(x):
+        return fnp.sum(fnp.sin(x) * 2.5 + 0.75)
+
+    x = np.linspace(0.0, 1.0, 3)
+    assert_close(_native(fg.jit(f, backend="native"))(x), f(x))
+
+    def broken(seg):
+        raise RuntimeError("no code today")
+
+    monkeypatch.setattr(native, "compile_segment", broken)
+    with pytest.raises(AssertionError, match="lowerable equations to the replay: .*no code today"):
+        _native(fg.jit(f, backend="native"))(x)
+
+    def refusing(seg):
+        def run(*args):
+            raise TypeError("not compiled for these types")
+        return run
+
+    monkeypatch.setattr(native, "compile_segment", refusing)
+    with pytest.raises(AssertionError, match="handed the call to the replay"):
+        _native(fg.jit(f, backend="native"))(x)
+
+
 def test_backend_names_are_checked():
     with pytest.raises(ValueError, match="'auto', 'numpy', 'native'"):
         fg.jit(lambda x: x, backend="fast")
