@@ -173,10 +173,9 @@ def versions() -> str:
     ``NUMBA_BOUNDSCHECK``), which numba's own cache does not tell apart (part of the cache key)."""
     import llvmlite
 
-    from .. import __version__
-
+    version = getattr(sys.modules.get("funcgrad"), "__version__", "?")  # (the package, loaded: no import upwards)
     numba = _load_numba()
-    return (f"funcgrad {__version__}, numba {numba.__version__}, llvmlite {llvmlite.__version__}, "
+    return (f"funcgrad {version}, numba {numba.__version__}, llvmlite {llvmlite.__version__}, "
             f"numpy {np.__version__}, python {sys.version}, "
             f"opt {int(numba.config.OPT)}, boundscheck {numba.config.BOUNDSCHECK}")
 
