@@ -108,10 +108,10 @@ def _submit(tier: "Tiered") -> None:
     _jobs.put(tier)
 
 
-def stop_compiler(timeout: float = EXIT_JOIN_SECONDS) -> None:
+def stop_compiler(timeout: float | None = None) -> None:
     """Stop the background compiler: drop the programs not started, let the one under way
-    finish its current segment and join the thread (at most ``timeout`` seconds). Run at exit;
-    programs requested after it keep the replay."""
+    finish its current segment and join the thread (at most ``timeout`` seconds, default
+    :data:`EXIT_JOIN_SECONDS`). Run at exit; programs requested after it keep the replay."""
     with _worker_lock:
         _closing.set()
         worker = _worker
@@ -124,7 +124,7 @@ def stop_compiler(timeout: float = EXIT_JOIN_SECONDS) -> None:
             tier._finish("replay only: the process is exiting")
     _jobs.put(None)
     if worker is not None and worker is not threading.current_thread():
-        worker.join(timeout)
+        worker.join(EXIT_JOIN_SECONDS if timeout is None else timeout)
 
 
 class Tiered:
