@@ -12,6 +12,44 @@ def no_batching_fallback():
     return no_fallback
 
 
+@pytest.fixture(scope="session", autouse=True)
+def native_kernel_cache(tmp_path_factory):
+    """One folder for the native tier's compiled kernels for the whole session (processes the
+    tests start share it), never the user's ~/.cache; FUNCGRAD_CACHE_DIR, if set, is kept (a
+    developer's cache that survives between runs). Tests about the cache itself use their own."""
+    import os
+
+    if os.environ.get("FUNCGRAD_CACHE_DIR"):
+        yield os.environ["FUNCGRAD_CACHE_DIR"]
+        return
+    folder = str(tmp_path_factory.mktemp("funcgrad-kernels"))
+    os.environ["FUNCGRAD_CACHE_DIR"] = folder
+    yield folder
+    del os.environ["FUNCGRAD_CACHE_DIR"]
+
+
+def pytest_generate_tests(metafunc):
+    """The runs of tests/jit_modes.py's ``jit_mode``: eager, jit and of_jit for every test, and
+    native (numba installed: the ``native`` extra) for those marked ``@pytest.mark.native``, or
+    for all with FUNCGRAD_TEST_NATIVE=all."""
+    if "jit_mode" not in metafunc.fixturenames:
+        return
+    import os
+
+    from jit_modes import MODES
+
+    from funcgrad.jit import native
+
+    modes = list(MODES)
+    wanted = os.environ.get("FUNCGRAD_TEST_NATIVE", "").strip()
+    if wanted not in ("", "marked", "all", "none"):
+        raise pytest.UsageError(f"FUNCGRAD_TEST_NATIVE must be 'marked' (default), 'all' or 'none', got {wanted!r}")
+    if native.installed() and (wanted == "all" or (wanted in ("", "marked")
+                                                   and metafunc.definition.get_closest_marker("native"))):
+        modes.append("native")
+    metafunc.parametrize("jit_mode", modes, indirect=True)
+
+
 def pytest_configure(config):
     """The suite checks the NumPy replay unless FUNCGRAD_JIT_BACKEND says otherwise: with the
     native tier installed, "auto" would swap in native code (equal to a few ulp, not bit for

@@ -34,6 +34,7 @@ def test_custom_jvp_rule_is_used_where_autodiff_gives_nan():
     np.testing.assert_allclose(fg.jvp(log1pexp, (1000.0,), (2.0,))[1], 2.0)
 
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_custom_jvp_matches_closed_form_and_higher_order():
     x = np.array([-2.0, 0.0, 1.5])
     sig = 1 / (1 + np.exp(-x))
@@ -80,6 +81,7 @@ def sin_with_residual(x):
 sin_with_residual.defvjp(lambda x: (fnp.sin(x), fnp.cos(x)), lambda cos_x, g: (g * cos_x,))
 
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_custom_vjp_higher_order_through_residuals():
     # grad(grad) differentiates the residual cos(x) computed in fwd
     np.testing.assert_allclose(fg.grad(fg.grad(sin_with_residual))(0.7), -np.sin(0.7))
@@ -143,6 +145,7 @@ def test_custom_rules_missing_raise():
 
 # --- checkpoint --------------------------------------------------------------------
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_checkpoint_gradients_equal_and_nest():
     layer = lambda w, x: fnp.tanh(x * w)
     ck = fg.checkpoint(layer)

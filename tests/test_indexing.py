@@ -88,6 +88,7 @@ def _square_of_index(idx):
 # --------------------------------------------------------------------------
 # getitem
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 @SETTINGS
 @given(st.data())
 def test_getitem_basic_matches_numpy_and_grads(data):

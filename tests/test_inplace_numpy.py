@@ -187,6 +187,7 @@ def test_out_argument():
 
 # --- aliasing ------------------------------------------------------------------------
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_view_sees_later_write_to_base():
     def f(x):
         a = x * 1.0

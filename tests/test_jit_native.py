@@ -47,16 +47,21 @@ def assert_close(got, want):
     np.testing.assert_allclose(got, want, rtol=RTOL[want.dtype], atol=0)
 
 
-def chain(y):
-    for _ in range(50):
+def chain(y, steps=50):
+    for _ in range(steps):
         y = fnp.tanh(fnp.sin(y)) * 1.5 + 0.25
     return fnp.sum(y)
+
+
+# The tests compiling grad(chain) share this argument, so its kernel is compiled once per session
+# (kernels are specific to shapes).
+X7 = np.linspace(-1.0, 1.0, 7)
 
 
 @needs_numba
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_elementwise_chain_and_its_gradient_run_native_whole(dtype):
-    x = np.linspace(-1.0, 1.0, 7).astype(dtype)
+    x = X7.astype(dtype)
     for f in (chain, fg.grad(chain)):
         got, want, compiled = compiled_pair(f, x)
         # fails if the program silently stays on the replay where every equation has a lowering
@@ -202,7 +207,7 @@ def test_auto_tier_swaps_native_code_in_after_enough_calls(monkeypatch):
     monkeypatch.setattr(fg.config, "jit_native_after", 3)
     monkeypatch.setattr(tiered, "MARGIN", float("inf"))  # (the trial's timing decides nothing here)
     f = fg.jit(fg.grad(chain), backend="auto")
-    x = np.linspace(-1.0, 1.0, 5)
+    x = X7
     want = f(x)
     entry = next(iter(f.cache.values()))
     assert entry.staged.tier.state == "replay"
@@ -224,7 +229,7 @@ def test_auto_tier_keeps_the_faster_version(monkeypatch, native_wins):
     # MARGIN 0: native code "loses" whatever the timings; inf: it wins
     monkeypatch.setattr(tiered, "MARGIN", float("inf") if native_wins else 0.0)
     f = fg.jit(fg.grad(chain), backend="auto")
-    x = np.linspace(-1.0, 1.0, 5)
+    x = X7
     want = f(x)
     tier = next(iter(f.cache.values())).staged.tier
     assert tier.wait()  # compiled: the trial begins
@@ -240,13 +245,45 @@ def test_auto_tier_keeps_the_faster_version(monkeypatch, native_wins):
 
 @needs_numba
 def test_native_code_is_used_under_grad_of_jit():
-    f = fg.jit(chain, backend="native")
-    x = np.linspace(-1.0, 1.0, 5)
-    want = fg.grad(chain)(x)
+    def short(y):  # (the forward and backward programs of grad-of-jit are compiled: keep them small)
+        return chain(y, steps=5)
+
+    f = fg.jit(short, backend="native")
+    x = X7
+    want = fg.grad(short)(x)
     fg.grad(f)(x)
     for staged in list(f.cache.values())[0].staged.splits.values():
         assert staged.tier.wait() and staged.bwd.tier.wait()
     assert_close(fg.grad(f)(x), want)
+
+
+@needs_numba
+def test_the_native_run_of_the_transform_suites_fails_where_the_replay_runs_instead(monkeypatch):
+    # tests/jit_modes.py's "native" run must fail, not pass on the replay's values, when a program
+    # that lowers is left to the replay, or when its native code hands calls to the replay
+    from jit_modes import _native
+
+    def f(x):
+        return fnp.sum(fnp.sin(x) * 2.5 + 0.75)
+
+    x = np.linspace(0.0, 1.0, 3)
+    assert_close(_native(fg.jit(f, backend="native"))(x), f(x))
+
+    def broken(seg):
+        raise RuntimeError("no code today")
+
+    monkeypatch.setattr(native, "compile_segment", broken)
+    with pytest.raises(AssertionError, match="lowerable equations to the replay: .*no code today"):
+        _native(fg.jit(f, backend="native"))(x)
+
+    def refusing(seg):
+        def run(*args):
+            raise TypeError("not compiled for these types")
+        return run
+
+    monkeypatch.setattr(native, "compile_segment", refusing)
+    with pytest.raises(AssertionError, match="handed the call to the replay"):
+        _native(fg.jit(f, backend="native"))(x)
 
 
 def test_backend_names_are_checked():
@@ -293,6 +330,36 @@ def test_without_numba_everything_replays_and_says_why_once_asked():
 
 
 @needs_numba
+def test_exiting_while_compiling_stops_the_background_compiler_first(tmp_path):
+    # The process returns while the background thread compiles one program and another waits:
+    # the exit hook drops the waiting one, lets the current one end and joins the thread before
+    # the interpreter (and numba, and LLVM) shut down. Before the hook such exits could segfault.
+    code = ("import atexit, sys\n"
+            "import numpy as np, funcgrad as fg, funcgrad.numpy as fnp\n"
+            "from funcgrad.jit import tiered\n"
+            "def make(k):\n"
+            "    def f(y):\n"
+            "        for _ in range(8 + k):\n"
+            "            y = fnp.tanh(fnp.sin(y)) * 1.5\n"
+            "        return fnp.sum(y)\n"
+            "    return f\n"
+            "tiers = []\n"
+            "for k in range(2):\n"
+            "    g = fg.jit(fg.grad(make(k)), backend='native')\n"
+            "    g(np.ones(3))\n"
+            "    tiers.append(next(iter(g.cache.values())).staged.tier)\n"
+            "def report():\n"  # registered before the compiler's hook: runs after it
+            "    print(tiers[0].state.split(' (')[0], '|', tiers[1].state, '|', tiered._worker.is_alive())\n"
+            "atexit.register(report)\n"
+            "atexit.unregister(tiered.stop_compiler)\n"
+            "atexit.register(tiered.stop_compiler)\n")
+    first, second, alive = _python(code, {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels")}).strip().split(" | ")
+    assert first in ("native", "replay only: native compilation failed", "replay only: the process is exiting")
+    assert second in ("replay only: the process is exiting", "native")
+    assert alive == "False"
+
+
+@needs_numba
 def test_kernels_are_reused_from_the_disk_cache_by_a_new_process(tmp_path):
     code = ("import numpy as np, funcgrad as fg, funcgrad.numpy as fnp, sys\n"
             "def f(y):\n"
@@ -306,3 +373,50 @@ def test_kernels_are_reused_from_the_disk_cache_by_a_new_process(tmp_path):
     env = {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels")}
     assert _python(code, env).split() == ["native", "0"]  # compiled and written
     assert _python(code, env).split() == ["native", "1"]  # loaded from disk
+
+
+def _kernel_modules():
+    return {n: m for n, m in sys.modules.items() if n.startswith("funcgrad_native_")}
+
+
+@needs_numba
+def test_the_cache_key_covers_the_njit_options_and_the_versions(monkeypatch):
+    def f(y):  # (a program no other test compiles: its modules are this test's own)
+        return fnp.sum(fnp.cos(fnp.tanh(y) * 0.123456789))
+
+    x = np.linspace(-1.0, 1.0, 4)
+
+    def compile_anew():
+        before = set(_kernel_modules())
+        assert fg.jit(f, backend="native").lower(x).compile().backend == "native"
+        return {n: m for n, m in _kernel_modules().items() if n not in before}
+
+    def forget(mods):  # what a new process would not have
+        for n in mods:
+            del sys.modules[n]
+
+    first = compile_anew()
+    assert first and all(m.segment.stats.cache_misses for m in first.values())  # compiled and written
+    forget(first)
+    again = compile_anew()
+    assert set(again) == set(first)
+    assert all(m.segment.stats.cache_hits and not m.segment.stats.cache_misses for m in again.values())
+    forget(again)
+
+    monkeypatch.setattr(native, "NJIT_OPTIONS", native.NJIT_OPTIONS + ", fastmath=True")
+    fast = compile_anew()
+    assert fast and not set(fast) & set(first)  # another module: the machine code of the others is not reused
+    assert all(m.segment.stats.cache_misses and not m.segment.stats.cache_hits for m in fast.values())
+    for m in fast.values():
+        with open(m.__file__) as fh:
+            assert "fastmath=True" in fh.read()
+    forget(fast)
+
+    text = native.kernel_module_text("def segment(x):\n    return (x,)\n")
+    key = native.cache_key(text, ("float64",))
+    assert native.cache_key(native.kernel_module_text("def segment(x):\n    return (x,)\n", "cache=True"),
+                            ("float64",)) != key
+    for name in ("numba", "llvmlite", "numpy", "funcgrad", "opt", "boundscheck"):
+        assert name in native.versions()
+    monkeypatch.setattr(native, "versions", lambda: "numba 0.0")
+    assert native.cache_key(text, ("float64",)) != key

@@ -48,6 +48,7 @@ def test_scan_equals_loop_values_and_derivatives(reverse):
     np.testing.assert_allclose(fg.jvp(lambda w: loss_scan(w, H0, reverse), (0.7,), (1.0,))[1], g_loop[0], rtol=1e-12)
 
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_scan_check_grads_both_modes_second_order():
     fg.testing.check_grads(lambda w, h0: loss_scan(w, h0), (np.array(0.7), H0), order=2)
 

@@ -25,6 +25,7 @@ def test_grad_closed_form():
     np.testing.assert_allclose(fg.grad(lambda x: fnp.sin(x) * x)(1.3), np.cos(1.3) * 1.3 + np.sin(1.3))
 
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_third_order_nested_grad():
     d3 = fg.grad(fg.grad(fg.grad(fnp.sin)))
     np.testing.assert_allclose(d3(0.7), -np.cos(0.7))
@@ -62,6 +63,7 @@ def test_grad_of_function_closing_over_outer_traced_value():
     np.testing.assert_allclose(fg.grad(outer)(a), expected)
 
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_hessian_equals_jacrev_jacrev_and_is_symmetric():
     H = fg.hessian(f_scalar)(X)
     np.testing.assert_allclose(H, fg.jacrev(fg.jacrev(f_scalar))(X), atol=1e-12)
@@ -75,6 +77,7 @@ def test_hvp_equals_hessian_times_vector():
     np.testing.assert_allclose(hv, fg.hessian(f_scalar)(X) @ v, atol=1e-12)
 
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_jacobians_shapes_and_values():
     A = np.arange(6.0).reshape(2, 3) / 10
     f = lambda x: fnp.tanh(fnp.matmul(A, x)) if hasattr(fnp, "matmul") else None
@@ -180,6 +183,7 @@ def test_stop_gradient_under_vmap_stops_the_enclosing_transforms():
 
 # --- dtypes -----------------------------------------------------------------
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gradients_keep_input_dtype(dtype):
     x = X.astype(dtype)

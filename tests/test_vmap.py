@@ -23,6 +23,7 @@ def loop(f, in_axes, *args, out_axis=0):
     return np.stack(outs, axis=out_axis)
 
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_in_axes_out_axes_and_broadcast_arguments():
     A = rng.standard_normal((3, 4))
     B = rng.standard_normal((4, 3))
@@ -64,6 +65,7 @@ def test_per_example_shape_is_visible_inside():
     assert shapes == [((2, 3), 2, 2)]
 
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py)
 def test_vmap_of_grad_is_per_example_gradient():
     w = rng.standard_normal(4)
     xs = rng.standard_normal((6, 4))

@@ -47,7 +47,8 @@ from .native_ops import COMPARISONS, DOT, MATMUL, NATIVE_EXPR, contraction, is_l
 from .native_source import BLAS_MIN_WORK, segment_source
 
 __all__ = ["NATIVE_EXPR", "COMPARISONS", "available", "installed", "status", "cache_dir", "lowerable", "Segment", "plan",
-           "segment_source", "compile_segment", "native_program"]
+           "segment_source", "NJIT_OPTIONS", "kernel_module_text", "versions", "cache_key", "compile_segment",
+           "native_program"]
 
 
 # -- is numba there? ----------------------------------------------------------------------
@@ -169,15 +170,51 @@ def plan(prog: Program, lowers: Callable[[Eqn], bool] = lowerable) -> list[Any]:
 
 _import_lock = threading.Lock()
 
+#: The options of every compiled function's ``@numba.njit(...)`` line: part of the cache key.
+NJIT_OPTIONS = "cache=True, error_model='numpy', nogil=True"
+
+
+def kernel_module_text(src: str, options: str | None = None) -> str:
+    """The module written to the cache folder for ``src``: numba's imports, then each of its
+    functions (a loop's body is one) under ``@numba.njit(<options>)`` (:data:`NJIT_OPTIONS`),
+    except those with a decorator of their own (the inline helpers of
+    :mod:`funcgrad.jit.native_math`)."""
+    decorator = f"@numba.njit({NJIT_OPTIONS if options is None else options})"
+    lines = src.split("\n")
+    out = []
+    for j, line in enumerate(lines):
+        if line.startswith("def ") and not (j and lines[j - 1].startswith("@")):
+            out.append(decorator)
+        out.append(line)
+    return "import numpy as np\nimport numba\n\n\n" + "\n".join(out)
+
+
+def versions() -> str:
+    """The versions a compiled kernel depends on besides its text: funcgrad, numba, llvmlite,
+    NumPy and Python, and numba's process-wide code settings (``NUMBA_OPT``,
+    ``NUMBA_BOUNDSCHECK``), which numba's own cache does not tell apart (part of the cache key)."""
+    import llvmlite
+
+    version = getattr(sys.modules.get("funcgrad"), "__version__", "?")  # (the package, loaded: no import upwards)
+    numba = _load_numba()
+    return (f"funcgrad {version}, numba {numba.__version__}, llvmlite {llvmlite.__version__}, "
+            f"numpy {np.__version__}, python {sys.version}, "
+            f"opt {int(numba.config.OPT)}, boundscheck {numba.config.BOUNDSCHECK}")
+
+
+def cache_key(text: str, signature: tuple[Any, ...]) -> str:
+    """The name under which ``text`` (:func:`kernel_module_text`: the source and its decorator
+    lines) compiled for ``signature`` is cached: a hash of both and of :func:`versions`."""
+    return hashlib.sha256("\0".join((text, repr(signature), versions())).encode()).hexdigest()[:24]
+
 
 def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
     """The numba dispatcher of ``src``'s function ``name`` compiled for ``signature`` (and only
     for it), from a module written to the cache directory (numba caches the machine code next
-    to it, so a new process reuses it)."""
-    numba = _load_numba()
-    key = hashlib.sha256("\0".join((src, repr(signature), numba.__version__, np.__version__,
-                                     sys.version)).encode()).hexdigest()[:24]
-    mod_name = f"funcgrad_native_{key}"
+    to it, so a new process reuses it). The module's name is its :func:`cache_key`: a change of
+    source, decorator options or versions is a new module, compiled afresh."""
+    text = kernel_module_text(src)
+    mod_name = f"funcgrad_native_{cache_key(text, signature)}"
     with _import_lock:
         mod = sys.modules.get(mod_name)
         if mod is None:
@@ -186,8 +223,8 @@ def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
             path = os.path.join(folder, mod_name + ".py")
             if not os.path.exists(path):
                 tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-                with open(tmp, "w") as fh:  # every function compiled (a loop's body is one)
-                    fh.write("import numpy as np\nimport numba\n\n\n" + _decorated(src))
+                with open(tmp, "w") as fh:
+                    fh.write(text)
                 os.replace(tmp, path)
             spec = importlib.util.spec_from_file_location(mod_name, path)
             assert spec is not None and spec.loader is not None
@@ -202,18 +239,6 @@ def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
                 del sys.modules[mod_name]
                 raise
     return getattr(mod, name)
-
-
-def _decorated(src: str) -> str:
-    """``src`` with each function compiled by numba: those without a decorator of their own (the
-    inline helpers of :mod:`funcgrad.jit.native_math` have one) get the segments' decorator."""
-    lines = src.split("\n")
-    out = []
-    for j, line in enumerate(lines):
-        if line.startswith("def ") and not (j and lines[j - 1].startswith("@")):
-            out.append("@numba.njit(cache=True, error_model='numpy', nogil=True)")
-        out.append(line)
-    return "\n".join(out)
 
 
 def _numba_type(a: Any) -> Any:
@@ -248,9 +273,14 @@ def compile_segment(seg: Segment) -> Callable[..., tuple[Any, ...]]:
 _NATIVE = Primitive(lambda *a: a, name="native_segment", multiple_results=True)
 
 
-def native_program(prog: Program) -> tuple[Program, int, int] | None:
+class Stopped(RuntimeError):
+    """Compiling was given up between two segments (the process is exiting)."""
+
+
+def native_program(prog: Program, stop: Callable[[], bool] | None = None) -> tuple[Program, int, int] | None:
     """``prog`` with each segment replaced by one call of its compiled function, the number
-    of equations lowered and of those left to the replay; None where nothing lowers."""
+    of equations lowered and of those left to the replay; None where nothing lowers.
+    ``stop``, asked before each segment is compiled, gives up (:class:`Stopped`) when true."""
     if not available():
         return None
     items = plan(prog)
@@ -262,6 +292,8 @@ def native_program(prog: Program) -> tuple[Program, int, int] | None:
     lowered = left = 0
     for it in items:
         if isinstance(it, Segment):
+            if stop is not None and stop():
+                raise Stopped("the process is exiting")
             fn = compile_segment(it)
             lowered += len(it.eqns)
             for o in it.outs:

@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import atexit
 import queue
 import threading
 import time
@@ -30,7 +31,7 @@ from typing import Any, Callable
 from .ir import Program
 from .numpy_replay import compile_program
 
-__all__ = ["Tiered", "BACKENDS", "TRIALS", "check_backend", "settings"]
+__all__ = ["Tiered", "BACKENDS", "TRIALS", "check_backend", "settings", "closing", "stop_compiler"]
 
 BACKENDS = ("auto", "numpy", "native")
 TRIALS = 3  # timed calls of each version before "auto" keeps the faster
@@ -59,24 +60,73 @@ class Settings:
 
 settings = Settings()
 
-_jobs: "queue.Queue[Tiered]" = queue.Queue()
+# -- the background compiler: one daemon thread, stopped before the interpreter finalizes ------
+#
+# A compile left running at exit would be cut off inside numba/LLVM while the main thread tears
+# the interpreter down: numba's exit handlers shut its runtime down, weakref finalizers run, and
+# exit() runs LLVM's static destructors under the compiling thread. So the first job registers
+# an exit hook (and registers it again once numba is imported, so that it runs before numba's own
+# exit handlers) that drops the jobs not started, lets the current one finish its segment (the
+# compile checks :func:`closing` between segments) and joins the thread.
+
+_jobs: "queue.Queue[Tiered | None]" = queue.Queue()
 _worker: threading.Thread | None = None
 _worker_lock = threading.Lock()
+_closing = threading.Event()
+EXIT_JOIN_SECONDS = 120.0  # the longest the exit hook waits for the compile under way
+
+
+def closing() -> bool:
+    """Is the process exiting (the background compiler told to stop)?"""
+    return _closing.is_set()
 
 
 def _work() -> None:
+    from . import native
+
+    native.available()  # numba imported here, off the caller's thread, then:
+    atexit.unregister(stop_compiler)
+    atexit.register(stop_compiler)  # above numba's exit handlers: runs before them
     while True:
         tier = _jobs.get()
-        tier._compile()
+        if tier is None:
+            return
+        if _closing.is_set():
+            tier._finish("replay only: the process is exiting")
+        else:
+            tier._compile()
 
 
 def _submit(tier: "Tiered") -> None:
     global _worker
     with _worker_lock:
+        if _closing.is_set():
+            tier._finish("replay only: the process is exiting")
+            return
         if _worker is None or not _worker.is_alive():
+            atexit.register(stop_compiler)
             _worker = threading.Thread(target=_work, name="funcgrad-native-compiler", daemon=True)
             _worker.start()
     _jobs.put(tier)
+
+
+def stop_compiler(timeout: float | None = None) -> None:
+    """Stop the background compiler: drop the programs not started, let the one under way
+    finish its current segment and join the thread (at most ``timeout`` seconds, default
+    :data:`EXIT_JOIN_SECONDS`). Run at exit; programs requested after it keep the replay."""
+    with _worker_lock:
+        _closing.set()
+        worker = _worker
+    while True:
+        try:
+            tier = _jobs.get_nowait()
+        except queue.Empty:
+            break
+        if tier is not None:
+            tier._finish("replay only: the process is exiting")
+    _jobs.put(None)
+    if worker is not None and worker is not threading.current_thread():
+        worker.join(EXIT_JOIN_SECONDS if timeout is None else timeout)
 
 
 class Tiered:
@@ -94,6 +144,7 @@ class Tiered:
         self.done = threading.Event()
         self.holders: list[Any] = []
         self.calls = 0
+        self.fallbacks = 0  # calls the native code handed to the replay (arguments of another kind)
         self.run: Callable[..., Any] = self.replay
         self.device = False  # a program on device arrays (compiled to CUDA kernels, not numba)
         if self.backend == "numpy" or not program.eqns:
@@ -166,14 +217,17 @@ class Tiered:
 
         start = time.perf_counter()
         try:
-            made = (cuda.cuda_program if self.device else native.native_program)(self.program)
+            if self.device:
+                made = cuda.cuda_program(self.program)
+            else:
+                made = native.native_program(self.program, stop=closing)
             if made is None:
                 self._finish("replay only: no equation lowers" if not self.device else
                              "replay only: no elementwise region of two equations or more on the device")
                 return
             prog, self.lowered, self.left = made
             compiled = compile_program(prog, name=self.name, debug_version=self.replay)
-            fn = _falling_back(compiled, self.replay)
+            fn = self._falling_back(compiled)
         except Exception as exc:  # noqa: BLE001 - the replay stays, and says why on request
             self._finish(f"replay only: native compilation failed ({type(exc).__name__}: {exc})")
             return
@@ -183,6 +237,21 @@ class Tiered:
         # (device work is asynchronous: host timings would not say which is faster; fusing is)
         self._swap(fn if self.backend == "native" or self.device else self._trial(fn))
         self._finish("native")
+
+    def _falling_back(self, compiled: Callable[..., Any]) -> Callable[..., Any]:
+        """``compiled``, or the replay for arguments its kernels were not compiled for (numba
+        raises TypeError for them: a value of another kind than the one traced, say a 0-d array
+        for a float), counted in :attr:`fallbacks`."""
+        replay = self.replay
+
+        def run(*args: Any) -> Any:
+            try:
+                return compiled(*args)
+            except TypeError:
+                self.fallbacks += 1
+                return replay(*args)
+        run.source = getattr(compiled, "source", "")  # type: ignore[attr-defined]
+        return run
 
     def _trial(self, native: Callable[..., Any]) -> Callable[..., Any]:
         """Alternate native code and replay, timing each call; after :data:`TRIALS` of each,
@@ -207,16 +276,3 @@ class Tiered:
             return out
         trial.source = getattr(native, "source", "")  # type: ignore[attr-defined]
         return trial
-
-
-def _falling_back(compiled: Callable[..., Any], replay: Callable[..., Any]) -> Callable[..., Any]:
-    """``compiled``, or the replay for arguments its kernels were not compiled for (numba raises
-    TypeError for them: a value of another kind than the one traced, say a 0-d array for a float)."""
-    def run(*args: Any) -> Any:
-        try:
-            return compiled(*args)
-        except TypeError:
-            return replay(*args)
-    run.source = getattr(compiled, "source", "")  # type: ignore[attr-defined]
-    return run
-
