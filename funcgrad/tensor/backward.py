@@ -451,6 +451,20 @@ def _copy(v: Any) -> Any:
     return namespace_of(v).array(v, copy=True)
 
 
+def _fresh_grad(g: Any, value: Any, steal: bool) -> Any:
+    """A leaf's first ``.grad`` from gradient ``g`` (``steal``: ``g`` itself may be kept), laid out as
+    PyTorch's gradient layout contract says: with the strides of the leaf's ``value`` where that is
+    dense (a column-major weight gets a column-major gradient), in C order otherwise."""
+    if g.strides == value.strides:
+        return g if steal else _copy(g)
+    xp = namespace_of(value)
+    if value.flags.c_contiguous or value.flags.f_contiguous:
+        out = xp.empty_like(value)  # (order "K": value's layout)
+        out[...] = g
+        return out
+    return xp.ascontiguousarray(g) if steal else xp.array(g, order="C", copy=True)
+
+
 def _accumulate(var: Tensor, g: Any, create_graph: bool, owned: bool = False) -> None:
     """Add a gradient into a leaf's ``.grad``: in place normally, out of place with create_graph.
     An ``owned`` gradient (no one else holds it) that owns its memory becomes ``.grad`` as it is."""
@@ -461,8 +475,7 @@ def _accumulate(var: Tensor, g: Any, create_graph: bool, owned: bool = False) ->
         with _grad_lock:
             cur = var._grad
             if cur is None:
-                steal = owned and g.base is None and g.flags.writeable
-                var._grad = Tensor._make(g if steal else np.array(g, copy=True))
+                var._grad = Tensor._make(_fresh_grad(g, value, owned and g.base is None and g.flags.writeable))
             elif cur._requires_grad:
                 var._grad = cur + Tensor._make(g)
             else:
@@ -486,8 +499,7 @@ def _accumulate(var: Tensor, g: Any, create_graph: bool, owned: bool = False) ->
                 var._grad = gu
             else:
                 v = gu._value
-                steal = owned and v is g0 and v.base is None and v.flags.writeable
-                var._grad = Tensor._make(v if steal else _copy(v))
+                var._grad = Tensor._make(_fresh_grad(v, value, owned and v is g0 and v.base is None and v.flags.writeable))
         elif create_graph or cur._requires_grad:
             var._grad = cur + gu
         else:
