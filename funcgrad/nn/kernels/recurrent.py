@@ -426,27 +426,29 @@ def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any,
     shape = tuple(steps.hs.shape[1:])
     n = shape[-1]
     # what does not depend on the recursion, over all steps at once: d gates = [dc, dc, dh, dc] * factor with
-    # factor = [g i', c_prev f', tanh(c) o', i g'] (i' = i (1 - i) ..., g' = 1 - g^2), and the path from h to c
-    factor = xp.empty_like(act)
-    sig = act[..., :3 * n]
-    xp.subtract(1.0, sig, out=factor[..., :3 * n])
-    factor[..., :3 * n] *= sig
-    g = act[..., 3 * n:]
-    xp.multiply(g, g, out=factor[..., 3 * n:])
-    xp.subtract(1.0, factor[..., 3 * n:], out=factor[..., 3 * n:])
-    factor[..., :n] *= g
-    factor[..., n:2 * n] *= steps.cs[:T]
-    factor[..., 2 * n:3 * n] *= tcs
-    factor[..., 3 * n:] *= act[..., :n]
+    # factor = [g i', c_prev f', tanh(c) o', i g'] (i' = i (1 - i) ..., g' = 1 - g^2), and the path from h to c.
+    # The factors overwrite the activations (taken from the memo, or this call's own forward) block by block,
+    # with temporaries of one gate's size: no new buffer of the gates' size to fault in.
+    i, f, o, g = (act[..., k * n:(k + 1) * n] for k in range(4))
     h_to_c = tcs * tcs  # d c_t / d h_t = o (1 - tanh(c_t)^2)
     xp.subtract(1.0, h_to_c, out=h_to_c)
-    h_to_c *= act[..., 2 * n:3 * n]
-    dgates = factor  # overwritten step by step (factor[t] is read before dgates[t] is written)
+    h_to_c *= o
+    forget = f.copy()  # the loop's d c_{t-1} = f d c_t
+    i_dg = g * g
+    xp.subtract(1.0, i_dg, out=i_dg)
+    i_dg *= i
+    for gate, partner in ((i, g), (f, steps.cs[:T]), (o, tcs)):
+        one_minus = 1.0 - gate
+        gate *= one_minus
+        gate *= partner
+    g[...] = i_dg
+    factor = dgates = act  # and then the cotangents of the gates, step by step (factor[t] read first)
     grouped = (T,) + shape[:-1] + (4, n)
     factor4, dgates4 = factor.reshape(grouped), dgates.reshape(grouped)
     w_hh_k = _swap_g_o(xp, w_hh)
     dh = xp.zeros(shape, dtype=act.dtype)
     dh_t = xp.empty(shape, dtype=act.dtype)
+    o_part = xp.empty(shape, dtype=act.dtype)
     dc = xp.zeros(shape, dtype=act.dtype)
     dc += gc
     for t in range(T - 1, -1, -1):
@@ -454,11 +456,11 @@ def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any,
         xp.multiply(dh_t, h_to_c[t], out=dh)  # (dh as scratch)
         dc += dh  # the cotangent of c_t
         d = dgates4[t]
-        o_part = factor[t][..., 2 * n:3 * n] * dh_t
+        xp.multiply(factor[t][..., 2 * n:3 * n], dh_t, out=o_part)
         xp.multiply(factor4[t], dc[..., None, :], out=d)
         d[..., 2, :] = o_part
         xp.matmul(dgates[t], w_hh_k, out=dh)
-        dc *= act[t][..., n:2 * n]
+        dc *= forget[t]
     flat = dgates.reshape(-1, 4 * n)
     dxs = xp.matmul(flat, _swap_g_o(xp, w_ih)).reshape(tuple(dgates.shape[:-1]) + (w_ih.shape[1],))
     full = tuple(dgates.shape[:-1]) + (xs.shape[-1],)  # the input aligned with the state's leading axes
