@@ -114,6 +114,7 @@ POOLS = {  # name: (x shape, kernel, stride, pads, dilation)
     "ceil_dil": ((1, 2, 8, 7), (2, 3), (2, 2), ((0, 1), (0, 1)), (2, 1)),
     "1d": ((3, 9), (3,), (1,), ((1, 1),), (1,)),
     "tiles_remainder": ((2, 2, 7, 5), (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1)),
+    "tiles_2x3_batch1": ((1, 3, 4, 9), (2, 3), (2, 3), ((0, 0), (0, 0)), (1, 1)),  # the tiled scatter
 }
 
 
@@ -465,6 +466,52 @@ def test_double_backward_through_lstm_and_gru():
 
 
 # --------------------------------------------------------------------------- errors and layouts
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("xs_shape,h0_shape,c0_shape", [
+    ((4, 3, 5), (3, 6), (3, 6)),        # the usual layout
+    ((4, 3, 5), (6,), (1, 6)),          # states broadcast against the batch
+    ((4, 1, 5), (2, 3, 6), (3, 6)),     # an input broadcast against more state axes
+    ((1, 5), (6,), (6,)),               # one unbatched step
+])
+def test_lstm_sequence_kernel_against_the_composition(dtype, xs_shape, h0_shape, c0_shape):
+    """The fused sequence kernel (activations kept in the i, f, o, g order, sigmoid through the halved tanh,
+    the backward from the forward's memo or from a fresh forward) against the loop of per-step kernels."""
+    rng = np.random.default_rng(5)
+    hid, n_in = h0_shape[-1], xs_shape[-1]
+    args = [rng.standard_normal(s).astype(dtype) for s in
+            (xs_shape, h0_shape, c0_shape, (4 * hid, n_in), (4 * hid, hid), (4 * hid,), (4 * hid,))]
+    hs, c = krnn._lstm_sequence_raw(*args)
+    hs_ref, c_ref = (np.asarray(a) for a in krnn.lstm_sequence_composed(*args))
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    assert hs.dtype == dtype and c.dtype == dtype
+    np.testing.assert_allclose(hs, hs_ref, **tol)
+    np.testing.assert_allclose(c, c_ref, **tol)
+    ghs, gc = rng.standard_normal(hs.shape).astype(dtype), rng.standard_normal(c.shape).astype(dtype)
+    hs[...] = 7.0  # the caller owns its results: the kept states are not these buffers
+    c[...] = 7.0
+    from_memo = krnn._lstm_sequence_backward_raw(*args, ghs, gc)  # after the forward: its memo
+    fresh = krnn._lstm_sequence_backward_raw(*args, ghs, gc)  # the memo taken: a new forward
+    reference = krnn.lstm_sequence_backward_composed(*args, ghs, gc)
+    for got, again, want, arg in zip(from_memo, fresh, reference, args + [args[5]]):
+        assert got.shape == np.shape(arg) and got.dtype == dtype
+        np.testing.assert_allclose(got, want, **tol)
+        np.testing.assert_array_equal(got, again)
+
+
+def test_lstm_sequence_kernel_on_an_empty_sequence():
+    rng = np.random.default_rng(6)
+    args = [rng.standard_normal(s) for s in ((0, 3, 5), (3, 6), (3, 6), (24, 5), (24, 6), (24,), (24,))]
+    hs, c = krnn._lstm_sequence_raw(*args)
+    assert hs.shape == (0, 3, 6)
+    np.testing.assert_array_equal(c, args[2])
+    gc = rng.standard_normal((3, 6))
+    dxs, dh0, dc0, dw_ih, dw_hh, db_ih, _ = krnn._lstm_sequence_backward_raw(*args, np.zeros((0, 3, 6)), gc)
+    assert dxs.shape == (0, 3, 5)
+    np.testing.assert_array_equal(dc0, gc)
+    for zero in (dh0, dw_ih, dw_hh, db_ih):
+        np.testing.assert_array_equal(zero, 0.0)
 
 
 def test_double_backward_through_the_lstm_sequence():

@@ -50,7 +50,8 @@ class ForwardMemo:
 
     @staticmethod
     def _key(inputs: tuple[Any, ...], geometry: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple((id(a), tuple(getattr(a, "shape", ())), str(getattr(a, "dtype", ""))) for a in inputs) + geometry
+        # (dtype objects hash as they are: their names cost more than the rest of the key)
+        return tuple((id(a), getattr(a, "shape", None), getattr(a, "dtype", None)) for a in inputs) + geometry
 
     def put(self, inputs: tuple[Any, ...], geometry: tuple[Any, ...], value: Any) -> None:
         if _nbytes(value) > self.MAX_BYTES:

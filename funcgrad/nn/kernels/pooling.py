@@ -107,6 +107,25 @@ def _window_stack(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads
     return stack
 
 
+def _tiles(spatial: tuple[int, ...], kernel: tuple[int, ...], stride: tuple[int, ...],
+           pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...]) -> bool:
+    """Whether the windows tile the input exactly (stride = kernel, no padding or dilation, no remainder)."""
+    return (all(p == (0, 0) for p in pads) and tuple(stride) == tuple(kernel) and all(d == 1 for d in dilation)
+            and all(n % k == 0 for n, k in zip(spatial, kernel)))
+
+
+def _tile_views(a: Any, kernel: tuple[int, ...]) -> Iterator[Any]:
+    """For windows that tile ``a``'s trailing axes: the strided view of each kernel offset (C order), each of
+    the pooled shape."""
+    nsp = len(kernel)
+    lead = tuple(a.shape[:-nsp])
+    out = tuple(n // k for n, k in zip(a.shape[-nsp:], kernel))
+    split = a.reshape(lead + tuple(v for o, k in zip(out, kernel) for v in (o, k)))
+    pre = (slice(None),) * len(lead)
+    for idx in itertools.product(*(range(k) for k in kernel)):
+        yield split[pre + tuple(v for i in idx for v in (slice(None), i))]
+
+
 def _window_argmax_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
                        dilation: tuple[int, ...]) -> Any:
     xp = namespace_of(x)
@@ -199,6 +218,13 @@ def _window_scatter_raw(g: Any, index: Any, x_shape: tuple[int, ...], kernel: tu
     padded = tuple(n + lo + hi for n, (lo, hi) in zip(spatial, pads))
     disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
     pre = (slice(None),) * len(lead)
+    if (_same_lead(g, index, nsp) and tuple(g.shape[:-nsp]) == lead
+            and _tiles(spatial, kernel, stride, pads, dilation)):
+        # windows that tile the input: each offset's strided view written once, g where the index names it
+        dx = xp.empty(lead + spatial, dtype=g.dtype)
+        for j, view in enumerate(_tile_views(dx, kernel)):
+            xp.multiply(g, index == j, out=view)
+        return dx
     if _same_lead(g, index, nsp) and tuple(g.shape[:-nsp]) == lead:  # one scatter by flat position
         pos = _flat_positions(index, lead, padded, kernel, stride, dilation, out).reshape(-1)
         flat = xp.zeros(math.prod(lead) * math.prod(padded), dtype=g.dtype)

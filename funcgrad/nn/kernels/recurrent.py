@@ -178,7 +178,11 @@ def gates_composed(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -
 def _gates_raw(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> Any:
     xp = namespace_of(h)
     out = xp.matmul(h, w_hh.T)
-    out += x if w_ih is None else xp.matmul(x, w_ih.T)
+    projected = x if w_ih is None else xp.matmul(x, w_ih.T)
+    if tuple(xp.broadcast_shapes(out.shape, projected.shape)) == tuple(out.shape):
+        out += projected
+    else:  # an unbatched state against a batch of inputs
+        out = out + projected
     for b in (b_ih, b_hh):
         if b is not None:
             out += b
@@ -188,6 +192,7 @@ def _gates_raw(x: Any, h: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any) -> An
 def _flat_outer(g: Any, a: Any) -> Any:
     """``sum over leading axes of g^T a``: the weight cotangent of ``a @ W^T``."""
     n = fnp.shape(g)[-1]
+    a = fnp.broadcast_to(a, tuple(fnp.shape(g)[:-1]) + (fnp.shape(a)[-1],))  # a state shared by a batch
     return fnp.matmul(fnp.swapaxes(fnp.reshape(g, (-1, n)), 0, 1), fnp.reshape(a, (-1, fnp.shape(a)[-1])))
 
 
@@ -261,7 +266,7 @@ lstm_pointwise_backward: Callable[..., Any] = defprimitive(
 def _lstm_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], gates: Any, c: Any) -> list[Any]:
     gh, gc = zeros_for(g, ans)
     cts = lstm_pointwise_backward(gates, c, gh, gc)
-    return [cts[k] for k in argnums]
+    return [unbroadcast(cts[k], (gates, c)[k]) for k in argnums]  # (a state shared by a batch)
 
 
 _lstm_jvp_all = composed_rules(lstm_pointwise_composed)[1]
@@ -280,7 +285,7 @@ gru_pointwise_backward: Callable[..., Any] = defprimitive(
 
 def _gru_vjp_all(g: Any, ans: Any, argnums: Sequence[int], gi: Any, gh: Any, h: Any) -> list[Any]:
     cts = gru_pointwise_backward(gi, gh, h, g)
-    return [cts[k] for k in argnums]
+    return [unbroadcast(cts[k], (gi, gh, h)[k]) for k in argnums]
 
 
 _gru_jvp_all = composed_rules(gru_pointwise_composed, multiple_results=False)[1]
@@ -320,30 +325,85 @@ def _input_projection(xp: Any, xs: Any, w_ih: Any, b_ih: Any, b_hh: Any, state: 
     return xp.ascontiguousarray(xp.broadcast_to(aligned, full))
 
 
-_steps = ForwardMemo()  # the forward's gates and cell states, for the backward of the same inputs
+_steps = ForwardMemo()  # the forward's activations and states, for the backward of the same inputs
+
+
+class _SequenceSteps:
+    """What the forward of a whole LSTM sequence computed, in the layout its backward reads.
+
+    The gates are kept in the order i, f, o, g (the three sigmoid gates one block), already activated:
+    ``act (T, ..., 4H)``; ``hs (T + 1, ..., H)`` and ``cs (T + 1, ..., H)`` hold the states with ``h0``/``c0``
+    first (so each step's start state is a slice, and the weight products over all steps read one buffer);
+    ``tcs (T, ..., H)`` is ``tanh(c_t)``.
+    """
+
+    __slots__ = ("act", "hs", "cs", "tcs")
+
+    def __init__(self, act: Any, hs: Any, cs: Any, tcs: Any) -> None:
+        self.act, self.hs, self.cs, self.tcs = act, hs, cs, tcs
+
+
+def _swap_g_o(xp: Any, a: Any) -> Any:
+    """``a`` with its last two quarters (along the first axis) swapped: PyTorch's gate order i, f, g, o to
+    the kernel's i, f, o, g and back (the swap is its own inverse)."""
+    n = a.shape[0] // 4
+    return xp.concatenate([a[:2 * n], a[3 * n:], a[2 * n:3 * n]])
+
+
+def _sequence_forward(xp: Any, xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any
+                      ) -> _SequenceSteps:
+    """The forward of a whole LSTM sequence, about ten array calls a step: the sigmoid gates come out of
+    the same in-place tanh as ``g`` (``sigmoid(a) = (1 + tanh(a / 2)) / 2``, the halving folded into the
+    reordered weights and biases once per sequence), every result is written into a preallocated buffer."""
+    four_h = w_hh.shape[0]  # the state: h0, c0 and the input's leading axes broadcast together
+    shape = tuple(xp.broadcast_shapes(h0.shape, c0.shape, tuple(xs.shape[1:-1]) + (four_h // 4,)))
+    n = four_h // 4
+    half = xp.ones((four_h,), dtype=xp.result_type(w_ih, w_hh))
+    half[:3 * n] = 0.5
+    w_ih_k, w_hh_k = _swap_g_o(xp, w_ih) * half[:, None], _swap_g_o(xp, w_hh) * half[:, None]
+    act = _input_projection(xp, xs, w_ih_k, _swap_g_o(xp, b_ih) * half, _swap_g_o(xp, b_hh) * half, shape)
+    w_hh_t = xp.ascontiguousarray(w_hh_k.T)  # a C-ordered operand: faster small products
+    T = xs.shape[0]
+    hs = xp.empty((T + 1,) + shape, dtype=act.dtype)
+    cs = xp.empty((T + 1,) + shape, dtype=act.dtype)
+    tcs = xp.empty((T,) + shape, dtype=act.dtype)
+    hs[0], cs[0] = h0, c0
+    hidden = xp.empty(shape[:-1] + (four_h,), dtype=act.dtype)
+    ig = xp.empty(shape, dtype=act.dtype)
+    for t in range(T):
+        a = act[t]
+        xp.matmul(hs[t], w_hh_t, out=hidden)
+        a += hidden
+        xp.tanh(a, out=a)
+        sig = a[..., :3 * n]
+        sig *= 0.5
+        sig += 0.5
+        xp.multiply(a[..., :n], a[..., 3 * n:], out=ig)  # i * g
+        xp.multiply(a[..., n:2 * n], cs[t], out=cs[t + 1])  # f * c
+        cs[t + 1] += ig
+        xp.tanh(cs[t + 1], out=tcs[t])
+        xp.multiply(a[..., 2 * n:3 * n], tcs[t], out=hs[t + 1])  # o * tanh(c)
+    return _SequenceSteps(act, hs, cs, tcs)
 
 
 def _lstm_sequence_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, mask: Any = None
                        ) -> tuple[Any, Any]:
     xp = namespace_of(xs)
+    if mask is None:
+        steps = _sequence_forward(xp, xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+        _steps.put((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), (), steps)
+        return steps.hs[1:].copy(), steps.cs[-1].copy()  # copies: the caller may write into its results
     shape = tuple(xp.broadcast_shapes(h0.shape, c0.shape))
     gates = _input_projection(xp, xs, w_ih, b_ih, b_hh, shape)  # each step adds its hidden part in place
-    w_hh_t = xp.ascontiguousarray(w_hh.T)  # a C-ordered operand: faster small products
+    w_hh_t = xp.ascontiguousarray(w_hh.T)
     h, c = h0, c0
     hs = xp.empty((xs.shape[0],) + shape, dtype=gates.dtype)
-    h_prev = xp.empty((xs.shape[0],) + shape, dtype=gates.dtype)  # the state each step starts from (not hs,
-    c_prev = xp.empty((xs.shape[0],) + shape, dtype=gates.dtype)  # which the caller may write into)
-    for t in range(xs.shape[0]):
-        h_prev[t], c_prev[t] = h, c
+    for t in range(xs.shape[0]):  # the state moves to the step's result where mask[t] is 1, stays where it is 0
         gates[t] += xp.matmul(h, w_hh_t)
-        if mask is None:
-            h, c = _lstm_raw(gates[t], c)
-        else:  # the state moves to the step's result where mask[t] is 1, stays where it is 0
-            h_new, c_new = _lstm_raw(gates[t], c)
-            h, c = _blend(mask[t], h_new, h), _blend(mask[t], c_new, c)
+        h_new, c_new = _lstm_raw(gates[t], c)
+        h, c = _blend(mask[t], h_new, h), _blend(mask[t], c_new, c)
         hs[t] = h
-    if mask is None:  # (the masked backward runs its forward again: its key would not tell the mask apart)
-        _steps.put((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), (), (gates, h_prev, c_prev))
+    # (the masked backward runs its forward again: a memo key would not tell the mask apart)
     return hs, c
 
 
@@ -358,34 +418,58 @@ def _blend(m: Any, new: Any, old: Any) -> Any:
 def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, ghs: Any,
                                 gc: Any) -> tuple[Any, ...]:
     xp = namespace_of(xs)
+    steps = _steps.take((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), ())
+    if steps is None:  # not the forward's own inputs: run it again
+        steps = _sequence_forward(xp, xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    act, tcs = steps.act, steps.tcs
     T = xs.shape[0]
-    shape = tuple(xp.broadcast_shapes(h0.shape, c0.shape))
-    kept = _steps.take((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), ())
-    if kept is not None:  # the forward's own gates and states: no second forward
-        gates, h_prev, c_prev = kept
-    else:
-        gates = _input_projection(xp, xs, w_ih, b_ih, b_hh, shape)
-        w_hh_t = xp.ascontiguousarray(w_hh.T)
-        h_prev = xp.empty((T,) + shape, dtype=gates.dtype)
-        c_prev = xp.empty((T,) + shape, dtype=gates.dtype)
-        h, c = xp.broadcast_to(h0, shape), xp.broadcast_to(c0, shape)
-        for t in range(T):  # the forward again, keeping what the backward reads
-            h_prev[t], c_prev[t] = h, c
-            gates[t] += xp.matmul(h_prev[t], w_hh_t)
-            h, c = _lstm_raw(gates[t], c)
-    dgates = xp.empty_like(gates)
-    dh = xp.zeros(shape, dtype=gates.dtype)
-    dc = xp.broadcast_to(gc, shape)
+    shape = tuple(steps.hs.shape[1:])
+    n = shape[-1]
+    # what does not depend on the recursion, over all steps at once: d gates = [dc, dc, dh, dc] * factor with
+    # factor = [g i', c_prev f', tanh(c) o', i g'] (i' = i (1 - i) ..., g' = 1 - g^2), and the path from h to c.
+    # The factors overwrite the activations (taken from the memo, or this call's own forward) block by block,
+    # with temporaries of one gate's size: no new buffer of the gates' size to fault in.
+    i, f, o, g = (act[..., k * n:(k + 1) * n] for k in range(4))
+    h_to_c = tcs * tcs  # d c_t / d h_t = o (1 - tanh(c_t)^2)
+    xp.subtract(1.0, h_to_c, out=h_to_c)
+    h_to_c *= o
+    forget = f.copy()  # the loop's d c_{t-1} = f d c_t
+    i_dg = g * g
+    xp.subtract(1.0, i_dg, out=i_dg)
+    i_dg *= i
+    for gate, partner in ((i, g), (f, steps.cs[:T]), (o, tcs)):
+        one_minus = 1.0 - gate
+        gate *= one_minus
+        gate *= partner
+    g[...] = i_dg
+    factor = dgates = act  # and then the cotangents of the gates, step by step (factor[t] read first)
+    grouped = (T,) + shape[:-1] + (4, n)
+    factor4, dgates4 = factor.reshape(grouped), dgates.reshape(grouped)
+    w_hh_k = _swap_g_o(xp, w_hh)
+    dh = xp.zeros(shape, dtype=act.dtype)
+    dh_t = xp.empty(shape, dtype=act.dtype)
+    o_part = xp.empty(shape, dtype=act.dtype)
+    dc = xp.zeros(shape, dtype=act.dtype)
+    dc += gc
     for t in range(T - 1, -1, -1):
-        dgates[t], dc = _lstm_backward_raw(gates[t], c_prev[t], ghs[t] + dh, dc)
-        dh = xp.matmul(dgates[t], w_hh)
-    n = dgates.shape[-1]
-    flat = dgates.reshape(-1, n)
-    dxs = xp.matmul(flat, w_ih).reshape(tuple(dgates.shape[:-1]) + (w_ih.shape[1],))
-    dw_ih = xp.matmul(flat.T, xs.reshape(-1, xs.shape[-1]))  # the weight products over all steps at once
-    dw_hh = xp.matmul(flat.T, h_prev.reshape(-1, shape[-1]))
-    db = flat.sum(axis=0)
-    return dxs, _sum_like(dh, h0), _sum_like(dc, c0), dw_ih, dw_hh, db, db.copy()
+        xp.add(ghs[t], dh, out=dh_t)  # the cotangent of h_t
+        xp.multiply(dh_t, h_to_c[t], out=dh)  # (dh as scratch)
+        dc += dh  # the cotangent of c_t
+        d = dgates4[t]
+        xp.multiply(factor[t][..., 2 * n:3 * n], dh_t, out=o_part)
+        xp.multiply(factor4[t], dc[..., None, :], out=d)
+        d[..., 2, :] = o_part
+        xp.matmul(dgates[t], w_hh_k, out=dh)
+        dc *= forget[t]
+    flat = dgates.reshape(-1, 4 * n)
+    dxs = xp.matmul(flat, _swap_g_o(xp, w_ih)).reshape(tuple(dgates.shape[:-1]) + (w_ih.shape[1],))
+    full = tuple(dgates.shape[:-1]) + (xs.shape[-1],)  # the input aligned with the state's leading axes
+    aligned = xs.reshape((T,) + (1,) * (len(full) - xs.ndim) + tuple(xs.shape[1:]))
+    rows = xs if tuple(xs.shape) == full else xp.broadcast_to(aligned, full)
+    dw_ih = _swap_g_o(xp, xp.matmul(flat.T, rows.reshape(-1, xs.shape[-1])))  # weight products over all steps
+    dw_hh = _swap_g_o(xp, xp.matmul(flat.T, steps.hs[:T].reshape(-1, n)))
+    db = _swap_g_o(xp, flat.sum(axis=0))
+    return _sum_like(dxs, aligned).reshape(xs.shape), _sum_like(dh, h0), _sum_like(dc, c0), dw_ih, dw_hh, db, db.copy()
 
 
 def _sum_like(a: Any, like: Any) -> Any:
