@@ -121,18 +121,19 @@ def _nan_check(node: Node, outs: list[Any]) -> None:
             continue
         v = g._value if isinstance(g, GraphBox) else g
         if namespace_of(v).isnan(v).any():
-            _anomaly_error(node, RuntimeError(f"Function '{node.name()}' returned nan values in its {k}th output."))
+            _anomaly_report(node)
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {k}th output.")
 
 
-def _anomaly_error(node: Node, err: BaseException) -> None:
-    """Re-raise ``err``, raised at ``node`` in anomaly mode, after warning where the node was made
-    (PyTorch's "Error detected in ..." warnings, and "No forward pass information" for a node made
-    outside anomaly mode); the forward traceback is appended to the message too."""
+def _anomaly_report(node: Node) -> None:
+    """Warn where ``node``, whose backward failed in anomaly mode, was made (PyTorch's "Error
+    detected in ..." warnings, and "No forward pass information" for a node made outside anomaly
+    mode); the caller then raises the error unchanged, as PyTorch does."""
     stack = node._stack
     if not stack:
         _anomaly_warn(f"Error detected in {node.name()}. No forward pass information available. Enable detect "
                       "anomaly during forward pass for more information.")
-        raise err
+        return
     trace = "".join(stack)
     _anomaly_warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}")
     parent = getattr(stack, "parent", None)
@@ -140,10 +141,7 @@ def _anomaly_error(node: Node, err: BaseException) -> None:
         induced = (f"Previous calculation was induced by {parent.name()}. Traceback of forward call that "
                    f"induced the previous calculation:\n{''.join(parent._stack)}")
         _anomaly_warn(f"\n\n{induced}")
-        trace += f"\n{induced}"
         parent = getattr(parent._stack, "parent", None)
-    msg = f"{err}\n\nTraceback of forward call that caused the error (operation {node.name()}):\n{trace}"
-    raise type(err)(msg) from err
 
 
 def _anomaly_warn(message: str) -> None:
@@ -367,9 +365,9 @@ class _Visitor(Visitor):
                 outs = node.apply(buf, cg)
                 if len(outs) != len(node.parents):  # one per input (None where no edge): keep those with one
                     outs = [outs[node._inputs.index(i)] for i in node.argnums]
-            except Exception as err:  # noqa: BLE001 - re-raised with the forward traceback
+            except Exception:  # noqa: BLE001 - re-raised after the anomaly report
                 if anomaly.enabled:
-                    _anomaly_error(node, err)
+                    _anomaly_report(node)
                 raise
             finally:
                 anomaly.running = anomaly_prev
@@ -562,13 +560,14 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool)
     return roots
 
 
-# PyTorch's warning (once per process there; here per call site, Python's default warning filter)
+# PyTorch's warning, given once per process as there (_CREATE_GRAPH_WARNED)
 _CREATE_GRAPH_CYCLE = (
     "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
     "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
     "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None "
     "after use to break the cycle and avoid the leak."
 )
+_CREATE_GRAPH_WARNED: list[bool] = []
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
@@ -593,7 +592,8 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     if retain_graph is None:
         retain_graph = create_graph
     roots = _make_seeds(outputs, grads, create_graph)
-    if create_graph:
+    if create_graph and not _CREATE_GRAPH_WARNED:
+        _CREATE_GRAPH_WARNED.append(True)
         warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=2)
     if inputs is not None:
         ins = _as_list(inputs)

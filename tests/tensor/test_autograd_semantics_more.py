@@ -99,10 +99,34 @@ def _warning_texts(record):
     return [str(w.message) for w in record]
 
 
-def test_backward_with_create_graph_warns_of_the_reference_cycle():
-    x = ft.randn(3, requires_grad=True)
-    with pytest.warns(UserWarning, match="create_graph=True will create a reference cycle between the parameter"):
+_TWO_CREATE_GRAPH_BACKWARDS = """
+import warnings
+import {module} as ft
+counts = []
+for _ in range(2):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        x = ft.ones(3, requires_grad=True)
         (x * x).sum().backward(create_graph=True)
+    counts.append([str(w.message)[:70] for w in seen])
+print(counts)
+"""
+
+
+def test_backward_with_create_graph_warns_of_the_reference_cycle_once_per_process():
+    """PyTorch warns once per process (even under "always"): run in a fresh interpreter."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = str(pathlib.Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    code = _TWO_CREATE_GRAPH_BACKWARDS.format(module=ft.__name__)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str([["Using backward() with create_graph=True will create a reference cycle "], []])
+    x = ft.randn(3, requires_grad=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # autograd.grad does not warn, nor backward without create_graph
         ft.autograd.grad((x * x).sum(), x, create_graph=True)
@@ -811,3 +835,51 @@ def test_backward_inputs_with_a_retained_non_leaf_accumulates_once():
         assert c.grad.tolist() == [3.0, 3.0]
     with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
         assert (a * 2).grad is None
+
+
+# ---------------------------------------------------------------- vmap, anomaly
+
+def test_item_and_control_flow_under_vmap_raise_pytorch_runtime_errors():
+    x = ft.ones(3, 2)
+    with pytest.raises(RuntimeError, match=r"^vmap: It looks like you're calling \.item\(\) on a Tensor\. We don't "
+                                           r"support vmap over calling \.item\(\) on a Tensor"):
+        ft.func.vmap(lambda t: t.sum().item())(x)
+    with pytest.raises(RuntimeError, match=r"calling \.item\(\) on a Tensor"):
+        ft.func.vmap(lambda t: float(t.sum()))(x)
+    with pytest.raises(RuntimeError, match=r"^vmap: It looks like you're attempting to use a Tensor in some "
+                                           r"data-dependent control flow"):
+        ft.func.vmap(lambda t: t * 2 if t.sum() > 0 else t)(x)
+
+
+class _FailingBackward(ft.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        raise ValueError("boom")
+
+
+def test_anomaly_mode_raises_the_error_unchanged_and_warns_the_forward_traceback():
+    a = ft.ones(2, requires_grad=True)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with ft.autograd.detect_anomaly():
+            y = _FailingBackward.apply(a)  # the forward line
+            with pytest.raises(ValueError) as info:
+                y.sum().backward()
+    assert str(info.value) == "boom"  # PyTorch 2.13: the error itself, nothing appended
+    texts = _warning_texts(seen)
+    assert any(t.startswith("Error detected in _FailingBackwardBackward. Traceback of forward call that caused "
+                            "the error:") and "y = _FailingBackward.apply(a)" in t for t in texts)
+
+
+def test_second_backward_with_inputs_through_a_saved_tensor_raises():
+    a = ft.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 3
+    c = (b * b).sum()
+    c.backward(inputs=[b])
+    assert b.grad.tolist() == [6.0, 12.0] and a.grad is None
+    with pytest.raises(RuntimeError, match=_FREED):
+        c.backward(inputs=[b])
