@@ -883,3 +883,56 @@ def test_second_backward_with_inputs_through_a_saved_tensor_raises():
     assert b.grad.tolist() == [6.0, 12.0] and a.grad is None
     with pytest.raises(RuntimeError, match=_FREED):
         c.backward(inputs=[b])
+
+
+# ---------------------------------------------------------------- what nodes save (torch 2.13's _saved_*)
+
+@pytest.mark.parametrize("make, value, dtype", [
+    (lambda x: x * 2, 2, "int64"), (lambda x: 2 * x, 2, "int64"), (lambda x: x * 2.5, 2.5, "float64"),
+    (lambda x: x * True, True, "bool"), (lambda x: x * 1j, 1j, "complex128"), (lambda x: x / 2, 2, "int64"),
+    (lambda x: x / 2.5, 2.5, "float64"), (lambda x: x.double() * 2, 2, "int64"), (lambda x: 2 / x, 2, "int64"),
+], ids=["mul-int", "rmul-int", "mul-float", "mul-bool", "mul-complex", "div-int", "div-float", "f64-mul-int",
+        "rdiv-int"])
+def test_a_number_operand_is_saved_as_a_wrapped_zero_dim_tensor(make, value, dtype):
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    node = make(x).grad_fn
+    other = node._saved_other
+    assert isinstance(other, ft.Tensor) and other.dim() == 0 and other.dtype == getattr(ft, dtype)
+    assert other.item() == value and not other.requires_grad
+    assert node._saved_self is None  # x is not saved: the number needs no gradient
+    assert {"_saved_self", "_saved_other"} <= set(dir(node))
+
+
+def test_saved_operands_of_tensor_products_and_powers():
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    c = ft.tensor([3.0, 4.0])
+    node = (x * x).grad_fn
+    assert node._saved_self.equal(x) and node._saved_other.equal(x)
+    assert (x * c).grad_fn._saved_other.tolist() == [3.0, 4.0]
+    for exponent in (2, 3, 2.5, -1):
+        node = (x ** exponent).grad_fn
+        assert node.name() == "PowBackward0" and node._saved_exponent == exponent
+        assert type(node._saved_exponent) is type(exponent) and node._saved_self.equal(x)
+    node = (x ** x).grad_fn
+    assert node.name() == "PowBackward1" and node._saved_exponent.equal(x)
+    assert (x ** x).grad_fn._saved_result.tolist() == [1.0, 4.0]
+
+
+def test_a_saved_mask_is_a_tensor():
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    condition = ft.where(x > 1, x, 0.0).grad_fn._saved_condition
+    assert isinstance(condition, ft.Tensor) and condition.dtype == ft.bool
+    assert condition.tolist() == [False, True]
+
+
+def test_clamp_node_names_as_pytorch():
+    x = ft.tensor([-1.0, 0.5, 3.0], requires_grad=True)
+    bound = ft.zeros(3)
+    names = {"clamp(min)": x.clamp(min=0), "clamp(max)": x.clamp(max=1), "clip(min)": x.clip(min=0),
+             "ft.clamp(min)": ft.clamp(x, min=0), "clamp(tensor)": x.clamp(min=bound),
+             "clamp_min": x.clamp_min(0), "clamp_max": x.clamp_max(1), "clamp_min(tensor)": x.clamp_min(bound)}
+    assert {k: v.grad_fn.name() for k, v in names.items()} == {
+        "clamp(min)": "ClampBackward1", "clamp(max)": "ClampBackward1", "clip(min)": "ClampBackward1",
+        "ft.clamp(min)": "ClampBackward1", "clamp(tensor)": "ClampBackward0", "clamp_min": "ClampMinBackward0",
+        "clamp_max": "ClampMaxBackward0", "clamp_min(tensor)": "ClampMinBackward1"}
+    assert x.clamp(min=0).tolist() == [0.0, 0.5, 3.0] and x.clamp_max(1).tolist() == [-1.0, 0.5, 1.0]
