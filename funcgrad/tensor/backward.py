@@ -103,7 +103,7 @@ def _run_hooks(hooks: dict[Any, Any] | None, g: Any, create_graph: bool) -> Any:
         r = fn(t)
         if r is not None:
             if not isinstance(r, Tensor):
-                raise TypeError(f"a tensor hook must return None or a Tensor, got {type(r).__name__}")
+                raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")  # PyTorch's words
             checks = (("size", r.shape == t.shape, f": expected {list(t.shape)} but got {list(r.shape)}"),
                       ("type", r.dtype == t.dtype, f" (was {t.type()} got {r.type()})"),
                       ("device", r.device == t.device, f" (was {t.device} got {r.device})"))
@@ -324,8 +324,13 @@ class _Visitor(Visitor):
         extra = () if outputs is None else (tuple(_to_user(g, cg) for g in outputs),)
         for fn in list(hooks.values()):
             r = fn(user, *extra)
-            if r is not None:
-                user = tuple(r)
+            if r is not None:  # PyTorch's checks: a tuple of as many gradients
+                if not isinstance(r, tuple):
+                    raise TypeError(f"expected tuple, but hook returned '{type(r).__name__}'")
+                if len(r) != len(user):
+                    raise RuntimeError(f"hook '{getattr(fn, '__name__', 'hook')}' has returned an incorrect number "
+                                       f"of values (got {len(r)}, but expected {len(user)})")
+                user = r
         return [_from_user(g, cg) for g in user]
 
     def _leaf(self, node: AccumulateGrad, g: Any, owned: bool) -> None:
@@ -598,7 +603,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     if inputs is not None:
         ins = _as_list(inputs)
         if not ins:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         edges = _input_edges(ins, "backward")
         captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=True)
         for t, e in zip(ins, edges):
@@ -629,7 +634,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")
     if not ins:
-        raise RuntimeError("grad requires at least one input")
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     gouts = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
     if retain_graph is None:
         retain_graph = create_graph

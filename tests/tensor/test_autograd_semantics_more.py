@@ -936,3 +936,44 @@ def test_clamp_node_names_as_pytorch():
         "ft.clamp(min)": "ClampBackward1", "clamp(tensor)": "ClampBackward0", "clamp_min": "ClampMinBackward0",
         "clamp_max": "ClampMaxBackward0", "clamp_min(tensor)": "ClampMinBackward1"}
     assert x.clamp(min=0).tolist() == [0.0, 0.5, 3.0] and x.clamp_max(1).tolist() == [-1.0, 0.5, 1.0]
+
+
+# ---------------------------------------------------------------- hooks (test_autograd.py's checks)
+
+def _exp_of_ones():
+    x = ft.ones(2, requires_grad=True)
+    return x, x.exp()
+
+
+def test_node_hooks_must_return_a_tuple_of_as_many_gradients():
+    def two_for_one(grad_outputs):
+        return grad_outputs[0], grad_outputs[0]
+
+    cases = [("register_prehook", lambda go: go[0] * 3, TypeError, "expected tuple, but hook returned 'Tensor'"),
+             ("register_prehook", two_for_one, RuntimeError,
+              "hook 'two_for_one' has returned an incorrect number of values (got 2, but expected 1)"),
+             ("register_hook", lambda gi, go: [gi[0]], TypeError, "expected tuple, but hook returned 'list'"),
+             ("register_hook", lambda gi, go: (), RuntimeError,
+              "hook '<lambda>' has returned an incorrect number of values (got 0, but expected 1)")]
+    for register, hook, error, message in cases:
+        x, y = _exp_of_ones()
+        getattr(y.grad_fn, register)(hook)
+        with pytest.raises(error, match=f"^{re.escape(message)}$"):
+            y.sum().backward()
+    x, y = _exp_of_ones()
+    y.grad_fn.register_prehook(lambda go: (go[0] * 3,))
+    y.grad_fn.register_hook(lambda gi, go: (gi[0] + 1,))
+    y.sum().backward()
+    assert x.grad.tolist() == pytest.approx([3 * 2.718281828 + 1] * 2)
+
+
+def test_a_tensor_hook_returning_a_number_and_empty_inputs_raise_pytorch_errors():
+    x = ft.ones(2, requires_grad=True)
+    x.register_hook(lambda g: 3)
+    with pytest.raises(TypeError, match="^expected Variable, but hook returned 'int'$"):
+        (x * 1).sum().backward()
+    x = ft.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"^`inputs` argument to `backward\(\)` cannot be empty\.$"):
+        (x * 2).sum().backward(inputs=[])
+    with pytest.raises(RuntimeError, match=r"^`inputs` argument to `grad\(\)` cannot be empty\.$"):
+        ft.autograd.grad((x * 2).sum(), [])
