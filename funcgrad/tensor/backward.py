@@ -208,7 +208,7 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
         try:
             _fwad_local.paused += 1  # (dual_trace.paused, inline) gradients of primals only: no tangents in backward
             try:
-                backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
+                backward_pass(seeds, visitor=visitor, targets=visitor.walk_to or None)
             finally:
                 _fwad_local.paused -= 1
         finally:
@@ -257,6 +257,10 @@ class _Visitor(Visitor):
         self.accumulate = accumulate or captures is None
         self.capture_at = {target(node, nr) for node, nr in captures} if captures else set()
         self.captured: dict[Any, Any] = {}
+        # a captured output of a multi-output node with tensor hooks: the walk reaches that node too, so
+        # that its other outputs' hooks run (with None where no gradient reached them), as in PyTorch
+        self.walk_to = self.capture_at | {t.parents[0] for t in self.capture_at
+                                          if t.out_index is not None and t.parents[0]._tensor_prehooks}
         self.prof = profiling.active
         # nothing but the rules to run at plain nodes: no graph to record, no capture, no checks
         self.plain = not create_graph and not self.capture_at and not self.prof and not anomaly.enabled

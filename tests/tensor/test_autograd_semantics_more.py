@@ -977,3 +977,23 @@ def test_a_tensor_hook_returning_a_number_and_empty_inputs_raise_pytorch_errors(
         (x * 2).sum().backward(inputs=[])
     with pytest.raises(RuntimeError, match=r"^`inputs` argument to `grad\(\)` cannot be empty\.$"):
         ft.autograd.grad((x * 2).sum(), [])
+
+
+@pytest.mark.parametrize("how", ["grad", "backward"])
+@pytest.mark.parametrize("q_used", [False, True], ids=["q-unused", "q-used"])
+@pytest.mark.parametrize("kind", ["unbind", "split", "var_mean"])
+def test_capturing_one_output_of_a_multi_output_node_runs_the_siblings_hooks(kind, q_used, how):
+    a = ft.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    p, q = {"unbind": lambda: a.unbind(0), "split": lambda: a.split(1),
+            "var_mean": lambda: ft.var_mean(a, dim=0)}[kind]()
+    calls = []
+    p.register_hook(lambda g: calls.append(("p", None if g is None else g.flatten().tolist())))
+    q.register_hook(lambda g: calls.append(("q", None if g is None else g.flatten().tolist())))
+    loss = (p * 2).sum() + ((q * 3).sum() if q_used else 0)
+    if how == "grad":
+        (got,) = ft.autograd.grad(loss, [p])
+    else:
+        loss.backward(inputs=[p])
+        got = p.grad
+    assert got.flatten().tolist() == [2.0, 2.0] and a.grad is None
+    assert sorted(calls, key=str) == [("p", [2.0, 2.0]), ("q", [3.0, 3.0] if q_used else None)]
