@@ -128,10 +128,14 @@ class _MathMixin(TensorBase[TensorT]):
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def add(self: TensorT, other: Any, *, alpha: Any = 1) -> "TensorT":
-        return _binary(fnp.add, self, other if alpha == 1 else _as_operand(other) * alpha)
+        if alpha == 1:
+            return _binary(fnp.add, self, other)
+        return keep_alpha(_binary(fnp.add, self, _as_operand(other) * alpha), alpha)
 
     def sub(self: TensorT, other: Any, *, alpha: Any = 1) -> "TensorT":
-        return _binary(fnp.subtract, self, other if alpha == 1 else _as_operand(other) * alpha)
+        if alpha == 1:
+            return _binary(fnp.subtract, self, other)
+        return keep_alpha(_binary(fnp.subtract, self, _as_operand(other) * alpha), alpha)
 
     subtract = sub
 
@@ -550,6 +554,15 @@ def _root_flat_at_zero(total: Any, root: Callable[[Any], Any], name: str) -> Any
     the last op is ``name``. The zeros are never read on the host."""
     zero = total == 0
     return named(name, fnp.where, _elementwise._where)(zero, 0.0, root(fnp.where(zero, 1.0, total)))
+
+
+def keep_alpha(out: TensorT, alpha: Any) -> TensorT:
+    """``out`` of ``add``/``sub``/``rsub`` with ``alpha``, which is folded into the other operand when recorded:
+    its node keeps the number for PyTorch's ``grad_fn._saved_alpha`` (see torch_saved.py)."""
+    node = getattr(out, "grad_fn", None)
+    if node is not None and node.name() in ("AddBackward0", "SubBackward0", "RsubBackward1"):
+        node._alpha = alpha
+    return out
 
 
 def _clamp(x: TensorT, min: Any, max: Any, name: str) -> TensorT:  # noqa: A002

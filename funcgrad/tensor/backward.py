@@ -259,8 +259,9 @@ class _Visitor(Visitor):
         self.captured: dict[Any, Any] = {}
         # a captured output of a multi-output node with tensor hooks: the walk reaches that node too, so
         # that its other outputs' hooks run (with None where no gradient reached them), as in PyTorch
-        self.walk_to = self.capture_at | {t.parents[0] for t in self.capture_at
-                                          if t.out_index is not None and t.parents[0]._tensor_prehooks}
+        self.walk_to: set[Any] = self.capture_at | {
+            t.parents[0] for t in self.capture_at
+            if t.out_index is not None and getattr(t.parents[0], "_tensor_prehooks", None)}
         self.prof = profiling.active
         # nothing but the rules to run at plain nodes: no graph to record, no capture, no checks
         self.plain = not create_graph and not self.capture_at and not self.prof and not anomaly.enabled

@@ -2,13 +2,14 @@
 operation otherwise.
 
 funcgrad's nodes keep their primitive's arguments: a Python number stays a number, an index or
-mask stays a raw array, ``x ** 2`` is the ``square`` primitive. PyTorch wraps a number operand of
-``mul``/``div`` in a 0-d tensor (int64 for an int, float64 for a float, bool, complex128: its
-"wrapped number" dtypes), always defines ``_saved_self``/``_saved_other`` on those nodes (None for
-the operand it did not save, since the other one needs no gradient), names the tensor operand
-``self`` even for ``2 * x``, keeps a power's number exponent as ``_saved_exponent``, and returns
-every saved array as a tensor. :func:`torch_saved_value` gives those values; ``PrimNode`` asks it
-first for the nodes named in :data:`TORCH_SAVED_NODES`.
+mask stays a raw array, ``x ** 2`` is the ``square`` primitive, add/sub's ``alpha`` is folded
+into the other operand. PyTorch wraps a number operand of ``mul``/``div`` in a 0-d tensor (int64
+for an int, float64 for a float, bool, complex128: its "wrapped number" dtypes), always defines
+``_saved_self``/``_saved_other`` on those nodes (None for the operand it did not save, since the
+other one needs no gradient), names the tensor operand ``self`` even for ``2 * x``, keeps a
+power's number exponent as ``_saved_exponent`` and add/sub's ``alpha`` as ``_saved_alpha``, and
+returns every saved array as a tensor. :func:`torch_saved_value` gives those values; ``PrimNode``
+asks it first for the nodes named in :data:`TORCH_SAVED_NODES`.
 
 Example::
 
@@ -33,9 +34,10 @@ TORCH_SAVED_NODES: dict[str, tuple[str, ...]] = {
     "MulBackward0": ("self", "other"),
     "DivBackward0": ("self", "other"),
     "PowBackward0": ("self", "exponent"),
+    "AddBackward0": ("alpha",), "SubBackward0": ("alpha",), "RsubBackward1": ("alpha",),
 }
 # saved names no funcgrad primitive argument carries (exposed as attributes all the same)
-TORCH_ONLY_KEYS = ("exponent",)
+TORCH_ONLY_KEYS = ("exponent", "alpha")
 
 # PyTorch's dtype of a Python number wrapped in a tensor (checked against torch 2.13)
 _WRAPPED_DTYPES = ((bool, np.bool_), (int, np.int64), (float, np.float64), (complex, np.complex128))
@@ -64,6 +66,8 @@ def torch_saved_value(node: Any, key: str) -> tuple[bool, Any]:
     name = node._name
     if key not in TORCH_SAVED_NODES[name]:
         return False, None
+    if key == "alpha":  # folded into the other operand when recorded; add/sub keep a number other than 1
+        return True, node.__dict__.get("_alpha", 1)
     node._materialize()
     args = node.args
     if name == "PowBackward0":

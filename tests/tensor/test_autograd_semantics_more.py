@@ -997,3 +997,14 @@ def test_capturing_one_output_of_a_multi_output_node_runs_the_siblings_hooks(kin
         got = p.grad
     assert got.flatten().tolist() == [2.0, 2.0] and a.grad is None
     assert sorted(calls, key=str) == [("p", [2.0, 2.0]), ("q", [3.0, 3.0] if q_used else None)]
+
+
+def test_add_and_sub_keep_their_alpha():
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    cases = [(x + 2, "AddBackward0", 1), (2 + x, "AddBackward0", 1), (ft.add(x, x, alpha=3), "AddBackward0", 3),
+             (ft.add(x, 2, alpha=3), "AddBackward0", 3), (x - 2, "SubBackward0", 1),
+             (ft.sub(x, x, alpha=2), "SubBackward0", 2), (2 - x, "RsubBackward1", 1),
+             (x.add(x, alpha=0.5), "AddBackward0", 0.5)]
+    for y, name, alpha in cases:
+        assert y.grad_fn.name() == name and y.grad_fn._saved_alpha == alpha
+    assert ft.add(x, 2, alpha=3).tolist() == [7.0, 8.0] and ft.sub(x, x, alpha=2).tolist() == [-1.0, -2.0]
