@@ -21,6 +21,7 @@ import funcgrad.numpy as fnp
 
 from .. import backend as _backend
 from ..backend import namespace_of
+from ..core.batching import BatchTrace
 from . import dtypes as _dt
 from . import forward_ad as _fwad
 from .dual_trace import primal_value
@@ -34,6 +35,23 @@ from .tensor_helpers import (
     _CONSTRUCTORS, _pyint, _pyfloat, _pybool, _pycomplex, _cast, _to_device,
 )
 from .tensor_type import TensorBase, TensorT
+
+
+# torch.func.vmap's words for reading a batched tensor's value
+_VMAP_ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() "
+              "on a Tensor, please try to rewrite what you're doing with other operations. If error is occurring "
+              "somewhere inside PyTorch internals, please file a bug report.")
+_VMAP_CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. "
+                      "We don't support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .")
+
+
+def _refuse_under_vmap(v: Any, message: str) -> None:
+    """Raise PyTorch's RuntimeError when the raw value ``v`` is batched by ``ft.func.vmap`` (at any
+    nesting depth): its value is one per batch element, so no single Python number exists."""
+    while getattr(v, "_trace", None) is not None:
+        if isinstance(v._trace, BatchTrace):
+            raise RuntimeError(message)
+        v = v._value
 
 
 def _cast_to(name: str) -> Callable[["TensorT"], "TensorT"]:
@@ -113,6 +131,7 @@ class _ConvertMixin(TensorBase[TensorT]):
     def item(self: TensorT) -> Any:
         """The value of a one-element tensor as a Python number."""
         v = primal_value(self._value)
+        _refuse_under_vmap(v, _VMAP_ITEM)
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         return v.reshape(()).item()
@@ -138,6 +157,7 @@ class _ConvertMixin(TensorBase[TensorT]):
     def __bool__(self: TensorT) -> bool:
         if self._value.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        _refuse_under_vmap(primal_value(self._value), _VMAP_CONTROL_FLOW)
         return _pybool(self.item())
 
     def __repr__(self: TensorT) -> str:

@@ -128,10 +128,14 @@ class _MathMixin(TensorBase[TensorT]):
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def add(self: TensorT, other: Any, *, alpha: Any = 1) -> "TensorT":
-        return _binary(fnp.add, self, other if alpha == 1 else _as_operand(other) * alpha)
+        if alpha == 1:
+            return _binary(fnp.add, self, other)
+        return keep_alpha(_binary(fnp.add, self, _as_operand(other) * alpha), alpha)
 
     def sub(self: TensorT, other: Any, *, alpha: Any = 1) -> "TensorT":
-        return _binary(fnp.subtract, self, other if alpha == 1 else _as_operand(other) * alpha)
+        if alpha == 1:
+            return _binary(fnp.subtract, self, other)
+        return keep_alpha(_binary(fnp.subtract, self, _as_operand(other) * alpha), alpha)
 
     subtract = sub
 
@@ -240,36 +244,22 @@ class _MathMixin(TensorBase[TensorT]):
 
         Number bounds: the gradient passes only strictly inside, ``min < x < max``
         (zero at a bound). Tensor bounds: ``minimum(maximum(x, min), max)``, so a tie
-        with a bound splits the gradient evenly between ``x`` and the bound.
+        with a bound splits the gradient evenly between ``x`` and the bound. The node is
+        PyTorch's: ``ClampBackward1`` (number bounds, one or both) or ``ClampBackward0``.
+
+        Example::
+
+            ft.tensor([-1.0, 0.5, 3.0]).clamp(0, 1)    # tensor([0.0000, 0.5000, 1.0000])
         """
-        if min is None and max is None:
-            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-        name = ("ClampMinBackward0" if max is None else "ClampMaxBackward0" if min is None else
-                "ClampBackward0" if is_tensor(min) or is_tensor(max) else "ClampBackward1")
-        if min is not None and max is not None and not is_tensor(min) and not is_tensor(max):
-            return _clamp_between_numbers(self, min, max, name)
-        steps = [(bound, tensor_fn, beyond) for bound, tensor_fn, beyond in
-                 ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)) if bound is not None]
-        out = self
-        for k, (bound, tensor_fn, beyond) in enumerate(steps):
-            last = k == len(steps) - 1  # the node of the op's result: PyTorch's name
-            a, b = _promote(out, bound)  # (a NumPy scalar bound becomes a Python number there)
-            if is_tensor(bound):
-                out = (named(name, tensor_fn) if last else tensor_fn)(a, b)
-            else:
-                out = (named(name, fnp.where, _elementwise._where) if last else fnp.where)(
-                    _cond(beyond(_raw(a), _raw(b))), b, a)
-        if not is_tensor(out):
-            out = new_tensor(_boxes._as_array(out))
-        return out
+        return _clamp(self, min, max, "ClampBackward0" if is_tensor(min) or is_tensor(max) else "ClampBackward1")
 
     clip = clamp
 
     def clamp_min(self: TensorT, min: Any) -> "TensorT":  # noqa: A002
-        return self.clamp(min=min)
+        return _clamp(self, min, None, f"ClampMinBackward{int(is_tensor(min))}")
 
     def clamp_max(self: TensorT, max: Any) -> "TensorT":  # noqa: A002
-        return self.clamp(max=max)
+        return _clamp(self, None, max, f"ClampMaxBackward{int(is_tensor(max))}")
 
     maximum, minimum = _promoted_op(fnp.maximum), _promoted_op(fnp.minimum)
 
@@ -564,6 +554,37 @@ def _root_flat_at_zero(total: Any, root: Callable[[Any], Any], name: str) -> Any
     the last op is ``name``. The zeros are never read on the host."""
     zero = total == 0
     return named(name, fnp.where, _elementwise._where)(zero, 0.0, root(fnp.where(zero, 1.0, total)))
+
+
+def keep_alpha(out: TensorT, alpha: Any) -> TensorT:
+    """``out`` of ``add``/``sub``/``rsub`` with ``alpha``, which is folded into the other operand when recorded:
+    its node keeps the number for PyTorch's ``grad_fn._saved_alpha`` (see torch_saved.py)."""
+    node = getattr(out, "grad_fn", None)
+    if node is not None and node.name() in ("AddBackward0", "SubBackward0", "RsubBackward1"):
+        node._alpha = alpha
+    return out
+
+
+def _clamp(x: TensorT, min: Any, max: Any, name: str) -> TensorT:  # noqa: A002
+    """``x.clamp(min, max)`` recorded as the node ``name`` (see ``Tensor.clamp``)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if min is not None and max is not None and not is_tensor(min) and not is_tensor(max):
+        return _clamp_between_numbers(x, min, max, name)
+    steps = [(bound, tensor_fn, beyond) for bound, tensor_fn, beyond in
+             ((min, fnp.maximum, operator.le), (max, fnp.minimum, operator.ge)) if bound is not None]
+    out = x
+    for k, (bound, tensor_fn, beyond) in enumerate(steps):
+        last = k == len(steps) - 1  # the node of the op's result: PyTorch's name
+        a, b = _promote(out, bound)  # (a NumPy scalar bound becomes a Python number there)
+        if is_tensor(bound):
+            out = (named(name, tensor_fn) if last else tensor_fn)(a, b)
+        else:
+            out = (named(name, fnp.where, _elementwise._where) if last else fnp.where)(
+                _cond(beyond(_raw(a), _raw(b))), b, a)
+    if not is_tensor(out):
+        out = new_tensor(_boxes._as_array(out))
+    return out
 
 
 def _clamp_between_numbers(x: TensorT, low: Any, high: Any, name: str) -> TensorT:

@@ -103,7 +103,7 @@ def _run_hooks(hooks: dict[Any, Any] | None, g: Any, create_graph: bool) -> Any:
         r = fn(t)
         if r is not None:
             if not isinstance(r, Tensor):
-                raise TypeError(f"a tensor hook must return None or a Tensor, got {type(r).__name__}")
+                raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")  # PyTorch's words
             checks = (("size", r.shape == t.shape, f": expected {list(t.shape)} but got {list(r.shape)}"),
                       ("type", r.dtype == t.dtype, f" (was {t.type()} got {r.type()})"),
                       ("device", r.device == t.device, f" (was {t.device} got {r.device})"))
@@ -121,18 +121,19 @@ def _nan_check(node: Node, outs: list[Any]) -> None:
             continue
         v = g._value if isinstance(g, GraphBox) else g
         if namespace_of(v).isnan(v).any():
-            _anomaly_error(node, RuntimeError(f"Function '{node.name()}' returned nan values in its {k}th output."))
+            _anomaly_report(node)
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {k}th output.")
 
 
-def _anomaly_error(node: Node, err: BaseException) -> None:
-    """Re-raise ``err``, raised at ``node`` in anomaly mode, after warning where the node was made
-    (PyTorch's "Error detected in ..." warnings, and "No forward pass information" for a node made
-    outside anomaly mode); the forward traceback is appended to the message too."""
+def _anomaly_report(node: Node) -> None:
+    """Warn where ``node``, whose backward failed in anomaly mode, was made (PyTorch's "Error
+    detected in ..." warnings, and "No forward pass information" for a node made outside anomaly
+    mode); the caller then raises the error unchanged, as PyTorch does."""
     stack = node._stack
     if not stack:
         _anomaly_warn(f"Error detected in {node.name()}. No forward pass information available. Enable detect "
                       "anomaly during forward pass for more information.")
-        raise err
+        return
     trace = "".join(stack)
     _anomaly_warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}")
     parent = getattr(stack, "parent", None)
@@ -140,10 +141,7 @@ def _anomaly_error(node: Node, err: BaseException) -> None:
         induced = (f"Previous calculation was induced by {parent.name()}. Traceback of forward call that "
                    f"induced the previous calculation:\n{''.join(parent._stack)}")
         _anomaly_warn(f"\n\n{induced}")
-        trace += f"\n{induced}"
         parent = getattr(parent._stack, "parent", None)
-    msg = f"{err}\n\nTraceback of forward call that caused the error (operation {node.name()}):\n{trace}"
-    raise type(err)(msg) from err
 
 
 def _anomaly_warn(message: str) -> None:
@@ -210,7 +208,7 @@ def run_backward(roots: list[Any], keep_graph: bool, create_graph: bool, capture
         try:
             _fwad_local.paused += 1  # (dual_trace.paused, inline) gradients of primals only: no tangents in backward
             try:
-                backward_pass(seeds, visitor=visitor, targets=visitor.capture_at or None)
+                backward_pass(seeds, visitor=visitor, targets=visitor.walk_to or None)
             finally:
                 _fwad_local.paused -= 1
         finally:
@@ -259,6 +257,11 @@ class _Visitor(Visitor):
         self.accumulate = accumulate or captures is None
         self.capture_at = {target(node, nr) for node, nr in captures} if captures else set()
         self.captured: dict[Any, Any] = {}
+        # a captured output of a multi-output node with tensor hooks: the walk reaches that node too, so
+        # that its other outputs' hooks run (with None where no gradient reached them), as in PyTorch
+        self.walk_to: set[Any] = self.capture_at | {
+            t.parents[0] for t in self.capture_at
+            if t.out_index is not None and getattr(t.parents[0], "_tensor_prehooks", None)}
         self.prof = profiling.active
         # nothing but the rules to run at plain nodes: no graph to record, no capture, no checks
         self.plain = not create_graph and not self.capture_at and not self.prof and not anomaly.enabled
@@ -326,8 +329,13 @@ class _Visitor(Visitor):
         extra = () if outputs is None else (tuple(_to_user(g, cg) for g in outputs),)
         for fn in list(hooks.values()):
             r = fn(user, *extra)
-            if r is not None:
-                user = tuple(r)
+            if r is not None:  # PyTorch's checks: a tuple of as many gradients
+                if not isinstance(r, tuple):
+                    raise TypeError(f"expected tuple, but hook returned '{type(r).__name__}'")
+                if len(r) != len(user):
+                    raise RuntimeError(f"hook '{getattr(fn, '__name__', 'hook')}' has returned an incorrect number "
+                                       f"of values (got {len(r)}, but expected {len(user)})")
+                user = r
         return [_from_user(g, cg) for g in user]
 
     def _leaf(self, node: AccumulateGrad, g: Any, owned: bool) -> None:
@@ -367,9 +375,9 @@ class _Visitor(Visitor):
                 outs = node.apply(buf, cg)
                 if len(outs) != len(node.parents):  # one per input (None where no edge): keep those with one
                     outs = [outs[node._inputs.index(i)] for i in node.argnums]
-            except Exception as err:  # noqa: BLE001 - re-raised with the forward traceback
+            except Exception:  # noqa: BLE001 - re-raised after the anomaly report
                 if anomaly.enabled:
-                    _anomaly_error(node, err)
+                    _anomaly_report(node)
                 raise
             finally:
                 anomaly.running = anomaly_prev
@@ -574,13 +582,14 @@ def _make_seeds(outputs: list[Any], grad_outputs: list[Any], create_graph: bool)
     return roots
 
 
-# PyTorch's warning (once per process there; here per call site, Python's default warning filter)
+# PyTorch's warning, given once per process as there (_CREATE_GRAPH_WARNED)
 _CREATE_GRAPH_CYCLE = (
     "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
     "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
     "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None "
     "after use to break the cycle and avoid the leak."
 )
+_CREATE_GRAPH_WARNED: list[bool] = []
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
@@ -605,12 +614,13 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     if retain_graph is None:
         retain_graph = create_graph
     roots = _make_seeds(outputs, grads, create_graph)
-    if create_graph:
+    if create_graph and not _CREATE_GRAPH_WARNED:
+        _CREATE_GRAPH_WARNED.append(True)
         warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=2)
     if inputs is not None:
         ins = _as_list(inputs)
         if not ins:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         edges = _input_edges(ins, "backward")
         captured = run_backward(roots, retain_graph, create_graph, captures=edges, accumulate=True)
         for t, e in zip(ins, edges):
@@ -641,7 +651,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")
     if not ins:
-        raise RuntimeError("grad requires at least one input")
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     gouts = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
     if retain_graph is None:
         retain_graph = create_graph

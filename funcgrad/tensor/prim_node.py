@@ -19,6 +19,7 @@ from ..core.reverse import ArraySpec, dropped
 from .nodes import Node, _zeros, public_edge
 from .saved_tensors import _RELEASED, SavedTensor, intact
 from .torch_names import _DEFAULT_ARG_NAMES, _FREED, ARG_NAMES, arg_names
+from .torch_saved import TORCH_ONLY_KEYS, TORCH_SAVED_NODES, as_saved_value, torch_saved_value
 
 __all__ = ["PrimNode"]
 
@@ -128,11 +129,15 @@ class PrimNode(Node):
 
     def _read_saved(self, key: str, raw: bool) -> Any:
         """``_saved_<key>`` (``raw``: ``_raw_saved_<key>``); see :func:`_expose_saved`."""
+        if not raw and self._name in TORCH_SAVED_NODES:  # PyTorch's view of a number operand (torch_saved.py)
+            found, value = torch_saved_value(self, key)
+            if found:
+                return value
         entry = self._lookup_saved(key)
         if type(entry) is SavedTensor:  # (a freed one raises in unpack)
             return entry if raw else entry.unpack(self, numpy_box=False)
         if entry is not None and not raw:
-            return entry
+            return as_saved_value(entry)
         raise AttributeError(f"'{self._name}' object has no attribute '{'_raw_saved_' if raw else '_saved_'}{key}'")
 
     def _lookup_saved(self, key: str) -> Any:
@@ -155,6 +160,7 @@ class PrimNode(Node):
         keys = [self._arg_name(i) for i, a in enumerate(self.args) if type(a) is SavedTensor]
         if any(type(a) is SavedTensor for a in self.ans):
             keys.append("result")
+        keys += TORCH_SAVED_NODES.get(self._name, ())
         extra = [f"_{raw}saved_{key}" for key in keys for raw in ("", "raw_")]
         own = [n for n in super().__dir__() if not n.startswith(("_saved_", "_raw_saved_"))]
         return sorted(set(own + extra))
@@ -193,5 +199,5 @@ def _expose_saved(keys: Any) -> None:
 
 
 # PyTorch's names of saved values (what a node saves is its primitive's ``reads``)
-_expose_saved([*_DEFAULT_ARG_NAMES, *sum(ARG_NAMES.values(), []), "result",
+_expose_saved([*_DEFAULT_ARG_NAMES, *sum(ARG_NAMES.values(), []), "result", *TORCH_ONLY_KEYS,
                *(f"{p}{k}" for p in ("result", "arg") for k in range(32))])

@@ -24,6 +24,7 @@ import funcgrad.numpy as fnp
 from . import dtypes as _dt
 from .creation import _finish, _np_dtype
 from .ops import _method_fn, cat, stack
+from ._tensor_math import keep_alpha
 from .tensor import Tensor
 from .tensor import _as_tensor
 from .tensor_helpers import _wrap_dim
@@ -89,7 +90,7 @@ def xlogy(input: Any, other: Any) -> Tensor:  # noqa: A002
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002
     """``other - alpha * input``. Example: ``ft.rsub(ft.tensor([1.0]), 3.0)  # [2.]``."""
     x = _as_tensor(input)
-    return cast(Tensor, x.__rsub__(other) if alpha == 1 else (x * alpha).__rsub__(other))
+    return cast(Tensor, x.__rsub__(other) if alpha == 1 else keep_alpha((x * alpha).__rsub__(other), alpha))
 
 
 def vander(x: Any, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803

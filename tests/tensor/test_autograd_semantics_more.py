@@ -99,10 +99,34 @@ def _warning_texts(record):
     return [str(w.message) for w in record]
 
 
-def test_backward_with_create_graph_warns_of_the_reference_cycle():
-    x = ft.randn(3, requires_grad=True)
-    with pytest.warns(UserWarning, match="create_graph=True will create a reference cycle between the parameter"):
+_TWO_CREATE_GRAPH_BACKWARDS = """
+import warnings
+import {module} as ft
+counts = []
+for _ in range(2):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        x = ft.ones(3, requires_grad=True)
         (x * x).sum().backward(create_graph=True)
+    counts.append([str(w.message)[:70] for w in seen])
+print(counts)
+"""
+
+
+def test_backward_with_create_graph_warns_of_the_reference_cycle_once_per_process():
+    """PyTorch warns once per process (even under "always"): run in a fresh interpreter."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = str(pathlib.Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    code = _TWO_CREATE_GRAPH_BACKWARDS.format(module=ft.__name__)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str([["Using backward() with create_graph=True will create a reference cycle "], []])
+    x = ft.randn(3, requires_grad=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # autograd.grad does not warn, nor backward without create_graph
         ft.autograd.grad((x * x).sum(), x, create_graph=True)
@@ -811,3 +835,176 @@ def test_backward_inputs_with_a_retained_non_leaf_accumulates_once():
         assert c.grad.tolist() == [3.0, 3.0]
     with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
         assert (a * 2).grad is None
+
+
+# ---------------------------------------------------------------- vmap, anomaly
+
+def test_item_and_control_flow_under_vmap_raise_pytorch_runtime_errors():
+    x = ft.ones(3, 2)
+    with pytest.raises(RuntimeError, match=r"^vmap: It looks like you're calling \.item\(\) on a Tensor\. We don't "
+                                           r"support vmap over calling \.item\(\) on a Tensor"):
+        ft.func.vmap(lambda t: t.sum().item())(x)
+    with pytest.raises(RuntimeError, match=r"calling \.item\(\) on a Tensor"):
+        ft.func.vmap(lambda t: float(t.sum()))(x)
+    with pytest.raises(RuntimeError, match=r"^vmap: It looks like you're attempting to use a Tensor in some "
+                                           r"data-dependent control flow"):
+        ft.func.vmap(lambda t: t * 2 if t.sum() > 0 else t)(x)
+
+
+class _FailingBackward(ft.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        raise ValueError("boom")
+
+
+def test_anomaly_mode_raises_the_error_unchanged_and_warns_the_forward_traceback():
+    a = ft.ones(2, requires_grad=True)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with ft.autograd.detect_anomaly():
+            y = _FailingBackward.apply(a)  # the forward line
+            with pytest.raises(ValueError) as info:
+                y.sum().backward()
+    assert str(info.value) == "boom"  # PyTorch 2.13: the error itself, nothing appended
+    texts = _warning_texts(seen)
+    assert any(t.startswith("Error detected in _FailingBackwardBackward. Traceback of forward call that caused "
+                            "the error:") and "y = _FailingBackward.apply(a)" in t for t in texts)
+
+
+def test_second_backward_with_inputs_through_a_saved_tensor_raises():
+    a = ft.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 3
+    c = (b * b).sum()
+    c.backward(inputs=[b])
+    assert b.grad.tolist() == [6.0, 12.0] and a.grad is None
+    with pytest.raises(RuntimeError, match=_FREED):
+        c.backward(inputs=[b])
+
+
+# ---------------------------------------------------------------- what nodes save (torch 2.13's _saved_*)
+
+@pytest.mark.parametrize("make, value, dtype", [
+    (lambda x: x * 2, 2, "int64"), (lambda x: 2 * x, 2, "int64"), (lambda x: x * 2.5, 2.5, "float64"),
+    (lambda x: x * True, True, "bool"), (lambda x: x * 1j, 1j, "complex128"), (lambda x: x / 2, 2, "int64"),
+    (lambda x: x / 2.5, 2.5, "float64"), (lambda x: x.double() * 2, 2, "int64"), (lambda x: 2 / x, 2, "int64"),
+], ids=["mul-int", "rmul-int", "mul-float", "mul-bool", "mul-complex", "div-int", "div-float", "f64-mul-int",
+        "rdiv-int"])
+def test_a_number_operand_is_saved_as_a_wrapped_zero_dim_tensor(make, value, dtype):
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    node = make(x).grad_fn
+    other = node._saved_other
+    assert isinstance(other, ft.Tensor) and other.dim() == 0 and other.dtype == getattr(ft, dtype)
+    assert other.item() == value and not other.requires_grad
+    assert node._saved_self is None  # x is not saved: the number needs no gradient
+    assert {"_saved_self", "_saved_other"} <= set(dir(node))
+
+
+def test_saved_operands_of_tensor_products_and_powers():
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    c = ft.tensor([3.0, 4.0])
+    node = (x * x).grad_fn
+    assert node._saved_self.equal(x) and node._saved_other.equal(x)
+    assert (x * c).grad_fn._saved_other.tolist() == [3.0, 4.0]
+    for exponent in (2, 3, 2.5, -1):
+        node = (x ** exponent).grad_fn
+        assert node.name() == "PowBackward0" and node._saved_exponent == exponent
+        assert type(node._saved_exponent) is type(exponent) and node._saved_self.equal(x)
+    node = (x ** x).grad_fn
+    assert node.name() == "PowBackward1" and node._saved_exponent.equal(x)
+    assert (x ** x).grad_fn._saved_result.tolist() == [1.0, 4.0]
+
+
+def test_a_saved_mask_is_a_tensor():
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    condition = ft.where(x > 1, x, 0.0).grad_fn._saved_condition
+    assert isinstance(condition, ft.Tensor) and condition.dtype == ft.bool
+    assert condition.tolist() == [False, True]
+
+
+def test_clamp_node_names_as_pytorch():
+    x = ft.tensor([-1.0, 0.5, 3.0], requires_grad=True)
+    bound = ft.zeros(3)
+    names = {"clamp(min)": x.clamp(min=0), "clamp(max)": x.clamp(max=1), "clip(min)": x.clip(min=0),
+             "ft.clamp(min)": ft.clamp(x, min=0), "clamp(tensor)": x.clamp(min=bound),
+             "clamp_min": x.clamp_min(0), "clamp_max": x.clamp_max(1), "clamp_min(tensor)": x.clamp_min(bound)}
+    assert {k: v.grad_fn.name() for k, v in names.items()} == {
+        "clamp(min)": "ClampBackward1", "clamp(max)": "ClampBackward1", "clip(min)": "ClampBackward1",
+        "ft.clamp(min)": "ClampBackward1", "clamp(tensor)": "ClampBackward0", "clamp_min": "ClampMinBackward0",
+        "clamp_max": "ClampMaxBackward0", "clamp_min(tensor)": "ClampMinBackward1"}
+    assert x.clamp(min=0).tolist() == [0.0, 0.5, 3.0] and x.clamp_max(1).tolist() == [-1.0, 0.5, 1.0]
+
+
+# ---------------------------------------------------------------- hooks (test_autograd.py's checks)
+
+def _exp_of_ones():
+    x = ft.ones(2, requires_grad=True)
+    return x, x.exp()
+
+
+def test_node_hooks_must_return_a_tuple_of_as_many_gradients():
+    def two_for_one(grad_outputs):
+        return grad_outputs[0], grad_outputs[0]
+
+    cases = [("register_prehook", lambda go: go[0] * 3, TypeError, "expected tuple, but hook returned 'Tensor'"),
+             ("register_prehook", two_for_one, RuntimeError,
+              "hook 'two_for_one' has returned an incorrect number of values (got 2, but expected 1)"),
+             ("register_hook", lambda gi, go: [gi[0]], TypeError, "expected tuple, but hook returned 'list'"),
+             ("register_hook", lambda gi, go: (), RuntimeError,
+              "hook '<lambda>' has returned an incorrect number of values (got 0, but expected 1)")]
+    for register, hook, error, message in cases:
+        x, y = _exp_of_ones()
+        getattr(y.grad_fn, register)(hook)
+        with pytest.raises(error, match=f"^{re.escape(message)}$"):
+            y.sum().backward()
+    x, y = _exp_of_ones()
+    y.grad_fn.register_prehook(lambda go: (go[0] * 3,))
+    y.grad_fn.register_hook(lambda gi, go: (gi[0] + 1,))
+    y.sum().backward()
+    assert x.grad.tolist() == pytest.approx([3 * 2.718281828 + 1] * 2)
+
+
+def test_a_tensor_hook_returning_a_number_and_empty_inputs_raise_pytorch_errors():
+    x = ft.ones(2, requires_grad=True)
+    x.register_hook(lambda g: 3)
+    with pytest.raises(TypeError, match="^expected Variable, but hook returned 'int'$"):
+        (x * 1).sum().backward()
+    x = ft.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"^`inputs` argument to `backward\(\)` cannot be empty\.$"):
+        (x * 2).sum().backward(inputs=[])
+    with pytest.raises(RuntimeError, match=r"^`inputs` argument to `grad\(\)` cannot be empty\.$"):
+        ft.autograd.grad((x * 2).sum(), [])
+
+
+@pytest.mark.parametrize("how", ["grad", "backward"])
+@pytest.mark.parametrize("q_used", [False, True], ids=["q-unused", "q-used"])
+@pytest.mark.parametrize("kind", ["unbind", "split", "var_mean"])
+def test_capturing_one_output_of_a_multi_output_node_runs_the_siblings_hooks(kind, q_used, how):
+    a = ft.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    p, q = {"unbind": lambda: a.unbind(0), "split": lambda: a.split(1),
+            "var_mean": lambda: ft.var_mean(a, dim=0)}[kind]()
+    calls = []
+    p.register_hook(lambda g: calls.append(("p", None if g is None else g.flatten().tolist())))
+    q.register_hook(lambda g: calls.append(("q", None if g is None else g.flatten().tolist())))
+    loss = (p * 2).sum() + ((q * 3).sum() if q_used else 0)
+    if how == "grad":
+        (got,) = ft.autograd.grad(loss, [p])
+    else:
+        loss.backward(inputs=[p])
+        got = p.grad
+    assert got.flatten().tolist() == [2.0, 2.0] and a.grad is None
+    assert sorted(calls, key=str) == [("p", [2.0, 2.0]), ("q", [3.0, 3.0] if q_used else None)]
+
+
+def test_add_and_sub_keep_their_alpha():
+    x = ft.tensor([1.0, 2.0], requires_grad=True)
+    cases = [(x + 2, "AddBackward0", 1), (2 + x, "AddBackward0", 1), (ft.add(x, x, alpha=3), "AddBackward0", 3),
+             (ft.add(x, 2, alpha=3), "AddBackward0", 3), (x - 2, "SubBackward0", 1),
+             (ft.sub(x, x, alpha=2), "SubBackward0", 2), (2 - x, "RsubBackward1", 1),
+             (x.add(x, alpha=0.5), "AddBackward0", 0.5)]
+    for y, name, alpha in cases:
+        assert y.grad_fn.name() == name and y.grad_fn._saved_alpha == alpha
+    assert ft.add(x, 2, alpha=3).tolist() == [7.0, 8.0] and ft.sub(x, x, alpha=2).tolist() == [-1.0, -2.0]

@@ -18,9 +18,8 @@ def test_nan_in_backward_names_the_node_and_the_forward_line():
         with pytest.warns(UserWarning, match=r"Error detected in SqrtBackward0(.|\n)*y = x.sqrt\(\)"):
             with pytest.raises(RuntimeError) as info:
                 z.sum().backward()
-    first, *rest = str(info.value).split("\n")
-    assert first == "Function 'SqrtBackward0' returned nan values in its 0th output."
-    assert "y = x.sqrt()" in "\n".join(rest)
+    # PyTorch's message alone: the forward line is in the warning, not appended to the error
+    assert str(info.value) == "Function 'SqrtBackward0' returned nan values in its 0th output."
     assert not ft.autograd.is_anomaly_enabled()
 
 
@@ -94,7 +93,7 @@ def test_nested_anomaly_shows_the_node_that_induced_the_failing_one():
     assert any(t.startswith("Error detected in _InnerBackward") and "_Inner.apply(g * x)" in t for t in texts)
     assert any("Previous calculation was induced by _OuterBackward" in t and "y = _Outer.apply(x)" in t
                for t in texts)
-    assert "Previous calculation was induced by _OuterBackward" in str(info.value)
+    assert str(info.value) == "Function '_InnerBackward' returned nan values in its 0th output."
 
 
 def test_no_reference_cycle_keeps_the_graph_after_an_anomaly_error():
@@ -111,7 +110,7 @@ def test_no_reference_cycle_keeps_the_graph_after_an_anomaly_error():
                 try:
                     (y * 0).sum().backward()
                 except RuntimeError as e:
-                    assert "SqrtBackward0" in str(e)
+                    assert "SqrtBackward0" in str(e)  # the error names the node
         return ref
 
     gc.disable()

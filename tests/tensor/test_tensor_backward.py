@@ -66,7 +66,7 @@ def test_autograd_backward_function_and_inputs():
     h = a * 2
     (h * b).sum().backward(inputs=[h])  # a non-leaf input gets .grad too
     assert h._grad.tolist() == [3.0, 4.0]
-    with pytest.raises(RuntimeError, match="'inputs' argument to backward\\(\\) cannot be empty"):
+    with pytest.raises(RuntimeError, match="`inputs` argument to `backward\\(\\)` cannot be empty"):
         (a * b).sum().backward(inputs=[])
 
 
