@@ -178,7 +178,18 @@ def as_tensor_box(b: Any) -> Any:
     if isinstance(b, GraphBox):
         if isinstance(b._node, AccumulateGrad):
             return b._node.variable  # a leaf travelling through rules: hand back the leaf
-        return T._make(b._value, b._node, b._output_nr, b._requires_grad, b._version_counter, b._inference)
+        t: Any = _new(T)  # (GraphBox._make, inline: a call per result of the nn bridge)
+        t._value = b._value
+        t._trace = TRACE
+        t._node = b._node
+        t._output_nr = b._output_nr
+        t._requires_grad = b._requires_grad
+        t._version_counter = b._version_counter
+        t._base = None
+        t._view_fns = None
+        t._view_version = 0
+        t._inference = b._inference
+        return t
     return T._make(b)
 
 

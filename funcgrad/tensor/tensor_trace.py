@@ -321,8 +321,7 @@ class TensorTrace(ReverseTrace):
             if node is not None:
                 node.args = args
                 drop_args = drop[0]
-                for k, a in enumerate(boxes):
-                    i = argnums[k]
+                for i, a in zip(argnums, boxes):
                     if i in drop_args:
                         continue
                     if a._inference:
