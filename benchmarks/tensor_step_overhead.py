@@ -9,6 +9,10 @@ steps a sample, process CPU time, one thread, the collector frozen. Printed per 
 median over the rounds of each process's median step times and of its ratio ft / fg.nn (the ratio is
 what this script compares: both rows of a process see the same load). ``smoke`` sizes leave only
 the per-op overhead (the kernels' arrays are tiny); ``quick`` are the harness's sizes.
+
+``python benchmarks/tensor_step_overhead.py /tmp/before --bytecodes`` counts instead, per model and
+tree, the bytecodes one step runs at smoke sizes (``sys.settrace`` opcode events, after three warm-up
+steps): a measure of the per-op overhead that the machine's load does not move.
 """
 
 from __future__ import annotations
@@ -50,8 +54,48 @@ def _one(model: str, size: str, samples: int) -> None:
     print(*(statistics.median(v) * 1e3 for v in times))
 
 
+def _count(model: str) -> None:
+    """In a child process whose working directory is the tree to measure: print 'ft fg' bytecodes
+    of one step at smoke sizes."""
+    sys.path.insert(0, os.getcwd())
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    from benchmarks.workloads import Context, training
+
+    table = getattr(training, model)(Context(quick=True, smoke=True))
+    counts = []
+    for row in ("funcgrad.tensor", "fg.nn"):
+        fn = next(e.fn for e in table.entries if e.name.startswith(row))
+        for _ in range(3):
+            fn()
+        n = [0]
+
+        def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
+            frame.f_trace_opcodes = True
+            if event == "opcode":
+                n[0] += 1
+            return tracer
+
+        sys.settrace(tracer)
+        fn()
+        sys.settrace(None)
+        counts.append(n[0])
+    print(*counts)
+
+
+def _bytecodes(other: str) -> None:
+    print("bytecodes per step, smoke sizes (ft, fg.nn, ft / fg.nn)")
+    for model in MODELS:
+        for name, tree in (("other", other), ("this", HERE)):
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--count", model], cwd=tree,
+                                 capture_output=True, text=True, check=True).stdout.split()
+            ft, fg = int(out[-2]), int(out[-1])
+            print(f"  {model:<11} {name:<5} ({tree}): ft {ft}  fg.nn {fg}  ft / fg.nn {ft / fg:.3f}")
+
+
 def main(argv: list[str]) -> None:
     other = os.path.abspath(argv[0])
+    if "--bytecodes" in argv:
+        return _bytecodes(other)
     rounds = int(argv[1]) if len(argv) > 1 else 5
     size = argv[2] if len(argv) > 2 else "quick"
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -74,5 +118,7 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--one"]:
         _one(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1:2] == ["--count"]:
+        _count(sys.argv[2])
     else:
         main(sys.argv[1:])

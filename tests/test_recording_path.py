@@ -300,3 +300,61 @@ def test_record_one_leaves_the_other_calls_to_the_steps(case, monkeypatch):
         np.testing.assert_allclose(x.grad.numpy(), [3 * np.cos(1.5), 3 * np.cos(4.5), 0.0])
         return
     assert not any(taken)
+
+
+def test_a_tensor_op_with_arguments_that_are_not_plain_arrays_runs_the_raw_function(monkeypatch):
+    """``run`` hands a call whose arguments are not all plain arrays (a tuple, a Python number)
+    straight to the raw function, NumPy's warnings silenced, with no second type scan."""
+    calls = []
+    scans = _trace._raw_call
+
+    def spy(prim, args, kwargs):  # (the scanning entry point: the steps must not go through it)
+        calls.append(prim.name)
+        return scans(prim, args, kwargs)
+
+    monkeypatch.setattr(_trace, "_raw_call", spy)
+    x = ft.tensor(np.arange(6.0), requires_grad=True)
+    y = x.reshape((2, 3)) * 2
+    np.testing.assert_array_equal(y.detach().numpy(), np.arange(6.0).reshape(2, 3) * 2)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(6, 2.0))
+    assert calls == []
+    with np.errstate(all="raise"):  # silenced: no FloatingPointError from the raw call
+        z = ft.tensor(np.array([0.0, 1.0])).clamp(0.5, None) / 0
+    assert np.isinf(z.numpy()).all()
+
+
+def test_a_tensor_op_on_a_lower_traces_value_goes_to_the_traced_entry_point():
+    """An ``ft.func`` transform's value among arguments that are not plain arrays: the primitive's
+    traced entry point, so the transform sees the call (its gradient is right)."""
+    def f(x):
+        return (x.reshape((2, 2)) * 3.0).sum()
+
+    g = ft.func.grad(f)(ft.tensor(np.ones(4)))
+    np.testing.assert_array_equal(g.numpy(), np.full(4, 3.0))
+
+
+def test_shape_errors_of_calls_that_are_not_plain_arrays_are_pytorchs(monkeypatch):
+    seen = []
+    not_plain = _trace._not_plain_call
+    monkeypatch.setattr(_trace, "_not_plain_call", lambda *a: seen.append(a[0].name) or not_plain(*a))
+    a, b = ft.tensor(np.ones((2, 3)), requires_grad=True), ft.tensor(np.ones((2, 4)))
+    with pytest.raises(RuntimeError, match="concatenate: sizes of tensors must match"):
+        ft.cat([a, b], 0)
+    assert seen == ["concatenate"]
+
+
+def test_as_numpy_box_shares_the_record_and_sends_a_leafs_gradient_to_its_accumulator():
+    from funcgrad.tensor.boxes import NumpyBox, as_numpy_box, get_accumulator
+
+    leaf = ft.tensor(np.arange(4.0), requires_grad=True)
+    box = as_numpy_box(leaf)
+    assert type(box) is NumpyBox and box._value is leaf._value
+    assert box._node is get_accumulator(leaf) and box._requires_grad
+    assert box._version_counter is leaf._version_counter
+    base = ft.tensor(np.arange(4.0))
+    view = base[1:]
+    base.add_(1.0)  # the view is stale until refreshed
+    np.testing.assert_array_equal(as_numpy_box(view)._value, [2.0, 3.0, 4.0])
+    plain = ft.tensor(np.ones(2))
+    assert as_numpy_box(plain)._node is None and not as_numpy_box(plain)._requires_grad

@@ -152,9 +152,20 @@ def as_numpy_box(b: Any) -> Any:
     """The same recorded value as a NumpyBox (sharing node and version counter)."""
     if not isinstance(b, GraphBox) or type(b) is NumpyBox:
         return b
-    b._graph()  # (refreshes a stale view)
-    n = NumpyBox._make(b._value, b._node, b._output_nr, b._requires_grad, b._version_counter, b._inference)
-    if b._node is None and b._requires_grad:  # a leaf: gradients go to its accumulator
+    if b._base is not None and b._view_version != b._version_counter[0]:
+        _refresh_view(b)  # (GraphBox._graph, inline)
+    n: Any = _new(NumpyBox)  # (NumpyBox._make, inline: a call per Tensor argument of the nn bridge)
+    n._value = b._value
+    n._trace = TRACE
+    node = n._node = b._node
+    n._output_nr = b._output_nr
+    n._requires_grad = b._requires_grad
+    n._version_counter = b._version_counter
+    n._base = None
+    n._view_fns = None
+    n._view_version = 0
+    n._inference = b._inference
+    if node is None and b._requires_grad:  # a leaf: gradients go to its accumulator
         n._node = get_accumulator(b)
     return n
 
@@ -167,7 +178,18 @@ def as_tensor_box(b: Any) -> Any:
     if isinstance(b, GraphBox):
         if isinstance(b._node, AccumulateGrad):
             return b._node.variable  # a leaf travelling through rules: hand back the leaf
-        return T._make(b._value, b._node, b._output_nr, b._requires_grad, b._version_counter, b._inference)
+        t: Any = _new(T)  # (GraphBox._make, inline: a call per result of the nn bridge)
+        t._value = b._value
+        t._trace = TRACE
+        t._node = b._node
+        t._output_nr = b._output_nr
+        t._requires_grad = b._requires_grad
+        t._version_counter = b._version_counter
+        t._base = None
+        t._view_fns = None
+        t._view_version = 0
+        t._inference = b._inference
+        return t
     return T._make(b)
 
 

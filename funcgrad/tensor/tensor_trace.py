@@ -138,7 +138,7 @@ class TensorTrace(ReverseTrace):
         fast = prim.fast_types
         for a in args:  # (run)
             if type(a) not in fast:
-                ans = _raw_call(prim, args, NO_KWARGS)
+                ans = _not_plain_call(prim, args, NO_KWARGS)
                 break
         else:
             try:
@@ -276,7 +276,7 @@ class TensorTrace(ReverseTrace):
         fast = prim.fast_types
         for a in args:
             if type(a) not in fast:
-                return _raw_call(prim, args, kwargs)
+                return _not_plain_call(prim, args, kwargs)
         try:
             if kwargs:
                 return quiet_run(prim.fast_fn, *args, **kwargs)
@@ -321,8 +321,7 @@ class TensorTrace(ReverseTrace):
             if node is not None:
                 node.args = args
                 drop_args = drop[0]
-                for k, a in enumerate(boxes):
-                    i = argnums[k]
+                for i, a in zip(argnums, boxes):
                     if i in drop_args:
                         continue
                     if a._inference:
@@ -409,30 +408,38 @@ def _raw_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
     """``prim`` on raw values, NumPy's floating-point warnings silenced: straight to ``prim.fast_fn``
     when every argument is a plain array (as ``ReverseTrace.process``), shape errors as PyTorch's."""
     fast = prim.fast_types
-    plain = True
     for a in args:
         if type(a) not in fast:
-            plain = False
-            break
+            return _not_plain_call(prim, args, kwargs)
     try:
-        if plain:
-            try:
-                return quiet_run(prim.fast_fn, *args, **kwargs)
-            except RuntimeError as err:
-                if not context_busy(err):
-                    raise
+        try:
+            return quiet_run(prim.fast_fn, *args, **kwargs)
+        except RuntimeError as err:
+            if not context_busy(err):
+                raise
         token = fp_quiet()
         try:
-            if plain:
-                return prim.fast_fn(*args, **kwargs)
-            for b in args:
-                if isinstance(b, Box):  # a box of a lower trace (a transform's value)
-                    return prim.call(*args, **kwargs)
-            return prim.raw(*args, **kwargs)
+            return prim.fast_fn(*args, **kwargs)
         finally:
             fp_restore(token)
     except ValueError as err:
         raise _torch_shape_error(prim, args, err) from None
+
+
+def _not_plain_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) -> Any:
+    """:func:`_raw_call` of arguments that are not all plain arrays (Python numbers, tuples, another
+    backend's arrays, boxes of a lower trace): the primitive's raw function, or its traced entry
+    point when a lower trace's box is among them."""
+    token = fp_quiet()
+    try:
+        for b in args:
+            if isinstance(b, Box):  # a box of a lower trace (a transform's value)
+                return prim.call(*args, **kwargs)
+        return prim.raw(*args, **kwargs)
+    except ValueError as err:
+        raise _torch_shape_error(prim, args, err) from None
+    finally:
+        fp_restore(token)
 
 
 # primitive -> its node class when its calls may take TensorTrace.record_one's way, else False
