@@ -269,7 +269,7 @@ def test_the_native_run_of_the_transform_suites_fails_where_the_replay_runs_inst
     x = np.linspace(0.0, 1.0, 3)
     assert_close(_native(fg.jit(f, backend="native"))(x), f(x))
 
-    def broken(seg):
+    def broken(seg, worker=None):
         raise RuntimeError("no code today")
 
     monkeypatch.setattr(native, "compile_segment", broken)
