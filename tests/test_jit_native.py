@@ -18,7 +18,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.jit import native
+from funcgrad.jit import native, tiered
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RTOL = {np.dtype("float64"): 1e-13, np.dtype("float32"): 1e-5}
@@ -269,14 +269,14 @@ def test_the_native_run_of_the_transform_suites_fails_where_the_replay_runs_inst
     x = np.linspace(0.0, 1.0, 3)
     assert_close(_native(fg.jit(f, backend="native"))(x), f(x))
 
-    def broken(seg):
+    def broken(seg, worker=None):
         raise RuntimeError("no code today")
 
     monkeypatch.setattr(native, "compile_segment", broken)
     with pytest.raises(AssertionError, match="lowerable equations to the replay: .*no code today"):
         _native(fg.jit(f, backend="native"))(x)
 
-    def refusing(seg):
+    def refusing(seg, worker=None):
         def run(*args):
             raise TypeError("not compiled for these types")
         return run
@@ -370,7 +370,9 @@ def test_kernels_are_reused_from_the_disk_cache_by_a_new_process(tmp_path):
             "c = g.lower(np.ones(3)).compile()\n"
             "mods = [m for n, m in sys.modules.items() if n.startswith('funcgrad_native_')]\n"
             "print(c.backend, sum(m.segment.stats.cache_hits and 1 or 0 for m in mods))\n")
-    env = {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels")}
+    # (numba in this process: with the compiler process, the first process too loads what the worker
+    # wrote; tests/test_jit_native_compiler.py checks that way)
+    env = {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels"), "FUNCGRAD_JIT_COMPILER": "thread"}
     assert _python(code, env).split() == ["native", "0"]  # compiled and written
     assert _python(code, env).split() == ["native", "1"]  # loaded from disk
 
@@ -381,6 +383,7 @@ def _kernel_modules():
 
 @needs_numba
 def test_the_cache_key_covers_the_njit_options_and_the_versions(monkeypatch):
+    monkeypatch.setattr(tiered.settings, "compiler", "thread")  # numba in this process: its stats count here
     def f(y):  # (a program no other test compiles: its modules are this test's own)
         return fnp.sum(fnp.cos(fnp.tanh(y) * 0.123456789))
 

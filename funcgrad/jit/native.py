@@ -29,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import importlib.util
 import math
@@ -40,6 +41,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core.trace import Primitive
+from .compile_worker import CompileWorker
 from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
 from .known import TENSORDOT
@@ -208,25 +210,42 @@ def cache_key(text: str, signature: tuple[Any, ...]) -> str:
     return hashlib.sha256("\0".join((text, repr(signature), versions())).encode()).hexdigest()[:24]
 
 
-def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
+def _module_file(text: str, mod_name: str) -> str:
+    """The path of ``mod_name`` holding ``text`` in the cache directory, written if absent."""
+    folder = cache_dir()
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, mod_name + ".py")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    return path
+
+
+def _in_disk_cache(mod_name: str, name: str) -> bool:
+    """Has numba's cache an index for function ``name`` of module ``mod_name`` (written by an
+    earlier compile: loading it here is quicker than asking the compiler process)?"""
+    return bool(glob.glob(os.path.join(cache_dir(), "__pycache__", glob.escape(f"{mod_name}.{name}-") + "*.nbi")))
+
+
+def _kernel(src: str, name: str, signature: tuple[Any, ...], signature_text: str = "",
+            worker: "CompileWorker | None" = None) -> Any:
     """The numba dispatcher of ``src``'s function ``name`` compiled for ``signature`` (and only
     for it), from a module written to the cache directory (numba caches the machine code next
     to it, so a new process reuses it). The module's name is its :func:`cache_key`: a change of
-    source, decorator options or versions is a new module, compiled afresh."""
+    source, decorator options or versions is a new module, compiled afresh. With ``worker``
+    (:class:`funcgrad.jit.compile_worker.CompileWorker`) numba compiles it in the worker process
+    (``signature_text``: ``signature`` as a numba type expression) and this process loads the
+    machine code from the cache."""
     text = kernel_module_text(src)
     mod_name = f"funcgrad_native_{cache_key(text, signature)}"
+    if worker is not None and mod_name not in sys.modules and not _in_disk_cache(mod_name, name):
+        worker.compile(_module_file(text, mod_name), mod_name, name, signature_text)
     with _import_lock:
         mod = sys.modules.get(mod_name)
         if mod is None:
-            folder = cache_dir()
-            os.makedirs(folder, exist_ok=True)
-            path = os.path.join(folder, mod_name + ".py")
-            if not os.path.exists(path):
-                tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-                with open(tmp, "w") as fh:
-                    fh.write(text)
-                os.replace(tmp, path)
-            spec = importlib.util.spec_from_file_location(mod_name, path)
+            spec = importlib.util.spec_from_file_location(mod_name, _module_file(text, mod_name))
             assert spec is not None and spec.loader is not None
             mod = importlib.util.module_from_spec(spec)
             sys.modules[mod_name] = mod  # (numba's cache finds the function's module by name)
@@ -241,6 +260,20 @@ def _kernel(src: str, name: str, signature: tuple[Any, ...]) -> Any:
     return getattr(mod, name)
 
 
+def _signature_text(ins: list[Any]) -> str:
+    """The numba types of :func:`_numba_type` for ``ins`` as a Python expression (for the worker)."""
+    parts = []
+    for a in ins:
+        if isinstance(a, Var):
+            kind, dtype, shape = a.kind, a.dtype, a.shape
+        else:
+            kind, dtype, shape = type(a.value), getattr(a.value, "dtype", None), tuple(getattr(a.value, "shape", ()))
+        scalar = f"numba.from_dtype(np.dtype({np.dtype(dtype if dtype is not None else 'float64').str!r}))"
+        parts.append(f"numba.types.Array({scalar}, {len(shape)}, 'A', readonly=True)" if is_host_array(kind)
+                     else scalar)
+    return "(" + "".join(p + ", " for p in parts) + ")"
+
+
 def _numba_type(a: Any) -> Any:
     numba = _load_numba()
     if isinstance(a, Var):
@@ -252,11 +285,12 @@ def _numba_type(a: Any) -> Any:
     return numba.from_dtype(np.dtype(dtype if dtype is not None else "float64"))
 
 
-def compile_segment(seg: Segment) -> Callable[..., tuple[Any, ...]]:
-    """``seg`` compiled: a function of ``seg.ins``' values returning ``seg.outs``' values, with
-    the kinds the replay gives them (NumPy scalars stay NumPy scalars)."""
+def compile_segment(seg: Segment, worker: "CompileWorker | None" = None) -> Callable[..., tuple[Any, ...]]:
+    """``seg`` compiled (by numba in ``worker``'s process, if given): a function of ``seg.ins``'
+    values returning ``seg.outs``' values, with the kinds the replay gives them (NumPy scalars
+    stay NumPy scalars)."""
     src = segment_source(seg.eqns, seg.ins, seg.outs, "segment")
-    kernel = _kernel(src, "segment", tuple(_numba_type(a) for a in seg.ins))
+    kernel = _kernel(src, "segment", tuple(_numba_type(a) for a in seg.ins), _signature_text(seg.ins), worker)
     convert = [None if (o.shape and is_host_array(o.kind)) else (np.asarray if is_host_array(o.kind) else o.kind)
                for o in seg.outs]
     if all(c is None or c is float for c in convert):
@@ -277,10 +311,13 @@ class Stopped(RuntimeError):
     """Compiling was given up between two segments (the process is exiting)."""
 
 
-def native_program(prog: Program, stop: Callable[[], bool] | None = None) -> tuple[Program, int, int] | None:
+def native_program(prog: Program, stop: Callable[[], bool] | None = None,
+                   worker: "CompileWorker | None" = None) -> tuple[Program, int, int] | None:
     """``prog`` with each segment replaced by one call of its compiled function, the number
     of equations lowered and of those left to the replay; None where nothing lowers.
-    ``stop``, asked before each segment is compiled, gives up (:class:`Stopped`) when true."""
+    ``stop``, asked before each segment is compiled, gives up (:class:`Stopped`) when true;
+    ``worker``: numba compiles in that process (:mod:`funcgrad.jit.compile_worker`), this one
+    loads the machine code from the disk cache."""
     if not available():
         return None
     items = plan(prog)
@@ -294,7 +331,7 @@ def native_program(prog: Program, stop: Callable[[], bool] | None = None) -> tup
         if isinstance(it, Segment):
             if stop is not None and stop():
                 raise Stopped("the process is exiting")
-            fn = compile_segment(it)
+            fn = compile_segment(it, worker)
             lowered += len(it.eqns)
             for o in it.outs:
                 o.fresh = False  # made by compiled code: never written into by the replay

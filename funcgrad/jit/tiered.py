@@ -28,10 +28,11 @@ import threading
 import time
 from typing import Any, Callable
 
+from .compile_worker import CompileWorker
 from .ir import Program
 from .numpy_replay import compile_program
 
-__all__ = ["Tiered", "BACKENDS", "TRIALS", "check_backend", "settings", "closing", "stop_compiler"]
+__all__ = ["Tiered", "BACKENDS", "COMPILERS", "check_compiler", "TRIALS", "check_backend", "settings", "closing", "stop_compiler"]
 
 BACKENDS = ("auto", "numpy", "native")
 TRIALS = 3  # timed calls of each version before "auto" keeps the faster
@@ -46,6 +47,16 @@ def check_backend(value: Any, name: str = "backend") -> str:
     return str(value)
 
 
+COMPILERS = ("process", "thread")
+
+
+def check_compiler(value: Any, name: str = "compiler") -> str:
+    if value not in COMPILERS:
+        raise ValueError(f"{name} must be \"process\" (numba compiles in a worker process, killed at exit) "
+                         f"or \"thread\" (in this process, on a background thread), got {value!r}")
+    return str(value)
+
+
 class Settings:
     """Read when a program is compiled or called (``fg.config`` sets them)."""
 
@@ -56,6 +67,8 @@ class Settings:
                                      "FUNCGRAD_JIT_BACKEND")
         self.native_after = 10
         self.native_wait = os.environ.get("FUNCGRAD_JIT_NATIVE_WAIT", "").strip() not in ("", "0")
+        self.compiler = check_compiler(os.environ.get("FUNCGRAD_JIT_COMPILER", "process").strip() or "process",
+                                       "FUNCGRAD_JIT_COMPILER")
 
 
 settings = Settings()
@@ -66,13 +79,17 @@ settings = Settings()
 # the interpreter down: numba's exit handlers shut its runtime down, weakref finalizers run, and
 # exit() runs LLVM's static destructors under the compiling thread. So the first job registers
 # an exit hook (and registers it again once numba is imported, so that it runs before numba's own
-# exit handlers) that drops the jobs not started, lets the current one finish its segment (the
-# compile checks :func:`closing` between segments) and joins the thread.
+# exit handlers) that drops the jobs not started, kills the compiler process (settings.compiler
+# "process": numba compiles there, the thread here only waits on it and then loads the machine
+# code from the disk cache, a matter of milliseconds) and joins the thread. With "thread" the
+# compile runs on the thread itself, and the hook lets it finish its current segment (the compile
+# checks :func:`closing` between segments): a process ending mid-compile waits for it.
 
 _jobs: "queue.Queue[Tiered | None]" = queue.Queue()
 _worker: threading.Thread | None = None
 _worker_lock = threading.Lock()
 _closing = threading.Event()
+_compiler_process: CompileWorker | None = None
 EXIT_JOIN_SECONDS = 120.0  # the longest the exit hook waits for the compile under way
 
 
@@ -82,8 +99,13 @@ def closing() -> bool:
 
 
 def _work() -> None:
+    global _compiler_process
     from . import native
 
+    if settings.compiler == "process":
+        with _worker_lock:
+            if _compiler_process is None and not _closing.is_set():
+                _compiler_process = CompileWorker()
     native.available()  # numba imported here, off the caller's thread, then:
     atexit.unregister(stop_compiler)
     atexit.register(stop_compiler)  # above numba's exit handlers: runs before them
@@ -94,7 +116,7 @@ def _work() -> None:
         if _closing.is_set():
             tier._finish("replay only: the process is exiting")
         else:
-            tier._compile()
+            tier._compile(_compiler_process if settings.compiler == "process" else None)
 
 
 def _submit(tier: "Tiered") -> None:
@@ -111,12 +133,15 @@ def _submit(tier: "Tiered") -> None:
 
 
 def stop_compiler(timeout: float | None = None) -> None:
-    """Stop the background compiler: drop the programs not started, let the one under way
-    finish its current segment and join the thread (at most ``timeout`` seconds, default
+    """Stop the background compiler: drop the programs not started, kill the compiler process
+    (the program under way keeps the replay) or, compiling on the thread, let the program under
+    way finish its current segment, and join the thread (at most ``timeout`` seconds, default
     :data:`EXIT_JOIN_SECONDS`). Run at exit; programs requested after it keep the replay."""
     with _worker_lock:
         _closing.set()
         worker = _worker
+        if _compiler_process is not None:
+            _compiler_process.close()
     while True:
         try:
             tier = _jobs.get_nowait()
@@ -212,7 +237,7 @@ class Tiered:
         self.done.wait(timeout)
         return self.state == "native"
 
-    def _compile(self) -> None:
+    def _compile(self, worker: CompileWorker | None = None) -> None:
         from . import cuda, native
 
         start = time.perf_counter()
@@ -220,7 +245,7 @@ class Tiered:
             if self.device:
                 made = cuda.cuda_program(self.program)
             else:
-                made = native.native_program(self.program, stop=closing)
+                made = native.native_program(self.program, stop=closing, worker=worker)
             if made is None:
                 self._finish("replay only: no equation lowers" if not self.device else
                              "replay only: no elementwise region of two equations or more on the device")
