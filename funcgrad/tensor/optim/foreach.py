@@ -20,7 +20,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -122,25 +122,17 @@ def _store_views(opt: Any, group: dict[Any, Any], cache: _Flat, params: list[Ten
     leaves = tree_util.tree_leaves(cache.fstate)
     total = int(step.shape[0])
     by_slot = {slot: leaf for slot, leaf in zip(opt._field_slots(cache.fstate), leaves) if slot is not None}
-    names = opt._slot_names(group)
     count = int(np.asarray(by_slot["step"])) if "step" in by_slot else None
-    cache.handed = []
     for p, lo, hi in zip(params, cache.offsets, cache.offsets[1:]):
         p._value += xp.reshape(step[lo:hi], p._value.shape)  # in place: views of the parameter see it
         p._version_counter[0] += 1
-        st = opt.state[p]
-        opt._functional.pop(p, None)  # (the loop path rebuilds from the slots if it takes over)
-        n = count if count is not None else int(np.asarray(st["step"]._value)) + 1 if "step" in st else 1
-        derived = opt._derived_slots(group, n)
-        handed = {}
-        for name in names:
-            if name == "step" or name in derived:
-                _set_scalar(st, name, n if name == "step" else derived[name])
-                continue
-            leaf = by_slot[name]
-            view = leaf[lo:hi].reshape(p._value.shape) if getattr(leaf, "shape", ()) == (total,) else leaf
-            st[name] = handed[name] = Tensor._make(view)
-        cache.handed.append(handed)
+
+    def slot_view(name: str, i: int, p: Tensor) -> Any:
+        leaf = by_slot[name]
+        lo, hi = cache.offsets[i], cache.offsets[i + 1]
+        return leaf[lo:hi].reshape(p._value.shape) if getattr(leaf, "shape", ()) == (total,) else leaf
+
+    _hand_out_slots(opt, group, cache, params, count, slot_view)
 
 
 # --------------------------------------------------------------------------- one update over the list of parameters
@@ -218,6 +210,16 @@ def tree_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
     fields = tree_util.tree_leaves(cache.fstate, is_leaf=_per_parameter(values))
     by_slot = {slot: f for slot, f in zip(cache.slots, fields) if slot is not None}
     count = int(np.asarray(by_slot["step"])) if "step" in by_slot else None
+    _hand_out_slots(opt, group, cache, params, count,
+                    lambda name, i, p: by_slot[name][i] if type(by_slot[name]) is list else by_slot[name])
+    return True
+
+
+def _hand_out_slots(opt: Any, group: dict[Any, Any], cache: Any, params: list[Tensor], count: int | None,
+                    slot_value: Callable[[str, int, Tensor], Any]) -> None:
+    """Hand out PyTorch's slots of each parameter after a joint update: ``step`` and the slots derived
+    from it (such as NAdam's ``mu_product``) as 0-d float32 host tensors, the others as Tensors over
+    ``slot_value(name, i, p)`` (the updated state, not a copy), kept in ``cache.handed``."""
     names = opt._slot_names(group)
     cache.handed = []
     for i, p in enumerate(params):
@@ -230,10 +232,8 @@ def tree_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
             if name == "step" or name in derived:
                 _set_scalar(st, name, n if name == "step" else derived[name])
                 continue
-            field = by_slot[name]
-            st[name] = handed[name] = Tensor._make(field[i] if type(field) is list else field)
+            st[name] = handed[name] = Tensor._make(slot_value(name, i, p))
         cache.handed.append(handed)
-    return True
 
 
 def _set_scalar(st: dict[str, Any], name: str, value: Any) -> None:
