@@ -104,9 +104,21 @@ class CompileWorker:
         """Kill the worker (a compile under way is dropped); later :meth:`compile` calls raise."""
         self.closed = True
         proc = self._proc
-        if proc is not None and proc.poll() is None:
+        if proc is None:
+            return
+        if proc.poll() is None:
             proc.kill()  # (the thread waiting in compile() reads end of file and raises WorkerGone)
             try:
                 proc.wait(5.0)
             except subprocess.TimeoutExpired:
                 pass
+        if self._lock.acquire(timeout=5.0):  # (no compile() reading the pipes any more)
+            try:
+                for pipe in (proc.stdin, proc.stdout):
+                    if pipe is not None:
+                        try:
+                            pipe.close()
+                        except OSError:
+                            pass
+            finally:
+                self._lock.release()
