@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import funcgrad as fg  # noqa: E402
 import funcgrad.nn as fnn  # noqa: E402
 import funcgrad.numpy as fnp  # noqa: E402
+from benchmarks.workloads.training import conv2_loss  # noqa: E402
 from funcgrad.jit.ir import Const, Var  # noqa: E402
 
 
@@ -33,16 +34,7 @@ def cnn32() -> tuple[Any, dict[str, Any], Any, Any]:
     shapes = {"0.weight": (16, 3, 3, 3), "1.weight": (16,), "1.bias": (16,), "4.weight": (32, 16, 3, 3),
               "5.weight": (32,), "5.bias": (32,), "9.weight": (10, 32 * 8 * 8), "9.bias": (10,)}
     p = {k: (0.1 * rng.standard_normal(s)).astype(np.float32) for k, s in shapes.items()}
-
-    def loss(p: Any, x: Any, y: Any) -> Any:
-        h = x
-        for conv, bn in (("0", "1"), ("4", "5")):
-            h = fnn.conv2d(h, p[f"{conv}.weight"], None, padding=1)
-            h, _, _ = fnn.batch_norm(h, None, None, p[f"{bn}.weight"], p[f"{bn}.bias"], training=True)
-            h = fnn.max_pool2d(fnn.relu(h), 2)
-        h = fnp.reshape(h, (fnp.shape(h)[0], -1))
-        return fnn.cross_entropy(h @ fnp.transpose(p["9.weight"]) + p["9.bias"], y, axis=-1)
-    return loss, p, x, y
+    return conv2_loss, p, x, y
 
 
 def lstm() -> tuple[Any, dict[str, Any], Any, Any]:

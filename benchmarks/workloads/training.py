@@ -159,6 +159,18 @@ def _torch_rows(make, init, xs, ys):
                   check=lambda g: g)]
 
 
+def conv2_loss(p, x, y):
+    """The functional loss of the two-conv-layer CNN (conv, batch norm, relu, max pool, twice; a linear
+    layer), over ``p`` keyed as the ft model's ``state_dict``; ``benchmarks/training_profile.py`` profiles it."""
+    h = x
+    for conv, bn in (("0", "1"), ("4", "5")):
+        h = fnn.conv2d(h, p[f"{conv}.weight"], None, padding=1)
+        h, _, _ = fnn.batch_norm(h, None, None, p[f"{bn}.weight"], p[f"{bn}.bias"], training=True)
+        h = fnn.max_pool2d(fnn.relu(h), 2)
+    h = fnp.reshape(h, (fnp.shape(h)[0], -1))
+    return fnn.cross_entropy(h @ fnp.transpose(p["9.weight"]) + p["9.bias"], y, axis=-1)
+
+
 def conv2_table(ctx: Context) -> Table:
     """Issue 26: 32x32 inputs through two Conv2d+BatchNorm2d+ReLU+MaxPool2d blocks and a Linear head."""
     import funcgrad.tensor as ft
@@ -180,16 +192,7 @@ def conv2_table(ctx: Context) -> Table:
     ft_step = _ft_rows(model, ft.tensor(xs), ft.tensor(ys), ft)
     compiled = _compiled_row(model, ft.tensor(xs), ft.tensor(ys), ft)
 
-    def loss(p, x, y):
-        h = x
-        for conv, bn in (("0", "1"), ("4", "5")):
-            h = fnn.conv2d(h, p[f"{conv}.weight"], None, padding=1)
-            h, _, _ = fnn.batch_norm(h, None, None, p[f"{bn}.weight"], p[f"{bn}.bias"], training=True)
-            h = fnn.max_pool2d(fnn.relu(h), 2)
-        h = fnp.reshape(h, (fnp.shape(h)[0], -1))
-        return fnn.cross_entropy(h @ fnp.transpose(p["9.weight"]) + p["9.bias"], y, axis=-1)
-
-    fg_step, fg_rows = _fg_rows(loss, {k: init[k] for k in order}, xs, ys, order)
+    fg_step, fg_rows = _fg_rows(conv2_loss, {k: init[k] for k in order}, xs, ys, order)
     reference = fg_step()
     rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), compiled, *fg_rows,
             *_torch_rows(make, init, xs, ys)]
