@@ -621,6 +621,9 @@ class _Jitted:
             with trace:
                 boxes = [trace.static_input(x) if k[0] is bool or k[1:2] == ("static",) else trace.new_input(x)
                          for x, k in zip(leaves, key[1])]
+                # the inputs' values before the call: an input written in place (``x += 1``) is rebound to a
+                # new value, and must not be mistaken for the input returned as it is (below)
+                originals = {id(b._value): x for b, x in zip(boxes, leaves) if isinstance(b, StagingBox)}
                 dyn_args, dyn_kwargs = treedef.unflatten(boxes)
                 new_args, new_kwargs = self._rebuild(args, kwargs, (dyn_args, dyn_kwargs))
                 out = self.fun(*new_args, **new_kwargs)
@@ -644,8 +647,7 @@ class _Jitted:
             entry.captures = trace.captures
             return entry, []
         self.cache[key] = entry
-        # an input returned as it is comes back as the caller's own object, as in later calls
-        originals = {id(b._value): x for b, x in zip(boxes, leaves) if isinstance(b, StagingBox)}
+        # an input returned as it is (not written in place) comes back as the caller's own object, as in later calls
         values = []
         for x in out_leaves:
             if isinstance(x, StagingBox) and x._trace is trace and id(x._value) in originals:

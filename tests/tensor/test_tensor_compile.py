@@ -224,3 +224,36 @@ def test_compiled_buffer_written_back_after_use_keeps_the_gradient_of_the_value_
         fast(x).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0 ** (k + 1)))
     np.testing.assert_allclose(fast.scale.numpy(), np.full(3, 16.0))
+
+
+def _running_statistics_closed_form(batches, momentum=0.1):
+    """torch's BatchNorm update: ``r = (1 - m) r + m s`` with the batch mean and the unbiased variance."""
+    mean, var, states = np.zeros(3), np.ones(3), []
+    for x in batches:
+        mean = (1 - momentum) * mean + momentum * x.mean(axis=0)
+        var = (1 - momentum) * var + momentum * x.var(axis=0, ddof=1)
+        states.append((mean, var))
+    return states
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("frozen", [True, False])
+def test_compiled_batchnorm_updates_running_statistics_from_the_first_call(frozen, training):
+    """With frozen affine parameters nothing the program reads requires grad; the first (tracing) call then
+    returned the buffers' old values, so the first update was lost (fixed in fg.jit's first call)."""
+    batches = [np.random.default_rng(k).standard_normal((5, 3)).astype(np.float32) for k in range(3)]
+    eager, compiled = ft.nn.BatchNorm1d(3), ft.nn.BatchNorm1d(3)
+    fast = ft.compile(compiled, fullgraph=True)
+    for bn in (eager, compiled):
+        bn.train(training)
+        if frozen:
+            bn.weight.requires_grad_(False)
+            bn.bias.requires_grad_(False)
+    expected = _running_statistics_closed_form(batches)
+    for k, x in enumerate(batches):
+        _close(fast(ft.tensor(x)), eager(ft.tensor(x)))
+        for bn in (eager, compiled):
+            mean, var = expected[k] if training else (np.zeros(3), np.ones(3))
+            np.testing.assert_allclose(bn.running_mean.numpy(), mean, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(bn.running_var.numpy(), var, rtol=1e-5, atol=1e-6)
+            assert int(bn.num_batches_tracked) == (k + 1 if training else 0)
