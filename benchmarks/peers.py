@@ -36,6 +36,7 @@ XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_thread
 
 _enabled: set[str] = set(ALL)
 _loaded: dict[str, Any] = {}
+_pinned = True  # False under ``--threads default|both``: peers load with their own thread counts
 
 
 def pin_thread_env() -> dict[str, str | None]:
@@ -92,6 +93,12 @@ def unpin_threads() -> None:
         _funcgrad_threads = None
 
 
+def set_pinned(pinned: bool) -> None:
+    """Whether peers loaded from now on are pinned to one thread (True, the default) or keep their own."""
+    global _pinned
+    _pinned = pinned
+
+
 def set_enabled(names: set[str] | None) -> None:
     """Use only these peers (None: all that import)."""
     global _enabled
@@ -116,13 +123,14 @@ def autograd() -> Any:
 
 
 def torch() -> Any:
-    """The ``torch`` module, one thread, or None."""
+    """The ``torch`` module (one thread unless :func:`set_pinned` said otherwise), or None."""
     if "torch" not in _enabled:
         return None
     if "torch" not in _loaded:
-        pin_thread_env()
+        if _pinned:
+            pin_thread_env()
         t = _import("torch")
-        if t is not None:
+        if t is not None and _pinned:
             t.set_num_threads(1)
             try:
                 t.set_num_interop_threads(1)
@@ -138,7 +146,8 @@ def jax() -> Any:
     if "jax" not in _enabled:
         return None
     if "jax" not in _loaded:
-        pin_thread_env()
+        if _pinned:
+            pin_thread_env()
         j = _import("jax")
         if j is not None:
             j.config.update("jax_enable_x64", True)

@@ -18,6 +18,7 @@ NumPy's OpenBLAS pick its native kernel.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import math
@@ -31,7 +32,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import peers
+from . import peers, threads
 from .timing import measure_many
 from .workloads import NAMES, Context, Table, build
 
@@ -272,8 +273,9 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
         f"- funcgrad source: git {env.get('source', '?')}",
         "- BLAS: " + "; ".join(", ".join(f"{k}={v}" for k, v in p.items()) for p in env["machine"]["blas"]),
         f"- OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE in the environment: {env['machine']['openblas_env'] or 'unset'}",
-        f"- threads: every library pinned to one thread ({env['threads']}; torch.set_num_threads(1); "
-        f"XLA_FLAGS={env['machine']['thread_env'].get('XLA_FLAGS')})",
+        (f"- threads: every library pinned to one thread ({env['threads']}; torch.set_num_threads(1); "
+         f"XLA_FLAGS={env['machine']['thread_env'].get('XLA_FLAGS')})" if report.get("threads", "one") == "one"
+         else f"- threads: --threads {report['threads']} ({env['threads']})"),
         f"- load average (1/5/15 min) at start {env['load_start']}, at end {env['load_end']}",
         "",
         f"Each time is the median of repeated samples after warm-up ({report['clock']} time: "
@@ -359,9 +361,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="run only this workload (repeatable): " + ", ".join(NAMES))
     parser.add_argument("--peers", default=",".join(peers.ALL),
                         help="comma-separated peers to compare with (default: %(default)s; 'none' for none)")
-    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                        help="which time the tables show: the process's CPU time (default; robust on a shared "
-                             "machine since every library runs one thread) or wall-clock time; both are in --json")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default=None,
+                        help="which time the tables show: the process's CPU time (default with --threads one; "
+                             "robust on a shared machine since every library runs one thread) or wall-clock time "
+                             "(default, and the only choice, with threaded rows); both are in --json")
+    parser.add_argument("--threads", choices=threads.MODES, default="one",
+                        help="one: every library pinned to one thread (default; the targets are for it); "
+                             "default: each library's own thread count; both: each table timed with one thread, "
+                             "then with the defaults, and the medians side by side (needs threadpoolctl, no jax)")
     parser.add_argument("--json", metavar="FILE", help="write all results to this JSON file")
     parser.add_argument("--markdown", metavar="FILE", help="write the tables as Markdown (for RESULTS.md)")
     parser.add_argument("--plots", metavar="DIR", help="write one PNG bar chart per table (needs matplotlib)")
@@ -372,37 +379,54 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if unknown:
         parser.error(f"unknown peer(s) {sorted(unknown)}; choose from {', '.join(peers.ALL)}")
     peers.set_enabled(chosen)
+    refused = threads.check_mode(args.threads, chosen, args.clock)
+    if refused:
+        parser.error(refused)
+    clock = args.clock or ("cpu" if args.threads == "one" else "wall")
+    ctx = Context(quick=args.quick, smoke=args.smoke, clock=clock)
+    if args.threads != "one":
+        peers.set_pinned(False)
+        try:
+            return _main(args, ctx, threads.describe_defaults(), argv)
+        finally:
+            peers.set_pinned(True)
     previous_env = peers.pin_thread_env()  # for the peers imported from here on, and the memory probes
-    threads = peers.pin_threads_now()
-    ctx = Context(quick=args.quick, smoke=args.smoke, clock=args.clock)
+    pinned = peers.pin_threads_now()
     try:
-        return _main(args, ctx, threads, argv)
+        return _main(args, ctx, pinned, argv)
     finally:
         peers.unpin_threads()
         peers.restore_env(previous_env)  # when called in-process (the tests), leave the environment as it was
 
 
-def _main(args: argparse.Namespace, ctx: Context, threads: str, argv: Sequence[str] | None) -> dict[str, Any]:
+def _main(args: argparse.Namespace, ctx: Context, thread_text: str, argv: Sequence[str] | None) -> dict[str, Any]:
     versions = peers.versions()  # imports the peers (pinned) before anything is timed
     source = peers.source_state()
     machine = peers.machine()
     load_start = machine.get("loadavg")
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
-    print(f"funcgrad benchmarks  {time.strftime('%Y-%m-%d %H:%M %Z')}  mode {mode}  clock {args.clock}")
+    print(f"funcgrad benchmarks  {time.strftime('%Y-%m-%d %H:%M %Z')}  mode {mode}  clock {ctx.clock}")
     print(f"  versions: {versions}; funcgrad source {source}")
     print(f"  machine: {machine.get('cpu')} x{machine.get('cpus')}, load {load_start}")
     print(f"  BLAS: {machine['blas']}")
-    print(f"  threads: one per library ({threads}, torch.set_num_threads(1), XLA_FLAGS one thread)")
+    if args.threads == "one":
+        print(f"  threads: one per library ({thread_text}, torch.set_num_threads(1), XLA_FLAGS one thread)")
+    else:
+        print(f"  threads: --threads {args.threads}; {thread_text}")
     if machine["openblas_env"]:
         print(f"  note: {machine['openblas_env']} is set; NumPy's OpenBLAS then runs that kernel, not its "
               f"native one. For representative numbers: env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "
               f"python -m benchmarks ...")
     started = time.time()
     results = []
+    switch = threads.Switch() if args.threads == "both" else None
     for name in args.only or NAMES:
         t0 = time.time()
         for table in build(name, ctx):
-            results.append(run_table(table, ctx))
+            if switch is None:
+                results.append(dict(run_table(table, ctx), threads=args.threads))
+                continue
+            results += _run_both(table, ctx, switch, thread_text)
         print(f"  ({name}: {time.time() - t0:.1f} s)")
     wall = time.time() - started
     end = peers.machine().get("loadavg")
@@ -411,9 +435,10 @@ def _main(args: argparse.Namespace, ctx: Context, threads: str, argv: Sequence[s
         "command": "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
         "mode": mode,
-        "clock": args.clock,
+        "clock": ctx.clock,
         "wall_s": wall,
-        "environment": {"versions": versions, "source": source, "machine": machine, "threads": threads,
+        "threads": args.threads,
+        "environment": {"versions": versions, "source": source, "machine": machine, "threads": thread_text,
                         "load_start": load_start, "load_end": end},
         "results": results,
     }
@@ -425,6 +450,22 @@ def _main(args: argparse.Namespace, ctx: Context, threads: str, argv: Sequence[s
     if args.plots:
         write_plots(args.plots, report)
     return report
+
+
+def _run_both(table: Table, ctx: Context, switch: threads.Switch, thread_text: str) -> list[dict[str, Any]]:
+    """``--threads both``: the table with one thread, again with the defaults (no targets: they are for one
+    thread), then both medians side by side."""
+    with switch.one():
+        one = dict(run_table(table, ctx), threads="one")
+    threaded = dataclasses.replace(table, title=f"{table.title} [default threads]", targets=[],
+                                   notes=list(table.notes))
+    default = dict(run_table(threaded, ctx), threads="default")
+    both = threads.side_by_side(one, default, f"{thread_text}; medians of the two tables above, {ctx.clock} clock, "
+                                              f"this run; load average {peers.machine().get('loadavg')}")
+    print(f"\n== {both['title']}")
+    _print_table(both, threaded, print)
+    print(f"  ({both['notes'][0]})")
+    return [one, default, both]
 
 
 if __name__ == "__main__":

@@ -139,3 +139,67 @@ def test_build_accepts_every_name():
     assert set(NAMES) >= {"per_op", "mlp32", "mlp64", "elementwise", "hessian", "jacobian", "nested", "memory",
                           "per_example"}
     assert [t.name for t in build("hessian", Context(smoke=True))] == ["hessian6", "hvp"]
+
+
+# --------------------------------------------------------------------------- --threads
+
+def test_threads_mode_is_read_from_the_command_line_before_imports():
+    from benchmarks.threads import mode_from_argv
+
+    assert mode_from_argv([]) == "one"
+    assert mode_from_argv(["--quick", "--threads", "both"]) == "both"
+    assert mode_from_argv(["--threads=default"]) == "default"
+    assert mode_from_argv(["--threads", "many"]) == "one"  # argparse names the choices later
+    assert mode_from_argv(["--threads"]) == "one"
+
+
+class _RefuseImport:
+    """A ``sys.meta_path`` finder that makes ``name`` look uninstalled."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == self.name or fullname.startswith(self.name + "."):
+            raise ImportError(f"{fullname} hidden by the test")
+        return None
+
+
+def test_threads_mode_refusals_name_the_way_out(monkeypatch, capsys):
+    for argv, words in ((["--threads", "both", "--peers", "jax"], ("XLA_FLAGS", "--peers without jax")),
+                        (["--threads", "default", "--clock", "cpu"], ("wall clock", "drop --clock cpu")),
+                        (["--threads", "many"], ("invalid choice", "'both'"))):
+        with pytest.raises(SystemExit):
+            run.main(["--smoke", "--only", "per_op"] + argv)
+        err = capsys.readouterr().err
+        assert all(w in err for w in words), (argv, err)
+    monkeypatch.delitem(sys.modules, "threadpoolctl", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_RefuseImport("threadpoolctl")] + sys.meta_path)
+    with pytest.raises(SystemExit):
+        run.main(["--smoke", "--only", "per_op", "--peers", "none", "--threads", "both"])
+    assert "needs threadpoolctl" in capsys.readouterr().err
+
+
+def test_threads_both_prints_the_same_rows_at_both_settings(tmp_path, capsys):
+    pytest.importorskip("threadpoolctl")  # in CI through scikit-learn ([examples])
+    import funcgrad as fg
+
+    jit_threads = fg.config.jit_threads
+    report = run.main(["--smoke", "--only", "per_op", "--peers", "none", "--threads", "both",
+                       "--markdown", str(tmp_path / "out.md")])
+    assert fg.config.jit_threads == jit_threads  # put back after the one-thread pass
+    assert report["threads"] == "both" and report["clock"] == "wall"
+    one, default, both = report["results"]
+    assert (one["threads"], default["threads"], both["threads"]) == ("one", "default", "both")
+    assert list(one["rows"]) == list(default["rows"]) == list(both["rows"])
+    assert one["targets"] and not default["targets"]  # the targets are for one thread
+    assert default["title"].endswith("[default threads]")
+    for name, row in both["rows"].items():
+        assert row["value"] == pytest.approx(one["rows"][name]["median"] * 1e6)  # per_op's unit is µs
+        columns = row["columns"]
+        assert columns["default threads (us)"] == pytest.approx(default["rows"][name]["median"] * 1e6)
+        assert columns["one / default"] == pytest.approx(one["rows"][name]["median"] / default["rows"][name]["median"])
+    out = capsys.readouterr().out
+    assert "threads: --threads both; default threads:" in out and "one thread vs default threads" in out
+    md = (tmp_path / "out.md").read_text()
+    assert "- threads: --threads both" in md and "| one thread (us) | default threads (us) | one / default |" in md
