@@ -18,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+import funcgrad.numpy as fnp
+from funcgrad.core import Box
+
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from ..toplevel import _on_default_device
@@ -68,13 +71,18 @@ class _NormBase(Module):
         if x.dim() not in self._dims():
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._dims())} input (got {x.dim()}D input)")
 
-    def _momentum(self) -> float:
-        """Advance ``num_batches_tracked``; the momentum of this step (1/n for ``momentum=None``)."""
+    def _momentum(self) -> Any:
+        """Advance ``num_batches_tracked``; the momentum of this step (1/n for ``momentum=None``: a float, or
+        under ``ft.compile``, where the count is a value of the staged program, a 0-d array of the statistics'
+        dtype)."""
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked._value[...] += 1
             self.num_batches_tracked._version_counter[0] += 1
             if self.momentum is None:
-                return 1.0 / float(self.num_batches_tracked._value)
+                count = self.num_batches_tracked._value
+                if isinstance(count, Box):
+                    return 1.0 / fnp.astype(count, fnp.result_type(self.running_mean._value))
+                return 1.0 / float(count)
         return 0.0 if self.momentum is None else self.momentum
 
     def extra_repr(self) -> str:
