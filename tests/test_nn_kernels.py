@@ -429,6 +429,38 @@ def test_batchnorm_running_statistics_over_calls_match_recorded_torch(name, dtyp
         assert m.weight.grad is None and m.bias.grad is None
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", ["lstm", "lstm_batch1_odd", "lstm_packed"])
+def test_ft_lstm_module_matches_recorded_torch(name, dtype):
+    """ft.nn.LSTM holding the recorded weights (a PackedSequence for the packed case): the same outputs and
+    gradients (input, h0, c0, every weight) as the functional replay above, in both dtypes."""
+    import funcgrad.tensor as ft
+    from funcgrad.tensor.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    rec = TABLE["cases"][name][dtype]
+    xs, cot, tol = [_arr(a) for a in rec["inputs"]], _arr(rec["cot"]), _tol(dtype)
+    lstm = ft.nn.LSTM(xs[0].shape[-1], xs[1].shape[-1], dtype=getattr(ft, dtype))
+    params = [lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0]
+    with ft.no_grad():
+        for p, value in zip(params, xs[3:]):
+            p.copy_(ft.tensor(value))
+    x, h0, c0 = (ft.tensor(a, requires_grad=True) for a in xs[:3])
+    state = (h0.unsqueeze(0), c0.unsqueeze(0))
+    if name == "lstm_packed":
+        lengths = rec["kwargs"]["lengths"]
+        out, (h, c) = lstm(pack_padded_sequence(x, lengths, enforce_sorted=False), state)
+        hs, _ = pad_packed_sequence(out, total_length=xs[0].shape[0])
+        y = ft.cat([hs.reshape(-1), h.reshape(-1), c.reshape(-1)])
+    else:
+        hs, (_, c) = lstm(x, state)
+        y = ft.cat([hs.reshape(-1), c.reshape(-1)])
+    (y * ft.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), _arr(rec["out"]), **tol)
+    for i, got in enumerate([x.grad, h0.grad, c0.grad] + [p.grad for p in params]):
+        assert got.dtype == x.dtype
+        np.testing.assert_allclose(got.numpy(), _arr(rec["grads"][i]), **tol, err_msg=f"{name}: gradient {i}")
+
+
 def _check_ft_module(kind, kw, xs, cot, rec, tol):
     """ft.nn.Conv2d (padding_mode) / ft.nn.ConvTranspose2d (output_size) holding the recorded weights."""
     import funcgrad.tensor as ft

@@ -1,5 +1,6 @@
 """Second order through the Tensor layer's LSTM (the sequence kernel called directly, ``h_n``/``c_n`` sliced
-from its results) and BatchNorm in training (running statistics from the normalizing kernel)."""
+from its results) and BatchNorm in training (running statistics from the normalizing kernel), and through its
+convolution, layer/group norm, linear and attention layers (issue 26's kernels, ``create_graph`` backward)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,34 @@ def test_batch_norm_training_under_ft_func_grad():
     np.testing.assert_allclose(after_func, bn.running_mean.numpy(), rtol=1e-12)
     for name, g in grads.items():
         np.testing.assert_allclose(g.numpy(), getattr(bn, name).grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: ft.nn.Conv2d(4, 2, (2, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2), (1, 4, 3, 5)),
+    (lambda: ft.nn.Conv1d(2, 3, 3, padding=1), (2, 2, 5)),
+    (lambda: ft.nn.LayerNorm((3, 4)), (2, 3, 4)),
+    (lambda: ft.nn.GroupNorm(2, 4), (1, 4, 3)),
+    (lambda: ft.nn.Linear(3, 2), (2, 4, 3)),
+], ids=["conv2d_groups_stride_dil_batch1", "conv1d_pad", "layer_norm", "group_norm_batch1", "linear_stack"])
+def test_layer_second_order_in_input_and_parameters(make, shape):
+    ft.manual_seed(1)
+    layer = make().double()
+    x = ft.randn(*shape, dtype=ft.float64, requires_grad=True)
+    names, params = zip(*[(n, p.detach().clone().requires_grad_(True)) for n, p in layer.named_parameters()])
+
+    def f(x, *ps):
+        y = ft.func.functional_call(layer, dict(zip(names, ps)), (x,))
+        return (y ** 2 * ft.sin(y)).sum()
+
+    assert ft.autograd.gradgradcheck(f, (x, *params))
+
+
+def test_attention_second_order():
+    ft.manual_seed(2)
+    q, k, v = (ft.randn(1, 2, n, 3, dtype=ft.float64, requires_grad=True) for n in (3, 4, 4))
+    mask = ft.tensor(np.triu(np.ones((3, 4), bool), 2))
+
+    def f(q, k, v):
+        return (ft.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=~mask) ** 2).sum()
+
+    assert ft.autograd.gradgradcheck(f, (q, k, v))
