@@ -317,6 +317,14 @@ def _layer_call(kind, kw, xs):
             hs, (_, c) = nn.lstm(*a)
             return fnp.concatenate([fnp.reshape(hs, (-1,)), fnp.reshape(c, (-1,))])
         return lstm
+    if kind == "gru":  # no sequence primitive: the loop of gru_cell steps
+        def gru(xs, h, *w):
+            hs = []
+            for t in range(fnp.shape(xs)[0]):
+                h = nn.gru_cell(xs[t], h, *w)
+                hs.append(h)
+            return fnp.reshape(fnp.stack(hs), (-1,))
+        return gru
     if kind == "lstm_packed":
         mask = np.arange(xs[0].shape[0])[:, None] < np.asarray(kw["lengths"])[None, :]  # (T, batch)
 
@@ -459,6 +467,26 @@ def test_ft_lstm_module_matches_recorded_torch(name, dtype):
     for i, got in enumerate([x.grad, h0.grad, c0.grad] + [p.grad for p in params]):
         assert got.dtype == x.dtype
         np.testing.assert_allclose(got.numpy(), _arr(rec["grads"][i]), **tol, err_msg=f"{name}: gradient {i}")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_ft_gru_module_matches_recorded_torch(dtype):
+    import funcgrad.tensor as ft
+
+    rec = TABLE["cases"]["gru"][dtype]
+    xs, cot, tol = [_arr(a) for a in rec["inputs"]], _arr(rec["cot"]), _tol(dtype)
+    gru = ft.nn.GRU(xs[0].shape[-1], xs[1].shape[-1], dtype=getattr(ft, dtype))
+    params = [gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0, gru.bias_hh_l0]
+    with ft.no_grad():
+        for p, value in zip(params, xs[2:]):
+            p.copy_(ft.tensor(value))
+    x, h0 = (ft.tensor(a, requires_grad=True) for a in xs[:2])
+    hs, _ = gru(x, h0.unsqueeze(0))
+    (hs.reshape(-1) * ft.tensor(cot)).sum().backward()
+    np.testing.assert_allclose(hs.detach().numpy().ravel(), _arr(rec["out"]), **tol)
+    for i, got in enumerate([x.grad, h0.grad] + [p.grad for p in params]):
+        assert got.dtype == x.dtype
+        np.testing.assert_allclose(got.numpy(), _arr(rec["grads"][i]), **tol, err_msg=f"gradient {i}")
 
 
 def _check_ft_module(kind, kw, xs, cot, rec, tol):
@@ -886,6 +914,7 @@ RECORDED_VARIANTS = {
     "GRU cell": (("gru_cell",), {"batch 1": lambda kw, shapes: shapes[0][0] == 1}),
     "LSTM sequence": (("lstm",), {"batch 1": lambda kw, shapes: shapes[0][1] == 1}),
     "packed LSTM sequence": (("lstm_packed",), {"lengths": lambda kw, shapes: len(set(kw["lengths"])) > 1}),
+    "GRU sequence": (("gru",), {"several steps": lambda kw, shapes: shapes[0][0] > 1}),
     "attention": (("sdpa",), {"additive mask": lambda kw, shapes: shapes[3] is not None,
                               "batch 1": lambda kw, shapes: shapes[0][0] == 1}),
     "dense": (("linear",), {"no bias": lambda kw, shapes: shapes[2] is None,
