@@ -203,3 +203,13 @@ def test_threads_both_prints_the_same_rows_at_both_settings(tmp_path, capsys):
     assert "threads: --threads both; default threads:" in out and "one thread vs default threads" in out
     md = (tmp_path / "out.md").read_text()
     assert "- threads: --threads both" in md and "| one thread (us) | default threads (us) | one / default |" in md
+
+
+def test_threads_default_pins_nothing(monkeypatch):
+    for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "FUNCGRAD_JIT_THREADS"):
+        monkeypatch.delenv(key, raising=False)
+    report = run.main(["--smoke", "--only", "per_op", "--peers", "none", "--threads", "default"])
+    assert report["threads"] == "default" and report["clock"] == "wall"
+    assert report["environment"]["threads"].startswith("default threads:")
+    assert [r["threads"] for r in report["results"]] == ["default"]
+    assert "OMP_NUM_THREADS" not in os.environ and "OPENBLAS_NUM_THREADS" not in os.environ
