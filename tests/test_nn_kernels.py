@@ -575,6 +575,38 @@ def test_max_pool_gradient_goes_to_the_first_maximum_and_nan_wins():
     assert np.isnan(y).all()
 
 
+@pytest.mark.parametrize("shape,geom", [
+    ((2, 3, 8, 8), ((2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))),    # tiled 2x2: the training step's pooling
+    ((2, 3, 7, 9), ((3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1))),    # overlapping, padded, odd sizes
+    ((1, 2, 5, 6, 4), ((2, 3, 2), (2, 3, 2), ((0, 0),) * 3, (1, 1, 1))),  # 3-d, uneven kernel
+    ((3, 10), ((4,), (3,), ((0, 0),), (2,))),                          # 1-d, dilated
+])
+def test_window_argmax_fast_path_matches_the_sweep_with_ties_and_nans(shape, geom):
+    """The Horner-form first maximum (host arrays, no NaN) agrees with the running sweep (the rule
+    PyTorch's kernel follows) on data full of ties, and a NaN window falls back to the sweep's rule."""
+    rng = np.random.default_rng(9)
+    for x in (rng.integers(-1, 2, shape).astype(np.float64), rng.standard_normal(shape).astype(np.float32)):
+        out = kpool._out_shape(x.shape[-len(geom[0]):], *geom)
+        stack = kpool._window_stack(x, *geom, out, -math.inf)
+        best, index = kpool._first_maximum(stack)
+        sweep_best, sweep_index = kpool._first_maximum_scan(stack)
+        assert index.dtype == np.int32 and np.array_equal(index, sweep_index)
+        np.testing.assert_array_equal(best, sweep_best)
+        # the gather after the argmax hands over the maxima; without the memo it gathers the same values
+        idx = kpool.window_argmax(x, *geom)
+        handed = kpool.window_gather(x, idx, *geom, -math.inf)
+        gathered = kpool.window_gather(x, idx, *geom, -math.inf)  # the memo entry was taken: a real gather
+        np.testing.assert_array_equal(handed, gathered)
+        np.testing.assert_array_equal(handed, sweep_best)
+    x = rng.standard_normal(shape)
+    x.reshape(-1)[[0, 1, 5]] = np.nan
+    stack = kpool._window_stack(x, *geom, kpool._out_shape(x.shape[-len(geom[0]):], *geom), -math.inf)
+    best, index = kpool._first_maximum(stack)
+    sweep_best, sweep_index = kpool._first_maximum_scan(stack)
+    assert np.isnan(best).any() and np.array_equal(index, sweep_index)
+    np.testing.assert_array_equal(best, sweep_best)
+
+
 def test_conv_grad_keeps_float32_and_runs_under_jit():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)

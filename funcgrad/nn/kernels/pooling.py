@@ -42,6 +42,7 @@ import funcgrad.numpy as fnp
 from ...backend import device_constant, namespace_of, scatter_add
 from ...core import defprimitive
 from ...numpy._batching import batch_size, move_to_front
+from .forward_memo import ForwardMemo
 
 __all__ = ["window_argmax", "window_gather", "window_scatter", "window_sum", "window_spread", "pooled_size",
            "window_slices"]
@@ -126,24 +127,59 @@ def _tile_views(a: Any, kernel: tuple[int, ...]) -> Iterator[Any]:
         yield split[pre + tuple(v for i in idx for v in (slice(None), i))]
 
 
-def _window_argmax_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
-                       dilation: tuple[int, ...]) -> Any:
-    xp = namespace_of(x)
-    nsp = len(kernel)
-    out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
-    stack = _window_stack(x, kernel, stride, pads, dilation, out, -math.inf)
+def _first_maximum_scan(stack: Any) -> tuple[Any, Any]:
+    """``(maximum, offset of the first maximum)`` over the stack's leading axis by one sweep of running
+    comparisons; a NaN wins (the last one, as PyTorch's kernel) and the running maximum stays NaN."""
+    xp = namespace_of(stack)
     best = stack[0].copy()
     index = xp.zeros(best.shape, dtype=xp.int32)
     step = xp.empty(best.shape, dtype=xp.int32)
     for j in range(1, stack.shape[0]):
         v = stack[j]
         wins = v > best  # strictly greater: the first maximum stays
-        wins |= v != v   # a NaN wins (the last one, as PyTorch's kernel); the running maximum stays NaN
+        wins |= v != v   # a NaN wins
         # index = where(wins, j, index) by arithmetic: a masked select is branchy and several times slower
         xp.subtract(j, index, out=step)
         step *= wins
         index += step
         xp.maximum(best, v, out=best)
+    return best, index
+
+
+def _first_maximum(stack: Any) -> tuple[Any, Any]:
+    """:func:`_first_maximum_scan`'s result with fewer passes for host arrays without NaN: the maximum by
+    ``K - 1`` ``maximum`` calls, then the first offset that reaches it in Horner form,
+    ``n0 (1 + n1 (1 + ... (1 + n_{K-2})))`` with ``n_j = stack[j] != maximum`` (bytes, not int32 steps)."""
+    K = stack.shape[0]
+    if not isinstance(stack, np.ndarray) or K < 2:  # device arrays: the sweep (the NaN test below reads the host)
+        return _first_maximum_scan(stack)
+    best = np.maximum(stack[0], stack[1])
+    for j in range(2, K):
+        np.maximum(best, stack[j], out=best)
+    if np.isnan(best).any():  # a NaN window: the sweep's rule (the last NaN wins)
+        return _first_maximum_scan(stack)
+    word = np.uint8 if K <= 256 else np.int32
+    offset = np.not_equal(stack[K - 2], best).astype(word)
+    for j in range(K - 3, -1, -1):
+        offset += 1
+        offset *= np.not_equal(stack[j], best)
+    return best, offset.astype(np.int32)
+
+
+class _PooledMemo(ForwardMemo):
+    """The window maxima the argmax found, for the gather of the same input and index that follows it
+    (:class:`~funcgrad.nn.kernels.forward_memo.ForwardMemo`): max pooling's values without a second pass."""
+
+
+_pooled = _PooledMemo()
+
+
+def _window_argmax_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                       dilation: tuple[int, ...]) -> Any:
+    nsp = len(kernel)
+    out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
+    best, index = _first_maximum(_window_stack(x, kernel, stride, pads, dilation, out, -math.inf))
+    _pooled.put((x, index), (kernel, stride, pads, dilation, -math.inf), best)
     return index
 
 
@@ -188,6 +224,9 @@ def _same_lead(a: Any, b: Any, nsp: int) -> bool:
 
 def _window_gather_raw(x: Any, index: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
                        pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...], pad_value: float = 0.0) -> Any:
+    maxima = _pooled.take((x, index), (kernel, stride, pads, dilation, pad_value))
+    if maxima is not None:  # the values the argmax of this very x found
+        return maxima
     xp = namespace_of(x)
     nsp = len(kernel)
     out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
