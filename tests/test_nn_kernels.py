@@ -607,6 +607,29 @@ def test_window_argmax_fast_path_matches_the_sweep_with_ties_and_nans(shape, geo
     np.testing.assert_array_equal(best, sweep_best)
 
 
+@pytest.mark.parametrize("forward", ["affine", "statistics"])
+def test_norm_backward_with_the_forward_statistics_matches_the_fresh_backward(forward):
+    """The batch-norm backward that takes the forward's (mean, rstd) from the memo gives the backward that
+    finds them again, for both forwards that hand them over; the memo entry is used once."""
+    rng = np.random.default_rng(12)
+    x = (3.0 + rng.standard_normal((4, 3, 5, 6))).astype(np.float32)
+    w, b = (rng.standard_normal((1, 3, 1, 1)).astype(np.float32) for _ in range(2))
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    axes = (0, 2, 3)
+    fresh = knorm._affine_backward_raw(g, x, w, axes, 1e-5)
+    if forward == "affine":
+        knorm._affine_raw(x, w, b, axes, 1e-5)
+    else:
+        knorm._affine_statistics_raw(x, w, b, axes, 1e-5)
+    assert knorm._saved_statistics.take((x,), (axes, 1e-5)) is not None  # the forward handed them over
+    knorm._affine_raw(x, w, b, axes, 1e-5)
+    handed = knorm._affine_backward_raw(g, x, w, axes, 1e-5)
+    assert knorm._saved_statistics.take((x,), (axes, 1e-5)) is None  # taken by the backward
+    for a, f in zip(handed, fresh):
+        assert a.dtype == f.dtype
+        np.testing.assert_allclose(a, f, rtol=1e-6, atol=1e-6)
+
+
 def test_conv_grad_keeps_float32_and_runs_under_jit():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)

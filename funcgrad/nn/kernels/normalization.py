@@ -30,6 +30,7 @@ from ...numpy._util import unbroadcast
 from ...core import defprimitive
 from ...numpy._batching import batch_size, front, move_to_front
 from .composed import composed_rules
+from .forward_memo import ForwardMemo
 
 __all__ = ["standardize", "standardize_tangent", "standardize_affine", "standardize_affine_backward",
            "standardize_affine_statistics"]
@@ -139,13 +140,30 @@ def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, Any]:
 
 
 def _statistics(x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
-    """``(mean, x - mean, rstd)`` over ``axes`` (kept), in ``x``'s dtype."""
+    """``(mean, x - mean, rstd)`` over ``axes`` (kept), in ``x``'s dtype; kept for the backward of the same
+    ``x`` (:data:`_saved_statistics`)."""
     mean, xc, var = _moments(x, axes)
-    return mean, xc, (1.0 / namespace_of(x).sqrt(var + eps)).astype(x.dtype, copy=False)
+    rstd = _rstd(x, var, axes, eps)
+    return mean, xc, rstd
+
+
+def _rstd(x: Any, var: Any, axes: tuple[int, ...], eps: float) -> Any:
+    """``1 / sqrt(var + eps)`` in ``x``'s dtype; with the mean, handed to the backward of this ``x``."""
+    return (1.0 / namespace_of(x).sqrt(var + eps)).astype(x.dtype, copy=False)
+
+
+class _StatisticsMemo(ForwardMemo):
+    """The per-feature ``(mean, rstd)`` a forward computed, for the backward of the very same ``x``
+    (:class:`~funcgrad.nn.kernels.forward_memo.ForwardMemo`): the backward skips the two passes over ``x``
+    that would find them again."""
+
+
+_saved_statistics = _StatisticsMemo()
 
 
 def _affine_raw(x: Any, w: Any, b: Any, axes: tuple[int, ...], eps: float) -> Any:
     mean, xc, rstd = _statistics(x, axes, eps)
+    _saved_statistics.put((x,), (axes, eps), (mean, rstd))
     xc *= rstd * w  # one pass: the scale folded into the statistics, per feature
     xc += b
     return xc
@@ -153,7 +171,12 @@ def _affine_raw(x: Any, w: Any, b: Any, axes: tuple[int, ...], eps: float) -> An
 
 def _affine_backward_raw(g: Any, x: Any, w: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
     xp = namespace_of(x)
-    _, xc, rstd = _statistics(x, axes, eps)
+    saved = _saved_statistics.take((x,), (axes, eps))
+    if saved is None:
+        _, xc, rstd = _statistics(x, axes, eps)
+    else:  # the forward's statistics: one pass for x - mean instead of three
+        mean, rstd = saved
+        xc = x - mean
     count = math.prod(x.shape[a] for a in axes)
     g_sum = xp.sum(g, axis=axes, keepdims=True)
     gx_sum = _sum_of_products(g, xc, axes) * rstd  # sum(g * xhat), xhat = xc * rstd never formed
@@ -234,7 +257,9 @@ def standardize_affine_statistics_composed(x: Any, w: Any, b: Any, axes: tuple[i
 
 def _affine_statistics_raw(x: Any, w: Any, b: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any, Any]:
     mean, xc, var = _moments(x, axes)
-    xc *= (1.0 / namespace_of(x).sqrt(var + eps)).astype(x.dtype, copy=False) * w
+    rstd = _rstd(x, var, axes, eps)
+    _saved_statistics.put((x,), (axes, eps), (mean, rstd))
+    xc *= rstd * w
     xc += b
     return xc, mean, var
 
