@@ -181,14 +181,20 @@ def _affine_backward_raw(g: Any, x: Any, w: Any, axes: tuple[int, ...], eps: flo
     g_sum = xp.sum(g, axis=axes, keepdims=True)
     gx_sum = _sum_of_products(g, xc, axes) * rstd  # sum(g * xhat), xhat = xc * rstd never formed
     # w is constant along axes: mean(g w) = w mean(g), mean(g w xhat) = w mean(g xhat); so
-    # dx = w rstd (g - mean(g) - xhat mean(g xhat)) = scale g + (scale rstd mean(g xhat)) xc + shift per feature
+    # dx = w rstd (g - mean(g) - xhat mean(g xhat)) = scale ((x - mean) rstd (-mean(g xhat)) - mean(g) + g),
+    # per feature: four in-place passes over x - mean, which becomes dx (no second full-size array)
     scale = w * rstd
-    xc *= scale * rstd * (gx_sum / -count)
-    xc -= scale * (g_sum / count)
-    dx = g * scale
-    dx += xc
+    slope = rstd * (gx_sum / -count)
     shape = tuple(w.shape)
-    return dx, _sum_to(gx_sum, shape).astype(w.dtype, copy=False), g_sum
+    if tuple(g.shape) == tuple(xc.shape) and xp.result_type(g, xc, scale) == xc.dtype:
+        xc *= slope
+        xc -= g_sum / count
+        xc += g
+        xc *= scale
+        return xc, _sum_to(gx_sum, shape).astype(w.dtype, copy=False), g_sum
+    xc *= scale * slope  # g broadcasts against x, or a wider dtype: dx is a new array
+    xc -= scale * (g_sum / count)
+    return g * scale + xc, _sum_to(gx_sum, shape).astype(w.dtype, copy=False), g_sum
 
 
 def _affine_backward_batch(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
