@@ -741,9 +741,8 @@ def test_batch_norm_backward_sums_of_products_equal_the_composition():
         for a, b in zip(got, want):
             assert a.dtype == dtype
             np.testing.assert_allclose(a, np.asarray(b), rtol=tol, atol=tol * float(np.abs(np.asarray(b)).max()))
-    # the branch where dx cannot be x - mean's buffer: g broadcasting against x, or g of a wider dtype
-    for g, x in ((rng.standard_normal((1, 5, 12, 12)), rng.standard_normal((4, 5, 12, 12))),
-                 (rng.standard_normal((4, 5, 6, 6)), rng.standard_normal((4, 5, 6, 6)).astype(np.float32))):
+    # the branch where dx cannot be x - mean's buffer: g of a wider dtype than x
+    for g, x in ((rng.standard_normal((4, 5, 6, 6)), rng.standard_normal((4, 5, 6, 6)).astype(np.float32)),):
         w = rng.standard_normal((1, 5, 1, 1))
         got = knorm._affine_backward_raw(g, x, w, (0, 2, 3), 1e-5)
         want = knorm.standardize_affine_backward_composed(g, x.astype(np.float64), w, (0, 2, 3), 1e-5)
