@@ -707,12 +707,19 @@ def test_conv_weight_gradient_reuses_the_forwards_columns_of_the_same_input_only
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("geom", [((1, 1), ((1, 1), (1, 1)), (1, 1), 1), ((1, 1), ((0, 2), (1, 0)), (1, 2), 2),
                                   ((1,), ((2, 1),), (2,), 1)], ids=["3x3_pad1", "dil_groups_asym", "1d"])
-def test_shifted_row_columns_equal_the_general_columns(monkeypatch, dtype, geom):
+@pytest.mark.parametrize("batch", [1, 5])
+def test_shifted_row_columns_equal_the_general_columns(monkeypatch, dtype, geom, batch):
     """The stride-1 fast path (columns as shifted rows of the flattened padded input) against the general
-    im2col path it replaces, for the forward and both backward products, batch 1 and odd sizes."""
+    im2col path it replaces, for the forward and both backward products, batch 1 and odd sizes; batch 5 in
+    blocks of 2 samples (the last block shorter: its buffers are made afresh)."""
     rng = np.random.default_rng(7)
     nsp = len(geom[0])
-    x = rng.standard_normal((1, 4) + (7, 5)[:nsp]).astype(dtype)
+    if batch > 1:
+        shift = kconv._Shift((7, 5)[:nsp], (3, 2)[:nsp], geom[1], geom[2])
+        per_sample = 4 * len(shift.offsets) * shift.length * np.dtype(dtype).itemsize
+        monkeypatch.setattr(kconv, "CHUNK_BYTES", 2 * per_sample)
+        assert [s.stop - s.start for s in kconv._chunks(batch, shift, 4, np.dtype(dtype).itemsize)] == [2, 2, 1]
+    x = rng.standard_normal((batch, 4) + (7, 5)[:nsp]).astype(dtype)
     w = rng.standard_normal((6, 4 // geom[3]) + (3, 2)[:nsp]).astype(dtype)
     fast = [kconv._conv_forward_raw(x, w, *geom)]
     g = rng.standard_normal(fast[0].shape).astype(dtype)

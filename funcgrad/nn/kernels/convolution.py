@@ -169,26 +169,41 @@ def _shifted_forward(x: Any, w: Any, shift: _Shift, groups: int) -> Any:
 
 def _shifted_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
     """Block by block: the cotangent on the padded grid, ``W^T g`` (the block's columns), col2im as long
-    contiguous adds, crop into the result."""
+    contiguous adds, crop into the result.
+
+    The columns come out ordered (kernel offset, channel) with each channel's row ``shift.flat`` long (the
+    GEMM writes the first ``length`` entries; the rest stay zero), matching the flattened padded input's
+    channel rows: so the col2im add of one kernel offset is one contiguous run over all channels of a
+    sample, ``flat[off : off + C * shift.flat] += cols[k]`` (the zeros past each row land harmlessly in the
+    next channel's row), not one short run per channel."""
     xp = namespace_of(g)
     n, c = x_shape[:2]
     o, K = w.shape[0], len(shift.offsets)
-    wt = xp.ascontiguousarray(w.reshape(groups, o // groups, -1).swapaxes(-1, -2))
+    cg, og, row = c // groups, o // groups, shift.flat
+    # (G, K * C/G, O/G), rows ordered (kernel offset, channel): W^T with the offsets outermost
+    wt = xp.ascontiguousarray(w.reshape((groups, og, cg, K)).transpose(0, 3, 2, 1)).reshape(groups, K * cg, og)
     dtype = xp.result_type(g, w)
     dx = xp.empty((n, c) + tuple(x_shape[2:]), dtype=dtype)
+    run = c * row  # one sample's channel rows, end to end
+    tail = max(shift.offsets)
     grid = flat = cols = None
     for sl in _chunks(n, shift, c, dtype.itemsize):
         b = sl.stop - sl.start
         grid = shift.grid_cotangent(g[sl], grid)
-        cols = _block_buffer(cols, xp, (b, groups, (c // groups) * K, shift.length), dtype)
-        xp.matmul(wt, grid.reshape(b, groups, o // groups, shift.length), out=cols)
-        flat = _block_buffer(flat, xp, (b, c, shift.flat), dtype)
-        flat[...] = 0
-        spread = cols.reshape(b, c, K, shift.length)
+        if cols is None or cols.shape[0] != b:  # zeros past each row's `length` entries, kept between blocks
+            cols = xp.zeros((b, groups, K * cg, row), dtype=dtype)
+        xp.matmul(wt, grid.reshape(b, groups, og, shift.length), out=cols[..., :shift.length])
+        spread = cols.reshape(b, groups, K, cg * row)
+        flat = _block_buffer(flat, xp, (b, run + tail), dtype)
+        flat[:, run:] = 0
         for k, off in enumerate(shift.offsets):
-            flat[:, :, off:off + shift.length] += spread[:, :, k]
-        dx[sl] = flat[:, :, :math.prod(shift.padded)].reshape((b, c) + shift.padded)[
-            (slice(None), slice(None)) + shift.inner]
+            target = flat[:, off:off + run].reshape(b, groups, cg * row)
+            if k == 0 and off == 0:
+                target[...] = spread[:, :, 0]
+            else:
+                target += spread[:, :, k]
+        dx[sl] = flat[:, :run].reshape(b, c, row)[:, :, :math.prod(shift.padded)].reshape(
+            (b, c) + shift.padded)[(slice(None), slice(None)) + shift.inner]
     return dx
 
 
