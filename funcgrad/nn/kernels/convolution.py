@@ -99,6 +99,9 @@ class _Shift:
         self.offsets = [sum(i * d * st for i, d, st in zip(idx, dilation, strides))
                         for idx in itertools.product(*(range(k) for k in kernel))]
         self.flat = max(self.offsets) + self.length  # >= prod(padded): the last rows' tails read zeros
+        # a channel row of the input gradient's offset-major columns: `flat` rounded up to 64 bytes of
+        # float32 (GEMMs writing rows at a stride of a cache-line multiple run about a quarter faster)
+        self.row = -(-self.flat // 16) * 16
         self.inner = tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, spatial))
         self.crop = (slice(None),) * 3 + tuple(slice(0, o) for o in self.out[1:])  # of (N, O, *grid)
 
@@ -171,15 +174,15 @@ def _shifted_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], shift: _Shift,
     """Block by block: the cotangent on the padded grid, ``W^T g`` (the block's columns), col2im as long
     contiguous adds, crop into the result.
 
-    The columns come out ordered (kernel offset, channel) with each channel's row ``shift.flat`` long (the
+    The columns come out ordered (kernel offset, channel) with each channel's row ``shift.row`` long (the
     GEMM writes the first ``length`` entries; the rest stay zero), matching the flattened padded input's
     channel rows: so the col2im add of one kernel offset is one contiguous run over all channels of a
-    sample, ``flat[off : off + C * shift.flat] += cols[k]`` (the zeros past each row land harmlessly in the
+    sample, ``flat[off : off + C * shift.row] += cols[k]`` (the zeros past each row land harmlessly in the
     next channel's row), not one short run per channel."""
     xp = namespace_of(g)
     n, c = x_shape[:2]
     o, K = w.shape[0], len(shift.offsets)
-    cg, og, row = c // groups, o // groups, shift.flat
+    cg, og, row = c // groups, o // groups, shift.row
     # (G, K * C/G, O/G), rows ordered (kernel offset, channel): W^T with the offsets outermost
     wt = xp.ascontiguousarray(w.reshape((groups, og, cg, K)).transpose(0, 3, 2, 1)).reshape(groups, K * cg, og)
     dtype = xp.result_type(g, w)
