@@ -87,6 +87,9 @@ CONV_GEOMETRY = {  # name: (x shape, w shape, stride, pads, dilation, groups)
     "s1_no_pad": ((1, 2, 6, 5), (2, 2, 3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
     "s1_3d": ((2, 2, 3, 4, 5), (3, 2, 2, 3, 2), (1, 1, 1), ((1, 0), (0, 1), (1, 1)), (1, 1, 1), 1),
     "s1_1d_groups": ((2, 4, 9), (6, 2, 3), (1,), ((0, 1),), (3,), 2),
+    # stride 1 with the trailing axes keeping their size: read unpadded, the reads across a row edge zeroed
+    "s1_same_rows": ((2, 4, 5, 6), (6, 2, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2),
+    "s1_same_rows_3d_dil": ((1, 2, 3, 4, 3), (2, 2, 2, 3, 3), (1, 1, 1), ((0, 1), (1, 3), (3, 3)), (1, 2, 3), 1),
 }
 
 
@@ -706,9 +709,11 @@ def test_conv_weight_gradient_reuses_the_forwards_columns_of_the_same_input_only
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("geom", [((1, 1), ((1, 1), (1, 1)), (1, 1), 1), ((1, 1), ((0, 2), (1, 0)), (1, 2), 2),
-                                  ((1,), ((2, 1),), (2,), 1)], ids=["3x3_pad1", "dil_groups_asym", "1d"])
+                                  ((1,), ((2, 1),), (2,), 1), ((1, 1), ((2, 0), (0, 1)), (1, 1), 2),
+                                  ((1, 1), ((1, 1), (6, 0)), (1, 6), 1)],
+                         ids=["3x3_pad1", "dil_groups_asym", "1d", "same_rows_asym", "same_rows_shift_past_row"])
 @pytest.mark.parametrize("batch", [1, 5])
-def test_shifted_row_columns_equal_the_general_columns(monkeypatch, dtype, geom, batch):
+def test_shifted_row_columns_equal_the_general_columns(monkeypatch, request, dtype, geom, batch):
     """The stride-1 fast path (columns as shifted rows of the flattened padded input) against the general
     im2col path it replaces, for the forward and both backward products, batch 1 and odd sizes; batch 5 in
     blocks of 2 samples (the last block shorter: its buffers are made afresh)."""
@@ -721,6 +726,8 @@ def test_shifted_row_columns_equal_the_general_columns(monkeypatch, dtype, geom,
         assert [s.stop - s.start for s in kconv._chunks(batch, shift, 4, np.dtype(dtype).itemsize)] == [2, 2, 1]
     x = rng.standard_normal((batch, 4) + (7, 5)[:nsp]).astype(dtype)
     w = rng.standard_normal((6, 4 // geom[3]) + (3, 2)[:nsp]).astype(dtype)
+    shift = kconv._Shift(x.shape[2:], w.shape[2:], geom[1], geom[2])
+    assert shift.wraps == request.node.callspec.id.split("-")[1].startswith("same_rows")
     fast = [kconv._conv_forward_raw(x, w, *geom)]
     g = rng.standard_normal(fast[0].shape).astype(dtype)
     fast += [kconv._conv_input_grad_raw(g, w, x.shape, *geom), kconv._conv_weight_grad_raw(g, x, w.shape, *geom)]
