@@ -3,12 +3,14 @@ window sum and its transpose.
 
 ``window_argmax`` runs once in the forward pass. The windows are copied once
 into a contiguous ``(K, *lead, *out)`` buffer (for windows that tile the
-input, one transposing copy of a reshape), then one sweep over the K kernel
-offsets keeps the running maximum and the offset where it was first reached
-(a NaN wins, as in PyTorch); sweeping contiguous rows, with the index updated
-by arithmetic rather than a masked select, is several times faster than
-reducing over strided views. The pooled values are ``window_gather(x,
-argmax)``, one ``take`` at flat positions; its VJP is ``window_scatter``, one
+input, one transposing copy of a reshape); the maximum is ``K - 1`` ``maximum``
+calls over its contiguous rows and the first offset that reaches it is found
+in Horner form over bytes (ties: the first; contiguous rows are several times
+faster than reducing over strided views). A window holding a NaN takes one
+sweep over the K offsets instead, which lets the last NaN win (PyTorch's
+rule). The pooled values are ``window_gather(x, argmax)``: the maxima the
+argmax just found (handed over by a forward memo), else one ``take`` at flat
+positions; its VJP is ``window_scatter``, one
 write (an add for overlapping windows) at the positions the forward recorded
 (no second search), and the VJP of the scatter is the gather again, so
 derivatives of any order are two linear primitives.
