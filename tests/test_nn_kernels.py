@@ -633,6 +633,21 @@ def test_norm_backward_with_the_forward_statistics_matches_the_fresh_backward(fo
         np.testing.assert_allclose(a, f, rtol=1e-6, atol=1e-6)
 
 
+def test_feature_sums_by_matrix_vector_product_equal_numpy_sums():
+    """Batch norm's per-channel sums (mean in the forward, sum of g in the backward) as a matrix-vector
+    product over (N, C, rest) equal NumPy's reduction; other layouts and strided arrays take the reduction."""
+    rng = np.random.default_rng(14)
+    for dtype, tol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+        for shape, axes in (((6, 3, 5, 4), (0, 2, 3)), ((6, 3, 7), (0, -1)), ((2, 3, 2, 2, 3), (0, 2, 3, 4)),
+                            ((6, 3, 5, 4), (0, 2)), ((5, 4), (0,))):
+            a = rng.standard_normal(shape).astype(dtype)
+            for arr in (a, a[::-1]):  # contiguous, and a strided view
+                got = knorm._sum_over(arr, axes)
+                want = np.sum(arr, axis=axes, keepdims=True)
+                assert got.shape == want.shape and got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
 def test_conv_grad_keeps_float32_and_runs_under_jit():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
+import numpy as np  # the host fast path of _sum_over; arrays go through their own namespace
+
 import funcgrad.numpy as fnp
 
 from ...backend import namespace_of
@@ -131,11 +133,25 @@ def _sum_of_products(a: Any, b: Any, axes: tuple[int, ...]) -> Any:
     return out.reshape(tuple(1 if i in reduced else n for i, n in enumerate(a.shape)))
 
 
+def _sum_over(a: Any, axes: tuple[int, ...]) -> Any:
+    """``sum(a, axes, keepdims=True)``; for batch norm's layout (a contiguous host array reduced over every
+    axis but axis 1) as one matrix-vector product of ``(N, C, rest)`` with ones, about twice as fast as the
+    reduction over the strided axes."""
+    reduced = {ax % a.ndim for ax in axes} if a.ndim else set()
+    if (isinstance(a, np.ndarray) and a.ndim >= 3 and a.dtype.kind == "f" and a.flags.c_contiguous
+            and reduced == set(range(a.ndim)) - {1}):
+        n, c = a.shape[:2]
+        rows = a.reshape(n, c, -1)
+        total = (rows @ np.ones(rows.shape[-1], dtype=a.dtype)).sum(axis=0)
+        return total.reshape((1, c) + (1,) * (a.ndim - 2))
+    return namespace_of(a).sum(a, axis=axes, keepdims=True)
+
+
 def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Any, Any, Any]:
     """``(mean, x - mean, biased variance)`` over ``axes`` (kept), in ``x``'s dtype."""
-    mean = namespace_of(x).mean(x, axis=axes, keepdims=True)
-    xc = x - mean
     count = math.prod(x.shape[a] for a in axes)
+    mean = (_sum_over(x, axes) / count).astype(x.dtype, copy=False)
+    xc = x - mean
     return mean, xc, _sum_of_products(xc, xc, axes) / count
 
 
@@ -178,7 +194,7 @@ def _affine_backward_raw(g: Any, x: Any, w: Any, axes: tuple[int, ...], eps: flo
         mean, rstd = saved
         xc = x - mean
     count = math.prod(x.shape[a] for a in axes)
-    g_sum = xp.sum(g, axis=axes, keepdims=True)
+    g_sum = _sum_over(g, axes)
     gx_sum = _sum_of_products(g, xc, axes) * rstd  # sum(g * xhat), xhat = xc * rstd never formed
     # w is constant along axes: mean(g w) = w mean(g), mean(g w xhat) = w mean(g xhat); so
     # dx = w rstd (g - mean(g) - xhat mean(g xhat)) = scale ((x - mean) rstd (-mean(g xhat)) - mean(g) + g),
