@@ -648,6 +648,27 @@ def test_feature_sums_by_matrix_vector_product_equal_numpy_sums():
                 np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_window_scatter_of_tiling_windows_writes_exact_zeros_for_infinite_cotangents(dtype):
+    """The scatter of windows that tile the input puts g at the recorded argmax and an exact 0 at the other
+    positions, also where g is infinite or NaN (as the general scatter and PyTorch's kernel do)."""
+    rng = np.random.default_rng(15)
+    geom = ((2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))
+    x = rng.standard_normal((2, 3, 4, 6)).astype(dtype)
+    index = kpool.window_argmax(x, *geom)
+    g = rng.standard_normal(index.shape).astype(dtype)
+    g[0, 0, 0, 0], g[1, 2, 1, 2], g[0, 1, 1, 1] = np.inf, -np.inf, np.nan
+    got = kpool._window_scatter_raw(g, index, x.shape, *geom)
+    assert kpool._tiles(x.shape[-2:], *geom)
+    want = np.zeros_like(x)
+    for n, c, a, b in np.ndindex(*index.shape):
+        j = int(index[n, c, a, b])
+        want[n, c, 2 * a + j // 2, 2 * b + j % 2] = g[n, c, a, b]
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == dtype and np.isnan(got).sum() == 1 and np.isinf(got).sum() == 2
+    assert (got == 0).sum() == got.size - g.size
+
+
 def test_conv_grad_keeps_float32_and_runs_under_jit():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)

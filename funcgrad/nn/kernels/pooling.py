@@ -262,9 +262,16 @@ def _window_scatter_raw(g: Any, index: Any, x_shape: tuple[int, ...], kernel: tu
     if (_same_lead(g, index, nsp) and tuple(g.shape[:-nsp]) == lead
             and _tiles(spatial, kernel, stride, pads, dilation)):
         # windows that tile the input: each offset's strided view written once, g where the index names it
+        # and an exact zero elsewhere (for floats by bits, g AND a sign-extended byte mask: a product with the
+        # mask would write NaN for an infinite g)
         dx = xp.empty(lead + spatial, dtype=g.dtype)
+        word = np.dtype(f"int{8 * g.dtype.itemsize}") if g.dtype.kind == "f" and g.dtype.itemsize in (2, 4, 8) else None
+        bits = None if word is None else xp.ascontiguousarray(g).view(word)
         for j, view in enumerate(_tile_views(dx, kernel)):
-            xp.multiply(g, index == j, out=view)
+            if bits is None:
+                xp.multiply(g, index == j, out=view)
+            else:
+                xp.bitwise_and(bits, xp.negative((index == j).view(xp.int8)), out=view.view(word))
         return dx
     if _same_lead(g, index, nsp) and tuple(g.shape[:-nsp]) == lead:  # one scatter by flat position
         pos = _flat_positions(index, lead, padded, kernel, stride, dilation, out).reshape(-1)
