@@ -135,10 +135,10 @@ def _sum_of_products(a: Any, b: Any, axes: tuple[int, ...]) -> Any:
 
 def _sum_over(a: Any, axes: tuple[int, ...]) -> Any:
     """``sum(a, axes, keepdims=True)``; for batch norm's layout (a contiguous host array reduced over every
-    axis but axis 1) as one matrix-vector product of ``(N, C, rest)`` with ones, about twice as fast as the
-    reduction over the strided axes."""
+    axis but axis 1, float32/float64: BLAS) as one matrix-vector product of ``(N, C, rest)`` with ones, about
+    twice as fast as the reduction over the strided axes."""
     reduced = {ax % a.ndim for ax in axes} if a.ndim else set()
-    if (isinstance(a, np.ndarray) and a.ndim >= 3 and a.dtype.kind == "f" and a.flags.c_contiguous
+    if (isinstance(a, np.ndarray) and a.ndim >= 3 and a.dtype in (np.float32, np.float64) and a.flags.c_contiguous
             and reduced == set(range(a.ndim)) - {1}):
         n, c = a.shape[:2]
         rows = a.reshape(n, c, -1)
