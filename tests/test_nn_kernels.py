@@ -87,6 +87,9 @@ CONV_GEOMETRY = {  # name: (x shape, w shape, stride, pads, dilation, groups)
     "s1_no_pad": ((1, 2, 6, 5), (2, 2, 3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
     "s1_3d": ((2, 2, 3, 4, 5), (3, 2, 2, 3, 2), (1, 1, 1), ((1, 0), (0, 1), (1, 1)), (1, 1, 1), 1),
     "s1_1d_groups": ((2, 4, 9), (6, 2, 3), (1,), ((0, 1),), (3,), 2),
+    # stride 1 with the trailing axes keeping their size: read unpadded, the reads across a row edge zeroed
+    "s1_same_rows": ((2, 4, 5, 6), (6, 2, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2),
+    "s1_same_rows_3d_dil": ((1, 2, 3, 4, 3), (2, 2, 2, 3, 3), (1, 1, 1), ((0, 1), (1, 3), (3, 3)), (1, 2, 3), 1),
 }
 
 
@@ -695,6 +698,97 @@ def test_max_pool_gradient_goes_to_the_first_maximum_and_nan_wins():
     assert np.isnan(y).all()
 
 
+@pytest.mark.parametrize("shape,geom", [
+    ((2, 3, 8, 8), ((2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))),    # tiled 2x2: the training step's pooling
+    ((2, 3, 7, 9), ((3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1))),    # overlapping, padded, odd sizes
+    ((1, 2, 5, 6, 4), ((2, 3, 2), (2, 3, 2), ((0, 0),) * 3, (1, 1, 1))),  # 3-d, uneven kernel
+    ((3, 10), ((4,), (3,), ((0, 0),), (2,))),                          # 1-d, dilated
+])
+def test_window_argmax_fast_path_matches_the_sweep_with_ties_and_nans(shape, geom):
+    """The Horner-form first maximum (host arrays, no NaN) agrees with the running sweep (the rule
+    PyTorch's kernel follows) on data full of ties, and a NaN window falls back to the sweep's rule."""
+    rng = np.random.default_rng(9)
+    for x in (rng.integers(-1, 2, shape).astype(np.float64), rng.standard_normal(shape).astype(np.float32)):
+        out = kpool._out_shape(x.shape[-len(geom[0]):], *geom)
+        stack = kpool._window_stack(x, *geom, out, -math.inf)
+        best, index = kpool._first_maximum(stack)
+        sweep_best, sweep_index = kpool._first_maximum_scan(stack)
+        assert index.dtype == np.int32 and np.array_equal(index, sweep_index)
+        np.testing.assert_array_equal(best, sweep_best)
+        # the gather after the argmax hands over the maxima; without the memo it gathers the same values
+        idx = kpool.window_argmax(x, *geom)
+        handed = kpool.window_gather(x, idx, *geom, -math.inf)
+        gathered = kpool.window_gather(x, idx, *geom, -math.inf)  # the memo entry was taken: a real gather
+        np.testing.assert_array_equal(handed, gathered)
+        np.testing.assert_array_equal(handed, sweep_best)
+    x = rng.standard_normal(shape)
+    x.reshape(-1)[[0, 1, 5]] = np.nan
+    stack = kpool._window_stack(x, *geom, kpool._out_shape(x.shape[-len(geom[0]):], *geom), -math.inf)
+    best, index = kpool._first_maximum(stack)
+    sweep_best, sweep_index = kpool._first_maximum_scan(stack)
+    assert np.isnan(best).any() and np.array_equal(index, sweep_index)
+    np.testing.assert_array_equal(best, sweep_best)
+
+
+@pytest.mark.parametrize("forward", ["affine", "statistics"])
+def test_norm_backward_with_the_forward_statistics_matches_the_fresh_backward(forward):
+    """The batch-norm backward that takes the forward's (mean, rstd) from the memo gives the backward that
+    finds them again, for both forwards that hand them over; the memo entry is used once."""
+    rng = np.random.default_rng(12)
+    x = (3.0 + rng.standard_normal((4, 3, 5, 6))).astype(np.float32)
+    w, b = (rng.standard_normal((1, 3, 1, 1)).astype(np.float32) for _ in range(2))
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    axes = (0, 2, 3)
+    fresh = knorm._affine_backward_raw(g, x, w, axes, 1e-5)
+    if forward == "affine":
+        knorm._affine_raw(x, w, b, axes, 1e-5)
+    else:
+        knorm._affine_statistics_raw(x, w, b, axes, 1e-5)
+    assert knorm._saved_statistics.take((x,), (axes, 1e-5)) is not None  # the forward handed them over
+    knorm._affine_raw(x, w, b, axes, 1e-5)
+    handed = knorm._affine_backward_raw(g, x, w, axes, 1e-5)
+    assert knorm._saved_statistics.take((x,), (axes, 1e-5)) is None  # taken by the backward
+    for a, f in zip(handed, fresh):
+        assert a.dtype == f.dtype
+        np.testing.assert_allclose(a, f, rtol=1e-6, atol=1e-6)
+
+
+def test_feature_sums_by_matrix_vector_product_equal_numpy_sums():
+    """Batch norm's per-channel sums (mean in the forward, sum of g in the backward) as a matrix-vector
+    product over (N, C, rest) equal NumPy's reduction; other layouts and strided arrays take the reduction."""
+    rng = np.random.default_rng(14)
+    for dtype, tol in ((np.float16, 1e-2), (np.float32, 1e-5), (np.float64, 1e-12)):
+        for shape, axes in (((6, 3, 5, 4), (0, 2, 3)), ((6, 3, 7), (0, -1)), ((2, 3, 2, 2, 3), (0, 2, 3, 4)),
+                            ((6, 3, 5, 4), (0, 2)), ((5, 4), (0,))):
+            a = rng.standard_normal(shape).astype(dtype)
+            for arr in (a, a[::-1]):  # contiguous, and a strided view
+                got = knorm._sum_over(arr, axes)
+                want = np.sum(arr, axis=axes, keepdims=True)
+                assert got.shape == want.shape and got.dtype == want.dtype
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_window_scatter_of_tiling_windows_writes_exact_zeros_for_infinite_cotangents(dtype):
+    """The scatter of windows that tile the input puts g at the recorded argmax and an exact 0 at the other
+    positions, also where g is infinite or NaN (as the general scatter and PyTorch's kernel do)."""
+    rng = np.random.default_rng(15)
+    geom = ((2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))
+    x = rng.standard_normal((2, 3, 4, 6)).astype(dtype)
+    index = kpool.window_argmax(x, *geom)
+    g = rng.standard_normal(index.shape).astype(dtype)
+    g[0, 0, 0, 0], g[1, 2, 1, 2], g[0, 1, 1, 1] = np.inf, -np.inf, np.nan
+    got = kpool._window_scatter_raw(g, index, x.shape, *geom)
+    assert kpool._tiles(x.shape[-2:], *geom)
+    want = np.zeros_like(x)
+    for n, c, a, b in np.ndindex(*index.shape):
+        j = int(index[n, c, a, b])
+        want[n, c, 2 * a + j // 2, 2 * b + j % 2] = g[n, c, a, b]
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == dtype and np.isnan(got).sum() == 1 and np.isinf(got).sum() == 2
+    assert (got == 0).sum() == got.size - g.size
+
+
 def test_conv_grad_keeps_float32_and_runs_under_jit():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
@@ -771,14 +865,25 @@ def test_conv_weight_gradient_reuses_the_forwards_columns_of_the_same_input_only
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("geom", [((1, 1), ((1, 1), (1, 1)), (1, 1), 1), ((1, 1), ((0, 2), (1, 0)), (1, 2), 2),
-                                  ((1,), ((2, 1),), (2,), 1)], ids=["3x3_pad1", "dil_groups_asym", "1d"])
-def test_shifted_row_columns_equal_the_general_columns(monkeypatch, dtype, geom):
+                                  ((1,), ((2, 1),), (2,), 1), ((1, 1), ((2, 0), (0, 1)), (1, 1), 2),
+                                  ((1, 1), ((1, 1), (6, 0)), (1, 6), 1)],
+                         ids=["3x3_pad1", "dil_groups_asym", "1d", "same_rows_asym", "same_rows_shift_past_row"])
+@pytest.mark.parametrize("batch", [1, 5])
+def test_shifted_row_columns_equal_the_general_columns(monkeypatch, request, dtype, geom, batch):
     """The stride-1 fast path (columns as shifted rows of the flattened padded input) against the general
-    im2col path it replaces, for the forward and both backward products, batch 1 and odd sizes."""
+    im2col path it replaces, for the forward and both backward products, batch 1 and odd sizes; batch 5 in
+    blocks of 2 samples (the last block shorter: its buffers are made afresh)."""
     rng = np.random.default_rng(7)
     nsp = len(geom[0])
-    x = rng.standard_normal((1, 4) + (7, 5)[:nsp]).astype(dtype)
+    if batch > 1:
+        shift = kconv._Shift((7, 5)[:nsp], (3, 2)[:nsp], geom[1], geom[2])
+        per_sample = 4 * len(shift.offsets) * shift.length * np.dtype(dtype).itemsize
+        monkeypatch.setattr(kconv, "CHUNK_BYTES", 2 * per_sample)
+        assert [s.stop - s.start for s in kconv._chunks(batch, shift, 4, np.dtype(dtype).itemsize)] == [2, 2, 1]
+    x = rng.standard_normal((batch, 4) + (7, 5)[:nsp]).astype(dtype)
     w = rng.standard_normal((6, 4 // geom[3]) + (3, 2)[:nsp]).astype(dtype)
+    shift = kconv._Shift(x.shape[2:], w.shape[2:], geom[1], geom[2])
+    assert shift.wraps == request.node.callspec.id.split("-")[1].startswith("same_rows")
     fast = [kconv._conv_forward_raw(x, w, *geom)]
     g = rng.standard_normal(fast[0].shape).astype(dtype)
     fast += [kconv._conv_input_grad_raw(g, w, x.shape, *geom), kconv._conv_weight_grad_raw(g, x, w.shape, *geom)]
@@ -806,6 +911,14 @@ def test_batch_norm_backward_sums_of_products_equal_the_composition():
         for a, b in zip(got, want):
             assert a.dtype == dtype
             np.testing.assert_allclose(a, np.asarray(b), rtol=tol, atol=tol * float(np.abs(np.asarray(b)).max()))
+    # the branch where dx cannot be x - mean's buffer: g of a wider dtype than x
+    for g, x in ((rng.standard_normal((4, 5, 6, 6)), rng.standard_normal((4, 5, 6, 6)).astype(np.float32)),):
+        w = rng.standard_normal((1, 5, 1, 1))
+        got = knorm._affine_backward_raw(g, x, w, (0, 2, 3), 1e-5)
+        want = knorm.standardize_affine_backward_composed(g, x.astype(np.float64), w, (0, 2, 3), 1e-5)
+        assert got[0].dtype == np.float64 and got[0].shape == x.shape
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, np.asarray(b), rtol=1e-5, atol=1e-5 * float(np.abs(np.asarray(b)).max()))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -42,13 +42,10 @@ def _positive_part_raw(v: Any, x: Any, nan_passes: bool = False) -> Any:
     if word is None or tuple(v.shape) != tuple(x.shape):
         zero = xp.zeros((), dtype=v.dtype)
         return xp.where(mask, zero, v) if nan_passes else xp.where(mask, v, zero)
-    bits = mask.astype(word)
-    if nan_passes:
-        bits -= 1  # 1 (zeroed) -> all bits clear, 0 -> all bits set
-    else:
-        xp.negative(bits, out=bits)  # 0 -> all bits clear, 1 -> all bits set
-    bits &= xp.ascontiguousarray(v).view(word)
-    return bits.view(v.dtype)
+    # the mask as bytes of all bits set or clear (sign-extended to v's word by the AND), one byte per element
+    flags = mask.view(xp.int8)
+    keep = (flags - 1) if nan_passes else xp.negative(flags)  # nan_passes: 1 (zeroed) -> 0, 0 -> -1
+    return xp.bitwise_and(xp.ascontiguousarray(v).view(word), keep).view(v.dtype)
 
 
 positive_part: Callable[..., Any] = defprimitive(

@@ -87,20 +87,42 @@ class _Shift:
     output axis times the padded row of the others): each copy is a long contiguous run instead of one short
     row per output row. The products then also produce values at the ``padded - out`` positions past each
     output row, which the forward crops and the backward products meet as zeros of the padded cotangent.
+
+    When the trailing axes keep their size ("same" padding along them, the common ``3x3, padding=1``), they
+    are not padded at all (:attr:`wraps`): the grid is then the output itself (no crop, no cotangent copy,
+    and the input goes in as long runs), and a read that crosses a row's edge (it lands on the neighbouring
+    row where the padding would have been) is zeroed in the columns by :meth:`zero_wraps` instead.
     """
 
     def __init__(self, spatial: tuple[int, ...], kernel: tuple[int, ...], pads: tuple[tuple[int, int], ...],
                  dilation: tuple[int, ...]) -> None:
-        self.padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
         self.out = conv_out_shape(spatial, kernel, (1,) * len(kernel), pads, dilation)
+        self.kernel, self.dilation, self.pads = tuple(kernel), tuple(dilation), tuple(pads)
+        self.wraps = len(spatial) > 1 and tuple(self.out[1:]) == tuple(spatial[1:])
+        if self.wraps:  # only the first axis is padded; the others are read unpadded, edges masked
+            self.padded = (spatial[0] + pads[0][0] + pads[0][1],) + tuple(spatial[1:])
+            self.inner = (slice(pads[0][0], pads[0][0] + spatial[0]),) + (slice(None),) * (len(spatial) - 1)
+        else:
+            self.padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
+            self.inner = tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, spatial))
         strides = [math.prod(self.padded[a + 1:]) for a in range(len(kernel))]
         self.grid = (self.out[0],) + self.padded[1:]  # the outputs, counted in the padded grid
         self.length = math.prod(self.grid)
-        self.offsets = [sum(i * d * st for i, d, st in zip(idx, dilation, strides))
-                        for idx in itertools.product(*(range(k) for k in kernel))]
-        self.flat = max(self.offsets) + self.length  # >= prod(padded): the last rows' tails read zeros
-        self.inner = tuple(slice(lo, lo + s) for (lo, _), s in zip(pads, spatial))
+        windows = list(itertools.product(*(range(k) for k in kernel)))
+        self.offsets = [sum(i * d * st for i, d, st in zip(idx, dilation, strides)) for idx in windows]
+        # with unpadded trailing axes the padded image starts `lead` zeros into its row (the left padding
+        # of those axes, flattened), so that every offset above stays >= 0
+        self.lead = sum(lo * st for (lo, _), st in zip(pads[1:], strides[1:])) if self.wraps else 0
+        self.flat = max(self.offsets) + self.length  # >= lead + prod(padded): the last rows' tails read zeros
+        # a channel row of the input gradient's offset-major columns: `flat` rounded up to 64 bytes of
+        # float32 (GEMMs writing rows at a stride of a cache-line multiple run about a quarter faster)
+        self.row = -(-self.flat // 16) * 16
         self.crop = (slice(None),) * 3 + tuple(slice(0, o) for o in self.out[1:])  # of (N, O, *grid)
+
+    def image(self, flat: Any) -> Any:
+        """The padded image ``(..., *padded)`` inside flattened rows ``flat (..., >= lead + prod(padded))``."""
+        size = math.prod(self.padded)
+        return flat[..., self.lead:self.lead + size].reshape(tuple(flat.shape[:-1]) + self.padded)
 
     def flat_input(self, x: Any, buf: Any = None) -> Any:
         """``x (B, C, *spatial)`` zero-padded into a ``(B, C, flat)`` buffer (one copy); ``buf``: one made by an
@@ -109,8 +131,26 @@ class _Shift:
         n, c = x.shape[:2]
         if buf is None or buf.shape[0] != n:
             buf = xp.zeros((n, c, self.flat), dtype=x.dtype)
-        buf[:, :, :math.prod(self.padded)].reshape((n, c) + self.padded)[(slice(None), slice(None)) + self.inner] = x
+        self.image(buf)[(slice(None), slice(None)) + self.inner] = x
         return buf
+
+    def zero_wraps(self, cols: Any, kaxis: int) -> None:
+        """Zero the entries of the columns ``cols (..., K, ..., length)`` (kernel offsets on axis ``kaxis``, the
+        grid last) whose read crossed a row's edge: where the padding would have given a zero. Only with
+        :attr:`wraps`; one assignment per trailing axis and kernel index that shifts (two for ``3x3``)."""
+        if not self.wraps:
+            return
+        nk = len(self.kernel)
+        middle = cols.ndim - kaxis - 2  # axes between the offsets and the grid
+        view = cols.reshape(tuple(cols.shape[:kaxis]) + self.kernel + tuple(cols.shape[kaxis + 1:-1]) + self.grid)
+        for a in range(1, nk):
+            size = self.grid[a]
+            for i in range(self.kernel[a]):
+                shift = i * self.dilation[a] - self.pads[a][0]
+                if not shift:
+                    continue
+                cut = slice(0, min(-shift, size)) if shift < 0 else slice(max(size - shift, 0), size)
+                view[(slice(None),) * (kaxis + a) + (i,) + (slice(None),) * (nk - a - 1 + middle + a) + (cut,)] = 0
 
     def grid_cotangent(self, g: Any, buf: Any = None) -> Any:
         """The output cotangent ``(B, O, *out)`` laid out on the padded grid ``(B, O, length)``, zeros past
@@ -139,6 +179,7 @@ def _fill_columns(cols: Any, flat: Any, shift: _Shift) -> None:
     per sample, channel and kernel offset."""
     for k, off in enumerate(shift.offsets):
         cols[:, :, k] = flat[:, :, off:off + shift.length]
+    shift.zero_wraps(cols, 2)
 
 
 def _block_buffer(buf: Any, xp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -161,34 +202,54 @@ def _shifted_forward(x: Any, w: Any, shift: _Shift, groups: int) -> Any:
         flat = shift.flat_input(x[sl], flat)
         cols = _block_buffer(cols, xp, (b, c, K, shift.length), x.dtype)
         _fill_columns(cols, flat, shift)
+        operand = cols.reshape(b, groups, (c // groups) * K, shift.length)
+        if shift.grid == shift.out:  # the grid is the output: the GEMM writes the result's block directly
+            xp.matmul(wm, operand, out=y[sl].reshape(b, groups, o // groups, shift.length))
+            continue
         prod = _block_buffer(prod, xp, (b, groups, o // groups, shift.length), dtype)
-        xp.matmul(wm, cols.reshape(b, groups, (c // groups) * K, shift.length), out=prod)
+        xp.matmul(wm, operand, out=prod)
         y[sl] = prod.reshape((b, o) + shift.grid)[shift.crop]
     return y
 
 
 def _shifted_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
     """Block by block: the cotangent on the padded grid, ``W^T g`` (the block's columns), col2im as long
-    contiguous adds, crop into the result."""
+    contiguous adds, crop into the result.
+
+    The columns come out ordered (kernel offset, channel) with each channel's row ``shift.row`` long (the
+    GEMM writes the first ``length`` entries; the rest stay zero), matching the flattened padded input's
+    channel rows: so the col2im add of one kernel offset is one contiguous run over all channels of a
+    sample, ``flat[off : off + C * shift.row] += cols[k]`` (the zeros past each row land harmlessly in the
+    next channel's row), not one short run per channel."""
     xp = namespace_of(g)
     n, c = x_shape[:2]
     o, K = w.shape[0], len(shift.offsets)
-    wt = xp.ascontiguousarray(w.reshape(groups, o // groups, -1).swapaxes(-1, -2))
+    cg, og, row = c // groups, o // groups, shift.row
+    # (G, K * C/G, O/G), rows ordered (kernel offset, channel): W^T with the offsets outermost
+    wt = xp.ascontiguousarray(w.reshape((groups, og, cg, K)).transpose(0, 3, 2, 1)).reshape(groups, K * cg, og)
     dtype = xp.result_type(g, w)
     dx = xp.empty((n, c) + tuple(x_shape[2:]), dtype=dtype)
+    run = c * row  # one sample's channel rows, end to end
+    tail = max(shift.offsets)
     grid = flat = cols = None
     for sl in _chunks(n, shift, c, dtype.itemsize):
         b = sl.stop - sl.start
         grid = shift.grid_cotangent(g[sl], grid)
-        cols = _block_buffer(cols, xp, (b, groups, (c // groups) * K, shift.length), dtype)
-        xp.matmul(wt, grid.reshape(b, groups, o // groups, shift.length), out=cols)
-        flat = _block_buffer(flat, xp, (b, c, shift.flat), dtype)
-        flat[...] = 0
-        spread = cols.reshape(b, c, K, shift.length)
+        if cols is None or cols.shape[0] != b:  # zeros past each row's `length` entries, kept between blocks
+            cols = xp.zeros((b, groups, K * cg, row), dtype=dtype)
+        xp.matmul(wt, grid.reshape(b, groups, og, shift.length), out=cols[..., :shift.length])
+        # contributions of reads that crossed a row's edge: none
+        shift.zero_wraps(cols.reshape(b, groups, K, cg, row)[..., :shift.length], 2)
+        spread = cols.reshape(b, groups, K, cg * row)
+        flat = _block_buffer(flat, xp, (b, run + tail), dtype)
+        flat[:, run:] = 0
         for k, off in enumerate(shift.offsets):
-            flat[:, :, off:off + shift.length] += spread[:, :, k]
-        dx[sl] = flat[:, :, :math.prod(shift.padded)].reshape((b, c) + shift.padded)[
-            (slice(None), slice(None)) + shift.inner]
+            target = flat[:, off:off + run].reshape(b, groups, cg * row)
+            if k == 0 and off == 0:
+                target[...] = spread[:, :, 0]
+            else:
+                target += spread[:, :, k]
+        dx[sl] = shift.image(flat[:, :run].reshape(b, c, row))[(slice(None), slice(None)) + shift.inner]
     return dx
 
 

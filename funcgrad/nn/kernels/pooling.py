@@ -3,12 +3,14 @@ window sum and its transpose.
 
 ``window_argmax`` runs once in the forward pass. The windows are copied once
 into a contiguous ``(K, *lead, *out)`` buffer (for windows that tile the
-input, one transposing copy of a reshape), then one sweep over the K kernel
-offsets keeps the running maximum and the offset where it was first reached
-(a NaN wins, as in PyTorch); sweeping contiguous rows, with the index updated
-by arithmetic rather than a masked select, is several times faster than
-reducing over strided views. The pooled values are ``window_gather(x,
-argmax)``, one ``take`` at flat positions; its VJP is ``window_scatter``, one
+input, one transposing copy of a reshape); the maximum is ``K - 1`` ``maximum``
+calls over its contiguous rows and the first offset that reaches it is found
+in Horner form over bytes (ties: the first; contiguous rows are several times
+faster than reducing over strided views). A window holding a NaN takes one
+sweep over the K offsets instead, which lets the last NaN win (PyTorch's
+rule). The pooled values are ``window_gather(x, argmax)``: the maxima the
+argmax just found (handed over by a forward memo), else one ``take`` at flat
+positions; its VJP is ``window_scatter``, one
 write (an add for overlapping windows) at the positions the forward recorded
 (no second search), and the VJP of the scatter is the gather again, so
 derivatives of any order are two linear primitives.
@@ -42,6 +44,7 @@ import funcgrad.numpy as fnp
 from ...backend import device_constant, namespace_of, scatter_add
 from ...core import defprimitive
 from ...numpy._batching import batch_size, move_to_front
+from .forward_memo import ForwardMemo
 
 __all__ = ["window_argmax", "window_gather", "window_scatter", "window_sum", "window_spread", "pooled_size",
            "window_slices"]
@@ -126,24 +129,59 @@ def _tile_views(a: Any, kernel: tuple[int, ...]) -> Iterator[Any]:
         yield split[pre + tuple(v for i in idx for v in (slice(None), i))]
 
 
-def _window_argmax_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
-                       dilation: tuple[int, ...]) -> Any:
-    xp = namespace_of(x)
-    nsp = len(kernel)
-    out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
-    stack = _window_stack(x, kernel, stride, pads, dilation, out, -math.inf)
+def _first_maximum_scan(stack: Any) -> tuple[Any, Any]:
+    """``(maximum, offset of the first maximum)`` over the stack's leading axis by one sweep of running
+    comparisons; a NaN wins (the last one, as PyTorch's kernel) and the running maximum stays NaN."""
+    xp = namespace_of(stack)
     best = stack[0].copy()
     index = xp.zeros(best.shape, dtype=xp.int32)
     step = xp.empty(best.shape, dtype=xp.int32)
     for j in range(1, stack.shape[0]):
         v = stack[j]
         wins = v > best  # strictly greater: the first maximum stays
-        wins |= v != v   # a NaN wins (the last one, as PyTorch's kernel); the running maximum stays NaN
+        wins |= v != v   # a NaN wins
         # index = where(wins, j, index) by arithmetic: a masked select is branchy and several times slower
         xp.subtract(j, index, out=step)
         step *= wins
         index += step
         xp.maximum(best, v, out=best)
+    return best, index
+
+
+def _first_maximum(stack: Any) -> tuple[Any, Any]:
+    """:func:`_first_maximum_scan`'s result with fewer passes for host arrays without NaN: the maximum by
+    ``K - 1`` ``maximum`` calls, then the first offset that reaches it in Horner form,
+    ``n0 (1 + n1 (1 + ... (1 + n_{K-2})))`` with ``n_j = stack[j] != maximum`` (bytes, not int32 steps)."""
+    K = stack.shape[0]
+    if not isinstance(stack, np.ndarray) or K < 2:  # device arrays: the sweep (the NaN test below reads the host)
+        return _first_maximum_scan(stack)
+    best = np.maximum(stack[0], stack[1])
+    for j in range(2, K):
+        np.maximum(best, stack[j], out=best)
+    if np.isnan(best).any():  # a NaN window: the sweep's rule (the last NaN wins)
+        return _first_maximum_scan(stack)
+    word = np.uint8 if K <= 256 else np.int32
+    offset = np.not_equal(stack[K - 2], best).astype(word)
+    for j in range(K - 3, -1, -1):
+        offset += 1
+        offset *= np.not_equal(stack[j], best)
+    return best, offset.astype(np.int32)
+
+
+class _PooledMemo(ForwardMemo):
+    """The window maxima the argmax found, for the gather of the same input and index that follows it
+    (:class:`~funcgrad.nn.kernels.forward_memo.ForwardMemo`): max pooling's values without a second pass."""
+
+
+_pooled = _PooledMemo()
+
+
+def _window_argmax_raw(x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                       dilation: tuple[int, ...]) -> Any:
+    nsp = len(kernel)
+    out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
+    best, index = _first_maximum(_window_stack(x, kernel, stride, pads, dilation, out, -math.inf))
+    _pooled.put((x, index), (kernel, stride, pads, dilation, -math.inf), best)
     return index
 
 
@@ -188,6 +226,9 @@ def _same_lead(a: Any, b: Any, nsp: int) -> bool:
 
 def _window_gather_raw(x: Any, index: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
                        pads: tuple[tuple[int, int], ...], dilation: tuple[int, ...], pad_value: float = 0.0) -> Any:
+    maxima = _pooled.take((x, index), (kernel, stride, pads, dilation, pad_value))
+    if maxima is not None:  # the values the argmax of this very x found
+        return maxima
     xp = namespace_of(x)
     nsp = len(kernel)
     out = _out_shape(tuple(x.shape[-nsp:]), kernel, stride, pads, dilation)
@@ -221,9 +262,16 @@ def _window_scatter_raw(g: Any, index: Any, x_shape: tuple[int, ...], kernel: tu
     if (_same_lead(g, index, nsp) and tuple(g.shape[:-nsp]) == lead
             and _tiles(spatial, kernel, stride, pads, dilation)):
         # windows that tile the input: each offset's strided view written once, g where the index names it
+        # and an exact zero elsewhere (for floats by bits, g AND a sign-extended byte mask: a product with the
+        # mask would write NaN for an infinite g)
         dx = xp.empty(lead + spatial, dtype=g.dtype)
+        word = np.dtype(f"int{8 * g.dtype.itemsize}") if g.dtype.kind == "f" and g.dtype.itemsize in (2, 4, 8) else None
+        bits = None if word is None else xp.ascontiguousarray(g).view(word)
         for j, view in enumerate(_tile_views(dx, kernel)):
-            xp.multiply(g, index == j, out=view)
+            if bits is None:
+                xp.multiply(g, index == j, out=view)
+            else:
+                xp.bitwise_and(bits, xp.negative((index == j).view(xp.int8)), out=view.view(word))
         return dx
     if _same_lead(g, index, nsp) and tuple(g.shape[:-nsp]) == lead:  # one scatter by flat position
         pos = _flat_positions(index, lead, padded, kernel, stride, dilation, out).reshape(-1)
