@@ -185,7 +185,7 @@ class _Source:
             if target is None or ix is None:
                 self.steps.append(("nest", shape, []))
                 open_nest = target = len(self.steps) - 1
-                ix = _placement(shape, shape)
+                ix = ["0" if n == 1 else f"i{d}" for d, n in enumerate(shape)]  # (= _placement(shape, shape))
             self.steps[target][2].append(e)
             self.step_of[o] = target
             self.index_of[o] = ix
@@ -404,8 +404,8 @@ class _Source:
             elif o.shape:
                 self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
                 rx = _counters("i", len(o.shape))
-                at = ", ".join(rx)
-                self.emit(self.loops(0, rx, tuple(o.shape)), f"a_{o.name}[{at}] = np.{odt}(acc_{o.name}[{at}]"
+                cell = ", ".join(rx)
+                self.emit(self.loops(0, rx, tuple(o.shape)), f"a_{o.name}[{cell}] = np.{odt}(acc_{o.name}[{cell}]"
                           + (f" / {float(count)!r})" if op == "mean" else ")"))
             else:
                 self.emit(0, f"{o.name} = np.{odt}({value})")
