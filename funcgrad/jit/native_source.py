@@ -6,7 +6,11 @@ The equations become *steps*, run in order:
   the reductions of operands of that shape, element by element: a value read only inside
   its nest lives in a local (no temporary array); one read later is stored whole; a
   reduction accumulates as the nest goes (float64 accumulators for float32 sums, means
-  and products) and is ready after it;
+  and products; the accumulator is the result where the dtypes agree) and is ready after
+  it. Shapes that differ only by size-1 axes count as the nest's shape (:func:`_placement`):
+  (1, n) in a nest over (n,), (n, 1, n) in one over (n, n), and (n, 1) in one over (n, n),
+  made in the outer loop before the inner one opens (an open nest over (n, 1) widens to
+  (n, n) for that); never a shape whose elements the nest would make more than once;
 - a **block** computes one whole-array result (a contraction, a concatenation, a scatter,
   a LAPACK call, looped over a stack of matrices) with loops of its own, or BLAS through
   ``np.dot`` for large matrices; two products ``A x`` and ``A v`` of one large matrix whose
@@ -14,9 +18,9 @@ The equations become *steps*, run in order:
 - a **view** makes no step: whoever reads it indexes its operand through the view's map
   of indices (:func:`funcgrad.jit.native_ops.view_map`).
 
-An equation joins the open nest when it has the nest's shape and reads nothing of that
-nest other than element-for-element (not a reduction made in it, not a view of a value
-made in it); otherwise an elementwise equation joins the latest earlier nest of its shape
+An equation joins the open nest when it has the nest's shape (as above) and reads nothing
+of that nest other than the element the nest holds where the equation is made (not a
+reduction made in it, not another element through broadcasting or a view); otherwise an elementwise equation joins the latest earlier nest of its shape
 that comes after the steps making its operands (one pass over memory less), and only
 then does a new nest open.
 
