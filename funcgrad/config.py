@@ -24,7 +24,7 @@ def _env_flag(name: str) -> bool:
 _ALIASES = {"jax_debug_nans": "debug_nans", "funcgrad_debug_nans": "debug_nans",
             "jax_log_compiles": "jit_log_compiles"}
 _FLAGS = ("debug_nans", "jit_log_compiles", "jit_retrace_warn", "jit_threads", "jit_parallel_min_size",
-          "jit_backend", "jit_native_after", "jit_native_wait")
+          "jit_backend", "jit_native_after", "jit_native_wait", "jit_compiler")
 
 
 class Config:
@@ -53,6 +53,10 @@ class Config:
     - ``jit_native_after`` (default 10): calls of one program before ``"auto"`` compiles it.
     - ``jit_native_wait`` (env ``FUNCGRAD_JIT_NATIVE_WAIT=1``; default False): with
       ``"native"``, compile on the calling thread at the first call instead (tests, benchmarks).
+    - ``jit_compiler`` (env ``FUNCGRAD_JIT_COMPILER``; default ``"process"``): where the
+      background compiles run: ``"process"`` (numba in a worker process, killed at exit, so an
+      exit never waits for a compile) or ``"thread"`` (numba on a thread of this process).
+      Read at each background compile.
     """
 
     def __init__(self) -> None:
@@ -124,6 +128,18 @@ class Config:
         if not isinstance(value, bool):
             raise ValueError(f"jit_native_wait must be True or False, got {value!r}")
         settings.native_wait = value
+
+    @property
+    def jit_compiler(self) -> str:
+        from .jit.tiered import settings
+
+        return settings.compiler
+
+    @jit_compiler.setter
+    def jit_compiler(self, value: str) -> None:
+        from .jit.tiered import check_compiler, settings
+
+        settings.compiler = check_compiler(value, "jit_compiler")
 
     @property
     def debug_nans(self) -> bool:

@@ -47,7 +47,7 @@ def assert_close(got, want):
     np.testing.assert_allclose(got, want, rtol=RTOL[want.dtype], atol=0)
 
 
-def chain(y, steps=50):
+def chain(y, steps=12):  # (compile time grows with the chain: 12 links show what 50 would)
     for _ in range(steps):
         y = fnp.tanh(fnp.sin(y)) * 1.5 + 0.25
     return fnp.sum(y)
@@ -293,6 +293,17 @@ def test_backend_names_are_checked():
         fg.config.jit_backend = "llvm"
     with pytest.raises(ValueError, match="jit_native_after"):
         fg.config.jit_native_after = 0
+    with pytest.raises(ValueError, match=r"jit_compiler must be \"process\" .* or \"thread\" .*got 'fork'"):
+        fg.config.jit_compiler = "fork"
+
+
+def test_the_compiler_choice_is_a_config_attribute(monkeypatch):
+    assert fg.config.jit_compiler == tiered.settings.compiler  # (env FUNCGRAD_JIT_COMPILER, default "process")
+    monkeypatch.setattr(fg.config, "jit_compiler", "thread")
+    assert tiered.settings.compiler == "thread" and fg.config.jit_compiler == "thread"
+    assert tiered._compiler_worker() is None  # compiles run on the thread itself
+    fg.config.update("jit_compiler", "process")
+    assert tiered.settings.compiler == "process"
 
 
 def test_numpy_backend_compiles_nothing():

@@ -32,6 +32,8 @@ a = a @ a.T + n * np.eye(n)
 def f(a):
     return (fnp.sum(fnp.linalg.solve(a, fnp.arange(4.0))) + fnp.linalg.det(a) + fnp.sum(fnp.linalg.inv(a))
             + fnp.sum(fnp.linalg.cholesky(a) ** 2) + fnp.sum(fnp.linalg.eigh(a)[0] ** 2))
+if len(sys.argv) > 2:
+    fg.config.jit_compiler = sys.argv[2]  # (over the environment's FUNCGRAD_JIT_COMPILER)
 g = fg.jit(fg.grad(f), backend="native")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -75,8 +77,10 @@ def test_the_worker_process_compiles_and_this_process_loads_from_the_cache_then_
 
 
 def test_compiling_on_a_thread_writes_every_linalg_module_to_the_cache(tmp_path):
-    env = {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels"), "FUNCGRAD_JIT_COMPILER": "thread"}
-    first = json.loads(_python(LINALG, "background", env=env).splitlines()[-1])
+    # fg.config.jit_compiler = "thread" set in the script wins over the environment's "process":
+    # numba compiled in this process (cache misses here), not in a worker
+    env = {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels"), "FUNCGRAD_JIT_COMPILER": "process"}
+    first = json.loads(_python(LINALG, "background", "thread", env=env).splitlines()[-1])
     assert first["state"] == "native" and first["uncached"] == [] and first["misses"] == first["modules"] >= 1
     again = json.loads(_python(LINALG, "block", env=env).splitlines()[-1])
     assert again["misses"] == 0 and again["hits"] == again["modules"]

@@ -179,7 +179,7 @@ NJIT_OPTIONS = "cache=True, error_model='numpy', nogil=True"
 def kernel_module_text(src: str, options: str | None = None) -> str:
     """The module written to the cache folder for ``src``: numba's imports, then each of its
     functions (a loop's body is one) under ``@numba.njit(<options>)`` (:data:`NJIT_OPTIONS`),
-    except those with a decorator of their own (the inline helpers of
+    except those with a decorator of their own (the math helpers of
     :mod:`funcgrad.jit.native_math`)."""
     decorator = f"@numba.njit({NJIT_OPTIONS if options is None else options})"
     lines = src.split("\n")

@@ -5,6 +5,10 @@ numba calls the C library for ``np.exp``/``np.tanh`` on one float at a time (no 
 the llvmlite wheels): 5.5 and 19.5 ns per element on the benchmark machine, where NumPy's
 own SIMD loops take 1.5 ns. These versions are a few multiply-adds and a division, with no
 call, so a fused loop nest runs them inline (2.8 and 3.0 ns alone, less inside a nest).
+They are plain ``numba.njit`` functions that LLVM inlines into the segment calling them, not
+``inline='always'`` (numba's own inlining, at its IR level, re-typed them at every call:
+compiling ``jit(grad)`` of the 200-op chain took 42.8 s of CPU that way and takes 3.7 s now,
+with the same call times: 22 us per call, and 21 ms for the 1e6-element row).
 
 Both reduce ``y = k ln2 + r`` (|r| <= ln2 / 2, ln2 split in two so that ``k * LN2_HI`` is
 exact, as in fdlibm) and sum the Taylor series of ``expm1(r)`` to r^13/13! (truncation
@@ -41,21 +45,21 @@ _SERIES = "1.0 / 6227020800.0"
 for _f in (479001600, 39916800, 3628800, 362880, 40320, 5040, 720, 120, 24, 6):  # 12! down to 3!
     _SERIES = f"1.0 / {_f}.0 + r * ({_SERIES})"
 
-_INLINE = "@numba.njit(inline='always', error_model='numpy')"
+_HELPER = "@numba.njit(error_model='numpy')"
 
-SOURCE = f'''{_INLINE}
+SOURCE = f'''{_HELPER}
 def pow2_64(k):
     return np.int64((np.int64(k) + 1023) << 52).view(np.float64)
 
 
-{_INLINE}
+{_HELPER}
 def expm1_reduced(y):
     k = np.rint(y * 1.4426950408889634)
     r = (y - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10
     return k, r + r * r * (0.5 + r * ({_SERIES}))
 
 
-{_INLINE}
+{_HELPER}
 def {EXP64}(y):
     z = min(max(y, -745.2), 709.8)
     k, q = expm1_reduced(z)
@@ -64,7 +68,7 @@ def {EXP64}(y):
     return out if y == y else y
 
 
-{_INLINE}
+{_HELPER}
 def {TANH64}(x):
     if x != x:
         return x

@@ -6,7 +6,11 @@ The equations become *steps*, run in order:
   the reductions of operands of that shape, element by element: a value read only inside
   its nest lives in a local (no temporary array); one read later is stored whole; a
   reduction accumulates as the nest goes (float64 accumulators for float32 sums, means
-  and products) and is ready after it;
+  and products; the accumulator is the result where the dtypes agree) and is ready after
+  it. Shapes that differ only by size-1 axes count as the nest's shape (:func:`_placement`):
+  (1, n) in a nest over (n,), (n, 1, n) in one over (n, n), and (n, 1) in one over (n, n),
+  made in the outer loop before the inner one opens (an open nest over (n, 1) widens to
+  (n, n) for that); never a shape whose elements the nest would make more than once;
 - a **block** computes one whole-array result (a contraction, a concatenation, a scatter,
   a LAPACK call, looped over a stack of matrices) with loops of its own, or BLAS through
   ``np.dot`` for large matrices; two products ``A x`` and ``A v`` of one large matrix whose
@@ -14,9 +18,9 @@ The equations become *steps*, run in order:
 - a **view** makes no step: whoever reads it indexes its operand through the view's map
   of indices (:func:`funcgrad.jit.native_ops.view_map`).
 
-An equation joins the open nest when it has the nest's shape and reads nothing of that
-nest other than element-for-element (not a reduction made in it, not a view of a value
-made in it); otherwise an elementwise equation joins the latest earlier nest of its shape
+An equation joins the open nest when it has the nest's shape (as above) and reads nothing
+of that nest other than the element the nest holds where the equation is made (not a
+reduction made in it, not another element through broadcasting or a view); otherwise an elementwise equation joins the latest earlier nest of its shape
 that comes after the steps making its operands (one pass over memory less), and only
 then does a new nest open.
 
@@ -92,6 +96,32 @@ def _broadcast_index(s: tuple[int, ...], shape: tuple[int, ...], ix: list[str]) 
     return ["0" if d == 1 and shape[lead + j] != 1 else ix[lead + j] for j, d in enumerate(s)]
 
 
+def _placement(s: tuple[int, ...], nest: tuple[int, ...]) -> list[str] | None:
+    """Where a loop nest over ``nest`` (counters ``i0 ...``) computes the elements of a value of
+    shape ``s``: index expressions, one per axis of ``s`` (``"0"`` on a size-1 axis), when each
+    element is computed exactly once; None otherwise. ``s`` fits when it differs from ``nest``
+    only by size-1 axes ((n, 1, n) in (n, n), (1, n) in (n,)), or when it broadcasts against
+    ``nest`` along its trailing axes only ((n, 1) in (n, n): made in the outer loop, before the
+    inner one opens). Not (n,) in (n, n): that would be computed once per row."""
+    real = [d for d, n in enumerate(nest) if n != 1]
+    mine = [j for j, n in enumerate(s) if n != 1]
+    if [s[j] for j in mine] == [nest[d] for d in real]:  # the same axes, size-1 ones aside
+        at = dict(zip(mine, real))
+        return [f"i{at[j]}" if j in at else "0" for j in range(len(s))]
+    lead = len(nest) - len(s)
+    if lead < 0 or any(n != 1 and n != nest[lead + j] for j, n in enumerate(s)):
+        return None
+    varying = [lead + j for j in mine]
+    if varying != real[:len(varying)]:  # a broadcast axis outside another: computed again per element
+        return None
+    return [f"i{lead + j}" if n != 1 else "0" for j, n in enumerate(s)]
+
+
+def _depth(ix: list[str]) -> int:
+    """The loops of a nest that a value at indices ``ix`` (from :func:`_placement`) is made in."""
+    return max((int(i[1:]) + 1 for i in ix if i != "0"), default=0)
+
+
 class _Source:
     """The generator of one segment's source (see the module docstring)."""
 
@@ -115,6 +145,8 @@ class _Source:
                     self.maps[o] = mapping
         self.step_of: dict[Var, int] = {}
         self.steps: list[tuple[str, Any, list[Eqn]]] = []  # ("nest", shape, eqns) | ("block", None, [e])
+        # where a nest computes each of its values (a reduction: its operand), in the nest's counters
+        self.index_of: dict[Var, list[str]] = {}
         self._make_steps()
         self.stored = self._stored()
         self.wanted = {a for e in eqns for a in reads_of(e) if isinstance(a, Var)} | {o for o in outs if isinstance(o, Var)}
@@ -146,34 +178,79 @@ class _Source:
                 open_nest = None
                 continue
             shape = tuple(e.ins[0].shape) if k == "reduce" else tuple(o.shape)
-            target: int | None = open_nest
-            if open_nest is None or self.steps[open_nest][1] != shape or any(
-                    self._conflicts(a, open_nest) for a in e.ins):
-                target = self._earlier_nest(e, shape) if k == "elementwise" else None
-            if target is None:
+            target: int | None = None
+            ix = None if open_nest is None else self._fit(e, shape, open_nest)
+            if ix is None and open_nest is not None:
+                ix = self._widen(e, shape, open_nest)
+            if ix is not None:
+                target = open_nest
+            elif k == "elementwise":
+                target, ix = self._earlier_nest(e, shape)
+            if target is None or ix is None:
                 self.steps.append(("nest", shape, []))
                 open_nest = target = len(self.steps) - 1
+                ix = ["0" if n == 1 else f"i{d}" for d, n in enumerate(shape)]  # (= _placement(shape, shape))
             self.steps[target][2].append(e)
             self.step_of[o] = target
+            self.index_of[o] = ix
 
-    def _earlier_nest(self, e: Eqn, shape: tuple[int, ...]) -> int | None:
-        """An earlier loop nest of ``shape`` that the elementwise ``e`` can join (one pass less):
-        the latest one after every step that makes an operand of ``e``, if it reads them element
-        for element; None where there is none."""
+    def _earlier_nest(self, e: Eqn, shape: tuple[int, ...]) -> tuple[int | None, list[str] | None]:
+        """An earlier loop nest that the elementwise ``e`` (of ``shape``) can join (one pass less):
+        the latest one after every step that makes an operand of ``e`` that :meth:`_fit` admits,
+        and where; (None, None) where there is none."""
         made = {self.step_of[self.root(a)] for a in e.ins if self._made_here(self.root(a))}
         first = max(made, default=0)
         for j in range(len(self.steps) - 1, first - 1, -1):
-            what, nest_shape, _ = self.steps[j]
-            if what == "nest" and nest_shape == shape and not any(self._conflicts(a, j) for a in e.ins):
-                return j
-        return None
+            if self.steps[j][0] == "nest":
+                ix = self._fit(e, shape, j)
+                if ix is not None:
+                    return j, ix
+        return None, None
 
-    def _conflicts(self, a: Any, nest: int) -> bool:
-        """Does reading ``a`` in ``nest`` need more than this element of a value made in it?"""
-        r = self.root(a)
-        if not self._made_here(r) or self.step_of.get(r) != nest:
-            return False
-        return a is not r or self.kind[r] == "reduce"
+    def _fit(self, e: Eqn, shape: tuple[int, ...], nest: int) -> list[str] | None:
+        """Where ``nest`` would compute ``e`` (an elementwise equation of ``shape``, or a reduction
+        of an operand of ``shape``): :func:`_placement`, provided every value of that nest that
+        ``e`` reads is the element the nest holds at that point (not a reduction made in it, not
+        another element through broadcasting or a view); None where ``e`` does not fit."""
+        ix = _placement(shape, self.steps[nest][1])
+        if ix is None:
+            return None
+        for a in e.ins:
+            r = self.root(a)
+            if not self._made_here(r) or self.step_of.get(r) != nest:
+                continue
+            if self.kind[r] == "reduce" or self._index_at_root(a, shape, ix) != self.index_of[r]:
+                return None
+        return ix
+
+    def _widen(self, e: Eqn, shape: tuple[int, ...], nest: int) -> list[str] | None:
+        """Make the open ``nest`` loop over ``shape`` instead where its own shape fits in it
+        (:func:`_placement`: (n, 1) -> (n, n), the column's work then done in the outer loop)
+        and ``e`` then fits (:meth:`_fit`): where ``e`` is computed; None (nothing changed)
+        otherwise."""
+        what, old_shape, eqns = self.steps[nest]
+        moved = _placement(old_shape, shape)
+        if moved is None or len(shape) < len(old_shape) or shape == old_shape:
+            return None
+        at = {f"i{d}": i for d, i in enumerate(moved)}
+        before = {e2.outs[0]: self.index_of[e2.outs[0]] for e2 in eqns}
+        for o, ix in before.items():
+            self.index_of[o] = [at.get(i, i) for i in ix]
+        self.steps[nest] = (what, shape, eqns)
+        fitted = self._fit(e, shape, nest)
+        if fitted is None:
+            self.index_of.update(before)
+            self.steps[nest] = (what, old_shape, eqns)
+        return fitted
+
+    def _index_at_root(self, a: Any, shape: tuple[int, ...], ix: list[str]) -> list[str]:
+        """The indices of :meth:`root` of ``a`` that reading ``a`` broadcast against a loop over
+        ``shape`` at ``ix`` reads (through the index maps of views)."""
+        at = _broadcast_index(tuple(a.shape), shape, ix)
+        while a in self.maps:
+            at = self.maps[a](at)
+            a = self.eqn_of[a].ins[0]
+        return at
 
     def _blas_matvec(self, e: Eqn) -> Contraction | None:
         """``e`` as a matrix-vector product large enough for BLAS (:meth:`_contract`), or None."""
@@ -282,6 +359,8 @@ class _Source:
     # -- steps -------------------------------------------------------------------------------------
 
     def nest(self, k: int, shape: tuple[int, ...], eqns: list[Eqn]) -> None:
+        """One loop nest over ``shape``: each equation at its place (:func:`_placement`), in the
+        loops it needs (a value of shape (n, 1) in a nest over (n, n) before the inner loop)."""
         ix = _counters("i", len(shape))
         for e in eqns:
             o = e.outs[0]
@@ -298,16 +377,19 @@ class _Source:
             elif o in self.stored:
                 dt = "np.bool_" if odt == "bool" else f"np.{odt}"
                 self.alloc(f"a_{o.name}", tuple(o.shape), dt)
-        depth = self.loops(0, ix, shape)
-        for e in eqns:
+        depth = 0
+        for e in sorted(eqns, key=lambda e: _depth(self.index_of[e.outs[0]])):  # (stable: operands first)
             o = e.outs[0]
-            odt = dtype_name(o)
+            at = self.index_of[o]
+            while depth < _depth(at):
+                self.emit(depth, f"for {ix[depth]} in range({shape[depth]}):")
+                depth += 1
             if self.kind[o] == "reduce":
-                self._accumulate(e, shape, ix, k, depth)
+                self._accumulate(e, tuple(e.ins[0].shape), at, k, depth)
                 continue
-            self.emit(depth, f"{o.name} = {self._elementwise(e, shape, ix, k)}")
+            self.emit(depth, f"{o.name} = {self._elementwise(e, tuple(o.shape), at, k)}")
             if o in self.stored:
-                self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {o.name}")
+                self.emit(depth, f"a_{o.name}[{', '.join(at)}] = {o.name}")
         for e in eqns:
             o = e.outs[0]
             if self.kind[o] != "reduce":
@@ -318,13 +400,16 @@ class _Source:
             for a in axes:
                 count *= e.ins[0].shape[a]
             value = f"acc_{o.name} / {float(count)!r}" if op == "mean" else f"acc_{o.name}"
-            if odt == "bool":
-                self.emit(0, f"{'a_' if o.shape else ''}{o.name} = {value}")
+            same = odt == "bool" or (op != "mean" and (op in ("max", "min") or odt == "float64"))
+            if same and o.shape:  # the accumulator is the result (no copy)
+                self.emit(0, f"a_{o.name} = acc_{o.name}")
+            elif odt == "bool":
+                self.emit(0, f"{o.name} = {value}")
             elif o.shape:
                 self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
                 rx = _counters("i", len(o.shape))
-                at = ", ".join(rx)
-                self.emit(self.loops(0, rx, tuple(o.shape)), f"a_{o.name}[{at}] = np.{odt}(acc_{o.name}[{at}]"
+                cell = ", ".join(rx)
+                self.emit(self.loops(0, rx, tuple(o.shape)), f"a_{o.name}[{cell}] = np.{odt}(acc_{o.name}[{cell}]"
                           + (f" / {float(count)!r})" if op == "mean" else ")"))
             else:
                 self.emit(0, f"{o.name} = np.{odt}({value})")

@@ -99,13 +99,9 @@ def closing() -> bool:
 
 
 def _work() -> None:
-    global _compiler_process
     from . import native
 
-    if settings.compiler == "process":
-        with _worker_lock:
-            if _compiler_process is None and not _closing.is_set():
-                _compiler_process = CompileWorker()
+    _compiler_worker()  # started before numba is imported here
     native.available()  # numba imported here, off the caller's thread, then:
     atexit.unregister(stop_compiler)
     atexit.register(stop_compiler)  # above numba's exit handlers: runs before them
@@ -116,7 +112,19 @@ def _work() -> None:
         if _closing.is_set():
             tier._finish("replay only: the process is exiting")
         else:
-            tier._compile(_compiler_process if settings.compiler == "process" else None)
+            tier._compile(_compiler_worker())
+
+
+def _compiler_worker() -> CompileWorker | None:
+    """The compiler process where ``settings.compiler`` is ``"process"`` (started at the first
+    compile that wants it: ``fg.config.jit_compiler`` may change between compiles), else None."""
+    global _compiler_process
+    if settings.compiler != "process":
+        return None
+    with _worker_lock:
+        if _compiler_process is None and not _closing.is_set():
+            _compiler_process = CompileWorker()
+        return _compiler_process
 
 
 def _submit(tier: "Tiered") -> None:
