@@ -41,6 +41,7 @@ from .. import numpy as fnp
 from ..core.trace import Primitive
 from ..numpy import creation as _creation, indexing as _indexing, linalg as _linalg, shape_ops as _shape_ops
 from . import native_math
+from .native_gather import AdvancedIndex, advanced_index
 from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
 from .loops import Branches, Structured, WhileLoop, loop_of
@@ -48,7 +49,7 @@ from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, pr
 
 __all__ = ["INTS", "is_int_scalar", "NATIVE_EXPR", "NATIVE_EXPR_FLOAT64", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
-           "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
+           "loop_consts", "reads_of", "index_of", "index_consts", "WINNER_MASK", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -112,6 +113,7 @@ RESHAPE = primitive_of(fnp.reshape)
 GETITEM = primitive_of(_indexing._getitem)
 UNINDEX, INDEX_ADD, INDEX_SET = (primitive_of(_indexing._unindex), primitive_of(_indexing._index_add),
                                  primitive_of(_indexing._index_set))
+WINNER_MASK = primitive_of(_indexing._winner_mask)
 CONCATENATE, SPLIT = primitive_of(_shape_ops._concatenate), primitive_of(_shape_ops._split)
 STACK = primitive_of(_shape_ops._stack)
 INV, SOLVE, DET = primitive_of(_linalg.inv), primitive_of(_linalg.solve), primitive_of(_linalg.det)
@@ -239,6 +241,8 @@ def kind_of(e: Eqn) -> str | None:
         return "block" if _stack_ok(e) else None
     if p in _SCATTERS:
         return "block" if _scatter_ok(e) else None
+    if p is WINNER_MASK:
+        return "block" if _winner_mask_ok(e) else None
     if e.kwargs:
         return None
     if p in NATIVE_EXPR or p in SELECTIONS:
@@ -357,7 +361,7 @@ def loop_consts(loop: Structured) -> list[Const]:
     for body in bodies_of(loop):
         for b in body.eqns:
             inner = loop_of(b)
-            for c in [a for a in b.ins if isinstance(a, Const) and not is_literal(a.value)] + (
+            for c in [a for a in b.ins if isinstance(a, Const) and not is_literal(a.value)] + index_consts(b) + (
                     loop_consts(inner) if inner is not None else []):
                 if all(c is not f for f in found):
                     found.append(c)
@@ -365,9 +369,10 @@ def loop_consts(loop: Structured) -> list[Const]:
 
 
 def reads_of(e: Eqn) -> list[Any]:
-    """What the lowered ``e`` reads: its operands, and a loop's body constants."""
+    """What the lowered ``e`` reads: its operands, a gather's or scatter's static index arrays
+    (:func:`index_consts`), and a loop's body constants."""
     loop = loop_of(e)
-    return list(e.ins) + (loop_consts(loop) if loop is not None else [])
+    return list(e.ins) + index_consts(e) + (loop_consts(loop) if loop is not None else [])
 
 
 # -- reductions --------------------------------------------------------------------------------
@@ -486,7 +491,7 @@ def _affine(start: int, step: int, i: str) -> str:
 def view_map(e: Eqn) -> IndexMap | None:
     """For a view equation ``out = view(x, ...)``: the map of ``out``'s index expressions to
     ``x``'s, or None where this view does not lower."""
-    if not e.ins or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0])):
+    if not e.ins or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0])) or len(e.outs) != 1:
         return None
     x, o = e.ins[0], e.outs[0]
     xs, os_ = tuple(x.shape), tuple(o.shape)
@@ -530,10 +535,13 @@ def view_map(e: Eqn) -> IndexMap | None:
         lead = len(os_) - len(xs)
         mapping = lambda ix: ["0" if n == 1 and os_[lead + d] != 1 else ix[lead + d]  # noqa: E731
                               for d, n in enumerate(xs)]
-    elif p is GETITEM and not e.kwargs and len(args) == 1:
-        made = basic_index(args[0], xs)
+    elif p is GETITEM and not e.kwargs and args:
+        made = basic_index(args[0], xs) if len(args) == 1 else None
         if made is not None and made[1] == os_:
             mapping = made[0]
+        elif made is None:
+            gather = index_of(e)
+            mapping = gather.mapping if gather is not None and gather.shape == os_ else None
     if mapping is None:
         return None
     if len(mapping(["i"] * len(os_))) != len(xs):
@@ -746,34 +754,100 @@ def scatter_region(e: Eqn) -> tuple[Any, Any, IndexMap, tuple[int, ...]]:
     """(base or None, values, index map, region shape) of a lowerable scatter equation:
     ``unindex(g, idx, shape)`` writes ``g`` into zeros; ``index_set/index_add(x, idx, v)`` into ``x``."""
     if e.prim is UNINDEX:
-        g, idx, _ = e.ins
+        g, idx, _ = e.ins[:3]
         base, values = None, g
     else:
-        base, idx, values = e.ins
-    made = basic_index(idx, tuple(e.outs[0].shape))
+        base, idx, values = e.ins[:3]
+    made = _scatter_index(e)
     assert made is not None
     return base, values, made[0], made[1]
 
 
+def _scatter_index(e: Eqn) -> tuple[IndexMap, tuple[int, ...]] | None:
+    """(map, region shape) of a scatter's index: basic, else advanced (:func:`index_of`)."""
+    made = basic_index(e.ins[1], tuple(e.outs[0].shape)) if len(e.ins) == 3 else None
+    if made is None:
+        gather = index_of(e)
+        made = None if gather is None else (gather.mapping, gather.shape)
+    return made
+
+
 def _scatter_ok(e: Eqn) -> bool:
-    if e.kwargs or len(e.ins) != 3:
+    if e.kwargs or len(e.ins) < 3:
         return False
     o = e.outs[0]
     if not (_out_ok(o, FLOATS) and is_host_array(o.kind) and len(o.shape) >= 1):
         return False
     if e.prim is UNINDEX:
-        g, idx, shape = e.ins
+        g, idx, shape = e.ins[:3]
         if not (_ints(shape) and tuple(shape) == tuple(o.shape)):
             return False
         values = g
     else:
-        x, idx, values = e.ins
+        x, idx, values = e.ins[:3]
         if not (_is_array_var(x) and dtype_name(x) == dtype_name(o) and tuple(x.shape) == tuple(o.shape)):
             return False
-    made = basic_index(idx, tuple(o.shape))
+    made = _scatter_index(e)
     if made is None:
         return False
     region = made[1]
     if isinstance(values, (Var, Const)) and len(_shape_of(values)) > len(region):
         return False  # (NumPy drops leading unit axes of the values; rare enough to replay)
     return _atom_ok(values, (dtype_name(o),), region)
+
+
+# -- advanced indexing: integer arrays, static masks, the program's index values ------------------
+
+_GATHER_AT = {GETITEM: 2, UNINDEX: 3, INDEX_ADD: 3, INDEX_SET: 3, WINNER_MASK: 2}  # where the index values start
+_indices: dict[int, tuple[Eqn, AdvancedIndex | None]] = {}
+
+
+def index_of(e: Eqn) -> AdvancedIndex | None:
+    """The advanced index of a gather, scatter or winner mask ``e`` (``x[idx]`` on the shape it
+    indexes, :func:`funcgrad.jit.native_gather.advanced_index`), or None: basic indices, or one
+    that does not lower."""
+    if e.prim not in _GATHER_AT or len(e.ins) < 2:
+        return None
+    hit = _indices.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    o = e.outs[0]
+    if e.prim is GETITEM or e.prim is WINNER_MASK:
+        indexed = _shape_of(e.ins[0])
+    elif e.prim is UNINDEX:
+        indexed = tuple(e.ins[2]) if _ints(e.ins[2]) and len(e.ins) > 2 else ()
+    else:
+        indexed = tuple(o.shape)
+    made = advanced_index(e.ins[1], list(e.ins[_GATHER_AT[e.prim]:]), indexed, o.name)
+    if len(_indices) > 4096:
+        _indices.clear()
+    _indices[id(e)] = (e, made)
+    return made
+
+
+def index_consts(e: Eqn) -> list[Const]:
+    """The static index arrays a lowered gather or scatter ``e`` reads, as constants."""
+    made = index_of(e) if e.prim in _GATHER_AT else None
+    return [] if made is None else made.consts
+
+
+def _winner_mask_ok(e: Eqn) -> bool:
+    """``winner_mask(like, idx)``: 1 where a write to ``like[idx]`` is the last to its position."""
+    if e.kwargs or len(e.ins) < 2 or not _is_array(e.ins[0]) or len(e.outs) != 1:
+        return False
+    o = e.outs[0]
+    if not (_out_ok(o, FLOATS) and is_host_array(o.kind) and dtype_name(o) == dtype_name(e.ins[0])):
+        return False
+    made = basic_index(e.ins[1], _shape_of(e.ins[0])) if len(e.ins) == 2 else None
+    shape = made[1] if made is not None else getattr(index_of(e), "shape", None)
+    return shape == tuple(o.shape)
+
+
+def winner_region(e: Eqn) -> tuple[IndexMap, tuple[int, ...]]:
+    """(map into ``like``, region shape) of a lowerable winner mask."""
+    made = basic_index(e.ins[1], _shape_of(e.ins[0])) if len(e.ins) == 2 else None
+    if made is None:
+        gather = index_of(e)
+        assert gather is not None
+        made = (gather.mapping, gather.shape)
+    return made

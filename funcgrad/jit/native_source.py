@@ -38,12 +38,13 @@ from typing import Any
 import numpy as np
 
 from . import native_math
+from .native_gather import check_lines
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
 from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
-                         reads_of, split_maps, view_map)
+                         reads_of, split_maps, view_map, index_of, WINNER_MASK, UNINDEX, winner_region)
 
 __all__ = ["segment_source", "BLAS_MIN_WORK", "SCRATCH_MAX_SIZE"]
 
@@ -160,13 +161,22 @@ class _Source:
         """An earlier loop nest of ``shape`` that the elementwise ``e`` can join (one pass less):
         the latest one after every step that makes an operand of ``e``, if it reads them element
         for element; None where there is none."""
-        made = {self.step_of[self.root(a)] for a in e.ins if self._made_here(self.root(a))}
+        made = {self.step_of[r] for a in e.ins for r in [self.root(a)] + self._index_values(a) if self._made_here(r)}
         first = max(made, default=0)
         for j in range(len(self.steps) - 1, first - 1, -1):
             what, nest_shape, _ = self.steps[j]
             if what == "nest" and nest_shape == shape and not any(self._conflicts(a, j) for a in e.ins):
                 return j
         return None
+
+    def _index_values(self, a: Any) -> list[Any]:
+        """The program's index values the views leading to ``a`` read (an advanced index's)."""
+        found: list[Any] = []
+        while isinstance(a, Var) and a in self.maps:
+            e = self.eqn_of[a]
+            found.extend(v for v in e.ins[2:] if isinstance(v, Var))
+            a = e.ins[0]
+        return found
 
     def _conflicts(self, a: Any, nest: int) -> bool:
         """Does reading ``a`` in ``nest`` need more than this element of a value made in it?"""
@@ -422,6 +432,9 @@ class _Source:
         if c is not None:
             self._contract(k, o, c)
             return
+        if e.prim is WINNER_MASK:
+            self._winner_mask(k, e)
+            return
         base, values, mapping, region = scatter_region(e)
         if base is None:
             self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}", "0")
@@ -432,8 +445,25 @@ class _Source:
             self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {self.value_at(base, ix, k, odt)}")
         ix = _counters("i", len(region))
         depth = self.loops(0, ix, region)
-        op = "+=" if e.prim is INDEX_ADD else "="
+        op = "+=" if e.prim in (INDEX_ADD, UNINDEX) else "="  # (repeated positions accumulate; set: last wins)
         self.emit(depth, f"a_{o.name}[{', '.join(mapping(ix))}] {op} {self.read(values, region, ix, k, odt)}")
+
+    def _winner_mask(self, k: int, e: Eqn) -> None:
+        """1 where a write to ``like[idx]`` (C order) is the last to its position, else 0: each
+        position first records its last writer's number, then each write compares."""
+        o = e.outs[0]
+        mapping, region = winner_region(e)
+        like = tuple(e.ins[0].shape if isinstance(e.ins[0], Var) else e.ins[0].value.shape)
+        self.alloc(f"w_{o.name}", like, "np.int64", "-1")
+        self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{dtype_name(o)}")
+        ix = _counters("i", len(region))
+        for write in (True, False):
+            self.emit(0, f"n_{o.name} = 0")
+            depth = self.loops(0, ix, region)
+            at = f"w_{o.name}[{', '.join(mapping(ix))}]"
+            self.emit(depth, f"{at} = n_{o.name}" if write else
+                      f"a_{o.name}[{', '.join(ix)}] = 1.0 if {at} == n_{o.name} else 0.0")
+            self.emit(depth, f"n_{o.name} += 1")
 
     def _linalg_stack(self, k: int, e: Eqn, batch: tuple[int, ...]) -> None:
         """A LAPACK call on each matrix of a stack (..., n, n) (:func:`~funcgrad.jit.native_ops.linalg_ok`)."""
@@ -682,6 +712,8 @@ class _Source:
                 else:
                     self.emit(0, f"{o.name} = {self.value_at(o, [], None, dtype_name(o))}")
             rets.append(f"a_{o.name}" if o.shape else o.name)
+        checks = [c for e in self.eqns for made in [index_of(e)] if made is not None and kind_of(e) is not None
+                  for c in made.checks]
         params, entry = [], []
         for a in self.ins:
             if _is_strided_array(a) and self.scratch is None:  # (a body's step is too short to gain)
@@ -691,7 +723,7 @@ class _Source:
                 params.append(a.name)
         params += [name for name, _, _ in self.scratch or []]
         return "".join(h + "\n\n" for h in self.helpers if h) + (f"def {name}({', '.join(params)}):\n"
-                                                                  + "\n".join(entry + self.lines)
+                                                                  + "\n".join(entry + check_lines(checks) + self.lines)
                 + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
 
 
