@@ -49,7 +49,7 @@ from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, pr
 
 __all__ = ["INTS", "is_int_scalar", "NATIVE_EXPR", "NATIVE_EXPR_FLOAT64", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
-           "loop_consts", "reads_of", "index_of", "index_consts", "WINNER_MASK", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
+           "loop_consts", "reads_of", "index_of", "index_consts", "linalg_batch", "WINNER_MASK", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -706,8 +706,8 @@ def _concatenate_ok(e: Eqn) -> bool:
 def linalg_ok(e: Eqn) -> bool:
     """A LAPACK call numba has: ``inv``/``det``/``cholesky``/``eigh`` (lower triangle) of a
     square host float matrix or a stack of them (..., n, n), ``solve`` of one (or a stack)
-    with a vector (n,) or a right-hand side of the same batch axes (..., n) / (..., n, k)
-    (batch axes that broadcast stay on the replay): a stack is a loop over its matrices."""
+    with a vector (n,) or a stack of right-hand sides (..., n, k) whose batch axes broadcast
+    against the matrices' (:func:`linalg_batch`): a stack is a loop over its matrices."""
     a = e.ins[0] if e.ins else None
     if not (_is_array(a) and len(_shape_of(a)) >= 2 and _shape_of(a)[-1] == _shape_of(a)[-2] > 0):
         return False
@@ -728,12 +728,25 @@ def linalg_ok(e: Eqn) -> bool:
         bs = _shape_of(b)
         if len(bs) == 1:
             return bs[0] == n and _shape_of(o) == batch + (n,)
-        return bs[:-2] == batch and bs[-2] == n and _shape_of(o) == bs
+        try:
+            out_batch = tuple(np.broadcast_shapes(batch, bs[:-2]))
+        except ValueError:
+            return False
+        return bs[-2] == n and _shape_of(o) == out_batch + bs[-2:]
     if len(e.ins) != 1:
         return False
     if e.prim is DET:
         return _out_ok(o, FLOATS) and _shape_of(o) == batch and (is_host_array(o.kind) or not batch)
     return is_host_array(o.kind) and _shape_of(o) == batch + (n, n)
+
+
+def linalg_batch(e: Eqn) -> tuple[int, ...]:
+    """The batch axes a lowerable LAPACK equation loops over: its result's (``solve``'s broadcast
+    ones), or its matrix's for ``eigh``."""
+    o = e.outs[0]
+    if e.prim is SOLVE:
+        return tuple(o.shape)[:-1] if len(_shape_of(e.ins[1])) == 1 else tuple(o.shape)[:-2]
+    return _shape_of(e.ins[0])[:-2]
 
 
 def _stack_ok(e: Eqn) -> bool:

@@ -44,7 +44,7 @@ from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
 from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
-                         reads_of, split_maps, view_map, index_of, WINNER_MASK, UNINDEX, winner_region)
+                         reads_of, split_maps, view_map, index_of, linalg_batch, WINNER_MASK, UNINDEX, winner_region)
 
 __all__ = ["segment_source", "BLAS_MIN_WORK", "SCRATCH_MAX_SIZE"]
 
@@ -390,7 +390,7 @@ class _Source:
         o = e.outs[0]
         odt = dtype_name(o)
         if e.prim in LINALG:
-            batch = tuple(e.ins[0].shape if isinstance(e.ins[0], Var) else e.ins[0].value.shape)[:-2]
+            batch = linalg_batch(e)
             if batch:
                 self._linalg_stack(k, e, batch)
                 return
@@ -466,14 +466,16 @@ class _Source:
             self.emit(depth, f"n_{o.name} += 1")
 
     def _linalg_stack(self, k: int, e: Eqn, batch: tuple[int, ...]) -> None:
-        """A LAPACK call on each matrix of a stack (..., n, n) (:func:`~funcgrad.jit.native_ops.linalg_ok`)."""
+        """A LAPACK call on each matrix of a stack (..., n, n) (:func:`~funcgrad.jit.native_ops.linalg_ok`):
+        a loop over the result's batch axes, an operand's batch axes that broadcast read at 0."""
         ix = _counters("i", len(batch))
         args = []
         for a in e.ins:
             whole = self._whole(a, k)
-            nd = len(a.shape if isinstance(a, Var) else a.value.shape)
-            args.append(f"np.ascontiguousarray({whole}[{', '.join(ix)}])" if nd > 1 else
-                        f"np.ascontiguousarray({whole})")  # (a vector b is the same for every matrix)
+            shape = tuple(a.shape if isinstance(a, Var) else a.value.shape)
+            at = _broadcast_index(shape[:-2], batch, ix) if len(shape) > 1 else []
+            args.append(f"np.ascontiguousarray({whole}[{', '.join(at)}])" if at else
+                        f"np.ascontiguousarray({whole})")  # (a vector b, or an unbatched operand: the same for every matrix)
         for o in e.outs:
             self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{dtype_name(o)}")
         depth = self.loops(0, ix, batch)
