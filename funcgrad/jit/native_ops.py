@@ -49,7 +49,7 @@ from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, pr
 
 __all__ = ["INTS", "is_int_scalar", "NATIVE_EXPR", "NATIVE_EXPR_FLOAT64", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
-           "loop_consts", "reads_of", "index_of", "index_consts", "linalg_batch", "WINNER_MASK", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
+           "loop_consts", "reads_of", "index_of", "index_consts", "linalg_batch", "EINSUM", "Einsum", "einsum_plan", "WINNER_MASK", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -124,6 +124,7 @@ LINALG: dict[Primitive, str] = {INV: "np.linalg.inv({0})", SOLVE: "np.linalg.sol
                                 DET: "np.linalg.det({0})", CHOLESKY: "np.linalg.cholesky({0})",
                                 EIGH: "np.linalg.eigh({0})"}
 MATMUL, DOT = primitive_of(fnp.matmul), primitive_of(fnp.dot)
+EINSUM = primitive_of(_linalg._einsum)
 
 FLOATS = ("float64", "float32")
 INTS = ("int64", "int32")
@@ -237,6 +238,8 @@ def kind_of(e: Eqn) -> str | None:
         return "block" if contraction(e) is not None else None
     if p is CONCATENATE:
         return "block" if _concatenate_ok(e) else None
+    if p is EINSUM:
+        return "block" if einsum_plan(e) is not None else None
     if p is STACK:
         return "block" if _stack_ok(e) else None
     if p in _SCATTERS:
@@ -864,3 +867,68 @@ def winner_region(e: Eqn) -> tuple[IndexMap, tuple[int, ...]]:
         assert gather is not None
         made = (gather.mapping, gather.shape)
     return made
+
+
+# -- einsum: one loop nest (or a matrix product for BLAS) ------------------------------------------
+
+class Einsum:
+    """``out[r...] = sum over s... of the product of operands[j][indices[j]]``: index expressions
+    in the counters ``r0 ...`` (the result's axes) and ``s0 ...`` (the summed labels, ``sizes``);
+    a label repeated in one operand reads its diagonal, a size-1 axis broadcast against a longer
+    one reads index 0. ``blas``: the same as a :class:`Contraction` whose operands are one
+    matrix product (two operands, each label once per operand, the result's labels the first
+    operand's free ones then the second's), else None."""
+
+    def __init__(self, operands: list[Any], indices: list[list[str]], sizes: tuple[int, ...],
+                 blas: Contraction | None) -> None:
+        self.operands, self.indices, self.sizes, self.blas = operands, indices, sizes, blas
+
+
+def einsum_plan(e: Eqn) -> Einsum | None:
+    """The loop nest of an ``einsum`` equation (canonical subscripts ``"ij,jk->ik"``: explicit,
+    letters only, as funcgrad.numpy.linalg records them) over host float arrays of the result's
+    dtype; None otherwise."""
+    if set(e.kwargs) - {"optimize"} or len(e.ins) < 2 or not isinstance(e.ins[0], str) or len(e.outs) != 1:
+        return None
+    o, ops = e.outs[0], e.ins[1:]
+    if not _out_ok(o, FLOATS) or not all(_is_array(a) and dtype_name(a) == dtype_name(o) for a in ops):
+        return None
+    if "->" not in e.ins[0] or "." in e.ins[0]:
+        return None
+    ins_s, out = e.ins[0].split("->")
+    terms = ins_s.split(",")
+    shapes = [_shape_of(a) for a in ops]
+    if len(terms) != len(ops) or any(len(t) != len(s) for t, s in zip(terms, shapes)):
+        return None
+    sizes: dict[str, int] = {}
+    for t, s in zip(terms, shapes):
+        for c, n in zip(t, s):
+            if sizes.get(c, 1) != 1 and n not in (1, sizes[c]):
+                return None
+            if n != 1 or c not in sizes:
+                sizes[c] = n
+    if len(set(out)) != len(out) or any(c not in sizes for c in out) or tuple(sizes[c] for c in out) != tuple(o.shape):
+        return None
+    summed = [c for c in sizes if c not in out]
+    counter = {c: f"r{j}" for j, c in enumerate(out)} | {c: f"s{j}" for j, c in enumerate(summed)}
+    indices = [["0" if n == 1 and sizes[c] != 1 else counter[c] for c, n in zip(t, s)] for t, s in zip(terms, shapes)]
+    return Einsum(list(ops), indices, tuple(sizes[c] for c in summed), _einsum_blas(terms, out, ops, sizes, indices))
+
+
+def _einsum_blas(terms: list[str], out: str, ops: list[Any], sizes: dict[str, int],
+                 indices: list[list[str]]) -> Contraction | None:
+    """A two-operand einsum that is one matrix product, as a :class:`Contraction` with BLAS orders."""
+    if len(terms) != 2:
+        return None
+    (ta, tb), shapes = terms, [_shape_of(a) for a in ops]
+    if len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or any(
+            n != sizes[c] for t, s in zip(terms, shapes) for c, n in zip(t, s)):
+        return None
+    free_a = [c for c in ta if c not in tb]
+    free_b = [c for c in tb if c not in ta]
+    shared = [c for c in ta if c in tb]
+    if any(c in out for c in shared) or out != "".join(free_a + free_b):
+        return None
+    a_order = [ta.index(c) for c in free_a + shared]
+    b_order = [tb.index(c) for c in shared + free_b]
+    return Contraction(ops[0], ops[1], tuple(sizes[c] for c in shared), indices[0], indices[1], a_order, b_order)

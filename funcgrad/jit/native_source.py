@@ -44,7 +44,7 @@ from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
 from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
-                         reads_of, split_maps, view_map, index_of, linalg_batch, WINNER_MASK, UNINDEX, winner_region)
+                         reads_of, split_maps, view_map, index_of, linalg_batch, EINSUM, Einsum, einsum_plan, WINNER_MASK, UNINDEX, winner_region)
 
 __all__ = ["segment_source", "BLAS_MIN_WORK", "SCRATCH_MAX_SIZE"]
 
@@ -428,6 +428,9 @@ class _Source:
             return
         if any(second == k for second, _, _ in self.paired.values()):
             return  # made with the first of its pair
+        if e.prim is EINSUM:
+            self._einsum(k, o, einsum_plan(e))  # type: ignore[arg-type]
+            return
         c = contraction(e)
         if c is not None:
             self._contract(k, o, c)
@@ -642,6 +645,26 @@ class _Source:
         a = self.value_at(c.a, c.a_index, k, odt)
         b = self.value_at(c.b, c.b_index, k, odt)
         self.emit(inner, f"acc_{o.name} += {a} * {b}")
+        if o.shape:
+            self.emit(depth, f"a_{o.name}[{', '.join(oc)}] = np.{odt}(acc_{o.name})")
+        else:
+            self.emit(depth, f"{o.name} = np.{odt}(acc_{o.name})")
+
+    def _einsum(self, k: int, o: Var, plan: Einsum) -> None:
+        """An einsum: a matrix product where it is one (:meth:`_contract`), else one loop nest
+        over the result's and the summed labels, accumulating in float64."""
+        if plan.blas is not None:
+            self._contract(k, o, plan.blas)
+            return
+        odt = dtype_name(o)
+        oc, cc = _counters("r", len(o.shape)), _counters("s", len(plan.sizes))
+        if o.shape:
+            self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
+        depth = self.loops(0, oc, tuple(o.shape))
+        self.emit(depth, f"acc_{o.name} = np.float64(0.0)")
+        inner = self.loops(depth, cc, plan.sizes)
+        product = " * ".join(self.value_at(a, ix, k, odt) for a, ix in zip(plan.operands, plan.indices))
+        self.emit(inner, f"acc_{o.name} += {product}")
         if o.shape:
             self.emit(depth, f"a_{o.name}[{', '.join(oc)}] = np.{odt}(acc_{o.name})")
         else:
