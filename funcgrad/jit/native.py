@@ -148,11 +148,14 @@ def plan(prog: Program, lowers: Callable[[Eqn], bool] = lowerable) -> list[Any]:
             inside = set(run)
             made = {o for e in members for o in e.outs}
             ins: list[Any] = []
+            const_names: set[str] = set()
             for e in members:
                 for a in reads_of(e):
                     if (isinstance(a, Var) or (isinstance(a, Const) and not _is_literal(a.value))) \
-                            and a not in made and a not in ins:
+                            and a not in made and a not in ins and not (isinstance(a, Const) and a.name in const_names):
                         ins.append(a)
+                        if isinstance(a, Const):
+                            const_names.add(a.name)  # (index constants are named by value: one argument each)
             outs = [o for e in members for o in e.outs
                     if o in final or any(k not in inside for k in users.get(o, ()))]
             items.append(Segment(members, ins, outs))

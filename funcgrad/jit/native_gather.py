@@ -16,12 +16,13 @@ raises) and wrapped where they are read.
 
 Example::
 
-    made = advanced_index((slice(None), np.array([0, -1])), [], (3, 4), "v5")
-    made.mapping(["r0", "r1"])   # ['r0', 'ixv5_0[r1]'], made.shape == (3, 2)
+    made = advanced_index((slice(None), np.array([0, -1])), [], (3, 4))
+    made.mapping(["r0", "r1"])   # ['r0', 'ix<digest>_0[r1]'], made.shape == (3, 2)
 """
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 from typing import Any, Callable
 
@@ -39,7 +40,7 @@ _INTS = ("int64", "int32")
 class AdvancedIndex:
     """``x[idx]`` as index expressions: :attr:`mapping` (the result's counters to ``x``'s index
     expressions), :attr:`shape` (the result's), :attr:`consts` (the static index arrays, checked
-    and wrapped, as constants named after the result) and :attr:`checks` (the program's own index
+    and wrapped, as constants named by their values) and :attr:`checks` (the program's own index
     values to check at entry: (value, size of its axis, the axis))."""
 
     def __init__(self, mapping: Callable[[list[str]], list[str]], shape: tuple[int, ...], consts: list[Const],
@@ -66,11 +67,12 @@ def _slice_ok(k: slice) -> bool:
                for v in (k.start, k.stop, k.step))
 
 
-def advanced_index(idx: Any, dyn: list[Any], shape: tuple[int, ...], tag: str) -> AdvancedIndex | None:
+def advanced_index(idx: Any, dyn: list[Any], shape: tuple[int, ...]) -> AdvancedIndex | None:
     """``x[idx]`` on ``x`` of ``shape`` for an index template (funcgrad.numpy.indexing's: the
     program's index values ``dyn`` stand in its slots) holding at least one integer array, static
     mask or index value of the program; None where it does not lower (basic indices only, a bad
-    static index, a dynamic mask, an index of another dtype). ``tag`` names the constants."""
+    static index, a dynamic mask, an index of another dtype). A static array's constant is named
+    by its values (its name is the same in every process: the compiled kernel's cache key)."""
     idx = idx if isinstance(idx, tuple) else (idx,)
     entries: list[tuple[str, Any]] = []  # ("new"|"ellipsis"|"slice"|"int"|"static"|"dynamic", value)
     for item in idx:
@@ -130,7 +132,9 @@ def advanced_index(idx: Any, dyn: list[Any], shape: tuple[int, ...], tag: str) -
         elif k == "static":
             if v.size and (v.min() < -n or v.max() >= n):
                 return None  # (the replay raises IndexError)
-            c = Const(len(consts), np.ascontiguousarray(np.where(v < 0, v + n, v).astype(np.int64)), f"ix{tag}_")
+            wrapped = np.ascontiguousarray(np.where(v < 0, v + n, v).astype(np.int64))
+            digest = hashlib.sha1(repr(wrapped.shape).encode() + wrapped.tobytes()).hexdigest()[:16]
+            c = Const(0, wrapped, f"ix{digest}_")  # (named by its value: equal arrays are one argument)
             consts.append(c)
             plan.append(("array", (c.name, tuple(v.shape), None)))
             arrays.append(tuple(v.shape))

@@ -366,7 +366,7 @@ def loop_consts(loop: Structured) -> list[Const]:
             inner = loop_of(b)
             for c in [a for a in b.ins if isinstance(a, Const) and not is_literal(a.value)] + index_consts(b) + (
                     loop_consts(inner) if inner is not None else []):
-                if all(c is not f for f in found):
+                if all(c is not f and c.name != f.name for f in found):  # (index constants are named by value)
                     found.append(c)
     return found
 
@@ -834,7 +834,7 @@ def index_of(e: Eqn) -> AdvancedIndex | None:
         indexed = tuple(e.ins[2]) if _ints(e.ins[2]) and len(e.ins) > 2 else ()
     else:
         indexed = tuple(o.shape)
-    made = advanced_index(e.ins[1], list(e.ins[_GATHER_AT[e.prim]:]), indexed, o.name)
+    made = advanced_index(e.ins[1], list(e.ins[_GATHER_AT[e.prim]:]), indexed)
     if len(_indices) > 4096:
         _indices.clear()
     _indices[id(e)] = (e, made)
@@ -891,7 +891,8 @@ def einsum_plan(e: Eqn) -> Einsum | None:
     if set(e.kwargs) - {"optimize"} or len(e.ins) < 2 or not isinstance(e.ins[0], str) or len(e.outs) != 1:
         return None
     o, ops = e.outs[0], e.ins[1:]
-    if not _out_ok(o, FLOATS) or not all(_is_array(a) and dtype_name(a) == dtype_name(o) for a in ops):
+    if not _out_ok(o, FLOATS) or not all((_is_array(a) or _is_scalar_var(a)) and dtype_name(a) == dtype_name(o)
+                                         for a in ops):
         return None
     if "->" not in e.ins[0] or "." in e.ins[0]:
         return None
@@ -918,7 +919,7 @@ def einsum_plan(e: Eqn) -> Einsum | None:
 def _einsum_blas(terms: list[str], out: str, ops: list[Any], sizes: dict[str, int],
                  indices: list[list[str]]) -> Contraction | None:
     """A two-operand einsum that is one matrix product, as a :class:`Contraction` with BLAS orders."""
-    if len(terms) != 2:
+    if len(terms) != 2 or not all(_is_array(a) and _shape_of(a) for a in ops):
         return None
     (ta, tb), shapes = terms, [_shape_of(a) for a in ops]
     if len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or any(
