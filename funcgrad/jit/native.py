@@ -3,8 +3,8 @@
 A *segment* is a run of equations this backend can lower on host float32/float64
 values (:func:`funcgrad.jit.native_ops.kind_of`: elementwise functions with
 broadcasting, comparisons, ``where``/``maximum``/``minimum``, reductions over any
-axes, views and basic indexing, contractions, concatenation, scatters of basic
-indices). Each segment becomes one numba function (:mod:`funcgrad.jit.native_source`
+axes, views, basic and advanced indexing, contractions and einsum, concatenation,
+scatters, LAPACK calls). Each segment becomes one numba function (:mod:`funcgrad.jit.native_source`
 writes its source): elementwise work of one shape runs as one loop nest that computes
 every value element by element, so a chain of elementwise calls, forward or
 derivative, makes no temporaries: only the values read after the loop are stored.

@@ -8,19 +8,22 @@ Four kinds of equation lower (:func:`kind_of` says which an equation is):
 - ``"reduce"``: ``sum``/``mean``/``prod``/``max``/``min`` over any axes, ``keepdims``
   included (:func:`reduction`); accumulated inside the loop nest over their operand;
 - ``"view"``: ``transpose``/``swapaxes``/``moveaxis``/``expand_dims``/``squeeze``/
-  ``reshape``/``broadcast_to`` and basic indexing (integers, slices, ``None``,
-  ``...``), as maps of indices (:func:`view_map`): no code, no copy; readers index the
-  viewed value directly;
-- ``"block"``: whole-array statements: contractions (``matmul``/``dot``/``tensordot``:
-  loops, or BLAS through numba's ``np.dot`` for large 2-D operands, :func:`contraction`),
-  ``concatenate``, and the scatters of basic indices (``.at[...].set/add``, the
-  gradient of indexing: ``index_set``, ``index_add``, ``unindex``).
+  ``reshape``/``broadcast_to``, basic indexing (integers, slices, ``None``, ``...``) and
+  advanced indexing (integer arrays, static masks, the program's integer values:
+  :func:`index_of`, :mod:`funcgrad.jit.native_gather`), as maps of indices
+  (:func:`view_map`): no code, no copy; readers index the viewed value directly;
+- ``"block"``: whole-array statements: contractions (``matmul``/``dot``/``tensordot``/
+  ``einsum``: loops, or BLAS through numba's ``np.dot`` for large 2-D operands,
+  :func:`contraction`, :func:`einsum_plan`), ``concatenate``, LAPACK calls (stacks whose
+  batch axes broadcast included), and the scatters of basic or advanced indices
+  (``.at[...].set/add``, the gradient of indexing: ``index_set``, ``index_add``,
+  ``unindex``; ``winner_mask``, the last writes of ``set``'s gradient).
 
 Operands must be host float32/float64 arrays (bool for conditions), NumPy or Python
 scalars, or integer scalars (a loop's index): ``+``/``-``/``*`` between integer scalars,
 ``astype`` of one to a float dtype, and float arithmetic reading one (converted first, as
-NumPy does); anything else (complex, integer arrays, device arrays, advanced indices) stays
-on the replay.
+NumPy does), and integer arrays as indices; anything else (complex, other integer arrays,
+device arrays) stays on the replay.
 
 Example::
 
