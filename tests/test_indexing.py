@@ -133,6 +133,7 @@ def test_getitem_boolean_mask(data):
         check_grads(_square_of_index(mask), (x.astype(dt),), order=2)
 
 
+@pytest.mark.native  # also run on native code (tests/jit_modes.py): gathers and scatter-adds lower there
 def test_repeated_indices_accumulate_closed_form():
     x = np.array([1.0, 2.0, 3.0, 4.0])
     idx = np.array([0, 0, 2, 0, 3])
