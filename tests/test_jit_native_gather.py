@@ -15,6 +15,7 @@ import pytest
 import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad.jit import native
+from funcgrad.jit.ir import Var
 from test_jit_native_lowerings import assert_within_bound, grid, spd_stack
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the native extra (numba) is not installed")
@@ -206,12 +207,18 @@ def test_gathers_in_a_compiled_loop_with_neighbour_indices():
 
 
 def test_unsupported_indices_stay_on_the_replay_and_the_rest_lowers():
-    table = grid(6, 3)  # a gather from a constant and by unsigned index values: replayed
+    table = grid(6, 3)  # a gather from a constant lowers; one by unsigned index values, or of integers, does not
 
     def f(x, u):
         y = fnp.exp(x) * 2.0
-        return fnp.tanh(y[u] + fnp.asarray(table)[np.array([5, 0, 0])]) + fnp.cos(y[:3])
+        counts = u[np.array([2, 1, 0])]  # a gather of integers: replayed
+        return fnp.tanh(y[u] + fnp.asarray(table)[np.array([5, 0, -1])]) + fnp.cos(y[:3]) * counts[:, None]
 
     got, want, compiled = compiled_both(f, grid(6, 3), np.array([1, 1, 4], dtype=np.uint8))
-    assert compiled.lowered > 0 and compiled.left > 0
+    left = [e for e in compiled.program.eqns if not native.lowerable(e)]
+    assert compiled.lowered > 0 and compiled.left == len(left) > 0
+    # left: the two gathers by or of uint8 values and what reads the integers; the constant's gather lowered
+    assert len(left) == 4 and all(isinstance(e.ins[0], Var) for e in left), left
     assert_within_bound(got, want)
+    x, u = grid(6, 3), np.array([1, 1, 4])
+    assert_within_bound(got, np.tanh(np.exp(x)[u] * 2.0 + table[[5, 0, -1]]) + np.cos(np.exp(x)[:3] * 2.0) * u[[2, 1, 0], None])

@@ -497,10 +497,11 @@ def _affine(start: int, step: int, i: str) -> str:
 def view_map(e: Eqn) -> IndexMap | None:
     """For a view equation ``out = view(x, ...)``: the map of ``out``'s index expressions to
     ``x``'s, or None where this view does not lower."""
-    if not e.ins or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0])) or len(e.outs) != 1:
+    if not e.ins or len(e.outs) != 1 or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0]) or (
+            e.prim is GETITEM and _is_array(e.ins[0]) and index_of(e) is not None)):  # (a gather from a constant)
         return None
     x, o = e.ins[0], e.outs[0]
-    xs, os_ = tuple(x.shape), tuple(o.shape)
+    xs, os_ = _shape_of(x), tuple(o.shape)
     if dtype_name(x) != dtype_name(o) or not _out_ok(o, FLOATS + ("bool",)):
         return None
     if not all(_ints(a) or a is None for a in e.ins[1:]) and e.prim is not GETITEM:
