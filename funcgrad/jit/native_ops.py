@@ -819,7 +819,7 @@ def _scatter_ok(e: Eqn) -> bool:
 # -- advanced indexing: integer arrays, static masks, the program's index values ------------------
 
 _GATHER_AT = {GETITEM: 2, UNINDEX: 3, INDEX_ADD: 3, INDEX_SET: 3, WINNER_MASK: 2}  # where the index values start
-_indices: dict[int, tuple[Eqn, AdvancedIndex | None]] = {}
+_indices: dict[int, tuple[Eqn, AdvancedIndex | None, list[Any]]] = {}
 
 
 def index_of(e: Eqn) -> AdvancedIndex | None:
@@ -829,8 +829,8 @@ def index_of(e: Eqn) -> AdvancedIndex | None:
     if e.prim not in _GATHER_AT or len(e.ins) < 2:
         return None
     hit = _indices.get(id(e))
-    if hit is not None and hit[0] is e:
-        return hit[1]
+    if hit is not None and hit[0] is e and len(hit[2]) == len(e.ins) and all(a is b for a, b in zip(hit[2], e.ins)):
+        return hit[1]  # (the same equation with the same operands: the passes rewrite operands in place)
     o = e.outs[0]
     if e.prim is GETITEM or e.prim is WINNER_MASK:
         indexed = _shape_of(e.ins[0])
@@ -841,7 +841,7 @@ def index_of(e: Eqn) -> AdvancedIndex | None:
     made = advanced_index(e.ins[1], list(e.ins[_GATHER_AT[e.prim]:]), indexed)
     if len(_indices) > 4096:
         _indices.clear()
-    _indices[id(e)] = (e, made)
+    _indices[id(e)] = (e, made, list(e.ins))
     return made
 
 
