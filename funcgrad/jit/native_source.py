@@ -621,7 +621,6 @@ class _Source:
         return self.value_at(a, [], k, "float64")
 
     def _contract(self, k: int, o: Var, c: Contraction) -> None:
-        odt = dtype_name(o)
         work = 1
         for n in tuple(o.shape) + c.sizes:
             work *= n
@@ -636,39 +635,32 @@ class _Source:
             else:
                 self.emit(0, f"{o.name} = np.dot({a}, {b})[0, 0]")
             return
-        oc, cc = _counters("r", len(o.shape)), _counters("s", len(c.sizes))
+        self._sum_of_products(k, o, c.sizes, [(c.a, c.a_index), (c.b, c.b_index)])
+
+    def _sum_of_products(self, k: int, o: Var, sizes: tuple[int, ...], factors: list[tuple[Any, list[str]]]) -> None:
+        """``o[r...] = sum over s... of the product of the factors`` (each an operand and its index
+        expressions in the counters ``r0 ...``/``s0 ...``): one loop nest, accumulating in float64."""
+        odt = dtype_name(o)
+        oc, cc = _counters("r", len(o.shape)), _counters("s", len(sizes))
         if o.shape:
             self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
         depth = self.loops(0, oc, tuple(o.shape))
         self.emit(depth, f"acc_{o.name} = np.float64(0.0)")
-        inner = self.loops(depth, cc, c.sizes)
-        a = self.value_at(c.a, c.a_index, k, odt)
-        b = self.value_at(c.b, c.b_index, k, odt)
-        self.emit(inner, f"acc_{o.name} += {a} * {b}")
+        inner = self.loops(depth, cc, sizes)
+        product = " * ".join(self.value_at(a, ix, k, odt) for a, ix in factors)
+        self.emit(inner, f"acc_{o.name} += {product}")
         if o.shape:
             self.emit(depth, f"a_{o.name}[{', '.join(oc)}] = np.{odt}(acc_{o.name})")
         else:
             self.emit(depth, f"{o.name} = np.{odt}(acc_{o.name})")
 
     def _einsum(self, k: int, o: Var, plan: Einsum) -> None:
-        """An einsum: a matrix product where it is one (:meth:`_contract`), else one loop nest
-        over the result's and the summed labels, accumulating in float64."""
+        """An einsum: a matrix product where it is one (:meth:`_contract`: BLAS when large), else
+        one loop nest over the result's and the summed labels."""
         if plan.blas is not None:
             self._contract(k, o, plan.blas)
-            return
-        odt = dtype_name(o)
-        oc, cc = _counters("r", len(o.shape)), _counters("s", len(plan.sizes))
-        if o.shape:
-            self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
-        depth = self.loops(0, oc, tuple(o.shape))
-        self.emit(depth, f"acc_{o.name} = np.float64(0.0)")
-        inner = self.loops(depth, cc, plan.sizes)
-        product = " * ".join(self.value_at(a, ix, k, odt) for a, ix in zip(plan.operands, plan.indices))
-        self.emit(inner, f"acc_{o.name} += {product}")
-        if o.shape:
-            self.emit(depth, f"a_{o.name}[{', '.join(oc)}] = np.{odt}(acc_{o.name})")
         else:
-            self.emit(depth, f"{o.name} = np.{odt}(acc_{o.name})")
+            self._sum_of_products(k, o, plan.sizes, list(zip(plan.operands, plan.indices)))
 
     def _contract_pair(self, k: int, e1: Eqn, e2: Eqn, c1: Contraction, c2: Contraction) -> None:
         """``A x`` and ``A v`` (:meth:`_shared_matrix_pairs`) in one pass over ``A``
