@@ -44,6 +44,7 @@ STATIC_INDICES = [  # (index, what it shows): NumPy's placement rules, repeats, 
     ((np.arange(20).reshape(4, 5) % 3 == 0,), "a static boolean mask"),
     ((slice(None), np.array([True, False, True, True, False])), "a mask on a later axis"),
     ((np.array(2), slice(None), np.array([0, 1])), "a 0-d array counts as an integer"),
+    ((None, np.array(-2), slice(None, None, 2), np.array(1)), "0-d arrays alone"),
 ]
 
 

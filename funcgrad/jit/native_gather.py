@@ -75,6 +75,7 @@ def advanced_index(idx: Any, dyn: list[Any], shape: tuple[int, ...]) -> Advanced
     by its values (its name is the same in every process: the compiled kernel's cache key)."""
     idx = idx if isinstance(idx, tuple) else (idx,)
     entries: list[tuple[str, Any]] = []  # ("new"|"ellipsis"|"slice"|"int"|"static"|"dynamic", value)
+    arrays_seen = False  # (0-d integer arrays index as integers do)
     for item in idx:
         if isinstance(item, _Slot):
             a = dyn[item.k] if item.k < len(dyn) else None
@@ -97,9 +98,10 @@ def advanced_index(idx: Any, dyn: list[Any], shape: tuple[int, ...]) -> Advanced
             entries.extend(("static", part) for part in np.nonzero(item))  # a mask: its True positions
         elif isinstance(item, np.ndarray) and item.dtype.kind in "iu":
             entries.append(("int", int(item)) if item.ndim == 0 else ("static", item))
+            arrays_seen = True
         else:
             return None
-    if not any(k in ("static", "dynamic") for k, _ in entries):
+    if not arrays_seen and not any(k in ("static", "dynamic") for k, _ in entries):
         return None  # basic indexing (funcgrad.jit.native_ops.basic_index)
     if sum(1 for k, _ in entries if k == "ellipsis") > 1:
         return None
