@@ -133,6 +133,14 @@ def test_getitem_boolean_mask(data):
         check_grads(_square_of_index(mask), (x.astype(dt),), order=2)
 
 
+def test_other_updates_at_traced_integer_array_indices_say_what_to_do():
+    f = fg.jit(lambda x, i: x.at[i].max(0.5))
+    with pytest.raises(NotImplementedError, match=r"at\[idx\]\.maximum.*traced by fg.jit.*static"):
+        f(np.zeros(3), np.array([0, 0, 2]))
+    np.testing.assert_array_equal(fg.jit(lambda x: x.at[np.array([0, 0, 2])].max(0.5))(np.zeros(3)), [0.5, 0, 0.5])
+
+
+@pytest.mark.native  # also run on native code (tests/jit_modes.py): gathers and scatter-adds lower there
 def test_repeated_indices_accumulate_closed_form():
     x = np.array([1.0, 2.0, 3.0, 4.0])
     idx = np.array([0, 0, 2, 0, 3])

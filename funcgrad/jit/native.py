@@ -3,8 +3,8 @@
 A *segment* is a run of equations this backend can lower on host float32/float64
 values (:func:`funcgrad.jit.native_ops.kind_of`: elementwise functions with
 broadcasting, comparisons, ``where``/``maximum``/``minimum``, reductions over any
-axes, views and basic indexing, contractions, concatenation, scatters of basic
-indices). Each segment becomes one numba function (:mod:`funcgrad.jit.native_source`
+axes, views, basic and advanced indexing, contractions and einsum, concatenation,
+scatters, LAPACK calls). Each segment becomes one numba function (:mod:`funcgrad.jit.native_source`
 writes its source): elementwise work of one shape runs as one loop nest that computes
 every value element by element, so a chain of elementwise calls, forward or
 derivative, makes no temporaries: only the values read after the loop are stored.
@@ -148,11 +148,14 @@ def plan(prog: Program, lowers: Callable[[Eqn], bool] = lowerable) -> list[Any]:
             inside = set(run)
             made = {o for e in members for o in e.outs}
             ins: list[Any] = []
+            const_names: set[str] = set()
             for e in members:
                 for a in reads_of(e):
                     if (isinstance(a, Var) or (isinstance(a, Const) and not _is_literal(a.value))) \
-                            and a not in made and a not in ins:
+                            and a not in made and a not in ins and not (isinstance(a, Const) and a.name in const_names):
                         ins.append(a)
+                        if isinstance(a, Const):
+                            const_names.add(a.name)  # (index constants are named by value: one argument each)
             outs = [o for e in members for o in e.outs
                     if o in final or any(k not in inside for k in users.get(o, ()))]
             items.append(Segment(members, ins, outs))

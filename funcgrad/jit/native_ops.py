@@ -8,19 +8,22 @@ Four kinds of equation lower (:func:`kind_of` says which an equation is):
 - ``"reduce"``: ``sum``/``mean``/``prod``/``max``/``min`` over any axes, ``keepdims``
   included (:func:`reduction`); accumulated inside the loop nest over their operand;
 - ``"view"``: ``transpose``/``swapaxes``/``moveaxis``/``expand_dims``/``squeeze``/
-  ``reshape``/``broadcast_to`` and basic indexing (integers, slices, ``None``,
-  ``...``), as maps of indices (:func:`view_map`): no code, no copy; readers index the
-  viewed value directly;
-- ``"block"``: whole-array statements: contractions (``matmul``/``dot``/``tensordot``:
-  loops, or BLAS through numba's ``np.dot`` for large 2-D operands, :func:`contraction`),
-  ``concatenate``, and the scatters of basic indices (``.at[...].set/add``, the
-  gradient of indexing: ``index_set``, ``index_add``, ``unindex``).
+  ``reshape``/``broadcast_to``, basic indexing (integers, slices, ``None``, ``...``) and
+  advanced indexing (integer arrays, static masks, the program's integer values:
+  :func:`index_of`, :mod:`funcgrad.jit.native_gather`), as maps of indices
+  (:func:`view_map`): no code, no copy; readers index the viewed value directly;
+- ``"block"``: whole-array statements: contractions (``matmul``/``dot``/``tensordot``/
+  ``einsum``: loops, or BLAS through numba's ``np.dot`` for large 2-D operands,
+  :func:`contraction`, :func:`einsum_plan`), ``concatenate``, LAPACK calls (stacks whose
+  batch axes broadcast included), and the scatters of basic or advanced indices
+  (``.at[...].set/add``, the gradient of indexing: ``index_set``, ``index_add``,
+  ``unindex``; ``winner_mask``, the last writes of ``set``'s gradient).
 
 Operands must be host float32/float64 arrays (bool for conditions), NumPy or Python
 scalars, or integer scalars (a loop's index): ``+``/``-``/``*`` between integer scalars,
 ``astype`` of one to a float dtype, and float arithmetic reading one (converted first, as
-NumPy does); anything else (complex, integer arrays, device arrays, advanced indices) stays
-on the replay.
+NumPy does), and integer arrays as indices; anything else (complex, other integer arrays,
+device arrays) stays on the replay.
 
 Example::
 
@@ -41,6 +44,7 @@ from .. import numpy as fnp
 from ..core.trace import Primitive
 from ..numpy import creation as _creation, indexing as _indexing, linalg as _linalg, shape_ops as _shape_ops
 from . import native_math
+from .native_gather import AdvancedIndex, advanced_index
 from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
 from .loops import Branches, Structured, WhileLoop, loop_of
@@ -48,7 +52,7 @@ from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, pr
 
 __all__ = ["INTS", "is_int_scalar", "NATIVE_EXPR", "NATIVE_EXPR_FLOAT64", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
-           "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
+           "loop_consts", "reads_of", "index_of", "index_consts", "linalg_batch", "EINSUM", "Einsum", "einsum_plan", "WINNER_MASK", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -112,6 +116,7 @@ RESHAPE = primitive_of(fnp.reshape)
 GETITEM = primitive_of(_indexing._getitem)
 UNINDEX, INDEX_ADD, INDEX_SET = (primitive_of(_indexing._unindex), primitive_of(_indexing._index_add),
                                  primitive_of(_indexing._index_set))
+WINNER_MASK = primitive_of(_indexing._winner_mask)
 CONCATENATE, SPLIT = primitive_of(_shape_ops._concatenate), primitive_of(_shape_ops._split)
 STACK = primitive_of(_shape_ops._stack)
 INV, SOLVE, DET = primitive_of(_linalg.inv), primitive_of(_linalg.solve), primitive_of(_linalg.det)
@@ -122,6 +127,7 @@ LINALG: dict[Primitive, str] = {INV: "np.linalg.inv({0})", SOLVE: "np.linalg.sol
                                 DET: "np.linalg.det({0})", CHOLESKY: "np.linalg.cholesky({0})",
                                 EIGH: "np.linalg.eigh({0})"}
 MATMUL, DOT = primitive_of(fnp.matmul), primitive_of(fnp.dot)
+EINSUM = primitive_of(_linalg._einsum)
 
 FLOATS = ("float64", "float32")
 INTS = ("int64", "int32")
@@ -235,10 +241,14 @@ def kind_of(e: Eqn) -> str | None:
         return "block" if contraction(e) is not None else None
     if p is CONCATENATE:
         return "block" if _concatenate_ok(e) else None
+    if p is EINSUM:
+        return "block" if einsum_plan(e) is not None else None
     if p is STACK:
         return "block" if _stack_ok(e) else None
     if p in _SCATTERS:
         return "block" if _scatter_ok(e) else None
+    if p is WINNER_MASK:
+        return "block" if _winner_mask_ok(e) else None
     if e.kwargs:
         return None
     if p in NATIVE_EXPR or p in SELECTIONS:
@@ -357,17 +367,18 @@ def loop_consts(loop: Structured) -> list[Const]:
     for body in bodies_of(loop):
         for b in body.eqns:
             inner = loop_of(b)
-            for c in [a for a in b.ins if isinstance(a, Const) and not is_literal(a.value)] + (
+            for c in [a for a in b.ins if isinstance(a, Const) and not is_literal(a.value)] + index_consts(b) + (
                     loop_consts(inner) if inner is not None else []):
-                if all(c is not f for f in found):
+                if all(c is not f and c.name != f.name for f in found):  # (index constants are named by value)
                     found.append(c)
     return found
 
 
 def reads_of(e: Eqn) -> list[Any]:
-    """What the lowered ``e`` reads: its operands, and a loop's body constants."""
+    """What the lowered ``e`` reads: its operands, a gather's or scatter's static index arrays
+    (:func:`index_consts`), and a loop's body constants."""
     loop = loop_of(e)
-    return list(e.ins) + (loop_consts(loop) if loop is not None else [])
+    return list(e.ins) + index_consts(e) + (loop_consts(loop) if loop is not None else [])
 
 
 # -- reductions --------------------------------------------------------------------------------
@@ -486,10 +497,11 @@ def _affine(start: int, step: int, i: str) -> str:
 def view_map(e: Eqn) -> IndexMap | None:
     """For a view equation ``out = view(x, ...)``: the map of ``out``'s index expressions to
     ``x``'s, or None where this view does not lower."""
-    if not e.ins or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0])):
+    if not e.ins or len(e.outs) != 1 or not (_is_array_var(e.ins[0]) or _is_scalar_var(e.ins[0]) or (
+            e.prim is GETITEM and _is_array(e.ins[0]) and index_of(e) is not None)):  # (a gather from a constant)
         return None
     x, o = e.ins[0], e.outs[0]
-    xs, os_ = tuple(x.shape), tuple(o.shape)
+    xs, os_ = _shape_of(x), tuple(o.shape)
     if dtype_name(x) != dtype_name(o) or not _out_ok(o, FLOATS + ("bool",)):
         return None
     if not all(_ints(a) or a is None for a in e.ins[1:]) and e.prim is not GETITEM:
@@ -530,10 +542,13 @@ def view_map(e: Eqn) -> IndexMap | None:
         lead = len(os_) - len(xs)
         mapping = lambda ix: ["0" if n == 1 and os_[lead + d] != 1 else ix[lead + d]  # noqa: E731
                               for d, n in enumerate(xs)]
-    elif p is GETITEM and not e.kwargs and len(args) == 1:
-        made = basic_index(args[0], xs)
+    elif p is GETITEM and not e.kwargs and args:
+        made = basic_index(args[0], xs) if len(args) == 1 else None
         if made is not None and made[1] == os_:
             mapping = made[0]
+        elif made is None:
+            gather = index_of(e)
+            mapping = gather.mapping if gather is not None and gather.shape == os_ else None
     if mapping is None:
         return None
     if len(mapping(["i"] * len(os_))) != len(xs):
@@ -698,8 +713,8 @@ def _concatenate_ok(e: Eqn) -> bool:
 def linalg_ok(e: Eqn) -> bool:
     """A LAPACK call numba has: ``inv``/``det``/``cholesky``/``eigh`` (lower triangle) of a
     square host float matrix or a stack of them (..., n, n), ``solve`` of one (or a stack)
-    with a vector (n,) or a right-hand side of the same batch axes (..., n) / (..., n, k)
-    (batch axes that broadcast stay on the replay): a stack is a loop over its matrices."""
+    with a vector (n,) or a stack of right-hand sides (..., n, k) whose batch axes broadcast
+    against the matrices' (:func:`linalg_batch`): a stack is a loop over its matrices."""
     a = e.ins[0] if e.ins else None
     if not (_is_array(a) and len(_shape_of(a)) >= 2 and _shape_of(a)[-1] == _shape_of(a)[-2] > 0):
         return False
@@ -720,12 +735,25 @@ def linalg_ok(e: Eqn) -> bool:
         bs = _shape_of(b)
         if len(bs) == 1:
             return bs[0] == n and _shape_of(o) == batch + (n,)
-        return bs[:-2] == batch and bs[-2] == n and _shape_of(o) == bs
+        try:
+            out_batch = tuple(np.broadcast_shapes(batch, bs[:-2]))
+        except ValueError:
+            return False
+        return bs[-2] == n and _shape_of(o) == out_batch + bs[-2:]
     if len(e.ins) != 1:
         return False
     if e.prim is DET:
         return _out_ok(o, FLOATS) and _shape_of(o) == batch and (is_host_array(o.kind) or not batch)
     return is_host_array(o.kind) and _shape_of(o) == batch + (n, n)
+
+
+def linalg_batch(e: Eqn) -> tuple[int, ...]:
+    """The batch axes a lowerable LAPACK equation loops over: its result's (``solve``'s broadcast
+    ones), or its matrix's for ``eigh``."""
+    o = e.outs[0]
+    if e.prim is SOLVE:
+        return tuple(o.shape)[:-1] if len(_shape_of(e.ins[1])) == 1 else tuple(o.shape)[:-2]
+    return _shape_of(e.ins[0])[:-2]
 
 
 def _stack_ok(e: Eqn) -> bool:
@@ -746,34 +774,166 @@ def scatter_region(e: Eqn) -> tuple[Any, Any, IndexMap, tuple[int, ...]]:
     """(base or None, values, index map, region shape) of a lowerable scatter equation:
     ``unindex(g, idx, shape)`` writes ``g`` into zeros; ``index_set/index_add(x, idx, v)`` into ``x``."""
     if e.prim is UNINDEX:
-        g, idx, _ = e.ins
+        g, idx, _ = e.ins[:3]
         base, values = None, g
     else:
-        base, idx, values = e.ins
-    made = basic_index(idx, tuple(e.outs[0].shape))
+        base, idx, values = e.ins[:3]
+    made = _scatter_index(e)
     assert made is not None
     return base, values, made[0], made[1]
 
 
+def _scatter_index(e: Eqn) -> tuple[IndexMap, tuple[int, ...]] | None:
+    """(map, region shape) of a scatter's index: basic, else advanced (:func:`index_of`)."""
+    made = basic_index(e.ins[1], tuple(e.outs[0].shape)) if len(e.ins) == 3 else None
+    if made is None:
+        gather = index_of(e)
+        made = None if gather is None else (gather.mapping, gather.shape)
+    return made
+
+
 def _scatter_ok(e: Eqn) -> bool:
-    if e.kwargs or len(e.ins) != 3:
+    if e.kwargs or len(e.ins) < 3:
         return False
     o = e.outs[0]
     if not (_out_ok(o, FLOATS) and is_host_array(o.kind) and len(o.shape) >= 1):
         return False
     if e.prim is UNINDEX:
-        g, idx, shape = e.ins
+        g, idx, shape = e.ins[:3]
         if not (_ints(shape) and tuple(shape) == tuple(o.shape)):
             return False
         values = g
     else:
-        x, idx, values = e.ins
+        x, idx, values = e.ins[:3]
         if not (_is_array_var(x) and dtype_name(x) == dtype_name(o) and tuple(x.shape) == tuple(o.shape)):
             return False
-    made = basic_index(idx, tuple(o.shape))
+    made = _scatter_index(e)
     if made is None:
         return False
     region = made[1]
     if isinstance(values, (Var, Const)) and len(_shape_of(values)) > len(region):
         return False  # (NumPy drops leading unit axes of the values; rare enough to replay)
     return _atom_ok(values, (dtype_name(o),), region)
+
+
+# -- advanced indexing: integer arrays, static masks, the program's index values ------------------
+
+_GATHER_AT = {GETITEM: 2, UNINDEX: 3, INDEX_ADD: 3, INDEX_SET: 3, WINNER_MASK: 2}  # where the index values start
+_indices: dict[int, tuple[Eqn, AdvancedIndex | None, list[Any]]] = {}
+
+
+def index_of(e: Eqn) -> AdvancedIndex | None:
+    """The advanced index of a gather, scatter or winner mask ``e`` (``x[idx]`` on the shape it
+    indexes, :func:`funcgrad.jit.native_gather.advanced_index`), or None: basic indices, or one
+    that does not lower."""
+    if e.prim not in _GATHER_AT or len(e.ins) < 2:
+        return None
+    hit = _indices.get(id(e))
+    if hit is not None and hit[0] is e and len(hit[2]) == len(e.ins) and all(a is b for a, b in zip(hit[2], e.ins)):
+        return hit[1]  # (the same equation with the same operands: the passes rewrite operands in place)
+    o = e.outs[0]
+    if e.prim is GETITEM or e.prim is WINNER_MASK:
+        indexed = _shape_of(e.ins[0])
+    elif e.prim is UNINDEX:
+        indexed = tuple(e.ins[2]) if _ints(e.ins[2]) and len(e.ins) > 2 else ()
+    else:
+        indexed = tuple(o.shape)
+    made = advanced_index(e.ins[1], list(e.ins[_GATHER_AT[e.prim]:]), indexed)
+    if len(_indices) > 4096:
+        _indices.clear()
+    _indices[id(e)] = (e, made, list(e.ins))
+    return made
+
+
+def index_consts(e: Eqn) -> list[Const]:
+    """The static index arrays a lowered gather or scatter ``e`` reads, as constants."""
+    made = index_of(e) if e.prim in _GATHER_AT else None
+    return [] if made is None else made.consts
+
+
+def _winner_mask_ok(e: Eqn) -> bool:
+    """``winner_mask(like, idx)``: 1 where a write to ``like[idx]`` is the last to its position."""
+    if e.kwargs or len(e.ins) < 2 or not _is_array(e.ins[0]) or len(e.outs) != 1:
+        return False
+    o = e.outs[0]
+    if not (_out_ok(o, FLOATS) and is_host_array(o.kind) and dtype_name(o) == dtype_name(e.ins[0])):
+        return False
+    made = basic_index(e.ins[1], _shape_of(e.ins[0])) if len(e.ins) == 2 else None
+    shape = made[1] if made is not None else getattr(index_of(e), "shape", None)
+    return shape == tuple(o.shape)
+
+
+def winner_region(e: Eqn) -> tuple[IndexMap, tuple[int, ...]]:
+    """(map into ``like``, region shape) of a lowerable winner mask."""
+    made = basic_index(e.ins[1], _shape_of(e.ins[0])) if len(e.ins) == 2 else None
+    if made is None:
+        gather = index_of(e)
+        assert gather is not None
+        made = (gather.mapping, gather.shape)
+    return made
+
+
+# -- einsum: one loop nest (or a matrix product for BLAS) ------------------------------------------
+
+class Einsum:
+    """``out[r...] = sum over s... of the product of operands[j][indices[j]]``: index expressions
+    in the counters ``r0 ...`` (the result's axes) and ``s0 ...`` (the summed labels, ``sizes``);
+    a label repeated in one operand reads its diagonal, a size-1 axis broadcast against a longer
+    one reads index 0. ``blas``: the same as a :class:`Contraction` whose operands are one
+    matrix product (two operands, each label once per operand, the result's labels the first
+    operand's free ones then the second's), else None."""
+
+    def __init__(self, operands: list[Any], indices: list[list[str]], sizes: tuple[int, ...],
+                 blas: Contraction | None) -> None:
+        self.operands, self.indices, self.sizes, self.blas = operands, indices, sizes, blas
+
+
+def einsum_plan(e: Eqn) -> Einsum | None:
+    """The loop nest of an ``einsum`` equation (canonical subscripts ``"ij,jk->ik"``: explicit,
+    letters only, as funcgrad.numpy.linalg records them) over host float arrays of the result's
+    dtype; None otherwise."""
+    if set(e.kwargs) - {"optimize"} or len(e.ins) < 2 or not isinstance(e.ins[0], str) or len(e.outs) != 1:
+        return None
+    o, ops = e.outs[0], e.ins[1:]
+    if not _out_ok(o, FLOATS) or not all((_is_array(a) or _is_scalar_var(a)) and dtype_name(a) == dtype_name(o)
+                                         for a in ops):
+        return None
+    if "->" not in e.ins[0] or "." in e.ins[0]:
+        return None
+    ins_s, out = e.ins[0].split("->")
+    terms = ins_s.split(",")
+    shapes = [_shape_of(a) for a in ops]
+    if len(terms) != len(ops) or any(len(t) != len(s) for t, s in zip(terms, shapes)):
+        return None
+    sizes: dict[str, int] = {}
+    for t, s in zip(terms, shapes):
+        for c, n in zip(t, s):
+            if sizes.get(c, 1) != 1 and n not in (1, sizes[c]):
+                return None
+            if n != 1 or c not in sizes:
+                sizes[c] = n
+    if len(set(out)) != len(out) or any(c not in sizes for c in out) or tuple(sizes[c] for c in out) != tuple(o.shape):
+        return None
+    summed = [c for c in sizes if c not in out]
+    counter = {c: f"r{j}" for j, c in enumerate(out)} | {c: f"s{j}" for j, c in enumerate(summed)}
+    indices = [["0" if n == 1 and sizes[c] != 1 else counter[c] for c, n in zip(t, s)] for t, s in zip(terms, shapes)]
+    return Einsum(list(ops), indices, tuple(sizes[c] for c in summed), _einsum_blas(terms, out, ops, sizes, indices))
+
+
+def _einsum_blas(terms: list[str], out: str, ops: list[Any], sizes: dict[str, int],
+                 indices: list[list[str]]) -> Contraction | None:
+    """A two-operand einsum that is one matrix product, as a :class:`Contraction` with BLAS orders."""
+    if len(terms) != 2 or not all(_is_array(a) and _shape_of(a) for a in ops):
+        return None
+    (ta, tb), shapes = terms, [_shape_of(a) for a in ops]
+    if len(set(ta)) != len(ta) or len(set(tb)) != len(tb) or any(
+            n != sizes[c] for t, s in zip(terms, shapes) for c, n in zip(t, s)):
+        return None
+    free_a = [c for c in ta if c not in tb]
+    free_b = [c for c in tb if c not in ta]
+    shared = [c for c in ta if c in tb]
+    if any(c in out for c in shared) or out != "".join(free_a + free_b):
+        return None
+    a_order = [ta.index(c) for c in free_a + shared]
+    b_order = [tb.index(c) for c in shared + free_b]
+    return Contraction(ops[0], ops[1], tuple(sizes[c] for c in shared), indices[0], indices[1], a_order, b_order)

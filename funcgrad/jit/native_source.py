@@ -42,12 +42,13 @@ from typing import Any
 import numpy as np
 
 from . import native_math
+from .native_gather import check_lines
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
 from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
-                         reads_of, split_maps, view_map)
+                         reads_of, split_maps, view_map, index_of, linalg_batch, EINSUM, Einsum, einsum_plan, WINNER_MASK, UNINDEX, winner_region)
 
 __all__ = ["segment_source", "BLAS_MIN_WORK", "SCRATCH_MAX_SIZE"]
 
@@ -198,7 +199,7 @@ class _Source:
         """An earlier loop nest that the elementwise ``e`` (of ``shape``) can join (one pass less):
         the latest one after every step that makes an operand of ``e`` that :meth:`_fit` admits,
         and where; (None, None) where there is none."""
-        made = {self.step_of[self.root(a)] for a in e.ins if self._made_here(self.root(a))}
+        made = {self.step_of[r] for a in e.ins for r in [self.root(a)] + self._index_values(a) if self._made_here(r)}
         first = max(made, default=0)
         for j in range(len(self.steps) - 1, first - 1, -1):
             if self.steps[j][0] == "nest":
@@ -216,6 +217,8 @@ class _Source:
         if ix is None:
             return None
         for a in e.ins:
+            if any(self._made_here(v) and self.step_of.get(v) == nest for v in self._index_values(a)):
+                return None  # an advanced index made in this nest may be read at another element
             r = self.root(a)
             if not self._made_here(r) or self.step_of.get(r) != nest:
                 continue
@@ -251,6 +254,15 @@ class _Source:
             at = self.maps[a](at)
             a = self.eqn_of[a].ins[0]
         return at
+
+    def _index_values(self, a: Any) -> list[Any]:
+        """The program's index values the views leading to ``a`` read (an advanced index's)."""
+        found: list[Any] = []
+        while isinstance(a, Var) and a in self.maps:
+            e = self.eqn_of[a]
+            found.extend(v for v in e.ins[2:] if isinstance(v, Var))
+            a = e.ins[0]
+        return found
 
     def _blas_matvec(self, e: Eqn) -> Contraction | None:
         """``e`` as a matrix-vector product large enough for BLAS (:meth:`_contract`), or None."""
@@ -465,7 +477,7 @@ class _Source:
         o = e.outs[0]
         odt = dtype_name(o)
         if e.prim in LINALG:
-            batch = tuple(e.ins[0].shape if isinstance(e.ins[0], Var) else e.ins[0].value.shape)[:-2]
+            batch = linalg_batch(e)
             if batch:
                 self._linalg_stack(k, e, batch)
                 return
@@ -503,9 +515,15 @@ class _Source:
             return
         if any(second == k for second, _, _ in self.paired.values()):
             return  # made with the first of its pair
+        if e.prim is EINSUM:
+            self._einsum(k, o, einsum_plan(e))  # type: ignore[arg-type]
+            return
         c = contraction(e)
         if c is not None:
             self._contract(k, o, c)
+            return
+        if e.prim is WINNER_MASK:
+            self._winner_mask(k, e)
             return
         base, values, mapping, region = scatter_region(e)
         if base is None:
@@ -517,18 +535,37 @@ class _Source:
             self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {self.value_at(base, ix, k, odt)}")
         ix = _counters("i", len(region))
         depth = self.loops(0, ix, region)
-        op = "+=" if e.prim is INDEX_ADD else "="
+        op = "+=" if e.prim in (INDEX_ADD, UNINDEX) else "="  # (repeated positions accumulate; set: last wins)
         self.emit(depth, f"a_{o.name}[{', '.join(mapping(ix))}] {op} {self.read(values, region, ix, k, odt)}")
 
+    def _winner_mask(self, k: int, e: Eqn) -> None:
+        """1 where a write to ``like[idx]`` (C order) is the last to its position, else 0: each
+        position first records its last writer's number, then each write compares."""
+        o = e.outs[0]
+        mapping, region = winner_region(e)
+        like = tuple(e.ins[0].shape if isinstance(e.ins[0], Var) else e.ins[0].value.shape)
+        self.alloc(f"w_{o.name}", like, "np.int64", "-1")
+        self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{dtype_name(o)}")
+        ix = _counters("i", len(region))
+        for write in (True, False):
+            self.emit(0, f"n_{o.name} = 0")
+            depth = self.loops(0, ix, region)
+            at = f"w_{o.name}[{', '.join(mapping(ix))}]"
+            self.emit(depth, f"{at} = n_{o.name}" if write else
+                      f"a_{o.name}[{', '.join(ix)}] = 1.0 if {at} == n_{o.name} else 0.0")
+            self.emit(depth, f"n_{o.name} += 1")
+
     def _linalg_stack(self, k: int, e: Eqn, batch: tuple[int, ...]) -> None:
-        """A LAPACK call on each matrix of a stack (..., n, n) (:func:`~funcgrad.jit.native_ops.linalg_ok`)."""
+        """A LAPACK call on each matrix of a stack (..., n, n) (:func:`~funcgrad.jit.native_ops.linalg_ok`):
+        a loop over the result's batch axes, an operand's batch axes that broadcast read at 0."""
         ix = _counters("i", len(batch))
         args = []
         for a in e.ins:
             whole = self._whole(a, k)
-            nd = len(a.shape if isinstance(a, Var) else a.value.shape)
-            args.append(f"np.ascontiguousarray({whole}[{', '.join(ix)}])" if nd > 1 else
-                        f"np.ascontiguousarray({whole})")  # (a vector b is the same for every matrix)
+            shape = tuple(a.shape if isinstance(a, Var) else a.value.shape)
+            at = _broadcast_index(shape[:-2], batch, ix) if len(shape) > 1 else []
+            args.append(f"np.ascontiguousarray({whole}[{', '.join(at)}])" if at else
+                        f"np.ascontiguousarray({whole})")  # (a vector b, or an unbatched operand: the same for every matrix)
         for o in e.outs:
             self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{dtype_name(o)}")
         depth = self.loops(0, ix, batch)
@@ -671,7 +708,6 @@ class _Source:
         return self.value_at(a, [], k, "float64")
 
     def _contract(self, k: int, o: Var, c: Contraction) -> None:
-        odt = dtype_name(o)
         work = 1
         for n in tuple(o.shape) + c.sizes:
             work *= n
@@ -686,19 +722,32 @@ class _Source:
             else:
                 self.emit(0, f"{o.name} = np.dot({a}, {b})[0, 0]")
             return
-        oc, cc = _counters("r", len(o.shape)), _counters("s", len(c.sizes))
+        self._sum_of_products(k, o, c.sizes, [(c.a, c.a_index), (c.b, c.b_index)])
+
+    def _sum_of_products(self, k: int, o: Var, sizes: tuple[int, ...], factors: list[tuple[Any, list[str]]]) -> None:
+        """``o[r...] = sum over s... of the product of the factors`` (each an operand and its index
+        expressions in the counters ``r0 ...``/``s0 ...``): one loop nest, accumulating in float64."""
+        odt = dtype_name(o)
+        oc, cc = _counters("r", len(o.shape)), _counters("s", len(sizes))
         if o.shape:
             self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
         depth = self.loops(0, oc, tuple(o.shape))
         self.emit(depth, f"acc_{o.name} = np.float64(0.0)")
-        inner = self.loops(depth, cc, c.sizes)
-        a = self.value_at(c.a, c.a_index, k, odt)
-        b = self.value_at(c.b, c.b_index, k, odt)
-        self.emit(inner, f"acc_{o.name} += {a} * {b}")
+        inner = self.loops(depth, cc, sizes)
+        product = " * ".join(self.value_at(a, ix, k, odt) for a, ix in factors)
+        self.emit(inner, f"acc_{o.name} += {product}")
         if o.shape:
             self.emit(depth, f"a_{o.name}[{', '.join(oc)}] = np.{odt}(acc_{o.name})")
         else:
             self.emit(depth, f"{o.name} = np.{odt}(acc_{o.name})")
+
+    def _einsum(self, k: int, o: Var, plan: Einsum) -> None:
+        """An einsum: a matrix product where it is one (:meth:`_contract`: BLAS when large), else
+        one loop nest over the result's and the summed labels."""
+        if plan.blas is not None:
+            self._contract(k, o, plan.blas)
+        else:
+            self._sum_of_products(k, o, plan.sizes, list(zip(plan.operands, plan.indices)))
 
     def _contract_pair(self, k: int, e1: Eqn, e2: Eqn, c1: Contraction, c2: Contraction) -> None:
         """``A x`` and ``A v`` (:meth:`_shared_matrix_pairs`) in one pass over ``A``
@@ -767,6 +816,8 @@ class _Source:
                 else:
                     self.emit(0, f"{o.name} = {self.value_at(o, [], None, dtype_name(o))}")
             rets.append(f"a_{o.name}" if o.shape else o.name)
+        checks = [c for e in self.eqns for made in [index_of(e)] if made is not None and kind_of(e) is not None
+                  for c in made.checks]
         params, entry = [], []
         for a in self.ins:
             if _is_strided_array(a) and self.scratch is None:  # (a body's step is too short to gain)
@@ -776,7 +827,7 @@ class _Source:
                 params.append(a.name)
         params += [name for name, _, _ in self.scratch or []]
         return "".join(h + "\n\n" for h in self.helpers if h) + (f"def {name}({', '.join(params)}):\n"
-                                                                  + "\n".join(entry + self.lines)
+                                                                  + "\n".join(entry + check_lines(checks) + self.lines)
                 + f"\n    return ({', '.join(rets)}{',' if len(rets) == 1 else ''})\n")
 
 

@@ -665,8 +665,10 @@ def _apply_at(x: Any, index: Any, v: Any, fn: Callable[..., Any], ufunc: str | N
         return _index_set(x, template, fn(cur) if v is None else fn(cur, v), *dyn)
     if dyn:
         raise NotImplementedError(
-            "x.at[idx] with integer-array indices batched by vmap supports get, set, add and "
-            "subtract; for other updates index with unbatched values"
+            f"x.at[idx].{ufunc or 'apply'}(...) with integer-array index values traced by fg.jit or "
+            f"batched by vmap: only get, set, add and subtract take those (repeated positions of other "
+            f"updates are applied in rounds planned from the index's values); make the index static "
+            f"(a NumPy array closed over, or fg.jit(f, static_argnums=...)) or unbatched"
         )
     if ufunc in ("maximum", "minimum") and xp is not np and not isinstance(x, Box) and not isinstance(v, Box):
         out = _copy(x)  # untraced on a device: one scatter_max/scatter_min
