@@ -63,13 +63,11 @@ def transformer() -> tuple[Any, dict[str, Any], Any, Any]:
               "fcw": (10, d), "fcb": (10,)}
     p = {k: (0.05 * rng.standard_normal(s)).astype(np.float32) for k, s in shapes.items()}
 
-    def lin(h: Any, w: Any, b: Any) -> Any:
-        return h @ fnp.transpose(w) + b
+    lin = fnn.linear
 
     def loss(p: Any, x: Any, y: Any) -> Any:
         qkv = lin(x, p["in_w"], p["in_b"])
-        q, k, v = (fnp.swapaxes(fnp.reshape(qkv[..., i * d:(i + 1) * d], (n, L, heads, d // heads)), 1, 2)
-                   for i in range(3))
+        q, k, v = (fnp.swapaxes(fnp.reshape(part, (n, L, heads, d // heads)), 1, 2) for part in fnp.split(qkv, 3, axis=-1))
         a = fnp.reshape(fnp.swapaxes(fnn.dot_product_attention(q, k, v), 1, 2), (n, L, d))
         h = fnn.layer_norm(x + lin(a, p["out_w"], p["out_b"]), 1, p["n1w"], p["n1b"])
         f = lin(fnn.relu(lin(h, p["l1w"], p["l1b"])), p["l2w"], p["l2b"])

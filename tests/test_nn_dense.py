@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
+import funcgrad.nn as fnn
 import funcgrad.numpy as fnp
 from funcgrad.nn.kernels import dense as kdense
 from funcgrad.nn.kernels import normalization as knorm
@@ -67,3 +68,38 @@ def test_statistics_batch_over_a_stack():
     for k in range(3):
         ref = np.stack([knorm.standardize_affine_statistics_composed(xi, w, b, (0, 2), 1e-5)[k] for xi in x])
         np.testing.assert_allclose(got[k], ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("x_shape", [(2, 3, 4), (1, 1, 4), (2, 0, 4), (3, 2, 2, 4)])
+def test_dense_of_a_stack_is_one_product_over_the_rows(x_shape, dtype):
+    # the forward runs (rows, in) @ w.T for a C-ordered stack; a strided stack keeps the batched product
+    x = RNG.standard_normal(x_shape).astype(dtype)
+    w, b = RNG.standard_normal((5, 4)).astype(dtype), RNG.standard_normal(5).astype(dtype)
+    for xs in (x, np.swapaxes(x, 0, 1)):
+        got = kdense.dense(xs, w, b)
+        assert got.shape == xs.shape[:-1] + (5,) and got.dtype == dtype
+        np.testing.assert_allclose(got, np.matmul(xs, w.T) + b, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-6)
+
+
+def test_nn_linear_is_the_dense_node_and_matches_the_composition():
+    x, w, b = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((5, 4)), RNG.standard_normal(5)
+    prog = str(fg.make_program(lambda x, w, b: fnn.linear(x, w, b))(x, w, b))
+    assert "dense" in prog and "matmul" not in prog
+    f = lambda x, w, b: fnp.sum(fnp.sin(fnn.linear(x, w, b)))  # noqa: E731
+    g = lambda x, w, b: fnp.sum(fnp.sin(kdense.dense_composed(x, w, b)))  # noqa: E731
+    for got, ref in zip(fg.grad(f, argnums=(0, 1, 2))(x, w, b), fg.grad(g, argnums=(0, 1, 2))(x, w, b)):
+        np.testing.assert_allclose(got, ref, rtol=1e-12)
+    np.testing.assert_allclose(fnn.linear(x, w), x @ w.T, rtol=1e-12)
+    assert fnn.Linear(4, 5, key=0)(x.astype(np.float32)).dtype == np.float32
+
+
+def test_nn_linear_of_integers_promotes_as_the_product():
+    x, w = np.arange(6).reshape(2, 3), RNG.standard_normal((2, 3))
+    np.testing.assert_allclose(fnn.linear(x, w), x @ w.T)
+
+
+def test_nn_linear_names_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"linear: weight must be a matrix.*input shape \(2, 3\).*weight shape \(5, 4\)"):
+        fnn.linear(np.ones((2, 3)), np.ones((5, 4)))

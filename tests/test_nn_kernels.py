@@ -26,6 +26,7 @@ from funcgrad.nn import rectifier as kact
 from funcgrad.nn.kernels import attention as kattn
 from funcgrad.nn.kernels import convolution as kconv
 from funcgrad.nn.kernels import dense as kdense
+from funcgrad.nn.kernels import layer_norm as klayer
 from funcgrad.nn import softmax_loss as klosses
 from funcgrad.nn.kernels import normalization as knorm
 from funcgrad.nn.kernels import pooling as kpool
@@ -178,7 +179,18 @@ NORM_SPECS = [Spec(f"standardize_{name}", lambda x, a=axes: knorm.standardize(x,
              knorm.standardize_affine_statistics(x, w, b, (0,), 1e-5), (1.0, 0.7, -1.3))),
          lambda x, w, b: sum(fnp.sum(r * c) for r, c in zip(
              knorm.standardize_affine_statistics_composed(x, w, b, (0,), 1e-5), (1.0, 0.7, -1.3))), [R, R, R],
-         shapes=((5, 3), (3,), (1, 3)), rtol=1e-9, atol=1e-10)]
+         shapes=((5, 3), (3,), (1, 3)), rtol=1e-9, atol=1e-10)] + [
+    # layer norm over the last axis with its scale and shift (nn.layer_norm's one node): a stack and one vector
+    Spec("layer_norm_affine", lambda x, w, b: klayer.layer_norm_affine(x, w, b, 1e-5),
+         lambda x, w, b: old_standardize(x, (2,), 1e-5) * w + b, [R, R, R], shapes=((2, 3, 4), (4,), (4,)),
+         rtol=1e-9, atol=1e-10),
+    Spec("layer_norm_affine_vector", lambda x, w, b: klayer.layer_norm_affine(x, w, b, 1e-5),
+         lambda x, w, b: old_standardize(x, (0,), 1e-5) * w + b, [R, R, R], shapes=((5,), (5,), (5,)),
+         rtol=1e-9, atol=1e-10)] + [
+    Spec(f"layer_norm_affine_backward_{k}", lambda g, x, w, k=k: klayer.layer_norm_affine_backward(g, x, w, 1e-5)[k],
+         lambda g, x, w, k=k: fg.vjp(lambda x, w, b: old_standardize(x, (1,), 1e-5) * w + b, x, w,
+                                     fnp.zeros_like(w))[1](g)[k], [R, R, R],
+         shapes=((3, 4), (3, 4), (4,)), rtol=1e-9, atol=1e-10) for k in range(3)]
 
 RNN_SPECS = [
     Spec("fused_gates", krnn.fused_gates, krnn.gates_composed, [R] * 6,
@@ -955,7 +967,7 @@ def test_lstm_sequence_backward_takes_the_forwards_gates_and_equals_the_recomput
 # The two tests below keep that true as kernels are added: a primitive declared in a kernel module and missing
 # from the spec table, or a layer family losing its recorded variants, fails here.
 
-KERNEL_MODULES = (kattn, kconv, kdense, knorm, kpool, krnn, kact, klosses)
+KERNEL_MODULES = (kattn, kconv, kdense, klayer, knorm, kpool, krnn, kact, klosses)
 
 
 def _declared_primitives():

@@ -235,13 +235,12 @@ def transformer_table(ctx: Context) -> Table:
     compiled = _compiled_row(model, ft.tensor(xs), ft.tensor(ys), ft)
 
     def linear(h, p, name, w="weight", b="bias"):
-        return h @ fnp.transpose(p[f"{name}.{w}"]) + p[f"{name}.{b}"]
+        return fnn.linear(h, p[f"{name}.{w}"], p[f"{name}.{b}"])
 
     def loss(p, x, y):
         n, L, _ = fnp.shape(x)
         qkv = linear(x, p, "enc.self_attn", "in_proj_weight", "in_proj_bias")
-        q, k, v = (fnp.swapaxes(fnp.reshape(qkv[..., i * d:(i + 1) * d], (n, L, heads, d // heads)), 1, 2)
-                   for i in range(3))
+        q, k, v = (fnp.swapaxes(fnp.reshape(part, (n, L, heads, d // heads)), 1, 2) for part in fnp.split(qkv, 3, axis=-1))
         a = fnp.reshape(fnp.swapaxes(fnn.dot_product_attention(q, k, v), 1, 2), (n, L, d))
         h = fnn.layer_norm(x + linear(a, p, "enc.self_attn.out_proj"), 1, p["enc.norm1.weight"], p["enc.norm1.bias"])
         f = linear(fnn.relu(linear(h, p, "enc.linear1")), p, "enc.linear2")

@@ -32,7 +32,7 @@ from .functional import (  # noqa: F401
     softmax, softplus, swish, tanh,
 )
 from .dropout import Dropout, dropout  # noqa: F401
-from .linear import MLP, Embedding, Identity, Linear  # noqa: F401
+from .linear import MLP, Embedding, Identity, Linear, linear  # noqa: F401
 from .containers import Flatten, Lambda, Sequential  # noqa: F401
 from .conv import (  # noqa: F401
     AvgPool1d, AvgPool2d, Conv1d, Conv2d, Conv3d, MaxPool1d, MaxPool2d, avg_pool, avg_pool1d,
@@ -53,7 +53,7 @@ __all__ = [
     "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "BatchNormState", "GRUCell", "LSTMCell",
     "MultiheadAttention",
     # functional
-    "relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "swish", "softplus", "sigmoid",
+    "linear", "relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "swish", "softplus", "sigmoid",
     "log_sigmoid", "tanh", "softmax", "log_softmax", "logsumexp", "one_hot", "cross_entropy",
     "nll_loss", "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "huber_loss", "dropout",
     "conv", "conv1d", "conv2d", "conv3d", "im2col", "col2im", "max_pool", "avg_pool", "max_pool1d",

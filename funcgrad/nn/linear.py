@@ -26,9 +26,32 @@ from ..core import unbox_all
 from . import init as _init
 from .dropout import dropout as _dropout
 from .functional import relu
+from .kernels.dense import dense
 from .module import Module, static_field
 
-__all__ = ["Linear", "MLP", "Embedding", "Identity"]
+__all__ = ["Linear", "MLP", "Embedding", "Identity", "linear"]
+
+
+def linear(x: Any, weight: Any, bias: Any = None) -> Any:
+    """``x @ weight.T + bias`` over the last axis of ``x`` (PyTorch's ``F.linear``), ``bias`` optional.
+
+    ``weight`` is ``(out_features, in_features)``. Recorded as one node (the ``dense`` kernel:
+    one product over every row of ``x``, the bias added in its buffer) when ``x`` and ``weight``
+    share a real floating dtype; otherwise as the product and the sum.
+
+    Example::
+
+        y = fg.nn.linear(x, w, b)        # x: (8, 32, 64), w: (10, 64), b: (10,) -> (8, 32, 10)
+    """
+    x_shape, w_shape = fnp.shape(x), fnp.shape(weight)
+    if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[1]:
+        raise ValueError(f"linear: weight must be a matrix (out_features, in_features) whose second axis matches "
+                         f"the input's last axis; got input shape {x_shape} and weight shape {w_shape}")
+    dtype = fnp.result_type(x)
+    if dtype == fnp.result_type(weight) and np.issubdtype(dtype, np.floating):
+        return dense(x, weight, bias)
+    y = fnp.matmul(x, fnp.transpose(weight))
+    return y if bias is None else y + bias
 
 
 class Identity(Module):
@@ -76,10 +99,7 @@ class Linear(Module):
                 f"Linear({self.in_features} -> {self.out_features}): the input's last axis must have "
                 f"length {self.in_features}, got input shape {shape}"
             )
-        y = fnp.matmul(x, fnp.transpose(self.weight))
-        if self.bias is not None:
-            y = y + self.bias
-        return y
+        return linear(x, self.weight, self.bias)
 
 
 class MLP(Module):

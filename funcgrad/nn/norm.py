@@ -22,11 +22,23 @@ import numpy as np
 import funcgrad.numpy as fnp
 
 from ..transforms import stop_gradient
+from .kernels.layer_norm import layer_norm_affine
 from .kernels.normalization import standardize, standardize_affine, standardize_affine_statistics
 from .module import Module, static_field
 
 __all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "BatchNormState", "layer_norm", "batch_norm", "group_norm",
            "batch_norm_train"]
+
+
+def _one_affine_node(x: Any, weight: Any, bias: Any) -> bool:
+    """Whether :func:`layer_norm_affine` computes this layer norm over the last axis: a scale and a shift of
+    the last axis's length, all three of one real floating dtype."""
+    if weight is None or bias is None:
+        return False
+    d = fnp.shape(x)[-1:]
+    dtype = fnp.result_type(x)
+    return (fnp.shape(weight) == d and fnp.shape(bias) == d and np.issubdtype(dtype, np.floating)
+            and fnp.result_type(weight) == dtype and fnp.result_type(bias) == dtype)
 
 
 def layer_norm(x: Any, normalized_ndim: int = 1, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
@@ -37,6 +49,8 @@ def layer_norm(x: Any, normalized_ndim: int = 1, weight: Any = None, bias: Any =
         y = fg.nn.layer_norm(x, 1, gamma, beta)
     """
     nd = fnp.ndim(x)
+    if normalized_ndim == 1 and _one_affine_node(x, weight, bias):
+        return layer_norm_affine(x, weight, bias, float(eps))
     y = standardize(x, tuple(range(nd - normalized_ndim, nd)), float(eps))
     if weight is not None:
         y = y * weight

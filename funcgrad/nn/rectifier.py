@@ -1,9 +1,11 @@
 """The rectifier as two primitives: ``relu`` and its derivative's mask, each one pass.
 
 ``relu(x) = max(x, 0)`` (a NaN stays NaN, as in PyTorch and JAX). Its VJP and JVP
-are ``positive_part(v, x)``: ``v`` where ``x > 0`` and an exact zero elsewhere (the
+are ``positive_part(v, relu(x))``: ``v`` where ``x > 0`` and an exact zero elsewhere (the
 derivative at 0 is 0), linear in ``v`` and constant in ``x``, so it differentiates
-again into itself. Both avoid ``where`` over a data-dependent mask, which NumPy runs
+again into itself. The mask is read from the result (``relu(x) > 0`` exactly where
+``x > 0``, and a NaN stays NaN), as PyTorch's ``ReluBackward0`` does, so the tape
+keeps the output, which the next layer keeps anyway, and frees the input. Both avoid ``where`` over a data-dependent mask, which NumPy runs
 several times slower than an arithmetic pass: the mask zeroes the cotangent's bits
 (an ``and`` with all-ones or all-zeros words), which keeps an infinite or NaN
 cotangent out of the zeroed positions, as a select would.
@@ -60,8 +62,8 @@ positive_part: Callable[..., Any] = defprimitive(
 
 relu: Callable[..., Any] = defprimitive(
     _relu_raw, name="relu",
-    vjp=lambda g, ans, x, nan_passes=False: positive_part(g, x, nan_passes=nan_passes),
-    jvp=lambda t, ans, x, nan_passes=False: positive_part(t, x, nan_passes=nan_passes),
-    batch_from=elementwise_rule, reads={0: {0}},
+    vjp=lambda g, ans, x, nan_passes=False: positive_part(g, ans, nan_passes=nan_passes),
+    jvp=lambda t, ans, x, nan_passes=False: positive_part(t, ans, nan_passes=nan_passes),
+    batch_from=elementwise_rule, reads={0: {"ans"}},
     doc="``max(x, 0)``, one pass; the derivative at 0 is 0 (as in PyTorch and JAX), a NaN stays NaN. Its "
         "derivative at a NaN is 0 (JAX's), or, with ``nan_passes=True``, 1 (PyTorch's: the Tensor layer's).")

@@ -36,7 +36,7 @@ __all__ = ["attention", "attention_backward"]
 
 
 def _attention_raw(q: Any, k: Any, v: Any, bias: Any, scale: float) -> Any:
-    return namespace_of(q).matmul(_softmax_raw(q, k, bias, scale), v)
+    return namespace_of(q).matmul(_weights_transposed_raw(q, k, bias, scale).swapaxes(-1, -2), v)
 
 
 def _weights(q: Any, k: Any, bias: Any, scale: float) -> Any:
@@ -44,30 +44,46 @@ def _weights(q: Any, k: Any, bias: Any, scale: float) -> Any:
     return softmax(s if bias is None else s + bias, axis=-1)
 
 
-def _softmax_raw(q: Any, k: Any, bias: Any, scale: float) -> Any:
+def _weights_transposed_raw(q: Any, k: Any, bias: Any, scale: float) -> Any:
+    """``P^T`` ``(..., S, L)``: the softmax over the keys is taken down the columns of ``k q^T``, where
+    NumPy's reductions run along contiguous rows (a max along each short row of ``q k^T`` costs several
+    times more), and its column sums are one product with a vector of ones."""
     xp = namespace_of(q)
-    s = xp.matmul(q, k.swapaxes(-1, -2))
+    s = xp.matmul(k, q.swapaxes(-1, -2))
     s *= scale
     if bias is not None:
-        s = s + bias
-    s -= s.max(axis=-1, keepdims=True)
+        s = s + _transposed(bias)
+    s -= s.max(axis=-2, keepdims=True)
     p = xp.exp(s, out=s)
-    p /= p.sum(axis=-1, keepdims=True)
+    p /= _column_sums(p)
     return p
+
+
+def _transposed(a: Any) -> Any:
+    """``a`` (broadcasting to ``(..., L, S)``) as its transpose, broadcasting to ``(..., S, L)``."""
+    if a.ndim < 2:
+        a = a.reshape((1,) * (2 - a.ndim) + tuple(a.shape))
+    return a.swapaxes(-1, -2)
+
+
+def _column_sums(a: Any) -> Any:
+    """Sums down the columns of the matrices of ``a``, kept as a row ``(..., 1, L)``."""
+    ones = namespace_of(a).ones(a.shape[-2], dtype=a.dtype)
+    return namespace_of(a).matmul(ones, a)[..., None, :]
 
 
 def _backward_raw(q: Any, k: Any, v: Any, bias: Any, g: Any, scale: float) -> tuple[Any, Any, Any, Any]:
     xp = namespace_of(q)
-    p = _softmax_raw(q, k, bias, scale)
-    dv = xp.matmul(p.swapaxes(-1, -2), g)
-    dp = xp.matmul(g, v.swapaxes(-1, -2))
-    dp -= (dp * p).sum(axis=-1, keepdims=True)
-    dp *= p  # dS
-    dq = xp.matmul(dp, k)
+    pt = _weights_transposed_raw(q, k, bias, scale)  # P^T
+    dv = xp.matmul(pt, g)
+    dpt = xp.matmul(v, g.swapaxes(-1, -2))  # (g V^T)^T
+    dpt -= _column_sums(dpt * pt)
+    dpt *= pt  # dS^T
+    dq = xp.matmul(dpt.swapaxes(-1, -2), k)
     dq *= scale
-    dk = xp.matmul(dp.swapaxes(-1, -2), q)
+    dk = xp.matmul(dpt, q)
     dk *= scale
-    return dq, dk, dv, dp
+    return dq, dk, dv, dpt.swapaxes(-1, -2)
 
 
 def attention_backward_composed(q: Any, k: Any, v: Any, bias: Any, g: Any, scale: float) -> tuple[Any, ...]:

@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import funcgrad.numpy as fnp
@@ -36,7 +37,12 @@ def dense_composed(x: Any, w: Any, b: Any) -> Any:
 
 
 def _dense_raw(x: Any, w: Any, b: Any) -> Any:
-    out = namespace_of(x).matmul(x, w.T)
+    xp = namespace_of(x)
+    if x.ndim > 2 and x.flags.c_contiguous:  # one GEMM over all rows (a batch of small products is slower)
+        rows = math.prod(x.shape[:-1])
+        out = xp.matmul(x.reshape(rows, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
+    else:
+        out = xp.matmul(x, w.T)
     if b is None:
         return out
     if b.dtype == out.dtype and b.ndim <= 1:
