@@ -59,3 +59,10 @@ def test_linear_outside_the_kernel_keeps_torch_errors_and_vectors():
     x, w, b = _leaves((3,), (2, 3), (2,))  # a single vector: the composition
     np.testing.assert_allclose(F.linear(x, w, b).detach().numpy(), w.detach().numpy() @ x.detach().numpy()
                                + b.detach().numpy(), rtol=1e-12)
+
+
+def test_norm_layers_record_pytorchs_node_names():
+    # torch 2.13: LayerNorm -> NativeLayerNormBackward0, BatchNorm2d (training) -> NativeBatchNormBackward0
+    x = ft.randn(2, 3, 4, 5, requires_grad=True)
+    assert type(ft.nn.LayerNorm(5)(x).grad_fn).__name__ == "NativeLayerNormBackward0"
+    assert type(ft.nn.BatchNorm2d(3)(x).grad_fn).__name__ == "NativeBatchNormBackward0"
