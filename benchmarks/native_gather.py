@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.native_tier import measure  # noqa: E402  (sets one thread for every library)
+from benchmarks.native_tier import measure, print_table  # noqa: E402  (sets one thread for every library)
 
 import funcgrad as fg  # noqa: E402
 import funcgrad.numpy as fnp  # noqa: E402
@@ -82,9 +82,4 @@ if __name__ == "__main__":
     jax.config.update("jax_enable_x64", True)
     jax.config.update("jax_platforms", "cpu")
     table = measure(cases(jax, jnp), jnp)
-    print("\n| row | unit | native | NumPy replay | JAX jit | native / JAX | first call (native backend) | "
-          "then native in use after |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, unit, nat, rep, jx, first, until in table:
-        print(f"| {name} | {unit} | {nat:.3g} | {rep:.3g} | {jx:.3g} | {nat / jx:.2f}x | {first * 1e3:.1f} ms | "
-              f"{until:.2f} s |")
+    print_table(table)

@@ -191,6 +191,16 @@ def measure(cases: list[Any], jnp: Any) -> list[tuple[str, str, float, float, fl
     return out
 
 
+def print_table(table: list[tuple[str, str, float, float, float, float, float]]) -> None:
+    """The rows of :func:`measure` as a Markdown table."""
+    print("\n| row | unit | native | NumPy replay | JAX jit | native / JAX | first call (native backend) | "
+          "then native in use after |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, unit, nat, rep, jx, first, until in table:
+        print(f"| {name} | {unit} | {nat:.3g} | {rep:.3g} | {jx:.3g} | {nat / jx:.2f}x | {first * 1e3:.1f} ms | "
+              f"{until:.2f} s |")
+
+
 def jax_block(out: Any) -> Any:
     """Wait for every array of a JAX result (a pytree)."""
     for leaf in fg.tree_util.tree_leaves(out):
@@ -321,12 +331,7 @@ if __name__ == "__main__":
         sys.exit(0)
     loops_only = "--loops" in sys.argv or "--rk4" in sys.argv
     table = rows(loops_only, "--rk4" in sys.argv)
-    print("\n| row | unit | native | NumPy replay | JAX jit | native / JAX | first call (native backend) | "
-          "then native in use after |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, unit, nat, rep, jx, first, until in table:
-        print(f"| {name} | {unit} | {nat:.3g} | {rep:.3g} | {jx:.3g} | {nat / jx:.2f}x | {first * 1e3:.1f} ms | "
-              f"{until:.2f} s |")
+    print_table(table)
     if loops_only or only_names():
         sys.exit(0)
     mem = peak_memory()
