@@ -268,6 +268,8 @@ def _window_scatter_raw(g: Any, index: Any, x_shape: tuple[int, ...], kernel: tu
         word = np.dtype(f"int{8 * g.dtype.itemsize}") if g.dtype.kind == "f" and g.dtype.itemsize in (2, 4, 8) else None
         bits = None if word is None else xp.ascontiguousarray(g).view(word)
         hits = xp.empty(index.shape, dtype=bool) if isinstance(g, np.ndarray) else None  # one mask buffer
+        if hits is not None and math.prod(kernel) <= 127:
+            index = index.astype(np.int8)  # one narrowing pass: each offset's comparison then reads bytes
         for j, view in enumerate(_tile_views(dx, kernel)):
             if bits is None:
                 xp.multiply(g, index == j, out=view)
