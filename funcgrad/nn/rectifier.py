@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
@@ -44,9 +46,15 @@ def _positive_part_raw(v: Any, x: Any, nan_passes: bool = False) -> Any:
     if word is None or tuple(v.shape) != tuple(x.shape):
         zero = xp.zeros((), dtype=v.dtype)
         return xp.where(mask, zero, v) if nan_passes else xp.where(mask, v, zero)
-    # the mask as bytes of all bits set or clear (sign-extended to v's word by the AND), one byte per element
-    flags = mask.view(xp.int8)
-    keep = (flags - 1) if nan_passes else xp.negative(flags)  # nan_passes: 1 (zeroed) -> 0, 0 -> -1
+    # the mask as bytes of all bits set or clear (sign-extended to v's word by the AND), one byte per element,
+    # turned into them in place (the comparison's result is fresh: no second byte array)
+    keep = mask.view(xp.int8)
+    if nan_passes:
+        keep -= 1  # 1 (zeroed) -> 0, 0 -> -1
+    elif isinstance(keep, np.ndarray):
+        np.negative(keep, out=keep)
+    else:
+        keep *= -1
     return xp.bitwise_and(xp.ascontiguousarray(v).view(word), keep).view(v.dtype)
 
 

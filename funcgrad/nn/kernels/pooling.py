@@ -267,11 +267,18 @@ def _window_scatter_raw(g: Any, index: Any, x_shape: tuple[int, ...], kernel: tu
         dx = xp.empty(lead + spatial, dtype=g.dtype)
         word = np.dtype(f"int{8 * g.dtype.itemsize}") if g.dtype.kind == "f" and g.dtype.itemsize in (2, 4, 8) else None
         bits = None if word is None else xp.ascontiguousarray(g).view(word)
+        hits = xp.empty(index.shape, dtype=bool) if isinstance(g, np.ndarray) else None  # one mask buffer
+        if hits is not None and math.prod(kernel) <= 127:
+            index = index.astype(np.int8)  # one narrowing pass: each offset's comparison then reads bytes
         for j, view in enumerate(_tile_views(dx, kernel)):
             if bits is None:
                 xp.multiply(g, index == j, out=view)
-            else:
+            elif hits is None:
                 xp.bitwise_and(bits, xp.negative((index == j).view(xp.int8)), out=view.view(word))
+            else:  # host: the mask made and sign-extended in place, in the one buffer
+                flags = np.equal(index, j, out=hits).view(np.int8)
+                np.negative(flags, out=flags)
+                np.bitwise_and(bits, flags, out=view.view(word))
         return dx
     if _same_lead(g, index, nsp) and tuple(g.shape[:-nsp]) == lead:  # one scatter by flat position
         pos = _flat_positions(index, lead, padded, kernel, stride, dilation, out).reshape(-1)
