@@ -5,10 +5,11 @@ are ``positive_part(v, relu(x))``: ``v`` where ``x > 0`` and an exact zero elsew
 derivative at 0 is 0), linear in ``v`` and constant in ``x``, so it differentiates
 again into itself. The mask is read from the result (``relu(x) > 0`` exactly where
 ``x > 0``, and a NaN stays NaN), as PyTorch's ``ReluBackward0`` does, so the tape
-keeps the output, which the next layer keeps anyway, and frees the input. Both avoid ``where`` over a data-dependent mask, which NumPy runs
-several times slower than an arithmetic pass: the mask zeroes the cotangent's bits
-(an ``and`` with all-ones or all-zeros words), which keeps an infinite or NaN
-cotangent out of the zeroed positions, as a select would.
+keeps the output, which the next layer keeps anyway, and frees the input. Both
+avoid ``where`` over a data-dependent mask, which NumPy runs several times slower
+than an arithmetic pass: the mask zeroes the cotangent's bits (an ``and`` with
+all-ones or all-zeros words), which keeps an infinite or NaN cotangent out of the
+zeroed positions, as a select would.
 
 Example::
 
