@@ -266,13 +266,15 @@ class Tiered:
     def _falling_back(self, compiled: Callable[..., Any]) -> Callable[..., Any]:
         """``compiled``, or the replay for arguments its kernels were not compiled for (numba
         raises TypeError for them: a value of another kind than the one traced, say a 0-d array
-        for a float), counted in :attr:`fallbacks`."""
+        for a float) and for calls whose complex results are not finite (the native code raises
+        FloatingPointError there, or numba's ZeroDivisionError: NaN and inf are NumPy's,
+        :mod:`funcgrad.jit.native_complex`), counted in :attr:`fallbacks`."""
         replay = self.replay
 
         def run(*args: Any) -> Any:
             try:
                 return compiled(*args)
-            except TypeError:
+            except (TypeError, ArithmeticError):
                 self.fallbacks += 1
                 return replay(*args)
         run.source = getattr(compiled, "source", "")  # type: ignore[attr-defined]

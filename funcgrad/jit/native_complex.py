@@ -1,0 +1,102 @@
+"""Complex values in the native tier: the numba spelling of each primitive on complex64 and
+complex128 operands, and how a non-finite complex result keeps NumPy's answer.
+
+numba has complex scalars and most of NumPy's complex functions. On finite values they agree
+with NumPy's to a few ulp (the bound of docs/jit.md, measured in
+tests/test_jit_native_complex.py); on non-finite values they often do not: ``(inf+0j) * 2``
+is ``inf+nanj`` in numba and ``inf+0j`` in NumPy, ``exp(710+0j)`` is ``inf+nanj`` against
+``inf+0j``, ``sin(inf+0j)`` is ``nan+nanj`` against ``nan+0j``, a complex division by zero
+raises ZeroDivisionError. C99's special-value tables (which NumPy follows) would need
+dozens of cases per function; instead each complex result that can differ goes through
+:data:`FINITE`, which raises ``FloatingPointError`` when the result is not finite, and the
+tier runs that call in the NumPy replay (``funcgrad.jit.tiered``: a call the native code
+hands back). Finite results are the compiled code's; the first inf or NaN in a complex
+result makes the call NumPy's, so NaN and inf come out exactly where NumPy puts them.
+Addition, subtraction, negation and conjugation need no check (componentwise: the same as
+NumPy's on every value).
+
+Tables (keyed by primitive object, ``{0}``, ``{1}`` the operands already converted to the
+result's dtype, as NumPy converts them; ``{t}`` the result's dtype constructor):
+
+- :data:`COMPLEX_EXPR`: a complex result from complex (or real, converted) operands;
+- :data:`COMPLEX_PARTS`: a real result from one complex operand (``real``, ``imag``,
+  ``absolute``, ``angle``), the real dtype of the operand's parts.
+
+Left to the replay (measured outside the bound, or no numba spelling): ``expm1`` (numba's
+loses the real part of tiny arguments), ``sign`` (numba's predates NumPy 2's ``z / |z|``),
+``arccos``/``arcsin``/``arcsinh`` and ``exp2``/``log10``/``log2`` (see the test's table),
+comparisons, ``maximum``/``minimum`` (NumPy orders complex numbers lexicographically) and
+``astype`` from complex to real.
+
+Example::
+
+    from funcgrad.jit.native_complex import COMPLEX_EXPR
+    from funcgrad.jit.known import MULTIPLY
+    COMPLEX_EXPR[MULTIPLY].format("a", "b", t="np.complex128")   # "cfinite(a * b)"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import numpy as fnp
+from ..core.trace import Primitive
+from .known import primitive_of
+
+__all__ = ["COMPLEX", "COMPLEX_EXPR", "COMPLEX_PARTS", "FINITE", "SOURCE", "PART_DTYPE", "uses", "literal"]
+
+COMPLEX = ("complex128", "complex64")
+# the real dtype of a complex dtype's parts (and of abs/angle of it)
+PART_DTYPE = {"complex128": "float64", "complex64": "float32"}
+
+FINITE = "cfinite"
+
+
+def _checked(expr: str) -> str:
+    return f"{FINITE}({expr})"
+
+
+COMPLEX_EXPR: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
+    (fnp.add, "{0} + {1}"), (fnp.subtract, "{0} - {1}"), (fnp.negative, "-{0}"), (fnp.positive, "{0}"),
+    (fnp.conj, "np.conj({0})"),
+    (fnp.multiply, _checked("{0} * {1}")), (fnp.divide, _checked("{0} / {1}")),
+    (fnp.square, _checked("{0} * {0}")), (fnp.reciprocal, _checked("{t}(1.0) / {0}")),
+    (fnp.power, _checked("{0} ** {1}")),
+    (fnp.exp, _checked("np.exp({0})")), (fnp.log, _checked("np.log({0})")), (fnp.sqrt, _checked("np.sqrt({0})")),
+    (fnp.sin, _checked("np.sin({0})")), (fnp.cos, _checked("np.cos({0})")), (fnp.tan, _checked("np.tan({0})")),
+    (fnp.sinh, _checked("np.sinh({0})")), (fnp.cosh, _checked("np.cosh({0})")),
+    (fnp.tanh, _checked("np.tanh({0})")), (fnp.arctan, _checked("np.arctan({0})")),
+    (fnp.arctanh, _checked("np.arctanh({0})")), (fnp.log1p, _checked("np.log1p({0})")),
+    (fnp.zeros_like, "{t}(0.0)"), (fnp.ones_like, "{t}(1.0)"),
+]}
+
+COMPLEX_PARTS: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
+    (fnp.real, "{0}.real"), (fnp.imag, "{0}.imag"), (fnp.absolute, "np.abs({0})"),
+    (fnp.angle, "np.arctan2({0}.imag, {0}.real)"),
+]}
+
+SOURCE = f'''@numba.njit(inline='always', error_model='numpy')
+def {FINITE}(w):
+    if np.isfinite(w.real) and np.isfinite(w.imag):
+        return w
+    raise FloatingPointError("a complex result that is not finite: the call runs on the NumPy replay")
+'''
+
+
+def uses(source: str) -> bool:
+    """Does generated code ``source`` call :data:`FINITE`?"""
+    return f"{FINITE}(" in source
+
+
+def _real_text(v: float) -> str:
+    if v != v:
+        return "np.nan"
+    if v in (float("inf"), float("-inf")):
+        return "np.inf" if v > 0 else "-np.inf"
+    return repr(v)
+
+
+def literal(value: Any, dtype: str) -> str:
+    """A Python number as a numba expression of the complex ``dtype`` (``np.complex128(complex(0.0, 1.0))``)."""
+    z = complex(value)
+    return f"np.{dtype}(complex({_real_text(z.real)}, {_real_text(z.imag)}))"
