@@ -22,6 +22,15 @@ result's dtype, as NumPy converts them; ``{t}`` the result's dtype constructor):
 - :data:`COMPLEX_PARTS`: a real result from one complex operand (``real``, ``imag``,
   ``absolute``, ``angle``), the real dtype of the operand's parts.
 
+``tanh`` is :data:`TANH`: numba's complex ``tanh`` divides ``sinh`` by ``cosh`` and gives
+``nan+nanj`` once they overflow (``|Re z| > 355``), where NumPy's gives ``±1``; from
+``|Re z| >= 22`` on it is ``(sign(x), 4 sin(y) cos(y) exp(-2|x|))``, exact to rounding
+there (as in C99 implementations), ``tanh(x) + 0j`` with the zero's sign on the real axis
+(numba's drops it), and numba's elsewhere. ``log`` is :data:`LOG`: numba's
+takes ``log(|z|)``, which loses the real part's relative precision near ``|z| = 1`` (1400
+ulp of the result measured); this one takes ``log1p((a - 1)(a + 1) + b^2) / 2`` there
+(``a >= b`` the parts' magnitudes), as careful C libraries do.
+
 Left to the replay (measured outside the bound, or no numba spelling): ``expm1`` (numba's
 loses the real part of tiny arguments), ``sign`` (numba's predates NumPy 2's ``z / |z|``),
 ``arccos``/``arcsin``/``arcsinh`` and ``exp2``/``log10``/``log2`` (see the test's table),
@@ -49,7 +58,7 @@ COMPLEX = ("complex128", "complex64")
 # the real dtype of a complex dtype's parts (and of abs/angle of it)
 PART_DTYPE = {"complex128": "float64", "complex64": "float32"}
 
-FINITE = "cfinite"
+FINITE, TANH, LOG = "cfinite", "ctanh", "clog"
 
 
 def _checked(expr: str) -> str:
@@ -62,14 +71,19 @@ COMPLEX_EXPR: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
     (fnp.multiply, _checked("{0} * {1}")), (fnp.divide, _checked("{0} / {1}")),
     (fnp.square, _checked("{0} * {0}")), (fnp.reciprocal, _checked("{t}(1.0) / {0}")),
     (fnp.power, _checked("{0} ** {1}")),
-    (fnp.exp, _checked("np.exp({0})")), (fnp.log, _checked("np.log({0})")), (fnp.sqrt, _checked("np.sqrt({0})")),
+    (fnp.exp, _checked("np.exp({0})")), (fnp.log, _checked(LOG + "({0})")), (fnp.sqrt, _checked("np.sqrt({0})")),
     (fnp.sin, _checked("np.sin({0})")), (fnp.cos, _checked("np.cos({0})")), (fnp.tan, _checked("np.tan({0})")),
     (fnp.sinh, _checked("np.sinh({0})")), (fnp.cosh, _checked("np.cosh({0})")),
-    (fnp.tanh, _checked("np.tanh({0})")), (fnp.arctan, _checked("np.arctan({0})")),
+    (fnp.tanh, _checked(TANH + "({0})")), (fnp.arctan, _checked("np.arctan({0})")),
     (fnp.arctanh, _checked("np.arctanh({0})")), (fnp.log1p, _checked("np.log1p({0})")),
     (fnp.zeros_like, "{t}(0.0)"), (fnp.ones_like, "{t}(1.0)"),
 ]}
 
+# x ** p for these literal p: products (and a division) as NumPy's complex power computes them,
+# with the spellings of funcgrad.jit.native_ops.POWERS; other exponents: exp(p log x), as NumPy's
+INTEGER_POWERS = (1.0, 2.0, 3.0, -1.0, -2.0)
+
+REAL = primitive_of(fnp.real)
 COMPLEX_PARTS: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
     (fnp.real, "{0}.real"), (fnp.imag, "{0}.imag"), (fnp.absolute, "np.abs({0})"),
     (fnp.angle, "np.arctan2({0}.imag, {0}.real)"),
@@ -80,12 +94,36 @@ def {FINITE}(w):
     if np.isfinite(w.real) and np.isfinite(w.imag):
         return w
     raise FloatingPointError("a complex result that is not finite: the call runs on the NumPy replay")
+
+
+@numba.njit(inline='always', error_model='numpy')
+def {TANH}(z):
+    x = z.real
+    if abs(x) >= 22.0:
+        e = np.exp(-abs(x))
+        return complex(np.copysign(1.0, x), 4.0 * np.sin(z.imag) * np.cos(z.imag) * e * e)
+    if z.imag == 0.0:
+        return complex(np.tanh(x), z.imag)
+    return np.tanh(z)
+
+
+@numba.njit(inline='always', error_model='numpy')
+def {LOG}(z):
+    x = abs(z.real)
+    y = abs(z.imag)
+    a = max(x, y)
+    b = min(x, y)
+    if 0.5 <= a <= 2.0:
+        re = 0.5 * np.log1p((a - 1.0) * (a + 1.0) + b * b)
+    else:
+        re = np.log(np.hypot(x, y))
+    return complex(re, np.arctan2(z.imag, z.real))
 '''
 
 
 def uses(source: str) -> bool:
-    """Does generated code ``source`` call :data:`FINITE`?"""
-    return f"{FINITE}(" in source
+    """Does generated code ``source`` call the functions of :data:`SOURCE`?"""
+    return any(f"{name}(" in source for name in (FINITE, TANH, LOG))
 
 
 def _real_text(v: float) -> str:

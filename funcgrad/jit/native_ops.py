@@ -52,7 +52,7 @@ from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, pr
 
 __all__ = ["INTS", "is_int_scalar", "NATIVE_EXPR", "NATIVE_EXPR_FLOAT64", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
-           "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS", "NUMBERS", "complex_operand"]
+           "loop_consts", "reads_of", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS", "NUMBERS", "complex_operand", "complex_elementwise"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -111,7 +111,7 @@ SELECTIONS: dict[Primitive, str] = _table([
 ASTYPE = primitive_of(_creation._astype)
 MEAN, PROD = primitive_of(fnp.mean), primitive_of(fnp.prod)
 MAX, MIN = primitive_of(fnp.max), primitive_of(fnp.min)
-ANGLE = primitive_of(fnp.angle)
+ANGLE, REAL, IMAG = primitive_of(fnp.angle), primitive_of(fnp.real), primitive_of(fnp.imag)
 TRANSPOSE, SWAPAXES, MOVEAXIS = primitive_of(fnp.transpose), primitive_of(fnp.swapaxes), primitive_of(fnp.moveaxis)
 RESHAPE = primitive_of(fnp.reshape)
 GETITEM = primitive_of(_indexing._getitem)
@@ -247,7 +247,7 @@ def kind_of(e: Eqn) -> str | None:
         return "block" if _scatter_ok(e) else None
     if e.kwargs:
         return None
-    if dtype_name(o) in COMPLEX or p in COMPLEX_PARTS:
+    if complex_elementwise(e):
         return "elementwise" if _complex_ok(e) else None
     if p in NATIVE_EXPR or p in SELECTIONS:
         if o.shape == () and dtype_name(o) in INTS and (o.kind in _INT_KINDS or is_host_array(o.kind)):
@@ -285,7 +285,17 @@ def complex_operand(a: Any, odt: str) -> bool:
     if not isinstance(a, (Var, Const)):
         return (is_literal(a) and type(a) is not bool) or type(a) is complex
     want = NUMBERS if odt == "complex128" else ("float32", "complex64")
-    return dtype_name(a) in want
+    return dtype_name(a) in want + ("bool",)
+
+
+def complex_elementwise(e: Eqn) -> bool:
+    """Is ``e`` (an equation of one result) complex work: a complex result, or ``real``/``imag``/
+    ``absolute``/``angle`` of a complex value (``real``/``imag`` of a real one too)?"""
+    if dtype_name(e.outs[0]) in COMPLEX:
+        return True
+    if e.prim not in COMPLEX_PARTS or not e.ins:
+        return False
+    return e.prim in (REAL, IMAG) or dtype_name(e.ins[0]) in COMPLEX
 
 
 def _complex_ok(e: Eqn) -> bool:
@@ -295,8 +305,9 @@ def _complex_ok(e: Eqn) -> bool:
     odt = dtype_name(o)
     if p in COMPLEX_PARTS:
         ins = e.ins[:1] if p is not ANGLE or len(e.ins) == 1 or e.ins[1] is False else ()
-        return (len(ins) == 1 and _out_ok(o, FLOATS) and _atom_ok(ins[0], COMPLEX, o.shape)
-                and not is_literal(ins[0]) and native_complex.PART_DTYPE.get(dtype_name(ins[0])) == odt)
+        if len(ins) != 1 or not _out_ok(o, FLOATS) or is_literal(ins[0]) or not _atom_ok(ins[0], NUMBERS, o.shape):
+            return False
+        return native_complex.PART_DTYPE.get(dtype_name(ins[0]), dtype_name(ins[0])) == odt
     if not _out_ok(o, COMPLEX):
         return False
     if p is WHERE:
@@ -304,9 +315,10 @@ def _complex_ok(e: Eqn) -> bool:
                 and all(_atom_ok(a, NUMBERS, o.shape) and complex_operand(a, odt) for a in e.ins[1:]))
     if p is ASTYPE:
         return (len(e.ins) == 2 and _is_array_var(e.ins[0]) and e.ins[0].shape == o.shape
-                and _atom_ok(e.ins[0], NUMBERS, o.shape) and complex_operand(e.ins[0], odt))
+                and _atom_ok(e.ins[0], NUMBERS + ("bool",), o.shape) and complex_operand(e.ins[0], odt))
+    want = NUMBERS + ("bool",) if p in TAKES_BOOL else NUMBERS
     return (p in COMPLEX_EXPR and len(e.ins) in (1, 2)
-            and all(_atom_ok(a, NUMBERS, o.shape) and complex_operand(a, odt) for a in e.ins))
+            and all(_atom_ok(a, want, o.shape) and complex_operand(a, odt) for a in e.ins))
 
 
 # -- loops: a compiled loop calling the compiled body -------------------------------------------

@@ -41,7 +41,7 @@ from . import native_complex, native_math
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
-from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
+from .native_ops import (complex_elementwise, INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
                          reads_of, split_maps, view_map)
 
@@ -344,7 +344,7 @@ class _Source:
     def _elementwise(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int) -> str:
         o = e.outs[0]
         odt = dtype_name(o)
-        if odt in native_complex.COMPLEX or e.prim in native_complex.COMPLEX_PARTS:
+        if complex_elementwise(e):
             return self._complex(e, shape, ix, k)
         if e.prim in COMPARISONS:
             dts = [dtype_name(a) if isinstance(a, Var) else dtype_name(a.value) for a in e.ins
@@ -374,6 +374,8 @@ class _Source:
         odt = dtype_name(o)
         if e.prim in native_complex.COMPLEX_PARTS:
             x = self.read(e.ins[0], shape, ix, k, dtype_name(e.ins[0]))
+            if dtype_name(e.ins[0]) not in native_complex.COMPLEX:  # real or imag of a real value
+                return x if e.prim is native_complex.REAL else f"np.{odt}(0.0)"
             return f"np.{odt}(" + native_complex.COMPLEX_PARTS[e.prim].format(f"({x})") + ")"
 
         def operand(a: Any) -> str:
@@ -385,6 +387,11 @@ class _Source:
             return f"({operand(e.ins[1])} if {c} else {operand(e.ins[2])})"
         if e.prim is ASTYPE:
             return operand(e.ins[0])
+        if e.prim is POWER:  # integer literal exponents: NumPy's products (and a division), exactly
+            p = e.ins[1].value if isinstance(e.ins[1], Const) else e.ins[1]
+            if is_literal(p) and not isinstance(p, bool) and float(p) in native_complex.INTEGER_POWERS:
+                return f"np.{odt}({native_complex.FINITE}(" + POWERS[float(p)].format(
+                    f"({operand(e.ins[0])})", t=f"np.{odt}") + "))"
         return f"np.{odt}(" + native_complex.COMPLEX_EXPR[e.prim].format(
             *(operand(a) for a in e.ins), t=f"np.{odt}") + ")"
 

@@ -28,6 +28,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from ..core import trace as _trace_module
 from .compile_worker import CompileWorker
 from .ir import Program
 from .numpy_replay import compile_program
@@ -274,7 +275,12 @@ class Tiered:
         def run(*args: Any) -> Any:
             try:
                 return compiled(*args)
-            except (TypeError, ArithmeticError):
+            except TypeError:
+                self.fallbacks += 1
+                return replay(*args)
+            except ArithmeticError:
+                if _trace_module.result_hook is not None:
+                    raise  # (fg.debug_nans: the checked replay ran, and named the primitive)
                 self.fallbacks += 1
                 return replay(*args)
         run.source = getattr(compiled, "source", "")  # type: ignore[attr-defined]
