@@ -29,7 +29,10 @@ there (as in C99 implementations), ``tanh(x) + 0j`` with the zero's sign on the 
 (numba's drops it), and numba's elsewhere. ``log`` is :data:`LOG`: numba's
 takes ``log(|z|)``, which loses the real part's relative precision near ``|z| = 1`` (1400
 ulp of the result measured); this one takes ``log1p((a - 1)(a + 1) + b^2) / 2`` there
-(``a >= b`` the parts' magnitudes), as careful C libraries do.
+(``a >= b`` the parts' magnitudes), as careful C libraries do. ``abs`` is :data:`ABS`:
+``sqrt(x^2 + y^2)`` in float64 where that can neither overflow nor underflow (within 2 ulp
+of ``hypot``, and six times faster than numba's call of the C library's ``hypot``, which
+stays for the rest: huge, tiny, inf and NaN parts).
 
 Left to the replay (measured outside the bound, or no numba spelling): ``expm1`` (numba's
 loses the real part of tiny arguments), ``sign`` (numba's predates NumPy 2's ``z / |z|``),
@@ -58,7 +61,7 @@ COMPLEX = ("complex128", "complex64")
 # the real dtype of a complex dtype's parts (and of abs/angle of it)
 PART_DTYPE = {"complex128": "float64", "complex64": "float32"}
 
-FINITE, TANH, LOG = "cfinite", "ctanh", "clog"
+FINITE, TANH, LOG, ABS = "cfinite", "ctanh", "clog", "cabs"
 
 
 def _checked(expr: str) -> str:
@@ -85,7 +88,7 @@ INTEGER_POWERS = (1.0, 2.0, 3.0, -1.0, -2.0)
 
 REAL = primitive_of(fnp.real)
 COMPLEX_PARTS: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
-    (fnp.real, "{0}.real"), (fnp.imag, "{0}.imag"), (fnp.absolute, "np.abs({0})"),
+    (fnp.real, "{0}.real"), (fnp.imag, "{0}.imag"), (fnp.absolute, ABS + "({0})"),
     (fnp.angle, "np.arctan2({0}.imag, {0}.real)"),
 ]}
 
@@ -118,12 +121,22 @@ def {LOG}(z):
     else:
         re = np.log(np.hypot(x, y))
     return complex(re, np.arctan2(z.imag, z.real))
+
+
+@numba.njit(inline='always', error_model='numpy')
+def {ABS}(z):
+    x = abs(np.float64(z.real))
+    y = abs(np.float64(z.imag))
+    a = x if x > y else y
+    if 1e-150 < a < 1e150:
+        return np.sqrt(x * x + y * y)
+    return np.hypot(x, y)
 '''
 
 
 def uses(source: str) -> bool:
     """Does generated code ``source`` call the functions of :data:`SOURCE`?"""
-    return any(f"{name}(" in source for name in (FINITE, TANH, LOG))
+    return any(f"{name}(" in source for name in (FINITE, TANH, LOG, ABS))
 
 
 def _real_text(v: float) -> str:
