@@ -200,6 +200,10 @@ PROGRAMS = {
     "blas": (lambda a, b: fnp.sin(a) @ b, (grid(40, 50), grid(50, 40) * 0.5), 50),
     "blocks": (lambda z: (fnp.concatenate([z, fnp.conj(z)], axis=1), fnp.stack([z, z * 1j]),
                           z.at[0].set(1j).at[:, 1:3].add(z[:, :2] * 2.0)), (grid(3, 4),), 1),
+    "loop": (lambda z, w: fg.fori_loop(0, 20, lambda i, c: (c[0] * c[2] + 0.1j * fnp.sin(c[0]),
+                                                             c[1] + fnp.sum(fnp.abs(c[0]) ** 2), c[2]),
+                                       (z, fnp.real(z[0]) * 0.0, w))[:2],
+             (grid(2) * 0.3, np.array([0.9 + 0.1j, 0.8 - 0.2j])), 40),
 }
 
 

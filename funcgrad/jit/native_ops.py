@@ -23,7 +23,7 @@ one (converted first, as NumPy does); anything else (integer arrays, device arra
 advanced indices) stays on the replay. Complex values (:mod:`funcgrad.jit.native_complex`)
 lower in elementwise work (real operands converted as NumPy promotes them), ``real``/
 ``imag``/``abs``/``angle``, ``where``, ``sum``/``mean``/``prod``, views, contractions,
-concatenation and scatters.
+concatenation, scatters and loop carries.
 
 Example::
 
@@ -332,7 +332,7 @@ def _program_lowers(prog: Program) -> bool:
     ok = _lowers.get(prog)
     if ok is None:
         ok = all(kind_of(b) is not None for b in prog.eqns) and all(
-            isinstance(o, Var) and _out_ok(o, FLOATS + ("bool",)) and (o.shape == () or is_host_array(o.kind))
+            isinstance(o, Var) and _out_ok(o, NUMBERS + ("bool",)) and (o.shape == () or is_host_array(o.kind))
             for o in prog.outs)
         _lowers[prog] = ok
     return ok
@@ -343,7 +343,7 @@ def _loop_value_ok(a: Any, like: Any) -> bool:
     scalars or both arrays of at least one axis (so the loop's carry keeps one native type)?"""
     if not (isinstance(a, Var) or (isinstance(a, Const) and not is_literal(a.value))):
         return False
-    if not _atom_ok(a, FLOATS, None) or dtype_name(a) != dtype_name(like) or _shape_of(a) != tuple(like.shape):
+    if not _atom_ok(a, NUMBERS, None) or dtype_name(a) != dtype_name(like) or _shape_of(a) != tuple(like.shape):
         return False
     array = _is_array(a)
     return array == is_host_array(like.kind) and (not array or len(like.shape) > 0)
@@ -383,7 +383,7 @@ def loop_lowers(e: Eqn, loop: Structured) -> bool:
         return False
     if len(e.outs) != 2 * nc + len(body.outs) - nc:
         return False
-    if not (_program_lowers(body) and all(_out_ok(o, FLOATS) for o in body.outs)
+    if not (_program_lowers(body) and all(_out_ok(o, NUMBERS) for o in body.outs)
             and all(_loop_value_ok(o, v) for o, v in zip(body.outs[:nc], body.invars[:nc]))):
         return False
     if not all(_loop_value_ok(a, v) for a, v in zip(e.ins[:nc], body.invars[:nc])):
