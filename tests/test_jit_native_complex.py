@@ -143,7 +143,8 @@ def test_float64_operands_promote_complex64_to_complex128():
     x = np.linspace(0.5, 1.0, 6)
 
     got, want = run_both(lambda z, x: fnp.exp(z) * x + z, z, x)
-    assert got.dtype == np.complex128 and ulps(got, want) <= COMPLEX_ULP_BOUND
+    assert got.dtype == np.complex128  # (exp(z) is complex64: the bound in its precision)
+    assert ulps(got.astype(np.complex64), want.astype(np.complex64)) <= COMPLEX_ULP_BOUND
 
 
 def test_abs_of_huge_and_tiny_magnitudes_does_not_overflow_or_underflow():

@@ -32,7 +32,12 @@ ulp of the result measured); this one takes ``log1p((a - 1)(a + 1) + b^2) / 2`` 
 (``a >= b`` the parts' magnitudes), as careful C libraries do. ``abs`` is :data:`ABS`:
 ``sqrt(x^2 + y^2)`` in float64 where that can neither overflow nor underflow (within 2 ulp
 of ``hypot``, and six times faster than numba's call of the C library's ``hypot``, which
-stays for the rest: huge, tiny, inf and NaN parts).
+stays for the rest: huge, tiny, inf and NaN parts). ``exp``, ``sin`` and ``cos`` are
+:data:`EXP`, :data:`SIN`, :data:`COS`: ``e^x (cos y, sin y)``, ``(sin x cosh y, cos x sinh y)``
+and ``(cos x cosh y, -sin x sinh y)`` in float64 with the inline ``exp`` and ``expm1`` of
+:mod:`funcgrad.jit.native_math` for ``e^x``, ``sinh`` and ``cosh`` (numba's call the C
+library's ``exp``, ``sinh`` and ``cosh`` besides ``sin`` and ``cos``); a real ``z`` keeps its
+zero imaginary part's sign under ``exp`` as NumPy's does.
 
 Left to the replay (measured outside the bound, or no numba spelling): ``expm1`` (numba's
 loses the real part of tiny arguments), ``sign`` (numba's predates NumPy 2's ``z / |z|``),
@@ -53,6 +58,7 @@ from typing import Any
 
 from .. import numpy as fnp
 from ..core.trace import Primitive
+from . import native_math
 from .known import primitive_of
 
 __all__ = ["COMPLEX", "COMPLEX_EXPR", "COMPLEX_PARTS", "FINITE", "SOURCE", "PART_DTYPE", "uses", "literal"]
@@ -61,7 +67,7 @@ COMPLEX = ("complex128", "complex64")
 # the real dtype of a complex dtype's parts (and of abs/angle of it)
 PART_DTYPE = {"complex128": "float64", "complex64": "float32"}
 
-FINITE, TANH, LOG, ABS = "cfinite", "ctanh", "clog", "cabs"
+FINITE, TANH, LOG, ABS, EXP, SIN, COS = "cfinite", "ctanh", "clog", "cabs", "cexp", "csin", "ccos"
 
 
 def _checked(expr: str) -> str:
@@ -74,8 +80,8 @@ COMPLEX_EXPR: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
     (fnp.multiply, _checked("{0} * {1}")), (fnp.divide, _checked("{0} / {1}")),
     (fnp.square, _checked("{0} * {0}")), (fnp.reciprocal, _checked("{t}(1.0) / {0}")),
     (fnp.power, _checked("{0} ** {1}")),
-    (fnp.exp, _checked("np.exp({0})")), (fnp.log, _checked(LOG + "({0})")), (fnp.sqrt, _checked("np.sqrt({0})")),
-    (fnp.sin, _checked("np.sin({0})")), (fnp.cos, _checked("np.cos({0})")), (fnp.tan, _checked("np.tan({0})")),
+    (fnp.exp, _checked(EXP + "({0})")), (fnp.log, _checked(LOG + "({0})")), (fnp.sqrt, _checked("np.sqrt({0})")),
+    (fnp.sin, _checked(SIN + "({0})")), (fnp.cos, _checked(COS + "({0})")), (fnp.tan, _checked("np.tan({0})")),
     (fnp.sinh, _checked("np.sinh({0})")), (fnp.cosh, _checked("np.cosh({0})")),
     (fnp.tanh, _checked(TANH + "({0})")), (fnp.arctan, _checked("np.arctan({0})")),
     (fnp.arctanh, _checked("np.arctanh({0})")), (fnp.log1p, _checked("np.log1p({0})")),
@@ -131,12 +137,51 @@ def {ABS}(z):
     if 1e-150 < a < 1e150:
         return np.sqrt(x * x + y * y)
     return np.hypot(x, y)
+
+
+@numba.njit(inline='always', error_model='numpy')
+def {EXP}(z):
+    x = np.float64(z.real)
+    y = np.float64(z.imag)
+    e = {native_math.EXP64}(x)
+    if y == 0.0:
+        return complex(e, y)
+    return complex(e * np.cos(y), e * np.sin(y))
+
+
+@numba.njit(inline='always', error_model='numpy')
+def sinh_cosh(y):
+    a = abs(y)
+    if a < 22.0:
+        k, q = expm1_reduced(a)
+        s = pow2_64(k)
+        m = s * q + (s - 1.0)
+        sh = 0.5 * (m + m / (m + 1.0))
+        ch = 0.5 * (m + 1.0) + 0.5 / (m + 1.0)
+    else:
+        sh = 0.5 * {native_math.EXP64}(a)
+        ch = sh
+    return np.copysign(sh, y), ch
+
+
+@numba.njit(inline='always', error_model='numpy')
+def {SIN}(z):
+    x = np.float64(z.real)
+    sh, ch = sinh_cosh(np.float64(z.imag))
+    return complex(np.sin(x) * ch, np.cos(x) * sh)
+
+
+@numba.njit(inline='always', error_model='numpy')
+def {COS}(z):
+    x = np.float64(z.real)
+    sh, ch = sinh_cosh(np.float64(z.imag))
+    return complex(np.cos(x) * ch, -(np.sin(x) * sh))
 '''
 
 
 def uses(source: str) -> bool:
     """Does generated code ``source`` call the functions of :data:`SOURCE`?"""
-    return any(f"{name}(" in source for name in (FINITE, TANH, LOG, ABS))
+    return any(f"{name}(" in source for name in (FINITE, TANH, LOG, ABS, EXP, SIN, COS))
 
 
 def _real_text(v: float) -> str:
