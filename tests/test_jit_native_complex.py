@@ -160,6 +160,7 @@ NON_FINITE = {  # inputs whose complex results are not all finite: the call runs
     "nan operand": (lambda z: fnp.sin(z) + z * z, np.array([complex(np.nan, 0.0), 1 + 1j])),
     "overflow": (lambda z: fnp.exp(z) * z, np.array([710.0 + 0j, 1 + 1j])),
     "division by zero": (lambda z: 1.0 / z + fnp.log(z), np.array([0j, 1 + 1j])),
+    "product along an axis": (lambda z: fnp.prod(z * 1e200, axis=1) * 1e-300, np.array([[1 + 1j, 2j], [1.0 + 0j, 1j]])),
     "tanh of huge": (lambda z: fnp.tanh(z) * fnp.cosh(z), np.array([800.0 + 1j, 1 + 1j])),
 }
 
@@ -170,7 +171,8 @@ def test_non_finite_results_are_numpy_s_exactly(name):
     got, want = run_both(f, z, fallbacks=1)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(want.imag))
-    finite = np.array([1 + 1j, 0.5 - 2j])  # the same program on finite values: native code again
+    finite = np.array([1 + 1j, 0.5 - 2j]) if z.ndim == 1 else np.array([[1 + 1j, 0.5 - 2j], [1j, 2.0]]) * 1e-200
+    # (the same program on finite values: native code again)
     nat = fg.jit(f, backend="native")
     nat.lower(finite).compile()
     tier = nat.lower(finite)._entry.staged.tier

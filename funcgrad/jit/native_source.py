@@ -328,15 +328,17 @@ class _Source:
             for a in axes:
                 count *= e.ins[0].shape[a]
             value = f"acc_{o.name} / {float(count)!r}" if op == "mean" else f"acc_{o.name}"
-            if op == "prod" and odt in native_complex.COMPLEX:  # (NumPy's special values: the replay's)
-                value = f"{native_complex.FINITE}({value})" if not o.shape else value
+            checked = op == "prod" and odt in native_complex.COMPLEX  # (NumPy's special values: the replay's)
+            if checked and not o.shape:
+                value = f"{native_complex.FINITE}({value})"
             if odt == "bool":
                 self.emit(0, f"{'a_' if o.shape else ''}{o.name} = {value}")
             elif o.shape:
                 self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
                 rx = _counters("i", len(o.shape))
                 at = ", ".join(rx)
-                self.emit(self.loops(0, rx, tuple(o.shape)), f"a_{o.name}[{at}] = np.{odt}(acc_{o.name}[{at}]"
+                acc = f"{native_complex.FINITE}(acc_{o.name}[{at}])" if checked else f"acc_{o.name}[{at}]"
+                self.emit(self.loops(0, rx, tuple(o.shape)), f"a_{o.name}[{at}] = np.{odt}({acc}"
                           + (f" / {float(count)!r})" if op == "mean" else ")"))
             else:
                 self.emit(0, f"{o.name} = np.{odt}({value})")
