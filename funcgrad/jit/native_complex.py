@@ -98,14 +98,16 @@ COMPLEX_PARTS: dict[Primitive, str] = {primitive_of(fn): expr for fn, expr in [
     (fnp.angle, "np.arctan2({0}.imag, {0}.real)"),
 ]}
 
-SOURCE = f'''@numba.njit(inline='always', error_model='numpy')
+# cfinite and cabs are inlined at every use (a few operations); the others are compiled once each and
+# called (inlining each use of them made the gradient of a 50-step complex chain compile for minutes)
+SOURCE = f'''@numba.njit(error_model='numpy', nogil=True, cache=True)
 def {FINITE}(w):
     if np.isfinite(w.real) and np.isfinite(w.imag):
         return w
     raise FloatingPointError("a complex result that is not finite: the call runs on the NumPy replay")
 
 
-@numba.njit(inline='always', error_model='numpy')
+@numba.njit(error_model='numpy', nogil=True, cache=True)
 def {TANH}(z):
     x = z.real
     if abs(x) >= 22.0:
@@ -116,7 +118,7 @@ def {TANH}(z):
     return np.tanh(z)
 
 
-@numba.njit(inline='always', error_model='numpy')
+@numba.njit(error_model='numpy', nogil=True, cache=True)
 def {LOG}(z):
     x = abs(z.real)
     y = abs(z.imag)
@@ -139,7 +141,7 @@ def {ABS}(z):
     return np.hypot(x, y)
 
 
-@numba.njit(inline='always', error_model='numpy')
+@numba.njit(error_model='numpy', nogil=True, cache=True)
 def {EXP}(z):
     x = np.float64(z.real)
     y = np.float64(z.imag)
@@ -149,7 +151,7 @@ def {EXP}(z):
     return complex(e * np.cos(y), e * np.sin(y))
 
 
-@numba.njit(inline='always', error_model='numpy')
+@numba.njit(error_model='numpy', nogil=True, cache=True)
 def sinh_cosh(y):
     a = abs(y)
     if a < 22.0:
@@ -164,14 +166,14 @@ def sinh_cosh(y):
     return np.copysign(sh, y), ch
 
 
-@numba.njit(inline='always', error_model='numpy')
+@numba.njit(error_model='numpy', nogil=True, cache=True)
 def {SIN}(z):
     x = np.float64(z.real)
     sh, ch = sinh_cosh(np.float64(z.imag))
     return complex(np.sin(x) * ch, np.cos(x) * sh)
 
 
-@numba.njit(inline='always', error_model='numpy')
+@numba.njit(error_model='numpy', nogil=True, cache=True)
 def {COS}(z):
     x = np.float64(z.real)
     sh, ch = sinh_cosh(np.float64(z.imag))
