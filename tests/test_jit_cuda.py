@@ -23,6 +23,8 @@ import funcgrad.numpy as fnp
 from funcgrad.jit import cuda
 from funcgrad.jit import tiered
 from funcgrad.jit.cuda_ops import (COMPLEX_OK, CUDA_COMPARISONS, CUDA_EXPR, CUDA_SELECTIONS, C_TYPES, FUNCTIONS)
+from funcgrad.jit.known import primitive_of
+from funcgrad.jit.native_complex import COMPLEX_EXPR, COMPLEX_PARTS
 from funcgrad.jit.native_ops import COMPARISONS, NATIVE_EXPR, SELECTIONS
 
 # each result within this many ulp of the replay's (the stand-in evaluates the same operations in
@@ -76,6 +78,35 @@ def test_every_host_lowering_has_a_cuda_spelling():
     assert COMPLEX_OK <= set(CUDA_EXPR)
     called = {m for expr in CUDA_EXPR.values() for m in re.findall(r"([a-z0-9_]+)\(", expr)}
     assert called <= set(FUNCTIONS) | {"{t}"}.union(C_TYPES.values()), called - set(FUNCTIONS)
+
+
+def test_complex_lowerings_of_host_and_device_differ_as_documented():
+    """Complex values (docs/jit.md): the device lowers complex arithmetic and the functions of
+    COMPLEX_OK through thrust's complex overloads; the native tier lowers those of COMPLEX_EXPR
+    and the real parts of COMPLEX_PARTS. Host-only: ``conj``, complex ``arctan``/``arctanh``/
+    ``log1p`` and ``real``/``imag``/``abs``/``angle`` of complex values (their CUDA spellings
+    need member calls or overloads no GPU has compiled here), and the hand-over of non-finite
+    complex results to the replay (thrust follows C99's special values). Device-only: complex
+    ``log10`` (numba's is outside the host's bound)."""
+    host_only = {fnp.conj, fnp.arctan, fnp.arctanh, fnp.log1p}
+    assert set(COMPLEX_EXPR) - COMPLEX_OK == {primitive_of(fn) for fn in host_only}
+    assert COMPLEX_OK - set(COMPLEX_EXPR) == {primitive_of(fnp.log10)}
+    assert not set(COMPLEX_PARTS) & COMPLEX_OK
+
+
+def test_complex_parts_stay_on_the_device_replay_around_a_kernel():
+    z = fb.to_fake(np.array([0.3 + 0.2j, -0.5 + 1.0j, 1.2 - 0.7j]))
+
+    def f(v):
+        w = fnp.exp(v) * v + fnp.conj(v) * 2.0
+        return fnp.real(w) * fnp.abs(v) + fnp.angle(w) - fnp.imag(w * w)
+
+    jf = fg.jit(f, backend="native")
+    compiled = jf.lower(z).compile()
+    assert compiled.backend == "native" and compiled.lowered >= 2 and compiled.left >= 4
+    with fb.no_host_sync():
+        out = jf(z)
+    _assert_ulp(fb.fake.asnumpy(out), fg.jit(f, backend="numpy")(fb.fake.asnumpy(z)), ulp=8)
 
 
 # --- structure: one kernel per region ---------------------------------------------------------

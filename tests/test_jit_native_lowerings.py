@@ -170,33 +170,7 @@ def test_views_alone_stay_on_the_replay():
     assert c.backend == "numpy" and "no equation lowers" in c.why
 
 
-COMPLEX = {
-    "elementwise": lambda z: fnp.sin(z) * z + 1.0,
-    "reduction": lambda z: fnp.sum(z * z, axis=0),
-    "matmul": lambda z: z @ z.T,
-    "view": lambda z: fnp.exp(z.T)[1:],
-}
-
-
-@pytest.mark.parametrize("name", sorted(COMPLEX))
-def test_complex_programs_fall_back_to_the_replay_cleanly(name):
-    z = grid(3, 3) + 1j * grid(3, 3)[::-1]
-    f = fg.jit(COMPLEX[name], backend="native")
-    c = f.lower(z).compile()
-    assert c.backend == "numpy" and "no equation lowers" in c.why
-    np.testing.assert_array_equal(c(z), fg.jit(COMPLEX[name], backend="numpy")(z))
-
-
-def test_complex_values_in_a_real_program_stay_on_the_replay_and_the_rest_lowers():
-    x = grid(3, 4)
-
-    def f(x):
-        z = fnp.exp(1j * fnp.sin(x))  # complex: replayed
-        return fnp.tanh(fnp.real(z) * 2.0) + fnp.cos(x)
-
-    got, want, compiled = run_both(f, x)
-    assert compiled.backend == "native" and compiled.lowered > 0 and compiled.left > 0
-    assert_within_bound(got, want)
+# complex programs: tests/test_jit_native_complex.py
 
 
 def test_products_of_one_matrix_with_two_ready_vectors_read_it_once():

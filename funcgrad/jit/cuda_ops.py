@@ -22,7 +22,10 @@ Operands must be device arrays of the result's dtype (float32, float64, complex6
 complex128; bool for conditions and for ``astype`` to a float dtype), finite Python numbers, or float scalars (cast to the
 result's dtype first, as NumPy does with a weak scalar). Complex results take the
 functions of :data:`COMPLEX_OK` (thrust's complex overloads); everything else stays on
-the replay.
+the replay. The native tier's complex lowerings beyond these (``conj``, ``real``/``imag``/
+``abs``/``angle`` of complex values, complex ``arctan``/``arctanh``/``log1p``, and handing a
+call with non-finite complex results to the replay: :mod:`funcgrad.jit.native_complex`)
+are host-only; tests/test_jit_cuda.py states the difference.
 
 Example::
 

@@ -19,11 +19,14 @@ Four kinds of equation lower (:func:`kind_of` says which an equation is):
   (``.at[...].set/add``, the gradient of indexing: ``index_set``, ``index_add``,
   ``unindex``; ``winner_mask``, the last writes of ``set``'s gradient).
 
-Operands must be host float32/float64 arrays (bool for conditions), NumPy or Python
-scalars, or integer scalars (a loop's index): ``+``/``-``/``*`` between integer scalars,
-``astype`` of one to a float dtype, and float arithmetic reading one (converted first, as
-NumPy does), and integer arrays as indices; anything else (complex, other integer arrays,
-device arrays) stays on the replay.
+Operands must be host float32/float64 or complex64/complex128 arrays (bool for
+conditions), NumPy or Python scalars, or integer scalars (a loop's index): ``+``/``-``/``*``
+between integer scalars, ``astype`` of one to a float dtype, and float arithmetic reading
+one (converted first, as NumPy does), and integer arrays as indices; anything else (other
+integer arrays, device arrays) stays on the replay. Complex values (:mod:`funcgrad.jit.native_complex`)
+lower in elementwise work (real operands converted as NumPy promotes them), ``real``/
+``imag``/``abs``/``angle``, ``where``, ``sum``/``mean``/``prod``, views, contractions,
+concatenation, scatters and loop carries.
 
 Example::
 
@@ -43,7 +46,8 @@ import numpy as np
 from .. import numpy as fnp
 from ..core.trace import Primitive
 from ..numpy import creation as _creation, indexing as _indexing, linalg as _linalg, shape_ops as _shape_ops
-from . import native_math
+from . import native_complex, native_math
+from .native_complex import COMPLEX, COMPLEX_EXPR, COMPLEX_PARTS
 from .native_gather import AdvancedIndex, advanced_index
 from .ir import Const, Eqn, Program, Var
 from .kinds import is_host_array
@@ -52,7 +56,8 @@ from .known import BROADCAST_TO, EXPAND_DIMS, SQUEEZE, SUM, TENSORDOT, WHERE, pr
 
 __all__ = ["INTS", "is_int_scalar", "NATIVE_EXPR", "NATIVE_EXPR_FLOAT64", "COMPARISONS", "SELECTIONS", "FLOATS", "WHERE", "kind_of", "reduction", "view_map",
            "split_maps", "Contraction", "contraction", "basic_index", "dtype_name", "is_literal", "loop_lowers",
-           "loop_consts", "reads_of", "index_of", "index_consts", "linalg_batch", "EINSUM", "Einsum", "einsum_plan", "WINNER_MASK", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS"]
+           "loop_consts", "reads_of", "index_of", "index_consts", "linalg_batch", "EINSUM", "Einsum", "einsum_plan", "WINNER_MASK", "STACK", "LINALG", "linalg_ok", "POWER", "POWERS",
+           "NUMBERS", "complex_operand", "complex_elementwise"]
 
 
 def _table(pairs: list[tuple[Any, str]]) -> dict[Primitive, str]:
@@ -111,6 +116,7 @@ SELECTIONS: dict[Primitive, str] = _table([
 ASTYPE = primitive_of(_creation._astype)
 MEAN, PROD = primitive_of(fnp.mean), primitive_of(fnp.prod)
 MAX, MIN = primitive_of(fnp.max), primitive_of(fnp.min)
+ANGLE, REAL, IMAG = primitive_of(fnp.angle), primitive_of(fnp.real), primitive_of(fnp.imag)
 TRANSPOSE, SWAPAXES, MOVEAXIS = primitive_of(fnp.transpose), primitive_of(fnp.swapaxes), primitive_of(fnp.moveaxis)
 RESHAPE = primitive_of(fnp.reshape)
 GETITEM = primitive_of(_indexing._getitem)
@@ -130,8 +136,9 @@ MATMUL, DOT = primitive_of(fnp.matmul), primitive_of(fnp.dot)
 EINSUM = primitive_of(_linalg._einsum)
 
 FLOATS = ("float64", "float32")
+NUMBERS = FLOATS + COMPLEX  # what views, contractions, sums and copies of values lower for
 INTS = ("int64", "int32")
-_SCALAR_KINDS = (float, np.float64, np.float32)
+_SCALAR_KINDS = (float, np.float64, np.float32, complex, np.complex128, np.complex64)
 _INT_KINDS = (int, np.int64, np.int32)
 ANY, ALL = primitive_of(fnp.any), primitive_of(fnp.all)
 _REDUCTIONS = {SUM: "sum", MEAN: "mean", PROD: "prod", MAX: "max", MIN: "min", ANY: "any", ALL: "all"}
@@ -170,13 +177,13 @@ def _atom_ok(a: Any, want: tuple[str, ...], shape: tuple[int, ...] | None) -> bo
         dt, s = dtype_name(a), a.shape
     elif isinstance(a, Const):
         v = a.value
-        if is_literal(v):
-            return True
+        if is_literal(v) or type(v) is complex:
+            return type(v) is not complex or any(w in COMPLEX for w in want)
         if not (is_host_array(type(v)) or isinstance(v, (np.floating, np.bool_))):
             return False
         dt, s = dtype_name(v), tuple(v.shape)
     else:
-        return is_literal(a)
+        return is_literal(a) or (type(a) is complex and any(w in COMPLEX for w in want))
     if dt not in want:
         return False
     if shape is None:
@@ -251,6 +258,8 @@ def kind_of(e: Eqn) -> str | None:
         return "block" if _winner_mask_ok(e) else None
     if e.kwargs:
         return None
+    if complex_elementwise(e):
+        return "elementwise" if _complex_ok(e) else None
     if p in NATIVE_EXPR or p in SELECTIONS:
         if o.shape == () and dtype_name(o) in INTS and (o.kind in _INT_KINDS or is_host_array(o.kind)):
             ok = p in INT_ARITHMETIC and len(e.ins) in (1, 2) and all(_int_operand(a) for a in e.ins)
@@ -278,6 +287,51 @@ def kind_of(e: Eqn) -> str | None:
     return None
 
 
+def complex_operand(a: Any, odt: str) -> bool:
+    """Is ``a``, read by an elementwise equation with a complex result of dtype ``odt``, converted
+    to ``odt`` exactly (NumPy's promotion: any float or complex operand into complex128; float32
+    and complex64 into complex64; Python numbers are weak, cast to ``odt``)?"""
+    if isinstance(a, Const) and (is_literal(a.value) or type(a.value) is complex):
+        a = a.value
+    if not isinstance(a, (Var, Const)):
+        return (is_literal(a) and type(a) is not bool) or type(a) is complex
+    want = NUMBERS if odt == "complex128" else ("float32", "complex64")
+    return dtype_name(a) in want + ("bool",)
+
+
+def complex_elementwise(e: Eqn) -> bool:
+    """Is ``e`` (an equation of one result) complex work: a complex result, or ``real``/``imag``/
+    ``absolute``/``angle`` of a complex value (``real``/``imag`` of a real one too)?"""
+    if dtype_name(e.outs[0]) in COMPLEX:
+        return True
+    if e.prim not in COMPLEX_PARTS or not e.ins:
+        return False
+    return e.prim in (REAL, IMAG) or dtype_name(e.ins[0]) in COMPLEX
+
+
+def _complex_ok(e: Eqn) -> bool:
+    """An elementwise equation with a complex result (:data:`COMPLEX_EXPR`, ``where``, ``astype``
+    into a complex dtype), or a real part of a complex value (:data:`COMPLEX_PARTS`)."""
+    o, p = e.outs[0], e.prim
+    odt = dtype_name(o)
+    if p in COMPLEX_PARTS:
+        ins = e.ins[:1] if p is not ANGLE or len(e.ins) == 1 or e.ins[1] is False else ()
+        if len(ins) != 1 or not _out_ok(o, FLOATS) or is_literal(ins[0]) or not _atom_ok(ins[0], NUMBERS, o.shape):
+            return False
+        return native_complex.PART_DTYPE.get(dtype_name(ins[0]), dtype_name(ins[0])) == odt
+    if not _out_ok(o, COMPLEX):
+        return False
+    if p is WHERE:
+        return (len(e.ins) == 3 and _atom_ok(e.ins[0], ("bool",), o.shape) and not is_literal(e.ins[0])
+                and all(_atom_ok(a, NUMBERS, o.shape) and complex_operand(a, odt) for a in e.ins[1:]))
+    if p is ASTYPE:
+        return (len(e.ins) == 2 and _is_array_var(e.ins[0]) and e.ins[0].shape == o.shape
+                and _atom_ok(e.ins[0], NUMBERS + ("bool",), o.shape) and complex_operand(e.ins[0], odt))
+    want = NUMBERS + ("bool",) if p in TAKES_BOOL else NUMBERS
+    return (p in COMPLEX_EXPR and len(e.ins) in (1, 2)
+            and all(_atom_ok(a, want, o.shape) and complex_operand(a, odt) for a in e.ins))
+
+
 # -- loops: a compiled loop calling the compiled body -------------------------------------------
 
 _lowers: "weakref.WeakKeyDictionary[Program, bool]" = weakref.WeakKeyDictionary()
@@ -289,7 +343,7 @@ def _program_lowers(prog: Program) -> bool:
     ok = _lowers.get(prog)
     if ok is None:
         ok = all(kind_of(b) is not None for b in prog.eqns) and all(
-            isinstance(o, Var) and _out_ok(o, FLOATS + ("bool",)) and (o.shape == () or is_host_array(o.kind))
+            isinstance(o, Var) and _out_ok(o, NUMBERS + ("bool",)) and (o.shape == () or is_host_array(o.kind))
             for o in prog.outs)
         _lowers[prog] = ok
     return ok
@@ -300,7 +354,7 @@ def _loop_value_ok(a: Any, like: Any) -> bool:
     scalars or both arrays of at least one axis (so the loop's carry keeps one native type)?"""
     if not (isinstance(a, Var) or (isinstance(a, Const) and not is_literal(a.value))):
         return False
-    if not _atom_ok(a, FLOATS, None) or dtype_name(a) != dtype_name(like) or _shape_of(a) != tuple(like.shape):
+    if not _atom_ok(a, NUMBERS, None) or dtype_name(a) != dtype_name(like) or _shape_of(a) != tuple(like.shape):
         return False
     array = _is_array(a)
     return array == is_host_array(like.kind) and (not array or len(like.shape) > 0)
@@ -340,7 +394,7 @@ def loop_lowers(e: Eqn, loop: Structured) -> bool:
         return False
     if len(e.outs) != 2 * nc + len(body.outs) - nc:
         return False
-    if not (_program_lowers(body) and all(_out_ok(o, FLOATS) for o in body.outs)
+    if not (_program_lowers(body) and all(_out_ok(o, NUMBERS) for o in body.outs)
             and all(_loop_value_ok(o, v) for o, v in zip(body.outs[:nc], body.invars[:nc]))):
         return False
     if not all(_loop_value_ok(a, v) for a, v in zip(e.ins[:nc], body.invars[:nc])):
@@ -400,7 +454,7 @@ def reduction(e: Eqn) -> tuple[str, tuple[int, ...], bool] | None:
         rest = [a for k, a in enumerate(e.ins[2:], 2) if k != keep_at]
         if any(a is not None for a in rest) or not isinstance(keepdims, bool):
             return None
-        if not (_out_ok(o, FLOATS) and dtype_name(x) == dtype_name(o)):
+        if not (_out_ok(o, NUMBERS if e.prim in (SUM, MEAN, PROD) else FLOATS) and dtype_name(x) == dtype_name(o)):
             return None
     nd = len(x.shape)
     if nd == 0 and axis not in (None, 0, -1, ()):
@@ -502,7 +556,7 @@ def view_map(e: Eqn) -> IndexMap | None:
         return None
     x, o = e.ins[0], e.outs[0]
     xs, os_ = _shape_of(x), tuple(o.shape)
-    if dtype_name(x) != dtype_name(o) or not _out_ok(o, FLOATS + ("bool",)):
+    if dtype_name(x) != dtype_name(o) or not _out_ok(o, NUMBERS + ("bool",)):
         return None
     if not all(_ints(a) or a is None for a in e.ins[1:]) and e.prim is not GETITEM:
         return None
@@ -628,7 +682,7 @@ def contraction(e: Eqn) -> Contraction | None:
     if e.kwargs or len(e.ins) < 2 or not all(_is_array(a) for a in e.ins[:2]):
         return None
     a, b, o = e.ins[0], e.ins[1], e.outs[0]
-    if not (_out_ok(o, FLOATS) and dtype_name(a) == dtype_name(b) == dtype_name(o)):
+    if not (_out_ok(o, NUMBERS) and dtype_name(a) == dtype_name(b) == dtype_name(o)):
         return None
     ash, bsh = _shape_of(a), _shape_of(b)
     an, bn = len(ash), len(bsh)
@@ -697,7 +751,7 @@ def _concatenate_ok(e: Eqn) -> bool:
     if e.kwargs or len(e.ins) < 2 or not _ints(e.ins[0]) or isinstance(e.ins[0], tuple):
         return False
     o = e.outs[0]
-    if not (_out_ok(o, FLOATS) and is_host_array(o.kind)):
+    if not (_out_ok(o, NUMBERS) and is_host_array(o.kind)):
         return False
     nd = len(o.shape)
     if nd == 0 or not -nd <= int(e.ins[0]) < nd:
@@ -761,7 +815,7 @@ def _stack_ok(e: Eqn) -> bool:
     if e.kwargs or len(e.ins) < 2 or not _ints(e.ins[0]) or isinstance(e.ins[0], tuple):
         return False
     o = e.outs[0]
-    if not (_out_ok(o, FLOATS) and is_host_array(o.kind)) or not 0 <= int(e.ins[0]) < len(o.shape):
+    if not (_out_ok(o, NUMBERS) and is_host_array(o.kind)) or not 0 <= int(e.ins[0]) < len(o.shape):
         return False
     axis = int(e.ins[0])
     want = tuple(o.shape[:axis]) + tuple(o.shape[axis + 1:])
@@ -796,7 +850,7 @@ def _scatter_ok(e: Eqn) -> bool:
     if e.kwargs or len(e.ins) < 3:
         return False
     o = e.outs[0]
-    if not (_out_ok(o, FLOATS) and is_host_array(o.kind) and len(o.shape) >= 1):
+    if not (_out_ok(o, NUMBERS) and is_host_array(o.kind) and len(o.shape) >= 1):
         return False
     if e.prim is UNINDEX:
         g, idx, shape = e.ins[:3]

@@ -41,12 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from . import native_math
+from . import native_complex, native_math
 from .native_gather import check_lines
 from .ir import Const, Eqn, Var
 from .kinds import is_host_array
 from .loops import Branches, WhileLoop, loop_of
-from .native_ops import (INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
+from .native_ops import (complex_elementwise, INTS, is_int_scalar, ASTYPE, COMPARISONS, CONCATENATE, INDEX_ADD, LINALG, POWER, POWERS, STACK, NATIVE_EXPR, NATIVE_EXPR_FLOAT64, SELECTIONS, WHERE, Contraction,
                          SPLIT, contraction, dtype_name, is_literal, kind_of, loop_consts, reduction, scatter_region,
                          reads_of, split_maps, view_map, index_of, linalg_batch, EINSUM, Einsum, einsum_plan, WINNER_MASK, UNINDEX, winner_region)
 
@@ -60,6 +60,8 @@ SCRATCH_MAX_SIZE = 4096
 
 
 def _literal(value: Any, dtype: str) -> str:
+    if dtype in native_complex.COMPLEX and not isinstance(value, bool):
+        return native_complex.literal(value, dtype)
     if isinstance(value, bool):
         return repr(value)
     if isinstance(value, int) and dtype in INTS:
@@ -72,6 +74,11 @@ def _literal(value: Any, dtype: str) -> str:
     else:
         text = repr(v)
     return f"np.{dtype}({text})"
+
+
+def _is_number(value: Any) -> bool:
+    """A Python number (a literal operand, written in the result's dtype by :func:`_literal`)."""
+    return is_literal(value) or type(value) is complex
 
 
 def _is_bool(a: Any) -> bool:
@@ -269,6 +276,8 @@ class _Source:
         c = contraction(e)
         if c is None or c.a_order is None or c.b_order is None or c.b_order != sorted(c.b_order):
             return None
+        if dtype_name(e.outs[0]) in native_complex.COMPLEX:
+            return None  # (matvec_pair is real)
         o = e.outs[0]
         work = 1
         for n in tuple(o.shape) + c.sizes:
@@ -318,7 +327,7 @@ class _Source:
 
     def value_at(self, a: Any, ix: list[str], step: int | None, dtype: str) -> str:
         """The expression for ``a`` at indices ``ix`` (one per axis of ``a``) inside ``step``."""
-        if isinstance(a, Const) and is_literal(a.value):
+        if isinstance(a, Const) and _is_number(a.value):
             a = a.value
         if not isinstance(a, (Var, Const)):
             return _literal(a, dtype)
@@ -379,7 +388,8 @@ class _Source:
             odt = dtype_name(o)
             if self.kind[o] == "reduce":
                 op, axes, keep = reduction(e)  # type: ignore[misc]
-                acc_dt = "float64" if op in ("sum", "mean", "prod") else "bool_" if odt == "bool" else odt
+                acc_dt = ("complex128" if odt in native_complex.COMPLEX else "float64") if op in ("sum", "mean", "prod") \
+                    else "bool_" if odt == "bool" else odt
                 start = {"sum": "0.0", "mean": "0.0", "prod": "1.0", "max": "-np.inf", "min": "np.inf",
                          "any": "False", "all": "True"}[op]
                 if o.shape:
@@ -412,6 +422,9 @@ class _Source:
             for a in axes:
                 count *= e.ins[0].shape[a]
             value = f"acc_{o.name} / {float(count)!r}" if op == "mean" else f"acc_{o.name}"
+            checked = op == "prod" and odt in native_complex.COMPLEX  # (NumPy's special values: the replay's)
+            if checked and not o.shape:
+                value = f"{native_complex.FINITE}({value})"
             same = odt == "bool" or (op != "mean" and (op in ("max", "min") or odt == "float64"))
             if same and o.shape:  # the accumulator is the result (no copy)
                 self.emit(0, f"a_{o.name} = acc_{o.name}")
@@ -421,7 +434,8 @@ class _Source:
                 self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
                 rx = _counters("i", len(o.shape))
                 cell = ", ".join(rx)
-                self.emit(self.loops(0, rx, tuple(o.shape)), f"a_{o.name}[{cell}] = np.{odt}(acc_{o.name}[{cell}]"
+                acc = f"{native_complex.FINITE}(acc_{o.name}[{cell}])" if checked else f"acc_{o.name}[{cell}]"
+                self.emit(self.loops(0, rx, tuple(o.shape)), f"a_{o.name}[{cell}] = np.{odt}({acc}"
                           + (f" / {float(count)!r})" if op == "mean" else ")"))
             else:
                 self.emit(0, f"{o.name} = np.{odt}({value})")
@@ -429,6 +443,8 @@ class _Source:
     def _elementwise(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int) -> str:
         o = e.outs[0]
         odt = dtype_name(o)
+        if complex_elementwise(e):
+            return self._complex(e, shape, ix, k)
         if e.prim in COMPARISONS:
             dts = [dtype_name(a) if isinstance(a, Var) else dtype_name(a.value) for a in e.ins
                    if isinstance(a, (Var, Const)) and not (isinstance(a, Const) and is_literal(a.value))]
@@ -449,6 +465,34 @@ class _Source:
                 return f"np.{odt}(" + POWERS[float(p)].format(f"({args[0]})", t=f"np.{odt}") + ")"
         table = NATIVE_EXPR_FLOAT64 if odt == "float64" and e.prim in NATIVE_EXPR_FLOAT64 else NATIVE_EXPR
         return f"np.{odt}(" + table[e.prim].format(*args, t=f"np.{odt}") + ")"
+
+    def _complex(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int) -> str:
+        """An elementwise equation with a complex result, or a real part of a complex value
+        (:mod:`funcgrad.jit.native_complex`): operands converted to the result's dtype first."""
+        o = e.outs[0]
+        odt = dtype_name(o)
+        if e.prim in native_complex.COMPLEX_PARTS:
+            x = self.read(e.ins[0], shape, ix, k, dtype_name(e.ins[0]))
+            if dtype_name(e.ins[0]) not in native_complex.COMPLEX:  # real or imag of a real value
+                return x if e.prim is native_complex.REAL else f"np.{odt}(0.0)"
+            return f"np.{odt}(" + native_complex.COMPLEX_PARTS[e.prim].format(f"({x})") + ")"
+
+        def operand(a: Any) -> str:
+            value = self.read(a, shape, ix, k, odt)
+            converted = not isinstance(a, (Var, Const)) or (isinstance(a, Const) and _is_number(a.value))
+            return value if converted or dtype_name(a) == odt else f"np.{odt}({value})"
+        if e.prim is WHERE:
+            c = self.read(e.ins[0], shape, ix, k, "bool")
+            return f"({operand(e.ins[1])} if {c} else {operand(e.ins[2])})"
+        if e.prim is ASTYPE:
+            return operand(e.ins[0])
+        if e.prim is POWER:  # integer literal exponents: NumPy's products (and a division), exactly
+            p = e.ins[1].value if isinstance(e.ins[1], Const) else e.ins[1]
+            if is_literal(p) and not isinstance(p, bool) and float(p) in native_complex.INTEGER_POWERS:
+                return f"np.{odt}({native_complex.FINITE}(" + POWERS[float(p)].format(
+                    f"({operand(e.ins[0])})", t=f"np.{odt}") + "))"
+        return f"np.{odt}(" + native_complex.COMPLEX_EXPR[e.prim].format(
+            *(operand(a) for a in e.ins), t=f"np.{odt}") + ")"
 
     def _accumulate(self, e: Eqn, shape: tuple[int, ...], ix: list[str], k: int, depth: int) -> None:
         o = e.outs[0]
@@ -732,7 +776,7 @@ class _Source:
         if o.shape:
             self.alloc(f"a_{o.name}", tuple(o.shape), f"np.{odt}")
         depth = self.loops(0, oc, tuple(o.shape))
-        self.emit(depth, f"acc_{o.name} = np.float64(0.0)")
+        self.emit(depth, f"acc_{o.name} = np.{'complex128' if odt in native_complex.COMPLEX else 'float64'}(0.0)")
         inner = self.loops(depth, cc, sizes)
         product = " * ".join(self.value_at(a, ix, k, odt) for a, ix in factors)
         self.emit(inner, f"acc_{o.name} += {product}")
@@ -835,4 +879,5 @@ def segment_source(eqns: list[Eqn], ins: list[Any], outs: list[Var], name: str =
     """The Python source of the equations ``eqns`` as a numba-compilable function of the
     values ``ins`` returning ``outs``."""
     src = _Source(eqns, ins, outs).source(name)
+    src = native_complex.SOURCE + "\n\n" + src if native_complex.uses(src) else src
     return native_math.SOURCE + "\n\n" + src if native_math.uses(src) else src

@@ -28,6 +28,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from ..core import trace as _trace_module
 from .compile_worker import CompileWorker
 from .ir import Program
 from .numpy_replay import compile_program
@@ -274,13 +275,20 @@ class Tiered:
     def _falling_back(self, compiled: Callable[..., Any]) -> Callable[..., Any]:
         """``compiled``, or the replay for arguments its kernels were not compiled for (numba
         raises TypeError for them: a value of another kind than the one traced, say a 0-d array
-        for a float), counted in :attr:`fallbacks`."""
+        for a float) and for calls whose complex results are not finite (the native code raises
+        FloatingPointError there, or numba's ZeroDivisionError: NaN and inf are NumPy's,
+        :mod:`funcgrad.jit.native_complex`), counted in :attr:`fallbacks`."""
         replay = self.replay
 
         def run(*args: Any) -> Any:
             try:
                 return compiled(*args)
             except TypeError:
+                self.fallbacks += 1
+                return replay(*args)
+            except ArithmeticError:
+                if _trace_module.result_hook is not None:
+                    raise  # (fg.debug_nans: the checked replay ran, and named the primitive)
                 self.fallbacks += 1
                 return replay(*args)
         run.source = getattr(compiled, "source", "")  # type: ignore[attr-defined]
