@@ -14,6 +14,7 @@ from funcgrad.core.declare import front_of
 from funcgrad.core.reverse import VJPNode
 from funcgrad.tensor import tensor_trace as _trace, views as _views
 from funcgrad.tensor import torch_names
+from funcgrad.tensor.boxes import as_numpy_box, as_tensor_box
 
 
 def _scale_raw(x, y):
@@ -261,7 +262,67 @@ def test_record_one_and_the_steps_make_the_expected_tensor_node(fn, size, way, m
         leaf.grad = None
 
 
-@pytest.mark.parametrize("case", ["view", "no_grad", "two_tensors", "keyword", "inference", "stale_view"])
+def _full_facts(out):
+    """_node_facts, plus what each saved entry holds (the box, its history) and the result's class."""
+    node = out._node
+    held = tuple((type(box).__name__, history is box) for _, box, _, _, history in node._saved)
+    return _node_facts(as_tensor_box(out)), held, type(out).__name__
+
+
+# calls of several boxes (Tensors; the nn bridge's NumPy-semantics boxes), small and big arrays
+_MANY = {
+    "product": lambda a, b: a * b,  # each argument read by the other's rule
+    "quotient": lambda a, b: a / b,
+    "one_requires_grad": lambda a, b: a * b.detach(),
+    "sum": lambda a, b: a + b,  # nothing read
+    "numpy_boxes": lambda a, b: fnp.multiply(as_numpy_box(a), as_numpy_box(b)),
+    "numpy_box": lambda a, b: fnp.exp(as_numpy_box(a)),
+    "linear": lambda a, b: ft.nn.functional.linear(a.reshape(1, -1), b.reshape(1, -1), b[:1]),  # (the bridge)
+}
+
+
+@pytest.mark.parametrize("case", list(_MANY))
+@pytest.mark.parametrize("size", [3, 1000])
+def test_record_one_makes_what_the_steps_make_for_several_boxes(case, size, monkeypatch):
+    """record_one's calls of several boxes, and of the nn bridge's boxes, against the steps: the same node
+    (class, parents, traced positions, saved entries, what stays in args/ans), result and gradients."""
+    facts, grads = [], []
+    one = _trace.TensorTrace.record_one
+    for way in ("record_one", "steps"):
+        taken = []
+
+        def spy(self, prim, args, argnums):
+            out = one(self, prim, args, argnums)
+            taken.append(out is not USE_STEPS)
+            return out
+
+        monkeypatch.setattr(_trace.TensorTrace, "record_one", spy if way == "record_one" else None)
+        leaf = ft.tensor(np.linspace(0.1, 0.9, size), requires_grad=True)
+        other = ft.tensor(np.linspace(1.0, 2.0, size), requires_grad=True)
+        a, b = leaf * 1.0, other  # a value with history, a leaf
+        taken.clear()
+        out = _MANY[case](a, b)
+        assert taken[-1:] == ([True] if way == "record_one" else [])
+        facts.append(_full_facts(out))
+        as_tensor_box(out).sum().backward()
+        grads.append((leaf.grad.numpy().copy(), None if other.grad is None else other.grad.numpy().copy()))
+    assert facts[0] == facts[1]
+    np.testing.assert_array_equal(grads[0][0], grads[1][0])
+    if grads[1][1] is not None:
+        np.testing.assert_array_equal(grads[0][1], grads[1][1])
+
+
+def test_record_one_refuses_a_saved_change_in_place_as_the_steps_do():
+    a = ft.tensor([0.5, 1.5], requires_grad=True)
+    b = ft.tensor([2.0, 3.0]) * 1.0
+    out = a * b  # record_one: b is saved
+    b.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("case", ["view", "no_grad", "keyword", "inference", "stale_view", "mixed_boxes",
+                                  "view_argument", "none_requires_grad"])
 def test_record_one_leaves_the_other_calls_to_the_steps(case, monkeypatch):
     taken = []
     one = _trace.TensorTrace.record_one
@@ -280,10 +341,17 @@ def test_record_one_leaves_the_other_calls_to_the_steps(case, monkeypatch):
         with ft.no_grad():
             out = x.sin()
         assert out.grad_fn is None and not out.requires_grad
-    elif case == "two_tensors":
-        out = x * x
+    elif case == "mixed_boxes":  # a Tensor and a NumPy-semantics box: the result's class is the steps' choice
+        from funcgrad.tensor.boxes import as_numpy_box
+
+        out = fnp.multiply(x, as_numpy_box(x))
+        assert type(out).__name__ == "Tensor" and [pos for pos, *_ in out.grad_fn._saved] == [0, 1]
+    elif case == "view_argument":
+        out = x * x[:]
         assert type(out.grad_fn).__name__ == "MulBackward0"
-        assert [pos for pos, *_ in out.grad_fn._saved] == [0, 1]
+    elif case == "none_requires_grad":
+        out = ft.ones(3) * ft.ones(3)
+        assert out.grad_fn is None
     elif case == "keyword":
         out = x.sum(dim=0)
         assert type(out.grad_fn).__name__ == "SumBackward1"

@@ -118,14 +118,18 @@ class TensorTrace(ReverseTrace):
         return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
 
     def record_one(self, prim: Primitive, args: list[Any], argnums: list[Any]) -> Any:
-        """The commonest call in one frame: one Tensor argument (not a view, not an inference
-        tensor) that requires grad, grad mode on, a differentiable primitive of one result that
-        makes no view; what the steps make (``tests/test_recording_path.py`` checks). Any other
+        """The commonest calls in one frame: Tensor arguments (or, from the ``funcgrad.nn`` bridge, recorded
+        NumPy-semantics boxes: all of one class, the result's), none of them a view or an inference tensor,
+        one at least that requires grad, no keyword arguments, grad mode on, a differentiable primitive of one
+        result that makes no view; what the steps make (``tests/test_recording_path.py`` checks). Any other
         call: ``USE_STEPS``."""
-        b = args[argnums[0]]
         st = _mode
-        if not (b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None) \
-                or b._inference or st.inference or profiling.active or anomaly.enabled or NAMING[0]:
+        if not st.enabled or st.inference or profiling.active or anomaly.enabled or NAMING[0]:
+            return USE_STEPS
+        i = argnums[0]
+        b = args[i]
+        kind = b.__class__
+        if kind is not _TENSOR_CLS[0] and kind is not NumpyBox:
             return USE_STEPS
         cls = _ONE_BOX_CLASS.get(prim)
         if cls is None:
@@ -133,8 +137,25 @@ class TensorTrace(ReverseTrace):
                 and prim not in VIEW_PRIMITIVES and _node_class(prim)
         if not cls:
             return USE_STEPS
-        i = argnums[0]
-        args[i] = v = b._value
+        if len(argnums) == 1:
+            if not b._requires_grad or b._base is not None or b._inference:
+                return USE_STEPS
+            boxes: Any = (b,)
+            live = argnums
+            args[i] = b._value
+        else:
+            live = []
+            for j in argnums:
+                a = args[j]
+                if a.__class__ is not kind or a._base is not None or a._inference:
+                    return USE_STEPS
+                if a._requires_grad:
+                    live.append(j)
+            if not live:
+                return USE_STEPS
+            boxes = [args[j] for j in argnums]
+            for j, a in zip(argnums, boxes):
+                args[j] = a._value
         fast = prim.fast_types
         for a in args:  # (run)
             if type(a) not in fast:
@@ -142,7 +163,7 @@ class TensorTrace(ReverseTrace):
                 break
         else:
             try:
-                ans = quiet_run(prim.fast_fn, v) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
+                ans = quiet_run(prim.fast_fn, args[0]) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
             except ValueError as err:
                 raise _torch_shape_error(prim, args, err) from None
             except RuntimeError as err:
@@ -151,45 +172,59 @@ class TensorTrace(ReverseTrace):
                 ans = _raw_call(prim, args, NO_KWARGS)
         if type(ans) is not np.ndarray:
             ans = _as_array(ans)
-        parent = b._node  # (link)
-        if parent is None:
-            parent = get_accumulator(b)
-        elif parent._n_outputs != 1:
-            parent = target(parent, b._output_nr)
+        parents = []  # (link)
+        for j, a in zip(argnums, boxes):
+            if a._requires_grad:
+                parent = a._node
+                if parent is None:
+                    parent = get_accumulator(a)
+                elif parent._n_outputs != 1:
+                    parent = target(parent, a._output_nr)
+                parents.append(parent)
         node = _new_node(cls)
         node.prim = prim
-        node.parents = [parent]
-        node.argnums = node._inputs = argnums
+        node.parents = parents
+        node.argnums = live
+        node._inputs = argnums
         node.kwargs = NO_KWARGS
         node.out_index = node.versions = None
         node._seq = _next_seq()
         node._released = False
         node.args = args
-        drop = prim.drop_cache.get((len(args), i)) if prim.reads is not None and not _save_everything.on else _KEEP_ALL
-        if drop is None:
-            drop = _drops(prim, argnums, len(args))
-        out = _new(_TENSOR_CLS[0])  # (save_and_box; GraphBox._make, inline)
+        if prim.reads is None or _save_everything.on:  # (process's drop, its cached case inline)
+            drop = _KEEP_ALL
+        else:
+            drop = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
+            if drop is None:
+                drop = _drops(prim, live, len(args))
+            for j in drop[0]:
+                a = args[j]
+                if getattr(a, "nbytes", -1) >= _MIN_DROP_BYTES and not isinstance(a, Box):
+                    args[j] = ArraySpec(a)
+        out = _new(kind)  # (save_and_box; GraphBox._make, inline)
         out._value = ans
         out._trace = TRACE
         out._node = node
         out._output_nr = 0
         out._requires_grad = True
-        out._version_counter = [0]
+        out._version_counter = vc = [0]
         out._base = None
         out._view_fns = None
         out._view_version = 0
         out._inference = False
-        saved: tuple[Any, ...] = ()  # (save_and_box)
-        if i not in drop[0]:
-            vc = b._version_counter
-            saved = ((i, b, vc, vc[0], b if b._node is not None else None),)
-        elif getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
-            args[i] = ArraySpec(v)
+        saved: tuple[Any, ...] = ()
+        keep = drop[0]
+        for j, a in zip(argnums, boxes):
+            if j not in keep:
+                node_of = a._node
+                has_history = a._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
+                avc = a._version_counter
+                saved += ((j, a, avc, avc[0], a if has_history else None),)
         if drop[1]:
             node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
         else:
             node.ans = [ans]
-            saved += ((-1, None, out._version_counter, 0, None),)
+            saved += ((-1, None, vc, 0, None),)
         node._saved = saved
         meta = _METAS.get(ans.shape) if type(ans) is np.ndarray else None  # (_out_meta's common case, inline)
         node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
