@@ -312,6 +312,31 @@ def test_record_one_makes_what_the_steps_make_for_several_boxes(case, size, monk
         np.testing.assert_array_equal(grads[0][1], grads[1][1])
 
 
+@pytest.mark.parametrize("case", ["constants", "no_derivative", "bridge_no_derivative"])
+def test_record_one_makes_no_node_where_the_steps_make_none(case, monkeypatch):
+    """No input that requires grad, or a primitive with no derivative: a result without a node, as the steps'."""
+    one = _trace.TensorTrace.record_one
+    results = []
+    for way in ("record_one", "steps"):
+        taken = []
+
+        def spy(self, prim, args, argnums):
+            out = one(self, prim, args, argnums)
+            taken.append(out is not USE_STEPS)
+            return out
+
+        monkeypatch.setattr(_trace.TensorTrace, "record_one", spy if way == "record_one" else None)
+        x = ft.tensor([0.5, 2.5, 1.5], requires_grad=True)
+        out = {"constants": lambda: ft.ones(3) * ft.tensor([1.0, 2.0, 3.0]),
+               "no_derivative": lambda: fnp.argmax(x),
+               "bridge_no_derivative": lambda: fnp.sign(as_numpy_box(x * 1.0))}[case]()
+        assert taken[-1:] == ([True] if way == "record_one" else [])
+        results.append((type(out).__name__, out._node, out._requires_grad, out._base, out._inference,
+                        out._output_nr, out._value.tolist()))
+    assert results[0] == results[1]
+    assert results[0][1] is None and results[0][2] is False
+
+
 def test_record_one_refuses_a_saved_change_in_place_as_the_steps_do():
     a = ft.tensor([0.5, 1.5], requires_grad=True)
     b = ft.tensor([2.0, 3.0]) * 1.0
@@ -322,7 +347,7 @@ def test_record_one_refuses_a_saved_change_in_place_as_the_steps_do():
 
 
 @pytest.mark.parametrize("case", ["view", "no_grad", "keyword", "inference", "stale_view", "mixed_boxes",
-                                  "view_argument", "none_requires_grad"])
+                                  "view_argument"])
 def test_record_one_leaves_the_other_calls_to_the_steps(case, monkeypatch):
     taken = []
     one = _trace.TensorTrace.record_one
@@ -349,9 +374,6 @@ def test_record_one_leaves_the_other_calls_to_the_steps(case, monkeypatch):
     elif case == "view_argument":
         out = x * x[:]
         assert type(out.grad_fn).__name__ == "MulBackward0"
-    elif case == "none_requires_grad":
-        out = ft.ones(3) * ft.ones(3)
-        assert out.grad_fn is None
     elif case == "keyword":
         out = x.sum(dim=0)
         assert type(out.grad_fn).__name__ == "SumBackward1"

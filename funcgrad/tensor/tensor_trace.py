@@ -120,8 +120,8 @@ class TensorTrace(ReverseTrace):
     def record_one(self, prim: Primitive, args: list[Any], argnums: list[Any]) -> Any:
         """The commonest calls in one frame: Tensor arguments (or, from the ``funcgrad.nn`` bridge, recorded
         NumPy-semantics boxes: all of one class, the result's), none of them a view or an inference tensor,
-        one at least that requires grad, no keyword arguments, grad mode on, a differentiable primitive of one
-        result that makes no view; what the steps make (``tests/test_recording_path.py`` checks). Any other
+        no keyword arguments, grad mode on, a primitive of one result that makes no view (with no input that
+        requires grad, or no derivative, the result has no node); what the steps make (``tests/test_recording_path.py`` checks). Any other
         call: ``USE_STEPS``."""
         st = _mode
         if not st.enabled or st.inference or profiling.active or anomaly.enabled or NAMING[0]:
@@ -133,15 +133,15 @@ class TensorTrace(ReverseTrace):
             return USE_STEPS
         cls = _ONE_BOX_CLASS.get(prim)
         if cls is None:
-            cls = _ONE_BOX_CLASS[prim] = prim.differentiable and not prim.multiple_results \
-                and prim not in VIEW_PRIMITIVES and _node_class(prim)
+            cls = _ONE_BOX_CLASS[prim] = False if prim.multiple_results or prim in VIEW_PRIMITIVES \
+                else _node_class(prim) if prim.differentiable else _UNRECORDED
         if not cls:
             return USE_STEPS
         if len(argnums) == 1:
-            if not b._requires_grad or b._base is not None or b._inference:
+            if b._base is not None or b._inference:
                 return USE_STEPS
             boxes: Any = (b,)
-            live = argnums
+            live = argnums if b._requires_grad and cls is not _UNRECORDED else ()
             args[i] = b._value
         else:
             live = []
@@ -151,8 +151,8 @@ class TensorTrace(ReverseTrace):
                     return USE_STEPS
                 if a._requires_grad:
                     live.append(j)
-            if not live:
-                return USE_STEPS
+            if cls is _UNRECORDED:
+                live = ()
             boxes = [args[j] for j in argnums]
             for j, a in zip(argnums, boxes):
                 args[j] = a._value
@@ -172,6 +172,19 @@ class TensorTrace(ReverseTrace):
                 ans = _raw_call(prim, args, NO_KWARGS)
         if type(ans) is not np.ndarray:
             ans = _as_array(ans)
+        if not live:  # nothing to record: no node (save_and_box's result of a call without one)
+            out = _new(kind)
+            out._value = ans
+            out._trace = TRACE
+            out._node = None
+            out._output_nr = 0
+            out._requires_grad = False
+            out._version_counter = [0]
+            out._base = None
+            out._view_fns = None
+            out._view_version = 0
+            out._inference = False
+            return out
         parents = []  # (link)
         for j, a in zip(argnums, boxes):
             if a._requires_grad:
@@ -477,8 +490,10 @@ def _not_plain_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) ->
         fp_restore(token)
 
 
-# primitive -> its node class when its calls may take TensorTrace.record_one's way, else False
+# primitive -> its node class when its calls may take TensorTrace.record_one's way (_UNRECORDED: a primitive
+# with no derivative, whose calls make no node), else False
 _ONE_BOX_CLASS: dict[Any, Any] = {}
+_UNRECORDED = object()
 NO_KWARGS: dict[str, Any] = {}  # keyword arguments of a call with none, shared by its nodes (never written to)
 
 
