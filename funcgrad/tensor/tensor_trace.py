@@ -7,9 +7,10 @@ Tensor reaches, through the primitive wrapper, the core's one recording path,
 ``ReverseTrace.process``, whose steps the Tensor trace overrides (it has no ``process`` of
 its own):
 
-0. ``record_one``: the commonest call (one Tensor that requires grad, a primitive of one
-   result that makes no view) recorded in one frame, as the steps below would record it (the
-   one short way left: the steps alone cost ~10 % more per Tensor op, docs/architecture.md);
+0. ``record_one``: the commonest calls (Tensors, or the nn bridge's boxes, none a view, no
+   keyword arguments, a primitive of one result) recorded in one frame, as
+   the steps below would record them (the one short way left: the steps alone cost ~10 % more
+   per Tensor op, docs/architecture.md);
 1. ``link``: the Tensors become their arrays and, if grad mode is on and some input requires
    grad, a :class:`PrimNode` (a kind of the engine's ``VJPNode``, of the primitive's PyTorch
    class) is made, linked to the inputs' nodes;
@@ -92,7 +93,7 @@ class TensorTrace(ReverseTrace):
     A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph of
     ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``). It records through the core's
     one recording path, ``ReverseTrace.process``, and overrides only its steps: the commonest
-    call in one frame (:meth:`record_one`), the inputs and the node (:meth:`link`: the Tensors,
+    calls in one frame (:meth:`record_one`), the inputs and the node (:meth:`link`: the Tensors,
     PyTorch's node class, only when grad mode is on and an input requires grad), the raw call
     (:meth:`run`: NumPy's warnings silenced, PyTorch's shape errors, the profiler), what the node
     saves and the results (:meth:`save_and_box`: version-checked entries, packed by saved-tensor
@@ -120,11 +121,12 @@ class TensorTrace(ReverseTrace):
     def record_one(self, prim: Primitive, args: list[Any], argnums: list[Any]) -> Any:
         """The commonest calls in one frame: Tensor arguments (or, from the ``funcgrad.nn`` bridge, recorded
         NumPy-semantics boxes: all of one class, the result's), none of them a view or an inference tensor,
-        no keyword arguments, grad mode on, a primitive of one result that makes no view (with no input that
-        requires grad, or no derivative, the result has no node); what the steps make (``tests/test_recording_path.py`` checks). Any other
-        call: ``USE_STEPS``."""
+        no keyword arguments, grad mode on, a primitive of one result. Its node is named by the op that asks
+        (``torch_names.named``); with no input that requires grad, or no derivative, the result has no node;
+        a view is marked as one of its input. What the steps make (``tests/test_recording_path.py`` checks).
+        Any other call: ``USE_STEPS``."""
         st = _mode
-        if not st.enabled or st.inference or profiling.active or anomaly.enabled or NAMING[0]:
+        if not st.enabled or st.inference or profiling.active or anomaly.enabled:
             return USE_STEPS
         i = argnums[0]
         b = args[i]
@@ -133,7 +135,7 @@ class TensorTrace(ReverseTrace):
             return USE_STEPS
         cls = _ONE_BOX_CLASS.get(prim)
         if cls is None:
-            cls = _ONE_BOX_CLASS[prim] = False if prim.multiple_results or prim in VIEW_PRIMITIVES \
+            cls = _ONE_BOX_CLASS[prim] = False if prim.multiple_results \
                 else _node_class(prim) if prim.differentiable else _UNRECORDED
         if not cls:
             return USE_STEPS
@@ -184,7 +186,13 @@ class TensorTrace(ReverseTrace):
             out._view_fns = None
             out._view_version = 0
             out._inference = False
+            if i == 0 and prim in VIEW_PRIMITIVES:
+                mark_view(out, b, prim, args, NO_KWARGS)
             return out
+        request = st.name_request if NAMING[0] else None  # (torch_names.named: the op names this call's node)
+        if request is not None and request[0] is prim:
+            name = request[1]  # (a pair: the name of a view first, the other for a copy, below)
+            cls = named_node_class(PrimNode, name if type(name) is str else name[0])
         parents = []  # (link)
         for j, a in zip(argnums, boxes):
             if a._requires_grad:
@@ -243,6 +251,10 @@ class TensorTrace(ReverseTrace):
         node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
         if saved and _hook_state.stack:
             node._materialize(_hook_state.stack[-1])
+        if i == 0 and prim in VIEW_PRIMITIVES:
+            mark_view(out, b, prim, args, NO_KWARGS)
+            if out._base is None and request is not None and request[0] is prim and type(request[1]) is tuple:
+                node.__class__ = named_node_class(PrimNode, request[1][1])  # a result that is no view: a copy's name
         return out
 
     def link(self, prim: Primitive, args: list[Any], kwargs: dict[Any, Any], argnums: list[Any]) -> Any:
