@@ -133,7 +133,7 @@ class TensorTrace(ReverseTrace):
         kind = b.__class__
         if kind is not _TENSOR_CLS[0] and kind is not NumpyBox:
             return USE_STEPS
-        cls = _ONE_BOX_CLASS.get(prim)
+        cls: Any = _ONE_BOX_CLASS.get(prim)
         if cls is None:
             cls = _ONE_BOX_CLASS[prim] = False if prim.multiple_results \
                 else _node_class(prim) if prim.differentiable else _UNRECORDED
@@ -215,9 +215,8 @@ class TensorTrace(ReverseTrace):
         if prim.reads is None or _save_everything.on:  # (process's drop, its cached case inline)
             drop = _KEEP_ALL
         else:
-            drop = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
-            if drop is None:
-                drop = _drops(prim, live, len(args))
+            found = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
+            drop = found if found is not None else _drops(prim, list(live), len(args))
             for j in drop[0]:
                 a = args[j]
                 if getattr(a, "nbytes", -1) >= _MIN_DROP_BYTES and not isinstance(a, Box):
