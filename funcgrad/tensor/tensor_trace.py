@@ -139,10 +139,11 @@ class TensorTrace(ReverseTrace):
                 else _node_class(prim) if prim.differentiable else _UNRECORDED
         if not cls:
             return USE_STEPS
-        if len(argnums) == 1:
+        one = len(argnums) == 1
+        if one:
             if b._base is not None or b._inference:
                 return USE_STEPS
-            boxes: Any = (b,)
+            boxes: Any = None
             live = argnums if b._requires_grad and cls is not _UNRECORDED else ()
             args[i] = b._value
         else:
@@ -186,22 +187,32 @@ class TensorTrace(ReverseTrace):
             out._view_fns = None
             out._view_version = 0
             out._inference = False
-            if i == 0 and prim in VIEW_PRIMITIVES:
+            if prim in VIEW_PRIMITIVES and i == 0:
                 mark_view(out, b, prim, args, NO_KWARGS)
             return out
-        request = st.name_request if NAMING[0] else None  # (torch_names.named: the op names this call's node)
-        if request is not None and request[0] is prim:
-            name = request[1]  # (a pair: the name of a view first, the other for a copy, below)
-            cls = named_node_class(PrimNode, name if type(name) is str else name[0])
-        parents = []  # (link)
-        for j, a in zip(argnums, boxes):
-            if a._requires_grad:
-                parent = a._node
-                if parent is None:
-                    parent = get_accumulator(a)
-                elif parent._n_outputs != 1:
-                    parent = target(parent, a._output_nr)
-                parents.append(parent)
+        request = None
+        if NAMING[0]:  # (torch_names.named: the op names this call's node)
+            request = st.name_request
+            if request is not None and request[0] is prim:
+                name = request[1]  # (a pair: the name of a view first, the other for a copy, below)
+                cls = named_node_class(PrimNode, name if type(name) is str else name[0])
+        if one:  # (link)
+            parent = b._node
+            if parent is None:
+                parent = get_accumulator(b)
+            elif parent._n_outputs != 1:
+                parent = target(parent, b._output_nr)
+            parents = [parent]
+        else:
+            parents = []
+            for a in boxes:
+                if a._requires_grad:
+                    parent = a._node
+                    if parent is None:
+                        parent = get_accumulator(a)
+                    elif parent._n_outputs != 1:
+                        parent = target(parent, a._output_nr)
+                    parents.append(parent)
         node = _new_node(cls)
         node.prim = prim
         node.parents = parents
@@ -215,7 +226,7 @@ class TensorTrace(ReverseTrace):
         if prim.reads is None or _save_everything.on:  # (process's drop, its cached case inline)
             drop = _KEEP_ALL
         else:
-            found = prim.drop_cache.get((len(args), live[0]) if len(live) == 1 else (len(args), *live))
+            found = prim.drop_cache.get((len(args), i) if one else (len(args), *live))
             drop = found if found is not None else _drops(prim, list(live), len(args))
             for j in drop[0]:
                 a = args[j]
@@ -233,13 +244,20 @@ class TensorTrace(ReverseTrace):
         out._view_version = 0
         out._inference = False
         saved: tuple[Any, ...] = ()
-        keep = drop[0]
-        for j, a in zip(argnums, boxes):
-            if j not in keep:
-                node_of = a._node
-                has_history = a._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
-                avc = a._version_counter
-                saved += ((j, a, avc, avc[0], a if has_history else None),)
+        if one:
+            if i not in drop[0]:  # (b requires grad: its history is its node, unless it is a leaf's)
+                node_of = b._node
+                avc = b._version_counter
+                saved = ((i, b, avc, avc[0], b if node_of is not None and type(node_of) is not AccumulateGrad
+                          else None),)
+        else:
+            keep = drop[0]
+            for j, a in zip(argnums, boxes):
+                if j not in keep:
+                    node_of = a._node
+                    has_history = a._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
+                    avc = a._version_counter
+                    saved += ((j, a, avc, avc[0], a if has_history else None),)
         if drop[1]:
             node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
         else:
@@ -250,7 +268,7 @@ class TensorTrace(ReverseTrace):
         node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
         if saved and _hook_state.stack:
             node._materialize(_hook_state.stack[-1])
-        if i == 0 and prim in VIEW_PRIMITIVES:
+        if prim in VIEW_PRIMITIVES and i == 0:
             mark_view(out, b, prim, args, NO_KWARGS)
             if out._base is None and request is not None and request[0] is prim and type(request[1]) is tuple:
                 node.__class__ = named_node_class(PrimNode, request[1][1])  # a result that is no view: a copy's name
