@@ -252,7 +252,8 @@ def _hand_out_slots(opt: Any, group: dict[Any, Any], cache: Any, params: list[Te
     from it (such as NAdam's ``mu_product``) as 0-d float32 host tensors, the others as Tensors over
     ``slot_value(name, i, p)`` (the updated state, not a copy), kept in ``cache.handed``. A slot tensor
     handed out last step and still in the state is the one updated (its value now the new state, its
-    version one more), as PyTorch updates its buffers in place: a reference a user holds sees the step."""
+    version one more), as PyTorch updates its buffers in place: a reference a user holds sees the step
+    (a view taken of it before the step does not: the new state is new memory, not written into the old)."""
     names = opt._slot_names(group)
     before = cache.handed if len(cache.handed) == len(params) else [{}] * len(params)
     cache.handed = []
