@@ -296,6 +296,9 @@ _MANY = {
     "getitem": lambda a, b: (a * b)[1:],
     "index_copy": lambda a, b: (a * b)[[0, 2]],
     "unsqueeze": lambda a, b: b.unsqueeze(0),
+    # one Tensor beside a constant array (record_one's narrowest way): what no rule reads, as its spec when big
+    "constant_beside": lambda a, b: fnp.add(a, np.full(a.shape, 2.0)),  # neither read
+    "constant_read": lambda a, b: fnp.multiply(b, np.full(b.shape, 2.0)),  # the constant read, the leaf not
 }
 
 
@@ -355,6 +358,19 @@ def test_record_one_makes_no_node_where_the_steps_make_none(case, monkeypatch):
                         out._output_nr, out._value.tolist()))
     assert results[0] == results[1]
     assert results[0][1] is None and results[0][2] is False
+
+
+def test_record_one_takes_one_tensor_that_requires_grad_its_narrowest_way(monkeypatch):
+    """The commonest call (one Tensor that requires grad, no view, no naming) never reaches the wider frame;
+    a call of two Tensors, or of a Tensor that requires no grad, does."""
+    wide = []
+    record_wide = _trace._record_wide
+    monkeypatch.setattr(_trace, "_record_wide", lambda *a: wide.append(a[0].name) or record_wide(*a))
+    x = ft.tensor([0.5, 1.5], requires_grad=True)
+    y = x.tanh() * 2.0 * x  # (tanh and the product by a number: one Tensor; the last product: two)
+    assert wide == ["multiply"] and type(y.grad_fn).__name__ == "MulBackward0"
+    x.detach().exp()
+    assert wide == ["multiply", "exp"]
 
 
 def test_record_one_refuses_a_saved_change_in_place_as_the_steps_do():

@@ -125,21 +125,21 @@ class TensorTrace(ReverseTrace):
         node, a differentiable primitive of one result that makes no view. The wider calls
         (:func:`_record_wide`): several boxes, the nn bridge's boxes, views, named calls, calls that make
         no node."""
-        if len(argnums) != 1:
-            return _record_wide(prim, args, argnums)
+        st = _mode
+        if not st.enabled or st.inference or profiling.active or anomaly.enabled:
+            return USE_STEPS
         i = argnums[0]
         b = args[i]
-        st = _mode
-        if not (b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None) \
-                or b._inference or st.inference or profiling.active or anomaly.enabled or NAMING[0]:
-            return _record_wide(prim, args, argnums)
+        if len(argnums) != 1 or b.__class__ is not _TENSOR_CLS[0] or not b._requires_grad or b._base is not None \
+                or b._inference or NAMING[0]:
+            return _record_wide(prim, args, argnums, i, b)
         cls = _ONE_TENSOR_CLASS.get(prim)
         if not cls:
             if cls is None:
                 cls = _ONE_TENSOR_CLASS[prim] = prim.differentiable and not prim.multiple_results \
                     and prim not in VIEW_PRIMITIVES and _node_class(prim)
             if not cls:
-                return _record_wide(prim, args, argnums)
+                return _record_wide(prim, args, argnums, i, b)
         args[i] = v = b._value
         n = len(args)
         fast = prim.fast_types
@@ -454,18 +454,15 @@ def _not_plain_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) ->
         fp_restore(token)
 
 
-def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any]) -> Any:
-    """The commonest calls in one frame: Tensor arguments (or, from the ``funcgrad.nn`` bridge, recorded
-    NumPy-semantics boxes: all of one class, the result's), none of them a view or an inference tensor,
-    no keyword arguments, grad mode on, a primitive of one result. Its node is named by the op that asks
+def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b: Any) -> Any:
+    """:meth:`TensorTrace.record_one`'s wider calls (grad mode on, no profiler, no anomaly mode: checked
+    there; ``b`` the box at ``argnums[0]``, ``i``): Tensor arguments (or, from the ``funcgrad.nn`` bridge,
+    recorded NumPy-semantics boxes: all of one class, the result's), none of them a view or an inference
+    tensor, no keyword arguments, a primitive of one result. Its node is named by the op that asks
     (``torch_names.named``); with no input that requires grad, or no derivative, the result has no node;
     a view is marked as one of its input. What the steps make (``tests/test_recording_path.py`` checks).
     Any other call: ``USE_STEPS``."""
     st = _mode
-    if not st.enabled or st.inference or profiling.active or anomaly.enabled:
-        return USE_STEPS
-    i = argnums[0]
-    b = args[i]
     kind = b.__class__
     if kind is not _TENSOR_CLS[0] and kind is not NumpyBox:
         return USE_STEPS
