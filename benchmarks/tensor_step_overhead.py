@@ -12,7 +12,8 @@ the per-op overhead (the kernels' arrays are tiny); ``quick`` are the harness's 
 
 ``python benchmarks/tensor_step_overhead.py /tmp/before --bytecodes`` counts instead, per model and
 tree, the bytecodes one step runs at smoke sizes (``sys.settrace`` opcode events, after three warm-up
-steps): a measure of the per-op overhead that the machine's load does not move.
+steps): a measure of the per-op overhead that the machine's load does not move; first, the bytecodes of
+single Tensor ops (a ``tanh`` of a Tensor that requires grad, of one that does not, a product of two).
 
 ``python benchmarks/tensor_step_overhead.py --phases [model]`` counts the bytecodes of this tree's ft step split
 by phase (zero_grad, the model's forward, the loss, backward, optimizer.step, reading the ``.grad``s), beside
@@ -67,24 +68,43 @@ def _count(model: str) -> None:
     from benchmarks.workloads import Context, training
 
     table = getattr(training, model)(Context(quick=True, smoke=True))
-    counts = []
-    for row in ("funcgrad.tensor", "fg.nn"):
-        fn = next(e.fn for e in table.entries if e.name.startswith(row))
-        for _ in range(3):
-            fn()
-        n = [0]
+    fns = [next(e.fn for e in table.entries if e.name.startswith(row)) for row in ("funcgrad.tensor", "fg.nn")]
+    print(*(_opcodes(fn) for fn in fns))
 
-        def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
-            frame.f_trace_opcodes = True
-            if event == "opcode":
-                n[0] += 1
-            return tracer
 
-        sys.settrace(tracer)
+def _opcodes(fn: Callable[[], Any]) -> int:
+    """The bytecodes one call of ``fn`` runs (``sys.settrace`` opcode events), after three warm-up calls."""
+    for _ in range(3):
         fn()
-        sys.settrace(None)
-        counts.append(n[0])
-    print(*counts)
+    n = [0]
+
+    def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            n[0] += 1
+        return tracer
+
+    sys.settrace(tracer)
+    fn()
+    sys.settrace(None)
+    return n[0]
+
+
+# one Tensor op each (forward only; the counts include the lambda's own few bytecodes)
+OPS = ("tanh", "tanh_no_grad", "product")
+
+
+def _op_count() -> None:
+    """In a child process whose working directory is the tree to measure: print the bytecodes of each of OPS."""
+    sys.path.insert(0, os.getcwd())
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    import funcgrad.tensor as ft
+
+    x = ft.randn(3, requires_grad=True)
+    y = ft.randn(3, requires_grad=True)
+    c = x.detach()
+    fns = {"tanh": lambda: x.tanh(), "tanh_no_grad": lambda: c.tanh(), "product": lambda: x * y}
+    print(*(_opcodes(fns[op]) for op in OPS))
 
 
 def _counting(counts: Any, calls: Any) -> Callable[..., Any]:
@@ -148,6 +168,11 @@ def _phases(model: str, top: int) -> None:
 
 
 def _bytecodes(other: str) -> None:
+    print("bytecodes per Tensor op (" + ", ".join(OPS) + ")")
+    for name, tree in (("other", other), ("this", HERE)):
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--op-count"], cwd=tree,
+                             capture_output=True, text=True, check=True).stdout.split()
+        print(f"  {name:<5} ({tree}): " + "  ".join(f"{op} {k}" for op, k in zip(OPS, out[-len(OPS):])))
     print("bytecodes per step, smoke sizes (ft, fg.nn, ft / fg.nn)")
     for model in MODELS:
         for name, tree in (("other", other), ("this", HERE)):
@@ -189,6 +214,8 @@ if __name__ == "__main__":
         _one(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1:2] == ["--phase-count"]:
         _phases(sys.argv[2], 25)
+    elif sys.argv[1:2] == ["--op-count"]:
+        _op_count()
     elif sys.argv[1:2] == ["--count"]:
         _count(sys.argv[2])
     else:

@@ -130,8 +130,8 @@ class TensorTrace(ReverseTrace):
             return USE_STEPS
         i = argnums[0]
         b = args[i]
-        if len(argnums) != 1 or b.__class__ is not _TENSOR_CLS[0] or not b._requires_grad or b._base is not None \
-                or b._inference or NAMING[0]:
+        if len(argnums) != 1 or b.__class__ is not _TENSOR_CLS[0] or NAMING[0] or b._base is not None \
+                or not b._requires_grad or b._inference:
             return _record_wide(prim, args, argnums, i, b)
         cls = _ONE_TENSOR_CLASS.get(prim)
         if not cls:
