@@ -10,7 +10,8 @@ its own):
 0. ``record_one``: the commonest calls (Tensors, or the nn bridge's boxes, none a view, no
    keyword arguments, a primitive of one result) recorded in one frame, as
    the steps below would record them (the one short way left: the steps alone cost ~10 % more
-   per Tensor op, docs/architecture.md);
+   per Tensor op, docs/architecture.md): one Tensor that requires grad in its own narrow frame,
+   the wider calls (several boxes, the bridge's, views, named calls, no node) in ``_record_wide``;
 1. ``link``: the Tensors become their arrays and, if grad mode is on and some input requires
    grad, a :class:`PrimNode` (a kind of the engine's ``VJPNode``, of the primitive's PyTorch
    class) is made, linked to the inputs' nodes;
