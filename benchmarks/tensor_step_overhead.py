@@ -12,7 +12,12 @@ the per-op overhead (the kernels' arrays are tiny); ``quick`` are the harness's 
 
 ``python benchmarks/tensor_step_overhead.py /tmp/before --bytecodes`` counts instead, per model and
 tree, the bytecodes one step runs at smoke sizes (``sys.settrace`` opcode events, after three warm-up
-steps): a measure of the per-op overhead that the machine's load does not move.
+steps): a measure of the per-op overhead that the machine's load does not move; first, the bytecodes of
+single Tensor ops (a ``tanh`` of a Tensor that requires grad, of one that does not, a product of two).
+
+``python benchmarks/tensor_step_overhead.py --phases [model]`` counts the bytecodes of this tree's ft step split
+by phase (zero_grad, the model's forward, the loss, backward, optimizer.step, reading the ``.grad``s), beside
+the whole functional step, and lists the functions that run the most of them (``[model]``: one of MODELS).
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ import os
 import statistics
 import subprocess
 import sys
+from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODELS = ("conv_table", "lstm_table")
+MODELS = ("conv_table", "lstm_table", "transformer_table")
 
 
 def _one(model: str, size: str, samples: int) -> None:
@@ -62,27 +68,111 @@ def _count(model: str) -> None:
     from benchmarks.workloads import Context, training
 
     table = getattr(training, model)(Context(quick=True, smoke=True))
-    counts = []
-    for row in ("funcgrad.tensor", "fg.nn"):
-        fn = next(e.fn for e in table.entries if e.name.startswith(row))
-        for _ in range(3):
-            fn()
-        n = [0]
+    fns = [next(e.fn for e in table.entries if e.name.startswith(row)) for row in ("funcgrad.tensor", "fg.nn")]
+    print(*(_opcodes(fn) for fn in fns))
 
-        def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
-            frame.f_trace_opcodes = True
-            if event == "opcode":
-                n[0] += 1
-            return tracer
 
-        sys.settrace(tracer)
+def _opcodes(fn: Callable[[], Any]) -> int:
+    """The bytecodes one call of ``fn`` runs (``sys.settrace`` opcode events), after three warm-up calls."""
+    for _ in range(3):
         fn()
+    n = [0]
+
+    def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            n[0] += 1
+        return tracer
+
+    sys.settrace(tracer)
+    fn()
+    sys.settrace(None)
+    return n[0]
+
+
+# one Tensor op each (forward only; the counts include the lambda's own few bytecodes)
+OPS = ("tanh", "tanh_no_grad", "product")
+
+
+def _op_count() -> None:
+    """In a child process whose working directory is the tree to measure: print the bytecodes of each of OPS."""
+    sys.path.insert(0, os.getcwd())
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    import funcgrad.tensor as ft
+
+    x = ft.randn(3, requires_grad=True)
+    y = ft.randn(3, requires_grad=True)
+    c = x.detach()
+    fns = {"tanh": lambda: x.tanh(), "tanh_no_grad": lambda: c.tanh(), "product": lambda: x * y}
+    print(*(_opcodes(fns[op]) for op in OPS))
+
+
+def _counting(counts: Any, calls: Any) -> Callable[..., Any]:
+    """A ``sys.settrace`` tracer that counts opcodes (and calls) per function."""
+    def name(code: Any) -> str:
+        path = code.co_filename
+        return f"{os.path.relpath(path) if 'funcgrad' in path else os.path.basename(path)}:{code.co_name}"
+
+    def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            counts[name(frame.f_code)] += 1
+        elif event == "call":
+            calls[name(frame.f_code)] += 1
+        return tracer
+
+    return tracer
+
+
+def _phases(model: str, top: int) -> None:
+    """Bytecodes of this tree's ft step by phase, at smoke sizes, and the functions that run the most."""
+    import collections
+
+    sys.path.insert(0, os.getcwd())
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    from benchmarks.workloads import Context, training
+
+    table = getattr(training, model)(Context(quick=True, smoke=True))
+    ft_step = next(e.fn for e in table.entries if e.name.startswith("funcgrad.tensor"))
+    fg_step = next(e.fn for e in table.entries if e.name.startswith("fg.nn"))
+    names = dict(zip(ft_step.__code__.co_freevars, (c.cell_contents for c in ft_step.__closure__ or ())))
+    opt, loss_fn, net, x, y = (names[k] for k in ("opt", "loss_fn", "model", "x", "y"))
+    for _ in range(3):
+        ft_step(), fg_step()
+    counts: Any = collections.Counter()
+    calls: Any = collections.Counter()
+    tracer = _counting(counts, calls)
+
+    def count(fn: Callable[[], Any]) -> tuple[int, Any]:
+        counts.clear()
+        sys.settrace(tracer)
+        out = fn()
         sys.settrace(None)
-        counts.append(n[0])
-    print(*counts)
+        return sum(counts.values()), out
+
+    phases: dict[str, int] = {}
+    phases["zero_grad"], _ = count(opt.zero_grad)
+    phases["forward"], out = count(lambda: net(x))
+    phases["loss"], loss = count(lambda: loss_fn(out, y))
+    phases["backward"], _ = count(loss.backward)
+    phases["step"], _ = count(opt.step)
+    phases[".grad"], _ = count(lambda: [p.grad for p in net.parameters()])
+    fg_n, _ = count(fg_step)
+    ft_n = sum(phases.values())
+    print(f"{model}: ft {ft_n}  fg.nn {fg_n}  ft / fg.nn {ft_n / fg_n:.3f}")
+    print("  " + "  ".join(f"{k} {v}" for k, v in phases.items()))
+    calls.clear()
+    count(ft_step)
+    for k, v in counts.most_common(top):
+        print(f"  {v:6d} bytecodes {calls[k]:4d} calls  {k}")
 
 
 def _bytecodes(other: str) -> None:
+    print("bytecodes per Tensor op (" + ", ".join(OPS) + ")")
+    for name, tree in (("other", other), ("this", HERE)):
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--op-count"], cwd=tree,
+                             capture_output=True, text=True, check=True).stdout.split()
+        print(f"  {name:<5} ({tree}): " + "  ".join(f"{op} {k}" for op, k in zip(OPS, out[-len(OPS):])))
     print("bytecodes per step, smoke sizes (ft, fg.nn, ft / fg.nn)")
     for model in MODELS:
         for name, tree in (("other", other), ("this", HERE)):
@@ -93,6 +183,10 @@ def _bytecodes(other: str) -> None:
 
 
 def main(argv: list[str]) -> None:
+    if argv[0] == "--phases":
+        for model in argv[1:] or MODELS:
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--phase-count", model], check=True)
+        return None
     other = os.path.abspath(argv[0])
     if "--bytecodes" in argv:
         return _bytecodes(other)
@@ -118,6 +212,10 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--one"]:
         _one(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1:2] == ["--phase-count"]:
+        _phases(sys.argv[2], 25)
+    elif sys.argv[1:2] == ["--op-count"]:
+        _op_count()
     elif sys.argv[1:2] == ["--count"]:
         _count(sys.argv[2])
     else:

@@ -14,6 +14,7 @@ from funcgrad.core.declare import front_of
 from funcgrad.core.reverse import VJPNode
 from funcgrad.tensor import tensor_trace as _trace, views as _views
 from funcgrad.tensor import torch_names
+from funcgrad.tensor.boxes import as_numpy_box, as_tensor_box
 
 
 def _scale_raw(x, y):
@@ -261,7 +262,128 @@ def test_record_one_and_the_steps_make_the_expected_tensor_node(fn, size, way, m
         leaf.grad = None
 
 
-@pytest.mark.parametrize("case", ["view", "no_grad", "two_tensors", "keyword", "inference", "stale_view"])
+def _full_facts(out):
+    """_node_facts, plus what each saved entry holds (the box, its history) and the result's class."""
+    node = out._node
+    held = tuple((type(box).__name__, history is box) for _, box, _, _, history in node._saved)
+    return _node_facts(as_tensor_box(out)), held, type(out).__name__, _view_facts(out)
+
+
+def _view_facts(out):
+    """What makes ``out`` a view: its base's class, the replay of the view, the version counter shared."""
+    if out._base is None:
+        return None
+    fns = [(prim.name, args, kwargs) for prim, args, kwargs in out._view_fns]
+    return (type(out._base).__name__, repr(fns), out._version_counter is out._base._version_counter,
+            out._view_version)
+
+
+# calls of several boxes (Tensors; the nn bridge's NumPy-semantics boxes), small and big arrays
+_MANY = {
+    "product": lambda a, b: a * b,  # each argument read by the other's rule
+    "quotient": lambda a, b: a / b,
+    "one_requires_grad": lambda a, b: a * b.detach(),
+    "sum": lambda a, b: a + b,  # nothing read
+    "numpy_boxes": lambda a, b: fnp.multiply(as_numpy_box(a), as_numpy_box(b)),
+    "numpy_box": lambda a, b: fnp.exp(as_numpy_box(a)),
+    "linear": lambda a, b: ft.nn.functional.linear(a.reshape(1, -1), b.reshape(1, -1), b[:1]),  # (the bridge)
+    # views (funcgrad.numpy's, as the bridge's maths makes them; Tensor methods name theirs: the steps)
+    "reshape": lambda a, b: fnp.reshape(a * b, (-1, 1)),  # of a value with history
+    "swapaxes": lambda a, b: fnp.swapaxes(as_numpy_box(b.reshape(1, -1)), 0, 1),  # of the bridge's box of a view
+    "bridge_view": lambda a, b: fnp.reshape(as_numpy_box(b), (-1, 1)),
+    # named by the Tensor method (torch_names.named): a view's name, a copy's name, another primitive's
+    "reshape_method": lambda a, b: (a * b).reshape(1, -1),
+    "getitem": lambda a, b: (a * b)[1:],
+    "index_copy": lambda a, b: (a * b)[[0, 2]],
+    "unsqueeze": lambda a, b: b.unsqueeze(0),
+    # one Tensor beside a constant array (record_one's narrowest way): what no rule reads, as its spec when big
+    "constant_beside": lambda a, b: fnp.add(a, np.full(a.shape, 2.0)),  # neither read
+    "constant_read": lambda a, b: fnp.multiply(b, np.full(b.shape, 2.0)),  # the constant read, the leaf not
+}
+
+
+@pytest.mark.parametrize("case", list(_MANY))
+@pytest.mark.parametrize("size", [3, 1000])
+def test_record_one_makes_what_the_steps_make_for_several_boxes(case, size, monkeypatch):
+    """record_one's calls of several boxes, and of the nn bridge's boxes, against the steps: the same node
+    (class, parents, traced positions, saved entries, what stays in args/ans), result and gradients."""
+    facts, grads = [], []
+    one = _trace.TensorTrace.record_one
+    for way in ("record_one", "steps"):
+        taken = []
+
+        def spy(self, prim, args, argnums):
+            out = one(self, prim, args, argnums)
+            taken.append(out is not USE_STEPS)
+            return out
+
+        monkeypatch.setattr(_trace.TensorTrace, "record_one", spy if way == "record_one" else None)
+        leaf = ft.tensor(np.linspace(0.1, 0.9, size), requires_grad=True)
+        other = ft.tensor(np.linspace(1.0, 2.0, size), requires_grad=True)
+        a, b = leaf * 1.0, other  # a value with history, a leaf
+        taken.clear()
+        out = _MANY[case](a, b)
+        assert taken[-1:] == ([True] if way == "record_one" else [])
+        facts.append(_full_facts(out))
+        as_tensor_box(out).sum().backward()
+        grads.append([None if t.grad is None else t.grad.numpy().copy() for t in (leaf, other)])
+    assert facts[0] == facts[1]
+    for got, want in zip(*grads):
+        assert (got is None) == (want is None)
+        if want is not None:
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", ["constants", "no_derivative", "bridge_no_derivative", "constant_view"])
+def test_record_one_makes_no_node_where_the_steps_make_none(case, monkeypatch):
+    """No input that requires grad, or a primitive with no derivative: a result without a node, as the steps'."""
+    one = _trace.TensorTrace.record_one
+    results = []
+    for way in ("record_one", "steps"):
+        taken = []
+
+        def spy(self, prim, args, argnums):
+            out = one(self, prim, args, argnums)
+            taken.append(out is not USE_STEPS)
+            return out
+
+        monkeypatch.setattr(_trace.TensorTrace, "record_one", spy if way == "record_one" else None)
+        x = ft.tensor([0.5, 2.5, 1.5], requires_grad=True)
+        out = {"constants": lambda: ft.ones(3) * ft.tensor([1.0, 2.0, 3.0]),
+               "no_derivative": lambda: fnp.argmax(x),
+               "bridge_no_derivative": lambda: fnp.sign(as_numpy_box(x * 1.0)),
+               "constant_view": lambda: fnp.reshape(x.detach(), (-1, 1))}[case]()
+        assert taken[-1:] == ([True] if way == "record_one" else [])
+        results.append((type(out).__name__, out._node, out._requires_grad, _view_facts(out), out._inference,
+                        out._output_nr, out._value.tolist()))
+    assert results[0] == results[1]
+    assert results[0][1] is None and results[0][2] is False
+
+
+def test_record_one_takes_one_tensor_that_requires_grad_its_narrowest_way(monkeypatch):
+    """The commonest call (one Tensor that requires grad, no view, no naming) never reaches the wider frame;
+    a call of two Tensors, or of a Tensor that requires no grad, does."""
+    wide = []
+    record_wide = _trace._record_wide
+    monkeypatch.setattr(_trace, "_record_wide", lambda *a: wide.append(a[0].name) or record_wide(*a))
+    x = ft.tensor([0.5, 1.5], requires_grad=True)
+    y = x.tanh() * 2.0 * x  # (tanh and the product by a number: one Tensor; the last product: two)
+    assert wide == ["multiply"] and type(y.grad_fn).__name__ == "MulBackward0"
+    x.detach().exp()
+    assert wide == ["multiply", "exp"]
+
+
+def test_record_one_refuses_a_saved_change_in_place_as_the_steps_do():
+    a = ft.tensor([0.5, 1.5], requires_grad=True)
+    b = ft.tensor([2.0, 3.0]) * 1.0
+    out = a * b  # record_one: b is saved
+    b.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("case", ["view_of_view", "no_grad", "keyword", "inference", "stale_view", "mixed_boxes",
+                                  "view_argument"])
 def test_record_one_leaves_the_other_calls_to_the_steps(case, monkeypatch):
     taken = []
     one = _trace.TensorTrace.record_one
@@ -273,20 +395,26 @@ def test_record_one_leaves_the_other_calls_to_the_steps(case, monkeypatch):
 
     monkeypatch.setattr(_trace.TensorTrace, "record_one", spy)
     x = ft.tensor([0.5, 1.5, 2.5], requires_grad=True)
-    if case == "view":
-        out = x.reshape(3, 1)
-        assert out._base is x and type(out.grad_fn).__name__ == "ViewBackward0"
+    if case == "view_of_view":
+        out = x.reshape(3, 1).reshape(1, 3)[0]  # (the first view is record_one's)
+        taken = taken[1:]
+        assert out._base is x and type(out.grad_fn).__name__ == "SelectBackward0"
     elif case == "no_grad":
         with ft.no_grad():
             out = x.sin()
         assert out.grad_fn is None and not out.requires_grad
-    elif case == "two_tensors":
-        out = x * x
+    elif case == "mixed_boxes":  # a Tensor and a NumPy-semantics box: the result's class is the steps' choice
+        from funcgrad.tensor.boxes import as_numpy_box
+
+        out = fnp.multiply(x, as_numpy_box(x))
+        assert type(out).__name__ == "Tensor" and [pos for pos, *_ in out.grad_fn._saved] == [0, 1]
+    elif case == "view_argument":
+        out = x * x[:]  # (the view is record_one's, the product of a view the steps')
+        taken = taken[1:]
         assert type(out.grad_fn).__name__ == "MulBackward0"
-        assert [pos for pos, *_ in out.grad_fn._saved] == [0, 1]
     elif case == "keyword":
-        out = x.sum(dim=0)
-        assert type(out.grad_fn).__name__ == "SumBackward1"
+        out = ft.relu(x)  # (its primitive is called with nan_passes=True)
+        assert type(out.grad_fn).__name__ == "ReluBackward0"
     elif case == "inference":
         with ft.inference_mode():
             out = ft.ones(3).sin()

@@ -253,8 +253,8 @@ class ReverseTrace(Trace):
 
     # the steps of :meth:`process`, which a kind of reverse trace overrides (never the skeleton)
     STEPS = ("link", "run", "save_and_box")
-    # record_one(prim, args, argnums): a kind of reverse trace may record the commonest call (one
-    # box of its own, no keyword arguments) in one frame, or return USE_STEPS (the Tensor trace does)
+    # record_one(prim, args, argnums): a kind of reverse trace may record the commonest calls (boxes of
+    # its own, no keyword arguments) in one frame, or return USE_STEPS (the Tensor trace does)
     record_one: Any = None
 
     def process(self, prim: Primitive, args: list[Any], kwargs: dict[str, Any], argnums: list[int]) -> Any:
@@ -272,7 +272,7 @@ class ReverseTrace(Trace):
         Before them, a trace kind's ``record_one`` (when it has one) may record the call in one
         frame, exactly as the steps would, or leave it to them (:data:`USE_STEPS`).
         """
-        if self.record_one is not None and not kwargs and len(argnums) == 1:
+        if self.record_one is not None and not kwargs:
             out = self.record_one(prim, args, argnums)
             if out is not USE_STEPS:
                 return out

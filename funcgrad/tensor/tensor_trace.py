@@ -7,9 +7,11 @@ Tensor reaches, through the primitive wrapper, the core's one recording path,
 ``ReverseTrace.process``, whose steps the Tensor trace overrides (it has no ``process`` of
 its own):
 
-0. ``record_one``: the commonest call (one Tensor that requires grad, a primitive of one
-   result that makes no view) recorded in one frame, as the steps below would record it (the
-   one short way left: the steps alone cost ~10 % more per Tensor op, docs/architecture.md);
+0. ``record_one``: the commonest calls (Tensors, or the nn bridge's boxes, none a view, no
+   keyword arguments, a primitive of one result) recorded in one frame, as
+   the steps below would record them (the one short way left: the steps alone cost ~10 % more
+   per Tensor op, docs/architecture.md): one Tensor that requires grad in its own narrow frame,
+   the wider calls (several boxes, the bridge's, views, named calls, no node) in ``_record_wide``;
 1. ``link``: the Tensors become their arrays and, if grad mode is on and some input requires
    grad, a :class:`PrimNode` (a kind of the engine's ``VJPNode``, of the primitive's PyTorch
    class) is made, linked to the inputs' nodes;
@@ -92,7 +94,7 @@ class TensorTrace(ReverseTrace):
     A kind of :class:`~funcgrad.core.reverse.ReverseTrace` whose tape is the graph of
     ``grad_fn`` nodes (:class:`Node`, a kind of ``VJPNode``). It records through the core's
     one recording path, ``ReverseTrace.process``, and overrides only its steps: the commonest
-    call in one frame (:meth:`record_one`), the inputs and the node (:meth:`link`: the Tensors,
+    calls in one frame (:meth:`record_one`), the inputs and the node (:meth:`link`: the Tensors,
     PyTorch's node class, only when grad mode is on and an input requires grad), the raw call
     (:meth:`run`: NumPy's warnings silenced, PyTorch's shape errors, the profiler), what the node
     saves and the results (:meth:`save_and_box`: version-checked entries, packed by saved-tensor
@@ -118,23 +120,29 @@ class TensorTrace(ReverseTrace):
         return _TENSOR_CLS[0]._make(value, requires_grad=True)  # a leaf
 
     def record_one(self, prim: Primitive, args: list[Any], argnums: list[Any]) -> Any:
-        """The commonest call in one frame: one Tensor argument (not a view, not an inference
-        tensor) that requires grad, grad mode on, a differentiable primitive of one result that
-        makes no view; what the steps make (``tests/test_recording_path.py`` checks). Any other
-        call: ``USE_STEPS``."""
-        b = args[argnums[0]]
+        """The commonest calls in one frame, what the steps make (``tests/test_recording_path.py`` checks);
+        any other call: ``USE_STEPS``. The commonest of all first, in the fewest bytecodes: one Tensor
+        argument (not a view, not an inference tensor) that requires grad, grad mode on, no op naming the
+        node, a differentiable primitive of one result that makes no view. The wider calls
+        (:func:`_record_wide`): several boxes, the nn bridge's boxes, views, named calls, calls that make
+        no node."""
         st = _mode
-        if not (b.__class__ is _TENSOR_CLS[0] and b._requires_grad and st.enabled and b._base is None) \
-                or b._inference or st.inference or profiling.active or anomaly.enabled or NAMING[0]:
-            return USE_STEPS
-        cls = _ONE_BOX_CLASS.get(prim)
-        if cls is None:
-            cls = _ONE_BOX_CLASS[prim] = prim.differentiable and not prim.multiple_results \
-                and prim not in VIEW_PRIMITIVES and _node_class(prim)
-        if not cls:
+        if not st.enabled or st.inference or profiling.active or anomaly.enabled:
             return USE_STEPS
         i = argnums[0]
+        b = args[i]
+        if len(argnums) != 1 or b.__class__ is not _TENSOR_CLS[0] or NAMING[0] or b._base is not None \
+                or not b._requires_grad or b._inference:
+            return _record_wide(prim, args, argnums, i, b)
+        cls = _ONE_TENSOR_CLASS.get(prim)
+        if not cls:
+            if cls is None:
+                cls = _ONE_TENSOR_CLASS[prim] = prim.differentiable and not prim.multiple_results \
+                    and prim not in VIEW_PRIMITIVES and _node_class(prim)
+            if not cls:
+                return _record_wide(prim, args, argnums, i, b)
         args[i] = v = b._value
+        n = len(args)
         fast = prim.fast_types
         for a in args:  # (run)
             if type(a) not in fast:
@@ -142,7 +150,7 @@ class TensorTrace(ReverseTrace):
                 break
         else:
             try:
-                ans = quiet_run(prim.fast_fn, v) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
+                ans = quiet_run(prim.fast_fn, v) if n == 1 else quiet_run(prim.fast_fn, *args)
             except ValueError as err:
                 raise _torch_shape_error(prim, args, err) from None
             except RuntimeError as err:
@@ -165,9 +173,9 @@ class TensorTrace(ReverseTrace):
         node._seq = _next_seq()
         node._released = False
         node.args = args
-        drop = prim.drop_cache.get((len(args), i)) if prim.reads is not None and not _save_everything.on else _KEEP_ALL
+        drop = prim.drop_cache.get((n, i)) if prim.reads is not None and not _save_everything.on else _KEEP_ALL
         if drop is None:
-            drop = _drops(prim, argnums, len(args))
+            drop = _drops(prim, argnums, n)
         out = _new(_TENSOR_CLS[0])  # (save_and_box; GraphBox._make, inline)
         out._value = ans
         out._trace = TRACE
@@ -179,12 +187,17 @@ class TensorTrace(ReverseTrace):
         out._view_fns = None
         out._view_version = 0
         out._inference = False
-        saved: tuple[Any, ...] = ()  # (save_and_box)
-        if i not in drop[0]:
-            vc = b._version_counter
-            saved = ((i, b, vc, vc[0], b if b._node is not None else None),)
-        elif getattr(v, "nbytes", 0) >= _MIN_DROP_BYTES:  # unread: its spec (a small array as it is)
-            args[i] = ArraySpec(v)
+        saved: tuple[Any, ...] = ()
+        if i not in drop[0]:  # (save_and_box: b requires grad; its history is its node, a leaf's none)
+            avc = b._version_counter
+            saved = ((i, b, avc, avc[0], b if b._node is not None else None),)
+        elif getattr(v, "nbytes", -1) >= _MIN_DROP_BYTES and not isinstance(v, Box):
+            args[i] = ArraySpec(v)  # (process's drop: an unread argument big enough to matter, as its spec)
+        if n != 1:  # (the same for the constants beside it)
+            for j in drop[0]:
+                a = args[j]
+                if j != i and getattr(a, "nbytes", -1) >= _MIN_DROP_BYTES and not isinstance(a, Box):
+                    args[j] = ArraySpec(a)
         if drop[1]:
             node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
         else:
@@ -442,8 +455,166 @@ def _not_plain_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) ->
         fp_restore(token)
 
 
-# primitive -> its node class when its calls may take TensorTrace.record_one's way, else False
+def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b: Any) -> Any:
+    """:meth:`TensorTrace.record_one`'s wider calls (grad mode on, no profiler, no anomaly mode: checked
+    there; ``b`` the box at ``argnums[0]``, ``i``): Tensor arguments (or, from the ``funcgrad.nn`` bridge,
+    recorded NumPy-semantics boxes: all of one class, the result's), none of them a view or an inference
+    tensor, no keyword arguments, a primitive of one result. Its node is named by the op that asks
+    (``torch_names.named``); with no input that requires grad, or no derivative, the result has no node;
+    a view is marked as one of its input. What the steps make (``tests/test_recording_path.py`` checks).
+    Any other call: ``USE_STEPS``."""
+    st = _mode
+    kind = b.__class__
+    if kind is not _TENSOR_CLS[0] and kind is not NumpyBox:
+        return USE_STEPS
+    cls: Any = _ONE_BOX_CLASS.get(prim)
+    if cls is None:
+        cls = _ONE_BOX_CLASS[prim] = False if prim.multiple_results \
+            else _node_class(prim) if prim.differentiable else _UNRECORDED
+    if not cls:
+        return USE_STEPS
+    one = len(argnums) == 1
+    if one:
+        if b._base is not None or b._inference:
+            return USE_STEPS
+        boxes: Any = None
+        live = argnums if b._requires_grad and cls is not _UNRECORDED else ()
+        args[i] = b._value
+    else:
+        live = []
+        for j in argnums:
+            a = args[j]
+            if a.__class__ is not kind or a._base is not None or a._inference:
+                return USE_STEPS
+            if a._requires_grad:
+                live.append(j)
+        if cls is _UNRECORDED:
+            live = ()
+        boxes = [args[j] for j in argnums]
+        for j, a in zip(argnums, boxes):
+            args[j] = a._value
+    fast = prim.fast_types
+    for a in args:  # (run)
+        if type(a) not in fast:
+            ans = _not_plain_call(prim, args, NO_KWARGS)
+            break
+    else:
+        try:
+            ans = quiet_run(prim.fast_fn, args[0]) if len(args) == 1 else quiet_run(prim.fast_fn, *args)
+        except ValueError as err:
+            raise _torch_shape_error(prim, args, err) from None
+        except RuntimeError as err:
+            if not context_busy(err):
+                raise
+            ans = _raw_call(prim, args, NO_KWARGS)
+    if type(ans) is not np.ndarray:
+        ans = _as_array(ans)
+    if not live:  # nothing to record: no node (save_and_box's result of a call without one)
+        out = _new(kind)
+        out._value = ans
+        out._trace = TRACE
+        out._node = None
+        out._output_nr = 0
+        out._requires_grad = False
+        out._version_counter = [0]
+        out._base = None
+        out._view_fns = None
+        out._view_version = 0
+        out._inference = False
+        if prim in VIEW_PRIMITIVES and i == 0:
+            mark_view(out, b, prim, args, NO_KWARGS)
+        return out
+    request = None
+    if NAMING[0]:  # (torch_names.named: the op names this call's node)
+        request = st.name_request
+        if request is not None and request[0] is prim:
+            name = request[1]  # (a pair: the name of a view first, the other for a copy, below)
+            cls = named_node_class(PrimNode, name if type(name) is str else name[0])
+    if one:  # (link)
+        parent = b._node
+        if parent is None:
+            parent = get_accumulator(b)
+        elif parent._n_outputs != 1:
+            parent = target(parent, b._output_nr)
+        parents = [parent]
+    else:
+        parents = []
+        for a in boxes:
+            if a._requires_grad:
+                parent = a._node
+                if parent is None:
+                    parent = get_accumulator(a)
+                elif parent._n_outputs != 1:
+                    parent = target(parent, a._output_nr)
+                parents.append(parent)
+    node = _new_node(cls)
+    node.prim = prim
+    node.parents = parents
+    node.argnums = live
+    node._inputs = argnums
+    node.kwargs = NO_KWARGS
+    node.out_index = node.versions = None
+    node._seq = _next_seq()
+    node._released = False
+    node.args = args
+    if prim.reads is None or _save_everything.on:  # (process's drop, its cached case inline)
+        drop = _KEEP_ALL
+    else:
+        found = prim.drop_cache.get((len(args), i) if one else (len(args), *live))
+        drop = found if found is not None else _drops(prim, list(live), len(args))
+        for j in drop[0]:
+            a = args[j]
+            if getattr(a, "nbytes", -1) >= _MIN_DROP_BYTES and not isinstance(a, Box):
+                args[j] = ArraySpec(a)
+    out = _new(kind)  # (save_and_box; GraphBox._make, inline)
+    out._value = ans
+    out._trace = TRACE
+    out._node = node
+    out._output_nr = 0
+    out._requires_grad = True
+    out._version_counter = vc = [0]
+    out._base = None
+    out._view_fns = None
+    out._view_version = 0
+    out._inference = False
+    saved: tuple[Any, ...] = ()
+    if one:
+        if i not in drop[0]:  # (b requires grad: its history is its node, unless it is a leaf's)
+            node_of = b._node
+            avc = b._version_counter
+            saved = ((i, b, avc, avc[0], b if node_of is not None and type(node_of) is not AccumulateGrad
+                      else None),)
+    else:
+        keep = drop[0]
+        for j, a in zip(argnums, boxes):
+            if j not in keep:
+                node_of = a._node
+                has_history = a._requires_grad and node_of is not None and type(node_of) is not AccumulateGrad
+                avc = a._version_counter
+                saved += ((j, a, avc, avc[0], a if has_history else None),)
+    if drop[1]:
+        node.ans = [ArraySpec(ans) if getattr(ans, "nbytes", 0) >= _MIN_DROP_BYTES else ans]
+    else:
+        node.ans = [ans]
+        saved += ((-1, None, vc, 0, None),)
+    node._saved = saved
+    meta = _METAS.get(ans.shape) if type(ans) is np.ndarray else None  # (_out_meta's common case, inline)
+    node._out_meta = meta if meta is not None and meta[0][1] is ans.dtype else _out_meta(ans)
+    if saved and _hook_state.stack:
+        node._materialize(_hook_state.stack[-1])
+    if prim in VIEW_PRIMITIVES and i == 0:
+        mark_view(out, b, prim, args, NO_KWARGS)
+        if out._base is None and request is not None and request[0] is prim and type(request[1]) is tuple:
+            node.__class__ = named_node_class(PrimNode, request[1][1])  # a result that is no view: a copy's name
+    return out
+
+
+# primitive -> its node class when its calls may take TensorTrace.record_one's way (_UNRECORDED: a primitive
+# with no derivative, whose calls make no node), else False
 _ONE_BOX_CLASS: dict[Any, Any] = {}
+_UNRECORDED = object()
+# primitive -> its node class when its calls of one Tensor may take record_one's narrowest way, else False
+_ONE_TENSOR_CLASS: dict[Any, Any] = {}
 NO_KWARGS: dict[str, Any] = {}  # keyword arguments of a call with none, shared by its nodes (never written to)
 
 

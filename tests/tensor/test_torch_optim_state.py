@@ -150,6 +150,24 @@ def test_editing_the_live_state_changes_the_next_step():
     assert p.item() == pytest.approx(before - 0.1 * 9.0)
 
 
+@pytest.mark.parametrize("foreach", [False, True])
+def test_a_slot_tensor_is_updated_in_place_from_step_to_step(foreach):
+    """PyTorch updates its buffers in place: the state's tensor stays the same object, and a reference
+    taken before a step sees the step's values (its memory is the new state's: a view taken before the
+    step keeps the old values, unlike PyTorch's)."""
+    p = ft.nn.Parameter(ft.tensor([1.0, 2.0]))
+    opt = ft.optim.SGD([p], lr=0.1, momentum=0.9, foreach=foreach)
+    (p * p).sum().backward()
+    opt.step()
+    buf = opt.state[p]["momentum_buffer"]
+    want = 2.0 * p.detach().numpy() + 0.9 * buf.numpy()
+    opt.zero_grad()
+    (p * p).sum().backward()
+    opt.step()
+    assert opt.state[p]["momentum_buffer"] is buf
+    np.testing.assert_allclose(buf.numpy(), want, rtol=1e-6)
+
+
 def scheduled(expr):
     p1, p2 = ft.zeros(2, requires_grad=True), ft.zeros(2, requires_grad=True)
     opt = ft.optim.SGD([{"params": [p1]}, {"params": [p2], "lr": 0.05}], lr=0.1, momentum=0.9)

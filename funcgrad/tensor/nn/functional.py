@@ -992,8 +992,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
             if target.dtype is not _dt.int64 and target.dtype is not _dt.int32:
                 raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
             tgt = target._value
-            _check_class_targets(tgt, input.shape[axis], ignore_index)
-            if namespace_of(tgt) is not np or (tgt == ignore_index).any():
+            if _check_class_targets(tgt, input.shape[axis], ignore_index):
                 # Entries equal to ignore_index are left out (PyTorch's rule: the mean is over the
                 # others). On a device this path is always taken: checking for them first would
                 # read the labels back to the host.
@@ -1018,14 +1017,21 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     return _reduce(nll, reduction, wt)
 
 
-def _check_class_targets(tv: Any, n_classes: int, ignore_index: int) -> None:
+def _check_class_targets(tv: Any, n_classes: int, ignore_index: int) -> bool:
     """PyTorch's IndexError for a class index outside ``[0, n_classes)`` (other than ``ignore_index``);
-    host labels only (on a device, checking would read them back)."""
+    host labels only (on a device, checking would read them back). Returns whether some label may be
+    ``ignore_index``: on the host whether one is, on a device always (finding out would read them back)."""
     if namespace_of(tv) is not np:
-        return
-    bad = (tv != ignore_index) & ((tv < 0) | (tv >= n_classes))
+        return True
+    if tv.size:
+        lo, hi = tv.min(), tv.max()
+        if 0 <= lo and hi < n_classes:  # (the common case: every label a class, in two reductions)
+            return 0 <= ignore_index < n_classes and bool((tv == ignore_index).any())
+    ignored = tv == ignore_index
+    bad = ~ignored & ((tv < 0) | (tv >= n_classes))
     if bad.any():
         raise IndexError(f"Target {int(tv[bad].flat[0])} is out of bounds.")
+    return bool(ignored.any())
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
@@ -1037,8 +1043,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     tv = _as_tensor(target)._value
-    _check_class_targets(tv, input.shape[1 if input.dim() > 1 else 0], ignore_index)
-    if weight is None and namespace_of(tv) is np and not (tv == ignore_index).any():
+    some_ignored = _check_class_targets(tv, input.shape[1 if input.dim() > 1 else 0], ignore_index)
+    if weight is None and namespace_of(tv) is np and not some_ignored:
         # (on a device, checking would read the labels back)
         return _run_on_tensors_named("NllLossBackward0", _fnn.nll_loss, input, tv, axis=1 if input.dim() > 1 else 0,
                          reduction=reduction)

@@ -97,11 +97,16 @@ class Module:
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
-        d = self.__dict__
-        for store in ("_parameters", "_buffers", "_modules"):
-            s = d.get(store)
-            if s is not None and name in s:
-                return s[name]
+        d = self.__dict__  # (PyTorch's order, unrolled: a forward reads its layers and parameters here)
+        s = d.get("_parameters")
+        if s is not None and name in s:
+            return s[name]
+        s = d.get("_buffers")
+        if s is not None and name in s:
+            return s[name]
+        s = d.get("_modules")
+        if s is not None and name in s:
+            return s[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
@@ -144,12 +149,13 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
+        if not (d.get("_forward_hooks") or d.get("_forward_pre_hooks") or d.get("_backward_hooks")
+                or d.get("_backward_pre_hooks")):  # (PyTorch's fast path: no hooks, the forward alone)
+            return self.forward(*args, **kwargs)
         pre: Any = d.get("_forward_pre_hooks")
         post: Any = d.get("_forward_hooks")
         bw: Any = d.get("_backward_hooks")
         bw_pre: Any = d.get("_backward_pre_hooks")
-        if not pre and not post and not bw and not bw_pre:
-            return self.forward(*args, **kwargs)
         for hook, with_kwargs in list(pre.values()):
             if with_kwargs:
                 res = hook(self, args, kwargs)
@@ -331,7 +337,9 @@ class Module:
                 continue
             seen.add(id(m))
             out.append(m)
-            stack.extend(c for c in reversed(list(m.__dict__["_modules"].values())) if c is not None)
+            children = m.__dict__["_modules"]
+            if children:  # (most modules have none)
+                stack.extend([c for c in reversed(children.values()) if c is not None])
         return out
 
     def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Tensor]]:

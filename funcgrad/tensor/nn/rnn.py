@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 import funcgrad.nn as _fnn
+import funcgrad.numpy as _fnp
 from funcgrad.backend import namespace_of
 from funcgrad.nn.kernels.recurrent import lstm_sequence
 
@@ -186,7 +187,7 @@ class RNNBase(Module):
         if unbatched:
             x = x.unsqueeze(1)
         elif self.batch_first:
-            x = x.transpose(0, 1)
+            x = _time_major(x)
         out, hn = self._stack_layers(x, hx, None, unbatched)
         if unbatched:
             out = out.squeeze(1)
@@ -247,6 +248,14 @@ class RNNBase(Module):
             if getattr(self, name) != default:  # (PyTorch's repr shows only what differs)
                 s += f", {name}={getattr(self, name)}"
         return s
+
+
+def _time_major(x: Tensor) -> Tensor:
+    """A batch-first input ``(N, L, H)`` as ``(L, N, H)``: its transpose, recorded when it requires grad; else
+    (the common input: data) the swapped array as an internal Tensor, which no one but the layer sees."""
+    if x._requires_grad or x._base is not None or x._inference or type(x) is not Tensor:
+        return x.transpose(0, 1)
+    return Tensor._make(_fnp.swapaxes(x._value, 0, 1))
 
 
 class RNN(RNNBase):

@@ -96,8 +96,7 @@ def flat_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
     flat_p = xp.concatenate([xp.reshape(p._value, (-1,)) for p in params])
     found = opt._flat.get(id(group))
     cache = found if isinstance(found, _Flat) else None
-    fresh = cache is None or cache.params != params or any(
-        any(opt.state[p].get(k) is not v for k, v in handed.items()) for p, handed in zip(params, cache.handed))
+    fresh = cache is None or cache.params != params or not _slots_intact(opt.state, params, cache.handed)
     if fresh:
         offsets, at = [], 0
         for p in params:
@@ -140,13 +139,37 @@ def _store_views(opt: Any, group: dict[Any, Any], cache: _Flat, params: list[Ten
 
 class _Tree:
     """A group's functional state over the list of its parameters (a state field that is per parameter
-    holds a list, one array each; the step count is shared), and the slot tensors handed out last step."""
+    holds a list, one array each; the step count is shared), and the slot tensors handed out last step.
+    ``layout`` reads the fields off the state's leaves: the state's structure, and per field whether it
+    holds one leaf per parameter (the structure stays from step to step, so no ``is_leaf`` walk is needed)."""
 
-    __slots__ = ("params", "fstate", "slots", "handed")
+    __slots__ = ("params", "fstate", "slots", "handed", "layout")
 
     def __init__(self, params: list[Tensor], fstate: Any, slots: list[str | None]) -> None:
         self.params, self.fstate, self.slots = params, fstate, slots  # slots: each field's slot name (or None)
         self.handed: list[dict[str, Any]] = []
+        fields = tree_util.tree_leaves(fstate, is_leaf=_per_parameter([p._value for p in params]))
+        per_param = [type(f) is list for f in fields]
+        self.layout = (tree_util.tree_structure(fstate), per_param)
+
+    def fields(self) -> list[Any]:
+        """The state's fields (a list of one array per parameter, or a shared value), in the state's order."""
+        leaves, treedef = tree_util.tree_flatten(self.fstate)
+        structure, per_param = self.layout
+        if treedef != structure:  # (a transformation whose state changed shape: walk it again)
+            values = [p._value for p in self.params]
+            return tree_util.tree_leaves(self.fstate, is_leaf=_per_parameter(values))
+        n = len(self.params)
+        out: list[Any] = []
+        at = 0
+        for many in per_param:
+            if many:
+                out.append(leaves[at:at + n])
+                at += n
+            else:
+                out.append(leaves[at])
+                at += 1
+        return out
 
 
 def _per_parameter(values: list[Any]) -> Any:
@@ -196,8 +219,7 @@ def tree_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
     grads = [-p._grad._value for p in params] if maximize else [p._grad._value for p in params]
     found = opt._flat.get(id(group))
     cache = found if isinstance(found, _Tree) else None
-    if cache is None or not _same_params(cache.params, params) or any(
-            any(opt.state[p].get(k) is not v for k, v in handed.items()) for p, handed in zip(params, cache.handed)):
+    if cache is None or not _same_params(cache.params, params) or not _slots_intact(opt.state, params, cache.handed):
         fstate = _tree_gather(opt, group, tx, params, values)
         if fstate is None:
             return False
@@ -207,11 +229,20 @@ def tree_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
     for p, u in zip(params, updates):
         p._value += (lr * u).astype(p._value.dtype, copy=False)  # in place: views of the parameter see it
         p._version_counter[0] += 1
-    fields = tree_util.tree_leaves(cache.fstate, is_leaf=_per_parameter(values))
-    by_slot = {slot: f for slot, f in zip(cache.slots, fields) if slot is not None}
+    by_slot = {slot: f for slot, f in zip(cache.slots, cache.fields()) if slot is not None}
     count = int(np.asarray(by_slot["step"])) if "step" in by_slot else None
     _hand_out_slots(opt, group, cache, params, count,
                     lambda name, i, p: by_slot[name][i] if type(by_slot[name]) is list else by_slot[name])
+    return True
+
+
+def _slots_intact(state: Any, params: list[Tensor], handed: list[dict[str, Any]]) -> bool:
+    """Whether every slot tensor handed out last step is still in its parameter's state (none replaced)."""
+    for p, slots in zip(params, handed):
+        st = state[p]
+        for k, v in slots.items():
+            if st.get(k) is not v:
+                return False
     return True
 
 
@@ -219,20 +250,33 @@ def _hand_out_slots(opt: Any, group: dict[Any, Any], cache: Any, params: list[Te
                     slot_value: Callable[[str, int, Tensor], Any]) -> None:
     """Hand out PyTorch's slots of each parameter after a joint update: ``step`` and the slots derived
     from it (such as NAdam's ``mu_product``) as 0-d float32 host tensors, the others as Tensors over
-    ``slot_value(name, i, p)`` (the updated state, not a copy), kept in ``cache.handed``."""
+    ``slot_value(name, i, p)`` (the updated state, not a copy), kept in ``cache.handed``. A slot tensor
+    handed out last step and still in the state is the one updated (its value now the new state, its
+    version one more), as PyTorch updates its buffers in place: a reference a user holds sees the step
+    (a view taken of it before the step does not: the new state is new memory, not written into the old)."""
     names = opt._slot_names(group)
+    before = cache.handed if len(cache.handed) == len(params) else [{}] * len(params)
     cache.handed = []
+    functional = opt._functional
     for i, p in enumerate(params):
         st = opt.state[p]
-        opt._functional.pop(p, None)  # (the loop path rebuilds from the slots if it takes over)
+        if functional:
+            functional.pop(p, None)  # (the loop path rebuilds from the slots if it takes over)
         n = count if count is not None else int(np.asarray(st["step"]._value)) + 1 if "step" in st else 1
         derived = opt._derived_slots(group, n)
         handed = {}
+        kept = before[i]
         for name in names:
             if name == "step" or name in derived:
                 _set_scalar(st, name, n if name == "step" else derived[name])
                 continue
-            st[name] = handed[name] = Tensor._make(slot_value(name, i, p))
+            t = kept.get(name)
+            if t is not None and st.get(name) is t:
+                t._value = slot_value(name, i, p)
+                t._version_counter[0] += 1
+                handed[name] = t
+            else:
+                st[name] = handed[name] = Tensor._make(slot_value(name, i, p))
         cache.handed.append(handed)
 
 
