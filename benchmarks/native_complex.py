@@ -7,8 +7,11 @@ checked equal first):
 - a complex elementwise chain (``z = 0.4 tanh(z) + 0.2 sin(z) + 0.1j``, 50 times, then
   ``sum(|z|^2)``) over shape (3,) complex128: ``jit(grad)``, us per call;
 - a complex elementwise function of 1e6 complex128 values,
-  ``sum(|exp(1j z) sin(z) + conj(z)|^2)``: ``jit(f)`` and ``jit(grad)``, ms per call.
-``--cpu`` times with the process's CPU time (a loaded machine; every library on one thread).
+  ``sum(|exp(1j z) sin(z) + conj(z)|^2)``: ``jit(f)`` and ``jit(grad)``, ms per call;
+- complex linalg: ``sum(|solve(A, b)|^2)`` over a stack of 16 complex128 8x8 matrices,
+  ``jit(grad)`` with respect to the stack, us per call.
+``--cpu`` times with the process's CPU time (a loaded machine; every library on one thread);
+``--linalg`` times the linalg row alone.
 """
 
 from __future__ import annotations
@@ -36,6 +39,16 @@ def big(z, xp):
     return xp.sum(xp.abs(xp.exp(1j * z) * xp.sin(z) + xp.conj(z)) ** 2)
 
 
+def solve_loss(a, rhs, xp):
+    return xp.sum(xp.abs(xp.linalg.solve(a, rhs)) ** 2)
+
+
+def complex_stack(count, n):
+    rng = np.random.default_rng(2)
+    g = rng.normal(size=(count, n, n)) + 1j * rng.normal(size=(count, n, n))
+    return g + 2 * n * np.eye(n)  # well-conditioned
+
+
 def rows():
     import jax
     jax.config.update("jax_enable_x64", True)
@@ -46,6 +59,11 @@ def rows():
     cases = [("complex chain (3,), jit(grad)", "us", 1e6, lambda xp: (lambda z: chain(z, xp)), True, small),
              ("complex 1e6 elementwise, jit(f)", "ms", 1e3, lambda xp: (lambda z: big(z, xp)), False, large),
              ("complex 1e6 elementwise, jit(grad)", "ms", 1e3, lambda xp: (lambda z: big(z, xp)), True, large)]
+    stack = complex_stack(16, 8)
+    rhs = np.linspace(-1.0, 1.0, 16 * 8).reshape(16, 8, 1) * (1.0 - 0.5j)
+    linalg = [("complex solve, stack of 16 8x8, jit(grad)", "us", 1e6,
+               lambda xp: (lambda a: solve_loss(a, rhs, xp)), True, stack)]
+    cases = linalg if "--linalg" in sys.argv else cases + linalg
     out = []
     for name, unit, scale, make, derivative, z in cases:
         f, jf = make(fnp), make(jnp)

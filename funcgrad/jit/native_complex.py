@@ -45,6 +45,10 @@ loses the real part of tiny arguments), ``sign`` (numba's predates NumPy 2's ``z
 comparisons, ``maximum``/``minimum`` (NumPy orders complex numbers lexicographically) and
 ``astype`` from complex to real.
 
+Complex ``solve``/``inv``/``det``/``cholesky``/``eigh`` are LAPACK calls like the float ones
+(:func:`funcgrad.jit.native_ops.linalg_ok`): numba's complex bindings need no spelling here; a
+singular or non-finite matrix hands the call to the replay as a non-finite result does.
+
 Example::
 
     from funcgrad.jit.native_complex import COMPLEX_EXPR

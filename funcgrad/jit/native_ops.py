@@ -179,7 +179,7 @@ def _atom_ok(a: Any, want: tuple[str, ...], shape: tuple[int, ...] | None) -> bo
         v = a.value
         if is_literal(v) or type(v) is complex:
             return type(v) is not complex or any(w in COMPLEX for w in want)
-        if not (is_host_array(type(v)) or isinstance(v, (np.floating, np.bool_))):
+        if not (is_host_array(type(v)) or isinstance(v, (np.floating, np.complexfloating, np.bool_))):
             return False
         dt, s = dtype_name(v), tuple(v.shape)
     else:
@@ -766,19 +766,25 @@ def _concatenate_ok(e: Eqn) -> bool:
 
 def linalg_ok(e: Eqn) -> bool:
     """A LAPACK call numba has: ``inv``/``det``/``cholesky``/``eigh`` (lower triangle) of a
-    square host float matrix or a stack of them (..., n, n), ``solve`` of one (or a stack)
-    with a vector (n,) or a stack of right-hand sides (..., n, k) whose batch axes broadcast
-    against the matrices' (:func:`linalg_batch`): a stack is a loop over its matrices."""
+    square host float or complex matrix or a stack of them (..., n, n), ``solve`` of one (or a
+    stack) with a vector (n,) or a stack of right-hand sides (..., n, k) whose batch axes
+    broadcast against the matrices' (:func:`linalg_batch`): a stack is a loop over its
+    matrices. Results have the matrix's dtype, but for a complex ``eigh``'s eigenvalues: real,
+    of the parts' dtype. (What numba raises for a singular or non-finite matrix hands the call
+    to the replay: ``funcgrad.jit.tiered``.)"""
     a = e.ins[0] if e.ins else None
     if not (_is_array(a) and len(_shape_of(a)) >= 2 and _shape_of(a)[-1] == _shape_of(a)[-2] > 0):
         return False
     dt, batch, n = dtype_name(a), _shape_of(a)[:-2], _shape_of(a)[-1]
-    if dt not in FLOATS or not all(dtype_name(o) == dt for o in e.outs):
+    if dt not in NUMBERS:
         return False
     if e.prim is EIGH:
         return len(e.ins) == 1 and e.kwargs.get("UPLO", "L") == "L" and set(e.kwargs) <= {"UPLO"} \
-            and all(_out_ok(o, FLOATS) and is_host_array(o.kind) for o in e.outs) \
+            and len(e.outs) == 2 and all(is_host_array(o.kind) for o in e.outs) \
+            and [dtype_name(o) for o in e.outs] == [native_complex.PART_DTYPE.get(dt, dt), dt] \
             and [_shape_of(o) for o in e.outs] == [batch + (n,), batch + (n, n)]
+    if not all(dtype_name(o) == dt for o in e.outs):
+        return False
     if e.kwargs or len(e.outs) != 1:
         return False
     o = e.outs[0]
@@ -797,7 +803,7 @@ def linalg_ok(e: Eqn) -> bool:
     if len(e.ins) != 1:
         return False
     if e.prim is DET:
-        return _out_ok(o, FLOATS) and _shape_of(o) == batch and (is_host_array(o.kind) or not batch)
+        return _out_ok(o, NUMBERS) and _shape_of(o) == batch and (is_host_array(o.kind) or not batch)
     return is_host_array(o.kind) and _shape_of(o) == batch + (n, n)
 
 

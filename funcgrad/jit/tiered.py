@@ -28,6 +28,8 @@ import threading
 import time
 from typing import Any, Callable
 
+import numpy as np
+
 from ..core import trace as _trace_module
 from .compile_worker import CompileWorker
 from .ir import Program
@@ -275,9 +277,11 @@ class Tiered:
     def _falling_back(self, compiled: Callable[..., Any]) -> Callable[..., Any]:
         """``compiled``, or the replay for arguments its kernels were not compiled for (numba
         raises TypeError for them: a value of another kind than the one traced, say a 0-d array
-        for a float) and for calls whose complex results are not finite (the native code raises
+        for a float), for calls whose complex results are not finite (the native code raises
         FloatingPointError there, or numba's ZeroDivisionError: NaN and inf are NumPy's,
-        :mod:`funcgrad.jit.native_complex`), counted in :attr:`fallbacks`."""
+        :mod:`funcgrad.jit.native_complex`) and for calls whose LAPACK work numba refuses (a
+        singular matrix, one with NaN or inf: numba raises LinAlgError with its own words where
+        NumPy raises its own or returns NaN), counted in :attr:`fallbacks`."""
         replay = self.replay
 
         def run(*args: Any) -> Any:
@@ -286,7 +290,7 @@ class Tiered:
             except TypeError:
                 self.fallbacks += 1
                 return replay(*args)
-            except ArithmeticError:
+            except (ArithmeticError, np.linalg.LinAlgError):
                 if _trace_module.result_hook is not None:
                     raise  # (fg.debug_nans: the checked replay ran, and named the primitive)
                 self.fallbacks += 1
