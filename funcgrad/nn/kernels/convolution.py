@@ -78,6 +78,23 @@ def _shifted(kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple
     return all(s == 1 for s in stride) and not _pointwise(kernel, stride, pads)
 
 
+def _zero_outside(view: Any, kaxis: int, kernel: tuple[int, ...], dilation: tuple[int, ...],
+                  pads: tuple[tuple[int, int], ...], grid: tuple[int, ...], axes: Any) -> None:
+    """Zero, in ``view (..., *kernel, ..., *grid)`` (the kernel axes from ``kaxis``, the grid last), the
+    entries of kernel index ``i`` along axis ``a`` (for ``a`` in ``axes``) whose read ``position + i * dilation
+    - pad`` falls outside ``[0, grid[a])``: one assignment per axis and kernel index that shifts."""
+    nk = len(kernel)
+    middle = view.ndim - kaxis - 2 * nk  # axes between the kernel offsets and the grid
+    for a in axes:
+        size = grid[a]
+        for i in range(kernel[a]):
+            shift = i * dilation[a] - pads[a][0]
+            if not shift:
+                continue
+            cut = slice(0, min(-shift, size)) if shift < 0 else slice(max(size - shift, 0), size)
+            view[(slice(None),) * (kaxis + a) + (i,) + (slice(None),) * (nk - a - 1 + middle + a) + (cut,)] = 0
+
+
 class _Shift:
     """The geometry of the shifted-rows layout for a stride-1 convolution.
 
@@ -140,17 +157,8 @@ class _Shift:
         :attr:`wraps`; one assignment per trailing axis and kernel index that shifts (two for ``3x3``)."""
         if not self.wraps:
             return
-        nk = len(self.kernel)
-        middle = cols.ndim - kaxis - 2  # axes between the offsets and the grid
         view = cols.reshape(tuple(cols.shape[:kaxis]) + self.kernel + tuple(cols.shape[kaxis + 1:-1]) + self.grid)
-        for a in range(1, nk):
-            size = self.grid[a]
-            for i in range(self.kernel[a]):
-                shift = i * self.dilation[a] - self.pads[a][0]
-                if not shift:
-                    continue
-                cut = slice(0, min(-shift, size)) if shift < 0 else slice(max(size - shift, 0), size)
-                view[(slice(None),) * (kaxis + a) + (i,) + (slice(None),) * (nk - a - 1 + middle + a) + (cut,)] = 0
+        _zero_outside(view, kaxis, self.kernel, self.dilation, self.pads, self.grid, range(1, len(self.kernel)))
 
     def grid_cotangent(self, g: Any, buf: Any = None) -> Any:
         """The output cotangent ``(B, O, *out)`` laid out on the padded grid ``(B, O, length)``, zeros past
@@ -253,6 +261,63 @@ def _shifted_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], shift: _Shift,
     return dx
 
 
+SAME_CHUNK_BYTES = 1024 * 1024  # the input gradient's column block on the unpadded grid (measured best of 0.5-8 MiB)
+
+
+def _same(spatial: tuple[int, ...], out: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    """Stride 1 and every axis keeps its size (``3x3, padding=1``): the cotangent lives on the input's grid."""
+    return all(s == 1 for s in stride) and tuple(out) == tuple(spatial)
+
+
+def _same_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                     dilation: tuple[int, ...], groups: int) -> Any:
+    """The input gradient of a stride-1 convolution whose output keeps the input's shape, on no padded grid.
+
+    The columns ``W^T g`` of a block of samples come out ordered (kernel offset, channel), each channel's
+    row the unpadded output grid. Offset ``k`` sends column entry ``p`` of channel ``c`` to input position
+    ``p + delta[k]`` of the same channel, where ``delta[k]`` is the offset flattened over the input's axes;
+    the entries whose read fell outside the input along some axis (the padding) are zeroed first
+    (:func:`_zero_outside`), so every entry left lands inside its own channel and sample. The col2im of the
+    whole batch is then one add of a long contiguous run per offset and block into a single flat buffer
+    (``margin`` spare entries at each end), and the result is that buffer's inside: no cotangent copy, no
+    padded rows, no crop."""
+    xp = namespace_of(g)
+    n, c = x_shape[:2]
+    spatial, kernel = tuple(x_shape[2:]), tuple(w.shape[2:])
+    o = w.shape[0]
+    cg, og = c // groups, o // groups
+    size = math.prod(spatial)
+    strides = [math.prod(spatial[a + 1:]) for a in range(len(spatial))]
+    windows = list(itertools.product(*(range(k) for k in kernel)))
+    deltas = [sum((i * d - lo) * st for i, d, (lo, _), st in zip(idx, dilation, pads, strides)) for idx in windows]
+    K, margin, total = len(windows), max(abs(d) for d in deltas), n * c * size
+    # (G, K * C/G, O/G), rows ordered (kernel offset, channel): W^T with the offsets outermost
+    wt = xp.ascontiguousarray(w.reshape((groups, og, cg, K)).transpose(0, 3, 2, 1)).reshape(groups, K * cg, og)
+    dtype = xp.result_type(g, w)
+    buf = xp.empty((total + 2 * margin,), dtype=dtype)
+    buf[:margin] = 0
+    buf[margin + total:] = 0
+    centre = deltas.index(0) if 0 in deltas else None  # its add covers the whole block: an assignment
+    step = max(1, min(n, SAME_CHUNK_BYTES // max(c * K * size * dtype.itemsize, 1)))
+    cols = None
+    for s in range(0, n, step):
+        b = min(step, n - s)
+        cols = _block_buffer(cols, xp, (b, groups, K * cg, size), dtype)
+        xp.matmul(wt, g[s:s + b].reshape(b, groups, og, size), out=cols)
+        _zero_outside(cols.reshape((b, groups) + kernel + (cg,) + spatial), 2, kernel, dilation, pads, spatial,
+                      range(len(kernel)))
+        spread = cols.reshape(b, groups, K, cg * size)
+        start = margin + s * c * size
+        if centre is None:
+            buf[start:start + b * c * size] = 0
+        else:
+            buf[start:start + b * c * size].reshape(b, groups, cg * size)[...] = spread[:, :, centre]
+        for k, delta in enumerate(deltas):
+            if k != centre:
+                buf[start + delta:start + delta + b * c * size].reshape(b, groups, cg * size)[...] += spread[:, :, k]
+    return buf[margin:margin + total].reshape(tuple(x_shape))
+
+
 def _shifted_weight_grad(g: Any, x: Any, w_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
     """Block by block: pad, columns, ``cols @ g^T`` (reads the long column rows in memory order, faster
     than ``g @ cols^T``), summed over the samples; transposed once at the end."""
@@ -320,6 +385,8 @@ def _conv_input_grad_raw(g: Any, w: Any, x_shape: tuple[int, ...], stride: tuple
     gs = g.reshape(n, groups, o // groups, math.prod(out))
     if _pointwise(kernel, stride, pads):
         return xp.matmul(wt, gs).reshape(tuple(x_shape))
+    if _same(spatial, out, stride):
+        return _same_input_grad(g, w, tuple(x_shape), pads, dilation, groups)
     if _shifted(kernel, stride, pads):
         return _shifted_input_grad(g, w, tuple(x_shape), _Shift(spatial, kernel, pads, dilation), groups)
     cols = xp.matmul(wt, gs).reshape((n, c) + kernel + out)  # each sample's columns, (N, C, *kernel, *out)
