@@ -893,7 +893,9 @@ def test_shifted_row_columns_equal_the_general_columns(monkeypatch, request, dty
         monkeypatch.setattr(kconv, "CHUNK_BYTES", 2 * per_sample)
         assert [s.stop - s.start for s in kconv._chunks(batch, shift, 4, np.dtype(dtype).itemsize)] == [2, 2, 1]
         # the input gradient on the unpadded grid: blocks of 2 samples as well
-        same_per_sample = 4 * len(shift.offsets) * math.prod((7, 5)[:nsp]) * np.dtype(dtype).itemsize
+        # (the block's partials, 4 channels by the head offsets, and its cotangent shifted along the last axis)
+        same_per_sample = ((4 * math.prod((3, 2)[:nsp][:-1]) + 6 * (3, 2)[nsp - 1]) * math.prod((7, 5)[:nsp])
+                           * np.dtype(dtype).itemsize)
         monkeypatch.setattr(kconv, "SAME_CHUNK_BYTES", 2 * same_per_sample)
     x = rng.standard_normal((batch, 4) + (7, 5)[:nsp]).astype(dtype)
     w = rng.standard_normal((6, 4 // geom[3]) + (3, 2)[:nsp]).astype(dtype)
