@@ -266,7 +266,9 @@ def _shifted_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], shift: _Shift,
     return dx
 
 
-SAME_CHUNK_BYTES = 1024 * 1024  # the input gradient's column block on the unpadded grid (measured best of 0.5-8 MiB)
+# the input gradient's block on the unpadded grid (partials + shifted cotangent): 0.5-1.5 MiB measured alike,
+# ~2 MiB took 2-3x longer (benchmarks/RESULTS.md, session 10b)
+SAME_CHUNK_BYTES = 1024 * 1024
 
 
 def _same(spatial: tuple[int, ...], out: tuple[int, ...], stride: tuple[int, ...]) -> bool:
@@ -282,9 +284,9 @@ def _same_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], pads: tuple[tuple
     offset flattened over the input's axes, the terms whose ``q - delta[k]`` falls outside the grid along some
     axis left out. The offsets along the last axis are summed by the GEMM: the block's cotangent goes in as
     ``kl`` copies shifted along the flattened grid (the entries that crossed a row's edge zeroed), so the
-    product ``(K_head * C, kl * O) @ (kl * O, size)`` has an inner dimension ``kl`` times the channels (a GEMM
-    about a third faster than ``(K * C, O) @ (O, size)`` for 3x3) and gives one partial per offset of the
-    other axes. Those partials (their entries that would land outside the grid zeroed: contiguous runs) are
+    product ``(H * C, kl * O) @ (kl * O, size)`` has an inner dimension ``kl`` times the channels (for 3x3 on
+    OpenBLAS 65-78 GFLOP/s against 55-63 for ``(K * C, O) @ (O, size)``) and gives one partial per offset
+    ``H`` of the other axes. Those partials (their entries that would land outside the grid zeroed: contiguous runs) are
     added, shifted by their offset, into one flat buffer of the whole batch (``margin`` spare entries at
     each end): one contiguous add per head offset and block (two adds for 3x3), no padded rows, no crop;
     every entry left lands inside its own channel and sample, and the result is the buffer's inside."""
