@@ -892,6 +892,11 @@ def test_shifted_row_columns_equal_the_general_columns(monkeypatch, request, dty
         per_sample = 4 * len(shift.offsets) * shift.length * np.dtype(dtype).itemsize
         monkeypatch.setattr(kconv, "CHUNK_BYTES", 2 * per_sample)
         assert [s.stop - s.start for s in kconv._chunks(batch, shift, 4, np.dtype(dtype).itemsize)] == [2, 2, 1]
+        # the input gradient on the unpadded grid: blocks of 2 samples as well
+        # (the block's partials, 4 channels by the head offsets, and its cotangent shifted along the last axis)
+        same_per_sample = ((4 * math.prod((3, 2)[:nsp][:-1]) + 6 * (3, 2)[nsp - 1]) * math.prod((7, 5)[:nsp])
+                           * np.dtype(dtype).itemsize)
+        monkeypatch.setattr(kconv, "SAME_CHUNK_BYTES", 2 * same_per_sample)
     x = rng.standard_normal((batch, 4) + (7, 5)[:nsp]).astype(dtype)
     w = rng.standard_normal((6, 4 // geom[3]) + (3, 2)[:nsp]).astype(dtype)
     shift = kconv._Shift(x.shape[2:], w.shape[2:], geom[1], geom[2])
@@ -899,7 +904,10 @@ def test_shifted_row_columns_equal_the_general_columns(monkeypatch, request, dty
     fast = [kconv._conv_forward_raw(x, w, *geom)]
     g = rng.standard_normal(fast[0].shape).astype(dtype)
     fast += [kconv._conv_input_grad_raw(g, w, x.shape, *geom), kconv._conv_weight_grad_raw(g, x, w.shape, *geom)]
+    same = kconv._same(x.shape[2:], fast[0].shape[2:], geom[0])
+    assert same == (request.node.callspec.id.split("-")[1] in ("same_rows_asym", "same_rows_shift_past_row"))
     monkeypatch.setattr(kconv, "_shifted", lambda *a: False)
+    monkeypatch.setattr(kconv, "_same", lambda *a: False)
     monkeypatch.setattr(kconv, "_memo", kconv._ColumnMemo())
     general = [kconv._conv_forward_raw(x, w, *geom), kconv._conv_input_grad_raw(g, w, x.shape, *geom),
                kconv._conv_weight_grad_raw(g, x, w.shape, *geom)]

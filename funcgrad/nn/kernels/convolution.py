@@ -78,6 +78,28 @@ def _shifted(kernel: tuple[int, ...], stride: tuple[int, ...], pads: tuple[tuple
     return all(s == 1 for s in stride) and not _pointwise(kernel, stride, pads)
 
 
+def _zero_outside(view: Any, kaxis: int, kernel: tuple[int, ...], dilation: tuple[int, ...],
+                  pads: tuple[tuple[int, int], ...], grid: tuple[int, ...], axes: Any) -> None:
+    """Zero, in ``view (..., *kernel, ..., *grid)`` (the kernel axes from ``kaxis``, the grid last), the
+    entries of kernel index ``i`` along axis ``a`` (for ``a`` in ``axes``) whose read ``position + i * dilation
+    - pad`` falls outside ``[0, grid[a])``: one assignment per axis and kernel index that shifts."""
+    nk = len(kernel)
+    middle = view.ndim - kaxis - 2 * nk  # axes between the kernel offsets and the grid
+    for a in axes:
+        size = grid[a]
+        for i in range(kernel[a]):
+            shift = i * dilation[a] - pads[a][0]
+            if not shift:
+                continue
+            view[(slice(None),) * (kaxis + a) + (i,) + (slice(None),) * (nk - a - 1 + middle + a)
+                 + (_outside(shift, size),)] = 0
+
+
+def _outside(shift: int, size: int) -> slice:
+    """The positions ``p`` of an axis of ``size`` whose read ``p + shift`` falls outside ``[0, size)``."""
+    return slice(0, min(-shift, size)) if shift < 0 else slice(max(size - shift, 0), size)
+
+
 class _Shift:
     """The geometry of the shifted-rows layout for a stride-1 convolution.
 
@@ -140,17 +162,8 @@ class _Shift:
         :attr:`wraps`; one assignment per trailing axis and kernel index that shifts (two for ``3x3``)."""
         if not self.wraps:
             return
-        nk = len(self.kernel)
-        middle = cols.ndim - kaxis - 2  # axes between the offsets and the grid
         view = cols.reshape(tuple(cols.shape[:kaxis]) + self.kernel + tuple(cols.shape[kaxis + 1:-1]) + self.grid)
-        for a in range(1, nk):
-            size = self.grid[a]
-            for i in range(self.kernel[a]):
-                shift = i * self.dilation[a] - self.pads[a][0]
-                if not shift:
-                    continue
-                cut = slice(0, min(-shift, size)) if shift < 0 else slice(max(size - shift, 0), size)
-                view[(slice(None),) * (kaxis + a) + (i,) + (slice(None),) * (nk - a - 1 + middle + a) + (cut,)] = 0
+        _zero_outside(view, kaxis, self.kernel, self.dilation, self.pads, self.grid, range(1, len(self.kernel)))
 
     def grid_cotangent(self, g: Any, buf: Any = None) -> Any:
         """The output cotangent ``(B, O, *out)`` laid out on the padded grid ``(B, O, length)``, zeros past
@@ -253,6 +266,81 @@ def _shifted_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], shift: _Shift,
     return dx
 
 
+# the input gradient's block on the unpadded grid (partials + shifted cotangent): 0.5-1.5 MiB measured alike,
+# ~2 MiB took 2-3x longer (benchmarks/RESULTS.md, session 10b)
+SAME_CHUNK_BYTES = 1024 * 1024
+
+
+def _same(spatial: tuple[int, ...], out: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    """Stride 1 and every axis keeps its size (``3x3, padding=1``): the cotangent lives on the input's grid."""
+    return all(s == 1 for s in stride) and tuple(out) == tuple(spatial)
+
+
+def _same_input_grad(g: Any, w: Any, x_shape: tuple[int, ...], pads: tuple[tuple[int, int], ...],
+                     dilation: tuple[int, ...], groups: int) -> Any:
+    """The input gradient of a stride-1 convolution whose output keeps the input's shape, on no padded grid.
+
+    The input gradient is ``dx[c, q] = sum over o, k of W[o, c, k] g[o, q - delta[k]]``, ``delta[k]`` the kernel
+    offset flattened over the input's axes, the terms whose ``q - delta[k]`` falls outside the grid along some
+    axis left out. The offsets along the last axis are summed by the GEMM: the block's cotangent goes in as
+    ``kl`` copies shifted along the flattened grid (the entries that crossed a row's edge zeroed), so the
+    product ``(H * C, kl * O) @ (kl * O, size)`` has an inner dimension ``kl`` times the channels (for 3x3 on
+    OpenBLAS 65-78 GFLOP/s against 55-63 for ``(K * C, O) @ (O, size)``) and gives one partial per offset
+    ``H`` of the other axes. Those partials (their entries that would land outside the grid zeroed: contiguous runs) are
+    added, shifted by their offset, into one flat buffer of the whole batch (``margin`` spare entries at
+    each end): one contiguous add per head offset and block (two adds for 3x3), no padded rows, no crop;
+    every entry left lands inside its own channel and sample, and the result is the buffer's inside."""
+    xp = namespace_of(g)
+    n, c = x_shape[:2]
+    spatial, kernel = tuple(x_shape[2:]), tuple(w.shape[2:])
+    o = w.shape[0]
+    cg, og, kl = c // groups, o // groups, kernel[-1]
+    size = math.prod(spatial)
+    strides = [math.prod(spatial[a + 1:]) for a in range(len(spatial))]
+    heads = list(itertools.product(*(range(k) for k in kernel[:-1])))
+    deltas = [sum((i * d - lo) * st for i, d, (lo, _), st in zip(idx, dilation, pads, strides)) for idx in heads]
+    shifts = [j * dilation[-1] - pads[-1][0] for j in range(kl)]  # along the last axis
+    H, margin, total = len(heads), max(abs(d) for d in deltas), n * c * size
+    # (G, H * C/G, kl * O/G): rows (head offset, channel), columns (last-axis offset, output channel)
+    wh = xp.ascontiguousarray(w.reshape((groups, og, cg, H, kl)).transpose(0, 3, 2, 4, 1)).reshape(
+        groups, H * cg, kl * og)
+    dtype = xp.result_type(g, w)
+    buf = xp.empty((total + 2 * margin,), dtype=dtype)
+    buf[:margin] = 0
+    buf[margin + total:] = 0
+    centre = deltas.index(0) if 0 in deltas else None  # its add covers the whole block: an assignment
+    per_sample = (c * H + kl * o) * size * dtype.itemsize  # the block's partials and shifted cotangent
+    step = max(1, min(n, SAME_CHUNK_BYTES // max(per_sample, 1)))
+    shifted = partial = None
+    for s in range(0, n, step):
+        b = min(step, n - s)
+        block = g[s:s + b].reshape(b, groups, og, size)
+        shifted = _block_buffer(shifted, xp, (b, groups, kl, og, size), g.dtype)
+        for j, t in enumerate(shifts):  # shifted[..., j, :, q] = g[..., q - t]
+            lo, hi = min(max(t, 0), size), max(min(size + t, size), 0)
+            shifted[:, :, j, :, lo:hi] = block[..., lo - t:hi - t]
+            shifted[:, :, j, :, :lo] = 0
+            shifted[:, :, j, :, hi:] = 0
+            if t:  # the reads of the last axis outside the grid: the entries that crossed a row's edge
+                grid = shifted.reshape((b, groups, kl, og) + spatial)
+                grid[:, :, j, ..., _outside(-t, spatial[-1])] = 0
+        partial = _block_buffer(partial, xp, (b, groups, H * cg, size), dtype)
+        xp.matmul(wh, shifted.reshape(b, groups, kl * og, size), out=partial)
+        # the head offsets' entries that would land outside the grid (a kernel axis of size 1 stands for the last)
+        _zero_outside(partial.reshape((b, groups) + kernel[:-1] + (1, cg) + spatial), 2, kernel, dilation, pads,
+                      spatial, range(len(kernel) - 1))
+        spread = partial.reshape(b, groups, H, cg * size)
+        start = margin + s * c * size
+        if centre is None:
+            buf[start:start + b * c * size] = 0
+        else:
+            buf[start:start + b * c * size].reshape(b, groups, cg * size)[...] = spread[:, :, centre]
+        for h, delta in enumerate(deltas):
+            if h != centre:
+                buf[start + delta:start + delta + b * c * size].reshape(b, groups, cg * size)[...] += spread[:, :, h]
+    return buf[margin:margin + total].reshape(tuple(x_shape))
+
+
 def _shifted_weight_grad(g: Any, x: Any, w_shape: tuple[int, ...], shift: _Shift, groups: int) -> Any:
     """Block by block: pad, columns, ``cols @ g^T`` (reads the long column rows in memory order, faster
     than ``g @ cols^T``), summed over the samples; transposed once at the end."""
@@ -320,6 +408,8 @@ def _conv_input_grad_raw(g: Any, w: Any, x_shape: tuple[int, ...], stride: tuple
     gs = g.reshape(n, groups, o // groups, math.prod(out))
     if _pointwise(kernel, stride, pads):
         return xp.matmul(wt, gs).reshape(tuple(x_shape))
+    if _same(spatial, out, stride):
+        return _same_input_grad(g, w, tuple(x_shape), pads, dilation, groups)
     if _shifted(kernel, stride, pads):
         return _shifted_input_grad(g, w, tuple(x_shape), _Shift(spatial, kernel, pads, dilation), groups)
     cols = xp.matmul(wt, gs).reshape((n, c) + kernel + out)  # each sample's columns, (N, C, *kernel, *out)
