@@ -458,8 +458,8 @@ def _not_plain_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) ->
 def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b: Any) -> Any:
     """:meth:`TensorTrace.record_one`'s wider calls (grad mode on, no profiler, no anomaly mode: checked
     there; ``b`` the box at ``argnums[0]``, ``i``): Tensor arguments (or, from the ``funcgrad.nn`` bridge,
-    recorded NumPy-semantics boxes: all of one class, the result's), none of them a view or an inference
-    tensor, no keyword arguments, a primitive of one result. Its node is named by the op that asks
+    recorded NumPy-semantics boxes: all of one class, the result's), none of them an inference tensor or a
+    stale view (one whose base changed in place since: the steps refresh it), no keyword arguments, a primitive of one result. Its node is named by the op that asks
     (``torch_names.named``); with no input that requires grad, or no derivative, the result has no node;
     a view is marked as one of its input. What the steps make (``tests/test_recording_path.py`` checks).
     Any other call: ``USE_STEPS``."""
@@ -474,8 +474,8 @@ def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b
     if not cls:
         return USE_STEPS
     one = len(argnums) == 1
-    if one:
-        if b._base is not None or b._inference:
+    if one:  # (a view as it was made: no refresh to run, so what the steps make; a stale one takes them)
+        if b._inference or b._base is not None and b._view_version != b._version_counter[0]:
             return USE_STEPS
         boxes: Any = None
         live = argnums if b._requires_grad and cls is not _UNRECORDED else ()
@@ -484,7 +484,8 @@ def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b
         live = []
         for j in argnums:
             a = args[j]
-            if a.__class__ is not kind or a._base is not None or a._inference:
+            if a.__class__ is not kind or a._inference or a._base is not None \
+                    and a._view_version != a._version_counter[0]:
                 return USE_STEPS
             if a._requires_grad:
                 live.append(j)
