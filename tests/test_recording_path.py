@@ -302,6 +302,12 @@ _MANY = {
     "view_argument": lambda a, b: a * b[:],
     "views_argument": lambda a, b: (a * 1.0)[:] * b[:],
     "op_of_view": lambda a, b: (a * b)[1:].tanh(),
+    # Parameters (a Tensor subclass) beside Tensors: the result a Tensor
+    "parameter_product": lambda a, b: a * ft.nn.Parameter(b.detach()),
+    "parameter_view": lambda a, b: ft.nn.Parameter(b.detach())[1:],
+    "parameter_dense": lambda a, b: ft.nn.functional.linear(a.reshape(1, -1), ft.nn.Parameter(b.detach().reshape(1, -1)),
+                                                           ft.nn.Parameter(b.detach()[:1])),
+    "max_pool": lambda a, b: ft.nn.functional.max_pool1d((a * b).reshape(1, 1, -1), 2),
     # one Tensor beside a constant array (record_one's narrowest way): what no rule reads, as its spec when big
     "constant_beside": lambda a, b: fnp.add(a, np.full(a.shape, 2.0)),  # neither read
     "constant_read": lambda a, b: fnp.multiply(b, np.full(b.shape, 2.0)),  # the constant read, the leaf not

@@ -39,6 +39,7 @@ from .. import ops as _ops
 from ..boxes import as_tensor_box as _as_tensor_box
 from ..tensor import Tensor
 from ..tensor_helpers import _as_tensor, _raw, named_result
+from ..torch_names import named
 from ._reduction import _check_reduction, _legacy_reduction, _reduce
 from .bridge import _boxes, _check_dropout_p, _dropout, _run_on_tensors, _run_on_tensors_named, _like, _maybe_inplace, _renorm_rows_
 
@@ -93,7 +94,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             and x.dtype.is_floating_point and not x.dtype.is_complex
             and (bias is None or isinstance(bias, Tensor) and bias.dtype is x.dtype and bias.dim() <= 1)):
         name = ("AddmmBackward0" if bias is not None else "MmBackward0") if x.dim() == 2 else "ViewBackward0"
-        return _run_on_tensors_named(name, dense, x, weight, bias)
+        return cast("Tensor", named(name, dense)(x, weight, bias))  # (one primitive: no bridge boxes needed)
     out = x.matmul(weight.t())
     return out + bias if bias is not None else out
 
@@ -486,8 +487,8 @@ def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
     sizes = tuple(x.shape[-nsp:])
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
     pads = tuple(zip(p, hi))
-    if not return_indices:
-        return _run_on_tensors(_fnn.max_pool_windows, x, k, s, pads, d)
+    if not return_indices:  # (fg.nn.max_pool_windows: its two primitives take the Tensor as it is)
+        return cast("Tensor", window_gather(x, window_argmax(x, k, s, pads, d), k, s, pads, d, -math.inf))
     # the kernel's argmax (a flat offset in each window) gives the values and PyTorch's flat input indices
     rem = _run_on_tensors(window_argmax, x.detach(), k, s, pads, d)
     y = _run_on_tensors(window_gather, x, rem, k, s, pads, d, -math.inf)
