@@ -463,6 +463,7 @@ NN = [
     ("bce_mse_l1_huber", lambda x, t: nn.binary_cross_entropy_with_logits(x, t) + nn.mse_loss(x, t)
      + nn.l1_loss(x, t) + nn.huber_loss(x, t), [_x((3, 4)), _x((3, 4), 1) * 0.5]),
     ("layer_norm", lambda x: nn.layer_norm(x, 1, eps=1e-5), [_x((3, 4))]),
+    ("layer_norm_affine", lambda x, w, b: nn.layer_norm(x, 1, w, b, eps=1e-5), [_x((3, 4)), _x((4,), 1), _x((4,), 2)]),
     ("conv2d", lambda x, w: nn.conv2d(x, w, stride=1, padding=1), [_x((2, 2, 5, 5)), _x((3, 2, 3, 3), 1)]),
     ("conv1d_strided", lambda x, w: nn.conv1d(x, w, stride=2, dilation=1), [_x((2, 3, 7)), _x((2, 3, 3), 1)]),
     ("pools", lambda x: nn.max_pool2d(x, 2) + nn.avg_pool2d(x, 2), [_x((1, 2, 4, 4))]),

@@ -308,6 +308,10 @@ _MANY = {
     "parameter_dense": lambda a, b: ft.nn.functional.linear(a.reshape(1, -1), ft.nn.Parameter(b.detach().reshape(1, -1)),
                                                            ft.nn.Parameter(b.detach()[:1])),
     "max_pool": lambda a, b: ft.nn.functional.max_pool1d((a * b).reshape(1, 1, -1), 2),
+    "layer_norm": lambda a, b: ft.nn.functional.layer_norm(a.reshape(1, -1), tuple(b.shape), ft.nn.Parameter(b.detach()),
+                                                         ft.nn.Parameter(b.detach() * 0.5)),
+    "attention": lambda a, b: (ft.manual_seed(0), ft.nn.MultiheadAttention(2, 1, batch_first=True).double())[1](
+        *(a[:2].reshape(1, 1, 2) * b[:2].reshape(1, 1, 2),) * 3, need_weights=False)[0],
     # one Tensor beside a constant array (record_one's narrowest way): what no rule reads, as its spec when big
     "constant_beside": lambda a, b: fnp.add(a, np.full(a.shape, 2.0)),  # neither read
     "constant_read": lambda a, b: fnp.multiply(b, np.full(b.shape, 2.0)),  # the constant read, the leaf not

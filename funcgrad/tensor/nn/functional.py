@@ -26,6 +26,7 @@ import funcgrad.nn as _fnn
 from funcgrad.nn.kernels.convolution import conv_input_grad
 from funcgrad.nn.kernels.dense import dense
 from funcgrad.nn.kernels.pooling import window_argmax, window_gather, window_sum
+from funcgrad.nn.kernels.layer_norm import layer_norm_affine
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of, to_numpy
 from funcgrad.core import Box
@@ -755,6 +756,10 @@ def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, b
     if tuple(x.shape[-len(ns):]) != ns:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size {list(x.shape)}")
+    if (len(ns) == 1 and weight is not None and bias is not None and tuple(weight.shape) == ns == tuple(bias.shape)
+            and x.dtype is weight.dtype is bias.dtype and x.dtype.is_floating_point and not x.dtype.is_complex):
+        # (fg.nn.layer_norm's one-node case: its primitive takes the Tensors as they are, no bridge boxes)
+        return cast("Tensor", layer_norm_affine(x, weight, bias, float(eps)))
     return _run_on_tensors(_fnn.layer_norm, x, len(ns), weight, bias, eps)
 
 
