@@ -7,8 +7,8 @@ Tensor reaches, through the primitive wrapper, the core's one recording path,
 ``ReverseTrace.process``, whose steps the Tensor trace overrides (it has no ``process`` of
 its own):
 
-0. ``record_one``: the commonest calls (Tensors, or the nn bridge's boxes, none a view, no
-   keyword arguments, a primitive of one result) recorded in one frame, as
+0. ``record_one``: the commonest calls (Tensors and Parameters, or the nn bridge's boxes, none a
+   stale view, no keyword arguments, a primitive of one result) recorded in one frame, as
    the steps below would record them (the one short way left: the steps alone cost ~10 % more
    per Tensor op, docs/architecture.md): one Tensor that requires grad in its own narrow frame,
    the wider calls (several boxes, the bridge's, views, named calls, no node) in ``_record_wide``;
