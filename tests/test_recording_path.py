@@ -310,6 +310,9 @@ _MANY = {
     "max_pool": lambda a, b: ft.nn.functional.max_pool1d((a * b).reshape(1, 1, -1), 2),
     "layer_norm": lambda a, b: ft.nn.functional.layer_norm(a.reshape(1, -1), tuple(b.shape), ft.nn.Parameter(b.detach()),
                                                          ft.nn.Parameter(b.detach() * 0.5)),
+    "batch_norm": lambda a, b: ft.nn.functional.batch_norm(
+        (a * b).reshape(-1, 1), ft.zeros(1, dtype=ft.float64), ft.ones(1, dtype=ft.float64),
+        ft.nn.Parameter(b.detach()[:1] + 1.0), ft.nn.Parameter(b.detach()[:1]), training=True) * a.reshape(-1, 1),
     "attention": lambda a, b: (ft.manual_seed(0), ft.nn.MultiheadAttention(2, 1, batch_first=True).double())[1](
         *(a[:2].reshape(1, 1, 2) * b[:2].reshape(1, 1, 2),) * 3, need_weights=False)[0],
     # one Tensor beside a constant array (record_one's narrowest way): what no rule reads, as its spec when big

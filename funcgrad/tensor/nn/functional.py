@@ -701,7 +701,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     track = training and running_mean is not None
     if track and running_var is not None and weight is not None and bias is not None:
         # the kernel that normalizes returns the batch statistics too: no second pass over x
-        y, mean, var = _fnn.norm.batch_norm_train(*_boxes(x, weight, bias), eps=eps, axis=1)
+        # (funcgrad.numpy functions only, no NumPy-semantics methods: it takes the Tensors as they are)
+        y, mean, var = _fnn.norm.batch_norm_train(x, weight, bias, eps=eps, axis=1)
         _blend_running(cast(Tensor, running_mean), running_var, fnp.reshape(_raw(mean), (-1,)),
                        fnp.reshape(_raw(var), (-1,)), x.numel() // x.shape[1], momentum)
         return cast("Tensor", _as_tensor_box(y))
