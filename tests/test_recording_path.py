@@ -310,6 +310,8 @@ _MANY = {
     "max_pool": lambda a, b: ft.nn.functional.max_pool1d((a * b).reshape(1, 1, -1), 2),
     "layer_norm": lambda a, b: ft.nn.functional.layer_norm(a.reshape(1, -1), tuple(b.shape), ft.nn.Parameter(b.detach()),
                                                          ft.nn.Parameter(b.detach() * 0.5)),
+    "conv": lambda a, b: ft.nn.functional.conv1d((a * b).reshape(1, 1, -1), ft.nn.Parameter(b.detach()[:1].reshape(1, 1, 1)),
+                                                 ft.nn.Parameter(b.detach()[:1])) * 2.0,
     "batch_norm": lambda a, b: ft.nn.functional.batch_norm(
         (a * b).reshape(-1, 1), ft.zeros(1, dtype=ft.float64), ft.ones(1, dtype=ft.float64),
         ft.nn.Parameter(b.detach()[:1] + 1.0), ft.nn.Parameter(b.detach()[:1]), training=True) * a.reshape(-1, 1),

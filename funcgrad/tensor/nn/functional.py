@@ -333,6 +333,10 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bo
 def _conv(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
           dilation: Any = 1, groups: int = 1, *, nsp: int) -> Tensor:
     fn = (_fnn.conv1d, _fnn.conv2d, _fnn.conv3d)[nsp - 1]
+    if x.dim() == nsp + 2 and (bias is None or bias.dtype is x.dtype is weight.dtype):
+        # (batched, one dtype: fg.nn's conv is its checks, the conv_forward primitive and a bias added with `+`,
+        # which a Tensor adds as NumPy does: it takes the Tensors as they are, no bridge boxes)
+        return cast("Tensor", fn(x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups))
     return _run_on_tensors(fn, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
 
 
