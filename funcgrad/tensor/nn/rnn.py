@@ -117,7 +117,9 @@ class RNNBase(Module):
                 b_ih = b_hh = no_bias
             # (one primitive: it takes the Tensors as they are and gives Tensors, no bridge boxes needed)
             out, c = lstm_sequence(x, *state, w_ih, w_hh, b_ih, b_hh)
-            final: tuple[Any, ...] = (out[-1:], c.unsqueeze(0))  # (one op each)
+            # (one op each; expand_dims records what c.unsqueeze(0) does, an UnsqueezeBackward0 view, without
+            # the method's dim checks)
+            final: tuple[Any, ...] = (out[-1:], _fnp.expand_dims(c, 0))
         elif self.mode == "LSTM":  # an empty sequence: the initial state
             hs, (h, c) = _fnn.lstm(*_boxes(x, *state, *w))
             out, final = as_tensor_box(hs), (as_tensor_box(h).unsqueeze(0), as_tensor_box(c).unsqueeze(0))
