@@ -7,8 +7,8 @@ Tensor reaches, through the primitive wrapper, the core's one recording path,
 ``ReverseTrace.process``, whose steps the Tensor trace overrides (it has no ``process`` of
 its own):
 
-0. ``record_one``: the commonest calls (Tensors, or the nn bridge's boxes, none a view, no
-   keyword arguments, a primitive of one result) recorded in one frame, as
+0. ``record_one``: the commonest calls (Tensors and Parameters, or the nn bridge's boxes, none a
+   stale view, no keyword arguments, a primitive of one result) recorded in one frame, as
    the steps below would record them (the one short way left: the steps alone cost ~10 % more
    per Tensor op, docs/architecture.md): one Tensor that requires grad in its own narrow frame,
    the wider calls (several boxes, the bridge's, views, named calls, no node) in ``_record_wide``;
@@ -50,7 +50,7 @@ from .prim_node import _SAVED_KEYS, PrimNode, _expose_saved
 from .quiet import context_busy, fp_quiet, fp_restore, quiet_run
 from .saved_hooks import _hook_state
 
-from .tensor_class import _TENSOR_CLS
+from .tensor_class import _PARAM, _TENSOR_CLS
 from .torch_names import _INFERENCE_SAVED, NAMING, named_node_class, torch_name
 from .views import VIEW_PRIMITIVES, mark_view
 
@@ -458,15 +458,19 @@ def _not_plain_call(prim: Primitive, args: list[Any], kwargs: dict[Any, Any]) ->
 def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b: Any) -> Any:
     """:meth:`TensorTrace.record_one`'s wider calls (grad mode on, no profiler, no anomaly mode: checked
     there; ``b`` the box at ``argnums[0]``, ``i``): Tensor arguments (or, from the ``funcgrad.nn`` bridge,
-    recorded NumPy-semantics boxes: all of one class, the result's), none of them a view or an inference
-    tensor, no keyword arguments, a primitive of one result. Its node is named by the op that asks
+    recorded NumPy-semantics boxes: all of one class, the result's; Parameters count as Tensors), none of
+    them an inference tensor or a
+    stale view (one whose base changed in place since: the steps refresh it), no keyword arguments, a primitive of one result. Its node is named by the op that asks
     (``torch_names.named``); with no input that requires grad, or no derivative, the result has no node;
     a view is marked as one of its input. What the steps make (``tests/test_recording_path.py`` checks).
     Any other call: ``USE_STEPS``."""
     st = _mode
     kind = b.__class__
-    if kind is not _TENSOR_CLS[0] and kind is not NumpyBox:
-        return USE_STEPS
+    if kind is not _TENSOR_CLS[0]:
+        if kind is _PARAM[0]:  # (a Parameter among Tensors: the result is a Tensor, as the steps make it)
+            kind = _TENSOR_CLS[0]
+        elif kind is not NumpyBox:
+            return USE_STEPS
     cls: Any = _ONE_BOX_CLASS.get(prim)
     if cls is None:
         cls = _ONE_BOX_CLASS[prim] = False if prim.multiple_results \
@@ -474,8 +478,8 @@ def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b
     if not cls:
         return USE_STEPS
     one = len(argnums) == 1
-    if one:
-        if b._base is not None or b._inference:
+    if one:  # (a view as it was made: no refresh to run, so what the steps make; a stale one takes them)
+        if b._inference or b._base is not None and b._view_version != b._version_counter[0]:
             return USE_STEPS
         boxes: Any = None
         live = argnums if b._requires_grad and cls is not _UNRECORDED else ()
@@ -484,7 +488,9 @@ def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b
         live = []
         for j in argnums:
             a = args[j]
-            if a.__class__ is not kind or a._base is not None or a._inference:
+            if a.__class__ is not kind and (a.__class__ is not _PARAM[0] or kind is NumpyBox) or a._inference \
+                    or a._base is not None \
+                    and a._view_version != a._version_counter[0]:
                 return USE_STEPS
             if a._requires_grad:
                 live.append(j)

@@ -1,6 +1,8 @@
 """Tensors through ``funcgrad.nn``'s functional maths: the helpers ``ft.nn.functional`` and
 the layers share (the Tensors go in as recorded NumPy-semantics boxes and come back as
-Tensors, so the formulas live in one place and record on the tensor graph)."""
+Tensors, so the formulas live in one place and record on the tensor graph). A layer whose maths
+is one primitive (``dense``, ``attention``, ``lstm_sequence`` ...) calls it on the Tensors directly:
+a primitive takes any box, and the boxes would only cost their conversions."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ import funcgrad.nn as _fnn
 from funcgrad.nn.kernels.convolution import conv_input_grad
 from funcgrad.nn.kernels.dense import dense
 from funcgrad.nn.kernels.pooling import window_argmax, window_gather, window_sum
+from funcgrad.nn.kernels.layer_norm import layer_norm_affine
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of, to_numpy
 from funcgrad.core import Box
@@ -39,6 +40,7 @@ from .. import ops as _ops
 from ..boxes import as_tensor_box as _as_tensor_box
 from ..tensor import Tensor
 from ..tensor_helpers import _as_tensor, _raw, named_result
+from ..torch_names import named
 from ._reduction import _check_reduction, _legacy_reduction, _reduce
 from .bridge import _boxes, _check_dropout_p, _dropout, _run_on_tensors, _run_on_tensors_named, _like, _maybe_inplace, _renorm_rows_
 
@@ -93,7 +95,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             and x.dtype.is_floating_point and not x.dtype.is_complex
             and (bias is None or isinstance(bias, Tensor) and bias.dtype is x.dtype and bias.dim() <= 1)):
         name = ("AddmmBackward0" if bias is not None else "MmBackward0") if x.dim() == 2 else "ViewBackward0"
-        return _run_on_tensors_named(name, dense, x, weight, bias)
+        return cast("Tensor", named(name, dense)(x, weight, bias))  # (one primitive: no bridge boxes needed)
     out = x.matmul(weight.t())
     return out + bias if bias is not None else out
 
@@ -331,6 +333,10 @@ def alpha_dropout(x: Tensor, p: float = 0.5, training: bool = False, inplace: bo
 def _conv(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
           dilation: Any = 1, groups: int = 1, *, nsp: int) -> Tensor:
     fn = (_fnn.conv1d, _fnn.conv2d, _fnn.conv3d)[nsp - 1]
+    if x.dim() == nsp + 2 and (bias is None or bias.dtype is x.dtype is weight.dtype):
+        # (batched, one dtype: fg.nn's conv is its checks, the conv_forward primitive and a bias added with `+`,
+        # which a Tensor adds as NumPy does: it takes the Tensors as they are, no bridge boxes)
+        return cast("Tensor", fn(x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups))
     return _run_on_tensors(fn, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=groups)
 
 
@@ -486,8 +492,8 @@ def _max_pool(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
     sizes = tuple(x.shape[-nsp:])
     out, hi = _pool_out(sizes, k, s, p, d, ceil_mode, name)
     pads = tuple(zip(p, hi))
-    if not return_indices:
-        return _run_on_tensors(_fnn.max_pool_windows, x, k, s, pads, d)
+    if not return_indices:  # (fg.nn.max_pool_windows: its two primitives take the Tensor as it is)
+        return cast("Tensor", window_gather(x, window_argmax(x, k, s, pads, d), k, s, pads, d, -math.inf))
     # the kernel's argmax (a flat offset in each window) gives the values and PyTorch's flat input indices
     rem = _run_on_tensors(window_argmax, x.detach(), k, s, pads, d)
     y = _run_on_tensors(window_gather, x, rem, k, s, pads, d, -math.inf)
@@ -699,7 +705,8 @@ def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | Non
     track = training and running_mean is not None
     if track and running_var is not None and weight is not None and bias is not None:
         # the kernel that normalizes returns the batch statistics too: no second pass over x
-        y, mean, var = _fnn.norm.batch_norm_train(*_boxes(x, weight, bias), eps=eps, axis=1)
+        # (funcgrad.numpy functions only, no NumPy-semantics methods: it takes the Tensors as they are)
+        y, mean, var = _fnn.norm.batch_norm_train(x, weight, bias, eps=eps, axis=1)
         _blend_running(cast(Tensor, running_mean), running_var, fnp.reshape(_raw(mean), (-1,)),
                        fnp.reshape(_raw(var), (-1,)), x.numel() // x.shape[1], momentum)
         return cast("Tensor", _as_tensor_box(y))
@@ -754,6 +761,10 @@ def layer_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None, b
     if tuple(x.shape[-len(ns):]) != ns:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size {list(x.shape)}")
+    if (len(ns) == 1 and weight is not None and bias is not None and tuple(weight.shape) == ns == tuple(bias.shape)
+            and x.dtype is weight.dtype is bias.dtype and x.dtype.is_floating_point and not x.dtype.is_complex):
+        # (fg.nn.layer_norm's one-node case: its primitive takes the Tensors as they are, no bridge boxes)
+        return cast("Tensor", layer_norm_affine(x, weight, bias, float(eps)))
     return _run_on_tensors(_fnn.layer_norm, x, len(ns), weight, bias, eps)
 
 

@@ -115,9 +115,11 @@ class RNNBase(Module):
             if b_ih is None:
                 no_bias = namespace_of(w_hh._value).zeros((w_hh.shape[0],), dtype=w_hh._value.dtype)
                 b_ih = b_hh = no_bias
-            hs, c = lstm_sequence(*_boxes(x, *state, w_ih, w_hh, b_ih, b_hh))
-            out = as_tensor_box(hs)
-            final: tuple[Any, ...] = (out[-1:], as_tensor_box(c).unsqueeze(0))  # (one op each)
+            # (one primitive: it takes the Tensors as they are and gives Tensors, no bridge boxes needed)
+            out, c = lstm_sequence(x, *state, w_ih, w_hh, b_ih, b_hh)
+            # (one op each; expand_dims records what c.unsqueeze(0) does, an UnsqueezeBackward0 view, without
+            # the method's dim checks)
+            final: tuple[Any, ...] = (out[-1:], _fnp.expand_dims(c, 0))
         elif self.mode == "LSTM":  # an empty sequence: the initial state
             hs, (h, c) = _fnn.lstm(*_boxes(x, *state, *w))
             out, final = as_tensor_box(hs), (as_tensor_box(h).unsqueeze(0), as_tensor_box(c).unsqueeze(0))

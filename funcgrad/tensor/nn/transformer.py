@@ -29,7 +29,7 @@ from funcgrad.nn.kernels.attention import attention as _attention
 from .dropout import Dropout
 from .layers import Linear, _new_param, _np_dtype
 from .module import Module
-from .bridge import _run_on_tensors, _like
+from .bridge import _like
 from . import functional as F
 from . import init as _init
 from .containers import ModuleList
@@ -131,7 +131,8 @@ class MultiheadAttention(Module):
         w: Tensor | None = None
         if not need_weights and not (self.dropout > 0.0 and self.training):
             # one primitive (funcgrad.nn's attention kernel, closed-form backward); masks as an additive bias
-            o = _run_on_tensors(_attention, q, k, v, _bias(attn_mask, key_padding_mask, q, N, H, L, S), 1.0 / math.sqrt(hd))
+            # (a primitive: it takes the Tensors as they are, no bridge boxes)
+            o = _attention(q, k, v, _bias(attn_mask, key_padding_mask, q, N, H, L, S), 1.0 / math.sqrt(hd))
         else:
             logits = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(hd))  # (N*H, L, S)
             if attn_mask is not None:
