@@ -12,7 +12,7 @@ import funcgrad.tensor as ft
 from funcgrad.core import Primitive, defprimitive, get_primitive
 from funcgrad.core.declare import front_of
 from funcgrad.core.reverse import VJPNode
-from funcgrad.tensor import tensor_trace as _trace, views as _views
+from funcgrad.tensor import _tensor_shape, tensor_trace as _trace, views as _views
 from funcgrad.tensor import torch_names
 from funcgrad.tensor.boxes import as_numpy_box, as_tensor_box
 
@@ -262,6 +262,12 @@ def test_record_one_and_the_steps_make_the_expected_tensor_node(fn, size, way, m
         leaf.grad = None
 
 
+def _general_view(b, op, rest, kwargs=None):
+    """A Tensor view method's general way (the primitive wrapper and the recorder), instead of
+    ``view_recorder.record_view``."""
+    return op.general(b, *rest, **(kwargs or {}))
+
+
 def _full_facts(out):
     """_node_facts, plus what each saved entry holds (the box, its history) and the result's class."""
     node = out._node
@@ -339,6 +345,7 @@ def test_record_one_makes_what_the_steps_make_for_several_boxes(case, size, monk
             return out
 
         monkeypatch.setattr(_trace.TensorTrace, "record_one", spy if way == "record_one" else None)
+        monkeypatch.setattr(_tensor_shape, "record_view", _general_view)  # (the view methods' short way: below)
         leaf = ft.tensor(np.linspace(0.1, 0.9, size), requires_grad=True)
         other = ft.tensor(np.linspace(1.0, 2.0, size), requires_grad=True)
         a, b = leaf * 1.0, other  # a value with history, a leaf

@@ -25,7 +25,8 @@ from ..numpy import indexing as _indexing
 from ..numpy import shape_ops as _shape_ops
 from . import dtypes as _dt
 from .torch_names import named
-from .views import multi_output_views
+from .views import mark_multi_output, multi_output_views
+from .view_recorder import ViewOp, record_view
 from .nodes import join_outputs
 from .tensor_class import is_tensor, new_tensor
 from .size_device import Size, SizeArg, DimArg
@@ -83,14 +84,12 @@ class _ShapeMixin(TensorBase[TensorT]):
 
     # ------------------------------------------------------------------ shapes
     def reshape(self: TensorT, *shape: SizeArg) -> "TensorT":
-        dims = _shape_arg(shape)
-        return named(("ViewBackward0", "UnsafeViewBackward0"), fnp.reshape)(self, dims)
+        return record_view(self, _RESHAPE, (_shape_arg(shape),))
 
     def view(self: TensorT, *shape: Any) -> "TensorT":
         if len(shape) == 1 and isinstance(shape[0], (_dt.dtype, np.dtype)):
             raise NotImplementedError("view(dtype) is not supported; use .to(dtype)")
-        shape = _shape_arg(shape)
-        out = self.reshape(shape)
+        out = record_view(self, _RESHAPE, (_shape_arg(shape),))
         if out._value.size and out._base is None and self._value.size > 1 and not _shares(out._value, self._value):
             raise RuntimeError(
                 "view size is not compatible with input tensor's size and stride (at least one dimension spans "
@@ -105,7 +104,8 @@ class _ShapeMixin(TensorBase[TensorT]):
         return self.reshape(other.shape)
 
     def flatten(self: TensorT, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> "TensorT":
-        nd = self.dim()
+        shp = tuple(self._value.shape)
+        nd = len(shp)
         if nd == 0:
             return self.reshape(1)
         s, e = _wrap_dim(start_dim, nd), _wrap_dim(end_dim, nd)
@@ -113,8 +113,7 @@ class _ShapeMixin(TensorBase[TensorT]):
             raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
         if s == e:
             return self
-        shp = self.shape
-        return self.reshape(tuple(shp[:s]) + (math.prod(shp[s:e + 1]),) + tuple(shp[e + 1:]))
+        return record_view(self, _RESHAPE, (shp[:s] + (math.prod(shp[s:e + 1]),) + shp[e + 1:],))
 
     def unflatten(self: TensorT, dim: builtins.int, sizes: Sequence[builtins.int]) -> "TensorT":
         d = _wrap_dim(dim, self.dim())
@@ -125,25 +124,25 @@ class _ShapeMixin(TensorBase[TensorT]):
         return self.reshape(shp[:d] + tuple(sizes) + shp[d + 1:])
 
     def squeeze(self: TensorT, dim: DimArg = None) -> "TensorT":
+        shape = self._value.shape
         if dim is None:
-            axes = tuple(i for i, s in enumerate(self.shape) if s == 1)
+            axes = tuple(i for i, s in enumerate(shape) if s == 1)
             name = "SqueezeBackward0"
         else:
-            axes = tuple(d for d in (_dims(dim, self.dim()) or ()) if self.shape[d] == 1)
+            axes = tuple(d for d in (_dims(dim, len(shape)) or ()) if shape[d] == 1)
             name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
         if not axes:  # an alias
             return named(name, fnp.reshape)(self, tuple(self.shape))
-        return named(name, fnp.squeeze)(self, axis=axes)
+        return record_view(self, _SQUEEZE[name], (), {"axis": axes})
 
     def unsqueeze(self: TensorT, dim: builtins.int) -> "TensorT":
-        d = _wrap_dim(dim, self.dim() + 1)
-        return named("UnsqueezeBackward0", fnp.expand_dims)(self, d)
+        return record_view(self, _UNSQUEEZE, (_wrap_dim(dim, self._value.ndim + 1),))
 
     def transpose(self: TensorT, dim0: builtins.int, dim1: builtins.int) -> "TensorT":
-        nd = self.dim()
+        nd = self._value.ndim
         if nd == 0:
             return self
-        return named("TransposeBackward0", fnp.swapaxes)(self, _wrap_dim(dim0, nd), _wrap_dim(dim1, nd))
+        return record_view(self, _TRANSPOSE, (_wrap_dim(dim0, nd), _wrap_dim(dim1, nd)))
 
     swapaxes = swapdims = transpose
 
@@ -152,7 +151,7 @@ class _ShapeMixin(TensorBase[TensorT]):
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
         if self.dim() < 2:
             return self
-        return named("TBackward0", fnp.transpose)(self)
+        return record_view(self, _T, ())
 
     @property
     def T(self: TensorT) -> "TensorT":
@@ -183,10 +182,14 @@ class _ShapeMixin(TensorBase[TensorT]):
                 f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
                 f"desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {len(dims)}"
             )
-        perm = tuple(_wrap_dim(d, nd) for d in dims)
+        perm = dims
+        for d in dims:
+            if not 0 <= d < nd:
+                perm = tuple(_wrap_dim(d, nd) for d in dims)
+                break
         if len(set(perm)) != nd:
             raise RuntimeError("permute(): duplicate dims are not allowed.")
-        return named("PermuteBackward0", fnp.transpose)(self, perm)
+        return record_view(self, _PERMUTE, (perm,))
 
     def movedim(self: TensorT, source: Any, destination: Any) -> "TensorT":
         return fnp.moveaxis(self, source, destination)
@@ -286,9 +289,11 @@ class _ShapeMixin(TensorBase[TensorT]):
         if self.dim() == 0:
             raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         d = _wrap_dim(dim, self.dim())
-        return multi_output_views(  # one node, as PyTorch's: its hooks see every piece
-            lambda: join_outputs(tuple(self.select(d, i) for i in range(self.shape[d])), "UnbindBackward0"),
-            "UnbindBackward0")
+        lead = (slice(None),) * d
+        piece = _PIECES["UnbindBackward0"]
+        return mark_multi_output(join_outputs(  # one node, as PyTorch's: its hooks see every piece
+            tuple(record_view(self, piece, (lead + (i, Ellipsis),)) for i in range(self._value.shape[d])),
+            "UnbindBackward0"))
 
     def split(self: TensorT, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """Views of consecutive pieces along ``dim`` (refusing in-place changes with autograd, as
@@ -300,7 +305,12 @@ class _ShapeMixin(TensorBase[TensorT]):
             ft.arange(5.).split([1, 4])   # sizes
         """
         name = "SplitWithSizesBackward0" if isinstance(split_size, (list, tuple)) else "SplitBackward0"
-        return multi_output_views(lambda: join_outputs(self.unsafe_split(split_size, dim), name), name)
+        d, sizes = _split_sizes(self, split_size, dim)
+        lead = (slice(None),) * d
+        piece = _PIECES[name]
+        return mark_multi_output(join_outputs(tuple(
+            record_view(self, piece, (lead + (slice(start, start + s), Ellipsis),))
+            for start, s in zip(itertools.accumulate([0, *sizes]), sizes)), name))
 
     def unsafe_split(self: TensorT, split_size: Any, dim: builtins.int = 0) -> tuple[Any, ...]:
         """``split`` whose pieces may be modified in place (the caller vouches that is sound).
@@ -310,19 +320,7 @@ class _ShapeMixin(TensorBase[TensorT]):
             s1, s2 = (x * 2).unsafe_split(1)
             s1.mul_(s2)                    # allowed, and recorded
         """
-        if self.dim() == 0:
-            raise RuntimeError("split expects at least a 1-dimensional tensor")
-        d = _wrap_dim(dim, self.dim())
-        n = self.shape[d]
-        if isinstance(split_size, (list, tuple)):
-            if builtins.sum(split_size) != n:
-                raise RuntimeError(
-                    f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension "
-                    f"{d}), but got split_sizes={list(split_size)}"
-                )
-            sizes = list(split_size)
-        else:
-            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) or [0]
+        d, sizes = _split_sizes(self, split_size, dim)
         return tuple(self.narrow(d, start, s) for start, s in zip(itertools.accumulate([0, *sizes]), sizes))
 
     def chunk(self: TensorT, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Any, ...]:
@@ -362,6 +360,15 @@ class _ShapeMixin(TensorBase[TensorT]):
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self: TensorT, idx: Any) -> "TensorT":
+        kind = type(idx)  # (the commonest indices first: a Python int, a slice, a tuple of these, None, ...)
+        if kind is int:
+            return record_view(self, _INDEX["SelectBackward0"], ((idx, Ellipsis),))
+        if kind is slice:
+            return record_view(self, _INDEX["SliceBackward0"], ((idx, Ellipsis),))
+        if kind is tuple:
+            op = _basic_index_op(idx)
+            if op is not None:
+                return record_view(self, op, (idx if Ellipsis in idx else idx + (Ellipsis,),))
         idx = _to_raw_index(idx)
         tup = idx if isinstance(idx, tuple) else (idx,)
         if _is_basic(tup):
@@ -455,3 +462,60 @@ def _writable_like(view: Any, base: Any) -> None:
     if type(view) is np.ndarray and not view.flags.writeable and getattr(base, "flags", None) is not None \
             and base.flags.writeable:
         view.flags.writeable = True
+
+
+def _split_sizes(self: Any, split_size: Any, dim: Any) -> tuple[int, list[Any]]:
+    """``split``'s dimension and the sizes of its pieces, checked as PyTorch checks them."""
+    if self.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, self.dim())
+    n = self.shape[d]
+    if isinstance(split_size, (list, tuple)):
+        if builtins.sum(split_size) != n:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension "
+                f"{d}), but got split_sizes={list(split_size)}"
+            )
+        if any(s < 0 for s in split_size):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={list(split_size)}")
+        return d, list(split_size)
+    return d, [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) or [0]
+
+
+def _basic_index_op(idx: tuple[Any, ...]) -> ViewOp | None:
+    """The view op of a basic index of Python ints, slices, None and ``...`` (None for any other index):
+    its node class as ``__getitem__``'s general way names it."""
+    kinds = 0
+    for i in idx:
+        kind = type(i)
+        if kind is slice:
+            kinds |= 1
+        elif kind is int:
+            kinds |= 2
+        elif i is None:
+            kinds |= 4
+        elif i is not Ellipsis:
+            return None
+    return _INDEX["SliceBackward0" if kinds & 1 else "SelectBackward0" if kinds & 2 else
+                  "UnsqueezeBackward0" if kinds & 4 else "AliasBackward0"]
+
+
+def _unsqueezed(value: Any, d: int) -> Any:
+    """``value`` with a new axis of size 1 at ``d``: NumPy's expand_dims (a reshape), without its checks."""
+    shape = value.shape
+    return value.reshape(shape[:d] + (1,) + shape[d:])
+
+
+# the view methods' recordings (view_recorder.py): the primitive, NumPy's method, PyTorch's node class
+_RESHAPE = ViewOp(fnp.reshape, np.ndarray.reshape, ("ViewBackward0", "UnsafeViewBackward0"))
+_TRANSPOSE = ViewOp(fnp.swapaxes, np.ndarray.swapaxes, "TransposeBackward0")
+_PERMUTE = ViewOp(fnp.transpose, np.ndarray.transpose, "PermuteBackward0")
+_T = ViewOp(fnp.transpose, np.ndarray.transpose, "TBackward0")
+_UNSQUEEZE = ViewOp(fnp.expand_dims, _unsqueezed, "UnsqueezeBackward0")
+_SQUEEZE = {name: ViewOp(fnp.squeeze, np.ndarray.squeeze, name)
+            for name in ("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2")}
+_INDEX = {name: ViewOp(fnp.indexing.getitem, np.ndarray.__getitem__, name, _indexing._getitem)
+          for name in ("SliceBackward0", "SelectBackward0", "UnsqueezeBackward0", "AliasBackward0")}
+_PIECES = {name: ViewOp(fnp.indexing.getitem, np.ndarray.__getitem__, name, _indexing._getitem)
+           for name in ("SplitBackward0", "SplitWithSizesBackward0", "UnbindBackward0")}

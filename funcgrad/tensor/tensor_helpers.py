@@ -81,8 +81,9 @@ def _dims(dim: Any, nd: int) -> tuple[Any, ...] | None:
 
 
 def _wrap_dim(d: Any, nd: int) -> int:
-    d = _pyint(d)
-    n = max(nd, 1)
+    if type(d) is not _pyint:
+        d = _pyint(d)
+    n = nd if nd > 0 else 1
     if not -n <= d < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
     return cast("int", d % n)
@@ -141,9 +142,13 @@ def _shares(a: Any, b: Any) -> bool:
 
 
 def _shape_arg(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A shape given as sizes or as one sequence, as a tuple of Python ints."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
-    return tuple(_pyint(s) for s in shape)
+    for s in shape:
+        if type(s) is not _pyint:
+            return tuple(_pyint(s) for s in shape)
+    return shape
 
 
 @overload

@@ -25,7 +25,7 @@ from .grad_mode import state as _mode
 from .nodes import Node
 from .torch_names import named
 
-__all__ = ["VIEW_PRIMITIVES", "CopySlices", "multi_output_views", "mark_view"]
+__all__ = ["VIEW_PRIMITIVES", "CopySlices", "multi_output_views", "mark_multi_output", "mark_view"]
 
 
 # the primitives whose result is a view of their first argument (tests/tensor/test_tensor_inplace_views.py
@@ -56,7 +56,12 @@ def multi_output_views(make: Callable[[], tuple[Any, ...]], name: str) -> tuple[
     """The views ``make()`` returns together (``split``, ``chunk``, ``unbind``, pieces indexed out of
     one tensor): their nodes are PyTorch's ``name``, and in-place changes of them are refused when
     autograd is involved (PyTorch's rule for multi-output views)."""
-    views: tuple[Any, ...] = named(name, make, _indexing._getitem)()
+    return mark_multi_output(named(name, make, _indexing._getitem)())
+
+
+def mark_multi_output(views: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``views`` (pieces of one tensor, their nodes already of their op's name) marked as views returned
+    together: in-place changes of them are refused when autograd is involved."""
     for k, v in enumerate(views):
         if v._base is None:
             continue
