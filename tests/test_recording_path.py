@@ -15,6 +15,7 @@ from funcgrad.core.reverse import VJPNode
 from funcgrad.tensor import _tensor_shape, tensor_trace as _trace, views as _views
 from funcgrad.tensor import torch_names
 from funcgrad.tensor.boxes import as_numpy_box, as_tensor_box
+from funcgrad.tensor.prim_node import PrimNode
 
 
 def _scale_raw(x, y):
@@ -505,3 +506,179 @@ def test_as_numpy_box_shares_the_record_and_sends_a_leafs_gradient_to_its_accumu
     np.testing.assert_array_equal(as_numpy_box(view)._value, [2.0, 3.0, 4.0])
     plain = ft.tensor(np.ones(2))
     assert as_numpy_box(plain)._node is None and not as_numpy_box(plain)._requires_grad
+
+
+# Issue 26: the Tensor view methods' one-frame recorder (view_recorder.record_view) against their general way
+# (the primitive wrapper, then record_one or the steps): each op of a 2-D tensor
+_VIEW_OPS = {
+    "reshape": lambda t: t.reshape(3, -1),
+    "reshape_copy": lambda t: t.transpose(0, 1).reshape(-1),  # no view possible: a copy, UnsafeViewBackward0
+    "view": lambda t: t.view(-1),
+    "flatten": lambda t: t.flatten(),
+    "transpose": lambda t: t.transpose(0, -1),
+    "t": lambda t: t.t(),
+    "permute": lambda t: t.permute(-1, 0),
+    "unsqueeze": lambda t: t.unsqueeze(-1),
+    "squeeze": lambda t: t[:1].squeeze(),
+    "squeeze_dim": lambda t: t[:1].squeeze(0),
+    "squeeze_dims": lambda t: t[:1].squeeze((0, 1)),
+    "select": lambda t: t[1],
+    "slice": lambda t: t[1:],
+    "index_tuple": lambda t: t[:, -1],
+    "new_axis": lambda t: t[None],
+    "ellipsis": lambda t: t[..., 0],
+    "alias": lambda t: t[...],
+    "view_of_view": lambda t: t[1:].transpose(0, 1)[0].unsqueeze(0),
+    "split": lambda t: t.split(1, 1)[1],
+    "split_sizes": lambda t: t.split([1, 2], 1)[0],
+    "chunk": lambda t: t.chunk(2, 0)[-1],
+    "unbind": lambda t: t.unbind(1)[2],
+}
+
+
+def _no_grad_view(leaf):
+    with ft.no_grad():
+        return (leaf * 1.0)[...]  # a view made in no_grad mode: its views inherit how it was made
+
+
+_VIEW_SOURCES = {
+    "history": lambda leaf: leaf * 1.0,
+    "leaf": lambda leaf: leaf,
+    "no_grad_input": lambda leaf: leaf.detach() * 1.0,
+    "parameter": lambda leaf: ft.nn.Parameter(leaf.detach() * 1.0),
+    "no_grad_view": _no_grad_view,
+    "float32": lambda leaf: leaf.float() * 1.0,
+}
+
+
+def _view_op_facts(out):
+    """What a view op makes: the result (class, value, strides, view facts) and its node, recursively
+    through the nodes a joined node (split, unbind) points to."""
+    def node_facts(node, depth):
+        if node is None or depth == 0:
+            return type(node).__name__
+        parents = [node_facts(p, depth - 1) for p in getattr(node, "parents", ())]
+        if not isinstance(node, PrimNode):
+            return type(node).__name__, parents, getattr(node, "_out_meta", None)
+        saved = tuple((pos, version) for pos, _, _, version, _ in node._saved)
+        return (type(node).__name__, node.prim.name, parents, list(node.argnums), list(node._inputs), saved,
+                [type(a).__name__ for a in node.args], repr(node.args[1:]), dict(node.kwargs),
+                [type(a).__name__ for a in node.ans], node._out_meta, node._short_step, node._n_outputs)
+
+    v = out._value
+    return (type(out).__name__, v.dtype, v.shape, v.strides, v.tolist(), out._requires_grad, out._output_nr,
+            out._inference, _view_facts(out), out._view_kind, getattr(out, "_multi_index", None),
+            out.is_contiguous(), out._base is not None and np.shares_memory(v, out._base._value),
+            node_facts(out._node, 3))
+
+
+@pytest.mark.parametrize("op", list(_VIEW_OPS))
+@pytest.mark.parametrize("source", list(_VIEW_SOURCES))
+@pytest.mark.parametrize("rows", [2, 200])  # a small input kept in the node's args, a big one as its spec
+def test_record_view_makes_what_the_general_way_makes(op, source, rows, monkeypatch):
+    """The view methods' short way against their general way through record_one and through the steps: the
+    same result and node (class, parents, arguments, saved entries, view facts, strides), the same gradients
+    (and second derivatives), the same in-place change through the view (or the same refusal)."""
+    results = []
+    for way in ("short", "general", "steps"):
+        if way != "short":
+            monkeypatch.setattr(_tensor_shape, "record_view", _general_view)
+        if way == "steps":
+            monkeypatch.setattr(_trace.TensorTrace, "record_one", None)
+        leaf = ft.tensor(np.arange(rows * 3.0).reshape(rows, 3) / 7 + 0.5, requires_grad=True)
+        t = _VIEW_SOURCES[source](leaf)
+        if source == "parameter":
+            leaf = t
+        out = _VIEW_OPS[op](t)
+        facts = [_view_op_facts(out)]
+        if out.requires_grad:  # first and second derivatives through the view
+            (g,) = ft.autograd.grad((out ** 3).sum(), leaf, create_graph=True)
+            g.sum().backward()
+            facts.append((g.detach().numpy().tolist(), leaf.grad.numpy().tolist()))
+            leaf.grad = None
+        if out._base is not None:  # an in-place change through the view, then a gradient through its base
+            try:
+                out.mul_(2.0)
+                facts.append(("written", out._base._value.tolist(), out._version, type(out._base.grad_fn).__name__))
+                if out._base.requires_grad:
+                    out._base.sum().backward()
+                    facts.append(leaf.grad.numpy().tolist())
+            except RuntimeError as err:
+                facts.append(("refused", str(err)))
+        results.append(facts)
+    assert results[0] == results[1] == results[2]
+
+
+def test_record_view_takes_no_step_of_the_general_way():
+    """The short way is taken: no primitive wrapper runs for a view of a Tensor, a Parameter or a view."""
+    x = ft.tensor(np.ones((3, 3)), requires_grad=True) * 1.0
+    p = ft.nn.Parameter(ft.ones(3, 3))
+    for op in _VIEW_OPS.values():
+        for t in (x, p, x[1:], x.detach()):
+            assert _traced_calls(lambda: op(t)) == 0
+
+
+@pytest.mark.parametrize("case", ["no_grad", "inference", "anomaly", "named", "stale_view", "debug_nans",
+                                  "func_transform", "device", "bad_shape", "bad_index"])
+def test_record_view_leaves_the_other_cases_to_the_general_way(case):
+    """Grad mode off, inference mode, anomaly mode, an op naming the node, a stale view, fg.debug_nans, an
+    ft.func frame, another backend's array, what NumPy refuses: the general way (the primitive wrapper),
+    which records them (or raises PyTorch's error) as before."""
+    x = ft.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    if case == "no_grad":
+        with ft.no_grad():
+            assert _traced_calls(lambda: x.transpose(0, 1)) == 1
+            v = x.transpose(0, 1)
+        assert v._base is x and v._view_kind == "no_grad" and v.grad_fn is None
+    elif case == "inference":
+        with ft.inference_mode():
+            v = ft.ones(2, 3)[1:]
+            assert _traced_calls(lambda: v.reshape(-1)) == 1
+        assert v.is_inference()
+    elif case == "anomaly":
+        with ft.autograd.detect_anomaly():
+            assert _traced_calls(lambda: x.unsqueeze(0)) == 1
+            assert x.unsqueeze(0).grad_fn._stack is not None
+    elif case == "named":  # an enclosing op names the node of the same primitive (x.unbind's selects)
+        (a, b) = x.unbind(0)
+        assert type(a.grad_fn).__name__ == "UnbindBackward0"
+        v = torch_names.named("OuterBackward0", lambda: x.transpose(0, 1), get_primitive(fnp.swapaxes))()
+        assert type(v.grad_fn).__name__ == "OuterBackward0" and v._base is x
+    elif case == "stale_view":
+        base = x * 1.0
+        view = base[1:]
+        base.mul_(2.0)
+        assert _traced_calls(lambda: view.transpose(0, 1)) >= 1
+        view.transpose(0, 1).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 0], [2, 2, 2]])
+    elif case == "debug_nans":
+        with fg.debug_nans():
+            assert _traced_calls(lambda: x[0]) == 1
+    elif case == "func_transform":
+        g = ft.func.grad(lambda t: (t.transpose(0, 1)[0] ** 2).sum())(x.detach())
+        np.testing.assert_array_equal(g.numpy(), [[0, 0, 0], [6, 0, 0]])
+    elif case == "device":
+        sys_path_fake_backend()
+        import fake_backend as fb
+
+        with fb.as_cuda():
+            d = x.detach().cuda().requires_grad_()
+            v = d.transpose(0, 1)[1:]
+            assert isinstance(v._value, fb.FakeArray) and type(v.grad_fn).__name__ == "SliceBackward0"
+            v.sum().backward()
+            assert d.grad.is_cuda
+    elif case == "bad_shape":
+        with pytest.raises(ValueError, match="cannot reshape array of size 6 into shape"):
+            x.reshape(4, 2)
+    else:
+        with pytest.raises(IndexError, match="out of bounds|out of range"):
+            x[5]
+
+
+def sys_path_fake_backend():
+    import pathlib
+    import sys
+
+    here = str(pathlib.Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)

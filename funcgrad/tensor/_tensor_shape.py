@@ -369,6 +369,10 @@ class _ShapeMixin(TensorBase[TensorT]):
             op = _basic_index_op(idx)
             if op is not None:
                 return record_view(self, op, (idx if Ellipsis in idx else idx + (Ellipsis,),))
+        elif idx is None:
+            return record_view(self, _INDEX["UnsqueezeBackward0"], ((None, Ellipsis),))
+        elif idx is Ellipsis:
+            return record_view(self, _INDEX["AliasBackward0"], ((Ellipsis,),))
         idx = _to_raw_index(idx)
         tup = idx if isinstance(idx, tuple) else (idx,)
         if _is_basic(tup):
