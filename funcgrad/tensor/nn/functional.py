@@ -91,13 +91,19 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     whose last matches the matrix ``weight`` in size and dtype (as the bias); otherwise the product and
     the sum, whose errors are PyTorch's.
     """
-    if (weight.dim() == 2 and x.dim() >= 2 and x.shape[-1] == weight.shape[1] and x.dtype is weight.dtype
-            and x.dtype.is_floating_point and not x.dtype.is_complex
-            and (bias is None or isinstance(bias, Tensor) and bias.dtype is x.dtype and bias.dim() <= 1)):
-        name = ("AddmmBackward0" if bias is not None else "MmBackward0") if x.dim() == 2 else "ViewBackward0"
-        return cast("Tensor", named(name, dense)(x, weight, bias))  # (one primitive: no bridge boxes needed)
+    xv, wv = x._value, weight._value
+    if wv.ndim == 2 and xv.ndim >= 2 and xv.shape[-1] == wv.shape[1]:
+        d = x.dtype
+        if weight.dtype is d and d.is_floating_point and not d.is_complex \
+                and (bias is None or isinstance(bias, Tensor) and bias.dtype is d and bias._value.ndim <= 1):
+            dense_named = _DENSE_NAMED[(bias is not None) if xv.ndim == 2 else None]
+            return cast("Tensor", dense_named(x, weight, bias))  # (one primitive: no bridge boxes needed)
     out = x.matmul(weight.t())
     return out + bias if bias is not None else out
+
+
+# F.linear's one node, named as PyTorch's: a matrix with bias (True), without (False), a stack of rows (None)
+_DENSE_NAMED = {True: named("AddmmBackward0", dense), False: named("MmBackward0", dense), None: named("ViewBackward0", dense)}
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002

@@ -118,20 +118,22 @@ class MultiheadAttention(Module):
         if E != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
         H, hd = self.num_heads, self.head_dim
-        # q, k, v: (N*H, L or S, hd)
-        if packed:  # one projection for the three, one copy into the heads' layout
+        # one primitive (funcgrad.nn's attention kernel, closed-form backward) unless the weights are asked for
+        # or dropped out; masks as an additive bias (a primitive: it takes the Tensors as they are, no bridge boxes)
+        kernel = not need_weights and not (self.dropout > 0.0 and self.training)
+        # q, k, v: (N*H, L or S, hd), or with the kernel and one projection (N, H, L, hd)
+        if packed:  # one projection for the three, viewed as (3, N, H, L, hd)
             qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
-            heads = (2, 1, 3, 0, 4) if seq_first else (2, 0, 3, 1, 4)  # -> (3, N, H, L, hd)
-            q, k, v = qkv.reshape(qkv.shape[0], qkv.shape[1], 3, H, hd).permute(*heads).reshape(3, N * H, L, hd)
+            heads = (2, 1, 3, 0, 4) if seq_first else (2, 0, 3, 1, 4)
+            qkv = qkv.reshape(qkv.shape[0], qkv.shape[1], 3, H, hd).permute(*heads)
+            q, k, v = qkv if kernel else qkv.reshape(3, N * H, L, hd)  # (the kernel takes the views as they are)
         else:
             q, k, v = (self._project(t, i).reshape(t.shape[0], N * H, hd).transpose(0, 1)
                        for i, t in enumerate((query, key, value)))
         if is_causal and attn_mask is None:
             attn_mask = _like(query, np.triu(np.ones((L, S), dtype=bool), 1))
         w: Tensor | None = None
-        if not need_weights and not (self.dropout > 0.0 and self.training):
-            # one primitive (funcgrad.nn's attention kernel, closed-form backward); masks as an additive bias
-            # (a primitive: it takes the Tensors as they are, no bridge boxes)
+        if kernel:
             o = _attention(q, k, v, _bias(attn_mask, key_padding_mask, q, N, H, L, S), 1.0 / math.sqrt(hd))
         else:
             logits = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(hd))  # (N*H, L, S)
@@ -153,7 +155,9 @@ class MultiheadAttention(Module):
             w = logits.softmax(-1)
             wd = F.dropout(w, self.dropout, self.training) if self.dropout > 0.0 else w
             o = wd.matmul(v)
-        if seq_first:
+        if o.dim() == 4:  # (N, H, L, hd) -> (L, N, H, hd) or (N, L, H, hd) -> (L, N, E) or (N, L, E)
+            out = o.permute(2, 0, 1, 3).reshape(L, N, E) if seq_first else o.transpose(1, 2).reshape(N, L, E)
+        elif seq_first:
             out = o.transpose(0, 1).reshape(L, N, E)
         else:  # (N*H, L, hd) -> (N, L, H, hd) -> (N, L, E)
             out = o.reshape(N, H, L, hd).transpose(1, 2).reshape(N, L, E)
@@ -173,18 +177,22 @@ class MultiheadAttention(Module):
 
 
 def _bias(attn_mask: Any, key_padding_mask: Any, q: Tensor, N: int, H: int, L: int, S: int) -> Tensor | None:
-    """The attention masks as one additive bias broadcasting to ``(N*H, L, S)`` (None without masks)."""
+    """The attention masks as one additive bias broadcasting to the logits, ``(N*H, L, S)`` or, for ``q`` of
+    4 dimensions, ``(N, H, L, S)`` (None without masks)."""
     bias = None
+    heads = q.dim() == 4
     if attn_mask is not None:
         bias = _additive(attn_mask, q)
         want = (L, S) if bias.dim() == 2 else (N * H, L, S)
         if tuple(bias.shape) != want:
             raise RuntimeError(f"The shape of the {bias.dim()}D attn_mask is {tuple(bias.shape)}, but should be {want}.")
+        if heads and bias.dim() == 3:
+            bias = bias.reshape(N, H, L, S)
     if key_padding_mask is not None:
         kp = _additive(key_padding_mask, q)
         if tuple(kp.shape) != (N, S):
             raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(kp.shape)}")
-        kp = kp.reshape(N, 1, 1, S).expand(N, H, 1, S).reshape(N * H, 1, S)
+        kp = kp.reshape(N, 1, 1, S) if heads else kp.reshape(N, 1, 1, S).expand(N, H, 1, S).reshape(N * H, 1, S)
         bias = kp if bias is None else bias + kp
     return bias
 
