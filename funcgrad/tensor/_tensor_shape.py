@@ -132,7 +132,7 @@ class _ShapeMixin(TensorBase[TensorT]):
             axes = tuple(d for d in (_dims(dim, len(shape)) or ()) if shape[d] == 1)
             name = "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"
         if not axes:  # an alias
-            return named(name, fnp.reshape)(self, tuple(self.shape))
+            return record_view(self, _SQUEEZE_ALIAS[name], (tuple(shape),))
         return record_view(self, _SQUEEZE[name], (), {"axis": axes})
 
     def unsqueeze(self: TensorT, dim: builtins.int) -> "TensorT":
@@ -516,6 +516,8 @@ _RESHAPE = ViewOp(fnp.reshape, np.ndarray.reshape, ("ViewBackward0", "UnsafeView
 _TRANSPOSE = ViewOp(fnp.swapaxes, np.ndarray.swapaxes, "TransposeBackward0")
 _PERMUTE = ViewOp(fnp.transpose, np.ndarray.transpose, "PermuteBackward0")
 _T = ViewOp(fnp.transpose, np.ndarray.transpose, "TBackward0")
+_SQUEEZE_ALIAS = {name: ViewOp(fnp.reshape, np.ndarray.reshape, name)
+                  for name in ("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2")}
 _UNSQUEEZE = ViewOp(fnp.expand_dims, _unsqueezed, "UnsqueezeBackward0")
 _SQUEEZE = {name: ViewOp(fnp.squeeze, np.ndarray.squeeze, name)
             for name in ("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2")}

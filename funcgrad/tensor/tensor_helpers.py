@@ -81,12 +81,14 @@ def _dims(dim: Any, nd: int) -> tuple[Any, ...] | None:
 
 
 def _wrap_dim(d: Any, nd: int) -> int:
-    if type(d) is not _pyint:
-        d = _pyint(d)
+    """Dimension ``d`` of a tensor of ``nd`` dimensions (a 0-d tensor has one), counted from 0."""
+    if type(d) is _pyint and 0 <= d < nd:  # (the commonest case first)
+        return d
+    d = _pyint(d)
     n = nd if nd > 0 else 1
     if not -n <= d < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return cast("int", d % n)
+    return d % n
 
 
 def _to_raw_index(idx: Any) -> Any:

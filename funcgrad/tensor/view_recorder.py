@@ -69,7 +69,7 @@ class ViewOp:
                              "arguments after the first")
         self.prim = prim
         self.raw = raw
-        view_name, copy_name = (name, name) if type(name) is str else name
+        view_name, copy_name = (name, name) if isinstance(name, str) else name
         self.view_cls = named_node_class(PrimNode, view_name)
         self.copy_cls = named_node_class(PrimNode, copy_name)
         self.general = named(name, fn, named_prim)
@@ -130,7 +130,7 @@ def record_view(b: Any, op: ViewOp, rest: tuple[Any, ...], kwargs: dict[str, Any
         parent = get_accumulator(b)
     elif parent._n_outputs != 1:
         parent = target(parent, b._output_nr)
-    node = _new(cls)
+    node: Any = _new(cls)
     node.prim = op.prim
     node.parents = [parent]
     node.argnums = node._inputs = [0]
