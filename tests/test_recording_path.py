@@ -533,6 +533,7 @@ _VIEW_OPS = {
     "split_sizes": lambda t: t.split([1, 2], 1)[0],
     "chunk": lambda t: t.chunk(2, 0)[-1],
     "unbind": lambda t: t.unbind(1)[2],
+    "view_of_piece": lambda t: t.chunk(2, 1)[0].transpose(0, 1),  # its parent: output 0 of a joined node
 }
 
 
