@@ -132,3 +132,71 @@ def test_layer_norm_over_the_last_axis_matches_recorded_torch(dtype):
     for got, ref in zip(f_vjp(_arr(rec["cot"])), rec["grads"]):
         np.testing.assert_allclose(got, _arr(ref), **tol)
         assert got.dtype == dtype
+
+
+def _mha_case(layout, masks):
+    """An ft MultiheadAttention self-attention call's inputs: (x, kwargs) for batch-first, sequence-first or
+    unbatched x (2 sequences of 4 tokens, width 8, 2 heads), with the given masks."""
+    import funcgrad.tensor as ft
+
+    rng = np.random.default_rng(11)
+    n, L, E = (1 if layout == "unbatched" else 2), 4, 8
+    x = rng.standard_normal((L, E) if layout == "unbatched" else (n, L, E) if layout == "batch_first" else (L, n, E))
+    kwargs = {}
+    if "causal" in masks:
+        kwargs["attn_mask"] = ft.tensor(np.triu(np.ones((L, L), bool), 1))
+    if "float3d" in masks:  # one additive mask per (sequence, head), itself differentiable
+        kwargs["attn_mask"] = ft.tensor(rng.standard_normal((n * HEADS, L, L)), requires_grad=True)
+    if "padding" in masks:
+        pad = np.zeros((n, L), bool)
+        pad[-1, -1] = True
+        kwargs["key_padding_mask"] = ft.tensor(pad[0] if layout == "unbatched" else pad)
+    return ft.tensor(x, requires_grad=True), kwargs
+
+
+@pytest.mark.parametrize("layout", ["batch_first", "seq_first", "unbatched"])
+@pytest.mark.parametrize("masks", [(), ("causal", "padding"), ("float3d", "padding")])
+def test_ft_multihead_attention_kernel_on_head_views_matches_the_weights_path(layout, masks):
+    """Packed self-attention through the attention kernel takes q, k, v as views (N, H, L, hd) of the one
+    projection and merges the heads from (N, H, L, hd); the weights path (need_weights=True) keeps the
+    (N*H, L, hd) layout. Outputs, input, parameter and mask gradients agree."""
+    import funcgrad.tensor as ft
+
+    ft.manual_seed(0)
+    mha = ft.nn.MultiheadAttention(8, HEADS, batch_first=layout == "batch_first").double()
+    cot = np.random.default_rng(12).standard_normal(_mha_case(layout, masks)[0].shape)
+    results = []
+    for need in (False, True):
+        x, kwargs = _mha_case(layout, masks)
+        mha.zero_grad()
+        y, w = mha(x, x, x, need_weights=need, **kwargs)
+        assert (w is None) == (not need) and y.shape == x.shape
+        (y * ft.tensor(cot)).sum().backward()
+        mask_grad = kwargs["attn_mask"].grad if "float3d" in masks else None
+        results.append([y.detach().numpy(), x.grad.numpy(), *(p.grad.numpy() for p in mha.parameters()),
+                        *([] if mask_grad is None else [mask_grad.numpy()])])
+    for fast, slow in zip(*results):
+        np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-12)
+
+
+def test_ft_multihead_attention_kernel_records_the_heads_as_views():
+    """The kernel path's graph: one projection, its heads as views (a view, a permute, three selects), the
+    kernel, the merge (a transpose and one copy), the output projection."""
+    import funcgrad.tensor as ft
+
+    ft.manual_seed(0)
+    mha = ft.nn.MultiheadAttention(8, HEADS, batch_first=True).double()
+    x = ft.tensor(np.random.default_rng(3).standard_normal((2, 4, 8)), requires_grad=True)
+    y, _ = mha(x, x, x, need_weights=False)
+    seen, todo = {}, [y.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen or type(node).__name__ == "AccumulateGrad":
+            continue
+        seen[id(node)] = type(node).__name__
+        todo.extend(n for n, _ in node.next_functions)
+    assert sorted(seen.values()) == sorted([
+        "ViewBackward0",  # the input projection (dense of a 3-d input, as PyTorch names it)
+        "ViewBackward0", "PermuteBackward0", "SelectBackward0", "SelectBackward0", "SelectBackward0",  # the heads
+        "AttentionBackward0", "TransposeBackward0", "UnsafeViewBackward0",  # the kernel, the merge
+        "ViewBackward0"]), sorted(seen.values())  # the output projection
