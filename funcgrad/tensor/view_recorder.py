@@ -35,6 +35,7 @@ from .prim_node import _SAVED_KEYS, PrimNode, _expose_saved
 from .tensor_class import _PARAM, _TENSOR_CLS
 from . import tensor_trace as _trace
 from .torch_names import NAMING, named, named_node_class
+from .views import VIEW_PRIMITIVES
 
 __all__ = ["ViewOp", "record_view"]
 
@@ -59,8 +60,6 @@ class ViewOp:
 
     def __init__(self, fn: Callable[..., Any], raw: Callable[..., Any], name: str | tuple[str, str],
                  named_prim: Any = None) -> None:
-        from .views import VIEW_PRIMITIVES
-
         prim = named_prim if isinstance(named_prim, Primitive) else get_primitive(
             fn if named_prim is None else named_prim)
         reads = (prim.reads or {}).get(0)
