@@ -574,12 +574,12 @@ def _view_op_facts(out):
 
 
 @pytest.mark.parametrize("op", list(_VIEW_OPS))
-@pytest.mark.parametrize("source", list(_VIEW_SOURCES))
-@pytest.mark.parametrize("rows", [2, 200])  # a small input kept in the node's args, a big one as its spec
+@pytest.mark.parametrize("source, rows", [(source, 2) for source in _VIEW_SOURCES] + [("history", 200), ("leaf", 200)])
 def test_record_view_makes_what_the_general_way_makes(op, source, rows, monkeypatch):
     """The view methods' short way against their general way through record_one and through the steps: the
     same result and node (class, parents, arguments, saved entries, view facts, strides), the same gradients
-    (and second derivatives), the same in-place change through the view (or the same refusal)."""
+    (and second derivatives), the same in-place change through the view (or the same refusal). A small input
+    is kept in the node's arguments, a big one (200 rows) as its spec."""
     results = []
     for way in ("short", "general", "steps"):
         if way != "short":
