@@ -574,8 +574,10 @@ def _lstm_layer_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, 
     steps = _sequence_forward(xp, _time_major(xs, batch_first, reverse), h0, c0, w_ih, w_hh, b_ih, b_hh)
     _steps.put((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), (batch_first, reverse), steps)
     T = xs.shape[1 if batch_first else 0]
-    # copies: the caller may write into its results (the output C-ordered in its own layout)
-    return _user_layout(steps.hs[1:], batch_first, reverse).copy(), steps.hs[T:].copy(), steps.cs[T:].copy()
+    # copies, as the caller may write into its results; a batch-first output is the transpose of a time-major
+    # buffer, as PyTorch's (and its last step, what a classifier reads, one contiguous block)
+    out = (steps.hs[:0:-1] if reverse else steps.hs[1:]).copy()
+    return (out.swapaxes(0, 1) if batch_first else out), steps.hs[T:].copy(), steps.cs[T:].copy()
 
 
 def _lstm_layer_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, g_out: Any,
