@@ -75,6 +75,10 @@ def test_lstm_layers_are_one_node_each_and_match_the_old_composition(layers, bid
             assert [t.grad_fn is not None and t._output_nr for t in (out, h, c)] == [0, 1, 2]
             assert type(out.grad_fn).__name__ == "MkldnnRnnLayerBackward0"  # (PyTorch's CPU name)
             assert not any(t._is_view() for t in (out, h, c))
+            parents = out.grad_fn.next_functions  # the input's and parameters' accumulators, h0[0] and c0[0]
+            assert [type(n).__name__ for n, _ in parents] == ["AccumulateGrad"] + ["SelectBackward0"] * 2 + [
+                "AccumulateGrad"] * 4
+            assert all(n.variable is v for (n, _), v in zip(parents[:1] + parents[3:], (x, *lstm.parameters())))
         elif run is lstm:
             assert type(h.grad_fn).__name__ == type(c.grad_fn).__name__ == "CatBackward0"
     for g, w in zip(got[0] + got[1], want[0] + want[1]):
