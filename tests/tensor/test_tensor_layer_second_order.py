@@ -85,6 +85,25 @@ def test_lstm_layers_are_one_node_each_and_match_the_old_composition(layers, bid
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
 
 
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_lstm_results_changed_in_place_keep_the_gradients(batch_first):
+    """The layer node's rule reads its inputs, never its results: h_n and c_n changed in place before the
+    backward (as PyTorch allows: its h_n and c_n are stacks of the layer's) are no error, nor is the output
+    (where PyTorch, which saves it, raises), and the gradients are those of the unchanged run."""
+    ft.manual_seed(4)
+    lstm = ft.nn.LSTM(3, 4, batch_first=batch_first).double()
+    x = ft.randn(2, 5, 3, dtype=ft.float64, requires_grad=True)
+    grads = []
+    for change in (False, True):
+        out, (h, c) = lstm(x)
+        loss = (out * 2.0).sum() + h.sum() + (c * -3.0).sum()  # (no rule here reads out, h or c either)
+        if change:
+            out.add_(1.0), h.mul_(2.0), c.zero_()
+        grads.append([g.numpy() for g in ft.autograd.grad(loss, (x, *lstm.parameters()))])
+    for got, want in zip(*grads):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_lstm_weight_gradients_match_the_cell_loop():
     ft.manual_seed(1)
     lstm = ft.nn.LSTM(3, 4).double()

@@ -615,14 +615,18 @@ lstm_layer_backward: Callable[..., Any] = defprimitive(
 
 def _layer_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any,
                    **kwargs: Any) -> list[Any]:
-    cts = lstm_layer_backward(*args, *zeros_for(g, ans), **kwargs)
+    # (the results' values are never read, so the tape keeps only their shapes and dtypes: a result changed in
+    # place before the backward, h_n say, is no error; zeros where a result got no cotangent, on xs's device)
+    xp = namespace_of(args[0])
+    cts = lstm_layer_backward(*args, *(xp.zeros(a.shape, dtype=a.dtype) if ct is None else ct
+                                       for ct, a in zip(g, ans)), **kwargs)
     return [cts[k] for k in argnums]
 
 
 lstm_layer: Callable[..., Any] = defprimitive(
     _lstm_layer_raw, name="lstm_layer", vjp_all=_layer_vjp_all,
     jvp_all=composed_rules(lstm_layer_composed)[1], multiple_results=True,
-    batch=_vmapped(lstm_layer_composed, 3),
+    batch=_vmapped(lstm_layer_composed, 3), reads={k: range(7) for k in range(7)},
     doc="``(out, h_n, c_n)`` of one LSTM layer and direction as PyTorch's ``nn.LSTM`` returns them, from one "
         "node: ``out`` every step's ``h`` (``(T, ..., H)``; ``batch_first``: ``xs`` and ``out`` are "
         "``(N, T, ...)``), ``h_n`` and ``c_n`` the final state with a leading axis of 1 (``(1, ..., H)``); "
