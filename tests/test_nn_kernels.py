@@ -225,6 +225,32 @@ RNN_SPECS += [
          skip={"grads": "second order of a backward is third order of the sequence: the double-backward test "
                         "and lstm_sequence's own order-2 check cover it"} if k != 4 else None)
     for k in (0, 4)]
+def _layer_outputs(*args, **layout):
+    """lstm_layer's (out, h_n, c_n) as one flat array: a spec checks the three results of one node at once."""
+    return fnp.concatenate([fnp.ravel(o) for o in krnn.lstm_layer(*args, **layout)])
+
+
+def _layer_outputs_composed(*args, **layout):
+    return fnp.concatenate([fnp.ravel(o) for o in krnn.lstm_layer_composed(*args, **layout)])
+
+
+LAYER_LAYOUTS = {"time_major": {}, "batch_first": {"batch_first": True}, "reversed": {"reverse": True},
+                 "batch_first_reversed": {"batch_first": True, "reverse": True}}
+LSTM_BF_SHAPES = ((2, 3, 3),) + LSTM_SEQ_SHAPES[1:]  # (N, T, I)
+RNN_SPECS += [
+    Spec(f"lstm_layer_{name}", lambda *a, lay=lay: _layer_outputs(*a, **lay),
+         lambda *a, lay=lay: _layer_outputs_composed(*a, **lay), [R] * 7,
+         shapes=LSTM_BF_SHAPES if lay.get("batch_first") else LSTM_SEQ_SHAPES,
+         skip=None if name in ("time_major", "batch_first_reversed") else {
+             "grads": "the time-major and the batch-first reversed layouts' order-2 checks run the same rules"})
+    for name, lay in LAYER_LAYOUTS.items()] + [
+    Spec(f"lstm_layer_backward_{k}", lambda *a, k=k: krnn.lstm_layer_backward(*a, batch_first=True, reverse=True)[k],
+         lambda *a, k=k: krnn.lstm_layer_backward_composed(*a, batch_first=True, reverse=True)[k], [R] * 10,
+         shapes=LSTM_BF_SHAPES + ((2, 3, 4), (1, 2, 4), (1, 2, 4)),
+         skip={"grads": "third order of the sequence: lstm_layer's own order-2 check and the double-backward "
+                        "test cover it"} if k != 4 else None)
+    for k in (0, 4)]
+
 MASKED_SEQ_SHAPES = LSTM_SEQ_SHAPES + ((3, 2, 1),)  # the mask: any real values (the blend is smooth in it)
 RNN_SPECS += [
     Spec(f"masked_lstm_sequence_{k}", lambda *a, k=k: krnn.masked_lstm_sequence(*a)[k],
@@ -632,6 +658,32 @@ def test_lstm_sequence_kernel_against_the_composition(dtype, xs_shape, h0_shape,
     for got, again, want, arg in zip(from_memo, fresh, reference, args + [args[5]]):
         assert got.shape == np.shape(arg) and got.dtype == dtype
         np.testing.assert_allclose(got, want, **tol)
+        np.testing.assert_array_equal(got, again)
+
+
+@pytest.mark.parametrize("layout", list(LAYER_LAYOUTS))
+def test_lstm_layer_kernel_from_its_memo_and_afresh(layout):
+    """lstm_layer's backward from the forward's memo and from a fresh forward (the memo taken), against the
+    composition, in float32: the cotangents of the input in its own layout, of h_n added to the last step's."""
+    lay = LAYER_LAYOUTS[layout]
+    rng = np.random.default_rng(8)
+    shapes = LSTM_BF_SHAPES if lay.get("batch_first") else LSTM_SEQ_SHAPES
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    outs = krnn._lstm_layer_raw(*args, **lay)
+    for got, want in zip(outs, krnn.lstm_layer_composed(*args, **lay)):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # (PyTorch's layout: a batch-first output is the transpose of a C-ordered time-major buffer)
+    assert np.swapaxes(outs[0], 0, 1).flags.c_contiguous if lay.get("batch_first") else outs[0].flags.c_contiguous
+    cots = [rng.standard_normal(o.shape).astype(np.float32) for o in outs]
+    for o in outs:
+        o[...] = 7.0  # the caller owns its results
+    from_memo = krnn._lstm_layer_backward_raw(*args, *cots, **lay)
+    fresh = krnn._lstm_layer_backward_raw(*args, *cots, **lay)
+    reference = krnn.lstm_layer_backward_composed(*args, *cots, **lay)
+    for got, again, want, arg in zip(from_memo, fresh, reference, args):
+        assert got.shape == arg.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
         np.testing.assert_array_equal(got, again)
 
 

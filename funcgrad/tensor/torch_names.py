@@ -18,6 +18,7 @@ import funcgrad.numpy as fnp
 from ..core import Primitive, get_primitive
 from ..nn.kernels.layer_norm import layer_norm_affine
 from ..nn.kernels.normalization import standardize_affine_statistics
+from ..nn.kernels.recurrent import lstm_layer
 from ..numpy import creation as _creation
 from ..numpy import elementwise as _elementwise
 from ..numpy import indexing as _indexing
@@ -133,6 +134,7 @@ NODE_NAMES: dict[Primitive, str] = {get_primitive(fn): name for fn, name in (
     (fnp.arctan, "AtanBackward0"), (fnp.arcsin, "AsinBackward0"), (fnp.arccos, "AcosBackward0"),
     (fnp.arctan2, "Atan2Backward0"), (expit, "SigmoidBackward0"),
     (layer_norm_affine, "NativeLayerNormBackward0"), (standardize_affine_statistics, "NativeBatchNormBackward0"),
+    (lstm_layer, "MkldnnRnnLayerBackward0"),
 )}
 
 

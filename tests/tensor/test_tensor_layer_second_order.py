@@ -1,5 +1,6 @@
-"""Second order through the Tensor layer's LSTM (the sequence kernel called directly, ``h_n``/``c_n`` sliced
-from its results) and BatchNorm in training (running statistics from the normalizing kernel), and through its
+"""Second order through the Tensor layer's LSTM (one ``lstm_layer`` node per layer and direction giving
+``output``, ``h_n`` and ``c_n``, checked against the old composition: the sequence kernel between recorded
+views) and BatchNorm in training (running statistics from the normalizing kernel), and through its
 convolution, layer/group norm, linear and attention layers (issue 26's kernels, ``create_graph`` backward)."""
 
 from __future__ import annotations
@@ -7,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import funcgrad.numpy as fnp
 import funcgrad.tensor as ft
+from funcgrad.nn.kernels.recurrent import lstm_sequence
 
 
 @pytest.mark.parametrize("layers,bidirectional,batch_first", [(1, False, True), (2, True, False)])
@@ -27,6 +30,78 @@ def test_lstm_outputs_and_final_state_second_order(layers, bidirectional, batch_
     assert tuple(h.shape) == tuple(c.shape) == (layers * ndir, 2 if batch_first else 3, 4)
     last = out[:, -1] if batch_first else out[-1]
     np.testing.assert_allclose(h[-ndir].detach().numpy(), last[..., :4].detach().numpy(), rtol=1e-12)
+
+
+def _old_lstm(lstm, x, hx):
+    """ft.nn.LSTM as it was composed before its layers became one node each: the time-major input, a flip for
+    the reverse direction, the sequence kernel, then ``h_n = out[-1:]``, ``c_n`` unsqueezed, the transposed
+    output (views recorded around the kernel)."""
+    ndir = 2 if lstm.bidirectional else 1
+    x = x.transpose(0, 1) if lstm.batch_first else x
+    finals = []
+    for layer in range(lstm.num_layers):
+        outs = []
+        for d in range(ndir):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            w = [getattr(lstm, n + sfx) for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            k = layer * ndir + d
+            out, c = lstm_sequence(x.flip(0) if d else x, hx[0][k], hx[1][k], *w)
+            finals.append((out[-1:], fnp.expand_dims(c, 0)))
+            outs.append(out.flip(0) if d else out)
+        x = ft.cat(outs, -1)
+    h_n, c_n = (ft.cat([f[i] for f in finals], 0) for i in range(2))
+    return (x.transpose(0, 1) if lstm.batch_first else x), (h_n, c_n)
+
+
+@pytest.mark.parametrize("layers,bidirectional,batch_first", [(1, False, False), (1, False, True), (1, True, True),
+                                                              (2, True, False)])
+def test_lstm_layers_are_one_node_each_and_match_the_old_composition(layers, bidirectional, batch_first):
+    ft.manual_seed(3)
+    lstm = ft.nn.LSTM(3, 4, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first).double()
+    ndir = 2 if bidirectional else 1
+    x = ft.randn(2, 5, 3, dtype=ft.float64, requires_grad=True)
+    hx = tuple(ft.randn(layers * ndir, 2 if batch_first else 5, 4, dtype=ft.float64, requires_grad=True)
+               for _ in range(2))
+    cots = [ft.randn(*s, dtype=ft.float64) for s in ((2, 5, 4 * ndir), tuple(hx[0].shape), tuple(hx[0].shape))]
+    leaves = (x, *hx, *lstm.parameters())
+    got, want = [], []
+    for run, into in ((lstm, got), (lambda x, hx: _old_lstm(lstm, x, hx), want)):
+        out, (h, c) = run(x, hx)
+        into.append([t.detach().numpy().copy() for t in (out, h, c)])
+        grads = ft.autograd.grad(sum(((t * g).sum() for t, g in zip((out, h, c), cots)), ft.zeros(())), leaves)
+        into.append([g.numpy() for g in grads])
+        if run is lstm and layers == 1 and not bidirectional:  # one node for all three, no views
+            assert out.grad_fn is h.grad_fn is c.grad_fn
+            assert [t.grad_fn is not None and t._output_nr for t in (out, h, c)] == [0, 1, 2]
+            assert type(out.grad_fn).__name__ == "MkldnnRnnLayerBackward0"  # (PyTorch's CPU name)
+            assert not any(t._is_view() for t in (out, h, c))
+            parents = out.grad_fn.next_functions  # the input's and parameters' accumulators, h0[0] and c0[0]
+            assert [type(n).__name__ for n, _ in parents] == ["AccumulateGrad"] + ["SelectBackward0"] * 2 + [
+                "AccumulateGrad"] * 4
+            assert all(n.variable is v for (n, _), v in zip(parents[:1] + parents[3:], (x, *lstm.parameters())))
+        elif run is lstm:
+            assert type(h.grad_fn).__name__ == type(c.grad_fn).__name__ == "CatBackward0"
+    for g, w in zip(got[0] + got[1], want[0] + want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_lstm_results_changed_in_place_keep_the_gradients(batch_first):
+    """The layer node's rule reads its inputs, never its results: h_n and c_n changed in place before the
+    backward (as PyTorch allows: its h_n and c_n are stacks of the layer's) are no error, nor is the output
+    (where PyTorch, which saves it, raises), and the gradients are those of the unchanged run."""
+    ft.manual_seed(4)
+    lstm = ft.nn.LSTM(3, 4, batch_first=batch_first).double()
+    x = ft.randn(2, 5, 3, dtype=ft.float64, requires_grad=True)
+    grads = []
+    for change in (False, True):
+        out, (h, c) = lstm(x)
+        loss = (out * 2.0).sum() + h.sum() + (c * -3.0).sum()  # (no rule here reads out, h or c either)
+        if change:
+            out.add_(1.0), h.mul_(2.0), c.zero_()
+        grads.append([g.numpy() for g in ft.autograd.grad(loss, (x, *lstm.parameters()))])
+    for got, want in zip(*grads):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_lstm_weight_gradients_match_the_cell_loop():

@@ -36,7 +36,8 @@ from .composed import composed_rules, zeros_for
 from .forward_memo import ForwardMemo
 
 __all__ = ["fused_gates", "lstm_pointwise", "lstm_pointwise_backward", "gru_pointwise", "gru_pointwise_backward",
-           "lstm_sequence", "lstm_sequence_backward", "masked_lstm_sequence", "masked_lstm_sequence_backward"]
+           "lstm_sequence", "lstm_sequence_backward", "lstm_layer", "lstm_layer_backward", "masked_lstm_sequence",
+           "masked_lstm_sequence_backward"]
 
 
 def _sigmoid_raw(xp: Any, a: Any) -> Any:
@@ -421,6 +422,14 @@ def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any,
     steps = _steps.take((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), ())
     if steps is None:  # not the forward's own inputs: run it again
         steps = _sequence_forward(xp, xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    return _sequence_backward(xp, steps, xs, h0, c0, w_ih, w_hh, ghs, None, gc)
+
+
+def _sequence_backward(xp: Any, steps: _SequenceSteps, xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, ghs: Any,
+                       gh_last: Any, gc: Any) -> tuple[Any, ...]:
+    """The cotangents of the seven arguments of a time-major sequence (``xs (T, ..., I)``) from its forward's
+    ``steps``, for the cotangents ``ghs`` of every step's ``h`` (any strided view), ``gh_last`` of the last
+    one's again (``h_n``; None: none) and ``gc`` of the last ``c``."""
     act, tcs = steps.act, steps.tcs
     T = xs.shape[0]
     shape = tuple(steps.hs.shape[1:])
@@ -446,7 +455,9 @@ def _lstm_sequence_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any,
     grouped = (T,) + shape[:-1] + (4, n)
     factor4, dgates4 = factor.reshape(grouped), dgates.reshape(grouped)
     w_hh_k = _swap_g_o(xp, w_hh)
-    dh = xp.zeros(shape, dtype=act.dtype)
+    dh = xp.zeros(shape, dtype=act.dtype)  # (the cotangent reaching h_t from later steps; h_n's at the end)
+    if gh_last is not None:
+        dh += gh_last
     dh_t = xp.empty(shape, dtype=act.dtype)
     o_part = xp.empty(shape, dtype=act.dtype)
     dc = xp.zeros(shape, dtype=act.dtype)
@@ -491,12 +502,14 @@ def lstm_sequence_backward_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: 
 
 
 def _vmapped(fn: Callable[..., Any], n_out: int) -> Callable[..., Any]:
-    """vmap rule running ``fn`` (a composition of batchable primitives) under ``fg.vmap``."""
+    """vmap rule running ``fn`` (a composition of batchable primitives) under ``fg.vmap`` (with the
+    primitive's static keyword options)."""
 
     def rule(args: list[Any], dims: list[Any], **kwargs: Any) -> tuple[Any, Any]:
         from ...transforms.batching import vmap
 
-        return vmap(fn, in_axes=tuple(dims))(*args), (0,) * n_out
+        run = (lambda *a: fn(*a, **kwargs)) if kwargs else fn
+        return vmap(run, in_axes=tuple(dims))(*args), (0,) * n_out
 
     return rule
 
@@ -522,6 +535,104 @@ lstm_sequence: Callable[..., Any] = defprimitive(
     doc="``(hs, c_T)`` of an LSTM layer over a time-major sequence ``xs (T, ..., I)`` from ``(h0, c0)``: one "
         "primitive for the whole sequence (PyTorch's fused LSTM), its backward one more "
         "(:func:`lstm_sequence_backward`).")
+
+
+# --------------------------------------------------------------------------- a whole LSTM layer, as PyTorch's module sees it
+
+
+def lstm_layer_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, *,
+                        batch_first: bool = False, reverse: bool = False) -> tuple[Any, Any, Any]:
+    """:func:`lstm_layer` from :func:`lstm_sequence_composed` and views (the reference)."""
+    if batch_first:
+        xs = fnp.swapaxes(xs, 0, 1)
+    if reverse:
+        xs = fnp.flip(xs, 0)
+    hs, c = lstm_sequence_composed(xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    h_n, c_n = hs[-1:], fnp.expand_dims(c, 0)
+    if reverse:
+        hs = fnp.flip(hs, 0)
+    return (fnp.swapaxes(hs, 0, 1) if batch_first else hs), h_n, c_n
+
+
+def _time_major(xs: Any, batch_first: bool, reverse: bool) -> Any:
+    """``xs`` (or a cotangent of the output) in the kernel's layout: time first, in the order the steps run."""
+    if batch_first:
+        xs = xs.swapaxes(0, 1)
+    return xs[::-1] if reverse else xs
+
+
+def _user_layout(a: Any, batch_first: bool, reverse: bool) -> Any:
+    """The inverse of :func:`_time_major`: ``a`` in step order back in the input's layout and order."""
+    if reverse:
+        a = a[::-1]
+    return a.swapaxes(0, 1) if batch_first else a
+
+
+def _lstm_layer_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, *,
+                    batch_first: bool = False, reverse: bool = False) -> tuple[Any, Any, Any]:
+    xp = namespace_of(xs)
+    steps = _sequence_forward(xp, _time_major(xs, batch_first, reverse), h0, c0, w_ih, w_hh, b_ih, b_hh)
+    _steps.put((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), (batch_first, reverse), steps)
+    T = xs.shape[1 if batch_first else 0]
+    # copies, as the caller may write into its results; a batch-first output is the transpose of a time-major
+    # buffer, as PyTorch's (and its last step, what a classifier reads, one contiguous block)
+    out = (steps.hs[:0:-1] if reverse else steps.hs[1:]).copy()
+    return (out.swapaxes(0, 1) if batch_first else out), steps.hs[T:].copy(), steps.cs[T:].copy()
+
+
+def _lstm_layer_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, g_out: Any,
+                             g_hn: Any, g_cn: Any, *, batch_first: bool = False, reverse: bool = False
+                             ) -> tuple[Any, ...]:
+    xp = namespace_of(xs)
+    xs_steps = _time_major(xs, batch_first, reverse)
+    steps = _steps.take((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), (batch_first, reverse))
+    if steps is None:  # not the forward's own inputs: run it again
+        steps = _sequence_forward(xp, xs_steps, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    ghs = _time_major(g_out, batch_first, reverse)  # (views: the loop reads one step at a time)
+    cts = _sequence_backward(xp, steps, xs_steps, h0, c0, w_ih, w_hh, ghs, g_hn[0], g_cn[0])
+    return (_user_layout(cts[0], batch_first, reverse),) + cts[1:]
+
+
+def lstm_layer_backward_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+                                 g_out: Any, g_hn: Any, g_cn: Any, *, batch_first: bool = False,
+                                 reverse: bool = False) -> tuple[Any, ...]:
+    """The cotangents of :func:`lstm_layer`'s seven arguments, through the transforms (the reference)."""
+    from ...transforms.autodiff import vjp
+
+    _, pull = vjp(lambda *a: lstm_layer_composed(*a, batch_first=batch_first, reverse=reverse),
+                  xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    return tuple(pull((g_out, g_hn, g_cn)))
+
+
+_layer_bwd_vjp, _layer_bwd_jvp = composed_rules(lstm_layer_backward_composed)
+lstm_layer_backward: Callable[..., Any] = defprimitive(
+    _lstm_layer_backward_raw, name="lstm_layer_backward", vjp_all=_layer_bwd_vjp, jvp_all=_layer_bwd_jvp,
+    multiple_results=True, batch=_vmapped(lstm_layer_backward_composed, 7),
+    doc="Cotangents of :func:`lstm_layer`'s arguments for cotangents ``(g_out, g_hn, g_cn)`` of its three "
+        "results: :func:`lstm_sequence_backward`'s pass, reading ``g_out`` in its layout, ``h_n``'s cotangent "
+        "added to the last step's.")
+
+
+def _layer_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any,
+                   **kwargs: Any) -> list[Any]:
+    # (the results' values are never read, so the tape keeps only their shapes and dtypes: a result changed in
+    # place before the backward, h_n say, is no error; zeros where a result got no cotangent, on xs's device)
+    xp = namespace_of(args[0])
+    cts = lstm_layer_backward(*args, *(xp.zeros(a.shape, dtype=a.dtype) if ct is None else ct
+                                       for ct, a in zip(g, ans)), **kwargs)
+    return [cts[k] for k in argnums]
+
+
+lstm_layer: Callable[..., Any] = defprimitive(
+    _lstm_layer_raw, name="lstm_layer", vjp_all=_layer_vjp_all,
+    jvp_all=composed_rules(lstm_layer_composed)[1], multiple_results=True,
+    batch=_vmapped(lstm_layer_composed, 3), reads={k: range(7) for k in range(7)},
+    doc="``(out, h_n, c_n)`` of one LSTM layer and direction as PyTorch's ``nn.LSTM`` returns them, from one "
+        "node: ``out`` every step's ``h`` (``(T, ..., H)``; ``batch_first``: ``xs`` and ``out`` are "
+        "``(N, T, ...)``), ``h_n`` and ``c_n`` the final state with a leading axis of 1 (``(1, ..., H)``); "
+        "``reverse`` runs the sequence from its last step (``out`` in input order). The sequence must have "
+        "at least one step. The kernel of :func:`lstm_sequence`, its backward "
+        "(:func:`lstm_layer_backward`) one more primitive.")
 
 
 # --------------------------------------------------------------------------- a masked LSTM sequence (packed input)

@@ -3,8 +3,9 @@
 (``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), gate order and initialisation.
 
 One time step is ``funcgrad.nn.lstm_cell`` / ``gru_cell`` on the tensors; the
-sequence modules loop over time in Python, except the LSTM, whose whole sequence is one
-kernel (``lstm_sequence``, as in ``funcgrad.nn.lstm``; ``h_n`` and ``c_n`` one recorded op each). A
+sequence modules loop over time in Python, except the LSTM, whose every layer and direction is one
+kernel and one node (``lstm_layer``: the sequence kernel of ``funcgrad.nn.lstm``, giving ``output``, ``h_n``
+and ``c_n`` in the module's layout, batch-first or reversed, with no views recorded around it). A
 :class:`~funcgrad.tensor.nn.utils.rnn.PackedSequence` input runs on its padded form, each state frozen past its
 sequence's length (an LSTM in the one masked-sequence kernel, the others step by step), and comes back packed.
 
@@ -24,7 +25,7 @@ import numpy as np
 import funcgrad.nn as _fnn
 import funcgrad.numpy as _fnp
 from funcgrad.backend import namespace_of
-from funcgrad.nn.kernels.recurrent import lstm_sequence
+from funcgrad.nn.kernels.recurrent import lstm_layer
 
 from ..boxes import as_tensor_box
 from ..creation import tensor, zeros
@@ -91,36 +92,44 @@ class RNNBase(Module):
         self.bidirectional, self.proj_size = bidirectional, proj_size
         ndir = 2 if bidirectional else 1
         self._flat_weights_names = []
+        # per layer and direction (layer * ndir + d): the names of (weight_ih, weight_hh, bias_ih, bias_hh),
+        # the biases' None without bias (made once here, not per call)
+        self._direction_names: list[tuple[Any, ...]] = []
         for layer in range(num_layers):
             for d in range(ndir):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
                 in_sz = input_size if layer == 0 else hidden_size * ndir
-                self._flat_weights_names += _register_weights(self, sfx, _GATES[mode], in_sz, bias, dtype)
+                names = _register_weights(self, sfx, _GATES[mode], in_sz, bias, dtype)
+                self._flat_weights_names += names
+                self._direction_names.append(tuple(names) if bias else (names[0], names[1], None, None))
 
-    def _weights(self, layer: int, d: int) -> tuple[Any, ...]:
-        sfx = f"_l{layer}" + ("_reverse" if d else "")
-        b_ih = getattr(self, "bias_ih" + sfx) if self.bias else None
-        b_hh = getattr(self, "bias_hh" + sfx) if self.bias else None
-        return getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx), b_ih, b_hh
+    def _weights(self, k: int) -> tuple[Any, ...]:
+        """``(weight_ih, weight_hh, bias_ih, bias_hh)`` of layer and direction ``k`` (biases None without bias)."""
+        params = self._parameters
+        w_ih, w_hh, b_ih, b_hh = self._direction_names[k]
+        return params[w_ih], params[w_hh], (params[b_ih] if b_ih else None), (params[b_hh] if b_hh else None)
 
-    def _run_direction(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...],
-                       reverse: bool) -> tuple[Tensor, tuple[Any, ...]]:
+    def _run_direction(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...], reverse: bool,
+                       batch_first: bool = False) -> tuple[Tensor, tuple[Any, ...]]:
         """The outputs ``(L, N, H)`` of every time step and the final state (``(h,)``, or ``(h, c)`` for an LSTM),
         each with a leading axis of 1; ``reverse`` runs the sequence from its last step (outputs in input
-        order)."""
-        if reverse:
-            x = x.flip(0)
-        if self.mode == "LSTM" and x.shape[0]:  # the whole sequence as one kernel
+        order). ``batch_first`` (a non-empty LSTM sequence only): ``x`` and the outputs are ``(N, L, H)``."""
+        if self.mode == "LSTM" and x._value.shape[1 if batch_first else 0]:  # the whole sequence as one kernel
             w_ih, w_hh, b_ih, b_hh = w
             if b_ih is None:
                 no_bias = namespace_of(w_hh._value).zeros((w_hh.shape[0],), dtype=w_hh._value.dtype)
                 b_ih = b_hh = no_bias
-            # (one primitive: it takes the Tensors as they are and gives Tensors, no bridge boxes needed)
-            out, c = lstm_sequence(x, *state, w_ih, w_hh, b_ih, b_hh)
-            # (one op each; expand_dims records what c.unsqueeze(0) does, an UnsqueezeBackward0 view, without
-            # the method's dim checks)
-            final: tuple[Any, ...] = (out[-1:], _fnp.expand_dims(c, 0))
-        elif self.mode == "LSTM":  # an empty sequence: the initial state
+            # (one primitive and one node for output, h_n and c_n, as PyTorch's: it takes the Tensors as they are
+            # and gives Tensors, no bridge boxes, and reads the layout and the direction itself, no views recorded)
+            if batch_first or reverse:
+                out, h_n, c_n = lstm_layer(x, *state, w_ih, w_hh, b_ih, b_hh, batch_first=batch_first,
+                                           reverse=reverse)
+            else:
+                out, h_n, c_n = lstm_layer(x, *state, w_ih, w_hh, b_ih, b_hh)
+            return out, (h_n, c_n)
+        if reverse:
+            x = x.flip(0)
+        if self.mode == "LSTM":  # an empty sequence: the initial state
             hs, (h, c) = _fnn.lstm(*_boxes(x, *state, *w))
             out, final = as_tensor_box(hs), (as_tensor_box(h).unsqueeze(0), as_tensor_box(c).unsqueeze(0))
         else:
@@ -183,29 +192,35 @@ class RNNBase(Module):
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         x = input
-        if x.dim() not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {x.dim()}D instead")
-        unbatched = x.dim() == 2
+        shape = x._value.shape
+        if len(shape) not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {len(shape)}D instead")
+        unbatched = len(shape) == 2
+        # the LSTM kernel reads and writes the batch-first layout itself (a non-empty sequence)
+        kernel_batch_first = self.batch_first and not unbatched and self.mode == "LSTM" and shape[1] > 0
         if unbatched:
             x = x.unsqueeze(1)
-        elif self.batch_first:
+        elif self.batch_first and not kernel_batch_first:
             x = _time_major(x)
-        out, hn = self._stack_layers(x, hx, None, unbatched)
+        out, hn = self._stack_layers(x, hx, None, unbatched, kernel_batch_first)
         if unbatched:
             out = out.squeeze(1)
-        elif self.batch_first:
+        elif self.batch_first and not kernel_batch_first:
             out = out.transpose(0, 1)
         return out, hn
 
-    def _stack_layers(self, x: Tensor, hx: Any, mask: Tensor | None, unbatched: bool = False) -> tuple[Any, ...]:
-        """Every layer and direction over the time-major ``x`` ``(L, N, H_in)``: ``(output, h_n)`` (``h_n`` is
-        ``(h_n, c_n)`` for an LSTM, squeezed when ``unbatched``); ``mask`` freezes states past each length."""
-        if x.shape[-1] != self.input_size:
+    def _stack_layers(self, x: Tensor, hx: Any, mask: Tensor | None, unbatched: bool = False,
+                      batch_first: bool = False) -> tuple[Any, ...]:
+        """Every layer and direction over the time-major ``x`` ``(L, N, H_in)`` (``batch_first``, for the LSTM
+        kernel only: ``(N, L, H_in)``, the output likewise): ``(output, h_n)`` (``h_n`` is ``(h_n, c_n)`` for an
+        LSTM, squeezed when ``unbatched``); ``mask`` freezes states past each length."""
+        shape = x._value.shape
+        if shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
-                               f"{x.shape[-1]}")
+                               f"{shape[-1]}")
         ndir = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
-        want = (self.num_layers * ndir, x.shape[1], self.hidden_size)
+        want = (self.num_layers * ndir, shape[0 if batch_first else 1], self.hidden_size)
         # the initial state: (h0,), or (h0, c0) for an LSTM; zeros as a raw array shared by every layer
         h0: tuple[Any, ...] | None = None
         if hx is None:
@@ -225,9 +240,9 @@ class RNNBase(Module):
                     state = (zero, zero) if lstm and mask is None else (Tensor._make(zero),) * (2 if lstm else 1)
                 else:
                     state = tuple(h[k] for h in h0)
-                weights = self._weights(layer, d)
+                weights = self._weights(k)
                 if mask is None:
-                    outs, st = self._run_direction(x, state, weights, bool(d))
+                    outs, st = self._run_direction(x, state, weights, bool(d), batch_first)
                 else:
                     outs, st = self._run_direction_masked(x, state, weights, bool(d), mask)
                 outs_dirs.append(outs)
