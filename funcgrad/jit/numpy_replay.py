@@ -27,7 +27,7 @@ from ..core.trace import Primitive
 from .blocking import blocked_program
 from .ir import Const, Eqn, Program, Var
 from .loops import loop_of, replay_runner
-from .kinds import is_gufunc, is_host_array, is_ufunc
+from .kinds import is_gufunc, is_host_array, is_ufunc, makes_fresh, writer_of, writes_out
 from .known import EXPAND_DIMS, MATMUL, SQUEEZE, SUM
 from .python_floats import generate_scalar
 
@@ -197,13 +197,13 @@ def _generate(prog: Program, reuse_bytes: int,
     last: dict[int, int] = {}
     only_ufunc: dict[int, bool] = {}
     for k, e in enumerate(prog.eqns):
-        u = (is_ufunc(e.fn) or is_gufunc(e.fn)) and not e.kwargs and not e.multiple
+        u = (writes_out(e.fn, e.kwargs) or (is_gufunc(e.fn) and not e.kwargs)) and not e.multiple
         for a in e.ins:
             if isinstance(a, Var):
                 last[id(a)] = k
                 only_ufunc[id(a)] = only_ufunc.get(id(a), True) and u
     for e in prog.eqns:
-        if (is_ufunc(e.fn) or is_gufunc(e.fn)) and not e.kwargs and not e.multiple:
+        if (makes_fresh(e.fn, e.kwargs) or (e.prim is MATMUL and not e.kwargs)) and not e.multiple:  # (a new array)
             for o in e.outs:
                 o.fresh = True
     body = []
@@ -265,10 +265,6 @@ def _generate(prog: Program, reuse_bytes: int,
             continue
         if lowered is not None:
             call_fn, call_ins = lowered
-        fname = fn_names.get(id(call_fn))
-        if fname is None:  # one name per backend function, however often it is called
-            fname = fn_names[id(call_fn)] = f"f{len(fn_names)}"
-            names[fname] = call_fn
         args = []
         float_ufunc = (is_ufunc(e.fn) and len(e.outs) == 1 and hasattr(e.outs[0].dtype, "kind")
                        and e.outs[0].dtype.kind in "fc"
@@ -291,7 +287,7 @@ def _generate(prog: Program, reuse_bytes: int,
         reusable = [a for a in e.ins if isinstance(a, Var) and a.fresh and last.get(id(a)) == k
                     and only_ufunc.get(id(a)) and id(a) not in inputs and id(a) not in outputs]
         gufunc = is_gufunc(e.fn)
-        if (is_ufunc(e.fn) or gufunc) and not e.kwargs and not e.multiple and len(e.outs) == 1:
+        if (writes_out(e.fn, e.kwargs) or (gufunc and not e.kwargs)) and not e.multiple and len(e.outs) == 1:
             res = e.outs[0]
             if poolable(res):
                 slot = (res.shape, res.dtype, res.kind)
@@ -308,6 +304,12 @@ def _generate(prog: Program, reuse_bytes: int,
             if a.name != out and poolable(a) and a not in pooled:
                 pooled.add(a)
                 pool.setdefault((a.shape, a.dtype, a.kind), []).append(a.name)
+        if out is not None and call_fn is e.fn:
+            call_fn = writer_of(e.fn)  # (a declared kernel's variant that takes out=)
+        fname = fn_names.get(id(call_fn))
+        if fname is None:  # one name per backend function, however often it is called
+            fname = fn_names[id(call_fn)] = f"f{len(fn_names)}"
+            names[fname] = call_fn
         if out is not None:
             if (call_fn is e.fn and e.outs[0].nbytes < reuse_bytes and is_host_array(e.outs[0].kind)
                     and len(args) == getattr(e.fn, "nin", -1)

@@ -24,6 +24,7 @@ import funcgrad.numpy as fnp
 
 from ...backend import namespace_of
 from ...core import defprimitive
+from ...jit.kinds import declare_fresh_result
 from ...numpy._batching import batch_size, front, move_to_front
 from ...numpy._util import unbroadcast
 
@@ -87,3 +88,5 @@ dense: Callable[..., Any] = defprimitive(
     batch=_batch, reads={0: {1}, 1: {0}, 2: set()},
     doc="``x @ w.T + b`` (``b`` may be None) for a matrix ``w`` ``(out, in)`` and ``x`` ``(..., in)``, one "
         "primitive (PyTorch's ``F.linear``).")
+
+declare_fresh_result(_dense_raw)  # a new array: fg.jit's replay may write into it once it dies
