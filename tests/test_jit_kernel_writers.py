@@ -11,7 +11,8 @@ import pytest
 import funcgrad as fg
 import funcgrad.nn as fnn
 import funcgrad.numpy as fnp
-from funcgrad.jit.kinds import declare_elementwise_writer, declare_fresh_result, makes_fresh, writer_of, writes_out
+from funcgrad.jit.kinds import (declare_elementwise_writer, declare_fresh_result, makes_fresh, takes_out, writer_of,
+                                writes_out)
 from funcgrad.jit.numpy_replay import compile_program
 from funcgrad.nn.rectifier import _positive_part_into, _positive_part_raw, _relu_into, _relu_raw
 
@@ -91,10 +92,11 @@ def kinds_restored():
     import importlib
 
     kinds = importlib.import_module("funcgrad.jit.kinds")
-    writers, fresh = dict(kinds._WRITERS), set(kinds._FRESH)
+    saved = [(table, table.copy()) for table in (kinds._ELEMENTWISE, kinds._FRESH, kinds._INTO)]
     yield
-    kinds._WRITERS.clear(), kinds._WRITERS.update(writers)
-    kinds._FRESH.clear(), kinds._FRESH.update(fresh)
+    for table, copy in saved:
+        table.clear()
+        table.update(copy)
 
 
 def test_declarations_say_what_the_replay_may_assume(kinds_restored):
@@ -106,8 +108,16 @@ def test_declarations_say_what_the_replay_may_assume(kinds_restored):
     def scale(x):
         return x * 3.0
 
-    assert not makes_fresh(scale) and not writes_out(scale)
+    assert not makes_fresh(scale) and not writes_out(scale) and not takes_out(scale)
     assert declare_fresh_result(scale) is scale and makes_fresh(scale) and not writes_out(scale)
+    assert not takes_out(scale) and writer_of(scale) is scale
+
+    def scale_into(x, out):
+        return np.multiply(x, 3.0, out=out)
+
+    declare_fresh_result(scale, into=scale_into)  # a variant into out=, never an argument: not elementwise
+    assert takes_out(scale) and writer_of(scale) is scale_into and not writes_out(scale)
+    assert takes_out(np.matmul) and not takes_out(np.matmul, {"axes": None}) and takes_out(_relu_raw)
 
     def shift(x):
         return x + 1.0

@@ -9,8 +9,9 @@ Functions of higher layers (the nn kernels) declare what the replay may assume o
 :func:`declare_elementwise_writer` for a function that, like a ufunc, reads its arguments
 elementwise, takes ``out=`` (which may be one of its arguments) and otherwise returns a fresh
 array; :func:`declare_fresh_result` for one whose result is a new array that nothing else
-holds (so a later call may write into it once it dies). Neither may keep its arguments
-(in a memo keyed by them, say): the replay writes into an argument once it is dead.
+holds (so a later call may write into it once it dies), with an optional variant that
+writes into ``out=``. An elementwise writer may not keep its arguments (in a memo keyed by
+them, say): the replay writes into an argument once it is dead.
 
 Example::
 
@@ -22,10 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["is_ufunc", "is_gufunc", "is_host_array", "host_number", "declare_elementwise_writer",
-           "declare_fresh_result", "writes_out", "writer_of", "makes_fresh"]
+           "declare_fresh_result", "writes_out", "takes_out", "writer_of", "makes_fresh"]
 
-_WRITERS: dict[Any, Any] = {}  # elementwise functions of higher layers -> their variant taking ``out=``
-_FRESH: set[Any] = set()  # functions whose result is a new array nothing else holds
+_ELEMENTWISE: set[Any] = set()  # declared elementwise writers (the kernels of higher layers)
+_FRESH: set[Any] = set()  # declared functions whose result is a new array nothing else holds
+_INTO: dict[Any, Any] = {}  # declared function -> its variant that writes into ``out=``
 
 
 def is_ufunc(fn: Any) -> bool:
@@ -60,29 +62,40 @@ def declare_elementwise_writer(fn: Any, into: Any) -> Any:
     ``fn`` returns a fresh array and keeps no view or memo of its arguments. The replay then treats ``fn``
     as a ufunc: it calls ``into`` to write into an argument or a temporary that dies at the call. Returns
     ``fn``."""
-    _WRITERS[fn] = into
-    _FRESH.add(fn)
-    return fn
+    _ELEMENTWISE.add(fn)
+    return declare_fresh_result(fn, into)
 
 
-def declare_fresh_result(fn: Any) -> Any:
+def declare_fresh_result(fn: Any, into: Any = None) -> Any:
     """Declare that ``fn`` returns a new array (no view of an argument, held by nothing else), so that a
-    later elementwise call may write into it once nothing reads it. Returns ``fn``."""
+    later elementwise call may write into it once nothing reads it; ``into``: the same call writing its
+    result into ``out=`` (never one of the arguments: a temporary of the replay's). Returns ``fn``."""
     _FRESH.add(fn)
+    if into is not None:
+        _INTO[fn] = into
     return fn
 
 
 def writes_out(fn: Any, kwargs: Any = None) -> bool:
     """Called with these keyword arguments, elementwise and with ``out=``: a ufunc called without any, or a
     declared writer (:func:`declare_elementwise_writer`) called without ``out``."""
-    if fn in _WRITERS:
+    if fn in _ELEMENTWISE:
         return not kwargs or "out" not in kwargs
     return is_ufunc(fn) and not kwargs
 
 
+def takes_out(fn: Any, kwargs: Any = None) -> bool:
+    """Called with these keyword arguments, it can write its result into ``out=`` (through
+    :func:`writer_of`): a ufunc or generalized ufunc called without any, or a declared function with
+    an ``into`` variant, called without ``out``."""
+    if fn in _INTO:
+        return not kwargs or "out" not in kwargs
+    return (is_ufunc(fn) or is_gufunc(fn)) and not kwargs
+
+
 def writer_of(fn: Any) -> Any:
     """The function that writes ``fn``'s result into ``out=``: ``fn`` itself for a ufunc."""
-    return _WRITERS.get(fn, fn)
+    return _INTO.get(fn, fn)
 
 
 def makes_fresh(fn: Any, kwargs: Any = None) -> bool:

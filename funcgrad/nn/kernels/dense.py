@@ -52,6 +52,22 @@ def _dense_raw(x: Any, w: Any, b: Any) -> Any:
     return out + b
 
 
+def _dense_into(x: Any, w: Any, b: Any, *, out: Any) -> Any:
+    """:func:`dense` written into ``out`` (a buffer of ``fg.jit``'s replay, never ``x``, ``w`` or ``b``)."""
+    xp = namespace_of(x)
+    if tuple(out.shape) != tuple(x.shape[:-1]) + (w.shape[0],):  # b broadcasts the result wider
+        out[...] = _dense_raw(x, w, b)
+        return out
+    if x.ndim > 2 and x.flags.c_contiguous and out.flags.c_contiguous:
+        rows = math.prod(x.shape[:-1])
+        xp.matmul(x.reshape(rows, x.shape[-1]), w.T, out=out.reshape(rows, w.shape[0]))
+    else:
+        xp.matmul(x, w.T, out=out)
+    if b is not None:
+        out += b
+    return out
+
+
 def _weight_vjp(g: Any, ans: Any, x: Any, w: Any, b: Any) -> Any:
     n_out, n_in = fnp.shape(w)
     return fnp.matmul(fnp.transpose(fnp.reshape(g, (-1, n_out))), fnp.reshape(x, (-1, n_in)))
@@ -89,4 +105,4 @@ dense: Callable[..., Any] = defprimitive(
     doc="``x @ w.T + b`` (``b`` may be None) for a matrix ``w`` ``(out, in)`` and ``x`` ``(..., in)``, one "
         "primitive (PyTorch's ``F.linear``).")
 
-declare_fresh_result(_dense_raw)  # a new array: fg.jit's replay may write into it once it dies
+declare_fresh_result(_dense_raw, into=_dense_into)  # a new array: fg.jit's replay may write into it once it dies
