@@ -315,14 +315,14 @@ def _generate(prog: Program, reuse_bytes: int,
                     free = pool.get(slot)
                     if free:
                         out = free.pop()
-        res = e.outs[0] if len(e.outs) == 1 else None
-        if (out is None and res is not None and loop is None and not e.multiple and is_host_array(res.kind)
-                and res.nbytes >= WORKSPACE_BYTES and id(res) not in shared
+        single = e.outs[0] if len(e.outs) == 1 else None
+        if (out is None and single is not None and loop is None and not e.multiple and is_host_array(single.kind)
+                and single.nbytes >= WORKSPACE_BYTES and id(single) not in shared
                 and (takes_out(e.fn, e.kwargs) or call_fn is _rows_matmul)):
             out = f"_w[{len(slots)}]"  # a buffer kept from call to call: no fresh pages to fault in
-            slots.append((tuple(res.shape), res.dtype))
-        if out is not None and (out in in_workspace or out.startswith("_w[")):
-            in_workspace.add(res.name)  # (written into a workspace buffer: never pooled for another value)
+            slots.append((tuple(single.shape), single.dtype))
+        if single is not None and out is not None and (out in in_workspace or out.startswith("_w[")):
+            in_workspace.add(single.name)  # (written into a workspace buffer: never pooled for another value)
         for a in reusable:  # buffers nothing can see any more, for later results
             if a.name != out and poolable(a) and a not in pooled and a.name not in in_workspace:
                 pooled.add(a)
