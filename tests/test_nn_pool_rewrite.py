@@ -43,7 +43,7 @@ def test_jitted_pool_of_relu_matches_eager_bit_for_bit(dtype, kernel, stride, pa
     assert names.index("relu") > names.index("window_gather")  # relu on the pooled values
     assert names.index("positive_part") < names.index("window_scatter")  # its mask on the pooled cotangent
     want = fg.value_and_grad(loss)(x, w)
-    jitted = fg.jit(fg.value_and_grad(loss))
+    jitted = fg.jit(fg.value_and_grad(loss), backend="numpy")
     for _ in range(2):
         got = jitted(x, w)
         np.testing.assert_array_equal(got[0], want[0])
