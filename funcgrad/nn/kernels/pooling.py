@@ -426,4 +426,5 @@ window_spread: Callable[..., Any] = defprimitive(
     doc="The transpose of :func:`window_sum`: each value added to every input position of its window; "
         "an array of ``x_shape``'s spatial size.")
 
-declare_fresh_result(_window_scatter_raw)  # a new array: fg.jit's replay may write into it once it dies
+declare_fresh_result(_window_scatter_raw)  # new arrays (the gather's maxima are handed over by the argmax):
+declare_fresh_result(_window_gather_raw)  # fg.jit's replay may write into them once they die
