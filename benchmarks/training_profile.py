@@ -2,8 +2,9 @@
 
 Runs the program recorded for the functional step of the 32x32 CNN, the LSTM and the Transformer of
 ``benchmarks/workloads/training.py`` equation by equation (each call timed in process CPU time, robust on a shared machine; best of ``--repeat``), sums the time
-per primitive and prints the top equations. Each equation runs on its own (no buffer reuse between calls),
-so fresh allocations (page faults) are counted where they happen.
+per primitive and prints the top equations. Each equation runs on its own (no ``out=`` buffer reuse between
+calls); each value is dropped after its last reader, as the replay drops it, so the heap keeps the step's size
+and fresh allocations (page faults) are counted where they happen.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/training_profile.py [--repeat 5] [--top 15] [--only cnn32,lstm,transformer]
 """
@@ -93,6 +94,8 @@ def _describe(e: Any) -> str:
 def profile_program(prog: Any, inputs: list[Any], repeat: int) -> list[tuple[float, str]]:
     """Best-of-``repeat`` seconds of each equation of ``prog`` run on ``inputs`` (one by one)."""
     best = [float("inf")] * len(prog.eqns)
+    last = {id(a): k for k, e in enumerate(prog.eqns) for a in e.ins if isinstance(a, Var)}
+    kept = {id(o) for o in prog.outs} | {id(v) for v in prog.invars}
     for _ in range(repeat):
         env: dict[Any, Any] = dict(zip(prog.invars, inputs))
         for k, e in enumerate(prog.eqns):
@@ -101,6 +104,10 @@ def profile_program(prog: Any, inputs: list[Any], repeat: int) -> list[tuple[flo
             out = e.fn(*args, **e.kwargs)
             best[k] = min(best[k], time.process_time() - t0)
             env.update(zip(e.outs, out) if e.multiple else ((e.outs[0], out),))
+            del args, out
+            for a in e.ins:  # values die after their last reader, as in the replay (the heap stays the step's size)
+                if isinstance(a, Var) and last.get(id(a)) == k and id(a) not in kept:
+                    env.pop(a, None)
     return [(t, _describe(e)) for t, e in zip(best, prog.eqns)]
 
 

@@ -27,9 +27,10 @@ from ..core.trace import Primitive
 from .blocking import blocked_program
 from .ir import Const, Eqn, Program, Var
 from .loops import loop_of, replay_runner
-from .kinds import is_gufunc, is_host_array, is_ufunc
+from .kinds import is_gufunc, is_host_array, is_ufunc, makes_fresh, takes_out, writer_of, writes_out
 from .known import EXPAND_DIMS, MATMUL, SQUEEZE, SUM
 from .python_floats import generate_scalar
+from .workspace import WORKSPACE_BYTES, Workspace, reachable_from_outputs
 
 __all__ = ["compile_program", "direct_call", "LOWERINGS"]
 
@@ -185,6 +186,17 @@ def direct_call(prim: Primitive, args: list[Any]) -> Any:
     return getattr(ns, name, None)
 
 
+def _separates(e: Eqn) -> bool:
+    """Its result is a new array that shares no memory with its arguments, and none of them is ever written
+    into by the call: a generalized ufunc (matmul), funcgrad's matmul or sum (a reduction makes a new
+    array), or a declared non-elementwise kernel (:func:`~funcgrad.jit.kinds.declare_fresh_result`)."""
+    if e.multiple:
+        return False
+    if (is_gufunc(e.fn) or e.prim is MATMUL or e.prim is SUM) and not e.kwargs:
+        return True
+    return makes_fresh(e.fn, e.kwargs) and not writes_out(e.fn, e.kwargs)
+
+
 RELEASE_BYTES = 1 << 16  # temporaries from this size are deleted after their last use (smaller ones: not worth a line)
 
 
@@ -197,15 +209,18 @@ def _generate(prog: Program, reuse_bytes: int,
     last: dict[int, int] = {}
     only_ufunc: dict[int, bool] = {}
     for k, e in enumerate(prog.eqns):
-        u = (is_ufunc(e.fn) or is_gufunc(e.fn)) and not e.kwargs and not e.multiple
+        u = (writes_out(e.fn, e.kwargs) or (is_gufunc(e.fn) and not e.kwargs)) and not e.multiple
         for a in e.ins:
             if isinstance(a, Var):
                 last[id(a)] = k
                 only_ufunc[id(a)] = only_ufunc.get(id(a), True) and u
     for e in prog.eqns:
-        if (is_ufunc(e.fn) or is_gufunc(e.fn)) and not e.kwargs and not e.multiple:
+        if _separates(e) or (writes_out(e.fn, e.kwargs) and not e.multiple):  # a new array
             for o in e.outs:
                 o.fresh = True
+    shared = reachable_from_outputs(prog, _separates)  # what the caller may see: never in the workspace
+    slots: list[tuple[tuple[int, ...], Any]] = []  # the workspace's buffers, named _w[i]
+    in_workspace: set[str] = set()
     body = []
     fn_names: dict[int, str] = {}
     lit_names: dict[Any, str] = {}
@@ -265,10 +280,6 @@ def _generate(prog: Program, reuse_bytes: int,
             continue
         if lowered is not None:
             call_fn, call_ins = lowered
-        fname = fn_names.get(id(call_fn))
-        if fname is None:  # one name per backend function, however often it is called
-            fname = fn_names[id(call_fn)] = f"f{len(fn_names)}"
-            names[fname] = call_fn
         args = []
         float_ufunc = (is_ufunc(e.fn) and len(e.outs) == 1 and hasattr(e.outs[0].dtype, "kind")
                        and e.outs[0].dtype.kind in "fc"
@@ -291,7 +302,7 @@ def _generate(prog: Program, reuse_bytes: int,
         reusable = [a for a in e.ins if isinstance(a, Var) and a.fresh and last.get(id(a)) == k
                     and only_ufunc.get(id(a)) and id(a) not in inputs and id(a) not in outputs]
         gufunc = is_gufunc(e.fn)
-        if (is_ufunc(e.fn) or gufunc) and not e.kwargs and not e.multiple and len(e.outs) == 1:
+        if (writes_out(e.fn, e.kwargs) or (gufunc and not e.kwargs)) and not e.multiple and len(e.outs) == 1:
             res = e.outs[0]
             if poolable(res):
                 slot = (res.shape, res.dtype, res.kind)
@@ -304,10 +315,24 @@ def _generate(prog: Program, reuse_bytes: int,
                     free = pool.get(slot)
                     if free:
                         out = free.pop()
+        single = e.outs[0] if len(e.outs) == 1 else None
+        if (out is None and single is not None and loop is None and not e.multiple and is_host_array(single.kind)
+                and single.nbytes >= WORKSPACE_BYTES and id(single) not in shared
+                and (takes_out(e.fn, e.kwargs) or call_fn is _rows_matmul)):
+            out = f"_w[{len(slots)}]"  # a buffer kept from call to call: no fresh pages to fault in
+            slots.append((tuple(single.shape), single.dtype))
+        if single is not None and out is not None and (out in in_workspace or out.startswith("_w[")):
+            in_workspace.add(single.name)  # (written into a workspace buffer: never pooled for another value)
         for a in reusable:  # buffers nothing can see any more, for later results
-            if a.name != out and poolable(a) and a not in pooled:
+            if a.name != out and poolable(a) and a not in pooled and a.name not in in_workspace:
                 pooled.add(a)
                 pool.setdefault((a.shape, a.dtype, a.kind), []).append(a.name)
+        if out is not None and call_fn is e.fn:
+            call_fn = writer_of(e.fn)  # (a declared kernel's variant that takes out=)
+        fname = fn_names.get(id(call_fn))
+        if fname is None:  # one name per backend function, however often it is called
+            fname = fn_names[id(call_fn)] = f"f{len(fn_names)}"
+            names[fname] = call_fn
         if out is not None:
             if (call_fn is e.fn and e.outs[0].nbytes < reuse_bytes and is_host_array(e.outs[0].kind)
                     and len(args) == getattr(e.fn, "nin", -1)
@@ -319,7 +344,7 @@ def _generate(prog: Program, reuse_bytes: int,
         if e.multiple and not e.outs:
             lhs = "_"
         body.append(f"    {lhs} = {fname}({', '.join(args)})")
-        if out is not None:
+        if out is not None and not out.startswith("_w["):
             written.add(out)
         release(k, e)
     rets = []
@@ -330,6 +355,10 @@ def _generate(prog: Program, reuse_bytes: int,
         else:
             rets.append(o.name)
     names["_copy"] = lambda a: a.copy()
+    if slots:  # this thread's buffers for the call, handed back at its end (a call that raises keeps them)
+        names["_ws"] = Workspace(slots)
+        body.insert(0, "    _w = _ws.take()")
+        body.append("    _ws.give(_w)")
     params = ", ".join(v.name for v in prog.invars)
     if checked is not None:  # fg.debug_nans: one attribute test per call while it is off
         names["_tr"], names["_checked"] = _trace_module, checked

@@ -21,17 +21,38 @@ from .kinds import is_host_array, is_ufunc
 from .known import ADD, BROADCAST_TO, MULTIPLY, SUBTRACT, TENSORDOT
 
 __all__ = ["optimize", "split_program", "fold_constants", "identities", "common_subexpressions",
-           "implicit_broadcasts", "dead_code", "diagonal_products"]
+           "implicit_broadcasts", "dead_code", "diagonal_products", "register_rewrite", "REWRITES"]
+
+
+REWRITES: list[Callable[[Program], None]] = []  # registered by higher layers (register_rewrite)
+
+
+def register_rewrite(rewrite: Callable[[Program], None]) -> Callable[[Program], None]:
+    """Run ``rewrite(prog)`` in :func:`optimize`, after dead-code elimination: a higher layer's rewrite of
+    its own primitives (it must keep every result the program returns, bit for bit or as the layer
+    documents). Returns ``rewrite``.
+
+    Example::
+
+        @register_rewrite
+        def pool_before_relu(prog): ...
+    """
+    if rewrite not in REWRITES:
+        REWRITES.append(rewrite)
+    return rewrite
 
 
 def optimize(prog: Program) -> Program:
     """Constant folding, identities (x * 1, x + 0), common-subexpression elimination,
-    dead-code elimination, diagonal products; ``prog`` is rewritten in place and returned."""
+    dead-code elimination, the registered rewrites (:func:`register_rewrite`), diagonal products;
+    ``prog`` is rewritten in place and returned."""
     fold_constants(prog)
     identities(prog)
     common_subexpressions(prog)
     implicit_broadcasts(prog)
     dead_code(prog)
+    for rewrite in REWRITES:
+        rewrite(prog)
     diagonal_products(prog)
     return prog
 

@@ -42,6 +42,7 @@ from .conv import (  # noqa: F401
 from .norm import BatchNorm, BatchNormState, GroupNorm, LayerNorm, RMSNorm, batch_norm, group_norm, layer_norm  # noqa: F401
 from .recurrent import GRUCell, LSTMCell, gru_cell, lstm, lstm_cell, scan_cell  # noqa: F401
 from .attention import MultiheadAttention, causal_mask, dot_product_attention  # noqa: F401
+from . import pool_rewrite  # noqa: F401  (registers fg.jit's max_pool(relu) -> relu(max_pool) rewrite)
 
 __all__ = [
     # modules and tree helpers

@@ -27,6 +27,7 @@ import funcgrad.numpy as fnp
 
 from ..backend import namespace_of
 from ..core import defprimitive
+from ..jit.kinds import declare_elementwise_writer
 from ..numpy._batching import elementwise_rule
 from ..numpy._util import unbroadcast
 
@@ -39,14 +40,29 @@ def _relu_raw(x: Any, nan_passes: bool = False) -> Any:
     return namespace_of(x).maximum(x, 0)
 
 
+def _relu_into(x: Any, nan_passes: bool = False, *, out: Any) -> Any:
+    """:func:`relu` written into ``out`` (``x`` itself where ``fg.jit`` knows it dies here)."""
+    return namespace_of(x).maximum(x, 0, out=out)
+
+
 def _positive_part_raw(v: Any, x: Any, nan_passes: bool = False) -> Any:
+    return _positive_part_into(v, x, nan_passes)
+
+
+def _positive_part_into(v: Any, x: Any, nan_passes: bool = False, *, out: Any = None) -> Any:
+    """:func:`positive_part`, written into ``out`` where given (``v`` or ``x`` itself where ``fg.jit`` knows it
+    dies here: the mask is made before anything is written)."""
     xp = namespace_of(v)
     # True where v is zeroed (x <= 0: PyTorch's mask, a NaN in x lets v through), else where v is kept
     mask = (x <= 0) if nan_passes else (x > 0)
     word = _WORDS.get(v.dtype.itemsize) if v.dtype.kind == "f" else None
     if word is None or tuple(v.shape) != tuple(x.shape):
         zero = xp.zeros((), dtype=v.dtype)
-        return xp.where(mask, zero, v) if nan_passes else xp.where(mask, v, zero)
+        picked = xp.where(mask, zero, v) if nan_passes else xp.where(mask, v, zero)
+        if out is None:
+            return picked
+        out[...] = picked
+        return out
     # the mask as bytes of all bits set or clear (sign-extended to v's word by the AND), one byte per element,
     # turned into them in place (the comparison's result is fresh: no second byte array)
     keep = mask.view(xp.int8)
@@ -56,7 +72,10 @@ def _positive_part_raw(v: Any, x: Any, nan_passes: bool = False) -> Any:
         np.negative(keep, out=keep)
     else:
         keep *= -1
-    return xp.bitwise_and(xp.ascontiguousarray(v).view(word), keep).view(v.dtype)
+    if out is None:
+        return xp.bitwise_and(xp.ascontiguousarray(v).view(word), keep).view(v.dtype)
+    xp.bitwise_and(xp.ascontiguousarray(v).view(word), keep, out=out.view(word))
+    return out
 
 
 positive_part: Callable[..., Any] = defprimitive(
@@ -76,3 +95,7 @@ relu: Callable[..., Any] = defprimitive(
     batch_from=elementwise_rule, reads={0: {"ans"}},
     doc="``max(x, 0)``, one pass; the derivative at 0 is 0 (as in PyTorch and JAX), a NaN stays NaN. Its "
         "derivative at a NaN is 0 (JAX's), or, with ``nan_passes=True``, 1 (PyTorch's: the Tensor layer's).")
+
+# fg.jit's replay may run both in place, into an argument (or a temporary) that dies at the call
+declare_elementwise_writer(_relu_raw, into=_relu_into)
+declare_elementwise_writer(_positive_part_raw, into=_positive_part_into)

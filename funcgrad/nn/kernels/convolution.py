@@ -35,6 +35,7 @@ import funcgrad.numpy as fnp
 
 from ...backend import namespace_of
 from ...core import defprimitive
+from ...jit.kinds import declare_fresh_result
 from ...numpy._batching import batch_size, front
 from .forward_memo import ForwardMemo
 from .pooling import pooled_size, window_slices
@@ -555,3 +556,5 @@ conv_weight_grad: Callable[..., Any] = defprimitive(
          1: lambda t, ans, g, x, *rest: conv_weight_grad(g, t, *rest)},
     batch=_weight_grad_batch, reads={0: {1}, 1: {0}},
     doc="The transpose of :func:`conv_forward` in ``w``: ``g @ cols(x)^T``, an array of ``w_shape``.")
+
+declare_fresh_result(_conv_forward_raw)  # a new array: fg.jit's replay may write into it once it dies

@@ -24,6 +24,7 @@ import funcgrad.numpy as fnp
 
 from ...backend import namespace_of
 from ...core import defprimitive
+from ...jit.kinds import declare_fresh_result
 from ...numpy._batching import batch_size, front, move_to_front
 from ...numpy._util import unbroadcast
 
@@ -49,6 +50,22 @@ def _dense_raw(x: Any, w: Any, b: Any) -> Any:
         out += b  # (in place: the product's own buffer)
         return out
     return out + b
+
+
+def _dense_into(x: Any, w: Any, b: Any, *, out: Any) -> Any:
+    """:func:`dense` written into ``out`` (a buffer of ``fg.jit``'s replay, never ``x``, ``w`` or ``b``)."""
+    xp = namespace_of(x)
+    if tuple(out.shape) != tuple(x.shape[:-1]) + (w.shape[0],):  # b broadcasts the result wider
+        out[...] = _dense_raw(x, w, b)
+        return out
+    if x.ndim > 2 and x.flags.c_contiguous and out.flags.c_contiguous:
+        rows = math.prod(x.shape[:-1])
+        xp.matmul(x.reshape(rows, x.shape[-1]), w.T, out=out.reshape(rows, w.shape[0]))
+    else:
+        xp.matmul(x, w.T, out=out)
+    if b is not None:
+        out += b
+    return out
 
 
 def _weight_vjp(g: Any, ans: Any, x: Any, w: Any, b: Any) -> Any:
@@ -87,3 +104,5 @@ dense: Callable[..., Any] = defprimitive(
     batch=_batch, reads={0: {1}, 1: {0}, 2: set()},
     doc="``x @ w.T + b`` (``b`` may be None) for a matrix ``w`` ``(out, in)`` and ``x`` ``(..., in)``, one "
         "primitive (PyTorch's ``F.linear``).")
+
+declare_fresh_result(_dense_raw, into=_dense_into)  # a new array: fg.jit's replay may write into it once it dies

@@ -30,6 +30,7 @@ import funcgrad.numpy as fnp
 from ...backend import namespace_of
 from ...numpy._util import unbroadcast
 from ...core import defprimitive
+from ...jit.kinds import declare_fresh_result
 from ...numpy._batching import batch_size, front, move_to_front
 from .composed import composed_rules
 from .forward_memo import ForwardMemo
@@ -317,3 +318,5 @@ standardize_affine_statistics: Callable[..., Any] = defprimitive(
         "statistics it computes (mean and biased variance over ``axes``, kept) as two more results, so that "
         "batch normalization's running statistics need no second pass over ``x``. Differentiable in all "
         "three results; the backward of the first is :func:`standardize_affine_backward`.")
+
+declare_fresh_result(_affine_raw)  # a new array: fg.jit's replay may write into it once it dies

@@ -43,6 +43,7 @@ import funcgrad.numpy as fnp
 
 from ...backend import device_constant, namespace_of, scatter_add
 from ...core import defprimitive
+from ...jit.kinds import declare_fresh_result
 from ...numpy._batching import batch_size, move_to_front
 from .forward_memo import ForwardMemo
 
@@ -424,3 +425,6 @@ window_spread: Callable[..., Any] = defprimitive(
     batch=_spread_batch,
     doc="The transpose of :func:`window_sum`: each value added to every input position of its window; "
         "an array of ``x_shape``'s spatial size.")
+
+declare_fresh_result(_window_scatter_raw)  # new arrays (the gather's maxima are handed over by the argmax):
+declare_fresh_result(_window_gather_raw)  # fg.jit's replay may write into them once they die
