@@ -269,9 +269,25 @@ class _Visitor(Visitor):
             self.step = _step if not keep_graph else partial(_step, release=False)
 
     def visit(self, node: Any, g: Any, live: bool) -> Any:
-        if self.plain and node._short_step and g is not None:
-            # a primitive's node of one output, no hooks, nothing to check
-            return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
+        if self.plain and g is not None:
+            if node._short_step:  # a primitive's node of one output, no hooks, nothing to check
+                cts = _run_plain(node, g, not self.keep_graph)
+                return cts if cts is not None else _conformed(node, node.vjp(g, g, False, not self.keep_graph))
+            if type(node) is AccumulateGrad:
+                # a leaf with no hooks and no .grad yet, a real host gradient of its dtype and shape: .grad is
+                # the gradient as it is when only this pass holds it (no copy), laid out as the leaf (_leaf's
+                # steps, in fewer bytecodes); else _leaf
+                var = node._variable()
+                if var is not None and var._grad is None and type(g) is np.ndarray and not (
+                        var._hooks or var._post_hooks or node._prehooks or node._hooks):
+                    value = var._value
+                    if type(value) is np.ndarray and g.dtype is value.dtype and g.shape == value.shape \
+                            and g.dtype.kind != "c":
+                        steal = getrefcount(g) <= _SOLE_REFS_AT_VISIT and g.base is None and g.flags.writeable
+                        with _grad_lock:
+                            if var._grad is None:
+                                var._grad = Tensor._make(_fresh_grad(g, value, steal))
+                                return None
         out_index = node.out_index
         if out_index is not None:  # one output of a node with several
             if node.parents[0]._tensor_prehooks and node not in self.capture_at:
@@ -433,6 +449,49 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
             else:
                 node.ans[~k] = None
     return ct
+
+
+def _run_plain(node: Any, g: Any, release: bool) -> list[Any] | None:
+    """``visit``'s short way for a primitive's node of one output and no hooks (``node._short_step``), in a
+    plain pass: ``node.vjp`` (the rules on the values as saved), ``_conformed`` and, with ``release``,
+    ``node.release`` in one frame; None when the node needs ``node.vjp``'s checks (released, a saved value
+    changed in place or detached since), whose errors it raises."""
+    saved = node._saved
+    if node._released or saved is None:  # (None: SavedTensors to unpack)
+        return None
+    for _, _, vc, version, check in saved:  # (saved_tensors.intact, inline)
+        if vc[0] != version or (check is not None and not check._requires_grad):
+            return None
+    prim = node.prim
+    args, kwargs, ans = node.args, node.kwargs, node.ans[0]
+    if prim.vjp_all is not None:  # (VJPNode.run_rules)
+        cts = list(prim.vjp_all(g, ans, tuple(node.argnums), *args, **kwargs))
+    else:
+        vjps = prim.vjps
+        cts = []
+        for pos in node.argnums:
+            rule = vjps.get(pos)
+            if rule is None:
+                raise prim.missing_rule("VJP", pos)
+            cts.append(rule(g, ans, *args, **kwargs))
+    if release:  # (PrimNode.release, inline)
+        node._released = True
+        if saved:
+            node._saved = _RELEASED
+            for k, _, _, _, _ in saved:
+                if k >= 0:
+                    args[k] = None
+                else:
+                    node.ans[~k] = None
+    k = 0
+    for p in node.parents:  # (_conformed, inline)
+        ct = cts[k]
+        if ct is not None:
+            meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
+            if type(ct) is not np.ndarray or ct.dtype is not meta[1] or ct.shape != meta[0]:
+                cts[k] = _match(ct, meta)
+        k += 1
+    return cts
 
 
 def _conformed(node: Any, cts: list[Any]) -> list[Any]:
