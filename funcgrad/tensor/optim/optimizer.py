@@ -98,7 +98,12 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        _zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
+        if set_to_none:  # (the common case, _zero_grads' loop without its tests)
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p._grad = None
+            return
+        _zero_grads([p for g in self.param_groups for p in g["params"]], set_to_none)
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         raise NotImplementedError
