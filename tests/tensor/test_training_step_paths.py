@@ -100,3 +100,16 @@ def test_parameters_walk_leaves_out_nones_and_repeats_in_named_order():
     assert [id(p) for p in params] == [id(p) for _, p in net.named_parameters()]
     assert [type(m).__name__ for m in net.modules()] == ["Sequential", "Linear", "ReLU", "Conv2d"]
     assert net._module_list() == list(net.modules())
+
+
+def test_nodes_of_several_outputs_take_zeros_for_the_unused_and_check_what_they_saved():
+    x = ft.tensor(np.arange(1.0, 7.0), requires_grad=True)
+    first, second = (x * 1.0).split(3)
+    (first * 2.0).sum().backward()  # the second output gets no gradient: zeros there
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 2, 0, 0, 0])
+    a = ft.tensor(np.diag([1.0, 2.0, 3.0]), requires_grad=True)
+    b = a * 1.0
+    w, v = ft.linalg.eigh(b)
+    w.add_(1.0)  # a saved output changed in place: the version check raises
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        w.sum().backward()
