@@ -467,9 +467,10 @@ def _run_plain_many(node: Any, g: list[Any], release: bool) -> list[Any] | None:
             break
     else:
         return None
-    if node.prim.vjp_all is None:
-        g_all, g = g_all, tuple(gk if gk is not None else _zeros(m) for gk, m in zip(g_all, node._out_meta))
-    return _run_plain(node, g, release, g_all)
+    if node.prim.vjp_all is not None:
+        return _run_plain(node, g_all, release, g_all)
+    filled = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(g_all, node._out_meta))
+    return _run_plain(node, filled, release, g_all)
 
 
 def _run_plain(node: Any, g: Any, release: bool, g_all: Any = None) -> list[Any] | None:

@@ -289,12 +289,15 @@ def _hand_out_slots(opt: Any, group: dict[Any, Any], cache: Any, params: list[Te
     for i, p in enumerate(params):
         st = state[p]
         n = count if count is not None else int(np.asarray(st["step"]._value)) + 1 if "step" in st else 1
-        derived = shared if shared is not None or not derived_names else opt._derived_slots(group, n)
+        derived = shared if shared is not None else opt._derived_slots(group, n) if derived_names else _NO_SLOTS
         for name in names:  # (in PyTorch's order: the state's keys keep it)
             if name in scalars:
                 _set_scalar(st, name, n if name == "step" else derived[name])
             elif not steady:
                 st[name] = kept[i][name] = Tensor._make(columns[name][i])
+
+
+_NO_SLOTS: dict[str, float] = {}  # (no derived slots: never written to)
 
 
 def _set_scalar(st: dict[str, Any], name: str, value: Any) -> None:
