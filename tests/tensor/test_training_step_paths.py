@@ -113,3 +113,23 @@ def test_nodes_of_several_outputs_take_zeros_for_the_unused_and_check_what_they_
     w.add_(1.0)  # a saved output changed in place: the version check raises
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         w.sum().backward()
+
+
+def test_relu_takes_the_one_frame_recorder(monkeypatch):
+    import funcgrad.tensor.tensor_trace as trace
+    from funcgrad.core.reverse import USE_STEPS
+
+    taken = []
+    one = trace.TensorTrace.record_one
+
+    def spy(self, prim, args, argnums):  # type: ignore[no-untyped-def]
+        out = one(self, prim, args, argnums)
+        taken.append(out is not USE_STEPS)
+        return out
+
+    monkeypatch.setattr(trace.TensorTrace, "record_one", spy)
+    x = ft.tensor([1.0, -2.0, float("nan")], requires_grad=True)
+    out = ft.relu(x * 1.0)
+    assert taken == [True, True] and type(out.grad_fn).__name__ == "ReluBackward0"
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 1.0])  # NaN lets the gradient through (PyTorch)
