@@ -133,3 +133,31 @@ def test_relu_takes_the_one_frame_recorder(monkeypatch):
     assert taken == [True, True] and type(out.grad_fn).__name__ == "ReluBackward0"
     out.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 1.0])  # NaN lets the gradient through (PyTorch)
+
+
+@pytest.mark.parametrize("foreach", [False, None, True])  # the loop, the list update (2 parameters), the flat one
+@pytest.mark.parametrize("n_params", [2, 10])
+def test_hyperparameters_that_shape_the_state_may_change_between_steps(foreach, n_params):
+    """PyTorch's SGD starts a momentum buffer (the gradient itself) when momentum is turned on after some steps,
+    and leaves it in the state when it is turned off; Adam turned amsgrad raises PyTorch's KeyError."""
+    for momenta, want in (((0.0, 0.9, 0.9), 0.368), ((0.9, 0.0, 0.0), 0.512)):
+        params = [ft.ones(3, requires_grad=True) for _ in range(n_params)]
+        opt = ft.optim.SGD(params, lr=0.1, momentum=momenta[0], foreach=foreach)
+        for m in momenta:
+            opt.param_groups[0]["momentum"] = m
+            opt.zero_grad()
+            sum((p * p).sum() for p in params).backward()
+            opt.step()
+        np.testing.assert_allclose(params[-1].detach().numpy(), np.full(3, want), rtol=1e-6)
+        assert list(opt.state[params[0]]) == ["momentum_buffer"]
+    params = [ft.ones(3, requires_grad=True) for _ in range(n_params)]
+    opt = ft.optim.Adam(params, lr=0.1, foreach=foreach)
+    for amsgrad in (False, True):
+        opt.param_groups[0]["amsgrad"] = amsgrad
+        opt.zero_grad()
+        sum((p * p).sum() for p in params).backward()
+        if amsgrad:
+            with pytest.raises(KeyError, match="max_exp_avg_sq"):
+                opt.step()
+        else:
+            opt.step()

@@ -42,10 +42,12 @@ class _Flat:
     state's leaves (None: not kept as a slot), and the per-parameter slot tensors handed out last step (to
     notice a replaced slot)."""
 
-    __slots__ = ("params", "offsets", "fstate", "slots", "handed")
+    __slots__ = ("params", "offsets", "fstate", "slots", "names", "handed")
 
-    def __init__(self, params: list[Tensor], offsets: list[int], fstate: Any, slots: list[str | None]) -> None:
+    def __init__(self, params: list[Tensor], offsets: list[int], fstate: Any, slots: list[str | None],
+                 names: list[str]) -> None:
         self.params, self.offsets, self.fstate, self.slots = params, offsets, fstate, slots
+        self.names = names  # the group's slot names when the state was built (its hyperparameters shape it)
         self.handed: list[dict[str, Any]] = []
 
 
@@ -99,7 +101,9 @@ def flat_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
     flat_p = xp.concatenate([p._value.reshape(-1) for p in params])
     found = opt._flat.get(id(group))
     cache = found if isinstance(found, _Flat) else None
-    fresh = cache is None or cache.params != params or not _slots_intact(opt.state, params, cache.handed)
+    names = opt._slot_names(group)
+    fresh = cache is None or cache.params != params or cache.names != names \
+        or not _slots_intact(opt.state, params, cache.handed)
     if fresh:
         offsets, at = [], 0
         for p in params:
@@ -109,7 +113,7 @@ def flat_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
         fstate = _gather(opt, group, tx, params, flat_p)
         if fstate is None:
             return False
-        cache = _Flat(params, offsets, fstate, opt._field_slots(fstate))
+        cache = _Flat(params, offsets, fstate, opt._field_slots(fstate), names)
         opt._flat[id(group)] = cache
     assert cache is not None
     updates, cache.fstate = tx.update(flat_g, cache.fstate, flat_p)
@@ -149,10 +153,11 @@ class _Tree:
     ``layout`` reads the fields off the state's leaves: the state's structure, and per field whether it
     holds one leaf per parameter (the structure stays from step to step, so no ``is_leaf`` walk is needed)."""
 
-    __slots__ = ("params", "fstate", "slots", "handed", "layout")
+    __slots__ = ("params", "fstate", "slots", "names", "handed", "layout")
 
-    def __init__(self, params: list[Tensor], fstate: Any, slots: list[str | None]) -> None:
+    def __init__(self, params: list[Tensor], fstate: Any, slots: list[str | None], names: list[str]) -> None:
         self.params, self.fstate, self.slots = params, fstate, slots  # slots: each field's slot name (or None)
+        self.names = names  # the group's slot names when the state was built (its hyperparameters shape it)
         self.handed: list[dict[str, Any]] = []
         fields = tree_util.tree_leaves(fstate, is_leaf=_per_parameter([p._value for p in params]))
         per_param = [type(f) is list for f in fields]
@@ -225,11 +230,13 @@ def tree_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
     grads = [-p._grad._value for p in params] if maximize else [p._grad._value for p in params]
     found = opt._flat.get(id(group))
     cache = found if isinstance(found, _Tree) else None
-    if cache is None or not _same_params(cache.params, params) or not _slots_intact(opt.state, params, cache.handed):
+    names = opt._slot_names(group)
+    if cache is None or not _same_params(cache.params, params) or cache.names != names \
+            or not _slots_intact(opt.state, params, cache.handed):
         fstate = _tree_gather(opt, group, tx, params, values)
         if fstate is None:
             return False
-        cache = _Tree(params, fstate, opt._field_slots(tx.init(values[0])))
+        cache = _Tree(params, fstate, opt._field_slots(tx.init(values[0])), names)
         opt._flat[id(group)] = cache
     updates, cache.fstate = tx.update(grads, cache.fstate, values)
     for p, u in zip(params, updates):
@@ -261,7 +268,7 @@ def _hand_out_slots(opt: Any, group: dict[Any, Any], cache: Any, params: list[Te
     state, its version one more), as PyTorch updates its buffers in place: a reference a user holds sees
     the step (a view taken of it before the step does not: the new state is new memory, not written into
     the old). ``count``: the step count of every parameter (None: each one's ``step`` slot says)."""
-    names = opt._slot_names(group)
+    names = cache.names
     derived_names = opt._derived_slots(group, 1)
     scalars = [name for name in names if name == "step" or name in derived_names]
     functional = opt._functional

@@ -138,8 +138,9 @@ class Optimizer:
         state, a user's edit); in-place edits of the slot tensors reach it directly (they share memory)."""
         st = self.state[p]
         cached = self._functional.get(p)
-        if cached is not None and all(st.get(k) is v for k, v in cached[1].items()):
-            return cached[0]
+        if cached is not None and list(cached[1]) == self._slot_names(group) \
+                and all(st.get(k) is v for k, v in cached[1].items()):
+            return cached[0]  # (the slots it was built with, none replaced)
         template = tx.init(p._value)
         leaves, treedef = tree_util.tree_flatten(template)
         new = []
