@@ -161,3 +161,23 @@ def test_hyperparameters_that_shape_the_state_may_change_between_steps(foreach, 
                 opt.step()
         else:
             opt.step()
+
+
+def test_module_attributes_in_pytorchs_order_and_before_init():
+    lin = ft.nn.Linear(2, 2)
+    lin.register_buffer("weight_scale", ft.ones(1))
+    assert lin.weight is lin._parameters["weight"] and lin.weight_scale is lin._buffers["weight_scale"]
+    net = ft.nn.Sequential(lin)
+    assert getattr(net, "0") is lin
+    with pytest.raises(AttributeError, match="'Linear' object has no attribute 'nothing'"):
+        lin.nothing  # noqa: B018
+
+    class Early(ft.nn.Module):
+        def __init__(self) -> None:
+            self.__dict__["_parameters"] = {"w": ft.nn.Parameter(ft.ones(1))}  # the other stores not made yet
+            assert self.w is self._parameters["w"]
+            with pytest.raises(AttributeError, match="has no attribute 'v'"):
+                self.v  # noqa: B018
+            super().__init__()
+
+    Early()

@@ -102,15 +102,21 @@ class Module:
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__  # (PyTorch's order, unrolled: a forward reads its layers and parameters here)
-        s = d.get("_parameters")
-        if s is not None and name in s:
-            return s[name]
-        s = d.get("_buffers")
-        if s is not None and name in s:
-            return s[name]
-        s = d.get("_modules")
-        if s is not None and name in s:
-            return s[name]
+        try:
+            s = d["_parameters"]
+            if name in s:
+                return s[name]
+            s = d["_buffers"]
+            if name in s:
+                return s[name]
+            s = d["_modules"]
+            if name in s:
+                return s[name]
+        except KeyError:  # (a module whose stores are not all made yet: each one that is, in the same order)
+            for store in ("_parameters", "_buffers", "_modules"):
+                s = d.get(store)
+                if s is not None and name in s:
+                    return s[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
