@@ -194,8 +194,9 @@ class _MathMixin(TensorBase[TensorT]):
     def relu(self: TensorT) -> "TensorT":
         if self._value.dtype.kind == "b":
             raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
-        # one pass; NaN stays NaN, and its gradient passes there (PyTorch's threshold_backward)
-        return named("ReluBackward0", lambda x: _relu_primitive(x, nan_passes=True), _relu_primitive)(self)
+        # one pass; NaN stays NaN, and its gradient passes there (PyTorch's threshold_backward); nan_passes given
+        # by position, so that the call takes the recorder's one frame (a keyword call takes its steps)
+        return _relu_primitive(self, True)
 
     def bernoulli(self: TensorT, p: Any = None, *, generator: Any = None) -> "TensorT":
         """0/1 draws with probability ``self`` (or ``p``); no gradient. Example: ``ft.full((3,), 0.5).bernoulli()``."""

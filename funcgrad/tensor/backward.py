@@ -35,7 +35,8 @@ from .quiet import fp_quiet, fp_restore
 from .saved_hooks import _hook_state
 from ..core.reverse import DECLINE, VJPNode, Visitor, backward_pass, carry_thread_state
 from .boxes import as_numpy_box, as_tensor_box, edge_of, GraphBox, NumpyBox
-from .nodes import AccumulateGrad, Node, public_edge, register_node_call, target
+from .nodes import AccumulateGrad, Node, _zeros, public_edge, register_node_call, target
+from .prim_node import PrimNode
 from .saved_tensors import _RELEASED
 from .creation import zeros_like
 from .dual_trace import _local as _fwad_local
@@ -269,9 +270,30 @@ class _Visitor(Visitor):
             self.step = _step if not keep_graph else partial(_step, release=False)
 
     def visit(self, node: Any, g: Any, live: bool) -> Any:
-        if self.plain and node._short_step and g is not None:
-            # a primitive's node of one output, no hooks, nothing to check
-            return _conformed(node, node.vjp(g, g, False, not self.keep_graph))
+        if self.plain and g is not None:
+            if node._short_step:  # a primitive's node of one output, no hooks, nothing to check
+                cts = _run_plain(node, g, not self.keep_graph)
+                return cts if cts is not None else _conformed(node, node.vjp(g, g, False, not self.keep_graph))
+            if isinstance(node, PrimNode) and node._n_outputs != 1 \
+                    and not (node._tensor_prehooks or node._prehooks or node._hooks):
+                cts = _run_plain_many(node, g, not self.keep_graph)
+                if cts is not None:
+                    return cts
+            elif type(node) is AccumulateGrad:
+                # a leaf with no hooks and no .grad yet, a real host gradient of its dtype and shape: .grad is
+                # the gradient as it is when only this pass holds it (no copy), laid out as the leaf (_leaf's
+                # steps, in fewer bytecodes); else _leaf
+                var = node._variable()
+                if var is not None and var._grad is None and type(g) is np.ndarray and not (
+                        var._hooks or var._post_hooks or node._prehooks or node._hooks):
+                    value = var._value
+                    if type(value) is np.ndarray and g.dtype is value.dtype and g.shape == value.shape \
+                            and g.dtype.kind != "c":
+                        steal = getrefcount(g) <= _SOLE_REFS_AT_VISIT and g.base is None and g.flags.writeable
+                        with _grad_lock:
+                            if var._grad is None:
+                                var._grad = Tensor._make(_fresh_grad(g, value, steal))
+                                return None
         out_index = node.out_index
         if out_index is not None:  # one output of a node with several
             if node.parents[0]._tensor_prehooks and node not in self.capture_at:
@@ -433,6 +455,71 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
             else:
                 node.ans[~k] = None
     return ct
+
+
+def _run_plain_many(node: Any, g: list[Any], release: bool) -> list[Any] | None:
+    """:func:`_run_plain` for a primitive's node of several outputs and no hooks (``g``: one gradient per
+    output, None where none arrived: zeros for the per-argument rules, as ``PrimNode.apply``); None when
+    no gradient arrived (the general path passes None on) or the node needs ``node.vjp``'s checks."""
+    g_all = tuple(g)
+    for gk in g_all:
+        if gk is not None:
+            break
+    else:
+        return None
+    if node.prim.vjp_all is not None:
+        return _run_plain(node, g_all, release, g_all)
+    filled = tuple(gk if gk is not None else _zeros(m) for gk, m in zip(g_all, node._out_meta))
+    return _run_plain(node, filled, release, g_all)
+
+
+def _run_plain(node: Any, g: Any, release: bool, g_all: Any = None) -> list[Any] | None:
+    """``visit``'s short way for a primitive's node of one output and no hooks (``node._short_step``), in a
+    plain pass: ``node.vjp`` (the rules on the values as saved), ``_conformed`` and, with ``release``,
+    ``node.release`` in one frame; None when the node needs ``node.vjp``'s checks (released, a saved value
+    changed in place or detached since), whose errors it raises. (``g_all``: a node of several outputs,
+    from :func:`_run_plain_many`.)"""
+    saved = node._saved
+    if node._released or saved is None:  # (None: SavedTensors to unpack)
+        return None
+    for _, _, vc, version, check in saved:  # (saved_tensors.intact, inline)
+        if vc[0] != version or (check is not None and not check._requires_grad):
+            return None
+    prim = node.prim
+    args, kwargs = node.args, node.kwargs
+    if g_all is None:
+        ans = node.ans[0]
+        g_all = g
+    else:
+        ans = tuple(node.ans)
+    if prim.vjp_all is not None:  # (VJPNode.run_rules)
+        cts = list(prim.vjp_all(g_all, ans, tuple(node.argnums), *args, **kwargs))
+    else:
+        vjps = prim.vjps
+        cts = []
+        for pos in node.argnums:
+            rule = vjps.get(pos)
+            if rule is None:
+                raise prim.missing_rule("VJP", pos)
+            cts.append(rule(g, ans, *args, **kwargs))
+    if release:  # (PrimNode.release, inline)
+        node._released = True
+        if saved:
+            node._saved = _RELEASED
+            for k, _, _, _, _ in saved:
+                if k >= 0:
+                    args[k] = None
+                else:
+                    node.ans[~k] = None
+    k = 0
+    for p in node.parents:  # (_conformed, inline)
+        ct = cts[k]
+        if ct is not None:
+            meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
+            if type(ct) is not np.ndarray or ct.dtype is not meta[1] or ct.shape != meta[0]:
+                cts[k] = _match(ct, meta)
+        k += 1
+    return cts
 
 
 def _conformed(node: Any, cts: list[Any]) -> list[Any]:

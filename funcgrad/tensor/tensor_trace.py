@@ -484,21 +484,29 @@ def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b
         boxes: Any = None
         live = argnums if b._requires_grad and cls is not _UNRECORDED else ()
         args[i] = b._value
-    else:
+    else:  # (the boxes checked, unboxed and linked in one loop)
         live = []
+        boxes = []
+        parents = []
+        recorded = cls is not _UNRECORDED
         for j in argnums:
             a = args[j]
             if a.__class__ is not kind and (a.__class__ is not _PARAM[0] or kind is NumpyBox) or a._inference \
                     or a._base is not None \
                     and a._view_version != a._version_counter[0]:
+                for k, a in zip(argnums, boxes):  # (the boxes back: the steps take the call as it came)
+                    args[k] = a
                 return USE_STEPS
-            if a._requires_grad:
-                live.append(j)
-        if cls is _UNRECORDED:
-            live = ()
-        boxes = [args[j] for j in argnums]
-        for j, a in zip(argnums, boxes):
+            boxes.append(a)
             args[j] = a._value
+            if a._requires_grad and recorded:  # (link)
+                live.append(j)
+                parent = a._node
+                if parent is None:
+                    parent = get_accumulator(a)
+                elif parent._n_outputs != 1:
+                    parent = target(parent, a._output_nr)
+                parents.append(parent)
     fast = prim.fast_types
     for a in args:  # (run)
         if type(a) not in fast:
@@ -543,16 +551,6 @@ def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b
         elif parent._n_outputs != 1:
             parent = target(parent, b._output_nr)
         parents = [parent]
-    else:
-        parents = []
-        for a in boxes:
-            if a._requires_grad:
-                parent = a._node
-                if parent is None:
-                    parent = get_accumulator(a)
-                elif parent._n_outputs != 1:
-                    parent = target(parent, a._output_nr)
-                parents.append(parent)
     node = _new_node(cls)
     node.prim = prim
     node.parents = parents

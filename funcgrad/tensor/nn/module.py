@@ -4,6 +4,8 @@ hooks, state dicts, ``to``/``train``/``eval``)."""
 from __future__ import annotations
 
 import collections
+import functools
+import operator
 import warnings
 from typing import Any, Callable, Iterable, Iterator, cast
 
@@ -45,6 +47,8 @@ def _zero_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
             p._grad = p._grad.detach()
             p._grad.zero_()
 
+
+_not_none = functools.partial(operator.is_not, None)  # (a registered None is left out of the walks, in C)
 
 _IncompatibleKeys = collections.namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])  # type: ignore[name-match]  # torch's repr
 
@@ -98,15 +102,21 @@ class Module:
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__  # (PyTorch's order, unrolled: a forward reads its layers and parameters here)
-        s = d.get("_parameters")
-        if s is not None and name in s:
-            return s[name]
-        s = d.get("_buffers")
-        if s is not None and name in s:
-            return s[name]
-        s = d.get("_modules")
-        if s is not None and name in s:
-            return s[name]
+        try:
+            s = d["_parameters"]
+            if name in s:
+                return s[name]
+            s = d["_buffers"]
+            if name in s:
+                return s[name]
+            s = d["_modules"]
+            if name in s:
+                return s[name]
+        except KeyError:  # (a module whose stores are not all made yet: each one that is, in the same order)
+            for store in ("_parameters", "_buffers", "_modules"):
+                s = d.get(store)
+                if s is not None and name in s:
+                    return s[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
@@ -316,21 +326,41 @@ class Module:
 
     def _unnamed_parameters(self, recurse: bool) -> Iterator[Parameter]:
         """``named_parameters``' tensors, in its order, without building the dotted names (a training loop
-        may walk the parameters at every step)."""
-        seen: set[int] = set()
+        may walk the parameters at every step): gathered in one list, the duplicates and Nones left out
+        only when the list's ids show any."""
+        out: list[Any] = []
         for m in self._module_list() if recurse else (self,):
-            for p in m.__dict__["_parameters"].values():
-                if p is not None and id(p) not in seen:
-                    seen.add(id(p))
-                    yield p
+            out.extend(filter(_not_none, m.__dict__["_parameters"].values()))
+        if len(set(map(id, out))) != len(out):
+            seen: set[int] = set()
+            out = [p for p in out if id(p) not in seen and not seen.add(id(p))]  # type: ignore[func-returns-value]
+        return iter(out)
 
     def _module_list(self) -> list["Module"]:
-        """Every module of the tree once, depth first from this one: ``named_modules``' order, without names."""
+        """Every module of the tree once, depth first from this one: ``named_modules``' order, without names
+        (a module met again is left out with what it holds, as there: the walk checks for one only when the
+        list's ids show it)."""
         if type(self).named_modules is not Module.named_modules:
             return [m for _, m in self.named_modules()]
-        out: list[Module] = []
+        out: list[Any] = []
+        stack: list[Any] = [self]
+        limit = 256
+        while stack:
+            m = stack.pop()
+            out.append(m)
+            children = m.__dict__["_modules"]
+            if children:  # (most modules have none)
+                stack.extend(filter(_not_none, reversed(children.values())))
+                if len(out) > limit:  # (a module that holds itself would never end this walk)
+                    if len(set(map(id, out))) != len(out):
+                        break
+                    limit *= 2
+        else:
+            if len(set(map(id, out))) == len(out):
+                return out
+        out = []
         seen: set[int] = set()
-        stack: list[Module] = [self]
+        stack = [self]
         while stack:
             m = stack.pop()
             if id(m) in seen:
@@ -338,7 +368,7 @@ class Module:
             seen.add(id(m))
             out.append(m)
             children = m.__dict__["_modules"]
-            if children:  # (most modules have none)
+            if children:
                 stack.extend([c for c in reversed(children.values()) if c is not None])
         return out
 

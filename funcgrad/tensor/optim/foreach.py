@@ -38,13 +38,16 @@ AUTO_MAX_MEAN_SIZE = 16384
 
 
 class _Flat:
-    """A group's flat functional state: the parameters it covers, their offsets, and the per-parameter
-    slot tensors handed out last step (to notice a replaced slot)."""
+    """A group's flat functional state: the parameters it covers, their offsets, the slot of each of the
+    state's leaves (None: not kept as a slot), and the per-parameter slot tensors handed out last step (to
+    notice a replaced slot)."""
 
-    __slots__ = ("params", "offsets", "fstate", "handed")
+    __slots__ = ("params", "offsets", "fstate", "slots", "names", "handed")
 
-    def __init__(self, params: list[Tensor], offsets: list[int], fstate: Any) -> None:
-        self.params, self.offsets, self.fstate = params, offsets, fstate
+    def __init__(self, params: list[Tensor], offsets: list[int], fstate: Any, slots: list[str | None],
+                 names: list[str]) -> None:
+        self.params, self.offsets, self.fstate, self.slots = params, offsets, fstate, slots
+        self.names = names  # the group's slot names when the state was built (its hyperparameters shape it)
         self.handed: list[dict[str, Any]] = []
 
 
@@ -85,18 +88,22 @@ def flat_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
         return True
     first = params[0]._value
     xp = namespace_of(first)
-    if any(p._value.dtype != first.dtype or namespace_of(p._value) is not xp or p._grad._value.dtype != first.dtype
-           for p in params):
-        return False
+    kind, dtype = type(first), first.dtype
+    for p in params:  # one array type (so one namespace) and one dtype; else the loop
+        v = p._value
+        if type(v) is not kind or v.dtype != dtype or p._grad._value.dtype != dtype:
+            return False
     if xp is not np and len({str(device_of(p._value)) for p in params}) > 1:
         return False
-    flat_g = xp.concatenate([xp.reshape(p._grad._value, (-1,)) for p in params])
+    flat_g = xp.concatenate([p._grad._value.reshape(-1) for p in params])
     if maximize:
         flat_g = -flat_g
-    flat_p = xp.concatenate([xp.reshape(p._value, (-1,)) for p in params])
+    flat_p = xp.concatenate([p._value.reshape(-1) for p in params])
     found = opt._flat.get(id(group))
     cache = found if isinstance(found, _Flat) else None
-    fresh = cache is None or cache.params != params or not _slots_intact(opt.state, params, cache.handed)
+    names = opt._slot_names(group)
+    fresh = cache is None or cache.params != params or cache.names != names \
+        or not _slots_intact(opt.state, params, cache.handed)
     if fresh:
         offsets, at = [], 0
         for p in params:
@@ -106,7 +113,7 @@ def flat_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
         fstate = _gather(opt, group, tx, params, flat_p)
         if fstate is None:
             return False
-        cache = _Flat(params, offsets, fstate)
+        cache = _Flat(params, offsets, fstate, opt._field_slots(fstate), names)
         opt._flat[id(group)] = cache
     assert cache is not None
     updates, cache.fstate = tx.update(flat_g, cache.fstate, flat_p)
@@ -120,18 +127,21 @@ def _store_views(opt: Any, group: dict[Any, Any], cache: _Flat, params: list[Ten
     the slots derived from it, such as NAdam's ``mu_product``, as 0-d float32 host tensors)."""
     leaves = tree_util.tree_leaves(cache.fstate)
     total = int(step.shape[0])
-    by_slot = {slot: leaf for slot, leaf in zip(opt._field_slots(cache.fstate), leaves) if slot is not None}
+    by_slot = {slot: leaf for slot, leaf in zip(cache.slots, leaves) if slot is not None}
     count = int(np.asarray(by_slot["step"])) if "step" in by_slot else None
-    for p, lo, hi in zip(params, cache.offsets, cache.offsets[1:]):
-        p._value += xp.reshape(step[lo:hi], p._value.shape)  # in place: views of the parameter see it
+    offsets = cache.offsets
+    for p, lo, hi in zip(params, offsets, offsets[1:]):
+        v = p._value
+        v += step[lo:hi].reshape(v.shape)  # in place: views of the parameter see it
         p._version_counter[0] += 1
 
-    def slot_view(name: str, i: int, p: Tensor) -> Any:
+    def slot_values(name: str) -> list[Any]:
         leaf = by_slot[name]
-        lo, hi = cache.offsets[i], cache.offsets[i + 1]
-        return leaf[lo:hi].reshape(p._value.shape) if getattr(leaf, "shape", ()) == (total,) else leaf
+        if getattr(leaf, "shape", ()) != (total,):
+            return [leaf] * len(params)
+        return [leaf[lo:hi].reshape(p._value.shape) for p, lo, hi in zip(params, offsets, offsets[1:])]
 
-    _hand_out_slots(opt, group, cache, params, count, slot_view)
+    _hand_out_slots(opt, group, cache, params, count, slot_values)
 
 
 # --------------------------------------------------------------------------- one update over the list of parameters
@@ -143,10 +153,11 @@ class _Tree:
     ``layout`` reads the fields off the state's leaves: the state's structure, and per field whether it
     holds one leaf per parameter (the structure stays from step to step, so no ``is_leaf`` walk is needed)."""
 
-    __slots__ = ("params", "fstate", "slots", "handed", "layout")
+    __slots__ = ("params", "fstate", "slots", "names", "handed", "layout")
 
-    def __init__(self, params: list[Tensor], fstate: Any, slots: list[str | None]) -> None:
+    def __init__(self, params: list[Tensor], fstate: Any, slots: list[str | None], names: list[str]) -> None:
         self.params, self.fstate, self.slots = params, fstate, slots  # slots: each field's slot name (or None)
+        self.names = names  # the group's slot names when the state was built (its hyperparameters shape it)
         self.handed: list[dict[str, Any]] = []
         fields = tree_util.tree_leaves(fstate, is_leaf=_per_parameter([p._value for p in params]))
         per_param = [type(f) is list for f in fields]
@@ -219,11 +230,13 @@ def tree_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
     grads = [-p._grad._value for p in params] if maximize else [p._grad._value for p in params]
     found = opt._flat.get(id(group))
     cache = found if isinstance(found, _Tree) else None
-    if cache is None or not _same_params(cache.params, params) or not _slots_intact(opt.state, params, cache.handed):
+    names = opt._slot_names(group)
+    if cache is None or not _same_params(cache.params, params) or cache.names != names \
+            or not _slots_intact(opt.state, params, cache.handed):
         fstate = _tree_gather(opt, group, tx, params, values)
         if fstate is None:
             return False
-        cache = _Tree(params, fstate, opt._field_slots(tx.init(values[0])))
+        cache = _Tree(params, fstate, opt._field_slots(tx.init(values[0])), names)
         opt._flat[id(group)] = cache
     updates, cache.fstate = tx.update(grads, cache.fstate, values)
     for p, u in zip(params, updates):
@@ -232,7 +245,7 @@ def tree_step(opt: Any, group: dict[Any, Any], tx: Any, lr: float, maximize: boo
     by_slot = {slot: f for slot, f in zip(cache.slots, cache.fields()) if slot is not None}
     count = int(np.asarray(by_slot["step"])) if "step" in by_slot else None
     _hand_out_slots(opt, group, cache, params, count,
-                    lambda name, i, p: by_slot[name][i] if type(by_slot[name]) is list else by_slot[name])
+                    lambda name: by_slot[name] if type(by_slot[name]) is list else [by_slot[name]] * len(params))
     return True
 
 
@@ -247,37 +260,51 @@ def _slots_intact(state: Any, params: list[Tensor], handed: list[dict[str, Any]]
 
 
 def _hand_out_slots(opt: Any, group: dict[Any, Any], cache: Any, params: list[Tensor], count: int | None,
-                    slot_value: Callable[[str, int, Tensor], Any]) -> None:
+                    slot_values: Callable[[str], list[Any]]) -> None:
     """Hand out PyTorch's slots of each parameter after a joint update: ``step`` and the slots derived
     from it (such as NAdam's ``mu_product``) as 0-d float32 host tensors, the others as Tensors over
-    ``slot_value(name, i, p)`` (the updated state, not a copy), kept in ``cache.handed``. A slot tensor
-    handed out last step and still in the state is the one updated (its value now the new state, its
-    version one more), as PyTorch updates its buffers in place: a reference a user holds sees the step
-    (a view taken of it before the step does not: the new state is new memory, not written into the old)."""
-    names = opt._slot_names(group)
-    before = cache.handed if len(cache.handed) == len(params) else [{}] * len(params)
-    cache.handed = []
+    ``slot_values(name)[i]`` (the updated state of ``params[i]``, not a copy), kept in ``cache.handed``. A
+    slot tensor handed out last step and still in the state is the one updated (its value now the new
+    state, its version one more), as PyTorch updates its buffers in place: a reference a user holds sees
+    the step (a view taken of it before the step does not: the new state is new memory, not written into
+    the old). ``count``: the step count of every parameter (None: each one's ``step`` slot says)."""
+    names = cache.names
+    derived_names = opt._derived_slots(group, 1)
+    scalars = [name for name in names if name == "step" or name in derived_names]
     functional = opt._functional
-    for i, p in enumerate(params):
-        st = opt.state[p]
-        if functional:
+    if functional:
+        for p in params:
             functional.pop(p, None)  # (the loop path rebuilds from the slots if it takes over)
-        n = count if count is not None else int(np.asarray(st["step"]._value)) + 1 if "step" in st else 1
-        derived = opt._derived_slots(group, n)
-        handed = {}
-        kept = before[i]
-        for name in names:
-            if name == "step" or name in derived:
-                _set_scalar(st, name, n if name == "step" else derived[name])
-                continue
-            t = kept.get(name)
-            if t is not None and st.get(name) is t:
-                t._value = slot_value(name, i, p)
+    state = opt.state
+    shared = opt._derived_slots(group, count) if count is not None and derived_names else None
+    arrays = [name for name in names if name not in scalars]
+    kept = cache.handed
+    steady = len(kept) == len(params)
+    if steady:
+        # the tensors handed out last step, all still in the state (the step began by checking so:
+        # _slots_intact), each updated in place
+        for name in arrays:
+            for handed, value in zip(kept, slot_values(name)):
+                t = handed[name]
+                t._value = value
                 t._version_counter[0] += 1
-                handed[name] = t
-            else:
-                st[name] = handed[name] = Tensor._make(slot_value(name, i, p))
-        cache.handed.append(handed)
+        if not scalars:
+            return
+    else:
+        cache.handed = kept = [{} for _ in params]
+    columns = {name: slot_values(name) for name in arrays} if not steady else {}
+    for i, p in enumerate(params):
+        st = state[p]
+        n = count if count is not None else int(np.asarray(st["step"]._value)) + 1 if "step" in st else 1
+        derived = shared if shared is not None else opt._derived_slots(group, n) if derived_names else _NO_SLOTS
+        for name in names:  # (in PyTorch's order: the state's keys keep it)
+            if name in scalars:
+                _set_scalar(st, name, n if name == "step" else derived[name])
+            elif not steady:
+                st[name] = kept[i][name] = Tensor._make(columns[name][i])
+
+
+_NO_SLOTS: dict[str, float] = {}  # (no derived slots: never written to)
 
 
 def _set_scalar(st: dict[str, Any], name: str, value: Any) -> None:

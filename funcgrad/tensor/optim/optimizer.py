@@ -98,7 +98,12 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        _zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
+        if set_to_none:  # (the common case, _zero_grads' loop without its tests)
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p._grad = None
+            return
+        _zero_grads([p for g in self.param_groups for p in g["params"]], set_to_none)
 
     def _transform(self, group: dict[Any, Any]) -> Any:
         raise NotImplementedError
@@ -133,8 +138,9 @@ class Optimizer:
         state, a user's edit); in-place edits of the slot tensors reach it directly (they share memory)."""
         st = self.state[p]
         cached = self._functional.get(p)
-        if cached is not None and all(st.get(k) is v for k, v in cached[1].items()):
-            return cached[0]
+        if cached is not None and list(cached[1]) == self._slot_names(group) \
+                and all(st.get(k) is v for k, v in cached[1].items()):
+            return cached[0]  # (the slots it was built with, none replaced)
         template = tx.init(p._value)
         leaves, treedef = tree_util.tree_flatten(template)
         new = []
