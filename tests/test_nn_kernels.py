@@ -969,6 +969,24 @@ def test_shifted_row_columns_equal_the_general_columns(monkeypatch, request, dty
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 
+def test_feature_sums_of_products_by_vecdot_equal_einsum():
+    """Batch norm's per-channel ``sum(a * b)`` (``vecdot`` over (N, C, rest) rows for contiguous host floats)
+    equals the einsum it replaces; strided arrays, other layouts and broadcasting partners take the einsum."""
+    rng = np.random.default_rng(15)
+    for dtype, tol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+        for shape, axes in (((6, 3, 5, 4), (0, 2, 3)), ((6, 3, 7), (0, -1)), ((6, 3, 5, 4), (0, 2))):
+            a, b = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+            letters = "abcd"[:len(shape)]
+            for left, right in ((a, b), (a[::-1], b), (a, b[:, :, :1])):
+                got = knorm._sum_of_products(left, right, axes)
+                reduced = {ax % len(shape) for ax in axes}
+                kept = "".join(c for i, c in enumerate(letters) if i not in reduced)
+                want = np.einsum(f"{letters},{letters}->{kept}", left, right).reshape(
+                    [1 if i in reduced else n for i, n in enumerate(shape)])
+                assert got.shape == want.shape
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
 def test_batch_norm_backward_sums_of_products_equal_the_composition():
     """standardize_affine_backward forms neither ``xhat`` nor ``g * xhat``: its values against the old
     composition in float32 on a large batch (the one-pass sums keep float32 accuracy) and float64."""

@@ -124,11 +124,28 @@ def _sum_to(a: Any, shape: tuple[int, ...]) -> Any:
     return a.sum(axis=rest, keepdims=True) if rest else a
 
 
+_vecdot = getattr(np, "vecdot", None)  # NumPy >= 2
+
+
+def _batch_norm_layout(a: Any, reduced: set[int]) -> bool:
+    """Whether ``a`` is a contiguous float32/float64 host array of at least three axes reduced over every axis
+    but axis 1: batch norm's layout, which the per-feature sums take as rows of ``(N, C, rest)``."""
+    return (isinstance(a, np.ndarray) and a.ndim >= 3 and a.dtype in (np.float32, np.float64)
+            and a.flags.c_contiguous and reduced == set(range(a.ndim)) - {1})
+
+
 def _sum_of_products(a: Any, b: Any, axes: tuple[int, ...]) -> Any:
-    """``sum(a * b, axes, keepdims=True)`` in one pass, without the product as a temporary (``einsum``)."""
+    """``sum(a * b, axes, keepdims=True)`` in one pass, without the product as a temporary (``einsum``; for
+    batch norm's layout on the host, NumPy 2's ``vecdot`` over ``(N, C, rest)`` rows: 0.15 against 0.20 ms at
+    (32, 16, 32, 32) float32, 0.07 against 0.11 ms at (32, 32, 16, 16))."""
     xp = namespace_of(a)
-    letters = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
     reduced = {ax % a.ndim for ax in axes}
+    if (_vecdot is not None and _batch_norm_layout(a, reduced) and _batch_norm_layout(b, reduced)
+            and a.shape == b.shape and a.dtype == b.dtype):
+        n, c = a.shape[:2]
+        total = _vecdot(a.reshape(n, c, -1), b.reshape(n, c, -1)).sum(axis=0)
+        return total.reshape((1, c) + (1,) * (a.ndim - 2))
+    letters = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
     kept = "".join(c for i, c in enumerate(letters) if i not in reduced)
     out = xp.einsum(f"{letters},{letters}->{kept}", a, b)
     return out.reshape(tuple(1 if i in reduced else n for i, n in enumerate(a.shape)))
@@ -139,8 +156,7 @@ def _sum_over(a: Any, axes: tuple[int, ...]) -> Any:
     axis but axis 1, float32/float64: BLAS) as one matrix-vector product of ``(N, C, rest)`` with ones, about
     twice as fast as the reduction over the strided axes."""
     reduced = {ax % a.ndim for ax in axes} if a.ndim else set()
-    if (isinstance(a, np.ndarray) and a.ndim >= 3 and a.dtype in (np.float32, np.float64) and a.flags.c_contiguous
-            and reduced == set(range(a.ndim)) - {1}):
+    if _batch_norm_layout(a, reduced):
         n, c = a.shape[:2]
         rows = a.reshape(n, c, -1)
         total = (rows @ np.ones(rows.shape[-1], dtype=a.dtype)).sum(axis=0)
