@@ -24,7 +24,7 @@ def _env_flag(name: str) -> bool:
 _ALIASES = {"jax_debug_nans": "debug_nans", "funcgrad_debug_nans": "debug_nans",
             "jax_log_compiles": "jit_log_compiles"}
 _FLAGS = ("debug_nans", "jit_log_compiles", "jit_retrace_warn", "jit_threads", "jit_parallel_min_size",
-          "jit_backend", "jit_native_after", "jit_native_wait", "jit_compiler")
+          "jit_backend", "jit_native_after", "jit_native_wait", "jit_compiler", "host_memory_keep")
 
 
 class Config:
@@ -57,6 +57,11 @@ class Config:
       background compiles run: ``"process"`` (numba in a worker process, killed at exit, so an
       exit never waits for a compile) or ``"thread"`` (numba on a thread of this process).
       Read at each background compile.
+    - ``host_memory_keep`` (env ``FUNCGRAD_HOST_MEMORY_KEEP``, read at import; default 64 MiB):
+      bytes of freed memory the C allocator (glibc) keeps for reuse instead of returning them to
+      the OS, so a training step's large arrays do not page-fault afresh every step (see
+      ``funcgrad.host_memory``). ``0`` in the environment leaves the allocator untouched; setting
+      0 here restores glibc's static 128 KiB thresholds. Process-wide; no effect off glibc.
     """
 
     def __init__(self) -> None:
@@ -142,6 +147,18 @@ class Config:
         settings.compiler = check_compiler(value, "jit_compiler")
 
     @property
+    def host_memory_keep(self) -> int:
+        from .host_memory import kept_bytes
+
+        return kept_bytes()
+
+    @host_memory_keep.setter
+    def host_memory_keep(self, value: int) -> None:
+        from .host_memory import keep_freed_memory
+
+        keep_freed_memory(value)
+
+    @property
     def debug_nans(self) -> bool:
         from .debugging import nan_checks_enabled
 
@@ -167,3 +184,7 @@ class Config:
 
 
 config = Config()
+
+from .host_memory import apply_environment  # noqa: E402  (config's import-time setting)
+
+apply_environment()
