@@ -113,14 +113,41 @@ LOWERINGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(LOWERINGS))
-def test_lowering_runs_native_and_equals_the_replay(name):
-    f, args, terms = LOWERINGS[name]
-    got, want, compiled = run_both(f, *args)
+def _groups(names, size):
+    return [names[i:i + size] for i in range(0, len(names), size)]
+
+
+# A few lowerings per compiled program (each compile costs about half a second before its first
+# equation): every case reads its own arguments, so no two cases share an equation, and each is
+# checked against the replay with its own bound. The linalg cases compile one to a program.
+CASE_GROUPS = (_groups(sorted(n for n in LOWERINGS if not n.startswith("linalg")), 6)
+               + [[n] for n in sorted(LOWERINGS) if n.startswith("linalg")])
+
+
+@pytest.mark.parametrize("names", CASE_GROUPS, ids=" + ".join)
+def test_lowering_runs_native_and_equals_the_replay(names):
+    cases = [LOWERINGS[name] for name in names]
+
+    def together(*args):
+        outs, start = [], 0
+        for f, case_args, _ in cases:
+            outs.append(f(*args[start:start + len(case_args)]))
+            start += len(case_args)
+        return tuple(outs)
+
+    got, want, compiled = run_both(together, *[a for _, case_args, _ in cases for a in case_args])
     # fails if any equation silently stays on the replay where a lowering exists
     assert compiled.backend == "native", compiled.why
     assert compiled.left == 0, [e for e in compiled.program.eqns if not native.lowerable(e)]
-    assert_within_bound(got, want, terms)
+    for name, (_, _, terms), g, w in zip(names, cases, got, want, strict=True):
+        try:
+            assert_within_bound(g, w, terms)
+        except AssertionError as err:
+            raise AssertionError(f"{name}: {err}") from err
+
+
+def test_every_lowering_case_is_in_one_group():
+    assert sorted(n for group in CASE_GROUPS for n in group) == sorted(LOWERINGS)
 
 
 GRADIENTS = {  # gradients go through the transposes of these lowerings (scatters, views, contractions)
@@ -137,13 +164,31 @@ GRADIENTS = {  # gradients go through the transposes of these lowerings (scatter
 }
 
 
-@pytest.mark.parametrize("name", sorted(GRADIENTS))
-def test_gradients_through_lowerings_run_native(name):
-    f, x = GRADIENTS[name]
-    got, want, compiled = run_both(fg.grad(f), x)
+# the small gradients in one program (the sum of their losses, differentiated in each case's argument)
+GRADIENT_GROUPS = ([sorted(n for n in GRADIENTS if not n.startswith("linalg"))]
+                   + [[n] for n in sorted(GRADIENTS) if n.startswith("linalg")])
+
+
+@pytest.mark.parametrize("names", GRADIENT_GROUPS, ids=" + ".join)
+def test_gradients_through_lowerings_run_native(names):
+    losses = [GRADIENTS[name][0] for name in names]
+
+    def total(*xs):
+        return sum(loss(x) for loss, x in zip(losses, xs, strict=True))
+
+    got, want, compiled = run_both(fg.grad(total, argnums=tuple(range(len(names)))),
+                                   *[GRADIENTS[name][1] for name in names])
     assert compiled.backend == "native", compiled.why
     assert compiled.left == 0, [e for e in compiled.program.eqns if not native.lowerable(e)]
-    assert_within_bound(got, want, 12)
+    for name, g, w in zip(names, got, want, strict=True):
+        try:
+            assert_within_bound(g, w, 12)
+        except AssertionError as err:
+            raise AssertionError(f"{name}: {err}") from err
+
+
+def test_every_gradient_case_is_in_one_group():
+    assert sorted(n for group in GRADIENT_GROUPS for n in group) == sorted(GRADIENTS)
 
 
 def test_float32_reductions_and_contractions():

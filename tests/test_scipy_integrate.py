@@ -249,7 +249,8 @@ def test_dopri5_adjoint_gradient_equals_unrolled_gradient():
 
 
 def test_dopri5_check_grads_order2():
-    check_derivatives(Case(dopri_case, ODE_ARGS), rtol=1e-4, atol=1e-6)
+    # over the first half of T (three output times, the same adaptive path): half the steps to differentiate
+    check_derivatives(Case(lambda y0, k, c: dopri_case(y0, k, c, t=T[:3]), ODE_ARGS), rtol=1e-4, atol=1e-6)
 
 
 def test_dopri5_float32_and_vmap():
