@@ -165,20 +165,49 @@ NON_FINITE = {  # inputs whose complex results are not all finite: the call runs
 }
 
 
-@pytest.mark.parametrize("name", sorted(NON_FINITE))
-def test_non_finite_results_are_numpy_s_exactly(name):
-    f, z = NON_FINITE[name]
-    got, want = run_both(f, z, fallbacks=1)
-    np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(want.imag))
-    finite = np.array([1 + 1j, 0.5 - 2j]) if z.ndim == 1 else np.array([[1 + 1j, 0.5 - 2j], [1j, 2.0]]) * 1e-200
-    # (the same program on finite values: native code again)
-    nat = fg.jit(f, backend="native")
-    nat.lower(finite).compile()
-    tier = nat.lower(finite)._entry.staged.tier
+FINITE = {  # finite values of each NON_FINITE case's shape: there the same program runs native
+    name: (np.array([[1 + 1j, 0.5 - 2j], [1j, 2.0]]) * 1e-200 if z.ndim == 2 else np.array([1 + 1j, 0.5 - 2j]))
+    for name, (_, z) in NON_FINITE.items()}
+
+
+def together(cases):
+    """One program of several cases (each compile costs about half a second before its first
+    equation): case k reads its own arguments, so no two cases share an equation; the result is
+    the tuple of the cases' results."""
+    def run(*args):
+        outs, start = [], 0
+        for f, count in cases:
+            outs.append(f(*args[start:start + count]))
+            start += count
+        return tuple(outs)
+    return run
+
+
+def test_non_finite_results_are_numpy_s_exactly():
+    # the six cases compile as one program; call k gives case k its non-finite input and the others
+    # finite ones, so the hand-over to the replay is case k's alone
+    names = sorted(NON_FINITE)
+    f = together([(NON_FINITE[name][0], 1) for name in names])
+    nat, replay = fg.jit(f, backend="native"), fg.jit(f, backend="numpy")
+    finite = [FINITE[name] for name in names]
+    compiled = nat.lower(*finite).compile()
+    assert compiled.backend == "native" and compiled.left == 0, compiled.why
+    tier = nat.lower(*finite)._entry.staged.tier
+    for name in names:
+        args = [NON_FINITE[n][1] if n == name else FINITE[n] for n in names]
+        before = tier.fallbacks
+        with np.errstate(all="ignore"):
+            got, want = nat(*args), replay(*args)
+        assert tier.fallbacks - before == 1, f"{name}: the call should have run on the replay"
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w, err_msg=name)
+            np.testing.assert_array_equal(np.signbit(g.imag), np.signbit(w.imag), err_msg=name)
+    # the same program on finite values only: native code again, no hand-over
     before = tier.fallbacks
-    assert ulps(nat(finite), fg.jit(f, backend="numpy")(finite)) <= 8 * COMPLEX_ULP_BOUND
+    got, want = nat(*finite), replay(*finite)
     assert tier.fallbacks == before
+    for name, g, w in zip(names, got, want, strict=True):
+        assert ulps(g, w) <= 8 * COMPLEX_ULP_BOUND, name
 
 
 def test_debug_nans_names_the_primitive_of_a_complex_program():
@@ -210,12 +239,16 @@ PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_complex_programs_lower_whole_and_equal_the_replay(name):
-    f, args, terms = PROGRAMS[name]
-    got, want = run_both(f, *args)
-    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
-        assert ulps(g, w) <= COMPLEX_ULP_BOUND * terms
+def test_complex_programs_lower_whole_and_equal_the_replay():
+    # the five programs compile as one, each compared with its own bound
+    names = sorted(PROGRAMS)
+    f = together([(PROGRAMS[name][0], len(PROGRAMS[name][1])) for name in names])
+    got, want = run_both(f, *[a for name in names for a in PROGRAMS[name][1]])
+    for name, g_case, w_case in zip(names, got, want, strict=True):
+        terms = PROGRAMS[name][2]
+        for g, w in zip(g_case if isinstance(g_case, tuple) else (g_case,),
+                        w_case if isinstance(w_case, tuple) else (w_case,), strict=True):
+            assert ulps(g, w) <= COMPLEX_ULP_BOUND * terms, name
 
 
 def loss(z, x):
