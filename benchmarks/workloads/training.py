@@ -104,7 +104,7 @@ def conv_table(ctx: Context) -> Table:
     return Table("train_conv", f"issue 19: Conv2d({c},{ch},3,bias=False)+BatchNorm2d+ReLU+MaxPool2d+Linear training step, "
                  f"batch {batch}, {hw}x{hw}, float32", rows, reference, rtol=2e-3, unit="ms",
                  baselines=("torch eager step", "fg.nn step (fg.grad + fg.optim)"),
-                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update."])
+                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update; every row updates batch norm's running statistics (the functional ones carry them from step to step)."])
 
 
 def lstm_table(ctx: Context) -> Table:
@@ -217,7 +217,8 @@ def conv2_table(ctx: Context) -> Table:
     return Table("train_conv32", f"issue 26: two (Conv2d+BatchNorm2d+ReLU+MaxPool2d) blocks ({c1}, {c2} channels) + "
                  f"Linear training step, batch {batch}, {hw}x{hw}, float32", rows, reference, rtol=2e-2, unit="ms",
                  baselines=("torch eager step", "fg.nn step (fg.grad + fg.optim)"),
-                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update.",
+                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update; every row "
+                        "updates the batch norms' running statistics (the functional ones carry them from step to step).",
                         "rtol 2e-2: on one thread PyTorch's float32 gradients of the first block are 1.2e-2 (relative) "
                         "from its own float64 ones; funcgrad's float32 gradients are within 1.2e-6 of them."])
 
