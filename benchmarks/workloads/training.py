@@ -36,14 +36,21 @@ def _compiled_row(model, x, y, ft):
     return Entry("ft.compile(model) step", _ft_rows(ft.compile(model, fullgraph=True), x, y, ft), check=lambda g: g)
 
 
-def _fg_step(loss, params, x, y, order, jit=False):
+def _fg_step(loss, params, x, y, order, jit=False, running=None):
+    """The functional step. With ``running`` (a pytree of batch norm's running statistics), ``loss(p, x, y,
+    running)`` returns ``(loss, new_running)`` and the step carries the new statistics to the next one, as the
+    ft and torch steps update their BatchNorm buffers in train mode."""
     opt = fg.optim.sgd(0.0, momentum=0.9)
     state = [opt.init(params)]
-    grad = fg.jit(fg.grad(loss)) if jit else fg.grad(loss)
-    box = [params]
+    grad = fg.grad(loss, has_aux=running is not None)
+    grad = fg.jit(grad) if jit else grad
+    box = [params, running]
 
     def step():
-        g = grad(box[0], x, y)
+        if running is None:
+            g = grad(box[0], x, y)
+        else:
+            g, box[1] = grad(box[0], x, y, box[1])
         updates, state[0] = opt.update(g, state[0], box[0])
         box[0] = fg.optim.apply_updates(box[0], updates)
         return [g[k] for k in order]
@@ -51,10 +58,10 @@ def _fg_step(loss, params, x, y, order, jit=False):
     return step
 
 
-def _fg_rows(loss, params, xs, ys, order):
+def _fg_rows(loss, params, xs, ys, order, running=None):
     """The functional step, eager and under fg.jit (the same loss, optimizer and reference)."""
-    eager = _fg_step(loss, params, xs, ys, order)
-    jitted = _fg_step(loss, params, xs, ys, order, jit=True)
+    eager = _fg_step(loss, params, xs, ys, order, running=running)
+    jitted = _fg_step(loss, params, xs, ys, order, jit=True, running=running)
     return eager, [Entry("fg.nn step (fg.grad + fg.optim)", eager, check=lambda g: g),
                    Entry("fg.jit(fg.grad) step", jitted, check=lambda g: g)]
 
@@ -74,15 +81,16 @@ def conv_table(ctx: Context) -> Table:
     fx, fy = ft.tensor(xs), ft.tensor(ys)
     ft_step = _ft_rows(model, fx, fy, ft)
 
-    def loss(p, x, y):
+    def loss(p, x, y, running):  # (the running statistics updated, as ft's and torch's BatchNorm2d in train mode)
         h = fnn.conv2d(x, p["0.weight"], None, padding=1)
-        h, _, _ = fnn.batch_norm(h, None, None, p["1.weight"], p["1.bias"], training=True)
+        h, mean, var = fnn.batch_norm(h, running["mean"], running["var"], p["1.weight"], p["1.bias"], training=True)
         h = fnn.max_pool2d(fnn.relu(h), 2)
         h = fnp.reshape(h, (fnp.shape(h)[0], -1))
-        return fnn.cross_entropy(h @ fnp.transpose(p["5.weight"]) + p["5.bias"], y, axis=-1)
+        return fnn.cross_entropy(h @ fnp.transpose(p["5.weight"]) + p["5.bias"], y, axis=-1), {"mean": mean, "var": var}
 
     params = {k: init[k] for k in order}
-    fg_step, fg_rows = _fg_rows(loss, params, xs, ys, order)
+    running = {"mean": init["1.running_mean"], "var": init["1.running_var"]}
+    fg_step, fg_rows = _fg_rows(loss, params, xs, ys, order, running)
     reference = fg_step()
     rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g),
             _compiled_row(model, fx, fy, ft), *fg_rows]
@@ -96,7 +104,7 @@ def conv_table(ctx: Context) -> Table:
     return Table("train_conv", f"issue 19: Conv2d({c},{ch},3,bias=False)+BatchNorm2d+ReLU+MaxPool2d+Linear training step, "
                  f"batch {batch}, {hw}x{hw}, float32", rows, reference, rtol=2e-3, unit="ms",
                  baselines=("torch eager step", "fg.nn step (fg.grad + fg.optim)"),
-                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update."])
+                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update; every row updates batch norm's running statistics (the functional ones carry them from step to step)."])
 
 
 def lstm_table(ctx: Context) -> Table:
@@ -162,13 +170,22 @@ def _torch_rows(make, init, xs, ys):
 def conv2_loss(p, x, y):
     """The functional loss of the two-conv-layer CNN (conv, batch norm, relu, max pool, twice; a linear
     layer), over ``p`` keyed as the ft model's ``state_dict``; ``benchmarks/training_profile.py`` profiles it."""
-    h = x
+    return conv2_loss_tracked(p, x, y, None)[0]
+
+
+def conv2_loss_tracked(p, x, y, running):
+    """:func:`conv2_loss` and the batch norms' running statistics blended with the batch's (``running``: keyed as
+    the ``state_dict``'s ``"1.running_mean"``...; None: not tracked), as ft's and torch's BatchNorm2d in train mode:
+    ``(loss, new_running)``."""
+    h, new = x, {}
     for conv, bn in (("0", "1"), ("4", "5")):
         h = fnn.conv2d(h, p[f"{conv}.weight"], None, padding=1)
-        h, _, _ = fnn.batch_norm(h, None, None, p[f"{bn}.weight"], p[f"{bn}.bias"], training=True)
+        rm, rv = (None, None) if running is None else (running[f"{bn}.running_mean"], running[f"{bn}.running_var"])
+        h, new[f"{bn}.running_mean"], new[f"{bn}.running_var"] = fnn.batch_norm(
+            h, rm, rv, p[f"{bn}.weight"], p[f"{bn}.bias"], training=True)
         h = fnn.max_pool2d(fnn.relu(h), 2)
     h = fnp.reshape(h, (fnp.shape(h)[0], -1))
-    return fnn.cross_entropy(h @ fnp.transpose(p["9.weight"]) + p["9.bias"], y, axis=-1)
+    return fnn.cross_entropy(h @ fnp.transpose(p["9.weight"]) + p["9.bias"], y, axis=-1), new
 
 
 def conv2_table(ctx: Context) -> Table:
@@ -192,14 +209,16 @@ def conv2_table(ctx: Context) -> Table:
     ft_step = _ft_rows(model, ft.tensor(xs), ft.tensor(ys), ft)
     compiled = _compiled_row(model, ft.tensor(xs), ft.tensor(ys), ft)
 
-    fg_step, fg_rows = _fg_rows(conv2_loss, {k: init[k] for k in order}, xs, ys, order)
+    running = {k: v for k, v in init.items() if k.endswith(("running_mean", "running_var"))}
+    fg_step, fg_rows = _fg_rows(conv2_loss_tracked, {k: init[k] for k in order}, xs, ys, order, running)
     reference = fg_step()
     rows = [Entry("funcgrad.tensor step (ft.nn + ft.optim)", ft_step, check=lambda g: g), compiled, *fg_rows,
             *_torch_rows(make, init, xs, ys)]
     return Table("train_conv32", f"issue 26: two (Conv2d+BatchNorm2d+ReLU+MaxPool2d) blocks ({c1}, {c2} channels) + "
                  f"Linear training step, batch {batch}, {hw}x{hw}, float32", rows, reference, rtol=2e-2, unit="ms",
                  baselines=("torch eager step", "fg.nn step (fg.grad + fg.optim)"),
-                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update.",
+                 notes=["One step = zero_grad, forward, cross-entropy, backward, SGD(momentum=0.9) update; every row "
+                        "updates the batch norms' running statistics (the functional ones carry them from step to step).",
                         "rtol 2e-2: on one thread PyTorch's float32 gradients of the first block are 1.2e-2 (relative) "
                         "from its own float64 ones; funcgrad's float32 gradients are within 1.2e-6 of them."])
 

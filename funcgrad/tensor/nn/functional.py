@@ -992,6 +992,9 @@ def _class_weights(logp: Tensor, target: Any, weight: Tensor | None, ignore_inde
     return -picked * wt, wt
 
 
+_cross_entropy_of_labels = named_result("NllLossBackward0", _fnn.cross_entropy)
+
+
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
                   ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
@@ -1014,6 +1017,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
                 # others). On a device this path is always taken: checking for them first would
                 # read the labels back to the host.
                 return _cross_entropy_ignoring(input, tgt, axis, label_smoothing, reduction, ignore_index)
+            # (fg.nn's cross entropy is funcgrad.numpy functions and one primitive on the logits: it takes the
+            # Tensor as it is, no bridge boxes; the labels are an array)
+            return cast("Tensor", _cross_entropy_of_labels(input, tgt, axis=axis, label_smoothing=label_smoothing,
+                                                           reduction=reduction))
         return _run_on_tensors_named("NllLossBackward0", _fnn.cross_entropy, input, tgt, axis=axis,
                          label_smoothing=label_smoothing, reduction=reduction)
     logp = input.log_softmax(axis)
