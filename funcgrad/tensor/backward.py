@@ -445,16 +445,22 @@ def _step(node: Any, g: Any, release: bool = True) -> Any:
         meta = p._out_meta[0] if p.out_index is None else p.parents[0]._out_meta[p.out_index]
         if type(ct) is not np.ndarray or ct.dtype is not meta[1] or ct.shape != meta[0]:
             ct = _match(ct, meta)
-    if release:  # (node.release, inline)
-        node._released = True
-    if saved and release:
+    if release:
+        _release(node, saved, args)
+    return ct
+
+
+def _release(node: Any, saved: Any, args: list[Any]) -> None:
+    """``PrimNode.release`` for the short ways, which already hold the node's saved entries and arguments:
+    the node is marked released and the values it saved are dropped."""
+    node._released = True
+    if saved:
         node._saved = _RELEASED
         for k, _, _, _, _ in saved:
             if k >= 0:
                 args[k] = None
             else:
                 node.ans[~k] = None
-    return ct
 
 
 def _run_plain_many(node: Any, g: list[Any], release: bool) -> list[Any] | None:
@@ -485,32 +491,15 @@ def _run_plain(node: Any, g: Any, release: bool, g_all: Any = None) -> list[Any]
     for _, _, vc, version, check in saved:  # (saved_tensors.intact, inline)
         if vc[0] != version or (check is not None and not check._requires_grad):
             return None
-    prim = node.prim
     args, kwargs = node.args, node.kwargs
     if g_all is None:
         ans = node.ans[0]
         g_all = g
     else:
         ans = tuple(node.ans)
-    if prim.vjp_all is not None:  # (VJPNode.run_rules)
-        cts = list(prim.vjp_all(g_all, ans, tuple(node.argnums), *args, **kwargs))
-    else:
-        vjps = prim.vjps
-        cts = []
-        for pos in node.argnums:
-            rule = vjps.get(pos)
-            if rule is None:
-                raise prim.missing_rule("VJP", pos)
-            cts.append(rule(g, ans, *args, **kwargs))
-    if release:  # (PrimNode.release, inline)
-        node._released = True
-        if saved:
-            node._saved = _RELEASED
-            for k, _, _, _, _ in saved:
-                if k >= 0:
-                    args[k] = None
-                else:
-                    node.ans[~k] = None
+    cts: list[Any] = node.run_rules(g, g_all, ans, args, kwargs)
+    if release:
+        _release(node, saved, args)
     k = 0
     for p in node.parents:  # (_conformed, inline)
         ct = cts[k]
