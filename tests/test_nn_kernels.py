@@ -478,6 +478,13 @@ def test_batchnorm_running_statistics_over_calls_match_recorded_torch(name, dtyp
         assert m.weight.grad is None and m.bias.grad is None
 
 
+def _load_recorded(ft, params, values):
+    """Copy recorded weights into an ft module's parameters, outside autograd."""
+    with ft.no_grad():
+        for p, value in zip(params, values):
+            p.copy_(ft.tensor(value))
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", ["lstm", "lstm_batch1_odd", "lstm_packed"])
 def test_ft_lstm_module_matches_recorded_torch(name, dtype):
@@ -490,9 +497,7 @@ def test_ft_lstm_module_matches_recorded_torch(name, dtype):
     xs, cot, tol = [_arr(a) for a in rec["inputs"]], _arr(rec["cot"]), _tol(dtype)
     lstm = ft.nn.LSTM(xs[0].shape[-1], xs[1].shape[-1], dtype=getattr(ft, dtype))
     params = [lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0, lstm.bias_hh_l0]
-    with ft.no_grad():
-        for p, value in zip(params, xs[3:]):
-            p.copy_(ft.tensor(value))
+    _load_recorded(ft, params, xs[3:])
     x, h0, c0 = (ft.tensor(a, requires_grad=True) for a in xs[:3])
     state = (h0.unsqueeze(0), c0.unsqueeze(0))
     if name == "lstm_packed":
@@ -518,9 +523,7 @@ def test_ft_gru_module_matches_recorded_torch(dtype):
     xs, cot, tol = [_arr(a) for a in rec["inputs"]], _arr(rec["cot"]), _tol(dtype)
     gru = ft.nn.GRU(xs[0].shape[-1], xs[1].shape[-1], dtype=getattr(ft, dtype))
     params = [gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0, gru.bias_hh_l0]
-    with ft.no_grad():
-        for p, value in zip(params, xs[2:]):
-            p.copy_(ft.tensor(value))
+    _load_recorded(ft, params, xs[2:])
     x, h0 = (ft.tensor(a, requires_grad=True) for a in xs[:2])
     hs, _ = gru(x, h0.unsqueeze(0))
     (hs.reshape(-1) * ft.tensor(cot)).sum().backward()

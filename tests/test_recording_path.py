@@ -225,6 +225,15 @@ def _node_facts(out):
 
 
 # what the Tensor trace's rules read: the argument (0) or the result (-1)
+def _spying_record_one(one, taken):
+    """``record_one`` that also notes in ``taken`` whether it took the call (True) or left it to the steps."""
+    def spy(self, prim, args, argnums):
+        out = one(self, prim, args, argnums)
+        taken.append(out is not USE_STEPS)
+        return out
+    return spy
+
+
 _SAVES = {fnp.sin: 0, fnp.exp: -1, fnp.tanh: -1, fnp.log1p: 0, fnp.negative: None}
 
 
@@ -232,14 +241,8 @@ _SAVES = {fnp.sin: 0, fnp.exp: -1, fnp.tanh: -1, fnp.log1p: 0, fnp.negative: Non
 @pytest.mark.parametrize("size", [3, 1000])  # small arrays kept, big ones replaced by their spec when unread
 @pytest.mark.parametrize("way", ["record_one", "steps"])
 def test_record_one_and_the_steps_make_the_expected_tensor_node(fn, size, way, monkeypatch):
-    taken = []
-    one = _trace.TensorTrace.record_one
-
-    def spy(self, prim, args, argnums):
-        out = one(self, prim, args, argnums)
-        taken.append(out is not USE_STEPS)
-        return out
-
+    taken: list[bool] = []
+    spy = _spying_record_one(_trace.TensorTrace.record_one, taken)
     monkeypatch.setattr(_trace.TensorTrace, "record_one", spy if way == "record_one" else None)
     leaf = ft.tensor(np.linspace(0.1, 0.9, size), requires_grad=True)
     for x, parent in ((leaf, "AccumulateGrad"), (leaf * 1.0, "MulBackward0")):  # a leaf, a value with history
@@ -338,13 +341,8 @@ def test_record_one_makes_what_the_steps_make_for_several_boxes(case, size, monk
     facts, grads = [], []
     one = _trace.TensorTrace.record_one
     for way in ("record_one", "steps"):
-        taken = []
-
-        def spy(self, prim, args, argnums):
-            out = one(self, prim, args, argnums)
-            taken.append(out is not USE_STEPS)
-            return out
-
+        taken: list[bool] = []
+        spy = _spying_record_one(one, taken)
         monkeypatch.setattr(_trace.TensorTrace, "record_one", spy if way == "record_one" else None)
         monkeypatch.setattr(_tensor_shape, "record_view", _general_view)  # (the view methods' short way: below)
         leaf = ft.tensor(np.linspace(0.1, 0.9, size), requires_grad=True)
@@ -369,13 +367,8 @@ def test_record_one_makes_no_node_where_the_steps_make_none(case, monkeypatch):
     one = _trace.TensorTrace.record_one
     results = []
     for way in ("record_one", "steps"):
-        taken = []
-
-        def spy(self, prim, args, argnums):
-            out = one(self, prim, args, argnums)
-            taken.append(out is not USE_STEPS)
-            return out
-
+        taken: list[bool] = []
+        spy = _spying_record_one(one, taken)
         monkeypatch.setattr(_trace.TensorTrace, "record_one", spy if way == "record_one" else None)
         x = ft.tensor([0.5, 2.5, 1.5], requires_grad=True)
         out = {"constants": lambda: ft.ones(3) * ft.tensor([1.0, 2.0, 3.0]),
@@ -413,14 +406,8 @@ def test_record_one_refuses_a_saved_change_in_place_as_the_steps_do():
 
 @pytest.mark.parametrize("case", ["no_grad", "keyword", "inference", "stale_view", "mixed_boxes"])
 def test_record_one_leaves_the_other_calls_to_the_steps(case, monkeypatch):
-    taken = []
-    one = _trace.TensorTrace.record_one
-
-    def spy(self, prim, args, argnums):
-        out = one(self, prim, args, argnums)
-        taken.append(out is not USE_STEPS)
-        return out
-
+    taken: list[bool] = []
+    spy = _spying_record_one(_trace.TensorTrace.record_one, taken)
     monkeypatch.setattr(_trace.TensorTrace, "record_one", spy)
     x = ft.tensor([0.5, 1.5, 2.5], requires_grad=True)
     if case == "no_grad":
