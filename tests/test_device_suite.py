@@ -484,7 +484,7 @@ NN = [
     ("lstm_sequence", lambda xs, h, wi, wh, b: fnp.sum(nn.lstm(xs, h, h, wi, wh, b, b)[0] ** 2),
      [_x((3, 2, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3), _x((8,), 4)]),
     ("lstm_layer", lambda xs, h, wi, wh, b: sum(fnp.sum(o ** 2) for o in krnn.lstm_layer(
-        xs, h, h, wi, wh, b, b, batch_first=True, reverse=True)),
+        xs, wi, wh, b, b, h, h, batch_first=True, reverse=True)),
      [_x((2, 3, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3), _x((8,), 4)]),
     ("masked_lstm_sequence", lambda xs, h, wi, wh, b, m: fnp.sum(nn.lstm(xs, h, h, wi, wh, b, b, mask=m)[0] ** 2),
      [_x((3, 2, 3)), _x((2, 2), 1), _x((8, 3), 2), _x((8, 2), 3), _x((8,), 4)], (np.array([[1.0, 1.0], [1.0, 0.0],

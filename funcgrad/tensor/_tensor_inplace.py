@@ -28,7 +28,7 @@ from .torch_names import view_rebase_error
 from .inplace_variant import inplace_variant
 from .factory_defaults import _rng
 from .tensor_class import is_tensor, new_tensor
-from .torch_names import named
+from .torch_names import named, named_node_class
 from .tensor_helpers import (
     node_mark, _to_raw_index, _is_basic, _shape_arg, _as_tensor, _cast, _scalar_like, _finish_inplace,
 )
@@ -42,7 +42,7 @@ class _InplaceMixin(TensorBase[TensorT]):
     def t_(self: TensorT) -> "TensorT":
         if self.dim() > 2:
             raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
-        return self.transpose_(0, 1) if self.dim() == 2 else self
+        return self._transpose_inplace(0, 1, "TBackward1") if self.dim() == 2 else self
 
     def __setitem__(self: TensorT, idx: Any, value: Any) -> None:
         idx = _to_raw_index(idx)
@@ -172,6 +172,10 @@ class _InplaceMixin(TensorBase[TensorT]):
 
             t = ft.zeros(2, 3); t.transpose_(0, 1)   # t.shape == (3, 2)
         """
+        return self._transpose_inplace(dim0, dim1, "TransposeBackward1")
+
+    def _transpose_inplace(self: TensorT, dim0: builtins.int, dim1: builtins.int, name: str) -> "TensorT":
+        """``transpose_`` (``t_``), its node named ``name`` as PyTorch's in-place variant's."""
         if not self.requires_grad and self._base is None:  # (the property: a stale view is refreshed first)
             return self._set_value_inplace(self.transpose(dim0, dim1)._value)
         if self._requires_grad and self._node is None and self._base is None:
@@ -180,6 +184,9 @@ class _InplaceMixin(TensorBase[TensorT]):
         if self._view_kind is not None and _mode.enabled and (self._node is not None or self._base._requires_grad):
             raise RuntimeError(view_rebase_error(self, indirect=False))  # no_grad, inference or multi-output view
         _become(self, self.transpose(dim0, dim1))  # recorded; of a view, a view of the same base
+        node = self._node
+        if node is not None:  # (PyTorch's TransposeBackward1 / TBackward1)
+            node.__class__ = named_node_class(getattr(node, "_named_base", type(node)), name)
         return self
 
     swapdims_ = swapaxes_ = transpose_

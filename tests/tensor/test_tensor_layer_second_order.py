@@ -70,26 +70,31 @@ def test_lstm_layers_are_one_node_each_and_match_the_old_composition(layers, bid
         into.append([t.detach().numpy().copy() for t in (out, h, c)])
         grads = ft.autograd.grad(sum(((t * g).sum() for t, g in zip((out, h, c), cots)), ft.zeros(())), leaves)
         into.append([g.numpy() for g in grads])
-        if run is lstm and layers == 1 and not bidirectional:  # one node for all three, no views
-            assert out.grad_fn is h.grad_fn is c.grad_fn
-            assert [t.grad_fn is not None and t._output_nr for t in (out, h, c)] == [0, 1, 2]
-            assert type(out.grad_fn).__name__ == "MkldnnRnnLayerBackward0"  # (PyTorch's CPU name)
-            assert not any(t._is_view() for t in (out, h, c))
-            parents = out.grad_fn.next_functions  # the input's and parameters' accumulators, h0[0] and c0[0]
-            assert [type(n).__name__ for n, _ in parents] == ["AccumulateGrad"] + ["SelectBackward0"] * 2 + [
-                "AccumulateGrad"] * 4
-            assert all(n.variable is v for (n, _), v in zip(parents[:1] + parents[3:], (x, *lstm.parameters())))
+        if run is lstm and layers == 1 and not bidirectional:  # one node for all three, PyTorch's graph around it
+            layer = out.grad_fn.next_functions[0][0] if batch_first else out.grad_fn
+            assert out._is_view() == batch_first and out.grad_fn.name() == (
+                "TransposeBackward0" if batch_first else "MkldnnRnnLayerBackward0")  # (PyTorch's CPU names)
+            assert layer.name() == "MkldnnRnnLayerBackward0"
+            assert h.grad_fn.name() == c.grad_fn.name() == "StackBackward0" and not (h._is_view() or c._is_view())
+            assert h.grad_fn.next_functions == ((layer, 1),) and c.grad_fn.next_functions == ((layer, 2),)
+            # PyTorch's order: input (batch-first: its time-major copy), the four parameters, h0[0] and c0[0]
+            parents = layer.next_functions
+            assert [n.name() for n, _ in parents] == [
+                "CloneBackward0" if batch_first else "torch::autograd::AccumulateGrad"] + [
+                "torch::autograd::AccumulateGrad"] * 4 + ["SelectBackward0"] * 2
+            assert all(n.variable is v for (n, _), v in zip(parents[1:5], lstm.parameters()))
         elif run is lstm:
-            assert type(h.grad_fn).__name__ == type(c.grad_fn).__name__ == "CatBackward0"
+            assert h.grad_fn.name() == c.grad_fn.name() == "StackBackward0"
+            assert len(h.grad_fn.next_functions) == layers * ndir
     for g, w in zip(got[0] + got[1], want[0] + want[1]):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("batch_first", [False, True])
-def test_lstm_results_changed_in_place_keep_the_gradients(batch_first):
-    """The layer node's rule reads its inputs, never its results: h_n and c_n changed in place before the
-    backward (as PyTorch allows: its h_n and c_n are stacks of the layer's) are no error, nor is the output
-    (where PyTorch, which saves it, raises), and the gradients are those of the unchanged run."""
+def test_lstm_final_states_changed_in_place_keep_the_gradients_and_the_output_refuses(batch_first):
+    """As PyTorch's: h_n and c_n (stacks of the layers' final states, which save nothing) changed in place before
+    the backward are no error and the gradients are those of the unchanged run; the output, which the layer
+    node saves (batch-first: a view of it), changed in place makes the backward raise PyTorch's error."""
     ft.manual_seed(4)
     lstm = ft.nn.LSTM(3, 4, batch_first=batch_first).double()
     x = ft.randn(2, 5, 3, dtype=ft.float64, requires_grad=True)
@@ -98,10 +103,16 @@ def test_lstm_results_changed_in_place_keep_the_gradients(batch_first):
         out, (h, c) = lstm(x)
         loss = (out * 2.0).sum() + h.sum() + (c * -3.0).sum()  # (no rule here reads out, h or c either)
         if change:
-            out.add_(1.0), h.mul_(2.0), c.zero_()
+            h.mul_(2.0), c.zero_()
         grads.append([g.numpy() for g in ft.autograd.grad(loss, (x, *lstm.parameters()))])
     for got, want in zip(*grads):
         np.testing.assert_array_equal(got, want)
+    out, (h, c) = lstm(x)
+    loss = out.sum()
+    out.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: .*output 0 of MkldnnRnnLayer, is at "
+                                           r"version 1; expected version 0"):
+        loss.backward()
 
 
 def test_lstm_weight_gradients_match_the_cell_loop():

@@ -540,7 +540,7 @@ lstm_sequence: Callable[..., Any] = defprimitive(
 # --------------------------------------------------------------------------- a whole LSTM layer, as PyTorch's module sees it
 
 
-def lstm_layer_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, *,
+def lstm_layer_composed(xs: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, h0: Any, c0: Any, *,
                         batch_first: bool = False, reverse: bool = False) -> tuple[Any, Any, Any]:
     """:func:`lstm_layer` from :func:`lstm_sequence_composed` and views (the reference)."""
     if batch_first:
@@ -548,10 +548,10 @@ def lstm_layer_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: A
     if reverse:
         xs = fnp.flip(xs, 0)
     hs, c = lstm_sequence_composed(xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
-    h_n, c_n = hs[-1:], fnp.expand_dims(c, 0)
+    h_n = hs[-1]
     if reverse:
         hs = fnp.flip(hs, 0)
-    return (fnp.swapaxes(hs, 0, 1) if batch_first else hs), h_n, c_n
+    return (fnp.swapaxes(hs, 0, 1) if batch_first else hs), h_n, c
 
 
 def _time_major(xs: Any, batch_first: bool, reverse: bool) -> Any:
@@ -568,39 +568,39 @@ def _user_layout(a: Any, batch_first: bool, reverse: bool) -> Any:
     return a.swapaxes(0, 1) if batch_first else a
 
 
-def _lstm_layer_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, *,
+def _lstm_layer_raw(xs: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, h0: Any, c0: Any, *,
                     batch_first: bool = False, reverse: bool = False) -> tuple[Any, Any, Any]:
     xp = namespace_of(xs)
     steps = _sequence_forward(xp, _time_major(xs, batch_first, reverse), h0, c0, w_ih, w_hh, b_ih, b_hh)
-    _steps.put((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), (batch_first, reverse), steps)
+    _steps.put((xs, w_ih, w_hh, b_ih, b_hh, h0, c0), (batch_first, reverse), steps)
     T = xs.shape[1 if batch_first else 0]
     # copies, as the caller may write into its results; a batch-first output is the transpose of a time-major
     # buffer, as PyTorch's (and its last step, what a classifier reads, one contiguous block)
     out = (steps.hs[:0:-1] if reverse else steps.hs[1:]).copy()
-    return (out.swapaxes(0, 1) if batch_first else out), steps.hs[T:].copy(), steps.cs[T:].copy()
+    return (out.swapaxes(0, 1) if batch_first else out), steps.hs[T].copy(), steps.cs[T].copy()
 
 
-def _lstm_layer_backward_raw(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, g_out: Any,
+def _lstm_layer_backward_raw(xs: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, h0: Any, c0: Any, g_out: Any,
                              g_hn: Any, g_cn: Any, *, batch_first: bool = False, reverse: bool = False
                              ) -> tuple[Any, ...]:
     xp = namespace_of(xs)
     xs_steps = _time_major(xs, batch_first, reverse)
-    steps = _steps.take((xs, h0, c0, w_ih, w_hh, b_ih, b_hh), (batch_first, reverse))
+    steps = _steps.take((xs, w_ih, w_hh, b_ih, b_hh, h0, c0), (batch_first, reverse))
     if steps is None:  # not the forward's own inputs: run it again
         steps = _sequence_forward(xp, xs_steps, h0, c0, w_ih, w_hh, b_ih, b_hh)
     ghs = _time_major(g_out, batch_first, reverse)  # (views: the loop reads one step at a time)
-    cts = _sequence_backward(xp, steps, xs_steps, h0, c0, w_ih, w_hh, ghs, g_hn[0], g_cn[0])
-    return (_user_layout(cts[0], batch_first, reverse),) + cts[1:]
+    g_x, g_h0, g_c0, *g_weights = _sequence_backward(xp, steps, xs_steps, h0, c0, w_ih, w_hh, ghs, g_hn, g_cn)
+    return (_user_layout(g_x, batch_first, reverse), *g_weights, g_h0, g_c0)
 
 
-def lstm_layer_backward_composed(xs: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any,
+def lstm_layer_backward_composed(xs: Any, w_ih: Any, w_hh: Any, b_ih: Any, b_hh: Any, h0: Any, c0: Any,
                                  g_out: Any, g_hn: Any, g_cn: Any, *, batch_first: bool = False,
                                  reverse: bool = False) -> tuple[Any, ...]:
     """The cotangents of :func:`lstm_layer`'s seven arguments, through the transforms (the reference)."""
     from ...transforms.autodiff import vjp
 
     _, pull = vjp(lambda *a: lstm_layer_composed(*a, batch_first=batch_first, reverse=reverse),
-                  xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+                  xs, w_ih, w_hh, b_ih, b_hh, h0, c0)
     return tuple(pull((g_out, g_hn, g_cn)))
 
 
@@ -615,23 +615,25 @@ lstm_layer_backward: Callable[..., Any] = defprimitive(
 
 def _layer_vjp_all(g: tuple[Any, ...], ans: tuple[Any, ...], argnums: Sequence[int], *args: Any,
                    **kwargs: Any) -> list[Any]:
-    # (the results' values are never read, so the tape keeps only their shapes and dtypes: a result changed in
-    # place before the backward, h_n say, is no error; zeros where a result got no cotangent, on xs's device)
+    # (zeros where a result got no cotangent, on xs's device; the results are read for their shapes only)
     xp = namespace_of(args[0])
     cts = lstm_layer_backward(*args, *(xp.zeros(a.shape, dtype=a.dtype) if ct is None else ct
                                        for ct, a in zip(g, ans)), **kwargs)
     return [cts[k] for k in argnums]
 
 
+# Every rule "reads" the results too: PyTorch's MkldnnRnnLayerBackward0 saves its output, so that the Tensor
+# layer version-checks them as PyTorch does (an in-place write to ``output`` before ``backward()`` is an error
+# there; ``h_n`` and ``c_n`` reach the user through a stack, which saves nothing).
 lstm_layer: Callable[..., Any] = defprimitive(
     _lstm_layer_raw, name="lstm_layer", vjp_all=_layer_vjp_all,
     jvp_all=composed_rules(lstm_layer_composed)[1], multiple_results=True,
-    batch=_vmapped(lstm_layer_composed, 3), reads={k: range(7) for k in range(7)},
-    doc="``(out, h_n, c_n)`` of one LSTM layer and direction as PyTorch's ``nn.LSTM`` returns them, from one "
-        "node: ``out`` every step's ``h`` (``(T, ..., H)``; ``batch_first``: ``xs`` and ``out`` are "
-        "``(N, T, ...)``), ``h_n`` and ``c_n`` the final state with a leading axis of 1 (``(1, ..., H)``); "
-        "``reverse`` runs the sequence from its last step (``out`` in input order). The sequence must have "
-        "at least one step. The kernel of :func:`lstm_sequence`, its backward "
+    batch=_vmapped(lstm_layer_composed, 3), reads={k: {*range(7), "ans"} for k in range(7)},
+    doc="``(out, h_n, c_n)`` of one LSTM layer and direction from one node, its arguments in the order of "
+        "PyTorch's (``xs, w_ih, w_hh, b_ih, b_hh, h0, c0``): ``out`` every step's ``h`` (``(T, ..., H)``; "
+        "``batch_first``: ``xs`` and ``out`` are ``(N, T, ...)``), ``h_n`` and ``c_n`` the final state "
+        "(``(..., H)``); ``reverse`` runs the sequence from its last step (``out`` in input order). The "
+        "sequence must have at least one step. The kernel of :func:`lstm_sequence`, its backward "
         "(:func:`lstm_layer_backward`) one more primitive.")
 
 

@@ -4,8 +4,10 @@
 
 One time step is ``funcgrad.nn.lstm_cell`` / ``gru_cell`` on the tensors; the
 sequence modules loop over time in Python, except the LSTM, whose every layer and direction is one
-kernel and one node (``lstm_layer``: the sequence kernel of ``funcgrad.nn.lstm``, giving ``output``, ``h_n``
-and ``c_n`` in the module's layout, batch-first or reversed, with no views recorded around it). A
+kernel and one node (``lstm_layer``: the sequence kernel of ``funcgrad.nn.lstm``, as PyTorch's
+``MkldnnRnnLayerBackward0``). The graph around the layers is PyTorch's (CPU, float32): ``h_n``/``c_n`` a
+stack of every layer's final state, a batch-first output the transpose of the time-major one, the
+reverse direction's outputs in input order, so ``grad_fn`` names and in-place errors are PyTorch's. A
 :class:`~funcgrad.tensor.nn.utils.rnn.PackedSequence` input runs on its padded form, each state frozen past its
 sequence's length (an LSTM in the one masked-sequence kernel, the others step by step), and comes back packed.
 
@@ -23,7 +25,6 @@ from typing import Any
 import numpy as np
 
 import funcgrad.nn as _fnn
-import funcgrad.numpy as _fnp
 from funcgrad.backend import namespace_of
 from funcgrad.nn.kernels.recurrent import lstm_layer
 
@@ -109,44 +110,37 @@ class RNNBase(Module):
         w_ih, w_hh, b_ih, b_hh = self._direction_names[k]
         return params[w_ih], params[w_hh], (params[b_ih] if b_ih else None), (params[b_hh] if b_hh else None)
 
-    def _run_direction(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...], reverse: bool,
-                       batch_first: bool = False) -> tuple[Tensor, tuple[Any, ...]]:
-        """The outputs ``(L, N, H)`` of every time step and the final state (``(h,)``, or ``(h, c)`` for an LSTM),
-        each with a leading axis of 1; ``reverse`` runs the sequence from its last step (outputs in input
-        order). ``batch_first`` (a non-empty LSTM sequence only): ``x`` and the outputs are ``(N, L, H)``."""
-        if self.mode == "LSTM" and x._value.shape[1 if batch_first else 0]:  # the whole sequence as one kernel
+    def _run_direction(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...], reverse: bool
+                       ) -> tuple[Tensor, tuple[Any, ...]]:
+        """The outputs ``(L, N, H)`` of every time step of the time-major ``x`` and the final state (``(h,)``, or
+        ``(h, c)`` for an LSTM, each ``(N, H)``); ``reverse`` runs the sequence from its last step (outputs in
+        input order, as PyTorch's: its reverse direction's outputs are stacked in input order, no flip)."""
+        if self.mode == "LSTM":
             w_ih, w_hh, b_ih, b_hh = w
             if b_ih is None:
                 no_bias = namespace_of(w_hh._value).zeros((w_hh.shape[0],), dtype=w_hh._value.dtype)
                 b_ih = b_hh = no_bias
-            # (one primitive and one node for output, h_n and c_n, as PyTorch's: it takes the Tensors as they are
-            # and gives Tensors, no bridge boxes, and reads the layout and the direction itself, no views recorded)
-            if batch_first or reverse:
-                out, h_n, c_n = lstm_layer(x, *state, w_ih, w_hh, b_ih, b_hh, batch_first=batch_first,
-                                           reverse=reverse)
-            else:
-                out, h_n, c_n = lstm_layer(x, *state, w_ih, w_hh, b_ih, b_hh)
-            return out, (h_n, c_n)
-        if reverse:
-            x = x.flip(0)
-        if self.mode == "LSTM":  # an empty sequence: the initial state
-            hs, (h, c) = _fnn.lstm(*_boxes(x, *state, *w))
-            out, final = as_tensor_box(hs), (as_tensor_box(h).unsqueeze(0), as_tensor_box(c).unsqueeze(0))
-        else:
-            if self.mode == "GRU":
-                # the input projection of every time step in one matrix product; the cells take it as x
-                xs, w = F.linear(x, w[0], w[2]).unbind(0), (None, w[1], None, w[3])
-            else:
-                xs = x.unbind(0)
-            outs = []
-            for xt in xs:
-                if self.mode == "GRU":
-                    state = (_gru_step(xt, *state, *w),)
+            if x._value.shape[0]:  # the whole sequence as one kernel and one node (PyTorch's MkldnnRnnLayer)
+                if reverse:
+                    out, h_n, c_n = lstm_layer(x, w_ih, w_hh, b_ih, b_hh, *state, reverse=True)
                 else:
-                    state = (_rnn_step(xt, *state, *w, relu=self.mode == "RNN_RELU"),)
-                outs.append(state[0])
-            out, final = stack(outs, 0), tuple(st.unsqueeze(0) for st in state)
-        return (out.flip(0) if reverse else out), final
+                    out, h_n, c_n = lstm_layer(x, w_ih, w_hh, b_ih, b_hh, *state)
+                return out, (h_n, c_n)
+            hs, (h, c) = _fnn.lstm(*_boxes(x, *state, *w))  # an empty sequence: the initial state
+            return as_tensor_box(hs), (as_tensor_box(h), as_tensor_box(c))
+        if self.mode == "GRU":
+            # the input projection of every time step in one matrix product; the cells take it as x
+            xs, w = F.linear(x, w[0], w[2]).unbind(0), (None, w[1], None, w[3])
+        else:
+            xs = x.unbind(0)
+        outs: list[Any] = [None] * len(xs)
+        for t in (range(len(xs) - 1, -1, -1) if reverse else range(len(xs))):
+            if self.mode == "GRU":
+                state = (_gru_step(xs[t], *state, *w),)
+            else:
+                state = (_rnn_step(xs[t], *state, *w, relu=self.mode == "RNN_RELU"),)
+            outs[t] = state[0]
+        return stack(outs, 0), state
 
     def _run_direction_masked(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...], reverse: bool,
                               mask: Tensor) -> tuple[Tensor, tuple[Any, ...]]:
@@ -158,7 +152,7 @@ class RNNBase(Module):
             xs_box, *rest = _boxes(xs, *state, *w, m[..., 0])
             hs, (h, c) = _fnn.lstm(xs_box, *rest[:-1], mask=rest[-1])
             out = as_tensor_box(hs)
-            return (out.flip(0) if reverse else out), (as_tensor_box(h).unsqueeze(0), as_tensor_box(c).unsqueeze(0))
+            return (out.flip(0) if reverse else out), (as_tensor_box(h), as_tensor_box(c))
         if self.mode == "GRU":  # every step's input projection in one matrix product, as unmasked
             steps, w = F.linear(x, w[0], w[2]).unbind(0), (None, w[1], None, w[3])
         else:
@@ -172,7 +166,7 @@ class RNNBase(Module):
                 new = _rnn_step(steps[t], *state, *w, relu=self.mode == "RNN_RELU")
             state = (where(valid[t], new, state[0]),)  # frozen past the length
             outs[t] = state[0]
-        return stack(outs, 0), tuple(st.unsqueeze(0) for st in state)
+        return stack(outs, 0), state
 
     def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[Any, ...]:
         """A :class:`PackedSequence` input: run on the padded batch with each state frozen past its sequence's
@@ -189,6 +183,12 @@ class RNNBase(Module):
         return PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), hn
 
     def forward(self, input: Any, hx: Any = None) -> tuple[Any, ...]:  # noqa: A002
+        """``(output, h_n)`` (``(output, (h_n, c_n))`` for an LSTM), recorded as PyTorch records them: the
+        layers' outputs (an LSTM layer one ``MkldnnRnnLayerBackward0`` node; a bidirectional layer's two
+        directions a ``CatBackward0``), ``h_n``/``c_n`` a ``StackBackward0`` of every layer's and direction's
+        final state, a batch-first output the transpose of the time-major one (an LSTM's a view,
+        ``TransposeBackward0``; a GRU's or RNN's transposed in place, ``TransposeBackward1``), an unbatched
+        one squeezed (``SqueezeBackward1``)."""
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         x = input
@@ -196,68 +196,57 @@ class RNNBase(Module):
         if len(shape) not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {len(shape)}D instead")
         unbatched = len(shape) == 2
-        # the LSTM kernel reads and writes the batch-first layout itself (a non-empty sequence)
-        kernel_batch_first = self.batch_first and not unbatched and self.mode == "LSTM" and shape[1] > 0
         if unbatched:
             x = x.unsqueeze(1)
-        elif self.batch_first and not kernel_batch_first:
+        elif self.batch_first:
             x = _time_major(x)
-        out, hn = self._stack_layers(x, hx, None, unbatched, kernel_batch_first)
+        out, hn = self._stack_layers(x, hx, None, unbatched)
         if unbatched:
             out = out.squeeze(1)
-        elif self.batch_first and not kernel_batch_first:
-            out = out.transpose(0, 1)
+        elif self.batch_first:
+            out = out.transpose(0, 1) if self.mode == "LSTM" else out.transpose_(0, 1)
         return out, hn
 
-    def _stack_layers(self, x: Tensor, hx: Any, mask: Tensor | None, unbatched: bool = False,
-                      batch_first: bool = False) -> tuple[Any, ...]:
-        """Every layer and direction over the time-major ``x`` ``(L, N, H_in)`` (``batch_first``, for the LSTM
-        kernel only: ``(N, L, H_in)``, the output likewise): ``(output, h_n)`` (``h_n`` is ``(h_n, c_n)`` for an
-        LSTM, squeezed when ``unbatched``); ``mask`` freezes states past each length."""
+    def _stack_layers(self, x: Tensor, hx: Any, mask: Tensor | None, unbatched: bool = False) -> tuple[Any, ...]:
+        """Every layer and direction over the time-major ``x`` ``(L, N, H_in)``: ``(output, h_n)`` (``h_n`` is
+        ``(h_n, c_n)`` for an LSTM, squeezed when ``unbatched``); ``mask`` freezes states past each length."""
         shape = x._value.shape
         if shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{shape[-1]}")
         ndir = 2 if self.bidirectional else 1
         lstm = self.mode == "LSTM"
-        want = (self.num_layers * ndir, shape[0 if batch_first else 1], self.hidden_size)
-        # the initial state: (h0,), or (h0, c0) for an LSTM; zeros as a raw array shared by every layer
-        h0: tuple[Any, ...] | None = None
-        if hx is None:
-            zero = namespace_of(x._value).zeros(want[1:], dtype=x._value.dtype)
+        want = (self.num_layers * ndir, shape[1], self.hidden_size)
+        # the initial state per layer and direction: (h0,), or (h0, c0) for an LSTM
+        if hx is None:  # zeros, one Tensor shared by every layer (no grad: a None in next_functions, as PyTorch's)
+            zero = Tensor._make(namespace_of(x._value).zeros(want[1:], dtype=x._value.dtype))
+            states: list[tuple[Any, ...]] = [(zero, zero) if lstm else (zero,)] * want[0]
         else:
             h0 = tuple(hx) if lstm else (hx,)
             if unbatched:
                 h0 = tuple(h.unsqueeze(1) for h in h0)
             if tuple(h0[0].shape) != want:
                 raise RuntimeError(f"Expected hidden size {want}, got {[int(n) for n in h0[0].shape]}")
+            # (PyTorch: an LSTM selects each layer's state, a GRU or RNN unbinds it)
+            states = [tuple(h[k] for h in h0) for k in range(want[0])] if lstm else [(h,) for h in h0[0].unbind(0)]
         finals = []
         for layer in range(self.num_layers):
             outs_dirs = []
             for d in range(ndir):
                 k = layer * ndir + d
-                if h0 is None:  # (the LSTM kernel takes the raw zeros; the cells and the mask take tensors)
-                    state = (zero, zero) if lstm and mask is None else (Tensor._make(zero),) * (2 if lstm else 1)
-                else:
-                    state = tuple(h[k] for h in h0)
-                weights = self._weights(k)
                 if mask is None:
-                    outs, st = self._run_direction(x, state, weights, bool(d), batch_first)
+                    outs, st = self._run_direction(x, states[k], self._weights(k), bool(d))
                 else:
-                    outs, st = self._run_direction_masked(x, state, weights, bool(d), mask)
+                    outs, st = self._run_direction_masked(x, states[k], self._weights(k), bool(d), mask)
                 outs_dirs.append(outs)
                 finals.append(st)
             x = outs_dirs[0] if ndir == 1 else cat(outs_dirs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        out = x
-        if len(finals) == 1:
-            hn = finals[0]
-        else:
-            hn = tuple(cat([st[i] for st in finals], 0) for i in range(len(finals[0])))
+        hn = tuple(stack([st[i] for st in finals], 0) for i in range(len(finals[0])))
         if unbatched:
             hn = tuple(h.squeeze(1) for h in hn)
-        return (out, hn) if lstm else (out, hn[0])
+        return (x, hn) if lstm else (x, hn[0])
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -268,11 +257,13 @@ class RNNBase(Module):
 
 
 def _time_major(x: Tensor) -> Tensor:
-    """A batch-first input ``(N, L, H)`` as ``(L, N, H)``: its transpose, recorded when it requires grad; else
-    (the common input: data) the swapped array as an internal Tensor, which no one but the layer sees."""
-    if x._requires_grad or x._base is not None or x._inference or type(x) is not Tensor:
-        return x.transpose(0, 1)
-    return Tensor._make(_fnp.swapaxes(x._value, 0, 1))
+    """A batch-first input ``(N, L, H)`` as a time-major copy ``(L, N, H)``, as PyTorch's modules take it (a
+    copy: the input may change in place before ``backward()``): ``x.transpose(0, 1).contiguous()``, recorded
+    when ``x`` requires grad; else (the common input: data) the copied array as an internal Tensor, which no
+    one but the layers sees."""
+    if x._requires_grad or x._inference or type(x) is not Tensor:
+        return x.transpose(0, 1).contiguous()
+    return Tensor._make(namespace_of(x._value).ascontiguousarray(x._value.swapaxes(0, 1)))
 
 
 class RNN(RNNBase):
