@@ -42,7 +42,7 @@ class _InplaceMixin(TensorBase[TensorT]):
     def t_(self: TensorT) -> "TensorT":
         if self.dim() > 2:
             raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
-        return self._transpose_inplace(0, 1, "TBackward1") if self.dim() == 2 else self
+        return _transpose_in_place(self, 0, 1, "TBackward1") if self.dim() == 2 else self
 
     def __setitem__(self: TensorT, idx: Any, value: Any) -> None:
         idx = _to_raw_index(idx)
@@ -172,22 +172,7 @@ class _InplaceMixin(TensorBase[TensorT]):
 
             t = ft.zeros(2, 3); t.transpose_(0, 1)   # t.shape == (3, 2)
         """
-        return self._transpose_inplace(dim0, dim1, "TransposeBackward1")
-
-    def _transpose_inplace(self: TensorT, dim0: builtins.int, dim1: builtins.int, name: str) -> "TensorT":
-        """``transpose_`` (``t_``), its node named ``name`` as PyTorch's in-place variant's."""
-        if not self.requires_grad and self._base is None:  # (the property: a stale view is refreshed first)
-            return self._set_value_inplace(self.transpose(dim0, dim1)._value)
-        if self._requires_grad and self._node is None and self._base is None:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        check_stale_view(self)
-        if self._view_kind is not None and _mode.enabled and (self._node is not None or self._base._requires_grad):
-            raise RuntimeError(view_rebase_error(self, indirect=False))  # no_grad, inference or multi-output view
-        _become(self, self.transpose(dim0, dim1))  # recorded; of a view, a view of the same base
-        node = self._node
-        if node is not None:  # (PyTorch's TransposeBackward1 / TBackward1)
-            node.__class__ = named_node_class(getattr(node, "_named_base", type(node)), name)
-        return self
+        return _transpose_in_place(self, dim0, dim1, "TransposeBackward1")
 
     swapdims_ = swapaxes_ = transpose_
 
@@ -217,6 +202,22 @@ class _InplaceMixin(TensorBase[TensorT]):
 
     def resize_as_(self: TensorT, other: "TensorT") -> "TensorT":
         return self.resize_(tuple(other.shape))
+
+
+def _transpose_in_place(t: Any, dim0: int, dim1: int, name: str) -> Any:
+    """``transpose_`` (``t_``), its node named ``name`` as PyTorch's in-place variant's."""
+    if not t.requires_grad and t._base is None:  # (the property: a stale view is refreshed first)
+        return t._set_value_inplace(t.transpose(dim0, dim1)._value)
+    if t._requires_grad and t._node is None and t._base is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    check_stale_view(t)
+    if t._view_kind is not None and _mode.enabled and (t._node is not None or t._base._requires_grad):
+        raise RuntimeError(view_rebase_error(t, indirect=False))  # no_grad, inference or multi-output view
+    _become(t, t.transpose(dim0, dim1))  # recorded; of a view, a view of the same base
+    node = t._node
+    if node is not None:  # (PyTorch's TransposeBackward1 / TBackward1)
+        node.__class__ = named_node_class(getattr(node, "_named_base", type(node)), name)
+    return t
 
 
 def _become(t: Any, out: Any) -> None:

@@ -110,3 +110,17 @@ def test_chain_reads_two_levels():
     x = ft.randn(2, requires_grad=True)
     y = (x * 2).sum()
     assert chain(y.grad_fn) == ["SumBackward0", [["MulBackward0", ["torch::autograd::AccumulateGrad", None]]]]
+
+
+@pytest.mark.parametrize("op,name", [("transpose_", "TransposeBackward1"), ("swapdims_", "TransposeBackward1"),
+                                     ("t_", "TBackward1")])
+def test_in_place_transposes_are_named_as_pytorchs(op, name):
+    """(a GRU's or RNN's batch-first output is its stacked output transposed in place, as PyTorch's)"""
+    x = ft.randn(2, 3, dtype=ft.float64, requires_grad=True)
+    y = x * 1
+    getattr(y, op)(*(() if op == "t_" else (0, 1)))
+    assert y.grad_fn.name() == type(y.grad_fn).__name__ == name
+    assert y.grad_fn.next_functions[0][0].name() == "MulBackward0"
+    assert tuple(y.shape) == (3, 2) and y._version == 1 and not y._is_view()
+    (y * ft.arange(6.0, dtype=ft.float64).reshape(3, 2)).sum().backward()
+    assert x.grad.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
