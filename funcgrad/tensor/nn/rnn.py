@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 import funcgrad.nn as _fnn
+import funcgrad.numpy as _fnp
 from funcgrad.backend import namespace_of
 from funcgrad.nn.kernels.recurrent import lstm_layer
 from funcgrad.numpy.shape_ops import _stack
@@ -270,7 +271,7 @@ def _time_major(x: Tensor) -> Tensor:
     one but the layers sees."""
     if x._requires_grad or x._inference or type(x) is not Tensor:
         return x.transpose(0, 1).contiguous()
-    return Tensor._make(namespace_of(x._value).ascontiguousarray(x._value.swapaxes(0, 1)))
+    return Tensor._make(_fnp.copy(_fnp.swapaxes(x._value, 0, 1), order="C"))  # (fg.jit stages these two)
 
 
 class RNN(RNNBase):
