@@ -119,9 +119,9 @@ class RNNBase(Module):
         input order, as PyTorch's: its reverse direction's outputs are stacked in input order, no flip)."""
         if self.mode == "LSTM":
             w_ih, w_hh, b_ih, b_hh = w
-            if b_ih is None:
-                no_bias = namespace_of(w_hh._value).zeros((w_hh.shape[0],), dtype=w_hh._value.dtype)
-                b_ih = b_hh = no_bias
+            if b_ih is None:  # (zeros that need no grad: None in next_functions, as PyTorch's)
+                raw = w_hh._value
+                b_ih = b_hh = Tensor._make(namespace_of(raw).zeros((raw.shape[0],), dtype=raw.dtype))
             if x._value.shape[0]:  # the whole sequence as one kernel and one node (PyTorch's MkldnnRnnLayer)
                 if reverse:
                     out, h_n, c_n = lstm_layer(x, w_ih, w_hh, b_ih, b_hh, *state, reverse=True)
