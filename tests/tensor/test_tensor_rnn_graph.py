@@ -6,7 +6,8 @@ and which in-place writes before ``backward()`` raise, with PyTorch's message.
 Where funcgrad differs on purpose, :data:`KNOWN` says why (each one is checked to still differ, so the table
 stays true): the GRU's fused cell is one ``GruPointwiseBackward0`` node where PyTorch's CPU composite records
 about ten ops a step; a float64 LSTM keeps the fused layer node where PyTorch falls back to a composite; a
-packed sequence runs on the padded batch with masked states.
+packed LSTM sequence runs on the padded batch as one masked node (a GRU's or RNN's runs step by batch size, as
+PyTorch's).
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ RECORDED = json.loads((FIXTURES / "torch_rnn_graph.json").read_text())
 KNOWN = {
     "LSTM-float64": "one fused layer node in every dtype (PyTorch's oneDNN layer is float32 only; in float64 it "
                     "records the cell's ops step by step)",
-    "LSTM-packed": "a packed sequence runs on the padded batch as one masked-sequence node",
-    "GRU-packed": "a packed sequence runs on the padded batch, each state frozen past its length",
-    "RNN_TANH-packed": "as GRU-packed",
-    "RNN_RELU-packed": "as GRU-packed",
+    "LSTM-packed": "an LSTM's packed sequence runs on the padded batch as one masked-sequence node (PyTorch's "
+                   "steps by batch size, the cell's ops each)",
+    "LSTM-bi-packed-h0-unsorted": "as LSTM-packed",
 }
 
 
@@ -63,12 +63,12 @@ def test_recurrent_graph_is_pytorchs(name):
 
 
 @pytest.mark.parametrize("name", sorted(KNOWN))
-def test_known_graph_differences_still_differ_and_keep_pytorchs_final_state_stack(name):
+def test_known_graph_differences_still_differ(name):
     got, want = run_case(ft, name), RECORDED["graphs"][name]
     assert got != want, f"{name} now matches PyTorch: drop it from KNOWN"
-    for key in want:  # what does match: h_n and c_n are stacks, nothing is a view, every result requires grad
-        assert got[key]["grad_fn"][0] == want[key]["grad_fn"][0] or key == "output"
-        assert (got[key]["view"], got[key]["requires_grad"]) == (want[key]["view"], want[key]["requires_grad"])
+    for key in want:  # what does match: the same results, none a view, each requiring grad, at version 0
+        assert {k: got[key][k] for k in ("view", "requires_grad", "version")} == {
+            k: want[key][k] for k in ("view", "requires_grad", "version")}
     if name == "LSTM-float64":  # the float32 graph, in float64
         assert got == RECORDED["graphs"]["LSTM-l1-uni-tm-none"]
 

@@ -32,7 +32,6 @@ from funcgrad.numpy.shape_ops import _stack
 
 from ..boxes import as_tensor_box
 from ..creation import tensor, zeros
-from ..conditional import where
 from ..ops import cat
 from ..tensor import Tensor
 from .module import Module
@@ -146,32 +145,89 @@ class RNNBase(Module):
 
     def _run_direction_masked(self, x: Tensor, state: tuple[Any, ...], w: tuple[Any, ...], reverse: bool,
                               mask: Tensor) -> tuple[Tensor, tuple[Any, ...]]:
-        """:meth:`_run_direction` over a padded batch: ``mask`` ``(L, N, 1)`` is 1 on each sequence's valid steps and
-        0 past its length, where the state is carried unchanged, so the final state is the one of each sequence's
-        last valid step (its first, running in reverse). An LSTM runs as one masked-sequence kernel."""
-        if self.mode == "LSTM":
-            xs, m = (x.flip(0), mask.flip(0)) if reverse else (x, mask)
-            xs_box, *rest = _boxes(xs, *state, *w, m[..., 0])
-            hs, (h, c) = _fnn.lstm(xs_box, *rest[:-1], mask=rest[-1])
-            out = as_tensor_box(hs)
-            return (out.flip(0) if reverse else out), (as_tensor_box(h), as_tensor_box(c))
-        if self.mode == "GRU":  # every step's input projection in one matrix product, as unmasked
-            steps, w = F.linear(x, w[0], w[2]).unbind(0), (None, w[1], None, w[3])
+        """An LSTM's :meth:`_run_direction` over a padded batch, as one masked-sequence kernel: ``mask``
+        ``(L, N, 1)`` is 1 on each sequence's valid steps and 0 past its length, where the state is carried
+        unchanged, so the final state is the one of each sequence's last valid step (its first, in reverse)."""
+        xs, m = (x.flip(0), mask.flip(0)) if reverse else (x, mask)
+        xs_box, *rest = _boxes(xs, *state, *w, m[..., 0])
+        hs, (h, c) = _fnn.lstm(xs_box, *rest[:-1], mask=rest[-1])
+        out = as_tensor_box(hs)
+        return (out.flip(0) if reverse else out), (as_tensor_box(h), as_tensor_box(c))
+
+    def _packed_direction(self, data: Tensor, h0: Tensor, w: tuple[Any, ...], sizes: list[int], reverse: bool
+                          ) -> tuple[Tensor, Tensor]:
+        """A GRU's or RNN's direction over packed ``data`` as PyTorch runs it: step ``t`` takes the next
+        ``sizes[t]`` rows and the state's first ``sizes[t]`` rows; a sequence's final state is set aside
+        (forward) or its initial state joins (reverse) when the batch shrinks or grows. Returns the packed
+        outputs (one ``cat``) and the final state in packed order."""
+        if self.mode == "GRU":  # every step's input projection in one matrix product, as unpacked
+            data, w = F.linear(data, w[0], w[2]), (None, w[1], None, w[3])
+        relu = self.mode == "RNN_RELU"
+        starts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        outs: list[Any] = []
+        if not reverse:
+            done: list[Any] = []
+            h, last = h0, sizes[0]
+            for t, b in enumerate(sizes):
+                if b < last:  # sequences that ended: their final states
+                    done.append(h[b:last])
+                    h = h[:b]
+                xt = data[starts[t]:starts[t] + b]
+                h = _gru_step(xt, h, *w) if self.mode == "GRU" else _rnn_step(xt, h, *w, relu=relu)
+                outs.append(h)
+                last = b
+            done.append(h)
+            return cat(outs, 0), cat(done[::-1], 0)
+        last = sizes[-1]
+        h = h0[:last]
+        for t in range(len(sizes) - 1, -1, -1):
+            b = sizes[t]
+            if b > last:  # sequences that start here: their initial states
+                h = cat([h, h0[last:b]], 0)
+            xt = data[starts[t]:starts[t] + b]
+            h = _gru_step(xt, h, *w) if self.mode == "GRU" else _rnn_step(xt, h, *w, relu=relu)
+            outs.append(h)
+            last = b
+        return cat(outs[::-1], 0), h
+
+    def _forward_packed_steps(self, packed: PackedSequence, hx: Any) -> tuple[Any, ...]:
+        """A GRU or RNN over a :class:`PackedSequence`, step by batch size as PyTorch's (its graph too): the
+        initial state in packed order (``index_select`` by ``sorted_indices``), ``h_n`` back in the user's."""
+        data = packed.data
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                               f"{data.shape[-1]}")
+        sizes = [int(b) for b in packed.batch_sizes.tolist()]
+        ndir = 2 if self.bidirectional else 1
+        want = (self.num_layers * ndir, sizes[0], self.hidden_size)
+        if hx is None:
+            zero = Tensor._make(namespace_of(data._value).zeros(want[1:], dtype=data._value.dtype))
+            states = [zero] * want[0]
         else:
-            steps = x.unbind(0)
-        valid = (mask > 0).unbind(0)
-        outs: list[Any] = [None] * int(x.shape[0])
-        for t in (reversed(range(len(outs))) if reverse else range(len(outs))):
-            if self.mode == "GRU":
-                new = _gru_step(steps[t], *state, *w)
-            else:
-                new = _rnn_step(steps[t], *state, *w, relu=self.mode == "RNN_RELU")
-            state = (where(valid[t], new, state[0]),)  # frozen past the length
-            outs[t] = state[0]
-        return _stacked(outs), state
+            if tuple(hx.shape) != want:
+                raise RuntimeError(f"Expected hidden size {want}, got {[int(n) for n in hx.shape]}")
+            if packed.sorted_indices is not None:
+                hx = hx.index_select(1, packed.sorted_indices)
+            states = list(hx.unbind(0))
+        finals = []
+        x = data
+        for layer in range(self.num_layers):
+            outs_dirs = []
+            for d in range(ndir):
+                k = layer * ndir + d
+                outs, h = self._packed_direction(x, states[k], self._weights(k), sizes, bool(d))
+                outs_dirs.append(outs)
+                finals.append(h)
+            x = outs_dirs[0] if ndir == 1 else cat(outs_dirs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        hn = _stacked(finals)
+        if packed.unsorted_indices is not None:
+            hn = hn.index_select(1, packed.unsorted_indices)
+        return PackedSequence(x, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), hn
 
     def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[Any, ...]:
-        """A :class:`PackedSequence` input: run on the padded batch with each state frozen past its sequence's
+        """An LSTM's :class:`PackedSequence` input: run on the padded batch with each state frozen past its sequence's
         length; the output is packed as the input, ``h_n`` (and ``c_n``) come from each sequence's last step."""
         padded, lengths = pad_packed_sequence(packed)  # (L, N, H_in), batch in the user's order, as hx
         host_lengths = np.asarray(lengths.tolist(), dtype=np.int64)
@@ -192,7 +248,7 @@ class RNNBase(Module):
         ``TransposeBackward0``; a GRU's or RNN's transposed in place, ``TransposeBackward1``), an unbatched
         one squeezed (``SqueezeBackward1``)."""
         if isinstance(input, PackedSequence):
-            return self._forward_packed(input, hx)
+            return self._forward_packed(input, hx) if self.mode == "LSTM" else self._forward_packed_steps(input, hx)
         x = input
         shape = x._value.shape
         if len(shape) not in (2, 3):
