@@ -8,8 +8,9 @@ kernel and one node (``lstm_layer``: the sequence kernel of ``funcgrad.nn.lstm``
 ``MkldnnRnnLayerBackward0``). The graph around the layers is PyTorch's (CPU, float32): ``h_n``/``c_n`` a
 stack of every layer's final state, a batch-first output the transpose of the time-major one, the
 reverse direction's outputs in input order, so ``grad_fn`` names and in-place errors are PyTorch's. A
-:class:`~funcgrad.tensor.nn.utils.rnn.PackedSequence` input runs on its padded form, each state frozen past its
-sequence's length (an LSTM in the one masked-sequence kernel, the others step by step), and comes back packed.
+:class:`~funcgrad.tensor.nn.utils.rnn.PackedSequence` input comes back packed: an LSTM runs on its padded form,
+each state frozen past its sequence's length, in the one masked-sequence kernel; a GRU or RNN steps by batch
+size over the packed data, as PyTorch's.
 
 Example::
 
