@@ -12,6 +12,7 @@ PyTorch's).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -142,3 +143,30 @@ def test_batch_first_recurrent_modules_compile_fullgraph_as_eager(mode):
         net.zero_grad()
     for got, want in zip(*grads):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["GRU", "RNN"])
+def test_packed_steps_on_a_device_match_the_host(mode):
+    """A GRU's or RNN's packed path (slices, cats, index_select of the states) on the fake device, which refuses
+    host copies, gives the host's outputs and gradients."""
+    sys.path.insert(0, str(FIXTURES.parent))
+    import fake_backend as fb
+    from funcgrad.tensor.nn.utils.rnn import pack_padded_sequence
+
+    rng = np.random.default_rng(3)
+    x_np, h_np = rng.standard_normal((3, 3, 3)), rng.standard_normal((4, 3, 2))
+    results = []
+    with fb.as_cuda():
+        for dev in ("cpu", "cuda"):
+            ft.manual_seed(0)
+            net = getattr(ft.nn, mode)(3, 2, num_layers=2, bidirectional=True).double().to(dev)
+            x = ft.tensor(x_np, device=dev, requires_grad=True)
+            h0 = ft.tensor(h_np, device=dev, requires_grad=True)
+            packed = pack_padded_sequence(x, [2, 3, 1], enforce_sorted=False)
+            with fb.no_host_sync() if dev != "cpu" else contextlib.nullcontext():
+                out, h = net(packed, h0)
+                ((out.data ** 2).sum() + (h ** 3).sum()).backward()
+            results.append([t.detach().cpu().numpy() for t in (out.data, h, x.grad, h0.grad, net.weight_hh_l1.grad)])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
