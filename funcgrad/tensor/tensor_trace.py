@@ -259,11 +259,9 @@ class TensorTrace(ReverseTrace):
         request = _mode.name_request if NAMING[0] else None  # (torch_names.named: the op names this call's node)
         if request is not None and request[0] is prim:
             name = request[1]  # (a pair: the name of a view first; save_and_box takes the other for a copy)
-            named = named_node_class(PrimNode, name if type(name) is str else name[0])
+            node = _new_node(named_node_class(PrimNode, name if type(name) is str else name[0]))
         else:
-            named = _NODE_CLASS.get(prim) or _node_class(prim)
-        node = _new_node(PrimNode)  # (as record_one: its named class when shown)
-        node._named = named
+            node = _new_node(_NODE_CLASS.get(prim) or _node_class(prim))
         node.prim = prim
         node.parents = parents
         node.argnums = live
@@ -368,7 +366,7 @@ class TensorTrace(ReverseTrace):
             request = _mode.name_request if NAMING[0] else None
             if node is not None and out._base is None and request is not None and request[0] is prim \
                     and type(request[1]) is tuple:  # torch_names.named's name of a result that is no view
-                node._named = named_node_class(PrimNode, request[1][1])
+                node.__class__ = named_node_class(PrimNode, request[1][1])
         if node is None:
             return out
         if drop[1]:
@@ -613,7 +611,7 @@ def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b
     if prim in VIEW_PRIMITIVES and i == 0:
         mark_view(out, b, prim, args, NO_KWARGS)
         if out._base is None and request is not None and request[0] is prim and type(request[1]) is tuple:
-            node._named = named_node_class(PrimNode, request[1][1])  # a result that is no view: a copy's name
+            node.__class__ = named_node_class(PrimNode, request[1][1])  # a result that is no view: a copy's name
     return out
 
 

@@ -129,8 +129,7 @@ def record_view(b: Any, op: ViewOp, rest: tuple[Any, ...], kwargs: dict[str, Any
         parent = get_accumulator(b)
     elif parent._n_outputs != 1:
         parent = target(parent, b._output_nr)
-    node: Any = _new(PrimNode)  # (as tensor_trace's recorders: its named class when shown)
-    node._named = cls
+    node: Any = _new(cls)
     node.prim = op.prim
     node.parents = [parent]
     node.argnums = node._inputs = [0]
