@@ -15,7 +15,6 @@ from funcgrad.core.reverse import VJPNode
 from funcgrad.tensor import _tensor_shape, tensor_trace as _trace, views as _views
 from funcgrad.tensor import torch_names
 from funcgrad.tensor.boxes import as_numpy_box, as_tensor_box
-from funcgrad.tensor.nodes import shown
 from funcgrad.tensor.prim_node import PrimNode
 
 
@@ -220,7 +219,7 @@ def test_every_tensor_op_goes_through_the_primitive_wrapper(op):
 def _node_facts(out):
     node = out.grad_fn
     saved = tuple((pos, vc is not None, version) for pos, _, vc, version, _ in node._saved)
-    return (type(node).__name__, [type(shown(p)).__name__ for p in node.parents], list(node.argnums), list(node._inputs),
+    return (type(node).__name__, [type(p).__name__ for p in node.parents], list(node.argnums), list(node._inputs),
             saved, [type(a).__name__ for a in node.args], [type(a).__name__ for a in node.ans], node._out_meta,
             out._requires_grad, out._output_nr, node._short_step)
 
@@ -546,7 +545,6 @@ def _view_op_facts(out):
     """What a view op makes: the result (class, value, strides, view facts) and its node, recursively
     through the nodes a joined node (split, unbind) points to."""
     def node_facts(node, depth):
-        node = shown(node)  # (the class a user sees: a primitive's node gets it when shown)
         if node is None or depth == 0:
             return type(node).__name__
         parents = [node_facts(p, depth - 1) for p in getattr(node, "parents", ())]

@@ -22,7 +22,7 @@ from ..core import Box
 from .dual_trace import is_dual
 from .grad_mode import enable_grad
 from .grad_mode import state as _mode
-from .nodes import AccumulateGrad, shown
+from .nodes import AccumulateGrad
 from .tensor_class import _TENSOR_CLS
 from .torch_names import named, view_rebase_error
 
@@ -208,7 +208,7 @@ def get_gradient_edge(t: Any) -> tuple[Any, ...]:
     e = edge_of(t)
     if e is None:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require gradients")
-    return (shown(e[0]), *e[1:])
+    return e
 
 
 def get_accumulator(t: Any) -> "AccumulateGrad":

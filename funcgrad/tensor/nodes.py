@@ -205,20 +205,11 @@ class OutputNode(VJPNode):
     _short_step = False
 
 
-def shown(node: Any) -> Any:
-    """``node`` as a user sees it: a primitive's node, recorded as ``PrimNode`` itself (one class at the
-    recording's and the backward's attribute sites), becomes of the class PyTorch names it by
-    (``type(y.grad_fn).__name__ == "MulBackward0"``); any other node (or None) is returned as it is."""
-    if node is not None and "_plain_record" in type(node).__dict__:
-        node.__class__ = node._named
-    return node
-
-
 def public_edge(t: VJPNode) -> tuple[Any, int]:
     """(grad_fn, output_nr) of a tape node (the inverse of :func:`target`)."""
     if t.out_index is None:
-        return (shown(t), 0)
-    return (shown(t.parents[0]), t.out_index)
+        return (t, 0)
+    return (t.parents[0], t.out_index)
 
 
 # the binary ops whose Python number operand PyTorch lists in next_functions, and their two operand positions

@@ -18,7 +18,7 @@ from ..core import Primitive
 from ..core.reverse import ArraySpec, dropped
 from .nodes import Node, _zeros, public_edge
 from .saved_tensors import _RELEASED, SavedTensor, intact
-from .torch_names import _DEFAULT_ARG_NAMES, _FREED, ARG_NAMES, arg_names, named_node_class
+from .torch_names import _DEFAULT_ARG_NAMES, _FREED, ARG_NAMES, arg_names
 from .torch_saved import TORCH_ONLY_KEYS, TORCH_SAVED_NODES, as_saved_value, torch_saved_value
 
 __all__ = ["PrimNode"]
@@ -41,24 +41,10 @@ class PrimNode(Node):
     to None.
     """
 
-    __slots__ = ("_saved", "_named")
+    __slots__ = ("_saved",)
     _saved: Any  # tuple of entries (raw values in args/ans), or None (SavedTensors there)
-    _named: type  # the class PyTorch names this node by: a subclass of this one (see nodes.shown)
     prim: Primitive
     _short_step = True  # one output (class level: set False on nodes of several)
-    # The recorders make a primitive's node of this class itself, so that the attribute sites of the recording
-    # and of the backward walk see one class (sites that meet a dozen classes in turn miss the interpreter's
-    # specialization: ft's step took 3-4% longer); ``nodes.shown`` gives it its named class when a user can
-    # see it (``grad_fn``, ``next_functions``, ``get_gradient_edge``), and its name reads that class's.
-    _plain_record = True
-
-    @property
-    def _name(self) -> str:
-        return self._named._name  # type: ignore[attr-defined, no-any-return]
-
-    @_name.setter
-    def _name(self, name: str) -> None:
-        self._named = named_node_class(PrimNode, name)
 
     def apply(self, grads: list[Any], create_graph: bool) -> list[Any]:
         if self.prim.multiple_results:

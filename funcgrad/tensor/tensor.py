@@ -34,7 +34,7 @@ import funcgrad.numpy as fnp
 from .. import backend as _backend
 from . import dtypes as _dt
 from .boxes import GraphBox
-from .nodes import _add_hook, RemovableHandle, shown
+from .nodes import _add_hook, RemovableHandle
 from . import _func_support as _func
 from ._tensor_breadth_b import _BreadthMixinB
 from ._tensor_convert import _ConvertMixin
@@ -164,7 +164,7 @@ class Tensor(_MathMixin["Tensor"], _ShapeMixin["Tensor"], _InplaceMixin["Tensor"
     @property
     def grad_fn(self) -> Any:
         node, _ = self._graph()
-        return shown(node)
+        return node
 
     @property
     def output_nr(self) -> int:

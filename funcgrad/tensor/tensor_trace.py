@@ -164,8 +164,7 @@ class TensorTrace(ReverseTrace):
             parent = get_accumulator(b)
         elif parent._n_outputs != 1:
             parent = target(parent, b._output_nr)
-        node = _new_node(PrimNode)  # (one class at these sites; its named class when shown: nodes.shown)
-        node._named = cls
+        node = _new_node(cls)
         node.prim = prim
         node.parents = [parent]
         node.argnums = node._inputs = argnums
@@ -552,8 +551,7 @@ def _record_wide(prim: Primitive, args: list[Any], argnums: list[Any], i: int, b
         elif parent._n_outputs != 1:
             parent = target(parent, b._output_nr)
         parents = [parent]
-    node = _new_node(PrimNode)  # (as record_one)
-    node._named = cls
+    node = _new_node(cls)
     node.prim = prim
     node.parents = parents
     node.argnums = live
