@@ -18,6 +18,11 @@ single Tensor ops (a ``tanh`` of a Tensor that requires grad, of one that does n
 ``python benchmarks/tensor_step_overhead.py --phases [model]`` counts the bytecodes of this tree's ft step split
 by phase (zero_grad, the model's forward, the loss, backward, optimizer.step, reading the ``.grad``s), beside
 the whole functional step, and lists the functions that run the most of them (``[model]``: one of MODELS).
+
+``python benchmarks/tensor_step_overhead.py --kernels [model] [steps] [-v]`` logs what each step asks of the kernels:
+every primitive's forward and derivative-rule calls of one ft step and one functional step, in order (``-v``: with
+each call's array arguments and result, dtype, shape and layout), then the median time of each call over
+``steps`` interleaved steps at quick sizes, beside the steps' own medians (what the kernels leave to the rest).
 """
 
 from __future__ import annotations
@@ -167,6 +172,94 @@ def _phases(model: str, top: int) -> None:
         print(f"  {v:6d} bytecodes {calls[k]:4d} calls  {k}")
 
 
+def _describe(a: Any) -> str:
+    """An argument or result of a kernel call in a few characters: dtype, shape, layout (C, F or strides; 'v' for
+    a view of another array's memory)."""
+    import numpy as np
+
+    if isinstance(a, np.ndarray):
+        layout = "C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else f"S{a.strides}"
+        return f"{a.dtype}{a.shape}{layout}{'' if a.flags.owndata else 'v'}"
+    if isinstance(a, (tuple, list)) and len(a) < 8:
+        return "(" + ",".join(_describe(b) for b in a) + ")"
+    return repr(a) if isinstance(a, (int, float, str, bool, type(None))) else type(a).__name__
+
+
+def _kernels(model: str, steps: int, verbose: bool) -> None:
+    """Every primitive call (forward and derivative rules) of one ft step and one functional step, then each
+    call's median time over ``steps`` interleaved steps (quick sizes), beside the steps' medians."""
+    import collections
+    import gc
+    import time
+
+    sys.path.insert(0, os.getcwd())
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    from benchmarks import peers
+    from benchmarks.workloads import Context, training
+    from funcgrad.core.trace import Primitive
+
+    peers.pin_thread_env()
+    peers.pin_threads_now()
+    table = getattr(training, model)(Context(quick=True))
+    fns = [next(e.fn for e in table.entries if e.name.startswith(row)) for row in ("funcgrad.tensor", "fg.nn")]
+    log: list[Any] | None = None
+    clock = time.perf_counter
+
+    def timed(f: Callable[..., Any], label: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if log is None:
+                return f(*args, **kwargs)
+            t = clock()
+            out = f(*args, **kwargs)
+            log.append((label, clock() - t, args, out))
+            return out
+        return call
+
+    # (a measuring run only: every primitive's entry points wrapped in this process)
+    for p in [o for o in gc.get_objects() if isinstance(o, Primitive)]:
+        same = p.fast_fn is p.raw
+        p.raw = timed(p.raw, p.name)
+        p.fast_fn = p.raw if same else timed(p.fast_fn, p.name)
+        p.call = timed(p.call, p.name)
+        for i in list(p.vjps):
+            p.vjps[i] = timed(p.vjps[i], f"{p.name}.vjp{i}")
+        if p.vjp_all is not None:
+            p.vjp_all = timed(p.vjp_all, f"{p.name}.vjp_all")
+    for fn in fns:
+        for _ in range(5):
+            fn()
+    for who, fn in zip(("ft", "fg.nn"), fns):
+        log = []
+        fn()
+        print(f"{who}: {len(log)} kernel calls")
+        for label, _, args, out in log:
+            print(f"  {label}" + (f" {_describe(list(args))} -> {_describe(out)}" if verbose else ""))
+        log = None
+    gc.collect()
+    gc.freeze()
+    times: list[Any] = [collections.defaultdict(list), collections.defaultdict(list)]
+    whole: list[list[float]] = [[], []]
+    for _ in range(steps):
+        for k, fn in enumerate(fns):
+            log = []
+            t = clock()
+            fn()
+            whole[k].append(clock() - t)
+            calls, log = log, None
+            seen: Any = collections.Counter()
+            for label, dt, _, _ in calls:
+                seen[label] += 1
+                times[k][(label, seen[label])].append(dt)
+    medians = [{key: statistics.median(v) * 1e6 for key, v in t.items() if len(v) == steps} for t in times]
+    keys = sorted(set(medians[0]) | set(medians[1]), key=lambda c: -max(medians[0].get(c, 0), medians[1].get(c, 0)))
+    print(f"{'kernel call (median us)':44s} {'ft':>8s} {'fg.nn':>8s}")
+    for key in keys:
+        print(f"  {key[0] + ' #' + str(key[1]):42s} " + " ".join(f"{m[key]:8.1f}" if key in m else f"{'-':>8s}"
+                                                          for m in medians))
+    print(f"  {'all kernel calls':42s} {sum(medians[0].values()):8.1f} {sum(medians[1].values()):8.1f}")
+    print(f"  {'whole step':42s} {statistics.median(whole[0]) * 1e6:8.1f} {statistics.median(whole[1]) * 1e6:8.1f}")
+
+
 def _bytecodes(other: str) -> None:
     print("bytecodes per Tensor op (" + ", ".join(OPS) + ")")
     for name, tree in (("other", other), ("this", HERE)):
@@ -214,6 +307,9 @@ if __name__ == "__main__":
         _one(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1:2] == ["--phase-count"]:
         _phases(sys.argv[2], 25)
+    elif sys.argv[1:2] == ["--kernels"]:
+        rest = [a for a in sys.argv[2:] if a != "-v"]
+        _kernels(rest[0] if rest else "conv_table", int(rest[1]) if len(rest) > 1 else 100, "-v" in sys.argv)
     elif sys.argv[1:2] == ["--op-count"]:
         _op_count()
     elif sys.argv[1:2] == ["--count"]:

@@ -23,6 +23,7 @@ import funcgrad.numpy as fnp
 
 from ..transforms import stop_gradient
 from .kernels.layer_norm import layer_norm_affine
+from .kernels.running_statistics import blend_running_statistics
 from .kernels.normalization import standardize, standardize_affine, standardize_affine_statistics
 from .module import Module, static_field
 
@@ -135,10 +136,7 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
                 xs = stop_gradient(x)
                 bm, bv = fnp.mean(xs, axis=axes), fnp.var(xs, axis=axes)
         if tracked:
-            m = momentum
-            bv = bv * (count / max(count - 1, 1))
-            running_mean = fnp.astype((1 - m) * running_mean + m * bm, fnp.result_type(running_mean))
-            running_var = fnp.astype((1 - m) * running_var + m * bv, fnp.result_type(running_var))
+            running_mean, running_var = blend_running_statistics(running_mean, running_var, bm, bv, momentum, count)
     else:
         mean = fnp.reshape(running_mean, bshape)
         var = fnp.reshape(running_var, bshape)

@@ -27,6 +27,7 @@ from funcgrad.nn.kernels.convolution import conv_input_grad
 from funcgrad.nn.kernels.dense import dense
 from funcgrad.nn.kernels.pooling import window_argmax, window_gather, window_sum
 from funcgrad.nn.kernels.layer_norm import layer_norm_affine
+from funcgrad.nn.kernels.running_statistics import blend_running_statistics, blend_running_statistics_into
 import funcgrad.numpy as fnp
 from funcgrad.backend import namespace_of, to_numpy
 from funcgrad.core import Box
@@ -730,14 +731,23 @@ def _blend_running(running_mean: Tensor, running_var: Tensor | None, mean: Any, 
                    momentum: float) -> None:
     """``running = (1 - momentum) running + momentum batch`` for the batch's per-channel ``mean`` and biased
     ``var`` (shape ``(C,)``; raw arrays, or values traced by ``ft.compile`` / ``ft.func``) over ``count``
-    values each, the variance made unbiased, written into the buffers in place (their version counters
-    advance). Traced statistics are not differentiated (the running ones are state, not a result)."""
-    if isinstance(mean, Box):
-        mean, var = stop_gradient(mean), stop_gradient(var)
-    _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * mean)
-    if running_var is not None:
-        var = var * (count / max(count - 1, 1))
-        _update_running(running_var, (1 - momentum) * running_var._value + momentum * var)
+    values each, the variance made unbiased, written into the buffers (their version counters advance):
+    one kernel, in place on the buffers' arrays when nothing is traced. Traced statistics are not
+    differentiated (the running ones are state, not a result)."""
+    if running_var is None:
+        mean = stop_gradient(mean) if isinstance(mean, Box) else mean
+        _update_running(running_mean, (1 - momentum) * running_mean._value + momentum * mean)
+        return
+    rm, rv = running_mean._value, running_var._value
+    if isinstance(mean, Box) or isinstance(rm, Box) or isinstance(rv, Box) or isinstance(momentum, Box):
+        new_mean, new_var = blend_running_statistics(rm, rv, stop_gradient(mean), stop_gradient(var), momentum,
+                                                     count)
+        _update_running(running_mean, new_mean)
+        _update_running(running_var, new_var)
+        return
+    blend_running_statistics_into(rm, rv, mean, var, momentum, count)
+    running_mean._version_counter[0] += 1
+    running_var._version_counter[0] += 1
 
 
 def _blend_batch_statistics(x: Any, running_mean: Tensor, running_var: Tensor | None, momentum: float) -> None:

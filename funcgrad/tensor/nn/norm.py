@@ -75,11 +75,12 @@ class _NormBase(Module):
         """Advance ``num_batches_tracked``; the momentum of this step (1/n for ``momentum=None``: a float, or
         under ``ft.compile``, where the count is a value of the staged program, a 0-d array of the statistics'
         dtype)."""
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked._value[...] += 1
-            self.num_batches_tracked._version_counter[0] += 1
+        steps = self.num_batches_tracked if self.training and self.track_running_stats else None  # (read once)
+        if steps is not None:
+            steps._value[...] += 1
+            steps._version_counter[0] += 1
             if self.momentum is None:
-                count = self.num_batches_tracked._value
+                count = steps._value
                 if isinstance(count, Box):
                     return 1.0 / fnp.astype(count, fnp.result_type(self.running_mean._value))
                 return 1.0 / float(count)
@@ -94,8 +95,9 @@ class _BatchNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         m = self._momentum()
-        use_batch = self.training or self.running_mean is None
-        return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias, use_batch, m, self.eps)
+        running_mean = self.running_mean  # (each parameter and buffer read once: a module's __getattr__ is slow)
+        return F.batch_norm(input, running_mean, self.running_var, self.weight, self.bias,
+                            self.training or running_mean is None, m, self.eps)
 
 
 BatchNorm1d, BatchNorm2d, BatchNorm3d = _per_rank(
