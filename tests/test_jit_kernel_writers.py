@@ -87,6 +87,24 @@ def test_the_in_place_variants_match_the_kernels_including_nan_and_inf(nan_passe
                                   _positive_part_raw(row, x, nan_passes))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(8, 4, 256), (5, 1023), (4096,), (64, 64)])
+def test_relu_of_large_arrays_has_the_bits_of_maximum_with_zero(dtype, shape):
+    # large contiguous host arrays go row by row against a row of zeros (NumPy's vector loop), the others
+    # against the scalar: the same bits either way, -0.0, NaN of either sign and infinities included
+    x = rng.standard_normal(shape).astype(dtype)
+    x.reshape(-1)[:6] = [-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf]
+    want = np.maximum(x, 0).tobytes()
+    in_place = x.copy()
+    assert _relu_into(in_place, out=in_place) is in_place and in_place.tobytes() == want
+    assert _relu_raw(x).tobytes() == want and _relu_raw(x).shape == x.shape
+    assert _relu_into(x, out=np.empty_like(x)).tobytes() == want
+    strided = x[..., ::2]  # not contiguous
+    assert _relu_raw(strided).tobytes() == np.maximum(strided, 0).tobytes()
+    out = np.empty(shape[::-1], dtype).T  # a non-contiguous result buffer
+    assert _relu_into(x, out=out) is out and np.ascontiguousarray(out).tobytes() == want
+
+
 @pytest.fixture
 def kinds_restored():
     import importlib
