@@ -49,7 +49,7 @@ def _bias_in_product(rows: Any, w: Any, b: Any) -> bool:
         return False
     n, k = rows.shape
     size = n * w.shape[0]
-    return size >= _BIAS_IN_PRODUCT_SIZE and size >= 2 * (w.size + rows.size)
+    return bool(size >= _BIAS_IN_PRODUCT_SIZE and size >= 2 * (w.size + rows.size))
 
 
 _BIAS_IN_PRODUCT_SIZE = 1 << 16  # result elements from which the bias may go inside the product
