@@ -94,7 +94,7 @@ def test_a_large_result_takes_its_bias_inside_the_product(x_shape, strided, dtyp
     w, b = RNG.standard_normal((512, 16)).astype(dtype), RNG.standard_normal(512).astype(dtype)
     assert kdense._bias_in_product(np.ones((x.size // 16, 16), dtype), w, b) == (x.size // 16 >= 64)
     want = np.matmul(x, w.T) + b
-    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
     np.testing.assert_allclose(kdense.dense(x, w, b), want, **tol)
     out = np.empty_like(want)
     assert kdense._dense_into(x, w, b, out=out) is out
@@ -103,7 +103,7 @@ def test_a_large_result_takes_its_bias_inside_the_product(x_shape, strided, dtyp
     ref = lambda x, w, b: fnp.sum(fnp.sin(kdense.dense_composed(x, w, b)))  # noqa: E731
     jitted = fg.jit(fg.grad(loss, argnums=(0, 1, 2)), backend="numpy")
     for got, r in zip(jitted(x, w, b), fg.grad(ref, argnums=(0, 1, 2))(x, w, b)):
-        np.testing.assert_allclose(got, r, **(dict(rtol=1e-3, atol=1e-3) if dtype == np.float32 else tol))
+        np.testing.assert_allclose(got, r, **({"rtol": 1e-3, "atol": 1e-3} if dtype == np.float32 else tol))
 
 
 def test_nn_linear_is_the_dense_node_and_matches_the_composition():

@@ -47,8 +47,7 @@ def _bias_in_product(rows: Any, w: Any, b: Any) -> bool:
         return False
     if b.ndim != 1 or b.dtype != rows.dtype or w.dtype != rows.dtype or rows.ndim != 2:
         return False
-    n, k = rows.shape
-    size = n * w.shape[0]
+    size = rows.shape[0] * w.shape[0]
     return bool(size >= _BIAS_IN_PRODUCT_SIZE and size >= 2 * (w.size + rows.size))
 
 
