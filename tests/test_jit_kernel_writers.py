@@ -87,6 +87,69 @@ def test_the_in_place_variants_match_the_kernels_including_nan_and_inf(nan_passe
                                   _positive_part_raw(row, x, nan_passes))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(8, 4, 256), (5, 1023), (4096,), (64, 64)])
+def test_relu_of_large_arrays_has_the_bits_of_maximum_with_zero(dtype, shape):
+    # large contiguous host arrays go row by row against a row of zeros (NumPy's vector loop), the others
+    # against the scalar: the same bits either way, -0.0, NaN of either sign and infinities included
+    x = rng.standard_normal(shape).astype(dtype)
+    x.reshape(-1)[:6] = [-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf]
+    want = np.maximum(x, 0).tobytes()
+    in_place = x.copy()
+    assert _relu_into(in_place, out=in_place) is in_place and in_place.tobytes() == want
+    assert _relu_raw(x).tobytes() == want and _relu_raw(x).shape == x.shape
+    assert _relu_into(x, out=np.empty_like(x)).tobytes() == want
+    strided = x[..., ::2]  # not contiguous
+    assert _relu_raw(strided).tobytes() == np.maximum(strided, 0).tobytes()
+    out = np.empty(shape[::-1], dtype).T  # a non-contiguous result buffer
+    assert _relu_into(x, out=out) is out and np.ascontiguousarray(out).tobytes() == want
+
+
+def _ff_backward_order(p, x):
+    prog = fg.make_program(fg.grad(_mlp_loss))(p, x)
+    names = [e.prim.name for e in prog.eqns]
+    return prog, names
+
+
+def test_relu_mask_runs_right_after_the_product_that_makes_its_cotangent():
+    # the elementwise last reader of a large host product moves up to it (its rows still in cache); the
+    # results are the eager step's, bit for bit as the unmoved program's
+    p, x = _mlp(np.float32)
+    p = {k: np.repeat(v, 8, axis=0) if k in ("w1", "b1") else v for k, v in p.items()}  # 512 hidden units
+    p["w2"] = np.repeat(p["w2"], 8, axis=1)
+    prog, names = _ff_backward_order(p, x)
+    mask = names.index("positive_part")
+    product = prog.eqns[mask - 1]
+    assert product.prim.name == "matmul" and prog.eqns[mask].ins[0] is product.outs[0], names
+    want = fg.grad(_mlp_loss)(p, x)
+    got = fg.jit(fg.grad(_mlp_loss), backend="numpy")(p, x)
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-4)
+
+
+def test_calls_that_read_later_values_or_small_products_stay_in_place():
+    from funcgrad.jit import passes
+
+    x = rng.standard_normal((256, 256))
+
+    def f(x):
+        a = x @ x  # large product
+        b = fnp.sin(x)  # made after the product
+        return fnp.sum(a * b) + fnp.sum(x @ x[:4].T + 1.0)  # a * b needs b; the small product keeps its place
+
+    prog = fg.make_program(f)(x)
+    order = [e.prim.name for e in prog.eqns]
+    assert order.index("multiply") > order.index("sin")
+    before = fg.make_program(f)(x)
+    saved = passes.PRODUCT_BYTES
+    try:
+        passes.PRODUCT_BYTES = 1 << 62
+        unmoved = fg.jit(f, backend="numpy")(x)
+    finally:
+        passes.PRODUCT_BYTES = saved
+    assert fg.jit(f, backend="numpy")(x) == unmoved and len(before.eqns) == len(prog.eqns)
+
+
 @pytest.fixture
 def kinds_restored():
     import importlib

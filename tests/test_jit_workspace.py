@@ -11,7 +11,10 @@ import funcgrad as fg
 import funcgrad.nn as fnn
 import funcgrad.numpy as fnp
 from funcgrad.jit.numpy_replay import compile_program
-from funcgrad.jit.workspace import WORKSPACE_BYTES, Workspace, reachable_from_outputs
+import pytest
+
+from funcgrad.jit import workspace
+from funcgrad.jit.workspace import HUGE_PAGE, WORKSPACE_BYTES, Workspace, make_buffers, reachable_from_outputs
 
 rng = np.random.default_rng(11)
 ROWS, WIDE = 32, 2048  # a (32, 2048) float32 temporary: 256 KiB, WORKSPACE_BYTES
@@ -111,6 +114,32 @@ def test_a_call_while_the_buffers_are_taken_makes_new_ones():
     assert ws.take() is a  # this thread's, handed back
     assert ws.take() is not a  # taken: a second call makes new ones
     assert ws.nbytes == 3 * 4 * 4 + 5 * 8
+
+
+@pytest.mark.parametrize("huge", [True, False])
+def test_buffers_filling_a_huge_page_share_one_aligned_mapping_and_never_overlap(monkeypatch, huge):
+    monkeypatch.setattr(workspace, "HUGE_PAGES", huge)
+    slots = [((256, 2048), np.dtype("float32")), ((3,), np.dtype("float64")), ((8, 32, 2048), np.dtype("float32")),
+             ((5, 7), np.dtype("int16"))]
+    bufs = make_buffers(slots)
+    for b, (shape, dtype) in zip(bufs, slots):
+        assert b.shape == shape and b.dtype == dtype and b.flags.c_contiguous and b.flags.writeable
+        assert b.ctypes.data % (64 if huge and workspace.HUGE_PAGES else b.dtype.alignment) == 0
+    assert not any(np.shares_memory(u, v) for i, u in enumerate(bufs) for v in bufs[i + 1:])
+    for k, b in enumerate(bufs):
+        b[...] = k + 1
+    assert [int(b.reshape(-1)[-1]) for b in bufs] == [1, 2, 3, 4] and bufs[0].sum() == 256 * 2048
+    if huge and workspace.HUGE_PAGES:  # (one mapping, starting on a huge page)
+        assert bufs[0].ctypes.data % HUGE_PAGE == 0 and bufs[2].base is not None
+    small = make_buffers([((4, 4), np.dtype("float32"))])  # below a huge page: a plain array
+    assert small[0].base is None and small[0].shape == (4, 4)
+
+
+def test_a_mapping_that_fails_gives_plain_arrays(monkeypatch):
+    monkeypatch.setattr(workspace, "HUGE_PAGES", True)
+    monkeypatch.setattr(workspace, "_huge_page_region", lambda nbytes: None)
+    bufs = make_buffers([((512, 1024), np.dtype("float32"))])
+    assert bufs[0].base is None and bufs[0].shape == (512, 1024) and bufs[0].flags.writeable
 
 
 def test_reachable_from_outputs_follows_views_and_in_place_writes_but_not_products():

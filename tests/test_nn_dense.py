@@ -83,6 +83,29 @@ def test_dense_of_a_stack_is_one_product_over_the_rows(x_shape, dtype):
                                    atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("x_shape,strided", [((4, 64, 16), False), ((4, 64, 16), True), ((300, 16), True),
+                                             ((40, 16), False)])
+def test_a_large_result_takes_its_bias_inside_the_product(x_shape, strided, dtype):
+    # a result large against x and w: [x, 1] @ [w, b].T, one product (host arrays); the same values as the
+    # product and the sum, eagerly, into a buffer, and through the jitted gradient
+    x = RNG.standard_normal(x_shape).astype(dtype)
+    x = np.swapaxes(np.swapaxes(x, 0, -2).copy(), 0, -2) if strided else x
+    w, b = RNG.standard_normal((512, 16)).astype(dtype), RNG.standard_normal(512).astype(dtype)
+    assert kdense._bias_in_product(np.ones((x.size // 16, 16), dtype), w, b) == (x.size // 16 >= 64)
+    want = np.matmul(x, w.T) + b
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    np.testing.assert_allclose(kdense.dense(x, w, b), want, **tol)
+    out = np.empty_like(want)
+    assert kdense._dense_into(x, w, b, out=out) is out
+    np.testing.assert_allclose(out, want, **tol)
+    loss = lambda x, w, b: fnp.sum(fnp.sin(kdense.dense(x, w, b)))  # noqa: E731
+    ref = lambda x, w, b: fnp.sum(fnp.sin(kdense.dense_composed(x, w, b)))  # noqa: E731
+    jitted = fg.jit(fg.grad(loss, argnums=(0, 1, 2)), backend="numpy")
+    for got, r in zip(jitted(x, w, b), fg.grad(ref, argnums=(0, 1, 2))(x, w, b)):
+        np.testing.assert_allclose(got, r, **({"rtol": 1e-3, "atol": 1e-3} if dtype == np.float32 else tol))
+
+
 def test_nn_linear_is_the_dense_node_and_matches_the_composition():
     x, w, b = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((5, 4)), RNG.standard_normal(5)
     prog = str(fg.make_program(lambda x, w, b: fnn.linear(x, w, b))(x, w, b))

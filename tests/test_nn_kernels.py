@@ -829,6 +829,34 @@ def test_norm_backward_with_the_forward_statistics_matches_the_fresh_backward(fo
         np.testing.assert_allclose(a, f, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_and_attention_backwards_from_the_forward_memo_give_the_fresh_bits(dtype):
+    """Layer norm's backward with the forward's row statistics, and attention's with the forward's weights, give
+    the bits of the backward that finds them again; an entry serves only the arrays (and eps, scale, bias) of
+    its forward, once."""
+    rng = np.random.default_rng(15)
+    x, g = (rng.standard_normal((3, 5, 8)).astype(dtype) for _ in range(2))
+    w, b = (rng.standard_normal(8).astype(dtype) for _ in range(2))
+    fresh = klayer._backward_raw(g, x, w, 1e-5)
+    klayer._forward_raw(x, w, b, 1e-5)
+    assert klayer._backward_raw(g, x.copy(), w, 1e-5)[0].tobytes() == fresh[0].tobytes()  # another x: a miss
+    klayer._forward_raw(x, w, b, 1e-3)  # another eps: its own entry
+    klayer._forward_raw(x, w, b, 1e-5)
+    for got, want in zip(klayer._backward_raw(g, x, w, 1e-5), fresh):
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    assert klayer._saved_statistics.take((x,), (1e-5,)) is None and klayer._saved_statistics.take((x,), (1e-3,))
+    q, k, v, go = (rng.standard_normal((2, 3, 4, 5)).astype(dtype) for _ in range(4))
+    bias = rng.standard_normal((4, 4)).astype(dtype)
+    for mask in (None, bias):
+        fresh = kattn._backward_raw(q, k, v, mask, go, 0.4)
+        kattn._attention_raw(q, k, v, mask, 0.3)  # another scale: no use to this backward
+        assert kattn._backward_raw(q, k, v, mask, go, 0.4)[0].tobytes() == fresh[0].tobytes()
+        kattn._attention_raw(q, k, v, mask, 0.4)
+        for got, want in zip(kattn._backward_raw(q, k, v, mask, go, 0.4), fresh):
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        assert kattn._saved_weights.take((q, k, mask), (0.4,)) is None  # taken by the backward
+
+
 def test_feature_sums_by_matrix_vector_product_equal_numpy_sums():
     """Batch norm's per-channel sums (mean in the forward, sum of g in the backward) as a matrix-vector
     product over (N, C, rest) equal NumPy's reduction; other layouts and strided arrays take the reduction."""

@@ -65,6 +65,29 @@ def test_sgd_matches_pytorch_formulas(momentum, nesterov, wd):
         optim.sgd(0.1, nesterov=True)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_momentum_and_apply_on_host_arrays_keep_the_bits_and_dtypes_of_the_formulas(dtype):
+    # host arrays take a short way (one new array per momentum update, dtypes read directly): the same bits
+    # as g + m t and p + u, the same dtypes, and the general way still serves traced values and scalars
+    p, gs = params_and_grads(dtype)
+    tr = optim.trace(0.9, nesterov=True)
+    state = tr.init(p)
+    t = {k: np.zeros_like(v) for k, v in p.items()}
+    for g in gs:
+        out, state = tr.update(g, state, p)
+        t = {k: g[k] + 0.9 * t[k] for k in t}
+        for k in t:
+            assert state.trace[k].dtype == dtype and state.trace[k].tobytes() == t[k].tobytes()
+            assert out[k].tobytes() == (g[k] + 0.9 * t[k]).tobytes()
+    wider = optim.apply_updates(p, {k: v.astype(np.float64) for k, v in gs[0].items()})
+    for k in p:
+        assert wider[k].dtype == dtype
+        np.testing.assert_array_equal(wider[k], (p[k] + gs[0][k].astype(np.float64)).astype(dtype))
+    traced = fg.grad(lambda w: fnp.sum(tr.update({"w": w}, tr.init({"w": w}), None)[0]["w"] ** 2))(p["w"])
+    np.testing.assert_allclose(traced, 2 * p["w"] * 1.9 ** 2, rtol=1e-6)
+    assert optim.apply_updates({"s": 1.0}, {"s": 0.5}) == {"s": 1.5}
+
+
 def adam_ref(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
     def ref(x, g, slot, t):
         m = slot["m"] = b1 * slot.get("m", 0) + (1 - b1) * g

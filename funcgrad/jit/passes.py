@@ -17,11 +17,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .ir import Const, Eqn, Program, Var
-from .kinds import is_host_array, is_ufunc
-from .known import ADD, BROADCAST_TO, MULTIPLY, SUBTRACT, TENSORDOT
+from .kinds import is_gufunc, is_host_array, is_ufunc, makes_fresh, writes_out
+from .known import ADD, BROADCAST_TO, MATMUL, MULTIPLY, SUBTRACT, TENSORDOT
 
 __all__ = ["optimize", "split_program", "fold_constants", "identities", "common_subexpressions",
-           "implicit_broadcasts", "dead_code", "diagonal_products", "register_rewrite", "REWRITES"]
+           "implicit_broadcasts", "dead_code", "diagonal_products", "elementwise_after_products",
+           "register_rewrite", "REWRITES"]
 
 
 REWRITES: list[Callable[[Program], None]] = []  # registered by higher layers (register_rewrite)
@@ -54,7 +55,66 @@ def optimize(prog: Program) -> Program:
     for rewrite in REWRITES:
         rewrite(prog)
     diagonal_products(prog)
+    elementwise_after_products(prog)
     return prog
+
+
+PRODUCT_BYTES = 1 << 18  # products from this size (host arrays) have their elementwise reader moved up to them
+
+
+def _makes_product(e: Eqn) -> bool:
+    """A matrix product or a declared kernel (not elementwise) whose result is a new array (``dense``, a
+    convolution ...)."""
+    if e.multiple:
+        return False
+    if e.prim is MATMUL or is_gufunc(e.fn):
+        return True
+    return makes_fresh(e.fn, e.kwargs) and not is_ufunc(e.fn) and not writes_out(e.fn, e.kwargs)
+
+
+def elementwise_after_products(prog: Program) -> None:
+    """Move an elementwise call that is the last reader of a large host product's result up to right after
+    that product, when its other arguments are ready there: it then reads the product while the product's
+    last rows are still in cache (and can write into its buffer), instead of after unrelated calls that
+    stream other arrays through the cache (the relu mask of a feed-forward layer's backward, which waited
+    for the weight gradient's product). The moved call is pure and reads nothing made in between, so every
+    result is the same."""
+    eqns = prog.eqns
+    made_at: dict[int, int] = {}
+    last_read: dict[int, int] = {}
+    for k, e in enumerate(eqns):
+        for a in e.ins:
+            if isinstance(a, Var):
+                last_read[id(a)] = k
+        for o in e.outs:
+            made_at[id(o)] = k
+    outputs = {id(o) for o in prog.outs if isinstance(o, Var)}
+    moves: dict[int, list[int]] = {}  # product's index -> the indices of the calls moved after it
+    moved: set[int] = set()
+    for k, e in enumerate(eqns):
+        if not (e.prim.pure and len(e.outs) == 1 and not e.multiple and writes_out(e.fn, e.kwargs)):
+            continue
+        ins = [a for a in e.ins if isinstance(a, Var)]
+        for a in ins:
+            j = made_at.get(id(a))
+            if j is None or j >= k - 1 or last_read.get(id(a)) != k or id(a) in outputs:
+                continue
+            p = eqns[j]
+            if not (_makes_product(p) and is_host_array(a.kind) and a.nbytes >= PRODUCT_BYTES):
+                continue
+            if j not in moved and all(made_at.get(id(b), -1) <= j for b in ins):
+                moves.setdefault(j, []).append(k)
+                moved.add(k)
+                break
+    if not moves:
+        return
+    order: list[Eqn] = []
+    for k, e in enumerate(eqns):
+        if k in moved:
+            continue
+        order.append(e)
+        order.extend(eqns[m] for m in moves.get(k, ()))
+    prog.eqns = order
 
 
 def diagonal_products(prog: Program) -> None:

@@ -34,15 +34,42 @@ from ..numpy._util import unbroadcast
 __all__ = ["relu", "positive_part"]
 
 _WORDS = {2: "int16", 4: "int32", 8: "int64"}
+_ROW = 1024  # the length of the rows of zeros a large host array is compared with
+_ZEROS: dict[Any, Any] = {}  # dtype -> a read-only row of _ROW zeros
+
+
+def _zero_row(dtype: Any) -> Any:
+    row = _ZEROS.get(dtype)
+    if row is None:
+        row = np.zeros(_ROW, dtype=dtype)
+        row.setflags(write=False)
+        _ZEROS[dtype] = row
+    return row
+
+
+def _floor_at_zero(x: Any, out: Any) -> Any:
+    """``maximum(x, 0)`` into ``out`` (None: a new array). NumPy (2.4) runs ``maximum`` against a scalar
+    without its vector loop, against an array with it (2-3x faster on large arrays, the same bits): a
+    contiguous host float array whose size is a multiple of :data:`_ROW` is compared row by row with a row
+    of zeros."""
+    if (type(x) is np.ndarray and x.dtype.kind == "f" and x.size >= 4 * _ROW and x.size % _ROW == 0
+            and x.flags.c_contiguous and (out is None or (type(out) is np.ndarray and out.flags.c_contiguous))):
+        rows = x.reshape(x.size // _ROW, _ROW)
+        if out is None:
+            return np.maximum(rows, _zero_row(x.dtype)).reshape(x.shape)
+        np.maximum(rows, _zero_row(x.dtype), out=out.reshape(rows.shape))
+        return out
+    xp = namespace_of(x)
+    return xp.maximum(x, 0) if out is None else xp.maximum(x, 0, out=out)
 
 
 def _relu_raw(x: Any, nan_passes: bool = False) -> Any:
-    return namespace_of(x).maximum(x, 0)
+    return _floor_at_zero(x, None)
 
 
 def _relu_into(x: Any, nan_passes: bool = False, *, out: Any) -> Any:
     """:func:`relu` written into ``out`` (``x`` itself where ``fg.jit`` knows it dies here)."""
-    return namespace_of(x).maximum(x, 0, out=out)
+    return _floor_at_zero(x, out)
 
 
 def _positive_part_raw(v: Any, x: Any, nan_passes: bool = False) -> Any:

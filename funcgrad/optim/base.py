@@ -121,6 +121,8 @@ def apply_updates(params: Any, updates: Any) -> Any:
         if u is None or p is None:
             return p
         out = p + u
+        if type(p) is np.ndarray and type(out) is np.ndarray:  # host arrays: their dtypes at hand
+            return out if out.dtype == p.dtype else out.astype(p.dtype)
         dt = fnp.result_type(p)
         return out if fnp.result_type(out) == dt else fnp.astype(out, dt)
 

@@ -133,9 +133,16 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     def init(params: Any) -> TraceState:
         return TraceState(_zeros(params))
 
+    def decayed_sum(g: Any, t: Any) -> Any:
+        if type(g) is np.ndarray and type(t) is np.ndarray and g.shape == t.shape and g.dtype == t.dtype:
+            out = t * decay  # host arrays: g + decay * t with one new array, not two (the same bits: + commutes)
+            out += g
+            return out
+        return g + decay * t
+
     def update(updates: Any, state: TraceState, params: Any = None, **extra: Any) -> tuple[Any, TraceState]:
-        new_trace = tree_map(lambda g, t: g + decay * t, updates, state.trace)
-        out = tree_map(lambda g, t: g + decay * t, updates, new_trace) if nesterov else new_trace
+        new_trace = tree_map(decayed_sum, updates, state.trace)
+        out = tree_map(decayed_sum, updates, new_trace) if nesterov else new_trace
         return out, TraceState(new_trace)
 
     return GradientTransformation(init, update)

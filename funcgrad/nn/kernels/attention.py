@@ -3,9 +3,10 @@
 ``attention(q, k, v, bias, scale) = P v`` with ``P = softmax(scale * q k^T + bias)``
 over the last axis (``bias`` broadcasts to ``(..., L, S)``: an additive mask, or
 None). The forward is two matrix products and one softmax on the raw arrays;
-the backward is one primitive too (``attention_backward``), which recomputes ``P``
-(one product and a softmax, as flash-attention backward passes do) instead of
-keeping it on the tape, and then
+the backward is one primitive too (``attention_backward``), which takes ``P`` from
+the forward of the same arrays where that forward just ran (a memo held by neither
+tape nor caller), else recomputes it (one product and a softmax, as flash-attention
+backward passes do), and then
 
     dV = P^T g,   dS = P * (g V^T - rowsum(g V^T * P)),   dQ = scale dS K,
     dK = scale dS^T Q,   dbias = dS (summed over broadcast axes);
@@ -31,12 +32,27 @@ from ...numpy._batching import _aligned
 from ...numpy._util import unbroadcast
 from ..functional import softmax
 from .composed import composed_rules
+from .forward_memo import ForwardMemo
 
 __all__ = ["attention", "attention_backward"]
 
 
+class _WeightsMemo(ForwardMemo):
+    """The attention weights ``P^T`` a forward computed, for the backward of the very same ``q``, ``k``,
+    ``bias`` and ``scale`` (:class:`~funcgrad.nn.kernels.forward_memo.ForwardMemo`): the backward skips the
+    product and the softmax that would find them again. Weights over 8 MiB are not kept (long sequences:
+    the backward recomputes them, as flash-attention backward passes do)."""
+
+    MAX_BYTES = 8 * 2 ** 20
+
+
+_saved_weights = _WeightsMemo()
+
+
 def _attention_raw(q: Any, k: Any, v: Any, bias: Any, scale: float) -> Any:
-    return namespace_of(q).matmul(_weights_transposed_raw(q, k, bias, scale).swapaxes(-1, -2), v)
+    pt = _weights_transposed_raw(q, k, bias, scale)
+    _saved_weights.put((q, k, bias), (scale,), pt)
+    return namespace_of(q).matmul(pt.swapaxes(-1, -2), v)
 
 
 def _weights(q: Any, k: Any, bias: Any, scale: float) -> Any:
@@ -74,7 +90,9 @@ def _column_sums(a: Any) -> Any:
 
 def _backward_raw(q: Any, k: Any, v: Any, bias: Any, g: Any, scale: float) -> tuple[Any, Any, Any, Any]:
     xp = namespace_of(q)
-    pt = _weights_transposed_raw(q, k, bias, scale)  # P^T
+    pt = _saved_weights.take((q, k, bias), (scale,))  # P^T, from the forward of these very arrays
+    if pt is None:
+        pt = _weights_transposed_raw(q, k, bias, scale)
     dv = xp.matmul(pt, g)
     dpt = xp.matmul(v, g.swapaxes(-1, -2))  # (g V^T)^T
     dpt -= _column_sums(dpt * pt)
