@@ -28,6 +28,25 @@ def native_kernel_cache(tmp_path_factory):
     del os.environ["FUNCGRAD_CACHE_DIR"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def background(request, tmp_path_factory, native_kernel_cache):
+    """The :class:`background_checks.Runner` of the session: the slow subprocess checks the
+    selected tests want (the docs site's build, mypy, the examples) start now, one at a time,
+    beside the tests (after the kernel cache's folder is set: they see it);
+    FUNCGRAD_TEST_BACKGROUND=0 leaves each to run inside its test."""
+    import os
+    import re
+
+    import background_checks
+
+    runner = background_checks.Runner(lambda name: tmp_path_factory.mktemp(re.sub(r"[^A-Za-z0-9_.-]+", "-", name)))
+    if os.environ.get("FUNCGRAD_TEST_BACKGROUND", "1").strip() != "0":
+        tests = [(str(item.path), item.name) for item in request.session.items]
+        runner.start(background_checks.wanted_in_order(background_checks.JOBS, tests))
+    yield runner
+    runner.stop()
+
+
 def pytest_generate_tests(metafunc):
     """The runs of tests/jit_modes.py's ``jit_mode``: eager, jit and of_jit for every test, and
     native (numba installed: the ``native`` extra) for those marked ``@pytest.mark.native``, or
