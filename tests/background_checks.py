@@ -7,7 +7,8 @@ session fixture in tests/conftest.py starts those the selected tests want, one a
 the order the tests will ask for them: they run on the otherwise idle core while the
 in-process tests run. A test takes its job's result with :meth:`Runner.result`, which waits
 for the job; a job that was not started (its tests deselected when the session began, or
-``FUNCGRAD_TEST_BACKGROUND=0``) runs then, inside the test, as a plain subprocess call would.
+``FUNCGRAD_TEST_BACKGROUND=0``) runs then, inside the first test that asks for it, as a plain
+subprocess call would.
 Only *when* the command runs moves: the command, its environment and the test's assertions
 are the test's own.
 
@@ -37,16 +38,18 @@ __all__ = ["JOBS", "Finished", "Job", "Runner", "register", "wanted_in_order"]
 @dataclass(eq=False)
 class Job:
     """One subprocess check: ``command(folder)`` gives its argv (``folder`` is an empty
-    temporary folder of its own), run in ``cwd`` with ``env`` over the environment of the
-    moment it starts; ``wanted_by`` names the tests that read it, as (test file, test name),
-    the name ``"*"`` standing for every test of the file."""
+    temporary folder of its own, or with ``after`` the folder of that job, which runs first),
+    run in ``cwd`` with ``env`` (a dict, or a function of the folder giving one) over the
+    environment of the moment it starts; ``wanted_by`` names the tests that read it, as (test
+    file, test name), the name ``"*"`` standing for every test of the file."""
 
     name: str
     command: Callable[[pathlib.Path], Sequence[str]]
     wanted_by: frozenset[tuple[str, str]]
     cwd: pathlib.Path | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] | Callable[[pathlib.Path], dict[str, str]] = field(default_factory=dict)
     timeout: float = 600.0
+    after: Job | None = None
 
 
 @dataclass
@@ -63,7 +66,8 @@ JOBS: list[Job] = []
 
 def register(name: str, command: Callable[[pathlib.Path], Sequence[str]], *,
              wanted_by: Iterable[tuple[str, str]], cwd: pathlib.Path | None = None,
-             env: dict[str, str] | None = None, timeout: float = 600.0) -> Job:
+             env: dict[str, str] | Callable[[pathlib.Path], dict[str, str]] | None = None, timeout: float = 600.0,
+             after: Job | None = None) -> Job:
     """Declare a job (at a test module's import); see the module's docstring."""
     wanted = frozenset((str(pathlib.Path(path).resolve()), test) for path, test in wanted_by)
     for job in JOBS:
@@ -71,7 +75,7 @@ def register(name: str, command: Callable[[pathlib.Path], Sequence[str]], *,
             if job.wanted_by != wanted:  # (the same module imported twice registers the same job)
                 raise ValueError(f"a background check named {name!r} is already registered, for other tests")
             return job
-    job = Job(name, command, wanted, cwd, dict(env or {}), timeout)
+    job = Job(name, command, wanted, cwd, env if callable(env) else dict(env or {}), timeout, after)
     JOBS.append(job)
     return job
 
@@ -112,8 +116,8 @@ class Runner:
                 self._events[id(job)].set()
 
     def _run(self, job: Job) -> Finished:
-        folder = self._make_folder(job.name)
-        env = dict(os.environ, **job.env)
+        folder = self.result(job.after).folder if job.after is not None else self._make_folder(job.name)
+        env = dict(os.environ, **(job.env(folder) if callable(job.env) else job.env))
         with self._lock:
             if self._stopped:
                 raise RuntimeError(f"the background check {job.name!r} was stopped with the session")
@@ -132,11 +136,22 @@ class Runner:
         return Finished(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), folder)
 
     def result(self, job: Job) -> Finished:
-        """``job``'s result: waits for it if it was started, else runs it now."""
+        """``job``'s result: waits for it if it was started, else runs it now (once: a later
+        call hands out the same result)."""
         with self._lock:
             event = self._events.get(id(job))
-        if event is None:
-            return self._run(job)
+            if event is None:
+                event = self._events[id(job)] = threading.Event()
+                run_here = True
+            else:
+                run_here = False
+        if run_here:
+            try:
+                self._done[id(job)] = self._run(job)
+            except Exception as exc:  # noqa: BLE001  (raised below, and to a later call)
+                self._errors[id(job)] = exc
+            finally:
+                event.set()
         event.wait()
         if id(job) in self._errors:
             raise self._errors[id(job)]
@@ -154,11 +169,21 @@ class Runner:
 
 def wanted_in_order(jobs: Sequence[Job], tests: Iterable[tuple[str, str]]) -> list[Job]:
     """The jobs some of ``tests`` (as (test file, test name), in run order) want, in the order of
-    the first test wanting each."""
+    the first test wanting each (a job's ``after`` job just before it, if not already earlier)."""
     first: dict[int, int] = {}
     for position, (path, name) in enumerate(tests):
         file = str(pathlib.Path(path).resolve())
         for job in jobs:
             if (file, name) in job.wanted_by or (file, "*") in job.wanted_by:
                 first.setdefault(id(job), position)
-    return sorted((job for job in jobs if id(job) in first), key=lambda job: first[id(job)])
+    order: list[Job] = []
+
+    def add(job: Job) -> None:
+        if job.after is not None:
+            add(job.after)
+        if job not in order:
+            order.append(job)
+
+    for job in sorted((job for job in jobs if id(job) in first), key=lambda job: first[id(job)]):
+        add(job)
+    return order
