@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -81,7 +82,10 @@ def register(name: str, command: Callable[[pathlib.Path], Sequence[str]], *,
 
 
 class Runner:
-    """Runs the session's jobs one after another on a thread; :meth:`result` hands them out."""
+    """Runs the session's jobs one after another on a thread; :meth:`result` hands them out.
+    The jobs started on the thread run at the lowest scheduling priority (nice 19): they take
+    only the CPU the tests leave (NumPy's BLAS threads in the tests' process, the native
+    tier's compiler process), never slow the tests down."""
 
     def __init__(self, make_folder: Callable[[str], pathlib.Path]) -> None:
         self._make_folder = make_folder
@@ -109,19 +113,23 @@ class Runner:
                 self._events[id(job)].set()
                 continue
             try:
-                self._done[id(job)] = self._run(job)
+                self._done[id(job)] = self._run(job, lowest_priority=True)
             except Exception as exc:  # noqa: BLE001  (handed to the test that reads the job)
                 self._errors[id(job)] = exc
             finally:
                 self._events[id(job)].set()
 
-    def _run(self, job: Job) -> Finished:
+    def _run(self, job: Job, lowest_priority: bool = False) -> Finished:
         folder = self.result(job.after).folder if job.after is not None else self._make_folder(job.name)
         env = dict(os.environ, **(job.env(folder) if callable(job.env) else job.env))
         with self._lock:
             if self._stopped:
                 raise RuntimeError(f"the background check {job.name!r} was stopped with the session")
-            proc = self._running = subprocess.Popen(list(job.command(folder)), cwd=job.cwd, env=env, text=True,
+            argv = list(job.command(folder))
+            nice = shutil.which("nice") if lowest_priority else None
+            if nice is not None:  # (the processes it starts inherit the setting)
+                argv = [nice, "-n", "19", *argv]
+            proc = self._running = subprocess.Popen(argv, cwd=job.cwd, env=env, text=True,
                                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             out, err = proc.communicate(timeout=job.timeout)

@@ -3,6 +3,7 @@ beside the other tests give their tests the same process results as a call insid
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 
@@ -89,3 +90,15 @@ def test_a_name_registered_for_other_tests_is_refused():
                                        wanted_by=[(__file__, "test_y")])
     finally:
         background_checks.JOBS.remove(job)
+
+
+def test_jobs_on_the_thread_take_only_the_cpu_the_tests_leave(runner):
+    import os
+
+    if shutil.which("nice") is None:
+        pytest.skip("no nice(1) here")
+    code = "import os; print(os.nice(0))"
+    on_thread, in_test = _job("nice", code), _job("not nice", code)
+    runner.start([on_thread])
+    assert int(runner.result(on_thread).process.stdout) == 19
+    assert int(runner.result(in_test).process.stdout) == os.nice(0)

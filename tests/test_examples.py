@@ -33,8 +33,7 @@ def _skip_reason(path: Path) -> str | None:
 def example_output(job: background_checks.Job, background: background_checks.Runner) -> str:
     """The printout of an example's run (a job below), which must have succeeded."""
     proc = background.result(job).process
-    name = Path(proc.args[1]).name
-    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"{job.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
 
 
