@@ -6,9 +6,9 @@ package, the example scripts) are registered here by their test modules at impor
 session fixture in tests/conftest.py starts those the selected tests want, one at a time, in
 the order the tests will ask for them: they run on the otherwise idle core while the
 in-process tests run. A test takes its job's result with :meth:`Runner.result`, which waits
-for the job; a job that was not started (its tests deselected when the session began, or
-``FUNCGRAD_TEST_BACKGROUND=0``) runs then, inside the first test that asks for it, as a plain
-subprocess call would.
+for the job if it is running; a job not begun (still queued, its tests deselected when the
+session began, or ``FUNCGRAD_TEST_BACKGROUND=0``) runs then, inside the first test that asks
+for it, as a plain subprocess call would.
 Only *when* the command runs moves: the command, its environment and the test's assertions
 are the test's own.
 
@@ -93,21 +93,29 @@ class Runner:
         self._done: dict[int, Finished] = {}
         self._events: dict[int, threading.Event] = {}
         self._errors: dict[int, BaseException] = {}
-        self._running: subprocess.Popen[str] | None = None
+        self._running: set[subprocess.Popen[str]] = set()
+        self._claimed: set[int] = set()  # (the jobs begun, on the thread or in a test)
         self._stopped = False
         self._thread: threading.Thread | None = None
 
     def start(self, jobs: Sequence[Job]) -> None:
-        """Run ``jobs`` in this order on a background thread."""
+        """Run ``jobs`` in this order on a background thread (the first one begun at once: a test
+        asking for it waits)."""
+        jobs = list(jobs)
         with self._lock:
             for job in jobs:
                 self._events.setdefault(id(job), threading.Event())
-        self._thread = threading.Thread(target=self._run_all, args=(list(jobs),), name="background-checks",
-                                        daemon=True)
+            if jobs:
+                self._claimed.add(id(jobs[0]))
+        self._thread = threading.Thread(target=self._run_all, args=(jobs,), name="background-checks", daemon=True)
         self._thread.start()
 
     def _run_all(self, jobs: list[Job]) -> None:
-        for job in jobs:
+        for n, job in enumerate(jobs):
+            with self._lock:
+                if n > 0 and id(job) in self._claimed:  # (a test asked for it first and runs it)
+                    continue
+                self._claimed.add(id(job))
             if self._stopped:
                 self._errors[id(job)] = RuntimeError(f"the background check {job.name!r} was stopped with the session")
                 self._events[id(job)].set()
@@ -129,8 +137,9 @@ class Runner:
             nice = shutil.which("nice") if lowest_priority else None
             if nice is not None:  # (the processes it starts inherit the setting)
                 argv = [nice, "-n", "19", *argv]
-            proc = self._running = subprocess.Popen(argv, cwd=job.cwd, env=env, text=True,
-                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            proc = subprocess.Popen(argv, cwd=job.cwd, env=env, text=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+            self._running.add(proc)
         try:
             out, err = proc.communicate(timeout=job.timeout)
         except subprocess.TimeoutExpired:
@@ -140,19 +149,17 @@ class Runner:
                                f"{out[-3000:]}\n{err[-3000:]}") from None
         finally:
             with self._lock:
-                self._running = None
+                self._running.discard(proc)
         return Finished(subprocess.CompletedProcess(proc.args, proc.returncode, out, err), folder)
 
     def result(self, job: Job) -> Finished:
-        """``job``'s result: waits for it if it was started, else runs it now (once: a later
-        call hands out the same result)."""
+        """``job``'s result: waits for it if it is running on the thread, else (not started, or
+        still queued) runs it now, at the test's priority (once: a later call hands out the same
+        result)."""
         with self._lock:
-            event = self._events.get(id(job))
-            if event is None:
-                event = self._events[id(job)] = threading.Event()
-                run_here = True
-            else:
-                run_here = False
+            event = self._events.setdefault(id(job), threading.Event())
+            run_here = id(job) not in self._claimed
+            self._claimed.add(id(job))
         if run_here:
             try:
                 self._done[id(job)] = self._run(job)
@@ -169,8 +176,9 @@ class Runner:
         """Kill the job under way (at the end of the session) and start no other."""
         with self._lock:
             self._stopped = True
-            if self._running is not None and self._running.poll() is None:
-                self._running.kill()
+            for proc in self._running:
+                if proc.poll() is None:
+                    proc.kill()
         if self._thread is not None:
             self._thread.join(30.0)
 

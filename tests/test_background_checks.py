@@ -102,3 +102,17 @@ def test_jobs_on_the_thread_take_only_the_cpu_the_tests_leave(runner):
     runner.start([on_thread])
     assert int(runner.result(on_thread).process.stdout) == 19
     assert int(runner.result(in_test).process.stdout) == os.nice(0)
+
+
+def test_a_queued_job_a_test_asks_for_runs_in_the_test_and_only_there(runner, tmp_path):
+    import os
+
+    runs, go = tmp_path / "runs", tmp_path / "go"
+    first = _job("first", f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.02)")  # (holds the queue)
+    queued = _job("queued", f"import os; open({str(runs)!r}, 'a').write('run\\n'); print(os.nice(0))")
+    runner.start([first, queued])
+    assert int(runner.result(queued).process.stdout) == os.nice(0)  # (not nice 19: the test's own priority)
+    go.write_text("")
+    runner.result(first)
+    runner.stop()
+    assert runs.read_text() == "run\n"
