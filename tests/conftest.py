@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 # The suite's BLAS (NumPy's and SciPy's OpenBLAS) runs on one thread unless the environment says
-# otherwise: the tests' matrices are small, and a second BLAS thread per call doubled the CPU time
-# of the linalg-heavy test files (benchmarks/RESULTS.md, "Suite time, session 12"); the second core
-# runs the background checks (tests/background_checks.py). Set before NumPy is first imported
+# otherwise: the tests' matrices are small, and a second BLAS thread per call cost the linalg-heavy
+# test files 20% more CPU time on a quiet machine, twice as much on a busy one (benchmarks/RESULTS.md,
+# "Suite time, session 12"); the second core runs the background checks (tests/background_checks.py). Set before NumPy is first imported
 # (nothing imports it before this file); the processes the tests start inherit it.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
