@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
+# The suite's BLAS (NumPy's and SciPy's OpenBLAS) runs on one thread unless the environment says
+# otherwise: the tests' matrices are small, and a second BLAS thread per call cost the linalg-heavy
+# test files 20% more CPU time on a quiet machine, twice as much on a busy one (benchmarks/RESULTS.md,
+# "Suite time, session 12"); the second core runs the background checks (tests/background_checks.py). Set before NumPy is first imported
+# (nothing imports it before this file); the processes the tests start inherit it.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import pytest
 from factories import no_fallback
 
@@ -26,6 +35,25 @@ def native_kernel_cache(tmp_path_factory):
     os.environ["FUNCGRAD_CACHE_DIR"] = folder
     yield folder
     del os.environ["FUNCGRAD_CACHE_DIR"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def background(request, tmp_path_factory, native_kernel_cache):
+    """The :class:`background_checks.Runner` of the session: the slow subprocess checks the
+    selected tests want (the docs site's build, mypy, the examples) start now, one at a time,
+    beside the tests (after the kernel cache's folder is set: they see it);
+    FUNCGRAD_TEST_BACKGROUND=0 leaves each to run inside its test."""
+    import os
+    import re
+
+    import background_checks
+
+    runner = background_checks.Runner(lambda name: tmp_path_factory.mktemp(re.sub(r"[^A-Za-z0-9_.-]+", "-", name)))
+    if os.environ.get("FUNCGRAD_TEST_BACKGROUND", "1").strip() != "0":
+        tests = [(str(item.path), item.name) for item in request.session.items]
+        runner.start(background_checks.wanted_in_order(background_checks.JOBS, tests))
+    yield runner
+    runner.stop()
 
 
 def pytest_generate_tests(metafunc):

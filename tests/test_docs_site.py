@@ -5,11 +5,10 @@ renders badly fails here. Skipped unless the ``docs`` extra is installed
 
 from __future__ import annotations
 
-import os
 import pathlib
-import subprocess
 import sys
 
+import background_checks
 import pytest
 
 pytest.importorskip("mkdocs")
@@ -20,18 +19,24 @@ pytest.importorskip("mkdocstrings_handlers.python")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+def _build_command(folder):
+    return [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
+            "--site-dir", str(folder)]
+
+
+# The build starts with the session and runs beside the other tests (tests/background_checks.py).
+BUILD = background_checks.register(
+    "mkdocs build", _build_command, cwd=ROOT, env={"NO_MKDOCS_2_WARNING": "1"},
+    wanted_by=[(__file__, "*")])
+
+
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
-         "--site-dir", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )
+def site(background):
+    built = background.result(BUILD)
+    proc = built.process
     if proc.returncode != 0:
         pytest.fail(f"mkdocs build --strict failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return out
+    return built.folder
 
 
 def test_every_page_is_built(site):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
+import background_checks
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,17 +22,43 @@ HAVE_SKLEARN = importlib.util.find_spec("sklearn") is not None
 HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
 
 
-def run_example(path: Path, *args: str) -> str:
+def _skip_reason(path: Path) -> str | None:
     if "sklearn" in path.read_text() and not HAVE_SKLEARN:
-        pytest.skip("needs scikit-learn (pip install funcgrad[examples])")
-    if "distributed" in path.name or "data_parallel" in path.name:
-        if not HAVE_MPI4PY:
-            pytest.skip("needs mpi4py (pip install funcgrad[mpi])")
-    env = dict(os.environ, FUNCGRAD_EXAMPLE_FAST="1", PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, str(path), *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        return "needs scikit-learn (pip install funcgrad[examples])"
+    if ("distributed" in path.name or "data_parallel" in path.name) and not HAVE_MPI4PY:
+        return "needs mpi4py (pip install funcgrad[mpi])"
+    return None
+
+
+def example_output(job: background_checks.Job, background: background_checks.Runner) -> str:
+    """The printout of an example's run (a job below), which must have succeeded."""
+    proc = background.result(job).process
+    assert proc.returncode == 0, f"{job.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
+
+
+# The digits examples run with a fixed seed; test_digits_examples_are_reproducible runs them once
+# more and compares with what test_example_runs printed.
+DIGITS = ("mnist_like_mlp.py", "cnn_digits.py")
+SEED = ("--seed", "3")
+
+
+def _example_job(path: Path, name: str, *wanted: str) -> background_checks.Job:
+    """Each run is one process (in the fast mode), started with the session and run beside the
+    other tests (tests/background_checks.py)."""
+    args = SEED if path.name in DIGITS else ()
+    env = {"FUNCGRAD_EXAMPLE_FAST": "1", "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    runnable = _skip_reason(path) is None
+    return background_checks.register(name, lambda folder: [sys.executable, str(path), *args], cwd=ROOT, env=env,
+                                      timeout=300, wanted_by=[(__file__, test) for test in wanted if runnable])
+
+
+RUNS = {path.name: _example_job(path, f"example {path.name}", f"test_example_runs[{path.name}]",
+                                *([f"test_digits_examples_are_reproducible[{path.name}]"] if path.name in DIGITS
+                                  else []))
+        for path in EXAMPLES}
+RERUNS = {name: _example_job(ROOT / "examples" / name, f"example {name} again",
+                             f"test_digits_examples_are_reproducible[{name}]") for name in DIGITS}
 
 
 def test_examples_found():
@@ -40,17 +66,12 @@ def test_examples_found():
     assert {"mnist_like_mlp.py", "cnn_digits.py", "newton_optimization.py", "hamiltonian.py"} <= names
 
 
-# The digits examples run with a fixed seed; test_digits_examples_are_reproducible runs them once
-# more and compares with what test_example_runs printed (one run fewer each).
-DIGITS = ("mnist_like_mlp.py", "cnn_digits.py")
-SEED = ("--seed", "3")
-_outputs: dict[str, str] = {}
-
-
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs(path):
-    out = run_example(path, *(SEED if path.name in DIGITS else ()))
-    _outputs[path.name] = out
+def test_example_runs(path, background):
+    reason = _skip_reason(path)
+    if reason:
+        pytest.skip(reason)
+    out = example_output(RUNS[path.name], background)
     assert out.strip(), f"{path.name} printed nothing"
     checks = {
         "mnist_like_mlp.py": _check_digits_mlp,
@@ -130,8 +151,10 @@ def _check_hamiltonian(out: str) -> None:
 
 
 @pytest.mark.parametrize("name", DIGITS)
-def test_digits_examples_are_reproducible(name):
-    path = ROOT / "examples" / name
-    first = _outputs.get(name) or run_example(path, *SEED)  # (test_example_runs' run, when it ran)
+def test_digits_examples_are_reproducible(name, background):
+    reason = _skip_reason(ROOT / "examples" / name)
+    if reason:
+        pytest.skip(reason)
+    first = example_output(RUNS[name], background)  # (test_example_runs' run, when it ran)
     strip = lambda s: re.sub(r"\(?[0-9.]+ s\)?", "", s)  # noqa: E731  (timings differ)
-    assert "final test accuracy" in first and strip(first) == strip(run_example(path, *SEED))
+    assert "final test accuracy" in first and strip(first) == strip(example_output(RERUNS[name], background))

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 
+import background_checks
 import pytest
 
 from funcgrad.jit import native
@@ -68,32 +69,55 @@ def _python(code: str, *argv: str, env: dict[str, str] | None = None) -> str:
     return out.stdout
 
 
+def _program_job(name: str, test: str, *argv: str, compiler: str = "process",
+                 after: background_checks.Job | None = None) -> background_checks.Job:
+    """PROGRAM run as one process with its own kernel cache (the job's folder; with ``after``,
+    that job's, which runs first), started with the session and run beside the other tests
+    (tests/background_checks.py)."""
+    return background_checks.register(
+        name, lambda folder: [sys.executable, "-c", PROGRAM, *argv], cwd=ROOT, timeout=600, after=after,
+        env=lambda folder: {"FUNCGRAD_CACHE_DIR": str(folder / "kernels"), "FUNCGRAD_JIT_COMPILER": compiler},
+        wanted_by=[(__file__, test)] if native.available() else [])
+
+
+def _program_output(job: background_checks.Job, background: background_checks.Runner) -> dict:
+    proc = background.result(job).process
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+LOADS = "test_the_worker_process_compiles_and_this_process_loads_from_the_cache_then_a_new_process_compiles_nothing"
+LINALG_FIRST = _program_job("compiler: linalg in the worker", LOADS, "background", "linalg")
+LINALG_AGAIN = _program_job("compiler: linalg again", LOADS, "block", "linalg", after=LINALG_FIRST)
+THREAD = "test_compiling_on_a_thread_writes_every_module_to_the_cache"
+# fg.config.jit_compiler = "thread" set in the script wins over the environment's "process"
+SMALL_FIRST = _program_job("compiler: small on a thread", THREAD, "background", "small", "thread")
+SMALL_AGAIN = _program_job("compiler: small again", THREAD, "block", "small", compiler="thread", after=SMALL_FIRST)
+
+
 def test_the_worker_process_compiles_and_this_process_loads_from_the_cache_then_a_new_process_compiles_nothing(
-        tmp_path):
+        background):
     """Every linalg module the worker compiles reaches the cache: this process and a new one load
     them all (no miss, no "Cannot cache" warning)."""
-    env = {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels"), "FUNCGRAD_JIT_COMPILER": "process"}
-    first = json.loads(_python(PROGRAM, "background", "linalg", env=env).splitlines()[-1])
+    first = _program_output(LINALG_FIRST, background)
     assert first["state"] == "native"
     assert first["uncached"] == []
     # numba compiled in the worker: this process only loaded the machine code the worker cached
     assert first["modules"] >= 1 and first["misses"] == 0 and first["hits"] == first["modules"]
-    again = json.loads(_python(PROGRAM, "block", "linalg", env=env).splitlines()[-1])  # a new process: no compile
+    again = _program_output(LINALG_AGAIN, background)  # a new process, the same cache: no compile
     assert again["state"] == "native" and again["misses"] == 0 and again["hits"] == again["modules"] == first["modules"]
     for run in (first, again):
         assert_equal_results(run)
 
 
-def test_compiling_on_a_thread_writes_every_module_to_the_cache(tmp_path):
+def test_compiling_on_a_thread_writes_every_module_to_the_cache(background):
     # fg.config.jit_compiler = "thread" set in the script wins over the environment's "process":
     # numba compiled in this process (cache misses here), not in a worker. (That the linalg modules
     # reach the cache is the test above: the same module text, cached by numba the same way.)
-    env = {"FUNCGRAD_CACHE_DIR": str(tmp_path / "kernels"), "FUNCGRAD_JIT_COMPILER": "process"}
-    first = json.loads(_python(PROGRAM, "background", "small", "thread", env=env).splitlines()[-1])
+    first = _program_output(SMALL_FIRST, background)
     assert first["state"] == "native" and first["uncached"] == [] and first["misses"] == first["modules"] >= 1
     # a new process compiling on its own thread (FUNCGRAD_JIT_COMPILER=thread) loads them from the disk
-    env["FUNCGRAD_JIT_COMPILER"] = "thread"
-    again = json.loads(_python(PROGRAM, "block", "small", env=env).splitlines()[-1])
+    again = _program_output(SMALL_AGAIN, background)
     assert again["misses"] == 0 and again["hits"] == again["modules"] == first["modules"]
     for run in (first, again):
         assert_equal_results(run)

@@ -7,6 +7,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -23,3 +25,19 @@ def test_pytest_q_prints_its_summary_line(tmp_path):
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1 passed" in out.stdout.splitlines()[-1]
+
+
+def test_the_suite_runs_blas_on_one_thread_unless_told_otherwise():
+    """tests/conftest.py sets OPENBLAS_NUM_THREADS=1 (if unset) before NumPy loads: NumPy's OpenBLAS
+    then runs one thread (the suite's matrices are small; the second core runs the background checks)."""
+    import os
+
+    assert os.environ.get("OPENBLAS_NUM_THREADS")
+    threadpoolctl = pytest.importorskip("threadpoolctl")  # in CI through scikit-learn ([examples])
+    import numpy as np
+
+    np.ones((2, 2)) @ np.ones((2, 2))
+    openblas = [p for p in threadpoolctl.threadpool_info() if p.get("internal_api") == "openblas"]
+    if not openblas:
+        pytest.skip("NumPy's BLAS is not OpenBLAS here")
+    assert {p["num_threads"] for p in openblas} == {int(os.environ["OPENBLAS_NUM_THREADS"])}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
+import background_checks
 import numpy as np
 import pytest
 import scipy.linalg as sl
@@ -179,8 +179,7 @@ def test_missing_counterpart_on_device_is_named():
     assert scipy_function(fb.fake, "linalg", "expm") is fb.fake.scipy_linalg.expm
 
 
-@pytest.mark.parametrize("module", ["linalg", "stats", "signal", "integrate", "optimize"])
-def test_import_without_scipy_says_how_to_install(module):
+def _import_without_scipy(module: str) -> list[str]:
     code = (
         "import sys\n"
         "for m in ['scipy', 'scipy.linalg', 'scipy.special', 'scipy.signal', 'scipy.stats',\n"
@@ -192,7 +191,20 @@ def test_import_without_scipy_says_how_to_install(module):
         "except ImportError as e:\n"
         "    print('IMPORTERROR', e)\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    return [sys.executable, "-c", code]
+
+
+WITHOUT_SCIPY = ["linalg", "stats", "signal", "integrate", "optimize"]
+# One process each, started with the session and run beside the other tests (tests/background_checks.py).
+IMPORTS = {module: background_checks.register(
+    f"import funcgrad.scipy.{module} without scipy", lambda folder, module=module: _import_without_scipy(module),
+    timeout=60, wanted_by=[(__file__, f"test_import_without_scipy_says_how_to_install[{module}]")])
+    for module in WITHOUT_SCIPY}
+
+
+@pytest.mark.parametrize("module", WITHOUT_SCIPY)
+def test_import_without_scipy_says_how_to_install(module, background):
+    res = background.result(IMPORTS[module]).process
     assert res.returncode == 0, res.stderr
     assert "IMPORTERROR" in res.stdout and "pip install funcgrad[scipy]" in res.stdout
     assert f"funcgrad.scipy.{module}" in res.stdout

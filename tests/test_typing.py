@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 
+import background_checks
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -23,16 +24,31 @@ TYPED = ["funcgrad"]
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
 
 
+def _mypy_command(cache_dir: pathlib.Path, *targets: str) -> list[str]:
+    return [sys.executable, "-m", "mypy", "--strict", "--config-file", str(CONFIG),
+            "--cache-dir", str(cache_dir), "--no-pretty", "--no-error-summary", *targets]
+
+
+# The whole package's check (about 20 s) starts with the session and runs beside the other tests
+# (tests/background_checks.py); its folder is the mypy cache the later, incremental runs reuse.
+STRICT = background_checks.register(
+    "mypy strict", lambda folder: _mypy_command(folder, *TYPED), cwd=ROOT, timeout=300,
+    wanted_by=[(__file__, "*")] if importlib.util.find_spec("mypy") is not None else [])
+
+
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    # One cache for the module's runs (the second run is incremental); never in the repo.
-    return tmp_path_factory.mktemp("mypy_cache")
+def strict_run(background: background_checks.Runner) -> background_checks.Finished:
+    return background.result(STRICT)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(strict_run: background_checks.Finished) -> pathlib.Path:
+    # One cache for the module's runs (the later runs are incremental); never in the repo.
+    return strict_run.folder
 
 
 def _mypy(cache_dir: pathlib.Path, *targets: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "mypy", "--strict", "--config-file", str(CONFIG),
-           "--cache-dir", str(cache_dir), "--no-pretty", "--no-error-summary", *targets]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(_mypy_command(cache_dir, *targets), cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
 def test_py_typed_marker_is_shipped() -> None:
@@ -51,8 +67,8 @@ def test_config_lists_exactly_the_typed_modules() -> None:
 
 
 @needs_mypy
-def test_mypy_strict_passes_on_typed_modules(cache_dir: pathlib.Path) -> None:
-    res = _mypy(cache_dir, *TYPED)
+def test_mypy_strict_passes_on_typed_modules(strict_run: background_checks.Finished) -> None:
+    res = strict_run.process
     assert res.returncode == 0, "mypy --strict failed:\n" + res.stdout + res.stderr
 
 
