@@ -592,7 +592,7 @@ def _stack_raw(axis: int, *arrays: Any, **kwargs: Any) -> Any:
         a = arrays[0]                    # without the ~100 bytecodes and 5 us of NumPy's Python-level stack)
         shape = getattr(a, "shape", None)
         if shape is not None and 0 <= axis <= len(shape):
-            return a.reshape(shape[:axis] + (1,) + shape[axis:]).copy()
+            return a.reshape(shape[:axis] + (1,) + shape[axis:]).copy(order="K")  # (np.stack's layout)
     return namespace_of(*arrays).stack(arrays, axis=axis, **kwargs)
 
 

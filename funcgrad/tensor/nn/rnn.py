@@ -30,7 +30,7 @@ import funcgrad.numpy as _fnp
 from funcgrad.backend import namespace_of
 from funcgrad.core import Box
 from funcgrad.nn.kernels.recurrent import lstm_layer
-from funcgrad.numpy.shape_ops import _stack
+from funcgrad.numpy.shape_ops import _stack, _stack_raw
 
 from ..boxes import as_tensor_box
 from ..creation import tensor, zeros
@@ -331,10 +331,9 @@ def _stack_one(t: Any, axis: int) -> Any:
     return _stack(axis, t)
 
 
-def _new_axis_copy(a: Any, axis: int) -> Any:
-    """``stack([a], axis)`` of one array: a copy of ``a`` with a new axis (never a view of ``a``)."""
-    shape = a.shape
-    return a.reshape(shape[:axis] + (1,) + shape[axis:]).copy()
+def _stack_one_raw(a: Any, axis: int) -> Any:
+    """``stack([a], axis)`` of one array, by ``stack``'s raw function: a copy of ``a`` with a new axis."""
+    return _stack_raw(axis, a)
 
 
 # ``stack`` of one tensor through the view methods' one-frame recorder (funcgrad/tensor/view_recorder.py): the
@@ -342,7 +341,7 @@ def _new_axis_copy(a: Any, axis: int) -> Any:
 # ``StackBackward0``; the result is a copy (as ``stack``'s), so it is no view and has its own version counter. Where
 # the recorder cannot take the call (grad mode off, anomaly mode, ...) it makes the general one, ``_stack_one``.
 # About 590 -> 300 bytecodes a stack, two an LSTM step (benchmarks/RESULTS.md, session 12b).
-_STACK_ONE = ViewOp(_stack_one, _new_axis_copy, "StackBackward0", named_prim=_fnp.expand_dims)
+_STACK_ONE = ViewOp(_stack_one, _stack_one_raw, "StackBackward0", named_prim=_fnp.expand_dims)
 
 
 def _time_major(x: Tensor) -> Tensor:
