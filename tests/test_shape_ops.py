@@ -882,3 +882,17 @@ def test_vmap_error_messages():
         fg.vmap(lambda a: fnp.swapaxes(a, 0, 1))(x)
     with pytest.raises(ValueError, match="axes don't match"):
         fg.vmap(lambda a: fnp.transpose(a, (0, 1)))(x)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_stack_of_one_array_is_a_fresh_copy_with_a_new_axis(axis):
+    """(``stack``'s raw function takes one array by ``reshape(...).copy()``, not NumPy's ``stack``: the same
+    values and layout)"""
+    a = np.arange(6.0).reshape(2, 3).T  # (not C-contiguous)
+    got = _so._stack_raw(axis % 3, a)
+    want = np.stack([a], axis=axis)
+    assert got.shape == want.shape and got.dtype == want.dtype and (got.flags.c_contiguous, got.flags.f_contiguous) == (
+        want.flags.c_contiguous, want.flags.f_contiguous)
+    np.testing.assert_array_equal(got, want)
+    assert not np.shares_memory(got, a)
+    check_grads(lambda x: fnp.stack([x], axis=axis) ** 2, (a,), order=2, modes=("fwd", "rev"))

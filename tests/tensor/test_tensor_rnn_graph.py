@@ -170,3 +170,28 @@ def test_packed_steps_on_a_device_match_the_host(mode):
     for got, want in zip(results[1], results[0]):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
+
+
+def test_one_layer_final_states_recorded_in_one_frame_as_the_general_stack():
+    """A one-layer LSTM's ``h_n``/``c_n`` (a stack of one tensor, recorded by the view recorder as a copy) against
+    the general stack (anomaly mode takes the general path): the same node class and edges, no view, its own
+    version counter, the same gradients to second order; under ``no_grad`` a plain copy."""
+    ft.manual_seed(3)
+    net = ft.nn.LSTM(3, 4).double()
+    x = ft.randn(5, 2, 3, dtype=ft.float64)
+    grads = []
+    for general in (False, True):
+        with ft.autograd.detect_anomaly() if general else contextlib.nullcontext():
+            out, (h, c) = net(x)
+            assert [g.grad_fn.name() for g in (h, c)] == ["StackBackward0"] * 2
+            assert [g.grad_fn.next_functions[0][1] for g in (h, c)] == [1, 2]
+            assert h._base is None and not h._is_view() and h._version_counter is not out._version_counter
+            (g1,) = ft.autograd.grad((h * h).sum() + c.sum(), net.weight_hh_l0, create_graph=True)
+            (g2,) = ft.autograd.grad((g1 * g1).sum(), net.weight_ih_l0)
+            grads.append((g1.detach().numpy(), g2.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-12)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-12)
+    h[0, 0, 0] = 1.0  # (a copy: writing to it is no error, and leaves the layer's output alone)
+    with ft.no_grad():
+        _, (h, _) = net(x)
+    assert h.grad_fn is None and h._base is None and tuple(h.shape) == (1, 2, 4)

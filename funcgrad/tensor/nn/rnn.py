@@ -28,12 +28,14 @@ import numpy as np
 import funcgrad.nn as _fnn
 import funcgrad.numpy as _fnp
 from funcgrad.backend import namespace_of
+from funcgrad.core import Box
 from funcgrad.nn.kernels.recurrent import lstm_layer
-from funcgrad.numpy.shape_ops import _stack
+from funcgrad.numpy.shape_ops import _stack, _stack_raw
 
 from ..boxes import as_tensor_box
 from ..creation import tensor, zeros
 from ..ops import cat
+from ..view_recorder import ViewOp, record_view
 from ..tensor import Tensor
 from .module import Module
 from .bridge import _boxes, _run_on_tensors
@@ -317,8 +319,29 @@ class RNNBase(Module):
 
 def _stacked(tensors: list[Any]) -> Tensor:
     """``ft.stack(tensors)`` of tensors of one shape (PyTorch's ``StackBackward0``), its primitive called
-    directly: the checks of ``ft.stack`` cost about 750 bytecodes, twice a step of an LSTM (``h_n``, ``c_n``)."""
+    directly: the checks of ``ft.stack`` cost about 750 bytecodes, twice a step of an LSTM (``h_n``, ``c_n``).
+    One tensor (one layer and direction, the commonest ``h_n``): recorded in one frame (:data:`_STACK_ONE`)."""
+    if len(tensors) == 1:
+        return record_view(tensors[0], _STACK_ONE, (0,))  # type: ignore[no-any-return]
     return _stack(0, *tensors)  # type: ignore[no-any-return]
+
+
+def _stack_one(t: Any, axis: int) -> Any:
+    """``stack([t], axis)`` through its primitive (what :data:`_STACK_ONE` falls back to)."""
+    return _stack(axis, t)
+
+
+def _stack_one_raw(a: Any, axis: int) -> Any:
+    """``stack([a], axis)`` of one array, by ``stack``'s raw function: a copy of ``a`` with a new axis."""
+    return _stack_raw(axis, a)
+
+
+# ``stack`` of one tensor through the view methods' one-frame recorder (funcgrad/tensor/view_recorder.py): the
+# node is ``expand_dims``'s (the same derivative: the cotangent without the new axis), of PyTorch's class
+# ``StackBackward0``; the result is a copy (as ``stack``'s), so it is no view and has its own version counter. Where
+# the recorder cannot take the call (grad mode off, anomaly mode, ...) it makes the general one, ``_stack_one``.
+# About 590 -> 300 bytecodes a stack, two an LSTM step (benchmarks/RESULTS.md, session 12b).
+_STACK_ONE = ViewOp(_stack_one, _stack_one_raw, "StackBackward0", named_prim=_fnp.expand_dims)
 
 
 def _time_major(x: Tensor) -> Tensor:
@@ -328,7 +351,10 @@ def _time_major(x: Tensor) -> Tensor:
     one but the layers sees."""
     if x._requires_grad or x._inference or type(x) is not Tensor:
         return x.transpose(0, 1).contiguous()
-    return Tensor._make(_fnp.copy(_fnp.swapaxes(x._value, 0, 1), order="C"))  # (fg.jit stages these two)
+    v = x._value
+    if isinstance(v, Box):  # (staged by ft.compile: through funcgrad.numpy, which fg.jit stages)
+        return Tensor._make(_fnp.copy(_fnp.swapaxes(v, 0, 1), order="C"))
+    return Tensor._make(v.swapaxes(0, 1).copy())  # (the array's own methods: NumPy's or CuPy's, C order)
 
 
 class RNN(RNNBase):
