@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..tensor import Tensor
-from .module import Module
+from .module import Module, stored_attr
 from . import functional as F
 from ._reduction import _legacy_reduction
 
@@ -38,7 +38,7 @@ class _Loss(Module):
         self.reduction = reduction
 
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:
-        options = {k: getattr(self, k) for k in self._options}
+        options = {k: stored_attr(self, k) for k in self._options}
         return cast(Tensor, type(self)._fn(*args, reduction=self.reduction, **options, **kwargs))
 
     def extra_repr(self) -> str:
