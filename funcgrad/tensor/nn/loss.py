@@ -109,6 +109,10 @@ class CrossEntropyLoss(_WeightedLoss):
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # (_Loss.forward's, without building the options)
+        return F.cross_entropy(input, target, stored_attr(self, "weight"), ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
 
 class NLLLoss(_WeightedLoss):
     """Negative log-likelihood of log-probabilities. Example: ``ft.nn.NLLLoss()(F.log_softmax(x, 1), y)``."""

@@ -537,7 +537,7 @@ class _Functional(Module):
     _args: tuple[str, ...] = ()
 
     def forward(self, input: Tensor) -> Tensor:
-        return cast("Tensor", type(self)._fn(input, *[stored_attr(self, a) for a in self._args]))
+        return cast("Tensor", type(self)._fn(input, *[getattr(self, a) for a in self._args]))
 
 
 class RemovableHandle:
