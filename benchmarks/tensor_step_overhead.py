@@ -23,6 +23,11 @@ the whole functional step, and lists the functions that run the most of them (``
 every primitive's forward and derivative-rule calls of one ft step and one functional step, in order (``-v``: with
 each call's array arguments and result, dtype, shape and layout), then the median time of each call over
 ``steps`` interleaved steps at quick sizes, beside the steps' own medians (what the kernels leave to the rest).
+
+``python benchmarks/tensor_step_overhead.py --layers [smoke|quick] [steps] [cold]`` times each layer of the CNN step
+inside the step, three calls in a row (the first with the caches as the previous layer left them, the third warm),
+for ft (``model[i](h)``) and for fg.nn (the same functional layers inside ``fg.grad``); ``cold``: an 8 MB buffer is
+written before the first and the third call, so both find the caches cold (as every layer does behind large kernels).
 """
 
 from __future__ import annotations
@@ -260,6 +265,87 @@ def _kernels(model: str, steps: int, verbose: bool) -> None:
     print(f"  {'whole step':42s} {statistics.median(whole[0]) * 1e6:8.1f} {statistics.median(whole[1]) * 1e6:8.1f}")
 
 
+def _layers(size: str, steps: int, cold: bool) -> None:
+    """Each CNN layer's wall time inside the step, first and third of three calls in a row, ft beside fg.nn (the
+    layers of ``training.conv_table``'s functional loss, timed inside ``fg.grad``); medians over ``steps`` steps."""
+    import functools
+    import gc
+    import time
+
+    import numpy as np
+
+    sys.path.insert(0, os.getcwd())
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    from benchmarks import peers
+    from benchmarks.workloads import Context, training
+    import funcgrad as fg
+    import funcgrad.nn as fnn
+    import funcgrad.numpy as fnp
+
+    peers.pin_thread_env()
+    peers.pin_threads_now()
+    table = training.conv_table(Context(quick=True, smoke=size == "smoke"))
+    ft_step = next(e.fn for e in table.entries if e.name.startswith("funcgrad.tensor"))
+    names = dict(zip(ft_step.__code__.co_freevars, (c.cell_contents for c in ft_step.__closure__ or ())))
+    opt, loss_fn, net, x, y = (names[k] for k in ("opt", "loss_fn", "model", "x", "y"))
+    state = {k: v.numpy().copy() for k, v in net.state_dict().items()}
+    xs, ys = x.numpy(), y.numpy()
+    buffer = np.ones(1 << 21, np.float32)
+    clock = time.perf_counter
+    times: dict[tuple[str, str, int], list[float]] = {}
+
+    def three(who: str, layer: str, call: Callable[[], Any]) -> Any:
+        out = None
+        for k in range(3):
+            if cold and k != 1:
+                np.add(buffer, 1, out=buffer)
+            t = clock()
+            r = call()
+            times.setdefault((layer, who, k), []).append(clock() - t)
+            out = r if k == 0 else out
+        return out
+
+    def ft_once() -> None:
+        opt.zero_grad()
+        h = x
+        for m in net:
+            h = three("ft", type(m).__name__, functools.partial(m, h))
+        three("ft", "loss", lambda: loss_fn(h, y)).backward()
+        opt.step()
+
+    def fg_loss(p: Any) -> Any:  # (conv_table's functional loss, layer by layer)
+        h = three("fg.nn", "Conv2d", lambda: fnn.conv2d(xs, p["0.weight"], None, padding=1))
+        h = three("fg.nn", "BatchNorm2d", lambda: fnn.batch_norm(h, state["1.running_mean"], state["1.running_var"],
+                                                                 p["1.weight"], p["1.bias"], training=True))[0]
+        h = three("fg.nn", "ReLU", lambda: fnn.relu(h))
+        h = three("fg.nn", "MaxPool2d", lambda: fnn.max_pool2d(h, 2))
+        h = three("fg.nn", "Flatten", lambda: fnp.reshape(h, (fnp.shape(h)[0], -1)))
+        h = three("fg.nn", "Linear", lambda: h @ fnp.transpose(p["5.weight"]) + p["5.bias"])
+        return three("fg.nn", "loss", lambda: fnn.cross_entropy(h, ys, axis=-1))
+
+    fg_grad = fg.grad(fg_loss)
+    params = {k: state[k] for k in ("0.weight", "1.weight", "1.bias", "5.weight", "5.bias")}
+    for _ in range(10):
+        ft_once()
+        fg_grad(params)
+    times.clear()
+    gc.collect()
+    gc.freeze()
+    for _ in range(steps):
+        ft_once()
+        fg_grad(params)
+    med = {key: statistics.median(v) * 1e6 for key, v in times.items()}
+    print(f"{size} sizes, {'cold' if cold else 'as left'} caches, medians of {steps} steps (us)")
+    print(f"  {'layer':12s} {'ft 1st':>8s} {'ft 3rd':>8s} {'fg 1st':>8s} {'fg 3rd':>8s} {'ft-fg 1st':>10s} {'ft-fg 3rd':>10s}")
+    sums = [0.0, 0.0]
+    for layer in ("Conv2d", "BatchNorm2d", "ReLU", "MaxPool2d", "Flatten", "Linear", "loss"):
+        a, b, c, d = (med[(layer, who, k)] for who in ("ft", "fg.nn") for k in (0, 2))
+        sums[0] += a - c
+        sums[1] += b - d
+        print(f"  {layer:12s} {a:8.1f} {b:8.1f} {c:8.1f} {d:8.1f} {a - c:10.1f} {b - d:10.1f}")
+    print(f"  {'sum':12s} {'':8s} {'':8s} {'':8s} {'':8s} {sums[0]:10.1f} {sums[1]:10.1f}")
+
+
 def _bytecodes(other: str) -> None:
     print("bytecodes per Tensor op (" + ", ".join(OPS) + ")")
     for name, tree in (("other", other), ("this", HERE)):
@@ -310,6 +396,9 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--kernels"]:
         rest = [a for a in sys.argv[2:] if a != "-v"]
         _kernels(rest[0] if rest else "conv_table", int(rest[1]) if len(rest) > 1 else 100, "-v" in sys.argv)
+    elif sys.argv[1:2] == ["--layers"]:
+        rest = sys.argv[2:]
+        _layers(rest[0] if rest else "smoke", int(rest[1]) if len(rest) > 1 else 200, "cold" in rest)
     elif sys.argv[1:2] == ["--op-count"]:
         _op_count()
     elif sys.argv[1:2] == ["--count"]:

@@ -18,7 +18,7 @@ import math
 from typing import Any, cast
 
 from ..tensor import Tensor
-from .module import _Functional
+from .module import _Functional, stored_attr
 from .layers import _per_rank, _uniform_param
 from . import functional as F
 from .functional import _ntuple as _tup
@@ -72,8 +72,9 @@ class _ConvNd(_Functional):
         self.register_parameter("bias", _uniform_param((out_channels,), bound, dtype) if bias else None)
 
     def forward(self, input: Tensor) -> Tensor:
-        if self.padding_mode == "zeros":
-            return super().forward(input)
+        if self.padding_mode == "zeros":  # (_args in one call: the weight and bias from their store)
+            return cast(Tensor, type(self)._fn(input, stored_attr(self, "weight"), stored_attr(self, "bias"), self.stride,
+                                               self.padding, self.dilation, self.groups))
         # PyTorch: pad with the mode first (the same amounts as the zero padding), then convolve unpadded
         if self.padding == "same":
             pairs = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(self.kernel_size, self.dilation)]

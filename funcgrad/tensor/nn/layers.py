@@ -17,7 +17,7 @@ from ..creation import default_generator
 from ..tensor import Tensor
 from ..toplevel import _on_default_device
 from . import functional
-from .module import Module
+from .module import Module, stored_attr
 from .parameter import Parameter
 
 __all__ = ["Linear", "Sequential", "Identity", "Flatten", "ReLU", "GELU"]
@@ -54,7 +54,7 @@ class Linear(Module):
         self.register_parameter("bias", _uniform_param((out_features,), bound, dtype) if bias else None)
 
     def forward(self, input: Tensor) -> Tensor:
-        return functional.linear(input, self.weight, self.bias)
+        return functional.linear(input, stored_attr(self, "weight"), stored_attr(self, "bias"))
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"

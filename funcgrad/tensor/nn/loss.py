@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..tensor import Tensor
-from .module import Module
+from .module import Module, stored_attr
 from . import functional as F
 from ._reduction import _legacy_reduction
 
@@ -38,7 +38,7 @@ class _Loss(Module):
         self.reduction = reduction
 
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:
-        options = {k: getattr(self, k) for k in self._options}
+        options = {k: stored_attr(self, k) for k in self._options}
         return cast(Tensor, type(self)._fn(*args, reduction=self.reduction, **options, **kwargs))
 
     def extra_repr(self) -> str:
@@ -108,6 +108,10 @@ class CrossEntropyLoss(_WeightedLoss):
                  reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # (_Loss.forward's, without building the options)
+        return F.cross_entropy(input, target, stored_attr(self, "weight"), ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class NLLLoss(_WeightedLoss):

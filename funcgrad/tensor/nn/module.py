@@ -16,7 +16,30 @@ from ..tensor_helpers import _as_tensor
 from ..tensor import device as _device
 from .parameter import Parameter
 
-__all__ = ["Module", "RemovableHandle"]
+__all__ = ["Module", "RemovableHandle", "stored_attr"]
+
+_ABSENT = object()
+
+
+def stored_attr(module: "Module", name: str) -> Any:
+    """``getattr(module, name)`` for the parameter and buffer reads a ``forward`` makes at every call.
+
+    On CPython 3.11, ``module.weight`` first fails the ordinary lookup, which builds and drops an
+    ``AttributeError`` (its message formatted), and only then calls :meth:`Module.__getattr__`: several
+    times the cost of a dictionary read, more with the caches cold between a training step's kernels. A
+    parameter or buffer is read from its store here; any other name (a plain attribute, a property, a
+    parametrized weight, a submodule) goes through ``getattr`` as before, so what is read is the same.
+
+    Example: ``stored_attr(linear, "weight") is linear.weight``.
+    """
+    d = module.__dict__
+    try:
+        found = d["_parameters"].get(name, _ABSENT)
+        if found is _ABSENT:
+            found = d["_buffers"].get(name, _ABSENT)
+    except KeyError:  # (a module whose stores are not made yet)
+        found = _ABSENT
+    return getattr(module, name) if found is _ABSENT else found
 
 
 def _to_args(args: tuple[Any, ...], kwargs: dict[Any, Any]) -> tuple[Any, Any]:

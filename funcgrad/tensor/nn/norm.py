@@ -24,7 +24,7 @@ from funcgrad.core import Box
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from ..toplevel import _on_default_device
-from .module import Module, _Functional
+from .module import Module, _Functional, stored_attr
 from .layers import _const_param, _np_dtype, _per_rank
 from . import functional as F
 
@@ -75,7 +75,7 @@ class _NormBase(Module):
         """Advance ``num_batches_tracked``; the momentum of this step (1/n for ``momentum=None``: a float, or
         under ``ft.compile``, where the count is a value of the staged program, a 0-d array of the statistics'
         dtype)."""
-        steps = self.num_batches_tracked if self.training and self.track_running_stats else None  # (read once)
+        steps = stored_attr(self, "num_batches_tracked") if self.training and self.track_running_stats else None
         if steps is not None:
             steps._value[...] += 1
             steps._version_counter[0] += 1
@@ -95,9 +95,9 @@ class _BatchNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
         m = self._momentum()
-        running_mean = self.running_mean  # (each parameter and buffer read once: a module's __getattr__ is slow)
-        return F.batch_norm(input, running_mean, self.running_var, self.weight, self.bias,
-                            self.training or running_mean is None, m, self.eps)
+        running_mean = stored_attr(self, "running_mean")  # (each read once, from its store)
+        return F.batch_norm(input, running_mean, stored_attr(self, "running_var"), stored_attr(self, "weight"),
+                            stored_attr(self, "bias"), self.training or running_mean is None, m, self.eps)
 
 
 BatchNorm1d, BatchNorm2d, BatchNorm3d = _per_rank(
