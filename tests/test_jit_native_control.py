@@ -174,3 +174,59 @@ def test_buffers_never_alias_the_carry_a_step_reads():
     a, b = np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.4, -0.3])
     compiled = check(f, [(a, b), (-a, b * 2.0)], steps=30)
     assert compiled.left == 0
+
+
+def segment_sources(f, *args):
+    """The sources native.plan's segments of fg.jit(f) at ``args`` would compile (nothing compiled)."""
+    return [native.segment_source(s.eqns, s.ins, s.outs) for s in native.plan(fg.jit(f).program(*args))
+            if isinstance(s, native.Segment)]
+
+
+def partial_stores(src):
+    """The stores ``a[i] = row`` in ``src`` that index an array made there with fewer indices than
+    it has axes (numba compiles each such store with a slow error path, benchmarks/RESULTS.md)."""
+    import ast
+
+    found = []
+    for function in ast.parse(src).body:  # (each function's names on their own)
+        ranks = {}
+        for node in ast.walk(function):
+            if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.Call)
+                    and ast.unparse(node.value.func) in ("np.empty", "np.full", "np.zeros")):
+                shape = node.value.args[0]
+                ranks[node.targets[0].id] = len(shape.elts) if isinstance(shape, ast.Tuple) else 1
+        for node in ast.walk(function):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AugAssign) else []
+            for target in targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                        and target.value.id in ranks:
+                    index = target.slice
+                    n = len(index.elts) if isinstance(index, ast.Tuple) else 1
+                    if n < ranks[target.value.id] or any(isinstance(i, ast.Slice) for i in ast.walk(index)):
+                        found.append(ast.unparse(node))
+    return found
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128"])
+def test_stacked_loop_rows_and_linalg_stacks_are_stored_element_by_element(dtype):
+    x = (np.arange(6.0).reshape(2, 3) * 0.1 + 0.2).astype(dtype)
+    ts = np.linspace(-1.0, 1.0, 4).astype(dtype)
+
+    def scans(x):  # rank-2 and rank-1 carries, their stacked outputs
+        c, ys = fg.scan(lambda c, t: (c * 0.7 + t, c * 2.0), x, ts)
+        d, zs = fg.scan(lambda d, t: (d * t + 1.0, d[::-1]), x[0], ts, reverse=True)
+        return fnp.sum(ys) + fnp.sum(zs) + fnp.sum(c) + fnp.sum(d)
+
+    programs = [(scans, x)]
+    if dtype != "complex128":  # (the gradient's reverse scan stacks its carries)
+        programs.append((fg.grad(lambda x: fnp.sum(fg.scan(lambda c, t: (fnp.tanh(c * t), c), x, ts)[1])), x))
+    programs.append((lambda m: fnp.linalg.inv(m) * 2.0, np.eye(2, dtype=dtype) + x[:, :2, None] * 0.1))
+    for f, arg in programs:
+        sources = segment_sources(f, arg)
+        assert sources, "nothing lowered"
+        for src in sources:
+            assert partial_stores(src) == [], src
+    src = "\n".join(segment_sources(scans, x))
+    assert "for t0 in range(4):" in src and "a_" in src  # (the loop is there: the check saw its stores)

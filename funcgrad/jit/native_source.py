@@ -372,6 +372,16 @@ class _Source:
         ix = _counters("i", len(shape))
         self.emit(self.loops(0, ix, shape), f"{name}[{', '.join(ix)}] = {source}[{', '.join(ix)}]")
 
+    def store(self, depth: int, target: str, at: list[str], source: str, shape: tuple[int, ...]) -> None:
+        """``target[at] = source``, where ``source`` is an array of ``shape`` (a row of ``target``),
+        written element by element: numba compiles a whole-row store (``a[t] = row``) with an error
+        path that formats the shapes into a string, seconds per rank pair in each new process
+        (benchmarks/RESULTS.md, "row stores"); the element loop compiles in a fraction of that."""
+        ex = _counters("e", len(shape))
+        depth = self.loops(depth, ex, shape)
+        self.emit(depth, f"{target}[{', '.join(at + ex)}] = {source}[{', '.join(ex)}]" if ex
+                  else f"{target}[{', '.join(at)}] = {source}")
+
     def loops(self, depth: int, counters: list[str], shape: tuple[int, ...]) -> int:
         for d, (c, n) in enumerate(zip(counters, shape)):
             self.emit(depth + d, f"for {c} in range({n}):")
@@ -616,7 +626,7 @@ class _Source:
         results = [f"x{k}_{j}" for j in range(len(e.outs))]
         self.emit(depth, f"{', '.join(results)} = {LINALG[e.prim].format(*args)}")
         for o, r in zip(e.outs, results):
-            self.emit(depth, f"a_{o.name}[{', '.join(ix)}] = {r}")
+            self.store(depth, f"a_{o.name}", ix, r, tuple(o.shape)[len(batch):])
 
     def _whole(self, a: Any, k: int) -> str:
         """A name for ``a`` as a whole array (a view is copied out first)."""
@@ -731,14 +741,14 @@ class _Source:
         self.emit(0, f"for {t} in range({lp.length - 1}, -1, -1):" if lp.reverse else f"for {t} in range({lp.length}):")
         for o, c in zip(entering, carries):
             if o in self.wanted:
-                self.emit(1, f"a_{o.name}[{t}] = {c}")
+                self.store(1, f"a_{o.name}", [t], c, tuple(o.shape)[1:])
         step_args = carries + [f"{x}[{t}]" for x in xs] + const_args
         self._call(1, f"r{k}", fname, step_args, sets, t)
         for j, c in enumerate(carries):
             self.emit(1, f"{c} = r{k}[{j}]")
         for j, o in enumerate(ys):
             if o in self.wanted:
-                self.emit(1, f"a_{o.name}[{t}] = r{k}[{nc + j}]")
+                self.store(1, f"a_{o.name}", [t], f"r{k}[{nc + j}]", tuple(o.shape)[1:])
         self._results(0, e.outs[:nc], carries)
 
     def _operand(self, a: Any, k: int) -> str:
