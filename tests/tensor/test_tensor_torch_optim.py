@@ -279,7 +279,7 @@ def _updated_as_a_list(opt):
     return any(isinstance(c, foreach._Tree) for c in opt._flat.values())
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam", "NAdam", "RAdam", "Adagrad", "RMSprop"])
+@pytest.mark.parametrize("name", ["Adam", "NAdam", "RAdam", "Adagrad", "RMSprop"])
 def test_one_update_over_the_parameter_list_equals_one_per_parameter(name):
     """Groups that do not flatten take one update over the list of their parameters: the same numbers and
     slots as one update per parameter (the loop, taken here by giving each parameter its own group)."""
@@ -304,6 +304,44 @@ def test_one_update_over_the_parameter_list_equals_one_per_parameter(name):
         assert a.keys() == b.keys()
         for k in a:
             np.testing.assert_array_equal(a[k], b[k])
+
+
+@pytest.mark.parametrize("kwargs", [dict(momentum=0.9), dict(momentum=0.9, nesterov=True, weight_decay=0.1),
+                                    dict(momentum=0.5, dampening=0.3, maximize=True), dict(weight_decay=0.2),
+                                    dict(momentum=0.9, foreach=True)])
+def test_sgd_direct_step_equals_the_functional_transform_step(kwargs):
+    """SGD's step, written on the arrays, gives the functional transformation's numbers bit for bit (the
+    base class's step, run on a twin optimizer), its buffers included, with a parameter skipping a step."""
+    runs = []
+    for step in (ft.optim.SGD.step, ft.optim.Optimizer.step):
+        rng = np.random.default_rng(0)
+        params = [ft.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in ((3, 2), (4,))]
+        opt = ft.optim.SGD(params, lr=0.1, **kwargs)
+        for k in range(4):
+            opt.zero_grad()
+            used = params if k != 2 else params[:1]
+            sum(((p - k) ** 2 * (i + 1)).sum() for i, p in enumerate(used)).backward()
+            step(opt)
+        runs.append(([p.detach().numpy().copy() for p in params],
+                     [{k: v.numpy().copy() for k, v in opt.state[p].items()} for p in params]))
+    for a, b in zip(runs[0][0], runs[1][0]):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(runs[0][1], runs[1][1]):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_sgd_step_advances_versions_and_keeps_the_buffer_object():
+    p = ft.nn.Parameter(ft.tensor([1.0, 2.0]))
+    opt = ft.optim.SGD([p], lr=0.1, momentum=0.9)
+    (p * p).sum().backward()
+    v0 = p._version
+    opt.step()
+    buf = opt.state[p]["momentum_buffer"]
+    assert p._version == v0 + 1 and not np.shares_memory(buf.numpy(), p.grad.numpy())
+    opt.step()
+    assert p._version == v0 + 2 and opt.state[p]["momentum_buffer"] is buf
 
 
 def test_the_list_update_sees_slot_edits_and_parameters_that_skip_a_step():

@@ -1,7 +1,7 @@
 """``foreach=True``: one update over all the parameters of a group per step, as PyTorch's multi-tensor path
 (``foreach=None``, the default, takes it for groups of many small parameters; ``foreach=False`` never).
 
-The elementwise optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam) apply
+The elementwise optimizers (Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam) apply
 their ``funcgrad.optim`` transformation once to the concatenation of the group's gradients and
 parameters, instead of once per parameter: a handful of array operations per step whatever the number
 of parameters. The state is kept flat, and ``optimizer.state[p]``'s slots are views of their parameter's
@@ -16,6 +16,9 @@ is the per-parameter arithmetic leaf by leaf, without the concatenation's copies
 Example::
 
     opt = ft.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
+
+(SGD takes neither path: its step is written directly on the arrays, a few in-place operations per
+parameter, cheaper than either; its ``foreach`` flag is accepted and changes nothing.)
 """
 
 from __future__ import annotations

@@ -319,6 +319,55 @@ class SGD(Optimizer):
         return _fopt.sgd(1.0, momentum=group["momentum"], nesterov=group["nesterov"],
                          weight_decay=group["weight_decay"])
 
+    @no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient; ``closure`` re-evaluates the loss.
+
+        Written directly on the arrays, as PyTorch's SGD (the arithmetic of ``funcgrad.optim.sgd``,
+        element for element): the momentum buffer ``state[p]["momentum_buffer"]`` is updated in place
+        (``b = momentum b + (1 - dampening) g``, starting at a copy of the first gradient), then
+        ``p -= lr d`` in place with ``d = g + momentum b`` (Nesterov) or ``b``; ``weight_decay`` adds
+        ``wd p`` to the gradient first, ``maximize`` negates it. No new arrays per parameter but the
+        gradient's copy on the first step and the temporaries of ``lr d`` (and of nesterov/weight decay).
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        state = self.state
+        for group in self.param_groups:
+            lr = float(group["lr"])
+            momentum = group["momentum"]
+            dampening, nesterov = group["dampening"], group["nesterov"]
+            wd, maximize = group["weight_decay"], group.get("maximize", False)
+            for p in group["params"]:
+                grad = p._grad
+                if grad is None:
+                    continue
+                v = p._value
+                g = -grad._value if maximize else grad._value
+                if wd:
+                    g = g + wd * v
+                if momentum:
+                    st = state[p]
+                    slot = st.get("momentum_buffer")
+                    if slot is None:
+                        buf = namespace_of(g).array(g, copy=True)
+                        st["momentum_buffer"] = Tensor._make(buf)
+                    else:
+                        buf = slot._value
+                        buf *= momentum
+                        if dampening:
+                            buf += (1 - dampening) * g
+                        else:
+                            buf += g
+                        slot._version_counter[0] += 1
+                    g = g + momentum * buf if nesterov else buf
+                step = lr * g
+                v -= step if step.dtype == v.dtype else step.astype(v.dtype)  # in place: views see it
+                p._version_counter[0] += 1
+        return loss
+
 
 class Adam(Optimizer):
     """Adam, as ``torch.optim.Adam`` (``weight_decay`` is L2 added to the gradient; ``amsgrad`` supported).
