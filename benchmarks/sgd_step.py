@@ -14,6 +14,7 @@ scaled update) and walk the pytree of the state.
 from __future__ import annotations
 
 import timeit
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ import funcgrad as fg
 import funcgrad.tensor as ft
 
 
-def _models() -> dict[str, list[ft.Tensor]]:
+def _models() -> dict[str, list[Any]]:
     ft.manual_seed(0)
     cnn = ft.nn.Sequential(ft.nn.Conv2d(3, 16, 3, padding=1, bias=False), ft.nn.BatchNorm2d(16), ft.nn.ReLU(),
                            ft.nn.MaxPool2d(2), ft.nn.Flatten(), ft.nn.Linear(16 * 8 * 8, 10))
@@ -40,16 +41,16 @@ def main() -> None:
             opt = ft.optim.SGD(params, lr=0.0, momentum=0.9)
             step(opt)
 
-            def call(opt=opt, step=step):
+            def call(opt: Any = opt, step: Any = step) -> None:
                 step(opt)
 
             row[label] = min(timeit.repeat(call, number=200, repeat=7)) / 200 * 1e6
         tree = {i: p.detach().numpy().copy() for i, p in enumerate(params)}
-        grads = {i: p.grad.numpy() for i, p in enumerate(params)}
+        grads = {i: p._grad._value for i, p in enumerate(params)}
         fopt = fg.optim.sgd(0.0, momentum=0.9)
         box = [tree, fopt.init(tree)]
 
-        def functional():
+        def functional() -> None:
             updates, box[1] = fopt.update(grads, box[1], box[0])
             box[0] = fg.optim.apply_updates(box[0], updates)
 
