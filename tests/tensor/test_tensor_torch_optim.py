@@ -279,6 +279,16 @@ def _updated_as_a_list(opt):
     return any(isinstance(c, foreach._Tree) for c in opt._flat.values())
 
 
+def _assert_same_parameters_and_state(first, second):
+    """Two runs' ``(parameters, per-parameter state dicts)`` are equal bit for bit."""
+    for a, b in zip(first[0], second[0]):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(first[1], second[1]):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+
+
 @pytest.mark.parametrize("name", ["Adam", "NAdam", "RAdam", "Adagrad", "RMSprop"])
 def test_one_update_over_the_parameter_list_equals_one_per_parameter(name):
     """Groups that do not flatten take one update over the list of their parameters: the same numbers and
@@ -298,12 +308,7 @@ def test_one_update_over_the_parameter_list_equals_one_per_parameter(name):
         results.append(([p.detach().numpy().copy() for p in params],
                         [{k: np.array(v.numpy() if isinstance(v, ft.Tensor) else v) for k, v in opt.state[p].items()}
                          for p in params]))
-    for a, b in zip(results[0][0], results[1][0]):
-        np.testing.assert_array_equal(a, b)
-    for a, b in zip(results[0][1], results[1][1]):
-        assert a.keys() == b.keys()
-        for k in a:
-            np.testing.assert_array_equal(a[k], b[k])
+    _assert_same_parameters_and_state(*results)
 
 
 @pytest.mark.parametrize("kwargs", [dict(momentum=0.9), dict(momentum=0.9, nesterov=True, weight_decay=0.1),
@@ -324,12 +329,7 @@ def test_sgd_direct_step_equals_the_functional_transform_step(kwargs):
             step(opt)
         runs.append(([p.detach().numpy().copy() for p in params],
                      [{k: v.numpy().copy() for k, v in opt.state[p].items()} for p in params]))
-    for a, b in zip(runs[0][0], runs[1][0]):
-        np.testing.assert_array_equal(a, b)
-    for a, b in zip(runs[0][1], runs[1][1]):
-        assert a.keys() == b.keys()
-        for k in a:
-            np.testing.assert_array_equal(a[k], b[k])
+    _assert_same_parameters_and_state(*runs)
 
 
 def test_sgd_step_advances_versions_and_keeps_the_buffer_object():
