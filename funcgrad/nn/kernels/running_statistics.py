@@ -55,13 +55,8 @@ def blend_running_statistics_into(running_mean: Any, running_var: Any, batch_mea
 
 def _blend_raw(running_mean: Any, running_var: Any, batch_mean: Any, batch_var: Any, momentum: Any,
                count: int) -> tuple[Any, Any]:
-    keep = 1 - momentum
-    mean = running_mean * keep
-    var = running_var * keep
-    if mean.dtype != running_mean.dtype:  # (a momentum of a wider dtype: the running statistics keep theirs)
-        mean, var = mean.astype(running_mean.dtype), var.astype(running_var.dtype)
-    mean += momentum * batch_mean
-    var += momentum * _unbiased(batch_var, count)
+    mean, var = running_mean.copy(), running_var.copy()  # (the in-place blend keeps their dtype)
+    blend_running_statistics_into(mean, var, batch_mean, batch_var, momentum, count)
     return mean, var
 
 
@@ -76,20 +71,17 @@ def _blend_batch(args: list[Any], dims: list[Any]) -> tuple[Any, tuple[Any, Any]
     # per-example parts right-aligned (a unit axis after the batch axis where an argument has fewer)
     rm, rv, bm, bv, m = (a if d is None else fnp.reshape(a, (size,) + (1,) * (rank - len(p)) + p)
                          for a, d, p in zip(fronted, dims, per))
+    runs = [rm, rv]
     batched: list[int | None] = []
-    for k, run in enumerate((rm, rv)):
+    for k in range(2):
         b = k + 2  # the batch statistic blended into it
         if dims[k] is None and dims[b] is None and dims[4] is None:
             batched.append(None)
             continue
         batched.append(0)
         if dims[k] is None:  # the blend writes into a copy of the running statistic: give it the batch axis
-            target = (size,) + fnp.broadcast_shapes(per[k], per[b], per[4])
-            if k == 0:
-                rm = fnp.broadcast_to(run, target)
-            else:
-                rv = fnp.broadcast_to(run, target)
-    new_mean, new_var = blend_running_statistics(rm, rv, bm, bv, m, count)
+            runs[k] = fnp.broadcast_to(runs[k], (size,) + fnp.broadcast_shapes(per[k], per[b], per[4]))
+    new_mean, new_var = blend_running_statistics(runs[0], runs[1], bm, bv, m, count)
     return (new_mean, new_var), (batched[0], batched[1])
 
 
